@@ -1,0 +1,72 @@
+/**
+ * The providers-and-models file (SPEC §9): which upstreams exist, which models they serve and at
+ * what list price. The zod schema here is the single source of its shape.
+ */
+import { z } from 'zod'
+
+const decimalString = z
+  .string()
+  .regex(/^\d+(\.\d+)?$/, 'must be a non-negative decimal string such as "0.40"')
+
+export const providerConfigSchema = z.strictObject({
+  kind: z.enum(['openai', 'anthropic']),
+  base_url: z.union([z.url(), z.array(z.url()).min(1)]),
+  /** Name of the environment variable holding the key; absent for self-hosted servers. */
+  api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+  max_concurrency: z.number().int().min(1).max(4096).default(32),
+  timeout_s: z.number().positive().max(3600).default(120),
+})
+
+export const offeringSchema = z.strictObject({
+  provider: z.string().min(1),
+  upstream_model: z.string().min(1),
+  input_usd_per_mtok: decimalString,
+  output_usd_per_mtok: decimalString.default('0'),
+  /** OpenAI reasoning models refuse max_tokens and want max_completion_tokens. */
+  max_tokens_param: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
+})
+
+export const modelSchema = z.strictObject({
+  id: z.string().min(1),
+  endpoints: z.array(z.enum(['chat', 'embeddings'])).min(1),
+  context_tokens: z.number().int().positive(),
+  /** Chat models: the most a request may ask for. Embedding models: 0. */
+  max_output_tokens: z.number().int().min(0),
+  aliases: z.array(z.string().min(1)).default([]),
+  /** Request parameters this model refuses; a line using one is an issue, never silently dropped. */
+  unsupported_params: z.array(z.string().min(1)).default([]),
+  offerings: z.array(offeringSchema).min(1),
+})
+
+export const catalogSchema = z.strictObject({
+  $comment: z.string().optional(),
+  /** The date the list prices below were read from the providers' pricing pages. */
+  prices_read_on: z.string().optional(),
+  providers: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/), providerConfigSchema),
+  models: z.array(modelSchema),
+})
+
+export type ProviderConfig = z.infer<typeof providerConfigSchema>
+export type Offering = z.infer<typeof offeringSchema>
+export type ModelEntry = z.infer<typeof modelSchema>
+export type CatalogFile = z.infer<typeof catalogSchema>
+
+/** Cross-field checks zod cannot express per field: offerings name known providers, ids are unique. */
+export function checkCatalog(catalog: CatalogFile): string[] {
+  const problems: string[] = []
+  const seen = new Set<string>()
+  catalog.models.forEach((model, index) => {
+    for (const name of [model.id, ...model.aliases]) {
+      if (seen.has(name)) problems.push(`models[${index}]: "${name}" is used by two models`)
+      seen.add(name)
+    }
+    model.offerings.forEach((offering, o) => {
+      if (!catalog.providers[offering.provider]) {
+        problems.push(
+          `models[${index}].offerings[${o}].provider: "${offering.provider}" is not in providers`,
+        )
+      }
+    })
+  })
+  return problems
+}

@@ -1,0 +1,100 @@
+/**
+ * The provider spec: what the dispatcher and the live endpoints hand an adapter, and what an
+ * adapter hands back. Adapters translate one request and make one HTTP call; they never retry,
+ * price, rate-limit or persist. Failures are returned as values, classified here at the edge so
+ * the dispatcher's single retry policy can decide what to do with them.
+ *
+ * Nothing under providers/ imports from src/.
+ */
+
+/** The two endpoints a batch line or a live call can target. */
+export type Endpoint = 'chat' | 'embeddings'
+
+/** One request for one offering. `body` is OpenAI-shaped, `model` already set to the upstream id. */
+export interface UpstreamRequest {
+  endpoint: Endpoint
+  body: Record<string, unknown>
+  /** Aborts the call (cancel, shutdown). The per-provider timeout is applied by the adapter. */
+  signal?: AbortSignal
+}
+
+/** Token usage in the gateway's terms, mapped from whatever the upstream reported. */
+export interface Usage {
+  input_tokens: number
+  output_tokens: number
+}
+
+/** How an upstream failure is classified. `retryable` is decided by the adapter from the kind. */
+export type UpstreamErrorKind =
+  | 'rate_limited' // 429
+  | 'server_error' // 5xx
+  | 'timeout' // no complete answer within the provider's timeout
+  | 'connection' // refused, reset, closed mid-body
+  | 'malformed_response' // 2xx whose body is not the JSON the endpoint promises
+  | 'invalid_request' // other 4xx: the request itself is wrong; never retried
+  | 'context_length_exceeded' // a 4xx that says the prompt is too long
+  | 'auth' // 401/403 from upstream: the gateway's provider key is wrong
+
+export interface UpstreamError {
+  kind: UpstreamErrorKind
+  retryable: boolean
+  /** Upstream HTTP status, or null when no response arrived. */
+  status: number | null
+  /** From `retry-after-ms` or `retry-after` (seconds or HTTP date), when the upstream sent one. */
+  retryAfterMs: number | null
+  /** A short, key-free description for logs and line errors. */
+  message: string
+  /** The upstream's parsed error body for 4xx answers, so users see what the provider said. */
+  body: unknown
+}
+
+/** Result of one non-streaming call. */
+export type Outcome =
+  | {
+      ok: true
+      status: number
+      /** The endpoint's normal OpenAI-shaped response (chat.completion or list of embeddings). */
+      body: Record<string, unknown>
+      /** null when the upstream answered without usage. */
+      usage: Usage | null
+      latencyMs: number
+    }
+  | { ok: false; error: UpstreamError; latencyMs: number }
+
+/** Result of opening a streaming chat call: OpenAI `chat.completion.chunk` objects as they arrive. */
+export type StreamOutcome =
+  | {
+      ok: true
+      /** Each item is one chunk object, already in OpenAI's shape. Ends when the upstream ends. */
+      chunks: AsyncIterable<Record<string, unknown>>
+      /** Resolves after `chunks` ends, with the usage the upstream reported (null if none). */
+      usage: Promise<Usage | null>
+    }
+  | { ok: false; error: UpstreamError; latencyMs: number }
+
+/** One upstream provider (possibly a pool of replicas) behind one small interface. */
+export interface ProviderAdapter {
+  readonly name: string
+  send(request: UpstreamRequest): Promise<Outcome>
+  stream(request: UpstreamRequest): Promise<StreamOutcome>
+  /** Replicas currently taken out of rotation, for health and metrics. */
+  unhealthyReplicas(): string[]
+  close(): Promise<void>
+}
+
+/** What an adapter factory needs; resolved from the catalog and the environment by the caller. */
+export interface ProviderOptions {
+  name: string
+  kind: 'openai' | 'anthropic'
+  /** One URL, or several forming a pool of replicas. */
+  baseUrls: string[]
+  /** The secret, already read from the environment; never logged. */
+  apiKey: string | null
+  timeoutMs: number
+  /** Upper bound on connections per replica (sized by the caller from max_concurrency). */
+  connections: number
+  /** Rename max_tokens before sending (OpenAI reasoning models want max_completion_tokens). */
+  maxTokensParam?: 'max_tokens' | 'max_completion_tokens'
+  /** How long an unhealthy replica stays out before it is probed. Default 5 s. */
+  probeIntervalMs?: number
+}

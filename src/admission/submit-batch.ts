@@ -1,0 +1,95 @@
+/**
+ * Admission of a batch file: validate every line, price the ceiling, then hold and store it in
+ * one store transaction. Plain values in, a result out; the HTTP layers render it.
+ */
+import type { Catalog } from '../catalog/catalog.ts'
+import { newId, nowSeconds, type BatchRecord } from '../domain.ts'
+import { GatewayError } from '../errors.ts'
+import type { Issue } from '../ingest/issues.ts'
+import { validateBatchFile, type FileLimits } from '../ingest/validate-batch-file.ts'
+import { usd } from '../money/decimal.ts'
+import type { BatchStore } from '../store/store.ts'
+
+export interface SubmitOptions {
+  accountId: string
+  name: string | null
+  completionWindowHours: number
+  dryRun: boolean
+  idempotencyKey: string | null
+  source: 'native' | 'openai'
+  metadata: Record<string, string> | null
+  inputFileId: string | null
+  /** For messages: what the user called the file. */
+  fileLabel: string
+}
+
+export type SubmitResult =
+  | { kind: 'created' | 'duplicate'; batch: BatchRecord }
+  | { kind: 'quote'; lineCount: number; costCeilingUsd: string; creditSufficient: boolean; availableUsd: string }
+  | { kind: 'invalid'; issues: Issue[]; omitted: number; lineCount: number }
+
+export interface Admission {
+  submit(bytes: Uint8Array, options: SubmitOptions, available: () => Promise<string>): Promise<SubmitResult>
+}
+
+export function createAdmission(store: BatchStore, catalog: Catalog, limits: FileLimits): Admission {
+  return {
+    async submit(bytes, options, available) {
+      if (options.idempotencyKey && !options.dryRun) {
+        const existing = await store.findByIdempotencyKey(options.accountId, options.idempotencyKey)
+        if (existing) return { kind: 'duplicate', batch: existing }
+      }
+      const verdict = validateBatchFile(bytes, catalog, limits)
+      if (!verdict.ok) return { kind: 'invalid', issues: verdict.issues, omitted: verdict.omitted, lineCount: verdict.lineCount }
+      const ceiling = verdict.ceiling.toFixed()
+      if (options.dryRun) {
+        const free = await available()
+        return {
+          kind: 'quote',
+          lineCount: verdict.lines.length,
+          costCeilingUsd: usd(ceiling),
+          creditSufficient: verdict.ceiling.lessThanOrEqualTo(free),
+          availableUsd: usd(free),
+        }
+      }
+      const createdAt = nowSeconds()
+      const result = await store.admitBatch({
+        id: newId('batch_'),
+        accountId: options.accountId,
+        name: options.name,
+        endpoint: verdict.endpoint,
+        completionWindowHours: options.completionWindowHours,
+        createdAt,
+        deadlineAt: createdAt + options.completionWindowHours * 3600,
+        costCeilingUsd: ceiling,
+        lineCount: verdict.lines.length,
+        source: options.source,
+        metadata: options.metadata,
+        inputFileId: options.inputFileId,
+        idempotencyKey: options.idempotencyKey,
+        lines: verdict.lines,
+      })
+      switch (result.kind) {
+        case 'created':
+        case 'duplicate':
+          return result
+        case 'insufficient_quota':
+          throw new GatewayError(
+            402,
+            'insufficient_quota',
+            'insufficient_quota',
+            `the batch's cost ceiling of $${usd(ceiling)} exceeds the account's available credit of $${usd(result.availableUsd)}; add credit or submit fewer lines or a lower max_tokens`,
+            { detail: { cost_ceiling_usd: usd(ceiling), available_usd: usd(result.availableUsd) } },
+          )
+        case 'limit_exceeded':
+          throw new GatewayError(
+            429,
+            'rate_limit_error',
+            'limit_exceeded',
+            `the account already has ${result.inUse} open batches, its limit; wait for one to finish or cancel one`,
+            { detail: { limit: { open_batches: result.limit, in_use: result.inUse } } },
+          )
+      }
+    },
+  }
+}

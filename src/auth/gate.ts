@@ -1,0 +1,54 @@
+/**
+ * The gate every authenticated request passes: who is calling (401), how often (429, with the
+ * X-RateLimit-* headers on every authenticated answer, refusals included), and may they (403).
+ */
+import type { AccountRecord, KeyRecord, Scope } from '../domain.ts'
+import { GatewayError, insufficientPermissions, invalidApiKey } from '../errors.ts'
+import type { RateLimiter } from '../limits/rate-limiter.ts'
+import type { AccountStore } from '../store/store.ts'
+import { hashKey, KEY_PREFIX } from './keys.ts'
+
+export interface Caller {
+  key: KeyRecord
+  account: AccountRecord
+}
+
+export interface Gate {
+  /**
+   * Authenticates, counts the request and checks the scope. `headers` receives the rate-limit
+   * headers, so the caller's response carries them whatever happens next.
+   */
+  admit(authorization: string | null, need: Scope | 'read', headers: Record<string, string>): Promise<Caller>
+}
+
+export function createGate(store: AccountStore, limiter: RateLimiter): Gate {
+  return {
+    async admit(authorization, need, headers) {
+      const match = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null
+      if (!authorization) throw invalidApiKey('no API key: send "Authorization: Bearer <key>"')
+      if (!match) throw invalidApiKey('malformed Authorization header: send "Authorization: Bearer <key>"')
+      const token = match[1]
+      const found = token.startsWith(KEY_PREFIX) ? await store.findKey(hashKey(token)) : null
+      if (!found) throw invalidApiKey('unknown or revoked API key')
+      const limit = found.key.rateLimitPerMinute ?? found.account.rateLimitPerMinute
+      const decision = await limiter.hit(found.key.id, limit)
+      headers['x-ratelimit-limit'] = String(decision.limit)
+      headers['x-ratelimit-remaining'] = String(decision.remaining)
+      headers['x-ratelimit-reset'] = String(decision.resetSeconds)
+      if (!decision.allowed) {
+        throw new GatewayError(
+          429,
+          'rate_limit_error',
+          'rate_limit_exceeded',
+          `rate limit of ${decision.limit} requests per minute reached; retry in ${decision.resetSeconds} s`,
+          { headers: { 'retry-after': String(decision.resetSeconds) } },
+        )
+      }
+      const scopes = found.key.scopes
+      // `read` is satisfied by any key that may also write.
+      const allowed = need === 'read' ? scopes.includes('read') || scopes.includes('batches') : scopes.includes(need)
+      if (!allowed) throw insufficientPermissions(need)
+      return found
+    },
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * The model catalog as the gateway uses it: lookup by id or alias, which offerings are usable
+ * (their provider is configured), and routing of one request among them (SPEC §9).
+ */
+import type { CatalogFile, ModelEntry, Offering, ProviderConfig } from '../../providers/catalog.ts'
+import type { Endpoint } from '../../providers/types.ts'
+
+/** A line's or request's `provider` object. */
+export interface Routing {
+  order?: string[]
+  only?: string[]
+  ignore?: string[]
+  allow_fallbacks?: boolean
+}
+
+export interface Catalog {
+  readonly models: readonly ModelEntry[]
+  /** By id or alias. */
+  find(name: string): ModelEntry | undefined
+  provider(name: string): ProviderConfig | undefined
+  /** Offerings whose provider has what it needs to be called (its API key, when it needs one). */
+  usable(model: ModelEntry): Offering[]
+  /** Offerings a request may go to, in the order to try them. Empty: nothing can serve it. */
+  route(model: ModelEntry, routing: Routing | undefined): Offering[]
+  /** The environment variable a provider is missing, if any. */
+  missingKey(providerName: string): string | null
+}
+
+export const endpointOf = (url: string): Endpoint =>
+  url === '/v1/embeddings' ? 'embeddings' : 'chat'
+
+export function createCatalog(
+  file: CatalogFile,
+  providerKeys: Record<string, string | null>,
+): Catalog {
+  const byName = new Map<string, ModelEntry>()
+  for (const model of file.models) {
+    byName.set(model.id, model)
+    for (const alias of model.aliases) byName.set(alias, model)
+  }
+  const missingKey = (name: string) => {
+    const provider = file.providers[name]
+    if (!provider?.api_key_env) return null
+    return providerKeys[name] ? null : provider.api_key_env
+  }
+  const usableCache = new Map<ModelEntry, Offering[]>()
+  const usable = (model: ModelEntry) => {
+    let offerings = usableCache.get(model)
+    if (!offerings) {
+      offerings = model.offerings.filter((o) => missingKey(o.provider) === null)
+      usableCache.set(model, offerings)
+    }
+    return offerings
+  }
+  return {
+    models: file.models,
+    find: (name) => byName.get(name),
+    provider: (name) => file.providers[name],
+    usable,
+    missingKey,
+    route(model, routing) {
+      let offerings = usable(model)
+      if (!routing) return offerings
+      if (routing.only) offerings = offerings.filter((o) => routing.only!.includes(o.provider))
+      if (routing.ignore) offerings = offerings.filter((o) => !routing.ignore!.includes(o.provider))
+      if (routing.order) {
+        const rank = (o: Offering) => {
+          const index = routing.order!.indexOf(o.provider)
+          return index === -1 ? routing.order!.length : index
+        }
+        offerings = [...offerings].sort((a, b) => rank(a) - rank(b))
+      }
+      return routing.allow_fallbacks === false ? offerings.slice(0, 1) : offerings
+    },
+  }
+}

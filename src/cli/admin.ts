@@ -1,0 +1,98 @@
+/**
+ * The operator CLI (`bun run mg …`): the admin API's operations straight on the configured store,
+ * so a fresh install can make its first account and key without the admin API.
+ */
+import { parseArgs } from 'node:util'
+import { createAccounts } from '../accounts/accounts.ts'
+import { ConfigError, loadConfig } from '../config.ts'
+import { ALL_SCOPES, type Scope } from '../domain.ts'
+import { renderAccount, renderKey } from '../http/render-admin.ts'
+import { openStore } from '../store/open-store.ts'
+
+const USAGE = `usage: bun run mg <command>
+  accounts create <name> [--credit USD] [--max-open-batches N] [--rate-limit N]
+  accounts show <account-id>
+  accounts credit <account-id> <amount-usd>
+  keys create <account-id> [--name NAME] [--scopes batches,inference,read] [--rate-limit N]
+  keys revoke <key-id>`
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    credit: { type: 'string' },
+    'max-open-batches': { type: 'string' },
+    'rate-limit': { type: 'string' },
+    name: { type: 'string' },
+    scopes: { type: 'string' },
+  },
+})
+
+function fail(message: string): never {
+  console.error(message)
+  process.exit(2)
+}
+
+const int = (text: string | undefined, flag: string) => {
+  if (text === undefined) return undefined
+  const n = Number(text)
+  if (!Number.isInteger(n) || n < 1) fail(`--${flag} must be a positive integer`)
+  return n
+}
+const decimal = (text: string | undefined, what: string) => {
+  if (text === undefined) return undefined
+  if (!/^-?\d+(\.\d+)?$/.test(text)) fail(`${what} must be a decimal number such as 100 or 12.50`)
+  return text
+}
+
+let config
+try {
+  config = loadConfig()
+} catch (error) {
+  if (error instanceof ConfigError) fail(`configuration error: ${error.message}`)
+  throw error
+}
+const store = await openStore(config)
+const accounts = createAccounts(store, {
+  maxOpenBatches: config.limits.defaultMaxOpenBatches,
+  rateLimitPerMinute: config.limits.defaultRateLimitPerMinute,
+})
+const [group, command, first, second] = positionals
+const print = (value: unknown) => console.log(JSON.stringify(value, null, 2))
+
+try {
+  if (group === 'accounts' && command === 'create' && first) {
+    print(renderAccount(await accounts.createAccount({
+      name: first,
+      creditUsd: decimal(values.credit, '--credit') ?? '0',
+      maxOpenBatches: int(values['max-open-batches'], 'max-open-batches'),
+      rateLimitPerMinute: int(values['rate-limit'], 'rate-limit'),
+    })))
+  } else if (group === 'accounts' && command === 'show' && first) {
+    const account = await accounts.getAccount(first)
+    if (!account) fail(`no account ${first}`)
+    print(renderAccount(account))
+  } else if (group === 'accounts' && command === 'credit' && first && second) {
+    const account = await accounts.addCredit(first, decimal(second, 'amount')!)
+    if (!account) fail(`no account ${first}`)
+    print(renderAccount(account))
+  } else if (group === 'keys' && command === 'create' && first) {
+    const scopes = (values.scopes?.split(',').map((s) => s.trim()) ?? [...ALL_SCOPES]) as Scope[]
+    const unknown = scopes.filter((s) => !ALL_SCOPES.includes(s))
+    if (unknown.length) fail(`unknown scope ${unknown.join(', ')}; use ${ALL_SCOPES.join(', ')}`)
+    const created = await accounts.createKey(first, {
+      name: values.name ?? null,
+      scopes,
+      rateLimitPerMinute: int(values['rate-limit'], 'rate-limit') ?? null,
+    })
+    if (!created) fail(`no account ${first}`)
+    print({ ...renderKey(created.record), key: created.key })
+  } else if (group === 'keys' && command === 'revoke' && first) {
+    const key = await accounts.revokeKey(first)
+    if (!key) fail(`no key ${first}`)
+    print(renderKey(key))
+  } else {
+    fail(USAGE)
+  }
+} finally {
+  await store.close()
+}

@@ -1,0 +1,144 @@
+/**
+ * Configuration: the environment and the providers file, read once into one frozen, validated
+ * object. Nothing else in the project reads `process.env`.
+ */
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { z } from 'zod'
+import { catalogSchema, checkCatalog, type CatalogFile } from '../providers/catalog.ts'
+
+const DEFAULT_CATALOG = resolve(import.meta.dir, '../providers/catalog.default.json')
+
+const intFrom = (min: number, max: number, fallback: number) =>
+  z.coerce.number().int().min(min).max(max).default(fallback)
+
+const envSchema = z.object({
+  PORT: intFrom(0, 65535, 8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  MULTIGRID_DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://')
+    .optional(),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').optional(),
+  MULTIGRID_CONFIG: z.string().min(1).optional(),
+  MULTIGRID_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  MULTIGRID_MAX_BODY_BYTES: intFrom(1, 1 << 30, 16 * 1024 * 1024),
+  MULTIGRID_MAX_LINES: intFrom(1, 1_000_000, 50_000),
+  MULTIGRID_MAX_CUSTOM_ID: intFrom(1, 4096, 128),
+  MULTIGRID_MAX_FILE_BYTES: intFrom(1, 1 << 31, 200 * 1000 * 1000),
+  MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: intFrom(1, 100_000, 10),
+  MULTIGRID_DEFAULT_RATE_LIMIT: intFrom(1, 10_000_000, 600),
+  /** How long a claimed line stays leased without a heartbeat before another instance may take it. */
+  MULTIGRID_LEASE_SECONDS: intFrom(1, 3600, 30),
+  /** Poll interval of the dispatcher when no nudge arrives. */
+  MULTIGRID_POLL_MS: intFrom(10, 60_000, 500),
+  /** Attempts per line for retryable upstream failures before it fails `upstream_error`. */
+  MULTIGRID_MAX_ATTEMPTS: intFrom(1, 100, 8),
+  /** Set to 0 to run the HTTP API without a dispatcher (for a read-only replica). */
+  MULTIGRID_DISPATCH: z.enum(['0', '1']).default('1'),
+  MULTIGRID_RESULT_RETENTION_DAYS: intFrom(1, 3650, 30),
+  MULTIGRID_FILE_RETENTION_DAYS: intFrom(1, 3650, 7),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
+})
+
+export interface Config {
+  port: number
+  host: string
+  dataDir: string
+  databaseUrl: string | null
+  redisUrl: string | null
+  adminToken: string | null
+  catalogPath: string
+  catalog: CatalogFile
+  /** Provider name → its API key from the environment, or null when unset / not needed. */
+  providerKeys: Record<string, string | null>
+  limits: {
+    maxBodyBytes: number
+    maxLines: number
+    maxCustomIdLength: number
+    maxFileBytes: number
+    defaultMaxOpenBatches: number
+    defaultRateLimitPerMinute: number
+  }
+  dispatch: { enabled: boolean; leaseSeconds: number; pollMs: number; maxAttempts: number }
+  retention: { resultDays: number; fileDays: number }
+  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
+  otlpEndpoint: string | null
+}
+
+/** A configuration problem; start-up prints `message` alone and exits. */
+export class ConfigError extends Error {}
+
+/** Reads and validates the configuration. Throws ConfigError naming the variable or file path. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = envSchema.safeParse(env)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    const name = String(issue.path[0])
+    throw new ConfigError(`invalid ${name}=${JSON.stringify(env[name])}: ${issue.message}`)
+  }
+  const e = parsed.data
+  const catalogPath = resolve(e.MULTIGRID_CONFIG ?? DEFAULT_CATALOG)
+  const catalog = loadCatalog(catalogPath)
+  const providerKeys: Record<string, string | null> = {}
+  for (const [name, provider] of Object.entries(catalog.providers)) {
+    const value = provider.api_key_env ? env[provider.api_key_env] : undefined
+    providerKeys[name] = value && value.length > 0 ? value : null
+  }
+  return Object.freeze({
+    port: e.PORT,
+    host: e.HOST,
+    dataDir: resolve(e.MULTIGRID_DATA_DIR),
+    databaseUrl: e.DATABASE_URL ?? null,
+    redisUrl: e.REDIS_URL ?? null,
+    adminToken: e.MULTIGRID_ADMIN_TOKEN ?? null,
+    catalogPath,
+    catalog,
+    providerKeys,
+    limits: {
+      maxBodyBytes: e.MULTIGRID_MAX_BODY_BYTES,
+      maxLines: e.MULTIGRID_MAX_LINES,
+      maxCustomIdLength: e.MULTIGRID_MAX_CUSTOM_ID,
+      maxFileBytes: e.MULTIGRID_MAX_FILE_BYTES,
+      defaultMaxOpenBatches: e.MULTIGRID_DEFAULT_MAX_OPEN_BATCHES,
+      defaultRateLimitPerMinute: e.MULTIGRID_DEFAULT_RATE_LIMIT,
+    },
+    dispatch: {
+      enabled: e.MULTIGRID_DISPATCH === '1',
+      leaseSeconds: e.MULTIGRID_LEASE_SECONDS,
+      pollMs: e.MULTIGRID_POLL_MS,
+      maxAttempts: e.MULTIGRID_MAX_ATTEMPTS,
+    },
+    retention: {
+      resultDays: e.MULTIGRID_RESULT_RETENTION_DAYS,
+      fileDays: e.MULTIGRID_FILE_RETENTION_DAYS,
+    },
+    logLevel: e.LOG_LEVEL,
+    otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT ?? null,
+  })
+}
+
+function loadCatalog(path: string): CatalogFile {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch {
+    throw new ConfigError(`MULTIGRID_CONFIG: cannot read ${path}`)
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (error) {
+    throw new ConfigError(`${path}: not valid JSON (${(error as Error).message})`)
+  }
+  const parsed = catalogSchema.safeParse(json)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw new ConfigError(`${path}: ${issue.path.join('.') || '(root)'}: ${issue.message}`)
+  }
+  const problems = checkCatalog(parsed.data)
+  if (problems.length > 0) throw new ConfigError(`${path}: ${problems[0]}`)
+  return parsed.data
+}

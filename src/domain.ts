@@ -1,0 +1,146 @@
+/**
+ * Terminology
+ *
+ * - account: who pays. Has a balance (settled money it owns), holds (money reserved by open
+ *   batches), an open-batch limit and a default per-key rate limit.
+ * - key: a bearer secret of one account, stored as a SHA-256 hash, with scopes.
+ * - batch: one submitted JSONL file. Its lines are rows; it owns a hold of `cost_ceiling_usd`.
+ * - line: one request of a batch, numbered from 1 as in the file (blank lines count).
+ * - lease: a claim on a running line by one dispatcher instance, valid until `lease_until`.
+ *   Only the lease holder may record the line's result, so a result is recorded once.
+ * - ceiling: the pessimistic price of a line (SPEC §5); settlement bills real usage instead.
+ */
+import { randomBytes } from 'node:crypto'
+
+export const BATCH_STATUSES = [
+  'validating',
+  'in_progress',
+  'finalizing',
+  'completed',
+  'failed',
+  'cancelling',
+  'cancelled',
+  'expired',
+] as const
+export type BatchStatus = (typeof BATCH_STATUSES)[number]
+
+/** Statuses that still hold credit and count against the open-batch limit. */
+export const OPEN_BATCH_STATUSES: readonly BatchStatus[] = [
+  'validating',
+  'in_progress',
+  'finalizing',
+  'cancelling',
+]
+export const isOpenBatch = (status: BatchStatus) => OPEN_BATCH_STATUSES.includes(status)
+
+export const LINE_STATUSES = [
+  'pending',
+  'running',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'expired',
+] as const
+export type LineStatus = (typeof LINE_STATUSES)[number]
+
+export type LineErrorCode =
+  | 'invalid_request'
+  | 'context_length_exceeded'
+  | 'upstream_error'
+  | 'batch_cancelled'
+  | 'batch_expired'
+  | 'structured_output_invalid'
+
+export interface LineError {
+  code: LineErrorCode
+  message: string
+  /** The upstream's error body for upstream 4xx answers. */
+  upstream?: unknown
+}
+
+export type BatchEndpoint = '/v1/chat/completions' | '/v1/embeddings'
+export type Scope = 'batches' | 'inference' | 'read'
+export const ALL_SCOPES: readonly Scope[] = ['batches', 'inference', 'read']
+
+export interface RequestCounts {
+  total: number
+  pending: number
+  running: number
+  succeeded: number
+  failed: number
+  cancelled: number
+  expired: number
+}
+
+/** A batch as stored; the HTTP layers render it for their surface. */
+export interface BatchRecord {
+  id: string
+  accountId: string
+  name: string | null
+  endpoint: BatchEndpoint
+  status: BatchStatus
+  completionWindowHours: number
+  createdAt: number
+  deadlineAt: number
+  startedAt: number | null
+  finalizingAt: number | null
+  finishedAt: number | null
+  cancelRequestedAt: number | null
+  counts: RequestCounts
+  /** Decimal strings. */
+  costCeilingUsd: string
+  costUsd: string
+  /** What is still held for this batch (ceiling minus what was billed; 0 once finished). */
+  heldUsd: string
+  /** Which surface made it: the native API or the OpenAI facade. */
+  source: 'native' | 'openai'
+  metadata: Record<string, string> | null
+  inputFileId: string | null
+  idempotencyKey: string | null
+}
+
+export interface AccountRecord {
+  id: string
+  name: string
+  balanceUsd: string
+  heldUsd: string
+  maxOpenBatches: number
+  rateLimitPerMinute: number
+  createdAt: number
+}
+
+export interface KeyRecord {
+  id: string
+  accountId: string
+  name: string | null
+  scopes: Scope[]
+  rateLimitPerMinute: number | null
+  createdAt: number
+  revokedAt: number | null
+  /** First characters of the key, safe to show ("mg_ab12…"). */
+  prefix: string
+}
+
+/** One line as stored, for results and dispatch. */
+export interface LineRecord {
+  lineNo: number
+  customId: string
+  status: LineStatus
+  /** The original input line, without BOM and CR. */
+  input: string
+  /** Response body JSON text when succeeded. */
+  response: string | null
+  responseStatus: number | null
+  error: LineError | null
+  costUsd: string | null
+  provider: string | null
+  attempts: number
+  latencyMs: number | null
+}
+
+export const nowSeconds = () => Math.floor(Date.now() / 1000)
+
+/** Time-ordered ids: 12 hex digits of milliseconds, then 16 random hex digits. */
+export function newId(prefix: string): string {
+  return `${prefix}${Date.now().toString(16).padStart(12, '0')}${randomBytes(8).toString('hex')}`
+}

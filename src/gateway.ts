@@ -1,0 +1,72 @@
+/**
+ * The composition root: config → store, limiter, catalog, admission → HTTP (+ dispatcher).
+ * `main.ts` runs it as a process; tests start it in-process on a random port.
+ */
+import { createAccounts } from './accounts/accounts.ts'
+import { createAdmission } from './admission/submit-batch.ts'
+import { createGate } from './auth/gate.ts'
+import { createCatalog } from './catalog/catalog.ts'
+import type { Config } from './config.ts'
+import { adminRoutes } from './http/admin.ts'
+import { createApp } from './http/app.ts'
+import { healthRoutes } from './http/health.ts'
+import { nativeBatchRoutes } from './http/native-batches.ts'
+import { createMemoryLimiter, type RateLimiter } from './limits/rate-limiter.ts'
+import { createRedisLimiter } from './limits/redis-limiter.ts'
+import { openStore } from './store/open-store.ts'
+import type { Store } from './store/store.ts'
+import { createLogger, type Logger } from './telemetry/logger.ts'
+
+export interface Gateway {
+  url: string
+  port: number
+  store: Store
+  logger: Logger
+  stop(): Promise<void>
+}
+
+export async function startGateway(config: Config, options: { logger?: Logger } = {}): Promise<Gateway> {
+  const logger = options.logger ?? createLogger(config.logLevel)
+  const store = await openStore(config)
+  const limiter: RateLimiter = config.redisUrl ? createRedisLimiter(config.redisUrl, logger) : createMemoryLimiter()
+  const catalog = createCatalog(config.catalog, config.providerKeys)
+  const gate = createGate(store, limiter)
+  const admission = createAdmission(store, catalog, config.limits)
+  const accounts = createAccounts(store, {
+    maxOpenBatches: config.limits.defaultMaxOpenBatches,
+    rateLimitPerMinute: config.limits.defaultRateLimitPerMinute,
+  })
+
+  const groups = [
+    healthRoutes(async () => {
+      try {
+        await store.ping()
+        return { store: 'ok' }
+      } catch (error) {
+        return { store: (error as Error).message }
+      }
+    }),
+    nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes }),
+  ]
+  if (config.adminToken) groups.push(adminRoutes(config.adminToken, accounts) as never)
+  const app = createApp(logger, groups as never)
+  app.listen({
+    port: config.port,
+    hostname: config.host,
+    // The facade accepts files up to maxFileBytes; the native limit is enforced while reading.
+    maxRequestBodySize: Math.max(config.limits.maxFileBytes, config.limits.maxBodyBytes) + 1024 * 1024,
+  })
+  const port = app.server!.port!
+  logger.info('gateway.started', { port, store: store.kind, rate_limiter: config.redisUrl ? 'redis' : 'memory' })
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    store,
+    logger,
+    async stop() {
+      await app.stop(true)
+      await limiter.close()
+      await store.close()
+    },
+  }
+}

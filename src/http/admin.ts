@@ -1,0 +1,80 @@
+/** The admin API (SPEC §2), on only when MULTIGRID_ADMIN_TOKEN is set. */
+import { timingSafeEqual } from 'node:crypto'
+import { Elysia } from 'elysia'
+import { z } from 'zod'
+import type { Accounts } from '../accounts/accounts.ts'
+import { ALL_SCOPES } from '../domain.ts'
+import { badRequest, GatewayError, notFound } from '../errors.ts'
+import { describeZodIssue } from '../ingest/issues.ts'
+import { renderAccount, renderKey } from './render-admin.ts'
+
+const decimal = z.string().regex(/^-?\d+(\.\d+)?$/, 'must be a decimal string such as "100" or "12.50"')
+
+const createAccountBody = z.strictObject({
+  name: z.string().min(1).max(256),
+  credit_usd: decimal.optional(),
+  max_open_batches: z.int().min(1).optional(),
+  rate_limit_per_minute: z.int().min(1).optional(),
+})
+const creditBody = z.strictObject({ amount_usd: decimal })
+const createKeyBody = z.strictObject({
+  name: z.string().max(256).optional(),
+  scopes: z.array(z.enum(ALL_SCOPES as [string, ...string[]])).min(1).optional(),
+  rate_limit_per_minute: z.int().min(1).optional(),
+})
+
+function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  const parsed = schema.safeParse(body ?? {})
+  if (parsed.success) return parsed.data
+  const issue = describeZodIssue(parsed.error.issues[0], '')
+  throw badRequest(`${issue.path || 'body'} ${issue.message}; ${issue.fix}`, issue.path || null)
+}
+
+export function adminRoutes(token: string, accounts: Accounts) {
+  const expected = Buffer.from(`Bearer ${token}`)
+  const check = (authorization: string | null) => {
+    const given = Buffer.from(authorization ?? '')
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      throw new GatewayError(401, 'authentication_error', 'invalid_admin_token', 'missing or wrong admin token')
+    }
+  }
+  return new Elysia({ name: 'admin', prefix: '/admin/v1' })
+    .onBeforeHandle(({ request }) => check(request.headers.get('authorization')))
+    .post('/accounts', async ({ body, set }) => {
+      const input = parseBody(createAccountBody, body)
+      set.status = 201
+      return renderAccount(await accounts.createAccount({
+        name: input.name,
+        creditUsd: input.credit_usd ?? '0',
+        maxOpenBatches: input.max_open_batches,
+        rateLimitPerMinute: input.rate_limit_per_minute,
+      }))
+    })
+    .get('/accounts/:id', async ({ params }) => {
+      const account = await accounts.getAccount(params.id)
+      if (!account) throw notFound(`account ${params.id}`)
+      return renderAccount(account)
+    })
+    .post('/accounts/:id/credits', async ({ params, body }) => {
+      const input = parseBody(creditBody, body)
+      const account = await accounts.addCredit(params.id, input.amount_usd)
+      if (!account) throw notFound(`account ${params.id}`)
+      return renderAccount(account)
+    })
+    .post('/accounts/:id/keys', async ({ params, body, set }) => {
+      const input = parseBody(createKeyBody, body)
+      const created = await accounts.createKey(params.id, {
+        name: input.name ?? null,
+        scopes: (input.scopes ?? ALL_SCOPES) as typeof ALL_SCOPES[number][],
+        rateLimitPerMinute: input.rate_limit_per_minute ?? null,
+      })
+      if (!created) throw notFound(`account ${params.id}`)
+      set.status = 201
+      return { ...renderKey(created.record), key: created.key }
+    })
+    .delete('/keys/:id', async ({ params }) => {
+      const key = await accounts.revokeKey(params.id)
+      if (!key) throw notFound(`key ${params.id}`)
+      return renderKey(key)
+    })
+}

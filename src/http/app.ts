@@ -1,0 +1,43 @@
+/**
+ * The HTTP application: one Elysia instance per route group, composed here, and the one place
+ * that turns errors into answers. A GatewayError is a refusal with its own status; anything else
+ * is a bug, logged and answered 500 without details.
+ */
+import { Elysia } from 'elysia'
+import { GatewayError } from '../errors.ts'
+import type { Logger } from '../telemetry/logger.ts'
+
+export function createApp(logger: Logger, groups: Elysia<any, any, any, any, any, any, any>[]) {
+  const app = new Elysia()
+    .onError(({ error, code, set, request }) => {
+      const headers: Record<string, string> = {
+        ...(set.headers as Record<string, string>),
+        'content-type': 'application/json',
+      }
+      if (error instanceof GatewayError) {
+        Object.assign(headers, error.options.headers)
+        return new Response(JSON.stringify(error.toBody()), { status: error.status, headers })
+      }
+      if (code === 'NOT_FOUND') {
+        const path = new URL(request.url).pathname
+        return new Response(
+          JSON.stringify(new GatewayError(404, 'not_found_error', 'unknown_route', `no route for ${request.method} ${path}`).toBody()),
+          { status: 404, headers },
+        )
+      }
+      if (code === 'PARSE' || code === 'VALIDATION') {
+        const message = code === 'PARSE' ? 'the body is not valid JSON' : 'the request does not match the expected shape'
+        return new Response(JSON.stringify(new GatewayError(400, 'invalid_request_error', 'invalid_request', message).toBody()), {
+          status: 400,
+          headers,
+        })
+      }
+      logger.error('http.unhandled', { method: request.method, path: new URL(request.url).pathname, error: (error as Error)?.stack ?? String(error) })
+      return new Response(
+        JSON.stringify(new GatewayError(500, 'server_error', 'internal_error', 'internal error; the request was not completed').toBody()),
+        { status: 500, headers },
+      )
+    })
+  for (const group of groups) app.use(group)
+  return app
+}

@@ -1,0 +1,175 @@
+/** The native raw-JSONL batch API (SPEC §3): submit, read, list, cancel, results. */
+import { Elysia } from 'elysia'
+import { z } from 'zod'
+import type { Admission } from '../admission/submit-batch.ts'
+import type { Gate } from '../auth/gate.ts'
+import type { LineStatus } from '../domain.ts'
+import { badRequest, GatewayError, notFound } from '../errors.ts'
+import { readBody } from '../ingest/read-body.ts'
+import { Money } from '../money/decimal.ts'
+import type { AccountStore, BatchStore } from '../store/store.ts'
+import { parseQuery } from './parse-query.ts'
+import { renderBatch, renderResultLine } from './render-native.ts'
+import { streamLines } from './stream-lines.ts'
+
+const submitQuery = z.object({
+  name: z.string().max(256).optional(),
+  completion_window_hours: z.coerce.number().int().min(1).max(168).default(24),
+  dry_run: z.enum(['true', 'false', '1', '0']).optional(),
+})
+
+const listQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(100),
+  after: z.string().min(1).optional(),
+})
+
+const resultsQuery = z.object({
+  filter: z.enum(['failed', 'succeeded']).optional(),
+  format: z.enum(['results', 'input']).default('results'),
+})
+
+const FILTERS: Record<'failed' | 'succeeded', readonly LineStatus[]> = {
+  failed: ['failed', 'cancelled', 'expired'],
+  succeeded: ['succeeded'],
+}
+
+const ACCEPTED_TYPES = ['application/jsonl', 'application/x-ndjson', 'text/plain', 'application/json', 'application/x-www-form-urlencoded', 'application/octet-stream', 'text/jsonl', 'application/x-jsonlines']
+
+export interface NativeDeps {
+  gate: Gate
+  store: BatchStore & AccountStore
+  admission: Admission
+  maxBodyBytes: number
+}
+
+export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes }: NativeDeps) {
+  return new Elysia({ name: 'native-batches' })
+    .post(
+      '/v1/batches',
+      async ({ request, set }) => {
+        const caller = await gate.admit(request.headers.get('authorization'), 'batches', set.headers as Record<string, string>)
+        const query = parseQuery(submitQuery, request.url)
+        const type = (request.headers.get('content-type') ?? 'application/jsonl').split(';')[0].trim().toLowerCase()
+        if (type.startsWith('multipart/')) {
+          throw new GatewayError(415, 'invalid_request_error', 'unsupported_media_type',
+            'this endpoint takes the JSONL file itself as the body, not a form upload: send it with curl --data-binary @requests.jsonl -H "Content-Type: application/jsonl" (multipart uploads belong to /openai/v1/files)',
+            { param: 'content-type' })
+        }
+        if (!ACCEPTED_TYPES.includes(type)) {
+          throw new GatewayError(415, 'invalid_request_error', 'unsupported_media_type',
+            `Content-Type ${type} is not accepted; send the file as application/jsonl`, { param: 'content-type' })
+        }
+        const bytes = await readBody(request, maxBodyBytes)
+        if (request.headers.get('content-encoding') || (bytes[0] === 0x1f && bytes[1] === 0x8b)) {
+          throw badRequest('the body is compressed; send the JSONL file uncompressed (curl --data-binary @requests.jsonl)', null, 'unsupported_encoding')
+        }
+        if (type === 'application/json') rejectOpenAiShapedCreate(bytes)
+        const name = query.name ?? request.headers.get('x-multigrid-batch-name')
+        if (name !== null && name.length > 256) throw badRequest('name must be at most 256 characters', 'name')
+        const result = await admission.submit(
+          bytes,
+          {
+            accountId: caller.account.id,
+            name: name ?? null,
+            completionWindowHours: query.completion_window_hours,
+            dryRun: query.dry_run === 'true' || query.dry_run === '1',
+            idempotencyKey: request.headers.get('idempotency-key'),
+            source: 'native',
+            metadata: null,
+            inputFileId: null,
+            fileLabel: 'the file',
+          },
+          async () => {
+            const account = await store.getAccount(caller.account.id)
+            return new Money(account!.balanceUsd).minus(account!.heldUsd).toFixed()
+          },
+        )
+        switch (result.kind) {
+          case 'invalid': {
+            const count = result.issues.length + result.omitted
+            throw new GatewayError(400, 'invalid_request_error', 'invalid_batch_file',
+              `${count} problem${count === 1 ? '' : 's'} in the file; nothing was submitted`,
+              { extra: { issues: result.issues, issues_omitted: result.omitted } })
+          }
+          case 'quote':
+            return {
+              object: 'batch.quote',
+              dry_run: true,
+              line_count: result.lineCount,
+              cost_ceiling_usd: result.costCeilingUsd,
+              available_usd: result.availableUsd,
+              credit_sufficient: result.creditSufficient,
+            }
+          case 'duplicate':
+            return renderBatch(result.batch)
+          case 'created':
+            set.status = 201
+            return renderBatch(result.batch)
+        }
+      },
+      { parse: 'none' },
+    )
+    .get('/v1/batches', async ({ request, set }) => {
+      const caller = await gate.admit(request.headers.get('authorization'), 'read', set.headers as Record<string, string>)
+      const query = parseQuery(listQuery, request.url)
+      const page = await store.listBatches(caller.account.id, { limit: query.limit, after: query.after ?? null })
+      const data = page.batches.map(renderBatch)
+      return {
+        object: 'list',
+        data,
+        first_id: data[0]?.id ?? null,
+        last_id: data.at(-1)?.id ?? null,
+        has_more: page.hasMore,
+      }
+    })
+    .get('/v1/batches/:id', async ({ request, set, params }) => {
+      const caller = await gate.admit(request.headers.get('authorization'), 'read', set.headers as Record<string, string>)
+      const batch = await store.getBatch(caller.account.id, params.id)
+      if (!batch) throw notFound(`batch ${params.id}`)
+      return renderBatch(batch)
+    })
+    .delete('/v1/batches/:id', async ({ request, set, params }) => {
+      const caller = await gate.admit(request.headers.get('authorization'), 'batches', set.headers as Record<string, string>)
+      const result = await store.cancelBatch(caller.account.id, params.id, Math.floor(Date.now() / 1000))
+      if (result.kind === 'not_found') throw notFound(`batch ${params.id}`)
+      if (result.kind === 'conflict') {
+        throw new GatewayError(409, 'invalid_request_error', 'batch_not_cancellable',
+          `batch ${params.id} is ${result.batch.status} and can no longer be cancelled`,
+          { detail: { status: result.batch.status } })
+      }
+      return renderBatch(result.batch)
+    })
+    .get('/v1/batches/:id/results', async ({ request, set, params }) => {
+      const caller = await gate.admit(request.headers.get('authorization'), 'read', set.headers as Record<string, string>)
+      const query = parseQuery(resultsQuery, request.url)
+      const batch = await store.getBatch(caller.account.id, params.id)
+      if (!batch) throw notFound(`batch ${params.id}`)
+      const statuses = query.filter ? FILTERS[query.filter] : null
+      const render = query.format === 'input' ? (line: { input: string }) => line.input : renderResultLine
+      return new Response(streamLines(store, batch.id, statuses, render), {
+        headers: {
+          ...(set.headers as Record<string, string>),
+          'content-type': 'application/jsonl',
+          'x-multigrid-batch-status': batch.status,
+        },
+      })
+    })
+}
+
+/** An OpenAI SDK pointed at the wrong base URL sends `{"input_file_id": …}`: say where to go. */
+function rejectOpenAiShapedCreate(bytes: Uint8Array) {
+  if (bytes.byteLength > 64 * 1024) return
+  let json: unknown
+  try {
+    json = JSON.parse(new TextDecoder().decode(bytes))
+  } catch {
+    return
+  }
+  if (json && typeof json === 'object' && 'input_file_id' in json) {
+    throw badRequest(
+      'this is the raw-JSONL batch endpoint; an OpenAI-style create with input_file_id belongs to the OpenAI-compatible API: set base_url to <gateway>/openai/v1, or send the JSONL file itself here with curl --data-binary',
+      'input_file_id',
+      'wrong_api_surface',
+    )
+  }
+}

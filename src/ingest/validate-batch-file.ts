@@ -1,0 +1,153 @@
+/**
+ * Validates a whole batch file: every line's envelope and body, one endpoint for the file, unique
+ * custom_ids, the line limit. Collects at most 25 issues (and counts the rest) and, when there
+ * are none, the lines to store and the batch's cost ceiling.
+ */
+import { z } from 'zod'
+import type { Catalog } from '../catalog/catalog.ts'
+import { endpointOf } from '../catalog/catalog.ts'
+import type { BatchEndpoint } from '../domain.ts'
+import { CeilingTally } from '../money/ceiling.ts'
+import { compileSchema } from '../schemas/compile.ts'
+import type { Money } from '../money/decimal.ts'
+import type { NewLine } from '../store/store.ts'
+import { describeZodIssue, MAX_ISSUES, typeName, type Issue } from './issues.ts'
+import { readJsonlLines } from './read-jsonl-lines.ts'
+import { validateBody } from './validate-body.ts'
+
+export interface FileLimits {
+  maxLines: number
+  maxCustomIdLength: number
+}
+
+export type FileVerdict =
+  | { ok: true; endpoint: BatchEndpoint; lines: NewLine[]; ceiling: Money }
+  | { ok: false; issues: Issue[]; omitted: number; lineCount: number }
+
+export const BATCH_URLS = ['/v1/chat/completions', '/v1/embeddings'] as const
+
+export function lineEnvelopeSchema(maxCustomIdLength: number) {
+  return z.strictObject({
+    custom_id: z.string().min(1).max(maxCustomIdLength),
+    method: z.literal('POST'),
+    url: z.enum(BATCH_URLS),
+    body: z.unknown(),
+  })
+}
+
+const compiledEnvelopes = new Map<number, ReturnType<typeof compileSchema>>()
+function envelopeFor(maxCustomIdLength: number) {
+  let compiled = compiledEnvelopes.get(maxCustomIdLength)
+  if (!compiled) {
+    compiled = compileSchema(lineEnvelopeSchema(maxCustomIdLength))
+    compiledEnvelopes.set(maxCustomIdLength, compiled)
+  }
+  return compiled
+}
+
+export function validateBatchFile(bytes: Uint8Array, catalog: Catalog, limits: FileLimits): FileVerdict {
+  const envelope = envelopeFor(limits.maxCustomIdLength)
+  const issues: Issue[] = []
+  let omitted = 0
+  const report = (issue: Issue) => {
+    if (issues.length < MAX_ISSUES) issues.push(issue)
+    else omitted++
+  }
+  const lines: NewLine[] = []
+  const seen = new Map<string, number>()
+  const tally = new CeilingTally()
+  let endpoint: { url: BatchEndpoint; line: number } | null = null
+  let count = 0
+
+  for (const { lineNo, text } of readJsonlLines(bytes)) {
+    count++
+    if (count > limits.maxLines) {
+      report({
+        line: lineNo,
+        custom_id: null,
+        path: '',
+        message: `the file has more than ${limits.maxLines} requests`,
+        fix: `split it into files of at most ${limits.maxLines} lines and submit each`,
+      })
+      break
+    }
+    if (text === null) {
+      report({ line: lineNo, custom_id: null, path: '', message: 'is not valid UTF-8', fix: 'save the file as UTF-8' })
+      continue
+    }
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch (error) {
+      report({
+        line: lineNo,
+        custom_id: null,
+        path: '',
+        message: `is not valid JSON (${(error as Error).message})`,
+        fix: 'put exactly one complete JSON object on each line',
+      })
+      continue
+    }
+    if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+      report({
+        line: lineNo,
+        custom_id: null,
+        path: '',
+        message: `must be a JSON object, got ${typeName(json)}`,
+        fix: 'write each line as {"custom_id": …, "method": "POST", "url": …, "body": {…}}',
+      })
+      continue
+    }
+    const record = json as Record<string, unknown>
+    const customId = typeof record.custom_id === 'string' ? record.custom_id : null
+    const lineIssue = (p: { path: string; message: string; fix: string }) =>
+      report({ line: lineNo, custom_id: customId, ...p })
+    const parsed = envelope.check(json)
+    let bad = !parsed.success
+    if (!parsed.success) for (const issue of parsed.issues) lineIssue(describeZodIssue(issue, ''))
+    if (customId !== null && customId.length > 0) {
+      const first = seen.get(customId)
+      if (first !== undefined) {
+        bad = true
+        lineIssue({
+          path: 'custom_id',
+          message: `"${customId.slice(0, 64)}" is already used on line ${first}`,
+          fix: 'give every line its own custom_id',
+        })
+      } else seen.set(customId, lineNo)
+    }
+    const url = record.url
+    if (url === BATCH_URLS[0] || url === BATCH_URLS[1]) {
+      if (!endpoint) endpoint = { url, line: lineNo }
+      else if (url !== endpoint.url) {
+        bad = true
+        lineIssue({
+          path: 'url',
+          message: `must be the same on every line; line ${endpoint.line} uses ${endpoint.url}`,
+          fix: `set url to ${endpoint.url}, or submit ${url} lines as a separate batch`,
+        })
+        continue
+      }
+      const body = validateBody(record.body, endpointOf(url), catalog, 'body')
+      if (!body.ok) {
+        for (const problem of body.problems) lineIssue(problem)
+        continue
+      }
+      if (bad) continue
+      tally.add(body.value.offerings, body.value.inputTokens, body.value.outputTokens)
+      lines.push({ lineNo, customId: customId!, input: text })
+    }
+  }
+
+  if (count === 0) {
+    report({
+      line: 1,
+      custom_id: null,
+      path: '',
+      message: 'the file has no requests',
+      fix: 'send the JSONL file as the request body, e.g. curl --data-binary @requests.jsonl',
+    })
+  }
+  if (issues.length > 0 || !endpoint) return { ok: false, issues, omitted, lineCount: count }
+  return { ok: true, endpoint: endpoint.url, lines, ceiling: tally.total() }
+}

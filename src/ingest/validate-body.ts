@@ -1,0 +1,135 @@
+/**
+ * Checks one request body against its endpoint's schema and the catalog, and bounds its cost.
+ * Shared by batch lines and the live endpoints, so a batch is never admitted that the live
+ * gateway would refuse.
+ */
+import type { ModelEntry, Offering } from '../../providers/catalog.ts'
+import type { Endpoint } from '../../providers/types.ts'
+import type { Catalog } from '../catalog/catalog.ts'
+import { chatInputBound, chatOutputBound, embeddingsInputBound } from '../money/ceiling.ts'
+import { chatBodySchema, embeddingsBodySchema, type ChatBody, type EmbeddingsBody } from '../schemas/requests.ts'
+import { compileSchema } from '../schemas/compile.ts'
+import { describeZodIssue } from './issues.ts'
+
+const chatSchema = compileSchema(chatBodySchema)
+const embeddingsSchema = compileSchema(embeddingsBodySchema)
+
+export interface BodyProblem {
+  path: string
+  message: string
+  fix: string
+}
+
+export interface AcceptedBody {
+  model: ModelEntry
+  offerings: Offering[]
+  inputTokens: number
+  outputTokens: number
+  body: ChatBody | EmbeddingsBody
+}
+
+const ENDPOINT_URL: Record<Endpoint, string> = {
+  chat: '/v1/chat/completions',
+  embeddings: '/v1/embeddings',
+}
+
+/** `prefix` is where the body sits in the caller's document ("body" for a batch line). */
+export function validateBody(
+  raw: unknown,
+  endpoint: Endpoint,
+  catalog: Catalog,
+  prefix: string,
+): { ok: true; value: AcceptedBody } | { ok: false; problems: BodyProblem[] } {
+  const at = (field: string) => [prefix, field].filter(Boolean).join('.')
+  const problems: BodyProblem[] = []
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    return {
+      ok: false,
+      problems: [{ path: prefix, message: 'must be a JSON object', fix: `set ${prefix || 'the body'} to the request you would send to ${ENDPOINT_URL[endpoint]}` }],
+    }
+  }
+  const record = raw as Record<string, unknown>
+  // Refusals first, with their own words, before the generic schema errors.
+  if (endpoint === 'chat' && record.stream === true) {
+    problems.push({ path: at('stream'), message: 'a batch line cannot stream', fix: 'remove stream or set it to false' })
+  }
+  if (endpoint === 'chat' && typeof record.n === 'number' && record.n > 8) {
+    problems.push({ path: at('n'), message: 'must be at most 8', fix: 'set n to 8 or less, or split the request into several lines' })
+  }
+  const model = typeof record.model === 'string' ? catalog.find(record.model) : undefined
+  if (typeof record.model === 'string' && !model) {
+    const examples = catalog.models.filter((m) => m.endpoints.includes(endpoint)).slice(0, 3).map((m) => m.id)
+    problems.push({
+      path: at('model'),
+      message: `unknown model "${record.model}"`,
+      fix: `use a model from GET /v1/models${examples.length ? `, for example ${examples.join(', ')}` : ''}`,
+    })
+  }
+  const parsed = (endpoint === 'chat' ? chatSchema : embeddingsSchema).check(raw)
+  if (!parsed.success) {
+    for (const issue of parsed.issues) {
+      const described = describeZodIssue(issue, prefix)
+      if (!problems.some((p) => p.path === described.path)) problems.push(described)
+    }
+  }
+  if (!model) return { ok: false, problems }
+  if (!model.endpoints.includes(endpoint)) {
+    const url = ENDPOINT_URL[model.endpoints[0]]
+    problems.push({
+      path: at('model'),
+      message: `${model.id} does not serve ${ENDPOINT_URL[endpoint]}`,
+      fix: `use a ${endpoint} model, or send ${model.id} lines to ${url}`,
+    })
+    return { ok: false, problems }
+  }
+  for (const param of model.unsupported_params) {
+    const value = record[param]
+    if (value === undefined || value === null || (param === 'n' && value === 1)) continue
+    problems.push({
+      path: at(param),
+      message: `is not supported by ${model.id}`,
+      fix: `remove ${param}; ${model.id} would refuse or ignore it`,
+    })
+  }
+  if (endpoint === 'chat') {
+    for (const param of ['max_tokens', 'max_completion_tokens'] as const) {
+      const value = record[param]
+      if (typeof value === 'number' && value > model.max_output_tokens) {
+        problems.push({
+          path: at(param),
+          message: `must be at most ${model.max_output_tokens} for ${model.id}`,
+          fix: `set ${param} to ${model.max_output_tokens} or less`,
+        })
+      }
+    }
+  }
+  if (!parsed.success || problems.length > 0) return { ok: false, problems }
+  const body = parsed.data
+  if (catalog.usable(model).length === 0) {
+    const missing = model.offerings.map((o) => catalog.missingKey(o.provider)).filter(Boolean)
+    return {
+      ok: false,
+      problems: [{
+        path: at('model'),
+        message: `no provider of ${model.id} is configured on this gateway`,
+        fix: `ask the operator to set ${[...new Set(missing)].join(' or ')}, or use another model`,
+      }],
+    }
+  }
+  const offerings = catalog.route(model, body.provider)
+  if (offerings.length === 0) {
+    return {
+      ok: false,
+      problems: [{
+        path: at('provider'),
+        message: `leaves no configured provider for ${model.id}`,
+        fix: `allow one of: ${catalog.usable(model).map((o) => o.provider).join(', ')}`,
+      }],
+    }
+  }
+  if (endpoint === 'chat') {
+    const chat = body as ChatBody
+    return { ok: true, value: { model, offerings, body, inputTokens: chatInputBound(chat), outputTokens: chatOutputBound(chat, model) } }
+  }
+  return { ok: true, value: { model, offerings, body, inputTokens: embeddingsInputBound(body as EmbeddingsBody), outputTokens: 0 } }
+}

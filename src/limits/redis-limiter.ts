@@ -1,0 +1,55 @@
+/**
+ * The fleet-wide limiter: one counter per key and window in Redis, incremented and given its
+ * expiry by one Lua script, so there is no read-then-write race between instances. When Redis
+ * cannot be reached the request is still served, counted by the in-process limiter instead; the
+ * outage is logged once, not per request.
+ */
+import Redis from 'ioredis'
+import type { Logger } from '../telemetry/logger.ts'
+import { createMemoryLimiter, decide, WINDOW_MS, type RateLimiter } from './rate-limiter.ts'
+
+const SCRIPT = `
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return count`
+
+export function createRedisLimiter(url: string, logger: Logger): RateLimiter {
+  const redis = new Redis(url, {
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    connectTimeout: 2000,
+    lazyConnect: false,
+  })
+  const fallback = createMemoryLimiter()
+  let degraded = false
+  // ioredis emits an error on every failed reconnect; without a listener it prints each one.
+  redis.on('error', (error) => {
+    if (!degraded) {
+      degraded = true
+      logger.warn('rate_limiter.redis_unreachable', { reason: error.message, fallback: 'per-instance' })
+    }
+  })
+  redis.on('ready', () => {
+    if (degraded) logger.info('rate_limiter.redis_recovered')
+    degraded = false
+  })
+  return {
+    async hit(keyId, limit) {
+      const now = Date.now()
+      const window = Math.floor(now / WINDOW_MS)
+      try {
+        const count = (await redis.eval(SCRIPT, 1, `mg:rl:${keyId}:${window}`, WINDOW_MS * 2)) as number
+        return decide(count, limit, (window + 1) * WINDOW_MS - now)
+      } catch (error) {
+        if (!degraded) {
+          degraded = true
+          logger.warn('rate_limiter.redis_unreachable', { reason: (error as Error).message, fallback: 'per-instance' })
+        }
+        return fallback.hit(keyId, limit)
+      }
+    },
+    async close() {
+      redis.disconnect()
+    },
+  }
+}

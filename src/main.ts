@@ -1,0 +1,25 @@
+/** The gateway process: `npm start`. */
+import { ConfigError, loadConfig } from './config.ts'
+import { startGateway } from './gateway.ts'
+
+let config
+try {
+  config = loadConfig()
+} catch (error) {
+  if (error instanceof ConfigError) {
+    console.error(`multigrid: configuration error: ${error.message}`)
+    process.exit(78) // EX_CONFIG
+  }
+  throw error
+}
+const gateway = await startGateway(config)
+let stopping = false
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, async () => {
+    if (stopping) return
+    stopping = true
+    gateway.logger.info('gateway.stopping', { signal })
+    await gateway.stop()
+    process.exit(0)
+  })
+}

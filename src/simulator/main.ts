@@ -1,0 +1,90 @@
+/**
+ * `bun run sim [--port 8090] [--latency-ms 50] [--rate-429 0.1 --retry-after 1] …`: the upstream
+ * simulator as a process. Prints one line with its URL. GET /sim/stats, POST /sim/reset and
+ * POST /sim/config (a JSON SimulatorOptions) reach a running one from outside.
+ */
+import { parseArgs } from 'node:util'
+import type { SimulatorOptions } from './options.ts'
+import { startSimulator } from './server.ts'
+
+const numberFlags = {
+  'latency-ms': 'latencyMs',
+  'jitter-ms': 'jitterMs',
+  'error-rate': 'errorRate',
+  'rate-429': 'rate429',
+  'max-concurrency': 'maxConcurrency',
+  'max-rps': 'maxRequestsPerSecond',
+  'timeout-rate': 'timeoutRate',
+  'reset-rate': 'resetRate',
+  'malformed-rate': 'malformedRate',
+  'no-usage-rate': 'noUsageRate',
+  'trickle-rate': 'trickleRate',
+  'trickle-ms': 'trickleMs',
+  seed: 'seed',
+  'embedding-dims': 'embeddingDims',
+} as const satisfies Record<string, keyof SimulatorOptions>
+
+const usage = `usage: bun run sim [--port 8090] [--hostname 127.0.0.1] [--retry-after SECONDS]
+  [--require-api-key KEY] ${Object.keys(numberFlags)
+    .map((flag) => `[--${flag} N]`)
+    .join(' ')}`
+
+function fail(message: string): never {
+  console.error(`${message}\n${usage}`)
+  process.exit(2)
+}
+
+function toNumber(flag: string, text: string): number {
+  const value = Number(text)
+  if (text.trim() === '' || !Number.isFinite(value) || value < 0) {
+    fail(`--${flag} must be a non-negative number, got "${text}"`)
+  }
+  return value
+}
+
+function readOptions(argv: string[]): SimulatorOptions {
+  const stringOptions = Object.fromEntries(
+    Object.keys(numberFlags).map((flag) => [flag, { type: 'string' as const }]),
+  )
+  let values: Record<string, string | boolean | undefined>
+  try {
+    values = parseArgs({
+      args: argv,
+      options: {
+        ...stringOptions,
+        port: { type: 'string', default: '8090' },
+        hostname: { type: 'string', default: '127.0.0.1' },
+        'retry-after': { type: 'string' },
+        'require-api-key': { type: 'string' },
+        help: { type: 'boolean' },
+      },
+    }).values
+  } catch (error) {
+    fail((error as Error).message)
+  }
+  if (values.help) {
+    console.log(usage)
+    process.exit(0)
+  }
+  const options: SimulatorOptions = {
+    port: toNumber('port', String(values.port)),
+    hostname: String(values.hostname),
+    retryAfterSeconds:
+      values['retry-after'] === undefined ? null : toNumber('retry-after', String(values['retry-after'])),
+    requireApiKey: values['require-api-key'] === undefined ? null : String(values['require-api-key']),
+  }
+  for (const [flag, key] of Object.entries(numberFlags)) {
+    const text = values[flag]
+    if (typeof text === 'string') Object.assign(options, { [key]: toNumber(flag, text) })
+  }
+  return options
+}
+
+const simulator = await startSimulator(readOptions(process.argv.slice(2)))
+console.log(`multigrid upstream simulator listening on ${simulator.url}`)
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    void simulator.stop().then(() => process.exit(0))
+  })
+}

@@ -1,0 +1,84 @@
+/**
+ * How the upstream simulator behaves. Every fault is a fraction of inference requests (POST
+ * /v1/chat/completions, /v1/embeddings, /v1/messages); `GET /v1/models` never faults, so health
+ * probes see a replica as up exactly while it is running.
+ */
+export interface SimulatorOptions {
+  /** Listen port; 0 picks a free one. */
+  port?: number
+  /** Listen address. Default 127.0.0.1. */
+  hostname?: string
+  /** Added before every inference answer except 429s, which real providers send at once. */
+  latencyMs?: number
+  /** Extra uniform delay in [0, jitterMs) on top of latencyMs. */
+  jitterMs?: number
+  /** Fraction answered 500. */
+  errorRate?: number
+  /** Fraction answered 429. */
+  rate429?: number
+  /**
+   * Sent with every 429 when not null. A whole number goes out as `retry-after: N` alone; a
+   * fraction (0.05) as `retry-after-ms: 50` plus `retry-after: 1`, the way OpenAI does it.
+   */
+  retryAfterSeconds?: number | null
+  /** More inference requests than this in flight at once are answered 429. */
+  maxConcurrency?: number | null
+  /** More inference requests than this per second (token bucket, one second of burst) → 429. */
+  maxRequestsPerSecond?: number | null
+  /** Fraction that never answers: the request hangs until the client gives up or stop(). */
+  timeoutRate?: number
+  /** Fraction that sends 200 headers and half the body, then resets the connection. */
+  resetRate?: number
+  /** Fraction answered 200 with a body that is not valid JSON (or a broken SSE event). */
+  malformedRate?: number
+  /** Fraction answered 200 without `usage`. */
+  noUsageRate?: number
+  /** Fraction whose body is sent in small pieces spread over trickleMs. */
+  trickleRate?: number
+  /** Default 1000. */
+  trickleMs?: number
+  /** When set, a missing or different key is answered 401 (Bearer for OpenAI, x-api-key for Anthropic). */
+  requireApiKey?: string | null
+  /** Seed of the fault and jitter sequence. Default 1. */
+  seed?: number
+  /** Embedding length when the request does not ask for `dimensions`. Default 8. */
+  embeddingDims?: number
+  /** Listed by GET /v1/models. */
+  models?: string[]
+}
+
+export type ResolvedSimulatorOptions = Required<SimulatorOptions>
+
+export const defaultSimulatorOptions: ResolvedSimulatorOptions = {
+  port: 0,
+  hostname: '127.0.0.1',
+  latencyMs: 0,
+  jitterMs: 0,
+  errorRate: 0,
+  rate429: 0,
+  retryAfterSeconds: null,
+  maxConcurrency: null,
+  maxRequestsPerSecond: null,
+  timeoutRate: 0,
+  resetRate: 0,
+  malformedRate: 0,
+  noUsageRate: 0,
+  trickleRate: 0,
+  trickleMs: 1000,
+  requireApiKey: null,
+  seed: 1,
+  embeddingDims: 8,
+  models: ['sim-chat', 'sim-embed'],
+}
+
+/** Merges `partial` over `base`, ignoring keys whose value is undefined. */
+export function mergeOptions(
+  base: ResolvedSimulatorOptions,
+  partial: SimulatorOptions,
+): ResolvedSimulatorOptions {
+  const merged = { ...base }
+  for (const [key, value] of Object.entries(partial)) {
+    if (value !== undefined) Object.assign(merged, { [key]: value })
+  }
+  return merged
+}

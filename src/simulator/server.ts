@@ -1,0 +1,277 @@
+/**
+ * The upstream simulator: an OpenAI- and Anthropic-compatible server with honest usage and
+ * seeded faults, for tests and benches. Bun.serve directly, no framework: it shares two cores
+ * with the gateway under load and must answer well over 6,000 requests/s at 50 ms latency.
+ */
+import { prepareMessages } from './anthropic-routes.ts'
+import { prepareChat, prepareEmbeddings } from './openai-routes.ts'
+import {
+  defaultSimulatorOptions,
+  mergeOptions,
+  type ResolvedSimulatorOptions,
+  type SimulatorOptions,
+} from './options.ts'
+import type { Prepared } from './prepared.ts'
+import { createRandom } from './prng.ts'
+import {
+  errorResponse,
+  jsonResponse,
+  malformedResponse,
+  payloadResponse,
+  resetResponse,
+  trickleResponse,
+  type Dialect,
+} from './respond.ts'
+import { StatsRecorder, type FaultKind, type SimStats } from './stats.ts'
+
+export type { SimulatorOptions } from './options.ts'
+export type { SimStats, FaultKind } from './stats.ts'
+
+/** A running simulator. */
+export interface Simulator {
+  /** http://127.0.0.1:PORT, without a trailing slash; OpenAI base URL is `${url}/v1`. */
+  readonly url: string
+  readonly port: number
+  /** Closes the listener and every open connection at once, like a killed replica. */
+  stop(): Promise<void>
+  /** Changes behaviour from the next request on; port and hostname stay as started. */
+  configure(options: SimulatorOptions): void
+  stats(): SimStats
+  resetStats(): void
+}
+
+const inferencePaths = new Set(['/v1/chat/completions', '/v1/embeddings', '/v1/messages'])
+
+// Returned by a hanging request once its client has gone; never reaches a socket.
+const hungUp = new Response(null, { status: 499 })
+
+function pathOf(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  const query = url.indexOf('?', start)
+  return query < 0 ? url.slice(start) : url.slice(start, query)
+}
+
+function authorized(request: Request, dialect: Dialect, key: string): boolean {
+  if (dialect === 'anthropic') return request.headers.get('x-api-key') === key
+  return request.headers.get('authorization') === `Bearer ${key}`
+}
+
+function retryAfterHeaders(seconds: number | null): Record<string, string> {
+  if (seconds === null) return {}
+  if (Number.isInteger(seconds)) return { 'retry-after': String(seconds) }
+  return {
+    'retry-after-ms': String(Math.round(seconds * 1000)),
+    'retry-after': String(Math.ceil(seconds)),
+  }
+}
+
+/** Starts a simulator; resolves once it is listening. */
+export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
+  let current: ResolvedSimulatorOptions = mergeOptions(defaultSimulatorOptions, options)
+  // Two streams, so changing the jitter does not shift which requests fault.
+  let faultRandom = createRandom(current.seed)
+  let jitterRandom = createRandom(current.seed ^ 0x9e3779b9)
+  const stats = new StatsRecorder()
+  const hanging = new Set<() => void>()
+  let inferenceInFlight = 0
+  let nextId = 0
+  let bucketTokens = 0
+  let bucketAt = performance.now()
+
+  function tooMany(dialect: Dialect, kind: FaultKind): Response {
+    stats.fault(kind)
+    const type = dialect === 'openai' ? 'requests' : 'rate_limit_error'
+    const headers = retryAfterHeaders(current.retryAfterSeconds)
+    const message = 'Rate limit reached (simulated); please retry later'
+    return errorResponse(dialect, 429, type, message, 'rate_limit_exceeded', headers)
+  }
+
+  function takeRateToken(perSecond: number): boolean {
+    const now = performance.now()
+    bucketTokens = Math.min(perSecond, bucketTokens + ((now - bucketAt) / 1000) * perSecond)
+    bucketAt = now
+    if (bucketTokens < 1) return false
+    bucketTokens--
+    return true
+  }
+
+  /** One draw per inference request, so a seed replays the same pattern in arrival order. */
+  function drawFault(o: ResolvedSimulatorOptions): FaultKind | null {
+    let r = faultRandom()
+    const table: [FaultKind, number][] = [
+      ['rate_limited', o.rate429],
+      ['server_error', o.errorRate],
+      ['timeout', o.timeoutRate],
+      ['reset', o.resetRate],
+      ['malformed', o.malformedRate],
+      ['no_usage', o.noUsageRate],
+      ['trickle', o.trickleRate],
+    ]
+    for (const [kind, rate] of table) {
+      if (r < rate) return kind
+      r -= rate
+    }
+    return null
+  }
+
+  function hang(request: Request): Promise<Response> {
+    return new Promise((resolve) => {
+      const release = () => {
+        hanging.delete(release)
+        resolve(hungUp)
+      }
+      hanging.add(release)
+      request.signal.addEventListener('abort', release, { once: true })
+    })
+  }
+
+  function prepare(path: string, body: Record<string, unknown>, id: number): Prepared | Response {
+    if (path === '/v1/chat/completions') return prepareChat(body, `chatcmpl-sim${id}`)
+    if (path === '/v1/embeddings') return prepareEmbeddings(body, current.embeddingDims)
+    return prepareMessages(body, `msg_sim${id}`)
+  }
+
+  async function infer(request: Request, path: string): Promise<Response> {
+    const o = current
+    const dialect: Dialect = path === '/v1/messages' ? 'anthropic' : 'openai'
+    if (o.requireApiKey !== null && !authorized(request, dialect, o.requireApiKey)) {
+      const type = dialect === 'openai' ? 'invalid_request_error' : 'authentication_error'
+      return errorResponse(dialect, 401, type, 'Incorrect API key provided', 'invalid_api_key')
+    }
+    if (dialect === 'anthropic' && !request.headers.get('anthropic-version')) {
+      return errorResponse(dialect, 400, 'invalid_request_error', 'anthropic-version: header is required')
+    }
+    let body: unknown
+    try {
+      body = await request.json()
+    } catch {
+      return errorResponse(dialect, 400, 'invalid_request_error', 'the body is not valid JSON')
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      return errorResponse(dialect, 400, 'invalid_request_error', 'the body must be a JSON object')
+    }
+    const id = ++nextId
+    const prepared = prepare(path, body as Record<string, unknown>, id)
+    if (prepared instanceof Response) return prepared
+    stats.inference(prepared.key, Date.now())
+
+    const model = String((body as { model: unknown }).model)
+    if (model.startsWith('fail-400')) {
+      const message = `The simulator refuses model '${model}'`
+      return errorResponse(dialect, 400, 'invalid_request_error', message, 'invalid_value')
+    }
+    if (model.startsWith('ctx-overflow')) {
+      const message =
+        dialect === 'openai'
+          ? "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages."
+          : 'prompt is too long: 9000 tokens > 8192 maximum'
+      return errorResponse(dialect, 400, 'invalid_request_error', message, 'context_length_exceeded')
+    }
+    if (o.maxConcurrency !== null && inferenceInFlight > o.maxConcurrency) {
+      return tooMany(dialect, 'concurrency_cap')
+    }
+    if (o.maxRequestsPerSecond !== null && !takeRateToken(o.maxRequestsPerSecond)) {
+      return tooMany(dialect, 'rate_cap')
+    }
+    const fault = drawFault(o)
+    if (fault === 'rate_limited') return tooMany(dialect, fault)
+    if (fault !== null) stats.fault(fault)
+
+    const delayMs = o.latencyMs + (o.jitterMs > 0 ? jitterRandom() * o.jitterMs : 0)
+    if (delayMs > 0) await Bun.sleep(delayMs)
+
+    const headers = { 'x-request-id': `req_sim${id}` }
+    switch (fault) {
+      case 'server_error': {
+        const type = dialect === 'openai' ? 'server_error' : 'api_error'
+        return errorResponse(dialect, 500, type, 'The server had an error (simulated)')
+      }
+      case 'timeout':
+        return hang(request)
+      case 'reset':
+        return resetResponse(prepared.build(false))
+      case 'malformed':
+        return malformedResponse(prepared.build(false))
+      case 'no_usage':
+        return payloadResponse(prepared.build(true), headers)
+      case 'trickle':
+        return trickleResponse(prepared.build(false), o.trickleMs)
+      default:
+        return payloadResponse(prepared.build(false), headers)
+    }
+  }
+
+  async function admin(request: Request, path: string): Promise<Response> {
+    if (path === '/sim/stats') return jsonResponse(stats.snapshot())
+    if (path === '/sim/reset' && request.method === 'POST') {
+      stats.reset()
+      return jsonResponse({ ok: true })
+    }
+    if (path === '/sim/config' && request.method === 'POST') {
+      simulator.configure((await request.json()) as SimulatorOptions)
+      return jsonResponse(current)
+    }
+    return errorResponse('openai', 404, 'invalid_request_error', `no route ${path}`)
+  }
+
+  async function route(request: Request, path: string): Promise<Response> {
+    if (request.method === 'POST' && inferencePaths.has(path)) {
+      inferenceInFlight++
+      try {
+        return await infer(request, path)
+      } finally {
+        inferenceInFlight--
+      }
+    }
+    if (request.method === 'GET' && path === '/v1/models') {
+      const data = current.models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'sim' }))
+      return jsonResponse({ object: 'list', data })
+    }
+    if (path.startsWith('/sim/')) return admin(request, path)
+    return errorResponse('openai', 404, 'invalid_request_error', `no route ${request.method} ${path}`)
+  }
+
+  const server = Bun.serve({
+    hostname: current.hostname,
+    port: current.port,
+    // Hanging requests must hang until the client gives up, not until Bun's 10 s idle default.
+    idleTimeout: 0,
+    async fetch(request) {
+      const path = pathOf(request.url)
+      stats.arrive(path)
+      try {
+        const response = await route(request, path)
+        if (response !== hungUp) stats.status(response.status)
+        return response
+      } finally {
+        stats.leave()
+      }
+    },
+    error(error) {
+      stats.status(500)
+      return errorResponse('openai', 500, 'server_error', `simulator bug: ${error.message}`)
+    },
+  })
+
+  const port = server.port ?? current.port
+  const host = current.hostname === '0.0.0.0' ? '127.0.0.1' : current.hostname
+  const simulator: Simulator = {
+    url: `http://${host}:${port}`,
+    port,
+    async stop() {
+      for (const release of [...hanging]) release()
+      await server.stop(true)
+    },
+    configure(partial) {
+      const { port: _port, hostname: _hostname, ...rest } = partial
+      current = mergeOptions(current, rest)
+      if (partial.seed !== undefined) {
+        faultRandom = createRandom(current.seed)
+        jitterRandom = createRandom(current.seed ^ 0x9e3779b9)
+      }
+    },
+    stats: () => stats.snapshot(),
+    resetStats: () => stats.reset(),
+  }
+  return simulator
+}

@@ -1,0 +1,121 @@
+/** Row ↔ record mapping shared by both stores; their column names are the same. */
+import type {
+  AccountRecord,
+  BatchRecord,
+  KeyRecord,
+  LineError,
+  LineErrorCode,
+  LineRecord,
+  Scope,
+} from '../domain.ts'
+import { moneyText } from '../money/decimal.ts'
+
+type Row = Record<string, unknown>
+
+const num = (value: unknown) => (value === null || value === undefined ? null : Number(value))
+const json = <T>(value: unknown): T | null =>
+  value === null || value === undefined
+    ? null
+    : typeof value === 'string'
+      ? (JSON.parse(value) as T)
+      : (value as T)
+
+export function rowToBatch(row: Row): BatchRecord {
+  return {
+    id: row.id as string,
+    accountId: row.account_id as string,
+    name: (row.name as string | null) ?? null,
+    endpoint: row.endpoint as BatchRecord['endpoint'],
+    status: row.status as BatchRecord['status'],
+    completionWindowHours: Number(row.completion_window_hours),
+    createdAt: Number(row.created_at),
+    deadlineAt: Number(row.deadline_at),
+    startedAt: num(row.started_at),
+    finalizingAt: num(row.finalizing_at),
+    finishedAt: num(row.finished_at),
+    cancelRequestedAt: num(row.cancel_requested_at),
+    counts: {
+      total: Number(row.line_count),
+      pending: Number(row.pending),
+      running: Number(row.running),
+      succeeded: Number(row.succeeded),
+      failed: Number(row.failed),
+      cancelled: Number(row.cancelled),
+      expired: Number(row.expired),
+    },
+    costCeilingUsd: moneyText(row.cost_ceiling_usd as string),
+    costUsd: moneyText(row.cost_usd as string),
+    heldUsd: moneyText(row.held_usd as string),
+    source: row.source as BatchRecord['source'],
+    metadata: json<Record<string, string>>(row.metadata),
+    inputFileId: (row.input_file_id as string | null) ?? null,
+    idempotencyKey: (row.idempotency_key as string | null) ?? null,
+  }
+}
+
+export function rowToAccount(row: Row): AccountRecord {
+  return {
+    id: row.id as string,
+    name: row.name as string,
+    balanceUsd: moneyText(row.balance_usd as string),
+    heldUsd: moneyText(row.held_usd as string),
+    maxOpenBatches: Number(row.max_open_batches),
+    rateLimitPerMinute: Number(row.rate_limit_per_minute),
+    createdAt: Number(row.created_at),
+  }
+}
+
+export function rowToKey(row: Row): KeyRecord {
+  return {
+    id: row.id as string,
+    accountId: row.account_id as string,
+    name: (row.name as string | null) ?? null,
+    scopes: String(row.scopes).split(',').filter(Boolean) as Scope[],
+    rateLimitPerMinute: num(row.rate_limit_per_minute),
+    createdAt: Number(row.created_at),
+    revokedAt: num(row.revoked_at),
+    prefix: row.prefix as string,
+  }
+}
+
+const CANNED_MESSAGES: Partial<Record<LineErrorCode, string>> = {
+  batch_cancelled: 'the batch was cancelled before this line ran',
+  batch_expired: 'the completion window ended before this line ran',
+}
+
+export function rowToLine(row: Row): LineRecord {
+  const code = row.error_code as LineErrorCode | null
+  let error: LineError | null = null
+  if (code) {
+    error = { code, message: (row.error_message as string | null) ?? CANNED_MESSAGES[code] ?? code }
+    const upstream = json<unknown>(row.error_upstream)
+    if (upstream !== null) error.upstream = upstream
+  }
+  return {
+    lineNo: Number(row.line_no),
+    customId: row.custom_id as string,
+    status: row.status as LineRecord['status'],
+    input: row.input as string,
+    response: (row.response as string | null) ?? null,
+    responseStatus: num(row.response_status),
+    error,
+    costUsd: row.cost_usd === null || row.cost_usd === undefined ? null : moneyText(row.cost_usd as string),
+    provider: (row.provider as string | null) ?? null,
+    attempts: Number(row.attempts),
+    latencyMs: num(row.latency_ms),
+  }
+}
+
+/** The terminal status a batch takes once no line is pending or running. */
+export function terminalStatus(row: {
+  cancel_requested_at: unknown
+  expired: unknown
+  succeeded: unknown
+  line_count: unknown
+}): 'cancelled' | 'expired' | 'failed' | 'completed' {
+  if (row.cancel_requested_at !== null && row.cancel_requested_at !== undefined) return 'cancelled'
+  if (Number(row.expired) > 0) return 'expired'
+  // `failed` only when nothing could run: not one line succeeded.
+  if (Number(row.succeeded) === 0 && Number(row.line_count) > 0) return 'failed'
+  return 'completed'
+}

@@ -1,0 +1,489 @@
+/**
+ * The embedded store on bun:sqlite: one file under the data dir, WAL mode so readers never wait
+ * for the dispatcher's writes. Every multi-row change runs in one IMMEDIATE transaction, so the
+ * process can be killed at any point without half-written state. One process only: several
+ * instances need PostgreSQL.
+ */
+import { Database } from 'bun:sqlite'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import type { LineStatus } from '../../domain.ts'
+import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
+import { rowToAccount, rowToBatch, rowToKey, rowToLine, terminalStatus } from '../rows.ts'
+import type {
+  AccountView,
+  AdmitResult,
+  CancelResult,
+  ClaimedLine,
+  LineOutcome,
+  NewAccount,
+  NewBatch,
+  NewKey,
+  RunnableBatch,
+  Store,
+} from '../store.ts'
+import schema from './schema.sql' with { type: 'text' }
+
+type Row = Record<string, any>
+
+/** Opens (creating if needed) `<dataDir>/multigrid.sqlite`, or `:memory:` when dataDir is null. */
+export function createSqliteStore(dataDir: string | null): Store {
+  let path = ':memory:'
+  if (dataDir) {
+    mkdirSync(dataDir, { recursive: true })
+    path = join(dataDir, 'multigrid.sqlite')
+  }
+  const db = new Database(path, { create: true })
+  db.exec('PRAGMA journal_mode = WAL')
+  db.exec('PRAGMA synchronous = NORMAL')
+  db.exec('PRAGMA busy_timeout = 5000')
+  db.exec('PRAGMA foreign_keys = ON')
+  db.exec(schema)
+  return new SqliteStore(db)
+}
+
+const OPEN = `('validating', 'in_progress', 'finalizing', 'cancelling')`
+
+class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const
+  constructor(private readonly db: Database) {}
+
+  private q(sql: string) {
+    return this.db.query<Row, any[]>(sql)
+  }
+
+  private tx<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate()
+  }
+
+  async ping() {
+    this.q('SELECT 1').get()
+  }
+
+  async close() {
+    this.db.close()
+  }
+
+  // ── accounts and keys ─────────────────────────────────────────────────────────────────────
+
+  private accountView(id: string): AccountView | null {
+    const row = this.q(
+      `SELECT a.*, (SELECT count(*) FROM batches b WHERE b.account_id = a.id AND b.status IN ${OPEN})
+         AS open_batches FROM accounts a WHERE a.id = ?`,
+    ).get(id)
+    return row ? { ...rowToAccount(row), openBatches: Number(row.open_batches) } : null
+  }
+
+  async createAccount(account: NewAccount) {
+    this.q(
+      `INSERT INTO accounts (id, name, balance_usd, held_usd, max_open_batches, rate_limit_per_minute, created_at)
+       VALUES (?, ?, ?, '0', ?, ?, ?)`,
+    ).run(
+      account.id,
+      account.name,
+      moneyText(account.creditUsd),
+      account.maxOpenBatches,
+      account.rateLimitPerMinute,
+      account.createdAt,
+    )
+    return this.accountView(account.id)!
+  }
+
+  async getAccount(id: string) {
+    return this.accountView(id)
+  }
+
+  async addCredit(id: string, amountUsd: string) {
+    return this.tx(() => {
+      const row = this.q('SELECT balance_usd FROM accounts WHERE id = ?').get(id)
+      if (!row) return null
+      const next = Money.max(ZERO, new Money(row.balance_usd).plus(amountUsd))
+      this.q('UPDATE accounts SET balance_usd = ? WHERE id = ?').run(moneyText(next), id)
+      return this.accountView(id)
+    })
+  }
+
+  async createKey(key: NewKey) {
+    if (!this.q('SELECT 1 FROM accounts WHERE id = ?').get(key.accountId)) return null
+    this.q(
+      `INSERT INTO api_keys (id, account_id, hash, prefix, name, scopes, rate_limit_per_minute, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      key.id,
+      key.accountId,
+      key.hash,
+      key.prefix,
+      key.name,
+      key.scopes.join(','),
+      key.rateLimitPerMinute,
+      key.createdAt,
+    )
+    return rowToKey(this.q('SELECT * FROM api_keys WHERE id = ?').get(key.id)!)
+  }
+
+  async revokeKey(id: string, at: number) {
+    this.q('UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?').run(at, id)
+    const row = this.q('SELECT * FROM api_keys WHERE id = ?').get(id)
+    return row ? rowToKey(row) : null
+  }
+
+  async findKey(hash: string) {
+    const key = this.q('SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL').get(hash)
+    if (!key) return null
+    const account = this.q('SELECT * FROM accounts WHERE id = ?').get(key.account_id)!
+    return { key: rowToKey(key), account: rowToAccount(account) }
+  }
+
+  // ── batches ───────────────────────────────────────────────────────────────────────────────
+
+  async admitBatch(batch: NewBatch): Promise<AdmitResult> {
+    return this.tx((): AdmitResult => {
+      if (batch.idempotencyKey) {
+        const existing = this.q(
+          'SELECT * FROM batches WHERE account_id = ? AND idempotency_key = ?',
+        ).get(batch.accountId, batch.idempotencyKey)
+        if (existing) return { kind: 'duplicate', batch: rowToBatch(existing) }
+      }
+      const account = this.accountView(batch.accountId)
+      if (!account) throw new Error(`account ${batch.accountId} vanished during admission`)
+      if (account.openBatches >= account.maxOpenBatches) {
+        return { kind: 'limit_exceeded', limit: account.maxOpenBatches, inUse: account.openBatches }
+      }
+      const available = new Money(account.balanceUsd).minus(account.heldUsd)
+      if (available.lessThan(batch.costCeilingUsd)) {
+        return { kind: 'insufficient_quota', availableUsd: moneyText(Money.max(available, ZERO)) }
+      }
+      this.q('UPDATE accounts SET held_usd = ? WHERE id = ?').run(
+        moneyText(new Money(account.heldUsd).plus(batch.costCeilingUsd)),
+        batch.accountId,
+      )
+      this.q(
+        `INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
+           created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
+           metadata, input_file_id, idempotency_key)
+         VALUES (?, ?, ?, ?, 'in_progress', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(
+        batch.id,
+        batch.accountId,
+        batch.name,
+        batch.endpoint,
+        batch.completionWindowHours,
+        batch.createdAt,
+        batch.deadlineAt,
+        batch.lineCount,
+        batch.lineCount,
+        moneyText(batch.costCeilingUsd),
+        moneyText(batch.costCeilingUsd),
+        batch.source,
+        batch.metadata ? JSON.stringify(batch.metadata) : null,
+        batch.inputFileId,
+        batch.idempotencyKey,
+      )
+      const insert = this.q(
+        'INSERT INTO lines (batch_id, line_no, custom_id, input) VALUES (?, ?, ?, ?)',
+      )
+      let count = 0
+      for (const line of batch.lines) {
+        insert.run(batch.id, line.lineNo, line.customId, line.input)
+        count++
+      }
+      if (count !== batch.lineCount) {
+        throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
+      }
+      return { kind: 'created', batch: rowToBatch(this.q('SELECT * FROM batches WHERE id = ?').get(batch.id)!) }
+    })
+  }
+
+  async findByIdempotencyKey(accountId: string, key: string) {
+    const row = this.q('SELECT * FROM batches WHERE account_id = ? AND idempotency_key = ?').get(
+      accountId,
+      key,
+    )
+    return row ? rowToBatch(row) : null
+  }
+
+  async getBatch(accountId: string, id: string) {
+    const row = this.q('SELECT * FROM batches WHERE id = ? AND account_id = ?').get(id, accountId)
+    return row ? rowToBatch(row) : null
+  }
+
+  async listBatches(accountId: string, page: { limit: number; after: string | null }) {
+    const rows = page.after
+      ? this.q(
+          'SELECT * FROM batches WHERE account_id = ? AND id < ? ORDER BY id DESC LIMIT ?',
+        ).all(accountId, page.after, page.limit + 1)
+      : this.q('SELECT * FROM batches WHERE account_id = ? ORDER BY id DESC LIMIT ?').all(
+          accountId,
+          page.limit + 1,
+        )
+    return { batches: rows.slice(0, page.limit).map(rowToBatch), hasMore: rows.length > page.limit }
+  }
+
+  async cancelBatch(accountId: string, id: string, now: number): Promise<CancelResult> {
+    return this.tx((): CancelResult => {
+      const row = this.q('SELECT * FROM batches WHERE id = ? AND account_id = ?').get(id, accountId)
+      if (!row) return { kind: 'not_found' }
+      if (row.status === 'cancelling') return { kind: 'cancelled', batch: rowToBatch(row) }
+      if (row.status !== 'in_progress' && row.status !== 'validating') {
+        return { kind: 'conflict', batch: rowToBatch(row) }
+      }
+      const cancelled = this.q(
+        `UPDATE lines SET status = 'cancelled', error_code = 'batch_cancelled', finished_at = ?
+         WHERE batch_id = ? AND status = 'pending'`,
+      ).run(now, id).changes
+      this.q(
+        `UPDATE batches SET status = 'cancelling', cancel_requested_at = ?, pending = pending - ?,
+           cancelled = cancelled + ? WHERE id = ?`,
+      ).run(now, cancelled, cancelled, id)
+      this.finish(id, now)
+      return { kind: 'cancelled', batch: rowToBatch(this.q('SELECT * FROM batches WHERE id = ?').get(id)!) }
+    })
+  }
+
+  async readLines(
+    batchId: string,
+    query: { afterLineNo: number; limit: number; statuses: readonly LineStatus[] | null },
+  ) {
+    const filter = query.statuses
+      ? `AND status IN (${query.statuses.map(() => '?').join(', ')})`
+      : ''
+    const rows = this.q(
+      `SELECT * FROM lines WHERE batch_id = ? AND line_no > ? ${filter} ORDER BY line_no LIMIT ?`,
+    ).all(batchId, query.afterLineNo, ...(query.statuses ?? []), query.limit)
+    return rows.map(rowToLine)
+  }
+
+  // ── dispatch ──────────────────────────────────────────────────────────────────────────────
+
+  async runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]> {
+    const rows = this.q(
+      `SELECT id, account_id, deadline_at, endpoint, pending FROM batches
+       WHERE status = 'in_progress' AND pending > 0 AND deadline_at > ?
+       ORDER BY deadline_at, id LIMIT ?`,
+    ).all(Math.floor(nowMs / 1000), limit)
+    return rows.map((row) => ({
+      id: row.id,
+      accountId: row.account_id,
+      deadlineAt: Number(row.deadline_at),
+      endpoint: row.endpoint,
+      pending: Number(row.pending),
+    }))
+  }
+
+  async claimLines(
+    batchId: string,
+    owner: string,
+    limit: number,
+    nowMs: number,
+    leaseUntilMs: number,
+  ): Promise<ClaimedLine[]> {
+    return this.tx(() => {
+      const batch = this.q(
+        `SELECT account_id, deadline_at FROM batches WHERE id = ? AND status = 'in_progress'`,
+      ).get(batchId)
+      if (!batch) return []
+      const rows = this.q(
+        `UPDATE lines SET status = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1
+         WHERE batch_id = ? AND line_no IN (
+           SELECT line_no FROM lines WHERE batch_id = ? AND status = 'pending' AND not_before <= ?
+           ORDER BY line_no LIMIT ?)
+         RETURNING line_no, custom_id, input, attempts`,
+      ).all(owner, leaseUntilMs, batchId, batchId, nowMs, limit)
+      if (rows.length === 0) return []
+      this.q(
+        `UPDATE batches SET pending = pending - ?, running = running + ?,
+           started_at = coalesce(started_at, ?) WHERE id = ?`,
+      ).run(rows.length, rows.length, Math.floor(nowMs / 1000), batchId)
+      rows.sort((a, b) => a.line_no - b.line_no)
+      return rows.map((row) => ({
+        batchId,
+        accountId: batch.account_id,
+        lineNo: Number(row.line_no),
+        customId: row.custom_id,
+        input: row.input,
+        attempts: Number(row.attempts),
+        deadlineAt: Number(batch.deadline_at),
+      }))
+    })
+  }
+
+  async renewLeases(owner: string, leaseUntilMs: number) {
+    return this.q(
+      `UPDATE lines SET lease_until = ? WHERE lease_owner = ? AND status = 'running'`,
+    ).run(leaseUntilMs, owner).changes
+  }
+
+  async recordOutcomes(owner: string, outcomes: readonly LineOutcome[], nowMs: number) {
+    if (outcomes.length === 0) return 0
+    const now = Math.floor(nowMs / 1000)
+    return this.tx(() => {
+      let recorded = 0
+      for (const outcome of outcomes) {
+        const line = this.q(
+          `SELECT 1 FROM lines WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?`,
+        ).get(outcome.batchId, outcome.lineNo, owner)
+        if (!line) continue // lease lost: another instance owns this line now
+        recorded++
+        if (outcome.kind === 'retry') {
+          this.q(
+            `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL, not_before = ?
+             WHERE batch_id = ? AND line_no = ?`,
+          ).run(outcome.notBefore, outcome.batchId, outcome.lineNo)
+          this.q('UPDATE batches SET running = running - 1, pending = pending + 1 WHERE id = ?').run(
+            outcome.batchId,
+          )
+          continue
+        }
+        const charged = this.charge(outcome.batchId, outcome.costUsd)
+        if (outcome.kind === 'succeeded') {
+          this.q(
+            `UPDATE lines SET status = 'succeeded', lease_owner = NULL, lease_until = NULL,
+               response_status = ?, response = ?, cost_usd = ?, provider = ?, latency_ms = ?, finished_at = ?
+             WHERE batch_id = ? AND line_no = ?`,
+          ).run(
+            outcome.responseStatus,
+            outcome.response,
+            charged,
+            outcome.provider,
+            outcome.latencyMs,
+            now,
+            outcome.batchId,
+            outcome.lineNo,
+          )
+        } else {
+          this.q(
+            `UPDATE lines SET status = 'failed', lease_owner = NULL, lease_until = NULL,
+               response_status = ?, error_code = ?, error_message = ?, error_upstream = ?,
+               cost_usd = ?, provider = ?, latency_ms = ?, finished_at = ?
+             WHERE batch_id = ? AND line_no = ?`,
+          ).run(
+            outcome.responseStatus,
+            outcome.error.code,
+            outcome.error.message,
+            outcome.error.upstream === undefined ? null : JSON.stringify(outcome.error.upstream),
+            charged,
+            outcome.provider,
+            outcome.latencyMs,
+            now,
+            outcome.batchId,
+            outcome.lineNo,
+          )
+        }
+        this.q(
+          `UPDATE batches SET running = running - 1, ${outcome.kind} = ${outcome.kind} + 1 WHERE id = ?`,
+        ).run(outcome.batchId)
+      }
+      return recorded
+    })
+  }
+
+  /**
+   * Bills one line: never more than the balance holds, taken from the batch's hold first.
+   * Returns what was actually charged, which is what the line records.
+   */
+  private charge(batchId: string, costUsd: string): string {
+    const cost = new Money(costUsd)
+    if (cost.isZero()) return '0'
+    const batch = this.q('SELECT account_id, cost_usd, held_usd FROM batches WHERE id = ?').get(batchId)!
+    const account = this.q('SELECT balance_usd, held_usd FROM accounts WHERE id = ?').get(
+      batch.account_id,
+    )!
+    const charged = minMoney(cost, new Money(account.balance_usd))
+    const released = minMoney(charged, new Money(batch.held_usd))
+    this.q('UPDATE accounts SET balance_usd = ?, held_usd = ? WHERE id = ?').run(
+      moneyText(new Money(account.balance_usd).minus(charged)),
+      moneyText(new Money(account.held_usd).minus(released)),
+      batch.account_id,
+    )
+    this.q('UPDATE batches SET cost_usd = ?, held_usd = ? WHERE id = ?').run(
+      moneyText(new Money(batch.cost_usd).plus(charged)),
+      moneyText(new Money(batch.held_usd).minus(released)),
+      batchId,
+    )
+    return moneyText(charged)
+  }
+
+  async releaseLeases(owner: string) {
+    return this.tx(() => this.returnToPending('lease_owner = ?', [owner]))
+  }
+
+  async reapExpiredLeases(nowMs: number) {
+    return this.tx(() => this.returnToPending('lease_until < ?', [nowMs]))
+  }
+
+  private returnToPending(where: string, params: unknown[]): number {
+    const groups = this.q(
+      `SELECT batch_id, count(*) AS n FROM lines WHERE status = 'running' AND ${where} GROUP BY batch_id`,
+    ).all(...params)
+    let total = 0
+    for (const group of groups) {
+      const n = this.q(
+        `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL
+         WHERE batch_id = ? AND status = 'running' AND ${where}`,
+      ).run(group.batch_id, ...params).changes
+      this.q('UPDATE batches SET running = running - ?, pending = pending + ? WHERE id = ?').run(
+        n,
+        n,
+        group.batch_id,
+      )
+      total += n
+    }
+    return total
+  }
+
+  async advanceBatches(now: number) {
+    return this.tx(() => {
+      const changed: string[] = []
+      // Past the deadline: lines not yet run end `expired`; running ones may still finish.
+      const overdue = this.q(
+        `SELECT id FROM batches WHERE status IN ('in_progress', 'cancelling') AND deadline_at <= ? AND pending > 0`,
+      ).all(now)
+      for (const { id } of overdue) {
+        const n = this.q(
+          `UPDATE lines SET status = 'expired', error_code = 'batch_expired', finished_at = ?
+           WHERE batch_id = ? AND status = 'pending'`,
+        ).run(now, id).changes
+        this.q('UPDATE batches SET pending = pending - ?, expired = expired + ? WHERE id = ?').run(
+          n,
+          n,
+          id,
+        )
+      }
+      // A batch is `finalizing` for one tick between its last line and its terminal status.
+      for (const { id } of this.q(`SELECT id FROM batches WHERE status = 'finalizing'`).all()) {
+        if (this.finish(id, now)) changed.push(id)
+      }
+      const idle = this.q(
+        `SELECT id, status FROM batches WHERE status IN ('in_progress', 'cancelling')
+           AND pending = 0 AND running = 0`,
+      ).all()
+      for (const { id, status } of idle) {
+        if (status === 'cancelling') {
+          if (this.finish(id, now)) changed.push(id)
+        } else {
+          this.q(`UPDATE batches SET status = 'finalizing', finalizing_at = ? WHERE id = ?`).run(now, id)
+          changed.push(id)
+        }
+      }
+      return changed
+    })
+  }
+
+  /** Moves an idle batch to its terminal status and releases what is still held. */
+  private finish(id: string, now: number): boolean {
+    const row = this.q('SELECT * FROM batches WHERE id = ?').get(id)
+    if (!row || row.pending !== 0 || row.running !== 0) return false
+    if (!['in_progress', 'finalizing', 'cancelling'].includes(row.status)) return false
+    const account = this.q('SELECT held_usd FROM accounts WHERE id = ?').get(row.account_id)!
+    this.q('UPDATE accounts SET held_usd = ? WHERE id = ?').run(
+      moneyText(Money.max(ZERO, new Money(account.held_usd).minus(row.held_usd))),
+      row.account_id,
+    )
+    this.q(`UPDATE batches SET status = ?, finished_at = ?, held_usd = '0' WHERE id = ?`).run(
+      terminalStatus(row as Parameters<typeof terminalStatus>[0]),
+      now,
+      id,
+    )
+    return true
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * The store: every piece of state that matters lives here, so several gateway instances can share
+ * one PostgreSQL. Each consumer sees only the narrow part it needs: HTTP ingest admits batches,
+ * the read side lists and streams them, the dispatcher leases and settles lines.
+ *
+ * Two implementations run the same contract suite (test/store/contract.ts): bun:sqlite (the
+ * embedded default) and PostgreSQL. Money crosses this boundary as decimal strings.
+ * Times: `*At` fields are Unix seconds; lease and retry times are Unix milliseconds.
+ */
+import type {
+  AccountRecord,
+  BatchEndpoint,
+  BatchRecord,
+  KeyRecord,
+  LineError,
+  LineRecord,
+  LineStatus,
+  Scope,
+} from '../domain.ts'
+
+export interface NewAccount {
+  id: string
+  name: string
+  creditUsd: string
+  maxOpenBatches: number
+  rateLimitPerMinute: number
+  createdAt: number
+}
+
+export interface NewKey {
+  id: string
+  accountId: string
+  hash: string
+  prefix: string
+  name: string | null
+  scopes: Scope[]
+  rateLimitPerMinute: number | null
+  createdAt: number
+}
+
+export interface AccountView extends AccountRecord {
+  openBatches: number
+}
+
+export interface AccountStore {
+  createAccount(account: NewAccount): Promise<AccountView>
+  getAccount(id: string): Promise<AccountView | null>
+  /** Adds (or with a negative amount, removes, never below zero) credit. */
+  addCredit(id: string, amountUsd: string): Promise<AccountView | null>
+  createKey(key: NewKey): Promise<KeyRecord | null>
+  revokeKey(id: string, at: number): Promise<KeyRecord | null>
+  /** The live (not revoked) key with this hash, and its account. */
+  findKey(hash: string): Promise<{ key: KeyRecord; account: AccountRecord } | null>
+}
+
+export interface NewLine {
+  lineNo: number
+  customId: string
+  input: string
+}
+
+export interface NewBatch {
+  id: string
+  accountId: string
+  name: string | null
+  endpoint: BatchEndpoint
+  completionWindowHours: number
+  createdAt: number
+  deadlineAt: number
+  costCeilingUsd: string
+  lineCount: number
+  source: 'native' | 'openai'
+  metadata: Record<string, string> | null
+  inputFileId: string | null
+  idempotencyKey: string | null
+  /** Read once, inside the admitting transaction; may be a lazy generator over the file. */
+  lines: Iterable<NewLine>
+}
+
+export type AdmitResult =
+  | { kind: 'created'; batch: BatchRecord }
+  /** The same Idempotency-Key was used before on this account: the batch it made. */
+  | { kind: 'duplicate'; batch: BatchRecord }
+  | { kind: 'insufficient_quota'; availableUsd: string }
+  | { kind: 'limit_exceeded'; limit: number; inUse: number }
+
+export type CancelResult =
+  | { kind: 'cancelled'; batch: BatchRecord }
+  | { kind: 'not_found' }
+  | { kind: 'conflict'; batch: BatchRecord }
+
+export interface BatchStore {
+  /**
+   * In one transaction: idempotency check, open-batch limit, credit hold, the batch and all its
+   * lines. Either everything is stored or nothing is.
+   */
+  admitBatch(batch: NewBatch): Promise<AdmitResult>
+  findByIdempotencyKey(accountId: string, key: string): Promise<BatchRecord | null>
+  /** Another account's batch is null, exactly like a missing one. */
+  getBatch(accountId: string, id: string): Promise<BatchRecord | null>
+  /** Newest first. `after` is the id of the last batch of the previous page. */
+  listBatches(
+    accountId: string,
+    page: { limit: number; after: string | null },
+  ): Promise<{ batches: BatchRecord[]; hasMore: boolean }>
+  cancelBatch(accountId: string, id: string, now: number): Promise<CancelResult>
+  /** Lines with `lineNo > afterLineNo` in line order, optionally only some statuses. */
+  readLines(
+    batchId: string,
+    query: { afterLineNo: number; limit: number; statuses: readonly LineStatus[] | null },
+  ): Promise<LineRecord[]>
+}
+
+/** A line leased to one dispatcher instance. */
+export interface ClaimedLine {
+  batchId: string
+  accountId: string
+  lineNo: number
+  customId: string
+  input: string
+  /** Attempts including this one. */
+  attempts: number
+  deadlineAt: number
+}
+
+export interface RunnableBatch {
+  id: string
+  accountId: string
+  deadlineAt: number
+  endpoint: BatchEndpoint
+  pending: number
+}
+
+export type LineOutcome =
+  | {
+      batchId: string
+      lineNo: number
+      kind: 'succeeded'
+      responseStatus: number
+      /** The response body as JSON text, stored and streamed back verbatim. */
+      response: string
+      costUsd: string
+      provider: string
+      latencyMs: number
+    }
+  | {
+      batchId: string
+      lineNo: number
+      kind: 'failed'
+      error: LineError
+      responseStatus: number | null
+      costUsd: string
+      provider: string | null
+      latencyMs: number | null
+    }
+  | {
+      batchId: string
+      lineNo: number
+      kind: 'retry'
+      /** Unix ms before which the line is not claimed again. */
+      notBefore: number
+    }
+
+export interface DispatchStore {
+  /** Batches with lines ready to claim, earliest deadline first. */
+  runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]>
+  /** Leases up to `limit` pending lines of one batch, in line order. */
+  claimLines(
+    batchId: string,
+    owner: string,
+    limit: number,
+    nowMs: number,
+    leaseUntilMs: number,
+  ): Promise<ClaimedLine[]>
+  /** Extends every lease `owner` holds. */
+  renewLeases(owner: string, leaseUntilMs: number): Promise<number>
+  /**
+   * Records outcomes of lines `owner` still leases, billing each in the same transaction.
+   * Outcomes for lines whose lease was lost are ignored. Returns how many were recorded.
+   */
+  recordOutcomes(owner: string, outcomes: readonly LineOutcome[], nowMs: number): Promise<number>
+  /** Graceful shutdown: gives back every line `owner` holds, untouched. */
+  releaseLeases(owner: string): Promise<number>
+  /** Returns lines whose lease ran out to pending. */
+  reapExpiredLeases(nowMs: number): Promise<number>
+  /** Expires overdue batches and finalizes finished ones; returns the ids that changed status. */
+  advanceBatches(nowSeconds: number): Promise<string[]>
+}
+
+export interface Store extends AccountStore, BatchStore, DispatchStore {
+  readonly kind: 'sqlite' | 'postgres'
+  ping(): Promise<void>
+  close(): Promise<void>
+}
