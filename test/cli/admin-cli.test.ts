@@ -1,0 +1,39 @@
+/** The operator CLI works on the store directly: make an account and a key that the API accepts. */
+import { expect, test } from 'bun:test'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { chatLine, jsonl, startTestGateway } from '../helpers/gateway.ts'
+
+const root = join(import.meta.dir, '../..')
+
+async function mg(env: Record<string, string>, ...args: string[]) {
+  const child = Bun.spawn([process.execPath, 'src/cli/admin.ts', ...args], { cwd: root, env: { ...env, PATH: process.env.PATH ?? '' }, stdout: 'pipe', stderr: 'pipe' })
+  const [code, out, err] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()])
+  return { code, out, err, json: code === 0 ? JSON.parse(out) : null }
+}
+
+test('accounts create, keys create, credit, show, revoke', async () => {
+  const gw = await startTestGateway({ env: { MULTIGRID_DISPATCH: '0', MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-cli-')) } })
+  try {
+    // The CLI opens the same SQLite file the running gateway uses.
+    const env = { MULTIGRID_DATA_DIR: gw.env.MULTIGRID_DATA_DIR, MULTIGRID_CONFIG: gw.env.MULTIGRID_CONFIG }
+    const account = await mg(env, 'accounts', 'create', 'acme', '--credit', '100')
+    expect(account.code).toBe(0)
+    expect(account.json).toMatchObject({ name: 'acme', balance_usd: '100.000000' })
+    const key = await mg(env, 'keys', 'create', account.json.id, '--name', 'ci', '--scopes', 'batches,read')
+    expect(key.json).toMatchObject({ account_id: account.json.id, scopes: ['batches', 'read'] })
+    expect(key.json.key).toMatch(/^mg_/)
+    const submitted = await gw.request('/v1/batches', key.json.key, { method: 'POST', body: jsonl([chatLine('a')]) })
+    expect(submitted.status).toBe(201)
+    expect((await mg(env, 'accounts', 'credit', account.json.id, '5.5')).json).toMatchObject({ balance_usd: '105.500000' })
+    expect((await mg(env, 'accounts', 'show', account.json.id)).json).toMatchObject({ open_batches: 1, held_usd: '0.000054' })
+    expect((await mg(env, 'keys', 'revoke', key.json.id)).json.revoked_at).toBeNumber()
+    expect((await gw.request('/v1/batches', key.json.key)).status).toBe(401)
+    const bad = await mg(env, 'keys', 'create', account.json.id, '--scopes', 'root')
+    expect(bad.code).toBe(2)
+    expect(bad.err).toContain('unknown scope root')
+  } finally {
+    await gw.stop()
+  }
+})

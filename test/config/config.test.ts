@@ -1,0 +1,59 @@
+/** Configuration: defaults, and one clear message naming the variable or the file path. */
+import { describe, expect, test } from 'bun:test'
+import { join } from 'node:path'
+import { ConfigError, loadConfig } from '../../src/config.ts'
+import { writeCatalog } from '../helpers/catalog.ts'
+
+const root = join(import.meta.dir, '../..')
+
+describe('loadConfig', () => {
+  test('defaults: port 8080, SQLite under ./data, the shipped catalog', () => {
+    const config = loadConfig({})
+    expect(config.port).toBe(8080)
+    expect(config.databaseUrl).toBeNull()
+    expect(config.adminToken).toBeNull()
+    expect(config.dataDir.endsWith('/data')).toBe(true)
+    expect(config.limits).toMatchObject({ maxBodyBytes: 16 * 1024 * 1024, maxLines: 50_000, maxCustomIdLength: 128 })
+    expect(config.catalog.prices_read_on).toMatch(/^\d{4}-\d{2}-\d{2}$/)
+    expect(config.catalog.models.find((m) => m.id === 'openai/gpt-5-nano')?.offerings[0]).toMatchObject({
+      input_usd_per_mtok: '0.05',
+      output_usd_per_mtok: '0.40',
+    })
+    expect(config.providerKeys.openai).toBeNull()
+  })
+
+  test('provider keys are read from the variables the catalog names', () => {
+    expect(loadConfig({ OPENAI_API_KEY: 'sk-x' }).providerKeys.openai).toBe('sk-x')
+  })
+
+  const cases: [Record<string, string>, string][] = [
+    [{ PORT: 'eighty' }, 'invalid PORT="eighty"'],
+    [{ PORT: '70000' }, 'invalid PORT="70000"'],
+    [{ DATABASE_URL: 'mysql://x' }, 'invalid DATABASE_URL'],
+    [{ REDIS_URL: 'localhost:6379' }, 'invalid REDIS_URL'],
+    [{ MULTIGRID_ADMIN_TOKEN: 'short' }, 'invalid MULTIGRID_ADMIN_TOKEN'],
+    [{ MULTIGRID_CONFIG: '/nonexistent/catalog.json' }, 'MULTIGRID_CONFIG: cannot read /nonexistent/catalog.json'],
+  ]
+  for (const [env, message] of cases) {
+    test(`refuses ${Object.keys(env)[0]}=${Object.values(env)[0]}`, () => {
+      expect(() => loadConfig(env)).toThrow(ConfigError)
+      expect(() => loadConfig(env)).toThrow(message)
+    })
+  }
+
+  test('a bad providers file names the path inside it', () => {
+    const path = writeCatalog({ providers: { x: { kind: 'openai', base_url: 'not a url' } }, models: [] })
+    expect(() => loadConfig({ MULTIGRID_CONFIG: path })).toThrow(`${path}: providers.x.base_url`)
+    const unknownProvider = writeCatalog({
+      providers: {},
+      models: [{ id: 'm', endpoints: ['chat'], context_tokens: 1, max_output_tokens: 1, offerings: [{ provider: 'ghost', upstream_model: 'm', input_usd_per_mtok: '1' }] }],
+    })
+    expect(() => loadConfig({ MULTIGRID_CONFIG: unknownProvider })).toThrow('models[0].offerings[0].provider: "ghost" is not in providers')
+  })
+
+  test('start-up with a bad value prints one line and exits non-zero', async () => {
+    const child = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: root, env: { PATH: process.env.PATH ?? '', PORT: 'x' }, stderr: 'pipe', stdout: 'pipe' })
+    expect(await child.exited).toBe(78)
+    expect((await new Response(child.stderr).text()).trim()).toBe('multigrid: configuration error: invalid PORT="x": Invalid input: expected number, received NaN')
+  })
+})

@@ -1,0 +1,244 @@
+/** The native batch API without dispatch: admission, money, read, list, cancel, results, auth, limits. */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { chatLine, jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
+
+type Batch = {
+  id: string
+  status: string
+  name: string | null
+  line_count: number
+  created_at: number
+  deadline_at: number
+  completion_window_hours: number
+  cost_ceiling_usd: string
+  cost_usd: string
+  request_counts: Record<string, number>
+  results_url: string
+}
+
+for (const storeKind of STORES) {
+  describe(`native batch API (${storeKind})`, () => {
+    let gw: TestGateway
+    beforeAll(async () => {
+      gw = await startTestGateway({ store: storeKind, env: { MULTIGRID_DISPATCH: '0' } })
+    })
+    afterAll(() => gw.stop())
+
+    const submit = (key: string, lines: unknown[], query = '', headers: Record<string, string> = {}) =>
+      gw.request(`/v1/batches${query}`, key, { method: 'POST', body: jsonl(lines), headers })
+    const account = async (id: string) =>
+      (await (await gw.admin(`/accounts/${id}`)).json()) as Record<string, string | number>
+
+    test('a valid file is admitted: 201, the batch object, the ceiling held', async () => {
+      const { key, accountId } = await gw.newAccount('1')
+      // "hello" is 5 bytes + 4 per message + 3 priming = 12 input tokens; 32 output tokens.
+      // (12 × 0.50 + 32 × 1.50) / 1e6 = 0.000054 per line.
+      const response = await submit(key, [chatLine('a'), chatLine('b')], '?name=nightly&completion_window_hours=48')
+      expect(response.status).toBe(201)
+      const batch = (await response.json()) as Batch
+      expect(batch).toMatchObject({
+        object: 'batch',
+        name: 'nightly',
+        endpoint: '/v1/chat/completions',
+        status: 'in_progress',
+        completion_window_hours: 48,
+        line_count: 2,
+        cost_ceiling_usd: '0.000108',
+        cost_usd: '0.000000',
+        results_url: `/v1/batches/${batch.id}/results`,
+      })
+      expect(batch.request_counts).toEqual({ total: 2, pending: 2, running: 0, succeeded: 0, failed: 0, cancelled: 0, expired: 0 })
+      expect(batch.deadline_at - batch.created_at).toBe(48 * 3600)
+      expect(batch.id).toMatch(/^batch_/)
+      expect(await account(accountId)).toMatchObject({ balance_usd: '1.000000', held_usd: '0.000108', available_usd: '0.999892', open_batches: 1 })
+    })
+
+    test('the name can come from X-Multigrid-Batch-Name; the window defaults to 24 h', async () => {
+      const { key } = await gw.newAccount('1')
+      const batch = (await (await submit(key, [chatLine('a')], '', { 'x-multigrid-batch-name': 'from-header' })).json()) as Batch
+      expect(batch.name).toBe('from-header')
+      expect(batch.completion_window_hours).toBe(24)
+      expect(batch.deadline_at - batch.created_at).toBe(24 * 3600)
+    })
+
+    test('the ceiling uses max_tokens × n, or the model limit when absent', async () => {
+      const { key } = await gw.newAccount('10')
+      const noMax = { custom_id: 'x', method: 'POST', url: '/v1/chat/completions', body: { model: 'sim/chat', messages: [{ role: 'user', content: 'hello' }] } }
+      const quote = async (line: unknown) =>
+        ((await (await submit(key, [line], '?dry_run=true')).json()) as { cost_ceiling_usd: string }).cost_ceiling_usd
+      // (12 × 0.5 + 4096 × 1.5) / 1e6 = 0.006150
+      expect(await quote(noMax)).toBe('0.006150')
+      // n = 3: (12 × 0.5 + 96 × 1.5) / 1e6 = 0.000150
+      expect(await quote(chatLine('n', 'hello', { n: 3 }))).toBe('0.000150')
+    })
+
+    test('dry_run quotes without storing, also when the credit would not cover it', async () => {
+      const { key, accountId } = await gw.newAccount('0.0001')
+      const response = await submit(key, [chatLine('a'), chatLine('b'), chatLine('c')], '?dry_run=true')
+      expect(response.status).toBe(200)
+      expect(await response.json()).toMatchObject({ line_count: 3, cost_ceiling_usd: '0.000162', credit_sufficient: false })
+      const ok = await submit(key, [chatLine('a')], '?dry_run=true')
+      expect(await ok.json()).toMatchObject({ line_count: 1, cost_ceiling_usd: '0.000054', credit_sufficient: true })
+      const list = (await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }
+      expect(list.data).toHaveLength(0)
+      expect(await account(accountId)).toMatchObject({ held_usd: '0.000000', open_batches: 0 })
+    })
+
+    test('402 insufficient_quota when the ceiling does not fit; nothing stored or held', async () => {
+      const { key, accountId } = await gw.newAccount('0.0001')
+      const response = await submit(key, [chatLine('a'), chatLine('b')])
+      expect(response.status).toBe(402)
+      const body = (await response.json()) as { error: Record<string, unknown> }
+      expect(body.error).toMatchObject({ code: 'insufficient_quota', cost_ceiling_usd: '0.000108', available_usd: '0.000100' })
+      expect(((await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }).data).toHaveLength(0)
+      expect(await account(accountId)).toMatchObject({ held_usd: '0.000000', balance_usd: '0.000100' })
+    })
+
+    test('Idempotency-Key returns the batch the first submit made', async () => {
+      const { key, accountId } = await gw.newAccount('1')
+      const first = (await (await submit(key, [chatLine('a')], '', { 'idempotency-key': 'k-1' })).json()) as Batch
+      const again = await submit(key, [chatLine('a')], '', { 'idempotency-key': 'k-1' })
+      expect(again.status).toBe(200)
+      expect(((await again.json()) as Batch).id).toBe(first.id)
+      expect(((await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }).data).toHaveLength(1)
+      expect(await account(accountId)).toMatchObject({ held_usd: '0.000054' })
+    })
+
+    test('open-batch limit: 429 limit_exceeded with error.limit', async () => {
+      const { key } = await gw.newAccount('10', {}, { max_open_batches: 2 })
+      expect((await submit(key, [chatLine('a')])).status).toBe(201)
+      expect((await submit(key, [chatLine('a')])).status).toBe(201)
+      const third = await submit(key, [chatLine('a')])
+      expect(third.status).toBe(429)
+      const body = (await third.json()) as { error: Record<string, unknown> }
+      expect(body.error).toMatchObject({ code: 'limit_exceeded', limit: { open_batches: 2, in_use: 2 } })
+    })
+
+    test('get and list: newest first, limit/after paging with has_more', async () => {
+      const { key } = await gw.newAccount('10', {}, { max_open_batches: 10 })
+      const ids: string[] = []
+      for (let i = 0; i < 5; i++) ids.push(((await (await submit(key, [chatLine('a')], `?name=b${i}`)).json()) as Batch).id)
+      const got = (await (await gw.request(`/v1/batches/${ids[2]}`, key)).json()) as Batch
+      expect(got).toMatchObject({ id: ids[2], name: 'b2' })
+      const newestFirst = [...ids].reverse()
+      const page1 = (await (await gw.request('/v1/batches?limit=2', key)).json()) as { data: Batch[]; has_more: boolean; first_id: string; last_id: string }
+      expect(page1.data.map((b) => b.id)).toEqual(newestFirst.slice(0, 2))
+      expect(page1).toMatchObject({ object: 'list', has_more: true, first_id: newestFirst[0], last_id: newestFirst[1] })
+      const page2 = (await (await gw.request(`/v1/batches?limit=2&after=${page1.last_id}`, key)).json()) as typeof page1
+      expect(page2.data.map((b) => b.id)).toEqual(newestFirst.slice(2, 4))
+      const page3 = (await (await gw.request(`/v1/batches?limit=2&after=${page2.last_id}`, key)).json()) as typeof page1
+      expect(page3.data.map((b) => b.id)).toEqual(newestFirst.slice(4))
+      expect(page3.has_more).toBe(false)
+      expect((await gw.request('/v1/batches?limit=101', key)).status).toBe(400)
+    })
+
+    test('cancel: pending lines end cancelled, the hold is released, a second cancel is 409', async () => {
+      const { key, accountId } = await gw.newAccount('1')
+      const batch = (await (await submit(key, [chatLine('a'), chatLine('b'), chatLine('c')])).json()) as Batch
+      const cancelled = await gw.request(`/v1/batches/${batch.id}`, key, { method: 'DELETE' })
+      expect(cancelled.status).toBe(200)
+      const body = (await cancelled.json()) as Batch
+      expect(body.status).toBe('cancelled')
+      expect(body.request_counts).toMatchObject({ pending: 0, cancelled: 3 })
+      expect(await account(accountId)).toMatchObject({ held_usd: '0.000000', balance_usd: '1.000000', open_batches: 0 })
+      const again = await gw.request(`/v1/batches/${batch.id}`, key, { method: 'DELETE' })
+      expect(again.status).toBe(409)
+      expect(((await again.json()) as { error: Record<string, unknown> }).error).toMatchObject({ code: 'batch_not_cancellable', status: 'cancelled' })
+    })
+
+    test('results: submitted order, filters, format=input, X-Multigrid-Batch-Status', async () => {
+      const { key } = await gw.newAccount('1')
+      const lines = [chatLine('t-1', 'one'), chatLine('t-2', 'two'), chatLine('t-3', 'three')]
+      const batch = (await (await submit(key, lines)).json()) as Batch
+      const pending = await gw.request(`/v1/batches/${batch.id}/results`, key)
+      expect(pending.headers.get('content-type')).toBe('application/jsonl')
+      expect(pending.headers.get('x-multigrid-batch-status')).toBe('in_progress')
+      const rows = (await pending.text()).trim().split('\n').map((l) => JSON.parse(l))
+      expect(rows).toEqual([
+        { custom_id: 't-1', line: 1, status: 'pending', response: null, error: null },
+        { custom_id: 't-2', line: 2, status: 'pending', response: null, error: null },
+        { custom_id: 't-3', line: 3, status: 'pending', response: null, error: null },
+      ])
+      expect(await (await gw.request(`/v1/batches/${batch.id}/results?filter=failed`, key)).text()).toBe('')
+      await gw.request(`/v1/batches/${batch.id}`, key, { method: 'DELETE' })
+      const failed = await gw.request(`/v1/batches/${batch.id}/results?filter=failed`, key)
+      expect(failed.headers.get('x-multigrid-batch-status')).toBe('cancelled')
+      const failedRows = (await failed.text()).trim().split('\n').map((l) => JSON.parse(l))
+      expect(failedRows.map((r) => [r.custom_id, r.status, r.error.code])).toEqual([
+        ['t-1', 'cancelled', 'batch_cancelled'],
+        ['t-2', 'cancelled', 'batch_cancelled'],
+        ['t-3', 'cancelled', 'batch_cancelled'],
+      ])
+      expect(await (await gw.request(`/v1/batches/${batch.id}/results?filter=succeeded`, key)).text()).toBe('')
+      const input = await (await gw.request(`/v1/batches/${batch.id}/results?filter=failed&format=input`, key)).text()
+      expect(input).toBe(jsonl(lines))
+      // …ready to submit again.
+      expect((await gw.request('/v1/batches', key, { method: 'POST', body: input })).status).toBe(201)
+      expect((await gw.request(`/v1/batches/${batch.id}/results?filter=nope`, key)).status).toBe(400)
+    })
+
+    test("another account's batch is a 404 on every endpoint", async () => {
+      const owner = await gw.newAccount('1')
+      const other = await gw.newAccount('1')
+      const batch = (await (await submit(owner.key, [chatLine('a')])).json()) as Batch
+      for (const [path, method] of [
+        [`/v1/batches/${batch.id}`, 'GET'],
+        [`/v1/batches/${batch.id}/results`, 'GET'],
+        [`/v1/batches/${batch.id}`, 'DELETE'],
+      ]) {
+        const response = await gw.request(path, other.key, { method })
+        expect(response.status).toBe(404)
+        expect(((await response.json()) as { error: Record<string, unknown> }).error.type).toBe('not_found_error')
+      }
+      const list = (await (await gw.request('/v1/batches', other.key)).json()) as { data: Batch[] }
+      expect(list.data).toHaveLength(0)
+      expect(((await (await gw.request(`/v1/batches/${batch.id}`, owner.key)).json()) as Batch).status).toBe('in_progress')
+    })
+
+    test('keys: missing, malformed, unknown and revoked keys are 401; a key without the scope is 403', async () => {
+      const { accountId, key, keyId } = await gw.newAccount('1')
+      expect((await gw.request('/v1/batches', null)).status).toBe(401)
+      const malformed = await gw.request('/v1/batches', null, { headers: { authorization: 'Token abc' } })
+      expect(malformed.status).toBe(401)
+      expect(((await malformed.json()) as { error: Record<string, unknown> }).error.code).toBe('invalid_api_key')
+      expect((await gw.request('/v1/batches', 'mg_not-a-real-key')).status).toBe(401)
+      expect((await gw.request('/v1/batches', key)).status).toBe(200)
+      expect((await gw.admin(`/keys/${keyId}`, { method: 'DELETE' })).status).toBe(200)
+      expect((await gw.request('/v1/batches', key)).status).toBe(401)
+
+      const inferenceOnly = (await (await gw.admin(`/accounts/${accountId}/keys`, { body: { scopes: ['inference'] } })).json()) as { key: string }
+      const refused = await gw.request('/v1/batches', inferenceOnly.key, { method: 'POST', body: jsonl([chatLine('a')]) })
+      expect(refused.status).toBe(403)
+      expect(((await refused.json()) as { error: Record<string, unknown> }).error.code).toBe('insufficient_permissions')
+      const readOnly = (await (await gw.admin(`/accounts/${accountId}/keys`, { body: { scopes: ['read'] } })).json()) as { key: string }
+      expect((await gw.request('/v1/batches', readOnly.key)).status).toBe(200)
+      expect((await gw.request('/v1/batches', readOnly.key, { method: 'POST', body: jsonl([chatLine('a')]) })).status).toBe(403)
+    })
+
+    test('rate limit: headers on every authenticated answer, 429 with Retry-After past it', async () => {
+      const { key } = await gw.newAccount('1', { rate_limit_per_minute: 3 })
+      const first = await gw.request('/v1/batches', key)
+      expect(first.headers.get('x-ratelimit-limit')).toBe('3')
+      expect(first.headers.get('x-ratelimit-remaining')).toBe('2')
+      expect(Number(first.headers.get('x-ratelimit-reset'))).toBeGreaterThan(0)
+      const missing = await gw.request('/v1/batches/batch_nope', key)
+      expect(missing.status).toBe(404)
+      expect(missing.headers.get('x-ratelimit-remaining')).toBe('1')
+      expect((await gw.request('/v1/batches', key)).headers.get('x-ratelimit-remaining')).toBe('0')
+      const over = await gw.request('/v1/batches', key)
+      expect(over.status).toBe(429)
+      expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0)
+      expect(((await over.json()) as { error: Record<string, unknown> }).error.code).toBe('rate_limit_exceeded')
+    })
+
+    test('the admin API: token required, credits, account view', async () => {
+      expect((await fetch(`${gw.url}/admin/v1/accounts/x`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401)
+      const { accountId } = await gw.newAccount('10.5')
+      const credited = await gw.admin(`/accounts/${accountId}/credits`, { body: { amount_usd: '0.25' } })
+      expect(await credited.json()).toMatchObject({ id: accountId, balance_usd: '10.750000', available_usd: '10.750000', max_open_batches: 10 })
+      const bad = await gw.admin(`/accounts/${accountId}/credits`, { body: { amount_usd: 12 } })
+      expect(bad.status).toBe(400)
+      expect((await gw.admin('/accounts/acct_missing')).status).toBe(404)
+    })
+  })
+}
