@@ -10,7 +10,12 @@ import type { Config } from './config.ts'
 import { adminRoutes } from './http/admin.ts'
 import { createApp } from './http/app.ts'
 import { healthRoutes } from './http/health.ts'
+import { liveRoutes } from './http/live.ts'
 import { nativeBatchRoutes } from './http/native-batches.ts'
+import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts'
+import { DEFAULT_RETRY } from './dispatch/retry-policy.ts'
+import { newId } from './domain.ts'
+import { createUpstreams } from './upstream/upstreams.ts'
 import { createMemoryLimiter, type RateLimiter } from './limits/rate-limiter.ts'
 import { createRedisLimiter } from './limits/redis-limiter.ts'
 import { openStore } from './store/open-store.ts'
@@ -22,6 +27,8 @@ export interface Gateway {
   port: number
   store: Store
   logger: Logger
+  instanceId: string
+  dispatcher: Dispatcher | null
   stop(): Promise<void>
 }
 
@@ -31,7 +38,18 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   const limiter: RateLimiter = config.redisUrl ? createRedisLimiter(config.redisUrl, logger) : createMemoryLimiter()
   const catalog = createCatalog(config.catalog, config.providerKeys)
   const gate = createGate(store, limiter)
-  const admission = createAdmission(store, catalog, config.limits)
+  const upstreams = createUpstreams(config)
+  const instanceId = newId('inst_')
+  const dispatcher: Dispatcher | null = config.dispatch.enabled
+    ? createDispatcher(store, catalog, upstreams, logger, {
+        owner: instanceId,
+        leaseSeconds: config.dispatch.leaseSeconds,
+        pollMs: config.dispatch.pollMs,
+        retry: { ...DEFAULT_RETRY, maxAttempts: config.dispatch.maxAttempts },
+        drainMs: 10_000,
+      })
+    : null
+  const admission = createAdmission(store, catalog, config.limits, () => dispatcher?.nudge())
   const accounts = createAccounts(store, {
     maxOpenBatches: config.limits.defaultMaxOpenBatches,
     rateLimitPerMinute: config.limits.defaultRateLimitPerMinute,
@@ -47,6 +65,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
       }
     }),
     nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes }),
+    liveRoutes('', { gate, store, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000) }),
   ]
   if (config.adminToken) groups.push(adminRoutes(config.adminToken, accounts) as never)
   const app = createApp(logger, groups as never)
@@ -57,14 +76,20 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
     maxRequestBodySize: Math.max(config.limits.maxFileBytes, config.limits.maxBodyBytes) + 1024 * 1024,
   })
   const port = app.server!.port!
+  dispatcher?.start()
   logger.info('gateway.started', { port, store: store.kind, rate_limiter: config.redisUrl ? 'redis' : 'memory' })
   return {
     url: `http://127.0.0.1:${port}`,
     port,
     store,
     logger,
+    instanceId,
+    dispatcher,
     async stop() {
+      // Stop taking requests, let in-flight lines finish (bounded), hand the rest back.
       await app.stop(true)
+      await dispatcher?.stop()
+      await upstreams.close()
       await limiter.close()
       await store.close()
     },

@@ -32,7 +32,7 @@ export interface Admission {
   submit(bytes: Uint8Array, options: SubmitOptions, available: () => Promise<string>): Promise<SubmitResult>
 }
 
-export function createAdmission(store: BatchStore, catalog: Catalog, limits: FileLimits): Admission {
+export function createAdmission(store: BatchStore, catalog: Catalog, limits: FileLimits, onAdmitted: () => void = () => {}): Admission {
   return {
     async submit(bytes, options, available) {
       if (options.idempotencyKey && !options.dryRun) {
@@ -71,6 +71,8 @@ export function createAdmission(store: BatchStore, catalog: Catalog, limits: Fil
       })
       switch (result.kind) {
         case 'created':
+          onAdmitted()
+          return result
         case 'duplicate':
           return result
         case 'insufficient_quota':

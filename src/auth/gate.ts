@@ -18,7 +18,7 @@ export interface Gate {
    * Authenticates, counts the request and checks the scope. `headers` receives the rate-limit
    * headers, so the caller's response carries them whatever happens next.
    */
-  admit(authorization: string | null, need: Scope | 'read', headers: Record<string, string>): Promise<Caller>
+  admit(authorization: string | null, need: Scope | 'any', headers: Record<string, string>): Promise<Caller>
 }
 
 export function createGate(store: AccountStore, limiter: RateLimiter): Gate {
@@ -46,7 +46,9 @@ export function createGate(store: AccountStore, limiter: RateLimiter): Gate {
       }
       const scopes = found.key.scopes
       // `read` is satisfied by any key that may also write.
-      const allowed = need === 'read' ? scopes.includes('read') || scopes.includes('batches') : scopes.includes(need)
+      const allowed =
+        need === 'any' ||
+        (need === 'read' ? scopes.includes('read') || scopes.includes('batches') : scopes.includes(need))
       if (!allowed) throw insufficientPermissions(need)
       return found
     },

@@ -39,6 +39,7 @@ export function validateBody(
   endpoint: Endpoint,
   catalog: Catalog,
   prefix: string,
+  options: { live?: boolean } = {},
 ): { ok: true; value: AcceptedBody } | { ok: false; problems: BodyProblem[] } {
   const at = (field: string) => [prefix, field].filter(Boolean).join('.')
   const problems: BodyProblem[] = []
@@ -50,7 +51,7 @@ export function validateBody(
   }
   const record = raw as Record<string, unknown>
   // Refusals first, with their own words, before the generic schema errors.
-  if (endpoint === 'chat' && record.stream === true) {
+  if (endpoint === 'chat' && record.stream === true && !options.live) {
     problems.push({ path: at('stream'), message: 'a batch line cannot stream', fix: 'remove stream or set it to false' })
   }
   if (endpoint === 'chat' && typeof record.n === 'number' && record.n > 8) {

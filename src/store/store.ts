@@ -49,6 +49,8 @@ export interface AccountStore {
   addCredit(id: string, amountUsd: string): Promise<AccountView | null>
   createKey(key: NewKey): Promise<KeyRecord | null>
   revokeKey(id: string, at: number): Promise<KeyRecord | null>
+  /** Bills a live request: never below zero. Returns what was actually charged. */
+  chargeAccount(accountId: string, costUsd: string): Promise<string>
   /** The live (not revoked) key with this hash, and its account. */
   findKey(hash: string): Promise<{ key: KeyRecord; account: AccountRecord } | null>
 }

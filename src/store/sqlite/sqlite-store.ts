@@ -127,6 +127,17 @@ class SqliteStore implements Store {
     return row ? rowToKey(row) : null
   }
 
+  async chargeAccount(accountId: string, costUsd: string) {
+    return this.tx(() => {
+      const row = this.q('SELECT balance_usd FROM accounts WHERE id = ?').get(accountId)
+      if (!row) return '0'
+      const balance = new Money(row.balance_usd)
+      const charged = minMoney(new Money(costUsd), balance)
+      this.q('UPDATE accounts SET balance_usd = ? WHERE id = ?').run(moneyText(balance.minus(charged)), accountId)
+      return moneyText(charged)
+    })
+  }
+
   async findKey(hash: string) {
     const key = this.q('SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL').get(hash)
     if (!key) return null
@@ -448,6 +459,17 @@ class SqliteStore implements Store {
           n,
           id,
         )
+      }
+      // Lines handed back to a cancelling batch (a retry, an expired lease) end cancelled too.
+      const cancelling = this.q(
+        `SELECT id FROM batches WHERE status = 'cancelling' AND pending > 0`,
+      ).all()
+      for (const { id } of cancelling) {
+        const n = this.q(
+          `UPDATE lines SET status = 'cancelled', error_code = 'batch_cancelled', finished_at = ?
+           WHERE batch_id = ? AND status = 'pending'`,
+        ).run(now, id).changes
+        this.q('UPDATE batches SET pending = pending - ?, cancelled = cancelled + ? WHERE id = ?').run(n, n, id)
       }
       // A batch is `finalizing` for one tick between its last line and its terminal status.
       for (const { id } of this.q(`SELECT id FROM batches WHERE status = 'finalizing'`).all()) {

@@ -1,0 +1,176 @@
+/**
+ * The dispatcher: claims pending lines through the store with leases and runs them upstream.
+ * Earliest deadline first across batches, round-robin between accounts, bounded by the total
+ * concurrency of the providers (each provider's own bound is its gate in Upstreams). Polling is
+ * the source of truth; a nudge only wakes it sooner.
+ */
+import type { Catalog } from '../catalog/catalog.ts'
+import type { DispatchStore, RunnableBatch } from '../store/store.ts'
+import type { Logger } from '../telemetry/logger.ts'
+import type { Upstreams } from '../upstream/upstreams.ts'
+import { createRecorder } from './recorder.ts'
+import type { RetryPolicy } from './retry-policy.ts'
+import { runLine } from './run-line.ts'
+
+export interface DispatcherOptions {
+  owner: string
+  leaseSeconds: number
+  pollMs: number
+  retry: RetryPolicy
+  /** SIGTERM: how long in-flight lines may take to finish before they are handed back. */
+  drainMs: number
+}
+
+export interface Dispatcher {
+  start(): void
+  nudge(): void
+  stop(): Promise<void>
+  readonly inFlight: number
+}
+
+export function createDispatcher(
+  store: DispatchStore,
+  catalog: Catalog,
+  upstreams: Upstreams,
+  logger: Logger,
+  options: DispatcherOptions,
+): Dispatcher {
+  const leaseMs = options.leaseSeconds * 1000
+  const abort = new AbortController()
+  const recorder = createRecorder(store, options.owner, logger)
+  let running = false
+  let inFlight = 0
+  let rotation = 0
+  let wake: (() => void) | null = null
+  let loop: Promise<void> | null = null
+  const timers: ReturnType<typeof setInterval>[] = []
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms)
+      function done() {
+        clearTimeout(timer)
+        wake = null
+        resolve()
+      }
+      wake = done
+    })
+
+  /** Spreads `free` slots over accounts in turn, each account's batches by deadline. */
+  function plan(batches: RunnableBatch[], free: number) {
+    const byAccount = new Map<string, RunnableBatch[]>()
+    for (const batch of batches) {
+      const list = byAccount.get(batch.accountId)
+      if (list) list.push(batch)
+      else byAccount.set(batch.accountId, [batch])
+    }
+    const accounts = [...byAccount.values()]
+    const start = rotation++ % accounts.length
+    const share = Math.max(1, Math.ceil(free / accounts.length))
+    const claims: { batchId: string; count: number }[] = []
+    let left = free
+    for (let i = 0; i < accounts.length && left > 0; i++) {
+      let quota = Math.min(share, left)
+      for (const batch of accounts[(start + i) % accounts.length]) {
+        if (quota === 0) break
+        const count = Math.min(quota, batch.pending)
+        claims.push({ batchId: batch.id, count })
+        quota -= count
+        left -= count
+      }
+    }
+    return claims
+  }
+
+  async function tick(): Promise<number> {
+    const capacity = upstreams.capacity()
+    const free = capacity - inFlight
+    // Claim in sizeable groups: one claim per line would make the store the bottleneck.
+    if (free < Math.min(16, Math.ceil(capacity / 8))) return 0
+    const now = Date.now()
+    const batches = await store.runnableBatches(now, 100)
+    if (batches.length === 0) return 0
+    let claimed = 0
+    for (const { batchId, count } of plan(batches, free)) {
+      const lines = await store.claimLines(batchId, options.owner, count, now, now + leaseMs)
+      claimed += lines.length
+      for (const line of lines) {
+        inFlight++
+        runLine(line, { catalog, upstreams, retry: options.retry, signal: abort.signal })
+          .then((outcome) => {
+            // After shutdown's abort the line is handed back untouched, not failed.
+            if (!abort.signal.aborted) recorder.add(outcome)
+          })
+          .catch((error) => logger.error('dispatch.line_crashed', { batch_id: line.batchId, line: line.lineNo, error: String(error) }))
+          .finally(() => {
+            inFlight--
+            wake?.()
+          })
+      }
+    }
+    return claimed
+  }
+
+  async function run() {
+    while (running) {
+      let claimed = 0
+      try {
+        claimed = await tick()
+      } catch (error) {
+        logger.warn('dispatch.tick_failed', { reason: (error as Error).message })
+      }
+      if (!running) break
+      // Full: wait for a slot. Idle: wait for a nudge or the poll interval.
+      if (claimed === 0 || inFlight >= upstreams.capacity()) await sleep(options.pollMs)
+    }
+  }
+
+  const every = (ms: number, task: () => Promise<unknown>, name: string) => {
+    let busy = false
+    timers.push(
+      setInterval(async () => {
+        if (busy) return
+        busy = true
+        try {
+          await task()
+        } catch (error) {
+          logger.warn(`dispatch.${name}_failed`, { reason: (error as Error).message })
+        } finally {
+          busy = false
+        }
+      }, ms),
+    )
+  }
+
+  return {
+    get inFlight() {
+      return inFlight
+    },
+    start() {
+      if (running) return
+      running = true
+      loop = run()
+      every(Math.max(200, leaseMs / 3), () => store.renewLeases(options.owner, Date.now() + leaseMs), 'heartbeat')
+      every(Math.min(options.pollMs, 1000), async () => {
+        await store.reapExpiredLeases(Date.now())
+        const changed = await store.advanceBatches(Math.floor(Date.now() / 1000))
+        for (const id of changed) logger.info('batch.status_changed', { batch_id: id })
+      }, 'maintenance')
+    },
+    nudge() {
+      wake?.()
+    },
+    async stop() {
+      running = false
+      wake?.()
+      await loop
+      const deadline = Date.now() + options.drainMs
+      while (inFlight > 0 && Date.now() < deadline) await Bun.sleep(20)
+      abort.abort(new Error('gateway shutting down'))
+      await recorder.flush()
+      for (const timer of timers) clearInterval(timer)
+      const released = await store.releaseLeases(options.owner)
+      logger.info('dispatch.stopped', { released, abandoned: inFlight })
+    },
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Collects line outcomes and records them in batches: one store transaction per few milliseconds
+ * instead of one per line. If the store is unreachable the outcomes stay here, leased, and are
+ * written when it is back; the heartbeat keeps their leases alive meanwhile.
+ */
+import type { Logger } from '../telemetry/logger.ts'
+import type { DispatchStore, LineOutcome } from '../store/store.ts'
+
+export interface Recorder {
+  add(outcome: LineOutcome): void
+  /** Writes everything buffered; resolves once it is stored (retrying while the store is down). */
+  flush(): Promise<void>
+  readonly pending: number
+}
+
+const MAX_BATCH = 500
+const FLUSH_MS = 5
+const RETRY_MS = 500
+
+export function createRecorder(store: DispatchStore, owner: string, logger: Logger, onRecorded: (n: number) => void = () => {}): Recorder {
+  let buffer: LineOutcome[] = []
+  let timer: ReturnType<typeof setTimeout> | null = null
+  let writing: Promise<void> | null = null
+  let failing = false
+
+  const write = async () => {
+    while (buffer.length > 0) {
+      const chunk = buffer.slice(0, MAX_BATCH)
+      try {
+        await store.recordOutcomes(owner, chunk, Date.now())
+        buffer = buffer.slice(chunk.length)
+        onRecorded(chunk.length)
+        if (failing) logger.info('recorder.store_recovered')
+        failing = false
+      } catch (error) {
+        if (!failing) logger.warn('recorder.store_unavailable', { reason: (error as Error).message, buffered: buffer.length })
+        failing = true
+        await Bun.sleep(RETRY_MS)
+      }
+    }
+  }
+
+  const start = () => {
+    timer = null
+    if (!writing) {
+      writing = write().finally(() => {
+        writing = null
+        if (buffer.length > 0) schedule()
+      })
+    }
+    return writing
+  }
+  const schedule = () => {
+    if (!timer && !writing) timer = setTimeout(start, buffer.length >= MAX_BATCH ? 0 : FLUSH_MS)
+  }
+
+  return {
+    add(outcome) {
+      buffer.push(outcome)
+      schedule()
+    },
+    async flush() {
+      if (timer) clearTimeout(timer)
+      timer = null
+      while (buffer.length > 0 || writing) await (writing ?? start())
+    },
+    get pending() {
+      return buffer.length
+    },
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * Runs one claimed line: routes it among its offerings (falling back to the next on a retryable
+ * failure when the line allows it), calls the upstream and turns what happened into an outcome
+ * to record. Failures that belong to the line are returned as data, never thrown.
+ */
+import type { Outcome, Usage, UpstreamError } from '../../providers/types.ts'
+import type { Catalog } from '../catalog/catalog.ts'
+import { endpointOf } from '../catalog/catalog.ts'
+import type { LineError } from '../domain.ts'
+import { chatInputBound, embeddingsInputBound } from '../money/ceiling.ts'
+import { priceUsage } from '../money/price-usage.ts'
+import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
+import type { ClaimedLine, LineOutcome } from '../store/store.ts'
+import type { Upstreams } from '../upstream/upstreams.ts'
+import { retryDelay, type RetryPolicy } from './retry-policy.ts'
+
+export interface RunLineDeps {
+  catalog: Catalog
+  upstreams: Upstreams
+  retry: RetryPolicy
+  signal?: AbortSignal
+}
+
+export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<LineOutcome> {
+  const { batchId, lineNo } = line
+  const parsed = JSON.parse(line.input) as { url: string; body: Record<string, unknown> }
+  const endpoint = endpointOf(parsed.url)
+  const model = deps.catalog.find(String(parsed.body.model))
+  const offerings = model ? deps.catalog.route(model, parsed.body.provider as never) : []
+  if (!model || offerings.length === 0) {
+    return fail(line, { code: 'invalid_request', message: `model ${String(parsed.body.model)} is no longer served by this gateway` }, null, null, null)
+  }
+  // Past the deadline nothing new is sent: hand the line back, the batch's expiry ends it.
+  if (Date.now() >= line.deadlineAt * 1000) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() }
+
+  let last: { outcome: Extract<Outcome, { ok: false }>; provider: string } | null = null
+  for (const offering of offerings) {
+    const outcome = await deps.upstreams.send(endpoint, parsed.body, offering, deps.signal)
+    if (outcome.ok) {
+      const usage = outcome.usage ?? estimateUsage(endpoint, parsed.body, outcome.body)
+      return {
+        batchId,
+        lineNo,
+        kind: 'succeeded',
+        responseStatus: outcome.status,
+        response: JSON.stringify(outcome.body),
+        costUsd: priceUsage(usage, offering),
+        provider: offering.provider,
+        latencyMs: Math.round(outcome.latencyMs),
+      }
+    }
+    last = { outcome, provider: offering.provider }
+    // A request the upstream refused as wrong would be refused by the next offering too.
+    if (!outcome.error.retryable && outcome.error.kind !== 'auth') break
+  }
+  const { error, latencyMs } = last!.outcome
+  const delay = retryDelay(deps.retry, error, line.attempts)
+  if (delay !== null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() + delay }
+  return fail(line, lineError(error, line.attempts), error.status, last!.provider, latencyMs)
+}
+
+function fail(line: ClaimedLine, error: LineError, status: number | null, provider: string | null, latencyMs: number | null): LineOutcome {
+  return { batchId: line.batchId, lineNo: line.lineNo, kind: 'failed', error, responseStatus: status, costUsd: '0', provider, latencyMs: latencyMs === null ? null : Math.round(latencyMs) }
+}
+
+function lineError(error: UpstreamError, attempts: number): LineError {
+  switch (error.kind) {
+    case 'invalid_request':
+      return { code: 'invalid_request', message: error.message, upstream: error.body }
+    case 'context_length_exceeded':
+      return { code: 'context_length_exceeded', message: error.message, upstream: error.body }
+    case 'auth':
+      return { code: 'upstream_error', message: 'the provider refused the gateway\'s credentials; the operator must fix its API key' }
+    default:
+      return { code: 'upstream_error', message: `${error.message} (gave up after ${attempts} attempt${attempts === 1 ? '' : 's'})` }
+  }
+}
+
+/**
+ * An upstream that answers without usage is billed on a bound instead: the prompt's pessimistic
+ * token count and one token per byte of what came back. Never more than the ceiling held.
+ */
+function estimateUsage(endpoint: 'chat' | 'embeddings', body: Record<string, unknown>, response: Record<string, unknown>): Usage {
+  if (endpoint === 'embeddings') return { input_tokens: embeddingsInputBound(body as EmbeddingsBody), output_tokens: 0 }
+  const choices = (response.choices as { message?: { content?: unknown } }[] | undefined) ?? []
+  let output = 0
+  for (const choice of choices) {
+    const content = choice.message?.content
+    if (typeof content === 'string') output += Buffer.byteLength(content, 'utf8')
+  }
+  const chat = body as ChatBody
+  const cap = (chat.max_completion_tokens ?? chat.max_tokens ?? Number.MAX_SAFE_INTEGER) * (chat.n ?? 1)
+  return { input_tokens: chatInputBound(chat), output_tokens: Math.min(output, cap) }
+}

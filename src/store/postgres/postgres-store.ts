@@ -1,0 +1,365 @@
+/**
+ * The shared store on PostgreSQL (`postgres`, porsager), for several gateway instances on one
+ * database. Semantics are the embedded store's (src/store/sqlite/sqlite-store.ts); what differs
+ * is how races between instances are kept out:
+ * - admission locks the account row (`FOR UPDATE`), so the open-batch limit and the credit hold
+ *   hold across instances;
+ * - every transaction that changes lines locks their batch first, then the lines, then accounts
+ *   (see sql/0001_init.sql), so counters stay exact and instances never deadlock;
+ * - claiming is one `UPDATE … WHERE … IN (SELECT … FOR UPDATE SKIP LOCKED)`; settling and
+ *   advancing skip rows another instance is working on.
+ * Money stays `numeric` in SQL and decimal strings in code; bigint columns come back as strings
+ * and are turned into numbers by rows.ts.
+ */
+import postgres from 'postgres'
+import type { LineStatus } from '../../domain.ts'
+import { Money, moneyText, ZERO } from '../../money/decimal.ts'
+import { rowToAccount, rowToBatch, rowToKey, rowToLine } from '../rows.ts'
+import type {
+  AccountView,
+  AdmitResult,
+  CancelResult,
+  ClaimedLine,
+  LineOutcome,
+  NewAccount,
+  NewBatch,
+  NewKey,
+  RunnableBatch,
+  Store,
+} from '../store.ts'
+import { advanceBatches, finishBatches } from './advance-batches.ts'
+import { copyLines } from './copy-lines.ts'
+import { migrate } from './migrate.ts'
+import { recordOutcomes } from './record-outcomes.ts'
+
+type Db = postgres.ISql
+type Row = Record<string, any>
+
+export interface PostgresStoreOptions {
+  /** A schema of its own (created and migrated if missing), e.g. one per test file. */
+  schema?: string
+  /** Pool size; default 10. */
+  max?: number
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
+
+/** Connects, applies pending migrations, and returns the store. */
+export async function createPostgresStore(
+  url: string,
+  options: PostgresStoreOptions = {},
+): Promise<Store> {
+  const { schema } = options
+  if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
+    throw new Error(`schema ${JSON.stringify(schema)}: use lower-case letters, digits and _`)
+  }
+  // postgres.js reconnects by itself; queries issued while the server is away fail, and the
+  // callers (HTTP handlers, the dispatcher loop) already treat a failed query as retryable.
+  const sql = postgres(url, {
+    max: options.max ?? 10,
+    onnotice: () => {},
+    transform: { undefined: null },
+    connection: schema ? { search_path: schema } : {},
+  })
+  try {
+    await migrate(sql, { schema })
+  } catch (error) {
+    await sql.end({ timeout: 1 })
+    throw error
+  }
+  return new PostgresStore(sql)
+}
+
+const OPEN_STATUSES = ['validating', 'in_progress', 'finalizing', 'cancelling']
+
+async function accountView(db: Db, id: string): Promise<AccountView | null> {
+  const [row] = await db`
+    SELECT a.*, (SELECT count(*) FROM batches b
+                 WHERE b.account_id = a.id AND b.status = ANY(${OPEN_STATUSES}::text[])) AS open_batches
+    FROM accounts a WHERE a.id = ${id}`
+  return row ? { ...rowToAccount(row), openBatches: Number(row.open_batches) } : null
+}
+
+class PostgresStore implements Store {
+  readonly kind = 'postgres' as const
+  constructor(private readonly sql: postgres.Sql) {}
+
+  async ping() {
+    await this.sql`SELECT 1`
+  }
+
+  async close() {
+    await this.sql.end({ timeout: 5 })
+  }
+
+  // ── accounts and keys ─────────────────────────────────────────────────────────────────────
+
+  async createAccount(account: NewAccount) {
+    await this.sql`
+      INSERT INTO accounts (id, name, balance_usd, held_usd, max_open_batches,
+        rate_limit_per_minute, created_at)
+      VALUES (${account.id}, ${account.name}, ${moneyText(account.creditUsd)}::numeric, 0,
+        ${account.maxOpenBatches}, ${account.rateLimitPerMinute}, ${account.createdAt})`
+    return (await accountView(this.sql, account.id))!
+  }
+
+  async getAccount(id: string) {
+    return accountView(this.sql, id)
+  }
+
+  async addCredit(id: string, amountUsd: string) {
+    const [row] = await this.sql`
+      UPDATE accounts SET balance_usd = GREATEST(0, balance_usd + ${moneyText(amountUsd)}::numeric)
+      WHERE id = ${id} RETURNING id`
+    return row ? accountView(this.sql, id) : null
+  }
+
+  async createKey(key: NewKey) {
+    const [row] = await this.sql`
+      INSERT INTO api_keys (id, account_id, hash, prefix, name, scopes, rate_limit_per_minute,
+        created_at)
+      SELECT ${key.id}, ${key.accountId}, ${key.hash}, ${key.prefix}, ${key.name},
+        ${key.scopes.join(',')}, ${key.rateLimitPerMinute}::int, ${key.createdAt}
+      WHERE EXISTS (SELECT 1 FROM accounts WHERE id = ${key.accountId})
+      RETURNING *`
+    return row ? rowToKey(row) : null
+  }
+
+  async revokeKey(id: string, at: number) {
+    const [row] = await this.sql`
+      UPDATE api_keys SET revoked_at = coalesce(revoked_at, ${at}) WHERE id = ${id} RETURNING *`
+    return row ? rowToKey(row) : null
+  }
+
+  /** One round trip: this runs on every authenticated request. */
+  async findKey(hash: string) {
+    const [row] = await this.sql`
+      SELECT k.*, a.name AS account_name, a.balance_usd, a.held_usd, a.max_open_batches,
+        a.rate_limit_per_minute AS account_rate_limit_per_minute,
+        a.created_at AS account_created_at
+      FROM api_keys k JOIN accounts a ON a.id = k.account_id
+      WHERE k.hash = ${hash} AND k.revoked_at IS NULL`
+    if (!row) return null
+    const account = rowToAccount({
+      id: row.account_id,
+      name: row.account_name,
+      balance_usd: row.balance_usd,
+      held_usd: row.held_usd,
+      max_open_batches: row.max_open_batches,
+      rate_limit_per_minute: row.account_rate_limit_per_minute,
+      created_at: row.account_created_at,
+    })
+    return { key: rowToKey(row), account }
+  }
+
+  // ── batches ───────────────────────────────────────────────────────────────────────────────
+
+  async admitBatch(batch: NewBatch): Promise<AdmitResult> {
+    const ceiling = moneyText(batch.costCeilingUsd)
+    return this.sql.begin(async (tx): Promise<AdmitResult> => {
+      // The account lock comes first: the checks below then see every batch another instance
+      // admitted before us, and no other admission for this account runs until we commit.
+      const [account] = await tx`SELECT * FROM accounts WHERE id = ${batch.accountId} FOR UPDATE`
+      if (!account) throw new Error(`account ${batch.accountId} vanished during admission`)
+      if (batch.idempotencyKey) {
+        const [existing] = await tx`
+          SELECT * FROM batches
+          WHERE account_id = ${batch.accountId} AND idempotency_key = ${batch.idempotencyKey}`
+        if (existing) return { kind: 'duplicate', batch: rowToBatch(existing) }
+      }
+      const [open] = await tx`
+        SELECT count(*) AS n FROM batches
+        WHERE account_id = ${batch.accountId} AND status = ANY(${OPEN_STATUSES}::text[])`
+      const inUse = Number(open!.n)
+      const limit = Number(account.max_open_batches)
+      if (inUse >= limit) return { kind: 'limit_exceeded', limit, inUse }
+      const available = new Money(account.balance_usd).minus(account.held_usd)
+      if (available.lessThan(ceiling)) {
+        return { kind: 'insufficient_quota', availableUsd: moneyText(Money.max(available, ZERO)) }
+      }
+      await tx`
+        UPDATE accounts SET held_usd = held_usd + ${ceiling}::numeric WHERE id = ${batch.accountId}`
+      const [row] = await tx`
+        INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
+          created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
+          metadata, input_file_id, idempotency_key)
+        VALUES (${batch.id}, ${batch.accountId}, ${batch.name}, ${batch.endpoint}, 'in_progress',
+          ${batch.completionWindowHours}, ${batch.createdAt}, ${batch.deadlineAt},
+          ${batch.lineCount}, ${batch.lineCount}, ${ceiling}::numeric, ${ceiling}::numeric,
+          ${batch.source}, ${batch.metadata ? JSON.stringify(batch.metadata) : null}::jsonb,
+          ${batch.inputFileId}, ${batch.idempotencyKey})
+        RETURNING *`
+      const count = await copyLines(tx, batch.id, batch.lines)
+      if (count !== batch.lineCount) {
+        throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
+      }
+      return { kind: 'created', batch: rowToBatch(row!) }
+    })
+  }
+
+  async findByIdempotencyKey(accountId: string, key: string) {
+    const [row] = await this.sql`
+      SELECT * FROM batches WHERE account_id = ${accountId} AND idempotency_key = ${key}`
+    return row ? rowToBatch(row) : null
+  }
+
+  async getBatch(accountId: string, id: string) {
+    const [row] = await this.sql`SELECT * FROM batches WHERE id = ${id} AND account_id = ${accountId}`
+    return row ? rowToBatch(row) : null
+  }
+
+  async listBatches(accountId: string, page: { limit: number; after: string | null }) {
+    const after = page.after ? this.sql`AND id < ${page.after}` : this.sql``
+    const rows = await this.sql`
+      SELECT * FROM batches WHERE account_id = ${accountId} ${after}
+      ORDER BY id DESC LIMIT ${page.limit + 1}`
+    return { batches: rows.slice(0, page.limit).map(rowToBatch), hasMore: rows.length > page.limit }
+  }
+
+  async cancelBatch(accountId: string, id: string, now: number): Promise<CancelResult> {
+    return this.sql.begin(async (tx): Promise<CancelResult> => {
+      const [row] = await tx`
+        SELECT * FROM batches WHERE id = ${id} AND account_id = ${accountId} FOR UPDATE`
+      if (!row) return { kind: 'not_found' }
+      if (row.status === 'cancelling') return { kind: 'cancelled', batch: rowToBatch(row) }
+      if (row.status !== 'in_progress' && row.status !== 'validating') {
+        return { kind: 'conflict', batch: rowToBatch(row) }
+      }
+      const [cancelling] = await tx`
+        WITH cancelled AS (
+          UPDATE lines SET status = 'cancelled', error_code = 'batch_cancelled', finished_at = ${now}
+          WHERE batch_id = ${id} AND status = 'pending'
+          RETURNING 1)
+        UPDATE batches SET status = 'cancelling', cancel_requested_at = ${now},
+          pending = pending - (SELECT count(*) FROM cancelled),
+          cancelled = cancelled + (SELECT count(*) FROM cancelled)
+        WHERE id = ${id}
+        RETURNING *`
+      await finishBatches(tx, [cancelling!], now)
+      const [latest] = await tx`SELECT * FROM batches WHERE id = ${id}`
+      return { kind: 'cancelled', batch: rowToBatch(latest!) }
+    })
+  }
+
+  async readLines(
+    batchId: string,
+    query: { afterLineNo: number; limit: number; statuses: readonly LineStatus[] | null },
+  ) {
+    const filter = query.statuses
+      ? this.sql`AND status = ANY(${[...query.statuses]}::text[])`
+      : this.sql``
+    const rows = await this.sql`
+      SELECT * FROM lines WHERE batch_id = ${batchId} AND line_no > ${query.afterLineNo} ${filter}
+      ORDER BY line_no LIMIT ${query.limit}`
+    return rows.map(rowToLine)
+  }
+
+  // ── dispatch ──────────────────────────────────────────────────────────────────────────────
+
+  async runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]> {
+    const rows = await this.sql`
+      SELECT id, account_id, deadline_at, endpoint, pending FROM batches
+      WHERE status = 'in_progress' AND pending > 0 AND deadline_at > ${Math.floor(nowMs / 1000)}
+      ORDER BY deadline_at, id LIMIT ${limit}`
+    return rows.map((row) => ({
+      id: row.id,
+      accountId: row.account_id,
+      deadlineAt: Number(row.deadline_at),
+      endpoint: row.endpoint,
+      pending: Number(row.pending),
+    }))
+  }
+
+  async claimLines(
+    batchId: string,
+    owner: string,
+    limit: number,
+    nowMs: number,
+    leaseUntilMs: number,
+  ): Promise<ClaimedLine[]> {
+    return this.sql.begin(async (tx) => {
+      // The batch row first (lock order, and the counters below need it anyway); a cancel or
+      // expiry that committed before is seen here, one still running is waited for.
+      const [batch] = await tx`
+        SELECT account_id, deadline_at FROM batches
+        WHERE id = ${batchId} AND status = 'in_progress' FOR UPDATE`
+      if (!batch) return []
+      const rows = await tx`
+        UPDATE lines SET status = 'running', lease_owner = ${owner}, lease_until = ${leaseUntilMs},
+          attempts = attempts + 1
+        WHERE batch_id = ${batchId} AND line_no IN (
+          SELECT line_no FROM lines
+          WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${nowMs}
+          ORDER BY line_no LIMIT ${limit}
+          FOR UPDATE SKIP LOCKED)
+        RETURNING line_no, custom_id, input, attempts`
+      if (rows.length === 0) return []
+      await tx`
+        UPDATE batches SET pending = pending - ${rows.length}, running = running + ${rows.length},
+          started_at = coalesce(started_at, ${Math.floor(nowMs / 1000)})
+        WHERE id = ${batchId}`
+      return rows
+        .map((row) => ({
+          batchId,
+          accountId: batch.account_id as string,
+          lineNo: Number(row.line_no),
+          customId: row.custom_id as string,
+          input: row.input as string,
+          attempts: Number(row.attempts),
+          deadlineAt: Number(batch.deadline_at),
+        }))
+        .sort((a, b) => a.lineNo - b.lineNo)
+    })
+  }
+
+  async renewLeases(owner: string, leaseUntilMs: number) {
+    // Rows are locked in key order, as recordOutcomes locks them, so the two cannot deadlock.
+    const result = await this.sql`
+      UPDATE lines SET lease_until = ${leaseUntilMs}
+      WHERE (batch_id, line_no) IN (
+        SELECT batch_id, line_no FROM lines WHERE lease_owner = ${owner} AND status = 'running'
+        ORDER BY batch_id, line_no FOR UPDATE)
+        AND lease_owner = ${owner} AND status = 'running'`
+    return result.count
+  }
+
+  async recordOutcomes(owner: string, outcomes: readonly LineOutcome[], nowMs: number) {
+    if (outcomes.length === 0) return 0
+    return this.sql.begin((tx) => recordOutcomes(tx, owner, outcomes, nowMs))
+  }
+
+  async releaseLeases(owner: string) {
+    return this.sql.begin((tx) => returnToPending(tx, tx`lease_owner = ${owner}`))
+  }
+
+  async reapExpiredLeases(nowMs: number) {
+    return this.sql.begin((tx) => returnToPending(tx, tx`lease_until < ${nowMs}`))
+  }
+
+  async advanceBatches(now: number) {
+    return this.sql.begin((tx) => advanceBatches(tx, now))
+  }
+}
+
+/** Running lines matching `where` go back to pending, untouched; their batches' counters follow. */
+async function returnToPending(tx: postgres.TransactionSql, where: postgres.Fragment) {
+  const batches = await tx`
+    SELECT DISTINCT batch_id FROM lines WHERE status = 'running' AND ${where}`
+  if (batches.length === 0) return 0
+  const ids = batches.map((row) => row.batch_id as string).sort()
+  await tx`SELECT id FROM batches WHERE id = ANY(${ids}::text[]) ORDER BY id FOR UPDATE`
+  const moved = await tx`
+    WITH moved AS (
+      UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL
+      WHERE (batch_id, line_no) IN (
+        SELECT batch_id, line_no FROM lines
+        WHERE batch_id = ANY(${ids}::text[]) AND status = 'running' AND ${where}
+        ORDER BY batch_id, line_no FOR UPDATE)
+        AND status = 'running' AND ${where}
+      RETURNING batch_id),
+    counts AS (SELECT batch_id, count(*)::int AS n FROM moved GROUP BY batch_id)
+    UPDATE batches b SET running = b.running - c.n, pending = b.pending + c.n
+    FROM counts c WHERE b.id = c.batch_id
+    RETURNING c.n`
+  return moved.reduce((total, row: Row) => total + Number(row.n), 0)
+}

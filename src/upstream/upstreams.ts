@@ -1,0 +1,113 @@
+/**
+ * The configured upstreams: one adapter and one concurrency gate per provider, shared by the
+ * dispatcher and the live endpoints. `send` prepares the body for one offering, waits for a slot,
+ * makes the call and pauses the provider when it answers 429.
+ */
+import type { Offering } from '../../providers/catalog.ts'
+import { createProvider } from '../../providers/index.ts'
+import type { Endpoint, Outcome, ProviderAdapter, StreamOutcome } from '../../providers/types.ts'
+import type { Config } from '../config.ts'
+import { createProviderGate, type ProviderGate } from '../dispatch/provider-gate.ts'
+
+export interface Upstreams {
+  send(endpoint: Endpoint, body: Record<string, unknown>, offering: Offering, signal?: AbortSignal): Promise<Outcome>
+  stream(endpoint: Endpoint, body: Record<string, unknown>, offering: Offering, signal?: AbortSignal): Promise<{ outcome: StreamOutcome; done: () => void }>
+  gate(provider: string): ProviderGate
+  /** Total concurrency across providers that can be called. */
+  capacity(): number
+  health(): Record<string, { in_flight: number; limit: number; unhealthy_replicas: string[] }>
+  close(): Promise<void>
+}
+
+/** Pause after a 429 without Retry-After. */
+const DEFAULT_PAUSE_MS = 1_000
+
+export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>): Upstreams {
+  const adapters = new Map<string, ProviderAdapter>()
+  const gates = new Map<string, ProviderGate>()
+  for (const [name, provider] of Object.entries(config.catalog.providers)) {
+    if (provider.api_key_env && !config.providerKeys[name]) continue // not usable; never called
+    const baseUrls = Array.isArray(provider.base_url) ? provider.base_url : [provider.base_url]
+    adapters.set(
+      name,
+      createProvider({
+        name,
+        kind: provider.kind,
+        baseUrls,
+        apiKey: config.providerKeys[name] ?? null,
+        timeoutMs: provider.timeout_s * 1000,
+        // Enough keep-alive connections per replica for the provider's whole concurrency.
+        connections: provider.max_concurrency,
+      }),
+    )
+    gates.set(name, createProviderGate(provider.max_concurrency))
+  }
+
+  const prepare = (body: Record<string, unknown>, offering: Offering) => {
+    const { provider: _routing, ...rest } = body
+    const prepared: Record<string, unknown> = { ...rest, model: offering.upstream_model }
+    if (offering.max_tokens_param === 'max_completion_tokens' && prepared.max_tokens !== undefined) {
+      prepared.max_completion_tokens ??= prepared.max_tokens
+      delete prepared.max_tokens
+    }
+    return prepared
+  }
+
+  const pauseOn429 = (gate: ProviderGate, outcome: Outcome | StreamOutcome) => {
+    if (!outcome.ok && outcome.error.kind === 'rate_limited') {
+      gate.pause(Date.now() + (outcome.error.retryAfterMs ?? DEFAULT_PAUSE_MS))
+    }
+  }
+
+  const lookup = (provider: string) => {
+    const adapter = adapters.get(provider)
+    const gate = gates.get(provider)
+    if (!adapter || !gate) throw new Error(`provider ${provider} is not configured`)
+    return { adapter, gate }
+  }
+
+  return {
+    async send(endpoint, body, offering, signal) {
+      const { adapter, gate } = lookup(offering.provider)
+      await gate.acquire(signal)
+      try {
+        const outcome = await adapter.send({ endpoint, body: prepare(body, offering), signal })
+        pauseOn429(gate, outcome)
+        return outcome
+      } finally {
+        gate.release()
+      }
+    },
+    async stream(endpoint, body, offering, signal) {
+      const { adapter, gate } = lookup(offering.provider)
+      await gate.acquire(signal)
+      let released = false
+      const done = () => {
+        if (!released) gate.release()
+        released = true
+      }
+      try {
+        const outcome = await adapter.stream({ endpoint, body: prepare(body, offering), signal })
+        pauseOn429(gate, outcome)
+        if (!outcome.ok) done()
+        return { outcome, done }
+      } catch (error) {
+        done()
+        throw error
+      }
+    },
+    gate: (provider) => lookup(provider).gate,
+    capacity: () => [...gates.values()].reduce((sum, gate) => sum + gate.limit, 0),
+    health() {
+      const result: ReturnType<Upstreams['health']> = {}
+      for (const [name, adapter] of adapters) {
+        const gate = gates.get(name)!
+        result[name] = { in_flight: gate.inFlight, limit: gate.limit, unhealthy_replicas: adapter.unhealthyReplicas() }
+      }
+      return result
+    },
+    async close() {
+      await Promise.all([...adapters.values()].map((adapter) => adapter.close()))
+    },
+  }
+}
