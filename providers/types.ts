@@ -65,7 +65,12 @@ export type Outcome =
 export type StreamOutcome =
   | {
       ok: true
-      /** Each item is one chunk object, already in OpenAI's shape. Ends when the upstream ends. */
+      /**
+       * Each item is one chunk object, already in OpenAI's shape, ending with a usage chunk
+       * (`choices: []`) when the upstream reported usage. Ends when the upstream ends; a failure
+       * after the stream opened is thrown as UpstreamStreamError (providers/index.ts). Iterate
+       * to the end or call return(); the provider timeout frees the connection otherwise.
+       */
       chunks: AsyncIterable<Record<string, unknown>>
       /** Resolves after `chunks` ends, with the usage the upstream reported (null if none). */
       usage: Promise<Usage | null>

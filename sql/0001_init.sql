@@ -3,11 +3,14 @@
 -- Money is `numeric` with no scale (exact, any precision); times are bigint: *_at in Unix
 -- seconds, lease_until and not_before in Unix milliseconds; counters are int.
 --
+-- Ids compare bytewise (COLLATE "C"), as in SQLite: batch pages follow id order whatever the
+-- database's locale, and key comparisons skip the locale's rules.
+--
 -- Lock order, kept by every transaction in src/store/postgres so two instances never deadlock:
 -- batches (by id) → their lines (by line_no) → accounts (by id). Admission locks only its account.
 
 CREATE TABLE accounts (
-  id text PRIMARY KEY,
+  id text COLLATE "C" PRIMARY KEY,
   name text NOT NULL,
   balance_usd numeric NOT NULL CHECK (balance_usd >= 0),
   held_usd numeric NOT NULL DEFAULT 0 CHECK (held_usd >= 0),
@@ -17,9 +20,9 @@ CREATE TABLE accounts (
 );
 
 CREATE TABLE api_keys (
-  id text PRIMARY KEY,
-  account_id text NOT NULL REFERENCES accounts (id),
-  hash text NOT NULL UNIQUE,
+  id text COLLATE "C" PRIMARY KEY,
+  account_id text COLLATE "C" NOT NULL REFERENCES accounts (id),
+  hash text COLLATE "C" NOT NULL UNIQUE,
   prefix text NOT NULL,
   name text,
   -- comma-separated, as in SQLite: rows.ts splits it
@@ -31,8 +34,8 @@ CREATE TABLE api_keys (
 CREATE INDEX api_keys_by_account ON api_keys (account_id);
 
 CREATE TABLE batches (
-  id text PRIMARY KEY,
-  account_id text NOT NULL REFERENCES accounts (id),
+  id text COLLATE "C" PRIMARY KEY,
+  account_id text COLLATE "C" NOT NULL REFERENCES accounts (id),
   name text,
   endpoint text NOT NULL,
   status text NOT NULL CHECK (status IN ('validating', 'in_progress', 'finalizing', 'completed',
@@ -58,7 +61,7 @@ CREATE TABLE batches (
   metadata jsonb,
   input_file_id text,
   errors jsonb,
-  idempotency_key text
+  idempotency_key text COLLATE "C"
 );
 -- Listing newest first (ids are time-ordered) and counting an account's open batches.
 CREATE INDEX batches_by_account ON batches (account_id, id);
@@ -71,14 +74,14 @@ CREATE INDEX batches_open ON batches (status, deadline_at, id)
 -- No foreign key to batches: it would cost a trigger call per row on a 50,000-line admission,
 -- and lines are only ever written in the transaction that writes (or locks) their batch.
 CREATE TABLE lines (
-  batch_id text NOT NULL,
+  batch_id text COLLATE "C" NOT NULL,
   line_no int NOT NULL,
   custom_id text NOT NULL,
   input text NOT NULL,
   status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'running', 'succeeded',
     'failed', 'cancelled', 'expired')),
   attempts int NOT NULL DEFAULT 0,
-  lease_owner text,
+  lease_owner text COLLATE "C",
   lease_until bigint,
   not_before bigint NOT NULL DEFAULT 0,
   response_status int,

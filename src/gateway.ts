@@ -64,7 +64,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
         return { store: (error as Error).message }
       }
     }),
-    nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes }),
+    nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, onCancelled: (id) => dispatcher?.cancelled(id) }),
     liveRoutes('', { gate, store, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000) }),
   ]
   if (config.adminToken) groups.push(adminRoutes(config.adminToken, accounts) as never)

@@ -24,6 +24,8 @@ export interface DispatcherOptions {
 export interface Dispatcher {
   start(): void
   nudge(): void
+  /** A batch was cancelled on this instance: its waiting lines are not sent. */
+  cancelled(batchId: string): void
   stop(): Promise<void>
   readonly inFlight: number
 }
@@ -43,6 +45,9 @@ export function createDispatcher(
   let rotation = 0
   let wake: (() => void) | null = null
   let loop: Promise<void> | null = null
+  /** Batches with lines in flight here, and those of them that stopped dispatching. */
+  const active = new Map<string, number>()
+  const stopped = new Set<string>()
   const timers: ReturnType<typeof setInterval>[] = []
 
   const sleep = (ms: number) =>
@@ -96,13 +101,18 @@ export function createDispatcher(
       claimed += lines.length
       for (const line of lines) {
         inFlight++
-        runLine(line, { catalog, upstreams, retry: options.retry, signal: abort.signal })
+        active.set(line.batchId, (active.get(line.batchId) ?? 0) + 1)
+        const proceed = () => running && !stopped.has(line.batchId)
+        runLine(line, { catalog, upstreams, retry: options.retry, signal: abort.signal, proceed })
           .then((outcome) => {
             // After shutdown's abort the line is handed back untouched, not failed.
             if (!abort.signal.aborted) recorder.add(outcome)
           })
           .catch((error) => logger.error('dispatch.line_crashed', { batch_id: line.batchId, line: line.lineNo, error: String(error) }))
           .finally(() => {
+            const left = active.get(line.batchId)! - 1
+            if (left === 0) active.delete(line.batchId)
+            else active.set(line.batchId, left)
             inFlight--
             wake?.()
           })
@@ -152,6 +162,10 @@ export function createDispatcher(
       loop = run()
       every(Math.max(200, leaseMs / 3), () => store.renewLeases(options.owner, Date.now() + leaseMs), 'heartbeat')
       every(Math.min(options.pollMs, 1000), async () => {
+        // Cancels made on any instance reach lines still waiting for a slot here.
+        const statuses = await store.batchStatuses([...active.keys()])
+        for (const [id, status] of Object.entries(statuses)) if (status !== 'in_progress') stopped.add(id)
+        for (const id of stopped) if (!active.has(id)) stopped.delete(id)
         await store.reapExpiredLeases(Date.now())
         const changed = await store.advanceBatches(Math.floor(Date.now() / 1000))
         for (const id of changed) logger.info('batch.status_changed', { batch_id: id })
@@ -159,6 +173,9 @@ export function createDispatcher(
     },
     nudge() {
       wake?.()
+    },
+    cancelled(batchId) {
+      stopped.add(batchId)
     },
     async stop() {
       running = false

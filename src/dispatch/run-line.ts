@@ -19,6 +19,8 @@ export interface RunLineDeps {
   upstreams: Upstreams
   retry: RetryPolicy
   signal?: AbortSignal
+  /** False once the line's batch stopped dispatching (cancelled) while the line waited. */
+  proceed?: () => boolean
 }
 
 export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<LineOutcome> {
@@ -35,7 +37,9 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
 
   let last: { outcome: Extract<Outcome, { ok: false }>; provider: string } | null = null
   for (const offering of offerings) {
-    const outcome = await deps.upstreams.send(endpoint, parsed.body, offering, deps.signal)
+    const outcome = await deps.upstreams.send(endpoint, parsed.body, offering, deps.signal, deps.proceed)
+    // Not sent: handed back as it was, and the cancelled batch ends it.
+    if (outcome === null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() }
     if (outcome.ok) {
       const usage = outcome.usage ?? estimateUsage(endpoint, parsed.body, outcome.body)
       return {

@@ -68,7 +68,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     const { caller, body, offerings } = await prepare(input, endpoint)
     let error: UpstreamError | null = null
     for (const offering of offerings) {
-      const outcome = await upstreams.send(endpoint, body, offering, request.signal)
+      const outcome = (await upstreams.send(endpoint, body, offering, request.signal))!
       if (outcome.ok) {
         await bill(caller.account.id, outcome.usage, offering)
         return outcome.body

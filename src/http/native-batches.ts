@@ -40,9 +40,11 @@ export interface NativeDeps {
   store: BatchStore & AccountStore
   admission: Admission
   maxBodyBytes: number
+  /** Tells this instance's dispatcher at once, so lines waiting for a slot are not sent. */
+  onCancelled?: (batchId: string) => void
 }
 
-export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes }: NativeDeps) {
+export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes, onCancelled }: NativeDeps) {
   return new Elysia({ name: 'native-batches' })
     .post(
       '/v1/batches',
@@ -132,6 +134,7 @@ export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes }: Nati
       const caller = await gate.admit(request.headers.get('authorization'), 'batches', set.headers as Record<string, string>)
       const result = await store.cancelBatch(caller.account.id, params.id, Math.floor(Date.now() / 1000))
       if (result.kind === 'not_found') throw notFound(`batch ${params.id}`)
+      if (result.kind === 'cancelled') onCancelled?.(result.batch.id)
       if (result.kind === 'conflict') {
         throw new GatewayError(409, 'invalid_request_error', 'batch_not_cancellable',
           `batch ${params.id} is ${result.batch.status} and can no longer be cancelled`,

@@ -11,7 +11,7 @@ export function renderAccount(account: AccountView) {
     name: account.name,
     balance_usd: usd(account.balanceUsd),
     held_usd: usd(account.heldUsd),
-    available_usd: available.toFixed(6, Money.ROUND_DOWN),
+    available_usd: usd(available),
     open_batches: account.openBatches,
     max_open_batches: account.maxOpenBatches,
     rate_limit_per_minute: account.rateLimitPerMinute,

@@ -10,7 +10,13 @@ export const ZERO = new Money(0)
 /** Canonical text form: plain notation, no exponent, no trailing zeros. */
 export const moneyText = (value: Decimal.Value) => new Money(value).toFixed()
 
-/** Rendered for people and APIs: six decimals (micro-dollars), never rounded down. */
-export const usd = (value: Decimal.Value) => new Money(value).toFixed(6, Decimal.ROUND_UP)
+/**
+ * Rendered for people and APIs: at least six decimals (micro-dollars), and every further digit
+ * the exact amount has, so what is shown always adds up to what was charged.
+ */
+export const usd = (value: Decimal.Value) => {
+  const money = new Money(value)
+  return money.decimalPlaces() <= 6 ? money.toFixed(6) : money.toFixed()
+}
 
 export const minMoney = (a: Decimal, b: Decimal) => (a.lessThan(b) ? a : b)

@@ -1,6 +1,12 @@
 /** Anthropic Messages API bodies: plain and streamed. */
 import type { Prepared } from './prepared.ts'
-import { anthropicMessageTexts, countPromptTokens, makeReply, promptKey, streamPieces } from './reply.ts'
+import {
+  anthropicMessageTexts,
+  countPromptTokens,
+  makeReply,
+  promptKey,
+  streamPieces,
+} from './reply.ts'
 import { errorResponse, sseText } from './respond.ts'
 
 const stopReasons = { stop: 'end_turn', stop_sequence: 'stop_sequence', length: 'max_tokens' }
@@ -35,7 +41,9 @@ export function prepareMessages(body: Record<string, unknown>, id: string): Prep
   return {
     key,
     build(noUsage) {
-      const usage = noUsage ? {} : { usage: { input_tokens: inputTokens, output_tokens: reply.words } }
+      const usage = noUsage
+        ? {}
+        : { usage: { input_tokens: inputTokens, output_tokens: reply.words } }
       if (body.stream !== true) {
         const message = {
           id,

@@ -1,10 +1,12 @@
 /**
  * A closed-loop load generator for the simulator: `bun src/simulator/load.ts --url
  * http://127.0.0.1:8090 --concurrency 256 --seconds 5 --client undici|fetch`. Prints requests/s
- * and latency percentiles. Used to size the simulator and to choose the gateway's HTTP client.
+ * and latency percentiles. Used to size the simulator and to choose the gateway's HTTP client;
+ * `--client adapter` goes through the OpenAI provider adapter, as the dispatcher does.
  */
 import { parseArgs } from 'node:util'
 import { Pool } from 'undici/index.js'
+import { createProvider } from '../../providers/index.ts'
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
@@ -32,8 +34,20 @@ const body = JSON.stringify({
 })
 const headers = { 'content-type': 'application/json' }
 const pool = new Pool(url.origin, { connections, keepAliveTimeout: 30_000 })
+const adapter = createProvider({
+  name: 'load',
+  kind: 'openai',
+  baseUrls: [`${url.origin}/v1`],
+  apiKey: null,
+  timeoutMs: 30_000,
+  connections,
+})
+const parsedBody = JSON.parse(body) as Record<string, unknown>
 
 async function once(): Promise<boolean> {
+  if (client === 'adapter') {
+    return (await adapter.send({ endpoint: 'chat', body: parsedBody })).ok
+  }
   if (client === 'fetch') {
     const response = await fetch(`${url.origin}/v1/chat/completions`, {
       method: 'POST',
@@ -77,11 +91,12 @@ async function worker(): Promise<void> {
 }
 
 await Promise.all(Array.from({ length: concurrency }, worker))
-await pool.close()
+await Promise.all([pool.close(), adapter.close()])
 latencies.sort((a, b) => a - b)
 const pick = (q: number) => latencies[Math.floor(q * (latencies.length - 1))]?.toFixed(1)
 const measured = seconds - 1
 console.log(
   `${client} concurrency=${concurrency} connections=${connections}: ` +
-    `${Math.round(ok / measured)} ok/s, ${failed} failed, p50 ${pick(0.5)} ms, p99 ${pick(0.99)} ms`,
+    `${Math.round(ok / measured)} ok/s, ${failed} failed, ` +
+    `p50 ${pick(0.5)} ms, p99 ${pick(0.99)} ms`,
 )

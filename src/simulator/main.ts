@@ -24,10 +24,13 @@ const numberFlags = {
   'embedding-dims': 'embeddingDims',
 } as const satisfies Record<string, keyof SimulatorOptions>
 
-const usage = `usage: bun run sim [--port 8090] [--hostname 127.0.0.1] [--retry-after SECONDS]
-  [--require-api-key KEY] ${Object.keys(numberFlags)
-    .map((flag) => `[--${flag} N]`)
-    .join(' ')}`
+const usage = [
+  'usage: bun run sim [--port 8090] [--hostname 127.0.0.1] [--retry-after SECONDS]',
+  '  [--require-api-key KEY] [--latency-ms N] [--jitter-ms N] [--max-concurrency N] [--max-rps N]',
+  '  [--error-rate F] [--rate-429 F] [--timeout-rate F] [--reset-rate F] [--malformed-rate F]',
+  '  [--no-usage-rate F] [--trickle-rate F] [--trickle-ms N] [--seed N] [--embedding-dims N]',
+  'F is a fraction of inference requests, 0 to 1.',
+].join('\n')
 
 function fail(message: string): never {
   console.error(`${message}\n${usage}`)
@@ -70,8 +73,11 @@ function readOptions(argv: string[]): SimulatorOptions {
     port: toNumber('port', String(values.port)),
     hostname: String(values.hostname),
     retryAfterSeconds:
-      values['retry-after'] === undefined ? null : toNumber('retry-after', String(values['retry-after'])),
-    requireApiKey: values['require-api-key'] === undefined ? null : String(values['require-api-key']),
+      values['retry-after'] === undefined
+        ? null
+        : toNumber('retry-after', String(values['retry-after'])),
+    requireApiKey:
+      values['require-api-key'] === undefined ? null : String(values['require-api-key']),
   }
   for (const [flag, key] of Object.entries(numberFlags)) {
     const text = values[flag]
@@ -80,7 +86,10 @@ function readOptions(argv: string[]): SimulatorOptions {
   return options
 }
 
-const simulator = await startSimulator(readOptions(process.argv.slice(2)))
+const options = readOptions(process.argv.slice(2))
+const simulator = await startSimulator(options).catch((error: Error) =>
+  fail(`cannot listen on ${options.hostname}:${options.port}: ${error.message}`),
+)
 console.log(`multigrid upstream simulator listening on ${simulator.url}`)
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

@@ -37,7 +37,7 @@ export interface SimulatorOptions {
   trickleRate?: number
   /** Default 1000. */
   trickleMs?: number
-  /** When set, a missing or different key is answered 401 (Bearer for OpenAI, x-api-key for Anthropic). */
+  /** When set, another or no key is answered 401 (Bearer for OpenAI, x-api-key for Anthropic). */
   requireApiKey?: string | null
   /** Seed of the fault and jitter sequence. Default 1. */
   seed?: number

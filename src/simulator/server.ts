@@ -75,7 +75,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const hanging = new Set<() => void>()
   let inferenceInFlight = 0
   let nextId = 0
-  let bucketTokens = 0
+  // Starts full: the first second may use its whole allowance.
+  let bucketTokens = Number.POSITIVE_INFINITY
   let bucketAt = performance.now()
 
   function tooMany(dialect: Dialect, kind: FaultKind): Response {
@@ -139,7 +140,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       return errorResponse(dialect, 401, type, 'Incorrect API key provided', 'invalid_api_key')
     }
     if (dialect === 'anthropic' && !request.headers.get('anthropic-version')) {
-      return errorResponse(dialect, 400, 'invalid_request_error', 'anthropic-version: header is required')
+      return errorResponse(
+        dialect,
+        400,
+        'invalid_request_error',
+        'anthropic-version: header is required',
+      )
     }
     let body: unknown
     try {
@@ -163,9 +169,16 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     if (model.startsWith('ctx-overflow')) {
       const message =
         dialect === 'openai'
-          ? "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages."
+          ? "This model's maximum context length is 8192 tokens. However, your messages " +
+            'resulted in 9000 tokens. Please reduce the length of the messages.'
           : 'prompt is too long: 9000 tokens > 8192 maximum'
-      return errorResponse(dialect, 400, 'invalid_request_error', message, 'context_length_exceeded')
+      return errorResponse(
+        dialect,
+        400,
+        'invalid_request_error',
+        message,
+        'context_length_exceeded',
+      )
     }
     if (o.maxConcurrency !== null && inferenceInFlight > o.maxConcurrency) {
       return tooMany(dialect, 'concurrency_cap')
@@ -224,11 +237,21 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       }
     }
     if (request.method === 'GET' && path === '/v1/models') {
-      const data = current.models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'sim' }))
+      const data = current.models.map((id) => ({
+        id,
+        object: 'model',
+        created: 0,
+        owned_by: 'sim',
+      }))
       return jsonResponse({ object: 'list', data })
     }
     if (path.startsWith('/sim/')) return admin(request, path)
-    return errorResponse('openai', 404, 'invalid_request_error', `no route ${request.method} ${path}`)
+    return errorResponse(
+      'openai',
+      404,
+      'invalid_request_error',
+      `no route ${request.method} ${path}`,
+    )
   }
 
   const server = Bun.serve({

@@ -11,6 +11,7 @@ import type {
   AccountRecord,
   BatchEndpoint,
   BatchRecord,
+  BatchStatus,
   KeyRecord,
   LineError,
   LineRecord,
@@ -174,6 +175,8 @@ export interface DispatchStore {
     nowMs: number,
     leaseUntilMs: number,
   ): Promise<ClaimedLine[]>
+  /** The statuses of these batches (missing ids are left out). */
+  batchStatuses(ids: readonly string[]): Promise<Record<string, BatchStatus>>
   /** Extends every lease `owner` holds. */
   renewLeases(owner: string, leaseUntilMs: number): Promise<number>
   /**

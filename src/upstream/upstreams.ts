@@ -10,7 +10,11 @@ import type { Config } from '../config.ts'
 import { createProviderGate, type ProviderGate } from '../dispatch/provider-gate.ts'
 
 export interface Upstreams {
-  send(endpoint: Endpoint, body: Record<string, unknown>, offering: Offering, signal?: AbortSignal): Promise<Outcome>
+  /**
+   * `proceed` is asked once a slot is free, right before the call: answering false (the line's
+   * batch was cancelled while it waited) skips the call and resolves null.
+   */
+  send(endpoint: Endpoint, body: Record<string, unknown>, offering: Offering, signal?: AbortSignal, proceed?: () => boolean): Promise<Outcome | null>
   stream(endpoint: Endpoint, body: Record<string, unknown>, offering: Offering, signal?: AbortSignal): Promise<{ outcome: StreamOutcome; done: () => void }>
   gate(provider: string): ProviderGate
   /** Total concurrency across providers that can be called. */
@@ -67,10 +71,11 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
   }
 
   return {
-    async send(endpoint, body, offering, signal) {
+    async send(endpoint, body, offering, signal, proceed) {
       const { adapter, gate } = lookup(offering.provider)
       await gate.acquire(signal)
       try {
+        if (proceed && !proceed()) return null
         const outcome = await adapter.send({ endpoint, body: prepare(body, offering), signal })
         pauseOn429(gate, outcome)
         return outcome

@@ -51,6 +51,11 @@ export function testCatalog(upstreams: TestUpstreams, extra: { maxConcurrency?: 
         offerings: [{ provider: 'sim', upstream_model: 'sim-embed', input_usd_per_mtok: '0.02' }],
       },
       {
+        // The simulator refuses every request to this upstream model with a 400.
+        id: 'sim/refused', endpoints: ['chat'], context_tokens: 32000, max_output_tokens: 1024,
+        offerings: [{ provider: 'sim', upstream_model: 'fail-400', input_usd_per_mtok: '0.50', output_usd_per_mtok: '1.50' }],
+      },
+      {
         id: 'paid/chat', endpoints: ['chat'], context_tokens: 8000, max_output_tokens: 1000,
         offerings: [{ provider: 'paid', upstream_model: 'paid-chat', input_usd_per_mtok: '1', output_usd_per_mtok: '1' }],
       },

@@ -30,7 +30,8 @@ export async function copyLines(
     let chunk = ''
     let rows = 0
     for (const line of lines) {
-      if (!Number.isSafeInteger(line.lineNo)) throw new Error(`line number ${line.lineNo} is not an integer`)
+      if (!Number.isSafeInteger(line.lineNo))
+        throw new Error(`line number ${line.lineNo} is not an integer`)
       chunk += `${prefix}${line.lineNo}\t${copyText(line.customId)}\t${copyText(line.input)}\n`
       count++
       if (++rows === ROWS_PER_CHUNK) {
@@ -41,7 +42,30 @@ export async function copyLines(
     }
     if (rows > 0) yield chunk
   }
-  const writable = await tx`COPY lines (batch_id, line_no, custom_id, input) FROM STDIN`.writable()
-  await pipeline(Readable.from(chunks()), writable)
+  const query = tx`COPY lines (batch_id, line_no, custom_id, input) FROM STDIN`
+  const rejected = serverRejection(query)
+  const writable = await query.writable()
+  const copied = pipeline(Readable.from(chunks()), writable)
+  copied.catch(() => {}) // may settle after the race below: handled there or moot
+  await Promise.race([copied, rejected])
   return count
+}
+
+/**
+ * postgres 3.4.9 never settles a COPY's writable when the server rejects the data after the last
+ * chunk went out (a duplicate line, a bad byte): the transaction would wait forever holding the
+ * account lock, and its connection would be lost (porsager/postgres#1173, unmerged fix #1183).
+ * The server's error still reaches the query's `reject`, so we listen there too.
+ */
+function serverRejection(query: postgres.PendingQuery<postgres.Row[]>): Promise<never> {
+  const hooked = query as unknown as { reject: (error: unknown) => void }
+  const rejected = new Promise<never>((_, reject) => {
+    const original = hooked.reject
+    hooked.reject = (error) => {
+      reject(error)
+      original(error)
+    }
+  })
+  rejected.catch(() => {}) // the race in copyLines reports it; a late one is moot
+  return rejected
 }

@@ -28,7 +28,9 @@ export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
     }))
   migrations.forEach((migration, index) => {
     if (migration.version !== index + 1) {
-      throw new Error(`migration ${migration.name}: expected number ${index + 1} (no gaps, no repeats)`)
+      throw new Error(
+        `migration ${migration.name}: expected number ${index + 1} (no gaps, no repeats)`,
+      )
     }
   })
   return migrations

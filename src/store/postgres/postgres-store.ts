@@ -6,13 +6,13 @@
  *   hold across instances;
  * - every transaction that changes lines locks their batch first, then the lines, then accounts
  *   (see sql/0001_init.sql), so counters stay exact and instances never deadlock;
- * - claiming is one `UPDATE … WHERE … IN (SELECT … FOR UPDATE SKIP LOCKED)`; settling and
- *   advancing skip rows another instance is working on.
+ * - claiming is one `UPDATE` of the lines a `SELECT … FOR UPDATE SKIP LOCKED` picked; the
+ *   advancer skips batches another instance is working on.
  * Money stays `numeric` in SQL and decimal strings in code; bigint columns come back as strings
  * and are turned into numbers by rows.ts.
  */
 import postgres from 'postgres'
-import type { LineStatus } from '../../domain.ts'
+import { OPEN_BATCH_STATUSES, type BatchStatus, type LineStatus } from '../../domain.ts'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToAccount, rowToBatch, rowToKey, rowToLine } from '../rows.ts'
 import type {
@@ -53,8 +53,8 @@ export async function createPostgresStore(
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
     throw new Error(`schema ${JSON.stringify(schema)}: use lower-case letters, digits and _`)
   }
-  // postgres.js reconnects by itself; queries issued while the server is away fail, and the
-  // callers (HTTP handlers, the dispatcher loop) already treat a failed query as retryable.
+  // postgres.js reconnects by itself: a query issued while the server is away fails, the next
+  // one after it is back opens a new connection (checked by terminating the backend).
   const sql = postgres(url, {
     max: options.max ?? 10,
     onnotice: () => {},
@@ -70,12 +70,13 @@ export async function createPostgresStore(
   return new PostgresStore(sql)
 }
 
-const OPEN_STATUSES = ['validating', 'in_progress', 'finalizing', 'cancelling']
+const OPEN_STATUSES = [...OPEN_BATCH_STATUSES]
 
 async function accountView(db: Db, id: string): Promise<AccountView | null> {
   const [row] = await db`
-    SELECT a.*, (SELECT count(*) FROM batches b
-                 WHERE b.account_id = a.id AND b.status = ANY(${OPEN_STATUSES}::text[])) AS open_batches
+    SELECT a.*,
+      (SELECT count(*) FROM batches b
+       WHERE b.account_id = a.id AND b.status = ANY(${OPEN_STATUSES}::text[])) AS open_batches
     FROM accounts a WHERE a.id = ${id}`
   return row ? { ...rowToAccount(row), openBatches: Number(row.open_batches) } : null
 }
@@ -129,6 +130,18 @@ class PostgresStore implements Store {
     const [row] = await this.sql`
       UPDATE api_keys SET revoked_at = coalesce(revoked_at, ${at}) WHERE id = ${id} RETURNING *`
     return row ? rowToKey(row) : null
+  }
+
+  async chargeAccount(accountId: string, costUsd: string) {
+    // The sub-select locks the row and reads its latest balance; the update then subtracts
+    // what it could take, so concurrent charges from several instances never go below zero.
+    const [row] = await this.sql`
+      UPDATE accounts a SET balance_usd = a.balance_usd - c.charged
+      FROM (SELECT id, LEAST(${moneyText(costUsd)}::numeric, balance_usd) AS charged
+            FROM accounts WHERE id = ${accountId} FOR UPDATE) c
+      WHERE a.id = c.id
+      RETURNING c.charged`
+    return row ? moneyText(row.charged) : '0'
   }
 
   /** One round trip: this runs on every authenticated request. */
@@ -186,7 +199,7 @@ class PostgresStore implements Store {
         VALUES (${batch.id}, ${batch.accountId}, ${batch.name}, ${batch.endpoint}, 'in_progress',
           ${batch.completionWindowHours}, ${batch.createdAt}, ${batch.deadlineAt},
           ${batch.lineCount}, ${batch.lineCount}, ${ceiling}::numeric, ${ceiling}::numeric,
-          ${batch.source}, ${batch.metadata ? JSON.stringify(batch.metadata) : null}::jsonb,
+          ${batch.source}, ${batch.metadata ? tx.json(batch.metadata) : null},
           ${batch.inputFileId}, ${batch.idempotencyKey})
         RETURNING *`
       const count = await copyLines(tx, batch.id, batch.lines)
@@ -204,7 +217,8 @@ class PostgresStore implements Store {
   }
 
   async getBatch(accountId: string, id: string) {
-    const [row] = await this.sql`SELECT * FROM batches WHERE id = ${id} AND account_id = ${accountId}`
+    const [row] = await this
+      .sql`SELECT * FROM batches WHERE id = ${id} AND account_id = ${accountId}`
     return row ? rowToBatch(row) : null
   }
 
@@ -227,7 +241,8 @@ class PostgresStore implements Store {
       }
       const [cancelling] = await tx`
         WITH cancelled AS (
-          UPDATE lines SET status = 'cancelled', error_code = 'batch_cancelled', finished_at = ${now}
+          UPDATE lines SET status = 'cancelled', error_code = 'batch_cancelled',
+            finished_at = ${now}
           WHERE batch_id = ${id} AND status = 'pending'
           RETURNING 1)
         UPDATE batches SET status = 'cancelling', cancel_requested_at = ${now},
@@ -284,15 +299,18 @@ class PostgresStore implements Store {
         SELECT account_id, deadline_at FROM batches
         WHERE id = ${batchId} AND status = 'in_progress' FOR UPDATE`
       if (!batch) return []
+      // The pick is a CTE, not an `IN (subquery)`: a subquery with LIMIT and SKIP LOCKED may be
+      // re-run by the planner for each outer row and then lock and return more than `limit`.
       const rows = await tx`
-        UPDATE lines SET status = 'running', lease_owner = ${owner}, lease_until = ${leaseUntilMs},
-          attempts = attempts + 1
-        WHERE batch_id = ${batchId} AND line_no IN (
+        WITH picked AS (
           SELECT line_no FROM lines
           WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${nowMs}
           ORDER BY line_no LIMIT ${limit}
           FOR UPDATE SKIP LOCKED)
-        RETURNING line_no, custom_id, input, attempts`
+        UPDATE lines l SET status = 'running', lease_owner = ${owner},
+          lease_until = ${leaseUntilMs}, attempts = l.attempts + 1
+        FROM picked WHERE l.batch_id = ${batchId} AND l.line_no = picked.line_no
+        RETURNING l.line_no, l.custom_id, l.input, l.attempts`
       if (rows.length === 0) return []
       await tx`
         UPDATE batches SET pending = pending - ${rows.length}, running = running + ${rows.length},
@@ -312,14 +330,22 @@ class PostgresStore implements Store {
     })
   }
 
+  async batchStatuses(ids: readonly string[]) {
+    const statuses: Record<string, BatchStatus> = {}
+    if (ids.length === 0) return statuses
+    const rows = await this.sql`SELECT id, status FROM batches WHERE id = ANY(${[...ids]}::text[])`
+    for (const row of rows) statuses[row.id] = row.status
+    return statuses
+  }
+
   async renewLeases(owner: string, leaseUntilMs: number) {
     // Rows are locked in key order, as recordOutcomes locks them, so the two cannot deadlock.
     const result = await this.sql`
-      UPDATE lines SET lease_until = ${leaseUntilMs}
-      WHERE (batch_id, line_no) IN (
+      WITH leased AS (
         SELECT batch_id, line_no FROM lines WHERE lease_owner = ${owner} AND status = 'running'
         ORDER BY batch_id, line_no FOR UPDATE)
-        AND lease_owner = ${owner} AND status = 'running'`
+      UPDATE lines l SET lease_until = ${leaseUntilMs}
+      FROM leased WHERE l.batch_id = leased.batch_id AND l.line_no = leased.line_no`
     return result.count
   }
 
@@ -349,14 +375,14 @@ async function returnToPending(tx: postgres.TransactionSql, where: postgres.Frag
   const ids = batches.map((row) => row.batch_id as string).sort()
   await tx`SELECT id FROM batches WHERE id = ANY(${ids}::text[]) ORDER BY id FOR UPDATE`
   const moved = await tx`
-    WITH moved AS (
-      UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL
-      WHERE (batch_id, line_no) IN (
-        SELECT batch_id, line_no FROM lines
-        WHERE batch_id = ANY(${ids}::text[]) AND status = 'running' AND ${where}
-        ORDER BY batch_id, line_no FOR UPDATE)
-        AND status = 'running' AND ${where}
-      RETURNING batch_id),
+    WITH leased AS (
+      SELECT batch_id, line_no FROM lines
+      WHERE batch_id = ANY(${ids}::text[]) AND status = 'running' AND ${where}
+      ORDER BY batch_id, line_no FOR UPDATE),
+    moved AS (
+      UPDATE lines l SET status = 'pending', lease_owner = NULL, lease_until = NULL
+      FROM leased WHERE l.batch_id = leased.batch_id AND l.line_no = leased.line_no
+      RETURNING l.batch_id),
     counts AS (SELECT batch_id, count(*)::int AS n FROM moved GROUP BY batch_id)
     UPDATE batches b SET running = b.running - c.n, pending = b.pending + c.n
     FROM counts c WHERE b.id = c.batch_id

@@ -7,7 +7,7 @@
 import { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import type { LineStatus } from '../../domain.ts'
+import type { BatchStatus, LineStatus } from '../../domain.ts'
 import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToAccount, rowToBatch, rowToKey, rowToLine, terminalStatus } from '../rows.ts'
 import type {
@@ -316,6 +316,14 @@ class SqliteStore implements Store {
         deadlineAt: Number(batch.deadline_at),
       }))
     })
+  }
+
+  async batchStatuses(ids: readonly string[]) {
+    const statuses: Record<string, BatchStatus> = {}
+    if (ids.length === 0) return statuses
+    const rows = this.q(`SELECT id, status FROM batches WHERE id IN (${ids.map(() => '?').join(', ')})`).all(...ids)
+    for (const row of rows) statuses[row.id] = row.status
+    return statuses
   }
 
   async renewLeases(owner: string, leaseUntilMs: number) {

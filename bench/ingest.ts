@@ -1,0 +1,70 @@
+/**
+ * Ingest: POST the standard 16 MiB / 50,000-line file and time until the 201, with the gateway's
+ * peak memory growth, beside the raw limit measured in the same run: plain read + split +
+ * JSON.parse of the same file in a fresh process.
+ *
+ *   bun bench/ingest.ts [--runs 5] [--store sqlite|postgres]
+ */
+import { parseArgs } from 'node:util'
+import { writeCatalog } from '../test/helpers/catalog.ts'
+import { memoryOf, median, mib, newKey, resetPeak, spawnGateway, standardFile } from './lib.ts'
+
+const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, store: { type: 'string', default: 'sqlite' } } })
+const runs = Number(values.runs)
+const file = await standardFile('bench/chat')
+const bytes = await Bun.file(file).bytes()
+
+// The raw limit, each run in its own process so its memory is its own.
+const raw: number[] = []
+let referencePeak = 0
+for (let i = 0; i < runs; i++) {
+  const child = Bun.spawn([process.execPath, '-e', `
+    const before = Number(/VmRSS:\\s+(\\d+)/.exec(await Bun.file('/proc/self/status').text())[1]) * 1024
+    const t = performance.now()
+    const text = await Bun.file(${JSON.stringify(file)}).text()
+    let n = 0
+    for (const line of text.split('\\n')) if (line) { JSON.parse(line); n++ }
+    const ms = performance.now() - t
+    const peak = Number(/VmHWM:\\s+(\\d+)/.exec(await Bun.file('/proc/self/status').text())[1]) * 1024
+    console.log(JSON.stringify({ ms, growth: peak - before }))
+  `], { stdout: 'pipe' })
+  const out = JSON.parse(await new Response(child.stdout).text()) as { ms: number; growth: number }
+  raw.push(out.ms)
+  referencePeak = Math.max(referencePeak, out.growth)
+}
+
+const catalog = writeCatalog({
+  providers: { bench: { kind: 'openai', base_url: 'http://127.0.0.1:9/v1', max_concurrency: 64 } },
+  models: [{ id: 'bench/chat', endpoints: ['chat'], context_tokens: 128000, max_output_tokens: 4096, offerings: [{ provider: 'bench', upstream_model: 'x', input_usd_per_mtok: '0.05', output_usd_per_mtok: '0.40' }] }],
+})
+const env: Record<string, string> = { MULTIGRID_CONFIG: catalog, MULTIGRID_DISPATCH: '0', MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: '1000' }
+if (values.store === 'postgres') {
+  const { freshSchemaUrl } = await import('../test/helpers/gateway.ts')
+  env.DATABASE_URL = freshSchemaUrl(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test').url
+}
+const gateway = await spawnGateway(env, 18_400 + Math.floor(Math.random() * 500))
+const key = await newKey(gateway.url)
+const times: number[] = []
+let growth = 0
+for (let i = 0; i < runs + 1; i++) {
+  const before = await memoryOf(gateway.pid)
+  await resetPeak(gateway.pid)
+  const t = performance.now()
+  const response = await fetch(`${gateway.url}/v1/batches`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/jsonl' }, body: bytes })
+  const ms = performance.now() - t
+  if (response.status !== 201) throw new Error(`submit answered ${response.status}: ${(await response.text()).slice(0, 300)}`)
+  await response.arrayBuffer()
+  const after = await memoryOf(gateway.pid)
+  if (i > 0) {
+    times.push(ms) // the first run warms the JIT
+    growth = Math.max(growth, after.peak - before.rss)
+  }
+}
+await gateway.stop()
+
+const ingest = median(times)
+const plain = median(raw)
+console.log(`ingest (${values.store}) of ${mib(bytes.byteLength)} / 50,000 lines, median of ${runs}:`)
+console.log(`  gateway POST → 201     ${ingest.toFixed(0)} ms   peak memory growth ${mib(growth)} (${(growth / bytes.byteLength).toFixed(2)}× the file)`)
+console.log(`  read + split + parse   ${plain.toFixed(0)} ms   peak memory growth ${mib(referencePeak)}`)
+console.log(`  ratio                  ${(ingest / plain).toFixed(2)}× the plain parse`)

@@ -1,0 +1,105 @@
+/**
+ * Anthropic's Messages API behind the OpenAI chat shape: the body is converted on the way out,
+ * the answer (or its stream) on the way back. Embeddings are not offered by Anthropic.
+ */
+import { upstreamError } from '../classify-error.ts'
+import { createReplicaPool } from '../pool.ts'
+import { toStreamOutcome } from '../stream-outcome.ts'
+import type {
+  Outcome,
+  ProviderAdapter,
+  ProviderOptions,
+  StreamOutcome,
+  UpstreamRequest,
+} from '../types.ts'
+import { postJson, postStream, type CallContext } from '../upstream-call.ts'
+import { convertAnthropicResponse } from './convert-anthropic-response.ts'
+import { convertAnthropicStream, type AnthropicStreamState } from './convert-anthropic-stream.ts'
+import { convertToAnthropicMessages } from './convert-to-anthropic-messages.ts'
+
+// The API version whose request and response shapes the converters implement.
+const anthropicVersion = '2023-06-01'
+
+/** Catalogs name the host (https://api.anthropic.com); a trailing /v1 is accepted too. */
+function hostBase(baseUrl: string): string {
+  return baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '')
+}
+
+/** An adapter for kind `anthropic`. */
+export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapter {
+  const headers: Record<string, string> = { 'anthropic-version': anthropicVersion }
+  if (options.apiKey) headers['x-api-key'] = options.apiKey
+  const pool = createReplicaPool({
+    baseUrls: options.baseUrls.map(hostBase),
+    connections: options.connections,
+    timeoutMs: options.timeoutMs,
+    probeIntervalMs: options.probeIntervalMs,
+    probePath: '/v1/models',
+    probeHeaders: headers,
+  })
+  const context: CallContext = {
+    name: options.name,
+    pool,
+    timeoutMs: options.timeoutMs,
+    apiKey: options.apiKey,
+  }
+
+  /** The converted body, or the reason it cannot be sent (never retried: the line is wrong). */
+  function convert(request: UpstreamRequest, stream: boolean) {
+    if (request.endpoint !== 'chat') {
+      return {
+        ok: false as const,
+        message: `${options.name} (Anthropic) does not serve embeddings`,
+      }
+    }
+    const converted = convertToAnthropicMessages(request.body)
+    if (converted.ok && stream) converted.body.stream = true
+    return converted
+  }
+
+  async function send(request: UpstreamRequest): Promise<Outcome> {
+    const converted = convert(request, false)
+    if (!converted.ok) {
+      return { ok: false, error: upstreamError('invalid_request', converted.message), latencyMs: 0 }
+    }
+    const result = await postJson(context, {
+      path: '/v1/messages',
+      headers,
+      body: JSON.stringify(converted.body),
+      signal: request.signal,
+    })
+    if (!result.ok) return result
+    const response = convertAnthropicResponse(result.json, Math.floor(Date.now() / 1000))
+    if (!response.ok) {
+      const error = upstreamError('malformed_response', response.message, { status: result.status })
+      return { ok: false, error, latencyMs: result.latencyMs }
+    }
+    const { body, usage } = response
+    return { ok: true, status: result.status, body, usage, latencyMs: result.latencyMs }
+  }
+
+  async function stream(request: UpstreamRequest): Promise<StreamOutcome> {
+    const converted = convert(request, true)
+    if (!converted.ok) {
+      return { ok: false, error: upstreamError('invalid_request', converted.message), latencyMs: 0 }
+    }
+    const result = await postStream(context, {
+      path: '/v1/messages',
+      headers,
+      body: JSON.stringify(converted.body),
+      signal: request.signal,
+    })
+    if (!result.ok) return result
+    const state: AnthropicStreamState = { usage: null }
+    const chunks = convertAnthropicStream(result.events, state, Math.floor(Date.now() / 1000))
+    return toStreamOutcome(chunks, result.cancel, () => state.usage)
+  }
+
+  return {
+    name: options.name,
+    send,
+    stream,
+    unhealthyReplicas: () => pool.unhealthy(),
+    close: () => pool.close(),
+  }
+}

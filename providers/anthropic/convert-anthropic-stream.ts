@@ -1,0 +1,125 @@
+/**
+ * Anthropic stream events → OpenAI chat.completion.chunk objects.
+ *
+ * message_start → the role chunk; text deltas → content deltas; tool_use blocks and their JSON
+ * deltas → tool_calls deltas; message_delta → the finish_reason chunk; message_stop → a usage
+ * chunk (choices: []) like OpenAI's include_usage one. Usage is message_start's, updated by
+ * message_delta's cumulative counts.
+ */
+import { upstreamError } from '../classify-error.ts'
+import type { SseEvent } from '../read-sse-events.ts'
+import type { Usage } from '../types.ts'
+import { UpstreamStreamError } from '../upstream-stream-error.ts'
+import { mapAnthropicStopReason } from './map-anthropic-stop-reason.ts'
+import { mapAnthropicUsage } from './map-anthropic-usage.ts'
+
+export interface AnthropicStreamState {
+  /** Filled in as events arrive; final after the generator ends. */
+  usage: Usage | null
+}
+
+/** The fields of Anthropic's stream events that the translation reads; all optional. */
+interface Data {
+  type?: string
+  index?: number
+  message?: { id?: string; model?: string; usage?: Record<string, unknown> }
+  content_block?: { type?: string; id?: string; name?: string; text?: string }
+  delta?: { type?: string; text?: string; partial_json?: string; stop_reason?: string | null }
+  usage?: Record<string, unknown>
+  error?: { type?: string; message?: string }
+}
+
+function parse(event: SseEvent): Data {
+  try {
+    const data: unknown = JSON.parse(event.data)
+    if (typeof data === 'object' && data !== null && !Array.isArray(data)) return data as Data
+  } catch {
+    // fall through to the malformed error below
+  }
+  const message = 'upstream sent a stream event that is not a JSON object'
+  throw new UpstreamStreamError(upstreamError('malformed_response', message))
+}
+
+function streamFailure(data: Data): UpstreamStreamError {
+  const type = String(data.error?.type ?? '')
+  const message = `upstream failed mid-stream: ${type} ${String(data.error?.message ?? '')}`.trim()
+  const kind = type === 'rate_limit_error' ? 'rate_limited' : 'server_error'
+  return new UpstreamStreamError(upstreamError(kind, message, { body: data }))
+}
+
+export async function* convertAnthropicStream(
+  events: AsyncIterable<SseEvent>,
+  state: AnthropicStreamState,
+  created: number,
+): AsyncGenerator<Record<string, unknown>> {
+  let id = ''
+  let model = ''
+  let rawUsage: Record<string, unknown> = {}
+  const toolIndexOfBlock = new Map<number, number>()
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => ({
+    id,
+    object: 'chat.completion.chunk',
+    created,
+    model,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+  })
+
+  for await (const event of events) {
+    const data = parse(event)
+    switch (data.type) {
+      case 'message_start':
+        id = String(data.message?.id ?? '')
+        model = String(data.message?.model ?? '')
+        rawUsage = { ...(data.message?.usage ?? {}) }
+        state.usage = mapAnthropicUsage(rawUsage)
+        yield chunk({ role: 'assistant', content: '' })
+        break
+      case 'content_block_start': {
+        const block = data.content_block ?? {}
+        if (block.type === 'tool_use') {
+          const toolIndex = toolIndexOfBlock.size
+          toolIndexOfBlock.set(data.index ?? 0, toolIndex)
+          const call = {
+            index: toolIndex,
+            id: block.id,
+            type: 'function',
+            function: { name: block.name, arguments: '' },
+          }
+          yield chunk({ tool_calls: [call] })
+        } else if (block.type === 'text' && block.text) {
+          yield chunk({ content: block.text })
+        }
+        break
+      }
+      case 'content_block_delta': {
+        const delta = data.delta ?? {}
+        if (delta.type === 'text_delta') yield chunk({ content: delta.text })
+        else if (delta.type === 'input_json_delta') {
+          const index = toolIndexOfBlock.get(data.index ?? 0) ?? 0
+          yield chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] })
+        }
+        break
+      }
+      case 'message_delta':
+        rawUsage = { ...rawUsage, ...(data.usage ?? {}) }
+        state.usage = mapAnthropicUsage(rawUsage)
+        yield chunk({}, mapAnthropicStopReason(data.delta?.stop_reason).unified)
+        break
+      case 'message_stop':
+        if (state.usage) {
+          const { input_tokens: prompt, output_tokens: completion } = state.usage
+          const usage = {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            total_tokens: prompt + completion,
+          }
+          yield { id, object: 'chat.completion.chunk', created, model, choices: [], usage }
+        }
+        break
+      case 'error':
+        throw streamFailure(data)
+      default:
+      // ping, content_block_stop and event types added later carry nothing to translate.
+    }
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * An OpenAI chat.completions body → an Anthropic Messages API body.
+ *
+ * Mapped: system/developer messages → `system`; user/assistant content (text, image_url);
+ * assistant tool_calls → tool_use blocks; tool messages → tool_result blocks; consecutive turns
+ * of one role merged, as Anthropic alternates roles; stop → stop_sequences; max_tokens (or
+ * max_completion_tokens, else 4096: Anthropic requires one); temperature, top_p; tools and
+ * tool_choice; user → metadata.user_id. Parameters with no Anthropic meaning are left out; the
+ * catalog lists them as unsupported so ingest refuses them before they get here.
+ */
+
+export const defaultAnthropicMaxTokens = 4096
+
+export type AnthropicRequestConversion =
+  { ok: true; body: Record<string, unknown> } | { ok: false; message: string }
+
+type Block = Record<string, unknown>
+type Role = 'user' | 'assistant'
+
+class ConversionError extends Error {}
+
+function textOf(content: unknown, where: string): string {
+  if (typeof content === 'string') return content
+  if (content === null || content === undefined) return ''
+  if (!Array.isArray(content)) throw new ConversionError(`${where}: content must be text`)
+  return content
+    .map((part: { type?: unknown; text?: unknown }) => {
+      if (part?.type !== 'text' || typeof part.text !== 'string') {
+        throw new ConversionError(`${where}: only text parts are allowed here`)
+      }
+      return part.text
+    })
+    .join('')
+}
+
+function imageBlock(url: unknown, where: string): Block {
+  if (typeof url !== 'string') throw new ConversionError(`${where}: image_url.url is missing`)
+  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url)
+  if (data) return { type: 'image', source: { type: 'base64', media_type: data[1], data: data[2] } }
+  return { type: 'image', source: { type: 'url', url } }
+}
+
+function contentBlocks(content: unknown, where: string): Block[] {
+  if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', text: content }]
+  if (content === null || content === undefined) return []
+  if (!Array.isArray(content))
+    throw new ConversionError(`${where}: content must be a string or parts`)
+  return content.map((part: Record<string, unknown>, index) => {
+    if (part?.type === 'text' && typeof part.text === 'string')
+      return { type: 'text', text: part.text }
+    if (part?.type === 'image_url') {
+      return imageBlock((part.image_url as { url?: unknown } | undefined)?.url, where)
+    }
+    throw new ConversionError(
+      `${where}.content[${index}]: part type "${String(part?.type)}" is not supported by Anthropic`,
+    )
+  })
+}
+
+function toolUseBlocks(toolCalls: unknown, where: string): Block[] {
+  if (!Array.isArray(toolCalls)) return []
+  return toolCalls.map(
+    (call: { id?: unknown; function?: { name?: unknown; arguments?: unknown } }) => {
+      let input: unknown
+      try {
+        input = JSON.parse(String(call.function?.arguments ?? '{}'))
+      } catch {
+        throw new ConversionError(`${where}: tool call arguments are not valid JSON`)
+      }
+      return { type: 'tool_use', id: call.id, name: call.function?.name, input }
+    },
+  )
+}
+
+function convertMessages(messages: unknown[]): {
+  system: string[]
+  turns: { role: Role; content: Block[] }[]
+} {
+  const system: string[] = []
+  const turns: { role: Role; content: Block[] }[] = []
+  const push = (role: Role, content: Block[]) => {
+    const last = turns[turns.length - 1]
+    if (last && last.role === role) last.content.push(...content)
+    else turns.push({ role, content })
+  }
+  messages.forEach((message, index) => {
+    const where = `messages[${index}]`
+    const m = (message ?? {}) as Record<string, unknown>
+    switch (m.role) {
+      case 'system':
+      case 'developer':
+        system.push(textOf(m.content, where))
+        break
+      case 'user':
+        push('user', contentBlocks(m.content, where))
+        break
+      case 'assistant':
+        push('assistant', [
+          ...contentBlocks(m.content, where),
+          ...toolUseBlocks(m.tool_calls, where),
+        ])
+        break
+      case 'tool':
+        push('user', [
+          { type: 'tool_result', tool_use_id: m.tool_call_id, content: textOf(m.content, where) },
+        ])
+        break
+      default:
+        throw new ConversionError(
+          `${where}: role "${String(m.role)}" is not supported by Anthropic`,
+        )
+    }
+  })
+  return { system, turns }
+}
+
+function convertTools(tools: unknown): Block[] | undefined {
+  if (!Array.isArray(tools)) return undefined
+  return tools.map((tool: { function?: Record<string, unknown> }) => ({
+    name: tool.function?.name,
+    ...(tool.function?.description !== undefined ? { description: tool.function.description } : {}),
+    input_schema: tool.function?.parameters ?? { type: 'object', properties: {} },
+  }))
+}
+
+function convertToolChoice(choice: unknown, parallel: unknown): Block | undefined {
+  let converted: Block | undefined
+  if (choice === 'auto') converted = { type: 'auto' }
+  else if (choice === 'required') converted = { type: 'any' }
+  else if (choice === 'none') converted = { type: 'none' }
+  else if (typeof choice === 'object' && choice !== null) {
+    converted = { type: 'tool', name: (choice as { function?: { name?: unknown } }).function?.name }
+  }
+  if (parallel === false)
+    converted = { ...(converted ?? { type: 'auto' }), disable_parallel_tool_use: true }
+  return converted
+}
+
+export function convertToAnthropicMessages(
+  body: Record<string, unknown>,
+): AnthropicRequestConversion {
+  try {
+    if (!Array.isArray(body.messages)) throw new ConversionError('messages must be an array')
+    if (typeof body.n === 'number' && body.n > 1) {
+      throw new ConversionError('n above 1 is not supported by Anthropic')
+    }
+    const { system, turns } = convertMessages(body.messages)
+    const out: Record<string, unknown> = {
+      model: body.model,
+      max_tokens: body.max_tokens ?? body.max_completion_tokens ?? defaultAnthropicMaxTokens,
+      messages: turns.map(({ role, content }) => ({
+        role,
+        // A lone text block goes as a plain string, the form Anthropic's own examples use.
+        content: content.length === 1 && content[0].type === 'text' ? content[0].text : content,
+      })),
+    }
+    if (system.length > 0) out.system = system.join('\n\n')
+    if (typeof body.stop === 'string') out.stop_sequences = [body.stop]
+    else if (Array.isArray(body.stop)) out.stop_sequences = body.stop
+    if (typeof body.temperature === 'number') out.temperature = body.temperature
+    if (typeof body.top_p === 'number') out.top_p = body.top_p
+    const tools = convertTools(body.tools)
+    if (tools) out.tools = tools
+    const toolChoice = convertToolChoice(body.tool_choice, body.parallel_tool_calls)
+    if (toolChoice) out.tool_choice = toolChoice
+    if (typeof body.user === 'string') out.metadata = { user_id: body.user }
+    return { ok: true, body: out }
+  } catch (error) {
+    if (error instanceof ConversionError) return { ok: false, message: error.message }
+    throw error
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * OpenAI and every OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp): the body passes
+ * through, with the token-limit name adjusted and, for streams, usage asked for.
+ */
+import { upstreamError } from '../classify-error.ts'
+import { createReplicaPool } from '../pool.ts'
+import { toStreamOutcome } from '../stream-outcome.ts'
+import type {
+  Outcome,
+  ProviderAdapter,
+  ProviderOptions,
+  StreamOutcome,
+  UpstreamRequest,
+  Usage,
+} from '../types.ts'
+import { postJson, postStream, type CallContext } from '../upstream-call.ts'
+import { UpstreamStreamError } from '../upstream-stream-error.ts'
+import { mapOpenAIUsage } from './map-openai-usage.ts'
+import { prepareOpenAIBody, prepareOpenAIStreamBody } from './prepare-openai-body.ts'
+
+const paths = { chat: '/chat/completions', embeddings: '/embeddings' } as const
+// What a 2xx body must hold to be the response the endpoint promises.
+const requiredList = { chat: 'choices', embeddings: 'data' } as const
+
+/** An adapter for kind `openai`; base URLs end in /v1 (https://api.openai.com/v1). */
+export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
+  const headers: Record<string, string> = options.apiKey
+    ? { authorization: `Bearer ${options.apiKey}` }
+    : {}
+  const pool = createReplicaPool({
+    baseUrls: options.baseUrls,
+    connections: options.connections,
+    timeoutMs: options.timeoutMs,
+    probeIntervalMs: options.probeIntervalMs,
+    probePath: '/models',
+    probeHeaders: headers,
+  })
+  const context: CallContext = {
+    name: options.name,
+    pool,
+    timeoutMs: options.timeoutMs,
+    apiKey: options.apiKey,
+  }
+
+  async function send(request: UpstreamRequest): Promise<Outcome> {
+    const result = await postJson(context, {
+      path: paths[request.endpoint],
+      headers,
+      body: JSON.stringify(prepareOpenAIBody(request.body, options.maxTokensParam)),
+      signal: request.signal,
+    })
+    if (!result.ok) return result
+    const list = requiredList[request.endpoint]
+    if (!Array.isArray(result.json[list])) {
+      const message = `upstream answered ${result.status} without a "${list}" array`
+      const error = upstreamError('malformed_response', message, { status: result.status })
+      return { ok: false, error, latencyMs: result.latencyMs }
+    }
+    return {
+      ok: true,
+      status: result.status,
+      body: result.json,
+      usage: mapOpenAIUsage(result.json.usage),
+      latencyMs: result.latencyMs,
+    }
+  }
+
+  async function stream(request: UpstreamRequest): Promise<StreamOutcome> {
+    if (request.endpoint !== 'chat') {
+      const error = upstreamError('invalid_request', 'only chat completions can stream')
+      return { ok: false, error, latencyMs: 0 }
+    }
+    const result = await postStream(context, {
+      path: paths.chat,
+      headers,
+      body: JSON.stringify(prepareOpenAIStreamBody(request.body, options.maxTokensParam)),
+      signal: request.signal,
+    })
+    if (!result.ok) return result
+    const events = result.events
+    let usage: Usage | null = null
+
+    async function* chunks(): AsyncGenerator<Record<string, unknown>> {
+      for await (const { data } of events) {
+        if (data === '[DONE]') continue
+        let chunk: unknown
+        try {
+          chunk = JSON.parse(data)
+        } catch {
+          chunk = null
+        }
+        if (typeof chunk !== 'object' || chunk === null || Array.isArray(chunk)) {
+          const message = 'upstream sent a stream event that is not a JSON object'
+          throw new UpstreamStreamError(upstreamError('malformed_response', message))
+        }
+        const object = chunk as Record<string, unknown>
+        // OpenAI reports a failure after the stream opened as an event with an error object.
+        if (object.error !== undefined && object.choices === undefined) {
+          const message = 'upstream reported an error mid-stream'
+          throw new UpstreamStreamError(upstreamError('server_error', message, { body: object }))
+        }
+        usage = mapOpenAIUsage(object.usage) ?? usage
+        yield object
+      }
+    }
+    return toStreamOutcome(chunks(), result.cancel, () => usage)
+  }
+
+  return {
+    name: options.name,
+    send,
+    stream,
+    unhealthyReplicas: () => pool.unhealthy(),
+    close: () => pool.close(),
+  }
+}

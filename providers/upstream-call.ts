@@ -1,0 +1,196 @@
+/**
+ * One upstream call on one replica, shared by every adapter: pick the replica, apply the
+ * deadline, classify what went wrong, and tell the pool how the replica did.
+ */
+import {
+  classifyException,
+  classifyStatus,
+  isConnectFailure,
+  isSocketClosed,
+  upstreamError,
+} from './classify-error.ts'
+import { createDeadline, type Deadline } from './deadline.ts'
+import type { HttpResponse } from './http-client.ts'
+import type { CallHealth, Replica, ReplicaPool } from './pool.ts'
+import { readSseEvents, type SseEvent } from './read-sse-events.ts'
+import type { UpstreamError } from './types.ts'
+import { UpstreamStreamError } from './upstream-stream-error.ts'
+
+export interface CallContext {
+  /** Provider name, for messages. */
+  name: string
+  pool: ReplicaPool
+  timeoutMs: number
+  apiKey: string | null
+}
+
+export interface CallSpec {
+  path: string
+  headers: Record<string, string>
+  body: string
+  signal?: AbortSignal
+}
+
+export type Failure = { ok: false; error: UpstreamError; latencyMs: number }
+
+export type JsonResult =
+  { ok: true; status: number; json: Record<string, unknown>; latencyMs: number } | Failure
+
+export type EventsResult =
+  | {
+      ok: true
+      events: AsyncGenerator<SseEvent>
+      /** Drops the rest of the body and frees the replica; a no-op once the events ended. */
+      cancel(): void
+    }
+  | Failure
+
+function healthOf(error: UpstreamError, deadline: Deadline, cause?: unknown): CallHealth {
+  if (deadline.callerAborted) return 'neutral'
+  if (cause !== undefined && isConnectFailure(cause)) return 'down'
+  if (error.kind === 'rate_limited') return 'neutral'
+  if (error.kind === 'server_error' || error.kind === 'timeout' || error.kind === 'connection') {
+    return 'failure'
+  }
+  return 'ok'
+}
+
+type Opened =
+  | { ok: true; replica: Replica; deadline: Deadline; response: HttpResponse; started: number }
+  | Failure
+
+/**
+ * Sends the request and waits for the status line; non-2xx answers are read and classified.
+ *
+ * When the connection is refused, or the socket closes before any status line, the call moves
+ * on to the next healthy replica at once, at most once per replica. A refusal means no replica
+ * saw the request; a close before the status line is, in practice, a keep-alive socket the
+ * replica had already closed, or a replica killed mid-request: undici retries exactly this
+ * case for idempotent requests, and re-sending an LLM call at worst costs its tokens twice.
+ * Everything else (timeouts, statuses, errors mid-body) is the retry policy's to decide.
+ */
+async function open(context: CallContext, spec: CallSpec, accept: string): Promise<Opened> {
+  const started = performance.now()
+  const elapsed = () => Math.round(performance.now() - started)
+  const deadline = createDeadline(context.timeoutMs, spec.signal)
+  const body = spec.body
+  const headers = { 'content-type': 'application/json', accept, ...spec.headers }
+  for (let attempt = 0; ; attempt++) {
+    const replica = context.pool.acquire()
+    const fail = (error: UpstreamError, cause?: unknown): Failure => {
+      deadline.done()
+      context.pool.release(replica, healthOf(error, deadline, cause))
+      return { ok: false, error, latencyMs: elapsed() }
+    }
+    let response: HttpResponse
+    try {
+      const signal = deadline.signal
+      response = await replica.client.request({
+        method: 'POST',
+        path: spec.path,
+        headers,
+        body,
+        signal,
+      })
+    } catch (cause) {
+      const error = classifyException(cause, deadline, context.apiKey)
+      const health = healthOf(error, deadline, cause)
+      const unanswered = health === 'down' || (health === 'failure' && isSocketClosed(cause))
+      if (unanswered && attempt < context.pool.size) {
+        context.pool.release(replica, health)
+        continue
+      }
+      return fail(error, cause)
+    }
+    if (response.status >= 200 && response.status < 300) {
+      return { ok: true, replica, deadline, response, started }
+    }
+    let text: string
+    try {
+      text = await response.text()
+    } catch (cause) {
+      return fail(classifyException(cause, deadline, context.apiKey), cause)
+    }
+    return fail(classifyStatus(response.status, response.header, text, context.apiKey))
+  }
+}
+
+/** POST a JSON body and parse a JSON object back; anything else is a classified failure. */
+export async function postJson(context: CallContext, spec: CallSpec): Promise<JsonResult> {
+  const opened = await open(context, spec, 'application/json')
+  if (!opened.ok) return opened
+  const { replica, deadline, response, started } = opened
+  const latency = () => Math.round(performance.now() - started)
+  let text: string
+  try {
+    text = await response.text()
+  } catch (cause) {
+    const error = classifyException(cause, deadline, context.apiKey)
+    deadline.done()
+    context.pool.release(replica, healthOf(error, deadline, cause))
+    return { ok: false, error, latencyMs: latency() }
+  }
+  deadline.done()
+  context.pool.release(replica, 'ok')
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+    const message = `upstream answered ${response.status} with a body that is not a JSON object`
+    const error = upstreamError('malformed_response', message, { status: response.status })
+    return { ok: false, error, latencyMs: latency() }
+  }
+  return {
+    ok: true,
+    status: response.status,
+    json: json as Record<string, unknown>,
+    latencyMs: latency(),
+  }
+}
+
+/**
+ * POST and read server-sent events. A failure before the 2xx status line is a value; after
+ * it, iterating `events` throws UpstreamStreamError. The replica is released when the events
+ * end, fail, are abandoned (return()) or the deadline fires, whichever comes first.
+ */
+export async function postStream(context: CallContext, spec: CallSpec): Promise<EventsResult> {
+  const opened = await open(context, spec, 'text/event-stream')
+  if (!opened.ok) return opened
+  const { replica, deadline, response } = opened
+  let released = false
+  const release = (health: CallHealth) => {
+    if (released) return
+    released = true
+    deadline.done()
+    context.pool.release(replica, health)
+  }
+  // Nobody may be iterating when the deadline fires; free the replica and the socket anyway.
+  deadline.onAbort(() => {
+    response.discard()
+    release(deadline.timedOut ? 'failure' : 'neutral')
+  })
+
+  async function* events(): AsyncGenerator<SseEvent> {
+    let finished = false
+    try {
+      yield* readSseEvents(response.chunks())
+      finished = true
+    } catch (cause) {
+      const error = classifyException(cause, deadline, context.apiKey)
+      release(healthOf(error, deadline, cause))
+      throw new UpstreamStreamError(error)
+    } finally {
+      if (!finished) response.discard()
+      release(finished ? 'ok' : 'neutral')
+    }
+  }
+  const cancel = () => {
+    if (released) return
+    response.discard()
+    release('neutral')
+  }
+  return { ok: true, events: events(), cancel }
+}

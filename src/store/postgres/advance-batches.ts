@@ -1,0 +1,102 @@
+/**
+ * The batch life cycle after admission, as the embedded store runs it: pending lines past the
+ * deadline end expired, pending lines of a cancelling batch end cancelled, a batch with nothing
+ * left to run spends one tick in `finalizing`, then takes its terminal status and gives
+ * back its hold. Every instance may run this on its own tick: rows another instance is
+ * advancing (or dispatching) are skipped, not waited for, and picked up on a later tick.
+ */
+import type postgres from 'postgres'
+import { terminalStatus } from '../rows.ts'
+
+type Row = Record<string, any>
+
+export async function advanceBatches(tx: postgres.TransactionSql, now: number): Promise<string[]> {
+  // Past the deadline: lines not yet run end `expired`; running ones may still finish.
+  const overdue = await tx`
+    SELECT id FROM batches
+    WHERE status IN ('in_progress', 'cancelling') AND deadline_at <= ${now} AND pending > 0
+    ORDER BY id FOR UPDATE SKIP LOCKED`
+  await endPending(tx, ids(overdue), 'expired', 'batch_expired', now)
+  // A cancelling batch dispatches nothing more: lines that came back to pending (a retry, a
+  // reaped or released lease) end cancelled rather than waiting for the deadline.
+  const cancelling = await tx`
+    SELECT id FROM batches WHERE status = 'cancelling' AND pending > 0
+    ORDER BY id FOR UPDATE SKIP LOCKED`
+  await endPending(tx, ids(cancelling), 'cancelled', 'batch_cancelled', now)
+  // `finalizing` lasts one tick between a batch's last line and its terminal status.
+  const finalizing = await tx`
+    SELECT * FROM batches WHERE status = 'finalizing' ORDER BY id FOR UPDATE SKIP LOCKED`
+  const idle = await tx`
+    SELECT * FROM batches
+    WHERE status IN ('in_progress', 'cancelling') AND pending = 0 AND running = 0
+    ORDER BY id FOR UPDATE SKIP LOCKED`
+  const finished = await finishBatches(
+    tx,
+    [...finalizing, ...idle.filter((row) => row.status === 'cancelling')],
+    now,
+  )
+  const toFinalize = ids(idle.filter((row) => row.status === 'in_progress'))
+  if (toFinalize.length > 0) {
+    await tx`
+      UPDATE batches SET status = 'finalizing', finalizing_at = ${now}
+      WHERE id = ANY(${toFinalize}::text[])`
+  }
+  return [...finished, ...toFinalize]
+}
+
+/**
+ * Moves idle batches (locked by the caller) to their terminal status and releases what they
+ * still hold. Returns the ids that changed.
+ */
+export async function finishBatches(
+  tx: postgres.TransactionSql,
+  rows: readonly Row[],
+  now: number,
+): Promise<string[]> {
+  const done = rows.filter(
+    (row) =>
+      Number(row.pending) === 0 &&
+      Number(row.running) === 0 &&
+      ['in_progress', 'finalizing', 'cancelling'].includes(row.status),
+  )
+  if (done.length === 0) return []
+  const batchIds = ids(done)
+  const accountIds = [...new Set(done.map((row) => row.account_id as string))].sort()
+  await tx`SELECT id FROM accounts WHERE id = ANY(${accountIds}::text[]) ORDER BY id FOR UPDATE`
+  await tx`
+    UPDATE accounts a SET held_usd = GREATEST(0, a.held_usd - t.held)
+    FROM (SELECT account_id, sum(held_usd) AS held FROM batches
+          WHERE id = ANY(${batchIds}::text[]) GROUP BY account_id) t
+    WHERE a.id = t.account_id`
+  const statuses = done.map((row) => ({
+    id: row.id,
+    status: terminalStatus(row as Parameters<typeof terminalStatus>[0]),
+  }))
+  await tx`
+    UPDATE batches b SET status = t.status, finished_at = ${now}, held_usd = 0
+    FROM jsonb_to_recordset(${tx.json(statuses)}) AS t (id text, status text)
+    WHERE b.id = t.id`
+  return batchIds
+}
+
+async function endPending(
+  tx: postgres.TransactionSql,
+  batchIds: string[],
+  status: 'cancelled' | 'expired',
+  code: 'batch_cancelled' | 'batch_expired',
+  now: number,
+) {
+  if (batchIds.length === 0) return
+  await tx`
+    WITH ended AS (
+      UPDATE lines SET status = ${status}, error_code = ${code}, finished_at = ${now}
+      WHERE batch_id = ANY(${batchIds}::text[]) AND status = 'pending'
+      RETURNING batch_id),
+    counts AS (SELECT batch_id, count(*)::int AS n FROM ended GROUP BY batch_id)
+    UPDATE batches b SET pending = b.pending - counts.n,
+      cancelled = b.cancelled + CASE WHEN ${status}::text = 'cancelled' THEN counts.n ELSE 0 END,
+      expired = b.expired + CASE WHEN ${status}::text = 'expired' THEN counts.n ELSE 0 END
+    FROM counts WHERE b.id = counts.batch_id`
+}
+
+const ids = (rows: readonly Row[]) => rows.map((row) => row.id as string)

@@ -1,0 +1,152 @@
+/**
+ * Settling a dispatcher's outcomes in one transaction, a fixed number of statements however many
+ * outcomes there are. Only lines `owner` still leases count (graphile-worker's `locked_by`
+ * rule); the others were reaped and belong to another instance now.
+ *
+ * Billing is the embedded store's, outcome by outcome in the order given: each line is charged
+ * its cost but never more than the account's balance, taken from its batch's hold first. With
+ * costs ≥ 0 that sequential rule has a closed form, computed with window functions in exact
+ * `numeric`:
+ *   charged_i  = LEAST(cost_i, GREATEST(0, balance − Σ cost_j, earlier lines of the account))
+ *   released_i = LEAST(charged_i, GREATEST(0, hold − Σ charged_j, earlier lines of the batch))
+ * (once the balance reaches zero it stays there, so the running balance is that GREATEST).
+ */
+import type postgres from 'postgres'
+import { Money, moneyText } from '../../money/decimal.ts'
+import type { LineOutcome } from '../store.ts'
+
+type Settled = Exclude<LineOutcome, { kind: 'retry' }>
+type Retry = Extract<LineOutcome, { kind: 'retry' }>
+
+// PostgreSQL text cannot hold U+0000; an upstream that sends one must not wedge settlement.
+const pgText = (value: string | null) =>
+  value !== null && value.includes('\u0000') ? value.replaceAll('\u0000', '\uFFFD') : value
+
+const lineKey = (batchId: string, lineNo: number) => `${batchId}\u0000${lineNo}`
+
+export async function recordOutcomes(
+  tx: postgres.TransactionSql,
+  owner: string,
+  outcomes: readonly LineOutcome[],
+  nowMs: number,
+): Promise<number> {
+  const now = Math.floor(nowMs / 1000)
+  // Lock order: batches, then their lines, then accounts.
+  const batchIds = [...new Set(outcomes.map((outcome) => outcome.batchId))].sort()
+  await tx`SELECT id FROM batches WHERE id = ANY(${batchIds}::text[]) ORDER BY id FOR UPDATE`
+  const leased = await tx`
+    SELECT batch_id, line_no FROM lines
+    WHERE (batch_id, line_no) IN (
+        SELECT * FROM unnest(${outcomes.map((o) => o.batchId)}::text[],
+                             ${outcomes.map((o) => o.lineNo)}::int[]))
+      AND status = 'running' AND lease_owner = ${owner}
+    ORDER BY batch_id, line_no FOR UPDATE`
+  const open = new Set(leased.map((row) => lineKey(row.batch_id, Number(row.line_no))))
+  const retries: Retry[] = []
+  const settled: Settled[] = []
+  for (const outcome of outcomes) {
+    // A line is recorded once: a second outcome for it in the same call is ignored, as it is
+    // when it arrives in a later call.
+    if (!open.delete(lineKey(outcome.batchId, outcome.lineNo))) continue
+    if (outcome.kind === 'retry') retries.push(outcome)
+    else settled.push(outcome)
+  }
+  if (retries.length > 0) await recordRetries(tx, retries)
+  if (settled.length > 0) await settle(tx, settled, now)
+  return retries.length + settled.length
+}
+
+async function recordRetries(tx: postgres.TransactionSql, retries: Retry[]) {
+  await tx`
+    WITH retry AS (
+      SELECT * FROM unnest(${retries.map((r) => r.batchId)}::text[],
+                           ${retries.map((r) => r.lineNo)}::int[],
+                           ${retries.map((r) => r.notBefore)}::bigint[])
+        AS retry (batch_id, line_no, not_before)),
+    moved AS (
+      UPDATE lines l SET status = 'pending', lease_owner = NULL, lease_until = NULL,
+        not_before = retry.not_before
+      FROM retry WHERE l.batch_id = retry.batch_id AND l.line_no = retry.line_no
+      RETURNING l.batch_id),
+    counts AS (SELECT batch_id, count(*)::int AS n FROM moved GROUP BY batch_id)
+    UPDATE batches b SET running = b.running - counts.n, pending = b.pending + counts.n
+    FROM counts WHERE b.id = counts.batch_id`
+}
+
+async function settle(tx: postgres.TransactionSql, settled: Settled[], now: number) {
+  const rows = settled.map((outcome) => {
+    const cost = moneyText(outcome.costUsd)
+    if (new Money(cost).isNegative())
+      throw new Error(`line ${outcome.lineNo}: negative cost ${cost}`)
+    const failed = outcome.kind === 'failed'
+    return {
+      batch_id: outcome.batchId,
+      line_no: outcome.lineNo,
+      kind: outcome.kind,
+      cost,
+      response_status: outcome.responseStatus,
+      response: failed ? null : pgText(outcome.response),
+      error_code: failed ? outcome.error.code : null,
+      error_message: failed ? pgText(outcome.error.message) : null,
+      error_upstream:
+        failed && outcome.error.upstream !== undefined
+          ? JSON.stringify(outcome.error.upstream)
+          : null,
+      provider: pgText(outcome.provider),
+      latency_ms: outcome.latencyMs,
+    }
+  })
+  const batchIds = [...new Set(rows.map((row) => row.batch_id))]
+  const accountIds = (
+    await tx`SELECT DISTINCT account_id FROM batches WHERE id = ANY(${batchIds}::text[])`
+  )
+    .map((row) => row.account_id as string)
+    .sort()
+  await tx`SELECT id FROM accounts WHERE id = ANY(${accountIds}::text[]) ORDER BY id FOR UPDATE`
+  await tx`
+    WITH outcome AS (
+      SELECT * FROM ROWS FROM (jsonb_to_recordset(${tx.json(rows)}) AS (
+          batch_id text, line_no int, kind text, cost numeric, response_status int,
+          response text, error_code text, error_message text, error_upstream text,
+          provider text, latency_ms int))
+        WITH ORDINALITY AS o (batch_id, line_no, kind, cost, response_status, response,
+          error_code, error_message, error_upstream, provider, latency_ms, ord)),
+    priced AS (
+      SELECT outcome.*, b.account_id, a.balance_usd, b.held_usd AS batch_held,
+        coalesce(sum(outcome.cost) OVER (PARTITION BY b.account_id ORDER BY outcome.ord
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS cost_before
+      FROM outcome
+        JOIN batches b ON b.id = outcome.batch_id
+        JOIN accounts a ON a.id = b.account_id),
+    charged AS (
+      SELECT priced.*, LEAST(cost, GREATEST(0, balance_usd - cost_before)) AS charged FROM priced),
+    billed AS (
+      SELECT charged.*, LEAST(charged, GREATEST(0, batch_held - coalesce(sum(charged) OVER (
+          PARTITION BY batch_id ORDER BY ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)))
+        AS released
+      FROM charged),
+    line_update AS (
+      UPDATE lines l SET status = billed.kind, lease_owner = NULL, lease_until = NULL,
+        response_status = billed.response_status, response = billed.response,
+        error_code = billed.error_code, error_message = billed.error_message,
+        error_upstream = billed.error_upstream, cost_usd = billed.charged,
+        provider = billed.provider, latency_ms = billed.latency_ms, finished_at = ${now}
+      FROM billed WHERE l.batch_id = billed.batch_id AND l.line_no = billed.line_no
+      RETURNING 1),
+    batch_update AS (
+      UPDATE batches b SET running = b.running - t.n, succeeded = b.succeeded + t.succeeded,
+        failed = b.failed + t.failed, cost_usd = b.cost_usd + t.charged,
+        held_usd = b.held_usd - t.released
+      FROM (SELECT batch_id, count(*)::int AS n,
+              count(*) FILTER (WHERE kind = 'succeeded')::int AS succeeded,
+              count(*) FILTER (WHERE kind = 'failed')::int AS failed,
+              sum(charged) AS charged, sum(released) AS released
+            FROM billed GROUP BY batch_id) t
+      WHERE b.id = t.batch_id
+      RETURNING 1)
+    UPDATE accounts a SET balance_usd = a.balance_usd - t.charged,
+      held_usd = a.held_usd - t.released
+    FROM (SELECT account_id, sum(charged) AS charged, sum(released) AS released
+          FROM billed GROUP BY account_id) t
+    WHERE a.id = t.account_id`
+}

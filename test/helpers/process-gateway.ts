@@ -1,0 +1,46 @@
+/**
+ * A gateway as its own process (src/main.ts), for tests that kill it: SIGKILL mid-batch, SIGTERM
+ * drains. Restarting on the same env gives the same store and data dir.
+ */
+import { join } from 'node:path'
+
+const ROOT = join(import.meta.dir, '../..')
+
+export interface GatewayProcess {
+  url: string
+  exited: Promise<number>
+  kill(signal: 'SIGKILL' | 'SIGTERM'): Promise<number>
+}
+
+export async function spawnGatewayProcess(env: Record<string, string>): Promise<GatewayProcess> {
+  const child = Bun.spawn([process.execPath, join(ROOT, 'src/main.ts')], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdout: 'ignore',
+    stderr: 'inherit',
+  })
+  const url = `http://127.0.0.1:${env.PORT}`
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) break
+    } catch {}
+    if (Date.now() > deadline) throw new Error('gateway process did not start')
+    await Bun.sleep(50)
+  }
+  return {
+    url,
+    exited: child.exited,
+    async kill(signal) {
+      child.kill(signal)
+      return child.exited
+    },
+  }
+}
+
+/** A free port on 127.0.0.1. */
+export function freePort(): number {
+  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
+  const port = server.port!
+  server.stop(true)
+  return port
+}

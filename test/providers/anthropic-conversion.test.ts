@@ -1,0 +1,232 @@
+import { describe, expect, test } from 'bun:test'
+import { convertAnthropicResponse } from '../../providers/anthropic/convert-anthropic-response.ts'
+import {
+  convertAnthropicStream,
+  type AnthropicStreamState,
+} from '../../providers/anthropic/convert-anthropic-stream.ts'
+import { convertToAnthropicMessages } from '../../providers/anthropic/convert-to-anthropic-messages.ts'
+import { mapAnthropicStopReason } from '../../providers/anthropic/map-anthropic-stop-reason.ts'
+import type { SseEvent } from '../../providers/read-sse-events.ts'
+import { UpstreamStreamError } from '../../providers/upstream-stream-error.ts'
+
+describe('OpenAI chat body → Anthropic Messages body', () => {
+  test('system messages, stop, limits and sampling', () => {
+    const converted = convertToAnthropicMessages({
+      model: 'claude-x',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'developer', content: [{ type: 'text', text: 'No lists.' }] },
+        { role: 'user', content: 'Hi' },
+      ],
+      stop: 'END',
+      temperature: 0.2,
+      top_p: 0.9,
+      user: 'u-1',
+      seed: 4,
+    })
+    expect(converted).toEqual({
+      ok: true,
+      body: {
+        model: 'claude-x',
+        max_tokens: 4096,
+        system: 'Be brief.\n\nNo lists.',
+        messages: [{ role: 'user', content: 'Hi' }],
+        stop_sequences: ['END'],
+        temperature: 0.2,
+        top_p: 0.9,
+        metadata: { user_id: 'u-1' },
+      },
+    })
+    const limited = convertToAnthropicMessages({
+      model: 'm',
+      messages: [],
+      max_completion_tokens: 9,
+    })
+    expect(limited.ok && limited.body.max_tokens).toBe(9)
+  })
+
+  test('tool calls, tool results, images, and merged turns', () => {
+    const converted = convertToAnthropicMessages({
+      model: 'm',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is here?' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+          ],
+        },
+        { role: 'user', content: 'And the weather?' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: 'call_1',
+              type: 'function',
+              function: { name: 'weather', arguments: '{"city":"Oslo"}' },
+            },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: 'rain' },
+      ],
+      tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object' } } }],
+      tool_choice: 'required',
+      parallel_tool_calls: false,
+    })
+    if (!converted.ok) throw new Error(converted.message)
+    expect(converted.body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is here?' },
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } },
+          { type: 'text', text: 'And the weather?' },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool_use', id: 'call_1', name: 'weather', input: { city: 'Oslo' } }],
+      },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: 'rain' }] },
+    ])
+    expect(converted.body.tools).toEqual([{ name: 'weather', input_schema: { type: 'object' } }])
+    expect(converted.body.tool_choice).toEqual({ type: 'any', disable_parallel_tool_use: true })
+  })
+
+  test('what cannot be converted is a value, not an exception', () => {
+    expect(
+      convertToAnthropicMessages({ model: 'm', messages: [{ role: 'function', content: 'x' }] }),
+    ).toMatchObject({
+      ok: false,
+    })
+    const badArguments = convertToAnthropicMessages({
+      model: 'm',
+      messages: [
+        { role: 'assistant', tool_calls: [{ id: 'c', function: { name: 'f', arguments: '{' } }] },
+      ],
+    })
+    expect(badArguments).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('not valid JSON'),
+    })
+  })
+})
+
+describe('Anthropic answers → OpenAI', () => {
+  test('stop reasons map to finish reasons, keeping the raw value', () => {
+    const cases: [string | null, string][] = [
+      ['end_turn', 'stop'],
+      ['stop_sequence', 'stop'],
+      ['max_tokens', 'length'],
+      ['tool_use', 'tool_calls'],
+      ['refusal', 'content_filter'],
+      [null, 'stop'],
+      ['something_new', 'stop'],
+    ]
+    for (const [raw, unified] of cases) {
+      expect(mapAnthropicStopReason(raw)).toEqual({ unified: unified as any, raw })
+    }
+  })
+
+  test('a tool_use answer becomes tool_calls, cache tokens count as input', () => {
+    const converted = convertAnthropicResponse(
+      {
+        id: 'msg_1',
+        model: 'claude-x',
+        content: [{ type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Oslo' } }],
+        stop_reason: 'tool_use',
+        usage: { input_tokens: 10, cache_read_input_tokens: 5, output_tokens: 7 },
+      },
+      1_700_000_000,
+    )
+    if (!converted.ok) throw new Error(converted.message)
+    expect(converted.usage).toEqual({ input_tokens: 15, output_tokens: 7 })
+    expect(converted.body).toEqual({
+      id: 'msg_1',
+      object: 'chat.completion',
+      created: 1_700_000_000,
+      model: 'claude-x',
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content: null,
+            refusal: null,
+            tool_calls: [
+              {
+                id: 'toolu_1',
+                type: 'function',
+                function: { name: 'weather', arguments: '{"city":"Oslo"}' },
+              },
+            ],
+          },
+          logprobs: null,
+          finish_reason: 'tool_calls',
+        },
+      ],
+      usage: { prompt_tokens: 15, completion_tokens: 7, total_tokens: 22 },
+    })
+    expect(convertAnthropicResponse({ type: 'message' }, 0).ok).toBe(false)
+  })
+
+  test('stream events: text, tool calls, finish reason, usage, mid-stream errors', async () => {
+    const events = (list: object[]): AsyncIterable<SseEvent> =>
+      (async function* () {
+        for (const data of list) yield { event: null, data: JSON.stringify(data) }
+      })()
+    const state: AnthropicStreamState = { usage: null }
+    const chunks: any[] = []
+    const source = events([
+      {
+        type: 'message_start',
+        message: { id: 'msg_1', model: 'c', usage: { input_tokens: 9, output_tokens: 1 } },
+      },
+      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Checking' } },
+      {
+        type: 'content_block_start',
+        index: 1,
+        content_block: { type: 'tool_use', id: 't1', name: 'weather' },
+      },
+      {
+        type: 'content_block_delta',
+        index: 1,
+        delta: { type: 'input_json_delta', partial_json: '{"city":' },
+      },
+      {
+        type: 'content_block_delta',
+        index: 1,
+        delta: { type: 'input_json_delta', partial_json: '"Oslo"}' },
+      },
+      { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 12 } },
+      { type: 'message_stop' },
+    ])
+    for await (const chunk of convertAnthropicStream(source, state, 1)) chunks.push(chunk)
+    expect(chunks.map((chunk) => chunk.choices[0]?.delta.content).filter(Boolean)).toEqual([
+      'Checking',
+    ])
+    const toolDeltas = chunks.flatMap((chunk) => chunk.choices[0]?.delta.tool_calls ?? [])
+    expect(toolDeltas[0]).toMatchObject({ index: 0, id: 't1', function: { name: 'weather' } })
+    expect(toolDeltas.map((delta) => delta.function.arguments).join('')).toBe('{"city":"Oslo"}')
+    expect(chunks.at(-2).choices[0].finish_reason).toBe('tool_calls')
+    expect(chunks.at(-1)).toMatchObject({
+      choices: [],
+      usage: { prompt_tokens: 9, completion_tokens: 12 },
+    })
+    expect(state.usage).toEqual({ input_tokens: 9, output_tokens: 12 })
+
+    const failing = events([
+      { type: 'error', error: { type: 'overloaded_error', message: 'busy' } },
+    ])
+    const error = await (async () => {
+      for await (const _ of convertAnthropicStream(failing, { usage: null }, 1)) void _
+    })().catch((caught: unknown) => caught)
+    expect(error).toBeInstanceOf(UpstreamStreamError)
+    expect((error as UpstreamStreamError).error).toMatchObject({
+      kind: 'server_error',
+      retryable: true,
+    })
+  })
+})

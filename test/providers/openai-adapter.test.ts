@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createProvider } from '../../providers/index.ts'
+import { mapOpenAIUsage } from '../../providers/openai/map-openai-usage.ts'
+import {
+  prepareOpenAIBody,
+  prepareOpenAIStreamBody,
+  renameMaxTokens,
+} from '../../providers/openai/prepare-openai-body.ts'
+import type { ProviderAdapter } from '../../providers/types.ts'
+import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import { collect, prompt, runAdapterContract } from './adapter-contract.ts'
+
+runAdapterContract({ kind: 'openai', baseUrl: (url) => `${url}/v1` })
+
+describe('openai adapter specifics', () => {
+  let sim: Simulator
+  let adapter: ProviderAdapter
+  beforeAll(async () => {
+    sim = await startSimulator()
+    adapter = createProvider({
+      name: 'openai',
+      kind: 'openai',
+      baseUrls: [`${sim.url}/v1`],
+      apiKey: null,
+      timeoutMs: 2_000,
+      connections: 4,
+      maxTokensParam: 'max_completion_tokens',
+    })
+  })
+  afterAll(async () => {
+    await adapter.close()
+    await sim.stop()
+  })
+
+  test('embeddings: the list passes through, prompt tokens are the usage', async () => {
+    const outcome = await adapter.send({
+      endpoint: 'embeddings',
+      body: { model: 'sim-embed', input: ['hello world', 'again'] },
+    })
+    if (!outcome.ok) throw new Error(outcome.error.message)
+    expect((outcome.body.data as unknown[]).length).toBe(2)
+    expect(outcome.usage).toEqual({ input_tokens: 5, output_tokens: 0 })
+  })
+
+  test('n choices are all counted', async () => {
+    const outcome = await adapter.send({
+      endpoint: 'chat',
+      body: { ...prompt, n: 3, max_tokens: 2 },
+    })
+    if (!outcome.ok) throw new Error(outcome.error.message)
+    expect((outcome.body.choices as unknown[]).length).toBe(3)
+    expect(outcome.usage).toEqual({ input_tokens: 11, output_tokens: 6 })
+  })
+
+  test('a stream asks for usage even when the caller did not', async () => {
+    const streamed = await collect(await adapter.stream({ endpoint: 'chat', body: prompt }))
+    expect(streamed.usage).toEqual({ input_tokens: 11, output_tokens: 6 })
+  })
+
+  test('send() drops stream: true so the answer is one JSON body', async () => {
+    const outcome = await adapter.send({ endpoint: 'chat', body: { ...prompt, stream: true } })
+    expect(outcome.ok).toBe(true)
+  })
+
+  test('embeddings cannot stream', async () => {
+    const outcome = await adapter.stream({
+      endpoint: 'embeddings',
+      body: { model: 'e', input: 'x' },
+    })
+    expect(outcome).toMatchObject({ ok: false, error: { kind: 'invalid_request' } })
+  })
+})
+
+describe('openai body and usage mapping', () => {
+  test('max_tokens is renamed to the name the upstream wants', () => {
+    expect(renameMaxTokens({ max_tokens: 5 }, 'max_completion_tokens')).toEqual({
+      max_completion_tokens: 5,
+    })
+    expect(renameMaxTokens({ max_completion_tokens: 5 }, 'max_tokens')).toEqual({ max_tokens: 5 })
+    expect(renameMaxTokens({ max_tokens: 5 }, undefined)).toEqual({ max_tokens: 5 })
+    // Both given: the wanted one stays, the other goes.
+    expect(
+      renameMaxTokens({ max_tokens: 5, max_completion_tokens: 7 }, 'max_completion_tokens'),
+    ).toEqual({ max_completion_tokens: 7 })
+  })
+
+  test('streaming bodies keep the caller stream_options and add include_usage', () => {
+    expect(prepareOpenAIStreamBody({ stream_options: { x: 1 } }, undefined)).toEqual({
+      stream: true,
+      stream_options: { x: 1, include_usage: true },
+    })
+    expect(prepareOpenAIBody({ stream: true, stream_options: {}, model: 'm' }, undefined)).toEqual({
+      model: 'm',
+    })
+  })
+
+  test('usage: missing or garbled is null, embeddings have no output', () => {
+    expect(mapOpenAIUsage({ prompt_tokens: 3, completion_tokens: 4 })).toEqual({
+      input_tokens: 3,
+      output_tokens: 4,
+    })
+    expect(mapOpenAIUsage({ prompt_tokens: 3, total_tokens: 3 })).toEqual({
+      input_tokens: 3,
+      output_tokens: 0,
+    })
+    expect(mapOpenAIUsage(undefined)).toBeNull()
+    expect(mapOpenAIUsage({ prompt_tokens: '3' })).toBeNull()
+    expect(mapOpenAIUsage({ prompt_tokens: 3, completion_tokens: -1 })).toBeNull()
+  })
+})

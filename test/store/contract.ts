@@ -1,0 +1,1230 @@
+/**
+ * The one contract every Store implementation runs (hono's `runTest({ newRouter })` pattern):
+ * test/store/sqlite.test.ts and test/store/postgres.test.ts call it with their factory. Each test
+ * gets a store of its own, so the dispatcher's store-wide calls (advance, reap) see only its data.
+ * Longer than most files because it is the whole interface's specification, method by method.
+ */
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import type { LineError } from '../../src/domain.ts'
+import { Money, moneyText } from '../../src/money/decimal.ts'
+import type { LineOutcome, NewAccount, NewBatch, NewLine, Store } from '../../src/store/store.ts'
+
+const T0 = 1_764_460_000 // seconds
+const MS = T0 * 1000
+const DAY = 86_400
+
+const failedSuites = new Set<string>()
+/** Whether any test of the suite `name` failed, so a caller can keep its database for a look. */
+export const contractFailed = (name: string) => failedSuites.has(name)
+
+export function runStoreContract(name: string, makeStore: () => Promise<Store>) {
+  let store: Store
+  // Records a failure before bun:test sees it, for contractFailed().
+  const it = (title: string, fn: () => Promise<void>, timeout?: number) =>
+    test(
+      title,
+      async () => {
+        try {
+          await fn()
+        } catch (error) {
+          failedSuites.add(name)
+          throw error
+        }
+      },
+      timeout,
+    )
+
+  const account = (id: string, creditUsd = '100', extra: Partial<NewAccount> = {}) =>
+    store.createAccount({
+      id,
+      name: id,
+      creditUsd,
+      maxOpenBatches: 10,
+      rateLimitPerMinute: 600,
+      createdAt: T0,
+      ...extra,
+    })
+
+  const admit = async (
+    accountId: string,
+    id: string,
+    lineCount = 3,
+    extra: Partial<NewBatch> = {},
+  ) => {
+    const result = await store.admitBatch(newBatch(accountId, id, lineCount, extra))
+    if (result.kind !== 'created') throw new Error(`expected created, got ${result.kind}`)
+    return result.batch
+  }
+
+  const claim = (batchId: string, owner: string, limit: number, atMs = MS, leaseMs = 60_000) =>
+    store.claimLines(batchId, owner, limit, atMs, atMs + leaseMs)
+
+  const batchOf = async (accountId: string, id: string) => (await store.getBatch(accountId, id))!
+  const allLines = (batchId: string) =>
+    store.readLines(batchId, { afterLineNo: 0, limit: 100_000, statuses: null })
+
+  describe.serial(`store contract: ${name}`, () => {
+    beforeEach(async () => {
+      store = await makeStore()
+    })
+    afterEach(async () => {
+      await store.close()
+    })
+
+    it('pings and says which kind it is', async () => {
+      await store.ping()
+      expect(['sqlite', 'postgres']).toContain(store.kind)
+    })
+
+    describe('accounts and credit', () => {
+      it('creates an account with its credit, nothing held and no open batch', async () => {
+        const created = await account('acct_1', '100.50')
+        expect(created).toEqual({
+          id: 'acct_1',
+          name: 'acct_1',
+          balanceUsd: '100.5',
+          heldUsd: '0',
+          maxOpenBatches: 10,
+          rateLimitPerMinute: 600,
+          createdAt: T0,
+          openBatches: 0,
+        })
+        expect(await store.getAccount('acct_1')).toEqual(created)
+        expect(await store.getAccount('acct_missing')).toBeNull()
+      })
+
+      it('adds credit exactly and removes it, never below zero', async () => {
+        await account('acct_1', '0.1')
+        expect((await store.addCredit('acct_1', '0.2'))!.balanceUsd).toBe('0.3')
+        expect((await store.addCredit('acct_1', '0.000000001'))!.balanceUsd).toBe('0.300000001')
+        expect((await store.addCredit('acct_1', '-0.3'))!.balanceUsd).toBe('0.000000001')
+        expect((await store.addCredit('acct_1', '-1000'))!.balanceUsd).toBe('0')
+        expect((await store.getAccount('acct_1'))!.balanceUsd).toBe('0')
+        expect(await store.addCredit('acct_missing', '5')).toBeNull()
+      })
+
+      it('charges a live request exactly, never below zero', async () => {
+        await account('acct_1', '1')
+        expect(await store.chargeAccount('acct_1', '0.000000123')).toBe('0.000000123')
+        expect((await store.getAccount('acct_1'))!.balanceUsd).toBe('0.999999877')
+        expect(await store.chargeAccount('acct_1', '5')).toBe('0.999999877')
+        expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '0', heldUsd: '0' })
+        expect(await store.chargeAccount('acct_1', '0.1')).toBe('0')
+        expect(await store.chargeAccount('acct_missing', '0.1')).toBe('0')
+      })
+
+      it('takes concurrent charges one at a time: their sum is what the balance lost', async () => {
+        await account('acct_1', '1')
+        const charged = await Promise.all(
+          Array.from({ length: 6 }, () => store.chargeAccount('acct_1', '0.3')),
+        )
+        expect([...charged].sort()).toEqual(['0', '0', '0.1', '0.3', '0.3', '0.3'])
+        expect((await store.getAccount('acct_1'))!.balanceUsd).toBe('0')
+      })
+    })
+
+    describe('keys', () => {
+      it('creates a key, finds it by hash with its account, and not once revoked', async () => {
+        await account('acct_1', '7')
+        const key = await store.createKey({
+          id: 'key_1',
+          accountId: 'acct_1',
+          hash: 'hash_1',
+          prefix: 'mg_ab12',
+          name: 'ci',
+          scopes: ['batches', 'read'],
+          rateLimitPerMinute: 60,
+          createdAt: T0,
+        })
+        expect(key).toEqual({
+          id: 'key_1',
+          accountId: 'acct_1',
+          name: 'ci',
+          scopes: ['batches', 'read'],
+          rateLimitPerMinute: 60,
+          createdAt: T0,
+          revokedAt: null,
+          prefix: 'mg_ab12',
+        })
+        const found = await store.findKey('hash_1')
+        expect(found!.key).toEqual(key!)
+        expect(found!.account).toMatchObject({ id: 'acct_1', balanceUsd: '7', heldUsd: '0' })
+        expect(await store.findKey('hash_unknown')).toBeNull()
+
+        const revoked = await store.revokeKey('key_1', T0 + 5)
+        expect(revoked!.revokedAt).toBe(T0 + 5)
+        expect((await store.revokeKey('key_1', T0 + 9))!.revokedAt).toBe(T0 + 5)
+        expect(await store.findKey('hash_1')).toBeNull()
+        expect(await store.revokeKey('key_missing', T0)).toBeNull()
+      })
+
+      it('refuses a key for a missing account and keeps a null rate limit', async () => {
+        const base = { hash: 'h', prefix: 'mg_x', name: null, scopes: ['inference' as const] }
+        expect(
+          await store.createKey({
+            ...base,
+            id: 'key_1',
+            accountId: 'acct_missing',
+            rateLimitPerMinute: null,
+            createdAt: T0,
+          }),
+        ).toBeNull()
+        await account('acct_1')
+        const key = await store.createKey({
+          ...base,
+          id: 'key_2',
+          accountId: 'acct_1',
+          rateLimitPerMinute: null,
+          createdAt: T0,
+        })
+        expect(key).toMatchObject({ name: null, scopes: ['inference'], rateLimitPerMinute: null })
+      })
+    })
+
+    describe('admitBatch', () => {
+      it('stores the batch and its lines and holds the ceiling', async () => {
+        await account('acct_1', '10')
+        const result = await store.admitBatch(
+          newBatch('acct_1', 'batch_01', 3, {
+            name: 'nightly',
+            costCeilingUsd: '0.000513',
+            metadata: { team: 'support' },
+            idempotencyKey: 'idem-1',
+            inputFileId: 'file_1',
+            source: 'openai',
+          }),
+        )
+        expect(result.kind).toBe('created')
+        const batch = (result as { batch: any }).batch
+        expect(batch).toEqual({
+          id: 'batch_01',
+          accountId: 'acct_1',
+          name: 'nightly',
+          endpoint: '/v1/chat/completions',
+          status: 'in_progress',
+          completionWindowHours: 24,
+          createdAt: T0,
+          deadlineAt: T0 + DAY,
+          startedAt: null,
+          finalizingAt: null,
+          finishedAt: null,
+          cancelRequestedAt: null,
+          counts: {
+            total: 3,
+            pending: 3,
+            running: 0,
+            succeeded: 0,
+            failed: 0,
+            cancelled: 0,
+            expired: 0,
+          },
+          costCeilingUsd: '0.000513',
+          costUsd: '0',
+          heldUsd: '0.000513',
+          source: 'openai',
+          metadata: { team: 'support' },
+          inputFileId: 'file_1',
+          idempotencyKey: 'idem-1',
+        })
+        expect(await store.getBatch('acct_1', 'batch_01')).toEqual(batch)
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '10',
+          heldUsd: '0.000513',
+          openBatches: 1,
+        })
+        const lines = await allLines('batch_01')
+        expect(
+          lines.map((line) => [line.lineNo, line.customId, line.status, line.attempts]),
+        ).toEqual([
+          [1, 'c-1', 'pending', 0],
+          [2, 'c-2', 'pending', 0],
+          [3, 'c-3', 'pending', 0],
+        ])
+        expect(lines[0]).toMatchObject({
+          input: inputOf(1),
+          response: null,
+          responseStatus: null,
+          error: null,
+          costUsd: null,
+          provider: null,
+          latencyMs: null,
+        })
+      })
+
+      it('keeps every input byte: tabs, backslashes, quotes, CR-free unicode', async () => {
+        await account('acct_1')
+        const tricky = [
+          '{"custom_id":"t\\tab","body":{"content":"back\\\\slash \\"quoted\\" \\n"}}',
+          '{\t"custom_id" :\t"tab-separated"}',
+          '{"custom_id":"ünïcødé ✓ 𝄞","x":"\\u0000 \\\\N"}',
+          '\\.',
+        ]
+        const lines = tricky.map((input, i) => ({ lineNo: i + 1, customId: `id\t${i}\\`, input }))
+        await admit('acct_1', 'batch_01', lines.length, { lines })
+        const stored = await allLines('batch_01')
+        expect(stored.map((line) => line.input)).toEqual(tricky)
+        expect(stored.map((line) => line.customId)).toEqual(lines.map((line) => line.customId))
+      })
+
+      it('stores a large batch whole, read back in pages', async () => {
+        await account('acct_1')
+        const count = 5_000
+        await admit('acct_1', 'batch_01', count)
+        const seen: number[] = []
+        let after = 0
+        for (;;) {
+          const page = await store.readLines('batch_01', {
+            afterLineNo: after,
+            limit: 1_000,
+            statuses: null,
+          })
+          if (page.length === 0) break
+          seen.push(...page.map((line) => line.lineNo))
+          after = page.at(-1)!.lineNo
+        }
+        expect(seen).toEqual(Array.from({ length: count }, (_, i) => i + 1))
+        const [last] = await store.readLines('batch_01', {
+          afterLineNo: count - 1,
+          limit: 1,
+          statuses: null,
+        })
+        expect(last!.input).toBe(inputOf(count))
+      }, 30_000)
+
+      it('returns the first batch for a repeated idempotency key, holding no more', async () => {
+        await account('acct_1', '10')
+        await account('acct_2', '10')
+        const first = await admit('acct_1', 'batch_01', 2, {
+          idempotencyKey: 'k',
+          costCeilingUsd: '1',
+        })
+        const again = await store.admitBatch(
+          newBatch('acct_1', 'batch_02', 5, { idempotencyKey: 'k', costCeilingUsd: '1' }),
+        )
+        expect(again).toEqual({ kind: 'duplicate', batch: first })
+        expect(await store.getBatch('acct_1', 'batch_02')).toBeNull()
+        expect((await store.getAccount('acct_1'))!.heldUsd).toBe('1')
+        expect(await store.findByIdempotencyKey('acct_1', 'k')).toEqual(first)
+        expect(await store.findByIdempotencyKey('acct_1', 'other')).toBeNull()
+        // Keys belong to one account.
+        expect(await store.findByIdempotencyKey('acct_2', 'k')).toBeNull()
+        const other = await store.admitBatch(
+          newBatch('acct_2', 'batch_03', 1, { idempotencyKey: 'k' }),
+        )
+        expect(other.kind).toBe('created')
+      })
+
+      it('refuses a ceiling above the available credit, storing and holding nothing', async () => {
+        await account('acct_1', '10')
+        await admit('acct_1', 'batch_01', 1, { costCeilingUsd: '6' })
+        const refused = await store.admitBatch(
+          newBatch('acct_1', 'batch_02', 3, { costCeilingUsd: '4.000001' }),
+        )
+        expect(refused).toEqual({ kind: 'insufficient_quota', availableUsd: '4' })
+        expect(await store.getBatch('acct_1', 'batch_02')).toBeNull()
+        expect(await allLines('batch_02')).toEqual([])
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '10',
+          heldUsd: '6',
+          openBatches: 1,
+        })
+        // Exactly the available amount fits.
+        expect(
+          (await store.admitBatch(newBatch('acct_1', 'batch_03', 1, { costCeilingUsd: '4' }))).kind,
+        ).toBe('created')
+        expect((await store.getAccount('acct_1'))!.heldUsd).toBe('10')
+      })
+
+      it('refuses a batch over the open-batch limit until one finishes', async () => {
+        await account('acct_1', '100', { maxOpenBatches: 2 })
+        await admit('acct_1', 'batch_01')
+        await admit('acct_1', 'batch_02')
+        const refused = await store.admitBatch(newBatch('acct_1', 'batch_03'))
+        expect(refused).toEqual({ kind: 'limit_exceeded', limit: 2, inUse: 2 })
+        expect(await store.getBatch('acct_1', 'batch_03')).toBeNull()
+        expect((await store.getAccount('acct_1'))!.heldUsd).toBe('2')
+        await store.cancelBatch('acct_1', 'batch_01', T0 + 1)
+        expect((await store.admitBatch(newBatch('acct_1', 'batch_03'))).kind).toBe('created')
+      })
+
+      it('stores nothing and holds nothing when writing the lines fails', async () => {
+        await account('acct_1', '10')
+        function* failing(): Generator<NewLine> {
+          yield { lineNo: 1, customId: 'c-1', input: inputOf(1) }
+          yield { lineNo: 2, customId: 'c-2', input: inputOf(2) }
+          throw new Error('the file went away')
+        }
+        await expect(
+          store.admitBatch(newBatch('acct_1', 'batch_01', 3, { lines: failing() })),
+        ).rejects.toThrow()
+        await expect(
+          store.admitBatch(newBatch('acct_1', 'batch_02', 5, { lines: lineList(4) })),
+        ).rejects.toThrow()
+        // Refused by the database itself, after every line was sent.
+        const twice = [...lineList(2), { lineNo: 2, customId: 'c-2b', input: inputOf(2) }]
+        await expect(
+          store.admitBatch(newBatch('acct_1', 'batch_03', 3, { lines: twice })),
+        ).rejects.toThrow()
+        for (const id of ['batch_01', 'batch_02', 'batch_03']) {
+          expect(await store.getBatch('acct_1', id)).toBeNull()
+          expect(await allLines(id)).toEqual([])
+        }
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '10',
+          heldUsd: '0',
+          openBatches: 0,
+        })
+        // The store is still usable afterwards, on every connection.
+        for (const id of ['batch_04', 'batch_05', 'batch_06', 'batch_07', 'batch_08']) {
+          expect((await store.admitBatch(newBatch('acct_1', id))).kind).toBe('created')
+        }
+      })
+
+      it('admits concurrent submits one at a time: limit and credit hold exactly', async () => {
+        await account('acct_1', '10', { maxOpenBatches: 1 })
+        const limited = await Promise.all([
+          store.admitBatch(newBatch('acct_1', 'batch_01', 20)),
+          store.admitBatch(newBatch('acct_1', 'batch_02', 20)),
+        ])
+        expect(limited.map((r) => r.kind).sort()).toEqual(['created', 'limit_exceeded'])
+
+        await account('acct_2', '10')
+        const credit = await Promise.all(
+          ['batch_03', 'batch_04', 'batch_05'].map((id) =>
+            store.admitBatch(newBatch('acct_2', id, 20, { costCeilingUsd: '4' })),
+          ),
+        )
+        expect(credit.map((r) => r.kind).sort()).toEqual([
+          'created',
+          'created',
+          'insufficient_quota',
+        ])
+        expect((await store.getAccount('acct_2'))!.heldUsd).toBe('8')
+
+        await account('acct_3', '10')
+        const retried = await Promise.all(
+          ['batch_06', 'batch_07'].map((id) =>
+            store.admitBatch(
+              newBatch('acct_3', id, 20, { idempotencyKey: 'same', costCeilingUsd: '4' }),
+            ),
+          ),
+        )
+        expect(retried.map((r) => r.kind).sort()).toEqual(['created', 'duplicate'])
+        const [a, b] = retried as { batch: { id: string } }[]
+        expect(a!.batch.id).toBe(b!.batch.id)
+        expect((await store.getAccount('acct_3'))!.heldUsd).toBe('4')
+      })
+    })
+
+    describe('reading batches', () => {
+      it('answers null for another account’s batch or a missing one', async () => {
+        await account('acct_1')
+        await account('acct_2')
+        await admit('acct_1', 'batch_01')
+        expect(await store.getBatch('acct_2', 'batch_01')).toBeNull()
+        expect(await store.getBatch('acct_1', 'batch_99')).toBeNull()
+        expect(await store.findByIdempotencyKey('acct_2', 'anything')).toBeNull()
+      })
+
+      it('lists an account’s batches newest first, page by page', async () => {
+        await account('acct_1')
+        await account('acct_2')
+        for (const n of [1, 2, 3, 4, 5]) await admit('acct_1', `batch_0${n}`, 1)
+        await admit('acct_2', 'batch_06', 1)
+        const ids = (page: { batches: { id: string }[] }) => page.batches.map((b) => b.id)
+
+        const all = await store.listBatches('acct_1', { limit: 100, after: null })
+        expect(ids(all)).toEqual(['batch_05', 'batch_04', 'batch_03', 'batch_02', 'batch_01'])
+        expect(all.hasMore).toBe(false)
+
+        const first = await store.listBatches('acct_1', { limit: 2, after: null })
+        expect([ids(first), first.hasMore]).toEqual([['batch_05', 'batch_04'], true])
+        const second = await store.listBatches('acct_1', { limit: 2, after: 'batch_04' })
+        expect([ids(second), second.hasMore]).toEqual([['batch_03', 'batch_02'], true])
+        const third = await store.listBatches('acct_1', { limit: 2, after: 'batch_02' })
+        expect([ids(third), third.hasMore]).toEqual([['batch_01'], false])
+        const exact = await store.listBatches('acct_1', { limit: 5, after: null })
+        expect([ids(exact).length, exact.hasMore]).toEqual([5, false])
+        expect(ids(await store.listBatches('acct_2', { limit: 10, after: null }))).toEqual([
+          'batch_06',
+        ])
+        expect((await store.listBatches('acct_9', { limit: 10, after: null })).batches).toEqual([])
+      })
+
+      it('reads lines in pages after a line number, optionally by status', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 5)
+        const page = async (after: number, limit: number) =>
+          (await store.readLines('batch_01', { afterLineNo: after, limit, statuses: null })).map(
+            (l) => l.lineNo,
+          )
+        expect(await page(0, 2)).toEqual([1, 2])
+        expect(await page(2, 2)).toEqual([3, 4])
+        expect(await page(4, 2)).toEqual([5])
+        expect(await page(5, 2)).toEqual([])
+
+        await claim('batch_01', 'owner-a', 2)
+        const upstream = { error: { message: 'bad request', type: 'invalid_request_error' } }
+        await store.recordOutcomes(
+          'owner-a',
+          [
+            succeeded('batch_01', 1, '0.000001'),
+            failed('batch_01', 2, {
+              code: 'invalid_request',
+              message: 'upstream said 400',
+              upstream,
+            }),
+          ],
+          MS + 500,
+        )
+        const byStatus = async (statuses: any[]) =>
+          (await store.readLines('batch_01', { afterLineNo: 0, limit: 10, statuses })).map(
+            (l) => l.lineNo,
+          )
+        expect(await byStatus(['failed', 'cancelled', 'expired'])).toEqual([2])
+        expect(await byStatus(['succeeded'])).toEqual([1])
+        expect(await byStatus(['pending', 'running'])).toEqual([3, 4, 5])
+        const [one, two] = await store.readLines('batch_01', {
+          afterLineNo: 0,
+          limit: 2,
+          statuses: null,
+        })
+        expect(one).toEqual({
+          lineNo: 1,
+          customId: 'c-1',
+          status: 'succeeded',
+          input: inputOf(1),
+          response: RESPONSE,
+          responseStatus: 200,
+          error: null,
+          costUsd: '0.000001',
+          provider: 'openai',
+          attempts: 1,
+          latencyMs: 812,
+        })
+        expect(two).toMatchObject({
+          status: 'failed',
+          responseStatus: 400,
+          error: { code: 'invalid_request', message: 'upstream said 400', upstream },
+          costUsd: '0',
+          provider: 'openai',
+          response: null,
+        })
+      })
+    })
+
+    describe('cancelBatch', () => {
+      it('cancels pending lines at once and ends a batch with nothing running', async () => {
+        await account('acct_1', '10')
+        await admit('acct_1', 'batch_01', 3, { costCeilingUsd: '2' })
+        const result = await store.cancelBatch('acct_1', 'batch_01', T0 + 60)
+        expect(result.kind).toBe('cancelled')
+        const batch = (result as { batch: any }).batch
+        expect(batch).toMatchObject({
+          status: 'cancelled',
+          cancelRequestedAt: T0 + 60,
+          finishedAt: T0 + 60,
+          heldUsd: '0',
+          costUsd: '0',
+          counts: {
+            total: 3,
+            pending: 0,
+            running: 0,
+            succeeded: 0,
+            failed: 0,
+            cancelled: 3,
+            expired: 0,
+          },
+        })
+        expect(await store.getBatch('acct_1', 'batch_01')).toEqual(batch)
+        const lines = await allLines('batch_01')
+        expect(lines.map((l) => [l.status, l.error?.code])).toEqual(
+          Array(3).fill(['cancelled', 'batch_cancelled']),
+        )
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '10',
+          heldUsd: '0',
+          openBatches: 0,
+        })
+        expect(await claim('batch_01', 'owner-a', 10)).toEqual([])
+      })
+
+      it('is cancelling while lines run, cancelled once they are recorded', async () => {
+        await account('acct_1', '10')
+        await admit('acct_1', 'batch_01', 3, { costCeilingUsd: '2' })
+        await claim('batch_01', 'owner-a', 1)
+        const result = await store.cancelBatch('acct_1', 'batch_01', T0 + 60)
+        expect(result).toMatchObject({
+          kind: 'cancelled',
+          batch: {
+            status: 'cancelling',
+            finishedAt: null,
+            counts: { pending: 0, running: 1, cancelled: 2 },
+          },
+        })
+        // Cancelling again answers the same, and no more lines are handed out.
+        expect(await store.cancelBatch('acct_1', 'batch_01', T0 + 61)).toMatchObject({
+          kind: 'cancelled',
+          batch: { status: 'cancelling', cancelRequestedAt: T0 + 60 },
+        })
+        expect(await claim('batch_01', 'owner-b', 10)).toEqual([])
+        expect(await store.runnableBatches(MS, 10)).toEqual([])
+        expect((await store.getAccount('acct_1'))!.openBatches).toBe(1)
+
+        // The running line finishes upstream: it is recorded and billed.
+        expect(
+          await store.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.25')], MS + 1000),
+        ).toBe(1)
+        expect(await store.advanceBatches(T0 + 62)).toEqual(['batch_01'])
+        const batch = await batchOf('acct_1', 'batch_01')
+        expect(batch).toMatchObject({
+          status: 'cancelled',
+          finishedAt: T0 + 62,
+          costUsd: '0.25',
+          heldUsd: '0',
+          counts: { pending: 0, running: 0, succeeded: 1, cancelled: 2 },
+        })
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '9.75',
+          heldUsd: '0',
+          openBatches: 0,
+        })
+      })
+
+      it('ends cancelled the lines of a cancelling batch that come back to pending', async () => {
+        await account('acct_1', '10')
+        await admit('acct_1', 'batch_01', 3)
+        await claim('batch_01', 'owner-a', 1, MS, 1000)
+        await claim('batch_01', 'owner-b', 1, MS, 60_000)
+        await store.cancelBatch('acct_1', 'batch_01', T0 + 1)
+        // One line is retried, the other's instance dies and its lease is reaped.
+        expect(
+          await store.recordOutcomes('owner-b', [retry('batch_01', 2, MS + 5000)], MS + 500),
+        ).toBe(1)
+        expect(await store.reapExpiredLeases(MS + 2000)).toBe(1)
+        expect(await claim('batch_01', 'owner-c', 10, MS + 10_000)).toEqual([])
+        await store.advanceBatches(T0 + 3)
+        const batch = await batchOf('acct_1', 'batch_01')
+        expect(batch).toMatchObject({
+          status: 'cancelled',
+          heldUsd: '0',
+          counts: { pending: 0, running: 0, succeeded: 0, cancelled: 3, expired: 0 },
+        })
+        expect((await allLines('batch_01')).map((l) => l.status)).toEqual([
+          'cancelled',
+          'cancelled',
+          'cancelled',
+        ])
+        expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '10', heldUsd: '0' })
+      })
+
+      it('answers conflict for a finished batch and not_found for another account’s', async () => {
+        await account('acct_1')
+        await account('acct_2')
+        await admit('acct_1', 'batch_01', 1)
+        await store.cancelBatch('acct_1', 'batch_01', T0 + 1)
+        expect(await store.cancelBatch('acct_1', 'batch_01', T0 + 2)).toMatchObject({
+          kind: 'conflict',
+          batch: { status: 'cancelled' },
+        })
+        await admit('acct_1', 'batch_02', 1)
+        await claim('batch_02', 'owner-a', 1)
+        await store.recordOutcomes('owner-a', [succeeded('batch_02', 1, '0.1')], MS + 1)
+        await store.advanceBatches(T0 + 3)
+        expect(await store.cancelBatch('acct_1', 'batch_02', T0 + 4)).toMatchObject({
+          kind: 'conflict',
+          batch: { status: 'finalizing' },
+        })
+        await store.advanceBatches(T0 + 5)
+        expect(await store.cancelBatch('acct_1', 'batch_02', T0 + 6)).toMatchObject({
+          kind: 'conflict',
+          batch: { status: 'completed' },
+        })
+        await admit('acct_1', 'batch_03', 1)
+        expect(await store.cancelBatch('acct_2', 'batch_03', T0 + 7)).toEqual({ kind: 'not_found' })
+        expect(await store.cancelBatch('acct_1', 'batch_99', T0 + 7)).toEqual({ kind: 'not_found' })
+        expect((await batchOf('acct_1', 'batch_03')).status).toBe('in_progress')
+      })
+    })
+
+    describe('dispatch', () => {
+      it('lists runnable batches earliest deadline first', async () => {
+        await account('acct_1')
+        await account('acct_2')
+        await admit('acct_1', 'batch_01', 2, { deadlineAt: T0 + 3 * 3600 })
+        await admit('acct_2', 'batch_02', 3, { deadlineAt: T0 + 3600 })
+        await admit('acct_1', 'batch_03', 1, { deadlineAt: T0 + 2 * 3600 })
+        await admit('acct_1', 'batch_04', 1) // cancelled: not runnable
+        await store.cancelBatch('acct_1', 'batch_04', T0)
+        await admit('acct_1', 'batch_05', 1) // every line claimed: not runnable
+        await claim('batch_05', 'owner-a', 1)
+        expect(await store.runnableBatches(MS, 10)).toEqual([
+          {
+            id: 'batch_02',
+            accountId: 'acct_2',
+            deadlineAt: T0 + 3600,
+            endpoint: '/v1/chat/completions',
+            pending: 3,
+          },
+          {
+            id: 'batch_03',
+            accountId: 'acct_1',
+            deadlineAt: T0 + 7200,
+            endpoint: '/v1/chat/completions',
+            pending: 1,
+          },
+          {
+            id: 'batch_01',
+            accountId: 'acct_1',
+            deadlineAt: T0 + 10_800,
+            endpoint: '/v1/chat/completions',
+            pending: 2,
+          },
+        ])
+        expect((await store.runnableBatches(MS, 1)).map((b) => b.id)).toEqual(['batch_02'])
+        // Past its deadline a batch is no longer runnable.
+        expect((await store.runnableBatches((T0 + 3600) * 1000, 10)).map((b) => b.id)).toEqual([
+          'batch_03',
+          'batch_01',
+        ])
+      })
+
+      it('tells the statuses of the batches asked for, leaving out missing ones', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 1)
+        await admit('acct_1', 'batch_02', 1)
+        await store.cancelBatch('acct_1', 'batch_02', T0)
+        expect(await store.batchStatuses(['batch_01', 'batch_02', 'batch_99'])).toEqual({
+          batch_01: 'in_progress',
+          batch_02: 'cancelled',
+        })
+        expect(await store.batchStatuses([])).toEqual({})
+      })
+
+      it('claims pending lines in line order, leased, counted, once', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 5, { deadlineAt: T0 + 7200 })
+        const first = await store.claimLines('batch_01', 'owner-a', 2, MS + 1500, MS + 61_500)
+        expect(first).toEqual([
+          {
+            batchId: 'batch_01',
+            accountId: 'acct_1',
+            lineNo: 1,
+            customId: 'c-1',
+            input: inputOf(1),
+            attempts: 1,
+            deadlineAt: T0 + 7200,
+          },
+          {
+            batchId: 'batch_01',
+            accountId: 'acct_1',
+            lineNo: 2,
+            customId: 'c-2',
+            input: inputOf(2),
+            attempts: 1,
+            deadlineAt: T0 + 7200,
+          },
+        ])
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          startedAt: T0 + 1,
+          counts: { pending: 3, running: 2 },
+        })
+        expect((await allLines('batch_01')).map((l) => l.status)).toEqual([
+          'running',
+          'running',
+          'pending',
+          'pending',
+          'pending',
+        ])
+        expect((await claim('batch_01', 'owner-b', 2, MS + 9000)).map((l) => l.lineNo)).toEqual([
+          3, 4,
+        ])
+        expect((await claim('batch_01', 'owner-a', 10)).map((l) => l.lineNo)).toEqual([5])
+        expect(await claim('batch_01', 'owner-a', 10)).toEqual([])
+        // started_at is the first claim's.
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          startedAt: T0 + 1,
+          counts: { pending: 0, running: 5 },
+        })
+        expect(await claim('batch_99', 'owner-a', 10)).toEqual([])
+      })
+
+      it('never gives one line to two owners claiming at the same time', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 100)
+        const [a, b] = await Promise.all([
+          claim('batch_01', 'owner-a', 30),
+          claim('batch_01', 'owner-b', 30),
+        ])
+        expect(a).toHaveLength(30)
+        expect(b).toHaveLength(30)
+        const aNos = new Set(a.map((l) => l.lineNo))
+        expect(b.filter((l) => aNos.has(l.lineNo))).toEqual([])
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          pending: 40,
+          running: 60,
+        })
+
+        // Many owners until the batch is drained: every line exactly once.
+        const claimed = [...a, ...b]
+        for (;;) {
+          const round = await Promise.all(
+            ['c', 'd', 'e', 'f'].map((o) => claim('batch_01', `owner-${o}`, 7)),
+          )
+          if (round.every((lines) => lines.length === 0)) break
+          claimed.push(...round.flat())
+        }
+        expect(claimed.map((l) => l.lineNo).sort((x, y) => x - y)).toEqual(
+          Array.from({ length: 100 }, (_, i) => i + 1),
+        )
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          pending: 0,
+          running: 100,
+        })
+      })
+
+      it('renews only the owner’s leases', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 5)
+        await claim('batch_01', 'owner-a', 3, MS, 1000)
+        await claim('batch_01', 'owner-b', 2, MS, 1000)
+        expect(await store.renewLeases('owner-a', MS + 60_000)).toBe(3)
+        expect(await store.renewLeases('owner-z', MS + 60_000)).toBe(0)
+        // Only owner-b's leases ran out.
+        expect(await store.reapExpiredLeases(MS + 2000)).toBe(2)
+        expect((await allLines('batch_01')).map((l) => l.status)).toEqual([
+          'running',
+          'running',
+          'running',
+          'pending',
+          'pending',
+        ])
+        expect(
+          await store.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0')], MS + 3000),
+        ).toBe(1)
+      })
+
+      it('bills a success exactly, from the batch hold first', async () => {
+        await account('acct_1', '1')
+        await admit('acct_1', 'batch_01', 4, { costCeilingUsd: '0.5' })
+        await claim('batch_01', 'owner-a', 4)
+        const recorded = await store.recordOutcomes(
+          'owner-a',
+          [
+            succeeded('batch_01', 1, '0.000000123'),
+            succeeded('batch_01', 2, '0.000000456'),
+            succeeded('batch_01', 3, '0.1'),
+          ],
+          MS + 2000,
+        )
+        expect(recorded).toBe(3)
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          costUsd: '0.100000579',
+          heldUsd: '0.399999421',
+          counts: { pending: 0, running: 1, succeeded: 3 },
+        })
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '0.899999421',
+          heldUsd: '0.399999421',
+        })
+        const lines = await allLines('batch_01')
+        expect(lines.map((l) => [l.status, l.costUsd])).toEqual([
+          ['succeeded', '0.000000123'],
+          ['succeeded', '0.000000456'],
+          ['succeeded', '0.1'],
+          ['running', null],
+        ])
+        // A line that costs more than what is left of the hold takes the rest from the balance.
+        expect(
+          await store.recordOutcomes('owner-a', [succeeded('batch_01', 4, '0.45')], MS + 3000),
+        ).toBe(1)
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          costUsd: '0.550000579',
+          heldUsd: '0',
+        })
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '0.449999421',
+          heldUsd: '0',
+        })
+      })
+
+      it('records a failure with its error, billing what it cost', async () => {
+        await account('acct_1', '1')
+        await admit('acct_1', 'batch_01', 2, { costCeilingUsd: '0.5' })
+        await claim('batch_01', 'owner-a', 2)
+        const error: LineError = { code: 'upstream_error', message: 'retries exhausted' }
+        expect(
+          await store.recordOutcomes(
+            'owner-a',
+            [
+              failed('batch_01', 1, error, '0.000002'),
+              failed('batch_01', 2, { code: 'context_length_exceeded', message: 'too long' }),
+            ],
+            MS + 100,
+          ),
+        ).toBe(2)
+        const [one, two] = await allLines('batch_01')
+        expect(one).toMatchObject({
+          status: 'failed',
+          error,
+          costUsd: '0.000002',
+          responseStatus: 400,
+        })
+        expect(one!.error).not.toHaveProperty('upstream')
+        expect(two).toMatchObject({
+          status: 'failed',
+          error: { code: 'context_length_exceeded' },
+          costUsd: '0',
+        })
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          costUsd: '0.000002',
+          counts: { running: 0, failed: 2, succeeded: 0 },
+        })
+        expect((await store.getAccount('acct_1'))!.balanceUsd).toBe('0.999998')
+      })
+
+      it('puts a retried line back to pending, not claimed before its time', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 2)
+        await claim('batch_01', 'owner-a', 1)
+        expect(
+          await store.recordOutcomes('owner-a', [retry('batch_01', 1, MS + 5000)], MS + 100),
+        ).toBe(1)
+        const [line] = await allLines('batch_01')
+        expect(line).toMatchObject({ status: 'pending', attempts: 1, costUsd: null })
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          pending: 2,
+          running: 0,
+        })
+        expect((await claim('batch_01', 'owner-a', 10, MS + 4999)).map((l) => l.lineNo)).toEqual([
+          2,
+        ])
+        const again = await claim('batch_01', 'owner-b', 10, MS + 5000)
+        expect(again.map((l) => [l.lineNo, l.attempts])).toEqual([[1, 2]])
+        expect((await store.getAccount('acct_1'))!.balanceUsd).toBe('100')
+      })
+
+      it('ignores and does not bill outcomes of a lease that was lost', async () => {
+        await account('acct_1', '1')
+        await admit('acct_1', 'batch_01', 1, { costCeilingUsd: '0.5' })
+        await claim('batch_01', 'owner-a', 1, MS, 1000)
+        expect(await store.reapExpiredLeases(MS + 2000)).toBe(1)
+        expect((await claim('batch_01', 'owner-b', 1, MS + 3000)).map((l) => l.attempts)).toEqual([
+          2,
+        ])
+        // owner-a comes back from a pause: its result is not recorded, nor billed.
+        expect(
+          await store.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.3')], MS + 4000),
+        ).toBe(0)
+        expect(
+          await store.recordOutcomes(
+            'owner-z',
+            [failed('batch_01', 1, { code: 'upstream_error', message: 'x' }, '0.1')],
+            MS + 4000,
+          ),
+        ).toBe(0)
+        expect((await allLines('batch_01'))[0]).toMatchObject({ status: 'running', costUsd: null })
+        expect((await store.getAccount('acct_1'))!.balanceUsd).toBe('1')
+        // The holder's result counts, once, even when sent twice.
+        const twice = [succeeded('batch_01', 1, '0.2'), succeeded('batch_01', 1, '0.2')]
+        expect(await store.recordOutcomes('owner-b', twice, MS + 5000)).toBe(1)
+        expect(
+          await store.recordOutcomes('owner-b', [succeeded('batch_01', 1, '0.2')], MS + 6000),
+        ).toBe(0)
+        expect((await batchOf('acct_1', 'batch_01')).costUsd).toBe('0.2')
+        expect((await store.getAccount('acct_1'))!.balanceUsd).toBe('0.8')
+        expect(await store.recordOutcomes('owner-b', [], MS + 7000)).toBe(0)
+      })
+
+      it('never charges more than the balance, in order, across batches', async () => {
+        await account('acct_1', '1')
+        await admit('acct_1', 'batch_01', 2, { costCeilingUsd: '0.5' })
+        await admit('acct_1', 'batch_02', 2, { costCeilingUsd: '0.5' })
+        await claim('batch_01', 'owner-a', 2)
+        await claim('batch_02', 'owner-a', 2)
+        // Credit taken away after admission leaves less than the holds.
+        expect((await store.addCredit('acct_1', '-0.9999995'))!.balanceUsd).toBe('0.0000005')
+        const recorded = await store.recordOutcomes(
+          'owner-a',
+          [
+            succeeded('batch_02', 1, '0.0000003'),
+            succeeded('batch_01', 1, '0.000001'),
+            succeeded('batch_02', 2, '0.000001'),
+            failed('batch_01', 2, { code: 'upstream_error', message: 'x' }, '0.000001'),
+          ],
+          MS + 100,
+        )
+        expect(recorded).toBe(4)
+        const costs = async (id: string) => (await allLines(id)).map((l) => l.costUsd)
+        expect(await costs('batch_02')).toEqual(['0.0000003', '0'])
+        expect(await costs('batch_01')).toEqual(['0.0000002', '0'])
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '0',
+          heldUsd: '0.9999995',
+        })
+        expect((await batchOf('acct_1', 'batch_01')).costUsd).toBe('0.0000002')
+        expect((await batchOf('acct_1', 'batch_02')).costUsd).toBe('0.0000003')
+        await store.advanceBatches(T0 + 1)
+        await store.advanceBatches(T0 + 2)
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '0',
+          heldUsd: '0',
+          openBatches: 0,
+        })
+      })
+
+      it('releases an owner’s leases untouched on shutdown', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 3)
+        await admit('acct_1', 'batch_02', 2)
+        await claim('batch_01', 'owner-a', 2)
+        await claim('batch_02', 'owner-a', 1)
+        await claim('batch_02', 'owner-b', 1)
+        expect(await store.releaseLeases('owner-a')).toBe(3)
+        expect(await store.releaseLeases('owner-a')).toBe(0)
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          pending: 3,
+          running: 0,
+        })
+        expect((await batchOf('acct_1', 'batch_02')).counts).toMatchObject({
+          pending: 1,
+          running: 1,
+        })
+        expect((await allLines('batch_02')).map((l) => [l.status, l.costUsd])).toEqual([
+          ['pending', null],
+          ['running', null],
+        ])
+        expect(
+          await store.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.1')], MS + 1),
+        ).toBe(0)
+        expect((await claim('batch_01', 'owner-c', 10)).map((l) => l.lineNo)).toEqual([1, 2, 3])
+      })
+
+      it('reaps only leases that ran out', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 3)
+        await claim('batch_01', 'owner-a', 2, MS, 1000)
+        await claim('batch_01', 'owner-b', 1, MS, 5000)
+        expect(await store.reapExpiredLeases(MS + 1000)).toBe(0)
+        expect(await store.reapExpiredLeases(MS + 1001)).toBe(2)
+        expect((await allLines('batch_01')).map((l) => l.status)).toEqual([
+          'pending',
+          'pending',
+          'running',
+        ])
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          pending: 2,
+          running: 1,
+        })
+        expect(await store.reapExpiredLeases(MS + 1002)).toBe(0)
+      })
+    })
+
+    describe('advanceBatches', () => {
+      it('finalizes a done batch for one tick, then completes it, releasing the hold', async () => {
+        await account('acct_1', '5')
+        await admit('acct_1', 'batch_01', 3, { costCeilingUsd: '1' })
+        await claim('batch_01', 'owner-a', 3)
+        expect(await store.advanceBatches(T0 + 1)).toEqual([])
+        await store.recordOutcomes(
+          'owner-a',
+          [
+            succeeded('batch_01', 1, '0.000000123'),
+            failed('batch_01', 2, { code: 'invalid_request', message: 'bad' }, '0.00001'),
+            succeeded('batch_01', 3, '0.000000456'),
+          ],
+          MS + 100,
+        )
+        expect(await store.advanceBatches(T0 + 2)).toEqual(['batch_01'])
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          status: 'finalizing',
+          finalizingAt: T0 + 2,
+          finishedAt: null,
+        })
+        expect((await store.getAccount('acct_1'))!.openBatches).toBe(1)
+        expect(await store.advanceBatches(T0 + 3)).toEqual(['batch_01'])
+        const batch = await batchOf('acct_1', 'batch_01')
+        expect(batch).toMatchObject({
+          status: 'completed',
+          finalizingAt: T0 + 2,
+          finishedAt: T0 + 3,
+          heldUsd: '0',
+          costUsd: '0.000010579',
+          counts: { total: 3, pending: 0, running: 0, succeeded: 2, failed: 1 },
+        })
+        const lineCosts = (await allLines('batch_01')).reduce(
+          (sum, line) => sum.plus(line.costUsd ?? 0),
+          new Money(0),
+        )
+        expect(moneyText(lineCosts)).toBe(batch.costUsd)
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: moneyText(new Money(5).minus(lineCosts)),
+          heldUsd: '0',
+          openBatches: 0,
+        })
+        expect(await store.advanceBatches(T0 + 4)).toEqual([])
+      })
+
+      it('fails a batch in which nothing succeeded', async () => {
+        await account('acct_1', '5')
+        await admit('acct_1', 'batch_01', 2, { costCeilingUsd: '1' })
+        await claim('batch_01', 'owner-a', 2)
+        const error: LineError = { code: 'invalid_request', message: 'bad' }
+        await store.recordOutcomes(
+          'owner-a',
+          [failed('batch_01', 1, error), failed('batch_01', 2, error)],
+          MS,
+        )
+        await store.advanceBatches(T0 + 1)
+        expect(await store.advanceBatches(T0 + 2)).toEqual(['batch_01'])
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          status: 'failed',
+          heldUsd: '0',
+        })
+        expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '5', heldUsd: '0' })
+      })
+
+      it('expires the lines not yet run at the deadline, then the batch', async () => {
+        await account('acct_1', '5')
+        const deadline = T0 + 3600
+        await admit('acct_1', 'batch_01', 4, { costCeilingUsd: '1', deadlineAt: deadline })
+        await claim('batch_01', 'owner-a', 2)
+        await store.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.01')], MS + 100)
+        expect(await store.advanceBatches(deadline - 1)).toEqual([])
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          pending: 2,
+          expired: 0,
+        })
+
+        // At the deadline: pending lines expire, the running one may still finish.
+        expect(await store.advanceBatches(deadline)).toEqual([])
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          status: 'in_progress',
+          counts: { pending: 0, running: 1, succeeded: 1, expired: 2 },
+        })
+        const lines = await allLines('batch_01')
+        expect(lines.map((l) => [l.status, l.error?.code ?? null])).toEqual([
+          ['succeeded', null],
+          ['running', null],
+          ['expired', 'batch_expired'],
+          ['expired', 'batch_expired'],
+        ])
+        await store.recordOutcomes(
+          'owner-a',
+          [succeeded('batch_01', 2, '0.02')],
+          (deadline + 5) * 1000,
+        )
+        expect(await store.advanceBatches(deadline + 10)).toEqual(['batch_01'])
+        expect((await batchOf('acct_1', 'batch_01')).status).toBe('finalizing')
+        expect(await store.advanceBatches(deadline + 11)).toEqual(['batch_01'])
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          status: 'expired',
+          finishedAt: deadline + 11,
+          costUsd: '0.03',
+          heldUsd: '0',
+          counts: { succeeded: 2, expired: 2 },
+        })
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '4.97',
+          heldUsd: '0',
+          openBatches: 0,
+        })
+      })
+
+      it('expires a batch with nothing running on the tick after its deadline', async () => {
+        await account('acct_1', '5')
+        await admit('acct_1', 'batch_01', 2, { deadlineAt: T0 + 60 })
+        await admit('acct_1', 'batch_02', 2, { deadlineAt: T0 + 600 })
+        expect(await store.advanceBatches(T0 + 60)).toEqual(['batch_01'])
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          status: 'finalizing',
+          counts: { pending: 0, expired: 2 },
+        })
+        expect(await store.advanceBatches(T0 + 61)).toEqual(['batch_01'])
+        expect((await batchOf('acct_1', 'batch_01')).status).toBe('expired')
+        expect((await batchOf('acct_1', 'batch_02')).status).toBe('in_progress')
+        expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '1', openBatches: 1 })
+      })
+    })
+  })
+}
+
+// ── fixtures ────────────────────────────────────────────────────────────────────────────────
+
+const RESPONSE = '{"id":"chatcmpl-1","object":"chat.completion","usage":{"prompt_tokens":9}}'
+
+/** ~330 bytes, like a real chat line. */
+const inputOf = (n: number) =>
+  JSON.stringify({
+    custom_id: `c-${n}`,
+    method: 'POST',
+    url: '/v1/chat/completions',
+    body: {
+      model: 'openai/gpt-5-nano',
+      max_tokens: 256,
+      messages: [
+        { role: 'user', content: `Summarise ticket ${n}: "printer on fire" \\ ${'x'.repeat(180)}` },
+      ],
+    },
+  })
+
+const lineList = (count: number): NewLine[] =>
+  Array.from({ length: count }, (_, i) => ({
+    lineNo: i + 1,
+    customId: `c-${i + 1}`,
+    input: inputOf(i + 1),
+  }))
+
+function newBatch(
+  accountId: string,
+  id: string,
+  lineCount = 3,
+  extra: Partial<NewBatch> = {},
+): NewBatch {
+  return {
+    id,
+    accountId,
+    name: null,
+    endpoint: '/v1/chat/completions',
+    completionWindowHours: 24,
+    createdAt: T0,
+    deadlineAt: T0 + DAY,
+    costCeilingUsd: '1',
+    lineCount,
+    source: 'native',
+    metadata: null,
+    inputFileId: null,
+    idempotencyKey: null,
+    lines: lineList(lineCount),
+    ...extra,
+  }
+}
+
+const succeeded = (batchId: string, lineNo: number, costUsd: string): LineOutcome => ({
+  batchId,
+  lineNo,
+  kind: 'succeeded',
+  responseStatus: 200,
+  response: RESPONSE,
+  costUsd,
+  provider: 'openai',
+  latencyMs: 812,
+})
+
+const failed = (batchId: string, lineNo: number, error: LineError, costUsd = '0'): LineOutcome => ({
+  batchId,
+  lineNo,
+  kind: 'failed',
+  error,
+  responseStatus: 400,
+  costUsd,
+  provider: 'openai',
+  latencyMs: 40,
+})
+
+const retry = (batchId: string, lineNo: number, notBefore: number): LineOutcome => ({
+  batchId,
+  lineNo,
+  kind: 'retry',
+  notBefore,
+})
