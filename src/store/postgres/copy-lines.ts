@@ -1,9 +1,10 @@
 /**
  * Bulk insert of a batch's lines with `COPY … FROM STDIN`, streamed from the (possibly lazy)
- * iterable in chunks. Measured on 50,000 lines of ~350 bytes: COPY ≈ 520–720 ms against
- * ≈ 900–1,050 ms for multi-row INSERTs of 5,000–10,000 rows (`sql(rows, …columns)`) and
- * `unnest` of arrays, on a shared 2-core machine; psql's own \copy of the same file took
- * ≈ 400 ms there, so the server, not the client, sets the floor.
+ * iterable in chunks. 50,000 lines of ~300 bytes into sql/0001_init.sql's table, on a shared
+ * 2-core machine: COPY 486–663 ms, multi-row INSERTs of 5,000 rows (`sql(rows, …columns)`)
+ * 757–793 ms, `unnest` of arrays 708–802 ms. psql's own \copy of such a file took ≈ 200 ms into
+ * the bare table and ≈ 475–600 ms with the primary key and the pending-lines index: the indexes,
+ * not the client, set the floor.
  */
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
