@@ -1,5 +1,5 @@
 /** Shared helpers for the benches: the standard file, a gateway child process, memory readings. */
-import { existsSync, mkdtempSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -35,7 +35,7 @@ export interface GatewayProcess {
 }
 
 /** Starts `src/main.ts` as its own process, so its memory and CPU are its own. */
-export async function spawnGateway(env: Record<string, string>, port: number): Promise<GatewayProcess> {
+export async function spawnGateway(env: Record<string, string>, port: number, bunArgs: string[] = []): Promise<GatewayProcess> {
   const fullEnv = {
     PATH: process.env.PATH ?? '',
     PORT: String(port),
@@ -45,7 +45,7 @@ export async function spawnGateway(env: Record<string, string>, port: number): P
     LOG_LEVEL: 'warn',
     ...env,
   }
-  const child = Bun.spawn([process.execPath, join(ROOT, 'src/main.ts')], { env: fullEnv, stdout: 'inherit', stderr: 'inherit' })
+  const child = Bun.spawn([process.execPath, ...bunArgs, join(ROOT, 'src/main.ts')], { env: fullEnv, stdout: 'inherit', stderr: 'inherit' })
   const url = `http://127.0.0.1:${port}`
   for (let i = 0; i < 100; i++) {
     try {
@@ -73,3 +73,115 @@ export async function newKey(url: string, credit = '100000'): Promise<string> {
 
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 export const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`
+
+/** A random port in a range the benches keep to themselves. */
+export const randomPort = (base: number) => base + Math.floor(Math.random() * 500)
+
+export interface SimulatorProcess {
+  url: string
+  pid: number
+  stop(): Promise<void>
+}
+
+/**
+ * Starts the upstream simulator as its own process (`src/simulator/main.ts`), so it does not
+ * share an event loop with the gateway or the load generator. `args` are its flags.
+ */
+export async function spawnSimulator(args: string[], port: number): Promise<SimulatorProcess> {
+  const child = Bun.spawn([process.execPath, join(ROOT, 'src/simulator/main.ts'), '--port', String(port), ...args], { stdout: 'ignore', stderr: 'inherit' })
+  const url = `http://127.0.0.1:${port}`
+  for (let i = 0; i < 100; i++) {
+    try {
+      if ((await fetch(`${url}/v1/models`)).ok) break
+    } catch {}
+    await Bun.sleep(50)
+  }
+  return {
+    url,
+    pid: child.pid,
+    async stop() {
+      child.kill('SIGTERM')
+      await child.exited
+    },
+  }
+}
+
+let ticksPerSecond = 0
+
+/** CPU time (user + system) a process has used so far, in milliseconds, from /proc/<pid>/stat. */
+export async function cpuMs(pid: number): Promise<number> {
+  return statCpuMs(await Bun.file(`/proc/${pid}/stat`).text())
+}
+
+/** CPU time per thread (by thread name, summed over threads of the same name), in milliseconds. */
+export async function threadCpuMs(pid: number): Promise<Map<string, number>> {
+  const threads = new Map<string, number>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = await Bun.file(`/proc/${pid}/task/${tid}/stat`).text()
+      const name = tid === String(pid) ? 'main (JS)' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+      threads.set(name, (threads.get(name) ?? 0) + statCpuMs(stat))
+    } catch {} // the thread ended between the listing and the read
+  }
+  return threads
+}
+
+function statCpuMs(stat: string): number {
+  if (ticksPerSecond === 0) {
+    const out = Bun.spawnSync(['getconf', 'CLK_TCK']).stdout.toString().trim()
+    ticksPerSecond = Number(out) || 100
+  }
+  // Fields after the parenthesised name: state is field 3, utime 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond
+}
+
+/** The `q` quantile of already sorted values. */
+export const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
+
+export interface LoopResult {
+  /** Wall time from the first request to the last answer, in milliseconds. */
+  elapsedMs: number
+  /** Latency of each counted request, in milliseconds, sorted. */
+  latencies: number[]
+  ok: number
+  failed: number
+}
+
+/**
+ * A closed loop: `concurrency` workers send `total` requests between them, each sending its next
+ * one when the previous answered. Stops early at `maxMs` so a stuck target cannot hang a bench.
+ */
+export async function closedLoop(options: { concurrency: number; total: number; maxMs: number; send: (i: number) => Promise<boolean> }): Promise<LoopResult> {
+  const latencies: number[] = []
+  let next = 0
+  let ok = 0
+  let failed = 0
+  const started = performance.now()
+  const endAt = started + options.maxMs
+  async function worker() {
+    while (next < options.total && performance.now() < endAt) {
+      const i = next++
+      const t = performance.now()
+      let success = false
+      try {
+        success = await options.send(i)
+      } catch {}
+      latencies.push(performance.now() - t)
+      if (success) ok++
+      else failed++
+    }
+  }
+  await Promise.all(Array.from({ length: options.concurrency }, worker))
+  const elapsedMs = performance.now() - started
+  latencies.sort((a, b) => a - b)
+  return { elapsedMs, latencies, ok, failed }
+}
+
+/** Busy and total CPU time of the whole machine so far, in clock ticks, from /proc/stat. */
+export async function machineTicks(): Promise<{ busy: number; total: number }> {
+  const cpu = (await Bun.file('/proc/stat').text()).split('\n')[0].trim().split(/\s+/).slice(1).map(Number)
+  const total = cpu.slice(0, 8).reduce((a, b) => a + b, 0)
+  const idle = cpu[3] + cpu[4] // idle + iowait
+  return { busy: total - idle, total }
+}

@@ -102,3 +102,18 @@ CREATE INDEX lines_pending ON lines (batch_id, line_no) WHERE status = 'pending'
 CREATE INDEX lines_running ON lines (lease_until) WHERE status = 'running';
 -- Renewing and releasing one instance's leases.
 CREATE INDEX lines_leased ON lines (lease_owner) WHERE status = 'running';
+
+-- Uploaded files (content in the blob store) and the output and error files rendered from a
+-- batch's results on request (no content stored; visible once the batch has finished).
+CREATE TABLE files (
+  id text COLLATE "C" PRIMARY KEY,
+  account_id text COLLATE "C" NOT NULL REFERENCES accounts (id),
+  purpose text NOT NULL,
+  filename text NOT NULL,
+  bytes bigint,
+  created_at bigint NOT NULL,
+  last_used_at bigint NOT NULL,
+  batch_id text COLLATE "C",
+  kind text NOT NULL CHECK (kind IN ('upload', 'output', 'error'))
+);
+CREATE INDEX files_by_account ON files (account_id, id);

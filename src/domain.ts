@@ -97,6 +97,8 @@ export interface BatchRecord {
   metadata: Record<string, string> | null
   inputFileId: string | null
   idempotencyKey: string | null
+  /** Validation errors of a batch refused on the OpenAI surface. */
+  errors: { code: string; message: string; param: string | null; line: number | null }[] | null
 }
 
 export interface AccountRecord {

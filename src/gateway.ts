@@ -18,7 +18,9 @@ import { newId } from './domain.ts'
 import { createUpstreams } from './upstream/upstreams.ts'
 import { createMemoryLimiter, type RateLimiter } from './limits/rate-limiter.ts'
 import { createRedisLimiter } from './limits/redis-limiter.ts'
-import { openStore } from './store/open-store.ts'
+import { openBlobStore, openStore } from './store/open-store.ts'
+import { openAiBatchRoutes } from './http/openai/batches-routes.ts'
+import { openAiFilesRoutes } from './http/openai/files-routes.ts'
 import type { Store } from './store/store.ts'
 import { createLogger, type Logger } from './telemetry/logger.ts'
 
@@ -35,6 +37,7 @@ export interface Gateway {
 export async function startGateway(config: Config, options: { logger?: Logger } = {}): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config.logLevel)
   const store = await openStore(config)
+  const blobs = await openBlobStore(config)
   const limiter: RateLimiter = config.redisUrl ? createRedisLimiter(config.redisUrl, logger) : createMemoryLimiter()
   const catalog = createCatalog(config.catalog, config.providerKeys)
   const gate = createGate(store, limiter)
@@ -66,6 +69,9 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
     }),
     nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, onCancelled: (id) => dispatcher?.cancelled(id) }),
     liveRoutes('', { gate, store, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000) }),
+    liveRoutes('/openai', { gate, store, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000) }),
+    openAiFilesRoutes({ gate, store, blobs, maxFileBytes: config.limits.maxFileBytes }),
+    openAiBatchRoutes({ gate, store, blobs, admission, onCancelled: (id) => dispatcher?.cancelled(id) }),
   ]
   if (config.adminToken) groups.push(adminRoutes(config.adminToken, accounts) as never)
   const app = createApp(logger, groups as never)
@@ -90,6 +96,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
       await app.stop(true)
       await dispatcher?.stop()
       await upstreams.close()
+      await blobs.close()
       await limiter.close()
       await store.close()
     },

@@ -3,7 +3,7 @@
  * one store transaction. Plain values in, a result out; the HTTP layers render it.
  */
 import type { Catalog } from '../catalog/catalog.ts'
-import { newId, nowSeconds, type BatchRecord } from '../domain.ts'
+import { newId, nowSeconds, type BatchEndpoint, type BatchRecord } from '../domain.ts'
 import { GatewayError } from '../errors.ts'
 import type { Issue } from '../ingest/issues.ts'
 import { validateBatchFile, type FileLimits } from '../ingest/validate-batch-file.ts'
@@ -21,6 +21,8 @@ export interface SubmitOptions {
   inputFileId: string | null
   /** For messages: what the user called the file. */
   fileLabel: string
+  /** The endpoint the caller declared (OpenAI surface); every line's url must match it. */
+  endpoint?: BatchEndpoint
 }
 
 export type SubmitResult =
@@ -41,6 +43,17 @@ export function createAdmission(store: BatchStore, catalog: Catalog, limits: Fil
       }
       const verdict = validateBatchFile(bytes, catalog, limits)
       if (!verdict.ok) return { kind: 'invalid', issues: verdict.issues, omitted: verdict.omitted, lineCount: verdict.lineCount }
+      if (options.endpoint && verdict.endpoint !== options.endpoint) {
+        const first = verdict.lines[0]
+        const issue = {
+          line: first.lineNo,
+          custom_id: first.customId,
+          path: 'url',
+          message: `is ${verdict.endpoint} but the batch's endpoint is ${options.endpoint}`,
+          fix: `set url to ${options.endpoint} on every line, or create the batch with endpoint ${verdict.endpoint}`,
+        }
+        return { kind: 'invalid', issues: [issue], omitted: 0, lineCount: verdict.lines.length }
+      }
       const ceiling = verdict.ceiling.toFixed()
       if (options.dryRun) {
         const free = await available()

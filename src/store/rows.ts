@@ -9,6 +9,7 @@ import type {
   Scope,
 } from '../domain.ts'
 import { moneyText } from '../money/decimal.ts'
+import type { FileView } from './store.ts'
 
 type Row = Record<string, unknown>
 
@@ -50,6 +51,29 @@ export function rowToBatch(row: Row): BatchRecord {
     metadata: json<Record<string, string>>(row.metadata),
     inputFileId: (row.input_file_id as string | null) ?? null,
     idempotencyKey: (row.idempotency_key as string | null) ?? null,
+    errors: json<BatchRecord['errors']>(row.errors),
+  }
+}
+
+export function rowToFile(row: Row): FileView {
+  return {
+    id: row.id as string,
+    accountId: row.account_id as string,
+    purpose: row.purpose as FileView['purpose'],
+    filename: row.filename as string,
+    bytes: num(row.bytes),
+    createdAt: Number(row.created_at),
+    lastUsedAt: Number(row.last_used_at),
+    batchId: (row.batch_id as string | null) ?? null,
+    kind: row.kind as FileView['kind'],
+    batchStatus: (row.batch_status as FileView['batchStatus']) ?? null,
+    batchCounts:
+      row.batch_status === null || row.batch_status === undefined
+        ? null
+        : {
+            succeeded: Number(row.succeeded),
+            unsuccessful: Number(row.failed) + Number(row.cancelled) + Number(row.expired),
+          },
   }
 }
 

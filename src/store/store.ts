@@ -99,6 +99,8 @@ export interface BatchStore {
    */
   admitBatch(batch: NewBatch): Promise<AdmitResult>
   findByIdempotencyKey(accountId: string, key: string): Promise<BatchRecord | null>
+  /** Stores a batch that failed validation: no lines, no hold, status `failed`. */
+  recordRejectedBatch(batch: RejectedBatch): Promise<BatchRecord>
   /** Another account's batch is null, exactly like a missing one. */
   getBatch(accountId: string, id: string): Promise<BatchRecord | null>
   /** Newest first. `after` is the id of the last batch of the previous page. */
@@ -192,7 +194,63 @@ export interface DispatchStore {
   advanceBatches(nowSeconds: number): Promise<string[]>
 }
 
-export interface Store extends AccountStore, BatchStore, DispatchStore {
+/** A file's metadata. Uploaded content lives in a BlobStore; rendered files have none. */
+export interface FileRecord {
+  id: string
+  accountId: string
+  purpose: 'batch' | 'batch_output'
+  filename: string
+  /** null for a rendered file whose size is not known yet. */
+  bytes: number | null
+  createdAt: number
+  lastUsedAt: number
+  /** For rendered files: the batch whose results they show, and which of them. */
+  batchId: string | null
+  kind: 'upload' | 'output' | 'error'
+}
+
+/** A rendered file with the state of its batch, which decides whether it exists yet. */
+export interface FileView extends FileRecord {
+  batchStatus: BatchStatus | null
+  batchCounts: { succeeded: number; unsuccessful: number } | null
+}
+
+export interface FileStore {
+  createFile(file: FileRecord): Promise<void>
+  /** Another account's file is null. */
+  getFile(accountId: string, id: string): Promise<FileView | null>
+  /** Newest first (or oldest first with order 'asc'); `after` is the last id of the previous page. */
+  listFiles(
+    accountId: string,
+    page: { limit: number; after: string | null; purpose: string | null; order: 'asc' | 'desc' },
+  ): Promise<{ files: FileView[]; hasMore: boolean }>
+  deleteFile(accountId: string, id: string): Promise<boolean>
+  setFileBytes(id: string, bytes: number): Promise<void>
+  touchFile(id: string, at: number): Promise<void>
+}
+
+/** A batch refused at validation on the OpenAI surface: stored as `failed`, with its errors. */
+export interface RejectedBatch {
+  id: string
+  accountId: string
+  name: string | null
+  endpoint: BatchEndpoint
+  completionWindowHours: number
+  createdAt: number
+  source: 'openai'
+  metadata: Record<string, string> | null
+  inputFileId: string
+  errors: BatchErrorEntry[]
+}
+
+export interface BatchErrorEntry {
+  code: string
+  message: string
+  param: string | null
+  line: number | null
+}
+
+export interface Store extends AccountStore, BatchStore, DispatchStore, FileStore {
   readonly kind: 'sqlite' | 'postgres'
   ping(): Promise<void>
   close(): Promise<void>

@@ -7,7 +7,14 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import type { LineError } from '../../src/domain.ts'
 import { Money, moneyText } from '../../src/money/decimal.ts'
-import type { LineOutcome, NewAccount, NewBatch, NewLine, Store } from '../../src/store/store.ts'
+import type {
+  FileRecord,
+  LineOutcome,
+  NewAccount,
+  NewBatch,
+  NewLine,
+  Store,
+} from '../../src/store/store.ts'
 
 const T0 = 1_764_460_000 // seconds
 const MS = T0 * 1000
@@ -225,6 +232,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
           metadata: { team: 'support' },
           inputFileId: 'file_1',
           idempotencyKey: 'idem-1',
+          errors: null,
         })
         expect(await store.getBatch('acct_1', 'batch_01')).toEqual(batch)
         expect(await store.getAccount('acct_1')).toMatchObject({
@@ -904,6 +912,23 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         expect((await store.getAccount('acct_1'))!.balanceUsd).toBe('100')
       })
 
+      it('takes times with fractions of a millisecond, never acting sooner', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 1)
+        await store.claimLines('batch_01', 'owner-a', 1, MS + 0.25, MS + 1000.5)
+        expect(await store.renewLeases('owner-a', MS + 2000.5)).toBe(1)
+        expect(await store.reapExpiredLeases(MS + 2000.25)).toBe(0)
+        expect(await store.recordOutcomes('owner-a', [retry('batch_01', 1, MS + 5000.5)], MS)).toBe(
+          1,
+        )
+        expect(await claim('batch_01', 'owner-a', 1, MS + 5000)).toEqual([])
+        expect((await claim('batch_01', 'owner-a', 1, MS + 5001)).map((l) => l.lineNo)).toEqual([1])
+        await store.cancelBatch('acct_1', 'batch_01', T0 + 10.5)
+        await store.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0')], MS + 6000)
+        expect(await store.advanceBatches(T0 + 11.75)).toEqual(['batch_01'])
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({ status: 'cancelled' })
+      })
+
       it('ignores and does not bill outcomes of a lease that was lost', async () => {
         await account('acct_1', '1')
         await admit('acct_1', 'batch_01', 1, { costCeilingUsd: '0.5' })
@@ -1017,6 +1042,169 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
           running: 1,
         })
         expect(await store.reapExpiredLeases(MS + 1002)).toBe(0)
+      })
+    })
+
+    describe('rejected batches', () => {
+      it('stores a refused batch as failed with its errors, holding nothing', async () => {
+        await account('acct_1', '10', { maxOpenBatches: 1 })
+        const errors = [
+          { code: 'invalid_request', message: 'bad model', param: 'body.model', line: 3 },
+          { code: 'invalid_request', message: 'too many lines', param: null, line: null },
+        ]
+        const batch = await store.recordRejectedBatch({
+          id: 'batch_01',
+          accountId: 'acct_1',
+          name: 'weekly',
+          endpoint: '/v1/embeddings',
+          completionWindowHours: 2,
+          createdAt: T0,
+          source: 'openai',
+          metadata: { k: 'v' },
+          inputFileId: 'file_1',
+          errors,
+        })
+        expect(batch).toMatchObject({
+          id: 'batch_01',
+          status: 'failed',
+          endpoint: '/v1/embeddings',
+          createdAt: T0,
+          deadlineAt: T0 + 7200,
+          finishedAt: T0,
+          counts: { total: 0, pending: 0, running: 0, succeeded: 0, failed: 0 },
+          costCeilingUsd: '0',
+          costUsd: '0',
+          heldUsd: '0',
+          source: 'openai',
+          metadata: { k: 'v' },
+          inputFileId: 'file_1',
+          idempotencyKey: null,
+          errors,
+        })
+        expect(await store.getBatch('acct_1', 'batch_01')).toEqual(batch)
+        expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '0', openBatches: 0 })
+        // It counts against nothing: the one open batch allowed is still free.
+        expect((await store.admitBatch(newBatch('acct_1', 'batch_02'))).kind).toBe('created')
+        expect(await store.advanceBatches(T0 + 1)).toEqual([])
+      })
+    })
+
+    describe('files', () => {
+      const file = (id: string, extra: Partial<FileRecord> = {}): FileRecord => ({
+        id,
+        accountId: 'acct_1',
+        purpose: 'batch',
+        filename: `${id}.jsonl`,
+        bytes: 1234,
+        createdAt: T0,
+        lastUsedAt: T0,
+        batchId: null,
+        kind: 'upload',
+        ...extra,
+      })
+
+      it('stores an upload, finds it for its account only, updates and deletes it', async () => {
+        await account('acct_1')
+        await account('acct_2')
+        await store.createFile(file('file_01'))
+        expect(await store.getFile('acct_1', 'file_01')).toEqual({
+          ...file('file_01'),
+          batchStatus: null,
+          batchCounts: null,
+        })
+        expect(await store.getFile('acct_2', 'file_01')).toBeNull()
+        expect(await store.getFile('acct_1', 'file_99')).toBeNull()
+        await store.setFileBytes('file_01', 20_000_000_000)
+        await store.touchFile('file_01', T0 + 50)
+        expect(await store.getFile('acct_1', 'file_01')).toMatchObject({
+          bytes: 20_000_000_000,
+          lastUsedAt: T0 + 50,
+        })
+        expect(await store.deleteFile('acct_2', 'file_01')).toBe(false)
+        expect(await store.deleteFile('acct_1', 'file_01')).toBe(true)
+        expect(await store.deleteFile('acct_1', 'file_01')).toBe(false)
+        expect(await store.getFile('acct_1', 'file_01')).toBeNull()
+      })
+
+      it('lists files newest or oldest first, by purpose, page by page', async () => {
+        await account('acct_1')
+        await account('acct_2')
+        for (const n of [1, 2, 3, 4]) await store.createFile(file(`file_0${n}`))
+        await store.createFile(file('file_05', { purpose: 'batch_output', bytes: null }))
+        await store.createFile(file('file_06', { accountId: 'acct_2' }))
+        const ids = (page: { files: { id: string }[]; hasMore: boolean }) => [
+          page.files.map((f) => f.id),
+          page.hasMore,
+        ]
+        const list = (page: Partial<Parameters<Store['listFiles']>[1]>) =>
+          store.listFiles('acct_1', {
+            limit: 100,
+            after: null,
+            purpose: null,
+            order: 'desc',
+            ...page,
+          })
+        expect(ids(await list({}))).toEqual([
+          ['file_05', 'file_04', 'file_03', 'file_02', 'file_01'],
+          false,
+        ])
+        expect(ids(await list({ limit: 2 }))).toEqual([['file_05', 'file_04'], true])
+        expect(ids(await list({ limit: 2, after: 'file_04' }))).toEqual([
+          ['file_03', 'file_02'],
+          true,
+        ])
+        expect(ids(await list({ limit: 2, order: 'asc' }))).toEqual([['file_01', 'file_02'], true])
+        expect(ids(await list({ limit: 3, order: 'asc', after: 'file_02' }))).toEqual([
+          ['file_03', 'file_04', 'file_05'],
+          false,
+        ])
+        expect(ids(await list({ purpose: 'batch_output' }))).toEqual([['file_05'], false])
+        expect(ids(await list({ purpose: 'batch', limit: 1, after: 'file_02' }))).toEqual([
+          ['file_01'],
+          false,
+        ])
+      })
+
+      it('shows a rendered file once its batch has finished with lines of its kind', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 2)
+        const rendered = (id: string, kind: 'output' | 'error') =>
+          file(id, { purpose: 'batch_output', bytes: null, batchId: 'batch_01', kind })
+        await store.createFile(rendered('file_out', 'output'))
+        await store.createFile(rendered('file_err', 'error'))
+        expect(await store.getFile('acct_1', 'file_out')).toBeNull()
+        const visible = async () =>
+          (await store.listFiles('acct_1', { limit: 10, after: null, purpose: null, order: 'asc' }))
+            .files
+        expect(await visible()).toEqual([])
+
+        await claim('batch_01', 'owner-a', 2)
+        await store.recordOutcomes(
+          'owner-a',
+          [succeeded('batch_01', 1, '0'), succeeded('batch_01', 2, '0')],
+          MS,
+        )
+        await store.advanceBatches(T0 + 1)
+        expect(await visible()).toEqual([]) // finalizing is not finished
+        await store.advanceBatches(T0 + 2)
+        expect(await store.getFile('acct_1', 'file_out')).toEqual({
+          ...rendered('file_out', 'output'),
+          batchStatus: 'completed',
+          batchCounts: { succeeded: 2, unsuccessful: 0 },
+        })
+        // Nothing failed: there is no error file.
+        expect(await store.getFile('acct_1', 'file_err')).toBeNull()
+        expect((await visible()).map((f) => f.id)).toEqual(['file_out'])
+
+        await admit('acct_1', 'batch_02', 2)
+        await store.createFile(file('file_err2', { batchId: 'batch_02', kind: 'error' }))
+        await store.createFile(file('file_out2', { batchId: 'batch_02', kind: 'output' }))
+        await store.cancelBatch('acct_1', 'batch_02', T0 + 3)
+        expect(await store.getFile('acct_1', 'file_err2')).toMatchObject({
+          batchStatus: 'cancelled',
+          batchCounts: { succeeded: 0, unsuccessful: 2 },
+        })
+        expect(await store.getFile('acct_1', 'file_out2')).toBeNull()
       })
     })
 

@@ -52,9 +52,11 @@ if (!url) {
   })
 
   runStoreContract('postgres', async () => {
-    const table = (name: string) => admin(`${schema}.${name}`)
-    await admin`
-      TRUNCATE ${table('lines')}, ${table('batches')}, ${table('api_keys')}, ${table('accounts')}`
+    // Every table but the migrations' record, so tables added by later migrations are emptied too.
+    const tables = await admin`
+      SELECT tablename FROM pg_tables
+      WHERE schemaname = ${schema} AND tablename <> 'schema_migrations'`
+    await admin`TRUNCATE ${admin(tables.map((row) => `${schema}.${row.tablename}`))}`
     return createPostgresStore(url, { schema, max: 4 })
   })
 }

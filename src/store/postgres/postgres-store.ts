@@ -10,6 +10,9 @@
  *   advancer skips batches another instance is working on.
  * Money stays `numeric` in SQL and decimal strings in code; bigint columns come back as strings
  * and are turned into numbers by rows.ts.
+ *
+ * A little past 400 lines because it is the whole Store interface; the bigger pieces live beside
+ * it: copy-lines, record-outcomes, return-to-pending, advance-batches, files.
  */
 import postgres from 'postgres'
 import { OPEN_BATCH_STATUSES, type BatchStatus, type LineStatus } from '../../domain.ts'
@@ -24,16 +27,19 @@ import type {
   NewAccount,
   NewBatch,
   NewKey,
+  FileRecord,
+  RejectedBatch,
   RunnableBatch,
   Store,
 } from '../store.ts'
 import { advanceBatches, finishBatches } from './advance-batches.ts'
 import { copyLines } from './copy-lines.ts'
+import * as files from './files.ts'
 import { migrate } from './migrate.ts'
 import { recordOutcomes } from './record-outcomes.ts'
+import { returnToPending } from './return-to-pending.ts'
 
 type Db = postgres.ISql
-type Row = Record<string, any>
 
 export interface PostgresStoreOptions {
   /** A schema of its own (created and migrated if missing), e.g. one per test file. */
@@ -71,6 +77,11 @@ export async function createPostgresStore(
 }
 
 const OPEN_STATUSES = [...OPEN_BATCH_STATUSES]
+
+// Times are bigint columns, and callers' times may carry fractions (a jittered delay, a lease of
+// 2.5 s): stored deadlines round up, "now" rounds down, so nothing happens sooner than asked.
+const later = Math.ceil
+const earlier = Math.floor
 
 async function accountView(db: Db, id: string): Promise<AccountView | null> {
   const [row] = await db`
@@ -128,7 +139,8 @@ class PostgresStore implements Store {
 
   async revokeKey(id: string, at: number) {
     const [row] = await this.sql`
-      UPDATE api_keys SET revoked_at = coalesce(revoked_at, ${at}) WHERE id = ${id} RETURNING *`
+      UPDATE api_keys SET revoked_at = coalesce(revoked_at, ${earlier(at)}) WHERE id = ${id}
+      RETURNING *`
     return row ? rowToKey(row) : null
   }
 
@@ -210,6 +222,20 @@ class PostgresStore implements Store {
     })
   }
 
+  async recordRejectedBatch(batch: RejectedBatch) {
+    const [row] = await this.sql`
+      INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
+        created_at, deadline_at, finished_at, line_count, pending, cost_ceiling_usd, held_usd,
+        source, metadata, input_file_id, errors)
+      VALUES (${batch.id}, ${batch.accountId}, ${batch.name}, ${batch.endpoint}, 'failed',
+        ${batch.completionWindowHours}, ${batch.createdAt},
+        ${batch.createdAt + batch.completionWindowHours * 3600}, ${batch.createdAt}, 0, 0, 0, 0,
+        ${batch.source}, ${batch.metadata ? this.sql.json(batch.metadata) : null},
+        ${batch.inputFileId}, ${this.sql.json(batch.errors as unknown as postgres.JSONValue)})
+      RETURNING *`
+    return rowToBatch(row!)
+  }
+
   async findByIdempotencyKey(accountId: string, key: string) {
     const [row] = await this.sql`
       SELECT * FROM batches WHERE account_id = ${accountId} AND idempotency_key = ${key}`
@@ -230,7 +256,8 @@ class PostgresStore implements Store {
     return { batches: rows.slice(0, page.limit).map(rowToBatch), hasMore: rows.length > page.limit }
   }
 
-  async cancelBatch(accountId: string, id: string, now: number): Promise<CancelResult> {
+  async cancelBatch(accountId: string, id: string, at: number): Promise<CancelResult> {
+    const now = earlier(at)
     return this.sql.begin(async (tx): Promise<CancelResult> => {
       const [row] = await tx`
         SELECT * FROM batches WHERE id = ${id} AND account_id = ${accountId} FOR UPDATE`
@@ -269,12 +296,38 @@ class PostgresStore implements Store {
     return rows.map(rowToLine)
   }
 
+  // ── files ─────────────────────────────────────────────────────────────────────────────────
+
+  createFile(file: FileRecord) {
+    return files.createFile(this.sql, file)
+  }
+
+  getFile(accountId: string, id: string) {
+    return files.getFile(this.sql, accountId, id)
+  }
+
+  listFiles(accountId: string, page: Parameters<Store['listFiles']>[1]) {
+    return files.listFiles(this.sql, accountId, page)
+  }
+
+  deleteFile(accountId: string, id: string) {
+    return files.deleteFile(this.sql, accountId, id)
+  }
+
+  setFileBytes(id: string, bytes: number) {
+    return files.setFileBytes(this.sql, id, bytes)
+  }
+
+  touchFile(id: string, at: number) {
+    return files.touchFile(this.sql, id, at)
+  }
+
   // ── dispatch ──────────────────────────────────────────────────────────────────────────────
 
   async runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]> {
     const rows = await this.sql`
       SELECT id, account_id, deadline_at, endpoint, pending FROM batches
-      WHERE status = 'in_progress' AND pending > 0 AND deadline_at > ${Math.floor(nowMs / 1000)}
+      WHERE status = 'in_progress' AND pending > 0 AND deadline_at > ${earlier(nowMs / 1000)}
       ORDER BY deadline_at, id LIMIT ${limit}`
     return rows.map((row) => ({
       id: row.id,
@@ -292,6 +345,8 @@ class PostgresStore implements Store {
     nowMs: number,
     leaseUntilMs: number,
   ): Promise<ClaimedLine[]> {
+    const now = earlier(nowMs)
+    const until = later(leaseUntilMs)
     return this.sql.begin(async (tx) => {
       // The batch row first (lock order, and the counters below need it anyway); a cancel or
       // expiry that committed before is seen here, one still running is waited for.
@@ -304,17 +359,17 @@ class PostgresStore implements Store {
       const rows = await tx`
         WITH picked AS (
           SELECT line_no FROM lines
-          WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${nowMs}
+          WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${now}
           ORDER BY line_no LIMIT ${limit}
           FOR UPDATE SKIP LOCKED)
         UPDATE lines l SET status = 'running', lease_owner = ${owner},
-          lease_until = ${leaseUntilMs}, attempts = l.attempts + 1
+          lease_until = ${until}, attempts = l.attempts + 1
         FROM picked WHERE l.batch_id = ${batchId} AND l.line_no = picked.line_no
         RETURNING l.line_no, l.custom_id, l.input, l.attempts`
       if (rows.length === 0) return []
       await tx`
         UPDATE batches SET pending = pending - ${rows.length}, running = running + ${rows.length},
-          started_at = coalesce(started_at, ${Math.floor(nowMs / 1000)})
+          started_at = coalesce(started_at, ${earlier(now / 1000)})
         WHERE id = ${batchId}`
       return rows
         .map((row) => ({
@@ -344,7 +399,7 @@ class PostgresStore implements Store {
       WITH leased AS (
         SELECT batch_id, line_no FROM lines WHERE lease_owner = ${owner} AND status = 'running'
         ORDER BY batch_id, line_no FOR UPDATE)
-      UPDATE lines l SET lease_until = ${leaseUntilMs}
+      UPDATE lines l SET lease_until = ${later(leaseUntilMs)}
       FROM leased WHERE l.batch_id = leased.batch_id AND l.line_no = leased.line_no`
     return result.count
   }
@@ -359,33 +414,10 @@ class PostgresStore implements Store {
   }
 
   async reapExpiredLeases(nowMs: number) {
-    return this.sql.begin((tx) => returnToPending(tx, tx`lease_until < ${nowMs}`))
+    return this.sql.begin((tx) => returnToPending(tx, tx`lease_until < ${later(nowMs)}`))
   }
 
   async advanceBatches(now: number) {
-    return this.sql.begin((tx) => advanceBatches(tx, now))
+    return this.sql.begin((tx) => advanceBatches(tx, earlier(now)))
   }
-}
-
-/** Running lines matching `where` go back to pending, untouched; their batches' counters follow. */
-async function returnToPending(tx: postgres.TransactionSql, where: postgres.Fragment) {
-  const batches = await tx`
-    SELECT DISTINCT batch_id FROM lines WHERE status = 'running' AND ${where}`
-  if (batches.length === 0) return 0
-  const ids = batches.map((row) => row.batch_id as string).sort()
-  await tx`SELECT id FROM batches WHERE id = ANY(${ids}::text[]) ORDER BY id FOR UPDATE`
-  const moved = await tx`
-    WITH leased AS (
-      SELECT batch_id, line_no FROM lines
-      WHERE batch_id = ANY(${ids}::text[]) AND status = 'running' AND ${where}
-      ORDER BY batch_id, line_no FOR UPDATE),
-    moved AS (
-      UPDATE lines l SET status = 'pending', lease_owner = NULL, lease_until = NULL
-      FROM leased WHERE l.batch_id = leased.batch_id AND l.line_no = leased.line_no
-      RETURNING l.batch_id),
-    counts AS (SELECT batch_id, count(*)::int AS n FROM moved GROUP BY batch_id)
-    UPDATE batches b SET running = b.running - c.n, pending = b.pending + c.n
-    FROM counts c WHERE b.id = c.batch_id
-    RETURNING c.n`
-  return moved.reduce((total, row: Row) => total + Number(row.n), 0)
 }

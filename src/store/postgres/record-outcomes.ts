@@ -61,7 +61,7 @@ async function recordRetries(tx: postgres.TransactionSql, retries: Retry[]) {
     WITH retry AS (
       SELECT * FROM unnest(${retries.map((r) => r.batchId)}::text[],
                            ${retries.map((r) => r.lineNo)}::int[],
-                           ${retries.map((r) => r.notBefore)}::bigint[])
+                           ${retries.map((r) => Math.ceil(r.notBefore))}::bigint[])
         AS retry (batch_id, line_no, not_before)),
     moved AS (
       UPDATE lines l SET status = 'pending', lease_owner = NULL, lease_until = NULL,

@@ -80,3 +80,18 @@ CREATE TABLE IF NOT EXISTS lines (
 );
 CREATE INDEX IF NOT EXISTS lines_pending ON lines (batch_id, line_no) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS lines_running ON lines (lease_until) WHERE status = 'running';
+
+-- Uploaded files (content on disk under <data dir>/files) and the output and error files that
+-- are rendered from a batch's results on request (no content stored).
+CREATE TABLE IF NOT EXISTS files (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL REFERENCES accounts(id),
+  purpose TEXT NOT NULL,
+  filename TEXT NOT NULL,
+  bytes INTEGER,
+  created_at INTEGER NOT NULL,
+  last_used_at INTEGER NOT NULL,
+  batch_id TEXT,
+  kind TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS files_by_account ON files (account_id, id);

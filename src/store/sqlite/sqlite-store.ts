@@ -9,12 +9,14 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { BatchStatus, LineStatus } from '../../domain.ts'
 import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
-import { rowToAccount, rowToBatch, rowToKey, rowToLine, terminalStatus } from '../rows.ts'
+import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine, terminalStatus } from '../rows.ts'
 import type {
   AccountView,
   AdmitResult,
   CancelResult,
   ClaimedLine,
+  FileRecord,
+  RejectedBatch,
   LineOutcome,
   NewAccount,
   NewBatch,
@@ -43,6 +45,12 @@ export function createSqliteStore(dataDir: string | null): Store {
 }
 
 const OPEN = `('validating', 'in_progress', 'finalizing', 'cancelling')`
+
+/** A rendered output or error file exists once its batch has ended with lines of its kind. */
+export const VISIBLE_FILE = `(f.batch_id IS NULL OR (b.status IN ('completed', 'failed', 'cancelled', 'expired')
+  AND ((f.kind = 'output' AND b.succeeded > 0) OR (f.kind = 'error' AND b.failed + b.cancelled + b.expired > 0))))`
+const FILE_SELECT = `SELECT f.*, b.status AS batch_status, b.succeeded, b.failed, b.cancelled, b.expired
+  FROM files f LEFT JOIN batches b ON b.id = f.batch_id`
 
 class SqliteStore implements Store {
   readonly kind = 'sqlite' as const
@@ -203,6 +211,65 @@ class SqliteStore implements Store {
       }
       return { kind: 'created', batch: rowToBatch(this.q('SELECT * FROM batches WHERE id = ?').get(batch.id)!) }
     })
+  }
+
+  async recordRejectedBatch(batch: RejectedBatch) {
+    this.q(
+      `INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
+         created_at, deadline_at, finished_at, line_count, pending, cost_ceiling_usd, held_usd,
+         source, metadata, input_file_id, errors)
+       VALUES (?, ?, ?, ?, 'failed', ?, ?, ?, ?, 0, 0, '0', '0', ?, ?, ?, ?)`,
+    ).run(
+      batch.id,
+      batch.accountId,
+      batch.name,
+      batch.endpoint,
+      batch.completionWindowHours,
+      batch.createdAt,
+      batch.createdAt + batch.completionWindowHours * 3600,
+      batch.createdAt,
+      batch.source,
+      batch.metadata ? JSON.stringify(batch.metadata) : null,
+      batch.inputFileId,
+      JSON.stringify(batch.errors),
+    )
+    return rowToBatch(this.q('SELECT * FROM batches WHERE id = ?').get(batch.id)!)
+  }
+
+  // ── files ─────────────────────────────────────────────────────────────────────────────────
+
+  async createFile(file: FileRecord) {
+    this.q(
+      `INSERT INTO files (id, account_id, purpose, filename, bytes, created_at, last_used_at, batch_id, kind)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(file.id, file.accountId, file.purpose, file.filename, file.bytes, file.createdAt, file.lastUsedAt, file.batchId, file.kind)
+  }
+
+  async getFile(accountId: string, id: string) {
+    const row = this.q(`${FILE_SELECT} WHERE f.id = ? AND f.account_id = ? AND ${VISIBLE_FILE}`).get(id, accountId)
+    return row ? rowToFile(row) : null
+  }
+
+  async listFiles(accountId: string, page: { limit: number; after: string | null; purpose: string | null; order: 'asc' | 'desc' }) {
+    const direction = page.order === 'asc' ? 'ASC' : 'DESC'
+    const rows = this.q(
+      `${FILE_SELECT} WHERE f.account_id = ? AND ${VISIBLE_FILE}
+         AND (? IS NULL OR f.purpose = ?) AND (? IS NULL OR f.id ${page.order === 'asc' ? '>' : '<'} ?)
+       ORDER BY f.id ${direction} LIMIT ?`,
+    ).all(accountId, page.purpose, page.purpose, page.after, page.after, page.limit + 1)
+    return { files: rows.slice(0, page.limit).map(rowToFile), hasMore: rows.length > page.limit }
+  }
+
+  async deleteFile(accountId: string, id: string) {
+    return this.q('DELETE FROM files WHERE id = ? AND account_id = ?').run(id, accountId).changes > 0
+  }
+
+  async setFileBytes(id: string, bytes: number) {
+    this.q('UPDATE files SET bytes = ? WHERE id = ?').run(bytes, id)
+  }
+
+  async touchFile(id: string, at: number) {
+    this.q('UPDATE files SET last_used_at = ? WHERE id = ?').run(at, id)
   }
 
   async findByIdempotencyKey(accountId: string, key: string) {

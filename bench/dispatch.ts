@@ -1,0 +1,268 @@
+/**
+ * Dispatch: a chat batch (the standard 50,000-line file) through a gateway process against the
+ * upstream simulator in a process of its own, in lines/s from the POST to `completed`, beside
+ * the raw limits of the same work measured in the same run:
+ * - the ideal, concurrency ÷ latency (256 / 0.05 s = 5,120 lines/s);
+ * - the simulator's own capacity: a plain undici client, the same concurrency, the same bodies,
+ *   straight to the simulator.
+ * Also: the gateway's CPU time per line (from /proc), and Little's law on what the gateway
+ * recorded — mean lines in flight = rate × mean upstream latency — to tell slots left idle
+ * apart from answers read late.
+ *
+ *   bun bench/dispatch.ts [--lines 50000] [--concurrency 256] [--latency-ms 50] [--runs 3]
+ *     [--store sqlite|postgres] [--poll-ms 10] [--sim-requests 20000] [--profile]
+ *
+ * --profile writes the gateway's CPU profile (Bun's --cpu-prof, plus its markdown summary) to
+ * bench/out/prof/; summarise it with `bun bench/prof-summary.ts <file.cpuprofile>`.
+ */
+import { Database } from 'bun:sqlite'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { Pool } from 'undici/index.js'
+import { writeCatalog } from '../test/helpers/catalog.ts'
+import { closedLoop, cpuMs, machineTicks, median, newKey, quantile, randomPort, ROOT, spawnGateway, spawnSimulator, standardFile, threadCpuMs } from './lib.ts'
+
+const { values } = parseArgs({
+  options: {
+    lines: { type: 'string', default: '50000' },
+    concurrency: { type: 'string', default: '256' },
+    'latency-ms': { type: 'string', default: '50' },
+    runs: { type: 'string', default: '3' },
+    store: { type: 'string', default: 'sqlite' },
+    'poll-ms': { type: 'string', default: '10' },
+    'sim-requests': { type: 'string', default: '20000' },
+    warmup: { type: 'string', default: '2000' },
+    profile: { type: 'boolean', default: false },
+  },
+})
+const lineCount = Number(values.lines)
+const concurrency = Number(values.concurrency)
+const latencyMs = Number(values['latency-ms'])
+const runs = Number(values.runs)
+const simRequests = Number(values['sim-requests'])
+const warmupLines = Math.min(Number(values.warmup), lineCount)
+if (values.store !== 'sqlite' && values.store !== 'postgres') throw new Error('--store is sqlite or postgres')
+if (!(lineCount >= 1 && lineCount <= 50_000)) throw new Error('--lines is 1 to 50,000 (one batch)')
+
+const MODEL = 'bench/chat'
+const allLines = (await Bun.file(await standardFile(MODEL)).text()).split('\n').filter(Boolean)
+const fileOf = (from: number, count: number) => allLines.slice(from, from + count).join('\n') + '\n'
+const measured = fileOf(0, lineCount)
+// The warm-up batch takes lines from the end of the file, so its prompts differ from the measured ones.
+const warmup = fileOf(allLines.length - warmupLines, warmupLines)
+// The raw client sends the same request bodies the gateway sends upstream.
+const rawBodies = allLines.slice(0, Math.min(simRequests, allLines.length)).map((line) => {
+  const { body } = JSON.parse(line) as { body: Record<string, unknown> }
+  return JSON.stringify({ ...body, model: 'sim-chat' })
+})
+
+const simulator = await spawnSimulator(['--latency-ms', String(latencyMs)], randomPort(19_000))
+const catalog = writeCatalog({
+  providers: { bench: { kind: 'openai', base_url: `${simulator.url}/v1`, max_concurrency: concurrency, timeout_s: 60 } },
+  models: [{ id: MODEL, endpoints: ['chat'], context_tokens: 128000, max_output_tokens: 4096, offerings: [{ provider: 'bench', upstream_model: 'sim-chat', input_usd_per_mtok: '0.05', output_usd_per_mtok: '0.40' }] }],
+})
+
+interface RunResult {
+  rawRate: number
+  rawMeanMs: number
+  rawSimUs: number
+  simUsPerLine: number
+  machineBusy: number
+  rawMachineBusy: number
+  ingestMs: number
+  totalRate: number
+  dispatchRate: number
+  steadyRate: number
+  cpuUsPerLine: number
+  mainUsPerLine: number
+  cpuShare: number
+  mainShare: number
+  meanLatencyMs: number
+  p50LatencyMs: number
+  p99LatencyMs: number
+  retried: number
+  failed: number
+  peakInFlight: number
+  threads: Map<string, number>
+}
+
+/** The simulator alone: a plain client, `concurrency` in flight, `simRequests` requests. */
+async function simulatorCapacity(): Promise<{ rate: number; meanMs: number; simUs: number; machineBusy: number }> {
+  const pool = new Pool(simulator.url, { connections: concurrency })
+  const headers = { 'content-type': 'application/json' }
+  const send = async (i: number) => {
+    const response = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers, body: rawBodies[i % rawBodies.length] })
+    await response.body.json()
+    return response.statusCode === 200
+  }
+  // Warm-up: open the connections and warm the JIT on both sides.
+  await closedLoop({ concurrency, total: concurrency * 4, maxMs: 30_000, send })
+  const simBefore = await cpuMs(simulator.pid)
+  const machineBefore = await machineTicks()
+  const result = await closedLoop({ concurrency, total: simRequests, maxMs: 120_000, send })
+  const simCpu = (await cpuMs(simulator.pid)) - simBefore
+  const machineAfter = await machineTicks()
+  await pool.close()
+  if (result.failed > 0) throw new Error(`the raw client saw ${result.failed} failures`)
+  const mean = result.latencies.reduce((a, b) => a + b, 0) / result.latencies.length
+  const machineBusy = (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total)
+  return { rate: result.ok / (result.elapsedMs / 1000), meanMs: mean, simUs: (simCpu * 1000) / result.ok, machineBusy }
+}
+
+type Counts = { total: number; pending: number; running: number; succeeded: number; failed: number; cancelled: number; expired: number }
+
+async function submit(url: string, key: string, body: string): Promise<string> {
+  const response = await fetch(`${url}/v1/batches`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/jsonl' }, body })
+  if (response.status !== 201) throw new Error(`submit answered ${response.status}: ${(await response.text()).slice(0, 300)}`)
+  return ((await response.json()) as { id: string }).id
+}
+
+/** Polls every 200 ms until the batch ends; returns each poll's time and finished-line count. */
+async function waitDone(url: string, key: string, id: string, maxMs: number) {
+  const polls: { t: number; done: number }[] = []
+  const endAt = performance.now() + maxMs
+  while (performance.now() < endAt) {
+    const batch = (await (await fetch(`${url}/v1/batches/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as { status: string; request_counts: Counts }
+    const c = batch.request_counts
+    polls.push({ t: performance.now(), done: c.succeeded + c.failed + c.cancelled + c.expired })
+    if (!['validating', 'in_progress', 'finalizing', 'cancelling'].includes(batch.status)) return { status: batch.status, counts: c, polls }
+    await Bun.sleep(200)
+  }
+  throw new Error(`batch ${id} did not finish within ${maxMs} ms`)
+}
+
+/** The upstream latency and attempts the gateway recorded for each line. */
+async function recorded(env: Record<string, string>, batchId: string): Promise<{ latencies: number[]; attempts: number }> {
+  let rows: { latency_ms: number; attempts: number }[]
+  if (env.DATABASE_URL) {
+    const { default: postgres } = await import('postgres')
+    const sql = postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} })
+    rows = (await sql`SELECT latency_ms, attempts FROM lines WHERE batch_id = ${batchId}`).map((row) => ({ latency_ms: Number(row.latency_ms), attempts: Number(row.attempts) }))
+    await sql.end()
+  } else {
+    const db = new Database(join(env.MULTIGRID_DATA_DIR, 'multigrid.sqlite'), { readonly: true })
+    rows = db.query<{ latency_ms: number; attempts: number }, [string]>('SELECT latency_ms, attempts FROM lines WHERE batch_id = ?').all(batchId)
+    db.close()
+  }
+  const latencies = rows.map((row) => row.latency_ms).sort((a, b) => a - b)
+  return { latencies, attempts: rows.reduce((sum, row) => sum + row.attempts, 0) }
+}
+
+async function oneRun(run: number): Promise<RunResult> {
+  const raw = await simulatorCapacity()
+
+  const env: Record<string, string> = { MULTIGRID_CONFIG: catalog, MULTIGRID_POLL_MS: String(values['poll-ms']), MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: '1000' }
+  let schema: string | null = null
+  if (values.store === 'postgres') {
+    const { freshSchemaUrl } = await import('../test/helpers/gateway.ts')
+    const fresh = freshSchemaUrl(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test')
+    env.DATABASE_URL = fresh.url
+    schema = fresh.schema
+  }
+  const profileDir = join(ROOT, 'bench/out/prof')
+  if (values.profile) mkdirSync(profileDir, { recursive: true })
+  const bunArgs = values.profile ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=dispatch-${values.store}-run${run}`] : []
+  const gateway = await spawnGateway(env, randomPort(18_900), bunArgs)
+  try {
+    const key = await newKey(gateway.url)
+    const maxMs = 60_000 + (lineCount / 100) * 1000 // 100 lines/s at worst, plus a minute
+    // Warm-up batch: JIT, upstream connections, store caches.
+    const warm = await waitDone(gateway.url, key, await submit(gateway.url, key, warmup), maxMs)
+    if (warm.status !== 'completed') throw new Error(`warm-up batch ended ${warm.status}`)
+
+    await fetch(`${simulator.url}/sim/reset`, { method: 'POST' })
+    const cpuBefore = await cpuMs(gateway.pid)
+    const threadsBefore = await threadCpuMs(gateway.pid)
+    const simBefore = await cpuMs(simulator.pid)
+    const machineBefore = await machineTicks()
+    const t0 = performance.now()
+    const id = await submit(gateway.url, key, measured)
+    const t1 = performance.now()
+    const done = await waitDone(gateway.url, key, id, maxMs)
+    const t2 = done.polls.at(-1)!.t
+    const cpuAfter = await cpuMs(gateway.pid)
+    const threadsAfter = await threadCpuMs(gateway.pid)
+    const simCpu = (await cpuMs(simulator.pid)) - simBefore
+    const machineAfter = await machineTicks()
+    const stats = (await (await fetch(`${simulator.url}/sim/stats`)).json()) as { peakInFlight: number }
+    if (done.status !== 'completed') throw new Error(`batch ended ${done.status}: ${JSON.stringify(done.counts)}`)
+
+    // Steady state: between the first polls past 10% and past 90% of the lines.
+    const first = done.polls.find((p) => p.done >= lineCount * 0.1)!
+    const last = done.polls.find((p) => p.done >= lineCount * 0.9)!
+    const steadyRate = last.t > first.t ? ((last.done - first.done) / (last.t - first.t)) * 1000 : NaN
+    const threads = new Map<string, number>()
+    for (const [name, ms] of threadsAfter) threads.set(name, ms - (threadsBefore.get(name) ?? 0))
+    const cpu = cpuAfter - cpuBefore
+    const main = threads.get('main (JS)') ?? 0
+    await gateway.stop()
+    const lines = await recorded(gateway.env, id)
+    const meanLatencyMs = lines.latencies.reduce((a, b) => a + b, 0) / lines.latencies.length
+    return {
+      rawRate: raw.rate,
+      rawMeanMs: raw.meanMs,
+      rawSimUs: raw.simUs,
+      simUsPerLine: (simCpu * 1000) / lineCount,
+      machineBusy: (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total),
+      rawMachineBusy: raw.machineBusy,
+      ingestMs: t1 - t0,
+      totalRate: lineCount / ((t2 - t0) / 1000),
+      dispatchRate: lineCount / ((t2 - t1) / 1000),
+      steadyRate,
+      cpuUsPerLine: (cpu * 1000) / lineCount,
+      mainUsPerLine: (main * 1000) / lineCount,
+      cpuShare: cpu / (t2 - t0),
+      mainShare: main / (t2 - t0),
+      meanLatencyMs,
+      p50LatencyMs: quantile(lines.latencies, 0.5),
+      p99LatencyMs: quantile(lines.latencies, 0.99),
+      retried: lines.attempts - lineCount,
+      failed: done.counts.failed,
+      peakInFlight: stats.peakInFlight,
+      threads,
+    }
+  } finally {
+    await gateway.stop().catch(() => {})
+    if (schema) {
+      const { default: postgres } = await import('postgres')
+      const sql = postgres(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test', { max: 1, onnotice: () => {} })
+      await sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`
+      await sql.end()
+    }
+  }
+}
+
+const results: RunResult[] = []
+try {
+  for (let run = 1; run <= runs; run++) {
+    const r = await oneRun(run)
+    results.push(r)
+    console.error(`run ${run}: gateway ${r.totalRate.toFixed(0)} lines/s (steady ${r.steadyRate.toFixed(0)}), simulator alone ${r.rawRate.toFixed(0)} requests/s, ${r.cpuUsPerLine.toFixed(0)} µs CPU/line, upstream latency mean ${r.meanLatencyMs.toFixed(1)} ms`)
+  }
+} finally {
+  await simulator.stop()
+}
+
+const m = (pick: (r: RunResult) => number) => median(results.map(pick))
+const ideal = concurrency / (latencyMs / 1000)
+const total = m((r) => r.totalRate)
+const steady = m((r) => r.steadyRate)
+const rawRate = m((r) => r.rawRate)
+const meanLatency = m((r) => r.meanLatencyMs)
+const pct = (x: number) => `${(x * 100).toFixed(0)}%`
+const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 0 })
+console.log(`dispatch (${values.store}) of ${n(lineCount)} chat lines, ${concurrency} in flight, simulator at ${latencyMs} ms, median of ${runs}:`)
+console.log(`  gateway, POST → completed      ${n(total).padStart(6)} lines/s   ${pct(total / ideal)} of ideal, ${pct(total / rawRate)} of the simulator alone`)
+console.log(`    of which ingest (POST → 201) ${n(m((r) => r.ingestMs)).padStart(6)} ms;  201 → completed ${n(m((r) => r.dispatchRate))} lines/s;  steady state (10%→90%) ${n(steady)} lines/s (${pct(steady / ideal)} of ideal)`)
+console.log(`  ideal (concurrency ÷ latency)  ${n(ideal).padStart(6)} lines/s`)
+console.log(`  simulator alone, plain client  ${n(rawRate).padStart(6)} requests/s   (undici Pool, ${concurrency} in flight, ${n(simRequests)} requests, mean latency ${m((r) => r.rawMeanMs).toFixed(1)} ms)`)
+console.log(`  gateway CPU                    ${n(m((r) => r.cpuUsPerLine)).padStart(6)} µs/line   (${pct(m((r) => r.cpuShare))} of one core over the run; JS thread ${n(m((r) => r.mainUsPerLine))} µs/line, ${pct(m((r) => r.mainShare))} of a core)`)
+console.log(`  upstream latency, as recorded  mean ${meanLatency.toFixed(1)} ms, p50 ${m((r) => r.p50LatencyMs).toFixed(0)} ms, p99 ${m((r) => r.p99LatencyMs).toFixed(0)} ms (simulator set to ${latencyMs} ms)`)
+console.log(`  Little's law                   mean in flight = steady rate × mean latency = ${(steady * meanLatency / 1000).toFixed(0)} of ${concurrency}; at ${concurrency} the recorded latency allows ${n(concurrency / (meanLatency / 1000))} lines/s`)
+console.log(`  simulator CPU                  ${n(m((r) => r.simUsPerLine)).padStart(6)} µs/request under the gateway, ${n(m((r) => r.rawSimUs))} µs/request under the plain client`)
+console.log(`  machine (2 cores) busy         ${pct(m((r) => r.machineBusy))} during the gateway run, ${pct(m((r) => r.rawMachineBusy))} during the plain client run (all processes)`)
+console.log(`  simulator peak in flight ${m((r) => r.peakInFlight)}; retried attempts ${m((r) => r.retried)}; failed lines ${m((r) => r.failed)}`)
+const last = results.at(-1)!
+const threadText = [...last.threads].filter(([, ms]) => ms >= 10).sort((a, b) => b[1] - a[1]).map(([name, ms]) => `${name} ${n(ms)} ms`).join(', ')
+console.log(`  gateway threads (last run)     ${threadText}`)

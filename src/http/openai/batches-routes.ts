@@ -1,0 +1,187 @@
+/**
+ * OpenAI Batches (`/openai/v1/batches`) on the native engine: a facade batch is a native batch,
+ * visible and cancellable on both surfaces. A file that fails validation makes a `failed` batch
+ * whose `errors` carry the line-numbered issues, as OpenAI reports them.
+ */
+import { createHash } from 'node:crypto'
+import { Elysia } from 'elysia'
+import { z } from 'zod'
+import type { Admission } from '../../admission/submit-batch.ts'
+import type { Gate } from '../../auth/gate.ts'
+import { newId, nowSeconds, type BatchRecord } from '../../domain.ts'
+import { badRequest, GatewayError, notFound } from '../../errors.ts'
+import type { BlobStore } from '../../files/blob-store.ts'
+import { describeZodIssue } from '../../ingest/issues.ts'
+import { Money } from '../../money/decimal.ts'
+import type { AccountStore, BatchErrorEntry, BatchStore, FileStore } from '../../store/store.ts'
+import { parseQuery } from '../parse-query.ts'
+import { errorFileId, outputFileId, renderOpenAiBatch } from './render-openai.ts'
+
+const createBody = z.looseObject({
+  input_file_id: z.string().min(1),
+  endpoint: z.enum(['/v1/chat/completions', '/v1/embeddings']),
+  completion_window: z.string().regex(/^([1-9]\d{0,2})h$/, 'must be "24h" or another "Nh" with N from 1 to 168'),
+  metadata: z
+    .record(z.string().max(64), z.string().max(512))
+    .refine((m) => Object.keys(m).length <= 16, 'may have at most 16 keys')
+    .nullable()
+    .optional(),
+})
+
+const listQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  after: z.string().min(1).optional(),
+})
+
+export interface FacadeBatchDeps {
+  gate: Gate
+  store: BatchStore & FileStore & AccountStore
+  blobs: BlobStore
+  admission: Admission
+  onCancelled?: (batchId: string) => void
+}
+
+export function openAiBatchRoutes({ gate, store, blobs, admission, onCancelled }: FacadeBatchDeps) {
+  const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
+
+  async function create(request: Request, headers: Record<string, string>) {
+    const caller = await gate.admit(request.headers.get('authorization'), 'batches', headers)
+    let raw: unknown
+    try {
+      raw = await request.json()
+    } catch {
+      throw badRequest('the body must be a JSON object such as {"input_file_id": …, "endpoint": …, "completion_window": "24h"}')
+    }
+    // The Python SDK merges `extra_body` into the body; the Node SDK sends unknown params as
+    // they are, so `extra_body` can also arrive as a field of its own. Both mean the same.
+    if (raw && typeof raw === 'object' && 'extra_body' in raw) {
+      const { extra_body: extra, ...rest } = raw as { extra_body?: unknown }
+      if (extra && typeof extra === 'object' && !Array.isArray(extra)) raw = { ...rest, ...extra }
+    }
+    const parsed = createBody.safeParse(raw)
+    if (!parsed.success) {
+      const issue = describeZodIssue(parsed.error.issues[0], '')
+      throw badRequest(`${issue.path} ${issue.message}; ${issue.fix}`, issue.path)
+    }
+    const body = parsed.data
+    const hours = Number(body.completion_window.slice(0, -1))
+    if (hours > 168) throw badRequest('completion_window must be at most "168h"', 'completion_window')
+
+    // The SDKs retry a timed-out create without an idempotency key: a retry of the same body
+    // returns the batch the first attempt made.
+    const requestKey = `openai:${createHash('sha256').update(JSON.stringify(raw)).digest('hex')}`
+    const explicitKey = request.headers.get('idempotency-key')
+    const retry = Number(request.headers.get('x-stainless-retry-count') ?? 0) > 0
+    if (explicitKey || retry) {
+      const earlier = await store.findByIdempotencyKey(caller.account.id, explicitKey ?? requestKey)
+      if (earlier) return earlier
+    }
+    const file = await store.getFile(caller.account.id, body.input_file_id)
+    if (!file || file.kind !== 'upload') throw notFound(`file ${body.input_file_id}`)
+    await store.touchFile(file.id, nowSeconds())
+    const bytes = await blobs.readAll(file.id)
+    const reject = (errors: BatchErrorEntry[]) =>
+      store.recordRejectedBatch({
+        id: newId('batch_'),
+        accountId: caller.account.id,
+        name: file.filename,
+        endpoint: body.endpoint,
+        completionWindowHours: hours,
+        createdAt: nowSeconds(),
+        source: 'openai',
+        metadata: body.metadata ?? null,
+        inputFileId: file.id,
+        errors,
+      })
+    const idempotencyKey =
+      explicitKey ?? ((await store.findByIdempotencyKey(caller.account.id, requestKey)) ? null : requestKey)
+    let result
+    try {
+      result = await admission.submit(
+        bytes,
+        {
+          accountId: caller.account.id,
+          name: file.filename,
+          completionWindowHours: hours,
+          dryRun: false,
+          idempotencyKey,
+          source: 'openai',
+          metadata: body.metadata ?? null,
+          inputFileId: file.id,
+          fileLabel: file.filename,
+          endpoint: body.endpoint,
+        },
+        async () => {
+          const account = await store.getAccount(caller.account.id)
+          return new Money(account!.balanceUsd).minus(account!.heldUsd).toFixed()
+        },
+      )
+    } catch (error) {
+      // As OpenAI does: a batch the credit cannot cover fails at validation.
+      if (error instanceof GatewayError && error.code === 'insufficient_quota') {
+        return reject([{ code: 'insufficient_quota', message: error.message, param: null, line: null }])
+      }
+      throw error
+    }
+    if (result.kind === 'invalid') {
+      return reject(
+        result.issues.map((issue) => ({
+          code: 'invalid_request',
+          message: `${issue.path ? `${issue.path} ` : ''}${issue.message}; ${issue.fix}`,
+          param: issue.path || null,
+          line: issue.line,
+        })),
+      )
+    }
+    if (result.kind === 'quote') throw new Error('unreachable: facade creates are never dry runs')
+    if (result.kind === 'created') await registerResultFiles(store, result.batch)
+    return result.batch
+  }
+
+  return new Elysia({ name: 'openai-batches', prefix: '/openai/v1' })
+    .post('/batches', async ({ request, set }) => renderOpenAiBatch(await create(request, headersOf(set))), { parse: 'none' })
+    .get('/batches', async ({ request, set }) => {
+      const caller = await gate.admit(request.headers.get('authorization'), 'read', headersOf(set))
+      const query = parseQuery(listQuery, request.url)
+      const page = await store.listBatches(caller.account.id, { limit: query.limit, after: query.after ?? null })
+      const data = page.batches.map(renderOpenAiBatch)
+      return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: page.hasMore }
+    })
+    .get('/batches/:id', async ({ request, set, params }) => {
+      const caller = await gate.admit(request.headers.get('authorization'), 'read', headersOf(set))
+      const batch = await store.getBatch(caller.account.id, params.id)
+      if (!batch) throw notFound(`batch ${params.id}`)
+      return renderOpenAiBatch(batch)
+    })
+    .post('/batches/:id/cancel', async ({ request, set, params }) => {
+      const caller = await gate.admit(request.headers.get('authorization'), 'batches', headersOf(set))
+      const result = await store.cancelBatch(caller.account.id, params.id, nowSeconds())
+      if (result.kind === 'not_found') throw notFound(`batch ${params.id}`)
+      if (result.kind === 'conflict') {
+        throw new GatewayError(409, 'invalid_request_error', 'batch_not_cancellable',
+          `batch ${params.id} is ${result.batch.status} and can no longer be cancelled`)
+      }
+      onCancelled?.(params.id)
+      return renderOpenAiBatch(result.batch)
+    })
+}
+
+/** The output and error files of a batch, listed as the account's files once the batch ends. */
+async function registerResultFiles(store: FileStore, batch: BatchRecord) {
+  for (const [id, kind, suffix] of [
+    [outputFileId(batch.id), 'output', 'output'],
+    [errorFileId(batch.id), 'error', 'errors'],
+  ] as const) {
+    await store.createFile({
+      id,
+      accountId: batch.accountId,
+      purpose: 'batch_output',
+      filename: `${batch.id}_${suffix}.jsonl`,
+      bytes: null,
+      createdAt: batch.createdAt,
+      lastUsedAt: batch.createdAt,
+      batchId: batch.id,
+      kind,
+    })
+  }
+}

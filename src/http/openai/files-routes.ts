@@ -1,0 +1,126 @@
+/** OpenAI Files (`/openai/v1/files`): upload for batches, list, retrieve, delete, content. */
+import { Elysia } from 'elysia'
+import { z } from 'zod'
+import type { Gate } from '../../auth/gate.ts'
+import { newId, nowSeconds } from '../../domain.ts'
+import { badRequest, GatewayError, notFound } from '../../errors.ts'
+import { FileTooLarge, type BlobStore } from '../../files/blob-store.ts'
+import type { BatchStore, FileStore, FileView } from '../../store/store.ts'
+import { parseQuery } from '../parse-query.ts'
+import { streamLines } from '../stream-lines.ts'
+import { readMultipartUpload } from './read-multipart-upload.ts'
+import { renderOpenAiFile, renderOpenAiResultLine } from './render-openai.ts'
+
+const listQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(10_000).default(10_000),
+  after: z.string().min(1).optional(),
+  order: z.enum(['asc', 'desc']).default('desc'),
+  purpose: z.string().min(1).optional(),
+})
+
+export interface FilesDeps {
+  gate: Gate
+  store: FileStore & BatchStore
+  blobs: BlobStore
+  maxFileBytes: number
+}
+
+const UNSUCCESSFUL = ['failed', 'cancelled', 'expired'] as const
+
+export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes }: FilesDeps) {
+  const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
+
+  /** A rendered file's content, streamed from the stored results. */
+  const renderedContent = (file: FileView) =>
+    streamLines(store, file.batchId!, file.kind === 'output' ? ['succeeded'] : UNSUCCESSFUL, (line) =>
+      renderOpenAiResultLine(file.batchId!, line),
+    )
+
+  /** Rendered files learn their size the first time they are asked for it. */
+  async function withSize(file: FileView): Promise<FileView> {
+    if (file.bytes !== null) return file
+    let bytes = 0
+    const reader = renderedContent(file).getReader()
+    for (let next = await reader.read(); !next.done; next = await reader.read()) bytes += next.value.byteLength
+    await store.setFileBytes(file.id, bytes)
+    return { ...file, bytes }
+  }
+
+  return new Elysia({ name: 'openai-files', prefix: '/openai/v1' })
+    .post(
+      '/files',
+      async ({ request, set }) => {
+        const caller = await gate.admit(request.headers.get('authorization'), 'batches', headersOf(set))
+        const declared = Number(request.headers.get('content-length') ?? NaN)
+        if (declared > maxFileBytes + 64 * 1024) throw fileTooLarge(maxFileBytes)
+        const id = newId('file-')
+        let upload
+        try {
+          upload = await readMultipartUpload(request, (content) => blobs.put(id, content, maxFileBytes))
+        } catch (error) {
+          if (error instanceof FileTooLarge) throw fileTooLarge(maxFileBytes)
+          throw error
+        }
+        if (upload.fields.purpose !== 'batch') {
+          await blobs.delete(id)
+          throw badRequest(
+            `purpose must be "batch" (got ${JSON.stringify(upload.fields.purpose ?? null)}); this gateway stores files for batches only`,
+            'purpose',
+          )
+        }
+        const now = nowSeconds()
+        const file = {
+          id,
+          accountId: caller.account.id,
+          purpose: 'batch' as const,
+          filename: upload.filename,
+          bytes: upload.result,
+          createdAt: now,
+          lastUsedAt: now,
+          batchId: null,
+          kind: 'upload' as const,
+        }
+        await store.createFile(file)
+        return renderOpenAiFile({ ...file, batchStatus: null, batchCounts: null })
+      },
+      { parse: 'none' },
+    )
+    .get('/files', async ({ request, set }) => {
+      const caller = await gate.admit(request.headers.get('authorization'), 'read', headersOf(set))
+      const query = parseQuery(listQuery, request.url)
+      const page = await store.listFiles(caller.account.id, {
+        limit: query.limit,
+        after: query.after ?? null,
+        purpose: query.purpose ?? null,
+        order: query.order,
+      })
+      const data = await Promise.all(page.files.map(async (file) => renderOpenAiFile(await withSize(file))))
+      // OpenAI's schema requires first_id and last_id as strings, also on an empty page.
+      return { object: 'list', data, first_id: data[0]?.id ?? '', last_id: data.at(-1)?.id ?? '', has_more: page.hasMore }
+    })
+    .get('/files/:id', async ({ request, set, params }) => {
+      const caller = await gate.admit(request.headers.get('authorization'), 'read', headersOf(set))
+      const file = await store.getFile(caller.account.id, params.id)
+      if (!file) throw notFound(`file ${params.id}`)
+      return renderOpenAiFile(await withSize(file))
+    })
+    .delete('/files/:id', async ({ request, set, params }) => {
+      const caller = await gate.admit(request.headers.get('authorization'), 'batches', headersOf(set))
+      const file = await store.getFile(caller.account.id, params.id)
+      if (!file || !(await store.deleteFile(caller.account.id, params.id))) throw notFound(`file ${params.id}`)
+      if (file.kind === 'upload') await blobs.delete(file.id)
+      return { id: params.id, object: 'file', deleted: true }
+    })
+    .get('/files/:id/content', async ({ request, set, params }) => {
+      const caller = await gate.admit(request.headers.get('authorization'), 'read', headersOf(set))
+      const file = await store.getFile(caller.account.id, params.id)
+      if (!file) throw notFound(`file ${params.id}`)
+      await store.touchFile(file.id, nowSeconds())
+      const body = file.kind === 'upload' ? blobs.read(file.id) : renderedContent(file)
+      return new Response(body, { headers: { ...headersOf(set), 'content-type': 'application/jsonl' } })
+    })
+}
+
+function fileTooLarge(limit: number) {
+  return new GatewayError(413, 'invalid_request_error', 'file_too_large', `files may be at most ${limit} bytes; split the requests into several files`, { param: 'file' })
+}

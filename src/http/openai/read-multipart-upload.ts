@@ -1,0 +1,47 @@
+/**
+ * Streams a multipart upload (`purpose` field + `file` part) with busboy: the file part goes
+ * straight to the sink as it arrives, never held whole in memory.
+ */
+import busboy from 'busboy'
+import { Readable } from 'node:stream'
+import { badRequest } from '../../errors.ts'
+
+export async function readMultipartUpload<T>(
+  request: Request,
+  sink: (file: AsyncIterable<Uint8Array>, filename: string, fields: Record<string, string>) => Promise<T>,
+): Promise<{ result: T; filename: string; fields: Record<string, string> }> {
+  const type = request.headers.get('content-type') ?? ''
+  if (!type.toLowerCase().startsWith('multipart/form-data') || !request.body) {
+    throw badRequest('upload the file as multipart/form-data with fields "purpose" and "file"', 'file')
+  }
+  let parser: busboy.Busboy
+  try {
+    parser = busboy({ headers: { 'content-type': type }, limits: { files: 1, fields: 10, fieldSize: 1024 } })
+  } catch (error) {
+    throw badRequest(`malformed multipart body: ${(error as Error).message}`, 'file')
+  }
+  const fields: Record<string, string> = {}
+  let stored: Promise<{ result: T; filename: string }> | null = null
+  const finished = new Promise<void>((resolve, reject) => {
+    parser.on('field', (name, value) => {
+      fields[name] = value
+    })
+    parser.on('file', (name, stream, info) => {
+      if (name !== 'file' || stored) {
+        stream.resume()
+        return
+      }
+      // busboy delivers `purpose` first when the client sends it first, as the SDKs do.
+      const filename = info.filename || 'upload.jsonl'
+      stored = sink(stream as AsyncIterable<Uint8Array>, filename, { ...fields }).then((result) => ({ result, filename }))
+      stored.catch(() => stream.resume())
+    })
+    parser.on('close', resolve)
+    parser.on('error', (error) => reject(badRequest(`malformed multipart body: ${(error as Error).message}`, 'file')))
+  })
+  Readable.fromWeb(request.body as never).pipe(parser)
+  await finished
+  if (!stored) throw badRequest('the upload has no "file" part; send the JSONL file as the field "file"', 'file')
+  const { result, filename } = await (stored as Promise<{ result: T; filename: string }>)
+  return { result, filename, fields }
+}

@@ -1,0 +1,72 @@
+/**
+ * OpenAI's Batch and File objects and result-line format, rendered from stored records, field
+ * for field (contracts/openai-batch-files.schema.json). Unset optional fields are null.
+ */
+import type { BatchRecord, LineRecord } from '../../domain.ts'
+import type { FileView } from '../../store/store.ts'
+
+/** Output and error files are named after their batch, so they need no lookup to find. */
+export const outputFileId = (batchId: string) => `file-${batchId.slice('batch_'.length)}-output`
+export const errorFileId = (batchId: string) => `file-${batchId.slice('batch_'.length)}-errors`
+
+const FINAL = new Set(['completed', 'failed', 'cancelled', 'expired'])
+
+export function renderOpenAiBatch(batch: BatchRecord) {
+  const counts = batch.counts
+  const unsuccessful = counts.failed + counts.cancelled + counts.expired
+  const final = FINAL.has(batch.status)
+  const at = (status: string) => (batch.status === status ? batch.finishedAt : null)
+  return {
+    id: batch.id,
+    object: 'batch' as const,
+    endpoint: batch.endpoint,
+    errors: batch.errors ? { object: 'list', data: batch.errors } : null,
+    input_file_id: batch.inputFileId ?? '',
+    completion_window: `${batch.completionWindowHours}h`,
+    status: batch.status,
+    output_file_id: final && counts.succeeded > 0 ? outputFileId(batch.id) : null,
+    error_file_id: final && unsuccessful > 0 ? errorFileId(batch.id) : null,
+    created_at: batch.createdAt,
+    in_progress_at: batch.errors ? null : batch.startedAt ?? batch.createdAt,
+    expires_at: batch.deadlineAt,
+    finalizing_at: batch.finalizingAt,
+    completed_at: at('completed'),
+    failed_at: at('failed'),
+    expired_at: at('expired'),
+    cancelling_at: batch.cancelRequestedAt,
+    cancelled_at: at('cancelled'),
+    request_counts: { total: counts.total, completed: counts.succeeded, failed: unsuccessful },
+    metadata: batch.metadata,
+  }
+}
+
+export function renderOpenAiFile(file: FileView) {
+  return {
+    id: file.id,
+    object: 'file' as const,
+    bytes: file.bytes ?? 0,
+    created_at: file.createdAt,
+    expires_at: null,
+    filename: file.filename,
+    purpose: file.purpose,
+    status: 'processed',
+    status_details: null,
+  }
+}
+
+/** One line of an output or error file: `{"id", "custom_id", "response", "error"}`. */
+export function renderOpenAiResultLine(batchId: string, line: LineRecord): string {
+  const id = `batch_req_${batchId.slice('batch_'.length)}_${line.lineNo}`
+  const requestId = `req_${batchId.slice(-12)}_${line.lineNo}`
+  const head = `{"id":"${id}","custom_id":${JSON.stringify(line.customId)}`
+  if (line.status === 'succeeded') {
+    return `${head},"response":{"status_code":${line.responseStatus ?? 200},"request_id":"${requestId}","body":${line.response}},"error":null}`
+  }
+  const upstream = line.error?.upstream
+  const response =
+    line.responseStatus !== null && upstream !== undefined
+      ? `{"status_code":${line.responseStatus},"request_id":"${requestId}","body":${JSON.stringify(upstream)}}`
+      : 'null'
+  const error = line.error ? JSON.stringify({ code: line.error.code, message: line.error.message }) : 'null'
+  return `${head},"response":${response},"error":${error}}`
+}

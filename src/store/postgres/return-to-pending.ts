@@ -1,0 +1,27 @@
+/**
+ * Gives running lines back to pending, untouched (a released or expired lease), and moves their
+ * batches' counters with them. Batches are locked first, in id order, like everywhere else.
+ */
+import type postgres from 'postgres'
+
+export async function returnToPending(tx: postgres.TransactionSql, where: postgres.Fragment) {
+  const batches = await tx`
+    SELECT DISTINCT batch_id FROM lines WHERE status = 'running' AND ${where}`
+  if (batches.length === 0) return 0
+  const ids = batches.map((row) => row.batch_id as string).sort()
+  await tx`SELECT id FROM batches WHERE id = ANY(${ids}::text[]) ORDER BY id FOR UPDATE`
+  const moved = await tx`
+    WITH leased AS (
+      SELECT batch_id, line_no FROM lines
+      WHERE batch_id = ANY(${ids}::text[]) AND status = 'running' AND ${where}
+      ORDER BY batch_id, line_no FOR UPDATE),
+    moved AS (
+      UPDATE lines l SET status = 'pending', lease_owner = NULL, lease_until = NULL
+      FROM leased WHERE l.batch_id = leased.batch_id AND l.line_no = leased.line_no
+      RETURNING l.batch_id),
+    counts AS (SELECT batch_id, count(*)::int AS n FROM moved GROUP BY batch_id)
+    UPDATE batches b SET running = b.running - c.n, pending = b.pending + c.n
+    FROM counts c WHERE b.id = c.batch_id
+    RETURNING c.n`
+  return moved.reduce((total, row) => total + Number(row.n), 0)
+}
