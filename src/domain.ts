@@ -142,7 +142,12 @@ export interface LineRecord {
 
 export const nowSeconds = () => Math.floor(Date.now() / 1000)
 
-/** Time-ordered ids: 12 hex digits of milliseconds, then 16 random hex digits. */
+/**
+ * Time-ordered ids: 12 hex digits of milliseconds, then 16 random hex digits. Within a process
+ * the time part never repeats or goes back, so ids made one after another sort in that order.
+ */
+let lastMs = 0
 export function newId(prefix: string): string {
-  return `${prefix}${Date.now().toString(16).padStart(12, '0')}${randomBytes(8).toString('hex')}`
+  lastMs = Math.max(Date.now(), lastMs + 1)
+  return `${prefix}${lastMs.toString(16).padStart(12, '0')}${randomBytes(8).toString('hex')}`
 }

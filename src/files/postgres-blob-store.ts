@@ -9,9 +9,8 @@ import { FileTooLarge, type BlobStore } from './blob-store.ts'
 const CHUNK = 1 << 20
 
 export async function createPostgresBlobStore(url: string, schema: string | undefined): Promise<BlobStore> {
+  // The table comes from sql/0002_file_chunks.sql, applied when the store opened.
   const sql = postgres(url, { max: 4, onnotice: () => {}, connection: schema ? { search_path: schema } : {} })
-  await sql`CREATE TABLE IF NOT EXISTS file_chunks (
-    file_id text NOT NULL, seq int NOT NULL, data bytea NOT NULL, PRIMARY KEY (file_id, seq))`
   return {
     async put(id, content, maxBytes) {
       let size = 0

@@ -6,9 +6,12 @@
 import { Elysia } from 'elysia'
 import { GatewayError } from '../errors.ts'
 import type { Logger } from '../telemetry/logger.ts'
+import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
+import { observeRequests } from './observe-requests.ts'
 
-export function createApp(logger: Logger, groups: Elysia<any, any, any, any, any, any, any>[]) {
-  const app = new Elysia()
+export function createApp(logger: Logger, groups: Elysia<any, any, any, any, any, any, any>[], telemetry: Telemetry = noTelemetry) {
+  // Observed first, so its error hook sees the route before the handler below answers.
+  const app = observeRequests(new Elysia(), logger, telemetry)
     .onError(({ error, code, set, request }) => {
       const headers: Record<string, string> = {
         ...(set.headers as Record<string, string>),

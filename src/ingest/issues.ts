@@ -71,6 +71,8 @@ export function describeZodIssue(issue: z.core.$ZodIssue, prefix: string): { pat
       }
       return { path, message: 'has none of the accepted shapes', fix: `check ${field} against the endpoint's documented request format` }
     }
+    case 'invalid_format':
+      return { path, message: issue.message, fix: `remove the offending characters from ${field}` }
     default:
       return { path, message: issue.message, fix: `correct ${field}` }
   }

@@ -28,7 +28,8 @@ export const BATCH_URLS = ['/v1/chat/completions', '/v1/embeddings'] as const
 
 export function lineEnvelopeSchema(maxCustomIdLength: number) {
   return z.strictObject({
-    custom_id: z.string().min(1).max(maxCustomIdLength),
+    // PostgreSQL text cannot hold U+0000, and no one means it in an id.
+    custom_id: z.string().min(1).max(maxCustomIdLength).regex(/^[^\u0000]*$/, 'must not contain the NUL character'),
     method: z.literal('POST'),
     url: z.enum(BATCH_URLS),
     body: z.unknown(),
