@@ -39,6 +39,7 @@ const envSchema = z.object({
   MULTIGRID_DISPATCH: z.enum(['0', '1']).default('1'),
   MULTIGRID_RESULT_RETENTION_DAYS: intFrom(1, 3650, 30),
   MULTIGRID_FILE_RETENTION_DAYS: intFrom(1, 3650, 7),
+  MULTIGRID_JANITOR_INTERVAL_S: intFrom(1, 86_400, 600),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
 })
@@ -63,7 +64,7 @@ export interface Config {
     defaultRateLimitPerMinute: number
   }
   dispatch: { enabled: boolean; leaseSeconds: number; pollMs: number; maxAttempts: number }
-  retention: { resultDays: number; fileDays: number }
+  retention: { resultDays: number; fileDays: number; intervalMs: number }
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
   otlpEndpoint: string | null
 }
@@ -114,6 +115,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     retention: {
       resultDays: e.MULTIGRID_RESULT_RETENTION_DAYS,
       fileDays: e.MULTIGRID_FILE_RETENTION_DAYS,
+      intervalMs: e.MULTIGRID_JANITOR_INTERVAL_S * 1000,
     },
     logLevel: e.LOG_LEVEL,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT ?? null,

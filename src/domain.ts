@@ -97,6 +97,8 @@ export interface BatchRecord {
   metadata: Record<string, string> | null
   inputFileId: string | null
   idempotencyKey: string | null
+  /** When retention deleted its lines; null while its results are kept. */
+  purgedAt: number | null
   /** Validation errors of a batch refused on the OpenAI surface. */
   errors: { code: string; message: string; param: string | null; line: number | null }[] | null
 }

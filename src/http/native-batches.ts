@@ -147,6 +147,10 @@ export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes, onCanc
       const query = parseQuery(resultsQuery, request.url)
       const batch = await store.getBatch(caller.account.id, params.id)
       if (!batch) throw notFound(`batch ${params.id}`)
+      if (batch.purgedAt !== null) {
+        throw new GatewayError(410, 'invalid_request_error', 'results_expired',
+          `the results of batch ${batch.id} were deleted when its retention period ended; the batch's counts and cost remain`)
+      }
       const statuses = query.filter ? FILTERS[query.filter] : null
       const render = query.format === 'input' ? (line: { input: string }) => line.input : renderResultLine
       return new Response(streamLines(store, batch.id, statuses, render), {

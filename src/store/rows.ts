@@ -52,6 +52,7 @@ export function rowToBatch(row: Row): BatchRecord {
     inputFileId: (row.input_file_id as string | null) ?? null,
     idempotencyKey: (row.idempotency_key as string | null) ?? null,
     errors: json<BatchRecord['errors']>(row.errors),
+    purgedAt: num(row.purged_at),
   }
 }
 

@@ -250,7 +250,15 @@ export interface BatchErrorEntry {
   line: number | null
 }
 
-export interface Store extends AccountStore, BatchStore, DispatchStore, FileStore {
+/** Retention. Safe to run on every instance at once: each item is taken by one of them. */
+export interface RetentionStore {
+  /** Deletes the lines and rendered files of batches that ended before `cutoff`; returns their ids. */
+  purgeResults(cutoff: number, limit: number, now: number): Promise<string[]>
+  /** Deletes the records of uploads unused since `cutoff`; returns their ids, for their content. */
+  deleteStaleUploads(cutoff: number, limit: number): Promise<string[]>
+}
+
+export interface Store extends AccountStore, BatchStore, DispatchStore, FileStore, RetentionStore {
   readonly kind: 'sqlite' | 'postgres'
   ping(): Promise<void>
   close(): Promise<void>

@@ -37,6 +37,7 @@ import { copyLines } from './copy-lines.ts'
 import * as files from './files.ts'
 import { migrate } from './migrate.ts'
 import { recordOutcomes } from './record-outcomes.ts'
+import * as retention from './retention.ts'
 import { returnToPending } from './return-to-pending.ts'
 
 type Db = postgres.ISql
@@ -98,6 +99,14 @@ class PostgresStore implements Store {
 
   async ping() {
     await this.sql`SELECT 1`
+  }
+
+  purgeResults(cutoff: number, limit: number, now: number) {
+    return retention.purgeResults(this.sql, cutoff, limit, now)
+  }
+
+  deleteStaleUploads(cutoff: number, limit: number) {
+    return retention.deleteStaleUploads(this.sql, cutoff, limit)
   }
 
   async close() {

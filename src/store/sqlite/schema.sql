@@ -49,7 +49,9 @@ CREATE TABLE IF NOT EXISTS batches (
   metadata TEXT,
   input_file_id TEXT,
   errors TEXT,
-  idempotency_key TEXT
+  idempotency_key TEXT,
+  -- When retention deleted the batch's lines; the batch itself stays for its history and costs.
+  purged_at INTEGER
 );
 CREATE INDEX IF NOT EXISTS batches_by_account ON batches (account_id, id);
 CREATE UNIQUE INDEX IF NOT EXISTS batches_idempotency

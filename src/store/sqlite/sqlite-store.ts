@@ -236,6 +236,29 @@ class SqliteStore implements Store {
     return rowToBatch(this.q('SELECT * FROM batches WHERE id = ?').get(batch.id)!)
   }
 
+  // ── retention ───────────────────────────────────────────────────────────────────────────
+
+  async purgeResults(cutoff: number, limit: number, now: number) {
+    return this.tx(() => {
+      const ids = this.q(
+        `SELECT id FROM batches WHERE finished_at < ? AND purged_at IS NULL ORDER BY finished_at LIMIT ?`,
+      ).all(cutoff, limit).map((row) => row.id as string)
+      for (const id of ids) {
+        this.q('DELETE FROM lines WHERE batch_id = ?').run(id)
+        this.q('DELETE FROM files WHERE batch_id = ?').run(id)
+        this.q('UPDATE batches SET purged_at = ? WHERE id = ?').run(now, id)
+      }
+      return ids
+    })
+  }
+
+  async deleteStaleUploads(cutoff: number, limit: number) {
+    return this.q(
+      `DELETE FROM files WHERE id IN (
+         SELECT id FROM files WHERE kind = 'upload' AND last_used_at < ? LIMIT ?) RETURNING id`,
+    ).all(cutoff, limit).map((row) => row.id as string)
+  }
+
   // ── files ─────────────────────────────────────────────────────────────────────────────────
 
   async createFile(file: FileRecord) {

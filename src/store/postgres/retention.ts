@@ -1,0 +1,36 @@
+/**
+ * Retention on PostgreSQL. Every instance runs the janitor; `FOR UPDATE SKIP LOCKED` hands each
+ * batch or file to exactly one of them, so the work is never done twice.
+ */
+import type postgres from 'postgres'
+
+type Db = postgres.Sql
+
+export async function purgeResults(sql: Db, cutoff: number, limit: number, now: number): Promise<string[]> {
+  return sql.begin(async (tx) => {
+    // Batch rows first, then their lines: the lock order every other transaction uses.
+    const picked = await tx`
+      WITH picked AS (
+        SELECT id FROM batches
+        WHERE finished_at < ${cutoff} AND purged_at IS NULL
+        ORDER BY finished_at LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED)
+      UPDATE batches b SET purged_at = ${now} FROM picked WHERE b.id = picked.id
+      RETURNING b.id`
+    const ids = picked.map((row) => row.id as string)
+    if (ids.length > 0) {
+      await tx`DELETE FROM lines WHERE batch_id = ANY(${ids}::text[])`
+      await tx`DELETE FROM files WHERE batch_id = ANY(${ids}::text[])`
+    }
+    return ids
+  })
+}
+
+export async function deleteStaleUploads(sql: Db, cutoff: number, limit: number): Promise<string[]> {
+  const rows = await sql`
+    DELETE FROM files WHERE id IN (
+      SELECT id FROM files WHERE kind = 'upload' AND last_used_at < ${cutoff}
+      LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+    RETURNING id`
+  return rows.map((row) => row.id as string)
+}
