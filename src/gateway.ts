@@ -19,6 +19,7 @@ import { createUpstreams } from './upstream/upstreams.ts'
 import { createMemoryLimiter, type RateLimiter } from './limits/rate-limiter.ts'
 import { createRedisLimiter } from './limits/redis-limiter.ts'
 import { openBlobStore, openStore } from './store/open-store.ts'
+import { createJanitor, type Janitor } from './retention/janitor.ts'
 import { openAiBatchRoutes } from './http/openai/batches-routes.ts'
 import { openAiFilesRoutes } from './http/openai/files-routes.ts'
 import type { Store } from './store/store.ts'
@@ -31,6 +32,7 @@ export interface Gateway {
   logger: Logger
   instanceId: string
   dispatcher: Dispatcher | null
+  janitor: Janitor
   stop(): Promise<void>
 }
 
@@ -83,6 +85,8 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   })
   const port = app.server!.port!
   dispatcher?.start()
+  const janitor = createJanitor(store, blobs, logger, config.retention)
+  janitor.start(config.retention.intervalMs)
   logger.info('gateway.started', { port, store: store.kind, rate_limiter: config.redisUrl ? 'redis' : 'memory' })
   return {
     url: `http://127.0.0.1:${port}`,
@@ -91,7 +95,9 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
     logger,
     instanceId,
     dispatcher,
+    janitor,
     async stop() {
+      janitor.stop()
       // Stop taking requests, let in-flight lines finish (bounded), hand the rest back.
       await app.stop(true)
       await dispatcher?.stop()
