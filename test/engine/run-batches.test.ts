@@ -208,6 +208,34 @@ describe('routing, pools and faults', () => {
     }
   })
 
+  test('one huge batch does not starve a small one of another account; a batch where nothing ran is failed', async () => {
+    const sim = await startSimulator({ latencyMs: 20 })
+    const gw = await startTestGateway({ catalog: testCatalog({ openai: `${sim.url}/v1` }, { maxConcurrency: 8 }), env: { MULTIGRID_POLL_MS: '20' } })
+    try {
+      const big = await gw.newAccount('10')
+      const small = await gw.newAccount('10')
+      const huge = (await (await gw.request('/v1/batches', big.key, { method: 'POST', body: jsonl(Array.from({ length: 1500 }, (_, i) => chatLine(`h-${i}`, `huge ${i}`))) })).json()) as Batch
+      await waitFor('the huge batch to be running', async () => ((await (await gw.request(`/v1/batches/${huge.id}`, big.key)).json()) as Batch).request_counts.succeeded > 20)
+      const started = Date.now()
+      const tiny = (await (await gw.request('/v1/batches', small.key, { method: 'POST', body: jsonl(Array.from({ length: 10 }, (_, i) => chatLine(`t-${i}`, `tiny ${i}`))) })).json()) as Batch
+      expect((await finished(gw, small.key, tiny.id)).status).toBe('completed')
+      const tinyTook = Date.now() - started
+      const hugeNow = (await (await gw.request(`/v1/batches/${huge.id}`, big.key)).json()) as Batch
+      // 1,500 lines at 8 in flight and 20 ms take ≥ 3.7 s; the small batch is done long before.
+      expect(hugeNow.status).toBe('in_progress')
+      expect(tinyTook).toBeLessThan(2_000)
+
+      const refused = (await (await gw.request('/v1/batches', small.key, { method: 'POST', body: jsonl([chatLine('x-1', 'a', {}, 'sim/refused'), chatLine('x-2', 'b', {}, 'sim/refused')]) })).json()) as Batch
+      const ended = await finished(gw, small.key, refused.id)
+      expect(ended.status).toBe('failed')
+      expect(ended.request_counts).toMatchObject({ failed: 2, succeeded: 0 })
+      await gw.request(`/v1/batches/${huge.id}`, big.key, { method: 'DELETE' })
+    } finally {
+      await gw.stop()
+      await sim.stop()
+    }
+  })
+
   test('with 20% errors and 10% 429s every line still completes within the retry budget', async () => {
     const sim = await startSimulator({ latencyMs: 2, errorRate: 0.2, rate429: 0.1, retryAfterSeconds: 0.05, seed: 7 })
     const gw = await startTestGateway({ upstreams: { openai: `${sim.url}/v1` }, env: { MULTIGRID_POLL_MS: '20' } })
