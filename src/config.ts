@@ -21,6 +21,8 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://')
     .optional(),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').optional(),
+  /** Prefix of the fleet's coordination keys in Redis, so several fleets can share one Redis. */
+  MULTIGRID_REDIS_PREFIX: z.string().regex(/^[\w:.-]{1,64}$/, 'letters, digits and _ : . - only').default('mg:'),
   MULTIGRID_CONFIG: z.string().min(1).optional(),
   MULTIGRID_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   MULTIGRID_MAX_BODY_BYTES: intFrom(1, 1 << 30, 16 * 1024 * 1024),
@@ -50,6 +52,7 @@ export interface Config {
   dataDir: string
   databaseUrl: string | null
   redisUrl: string | null
+  redisPrefix: string
   adminToken: string | null
   catalogPath: string
   catalog: CatalogFile
@@ -94,6 +97,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir: resolve(e.MULTIGRID_DATA_DIR),
     databaseUrl: e.DATABASE_URL ?? null,
     redisUrl: e.REDIS_URL ?? null,
+    redisPrefix: e.MULTIGRID_REDIS_PREFIX,
     adminToken: e.MULTIGRID_ADMIN_TOKEN ?? null,
     catalogPath,
     catalog,

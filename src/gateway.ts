@@ -6,10 +6,13 @@ import { createAccounts } from './accounts/accounts.ts'
 import { createAdmission } from './admission/submit-batch.ts'
 import { createGate } from './auth/gate.ts'
 import { createCatalog } from './catalog/catalog.ts'
+import { createFleetGates } from './coordination/fleet-gate.ts'
+import { openNudges } from './coordination/nudges.ts'
 import type { Config } from './config.ts'
 import { adminRoutes } from './http/admin.ts'
 import { createApp } from './http/app.ts'
-import { healthRoutes } from './http/health.ts'
+import { dashboardRoutes } from './http/dashboard/dashboard-routes.ts'
+import { healthRoutes, readinessChecks } from './http/health.ts'
 import { liveRoutes } from './http/live.ts'
 import { nativeBatchRoutes } from './http/native-batches.ts'
 import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts'
@@ -24,6 +27,8 @@ import { openAiBatchRoutes } from './http/openai/batches-routes.ts'
 import { openAiFilesRoutes } from './http/openai/files-routes.ts'
 import type { Store } from './store/store.ts'
 import { createLogger, type Logger } from './telemetry/logger.ts'
+import { observeLines } from './telemetry/observe-lines.ts'
+import { createTelemetry } from './telemetry/telemetry.ts'
 
 export interface Gateway {
   url: string
@@ -38,13 +43,18 @@ export interface Gateway {
 
 export async function startGateway(config: Config, options: { logger?: Logger } = {}): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config.logLevel)
+  const telemetry = createTelemetry({ otlpEndpoint: config.otlpEndpoint, serviceName: 'multigrid', logger })
   const store = await openStore(config)
   const blobs = await openBlobStore(config)
   const limiter: RateLimiter = config.redisUrl ? createRedisLimiter(config.redisUrl, logger) : createMemoryLimiter()
   const catalog = createCatalog(config.catalog, config.providerKeys)
-  const gate = createGate(store, limiter)
-  const upstreams = createUpstreams(config)
+  const gate = createGate(store, limiter, telemetry)
   const instanceId = newId('inst_')
+  // With Redis, each provider's max_concurrency holds for the whole fleet, not per instance.
+  const fleet = config.redisUrl
+    ? await createFleetGates(config.redisUrl, { instance: instanceId, ttlMs: config.dispatch.leaseSeconds * 1000, logger, prefix: `${config.redisPrefix}sem:` })
+    : null
+  const upstreams = createUpstreams(config, telemetry, fleet?.gate)
   const dispatcher: Dispatcher | null = config.dispatch.enabled
     ? createDispatcher(store, catalog, upstreams, logger, {
         owner: instanceId,
@@ -52,31 +62,35 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
         pollMs: config.dispatch.pollMs,
         retry: { ...DEFAULT_RETRY, maxAttempts: config.dispatch.maxAttempts },
         drainMs: 10_000,
+        onOutcome: observeLines(logger, telemetry),
       })
     : null
-  const admission = createAdmission(store, catalog, config.limits, () => dispatcher?.nudge())
+  // Admissions on any instance wake idle dispatchers on every instance (NOTIFY on PostgreSQL).
+  const nudges = await openNudges(config, instanceId, logger, () => dispatcher?.nudge())
+  telemetry.observe({
+    pendingLines: async () => (await store.runnableBatches(Date.now(), 10_000)).reduce((sum, b) => sum + b.pending, 0),
+    linesInFlight: () => dispatcher?.inFlight ?? 0,
+  })
+  const admission = createAdmission(store, catalog, config.limits, (batch) => {
+    logger.info('batch.admitted', { batch_id: batch.id, account_id: batch.accountId, lines: batch.counts.total, cost_ceiling_usd: batch.costCeilingUsd, source: batch.source })
+    nudges.publish()
+  }, telemetry)
   const accounts = createAccounts(store, {
     maxOpenBatches: config.limits.defaultMaxOpenBatches,
     rateLimitPerMinute: config.limits.defaultRateLimitPerMinute,
   })
 
   const groups = [
-    healthRoutes(async () => {
-      try {
-        await store.ping()
-        return { store: 'ok' }
-      } catch (error) {
-        return { store: (error as Error).message }
-      }
-    }),
+    healthRoutes(readinessChecks({ store: () => store.ping(), redis: limiter.ping && (() => limiter.ping!()) })),
     nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, onCancelled: (id) => dispatcher?.cancelled(id) }),
     liveRoutes('', { gate, store, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000) }),
     liveRoutes('/openai', { gate, store, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000) }),
     openAiFilesRoutes({ gate, store, blobs, maxFileBytes: config.limits.maxFileBytes }),
     openAiBatchRoutes({ gate, store, blobs, admission, onCancelled: (id) => dispatcher?.cancelled(id) }),
+    dashboardRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, onCancelled: (id) => dispatcher?.cancelled(id) }),
   ]
   if (config.adminToken) groups.push(adminRoutes(config.adminToken, accounts) as never)
-  const app = createApp(logger, groups as never)
+  const app = createApp(logger, groups as never, telemetry)
   app.listen({
     port: config.port,
     hostname: config.host,
@@ -101,6 +115,10 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
       // Stop taking requests, let in-flight lines finish (bounded), hand the rest back.
       await app.stop(true)
       await dispatcher?.stop()
+      await nudges.close()
+      await fleet?.close()
+      // Before the store closes: the last metric export still reads the queue depth from it.
+      await telemetry.shutdown()
       await upstreams.close()
       await blobs.close()
       await limiter.close()

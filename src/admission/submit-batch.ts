@@ -9,6 +9,7 @@ import type { Issue } from '../ingest/issues.ts'
 import { validateBatchFile, type FileLimits } from '../ingest/validate-batch-file.ts'
 import { usd } from '../money/decimal.ts'
 import type { BatchStore } from '../store/store.ts'
+import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 
 export interface SubmitOptions {
   accountId: string
@@ -34,8 +35,14 @@ export interface Admission {
   submit(bytes: Uint8Array, options: SubmitOptions, available: () => Promise<string>): Promise<SubmitResult>
 }
 
-export function createAdmission(store: BatchStore, catalog: Catalog, limits: FileLimits, onAdmitted: () => void = () => {}): Admission {
-  return {
+export function createAdmission(
+  store: BatchStore,
+  catalog: Catalog,
+  limits: FileLimits,
+  onAdmitted: (batch: BatchRecord) => void = () => {},
+  telemetry: Telemetry = noTelemetry,
+): Admission {
+  const admission: Admission = {
     async submit(bytes, options, available) {
       if (options.idempotencyKey && !options.dryRun) {
         const existing = await store.findByIdempotencyKey(options.accountId, options.idempotencyKey)
@@ -84,7 +91,7 @@ export function createAdmission(store: BatchStore, catalog: Catalog, limits: Fil
       })
       switch (result.kind) {
         case 'created':
-          onAdmitted()
+          onAdmitted(result.batch)
           return result
         case 'duplicate':
           return result
@@ -97,6 +104,7 @@ export function createAdmission(store: BatchStore, catalog: Catalog, limits: Fil
             { detail: { cost_ceiling_usd: usd(ceiling), available_usd: usd(result.availableUsd) } },
           )
         case 'limit_exceeded':
+          telemetry.rateLimited('open_batches')
           throw new GatewayError(
             429,
             'rate_limit_error',
@@ -106,5 +114,31 @@ export function createAdmission(store: BatchStore, catalog: Catalog, limits: Fil
           )
       }
     },
+  }
+  // One span per admission, whatever the verdict: the batch's id, size and ceiling.
+  return {
+    submit: (bytes, options, available) =>
+      telemetry.admission(
+        { 'account.id': options.accountId, 'batch.source': options.source, 'batch.dry_run': options.dryRun },
+        () => admission.submit(bytes, options, available),
+        describeAdmission,
+      ),
+  }
+}
+
+function describeAdmission(result: SubmitResult): Record<string, string | number> {
+  switch (result.kind) {
+    case 'created':
+    case 'duplicate':
+      return {
+        'batch.result': result.kind,
+        'batch.id': result.batch.id,
+        'batch.line_count': result.batch.counts.total,
+        'batch.cost_ceiling_usd': usd(result.batch.costCeilingUsd),
+      }
+    case 'quote':
+      return { 'batch.result': 'quote', 'batch.line_count': result.lineCount, 'batch.cost_ceiling_usd': result.costCeilingUsd }
+    case 'invalid':
+      return { 'batch.result': 'invalid', 'batch.line_count': result.lineCount, 'batch.issue_count': result.issues.length + result.omitted }
   }
 }

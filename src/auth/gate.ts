@@ -6,6 +6,7 @@ import type { AccountRecord, KeyRecord, Scope } from '../domain.ts'
 import { GatewayError, insufficientPermissions, invalidApiKey } from '../errors.ts'
 import type { RateLimiter } from '../limits/rate-limiter.ts'
 import type { AccountStore } from '../store/store.ts'
+import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 import { hashKey, KEY_PREFIX } from './keys.ts'
 
 export interface Caller {
@@ -21,7 +22,7 @@ export interface Gate {
   admit(authorization: string | null, need: Scope | 'any', headers: Record<string, string>): Promise<Caller>
 }
 
-export function createGate(store: AccountStore, limiter: RateLimiter): Gate {
+export function createGate(store: AccountStore, limiter: RateLimiter, telemetry: Telemetry = noTelemetry): Gate {
   return {
     async admit(authorization, need, headers) {
       const match = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null
@@ -36,6 +37,7 @@ export function createGate(store: AccountStore, limiter: RateLimiter): Gate {
       headers['x-ratelimit-remaining'] = String(decision.remaining)
       headers['x-ratelimit-reset'] = String(decision.resetSeconds)
       if (!decision.allowed) {
+        telemetry.rateLimited('requests_per_minute')
         throw new GatewayError(
           429,
           'rate_limit_error',

@@ -5,7 +5,7 @@
  * the source of truth; a nudge only wakes it sooner.
  */
 import type { Catalog } from '../catalog/catalog.ts'
-import type { DispatchStore, RunnableBatch } from '../store/store.ts'
+import type { DispatchStore, LineOutcome, RunnableBatch } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
 import { createRecorder } from './recorder.ts'
@@ -19,6 +19,8 @@ export interface DispatcherOptions {
   retry: RetryPolicy
   /** SIGTERM: how long in-flight lines may take to finish before they are handed back. */
   drainMs: number
+  /** Told of every outcome about to be recorded (metrics and debug logs). */
+  onOutcome?: (outcome: LineOutcome) => void
 }
 
 export interface Dispatcher {
@@ -44,11 +46,18 @@ export function createDispatcher(
   let inFlight = 0
   let rotation = 0
   let wake: (() => void) | null = null
+  /** A nudge or a finished line that came while a tick ran: the loop looks again before sleeping. */
+  let poked = false
   let loop: Promise<void> | null = null
   /** Batches with lines in flight here, and those of them that stopped dispatching. */
   const active = new Map<string, number>()
   const stopped = new Set<string>()
   const timers: ReturnType<typeof setInterval>[] = []
+
+  const poke = () => {
+    if (wake) wake()
+    else poked = true
+  }
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -106,7 +115,9 @@ export function createDispatcher(
         runLine(line, { catalog, upstreams, retry: options.retry, signal: abort.signal, proceed })
           .then((outcome) => {
             // After shutdown's abort the line is handed back untouched, not failed.
-            if (!abort.signal.aborted) recorder.add(outcome)
+            if (abort.signal.aborted) return
+            recorder.add(outcome)
+            options.onOutcome?.(outcome)
           })
           .catch((error) => logger.error('dispatch.line_crashed', { batch_id: line.batchId, line: line.lineNo, error: String(error) }))
           .finally(() => {
@@ -114,7 +125,7 @@ export function createDispatcher(
             if (left === 0) active.delete(line.batchId)
             else active.set(line.batchId, left)
             inFlight--
-            wake?.()
+            poke()
           })
       }
     }
@@ -124,6 +135,7 @@ export function createDispatcher(
   async function run() {
     while (running) {
       let claimed = 0
+      poked = false
       try {
         claimed = await tick()
       } catch (error) {
@@ -131,7 +143,7 @@ export function createDispatcher(
       }
       if (!running) break
       // Full: wait for a slot. Idle: wait for a nudge or the poll interval.
-      if (claimed === 0 || inFlight >= upstreams.capacity()) await sleep(options.pollMs)
+      if ((claimed === 0 || inFlight >= upstreams.capacity()) && !poked) await sleep(options.pollMs)
     }
   }
 
@@ -172,7 +184,7 @@ export function createDispatcher(
       }, 'maintenance')
     },
     nudge() {
-      wake?.()
+      poke()
     },
     cancelled(batchId) {
       stopped.add(batchId)

@@ -37,7 +37,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
 
   let last: { outcome: Extract<Outcome, { ok: false }>; provider: string } | null = null
   for (const offering of offerings) {
-    const outcome = await deps.upstreams.send(endpoint, parsed.body, offering, deps.signal, deps.proceed)
+    const outcome = await deps.upstreams.send(endpoint, parsed.body, offering, deps.signal, deps.proceed, { batchId, lineNo, attempt: line.attempts })
     // Not sent: handed back as it was, and the cancelled batch ends it.
     if (outcome === null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() }
     if (outcome.ok) {

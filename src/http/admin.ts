@@ -10,17 +10,21 @@ import { renderAccount, renderKey } from './render-admin.ts'
 
 const decimal = z.string().regex(/^-?\d+(\.\d+)?$/, 'must be a decimal string such as "100" or "12.50"')
 
+// The stores keep these counts as 32-bit integers (PostgreSQL `int`).
+const count = z.int().min(1).max(2_147_483_647)
+
 const createAccountBody = z.strictObject({
   name: z.string().min(1).max(256),
-  credit_usd: decimal.optional(),
-  max_open_batches: z.int().min(1).optional(),
-  rate_limit_per_minute: z.int().min(1).optional(),
+  // A new account starts at zero or above: the balance never goes below zero.
+  credit_usd: decimal.regex(/^\d/, 'must not be negative').optional(),
+  max_open_batches: count.optional(),
+  rate_limit_per_minute: count.optional(),
 })
 const creditBody = z.strictObject({ amount_usd: decimal })
 const createKeyBody = z.strictObject({
   name: z.string().max(256).optional(),
   scopes: z.array(z.enum(ALL_SCOPES as [string, ...string[]])).min(1).optional(),
-  rate_limit_per_minute: z.int().min(1).optional(),
+  rate_limit_per_minute: count.optional(),
 })
 
 function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {

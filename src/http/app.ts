@@ -4,7 +4,7 @@
  * is a bug, logged and answered 500 without details.
  */
 import { Elysia } from 'elysia'
-import { GatewayError } from '../errors.ts'
+import { badRequest, GatewayError } from '../errors.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 import { observeRequests } from './observe-requests.ts'
@@ -34,6 +34,12 @@ export function createApp(logger: Logger, groups: Elysia<any, any, any, any, any
           status: 400,
           headers,
         })
+      }
+      // PostgreSQL text cannot hold U+0000 (SQLSTATE 22021). Only a caller's input carries one (an
+      // id in the path, a cursor, a field), so it is a bad request wherever it reached the store.
+      if ((error as { code?: unknown } | null)?.code === '22021') {
+        const refusal = badRequest('the request contains a NUL character (%00 or \\u0000), which no id, name or field may hold; remove it')
+        return new Response(JSON.stringify(refusal.toBody()), { status: 400, headers })
       }
       logger.error('http.unhandled', { method: request.method, path: new URL(request.url).pathname, error: (error as Error)?.stack ?? String(error) })
       return new Response(

@@ -23,12 +23,12 @@ const listQuery = z.object({
   after: z.string().min(1).optional(),
 })
 
-const resultsQuery = z.object({
+export const resultsQuery = z.object({
   filter: z.enum(['failed', 'succeeded']).optional(),
   format: z.enum(['results', 'input']).default('results'),
 })
 
-const FILTERS: Record<'failed' | 'succeeded', readonly LineStatus[]> = {
+export const FILTERS: Record<'failed' | 'succeeded', readonly LineStatus[]> = {
   failed: ['failed', 'cancelled', 'expired'],
   succeeded: ['succeeded'],
 }
@@ -68,6 +68,8 @@ export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes, onCanc
         if (type === 'application/json') rejectOpenAiShapedCreate(bytes)
         const name = query.name ?? request.headers.get('x-multigrid-batch-name')
         if (name !== null && name.length > 256) throw badRequest('name must be at most 256 characters', 'name')
+        // As for custom_id: PostgreSQL text cannot hold U+0000, and no one means it in a label.
+        if (name?.includes('\u0000')) throw badRequest('name must not contain the NUL character (%00); remove it', 'name')
         const result = await admission.submit(
           bytes,
           {

@@ -29,19 +29,21 @@ export function observeRequests(app: Elysia, logger: Logger, telemetry: Telemetr
     (...args: unknown[]) => {
       const started = performance.now()
       const routeOf = () => routes.get(request) ?? null
-      return telemetry.request(request, async () => handle(...args), routeOf).then((response) => {
-        const path = new URL(request.url).pathname
-        const fields = {
-          method: request.method,
-          route: routeOf(),
-          path,
-          status: response.status,
-          duration_ms: Math.round((performance.now() - started) * 10) / 10,
-        }
-        if (QUIET_PATHS.has(path)) logger.debug('http.request', fields)
-        else logger.info('http.request', fields)
-        return response
-      })
+      return telemetry
+        .request(request, async () => handle(...args), routeOf)
+        .then((response) => {
+          const path = new URL(request.url).pathname
+          const fields = {
+            method: request.method,
+            route: routeOf(),
+            path,
+            status: response.status,
+            duration_ms: Math.round((performance.now() - started) * 10) / 10,
+          }
+          if (QUIET_PATHS.has(path)) logger.debug('http.request', fields)
+          else logger.info('http.request', fields)
+          return response
+        })
     }) as never)
   return app
 }

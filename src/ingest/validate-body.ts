@@ -10,6 +10,7 @@ import { chatInputBound, chatOutputBound, embeddingsInputBound } from '../money/
 import { chatBodySchema, embeddingsBodySchema, type ChatBody, type EmbeddingsBody } from '../schemas/requests.ts'
 import { compileSchema } from '../schemas/compile.ts'
 import { describeZodIssue } from './issues.ts'
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.ts'
 
 const chatSchema = compileSchema(chatBodySchema)
 const embeddingsSchema = compileSchema(embeddingsBodySchema)
@@ -47,6 +48,12 @@ export function validateBody(
     return {
       ok: false,
       problems: [{ path: prefix, message: 'must be a JSON object', fix: `set ${prefix || 'the body'} to the request you would send to ${ENDPOINT_URL[endpoint]}` }],
+    }
+  }
+  if (nestsDeeperThan(raw)) {
+    return {
+      ok: false,
+      problems: [{ path: prefix, message: `nests more than ${MAX_JSON_DEPTH} levels deep`, fix: 'flatten the request: no endpoint takes values nested this deep' }],
     }
   }
   const record = raw as Record<string, unknown>

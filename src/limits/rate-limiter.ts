@@ -9,6 +9,8 @@ export interface RateDecision {
 
 export interface RateLimiter {
   hit(keyId: string, limit: number): Promise<RateDecision>
+  /** For /readyz: resolves when a shared backend (Redis) answers; absent when there is none. */
+  ping?(): Promise<void>
   close(): Promise<void>
 }
 

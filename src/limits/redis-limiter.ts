@@ -48,6 +48,11 @@ export function createRedisLimiter(url: string, logger: Logger): RateLimiter {
         return fallback.hit(keyId, limit)
       }
     },
+    async ping() {
+      // While it reconnects, say so at once rather than let the probe wait for a command.
+      if (redis.status !== 'ready') throw new Error(`redis is ${redis.status}`)
+      await redis.ping()
+    },
     async close() {
       redis.disconnect()
     },

@@ -42,6 +42,9 @@ function addDiscriminators(node: unknown) {
     )
     if (key) {
       record.discriminator = { propertyName: key }
+      // Ajv's discriminator lets a value that is no object through (a message `1` or `null`
+      // passed the fast check); every branch is an object, so the union is one too.
+      record.type = 'object'
       for (const b of branches) {
         const branch = b as { required?: string[] }
         if (!branch.required?.includes(key)) branch.required = [...(branch.required ?? []), key]

@@ -27,7 +27,8 @@ export async function openBlobStore(config: Pick<Config, 'databaseUrl' | 'dataDi
   return createDiskBlobStore(config.dataDir)
 }
 
-function splitSchema(databaseUrl: string): { url: string; schema: string | undefined } {
+/** DATABASE_URL without its search_path parameter, and the schema that parameter names. */
+export function splitSchema(databaseUrl: string): { url: string; schema: string | undefined } {
   const url = new URL(databaseUrl)
   const schema = url.searchParams.get('search_path') ?? undefined
   url.searchParams.delete('search_path')

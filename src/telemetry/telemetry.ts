@@ -87,15 +87,27 @@ export interface Telemetry {
    * Runs one HTTP request inside its server span, so spans made while handling it are its
    * children. `routeOf` is asked at the end: the route is known only once the router matched.
    */
-  request(request: Request, handle: () => Promise<Response>, routeOf: () => string | null): Promise<Response>
+  request(
+    request: Request,
+    handle: () => Promise<Response>,
+    routeOf: () => string | null,
+  ): Promise<Response>
   /** Runs an admission inside its span; `describe` turns the result into attributes (batch.id, …). */
-  admission<T>(attributes: Attributes, run: () => Promise<T>, describe: (result: T) => Attributes): Promise<T>
+  admission<T>(
+    attributes: Attributes,
+    run: () => Promise<T>,
+    describe: (result: T) => Attributes,
+  ): Promise<T>
   /**
    * Runs one upstream call inside its client span and records its latency, errors and tokens. A
    * batch line's call is a root span linked to its batch's admission span when this instance
    * admitted it; `batch.id` joins them in any case.
    */
-  upstream<T>(call: UpstreamCall, run: () => Promise<T>, describe: (result: T) => UpstreamResult): Promise<T>
+  upstream<T>(
+    call: UpstreamCall,
+    run: () => Promise<T>,
+    describe: (result: T) => UpstreamResult | Promise<UpstreamResult>,
+  ): Promise<T>
   lineFinished(status: 'succeeded' | 'failed'): void
   rateLimited(limit: 'requests_per_minute' | 'open_batches'): void
   /** Registers the gauges read at each export: queue depth and lines in flight. */
@@ -117,7 +129,9 @@ export function createTelemetry(config: TelemetryConfig): Telemetry {
   if (config.logger) diag.setLogger(diagToLogger(config.logger))
   const sdk = new NodeSDK({
     // service.name defaults to ours; OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES still win.
-    resource: defaultResource().merge(resourceFromAttributes({ 'service.name': config.serviceName })),
+    resource: defaultResource().merge(
+      resourceFromAttributes({ 'service.name': config.serviceName }),
+    ),
     // The JSON flavour of OTLP/HTTP: every collector accepts it on :4318.
     traceExporter: new OTLPTraceExporter({ url: `${base}/v1/traces` }),
     metricReaders: [
@@ -145,7 +159,10 @@ function createActive(sdk: NodeSDK, tracer: Tracer, meter: Meter): Telemetry {
 
   const fail = (span: Span, error: unknown) => {
     const code = (error as { code?: unknown } | null)?.code
-    span.setAttribute('error.type', typeof code === 'string' ? code : ((error as Error)?.name ?? 'Error'))
+    span.setAttribute(
+      'error.type',
+      typeof code === 'string' ? code : ((error as Error)?.name ?? 'Error'),
+    )
     span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message })
   }
 
@@ -159,10 +176,14 @@ function createActive(sdk: NodeSDK, tracer: Tracer, meter: Meter): Telemetry {
       const method = request.method
       // A caller that traces itself (traceparent) gets our spans inside its own trace.
       const parent = propagation.extract(ROOT_CONTEXT, request.headers, HEADER_GETTER)
-      const span = tracer.startSpan(method, {
-        kind: SpanKind.SERVER,
-        attributes: { 'http.request.method': method, 'url.path': new URL(request.url).pathname },
-      }, parent)
+      const span = tracer.startSpan(
+        method,
+        {
+          kind: SpanKind.SERVER,
+          attributes: { 'http.request.method': method, 'url.path': new URL(request.url).pathname },
+        },
+        parent,
+      )
       try {
         const response = await context.with(trace.setSpan(parent, span), handle)
         const route = routeOf()
@@ -192,7 +213,9 @@ function createActive(sdk: NodeSDK, tracer: Tracer, meter: Meter): Telemetry {
           const described = describe(result)
           span.setAttributes(described)
           const batchId = described['batch.id']
-          if (typeof batchId === 'string') remember(batchId, span.spanContext())
+          // A retried submit (same Idempotency-Key) keeps the link to the admission that made it.
+          if (typeof batchId === 'string' && !admitted.has(batchId))
+            remember(batchId, span.spanContext())
           return result
         } catch (error) {
           fail(span, error)
@@ -216,35 +239,59 @@ function createActive(sdk: NodeSDK, tracer: Tracer, meter: Meter): Telemetry {
       attributes['line.attempt'] = call.attempt ?? 1
       // A batch's calls happen long after its request ended: they start their own trace.
       const parent = call.batchId ? ROOT_CONTEXT : context.active()
-      const span = tracer.startSpan(`${call.endpoint} ${call.model}`, {
-        kind: SpanKind.CLIENT,
-        attributes,
-        links: batchLink ? [{ context: batchLink, attributes: { 'link.kind': 'batch.admit' } }] : [],
-      }, parent)
+      const span = tracer.startSpan(
+        `${call.endpoint} ${call.model}`,
+        {
+          kind: SpanKind.CLIENT,
+          attributes,
+          links: batchLink
+            ? [{ context: batchLink, attributes: { 'link.kind': 'batch.admit' } }]
+            : [],
+        },
+        parent,
+      )
+      let value
       try {
-        const value = await run()
-        const result = describe(value)
-        const labels = { 'gen_ai.provider.name': call.provider, 'gen_ai.operation.name': call.endpoint }
+        value = await run()
+      } catch (error) {
+        fail(span, error)
+        span.end()
+        throw error
+      }
+      const finish = (result: UpstreamResult) => {
+        const labels = {
+          'gen_ai.provider.name': call.provider,
+          'gen_ai.operation.name': call.endpoint,
+        }
         if (result.status !== null) span.setAttribute('http.response.status_code', result.status)
         if (result.usage) {
           span.setAttribute('gen_ai.usage.input_tokens', result.usage.input_tokens)
           span.setAttribute('gen_ai.usage.output_tokens', result.usage.output_tokens)
-          instruments.upstreamTokens.add(result.usage.input_tokens, { ...labels, 'token.type': 'input' })
-          instruments.upstreamTokens.add(result.usage.output_tokens, { ...labels, 'token.type': 'output' })
+          instruments.upstreamTokens.add(result.usage.input_tokens, {
+            ...labels,
+            'token.type': 'input',
+          })
+          instruments.upstreamTokens.add(result.usage.output_tokens, {
+            ...labels,
+            'token.type': 'output',
+          })
         }
         if (result.errorKind) {
           span.setAttribute('error.type', result.errorKind)
           span.setStatus({ code: SpanStatusCode.ERROR })
           instruments.upstreamErrors.add(1, { ...labels, 'error.type': result.errorKind })
         }
-        instruments.upstreamDuration.record(result.latencyMs / 1000, { ...labels, outcome: result.errorKind ?? 'ok' })
-        return value
-      } catch (error) {
-        fail(span, error)
-        throw error
-      } finally {
+        instruments.upstreamDuration.record(result.latencyMs / 1000, {
+          ...labels,
+          outcome: result.errorKind ?? 'ok',
+        })
         span.end()
       }
+      // A stream is described once it ended (its usage comes last); the caller has it at once.
+      const described = describe(value)
+      if (described instanceof Promise) described.then(finish, () => span.end())
+      else finish(described)
+      return value
     },
     lineFinished(status) {
       instruments.linesCompleted.add(1, { status })
@@ -254,7 +301,10 @@ function createActive(sdk: NodeSDK, tracer: Tracer, meter: Meter): Telemetry {
     },
     observe({ pendingLines, linesInFlight }) {
       meter
-        .createObservableGauge('multigrid.queue.pending_lines', { description: 'Lines waiting to be dispatched (queue depth)', unit: '{line}' })
+        .createObservableGauge('multigrid.queue.pending_lines', {
+          description: 'Lines waiting to be dispatched (queue depth)',
+          unit: '{line}',
+        })
         .addCallback(async (result) => {
           try {
             result.observe(await pendingLines())
@@ -263,7 +313,10 @@ function createActive(sdk: NodeSDK, tracer: Tracer, meter: Meter): Telemetry {
           }
         })
       meter
-        .createObservableGauge('multigrid.lines.in_flight', { description: 'Lines being sent upstream by this instance', unit: '{line}' })
+        .createObservableGauge('multigrid.lines.in_flight', {
+          description: 'Lines being sent upstream by this instance',
+          unit: '{line}',
+        })
         .addCallback((result) => result.observe(linesInFlight()))
     },
     shutdown() {
@@ -283,15 +336,27 @@ function createActive(sdk: NodeSDK, tracer: Tracer, meter: Meter): Telemetry {
 function createInstruments(meter: Meter): Instruments {
   const seconds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
   return {
-    linesCompleted: meter.createCounter('multigrid.lines.completed', { description: 'Lines finished (succeeded or failed)', unit: '{line}' }),
+    linesCompleted: meter.createCounter('multigrid.lines.completed', {
+      description: 'Lines finished (succeeded or failed)',
+      unit: '{line}',
+    }),
     upstreamDuration: meter.createHistogram('multigrid.upstream.duration', {
       description: 'Duration of upstream calls',
       unit: 's',
       advice: { explicitBucketBoundaries: seconds },
     }),
-    upstreamErrors: meter.createCounter('multigrid.upstream.errors', { description: 'Failed upstream calls', unit: '{call}' }),
-    upstreamTokens: meter.createCounter('multigrid.upstream.tokens', { description: 'Tokens reported by upstreams', unit: '{token}' }),
-    rateLimitRejections: meter.createCounter('multigrid.rate_limit.rejections', { description: 'Requests refused by a limit', unit: '{request}' }),
+    upstreamErrors: meter.createCounter('multigrid.upstream.errors', {
+      description: 'Failed upstream calls',
+      unit: '{call}',
+    }),
+    upstreamTokens: meter.createCounter('multigrid.upstream.tokens', {
+      description: 'Tokens reported by upstreams',
+      unit: '{token}',
+    }),
+    rateLimitRejections: meter.createCounter('multigrid.rate_limit.rejections', {
+      description: 'Requests refused by a limit',
+      unit: '{request}',
+    }),
     httpDuration: meter.createHistogram('http.server.request.duration', {
       description: 'Duration of HTTP requests',
       unit: 's',

@@ -8,13 +8,21 @@ import { createProvider } from '../../providers/index.ts'
 import type { Endpoint, Outcome, ProviderAdapter, StreamOutcome } from '../../providers/types.ts'
 import type { Config } from '../config.ts'
 import { createProviderGate, type ProviderGate } from '../dispatch/provider-gate.ts'
+import { noTelemetry, type Telemetry, type UpstreamResult } from '../telemetry/telemetry.ts'
+
+/** Which batch line a call is for: its span carries these and links to the batch. */
+export interface LineCall {
+  batchId: string
+  lineNo: number
+  attempt: number
+}
 
 export interface Upstreams {
   /**
    * `proceed` is asked once a slot is free, right before the call: answering false (the line's
    * batch was cancelled while it waited) skips the call and resolves null.
    */
-  send(endpoint: Endpoint, body: Record<string, unknown>, offering: Offering, signal?: AbortSignal, proceed?: () => boolean): Promise<Outcome | null>
+  send(endpoint: Endpoint, body: Record<string, unknown>, offering: Offering, signal?: AbortSignal, proceed?: () => boolean, line?: LineCall): Promise<Outcome | null>
   stream(endpoint: Endpoint, body: Record<string, unknown>, offering: Offering, signal?: AbortSignal): Promise<{ outcome: StreamOutcome; done: () => void }>
   gate(provider: string): ProviderGate
   /** Total concurrency across providers that can be called. */
@@ -26,7 +34,10 @@ export interface Upstreams {
 /** Pause after a 429 without Retry-After. */
 const DEFAULT_PAUSE_MS = 1_000
 
-export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>): Upstreams {
+/** Makes a provider's gate: in-process by default, fleet-wide with Redis (src/coordination). */
+export type GateFactory = (provider: string, limit: number) => ProviderGate
+
+export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>, telemetry: Telemetry = noTelemetry, makeGate: GateFactory = (_, limit) => createProviderGate(limit)): Upstreams {
   const adapters = new Map<string, ProviderAdapter>()
   const gates = new Map<string, ProviderGate>()
   for (const [name, provider] of Object.entries(config.catalog.providers)) {
@@ -44,7 +55,7 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
         connections: provider.max_concurrency,
       }),
     )
-    gates.set(name, createProviderGate(provider.max_concurrency))
+    gates.set(name, makeGate(name, provider.max_concurrency))
   }
 
   const prepare = (body: Record<string, unknown>, offering: Offering) => {
@@ -71,12 +82,13 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
   }
 
   return {
-    async send(endpoint, body, offering, signal, proceed) {
+    async send(endpoint, body, offering, signal, proceed, line) {
       const { adapter, gate } = lookup(offering.provider)
       await gate.acquire(signal)
       try {
         if (proceed && !proceed()) return null
-        const outcome = await adapter.send({ endpoint, body: prepare(body, offering), signal })
+        const call = { provider: offering.provider, model: offering.upstream_model, endpoint, ...line }
+        const outcome = await telemetry.upstream(call, () => adapter.send({ endpoint, body: prepare(body, offering), signal }), describeOutcome)
         pauseOn429(gate, outcome)
         return outcome
       } finally {
@@ -92,7 +104,12 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
         released = true
       }
       try {
-        const outcome = await adapter.stream({ endpoint, body: prepare(body, offering), signal })
+        const started = performance.now()
+        const call = { provider: offering.provider, model: offering.upstream_model, endpoint }
+        const outcome = await telemetry.upstream(call, () => adapter.stream({ endpoint, body: prepare(body, offering), signal }), (opened) =>
+          opened.ok
+            ? opened.usage.then((usage) => ({ status: 200, latencyMs: performance.now() - started, errorKind: null, usage }))
+            : describeOutcome(opened))
         pauseOn429(gate, outcome)
         if (!outcome.ok) done()
         return { outcome, done }
@@ -115,4 +132,10 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
       await Promise.all([...adapters.values()].map((adapter) => adapter.close()))
     },
   }
+}
+
+/** An outcome as its span and metrics see it. */
+function describeOutcome(outcome: Outcome | Extract<StreamOutcome, { ok: false }>): UpstreamResult {
+  if (outcome.ok) return { status: outcome.status, latencyMs: outcome.latencyMs, errorKind: null, usage: outcome.usage }
+  return { status: outcome.error.status, latencyMs: outcome.latencyMs, errorKind: outcome.error.kind, usage: null }
 }

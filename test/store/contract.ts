@@ -233,6 +233,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
           inputFileId: 'file_1',
           idempotencyKey: 'idem-1',
           errors: null,
+          purgedAt: null,
         })
         expect(await store.getBatch('acct_1', 'batch_01')).toEqual(batch)
         expect(await store.getAccount('acct_1')).toMatchObject({

@@ -12,6 +12,7 @@ import { newId, nowSeconds, type BatchRecord } from '../../domain.ts'
 import { badRequest, GatewayError, notFound } from '../../errors.ts'
 import type { BlobStore } from '../../files/blob-store.ts'
 import { describeZodIssue } from '../../ingest/issues.ts'
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
 import { Money } from '../../money/decimal.ts'
 import type { AccountStore, BatchErrorEntry, BatchStore, FileStore } from '../../store/store.ts'
 import { parseQuery } from '../parse-query.ts'
@@ -52,6 +53,8 @@ export function openAiBatchRoutes({ gate, store, blobs, admission, onCancelled }
     } catch {
       throw badRequest('the body must be a JSON object such as {"input_file_id": …, "endpoint": …, "completion_window": "24h"}')
     }
+    // The body is hashed below (JSON.stringify), which a deep enough value would overflow.
+    if (nestsDeeperThan(raw)) throw badRequest(`the body nests more than ${MAX_JSON_DEPTH} levels deep; send a plain create`)
     // The Python SDK merges `extra_body` into the body; the Node SDK sends unknown params as
     // they are, so `extra_body` can also arrive as a field of its own. Both mean the same.
     if (raw && typeof raw === 'object' && 'extra_body' in raw) {

@@ -1,0 +1,85 @@
+/** How the user CLI shows a batch: a progress line while it runs, a summary when asked. */
+
+export interface BatchView {
+  id: string
+  name: string | null
+  status: string
+  created_at: number
+  deadline_at: number
+  finished_at: number | null
+  request_counts: {
+    total: number
+    pending: number
+    running: number
+    succeeded: number
+    failed: number
+    cancelled: number
+    expired: number
+  }
+  cost_usd: string
+  cost_ceiling_usd: string
+}
+
+export const FINAL_STATUSES = ['completed', 'failed', 'cancelled', 'expired']
+
+const notRun = (c: BatchView['request_counts']) => c.failed + c.cancelled + c.expired
+
+export function timeLeft(batch: BatchView, now = Date.now() / 1000): string {
+  if (batch.finished_at !== null) return 'finished'
+  const seconds = Math.floor(batch.deadline_at - now)
+  if (seconds <= 0) return 'window ended'
+  const h = Math.floor(seconds / 3600)
+  const m = Math.floor((seconds % 3600) / 60)
+  return h > 0 ? `${h} h ${m} min left` : m > 0 ? `${m} min left` : `${seconds} s left`
+}
+
+/** `[██████░░░░]  60%  6/10 done · 5 ok · 1 failed · $0.000120 · in_progress · 3 h 2 min left` */
+export function progressLine(batch: BatchView, width = 24): string {
+  const c = batch.request_counts
+  const done = c.succeeded + notRun(c)
+  const filled = c.total === 0 ? width : Math.round((done / c.total) * width)
+  const percent = c.total === 0 ? 100 : Math.floor((done / c.total) * 100)
+  const bar = '█'.repeat(filled) + '░'.repeat(width - filled)
+  return `[${bar}] ${String(percent).padStart(3)}%  ${done}/${c.total} done · ${c.succeeded} ok · ${notRun(c)} failed · $${batch.cost_usd} · ${batch.status} · ${timeLeft(batch)}`
+}
+
+const utc = (seconds: number | null) =>
+  seconds === null
+    ? '—'
+    : new Date(seconds * 1000).toISOString().slice(0, 19).replace('T', ' ') + ' UTC'
+
+export function summary(batch: BatchView): string {
+  const c = batch.request_counts
+  return [
+    `${batch.id}  ${batch.name ?? '(unnamed)'}  ${batch.status}`,
+    `  lines     ${c.total}: ${c.succeeded} succeeded, ${notRun(c)} failed (${c.failed} failed, ${c.cancelled} cancelled, ${c.expired} expired), ${c.pending + c.running} pending`,
+    `  cost      $${batch.cost_usd} of $${batch.cost_ceiling_usd} ceiling`,
+    `  created   ${utc(batch.created_at)}`,
+    `  deadline  ${utc(batch.deadline_at)} (${timeLeft(batch)})`,
+  ].join('\n')
+}
+
+/** One row per batch, columns padded to their widest cell. */
+export function table(batches: BatchView[]): string {
+  const rows = [
+    ['ID', 'NAME', 'STATUS', 'DONE', 'FAILED', 'COST', 'CREATED'],
+    ...batches.map((b) => [
+      b.id,
+      b.name ?? '',
+      b.status,
+      `${b.request_counts.succeeded + notRun(b.request_counts)}/${b.request_counts.total}`,
+      String(notRun(b.request_counts)),
+      `$${b.cost_usd}`,
+      utc(b.created_at),
+    ]),
+  ]
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')
+}

@@ -1,0 +1,222 @@
+#!/usr/bin/env bun
+/**
+ * `multigrid`: the user's command line for the native batch API. Submit a JSONL file, watch it
+ * run, fetch results. Configured by MULTIGRID_URL and MULTIGRID_API_KEY — read here, on the
+ * user's machine; the gateway's own configuration is src/config.ts.
+ *
+ * Exit codes: 0 done; 1 the gateway refused or could not be reached; 2 bad usage; 3 a waited-for
+ * batch ended without completing (cancelled, expired, failed).
+ */
+import { existsSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+import { ApiError, createApi } from './user-api.ts'
+import { FINAL_STATUSES, progressLine, summary, table, type BatchView } from './progress.ts'
+
+const USAGE = `usage: multigrid <command> [options]
+
+  submit FILE [--name NAME] [--window-hours N] [--dry-run] [--wait] [--out FILE]
+                             submit a JSONL file; prints the batch id. --wait shows progress on
+                             stderr until the batch ends; --out then writes its results there
+  status ID [--json]         the batch's counts, cost and time left
+  list [--limit N] [--json]  your newest batches
+  results ID [--failed | --succeeded] [--input] [--out FILE]
+                             results in submitted order (stdout unless --out); --failed keeps the
+                             lines that did not run, --input gives them as input lines to resubmit
+  cancel ID                  stop a batch: lines already sent finish, the rest end cancelled
+
+environment: MULTIGRID_URL (default http://127.0.0.1:8080), MULTIGRID_API_KEY`
+
+class UsageError extends Error {}
+
+const OPTIONS = {
+  name: { type: 'string' },
+  'window-hours': { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  wait: { type: 'boolean' },
+  out: { type: 'string', short: 'o' },
+  failed: { type: 'boolean' },
+  succeeded: { type: 'boolean' },
+  input: { type: 'boolean' },
+  json: { type: 'boolean' },
+  limit: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const
+
+type Api = ReturnType<typeof createApi>
+type Flags = ReturnType<
+  typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>
+>['values']
+
+export async function main(
+  argv: string[],
+  env: Record<string, string | undefined>,
+): Promise<number> {
+  let parsed
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true })
+  } catch (error) {
+    return usage((error as Error).message)
+  }
+  const [command, ...rest] = parsed.positionals
+  if (parsed.values.help || !command || command === 'help') {
+    process.stdout.write(USAGE + '\n')
+    return command || parsed.values.help ? 0 : 2
+  }
+  const key = env.MULTIGRID_API_KEY
+  if (!key) return usage('MULTIGRID_API_KEY is not set: export the key your gateway gave you')
+  const api = createApi({ url: env.MULTIGRID_URL || 'http://127.0.0.1:8080', key })
+  try {
+    switch (command) {
+      case 'submit':
+        return await submit(api, one(rest, 'FILE'), parsed.values)
+      case 'status':
+        return await status(api, one(rest, 'ID'), parsed.values)
+      case 'list':
+        return await list(api, parsed.values)
+      case 'results':
+        return await results(api, one(rest, 'ID'), parsed.values)
+      case 'cancel': {
+        const batch = await api.json<BatchView>(
+          `/v1/batches/${encodeURIComponent(one(rest, 'ID'))}`,
+          { method: 'DELETE' },
+        )
+        process.stderr.write(`${batch.id} is ${batch.status}\n`)
+        return 0
+      }
+      default:
+        return usage(`unknown command ${JSON.stringify(command)}`)
+    }
+  } catch (error) {
+    if (error instanceof UsageError) return usage(error.message)
+    if (!(error instanceof ApiError)) throw error
+    process.stderr.write(`multigrid: ${error.message}\n`)
+    printIssues(error.body)
+    return 1
+  }
+}
+
+function usage(message: string): number {
+  process.stderr.write(`multigrid: ${message}\n\n${USAGE}\n`)
+  return 2
+}
+
+function one(positionals: string[], what: string): string {
+  if (positionals.length !== 1) throw new UsageError(`expected one ${what}`)
+  return positionals[0]
+}
+
+async function submit(api: Api, file: string, flags: Flags): Promise<number> {
+  if (!existsSync(file)) throw new UsageError(`no such file: ${file}`)
+  const query = new URLSearchParams()
+  if (flags.name) query.set('name', flags.name)
+  if (flags['window-hours']) query.set('completion_window_hours', flags['window-hours'])
+  if (flags['dry-run']) query.set('dry_run', 'true')
+  const response = await api.request(`/v1/batches?${query}`, {
+    method: 'POST',
+    // The file is streamed from disk; the key makes a retry after a dropped connection safe.
+    body: Bun.file(file),
+    headers: { 'content-type': 'application/jsonl', 'idempotency-key': crypto.randomUUID() },
+  })
+  const created = (await response.json()) as BatchView & {
+    line_count?: number
+    credit_sufficient?: boolean
+  }
+  if (flags['dry-run']) {
+    process.stdout.write(JSON.stringify(created, null, 2) + '\n')
+    return created.credit_sufficient === false ? 1 : 0
+  }
+  process.stderr.write(
+    `submitted ${created.id}: ${created.request_counts.total} lines, $${created.cost_ceiling_usd} held as the cost ceiling\n`,
+  )
+  process.stdout.write(created.id + '\n')
+  if (!flags.wait) return 0
+  const final = await watch(api, created.id)
+  if (flags.out) await download(api, final.id, '', flags.out)
+  return final.status === 'completed' ? 0 : 3
+}
+
+/** Polls until the batch ends, paced on X-RateLimit-Remaining; a live bar on a terminal. */
+async function watch(api: Api, id: string): Promise<BatchView> {
+  const tty = process.stderr.isTTY === true
+  let shown = ''
+  for (;;) {
+    const batch = await api.json<BatchView>(`/v1/batches/${encodeURIComponent(id)}`)
+    const line = progressLine(batch)
+    // On a terminal the bar is redrawn in place; in a log, a line only when something changed.
+    if (tty) process.stderr.write(`\r${line}\x1b[K`)
+    else if (line.replace(/ · [^·]*left$/, '') !== shown.replace(/ · [^·]*left$/, ''))
+      process.stderr.write(line + '\n')
+    shown = line
+    if (FINAL_STATUSES.includes(batch.status)) {
+      if (tty) process.stderr.write('\n')
+      process.stderr.write(summary(batch) + '\n')
+      return batch
+    }
+    await api.pace()
+  }
+}
+
+async function status(api: Api, id: string, flags: Flags): Promise<number> {
+  const batch = await api.json<BatchView>(`/v1/batches/${encodeURIComponent(id)}`)
+  process.stdout.write((flags.json ? JSON.stringify(batch, null, 2) : summary(batch)) + '\n')
+  return 0
+}
+
+async function list(api: Api, flags: Flags): Promise<number> {
+  const limit = flags.limit ?? '20'
+  if (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 100)
+    throw new UsageError('--limit must be 1 to 100')
+  const page = await api.json<{ data: BatchView[] }>(`/v1/batches?limit=${limit}`)
+  process.stdout.write((flags.json ? JSON.stringify(page.data, null, 2) : table(page.data)) + '\n')
+  return 0
+}
+
+async function results(api: Api, id: string, flags: Flags): Promise<number> {
+  if (flags.failed && flags.succeeded)
+    throw new UsageError('choose --failed or --succeeded, not both')
+  const query = new URLSearchParams()
+  if (flags.failed) query.set('filter', 'failed')
+  if (flags.succeeded) query.set('filter', 'succeeded')
+  if (flags.input) query.set('format', 'input')
+  await download(api, id, query.size > 0 ? `?${query}` : '', flags.out)
+  return 0
+}
+
+/** Streams the results to a file (or stdout), never holding the whole of them in memory. */
+async function download(api: Api, id: string, query: string, out: string | undefined) {
+  const response = await api.request(`/v1/batches/${encodeURIComponent(id)}/results${query}`)
+  if (out) {
+    const bytes = await Bun.write(out, response)
+    process.stderr.write(
+      `wrote ${out} (${bytes} bytes, batch ${response.headers.get('x-multigrid-batch-status')})\n`,
+    )
+  } else {
+    await Bun.write(Bun.stdout, response)
+  }
+}
+
+/** A refused file's line-numbered problems, each with its fix. */
+function printIssues(body: unknown) {
+  const issues = (
+    body as {
+      issues?: {
+        line: number
+        custom_id: string | null
+        path: string
+        message: string
+        fix: string
+      }[]
+    } | null
+  )?.issues
+  if (!issues) return
+  for (const issue of issues) {
+    const where = [issue.custom_id ? `(${issue.custom_id})` : '', issue.path]
+      .filter(Boolean)
+      .join(' ')
+    process.stderr.write(`  line ${issue.line} ${where}: ${issue.message}\n    fix: ${issue.fix}\n`)
+  }
+  const omitted = (body as { issues_omitted?: number }).issues_omitted ?? 0
+  if (omitted > 0) process.stderr.write(`  …and ${omitted} more\n`)
+}
+
+if (import.meta.main) process.exit(await main(process.argv.slice(2), process.env))

@@ -1,0 +1,352 @@
+/**
+ * The dashboard (`/`): a person signs in with an API key and sees their batches, submits a file
+ * and downloads results. Every page goes through the same gate (rate limit, scopes) and every
+ * upload through the same admission as `POST /v1/batches`; only the rendering is its own.
+ */
+import { Elysia } from 'elysia'
+import { z } from 'zod'
+import type { Caller } from '../../auth/gate.ts'
+import { nowSeconds, type Scope } from '../../domain.ts'
+import { GatewayError } from '../../errors.ts'
+import { Money, usd } from '../../money/decimal.ts'
+import { FILTERS, resultsQuery, type NativeDeps } from '../native-batches.ts'
+import { parseQuery } from '../parse-query.ts'
+import { renderResultLine } from '../render-native.ts'
+import { streamLines } from '../stream-lines.ts'
+import { htmlResponse, seeOther } from './layout.ts'
+import {
+  batchesPage,
+  batchPage,
+  messagePage,
+  signInPage,
+  type BatchesPageInput,
+  type Notice,
+} from './pages.ts'
+import { clearedCookie, fromThisOrigin, keyCookie, readKey } from './session.ts'
+import { batchHref } from './widgets.ts'
+
+const PAGE_SIZE = 50
+
+const signInForm = z.object({ key: z.string().trim().min(1).max(512) })
+
+const submitForm = z.object({
+  name: z.string().trim().max(256).optional(),
+  completion_window_hours: z.coerce.number().int().min(1).max(168).default(24),
+  dry_run: z.literal('true').optional(),
+  idempotency_key: z
+    .string()
+    .regex(/^[0-9a-f]{8,64}$/)
+    .optional(),
+})
+
+const listQuery = z.object({ after: z.string().min(1).max(128).optional() })
+
+const TITLES: Record<number, string> = {
+  400: 'That did not work',
+  402: 'Not enough credit',
+  403: 'Not allowed',
+  404: 'Not found',
+  413: 'File too large',
+  429: 'Limit reached',
+}
+
+type HeaderMap = Record<string, string>
+
+export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancelled }: NativeDeps) {
+  /** An expected refusal as a page; anything else is a bug for the app's error handler. */
+  function refusal(
+    error: unknown,
+    request: Request,
+    headers: HeaderMap,
+    account?: string,
+  ): Response {
+    if (!(error instanceof GatewayError)) throw error
+    if (error.status === 401) {
+      const text = 'That key is unknown or was revoked; sign in with a valid one.'
+      return htmlResponse(401, signInPage({ kind: 'error', text }), {
+        ...headers,
+        'set-cookie': clearedCookie(request),
+      })
+    }
+    const retry = error.options.headers?.['retry-after']
+    const page = messagePage(
+      TITLES[error.status] ?? 'Error',
+      { kind: 'error', text: error.message },
+      account,
+      retry ? Number(retry) : undefined,
+    )
+    return htmlResponse(error.status, page, { ...headers, ...error.options.headers })
+  }
+
+  /** The caller the cookie's key stands for, or the page to show instead. */
+  async function signedIn(
+    request: Request,
+    need: Scope,
+    headers: HeaderMap,
+  ): Promise<Caller | Response> {
+    const key = readKey(request)
+    if (!key) return seeOther('/')
+    try {
+      return await gate.admit(`Bearer ${key}`, need, headers)
+    } catch (error) {
+      return refusal(error, request, headers)
+    }
+  }
+
+  async function listPage(
+    caller: Caller,
+    request: Request,
+    headers: HeaderMap,
+    status: number,
+    extra: Pick<BatchesPageInput, 'notice' | 'issues'> = {},
+  ) {
+    const query = listQuery.safeParse(Object.fromEntries(new URL(request.url).searchParams))
+    const after = query.success ? (query.data.after ?? null) : null
+    const [account, page] = await Promise.all([
+      store.getAccount(caller.account.id),
+      store.listBatches(caller.account.id, { limit: PAGE_SIZE, after }),
+    ])
+    const canSubmit = caller.key.scopes.includes('batches')
+    return htmlResponse(
+      status,
+      batchesPage({
+        account: account!,
+        batches: page.batches,
+        hasMore: page.hasMore,
+        canSubmit,
+        ...extra,
+      }),
+      headers,
+    )
+  }
+
+  const forbiddenOrigin = () =>
+    htmlResponse(
+      403,
+      messagePage('Not allowed', {
+        kind: 'error',
+        text: 'This form was posted from another site; use the dashboard itself.',
+      }),
+    )
+
+  return new Elysia({ name: 'dashboard' })
+    .get('/', async ({ request }) => {
+      if (!readKey(request)) return htmlResponse(200, signInPage())
+      const headers: HeaderMap = {}
+      const caller = await signedIn(request, 'read', headers)
+      return caller instanceof Response ? caller : listPage(caller, request, headers, 200)
+    })
+    .get('/dashboard', () => seeOther('/'))
+    .post(
+      '/dashboard/sign-in',
+      async ({ request }) => {
+        if (!fromThisOrigin(request)) return forbiddenOrigin()
+        const fields = await formFields(request)
+        const form = signInForm.safeParse(fields ? textFields(fields) : {})
+        if (!form.success)
+          return htmlResponse(
+            400,
+            signInPage({ kind: 'error', text: 'Paste an API key to sign in.' }),
+          )
+        const headers: HeaderMap = {}
+        try {
+          await gate.admit(`Bearer ${form.data.key}`, 'read', headers)
+        } catch (error) {
+          if (error instanceof GatewayError && error.status === 403) {
+            const text =
+              'This key can neither read nor submit batches (it has only the "inference" scope).'
+            return htmlResponse(403, signInPage({ kind: 'error', text }), headers)
+          }
+          return refusal(error, request, headers)
+        }
+        return seeOther('/', { 'set-cookie': keyCookie(form.data.key, request) })
+      },
+      { parse: 'none' },
+    )
+    .post(
+      '/dashboard/sign-out',
+      ({ request }) => {
+        if (!fromThisOrigin(request)) return forbiddenOrigin()
+        return seeOther('/', { 'set-cookie': clearedCookie(request) })
+      },
+      { parse: 'none' },
+    )
+    .post(
+      '/dashboard/batches',
+      async ({ request }) => {
+        if (!fromThisOrigin(request)) return forbiddenOrigin()
+        const headers: HeaderMap = {}
+        const caller = await signedIn(request, 'batches', headers)
+        if (caller instanceof Response) return caller
+        const fail = (status: number, text: string) =>
+          listPage(caller, request, headers, status, { notice: { kind: 'error', text } })
+        // A form carries a little more than its file; refuse a body far too large before reading it.
+        const length = Number(request.headers.get('content-length') ?? 0)
+        if (length > maxBodyBytes + 64 * 1024)
+          return fail(413, `the file is larger than the ${maxBodyBytes}-byte limit`)
+        const fields = await formFields(request)
+        if (!fields)
+          return fail(400, 'the upload did not arrive as a form; choose a file and submit again')
+        const file = fields.get('file')
+        if (!(file instanceof Blob) || file.size === 0)
+          return fail(400, 'choose a non-empty JSONL file to submit')
+        if (file.size > maxBodyBytes)
+          return fail(413, `the file is larger than the ${maxBodyBytes}-byte limit`)
+        const form = submitForm.safeParse(textFields(fields))
+        if (!form.success)
+          return fail(400, 'the name must be at most 256 characters and the window 1 to 168 hours')
+        const bytes = new Uint8Array(await file.arrayBuffer())
+        if (bytes[0] === 0x1f && bytes[1] === 0x8b)
+          return fail(400, 'the file is compressed; upload the JSONL file itself')
+        try {
+          const result = await admission.submit(
+            bytes,
+            {
+              accountId: caller.account.id,
+              name: form.data.name || null,
+              completionWindowHours: form.data.completion_window_hours,
+              dryRun: form.data.dry_run === 'true',
+              idempotencyKey: form.data.idempotency_key
+                ? `dashboard:${form.data.idempotency_key}`
+                : null,
+              source: 'native',
+              metadata: null,
+              inputFileId: null,
+              fileLabel: file instanceof File && file.name ? file.name : 'the file',
+            },
+            async () => {
+              const account = await store.getAccount(caller.account.id)
+              return new Money(account!.balanceUsd).minus(account!.heldUsd).toFixed()
+            },
+          )
+          switch (result.kind) {
+            case 'invalid':
+              return listPage(caller, request, headers, 400, {
+                issues: { issues: result.issues, omitted: result.omitted },
+              })
+            case 'quote': {
+              const text = `Quote: ${result.lineCount} lines, cost ceiling $${result.costCeilingUsd}, available credit $${result.availableUsd} — ${result.creditSufficient ? 'enough' : 'not enough'} to submit it. Nothing was stored.`
+              return listPage(caller, request, headers, 200, {
+                notice: { kind: result.creditSufficient ? 'info' : 'error', text },
+              })
+            }
+            case 'created':
+            case 'duplicate':
+              return seeOther(`${batchHref(result.batch.id)}?submitted=1`, headers)
+          }
+        } catch (error) {
+          if (!(error instanceof GatewayError)) throw error
+          return listPage(caller, request, { ...headers, ...error.options.headers }, error.status, {
+            notice: { kind: 'error', text: error.message },
+          })
+        }
+      },
+      { parse: 'none' },
+    )
+    .get('/dashboard/batches/:id', async ({ request, params }) => {
+      const headers: HeaderMap = {}
+      const caller = await signedIn(request, 'read', headers)
+      if (caller instanceof Response) return caller
+      const [account, batch] = await Promise.all([
+        store.getAccount(caller.account.id),
+        store.getBatch(caller.account.id, params.id),
+      ])
+      if (!batch)
+        return refusal(
+          new GatewayError(404, 'not_found_error', 'not_found', `batch ${params.id} not found`),
+          request,
+          headers,
+          account!.name,
+        )
+      const flags = new URL(request.url).searchParams
+      let notice: Notice | undefined
+      if (flags.has('submitted'))
+        notice = {
+          kind: 'info',
+          text: `Submitted: ${batch.counts.total} lines, $${usd(batch.costCeilingUsd)} held as the cost ceiling.`,
+        }
+      if (flags.has('cancelled'))
+        notice = {
+          kind: 'info',
+          text: 'Cancel requested: lines already sent finish and are billed, the rest end cancelled.',
+        }
+      return htmlResponse(
+        200,
+        batchPage(account!, batch, caller.key.scopes.includes('batches'), notice),
+        headers,
+      )
+    })
+    .post(
+      '/dashboard/batches/:id/cancel',
+      async ({ request, params }) => {
+        if (!fromThisOrigin(request)) return forbiddenOrigin()
+        const headers: HeaderMap = {}
+        const caller = await signedIn(request, 'batches', headers)
+        if (caller instanceof Response) return caller
+        const result = await store.cancelBatch(caller.account.id, params.id, nowSeconds())
+        if (result.kind === 'not_found')
+          return refusal(
+            new GatewayError(404, 'not_found_error', 'not_found', `batch ${params.id} not found`),
+            request,
+            headers,
+          )
+        if (result.kind === 'cancelled') onCancelled?.(result.batch.id)
+        return seeOther(
+          `${batchHref(params.id)}${result.kind === 'cancelled' ? '?cancelled=1' : ''}`,
+          headers,
+        )
+      },
+      { parse: 'none' },
+    )
+    .get('/dashboard/batches/:id/results', async ({ request, params }) => {
+      const headers: HeaderMap = {}
+      const caller = await signedIn(request, 'read', headers)
+      if (caller instanceof Response) return caller
+      let query
+      try {
+        query = parseQuery(resultsQuery, request.url)
+      } catch (error) {
+        return refusal(error, request, headers)
+      }
+      const batch = await store.getBatch(caller.account.id, params.id)
+      if (!batch)
+        return refusal(
+          new GatewayError(404, 'not_found_error', 'not_found', `batch ${params.id} not found`),
+          request,
+          headers,
+        )
+      const statuses = query.filter ? FILTERS[query.filter] : null
+      const render =
+        query.format === 'input' ? (line: { input: string }) => line.input : renderResultLine
+      const suffix = [query.filter, query.format === 'input' ? 'input' : 'results']
+        .filter(Boolean)
+        .join('-')
+      return new Response(streamLines(store, batch.id, statuses, render), {
+        headers: {
+          ...headers,
+          'content-type': 'application/jsonl',
+          'content-disposition': `attachment; filename="${batch.id}-${suffix}.jsonl"`,
+          'x-multigrid-batch-status': batch.status,
+          'cache-control': 'no-store',
+        },
+      })
+    })
+}
+
+/** The form's non-empty text fields (an empty input counts as absent). */
+function textFields(form: FormData): Record<string, string> {
+  const fields: Record<string, string> = {}
+  form.forEach((value, name) => {
+    if (typeof value === 'string' && value !== '') fields[name] = value
+  })
+  return fields
+}
+
+/** A posted form's fields (multipart or urlencoded), or null when the body is not a form. */
+async function formFields(request: Request): Promise<FormData | null> {
+  try {
+    return await request.formData()
+  } catch {
+    return null
+  }
+}

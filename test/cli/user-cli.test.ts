@@ -1,0 +1,172 @@
+/** The user CLI (`multigrid`), spawned as a process against a real gateway and the simulator. */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ApiError, createApi, pollDelay } from '../../src/cli/user-api.ts'
+import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import { chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
+
+const CLI = join(import.meta.dir, '../../src/cli/user.ts')
+
+describe('multigrid (user CLI)', () => {
+  let sim: Simulator
+  let gw: TestGateway
+  let key = ''
+  let dir = ''
+  let batchId = ''
+
+  const run = async (args: string[], env: Record<string, string> = {}) => {
+    const child = Bun.spawn([process.execPath, CLI, ...args], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '', MULTIGRID_URL: gw.url, MULTIGRID_API_KEY: key, ...env },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const [stdout, stderr, code] = await Promise.all([
+      new Response(child.stdout).text(),
+      new Response(child.stderr).text(),
+      child.exited,
+    ])
+    return { stdout, stderr, code }
+  }
+
+  beforeAll(async () => {
+    sim = await startSimulator({ latencyMs: 500 })
+    gw = await startTestGateway({
+      upstreams: { openai: `${sim.url}/v1` },
+      env: { MULTIGRID_POLL_MS: '50' },
+    })
+    key = (await gw.newAccount('5')).key
+    dir = mkdtempSync(join(tmpdir(), 'mg-cli-'))
+  })
+  afterAll(async () => {
+    await gw.stop()
+    await sim.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  test('submit --wait shows progress on stderr, prints the id and writes the results file', async () => {
+    const lines = [
+      chatLine('t-1', 'first'),
+      chatLine('t-2', 'second'),
+      chatLine('t-3', 'refused', {}, 'sim/refused'),
+    ]
+    writeFileSync(join(dir, 'requests.jsonl'), jsonl(lines))
+    const { stdout, stderr, code } = await run([
+      'submit',
+      'requests.jsonl',
+      '--name',
+      'cli-run',
+      '--window-hours',
+      '2',
+      '--wait',
+      '--out',
+      'results.jsonl',
+    ])
+    expect(code).toBe(0)
+    batchId = stdout.trim()
+    expect(batchId).toMatch(/^batch_[0-9a-f]+$/)
+    expect(stderr).toContain(`submitted ${batchId}: 3 lines`)
+    expect(stderr).toMatch(/\[[█░]+\]\s+\d+%\s+[0-2]\/3 done · [01] ok/) // the first poll: still running
+    expect(stderr).toMatch(/\[█+\] 100%\s+3\/3 done · 2 ok · 1 failed/)
+    expect(stderr).toContain(`${batchId}  cli-run  completed`)
+    expect(stderr).toContain('wrote results.jsonl')
+    const written = readFileSync(join(dir, 'results.jsonl'), 'utf8')
+    expect(written).toBe(await (await gw.request(`/v1/batches/${batchId}/results`, key)).text())
+    expect(
+      written
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).custom_id),
+    ).toEqual(['t-1', 't-2', 't-3'])
+    const batch = (await (await gw.request(`/v1/batches/${batchId}`, key)).json()) as {
+      name: string
+      completion_window_hours: number
+    }
+    expect(batch).toMatchObject({ name: 'cli-run', completion_window_hours: 2 })
+  })
+
+  test('status, list and results', async () => {
+    const status = await run(['status', batchId])
+    expect(status.code).toBe(0)
+    expect(status.stdout).toContain(`${batchId}  cli-run  completed`)
+    expect(status.stdout).toMatch(/lines\s+3: 2 succeeded, 1 failed/)
+    const json = await run(['status', batchId, '--json'])
+    expect(JSON.parse(json.stdout)).toMatchObject({ id: batchId, status: 'completed' })
+
+    const list = await run(['list'])
+    expect(list.code).toBe(0)
+    const [head, row] = list.stdout.trim().split('\n')
+    expect(head).toMatch(/^ID\s+NAME\s+STATUS\s+DONE\s+FAILED\s+COST\s+CREATED$/)
+    expect(row).toMatch(new RegExp(`^${batchId}\\s+cli-run\\s+completed\\s+3/3\\s+1\\s+\\$`))
+
+    const all = await run(['results', batchId])
+    expect(all.stdout).toBe(await (await gw.request(`/v1/batches/${batchId}/results`, key)).text())
+    const failed = await run(['results', batchId, '--failed', '--input', '--out', 'retry.jsonl'])
+    expect(failed.code).toBe(0)
+    expect(readFileSync(join(dir, 'retry.jsonl'), 'utf8')).toBe(
+      JSON.stringify(chatLine('t-3', 'refused', {}, 'sim/refused')) + '\n',
+    )
+  })
+
+  test('a file with problems: exit 1, each issue with its line and fix', async () => {
+    writeFileSync(
+      join(dir, 'bad.jsonl'),
+      jsonl([chatLine('ok'), chatLine('big', 'x', { max_tokens: 999_999 })]),
+    )
+    const { code, stderr, stdout } = await run(['submit', 'bad.jsonl'])
+    expect(code).toBe(1)
+    expect(stdout).toBe('')
+    expect(stderr).toContain('1 problem in the file; nothing was submitted')
+    expect(stderr).toMatch(/line 2 \(big\) body\.max_tokens: must be at most 4096/)
+    expect(stderr).toContain('fix: set max_tokens to 4096 or less')
+  })
+
+  test("usage errors exit 2; a bad key exits 1 with the gateway's message", async () => {
+    expect((await run(['status'])).code).toBe(2)
+    expect((await run(['frobnicate'])).code).toBe(2)
+    const noKey = await run(['list'], { MULTIGRID_API_KEY: '' })
+    expect(noKey.code).toBe(2)
+    expect(noKey.stderr).toContain('MULTIGRID_API_KEY is not set')
+    const badKey = await run(['list'], { MULTIGRID_API_KEY: 'mg_wrong' })
+    expect(badKey.code).toBe(1)
+    expect(badKey.stderr).toContain('unknown or revoked API key')
+    const help = await run(['--help'])
+    expect(help.code).toBe(0)
+    expect(help.stdout).toContain('usage: multigrid')
+  })
+})
+
+describe('pacing on X-RateLimit-Remaining', () => {
+  test('the poll interval spreads the remaining budget over the window, keeping a quarter spare', () => {
+    expect(pollDelay(600, 60, 1000)).toBe(1000) // plenty left: the minimum
+    expect(pollDelay(8, 60, 1000)).toBe(10_000) // 6 usable in 60 s
+    expect(pollDelay(1, 30, 1000)).toBe(30_000) // nothing usable: wait for the window to reset
+    expect(pollDelay(null, null, 1500)).toBe(1500)
+  })
+
+  test('against a gateway: pace() waits out a spent budget, and a 429 waits its Retry-After', async () => {
+    const gw = await startTestGateway({ env: { MULTIGRID_DISPATCH: '0' } })
+    try {
+      const { key } = await gw.newAccount('1', { rate_limit_per_minute: 2 })
+      const sleeps: number[] = []
+      const api = createApi({ url: gw.url, key, sleep: async (ms) => void sleeps.push(ms) })
+      await api.json('/v1/batches')
+      await api.pace()
+      await api.json('/v1/batches')
+      await api.pace()
+      // 2 a minute: after the first poll one request is left, none usable with a spare quarter.
+      expect(sleeps[0]).toBeGreaterThan(1000)
+      expect(sleeps[1]).toBeGreaterThan(1000)
+      sleeps.length = 0
+      const error = await api.json('/v1/batches').catch((e) => e)
+      expect(error).toBeInstanceOf(ApiError)
+      expect((error as ApiError).status).toBe(429)
+      expect(sleeps.length).toBeGreaterThan(0)
+      for (const ms of sleeps) expect(ms).toBeGreaterThanOrEqual(1000) // Retry-After, in seconds
+    } finally {
+      await gw.stop()
+    }
+  })
+})

@@ -1,0 +1,328 @@
+/**
+ * The dashboard end to end in headless Chromium (Debian's /usr/bin/chromium, driven by
+ * playwright-core): sign in, submit a file, watch the batch complete against the simulator,
+ * check progress and cost, download results. Then the refusals, over plain HTTP.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import { chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
+
+const CHROMIUM = '/usr/bin/chromium'
+const OUT = join(import.meta.dir, '../out')
+
+type Batch = {
+  id: string
+  status: string
+  cost_usd: string
+  cost_ceiling_usd: string
+  request_counts: Record<string, number>
+}
+
+/** Reads a selector's text across the page's own reloads (meta refresh), bounded in time. */
+async function waitForText(
+  page: Page,
+  selector: string,
+  wanted: RegExp,
+  timeoutMs = 30_000,
+): Promise<string> {
+  const deadline = Date.now() + timeoutMs
+  let last = ''
+  while (Date.now() < deadline) {
+    try {
+      last = (await page.locator(selector).textContent({ timeout: 1_000 })) ?? ''
+      if (wanted.test(last)) return last
+    } catch {
+      // The page was reloading; read again.
+    }
+    await Bun.sleep(200)
+  }
+  throw new Error(`timed out waiting for ${selector} to match ${wanted}; last text: ${last}`)
+}
+
+describe('dashboard in headless Chromium', () => {
+  let sim: Simulator
+  let gw: TestGateway
+  let context: BrowserContext
+  let page: Page
+  let key = ''
+  let work = ''
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) {
+      throw new Error(
+        `Chromium is not installed at ${CHROMIUM}: install it with "apt-get install -y chromium" (.ci/run does) to run the dashboard test`,
+      )
+    }
+    // Slow enough that the batch is seen running before it completes.
+    sim = await startSimulator({ latencyMs: 1_500 })
+    gw = await startTestGateway({
+      upstreams: { openai: `${sim.url}/v1` },
+      env: { MULTIGRID_POLL_MS: '50' },
+    })
+    key = (await gw.newAccount('5')).key
+    work = mkdtempSync(join(tmpdir(), 'mg-dashboard-'))
+    context = await chromium.launchPersistentContext(join(work, 'profile'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      acceptDownloads: true,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    })
+    page = context.pages()[0] ?? (await context.newPage())
+  })
+  afterAll(async () => {
+    await context?.close()
+    await gw?.stop()
+    await sim?.stop()
+    if (work) rmSync(work, { recursive: true, force: true })
+  })
+
+  test('sign in, submit a file, watch it complete, check progress and cost, download results', async () => {
+    await page.goto(`${gw.url}/`)
+    expect(await page.locator('h1').textContent()).toBe('Sign in')
+    await page.fill('#key', key)
+    await page.click('button[type=submit]')
+    await page.waitForURL(`${gw.url}/`)
+    expect(await page.locator('h1').textContent()).toBe('Batches')
+    expect(await page.textContent('main')).toContain('No batches yet.')
+
+    // The key lives in a cookie the page cannot read and other sites do not get.
+    const [cookie] = await context.cookies(gw.url)
+    expect(cookie).toMatchObject({
+      name: 'multigrid_key',
+      value: key,
+      httpOnly: true,
+      sameSite: 'Strict',
+    })
+
+    const file = join(work, 'requests.jsonl')
+    const lines = [
+      ...Array.from({ length: 5 }, (_, i) =>
+        chatLine(`ticket-${i + 1}`, `classify ticket ${i + 1}`),
+      ),
+      chatLine('ticket-6', 'refused upstream', {}, 'sim/refused'),
+    ]
+    writeFileSync(file, jsonl(lines))
+    await page.setInputFiles('#file', file)
+    await page.fill('#name', 'nightly <triage> & co')
+    await page.fill('#window', '6')
+    await page.click('form[action="/dashboard/batches"] button[type=submit]')
+    await page.waitForURL(/\/dashboard\/batches\/batch_[0-9a-f]+\?submitted=1$/)
+    const id = /batch_[0-9a-f]+/.exec(page.url())![0]
+
+    // Running: the page says so and reloads itself.
+    expect(await page.locator('h1').textContent()).toBe('nightly <triage> & co in progress')
+    expect(await page.locator('meta[http-equiv=refresh]').count()).toBe(1)
+    expect(await page.textContent('[role=status]')).toContain('Submitted: 6 lines')
+    expect(await page.textContent('#time-left')).toMatch(/^[56] h \d+ min left$/)
+
+    const progress = await waitForText(
+      page,
+      '#progress',
+      /^5 succeeded · 1 failed · 0 pending of 6$/,
+    )
+    expect(progress).toBe('5 succeeded · 1 failed · 0 pending of 6')
+    await waitForText(page, 'h1', /completed$/)
+    expect(await page.locator('meta[http-equiv=refresh]').count()).toBe(0)
+    expect(page.url()).toBe(`${gw.url}/dashboard/batches/${id}`) // reloads drop the one-time notice
+    expect(await page.textContent('#count-succeeded')).toBe('5')
+    expect(await page.textContent('#count-failed')).toBe('1')
+    expect(await page.textContent('#count-pending')).toBe('0')
+    expect(await page.textContent('#time-left')).toBe('finished')
+
+    // Cost so far against the ceiling: exactly what the API reports.
+    const batch = (await (await gw.request(`/v1/batches/${id}`, key)).json()) as Batch
+    expect(batch.status).toBe('completed')
+    expect(await page.textContent('#cost')).toBe(
+      `$${batch.cost_usd} of $${batch.cost_ceiling_usd} ceiling`,
+    )
+
+    mkdirSync(OUT, { recursive: true })
+    await page.screenshot({ path: join(OUT, 'dashboard.png'), fullPage: true })
+
+    // Downloads: the same bytes as the API's results, and the failed lines alone.
+    const expected = await (await gw.request(`/v1/batches/${id}/results`, key)).text()
+    const [all] = await Promise.all([
+      page.waitForEvent('download'),
+      page.click('#download-results'),
+    ])
+    expect(all.suggestedFilename()).toBe(`${id}-results.jsonl`)
+    expect(readFileSync((await all.path())!, 'utf8')).toBe(expected)
+    const [failed] = await Promise.all([
+      page.waitForEvent('download'),
+      page.click('#download-failed'),
+    ])
+    const failedLines = readFileSync((await failed.path())!, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+    expect(failedLines).toHaveLength(1)
+    expect(failedLines[0]).toMatchObject({
+      custom_id: 'ticket-6',
+      line: 6,
+      status: 'failed',
+      error: { code: 'invalid_request' },
+    })
+    const [input] = await Promise.all([
+      page.waitForEvent('download'),
+      page.click('#download-failed-input'),
+    ])
+    expect(readFileSync((await input.path())!, 'utf8')).toBe(JSON.stringify(lines[5]) + '\n')
+
+    // The list shows it by name, with its status and progress.
+    await page.click('text=← All batches')
+    const row = page.locator(`tr[data-batch="${id}"]`)
+    expect(await row.locator('a').textContent()).toBe('nightly <triage> & co')
+    expect(await row.textContent()).toContain('completed')
+    expect(await row.textContent()).toContain('5 succeeded · 1 failed · 0 pending of 6')
+    expect(await page.locator('img').count()).toBe(0)
+  })
+
+  test('a file with problems is shown line by line and nothing is submitted', async () => {
+    await page.goto(`${gw.url}/`)
+    const file = join(work, 'bad.jsonl')
+    writeFileSync(
+      file,
+      jsonl([chatLine('ok'), chatLine('too-long', 'hi', { max_tokens: 999_999 }), '{not json']),
+    )
+    await page.setInputFiles('#file', file)
+    await page.click('form[action="/dashboard/batches"] button[type=submit]')
+    await page.waitForURL(`${gw.url}/dashboard/batches`)
+    expect(await page.textContent('section.issues h2')).toBe(
+      '2 problems in the file; nothing was submitted',
+    )
+    const rows = page.locator('section.issues tbody tr')
+    expect(await rows.count()).toBe(2)
+    expect(await rows.nth(0).locator('td').nth(0).textContent()).toBe('2')
+    expect(await rows.nth(0).locator('td').nth(1).textContent()).toBe('too-long')
+    expect(await rows.nth(1).locator('td').nth(0).textContent()).toBe('3')
+    const list = (await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }
+    expect(list.data).toHaveLength(1)
+  })
+
+  test('signing out forgets the key', async () => {
+    await page.goto(`${gw.url}/`)
+    await page.click('text=Sign out')
+    await page.waitForURL(`${gw.url}/`)
+    expect(await page.locator('h1').textContent()).toBe('Sign in')
+    expect(await context.cookies(gw.url)).toEqual([])
+  })
+})
+
+describe('dashboard refusals', () => {
+  let gw: TestGateway
+
+  beforeAll(async () => {
+    gw = await startTestGateway({ env: { MULTIGRID_DISPATCH: '0' } })
+  })
+  afterAll(async () => {
+    await gw.stop()
+  })
+
+  const signIn = (key: string) =>
+    fetch(`${gw.url}/dashboard/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ key }),
+      redirect: 'manual',
+    })
+
+  test('a bad key is refused and not kept; a good one gets an HttpOnly, SameSite=Strict cookie', async () => {
+    const bad = await signIn('mg_not-a-key')
+    expect(bad.status).toBe(401)
+    expect(bad.headers.get('set-cookie') ?? '').not.toContain('multigrid_key=mg_')
+    expect(await bad.text()).toContain('unknown or was revoked')
+    const { key } = await gw.newAccount('1')
+    const good = await signIn(key)
+    expect(good.status).toBe(303)
+    expect(good.headers.get('location')).toBe('/')
+    const cookie = good.headers.get('set-cookie')!
+    expect(cookie).toContain(`multigrid_key=${key}`)
+    expect(cookie).toContain('HttpOnly')
+    expect(cookie).toContain('SameSite=Strict')
+    expect(cookie).toContain('Path=/')
+  })
+
+  test('pages carry a CSP that allows no script and no outside resource', async () => {
+    const response = await fetch(`${gw.url}/`)
+    expect(response.headers.get('content-type')).toBe('text/html; charset=utf-8')
+    const csp = response.headers.get('content-security-policy')!
+    expect(csp).toContain("default-src 'none'")
+    expect(csp).not.toContain('script-src')
+    expect(await response.text()).not.toContain('<script')
+  })
+
+  test('a form posted from another origin is refused', async () => {
+    const { key } = await gw.newAccount('1')
+    const form = new FormData()
+    form.set('file', new Blob([jsonl([chatLine('a')])]), 'a.jsonl')
+    const response = await fetch(`${gw.url}/dashboard/batches`, {
+      method: 'POST',
+      headers: {
+        cookie: `multigrid_key=${key}`,
+        origin: 'http://127.0.0.1:1',
+        'sec-fetch-site': 'same-site',
+      },
+      body: form,
+    })
+    expect(response.status).toBe(403)
+    const list = (await (await gw.request('/v1/batches', key)).json()) as { data: unknown[] }
+    expect(list.data).toHaveLength(0)
+  })
+
+  test('without the cookie, pages and downloads send the browser to sign in', async () => {
+    for (const path of ['/dashboard/batches/batch_x', '/dashboard/batches/batch_x/results']) {
+      const response = await fetch(`${gw.url}${path}`, { redirect: 'manual' })
+      expect(response.status).toBe(303)
+      expect(response.headers.get('location')).toBe('/')
+    }
+  })
+
+  test("another account's batch is not found; a revoked key is signed out", async () => {
+    const owner = await gw.newAccount('1')
+    const created = await gw.request('/v1/batches', owner.key, {
+      method: 'POST',
+      body: jsonl([chatLine('a')]),
+    })
+    const { id } = (await created.json()) as { id: string }
+    const other = await gw.newAccount('1')
+    const cookie = { cookie: `multigrid_key=${other.key}` }
+    expect((await fetch(`${gw.url}/dashboard/batches/${id}`, { headers: cookie })).status).toBe(404)
+    expect(
+      (await fetch(`${gw.url}/dashboard/batches/${id}/results`, { headers: cookie })).status,
+    ).toBe(404)
+    expect((await gw.admin(`/keys/${other.keyId}`, { method: 'DELETE' })).status).toBe(200)
+    const revoked = await fetch(`${gw.url}/`, { headers: cookie })
+    expect(revoked.status).toBe(401)
+    expect(revoked.headers.get('set-cookie')).toContain('Max-Age=0')
+  })
+
+  test('a read-only key sees its batches but gets no upload form and cannot submit', async () => {
+    const { key } = await gw.newAccount('1', { scopes: ['read'] })
+    const page = await fetch(`${gw.url}/`, { headers: { cookie: `multigrid_key=${key}` } })
+    expect(page.status).toBe(200)
+    const text = await page.text()
+    expect(text).not.toContain('action="/dashboard/batches"')
+    expect(text).toContain('lacks the "batches" scope')
+    const form = new FormData()
+    form.set('file', new Blob([jsonl([chatLine('a')])]), 'a.jsonl')
+    const submit = await fetch(`${gw.url}/dashboard/batches`, {
+      method: 'POST',
+      headers: { cookie: `multigrid_key=${key}` },
+      body: form,
+    })
+    expect(submit.status).toBe(403)
+  })
+})
