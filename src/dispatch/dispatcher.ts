@@ -119,7 +119,22 @@ export function createDispatcher(
             recorder.add(outcome)
             options.onOutcome?.(outcome)
           })
-          .catch((error) => logger.error('dispatch.line_crashed', { batch_id: line.batchId, line: line.lineNo, error: String(error) }))
+          .catch((error) => {
+            logger.error('dispatch.line_crashed', { batch_id: line.batchId, line: line.lineNo, error: String(error) })
+            if (abort.signal.aborted) return
+            // A bug must not leave the line running forever under a lease this instance keeps
+            // renewing (its batch would never finish); it would crash again if retried.
+            recorder.add({
+              batchId: line.batchId,
+              lineNo: line.lineNo,
+              kind: 'failed',
+              error: { code: 'upstream_error', message: 'the gateway failed while running this line (logged as dispatch.line_crashed); nothing was billed' },
+              responseStatus: null,
+              costUsd: '0',
+              provider: null,
+              latencyMs: null,
+            })
+          })
           .finally(() => {
             const left = active.get(line.batchId)! - 1
             if (left === 0) active.delete(line.batchId)

@@ -40,7 +40,8 @@ export function validateBody(
   endpoint: Endpoint,
   catalog: Catalog,
   prefix: string,
-  options: { live?: boolean } = {},
+  /** `shallow`: the caller knows the body cannot nest too deep (its text is too short to). */
+  options: { live?: boolean; shallow?: boolean } = {},
 ): { ok: true; value: AcceptedBody } | { ok: false; problems: BodyProblem[] } {
   const at = (field: string) => [prefix, field].filter(Boolean).join('.')
   const problems: BodyProblem[] = []
@@ -50,7 +51,7 @@ export function validateBody(
       problems: [{ path: prefix, message: 'must be a JSON object', fix: `set ${prefix || 'the body'} to the request you would send to ${ENDPOINT_URL[endpoint]}` }],
     }
   }
-  if (nestsDeeperThan(raw)) {
+  if (!options.shallow && nestsDeeperThan(raw)) {
     return {
       ok: false,
       problems: [{ path: prefix, message: `nests more than ${MAX_JSON_DEPTH} levels deep`, fix: 'flatten the request: no endpoint takes values nested this deep' }],

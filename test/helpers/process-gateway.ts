@@ -8,6 +8,8 @@ const ROOT = join(import.meta.dir, '../..')
 
 export interface GatewayProcess {
   url: string
+  /** The process id, e.g. to read its memory from /proc/<pid>/status. */
+  pid: number
   exited: Promise<number>
   kill(signal: 'SIGKILL' | 'SIGTERM'): Promise<number>
 }
@@ -29,6 +31,7 @@ export async function spawnGatewayProcess(env: Record<string, string>): Promise<
   }
   return {
     url,
+    pid: child.pid,
     exited: child.exited,
     async kill(signal) {
       child.kill(signal)
