@@ -21,7 +21,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Pool } from 'undici/index.js'
 import { writeCatalog } from '../test/helpers/catalog.ts'
-import { closedLoop, cpuMs, machineTicks, median, newKey, quantile, randomPort, ROOT, spawnGateway, spawnSimulator, standardFile, threadCpuMs } from './lib.ts'
+import { closedLoop, cpuBetween, cpuByName, cpuMs, machineTicks, schedMs, median, newKey, quantile, randomPort, ROOT, spawnGateway, spawnSimulator, standardFile, threadCpuMs } from './lib.ts'
 
 const { values } = parseArgs({
   options: {
@@ -64,12 +64,13 @@ const catalog = writeCatalog({
 })
 
 interface RunResult {
+  // The plain client straight to the simulator.
   rawRate: number
   rawMeanMs: number
   rawSimUs: number
-  simUsPerLine: number
-  machineBusy: number
+  rawClientUs: number
   rawMachineBusy: number
+  // The gateway.
   ingestMs: number
   totalRate: number
   dispatchRate: number
@@ -85,10 +86,16 @@ interface RunResult {
   failed: number
   peakInFlight: number
   threads: Map<string, number>
+  // The rest of the box while the gateway ran.
+  simUsPerLine: number
+  postgresUsPerLine: number
+  machineBusy: number
+  gatewayWaitShare: number
+  simWaitShare: number
 }
 
 /** The simulator alone: a plain client, `concurrency` in flight, `simRequests` requests. */
-async function simulatorCapacity(): Promise<{ rate: number; meanMs: number; simUs: number; machineBusy: number }> {
+async function simulatorCapacity(): Promise<{ rate: number; meanMs: number; simUs: number; clientUs: number; machineBusy: number }> {
   const pool = new Pool(simulator.url, { connections: concurrency })
   const headers = { 'content-type': 'application/json' }
   const send = async (i: number) => {
@@ -100,14 +107,16 @@ async function simulatorCapacity(): Promise<{ rate: number; meanMs: number; simU
   await closedLoop({ concurrency, total: concurrency * 4, maxMs: 30_000, send })
   const simBefore = await cpuMs(simulator.pid)
   const machineBefore = await machineTicks()
+  const clientBefore = process.cpuUsage()
   const result = await closedLoop({ concurrency, total: simRequests, maxMs: 120_000, send })
+  const client = process.cpuUsage(clientBefore)
   const simCpu = (await cpuMs(simulator.pid)) - simBefore
   const machineAfter = await machineTicks()
   await pool.close()
   if (result.failed > 0) throw new Error(`the raw client saw ${result.failed} failures`)
   const mean = result.latencies.reduce((a, b) => a + b, 0) / result.latencies.length
   const machineBusy = (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total)
-  return { rate: result.ok / (result.elapsedMs / 1000), meanMs: mean, simUs: (simCpu * 1000) / result.ok, machineBusy }
+  return { rate: result.ok / (result.elapsedMs / 1000), meanMs: mean, simUs: (simCpu * 1000) / result.ok, clientUs: (client.user + client.system) / result.ok, machineBusy }
 }
 
 type Counts = { total: number; pending: number; running: number; succeeded: number; failed: number; cancelled: number; expired: number }
@@ -123,7 +132,15 @@ async function waitDone(url: string, key: string, id: string, maxMs: number) {
   const polls: { t: number; done: number }[] = []
   const endAt = performance.now() + maxMs
   while (performance.now() < endAt) {
-    const batch = (await (await fetch(`${url}/v1/batches/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as { status: string; request_counts: Counts }
+    const response = await fetch(`${url}/v1/batches/${id}`, { headers: { authorization: `Bearer ${key}` } })
+    if (response.status !== 200) {
+      // The store was away (another user of a shared PostgreSQL restarting it): say so, go on.
+      console.error(`poll answered ${response.status}; this run's figure includes the outage`)
+      await response.arrayBuffer()
+      await Bun.sleep(200)
+      continue
+    }
+    const batch = (await response.json()) as { status: string; request_counts: Counts }
     const c = batch.request_counts
     polls.push({ t: performance.now(), done: c.succeeded + c.failed + c.cancelled + c.expired })
     if (!['validating', 'in_progress', 'finalizing', 'cancelling'].includes(batch.status)) return { status: batch.status, counts: c, polls }
@@ -176,6 +193,9 @@ async function oneRun(run: number): Promise<RunResult> {
     const threadsBefore = await threadCpuMs(gateway.pid)
     const simBefore = await cpuMs(simulator.pid)
     const machineBefore = await machineTicks()
+    const gatewaySchedBefore = await schedMs(gateway.pid)
+    const simSchedBefore = await schedMs(simulator.pid)
+    const postgresBefore = schema ? await cpuByName('postgres') : null
     const t0 = performance.now()
     const id = await submit(gateway.url, key, measured)
     const t1 = performance.now()
@@ -185,6 +205,9 @@ async function oneRun(run: number): Promise<RunResult> {
     const threadsAfter = await threadCpuMs(gateway.pid)
     const simCpu = (await cpuMs(simulator.pid)) - simBefore
     const machineAfter = await machineTicks()
+    const gatewayWait = (await schedMs(gateway.pid)).waitMs - gatewaySchedBefore.waitMs
+    const simWait = (await schedMs(simulator.pid)).waitMs - simSchedBefore.waitMs
+    const postgresCpu = postgresBefore ? cpuBetween(postgresBefore, await cpuByName('postgres')) : 0
     const stats = (await (await fetch(`${simulator.url}/sim/stats`)).json()) as { peakInFlight: number }
     if (done.status !== 'completed') throw new Error(`batch ended ${done.status}: ${JSON.stringify(done.counts)}`)
 
@@ -203,9 +226,13 @@ async function oneRun(run: number): Promise<RunResult> {
       rawRate: raw.rate,
       rawMeanMs: raw.meanMs,
       rawSimUs: raw.simUs,
+      rawClientUs: raw.clientUs,
       simUsPerLine: (simCpu * 1000) / lineCount,
       machineBusy: (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total),
       rawMachineBusy: raw.machineBusy,
+      gatewayWaitShare: gatewayWait / (t2 - t0),
+      postgresUsPerLine: (postgresCpu * 1000) / lineCount,
+      simWaitShare: simWait / (t2 - t0),
       ingestMs: t1 - t0,
       totalRate: lineCount / ((t2 - t0) / 1000),
       dispatchRate: lineCount / ((t2 - t1) / 1000),
@@ -227,7 +254,7 @@ async function oneRun(run: number): Promise<RunResult> {
     if (schema) {
       const { default: postgres } = await import('postgres')
       const sql = postgres(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test', { max: 1, onnotice: () => {} })
-      await sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`
+      await sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`.catch((error) => console.error(`could not drop schema ${schema}: ${error.message}`))
       await sql.end()
     }
   }
@@ -236,7 +263,14 @@ async function oneRun(run: number): Promise<RunResult> {
 const results: RunResult[] = []
 try {
   for (let run = 1; run <= runs; run++) {
-    const r = await oneRun(run)
+    let r: RunResult
+    try {
+      r = await oneRun(run)
+    } catch (error) {
+      // One failed run (a shared store restarted under it) leaves the others standing.
+      console.error(`run ${run} failed: ${(error as Error).message}`)
+      continue
+    }
     results.push(r)
     console.error(`run ${run}: gateway ${r.totalRate.toFixed(0)} lines/s (steady ${r.steadyRate.toFixed(0)}), simulator alone ${r.rawRate.toFixed(0)} requests/s, ${r.cpuUsPerLine.toFixed(0)} µs CPU/line, upstream latency mean ${r.meanLatencyMs.toFixed(1)} ms`)
   }
@@ -244,6 +278,7 @@ try {
   await simulator.stop()
 }
 
+if (results.length === 0) throw new Error('every run failed')
 const m = (pick: (r: RunResult) => number) => median(results.map(pick))
 const ideal = concurrency / (latencyMs / 1000)
 const total = m((r) => r.totalRate)
@@ -252,16 +287,19 @@ const rawRate = m((r) => r.rawRate)
 const meanLatency = m((r) => r.meanLatencyMs)
 const pct = (x: number) => `${(x * 100).toFixed(0)}%`
 const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 0 })
-console.log(`dispatch (${values.store}) of ${n(lineCount)} chat lines, ${concurrency} in flight, simulator at ${latencyMs} ms, median of ${runs}:`)
+console.log(`dispatch (${values.store}) of ${n(lineCount)} chat lines, ${concurrency} in flight, simulator at ${latencyMs} ms, median of ${results.length}${results.length < runs ? ` (${runs - results.length} failed)` : ''}:`)
 console.log(`  gateway, POST → completed      ${n(total).padStart(6)} lines/s   ${pct(total / ideal)} of ideal, ${pct(total / rawRate)} of the simulator alone`)
 console.log(`    of which ingest (POST → 201) ${n(m((r) => r.ingestMs)).padStart(6)} ms;  201 → completed ${n(m((r) => r.dispatchRate))} lines/s;  steady state (10%→90%) ${n(steady)} lines/s (${pct(steady / ideal)} of ideal)`)
 console.log(`  ideal (concurrency ÷ latency)  ${n(ideal).padStart(6)} lines/s`)
 console.log(`  simulator alone, plain client  ${n(rawRate).padStart(6)} requests/s   (undici Pool, ${concurrency} in flight, ${n(simRequests)} requests, mean latency ${m((r) => r.rawMeanMs).toFixed(1)} ms)`)
 console.log(`  gateway CPU                    ${n(m((r) => r.cpuUsPerLine)).padStart(6)} µs/line   (${pct(m((r) => r.cpuShare))} of one core over the run; JS thread ${n(m((r) => r.mainUsPerLine))} µs/line, ${pct(m((r) => r.mainShare))} of a core)`)
+if (values.store === 'postgres') console.log(`  PostgreSQL server CPU          ${n(m((r) => r.postgresUsPerLine)).padStart(6)} µs/line   (every postgres process on the box, so other users' queries count too)`)
+console.log(`  plain client CPU               ${n(m((r) => r.rawClientUs)).padStart(6)} µs/request (the bare upstream call, same client library; the JS thread's budget at the ideal rate is ${n(1e6 / ideal)} µs/line)`)
 console.log(`  upstream latency, as recorded  mean ${meanLatency.toFixed(1)} ms, p50 ${m((r) => r.p50LatencyMs).toFixed(0)} ms, p99 ${m((r) => r.p99LatencyMs).toFixed(0)} ms (simulator set to ${latencyMs} ms)`)
 console.log(`  Little's law                   mean in flight = steady rate × mean latency = ${(steady * meanLatency / 1000).toFixed(0)} of ${concurrency}; at ${concurrency} the recorded latency allows ${n(concurrency / (meanLatency / 1000))} lines/s`)
 console.log(`  simulator CPU                  ${n(m((r) => r.simUsPerLine)).padStart(6)} µs/request under the gateway, ${n(m((r) => r.rawSimUs))} µs/request under the plain client`)
 console.log(`  machine (2 cores) busy         ${pct(m((r) => r.machineBusy))} during the gateway run, ${pct(m((r) => r.rawMachineBusy))} during the plain client run (all processes)`)
+console.log(`  run-queue wait (runnable, no core free): gateway JS thread ${pct(m((r) => r.gatewayWaitShare))} of the run, simulator JS thread ${pct(m((r) => r.simWaitShare))}`)
 console.log(`  simulator peak in flight ${m((r) => r.peakInFlight)}; retried attempts ${m((r) => r.retried)}; failed lines ${m((r) => r.failed)}`)
 const last = results.at(-1)!
 const threadText = [...last.threads].filter(([, ms]) => ms >= 10).sort((a, b) => b[1] - a[1]).map(([name, ms]) => `${name} ${n(ms)} ms`).join(', ')

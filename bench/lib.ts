@@ -185,3 +185,32 @@ export async function machineTicks(): Promise<{ busy: number; total: number }> {
   const idle = cpu[3] + cpu[4] // idle + iowait
   return { busy: total - idle, total }
 }
+
+/**
+ * Time a thread has spent running and waiting on a run queue (runnable, but no core free), in
+ * milliseconds, from /proc/<pid>/task/<tid>/schedstat. The main thread's tid is the pid.
+ */
+export async function schedMs(pid: number, tid = pid): Promise<{ runMs: number; waitMs: number }> {
+  const [run, wait] = (await Bun.file(`/proc/${pid}/task/${tid}/schedstat`).text()).trim().split(/\s+/).map(Number)
+  return { runMs: run / 1e6, waitMs: wait / 1e6 }
+}
+
+/** CPU time of every process with this command name (e.g. all `postgres` backends), by pid, in ms. */
+export async function cpuByName(comm: string): Promise<Map<number, number>> {
+  const result = new Map<number, number>()
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      if ((await Bun.file(`/proc/${entry}/comm`).text()).trim() !== comm) continue
+      result.set(Number(entry), await cpuMs(Number(entry)))
+    } catch {} // the process ended between the listing and the read
+  }
+  return result
+}
+
+/** CPU used between two `cpuByName` readings; processes started in between count from zero. */
+export function cpuBetween(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0
+  for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0)
+  return total
+}

@@ -115,10 +115,11 @@ try {
   const wallMs = performance.now() - wall
   await store.advanceBatches(Math.floor(Date.now() / 1000))
 
-  const early = (list: { at: number }[]) => list.filter((x) => x.at < texts.length * 0.1)
-  const late = (list: { at: number }[]) => list.filter((x) => x.at >= texts.length * 0.9)
-  const per1000 = (list: { ms: number; n: number }[]) => (list.reduce((s, x) => s + x.ms, 0) / Math.max(1, list.reduce((s, x) => s + x.n, 0))) * 1000
-  const perCall = (list: { ms: number }[]) => median(list.map((x) => x.ms))
+  type Timing = { at: number; ms: number; n: number }
+  const early = (list: Timing[]) => list.filter((x) => x.at < texts.length * 0.1)
+  const late = (list: Timing[]) => list.filter((x) => x.at >= texts.length * 0.9)
+  const per1000 = (list: Timing[]) => (list.reduce((s, x) => s + x.ms, 0) / Math.max(1, list.reduce((s, x) => s + x.n, 0))) * 1000
+  const perCall = (list: Timing[]) => median(list.map((x) => x.ms))
   console.log(`store operations (${values.store}), one batch of ${texts.length.toLocaleString('en-US')} lines, ${inFlightTarget} leased at a time, claims of ${claimSize}, records of ${recordSize}:`)
   console.log(`  admitBatch                      ${admitMs.toFixed(0)} ms`)
   console.log(`  claim + record loop             ${wallMs.toFixed(0)} ms wall, ${((wallMs / texts.length) * 1000).toFixed(1)} ms per 1,000 lines incl. maintenance every ${maintenanceEvery} lines`)

@@ -264,8 +264,16 @@ export interface FleetGatesOptions {
 }
 
 /** Connects (waiting up to 2 s for Redis, so start-up does not log a false outage). */
-export async function createFleetGates(url: string, options: FleetGatesOptions): Promise<FleetGates> {
-  const redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 })
+export async function createFleetGates(
+  url: string,
+  options: FleetGatesOptions,
+): Promise<FleetGates> {
+  // Fail fast while Redis is away (no offline queue): the gates fall back, nothing waits on it.
+  const redis = new Redis(url, {
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    connectTimeout: 2000,
+  })
   defineSlotScripts(redis)
   let degraded = false
   const health: RedisHealth = {
@@ -288,6 +296,8 @@ export async function createFleetGates(url: string, options: FleetGatesOptions):
   }
   // ioredis emits an error on every failed reconnect; without a listener it prints each one.
   redis.on('error', (error) => health.failed(error))
+  // Back: an idle gate makes no call that would notice, so the connection says so.
+  redis.on('ready', () => health.ok())
   await new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, 2000)
     redis.once('ready', () => {

@@ -47,7 +47,10 @@ export interface PostgresNudgesOptions {
   logger: Logger
 }
 
-export async function createPostgresNudges(onNudge: () => void, options: PostgresNudgesOptions): Promise<Nudges> {
+export async function createPostgresNudges(
+  onNudge: () => void,
+  options: PostgresNudgesOptions,
+): Promise<Nudges> {
   // Two connections: one to NOTIFY on, and the one postgres.js opens for LISTEN.
   const sql = postgres(options.url, { max: 1, onnotice: () => {}, idle_timeout: 60 })
   const channel = `multigrid_work.${options.schema ?? 'public'}`.slice(0, 63)

@@ -17,7 +17,12 @@ local expiry = now + tonumber(ARGV[1])
 for i = 1, 3 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) end
 local instance = ARGV[2]
 local function mark(set, on)
-  if on then redis.call('ZADD', KEYS[set], expiry, instance) else redis.call('ZREM', KEYS[set], instance) end
+  if on then redis.call('ZADD', KEYS[set], expiry, instance)
+  else redis.call('ZREM', KEYS[set], instance) end
+end
+-- Members expire by score; the keys too, so a fleet that is gone leaves nothing behind.
+local function keep()
+  for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[1]) * 2) end
 end
 local function view()
   local others = redis.call('ZCARD', KEYS[3]) - (redis.call('ZSCORE', KEYS[3], instance) and 1 or 0)
@@ -33,6 +38,7 @@ for i = 0, grant - 1 do redis.call('ZADD', KEYS[1], expiry, instance .. ':' .. (
 local held = tonumber(ARGV[7]) + grant
 mark(3, ARGV[5] == '1' and (wanted == 0 or grant < wanted))
 mark(2, held > 0 or ARGV[5] == '1')
+keep()
 local v = view()
 return {grant, v[1], v[2]}`
 
@@ -50,6 +56,7 @@ for i = 4, #ARGV do
 end
 mark(3, ARGV[3] == '1')
 mark(2, held > 0 or ARGV[3] == '1')
+keep()
 local v = view()
 return {v[1], v[2], lost}`
 
@@ -58,6 +65,7 @@ const RELEASE = `${PRELUDE}
 for i = 5, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i]) end
 mark(3, ARGV[4] == '1')
 mark(2, tonumber(ARGV[3]) > 0 or ARGV[4] == '1')
+keep()
 local v = view()
 return {v[1], v[2]}`
 

@@ -1,0 +1,257 @@
+/**
+ * Scale-out: one chat batch through a fleet of 1, 2 and 3 gateway processes sharing PostgreSQL
+ * and Redis, against the upstream simulator in a process of its own, in lines/s from the POST
+ * to `completed`, side by side with where the CPU went: each gateway, PostgreSQL (all its
+ * processes), Redis, the simulator, and the machine as a whole (/proc/stat). When the machine is
+ * busy near 100% of its cores, adding instances cannot help: the machine is the limit. The machine
+ * may be shared: what none of these processes used is shown as "other processes".
+ * First, the cost of the fleet-wide provider gate itself: acquire + release in process, against
+ * the in-process gate, and Redis round trips per request.
+ *
+ *   bun bench/scale.ts [--lines 20000] [--concurrency 256] [--latency-ms 50] [--instances 1,2,3]
+ *     [--poll-ms 100] [--gate-ops 200000]
+ *
+ * Needs PostgreSQL and Redis: TEST_DATABASE_URL and TEST_REDIS_URL, or the local defaults.
+ */
+import { readdirSync, readFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
+import { parseArgs } from 'node:util'
+import postgres from 'postgres'
+import Redis from 'ioredis'
+import { createFleetGates } from '../src/coordination/fleet-gate.ts'
+import { createProviderGate, type ProviderGate } from '../src/dispatch/provider-gate.ts'
+import { createLogger } from '../src/telemetry/logger.ts'
+import { writeCatalog } from '../test/helpers/catalog.ts'
+import { freshSchemaUrl } from '../test/helpers/gateway.ts'
+import { cpuMs, machineTicks, newKey, randomPort, spawnGateway, spawnSimulator, standardFile, type GatewayProcess } from './lib.ts'
+
+const { values } = parseArgs({
+  options: {
+    lines: { type: 'string', default: '20000' },
+    concurrency: { type: 'string', default: '256' },
+    'latency-ms': { type: 'string', default: '50' },
+    instances: { type: 'string', default: '1,2,3' },
+    'poll-ms': { type: 'string', default: '100' },
+    'gate-ops': { type: 'string', default: '200000' },
+    warmup: { type: 'string', default: '2000' },
+  },
+})
+const lineCount = Number(values.lines)
+const concurrency = Number(values.concurrency)
+const latencyMs = Number(values['latency-ms'])
+const fleetSizes = values.instances.split(',').map(Number)
+const gateOps = Number(values['gate-ops'])
+const databaseUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+const cores = availableParallelism()
+const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 0 })
+const pct = (x: number) => `${(x * 100).toFixed(0)}%`
+
+// ── the gate's own cost ───────────────────────────────────────────────────────────────────────
+
+/** `ops` acquire/release pairs, `parallel` at a time, each holding its slot for one tick. */
+async function gateRate(gate: ProviderGate, ops: number, parallel: number) {
+  let next = 0
+  const started = performance.now()
+  const cpuBefore = process.cpuUsage()
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next++ < ops) {
+        await gate.acquire()
+        await null
+        gate.release()
+      }
+    }),
+  )
+  const cpu = process.cpuUsage(cpuBefore)
+  return { usPerOp: ((cpu.user + cpu.system) / ops), opsPerS: ops / ((performance.now() - started) / 1000) }
+}
+
+async function gateCost() {
+  const local = await gateRate(createProviderGate(concurrency), gateOps, concurrency * 2)
+  const fleet = await createFleetGates(redisUrl, { instance: `bench-${process.pid}`, ttlMs: 30_000, logger: createLogger('warn'), prefix: `mgbench:${process.pid}:` })
+  const gate = fleet.gate('bench', concurrency)
+  const remote = await gateRate(gate, gateOps, concurrency * 2)
+  const calls = gate.redisCalls
+  await fleet.close()
+  return { local, remote, callsPer1000: (calls / gateOps) * 1000 }
+}
+
+// ── the fleet ─────────────────────────────────────────────────────────────────────────────────
+
+/** CPU ms of every process with this command name (postgres: the postmaster and its backends). */
+async function cpuOfCommand(name: string): Promise<Map<number, number>> {
+  const result = new Map<number, number>()
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== name) continue
+      result.set(Number(entry), await cpuMs(Number(entry)))
+    } catch {} // the process ended between the listing and the read
+  }
+  return result
+}
+/** CPU used since `before` by the processes in `after`, leaving out those in `exclude`. */
+const usedSince = (before: Map<number, number>, after: Map<number, number>, exclude = new Set<number>()) => {
+  let total = 0
+  for (const [pid, ms] of after) if (!exclude.has(pid)) total += ms - (before.get(pid) ?? 0)
+  return total
+}
+
+const MODEL = 'bench/chat'
+const allLines = (await Bun.file(await standardFile(MODEL)).text()).split('\n').filter(Boolean)
+const measured = allLines.slice(0, lineCount).join('\n') + '\n'
+const warmupCount = Math.min(Number(values.warmup), allLines.length - lineCount)
+const warmup = allLines.slice(allLines.length - warmupCount).join('\n') + '\n'
+
+const simulator = await spawnSimulator(['--latency-ms', String(latencyMs)], randomPort(19_500))
+const catalog = writeCatalog({
+  providers: { bench: { kind: 'openai', base_url: `${simulator.url}/v1`, max_concurrency: concurrency, timeout_s: 60 } },
+  models: [{ id: MODEL, endpoints: ['chat'], context_tokens: 128000, max_output_tokens: 4096, offerings: [{ provider: 'bench', upstream_model: 'sim-chat', input_usd_per_mtok: '0.05', output_usd_per_mtok: '0.40' }] }],
+})
+
+async function submit(url: string, key: string, body: string): Promise<string> {
+  const response = await fetch(`${url}/v1/batches`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/jsonl' }, body })
+  if (response.status !== 201) throw new Error(`submit answered ${response.status}: ${(await response.text()).slice(0, 300)}`)
+  return ((await response.json()) as { id: string }).id
+}
+
+async function waitDone(url: string, key: string, id: string, maxMs: number) {
+  const endAt = performance.now() + maxMs
+  while (performance.now() < endAt) {
+    const batch = (await (await fetch(`${url}/v1/batches/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as { status: string; request_counts: { succeeded: number } }
+    if (!['validating', 'in_progress', 'finalizing', 'cancelling'].includes(batch.status)) return batch
+    await Bun.sleep(100)
+  }
+  throw new Error(`batch ${id} did not finish within ${maxMs} ms`)
+}
+
+async function evalCalls(redis: Redis) {
+  const info = await redis.info('commandstats')
+  return Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0) + Number(/cmdstat_eval:calls=(\d+)/.exec(info)?.[1] ?? 0)
+}
+
+interface FleetResult {
+  instances: number
+  rate: number
+  gatewaysMs: number[]
+  postgresMs: number
+  redisMs: number
+  simulatorMs: number
+  benchMs: number
+  machineBusy: number
+  elapsedMs: number
+  peakInFlight: number
+  redisCallsPerLine: number
+}
+
+async function runFleet(size: number, redis: Redis): Promise<FleetResult> {
+  const { url, schema } = freshSchemaUrl(databaseUrl)
+  const env = {
+    DATABASE_URL: url,
+    REDIS_URL: redisUrl,
+    MULTIGRID_REDIS_PREFIX: `mgbench:${schema}:`,
+    MULTIGRID_CONFIG: catalog,
+    MULTIGRID_POLL_MS: String(values['poll-ms']),
+    MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: '1000',
+  }
+  const gateways: GatewayProcess[] = []
+  // The server may be shared (other test runs): only the backends that appear from here on,
+  // the fleet's connections, are counted as its PostgreSQL.
+  const foreignPostgres = new Set((await cpuOfCommand('postgres')).keys())
+  try {
+    // One first, so it applies the migrations alone; the others join it.
+    gateways.push(await spawnGateway(env, randomPort(18_000)))
+    for (let i = 1; i < size; i++) gateways.push(await spawnGateway(env, randomPort(18_000 + i * 600)))
+    const key = await newKey(gateways[0].url)
+    const maxMs = 60_000 + lineCount * 10
+    // Warm-up: JIT, upstream connections, store caches, on every instance.
+    const warm = await waitDone(gateways[0].url, key, await submit(gateways[0].url, key, warmup), maxMs)
+    if (warm.status !== 'completed') throw new Error(`warm-up batch ended ${warm.status}`)
+    await fetch(`${simulator.url}/sim/reset`, { method: 'POST' })
+
+    const before = {
+      gateways: await Promise.all(gateways.map((g) => cpuMs(g.pid))),
+      postgres: await cpuOfCommand('postgres'),
+      redis: await cpuOfCommand('redis-server'),
+      simulator: await cpuMs(simulator.pid),
+      bench: await cpuMs(process.pid),
+      machine: await machineTicks(),
+      calls: await evalCalls(redis),
+    }
+    const t0 = performance.now()
+    const id = await submit(gateways[0].url, key, measured)
+    const done = await waitDone(gateways[0].url, key, id, maxMs)
+    const elapsedMs = performance.now() - t0
+    const machine = await machineTicks()
+    const result: FleetResult = {
+      instances: size,
+      rate: lineCount / (elapsedMs / 1000),
+      gatewaysMs: (await Promise.all(gateways.map((g) => cpuMs(g.pid)))).map((ms, i) => ms - before.gateways[i]),
+      postgresMs: usedSince(before.postgres, await cpuOfCommand('postgres'), foreignPostgres),
+      redisMs: usedSince(before.redis, await cpuOfCommand('redis-server')),
+      simulatorMs: (await cpuMs(simulator.pid)) - before.simulator,
+      benchMs: (await cpuMs(process.pid)) - before.bench,
+      machineBusy: (machine.busy - before.machine.busy) / (machine.total - before.machine.total),
+      elapsedMs,
+      peakInFlight: ((await (await fetch(`${simulator.url}/sim/stats`)).json()) as { peakInFlight: number }).peakInFlight,
+      redisCallsPerLine: ((await evalCalls(redis)) - before.calls) / lineCount,
+    }
+    if (done.status !== 'completed') throw new Error(`batch ended ${done.status}`)
+    return result
+  } finally {
+    await Promise.all(gateways.map((g) => g.stop().catch(() => {})))
+    const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} })
+    await sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`
+    await sql.end()
+  }
+}
+
+const redis = new Redis(redisUrl)
+const results: FleetResult[] = []
+let cost: Awaited<ReturnType<typeof gateCost>>
+// Whatever else runs on the machine competes with the fleet: say how busy it was beforehand.
+const idleBefore = await machineTicks()
+await Bun.sleep(1000)
+const idleAfter = await machineTicks()
+const background = (idleAfter.busy - idleBefore.busy) / (idleAfter.total - idleBefore.total)
+try {
+  cost = await gateCost()
+  for (const size of fleetSizes) {
+    const r = await runFleet(size, redis)
+    results.push(r)
+    console.error(`${size} instance(s): ${n(r.rate)} lines/s, machine ${pct(r.machineBusy)} busy`)
+  }
+} finally {
+  redis.disconnect()
+  await simulator.stop()
+}
+
+const ideal = concurrency / (latencyMs / 1000)
+console.log(`provider gate, acquire + release in process (${n(gateOps)} pairs, ${concurrency * 2} waiting, limit ${concurrency}):`)
+console.log(`  in-process gate    ${cost.local.usPerOp.toFixed(2).padStart(6)} µs CPU/pair   ${n(cost.local.opsPerS).padStart(9)} pairs/s`)
+console.log(`  fleet gate (Redis) ${cost.remote.usPerOp.toFixed(2).padStart(6)} µs CPU/pair   ${n(cost.remote.opsPerS).padStart(9)} pairs/s   ${cost.callsPer1000.toFixed(2)} Redis calls per 1,000 pairs`)
+console.log('')
+console.log(`scale-out: ${n(lineCount)} chat lines, fleet max_concurrency ${concurrency}, simulator at ${latencyMs} ms (ideal ${n(ideal)} lines/s), ${cores} cores, ${pct(background)} busy before the run`)
+const row = (label: string, cell: (r: FleetResult) => string) => console.log(`  ${label.padEnd(34)}${results.map((r) => cell(r).padStart(16)).join('')}`)
+row('instances', (r) => String(r.instances))
+row('lines/s, POST → completed', (r) => n(r.rate))
+row('  vs 1 instance', (r) => `${(r.rate / results[0].rate).toFixed(2)}×`)
+row('  of ideal', (r) => pct(r.rate / ideal))
+row('upstream peak in flight', (r) => n(r.peakInFlight))
+row('machine busy (all cores)', (r) => pct(r.machineBusy))
+row('  = cores busy', (r) => (r.machineBusy * cores).toFixed(2))
+const coreShare = (ms: number, r: FleetResult) => (ms / r.elapsedMs).toFixed(2)
+row('cores used: gateways (sum)', (r) => coreShare(r.gatewaysMs.reduce((a, b) => a + b, 0), r))
+row('  each gateway', (r) => r.gatewaysMs.map((ms) => coreShare(ms, r)).join('/'))
+row('  PostgreSQL (the fleet\'s backends)', (r) => coreShare(r.postgresMs, r))
+row('  simulator', (r) => coreShare(r.simulatorMs, r))
+row('  Redis', (r) => coreShare(r.redisMs, r))
+row('  this bench (polling)', (r) => coreShare(r.benchMs, r))
+// The machine may be shared: what the processes above did not use went to something else.
+const ours = (r: FleetResult) => (r.gatewaysMs.reduce((a, b) => a + b, 0) + r.postgresMs + r.redisMs + r.simulatorMs + r.benchMs) / r.elapsedMs
+row('  other processes (not this run)', (r) => Math.max(0, r.machineBusy * cores - ours(r)).toFixed(2))
+row('CPU µs per line: gateways', (r) => n((r.gatewaysMs.reduce((a, b) => a + b, 0) * 1000) / lineCount))
+row('  PostgreSQL', (r) => n((r.postgresMs * 1000) / lineCount))
+row('  simulator', (r) => n((r.simulatorMs * 1000) / lineCount))
+row('Redis calls per line (fleet gate)', (r) => r.redisCallsPerLine.toFixed(3))
