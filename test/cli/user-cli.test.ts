@@ -150,6 +150,9 @@ describe('pacing on X-RateLimit-Remaining', () => {
     const gw = await startTestGateway({ env: { MULTIGRID_DISPATCH: '0' } })
     try {
       const { key } = await gw.newAccount('1', { rate_limit_per_minute: 2 })
+      // Rate windows are whole minutes: start well inside one, or its reset is the minimum delay.
+      const msLeft = 60_000 - (Date.now() % 60_000)
+      if (msLeft < 5_000) await Bun.sleep(msLeft + 100)
       const sleeps: number[] = []
       const api = createApi({ url: gw.url, key, sleep: async (ms) => void sleeps.push(ms) })
       await api.json('/v1/batches')
