@@ -90,11 +90,16 @@ export interface SimulatorProcess {
 export async function spawnSimulator(args: string[], port: number): Promise<SimulatorProcess> {
   const child = Bun.spawn([process.execPath, join(ROOT, 'src/simulator/main.ts'), '--port', String(port), ...args], { stdout: 'ignore', stderr: 'inherit' })
   const url = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 100; i++) {
+  let ready = false
+  for (let i = 0; i < 100 && !ready; i++) {
     try {
-      if ((await fetch(`${url}/v1/models`)).ok) break
+      ready = (await fetch(`${url}/v1/models`)).ok
     } catch {}
-    await Bun.sleep(50)
+    if (!ready) await Bun.sleep(50)
+  }
+  if (!ready) {
+    child.kill('SIGTERM')
+    throw new Error(`the simulator did not answer on port ${port} within 5 s`)
   }
   return {
     url,

@@ -4,11 +4,16 @@
  * heaviest others. `--per N` also prints each as ms per 1,000 of N units (lines, requests).
  *
  *   bun bench/prof-summary.ts bench/out/prof/dispatch-sqlite-run1.cpuprofile [--per 52000] [--top 25]
+ *     [--who writeBuffered]
+ *
+ * --who NAME: for the samples spent in NAME itself, which caller outside Node's own modules
+ * (node:, internal:) they came from, e.g. whether socket writes are the HTTP client's or the
+ * database driver's.
  */
 import { basename } from 'node:path'
 import { parseArgs } from 'node:util'
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { per: { type: 'string' }, top: { type: 'string', default: '25' } } })
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { per: { type: 'string' }, top: { type: 'string', default: '25' }, who: { type: 'string' } } })
 if (positionals.length !== 1) throw new Error('usage: bun bench/prof-summary.ts <file.cpuprofile> [--per N] [--top 25]')
 
 interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
@@ -58,6 +63,7 @@ const categories = new Map<string, number>()
 /** Self time by the nearest JS frame (a native leaf is charged to the JS function that called it). */
 const selfByFrame = new Map<string, number>()
 let currentUs = 0
+const whoCallers = new Map<string, number>()
 let totalUs = 0
 let idleUs = 0
 for (let i = 0; i < profile.samples.length; i++) {
@@ -69,6 +75,19 @@ for (let i = 0; i < profile.samples.length; i++) {
     continue
   }
   currentUs = us
+  if (values.who && byId.get(id)!.callFrame.functionName === values.who) {
+    let up: number | undefined = id
+    let caller = '(no caller outside node:)'
+    while (up !== undefined) {
+      const frame = byId.get(up)!.callFrame
+      if (frame.url && !frame.url.startsWith('node:') && !frame.url.startsWith('internal:')) {
+        caller = label(byId.get(up)!)
+        break
+      }
+      up = parent.get(up)
+    }
+    whoCallers.set(caller, (whoCallers.get(caller) ?? 0) + us)
+  }
   const where = category(id)
   categories.set(where, (categories.get(where) ?? 0) + us)
   const seen = new Set<string>()
@@ -105,3 +124,7 @@ for (const [name, us] of [...selfByFrame].sort((a, b) => b[1] - a[1]).slice(0, N
 console.log(`heaviest (inclusive), top ${values.top}:`)
 const skip = /^(\(root\)|\(program\)|processTicksAndRejections|\(anonymous\)$|anonymous$)/
 for (const [name, us] of [...inclusive].filter(([name]) => !skip.test(name)).sort((a, b) => b[1] - a[1]).slice(0, Number(values.top))) console.log(row(name, us))
+if (values.who) {
+  console.log(`${values.who}: by nearest caller outside node: / internal:`)
+  for (const [name, us] of [...whoCallers].sort((a, b) => b[1] - a[1]).slice(0, 10)) console.log(row(name, us))
+}
