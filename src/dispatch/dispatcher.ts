@@ -188,12 +188,14 @@ export function createDispatcher(
       running = true
       loop = run()
       every(Math.max(200, leaseMs / 3), () => store.renewLeases(options.owner, Date.now() + leaseMs), 'heartbeat')
-      every(Math.min(options.pollMs, 1000), async () => {
+      // Leases run out in seconds: looking for them more often than a quarter lease is waste.
+      every(Math.max(1000, leaseMs / 4), () => store.reapExpiredLeases(Date.now()), 'reaper')
+      // Bounded below too: a fast poll interval must not turn maintenance into a busy loop.
+      every(Math.min(Math.max(options.pollMs, 200), 1000), async () => {
         // Cancels made on any instance reach lines still waiting for a slot here.
         const statuses = await store.batchStatuses([...active.keys()])
         for (const [id, status] of Object.entries(statuses)) if (status !== 'in_progress') stopped.add(id)
         for (const id of stopped) if (!active.has(id)) stopped.delete(id)
-        await store.reapExpiredLeases(Date.now())
         const changed = await store.advanceBatches(Math.floor(Date.now() / 1000))
         for (const id of changed) logger.info('batch.status_changed', { batch_id: id })
       }, 'maintenance')

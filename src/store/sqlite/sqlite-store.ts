@@ -425,91 +425,61 @@ class SqliteStore implements Store {
   async recordOutcomes(owner: string, outcomes: readonly LineOutcome[], nowMs: number) {
     if (outcomes.length === 0) return 0
     const now = Math.floor(nowMs / 1000)
+    // One statement per line, its lease check in the WHERE clause; money and counters are summed
+    // in memory and written once per batch and account at the end of the transaction.
+    const retry = this.q(
+      `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL, not_before = ?
+       WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?`,
+    )
+    const succeed = this.q(
+      `UPDATE lines SET status = 'succeeded', lease_owner = NULL, lease_until = NULL,
+         response_status = ?, response = ?, cost_usd = ?, provider = ?, latency_ms = ?, finished_at = ?
+       WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?`,
+    )
+    const fail = this.q(
+      `UPDATE lines SET status = 'failed', lease_owner = NULL, lease_until = NULL,
+         response_status = ?, error_code = ?, error_message = ?, error_upstream = ?,
+         cost_usd = ?, provider = ?, latency_ms = ?, finished_at = ?
+       WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?`,
+    )
     return this.tx(() => {
+      const ledger = new Ledger(this.db)
       let recorded = 0
       for (const outcome of outcomes) {
-        const line = this.q(
-          `SELECT 1 FROM lines WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?`,
-        ).get(outcome.batchId, outcome.lineNo, owner)
-        if (!line) continue // lease lost: another instance owns this line now
-        recorded++
+        const key = [outcome.batchId, outcome.lineNo, owner] as const
         if (outcome.kind === 'retry') {
-          this.q(
-            `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL, not_before = ?
-             WHERE batch_id = ? AND line_no = ?`,
-          ).run(outcome.notBefore, outcome.batchId, outcome.lineNo)
-          this.q('UPDATE batches SET running = running - 1, pending = pending + 1 WHERE id = ?').run(
-            outcome.batchId,
-          )
+          if (retry.run(outcome.notBefore, ...key).changes === 0) continue // lease lost
+          ledger.count(outcome.batchId, 'retry')
+          recorded++
           continue
         }
-        const charged = this.charge(outcome.batchId, outcome.costUsd)
-        if (outcome.kind === 'succeeded') {
-          this.q(
-            `UPDATE lines SET status = 'succeeded', lease_owner = NULL, lease_until = NULL,
-               response_status = ?, response = ?, cost_usd = ?, provider = ?, latency_ms = ?, finished_at = ?
-             WHERE batch_id = ? AND line_no = ?`,
-          ).run(
-            outcome.responseStatus,
-            outcome.response,
-            charged,
-            outcome.provider,
-            outcome.latencyMs,
-            now,
-            outcome.batchId,
-            outcome.lineNo,
-          )
-        } else {
-          this.q(
-            `UPDATE lines SET status = 'failed', lease_owner = NULL, lease_until = NULL,
-               response_status = ?, error_code = ?, error_message = ?, error_upstream = ?,
-               cost_usd = ?, provider = ?, latency_ms = ?, finished_at = ?
-             WHERE batch_id = ? AND line_no = ?`,
-          ).run(
-            outcome.responseStatus,
-            outcome.error.code,
-            outcome.error.message,
-            outcome.error.upstream === undefined ? null : JSON.stringify(outcome.error.upstream),
-            charged,
-            outcome.provider,
-            outcome.latencyMs,
-            now,
-            outcome.batchId,
-            outcome.lineNo,
-          )
+        // The charge is worked out first (it is what the line records), and only kept if the
+        // line was still ours.
+        const charge = ledger.charge(outcome.batchId, outcome.costUsd)
+        const changed =
+          outcome.kind === 'succeeded'
+            ? succeed.run(outcome.responseStatus, outcome.response, charge.text, outcome.provider, outcome.latencyMs, now, ...key).changes
+            : fail.run(
+                outcome.responseStatus,
+                outcome.error.code,
+                outcome.error.message,
+                outcome.error.upstream === undefined ? null : JSON.stringify(outcome.error.upstream),
+                charge.text,
+                outcome.provider,
+                outcome.latencyMs,
+                now,
+                ...key,
+              ).changes
+        if (changed === 0) {
+          charge.undo() // lease lost: another instance owns this line now, and it bills it
+          continue
         }
-        this.q(
-          `UPDATE batches SET running = running - 1, ${outcome.kind} = ${outcome.kind} + 1 WHERE id = ?`,
-        ).run(outcome.batchId)
+        ledger.count(outcome.batchId, outcome.kind)
+        recorded++
       }
+      ledger.write()
       return recorded
     })
-  }
-
-  /**
-   * Bills one line: never more than the balance holds, taken from the batch's hold first.
-   * Returns what was actually charged, which is what the line records.
-   */
-  private charge(batchId: string, costUsd: string): string {
-    const cost = new Money(costUsd)
-    if (cost.isZero()) return '0'
-    const batch = this.q('SELECT account_id, cost_usd, held_usd FROM batches WHERE id = ?').get(batchId)!
-    const account = this.q('SELECT balance_usd, held_usd FROM accounts WHERE id = ?').get(
-      batch.account_id,
-    )!
-    const charged = minMoney(cost, new Money(account.balance_usd))
-    const released = minMoney(charged, new Money(batch.held_usd))
-    this.q('UPDATE accounts SET balance_usd = ?, held_usd = ? WHERE id = ?').run(
-      moneyText(new Money(account.balance_usd).minus(charged)),
-      moneyText(new Money(account.held_usd).minus(released)),
-      batch.account_id,
-    )
-    this.q('UPDATE batches SET cost_usd = ?, held_usd = ? WHERE id = ?').run(
-      moneyText(new Money(batch.cost_usd).plus(charged)),
-      moneyText(new Money(batch.held_usd).minus(released)),
-      batchId,
-    )
-    return moneyText(charged)
   }
 
   async releaseLeases(owner: string) {
@@ -521,23 +491,23 @@ class SqliteStore implements Store {
   }
 
   private returnToPending(where: string, params: unknown[]): number {
-    const groups = this.q(
-      `SELECT batch_id, count(*) AS n FROM lines WHERE status = 'running' AND ${where} GROUP BY batch_id`,
+    // Through the small index of running lines: a plain GROUP BY here walked every line of every
+    // batch (27 ms per call at 50,000 lines), on each maintenance tick.
+    const rows = this.q(
+      `SELECT batch_id, line_no FROM lines INDEXED BY lines_running WHERE status = 'running' AND ${where}`,
     ).all(...params)
-    let total = 0
-    for (const group of groups) {
-      const n = this.q(
-        `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL
-         WHERE batch_id = ? AND status = 'running' AND ${where}`,
-      ).run(group.batch_id, ...params).changes
-      this.q('UPDATE batches SET running = running - ?, pending = pending + ? WHERE id = ?').run(
-        n,
-        n,
-        group.batch_id,
-      )
-      total += n
+    const reset = this.q(
+      `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL
+       WHERE batch_id = ? AND line_no = ? AND status = 'running'`,
+    )
+    const perBatch = new Map<string, number>()
+    for (const row of rows) {
+      if (reset.run(row.batch_id, row.line_no).changes === 0) continue
+      perBatch.set(row.batch_id, (perBatch.get(row.batch_id) ?? 0) + 1)
     }
-    return total
+    const move = this.q('UPDATE batches SET running = running - ?, pending = pending + ? WHERE id = ?')
+    for (const [batchId, n] of perBatch) move.run(n, n, batchId)
+    return rows.length
   }
 
   async advanceBatches(now: number) {
@@ -605,5 +575,78 @@ class SqliteStore implements Store {
       id,
     )
     return true
+  }
+}
+
+type Kind = 'succeeded' | 'failed' | 'retry'
+
+/**
+ * Money and counters of one recordOutcomes transaction, kept in memory and written once per
+ * batch and account. A line is never charged more than its account's balance, and what it is
+ * charged comes out of its batch's hold first (the hold is what admission reserved).
+ */
+class Ledger {
+  private readonly batches = new Map<string, { accountId: string; cost: Money; held: Money; counts: Record<Kind, number> }>()
+  private readonly accounts = new Map<string, { balance: Money; held: Money }>()
+
+  constructor(private readonly db: Database) {}
+
+  private batch(id: string) {
+    let entry = this.batches.get(id)
+    if (!entry) {
+      const row = this.db.query<Row, [string]>('SELECT account_id, cost_usd, held_usd FROM batches WHERE id = ?').get(id)!
+      entry = { accountId: row.account_id, cost: new Money(row.cost_usd), held: new Money(row.held_usd), counts: { succeeded: 0, failed: 0, retry: 0 } }
+      this.batches.set(id, entry)
+    }
+    return entry
+  }
+
+  private account(id: string) {
+    let entry = this.accounts.get(id)
+    if (!entry) {
+      const row = this.db.query<Row, [string]>('SELECT balance_usd, held_usd FROM accounts WHERE id = ?').get(id)!
+      entry = { balance: new Money(row.balance_usd), held: new Money(row.held_usd) }
+      this.accounts.set(id, entry)
+    }
+    return entry
+  }
+
+  count(batchId: string, kind: Kind) {
+    this.batch(batchId).counts[kind]++
+  }
+
+  charge(batchId: string, costUsd: string): { text: string; undo: () => void } {
+    const cost = new Money(costUsd)
+    if (cost.isZero()) return { text: '0', undo: () => {} }
+    const batch = this.batch(batchId)
+    const account = this.account(batch.accountId)
+    const charged = minMoney(cost, account.balance)
+    const released = minMoney(charged, batch.held)
+    account.balance = account.balance.minus(charged)
+    account.held = account.held.minus(released)
+    batch.cost = batch.cost.plus(charged)
+    batch.held = batch.held.minus(released)
+    return {
+      text: moneyText(charged),
+      undo: () => {
+        account.balance = account.balance.plus(charged)
+        account.held = account.held.plus(released)
+        batch.cost = batch.cost.minus(charged)
+        batch.held = batch.held.plus(released)
+      },
+    }
+  }
+
+  write() {
+    const batchUpdate = this.db.query(
+      `UPDATE batches SET cost_usd = ?, held_usd = ?, running = running - ?, pending = pending + ?,
+         succeeded = succeeded + ?, failed = failed + ? WHERE id = ?`,
+    )
+    for (const [id, b] of this.batches) {
+      const { succeeded, failed, retry } = b.counts
+      batchUpdate.run(moneyText(b.cost), moneyText(b.held), succeeded + failed + retry, retry, succeeded, failed, id)
+    }
+    const accountUpdate = this.db.query('UPDATE accounts SET balance_usd = ?, held_usd = ? WHERE id = ?')
+    for (const [id, a] of this.accounts) accountUpdate.run(moneyText(a.balance), moneyText(a.held), id)
   }
 }
