@@ -21,6 +21,7 @@ import type {
   NewAccount,
   NewBatch,
   NewKey,
+  NewLine,
   RunnableBatch,
   Store,
 } from '../store.ts'
@@ -36,6 +37,9 @@ export function createSqliteStore(dataDir: string | null): Store {
     path = join(dataDir, 'multigrid.sqlite')
   }
   const db = new Database(path, { create: true })
+  // 16 KiB pages (only takes effect on a new file): batch lines are ~300-byte rows written
+  // 50,000 at a time, and bigger pages cut admission's page writes by a third.
+  db.exec('PRAGMA page_size = 16384')
   db.exec('PRAGMA journal_mode = WAL')
   db.exec('PRAGMA synchronous = NORMAL')
   db.exec('PRAGMA busy_timeout = 5000')
@@ -43,6 +47,8 @@ export function createSqliteStore(dataDir: string | null): Store {
   db.exec(schema)
   return new SqliteStore(db)
 }
+
+const ROWS_PER_INSERT = 100
 
 const OPEN = `('validating', 'in_progress', 'finalizing', 'cancelling')`
 
@@ -198,14 +204,7 @@ class SqliteStore implements Store {
         batch.inputFileId,
         batch.idempotencyKey,
       )
-      const insert = this.q(
-        'INSERT INTO lines (batch_id, line_no, custom_id, input) VALUES (?, ?, ?, ?)',
-      )
-      let count = 0
-      for (const line of batch.lines) {
-        insert.run(batch.id, line.lineNo, line.customId, line.input)
-        count++
-      }
+      const count = this.insertLines(batch.id, batch.lines)
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
       }
@@ -293,6 +292,25 @@ class SqliteStore implements Store {
 
   async touchFile(id: string, at: number) {
     this.q('UPDATE files SET last_used_at = ? WHERE id = ?').run(at, id)
+  }
+
+  /** Many rows per statement: one statement per line spent more time binding than writing. */
+  private insertLines(batchId: string, lines: Iterable<NewLine>): number {
+    const columns = 'INSERT INTO lines (batch_id, line_no, custom_id, input) VALUES '
+    const many = this.q(columns + Array(ROWS_PER_INSERT).fill('(?, ?, ?, ?)').join(', '))
+    const one = this.q(columns + '(?, ?, ?, ?)')
+    const params: unknown[] = []
+    let count = 0
+    for (const line of lines) {
+      params.push(batchId, line.lineNo, line.customId, line.input)
+      count++
+      if (params.length === ROWS_PER_INSERT * 4) {
+        many.run(...params)
+        params.length = 0
+      }
+    }
+    for (let i = 0; i < params.length; i += 4) one.run(...params.slice(i, i + 4))
+    return count
   }
 
   async findByIdempotencyKey(accountId: string, key: string) {
