@@ -1,4 +1,5 @@
 /** How the user CLI shows a batch: a progress line while it runs, a summary when asked. */
+import type { RequestCounts } from '../domain.ts'
 
 export interface BatchView {
   id: string
@@ -7,15 +8,7 @@ export interface BatchView {
   created_at: number
   deadline_at: number
   finished_at: number | null
-  request_counts: {
-    total: number
-    pending: number
-    running: number
-    succeeded: number
-    failed: number
-    cancelled: number
-    expired: number
-  }
+  request_counts: RequestCounts
   cost_usd: string
   cost_ceiling_usd: string
 }
