@@ -49,8 +49,8 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     const { offerings, inputTokens, outputTokens } = checked.value
     // The same pessimistic arithmetic as a batch's ceiling, so the two can never disagree.
     const ceiling = priceOf({ input: inputTokens, output: outputTokens }, highestPrices(offerings))
-    const account = await store.getAccount(caller.account.id)
-    const available = new Money(account!.balanceUsd).minus(account!.heldUsd)
+    // The account row was read with the key a moment ago, in the same request.
+    const available = new Money(caller.account.balanceUsd).minus(caller.account.heldUsd)
     if (available.lessThan(ceiling)) {
       throw new GatewayError(402, 'insufficient_quota', 'insufficient_quota',
         `this request may cost up to $${usd(ceiling)} and the account has $${usd(Money.max(0, available))} available; add credit or lower max_tokens`,
