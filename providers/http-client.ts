@@ -2,7 +2,7 @@
  * The only module that makes upstream HTTP calls: one keep-alive connection pool per replica.
  *
  * undici's Pool, not Bun's fetch. Measured against the simulator on this 2-core box (load
- * generator and simulator in two processes, `bun src/simulator/load.ts --client undici|fetch`):
+ * generator and simulator in two processes, `bun bench/simulator-load.ts --client undici|fetch`):
  * - 256 in flight, 0 ms latency: fetch ≈ 20–22k requests/s, undici ≈ 18–19k; fetch spends
  *   less client CPU per request, but closes and reopens sockets past its 64 idle ones;
  * - 256 in flight, 50 ms latency: undici 4,911/s, fetch 5,000/s (the ceiling is 5,120);

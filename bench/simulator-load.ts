@@ -1,12 +1,12 @@
 /**
- * A closed-loop load generator for the simulator: `bun src/simulator/load.ts --url
+ * A closed-loop load generator for the simulator: `bun bench/simulator-load.ts --url
  * http://127.0.0.1:8090 --concurrency 256 --seconds 5 --client undici|fetch`. Prints requests/s
  * and latency percentiles. Used to size the simulator and to choose the gateway's HTTP client;
  * `--client adapter` goes through the OpenAI provider adapter, as the dispatcher does.
  */
 import { parseArgs } from 'node:util'
 import { Pool } from 'undici/index.js'
-import { createProvider } from '../../providers/index.ts'
+import { createProvider } from '../providers/index.ts'
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
