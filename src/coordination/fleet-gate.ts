@@ -13,6 +13,7 @@
  * Redis unreachable: the slots held are kept, and up to the last fair share seen is used, so the
  * fleet stays near its bound and requests keep flowing; the outage is logged once.
  */
+import { waitInQueue } from '../dispatch/wait-queue.ts'
 import Redis from 'ioredis'
 import type { ProviderGate } from '../dispatch/provider-gate.ts'
 import type { Logger } from '../telemetry/logger.ts'
@@ -175,20 +176,7 @@ export function createFleetGate(
         usedSinceBeat = true
         return Promise.resolve()
       }
-      return new Promise<void>((resolve, reject) => {
-        const waiter = () => {
-          signal?.removeEventListener('abort', onAbort)
-          resolve()
-        }
-        const onAbort = () => {
-          const index = waiters.indexOf(waiter)
-          if (index !== -1) waiters.splice(index, 1)
-          reject(signal!.reason)
-        }
-        signal?.addEventListener('abort', onAbort, { once: true })
-        waiters.push(waiter)
-        serve()
-      })
+      return waitInQueue(waiters, signal, serve)
     },
     release() {
       inFlight--

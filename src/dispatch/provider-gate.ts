@@ -2,6 +2,7 @@
  * Bounds how many requests are in flight to one provider and holds them back while the provider
  * has asked us to slow down (a 429), so a throttled provider is paced instead of hammered.
  */
+import { waitInQueue, type Waiter } from './wait-queue.ts'
 export interface ProviderGate {
   acquire(signal?: AbortSignal): Promise<void>
   release(): void
@@ -14,7 +15,7 @@ export interface ProviderGate {
 export function createProviderGate(limit: number, now: () => number = Date.now): ProviderGate {
   let inFlight = 0
   let pausedUntil = 0
-  const waiters: (() => void)[] = []
+  const waiters: Waiter[] = []
   let timer: ReturnType<typeof setTimeout> | null = null
 
   const wake = () => {
@@ -40,18 +41,7 @@ export function createProviderGate(limit: number, now: () => number = Date.now):
         inFlight++
         return Promise.resolve()
       }
-      return new Promise<void>((resolve, reject) => {
-        const waiter = () => {
-          signal?.removeEventListener('abort', onAbort)
-          resolve()
-        }
-        const onAbort = () => {
-          const index = waiters.indexOf(waiter)
-          if (index !== -1) waiters.splice(index, 1)
-          reject(signal!.reason)
-        }
-        signal?.addEventListener('abort', onAbort, { once: true })
-        waiters.push(waiter)
+      return waitInQueue(waiters, signal, () => {
         if (!timer) wake()
       })
     },

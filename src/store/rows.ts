@@ -9,7 +9,7 @@ import type {
   Scope,
 } from '../domain.ts'
 import { moneyText } from '../money/decimal.ts'
-import type { FileView } from './store.ts'
+import type { FileView, RunnableBatch } from './store.ts'
 
 type Row = Record<string, unknown>
 
@@ -143,4 +143,14 @@ export function terminalStatus(row: {
   // `failed` only when nothing could run: not one line succeeded.
   if (Number(row.succeeded) === 0 && Number(row.line_count) > 0) return 'failed'
   return 'completed'
+}
+
+export function rowToRunnable(row: Row): RunnableBatch {
+  return {
+    id: row.id as string,
+    accountId: row.account_id as string,
+    deadlineAt: Number(row.deadline_at),
+    endpoint: row.endpoint as RunnableBatch['endpoint'],
+    pending: Number(row.pending),
+  }
 }

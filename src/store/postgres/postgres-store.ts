@@ -17,7 +17,7 @@
 import postgres from 'postgres'
 import { OPEN_BATCH_STATUSES, type BatchStatus, type LineStatus } from '../../domain.ts'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { rowToAccount, rowToBatch, rowToKey, rowToLine } from '../rows.ts'
+import { rowToAccount, rowToBatch, rowToKey, rowToLine, rowToRunnable } from '../rows.ts'
 import type {
   AccountView,
   AdmitResult,
@@ -338,13 +338,7 @@ class PostgresStore implements Store {
       SELECT id, account_id, deadline_at, endpoint, pending FROM batches
       WHERE status = 'in_progress' AND pending > 0 AND deadline_at > ${earlier(nowMs / 1000)}
       ORDER BY deadline_at, id LIMIT ${limit}`
-    return rows.map((row) => ({
-      id: row.id,
-      accountId: row.account_id,
-      deadlineAt: Number(row.deadline_at),
-      endpoint: row.endpoint,
-      pending: Number(row.pending),
-    }))
+    return rows.map(rowToRunnable)
   }
 
   async claimLines(

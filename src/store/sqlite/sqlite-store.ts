@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { BatchStatus, LineStatus } from '../../domain.ts'
 import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
-import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine, terminalStatus } from '../rows.ts'
+import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine, rowToRunnable, terminalStatus } from '../rows.ts'
 import type {
   AccountView,
   AdmitResult,
@@ -380,13 +380,7 @@ class SqliteStore implements Store {
        WHERE status = 'in_progress' AND pending > 0 AND deadline_at > ?
        ORDER BY deadline_at, id LIMIT ?`,
     ).all(Math.floor(nowMs / 1000), limit)
-    return rows.map((row) => ({
-      id: row.id,
-      accountId: row.account_id,
-      deadlineAt: Number(row.deadline_at),
-      endpoint: row.endpoint,
-      pending: Number(row.pending),
-    }))
+    return rows.map(rowToRunnable)
   }
 
   async claimLines(
