@@ -8,12 +8,13 @@ import { badRequest, GatewayError, notFound } from '../errors.ts'
 import { readBody } from '../ingest/read-body.ts'
 import { Money } from '../money/decimal.ts'
 import type { AccountStore, BatchStore } from '../store/store.ts'
+import { storableText } from '../schemas/text.ts'
 import { parseQuery } from './parse-query.ts'
 import { renderBatch, renderResultLine } from './render-native.ts'
 import { streamLines } from './stream-lines.ts'
 
 const submitQuery = z.object({
-  name: z.string().max(256).optional(),
+  name: storableText().max(256).optional(),
   completion_window_hours: z.coerce.number().int().min(1).max(168).default(24),
   dry_run: z.enum(['true', 'false', '1', '0']).optional(),
 })

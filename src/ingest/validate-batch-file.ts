@@ -9,6 +9,7 @@ import { endpointOf } from '../catalog/catalog.ts'
 import type { BatchEndpoint } from '../domain.ts'
 import { CeilingTally } from '../money/ceiling.ts'
 import { compileSchema } from '../schemas/compile.ts'
+import { storableText } from '../schemas/text.ts'
 import type { Money } from '../money/decimal.ts'
 import type { NewLine } from '../store/store.ts'
 import { describeZodIssue, MAX_ISSUES, typeName, type Issue } from './issues.ts'
@@ -30,7 +31,7 @@ export const BATCH_URLS = ['/v1/chat/completions', '/v1/embeddings'] as const
 export function lineEnvelopeSchema(maxCustomIdLength: number) {
   return z.strictObject({
     // PostgreSQL text cannot hold U+0000, and no one means it in an id.
-    custom_id: z.string().min(1).max(maxCustomIdLength).regex(/^[^\u0000]*$/, 'must not contain the NUL character'),
+    custom_id: storableText().min(1).max(maxCustomIdLength),
     method: z.literal('POST'),
     url: z.enum(BATCH_URLS),
     body: z.unknown(),

@@ -15,6 +15,7 @@ import { describeZodIssue } from '../../ingest/issues.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
 import { Money } from '../../money/decimal.ts'
 import type { AccountStore, BatchErrorEntry, BatchStore, FileStore } from '../../store/store.ts'
+import { storableText } from '../../schemas/text.ts'
 import { parseQuery } from '../parse-query.ts'
 import { errorFileId, outputFileId, renderOpenAiBatch } from './render-openai.ts'
 
@@ -23,7 +24,7 @@ const createBody = z.looseObject({
   endpoint: z.enum(['/v1/chat/completions', '/v1/embeddings']),
   completion_window: z.string().regex(/^([1-9]\d{0,2})h$/, 'must be "24h" or another "Nh" with N from 1 to 168'),
   metadata: z
-    .record(z.string().max(64), z.string().max(512))
+    .record(storableText().max(64), storableText().max(512))
     .refine((m) => Object.keys(m).length <= 16, 'may have at most 16 keys')
     .nullable()
     .optional(),

@@ -38,6 +38,7 @@ import * as files from './files.ts'
 import { migrate } from './migrate.ts'
 import { recordOutcomes } from './record-outcomes.ts'
 import * as retention from './retention.ts'
+import { storableJson } from './storable.ts'
 import { returnToPending } from './return-to-pending.ts'
 
 type Db = postgres.ISql
@@ -220,7 +221,7 @@ class PostgresStore implements Store {
         VALUES (${batch.id}, ${batch.accountId}, ${batch.name}, ${batch.endpoint}, 'in_progress',
           ${batch.completionWindowHours}, ${batch.createdAt}, ${batch.deadlineAt},
           ${batch.lineCount}, ${batch.lineCount}, ${ceiling}::numeric, ${ceiling}::numeric,
-          ${batch.source}, ${batch.metadata ? tx.json(batch.metadata) : null},
+          ${batch.source}, ${batch.metadata ? tx.json(storableJson(batch.metadata)) : null},
           ${batch.inputFileId}, ${batch.idempotencyKey})
         RETURNING *`
       const count = await copyLines(tx, batch.id, batch.lines)
@@ -239,8 +240,8 @@ class PostgresStore implements Store {
       VALUES (${batch.id}, ${batch.accountId}, ${batch.name}, ${batch.endpoint}, 'failed',
         ${batch.completionWindowHours}, ${batch.createdAt},
         ${batch.createdAt + batch.completionWindowHours * 3600}, ${batch.createdAt}, 0, 0, 0, 0,
-        ${batch.source}, ${batch.metadata ? this.sql.json(batch.metadata) : null},
-        ${batch.inputFileId}, ${this.sql.json(batch.errors as unknown as postgres.JSONValue)})
+        ${batch.source}, ${batch.metadata ? this.sql.json(storableJson(batch.metadata)) : null},
+        ${batch.inputFileId}, ${this.sql.json(storableJson(batch.errors))})
       RETURNING *`
     return rowToBatch(row!)
   }

@@ -14,13 +14,13 @@
 import type postgres from 'postgres'
 import { Money, moneyText } from '../../money/decimal.ts'
 import type { LineOutcome } from '../store.ts'
+import { storableString } from './storable.ts'
 
 type Settled = Exclude<LineOutcome, { kind: 'retry' }>
 type Retry = Extract<LineOutcome, { kind: 'retry' }>
 
-// PostgreSQL text cannot hold U+0000; an upstream that sends one must not wedge settlement.
-const pgText = (value: string | null) =>
-  value !== null && value.includes('\u0000') ? value.replaceAll('\u0000', '\uFFFD') : value
+// An upstream that sends U+0000 or a lone surrogate must not wedge settlement.
+const pgText = storableString
 
 const lineKey = (batchId: string, lineNo: number) => `${batchId}\u0000${lineNo}`
 
