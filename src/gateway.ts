@@ -80,11 +80,12 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
     rateLimitPerMinute: config.limits.defaultRateLimitPerMinute,
   })
 
+  const live = { gate, store, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000) }
   const groups = [
     healthRoutes(readinessChecks({ store: () => store.ping(), redis: limiter.ping && (() => limiter.ping!()) })),
     nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, onCancelled: (id) => dispatcher?.cancelled(id) }),
-    liveRoutes('', { gate, store, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000) }),
-    liveRoutes('/openai', { gate, store, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000) }),
+    liveRoutes('', live),
+    liveRoutes('/openai', live),
     openAiFilesRoutes({ gate, store, blobs, maxFileBytes: config.limits.maxFileBytes }),
     openAiBatchRoutes({ gate, store, blobs, admission, onCancelled: (id) => dispatcher?.cancelled(id) }),
     dashboardRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, onCancelled: (id) => dispatcher?.cancelled(id) }),

@@ -7,8 +7,8 @@ import { newId, nowSeconds, type BatchEndpoint, type BatchRecord } from '../doma
 import { GatewayError } from '../errors.ts'
 import type { Issue } from '../ingest/issues.ts'
 import { validateBatchFile, type FileLimits } from '../ingest/validate-batch-file.ts'
-import { usd } from '../money/decimal.ts'
-import type { BatchStore } from '../store/store.ts'
+import { availableUsd, Money, usd } from '../money/decimal.ts'
+import type { AccountStore, BatchStore } from '../store/store.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 
 export interface SubmitOptions {
@@ -20,8 +20,6 @@ export interface SubmitOptions {
   source: 'native' | 'openai'
   metadata: Record<string, string> | null
   inputFileId: string | null
-  /** For messages: what the user called the file. */
-  fileLabel: string
   /** The endpoint the caller declared (OpenAI surface); every line's url must match it. */
   endpoint?: BatchEndpoint
 }
@@ -32,18 +30,18 @@ export type SubmitResult =
   | { kind: 'invalid'; issues: Issue[]; omitted: number; lineCount: number }
 
 export interface Admission {
-  submit(bytes: Uint8Array, options: SubmitOptions, available: () => Promise<string>): Promise<SubmitResult>
+  submit(bytes: Uint8Array, options: SubmitOptions): Promise<SubmitResult>
 }
 
 export function createAdmission(
-  store: BatchStore,
+  store: BatchStore & AccountStore,
   catalog: Catalog,
   limits: FileLimits,
   onAdmitted: (batch: BatchRecord) => void = () => {},
   telemetry: Telemetry = noTelemetry,
 ): Admission {
   const admission: Admission = {
-    async submit(bytes, options, available) {
+    async submit(bytes, options) {
       if (options.idempotencyKey && !options.dryRun) {
         const existing = await store.findByIdempotencyKey(options.accountId, options.idempotencyKey)
         if (existing) return { kind: 'duplicate', batch: existing }
@@ -63,7 +61,8 @@ export function createAdmission(
       }
       const ceiling = verdict.ceiling.toFixed()
       if (options.dryRun) {
-        const free = await available()
+        const account = await store.getAccount(options.accountId)
+        const free = account ? availableUsd(account) : new Money(0)
         return {
           kind: 'quote',
           lineCount: verdict.lines.length,
@@ -117,10 +116,10 @@ export function createAdmission(
   }
   // One span per admission, whatever the verdict: the batch's id, size and ceiling.
   return {
-    submit: (bytes, options, available) =>
+    submit: (bytes, options) =>
       telemetry.admission(
         { 'account.id': options.accountId, 'batch.source': options.source, 'batch.dry_run': options.dryRun },
-        () => admission.submit(bytes, options, available),
+        () => admission.submit(bytes, options),
         describeAdmission,
       ),
   }

@@ -11,7 +11,7 @@ import type { Catalog } from '../catalog/catalog.ts'
 import { badRequest, GatewayError } from '../errors.ts'
 import { validateBody } from '../ingest/validate-body.ts'
 import { highestPrices, priceOf } from '../money/ceiling.ts'
-import { Money, usd } from '../money/decimal.ts'
+import { availableUsd, usd } from '../money/decimal.ts'
 import { priceUsage } from '../money/price-usage.ts'
 import type { AccountStore } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
@@ -50,11 +50,11 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     // The same pessimistic arithmetic as a batch's ceiling, so the two can never disagree.
     const ceiling = priceOf({ input: inputTokens, output: outputTokens }, highestPrices(offerings))
     // The account row was read with the key a moment ago, in the same request.
-    const available = new Money(caller.account.balanceUsd).minus(caller.account.heldUsd)
+    const available = availableUsd(caller.account)
     if (available.lessThan(ceiling)) {
       throw new GatewayError(402, 'insufficient_quota', 'insufficient_quota',
-        `this request may cost up to $${usd(ceiling)} and the account has $${usd(Money.max(0, available))} available; add credit or lower max_tokens`,
-        { detail: { cost_ceiling_usd: usd(ceiling), available_usd: usd(Money.max(0, available)) } })
+        `this request may cost up to $${usd(ceiling)} and the account has $${usd(available)} available; add credit or lower max_tokens`,
+        { detail: { cost_ceiling_usd: usd(ceiling), available_usd: usd(available) } })
     }
     return { caller, body: raw as Record<string, unknown>, offerings }
   }

@@ -5,8 +5,8 @@ import type { Admission } from '../admission/submit-batch.ts'
 import type { Gate } from '../auth/gate.ts'
 import type { LineStatus } from '../domain.ts'
 import { badRequest, GatewayError, notFound } from '../errors.ts'
+import { cancelBatch } from '../admission/cancel-batch.ts'
 import { readBody } from '../ingest/read-body.ts'
-import { Money } from '../money/decimal.ts'
 import type { AccountStore, BatchStore } from '../store/store.ts'
 import { storableText } from '../schemas/text.ts'
 import { parseQuery } from './parse-query.ts'
@@ -82,11 +82,6 @@ export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes, onCanc
             source: 'native',
             metadata: null,
             inputFileId: null,
-            fileLabel: 'the file',
-          },
-          async () => {
-            const account = await store.getAccount(caller.account.id)
-            return new Money(account!.balanceUsd).minus(account!.heldUsd).toFixed()
           },
         )
         switch (result.kind) {
@@ -135,15 +130,7 @@ export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes, onCanc
     })
     .delete('/v1/batches/:id', async ({ request, set, params }) => {
       const caller = await gate.admit(request.headers.get('authorization'), 'batches', set.headers as Record<string, string>)
-      const result = await store.cancelBatch(caller.account.id, params.id, Math.floor(Date.now() / 1000))
-      if (result.kind === 'not_found') throw notFound(`batch ${params.id}`)
-      if (result.kind === 'cancelled') onCancelled?.(result.batch.id)
-      if (result.kind === 'conflict') {
-        throw new GatewayError(409, 'invalid_request_error', 'batch_not_cancellable',
-          `batch ${params.id} is ${result.batch.status} and can no longer be cancelled`,
-          { detail: { status: result.batch.status } })
-      }
-      return renderBatch(result.batch)
+      return renderBatch(await cancelBatch(store, caller.account.id, params.id, onCancelled))
     })
     .get('/v1/batches/:id/results', async ({ request, set, params }) => {
       const caller = await gate.admit(request.headers.get('authorization'), 'read', set.headers as Record<string, string>)

@@ -1,10 +1,10 @@
 /** Admin API objects. */
 import type { KeyRecord } from '../domain.ts'
-import { Money, usd } from '../money/decimal.ts'
+import { availableUsd, usd } from '../money/decimal.ts'
 import type { AccountView } from '../store/store.ts'
 
 export function renderAccount(account: AccountView) {
-  const available = Money.max(0, new Money(account.balanceUsd).minus(account.heldUsd))
+  const available = availableUsd(account)
   return {
     id: account.id,
     object: 'account',

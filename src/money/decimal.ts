@@ -19,4 +19,8 @@ export const usd = (value: Decimal.Value) => {
   return money.decimalPlaces() <= 6 ? money.toFixed(6) : money.toFixed()
 }
 
+/** What an account may still spend: its balance less what open batches hold, never below zero. */
+export const availableUsd = (account: { balanceUsd: string; heldUsd: string }) =>
+  Money.max(0, new Money(account.balanceUsd).minus(account.heldUsd))
+
 export const minMoney = (a: Decimal, b: Decimal) => (a.lessThan(b) ? a : b)

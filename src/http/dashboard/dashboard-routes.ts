@@ -8,7 +8,7 @@ import { z } from 'zod'
 import type { Caller } from '../../auth/gate.ts'
 import { nowSeconds, type Scope } from '../../domain.ts'
 import { GatewayError } from '../../errors.ts'
-import { Money, usd } from '../../money/decimal.ts'
+import { usd } from '../../money/decimal.ts'
 import { FILTERS, resultsQuery, type NativeDeps } from '../native-batches.ts'
 import { parseQuery } from '../parse-query.ts'
 import { renderResultLine } from '../render-native.ts'
@@ -212,11 +212,6 @@ export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancel
               source: 'native',
               metadata: null,
               inputFileId: null,
-              fileLabel: file instanceof File && file.name ? file.name : 'the file',
-            },
-            async () => {
-              const account = await store.getAccount(caller.account.id)
-              return new Money(account!.balanceUsd).minus(account!.heldUsd).toFixed()
             },
           )
           switch (result.kind) {

@@ -1,7 +1,7 @@
 /** The dashboard's pages, rendered on the server from stored records. */
 import { isOpenBatch, type BatchRecord } from '../../domain.ts'
 import type { Issue } from '../../ingest/issues.ts'
-import { Money, usd } from '../../money/decimal.ts'
+import { availableUsd, usd } from '../../money/decimal.ts'
 import type { AccountView } from '../../store/store.ts'
 import { html, type Html } from './html.ts'
 import { layout } from './layout.ts'
@@ -61,7 +61,7 @@ export interface BatchesPageInput {
 
 export function batchesPage(input: BatchesPageInput): Html {
   const { account, batches } = input
-  const available = Money.max(0, new Money(account.balanceUsd).minus(account.heldUsd))
+  const available = availableUsd(account)
   const rows = batches.map(
     (b) =>
       html`<tr data-batch="${b.id}">

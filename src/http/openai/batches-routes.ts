@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto'
 import { Elysia } from 'elysia'
 import { z } from 'zod'
+import { cancelBatch } from '../../admission/cancel-batch.ts'
 import type { Admission } from '../../admission/submit-batch.ts'
 import type { Gate } from '../../auth/gate.ts'
 import { newId, nowSeconds, type BatchRecord } from '../../domain.ts'
@@ -13,7 +14,6 @@ import { badRequest, GatewayError, notFound } from '../../errors.ts'
 import type { BlobStore } from '../../files/blob-store.ts'
 import { describeZodIssue } from '../../ingest/issues.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
-import { Money } from '../../money/decimal.ts'
 import type { AccountStore, BatchErrorEntry, BatchStore, FileStore } from '../../store/store.ts'
 import { storableText } from '../../schemas/text.ts'
 import { parseQuery } from '../parse-query.ts'
@@ -112,12 +112,7 @@ export function openAiBatchRoutes({ gate, store, blobs, admission, onCancelled }
           source: 'openai',
           metadata: body.metadata ?? null,
           inputFileId: file.id,
-          fileLabel: file.filename,
           endpoint: body.endpoint,
-        },
-        async () => {
-          const account = await store.getAccount(caller.account.id)
-          return new Money(account!.balanceUsd).minus(account!.heldUsd).toFixed()
         },
       )
     } catch (error) {
@@ -159,14 +154,7 @@ export function openAiBatchRoutes({ gate, store, blobs, admission, onCancelled }
     })
     .post('/batches/:id/cancel', async ({ request, set, params }) => {
       const caller = await gate.admit(request.headers.get('authorization'), 'batches', headersOf(set))
-      const result = await store.cancelBatch(caller.account.id, params.id, nowSeconds())
-      if (result.kind === 'not_found') throw notFound(`batch ${params.id}`)
-      if (result.kind === 'conflict') {
-        throw new GatewayError(409, 'invalid_request_error', 'batch_not_cancellable',
-          `batch ${params.id} is ${result.batch.status} and can no longer be cancelled`)
-      }
-      onCancelled?.(params.id)
-      return renderOpenAiBatch(result.batch)
+      return renderOpenAiBatch(await cancelBatch(store, caller.account.id, params.id, onCancelled))
     })
 }
 
