@@ -19,7 +19,7 @@ import { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { Pool } from 'undici/index.js'
+import { createHttpClient } from '../providers/http-client.ts'
 import { writeCatalog } from '../test/helpers/catalog.ts'
 import { closedLoop, cpuBetween, cpuByName, cpuMs, machineTicks, schedMs, median, newKey, quantile, randomPort, ROOT, spawnGateway, spawnSimulator, standardFile, threadCpuMs } from './lib.ts'
 
@@ -96,12 +96,14 @@ interface RunResult {
 
 /** The simulator alone: a plain client, `concurrency` in flight, `simRequests` requests. */
 async function simulatorCapacity(): Promise<{ rate: number; meanMs: number; simUs: number; clientUs: number; machineBusy: number }> {
-  const pool = new Pool(simulator.url, { connections: concurrency })
+  // The gateway's own HTTP client module (undici underneath), nothing else around it.
+  const client = createHttpClient(`${simulator.url}/v1`, { connections: concurrency, connectTimeoutMs: 10_000 })
   const headers = { 'content-type': 'application/json' }
+  const signal = new AbortController().signal
   const send = async (i: number) => {
-    const response = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers, body: rawBodies[i % rawBodies.length] })
-    await response.body.json()
-    return response.statusCode === 200
+    const response = await client.request({ path: '/chat/completions', method: 'POST', headers, body: rawBodies[i % rawBodies.length], signal })
+    JSON.parse(await response.text())
+    return response.status === 200
   }
   // Warm-up: open the connections and warm the JIT on both sides.
   await closedLoop({ concurrency, total: concurrency * 4, maxMs: 30_000, send })
@@ -109,14 +111,14 @@ async function simulatorCapacity(): Promise<{ rate: number; meanMs: number; simU
   const machineBefore = await machineTicks()
   const clientBefore = process.cpuUsage()
   const result = await closedLoop({ concurrency, total: simRequests, maxMs: 120_000, send })
-  const client = process.cpuUsage(clientBefore)
+  const clientCpu = process.cpuUsage(clientBefore)
   const simCpu = (await cpuMs(simulator.pid)) - simBefore
   const machineAfter = await machineTicks()
-  await pool.close()
+  await client.close()
   if (result.failed > 0) throw new Error(`the raw client saw ${result.failed} failures`)
   const mean = result.latencies.reduce((a, b) => a + b, 0) / result.latencies.length
   const machineBusy = (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total)
-  return { rate: result.ok / (result.elapsedMs / 1000), meanMs: mean, simUs: (simCpu * 1000) / result.ok, clientUs: (client.user + client.system) / result.ok, machineBusy }
+  return { rate: result.ok / (result.elapsedMs / 1000), meanMs: mean, simUs: (simCpu * 1000) / result.ok, clientUs: (clientCpu.user + clientCpu.system) / result.ok, machineBusy }
 }
 
 type Counts = { total: number; pending: number; running: number; succeeded: number; failed: number; cancelled: number; expired: number }
@@ -291,7 +293,7 @@ console.log(`dispatch (${values.store}) of ${n(lineCount)} chat lines, ${concurr
 console.log(`  gateway, POST → completed      ${n(total).padStart(6)} lines/s   ${pct(total / ideal)} of ideal, ${pct(total / rawRate)} of the simulator alone`)
 console.log(`    of which ingest (POST → 201) ${n(m((r) => r.ingestMs)).padStart(6)} ms;  201 → completed ${n(m((r) => r.dispatchRate))} lines/s;  steady state (10%→90%) ${n(steady)} lines/s (${pct(steady / ideal)} of ideal)`)
 console.log(`  ideal (concurrency ÷ latency)  ${n(ideal).padStart(6)} lines/s`)
-console.log(`  simulator alone, plain client  ${n(rawRate).padStart(6)} requests/s   (undici Pool, ${concurrency} in flight, ${n(simRequests)} requests, mean latency ${m((r) => r.rawMeanMs).toFixed(1)} ms)`)
+console.log(`  simulator alone, plain client  ${n(rawRate).padStart(6)} requests/s   (providers/http-client.ts, ${concurrency} in flight, ${n(simRequests)} requests, mean latency ${m((r) => r.rawMeanMs).toFixed(1)} ms)`)
 console.log(`  gateway CPU                    ${n(m((r) => r.cpuUsPerLine)).padStart(6)} µs/line   (${pct(m((r) => r.cpuShare))} of one core over the run; JS thread ${n(m((r) => r.mainUsPerLine))} µs/line, ${pct(m((r) => r.mainShare))} of a core)`)
 if (values.store === 'postgres') console.log(`  PostgreSQL server CPU          ${n(m((r) => r.postgresUsPerLine)).padStart(6)} µs/line   (every postgres process on the box, so other users' queries count too)`)
 console.log(`  plain client CPU               ${n(m((r) => r.rawClientUs)).padStart(6)} µs/request (the bare upstream call, same client library; the JS thread's budget at the ideal rate is ${n(1e6 / ideal)} µs/line)`)

@@ -48,6 +48,31 @@ async function once(): Promise<boolean> {
   if (client === 'adapter') {
     return (await adapter.send({ endpoint: 'chat', body: parsedBody })).ok
   }
+  if (client === 'dispatch') {
+    return new Promise<boolean>((resolve, reject) => {
+      let status = 0
+      const chunks: Buffer[] = []
+      pool.dispatch(
+        { path: '/v1/chat/completions', method: 'POST', headers, body },
+        {
+          onRequestStart() {},
+          onResponseStart(_c: unknown, statusCode: number) {
+            status = statusCode
+          },
+          onResponseData(_c: unknown, chunk: Buffer) {
+            chunks.push(chunk)
+          },
+          onResponseEnd() {
+            JSON.parse(Buffer.concat(chunks).toString('utf8'))
+            resolve(status === 200)
+          },
+          onResponseError(_c: unknown, error: Error) {
+            reject(error)
+          },
+        },
+      )
+    })
+  }
   if (client === 'fetch') {
     const response = await fetch(`${url.origin}/v1/chat/completions`, {
       method: 'POST',

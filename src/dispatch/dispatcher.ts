@@ -12,6 +12,8 @@ import { createRecorder } from './recorder.ts'
 import type { RetryPolicy } from './retry-policy.ts'
 import { runLine } from './run-line.ts'
 
+const RUNNABLE_REUSE_MS = 200
+
 export interface DispatcherOptions {
   owner: string
   leaseSeconds: number
@@ -81,14 +83,15 @@ export function createDispatcher(
     const accounts = [...byAccount.values()]
     const start = rotation++ % accounts.length
     const share = Math.max(1, Math.ceil(free / accounts.length))
-    const claims: { batchId: string; count: number }[] = []
+    const claims: { batch: RunnableBatch; count: number }[] = []
     let left = free
     for (let i = 0; i < accounts.length && left > 0; i++) {
       let quota = Math.min(share, left)
       for (const batch of accounts[(start + i) % accounts.length]) {
         if (quota === 0) break
         const count = Math.min(quota, batch.pending)
-        claims.push({ batchId: batch.id, count })
+        if (count === 0) continue
+        claims.push({ batch, count })
         quota -= count
         left -= count
       }
@@ -96,17 +99,44 @@ export function createDispatcher(
     return claims
   }
 
+  /**
+   * Lines claimed beyond the upstream slots wait at their provider's gate and start the moment a
+   * slot frees, instead of a store round trip later. A quarter of the slots is enough to cover
+   * one claim while answers keep arriving.
+   */
+  const target = () => {
+    const capacity = upstreams.capacity()
+    return capacity + Math.max(16, Math.ceil(capacity / 4))
+  }
+
+  /**
+   * The last list of runnable batches, reused for a short while: the list only changes when a
+   * batch is admitted (a nudge clears it) or runs short of lines (a claim that comes back short
+   * clears it). Saves a store round trip on most claims.
+   */
+  let runnable: { batches: RunnableBatch[]; until: number } | null = null
+
+  async function runnableBatches(now: number): Promise<RunnableBatch[]> {
+    if (runnable && now < runnable.until) return runnable.batches
+    const batches = await store.runnableBatches(now, 100)
+    runnable = batches.length > 0 ? { batches, until: now + RUNNABLE_REUSE_MS } : null
+    return batches
+  }
+
   async function tick(): Promise<number> {
     const capacity = upstreams.capacity()
-    const free = capacity - inFlight
+    const free = target() - inFlight
     // Claim in sizeable groups: one claim per line would make the store the bottleneck.
-    if (free < Math.min(16, Math.ceil(capacity / 8))) return 0
+    if (free < Math.min(32, Math.ceil(capacity / 8))) return 0
     const now = Date.now()
-    const batches = await store.runnableBatches(now, 100)
+    const batches = await runnableBatches(now)
     if (batches.length === 0) return 0
     let claimed = 0
-    for (const { batchId, count } of plan(batches, free)) {
+    for (const { batch, count } of plan(batches, free)) {
+      const batchId = batch.id
       const lines = await store.claimLines(batchId, options.owner, count, now, now + leaseMs)
+      batch.pending -= lines.length
+      if (lines.length < count) runnable = null
       claimed += lines.length
       for (const line of lines) {
         inFlight++
@@ -158,7 +188,7 @@ export function createDispatcher(
       }
       if (!running) break
       // Full: wait for a slot. Idle: wait for a nudge or the poll interval.
-      if ((claimed === 0 || inFlight >= upstreams.capacity()) && !poked) await sleep(options.pollMs)
+      if ((claimed === 0 || inFlight >= target()) && !poked) await sleep(options.pollMs)
     }
   }
 
@@ -201,6 +231,7 @@ export function createDispatcher(
       }, 'maintenance')
     },
     nudge() {
+      runnable = null
       poke()
     },
     cancelled(batchId) {

@@ -1,0 +1,83 @@
+/**
+ * The dispatcher's SQLite statements on a thread of their own. Claiming and recording take tens
+ * of microseconds per line; at thousands of lines a second on the event loop they delay every
+ * upstream answer waiting to be read. On a Worker with its own connection to the same file
+ * (WAL: readers never wait, the two writers take turns), they overlap with the HTTP work.
+ *
+ * The thread starts on the first call, so tools that never dispatch (the CLI) never start it,
+ * and it keeps the process alive only while a call is under way.
+ */
+import type { Database } from 'bun:sqlite'
+import type { DispatchStore } from '../store.ts'
+import type { DispatchReply, DispatchRequest } from './dispatch-worker.ts'
+
+export type DispatchThread = DispatchStore & { close(): Promise<void> }
+
+type Method = keyof DispatchStore
+
+export function createDispatchThread(path: string, main: Database): DispatchThread {
+  let worker: Bun.Worker | null = null
+  let nextId = 0
+  const waiting = new Map<number, { resolve: (value: any) => void; reject: (error: Error) => void }>()
+
+  const failAll = (error: Error) => {
+    for (const call of waiting.values()) call.reject(error)
+    waiting.clear()
+  }
+
+  const spawn = (): Bun.Worker => {
+    // DOM's Worker type (tsconfig lib) lacks Bun's ref/unref.
+    const thread = new Worker(new URL('./dispatch-worker.ts', import.meta.url).href) as unknown as Bun.Worker
+    thread.unref()
+    thread.addEventListener('message', (event) => {
+      const reply = (event as MessageEvent<DispatchReply>).data
+      const call = waiting.get(reply.id)
+      if (!call) return
+      waiting.delete(reply.id)
+      if (waiting.size === 0) thread.unref()
+      if (reply.ok) call.resolve(reply.value)
+      else call.reject(new Error(reply.message))
+    })
+    // A thread that died takes its calls with it; the next call starts a new one.
+    const lost = (reason: string) => {
+      if (worker !== thread) return
+      worker = null
+      failAll(new Error(`the dispatch thread stopped: ${reason}`))
+    }
+    thread.addEventListener('error', (event) => lost((event as ErrorEvent).message))
+    thread.addEventListener('close', () => lost('closed'))
+    // The thread checkpoints the WAL as it commits; this connection stops doing so, so a
+    // request on the event loop never pays for copying megabytes back into the database.
+    main.exec('PRAGMA wal_autocheckpoint = 0')
+    thread.postMessage({ id: -1, method: 'open', args: [path] } satisfies DispatchRequest)
+    return thread
+  }
+
+  const call = (method: Method | 'close', args: unknown[]): Promise<any> =>
+    new Promise((resolve, reject) => {
+      worker ??= spawn()
+      const id = nextId++
+      if (waiting.size === 0) worker.ref()
+      waiting.set(id, { resolve, reject })
+      worker.postMessage({ id, method, args } satisfies DispatchRequest)
+    })
+
+  return {
+    runnableBatches: (...args) => call('runnableBatches', args),
+    claimLines: (...args) => call('claimLines', args),
+    batchStatuses: (...args) => call('batchStatuses', args),
+    renewLeases: (...args) => call('renewLeases', args),
+    recordOutcomes: (...args) => call('recordOutcomes', args),
+    releaseLeases: (...args) => call('releaseLeases', args),
+    reapExpiredLeases: (...args) => call('reapExpiredLeases', args),
+    advanceBatches: (...args) => call('advanceBatches', args),
+    async close() {
+      const thread = worker
+      if (!thread) return
+      await call('close', [])
+      worker = null
+      thread.terminate()
+      main.exec('PRAGMA wal_autocheckpoint = 1000')
+    },
+  }
+}
