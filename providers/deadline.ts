@@ -14,6 +14,29 @@ export interface Deadline {
   done(): void
 }
 
+/**
+ * One 'abort' listener per caller signal, however many calls share it (the dispatcher's shutdown
+ * signal is shared by every line in flight): removing one listener of hundreds from an
+ * AbortSignal walks the list, on every call.
+ */
+const followers = new WeakMap<AbortSignal, Set<() => void>>()
+
+function follow(outer: AbortSignal, onAbort: () => void): () => void {
+  let set = followers.get(outer)
+  if (!set) {
+    const calls = new Set<() => void>()
+    outer.addEventListener('abort', () => {
+      for (const call of calls) call()
+      calls.clear()
+    }, { once: true })
+    followers.set(outer, calls)
+    set = calls
+  }
+  set.add(onAbort)
+  const calls = set
+  return () => calls.delete(onAbort)
+}
+
 export function createDeadline(timeoutMs: number, outer?: AbortSignal): Deadline {
   const controller = new AbortController()
   let timedOut = false
@@ -26,8 +49,9 @@ export function createDeadline(timeoutMs: number, outer?: AbortSignal): Deadline
     timedOut = true
     controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError'))
   }, timeoutMs)
+  let unfollow: (() => void) | null = null
   if (outer?.aborted) onOuterAbort()
-  else outer?.addEventListener('abort', onOuterAbort, { once: true })
+  else if (outer) unfollow = follow(outer, onOuterAbort)
 
   return {
     signal: controller.signal,
@@ -44,7 +68,7 @@ export function createDeadline(timeoutMs: number, outer?: AbortSignal): Deadline
     },
     done() {
       clearTimeout(timer)
-      outer?.removeEventListener('abort', onOuterAbort)
+      unfollow?.()
     },
   }
 }

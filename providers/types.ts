@@ -55,6 +55,8 @@ export type Outcome =
       status: number
       /** The endpoint's normal OpenAI-shaped response (chat.completion or list of embeddings). */
       body: Record<string, unknown>
+      /** `body` as the upstream sent it, when the adapter passed it through unchanged. */
+      text?: string
       /** null when the upstream answered without usage. */
       usage: Usage | null
       latencyMs: number

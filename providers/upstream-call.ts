@@ -34,7 +34,7 @@ export interface CallSpec {
 export type Failure = { ok: false; error: UpstreamError; latencyMs: number }
 
 export type JsonResult =
-  { ok: true; status: number; json: Record<string, unknown>; latencyMs: number } | Failure
+  { ok: true; status: number; json: Record<string, unknown>; text: string; latencyMs: number } | Failure
 
 export type EventsResult =
   | {
@@ -147,6 +147,7 @@ export async function postJson(context: CallContext, spec: CallSpec): Promise<Js
     ok: true,
     status: response.status,
     json: json as Record<string, unknown>,
+    text,
     latencyMs: latency(),
   }
 }

@@ -60,6 +60,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
       ok: true,
       status: result.status,
       body: result.json,
+      text: result.text,
       usage: mapOpenAIUsage(result.json.usage),
       latencyMs: result.latencyMs,
     }

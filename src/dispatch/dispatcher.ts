@@ -104,10 +104,10 @@ export function createDispatcher(
    * slot frees, instead of a store round trip later. A quarter of the slots is enough to cover
    * one claim while answers keep arriving.
    */
-  const target = () => {
-    const capacity = upstreams.capacity()
-    return capacity + Math.max(16, Math.ceil(capacity / 4))
-  }
+  const capacity = upstreams.capacity()
+  const target = capacity + Math.ceil(capacity / 4)
+  // Claim in sizeable groups: one claim per line would make the store the bottleneck.
+  const minClaim = Math.min(32, Math.ceil(capacity / 8))
 
   /**
    * The last list of runnable batches, reused for a short while: the list only changes when a
@@ -124,10 +124,8 @@ export function createDispatcher(
   }
 
   async function tick(): Promise<number> {
-    const capacity = upstreams.capacity()
-    const free = target() - inFlight
-    // Claim in sizeable groups: one claim per line would make the store the bottleneck.
-    if (free < Math.min(32, Math.ceil(capacity / 8))) return 0
+    const free = target - inFlight
+    if (free < minClaim) return 0
     const now = Date.now()
     const batches = await runnableBatches(now)
     if (batches.length === 0) return 0
@@ -170,7 +168,8 @@ export function createDispatcher(
             if (left === 0) active.delete(line.batchId)
             else active.set(line.batchId, left)
             inFlight--
-            poke()
+            // Wakes the claim loop once a claim's worth of room is free, not on every line.
+            if (target - inFlight >= minClaim) poke()
           })
       }
     }
@@ -188,7 +187,7 @@ export function createDispatcher(
       }
       if (!running) break
       // Full: wait for a slot. Idle: wait for a nudge or the poll interval.
-      if ((claimed === 0 || inFlight >= target()) && !poked) await sleep(options.pollMs)
+      if ((claimed === 0 || inFlight >= target) && !poked) await sleep(options.pollMs)
     }
   }
 

@@ -47,7 +47,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
         lineNo,
         kind: 'succeeded',
         responseStatus: outcome.status,
-        response: JSON.stringify(outcome.body),
+        response: storedResponse(outcome),
         costUsd: priceUsage(usage, offering),
         provider: offering.provider,
         latencyMs: Math.round(outcome.latencyMs),
@@ -62,6 +62,17 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   if (delay !== null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() + delay }
   return fail(line, lineError(error, line.attempts), error.status, last!.provider, latencyMs)
 }
+
+/**
+ * The response as stored and returned as one line of results: the upstream's own text when it
+ * is that body unchanged and on one line (saves a stringify per line), else re-serialized.
+ */
+function storedResponse(outcome: Extract<Outcome, { ok: true }>): string {
+  if (outcome.text !== undefined && !LINE_BREAK.test(outcome.text)) return outcome.text
+  return JSON.stringify(outcome.body)
+}
+
+const LINE_BREAK = /[\r\n]/
 
 function fail(line: ClaimedLine, error: LineError, status: number | null, provider: string | null, latencyMs: number | null): LineOutcome {
   return { batchId: line.batchId, lineNo: line.lineNo, kind: 'failed', error, responseStatus: status, costUsd: '0', provider, latencyMs: latencyMs === null ? null : Math.round(latencyMs) }

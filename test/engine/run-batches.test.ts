@@ -183,6 +183,40 @@ describe('routing, pools and faults', () => {
     }
   })
 
+  test('an upstream that pretty-prints its JSON still gives one result per line, body intact', async () => {
+    // Some OpenAI-compatible servers indent their answers; results are JSONL, one line each.
+    const upstream = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      async fetch(request) {
+        const body = (await request.json()) as { model: string; messages: { content: string }[] }
+        const answer = {
+          id: 'chatcmpl-pretty',
+          object: 'chat.completion',
+          created: 1,
+          model: body.model,
+          choices: [{ index: 0, message: { role: 'assistant', content: `echo: ${body.messages[0].content}` }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 },
+        }
+        return new Response(JSON.stringify(answer, null, 2), { headers: { 'content-type': 'application/json' } })
+      },
+    })
+    const gw = await startTestGateway({ upstreams: { openai: `http://127.0.0.1:${upstream.port}/v1` }, env: { MULTIGRID_POLL_MS: '50' } })
+    try {
+      const { key } = await gw.newAccount('1')
+      const created = (await (await gw.request('/v1/batches', key, { method: 'POST', body: jsonl([chatLine('p-1', 'one'), chatLine('p-2', 'two')]) })).json()) as Batch
+      expect((await finished(gw, key, created.id)).status).toBe('completed')
+      const rows = await results(gw, key, created.id)
+      expect(rows.map((r) => [r.custom_id, r.response?.body.choices[0].message.content, r.response?.body.usage.total_tokens])).toEqual([
+        ['p-1', 'echo: one', 8],
+        ['p-2', 'echo: two', 8],
+      ])
+    } finally {
+      await gw.stop()
+      upstream.stop(true)
+    }
+  })
+
   test('a pool of 3 replicas with one killed mid-batch still completes every line', async () => {
     const replicas = await Promise.all([0, 1, 2].map(() => startSimulator({ latencyMs: 20 })))
     const gw = await startTestGateway({
