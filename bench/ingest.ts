@@ -3,13 +3,14 @@
  * peak memory growth, beside the raw limit measured in the same run: plain read + split +
  * JSON.parse of the same file in a fresh process.
  *
- *   bun bench/ingest.ts [--runs 5] [--store sqlite|postgres]
+ *   bun bench/ingest.ts [--runs 5] [--store sqlite|postgres] [--profile]
  */
 import { parseArgs } from 'node:util'
 import { writeCatalog } from '../test/helpers/catalog.ts'
-import { memoryOf, median, mib, newKey, resetPeak, spawnGateway, standardFile } from './lib.ts'
+import { join } from 'node:path'
+import { memoryOf, median, mib, newKey, resetPeak, ROOT, spawnGateway, standardFile } from './lib.ts'
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, store: { type: 'string', default: 'sqlite' } } })
+const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, store: { type: 'string', default: 'sqlite' }, profile: { type: 'boolean', default: false } } })
 const runs = Number(values.runs)
 const file = await standardFile('bench/chat')
 const bytes = await Bun.file(file).bytes()
@@ -42,7 +43,9 @@ if (values.store === 'postgres') {
   const { freshSchemaUrl } = await import('../test/helpers/gateway.ts')
   env.DATABASE_URL = freshSchemaUrl(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test').url
 }
-const gateway = await spawnGateway(env, 18_400 + Math.floor(Math.random() * 500))
+// --profile: the gateway's CPU profile to bench/out/prof/ (summarise with bench/prof-summary.ts).
+const profileArgs = values.profile ? ['--cpu-prof', '--cpu-prof-dir', join(ROOT, 'bench/out/prof'), '--cpu-prof-name', `ingest-${values.store}.cpuprofile`] : []
+const gateway = await spawnGateway(env, 18_400 + Math.floor(Math.random() * 500), profileArgs)
 const key = await newKey(gateway.url)
 const times: number[] = []
 let growth = 0

@@ -48,6 +48,28 @@ function envelopeFor(maxCustomIdLength: number) {
   return compiled
 }
 
+/**
+ * A valid line, kept as its place in the submitted body rather than as a string: 50,000 decoded
+ * lines would hold the file's size again, twice over for text outside Latin-1.
+ */
+class FileLine implements NewLine {
+  constructor(
+    readonly lineNo: number,
+    readonly customId: string,
+    private readonly file: Uint8Array,
+    private readonly start: number,
+    private readonly end: number,
+  ) {}
+
+  get inputBytes(): Uint8Array {
+    return this.file.subarray(this.start, this.end)
+  }
+
+  get input(): string {
+    return Buffer.from(this.file.buffer, this.file.byteOffset, this.file.byteLength).toString('utf8', this.start, this.end)
+  }
+}
+
 export function validateBatchFile(bytes: Uint8Array, catalog: Catalog, limits: FileLimits): FileVerdict {
   const envelope = envelopeFor(limits.maxCustomIdLength)
   const issues: Issue[] = []
@@ -62,7 +84,7 @@ export function validateBatchFile(bytes: Uint8Array, catalog: Catalog, limits: F
   let endpoint: { url: BatchEndpoint; line: number } | null = null
   let count = 0
 
-  for (const { lineNo, text } of readJsonlLines(bytes)) {
+  for (const { lineNo, text, start, end } of readJsonlLines(bytes)) {
     count++
     if (count > limits.maxLines) {
       report({
@@ -140,7 +162,7 @@ export function validateBatchFile(bytes: Uint8Array, catalog: Catalog, limits: F
       }
       if (bad) continue
       tally.add(body.value.offerings, body.value.inputTokens, body.value.outputTokens)
-      lines.push({ lineNo, customId: customId!, input: text })
+      lines.push(new FileLine(lineNo, customId!, bytes, start, end))
     }
   }
 

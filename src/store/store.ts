@@ -59,7 +59,13 @@ export interface AccountStore {
 export interface NewLine {
   lineNo: number
   customId: string
-  input: string
+  /** The line's JSON text. */
+  readonly input: string
+  /**
+   * The same text as UTF-8, when the line is still in the submitted body's buffer: a store that
+   * can write bytes takes these and never needs the decoded string.
+   */
+  readonly inputBytes?: Uint8Array
 }
 
 export interface NewBatch {

@@ -177,6 +177,17 @@ for (const storeKind of STORES) {
       expect((await gw.request(`/v1/batches/${batch.id}/results?filter=nope`, key)).status).toBe(400)
     })
 
+    test('format=input gives back each line byte for byte, without the BOM and CRs it came with', async () => {
+      const { key } = await gw.newAccount('1')
+      const lines = [chatLine('u-1', 'café crème'), chatLine('u-2', '日本語のテキスト'), chatLine('u-3', 'emoji 🚀 and \\ backslash'), chatLine('u-4', 'plain')]
+      const texts = lines.map((line) => JSON.stringify(line))
+      const body = `\uFEFF${texts.join('\r\n')}\r\n`
+      const batch = (await (await gw.request('/v1/batches', key, { method: 'POST', body })).json()) as Batch
+      expect(batch.line_count).toBe(4)
+      const input = await (await gw.request(`/v1/batches/${batch.id}/results?format=input`, key)).text()
+      expect(input).toBe(texts.map((text) => `${text}\n`).join(''))
+    })
+
     test("another account's batch is a 404 on every endpoint", async () => {
       const owner = await gw.newAccount('1')
       const other = await gw.newAccount('1')

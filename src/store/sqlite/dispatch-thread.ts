@@ -4,8 +4,10 @@
  * upstream answer waiting to be read. On a Worker with its own connection to the same file
  * (WAL: readers never wait, the two writers take turns), they overlap with the HTTP work.
  *
- * The thread starts on the first call, so tools that never dispatch (the CLI) never start it,
- * and it keeps the process alive only while a call is under way.
+ * The thread also copies the write-ahead log back into the database (checkpoints), which the
+ * event loop's connection never does: after a 16 MiB admission that copy is tens of
+ * milliseconds, and a request should not wait for it. The thread keeps the process alive only
+ * while a call is under way.
  */
 import type { Database } from 'bun:sqlite'
 import type { DispatchStore } from '../store.ts'
@@ -46,12 +48,12 @@ export function createDispatchThread(path: string, main: Database): DispatchThre
     }
     thread.addEventListener('error', (event) => lost((event as ErrorEvent).message))
     thread.addEventListener('close', () => lost('closed'))
-    // The thread checkpoints the WAL as it commits; this connection stops doing so, so a
-    // request on the event loop never pays for copying megabytes back into the database.
     main.exec('PRAGMA wal_autocheckpoint = 0')
     thread.postMessage({ id: -1, method: 'open', args: [path] } satisfies DispatchRequest)
     return thread
   }
+
+  worker = spawn()
 
   const call = (method: Method | 'close', args: unknown[]): Promise<any> =>
     new Promise((resolve, reject) => {
@@ -77,7 +79,6 @@ export function createDispatchThread(path: string, main: Database): DispatchThre
       await call('close', [])
       worker = null
       thread.terminate()
-      main.exec('PRAGMA wal_autocheckpoint = 1000')
     },
   }
 }

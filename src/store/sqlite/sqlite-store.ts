@@ -301,12 +301,15 @@ class SqliteStore implements Store {
   /** Many rows per statement: one statement per line spent more time binding than writing. */
   private insertLines(batchId: string, lines: Iterable<NewLine>): number {
     const columns = 'INSERT INTO lines (batch_id, line_no, custom_id, input) VALUES '
-    const many = this.q(columns + Array(ROWS_PER_INSERT).fill('(?, ?, ?, ?)').join(', '))
-    const one = this.q(columns + '(?, ?, ?, ?)')
+    // The input goes in as the body's own UTF-8 bytes where there are some: CAST(blob AS TEXT)
+    // relabels them as text (the database's encoding is UTF-8), with no decoding on the way.
+    const row = '(?, ?, ?, CAST(? AS TEXT))'
+    const many = this.q(columns + Array(ROWS_PER_INSERT).fill(row).join(', '))
+    const one = this.q(columns + row)
     const params: unknown[] = []
     let count = 0
     for (const line of lines) {
-      params.push(batchId, line.lineNo, line.customId, line.input)
+      params.push(batchId, line.lineNo, line.customId, line.inputBytes ?? line.input)
       count++
       if (params.length === ROWS_PER_INSERT * 4) {
         many.run(...params)
