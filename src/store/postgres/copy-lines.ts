@@ -11,7 +11,8 @@ import { pipeline } from 'node:stream/promises'
 import type postgres from 'postgres'
 import type { NewLine } from '../store.ts'
 
-const ROWS_PER_CHUNK = 1000
+/** About this much COPY data per write. */
+const CHUNK_BYTES = 256 * 1024
 
 // COPY's text format: backslash, newline, carriage return and tab are escaped; JSON text may
 // hold backslashes (string escapes) and tabs (whitespace between tokens).
@@ -19,7 +20,33 @@ const ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r'
 const SPECIAL = /[\\\n\r\t]/g
 const copyText = (value: string) => value.replace(SPECIAL, (char) => ESCAPES[char]!)
 
-/** Inserts every line of `lines` into `lines` for `batchId`; returns how many. */
+const BACKSLASH = 0x5c
+/** The letter after the backslash for each byte COPY escapes; 0 for bytes copied as they are. */
+const ESCAPED_BYTE = new Uint8Array(256)
+ESCAPED_BYTE[0x5c] = 0x5c
+ESCAPED_BYTE[0x0a] = 0x6e // n
+ESCAPED_BYTE[0x0d] = 0x72 // r
+ESCAPED_BYTE[0x09] = 0x74 // t
+
+/** Writes `source` into `target` at `at`, COPY-escaped; returns the new end. */
+function putEscaped(target: Buffer, at: number, source: Uint8Array): number {
+  for (let i = 0; i < source.length; i++) {
+    const byte = source[i]
+    const escaped = ESCAPED_BYTE[byte]
+    if (escaped === 0) target[at++] = byte
+    else {
+      target[at++] = BACKSLASH
+      target[at++] = escaped
+    }
+  }
+  return at
+}
+
+/**
+ * Inserts every line of `lines` into `lines` for `batchId`; returns how many. Rows are written
+ * as bytes: a line that is still in the submitted body goes from there into the COPY data
+ * without being decoded into a string on the way.
+ */
 export async function copyLines(
   tx: postgres.TransactionSql,
   batchId: string,
@@ -27,21 +54,27 @@ export async function copyLines(
 ): Promise<number> {
   let count = 0
   const prefix = `${copyText(batchId)}\t`
-  function* chunks() {
-    let chunk = ''
-    let rows = 0
+  function* chunks(): Generator<Buffer> {
+    let chunk = Buffer.allocUnsafe(CHUNK_BYTES)
+    let used = 0
     for (const line of lines) {
       if (!Number.isSafeInteger(line.lineNo))
         throw new Error(`line number ${line.lineNo} is not an integer`)
-      chunk += `${prefix}${line.lineNo}\t${copyText(line.customId)}\t${copyText(line.input)}\n`
-      count++
-      if (++rows === ROWS_PER_CHUNK) {
-        yield chunk
-        chunk = ''
-        rows = 0
+      const head = `${prefix}${line.lineNo}\t${copyText(line.customId)}\t`
+      const input = line.inputBytes ?? Buffer.from(line.input, 'utf8')
+      // Every input byte may double when escaped; the head is at most 3 bytes a character.
+      const worst = head.length * 3 + input.length * 2 + 1
+      if (used + worst > chunk.length) {
+        if (used > 0) yield chunk.subarray(0, used)
+        chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, worst))
+        used = 0
       }
+      used += chunk.write(head, used)
+      used = putEscaped(chunk, used, input)
+      chunk[used++] = 0x0a
+      count++
     }
-    if (rows > 0) yield chunk
+    if (used > 0) yield chunk.subarray(0, used)
   }
   const query = tx`COPY lines (batch_id, line_no, custom_id, input) FROM STDIN`
   const rejected = serverRejection(query)
