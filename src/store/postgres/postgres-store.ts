@@ -351,42 +351,44 @@ class PostgresStore implements Store {
   ): Promise<ClaimedLine[]> {
     const now = earlier(nowMs)
     const until = later(leaseUntilMs)
-    return this.sql.begin(async (tx) => {
-      // The batch row first (lock order, and the counters below need it anyway); a cancel or
-      // expiry that committed before is seen here, one still running is waited for.
-      const [batch] = await tx`
+    // One statement, so one round trip, and the batch row is locked only while it runs: claims
+    // and recorded results of a batch queue on that row, and a transaction of four round trips
+    // held it four times as long. The batch row is locked first (lock order, and the counters
+    // need it anyway): a cancel or expiry that committed before is seen, one running is waited
+    // for. The pick is a CTE, not an `IN (subquery)`: a subquery with LIMIT and SKIP LOCKED may
+    // be re-run by the planner for each outer row and then lock and return more than `limit`.
+    const rows = await this.sql`
+      WITH batch AS (
         SELECT account_id, deadline_at FROM batches
-        WHERE id = ${batchId} AND status = 'in_progress' FOR UPDATE`
-      if (!batch) return []
-      // The pick is a CTE, not an `IN (subquery)`: a subquery with LIMIT and SKIP LOCKED may be
-      // re-run by the planner for each outer row and then lock and return more than `limit`.
-      const rows = await tx`
-        WITH picked AS (
-          SELECT line_no FROM lines
-          WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${now}
-          ORDER BY line_no LIMIT ${limit}
-          FOR UPDATE SKIP LOCKED)
+        WHERE id = ${batchId} AND status = 'in_progress' FOR UPDATE),
+      picked AS (
+        SELECT line_no FROM lines
+        WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${now}
+          AND EXISTS (SELECT 1 FROM batch)
+        ORDER BY line_no LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED),
+      claimed AS (
         UPDATE lines l SET status = 'running', lease_owner = ${owner},
           lease_until = ${until}, attempts = l.attempts + 1
         FROM picked WHERE l.batch_id = ${batchId} AND l.line_no = picked.line_no
-        RETURNING l.line_no, l.custom_id, l.input, l.attempts`
-      if (rows.length === 0) return []
-      await tx`
-        UPDATE batches SET pending = pending - ${rows.length}, running = running + ${rows.length},
+        RETURNING l.line_no, l.custom_id, l.input, l.attempts),
+      counted AS (
+        UPDATE batches SET pending = pending - n, running = running + n,
           started_at = coalesce(started_at, ${earlier(now / 1000)})
-        WHERE id = ${batchId}`
-      return rows
-        .map((row) => ({
-          batchId,
-          accountId: batch.account_id as string,
-          lineNo: Number(row.line_no),
-          customId: row.custom_id as string,
-          input: row.input as string,
-          attempts: Number(row.attempts),
-          deadlineAt: Number(batch.deadline_at),
-        }))
-        .sort((a, b) => a.lineNo - b.lineNo)
-    })
+        FROM (SELECT count(*)::int AS n FROM claimed) c
+        WHERE id = ${batchId} AND c.n > 0)
+      SELECT claimed.*, batch.account_id, batch.deadline_at FROM claimed, batch`
+    return rows
+      .map((row) => ({
+        batchId,
+        accountId: row.account_id as string,
+        lineNo: Number(row.line_no),
+        customId: row.custom_id as string,
+        input: row.input as string,
+        attempts: Number(row.attempts),
+        deadlineAt: Number(row.deadline_at),
+      }))
+      .sort((a, b) => a.lineNo - b.lineNo)
   }
 
   async batchStatuses(ids: readonly string[]) {
