@@ -139,7 +139,9 @@ export function createDispatcher(
       for (const line of lines) {
         inFlight++
         active.set(line.batchId, (active.get(line.batchId) ?? 0) + 1)
-        const proceed = () => running && !stopped.has(line.batchId)
+        // Checked again once a slot is free: the line may have waited at the gate (claimed ahead,
+        // or the provider paused by a 429) past a cancel or its batch's deadline.
+        const proceed = () => running && !stopped.has(line.batchId) && Date.now() < line.deadlineAt * 1000
         runLine(line, { catalog, upstreams, retry: options.retry, signal: abort.signal, proceed })
           .then((outcome) => {
             // After shutdown's abort the line is handed back untouched, not failed.

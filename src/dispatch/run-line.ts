@@ -19,7 +19,7 @@ export interface RunLineDeps {
   upstreams: Upstreams
   retry: RetryPolicy
   signal?: AbortSignal
-  /** False once the line's batch stopped dispatching (cancelled) while the line waited. */
+  /** False once the line's batch stopped dispatching (cancelled) or reached its deadline while the line waited. */
   proceed?: () => boolean
 }
 

@@ -20,7 +20,7 @@ export interface LineCall {
 export interface Upstreams {
   /**
    * `proceed` is asked once a slot is free, right before the call: answering false (the line's
-   * batch was cancelled while it waited) skips the call and resolves null.
+   * batch was cancelled or reached its deadline while it waited) skips the call and resolves null.
    */
   send(endpoint: Endpoint, body: Record<string, unknown>, offering: Offering, signal?: AbortSignal, proceed?: () => boolean, line?: LineCall): Promise<Outcome | null>
   stream(endpoint: Endpoint, body: Record<string, unknown>, offering: Offering, signal?: AbortSignal): Promise<{ outcome: StreamOutcome; done: () => void }>
