@@ -80,6 +80,41 @@ describe('cancel and expiry', () => {
       await sim.stop()
     }
   })
+  test('a line waiting for a slot when the deadline comes is not sent; the one in flight finishes', async () => {
+    // One slot, a 3 s upstream: line 1 is sent at once, line 2 (claimed ahead) waits at the gate
+    // and its turn comes after the deadline, 1–2 s away.
+    const sim = await startSimulator({ latencyMs: 3000 })
+    const catalog = testCatalog({ openai: `${sim.url}/v1` }, { maxConcurrency: 1 })
+    const admitting = await startTestGateway({ catalog, env: { MULTIGRID_DISPATCH: '0' } })
+    const dataDir = admitting.env.MULTIGRID_DATA_DIR
+    let running: Awaited<ReturnType<typeof startTestGateway>> | null = null
+    try {
+      const { key } = await admitting.newAccount('1')
+      const lines = [chatLine('first', 'sent before the deadline'), chatLine('second', 'waits past it')]
+      const created = (await (await admitting.request('/v1/batches', key, { method: 'POST', body: jsonl(lines) })).json()) as Batch
+      await admitting.stop()
+      const db = new Database(join(dataDir, 'multigrid.sqlite'))
+      db.query('UPDATE batches SET deadline_at = ? WHERE id = ?').run(Math.floor(Date.now() / 1000) + 2, created.id)
+      db.close()
+      running = await startTestGateway({ catalog, env: { MULTIGRID_DATA_DIR: dataDir, MULTIGRID_POLL_MS: '50' } })
+      const gw = running
+      const batch = await waitFor('expired', async () => {
+        const b = (await (await gw.request(`/v1/batches/${created.id}`, key)).json()) as Batch
+        return FINAL_BATCH.includes(b.status) ? b : null
+      }, 20_000)
+      expect(batch.status).toBe('expired')
+      expect(batch.request_counts).toMatchObject({ succeeded: 1, expired: 1 })
+      const rows = parseResults(await (await gw.request(`/v1/batches/${created.id}/results`, key)).text())
+      expect(rows.map((r) => [r.custom_id, r.status])).toEqual([
+        ['first', 'succeeded'],
+        ['second', 'expired'],
+      ])
+      expect(sim.stats().byPath['/v1/chat/completions']).toBe(1)
+    } finally {
+      await running?.stop()
+      await sim.stop()
+    }
+  })
 })
 
 describe('crash safety', () => {
