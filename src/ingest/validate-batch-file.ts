@@ -13,6 +13,7 @@ import { storableText } from '../schemas/text.ts'
 import type { Money } from '../money/decimal.ts'
 import type { NewLine } from '../store/store.ts'
 import { describeZodIssue, MAX_ISSUES, typeName, type Issue } from './issues.ts'
+import { collectYoungGarbage } from '../memory/young-garbage.ts'
 import { MAX_JSON_DEPTH } from './json-depth.ts'
 import { readJsonlLines } from './read-jsonl-lines.ts'
 import { validateBody } from './validate-body.ts'
@@ -25,6 +26,8 @@ export interface FileLimits {
 export type FileVerdict =
   | { ok: true; endpoint: BatchEndpoint; lines: NewLine[]; ceiling: Money }
   | { ok: false; issues: Issue[]; omitted: number; lineCount: number }
+
+const COLLECT_EVERY = 2048
 
 export const BATCH_URLS = ['/v1/chat/completions', '/v1/embeddings'] as const
 
@@ -86,6 +89,8 @@ export function validateBatchFile(bytes: Uint8Array, catalog: Catalog, limits: F
 
   for (const { lineNo, text, start, end } of readJsonlLines(bytes)) {
     count++
+    // Each line's parse leaves a kilobyte or two of garbage (src/memory/young-garbage.ts).
+    if (count % COLLECT_EVERY === 0) collectYoungGarbage()
     if (count > limits.maxLines) {
       report({
         line: lineNo,

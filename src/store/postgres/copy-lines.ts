@@ -9,10 +9,13 @@
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type postgres from 'postgres'
+import { collectYoungGarbage } from '../../memory/young-garbage.ts'
 import type { NewLine } from '../store.ts'
 
 /** About this much COPY data per write. */
 const CHUNK_BYTES = 256 * 1024
+/** Each chunk is copied once more by the driver: garbage collected every 4 MiB of data. */
+const COLLECT_EVERY_CHUNKS = 16
 
 // COPY's text format: backslash, newline, carriage return and tab are escaped; JSON text may
 // hold backslashes (string escapes) and tabs (whitespace between tokens).
@@ -57,6 +60,7 @@ export async function copyLines(
   function* chunks(): Generator<Buffer> {
     let chunk = Buffer.allocUnsafe(CHUNK_BYTES)
     let used = 0
+    let yielded = 0
     for (const line of lines) {
       if (!Number.isSafeInteger(line.lineNo))
         throw new Error(`line number ${line.lineNo} is not an integer`)
@@ -66,6 +70,7 @@ export async function copyLines(
       const worst = head.length * 3 + input.length * 2 + 1
       if (used + worst > chunk.length) {
         if (used > 0) yield chunk.subarray(0, used)
+        if (++yielded % COLLECT_EVERY_CHUNKS === 0) collectYoungGarbage()
         chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, worst))
         used = 0
       }
