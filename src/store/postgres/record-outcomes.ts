@@ -31,9 +31,13 @@ export async function recordOutcomes(
   nowMs: number,
 ): Promise<number> {
   const now = Math.floor(nowMs / 1000)
-  // Lock order: batches, then their lines, then accounts.
-  const batchIds = [...new Set(outcomes.map((outcome) => outcome.batchId))].sort()
-  await tx`SELECT id FROM batches WHERE id = ANY(${batchIds}::text[]) ORDER BY id FOR UPDATE`
+  // Lock order: the lines, then their batches, then accounts. The batch row is what every claim
+  // of the batch waits for, so it is taken as late as it can be and held for the fewest round
+  // trips. Other transactions that take a batch first do not then wait for these lines: claims
+  // skip locked lines, and cancel and expiry touch only pending ones (these are running). The
+  // reaper could, for a line whose lease ran out while this owner stalled; PostgreSQL then
+  // aborts one of the two, and each is retried (the recorder keeps its outcomes, the reaper
+  // runs again), the line ending once either way.
   const leased = await tx`
     SELECT batch_id, line_no FROM lines
     WHERE (batch_id, line_no) IN (
@@ -51,6 +55,9 @@ export async function recordOutcomes(
     if (outcome.kind === 'retry') retries.push(outcome)
     else settled.push(outcome)
   }
+  if (retries.length === 0 && settled.length === 0) return 0
+  const batchIds = [...new Set([...retries, ...settled].map((outcome) => outcome.batchId))].sort()
+  await tx`SELECT id FROM batches WHERE id = ANY(${batchIds}::text[]) ORDER BY id FOR UPDATE`
   if (retries.length > 0) await recordRetries(tx, retries)
   if (settled.length > 0) await settle(tx, settled, now)
   return retries.length + settled.length
@@ -97,12 +104,10 @@ async function settle(tx: postgres.TransactionSql, settled: Settled[], now: numb
     }
   })
   const batchIds = [...new Set(rows.map((row) => row.batch_id))]
-  const accountIds = (
-    await tx`SELECT DISTINCT account_id FROM batches WHERE id = ANY(${batchIds}::text[])`
-  )
-    .map((row) => row.account_id as string)
-    .sort()
-  await tx`SELECT id FROM accounts WHERE id = ANY(${accountIds}::text[]) ORDER BY id FOR UPDATE`
+  await tx`
+    SELECT id FROM accounts
+    WHERE id IN (SELECT account_id FROM batches WHERE id = ANY(${batchIds}::text[]))
+    ORDER BY id FOR UPDATE`
   await tx`
     WITH outcome AS (
       SELECT * FROM ROWS FROM (jsonb_to_recordset(${tx.json(rows)}) AS (

@@ -1,6 +1,7 @@
 /**
  * Gives running lines back to pending, untouched (a released or expired lease), and moves their
- * batches' counters with them. Batches are locked first, in id order, like everywhere else.
+ * batches' counters with them. Batches are locked first, in id order; recording results locks
+ * its lines before their batches (record-outcomes.ts says why, and what that costs).
  */
 import type postgres from 'postgres'
 
