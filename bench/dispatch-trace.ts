@@ -22,7 +22,7 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config.ts'
 import { startGateway } from '../src/gateway.ts'
 import { writeCatalog } from '../test/helpers/catalog.ts'
-import { newKey, randomPort, spawnSimulator, standardFile } from './lib.ts'
+import { benchSchema, newKey, randomPort, spawnSimulator, standardFile } from './lib.ts'
 
 const { values } = parseArgs({
   options: {
@@ -55,13 +55,8 @@ const env: Record<string, string> = {
   MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: '1000',
   LOG_LEVEL: 'warn',
 }
-let schema: string | null = null
-if (values.store === 'postgres') {
-  const { freshSchemaUrl } = await import('../test/helpers/gateway.ts')
-  const fresh = freshSchemaUrl(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test')
-  env.DATABASE_URL = fresh.url
-  schema = fresh.schema
-}
+const schema = values.store === 'postgres' ? await benchSchema() : null
+if (schema) env.DATABASE_URL = schema.url
 const gateway = await startGateway(loadConfig(env))
 
 if (values['reap-fix']) {
@@ -164,10 +159,5 @@ try {
   clearInterval(monitor)
   await gateway.stop()
   await simulator.stop()
-  if (schema) {
-    const { default: postgres } = await import('postgres')
-    const sql = postgres(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test', { max: 1, onnotice: () => {} })
-    await sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`
-    await sql.end()
-  }
+  await schema?.drop()
 }

@@ -16,12 +16,11 @@
  * bench/out/prof/; summarise it with `bun bench/prof-summary.ts <file.cpuprofile>`.
  */
 import { Database } from 'bun:sqlite'
-import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { createHttpClient } from '../providers/http-client.ts'
 import { writeCatalog } from '../test/helpers/catalog.ts'
-import { closedLoop, cpuBetween, cpuByName, cpuMs, machineTicks, schedMs, median, newKey, quantile, randomPort, ROOT, spawnGateway, spawnSimulator, standardFile, threadCpuMs } from './lib.ts'
+import { benchSchema, closedLoop, cpuBetween, cpuByName, cpuMs, machineTicks, schedMs, median, newKey, profileArgs, quantile, randomPort, spawnGateway, spawnSimulator, standardFile, threadCpuMs } from './lib.ts'
 
 const { values } = parseArgs({
   options: {
@@ -172,16 +171,9 @@ async function oneRun(run: number): Promise<RunResult> {
   const raw = await simulatorCapacity()
 
   const env: Record<string, string> = { MULTIGRID_CONFIG: catalog, MULTIGRID_POLL_MS: String(values['poll-ms']), MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: '1000' }
-  let schema: string | null = null
-  if (values.store === 'postgres') {
-    const { freshSchemaUrl } = await import('../test/helpers/gateway.ts')
-    const fresh = freshSchemaUrl(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test')
-    env.DATABASE_URL = fresh.url
-    schema = fresh.schema
-  }
-  const profileDir = join(ROOT, 'bench/out/prof')
-  if (values.profile) mkdirSync(profileDir, { recursive: true })
-  const bunArgs = values.profile ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=dispatch-${values.store}-run${run}`] : []
+  const schema = values.store === 'postgres' ? await benchSchema() : null
+  if (schema) env.DATABASE_URL = schema.url
+  const bunArgs = values.profile ? profileArgs(`dispatch-${values.store}-run${run}`) : []
   const gateway = await spawnGateway(env, randomPort(18_900), bunArgs)
   try {
     const key = await newKey(gateway.url)
@@ -253,12 +245,7 @@ async function oneRun(run: number): Promise<RunResult> {
     }
   } finally {
     await gateway.stop().catch(() => {})
-    if (schema) {
-      const { default: postgres } = await import('postgres')
-      const sql = postgres(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test', { max: 1, onnotice: () => {} })
-      await sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`.catch((error) => console.error(`could not drop schema ${schema}: ${error.message}`))
-      await sql.end()
-    }
+    await schema?.drop()
   }
 }
 

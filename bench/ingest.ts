@@ -7,8 +7,7 @@
  */
 import { parseArgs } from 'node:util'
 import { writeCatalog } from '../test/helpers/catalog.ts'
-import { join } from 'node:path'
-import { memoryOf, median, mib, newKey, resetPeak, ROOT, spawnGateway, standardFile } from './lib.ts'
+import { benchSchema, memoryOf, median, mib, newKey, profileArgs, randomPort, resetPeak, spawnGateway, standardFile } from './lib.ts'
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, store: { type: 'string', default: 'sqlite' }, profile: { type: 'boolean', default: false } } })
 const runs = Number(values.runs)
@@ -60,13 +59,10 @@ const catalog = writeCatalog({
   models: [{ id: 'bench/chat', endpoints: ['chat'], context_tokens: 128000, max_output_tokens: 4096, offerings: [{ provider: 'bench', upstream_model: 'x', input_usd_per_mtok: '0.05', output_usd_per_mtok: '0.40' }] }],
 })
 const env: Record<string, string> = { MULTIGRID_CONFIG: catalog, MULTIGRID_DISPATCH: '0', MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: '1000' }
-if (values.store === 'postgres') {
-  const { freshSchemaUrl } = await import('../test/helpers/gateway.ts')
-  env.DATABASE_URL = freshSchemaUrl(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test').url
-}
+const schema = values.store === 'postgres' ? await benchSchema() : null
+if (schema) env.DATABASE_URL = schema.url
 // --profile: the gateway's CPU profile to bench/out/prof/ (summarise with bench/prof-summary.ts).
-const profileArgs = values.profile ? ['--cpu-prof', '--cpu-prof-dir', join(ROOT, 'bench/out/prof'), '--cpu-prof-name', `ingest-${values.store}.cpuprofile`] : []
-const gateway = await spawnGateway(env, 18_400 + Math.floor(Math.random() * 500), profileArgs)
+const gateway = await spawnGateway(env, randomPort(18_400), values.profile ? profileArgs(`ingest-${values.store}`) : [])
 const key = await newKey(gateway.url)
 const times: number[] = []
 let growth = 0
@@ -85,6 +81,7 @@ for (let i = 0; i < runs + 1; i++) {
   }
 }
 await gateway.stop()
+await schema?.drop()
 
 const ingest = median(times)
 const plain = median(raw)

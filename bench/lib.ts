@@ -1,9 +1,38 @@
 /** Shared helpers for the benches: the standard file, a gateway child process, memory readings. */
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 export const ROOT = join(import.meta.dir, '..')
+
+/** `--store postgres` benches run here: TEST_DATABASE_URL, or the local server. */
+export const BENCH_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+
+/**
+ * A schema of its own on the bench database for one gateway: its DATABASE_URL, and `drop()`,
+ * which removes it (and says so, rather than failing the bench, if it cannot).
+ */
+export async function benchSchema(): Promise<{ url: string; schema: string; drop(): Promise<void> }> {
+  const { freshSchemaUrl } = await import('../test/helpers/gateway.ts')
+  const { url, schema } = freshSchemaUrl(BENCH_DATABASE_URL)
+  return {
+    url,
+    schema,
+    async drop() {
+      const { default: postgres } = await import('postgres')
+      const sql = postgres(BENCH_DATABASE_URL, { max: 1, onnotice: () => {} })
+      await sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`.catch((error) => console.error(`could not drop schema ${schema}: ${error.message}`))
+      await sql.end()
+    },
+  }
+}
+
+/** Bun's arguments for a CPU profile of the gateway, and its markdown summary, in bench/out/prof/. */
+export function profileArgs(name: string): string[] {
+  const dir = join(ROOT, 'bench/out/prof')
+  mkdirSync(dir, { recursive: true })
+  return ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}`]
+}
 
 /** The standard benchmark file: 50,000 lines, exactly 16 MiB (see bench/gen-jsonl.ts). */
 export async function standardFile(model: string): Promise<string> {

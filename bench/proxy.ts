@@ -8,12 +8,10 @@
  *
  * --profile writes the gateway's CPU profile to bench/out/prof/ (see bench/prof-summary.ts).
  */
-import { mkdirSync } from 'node:fs'
-import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Pool } from 'undici/index.js'
 import { writeCatalog } from '../test/helpers/catalog.ts'
-import { closedLoop, cpuMs, median, newKey, quantile, randomPort, ROOT, schedMs, spawnGateway, spawnSimulator } from './lib.ts'
+import { benchSchema, closedLoop, cpuMs, median, newKey, profileArgs, quantile, randomPort, schedMs, spawnGateway, spawnSimulator } from './lib.ts'
 
 const { values } = parseArgs({
   options: {
@@ -36,16 +34,9 @@ const catalog = writeCatalog({
   models: [{ id: 'bench/chat', endpoints: ['chat'], context_tokens: 128000, max_output_tokens: 4096, offerings: [{ provider: 'bench', upstream_model: 'sim-chat', input_usd_per_mtok: '0.05', output_usd_per_mtok: '0.40' }] }],
 })
 const env: Record<string, string> = { MULTIGRID_CONFIG: catalog }
-let schema: string | null = null
-if (values.store === 'postgres') {
-  const { freshSchemaUrl } = await import('../test/helpers/gateway.ts')
-  const fresh = freshSchemaUrl(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test')
-  env.DATABASE_URL = fresh.url
-  schema = fresh.schema
-}
-const profileDir = join(ROOT, 'bench/out/prof')
-if (values.profile) mkdirSync(profileDir, { recursive: true })
-const bunArgs = values.profile ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=proxy-${values.store}`] : []
+const schema = values.store === 'postgres' ? await benchSchema() : null
+if (schema) env.DATABASE_URL = schema.url
+const bunArgs = values.profile ? profileArgs(`proxy-${values.store}`) : []
 const gateway = await spawnGateway(env, randomPort(18_700), bunArgs)
 const key = await newKey(gateway.url)
 
@@ -106,12 +97,7 @@ try {
 } finally {
   await gateway.stop()
   await simulator.stop()
-  if (schema) {
-    const { default: postgres } = await import('postgres')
-    const sql = postgres(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test', { max: 1, onnotice: () => {} })
-    await sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`
-    await sql.end()
-  }
+  await schema?.drop()
 }
 
 const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 0 })
