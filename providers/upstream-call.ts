@@ -11,9 +11,9 @@ import {
 } from './classify-error.ts'
 import { createDeadline, type Deadline } from './deadline.ts'
 import type { HttpResponse } from './http-client.ts'
-import type { CallHealth, Replica, ReplicaPool } from './pool.ts'
+import { createReplicaPool, type CallHealth, type Replica, type ReplicaPool } from './pool.ts'
 import { readSseEvents, type SseEvent } from './read-sse-events.ts'
-import type { UpstreamError } from './types.ts'
+import type { ProviderOptions, UpstreamError } from './types.ts'
 import { UpstreamStreamError } from './upstream-stream-error.ts'
 
 export interface CallContext {
@@ -22,6 +22,23 @@ export interface CallContext {
   pool: ReplicaPool
   timeoutMs: number
   apiKey: string | null
+}
+
+/**
+ * The replica pool and call context of one provider, the same for every adapter: what differs
+ * is where the replicas are, how one is probed for health, and the headers that authenticate.
+ */
+export function createCallContext(
+  options: ProviderOptions,
+  replicas: { baseUrls: string[]; probePath: string; probeHeaders: Record<string, string> },
+): CallContext {
+  const pool = createReplicaPool({
+    ...replicas,
+    connections: options.connections,
+    timeoutMs: options.timeoutMs,
+    probeIntervalMs: options.probeIntervalMs,
+  })
+  return { name: options.name, pool, timeoutMs: options.timeoutMs, apiKey: options.apiKey }
 }
 
 export interface CallSpec {

@@ -3,7 +3,6 @@
  * the answer (or its stream) on the way back. Embeddings are not offered by Anthropic.
  */
 import { upstreamError } from '../classify-error.ts'
-import { createReplicaPool } from '../pool.ts'
 import { toStreamOutcome } from '../stream-outcome.ts'
 import type {
   Outcome,
@@ -12,7 +11,7 @@ import type {
   StreamOutcome,
   UpstreamRequest,
 } from '../types.ts'
-import { postJson, postStream, type CallContext } from '../upstream-call.ts'
+import { createCallContext, postJson, postStream } from '../upstream-call.ts'
 import { convertAnthropicResponse } from './convert-anthropic-response.ts'
 import { convertAnthropicStream, type AnthropicStreamState } from './convert-anthropic-stream.ts'
 import { convertToAnthropicMessages } from './convert-to-anthropic-messages.ts'
@@ -29,20 +28,8 @@ function hostBase(baseUrl: string): string {
 export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapter {
   const headers: Record<string, string> = { 'anthropic-version': anthropicVersion }
   if (options.apiKey) headers['x-api-key'] = options.apiKey
-  const pool = createReplicaPool({
-    baseUrls: options.baseUrls.map(hostBase),
-    connections: options.connections,
-    timeoutMs: options.timeoutMs,
-    probeIntervalMs: options.probeIntervalMs,
-    probePath: '/v1/models',
-    probeHeaders: headers,
-  })
-  const context: CallContext = {
-    name: options.name,
-    pool,
-    timeoutMs: options.timeoutMs,
-    apiKey: options.apiKey,
-  }
+  const context = createCallContext(options, { baseUrls: options.baseUrls.map(hostBase), probePath: '/v1/models', probeHeaders: headers })
+  const { pool } = context
 
   /** The converted body, or the reason it cannot be sent (never retried: the line is wrong). */
   function convert(request: UpstreamRequest, stream: boolean) {

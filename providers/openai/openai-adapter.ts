@@ -3,7 +3,6 @@
  * through, with the token-limit name adjusted and, for streams, usage asked for.
  */
 import { upstreamError } from '../classify-error.ts'
-import { createReplicaPool } from '../pool.ts'
 import { toStreamOutcome } from '../stream-outcome.ts'
 import type {
   Outcome,
@@ -13,7 +12,7 @@ import type {
   UpstreamRequest,
   Usage,
 } from '../types.ts'
-import { postJson, postStream, type CallContext } from '../upstream-call.ts'
+import { createCallContext, postJson, postStream } from '../upstream-call.ts'
 import { UpstreamStreamError } from '../upstream-stream-error.ts'
 import { mapOpenAIUsage } from './map-openai-usage.ts'
 import { prepareOpenAIBody, prepareOpenAIStreamBody } from './prepare-openai-body.ts'
@@ -27,20 +26,8 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
   const headers: Record<string, string> = options.apiKey
     ? { authorization: `Bearer ${options.apiKey}` }
     : {}
-  const pool = createReplicaPool({
-    baseUrls: options.baseUrls,
-    connections: options.connections,
-    timeoutMs: options.timeoutMs,
-    probeIntervalMs: options.probeIntervalMs,
-    probePath: '/models',
-    probeHeaders: headers,
-  })
-  const context: CallContext = {
-    name: options.name,
-    pool,
-    timeoutMs: options.timeoutMs,
-    apiKey: options.apiKey,
-  }
+  const context = createCallContext(options, { baseUrls: options.baseUrls, probePath: '/models', probeHeaders: headers })
+  const { pool } = context
 
   async function send(request: UpstreamRequest): Promise<Outcome> {
     const result = await postJson(context, {
