@@ -19,11 +19,9 @@ const COLLECT_EVERY_CHUNKS = 16
 
 // COPY's text format: backslash, newline, carriage return and tab are escaped; JSON text may
 // hold backslashes (string escapes) and tabs (whitespace between tokens).
-const ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' }
-const SPECIAL = /[\\\n\r\t]/g
-const copyText = (value: string) => value.replace(SPECIAL, (char) => ESCAPES[char]!)
-
 const BACKSLASH = 0x5c
+const TAB = 0x09
+const NEWLINE = 0x0a
 /** The letter after the backslash for each byte COPY escapes; 0 for bytes copied as they are. */
 const ESCAPED_BYTE = new Uint8Array(256)
 ESCAPED_BYTE[0x5c] = 0x5c
@@ -56,7 +54,7 @@ export async function copyLines(
   lines: Iterable<NewLine>,
 ): Promise<number> {
   let count = 0
-  const prefix = `${copyText(batchId)}\t`
+  const batchBytes = Buffer.from(batchId, 'utf8')
   function* chunks(): Generator<Buffer> {
     let chunk = Buffer.allocUnsafe(CHUNK_BYTES)
     let used = 0
@@ -64,19 +62,24 @@ export async function copyLines(
     for (const line of lines) {
       if (!Number.isSafeInteger(line.lineNo))
         throw new Error(`line number ${line.lineNo} is not an integer`)
-      const head = `${prefix}${line.lineNo}\t${copyText(line.customId)}\t`
+      const customId = Buffer.from(line.customId, 'utf8')
       const input = line.inputBytes ?? Buffer.from(line.input, 'utf8')
-      // Every input byte may double when escaped; the head is at most 3 bytes a character.
-      const worst = head.length * 3 + input.length * 2 + 1
+      // Every text byte may double when escaped; a line number is at most 16 digits.
+      const worst = (batchBytes.length + customId.length + input.length) * 2 + 16 + 4
       if (used + worst > chunk.length) {
         if (used > 0) yield chunk.subarray(0, used)
         if (++yielded % COLLECT_EVERY_CHUNKS === 0) collectYoungGarbage()
         chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, worst))
         used = 0
       }
-      used += chunk.write(head, used)
+      used = putEscaped(chunk, used, batchBytes)
+      chunk[used++] = TAB
+      used += chunk.write(String(line.lineNo), used, 'latin1')
+      chunk[used++] = TAB
+      used = putEscaped(chunk, used, customId)
+      chunk[used++] = TAB
       used = putEscaped(chunk, used, input)
-      chunk[used++] = 0x0a
+      chunk[used++] = NEWLINE
       count++
     }
     if (used > 0) yield chunk.subarray(0, used)
