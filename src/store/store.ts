@@ -236,18 +236,10 @@ export interface FileStore {
 }
 
 /** A batch refused at validation on the OpenAI surface: stored as `failed`, with its errors. */
-export interface RejectedBatch {
-  id: string
-  accountId: string
-  name: string | null
-  endpoint: BatchEndpoint
-  completionWindowHours: number
-  createdAt: number
-  source: 'openai'
-  metadata: Record<string, string> | null
-  inputFileId: string
-  errors: BatchErrorEntry[]
-}
+export type RejectedBatch = Pick<
+  NewBatch,
+  'id' | 'accountId' | 'name' | 'endpoint' | 'completionWindowHours' | 'createdAt' | 'metadata'
+> & { source: 'openai'; inputFileId: string; errors: BatchErrorEntry[] }
 
 export interface BatchErrorEntry {
   code: string
