@@ -16,9 +16,10 @@ interface ScaledPrice {
   scale: number
 }
 
+/** Both prices of an offering as integers on one scale, worked out once per offering. */
 interface OfferingPrices {
-  input: ScaledPrice
-  output: ScaledPrice
+  input: bigint
+  output: bigint
   scale: number
 }
 
@@ -36,19 +37,17 @@ function pricesOf(offering: Offering): OfferingPrices {
   if (!prices) {
     const input = scaled(offering.input_usd_per_mtok)
     const output = scaled(offering.output_usd_per_mtok)
-    prices = { input, output, scale: Math.max(input.scale, output.scale) }
+    const scale = Math.max(input.scale, output.scale)
+    const onScale = (price: ScaledPrice) => price.units * 10n ** BigInt(scale - price.scale)
+    prices = { input: onScale(input), output: onScale(output), scale }
     parsed.set(offering, prices)
   }
   return prices
 }
 
-const TEN = 10n
-
 export function priceUsage(usage: Usage, offering: Offering): string {
   const { input, output, scale } = pricesOf(offering)
-  const sum =
-    BigInt(usage.input_tokens) * input.units * TEN ** BigInt(scale - input.scale) +
-    BigInt(usage.output_tokens) * output.units * TEN ** BigInt(scale - output.scale)
+  const sum = BigInt(usage.input_tokens) * input + BigInt(usage.output_tokens) * output
   // Dollars = sum / 10^(scale + 6): per million tokens.
   return decimalText(sum, scale + 6)
 }
