@@ -10,10 +10,10 @@ import type { BatchEndpoint } from '../domain.ts'
 import { CeilingTally } from '../money/ceiling.ts'
 import { compileSchema } from '../schemas/compile.ts'
 import { storableText } from '../schemas/text.ts'
+import { collectYoungGarbage } from '../memory/young-garbage.ts'
 import type { Money } from '../money/decimal.ts'
 import type { NewLine } from '../store/store.ts'
 import { describeZodIssue, MAX_ISSUES, typeName, type Issue } from './issues.ts'
-import { collectYoungGarbage } from '../memory/young-garbage.ts'
 import { MAX_JSON_DEPTH } from './json-depth.ts'
 import { readJsonlLines } from './read-jsonl-lines.ts'
 import { validateBody } from './validate-body.ts'
@@ -69,7 +69,8 @@ class FileLine implements NewLine {
   }
 
   get input(): string {
-    return Buffer.from(this.file.buffer, this.file.byteOffset, this.file.byteLength).toString('utf8', this.start, this.end)
+    const bytes = this.inputBytes
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
   }
 }
 
