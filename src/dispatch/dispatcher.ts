@@ -13,6 +13,8 @@ import type { RetryPolicy } from './retry-policy.ts'
 import { runLine } from './run-line.ts'
 
 const RUNNABLE_REUSE_MS = 200
+/** Maintenance asked for early runs at most this often. */
+const MAINTENANCE_GAP_MS = 20
 
 export interface DispatcherOptions {
   owner: string
@@ -43,7 +45,14 @@ export function createDispatcher(
 ): Dispatcher {
   const leaseMs = options.leaseSeconds * 1000
   const abort = new AbortController()
-  const recorder = createRecorder(store, options.owner, logger)
+  /** Set when a batch's last line in flight here ended; the recorder's next write then asks for maintenance. */
+  let lastLineOut = false
+  let maintainSoon = () => {}
+  const recorder = createRecorder(store, options.owner, logger, () => {
+    if (!lastLineOut) return
+    lastLineOut = false
+    maintainSoon()
+  })
   let running = false
   let inFlight = 0
   let rotation = 0
@@ -55,6 +64,7 @@ export function createDispatcher(
   const active = new Map<string, number>()
   const stopped = new Set<string>()
   const timers: ReturnType<typeof setInterval>[] = []
+  let maintenanceTimer: ReturnType<typeof setTimeout> | null = null
 
   const poke = () => {
     if (wake) wake()
@@ -168,8 +178,11 @@ export function createDispatcher(
           })
           .finally(() => {
             const left = active.get(line.batchId)! - 1
-            if (left === 0) active.delete(line.batchId)
-            else active.set(line.batchId, left)
+            if (left === 0) {
+              active.delete(line.batchId)
+              // Its last line here: once recorded, the batch may be done.
+              lastLineOut = true
+            } else active.set(line.batchId, left)
             inFlight--
             // Wakes the claim loop once a claim's worth of room is free, not on every line.
             if (target - inFlight >= minClaim) poke()
@@ -211,6 +224,39 @@ export function createDispatcher(
     )
   }
 
+  /**
+   * Cancels made on any instance reach lines still waiting for a slot here; expiry; status moves.
+   * Runs on its interval, and soon after a batch's last line here was recorded (and again after
+   * each pass that moved a batch, which takes `finalizing` on to its end), so a finished batch
+   * completes within milliseconds instead of up to two intervals later.
+   */
+  let maintaining = false
+  let maintainAgain = false
+  let lastMaintenance = 0
+  async function maintain() {
+    if (maintenanceTimer) clearTimeout(maintenanceTimer)
+    maintenanceTimer = null
+    if (maintaining) return
+    maintaining = true
+    lastMaintenance = performance.now()
+    let changed: string[] = []
+    try {
+      const statuses = await store.batchStatuses([...active.keys()])
+      for (const [id, status] of Object.entries(statuses)) if (status !== 'in_progress') stopped.add(id)
+      for (const id of stopped) if (!active.has(id)) stopped.delete(id)
+      changed = await store.advanceBatches(Math.floor(Date.now() / 1000))
+      for (const id of changed) logger.info('batch.status_changed', { batch_id: id })
+    } catch (error) {
+      logger.warn('dispatch.maintenance_failed', { reason: (error as Error).message })
+    } finally {
+      maintaining = false
+    }
+    if (changed.length > 0 || maintainAgain) {
+      maintainAgain = false
+      maintainSoon()
+    }
+  }
+
   return {
     get inFlight() {
       return inFlight
@@ -223,14 +269,11 @@ export function createDispatcher(
       // Leases run out in seconds: looking for them more often than a quarter lease is waste.
       every(Math.max(1000, leaseMs / 4), () => store.reapExpiredLeases(Date.now()), 'reaper')
       // Bounded below too: a fast poll interval must not turn maintenance into a busy loop.
-      every(Math.min(Math.max(options.pollMs, 200), 1000), async () => {
-        // Cancels made on any instance reach lines still waiting for a slot here.
-        const statuses = await store.batchStatuses([...active.keys()])
-        for (const [id, status] of Object.entries(statuses)) if (status !== 'in_progress') stopped.add(id)
-        for (const id of stopped) if (!active.has(id)) stopped.delete(id)
-        const changed = await store.advanceBatches(Math.floor(Date.now() / 1000))
-        for (const id of changed) logger.info('batch.status_changed', { batch_id: id })
-      }, 'maintenance')
+      timers.push(setInterval(maintain, Math.min(Math.max(options.pollMs, 200), 1000)))
+      maintainSoon = () => {
+        if (maintaining) maintainAgain = true
+        else maintenanceTimer ??= setTimeout(maintain, Math.max(0, lastMaintenance + MAINTENANCE_GAP_MS - performance.now()))
+      }
     },
     nudge() {
       runnable = null
@@ -248,6 +291,8 @@ export function createDispatcher(
       abort.abort(new Error('gateway shutting down'))
       await recorder.flush()
       for (const timer of timers) clearInterval(timer)
+      maintainSoon = () => {}
+      if (maintenanceTimer) clearTimeout(maintenanceTimer)
       const released = await store.releaseLeases(options.owner)
       logger.info('dispatch.stopped', { released, abandoned: inFlight })
     },

@@ -16,6 +16,30 @@ type Result = { custom_id: string; status: string; cost_usd?: string; error: { c
 
 const parseResults = (text: string) => text.trim().split('\n').map((l) => JSON.parse(l) as Result)
 
+describe('finishing', () => {
+  test('a batch completes as soon as its last line is recorded, not on the next maintenance rounds', async () => {
+    const sim = await startSimulator({ latencyMs: 0 })
+    // Maintenance every second: on the interval alone, in_progress → finalizing → completed takes over a second.
+    const gw = await startTestGateway({ catalog: testCatalog({ openai: `${sim.url}/v1` }), env: { MULTIGRID_POLL_MS: '1000' } })
+    try {
+      const { key } = await gw.newAccount('1')
+      const lines = Array.from({ length: 5 }, (_, i) => chatLine(`f-${i}`, `finish me ${i}`))
+      const started = performance.now()
+      const created = (await (await gw.request('/v1/batches', key, { method: 'POST', body: jsonl(lines) })).json()) as Batch
+      const batch = await waitFor('completed', async () => {
+        const b = (await (await gw.request(`/v1/batches/${created.id}`, key)).json()) as Batch
+        return FINAL_BATCH.includes(b.status) ? b : null
+      }, 10_000, 10)
+      expect(batch.status).toBe('completed')
+      expect(batch.request_counts.succeeded).toBe(5)
+      expect(performance.now() - started).toBeLessThan(800)
+    } finally {
+      await gw.stop()
+      await sim.stop()
+    }
+  })
+})
+
 describe('cancel and expiry', () => {
   test('cancel: lines upstream finish and are billed, the rest end cancelled and are never sent', async () => {
     const sim = await startSimulator({ latencyMs: 400 })
