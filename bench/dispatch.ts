@@ -15,12 +15,14 @@
  * --profile writes the gateway's CPU profile (Bun's --cpu-prof, plus its markdown summary) to
  * bench/out/prof/; summarise it with `bun bench/prof-summary.ts <file.cpuprofile>`.
  */
+// First: may restart the process with the allocator set for a server (see the module).
+import '../src/memory/keep-freed-pages.ts'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { createHttpClient } from '../providers/http-client.ts'
 import { writeCatalog } from '../test/helpers/catalog.ts'
-import { benchSchema, closedLoop, cpuBetween, cpuByName, cpuMs, machineTicks, schedMs, median, newKey, profileArgs, quantile, randomPort, spawnGateway, spawnSimulator, standardFile, threadCpuMs } from './lib.ts'
+import { benchSchema, closedLoop, cpuBetween, cpuByName, cpuMs, machineTicks, memoryOf, schedMs, median, newKey, profileArgs, quantile, randomPort, spawnGateway, spawnSimulator, standardFile, threadCpuMs } from './lib.ts'
 
 const { values } = parseArgs({
   options: {
@@ -85,6 +87,9 @@ interface RunResult {
   failed: number
   peakInFlight: number
   threads: Map<string, number>
+  /** The gateway's resident memory at the end of the run and its peak, in bytes. */
+  rss: number
+  peakRss: number
   // The rest of the box while the gateway ran.
   simUsPerLine: number
   postgresUsPerLine: number
@@ -128,7 +133,10 @@ async function submit(url: string, key: string, body: string): Promise<string> {
   return ((await response.json()) as { id: string }).id
 }
 
-/** Polls every 200 ms until the batch ends; returns each poll's time and finished-line count. */
+/**
+ * Polls every 50 ms until the batch ends (a poll is a cheap GET; a coarser one would add up to its
+ * interval to the measured time); returns each poll's time and finished-line count.
+ */
 async function waitDone(url: string, key: string, id: string, maxMs: number) {
   const polls: { t: number; done: number }[] = []
   const endAt = performance.now() + maxMs
@@ -145,7 +153,7 @@ async function waitDone(url: string, key: string, id: string, maxMs: number) {
     const c = batch.request_counts
     polls.push({ t: performance.now(), done: c.succeeded + c.failed + c.cancelled + c.expired })
     if (!['validating', 'in_progress', 'finalizing', 'cancelling'].includes(batch.status)) return { status: batch.status, counts: c, polls }
-    await Bun.sleep(200)
+    await Bun.sleep(50)
   }
   throw new Error(`batch ${id} did not finish within ${maxMs} ms`)
 }
@@ -213,6 +221,7 @@ async function oneRun(run: number): Promise<RunResult> {
     for (const [name, ms] of threadsAfter) threads.set(name, ms - (threadsBefore.get(name) ?? 0))
     const cpu = cpuAfter - cpuBefore
     const main = threads.get('main (JS)') ?? 0
+    const memory = await memoryOf(gateway.pid)
     await gateway.stop()
     const lines = await recorded(gateway.env, id)
     const meanLatencyMs = lines.latencies.reduce((a, b) => a + b, 0) / lines.latencies.length
@@ -242,6 +251,8 @@ async function oneRun(run: number): Promise<RunResult> {
       failed: done.counts.failed,
       peakInFlight: stats.peakInFlight,
       threads,
+      rss: memory.rss,
+      peakRss: memory.peak,
     }
   } finally {
     await gateway.stop().catch(() => {})
@@ -290,6 +301,8 @@ console.log(`  simulator CPU                  ${n(m((r) => r.simUsPerLine)).padS
 console.log(`  machine (2 cores) busy         ${pct(m((r) => r.machineBusy))} during the gateway run, ${pct(m((r) => r.rawMachineBusy))} during the plain client run (all processes)`)
 console.log(`  run-queue wait (runnable, no core free): gateway JS thread ${pct(m((r) => r.gatewayWaitShare))} of the run, simulator JS thread ${pct(m((r) => r.simWaitShare))}`)
 console.log(`  simulator peak in flight ${m((r) => r.peakInFlight)}; retried attempts ${m((r) => r.retried)}; failed lines ${m((r) => r.failed)}`)
+const mib = (bytes: number) => `${n(bytes / 2 ** 20)} MiB`
+console.log(`  gateway memory                 ${mib(m((r) => r.rss))} resident at the end, peak ${mib(m((r) => r.peakRss))} (warm-up and measured batch)`)
 const last = results.at(-1)!
 const threadText = [...last.threads].filter(([, ms]) => ms >= 10).sort((a, b) => b[1] - a[1]).map(([name, ms]) => `${name} ${n(ms)} ms`).join(', ')
 console.log(`  gateway threads (last run)     ${threadText}`)

@@ -1,4 +1,6 @@
 /** The gateway process: `npm start`. */
+// First: may restart the process with the allocator set for a server (see the module).
+import './memory/keep-freed-pages.ts'
 import { ConfigError, loadConfig } from './config.ts'
 import { startGateway } from './gateway.ts'
 

@@ -1,0 +1,52 @@
+/** The gateway process runs with the allocator kept from returning freed pages (src/memory/keep-freed-pages.ts). */
+import { describe, expect, test } from 'bun:test'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
+import { ADMIN_TOKEN } from '../helpers/gateway.ts'
+import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
+
+/** The environment the process with this pid runs with, from the kernel. */
+function environOf(pid: number): Record<string, string> {
+  const entries = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean)
+  return Object.fromEntries(entries.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]))
+}
+
+function gatewayEnv(extra: Record<string, string> = {}) {
+  return {
+    PORT: String(freePort()),
+    HOST: '127.0.0.1',
+    MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-alloc-')),
+    MULTIGRID_CONFIG: writeCatalog(testCatalog({ openai: 'http://127.0.0.1:9/v1' })),
+    MULTIGRID_ADMIN_TOKEN: ADMIN_TOKEN,
+    LOG_LEVEL: 'error',
+    ...extra,
+  }
+}
+
+describe('allocator setting', () => {
+  test('the gateway restarts itself in place with MIMALLOC_PURGE_DELAY=-1: same pid, same process answering', async () => {
+    const env = gatewayEnv()
+    expect(env).not.toHaveProperty('MIMALLOC_PURGE_DELAY')
+    const gateway = await spawnGatewayProcess(env)
+    try {
+      // The pid that was spawned is the one serving, and it carries the setting.
+      expect(environOf(gateway.pid).MIMALLOC_PURGE_DELAY).toBe('-1')
+      expect(environOf(gateway.pid).MULTIGRID_DATA_DIR).toBe(env.MULTIGRID_DATA_DIR)
+      expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200)
+    } finally {
+      // SIGTERM reaches the gateway itself: it drains and exits cleanly.
+      expect(await gateway.kill('SIGTERM')).toBe(0)
+    }
+  })
+
+  test("an operator's own MIMALLOC_PURGE_DELAY is kept", async () => {
+    const gateway = await spawnGatewayProcess(gatewayEnv({ MIMALLOC_PURGE_DELAY: '10' }))
+    try {
+      expect(environOf(gateway.pid).MIMALLOC_PURGE_DELAY).toBe('10')
+    } finally {
+      expect(await gateway.kill('SIGTERM')).toBe(0)
+    }
+  })
+})
