@@ -3,6 +3,8 @@
  * signal, and remembers which. The timer is cleared when the call ends: AbortSignal.timeout
  * cannot be, and at 6,000 calls/s with a 600 s timeout that would be millions of live timers.
  */
+import { followAbort } from './follow-abort.ts'
+
 export interface Deadline {
   readonly signal: AbortSignal
   readonly timedOut: boolean
@@ -12,29 +14,6 @@ export interface Deadline {
   onAbort(listener: () => void): void
   /** Clears the timer and unhooks the caller's signal. Safe to call twice. */
   done(): void
-}
-
-/**
- * One 'abort' listener per caller signal, however many calls share it (the dispatcher's shutdown
- * signal is shared by every line in flight): removing one listener of hundreds from an
- * AbortSignal walks the list, on every call.
- */
-const followers = new WeakMap<AbortSignal, Set<() => void>>()
-
-function follow(outer: AbortSignal, onAbort: () => void): () => void {
-  let set = followers.get(outer)
-  if (!set) {
-    const calls = new Set<() => void>()
-    outer.addEventListener('abort', () => {
-      for (const call of calls) call()
-      calls.clear()
-    }, { once: true })
-    followers.set(outer, calls)
-    set = calls
-  }
-  set.add(onAbort)
-  const calls = set
-  return () => calls.delete(onAbort)
 }
 
 export function createDeadline(timeoutMs: number, outer?: AbortSignal): Deadline {
@@ -51,7 +30,7 @@ export function createDeadline(timeoutMs: number, outer?: AbortSignal): Deadline
   }, timeoutMs)
   let unfollow: (() => void) | null = null
   if (outer?.aborted) onOuterAbort()
-  else if (outer) unfollow = follow(outer, onOuterAbort)
+  else if (outer) unfollow = followAbort(outer, onOuterAbort)
 
   return {
     signal: controller.signal,

@@ -1,6 +1,7 @@
 /** The dispatch thread (dispatch-thread.ts): runs SqliteDispatch on its own connection. */
 import type { Database } from 'bun:sqlite'
 import type { DispatchStore } from '../store.ts'
+import { scheduleAsBatch } from './batch-scheduling.ts'
 import { openSqliteDatabase } from './open-database.ts'
 import { SqliteDispatch } from './sqlite-dispatch.ts'
 
@@ -24,6 +25,7 @@ const CHECKPOINT_EVERY_MS = 1000
 self.onmessage = async (event: MessageEvent<DispatchRequest>) => {
   const { id, method, args } = event.data
   if (method === 'open') {
+    scheduleAsBatch()
     db = openSqliteDatabase(args[0] as string)
     dispatch = new SqliteDispatch(db)
     checkpoints = setInterval(() => {

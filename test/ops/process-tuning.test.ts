@@ -1,6 +1,10 @@
-/** The gateway process runs with the allocator kept from returning freed pages (src/memory/keep-freed-pages.ts). */
+/**
+ * How the gateway process tunes itself: the allocator kept from returning freed pages
+ * (src/memory/keep-freed-pages.ts) and the SQLite dispatch thread under SCHED_BATCH
+ * (src/store/sqlite/batch-scheduling.ts).
+ */
 import { describe, expect, test } from 'bun:test'
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
@@ -11,6 +15,16 @@ import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
 function environOf(pid: number): Record<string, string> {
   const entries = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean)
   return Object.fromEntries(entries.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]))
+}
+
+/** Each thread's name and scheduling policy (0 SCHED_OTHER, 3 SCHED_BATCH), from /proc/<pid>/task/<tid>/stat. */
+function threadsOf(pid: number): { tid: number; name: string; policy: number }[] {
+  return readdirSync(`/proc/${pid}/task`).map((tid) => {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+    // Fields after the parenthesised name start at field 3 (state); policy is field 41.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return { tid: Number(tid), name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), policy: Number(fields[41 - 3]) }
+  })
 }
 
 function gatewayEnv(extra: Record<string, string> = {}) {
@@ -25,7 +39,7 @@ function gatewayEnv(extra: Record<string, string> = {}) {
   }
 }
 
-describe('allocator setting', () => {
+describe('process tuning', () => {
   test('the gateway restarts itself in place with MIMALLOC_PURGE_DELAY=-1: same pid, same process answering', async () => {
     const env = gatewayEnv()
     expect(env).not.toHaveProperty('MIMALLOC_PURGE_DELAY')
@@ -45,6 +59,18 @@ describe('allocator setting', () => {
     const gateway = await spawnGatewayProcess(gatewayEnv({ MIMALLOC_PURGE_DELAY: '10' }))
     try {
       expect(environOf(gateway.pid).MIMALLOC_PURGE_DELAY).toBe('10')
+    } finally {
+      expect(await gateway.kill('SIGTERM')).toBe(0)
+    }
+  })
+
+  test('the SQLite dispatch thread runs under SCHED_BATCH; the event loop stays SCHED_OTHER', async () => {
+    const gateway = await spawnGatewayProcess(gatewayEnv())
+    try {
+      const threads = threadsOf(gateway.pid)
+      expect(threads.find((t) => t.tid === gateway.pid)!.policy).toBe(0)
+      const batch = threads.filter((t) => t.policy === 3)
+      expect(batch.map((t) => t.name)).toEqual(['Worker'])
     } finally {
       expect(await gateway.kill('SIGTERM')).toBe(0)
     }
