@@ -10,13 +10,18 @@
  * apart from answers read late.
  *
  *   bun bench/dispatch.ts [--lines 50000] [--concurrency 256] [--latency-ms 50] [--runs 3]
- *     [--store sqlite|postgres] [--poll-ms 10] [--sim-requests 20000] [--profile]
+ *     [--store sqlite|postgres] [--poll-ms 10] [--sim-requests 20000] [--warmup 10000] [--profile]
+ *
+ * Each run starts a fresh gateway and sends it a warm-up batch first (lines from the end of the
+ * file), so the figure is that of a gateway that has been running: after 2,000 lines the JIT was
+ * still compiling the hot paths through the measured batch (about 1 s of a compiler thread's CPU
+ * per run, against 0.45 s after 12,000).
  *
  * --profile writes the gateway's CPU profile (Bun's --cpu-prof, plus its markdown summary) to
  * bench/out/prof/; summarise it with `bun bench/prof-summary.ts <file.cpuprofile>`.
  */
-// First: may restart the process with the allocator set for a server (see the module).
-import '../src/memory/keep-freed-pages.ts'
+// First: may restart the process with memory settings for a server (see the module).
+import '../src/memory/server-memory-settings.ts'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -33,7 +38,7 @@ const { values } = parseArgs({
     store: { type: 'string', default: 'sqlite' },
     'poll-ms': { type: 'string', default: '10' },
     'sim-requests': { type: 'string', default: '20000' },
-    warmup: { type: 'string', default: '2000' },
+    warmup: { type: 'string', default: '10000' },
     profile: { type: 'boolean', default: false },
   },
 })
@@ -76,6 +81,9 @@ interface RunResult {
   totalRate: number
   dispatchRate: number
   steadyRate: number
+  /** 201 → the first 5% of lines done, and the last 5% → completed, in ms. */
+  rampMs: number
+  tailMs: number
   cpuUsPerLine: number
   mainUsPerLine: number
   cpuShare: number
@@ -217,6 +225,8 @@ async function oneRun(run: number): Promise<RunResult> {
     const first = done.polls.find((p) => p.done >= lineCount * 0.1)!
     const last = done.polls.find((p) => p.done >= lineCount * 0.9)!
     const steadyRate = last.t > first.t ? ((last.done - first.done) / (last.t - first.t)) * 1000 : NaN
+    const rampEnd = done.polls.find((p) => p.done >= lineCount * 0.05)!
+    const tailStart = done.polls.findLast((p) => p.done <= lineCount * 0.95) ?? done.polls[0]
     const threads = new Map<string, number>()
     for (const [name, ms] of threadsAfter) threads.set(name, ms - (threadsBefore.get(name) ?? 0))
     const cpu = cpuAfter - cpuBefore
@@ -240,6 +250,8 @@ async function oneRun(run: number): Promise<RunResult> {
       totalRate: lineCount / ((t2 - t0) / 1000),
       dispatchRate: lineCount / ((t2 - t1) / 1000),
       steadyRate,
+      rampMs: rampEnd.t - t1,
+      tailMs: t2 - tailStart.t,
       cpuUsPerLine: (cpu * 1000) / lineCount,
       mainUsPerLine: (main * 1000) / lineCount,
       cpuShare: cpu / (t2 - t0),
@@ -290,6 +302,8 @@ const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 0 })
 console.log(`dispatch (${values.store}) of ${n(lineCount)} chat lines, ${concurrency} in flight, simulator at ${latencyMs} ms, median of ${results.length}${results.length < runs ? ` (${runs - results.length} failed)` : ''}:`)
 console.log(`  gateway, POST → completed      ${n(total).padStart(6)} lines/s   ${pct(total / ideal)} of ideal, ${pct(total / rawRate)} of the simulator alone`)
 console.log(`    of which ingest (POST → 201) ${n(m((r) => r.ingestMs)).padStart(6)} ms;  201 → completed ${n(m((r) => r.dispatchRate))} lines/s;  steady state (10%→90%) ${n(steady)} lines/s (${pct(steady / ideal)} of ideal)`)
+const fivePercentMs = ((lineCount * 0.05) / steady) * 1000
+console.log(`    first 5% of lines (from the 201) ${n(m((r) => r.rampMs))} ms, last 5% (to completed) ${n(m((r) => r.tailMs))} ms; ${n(fivePercentMs)} ms each at the steady rate`)
 console.log(`  ideal (concurrency ÷ latency)  ${n(ideal).padStart(6)} lines/s`)
 console.log(`  simulator alone, plain client  ${n(rawRate).padStart(6)} requests/s   (providers/http-client.ts, ${concurrency} in flight, ${n(simRequests)} requests, mean latency ${m((r) => r.rawMeanMs).toFixed(1)} ms)`)
 console.log(`  gateway CPU                    ${n(m((r) => r.cpuUsPerLine)).padStart(6)} µs/line   (${pct(m((r) => r.cpuShare))} of one core over the run; JS thread ${n(m((r) => r.mainUsPerLine))} µs/line, ${pct(m((r) => r.mainShare))} of a core)`)

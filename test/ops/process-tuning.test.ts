@@ -1,6 +1,7 @@
 /**
- * How the gateway process tunes itself: the allocator kept from returning freed pages
- * (src/memory/keep-freed-pages.ts) and the SQLite dispatch thread under SCHED_BATCH
+ * How the gateway process tunes itself: the allocator's setting for a server
+ * (src/memory/server-memory-settings.ts; not imported here: importing it applies it), and the
+ * SQLite dispatch thread under SCHED_BATCH
  * (src/store/sqlite/batch-scheduling.ts).
  */
 import { describe, expect, test } from 'bun:test'
