@@ -1364,7 +1364,7 @@ const lineList = (count: number): NewLine[] =>
     input: inputOf(i + 1),
   }))
 
-function newBatch(
+export function newBatch(
   accountId: string,
   id: string,
   lineCount = 3,

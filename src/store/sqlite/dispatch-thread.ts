@@ -3,13 +3,8 @@
  * of microseconds per line; at thousands of lines a second on the event loop they delay every
  * upstream answer waiting to be read. On a Worker with its own connection to the same file
  * (WAL: readers never wait, the two writers take turns), they overlap with the HTTP work.
- *
- * The thread also copies the write-ahead log back into the database (checkpoints), which the
- * event loop's connection never does: after a 16 MiB admission that copy is tens of
- * milliseconds, and a request should not wait for it. The thread keeps the process alive only
- * while a call is under way.
+ * The thread keeps the process alive only while a call is under way.
  */
-import type { Database } from 'bun:sqlite'
 import type { DispatchStore } from '../store.ts'
 import type { DispatchReply, DispatchRequest } from './dispatch-worker.ts'
 
@@ -17,7 +12,7 @@ export type DispatchThread = DispatchStore & { close(): Promise<void> }
 
 type Method = keyof DispatchStore
 
-export function createDispatchThread(path: string, main: Database): DispatchThread {
+export function createDispatchThread(path: string): DispatchThread {
   let worker: Bun.Worker | null = null
   let nextId = 0
   const waiting = new Map<number, { resolve: (value: any) => void; reject: (error: Error) => void }>()
@@ -48,7 +43,6 @@ export function createDispatchThread(path: string, main: Database): DispatchThre
     }
     thread.addEventListener('error', (event) => lost((event as ErrorEvent).message))
     thread.addEventListener('close', () => lost('closed'))
-    main.exec('PRAGMA wal_autocheckpoint = 0')
     thread.postMessage({ id: -1, method: 'open', args: [path] } satisfies DispatchRequest)
     return thread
   }

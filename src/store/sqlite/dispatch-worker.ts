@@ -17,31 +17,20 @@ declare const self: Worker
 
 let db: Database | null = null
 let dispatch: SqliteDispatch | null = null
-let checkpoints: ReturnType<typeof setInterval> | null = null
-
-/** Often enough that the log stays a few megabytes; PASSIVE never waits for the other writer. */
-const CHECKPOINT_EVERY_MS = 1000
 
 self.onmessage = async (event: MessageEvent<DispatchRequest>) => {
   const { id, method, args } = event.data
   if (method === 'open') {
     scheduleAsBatch()
     db = openSqliteDatabase(args[0] as string)
+    // Checkpoints wait on the disk; they have a thread of their own (checkpoint-thread.ts).
+    db.exec('PRAGMA wal_autocheckpoint = 0')
     dispatch = new SqliteDispatch(db)
-    checkpoints = setInterval(() => {
-      try {
-        db?.exec('PRAGMA wal_checkpoint(PASSIVE)')
-      } catch {
-        // Busy or closing: the next one catches up.
-      }
-    }, CHECKPOINT_EVERY_MS)
     return
   }
   let reply: DispatchReply
   try {
     if (method === 'close') {
-      if (checkpoints) clearInterval(checkpoints)
-      db?.exec('PRAGMA wal_checkpoint(PASSIVE)')
       db?.close()
       db = dispatch = null
       reply = { id, ok: true, value: null }

@@ -24,6 +24,7 @@ import type {
   NewLine,
   Store,
 } from '../store.ts'
+import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.ts'
 import { createDispatchThread } from './dispatch-thread.ts'
 import { openSqliteDatabase } from './open-database.ts'
 import schema from './schema.sql' with { type: 'text' }
@@ -33,7 +34,8 @@ type Row = Record<string, any>
 
 /**
  * Opens (creating if needed) `<dataDir>/multigrid.sqlite`, or `:memory:` when dataDir is null.
- * With a file, the dispatcher's statements run on a thread of their own (dispatch-thread.ts).
+ * With a file, the dispatcher's statements run on a thread of their own (dispatch-thread.ts),
+ * and so do checkpoints (checkpoint-thread.ts).
  */
 export function createSqliteStore(dataDir: string | null): Store {
   if (!dataDir) {
@@ -44,8 +46,9 @@ export function createSqliteStore(dataDir: string | null): Store {
   mkdirSync(dataDir, { recursive: true })
   const path = join(dataDir, 'multigrid.sqlite')
   const db = openSqliteDatabase(path)
+  db.exec('PRAGMA wal_autocheckpoint = 0')
   db.exec(schema)
-  return new SqliteStore(db, createDispatchThread(path, db))
+  return new SqliteStore(db, createDispatchThread(path), startCheckpointThread(path))
 }
 
 const ROWS_PER_INSERT = 100
@@ -63,6 +66,7 @@ class SqliteStore implements Store {
   constructor(
     private readonly db: Database,
     private readonly dispatch: DispatchStore & { close?(): Promise<void> },
+    private readonly checkpoints: CheckpointThread | null = null,
   ) {}
 
   private q(sql: string) {
@@ -79,6 +83,7 @@ class SqliteStore implements Store {
 
   async close() {
     await this.dispatch.close?.()
+    await this.checkpoints?.close()
     this.db.close()
   }
 

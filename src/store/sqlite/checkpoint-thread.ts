@@ -1,0 +1,62 @@
+/**
+ * Checkpoints of the embedded store on a thread of their own: every second, the pages written
+ * to the write-ahead log are copied into the database file, which is then fsynced. At full
+ * dispatch speed that is tens of milliseconds of waiting on the disk each time (measured:
+ * 20–75 ms). On the event loop's connection it would stall requests; on the dispatch thread's
+ * it stalled claims and recorded results, and so did SQLite's own automatic checkpoint, which
+ * runs inside the COMMIT that takes the log past 1,000 pages (measured: COMMITs of 30–75 ms).
+ * Every other connection has automatic checkpoints off; this thread is the only checkpointer.
+ */
+import type { CheckpointRequest } from './checkpoint-worker.ts'
+
+const CHECKPOINT_EVERY_MS = 1000
+const RESPAWN_AFTER_MS = 1000
+
+export interface CheckpointThread {
+  /** A last checkpoint, then the thread ends. */
+  close(): Promise<void>
+}
+
+export function startCheckpointThread(path: string): CheckpointThread {
+  let closing = false
+  let thread = spawn()
+
+  function spawn(): Bun.Worker {
+    // DOM's Worker type (tsconfig lib) lacks Bun's ref/unref.
+    const worker = new Worker(new URL('./checkpoint-worker.ts', import.meta.url).href) as unknown as Bun.Worker
+    // Checkpoints never keep the process alive.
+    worker.unref()
+    // Without checkpoints the log would grow without bound: a thread that died is replaced,
+    // a second later so that one that cannot start does not spin.
+    let gone = false
+    const lost = () => {
+      if (closing || gone) return
+      gone = true
+      worker.terminate()
+      setTimeout(() => {
+        if (!closing) thread = spawn()
+      }, RESPAWN_AFTER_MS).unref()
+    }
+    worker.addEventListener('error', lost)
+    worker.addEventListener('close', lost)
+    worker.postMessage({ method: 'open', path, everyMs: CHECKPOINT_EVERY_MS } satisfies CheckpointRequest)
+    return worker
+  }
+
+  return {
+    close() {
+      closing = true
+      const worker = thread
+      return new Promise<void>((resolve) => {
+        worker.ref()
+        const done = () => {
+          worker.terminate()
+          resolve()
+        }
+        worker.addEventListener('message', done, { once: true })
+        worker.addEventListener('close', () => resolve(), { once: true })
+        worker.postMessage({ method: 'close' } satisfies CheckpointRequest)
+      })
+    },
+  }
+}

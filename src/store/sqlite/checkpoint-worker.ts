@@ -1,0 +1,34 @@
+/** The checkpoint thread (checkpoint-thread.ts): copies the write-ahead log into the database. */
+import type { Database } from 'bun:sqlite'
+import { openSqliteDatabase } from './open-database.ts'
+
+export type CheckpointRequest = { method: 'open'; path: string; everyMs: number } | { method: 'close' }
+
+declare const self: Worker
+
+let db: Database | null = null
+let timer: ReturnType<typeof setInterval> | null = null
+
+/** PASSIVE: copies what no reader still needs and never waits for, or blocks, the writers. */
+function checkpoint() {
+  try {
+    db?.exec('PRAGMA wal_checkpoint(PASSIVE)')
+  } catch {
+    // Busy or closing: the next one catches up.
+  }
+}
+
+self.onmessage = (event: MessageEvent<CheckpointRequest>) => {
+  const request = event.data
+  if (request.method === 'open') {
+    db = openSqliteDatabase(request.path)
+    db.exec('PRAGMA wal_autocheckpoint = 0')
+    timer = setInterval(checkpoint, request.everyMs)
+    return
+  }
+  if (timer) clearInterval(timer)
+  checkpoint()
+  db?.close()
+  db = null
+  postMessage('closed')
+}
