@@ -19,7 +19,14 @@ const DOWNLOAD_EVERY = 10
 /** A line takes 400 ms upstream, 8 at a time: ~20 lines/s, so 1,500 lines outlast the minute. */
 const LINES = 1_500
 const MIB = 1024 * 1024
-const RSS_GROWTH_LIMIT = 150 * MIB
+/**
+ * The gateway runs with MIMALLOC_PURGE_DELAY=-1 (src/memory/server-memory-settings.ts): the
+ * allocator keeps freed pages, so RSS rises to the peak working set of 500 concurrent downloads
+ * and stays there. A leak shows as growth that goes on: the second half of the run must add
+ * (almost) nothing to the first.
+ */
+const RSS_GROWTH_LIMIT = 200 * MIB
+const RSS_SECOND_HALF_LIMIT = 24 * MIB
 
 const rssOf = (pid: number) => {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
@@ -68,8 +75,11 @@ test(`${CLIENTS} clients poll and download results for ${DURATION_MS / 1000} s: 
     let downloadedBytes = 0
     const rssStart = rssOf(gateway.pid)
     let rssPeak = rssStart
+    let rssHalf = 0
     const sampler = setInterval(() => {
-      rssPeak = Math.max(rssPeak, rssOf(gateway.pid))
+      const rss = rssOf(gateway.pid)
+      rssPeak = Math.max(rssPeak, rss)
+      if (rssHalf === 0 && Date.now() >= deadline - DURATION_MS / 2) rssHalf = rss
     }, 1_000)
     const deadline = Date.now() + DURATION_MS
 
@@ -119,7 +129,7 @@ test(`${CLIENTS} clients poll and download results for ${DURATION_MS / 1000} s: 
       `load: ${CLIENTS} clients for ${seconds.toFixed(1)} s: ${requests} requests (${(requests / seconds).toFixed(0)}/s), ` +
         `statuses ${JSON.stringify(statuses)}, ${failures.length} failures, latency p50 ${pct(0.5)} ms p99 ${pct(0.99)} ms; ` +
         `${downloads} result downloads (${(downloadedBytes / MIB).toFixed(0)} MiB); ` +
-        `gateway RSS ${(rssStart / MIB).toFixed(0)} → ${(rssEnd / MIB).toFixed(0)} MiB (peak ${(rssPeak / MIB).toFixed(0)}); ` +
+        `gateway RSS ${(rssStart / MIB).toFixed(0)} → ${(rssHalf / MIB).toFixed(0)} at half time → ${(rssEnd / MIB).toFixed(0)} MiB (peak ${(rssPeak / MIB).toFixed(0)}); ` +
         `${batch.request_counts.succeeded} of ${LINES} lines done meanwhile`,
     )
     expect(failures.slice(0, 10)).toEqual([])
@@ -129,6 +139,8 @@ test(`${CLIENTS} clients poll and download results for ${DURATION_MS / 1000} s: 
     expect(batch.request_counts.succeeded).toBeGreaterThan(0)
     expect(batch.status).toBe('in_progress')
     expect(rssEnd - rssStart).toBeLessThan(RSS_GROWTH_LIMIT)
+    expect(rssHalf).toBeGreaterThan(0)
+    expect(rssEnd - rssHalf).toBeLessThan(RSS_SECOND_HALF_LIMIT)
     expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200)
   } finally {
     await gateway.kill('SIGTERM')
