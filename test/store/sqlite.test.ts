@@ -29,6 +29,8 @@ describe('sqlite file: checkpoints', () => {
       }, 5_000)
       expect(grown).toBeGreaterThanOrEqual(before + 512 * 1024)
     } finally {
+      // A second close (a test closing the store, then the gateway's stop) returns at once.
+      await store.close()
       await store.close()
     }
   })

@@ -13,13 +13,13 @@ const CHECKPOINT_EVERY_MS = 1000
 const RESPAWN_AFTER_MS = 1000
 
 export interface CheckpointThread {
-  /** A last checkpoint, then the thread ends. */
+  /** A last checkpoint, then the thread ends. Safe to call again. */
   close(): Promise<void>
 }
 
 export function startCheckpointThread(path: string): CheckpointThread {
-  let closing = false
-  let thread = spawn()
+  let closing: Promise<void> | null = null
+  let thread: Bun.Worker | null = spawn()
 
   function spawn(): Bun.Worker {
     // DOM's Worker type (tsconfig lib) lacks Bun's ref/unref.
@@ -28,11 +28,11 @@ export function startCheckpointThread(path: string): CheckpointThread {
     worker.unref()
     // Without checkpoints the log would grow without bound: a thread that died is replaced,
     // a second later so that one that cannot start does not spin.
-    let gone = false
     const lost = () => {
-      if (closing || gone) return
-      gone = true
+      if (thread !== worker) return
+      thread = null
       worker.terminate()
+      if (closing) return
       setTimeout(() => {
         if (!closing) thread = spawn()
       }, RESPAWN_AFTER_MS).unref()
@@ -45,18 +45,20 @@ export function startCheckpointThread(path: string): CheckpointThread {
 
   return {
     close() {
-      closing = true
-      const worker = thread
-      return new Promise<void>((resolve) => {
+      closing ??= new Promise<void>((resolve) => {
+        const worker = thread
+        if (!worker) return resolve()
         worker.ref()
         const done = () => {
+          thread = null
           worker.terminate()
           resolve()
         }
         worker.addEventListener('message', done, { once: true })
-        worker.addEventListener('close', () => resolve(), { once: true })
+        worker.addEventListener('close', done, { once: true })
         worker.postMessage({ method: 'close' } satisfies CheckpointRequest)
       })
+      return closing
     },
   }
 }
