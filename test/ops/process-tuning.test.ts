@@ -70,8 +70,9 @@ describe('process tuning', () => {
     try {
       const threads = threadsOf(gateway.pid)
       expect(threads.find((t) => t.tid === gateway.pid)!.policy).toBe(0)
-      const batch = threads.filter((t) => t.policy === 3)
-      expect(batch.map((t) => t.name)).toEqual(['Worker'])
+      expect(threads.filter((t) => t.name === 'Worker').map((t) => t.policy)).toEqual([3])
+      // Threads the dispatch thread starts afterwards (its heap's collector) inherit the policy.
+      expect(threads.filter((t) => t.policy === 3).length).toBeLessThan(threads.length / 2)
     } finally {
       expect(await gateway.kill('SIGTERM')).toBe(0)
     }
