@@ -65,12 +65,12 @@ describe('process tuning', () => {
     }
   })
 
-  test('the SQLite dispatch thread runs under SCHED_BATCH; the event loop stays SCHED_OTHER', async () => {
+  test('the SQLite threads (dispatch, checkpoints) run under SCHED_BATCH; the event loop stays SCHED_OTHER', async () => {
     const gateway = await spawnGatewayProcess(gatewayEnv())
     try {
       const threads = threadsOf(gateway.pid)
       expect(threads.find((t) => t.tid === gateway.pid)!.policy).toBe(0)
-      expect(threads.filter((t) => t.name === 'Worker').map((t) => t.policy)).toEqual([3])
+      expect(threads.filter((t) => t.name === 'Worker').map((t) => t.policy)).toEqual([3, 3])
       // Threads the dispatch thread starts afterwards (its heap's collector) inherit the policy.
       expect(threads.filter((t) => t.policy === 3).length).toBeLessThan(threads.length / 2)
     } finally {

@@ -2,9 +2,10 @@
  * Puts the calling thread under Linux's SCHED_BATCH policy: the same share of the CPU as any
  * other thread, but its wake-ups never preempt the thread that is running.
  *
- * For the dispatch thread: it wakes for every message the event loop posts (a claim, a batch of
- * outcomes). On a busy machine the scheduler would often hand it the core of the event loop that
- * just woke it, and upstream answers then wait for the event loop to get a core back. Measured
+ * For the SQLite threads: the checkpoint thread, and above all the dispatch thread, which wakes
+ * for every message the event loop posts (a claim, a batch of outcomes). On a busy machine the
+ * scheduler would often hand it the core of the event loop that just woke it, and upstream
+ * answers then wait for the event loop to get a core back. Measured
  * with `npm run bench:dispatch` on 2 cores: the event loop's CPU per line fell about 10%, lines/s
  * rose 2–3%.
  *

@@ -1,5 +1,6 @@
 /** The checkpoint thread (checkpoint-thread.ts): copies the write-ahead log into the database. */
 import type { Database } from 'bun:sqlite'
+import { scheduleAsBatch } from './batch-scheduling.ts'
 import { openSqliteDatabase } from './open-database.ts'
 
 export type CheckpointRequest = { method: 'open'; path: string; everyMs: number } | { method: 'close' }
@@ -21,6 +22,8 @@ function checkpoint() {
 self.onmessage = (event: MessageEvent<CheckpointRequest>) => {
   const request = event.data
   if (request.method === 'open') {
+    // Background work: its wake-ups must not take the event loop's core.
+    scheduleAsBatch()
     db = openSqliteDatabase(request.path)
     db.exec('PRAGMA wal_autocheckpoint = 0')
     timer = setInterval(checkpoint, request.everyMs)
