@@ -14,6 +14,7 @@ import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
 import {
   ADMIN_TOKEN,
   chatLine,
+  dropTestSchema,
   freshSchemaUrl,
   jsonl,
   STORES,
@@ -168,6 +169,7 @@ for (const storeKind of STORES) {
       } finally {
         await gateway.kill('SIGTERM')
         await sim.stop()
+        if (env.DATABASE_URL) await dropTestSchema(env.DATABASE_URL)
       }
     }, 120_000)
   })

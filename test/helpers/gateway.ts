@@ -41,6 +41,19 @@ export function freshSchemaUrl(base: string) {
   return { url: url.toString(), schema }
 }
 
+/** Drops the schema a `freshSchemaUrl` URL points at, so test runs leave the shared database as they found it. */
+export async function dropTestSchema(databaseUrl: string) {
+  const schema = new URL(databaseUrl).searchParams.get('search_path')
+  if (!schema?.startsWith('t_')) return
+  const { default: postgres } = await import('postgres')
+  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} })
+  try {
+    await sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`
+  } finally {
+    await sql.end()
+  }
+}
+
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
   const catalog = options.catalog ?? testCatalog(options.upstreams ?? { openai: 'http://127.0.0.1:9/v1' })
   const env: Record<string, string> = {
@@ -70,6 +83,10 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     })
   return {
     ...gateway,
+    async stop() {
+      await gateway.stop()
+      if (env.DATABASE_URL) await dropTestSchema(env.DATABASE_URL)
+    },
     env,
     admin,
     async newAccount(credit = '100', key = {}, account = {}) {
