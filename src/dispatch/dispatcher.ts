@@ -117,8 +117,11 @@ export function createDispatcher(
    */
   const capacity = upstreams.capacity()
   const target = capacity + Math.ceil(capacity / 2)
-  // Claim in sizeable groups: one claim per line would make the store the bottleneck.
-  const minClaim = Math.min(32, Math.ceil(capacity / 8))
+  // Claim in sizeable groups: one claim per line would make the store the bottleneck, and each
+  // claim is a message that wakes the SQLite thread (or a PostgreSQL round trip holding the batch
+  // row). A quarter of the slots still leaves a quarter waiting at the gate (measured, 256 slots:
+  // 64 rather than 32 gave 1.5% more lines/s in each of five alternating pairs of runs).
+  const minClaim = Math.min(64, Math.ceil(capacity / 4))
 
   /**
    * The last list of runnable batches, reused for a short while: the list only changes when a
