@@ -73,7 +73,7 @@ export async function spawnGateway(env: Record<string, string>, port: number, bu
     MULTIGRID_ADMIN_TOKEN: 'bench-admin-token-0123456789',
     LOG_LEVEL: 'warn',
     // Runtime tuning under test (JavaScriptCore options, the allocator's) reaches the gateway.
-    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => /^(BUN_JSC_|MIMALLOC_|EXP_)/.test(name))),
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => /^(BUN_JSC_|MIMALLOC_)/.test(name))),
     ...env,
   }
   const child = Bun.spawn([process.execPath, ...bunArgs, join(ROOT, 'src/main.ts')], { env: fullEnv, stdout: 'inherit', stderr: 'inherit' })
