@@ -13,8 +13,8 @@ import type { RetryPolicy } from './retry-policy.ts'
 import { runLine } from './run-line.ts'
 
 const RUNNABLE_REUSE_MS = 200
-/** Maintenance asked for early runs at most this often. */
-const MAINTENANCE_GAP_MS = 20
+/** A periodic task asked to run early does so at most this often. */
+const EARLY_GAP_MS = 20
 
 export interface DispatcherOptions {
   owner: string
@@ -63,8 +63,9 @@ export function createDispatcher(
   /** Batches with lines in flight here, and those of them that stopped dispatching. */
   const active = new Map<string, number>()
   const stopped = new Set<string>()
-  const timers: ReturnType<typeof setInterval>[] = []
-  let maintenanceTimer: ReturnType<typeof setTimeout> | null = null
+  /** Clears each periodic task's timers; `closed` once they are cleared. */
+  const timers: (() => void)[] = []
+  let closed = false
 
   const poke = () => {
     if (wake) wake()
@@ -210,54 +211,45 @@ export function createDispatcher(
     }
   }
 
+  /**
+   * Runs `task` every `ms`, never two at once. The function returned runs it early, at most every
+   * EARLY_GAP_MS (or right after the run under way); a task that resolves `true` asks for that
+   * itself.
+   */
   const every = (ms: number, task: () => Promise<unknown>, name: string) => {
     let busy = false
-    timers.push(
-      setInterval(async () => {
-        if (busy) return
-        busy = true
-        try {
-          await task()
-        } catch (error) {
-          logger.warn(`dispatch.${name}_failed`, { reason: (error as Error).message })
-        } finally {
-          busy = false
-        }
-      }, ms),
-    )
-  }
-
-  /**
-   * Cancels made on any instance reach lines still waiting for a slot here; expiry; status moves.
-   * Runs on its interval, and soon after a batch's last line here was recorded (and again after
-   * each pass that moved a batch, which takes `finalizing` on to its end), so a finished batch
-   * completes within milliseconds instead of up to two intervals later.
-   */
-  let maintaining = false
-  let maintainAgain = false
-  let lastMaintenance = 0
-  async function maintain() {
-    if (maintenanceTimer) clearTimeout(maintenanceTimer)
-    maintenanceTimer = null
-    if (maintaining) return
-    maintaining = true
-    lastMaintenance = performance.now()
-    let changed: string[] = []
-    try {
-      const statuses = await store.batchStatuses([...active.keys()])
-      for (const [id, status] of Object.entries(statuses)) if (status !== 'in_progress') stopped.add(id)
-      for (const id of stopped) if (!active.has(id)) stopped.delete(id)
-      changed = await store.advanceBatches(Math.floor(Date.now() / 1000))
-      for (const id of changed) logger.info('batch.status_changed', { batch_id: id })
-    } catch (error) {
-      logger.warn('dispatch.maintenance_failed', { reason: (error as Error).message })
-    } finally {
-      maintaining = false
+    let again = false
+    let lastRun = 0
+    let early: ReturnType<typeof setTimeout> | null = null
+    const run = async () => {
+      if (early) clearTimeout(early)
+      early = null
+      if (busy) return
+      busy = true
+      lastRun = performance.now()
+      try {
+        if ((await task()) === true) again = true
+      } catch (error) {
+        logger.warn(`dispatch.${name}_failed`, { reason: (error as Error).message })
+      } finally {
+        busy = false
+      }
+      if (again) {
+        again = false
+        soon()
+      }
     }
-    if (changed.length > 0 || maintainAgain) {
-      maintainAgain = false
-      maintainSoon()
+    const soon = () => {
+      if (closed) return
+      if (busy) again = true
+      else early ??= setTimeout(run, Math.max(0, lastRun + EARLY_GAP_MS - performance.now()))
     }
+    const interval = setInterval(run, ms)
+    timers.push(() => {
+      clearInterval(interval)
+      if (early) clearTimeout(early)
+    })
+    return soon
   }
 
   return {
@@ -272,11 +264,18 @@ export function createDispatcher(
       // Leases run out in seconds: looking for them more often than a quarter lease is waste.
       every(Math.max(1000, leaseMs / 4), () => store.reapExpiredLeases(Date.now()), 'reaper')
       // Bounded below too: a fast poll interval must not turn maintenance into a busy loop.
-      timers.push(setInterval(maintain, Math.min(Math.max(options.pollMs, 200), 1000)))
-      maintainSoon = () => {
-        if (maintaining) maintainAgain = true
-        else maintenanceTimer ??= setTimeout(maintain, Math.max(0, lastMaintenance + MAINTENANCE_GAP_MS - performance.now()))
-      }
+      // Also run soon after a batch's last line here was recorded, and again after each pass that
+      // moved a batch (which takes `finalizing` on to its end), so a finished batch completes
+      // within milliseconds instead of up to two intervals later.
+      maintainSoon = every(Math.min(Math.max(options.pollMs, 200), 1000), async () => {
+        // Cancels made on any instance reach lines still waiting for a slot here.
+        const statuses = await store.batchStatuses([...active.keys()])
+        for (const [id, status] of Object.entries(statuses)) if (status !== 'in_progress') stopped.add(id)
+        for (const id of stopped) if (!active.has(id)) stopped.delete(id)
+        const changed = await store.advanceBatches(Math.floor(Date.now() / 1000))
+        for (const id of changed) logger.info('batch.status_changed', { batch_id: id })
+        return changed.length > 0
+      }, 'maintenance')
     },
     nudge() {
       runnable = null
@@ -293,9 +292,8 @@ export function createDispatcher(
       while (inFlight > 0 && Date.now() < deadline) await Bun.sleep(20)
       abort.abort(new Error('gateway shutting down'))
       await recorder.flush()
-      for (const timer of timers) clearInterval(timer)
-      maintainSoon = () => {}
-      if (maintenanceTimer) clearTimeout(maintenanceTimer)
+      closed = true
+      for (const clear of timers) clear()
       const released = await store.releaseLeases(options.owner)
       logger.info('dispatch.stopped', { released, abandoned: inFlight })
     },

@@ -7,6 +7,7 @@
  * runs inside the COMMIT that takes the log past 1,000 pages (measured: COMMITs of 30–75 ms).
  * Every other connection has automatic checkpoints off; this thread is the only checkpointer.
  */
+import { startBackgroundThread } from './background-thread.ts'
 import type { CheckpointRequest } from './checkpoint-worker.ts'
 
 const CHECKPOINT_EVERY_MS = 1000
@@ -22,13 +23,10 @@ export function startCheckpointThread(path: string): CheckpointThread {
   let thread: Bun.Worker | null = spawn()
 
   function spawn(): Bun.Worker {
-    // DOM's Worker type (tsconfig lib) lacks Bun's ref/unref.
-    const worker = new Worker(new URL('./checkpoint-worker.ts', import.meta.url).href) as unknown as Bun.Worker
-    // Checkpoints never keep the process alive.
-    worker.unref()
     // Without checkpoints the log would grow without bound: a thread that died is replaced,
-    // a second later so that one that cannot start does not spin.
-    const lost = () => {
+    // a second later so that one that cannot start does not spin. Checkpoints never keep the
+    // process alive.
+    const worker = startBackgroundThread(new URL('./checkpoint-worker.ts', import.meta.url), () => {
       if (thread !== worker) return
       thread = null
       worker.terminate()
@@ -36,9 +34,7 @@ export function startCheckpointThread(path: string): CheckpointThread {
       setTimeout(() => {
         if (!closing) thread = spawn()
       }, RESPAWN_AFTER_MS).unref()
-    }
-    worker.addEventListener('error', lost)
-    worker.addEventListener('close', lost)
+    })
     worker.postMessage({ method: 'open', path, everyMs: CHECKPOINT_EVERY_MS } satisfies CheckpointRequest)
     return worker
   }

@@ -25,7 +25,6 @@ self.onmessage = (event: MessageEvent<CheckpointRequest>) => {
     // Background work: its wake-ups must not take the event loop's core.
     scheduleAsBatch()
     db = openSqliteDatabase(request.path)
-    db.exec('PRAGMA wal_autocheckpoint = 0')
     timer = setInterval(checkpoint, request.everyMs)
     return
   }

@@ -6,6 +6,7 @@
  * The thread keeps the process alive only while a call is under way.
  */
 import type { DispatchStore } from '../store.ts'
+import { startBackgroundThread } from './background-thread.ts'
 import type { DispatchReply, DispatchRequest } from './dispatch-worker.ts'
 
 export type DispatchThread = DispatchStore & { close(): Promise<void> }
@@ -23,9 +24,12 @@ export function createDispatchThread(path: string): DispatchThread {
   }
 
   const spawn = (): Bun.Worker => {
-    // DOM's Worker type (tsconfig lib) lacks Bun's ref/unref.
-    const thread = new Worker(new URL('./dispatch-worker.ts', import.meta.url).href) as unknown as Bun.Worker
-    thread.unref()
+    // A thread that died takes its calls with it; the next call starts a new one.
+    const thread = startBackgroundThread(new URL('./dispatch-worker.ts', import.meta.url), (reason) => {
+      if (worker !== thread) return
+      worker = null
+      failAll(new Error(`the dispatch thread stopped: ${reason}`))
+    })
     thread.addEventListener('message', (event) => {
       const reply = (event as MessageEvent<DispatchReply>).data
       const call = waiting.get(reply.id)
@@ -35,14 +39,6 @@ export function createDispatchThread(path: string): DispatchThread {
       if (reply.ok) call.resolve(reply.value)
       else call.reject(new Error(reply.message))
     })
-    // A thread that died takes its calls with it; the next call starts a new one.
-    const lost = (reason: string) => {
-      if (worker !== thread) return
-      worker = null
-      failAll(new Error(`the dispatch thread stopped: ${reason}`))
-    }
-    thread.addEventListener('error', (event) => lost((event as ErrorEvent).message))
-    thread.addEventListener('close', () => lost('closed'))
     thread.postMessage({ id: -1, method: 'open', args: [path] } satisfies DispatchRequest)
     return thread
   }

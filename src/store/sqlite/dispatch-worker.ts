@@ -23,8 +23,6 @@ self.onmessage = async (event: MessageEvent<DispatchRequest>) => {
   if (method === 'open') {
     scheduleAsBatch()
     db = openSqliteDatabase(args[0] as string)
-    // Checkpoints wait on the disk; they have a thread of their own (checkpoint-thread.ts).
-    db.exec('PRAGMA wal_autocheckpoint = 0')
     dispatch = new SqliteDispatch(db)
     return
   }

@@ -8,9 +8,12 @@ export function openSqliteDatabase(path: string): Database {
   db.exec('PRAGMA page_size = 16384')
   db.exec('PRAGMA journal_mode = WAL')
   db.exec('PRAGMA synchronous = NORMAL')
-  // Two connections share the file (the HTTP side and the dispatch thread): a writer waits for
-  // the other's transaction, which lasts milliseconds, instead of failing.
+  // Several connections share the file (the HTTP side and the background threads): a writer
+  // waits for another's transaction, which lasts milliseconds, instead of failing.
   db.exec('PRAGMA busy_timeout = 5000')
+  // No connection copies the log into the database at COMMIT: that waits on the disk, and the
+  // checkpoint thread (checkpoint-thread.ts) is the only checkpointer.
+  db.exec('PRAGMA wal_autocheckpoint = 0')
   db.exec('PRAGMA foreign_keys = ON')
   return db
 }

@@ -46,7 +46,6 @@ export function createSqliteStore(dataDir: string | null): Store {
   mkdirSync(dataDir, { recursive: true })
   const path = join(dataDir, 'multigrid.sqlite')
   const db = openSqliteDatabase(path)
-  db.exec('PRAGMA wal_autocheckpoint = 0')
   db.exec(schema)
   return new SqliteStore(db, createDispatchThread(path), startCheckpointThread(path))
 }
