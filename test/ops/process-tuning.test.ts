@@ -1,8 +1,7 @@
 /**
  * How the gateway process tunes itself: the allocator's setting for a server
  * (src/memory/server-memory-settings.ts; not imported here: importing it applies it), and the
- * SQLite dispatch thread under SCHED_BATCH
- * (src/store/sqlite/batch-scheduling.ts).
+ * SQLite threads' lower priority (src/store/sqlite/background-priority.ts).
  */
 import { describe, expect, test } from 'bun:test'
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
@@ -10,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
 import { ADMIN_TOKEN } from '../helpers/gateway.ts'
+import { BACKGROUND_NICE_STEP } from '../../src/store/sqlite/background-priority.ts'
 import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
 
 /** The environment the process with this pid runs with, from the kernel. */
@@ -18,13 +18,14 @@ function environOf(pid: number): Record<string, string> {
   return Object.fromEntries(entries.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]))
 }
 
-/** Each thread's name and scheduling policy (0 SCHED_OTHER, 3 SCHED_BATCH), from /proc/<pid>/task/<tid>/stat. */
-function threadsOf(pid: number): { tid: number; name: string; policy: number }[] {
+/** Each thread's name, nice value and scheduling policy (0 SCHED_OTHER, 3 SCHED_BATCH), from /proc/<pid>/task/<tid>/stat. */
+function threadsOf(pid: number): { tid: number; name: string; nice: number; policy: number }[] {
   return readdirSync(`/proc/${pid}/task`).map((tid) => {
     const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
-    // Fields after the parenthesised name start at field 3 (state); policy is field 41.
+    // Fields after the parenthesised name start at field 3 (state); nice is field 19, policy 41.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return { tid: Number(tid), name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), policy: Number(fields[41 - 3]) }
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+    return { tid: Number(tid), name, nice: Number(fields[19 - 3]), policy: Number(fields[41 - 3]) }
   })
 }
 
@@ -65,12 +66,19 @@ describe('process tuning', () => {
     }
   })
 
-  test('the SQLite threads (dispatch, checkpoints) run under SCHED_BATCH; the event loop stays SCHED_OTHER', async () => {
+  test('the SQLite threads (dispatch, checkpoints) run under SCHED_BATCH, 10 nicer than the process; the event loop is left as it was', async () => {
     const gateway = await spawnGatewayProcess(gatewayEnv())
     try {
       const threads = threadsOf(gateway.pid)
-      expect(threads.find((t) => t.tid === gateway.pid)!.policy).toBe(0)
-      expect(threads.filter((t) => t.name === 'Worker').map((t) => t.policy)).toEqual([3, 3])
+      const main = threads.find((t) => t.tid === gateway.pid)!
+      expect(main.policy).toBe(0)
+      // The gateway inherits this test's nice; its event loop keeps it.
+      const ours = threadsOf(process.pid).find((t) => t.tid === process.pid)!.nice
+      expect(main.nice).toBe(ours)
+      const workers = threads.filter((t) => t.name === 'Worker')
+      expect(workers.map((t) => t.policy)).toEqual([3, 3])
+      const background = Math.min(19, ours + BACKGROUND_NICE_STEP)
+      expect(workers.map((t) => t.nice)).toEqual([background, background])
       // Threads the dispatch thread starts afterwards (its heap's collector) inherit the policy.
       expect(threads.filter((t) => t.policy === 3).length).toBeLessThan(threads.length / 2)
     } finally {

@@ -1,6 +1,6 @@
 /** The checkpoint thread (checkpoint-thread.ts): copies the write-ahead log into the database. */
 import type { Database } from 'bun:sqlite'
-import { scheduleAsBatch } from './batch-scheduling.ts'
+import { lowerThreadPriority } from './background-priority.ts'
 import { openSqliteDatabase } from './open-database.ts'
 
 export type CheckpointRequest = { method: 'open'; path: string; everyMs: number } | { method: 'close' }
@@ -23,7 +23,7 @@ self.onmessage = (event: MessageEvent<CheckpointRequest>) => {
   const request = event.data
   if (request.method === 'open') {
     // Background work: its wake-ups must not take the event loop's core.
-    scheduleAsBatch()
+    lowerThreadPriority()
     db = openSqliteDatabase(request.path)
     timer = setInterval(checkpoint, request.everyMs)
     return

@@ -1,7 +1,7 @@
 /** The dispatch thread (dispatch-thread.ts): runs SqliteDispatch on its own connection. */
 import type { Database } from 'bun:sqlite'
 import type { DispatchStore } from '../store.ts'
-import { scheduleAsBatch } from './batch-scheduling.ts'
+import { lowerThreadPriority } from './background-priority.ts'
 import { openSqliteDatabase } from './open-database.ts'
 import { SqliteDispatch } from './sqlite-dispatch.ts'
 
@@ -21,7 +21,7 @@ let dispatch: SqliteDispatch | null = null
 self.onmessage = async (event: MessageEvent<DispatchRequest>) => {
   const { id, method, args } = event.data
   if (method === 'open') {
-    scheduleAsBatch()
+    lowerThreadPriority()
     db = openSqliteDatabase(args[0] as string)
     dispatch = new SqliteDispatch(db)
     return
