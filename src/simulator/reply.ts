@@ -112,6 +112,17 @@ export interface ReplyInput {
   stop: string[]
 }
 
+/** The first `count` code points of `text`: a cut never leaves half a surrogate pair. */
+function firstCodePoints(text: string, count: number): string {
+  let end = 0
+  for (let points = 0; points < count && end < text.length; points++) {
+    const unit = text.charCodeAt(end)
+    const pair = unit >= 0xd800 && unit <= 0xdbff && end + 1 < text.length
+    end += pair && (text.charCodeAt(end + 1) & 0xfc00) === 0xdc00 ? 2 : 1
+  }
+  return text.slice(0, end)
+}
+
 /** "sim reply to <first 40 characters of the last user message> #<hash>", cut as a model would. */
 export function makeReply(input: ReplyInput): Reply {
   let lastUser = ''
@@ -121,11 +132,10 @@ export function makeReply(input: ReplyInput): Reply {
       break
     }
   }
-  // Whole code points, so a cut never leaves half a surrogate pair; whitespace collapsed so
-  // the word count is the number of space-separated pieces.
-  const snippet = Array.from(lastUser.slice(0, 80)).slice(0, 40).join('').replace(/\s+/g, ' ')
+  // Whitespace collapsed, so the word count is the number of space-separated pieces.
+  const snippet = firstCodePoints(lastUser, 40).replace(/\s+/g, ' ').trim()
   const tag = hashText(`${input.key}\u0000${input.model}\u0000${input.choice}`).slice(0, 8)
-  let text = `sim reply to ${snippet.trim()} #${tag}`.replace(/ +/g, ' ')
+  let text = snippet === '' ? `sim reply to #${tag}` : `sim reply to ${snippet} #${tag}`
   let end: ReplyEnd = 'stop'
   let stopSequence: string | null = null
 

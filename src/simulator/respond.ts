@@ -16,11 +16,12 @@ export interface Payload {
   sse: boolean
 }
 
-export function payloadResponse(payload: Payload, headers: Record<string, string> = {}): Response {
-  return new Response(payload.text, {
-    status: 200,
-    headers: { ...(payload.sse ? sseHeaders : jsonHeaders), ...headers },
-  })
+/** A 200 with the body; the answer every request gets when no fault is drawn, so kept lean. */
+export function payloadResponse(payload: Payload, requestId: string): Response {
+  const headers: Record<string, string> = payload.sse
+    ? { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-request-id': requestId }
+    : { 'content-type': 'application/json', 'x-request-id': requestId }
+  return new Response(payload.text, { status: 200, headers })
 }
 
 /** Error bodies in each vendor's envelope. */
@@ -45,7 +46,7 @@ export function malformedResponse(payload: Payload): Response {
   const first = payload.sse ? payload.text.slice(0, payload.text.indexOf('\n\n')) : payload.text
   const cut = first.slice(0, Math.max(1, first.length >> 1))
   const text = payload.sse ? `${cut}\n\n` : cut
-  return payloadResponse({ text, sse: payload.sse })
+  return new Response(text, { headers: payload.sse ? sseHeaders : jsonHeaders })
 }
 
 /** Sends the headers and half the body, then resets the connection. */

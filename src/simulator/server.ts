@@ -65,9 +65,23 @@ function retryAfterHeaders(seconds: number | null): Record<string, string> {
   }
 }
 
+function faultTableOf(o: ResolvedSimulatorOptions): [FaultKind, number][] {
+  return [
+    ['rate_limited', o.rate429],
+    ['server_error', o.errorRate],
+    ['timeout', o.timeoutRate],
+    ['reset', o.resetRate],
+    ['malformed', o.malformedRate],
+    ['no_usage', o.noUsageRate],
+    ['trickle', o.trickleRate],
+  ]
+}
+
 /** Starts a simulator; resolves once it is listening. */
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
   let current: ResolvedSimulatorOptions = mergeOptions(defaultSimulatorOptions, options)
+  // The fault rates in draw order, rebuilt when the options change rather than per request.
+  let faultTable = faultTableOf(current)
   // Two streams, so changing the jitter does not shift which requests fault.
   let faultRandom = createRandom(current.seed)
   let jitterRandom = createRandom(current.seed ^ 0x9e3779b9)
@@ -97,18 +111,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   }
 
   /** One draw per inference request, so a seed replays the same pattern in arrival order. */
-  function drawFault(o: ResolvedSimulatorOptions): FaultKind | null {
+  function drawFault(): FaultKind | null {
     let r = faultRandom()
-    const table: [FaultKind, number][] = [
-      ['rate_limited', o.rate429],
-      ['server_error', o.errorRate],
-      ['timeout', o.timeoutRate],
-      ['reset', o.resetRate],
-      ['malformed', o.malformedRate],
-      ['no_usage', o.noUsageRate],
-      ['trickle', o.trickleRate],
-    ]
-    for (const [kind, rate] of table) {
+    for (const [kind, rate] of faultTable) {
       if (r < rate) return kind
       r -= rate
     }
@@ -186,14 +191,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     if (o.maxRequestsPerSecond !== null && !takeRateToken(o.maxRequestsPerSecond)) {
       return tooMany(dialect, 'rate_cap')
     }
-    const fault = drawFault(o)
+    const fault = drawFault()
     if (fault === 'rate_limited') return tooMany(dialect, fault)
     if (fault !== null) stats.fault(fault)
 
     const delayMs = o.latencyMs + (o.jitterMs > 0 ? jitterRandom() * o.jitterMs : 0)
     if (delayMs > 0) await Bun.sleep(delayMs)
 
-    const headers = { 'x-request-id': `req_sim${id}` }
+    const requestId = `req_sim${id}`
     switch (fault) {
       case 'server_error': {
         const type = dialect === 'openai' ? 'server_error' : 'api_error'
@@ -206,11 +211,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       case 'malformed':
         return malformedResponse(prepared.build(false))
       case 'no_usage':
-        return payloadResponse(prepared.build(true), headers)
+        return payloadResponse(prepared.build(true), requestId)
       case 'trickle':
         return trickleResponse(prepared.build(false), o.trickleMs)
       default:
-        return payloadResponse(prepared.build(false), headers)
+        return payloadResponse(prepared.build(false), requestId)
     }
   }
 
@@ -288,6 +293,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     configure(partial) {
       const { port: _port, hostname: _hostname, ...rest } = partial
       current = mergeOptions(current, rest)
+      faultTable = faultTableOf(current)
       if (partial.seed !== undefined) {
         faultRandom = createRandom(current.seed)
         jitterRandom = createRandom(current.seed ^ 0x9e3779b9)
