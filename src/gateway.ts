@@ -4,6 +4,7 @@
  */
 import { createAccounts } from './accounts/accounts.ts'
 import { createAdmission } from './admission/submit-batch.ts'
+import { createFileValidator } from './ingest/parallel-validation.ts'
 import { createGate } from './auth/gate.ts'
 import { createCatalog } from './catalog/catalog.ts'
 import { createFleetGates } from './coordination/fleet-gate.ts'
@@ -71,7 +72,8 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
     pendingLines: async () => (await store.runnableBatches(Date.now(), 10_000)).reduce((sum, b) => sum + b.pending, 0),
     linesInFlight: () => dispatcher?.inFlight ?? 0,
   })
-  const admission = createAdmission(store, catalog, config.limits, (batch) => {
+  const validator = createFileValidator(catalog, config)
+  const admission = createAdmission(store, validator, config.limits, (batch) => {
     logger.info('batch.admitted', { batch_id: batch.id, account_id: batch.accountId, lines: batch.counts.total, cost_ceiling_usd: batch.costCeilingUsd, source: batch.source })
     nudges.publish()
   }, telemetry)
@@ -115,6 +117,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
       janitor.stop()
       // Stop taking requests, let in-flight lines finish (bounded), hand the rest back.
       await app.stop(true)
+      await validator.close()
       await dispatcher?.stop()
       await nudges.close()
       await fleet?.close()

@@ -2,11 +2,11 @@
  * Admission of a batch file: validate every line, price the ceiling, then hold and store it in
  * one store transaction. Plain values in, a result out; the HTTP layers render it.
  */
-import type { Catalog } from '../catalog/catalog.ts'
 import { newId, nowSeconds, type BatchEndpoint, type BatchRecord } from '../domain.ts'
 import { GatewayError } from '../errors.ts'
 import type { Issue } from '../ingest/issues.ts'
-import { validateBatchFile, type FileLimits } from '../ingest/validate-batch-file.ts'
+import type { FileValidator } from '../ingest/parallel-validation.ts'
+import type { FileLimits } from '../ingest/validate-batch-file.ts'
 import { availableUsd, Money, usd } from '../money/decimal.ts'
 import type { AccountStore, BatchStore } from '../store/store.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
@@ -35,7 +35,7 @@ export interface Admission {
 
 export function createAdmission(
   store: BatchStore & AccountStore,
-  catalog: Catalog,
+  validator: FileValidator,
   limits: FileLimits,
   onAdmitted: (batch: BatchRecord) => void = () => {},
   telemetry: Telemetry = noTelemetry,
@@ -46,7 +46,7 @@ export function createAdmission(
         const existing = await store.findByIdempotencyKey(options.accountId, options.idempotencyKey)
         if (existing) return { kind: 'duplicate', batch: existing }
       }
-      const verdict = validateBatchFile(bytes, catalog, limits)
+      const verdict = await validator.validate(bytes, limits)
       if (!verdict.ok) return { kind: 'invalid', issues: verdict.issues, omitted: verdict.omitted, lineCount: verdict.lineCount }
       if (options.endpoint && verdict.endpoint !== options.endpoint) {
         const first = verdict.lines[0]

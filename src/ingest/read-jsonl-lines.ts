@@ -23,15 +23,28 @@ const CR = 0x0d
  * (twice the file's size once any character is outside Latin-1) alive until the last line was
  * stored, and was slower too, since JSON.parse is faster on the one-byte strings most lines give.
  */
-export function* readJsonlLines(bytes: Uint8Array): Generator<RawLine> {
+/**
+ * A part of a file made of whole lines: from a line's first byte to `to` (a line break or the
+ * end of the file, not included), whose first line is line `firstLineNo` of the file.
+ */
+export interface FileSegment {
+  from: number
+  to: number
+  firstLineNo: number
+}
+
+export function* readJsonlLines(bytes: Uint8Array, segment?: FileSegment): Generator<RawLine> {
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  // One fast pass over the whole file; only a file with bad bytes is checked line by line.
-  const valid = isUtf8(buffer)
-  let start = buffer.length >= 3 && buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? 3 : 0
-  let lineNo = 0
-  while (start <= buffer.length) {
+  const to = segment?.to ?? buffer.length
+  let start = segment?.from ?? 0
+  // One fast pass over the whole part; only one with bad bytes is checked line by line.
+  const valid = isUtf8(start === 0 && to === buffer.length ? buffer : buffer.subarray(start, to))
+  let lineNo = (segment?.firstLineNo ?? 1) - 1
+  // A byte order mark only at the start of the file, not at the start of a later segment.
+  if (lineNo === 0 && start === 0 && to >= 3 && buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf) start = 3
+  while (start <= to) {
     let end = buffer.indexOf(NEWLINE, start)
-    if (end === -1) end = buffer.length
+    if (end === -1 || end > to) end = to
     lineNo++
     let stop = end
     if (stop > start && buffer[stop - 1] === CR) stop--
@@ -39,7 +52,7 @@ export function* readJsonlLines(bytes: Uint8Array): Generator<RawLine> {
       const text = valid || isUtf8(buffer.subarray(start, stop)) ? buffer.toString('utf8', start, stop) : null
       yield { lineNo, text, start, end: stop }
     }
-    if (end === buffer.length) break
+    if (end === to) break
     start = end + 1
   }
 }

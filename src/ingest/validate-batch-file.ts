@@ -11,11 +11,11 @@ import { CeilingTally } from '../money/ceiling.ts'
 import { compileSchema } from '../schemas/compile.ts'
 import { storableText } from '../schemas/text.ts'
 import { collectYoungGarbage } from '../memory/young-garbage.ts'
-import type { Money } from '../money/decimal.ts'
+import { Money } from '../money/decimal.ts'
 import type { NewLine } from '../store/store.ts'
 import { describeZodIssue, MAX_ISSUES, typeName, type Issue } from './issues.ts'
 import { MAX_JSON_DEPTH } from './json-depth.ts'
-import { readJsonlLines } from './read-jsonl-lines.ts'
+import { readJsonlLines, type FileSegment } from './read-jsonl-lines.ts'
 import { validateBody } from './validate-body.ts'
 
 export interface FileLimits {
@@ -55,13 +55,13 @@ function envelopeFor(maxCustomIdLength: number) {
  * A valid line, kept as its place in the submitted body rather than as a string: 50,000 decoded
  * lines would hold the file's size again, twice over for text outside Latin-1.
  */
-class FileLine implements NewLine {
+export class FileLine implements NewLine {
   constructor(
     readonly lineNo: number,
     readonly customId: string,
     private readonly file: Uint8Array,
-    private readonly start: number,
-    private readonly end: number,
+    readonly start: number,
+    readonly end: number,
   ) {}
 
   get inputBytes(): Uint8Array {
@@ -74,7 +74,47 @@ class FileLine implements NewLine {
   }
 }
 
+/**
+ * What checking some lines of a file found: its issues (the first MAX_ISSUES, and how many more),
+ * its valid lines, their ceiling before rounding, the first endpoint and each custom_id's line.
+ */
+export interface LinesChecked {
+  issues: Issue[]
+  omitted: number
+  count: number
+  endpoint: BatchEndpoint | null
+  lines: NewLine[]
+  /** The ceiling of the valid lines, exact (not yet rounded up to the micro-dollar). */
+  ceiling: Money
+  customIds: Map<string, number>
+}
+
 export function validateBatchFile(bytes: Uint8Array, catalog: Catalog, limits: FileLimits): FileVerdict {
+  const checked = checkLines(bytes, catalog, limits)
+  if (checked.count === 0) {
+    checked.issues.push({
+      line: 1,
+      custom_id: null,
+      path: '',
+      message: 'the file has no requests',
+      fix: 'send the JSONL file as the request body, e.g. curl --data-binary @requests.jsonl',
+    })
+  }
+  return fileVerdict(checked)
+}
+
+/** The verdict on a whole file from what checking all its lines found. */
+export function fileVerdict(checked: Omit<LinesChecked, 'customIds'>): FileVerdict {
+  const { issues, omitted, count, endpoint } = checked
+  if (issues.length > 0 || !endpoint) return { ok: false, issues, omitted, lineCount: count }
+  return { ok: true, endpoint, lines: checked.lines, ceiling: checked.ceiling.toDecimalPlaces(6, Money.ROUND_UP) }
+}
+
+/**
+ * Checks the lines of a file, or of one segment of it (whole lines; see FileSegment): each line
+ * on its own and against the lines before it in the same segment.
+ */
+export function checkLines(bytes: Uint8Array, catalog: Catalog, limits: FileLimits, segment?: FileSegment): LinesChecked {
   const envelope = envelopeFor(limits.maxCustomIdLength)
   const issues: Issue[] = []
   let omitted = 0
@@ -88,7 +128,7 @@ export function validateBatchFile(bytes: Uint8Array, catalog: Catalog, limits: F
   let endpoint: { url: BatchEndpoint; line: number } | null = null
   let count = 0
 
-  for (const { lineNo, text, start, end } of readJsonlLines(bytes)) {
+  for (const { lineNo, text, start, end } of readJsonlLines(bytes, segment)) {
     count++
     // Each line's parse leaves a kilobyte or two of garbage (src/memory/young-garbage.ts).
     if (count % COLLECT_EVERY === 0) collectYoungGarbage()
@@ -172,15 +212,5 @@ export function validateBatchFile(bytes: Uint8Array, catalog: Catalog, limits: F
     }
   }
 
-  if (count === 0) {
-    report({
-      line: 1,
-      custom_id: null,
-      path: '',
-      message: 'the file has no requests',
-      fix: 'send the JSONL file as the request body, e.g. curl --data-binary @requests.jsonl',
-    })
-  }
-  if (issues.length > 0 || !endpoint) return { ok: false, issues, omitted, lineCount: count }
-  return { ok: true, endpoint: endpoint.url, lines, ceiling: tally.total() }
+  return { issues, omitted, count, endpoint: endpoint?.url ?? null, lines, ceiling: tally.exactTotal(), customIds: seen }
 }

@@ -92,10 +92,13 @@ export class CeilingTally {
     } else this.groups.set(offerings, { input, output })
   }
 
-  /** Rounded up to the micro-dollar. */
-  total(): Decimal {
+  /**
+   * Exact, not rounded: the exact sums of a file's parts add up to the file's. The caller rounds
+   * the file's total up to the micro-dollar.
+   */
+  exactTotal(): Decimal {
     let sum = new Money(0)
     for (const [offerings, tokens] of this.groups) sum = sum.plus(priceOf(tokens, highestPrices(offerings)))
-    return sum.toDecimalPlaces(6, Money.ROUND_UP)
+    return sum
   }
 }

@@ -7,7 +7,7 @@
  * runs inside the COMMIT that takes the log past 1,000 pages (measured: COMMITs of 30–75 ms).
  * Every other connection has automatic checkpoints off; this thread is the only checkpointer.
  */
-import { startBackgroundThread } from './background-thread.ts'
+import { startBackgroundThread } from '../../threads/background-thread.ts'
 import type { CheckpointRequest } from './checkpoint-worker.ts'
 
 const CHECKPOINT_EVERY_MS = 1000

@@ -6,7 +6,7 @@
  * The thread keeps the process alive only while a call is under way.
  */
 import type { DispatchStore } from '../store.ts'
-import { startBackgroundThread } from './background-thread.ts'
+import { startBackgroundThread } from '../../threads/background-thread.ts'
 import type { DispatchReply, DispatchRequest } from './dispatch-worker.ts'
 
 export type DispatchThread = DispatchStore & { close(): Promise<void> }

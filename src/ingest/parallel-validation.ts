@@ -1,0 +1,136 @@
+/**
+ * Validates a big file on two cores: the event loop checks the first half while a thread of its
+ * own (validation-worker.ts) checks the second. Parsing 50,000 lines is most of an admission's
+ * time, and the other core is usually idle while a file arrives.
+ *
+ * Only a file that turns out clean is put together from the halves: both halves without issues,
+ * one endpoint, no custom_id in both, at most the line limit. Anything else is validated again
+ * in one pass on the event loop, so the issues reported, their order and their count are exactly
+ * those of validateBatchFile (a file with issues is refused, and its speed matters less).
+ */
+import { availableParallelism } from 'node:os'
+import type { CatalogFile } from '../../providers/catalog.ts'
+import type { Catalog } from '../catalog/catalog.ts'
+import { Money } from '../money/decimal.ts'
+import { startBackgroundThread } from '../threads/background-thread.ts'
+import type { NewLine } from '../store/store.ts'
+import { checkLines, FileLine, fileVerdict, validateBatchFile, type FileLimits, type FileVerdict } from './validate-batch-file.ts'
+import type { SegmentReply, ValidationRequest } from './validation-worker.ts'
+
+export interface FileValidator {
+  validate(bytes: Uint8Array, limits: FileLimits): Promise<FileVerdict>
+  close(): Promise<void>
+}
+
+export interface FileValidatorOptions {
+  /** Files smaller than this are validated in one pass (a message to the thread costs more than it saves). */
+  minParallelBytes?: number
+  /** Off: always one pass, as on a machine with one core. */
+  parallel?: boolean
+  /** Told how each file was validated: in one pass, split in two, or split and then again in one pass. */
+  observe?: (how: ValidationPath) => void
+}
+
+export type ValidationPath = 'one_pass' | 'split' | 'split_then_one_pass'
+
+const NEWLINE = 0x0a
+const DEFAULT_MIN_PARALLEL_BYTES = 1024 * 1024
+
+export function createFileValidator(
+  catalog: Catalog,
+  source: { catalog: CatalogFile; providerKeys: Record<string, string | null> },
+  options: FileValidatorOptions = {},
+): FileValidator {
+  const minBytes = options.minParallelBytes ?? DEFAULT_MIN_PARALLEL_BYTES
+  const parallel = options.parallel ?? availableParallelism() > 1
+  const observe = options.observe ?? (() => {})
+  let worker: Bun.Worker | null = null
+  let nextId = 0
+  const waiting = new Map<number, (reply: SegmentReply | null) => void>()
+
+  const thread = (): Bun.Worker => {
+    if (worker) return worker
+    const started = startBackgroundThread(new URL('./validation-worker.ts', import.meta.url), () => {
+      // A thread that died answers nothing: its callers validate in one pass instead.
+      if (worker === started) worker = null
+      for (const resolve of waiting.values()) resolve(null)
+      waiting.clear()
+    })
+    started.addEventListener('message', (event) => {
+      const reply = (event as MessageEvent<SegmentReply>).data
+      const resolve = waiting.get(reply.id)
+      waiting.delete(reply.id)
+      if (waiting.size === 0) started.unref()
+      resolve?.(reply)
+    })
+    started.postMessage({ kind: 'init', catalog: source.catalog, providerKeys: source.providerKeys } satisfies ValidationRequest)
+    worker = started
+    return started
+  }
+
+  /** The second segment, checked on the thread; null if the thread failed. */
+  const checkOnThread = (bytes: Uint8Array, firstLineNo: number, limits: FileLimits) =>
+    new Promise<SegmentReply | null>((resolve) => {
+      const target = thread()
+      const id = nextId++
+      if (waiting.size === 0) target.ref()
+      waiting.set(id, resolve)
+      // A copy of its own, handed over rather than copied again.
+      const copy = bytes.slice()
+      target.postMessage({ kind: 'check', id, bytes: copy, firstLineNo, limits } satisfies ValidationRequest, [copy.buffer])
+    })
+
+  // Started now: loading its modules takes longer than validating half a file.
+  if (parallel) thread()
+
+  return {
+    async validate(bytes, limits) {
+      const split = parallel && bytes.byteLength >= minBytes ? splitPoint(bytes) : -1
+      if (split < 0) {
+        observe('one_pass')
+        return validateBatchFile(bytes, catalog, limits)
+      }
+      const secondFirstLine = countLines(bytes, split) + 1
+      const second = checkOnThread(bytes.subarray(split), secondFirstLine, limits)
+      const first = checkLines(bytes, catalog, limits, { from: 0, to: split - 1, firstLineNo: 1 })
+      const other = await second
+      const clean =
+        other !== null &&
+        other.clean &&
+        first.issues.length === 0 &&
+        first.endpoint !== null &&
+        (other.endpoint === null || other.endpoint === first.endpoint) &&
+        first.count + other.count <= limits.maxLines &&
+        other.customIds.every((id) => !first.customIds.has(id))
+      if (!clean) {
+        observe('split_then_one_pass')
+        return validateBatchFile(bytes, catalog, limits)
+      }
+      observe('split')
+      const lines: NewLine[] = first.lines
+      for (let i = 0; i < other.lineNos.length; i++) {
+        lines.push(new FileLine(other.lineNos[i], other.customIds[i], bytes, split + other.starts[i], split + other.ends[i]))
+      }
+      const ceiling = first.ceiling.plus(new Money(other.ceiling))
+      return fileVerdict({ issues: [], omitted: 0, count: first.count + other.count, endpoint: first.endpoint, lines, ceiling })
+    },
+    async close() {
+      const current = worker
+      worker = null
+      current?.terminate()
+    },
+  }
+}
+
+/** Just past the line break nearest the middle, or -1 if there is none. */
+function splitPoint(bytes: Uint8Array): number {
+  const at = bytes.indexOf(NEWLINE, bytes.byteLength >> 1)
+  return at < 0 || at + 1 >= bytes.byteLength ? -1 : at + 1
+}
+
+/** Lines that end before `end`: line breaks in bytes[0, end). */
+function countLines(bytes: Uint8Array, end: number): number {
+  let count = 0
+  for (let at = bytes.indexOf(NEWLINE); at >= 0 && at < end; at = bytes.indexOf(NEWLINE, at + 1)) count++
+  return count
+}

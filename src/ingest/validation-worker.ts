@@ -1,0 +1,64 @@
+/**
+ * The validation thread (parallel-validation.ts): checks the second half of a big file while the
+ * event loop checks the first. Replies with the valid lines as offsets into the bytes it was
+ * sent, or only that there were issues (the caller then validates the whole file itself, so the
+ * issues it reports are exactly those of one pass).
+ */
+import type { CatalogFile } from '../../providers/catalog.ts'
+import { createCatalog, type Catalog } from '../catalog/catalog.ts'
+import { checkLines, FileLine, type FileLimits } from './validate-batch-file.ts'
+
+export type ValidationRequest =
+  | { kind: 'init'; catalog: CatalogFile; providerKeys: Record<string, string | null> }
+  | { kind: 'check'; id: number; bytes: Uint8Array; firstLineNo: number; limits: FileLimits }
+
+export type SegmentReply = {
+  id: number
+  /** False: some line has an issue, or the thread failed (`message` says why). */
+  clean: boolean
+  message?: string
+  count: number
+  endpoint: string | null
+  lineNos: Int32Array
+  starts: Int32Array
+  ends: Int32Array
+  customIds: string[]
+  /** The valid lines' ceiling, exact, as decimal text. */
+  ceiling: string
+}
+
+declare const self: Worker
+let catalog: Catalog | null = null
+
+self.onmessage = (event: MessageEvent<ValidationRequest>) => {
+  const request = event.data
+  if (request.kind === 'init') {
+    catalog = createCatalog(request.catalog, request.providerKeys)
+    return
+  }
+  const { id, bytes, firstLineNo, limits } = request
+  const empty = { count: 0, endpoint: null, lineNos: new Int32Array(0), starts: new Int32Array(0), ends: new Int32Array(0), customIds: [], ceiling: '0' }
+  try {
+    const checked = checkLines(bytes, catalog!, limits, { from: 0, to: bytes.byteLength, firstLineNo })
+    if (checked.issues.length > 0 || checked.omitted > 0) {
+      self.postMessage({ id, clean: false, ...empty, count: checked.count } satisfies SegmentReply)
+      return
+    }
+    const n = checked.lines.length
+    const lineNos = new Int32Array(n)
+    const starts = new Int32Array(n)
+    const ends = new Int32Array(n)
+    const customIds = new Array<string>(n)
+    for (let i = 0; i < n; i++) {
+      const line = checked.lines[i] as FileLine
+      lineNos[i] = line.lineNo
+      starts[i] = line.start
+      ends[i] = line.end
+      customIds[i] = line.customId
+    }
+    const reply: SegmentReply = { id, clean: true, count: checked.count, endpoint: checked.endpoint, lineNos, starts, ends, customIds, ceiling: checked.ceiling.toFixed() }
+    self.postMessage(reply, [lineNos.buffer, starts.buffer, ends.buffer])
+  } catch (error) {
+    self.postMessage({ id, clean: false, message: String(error), ...empty } satisfies SegmentReply)
+  }
+}

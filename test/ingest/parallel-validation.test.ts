@@ -1,0 +1,114 @@
+/**
+ * The two-core validator (src/ingest/parallel-validation.ts) must give exactly the verdict of one
+ * pass (validateBatchFile) on every file: the same lines and ceiling when it is clean, the same
+ * issues, in the same order, with the same count, when it is not. Every file here is split, so
+ * each property exercises the halves and what crosses between them.
+ */
+import { afterAll, describe, expect, test } from 'bun:test'
+import fc from 'fast-check'
+import { createCatalog } from '../../src/catalog/catalog.ts'
+import { loadConfig } from '../../src/config.ts'
+import { createFileValidator, type ValidationPath } from '../../src/ingest/parallel-validation.ts'
+import { validateBatchFile, type FileVerdict } from '../../src/ingest/validate-batch-file.ts'
+import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
+import { chatLine, embedLine } from '../helpers/gateway.ts'
+
+const config = loadConfig({ MULTIGRID_CONFIG: writeCatalog(testCatalog({ openai: 'http://127.0.0.1:9/v1' })) })
+const catalog = createCatalog(config.catalog, config.providerKeys)
+const paths: ValidationPath[] = []
+const validator = createFileValidator(catalog, config, { minParallelBytes: 0, parallel: true, observe: (how) => paths.push(how) })
+const LIMITS = { maxLines: 40, maxCustomIdLength: 64 }
+const encode = (text: string) => new TextEncoder().encode(text)
+
+afterAll(() => validator.close())
+
+/** A verdict as plain data, so two can be compared whole. */
+function plain(verdict: FileVerdict) {
+  if (!verdict.ok) return verdict
+  return {
+    ok: true as const,
+    endpoint: verdict.endpoint,
+    ceiling: verdict.ceiling.toFixed(),
+    lines: verdict.lines.map((line) => ({ lineNo: line.lineNo, customId: line.customId, input: line.input })),
+  }
+}
+
+/** Both verdicts, and how the two-core validator came to its own. */
+async function bothWays(bytes: Uint8Array) {
+  paths.length = 0
+  const split = plain(await validator.validate(bytes, LIMITS))
+  return { split, onePass: plain(validateBatchFile(bytes, catalog, LIMITS)), path: paths[0] }
+}
+
+/** Lines that are fine alone but may clash across the file: shared custom_ids, the other endpoint. */
+const line = fc.oneof(
+  { weight: 6, arbitrary: fc.nat({ max: 30 }).map((n) => JSON.stringify(chatLine(`id-${n}`, `prompt ${n}`))) },
+  { weight: 1, arbitrary: fc.nat({ max: 30 }).map((n) => JSON.stringify(embedLine(`id-${n}`, `text ${n}`))) },
+  { weight: 1, arbitrary: fc.constantFrom('', ' ', '\r', '\ufeff' + JSON.stringify(chatLine('bom', 'x')), '{"custom_id":', 'not json') },
+)
+const file = fc
+  .record({ lines: fc.array(line, { minLength: 0, maxLength: 50 }), crlf: fc.boolean(), bom: fc.boolean(), end: fc.boolean() })
+  .map(({ lines, crlf, bom, end }) => (bom ? '\ufeff' : '') + lines.join(crlf ? '\r\n' : '\n') + (end ? '\n' : ''))
+
+describe('validating a file on two cores', () => {
+  test('gives the one-pass verdict on every file: lines and ceiling, or issues, order and count', async () => {
+    let clean = 0
+    await fc.assert(
+      fc.asyncProperty(file, async (text) => {
+        const { split, onePass, path } = await bothWays(encode(text))
+        expect(split).toEqual(onePass)
+        // A clean file is never validated twice: put together from its halves, or in one pass
+        // when its middle falls in its last line.
+        if (onePass.ok) {
+          expect(path).not.toBe('split_then_one_pass')
+          if (path === 'split') clean++
+        }
+      }),
+      { numRuns: 400, interruptAfterTimeLimit: 8_000 },
+    )
+    // The property held for files put together from halves, not only for refused ones.
+    expect(clean).toBeGreaterThan(10)
+  })
+
+  test('a clean file is put together from both halves, in order, with the ceiling of one pass', async () => {
+    const lines = Array.from({ length: 30 }, (_, i) => JSON.stringify(chatLine(`line-${i}`, `prompt number ${i} ${'é'.repeat(i)}`)))
+    const { split, onePass, path } = await bothWays(encode(lines.join('\n') + '\n'))
+    expect(path).toBe('split')
+    expect(split).toEqual(onePass)
+    expect(split.ok).toBe(true)
+    if (!split.ok) return
+    expect(split.lines.map((l) => l.lineNo)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1))
+    expect(split.lines[29].input).toBe(lines[29])
+  })
+
+  test('a custom_id used in both halves is refused, named on its later line', async () => {
+    const lines = Array.from({ length: 20 }, (_, i) => JSON.stringify(chatLine(i === 17 ? 'line-2' : `line-${i}`)))
+    const { split, onePass, path } = await bothWays(encode(lines.join('\n')))
+    // Each half is clean on its own: the clash is found between them.
+    expect(path).toBe('split_then_one_pass')
+    expect(split).toEqual(onePass)
+    expect(split.ok).toBe(false)
+    if (split.ok) return
+    expect(split.issues).toEqual([expect.objectContaining({ line: 18, path: 'custom_id', message: '"line-2" is already used on line 3' })])
+  })
+
+  test('an endpoint that changes in the second half is refused as in one pass', async () => {
+    const lines = Array.from({ length: 20 }, (_, i) => JSON.stringify(i < 15 ? chatLine(`c-${i}`) : embedLine(`e-${i}`)))
+    const { split, onePass, path } = await bothWays(encode(lines.join('\n')))
+    expect(path).toBe('split_then_one_pass')
+    expect(split).toEqual(onePass)
+    expect(split.ok).toBe(false)
+    if (split.ok) return
+    expect(split.issues.map((issue) => [issue.line, issue.path])).toEqual([16, 17, 18, 19, 20].map((line) => [line, 'url']))
+  })
+
+  test('the line limit counts both halves', async () => {
+    const lines = Array.from({ length: LIMITS.maxLines + 1 }, (_, i) => JSON.stringify(chatLine(`l-${i}`)))
+    const { split, onePass, path } = await bothWays(encode(lines.join('\n')))
+    expect(path).toBe('split_then_one_pass')
+    expect(split).toEqual(onePass)
+    expect(split.ok).toBe(false)
+    if (split.ok) return
+    expect(split.issues[0].message).toBe(`the file has more than ${LIMITS.maxLines} requests`)
+  })
+})
