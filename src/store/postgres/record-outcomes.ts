@@ -38,14 +38,23 @@ export async function recordOutcomes(
   // reaper could, for a line whose lease ran out while this owner stalled; PostgreSQL then
   // aborts one of the two, and each is retried (the recorder keeps its outcomes, the reaper
   // runs again), the line ending once either way.
-  const leased = await tx`
-    SELECT batch_id, line_no FROM lines
+  //
+  // The lines are looked up by primary key alone, and whether they are still running under this
+  // owner's lease is checked here: with that condition in the query, the planner may go through
+  // the partial index of leased lines instead, which keeps an entry for every line ever claimed
+  // until a vacuum (15 ms a call at 25,000 lines, with the statistics a fresh batch has). A line
+  // that is another owner's now is locked until this transaction ends, and left as it is.
+  const found = await tx`
+    SELECT batch_id, line_no, status, lease_owner FROM lines
     WHERE (batch_id, line_no) IN (
         SELECT * FROM unnest(${outcomes.map((o) => o.batchId)}::text[],
                              ${outcomes.map((o) => o.lineNo)}::int[]))
-      AND status = 'running' AND lease_owner = ${owner}
     ORDER BY batch_id, line_no FOR UPDATE`
-  const open = new Set(leased.map((row) => lineKey(row.batch_id, Number(row.line_no))))
+  const open = new Set(
+    found
+      .filter((row) => row.status === 'running' && row.lease_owner === owner)
+      .map((row) => lineKey(row.batch_id, Number(row.line_no))),
+  )
   const retries: Retry[] = []
   const settled: Settled[] = []
   for (const outcome of outcomes) {
@@ -57,14 +66,27 @@ export async function recordOutcomes(
   }
   if (retries.length === 0 && settled.length === 0) return 0
   const batchIds = [...new Set([...retries, ...settled].map((outcome) => outcome.batchId))].sort()
-  await tx`SELECT id FROM batches WHERE id = ANY(${batchIds}::text[]) ORDER BY id FOR UPDATE`
-  if (retries.length > 0) await recordRetries(tx, retries)
-  if (settled.length > 0) await settle(tx, settled, now)
+  const settledBatchIds = [...new Set(settled.map((outcome) => outcome.batchId))]
+  const rows = settlementRows(settled)
+  // Sent together, one after another in this order (execute() starts each one now; postgres.js
+  // pipelines what a transaction has not awaited yet) and run by the server in that order: the
+  // batch rows, which every claim of those batches waits for, stay locked for one round trip and
+  // the commit instead of four.
+  await Promise.all([
+    tx`SELECT id FROM batches WHERE id = ANY(${batchIds}::text[]) ORDER BY id FOR UPDATE`.execute(),
+    rows.length > 0
+      ? tx`SELECT id FROM accounts
+           WHERE id IN (SELECT account_id FROM batches WHERE id = ANY(${settledBatchIds}::text[]))
+           ORDER BY id FOR UPDATE`.execute()
+      : null,
+    retries.length > 0 ? retryStatement(tx, retries).execute() : null,
+    rows.length > 0 ? settleStatement(tx, rows, now).execute() : null,
+  ])
   return retries.length + settled.length
 }
 
-async function recordRetries(tx: postgres.TransactionSql, retries: Retry[]) {
-  await tx`
+function retryStatement(tx: postgres.TransactionSql, retries: Retry[]) {
+  return tx`
     WITH retry AS (
       SELECT * FROM unnest(${retries.map((r) => r.batchId)}::text[],
                            ${retries.map((r) => r.lineNo)}::int[],
@@ -80,8 +102,9 @@ async function recordRetries(tx: postgres.TransactionSql, retries: Retry[]) {
     FROM counts WHERE b.id = counts.batch_id`
 }
 
-async function settle(tx: postgres.TransactionSql, settled: Settled[], now: number) {
-  const rows = settled.map((outcome) => {
+/** The outcomes as the settlement statement reads them; throws on a negative cost. */
+function settlementRows(settled: Settled[]) {
+  return settled.map((outcome) => {
     const cost = moneyText(outcome.costUsd)
     if (new Money(cost).isNegative())
       throw new Error(`line ${outcome.lineNo}: negative cost ${cost}`)
@@ -103,12 +126,10 @@ async function settle(tx: postgres.TransactionSql, settled: Settled[], now: numb
       latency_ms: outcome.latencyMs,
     }
   })
-  const batchIds = [...new Set(rows.map((row) => row.batch_id))]
-  await tx`
-    SELECT id FROM accounts
-    WHERE id IN (SELECT account_id FROM batches WHERE id = ANY(${batchIds}::text[]))
-    ORDER BY id FOR UPDATE`
-  await tx`
+}
+
+function settleStatement(tx: postgres.TransactionSql, rows: ReturnType<typeof settlementRows>, now: number) {
+  return tx`
     WITH outcome AS (
       SELECT * FROM ROWS FROM (jsonb_to_recordset(${tx.json(rows)}) AS (
           batch_id text, line_no int, kind text, cost numeric, response_status int,
