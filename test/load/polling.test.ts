@@ -1,7 +1,10 @@
 /**
- * 500 concurrent clients poll GET /v1/batches/{id} and download its results for 60 s while the
- * batch runs, against the gateway as its own process: no answer other than 200 (or 429), no
- * failed request, and the process's memory stays flat (RSS from /proc/<pid>/status).
+ * 500 concurrent clients poll GET /v1/batches/{id} while the batch runs and download the results
+ * of a finished batch, for 60 s, against the gateway as its own process: no answer other than 200
+ * (or 429), no failed request, and the process's memory stays flat (RSS from /proc/<pid>/status).
+ * The downloads are of a finished batch so that each is the same size all along: the results of
+ * the running batch grow with it, and so would the memory the downloads in flight take, leak or
+ * no leak.
  */
 import { expect, test } from 'bun:test'
 import { mkdtempSync, readFileSync } from 'node:fs'
@@ -18,6 +21,8 @@ const DURATION_MS = 60_000
 const DOWNLOAD_EVERY = 10
 /** A line takes 400 ms upstream, 8 at a time: ~20 lines/s, so 1,500 lines outlast the minute. */
 const LINES = 1_500
+/** The finished batch whose results are downloaded: about 200 KiB each time. */
+const FINISHED_LINES = 500
 const MIB = 1024 * 1024
 /**
  * The gateway runs with MIMALLOC_PURGE_DELAY=-1 (src/memory/server-memory-settings.ts): the
@@ -34,7 +39,8 @@ const rssOf = (pid: number) => {
 }
 
 test(`${CLIENTS} clients poll and download results for ${DURATION_MS / 1000} s: only 200/429, memory flat`, async () => {
-  const sim = await startSimulator({ latencyMs: 400 })
+  // No latency while the finished batch runs; the running batch's lines then take 400 ms.
+  const sim = await startSimulator({ latencyMs: 0 })
   const env = {
     PORT: String(freePort()),
     HOST: '127.0.0.1',
@@ -59,14 +65,22 @@ test(`${CLIENTS} clients poll and download results for ${DURATION_MS / 1000} s: 
       await admin(`/accounts/${account.id}/keys`, { rate_limit_per_minute: 10_000_000 })
     ).json()) as { key: string }
     const headers = { authorization: `Bearer ${key}` }
-    const lines = Array.from({ length: LINES }, (_, i) => chatLine(`load-${i}`, `load line ${i}`))
-    const created = await fetch(`${gateway.url}/v1/batches`, {
-      method: 'POST',
-      headers,
-      body: jsonl(lines),
-    })
-    expect(created.status).toBe(201)
-    const { id } = (await created.json()) as { id: string }
+    const submit = async (count: number, prefix: string) => {
+      const lines = Array.from({ length: count }, (_, i) => chatLine(`${prefix}-${i}`, `${prefix} line ${i}`))
+      const created = await fetch(`${gateway.url}/v1/batches`, { method: 'POST', headers, body: jsonl(lines) })
+      expect(created.status).toBe(201)
+      return ((await created.json()) as { id: string }).id
+    }
+    const finishedId = await submit(FINISHED_LINES, 'done')
+    const finishBy = Date.now() + 60_000
+    for (;;) {
+      const batch = (await (await fetch(`${gateway.url}/v1/batches/${finishedId}`, { headers })).json()) as { status: string }
+      if (batch.status === 'completed') break
+      if (Date.now() > finishBy) throw new Error(`the batch to download did not complete: ${batch.status}`)
+      await Bun.sleep(100)
+    }
+    sim.configure({ latencyMs: 400 })
+    const id = await submit(LINES, 'load')
 
     const statuses: Record<string, number> = {}
     const failures: string[] = []
@@ -86,7 +100,7 @@ test(`${CLIENTS} clients poll and download results for ${DURATION_MS / 1000} s: 
     async function client(index: number) {
       for (let poll = index % DOWNLOAD_EVERY; Date.now() < deadline; poll++) {
         const download = poll % DOWNLOAD_EVERY === 0
-        const path = download ? `/v1/batches/${id}/results` : `/v1/batches/${id}`
+        const path = download ? `/v1/batches/${finishedId}/results` : `/v1/batches/${id}`
         const started = performance.now()
         try {
           const response = await fetch(`${gateway.url}${path}`, {
