@@ -45,6 +45,7 @@ export function createFileValidator(
   const parallel = options.parallel ?? availableParallelism() > 1
   const observe = options.observe ?? (() => {})
   let worker: Bun.Worker | null = null
+  let closed = false
   let nextId = 0
   const waiting = new Map<number, (reply: SegmentReply | null) => void>()
 
@@ -85,7 +86,7 @@ export function createFileValidator(
 
   return {
     async validate(bytes, limits) {
-      const split = parallel && bytes.byteLength >= minBytes ? splitPoint(bytes) : -1
+      const split = parallel && !closed && bytes.byteLength >= minBytes ? splitPoint(bytes) : -1
       if (split < 0) {
         observe('one_pass')
         return validateBatchFile(bytes, catalog, limits)
@@ -96,6 +97,7 @@ export function createFileValidator(
       const other = await second
       const clean =
         other !== null &&
+        !closed &&
         other.clean &&
         first.issues.length === 0 &&
         first.endpoint !== null &&
@@ -115,6 +117,8 @@ export function createFileValidator(
       return fileVerdict({ issues: [], omitted: 0, count: first.count + other.count, endpoint: first.endpoint, lines, ceiling })
     },
     async close() {
+      // Validations under way finish in one pass; later ones are one pass from the start.
+      closed = true
       const current = worker
       worker = null
       current?.terminate()

@@ -111,4 +111,16 @@ describe('validating a file on two cores', () => {
     if (split.ok) return
     expect(split.issues[0].message).toBe(`the file has more than ${LIMITS.maxLines} requests`)
   })
+
+  test('a validation thread that stops mid-file leaves the verdict to one pass, and closing stops splitting', async () => {
+    const own: ValidationPath[] = []
+    const closing = createFileValidator(catalog, config, { minParallelBytes: 0, parallel: true, observe: (how) => own.push(how) })
+    const lines = Array.from({ length: 30 }, (_, i) => JSON.stringify(chatLine(`stop-${i}`)))
+    const bytes = encode(lines.join('\n'))
+    const pending = closing.validate(bytes, LIMITS)
+    await closing.close()
+    expect(plain(await pending)).toEqual(plain(validateBatchFile(bytes, catalog, LIMITS)))
+    expect(plain(await closing.validate(bytes, LIMITS))).toEqual(plain(validateBatchFile(bytes, catalog, LIMITS)))
+    expect(own).toEqual(['split_then_one_pass', 'one_pass'])
+  })
 })
