@@ -1,15 +1,15 @@
 /**
  * How the gateway process tunes itself: the allocator's setting for a server
  * (src/memory/server-memory-settings.ts; not imported here: importing it applies it), and the
- * SQLite threads' lower priority (src/store/sqlite/background-priority.ts).
+ * SQLite threads' lower priority (src/threads/background-priority.ts).
  */
 import { describe, expect, test } from 'bun:test'
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
-import { ADMIN_TOKEN } from '../helpers/gateway.ts'
-import { BACKGROUND_NICE_STEP } from '../../src/store/sqlite/background-priority.ts'
+import { ADMIN_TOKEN, dropTestSchema, freshSchemaUrl, STORES, TEST_DATABASE_URL } from '../helpers/gateway.ts'
+import { BACKGROUND_NICE_STEP } from '../../src/threads/background-priority.ts'
 import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
 
 /** The environment the process with this pid runs with, from the kernel. */
@@ -27,6 +27,17 @@ function threadsOf(pid: number): { tid: number; name: string; nice: number; poli
     const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
     return { tid: Number(tid), name, nice: Number(fields[19 - 3]), policy: Number(fields[41 - 3]) }
   })
+}
+
+/** `check()`'s first value that is not null, looked for every 50 ms for up to 10 s. */
+async function waitFor<T>(check: () => T | null): Promise<T> {
+  const until = Date.now() + 10_000
+  for (;;) {
+    const value = check()
+    if (value !== null) return value
+    if (Date.now() > until) throw new Error('gave up waiting')
+    await Bun.sleep(50)
+  }
 }
 
 function gatewayEnv(extra: Record<string, string> = {}) {
@@ -77,7 +88,10 @@ describe('process tuning', () => {
       expect(main.nice).toBe(ours)
       // Three Worker threads: the two SQLite ones, and the validation thread (a request waits
       // for its work, so it keeps the process's priority).
-      const workers = threads.filter((t) => t.name === 'Worker')
+      const workers = await waitFor(() => {
+        const found = threadsOf(gateway.pid).filter((t) => t.name === 'Worker')
+        return found.filter((t) => t.policy === 3).length >= 2 ? found : null
+      })
       expect(workers.map((t) => t.policy).sort()).toEqual([0, 3, 3])
       const background = Math.min(19, ours + BACKGROUND_NICE_STEP)
       expect(workers.filter((t) => t.policy === 3).map((t) => t.nice)).toEqual([background, background])
@@ -88,4 +102,28 @@ describe('process tuning', () => {
       expect(await gateway.kill('SIGTERM')).toBe(0)
     }
   })
+
+  // The PostgreSQL store runs the dispatcher's calls on a thread too, with a pool of its own.
+  for (const store of STORES.filter((kind) => kind === 'postgres')) {
+    test(`on ${store}: the dispatch thread runs under SCHED_BATCH, 10 nicer; the validation thread is left as it was`, async () => {
+      const { url } = freshSchemaUrl(TEST_DATABASE_URL!)
+      const gateway = await spawnGatewayProcess(gatewayEnv({ DATABASE_URL: url }))
+      try {
+        expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200)
+        const ours = threadsOf(process.pid).find((t) => t.tid === process.pid)!.nice
+        // The thread lowers its priority once it has loaded the driver, which may be after the
+        // gateway first answers.
+        const workers = await waitFor(() => {
+          const found = threadsOf(gateway.pid).filter((t) => t.name === 'Worker')
+          return found.some((t) => t.policy === 3) ? found : null
+        })
+        expect(workers.map((t) => t.policy).sort()).toEqual([0, 3])
+        expect(workers.find((t) => t.policy === 3)!.nice).toBe(Math.min(19, ours + BACKGROUND_NICE_STEP))
+        expect(workers.find((t) => t.policy === 0)!.nice).toBe(ours)
+      } finally {
+        expect(await gateway.kill('SIGTERM')).toBe(0)
+        await dropTestSchema(url)
+      }
+    })
+  }
 })

@@ -11,35 +11,32 @@
  * Money stays `numeric` in SQL and decimal strings in code; bigint columns come back as strings
  * and are turned into numbers by rows.ts.
  *
- * A little past 400 lines because it is the whole Store interface; the bigger pieces live beside
- * it: copy-lines, record-outcomes, return-to-pending, advance-batches, files.
+ * Close to 400 lines because it is the whole Store interface; the bigger pieces live beside it:
+ * postgres-dispatch (the dispatcher's calls, run on a thread of their own), copy-lines, files.
  */
 import postgres from 'postgres'
-import { OPEN_BATCH_STATUSES, type BatchStatus, type LineStatus } from '../../domain.ts'
+import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { rowToAccount, rowToBatch, rowToKey, rowToLine, rowToRunnable } from '../rows.ts'
+import { rowToAccount, rowToBatch, rowToKey, rowToLine } from '../rows.ts'
 import type {
   AccountView,
   AdmitResult,
   CancelResult,
-  ClaimedLine,
   LineOutcome,
   NewAccount,
   NewBatch,
   NewKey,
   FileRecord,
   RejectedBatch,
-  RunnableBatch,
   Store,
 } from '../store.ts'
-import { advanceBatches, finishBatches } from './advance-batches.ts'
+import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
+import { finishBatches } from './advance-batches.ts'
 import { copyLines } from './copy-lines.ts'
 import * as files from './files.ts'
 import { migrate } from './migrate.ts'
-import { recordOutcomes } from './record-outcomes.ts'
 import * as retention from './retention.ts'
 import { storableJson } from './storable.ts'
-import { returnToPending } from './return-to-pending.ts'
 
 type Db = postgres.ISql
 
@@ -52,7 +49,32 @@ export interface PostgresStoreOptions {
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
 
-/** Connects, applies pending migrations, and returns the store. */
+/** Where a pool connects: the database and, for a store of its own, the schema. */
+export interface PostgresConnection {
+  url: string
+  schema?: string
+  max: number
+}
+
+/** A connection pool set up the same way on every thread. */
+export function connectPostgres({ url, schema, max }: PostgresConnection): postgres.Sql {
+  // postgres.js reconnects by itself: a query issued while the server is away fails, the next
+  // one after it is back opens a new connection (checked by terminating the backend).
+  return postgres(url, {
+    max,
+    onnotice: () => {},
+    transform: { undefined: null },
+    connection: schema ? { search_path: schema } : {},
+  })
+}
+
+/** The dispatch thread's pool: claims, recorded outcomes and maintenance, a few at a time. */
+const DISPATCH_CONNECTIONS = 4
+
+/**
+ * Connects, applies pending migrations, and returns the store; its dispatch calls run on a
+ * thread of their own with a pool of their own (postgres-dispatch.ts).
+ */
 export async function createPostgresStore(
   url: string,
   options: PostgresStoreOptions = {},
@@ -61,28 +83,21 @@ export async function createPostgresStore(
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
     throw new Error(`schema ${JSON.stringify(schema)}: use lower-case letters, digits and _`)
   }
-  // postgres.js reconnects by itself: a query issued while the server is away fails, the next
-  // one after it is back opens a new connection (checked by terminating the backend).
-  const sql = postgres(url, {
-    max: options.max ?? 10,
-    onnotice: () => {},
-    transform: { undefined: null },
-    connection: schema ? { search_path: schema } : {},
-  })
+  const sql = connectPostgres({ url, schema, max: options.max ?? 10 })
   try {
     await migrate(sql, { schema })
   } catch (error) {
     await sql.end({ timeout: 1 })
     throw error
   }
-  return new PostgresStore(sql)
+  const connection: PostgresConnection = { url, schema, max: DISPATCH_CONNECTIONS }
+  return new PostgresStore(sql, createDispatchThread(new URL('./dispatch-worker.ts', import.meta.url), [connection]))
 }
 
 const OPEN_STATUSES = [...OPEN_BATCH_STATUSES]
 
-// Times are bigint columns, and callers' times may carry fractions (a jittered delay, a lease of
-// 2.5 s): stored deadlines round up, "now" rounds down, so nothing happens sooner than asked.
-const later = Math.ceil
+// Times are bigint columns, and callers' times may carry fractions: "now" rounds down, so nothing
+// happens sooner than asked (postgres-dispatch.ts rounds stored deadlines up).
 const earlier = Math.floor
 
 async function accountView(db: Db, id: string): Promise<AccountView | null> {
@@ -96,7 +111,10 @@ async function accountView(db: Db, id: string): Promise<AccountView | null> {
 
 class PostgresStore implements Store {
   readonly kind = 'postgres' as const
-  constructor(private readonly sql: postgres.Sql) {}
+  constructor(
+    private readonly sql: postgres.Sql,
+    private readonly dispatch: DispatchThread,
+  ) {}
 
   async ping() {
     await this.sql`SELECT 1`
@@ -111,6 +129,7 @@ class PostgresStore implements Store {
   }
 
   async close() {
+    await this.dispatch.close()
     await this.sql.end({ timeout: 5 })
   }
 
@@ -332,98 +351,37 @@ class PostgresStore implements Store {
     return files.touchFile(this.sql, id, at)
   }
 
-  // ── dispatch ──────────────────────────────────────────────────────────────────────────────
+  // ── dispatch (postgres-dispatch.ts, on a thread of its own) ──────────────────────────────
 
-  async runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]> {
-    const rows = await this.sql`
-      SELECT id, account_id, deadline_at, endpoint, pending FROM batches
-      WHERE status = 'in_progress' AND pending > 0 AND deadline_at > ${earlier(nowMs / 1000)}
-      ORDER BY deadline_at, id LIMIT ${limit}`
-    return rows.map(rowToRunnable)
+  runnableBatches(nowMs: number, limit: number) {
+    return this.dispatch.runnableBatches(nowMs, limit)
   }
 
-  async claimLines(
-    batchId: string,
-    owner: string,
-    limit: number,
-    nowMs: number,
-    leaseUntilMs: number,
-  ): Promise<ClaimedLine[]> {
-    const now = earlier(nowMs)
-    const until = later(leaseUntilMs)
-    // One statement, so one round trip, and the batch row is locked only while it runs: claims
-    // and recorded results of a batch queue on that row, and a transaction of four round trips
-    // held it four times as long. The batch row is locked first (lock order, and the counters
-    // need it anyway): a cancel or expiry that committed before is seen, one running is waited
-    // for. The pick is a CTE, not an `IN (subquery)`: a subquery with LIMIT and SKIP LOCKED may
-    // be re-run by the planner for each outer row and then lock and return more than `limit`.
-    const rows = await this.sql`
-      WITH batch AS (
-        SELECT account_id, deadline_at FROM batches
-        WHERE id = ${batchId} AND status = 'in_progress' FOR UPDATE),
-      picked AS (
-        SELECT line_no FROM lines
-        WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${now}
-          AND EXISTS (SELECT 1 FROM batch)
-        ORDER BY line_no LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED),
-      claimed AS (
-        UPDATE lines l SET status = 'running', lease_owner = ${owner},
-          lease_until = ${until}, attempts = l.attempts + 1
-        FROM picked WHERE l.batch_id = ${batchId} AND l.line_no = picked.line_no
-        RETURNING l.line_no, l.custom_id, l.input, l.attempts),
-      counted AS (
-        UPDATE batches SET pending = pending - n, running = running + n,
-          started_at = coalesce(started_at, ${earlier(now / 1000)})
-        FROM (SELECT count(*)::int AS n FROM claimed) c
-        WHERE id = ${batchId} AND c.n > 0)
-      SELECT claimed.*, batch.account_id, batch.deadline_at FROM claimed, batch`
-    return rows
-      .map((row) => ({
-        batchId,
-        accountId: row.account_id as string,
-        lineNo: Number(row.line_no),
-        customId: row.custom_id as string,
-        input: row.input as string,
-        attempts: Number(row.attempts),
-        deadlineAt: Number(row.deadline_at),
-      }))
-      .sort((a, b) => a.lineNo - b.lineNo)
+  claimLines(batchId: string, owner: string, limit: number, nowMs: number, leaseUntilMs: number) {
+    return this.dispatch.claimLines(batchId, owner, limit, nowMs, leaseUntilMs)
   }
 
-  async batchStatuses(ids: readonly string[]) {
-    const statuses: Record<string, BatchStatus> = {}
-    if (ids.length === 0) return statuses
-    const rows = await this.sql`SELECT id, status FROM batches WHERE id = ANY(${[...ids]}::text[])`
-    for (const row of rows) statuses[row.id] = row.status
-    return statuses
+  batchStatuses(ids: readonly string[]) {
+    return this.dispatch.batchStatuses(ids)
   }
 
-  async renewLeases(owner: string, leaseUntilMs: number) {
-    // Rows are locked in key order, as recordOutcomes locks them, so the two cannot deadlock.
-    const result = await this.sql`
-      WITH leased AS (
-        SELECT batch_id, line_no FROM lines WHERE lease_owner = ${owner} AND status = 'running'
-        ORDER BY batch_id, line_no FOR UPDATE)
-      UPDATE lines l SET lease_until = ${later(leaseUntilMs)}
-      FROM leased WHERE l.batch_id = leased.batch_id AND l.line_no = leased.line_no`
-    return result.count
+  renewLeases(owner: string, leaseUntilMs: number) {
+    return this.dispatch.renewLeases(owner, leaseUntilMs)
   }
 
-  async recordOutcomes(owner: string, outcomes: readonly LineOutcome[], nowMs: number) {
-    if (outcomes.length === 0) return 0
-    return this.sql.begin((tx) => recordOutcomes(tx, owner, outcomes, nowMs))
+  recordOutcomes(owner: string, outcomes: readonly LineOutcome[], nowMs: number) {
+    return this.dispatch.recordOutcomes(owner, outcomes, nowMs)
   }
 
-  async releaseLeases(owner: string) {
-    return this.sql.begin((tx) => returnToPending(tx, tx`lease_owner = ${owner}`))
+  releaseLeases(owner: string) {
+    return this.dispatch.releaseLeases(owner)
   }
 
-  async reapExpiredLeases(nowMs: number) {
-    return this.sql.begin((tx) => returnToPending(tx, tx`lease_until < ${later(nowMs)}`))
+  reapExpiredLeases(nowMs: number) {
+    return this.dispatch.reapExpiredLeases(nowMs)
   }
 
-  async advanceBatches(now: number) {
-    return this.sql.begin((tx) => advanceBatches(tx, earlier(now)))
+  advanceBatches(now: number) {
+    return this.dispatch.advanceBatches(now)
   }
 }

@@ -1,6 +1,6 @@
 /** The checkpoint thread (checkpoint-thread.ts): copies the write-ahead log into the database. */
 import type { Database } from 'bun:sqlite'
-import { lowerThreadPriority } from './background-priority.ts'
+import { lowerThreadPriority } from '../../threads/background-priority.ts'
 import { openSqliteDatabase } from './open-database.ts'
 
 export type CheckpointRequest = { method: 'open'; path: string; everyMs: number } | { method: 'close' }

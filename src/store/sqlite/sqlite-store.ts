@@ -25,7 +25,7 @@ import type {
   Store,
 } from '../store.ts'
 import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.ts'
-import { createDispatchThread } from './dispatch-thread.ts'
+import { createDispatchThread } from '../dispatch-thread.ts'
 import { openSqliteDatabase } from './open-database.ts'
 import schema from './schema.sql' with { type: 'text' }
 import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
@@ -47,7 +47,7 @@ export function createSqliteStore(dataDir: string | null): Store {
   const path = join(dataDir, 'multigrid.sqlite')
   const db = openSqliteDatabase(path)
   db.exec(schema)
-  return new SqliteStore(db, createDispatchThread(path), startCheckpointThread(path))
+  return new SqliteStore(db, createDispatchThread(new URL('./dispatch-worker.ts', import.meta.url), [path]), startCheckpointThread(path))
 }
 
 const ROWS_PER_INSERT = 100

@@ -1,19 +1,21 @@
 /**
- * The dispatcher's SQLite statements on a thread of their own. Claiming and recording take tens
- * of microseconds per line; at thousands of lines a second on the event loop they delay every
- * upstream answer waiting to be read. On a Worker with its own connection to the same file
- * (WAL: readers never wait, the two writers take turns), they overlap with the HTTP work.
- * The thread keeps the process alive only while a call is under way.
+ * The dispatcher's store calls on a thread of their own. Claiming and recording take tens of
+ * microseconds per line (SQLite statements, or the PostgreSQL driver's parsing and serializing);
+ * at thousands of lines a second on the event loop they delay every upstream answer waiting to
+ * be read. On a Worker with its own connection (a SQLite file in WAL mode, or a PostgreSQL pool)
+ * they overlap with the HTTP work. The thread keeps the process alive only while a call is under
+ * way. `script` is a module that calls serveDispatch (dispatch-worker-host.ts).
  */
-import type { DispatchStore } from '../store.ts'
-import { startBackgroundThread } from '../../threads/background-thread.ts'
-import type { DispatchReply, DispatchRequest } from './dispatch-worker.ts'
+import { startBackgroundThread } from '../threads/background-thread.ts'
+import type { DispatchReply, DispatchRequest } from './dispatch-worker-host.ts'
+import type { DispatchStore } from './store.ts'
 
 export type DispatchThread = DispatchStore & { close(): Promise<void> }
 
 type Method = keyof DispatchStore
 
-export function createDispatchThread(path: string): DispatchThread {
+/** `openArgs` go to the worker's `open`: where its connection goes. */
+export function createDispatchThread(script: URL, openArgs: unknown[]): DispatchThread {
   let worker: Bun.Worker | null = null
   let nextId = 0
   const waiting = new Map<number, { resolve: (value: any) => void; reject: (error: Error) => void }>()
@@ -25,7 +27,7 @@ export function createDispatchThread(path: string): DispatchThread {
 
   const spawn = (): Bun.Worker => {
     // A thread that died takes its calls with it; the next call starts a new one.
-    const thread = startBackgroundThread(new URL('./dispatch-worker.ts', import.meta.url), (reason) => {
+    const thread = startBackgroundThread(script, (reason) => {
       if (worker !== thread) return
       worker = null
       failAll(new Error(`the dispatch thread stopped: ${reason}`))
@@ -39,7 +41,7 @@ export function createDispatchThread(path: string): DispatchThread {
       if (reply.ok) call.resolve(reply.value)
       else call.reject(new Error(reply.message))
     })
-    thread.postMessage({ id: -1, method: 'open', args: [path] } satisfies DispatchRequest)
+    thread.postMessage({ id: -1, method: 'open', args: openArgs } satisfies DispatchRequest)
     return thread
   }
 

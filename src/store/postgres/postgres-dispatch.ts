@@ -1,0 +1,116 @@
+/**
+ * The dispatcher's side of the shared store: claiming lines under leases, recording their
+ * outcomes with their charges, reaping leases and moving batches on. Runs on any connection pool
+ * to the database; in the gateway on a thread of its own (postgres-store.ts), so the driver's
+ * work for thousands of lines a second (rows parsed, outcomes serialized) does not hold up the
+ * event loop that reads upstream answers.
+ */
+import type postgres from 'postgres'
+import type { BatchStatus } from '../../domain.ts'
+import { rowToRunnable } from '../rows.ts'
+import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../store.ts'
+import { advanceBatches } from './advance-batches.ts'
+import { recordOutcomes } from './record-outcomes.ts'
+import { returnToPending } from './return-to-pending.ts'
+
+// Times are bigint columns, and callers' times may carry fractions (a jittered delay, a lease of
+// 2.5 s): stored deadlines round up, "now" rounds down, so nothing happens sooner than asked.
+const later = Math.ceil
+const earlier = Math.floor
+
+export class PostgresDispatch implements DispatchStore {
+  constructor(private readonly sql: postgres.Sql) {}
+
+  async runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]> {
+    const rows = await this.sql`
+      SELECT id, account_id, deadline_at, endpoint, pending FROM batches
+      WHERE status = 'in_progress' AND pending > 0 AND deadline_at > ${earlier(nowMs / 1000)}
+      ORDER BY deadline_at, id LIMIT ${limit}`
+    return rows.map(rowToRunnable)
+  }
+
+  async claimLines(
+    batchId: string,
+    owner: string,
+    limit: number,
+    nowMs: number,
+    leaseUntilMs: number,
+  ): Promise<ClaimedLine[]> {
+    const now = earlier(nowMs)
+    const until = later(leaseUntilMs)
+    // One statement, so one round trip, and the batch row is locked only while it runs: claims
+    // and recorded results of a batch queue on that row, and a transaction of four round trips
+    // held it four times as long. The batch row is locked first (lock order, and the counters
+    // need it anyway): a cancel or expiry that committed before is seen, one running is waited
+    // for. The pick is a CTE, not an `IN (subquery)`: a subquery with LIMIT and SKIP LOCKED may
+    // be re-run by the planner for each outer row and then lock and return more than `limit`.
+    const rows = await this.sql`
+      WITH batch AS (
+        SELECT account_id, deadline_at FROM batches
+        WHERE id = ${batchId} AND status = 'in_progress' FOR UPDATE),
+      picked AS (
+        SELECT line_no FROM lines
+        WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${now}
+          AND EXISTS (SELECT 1 FROM batch)
+        ORDER BY line_no LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED),
+      claimed AS (
+        UPDATE lines l SET status = 'running', lease_owner = ${owner},
+          lease_until = ${until}, attempts = l.attempts + 1
+        FROM picked WHERE l.batch_id = ${batchId} AND l.line_no = picked.line_no
+        RETURNING l.line_no, l.custom_id, l.input, l.attempts),
+      counted AS (
+        UPDATE batches SET pending = pending - n, running = running + n,
+          started_at = coalesce(started_at, ${earlier(now / 1000)})
+        FROM (SELECT count(*)::int AS n FROM claimed) c
+        WHERE id = ${batchId} AND c.n > 0)
+      SELECT claimed.*, batch.account_id, batch.deadline_at FROM claimed, batch`
+    return rows
+      .map((row) => ({
+        batchId,
+        accountId: row.account_id as string,
+        lineNo: Number(row.line_no),
+        customId: row.custom_id as string,
+        input: row.input as string,
+        attempts: Number(row.attempts),
+        deadlineAt: Number(row.deadline_at),
+      }))
+      .sort((a, b) => a.lineNo - b.lineNo)
+  }
+
+  async batchStatuses(ids: readonly string[]) {
+    const statuses: Record<string, BatchStatus> = {}
+    if (ids.length === 0) return statuses
+    const rows = await this.sql`SELECT id, status FROM batches WHERE id = ANY(${[...ids]}::text[])`
+    for (const row of rows) statuses[row.id] = row.status
+    return statuses
+  }
+
+  async renewLeases(owner: string, leaseUntilMs: number) {
+    // Rows are locked in key order, as recordOutcomes locks them, so the two cannot deadlock.
+    const result = await this.sql`
+      WITH leased AS (
+        SELECT batch_id, line_no FROM lines WHERE lease_owner = ${owner} AND status = 'running'
+        ORDER BY batch_id, line_no FOR UPDATE)
+      UPDATE lines l SET lease_until = ${later(leaseUntilMs)}
+      FROM leased WHERE l.batch_id = leased.batch_id AND l.line_no = leased.line_no`
+    return result.count
+  }
+
+  async recordOutcomes(owner: string, outcomes: readonly LineOutcome[], nowMs: number) {
+    if (outcomes.length === 0) return 0
+    return this.sql.begin((tx) => recordOutcomes(tx, owner, outcomes, nowMs))
+  }
+
+  async releaseLeases(owner: string) {
+    return this.sql.begin((tx) => returnToPending(tx, tx`lease_owner = ${owner}`))
+  }
+
+  async reapExpiredLeases(nowMs: number) {
+    return this.sql.begin((tx) => returnToPending(tx, tx`lease_until < ${later(nowMs)}`))
+  }
+
+  async advanceBatches(now: number) {
+    return this.sql.begin((tx) => advanceBatches(tx, earlier(now)))
+  }
+}
