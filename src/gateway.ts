@@ -97,6 +97,10 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   app.listen({
     port: config.port,
     hostname: config.host,
+    // Elysia asks for SO_REUSEPORT, and then a second gateway started on a taken port (a stale
+    // one, or one with another data directory) silently gets half the connections: keys and
+    // batches seem to come and go. A port in use is an error at start instead.
+    reusePort: false,
     // The facade accepts files up to maxFileBytes; the native limit is enforced while reading.
     maxRequestBodySize: Math.max(config.limits.maxFileBytes, config.limits.maxBodyBytes) + 1024 * 1024,
   })

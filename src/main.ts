@@ -14,7 +14,16 @@ try {
   }
   throw error
 }
-const gateway = await startGateway(config)
+let gateway
+try {
+  gateway = await startGateway(config)
+} catch (error) {
+  if ((error as { code?: unknown }).code === 'EADDRINUSE') {
+    console.error(`multigrid: port ${config.port} on ${config.host} is in use: stop what is listening there, or set PORT`)
+    process.exit(69) // EX_UNAVAILABLE
+  }
+  throw error
+}
 let stopping = false
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, async () => {

@@ -1,8 +1,11 @@
 /** Configuration: defaults, and one clear message naming the variable or the file path. */
 import { describe, expect, test } from 'bun:test'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ConfigError, loadConfig } from '../../src/config.ts'
 import { writeCatalog } from '../helpers/catalog.ts'
+import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
 
 const root = join(import.meta.dir, '../..')
 
@@ -55,5 +58,19 @@ describe('loadConfig', () => {
     const child = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: root, env: { PATH: process.env.PATH ?? '', PORT: 'x' }, stderr: 'pipe', stdout: 'pipe' })
     expect(await child.exited).toBe(78)
     expect((await new Response(child.stderr).text()).trim()).toBe('multigrid: configuration error: invalid PORT="x": Invalid input: expected number, received NaN')
+  })
+
+  test('a second gateway on a port in use says so in one line and exits; the first keeps serving', async () => {
+    const port = String(freePort())
+    const env = (dir: string) => ({ PATH: process.env.PATH ?? '', PORT: port, HOST: '127.0.0.1', MULTIGRID_DATA_DIR: dir, LOG_LEVEL: 'error' })
+    const first = await spawnGatewayProcess(env(mkdtempSync(join(tmpdir(), 'mg-port-'))))
+    try {
+      const second = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: root, env: env(mkdtempSync(join(tmpdir(), 'mg-port-'))), stderr: 'pipe', stdout: 'pipe' })
+      expect(await second.exited).toBe(69)
+      expect((await new Response(second.stderr).text()).trim()).toBe(`multigrid: port ${port} on 127.0.0.1 is in use: stop what is listening there, or set PORT`)
+      expect((await fetch(`${first.url}/healthz`)).status).toBe(200)
+    } finally {
+      expect(await first.kill('SIGTERM')).toBe(0)
+    }
   })
 })
