@@ -38,7 +38,7 @@ export function* readJsonlLines(bytes: Uint8Array, segment?: FileSegment): Gener
   const to = segment?.to ?? buffer.length
   let start = segment?.from ?? 0
   // One fast pass over the whole part; only one with bad bytes is checked line by line.
-  const valid = isUtf8(start === 0 && to === buffer.length ? buffer : buffer.subarray(start, to))
+  const valid = isUtf8(buffer.subarray(start, to))
   let lineNo = (segment?.firstLineNo ?? 1) - 1
   // A byte order mark only at the start of the file, not at the start of a later segment.
   if (lineNo === 0 && start === 0 && to >= 3 && buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf) start = 3

@@ -12,20 +12,21 @@ export type ValidationRequest =
   | { kind: 'init'; catalog: CatalogFile; providerKeys: Record<string, string | null> }
   | { kind: 'check'; id: number; bytes: Uint8Array; firstLineNo: number; limits: FileLimits }
 
-export type SegmentReply = {
-  id: number
-  /** False: some line has an issue, or the thread failed (`message` says why). */
-  clean: boolean
-  message?: string
-  count: number
-  endpoint: string | null
-  lineNos: Int32Array
-  starts: Int32Array
-  ends: Int32Array
-  customIds: string[]
-  /** The valid lines' ceiling, exact, as decimal text. */
-  ceiling: string
-}
+/** The valid lines as offsets, or only that the segment was not clean (or the thread failed). */
+export type SegmentReply =
+  | {
+      id: number
+      clean: true
+      count: number
+      endpoint: string | null
+      lineNos: Int32Array
+      starts: Int32Array
+      ends: Int32Array
+      customIds: string[]
+      /** The valid lines' ceiling, exact, as decimal text. */
+      ceiling: string
+    }
+  | { id: number; clean: false }
 
 declare const self: Worker
 let catalog: Catalog | null = null
@@ -37,11 +38,10 @@ self.onmessage = (event: MessageEvent<ValidationRequest>) => {
     return
   }
   const { id, bytes, firstLineNo, limits } = request
-  const empty = { count: 0, endpoint: null, lineNos: new Int32Array(0), starts: new Int32Array(0), ends: new Int32Array(0), customIds: [], ceiling: '0' }
   try {
     const checked = checkLines(bytes, catalog!, limits, { from: 0, to: bytes.byteLength, firstLineNo })
     if (checked.issues.length > 0 || checked.omitted > 0) {
-      self.postMessage({ id, clean: false, ...empty, count: checked.count } satisfies SegmentReply)
+      self.postMessage({ id, clean: false } satisfies SegmentReply)
       return
     }
     const n = checked.lines.length
@@ -58,7 +58,8 @@ self.onmessage = (event: MessageEvent<ValidationRequest>) => {
     }
     const reply: SegmentReply = { id, clean: true, count: checked.count, endpoint: checked.endpoint, lineNos, starts, ends, customIds, ceiling: checked.ceiling.toFixed() }
     self.postMessage(reply, [lineNos.buffer, starts.buffer, ends.buffer])
-  } catch (error) {
-    self.postMessage({ id, clean: false, message: String(error), ...empty } satisfies SegmentReply)
+  } catch {
+    // The caller validates the whole file in one pass, and reports what that finds.
+    self.postMessage({ id, clean: false } satisfies SegmentReply)
   }
 }

@@ -1,16 +1,16 @@
 /**
- * Lowers the calling thread's claim on the CPU, for the SQLite threads (the checkpoint thread,
- * and above all the dispatch thread, which wakes for every message the event loop posts: a
- * claim, a batch of outcomes). Their work can wait a few milliseconds; upstream answers waiting
- * for the event loop to get a core cannot. Two Linux settings, each measured with
- * `npm run bench:dispatch` on 2 cores, where the gateway, its SQLite thread and the simulator
- * compete for the cores:
+ * Lowers the calling thread's claim on the CPU, for the store's background threads (SQLite's
+ * checkpoint thread, and above all either store's dispatch thread, which wakes for every message
+ * the event loop posts: a claim, a batch of outcomes). Their work can wait a few milliseconds;
+ * upstream answers waiting for the event loop to get a core cannot. Two Linux settings, each
+ * measured with `npm run bench:dispatch` (SQLite) on 2 cores, where the gateway, its SQLite
+ * thread and the simulator compete for the cores:
  * - SCHED_BATCH: its wake-ups never preempt the running thread, so the scheduler no longer hands
  *   it the core of the event loop that just woke it. The event loop's CPU per line fell about
  *   10%, lines/s rose 2–3%.
- * - nice +10 over the process's own: about a tenth of the event loop's weight when the two share a core. In
- *   alternating runs: recorded upstream latency 65 → 61 ms, lines/s +4–6%. It still gets a
- *   whole core whenever one is idle, as on any machine that is not saturated.
+ * - nice +10 over the process's own: about a tenth of the event loop's weight when the two share
+ *   a core. In alternating runs: recorded upstream latency 65 → 61 ms, lines/s +4–6%. It still
+ *   gets a whole core whenever one is idle, as on any machine that is not saturated.
  *
  * Through libc (bun:ffi). Anywhere that is not Linux with glibc, or when a call fails, that
  * setting is left as it was; the result says which took effect.

@@ -14,6 +14,7 @@ import { startSimulator } from '../../src/simulator/server.ts'
 import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
 import { ADMIN_TOKEN, chatLine, jsonl } from '../helpers/gateway.ts'
 import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
+import { waitFor } from '../helpers/wait.ts'
 
 const CLIENTS = 500
 const DURATION_MS = 60_000
@@ -72,13 +73,10 @@ test(`${CLIENTS} clients poll and download results for ${DURATION_MS / 1000} s: 
       return ((await created.json()) as { id: string }).id
     }
     const finishedId = await submit(FINISHED_LINES, 'done')
-    const finishBy = Date.now() + 60_000
-    for (;;) {
+    await waitFor('the batch to download to complete', async () => {
       const batch = (await (await fetch(`${gateway.url}/v1/batches/${finishedId}`, { headers })).json()) as { status: string }
-      if (batch.status === 'completed') break
-      if (Date.now() > finishBy) throw new Error(`the batch to download did not complete: ${batch.status}`)
-      await Bun.sleep(100)
-    }
+      return batch.status === 'completed'
+    }, 60_000, 100)
     sim.configure({ latencyMs: 400 })
     const id = await submit(LINES, 'load')
 

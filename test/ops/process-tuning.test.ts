@@ -11,6 +11,7 @@ import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
 import { ADMIN_TOKEN, dropTestSchema, freshSchemaUrl, STORES, TEST_DATABASE_URL } from '../helpers/gateway.ts'
 import { BACKGROUND_NICE_STEP } from '../../src/threads/background-priority.ts'
 import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
+import { waitFor } from '../helpers/wait.ts'
 
 /** The environment the process with this pid runs with, from the kernel. */
 function environOf(pid: number): Record<string, string> {
@@ -27,17 +28,6 @@ function threadsOf(pid: number): { tid: number; name: string; nice: number; poli
     const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
     return { tid: Number(tid), name, nice: Number(fields[19 - 3]), policy: Number(fields[41 - 3]) }
   })
-}
-
-/** `check()`'s first value that is not null, looked for every 50 ms for up to 10 s. */
-async function waitFor<T>(check: () => T | null): Promise<T> {
-  const until = Date.now() + 10_000
-  for (;;) {
-    const value = check()
-    if (value !== null) return value
-    if (Date.now() > until) throw new Error('gave up waiting')
-    await Bun.sleep(50)
-  }
 }
 
 function gatewayEnv(extra: Record<string, string> = {}) {
@@ -88,10 +78,10 @@ describe('process tuning', () => {
       expect(main.nice).toBe(ours)
       // Three Worker threads: the two SQLite ones, and the validation thread (a request waits
       // for its work, so it keeps the process's priority).
-      const workers = await waitFor(() => {
+      const workers = await waitFor('the SQLite threads to lower their priority', async () => {
         const found = threadsOf(gateway.pid).filter((t) => t.name === 'Worker')
         return found.filter((t) => t.policy === 3).length >= 2 ? found : null
-      })
+      }, 10_000)
       expect(workers.map((t) => t.policy).sort()).toEqual([0, 3, 3])
       const background = Math.min(19, ours + BACKGROUND_NICE_STEP)
       expect(workers.filter((t) => t.policy === 3).map((t) => t.nice)).toEqual([background, background])
@@ -113,10 +103,10 @@ describe('process tuning', () => {
         const ours = threadsOf(process.pid).find((t) => t.tid === process.pid)!.nice
         // The thread lowers its priority once it has loaded the driver, which may be after the
         // gateway first answers.
-        const workers = await waitFor(() => {
+        const workers = await waitFor('the dispatch thread to lower its priority', async () => {
           const found = threadsOf(gateway.pid).filter((t) => t.name === 'Worker')
           return found.some((t) => t.policy === 3) ? found : null
-        })
+        }, 10_000)
         expect(workers.map((t) => t.policy).sort()).toEqual([0, 3])
         expect(workers.find((t) => t.policy === 3)!.nice).toBe(Math.min(19, ours + BACKGROUND_NICE_STEP))
         expect(workers.find((t) => t.policy === 0)!.nice).toBe(ours)

@@ -1,7 +1,7 @@
 /** The PostgreSQL dispatch thread (../dispatch-thread.ts): PostgresDispatch on a pool of its own. */
 import { serveDispatch } from '../dispatch-worker-host.ts'
+import { connectPostgres, type PostgresConnection } from './connect.ts'
 import { PostgresDispatch } from './postgres-dispatch.ts'
-import { connectPostgres, type PostgresConnection } from './postgres-store.ts'
 
 serveDispatch(([connection]) => {
   const sql = connectPostgres(connection as PostgresConnection)

@@ -14,7 +14,7 @@
  * Close to 400 lines because it is the whole Store interface; the bigger pieces live beside it:
  * postgres-dispatch (the dispatcher's calls, run on a thread of their own), copy-lines, files.
  */
-import postgres from 'postgres'
+import type postgres from 'postgres'
 import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToAccount, rowToBatch, rowToKey, rowToLine } from '../rows.ts'
@@ -22,7 +22,6 @@ import type {
   AccountView,
   AdmitResult,
   CancelResult,
-  LineOutcome,
   NewAccount,
   NewBatch,
   NewKey,
@@ -30,8 +29,10 @@ import type {
   RejectedBatch,
   Store,
 } from '../store.ts'
+import { DispatchDelegate } from '../dispatch-delegate.ts'
 import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
 import { finishBatches } from './advance-batches.ts'
+import { connectPostgres, type PostgresConnection } from './connect.ts'
 import { copyLines } from './copy-lines.ts'
 import * as files from './files.ts'
 import { migrate } from './migrate.ts'
@@ -48,25 +49,6 @@ export interface PostgresStoreOptions {
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
-
-/** Where a pool connects: the database and, for a store of its own, the schema. */
-export interface PostgresConnection {
-  url: string
-  schema?: string
-  max: number
-}
-
-/** A connection pool set up the same way on every thread. */
-export function connectPostgres({ url, schema, max }: PostgresConnection): postgres.Sql {
-  // postgres.js reconnects by itself: a query issued while the server is away fails, the next
-  // one after it is back opens a new connection (checked by terminating the backend).
-  return postgres(url, {
-    max,
-    onnotice: () => {},
-    transform: { undefined: null },
-    connection: schema ? { search_path: schema } : {},
-  })
-}
 
 /** The dispatch thread's pool: claims, recorded outcomes and maintenance, a few at a time. */
 const DISPATCH_CONNECTIONS = 4
@@ -109,12 +91,15 @@ async function accountView(db: Db, id: string): Promise<AccountView | null> {
   return row ? { ...rowToAccount(row), openBatches: Number(row.open_batches) } : null
 }
 
-class PostgresStore implements Store {
+/** The dispatcher's calls go to `dispatch` (DispatchDelegate): postgres-dispatch.ts, on a thread of its own. */
+class PostgresStore extends DispatchDelegate implements Store {
   readonly kind = 'postgres' as const
   constructor(
     private readonly sql: postgres.Sql,
-    private readonly dispatch: DispatchThread,
-  ) {}
+    protected readonly dispatch: DispatchThread,
+  ) {
+    super()
+  }
 
   async ping() {
     await this.sql`SELECT 1`
@@ -349,39 +334,5 @@ class PostgresStore implements Store {
 
   touchFile(id: string, at: number) {
     return files.touchFile(this.sql, id, at)
-  }
-
-  // ── dispatch (postgres-dispatch.ts, on a thread of its own) ──────────────────────────────
-
-  runnableBatches(nowMs: number, limit: number) {
-    return this.dispatch.runnableBatches(nowMs, limit)
-  }
-
-  claimLines(batchId: string, owner: string, limit: number, nowMs: number, leaseUntilMs: number) {
-    return this.dispatch.claimLines(batchId, owner, limit, nowMs, leaseUntilMs)
-  }
-
-  batchStatuses(ids: readonly string[]) {
-    return this.dispatch.batchStatuses(ids)
-  }
-
-  renewLeases(owner: string, leaseUntilMs: number) {
-    return this.dispatch.renewLeases(owner, leaseUntilMs)
-  }
-
-  recordOutcomes(owner: string, outcomes: readonly LineOutcome[], nowMs: number) {
-    return this.dispatch.recordOutcomes(owner, outcomes, nowMs)
-  }
-
-  releaseLeases(owner: string) {
-    return this.dispatch.releaseLeases(owner)
-  }
-
-  reapExpiredLeases(nowMs: number) {
-    return this.dispatch.reapExpiredLeases(nowMs)
-  }
-
-  advanceBatches(now: number) {
-    return this.dispatch.advanceBatches(now)
   }
 }

@@ -17,7 +17,6 @@ import type {
   DispatchStore,
   FileRecord,
   RejectedBatch,
-  LineOutcome,
   NewAccount,
   NewBatch,
   NewKey,
@@ -25,6 +24,7 @@ import type {
   Store,
 } from '../store.ts'
 import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.ts'
+import { DispatchDelegate } from '../dispatch-delegate.ts'
 import { createDispatchThread } from '../dispatch-thread.ts'
 import { openSqliteDatabase } from './open-database.ts'
 import schema from './schema.sql' with { type: 'text' }
@@ -60,13 +60,16 @@ export const VISIBLE_FILE = `(f.batch_id IS NULL OR (b.status IN ('completed', '
 const FILE_SELECT = `SELECT f.*, b.status AS batch_status, b.succeeded, b.failed, b.cancelled, b.expired
   FROM files f LEFT JOIN batches b ON b.id = f.batch_id`
 
-class SqliteStore implements Store {
+/** The dispatcher's calls go to `dispatch` (DispatchDelegate): sqlite-dispatch.ts, on a thread of its own for a file. */
+class SqliteStore extends DispatchDelegate implements Store {
   readonly kind = 'sqlite' as const
   constructor(
     private readonly db: Database,
-    private readonly dispatch: DispatchStore & { close?(): Promise<void> },
+    protected readonly dispatch: DispatchStore & { close?(): Promise<void> },
     private readonly checkpoints: CheckpointThread | null = null,
-  ) {}
+  ) {
+    super()
+  }
 
   private q(sql: string) {
     return this.db.query<Row, any[]>(sql)
@@ -381,38 +384,5 @@ class SqliteStore implements Store {
       `SELECT * FROM lines WHERE batch_id = ? AND line_no > ? ${filter} ORDER BY line_no LIMIT ?`,
     ).all(batchId, query.afterLineNo, ...(query.statuses ?? []), query.limit)
     return rows.map(rowToLine)
-  }
-  // ── dispatch (sqlite-dispatch.ts) ───────────────────────────────────────────────────────
-
-  runnableBatches(nowMs: number, limit: number) {
-    return this.dispatch.runnableBatches(nowMs, limit)
-  }
-
-  claimLines(batchId: string, owner: string, limit: number, nowMs: number, leaseUntilMs: number) {
-    return this.dispatch.claimLines(batchId, owner, limit, nowMs, leaseUntilMs)
-  }
-
-  batchStatuses(ids: readonly string[]) {
-    return this.dispatch.batchStatuses(ids)
-  }
-
-  renewLeases(owner: string, leaseUntilMs: number) {
-    return this.dispatch.renewLeases(owner, leaseUntilMs)
-  }
-
-  recordOutcomes(owner: string, outcomes: readonly LineOutcome[], nowMs: number) {
-    return this.dispatch.recordOutcomes(owner, outcomes, nowMs)
-  }
-
-  releaseLeases(owner: string) {
-    return this.dispatch.releaseLeases(owner)
-  }
-
-  reapExpiredLeases(nowMs: number) {
-    return this.dispatch.reapExpiredLeases(nowMs)
-  }
-
-  advanceBatches(nowSeconds: number) {
-    return this.dispatch.advanceBatches(nowSeconds)
   }
 }
