@@ -85,7 +85,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   const live = { gate, store, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000) }
   const groups = [
     healthRoutes(readinessChecks({ store: () => store.ping(), redis: limiter.ping && (() => limiter.ping!()) })),
-    nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, onCancelled: (id) => dispatcher?.cancelled(id) }),
+    nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, sharedBodiesFrom: validator.splitFrom, onCancelled: (id) => dispatcher?.cancelled(id) }),
     liveRoutes('', live),
     liveRoutes('/openai', live),
     openAiFilesRoutes({ gate, store, blobs, maxFileBytes: config.limits.maxFileBytes }),

@@ -41,11 +41,13 @@ export interface NativeDeps {
   store: BatchStore & AccountStore
   admission: Admission
   maxBodyBytes: number
+  /** Bodies at least this big are read into shared memory (the validator splits them across threads). */
+  sharedBodiesFrom?: number
   /** Tells this instance's dispatcher at once, so lines waiting for a slot are not sent. */
   onCancelled?: (batchId: string) => void
 }
 
-export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes, onCancelled }: NativeDeps) {
+export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes, sharedBodiesFrom, onCancelled }: NativeDeps) {
   return new Elysia({ name: 'native-batches' })
     .post(
       '/v1/batches',
@@ -62,7 +64,7 @@ export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes, onCanc
           throw new GatewayError(415, 'invalid_request_error', 'unsupported_media_type',
             `Content-Type ${type} is not accepted; send the file as application/jsonl`, { param: 'content-type' })
         }
-        const bytes = await readBody(request, maxBodyBytes)
+        const bytes = await readBody(request, maxBodyBytes, { sharedFrom: sharedBodiesFrom })
         if (request.headers.get('content-encoding') || (bytes[0] === 0x1f && bytes[1] === 0x8b)) {
           throw badRequest('the body is compressed; send the JSONL file uncompressed (curl --data-binary @requests.jsonl)', null, 'unsupported_encoding')
         }

@@ -19,6 +19,11 @@ import type { SegmentReply, ValidationRequest } from './validation-worker.ts'
 
 export interface FileValidator {
   validate(bytes: Uint8Array, limits: FileLimits): Promise<FileVerdict>
+  /**
+   * Files at least this big are split across two threads (Infinity: never). One read into a
+   * SharedArrayBuffer is handed to the thread as it is; any other is copied for it.
+   */
+  readonly splitFrom: number
   close(): Promise<void>
 }
 
@@ -76,6 +81,11 @@ export function createFileValidator(
       const id = nextId++
       if (waiting.size === 0) target.ref()
       waiting.set(id, resolve)
+      if (bytes.buffer instanceof SharedArrayBuffer) {
+        // Shared: the thread reads the body where it is.
+        target.postMessage({ kind: 'check', id, bytes, firstLineNo, limits } satisfies ValidationRequest)
+        return
+      }
       // A copy of its own, handed over rather than copied again.
       const copy = bytes.slice()
       target.postMessage({ kind: 'check', id, bytes: copy, firstLineNo, limits } satisfies ValidationRequest, [copy.buffer])
@@ -85,6 +95,7 @@ export function createFileValidator(
   if (parallel) thread()
 
   return {
+    splitFrom: parallel ? minBytes : Infinity,
     async validate(bytes, limits) {
       const split = parallel && !closed && bytes.byteLength >= minBytes ? splitPoint(bytes) : -1
       if (split < 0) {

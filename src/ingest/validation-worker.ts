@@ -37,6 +37,14 @@ self.onmessage = (event: MessageEvent<ValidationRequest>) => {
     catalog = createCatalog(request.catalog, request.providerKeys)
     return
   }
+  check(request)
+  // The bytes may be the caller's shared body: collected once this handler has returned (nothing
+  // on the stack then holds them), not at this idle thread's next allocation, so that a body is
+  // not kept alive here after its batch was stored.
+  setTimeout(() => Bun.gc(true), 0)
+}
+
+function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
   const { id, bytes, firstLineNo, limits } = request
   try {
     const checked = checkLines(bytes, catalog!, limits, { from: 0, to: bytes.byteLength, firstLineNo })

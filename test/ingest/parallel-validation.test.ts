@@ -81,6 +81,19 @@ describe('validating a file on two cores', () => {
     expect(split.lines[29].input).toBe(lines[29])
   })
 
+  test('a body in shared memory is split where it is, with the verdict of one pass', async () => {
+    const lines = Array.from({ length: 30 }, (_, i) => JSON.stringify(chatLine(`shared-${i}`, `prompt ${'ü'.repeat(i)}`)))
+    const plainBytes = encode(lines.join('\n') + '\n')
+    const shared = new Uint8Array(new SharedArrayBuffer(plainBytes.byteLength))
+    shared.set(plainBytes)
+    const { split, onePass, path } = await bothWays(shared)
+    expect(path).toBe('split')
+    expect(split).toEqual(onePass)
+    expect(split).toEqual(plain(validateBatchFile(plainBytes, catalog, LIMITS)))
+    // The thread only read it: the body is as it was sent.
+    expect(Buffer.from(shared).equals(Buffer.from(plainBytes))).toBe(true)
+  })
+
   test('a custom_id used in both halves is refused, named on its later line', async () => {
     const lines = Array.from({ length: 20 }, (_, i) => JSON.stringify(chatLine(i === 17 ? 'line-2' : `line-${i}`)))
     const { split, onePass, path } = await bothWays(encode(lines.join('\n')))
