@@ -214,6 +214,51 @@ export async function closedLoop(options: { concurrency: number; total: number; 
   return { elapsedMs, latencies, ok, failed }
 }
 
+/**
+ * closedLoop for a client that can start its next request from inside an answer: `send` gets
+ * `onAnswered`, to call once request i's answer has arrived (or never); the next request starts
+ * then, or when send settles, whichever is first. Latency is send's whole time.
+ */
+export function handOnLoop(options: { concurrency: number; total: number; maxMs: number }, send: (i: number, onAnswered: () => void) => Promise<boolean>): Promise<LoopResult> {
+  const latencies: number[] = []
+  let next = 0
+  let ok = 0
+  let failed = 0
+  let running = 0
+  const started = performance.now()
+  const endAt = started + options.maxMs
+  return new Promise((resolve) => {
+    const finish = () => {
+      latencies.sort((a, b) => a - b)
+      resolve({ elapsedMs: performance.now() - started, latencies, ok, failed })
+    }
+    const launch = () => {
+      if (next >= options.total || performance.now() >= endAt) return
+      const i = next++
+      running++
+      const t = performance.now()
+      let handedOn = false
+      const handOn = () => {
+        if (handedOn) return
+        handedOn = true
+        launch()
+      }
+      send(i, handOn)
+        .catch(() => false)
+        .then((success) => {
+          latencies.push(performance.now() - t)
+          if (success) ok++
+          else failed++
+          running--
+          handOn()
+          if (running === 0) finish()
+        })
+    }
+    for (let k = 0; k < options.concurrency; k++) launch()
+    if (running === 0) finish()
+  })
+}
+
 /** Busy and total CPU time of the whole machine so far, in clock ticks, from /proc/stat. */
 export async function machineTicks(): Promise<{ busy: number; total: number }> {
   const cpu = (await Bun.file('/proc/stat').text()).split('\n')[0].trim().split(/\s+/).slice(1).map(Number)

@@ -16,6 +16,12 @@ export interface UpstreamRequest {
   body: Record<string, unknown>
   /** Aborts the call (cancel, shutdown). The per-provider timeout is applied by the adapter. */
   signal?: AbortSignal
+  /**
+   * send() only: called once a 2xx answer has arrived whole, before it is read, from inside the
+   * connection's own handling of it. A slot handed on to the next request there lets that request
+   * take this connection at once (providers/connection-pool.ts).
+   */
+  onAnswered?: () => void
 }
 
 /** Token usage in the gateway's terms, mapped from whatever the upstream reported. */

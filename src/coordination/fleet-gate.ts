@@ -170,13 +170,14 @@ export function createFleetGate(
     get redisCalls() {
       return redisCalls
     },
-    acquire(signal) {
+    acquire(signal, granted) {
       if (inFlight < capacity() && now() >= pausedUntil && waiters.length === 0) {
         inFlight++
         usedSinceBeat = true
+        granted?.()
         return Promise.resolve()
       }
-      return waitInQueue(waiters, signal, serve)
+      return waitInQueue(waiters, signal, serve, granted)
     },
     release() {
       inFlight--

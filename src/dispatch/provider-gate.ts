@@ -4,7 +4,13 @@
  */
 import { waitInQueue, type Waiter } from './wait-queue.ts'
 export interface ProviderGate {
-  acquire(signal?: AbortSignal): Promise<void>
+  /**
+   * Resolves once a slot is taken. `granted` runs the moment it is taken, inside the call that
+   * freed it (release(), often from a connection finishing an answer): a request started there
+   * can take that connection at once rather than a turn of the event loop later. It must not
+   * throw.
+   */
+  acquire(signal?: AbortSignal, granted?: () => void): Promise<void>
   release(): void
   /** After a 429: nothing new is sent before `untilMs`. */
   pause(untilMs: number): void
@@ -36,14 +42,15 @@ export function createProviderGate(limit: number, now: () => number = Date.now):
       return inFlight
     },
     limit,
-    acquire(signal) {
+    acquire(signal, granted) {
       if (inFlight < limit && now() >= pausedUntil && waiters.length === 0) {
         inFlight++
+        granted?.()
         return Promise.resolve()
       }
       return waitInQueue(waiters, signal, () => {
         if (!timer) wake()
-      })
+      }, granted)
     },
     release() {
       inFlight--

@@ -84,15 +84,35 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
   return {
     async send(endpoint, body, offering, signal, proceed, line) {
       const { adapter, gate } = lookup(offering.provider)
-      await gate.acquire(signal)
+      let released = false
+      const release = () => {
+        if (released) return
+        released = true
+        gate.release()
+      }
+      const call = { provider: offering.provider, model: offering.upstream_model, endpoint, ...line }
+      // Sent the moment the slot is taken, often from inside the answer that freed it, so that it
+      // takes that answer's connection at once. A 2xx answer hands the slot on as soon as it has
+      // arrived whole (onAnswered); any other is read first, so a 429 pauses the provider before
+      // its slot goes to anyone.
+      const sent: { outcome?: Promise<Outcome>; error?: unknown } = {}
+      const start = () => {
+        try {
+          if (proceed && !proceed()) return
+          sent.outcome = telemetry.upstream(call, () => adapter.send({ endpoint, body: prepare(body, offering), signal, onAnswered: release }), describeOutcome)
+        } catch (error) {
+          sent.error = error
+        }
+      }
+      await gate.acquire(signal, start)
       try {
-        if (proceed && !proceed()) return null
-        const call = { provider: offering.provider, model: offering.upstream_model, endpoint, ...line }
-        const outcome = await telemetry.upstream(call, () => adapter.send({ endpoint, body: prepare(body, offering), signal }), describeOutcome)
+        if (sent.error !== undefined) throw sent.error
+        if (!sent.outcome) return null
+        const outcome = await sent.outcome
         pauseOn429(gate, outcome)
         return outcome
       } finally {
-        gate.release()
+        release()
       }
     },
     async stream(endpoint, body, offering, signal) {
