@@ -19,6 +19,7 @@
  * it at once then rather than a loop turn later. A server that closes the connection after all
  * fails that request before any answer, which the caller retries (upstream-call.ts).
  */
+import type { IncomingHttpHeaders } from 'node:http'
 import { Client, type Dispatcher } from 'undici/index.js'
 
 export interface ConnectionPoolOptions {
@@ -84,43 +85,71 @@ export class ConnectionPool {
   }
 
   private run(client: Client, options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): void {
-    let freed = false
-    // Free before the caller hears of the end: what it dispatches from there takes this client.
-    const free = () => {
-      if (freed) return
-      freed = true
-      if (this.destroyed) return
-      const waiting = this.next()
-      if (!waiting) {
-        this.idle.push(client)
-        return
-      }
-      try {
-        this.run(client, waiting.options, waiting.handler)
-      } catch (error) {
-        // Its own failure, not that of the request whose end freed the connection.
-        waiting.handler.onResponseError?.(null as never, error as Error)
-      }
-    }
-    const wrapped: Dispatcher.DispatchHandler = {
-      onRequestStart: (controller, context) => handler.onRequestStart?.(controller, context),
-      onRequestUpgrade: (controller, status, headers, socket) => handler.onRequestUpgrade?.(controller, status, headers, socket),
-      onResponseStart: (controller, status, headers, message) => handler.onResponseStart?.(controller, status, headers, message),
-      onResponseData: (controller, chunk) => handler.onResponseData?.(controller, chunk),
-      onResponseEnd: (controller, trailers) => {
-        free()
-        handler.onResponseEnd?.(controller, trailers)
-      },
-      onResponseError: (controller, error) => {
-        free()
-        handler.onResponseError?.(controller, error)
-      },
-    }
+    const pooled = new PooledHandler(this, client, handler)
     try {
-      client.dispatch(options, wrapped)
+      client.dispatch(options, pooled)
     } catch (error) {
-      free()
+      pooled.free()
       throw error
     }
+  }
+
+  /** `client` has ended its request: it goes to the first waiting request, or back to the free ones. */
+  release(client: Client): void {
+    if (this.destroyed) return
+    const waiting = this.next()
+    if (!waiting) {
+      this.idle.push(client)
+      return
+    }
+    try {
+      this.run(client, waiting.options, waiting.handler)
+    } catch (error) {
+      // Its own failure, not that of the request whose end freed the connection.
+      waiting.handler.onResponseError?.(null as never, error as Error)
+    }
+  }
+}
+
+/**
+ * The caller's handler, with the connection freed when the request ends: before the caller hears
+ * of the end, so that what it dispatches from there takes this connection. Passes on the hooks
+ * http-client.ts uses.
+ */
+class PooledHandler implements Dispatcher.DispatchHandler {
+  private freed = false
+
+  constructor(
+    private readonly pool: ConnectionPool,
+    private readonly client: Client,
+    private readonly handler: Dispatcher.DispatchHandler,
+  ) {}
+
+  free(): void {
+    if (this.freed) return
+    this.freed = true
+    this.pool.release(this.client)
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
+    this.handler.onRequestStart?.(controller, context)
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders, message?: string): void {
+    this.handler.onResponseStart?.(controller, status, headers, message)
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.handler.onResponseData?.(controller, chunk)
+  }
+
+  onResponseEnd(controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
+    this.free()
+    this.handler.onResponseEnd?.(controller, trailers)
+  }
+
+  onResponseError(controller: Dispatcher.DispatchController, error: Error): void {
+    this.free()
+    this.handler.onResponseError?.(controller, error)
   }
 }

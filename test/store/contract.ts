@@ -260,13 +260,16 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         })
       })
 
-      it('keeps every input byte: tabs, backslashes, quotes, CR-free unicode', async () => {
+      it('keeps every input byte: tabs, carriage returns, backslashes, quotes, unicode', async () => {
         await account('acct_1')
         const tricky = [
           '{"custom_id":"t\\tab","body":{"content":"back\\\\slash \\"quoted\\" \\n"}}',
           '{\t"custom_id" :\t"tab-separated"}',
           '{"custom_id":"ünïcødé ✓ 𝄞","x":"\\u0000 \\\\N"}',
           '\\.',
+          // A carriage return is whitespace to JSON; backslashes first, last and side by side.
+          '{"cr":\r1,"x":"\\\\\\\\"}\\',
+          '\\\\{"a":"\\"}',
         ]
         const lines = tricky.map((input, i) => ({ lineNo: i + 1, customId: `id\t${i}\\`, input }))
         await admit('acct_1', 'batch_01', lines.length, { lines })
