@@ -47,15 +47,20 @@ export class ConnectionPool {
   ) {}
 
   dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): void {
+    if (this.destroyed) return handler.onResponseError?.(null as never, new Error('the connection pool is closed'))
     const client = this.idle.pop() ?? this.open()
     if (client) this.run(client, options, handler)
     else this.waiting.push({ options, handler })
   }
 
+  /** Closes every connection: requests on them fail, and so do those still waiting. */
   async destroy(): Promise<void> {
     this.destroyed = true
     const clients = this.all.splice(0)
     this.idle.length = 0
+    for (let waiting = this.next(); waiting; waiting = this.next()) {
+      waiting.handler.onResponseError?.(null as never, new Error('the connection pool is closed'))
+    }
     await Promise.all(clients.map((client) => client.destroy()))
   }
 

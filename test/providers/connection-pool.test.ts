@@ -98,4 +98,16 @@ describe('upstream connections', () => {
     expect(seen.map((s) => s.path)).toEqual(['/close-first', '/after-close'])
     expect(seen[1].port).not.toBe(seen[0].port)
   })
+
+  test('closing fails the requests on its connections and those still waiting, and any sent after', async () => {
+    const http = createHttpClient(`http://127.0.0.1:${server.port}`, { connections: 1, connectTimeoutMs: 2_000 })
+    const failure = (path: string) => post(http, path).then(() => null, (error: Error) => error.message)
+    const running = failure('/slow-running')
+    const waiting = failure('/slow-waiting')
+    await Bun.sleep(10)
+    await http.close()
+    expect(await running).toEqual(expect.any(String))
+    expect(await waiting).toBe('the connection pool is closed')
+    expect(await failure('/after')).toBe('the connection pool is closed')
+  })
 })
