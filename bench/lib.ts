@@ -188,30 +188,8 @@ export interface LoopResult {
  * A closed loop: `concurrency` workers send `total` requests between them, each sending its next
  * one when the previous answered. Stops early at `maxMs` so a stuck target cannot hang a bench.
  */
-export async function closedLoop(options: { concurrency: number; total: number; maxMs: number; send: (i: number) => Promise<boolean> }): Promise<LoopResult> {
-  const latencies: number[] = []
-  let next = 0
-  let ok = 0
-  let failed = 0
-  const started = performance.now()
-  const endAt = started + options.maxMs
-  async function worker() {
-    while (next < options.total && performance.now() < endAt) {
-      const i = next++
-      const t = performance.now()
-      let success = false
-      try {
-        success = await options.send(i)
-      } catch {}
-      latencies.push(performance.now() - t)
-      if (success) ok++
-      else failed++
-    }
-  }
-  await Promise.all(Array.from({ length: options.concurrency }, worker))
-  const elapsedMs = performance.now() - started
-  latencies.sort((a, b) => a - b)
-  return { elapsedMs, latencies, ok, failed }
+export function closedLoop(options: { concurrency: number; total: number; maxMs: number; send: (i: number) => Promise<boolean> }): Promise<LoopResult> {
+  return handOnLoop(options, (i) => options.send(i))
 }
 
 /**

@@ -12,7 +12,7 @@ import { availableParallelism } from 'node:os'
 import type { CatalogFile } from '../../providers/catalog.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { Money } from '../money/decimal.ts'
-import { startBackgroundThread } from '../threads/background-thread.ts'
+import { createThreadCalls } from '../threads/thread-calls.ts'
 import type { NewLine } from '../store/store.ts'
 import { checkLines, FileLine, fileVerdict, validateBatchFile, type FileLimits, type FileVerdict } from './validate-batch-file.ts'
 import type { SegmentReply, ValidationRequest } from './validation-worker.ts'
@@ -49,50 +49,24 @@ export function createFileValidator(
   const minBytes = options.minParallelBytes ?? DEFAULT_MIN_PARALLEL_BYTES
   const parallel = options.parallel ?? availableParallelism() > 1
   const observe = options.observe ?? (() => {})
-  let worker: Bun.Worker | null = null
   let closed = false
-  let nextId = 0
-  const waiting = new Map<number, (reply: SegmentReply | null) => void>()
-
-  const thread = (): Bun.Worker => {
-    if (worker) return worker
-    const started = startBackgroundThread(new URL('./validation-worker.ts', import.meta.url), () => {
-      // A thread that died answers nothing: its callers validate in one pass instead.
-      if (worker === started) worker = null
-      for (const resolve of waiting.values()) resolve(null)
-      waiting.clear()
-    })
-    started.addEventListener('message', (event) => {
-      const reply = (event as MessageEvent<SegmentReply>).data
-      const resolve = waiting.get(reply.id)
-      waiting.delete(reply.id)
-      if (waiting.size === 0) started.unref()
-      resolve?.(reply)
-    })
-    started.postMessage({ kind: 'init', catalog: source.catalog, providerKeys: source.providerKeys } satisfies ValidationRequest)
-    worker = started
-    return started
-  }
-
-  /** The second segment, checked on the thread; null if the thread failed. */
-  const checkOnThread = (bytes: Uint8Array, firstLineNo: number, limits: FileLimits) =>
-    new Promise<SegmentReply | null>((resolve) => {
-      const target = thread()
-      const id = nextId++
-      if (waiting.size === 0) target.ref()
-      waiting.set(id, resolve)
-      if (bytes.buffer instanceof SharedArrayBuffer) {
-        // Shared: the thread reads the body where it is.
-        target.postMessage({ kind: 'check', id, bytes, firstLineNo, limits } satisfies ValidationRequest)
-        return
-      }
-      // A copy of its own, handed over rather than copied again.
-      const copy = bytes.slice()
-      target.postMessage({ kind: 'check', id, bytes: copy, firstLineNo, limits } satisfies ValidationRequest, [copy.buffer])
-    })
-
   // Started now: loading its modules takes longer than validating half a file.
-  if (parallel) thread()
+  const thread = parallel
+    ? createThreadCalls<SegmentReply>(new URL('./validation-worker.ts', import.meta.url), 'validation', (worker) =>
+        worker.postMessage({ kind: 'init', catalog: source.catalog, providerKeys: source.providerKeys } satisfies ValidationRequest))
+    : null
+
+  /** The second segment, checked on the thread; null if the thread failed or was closed. */
+  const checkOnThread = (bytes: Uint8Array, firstLineNo: number, limits: FileLimits): Promise<SegmentReply | null> => {
+    // Shared: the thread reads the body where it is. Otherwise a copy of its own, handed over
+    // rather than copied again.
+    const shared = bytes.buffer instanceof SharedArrayBuffer
+    const sent = shared ? bytes : bytes.slice()
+    return thread!
+      .call({ kind: 'check', bytes: sent, firstLineNo, limits }, shared ? [] : [sent.buffer as ArrayBuffer])
+      // A thread that failed answers nothing: the caller validates in one pass instead.
+      .catch(() => null)
+  }
 
   return {
     splitFrom: parallel ? minBytes : Infinity,
@@ -130,9 +104,7 @@ export function createFileValidator(
     async close() {
       // Validations under way finish in one pass; later ones are one pass from the start.
       closed = true
-      const current = worker
-      worker = null
-      current?.terminate()
+      thread?.terminate()
     },
   }
 }

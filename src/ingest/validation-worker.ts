@@ -6,6 +6,7 @@
  */
 import type { CatalogFile } from '../../providers/catalog.ts'
 import { createCatalog, type Catalog } from '../catalog/catalog.ts'
+import type { BatchEndpoint } from '../domain.ts'
 import { checkLines, FileLine, type FileLimits } from './validate-batch-file.ts'
 
 export type ValidationRequest =
@@ -18,7 +19,7 @@ export type SegmentReply =
       id: number
       clean: true
       count: number
-      endpoint: string | null
+      endpoint: BatchEndpoint | null
       lineNos: Int32Array
       starts: Int32Array
       ends: Int32Array
@@ -48,7 +49,7 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
   const { id, bytes, firstLineNo, limits } = request
   try {
     const checked = checkLines(bytes, catalog!, limits, { from: 0, to: bytes.byteLength, firstLineNo })
-    if (checked.issues.length > 0 || checked.omitted > 0) {
+    if (checked.issues.length > 0) {
       self.postMessage({ id, clean: false } satisfies SegmentReply)
       return
     }

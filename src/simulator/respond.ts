@@ -18,9 +18,7 @@ export interface Payload {
 
 /** A 200 with the body; the answer every request gets when no fault is drawn, so kept lean. */
 export function payloadResponse(payload: Payload, requestId: string): Response {
-  const headers: Record<string, string> = payload.sse
-    ? { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-request-id': requestId }
-    : { 'content-type': 'application/json', 'x-request-id': requestId }
+  const headers = { ...(payload.sse ? sseHeaders : jsonHeaders), 'x-request-id': requestId }
   return new Response(payload.text, { status: 200, headers })
 }
 

@@ -84,12 +84,7 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
   return {
     async send(endpoint, body, offering, signal, proceed, line) {
       const { adapter, gate } = lookup(offering.provider)
-      let released = false
-      const release = () => {
-        if (released) return
-        released = true
-        gate.release()
-      }
+      const release = releaseOnce(gate)
       const call = { provider: offering.provider, model: offering.upstream_model, endpoint, ...line }
       // Sent the moment the slot is taken, often from inside the answer that freed it, so that it
       // takes that answer's connection at once. A 2xx answer hands the slot on as soon as it has
@@ -118,11 +113,7 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
     async stream(endpoint, body, offering, signal) {
       const { adapter, gate } = lookup(offering.provider)
       await gate.acquire(signal)
-      let released = false
-      const done = () => {
-        if (!released) gate.release()
-        released = true
-      }
+      const done = releaseOnce(gate)
       try {
         const started = performance.now()
         const call = { provider: offering.provider, model: offering.upstream_model, endpoint }
@@ -151,6 +142,16 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
     async close() {
       await Promise.all([...adapters.values()].map((adapter) => adapter.close()))
     },
+  }
+}
+
+/** Gives the slot back the first time it is called; later calls do nothing. */
+function releaseOnce(gate: ProviderGate): () => void {
+  let released = false
+  return () => {
+    if (released) return
+    released = true
+    gate.release()
   }
 }
 
