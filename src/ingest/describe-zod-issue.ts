@@ -166,7 +166,7 @@ function describeUnion(issue: Extract<Issue, { code: 'invalid_union' }>, path: s
   const depth = Math.max(...firsts.map((i) => i.path.length))
   const furthest = firsts.filter((i) => i.path.length === depth)
   const samePlace = furthest.every((i) => joinPath(i.path) === joinPath(furthest[0].path))
-  if (samePlace && furthest.every((i) => i.code === 'invalid_type' || i.code === 'invalid_value')) {
+  if (furthest.length > 1 && samePlace && furthest.every((i) => i.code === 'invalid_type' || i.code === 'invalid_value')) {
     const at = [path, joinPath(furthest[0].path)].filter(Boolean).join('.')
     const name = String([...issue.path, ...furthest[0].path].at(-1) ?? '')
     const value = (furthest[0] as { input?: unknown }).input
@@ -176,7 +176,8 @@ function describeUnion(issue: Extract<Issue, { code: 'invalid_union' }>, path: s
     if (value === undefined) return { path: at, message: 'is required', fix: `add ${at} (${orList(wanted)})` }
     return {
       path: at,
-      message: `must be ${orList(wanted)}${got(value)}`,
+      // Named as a wrong type names it ("got a number"); beside accepted values, the value itself.
+      message: `must be ${orList(wanted)}; got ${furthest.every((i) => i.code === 'invalid_type') ? kindOf(value) : shown(value)}`,
       fix: `set ${at} to ${orList(wanted)}${example ? `, such as ${example}` : ''}`,
     }
   }
