@@ -251,10 +251,11 @@ for (const storeKind of STORES) {
       const unescape = (html: string) =>
         html.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
       for (const hours of ['0x10', '1e2', ' 24', '169']) {
-        const api = await submit(jsonl([chatLine('a')]), `?dry_run=true&completion_window_hours=${encodeURIComponent(hours)}`)
-        const apiMessage = ((await api.json()) as Refusal).error.message.replace(/^query parameter /, '')
         const page = await post({ completion_window_hours: hours, dry_run: 'true' })
         expect([hours, page.status]).toEqual([hours, 400])
+        const api = await submit(jsonl([chatLine('a')]), `?dry_run=true&completion_window_hours=${encodeURIComponent(hours)}`)
+        expect(api.status).toBe(400)
+        const apiMessage = ((await api.json()) as Refusal).error.message.replace(/^query parameter /, '')
         expect(unescape(await page.text())).toContain(apiMessage)
       }
       const name = await post({ name: 'a\u0000b', dry_run: 'true' })
