@@ -35,7 +35,7 @@ const signInForm = z.object({ key: z.string().trim().min(1).max(512) })
 const submitForm = submitOptions.extend({
   idempotency_key: z
     .string()
-    .regex(/^[0-9a-f]{8,64}$/, 'must be the form\'s own key; reload the page and submit again')
+    .regex(/^[0-9a-f]{8,64}$/, 'must be the hidden key the form carries (reload the page)')
     .optional(),
 })
 

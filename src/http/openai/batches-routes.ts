@@ -27,7 +27,7 @@ const createBody = z.looseObject({
   completion_window: windowHoursText(),
   metadata: z
     .record(storableText().max(64), storableText().max(512))
-    .refine((m) => Object.keys(m).length <= 16, 'may have at most 16 keys')
+    .refine((m) => Object.keys(m).length <= 16, { message: 'may have at most 16 keys', params: { fix: 'keep at most 16 keys in metadata' } })
     .nullable()
     .optional(),
 })
