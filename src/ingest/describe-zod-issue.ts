@@ -181,7 +181,8 @@ function describeUnion(issue: Extract<Issue, { code: 'invalid_union' }>, path: s
       fix: `set ${at} to ${orList(wanted)}${example ? `, such as ${example}` : ''}`,
     }
   }
-  const inner = furthest[0]
+  // A branch that got past the type check (an array, but too long) says more than one that did not.
+  const inner = furthest.find((i) => i.code !== 'invalid_type') ?? furthest[0]
   return describeZodIssue({ ...inner, path: [...issue.path, ...inner.path] } as Issue, prefix)
 }
 

@@ -30,8 +30,10 @@ export function wholeNumberText(min: number, max: number, example: number) {
   return z.string().transform((text, ctx) => parseWholeNumber(text, min, max) ?? refuse(ctx, text, expected, String(example)))
 }
 
-/** A completion window in the OpenAI form, "24h": N hours, N a whole number from 1 to 168. */
+/** The longest completion window, in hours (SPEC §3: 1–168). */
 export const MAX_WINDOW_HOURS = 168
+
+/** A completion window in the OpenAI form, "24h": N hours, N a whole number from 1 to 168. */
 export const windowHoursText = () =>
   z.string().transform((text, ctx) => {
     const hours = text.endsWith('h') ? parseWholeNumber(text.slice(0, -1), 1, MAX_WINDOW_HOURS) : null
