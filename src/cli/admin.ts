@@ -7,6 +7,7 @@ import { createAccounts } from '../accounts/accounts.ts'
 import { ConfigError, loadConfig } from '../config.ts'
 import { ALL_SCOPES, type Scope } from '../domain.ts'
 import { renderAccount, renderKey } from '../http/render-admin.ts'
+import { parseWholeNumber } from '../schemas/whole-number.ts'
 import { openStore } from '../store/open-store.ts'
 
 const USAGE = `usage: bun run mg <command>
@@ -34,9 +35,8 @@ function fail(message: string): never {
 
 const int = (text: string | undefined, flag: string) => {
   if (text === undefined) return undefined
-  const n = Number(text)
-  if (!Number.isInteger(n) || n < 1) fail(`--${flag} must be a positive integer`)
-  return n
+  // Plain digits only, as on the API: Number() would read "0x10" as 16 and "1e2" as 100.
+  return parseWholeNumber(text, 1, 2_147_483_647) ?? fail(`--${flag} must be a whole number from 1 to 2147483647 in decimal digits`)
 }
 const decimal = (text: string | undefined, what: string) => {
   if (text === undefined) return undefined

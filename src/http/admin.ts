@@ -5,6 +5,7 @@ import { z } from 'zod'
 import type { Accounts } from '../accounts/accounts.ts'
 import { ALL_SCOPES } from '../domain.ts'
 import { badRequest, GatewayError, notFound } from '../errors.ts'
+import { excerpt } from '../excerpt.ts'
 import { describeZodIssue } from '../ingest/issues.ts'
 import { renderAccount, renderKey } from './render-admin.ts'
 
@@ -28,7 +29,7 @@ const createKeyBody = z.strictObject({
 })
 
 function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
-  const parsed = schema.safeParse(body ?? {})
+  const parsed = schema.safeParse(body ?? {}, { reportInput: true })
   if (parsed.success) return parsed.data
   const issue = describeZodIssue(parsed.error.issues[0], '')
   throw badRequest(`${issue.path || 'body'} ${issue.message}; ${issue.fix}`, issue.path || null)
@@ -56,13 +57,13 @@ export function adminRoutes(token: string, accounts: Accounts) {
     })
     .get('/accounts/:id', async ({ params }) => {
       const account = await accounts.getAccount(params.id)
-      if (!account) throw notFound(`account ${params.id}`)
+      if (!account) throw notFound(`account ${excerpt(params.id)}`)
       return renderAccount(account)
     })
     .post('/accounts/:id/credits', async ({ params, body }) => {
       const input = parseBody(creditBody, body)
       const account = await accounts.addCredit(params.id, input.amount_usd)
-      if (!account) throw notFound(`account ${params.id}`)
+      if (!account) throw notFound(`account ${excerpt(params.id)}`)
       return renderAccount(account)
     })
     .post('/accounts/:id/keys', async ({ params, body, set }) => {
@@ -72,13 +73,13 @@ export function adminRoutes(token: string, accounts: Accounts) {
         scopes: (input.scopes ?? ALL_SCOPES) as typeof ALL_SCOPES[number][],
         rateLimitPerMinute: input.rate_limit_per_minute ?? null,
       })
-      if (!created) throw notFound(`account ${params.id}`)
+      if (!created) throw notFound(`account ${excerpt(params.id)}`)
       set.status = 201
       return { ...renderKey(created.record), key: created.key }
     })
     .delete('/keys/:id', async ({ params }) => {
       const key = await accounts.revokeKey(params.id)
-      if (!key) throw notFound(`key ${params.id}`)
+      if (!key) throw notFound(`key ${excerpt(params.id)}`)
       return renderKey(key)
     })
 }

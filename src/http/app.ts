@@ -5,6 +5,7 @@
  */
 import { Elysia } from 'elysia'
 import { badRequest, GatewayError } from '../errors.ts'
+import { excerpt } from '../excerpt.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 import { observeRequests } from './observe-requests.ts'
@@ -24,7 +25,7 @@ export function createApp(logger: Logger, groups: Elysia<any, any, any, any, any
       if (code === 'NOT_FOUND') {
         const path = new URL(request.url).pathname
         return new Response(
-          JSON.stringify(new GatewayError(404, 'not_found_error', 'unknown_route', `no route for ${request.method} ${path}`).toBody()),
+          JSON.stringify(new GatewayError(404, 'not_found_error', 'unknown_route', `no route for ${excerpt(request.method)} ${excerpt(path)}`).toBody()),
           { status: 404, headers },
         )
       }

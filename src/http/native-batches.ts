@@ -9,18 +9,21 @@ import { cancelBatch } from '../admission/cancel-batch.ts'
 import { readBody } from '../ingest/read-body.ts'
 import type { AccountStore, BatchStore } from '../store/store.ts'
 import { storableText } from '../schemas/text.ts'
+import { MAX_WINDOW_HOURS, wholeNumberText } from '../schemas/whole-number.ts'
+import { excerpt } from '../excerpt.ts'
 import { parseQuery } from './parse-query.ts'
 import { renderBatch, renderResultLine } from './render-native.ts'
 import { streamLines } from './stream-lines.ts'
 
-const submitQuery = z.object({
+/** A submit's options, as query parameters here and as form fields on the dashboard. */
+export const submitOptions = z.object({
   name: storableText().max(256).optional(),
-  completion_window_hours: z.coerce.number().int().min(1).max(168).default(24),
+  completion_window_hours: wholeNumberText(1, MAX_WINDOW_HOURS, 24).default(24),
   dry_run: z.enum(['true', 'false', '1', '0']).optional(),
 })
 
 const listQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(100),
+  limit: wholeNumberText(1, 100, 100).default(100),
   after: z.string().min(1).optional(),
 })
 
@@ -53,7 +56,7 @@ export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes, shared
       '/v1/batches',
       async ({ request, set }) => {
         const caller = await gate.admit(request.headers.get('authorization'), 'batches', set.headers as Record<string, string>)
-        const query = parseQuery(submitQuery, request.url)
+        const query = parseQuery(submitOptions, request.url)
         const type = (request.headers.get('content-type') ?? 'application/jsonl').split(';')[0].trim().toLowerCase()
         if (type.startsWith('multipart/')) {
           throw new GatewayError(415, 'invalid_request_error', 'unsupported_media_type',
@@ -62,7 +65,7 @@ export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes, shared
         }
         if (!ACCEPTED_TYPES.includes(type)) {
           throw new GatewayError(415, 'invalid_request_error', 'unsupported_media_type',
-            `Content-Type ${type} is not accepted; send the file as application/jsonl`, { param: 'content-type' })
+            `Content-Type ${excerpt(type)} is not accepted; send the file as application/jsonl`, { param: 'content-type' })
         }
         const bytes = await readBody(request, maxBodyBytes, { sharedFrom: sharedBodiesFrom })
         if (request.headers.get('content-encoding') || (bytes[0] === 0x1f && bytes[1] === 0x8b)) {
@@ -127,7 +130,7 @@ export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes, shared
     .get('/v1/batches/:id', async ({ request, set, params }) => {
       const caller = await gate.admit(request.headers.get('authorization'), 'read', set.headers as Record<string, string>)
       const batch = await store.getBatch(caller.account.id, params.id)
-      if (!batch) throw notFound(`batch ${params.id}`)
+      if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
       return renderBatch(batch)
     })
     .delete('/v1/batches/:id', async ({ request, set, params }) => {
@@ -138,7 +141,7 @@ export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes, shared
       const caller = await gate.admit(request.headers.get('authorization'), 'read', set.headers as Record<string, string>)
       const query = parseQuery(resultsQuery, request.url)
       const batch = await store.getBatch(caller.account.id, params.id)
-      if (!batch) throw notFound(`batch ${params.id}`)
+      if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
       if (batch.purgedAt !== null) {
         throw new GatewayError(410, 'invalid_request_error', 'results_expired',
           `the results of batch ${batch.id} were deleted when its retention period ended; the batch's counts and cost remain`)

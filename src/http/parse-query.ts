@@ -1,12 +1,20 @@
-/** Query strings through a zod schema, refused with a 400 that names the parameter. */
+/** Query strings and form fields through a zod schema, refused with a 400 that names the field. */
 import type { z } from 'zod'
 import { badRequest } from '../errors.ts'
 import { describeZodIssue } from '../ingest/issues.ts'
 
-export function parseQuery<S extends z.ZodType>(schema: S, url: string): z.output<S> {
-  const params = Object.fromEntries(new URL(url).searchParams)
-  const parsed = schema.safeParse(params)
+/**
+ * The fields as `schema` reads them, or the refusal of the first bad one: "<field> must be …;
+ * <fix>", after `what` ("query parameter"). The dashboard's forms use this too, so a form field is
+ * held to the same rule and refused in the same words as the API parameter it stands for.
+ */
+export function parseFields<S extends z.ZodType>(schema: S, fields: Record<string, string>, what = ''): z.output<S> {
+  const parsed = schema.safeParse(fields, { reportInput: true })
   if (parsed.success) return parsed.data
   const issue = describeZodIssue(parsed.error.issues[0], '')
-  throw badRequest(`query parameter ${issue.path} ${issue.message}; ${issue.fix}`, issue.path)
+  throw badRequest(`${what ? `${what} ` : ''}${issue.path} ${issue.message}; ${issue.fix}`, issue.path)
+}
+
+export function parseQuery<S extends z.ZodType>(schema: S, url: string): z.output<S> {
+  return parseFields(schema, Object.fromEntries(new URL(url).searchParams), 'query parameter')
 }

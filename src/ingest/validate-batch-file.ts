@@ -13,7 +13,8 @@ import { storableText } from '../schemas/text.ts'
 import { collectYoungGarbage } from '../memory/young-garbage.ts'
 import { Money } from '../money/decimal.ts'
 import type { NewLine } from '../store/store.ts'
-import { describeZodIssue, MAX_ISSUES, typeName, type Issue } from './issues.ts'
+import { excerpt } from '../excerpt.ts'
+import { describeZodIssue, kindOf, MAX_ISSUES, type Issue } from './issues.ts'
 import { MAX_JSON_DEPTH } from './json-depth.ts'
 import { readJsonlLines, type FileSegment } from './read-jsonl-lines.ts'
 import { validateBody } from './validate-body.ts'
@@ -164,15 +165,18 @@ export function checkLines(bytes: Uint8Array, catalog: Catalog, limits: FileLimi
         line: lineNo,
         custom_id: null,
         path: '',
-        message: `must be a JSON object, got ${typeName(json)}`,
+        message: `must be a JSON object; got ${kindOf(json)}`,
         fix: 'write each line as {"custom_id": …, "method": "POST", "url": …, "body": {…}}',
       })
       continue
     }
     const record = json as Record<string, unknown>
     const customId = typeof record.custom_id === 'string' ? record.custom_id : null
+    // An issue names its line's custom_id so it zips against the input; one too long to be valid
+    // is cut to an excerpt, so a refusal never carries a megabyte of it back.
+    const shownId = customId === null ? null : excerpt(customId, limits.maxCustomIdLength)
     const lineIssue = (p: { path: string; message: string; fix: string }) =>
-      report({ line: lineNo, custom_id: customId, ...p })
+      report({ line: lineNo, custom_id: shownId, ...p })
     const parsed = envelope.check(json)
     let bad = !parsed.success
     if (!parsed.success) for (const issue of parsed.issues) lineIssue(describeZodIssue(issue, ''))
@@ -182,7 +186,7 @@ export function checkLines(bytes: Uint8Array, catalog: Catalog, limits: FileLimi
         bad = true
         lineIssue({
           path: 'custom_id',
-          message: `"${customId.slice(0, 64)}" is already used on line ${first}`,
+          message: `${JSON.stringify(excerpt(customId))} is already used on line ${first}`,
           fix: 'give every line its own custom_id',
         })
       } else seen.set(customId, lineNo)

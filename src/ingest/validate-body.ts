@@ -9,6 +9,7 @@ import type { Catalog } from '../catalog/catalog.ts'
 import { chatInputBound, chatOutputBound, embeddingsInputBound } from '../money/ceiling.ts'
 import { chatBodySchema, embeddingsBodySchema, type ChatBody, type EmbeddingsBody } from '../schemas/requests.ts'
 import { compileSchema } from '../schemas/compile.ts'
+import { excerpt } from '../excerpt.ts'
 import { describeZodIssue } from './issues.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.ts'
 
@@ -70,7 +71,7 @@ export function validateBody(
     const examples = catalog.models.filter((m) => m.endpoints.includes(endpoint)).slice(0, 3).map((m) => m.id)
     problems.push({
       path: at('model'),
-      message: `unknown model "${record.model}"`,
+      message: `unknown model ${JSON.stringify(excerpt(record.model))}`,
       fix: `use a model from GET /v1/models${examples.length ? `, for example ${examples.join(', ')}` : ''}`,
     })
   }

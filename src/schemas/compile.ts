@@ -23,7 +23,8 @@ export function compileSchema<S extends z.ZodType>(schema: S): CompiledSchema<z.
     check(value) {
       // Our request schemas have no transforms or defaults, so a valid input is its own output.
       if (fast(value)) return { success: true, data: value as z.output<S> }
-      const parsed = schema.safeParse(value)
+      // reportInput: the issues carry the value they judged, so a wrong type is told from a missing one.
+      const parsed = schema.safeParse(value, { reportInput: true })
       return parsed.success ? { success: true, data: parsed.data } : { success: false, issues: parsed.error.issues }
     },
   }

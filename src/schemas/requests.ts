@@ -5,6 +5,12 @@
  */
 import { z } from 'zod'
 
+/**
+ * An integer field. zod names a wrong type of z.int() "expected number"; this says "must be an
+ * integer", which describeZodIssue reads as the expected type (a string is not an integer).
+ */
+const integer = () => z.int({ error: (issue) => (issue.code === 'invalid_type' ? 'must be an integer' : undefined) })
+
 export const routingSchema = z.strictObject({
   order: z.array(z.string().min(1)).min(1).optional(),
   only: z.array(z.string().min(1)).min(1).optional(),
@@ -35,25 +41,75 @@ export const messageSchema = z.discriminatedUnion('role', [
 
 const stop = z.union([z.string(), z.array(z.string()).max(4)])
 
+// The shapes of OpenAI's chat parameters, as the official `openai` package (v7) types them
+// (resources/chat/completions): checked here so a malformed one is refused at validation with
+// its path, not sent upstream to fail every line of a batch. Fields they do not name pass on.
+const name = z.string().min(1)
+const functionTool = z.looseObject({
+  type: z.literal('function'),
+  function: z.looseObject({
+    name,
+    description: z.string().optional(),
+    parameters: z.looseObject({}).optional(),
+    strict: z.boolean().nullable().optional(),
+  }),
+})
+const customTool = z.looseObject({ type: z.literal('custom'), custom: z.looseObject({ name }) })
+export const toolSchema = z.discriminatedUnion('type', [functionTool, customTool])
+
+export const toolChoiceSchema = z.union([
+  z.enum(['none', 'auto', 'required']),
+  z.discriminatedUnion('type', [
+    z.looseObject({ type: z.literal('function'), function: z.looseObject({ name }) }),
+    z.looseObject({ type: z.literal('custom'), custom: z.looseObject({ name }) }),
+    z.looseObject({
+      type: z.literal('allowed_tools'),
+      allowed_tools: z.looseObject({ mode: z.enum(['auto', 'required']), tools: z.array(z.looseObject({})) }),
+    }),
+  ]),
+])
+
+/** Token ids (as decimal strings) to a bias from -100 to 100, which OpenAI takes as an integer. */
+export const logitBiasSchema = z.record(
+  z.string().regex(/^[0-9]{1,10}$/, 'must be a token id in decimal digits, such as "50256"'),
+  integer().min(-100).max(100),
+)
+
+// The package lets json_schema.schema be left out; the gateway needs it to check the answers
+// (SPEC §14), so a structured line must carry one. The name's rule is OpenAI's.
+export const responseFormatSchema = z.discriminatedUnion('type', [
+  z.looseObject({ type: z.literal('text') }),
+  z.looseObject({ type: z.literal('json_object') }),
+  z.looseObject({
+    type: z.literal('json_schema'),
+    json_schema: z.looseObject({
+      name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, underscores or dashes, such as "answer"'),
+      description: z.string().optional(),
+      schema: z.looseObject({}),
+      strict: z.boolean().nullable().optional(),
+    }),
+  }),
+])
+
 export const chatBodySchema = z.looseObject({
   model: z.string().min(1),
   messages: z.array(messageSchema).min(1),
-  max_tokens: z.int().min(1).optional(),
-  max_completion_tokens: z.int().min(1).optional(),
-  n: z.int().min(1).max(8).optional(),
+  max_tokens: integer().min(1).optional(),
+  max_completion_tokens: integer().min(1).optional(),
+  n: integer().min(1).max(8).optional(),
   stream: z.boolean().optional(),
   temperature: z.number().min(0).max(2).optional(),
   top_p: z.number().min(0).max(1).optional(),
   stop: stop.optional(),
   presence_penalty: z.number().min(-2).max(2).optional(),
   frequency_penalty: z.number().min(-2).max(2).optional(),
-  seed: z.int().optional(),
+  seed: integer().optional(),
   logprobs: z.boolean().optional(),
-  top_logprobs: z.int().min(0).max(20).optional(),
-  response_format: z
-    .looseObject({ type: z.enum(['text', 'json_object', 'json_schema']) })
-    .optional(),
-  tools: z.array(z.looseObject({ type: z.string() })).optional(),
+  top_logprobs: integer().min(0).max(20).optional(),
+  response_format: responseFormatSchema.optional(),
+  tools: z.array(toolSchema).optional(),
+  tool_choice: toolChoiceSchema.optional(),
+  logit_bias: logitBiasSchema.nullable().optional(),
   user: z.string().optional(),
   provider: routingSchema.optional(),
 })
@@ -63,10 +119,10 @@ export const embeddingsBodySchema = z.looseObject({
   input: z.union([
     z.string().min(1),
     z.array(z.string().min(1)).min(1).max(2048),
-    z.array(z.int().min(0)).min(1),
-    z.array(z.array(z.int().min(0)).min(1)).min(1).max(2048),
+    z.array(integer().min(0)).min(1),
+    z.array(z.array(integer().min(0)).min(1)).min(1).max(2048),
   ]),
-  dimensions: z.int().min(1).optional(),
+  dimensions: integer().min(1).optional(),
   encoding_format: z.enum(['float', 'base64']).optional(),
   user: z.string().optional(),
   provider: routingSchema.optional(),

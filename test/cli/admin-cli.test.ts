@@ -33,6 +33,12 @@ test('accounts create, keys create, credit, show, revoke', async () => {
     const bad = await mg(env, 'keys', 'create', account.json.id, '--scopes', 'root')
     expect(bad.code).toBe(2)
     expect(bad.err).toContain('unknown scope root')
+    // Numbers are plain decimal digits, as on the API: "0x10" is not 16.
+    for (const text of ['0x10', '1e2', ' 5', '5.0']) {
+      const odd = await mg(env, 'keys', 'create', account.json.id, '--rate-limit', text)
+      expect([text, odd.code]).toEqual([text, 2])
+      expect(odd.err).toContain('in decimal digits')
+    }
   } finally {
     await gw.stop()
   }

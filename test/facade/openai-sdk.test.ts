@@ -189,6 +189,28 @@ for (const storeKind of STORES) {
       expect(await failure(openai.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '169h' as '24h' }))).toBeInstanceOf(OpenAI.BadRequestError)
     })
 
+    test('a window other than "Nh" in plain decimal digits, 1 to 168, is refused with what to send', async () => {
+      const { key } = await gw.newAccount('1')
+      const openai = client(key, { maxRetries: 0 })
+      const file = await upload(openai, [chatLine('a')])
+      for (const window of ['0x10h', '1e2h', ' 24h', '24 h', '024h', '+24h', '24', '169h', '0h']) {
+        for (const body of [
+          { input_file_id: file.id, endpoint: '/v1/chat/completions' as const, completion_window: window as '24h' },
+          // The same rule through extra_body.
+          { input_file_id: file.id, endpoint: '/v1/chat/completions' as const, completion_window: '24h' as const, extra_body: { completion_window: window } },
+        ]) {
+          const error = await failure(openai.batches.create(body))
+          expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+          const refused = error as InstanceType<typeof OpenAI.BadRequestError>
+          expect(refused.param).toBe('completion_window')
+          expect(refused.message).toContain(
+            `completion_window must be "24h" or another "Nh" with N a whole number from 1 to 168; got ${JSON.stringify(window)}; set completion_window to`,
+          )
+        }
+      }
+      expect((await openai.batches.list()).data).toHaveLength(0)
+    })
+
     test('a create retried by the SDK after a timeout returns the batch the first attempt made', async () => {
       const { key } = await gw.newAccount('1')
       let dropped = false

@@ -227,6 +227,24 @@ export const BAD_SUBMISSIONS: BadSubmission[] = [
   second('a parameter the model does not support', () =>
     withBody({ model: 'sim/strict', temperature: 0.5 }),
   ),
+  // OpenAI's known parameters in shapes OpenAI would refuse
+  second('tool_choice an unknown word', () => withBody({ tool_choice: 'sometimes' })),
+  second('tool_choice a function without its name', () =>
+    withBody({ tool_choice: { type: 'function', function: {} } }),
+  ),
+  second('logit_bias a bias over 100', () => withBody({ logit_bias: { '50256': 200 } })),
+  second('logit_bias a word as the token id', () => withBody({ logit_bias: { hello: 1 } })),
+  second('logit_bias a fractional bias', () => withBody({ logit_bias: { '1': 0.5 } })),
+  second('response_format json_schema without a schema', () =>
+    withBody({ response_format: { type: 'json_schema', json_schema: { name: 'a' } } }),
+  ),
+  second('response_format json_schema without json_schema', () =>
+    withBody({ response_format: { type: 'json_schema' } }),
+  ),
+  second('tools of an unknown type', () => withBody({ tools: [{ type: 'retrieval' }] })),
+  second('a function tool without a name', () =>
+    withBody({ tools: [{ type: 'function', function: { parameters: {} } }] }),
+  ),
   embedSecond('embeddings input a number', 3),
   embedSecond('embeddings input empty', []),
   embedSecond('embeddings input of objects', [{}]),
@@ -313,7 +331,7 @@ export const BAD_SUBMISSIONS: BadSubmission[] = [
     line: 1,
   },
   // Query parameters and headers
-  ...['0', '169', 'abc', '2.5', '-1', '', '1e3', '24h'].map((hours) => ({
+  ...['0', '169', 'abc', '2.5', '-1', '', '1e3', '24h', '0x10', '1e2', ' 24', '+24', '024', '24.0'].map((hours) => ({
     name: `completion_window_hours=${hours || '(empty)'}`,
     body: () => lines(good('a')),
     query: `?completion_window_hours=${encodeURIComponent(hours)}`,

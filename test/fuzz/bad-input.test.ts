@@ -93,13 +93,13 @@ for (const storeKind of STORES) {
           ['GET', `/openai/v1/files?purpose=${id}`],
         )
       }
-      for (const limit of ['0', '-1', '101', 'abc', '1.5', '1e9', '', '%00']) {
+      for (const limit of ['0', '-1', '101', 'abc', '1.5', '1e9', '', '%00', '0x10', '1e1', '%2010', '5.0']) {
         requests.push(
           ['GET', `/v1/batches?limit=${limit}`],
           ['GET', `/openai/v1/batches?limit=${limit}`],
         )
       }
-      for (const limit of ['0', '-1', '10001', 'abc', '1.5', '', '%00'])
+      for (const limit of ['0', '-1', '10001', 'abc', '1.5', '', '%00', '0x10', '1e2', '%2010'])
         requests.push(['GET', `/openai/v1/files?limit=${limit}`])
       const batch = (await (
         await gw.request('/v1/batches', key, { method: 'POST', body: jsonl([chatLine('q')]) })

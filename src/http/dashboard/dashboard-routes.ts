@@ -9,8 +9,9 @@ import type { Caller } from '../../auth/gate.ts'
 import { nowSeconds, type Scope } from '../../domain.ts'
 import { GatewayError } from '../../errors.ts'
 import { usd } from '../../money/decimal.ts'
-import { FILTERS, resultsQuery, type NativeDeps } from '../native-batches.ts'
-import { parseQuery } from '../parse-query.ts'
+import { excerpt } from '../../excerpt.ts'
+import { FILTERS, resultsQuery, submitOptions, type NativeDeps } from '../native-batches.ts'
+import { parseFields, parseQuery } from '../parse-query.ts'
 import { renderResultLine } from '../render-native.ts'
 import { streamLines } from '../stream-lines.ts'
 import { htmlResponse, seeOther } from './layout.ts'
@@ -29,13 +30,12 @@ const PAGE_SIZE = 50
 
 const signInForm = z.object({ key: z.string().trim().min(1).max(512) })
 
-const submitForm = z.object({
-  name: z.string().trim().max(256).optional(),
-  completion_window_hours: z.coerce.number().int().min(1).max(168).default(24),
-  dry_run: z.literal('true').optional(),
+// The API's own options (name, window, dry run), so a form field obeys the same rule and is
+// refused in the same words as the query parameter it stands for.
+const submitForm = submitOptions.extend({
   idempotency_key: z
     .string()
-    .regex(/^[0-9a-f]{8,64}$/)
+    .regex(/^[0-9a-f]{8,64}$/, 'must be the hidden key the form carries (reload the page)')
     .optional(),
 })
 
@@ -192,9 +192,13 @@ export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancel
           return fail(400, 'choose a non-empty JSONL file to submit')
         if (file.size > maxBodyBytes)
           return fail(413, `the file is larger than the ${maxBodyBytes}-byte limit`)
-        const form = submitForm.safeParse(textFields(fields))
-        if (!form.success)
-          return fail(400, 'the name must be at most 256 characters and the window 1 to 168 hours')
+        let form: z.output<typeof submitForm>
+        try {
+          form = parseFields(submitForm, textFields(fields))
+        } catch (error) {
+          if (!(error instanceof GatewayError)) throw error
+          return fail(error.status, error.message)
+        }
         const bytes = new Uint8Array(await file.arrayBuffer())
         if (bytes[0] === 0x1f && bytes[1] === 0x8b)
           return fail(400, 'the file is compressed; upload the JSONL file itself')
@@ -203,11 +207,11 @@ export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancel
             bytes,
             {
               accountId: caller.account.id,
-              name: form.data.name || null,
-              completionWindowHours: form.data.completion_window_hours,
-              dryRun: form.data.dry_run === 'true',
-              idempotencyKey: form.data.idempotency_key
-                ? `dashboard:${form.data.idempotency_key}`
+              name: form.name || null,
+              completionWindowHours: form.completion_window_hours,
+              dryRun: form.dry_run === 'true' || form.dry_run === '1',
+              idempotencyKey: form.idempotency_key
+                ? `dashboard:${form.idempotency_key}`
                 : null,
               source: 'native',
               metadata: null,
@@ -248,7 +252,7 @@ export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancel
       ])
       if (!batch)
         return refusal(
-          new GatewayError(404, 'not_found_error', 'not_found', `batch ${params.id} not found`),
+          new GatewayError(404, 'not_found_error', 'not_found', `batch ${excerpt(params.id)} not found`),
           request,
           headers,
           account!.name,
@@ -281,7 +285,7 @@ export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancel
         const result = await store.cancelBatch(caller.account.id, params.id, nowSeconds())
         if (result.kind === 'not_found')
           return refusal(
-            new GatewayError(404, 'not_found_error', 'not_found', `batch ${params.id} not found`),
+            new GatewayError(404, 'not_found_error', 'not_found', `batch ${excerpt(params.id)} not found`),
             request,
             headers,
           )
@@ -306,7 +310,7 @@ export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancel
       const batch = await store.getBatch(caller.account.id, params.id)
       if (!batch)
         return refusal(
-          new GatewayError(404, 'not_found_error', 'not_found', `batch ${params.id} not found`),
+          new GatewayError(404, 'not_found_error', 'not_found', `batch ${excerpt(params.id)} not found`),
           request,
           headers,
         )

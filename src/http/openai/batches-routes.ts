@@ -16,22 +16,24 @@ import { describeZodIssue } from '../../ingest/issues.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
 import type { AccountStore, BatchErrorEntry, BatchStore, FileStore } from '../../store/store.ts'
 import { storableText } from '../../schemas/text.ts'
+import { parseWholeNumber, wholeNumberText, windowHoursText } from '../../schemas/whole-number.ts'
+import { excerpt } from '../../excerpt.ts'
 import { parseQuery } from '../parse-query.ts'
 import { errorFileId, outputFileId, renderOpenAiBatch } from './render-openai.ts'
 
 const createBody = z.looseObject({
   input_file_id: z.string().min(1),
   endpoint: z.enum(['/v1/chat/completions', '/v1/embeddings']),
-  completion_window: z.string().regex(/^([1-9]\d{0,2})h$/, 'must be "24h" or another "Nh" with N from 1 to 168'),
+  completion_window: windowHoursText(),
   metadata: z
     .record(storableText().max(64), storableText().max(512))
-    .refine((m) => Object.keys(m).length <= 16, 'may have at most 16 keys')
+    .refine((m) => Object.keys(m).length <= 16, { message: 'may have at most 16 keys', params: { fix: 'keep at most 16 keys in metadata' } })
     .nullable()
     .optional(),
 })
 
 const listQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(20),
+  limit: wholeNumberText(1, 100, 20).default(20),
   after: z.string().min(1).optional(),
 })
 
@@ -62,26 +64,25 @@ export function openAiBatchRoutes({ gate, store, blobs, admission, onCancelled }
       const { extra_body: extra, ...rest } = raw as { extra_body?: unknown }
       if (extra && typeof extra === 'object' && !Array.isArray(extra)) raw = { ...rest, ...extra }
     }
-    const parsed = createBody.safeParse(raw)
+    const parsed = createBody.safeParse(raw, { reportInput: true })
     if (!parsed.success) {
       const issue = describeZodIssue(parsed.error.issues[0], '')
-      throw badRequest(`${issue.path} ${issue.message}; ${issue.fix}`, issue.path)
+      throw badRequest(`${issue.path || 'the body'} ${issue.message}; ${issue.fix}`, issue.path || null)
     }
     const body = parsed.data
-    const hours = Number(body.completion_window.slice(0, -1))
-    if (hours > 168) throw badRequest('completion_window must be at most "168h"', 'completion_window')
+    const hours = body.completion_window
 
     // The SDKs retry a timed-out create without an idempotency key: a retry of the same body
     // returns the batch the first attempt made.
     const requestKey = `openai:${createHash('sha256').update(JSON.stringify(raw)).digest('hex')}`
     const explicitKey = request.headers.get('idempotency-key')
-    const retry = Number(request.headers.get('x-stainless-retry-count') ?? 0) > 0
+    const retry = (parseWholeNumber(request.headers.get('x-stainless-retry-count') ?? '0', 0, 1_000) ?? 0) > 0
     if (explicitKey || retry) {
       const earlier = await store.findByIdempotencyKey(caller.account.id, explicitKey ?? requestKey)
       if (earlier) return earlier
     }
     const file = await store.getFile(caller.account.id, body.input_file_id)
-    if (!file || file.kind !== 'upload') throw notFound(`file ${body.input_file_id}`)
+    if (!file || file.kind !== 'upload') throw notFound(`file ${excerpt(body.input_file_id)}`)
     await store.touchFile(file.id, nowSeconds())
     const bytes = await blobs.readAll(file.id)
     const reject = (errors: BatchErrorEntry[]) =>
@@ -149,7 +150,7 @@ export function openAiBatchRoutes({ gate, store, blobs, admission, onCancelled }
     .get('/batches/:id', async ({ request, set, params }) => {
       const caller = await gate.admit(request.headers.get('authorization'), 'read', headersOf(set))
       const batch = await store.getBatch(caller.account.id, params.id)
-      if (!batch) throw notFound(`batch ${params.id}`)
+      if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
       return renderOpenAiBatch(batch)
     })
     .post('/batches/:id/cancel', async ({ request, set, params }) => {

@@ -6,13 +6,15 @@ import { newId, nowSeconds } from '../../domain.ts'
 import { badRequest, GatewayError, notFound } from '../../errors.ts'
 import { FileTooLarge, type BlobStore } from '../../files/blob-store.ts'
 import type { BatchStore, FileStore, FileView } from '../../store/store.ts'
+import { excerpt } from '../../excerpt.ts'
+import { wholeNumberText } from '../../schemas/whole-number.ts'
 import { parseQuery } from '../parse-query.ts'
 import { streamLines } from '../stream-lines.ts'
 import { readMultipartUpload } from './read-multipart-upload.ts'
 import { renderOpenAiFile, renderOpenAiResultLine } from './render-openai.ts'
 
 const listQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(10_000).default(10_000),
+  limit: wholeNumberText(1, 10_000, 100).default(10_000),
   after: z.string().min(1).optional(),
   order: z.enum(['asc', 'desc']).default('desc'),
   purpose: z.string().min(1).optional(),
@@ -64,7 +66,7 @@ export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes }: FilesDep
         if (upload.fields.purpose !== 'batch') {
           await blobs.delete(id)
           throw badRequest(
-            `purpose must be "batch" (got ${JSON.stringify(upload.fields.purpose ?? null)}); this gateway stores files for batches only`,
+            `purpose must be "batch" (got ${JSON.stringify(upload.fields.purpose === undefined ? null : excerpt(upload.fields.purpose))}); this gateway stores files for batches only`,
             'purpose',
           )
         }
@@ -101,20 +103,20 @@ export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes }: FilesDep
     .get('/files/:id', async ({ request, set, params }) => {
       const caller = await gate.admit(request.headers.get('authorization'), 'read', headersOf(set))
       const file = await store.getFile(caller.account.id, params.id)
-      if (!file) throw notFound(`file ${params.id}`)
+      if (!file) throw notFound(`file ${excerpt(params.id)}`)
       return renderOpenAiFile(await withSize(file))
     })
     .delete('/files/:id', async ({ request, set, params }) => {
       const caller = await gate.admit(request.headers.get('authorization'), 'batches', headersOf(set))
       const file = await store.getFile(caller.account.id, params.id)
-      if (!file || !(await store.deleteFile(caller.account.id, params.id))) throw notFound(`file ${params.id}`)
+      if (!file || !(await store.deleteFile(caller.account.id, params.id))) throw notFound(`file ${excerpt(params.id)}`)
       if (file.kind === 'upload') await blobs.delete(file.id)
       return { id: params.id, object: 'file', deleted: true }
     })
     .get('/files/:id/content', async ({ request, set, params }) => {
       const caller = await gate.admit(request.headers.get('authorization'), 'read', headersOf(set))
       const file = await store.getFile(caller.account.id, params.id)
-      if (!file) throw notFound(`file ${params.id}`)
+      if (!file) throw notFound(`file ${excerpt(params.id)}`)
       await store.touchFile(file.id, nowSeconds())
       const body = file.kind === 'upload' ? blobs.read(file.id) : renderedContent(file)
       return new Response(body, { headers: { ...headersOf(set), 'content-type': 'application/jsonl' } })
