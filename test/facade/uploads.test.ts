@@ -330,3 +330,29 @@ for (const storeKind of STORES) {
     })
   })
 }
+
+describe.skipIf(!TEST_DATABASE_URL)('file quotas across two instances (postgres)', () => {
+  test('uploads racing on two instances sharing PostgreSQL pass max_files and max_stored_bytes no more than on one', async () => {
+    const a = await startTestGateway({ store: 'postgres', env: { MULTIGRID_DISPATCH: '0' } })
+    const b = await startTestGateway({ env: { MULTIGRID_DISPATCH: '0', DATABASE_URL: a.env.DATABASE_URL! } })
+    try {
+      const content = jsonl([chatLine('a', 'z'.repeat(500))])
+      const size = Buffer.byteLength(content)
+      const race = async (key: string, n: number) =>
+        Promise.all(
+          Array.from({ length: n }, async (_, i) => {
+            const openai = new OpenAI({ apiKey: key, baseURL: `${(i % 2 ? a : b).url}/openai/v1`, maxRetries: 0 })
+            return failure(openai.files.create({ file: await toFile(Buffer.from(content), 'a.jsonl'), purpose: 'batch' }))
+          }),
+        )
+      const files = await a.newAccount('1', {}, { max_files: 4 })
+      expect((await race(files.key, 24)).filter((r) => r === null)).toHaveLength(4)
+      const bytes = await a.newAccount('1', {}, { max_stored_bytes: 5 * size })
+      expect((await race(bytes.key, 24)).filter((r) => r === null)).toHaveLength(5)
+      expect(await accountView(b.admin, bytes.accountId)).toMatchObject({ files_in_use: 5, stored_bytes: 5 * size })
+    } finally {
+      await a.stop()
+      await b.stop()
+    }
+  }, 30_000)
+})
