@@ -28,7 +28,8 @@ const envSchema = z.object({
   MULTIGRID_MAX_BODY_BYTES: intFrom(1, 1 << 30, 16 * 1024 * 1024),
   MULTIGRID_MAX_LINES: intFrom(1, 1_000_000, 50_000),
   MULTIGRID_MAX_CUSTOM_ID: intFrom(1, 4096, 128),
-  MULTIGRID_MAX_FILE_BYTES: intFrom(1, 1 << 31, 200 * 1000 * 1000),
+  // 2 ** 31, not 1 << 31: the shift is a negative 32-bit int, which refused every setting.
+  MULTIGRID_MAX_FILE_BYTES: intFrom(1, 2 ** 31, 200 * 1000 * 1000),
   MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: intFrom(1, 100_000, 10),
   MULTIGRID_DEFAULT_RATE_LIMIT: intFrom(1, 10_000_000, 600),
   /** Per-account file quotas (SPEC §12) for accounts without their own. */

@@ -356,3 +356,33 @@ describe.skipIf(!TEST_DATABASE_URL)('file quotas across two instances (postgres)
     }
   }, 30_000)
 })
+
+describe('an upload past MULTIGRID_MAX_FILE_BYTES (sqlite)', () => {
+  test('a body of unknown length is refused 413 as it grows past the limit, and leaves nothing', async () => {
+    const gw = await startTestGateway({ env: { MULTIGRID_DISPATCH: '0', MULTIGRID_MAX_FILE_BYTES: '100000' } })
+    try {
+      const { key, accountId } = await gw.newAccount('1')
+      const line = new TextEncoder().encode(JSON.stringify(chatLine('x', 'y'.repeat(900))) + '\n')
+      let pulls = 0
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (pulls++ === 0) controller.enqueue(new TextEncoder().encode(PART_HEAD))
+          else if (pulls < 300) controller.enqueue(line)
+          else controller.close()
+        },
+      })
+      const response = await gw.request('/openai/v1/files', key, {
+        method: 'POST',
+        headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+        body,
+        duplex: 'half',
+      } as RequestInit)
+      expect(response.status).toBe(413)
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('file_too_large')
+      expect(await storedContent(gw.env)).toEqual([])
+      expect(await accountView(gw.admin, accountId)).toMatchObject({ files_in_use: 0, stored_bytes: 0 })
+    } finally {
+      await gw.stop()
+    }
+  })
+})

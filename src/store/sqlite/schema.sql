@@ -112,6 +112,7 @@ CREATE TABLE IF NOT EXISTS upload_reservations (
   renewed_at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS upload_reservations_by_account ON upload_reservations (account_id);
+CREATE INDEX IF NOT EXISTS upload_reservations_by_renewal ON upload_reservations (renewed_at);
 CREATE TABLE IF NOT EXISTS dashboard_sessions (
   hash TEXT PRIMARY KEY,
   key_id TEXT NOT NULL REFERENCES api_keys(id),
@@ -119,3 +120,4 @@ CREATE TABLE IF NOT EXISTS dashboard_sessions (
   expires_at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS dashboard_sessions_by_key ON dashboard_sessions (key_id);
+CREATE INDEX IF NOT EXISTS dashboard_sessions_by_expiry ON dashboard_sessions (expires_at);
