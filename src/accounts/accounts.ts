@@ -2,21 +2,22 @@
 import { generateKey } from '../auth/keys.ts'
 import { newId, nowSeconds, type KeyRecord, type Scope } from '../domain.ts'
 import { moneyText } from '../money/decimal.ts'
-import type { AccountStore, AccountView, FileQuotaDefaults, UploadStore } from '../store/store.ts'
+import type { AccountStore, AccountView, FileLimits, FileQuotaDefaults, UploadStore } from '../store/store.ts'
 
 /** An account as the operator sees it: with its file limits in force and what its files use. */
 export interface AdminAccountView extends AccountView {
   files: { maxFiles: number; maxStoredBytes: number; filesInUse: number; storedBytes: number }
 }
 
-/** File limits to set; null puts one back to the default, undefined leaves it. */
-export interface FileLimits {
-  maxFiles?: number | null
-  maxStoredBytes?: number | null
+export interface NewAccountInput extends FileLimits {
+  name: string
+  creditUsd: string
+  maxOpenBatches?: number
+  rateLimitPerMinute?: number
 }
 
 export interface Accounts {
-  createAccount(input: { name: string; creditUsd: string; maxOpenBatches?: number; rateLimitPerMinute?: number } & FileLimits): Promise<AdminAccountView>
+  createAccount(input: NewAccountInput): Promise<AdminAccountView>
   getAccount(id: string): Promise<AdminAccountView | null>
   updateAccount(id: string, settings: FileLimits): Promise<AdminAccountView | null>
   addCredit(id: string, amountUsd: string): Promise<AdminAccountView | null>

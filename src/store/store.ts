@@ -267,6 +267,28 @@ export interface FileQuotaDefaults {
   maxStoredBytes: number
 }
 
+/** An upload about to stream: one file and `bytes` to reserve. `nowMs` stamps its renewal. */
+export interface NewUpload {
+  fileId: string
+  accountId: string
+  bytes: number
+  nowMs: number
+}
+
+/** File limits to set; null puts one back to the default, undefined leaves it as it is. */
+export interface FileLimits {
+  maxFiles?: number | null
+  maxStoredBytes?: number | null
+}
+
+export interface NewSession {
+  /** SHA-256 of the cookie's id. */
+  hash: string
+  keyId: string
+  createdAt: number
+  expiresAt: number
+}
+
 /** An account's file limits (null: the default applies) and what its uploads use now. */
 export interface FileQuotaView {
   maxFiles: number | null
@@ -291,12 +313,18 @@ export type ReserveResult =
  */
 export interface UploadStore {
   /** Reserves one file and `bytes` for an upload about to stream. */
-  reserveUpload(upload: { fileId: string; accountId: string; bytes: number; nowMs: number }, defaults: FileQuotaDefaults): Promise<ReserveResult>
+  reserveUpload(upload: NewUpload, defaults: FileQuotaDefaults): Promise<ReserveResult>
   /**
    * Grows (and renews) an upload's reservation to `want` bytes if that fits, else to `need`;
    * refuses when even `need` does not fit.
    */
-  growUpload(fileId: string, need: number, want: number, nowMs: number, defaults: FileQuotaDefaults): Promise<ReserveResult>
+  growUpload(
+    fileId: string,
+    need: number,
+    want: number,
+    nowMs: number,
+    defaults: FileQuotaDefaults,
+  ): Promise<ReserveResult>
   /** Replaces the reservation by the file's record, in one transaction; false when it is gone. */
   commitUpload(file: FileRecord): Promise<boolean>
   releaseUpload(fileId: string): Promise<void>
@@ -307,12 +335,12 @@ export interface UploadStore {
   /** The account's file limits and usage; null for a missing account. */
   getFileQuota(accountId: string): Promise<FileQuotaView | null>
   /** Sets the given limits (null: back to the default); false for a missing account. */
-  setFileQuota(accountId: string, limits: { maxFiles?: number | null; maxStoredBytes?: number | null }): Promise<boolean>
+  setFileQuota(accountId: string, limits: FileLimits): Promise<boolean>
 }
 
 /** Dashboard sign-ins, kept server-side so signing out (or revoking the key) ends them. */
 export interface SessionStore {
-  createSession(session: { hash: string; keyId: string; createdAt: number; expiresAt: number }): Promise<void>
+  createSession(session: NewSession): Promise<void>
   /** The session's live key and its account; null when unknown, expired or its key revoked. */
   findSession(hash: string, now: number): Promise<{ key: KeyRecord; account: AccountRecord } | null>
   deleteSession(hash: string): Promise<void>
@@ -320,7 +348,8 @@ export interface SessionStore {
   deleteExpiredSessions(now: number): Promise<number>
 }
 
-export interface Store extends AccountStore, BatchStore, DispatchStore, FileStore, RetentionStore, UploadStore, SessionStore {
+export interface Store
+  extends AccountStore, BatchStore, DispatchStore, FileStore, RetentionStore, UploadStore, SessionStore {
   readonly kind: 'sqlite' | 'postgres'
   ping(): Promise<void>
   close(): Promise<void>

@@ -19,7 +19,10 @@ import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToAccount, rowToBatch, rowToKey, rowToLine } from '../rows.ts'
 import type {
+  FileLimits,
   FileQuotaDefaults,
+  NewSession,
+  NewUpload,
   AccountView,
   AdmitResult,
   CancelResult,
@@ -319,7 +322,7 @@ class PostgresStore extends DispatchDelegate implements Store {
 
   // ── file quotas, uploads in progress (uploads.ts), dashboard sessions (sessions.ts) ──────
 
-  reserveUpload(upload: { fileId: string; accountId: string; bytes: number; nowMs: number }, defaults: FileQuotaDefaults) {
+  reserveUpload(upload: NewUpload, defaults: FileQuotaDefaults) {
     return uploads.reserveUpload(this.sql, upload, defaults)
   }
 
@@ -347,11 +350,11 @@ class PostgresStore extends DispatchDelegate implements Store {
     return uploads.getFileQuota(this.sql, accountId)
   }
 
-  setFileQuota(accountId: string, limits: { maxFiles?: number | null; maxStoredBytes?: number | null }) {
+  setFileQuota(accountId: string, limits: FileLimits) {
     return uploads.setFileQuota(this.sql, accountId, limits)
   }
 
-  createSession(session: { hash: string; keyId: string; createdAt: number; expiresAt: number }) {
+  createSession(session: NewSession) {
     return sessions.createSession(this.sql, session)
   }
 

@@ -1,10 +1,11 @@
 /** Dashboard sessions on PostgreSQL: a row per sign-in, keyed by the SHA-256 of its cookie. */
 import type postgres from 'postgres'
 import { rowToAccount, rowToKey } from '../rows.ts'
+import type { NewSession } from '../store.ts'
 
 type Sql = postgres.Sql
 
-export async function createSession(sql: Sql, session: { hash: string; keyId: string; createdAt: number; expiresAt: number }) {
+export async function createSession(sql: Sql, session: NewSession) {
   await sql`
     INSERT INTO dashboard_sessions (hash, key_id, created_at, expires_at)
     VALUES (${session.hash}, ${session.keyId}, ${session.createdAt}, ${session.expiresAt})`

@@ -5,7 +5,7 @@
  */
 import type postgres from 'postgres'
 import { decideQuota } from '../file-quota.ts'
-import type { FileQuotaDefaults, FileQuotaView, FileRecord, ReserveResult } from '../store.ts'
+import type { FileLimits, FileQuotaDefaults, FileQuotaView, FileRecord, NewUpload, ReserveResult } from '../store.ts'
 
 type Db = postgres.ISql
 type Sql = postgres.Sql
@@ -36,7 +36,7 @@ async function usage(db: Db, accountId: string, except: string | null) {
 
 export function reserveUpload(
   sql: Sql,
-  upload: { fileId: string; accountId: string; bytes: number; nowMs: number },
+  upload: NewUpload,
   defaults: FileQuotaDefaults,
 ): Promise<ReserveResult> {
   return sql.begin(async (tx): Promise<ReserveResult> => {
@@ -122,7 +122,7 @@ export async function getFileQuota(sql: Sql, accountId: string): Promise<FileQuo
   return { ...(await ownLimits(sql, accountId)), filesInUse: used.files, storedBytes: used.bytes }
 }
 
-export async function setFileQuota(sql: Sql, accountId: string, limits: { maxFiles?: number | null; maxStoredBytes?: number | null }) {
+export async function setFileQuota(sql: Sql, accountId: string, limits: FileLimits) {
   const keepFiles = limits.maxFiles === undefined
   const keepBytes = limits.maxStoredBytes === undefined
   const rows = await sql`

@@ -1,12 +1,13 @@
 /** Dashboard sessions on bun:sqlite: a row per sign-in, keyed by the SHA-256 of its cookie. */
 import type { Database } from 'bun:sqlite'
 import { rowToAccount, rowToKey } from '../rows.ts'
+import type { NewSession } from '../store.ts'
 
 type Row = Record<string, any>
 
 const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
 
-export function createSession(db: Database, session: { hash: string; keyId: string; createdAt: number; expiresAt: number }) {
+export function createSession(db: Database, session: NewSession) {
   q(db, 'INSERT INTO dashboard_sessions (hash, key_id, created_at, expires_at) VALUES (?, ?, ?, ?)').run(
     session.hash,
     session.keyId,

@@ -11,7 +11,10 @@ import type { LineStatus } from '../../domain.ts'
 import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine } from '../rows.ts'
 import type {
+  FileLimits,
   FileQuotaDefaults,
+  NewSession,
+  NewUpload,
   AccountView,
   AdmitResult,
   CancelResult,
@@ -277,7 +280,7 @@ class SqliteStore extends DispatchDelegate implements Store {
 
   // ── file quotas, uploads in progress (uploads.ts), dashboard sessions (sessions.ts) ──────
 
-  async reserveUpload(upload: { fileId: string; accountId: string; bytes: number; nowMs: number }, defaults: FileQuotaDefaults) {
+  async reserveUpload(upload: NewUpload, defaults: FileQuotaDefaults) {
     return uploads.reserveUpload(this.db, upload, defaults)
   }
 
@@ -305,11 +308,11 @@ class SqliteStore extends DispatchDelegate implements Store {
     return uploads.getFileQuota(this.db, accountId)
   }
 
-  async setFileQuota(accountId: string, limits: { maxFiles?: number | null; maxStoredBytes?: number | null }) {
+  async setFileQuota(accountId: string, limits: FileLimits) {
     return uploads.setFileQuota(this.db, accountId, limits)
   }
 
-  async createSession(session: { hash: string; keyId: string; createdAt: number; expiresAt: number }) {
+  async createSession(session: NewSession) {
     sessions.createSession(this.db, session)
   }
 

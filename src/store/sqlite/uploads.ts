@@ -4,7 +4,7 @@
  */
 import type { Database } from 'bun:sqlite'
 import { decideQuota } from '../file-quota.ts'
-import type { FileQuotaDefaults, FileQuotaView, FileRecord, ReserveResult } from '../store.ts'
+import type { FileLimits, FileQuotaDefaults, FileQuotaView, FileRecord, NewUpload, ReserveResult } from '../store.ts'
 
 type Row = Record<string, any>
 
@@ -34,7 +34,7 @@ function usage(db: Database, accountId: string, except: string | null) {
 
 export function reserveUpload(
   db: Database,
-  upload: { fileId: string; accountId: string; bytes: number; nowMs: number },
+  upload: NewUpload,
   defaults: FileQuotaDefaults,
 ): ReserveResult {
   return tx(db, () => {
@@ -117,7 +117,7 @@ export function getFileQuota(db: Database, accountId: string): FileQuotaView | n
   return { ...ownLimits(db, accountId), filesInUse: used.files, storedBytes: used.bytes }
 }
 
-export function setFileQuota(db: Database, accountId: string, limits: { maxFiles?: number | null; maxStoredBytes?: number | null }): boolean {
+export function setFileQuota(db: Database, accountId: string, limits: FileLimits): boolean {
   return tx(db, () => {
     if (!q(db, 'SELECT 1 FROM accounts WHERE id = ?').get(accountId)) return false
     const current = ownLimits(db, accountId)
