@@ -28,9 +28,15 @@ const envSchema = z.object({
   MULTIGRID_MAX_BODY_BYTES: intFrom(1, 1 << 30, 16 * 1024 * 1024),
   MULTIGRID_MAX_LINES: intFrom(1, 1_000_000, 50_000),
   MULTIGRID_MAX_CUSTOM_ID: intFrom(1, 4096, 128),
-  MULTIGRID_MAX_FILE_BYTES: intFrom(1, 1 << 31, 200 * 1000 * 1000),
+  // 2 ** 31, not 1 << 31: the shift is a negative 32-bit int, which refused every setting.
+  MULTIGRID_MAX_FILE_BYTES: intFrom(1, 2 ** 31, 200 * 1000 * 1000),
   MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: intFrom(1, 100_000, 10),
   MULTIGRID_DEFAULT_RATE_LIMIT: intFrom(1, 10_000_000, 600),
+  /** Per-account file quotas (SPEC §12) for accounts without their own. */
+  MULTIGRID_DEFAULT_MAX_FILES: intFrom(0, 2_147_483_647, 500),
+  MULTIGRID_DEFAULT_MAX_STORED_BYTES: intFrom(0, Number.MAX_SAFE_INTEGER, 20 * 1000 ** 3),
+  /** How long a dashboard sign-in lasts (the cookie also ends when the browser closes). */
+  MULTIGRID_SESSION_HOURS: intFrom(1, 24 * 365, 12),
   /** How long a claimed line stays leased without a heartbeat before another instance may take it. */
   MULTIGRID_LEASE_SECONDS: intFrom(1, 3600, 30),
   /** Poll interval of the dispatcher when no nudge arrives. */
@@ -65,7 +71,10 @@ export interface Config {
     maxFileBytes: number
     defaultMaxOpenBatches: number
     defaultRateLimitPerMinute: number
+    defaultMaxFiles: number
+    defaultMaxStoredBytes: number
   }
+  sessionHours: number
   dispatch: { enabled: boolean; leaseSeconds: number; pollMs: number; maxAttempts: number }
   retention: { resultDays: number; fileDays: number; intervalMs: number }
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
@@ -109,7 +118,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxFileBytes: e.MULTIGRID_MAX_FILE_BYTES,
       defaultMaxOpenBatches: e.MULTIGRID_DEFAULT_MAX_OPEN_BATCHES,
       defaultRateLimitPerMinute: e.MULTIGRID_DEFAULT_RATE_LIMIT,
+      defaultMaxFiles: e.MULTIGRID_DEFAULT_MAX_FILES,
+      defaultMaxStoredBytes: e.MULTIGRID_DEFAULT_MAX_STORED_BYTES,
     },
+    sessionHours: e.MULTIGRID_SESSION_HOURS,
     dispatch: {
       enabled: e.MULTIGRID_DISPATCH === '1',
       leaseSeconds: e.MULTIGRID_LEASE_SECONDS,

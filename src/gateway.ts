@@ -80,17 +80,20 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   const accounts = createAccounts(store, {
     maxOpenBatches: config.limits.defaultMaxOpenBatches,
     rateLimitPerMinute: config.limits.defaultRateLimitPerMinute,
+    maxFiles: config.limits.defaultMaxFiles,
+    maxStoredBytes: config.limits.defaultMaxStoredBytes,
   })
 
+  const quotaDefaults = { maxFiles: config.limits.defaultMaxFiles, maxStoredBytes: config.limits.defaultMaxStoredBytes }
   const live = { gate, store, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000) }
   const groups = [
     healthRoutes(readinessChecks({ store: () => store.ping(), redis: limiter.ping && (() => limiter.ping!()) })),
     nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, sharedBodiesFrom: validator.splitFrom, onCancelled: (id) => dispatcher?.cancelled(id) }),
     liveRoutes('', live),
     liveRoutes('/openai', live),
-    openAiFilesRoutes({ gate, store, blobs, maxFileBytes: config.limits.maxFileBytes }),
+    openAiFilesRoutes({ gate, store, blobs, maxFileBytes: config.limits.maxFileBytes, quotaDefaults }),
     openAiBatchRoutes({ gate, store, blobs, admission, onCancelled: (id) => dispatcher?.cancelled(id) }),
-    dashboardRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, onCancelled: (id) => dispatcher?.cancelled(id) }),
+    dashboardRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, sessionHours: config.sessionHours, onCancelled: (id) => dispatcher?.cancelled(id) }),
   ]
   if (config.adminToken) groups.push(adminRoutes(config.adminToken, accounts) as never)
   const app = createApp(logger, groups as never, telemetry)
@@ -107,7 +110,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   const port = app.server!.port!
   dispatcher?.start()
   const janitor = createJanitor(store, blobs, logger, config.retention)
-  janitor.start(config.retention.intervalMs)
+  janitor.start(config.retention.intervalMs, { singleInstance: store.kind === 'sqlite' })
   logger.info('gateway.started', { port, store: store.kind, rate_limiter: config.redisUrl ? 'redis' : 'memory' })
   return {
     url: `http://127.0.0.1:${port}`,

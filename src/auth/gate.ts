@@ -20,9 +20,40 @@ export interface Gate {
    * headers, so the caller's response carries them whatever happens next.
    */
   admit(authorization: string | null, need: Scope | 'any', headers: Record<string, string>): Promise<Caller>
+  /**
+   * The same count and scope check for a caller found another way (a dashboard session, whose
+   * lookup already refused unknown, expired and revoked ones).
+   */
+  admitCaller(caller: Caller, need: Scope | 'any', headers: Record<string, string>): Promise<Caller>
 }
 
 export function createGate(store: AccountStore, limiter: RateLimiter, telemetry: Telemetry = noTelemetry): Gate {
+  /** The rate limit and scope check, for a caller already authenticated. */
+  async function admitCaller(found: Caller, need: Scope | 'any', headers: Record<string, string>): Promise<Caller> {
+    const limit = found.key.rateLimitPerMinute ?? found.account.rateLimitPerMinute
+    const decision = await limiter.hit(found.key.id, limit)
+    headers['x-ratelimit-limit'] = String(decision.limit)
+    headers['x-ratelimit-remaining'] = String(decision.remaining)
+    headers['x-ratelimit-reset'] = String(decision.resetSeconds)
+    if (!decision.allowed) {
+      telemetry.rateLimited('requests_per_minute')
+      throw new GatewayError(
+        429,
+        'rate_limit_error',
+        'rate_limit_exceeded',
+        `rate limit of ${decision.limit} requests per minute reached; retry in ${decision.resetSeconds} s`,
+        { headers: { 'retry-after': String(decision.resetSeconds) } },
+      )
+    }
+    const scopes = found.key.scopes
+    // `read` is satisfied by any key that may also write.
+    const allowed =
+      need === 'any' ||
+      (need === 'read' ? scopes.includes('read') || scopes.includes('batches') : scopes.includes(need))
+    if (!allowed) throw insufficientPermissions(need)
+    return found
+  }
+
   return {
     async admit(authorization, need, headers) {
       const match = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null
@@ -31,28 +62,8 @@ export function createGate(store: AccountStore, limiter: RateLimiter, telemetry:
       const token = match[1]
       const found = token.startsWith(KEY_PREFIX) ? await store.findKey(hashKey(token)) : null
       if (!found) throw invalidApiKey('unknown or revoked API key')
-      const limit = found.key.rateLimitPerMinute ?? found.account.rateLimitPerMinute
-      const decision = await limiter.hit(found.key.id, limit)
-      headers['x-ratelimit-limit'] = String(decision.limit)
-      headers['x-ratelimit-remaining'] = String(decision.remaining)
-      headers['x-ratelimit-reset'] = String(decision.resetSeconds)
-      if (!decision.allowed) {
-        telemetry.rateLimited('requests_per_minute')
-        throw new GatewayError(
-          429,
-          'rate_limit_error',
-          'rate_limit_exceeded',
-          `rate limit of ${decision.limit} requests per minute reached; retry in ${decision.resetSeconds} s`,
-          { headers: { 'retry-after': String(decision.resetSeconds) } },
-        )
-      }
-      const scopes = found.key.scopes
-      // `read` is satisfied by any key that may also write.
-      const allowed =
-        need === 'any' ||
-        (need === 'read' ? scopes.includes('read') || scopes.includes('batches') : scopes.includes(need))
-      if (!allowed) throw insufficientPermissions(need)
-      return found
+      return admitCaller(found, need, headers)
     },
+    admitCaller,
   }
 }

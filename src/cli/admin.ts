@@ -6,13 +6,16 @@ import { parseArgs } from 'node:util'
 import { createAccounts } from '../accounts/accounts.ts'
 import { ConfigError, loadConfig } from '../config.ts'
 import { ALL_SCOPES, type Scope } from '../domain.ts'
+import { creditAmountProblem } from '../money/credit-amount.ts'
 import { renderAccount, renderKey } from '../http/render-admin.ts'
 import { parseWholeNumber } from '../schemas/whole-number.ts'
 import { openStore } from '../store/open-store.ts'
 
 const USAGE = `usage: bun run mg <command>
   accounts create <name> [--credit USD] [--max-open-batches N] [--rate-limit N]
+                  [--max-files N] [--max-stored-bytes N]
   accounts show <account-id>
+  accounts set <account-id> [--max-files N|default] [--max-stored-bytes N|default]
   accounts credit <account-id> <amount-usd>
   keys create <account-id> [--name NAME] [--scopes batches,inference,read] [--rate-limit N]
   keys revoke <key-id>`
@@ -23,6 +26,8 @@ const { values, positionals } = parseArgs({
     credit: { type: 'string' },
     'max-open-batches': { type: 'string' },
     'rate-limit': { type: 'string' },
+    'max-files': { type: 'string' },
+    'max-stored-bytes': { type: 'string' },
     name: { type: 'string' },
     scopes: { type: 'string' },
   },
@@ -38,9 +43,18 @@ const int = (text: string | undefined, flag: string) => {
   // Plain digits only, as on the API: Number() would read "0x10" as 16 and "1e2" as 100.
   return parseWholeNumber(text, 1, 2_147_483_647) ?? fail(`--${flag} must be a whole number from 1 to 2147483647 in decimal digits`)
 }
+/** A file limit: a whole number ≥ 0, or `default` (null) to use the configured default. */
+const limit = (text: string | undefined, flag: string): number | null | undefined => {
+  if (text === undefined) return undefined
+  if (text === 'default') return null
+  const n = Number(text)
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n)) fail(`--${flag} must be a whole number (0 or more) or "default"`)
+  return n
+}
 const decimal = (text: string | undefined, what: string) => {
   if (text === undefined) return undefined
-  if (!/^-?\d+(\.\d+)?$/.test(text)) fail(`${what} must be a decimal number such as 100 or 12.50`)
+  const problem = creditAmountProblem(text)
+  if (problem) fail(`${what} ${problem}`)
   return text
 }
 
@@ -55,6 +69,8 @@ const store = await openStore(config)
 const accounts = createAccounts(store, {
   maxOpenBatches: config.limits.defaultMaxOpenBatches,
   rateLimitPerMinute: config.limits.defaultRateLimitPerMinute,
+  maxFiles: config.limits.defaultMaxFiles,
+  maxStoredBytes: config.limits.defaultMaxStoredBytes,
 })
 const [group, command, first, second] = positionals
 const print = (value: unknown) => console.log(JSON.stringify(value, null, 2))
@@ -66,7 +82,16 @@ try {
       creditUsd: decimal(values.credit, '--credit') ?? '0',
       maxOpenBatches: int(values['max-open-batches'], 'max-open-batches'),
       rateLimitPerMinute: int(values['rate-limit'], 'rate-limit'),
+      maxFiles: limit(values['max-files'], 'max-files') ?? undefined,
+      maxStoredBytes: limit(values['max-stored-bytes'], 'max-stored-bytes') ?? undefined,
     })))
+  } else if (group === 'accounts' && command === 'set' && first) {
+    const account = await accounts.updateAccount(first, {
+      maxFiles: limit(values['max-files'], 'max-files'),
+      maxStoredBytes: limit(values['max-stored-bytes'], 'max-stored-bytes'),
+    })
+    if (!account) fail(`no account ${first}`)
+    print(renderAccount(account))
   } else if (group === 'accounts' && command === 'show' && first) {
     const account = await accounts.getAccount(first)
     if (!account) fail(`no account ${first}`)

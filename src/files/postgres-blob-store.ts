@@ -57,6 +57,13 @@ export async function createPostgresBlobStore(url: string, schema: string | unde
     async delete(id) {
       await sql`DELETE FROM file_chunks WHERE file_id = ${id}`
     },
+    async listIds(after, limit) {
+      // Every stored upload has its chunk 0 (an empty one has none, and nothing to delete).
+      const rows = await sql`
+        SELECT file_id FROM file_chunks WHERE seq = 0 AND file_id > ${after ?? ''}
+        ORDER BY file_id LIMIT ${limit}`
+      return rows.map((row) => row.file_id as string)
+    },
     async close() {
       await sql.end({ timeout: 5 })
     },

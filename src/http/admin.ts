@@ -7,19 +7,34 @@ import { ALL_SCOPES } from '../domain.ts'
 import { badRequest, GatewayError, notFound } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
 import { describeZodIssue } from '../ingest/issues.ts'
+import { creditAmountProblem } from '../money/credit-amount.ts'
 import { renderAccount, renderKey } from './render-admin.ts'
 
-const decimal = z.string().regex(/^-?\d+(\.\d+)?$/, 'must be a decimal string such as "100" or "12.50"')
+/** A bounded, exact credit amount (src/money/credit-amount.ts). */
+const decimal = z.string().superRefine((text, context) => {
+  const problem = creditAmountProblem(text)
+  if (problem) context.addIssue({ code: 'custom', message: problem })
+})
 
 // The stores keep these counts as 32-bit integers (PostgreSQL `int`).
 const count = z.int().min(1).max(2_147_483_647)
+// File quotas (SPEC §12); 0 is allowed: no uploads at all.
+const maxFiles = z.int().min(0).max(2_147_483_647)
+const maxStoredBytes = z.int().min(0).max(Number.MAX_SAFE_INTEGER)
 
 const createAccountBody = z.strictObject({
   name: z.string().min(1).max(256),
   // A new account starts at zero or above: the balance never goes below zero.
-  credit_usd: decimal.regex(/^\d/, 'must not be negative').optional(),
+  credit_usd: decimal.refine((text) => !text.startsWith('-'), 'must not be negative').optional(),
   max_open_batches: count.optional(),
   rate_limit_per_minute: count.optional(),
+  max_files: maxFiles.optional(),
+  max_stored_bytes: maxStoredBytes.optional(),
+})
+/** Account settings; null puts a limit back to the configured default. */
+const patchAccountBody = z.strictObject({
+  max_files: maxFiles.nullable().optional(),
+  max_stored_bytes: maxStoredBytes.nullable().optional(),
 })
 const creditBody = z.strictObject({ amount_usd: decimal })
 const createKeyBody = z.strictObject({
@@ -53,7 +68,15 @@ export function adminRoutes(token: string, accounts: Accounts) {
         creditUsd: input.credit_usd ?? '0',
         maxOpenBatches: input.max_open_batches,
         rateLimitPerMinute: input.rate_limit_per_minute,
+        maxFiles: input.max_files,
+        maxStoredBytes: input.max_stored_bytes,
       }))
+    })
+    .patch('/accounts/:id', async ({ params, body }) => {
+      const input = parseBody(patchAccountBody, body)
+      const account = await accounts.updateAccount(params.id, { maxFiles: input.max_files, maxStoredBytes: input.max_stored_bytes })
+      if (!account) throw notFound(`account ${params.id}`)
+      return renderAccount(account)
     })
     .get('/accounts/:id', async ({ params }) => {
       const account = await accounts.getAccount(params.id)

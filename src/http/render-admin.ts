@@ -1,9 +1,9 @@
 /** Admin API objects. */
 import type { KeyRecord } from '../domain.ts'
 import { availableUsd, usd } from '../money/decimal.ts'
-import type { AccountView } from '../store/store.ts'
+import type { AdminAccountView } from '../accounts/accounts.ts'
 
-export function renderAccount(account: AccountView) {
+export function renderAccount(account: AdminAccountView) {
   const available = availableUsd(account)
   return {
     id: account.id,
@@ -15,6 +15,10 @@ export function renderAccount(account: AccountView) {
     open_batches: account.openBatches,
     max_open_batches: account.maxOpenBatches,
     rate_limit_per_minute: account.rateLimitPerMinute,
+    max_files: account.files.maxFiles,
+    max_stored_bytes: account.files.maxStoredBytes,
+    files_in_use: account.files.filesInUse,
+    stored_bytes: account.files.storedBytes,
     created_at: account.createdAt,
   }
 }

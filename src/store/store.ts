@@ -49,6 +49,7 @@ export interface AccountStore {
   /** Adds (or with a negative amount, removes, never below zero) credit. */
   addCredit(id: string, amountUsd: string): Promise<AccountView | null>
   createKey(key: NewKey): Promise<KeyRecord | null>
+  /** Also ends the key's dashboard sessions. */
   revokeKey(id: string, at: number): Promise<KeyRecord | null>
   /** Bills a live request: never below zero. Returns what was actually charged. */
   chargeAccount(accountId: string, costUsd: string): Promise<string>
@@ -254,9 +255,101 @@ export interface RetentionStore {
   purgeResults(cutoff: number, limit: number, now: number): Promise<string[]>
   /** Deletes the records of uploads unused since `cutoff`; returns their ids, for their content. */
   deleteStaleUploads(cutoff: number, limit: number): Promise<string[]>
+  /** Deletes reservations not renewed since `staleBeforeMs` (their upload died); returns their ids. */
+  expireUploads(staleBeforeMs: number, limit: number): Promise<string[]>
+  knownFileIds(ids: readonly string[]): Promise<Set<string>>
+  deleteExpiredSessions(now: number): Promise<number>
 }
 
-export interface Store extends AccountStore, BatchStore, DispatchStore, FileStore, RetentionStore {
+/** The limits an upload is checked against: the account's own, or these defaults. */
+export interface FileQuotaDefaults {
+  maxFiles: number
+  maxStoredBytes: number
+}
+
+/** An upload about to stream: one file and `bytes` to reserve. `nowMs` stamps its renewal. */
+export interface NewUpload {
+  fileId: string
+  accountId: string
+  bytes: number
+  nowMs: number
+}
+
+/** File limits to set; null puts one back to the default, undefined leaves it as it is. */
+export interface FileLimits {
+  maxFiles?: number | null
+  maxStoredBytes?: number | null
+}
+
+export interface NewSession {
+  /** SHA-256 of the cookie's id. */
+  hash: string
+  keyId: string
+  createdAt: number
+  expiresAt: number
+}
+
+/** An account's file limits (null: the default applies) and what its uploads use now. */
+export interface FileQuotaView {
+  maxFiles: number | null
+  maxStoredBytes: number | null
+  /** Uploads stored plus uploads being received. */
+  filesInUse: number
+  /** Bytes of uploads stored plus bytes reserved by uploads being received. */
+  storedBytes: number
+}
+
+export type ReserveResult =
+  /** `bytes`: what the upload may now grow to without asking again. */
+  | { kind: 'reserved'; bytes: number }
+  | { kind: 'limit_exceeded'; limit: { files: number; in_use: number } | { stored_bytes: number; in_use: number } }
+  /** The reservation is gone (the janitor took it for a dead upload's). */
+  | { kind: 'gone' }
+
+/**
+ * Per-account file quotas (SPEC §12), held under racing uploads: an upload reserves its place
+ * before its first byte is stored and grows its reservation as it streams, each step checked
+ * atomically against what the account's other files and uploads use.
+ */
+export interface UploadStore {
+  /** Reserves one file and `bytes` for an upload about to stream. */
+  reserveUpload(upload: NewUpload, defaults: FileQuotaDefaults): Promise<ReserveResult>
+  /**
+   * Grows (and renews) an upload's reservation to `want` bytes if that fits, else to `need`;
+   * refuses when even `need` does not fit.
+   */
+  growUpload(
+    fileId: string,
+    need: number,
+    want: number,
+    nowMs: number,
+    defaults: FileQuotaDefaults,
+  ): Promise<ReserveResult>
+  /** Replaces the reservation by the file's record, in one transaction; false when it is gone. */
+  commitUpload(file: FileRecord): Promise<boolean>
+  releaseUpload(fileId: string): Promise<void>
+  /** Deletes reservations not renewed since `staleBeforeMs` (their upload died); returns their ids. */
+  expireUploads(staleBeforeMs: number, limit: number): Promise<string[]>
+  /** Which of these ids have a file record or an upload reservation. */
+  knownFileIds(ids: readonly string[]): Promise<Set<string>>
+  /** The account's file limits and usage; null for a missing account. */
+  getFileQuota(accountId: string): Promise<FileQuotaView | null>
+  /** Sets the given limits (null: back to the default); false for a missing account. */
+  setFileQuota(accountId: string, limits: FileLimits): Promise<boolean>
+}
+
+/** Dashboard sign-ins, kept server-side so signing out (or revoking the key) ends them. */
+export interface SessionStore {
+  createSession(session: NewSession): Promise<void>
+  /** The session's live key and its account; null when unknown, expired or its key revoked. */
+  findSession(hash: string, now: number): Promise<{ key: KeyRecord; account: AccountRecord } | null>
+  deleteSession(hash: string): Promise<void>
+  /** Deletes sessions expired before `now`; returns how many. */
+  deleteExpiredSessions(now: number): Promise<number>
+}
+
+export interface Store
+  extends AccountStore, BatchStore, DispatchStore, FileStore, RetentionStore, UploadStore, SessionStore {
   readonly kind: 'sqlite' | 'postgres'
   ping(): Promise<void>
   close(): Promise<void>

@@ -43,3 +43,23 @@ test('accounts create, keys create, credit, show, revoke', async () => {
     await gw.stop()
   }
 })
+
+test('accounts create/set take file quotas; credit amounts are bounded and exact', async () => {
+  const gw = await startTestGateway({ env: { MULTIGRID_DISPATCH: '0', MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-cli-')) } })
+  try {
+    const env = { MULTIGRID_DATA_DIR: gw.env.MULTIGRID_DATA_DIR, MULTIGRID_CONFIG: gw.env.MULTIGRID_CONFIG }
+    const account = await mg(env, 'accounts', 'create', 'acme', '--credit', '1000000000000', '--max-files', '3')
+    expect(account.json).toMatchObject({ max_files: 3, max_stored_bytes: 20_000_000_000, files_in_use: 0, stored_bytes: 0 })
+    const set = await mg(env, 'accounts', 'set', account.json.id, '--max-files', 'default', '--max-stored-bytes', '1000')
+    expect(set.json).toMatchObject({ max_files: 500, max_stored_bytes: 1000 })
+    expect((await (await gw.admin(`/accounts/${account.json.id}`)).json())).toMatchObject({ max_files: 500, max_stored_bytes: 1000 })
+    expect((await mg(env, 'accounts', 'set', account.json.id, '--max-files', '1.5')).code).toBe(2)
+
+    const huge = await mg(env, 'accounts', 'credit', account.json.id, '1' + '0'.repeat(400))
+    expect(huge.code).toBe(2)
+    expect(huge.err).toContain('at most 1000000000000')
+    expect((await mg(env, 'accounts', 'credit', account.json.id, '--', '-100')).json).toMatchObject({ balance_usd: '999999999900.000000' })
+  } finally {
+    await gw.stop()
+  }
+})

@@ -98,14 +98,15 @@ describe('dashboard in headless Chromium', () => {
     expect(await page.locator('h1').textContent()).toBe('Batches')
     expect(await page.textContent('main')).toContain('No batches yet.')
 
-    // The key lives in a cookie the page cannot read and other sites do not get.
+    // A session id (never the key) lives in a cookie the page cannot read and other sites do not get.
     const [cookie] = await context.cookies(gw.url)
     expect(cookie).toMatchObject({
-      name: 'multigrid_key',
-      value: key,
+      name: 'multigrid_session',
       httpOnly: true,
       sameSite: 'Strict',
     })
+    expect(cookie!.value).toStartWith('mgs_')
+    expect(cookie!.value).not.toContain(key)
 
     const file = join(work, 'requests.jsonl')
     const lines = [
@@ -239,17 +240,26 @@ describe('dashboard refusals', () => {
       redirect: 'manual',
     })
 
+  /** Signs in and returns the session cookie, as a browser would send it back. */
+  const sessionCookie = async (key: string) => {
+    const response = await signIn(key)
+    expect(response.status).toBe(303)
+    return response.headers.get('set-cookie')!.split(';')[0]!
+  }
+
   test('a bad key is refused and not kept; a good one gets an HttpOnly, SameSite=Strict cookie', async () => {
     const bad = await signIn('mg_not-a-key')
     expect(bad.status).toBe(401)
-    expect(bad.headers.get('set-cookie') ?? '').not.toContain('multigrid_key=mg_')
+    expect(bad.headers.get('set-cookie') ?? '').not.toContain('multigrid_session=mgs_')
     expect(await bad.text()).toContain('unknown or was revoked')
     const { key } = await gw.newAccount('1')
     const good = await signIn(key)
     expect(good.status).toBe(303)
     expect(good.headers.get('location')).toBe('/')
     const cookie = good.headers.get('set-cookie')!
-    expect(cookie).toContain(`multigrid_key=${key}`)
+    // The cookie holds a session id, never the key itself.
+    expect(cookie).toMatch(/^multigrid_session=mgs_[\w-]{43};/)
+    expect(cookie).not.toContain(key)
     expect(cookie).toContain('HttpOnly')
     expect(cookie).toContain('SameSite=Strict')
     expect(cookie).toContain('Path=/')
@@ -271,7 +281,7 @@ describe('dashboard refusals', () => {
     const response = await fetch(`${gw.url}/dashboard/batches`, {
       method: 'POST',
       headers: {
-        cookie: `multigrid_key=${key}`,
+        cookie: await sessionCookie(key),
         origin: 'http://127.0.0.1:1',
         'sec-fetch-site': 'same-site',
       },
@@ -298,7 +308,7 @@ describe('dashboard refusals', () => {
     })
     const { id } = (await created.json()) as { id: string }
     const other = await gw.newAccount('1')
-    const cookie = { cookie: `multigrid_key=${other.key}` }
+    const cookie = { cookie: await sessionCookie(other.key) }
     expect((await fetch(`${gw.url}/dashboard/batches/${id}`, { headers: cookie })).status).toBe(404)
     expect(
       (await fetch(`${gw.url}/dashboard/batches/${id}/results`, { headers: cookie })).status,
@@ -311,7 +321,8 @@ describe('dashboard refusals', () => {
 
   test('a read-only key sees its batches but gets no upload form and cannot submit', async () => {
     const { key } = await gw.newAccount('1', { scopes: ['read'] })
-    const page = await fetch(`${gw.url}/`, { headers: { cookie: `multigrid_key=${key}` } })
+    const session = await sessionCookie(key)
+    const page = await fetch(`${gw.url}/`, { headers: { cookie: session } })
     expect(page.status).toBe(200)
     const text = await page.text()
     expect(text).not.toContain('action="/dashboard/batches"')
@@ -320,7 +331,7 @@ describe('dashboard refusals', () => {
     form.set('file', new Blob([jsonl([chatLine('a')])]), 'a.jsonl')
     const submit = await fetch(`${gw.url}/dashboard/batches`, {
       method: 'POST',
-      headers: { cookie: `multigrid_key=${key}` },
+      headers: { cookie: session },
       body: form,
     })
     expect(submit.status).toBe(403)

@@ -43,7 +43,7 @@ for (const storeKind of STORES) {
 
       // Nothing is due yet.
       const now = Math.floor(Date.now() / 1000)
-      expect(await gw.janitor.runOnce(now + 6 * DAY)).toEqual({ purgedBatches: [], deletedFiles: [] })
+      expect(await gw.janitor.runOnce(now + 6 * DAY)).toMatchObject({ purgedBatches: [], deletedFiles: [] })
       expect((await gw.request(`/openai/v1/files/${file.id}`, key)).status).toBe(200)
 
       // Two passes at once, as two instances would run them: each item is deleted once.
@@ -60,7 +60,7 @@ for (const storeKind of STORES) {
       expect((await gw.request(`/openai/v1/files/${file.id}/content`, key)).status).toBe(404)
       const kept = (await (await gw.request(`/v1/batches/${native.id}`, key)).json()) as { status: string; request_counts: { succeeded: number } }
       expect(kept).toMatchObject({ status: 'completed', request_counts: { succeeded: 1 } })
-      expect(await gw.janitor.runOnce(later)).toEqual({ purgedBatches: [], deletedFiles: [] })
+      expect(await gw.janitor.runOnce(later)).toMatchObject({ purgedBatches: [], deletedFiles: [] })
     })
   })
 }

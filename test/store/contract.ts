@@ -1212,6 +1212,122 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
       })
     })
 
+    describe('file quotas and uploads in progress', () => {
+      const defaults = { maxFiles: 3, maxStoredBytes: 1000 }
+      const upload = (id: string, bytes: number, accountId = 'acct_1'): FileRecord => ({
+        id,
+        accountId,
+        purpose: 'batch',
+        filename: `${id}.jsonl`,
+        bytes,
+        createdAt: T0,
+        lastUsedAt: T0,
+        batchId: null,
+        kind: 'upload',
+      })
+      const reserve = (fileId: string, bytes: number, accountId = 'acct_1', nowMs = MS) =>
+        store.reserveUpload({ fileId, accountId, bytes, nowMs }, defaults)
+
+      it('counts stored uploads and uploads in progress against max_files and max_stored_bytes', async () => {
+        await account('acct_1')
+        await account('acct_2')
+        expect(await store.getFileQuota('acct_1')).toEqual({ maxFiles: null, maxStoredBytes: null, filesInUse: 0, storedBytes: 0 })
+        expect(await store.getFileQuota('acct_missing')).toBeNull()
+        expect(await reserve('file_1', 400)).toEqual({ kind: 'reserved', bytes: 400 })
+        expect(await store.commitUpload(upload('file_1', 300))).toBe(true)
+        expect(await store.getFile('acct_1', 'file_1')).toMatchObject({ bytes: 300 })
+        // Committed once only: the reservation is gone.
+        expect(await store.commitUpload(upload('file_1', 300))).toBe(false)
+        expect(await reserve('file_2', 600)).toEqual({ kind: 'reserved', bytes: 600 })
+        expect(await store.getFileQuota('acct_1')).toMatchObject({ filesInUse: 2, storedBytes: 900 })
+        expect(await reserve('file_3', 101)).toEqual({ kind: 'limit_exceeded', limit: { stored_bytes: 1000, in_use: 900 } })
+        expect(await reserve('file_3', 100)).toEqual({ kind: 'reserved', bytes: 100 })
+        expect(await reserve('file_4', 0)).toEqual({ kind: 'limit_exceeded', limit: { files: 3, in_use: 3 } })
+        // Rendered output files do not count; other accounts are not affected.
+        await store.createFile({ ...upload('file_out', 0), purpose: 'batch_output', bytes: null, kind: 'output' })
+        expect(await reserve('file_5', 1000, 'acct_2')).toEqual({ kind: 'reserved', bytes: 1000 })
+        await store.releaseUpload('file_2')
+        expect(await store.getFileQuota('acct_1')).toMatchObject({ filesInUse: 2, storedBytes: 400 })
+        expect(await store.deleteFile('acct_1', 'file_1')).toBe(true)
+        expect(await store.getFileQuota('acct_1')).toMatchObject({ filesInUse: 1, storedBytes: 100 })
+      })
+
+      it('grows a reservation to what it wants if that fits, else to what it needs, else refuses', async () => {
+        await account('acct_1')
+        await reserve('file_1', 0)
+        await store.commitUpload(upload('file_1', 500))
+        await reserve('file_2', 100)
+        expect(await store.growUpload('file_2', 200, 300, MS + 1, defaults)).toEqual({ kind: 'reserved', bytes: 300 })
+        expect(await store.growUpload('file_2', 450, 1450, MS + 2, defaults)).toEqual({ kind: 'reserved', bytes: 450 })
+        expect(await store.growUpload('file_2', 501, 600, MS + 3, defaults)).toEqual({
+          kind: 'limit_exceeded',
+          limit: { stored_bytes: 1000, in_use: 500 },
+        })
+        expect(await store.growUpload('file_missing', 1, 1, MS, defaults)).toEqual({ kind: 'gone' })
+        expect(await store.getFileQuota('acct_1')).toMatchObject({ filesInUse: 2, storedBytes: 950 })
+      })
+
+      it('racing reservations are counted one after another', async () => {
+        await account('acct_1')
+        const results = await Promise.all(Array.from({ length: 10 }, (_, i) => reserve(`file_${i}`, 250)))
+        expect(results.filter((r) => r.kind === 'reserved')).toHaveLength(3)
+        expect(await store.getFileQuota('acct_1')).toMatchObject({ filesInUse: 3, storedBytes: 750 })
+      })
+
+      it('expires reservations not renewed since a time, and tells which ids it knows', async () => {
+        await account('acct_1')
+        await reserve('file_old', 10, 'acct_1', MS)
+        await reserve('file_new', 10, 'acct_1', MS)
+        await store.growUpload('file_new', 10, 10, MS + 60_000, defaults)
+        await reserve('file_done', 10, 'acct_1', MS)
+        await store.commitUpload(upload('file_done', 10))
+        expect(await store.knownFileIds(['file_old', 'file_new', 'file_done', 'file_none'])).toEqual(new Set(['file_old', 'file_new', 'file_done']))
+        expect(await store.knownFileIds([])).toEqual(new Set())
+        expect(await store.expireUploads(MS + 30_000, 10)).toEqual(['file_old'])
+        expect(await store.expireUploads(MS + 30_000, 10)).toEqual([])
+        expect(await store.commitUpload(upload('file_old', 10))).toBe(false)
+        expect(await store.knownFileIds(['file_old', 'file_new'])).toEqual(new Set(['file_new']))
+      })
+
+      it("sets an account's own limits, and puts them back to the default with null", async () => {
+        await account('acct_1')
+        expect(await store.setFileQuota('acct_1', { maxFiles: 1 })).toBe(true)
+        expect(await store.setFileQuota('acct_1', { maxStoredBytes: 20_000_000_000 })).toBe(true)
+        expect(await store.getFileQuota('acct_1')).toMatchObject({ maxFiles: 1, maxStoredBytes: 20_000_000_000 })
+        expect(await reserve('file_1', 5000)).toEqual({ kind: 'reserved', bytes: 5000 })
+        expect(await reserve('file_2', 0)).toEqual({ kind: 'limit_exceeded', limit: { files: 1, in_use: 1 } })
+        expect(await store.setFileQuota('acct_1', { maxFiles: null })).toBe(true)
+        expect(await store.getFileQuota('acct_1')).toMatchObject({ maxFiles: null, maxStoredBytes: 20_000_000_000 })
+        expect(await store.setFileQuota('acct_missing', { maxFiles: 1 })).toBe(false)
+      })
+    })
+
+    describe('dashboard sessions', () => {
+      const key = (id: string) =>
+        store.createKey({ id, accountId: 'acct_1', hash: `hash_${id}`, prefix: 'mg_ab12', name: null, scopes: ['read'], rateLimitPerMinute: null, createdAt: T0 })
+
+      it('finds a live session with its key and account; not once deleted, expired or its key revoked', async () => {
+        await account('acct_1', '7')
+        await key('key_1')
+        await key('key_2')
+        await store.createSession({ hash: 's1', keyId: 'key_1', createdAt: T0, expiresAt: T0 + 100 })
+        await store.createSession({ hash: 's2', keyId: 'key_1', createdAt: T0, expiresAt: T0 + 200 })
+        await store.createSession({ hash: 's3', keyId: 'key_2', createdAt: T0, expiresAt: T0 + 100 })
+        const found = await store.findSession('s1', T0 + 1)
+        expect(found!.key).toMatchObject({ id: 'key_1', scopes: ['read'] })
+        expect(found!.account).toMatchObject({ id: 'acct_1', balanceUsd: '7' })
+        expect(await store.findSession('s1', T0 + 100)).toBeNull()
+        expect(await store.findSession('unknown', T0)).toBeNull()
+        await store.deleteSession('s1')
+        expect(await store.findSession('s1', T0 + 1)).toBeNull()
+        expect(await store.findSession('s2', T0 + 1)).not.toBeNull()
+        await store.revokeKey('key_1', T0 + 2)
+        expect(await store.findSession('s2', T0 + 3)).toBeNull()
+        expect(await store.deleteExpiredSessions(T0 + 100)).toBe(1)
+        expect(await store.deleteExpiredSessions(T0 + 100)).toBe(0)
+      })
+    })
+
     describe('advanceBatches', () => {
       it('finalizes a done batch for one tick, then completes it, releasing the hold', async () => {
         await account('acct_1', '5')

@@ -7,7 +7,7 @@ import { Elysia } from 'elysia'
 import { z } from 'zod'
 import type { Caller } from '../../auth/gate.ts'
 import { nowSeconds, type Scope } from '../../domain.ts'
-import { GatewayError } from '../../errors.ts'
+import { GatewayError, invalidApiKey } from '../../errors.ts'
 import { usd } from '../../money/decimal.ts'
 import { excerpt } from '../../excerpt.ts'
 import { FILTERS, resultsQuery, submitOptions, type NativeDeps } from '../native-batches.ts'
@@ -23,7 +23,8 @@ import {
   type BatchesPageInput,
   type Notice,
 } from './pages.ts'
-import { clearedCookie, fromThisOrigin, keyCookie, readKey } from './session.ts'
+import type { SessionStore } from '../../store/store.ts'
+import { clearedCookie, fromThisOrigin, newSession, readSessionId, sessionCookie, sessionHash } from './session.ts'
 import { batchHref } from './widgets.ts'
 
 const PAGE_SIZE = 50
@@ -52,7 +53,13 @@ const TITLES: Record<number, string> = {
 
 type HeaderMap = Record<string, string>
 
-export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancelled }: NativeDeps) {
+export interface DashboardDeps extends NativeDeps {
+  store: NativeDeps['store'] & SessionStore
+  /** How long a sign-in lasts on the server. */
+  sessionHours: number
+}
+
+export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancelled, sessionHours }: DashboardDeps) {
   /** An expected refusal as a page; anything else is a bug for the app's error handler. */
   function refusal(
     error: unknown,
@@ -78,16 +85,18 @@ export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancel
     return htmlResponse(error.status, page, { ...headers, ...error.options.headers })
   }
 
-  /** The caller the cookie's key stands for, or the page to show instead. */
+  /** The caller the cookie's session stands for, or the page to show instead. */
   async function signedIn(
     request: Request,
     need: Scope,
     headers: HeaderMap,
   ): Promise<Caller | Response> {
-    const key = readKey(request)
-    if (!key) return seeOther('/')
+    const id = readSessionId(request)
+    if (!id) return seeOther('/')
     try {
-      return await gate.admit(`Bearer ${key}`, need, headers)
+      const found = await store.findSession(sessionHash(id), nowSeconds())
+      if (!found) throw invalidApiKey('signed out, expired or revoked session')
+      return await gate.admitCaller(found, need, headers)
     } catch (error) {
       return refusal(error, request, headers)
     }
@@ -131,7 +140,7 @@ export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancel
 
   return new Elysia({ name: 'dashboard' })
     .get('/', async ({ request }) => {
-      if (!readKey(request)) return htmlResponse(200, signInPage())
+      if (!readSessionId(request)) return htmlResponse(200, signInPage())
       const headers: HeaderMap = {}
       const caller = await signedIn(request, 'read', headers)
       return caller instanceof Response ? caller : listPage(caller, request, headers, 200)
@@ -149,8 +158,9 @@ export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancel
             signInPage({ kind: 'error', text: 'Paste an API key to sign in.' }),
           )
         const headers: HeaderMap = {}
+        let caller: Caller
         try {
-          await gate.admit(`Bearer ${form.data.key}`, 'read', headers)
+          caller = await gate.admit(`Bearer ${form.data.key}`, 'read', headers)
         } catch (error) {
           if (error instanceof GatewayError && error.status === 403) {
             const text =
@@ -159,14 +169,20 @@ export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancel
           }
           return refusal(error, request, headers)
         }
-        return seeOther('/', { 'set-cookie': keyCookie(form.data.key, request) })
+        const session = newSession()
+        const now = nowSeconds()
+        await store.createSession({ hash: session.hash, keyId: caller.key.id, createdAt: now, expiresAt: now + sessionHours * 3600 })
+        return seeOther('/', { 'set-cookie': sessionCookie(session.id, request) })
       },
       { parse: 'none' },
     )
     .post(
       '/dashboard/sign-out',
-      ({ request }) => {
+      async ({ request }) => {
         if (!fromThisOrigin(request)) return forbiddenOrigin()
+        // Ends the session on the server: the same cookie, copied elsewhere, is refused from now on.
+        const id = readSessionId(request)
+        if (id) await store.deleteSession(sessionHash(id))
         return seeOther('/', { 'set-cookie': clearedCookie(request) })
       },
       { parse: 'none' },

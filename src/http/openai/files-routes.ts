@@ -5,12 +5,13 @@ import type { Gate } from '../../auth/gate.ts'
 import { newId, nowSeconds } from '../../domain.ts'
 import { badRequest, GatewayError, notFound } from '../../errors.ts'
 import { FileTooLarge, type BlobStore } from '../../files/blob-store.ts'
-import type { BatchStore, FileStore, FileView } from '../../store/store.ts'
+import type { BatchStore, FileQuotaDefaults, FileStore, FileView, UploadStore } from '../../store/store.ts'
 import { excerpt } from '../../excerpt.ts'
 import { wholeNumberText } from '../../schemas/whole-number.ts'
 import { parseQuery } from '../parse-query.ts'
 import { streamLines } from '../stream-lines.ts'
 import { readMultipartUpload } from './read-multipart-upload.ts'
+import { receiveUpload } from './receive-upload.ts'
 import { renderOpenAiFile, renderOpenAiResultLine } from './render-openai.ts'
 
 const listQuery = z.object({
@@ -22,14 +23,16 @@ const listQuery = z.object({
 
 export interface FilesDeps {
   gate: Gate
-  store: FileStore & BatchStore
+  store: FileStore & BatchStore & UploadStore
   blobs: BlobStore
   maxFileBytes: number
+  /** Per-account file quotas where the account has none of its own (SPEC §12). */
+  quotaDefaults: FileQuotaDefaults
 }
 
 const UNSUCCESSFUL = ['failed', 'cancelled', 'expired'] as const
 
-export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes }: FilesDeps) {
+export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes, quotaDefaults }: FilesDeps) {
   const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
 
   /** A rendered file's content, streamed from the stored results. */
@@ -56,33 +59,38 @@ export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes }: FilesDep
         const declared = Number(request.headers.get('content-length') ?? NaN)
         if (declared > maxFileBytes + 64 * 1024) throw fileTooLarge(maxFileBytes)
         const id = newId('file-')
-        let upload
-        try {
-          upload = await readMultipartUpload(request, (content) => blobs.put(id, content, maxFileBytes))
-        } catch (error) {
-          if (error instanceof FileTooLarge) throw fileTooLarge(maxFileBytes)
-          throw error
-        }
-        if (upload.fields.purpose !== 'batch') {
-          await blobs.delete(id)
-          throw badRequest(
-            `purpose must be "batch" (got ${JSON.stringify(upload.fields.purpose === undefined ? null : excerpt(upload.fields.purpose))}); this gateway stores files for batches only`,
-            'purpose',
-          )
-        }
-        const now = nowSeconds()
-        const file = {
+        const file = await receiveUpload({ store, blobs, quotaDefaults }, {
           id,
           accountId: caller.account.id,
-          purpose: 'batch' as const,
-          filename: upload.filename,
-          bytes: upload.result,
-          createdAt: now,
-          lastUsedAt: now,
-          batchId: null,
-          kind: 'upload' as const,
-        }
-        await store.createFile(file)
+          declaredBytes: Number.isFinite(declared) ? declared : null,
+          receive: async (meter) => {
+            let received
+            try {
+              received = await readMultipartUpload(request, (content) => blobs.put(id, meter(content), maxFileBytes))
+            } catch (error) {
+              if (error instanceof FileTooLarge) throw fileTooLarge(maxFileBytes)
+              throw error
+            }
+            if (received.fields.purpose !== 'batch') {
+              throw badRequest(
+                `purpose must be "batch" (got ${JSON.stringify(received.fields.purpose === undefined ? null : excerpt(received.fields.purpose))}); this gateway stores files for batches only`,
+                'purpose',
+              )
+            }
+            const now = nowSeconds()
+            return {
+              id,
+              accountId: caller.account.id,
+              purpose: 'batch' as const,
+              filename: received.filename,
+              bytes: received.result,
+              createdAt: now,
+              lastUsedAt: now,
+              batchId: null,
+              kind: 'upload' as const,
+            }
+          },
+        })
         return renderOpenAiFile({ ...file, batchStatus: null, batchCounts: null })
       },
       { parse: 'none' },

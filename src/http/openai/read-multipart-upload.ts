@@ -1,6 +1,11 @@
 /**
  * Streams a multipart upload (`purpose` field + `file` part) with busboy: the file part goes
  * straight to the sink as it arrives, never held whole in memory.
+ *
+ * However the upload ends — whole, malformed, cut short by the client, refused by the sink — this
+ * returns or throws only once the sink has settled, so the caller can delete what the sink wrote
+ * without racing it. A malformed or broken body fails the file stream the sink is reading, so the
+ * sink stops there instead of waiting for bytes that never come.
  */
 import busboy from 'busboy'
 import { Readable } from 'node:stream'
@@ -22,7 +27,13 @@ export async function readMultipartUpload<T>(
   }
   const fields: Record<string, string> = {}
   let stored: Promise<{ result: T; filename: string }> | null = null
+  let fileStream: Readable | null = null
+  const source = Readable.fromWeb(request.body as never)
   const finished = new Promise<void>((resolve, reject) => {
+    const fail = (error: Error) => {
+      fileStream?.destroy(error)
+      reject(error)
+    }
     parser.on('field', (name, value) => {
       fields[name] = value
     })
@@ -31,16 +42,32 @@ export async function readMultipartUpload<T>(
         stream.resume()
         return
       }
+      fileStream = stream
       // busboy delivers `purpose` first when the client sends it first, as the SDKs do.
       const filename = info.filename || 'upload.jsonl'
       stored = sink(stream as AsyncIterable<Uint8Array>, filename, { ...fields }).then((result) => ({ result, filename }))
-      stored.catch(() => stream.resume())
+      // A refusal by the sink (too large, over quota) is answered at once; the rest of the body
+      // is read and dropped so the connection stays usable.
+      stored.catch((error) => {
+        stream.resume()
+        reject(error)
+      })
     })
     parser.on('close', resolve)
-    parser.on('error', (error) => reject(badRequest(`malformed multipart body: ${(error as Error).message}`, 'file')))
+    parser.on('error', (error) => fail(badRequest(`malformed multipart body: ${(error as Error).message}`, 'file')))
+    // The client hung up or the body's framing broke: busboy never hears of it through pipe().
+    source.on('error', (error) => {
+      fail(badRequest(`the upload was cut short (${(error as Error).message}); send the whole file again`, 'file'))
+      parser.destroy()
+    })
   })
-  Readable.fromWeb(request.body as never).pipe(parser)
-  await finished
+  source.pipe(parser)
+  try {
+    await finished
+  } catch (error) {
+    await (stored as Promise<unknown> | null)?.catch(() => {})
+    throw error
+  }
   if (!stored) throw badRequest('the upload has no "file" part; send the JSONL file as the field "file"', 'file')
   const { result, filename } = await (stored as Promise<{ result: T; filename: string }>)
   return { result, filename, fields }

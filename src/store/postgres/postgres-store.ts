@@ -19,6 +19,10 @@ import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToAccount, rowToBatch, rowToKey, rowToLine } from '../rows.ts'
 import type {
+  FileLimits,
+  FileQuotaDefaults,
+  NewSession,
+  NewUpload,
   AccountView,
   AdmitResult,
   CancelResult,
@@ -37,6 +41,8 @@ import { copyLines } from './copy-lines.ts'
 import * as files from './files.ts'
 import { migrate } from './migrate.ts'
 import * as retention from './retention.ts'
+import * as sessions from './sessions.ts'
+import * as uploads from './uploads.ts'
 import { storableJson } from './storable.ts'
 
 type Db = postgres.ISql
@@ -152,9 +158,13 @@ class PostgresStore extends DispatchDelegate implements Store {
   }
 
   async revokeKey(id: string, at: number) {
+    // The key's dashboard sessions end with it (they are refused anyway once it is revoked).
     const [row] = await this.sql`
-      UPDATE api_keys SET revoked_at = coalesce(revoked_at, ${earlier(at)}) WHERE id = ${id}
-      RETURNING *`
+      WITH revoked AS (
+        UPDATE api_keys SET revoked_at = coalesce(revoked_at, ${earlier(at)}) WHERE id = ${id}
+        RETURNING *),
+      ended AS (DELETE FROM dashboard_sessions WHERE key_id = ${id})
+      SELECT * FROM revoked`
     return row ? rowToKey(row) : null
   }
 
@@ -308,6 +318,56 @@ class PostgresStore extends DispatchDelegate implements Store {
       SELECT * FROM lines WHERE batch_id = ${batchId} AND line_no > ${query.afterLineNo} ${filter}
       ORDER BY line_no LIMIT ${query.limit}`
     return rows.map(rowToLine)
+  }
+
+  // ── file quotas, uploads in progress (uploads.ts), dashboard sessions (sessions.ts) ──────
+
+  reserveUpload(upload: NewUpload, defaults: FileQuotaDefaults) {
+    return uploads.reserveUpload(this.sql, upload, defaults)
+  }
+
+  growUpload(fileId: string, need: number, want: number, nowMs: number, defaults: FileQuotaDefaults) {
+    return uploads.growUpload(this.sql, fileId, need, want, nowMs, defaults)
+  }
+
+  commitUpload(file: FileRecord) {
+    return uploads.commitUpload(this.sql, file)
+  }
+
+  releaseUpload(fileId: string) {
+    return uploads.releaseUpload(this.sql, fileId)
+  }
+
+  expireUploads(staleBeforeMs: number, limit: number) {
+    return uploads.expireUploads(this.sql, staleBeforeMs, limit)
+  }
+
+  knownFileIds(ids: readonly string[]) {
+    return uploads.knownFileIds(this.sql, ids)
+  }
+
+  getFileQuota(accountId: string) {
+    return uploads.getFileQuota(this.sql, accountId)
+  }
+
+  setFileQuota(accountId: string, limits: FileLimits) {
+    return uploads.setFileQuota(this.sql, accountId, limits)
+  }
+
+  createSession(session: NewSession) {
+    return sessions.createSession(this.sql, session)
+  }
+
+  findSession(hash: string, now: number) {
+    return sessions.findSession(this.sql, hash, now)
+  }
+
+  deleteSession(hash: string) {
+    return sessions.deleteSession(this.sql, hash)
+  }
+
+  deleteExpiredSessions(now: number) {
+    return sessions.deleteExpiredSessions(this.sql, now)
   }
 
   // ── files ─────────────────────────────────────────────────────────────────────────────────

@@ -11,6 +11,10 @@ import type { LineStatus } from '../../domain.ts'
 import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine } from '../rows.ts'
 import type {
+  FileLimits,
+  FileQuotaDefaults,
+  NewSession,
+  NewUpload,
   AccountView,
   AdmitResult,
   CancelResult,
@@ -29,6 +33,8 @@ import { createDispatchThread } from '../dispatch-thread.ts'
 import { openSqliteDatabase } from './open-database.ts'
 import schema from './schema.sql' with { type: 'text' }
 import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
+import * as sessions from './sessions.ts'
+import * as uploads from './uploads.ts'
 
 type Row = Record<string, any>
 
@@ -147,7 +153,10 @@ class SqliteStore extends DispatchDelegate implements Store {
   }
 
   async revokeKey(id: string, at: number) {
-    this.q('UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?').run(at, id)
+    this.tx(() => {
+      this.q('UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?').run(at, id)
+      sessions.deleteKeySessions(this.db, id)
+    })
     const row = this.q('SELECT * FROM api_keys WHERE id = ?').get(id)
     return row ? rowToKey(row) : null
   }
@@ -267,6 +276,56 @@ class SqliteStore extends DispatchDelegate implements Store {
       `DELETE FROM files WHERE id IN (
          SELECT id FROM files WHERE kind = 'upload' AND last_used_at < ? LIMIT ?) RETURNING id`,
     ).all(cutoff, limit).map((row) => row.id as string)
+  }
+
+  // ── file quotas, uploads in progress (uploads.ts), dashboard sessions (sessions.ts) ──────
+
+  async reserveUpload(upload: NewUpload, defaults: FileQuotaDefaults) {
+    return uploads.reserveUpload(this.db, upload, defaults)
+  }
+
+  async growUpload(fileId: string, need: number, want: number, nowMs: number, defaults: FileQuotaDefaults) {
+    return uploads.growUpload(this.db, fileId, need, want, nowMs, defaults)
+  }
+
+  async commitUpload(file: FileRecord) {
+    return uploads.commitUpload(this.db, file)
+  }
+
+  async releaseUpload(fileId: string) {
+    uploads.releaseUpload(this.db, fileId)
+  }
+
+  async expireUploads(staleBeforeMs: number, limit: number) {
+    return uploads.expireUploads(this.db, staleBeforeMs, limit)
+  }
+
+  async knownFileIds(ids: readonly string[]) {
+    return uploads.knownFileIds(this.db, ids)
+  }
+
+  async getFileQuota(accountId: string) {
+    return uploads.getFileQuota(this.db, accountId)
+  }
+
+  async setFileQuota(accountId: string, limits: FileLimits) {
+    return uploads.setFileQuota(this.db, accountId, limits)
+  }
+
+  async createSession(session: NewSession) {
+    sessions.createSession(this.db, session)
+  }
+
+  async findSession(hash: string, now: number) {
+    return sessions.findSession(this.db, hash, now)
+  }
+
+  async deleteSession(hash: string) {
+    sessions.deleteSession(this.db, hash)
+  }
+
+  async deleteExpiredSessions(now: number) {
+    return sessions.deleteExpiredSessions(this.db, now)
   }
 
   // ── files ─────────────────────────────────────────────────────────────────────────────────

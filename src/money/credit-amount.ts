@@ -1,0 +1,23 @@
+/**
+ * What an operator may add to or take from an account at once (admin API and CLI): a decimal
+ * string of at most 10^12 USD either way with at most 6 decimals (micro-dollars, the unit the
+ * gateway shows). The bound keeps every balance far inside decimal.js's 40 significant digits
+ * (src/money/decimal.ts), so credits and charges on it stay exact: a 401-digit credit used to be
+ * rounded to 40 digits and then lost a −100 debit entirely.
+ */
+import { Money } from './decimal.ts'
+
+export const MAX_CREDIT_USD = '1000000000000'
+const SHAPE = /^-?\d+(\.\d+)?$/
+const BOUNDED = /^-?\d{1,13}(\.\d{1,6})?$/
+
+export const CREDIT_RULE = `a decimal string of at most ${MAX_CREDIT_USD} (10^12) USD either way with at most 6 decimals, such as "100" or "-12.50"`
+
+/** null when `text` is a valid credit amount; otherwise what is wrong with it. */
+export function creditAmountProblem(text: string): string | null {
+  if (!SHAPE.test(text)) return `must be ${CREDIT_RULE}`
+  if (!BOUNDED.test(text) || new Money(text).abs().greaterThan(MAX_CREDIT_USD)) {
+    return `must be ${CREDIT_RULE} (got ${text.length > 24 ? `${text.slice(0, 20)}… (${text.length} characters)` : text})`
+  }
+  return null
+}

@@ -1,0 +1,43 @@
+/** Dashboard sessions on PostgreSQL: a row per sign-in, keyed by the SHA-256 of its cookie. */
+import type postgres from 'postgres'
+import { rowToAccount, rowToKey } from '../rows.ts'
+import type { NewSession } from '../store.ts'
+
+type Sql = postgres.Sql
+
+export async function createSession(sql: Sql, session: NewSession) {
+  await sql`
+    INSERT INTO dashboard_sessions (hash, key_id, created_at, expires_at)
+    VALUES (${session.hash}, ${session.keyId}, ${session.createdAt}, ${session.expiresAt})`
+}
+
+/** One round trip: this runs on every dashboard page. */
+export async function findSession(sql: Sql, hash: string, now: number) {
+  const [row] = await sql`
+    SELECT k.*, a.name AS account_name, a.balance_usd, a.held_usd, a.max_open_batches,
+      a.rate_limit_per_minute AS account_rate_limit_per_minute, a.created_at AS account_created_at
+    FROM dashboard_sessions s
+    JOIN api_keys k ON k.id = s.key_id
+    JOIN accounts a ON a.id = k.account_id
+    WHERE s.hash = ${hash} AND s.expires_at > ${Math.floor(now)} AND k.revoked_at IS NULL`
+  if (!row) return null
+  const account = rowToAccount({
+    id: row.account_id,
+    name: row.account_name,
+    balance_usd: row.balance_usd,
+    held_usd: row.held_usd,
+    max_open_batches: row.max_open_batches,
+    rate_limit_per_minute: row.account_rate_limit_per_minute,
+    created_at: row.account_created_at,
+  })
+  return { key: rowToKey(row), account }
+}
+
+export async function deleteSession(sql: Sql, hash: string) {
+  await sql`DELETE FROM dashboard_sessions WHERE hash = ${hash}`
+}
+
+export async function deleteExpiredSessions(sql: Sql, now: number): Promise<number> {
+  const result = await sql`DELETE FROM dashboard_sessions WHERE expires_at <= ${Math.floor(now)}`
+  return result.count
+}
