@@ -29,6 +29,12 @@ const envSchema = z.object({
   MULTIGRID_MAX_LINES: intFrom(1, 1_000_000, 50_000),
   MULTIGRID_MAX_CUSTOM_ID: intFrom(1, 4096, 128),
   MULTIGRID_MAX_FILE_BYTES: intFrom(1, 1 << 31, 200 * 1000 * 1000),
+  /**
+   * Body of one live chat or embeddings call. 8 MiB holds one image at Anthropic's 5 MB cap as
+   * base64 (6.7 MB) with its prompt; each call in flight holds its body several times over
+   * (bytes, parsed, sent upstream), so this bounds a live call's memory too.
+   */
+  MULTIGRID_MAX_LIVE_BODY_BYTES: intFrom(1024, 1 << 30, 8 * 1024 * 1024),
   MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: intFrom(1, 100_000, 10),
   MULTIGRID_DEFAULT_RATE_LIMIT: intFrom(1, 10_000_000, 600),
   /** How long a claimed line stays leased without a heartbeat before another instance may take it. */
@@ -63,6 +69,7 @@ export interface Config {
     maxLines: number
     maxCustomIdLength: number
     maxFileBytes: number
+    maxLiveBodyBytes: number
     defaultMaxOpenBatches: number
     defaultRateLimitPerMinute: number
   }
@@ -107,6 +114,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxLines: e.MULTIGRID_MAX_LINES,
       maxCustomIdLength: e.MULTIGRID_MAX_CUSTOM_ID,
       maxFileBytes: e.MULTIGRID_MAX_FILE_BYTES,
+      maxLiveBodyBytes: e.MULTIGRID_MAX_LIVE_BODY_BYTES,
       defaultMaxOpenBatches: e.MULTIGRID_DEFAULT_MAX_OPEN_BATCHES,
       defaultRateLimitPerMinute: e.MULTIGRID_DEFAULT_RATE_LIMIT,
     },

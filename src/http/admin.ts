@@ -6,6 +6,7 @@ import type { Accounts } from '../accounts/accounts.ts'
 import { ALL_SCOPES } from '../domain.ts'
 import { badRequest, GatewayError, notFound } from '../errors.ts'
 import { describeZodIssue } from '../ingest/issues.ts'
+import { readJsonBody, type BodyLimit } from '../ingest/read-body.ts'
 import { renderAccount, renderKey } from './render-admin.ts'
 
 const decimal = z.string().regex(/^-?\d+(\.\d+)?$/, 'must be a decimal string such as "100" or "12.50"')
@@ -27,25 +28,31 @@ const createKeyBody = z.strictObject({
   rate_limit_per_minute: count.optional(),
 })
 
-function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
-  const parsed = schema.safeParse(body ?? {})
+/** The body, read only now that the token has been checked (every route has parse: 'none'). */
+async function parseBody<S extends z.ZodType>(schema: S, request: Request, limit: BodyLimit): Promise<z.output<S>> {
+  const read = await readJsonBody(request, limit)
+  if (!read.ok) throw badRequest('the body must be a JSON object; send it with Content-Type: application/json')
+  const parsed = schema.safeParse(read.value ?? {})
   if (parsed.success) return parsed.data
   const issue = describeZodIssue(parsed.error.issues[0], '')
   throw badRequest(`${issue.path || 'body'} ${issue.message}; ${issue.fix}`, issue.path || null)
 }
 
-export function adminRoutes(token: string, accounts: Accounts) {
-  const expected = Buffer.from(`Bearer ${token}`)
+export function adminRoutes(token: string, accounts: Accounts, bodyLimit: BodyLimit) {
+  const expected = Buffer.from(token)
   const check = (authorization: string | null) => {
-    const given = Buffer.from(authorization ?? '')
+    // The scheme is case-insensitive (RFC 9110 §11.1), as it is for user keys (auth/gate.ts).
+    const match = authorization ? /^bearer\s+(\S+)\s*$/i.exec(authorization) : null
+    const given = Buffer.from(match?.[1] ?? '')
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
       throw new GatewayError(401, 'authentication_error', 'invalid_admin_token', 'missing or wrong admin token')
     }
   }
   return new Elysia({ name: 'admin', prefix: '/admin/v1' })
+    // Before anything is read: a wrong token is refused without its body.
     .onBeforeHandle(({ request }) => check(request.headers.get('authorization')))
-    .post('/accounts', async ({ body, set }) => {
-      const input = parseBody(createAccountBody, body)
+    .post('/accounts', async ({ request, set }) => {
+      const input = await parseBody(createAccountBody, request, bodyLimit)
       set.status = 201
       return renderAccount(await accounts.createAccount({
         name: input.name,
@@ -53,20 +60,20 @@ export function adminRoutes(token: string, accounts: Accounts) {
         maxOpenBatches: input.max_open_batches,
         rateLimitPerMinute: input.rate_limit_per_minute,
       }))
-    })
+    }, { parse: 'none' })
     .get('/accounts/:id', async ({ params }) => {
       const account = await accounts.getAccount(params.id)
       if (!account) throw notFound(`account ${params.id}`)
       return renderAccount(account)
     })
-    .post('/accounts/:id/credits', async ({ params, body }) => {
-      const input = parseBody(creditBody, body)
+    .post('/accounts/:id/credits', async ({ params, request }) => {
+      const input = await parseBody(creditBody, request, bodyLimit)
       const account = await accounts.addCredit(params.id, input.amount_usd)
       if (!account) throw notFound(`account ${params.id}`)
       return renderAccount(account)
-    })
-    .post('/accounts/:id/keys', async ({ params, body, set }) => {
-      const input = parseBody(createKeyBody, body)
+    }, { parse: 'none' })
+    .post('/accounts/:id/keys', async ({ params, request, set }) => {
+      const input = await parseBody(createKeyBody, request, bodyLimit)
       const created = await accounts.createKey(params.id, {
         name: input.name ?? null,
         scopes: (input.scopes ?? ALL_SCOPES) as typeof ALL_SCOPES[number][],
@@ -75,10 +82,10 @@ export function adminRoutes(token: string, accounts: Accounts) {
       if (!created) throw notFound(`account ${params.id}`)
       set.status = 201
       return { ...renderKey(created.record), key: created.key }
-    })
+    }, { parse: 'none' })
     .delete('/keys/:id', async ({ params }) => {
       const key = await accounts.revokeKey(params.id)
       if (!key) throw notFound(`key ${params.id}`)
       return renderKey(key)
-    })
+    }, { parse: 'none' })
 }

@@ -5,6 +5,7 @@ import type { Gate } from '../../auth/gate.ts'
 import { newId, nowSeconds } from '../../domain.ts'
 import { badRequest, GatewayError, notFound } from '../../errors.ts'
 import { FileTooLarge, type BlobStore } from '../../files/blob-store.ts'
+import { refuseByHeaders, type BodyLimit } from '../../ingest/read-body.ts'
 import type { BatchStore, FileStore, FileView } from '../../store/store.ts'
 import { parseQuery } from '../parse-query.ts'
 import { streamLines } from '../stream-lines.ts'
@@ -23,11 +24,13 @@ export interface FilesDeps {
   store: FileStore & BatchStore
   blobs: BlobStore
   maxFileBytes: number
+  /** The whole upload's limit, the file's plus the form's framing (body-limits.ts). */
+  bodyLimit: BodyLimit
 }
 
 const UNSUCCESSFUL = ['failed', 'cancelled', 'expired'] as const
 
-export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes }: FilesDeps) {
+export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes, bodyLimit }: FilesDeps) {
   const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
 
   /** A rendered file's content, streamed from the stored results. */
@@ -51,8 +54,9 @@ export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes }: FilesDep
       '/files',
       async ({ request, set }) => {
         const caller = await gate.admit(request.headers.get('authorization'), 'batches', headersOf(set))
-        const declared = Number(request.headers.get('content-length') ?? NaN)
-        if (declared > maxFileBytes + 64 * 1024) throw fileTooLarge(maxFileBytes)
+        // Before reading: a declared size over the limit (413), a compressed body (415). The file
+        // part is limited again as it is stored, so a chunked upload stops at the limit too.
+        refuseByHeaders(request, bodyLimit)
         const id = newId('file-')
         let upload
         try {
