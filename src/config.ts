@@ -28,7 +28,7 @@ const envSchema = z.object({
   MULTIGRID_MAX_BODY_BYTES: intFrom(1, 1 << 30, 16 * 1024 * 1024),
   MULTIGRID_MAX_LINES: intFrom(1, 1_000_000, 50_000),
   MULTIGRID_MAX_CUSTOM_ID: intFrom(1, 4096, 128),
-  MULTIGRID_MAX_FILE_BYTES: intFrom(1, 1 << 31, 200 * 1000 * 1000),
+  MULTIGRID_MAX_FILE_BYTES: intFrom(1, 2 ** 31, 200 * 1000 * 1000),
   /**
    * Body of one live chat or embeddings call. 8 MiB holds one image at Anthropic's 5 MB cap as
    * base64 (6.7 MB) with its prompt; each call in flight holds its body several times over

@@ -126,5 +126,5 @@ export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes, bodyLimit 
 }
 
 function fileTooLarge(limit: number) {
-  return new GatewayError(413, 'invalid_request_error', 'file_too_large', `files may be at most ${limit} bytes; split the requests into several files`, { param: 'file' })
+  return new GatewayError(413, 'invalid_request_error', 'file_too_large', `files may be at most ${limit} bytes; split the requests into several files`, { param: 'file', detail: { limit_bytes: limit } })
 }

@@ -5,6 +5,7 @@
 import busboy from 'busboy'
 import { Readable } from 'node:stream'
 import { badRequest } from '../../errors.ts'
+import { BodyAborted } from '../../ingest/read-body.ts'
 
 export async function readMultipartUpload<T>(
   request: Request,
@@ -22,7 +23,10 @@ export async function readMultipartUpload<T>(
   }
   const fields: Record<string, string> = {}
   let stored: Promise<{ result: T; filename: string }> | null = null
+  const source = Readable.fromWeb(request.body as never)
   const finished = new Promise<void>((resolve, reject) => {
+    // The client hung up (or Bun found the chunk framing broken): an aborted request.
+    source.on('error', (error) => reject(new BodyAborted(String(error?.message ?? error))))
     parser.on('field', (name, value) => {
       fields[name] = value
     })
@@ -34,12 +38,17 @@ export async function readMultipartUpload<T>(
       // busboy delivers `purpose` first when the client sends it first, as the SDKs do.
       const filename = info.filename || 'upload.jsonl'
       stored = sink(stream as AsyncIterable<Uint8Array>, filename, { ...fields }).then((result) => ({ result, filename }))
-      stored.catch(() => stream.resume())
+      // A sink that refuses (the file is over its limit) ends the upload at once: reading stops
+      // there, and Bun discards the rest of the body as it arrives.
+      stored.catch((error) => {
+        reject(error)
+        source.destroy()
+      })
     })
     parser.on('close', resolve)
     parser.on('error', (error) => reject(badRequest(`malformed multipart body: ${(error as Error).message}`, 'file')))
   })
-  Readable.fromWeb(request.body as never).pipe(parser)
+  source.pipe(parser)
   await finished
   if (!stored) throw badRequest('the upload has no "file" part; send the JSONL file as the field "file"', 'file')
   const { result, filename } = await (stored as Promise<{ result: T; filename: string }>)
