@@ -5,6 +5,7 @@
  * wrongly, as an aborted request — never a 500, never an unhandled error.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { connect } from 'node:net'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { ADMIN_TOKEN, chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
 import { rawRequest, type RawRequest } from '../helpers/raw-http.ts'
@@ -260,4 +261,49 @@ describe('request bodies', () => {
     expect(lines.filter((l) => l.event === 'http.request' && Number(l.status) >= 500)).toEqual([])
     expect((await fetch(`${gw.url}/healthz`)).status).toBe(200)
   })
+
+  // Bun's HTTP parser answers these itself from fixed strings (bun-uws HttpErrors.h), before any
+  // JavaScript runs, so they cannot carry the §11 envelope. This records exactly which they are,
+  // so a Bun upgrade that changes them is noticed.
+  test('what Bun answers itself, bare: 431, 505, and 400 for broken framing; the gateway keeps serving', async () => {
+    const from = logs.length
+    const cases: [string, number][] = [
+      [`GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`, 431],
+      ['GET /healthz HTTP/1.2\r\nHost: a\r\n\r\n', 505],
+      ['GET /healthz HTTP/1.1\r\n\r\n', 400], // no Host
+      ['POST /v1/batches HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!', 400],
+      ['POST /v1/batches HTTP/1.1\r\nHost: a\r\nContent-Length: five\r\n\r\nhello', 400],
+      ['POST /v1/batches HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\nhello', 400],
+      ['POST /v1/batches HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n', 400],
+    ]
+    for (const [wire, status] of cases) {
+      const answer = await rawWire(gw.url, wire)
+      expect({ wire: wire.slice(0, 60), answer }).toEqual({
+        wire: wire.slice(0, 60),
+        answer: expect.stringMatching(new RegExp(`^HTTP/1.1 ${status} [^\r]+\r\nConnection: close\r\n\r\n$`)),
+      })
+    }
+    await Bun.sleep(50)
+    expect(since(from).filter((l) => l.level === 'error')).toEqual([])
+    expect((await fetch(`${gw.url}/healthz`)).status).toBe(200)
+  })
 })
+
+/** Writes `wire` as it is and returns all the server sends until it closes (bounded). */
+function rawWire(baseUrl: string, wire: string): Promise<string> {
+  const { hostname, port } = new URL(baseUrl)
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname)
+    let received = ''
+    const done = () => {
+      clearTimeout(timer)
+      socket.destroy()
+      resolve(received)
+    }
+    const timer = setTimeout(done, 2_000)
+    socket.on('connect', () => socket.write(wire))
+    socket.on('data', (data) => (received += data.toString('latin1')))
+    socket.on('error', done)
+    socket.on('close', done)
+  })
+}

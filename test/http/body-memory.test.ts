@@ -13,6 +13,7 @@ import { join } from 'node:path'
 import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
 import { ADMIN_TOKEN } from '../helpers/gateway.ts'
 import { freePort, spawnGatewayProcess, type GatewayProcess } from '../helpers/process-gateway.ts'
+import { rawRequest } from '../helpers/raw-http.ts'
 
 const TOTAL = 150 * 1024 * 1024
 
@@ -100,3 +101,20 @@ test('four 150 MB posts at once to routes that must not read them: refused, and 
   // The gateway still answers.
   expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200)
 }, 120_000)
+
+test('with the default limits, a post declaring 150 MB and sending 1 KiB is answered at once', async () => {
+  const cases: [string, Record<string, string>, number][] = [
+    ['/dashboard/sign-in', { 'content-type': 'application/x-www-form-urlencoded' }, 413],
+    ['/admin/v1/accounts', { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, 413],
+    ['/admin/v1/accounts', { authorization: 'Bearer wrong-token-0123456789ab', 'content-type': 'application/json' }, 401],
+    ['/v1/chat/completions', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, 413],
+    ['/openai/v1/batches', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, 413],
+  ]
+  for (const [path, headers, status] of cases) {
+    const answer = await rawRequest(gateway.url, {
+      path, headers, declaredLength: 150_000_000, body: new Uint8Array(1024).fill(0x61), after: 'leave-open', timeoutMs: 3_000,
+    })
+    expect({ path, status: answer.status }).toEqual({ path, status })
+    expect(answer.ms).toBeLessThan(1_000)
+  }
+}, 30_000)
