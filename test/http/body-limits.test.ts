@@ -121,6 +121,31 @@ describe('request bodies', () => {
     expect(slow).toEqual([])
   })
 
+  test('routes that take no body answer at once, whatever body is declared: nothing waits to parse it', async () => {
+    const user = { authorization: `Bearer ${key}` }
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    const cases: [string, string, Record<string, string>][] = [
+      ['DELETE', '/v1/batches/batch_x', user],
+      ['GET', '/v1/batches', user],
+      ['GET', '/v1/models', user],
+      ['POST', '/openai/v1/batches/batch_x/cancel', user],
+      ['DELETE', '/openai/v1/files/file-x', user],
+      ['GET', '/admin/v1/accounts/acct_x', admin],
+      ['DELETE', '/admin/v1/keys/key_x', admin],
+      ['POST', '/dashboard/sign-out', { cookie, 'content-type': 'application/x-www-form-urlencoded' }],
+      ['POST', '/dashboard/batches/batch_x/cancel', { cookie, 'content-type': 'application/x-www-form-urlencoded' }],
+      ['POST', '/no/such/route', { 'content-type': 'application/json' }],
+    ]
+    const slow: string[] = []
+    for (const [method, path, headers] of cases) {
+      const answer = await rawRequest(gw.url, {
+        method, path, headers, declaredLength: MB150, body: new Uint8Array(1024).fill(0x61), after: 'leave-open', timeoutMs: 3_000,
+      })
+      if (answer.status === null || answer.status >= 500 || answer.ms > 1_000) slow.push(`${method} ${path}: ${answer.status} after ${Math.round(answer.ms)} ms`)
+    }
+    expect(slow).toEqual([])
+  })
+
   test('a body declared past what Bun itself would cap is refused in the envelope, not by Bun bare', async () => {
     const answer = await rawRequest(gw.url, {
       path: '/v1/batches', headers: { authorization: `Bearer ${key}` }, declaredLength: 300_000_000,
