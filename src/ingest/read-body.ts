@@ -129,6 +129,20 @@ export async function readBody(request: Request, limit: BodyLimit | number, opti
  * send; an empty body is `undefined`. Invalid UTF-8 is replaced, as `request.json()` does.
  */
 export async function readJsonBody(request: Request, limit: BodyLimit): Promise<{ ok: true; value: unknown } | { ok: false }> {
+  refuseByHeaders(request, limit)
+  const declared = Number(request.headers.get('content-length') ?? NaN)
+  if (declared === 0) return { ok: true, value: undefined }
+  if (declared > 0) {
+    // Within the limit (checked above), and Bun reads exactly the declared bytes: its own parser
+    // is safe here, and 1–3 µs of CPU cheaper per call than decoding and parsing below (the
+    // live path's budget is ~60 µs). A SyntaxError is bad JSON; anything else, a broken body.
+    try {
+      return { ok: true, value: await request.json() }
+    } catch (error) {
+      if (error instanceof SyntaxError) return { ok: false }
+      throw new BodyAborted(String((error as Error)?.message ?? error))
+    }
+  }
   const bytes = await readBody(request, limit)
   if (bytes.byteLength === 0) return { ok: true, value: undefined }
   try {
