@@ -26,7 +26,12 @@ export async function readMultipartUpload<T>(
   const source = Readable.fromWeb(request.body as never)
   const finished = new Promise<void>((resolve, reject) => {
     // The client hung up (or Bun found the chunk framing broken): an aborted request.
-    source.on('error', (error) => reject(new BodyAborted(String(error?.message ?? error))))
+    source.on('error', (error) => {
+      const aborted = new BodyAborted(String(error?.message ?? error))
+      reject(aborted)
+      // Ends the file part too, so the sink sees the error and drops what it stored.
+      parser.destroy(aborted)
+    })
     parser.on('field', (name, value) => {
       fields[name] = value
     })
