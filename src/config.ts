@@ -30,6 +30,12 @@ const envSchema = z.object({
   MULTIGRID_MAX_CUSTOM_ID: intFrom(1, 4096, 128),
   // 2 ** 31, not 1 << 31: the shift is a negative 32-bit int, which refused every setting.
   MULTIGRID_MAX_FILE_BYTES: intFrom(1, 2 ** 31, 200 * 1000 * 1000),
+  /**
+   * Body of one live chat or embeddings call. 8 MiB holds one image at Anthropic's 5 MB cap as
+   * base64 (6.7 MB) with its prompt; each call in flight holds its body several times over
+   * (bytes, parsed, sent upstream), so this bounds a live call's memory too.
+   */
+  MULTIGRID_MAX_LIVE_BODY_BYTES: intFrom(1024, 1 << 30, 8 * 1024 * 1024),
   MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: intFrom(1, 100_000, 10),
   MULTIGRID_DEFAULT_RATE_LIMIT: intFrom(1, 10_000_000, 600),
   /** Per-account file quotas (SPEC §12) for accounts without their own. */
@@ -69,6 +75,7 @@ export interface Config {
     maxLines: number
     maxCustomIdLength: number
     maxFileBytes: number
+    maxLiveBodyBytes: number
     defaultMaxOpenBatches: number
     defaultRateLimitPerMinute: number
     defaultMaxFiles: number
@@ -116,6 +123,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxLines: e.MULTIGRID_MAX_LINES,
       maxCustomIdLength: e.MULTIGRID_MAX_CUSTOM_ID,
       maxFileBytes: e.MULTIGRID_MAX_FILE_BYTES,
+      maxLiveBodyBytes: e.MULTIGRID_MAX_LIVE_BODY_BYTES,
       defaultMaxOpenBatches: e.MULTIGRID_DEFAULT_MAX_OPEN_BATCHES,
       defaultRateLimitPerMinute: e.MULTIGRID_DEFAULT_RATE_LIMIT,
       defaultMaxFiles: e.MULTIGRID_DEFAULT_MAX_FILES,

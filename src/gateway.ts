@@ -11,6 +11,7 @@ import { createFleetGates } from './coordination/fleet-gate.ts'
 import { openNudges } from './coordination/nudges.ts'
 import type { Config } from './config.ts'
 import { adminRoutes } from './http/admin.ts'
+import { bodyLimits } from './http/body-limits.ts'
 import { createApp } from './http/app.ts'
 import { dashboardRoutes } from './http/dashboard/dashboard-routes.ts'
 import { healthRoutes, readinessChecks } from './http/health.ts'
@@ -85,17 +86,18 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   })
 
   const quotaDefaults = { maxFiles: config.limits.defaultMaxFiles, maxStoredBytes: config.limits.defaultMaxStoredBytes }
-  const live = { gate, store, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000) }
+  const bodies = bodyLimits(config.limits)
+  const live = { gate, store, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000), bodyLimit: bodies.live }
   const groups = [
     healthRoutes(readinessChecks({ store: () => store.ping(), redis: limiter.ping && (() => limiter.ping!()) })),
-    nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, sharedBodiesFrom: validator.splitFrom, onCancelled: (id) => dispatcher?.cancelled(id) }),
+    nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimit: bodies.nativeSubmit, sharedBodiesFrom: validator.splitFrom, onCancelled: (id) => dispatcher?.cancelled(id) }),
     liveRoutes('', live),
     liveRoutes('/openai', live),
-    openAiFilesRoutes({ gate, store, blobs, maxFileBytes: config.limits.maxFileBytes, quotaDefaults }),
-    openAiBatchRoutes({ gate, store, blobs, admission, onCancelled: (id) => dispatcher?.cancelled(id) }),
-    dashboardRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, sessionHours: config.sessionHours, onCancelled: (id) => dispatcher?.cancelled(id) }),
+    openAiFilesRoutes({ gate, store, blobs, maxFileBytes: config.limits.maxFileBytes, quotaDefaults, bodyLimit: bodies.fileUpload }),
+    openAiBatchRoutes({ gate, store, blobs, admission, bodyLimit: bodies.batchCreate, onCancelled: (id) => dispatcher?.cancelled(id) }),
+    dashboardRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimits: bodies, sessionHours: config.sessionHours, onCancelled: (id) => dispatcher?.cancelled(id) }),
   ]
-  if (config.adminToken) groups.push(adminRoutes(config.adminToken, accounts) as never)
+  if (config.adminToken) groups.push(adminRoutes(config.adminToken, accounts, bodies.admin) as never)
   const app = createApp(logger, groups as never, telemetry)
   app.listen({
     port: config.port,
@@ -104,8 +106,11 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
     // one, or one with another data directory) silently gets half the connections: keys and
     // batches seem to come and go. A port in use is an error at start instead.
     reusePort: false,
-    // The facade accepts files up to maxFileBytes; the native limit is enforced while reading.
-    maxRequestBodySize: Math.max(config.limits.maxFileBytes, config.limits.maxBodyBytes) + 1024 * 1024,
+    // No server-wide cap: over one, Bun answers 413 itself, with no body (not the §11 envelope),
+    // and closes the connection at once, often before the client has read even that. Each route
+    // has its own limit instead, enforced as it reads (http/body-limits.ts), and Bun discards
+    // what a route does not read as it arrives, without holding it (docs/RELIABILITY.md).
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
   })
   const port = app.server!.port!
   dispatcher?.start()

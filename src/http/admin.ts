@@ -8,6 +8,7 @@ import { badRequest, GatewayError, notFound } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
 import { describeZodIssue } from '../ingest/issues.ts'
 import { creditAmountProblem } from '../money/credit-amount.ts'
+import { readJsonBody, type BodyLimit } from '../ingest/read-body.ts'
 import { renderAccount, renderKey } from './render-admin.ts'
 
 /** A bounded, exact credit amount (src/money/credit-amount.ts). */
@@ -43,25 +44,31 @@ const createKeyBody = z.strictObject({
   rate_limit_per_minute: count.optional(),
 })
 
-function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
-  const parsed = schema.safeParse(body ?? {}, { reportInput: true })
+/** The body, read only now that the token has been checked (every route has parse: 'none'). */
+async function parseBody<S extends z.ZodType>(schema: S, request: Request, limit: BodyLimit): Promise<z.output<S>> {
+  const read = await readJsonBody(request, limit)
+  if (!read.ok) throw badRequest('the body must be a JSON object; send it with Content-Type: application/json')
+  const parsed = schema.safeParse(read.value ?? {}, { reportInput: true })
   if (parsed.success) return parsed.data
   const issue = describeZodIssue(parsed.error.issues[0], '')
   throw badRequest(`${issue.path || 'body'} ${issue.message}; ${issue.fix}`, issue.path || null)
 }
 
-export function adminRoutes(token: string, accounts: Accounts) {
-  const expected = Buffer.from(`Bearer ${token}`)
+export function adminRoutes(token: string, accounts: Accounts, bodyLimit: BodyLimit) {
+  const expected = Buffer.from(token)
   const check = (authorization: string | null) => {
-    const given = Buffer.from(authorization ?? '')
+    // The scheme is case-insensitive (RFC 9110 §11.1), as it is for user keys (auth/gate.ts).
+    const match = authorization ? /^bearer\s+(\S+)\s*$/i.exec(authorization) : null
+    const given = Buffer.from(match?.[1] ?? '')
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
       throw new GatewayError(401, 'authentication_error', 'invalid_admin_token', 'missing or wrong admin token')
     }
   }
   return new Elysia({ name: 'admin', prefix: '/admin/v1' })
+    // Before anything is read: a wrong token is refused without its body.
     .onBeforeHandle(({ request }) => check(request.headers.get('authorization')))
-    .post('/accounts', async ({ body, set }) => {
-      const input = parseBody(createAccountBody, body)
+    .post('/accounts', async ({ request, set }) => {
+      const input = await parseBody(createAccountBody, request, bodyLimit)
       set.status = 201
       return renderAccount(await accounts.createAccount({
         name: input.name,
@@ -71,26 +78,26 @@ export function adminRoutes(token: string, accounts: Accounts) {
         maxFiles: input.max_files,
         maxStoredBytes: input.max_stored_bytes,
       }))
-    })
-    .patch('/accounts/:id', async ({ params, body }) => {
-      const input = parseBody(patchAccountBody, body)
+    }, { parse: 'none' })
+    .patch('/accounts/:id', async ({ params, request }) => {
+      const input = await parseBody(patchAccountBody, request, bodyLimit)
       const account = await accounts.updateAccount(params.id, { maxFiles: input.max_files, maxStoredBytes: input.max_stored_bytes })
-      if (!account) throw notFound(`account ${params.id}`)
+      if (!account) throw notFound(`account ${excerpt(params.id)}`)
       return renderAccount(account)
-    })
+    }, { parse: 'none' })
     .get('/accounts/:id', async ({ params }) => {
       const account = await accounts.getAccount(params.id)
       if (!account) throw notFound(`account ${excerpt(params.id)}`)
       return renderAccount(account)
     })
-    .post('/accounts/:id/credits', async ({ params, body }) => {
-      const input = parseBody(creditBody, body)
+    .post('/accounts/:id/credits', async ({ params, request }) => {
+      const input = await parseBody(creditBody, request, bodyLimit)
       const account = await accounts.addCredit(params.id, input.amount_usd)
       if (!account) throw notFound(`account ${excerpt(params.id)}`)
       return renderAccount(account)
-    })
-    .post('/accounts/:id/keys', async ({ params, body, set }) => {
-      const input = parseBody(createKeyBody, body)
+    }, { parse: 'none' })
+    .post('/accounts/:id/keys', async ({ params, request, set }) => {
+      const input = await parseBody(createKeyBody, request, bodyLimit)
       const created = await accounts.createKey(params.id, {
         name: input.name ?? null,
         scopes: (input.scopes ?? ALL_SCOPES) as typeof ALL_SCOPES[number][],
@@ -99,10 +106,10 @@ export function adminRoutes(token: string, accounts: Accounts) {
       if (!created) throw notFound(`account ${excerpt(params.id)}`)
       set.status = 201
       return { ...renderKey(created.record), key: created.key }
-    })
+    }, { parse: 'none' })
     .delete('/keys/:id', async ({ params }) => {
       const key = await accounts.revokeKey(params.id)
       if (!key) throw notFound(`key ${excerpt(params.id)}`)
       return renderKey(key)
-    })
+    }, { parse: 'none' })
 }

@@ -6,6 +6,7 @@
 import { Elysia } from 'elysia'
 import { badRequest, GatewayError } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
+import { BodyAborted } from '../ingest/read-body.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 import { observeRequests } from './observe-requests.ts'
@@ -17,6 +18,10 @@ export function createApp(logger: Logger, groups: Elysia<any, any, any, any, any
       const headers: Record<string, string> = {
         ...(set.headers as Record<string, string>),
         'content-type': 'application/json',
+      }
+      if (error instanceof BodyAborted) {
+        // No one is there to read the answer; an ordinary event, not a fault of the gateway.
+        logger.info('http.aborted', { method: request.method, path: new URL(request.url).pathname, reason: error.reason })
       }
       if (error instanceof GatewayError) {
         Object.assign(headers, error.options.headers)

@@ -9,6 +9,7 @@ import type { Endpoint, UpstreamError } from '../../providers/types.ts'
 import type { Gate } from '../auth/gate.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { badRequest, GatewayError } from '../errors.ts'
+import { readJsonBody, type BodyLimit } from '../ingest/read-body.ts'
 import { validateBody } from '../ingest/validate-body.ts'
 import { highestPrices, priceOf } from '../money/ceiling.ts'
 import { availableUsd, usd } from '../money/decimal.ts'
@@ -24,6 +25,8 @@ export interface LiveDeps {
   upstreams: Upstreams
   logger: Logger
   createdAt: number
+  /** The body limit of a live call (MULTIGRID_MAX_LIVE_BODY_BYTES, body-limits.ts). */
+  bodyLimit: BodyLimit
 }
 
 const encoder = new TextEncoder()
@@ -32,12 +35,11 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
   const { gate, store, catalog, upstreams, logger } = deps
 
   async function readJson(request: Request, headers: Record<string, string>) {
+    // The key first: an unknown caller's body is never read.
     const caller = await gate.admit(request.headers.get('authorization'), 'inference', headers)
-    try {
-      return { caller, raw: (await request.json()) as unknown }
-    } catch {
-      throw badRequest('the body must be a JSON object: the request for this endpoint')
-    }
+    const read = await readJsonBody(request, deps.bodyLimit)
+    if (!read.ok || read.value === undefined) throw badRequest('the body must be a JSON object: the request for this endpoint')
+    return { caller, raw: read.value }
   }
 
   async function prepare({ caller, raw }: Awaited<ReturnType<typeof readJson>>, endpoint: Endpoint) {

@@ -6,7 +6,7 @@ import type { Gate } from '../auth/gate.ts'
 import type { LineStatus } from '../domain.ts'
 import { badRequest, GatewayError, notFound } from '../errors.ts'
 import { cancelBatch } from '../admission/cancel-batch.ts'
-import { readBody } from '../ingest/read-body.ts'
+import { readBody, type BodyLimit } from '../ingest/read-body.ts'
 import type { AccountStore, BatchStore } from '../store/store.ts'
 import { storableText } from '../schemas/text.ts'
 import { MAX_WINDOW_HOURS, wholeNumberText } from '../schemas/whole-number.ts'
@@ -44,13 +44,15 @@ export interface NativeDeps {
   store: BatchStore & AccountStore
   admission: Admission
   maxBodyBytes: number
+  /** The submit's body limit (maxBodyBytes, with its message; body-limits.ts). */
+  bodyLimit: BodyLimit
   /** Bodies at least this big are read into shared memory (the validator splits them across threads). */
   sharedBodiesFrom?: number
   /** Tells this instance's dispatcher at once, so lines waiting for a slot are not sent. */
   onCancelled?: (batchId: string) => void
 }
 
-export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes, sharedBodiesFrom, onCancelled }: NativeDeps) {
+export function nativeBatchRoutes({ gate, store, admission, bodyLimit, sharedBodiesFrom, onCancelled }: NativeDeps) {
   return new Elysia({ name: 'native-batches' })
     .post(
       '/v1/batches',
@@ -67,8 +69,9 @@ export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes, shared
           throw new GatewayError(415, 'invalid_request_error', 'unsupported_media_type',
             `Content-Type ${excerpt(type)} is not accepted; send the file as application/jsonl`, { param: 'content-type' })
         }
-        const bytes = await readBody(request, maxBodyBytes, { sharedFrom: sharedBodiesFrom })
-        if (request.headers.get('content-encoding') || (bytes[0] === 0x1f && bytes[1] === 0x8b)) {
+        // A declared Content-Encoding other than identity is refused (415) before reading.
+        const bytes = await readBody(request, bodyLimit, { sharedFrom: sharedBodiesFrom })
+        if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
           throw badRequest('the body is compressed; send the JSONL file uncompressed (curl --data-binary @requests.jsonl)', null, 'unsupported_encoding')
         }
         if (type === 'application/json') rejectOpenAiShapedCreate(bytes)
@@ -136,7 +139,7 @@ export function nativeBatchRoutes({ gate, store, admission, maxBodyBytes, shared
     .delete('/v1/batches/:id', async ({ request, set, params }) => {
       const caller = await gate.admit(request.headers.get('authorization'), 'batches', set.headers as Record<string, string>)
       return renderBatch(await cancelBatch(store, caller.account.id, params.id, onCancelled))
-    })
+    }, { parse: 'none' })
     .get('/v1/batches/:id/results', async ({ request, set, params }) => {
       const caller = await gate.admit(request.headers.get('authorization'), 'read', set.headers as Record<string, string>)
       const query = parseQuery(resultsQuery, request.url)

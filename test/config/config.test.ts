@@ -25,6 +25,13 @@ describe('loadConfig', () => {
     expect(config.providerKeys.openai).toBeNull()
   })
 
+  test('body limits: live calls 8 MiB by default; the file limit can be set (its bound was negative)', () => {
+    expect(loadConfig({}).limits).toMatchObject({ maxLiveBodyBytes: 8 * 1024 * 1024, maxFileBytes: 200_000_000 })
+    const set = loadConfig({ MULTIGRID_MAX_LIVE_BODY_BYTES: '65536', MULTIGRID_MAX_FILE_BYTES: '1000000' }).limits
+    expect(set).toMatchObject({ maxLiveBodyBytes: 65536, maxFileBytes: 1_000_000 })
+    expect(() => loadConfig({ MULTIGRID_MAX_LIVE_BODY_BYTES: '10' })).toThrow('invalid MULTIGRID_MAX_LIVE_BODY_BYTES')
+  })
+
   test('provider keys are read from the variables the catalog names', () => {
     expect(loadConfig({ OPENAI_API_KEY: 'sk-x' }).providerKeys.openai).toBe('sk-x')
   })

@@ -275,7 +275,8 @@ export const BAD_SUBMISSIONS: BadSubmission[] = [
     name: 'gzip with Content-Encoding: gzip',
     body: () => Bun.gzipSync(Buffer.from(lines(good('a')))),
     headers: { 'content-encoding': 'gzip' },
-    status: 400,
+    status: 415,
+    code: 'unsupported_encoding',
   },
   {
     name: 'deflate sent without saying so',

@@ -8,6 +8,8 @@ import { z } from 'zod'
 import type { Caller } from '../../auth/gate.ts'
 import { nowSeconds, type Scope } from '../../domain.ts'
 import { GatewayError, invalidApiKey } from '../../errors.ts'
+import { BodyAborted, readFormBody } from '../../ingest/read-body.ts'
+import type { BodyLimits } from '../body-limits.ts'
 import { usd } from '../../money/decimal.ts'
 import { excerpt } from '../../excerpt.ts'
 import { FILTERS, resultsQuery, submitOptions, type NativeDeps } from '../native-batches.ts'
@@ -47,19 +49,21 @@ const TITLES: Record<number, string> = {
   402: 'Not enough credit',
   403: 'Not allowed',
   404: 'Not found',
-  413: 'File too large',
+  413: 'Too large',
+  415: 'Not accepted',
   429: 'Limit reached',
 }
 
 type HeaderMap = Record<string, string>
 
-export interface DashboardDeps extends NativeDeps {
+export interface DashboardDeps extends Omit<NativeDeps, 'bodyLimit'> {
   store: NativeDeps['store'] & SessionStore
+  bodyLimits: Pick<BodyLimits, 'signIn' | 'dashboardUpload'>
   /** How long a sign-in lasts on the server. */
   sessionHours: number
 }
 
-export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancelled, sessionHours }: DashboardDeps) {
+export function dashboardRoutes({ gate, store, admission, maxBodyBytes, bodyLimits, onCancelled, sessionHours }: DashboardDeps) {
   /** An expected refusal as a page; anything else is a bug for the app's error handler. */
   function refusal(
     error: unknown,
@@ -67,7 +71,8 @@ export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancel
     headers: HeaderMap,
     account?: string,
   ): Response {
-    if (!(error instanceof GatewayError)) throw error
+    // An aborted body has nobody to show a page to: the app's handler logs it.
+    if (!(error instanceof GatewayError) || error instanceof BodyAborted) throw error
     if (error.status === 401) {
       const text = 'That key is unknown or was revoked; sign in with a valid one.'
       return htmlResponse(401, signInPage({ kind: 'error', text }), {
@@ -150,7 +155,12 @@ export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancel
       '/dashboard/sign-in',
       async ({ request }) => {
         if (!fromThisOrigin(request)) return forbiddenOrigin()
-        const fields = await formFields(request)
+        let fields: FormData | null
+        try {
+          fields = await readFormBody(request, bodyLimits.signIn)
+        } catch (error) {
+          return refusal(error, request, {})
+        }
         const form = signInForm.safeParse(fields ? textFields(fields) : {})
         if (!form.success)
           return htmlResponse(
@@ -196,11 +206,15 @@ export function dashboardRoutes({ gate, store, admission, maxBodyBytes, onCancel
         if (caller instanceof Response) return caller
         const fail = (status: number, text: string) =>
           listPage(caller, request, headers, status, { notice: { kind: 'error', text } })
-        // A form carries a little more than its file; refuse a body far too large before reading it.
-        const length = Number(request.headers.get('content-length') ?? 0)
-        if (length > maxBodyBytes + 64 * 1024)
-          return fail(413, `the file is larger than the ${maxBodyBytes}-byte limit`)
-        const fields = await formFields(request)
+        // Read only now, signed in, and within the file limit plus the form's framing: refused
+        // from Content-Length before reading, or as a chunked upload passes the limit.
+        let fields: FormData | null
+        try {
+          fields = await readFormBody(request, bodyLimits.dashboardUpload)
+        } catch (error) {
+          if (!(error instanceof GatewayError) || error instanceof BodyAborted) throw error
+          return fail(error.status, error.message)
+        }
         if (!fields)
           return fail(400, 'the upload did not arrive as a form; choose a file and submit again')
         const file = fields.get('file')
@@ -355,13 +369,4 @@ function textFields(form: FormData): Record<string, string> {
     if (typeof value === 'string' && value !== '') fields[name] = value
   })
   return fields
-}
-
-/** A posted form's fields (multipart or urlencoded), or null when the body is not a form. */
-async function formFields(request: Request): Promise<FormData | null> {
-  try {
-    return await request.formData()
-  } catch {
-    return null
-  }
 }

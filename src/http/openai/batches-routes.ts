@@ -14,6 +14,7 @@ import { badRequest, GatewayError, notFound } from '../../errors.ts'
 import type { BlobStore } from '../../files/blob-store.ts'
 import { describeZodIssue } from '../../ingest/issues.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
+import { readJsonBody, type BodyLimit } from '../../ingest/read-body.ts'
 import type { AccountStore, BatchErrorEntry, BatchStore, FileStore } from '../../store/store.ts'
 import { storableText } from '../../schemas/text.ts'
 import { parseWholeNumber, wholeNumberText, windowHoursText } from '../../schemas/whole-number.ts'
@@ -42,20 +43,21 @@ export interface FacadeBatchDeps {
   store: BatchStore & FileStore & AccountStore
   blobs: BlobStore
   admission: Admission
+  /** The create's body limit (body-limits.ts): it names a file, it does not carry one. */
+  bodyLimit: BodyLimit
   onCancelled?: (batchId: string) => void
 }
 
-export function openAiBatchRoutes({ gate, store, blobs, admission, onCancelled }: FacadeBatchDeps) {
+export function openAiBatchRoutes({ gate, store, blobs, admission, bodyLimit, onCancelled }: FacadeBatchDeps) {
   const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
 
   async function create(request: Request, headers: Record<string, string>) {
     const caller = await gate.admit(request.headers.get('authorization'), 'batches', headers)
-    let raw: unknown
-    try {
-      raw = await request.json()
-    } catch {
+    const read = await readJsonBody(request, bodyLimit)
+    if (!read.ok || read.value === undefined) {
       throw badRequest('the body must be a JSON object such as {"input_file_id": …, "endpoint": …, "completion_window": "24h"}')
     }
+    let raw = read.value
     // The body is hashed below (JSON.stringify), which a deep enough value would overflow.
     if (nestsDeeperThan(raw)) throw badRequest(`the body nests more than ${MAX_JSON_DEPTH} levels deep; send a plain create`)
     // The Python SDK merges `extra_body` into the body; the Node SDK sends unknown params as
@@ -156,7 +158,7 @@ export function openAiBatchRoutes({ gate, store, blobs, admission, onCancelled }
     .post('/batches/:id/cancel', async ({ request, set, params }) => {
       const caller = await gate.admit(request.headers.get('authorization'), 'batches', headersOf(set))
       return renderOpenAiBatch(await cancelBatch(store, caller.account.id, params.id, onCancelled))
-    })
+    }, { parse: 'none' })
 }
 
 /** The output and error files of a batch, listed as the account's files once the batch ends. */

@@ -5,6 +5,7 @@ import type { Gate } from '../../auth/gate.ts'
 import { newId, nowSeconds } from '../../domain.ts'
 import { badRequest, GatewayError, notFound } from '../../errors.ts'
 import { FileTooLarge, type BlobStore } from '../../files/blob-store.ts'
+import { refuseByHeaders, type BodyLimit } from '../../ingest/read-body.ts'
 import type { BatchStore, FileQuotaDefaults, FileStore, FileView, UploadStore } from '../../store/store.ts'
 import { excerpt } from '../../excerpt.ts'
 import { wholeNumberText } from '../../schemas/whole-number.ts'
@@ -28,11 +29,13 @@ export interface FilesDeps {
   maxFileBytes: number
   /** Per-account file quotas where the account has none of its own (SPEC §12). */
   quotaDefaults: FileQuotaDefaults
+  /** The whole upload's limit, the file's plus the form's framing (body-limits.ts). */
+  bodyLimit: BodyLimit
 }
 
 const UNSUCCESSFUL = ['failed', 'cancelled', 'expired'] as const
 
-export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes, quotaDefaults }: FilesDeps) {
+export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes, quotaDefaults, bodyLimit }: FilesDeps) {
   const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
 
   /** A rendered file's content, streamed from the stored results. */
@@ -56,8 +59,10 @@ export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes, quotaDefau
       '/files',
       async ({ request, set }) => {
         const caller = await gate.admit(request.headers.get('authorization'), 'batches', headersOf(set))
+        // Before reading: a declared size over the limit (413), a compressed body (415). The file
+        // part is limited again as it is stored, so a chunked upload stops at the limit too.
+        refuseByHeaders(request, bodyLimit)
         const declared = Number(request.headers.get('content-length') ?? NaN)
-        if (declared > maxFileBytes + 64 * 1024) throw fileTooLarge(maxFileBytes)
         const id = newId('file-')
         const file = await receiveUpload({ store, blobs, quotaDefaults }, {
           id,
@@ -132,5 +137,5 @@ export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes, quotaDefau
 }
 
 function fileTooLarge(limit: number) {
-  return new GatewayError(413, 'invalid_request_error', 'file_too_large', `files may be at most ${limit} bytes; split the requests into several files`, { param: 'file' })
+  return new GatewayError(413, 'invalid_request_error', 'file_too_large', `files may be at most ${limit} bytes; split the requests into several files`, { param: 'file', detail: { limit_bytes: limit } })
 }

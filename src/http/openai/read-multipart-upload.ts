@@ -10,6 +10,7 @@
 import busboy from 'busboy'
 import { Readable } from 'node:stream'
 import { badRequest } from '../../errors.ts'
+import { BodyAborted } from '../../ingest/read-body.ts'
 
 export async function readMultipartUpload<T>(
   request: Request,
@@ -46,18 +47,19 @@ export async function readMultipartUpload<T>(
       // busboy delivers `purpose` first when the client sends it first, as the SDKs do.
       const filename = info.filename || 'upload.jsonl'
       stored = sink(stream as AsyncIterable<Uint8Array>, filename, { ...fields }).then((result) => ({ result, filename }))
-      // A refusal by the sink (too large, over quota) is answered at once; the rest of the body
-      // is read and dropped so the connection stays usable.
+      // A refusal by the sink (too large, over quota) ends the upload at once: reading stops
+      // there, and Bun discards the rest of the body as it arrives.
       stored.catch((error) => {
-        stream.resume()
         reject(error)
+        source.destroy()
       })
     })
     parser.on('close', resolve)
     parser.on('error', (error) => fail(badRequest(`malformed multipart body: ${(error as Error).message}`, 'file')))
-    // The client hung up or the body's framing broke: busboy never hears of it through pipe().
+    // The client hung up or the body's framing broke (busboy never hears of it through pipe()):
+    // an aborted request, logged as such.
     source.on('error', (error) => {
-      fail(badRequest(`the upload was cut short (${(error as Error).message}); send the whole file again`, 'file'))
+      fail(new BodyAborted(String((error as Error)?.message ?? error)))
       parser.destroy()
     })
   })
