@@ -4,6 +4,8 @@ import { readdir, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { FileTooLarge, type BlobStore } from './blob-store.ts'
 
+const FLUSH_BYTES = 1 << 20
+
 export function createDiskBlobStore(dataDir: string): BlobStore {
   const dir = join(dataDir, 'files')
   mkdirSync(dir, { recursive: true })
@@ -15,12 +17,19 @@ export function createDiskBlobStore(dataDir: string): BlobStore {
       const partial = target + PARTIAL
       const writer = Bun.file(partial).writer({ highWaterMark: 1 << 20 })
       let size = 0
+      let unflushed = 0
       try {
         for await (const chunk of content) {
           size += chunk.byteLength
           if (size > maxBytes) throw new FileTooLarge(maxBytes)
           writer.write(chunk)
-          await writer.flush()
+          // Waiting for the disk once per MiB, not once per network chunk (often 16–64 KiB),
+          // keeps reading ahead of a fast sender while still bounding what is buffered.
+          unflushed += chunk.byteLength
+          if (unflushed >= FLUSH_BYTES) {
+            unflushed = 0
+            await writer.flush()
+          }
         }
         await writer.end()
       } catch (error) {
