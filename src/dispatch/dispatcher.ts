@@ -161,6 +161,18 @@ export function createDispatcher(
           .then((outcome) => {
             // After shutdown's abort the line is handed back untouched, not failed.
             if (abort.signal.aborted) return
+            if (outcome.kind === 'succeeded' && outcome.ceilingUsd !== undefined) {
+              // Billed in full all the same; the account stops being dispatched once its credit
+              // no longer covers what it holds (the store's claim checks that).
+              logger.warn('line.cost_overrun', {
+                batch_id: line.batchId,
+                account_id: line.accountId,
+                line: line.lineNo,
+                provider: outcome.provider,
+                ceiling_usd: outcome.ceilingUsd,
+                cost_usd: outcome.costUsd,
+              })
+            }
             recorder.add(outcome)
             options.onOutcome?.(outcome)
           })
