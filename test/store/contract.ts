@@ -1031,9 +1031,13 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         expect(await claim('batch_01', 'owner-a', 5, MS + 200)).toEqual([])
         expect(await claim('batch_02', 'owner-a', 5, MS + 200)).toEqual([])
         expect((await store.runnableBatches(MS + 200, 10)).map((b) => b.id)).toEqual([])
+        // Its batches do not take the places of another account's in the list.
+        await account('acct_2', '1')
+        await admit('acct_2', 'batch_03', 1, { costCeilingUsd: '0.1' })
+        expect((await store.runnableBatches(MS + 200, 1)).map((b) => b.id)).toEqual(['batch_03'])
         // A deposit that covers the holds again resumes dispatch.
         await store.addCredit('acct_1', '0.3')
-        expect((await store.runnableBatches(MS + 300, 10)).map((b) => b.id).sort()).toEqual(['batch_01', 'batch_02'])
+        expect((await store.runnableBatches(MS + 300, 10)).map((b) => b.id).sort()).toEqual(['batch_01', 'batch_02', 'batch_03'])
         expect((await claim('batch_02', 'owner-a', 5, MS + 300)).map((l) => l.lineNo)).toEqual([1, 2])
       })
 

@@ -24,10 +24,15 @@ export class SqliteDispatch implements DispatchStore {
   }
 
   async runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]> {
+    // Accounts whose balance no longer covers their holds are left out in SQL too, or enough of
+    // their batches could fill the LIMIT and starve everyone else. Money is decimal TEXT here, so
+    // SQL compares it as REAL with a margin far above REAL's rounding (it never leaves out an
+    // account that is covered) and coversHolds decides exactly.
     const rows = this.q(
       `SELECT b.id, b.account_id, b.deadline_at, b.endpoint, b.pending, a.balance_usd, a.held_usd
        FROM batches b JOIN accounts a ON a.id = b.account_id
        WHERE b.status = 'in_progress' AND b.pending > 0 AND b.deadline_at > ?
+         AND CAST(a.balance_usd AS REAL) >= CAST(a.held_usd AS REAL) * (1 - 1e-9) - 1e-9
        ORDER BY b.deadline_at, b.id LIMIT ?`,
     ).all(Math.floor(nowMs / 1000), limit)
     return rows.filter(coversHolds).map(rowToRunnable)
