@@ -42,7 +42,7 @@ export interface UpstreamTarget {
   offering: Pick<Offering, 'upstream_model' | 'max_tokens_param'>
 }
 
-/** What a data URL keeps when its payload is left out: the media type, which the Anthropic translation sends. */
+/** What a data URL keeps of itself without its payload: the media type, which Anthropic is sent. */
 const DATA_URL_HEAD = /^data:[^;,]+;base64,/
 
 /**
@@ -50,7 +50,10 @@ const DATA_URL_HEAD = /^data:[^;,]+;base64,/
  * head, so the translation keeps its shape), and how many image parts it has. Copies only the
  * messages that hold an image.
  */
-export function withoutImagePayloads(body: Record<string, unknown>): { body: Record<string, unknown>; images: number } {
+export function withoutImagePayloads(body: Record<string, unknown>): {
+  body: Record<string, unknown>
+  images: number
+} {
   const messages = body.messages
   if (!Array.isArray(messages)) return { body, images: 0 }
   let images = 0
@@ -63,7 +66,8 @@ export function withoutImagePayloads(body: Record<string, unknown>): { body: Rec
       if ((part as { type?: unknown } | null)?.type !== 'image_url') return
       images++
       const image = (part as { image_url?: { url?: unknown } }).image_url
-      const url = typeof image?.url === 'string' ? (DATA_URL_HEAD.exec(image.url)?.[0] ?? '') : image?.url
+      const url =
+        typeof image?.url === 'string' ? (DATA_URL_HEAD.exec(image.url)?.[0] ?? '') : image?.url
       parts ??= [...content]
       parts[p] = { ...(part as object), image_url: { ...image, url } }
     })
@@ -75,13 +79,19 @@ export function withoutImagePayloads(body: Record<string, unknown>): { body: Rec
   return { body: copied ? { ...body, messages: copied } : body, images }
 }
 
-/** The body one target's adapter sends, serialized as it sends it; null when it would send nothing. */
-export function upstreamBodyText(body: Record<string, unknown>, target: UpstreamTarget): string | null {
+/** The body a target's adapter sends, serialized as it sends it; null when it sends nothing. */
+export function upstreamBodyText(
+  body: Record<string, unknown>,
+  target: UpstreamTarget,
+): string | null {
   const stream = body.stream === true
   const prepared = prepareForOffering(body, target.offering)
   if (target.kind === 'openai') {
     // Adapters are made without a max_tokens preference of their own (src/upstream/upstreams.ts).
-    return JSON.stringify(stream ? prepareOpenAIStreamBody(prepared, undefined) : prepareOpenAIBody(prepared, undefined))
+    const sent = stream
+      ? prepareOpenAIStreamBody(prepared, undefined)
+      : prepareOpenAIBody(prepared, undefined)
+    return JSON.stringify(sent)
   }
   const converted = prepareAnthropicBody('chat', prepared, stream)
   return converted.ok ? JSON.stringify(converted.body) : null
@@ -91,37 +101,51 @@ export function upstreamBodyText(body: Record<string, unknown>, target: Upstream
 function distinctTargets(targets: readonly UpstreamTarget[]): UpstreamTarget[] {
   const seen = new Set<string>()
   return targets.filter((target) => {
-    const key = `${target.kind}\u0000${target.offering.upstream_model}\u0000${target.offering.max_tokens_param ?? ''}`
+    const { upstream_model: model, max_tokens_param: limitName = '' } = target.offering
+    const key = `${target.kind}\u0000${model}\u0000${limitName}`
     if (seen.has(key)) return false
     seen.add(key)
     return true
   })
 }
 
-export function chatInputBound(body: ChatBody, model: Pick<ModelEntry, 'image_input_tokens'>, targets: readonly UpstreamTarget[]): number {
+/** `targets`: every offering the request may be sent to (an empty list measures the body as it is). */
+export function chatInputBound(
+  body: ChatBody,
+  model: Pick<ModelEntry, 'image_input_tokens'>,
+  targets: readonly UpstreamTarget[],
+): number {
   const { body: text, images } = withoutImagePayloads(body)
-  let largest = 0
+  let largest = targets.length === 0 ? bytes(JSON.stringify(text)) : 0
   for (const target of distinctTargets(targets)) {
     const sent = upstreamBodyText(text, target)
     if (sent !== null) largest = Math.max(largest, bytes(sent))
   }
-  let tokens = largest + REPLY_PRIMING + PER_MESSAGE * body.messages.length + images * imageInputTokens(model)
+  let tokens = largest + REPLY_PRIMING + PER_MESSAGE * body.messages.length
+  tokens += images * imageInputTokens(model)
   const functions = (body as { functions?: unknown }).functions
-  if ((Array.isArray(body.tools) && body.tools.length > 0) || (Array.isArray(functions) && functions.length > 0)) {
-    tokens += TOOLS_PROMPT
-  }
+  const nonEmpty = (list: unknown) => Array.isArray(list) && list.length > 0
+  if (nonEmpty(body.tools) || nonEmpty(functions)) tokens += TOOLS_PROMPT
   return tokens
 }
 
 /** The most output tokens a target's upstream may produce per choice. */
-function outputLimitFor(body: Record<string, unknown>, model: Pick<ModelEntry, 'max_output_tokens'>, target: UpstreamTarget): number {
+function outputLimitFor(
+  body: Record<string, unknown>,
+  model: Pick<ModelEntry, 'max_output_tokens'>,
+  target: UpstreamTarget,
+): number {
   const requested = requestedOutputTokens(body)
   if (requested !== undefined) return requested
   // Anthropic requires a limit and is sent its default; an OpenAI upstream may use the model's own.
   return target.kind === 'anthropic' ? defaultAnthropicMaxTokens : model.max_output_tokens
 }
 
-export function chatOutputBound(body: ChatBody, model: Pick<ModelEntry, 'max_output_tokens'>, targets: readonly UpstreamTarget[]): number {
+export function chatOutputBound(
+  body: ChatBody,
+  model: Pick<ModelEntry, 'max_output_tokens'>,
+  targets: readonly UpstreamTarget[],
+): number {
   let perChoice = targets.length === 0 ? (requestedOutputTokens(body) ?? model.max_output_tokens) : 0
   for (const target of targets) perChoice = Math.max(perChoice, outputLimitFor(body, model, target))
   const prediction = (body as { prediction?: unknown }).prediction
