@@ -35,8 +35,24 @@ export const modelSchema = z.strictObject({
   aliases: z.array(z.string().min(1)).default([]),
   /** Request parameters this model refuses; a line using one is an issue, never silently dropped. */
   unsupported_params: z.array(z.string().min(1)).default([]),
+  /**
+   * The most input tokens one image part can be billed at by this model (its largest size and
+   * detail), which the cost ceiling counts per image instead of the image's bytes. Absent: the
+   * safe default below.
+   */
+  image_input_tokens: z.number().int().min(0).max(1_000_000).optional(),
   offerings: z.array(offeringSchema).min(1),
 })
+
+/**
+ * The per-image bound of a model whose entry sets none: above the dearest image any shipped
+ * model bills (gpt-4o-mini: 2,833 + 5,667 per 512-px tile, 8 tiles for a 768×2048 high-detail
+ * image = 48,169 tokens), so an unknown vision model is never under-held.
+ */
+export const DEFAULT_IMAGE_INPUT_TOKENS = 50_000
+
+export const imageInputTokens = (model: Pick<ModelEntry, 'image_input_tokens'>): number =>
+  model.image_input_tokens ?? DEFAULT_IMAGE_INPUT_TOKENS
 
 export const catalogSchema = z.strictObject({
   $comment: z.string().optional(),

@@ -14,7 +14,7 @@ import type {
 import { createCallContext, postJson, postStream } from '../upstream-call.ts'
 import { convertAnthropicResponse } from './convert-anthropic-response.ts'
 import { convertAnthropicStream, type AnthropicStreamState } from './convert-anthropic-stream.ts'
-import { convertToAnthropicMessages } from './convert-to-anthropic-messages.ts'
+import { prepareAnthropicBody } from './prepare-anthropic-body.ts'
 
 // The API version whose request and response shapes the converters implement.
 const anthropicVersion = '2023-06-01'
@@ -31,18 +31,8 @@ export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapte
   const context = createCallContext(options, { baseUrls: options.baseUrls.map(hostBase), probePath: '/v1/models', probeHeaders: headers })
   const { pool } = context
 
-  /** The converted body, or the reason it cannot be sent (never retried: the line is wrong). */
-  function convert(request: UpstreamRequest, stream: boolean) {
-    if (request.endpoint !== 'chat') {
-      return {
-        ok: false as const,
-        message: `${options.name} (Anthropic) does not serve embeddings`,
-      }
-    }
-    const converted = convertToAnthropicMessages(request.body)
-    if (converted.ok && stream) converted.body.stream = true
-    return converted
-  }
+  const convert = (request: UpstreamRequest, stream: boolean) =>
+    prepareAnthropicBody(request.endpoint, request.body, stream, options.name)
 
   async function send(request: UpstreamRequest): Promise<Outcome> {
     const converted = convert(request, false)

@@ -3,11 +3,14 @@
  *
  * Mapped: system/developer messages → `system`; user/assistant content (text, image_url);
  * assistant tool_calls → tool_use blocks; tool messages → tool_result blocks; consecutive turns
- * of one role merged, as Anthropic alternates roles; stop → stop_sequences; max_tokens (or
- * max_completion_tokens, else 4096: Anthropic requires one); temperature, top_p; tools and
- * tool_choice; user → metadata.user_id. Parameters with no Anthropic meaning are left out; the
- * catalog lists them as unsupported so ingest refuses them before they get here.
+ * of one role merged, as Anthropic alternates roles; stop → stop_sequences; the output limit,
+ * read as the cost ceiling reads it (providers/output-limit.ts), else 4096 (Anthropic requires
+ * one); temperature, top_p; tools and tool_choice; user → metadata.user_id. Parameters with no
+ * Anthropic meaning are left out; the catalog lists them as unsupported so ingest refuses them
+ * before they get here.
  */
+
+import { requestedOutputTokens } from '../output-limit.ts'
 
 export const defaultAnthropicMaxTokens = 4096
 
@@ -147,7 +150,7 @@ export function convertToAnthropicMessages(
     const { system, turns } = convertMessages(body.messages)
     const out: Record<string, unknown> = {
       model: body.model,
-      max_tokens: body.max_tokens ?? body.max_completion_tokens ?? defaultAnthropicMaxTokens,
+      max_tokens: requestedOutputTokens(body) ?? defaultAnthropicMaxTokens,
       messages: turns.map(({ role, content }) => ({
         role,
         // A lone text block goes as a plain string, the form Anthropic's own examples use.

@@ -1,21 +1,19 @@
 /** The request body as an OpenAI-compatible upstream wants it. */
+import { withOneOutputLimit, type MaxTokensParam } from '../output-limit.ts'
 
-export type MaxTokensParam = 'max_tokens' | 'max_completion_tokens'
+export type { MaxTokensParam } from '../output-limit.ts'
 
 /**
- * Moves the token limit to the name the upstream accepts: OpenAI's reasoning models refuse
+ * Puts the token limit under the name the upstream accepts: OpenAI's reasoning models refuse
  * `max_tokens` and want `max_completion_tokens`; some older OpenAI-compatible servers know only
- * `max_tokens`. Without a preference the body goes as it came.
+ * `max_tokens`. Without a preference it keeps the name it came under. Either way exactly one
+ * limit goes out, the one the ceiling priced (providers/output-limit.ts).
  */
 export function renameMaxTokens(
   body: Record<string, unknown>,
   wanted: MaxTokensParam | undefined,
 ): Record<string, unknown> {
-  if (wanted === undefined) return body
-  const other: MaxTokensParam = wanted === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens'
-  if (body[other] === undefined) return body
-  const { [other]: limit, ...rest } = body
-  return rest[wanted] === undefined ? { ...rest, [wanted]: limit } : rest
+  return withOneOutputLimit(body, wanted)
 }
 
 /** A non-streaming call: whatever the caller said about streaming is dropped. */

@@ -26,6 +26,11 @@ export interface Catalog {
   missingKey(providerName: string): string | null
 }
 
+/** Which adapter kind builds each offering's body: what the cost ceiling measures (src/money/ceiling.ts). */
+export function upstreamTargets(catalog: Pick<Catalog, 'provider'>, offerings: readonly Offering[]) {
+  return offerings.map((offering) => ({ kind: catalog.provider(offering.provider)?.kind ?? 'openai', offering }))
+}
+
 export const endpointOf = (url: string): Endpoint =>
   url === '/v1/embeddings' ? 'embeddings' : 'chat'
 

@@ -63,6 +63,12 @@ export function createDispatcher(
   /** Batches with lines in flight here, and those of them that stopped dispatching. */
   const active = new Map<string, number>()
   const stopped = new Set<string>()
+  /**
+   * Accounts with a line over its ceiling seen here and not yet recorded: none of their lines is
+   * claimed, and those claimed but not yet sent are handed back unsent, until the store has the
+   * charge and its claim can tell whether the account's balance still covers its holds.
+   */
+  const overrunning = new Map<string, number>()
   /** Clears each periodic task's timers; `closed` once they are cleared. */
   const timers: (() => void)[] = []
   let closed = false
@@ -142,7 +148,8 @@ export function createDispatcher(
     const free = target - inFlight
     if (free < minClaim) return 0
     const now = Date.now()
-    const batches = await runnableBatches(now)
+    let batches = await runnableBatches(now)
+    if (overrunning.size > 0) batches = batches.filter((batch) => !overrunning.has(batch.accountId))
     if (batches.length === 0) return 0
     let claimed = 0
     for (const { batch, count } of plan(batches, free)) {
@@ -156,12 +163,25 @@ export function createDispatcher(
         active.set(line.batchId, (active.get(line.batchId) ?? 0) + 1)
         // Checked again once a slot is free: the line may have waited at the gate (claimed ahead,
         // or the provider paused by a 429) past a cancel or its batch's deadline.
-        const proceed = () => running && !stopped.has(line.batchId) && Date.now() < line.deadlineAt * 1000
+        const proceed = () =>
+          running && !stopped.has(line.batchId) && !overrunning.has(line.accountId) && Date.now() < line.deadlineAt * 1000
         runLine(line, { catalog, upstreams, retry: options.retry, signal: abort.signal, proceed })
           .then((outcome) => {
             // After shutdown's abort the line is handed back untouched, not failed.
             if (abort.signal.aborted) return
-            recorder.add(outcome)
+            if (outcome.kind === 'succeeded' && outcome.ceilingUsd !== undefined) {
+              // Billed in full all the same; the account stops being dispatched once its credit
+              // no longer covers what it holds (the store's claim checks that).
+              logger.warn('line.cost_overrun', {
+                batch_id: line.batchId,
+                account_id: line.accountId,
+                line: line.lineNo,
+                provider: outcome.provider,
+                ceiling_usd: outcome.ceilingUsd,
+                cost_usd: outcome.costUsd,
+              })
+              holdBackUntilRecorded(line.accountId, outcome)
+            } else recorder.add(outcome)
             options.onOutcome?.(outcome)
           })
           .catch((error) => {
@@ -194,6 +214,19 @@ export function createDispatcher(
       }
     }
     return claimed
+  }
+
+  /** Records an overrunning line's outcome at once, the account's other lines held back meanwhile. */
+  function holdBackUntilRecorded(accountId: string, outcome: LineOutcome) {
+    overrunning.set(accountId, (overrunning.get(accountId) ?? 0) + 1)
+    recorder.add(outcome)
+    recorder.flush().finally(() => {
+      const left = overrunning.get(accountId)! - 1
+      if (left === 0) overrunning.delete(accountId)
+      else overrunning.set(accountId, left)
+      runnable = null
+      poke()
+    })
   }
 
   async function run() {

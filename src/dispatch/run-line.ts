@@ -4,10 +4,11 @@
  * to record. Failures that belong to the line are returned as data, never thrown.
  */
 import type { Outcome, Usage, UpstreamError } from '../../providers/types.ts'
+import type { ModelEntry, Offering } from '../../providers/catalog.ts'
 import type { Catalog } from '../catalog/catalog.ts'
-import { endpointOf } from '../catalog/catalog.ts'
+import { endpointOf, upstreamTargets } from '../catalog/catalog.ts'
 import type { LineError } from '../domain.ts'
-import { chatInputBound, embeddingsInputBound } from '../money/ceiling.ts'
+import { chatInputBound, chatOutputBound, embeddingsInputBound, highestPrices, priceOf, type UpstreamTarget } from '../money/ceiling.ts'
 import { priceUsage } from '../money/price-usage.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import type { ClaimedLine, LineOutcome } from '../store/store.ts'
@@ -41,16 +42,19 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     // Not sent: handed back as it was, and the cancelled batch ends it.
     if (outcome === null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() }
     if (outcome.ok) {
-      const usage = outcome.usage ?? estimateUsage(endpoint, parsed.body, outcome.body)
+      const bounds = lineBounds(endpoint, parsed.body, model, upstreamTargets(deps.catalog, offerings))
+      const usage = outcome.usage ?? estimateUsage(endpoint, parsed.body, outcome.body, bounds)
+      const costUsd = priceUsage(usage, offering)
       return {
         batchId,
         lineNo,
         kind: 'succeeded',
         responseStatus: outcome.status,
         response: storedResponse(outcome),
-        costUsd: priceUsage(usage, offering),
+        costUsd,
         provider: offering.provider,
         latencyMs: Math.round(outcome.latencyMs),
+        ...overrun(usage, costUsd, bounds, offerings),
       }
     }
     last = { outcome, provider: offering.provider }
@@ -91,19 +95,37 @@ function lineError(error: UpstreamError, attempts: number): LineError {
   }
 }
 
+/** The line's token bounds, as admission counted them for its ceiling (the same arithmetic). */
+function lineBounds(endpoint: 'chat' | 'embeddings', body: Record<string, unknown>, model: ModelEntry, targets: UpstreamTarget[]) {
+  if (endpoint === 'embeddings') return { input: embeddingsInputBound(body as EmbeddingsBody), output: 0 }
+  const chat = body as ChatBody
+  return { input: chatInputBound(chat, model, targets), output: chatOutputBound(chat, model, targets) }
+}
+
+/**
+ * An upstream that reported more than the line's ceiling allows: the outcome carries the
+ * ceiling, so the line is billed its real cost, the overrun is logged and settlement takes the
+ * excess from the account's free credit, not from what is held for other lines. Tokens within
+ * both bounds cannot cost more than the ceiling (priced at the dearest offering), so the decimal
+ * arithmetic runs only when a bound is passed.
+ */
+function overrun(usage: Usage, costUsd: string, bounds: { input: number; output: number }, offerings: readonly Offering[]): { ceilingUsd?: string } {
+  if (usage.input_tokens <= bounds.input && usage.output_tokens <= bounds.output) return {}
+  const ceiling = priceOf(bounds, highestPrices(offerings))
+  return ceiling.lessThan(costUsd) ? { ceilingUsd: ceiling.toFixed() } : {}
+}
+
 /**
  * An upstream that answers without usage is billed on a bound instead: the prompt's pessimistic
  * token count and one token per byte of what came back. Never more than the ceiling held.
  */
-function estimateUsage(endpoint: 'chat' | 'embeddings', body: Record<string, unknown>, response: Record<string, unknown>): Usage {
-  if (endpoint === 'embeddings') return { input_tokens: embeddingsInputBound(body as EmbeddingsBody), output_tokens: 0 }
+function estimateUsage(endpoint: 'chat' | 'embeddings', body: Record<string, unknown>, response: Record<string, unknown>, bounds: { input: number; output: number }): Usage {
+  if (endpoint === 'embeddings') return { input_tokens: bounds.input, output_tokens: 0 }
   const choices = (response.choices as { message?: { content?: unknown } }[] | undefined) ?? []
   let output = 0
   for (const choice of choices) {
     const content = choice.message?.content
     if (typeof content === 'string') output += Buffer.byteLength(content, 'utf8')
   }
-  const chat = body as ChatBody
-  const cap = (chat.max_completion_tokens ?? chat.max_tokens ?? Number.MAX_SAFE_INTEGER) * (chat.n ?? 1)
-  return { input_tokens: chatInputBound(chat), output_tokens: Math.min(output, cap) }
+  return { input_tokens: bounds.input, output_tokens: Math.min(output, bounds.output) }
 }

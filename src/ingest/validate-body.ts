@@ -5,7 +5,7 @@
  */
 import type { ModelEntry, Offering } from '../../providers/catalog.ts'
 import type { Endpoint } from '../../providers/types.ts'
-import type { Catalog } from '../catalog/catalog.ts'
+import { upstreamTargets, type Catalog } from '../catalog/catalog.ts'
 import { chatInputBound, chatOutputBound, embeddingsInputBound } from '../money/ceiling.ts'
 import { chatBodySchema, embeddingsBodySchema, type ChatBody, type EmbeddingsBody } from '../schemas/requests.ts'
 import { compileSchema } from '../schemas/compile.ts'
@@ -139,7 +139,8 @@ export function validateBody(
   }
   if (endpoint === 'chat') {
     const chat = body as ChatBody
-    return { ok: true, value: { model, offerings, body, inputTokens: chatInputBound(chat), outputTokens: chatOutputBound(chat, model) } }
+    const targets = upstreamTargets(catalog, offerings)
+    return { ok: true, value: { model, offerings, body, inputTokens: chatInputBound(chat, model, targets), outputTokens: chatOutputBound(chat, model, targets) } }
   }
   return { ok: true, value: { model, offerings, body, inputTokens: embeddingsInputBound(body as EmbeddingsBody), outputTokens: 0 } }
 }

@@ -1,45 +1,155 @@
 /**
- * The pessimistic cost ceiling (SPEC §5). Input tokens are bounded by UTF-8 bytes: every
- * byte-level BPE token covers at least one byte, so a text of B bytes is at most B tokens; each
- * message adds at most 4 tokens of role and separators, and a reply is primed with 3 more
- * (OpenAI's published chat overhead). Output is max_tokens (or the model's limit) × n. The price
- * is the highest among the offerings the request may be routed to.
+ * The pessimistic cost ceiling (SPEC §5): a bound the upstream's bill can never pass.
+ *
+ * Input: every byte of the body that goes upstream is counted, measured on the very body each
+ * offering's adapter builds (providers/prepare-for-offering.ts, then the OpenAI body or the
+ * Anthropic translation), so a field the gateway does not know (legacy `functions`,
+ * `function_call`, `prediction`, anything new) counts like any other. Every byte-level BPE
+ * token covers at least one byte and a prompt's text is in its JSON at least as long as it is
+ * raw, so B bytes are at most B tokens. On top: what the upstream adds that is not in the body —
+ * at most 4 tokens of role and separators per message and 3 priming the reply (OpenAI's
+ * published chat overhead), a tool-use system prompt when tools are defined (Anthropic
+ * documents 313–346 tokens; OpenAI wraps definitions in a namespace), and each image at its
+ * model's catalog bound instead of its URL's bytes.
+ *
+ * Output: the limit the adapter sends (providers/output-limit.ts: one rule for both token
+ * parameters), or what the upstream may use when none is sent, × n, plus a predicted output's
+ * bytes, which OpenAI bills as completion tokens when it rejects them.
+ *
+ * The price is the highest among the offerings the request may be routed to.
  */
-import type { ModelEntry, Offering } from '../../providers/catalog.ts'
+import { prepareAnthropicBody } from '../../providers/anthropic/prepare-anthropic-body.ts'
+import { defaultAnthropicMaxTokens } from '../../providers/anthropic/convert-to-anthropic-messages.ts'
+import { imageInputTokens, type ModelEntry, type Offering } from '../../providers/catalog.ts'
+import { prepareOpenAIBody, prepareOpenAIStreamBody } from '../../providers/openai/prepare-openai-body.ts'
+import { requestedOutputTokens } from '../../providers/output-limit.ts'
+import { prepareForOffering } from '../../providers/prepare-for-offering.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import type Decimal from 'decimal.js'
 import { Money } from './decimal.ts'
 
 const PER_MESSAGE = 4
 const REPLY_PRIMING = 3
-/** An image part's bound: OpenAI bills a high-detail 2048×4096 image at 1,105 tokens; Anthropic at most ~1,600. */
-const PER_IMAGE = 2_000
+/** Anthropic's tool-use system prompt is 313–346 tokens (Claude 4 models); OpenAI's wrapper less. */
+export const TOOLS_PROMPT = 1_000
 const MILLION = new Money(1_000_000)
 
 const bytes = (text: string) => Buffer.byteLength(text, 'utf8')
 
-export function chatInputBound(body: ChatBody): number {
-  let tokens = REPLY_PRIMING
-  for (const message of body.messages) {
-    tokens += PER_MESSAGE
-    const content = (message as { content?: unknown }).content
-    if (typeof content === 'string') tokens += bytes(content)
-    else if (Array.isArray(content)) {
-      for (const part of content) tokens += part.type === 'text' ? bytes(part.text) : PER_IMAGE
+/** Where a request may be sent: the offering and its provider's kind (which adapter builds the body). */
+export interface UpstreamTarget {
+  kind: 'openai' | 'anthropic'
+  offering: Pick<Offering, 'upstream_model' | 'max_tokens_param'>
+}
+
+/** What a data URL keeps of itself without its payload: the media type, which Anthropic is sent. */
+const DATA_URL_HEAD = /^data:[^;,]+;base64,/
+
+/**
+ * The body with every image part's URL emptied (a data URL keeps its `data:<type>;base64,`
+ * head, so the translation keeps its shape), and how many image parts it has. Copies only the
+ * messages that hold an image.
+ */
+export function withoutImagePayloads(body: Record<string, unknown>): {
+  body: Record<string, unknown>
+  images: number
+} {
+  const messages = body.messages
+  if (!Array.isArray(messages)) return { body, images: 0 }
+  let images = 0
+  let copied: unknown[] | null = null
+  messages.forEach((message, m) => {
+    const content = (message as { content?: unknown } | null)?.content
+    if (!Array.isArray(content)) return
+    let parts: unknown[] | null = null
+    content.forEach((part, p) => {
+      if ((part as { type?: unknown } | null)?.type !== 'image_url') return
+      images++
+      const image = (part as { image_url?: { url?: unknown } }).image_url
+      const url =
+        typeof image?.url === 'string' ? (DATA_URL_HEAD.exec(image.url)?.[0] ?? '') : image?.url
+      parts ??= [...content]
+      parts[p] = { ...(part as object), image_url: { ...image, url } }
+    })
+    if (parts) {
+      copied ??= [...messages]
+      copied[m] = { ...(message as object), content: parts }
     }
-    const name = (message as { name?: unknown }).name
-    if (typeof name === 'string') tokens += bytes(name)
-    const toolCalls = (message as { tool_calls?: unknown }).tool_calls
-    if (toolCalls) tokens += bytes(JSON.stringify(toolCalls))
+  })
+  return { body: copied ? { ...body, messages: copied } : body, images }
+}
+
+/** The body a target's adapter sends, serialized as it sends it; null when it sends nothing. */
+export function upstreamBodyText(
+  body: Record<string, unknown>,
+  target: UpstreamTarget,
+): string | null {
+  const stream = body.stream === true
+  const prepared = prepareForOffering(body, target.offering)
+  if (target.kind === 'openai') {
+    // Adapters are made without a max_tokens preference of their own (src/upstream/upstreams.ts).
+    const sent = stream
+      ? prepareOpenAIStreamBody(prepared, undefined)
+      : prepareOpenAIBody(prepared, undefined)
+    return JSON.stringify(sent)
   }
-  // Tool definitions and schemas are sent to the model as text too.
-  if (body.tools) tokens += bytes(JSON.stringify(body.tools))
-  if (body.response_format) tokens += bytes(JSON.stringify(body.response_format))
+  const converted = prepareAnthropicBody('chat', prepared, stream)
+  return converted.ok ? JSON.stringify(converted.body) : null
+}
+
+/** Targets sharing an adapter kind, model id and limit name build the same body: measure it once. */
+function distinctTargets(targets: readonly UpstreamTarget[]): UpstreamTarget[] {
+  const seen = new Set<string>()
+  return targets.filter((target) => {
+    const { upstream_model: model, max_tokens_param: limitName = '' } = target.offering
+    const key = `${target.kind}\u0000${model}\u0000${limitName}`
+    if (seen.has(key)) return false
+    seen.add(key)
+    return true
+  })
+}
+
+/** `targets`: every offering the request may be sent to (an empty list measures the body as it is). */
+export function chatInputBound(
+  body: ChatBody,
+  model: Pick<ModelEntry, 'image_input_tokens'>,
+  targets: readonly UpstreamTarget[],
+): number {
+  const { body: text, images } = withoutImagePayloads(body)
+  let largest = targets.length === 0 ? bytes(JSON.stringify(text)) : 0
+  for (const target of distinctTargets(targets)) {
+    const sent = upstreamBodyText(text, target)
+    if (sent !== null) largest = Math.max(largest, bytes(sent))
+  }
+  let tokens = largest + REPLY_PRIMING + PER_MESSAGE * body.messages.length
+  tokens += images * imageInputTokens(model)
+  const functions = (body as { functions?: unknown }).functions
+  const nonEmpty = (list: unknown) => Array.isArray(list) && list.length > 0
+  if (nonEmpty(body.tools) || nonEmpty(functions)) tokens += TOOLS_PROMPT
   return tokens
 }
 
-export function chatOutputBound(body: ChatBody, model: ModelEntry): number {
-  const perChoice = body.max_completion_tokens ?? body.max_tokens ?? model.max_output_tokens
+/** The most output tokens a target's upstream may produce per choice. */
+function outputLimitFor(
+  body: Record<string, unknown>,
+  model: Pick<ModelEntry, 'max_output_tokens'>,
+  target: UpstreamTarget,
+): number {
+  const requested = requestedOutputTokens(body)
+  if (requested !== undefined) return requested
+  // Anthropic requires a limit and is sent its default; an OpenAI upstream may use the model's own.
+  return target.kind === 'anthropic' ? defaultAnthropicMaxTokens : model.max_output_tokens
+}
+
+export function chatOutputBound(
+  body: ChatBody,
+  model: Pick<ModelEntry, 'max_output_tokens'>,
+  targets: readonly UpstreamTarget[],
+): number {
+  let perChoice = targets.length === 0 ? (requestedOutputTokens(body) ?? model.max_output_tokens) : 0
+  for (const target of targets) perChoice = Math.max(perChoice, outputLimitFor(body, model, target))
+  const prediction = (body as { prediction?: unknown }).prediction
+  if (prediction !== undefined && prediction !== null) perChoice += bytes(JSON.stringify(prediction))
   return perChoice * (body.n ?? 1)
 }
 

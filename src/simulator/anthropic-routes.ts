@@ -15,7 +15,7 @@ function invalid(message: string): Response {
   return errorResponse('anthropic', 400, 'invalid_request_error', message)
 }
 
-export function prepareMessages(body: Record<string, unknown>, id: string): Prepared | Response {
+export function prepareMessages(body: Record<string, unknown>, id: string, usageFactor = 1): Prepared | Response {
   const { model, messages, max_tokens: maxTokens } = body
   if (typeof model !== 'string') return invalid('model: Field required')
   if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1) {
@@ -35,7 +35,8 @@ export function prepareMessages(body: Record<string, unknown>, id: string): Prep
   const texts = anthropicMessageTexts(body.system, messages)
   const key = promptKey(texts)
   const reply = makeReply({ messages: texts, key, model, choice: 0, maxTokens, stop })
-  const inputTokens = countPromptTokens(texts)
+  const inputTokens = Math.ceil(countPromptTokens(texts) * usageFactor)
+  const outputTokens = Math.ceil(reply.words * usageFactor)
   const stopReason = stopReasons[reply.end]
 
   return {
@@ -43,7 +44,7 @@ export function prepareMessages(body: Record<string, unknown>, id: string): Prep
     build(noUsage) {
       const usage = noUsage
         ? {}
-        : { usage: { input_tokens: inputTokens, output_tokens: reply.words } }
+        : { usage: { input_tokens: inputTokens, output_tokens: outputTokens } }
       if (body.stream !== true) {
         const message = {
           id,
@@ -97,7 +98,7 @@ export function prepareMessages(body: Record<string, unknown>, id: string): Prep
         {
           type: 'message_delta',
           delta: { stop_reason: stopReason, stop_sequence: reply.stopSequence },
-          ...(noUsage ? {} : { usage: { output_tokens: reply.words } }),
+          ...(noUsage ? {} : { usage: { output_tokens: outputTokens } }),
         },
       ])
       events.push(['message_stop', { type: 'message_stop' }])

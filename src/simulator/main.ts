@@ -24,6 +24,7 @@ const numberFlags = {
   'trickle-ms': 'trickleMs',
   seed: 'seed',
   'embedding-dims': 'embeddingDims',
+  'usage-factor': 'usageFactor',
 } as const satisfies Record<string, keyof SimulatorOptions>
 
 const usage = [
@@ -31,7 +32,8 @@ const usage = [
   '  [--require-api-key KEY] [--latency-ms N] [--jitter-ms N] [--max-concurrency N] [--max-rps N]',
   '  [--error-rate F] [--rate-429 F] [--timeout-rate F] [--reset-rate F] [--malformed-rate F]',
   '  [--no-usage-rate F] [--trickle-rate F] [--trickle-ms N] [--seed N] [--embedding-dims N]',
-  'F is a fraction of inference requests, 0 to 1.',
+  '  [--usage-factor X]',
+  'F is a fraction of inference requests, 0 to 1; X multiplies the usage reported (default 1).',
 ].join('\n')
 
 function fail(message: string): never {

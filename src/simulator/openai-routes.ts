@@ -28,7 +28,7 @@ function stopList(stop: unknown): string[] {
   return Array.isArray(stop) ? stop.filter((s): s is string => typeof s === 'string') : []
 }
 
-export function prepareChat(body: Record<string, unknown>, id: string): Prepared | Response {
+export function prepareChat(body: Record<string, unknown>, id: string, usageFactor = 1): Prepared | Response {
   const { model, messages } = body
   if (typeof model !== 'string') return invalid('you must provide a model parameter')
   if (!Array.isArray(messages) || messages.length === 0) {
@@ -44,9 +44,10 @@ export function prepareChat(body: Record<string, unknown>, id: string): Prepared
   for (let choice = 0; choice < n; choice++) {
     replies.push(makeReply({ messages: texts, key, model, choice, maxTokens, stop }))
   }
-  const promptTokens = countPromptTokens(texts)
+  const promptTokens = Math.ceil(countPromptTokens(texts) * usageFactor)
   let completionTokens = 0
   for (const reply of replies) completionTokens += reply.words
+  completionTokens = Math.ceil(completionTokens * usageFactor)
   const usage = {
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,

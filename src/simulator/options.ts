@@ -45,6 +45,13 @@ export interface SimulatorOptions {
   embeddingDims?: number
   /** Listed by GET /v1/models. */
   models?: string[]
+  /**
+   * Reported usage is the honest count × this (rounded up), to play an upstream that bills more
+   * than the request allows for. Default 1.
+   */
+  usageFactor?: number
+  /** Keeps the bodies of the latest this-many inference requests, for received(). Default 0. */
+  keepBodies?: number
 }
 
 export type ResolvedSimulatorOptions = Required<SimulatorOptions>
@@ -69,6 +76,8 @@ export const defaultSimulatorOptions: ResolvedSimulatorOptions = {
   seed: 1,
   embeddingDims: 8,
   models: ['sim-chat', 'sim-embed'],
+  usageFactor: 1,
+  keepBodies: 0,
 }
 
 /** Merges `partial` over `base`, ignoring keys whose value is undefined. */

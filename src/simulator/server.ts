@@ -38,6 +38,15 @@ export interface Simulator {
   configure(options: SimulatorOptions): void
   stats(): SimStats
   resetStats(): void
+  /** The latest inference requests as received (path and body text), oldest first; see keepBodies. */
+  received(): ReceivedRequest[]
+}
+
+/** One inference request as it arrived. */
+export interface ReceivedRequest {
+  path: string
+  /** The body exactly as sent, UTF-8 decoded. */
+  text: string
 }
 
 const inferencePaths = new Set(['/v1/chat/completions', '/v1/embeddings', '/v1/messages'])
@@ -86,6 +95,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   let faultRandom = createRandom(current.seed)
   let jitterRandom = createRandom(current.seed ^ 0x9e3779b9)
   const stats = new StatsRecorder()
+  const received: ReceivedRequest[] = []
   const hanging = new Set<() => void>()
   let inferenceInFlight = 0
   let nextId = 0
@@ -132,9 +142,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   }
 
   function prepare(path: string, body: Record<string, unknown>, id: number): Prepared | Response {
-    if (path === '/v1/chat/completions') return prepareChat(body, `chatcmpl-sim${id}`)
+    if (path === '/v1/chat/completions') return prepareChat(body, `chatcmpl-sim${id}`, current.usageFactor)
     if (path === '/v1/embeddings') return prepareEmbeddings(body, current.embeddingDims)
-    return prepareMessages(body, `msg_sim${id}`)
+    return prepareMessages(body, `msg_sim${id}`, current.usageFactor)
   }
 
   async function infer(request: Request, path: string): Promise<Response> {
@@ -154,7 +164,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     }
     let body: unknown
     try {
-      body = await request.json()
+      const text = await request.text()
+      if (o.keepBodies > 0) {
+        received.push({ path, text })
+        if (received.length > o.keepBodies) received.splice(0, received.length - o.keepBodies)
+      }
+      body = JSON.parse(text)
     } catch {
       return errorResponse(dialect, 400, 'invalid_request_error', 'the body is not valid JSON')
     }
@@ -301,6 +316,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     },
     stats: () => stats.snapshot(),
     resetStats: () => stats.reset(),
+    received: () => [...received],
   }
   return simulator
 }

@@ -154,6 +154,12 @@ export type LineOutcome =
       costUsd: string
       provider: string
       latencyMs: number
+      /**
+       * Present only when `costUsd` passed the line's ceiling (the upstream reported more than
+       * the ceiling allows): the line is billed its cost, but no more than the ceiling of it comes
+       * out of the batch's hold; the excess is the account's free credit's (SPEC §5).
+       */
+      ceilingUsd?: string
     }
   | {
       batchId: string

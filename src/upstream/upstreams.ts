@@ -5,6 +5,7 @@
  */
 import type { Offering } from '../../providers/catalog.ts'
 import { createProvider } from '../../providers/index.ts'
+import { prepareForOffering } from '../../providers/prepare-for-offering.ts'
 import type { Endpoint, Outcome, ProviderAdapter, StreamOutcome } from '../../providers/types.ts'
 import type { Config } from '../config.ts'
 import { createProviderGate, type ProviderGate } from '../dispatch/provider-gate.ts'
@@ -58,15 +59,7 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
     gates.set(name, makeGate(name, provider.max_concurrency))
   }
 
-  const prepare = (body: Record<string, unknown>, offering: Offering) => {
-    const { provider: _routing, ...rest } = body
-    const prepared: Record<string, unknown> = { ...rest, model: offering.upstream_model }
-    if (offering.max_tokens_param === 'max_completion_tokens' && prepared.max_tokens !== undefined) {
-      prepared.max_completion_tokens ??= prepared.max_tokens
-      delete prepared.max_tokens
-    }
-    return prepared
-  }
+  const prepare = prepareForOffering
 
   const pauseOn429 = (gate: ProviderGate, outcome: Outcome | StreamOutcome) => {
     if (!outcome.ok && outcome.error.kind === 'rate_limited') {

@@ -27,7 +27,7 @@ test('accounts create, keys create, credit, show, revoke', async () => {
     const submitted = await gw.request('/v1/batches', key.json.key, { method: 'POST', body: jsonl([chatLine('a')]) })
     expect(submitted.status).toBe(201)
     expect((await mg(env, 'accounts', 'credit', account.json.id, '5.5')).json).toMatchObject({ balance_usd: '105.500000' })
-    expect((await mg(env, 'accounts', 'show', account.json.id)).json).toMatchObject({ open_batches: 1, held_usd: '0.000054' })
+    expect((await mg(env, 'accounts', 'show', account.json.id)).json).toMatchObject({ open_batches: 1, held_usd: '0.000093' })
     expect((await mg(env, 'keys', 'revoke', key.json.id)).json.revoked_at).toBeNumber()
     expect((await gw.request('/v1/batches', key.json.key)).status).toBe(401)
     const bad = await mg(env, 'keys', 'create', account.json.id, '--scopes', 'root')

@@ -168,9 +168,10 @@ describe('routing, pools and faults', () => {
         chatLine('fb-2', 'hi', { provider: { only: ['sim'] } }, 'sim/multi'),
       ]
       const created = (await (await gw.request('/v1/batches', key, { method: 'POST', body: jsonl(lines) })).json()) as Batch
-      // "hi": 2 bytes + 4 + 3 = 9 input tokens. Priced at the dearest offering each line may reach:
+      // Input: the larger body sent (line 1: 84 bytes as Anthropic's, 81 as sim's; line 2: 81 as
+      // sim's) + 4 per message + 3 priming. Priced at the dearest offering each line may reach:
       // line 1 may reach sim-anthropic (3/15), line 2 only sim (0.5/1.5).
-      expect(created.cost_ceiling_usd).toBe(new Decimal(9 * 3 + 32 * 15).plus(9 * 0.5 + 32 * 1.5).div(1e6).toFixed(6, Decimal.ROUND_UP))
+      expect(created.cost_ceiling_usd).toBe(new Decimal(91 * 3 + 32 * 15).plus(88 * 0.5 + 32 * 1.5).div(1e6).toFixed(6, Decimal.ROUND_UP))
       expect((await finished(gw, key, created.id)).status).toBe('completed')
       const rows = await results(gw, key, created.id)
       expect(rows.map((r) => [r.custom_id, r.status, r.provider])).toEqual([

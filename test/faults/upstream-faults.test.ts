@@ -295,8 +295,9 @@ describe('upstream faults', () => {
         const row = rows[i]
         expect(row.status).toBe('succeeded')
         expect(row.response!.body.usage).toBeUndefined()
-        // Prompt: its UTF-8 bytes + 4 per message + 3; reply: one token per byte, capped at max_tokens.
-        const input = Buffer.byteLength(line.body.messages[0].content) + 7
+        // Prompt: the UTF-8 bytes of the body sent + 4 per message + 3; reply: one token per byte,
+        // capped at max_tokens.
+        const input = Buffer.byteLength(JSON.stringify({ ...line.body, model: 'sim-chat' })) + 7
         const output = Math.min(
           Buffer.byteLength(row.response!.body.choices[0].message.content),
           32,

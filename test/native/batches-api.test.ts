@@ -31,8 +31,9 @@ for (const storeKind of STORES) {
 
     test('a valid file is admitted: 201, the batch object, the ceiling held', async () => {
       const { key, accountId } = await gw.newAccount('1')
-      // "hello" is 5 bytes + 4 per message + 3 priming = 12 input tokens; 32 output tokens.
-      // (12 × 0.50 + 32 × 1.50) / 1e6 = 0.000054 per line.
+      // The body sent upstream, {"model":"sim-chat","messages":[{"role":"user","content":"hello"}],"max_tokens":32},
+      // is 83 bytes, + 4 per message + 3 priming = 90 input tokens; 32 output tokens.
+      // (90 × 0.50 + 32 × 1.50) / 1e6 = 0.000093 per line.
       const response = await submit(key, [chatLine('a'), chatLine('b')], '?name=nightly&completion_window_hours=48')
       expect(response.status).toBe(201)
       const batch = (await response.json()) as Batch
@@ -43,14 +44,14 @@ for (const storeKind of STORES) {
         status: 'in_progress',
         completion_window_hours: 48,
         line_count: 2,
-        cost_ceiling_usd: '0.000108',
+        cost_ceiling_usd: '0.000186',
         cost_usd: '0.000000',
         results_url: `/v1/batches/${batch.id}/results`,
       })
       expect(batch.request_counts).toEqual({ total: 2, pending: 2, running: 0, succeeded: 0, failed: 0, cancelled: 0, expired: 0 })
       expect(batch.deadline_at - batch.created_at).toBe(48 * 3600)
       expect(batch.id).toMatch(/^batch_/)
-      expect(await account(accountId)).toMatchObject({ balance_usd: '1.000000', held_usd: '0.000108', available_usd: '0.999892', open_batches: 1 })
+      expect(await account(accountId)).toMatchObject({ balance_usd: '1.000000', held_usd: '0.000186', available_usd: '0.999814', open_batches: 1 })
     })
 
     test('the name can come from X-Multigrid-Batch-Name; the window defaults to 24 h', async () => {
@@ -66,19 +67,19 @@ for (const storeKind of STORES) {
       const noMax = { custom_id: 'x', method: 'POST', url: '/v1/chat/completions', body: { model: 'sim/chat', messages: [{ role: 'user', content: 'hello' }] } }
       const quote = async (line: unknown) =>
         ((await (await submit(key, [line], '?dry_run=true')).json()) as { cost_ceiling_usd: string }).cost_ceiling_usd
-      // (12 × 0.5 + 4096 × 1.5) / 1e6 = 0.006150
-      expect(await quote(noMax)).toBe('0.006150')
-      // n = 3: (12 × 0.5 + 96 × 1.5) / 1e6 = 0.000150
-      expect(await quote(chatLine('n', 'hello', { n: 3 }))).toBe('0.000150')
+      // 67 bytes sent + 7: (74 × 0.5 + 4096 × 1.5) / 1e6 = 0.006181
+      expect(await quote(noMax)).toBe('0.006181')
+      // n = 3: 89 bytes sent + 7: (96 × 0.5 + 96 × 1.5) / 1e6 = 0.000192
+      expect(await quote(chatLine('n', 'hello', { n: 3 }))).toBe('0.000192')
     })
 
     test('dry_run quotes without storing, also when the credit would not cover it', async () => {
       const { key, accountId } = await gw.newAccount('0.0001')
       const response = await submit(key, [chatLine('a'), chatLine('b'), chatLine('c')], '?dry_run=true')
       expect(response.status).toBe(200)
-      expect(await response.json()).toMatchObject({ line_count: 3, cost_ceiling_usd: '0.000162', credit_sufficient: false })
+      expect(await response.json()).toMatchObject({ line_count: 3, cost_ceiling_usd: '0.000279', credit_sufficient: false })
       const ok = await submit(key, [chatLine('a')], '?dry_run=true')
-      expect(await ok.json()).toMatchObject({ line_count: 1, cost_ceiling_usd: '0.000054', credit_sufficient: true })
+      expect(await ok.json()).toMatchObject({ line_count: 1, cost_ceiling_usd: '0.000093', credit_sufficient: true })
       const list = (await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }
       expect(list.data).toHaveLength(0)
       expect(await account(accountId)).toMatchObject({ held_usd: '0.000000', open_batches: 0 })
@@ -89,7 +90,7 @@ for (const storeKind of STORES) {
       const response = await submit(key, [chatLine('a'), chatLine('b')])
       expect(response.status).toBe(402)
       const body = (await response.json()) as { error: Record<string, unknown> }
-      expect(body.error).toMatchObject({ code: 'insufficient_quota', cost_ceiling_usd: '0.000108', available_usd: '0.000100' })
+      expect(body.error).toMatchObject({ code: 'insufficient_quota', cost_ceiling_usd: '0.000186', available_usd: '0.000100' })
       expect(((await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }).data).toHaveLength(0)
       expect(await account(accountId)).toMatchObject({ held_usd: '0.000000', balance_usd: '0.000100' })
     })
@@ -101,7 +102,7 @@ for (const storeKind of STORES) {
       expect(again.status).toBe(200)
       expect(((await again.json()) as Batch).id).toBe(first.id)
       expect(((await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }).data).toHaveLength(1)
-      expect(await account(accountId)).toMatchObject({ held_usd: '0.000054' })
+      expect(await account(accountId)).toMatchObject({ held_usd: '0.000093' })
     })
 
     test('open-batch limit: 429 limit_exceeded with error.limit', async () => {

@@ -78,10 +78,13 @@ describe('openai body and usage mapping', () => {
     })
     expect(renameMaxTokens({ max_completion_tokens: 5 }, 'max_tokens')).toEqual({ max_tokens: 5 })
     expect(renameMaxTokens({ max_tokens: 5 }, undefined)).toEqual({ max_tokens: 5 })
-    // Both given: the wanted one stays, the other goes.
+    // Both given: one limit goes out, max_completion_tokens's value (what the ceiling priced),
+    // under the name the upstream wants, or under max_completion_tokens without a preference.
     expect(
       renameMaxTokens({ max_tokens: 5, max_completion_tokens: 7 }, 'max_completion_tokens'),
     ).toEqual({ max_completion_tokens: 7 })
+    expect(renameMaxTokens({ max_tokens: 5, max_completion_tokens: 7 }, 'max_tokens')).toEqual({ max_tokens: 7 })
+    expect(renameMaxTokens({ max_tokens: 64000, max_completion_tokens: 1 }, undefined)).toEqual({ max_completion_tokens: 1 })
   })
 
   test('streaming bodies keep the caller stream_options and add include_usage', () => {

@@ -1002,6 +1002,45 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         })
       })
 
+      it('a line over its ceiling is billed in full, but takes no more than its ceiling from the hold', async () => {
+        await account('acct_1', '1')
+        await admit('acct_1', 'batch_01', 3, { costCeilingUsd: '0.3' })
+        await claim('batch_01', 'owner-a', 1)
+        // Ceiling 0.1, upstream billed 0.25: the batch keeps 0.2 held for its other two lines and
+        // the 0.15 excess comes out of free credit (0.7 of it).
+        const over: LineOutcome = { ...succeeded('batch_01', 1, '0.25'), ceilingUsd: '0.1' } as LineOutcome
+        expect(await store.recordOutcomes('owner-a', [over], MS + 100)).toBe(1)
+        expect((await allLines('batch_01'))[0]).toMatchObject({ status: 'succeeded', costUsd: '0.25' })
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({ costUsd: '0.25', heldUsd: '0.2' })
+        expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '0.75', heldUsd: '0.2' })
+        // Still covered: the next line is dispatched.
+        expect((await claim('batch_01', 'owner-a', 1, MS + 200)).map((l) => l.lineNo)).toEqual([2])
+      })
+
+      it('an account whose balance no longer covers its holds is not dispatched until a deposit covers them', async () => {
+        await account('acct_1', '1')
+        await admit('acct_1', 'batch_01', 3, { costCeilingUsd: '0.3' })
+        await admit('acct_1', 'batch_02', 2, { costCeilingUsd: '0.2' })
+        await claim('batch_01', 'owner-a', 1)
+        // Ceiling 0.1, billed 0.9: 0.1 from batch_01's hold, 0.5 free, 0.3 from what batch_01's
+        // other lines and batch_02 hold. Balance 0.1 against 0.4 held.
+        const over: LineOutcome = { ...succeeded('batch_01', 1, '0.9'), ceilingUsd: '0.1' } as LineOutcome
+        expect(await store.recordOutcomes('owner-a', [over], MS + 100)).toBe(1)
+        expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '0.1', heldUsd: '0.4' })
+        expect((await allLines('batch_01'))[0]).toMatchObject({ costUsd: '0.9' })
+        expect(await claim('batch_01', 'owner-a', 5, MS + 200)).toEqual([])
+        expect(await claim('batch_02', 'owner-a', 5, MS + 200)).toEqual([])
+        expect((await store.runnableBatches(MS + 200, 10)).map((b) => b.id)).toEqual([])
+        // Its batches do not take the places of another account's in the list.
+        await account('acct_2', '1')
+        await admit('acct_2', 'batch_03', 1, { costCeilingUsd: '0.1' })
+        expect((await store.runnableBatches(MS + 200, 1)).map((b) => b.id)).toEqual(['batch_03'])
+        // A deposit that covers the holds again resumes dispatch.
+        await store.addCredit('acct_1', '0.3')
+        expect((await store.runnableBatches(MS + 300, 10)).map((b) => b.id).sort()).toEqual(['batch_01', 'batch_02', 'batch_03'])
+        expect((await claim('batch_02', 'owner-a', 5, MS + 300)).map((l) => l.lineNo)).toEqual([1, 2])
+      })
+
       it('releases an owner’s leases untouched on shutdown', async () => {
         await account('acct_1')
         await admit('acct_1', 'batch_01', 3)

@@ -22,10 +22,14 @@ export class PostgresDispatch implements DispatchStore {
   constructor(private readonly sql: postgres.Sql) {}
 
   async runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]> {
+    // An account whose balance no longer covers its holds (a line cost more than its ceiling)
+    // is not dispatched until a deposit covers them again; the claim checks it again below.
     const rows = await this.sql`
-      SELECT id, account_id, deadline_at, endpoint, pending FROM batches
-      WHERE status = 'in_progress' AND pending > 0 AND deadline_at > ${earlier(nowMs / 1000)}
-      ORDER BY deadline_at, id LIMIT ${limit}`
+      SELECT b.id, b.account_id, b.deadline_at, b.endpoint, b.pending
+      FROM batches b JOIN accounts a ON a.id = b.account_id
+      WHERE b.status = 'in_progress' AND b.pending > 0 AND b.deadline_at > ${earlier(nowMs / 1000)}
+        AND a.balance_usd >= a.held_usd
+      ORDER BY b.deadline_at, b.id LIMIT ${limit}`
     return rows.map(rowToRunnable)
   }
 
@@ -46,8 +50,10 @@ export class PostgresDispatch implements DispatchStore {
     // be re-run by the planner for each outer row and then lock and return more than `limit`.
     const rows = await this.sql`
       WITH batch AS (
-        SELECT account_id, deadline_at FROM batches
-        WHERE id = ${batchId} AND status = 'in_progress' FOR UPDATE),
+        SELECT account_id, deadline_at FROM batches b
+        WHERE id = ${batchId} AND status = 'in_progress'
+          AND EXISTS (SELECT 1 FROM accounts a WHERE a.id = b.account_id AND a.balance_usd >= a.held_usd)
+        FOR UPDATE OF b),
       picked AS (
         SELECT line_no FROM lines
         WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${now}

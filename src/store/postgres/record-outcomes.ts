@@ -4,12 +4,15 @@
  * rule); the others were reaped and belong to another instance now.
  *
  * Billing is the embedded store's, outcome by outcome in the order given: each line is charged
- * its cost but never more than the account's balance, taken from its batch's hold first. With
- * costs ≥ 0 that sequential rule has a closed form, computed with window functions in exact
- * `numeric`:
+ * its cost but never more than the account's balance, taken from its batch's hold first — but
+ * no more than its ceiling from the hold, when it overran that (`ceilingUsd`): the rest of the
+ * hold stays for the batch's other lines. With costs ≥ 0 that sequential rule has a closed form,
+ * computed with window functions in exact `numeric`:
  *   charged_i  = LEAST(cost_i, GREATEST(0, balance − Σ cost_j, earlier lines of the account))
- *   released_i = LEAST(charged_i, GREATEST(0, hold − Σ charged_j, earlier lines of the batch))
- * (once the balance reaches zero it stays there, so the running balance is that GREATEST).
+ *   holdable_i = LEAST(charged_i, ceiling_i)   (charged_i when the line did not overrun)
+ *   released_i = LEAST(holdable_i, GREATEST(0, hold − Σ holdable_j, earlier lines of the batch))
+ * (once the balance reaches zero it stays there, so the running balance is that GREATEST; the
+ * hold is drawn down by the holdable amounts until it is empty, so its running value is too).
  */
 import type postgres from 'postgres'
 import { Money, moneyText } from '../../money/decimal.ts'
@@ -114,6 +117,7 @@ function settlementRows(settled: Settled[]) {
       line_no: outcome.lineNo,
       kind: outcome.kind,
       cost,
+      ceiling: outcome.kind === 'succeeded' && outcome.ceilingUsd !== undefined ? moneyText(outcome.ceilingUsd) : null,
       response_status: outcome.responseStatus,
       response: failed ? null : pgText(outcome.response),
       error_code: failed ? outcome.error.code : null,
@@ -132,10 +136,10 @@ function settleStatement(tx: postgres.TransactionSql, rows: ReturnType<typeof se
   return tx`
     WITH outcome AS (
       SELECT * FROM ROWS FROM (jsonb_to_recordset(${tx.json(rows)}) AS (
-          batch_id text, line_no int, kind text, cost numeric, response_status int,
-          response text, error_code text, error_message text, error_upstream text,
-          provider text, latency_ms int))
-        WITH ORDINALITY AS o (batch_id, line_no, kind, cost, response_status, response,
+          batch_id text, line_no int, kind text, cost numeric, ceiling numeric,
+          response_status int, response text, error_code text, error_message text,
+          error_upstream text, provider text, latency_ms int))
+        WITH ORDINALITY AS o (batch_id, line_no, kind, cost, ceiling, response_status, response,
           error_code, error_message, error_upstream, provider, latency_ms, ord)),
     priced AS (
       SELECT outcome.*, b.account_id, a.balance_usd, b.held_usd AS batch_held,
@@ -146,11 +150,13 @@ function settleStatement(tx: postgres.TransactionSql, rows: ReturnType<typeof se
         JOIN accounts a ON a.id = b.account_id),
     charged AS (
       SELECT priced.*, LEAST(cost, GREATEST(0, balance_usd - cost_before)) AS charged FROM priced),
+    holdable AS (
+      SELECT charged.*, LEAST(charged, coalesce(ceiling, charged)) AS holdable FROM charged),
     billed AS (
-      SELECT charged.*, LEAST(charged, GREATEST(0, batch_held - coalesce(sum(charged) OVER (
+      SELECT holdable.*, LEAST(holdable, GREATEST(0, batch_held - coalesce(sum(holdable) OVER (
           PARTITION BY batch_id ORDER BY ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)))
         AS released
-      FROM charged),
+      FROM holdable),
     line_update AS (
       UPDATE lines l SET status = billed.kind, lease_owner = NULL, lease_until = NULL,
         response_status = billed.response_status, response = billed.response,

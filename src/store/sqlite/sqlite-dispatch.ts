@@ -24,12 +24,18 @@ export class SqliteDispatch implements DispatchStore {
   }
 
   async runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]> {
+    // Accounts whose balance no longer covers their holds are left out in SQL too, or enough of
+    // their batches could fill the LIMIT and starve everyone else. Money is decimal TEXT here, so
+    // SQL compares it as REAL with a margin far above REAL's rounding (it never leaves out an
+    // account that is covered) and coversHolds decides exactly.
     const rows = this.q(
-      `SELECT id, account_id, deadline_at, endpoint, pending FROM batches
-       WHERE status = 'in_progress' AND pending > 0 AND deadline_at > ?
-       ORDER BY deadline_at, id LIMIT ?`,
+      `SELECT b.id, b.account_id, b.deadline_at, b.endpoint, b.pending, a.balance_usd, a.held_usd
+       FROM batches b JOIN accounts a ON a.id = b.account_id
+       WHERE b.status = 'in_progress' AND b.pending > 0 AND b.deadline_at > ?
+         AND CAST(a.balance_usd AS REAL) >= CAST(a.held_usd AS REAL) * (1 - 1e-9) - 1e-9
+       ORDER BY b.deadline_at, b.id LIMIT ?`,
     ).all(Math.floor(nowMs / 1000), limit)
-    return rows.map(rowToRunnable)
+    return rows.filter(coversHolds).map(rowToRunnable)
   }
 
   async claimLines(
@@ -41,9 +47,11 @@ export class SqliteDispatch implements DispatchStore {
   ): Promise<ClaimedLine[]> {
     return this.tx(() => {
       const batch = this.q(
-        `SELECT account_id, deadline_at FROM batches WHERE id = ? AND status = 'in_progress'`,
+        `SELECT b.account_id, b.deadline_at, a.balance_usd, a.held_usd
+         FROM batches b JOIN accounts a ON a.id = b.account_id
+         WHERE b.id = ? AND b.status = 'in_progress'`,
       ).get(batchId)
-      if (!batch) return []
+      if (!batch || !coversHolds(batch)) return []
       const rows = this.q(
         `UPDATE lines SET status = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1
          WHERE batch_id = ? AND line_no IN (
@@ -116,7 +124,7 @@ export class SqliteDispatch implements DispatchStore {
         }
         // The charge is worked out first (it is what the line records), and only kept if the
         // line was still ours.
-        const charge = ledger.charge(outcome.batchId, outcome.costUsd)
+        const charge = ledger.charge(outcome.batchId, outcome.costUsd, outcome.kind === 'succeeded' ? outcome.ceilingUsd : undefined)
         const changed =
           outcome.kind === 'succeeded'
             ? succeed.run(outcome.responseStatus, outcome.response, charge.text, outcome.provider, outcome.latencyMs, now, ...key).changes
@@ -221,6 +229,16 @@ export class SqliteDispatch implements DispatchStore {
   }
 }
 
+/**
+ * Whether an account's balance still covers what it holds. Only a line that cost more than its
+ * ceiling (or credit taken away by an operator) can make it fall short; until a deposit makes it
+ * cover them again, none of the account's lines is dispatched, so no further line runs on credit
+ * that is not there (they wait, and expire unbilled at their deadline).
+ */
+function coversHolds(row: Row): boolean {
+  return !new Money(row.balance_usd).lessThan(row.held_usd)
+}
+
 /** Moves an idle batch to its terminal status and releases what is still held. */
 export function finishBatch(db: Database, id: string, now: number): boolean {
   const row = db.query<Row, any[]>('SELECT * FROM batches WHERE id = ?').get(id)
@@ -276,13 +294,20 @@ class Ledger {
     this.batch(batchId).counts[kind]++
   }
 
-  charge(batchId: string, costUsd: string): { text: string; undo: () => void } {
+  /**
+   * `ceilingUsd`: set when the line cost more than its ceiling. Then no more than the ceiling
+   * comes out of the batch's hold, which must still cover the batch's other lines; the excess is
+   * taken from the account's free credit (and, if that is short, from credit held for other
+   * work: the claim then stops dispatching the account's lines, see claimLines).
+   */
+  charge(batchId: string, costUsd: string, ceilingUsd?: string): { text: string; undo: () => void } {
     const cost = new Money(costUsd)
     if (cost.isZero()) return { text: '0', undo: () => {} }
     const batch = this.batch(batchId)
     const account = this.account(batch.accountId)
     const charged = minMoney(cost, account.balance)
-    const released = minMoney(charged, batch.held)
+    const holdable = ceilingUsd === undefined ? charged : minMoney(charged, new Money(ceilingUsd))
+    const released = minMoney(holdable, batch.held)
     account.balance = account.balance.minus(charged)
     account.held = account.held.minus(released)
     batch.cost = batch.cost.plus(charged)
