@@ -1,7 +1,9 @@
 /**
  * Live endpoints (SPEC §8): chat completions (also streamed as server-sent events), embeddings
- * and the model list, through the same catalog, adapters, balance check and billing as batches.
- * Mounted at the root and under /openai/v1.
+ * and the model list, through the same catalog, adapters and prices as batches. Each call is held
+ * before it is sent — its ceiling reserved from the instance's credit ledger (live-credit.ts),
+ * 402 when it does not fit — and settled from usage when the answer arrives; a call that failed
+ * releases its hold. Mounted at the root and under /openai/v1.
  */
 import { Elysia } from 'elysia'
 import type { Offering } from '../../providers/catalog.ts'
@@ -11,15 +13,15 @@ import type { Catalog } from '../catalog/catalog.ts'
 import { badRequest, GatewayError } from '../errors.ts'
 import { validateBody } from '../ingest/validate-body.ts'
 import { highestPrices, priceOf } from '../money/ceiling.ts'
-import { availableUsd, usd } from '../money/decimal.ts'
+import { usd } from '../money/decimal.ts'
 import { priceUsage } from '../money/price-usage.ts'
-import type { AccountStore } from '../store/store.ts'
+import type { LiveCredit } from '../live/live-credit.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
 
 export interface LiveDeps {
   gate: Gate
-  store: AccountStore
+  credit: LiveCredit
   catalog: Catalog
   upstreams: Upstreams
   logger: Logger
@@ -29,7 +31,7 @@ export interface LiveDeps {
 const encoder = new TextEncoder()
 
 export function liveRoutes(prefix: string, deps: LiveDeps) {
-  const { gate, store, catalog, upstreams, logger } = deps
+  const { gate, credit, catalog, upstreams, logger } = deps
 
   async function readJson(request: Request, headers: Record<string, string>) {
     const caller = await gate.admit(request.headers.get('authorization'), 'inference', headers)
@@ -49,73 +51,93 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     const { offerings, inputTokens, outputTokens } = checked.value
     // The same pessimistic arithmetic as a batch's ceiling, so the two can never disagree.
     const ceiling = priceOf({ input: inputTokens, output: outputTokens }, highestPrices(offerings))
-    // The account row was read with the key a moment ago, in the same request.
-    const available = availableUsd(caller.account)
-    if (available.lessThan(ceiling)) {
+    // Held before it is sent: from this instance's lease of the account's credit (no store
+    // write unless the lease must grow), atomically against every other holder.
+    const held = await credit.reserve(caller.account.id, ceiling.toFixed())
+    if (!held.ok) {
       throw new GatewayError(402, 'insufficient_quota', 'insufficient_quota',
-        `this request may cost up to $${usd(ceiling)} and the account has $${usd(available)} available; add credit or lower max_tokens`,
-        { detail: { cost_ceiling_usd: usd(ceiling), available_usd: usd(available) } })
+        `this request may cost up to $${usd(ceiling)} and the account has $${usd(held.availableUsd)} available; add credit or lower max_tokens`,
+        { detail: { cost_ceiling_usd: usd(ceiling), available_usd: usd(held.availableUsd) } })
     }
-    return { caller, body: raw as Record<string, unknown>, offerings }
+    return { caller, body: raw as Record<string, unknown>, offerings, reservation: held.reservation }
   }
 
-  const bill = async (accountId: string, usage: { input_tokens: number; output_tokens: number } | null, offering: Offering) => {
-    if (!usage) return
-    await store.chargeAccount(accountId, priceUsage(usage, offering))
+  /** The cost of an answer from its usage; an answer without usage is logged and costs nothing, as before. */
+  const costOf = (usage: { input_tokens: number; output_tokens: number } | null, offering: Offering) => {
+    if (usage) return priceUsage(usage, offering)
+    logger.warn('live.no_usage', { provider: offering.provider, model: offering.upstream_model })
+    return '0'
   }
 
   async function call(request: Request, input: Awaited<ReturnType<typeof readJson>>, endpoint: Endpoint) {
-    const { caller, body, offerings } = await prepare(input, endpoint)
+    const { body, offerings, reservation } = await prepare(input, endpoint)
     let error: UpstreamError | null = null
-    for (const offering of offerings) {
-      const outcome = (await upstreams.send(endpoint, body, offering, request.signal))!
-      if (outcome.ok) {
-        await bill(caller.account.id, outcome.usage, offering)
-        return outcome.body
+    try {
+      for (const offering of offerings) {
+        const outcome = (await upstreams.send(endpoint, body, offering, request.signal))!
+        if (outcome.ok) {
+          credit.settle(reservation, costOf(outcome.usage, offering))
+          return outcome.body
+        }
+        error = outcome.error
+        if (!error.retryable && error.kind !== 'auth') break
       }
-      error = outcome.error
-      if (!error.retryable && error.kind !== 'auth') break
+    } finally {
+      // Failed upstream, or threw: the whole hold comes back (a settled one is left alone).
+      credit.settle(reservation, null)
     }
     throw upstreamFailure(error!)
   }
 
   async function stream(request: Request, headers: Record<string, string>, input: Awaited<ReturnType<typeof readJson>>) {
-    const { caller, body, offerings } = await prepare(input, 'chat')
+    const { body, offerings, reservation } = await prepare(input, 'chat')
+    const release = (reason: unknown) => {
+      credit.settle(reservation, null)
+      if (reason !== undefined) logger.warn('live.stream_settle_failed', { reason: String(reason) })
+    }
     let error: UpstreamError | null = null
-    for (const offering of offerings) {
-      const { outcome, done } = await upstreams.stream('chat', body, offering, request.signal)
-      if (!outcome.ok) {
-        error = outcome.error
-        if (!error.retryable && error.kind !== 'auth') break
-        continue
-      }
-      const chunks = outcome.chunks[Symbol.asyncIterator]()
-      outcome.usage
-        .then((usage) => bill(caller.account.id, usage, offering))
-        .catch((reason) => logger.warn('live.billing_failed', { reason: String(reason) }))
-        .finally(done)
-      // Each chunk is written as it arrives: no buffering between upstream and client.
-      const sse = new ReadableStream<Uint8Array>({
-        async pull(controller) {
-          try {
-            const next = await chunks.next()
-            if (next.done) {
-              controller.enqueue(encoder.encode('data: [DONE]\n\n'))
+    let streaming = false
+    try {
+      for (const offering of offerings) {
+        const { outcome, done } = await upstreams.stream('chat', body, offering, request.signal)
+        if (!outcome.ok) {
+          error = outcome.error
+          if (!error.retryable && error.kind !== 'auth') break
+          continue
+        }
+        streaming = true
+        const chunks = outcome.chunks[Symbol.asyncIterator]()
+        // Settled when the usage arrives; a stream that broke or was abandoned settles what the
+        // upstream reported by then, or releases the hold when it reported nothing.
+        outcome.usage
+          .then((usage) => credit.settle(reservation, usage ? priceUsage(usage, offering) : null))
+          .catch(release)
+          .finally(done)
+        // Each chunk is written as it arrives: no buffering between upstream and client.
+        const sse = new ReadableStream<Uint8Array>({
+          async pull(controller) {
+            try {
+              const next = await chunks.next()
+              if (next.done) {
+                controller.enqueue(encoder.encode('data: [DONE]\n\n'))
+                controller.close()
+              } else controller.enqueue(encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`))
+            } catch (reason) {
+              controller.enqueue(encoder.encode(`data: ${JSON.stringify({ error: { message: 'the upstream stream broke off', type: 'server_error', code: 'upstream_error', param: null } })}\n\n`))
               controller.close()
-            } else controller.enqueue(encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`))
-          } catch (reason) {
-            controller.enqueue(encoder.encode(`data: ${JSON.stringify({ error: { message: 'the upstream stream broke off', type: 'server_error', code: 'upstream_error', param: null } })}\n\n`))
-            controller.close()
-            logger.warn('live.stream_broken', { reason: String(reason) })
-          }
-        },
-        async cancel() {
-          await chunks.return?.()
-        },
-      })
-      return new Response(sse, {
-        headers: { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' },
-      })
+              logger.warn('live.stream_broken', { reason: String(reason) })
+            }
+          },
+          async cancel() {
+            await chunks.return?.()
+          },
+        })
+        return new Response(sse, {
+          headers: { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' },
+        })
+      }
+    } finally {
+      if (!streaming) release(undefined)
     }
     throw upstreamFailure(error!)
   }

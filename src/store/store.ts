@@ -50,10 +50,46 @@ export interface AccountStore {
   addCredit(id: string, amountUsd: string): Promise<AccountView | null>
   createKey(key: NewKey): Promise<KeyRecord | null>
   revokeKey(id: string, at: number): Promise<KeyRecord | null>
-  /** Bills a live request: never below zero. Returns what was actually charged. */
-  chargeAccount(accountId: string, costUsd: string): Promise<string>
   /** The live (not revoked) key with this hash, and its account. */
   findKey(hash: string): Promise<{ key: KeyRecord; account: AccountRecord } | null>
+}
+
+/**
+ * Credit an instance leases for an account's live calls (SPEC §8): a hold in the store, like a
+ * batch's, so available credit is balance − batch holds − unexpired leases on every instance.
+ * Amounts are decimal strings; times Unix milliseconds.
+ */
+export interface LiveCreditStore {
+  /**
+   * Atomically, against admissions and other instances: deletes the account's expired leases,
+   * then grows this instance's lease by `max(need, min(want, available / 2))` when at least
+   * `need` is available, else by nothing (half, so another instance can still serve the account).
+   * Renews the lease to `expiresAtMs` either way. `lostUsd` is what an expired lease of this
+   * instance held when it was deleted here; `availableUsd` is what is left after the grant.
+   */
+  takeLiveCredit(request: {
+    instanceId: string
+    accountId: string
+    needUsd: string
+    wantUsd: string
+    nowMs: number
+    expiresAtMs: number
+  }): Promise<{ grantedUsd: string; availableUsd: string; lostUsd: string }>
+  /** Extends this instance's unexpired leases of these accounts; returns the ids renewed. */
+  renewLiveCredit(instanceId: string, accountIds: readonly string[], nowMs: number, expiresAtMs: number): Promise<string[]>
+  /**
+   * In one transaction: debits each account by `chargeUsd` (never below zero) and shrinks this
+   * instance's lease by `chargeUsd + releaseUsd` (a lease at zero is deleted). Idempotent by
+   * `id`: a group already written is skipped and answers false.
+   */
+  writeLiveCharges(group: {
+    id: string
+    instanceId: string
+    nowMs: number
+    entries: readonly { accountId: string; chargeUsd: string; releaseUsd: string }[]
+  }): Promise<boolean>
+  /** Graceful stop: deletes every lease of this instance. */
+  dropLiveCredit(instanceId: string): Promise<void>
 }
 
 export interface NewLine {
@@ -256,7 +292,7 @@ export interface RetentionStore {
   deleteStaleUploads(cutoff: number, limit: number): Promise<string[]>
 }
 
-export interface Store extends AccountStore, BatchStore, DispatchStore, FileStore, RetentionStore {
+export interface Store extends AccountStore, BatchStore, DispatchStore, FileStore, RetentionStore, LiveCreditStore {
   readonly kind: 'sqlite' | 'postgres'
   ping(): Promise<void>
   close(): Promise<void>

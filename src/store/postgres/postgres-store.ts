@@ -16,7 +16,8 @@
  */
 import type postgres from 'postgres'
 import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
-import { Money, moneyText, ZERO } from '../../money/decimal.ts'
+import { minMoney, Money, moneyText, ZERO } from '../../money/decimal.ts'
+import { GROUP_MEMORY_MS, liveGrant } from '../live-grant.ts'
 import { rowToAccount, rowToBatch, rowToKey, rowToLine } from '../rows.ts'
 import type {
   AccountView,
@@ -83,8 +84,11 @@ const OPEN_STATUSES = [...OPEN_BATCH_STATUSES]
 const earlier = Math.floor
 
 async function accountView(db: Db, id: string): Promise<AccountView | null> {
+  // Live leases are holds too: held_usd shows them, so available_usd is what may still be spent.
   const [row] = await db`
-    SELECT a.*,
+    SELECT a.id, a.name, a.balance_usd, a.max_open_batches, a.rate_limit_per_minute, a.created_at,
+      a.held_usd + (SELECT coalesce(sum(l.amount_usd), 0) FROM credit_leases l
+                    WHERE l.account_id = a.id AND l.expires_at_ms > ${Date.now()}) AS held_usd,
       (SELECT count(*) FROM batches b
        WHERE b.account_id = a.id AND b.status = ANY(${OPEN_STATUSES}::text[])) AS open_batches
     FROM accounts a WHERE a.id = ${id}`
@@ -158,16 +162,81 @@ class PostgresStore extends DispatchDelegate implements Store {
     return row ? rowToKey(row) : null
   }
 
-  async chargeAccount(accountId: string, costUsd: string) {
-    // The sub-select locks the row and reads its latest balance; the update then subtracts
-    // what it could take, so concurrent charges from several instances never go below zero.
-    const [row] = await this.sql`
-      UPDATE accounts a SET balance_usd = a.balance_usd - c.charged
-      FROM (SELECT id, LEAST(${moneyText(costUsd)}::numeric, balance_usd) AS charged
-            FROM accounts WHERE id = ${accountId} FOR UPDATE) c
-      WHERE a.id = c.id
-      RETURNING c.charged`
-    return row ? moneyText(row.charged) : '0'
+  // ── live credit (SPEC §8; see LiveCreditStore) ──────────────────────────────────────────
+  // Every change locks the account row first (FOR UPDATE), as admission does, so a lease and a
+  // batch hold, or two instances' leases, never both take the same credit.
+
+  async takeLiveCredit(request: Parameters<Store['takeLiveCredit']>[0]) {
+    const { instanceId, accountId, nowMs, expiresAtMs } = request
+    return this.sql.begin(async (tx) => {
+      const [account] = await tx`SELECT balance_usd, held_usd FROM accounts WHERE id = ${accountId} FOR UPDATE`
+      if (!account) return { grantedUsd: '0', availableUsd: '0', lostUsd: '0' }
+      const expired = await tx`
+        DELETE FROM credit_leases WHERE account_id = ${accountId} AND expires_at_ms <= ${nowMs}
+        RETURNING instance_id, amount_usd`
+      const lost = expired.find((row) => row.instance_id === instanceId)
+      const [leased] = await tx`SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases WHERE account_id = ${accountId}`
+      const available = new Money(account.balance_usd).minus(account.held_usd).minus(leased!.total)
+      const grant = liveGrant(available, new Money(request.needUsd), new Money(request.wantUsd))
+      if (grant.greaterThan(0)) {
+        await tx`
+          INSERT INTO credit_leases (account_id, instance_id, amount_usd, expires_at_ms)
+          VALUES (${accountId}, ${instanceId}, ${moneyText(grant)}::numeric, ${expiresAtMs})
+          ON CONFLICT (account_id, instance_id) DO UPDATE
+          SET amount_usd = credit_leases.amount_usd + excluded.amount_usd, expires_at_ms = excluded.expires_at_ms`
+      } else {
+        await tx`UPDATE credit_leases SET expires_at_ms = ${expiresAtMs} WHERE account_id = ${accountId} AND instance_id = ${instanceId}`
+      }
+      return {
+        grantedUsd: moneyText(grant),
+        availableUsd: moneyText(Money.max(ZERO, available.minus(grant))),
+        lostUsd: lost ? moneyText(lost.amount_usd) : '0',
+      }
+    })
+  }
+
+  async renewLiveCredit(instanceId: string, accountIds: readonly string[], nowMs: number, expiresAtMs: number) {
+    // An expired lease is not brought back: another instance may already have counted it as gone.
+    const rows = await this.sql`
+      UPDATE credit_leases SET expires_at_ms = ${expiresAtMs}
+      WHERE instance_id = ${instanceId} AND account_id = ANY(${[...accountIds]}::text[]) AND expires_at_ms > ${nowMs}
+      RETURNING account_id`
+    return rows.map((row) => row.account_id as string)
+  }
+
+  async writeLiveCharges(group: Parameters<Store['writeLiveCharges']>[0]) {
+    const entries = [...group.entries].sort((a, b) => (a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : 0))
+    const ids = entries.map((entry) => entry.accountId)
+    return this.sql.begin(async (tx) => {
+      const [fresh] = await tx`
+        INSERT INTO live_charge_groups (id, instance_id, charged_usd, written_at_ms)
+        VALUES (${group.id}, ${group.instanceId}, 0, ${group.nowMs})
+        ON CONFLICT (id) DO NOTHING RETURNING id`
+      if (!fresh) return false
+      // Account rows in id order, as every multi-account transaction here takes them.
+      const locked = await tx`SELECT id, balance_usd FROM accounts WHERE id = ANY(${ids}::text[]) ORDER BY id FOR UPDATE`
+      const balances = new Map(locked.map((row) => [row.id as string, new Money(row.balance_usd)]))
+      // Never below zero: a lease is at most the balance, but a negative deposit may have come since.
+      const charged = entries.map((entry) => minMoney(new Money(entry.chargeUsd), balances.get(entry.accountId) ?? ZERO))
+      const total = charged.reduce((sum, amount) => sum.plus(amount), ZERO)
+      await tx`
+        UPDATE accounts a SET balance_usd = a.balance_usd - c.charge
+        FROM unnest(${ids}::text[], ${charged.map((amount) => moneyText(amount))}::numeric[]) AS c(id, charge)
+        WHERE a.id = c.id`
+      const shrink = entries.map((entry) => moneyText(new Money(entry.chargeUsd).plus(entry.releaseUsd)))
+      await tx`
+        UPDATE credit_leases l SET amount_usd = GREATEST(0, l.amount_usd - c.shrink)
+        FROM unnest(${ids}::text[], ${shrink}::numeric[]) AS c(id, shrink)
+        WHERE l.account_id = c.id AND l.instance_id = ${group.instanceId}`
+      await tx`DELETE FROM credit_leases WHERE instance_id = ${group.instanceId} AND account_id = ANY(${ids}::text[]) AND amount_usd = 0`
+      await tx`UPDATE live_charge_groups SET charged_usd = ${moneyText(total)}::numeric WHERE id = ${group.id}`
+      await tx`DELETE FROM live_charge_groups WHERE written_at_ms < ${group.nowMs - GROUP_MEMORY_MS}`
+      return true
+    })
+  }
+
+  async dropLiveCredit(instanceId: string) {
+    await this.sql`DELETE FROM credit_leases WHERE instance_id = ${instanceId}`
   }
 
   /** One round trip: this runs on every authenticated request. */
@@ -212,7 +281,11 @@ class PostgresStore extends DispatchDelegate implements Store {
       const inUse = Number(open!.n)
       const limit = Number(account.max_open_batches)
       if (inUse >= limit) return { kind: 'limit_exceeded', limit, inUse }
-      const available = new Money(account.balance_usd).minus(account.held_usd)
+      // Live leases of every instance count as held; expired ones count for nothing.
+      const [leased] = await tx`
+        SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases
+        WHERE account_id = ${batch.accountId} AND expires_at_ms > ${Date.now()}`
+      const available = new Money(account.balance_usd).minus(account.held_usd).minus(leased!.total)
       if (available.lessThan(ceiling)) {
         return { kind: 'insufficient_quota', availableUsd: moneyText(Money.max(available, ZERO)) }
       }

@@ -9,6 +9,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { LineStatus } from '../../domain.ts'
 import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
+import { GROUP_MEMORY_MS, liveGrant } from '../live-grant.ts'
 import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine } from '../rows.ts'
 import type {
   AccountView,
@@ -96,7 +97,11 @@ class SqliteStore extends DispatchDelegate implements Store {
       `SELECT a.*, (SELECT count(*) FROM batches b WHERE b.account_id = a.id AND b.status IN ${OPEN})
          AS open_batches FROM accounts a WHERE a.id = ?`,
     ).get(id)
-    return row ? { ...rowToAccount(row), openBatches: Number(row.open_batches) } : null
+    if (!row) return null
+    // Live leases are holds too: held_usd shows them, so available_usd is what may still be spent.
+    const account = rowToAccount(row)
+    const held = new Money(account.heldUsd).plus(this.leasedUsd(id, Date.now()))
+    return { ...account, heldUsd: moneyText(held), openBatches: Number(row.open_batches) }
   }
 
   async createAccount(account: NewAccount) {
@@ -152,15 +157,77 @@ class SqliteStore extends DispatchDelegate implements Store {
     return row ? rowToKey(row) : null
   }
 
-  async chargeAccount(accountId: string, costUsd: string) {
+  // ── live credit (SPEC §8; see LiveCreditStore) ──────────────────────────────────────────
+
+  /** What unexpired live leases hold of an account, on every instance. */
+  private leasedUsd(accountId: string, nowMs: number): Money {
+    let total = ZERO
+    for (const row of this.q('SELECT amount_usd FROM credit_leases WHERE account_id = ? AND expires_at_ms > ?').all(accountId, nowMs)) {
+      total = total.plus(row.amount_usd)
+    }
+    return total
+  }
+
+  async takeLiveCredit(request: Parameters<Store['takeLiveCredit']>[0]) {
+    const { instanceId, accountId, nowMs, expiresAtMs } = request
     return this.tx(() => {
-      const row = this.q('SELECT balance_usd FROM accounts WHERE id = ?').get(accountId)
-      if (!row) return '0'
-      const balance = new Money(row.balance_usd)
-      const charged = minMoney(new Money(costUsd), balance)
-      this.q('UPDATE accounts SET balance_usd = ? WHERE id = ?').run(moneyText(balance.minus(charged)), accountId)
-      return moneyText(charged)
+      const account = this.q('SELECT balance_usd, held_usd FROM accounts WHERE id = ?').get(accountId)
+      if (!account) return { grantedUsd: '0', availableUsd: '0', lostUsd: '0' }
+      const lost = this.q('SELECT amount_usd FROM credit_leases WHERE account_id = ? AND instance_id = ? AND expires_at_ms <= ?')
+        .get(accountId, instanceId, nowMs)
+      this.q('DELETE FROM credit_leases WHERE account_id = ? AND expires_at_ms <= ?').run(accountId, nowMs)
+      const available = new Money(account.balance_usd).minus(account.held_usd).minus(this.leasedUsd(accountId, nowMs))
+      const grant = liveGrant(available, new Money(request.needUsd), new Money(request.wantUsd))
+      const mine = this.q('SELECT amount_usd FROM credit_leases WHERE account_id = ? AND instance_id = ?').get(accountId, instanceId)
+      if (mine) {
+        this.q('UPDATE credit_leases SET amount_usd = ?, expires_at_ms = ? WHERE account_id = ? AND instance_id = ?')
+          .run(moneyText(grant.plus(mine.amount_usd)), expiresAtMs, accountId, instanceId)
+      } else if (grant.greaterThan(0)) {
+        this.q('INSERT INTO credit_leases (account_id, instance_id, amount_usd, expires_at_ms) VALUES (?, ?, ?, ?)')
+          .run(accountId, instanceId, moneyText(grant), expiresAtMs)
+      }
+      return {
+        grantedUsd: moneyText(grant),
+        availableUsd: moneyText(Money.max(ZERO, available.minus(grant))),
+        lostUsd: lost ? moneyText(lost.amount_usd) : '0',
+      }
     })
+  }
+
+  async renewLiveCredit(instanceId: string, accountIds: readonly string[], nowMs: number, expiresAtMs: number) {
+    return this.tx(() => {
+      const renew = this.q('UPDATE credit_leases SET expires_at_ms = ? WHERE account_id = ? AND instance_id = ? AND expires_at_ms > ? RETURNING account_id')
+      return accountIds.filter((id) => renew.get(expiresAtMs, id, instanceId, nowMs) !== null)
+    })
+  }
+
+  async writeLiveCharges(group: Parameters<Store['writeLiveCharges']>[0]) {
+    return this.tx(() => {
+      if (this.q('SELECT 1 FROM live_charge_groups WHERE id = ?').get(group.id)) return false
+      let total = ZERO
+      for (const entry of group.entries) {
+        const account = this.q('SELECT balance_usd FROM accounts WHERE id = ?').get(entry.accountId)
+        if (!account) continue
+        const balance = new Money(account.balance_usd)
+        const charged = minMoney(new Money(entry.chargeUsd), balance)
+        total = total.plus(charged)
+        this.q('UPDATE accounts SET balance_usd = ? WHERE id = ?').run(moneyText(balance.minus(charged)), entry.accountId)
+        const lease = this.q('SELECT amount_usd FROM credit_leases WHERE account_id = ? AND instance_id = ?').get(entry.accountId, group.instanceId)
+        if (!lease) continue
+        const left = new Money(lease.amount_usd).minus(entry.chargeUsd).minus(entry.releaseUsd)
+        if (left.greaterThan(0)) {
+          this.q('UPDATE credit_leases SET amount_usd = ? WHERE account_id = ? AND instance_id = ?').run(moneyText(left), entry.accountId, group.instanceId)
+        } else this.q('DELETE FROM credit_leases WHERE account_id = ? AND instance_id = ?').run(entry.accountId, group.instanceId)
+      }
+      this.q('INSERT INTO live_charge_groups (id, instance_id, charged_usd, written_at_ms) VALUES (?, ?, ?, ?)')
+        .run(group.id, group.instanceId, moneyText(total), group.nowMs)
+      this.q('DELETE FROM live_charge_groups WHERE written_at_ms < ?').run(group.nowMs - GROUP_MEMORY_MS)
+      return true
+    })
+  }
+
+  async dropLiveCredit(instanceId: string) {
+    this.q('DELETE FROM credit_leases WHERE instance_id = ?').run(instanceId)
   }
 
   async findKey(hash: string) {
@@ -189,8 +256,10 @@ class SqliteStore extends DispatchDelegate implements Store {
       if (available.lessThan(batch.costCeilingUsd)) {
         return { kind: 'insufficient_quota', availableUsd: moneyText(Money.max(available, ZERO)) }
       }
+      // account.heldUsd counts live leases as well; the column holds only what batches hold.
+      const column = this.q('SELECT held_usd FROM accounts WHERE id = ?').get(batch.accountId)!
       this.q('UPDATE accounts SET held_usd = ? WHERE id = ?').run(
-        moneyText(new Money(account.heldUsd).plus(batch.costCeilingUsd)),
+        moneyText(new Money(column.held_usd).plus(batch.costCeilingUsd)),
         batch.accountId,
       )
       this.q(

@@ -1,0 +1,259 @@
+/**
+ * The live path's credit ledger, one per gateway instance (SPEC §8). A live call is held before
+ * it is sent: `reserve` takes its ceiling from a block of the account's credit this instance
+ * leases in the store (LiveCreditStore), topping the block up when short — one store call in
+ * flight per account, shared by every call waiting on it — and refuses when the store cannot give
+ * it. `settle` moves the real cost into the pending charges and returns the rest to the block.
+ *
+ * Terminology
+ * - lease: what the store holds for this instance and account; it counts as held everywhere.
+ * - reserved: the ceilings of this instance's calls still running.
+ * - pending: costs of answered calls not yet written; a group write debits them from the
+ *   balance and shrinks the lease by as much, in one transaction, idempotent by group id.
+ * - free: lease − reserved − pending − what a group write in flight takes out of the lease.
+ *
+ * So the request path never writes to the store: charges go out every `chargeIntervalMs` in one
+ * group, the lease is renewed every third of its TTL while the instance has one, handed back
+ * once an account has had no live call here for `idleMs`, and expires by itself when the
+ * instance dies. A SIGKILL loses at most the charges not yet written (one interval, plus the
+ * write in flight) and never charges twice.
+ */
+import { newId } from '../domain.ts'
+import { toUnits, unitsText } from '../money/fixed-point.ts'
+import type { LiveCreditStore } from '../store/store.ts'
+import type { Logger } from '../telemetry/logger.ts'
+
+export interface LiveCreditOptions {
+  instanceId: string
+  /** How often pending charges are written, in one group. */
+  chargeIntervalMs: number
+  /** A lease not renewed for this long counts for nothing. */
+  leaseTtlMs: number
+  /** An account with no live call here for this long gets its lease handed back. */
+  idleMs: number
+  /** A top-up asks for this many of the call's ceiling at once (bounded by the store). */
+  blockCalls: number
+  logger: Logger
+  now?: () => number
+}
+
+/** One call's hold. Settled once; later settles do nothing. */
+export interface Reservation {
+  readonly accountId: string
+  readonly units: bigint
+  settled: boolean
+}
+
+export type ReserveResult = { ok: true; reservation: Reservation } | { ok: false; availableUsd: string }
+
+export interface LiveCredit {
+  reserve(accountId: string, ceilingUsd: string): Promise<ReserveResult>
+  /** The call's real cost; `null` when it failed or was abandoned: the whole hold comes back. */
+  settle(reservation: Reservation, costUsd: string | null): void
+  /** Writes the pending charges now (and hands back idle leases); resolves when written. */
+  flush(): Promise<void>
+  /** Graceful stop: writes what is pending and returns every lease. */
+  stop(): Promise<void>
+}
+
+interface AccountCredit {
+  id: string
+  lease: bigint
+  reserved: bigint
+  pending: bigint
+  /** In the group being written: charges, and lease handed back. */
+  writing: bigint
+  releasing: bigint
+  calls: number
+  lastUsedMs: number
+  /** Until when the store has confirmed the lease; only a confirmed lease serves calls. */
+  confirmedUntilMs: number
+  /** The top-up in flight: resolves with what the store had left after it. */
+  topUp: Promise<bigint> | null
+}
+
+interface Group {
+  id: string
+  entries: { account: AccountCredit; chargeUsd: string; releaseUsd: string }[]
+}
+
+/** Rounds of "top up, look again" one reserve may take before it answers with what it saw. */
+const MAX_ROUNDS = 4
+
+const free = (a: AccountCredit) => a.lease - a.reserved - a.pending - a.writing - a.releasing
+
+export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOptions): LiveCredit {
+  const { instanceId, logger } = options
+  const now = options.now ?? Date.now
+  const accounts = new Map<string, AccountCredit>()
+  // A lease is used only while its confirmed expiry is more than a third of the TTL away, so a
+  // missed heartbeat stops this instance well before another may count the lease as gone.
+  const margin = Math.floor(options.leaseTtlMs / 3)
+  let writing: Promise<void> | null = null
+  let retry: Group | null = null
+  let stopped = false
+
+  const account = (id: string) => {
+    let a = accounts.get(id)
+    if (!a) {
+      a = { id, lease: 0n, reserved: 0n, pending: 0n, writing: 0n, releasing: 0n, calls: 0, lastUsedMs: now(), confirmedUntilMs: 0, topUp: null }
+      accounts.set(id, a)
+    }
+    return a
+  }
+
+  function startTopUp(a: AccountCredit, need: bigint): Promise<bigint> {
+    const shortfall = need > free(a) ? need - (free(a) > 0n ? free(a) : 0n) : 0n
+    const want = need * BigInt(options.blockCalls)
+    const at = now()
+    const expiresAtMs = at + options.leaseTtlMs
+    const call = store
+      .takeLiveCredit({ instanceId, accountId: a.id, needUsd: unitsText(shortfall), wantUsd: unitsText(want > shortfall ? want : shortfall), nowMs: at, expiresAtMs })
+      .then((taken) => {
+        const lost = toUnits(taken.lostUsd, 'up')
+        if (lost > 0n) {
+          // Not renewed in time (the store was out of reach longer than the TTL): another
+          // instance may have counted it as gone, so it serves nothing more.
+          logger.warn('live.lease_expired', { account_id: a.id, lost_usd: taken.lostUsd })
+          a.lease = a.lease > lost ? a.lease - lost : 0n
+        }
+        a.lease += toUnits(taken.grantedUsd, 'down')
+        if (a.lease > 0n) a.confirmedUntilMs = expiresAtMs
+        return toUnits(taken.availableUsd, 'down')
+      })
+      .finally(() => {
+        a.topUp = null
+      })
+    a.topUp = call
+    return call
+  }
+
+  async function reserve(accountId: string, ceilingUsd: string): Promise<ReserveResult> {
+    const need = toUnits(ceilingUsd, 'up')
+    const a = account(accountId)
+    let known: bigint | null = null
+    for (let round = 0; ; round++) {
+      if (!stopped && free(a) >= need && now() < a.confirmedUntilMs - margin) {
+        a.reserved += need
+        a.calls++
+        a.lastUsedMs = now()
+        return { ok: true, reservation: { accountId, units: need, settled: false } }
+      }
+      const here = free(a) > 0n ? free(a) : 0n
+      // The store said what it had left a moment ago: not enough, so no second ask.
+      if (stopped || (known !== null && (here + known < need || round >= MAX_ROUNDS))) {
+        return { ok: false, availableUsd: unitsText(here + (known ?? 0n)) }
+      }
+      known = await (a.topUp ?? startTopUp(a, need))
+    }
+  }
+
+  function settle(reservation: Reservation, costUsd: string | null) {
+    if (reservation.settled) return
+    reservation.settled = true
+    const a = account(reservation.accountId)
+    a.reserved -= reservation.units
+    a.calls--
+    a.lastUsedMs = now()
+    if (costUsd === null) return
+    const cost = toUnits(costUsd, 'up')
+    if (cost > reservation.units) {
+      logger.warn('live.cost_over_hold', { account_id: a.id, cost_usd: costUsd, held_usd: unitsText(reservation.units) })
+    }
+    a.pending += cost
+  }
+
+  /** The next group: every account's pending charges, and the free lease of idle accounts. */
+  function nextGroup(all: boolean): Group | null {
+    const at = now()
+    const entries: Group['entries'] = []
+    for (const a of accounts.values()) {
+      const idle = all || (a.calls === 0 && a.topUp === null && at - a.lastUsedMs >= options.idleMs)
+      const release = idle && free(a) > 0n ? free(a) : 0n
+      if (a.pending === 0n && release === 0n) {
+        if (idle && a.lease === 0n && a.writing === 0n && a.calls === 0 && a.topUp === null) accounts.delete(a.id)
+        continue
+      }
+      a.writing = a.pending
+      a.releasing = release
+      a.pending = 0n
+      entries.push({ account: a, chargeUsd: unitsText(a.writing), releaseUsd: unitsText(release) })
+    }
+    return entries.length > 0 ? { id: newId('lcg_'), entries } : null
+  }
+
+  async function write(all: boolean) {
+    const group = retry ?? nextGroup(all)
+    if (!group) return
+    retry = group
+    try {
+      const entries = group.entries.map(({ account: a, chargeUsd, releaseUsd }) => ({ accountId: a.id, chargeUsd, releaseUsd }))
+      // false: an earlier attempt of this very group was written (its answer was lost).
+      await store.writeLiveCharges({ id: group.id, instanceId, nowMs: now(), entries })
+      retry = null
+      for (const { account: a } of group.entries) {
+        a.lease -= a.writing + a.releasing
+        if (a.lease < 0n) a.lease = 0n
+        a.writing = 0n
+        a.releasing = 0n
+      }
+    } catch (error) {
+      // Kept, with its id, and tried again next time: written at most once whatever happened.
+      logger.warn('live.charge_write_failed', { group_id: group.id, accounts: group.entries.length, reason: String(error) })
+    }
+  }
+
+  function flush(all = false): Promise<void> {
+    // A caller who asks while a group is being written wants what settled since written too.
+    if (writing) return writing.then(() => flush(all))
+    writing = write(all).finally(() => {
+      writing = null
+    })
+    return writing
+  }
+
+  async function renew() {
+    const ids = [...accounts.values()].filter((a) => a.lease > 0n).map((a) => a.id)
+    if (ids.length === 0) return
+    const at = now()
+    const expiresAtMs = at + options.leaseTtlMs
+    try {
+      const renewed = new Set(await store.renewLiveCredit(instanceId, ids, at, expiresAtMs))
+      for (const id of ids) {
+        const a = accounts.get(id)
+        if (!a) continue
+        if (renewed.has(id)) a.confirmedUntilMs = expiresAtMs
+        else if (a.topUp === null && a.writing === 0n && a.releasing === 0n) {
+          logger.warn('live.lease_gone', { account_id: id })
+          a.lease = 0n
+          a.confirmedUntilMs = 0
+        }
+      }
+    } catch (error) {
+      logger.warn('live.lease_renew_failed', { accounts: ids.length, reason: String(error) })
+    }
+  }
+
+  const charging = setInterval(() => {
+    if (!writing) void flush()
+  }, options.chargeIntervalMs)
+  const heartbeat = setInterval(() => void renew(), Math.max(50, Math.floor(options.leaseTtlMs / 3)))
+  charging.unref?.()
+  heartbeat.unref?.()
+
+  return {
+    reserve,
+    settle,
+    flush: () => flush(),
+    async stop() {
+      stopped = true
+      clearInterval(charging)
+      clearInterval(heartbeat)
+      // Calls still running were cut off with the server; what they held comes back here.
+      for (let attempt = 0; attempt < 3 && (retry || [...accounts.values()].some((a) => a.pending > 0n || a.lease > 0n)); attempt++) {
+        await flush(true)
+      }
+      await store.dropLiveCredit(instanceId).catch((error) => logger.warn('live.lease_drop_failed', { reason: String(error) }))
+    },
+  }
+}
