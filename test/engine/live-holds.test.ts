@@ -1,0 +1,93 @@
+/**
+ * SPEC §8 over real HTTP: a live call is held before it is sent. The issue's reproduction — an
+ * account with $0.001, 100 concurrent chat calls to an Anthropic model, the upstream answering
+ * after 500 ms — got 100 answers for $0.001 of credit before; now at most as many as the credit
+ * covers are answered, the rest are 402, and the account is charged exactly what the answers cost.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import Decimal from 'decimal.js'
+import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import { STORES, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
+import { issueRequest, liveCall, liveCatalog, sumCosts } from '../helpers/live-calls.ts'
+import { waitFor } from '../helpers/wait.ts'
+
+type AccountView = { balance_usd: string; held_usd: string; available_usd: string }
+
+for (const store of STORES) {
+  describe(`live calls held before they are sent (${store})`, () => {
+    let sim: Simulator
+    let claude: Simulator
+    let gw: TestGateway
+    beforeAll(async () => {
+      sim = await startSimulator({ latencyMs: 2 })
+      claude = await startSimulator({ latencyMs: 500, requireApiKey: 'sk-ant-test-secret' })
+      gw = await startTestGateway({
+        store,
+        catalog: liveCatalog({ openai: `${sim.url}/v1`, anthropic: claude.url }),
+        env: { MULTIGRID_DISPATCH: '0', MULTIGRID_LIVE_CHARGE_INTERVAL_MS: '200', MULTIGRID_LIVE_LEASE_IDLE_MS: '600' },
+      })
+    })
+    afterAll(async () => {
+      await gw.stop()
+      await sim.stop()
+      await claude.stop()
+    })
+    const account = async (id: string) => (await (await gw.admin(`/accounts/${id}`)).json()) as AccountView
+
+    for (const stream of [false, true]) {
+      for (const credit of ['0.001', '0.005']) {
+        test(`100 concurrent calls${stream ? ' (stream: true)' : ''} on $${credit}: at most what the credit covers, charged exactly their cost`, async () => {
+          const { key, accountId } = await gw.newAccount(credit, { rate_limit_per_minute: 100_000 })
+          const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => liveCall(gw.url, key, issueRequest(stream, i))))
+          const answered = answers.filter((a) => a.status === 200)
+          const refused = answers.filter((a) => a.status === 402)
+          expect(answered.length + refused.length).toBe(100)
+          expect(refused[0]!.error!.code).toBe('insufficient_quota')
+          // Each call's ceiling: what the credit can cover at once.
+          const ceiling = new Decimal(refused[0]!.error!.cost_ceiling_usd!)
+          const covered = new Decimal(credit).div(ceiling).floor().toNumber()
+          expect(covered).toBeGreaterThanOrEqual(1)
+          expect(answered.length).toBeGreaterThanOrEqual(1)
+          expect(answered.length).toBeLessThanOrEqual(covered)
+          await gw.credit.flush()
+          const after = await account(accountId)
+          expect(new Decimal(after.balance_usd).greaterThanOrEqualTo(0)).toBe(true)
+          expect(new Decimal(credit).minus(after.balance_usd).equals(sumCosts(answered))).toBe(true)
+          // The lease goes back once the account has no live call here.
+          await waitFor('the lease handed back', async () => (await account(accountId)).held_usd === '0.000000', 5_000, 50)
+          expect((await account(accountId)).available_usd).toBe((await account(accountId)).balance_usd)
+        }, 30_000)
+      }
+    }
+
+    test('a lease is a hold: available_usd shows it while calls run, and it comes back when idle', async () => {
+      const { key, accountId } = await gw.newAccount('10', { rate_limit_per_minute: 100_000 })
+      const call = liveCall(gw.url, key, issueRequest(false))
+      await Bun.sleep(200)
+      const during = await account(accountId)
+      expect(new Decimal(during.held_usd).greaterThan(0)).toBe(true)
+      expect(new Decimal(during.available_usd).lessThan(10)).toBe(true)
+      expect((await call).status).toBe(200)
+      const started = performance.now()
+      const back = await waitFor('the lease handed back', async () => {
+        const view = await account(accountId)
+        return view.held_usd === '0.000000' ? view : null
+      }, 30_000, 50)
+      expect(performance.now() - started).toBeLessThan(30_000)
+      expect(back.available_usd).toBe(back.balance_usd)
+    }, 40_000)
+
+    test('a failed upstream call releases its whole hold and charges nothing', async () => {
+      const { key, accountId } = await gw.newAccount('0.01', { rate_limit_per_minute: 100_000 })
+      const refused = await gw.request('/v1/chat/completions', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'sim/refused', messages: [{ role: 'user', content: 'hi' }], max_tokens: 10 }),
+      })
+      expect(refused.status).toBe(400)
+      await gw.credit.flush()
+      await waitFor('the lease handed back', async () => (await account(accountId)).held_usd === '0.000000', 5_000, 50)
+      expect((await account(accountId)).balance_usd).toBe('0.010000')
+    })
+  })
+}
