@@ -12,9 +12,8 @@ import type { Gate } from '../auth/gate.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { badRequest, GatewayError } from '../errors.ts'
 import { validateBody } from '../ingest/validate-body.ts'
-import { highestPrices, priceOf } from '../money/ceiling.ts'
 import { usd } from '../money/decimal.ts'
-import { priceUsage } from '../money/price-usage.ts'
+import { ceilingUnits, unitsText, usageUnits } from '../money/fixed-point.ts'
 import type { LiveCredit } from '../live/live-credit.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
@@ -49,24 +48,26 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
       throw badRequest(`${problem.path || 'body'} ${problem.message}; ${problem.fix}`, problem.path || null)
     }
     const { offerings, inputTokens, outputTokens } = checked.value
-    // The same pessimistic arithmetic as a batch's ceiling, so the two can never disagree.
-    const ceiling = priceOf({ input: inputTokens, output: outputTokens }, highestPrices(offerings))
+    // The same pessimistic arithmetic as a batch's ceiling (priceOf ∘ highestPrices), so the two
+    // can never disagree, in integers: this runs on every call.
+    const ceiling = ceilingUnits({ input: inputTokens, output: outputTokens }, offerings)
     // Held before it is sent: from this instance's lease of the account's credit (no store
     // write unless the lease must grow), atomically against every other holder.
-    const held = await credit.reserve(caller.account.id, ceiling.toFixed())
+    const held = await credit.reserve(caller.account.id, ceiling)
     if (!held.ok) {
+      const ceilingUsd = usd(unitsText(ceiling))
       throw new GatewayError(402, 'insufficient_quota', 'insufficient_quota',
-        `this request may cost up to $${usd(ceiling)} and the account has $${usd(held.availableUsd)} available; add credit or lower max_tokens`,
-        { detail: { cost_ceiling_usd: usd(ceiling), available_usd: usd(held.availableUsd) } })
+        `this request may cost up to $${ceilingUsd} and the account has $${usd(held.availableUsd)} available; add credit or lower max_tokens`,
+        { detail: { cost_ceiling_usd: ceilingUsd, available_usd: usd(held.availableUsd) } })
     }
     return { caller, body: raw as Record<string, unknown>, offerings, reservation: held.reservation }
   }
 
   /** The cost of an answer from its usage; an answer without usage is logged and costs nothing, as before. */
   const costOf = (usage: { input_tokens: number; output_tokens: number } | null, offering: Offering) => {
-    if (usage) return priceUsage(usage, offering)
+    if (usage) return usageUnits(usage, offering)
     logger.warn('live.no_usage', { provider: offering.provider, model: offering.upstream_model })
-    return '0'
+    return 0n
   }
 
   async function call(request: Request, input: Awaited<ReturnType<typeof readJson>>, endpoint: Endpoint) {
@@ -110,7 +111,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         // Settled when the usage arrives; a stream that broke or was abandoned settles what the
         // upstream reported by then, or releases the hold when it reported nothing.
         outcome.usage
-          .then((usage) => credit.settle(reservation, usage ? priceUsage(usage, offering) : null))
+          .then((usage) => credit.settle(reservation, usage ? usageUnits(usage, offering) : null))
           .catch(release)
           .finally(done)
         // Each chunk is written as it arrives: no buffering between upstream and client.

@@ -47,9 +47,10 @@ export interface Reservation {
 export type ReserveResult = { ok: true; reservation: Reservation } | { ok: false; availableUsd: string }
 
 export interface LiveCredit {
-  reserve(accountId: string, ceilingUsd: string): Promise<ReserveResult>
-  /** The call's real cost; `null` when it failed or was abandoned: the whole hold comes back. */
-  settle(reservation: Reservation, costUsd: string | null): void
+  /** Holds `ceiling` (units of fixed-point.ts) for one call. */
+  reserve(accountId: string, ceiling: bigint): Promise<ReserveResult>
+  /** The call's real cost in units; `null` when it failed or was abandoned: the whole hold comes back. */
+  settle(reservation: Reservation, cost: bigint | null): void
   /** Writes the pending charges now (and hands back idle leases); resolves when written. */
   flush(): Promise<void>
   /** Graceful stop: writes what is pending and returns every lease. */
@@ -70,6 +71,8 @@ interface AccountCredit {
   confirmedUntilMs: number
   /** The top-up in flight: resolves with what the store had left after it. */
   topUp: Promise<bigint> | null
+  /** Ceilings the next top-up asks for: doubles with each, so a busy account soon needs few. */
+  block: number
 }
 
 interface Group {
@@ -79,6 +82,12 @@ interface Group {
 
 /** Rounds of "top up, look again" one reserve may take before it answers with what it saw. */
 const MAX_ROUNDS = 4
+/**
+ * How far a block grows, in multiples of the configured size: 32 ceilings doubling to 32,768
+ * means a call every few ms at 64 in flight tops up about once per interval rather than once per
+ * 32 calls (each top-up is a store transaction). The store's half-of-available rule still bounds it.
+ */
+const MAX_GROWTH = 1024
 
 const free = (a: AccountCredit) => a.lease - a.reserved - a.pending - a.writing - a.releasing
 
@@ -96,7 +105,7 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
   const account = (id: string) => {
     let a = accounts.get(id)
     if (!a) {
-      a = { id, lease: 0n, reserved: 0n, pending: 0n, writing: 0n, releasing: 0n, calls: 0, lastUsedMs: now(), confirmedUntilMs: 0, topUp: null }
+      a = { id, lease: 0n, reserved: 0n, pending: 0n, writing: 0n, releasing: 0n, calls: 0, lastUsedMs: now(), confirmedUntilMs: 0, topUp: null, block: options.blockCalls }
       accounts.set(id, a)
     }
     return a
@@ -104,7 +113,8 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
 
   function startTopUp(a: AccountCredit, need: bigint): Promise<bigint> {
     const shortfall = need > free(a) ? need - (free(a) > 0n ? free(a) : 0n) : 0n
-    const want = need * BigInt(options.blockCalls)
+    const want = need * BigInt(a.block)
+    a.block = Math.min(a.block * 2, options.blockCalls * MAX_GROWTH)
     const at = now()
     const expiresAtMs = at + options.leaseTtlMs
     const call = store
@@ -128,8 +138,7 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
     return call
   }
 
-  async function reserve(accountId: string, ceilingUsd: string): Promise<ReserveResult> {
-    const need = toUnits(ceilingUsd, 'up')
+  async function reserve(accountId: string, need: bigint): Promise<ReserveResult> {
     const a = account(accountId)
     let known: bigint | null = null
     for (let round = 0; ; round++) {
@@ -148,17 +157,16 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
     }
   }
 
-  function settle(reservation: Reservation, costUsd: string | null) {
+  function settle(reservation: Reservation, cost: bigint | null) {
     if (reservation.settled) return
     reservation.settled = true
     const a = account(reservation.accountId)
     a.reserved -= reservation.units
     a.calls--
     a.lastUsedMs = now()
-    if (costUsd === null) return
-    const cost = toUnits(costUsd, 'up')
+    if (cost === null) return
     if (cost > reservation.units) {
-      logger.warn('live.cost_over_hold', { account_id: a.id, cost_usd: costUsd, held_usd: unitsText(reservation.units) })
+      logger.warn('live.cost_over_hold', { account_id: a.id, cost_usd: unitsText(cost), held_usd: unitsText(reservation.units) })
     }
     a.pending += cost
   }

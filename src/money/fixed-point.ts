@@ -30,3 +30,40 @@ export function unitsText(units: bigint): string {
   const fraction = digits.slice(digits.length - PLACES).replace(/0+$/, '')
   return `${negative ? '-' : ''}${whole}${fraction ? `.${fraction}` : ''}`
 }
+
+const MILLION = 1_000_000n
+
+/** An offering's prices per million tokens, as units; parsed once per catalog offering. */
+const offeringUnits = new WeakMap<object, { input: bigint; output: bigint }>()
+
+function unitsOf(offering: { input_usd_per_mtok: string; output_usd_per_mtok: string }) {
+  let prices = offeringUnits.get(offering)
+  if (!prices) {
+    prices = { input: toUnits(offering.input_usd_per_mtok, 'up'), output: toUnits(offering.output_usd_per_mtok, 'up') }
+    offeringUnits.set(offering, prices)
+  }
+  return prices
+}
+
+/**
+ * priceOf(tokens, highestPrices(offerings)) of ceiling.ts in units, rounded up: the same
+ * pessimistic arithmetic, at a tenth of the cost, for a check made on every live call.
+ */
+export function ceilingUnits(tokens: { input: number; output: number }, offerings: readonly { input_usd_per_mtok: string; output_usd_per_mtok: string }[]): bigint {
+  let input = 0n
+  let output = 0n
+  for (const offering of offerings) {
+    const prices = unitsOf(offering)
+    if (prices.input > input) input = prices.input
+    if (prices.output > output) output = prices.output
+  }
+  const perMillion = BigInt(tokens.input) * input + BigInt(tokens.output) * output
+  return (perMillion + MILLION - 1n) / MILLION
+}
+
+/** What a reported usage costs at one offering's price, in units (priceUsage of price-usage.ts). */
+export function usageUnits(usage: { input_tokens: number; output_tokens: number }, offering: { input_usd_per_mtok: string; output_usd_per_mtok: string }): bigint {
+  const prices = unitsOf(offering)
+  const perMillion = BigInt(usage.input_tokens) * prices.input + BigInt(usage.output_tokens) * prices.output
+  return (perMillion + MILLION - 1n) / MILLION
+}
