@@ -77,6 +77,28 @@ for (const store of STORES) {
       expect(back.available_usd).toBe(back.balance_usd)
     }, 40_000)
 
+    test('a stream the client abandons settles what the upstream reported and gives the rest back', async () => {
+      const { key, accountId } = await gw.newAccount('0.01', { rate_limit_per_minute: 100_000 })
+      const aborted = new AbortController()
+      const response = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(issueRequest(true)),
+        signal: aborted.signal,
+      })
+      expect(response.status).toBe(200)
+      const reader = response.body!.getReader()
+      await reader.read()
+      aborted.abort()
+      await reader.cancel().catch(() => {})
+      // Its hold does not stay behind: the lease goes back once the call is over.
+      await waitFor('the lease handed back', async () => (await account(accountId)).held_usd === '0.000000', 10_000, 50)
+      const after = await account(accountId)
+      const ceiling = new Decimal('0.000857') // (107 input + 150 output tokens) at $1 / $5 per million
+      expect(new Decimal('0.01').minus(after.balance_usd).lessThanOrEqualTo(ceiling)).toBe(true)
+      expect(after.available_usd).toBe(after.balance_usd)
+    })
+
     test('a failed upstream call releases its whole hold and charges nothing', async () => {
       const { key, accountId } = await gw.newAccount('0.01', { rate_limit_per_minute: 100_000 })
       const refused = await gw.request('/v1/chat/completions', key, {
