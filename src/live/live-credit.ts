@@ -73,6 +73,8 @@ interface AccountCredit {
   topUp: Promise<bigint> | null
   /** Ceilings the next top-up asks for: doubles with each, so a busy account soon needs few. */
   block: number
+  /** Store calls begun for this account (top-ups, group writes): tells whether one overlapped another. */
+  changes: number
 }
 
 interface Group {
@@ -105,10 +107,26 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
   const account = (id: string) => {
     let a = accounts.get(id)
     if (!a) {
-      a = { id, lease: 0n, reserved: 0n, pending: 0n, writing: 0n, releasing: 0n, calls: 0, lastUsedMs: now(), confirmedUntilMs: 0, topUp: null, block: options.blockCalls }
+      a = { id, lease: 0n, reserved: 0n, pending: 0n, writing: 0n, releasing: 0n, calls: 0, lastUsedMs: now(), confirmedUntilMs: 0, topUp: null, block: options.blockCalls, changes: 0 }
       accounts.set(id, a)
     }
     return a
+  }
+
+  /** No other store call touched the account since `changes` was read: the store's amount is the truth. */
+  const quiet = (a: AccountCredit, changes: number) => a.changes === changes && a.writing === 0n && a.releasing === 0n
+
+  /**
+   * Takes the store's word for the lease when no group write overlapped the call (so none can
+   * be counted twice or not at all); else applies the change alone. Either way a lease the store
+   * no longer has (expired, then deleted by another instance) stops serving here.
+   */
+  function learnLease(a: AccountCredit, changes: number, wasQuiet: boolean, leaseUsd: string, delta: bigint) {
+    if (wasQuiet && quiet(a, changes)) {
+      const lease = toUnits(leaseUsd, 'down')
+      if (lease < a.lease) logger.warn('live.lease_shrunk', { account_id: a.id, expected_usd: unitsText(a.lease), lease_usd: leaseUsd })
+      a.lease = lease
+    } else a.lease = a.lease + delta > 0n ? a.lease + delta : 0n
   }
 
   function startTopUp(a: AccountCredit, need: bigint): Promise<bigint> {
@@ -117,17 +135,16 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
     a.block = Math.min(a.block * 2, options.blockCalls * MAX_GROWTH)
     const at = now()
     const expiresAtMs = at + options.leaseTtlMs
+    const changes = ++a.changes
+    const wasQuiet = quiet(a, changes)
     const call = store
       .takeLiveCredit({ instanceId, accountId: a.id, needUsd: unitsText(shortfall), wantUsd: unitsText(want > shortfall ? want : shortfall), nowMs: at, expiresAtMs })
       .then((taken) => {
         const lost = toUnits(taken.lostUsd, 'up')
-        if (lost > 0n) {
-          // Not renewed in time (the store was out of reach longer than the TTL): another
-          // instance may have counted it as gone, so it serves nothing more.
-          logger.warn('live.lease_expired', { account_id: a.id, lost_usd: taken.lostUsd })
-          a.lease = a.lease > lost ? a.lease - lost : 0n
-        }
-        a.lease += toUnits(taken.grantedUsd, 'down')
+        // Not renewed in time (the store out of reach longer than the TTL): another instance may
+        // have counted it as gone, so what it held serves nothing more.
+        if (lost > 0n) logger.warn('live.lease_expired', { account_id: a.id, lost_usd: taken.lostUsd })
+        learnLease(a, changes, wasQuiet, taken.leaseUsd, toUnits(taken.grantedUsd, 'down') - lost)
         if (a.lease > 0n) a.confirmedUntilMs = expiresAtMs
         return toUnits(taken.availableUsd, 'down')
       })
@@ -185,6 +202,7 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
       a.writing = a.pending
       a.releasing = release
       a.pending = 0n
+      a.changes++
       entries.push({ account: a, chargeUsd: unitsText(a.writing), releaseUsd: unitsText(release) })
     }
     return entries.length > 0 ? { id: newId('lcg_'), entries } : null
@@ -221,24 +239,26 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
   }
 
   async function renew() {
-    const ids = [...accounts.values()].filter((a) => a.lease > 0n).map((a) => a.id)
-    if (ids.length === 0) return
+    const renewing = [...accounts.values()].filter((a) => a.lease > 0n && a.topUp === null)
+    if (renewing.length === 0) return
     const at = now()
     const expiresAtMs = at + options.leaseTtlMs
+    const before = renewing.map((a) => ({ a, changes: a.changes, wasQuiet: quiet(a, a.changes) }))
     try {
-      const renewed = new Set(await store.renewLiveCredit(instanceId, ids, at, expiresAtMs))
-      for (const id of ids) {
-        const a = accounts.get(id)
-        if (!a) continue
-        if (renewed.has(id)) a.confirmedUntilMs = expiresAtMs
-        else if (a.topUp === null && a.writing === 0n && a.releasing === 0n) {
-          logger.warn('live.lease_gone', { account_id: id })
+      const renewed = new Map((await store.renewLiveCredit(instanceId, renewing.map((a) => a.id), at, expiresAtMs)).map((r) => [r.accountId, r.leaseUsd]))
+      for (const { a, changes, wasQuiet } of before) {
+        const lease = renewed.get(a.id)
+        if (lease !== undefined) {
+          learnLease(a, changes, wasQuiet, lease, 0n)
+          a.confirmedUntilMs = expiresAtMs
+        } else if (wasQuiet && quiet(a, changes)) {
+          logger.warn('live.lease_gone', { account_id: a.id, expected_usd: unitsText(a.lease) })
           a.lease = 0n
           a.confirmedUntilMs = 0
         }
       }
     } catch (error) {
-      logger.warn('live.lease_renew_failed', { accounts: ids.length, reason: String(error) })
+      logger.warn('live.lease_renew_failed', { accounts: renewing.length, reason: String(error) })
     }
   }
 

@@ -64,8 +64,9 @@ export interface LiveCreditStore {
    * Atomically, against admissions and other instances: deletes the account's expired leases,
    * then grows this instance's lease by `max(need, min(want, available / 2))` when at least
    * `need` is available, else by nothing (half, so another instance can still serve the account).
-   * Renews the lease to `expiresAtMs` either way. `lostUsd` is what an expired lease of this
-   * instance held when it was deleted here; `availableUsd` is what is left after the grant.
+   * Renews the lease to `expiresAtMs` either way. `leaseUsd` is this instance's lease after it;
+   * `lostUsd` is what an expired lease of this instance held when it was deleted here;
+   * `availableUsd` is what is left for anyone after the grant.
    */
   takeLiveCredit(request: {
     instanceId: string
@@ -74,9 +75,12 @@ export interface LiveCreditStore {
     wantUsd: string
     nowMs: number
     expiresAtMs: number
-  }): Promise<{ grantedUsd: string; availableUsd: string; lostUsd: string }>
-  /** Extends this instance's unexpired leases of these accounts; returns the ids renewed. */
-  renewLiveCredit(instanceId: string, accountIds: readonly string[], nowMs: number, expiresAtMs: number): Promise<string[]>
+  }): Promise<{ grantedUsd: string; leaseUsd: string; availableUsd: string; lostUsd: string }>
+  /**
+   * Extends this instance's unexpired leases of these accounts (an expired one is not brought
+   * back: another instance may have counted it as gone); returns those renewed and their amounts.
+   */
+  renewLiveCredit(instanceId: string, accountIds: readonly string[], nowMs: number, expiresAtMs: number): Promise<{ accountId: string; leaseUsd: string }[]>
   /**
    * In one transaction: debits each account by `chargeUsd` (never below zero) and shrinks this
    * instance's lease by `chargeUsd + releaseUsd` (a lease at zero is deleted). Idempotent by

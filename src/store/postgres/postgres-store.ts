@@ -170,7 +170,7 @@ class PostgresStore extends DispatchDelegate implements Store {
     const { instanceId, accountId, nowMs, expiresAtMs } = request
     return this.sql.begin(async (tx) => {
       const [account] = await tx`SELECT balance_usd, held_usd FROM accounts WHERE id = ${accountId} FOR UPDATE`
-      if (!account) return { grantedUsd: '0', availableUsd: '0', lostUsd: '0' }
+      if (!account) return { grantedUsd: '0', leaseUsd: '0', availableUsd: '0', lostUsd: '0' }
       const expired = await tx`
         DELETE FROM credit_leases WHERE account_id = ${accountId} AND expires_at_ms <= ${nowMs}
         RETURNING instance_id, amount_usd`
@@ -178,17 +178,19 @@ class PostgresStore extends DispatchDelegate implements Store {
       const [leased] = await tx`SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases WHERE account_id = ${accountId}`
       const available = new Money(account.balance_usd).minus(account.held_usd).minus(leased!.total)
       const grant = liveGrant(available, new Money(request.needUsd), new Money(request.wantUsd))
-      if (grant.greaterThan(0)) {
-        await tx`
-          INSERT INTO credit_leases (account_id, instance_id, amount_usd, expires_at_ms)
-          VALUES (${accountId}, ${instanceId}, ${moneyText(grant)}::numeric, ${expiresAtMs})
-          ON CONFLICT (account_id, instance_id) DO UPDATE
-          SET amount_usd = credit_leases.amount_usd + excluded.amount_usd, expires_at_ms = excluded.expires_at_ms`
-      } else {
-        await tx`UPDATE credit_leases SET expires_at_ms = ${expiresAtMs} WHERE account_id = ${accountId} AND instance_id = ${instanceId}`
-      }
+      const [mine] = grant.greaterThan(0)
+        ? await tx`
+            INSERT INTO credit_leases (account_id, instance_id, amount_usd, expires_at_ms)
+            VALUES (${accountId}, ${instanceId}, ${moneyText(grant)}::numeric, ${expiresAtMs})
+            ON CONFLICT (account_id, instance_id) DO UPDATE
+            SET amount_usd = credit_leases.amount_usd + excluded.amount_usd, expires_at_ms = excluded.expires_at_ms
+            RETURNING amount_usd`
+        : await tx`
+            UPDATE credit_leases SET expires_at_ms = ${expiresAtMs}
+            WHERE account_id = ${accountId} AND instance_id = ${instanceId} RETURNING amount_usd`
       return {
         grantedUsd: moneyText(grant),
+        leaseUsd: mine ? moneyText(mine.amount_usd) : '0',
         availableUsd: moneyText(Money.max(ZERO, available.minus(grant))),
         lostUsd: lost ? moneyText(lost.amount_usd) : '0',
       }
@@ -200,8 +202,8 @@ class PostgresStore extends DispatchDelegate implements Store {
     const rows = await this.sql`
       UPDATE credit_leases SET expires_at_ms = ${expiresAtMs}
       WHERE instance_id = ${instanceId} AND account_id = ANY(${[...accountIds]}::text[]) AND expires_at_ms > ${nowMs}
-      RETURNING account_id`
-    return rows.map((row) => row.account_id as string)
+      RETURNING account_id, amount_usd`
+    return rows.map((row) => ({ accountId: row.account_id as string, leaseUsd: moneyText(row.amount_usd) }))
   }
 
   async writeLiveCharges(group: Parameters<Store['writeLiveCharges']>[0]) {

@@ -172,22 +172,24 @@ class SqliteStore extends DispatchDelegate implements Store {
     const { instanceId, accountId, nowMs, expiresAtMs } = request
     return this.tx(() => {
       const account = this.q('SELECT balance_usd, held_usd FROM accounts WHERE id = ?').get(accountId)
-      if (!account) return { grantedUsd: '0', availableUsd: '0', lostUsd: '0' }
+      if (!account) return { grantedUsd: '0', leaseUsd: '0', availableUsd: '0', lostUsd: '0' }
       const lost = this.q('SELECT amount_usd FROM credit_leases WHERE account_id = ? AND instance_id = ? AND expires_at_ms <= ?')
         .get(accountId, instanceId, nowMs)
       this.q('DELETE FROM credit_leases WHERE account_id = ? AND expires_at_ms <= ?').run(accountId, nowMs)
       const available = new Money(account.balance_usd).minus(account.held_usd).minus(this.leasedUsd(accountId, nowMs))
       const grant = liveGrant(available, new Money(request.needUsd), new Money(request.wantUsd))
       const mine = this.q('SELECT amount_usd FROM credit_leases WHERE account_id = ? AND instance_id = ?').get(accountId, instanceId)
+      const lease = grant.plus(mine ? mine.amount_usd : 0)
       if (mine) {
         this.q('UPDATE credit_leases SET amount_usd = ?, expires_at_ms = ? WHERE account_id = ? AND instance_id = ?')
-          .run(moneyText(grant.plus(mine.amount_usd)), expiresAtMs, accountId, instanceId)
+          .run(moneyText(lease), expiresAtMs, accountId, instanceId)
       } else if (grant.greaterThan(0)) {
         this.q('INSERT INTO credit_leases (account_id, instance_id, amount_usd, expires_at_ms) VALUES (?, ?, ?, ?)')
           .run(accountId, instanceId, moneyText(grant), expiresAtMs)
       }
       return {
         grantedUsd: moneyText(grant),
+        leaseUsd: moneyText(lease),
         availableUsd: moneyText(Money.max(ZERO, available.minus(grant))),
         lostUsd: lost ? moneyText(lost.amount_usd) : '0',
       }
@@ -196,8 +198,13 @@ class SqliteStore extends DispatchDelegate implements Store {
 
   async renewLiveCredit(instanceId: string, accountIds: readonly string[], nowMs: number, expiresAtMs: number) {
     return this.tx(() => {
-      const renew = this.q('UPDATE credit_leases SET expires_at_ms = ? WHERE account_id = ? AND instance_id = ? AND expires_at_ms > ? RETURNING account_id')
-      return accountIds.filter((id) => renew.get(expiresAtMs, id, instanceId, nowMs) !== null)
+      const renew = this.q('UPDATE credit_leases SET expires_at_ms = ? WHERE account_id = ? AND instance_id = ? AND expires_at_ms > ? RETURNING account_id, amount_usd')
+      const renewed: { accountId: string; leaseUsd: string }[] = []
+      for (const id of accountIds) {
+        const row = renew.get(expiresAtMs, id, instanceId, nowMs)
+        if (row) renewed.push({ accountId: id, leaseUsd: moneyText(row.amount_usd) })
+      }
+      return renewed
     })
   }
 
