@@ -6,9 +6,13 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Decimal from 'decimal.js'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
-import { STORES, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
-import { issueRequest, liveCall, liveCatalog, sumCosts } from '../helpers/live-calls.ts'
+import { ADMIN_TOKEN, STORES, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
+import { issueRequest, liveCall, liveCatalog, liveCatalogFile, sumCosts, type LiveAnswer } from '../helpers/live-calls.ts'
+import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
 import { waitFor } from '../helpers/wait.ts'
 
 type AccountView = { balance_usd: string; held_usd: string; available_usd: string }
@@ -113,3 +117,84 @@ for (const store of STORES) {
     })
   })
 }
+
+describe('live calls across a SIGKILL (SQLite, the gateway in its own process)', () => {
+  const CHARGE_INTERVAL_MS = 250
+  const LEASE_TTL_MS = 2_000
+  let claude: Simulator
+  let sim: Simulator
+  beforeAll(async () => {
+    sim = await startSimulator({ latencyMs: 2 })
+    claude = await startSimulator({ latencyMs: 20, requireApiKey: 'sk-ant-test-secret' })
+  })
+  afterAll(async () => {
+    await sim.stop()
+    await claude.stop()
+  })
+
+  test('at most one group interval of delivered answers unbilled, none billed twice, and the dead instance’s lease expires', async () => {
+    const env = {
+      PORT: String(freePort()),
+      HOST: '127.0.0.1',
+      MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-live-kill-')),
+      MULTIGRID_CONFIG: liveCatalogFile({ openai: `${sim.url}/v1`, anthropic: claude.url }),
+      MULTIGRID_ADMIN_TOKEN: ADMIN_TOKEN,
+      MG_TEST_ANTHROPIC_KEY: 'sk-ant-test-secret',
+      MULTIGRID_DISPATCH: '0',
+      MULTIGRID_LIVE_CHARGE_INTERVAL_MS: String(CHARGE_INTERVAL_MS),
+      MULTIGRID_LIVE_LEASE_TTL_MS: String(LEASE_TTL_MS),
+      LOG_LEVEL: 'error',
+    }
+    let gateway = await spawnGatewayProcess(env)
+    const admin = (path: string, body?: unknown) =>
+      fetch(`${gateway.url}/admin/v1${path}`, {
+        method: body ? 'POST' : 'GET',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: body ? JSON.stringify(body) : undefined,
+      })
+    try {
+      const credit = '100'
+      const { id: accountId } = (await (await admin('/accounts', { name: 'kill', credit_usd: credit, rate_limit_per_minute: 100_000 })).json()) as { id: string }
+      const { key } = (await (await admin(`/accounts/${accountId}/keys`, {})).json()) as { key: string }
+      const delivered: LiveAnswer[] = []
+      let inFlight = 0
+      let maxInFlight = 0
+      let stop = false
+      const worker = async (w: number) => {
+        for (let i = 0; i < 10_000 && !stop; i++) {
+          inFlight++
+          maxInFlight = Math.max(maxInFlight, inFlight)
+          try {
+            const answer = await liveCall(gateway.url, key, issueRequest(w % 2 === 0, i))
+            if (answer.status === 200) delivered.push(answer)
+          } catch {} // cut off by the kill
+          finally {
+            inFlight--
+          }
+        }
+      }
+      const workers = Array.from({ length: 16 }, (_, w) => worker(w))
+      await Bun.sleep(1_500)
+      const killedAt = performance.now()
+      await gateway.kill('SIGKILL')
+      stop = true
+      await Promise.all(workers)
+      gateway = await spawnGatewayProcess(env)
+      // The dead instance's lease still counts until it expires, then it is nothing.
+      await waitFor('the dead instance’s lease to expire', async () =>
+        ((await (await admin(`/accounts/${accountId}`)).json()) as AccountView).held_usd === '0.000000', LEASE_TTL_MS + 5_000, 50)
+      expect(performance.now() - killedAt).toBeLessThan(LEASE_TTL_MS + 3_000)
+      const charged = new Decimal(credit).minus(((await (await admin(`/accounts/${accountId}`)).json()) as AccountView).balance_usd)
+      const all = sumCosts(delivered)
+      const window = CHARGE_INTERVAL_MS + 100
+      const lastInterval = sumCosts(delivered.filter((a) => a.receivedAt >= killedAt - window))
+      const maxCost = delivered.reduce((max, a) => Decimal.max(max, a.cost!), new Decimal(0))
+      expect(delivered.length).toBeGreaterThan(50)
+      expect(charged.lessThanOrEqualTo(all.plus(maxCost.times(maxInFlight)))).toBe(true)
+      expect(charged.greaterThanOrEqualTo(all.minus(lastInterval))).toBe(true)
+      console.log(`SIGKILL during traffic (SQLite): ${delivered.length} answers delivered ($${all.toFixed()}), charged $${charged.toFixed()}, unbilled $${all.minus(charged).toFixed()} (answers of the last ${window} ms: $${lastInterval.toFixed()})`)
+    } finally {
+      await gateway.kill('SIGTERM').catch(() => 0)
+    }
+  }, 60_000)
+})
