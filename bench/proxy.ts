@@ -7,6 +7,10 @@
  * requests/s, and CPU time per request of the gateway and the minimal proxy.
  *
  *   bun bench/proxy.ts [--levels 1,16,64] [--requests 5000] [--warmup 500] [--runs 3] [--store sqlite|postgres] [--profile]
+ *     [--baseline /path/to/another/checkout]
+ *
+ * --baseline also runs that checkout's gateway (e.g. the commit before a change) in the same run,
+ * on a store of its own, printed as a line of its own.
  *
  * --profile writes the gateway's CPU profile to bench/out/prof/ (see bench/prof-summary.ts).
  */
@@ -26,6 +30,7 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '3' },
     store: { type: 'string', default: 'sqlite' },
     profile: { type: 'boolean', default: false },
+    baseline: { type: 'string' },
   },
 })
 const levels = values.levels.split(',').map(Number)
@@ -44,6 +49,11 @@ if (schema) env.DATABASE_URL = schema.url
 const bunArgs = values.profile ? profileArgs(`proxy-${values.store}`) : []
 const gateway = await spawnGateway(env, randomPort(18_700), bunArgs)
 const key = await newKey(gateway.url)
+const baselineSchema = values.baseline && values.store === 'postgres' ? await benchSchema() : null
+const baseline = values.baseline
+  ? await spawnGateway({ ...env, ...(baselineSchema ? { DATABASE_URL: baselineSchema.url } : {}) }, randomPort(17_900), [], values.baseline)
+  : null
+const baselineKey = baseline ? await newKey(baseline.url) : ''
 const minimalPort = randomPort(18_100)
 const minimalChild = Bun.spawn([process.execPath, join(ROOT, 'bench/minimal-proxy.ts'), '--port', String(minimalPort), '--upstream', simulator.url], { stdout: 'inherit', stderr: 'inherit' })
 const minimal = { url: `http://127.0.0.1:${minimalPort}`, pid: minimalChild.pid }
@@ -59,6 +69,7 @@ const targets = {
   direct: { origin: simulator.url, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'sim-chat', messages, max_tokens: 16 }) },
   minimal: { origin: minimal.url, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'bench/chat', messages, max_tokens: 16 }) },
   gateway: { origin: gateway.url, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'bench/chat', messages, max_tokens: 16 }) },
+  baseline: { origin: baseline?.url ?? '', headers: { 'content-type': 'application/json', authorization: `Bearer ${baselineKey}` }, body: JSON.stringify({ model: 'bench/chat', messages, max_tokens: 16 }) },
 }
 
 interface Measure {
@@ -80,7 +91,7 @@ async function measure(target: keyof typeof targets, concurrency: number): Promi
     return response.statusCode === 200
   }
   await closedLoop({ concurrency, total: warmup, maxMs: 60_000, send })
-  const pid = target === 'gateway' ? gateway.pid : target === 'minimal' ? minimal.pid : simulator.pid
+  const pid = { gateway: gateway.pid, baseline: baseline?.pid ?? 0, minimal: minimal.pid, direct: simulator.pid }[target]
   const before = await cpuMs(pid)
   const schedBefore = await schedMs(pid)
   const result = await closedLoop({ concurrency, total: requests, maxMs: 120_000, send })
@@ -102,15 +113,18 @@ const results = new Map<number, Record<keyof typeof targets, Measure[]>>()
 try {
   for (let run = 0; run < runs; run++) {
     for (const level of levels) {
-      const entry = results.get(level) ?? { direct: [], minimal: [], gateway: [] }
+      const entry = results.get(level) ?? { direct: [], minimal: [], gateway: [], baseline: [] }
       results.set(level, entry)
       // Alternate which goes first, so drift on a shared box falls on both alike.
-      const order: (keyof typeof targets)[] = run % 2 === 0 ? ['direct', 'minimal', 'gateway'] : ['gateway', 'minimal', 'direct']
+      const order: (keyof typeof targets)[] = ['direct', 'minimal', 'gateway', ...(baseline ? (['baseline'] as const) : [])]
+      if (run % 2 === 1) order.reverse()
       for (const target of order) entry[target].push(await measure(target, level))
     }
   }
 } finally {
   await gateway.stop()
+  await baseline?.stop()
+  await baselineSchema?.drop()
   minimalChild.kill('SIGTERM')
   await minimalChild.exited
   await simulator.stop()
@@ -130,4 +144,8 @@ for (const [level, entry] of results) {
   console.log(
     `  ${String(level).padStart(9)} │ ${col(m('direct', (x) => x.p50), 13)} ${col(m('direct', (x) => x.rate), 7)} │ ${col(m('minimal', (x) => x.p50), 14)} ${col(mrate, 7)} ${col(m('minimal', (x) => x.cpuUs), 11)} │ ${col(m('gateway', (x) => x.p50), 14)} ${col(grate, 7)} ${col(m('gateway', (x) => x.cpuUs), 11)} │ ${(grate / mrate).toFixed(2).padStart(20)}× │ ${share(m('gateway', (x) => x.busy))} / ${share(m('gateway', (x) => x.waiting))}`,
   )
+  if (baseline) {
+    const brate = m('baseline', (x) => x.rate)
+    console.log(`  ${' '.repeat(9)} │ baseline (${values.baseline}): p50 ${n(m('baseline', (x) => x.p50))} µs, ${n(brate)} req/s, CPU ${n(m('baseline', (x) => x.cpuUs))} µs/req, ${(brate / mrate).toFixed(2)}× the minimal proxy`)
+  }
 }
