@@ -17,6 +17,27 @@ import { waitFor } from '../helpers/wait.ts'
 
 type AccountView = { balance_usd: string; held_usd: string; available_usd: string }
 
+/** Charge groups written since the gateway started, read from its store's own table. */
+async function countGroups(gw: TestGateway): Promise<number> {
+  if (gw.env.DATABASE_URL) {
+    const { default: postgres } = await import('postgres')
+    const sql = postgres(gw.env.DATABASE_URL, { max: 1, onnotice: () => {} })
+    try {
+      const [row] = await sql`SELECT count(*)::int AS n FROM live_charge_groups`
+      return row!.n as number
+    } finally {
+      await sql.end()
+    }
+  }
+  const { Database } = await import('bun:sqlite')
+  const db = new Database(join(gw.env.MULTIGRID_DATA_DIR!, 'multigrid.sqlite'), { readonly: true })
+  try {
+    return (db.query('SELECT count(*) AS n FROM live_charge_groups').get() as { n: number }).n
+  } finally {
+    db.close()
+  }
+}
+
 for (const store of STORES) {
   describe(`live calls held before they are sent (${store})`, () => {
     let sim: Simulator
@@ -104,6 +125,27 @@ for (const store of STORES) {
       const ceiling = new Decimal('0.000857') // (107 input + 150 output tokens) at $1 / $5 per million
       expect(new Decimal('0.01').minus(after.balance_usd).lessThanOrEqualTo(ceiling)).toBe(true)
       expect(after.available_usd).toBe(after.balance_usd)
+    })
+
+    test('charges are written in groups: 60 answered calls in a row make a few group writes, not 60', async () => {
+      claude.configure({ latencyMs: 5 })
+      try {
+        const { key, accountId } = await gw.newAccount('1', { rate_limit_per_minute: 100_000 })
+        const started = performance.now()
+        const answers: Awaited<ReturnType<typeof liveCall>>[] = []
+        for (let i = 0; i < 60; i++) answers.push(await liveCall(gw.url, key, issueRequest(false, i)))
+        const elapsed = performance.now() - started
+        expect(answers.every((a) => a.status === 200)).toBe(true)
+        await gw.credit.flush()
+        expect(new Decimal('1').minus((await account(accountId)).balance_usd).equals(sumCosts(answers))).toBe(true)
+        // Counted in the store itself: one row per group written, each stored with its id.
+        const groups = await countGroups(gw)
+        expect(groups).toBeGreaterThanOrEqual(1)
+        expect(groups).toBeLessThanOrEqual(Math.ceil(elapsed / 200) + 2)
+        console.log(`grouped charges (${store}): 60 calls in ${Math.round(elapsed)} ms, ${groups} group writes`)
+      } finally {
+        claude.configure({ latencyMs: 500 })
+      }
     })
 
     test('a failed upstream call releases its whole hold and charges nothing', async () => {
