@@ -85,11 +85,14 @@ interface Group {
 /** Rounds of "top up, look again" one reserve may take before it answers with what it saw. */
 const MAX_ROUNDS = 4
 /**
- * How far a block grows, in multiples of the configured size: 32 ceilings doubling to 32,768
- * means a call every few ms at 64 in flight tops up about once per interval rather than once per
- * 32 calls (each top-up is a store transaction). The store's half-of-available rule still bounds it.
+ * How far a block grows, in multiples of the configured size: 32 ceilings doubling to 512. A
+ * call returns its ceiling less its cost at once, so a block is used up only by costs: with
+ * real max_tokens (costs a few percent of the ceiling) 512 ceilings last thousands of calls, and
+ * even the bench's (cost 60% of the ceiling, 7,000 calls/s) tops up about 8 times a second, a
+ * store transaction each. Larger blocks would hold more of the account from batches and from
+ * the fleet's other instances (the store grants at most half of what is available anyway).
  */
-const MAX_GROWTH = 1024
+const MAX_GROWTH = 16
 
 const free = (a: AccountCredit) => a.lease - a.reserved - a.pending - a.writing - a.releasing
 
