@@ -60,24 +60,34 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         `this request may cost up to $${ceilingUsd} and the account has $${usd(held.availableUsd)} available; add credit or lower max_tokens`,
         { detail: { cost_ceiling_usd: ceilingUsd, available_usd: usd(held.availableUsd) } })
     }
-    return { caller, body: raw as Record<string, unknown>, offerings, reservation: held.reservation }
+    return { caller, body: raw as Record<string, unknown>, offerings, inputTokens, outputTokens, reservation: held.reservation }
   }
+  type Prepared = Awaited<ReturnType<typeof prepare>>
 
-  /** The cost of an answer from its usage; an answer without usage is logged and costs nothing, as before. */
-  const costOf = (usage: { input_tokens: number; output_tokens: number } | null, offering: Offering) => {
+  /**
+   * An answer without usage is billed on a bound, as a batch line is (run-line.ts): the prompt's
+   * pessimistic count and one token per byte of what came back, never past the output bound.
+   */
+  const estimated = (checked: Prepared, outputBytes: number) => ({
+    input_tokens: checked.inputTokens,
+    output_tokens: Math.min(outputBytes, checked.outputTokens),
+  })
+
+  const costOf = (checked: Prepared, usage: { input_tokens: number; output_tokens: number } | null, response: Record<string, unknown>, offering: Offering) => {
     if (usage) return usageUnits(usage, offering)
     logger.warn('live.no_usage', { provider: offering.provider, model: offering.upstream_model })
-    return 0n
+    return usageUnits(estimated(checked, contentBytes(response)), offering)
   }
 
   async function call(request: Request, input: Awaited<ReturnType<typeof readJson>>, endpoint: Endpoint) {
-    const { body, offerings, reservation } = await prepare(input, endpoint)
+    const checked = await prepare(input, endpoint)
+    const { body, offerings, reservation } = checked
     let error: UpstreamError | null = null
     try {
       for (const offering of offerings) {
         const outcome = (await upstreams.send(endpoint, body, offering, request.signal))!
         if (outcome.ok) {
-          credit.settle(reservation, costOf(outcome.usage, offering))
+          credit.settle(reservation, costOf(checked, outcome.usage, outcome.body, offering))
           return outcome.body
         }
         error = outcome.error
@@ -91,7 +101,8 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
   }
 
   async function stream(request: Request, headers: Record<string, string>, input: Awaited<ReturnType<typeof readJson>>) {
-    const { body, offerings, reservation } = await prepare(input, 'chat')
+    const checked = await prepare(input, 'chat')
+    const { body, offerings, reservation } = checked
     const release = (reason: unknown) => {
       credit.settle(reservation, null)
       if (reason !== undefined) logger.warn('live.stream_settle_failed', { reason: String(reason) })
@@ -108,10 +119,21 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         }
         streaming = true
         const chunks = outcome.chunks[Symbol.asyncIterator]()
-        // Settled when the usage arrives; a stream that broke or was abandoned settles what the
-        // upstream reported by then, or releases the hold when it reported nothing.
+        let ended = false
+        let outputBytes = 0
+        // Settled when the usage arrives. A stream that ended without usage is billed on the
+        // bound (as a whole answer is); one that broke or was abandoned settles what the upstream
+        // reported by then, or gives the hold back when it reported nothing.
         outcome.usage
-          .then((usage) => credit.settle(reservation, usage ? usageUnits(usage, offering) : null))
+          .then((usage) => {
+            if (usage) return credit.settle(reservation, usageUnits(usage, offering))
+            // The usage settles a few microtasks before pull() sees the end: decide after it.
+            setImmediate(() => {
+              if (!ended) return credit.settle(reservation, null)
+              logger.warn('live.no_usage', { provider: offering.provider, model: offering.upstream_model })
+              credit.settle(reservation, usageUnits(estimated(checked, outputBytes), offering))
+            })
+          })
           .catch(release)
           .finally(done)
         // Each chunk is written as it arrives: no buffering between upstream and client.
@@ -120,9 +142,13 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
             try {
               const next = await chunks.next()
               if (next.done) {
+                ended = true
                 controller.enqueue(encoder.encode('data: [DONE]\n\n'))
                 controller.close()
-              } else controller.enqueue(encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`))
+              } else {
+                outputBytes += deltaBytes(next.value)
+                controller.enqueue(encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`))
+              }
             } catch (reason) {
               controller.enqueue(encoder.encode(`data: ${JSON.stringify({ error: { message: 'the upstream stream broke off', type: 'server_error', code: 'upstream_error', param: null } })}\n\n`))
               controller.close()
@@ -175,6 +201,24 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     }, { parse: 'none' })
     .post('/v1/embeddings', async ({ request, set }) =>
       call(request, await readJson(request, set.headers as Record<string, string>), 'embeddings'), { parse: 'none' })
+}
+
+/** UTF-8 bytes of the message contents of a whole answer. */
+function contentBytes(response: Record<string, unknown>): number {
+  let bytes = 0
+  for (const choice of (response.choices as { message?: { content?: unknown } }[] | undefined) ?? []) {
+    if (typeof choice.message?.content === 'string') bytes += Buffer.byteLength(choice.message.content, 'utf8')
+  }
+  return bytes
+}
+
+/** UTF-8 bytes of the content deltas of one streamed chunk. */
+function deltaBytes(chunk: Record<string, unknown>): number {
+  let bytes = 0
+  for (const choice of (chunk.choices as { delta?: { content?: unknown } }[] | undefined) ?? []) {
+    if (typeof choice.delta?.content === 'string') bytes += Buffer.byteLength(choice.delta.content, 'utf8')
+  }
+  return bytes
 }
 
 function upstreamFailure(error: UpstreamError): GatewayError {

@@ -131,6 +131,10 @@ for (const store of STORES) {
       claude.configure({ latencyMs: 5 })
       try {
         const { key, accountId } = await gw.newAccount('1', { rate_limit_per_minute: 100_000 })
+        // Earlier tests' leases and charges settle first: count only this test's groups.
+        await Bun.sleep(1_000)
+        await gw.credit.flush()
+        const groupsBefore = await countGroups(gw)
         const started = performance.now()
         const answers: Awaited<ReturnType<typeof liveCall>>[] = []
         for (let i = 0; i < 60; i++) answers.push(await liveCall(gw.url, key, issueRequest(false, i)))
@@ -139,12 +143,35 @@ for (const store of STORES) {
         await gw.credit.flush()
         expect(new Decimal('1').minus((await account(accountId)).balance_usd).equals(sumCosts(answers))).toBe(true)
         // Counted in the store itself: one row per group written, each stored with its id.
-        const groups = await countGroups(gw)
+        const groups = (await countGroups(gw)) - groupsBefore
         expect(groups).toBeGreaterThanOrEqual(1)
         expect(groups).toBeLessThanOrEqual(Math.ceil(elapsed / 200) + 2)
         console.log(`grouped charges (${store}): 60 calls in ${Math.round(elapsed)} ms, ${groups} group writes`)
       } finally {
         claude.configure({ latencyMs: 500 })
+      }
+    })
+
+    test('an answer without usage is billed on the bound, as a batch line is, plain and streamed', async () => {
+      sim.configure({ noUsageRate: 1 })
+      try {
+        const { key, accountId } = await gw.newAccount('1', { rate_limit_per_minute: 100_000 })
+        const body = { model: 'sim/chat', messages: [{ role: 'user', content: 'hello there' }], max_tokens: 20 }
+        const send = (extra: Record<string, unknown>) =>
+          gw.request('/v1/chat/completions', key, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...body, ...extra }) })
+        const plain = (await (await send({})).json()) as { usage?: unknown; choices: { message: { content: string } }[] }
+        expect(plain.usage).toBeUndefined()
+        const streamed = (await (await send({ stream: true })).text()).split('\n\n').filter((e) => e.startsWith('data: {'))
+        const streamedText = streamed.map((e) => JSON.parse(e.slice(6)).choices?.[0]?.delta?.content ?? '').join('')
+        // The stream's charge is set aside just after its last byte went out.
+        await Bun.sleep(50)
+        await gw.credit.flush()
+        // 3 + 4 + 11 prompt tokens at $0.50, one token per byte of the reply (at most 20) at $1.50.
+        const bound = (text: string) => new Decimal(18).times('0.5').plus(new Decimal(Math.min(Buffer.byteLength(text), 20)).times('1.5')).div(1e6)
+        const expected = bound(plain.choices[0]!.message.content).plus(bound(streamedText))
+        expect(new Decimal(1).minus((await account(accountId)).balance_usd).toFixed()).toBe(expected.toFixed())
+      } finally {
+        sim.configure({ noUsageRate: 0 })
       }
     })
 
