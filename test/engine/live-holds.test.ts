@@ -190,7 +190,7 @@ for (const store of STORES) {
   })
 }
 
-describe('live calls across a SIGKILL (SQLite, the gateway in its own process)', () => {
+describe('live calls across SIGTERM and SIGKILL (SQLite, the gateway in its own process)', () => {
   const CHARGE_INTERVAL_MS = 250
   const LEASE_TTL_MS = 2_000
   let claude: Simulator
@@ -203,6 +203,49 @@ describe('live calls across a SIGKILL (SQLite, the gateway in its own process)',
     await sim.stop()
     await claude.stop()
   })
+
+  const processEnv = () => ({
+    PORT: String(freePort()),
+    HOST: '127.0.0.1',
+    MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-live-kill-')),
+    MULTIGRID_CONFIG: liveCatalogFile({ openai: `${sim.url}/v1`, anthropic: claude.url }),
+    MULTIGRID_ADMIN_TOKEN: ADMIN_TOKEN,
+    MG_TEST_ANTHROPIC_KEY: 'sk-ant-test-secret',
+    MULTIGRID_DISPATCH: '0',
+    // Long enough that only the graceful stop can explain the charges and the lease coming back.
+    MULTIGRID_LIVE_CHARGE_INTERVAL_MS: '30000',
+    MULTIGRID_LIVE_LEASE_TTL_MS: '600000',
+    MULTIGRID_LIVE_LEASE_IDLE_MS: '25000',
+    LOG_LEVEL: 'error',
+  })
+
+  test('SIGTERM writes every pending charge and hands the lease back at once', async () => {
+    const env = processEnv()
+    let gateway = await spawnGatewayProcess(env)
+    const admin = (path: string, body?: unknown) =>
+      fetch(`${gateway.url}/admin/v1${path}`, {
+        method: body ? 'POST' : 'GET',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: body ? JSON.stringify(body) : undefined,
+      })
+    try {
+      const { id: accountId } = (await (await admin('/accounts', { name: 'term', credit_usd: '1', rate_limit_per_minute: 100_000 })).json()) as { id: string }
+      const { key } = (await (await admin(`/accounts/${accountId}/keys`, {})).json()) as { key: string }
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => liveCall(gateway.url, key, issueRequest(i % 2 === 0, i))))
+      expect(answers.every((a) => a.status === 200)).toBe(true)
+      await Bun.sleep(100)
+      const before = (await (await admin(`/accounts/${accountId}`)).json()) as AccountView
+      expect(before.balance_usd).toBe('1.000000') // nothing written yet: the interval is 30 s
+      expect(new Decimal(before.held_usd).greaterThan(0)).toBe(true)
+      expect(await gateway.kill('SIGTERM')).toBe(0)
+      gateway = await spawnGatewayProcess(env)
+      const after = (await (await admin(`/accounts/${accountId}`)).json()) as AccountView
+      expect(after.held_usd).toBe('0.000000')
+      expect(new Decimal(1).minus(after.balance_usd).equals(sumCosts(answers))).toBe(true)
+    } finally {
+      await gateway.kill('SIGTERM').catch(() => 0)
+    }
+  }, 60_000)
 
   test('at most one group interval of delivered answers unbilled, none billed twice, and the dead instance’s lease expires', async () => {
     const env = {
