@@ -8,8 +8,7 @@ import type { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { LineStatus } from '../../domain.ts'
-import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
-import { GROUP_MEMORY_MS, liveGrant } from '../live-grant.ts'
+import { Money, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine } from '../rows.ts'
 import type {
   AccountView,
@@ -27,6 +26,7 @@ import type {
 import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.ts'
 import { DispatchDelegate } from '../dispatch-delegate.ts'
 import { createDispatchThread } from '../dispatch-thread.ts'
+import * as liveCredit from './live-credit.ts'
 import { openSqliteDatabase } from './open-database.ts'
 import schema from './schema.sql' with { type: 'text' }
 import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
@@ -100,7 +100,7 @@ class SqliteStore extends DispatchDelegate implements Store {
     if (!row) return null
     // Live leases are holds too: held_usd shows them, so available_usd is what may still be spent.
     const account = rowToAccount(row)
-    const held = new Money(account.heldUsd).plus(this.leasedUsd(id, Date.now()))
+    const held = new Money(account.heldUsd).plus(liveCredit.leasedUsd(this.db, id, Date.now()))
     return { ...account, heldUsd: moneyText(held), openBatches: Number(row.open_batches) }
   }
 
@@ -157,80 +157,18 @@ class SqliteStore extends DispatchDelegate implements Store {
     return row ? rowToKey(row) : null
   }
 
-  // ── live credit (SPEC §8; see LiveCreditStore) ──────────────────────────────────────────
-
-  /** What unexpired live leases hold of an account, on every instance. */
-  private leasedUsd(accountId: string, nowMs: number): Money {
-    let total = ZERO
-    for (const row of this.q('SELECT amount_usd FROM credit_leases WHERE account_id = ? AND expires_at_ms > ?').all(accountId, nowMs)) {
-      total = total.plus(row.amount_usd)
-    }
-    return total
-  }
+  // ── live credit (SPEC §8): live-credit.ts ────────────────────────────────────────────────
 
   async takeLiveCredit(request: Parameters<Store['takeLiveCredit']>[0]) {
-    const { instanceId, accountId, nowMs, expiresAtMs } = request
-    return this.tx(() => {
-      const account = this.q('SELECT balance_usd, held_usd FROM accounts WHERE id = ?').get(accountId)
-      if (!account) return { grantedUsd: '0', leaseUsd: '0', availableUsd: '0', lostUsd: '0' }
-      const lost = this.q('SELECT amount_usd FROM credit_leases WHERE account_id = ? AND instance_id = ? AND expires_at_ms <= ?')
-        .get(accountId, instanceId, nowMs)
-      this.q('DELETE FROM credit_leases WHERE account_id = ? AND expires_at_ms <= ?').run(accountId, nowMs)
-      const available = new Money(account.balance_usd).minus(account.held_usd).minus(this.leasedUsd(accountId, nowMs))
-      const grant = liveGrant(available, new Money(request.needUsd), new Money(request.wantUsd))
-      const mine = this.q('SELECT amount_usd FROM credit_leases WHERE account_id = ? AND instance_id = ?').get(accountId, instanceId)
-      const lease = grant.plus(mine ? mine.amount_usd : 0)
-      if (mine) {
-        this.q('UPDATE credit_leases SET amount_usd = ?, expires_at_ms = ? WHERE account_id = ? AND instance_id = ?')
-          .run(moneyText(lease), expiresAtMs, accountId, instanceId)
-      } else if (grant.greaterThan(0)) {
-        this.q('INSERT INTO credit_leases (account_id, instance_id, amount_usd, expires_at_ms) VALUES (?, ?, ?, ?)')
-          .run(accountId, instanceId, moneyText(grant), expiresAtMs)
-      }
-      return {
-        grantedUsd: moneyText(grant),
-        leaseUsd: moneyText(lease),
-        availableUsd: moneyText(Money.max(ZERO, available.minus(grant))),
-        lostUsd: lost ? moneyText(lost.amount_usd) : '0',
-      }
-    })
+    return this.tx(() => liveCredit.takeLiveCredit(this.db, request))
   }
 
   async renewLiveCredit(instanceId: string, accountIds: readonly string[], nowMs: number, expiresAtMs: number) {
-    return this.tx(() => {
-      const renew = this.q('UPDATE credit_leases SET expires_at_ms = ? WHERE account_id = ? AND instance_id = ? AND expires_at_ms > ? RETURNING account_id, amount_usd')
-      const renewed: { accountId: string; leaseUsd: string }[] = []
-      for (const id of accountIds) {
-        const row = renew.get(expiresAtMs, id, instanceId, nowMs)
-        if (row) renewed.push({ accountId: id, leaseUsd: moneyText(row.amount_usd) })
-      }
-      return renewed
-    })
+    return this.tx(() => liveCredit.renewLiveCredit(this.db, instanceId, accountIds, nowMs, expiresAtMs))
   }
 
   async writeLiveCharges(group: Parameters<Store['writeLiveCharges']>[0]) {
-    return this.tx(() => {
-      if (this.q('SELECT 1 FROM live_charge_groups WHERE id = ?').get(group.id)) return false
-      let total = ZERO
-      for (const entry of group.entries) {
-        const account = this.q('SELECT balance_usd FROM accounts WHERE id = ?').get(entry.accountId)
-        if (!account) continue
-        const balance = new Money(account.balance_usd)
-        const charged = minMoney(new Money(entry.chargeUsd), balance)
-        total = total.plus(charged)
-        this.q('UPDATE accounts SET balance_usd = ? WHERE id = ?').run(moneyText(balance.minus(charged)), entry.accountId)
-        const lease = this.q('SELECT amount_usd FROM credit_leases WHERE account_id = ? AND instance_id = ?').get(entry.accountId, group.instanceId)
-        if (!lease) continue
-        const left = new Money(lease.amount_usd).minus(entry.chargeUsd).minus(entry.releaseUsd)
-        if (left.greaterThan(0)) {
-          this.q('UPDATE credit_leases SET amount_usd = ? WHERE account_id = ? AND instance_id = ?').run(moneyText(left), entry.accountId, group.instanceId)
-        } else this.q('DELETE FROM credit_leases WHERE account_id = ? AND instance_id = ?').run(entry.accountId, group.instanceId)
-      }
-      this.q('INSERT INTO live_charge_groups (id, instance_id, charged_usd, written_at_ms) VALUES (?, ?, ?, ?)')
-        .run(group.id, group.instanceId, moneyText(total), group.nowMs)
-      this.q('DELETE FROM live_charge_groups WHERE written_at_ms < ?').run(group.nowMs - GROUP_MEMORY_MS)
-      return true
-    })
+    return this.tx(() => liveCredit.writeLiveCharges(this.db, group))
   }
 
   async dropLiveCredit(instanceId: string) {
