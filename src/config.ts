@@ -42,8 +42,11 @@ const envSchema = z.object({
   MULTIGRID_RESULT_RETENTION_DAYS: intFrom(1, 3650, 30),
   MULTIGRID_FILE_RETENTION_DAYS: intFrom(1, 3650, 7),
   MULTIGRID_JANITOR_INTERVAL_S: intFrom(1, 86_400, 600),
-  /** Live calls (SPEC §8): how often the charges of answered calls are written, in one group. */
-  MULTIGRID_LIVE_CHARGE_INTERVAL_MS: intFrom(20, 60_000, 500),
+  /**
+   * Live calls (SPEC §8): how often the charges of answered calls are written, in one group. At
+   * most 5 s: idle leases go back at a write, and idle (≤ 25 s) + interval must stay within 30 s.
+   */
+  MULTIGRID_LIVE_CHARGE_INTERVAL_MS: intFrom(20, 5_000, 500),
   /** An instance's live credit lease counts for nothing this long after its last renewal. */
   MULTIGRID_LIVE_LEASE_TTL_MS: intFrom(1_000, 600_000, 15_000),
   /** A lease is handed back once its account has had no live call on the instance this long. */
