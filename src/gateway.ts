@@ -90,17 +90,11 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
     logger.info('batch.admitted', { batch_id: batch.id, account_id: batch.accountId, lines: batch.counts.total, cost_ceiling_usd: batch.costCeilingUsd, source: batch.source })
     nudges.publish()
   }, telemetry)
+  // A key revoked through this instance is refused here at once; elsewhere within the cache TTL.
   const accounts = createAccounts(store, {
     maxOpenBatches: config.limits.defaultMaxOpenBatches,
     rateLimitPerMinute: config.limits.defaultRateLimitPerMinute,
-  })
-  // A key revoked through this instance is refused here at once; elsewhere within the cache TTL.
-  const revokeKey = accounts.revokeKey
-  accounts.revokeKey = async (id) => {
-    const revoked = await revokeKey(id)
-    keys.forgetKey(id)
-    return revoked
-  }
+  }, { onKeyRevoked: keys.forgetKey })
 
   const live = { gate, credit, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000) }
   const groups = [

@@ -13,7 +13,8 @@ export interface Accounts {
   revokeKey(id: string): Promise<KeyRecord | null>
 }
 
-export function createAccounts(store: AccountStore, defaults: { maxOpenBatches: number; rateLimitPerMinute: number }): Accounts {
+/** `onKeyRevoked`: e.g. the gateway's key cache, so the instance that revoked a key refuses it at once. */
+export function createAccounts(store: AccountStore, defaults: { maxOpenBatches: number; rateLimitPerMinute: number }, hooks: { onKeyRevoked?: (id: string) => void } = {}): Accounts {
   return {
     createAccount: (input) =>
       store.createAccount({
@@ -40,6 +41,10 @@ export function createAccounts(store: AccountStore, defaults: { maxOpenBatches: 
       })
       return record ? { key: secret.key, record } : null
     },
-    revokeKey: (id) => store.revokeKey(id, nowSeconds()),
+    async revokeKey(id) {
+      const revoked = await store.revokeKey(id, nowSeconds())
+      hooks.onKeyRevoked?.(id)
+      return revoked
+    },
   }
 }
