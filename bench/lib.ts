@@ -64,7 +64,8 @@ export interface GatewayProcess {
 }
 
 /** Starts `src/main.ts` as its own process, so its memory and CPU are its own. */
-export async function spawnGateway(env: Record<string, string>, port: number, bunArgs: string[] = []): Promise<GatewayProcess> {
+/** `root`: another checkout of the project, to run its gateway beside this one's (bench/proxy.ts --baseline). */
+export async function spawnGateway(env: Record<string, string>, port: number, bunArgs: string[] = [], root = ROOT): Promise<GatewayProcess> {
   const fullEnv = {
     PATH: process.env.PATH ?? '',
     PORT: String(port),
@@ -76,7 +77,7 @@ export async function spawnGateway(env: Record<string, string>, port: number, bu
     ...Object.fromEntries(Object.entries(process.env).filter(([name]) => /^(BUN_JSC_|MIMALLOC_)/.test(name))),
     ...env,
   }
-  const child = Bun.spawn([process.execPath, ...bunArgs, join(ROOT, 'src/main.ts')], { env: fullEnv, stdout: 'inherit', stderr: 'inherit' })
+  const child = Bun.spawn([process.execPath, ...bunArgs, join(root, 'src/main.ts')], { env: fullEnv, stdout: 'inherit', stderr: 'inherit' })
   const url = `http://127.0.0.1:${port}`
   for (let i = 0; i < 100; i++) {
     try {

@@ -1,10 +1,16 @@
 /**
- * Live proxy: POST /v1/chat/completions through a gateway process vs straight to the upstream
- * simulator (its own process, 0 ms latency), same run, same client (an undici Pool with one
- * connection per request in flight), at several concurrency levels. Prints p50 and p99 latency
- * of each, the latency the gateway adds, requests/s, and the gateway's CPU time per request.
+ * Live proxy: POST /v1/chat/completions through a gateway process (auth, rate limit, hold and
+ * billing all on), through a minimal Elysia proxy that parses JSON both ways (bench/minimal-proxy.ts),
+ * and straight to the upstream simulator (its own process, 0 ms latency), same run, same client
+ * (an undici Pool with one connection per request in flight), at several concurrency levels.
+ * Prints p50 latency of each, requests/s, the gateway's share of the minimal proxy's
+ * requests/s, and CPU time per request of the gateway and the minimal proxy.
  *
  *   bun bench/proxy.ts [--levels 1,16,64] [--requests 5000] [--warmup 500] [--runs 3] [--store sqlite|postgres] [--profile]
+ *     [--baseline /path/to/another/checkout]
+ *
+ * --baseline also runs that checkout's gateway (e.g. the commit before a change) in the same run,
+ * on a store of its own, printed as a line of its own.
  *
  * --profile writes the gateway's CPU profile to bench/out/prof/ (see bench/prof-summary.ts).
  */
@@ -13,7 +19,8 @@ import '../src/memory/server-memory-settings.ts'
 import { parseArgs } from 'node:util'
 import { Pool } from 'undici/index.js'
 import { writeCatalog } from '../test/helpers/catalog.ts'
-import { benchSchema, closedLoop, cpuMs, median, newKey, profileArgs, quantile, randomPort, schedMs, spawnGateway, spawnSimulator } from './lib.ts'
+import { join } from 'node:path'
+import { benchSchema, closedLoop, cpuMs, median, newKey, profileArgs, quantile, randomPort, ROOT, schedMs, spawnGateway, spawnSimulator } from './lib.ts'
 
 const { values } = parseArgs({
   options: {
@@ -23,6 +30,7 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '3' },
     store: { type: 'string', default: 'sqlite' },
     profile: { type: 'boolean', default: false },
+    baseline: { type: 'string' },
   },
 })
 const levels = values.levels.split(',').map(Number)
@@ -41,11 +49,27 @@ if (schema) env.DATABASE_URL = schema.url
 const bunArgs = values.profile ? profileArgs(`proxy-${values.store}`) : []
 const gateway = await spawnGateway(env, randomPort(18_700), bunArgs)
 const key = await newKey(gateway.url)
+const baselineSchema = values.baseline && values.store === 'postgres' ? await benchSchema() : null
+const baseline = values.baseline
+  ? await spawnGateway({ ...env, ...(baselineSchema ? { DATABASE_URL: baselineSchema.url } : {}) }, randomPort(17_900), [], values.baseline)
+  : null
+const baselineKey = baseline ? await newKey(baseline.url) : ''
+const minimalPort = randomPort(18_100)
+const minimalChild = Bun.spawn([process.execPath, join(ROOT, 'bench/minimal-proxy.ts'), '--port', String(minimalPort), '--upstream', simulator.url], { stdout: 'inherit', stderr: 'inherit' })
+const minimal = { url: `http://127.0.0.1:${minimalPort}`, pid: minimalChild.pid }
+for (let i = 0; i < 100; i++) {
+  try {
+    if ((await fetch(`${minimal.url}/healthz`)).ok) break
+  } catch {}
+  await Bun.sleep(50)
+}
 
 const messages = [{ role: 'user', content: 'Classify the sentiment of this review as positive, negative or neutral. Review: the parcel arrived late but support replaced it quickly.' }]
 const targets = {
   direct: { origin: simulator.url, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'sim-chat', messages, max_tokens: 16 }) },
+  minimal: { origin: minimal.url, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'bench/chat', messages, max_tokens: 16 }) },
   gateway: { origin: gateway.url, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'bench/chat', messages, max_tokens: 16 }) },
+  baseline: { origin: baseline?.url ?? '', headers: { 'content-type': 'application/json', authorization: `Bearer ${baselineKey}` }, body: JSON.stringify({ model: 'bench/chat', messages, max_tokens: 16 }) },
 }
 
 interface Measure {
@@ -67,7 +91,7 @@ async function measure(target: keyof typeof targets, concurrency: number): Promi
     return response.statusCode === 200
   }
   await closedLoop({ concurrency, total: warmup, maxMs: 60_000, send })
-  const pid = target === 'gateway' ? gateway.pid : simulator.pid
+  const pid = { gateway: gateway.pid, baseline: baseline?.pid ?? 0, minimal: minimal.pid, direct: simulator.pid }[target]
   const before = await cpuMs(pid)
   const schedBefore = await schedMs(pid)
   const result = await closedLoop({ concurrency, total: requests, maxMs: 120_000, send })
@@ -85,19 +109,24 @@ async function measure(target: keyof typeof targets, concurrency: number): Promi
   }
 }
 
-const results = new Map<number, { direct: Measure[]; gateway: Measure[] }>()
+const results = new Map<number, Record<keyof typeof targets, Measure[]>>()
 try {
   for (let run = 0; run < runs; run++) {
     for (const level of levels) {
-      const entry = results.get(level) ?? { direct: [], gateway: [] }
+      const entry = results.get(level) ?? { direct: [], minimal: [], gateway: [], baseline: [] }
       results.set(level, entry)
       // Alternate which goes first, so drift on a shared box falls on both alike.
-      const order: (keyof typeof targets)[] = run % 2 === 0 ? ['direct', 'gateway'] : ['gateway', 'direct']
+      const order: (keyof typeof targets)[] = ['direct', 'minimal', 'gateway', ...(baseline ? (['baseline'] as const) : [])]
+      if (run % 2 === 1) order.reverse()
       for (const target of order) entry[target].push(await measure(target, level))
     }
   }
 } finally {
   await gateway.stop()
+  await baseline?.stop()
+  await baselineSchema?.drop()
+  minimalChild.kill('SIGTERM')
+  await minimalChild.exited
   await simulator.stop()
   await schema?.drop()
 }
@@ -106,13 +135,17 @@ const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 0 })
 const col = (x: number, width: number) => n(x).padStart(width)
 const share = (x: number) => `${(x * 100).toFixed(0)}%`.padStart(4)
 console.log(`live proxy (${values.store}), POST /v1/chat/completions, simulator at 0 ms, ${n(requests)} requests per level after ${n(warmup)} warm-up, median of ${runs}:`)
-console.log('  in flight │ direct p50 µs   p99 µs   req/s │ gateway p50 µs   p99 µs   req/s │ added p50 µs   p99 µs │ req/s ratio │ CPU µs/req gateway  simulator │ JS thread busy / waiting for a core: gateway  simulator')
+console.log('  CPU µs/req is the target process itself (the simulator\'s for "direct"); the gateway runs auth, rate limit, hold and billing.')
+console.log('  in flight │ direct p50 µs   req/s │ minimal p50 µs   req/s  CPU µs/req │ gateway p50 µs   req/s  CPU µs/req │ gateway/minimal req/s │ gateway JS thread busy / waiting')
 for (const [level, entry] of results) {
-  const d = (pick: (m: Measure) => number) => median(entry.direct.map(pick))
-  const g = (pick: (m: Measure) => number) => median(entry.gateway.map(pick))
-  const dp50 = d((m) => m.p50), dp99 = d((m) => m.p99), drate = d((m) => m.rate)
-  const gp50 = g((m) => m.p50), gp99 = g((m) => m.p99), grate = g((m) => m.rate)
+  const m = (target: keyof typeof targets, pick: (x: Measure) => number) => median(entry[target].map(pick))
+  const grate = m('gateway', (x) => x.rate)
+  const mrate = m('minimal', (x) => x.rate)
   console.log(
-    `  ${String(level).padStart(9)} │ ${col(dp50, 13)} ${col(dp99, 8)} ${col(drate, 7)} │ ${col(gp50, 14)} ${col(gp99, 8)} ${col(grate, 7)} │ ${col(gp50 - dp50, 12)} ${col(gp99 - dp99, 8)} │ ${(grate / drate).toFixed(2).padStart(10)}× │ ${col(g((m) => m.cpuUs), 18)} ${col(d((m) => m.cpuUs), 10)} │ ${share(g((m) => m.busy))} / ${share(g((m) => m.waiting))}   ${share(d((m) => m.busy))} / ${share(d((m) => m.waiting))}`,
+    `  ${String(level).padStart(9)} │ ${col(m('direct', (x) => x.p50), 13)} ${col(m('direct', (x) => x.rate), 7)} │ ${col(m('minimal', (x) => x.p50), 14)} ${col(mrate, 7)} ${col(m('minimal', (x) => x.cpuUs), 11)} │ ${col(m('gateway', (x) => x.p50), 14)} ${col(grate, 7)} ${col(m('gateway', (x) => x.cpuUs), 11)} │ ${(grate / mrate).toFixed(2).padStart(20)}× │ ${share(m('gateway', (x) => x.busy))} / ${share(m('gateway', (x) => x.waiting))}`,
   )
+  if (baseline) {
+    const brate = m('baseline', (x) => x.rate)
+    console.log(`  ${' '.repeat(9)} │ baseline (${values.baseline}): p50 ${n(m('baseline', (x) => x.p50))} µs, ${n(brate)} req/s, CPU ${n(m('baseline', (x) => x.cpuUs))} µs/req, ${(brate / mrate).toFixed(2)}× the minimal proxy`)
+  }
 }

@@ -54,6 +54,19 @@ const envSchema = z.object({
   MULTIGRID_RESULT_RETENTION_DAYS: intFrom(1, 3650, 30),
   MULTIGRID_FILE_RETENTION_DAYS: intFrom(1, 3650, 7),
   MULTIGRID_JANITOR_INTERVAL_S: intFrom(1, 86_400, 600),
+  /**
+   * Live calls (SPEC §8): how often the charges of answered calls are written, in one group. At
+   * most 5 s: idle leases go back at a write, and idle (≤ 25 s) + interval must stay within 30 s.
+   */
+  MULTIGRID_LIVE_CHARGE_INTERVAL_MS: intFrom(20, 5_000, 500),
+  /** An instance's live credit lease counts for nothing this long after its last renewal. */
+  MULTIGRID_LIVE_LEASE_TTL_MS: intFrom(1_000, 600_000, 15_000),
+  /** A lease is handed back once its account has had no live call on the instance this long. */
+  MULTIGRID_LIVE_LEASE_IDLE_MS: intFrom(100, 25_000, 5_000),
+  /** A lease top-up asks for this many of the call's ceiling (at most half what is available). */
+  MULTIGRID_LIVE_LEASE_BLOCK: intFrom(1, 100_000, 32),
+  /** How long a key lookup is served from memory; revocation reaches every instance within it. */
+  MULTIGRID_KEY_CACHE_MS: intFrom(0, 1_000, 1_000),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
 })
@@ -84,6 +97,7 @@ export interface Config {
   sessionHours: number
   dispatch: { enabled: boolean; leaseSeconds: number; pollMs: number; maxAttempts: number }
   retention: { resultDays: number; fileDays: number; intervalMs: number }
+  live: { chargeIntervalMs: number; leaseTtlMs: number; leaseIdleMs: number; leaseBlockCalls: number; keyCacheMs: number }
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
   otlpEndpoint: string | null
 }
@@ -140,6 +154,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       resultDays: e.MULTIGRID_RESULT_RETENTION_DAYS,
       fileDays: e.MULTIGRID_FILE_RETENTION_DAYS,
       intervalMs: e.MULTIGRID_JANITOR_INTERVAL_S * 1000,
+    },
+    live: {
+      chargeIntervalMs: e.MULTIGRID_LIVE_CHARGE_INTERVAL_MS,
+      leaseTtlMs: e.MULTIGRID_LIVE_LEASE_TTL_MS,
+      leaseIdleMs: e.MULTIGRID_LIVE_LEASE_IDLE_MS,
+      leaseBlockCalls: e.MULTIGRID_LIVE_LEASE_BLOCK,
+      keyCacheMs: e.MULTIGRID_KEY_CACHE_MS,
     },
     logLevel: e.LOG_LEVEL,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT ?? null,

@@ -6,6 +6,8 @@ import { createAccounts } from './accounts/accounts.ts'
 import { createAdmission } from './admission/submit-batch.ts'
 import { createFileValidator } from './ingest/parallel-validation.ts'
 import { createGate } from './auth/gate.ts'
+import { createKeyCache } from './auth/key-cache.ts'
+import { createLiveCredit, type LiveCredit } from './live/live-credit.ts'
 import { createCatalog } from './catalog/catalog.ts'
 import { createFleetGates } from './coordination/fleet-gate.ts'
 import { openNudges } from './coordination/nudges.ts'
@@ -40,6 +42,8 @@ export interface Gateway {
   instanceId: string
   dispatcher: Dispatcher | null
   janitor: Janitor
+  /** The live path's credit ledger; tests flush it to see charges at once. */
+  credit: LiveCredit
   stop(): Promise<void>
 }
 
@@ -50,8 +54,17 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   const blobs = await openBlobStore(config)
   const limiter: RateLimiter = config.redisUrl ? createRedisLimiter(config.redisUrl, logger) : createMemoryLimiter()
   const catalog = createCatalog(config.catalog, config.providerKeys)
-  const gate = createGate(store, limiter, telemetry)
   const instanceId = newId('inst_')
+  const keys = createKeyCache((hash) => store.findKey(hash), { ttlMs: config.live.keyCacheMs })
+  const gate = createGate(store, limiter, telemetry, keys)
+  const credit = createLiveCredit(store, {
+    instanceId,
+    chargeIntervalMs: config.live.chargeIntervalMs,
+    leaseTtlMs: config.live.leaseTtlMs,
+    idleMs: config.live.leaseIdleMs,
+    blockCalls: config.live.leaseBlockCalls,
+    logger,
+  })
   // With Redis, each provider's max_concurrency holds for the whole fleet, not per instance.
   const fleet = config.redisUrl
     ? await createFleetGates(config.redisUrl, { instance: instanceId, ttlMs: config.dispatch.leaseSeconds * 1000, logger, prefix: `${config.redisPrefix}sem:` })
@@ -78,16 +91,17 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
     logger.info('batch.admitted', { batch_id: batch.id, account_id: batch.accountId, lines: batch.counts.total, cost_ceiling_usd: batch.costCeilingUsd, source: batch.source })
     nudges.publish()
   }, telemetry)
+  // A key revoked through this instance is refused here at once; elsewhere within the cache TTL.
   const accounts = createAccounts(store, {
     maxOpenBatches: config.limits.defaultMaxOpenBatches,
     rateLimitPerMinute: config.limits.defaultRateLimitPerMinute,
     maxFiles: config.limits.defaultMaxFiles,
     maxStoredBytes: config.limits.defaultMaxStoredBytes,
-  })
+  }, { onKeyRevoked: keys.forgetKey })
 
   const quotaDefaults = { maxFiles: config.limits.defaultMaxFiles, maxStoredBytes: config.limits.defaultMaxStoredBytes }
   const bodies = bodyLimits(config.limits)
-  const live = { gate, store, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000), bodyLimit: bodies.live }
+  const live = { gate, credit, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000), bodyLimit: bodies.live }
   const groups = [
     healthRoutes(readinessChecks({ store: () => store.ping(), redis: limiter.ping && (() => limiter.ping!()) })),
     nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimit: bodies.nativeSubmit, sharedBodiesFrom: validator.splitFrom, onCancelled: (id) => dispatcher?.cancelled(id) }),
@@ -125,10 +139,13 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
     instanceId,
     dispatcher,
     janitor,
+    credit,
     async stop() {
       janitor.stop()
       // Stop taking requests, let in-flight lines finish (bounded), hand the rest back.
       await app.stop(true)
+      // Charges of answered live calls written, leases handed back.
+      await credit.stop()
       await validator.close()
       await dispatcher?.stop()
       await nudges.close()

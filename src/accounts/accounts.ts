@@ -29,6 +29,8 @@ export interface Accounts {
 export function createAccounts(
   store: AccountStore & UploadStore,
   defaults: { maxOpenBatches: number; rateLimitPerMinute: number } & FileQuotaDefaults,
+  /** `onKeyRevoked`: e.g. the gateway's key cache, so the instance that revoked a key refuses it at once. */
+  hooks: { onKeyRevoked?: (id: string) => void } = {},
 ): Accounts {
   async function withFiles(account: AccountView | null): Promise<AdminAccountView | null> {
     if (!account) return null
@@ -79,6 +81,10 @@ export function createAccounts(
       })
       return record ? { key: secret.key, record } : null
     },
-    revokeKey: (id) => store.revokeKey(id, nowSeconds()),
+    async revokeKey(id) {
+      const revoked = await store.revokeKey(id, nowSeconds())
+      hooks.onKeyRevoked?.(id)
+      return revoked
+    },
   }
 }

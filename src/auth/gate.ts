@@ -7,6 +7,7 @@ import { GatewayError, insufficientPermissions, invalidApiKey } from '../errors.
 import type { RateLimiter } from '../limits/rate-limiter.ts'
 import type { AccountStore } from '../store/store.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
+import type { KeyCache } from './key-cache.ts'
 import { hashKey, KEY_PREFIX } from './keys.ts'
 
 export interface Caller {
@@ -27,7 +28,9 @@ export interface Gate {
   admitCaller(caller: Caller, need: Scope | 'any', headers: Record<string, string>): Promise<Caller>
 }
 
-export function createGate(store: AccountStore, limiter: RateLimiter, telemetry: Telemetry = noTelemetry): Gate {
+/** `keys` (key-cache.ts) answers lookups from memory; without it every request asks the store. */
+export function createGate(store: AccountStore, limiter: RateLimiter, telemetry: Telemetry = noTelemetry, keys?: KeyCache): Gate {
+  const findKey = keys ? keys.find : (hash: string) => store.findKey(hash)
   /** The rate limit and scope check, for a caller already authenticated. */
   async function admitCaller(found: Caller, need: Scope | 'any', headers: Record<string, string>): Promise<Caller> {
     const limit = found.key.rateLimitPerMinute ?? found.account.rateLimitPerMinute
@@ -60,7 +63,7 @@ export function createGate(store: AccountStore, limiter: RateLimiter, telemetry:
       if (!authorization) throw invalidApiKey('no API key: send "Authorization: Bearer <key>"')
       if (!match) throw invalidApiKey('malformed Authorization header: send "Authorization: Bearer <key>"')
       const token = match[1]
-      const found = token.startsWith(KEY_PREFIX) ? await store.findKey(hashKey(token)) : null
+      const found = token.startsWith(KEY_PREFIX) ? await findKey(hashKey(token)) : null
       if (!found) throw invalidApiKey('unknown or revoked API key')
       return admitCaller(found, need, headers)
     },

@@ -1,7 +1,9 @@
 /**
  * Live endpoints (SPEC §8): chat completions (also streamed as server-sent events), embeddings
- * and the model list, through the same catalog, adapters, balance check and billing as batches.
- * Mounted at the root and under /openai/v1.
+ * and the model list, through the same catalog, adapters and prices as batches. Each call is held
+ * before it is sent — its ceiling reserved from the instance's credit ledger (live-credit.ts),
+ * 402 when it does not fit — and settled from usage when the answer arrives; a call that failed
+ * releases its hold. Mounted at the root and under /openai/v1.
  */
 import { Elysia } from 'elysia'
 import type { Offering } from '../../providers/catalog.ts'
@@ -11,16 +13,15 @@ import type { Catalog } from '../catalog/catalog.ts'
 import { badRequest, GatewayError } from '../errors.ts'
 import { readJsonBody, type BodyLimit } from '../ingest/read-body.ts'
 import { validateBody } from '../ingest/validate-body.ts'
-import { highestPrices, priceOf } from '../money/ceiling.ts'
-import { availableUsd, usd } from '../money/decimal.ts'
-import { priceUsage } from '../money/price-usage.ts'
-import type { AccountStore } from '../store/store.ts'
+import { usd } from '../money/decimal.ts'
+import { ceilingUnits, unitsText, usageUnits } from '../money/fixed-point.ts'
+import type { LiveCredit } from '../live/live-credit.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
 
 export interface LiveDeps {
   gate: Gate
-  store: AccountStore
+  credit: LiveCredit
   catalog: Catalog
   upstreams: Upstreams
   logger: Logger
@@ -32,7 +33,7 @@ export interface LiveDeps {
 const encoder = new TextEncoder()
 
 export function liveRoutes(prefix: string, deps: LiveDeps) {
-  const { gate, store, catalog, upstreams, logger } = deps
+  const { gate, credit, catalog, upstreams, logger } = deps
 
   async function readJson(request: Request, headers: Record<string, string>) {
     // The key first: an unknown caller's body is never read.
@@ -49,75 +50,123 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
       throw badRequest(`${problem.path || 'body'} ${problem.message}; ${problem.fix}`, problem.path || null)
     }
     const { offerings, inputTokens, outputTokens } = checked.value
-    // The same pessimistic arithmetic as a batch's ceiling, so the two can never disagree.
-    const ceiling = priceOf({ input: inputTokens, output: outputTokens }, highestPrices(offerings))
-    // The account row was read with the key a moment ago, in the same request.
-    const available = availableUsd(caller.account)
-    if (available.lessThan(ceiling)) {
+    // The same pessimistic arithmetic as a batch's ceiling (priceOf ∘ highestPrices), so the two
+    // can never disagree, in integers: this runs on every call.
+    const ceiling = ceilingUnits({ input: inputTokens, output: outputTokens }, offerings)
+    // Held before it is sent: from this instance's lease of the account's credit (no store
+    // write unless the lease must grow), atomically against every other holder.
+    const held = await credit.reserve(caller.account.id, ceiling)
+    if (!held.ok) {
+      const ceilingUsd = usd(unitsText(ceiling))
       throw new GatewayError(402, 'insufficient_quota', 'insufficient_quota',
-        `this request may cost up to $${usd(ceiling)} and the account has $${usd(available)} available; add credit or lower max_tokens`,
-        { detail: { cost_ceiling_usd: usd(ceiling), available_usd: usd(available) } })
+        `this request may cost up to $${ceilingUsd} and the account has $${usd(held.availableUsd)} available; add credit or lower max_tokens`,
+        { detail: { cost_ceiling_usd: ceilingUsd, available_usd: usd(held.availableUsd) } })
     }
-    return { caller, body: raw as Record<string, unknown>, offerings }
+    return { caller, body: raw as Record<string, unknown>, offerings, inputTokens, outputTokens, reservation: held.reservation }
   }
+  type Prepared = Awaited<ReturnType<typeof prepare>>
 
-  const bill = async (accountId: string, usage: { input_tokens: number; output_tokens: number } | null, offering: Offering) => {
-    if (!usage) return
-    await store.chargeAccount(accountId, priceUsage(usage, offering))
+  /**
+   * An answer without usage is billed on a bound, as a batch line is (run-line.ts): the prompt's
+   * pessimistic count and one token per byte of what came back, never past the output bound.
+   */
+  const estimated = (checked: Prepared, outputBytes: number) => ({
+    input_tokens: checked.inputTokens,
+    output_tokens: Math.min(outputBytes, checked.outputTokens),
+  })
+
+  const costOf = (checked: Prepared, usage: { input_tokens: number; output_tokens: number } | null, response: Record<string, unknown>, offering: Offering) => {
+    if (usage) return usageUnits(usage, offering)
+    logger.warn('live.no_usage', { provider: offering.provider, model: offering.upstream_model })
+    return usageUnits(estimated(checked, contentBytes(response)), offering)
   }
 
   async function call(request: Request, input: Awaited<ReturnType<typeof readJson>>, endpoint: Endpoint) {
-    const { caller, body, offerings } = await prepare(input, endpoint)
+    const checked = await prepare(input, endpoint)
+    const { body, offerings, reservation } = checked
     let error: UpstreamError | null = null
-    for (const offering of offerings) {
-      const outcome = (await upstreams.send(endpoint, body, offering, request.signal))!
-      if (outcome.ok) {
-        await bill(caller.account.id, outcome.usage, offering)
-        return outcome.body
+    try {
+      for (const offering of offerings) {
+        const outcome = (await upstreams.send(endpoint, body, offering, request.signal))!
+        if (outcome.ok) {
+          credit.settle(reservation, costOf(checked, outcome.usage, outcome.body, offering))
+          return outcome.body
+        }
+        error = outcome.error
+        if (!error.retryable && error.kind !== 'auth') break
       }
-      error = outcome.error
-      if (!error.retryable && error.kind !== 'auth') break
+    } finally {
+      // Failed upstream, or threw: the whole hold comes back (a settled one is left alone).
+      credit.settle(reservation, null)
     }
     throw upstreamFailure(error!)
   }
 
   async function stream(request: Request, headers: Record<string, string>, input: Awaited<ReturnType<typeof readJson>>) {
-    const { caller, body, offerings } = await prepare(input, 'chat')
+    const checked = await prepare(input, 'chat')
+    const { body, offerings, reservation } = checked
+    const release = (reason: unknown) => {
+      credit.settle(reservation, null)
+      if (reason !== undefined) logger.warn('live.stream_settle_failed', { reason: String(reason) })
+    }
     let error: UpstreamError | null = null
-    for (const offering of offerings) {
-      const { outcome, done } = await upstreams.stream('chat', body, offering, request.signal)
-      if (!outcome.ok) {
-        error = outcome.error
-        if (!error.retryable && error.kind !== 'auth') break
-        continue
-      }
-      const chunks = outcome.chunks[Symbol.asyncIterator]()
-      outcome.usage
-        .then((usage) => bill(caller.account.id, usage, offering))
-        .catch((reason) => logger.warn('live.billing_failed', { reason: String(reason) }))
-        .finally(done)
-      // Each chunk is written as it arrives: no buffering between upstream and client.
-      const sse = new ReadableStream<Uint8Array>({
-        async pull(controller) {
-          try {
-            const next = await chunks.next()
-            if (next.done) {
-              controller.enqueue(encoder.encode('data: [DONE]\n\n'))
+    let streaming = false
+    try {
+      for (const offering of offerings) {
+        const { outcome, done } = await upstreams.stream('chat', body, offering, request.signal)
+        if (!outcome.ok) {
+          error = outcome.error
+          if (!error.retryable && error.kind !== 'auth') break
+          continue
+        }
+        streaming = true
+        const chunks = outcome.chunks[Symbol.asyncIterator]()
+        let ended = false
+        let outputBytes = 0
+        // Settled when the usage arrives. A stream that ended without usage is billed on the
+        // bound (as a whole answer is); one that broke or was abandoned settles what the upstream
+        // reported by then, or gives the hold back when it reported nothing.
+        outcome.usage
+          .then((usage) => {
+            if (usage) return credit.settle(reservation, usageUnits(usage, offering))
+            // The usage settles a few microtasks before pull() sees the end: decide after it.
+            setImmediate(() => {
+              if (!ended) return credit.settle(reservation, null)
+              logger.warn('live.no_usage', { provider: offering.provider, model: offering.upstream_model })
+              credit.settle(reservation, usageUnits(estimated(checked, outputBytes), offering))
+            })
+          })
+          .catch(release)
+          .finally(done)
+        // Each chunk is written as it arrives: no buffering between upstream and client.
+        const sse = new ReadableStream<Uint8Array>({
+          async pull(controller) {
+            try {
+              const next = await chunks.next()
+              if (next.done) {
+                ended = true
+                controller.enqueue(encoder.encode('data: [DONE]\n\n'))
+                controller.close()
+              } else {
+                outputBytes += deltaBytes(next.value)
+                controller.enqueue(encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`))
+              }
+            } catch (reason) {
+              controller.enqueue(encoder.encode(`data: ${JSON.stringify({ error: { message: 'the upstream stream broke off', type: 'server_error', code: 'upstream_error', param: null } })}\n\n`))
               controller.close()
-            } else controller.enqueue(encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`))
-          } catch (reason) {
-            controller.enqueue(encoder.encode(`data: ${JSON.stringify({ error: { message: 'the upstream stream broke off', type: 'server_error', code: 'upstream_error', param: null } })}\n\n`))
-            controller.close()
-            logger.warn('live.stream_broken', { reason: String(reason) })
-          }
-        },
-        async cancel() {
-          await chunks.return?.()
-        },
-      })
-      return new Response(sse, {
-        headers: { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' },
-      })
+              logger.warn('live.stream_broken', { reason: String(reason) })
+            }
+          },
+          async cancel() {
+            await chunks.return?.()
+          },
+        })
+        return new Response(sse, {
+          headers: { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' },
+        })
+      }
+    } finally {
+      if (!streaming) release(undefined)
     }
     throw upstreamFailure(error!)
   }
@@ -154,6 +203,24 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     }, { parse: 'none' })
     .post('/v1/embeddings', async ({ request, set }) =>
       call(request, await readJson(request, set.headers as Record<string, string>), 'embeddings'), { parse: 'none' })
+}
+
+/** UTF-8 bytes of the message contents of a whole answer. */
+function contentBytes(response: Record<string, unknown>): number {
+  let bytes = 0
+  for (const choice of (response.choices as { message?: { content?: unknown } }[] | undefined) ?? []) {
+    if (typeof choice.message?.content === 'string') bytes += Buffer.byteLength(choice.message.content, 'utf8')
+  }
+  return bytes
+}
+
+/** UTF-8 bytes of the content deltas of one streamed chunk. */
+function deltaBytes(chunk: Record<string, unknown>): number {
+  let bytes = 0
+  for (const choice of (chunk.choices as { delta?: { content?: unknown } }[] | undefined) ?? []) {
+    if (typeof choice.delta?.content === 'string') bytes += Buffer.byteLength(choice.delta.content, 'utf8')
+  }
+  return bytes
 }
 
 function upstreamFailure(error: UpstreamError): GatewayError {

@@ -51,10 +51,50 @@ export interface AccountStore {
   createKey(key: NewKey): Promise<KeyRecord | null>
   /** Also ends the key's dashboard sessions. */
   revokeKey(id: string, at: number): Promise<KeyRecord | null>
-  /** Bills a live request: never below zero. Returns what was actually charged. */
-  chargeAccount(accountId: string, costUsd: string): Promise<string>
   /** The live (not revoked) key with this hash, and its account. */
   findKey(hash: string): Promise<{ key: KeyRecord; account: AccountRecord } | null>
+}
+
+/**
+ * Credit an instance leases for an account's live calls (SPEC §8): a hold in the store, like a
+ * batch's, so available credit is balance − batch holds − unexpired leases on every instance.
+ * Amounts are decimal strings; times Unix milliseconds.
+ */
+export interface LiveCreditStore {
+  /**
+   * Atomically, against admissions and other instances: deletes the account's expired leases,
+   * then grows this instance's lease by `max(need, min(want, available / 2))` when at least
+   * `need` is available, else by nothing (half, so another instance can still serve the account).
+   * Renews the lease to `expiresAtMs` either way. `leaseUsd` is this instance's lease after it;
+   * `lostUsd` is what an expired lease of this instance held when it was deleted here;
+   * `availableUsd` is what is left for anyone after the grant.
+   */
+  takeLiveCredit(request: {
+    instanceId: string
+    accountId: string
+    needUsd: string
+    wantUsd: string
+    nowMs: number
+    expiresAtMs: number
+  }): Promise<{ grantedUsd: string; leaseUsd: string; availableUsd: string; lostUsd: string }>
+  /**
+   * Extends this instance's unexpired leases of these accounts (an expired one is not brought
+   * back: another instance may have counted it as gone); returns those renewed and their amounts.
+   */
+  renewLiveCredit(instanceId: string, accountIds: readonly string[], nowMs: number, expiresAtMs: number): Promise<{ accountId: string; leaseUsd: string }[]>
+  /**
+   * In one transaction: debits each account by `chargeUsd` (never below zero) and shrinks this
+   * instance's lease by `chargeUsd + releaseUsd` (a lease at zero is deleted). Idempotent by
+   * `id`: a group already written is skipped and answers false.
+   */
+  writeLiveCharges(group: {
+    id: string
+    instanceId: string
+    nowMs: number
+    entries: readonly { accountId: string; chargeUsd: string; releaseUsd: string }[]
+  }): Promise<boolean>
+  /** Graceful stop: deletes every lease of this instance. */
+  dropLiveCredit(instanceId: string): Promise<void>
 }
 
 export interface NewLine {
@@ -355,7 +395,7 @@ export interface SessionStore {
 }
 
 export interface Store
-  extends AccountStore, BatchStore, DispatchStore, FileStore, RetentionStore, UploadStore, SessionStore {
+  extends AccountStore, BatchStore, DispatchStore, FileStore, RetentionStore, UploadStore, SessionStore, LiveCreditStore {
   readonly kind: 'sqlite' | 'postgres'
   ping(): Promise<void>
   close(): Promise<void>

@@ -23,6 +23,7 @@ describe('loadConfig', () => {
       output_usd_per_mtok: '0.40',
     })
     expect(config.providerKeys.openai).toBeNull()
+    expect(config.live).toEqual({ chargeIntervalMs: 500, leaseTtlMs: 15_000, leaseIdleMs: 5_000, leaseBlockCalls: 32, keyCacheMs: 1_000 })
   })
 
   test('body limits: live calls 8 MiB by default; the file limit can be set (its bound was negative)', () => {
@@ -43,6 +44,11 @@ describe('loadConfig', () => {
     [{ REDIS_URL: 'localhost:6379' }, 'invalid REDIS_URL'],
     [{ MULTIGRID_ADMIN_TOKEN: 'short' }, 'invalid MULTIGRID_ADMIN_TOKEN'],
     [{ MULTIGRID_CONFIG: '/nonexistent/catalog.json' }, 'MULTIGRID_CONFIG: cannot read /nonexistent/catalog.json'],
+    // An idle lease must go back within 30 s: idle ≤ 25 s, plus a charge interval ≤ 5 s.
+    [{ MULTIGRID_LIVE_CHARGE_INTERVAL_MS: '60000' }, 'invalid MULTIGRID_LIVE_CHARGE_INTERVAL_MS="60000"'],
+    [{ MULTIGRID_LIVE_LEASE_IDLE_MS: '30000' }, 'invalid MULTIGRID_LIVE_LEASE_IDLE_MS="30000"'],
+    // Revocation must reach every instance within 2 s.
+    [{ MULTIGRID_KEY_CACHE_MS: '5000' }, 'invalid MULTIGRID_KEY_CACHE_MS="5000"'],
   ]
   for (const [env, message] of cases) {
     test(`refuses ${Object.keys(env)[0]}=${Object.values(env)[0]}`, () => {

@@ -39,6 +39,7 @@ import { finishBatches } from './advance-batches.ts'
 import { connectPostgres, type PostgresConnection } from './connect.ts'
 import { copyLines } from './copy-lines.ts'
 import * as files from './files.ts'
+import * as liveCredit from './live-credit.ts'
 import { migrate } from './migrate.ts'
 import * as retention from './retention.ts'
 import * as sessions from './sessions.ts'
@@ -89,8 +90,11 @@ const OPEN_STATUSES = [...OPEN_BATCH_STATUSES]
 const earlier = Math.floor
 
 async function accountView(db: Db, id: string): Promise<AccountView | null> {
+  // Live leases are holds too: held_usd shows them, so available_usd is what may still be spent.
   const [row] = await db`
-    SELECT a.*,
+    SELECT a.id, a.name, a.balance_usd, a.max_open_batches, a.rate_limit_per_minute, a.created_at,
+      a.held_usd + (SELECT coalesce(sum(l.amount_usd), 0) FROM credit_leases l
+                    WHERE l.account_id = a.id AND l.expires_at_ms > ${Date.now()}) AS held_usd,
       (SELECT count(*) FROM batches b
        WHERE b.account_id = a.id AND b.status = ANY(${OPEN_STATUSES}::text[])) AS open_batches
     FROM accounts a WHERE a.id = ${id}`
@@ -168,16 +172,22 @@ class PostgresStore extends DispatchDelegate implements Store {
     return row ? rowToKey(row) : null
   }
 
-  async chargeAccount(accountId: string, costUsd: string) {
-    // The sub-select locks the row and reads its latest balance; the update then subtracts
-    // what it could take, so concurrent charges from several instances never go below zero.
-    const [row] = await this.sql`
-      UPDATE accounts a SET balance_usd = a.balance_usd - c.charged
-      FROM (SELECT id, LEAST(${moneyText(costUsd)}::numeric, balance_usd) AS charged
-            FROM accounts WHERE id = ${accountId} FOR UPDATE) c
-      WHERE a.id = c.id
-      RETURNING c.charged`
-    return row ? moneyText(row.charged) : '0'
+  // ── live credit (SPEC §8): live-credit.ts ────────────────────────────────────────────────
+
+  takeLiveCredit(request: Parameters<Store['takeLiveCredit']>[0]) {
+    return liveCredit.takeLiveCredit(this.sql, request)
+  }
+
+  renewLiveCredit(instanceId: string, accountIds: readonly string[], nowMs: number, expiresAtMs: number) {
+    return liveCredit.renewLiveCredit(this.sql, instanceId, accountIds, nowMs, expiresAtMs)
+  }
+
+  writeLiveCharges(group: Parameters<Store['writeLiveCharges']>[0]) {
+    return liveCredit.writeLiveCharges(this.sql, group)
+  }
+
+  async dropLiveCredit(instanceId: string) {
+    await this.sql`DELETE FROM credit_leases WHERE instance_id = ${instanceId}`
   }
 
   /** One round trip: this runs on every authenticated request. */
@@ -222,7 +232,11 @@ class PostgresStore extends DispatchDelegate implements Store {
       const inUse = Number(open!.n)
       const limit = Number(account.max_open_batches)
       if (inUse >= limit) return { kind: 'limit_exceeded', limit, inUse }
-      const available = new Money(account.balance_usd).minus(account.held_usd)
+      // Live leases of every instance count as held; expired ones count for nothing.
+      const [leased] = await tx`
+        SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases
+        WHERE account_id = ${batch.accountId} AND expires_at_ms > ${Date.now()}`
+      const available = new Money(account.balance_usd).minus(account.held_usd).minus(leased!.total)
       if (available.lessThan(ceiling)) {
         return { kind: 'insufficient_quota', availableUsd: moneyText(Money.max(available, ZERO)) }
       }

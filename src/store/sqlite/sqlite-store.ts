@@ -8,7 +8,7 @@ import type { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { LineStatus } from '../../domain.ts'
-import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
+import { Money, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine } from '../rows.ts'
 import type {
   FileLimits,
@@ -30,6 +30,7 @@ import type {
 import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.ts'
 import { DispatchDelegate } from '../dispatch-delegate.ts'
 import { createDispatchThread } from '../dispatch-thread.ts'
+import * as liveCredit from './live-credit.ts'
 import { openSqliteDatabase } from './open-database.ts'
 import schema from './schema.sql' with { type: 'text' }
 import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
@@ -102,7 +103,11 @@ class SqliteStore extends DispatchDelegate implements Store {
       `SELECT a.*, (SELECT count(*) FROM batches b WHERE b.account_id = a.id AND b.status IN ${OPEN})
          AS open_batches FROM accounts a WHERE a.id = ?`,
     ).get(id)
-    return row ? { ...rowToAccount(row), openBatches: Number(row.open_batches) } : null
+    if (!row) return null
+    // Live leases are holds too: held_usd shows them, so available_usd is what may still be spent.
+    const account = rowToAccount(row)
+    const held = new Money(account.heldUsd).plus(liveCredit.leasedUsd(this.db, id, Date.now()))
+    return { ...account, heldUsd: moneyText(held), openBatches: Number(row.open_batches) }
   }
 
   async createAccount(account: NewAccount) {
@@ -161,15 +166,22 @@ class SqliteStore extends DispatchDelegate implements Store {
     return row ? rowToKey(row) : null
   }
 
-  async chargeAccount(accountId: string, costUsd: string) {
-    return this.tx(() => {
-      const row = this.q('SELECT balance_usd FROM accounts WHERE id = ?').get(accountId)
-      if (!row) return '0'
-      const balance = new Money(row.balance_usd)
-      const charged = minMoney(new Money(costUsd), balance)
-      this.q('UPDATE accounts SET balance_usd = ? WHERE id = ?').run(moneyText(balance.minus(charged)), accountId)
-      return moneyText(charged)
-    })
+  // ── live credit (SPEC §8): live-credit.ts ────────────────────────────────────────────────
+
+  async takeLiveCredit(request: Parameters<Store['takeLiveCredit']>[0]) {
+    return this.tx(() => liveCredit.takeLiveCredit(this.db, request))
+  }
+
+  async renewLiveCredit(instanceId: string, accountIds: readonly string[], nowMs: number, expiresAtMs: number) {
+    return this.tx(() => liveCredit.renewLiveCredit(this.db, instanceId, accountIds, nowMs, expiresAtMs))
+  }
+
+  async writeLiveCharges(group: Parameters<Store['writeLiveCharges']>[0]) {
+    return this.tx(() => liveCredit.writeLiveCharges(this.db, group))
+  }
+
+  async dropLiveCredit(instanceId: string) {
+    this.q('DELETE FROM credit_leases WHERE instance_id = ?').run(instanceId)
   }
 
   async findKey(hash: string) {
@@ -198,8 +210,10 @@ class SqliteStore extends DispatchDelegate implements Store {
       if (available.lessThan(batch.costCeilingUsd)) {
         return { kind: 'insufficient_quota', availableUsd: moneyText(Money.max(available, ZERO)) }
       }
+      // account.heldUsd counts live leases as well; the column holds only what batches hold.
+      const column = this.q('SELECT held_usd FROM accounts WHERE id = ?').get(batch.accountId)!
       this.q('UPDATE accounts SET held_usd = ? WHERE id = ?').run(
-        moneyText(new Money(account.heldUsd).plus(batch.costCeilingUsd)),
+        moneyText(new Money(column.held_usd).plus(batch.costCeilingUsd)),
         batch.accountId,
       )
       this.q(

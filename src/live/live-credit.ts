@@ -1,0 +1,290 @@
+/**
+ * The live path's credit ledger, one per gateway instance (SPEC §8). A live call is held before
+ * it is sent: `reserve` takes its ceiling from a block of the account's credit this instance
+ * leases in the store (LiveCreditStore), topping the block up when short — one store call in
+ * flight per account, shared by every call waiting on it — and refuses when the store cannot give
+ * it. `settle` moves the real cost into the pending charges and returns the rest to the block.
+ *
+ * Terminology
+ * - lease: what the store holds for this instance and account; it counts as held everywhere.
+ * - reserved: the ceilings of this instance's calls still running.
+ * - pending: costs of answered calls not yet written; a group write debits them from the
+ *   balance and shrinks the lease by as much, in one transaction, idempotent by group id.
+ * - free: lease − reserved − pending − what a group write in flight takes out of the lease.
+ *
+ * So the request path never writes to the store: charges go out every `chargeIntervalMs` in one
+ * group, the lease is renewed every third of its TTL while the instance has one, handed back
+ * once an account has had no live call here for `idleMs`, and expires by itself when the
+ * instance dies. A SIGKILL loses at most the charges not yet written (one interval, plus the
+ * write in flight) and never charges twice.
+ */
+import { newId } from '../domain.ts'
+import { toUnits, unitsText } from '../money/fixed-point.ts'
+import type { LiveCreditStore } from '../store/store.ts'
+import type { Logger } from '../telemetry/logger.ts'
+
+export interface LiveCreditOptions {
+  instanceId: string
+  /** How often pending charges are written, in one group. */
+  chargeIntervalMs: number
+  /** A lease not renewed for this long counts for nothing. */
+  leaseTtlMs: number
+  /** An account with no live call here for this long gets its lease handed back. */
+  idleMs: number
+  /** A top-up asks for this many of the call's ceiling at once (bounded by the store). */
+  blockCalls: number
+  logger: Logger
+  now?: () => number
+}
+
+/** One call's hold. Settled once; later settles do nothing. */
+export interface Reservation {
+  readonly accountId: string
+  readonly units: bigint
+  settled: boolean
+}
+
+export type ReserveResult = { ok: true; reservation: Reservation } | { ok: false; availableUsd: string }
+
+export interface LiveCredit {
+  /** Holds `ceiling` (units of fixed-point.ts) for one call. */
+  reserve(accountId: string, ceiling: bigint): Promise<ReserveResult>
+  /** The call's real cost in units; `null` when it failed or was abandoned: the whole hold comes back. */
+  settle(reservation: Reservation, cost: bigint | null): void
+  /** Writes the pending charges now (and hands back idle leases); resolves when written. */
+  flush(): Promise<void>
+  /** Graceful stop: writes what is pending and returns every lease. */
+  stop(): Promise<void>
+}
+
+interface AccountCredit {
+  id: string
+  lease: bigint
+  reserved: bigint
+  pending: bigint
+  /** In the group being written: charges, and lease handed back. */
+  writing: bigint
+  releasing: bigint
+  calls: number
+  lastUsedMs: number
+  /** Until when the store has confirmed the lease; only a confirmed lease serves calls. */
+  confirmedUntilMs: number
+  /** The top-up in flight: resolves with what the store had left after it. */
+  topUp: Promise<bigint> | null
+  /** Ceilings the next top-up asks for: doubles with each, so a busy account soon needs few. */
+  block: number
+  /** Store calls begun for this account (top-ups, group writes): tells whether one overlapped another. */
+  changes: number
+}
+
+interface Group {
+  id: string
+  entries: { account: AccountCredit; chargeUsd: string; releaseUsd: string }[]
+}
+
+/** Rounds of "top up, look again" one reserve may take before it answers with what it saw. */
+const MAX_ROUNDS = 4
+/**
+ * How far a block grows, in multiples of the configured size: 32 ceilings doubling to 512. A
+ * call returns its ceiling less its cost at once, so a block is used up only by costs: with
+ * real max_tokens (costs a few percent of the ceiling) 512 ceilings last thousands of calls, and
+ * even the bench's (cost 60% of the ceiling, 7,000 calls/s) tops up about 8 times a second, a
+ * store transaction each. Larger blocks would hold more of the account from batches and from
+ * the fleet's other instances (the store grants at most half of what is available anyway).
+ */
+const MAX_GROWTH = 16
+
+const free = (a: AccountCredit) => a.lease - a.reserved - a.pending - a.writing - a.releasing
+
+export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOptions): LiveCredit {
+  const { instanceId, logger } = options
+  const now = options.now ?? Date.now
+  const accounts = new Map<string, AccountCredit>()
+  // A lease is used only while its confirmed expiry is more than a third of the TTL away, so a
+  // missed heartbeat stops this instance well before another may count the lease as gone.
+  const margin = Math.floor(options.leaseTtlMs / 3)
+  let writing: Promise<void> | null = null
+  let retry: Group | null = null
+  let stopped = false
+
+  const account = (id: string) => {
+    let a = accounts.get(id)
+    if (!a) {
+      a = { id, lease: 0n, reserved: 0n, pending: 0n, writing: 0n, releasing: 0n, calls: 0, lastUsedMs: now(), confirmedUntilMs: 0, topUp: null, block: options.blockCalls, changes: 0 }
+      accounts.set(id, a)
+    }
+    return a
+  }
+
+  /** No other store call touched the account since `changes` was read: the store's amount is the truth. */
+  const quiet = (a: AccountCredit, changes: number) => a.changes === changes && a.writing === 0n && a.releasing === 0n
+
+  /**
+   * Takes the store's word for the lease when no group write overlapped the call (so none can
+   * be counted twice or not at all); else applies the change alone. Either way a lease the store
+   * no longer has (expired, then deleted by another instance) stops serving here.
+   */
+  function learnLease(a: AccountCredit, changes: number, wasQuiet: boolean, leaseUsd: string, delta: bigint) {
+    if (wasQuiet && quiet(a, changes)) {
+      const lease = toUnits(leaseUsd, 'down')
+      if (lease < a.lease) logger.warn('live.lease_shrunk', { account_id: a.id, expected_usd: unitsText(a.lease), lease_usd: leaseUsd })
+      a.lease = lease
+    } else a.lease = a.lease + delta > 0n ? a.lease + delta : 0n
+  }
+
+  function startTopUp(a: AccountCredit, need: bigint): Promise<bigint> {
+    const shortfall = need > free(a) ? need - (free(a) > 0n ? free(a) : 0n) : 0n
+    const want = need * BigInt(a.block)
+    a.block = Math.min(a.block * 2, options.blockCalls * MAX_GROWTH)
+    const at = now()
+    const expiresAtMs = at + options.leaseTtlMs
+    const changes = ++a.changes
+    const wasQuiet = quiet(a, changes)
+    const call = store
+      .takeLiveCredit({ instanceId, accountId: a.id, needUsd: unitsText(shortfall), wantUsd: unitsText(want > shortfall ? want : shortfall), nowMs: at, expiresAtMs })
+      .then((taken) => {
+        const lost = toUnits(taken.lostUsd, 'up')
+        // Not renewed in time (the store out of reach longer than the TTL): another instance may
+        // have counted it as gone, so what it held serves nothing more.
+        if (lost > 0n) logger.warn('live.lease_expired', { account_id: a.id, lost_usd: taken.lostUsd })
+        learnLease(a, changes, wasQuiet, taken.leaseUsd, toUnits(taken.grantedUsd, 'down') - lost)
+        if (a.lease > 0n) a.confirmedUntilMs = expiresAtMs
+        return toUnits(taken.availableUsd, 'down')
+      })
+      .finally(() => {
+        a.topUp = null
+      })
+    a.topUp = call
+    return call
+  }
+
+  async function reserve(accountId: string, need: bigint): Promise<ReserveResult> {
+    const a = account(accountId)
+    let known: bigint | null = null
+    for (let round = 0; ; round++) {
+      if (!stopped && free(a) >= need && now() < a.confirmedUntilMs - margin) {
+        a.reserved += need
+        a.calls++
+        a.lastUsedMs = now()
+        return { ok: true, reservation: { accountId, units: need, settled: false } }
+      }
+      const here = free(a) > 0n ? free(a) : 0n
+      // The store said what it had left a moment ago: not enough, so no second ask.
+      if (stopped || (known !== null && (here + known < need || round >= MAX_ROUNDS))) {
+        return { ok: false, availableUsd: unitsText(here + (known ?? 0n)) }
+      }
+      known = await (a.topUp ?? startTopUp(a, need))
+    }
+  }
+
+  function settle(reservation: Reservation, cost: bigint | null) {
+    if (reservation.settled) return
+    reservation.settled = true
+    const a = account(reservation.accountId)
+    a.reserved -= reservation.units
+    a.calls--
+    a.lastUsedMs = now()
+    if (cost === null) return
+    if (cost > reservation.units) {
+      logger.warn('live.cost_over_hold', { account_id: a.id, cost_usd: unitsText(cost), held_usd: unitsText(reservation.units) })
+    }
+    a.pending += cost
+  }
+
+  /** The next group: every account's pending charges, and the free lease of idle accounts. */
+  function nextGroup(all: boolean): Group | null {
+    const at = now()
+    const entries: Group['entries'] = []
+    for (const a of accounts.values()) {
+      const idle = all || (a.calls === 0 && a.topUp === null && at - a.lastUsedMs >= options.idleMs)
+      const release = idle && free(a) > 0n ? free(a) : 0n
+      if (a.pending === 0n && release === 0n) {
+        if (idle && a.lease === 0n && a.writing === 0n && a.calls === 0 && a.topUp === null) accounts.delete(a.id)
+        continue
+      }
+      a.writing = a.pending
+      a.releasing = release
+      a.pending = 0n
+      a.changes++
+      entries.push({ account: a, chargeUsd: unitsText(a.writing), releaseUsd: unitsText(release) })
+    }
+    return entries.length > 0 ? { id: newId('lcg_'), entries } : null
+  }
+
+  async function write(all: boolean) {
+    const group = retry ?? nextGroup(all)
+    if (!group) return
+    retry = group
+    try {
+      const entries = group.entries.map(({ account: a, chargeUsd, releaseUsd }) => ({ accountId: a.id, chargeUsd, releaseUsd }))
+      // false: an earlier attempt of this very group was written (its answer was lost).
+      await store.writeLiveCharges({ id: group.id, instanceId, nowMs: now(), entries })
+      retry = null
+      for (const { account: a } of group.entries) {
+        a.lease -= a.writing + a.releasing
+        if (a.lease < 0n) a.lease = 0n
+        a.writing = 0n
+        a.releasing = 0n
+      }
+    } catch (error) {
+      // Kept, with its id, and tried again next time: written at most once whatever happened.
+      logger.warn('live.charge_write_failed', { group_id: group.id, accounts: group.entries.length, reason: String(error) })
+    }
+  }
+
+  function flush(all = false): Promise<void> {
+    // A caller who asks while a group is being written wants what settled since written too.
+    if (writing) return writing.then(() => flush(all))
+    writing = write(all).finally(() => {
+      writing = null
+    })
+    return writing
+  }
+
+  async function renew() {
+    const renewing = [...accounts.values()].filter((a) => a.lease > 0n && a.topUp === null)
+    if (renewing.length === 0) return
+    const at = now()
+    const expiresAtMs = at + options.leaseTtlMs
+    const before = renewing.map((a) => ({ a, changes: a.changes, wasQuiet: quiet(a, a.changes) }))
+    try {
+      const renewed = new Map((await store.renewLiveCredit(instanceId, renewing.map((a) => a.id), at, expiresAtMs)).map((r) => [r.accountId, r.leaseUsd]))
+      for (const { a, changes, wasQuiet } of before) {
+        const lease = renewed.get(a.id)
+        if (lease !== undefined) {
+          learnLease(a, changes, wasQuiet, lease, 0n)
+          a.confirmedUntilMs = expiresAtMs
+        } else if (wasQuiet && quiet(a, changes)) {
+          logger.warn('live.lease_gone', { account_id: a.id, expected_usd: unitsText(a.lease) })
+          a.lease = 0n
+          a.confirmedUntilMs = 0
+        }
+      }
+    } catch (error) {
+      logger.warn('live.lease_renew_failed', { accounts: renewing.length, reason: String(error) })
+    }
+  }
+
+  const charging = setInterval(() => {
+    if (!writing) void flush()
+  }, options.chargeIntervalMs)
+  const heartbeat = setInterval(() => void renew(), Math.max(50, Math.floor(options.leaseTtlMs / 3)))
+  charging.unref?.()
+  heartbeat.unref?.()
+
+  return {
+    reserve,
+    settle,
+    flush: () => flush(),
+    async stop() {
+      stopped = true
+      clearInterval(charging)
+      clearInterval(heartbeat)
+      // Calls still running were cut off with the server; what they held comes back here.
+      for (let attempt = 0; attempt < 3 && (retry || [...accounts.values()].some((a) => a.pending > 0n || a.lease > 0n)); attempt++) {
+        await flush(true)
+      }
+      await store.dropLiveCredit(instanceId).catch((error) => logger.warn('live.lease_drop_failed', { reason: String(error) }))
+    },
+  }
+}
