@@ -10,6 +10,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import { measureSent, sentTokens } from '../helpers/sent-bound.ts'
 import { ADMIN_TOKEN, STORES, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
 import { issueRequest, liveCall, liveCatalog, liveCatalogFile, sumCosts, type LiveAnswer } from '../helpers/live-calls.ts'
 import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
@@ -153,7 +154,7 @@ for (const store of STORES) {
     })
 
     test('an answer without usage is billed on the bound, as a batch line is, plain and streamed', async () => {
-      sim.configure({ noUsageRate: 1 })
+      sim.configure({ noUsageRate: 1, keepBodies: 2 })
       try {
         const { key, accountId } = await gw.newAccount('1', { rate_limit_per_minute: 100_000 })
         const body = { model: 'sim/chat', messages: [{ role: 'user', content: 'hello there' }], max_tokens: 20 }
@@ -166,12 +167,14 @@ for (const store of STORES) {
         // The stream's charge is set aside just after its last byte went out.
         await Bun.sleep(50)
         await gw.credit.flush()
-        // 3 + 4 + 11 prompt tokens at $0.50, one token per byte of the reply (at most 20) at $1.50.
-        const bound = (text: string) => new Decimal(18).times('0.5').plus(new Decimal(Math.min(Buffer.byteLength(text), 20)).times('1.5')).div(1e6)
-        const expected = bound(plain.choices[0]!.message.content).plus(bound(streamedText))
+        // The prompt's bound measured on the body the upstream received (bytes + 4 per message + 3,
+        // test/helpers/sent-bound.ts) at $0.50, one token per byte of the reply (at most 20) at $1.50.
+        const [plainSent, streamSent] = sim.received().map((r) => sentTokens(measureSent(JSON.parse(r.text), 'openai'), 0, 0).input)
+        const bound = (prompt: number, text: string) => new Decimal(prompt).times('0.5').plus(new Decimal(Math.min(Buffer.byteLength(text), 20)).times('1.5')).div(1e6)
+        const expected = bound(plainSent!, plain.choices[0]!.message.content).plus(bound(streamSent!, streamedText))
         expect(new Decimal(1).minus((await account(accountId)).balance_usd).toFixed()).toBe(expected.toFixed())
       } finally {
-        sim.configure({ noUsageRate: 0 })
+        sim.configure({ noUsageRate: 0, keepBodies: 0 })
       }
     })
 
