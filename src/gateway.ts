@@ -48,7 +48,9 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   const telemetry = createTelemetry({ otlpEndpoint: config.otlpEndpoint, serviceName: 'multigrid', logger })
   const store = await openStore(config)
   const blobs = await openBlobStore(config)
-  const limiter: RateLimiter = config.redisUrl ? createRedisLimiter(config.redisUrl, logger) : createMemoryLimiter()
+  const limiter: RateLimiter = config.redisUrl
+    ? createRedisLimiter(config.redisUrl, { prefix: `${config.redisPrefix}rl:`, logger })
+    : createMemoryLimiter()
   const catalog = createCatalog(config.catalog, config.providerKeys)
   const gate = createGate(store, limiter, telemetry)
   const instanceId = newId('inst_')
