@@ -2,7 +2,8 @@
  * The import graph of the source tree, read by Bun's transpiler (a real parser, so an import
  * spread over several lines is seen like any other), and the two checks made on it: imports
  * that run up the layer order, and import cycles. The checks take a plain map of path → code, so
- * a test can run them over a made-up tree as well as over the real one.
+ * a test can run them over a made-up tree as well as over the real one. A worker started with
+ * `new URL('./x.ts', import.meta.url)` is no import and is not seen; each sits beside its parent.
  */
 import { Glob } from 'bun'
 import { dirname, join, normalize } from 'node:path'
