@@ -52,7 +52,9 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   const telemetry = createTelemetry({ otlpEndpoint: config.otlpEndpoint, serviceName: 'multigrid', logger })
   const store = await openStore(config)
   const blobs = await openBlobStore(config)
-  const limiter: RateLimiter = config.redisUrl ? createRedisLimiter(config.redisUrl, logger) : createMemoryLimiter()
+  const limiter: RateLimiter = config.redisUrl
+    ? createRedisLimiter(config.redisUrl, { prefix: `${config.redisPrefix}rl:`, logger })
+    : createMemoryLimiter()
   const catalog = createCatalog(config.catalog, config.providerKeys)
   const instanceId = newId('inst_')
   const keys = createKeyCache((hash) => store.findKey(hash), { ttlMs: config.live.keyCacheMs })

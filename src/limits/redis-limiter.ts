@@ -13,7 +13,19 @@ local count = redis.call('INCR', KEYS[1])
 if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return count`
 
-export function createRedisLimiter(url: string, logger: Logger): RateLimiter {
+export interface RedisLimiterOptions {
+  /**
+   * Prepended to every counter's key (`<prefix><key id>:<window>`), so fleets sharing one Redis
+   * count apart: the gateway passes MULTIGRID_REDIS_PREFIX + `rl:`.
+   */
+  prefix: string
+  logger: Logger
+  /** The clock that picks the window; Redis expires the counters on its own. */
+  now?: () => number
+}
+
+export function createRedisLimiter(url: string, options: RedisLimiterOptions): RateLimiter {
+  const { prefix, logger, now: clock = Date.now } = options
   const redis = new Redis(url, {
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
@@ -35,10 +47,10 @@ export function createRedisLimiter(url: string, logger: Logger): RateLimiter {
   })
   return {
     async hit(keyId, limit) {
-      const now = Date.now()
+      const now = clock()
       const window = Math.floor(now / WINDOW_MS)
       try {
-        const count = (await redis.eval(SCRIPT, 1, `mg:rl:${keyId}:${window}`, WINDOW_MS * 2)) as number
+        const count = (await redis.eval(SCRIPT, 1, `${prefix}${keyId}:${window}`, WINDOW_MS * 2)) as number
         return decide(count, limit, (window + 1) * WINDOW_MS - now)
       } catch (error) {
         if (!degraded) {
