@@ -6,10 +6,11 @@
  * releases its hold. Mounted at the root and under /openai/v1.
  */
 import { Elysia } from 'elysia'
-import type { Offering } from '../../providers/catalog.ts'
+import type { Offering } from '../catalog/catalog-file.ts'
 import type { Endpoint, UpstreamError } from '../../providers/types.ts'
 import type { Gate } from '../auth/gate.ts'
 import type { Catalog } from '../catalog/catalog.ts'
+import { ENDPOINT_URLS } from '../domain.ts'
 import { badRequest, refuse, type GatewayError } from '../errors.ts'
 import { readJsonBody, type BodyLimit } from '../ingest/read-body.ts'
 import { validateBody } from '../ingest/validate-body.ts'
@@ -195,13 +196,13 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
           })),
       }
     })
-    .post('/v1/chat/completions', async ({ request, set }) => {
+    .post(ENDPOINT_URLS.chat, async ({ request, set }) => {
       const headers = set.headers as Record<string, string>
       const input = await readJson(request, headers)
       const wantsStream = (input.raw as { stream?: unknown } | null)?.stream === true
       return wantsStream ? stream(request, headers, input) : call(request, input, 'chat')
     }, { parse: 'none' })
-    .post('/v1/embeddings', async ({ request, set }) =>
+    .post(ENDPOINT_URLS.embeddings, async ({ request, set }) =>
       call(request, await readJson(request, set.headers as Record<string, string>), 'embeddings'), { parse: 'none' })
 }
 

@@ -9,7 +9,7 @@ import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
 import { refusalOf, type Admission } from '../../admission/submit-batch.ts'
 import type { Gate } from '../../auth/gate.ts'
-import { newId, nowSeconds, type BatchRecord } from '../../domain.ts'
+import { BATCH_URLS, newId, nowSeconds, type BatchRecord } from '../../domain.ts'
 import { badRequest, notFound } from '../../errors.ts'
 import type { BlobStore } from '../../files/blob-store.ts'
 import { describeZodIssue } from '../../ingest/issues.ts'
@@ -24,7 +24,7 @@ import { errorFileId, outputFileId, renderOpenAiBatch } from './render-openai.ts
 
 const createBody = z.looseObject({
   input_file_id: z.string().min(1),
-  endpoint: z.enum(['/v1/chat/completions', '/v1/embeddings']),
+  endpoint: z.enum(BATCH_URLS),
   completion_window: windowHoursText(),
   metadata: z
     .record(storableText().max(64), storableText().max(512))
