@@ -4,12 +4,12 @@
  * exactly one name (the offering's preference, if it has one). Used by every call
  * (src/upstream/upstreams.ts) and by the cost ceiling, which measures what this produces.
  */
-import type { Offering } from './catalog.ts'
-import { withOneOutputLimit } from './output-limit.ts'
+import { withOneOutputLimit, type MaxTokensParam } from './output-limit.ts'
 
 export function prepareForOffering(
   body: Record<string, unknown>,
-  offering: Pick<Offering, 'upstream_model' | 'max_tokens_param'>,
+  /** The fields of a catalog offering this needs (src/catalog/catalog-file.ts). */
+  offering: { upstream_model: string; max_tokens_param?: MaxTokensParam },
 ): Record<string, unknown> {
   const { provider: _routing, ...rest } = body
   return withOneOutputLimit({ ...rest, model: offering.upstream_model }, offering.max_tokens_param)

@@ -3,7 +3,7 @@
  * dispatcher and the live endpoints. `send` prepares the body for one offering, waits for a slot,
  * makes the call and pauses the provider when it answers 429.
  */
-import type { Offering } from '../../providers/catalog.ts'
+import type { Offering } from '../catalog/catalog-file.ts'
 import { createProvider } from '../../providers/index.ts'
 import { prepareForOffering } from '../../providers/prepare-for-offering.ts'
 import type { Endpoint, Outcome, ProviderAdapter, StreamOutcome } from '../../providers/types.ts'
