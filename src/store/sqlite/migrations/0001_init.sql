@@ -1,5 +1,10 @@
--- Embedded store schema. Money is canonical decimal TEXT, handled with decimal.js in code.
--- Times: *_at in Unix seconds; lease_until and not_before in Unix milliseconds.
+-- The embedded store: the tables and columns of sql/0001_init.sql (what each holds is said there).
+-- Money is canonical decimal TEXT, handled with decimal.js in code. Times: *_at in Unix seconds;
+-- lease_until and not_before in Unix milliseconds.
+--
+-- IF NOT EXISTS throughout, unlike PostgreSQL's: a data dir made before migrations were recorded
+-- (see ../migrate.ts) may have some of these tables already (the first release had no `files`),
+-- and this file is applied to it again to create the rest.
 CREATE TABLE IF NOT EXISTS accounts (
   id TEXT PRIMARY KEY,
   name TEXT NOT NULL,
@@ -49,9 +54,7 @@ CREATE TABLE IF NOT EXISTS batches (
   metadata TEXT,
   input_file_id TEXT,
   errors TEXT,
-  idempotency_key TEXT,
-  -- When retention deleted the batch's lines; the batch itself stays for its history and costs.
-  purged_at INTEGER
+  idempotency_key TEXT
 );
 CREATE INDEX IF NOT EXISTS batches_by_account ON batches (account_id, id);
 CREATE UNIQUE INDEX IF NOT EXISTS batches_idempotency
@@ -97,27 +100,3 @@ CREATE TABLE IF NOT EXISTS files (
   kind TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS files_by_account ON files (account_id, id);
-
--- Per-account file quotas, uploads in progress and dashboard sessions: see
--- sql/0005_file_quotas_sessions.sql for what each holds.
-CREATE TABLE IF NOT EXISTS account_file_quotas (
-  account_id TEXT PRIMARY KEY REFERENCES accounts(id),
-  max_files INTEGER,
-  max_stored_bytes INTEGER
-);
-CREATE TABLE IF NOT EXISTS upload_reservations (
-  file_id TEXT PRIMARY KEY,
-  account_id TEXT NOT NULL REFERENCES accounts(id),
-  bytes INTEGER NOT NULL,
-  renewed_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS upload_reservations_by_account ON upload_reservations (account_id);
-CREATE INDEX IF NOT EXISTS upload_reservations_by_renewal ON upload_reservations (renewed_at);
-CREATE TABLE IF NOT EXISTS dashboard_sessions (
-  hash TEXT PRIMARY KEY,
-  key_id TEXT NOT NULL REFERENCES api_keys(id),
-  created_at INTEGER NOT NULL,
-  expires_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS dashboard_sessions_by_key ON dashboard_sessions (key_id);
-CREATE INDEX IF NOT EXISTS dashboard_sessions_by_expiry ON dashboard_sessions (expires_at);
