@@ -65,14 +65,14 @@ describe('sqlite migrations', () => {
     // the bug this fixes.
     const db = databaseFrom(FIRST_RELEASE, HAND_KEPT_LAST)
     expect(db.query("SELECT 1 FROM pragma_table_info('batches') WHERE name = 'purged_at'").get()).toBeNull()
-    expect(migrateSqlite(db)).toEqual(['0003_retention.sql', '0004_live_credit.sql'])
+    expect(migrateSqlite(db)).toEqual(['0003_retention.sql', '0004_live_credit.sql', '0005_file_quotas_sessions.sql'])
     expect(sorted(sqliteColumns(db))).toEqual(freshColumns())
     db.close()
   })
 
   test('a data dir made by the last hand-kept release gets only the tables added since', () => {
     const db = databaseFrom(HAND_KEPT_LAST)
-    expect(migrateSqlite(db)).toEqual(['0004_live_credit.sql'])
+    expect(migrateSqlite(db)).toEqual(['0004_live_credit.sql', '0005_file_quotas_sessions.sql'])
     expect(recorded(db).map((row) => row.name)).toEqual(ALL)
     expect(sorted(sqliteColumns(db))).toEqual(freshColumns())
     db.close()
