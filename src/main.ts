@@ -24,6 +24,17 @@ try {
   }
   throw error
 }
+// A fresh install has no account: say, for the person who started it, how to make the first one.
+if (!(await gateway.store.hasAccounts())) {
+  console.error(
+    [
+      `multigrid: listening on port ${gateway.port}; there is no account yet. Make one with credit, then a key for it:`,
+      '  npm run mg -- accounts create acme --credit 10',
+      '  npm run mg -- keys create <the account id it printed>',
+      '(the key is shown once; send it as "Authorization: Bearer <key>")',
+    ].join('\n'),
+  )
+}
 let stopping = false
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, async () => {

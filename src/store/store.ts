@@ -46,6 +46,8 @@ export interface AccountView extends AccountRecord {
 export interface AccountStore {
   createAccount(account: NewAccount): Promise<AccountView>
   getAccount(id: string): Promise<AccountView | null>
+  /** Whether any account exists yet (a fresh install has none: start-up says how to make one). */
+  hasAccounts(): Promise<boolean>
   /** Adds (or with a negative amount, removes, never below zero) credit. */
   addCredit(id: string, amountUsd: string): Promise<AccountView | null>
   createKey(key: NewKey): Promise<KeyRecord | null>

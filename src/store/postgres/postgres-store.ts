@@ -143,6 +143,11 @@ class PostgresStore implements Store {
     return accountView(this.sql, id)
   }
 
+  async hasAccounts() {
+    const rows = await this.sql`SELECT 1 FROM accounts LIMIT 1`
+    return rows.length > 0
+  }
+
   async addCredit(id: string, amountUsd: string) {
     const [row] = await this.sql`
       UPDATE accounts SET balance_usd = GREATEST(0, balance_usd + ${moneyText(amountUsd)}::numeric)

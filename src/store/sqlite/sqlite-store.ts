@@ -134,6 +134,10 @@ class SqliteStore implements Store {
     return this.accountView(id)
   }
 
+  async hasAccounts() {
+    return this.q('SELECT 1 FROM accounts LIMIT 1').get() != null
+  }
+
   async addCredit(id: string, amountUsd: string) {
     return this.tx(() => {
       const row = this.q('SELECT balance_usd FROM accounts WHERE id = ?').get(id)
