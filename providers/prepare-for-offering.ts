@@ -1,16 +1,16 @@
 /**
  * A request body as it leaves for one offering, before the adapter's own translation: the
  * gateway's routing object removed, the upstream's model id set, and the output limit under
- * exactly one name (the offering's preference, if it has one). Used by every call
- * (src/upstream/upstreams.ts) and by the cost ceiling, which measures what this produces.
+ * exactly one name (the offering's preference, if it has one). The one place a body is made the
+ * upstream's: every adapter starts from it, and the cost ceiling measures what it produces.
  */
-import type { Offering } from './catalog.ts'
 import { withOneOutputLimit } from './output-limit.ts'
+import type { UpstreamRequest } from './types.ts'
 
-export function prepareForOffering(
-  body: Record<string, unknown>,
-  offering: Pick<Offering, 'upstream_model' | 'max_tokens_param'>,
-): Record<string, unknown> {
+/** What of a request decides its upstream body besides the adapter's kind. */
+export type UpstreamTarget = Pick<UpstreamRequest, 'model' | 'maxTokensParam'>
+
+export function prepareForOffering(body: Record<string, unknown>, target: UpstreamTarget): Record<string, unknown> {
   const { provider: _routing, ...rest } = body
-  return withOneOutputLimit({ ...rest, model: offering.upstream_model }, offering.max_tokens_param)
+  return withOneOutputLimit({ ...rest, model: target.model }, target.maxTokensParam)
 }

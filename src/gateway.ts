@@ -9,7 +9,7 @@ import { createGate } from './auth/gate.ts'
 import { createKeyCache } from './auth/key-cache.ts'
 import { createLiveCredit, type LiveCredit } from './live/live-credit.ts'
 import { createCatalog } from './catalog/catalog.ts'
-import { createFleetGates } from './coordination/fleet-gate.ts'
+import { connectRedis } from './coordination/redis.ts'
 import { openNudges } from './coordination/nudges.ts'
 import type { Config } from './config.ts'
 import { adminRoutes } from './http/admin.ts'
@@ -22,6 +22,7 @@ import { nativeBatchRoutes } from './http/native-batches.ts'
 import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts'
 import { DEFAULT_RETRY } from './dispatch/retry-policy.ts'
 import { newId } from './domain.ts'
+import { createFleetGates } from './upstream/fleet-gate.ts'
 import { createUpstreams } from './upstream/upstreams.ts'
 import { createMemoryLimiter, type RateLimiter } from './limits/rate-limiter.ts'
 import { createRedisLimiter } from './limits/redis-limiter.ts'
@@ -52,7 +53,9 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   const telemetry = createTelemetry({ otlpEndpoint: config.otlpEndpoint, serviceName: 'multigrid', logger })
   const store = await openStore(config)
   const blobs = await openBlobStore(config)
-  const limiter: RateLimiter = config.redisUrl ? createRedisLimiter(config.redisUrl, logger) : createMemoryLimiter()
+  // One Redis connection, for the shared rate limits and the fleet-wide provider gates.
+  const redis = config.redisUrl ? await connectRedis(config.redisUrl) : null
+  const limiter: RateLimiter = redis ? createRedisLimiter(redis, { prefix: `${config.redisPrefix}rl:`, logger }) : createMemoryLimiter()
   const catalog = createCatalog(config.catalog, config.providerKeys)
   const instanceId = newId('inst_')
   const keys = createKeyCache((hash) => store.findKey(hash), { ttlMs: config.live.keyCacheMs })
@@ -66,8 +69,8 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
     logger,
   })
   // With Redis, each provider's max_concurrency holds for the whole fleet, not per instance.
-  const fleet = config.redisUrl
-    ? await createFleetGates(config.redisUrl, { instance: instanceId, ttlMs: config.dispatch.leaseSeconds * 1000, logger, prefix: `${config.redisPrefix}sem:` })
+  const fleet = redis
+    ? createFleetGates(redis, { instance: instanceId, ttlMs: config.dispatch.leaseSeconds * 1000, logger, prefix: `${config.redisPrefix}sem:` })
     : null
   const upstreams = createUpstreams(config, telemetry, fleet?.gate)
   const dispatcher: Dispatcher | null = config.dispatch.enabled
@@ -155,6 +158,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
       await upstreams.close()
       await blobs.close()
       await limiter.close()
+      redis?.disconnect()
       await store.close()
     },
   }

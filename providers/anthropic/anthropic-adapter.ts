@@ -32,7 +32,7 @@ export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapte
   const { pool } = context
 
   const convert = (request: UpstreamRequest, stream: boolean) =>
-    prepareAnthropicBody(request.endpoint, request.body, stream, options.name)
+    prepareAnthropicBody(request.endpoint, request.body, request, stream, options.name)
 
   async function send(request: UpstreamRequest): Promise<Outcome> {
     const converted = convert(request, false)
@@ -44,7 +44,6 @@ export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapte
       headers,
       body: JSON.stringify(converted.body),
       signal: request.signal,
-      onAnswered: request.onAnswered,
     })
     if (!result.ok) return result
     const response = convertAnthropicResponse(result.json, Math.floor(Date.now() / 1000))
