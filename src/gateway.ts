@@ -5,7 +5,7 @@
 import { createAccounts } from './accounts/accounts.ts'
 import { createAdmission } from './admission/submit-batch.ts'
 import { createFileValidator } from './ingest/parallel-validation.ts'
-import { createGate } from './auth/gate.ts'
+import { createAuthenticator } from './auth/authenticate.ts'
 import { createKeyCache } from './auth/key-cache.ts'
 import { createLiveCredit, type LiveCredit } from './live/live-credit.ts'
 import { createCatalog } from './catalog/catalog.ts'
@@ -59,7 +59,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   const catalog = createCatalog(config.catalog, config.providerKeys)
   const instanceId = newId('inst_')
   const keys = createKeyCache((hash) => store.findKey(hash), { ttlMs: config.live.keyCacheMs })
-  const gate = createGate(store, limiter, telemetry, keys)
+  const auth = createAuthenticator(store, limiter, telemetry, keys)
   const credit = createLiveCredit(store, {
     instanceId,
     chargeIntervalMs: config.live.chargeIntervalMs,
@@ -104,15 +104,15 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
 
   const quotaDefaults = { maxFiles: config.limits.defaultMaxFiles, maxStoredBytes: config.limits.defaultMaxStoredBytes }
   const bodies = bodyLimits(config.limits)
-  const live = { gate, credit, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000), bodyLimit: bodies.live }
+  const live = { auth, credit, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000), bodyLimit: bodies.live }
   const groups = [
     healthRoutes(readinessChecks({ store: () => store.ping(), redis: limiter.ping && (() => limiter.ping!()) })),
-    nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimit: bodies.nativeSubmit, sharedBodiesFrom: validator.splitFrom, onCancelled: (id) => dispatcher?.cancelled(id) }),
+    nativeBatchRoutes({ auth, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimit: bodies.nativeSubmit, sharedBodiesFrom: validator.splitFrom, onCancelled: (id) => dispatcher?.cancelled(id) }),
     liveRoutes('', live),
     liveRoutes('/openai', live),
-    openAiFilesRoutes({ gate, store, blobs, maxFileBytes: config.limits.maxFileBytes, quotaDefaults, bodyLimit: bodies.fileUpload }),
-    openAiBatchRoutes({ gate, store, blobs, admission, bodyLimit: bodies.batchCreate, onCancelled: (id) => dispatcher?.cancelled(id) }),
-    dashboardRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimits: bodies, sessionHours: config.sessionHours, onCancelled: (id) => dispatcher?.cancelled(id) }),
+    openAiFilesRoutes({ auth, store, blobs, maxFileBytes: config.limits.maxFileBytes, quotaDefaults, bodyLimit: bodies.fileUpload }),
+    openAiBatchRoutes({ auth, store, blobs, admission, bodyLimit: bodies.batchCreate, onCancelled: (id) => dispatcher?.cancelled(id) }),
+    dashboardRoutes({ auth, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimits: bodies, sessionHours: config.sessionHours, onCancelled: (id) => dispatcher?.cancelled(id) }),
   ]
   if (config.adminToken) groups.push(adminRoutes(config.adminToken, accounts, bodies.admin) as never)
   const app = createApp(logger, groups as never, telemetry)

@@ -8,7 +8,7 @@
 import { Elysia } from 'elysia'
 import type { Offering } from '../../providers/catalog.ts'
 import type { Endpoint, UpstreamError } from '../../providers/types.ts'
-import type { Gate } from '../auth/gate.ts'
+import type { Authenticator } from '../auth/authenticate.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { badRequest, GatewayError } from '../errors.ts'
 import { readJsonBody, type BodyLimit } from '../ingest/read-body.ts'
@@ -21,7 +21,7 @@ import { sendWithFallback, streamWithFallback } from '../upstream/send-with-fall
 import type { Upstreams } from '../upstream/upstreams.ts'
 
 export interface LiveDeps {
-  gate: Gate
+  auth: Authenticator
   credit: LiveCredit
   catalog: Catalog
   upstreams: Upstreams
@@ -34,11 +34,11 @@ export interface LiveDeps {
 const encoder = new TextEncoder()
 
 export function liveRoutes(prefix: string, deps: LiveDeps) {
-  const { gate, credit, catalog, upstreams, logger } = deps
+  const { auth, credit, catalog, upstreams, logger } = deps
 
   async function readJson(request: Request, headers: Record<string, string>) {
     // The key first: an unknown caller's body is never read.
-    const caller = await gate.admit(request.headers.get('authorization'), 'inference', headers)
+    const caller = await auth.authenticate(request.headers.get('authorization'), 'inference', headers)
     const read = await readJsonBody(request, deps.bodyLimit)
     if (!read.ok || read.value === undefined) throw badRequest('the body must be a JSON object: the request for this endpoint')
     return { caller, raw: read.value }
@@ -163,7 +163,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
 
   return new Elysia({ name: `live${prefix}`, prefix })
     .get('/v1/models', async ({ request, set }) => {
-      await gate.admit(request.headers.get('authorization'), 'any', set.headers as Record<string, string>)
+      await auth.authenticate(request.headers.get('authorization'), 'any', set.headers as Record<string, string>)
       return {
         object: 'list',
         data: catalog.models
