@@ -10,7 +10,20 @@ import type { UpstreamRequest } from './types.ts'
 /** What of a request decides its upstream body besides the adapter's kind. */
 export type UpstreamTarget = Pick<UpstreamRequest, 'model' | 'maxTokensParam'>
 
-export function prepareForOffering(body: Record<string, unknown>, target: UpstreamTarget): Record<string, unknown> {
-  const { provider: _routing, ...rest } = body
-  return withOneOutputLimit({ ...rest, model: target.model }, target.maxTokensParam)
+/**
+ * `without`: fields the adapter drops too (OpenAI's non-streaming call drops `stream`), so that
+ * the body is copied once on the live path rather than once per step.
+ */
+export function prepareForOffering(
+  body: Record<string, unknown>,
+  target: UpstreamTarget,
+  without: readonly string[] = [],
+): Record<string, unknown> {
+  const prepared: Record<string, unknown> = {}
+  for (const key of Object.keys(body)) {
+    if (key !== 'provider' && !without.includes(key)) prepared[key] = body[key]
+  }
+  // In the place the gateway's id had, so the body reads as the user wrote it.
+  prepared.model = target.model
+  return withOneOutputLimit(prepared, target.maxTokensParam)
 }

@@ -6,9 +6,10 @@ import { prepareForOffering, type UpstreamTarget } from '../prepare-for-offering
  * it accepts: prepare-for-offering.ts), and whatever the caller said about streaming dropped.
  */
 export function prepareOpenAIBody(body: Record<string, unknown>, target: UpstreamTarget): Record<string, unknown> {
-  const { stream: _stream, stream_options: _streamOptions, ...rest } = prepareForOffering(body, target)
-  return rest
+  return prepareForOffering(body, target, STREAM_FIELDS)
 }
+
+const STREAM_FIELDS = ['stream', 'stream_options']
 
 /** A streaming chat call that always asks for the final usage chunk, which billing needs. */
 export function prepareOpenAIStreamBody(body: Record<string, unknown>, target: UpstreamTarget): Record<string, unknown> {

@@ -1,7 +1,7 @@
 /**
  * A provider's concurrency bound for the whole fleet (REDIS_URL set): each instance keeps a local
  * lease of slots taken from the Redis semaphore (redis-slots.ts) in blocks, and hands requests
- * those slots in process. Redis is called when the lease must grow, when slots go back, and on
+ * those slots in process (slot-queue.ts, the same queue as the in-process gate's). Redis is called when the lease must grow, when slots go back, and on
  * the heartbeat — not per request — so its cost is per block and per beat, not per line.
  *
  * Fairness: the fair share is limit ÷ instances holding or wanting slots. An instance with
@@ -57,7 +57,6 @@ export function createFleetGate(
 ): FleetGate {
   const block = Math.max(1, Math.min(limit, options.block ?? Math.ceil(limit / 8)))
   const retryMs = options.retryMs ?? 50
-  const now = options.now ?? Date.now
   let held: string[] = []
   let share = limit
   let othersWanting = false

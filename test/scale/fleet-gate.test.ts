@@ -32,7 +32,9 @@ if (!redisUrl) {
   const instances = (count: number, ttlMs = 3000) =>
     Promise.all(
       Array.from({ length: count }, async (_, i) => {
-        const fleet = createFleetGates(await connect(), { instance: `i${fleets.length + i}`, ttlMs, logger, prefix })
+        // Named before the connection is awaited: names taken after it could repeat.
+        const instance = `i${fleets.length + i}`
+        const fleet = createFleetGates(await connect(), { instance, ttlMs, logger, prefix })
         fleets.push(fleet)
         return fleet
       }),
