@@ -17,11 +17,13 @@ export interface RedisLimiterOptions {
   /** Prepended to every counter's key (`<prefix><key id>:<window>`), so fleets sharing one Redis count apart. */
   prefix: string
   logger: Logger
+  /** The clock that picks the window; Redis expires the counters on its own. */
+  now?: () => number
 }
 
 /** `redis`: the instance's connection (src/coordination/redis.ts); the caller closes it. */
 export function createRedisLimiter(redis: Redis, options: RedisLimiterOptions): RateLimiter {
-  const { prefix, logger } = options
+  const { prefix, logger, now: clock = Date.now } = options
   const fallback = createMemoryLimiter()
   let degraded = false
   const onError = (error: Error) => {
@@ -38,7 +40,7 @@ export function createRedisLimiter(redis: Redis, options: RedisLimiterOptions): 
   redis.on('ready', onReady)
   return {
     async hit(keyId, limit) {
-      const now = Date.now()
+      const now = clock()
       const window = Math.floor(now / WINDOW_MS)
       try {
         const count = (await redis.eval(SCRIPT, 1, `${prefix}${keyId}:${window}`, WINDOW_MS * 2)) as number
