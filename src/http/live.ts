@@ -82,7 +82,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     return usageUnits(estimated(checked, contentBytes(response)), offering)
   }
 
-  async function call(request: Request, headers: Record<string, string>, input: Awaited<ReturnType<typeof readJson>>, endpoint: Endpoint) {
+  async function call(request: Request, input: Awaited<ReturnType<typeof readJson>>, endpoint: Endpoint) {
     const checked = await prepare(input, endpoint)
     const { body, offerings, reservation } = checked
     let error: UpstreamError
@@ -90,9 +90,10 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
       const { outcome, offering } = (await sendWithFallback(upstreams, { endpoint, body, offerings, signal: request.signal }))!
       if (outcome.ok) {
         credit.settle(reservation, costOf(checked, outcome.usage, outcome.body, offering))
-        // The upstream's own text when the adapter passed its body through: not serialized again.
-        if (outcome.text === undefined) return outcome.body
-        return new Response(outcome.text, { headers: { ...headers, 'content-type': 'application/json;charset=utf-8' } })
+        // The object, not the upstream's own text in a Response: Elysia rebuilds a returned
+        // Response to add the rate-limit headers, its body as a stream, and that cost more than
+        // the serialization it saved (bench:proxy, issue 15).
+        return outcome.body
       }
       error = outcome.error
     } finally {
@@ -191,12 +192,10 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
       const headers = set.headers as Record<string, string>
       const input = await readJson(request, headers)
       const wantsStream = (input.raw as { stream?: unknown } | null)?.stream === true
-      return wantsStream ? stream(request, headers, input) : call(request, headers, input, 'chat')
+      return wantsStream ? stream(request, headers, input) : call(request, input, 'chat')
     }, { parse: 'none' })
-    .post('/v1/embeddings', async ({ request, set }) => {
-      const headers = set.headers as Record<string, string>
-      return call(request, headers, await readJson(request, headers), 'embeddings')
-    }, { parse: 'none' })
+    .post('/v1/embeddings', async ({ request, set }) =>
+      call(request, await readJson(request, set.headers as Record<string, string>), 'embeddings'), { parse: 'none' })
 }
 
 /** UTF-8 bytes of the message contents of a whole answer. */
