@@ -27,7 +27,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { createHttpClient } from '../providers/http-client.ts'
 import { writeCatalog } from '../test/helpers/catalog.ts'
-import { benchSchema, cpuBetween, cpuByName, cpuMs, machineTicks, memoryOf, schedMs, median, newKey, closedLoop, profileArgs, quantile, randomPort, spawnGateway, spawnSimulator, standardFile, threadCpuMs } from './lib.ts'
+import { benchSchema, cpuBetween, cpuByName, cpuMs, machineTicks, memoryOf, schedMs, median, newKey, handOnLoop, profileArgs, quantile, randomPort, spawnGateway, spawnSimulator, standardFile, threadCpuMs } from './lib.ts'
 
 const { values } = parseArgs({
   options: {
@@ -106,17 +106,21 @@ interface RunResult {
   simWaitShare: number
 }
 
-/** The simulator alone: a plain client, `concurrency` in flight, `simRequests` requests. */
+/**
+ * The simulator alone: a plain client, `concurrency` in flight, `simRequests` requests. Each
+ * request starts the next from inside its answer (onAnswered), as the gateway's provider slots
+ * do, so that it takes the connection just freed at once (providers/connection-pool.ts).
+ */
 async function simulatorCapacity(): Promise<{ rate: number; meanMs: number; simUs: number; clientUs: number; machineBusy: number }> {
   // The gateway's own HTTP client module (undici underneath), nothing else around it.
   const client = createHttpClient(`${simulator.url}/v1`, { connections: concurrency, connectTimeoutMs: 10_000 })
   const headers = { 'content-type': 'application/json' }
   const signal = new AbortController().signal
-  const loop = (total: number, maxMs: number) => closedLoop({ concurrency, total, maxMs, send: async (i) => {
-    const response = await client.request({ path: '/chat/completions', method: 'POST', headers, body: rawBodies[i % rawBodies.length], signal })
+  const loop = (total: number, maxMs: number) => handOnLoop({ concurrency, total, maxMs }, async (i, onAnswered) => {
+    const response = await client.request({ path: '/chat/completions', method: 'POST', headers, body: rawBodies[i % rawBodies.length], signal, onAnswered })
     JSON.parse(await response.text())
     return response.status === 200
-  } })
+  })
   // Warm-up: open the connections and warm the JIT on both sides.
   await loop(concurrency * 4, 30_000)
   const simBefore = await cpuMs(simulator.pid)

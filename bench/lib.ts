@@ -190,6 +190,15 @@ export interface LoopResult {
  * one when the previous answered. Stops early at `maxMs` so a stuck target cannot hang a bench.
  */
 export function closedLoop(options: { concurrency: number; total: number; maxMs: number; send: (i: number) => Promise<boolean> }): Promise<LoopResult> {
+  return handOnLoop(options, (i) => options.send(i))
+}
+
+/**
+ * closedLoop for a client that can start its next request from inside an answer: `send` gets
+ * `onAnswered`, to call once request i's answer has arrived (or never); the next request starts
+ * then, or when send settles, whichever is first. Latency is send's whole time.
+ */
+export function handOnLoop(options: { concurrency: number; total: number; maxMs: number }, send: (i: number, onAnswered: () => void) => Promise<boolean>): Promise<LoopResult> {
   const latencies: number[] = []
   let next = 0
   let ok = 0
@@ -207,14 +216,20 @@ export function closedLoop(options: { concurrency: number; total: number; maxMs:
       const i = next++
       running++
       const t = performance.now()
-      options.send(i)
+      let handedOn = false
+      const handOn = () => {
+        if (handedOn) return
+        handedOn = true
+        launch()
+      }
+      send(i, handOn)
         .catch(() => false)
         .then((success) => {
           latencies.push(performance.now() - t)
           if (success) ok++
           else failed++
           running--
-          launch()
+          handOn()
           if (running === 0) finish()
         })
     }

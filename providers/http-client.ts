@@ -1,6 +1,6 @@
 /**
- * The only module that makes upstream HTTP calls: one undici Pool of keep-alive connections per
- * replica, each request through undici's dispatch API.
+ * The only module that makes upstream HTTP calls: one pool of keep-alive connections per
+ * replica (connection-pool.ts), each request through undici's dispatch API.
  *
  * undici, not Bun's fetch. Measured against the simulator on this 2-core box (load
  * generator and simulator in two processes, `bun bench/simulator-load.ts --client undici|fetch`):
@@ -11,9 +11,11 @@
  *   256 requests at once per process (BUN_CONFIG_MAX_HTTP_REQUESTS, read at start-up only;
  *   setting it from code had no effect) and queues the rest.
  * LLM calls take seconds, so thousands in flight are normal: the hard 256 cap decides it.
+ * (Those undici figures are from its Pool, before connection-pool.ts.)
  * The bare 'undici' specifier resolves to Bun's stand-in; 'undici/index.js' is the real package.
  */
-import { Pool, type Dispatcher } from 'undici/index.js'
+import type { Dispatcher } from 'undici/index.js'
+import { ConnectionPool } from './connection-pool.ts'
 
 export interface HttpRequest {
   method: 'GET' | 'POST'
@@ -23,6 +25,12 @@ export interface HttpRequest {
   body?: string
   /** Aborts the request and the reading of its body. */
   signal: AbortSignal
+  /**
+   * Called once a 2xx answer has arrived whole, right there, before the body is handed on: a
+   * request dispatched from it takes this connection the moment the answer is complete
+   * (connection-pool.ts). Exceptions are swallowed; it must not fail the answer.
+   */
+  onAnswered?: () => void
 }
 
 export interface HttpResponse {
@@ -52,14 +60,7 @@ export interface HttpClientOptions {
 export function createHttpClient(baseUrl: string, options: HttpClientOptions): HttpClient {
   const url = new URL(baseUrl)
   const basePath = url.pathname.replace(/\/+$/, '')
-  const pool = new Pool(url.origin, {
-    connections: Math.max(1, options.connections),
-    connectTimeout: options.connectTimeoutMs,
-    // The caller's deadline covers the whole call, body included; undici's own per-phase
-    // timers (300 s by default) would only fire later and less precisely.
-    headersTimeout: 0,
-    bodyTimeout: 0,
-  })
+  const pool = new ConnectionPool(url.origin, { connections: options.connections, connectTimeoutMs: options.connectTimeoutMs })
 
   return {
     baseUrl,
@@ -76,7 +77,7 @@ export function createHttpClient(baseUrl: string, options: HttpClientOptions): H
  * the client's CPU per call (bench/simulator-load.ts, `--client undici` against `dispatch`).
  * Resolves at the status line; the body is then read whole or as it arrives.
  */
-function exchange(pool: Pool, path: string, request: HttpRequest): Promise<HttpResponse> {
+function exchange(pool: ConnectionPool, path: string, request: HttpRequest): Promise<HttpResponse> {
   return new Promise((resolve, reject) => {
     const { signal } = request
     if (signal.aborted) return reject(signal.reason)
@@ -106,6 +107,11 @@ function exchange(pool: Pool, path: string, request: HttpRequest): Promise<HttpR
       },
       onResponseEnd() {
         unhook()
+        if (request.onAnswered && body && body.status >= 200 && body.status < 300) {
+          try {
+            request.onAnswered()
+          } catch {}
+        }
         body?.end(null)
       },
       onResponseError(_, error) {

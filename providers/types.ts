@@ -30,6 +30,13 @@ export interface UpstreamRequest {
   maxTokensParam?: MaxTokensParam
   /** Aborts the call (cancel, shutdown). The per-provider timeout is applied by the adapter. */
   signal?: AbortSignal
+  /**
+   * send() only, a transport hook the adapter hands its HTTP call unchanged
+   * (providers/http-client.ts, HttpRequest.onAnswered): called once a 2xx answer has arrived
+   * whole, from inside the connection's own handling of it, so that a request started there takes
+   * this connection at once (providers/connection-pool.ts).
+   */
+  onAnswered?: () => void
 }
 
 /** Token usage in the gateway's terms, mapped from whatever the upstream reported. */

@@ -46,6 +46,8 @@ export interface CallSpec {
   headers: Record<string, string>
   body: string
   signal?: AbortSignal
+  /** See HttpRequest.onAnswered: a whole 2xx answer arrived (postJson only). */
+  onAnswered?: () => void
 }
 
 export type Failure = { ok: false; error: UpstreamError; latencyMs: number }
@@ -108,6 +110,7 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
         headers,
         body,
         signal,
+        onAnswered: spec.onAnswered,
       })
     } catch (cause) {
       const error = classifyException(cause, deadline, context.apiKey)

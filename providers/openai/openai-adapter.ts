@@ -35,6 +35,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
       headers,
       body: JSON.stringify(prepareOpenAIBody(request.body, request)),
       signal: request.signal,
+      onAnswered: request.onAnswered,
     })
     if (!result.ok) return result
     const list = requiredList[request.endpoint]

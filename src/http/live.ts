@@ -85,22 +85,19 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
   async function call(request: Request, input: Awaited<ReturnType<typeof readJson>>, endpoint: Endpoint) {
     const checked = await prepare(input, endpoint)
     const { body, offerings, reservation } = checked
-    let error: UpstreamError
     try {
+      // Never null: a live call has no proceed() that could skip it.
       const { outcome, offering } = (await sendWithFallback(upstreams, { endpoint, body, offerings, signal: request.signal }))!
-      if (outcome.ok) {
-        credit.settle(reservation, costOf(checked, outcome.usage, outcome.body, offering))
-        // The object, not the upstream's own text in a Response: Elysia rebuilds a returned
-        // Response to add the rate-limit headers, its body as a stream, and that cost more than
-        // the serialization it saved (bench:proxy, issue 15).
-        return outcome.body
-      }
-      error = outcome.error
+      if (!outcome.ok) throw upstreamFailure(outcome.error)
+      credit.settle(reservation, costOf(checked, outcome.usage, outcome.body, offering))
+      // The object, not the upstream's own text in a Response: Elysia rebuilds a returned
+      // Response to add the rate-limit headers, its body as a stream, and that cost more than
+      // the serialization it saved (bench:proxy, issue 15).
+      return outcome.body
     } finally {
       // Failed upstream, or threw: the whole hold comes back (a settled one is left alone).
       credit.settle(reservation, null)
     }
-    throw upstreamFailure(error)
   }
 
   async function stream(request: Request, headers: Record<string, string>, input: Awaited<ReturnType<typeof readJson>>) {

@@ -154,7 +154,7 @@ export function createFleetGate(
     get redisCalls() {
       return redisCalls
     },
-    acquire: (signal) => queue.take(signal),
+    acquire: (signal, granted) => queue.take(signal, granted),
     release() {
       // Above the fair share while others wait: this slot goes back to the fleet, not to a waiter.
       if (!health.degraded && othersWanting && held.length > share && held.length > queue.inFlight - 1) {

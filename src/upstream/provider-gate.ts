@@ -6,8 +6,13 @@ import { createSlotQueue } from './slot-queue.ts'
 
 /** A provider's concurrency bound: this in-process gate, or the fleet-wide one (fleet-gate.ts). */
 export interface ProviderGate {
-  /** Resolves once a slot is taken; rejects when `signal` aborts first. */
-  acquire(signal?: AbortSignal): Promise<void>
+  /**
+   * Resolves once a slot is taken; rejects when `signal` aborts first. `granted` runs the moment
+   * it is taken, inside the call that freed it (release(), often from a connection finishing an
+   * answer): a request started there can take that connection at once rather than a turn of the
+   * event loop later. It must not throw.
+   */
+  acquire(signal?: AbortSignal, granted?: () => void): Promise<void>
   release(): void
   /** After a 429: nothing new is sent before `untilMs`. */
   pause(untilMs: number): void
@@ -23,7 +28,7 @@ export function createProviderGate(limit: number, now: () => number = Date.now):
       return queue.inFlight
     },
     limit,
-    acquire: (signal) => queue.take(signal),
+    acquire: (signal, granted) => queue.take(signal, granted),
     release: () => queue.give(),
     pause: (untilMs) => queue.pause(untilMs),
   }

@@ -7,8 +7,8 @@
 import { waitInQueue, type Waiter } from './wait-queue.ts'
 
 export interface SlotQueue {
-  /** Resolves once a slot is taken; rejects when `signal` aborts first. */
-  take(signal?: AbortSignal): Promise<void>
+  /** Resolves once a slot is taken; rejects when `signal` aborts first. `granted`: see ProviderGate.acquire. */
+  take(signal?: AbortSignal, granted?: () => void): Promise<void>
   /** A slot given back; the next waiter is served. */
   give(): void
   /** After a 429: nothing new is handed out before `untilMs`. A shorter pause never cuts a longer one. */
@@ -66,13 +66,14 @@ export function createSlotQueue(options: SlotQueueOptions): SlotQueue {
     get waiting() {
       return waiters.length
     },
-    take(signal) {
+    take(signal, granted) {
       if (waiters.length === 0 && inFlight < options.capacity() && now() >= pausedUntil) {
         inFlight++
         options.onTaken?.()
+        granted?.()
         return Promise.resolve()
       }
-      return waitInQueue(waiters, signal, serve)
+      return waitInQueue(waiters, signal, serve, granted)
     },
     give() {
       inFlight--

@@ -97,15 +97,31 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
     async send(options) {
       const { offering, endpoint } = options
       const { adapter, gate } = lookup(offering.provider)
-      await gate.acquire(options.signal)
+      const release = releaseOnce(gate)
+      const call = { provider: offering.provider, model: offering.upstream_model, endpoint, ...options.line }
+      // The slot hand-over: sent the moment the slot is taken, often from inside the answer that
+      // freed it, so that it takes that answer's connection at once (without it, undici waits a
+      // turn of the event loop before reusing a connection: 4–16% fewer lines a second in
+      // bench:dispatch, issue 15). A 2xx answer hands the slot on as soon as it has arrived whole
+      // (onAnswered); any other is read first, so a 429 pauses the provider before its slot goes on.
+      const sent: { outcome?: Promise<Outcome>; error?: unknown } = {}
+      const start = () => {
+        try {
+          if (options.proceed && !options.proceed()) return
+          sent.outcome = telemetry.upstream(call, () => adapter.send({ ...requestFor(options), onAnswered: release }), describeOutcome)
+        } catch (error) {
+          sent.error = error
+        }
+      }
+      await gate.acquire(options.signal, start)
       try {
-        if (options.proceed && !options.proceed()) return null
-        const call = { provider: offering.provider, model: offering.upstream_model, endpoint, ...options.line }
-        const outcome = await telemetry.upstream(call, () => adapter.send(requestFor(options)), describeOutcome)
+        if (sent.error !== undefined) throw sent.error
+        if (!sent.outcome) return null
+        const outcome = await sent.outcome
         pauseOn429(gate, outcome)
         return outcome
       } finally {
-        gate.release()
+        release()
       }
     },
     async stream(options) {

@@ -3,12 +3,16 @@ import { followAbort } from '../../providers/follow-abort.ts'
 
 export type Waiter = () => void
 
-/** Queues a waiter and resolves when it is served, or rejects when `signal` aborts first. */
-export function waitInQueue(waiters: Waiter[], signal: AbortSignal | undefined, kick: () => void): Promise<void> {
+/**
+ * Queues a waiter and resolves when it is served, or rejects when `signal` aborts first.
+ * `granted` runs the moment it is served, inside the call that served it (see ProviderGate).
+ */
+export function waitInQueue(waiters: Waiter[], signal: AbortSignal | undefined, kick: () => void, granted?: () => void): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason)
   return new Promise<void>((resolve, reject) => {
     const waiter = () => {
       unfollow?.()
+      granted?.()
       resolve()
     }
     const unfollow = signal

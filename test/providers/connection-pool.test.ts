@@ -1,9 +1,11 @@
 /**
- * The upstream connections (providers/http-client.ts, an undici Pool per replica): at most
- * `connections` requests at once, the rest in order; a connection the server closed is replaced;
- * closing the client fails what is on it and what waits. Against a real HTTP server on 127.0.0.1.
+ * The upstream connections (providers/connection-pool.ts, through createHttpClient): at most
+ * `connections` requests at once, the rest in order, and a request started from inside an answer
+ * sent on that answer's connection before the event loop turns — where undici's own pool waited a
+ * turn before reusing a socket. Against a real HTTP server on 127.0.0.1.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { channel } from 'node:diagnostics_channel'
 import { createHttpClient, type HttpClient } from '../../providers/http-client.ts'
 
 let server: ReturnType<typeof Bun.serve>
@@ -42,10 +44,35 @@ function client(connections: number): HttpClient {
 afterAll(() => Promise.all(clients.map((c) => c.close())))
 
 const signal = new AbortController().signal
-const post = (http: HttpClient, path: string) =>
-  http.request({ method: 'POST', path, headers: { 'content-type': 'application/json' }, body: '{}', signal }).then(async (response) => ({ status: response.status, body: JSON.parse(await response.text()) }))
+const post = (http: HttpClient, path: string, onAnswered?: () => void) =>
+  http.request({ method: 'POST', path, headers: { 'content-type': 'application/json' }, body: '{}', signal, onAnswered }).then(async (response) => ({ status: response.status, body: JSON.parse(await response.text()) }))
 
 describe('upstream connections', () => {
+  test('a request started from inside an answer goes out on its connection before the event loop turns', async () => {
+    const http = client(1)
+    await post(http, '/warm') // the connection is open and has been used: undici would check it first
+    seen = []
+    const order: string[] = []
+    const sendHeaders = channel('undici:client:sendHeaders')
+    const onSent = (message: unknown) => order.push(`sent ${(message as { request: { path: string } }).request.path}`)
+    sendHeaders.subscribe(onSent)
+    try {
+      const second: Promise<unknown>[] = []
+      const first = await post(http, '/first', () => {
+        setImmediate(() => order.push('next turn'))
+        second.push(post(http, '/second'))
+      })
+      expect(first).toEqual({ status: 200, body: { path: '/first' } })
+      expect(second).toHaveLength(1)
+      expect(await second[0]).toEqual({ status: 200, body: { path: '/second' } })
+    } finally {
+      sendHeaders.unsubscribe(onSent)
+    }
+    expect(order.slice(0, 3)).toEqual(['sent /first', 'sent /second', 'next turn'])
+    expect(seen.map((s) => s.path)).toEqual(['/first', '/second'])
+    expect(seen[1].port).toBe(seen[0].port)
+  })
+
   test('at most `connections` requests at once; the rest wait and go in the order they came', async () => {
     const http = client(2)
     seen = []
@@ -58,11 +85,16 @@ describe('upstream connections', () => {
     expect(new Set(seen.map((s) => s.port)).size).toBe(2)
   })
 
-  test('a server that closes the connection after its answer: the next request goes out on a new one', async () => {
+  test('a server that closes the connection after its answer: the request handed on goes out on a new one', async () => {
     const http = client(1)
     seen = []
-    expect((await post(http, '/close-first')).status).toBe(200)
-    expect(await post(http, '/after-close')).toEqual({ status: 200, body: { path: '/after-close' } })
+    const handedOn: Promise<{ status: number; body: { path: string } }>[] = []
+    const first = await post(http, '/close-first', () => {
+      handedOn.push(post(http, '/after-close'))
+    })
+    expect(first.status).toBe(200)
+    expect(handedOn).toHaveLength(1)
+    expect(await handedOn[0]).toEqual({ status: 200, body: { path: '/after-close' } })
     expect(seen.map((s) => s.path)).toEqual(['/close-first', '/after-close'])
     expect(seen[1].port).not.toBe(seen[0].port)
   })
@@ -75,7 +107,7 @@ describe('upstream connections', () => {
     await Bun.sleep(10)
     await http.close()
     expect(await running).toEqual(expect.any(String))
-    expect(await waiting).toEqual(expect.any(String))
-    expect(await failure('/after')).toEqual(expect.any(String))
+    expect(await waiting).toBe('the connection pool is closed')
+    expect(await failure('/after')).toBe('the connection pool is closed')
   })
 })
