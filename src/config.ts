@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { z } from 'zod'
-import { catalogSchema, checkCatalog, type CatalogFile } from '../providers/catalog.ts'
+import { catalogSchema, checkCatalog, type CatalogFile } from './catalog/catalog-file.ts'
 
 const DEFAULT_CATALOG = resolve(import.meta.dir, '../providers/catalog.default.json')
 
@@ -71,42 +71,14 @@ const envSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
 })
 
-export interface Config {
-  port: number
-  host: string
-  dataDir: string
-  databaseUrl: string | null
-  redisUrl: string | null
-  redisPrefix: string
-  adminToken: string | null
-  catalogPath: string
-  catalog: CatalogFile
-  /** Provider name → its API key from the environment, or null when unset / not needed. */
-  providerKeys: Record<string, string | null>
-  limits: {
-    maxBodyBytes: number
-    maxLines: number
-    maxCustomIdLength: number
-    maxFileBytes: number
-    maxLiveBodyBytes: number
-    defaultMaxOpenBatches: number
-    defaultRateLimitPerMinute: number
-    defaultMaxFiles: number
-    defaultMaxStoredBytes: number
-  }
-  sessionHours: number
-  dispatch: { enabled: boolean; leaseSeconds: number; pollMs: number; maxAttempts: number }
-  retention: { resultDays: number; fileDays: number; intervalMs: number }
-  live: { chargeIntervalMs: number; leaseTtlMs: number; leaseIdleMs: number; leaseBlockCalls: number; keyCacheMs: number }
-  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
-  otlpEndpoint: string | null
-}
+/** The configuration as loadConfig makes it: its shape is the object built there from `envSchema`. */
+export type Config = ReturnType<typeof loadConfig>
 
 /** A configuration problem; start-up prints `message` alone and exits. */
 export class ConfigError extends Error {}
 
 /** Reads and validates the configuration. Throws ConfigError naming the variable or file path. */
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+export function loadConfig(env: Record<string, string | undefined> = process.env) {
   const parsed = envSchema.safeParse(env)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
@@ -131,6 +103,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     adminToken: e.MULTIGRID_ADMIN_TOKEN ?? null,
     catalogPath,
     catalog,
+    /** Provider name → its API key from the environment, or null when unset / not needed. */
     providerKeys,
     limits: {
       maxBodyBytes: e.MULTIGRID_MAX_BODY_BYTES,

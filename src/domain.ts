@@ -11,6 +11,7 @@
  * - ceiling: the pessimistic price of a line (SPEC §5); settlement bills real usage instead.
  */
 import { randomBytes } from 'node:crypto'
+import type { Endpoint } from '../providers/types.ts'
 
 export const BATCH_STATUSES = [
   'validating',
@@ -32,6 +33,8 @@ export const OPEN_BATCH_STATUSES: readonly BatchStatus[] = [
   'cancelling',
 ]
 export const isOpenBatch = (status: BatchStatus) => OPEN_BATCH_STATUSES.includes(status)
+/** Statuses a batch never leaves: every other one. */
+export const ENDED_BATCH_STATUSES: readonly BatchStatus[] = BATCH_STATUSES.filter((status) => !isOpenBatch(status))
 
 export const LINE_STATUSES = [
   'pending',
@@ -58,7 +61,16 @@ export interface LineError {
   upstream?: unknown
 }
 
-export type BatchEndpoint = '/v1/chat/completions' | '/v1/embeddings'
+/** The gateway's URL of each endpoint: what a batch line names and where the live calls go. */
+export const ENDPOINT_URLS = {
+  chat: '/v1/chat/completions',
+  embeddings: '/v1/embeddings',
+} as const satisfies Record<Endpoint, string>
+export type BatchEndpoint = (typeof ENDPOINT_URLS)[Endpoint]
+/** The same URLs as a list, for `z.enum`. */
+export const BATCH_URLS = Object.values(ENDPOINT_URLS) as [BatchEndpoint, ...BatchEndpoint[]]
+const BATCH_URL_SET: ReadonlySet<unknown> = new Set(BATCH_URLS)
+export const isBatchUrl = (url: unknown): url is BatchEndpoint => BATCH_URL_SET.has(url)
 export type Scope = 'batches' | 'inference' | 'read'
 export const ALL_SCOPES: readonly Scope[] = ['batches', 'inference', 'read']
 

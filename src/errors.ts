@@ -1,7 +1,8 @@
 /**
  * One error envelope everywhere (SPEC §11): `{"error": {"message", "type", "param", "code"}}`.
  * A GatewayError is an expected refusal; anything else reaching the HTTP layer is a bug and is
- * answered 500 without details.
+ * answered 500 without details. Every refusal is named in REFUSALS below, the one place that says
+ * which HTTP status and error type each code is answered with.
  */
 
 export type ErrorType =
@@ -25,22 +26,75 @@ export interface ErrorBody {
   [extra: string]: unknown
 }
 
+interface RefusalKind {
+  status: number
+  type: ErrorType
+  /** The code on the wire, when it is not the refusal's own name. */
+  code?: string
+}
+
+/** Every refusal by its code (the wire's `error.code`): the status and type it is answered with. */
+export const REFUSALS = {
+  invalid_request: { status: 400, type: 'invalid_request_error' },
+  invalid_batch_file: { status: 400, type: 'invalid_request_error' },
+  wrong_api_surface: { status: 400, type: 'invalid_request_error' },
+  request_aborted: { status: 400, type: 'invalid_request_error' },
+  /** The provider refused a live request as too long for the model. */
+  context_length_exceeded: { status: 400, type: 'invalid_request_error' },
+  /**
+   * A body that is itself gzip data (its first bytes), not one sent with Content-Encoding: the
+   * content is wrong, not its transport, so 400 under the same code as the 415 below.
+   */
+  compressed_body: { status: 400, type: 'invalid_request_error', code: 'unsupported_encoding' },
+  invalid_api_key: { status: 401, type: 'authentication_error' },
+  invalid_admin_token: { status: 401, type: 'authentication_error' },
+  insufficient_quota: { status: 402, type: 'insufficient_quota' },
+  insufficient_permissions: { status: 403, type: 'permission_error' },
+  not_found: { status: 404, type: 'not_found_error' },
+  unknown_route: { status: 404, type: 'not_found_error' },
+  upload_timeout: { status: 408, type: 'invalid_request_error' },
+  batch_not_cancellable: { status: 409, type: 'invalid_request_error' },
+  results_expired: { status: 410, type: 'invalid_request_error' },
+  request_too_large: { status: 413, type: 'invalid_request_error' },
+  file_too_large: { status: 413, type: 'invalid_request_error' },
+  unsupported_encoding: { status: 415, type: 'invalid_request_error' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
+  limit_exceeded: { status: 429, type: 'rate_limit_error' },
+  upstream_rate_limited: { status: 429, type: 'rate_limit_error' },
+  internal_error: { status: 500, type: 'server_error' },
+  upstream_error: { status: 502, type: 'server_error' },
+  upstream_timeout: { status: 504, type: 'server_error' },
+} as const satisfies Record<string, RefusalKind>
+
+export type RefusalCode = keyof typeof REFUSALS
+
+export interface RefusalOptions {
+  param?: string | null
+  /** Extra fields inside `error` (e.g. `limit`). */
+  detail?: Record<string, unknown>
+  /** Extra top-level fields (e.g. `issues`). */
+  extra?: Record<string, unknown>
+  headers?: Record<string, string>
+}
+
 export class GatewayError extends Error {
+  readonly status: number
+  readonly type: ErrorType
+  /** The wire's `error.code`. */
+  readonly code: string
+
   constructor(
-    readonly status: number,
-    readonly type: ErrorType,
-    readonly code: string | null,
+    /** Which refusal this is (REFUSALS). */
+    readonly refusal: RefusalCode,
     message: string,
-    readonly options: {
-      param?: string | null
-      /** Extra fields inside `error` (e.g. `limit`). */
-      detail?: Record<string, unknown>
-      /** Extra top-level fields (e.g. `issues`). */
-      extra?: Record<string, unknown>
-      headers?: Record<string, string>
-    } = {},
+    readonly options: RefusalOptions = {},
   ) {
     super(message)
+    const kind: RefusalKind = REFUSALS[refusal]
+    this.status = kind.status
+    this.type = kind.type
+    this.code = kind.code ?? refusal
   }
 
   toBody(): ErrorBody {
@@ -55,21 +109,29 @@ export class GatewayError extends Error {
       ...this.options.extra,
     }
   }
+
+  /** The refusal as a JSON answer; `headers` are the route's own (rate-limit counters, …). */
+  toResponse(headers: Record<string, string> = {}): Response {
+    return new Response(JSON.stringify(this.toBody()), {
+      status: this.status,
+      headers: { ...headers, 'content-type': 'application/json', ...this.options.headers },
+    })
+  }
 }
 
-export const badRequest = (message: string, param: string | null = null, code = 'invalid_request') =>
-  new GatewayError(400, 'invalid_request_error', code, message, { param })
+/** A refusal by its code: `refuse('results_expired', 'the results of …')`. */
+export const refuse = (code: RefusalCode, message: string, options?: RefusalOptions) =>
+  new GatewayError(code, message, options)
 
-export const notFound = (what: string) =>
-  new GatewayError(404, 'not_found_error', 'not_found', `${what} not found`)
+export const badRequest = (
+  message: string,
+  param: string | null = null,
+  code: Extract<RefusalCode, 'invalid_request' | 'wrong_api_surface' | 'compressed_body'> = 'invalid_request',
+) => refuse(code, message, { param })
 
-export const invalidApiKey = (message = 'missing or invalid API key') =>
-  new GatewayError(401, 'authentication_error', 'invalid_api_key', message)
+export const notFound = (what: string) => refuse('not_found', `${what} not found`)
+
+export const invalidApiKey = (message = 'missing or invalid API key') => refuse('invalid_api_key', message)
 
 export const insufficientPermissions = (scope: string) =>
-  new GatewayError(
-    403,
-    'permission_error',
-    'insufficient_permissions',
-    `this key lacks the "${scope}" scope; create a key with it`,
-  )
+  refuse('insufficient_permissions', `this key lacks the "${scope}" scope; create a key with it`)

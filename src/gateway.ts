@@ -144,7 +144,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
     janitor,
     credit,
     async stop() {
-      janitor.stop()
+      await janitor.stop()
       // Stop taking requests, let in-flight lines finish (bounded), hand the rest back.
       await app.stop(true)
       // Charges of answered live calls written, leases handed back.

@@ -1,6 +1,6 @@
 /** Cancelling a batch, the same on both surfaces: 404 as if missing, 409 once it has ended. */
 import { nowSeconds, type BatchRecord } from '../domain.ts'
-import { GatewayError, notFound } from '../errors.ts'
+import { notFound, refuse } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
 import type { BatchStore } from '../store/store.ts'
 
@@ -13,7 +13,7 @@ export async function cancelBatch(
   const result = await store.cancelBatch(accountId, batchId, nowSeconds())
   if (result.kind === 'not_found') throw notFound(`batch ${excerpt(batchId)}`)
   if (result.kind === 'conflict') {
-    throw new GatewayError(409, 'invalid_request_error', 'batch_not_cancellable',
+    throw refuse('batch_not_cancellable',
       `batch ${batchId} is ${result.batch.status} and can no longer be cancelled`,
       { detail: { status: result.batch.status } })
   }

@@ -1,9 +1,9 @@
 /**
  * Admission of a batch file: validate every line, price the ceiling, then hold and store it in
- * one store transaction. Plain values in, a result out; the HTTP layers render it.
+ * one store transaction. Plain values in, a result out, refusals included; each surface renders it.
  */
 import { newId, nowSeconds, type BatchEndpoint, type BatchRecord } from '../domain.ts'
-import { GatewayError } from '../errors.ts'
+import { refuse, type GatewayError } from '../errors.ts'
 import type { Issue } from '../ingest/issues.ts'
 import type { FileValidator } from '../ingest/parallel-validation.ts'
 import type { FileLimits } from '../ingest/validate-batch-file.ts'
@@ -15,7 +15,6 @@ export interface SubmitOptions {
   accountId: string
   name: string | null
   completionWindowHours: number
-  dryRun: boolean
   idempotencyKey: string | null
   source: 'native' | 'openai'
   metadata: Record<string, string> | null
@@ -24,13 +23,44 @@ export interface SubmitOptions {
   endpoint?: BatchEndpoint
 }
 
-export type SubmitResult =
-  | { kind: 'created' | 'duplicate'; batch: BatchRecord }
+/** A dry run needs only whose credit to compare with and what the lines must be. */
+export type QuoteOptions = Pick<SubmitOptions, 'accountId' | 'source' | 'endpoint'>
+
+export type Invalid = { kind: 'invalid'; issues: Issue[]; omitted: number; lineCount: number }
+
+/** A valid file the account cannot take now; each surface renders it (refusalOf, or its own way). */
+export type Refused =
+  | { kind: 'insufficient_quota'; costCeilingUsd: string; availableUsd: string }
+  | { kind: 'limit_exceeded'; limit: number; inUse: number }
+
+export type SubmitResult = { kind: 'created' | 'duplicate'; batch: BatchRecord } | Invalid | Refused
+
+export type QuoteResult =
   | { kind: 'quote'; lineCount: number; costCeilingUsd: string; creditSufficient: boolean; availableUsd: string }
-  | { kind: 'invalid'; issues: Issue[]; omitted: number; lineCount: number }
+  | Invalid
 
 export interface Admission {
   submit(bytes: Uint8Array, options: SubmitOptions): Promise<SubmitResult>
+  /** The dry run: what the file would hold, against the credit available now; nothing is stored. */
+  quote(bytes: Uint8Array, options: QuoteOptions): Promise<QuoteResult>
+}
+
+/** A refusal in the words every surface uses (SPEC §12): the ceiling against the credit, or the limit. */
+export function refusalOf(result: Refused): GatewayError {
+  switch (result.kind) {
+    case 'insufficient_quota':
+      return refuse(
+        'insufficient_quota',
+        `the batch's cost ceiling of $${result.costCeilingUsd} exceeds the account's available credit of $${result.availableUsd}; add credit or submit fewer lines or a lower max_tokens`,
+        { detail: { cost_ceiling_usd: result.costCeilingUsd, available_usd: result.availableUsd } },
+      )
+    case 'limit_exceeded':
+      return refuse(
+        'limit_exceeded',
+        `the account already has ${result.inUse} open batches, its limit; wait for one to finish or cancel one`,
+        { detail: { limit: { open_batches: result.limit, in_use: result.inUse } } },
+      )
+  }
 }
 
 export function createAdmission(
@@ -40,92 +70,94 @@ export function createAdmission(
   onAdmitted: (batch: BatchRecord) => void = () => {},
   telemetry: Telemetry = noTelemetry,
 ): Admission {
-  const admission: Admission = {
-    async submit(bytes, options) {
-      if (options.idempotencyKey && !options.dryRun) {
-        const existing = await store.findByIdempotencyKey(options.accountId, options.idempotencyKey)
-        if (existing) return { kind: 'duplicate', batch: existing }
+  /** Every line valid, and of the declared endpoint when there is one. */
+  async function check(bytes: Uint8Array, options: QuoteOptions) {
+    const verdict = await validator.validate(bytes, limits)
+    if (!verdict.ok) {
+      return { kind: 'invalid', issues: verdict.issues, omitted: verdict.omitted, lineCount: verdict.lineCount } satisfies Invalid
+    }
+    if (options.endpoint && verdict.endpoint !== options.endpoint) {
+      const first = verdict.lines[0]
+      const issue = {
+        line: first.lineNo,
+        custom_id: first.customId,
+        path: 'url',
+        message: `is ${verdict.endpoint} but the batch's endpoint is ${options.endpoint}`,
+        fix: `set url to ${options.endpoint} on every line, or create the batch with endpoint ${verdict.endpoint}`,
       }
-      const verdict = await validator.validate(bytes, limits)
-      if (!verdict.ok) return { kind: 'invalid', issues: verdict.issues, omitted: verdict.omitted, lineCount: verdict.lineCount }
-      if (options.endpoint && verdict.endpoint !== options.endpoint) {
-        const first = verdict.lines[0]
-        const issue = {
-          line: first.lineNo,
-          custom_id: first.customId,
-          path: 'url',
-          message: `is ${verdict.endpoint} but the batch's endpoint is ${options.endpoint}`,
-          fix: `set url to ${options.endpoint} on every line, or create the batch with endpoint ${verdict.endpoint}`,
-        }
-        return { kind: 'invalid', issues: [issue], omitted: 0, lineCount: verdict.lines.length }
-      }
-      const ceiling = verdict.ceiling.toFixed()
-      if (options.dryRun) {
-        const account = await store.getAccount(options.accountId)
-        const free = account ? availableUsd(account) : new Money(0)
-        return {
-          kind: 'quote',
-          lineCount: verdict.lines.length,
-          costCeilingUsd: usd(ceiling),
-          creditSufficient: verdict.ceiling.lessThanOrEqualTo(free),
-          availableUsd: usd(free),
-        }
-      }
-      const createdAt = nowSeconds()
-      const result = await store.admitBatch({
-        id: newId('batch_'),
-        accountId: options.accountId,
-        name: options.name,
-        endpoint: verdict.endpoint,
-        completionWindowHours: options.completionWindowHours,
-        createdAt,
-        deadlineAt: createdAt + options.completionWindowHours * 3600,
-        costCeilingUsd: ceiling,
-        lineCount: verdict.lines.length,
-        source: options.source,
-        metadata: options.metadata,
-        inputFileId: options.inputFileId,
-        idempotencyKey: options.idempotencyKey,
-        lines: verdict.lines,
-      })
-      switch (result.kind) {
-        case 'created':
-          onAdmitted(result.batch)
-          return result
-        case 'duplicate':
-          return result
-        case 'insufficient_quota':
-          throw new GatewayError(
-            402,
-            'insufficient_quota',
-            'insufficient_quota',
-            `the batch's cost ceiling of $${usd(ceiling)} exceeds the account's available credit of $${usd(result.availableUsd)}; add credit or submit fewer lines or a lower max_tokens`,
-            { detail: { cost_ceiling_usd: usd(ceiling), available_usd: usd(result.availableUsd) } },
-          )
-        case 'limit_exceeded':
-          telemetry.rateLimited('open_batches')
-          throw new GatewayError(
-            429,
-            'rate_limit_error',
-            'limit_exceeded',
-            `the account already has ${result.inUse} open batches, its limit; wait for one to finish or cancel one`,
-            { detail: { limit: { open_batches: result.limit, in_use: result.inUse } } },
-          )
-      }
-    },
+      return { kind: 'invalid', issues: [issue], omitted: 0, lineCount: verdict.lines.length } satisfies Invalid
+    }
+    return verdict
   }
+
+  async function quote(bytes: Uint8Array, options: QuoteOptions): Promise<QuoteResult> {
+    const verdict = await check(bytes, options)
+    if ('kind' in verdict) return verdict
+    const account = await store.getAccount(options.accountId)
+    const free = account ? availableUsd(account) : new Money(0)
+    return {
+      kind: 'quote',
+      lineCount: verdict.lines.length,
+      costCeilingUsd: usd(verdict.ceiling.toFixed()),
+      creditSufficient: verdict.ceiling.lessThanOrEqualTo(free),
+      availableUsd: usd(free),
+    }
+  }
+
+  async function submit(bytes: Uint8Array, options: SubmitOptions): Promise<SubmitResult> {
+    if (options.idempotencyKey) {
+      const existing = await store.findByIdempotencyKey(options.accountId, options.idempotencyKey)
+      if (existing) return { kind: 'duplicate', batch: existing }
+    }
+    const verdict = await check(bytes, options)
+    if ('kind' in verdict) return verdict
+    const ceiling = verdict.ceiling.toFixed()
+    const createdAt = nowSeconds()
+    const result = await store.admitBatch({
+      id: newId('batch_'),
+      accountId: options.accountId,
+      name: options.name,
+      endpoint: verdict.endpoint,
+      completionWindowHours: options.completionWindowHours,
+      createdAt,
+      deadlineAt: createdAt + options.completionWindowHours * 3600,
+      costCeilingUsd: ceiling,
+      lineCount: verdict.lines.length,
+      source: options.source,
+      metadata: options.metadata,
+      inputFileId: options.inputFileId,
+      idempotencyKey: options.idempotencyKey,
+      lines: verdict.lines,
+    })
+    switch (result.kind) {
+      case 'created':
+        onAdmitted(result.batch)
+        return result
+      case 'duplicate':
+        return result
+      case 'insufficient_quota':
+        return { kind: 'insufficient_quota', costCeilingUsd: usd(ceiling), availableUsd: usd(result.availableUsd) }
+      case 'limit_exceeded':
+        telemetry.rateLimited('open_batches')
+        return result
+    }
+  }
+
   // One span per admission, whatever the verdict: the batch's id, size and ceiling.
+  const attributes = (options: QuoteOptions, dryRun: boolean) => ({
+    'account.id': options.accountId,
+    'batch.source': options.source,
+    'batch.dry_run': dryRun,
+  })
   return {
     submit: (bytes, options) =>
-      telemetry.admission(
-        { 'account.id': options.accountId, 'batch.source': options.source, 'batch.dry_run': options.dryRun },
-        () => admission.submit(bytes, options),
-        describeAdmission,
-      ),
+      telemetry.admission(attributes(options, false), () => submit(bytes, options), describeAdmission),
+    quote: (bytes, options) =>
+      telemetry.admission(attributes(options, true), () => quote(bytes, options), describeAdmission),
   }
 }
 
-function describeAdmission(result: SubmitResult): Record<string, string | number> {
+function describeAdmission(result: SubmitResult | QuoteResult): Record<string, string | number> {
   switch (result.kind) {
     case 'created':
     case 'duplicate':
@@ -139,5 +171,9 @@ function describeAdmission(result: SubmitResult): Record<string, string | number
       return { 'batch.result': 'quote', 'batch.line_count': result.lineCount, 'batch.cost_ceiling_usd': result.costCeilingUsd }
     case 'invalid':
       return { 'batch.result': 'invalid', 'batch.line_count': result.lineCount, 'batch.issue_count': result.issues.length + result.omitted }
+    case 'insufficient_quota':
+      return { 'batch.result': 'insufficient_quota', 'batch.cost_ceiling_usd': result.costCeilingUsd }
+    case 'limit_exceeded':
+      return { 'batch.result': 'limit_exceeded' }
   }
 }

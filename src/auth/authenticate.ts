@@ -3,7 +3,7 @@
  * X-RateLimit-* headers on every authenticated answer, refusals included), and may they (403).
  */
 import type { AccountRecord, KeyRecord, Scope } from '../domain.ts'
-import { GatewayError, insufficientPermissions, invalidApiKey } from '../errors.ts'
+import { insufficientPermissions, invalidApiKey, refuse } from '../errors.ts'
 import type { RateLimiter } from '../limits/rate-limiter.ts'
 import type { AccountStore } from '../store/store.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
@@ -40,9 +40,7 @@ export function createAuthenticator(store: AccountStore, limiter: RateLimiter, t
     headers['x-ratelimit-reset'] = String(decision.resetSeconds)
     if (!decision.allowed) {
       telemetry.rateLimited('requests_per_minute')
-      throw new GatewayError(
-        429,
-        'rate_limit_error',
+      throw refuse(
         'rate_limit_exceeded',
         `rate limit of ${decision.limit} requests per minute reached; retry in ${decision.resetSeconds} s`,
         { headers: { 'retry-after': String(decision.resetSeconds) } },

@@ -2,16 +2,10 @@
  * The model catalog as the gateway uses it: lookup by id or alias, which offerings are usable
  * (their provider is configured), and routing of one request among them (SPEC §9).
  */
-import type { CatalogFile, ModelEntry, Offering, ProviderConfig } from '../../providers/catalog.ts'
+import type { CatalogFile, ModelEntry, Offering, ProviderConfig } from './catalog-file.ts'
 import type { Endpoint } from '../../providers/types.ts'
-
-/** A line's or request's `provider` object. */
-export interface Routing {
-  order?: string[]
-  only?: string[]
-  ignore?: string[]
-  allow_fallbacks?: boolean
-}
+import { ENDPOINT_URLS } from '../domain.ts'
+import type { Routing } from '../schemas/requests.ts'
 
 export interface Catalog {
   readonly models: readonly ModelEntry[]
@@ -32,7 +26,7 @@ export function upstreamTargets(catalog: Pick<Catalog, 'provider'>, offerings: r
 }
 
 export const endpointOf = (url: string): Endpoint =>
-  url === '/v1/embeddings' ? 'embeddings' : 'chat'
+  url === ENDPOINT_URLS.embeddings ? 'embeddings' : 'chat'
 
 export function createCatalog(
   file: CatalogFile,

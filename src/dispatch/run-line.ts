@@ -3,7 +3,7 @@
  * retryable failure when the line allows it) and turns what happened into an outcome to record. Failures that belong to the line are returned as data, never thrown.
  */
 import type { Outcome, Usage, UpstreamError } from '../../providers/types.ts'
-import type { ModelEntry, Offering } from '../../providers/catalog.ts'
+import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf, upstreamTargets } from '../catalog/catalog.ts'
 import type { LineError } from '../domain.ts'

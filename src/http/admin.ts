@@ -4,7 +4,7 @@ import { Elysia } from 'elysia'
 import { z } from 'zod'
 import type { Accounts } from '../accounts/accounts.ts'
 import { ALL_SCOPES } from '../domain.ts'
-import { badRequest, GatewayError, notFound } from '../errors.ts'
+import { badRequest, notFound, refuse } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
 import { describeZodIssue } from '../ingest/issues.ts'
 import { creditAmountProblem } from '../money/credit-amount.ts'
@@ -61,7 +61,7 @@ export function adminRoutes(token: string, accounts: Accounts, bodyLimit: BodyLi
     const match = authorization ? /^bearer\s+(\S+)\s*$/i.exec(authorization) : null
     const given = Buffer.from(match?.[1] ?? '')
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      throw new GatewayError(401, 'authentication_error', 'invalid_admin_token', 'missing or wrong admin token')
+      throw refuse('invalid_admin_token', 'missing or wrong admin token')
     }
   }
   return new Elysia({ name: 'admin', prefix: '/admin/v1' })

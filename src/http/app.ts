@@ -4,7 +4,7 @@
  * is a bug, logged and answered 500 without details.
  */
 import { Elysia } from 'elysia'
-import { badRequest, GatewayError } from '../errors.ts'
+import { badRequest, GatewayError, refuse } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
 import { BodyAborted } from '../ingest/read-body.ts'
 import type { Logger } from '../telemetry/logger.ts'
@@ -15,43 +15,27 @@ export function createApp(logger: Logger, groups: Elysia<any, any, any, any, any
   // Observed first, so its error hook sees the route before the handler below answers.
   const app = observeRequests(new Elysia(), logger, telemetry)
     .onError(({ error, code, set, request }) => {
-      const headers: Record<string, string> = {
-        ...(set.headers as Record<string, string>),
-        'content-type': 'application/json',
-      }
+      const headers = set.headers as Record<string, string>
       if (error instanceof BodyAborted) {
         // No one is there to read the answer; an ordinary event, not a fault of the gateway.
         logger.info('http.aborted', { method: request.method, path: new URL(request.url).pathname, reason: error.reason })
       }
-      if (error instanceof GatewayError) {
-        Object.assign(headers, error.options.headers)
-        return new Response(JSON.stringify(error.toBody()), { status: error.status, headers })
-      }
+      if (error instanceof GatewayError) return error.toResponse(headers)
       if (code === 'NOT_FOUND') {
         const path = new URL(request.url).pathname
-        return new Response(
-          JSON.stringify(new GatewayError(404, 'not_found_error', 'unknown_route', `no route for ${excerpt(request.method)} ${excerpt(path)}`).toBody()),
-          { status: 404, headers },
-        )
+        return refuse('unknown_route', `no route for ${excerpt(request.method)} ${excerpt(path)}`).toResponse(headers)
       }
       if (code === 'PARSE' || code === 'VALIDATION') {
         const message = code === 'PARSE' ? 'the body is not valid JSON' : 'the request does not match the expected shape'
-        return new Response(JSON.stringify(new GatewayError(400, 'invalid_request_error', 'invalid_request', message).toBody()), {
-          status: 400,
-          headers,
-        })
+        return badRequest(message).toResponse(headers)
       }
       // PostgreSQL text cannot hold U+0000 (SQLSTATE 22021). Only a caller's input carries one (an
       // id in the path, a cursor, a field), so it is a bad request wherever it reached the store.
       if ((error as { code?: unknown } | null)?.code === '22021') {
-        const refusal = badRequest('the request contains a NUL character (%00 or \\u0000), which no id, name or field may hold; remove it')
-        return new Response(JSON.stringify(refusal.toBody()), { status: 400, headers })
+        return badRequest('the request contains a NUL character (%00 or \\u0000), which no id, name or field may hold; remove it').toResponse(headers)
       }
       logger.error('http.unhandled', { method: request.method, path: new URL(request.url).pathname, error: (error as Error)?.stack ?? String(error) })
-      return new Response(
-        JSON.stringify(new GatewayError(500, 'server_error', 'internal_error', 'internal error; the request was not completed').toBody()),
-        { status: 500, headers },
-      )
+      return refuse('internal_error', 'internal error; the request was not completed').toResponse(headers)
     })
   for (const group of groups) app.use(group)
   return app

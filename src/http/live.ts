@@ -6,11 +6,12 @@
  * releases its hold. Mounted at the root and under /openai/v1.
  */
 import { Elysia } from 'elysia'
-import type { Offering } from '../../providers/catalog.ts'
+import type { Offering } from '../catalog/catalog-file.ts'
 import type { Endpoint, UpstreamError } from '../../providers/types.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Catalog } from '../catalog/catalog.ts'
-import { badRequest, GatewayError } from '../errors.ts'
+import { ENDPOINT_URLS } from '../domain.ts'
+import { badRequest, refuse, type GatewayError } from '../errors.ts'
 import { readJsonBody, type BodyLimit } from '../ingest/read-body.ts'
 import { validateBody } from '../ingest/validate-body.ts'
 import { usd } from '../money/decimal.ts'
@@ -59,7 +60,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     const held = await credit.reserve(caller.account.id, ceiling)
     if (!held.ok) {
       const ceilingUsd = usd(unitsText(ceiling))
-      throw new GatewayError(402, 'insufficient_quota', 'insufficient_quota',
+      throw refuse('insufficient_quota',
         `this request may cost up to $${ceilingUsd} and the account has $${usd(held.availableUsd)} available; add credit or lower max_tokens`,
         { detail: { cost_ceiling_usd: ceilingUsd, available_usd: usd(held.availableUsd) } })
     }
@@ -185,13 +186,13 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
           })),
       }
     })
-    .post('/v1/chat/completions', async ({ request, set }) => {
+    .post(ENDPOINT_URLS.chat, async ({ request, set }) => {
       const headers = set.headers as Record<string, string>
       const input = await readJson(request, headers)
       const wantsStream = (input.raw as { stream?: unknown } | null)?.stream === true
       return wantsStream ? stream(request, headers, input) : call(request, input, 'chat')
     }, { parse: 'none' })
-    .post('/v1/embeddings', async ({ request, set }) =>
+    .post(ENDPOINT_URLS.embeddings, async ({ request, set }) =>
       call(request, await readJson(request, set.headers as Record<string, string>), 'embeddings'), { parse: 'none' })
 }
 
@@ -216,14 +217,14 @@ function deltaBytes(chunk: Record<string, unknown>): number {
 function upstreamFailure(error: UpstreamError): GatewayError {
   switch (error.kind) {
     case 'rate_limited':
-      return new GatewayError(429, 'rate_limit_error', 'upstream_rate_limited', 'the provider is rate-limiting; retry later',
+      return refuse('upstream_rate_limited', 'the provider is rate-limiting; retry later',
         { headers: error.retryAfterMs ? { 'retry-after': String(Math.ceil(error.retryAfterMs / 1000)) } : {} })
     case 'invalid_request':
     case 'context_length_exceeded':
-      return new GatewayError(400, 'invalid_request_error', error.kind, `the provider refused the request: ${error.message}`)
+      return refuse(error.kind, `the provider refused the request: ${error.message}`)
     case 'timeout':
-      return new GatewayError(504, 'server_error', 'upstream_timeout', 'the provider did not answer in time')
+      return refuse('upstream_timeout', 'the provider did not answer in time')
     default:
-      return new GatewayError(502, 'server_error', 'upstream_error', `the provider failed: ${error.message}`)
+      return refuse('upstream_error', `the provider failed: ${error.message}`)
   }
 }

@@ -1,10 +1,10 @@
 /** The native raw-JSONL batch API (SPEC §3): submit, read, list, cancel, results. */
 import { Elysia } from 'elysia'
 import { z } from 'zod'
-import type { Admission } from '../admission/submit-batch.ts'
+import { refusalOf, type Admission, type SubmitOptions } from '../admission/submit-batch.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { LineStatus } from '../domain.ts'
-import { badRequest, GatewayError, notFound } from '../errors.ts'
+import { badRequest, notFound, refuse } from '../errors.ts'
 import { cancelBatch } from '../admission/cancel-batch.ts'
 import { readBody, type BodyLimit } from '../ingest/read-body.ts'
 import type { AccountStore, BatchStore } from '../store/store.ts'
@@ -61,44 +61,45 @@ export function nativeBatchRoutes({ auth, store, admission, bodyLimit, sharedBod
         const query = parseQuery(submitOptions, request.url)
         const type = (request.headers.get('content-type') ?? 'application/jsonl').split(';')[0].trim().toLowerCase()
         if (type.startsWith('multipart/')) {
-          throw new GatewayError(415, 'invalid_request_error', 'unsupported_media_type',
+          throw refuse('unsupported_media_type',
             'this endpoint takes the JSONL file itself as the body, not a form upload: send it with curl --data-binary @requests.jsonl -H "Content-Type: application/jsonl" (multipart uploads belong to /openai/v1/files)',
             { param: 'content-type' })
         }
         if (!ACCEPTED_TYPES.includes(type)) {
-          throw new GatewayError(415, 'invalid_request_error', 'unsupported_media_type',
+          throw refuse('unsupported_media_type',
             `Content-Type ${excerpt(type)} is not accepted; send the file as application/jsonl`, { param: 'content-type' })
         }
         // A declared Content-Encoding other than identity is refused (415) before reading.
         const bytes = await readBody(request, bodyLimit, { sharedFrom: sharedBodiesFrom })
         if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
-          throw badRequest('the body is compressed; send the JSONL file uncompressed (curl --data-binary @requests.jsonl)', null, 'unsupported_encoding')
+          throw badRequest('the body is compressed; send the JSONL file uncompressed (curl --data-binary @requests.jsonl)', null, 'compressed_body')
         }
         if (type === 'application/json') rejectOpenAiShapedCreate(bytes)
         const name = query.name ?? request.headers.get('x-multigrid-batch-name')
         if (name !== null && name.length > 256) throw badRequest('name must be at most 256 characters', 'name')
         // As for custom_id: PostgreSQL text cannot hold U+0000, and no one means it in a label.
         if (name?.includes('\u0000')) throw badRequest('name must not contain the NUL character (%00); remove it', 'name')
-        const result = await admission.submit(
-          bytes,
-          {
-            accountId: caller.account.id,
-            name: name ?? null,
-            completionWindowHours: query.completion_window_hours,
-            dryRun: query.dry_run === 'true' || query.dry_run === '1',
-            idempotencyKey: request.headers.get('idempotency-key'),
-            source: 'native',
-            metadata: null,
-            inputFileId: null,
-          },
-        )
+        const options: SubmitOptions = {
+          accountId: caller.account.id,
+          name: name ?? null,
+          completionWindowHours: query.completion_window_hours,
+          idempotencyKey: request.headers.get('idempotency-key'),
+          source: 'native',
+          metadata: null,
+          inputFileId: null,
+        }
+        const dryRun = query.dry_run === 'true' || query.dry_run === '1'
+        const result = dryRun ? await admission.quote(bytes, options) : await admission.submit(bytes, options)
         switch (result.kind) {
           case 'invalid': {
             const count = result.issues.length + result.omitted
-            throw new GatewayError(400, 'invalid_request_error', 'invalid_batch_file',
+            throw refuse('invalid_batch_file',
               `${count} problem${count === 1 ? '' : 's'} in the file; nothing was submitted`,
               { extra: { issues: result.issues, issues_omitted: result.omitted } })
           }
+          case 'insufficient_quota':
+          case 'limit_exceeded':
+            throw refusalOf(result)
           case 'quote':
             return {
               object: 'batch.quote',
@@ -146,7 +147,7 @@ export function nativeBatchRoutes({ auth, store, admission, bodyLimit, sharedBod
       const batch = await store.getBatch(caller.account.id, params.id)
       if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
       if (batch.purgedAt !== null) {
-        throw new GatewayError(410, 'invalid_request_error', 'results_expired',
+        throw refuse('results_expired',
           `the results of batch ${batch.id} were deleted when its retention period ended; the batch's counts and cost remain`)
       }
       const statuses = query.filter ? FILTERS[query.filter] : null

@@ -9,7 +9,7 @@
  * those of validateBatchFile (a file with issues is refused, and its speed matters less).
  */
 import { availableParallelism } from 'node:os'
-import type { CatalogFile } from '../../providers/catalog.ts'
+import type { CatalogFile } from '../catalog/catalog-file.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { Money } from '../money/decimal.ts'
 import { createThreadCalls } from '../threads/thread-calls.ts'

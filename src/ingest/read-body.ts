@@ -5,7 +5,7 @@
  * without holding it). A body compressed in transit is 415 before anything is read. A connection
  * that closes before the body is whole is a `BodyAborted`, logged as an aborted request.
  */
-import { GatewayError } from '../errors.ts'
+import { GatewayError, refuse } from '../errors.ts'
 
 /** A route's body limit and what to tell a caller who passes it. Made in src/http/body-limits.ts. */
 export interface BodyLimit {
@@ -15,7 +15,7 @@ export interface BodyLimit {
   /** What to do instead, e.g. "split the requests into several files". */
   fix: string
   /** The error code; `request_too_large` unless the body is a file. */
-  code?: string
+  code?: 'request_too_large' | 'file_too_large'
 }
 
 const asLimit = (limit: BodyLimit | number): BodyLimit =>
@@ -23,9 +23,7 @@ const asLimit = (limit: BodyLimit | number): BodyLimit =>
 
 export function tooLarge(limit: BodyLimit | number) {
   const { bytes, what, fix, code } = asLimit(limit)
-  return new GatewayError(
-    413,
-    'invalid_request_error',
+  return refuse(
     code ?? 'request_too_large',
     `${what} may be at most ${bytes} bytes (${describeBytes(bytes)}) and this one is larger; ${fix}`,
     { detail: { limit_bytes: bytes } },
@@ -39,7 +37,7 @@ export function tooLarge(limit: BodyLimit | number) {
  */
 export class BodyAborted extends GatewayError {
   constructor(readonly reason: string) {
-    super(400, 'invalid_request_error', 'request_aborted',
+    super('request_aborted',
       'the connection closed before the whole body arrived; send the request again with a complete body (and, if chunked, valid chunk framing)')
   }
 }
@@ -54,7 +52,7 @@ export function refuseByHeaders(request: Request, limit: BodyLimit | number) {
     const codings = encoding.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '')
     const other = codings.find((c) => c !== 'identity')
     if (other !== undefined) {
-      throw new GatewayError(415, 'invalid_request_error', 'unsupported_encoding',
+      throw refuse('unsupported_encoding',
         `Content-Encoding ${other} is not accepted; send the body uncompressed (no Content-Encoding, or identity)`,
         { param: 'content-encoding' })
     }

@@ -6,7 +6,7 @@
 import { z } from 'zod'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf } from '../catalog/catalog.ts'
-import type { BatchEndpoint } from '../domain.ts'
+import { BATCH_URLS, isBatchUrl, type BatchEndpoint } from '../domain.ts'
 import { CeilingTally } from '../money/ceiling.ts'
 import { compileSchema } from '../schemas/compile.ts'
 import { storableText } from '../schemas/text.ts'
@@ -29,8 +29,6 @@ export type FileVerdict =
   | { ok: false; issues: Issue[]; omitted: number; lineCount: number }
 
 const COLLECT_EVERY = 2048
-
-export const BATCH_URLS = ['/v1/chat/completions', '/v1/embeddings'] as const
 
 export function lineEnvelopeSchema(maxCustomIdLength: number) {
   return z.strictObject({
@@ -192,7 +190,7 @@ export function checkLines(bytes: Uint8Array, catalog: Catalog, limits: FileLimi
       } else seen.set(customId, lineNo)
     }
     const url = record.url
-    if (url === BATCH_URLS[0] || url === BATCH_URLS[1]) {
+    if (isBatchUrl(url)) {
       if (!endpoint) endpoint = { url, line: lineNo }
       else if (url !== endpoint.url) {
         bad = true

@@ -3,9 +3,10 @@
  * Shared by batch lines and the live endpoints, so a batch is never admitted that the live
  * gateway would refuse.
  */
-import type { ModelEntry, Offering } from '../../providers/catalog.ts'
+import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
 import type { Endpoint } from '../../providers/types.ts'
 import { upstreamTargets, type Catalog } from '../catalog/catalog.ts'
+import { ENDPOINT_URLS } from '../domain.ts'
 import { chatInputBound, chatOutputBound, embeddingsInputBound } from '../money/ceiling.ts'
 import { chatBodySchema, embeddingsBodySchema, type ChatBody, type EmbeddingsBody } from '../schemas/requests.ts'
 import { compileSchema } from '../schemas/compile.ts'
@@ -30,11 +31,6 @@ export interface AcceptedBody {
   body: ChatBody | EmbeddingsBody
 }
 
-const ENDPOINT_URL: Record<Endpoint, string> = {
-  chat: '/v1/chat/completions',
-  embeddings: '/v1/embeddings',
-}
-
 /** `prefix` is where the body sits in the caller's document ("body" for a batch line). */
 export function validateBody(
   raw: unknown,
@@ -49,7 +45,7 @@ export function validateBody(
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     return {
       ok: false,
-      problems: [{ path: prefix, message: 'must be a JSON object', fix: `set ${prefix || 'the body'} to the request you would send to ${ENDPOINT_URL[endpoint]}` }],
+      problems: [{ path: prefix, message: 'must be a JSON object', fix: `set ${prefix || 'the body'} to the request you would send to ${ENDPOINT_URLS[endpoint]}` }],
     }
   }
   if (!options.shallow && nestsDeeperThan(raw)) {
@@ -84,10 +80,10 @@ export function validateBody(
   }
   if (!model) return { ok: false, problems }
   if (!model.endpoints.includes(endpoint)) {
-    const url = ENDPOINT_URL[model.endpoints[0]]
+    const url = ENDPOINT_URLS[model.endpoints[0]]
     problems.push({
       path: at('model'),
-      message: `${model.id} does not serve ${ENDPOINT_URL[endpoint]}`,
+      message: `${model.id} does not serve ${ENDPOINT_URLS[endpoint]}`,
       fix: `use a ${endpoint} model, or send ${model.id} lines to ${url}`,
     })
     return { ok: false, problems }

@@ -4,7 +4,7 @@
  * sent, or only that there were issues (the caller then validates the whole file itself, so the
  * issues it reports are exactly those of one pass).
  */
-import type { CatalogFile } from '../../providers/catalog.ts'
+import type { CatalogFile } from '../catalog/catalog-file.ts'
 import { createCatalog, type Catalog } from '../catalog/catalog.ts'
 import type { BatchEndpoint } from '../domain.ts'
 import { checkLines, FileLine, type FileLimits } from './validate-batch-file.ts'

@@ -20,7 +20,7 @@
  */
 import { prepareAnthropicBody } from '../../providers/anthropic/prepare-anthropic-body.ts'
 import { defaultAnthropicMaxTokens } from '../../providers/anthropic/convert-to-anthropic-messages.ts'
-import { imageInputTokens, type ModelEntry, type Offering } from '../../providers/catalog.ts'
+import { imageInputTokens, type ModelEntry, type Offering } from '../catalog/catalog-file.ts'
 import { prepareOpenAIBody, prepareOpenAIStreamBody } from '../../providers/openai/prepare-openai-body.ts'
 import { requestedOutputTokens } from '../../providers/output-limit.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'

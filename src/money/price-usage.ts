@@ -7,7 +7,7 @@
  * point put back. The same canonical text as decimal.js's toFixed(), about ten times faster;
  * a property test holds it to priceOf() in ceiling.ts.
  */
-import type { Offering } from '../../providers/catalog.ts'
+import type { Offering } from '../catalog/catalog-file.ts'
 import type { Usage } from '../../providers/types.ts'
 
 /** A price as an integer and a power of ten: "0.40" is { units: 40n, scale: 2 }. */

@@ -28,7 +28,8 @@ export interface Janitor {
    * no other process shares it) every upload reservation found at start-up is a dead one.
    */
   start(intervalMs: number, options?: { singleInstance?: boolean }): void
-  stop(): void
+  /** Stops scheduling and waits for a sweep under way, so the store can close after it. */
+  stop(): Promise<void>
 }
 
 export interface JanitorReport {
@@ -48,7 +49,7 @@ export function createJanitor(
   retention: { resultDays: number; fileDays: number },
 ): Janitor {
   let timer: ReturnType<typeof setTimeout> | null = null
-  let running = false
+  let running: Promise<void> | null = null
   let stopped = false
 
   async function runOnce(now = Math.floor(Date.now() / 1000), staleBeforeMs = now * 1000 - UPLOAD_STALE_MS): Promise<JanitorReport> {
@@ -107,17 +108,19 @@ export function createJanitor(
         timer = setTimeout(tick, intervalMs * (0.75 + Math.random() / 2))
         timer.unref?.()
       }
-      const tick = async (staleBeforeMs?: number) => {
-        if (running) return schedule()
-        running = true
+      const sweep = async (staleBeforeMs?: number) => {
         try {
           await runOnce(undefined, staleBeforeMs)
         } catch (error) {
           logger.warn('retention.failed', { reason: (error as Error).message })
-        } finally {
-          running = false
-          if (!stopped) schedule()
         }
+      }
+      const tick = (staleBeforeMs?: number) => {
+        if (running) return schedule()
+        running = sweep(staleBeforeMs).finally(() => {
+          running = null
+          if (!stopped) schedule()
+        })
       }
       stopped = false
       // At start-up, what the last run of this store left behind goes at once; on the embedded
@@ -126,10 +129,11 @@ export function createJanitor(
       timer = setTimeout(() => tick(options.singleInstance ? startedAtMs : undefined), 0)
       timer.unref?.()
     },
-    stop() {
+    async stop() {
       stopped = true
       if (timer) clearTimeout(timer)
       timer = null
+      await running
     },
   }
 }

@@ -17,6 +17,8 @@ export const routingSchema = z.strictObject({
   ignore: z.array(z.string().min(1)).optional(),
   allow_fallbacks: z.boolean().optional(),
 })
+/** A line's or request's `provider` object: how it is routed among the model's offerings. */
+export type Routing = z.output<typeof routingSchema>
 
 const textPart = z.looseObject({ type: z.literal('text'), text: z.string() })
 const imagePart = z.looseObject({

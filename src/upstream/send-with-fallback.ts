@@ -4,7 +4,7 @@
  * offering unless it is one the next would give too. Used by batch lines (src/dispatch/run-line.ts)
  * and live calls, plain and streamed (src/http/live.ts).
  */
-import type { Offering } from '../../providers/catalog.ts'
+import type { Offering } from '../catalog/catalog-file.ts'
 import type { Outcome, StreamOutcome, UpstreamError } from '../../providers/types.ts'
 import type { SendOptions, Upstreams } from './upstreams.ts'
 

@@ -4,7 +4,7 @@
  * the adapter the request (the adapter translates it for its upstream), and pauses the provider
  * when it answers 429. Falling back from one offering to the next is send-with-fallback.ts.
  */
-import type { Offering } from '../../providers/catalog.ts'
+import type { Offering } from '../catalog/catalog-file.ts'
 import { createProvider } from '../../providers/index.ts'
 import type { Endpoint, Outcome, ProviderAdapter, StreamOutcome, UpstreamRequest } from '../../providers/types.ts'
 import type { Config } from '../config.ts'

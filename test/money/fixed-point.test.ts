@@ -1,7 +1,7 @@
 /** The live path's integer money (fixed-point.ts) against the decimal.js arithmetic it stands for. */
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import type { Offering } from '../../providers/catalog.ts'
+import type { Offering } from '../../src/catalog/catalog-file.ts'
 import { highestPrices, priceOf } from '../../src/money/ceiling.ts'
 import { Money } from '../../src/money/decimal.ts'
 import { ceilingUnits, toUnits, unitsText, usageUnits } from '../../src/money/fixed-point.ts'

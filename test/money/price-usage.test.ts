@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import type { Offering } from '../../providers/catalog.ts'
+import type { Offering } from '../../src/catalog/catalog-file.ts'
 import { priceOf } from '../../src/money/ceiling.ts'
 import { priceUsage } from '../../src/money/price-usage.ts'
 

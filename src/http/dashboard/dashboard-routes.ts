@@ -5,9 +5,10 @@
  */
 import { Elysia } from 'elysia'
 import { z } from 'zod'
+import { refusalOf, type SubmitOptions } from '../../admission/submit-batch.ts'
 import type { Caller } from '../../auth/authenticate.ts'
 import { nowSeconds, type Scope } from '../../domain.ts'
-import { GatewayError, invalidApiKey } from '../../errors.ts'
+import { GatewayError, invalidApiKey, notFound } from '../../errors.ts'
 import { BodyAborted, readFormBody } from '../../ingest/read-body.ts'
 import type { BodyLimits } from '../body-limits.ts'
 import { usd } from '../../money/decimal.ts'
@@ -232,42 +233,38 @@ export function dashboardRoutes({ auth, store, admission, maxBodyBytes, bodyLimi
         const bytes = new Uint8Array(await file.arrayBuffer())
         if (bytes[0] === 0x1f && bytes[1] === 0x8b)
           return fail(400, 'the file is compressed; upload the JSONL file itself')
-        try {
-          const result = await admission.submit(
-            bytes,
-            {
-              accountId: caller.account.id,
-              name: form.name || null,
-              completionWindowHours: form.completion_window_hours,
-              dryRun: form.dry_run === 'true' || form.dry_run === '1',
-              idempotencyKey: form.idempotency_key
-                ? `dashboard:${form.idempotency_key}`
-                : null,
-              source: 'native',
-              metadata: null,
-              inputFileId: null,
-            },
-          )
-          switch (result.kind) {
-            case 'invalid':
-              return listPage(caller, request, headers, 400, {
-                issues: { issues: result.issues, omitted: result.omitted },
-              })
-            case 'quote': {
-              const text = `Quote: ${result.lineCount} lines, cost ceiling $${result.costCeilingUsd}, available credit $${result.availableUsd} — ${result.creditSufficient ? 'enough' : 'not enough'} to submit it. Nothing was stored.`
-              return listPage(caller, request, headers, 200, {
-                notice: { kind: result.creditSufficient ? 'info' : 'error', text },
-              })
-            }
-            case 'created':
-            case 'duplicate':
-              return seeOther(`${batchHref(result.batch.id)}?submitted=1`, headers)
+        const options: SubmitOptions = {
+          accountId: caller.account.id,
+          name: form.name || null,
+          completionWindowHours: form.completion_window_hours,
+          idempotencyKey: form.idempotency_key ? `dashboard:${form.idempotency_key}` : null,
+          source: 'native',
+          metadata: null,
+          inputFileId: null,
+        }
+        const dryRun = form.dry_run === 'true' || form.dry_run === '1'
+        const result = dryRun ? await admission.quote(bytes, options) : await admission.submit(bytes, options)
+        switch (result.kind) {
+          case 'invalid':
+            return listPage(caller, request, headers, 400, {
+              issues: { issues: result.issues, omitted: result.omitted },
+            })
+          case 'quote': {
+            const text = `Quote: ${result.lineCount} lines, cost ceiling $${result.costCeilingUsd}, available credit $${result.availableUsd} — ${result.creditSufficient ? 'enough' : 'not enough'} to submit it. Nothing was stored.`
+            return listPage(caller, request, headers, 200, {
+              notice: { kind: result.creditSufficient ? 'info' : 'error', text },
+            })
           }
-        } catch (error) {
-          if (!(error instanceof GatewayError)) throw error
-          return listPage(caller, request, { ...headers, ...error.options.headers }, error.status, {
-            notice: { kind: 'error', text: error.message },
-          })
+          case 'insufficient_quota':
+          case 'limit_exceeded': {
+            const refusal = refusalOf(result)
+            return listPage(caller, request, { ...headers, ...refusal.options.headers }, refusal.status, {
+              notice: { kind: 'error', text: refusal.message },
+            })
+          }
+          case 'created':
+          case 'duplicate':
+            return seeOther(`${batchHref(result.batch.id)}?submitted=1`, headers)
         }
       },
       { parse: 'none' },
@@ -282,7 +279,7 @@ export function dashboardRoutes({ auth, store, admission, maxBodyBytes, bodyLimi
       ])
       if (!batch)
         return refusal(
-          new GatewayError(404, 'not_found_error', 'not_found', `batch ${excerpt(params.id)} not found`),
+          notFound(`batch ${excerpt(params.id)}`),
           request,
           headers,
           account!.name,
@@ -315,7 +312,7 @@ export function dashboardRoutes({ auth, store, admission, maxBodyBytes, bodyLimi
         const result = await store.cancelBatch(caller.account.id, params.id, nowSeconds())
         if (result.kind === 'not_found')
           return refusal(
-            new GatewayError(404, 'not_found_error', 'not_found', `batch ${excerpt(params.id)} not found`),
+            notFound(`batch ${excerpt(params.id)}`),
             request,
             headers,
           )
@@ -340,7 +337,7 @@ export function dashboardRoutes({ auth, store, admission, maxBodyBytes, bodyLimi
       const batch = await store.getBatch(caller.account.id, params.id)
       if (!batch)
         return refusal(
-          new GatewayError(404, 'not_found_error', 'not_found', `batch ${excerpt(params.id)} not found`),
+          notFound(`batch ${excerpt(params.id)}`),
           request,
           headers,
         )

@@ -7,10 +7,10 @@ import { createHash } from 'node:crypto'
 import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
-import type { Admission } from '../../admission/submit-batch.ts'
+import { refusalOf, type Admission } from '../../admission/submit-batch.ts'
 import type { Authenticator } from '../../auth/authenticate.ts'
-import { newId, nowSeconds, type BatchRecord } from '../../domain.ts'
-import { badRequest, GatewayError, notFound } from '../../errors.ts'
+import { BATCH_URLS, newId, nowSeconds, type BatchRecord } from '../../domain.ts'
+import { badRequest, notFound } from '../../errors.ts'
 import type { BlobStore } from '../../files/blob-store.ts'
 import { describeZodIssue } from '../../ingest/issues.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
@@ -24,7 +24,7 @@ import { errorFileId, outputFileId, renderOpenAiBatch } from './render-openai.ts
 
 const createBody = z.looseObject({
   input_file_id: z.string().min(1),
-  endpoint: z.enum(['/v1/chat/completions', '/v1/embeddings']),
+  endpoint: z.enum(BATCH_URLS),
   completion_window: windowHoursText(),
   metadata: z
     .record(storableText().max(64), storableText().max(512))
@@ -102,42 +102,37 @@ export function openAiBatchRoutes({ auth, store, blobs, admission, bodyLimit, on
       })
     const idempotencyKey =
       explicitKey ?? ((await store.findByIdempotencyKey(caller.account.id, requestKey)) ? null : requestKey)
-    let result
-    try {
-      result = await admission.submit(
-        bytes,
-        {
-          accountId: caller.account.id,
-          name: file.filename,
-          completionWindowHours: hours,
-          dryRun: false,
-          idempotencyKey,
-          source: 'openai',
-          metadata: body.metadata ?? null,
-          inputFileId: file.id,
-          endpoint: body.endpoint,
-        },
-      )
-    } catch (error) {
+    const result = await admission.submit(bytes, {
+      accountId: caller.account.id,
+      name: file.filename,
+      completionWindowHours: hours,
+      idempotencyKey,
+      source: 'openai',
+      metadata: body.metadata ?? null,
+      inputFileId: file.id,
+      endpoint: body.endpoint,
+    })
+    switch (result.kind) {
+      case 'invalid':
+        return reject(
+          result.issues.map((issue) => ({
+            code: 'invalid_request',
+            message: `${issue.path ? `${issue.path} ` : ''}${issue.message}; ${issue.fix}`,
+            param: issue.path || null,
+            line: issue.line,
+          })),
+        )
       // As OpenAI does: a batch the credit cannot cover fails at validation.
-      if (error instanceof GatewayError && error.code === 'insufficient_quota') {
-        return reject([{ code: 'insufficient_quota', message: error.message, param: null, line: null }])
-      }
-      throw error
+      case 'insufficient_quota':
+        return reject([{ code: 'insufficient_quota', message: refusalOf(result).message, param: null, line: null }])
+      case 'limit_exceeded':
+        throw refusalOf(result)
+      case 'created':
+        await registerResultFiles(store, result.batch)
+        return result.batch
+      case 'duplicate':
+        return result.batch
     }
-    if (result.kind === 'invalid') {
-      return reject(
-        result.issues.map((issue) => ({
-          code: 'invalid_request',
-          message: `${issue.path ? `${issue.path} ` : ''}${issue.message}; ${issue.fix}`,
-          param: issue.path || null,
-          line: issue.line,
-        })),
-      )
-    }
-    if (result.kind === 'quote') throw new Error('unreachable: facade creates are never dry runs')
-    if (result.kind === 'created') await registerResultFiles(store, result.batch)
-    return result.batch
   }
 
   return new Elysia({ name: 'openai-batches', prefix: '/openai/v1' })

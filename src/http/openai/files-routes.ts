@@ -3,7 +3,7 @@ import { Elysia } from 'elysia'
 import { z } from 'zod'
 import type { Authenticator } from '../../auth/authenticate.ts'
 import { newId, nowSeconds } from '../../domain.ts'
-import { badRequest, GatewayError, notFound } from '../../errors.ts'
+import { badRequest, notFound, refuse } from '../../errors.ts'
 import { FileTooLarge, type BlobStore } from '../../files/blob-store.ts'
 import { refuseByHeaders, type BodyLimit } from '../../ingest/read-body.ts'
 import type { BatchStore, FileQuotaDefaults, FileStore, FileView, UploadStore } from '../../store/store.ts'
@@ -137,5 +137,5 @@ export function openAiFilesRoutes({ auth, store, blobs, maxFileBytes, quotaDefau
 }
 
 function fileTooLarge(limit: number) {
-  return new GatewayError(413, 'invalid_request_error', 'file_too_large', `files may be at most ${limit} bytes; split the requests into several files`, { param: 'file', detail: { limit_bytes: limit } })
+  return refuse('file_too_large', `files may be at most ${limit} bytes; split the requests into several files`, { param: 'file', detail: { limit_bytes: limit } })
 }

@@ -11,7 +11,7 @@
  *   reservation released before the error is answered.
  * - A crash leaves a reservation that stops being renewed: the janitor deletes it and its content.
  */
-import { GatewayError } from '../../errors.ts'
+import { refuse, type GatewayError } from '../../errors.ts'
 import type { BlobStore } from '../../files/blob-store.ts'
 import { UPLOAD_RENEW_MS } from '../../files/upload-lease.ts'
 import type { FileQuotaDefaults, FileRecord, ReserveResult, UploadStore } from '../../store/store.ts'
@@ -82,12 +82,12 @@ export async function receiveUpload({ store, blobs, quotaDefaults }: ReceiveDeps
 
 function refusal(result: Exclude<ReserveResult, { kind: 'reserved' }>): GatewayError {
   if (result.kind === 'gone') {
-    return new GatewayError(408, 'invalid_request_error', 'upload_timeout', 'the upload stalled for minutes and was dropped; send the file again')
+    return refuse('upload_timeout', 'the upload stalled for minutes and was dropped; send the file again')
   }
   const limit = result.limit
   const message =
     'files' in limit
       ? `the account already has ${limit.in_use} files, its limit of ${limit.files}; delete files it no longer needs (files.delete) before uploading more`
       : `this upload would pass the account's limit of ${limit.stored_bytes} stored bytes (${limit.in_use} in use); delete files it no longer needs or upload a smaller one`
-  return new GatewayError(429, 'rate_limit_error', 'limit_exceeded', message, { param: 'file', detail: { limit } })
+  return refuse('limit_exceeded', message, { param: 'file', detail: { limit } })
 }

@@ -4,17 +4,20 @@
  * lines of their kind.
  */
 import type postgres from 'postgres'
+import { ENDED_BATCH_STATUSES } from '../../domain.ts'
 import { rowToFile } from '../rows.ts'
 import type { FileRecord, FileView } from '../store.ts'
 
 type Db = postgres.ISql
+
+const ENDED_STATUSES = [...ENDED_BATCH_STATUSES]
 
 const select = (db: Db) => db`
   SELECT f.*, b.status AS batch_status, b.succeeded, b.failed, b.cancelled, b.expired
   FROM files f LEFT JOIN batches b ON b.id = f.batch_id`
 
 const visible = (db: Db) => db`
-  (f.batch_id IS NULL OR (b.status IN ('completed', 'failed', 'cancelled', 'expired')
+  (f.batch_id IS NULL OR (b.status = ANY(${ENDED_STATUSES}::text[])
     AND ((f.kind = 'output' AND b.succeeded > 0)
       OR (f.kind = 'error' AND b.failed + b.cancelled + b.expired > 0))))`
 

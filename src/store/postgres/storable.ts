@@ -2,16 +2,14 @@
  * PostgreSQL refuses U+0000 in text and unpaired UTF-16 surrogates in jsonb ("\ud800" is valid
  * JSON, not valid Unicode). Values that reach the database from outside (an upstream's error
  * message, metadata, a model name quoted in an error) are made storable here, each bad character
- * replaced with U+FFFD, rather than failing the transaction that records them.
+ * replaced with U+FFFD (src/schemas/text.ts, the one statement of the rule), rather than failing
+ * the transaction that records them.
  */
 import type postgres from 'postgres'
-
-// With the `u` flag the surrogate range matches only unpaired halves.
-const UNSTORABLE = /[\u0000\uD800-\uDFFF]/u
-const UNSTORABLE_ALL = /[\u0000\uD800-\uDFFF]/gu
+import { toStorable } from '../../schemas/text.ts'
 
 export function storableString<T extends string | null>(value: T): T {
-  return (value !== null && UNSTORABLE.test(value) ? value.replace(UNSTORABLE_ALL, '\uFFFD') : value) as T
+  return (value === null ? value : toStorable(value)) as T
 }
 
 export function storableJson(value: unknown): postgres.JSONValue {

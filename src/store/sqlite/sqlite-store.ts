@@ -7,7 +7,8 @@
 import type { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import type { LineStatus } from '../../domain.ts'
+import { ENDED_BATCH_STATUSES, OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
+import { sqlWordList } from './sql-word-list.ts'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine } from '../rows.ts'
 import type {
@@ -59,10 +60,10 @@ export function createSqliteStore(dataDir: string | null): Store {
 
 const ROWS_PER_INSERT = 100
 
-const OPEN = `('validating', 'in_progress', 'finalizing', 'cancelling')`
+const OPEN = sqlWordList(OPEN_BATCH_STATUSES)
 
 /** A rendered output or error file exists once its batch has ended with lines of its kind. */
-export const VISIBLE_FILE = `(f.batch_id IS NULL OR (b.status IN ('completed', 'failed', 'cancelled', 'expired')
+export const VISIBLE_FILE = `(f.batch_id IS NULL OR (b.status IN ${sqlWordList(ENDED_BATCH_STATUSES)}
   AND ((f.kind = 'output' AND b.succeeded > 0) OR (f.kind = 'error' AND b.failed + b.cancelled + b.expired > 0))))`
 const FILE_SELECT = `SELECT f.*, b.status AS batch_status, b.succeeded, b.failed, b.cancelled, b.expired
   FROM files f LEFT JOIN batches b ON b.id = f.batch_id`

@@ -1,6 +1,7 @@
 /**
  * The providers-and-models file (SPEC §9): which upstreams exist, which models they serve and at
- * what list price. The zod schema here is the single source of its shape.
+ * what list price. The zod schema here is the single source of its shape. It is the gateway's,
+ * not the adapters': they are given what they need of it (providers/types.ts ProviderOptions).
  */
 import { z } from 'zod'
 
