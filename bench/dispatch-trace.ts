@@ -76,15 +76,15 @@ if (values['reap-fix']) {
     }
     return total
   })
-  Object.assign(gateway.store, { reapExpiredLeases: async (nowMs: number) => reap.immediate(nowMs) })
+  Object.assign(gateway.dispatch, { reapExpiredLeases: async (nowMs: number) => reap.immediate(nowMs) })
 }
 
 // Timers around the store's dispatch methods. The dispatcher and recorder call them as methods
-// of this same object, so own properties placed over the prototype's are what they call.
+// of this same object (gateway.dispatch), so own properties placed over them are what they call.
 const methods = ['runnableBatches', 'claimLines', 'recordOutcomes', 'batchStatuses', 'renewLeases', 'reapExpiredLeases', 'advanceBatches'] as const
 const spent = new Map<string, { calls: number; ms: number; max: number; items: number }>()
 let tracing = false
-const store = gateway.store as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>
+const store = gateway.dispatch as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>
 for (const name of methods) {
   const original = store[name].bind(store)
   spent.set(name, { calls: 0, ms: 0, max: 0, items: 0 })

@@ -17,7 +17,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { newId } from '../src/domain.ts'
 import { startSimulator } from '../src/simulator/server.ts'
-import type { ClaimedLine, LineOutcome, Store } from '../src/store/store.ts'
+import type { ClaimedLine, LineOutcome, OpenedStore } from '../src/store/store.ts'
 import { median, standardFile } from './lib.ts'
 
 const { values } = parseArgs({
@@ -44,13 +44,13 @@ const firstBody = { ...(JSON.parse(texts[0]) as { body: Record<string, unknown> 
 const response = await (await fetch(`${simulator.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(firstBody) })).text()
 await simulator.stop()
 
-let store: Store
+let opened: OpenedStore
 let dropSchema: (() => Promise<void>) | null = null
 if (values.store === 'postgres') {
   const base = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
   const schema = `b_${Math.random().toString(36).slice(2, 10)}`
   const { createPostgresStore } = await import('../src/store/postgres/postgres-store.ts')
-  store = await createPostgresStore(base, { schema })
+  opened = await createPostgresStore(base, { schema })
   dropSchema = async () => {
     const { default: postgres } = await import('postgres')
     const sql = postgres(base, { max: 1, onnotice: () => {} })
@@ -59,8 +59,9 @@ if (values.store === 'postgres') {
   }
 } else {
   const { createSqliteStore } = await import('../src/store/sqlite/sqlite-store.ts')
-  store = createSqliteStore(mkdtempSync(join(tmpdir(), 'mg-store-ops-')))
+  opened = createSqliteStore(mkdtempSync(join(tmpdir(), 'mg-store-ops-')))
 }
+const { store, dispatch } = opened
 
 const timings = new Map<string, { at: number; ms: number; n: number }[]>()
 async function timed<T>(name: string, done: number, n: number, call: () => Promise<T>): Promise<T> {
@@ -93,7 +94,7 @@ try {
   const wall = performance.now()
   while (done < texts.length) {
     while (running.length < inFlightTarget) {
-      const claimed = await timed('claimLines', done, claimSize, () => store.claimLines(batchId, owner, claimSize, Date.now(), Date.now() + 30_000))
+      const claimed = await timed('claimLines', done, claimSize, () => dispatch.claimLines(batchId, owner, claimSize, Date.now(), Date.now() + 30_000))
       if (claimed.length === 0) break
       running.push(...claimed)
     }
@@ -101,21 +102,21 @@ try {
     const outcomes: LineOutcome[] = chunk.map((line) => ({
       batchId, lineNo: line.lineNo, kind: 'succeeded', responseStatus: 200, response, costUsd: '0.0000234', provider: 'bench', latencyMs: 50,
     }))
-    const recorded = await timed('recordOutcomes', done, chunk.length, () => store.recordOutcomes(owner, outcomes, Date.now()))
+    const recorded = await timed('recordOutcomes', done, chunk.length, () => dispatch.recordOutcomes(owner, outcomes, Date.now()))
     if (recorded !== chunk.length) throw new Error(`recorded ${recorded} of ${chunk.length}`)
     done += chunk.length
     if (done >= nextMaintenance) {
       nextMaintenance += maintenanceEvery
       // What the dispatcher's maintenance timer and loop run, in the same order.
-      await timed('batchStatuses', done, 0, () => store.batchStatuses([batchId]))
-      await timed('reapExpiredLeases', done, 0, () => store.reapExpiredLeases(Date.now()))
-      await timed('advanceBatches', done, 0, () => store.advanceBatches(Math.floor(Date.now() / 1000)))
-      await timed('runnableBatches', done, 0, () => store.runnableBatches(Date.now(), 100))
-      await timed('renewLeases', done, 0, () => store.renewLeases(owner, Date.now() + 30_000))
+      await timed('batchStatuses', done, 0, () => dispatch.batchStatuses([batchId]))
+      await timed('reapExpiredLeases', done, 0, () => dispatch.reapExpiredLeases(Date.now()))
+      await timed('advanceBatches', done, 0, () => dispatch.advanceBatches(Math.floor(Date.now() / 1000)))
+      await timed('runnableBatches', done, 0, () => dispatch.runnableBatches(Date.now(), 100))
+      await timed('renewLeases', done, 0, () => dispatch.renewLeases(owner, Date.now() + 30_000))
     }
   }
   const wallMs = performance.now() - wall
-  await store.advanceBatches(Math.floor(Date.now() / 1000))
+  await dispatch.advanceBatches(Math.floor(Date.now() / 1000))
 
   type Timing = { at: number; ms: number; n: number }
   const early = (list: Timing[]) => list.filter((x) => x.at < texts.length * 0.1)

@@ -1,5 +1,5 @@
--- The shared store: the same tables and columns as the embedded one (src/store/sqlite/schema.sql),
--- so src/store/rows.ts maps rows of both. Several gateway instances share these tables.
+-- The shared store: the same tables and columns as the embedded one (src/store/sqlite/migrations/,
+-- same numbers; test/store/schema-parity.test.ts), so src/store/rows.ts maps rows of both. Several gateway instances share these tables.
 -- Money is `numeric` with no scale (exact, any precision); times are bigint: *_at in Unix
 -- seconds, lease_until and not_before in Unix milliseconds; counters are int.
 --

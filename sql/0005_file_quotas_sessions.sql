@@ -1,5 +1,5 @@
 -- Per-account file quotas (SPEC §12), uploads in progress, and dashboard sessions. New tables
--- only, so an older embedded data dir gets them too (src/store/sqlite/schema.sql is the twin).
+-- only (src/store/sqlite/migrations/0005_file_quotas_sessions.sql is the twin).
 
 -- An account's own file limits; no row (or a null) means the configured default.
 CREATE TABLE account_file_quotas (

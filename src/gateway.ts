@@ -10,7 +10,7 @@ import { createKeyCache } from './auth/key-cache.ts'
 import { createLiveCredit, type LiveCredit } from './live/live-credit.ts'
 import { createCatalog } from './catalog/catalog.ts'
 import { connectRedis } from './coordination/redis.ts'
-import { openNudges } from './coordination/nudges.ts'
+import { NUDGE_CHANNEL, openNudges } from './coordination/nudges.ts'
 import type { Config } from './config.ts'
 import { adminRoutes } from './http/admin.ts'
 import { bodyLimits } from './http/body-limits.ts'
@@ -26,11 +26,11 @@ import { createFleetGates } from './upstream/fleet-gate.ts'
 import { createUpstreams } from './upstream/upstreams.ts'
 import { createMemoryLimiter, type RateLimiter } from './limits/rate-limiter.ts'
 import { createRedisLimiter } from './limits/redis-limiter.ts'
-import { openBlobStore, openStore } from './store/open-store.ts'
+import { openBlobStore, openStore, openStoreChannel } from './store/open-store.ts'
 import { createJanitor, type Janitor } from './retention/janitor.ts'
 import { openAiBatchRoutes } from './http/openai/batches-routes.ts'
 import { openAiFilesRoutes } from './http/openai/files-routes.ts'
-import type { Store } from './store/store.ts'
+import type { DispatchStore, Store } from './store/store.ts'
 import { createLogger, type Logger } from './telemetry/logger.ts'
 import { observeLines } from './telemetry/observe-lines.ts'
 import { createTelemetry } from './telemetry/telemetry.ts'
@@ -39,6 +39,8 @@ export interface Gateway {
   url: string
   port: number
   store: Store
+  /** The store's part the dispatcher calls (claims, outcomes, maintenance). */
+  dispatch: DispatchStore
   logger: Logger
   instanceId: string
   dispatcher: Dispatcher | null
@@ -51,7 +53,8 @@ export interface Gateway {
 export async function startGateway(config: Config, options: { logger?: Logger } = {}): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config.logLevel)
   const telemetry = createTelemetry({ otlpEndpoint: config.otlpEndpoint, serviceName: 'multigrid', logger })
-  const store = await openStore(config)
+  // The dispatcher's part of the store apart: on a SQLite file or PostgreSQL it runs on a thread.
+  const { store, dispatch } = await openStore(config)
   const blobs = await openBlobStore(config)
   // One Redis connection, for the shared rate limits and the fleet-wide provider gates.
   const redis = config.redisUrl ? await connectRedis(config.redisUrl) : null
@@ -74,7 +77,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
     : null
   const upstreams = createUpstreams(config, telemetry, fleet?.gate)
   const dispatcher: Dispatcher | null = config.dispatch.enabled
-    ? createDispatcher(store, catalog, upstreams, logger, {
+    ? createDispatcher(dispatch, catalog, upstreams, logger, {
         owner: instanceId,
         leaseSeconds: config.dispatch.leaseSeconds,
         pollMs: config.dispatch.pollMs,
@@ -84,9 +87,9 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
       })
     : null
   // Admissions on any instance wake idle dispatchers on every instance (NOTIFY on PostgreSQL).
-  const nudges = await openNudges(config, instanceId, logger, () => dispatcher?.nudge())
+  const nudges = await openNudges(await openStoreChannel(config, NUDGE_CHANNEL), instanceId, logger, () => dispatcher?.nudge())
   telemetry.observe({
-    pendingLines: async () => (await store.runnableBatches(Date.now(), 10_000)).reduce((sum, b) => sum + b.pending, 0),
+    pendingLines: async () => (await dispatch.runnableBatches(Date.now(), 10_000)).reduce((sum, b) => sum + b.pending, 0),
     linesInFlight: () => dispatcher?.inFlight ?? 0,
   })
   const validator = createFileValidator(catalog, config)
@@ -138,6 +141,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
     url: `http://127.0.0.1:${port}`,
     port,
     store,
+    dispatch,
     logger,
     instanceId,
     dispatcher,

@@ -65,7 +65,7 @@ try {
   if (error instanceof ConfigError) fail(`configuration error: ${error.message}`)
   throw error
 }
-const store = await openStore(config)
+const { store } = await openStore(config)
 const accounts = createAccounts(store, {
   maxOpenBatches: config.limits.defaultMaxOpenBatches,
   rateLimitPerMinute: config.limits.defaultRateLimitPerMinute,

@@ -3,14 +3,14 @@
  * them received. Chunks are written as the upload streams in; the file record is only created
  * after the last one, so a half-written file is never visible.
  */
-import postgres from 'postgres'
+import type postgres from 'postgres'
 import { FileTooLarge, type BlobStore } from './blob-store.ts'
 
 const CHUNK = 1 << 20
 
-export async function createPostgresBlobStore(url: string, schema: string | undefined): Promise<BlobStore> {
+/** On a pool the store folder opened (src/store/open-store.ts); closing the blob store ends it. */
+export function createPostgresBlobStore(sql: postgres.Sql): BlobStore {
   // The table comes from sql/0002_file_chunks.sql, applied when the store opened.
-  const sql = postgres(url, { max: 4, onnotice: () => {}, connection: schema ? { search_path: schema } : {} })
   return {
     async put(id, content, maxBytes) {
       let size = 0

@@ -13,17 +13,22 @@ import type { DispatchStore } from './store.ts'
 export type DispatchThread = DispatchStore & { close(): Promise<void> }
 
 type Method = keyof DispatchStore
+type Result<M extends Method> = Awaited<ReturnType<DispatchStore[M]>>
 
 /** `openArgs` go to the worker's `open`: where its connection goes. */
 export function createDispatchThread(script: URL, openArgs: unknown[]): DispatchThread {
   const thread = createThreadCalls<DispatchReply>(script, 'dispatch', (worker) =>
     worker.postMessage({ id: -1, method: 'open', args: openArgs } satisfies DispatchRequest))
 
-  const call = async (method: Method | 'close', args: unknown[]): Promise<any> => {
+  const send = async (method: Method | 'close', args: unknown[]): Promise<unknown> => {
     const reply = await thread.call({ method, args } satisfies Omit<DispatchRequest, 'id'>)
     if (!reply.ok) throw new Error(reply.message)
     return reply.value
   }
+  // The worker runs the same method of a DispatchStore (dispatch-worker-host.ts), so its reply
+  // is that method's result, copied across by structured clone.
+  const call = <M extends Method>(method: M, args: Parameters<DispatchStore[M]>) =>
+    send(method, args) as Promise<Result<M>>
 
   return {
     runnableBatches: (...args) => call('runnableBatches', args),
@@ -36,7 +41,7 @@ export function createDispatchThread(script: URL, openArgs: unknown[]): Dispatch
     advanceBatches: (...args) => call('advanceBatches', args),
     async close() {
       if (!thread.running) return
-      await call('close', [])
+      await send('close', [])
       thread.terminate()
     },
   }

@@ -394,9 +394,21 @@ export interface SessionStore {
   deleteExpiredSessions(now: number): Promise<number>
 }
 
+/** Everything but the dispatcher's calls, which come apart (OpenedStore). */
 export interface Store
-  extends AccountStore, BatchStore, DispatchStore, FileStore, RetentionStore, UploadStore, SessionStore, LiveCreditStore {
+  extends AccountStore, BatchStore, FileStore, RetentionStore, UploadStore, SessionStore, LiveCreditStore {
   readonly kind: 'sqlite' | 'postgres'
   ping(): Promise<void>
+  /** Closes its connections, the dispatch part's (and its thread) included. */
   close(): Promise<void>
+}
+
+/**
+ * A store as opened: the dispatcher's part apart from the rest. For a SQLite file and for
+ * PostgreSQL `dispatch` runs on a thread with a connection of its own (dispatch-thread.ts), so
+ * claiming and recording do not hold up the event loop; in memory it shares the connection.
+ */
+export interface OpenedStore {
+  store: Store
+  dispatch: DispatchStore
 }

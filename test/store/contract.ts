@@ -13,6 +13,8 @@ import type {
   NewAccount,
   NewBatch,
   NewLine,
+  DispatchStore,
+  OpenedStore,
   Store,
 } from '../../src/store/store.ts'
 
@@ -24,8 +26,10 @@ const failedSuites = new Set<string>()
 /** Whether any test of the suite `name` failed, so a caller can keep its database for a look. */
 export const contractFailed = (name: string) => failedSuites.has(name)
 
-export function runStoreContract(name: string, makeStore: () => Promise<Store>) {
+export function runStoreContract(name: string, makeStore: () => Promise<OpenedStore>) {
   let store: Store
+  /** The dispatcher's part, as the gateway hands it to the dispatcher. */
+  let dispatch: DispatchStore
   // Records a failure before bun:test sees it, for contractFailed().
   const it = (title: string, fn: () => Promise<void>, timeout?: number) =>
     test(
@@ -64,7 +68,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
   }
 
   const claim = (batchId: string, owner: string, limit: number, atMs = MS, leaseMs = 60_000) =>
-    store.claimLines(batchId, owner, limit, atMs, atMs + leaseMs)
+    dispatch.claimLines(batchId, owner, limit, atMs, atMs + leaseMs)
 
   const batchOf = async (accountId: string, id: string) => (await store.getBatch(accountId, id))!
   const allLines = (batchId: string) =>
@@ -72,7 +76,9 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
 
   describe.serial(`store contract: ${name}`, () => {
     beforeEach(async () => {
-      store = await makeStore()
+      const opened = await makeStore()
+      store = opened.store
+      dispatch = opened.dispatch
     })
     afterEach(async () => {
       await store.close()
@@ -516,7 +522,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
 
         await claim('batch_01', 'owner-a', 2)
         const upstream = { error: { message: 'bad request', type: 'invalid_request_error' } }
-        await store.recordOutcomes(
+        await dispatch.recordOutcomes(
           'owner-a',
           [
             succeeded('batch_01', 1, '0.000001'),
@@ -619,14 +625,14 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
           batch: { status: 'cancelling', cancelRequestedAt: T0 + 60 },
         })
         expect(await claim('batch_01', 'owner-b', 10)).toEqual([])
-        expect(await store.runnableBatches(MS, 10)).toEqual([])
+        expect(await dispatch.runnableBatches(MS, 10)).toEqual([])
         expect((await store.getAccount('acct_1'))!.openBatches).toBe(1)
 
         // The running line finishes upstream: it is recorded and billed.
         expect(
-          await store.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.25')], MS + 1000),
+          await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.25')], MS + 1000),
         ).toBe(1)
-        expect(await store.advanceBatches(T0 + 62)).toEqual(['batch_01'])
+        expect(await dispatch.advanceBatches(T0 + 62)).toEqual(['batch_01'])
         const batch = await batchOf('acct_1', 'batch_01')
         expect(batch).toMatchObject({
           status: 'cancelled',
@@ -650,11 +656,11 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         await store.cancelBatch('acct_1', 'batch_01', T0 + 1)
         // One line is retried, the other's instance dies and its lease is reaped.
         expect(
-          await store.recordOutcomes('owner-b', [retry('batch_01', 2, MS + 5000)], MS + 500),
+          await dispatch.recordOutcomes('owner-b', [retry('batch_01', 2, MS + 5000)], MS + 500),
         ).toBe(1)
-        expect(await store.reapExpiredLeases(MS + 2000)).toBe(1)
+        expect(await dispatch.reapExpiredLeases(MS + 2000)).toBe(1)
         expect(await claim('batch_01', 'owner-c', 10, MS + 10_000)).toEqual([])
-        await store.advanceBatches(T0 + 3)
+        await dispatch.advanceBatches(T0 + 3)
         const batch = await batchOf('acct_1', 'batch_01')
         expect(batch).toMatchObject({
           status: 'cancelled',
@@ -680,13 +686,13 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         })
         await admit('acct_1', 'batch_02', 1)
         await claim('batch_02', 'owner-a', 1)
-        await store.recordOutcomes('owner-a', [succeeded('batch_02', 1, '0.1')], MS + 1)
-        await store.advanceBatches(T0 + 3)
+        await dispatch.recordOutcomes('owner-a', [succeeded('batch_02', 1, '0.1')], MS + 1)
+        await dispatch.advanceBatches(T0 + 3)
         expect(await store.cancelBatch('acct_1', 'batch_02', T0 + 4)).toMatchObject({
           kind: 'conflict',
           batch: { status: 'finalizing' },
         })
-        await store.advanceBatches(T0 + 5)
+        await dispatch.advanceBatches(T0 + 5)
         expect(await store.cancelBatch('acct_1', 'batch_02', T0 + 6)).toMatchObject({
           kind: 'conflict',
           batch: { status: 'completed' },
@@ -709,7 +715,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         await store.cancelBatch('acct_1', 'batch_04', T0)
         await admit('acct_1', 'batch_05', 1) // every line claimed: not runnable
         await claim('batch_05', 'owner-a', 1)
-        expect(await store.runnableBatches(MS, 10)).toEqual([
+        expect(await dispatch.runnableBatches(MS, 10)).toEqual([
           {
             id: 'batch_02',
             accountId: 'acct_2',
@@ -732,9 +738,9 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
             pending: 2,
           },
         ])
-        expect((await store.runnableBatches(MS, 1)).map((b) => b.id)).toEqual(['batch_02'])
+        expect((await dispatch.runnableBatches(MS, 1)).map((b) => b.id)).toEqual(['batch_02'])
         // Past its deadline a batch is no longer runnable.
-        expect((await store.runnableBatches((T0 + 3600) * 1000, 10)).map((b) => b.id)).toEqual([
+        expect((await dispatch.runnableBatches((T0 + 3600) * 1000, 10)).map((b) => b.id)).toEqual([
           'batch_03',
           'batch_01',
         ])
@@ -745,17 +751,17 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         await admit('acct_1', 'batch_01', 1)
         await admit('acct_1', 'batch_02', 1)
         await store.cancelBatch('acct_1', 'batch_02', T0)
-        expect(await store.batchStatuses(['batch_01', 'batch_02', 'batch_99'])).toEqual({
+        expect(await dispatch.batchStatuses(['batch_01', 'batch_02', 'batch_99'])).toEqual({
           batch_01: 'in_progress',
           batch_02: 'cancelled',
         })
-        expect(await store.batchStatuses([])).toEqual({})
+        expect(await dispatch.batchStatuses([])).toEqual({})
       })
 
       it('claims pending lines in line order, leased, counted, once', async () => {
         await account('acct_1')
         await admit('acct_1', 'batch_01', 5, { deadlineAt: T0 + 7200 })
-        const first = await store.claimLines('batch_01', 'owner-a', 2, MS + 1500, MS + 61_500)
+        const first = await dispatch.claimLines('batch_01', 'owner-a', 2, MS + 1500, MS + 61_500)
         expect(first).toEqual([
           {
             batchId: 'batch_01',
@@ -839,10 +845,10 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         await admit('acct_1', 'batch_01', 5)
         await claim('batch_01', 'owner-a', 3, MS, 1000)
         await claim('batch_01', 'owner-b', 2, MS, 1000)
-        expect(await store.renewLeases('owner-a', MS + 60_000)).toBe(3)
-        expect(await store.renewLeases('owner-z', MS + 60_000)).toBe(0)
+        expect(await dispatch.renewLeases('owner-a', MS + 60_000)).toBe(3)
+        expect(await dispatch.renewLeases('owner-z', MS + 60_000)).toBe(0)
         // Only owner-b's leases ran out.
-        expect(await store.reapExpiredLeases(MS + 2000)).toBe(2)
+        expect(await dispatch.reapExpiredLeases(MS + 2000)).toBe(2)
         expect((await allLines('batch_01')).map((l) => l.status)).toEqual([
           'running',
           'running',
@@ -851,7 +857,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
           'pending',
         ])
         expect(
-          await store.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0')], MS + 3000),
+          await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0')], MS + 3000),
         ).toBe(1)
       })
 
@@ -859,7 +865,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         await account('acct_1', '1')
         await admit('acct_1', 'batch_01', 4, { costCeilingUsd: '0.5' })
         await claim('batch_01', 'owner-a', 4)
-        const recorded = await store.recordOutcomes(
+        const recorded = await dispatch.recordOutcomes(
           'owner-a',
           [
             succeeded('batch_01', 1, '0.000000123'),
@@ -887,7 +893,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         ])
         // A line that costs more than what is left of the hold takes the rest from the balance.
         expect(
-          await store.recordOutcomes('owner-a', [succeeded('batch_01', 4, '0.45')], MS + 3000),
+          await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 4, '0.45')], MS + 3000),
         ).toBe(1)
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
           costUsd: '0.550000579',
@@ -905,7 +911,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         await claim('batch_01', 'owner-a', 2)
         const error: LineError = { code: 'upstream_error', message: 'retries exhausted' }
         expect(
-          await store.recordOutcomes(
+          await dispatch.recordOutcomes(
             'owner-a',
             [
               failed('batch_01', 1, error, '0.000002'),
@@ -939,7 +945,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         await admit('acct_1', 'batch_01', 2)
         await claim('batch_01', 'owner-a', 1)
         expect(
-          await store.recordOutcomes('owner-a', [retry('batch_01', 1, MS + 5000)], MS + 100),
+          await dispatch.recordOutcomes('owner-a', [retry('batch_01', 1, MS + 5000)], MS + 100),
         ).toBe(1)
         const [line] = await allLines('batch_01')
         expect(line).toMatchObject({ status: 'pending', attempts: 1, costUsd: null })
@@ -958,17 +964,17 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
       it('takes times with fractions of a millisecond, never acting sooner', async () => {
         await account('acct_1')
         await admit('acct_1', 'batch_01', 1)
-        await store.claimLines('batch_01', 'owner-a', 1, MS + 0.25, MS + 1000.5)
-        expect(await store.renewLeases('owner-a', MS + 2000.5)).toBe(1)
-        expect(await store.reapExpiredLeases(MS + 2000.25)).toBe(0)
-        expect(await store.recordOutcomes('owner-a', [retry('batch_01', 1, MS + 5000.5)], MS)).toBe(
+        await dispatch.claimLines('batch_01', 'owner-a', 1, MS + 0.25, MS + 1000.5)
+        expect(await dispatch.renewLeases('owner-a', MS + 2000.5)).toBe(1)
+        expect(await dispatch.reapExpiredLeases(MS + 2000.25)).toBe(0)
+        expect(await dispatch.recordOutcomes('owner-a', [retry('batch_01', 1, MS + 5000.5)], MS)).toBe(
           1,
         )
         expect(await claim('batch_01', 'owner-a', 1, MS + 5000)).toEqual([])
         expect((await claim('batch_01', 'owner-a', 1, MS + 5001)).map((l) => l.lineNo)).toEqual([1])
         await store.cancelBatch('acct_1', 'batch_01', T0 + 10.5)
-        await store.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0')], MS + 6000)
-        expect(await store.advanceBatches(T0 + 11.75)).toEqual(['batch_01'])
+        await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0')], MS + 6000)
+        expect(await dispatch.advanceBatches(T0 + 11.75)).toEqual(['batch_01'])
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({ status: 'cancelled' })
       })
 
@@ -976,16 +982,16 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         await account('acct_1', '1')
         await admit('acct_1', 'batch_01', 1, { costCeilingUsd: '0.5' })
         await claim('batch_01', 'owner-a', 1, MS, 1000)
-        expect(await store.reapExpiredLeases(MS + 2000)).toBe(1)
+        expect(await dispatch.reapExpiredLeases(MS + 2000)).toBe(1)
         expect((await claim('batch_01', 'owner-b', 1, MS + 3000)).map((l) => l.attempts)).toEqual([
           2,
         ])
         // owner-a comes back from a pause: its result is not recorded, nor billed.
         expect(
-          await store.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.3')], MS + 4000),
+          await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.3')], MS + 4000),
         ).toBe(0)
         expect(
-          await store.recordOutcomes(
+          await dispatch.recordOutcomes(
             'owner-z',
             [failed('batch_01', 1, { code: 'upstream_error', message: 'x' }, '0.1')],
             MS + 4000,
@@ -995,13 +1001,13 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         expect((await store.getAccount('acct_1'))!.balanceUsd).toBe('1')
         // The holder's result counts, once, even when sent twice.
         const twice = [succeeded('batch_01', 1, '0.2'), succeeded('batch_01', 1, '0.2')]
-        expect(await store.recordOutcomes('owner-b', twice, MS + 5000)).toBe(1)
+        expect(await dispatch.recordOutcomes('owner-b', twice, MS + 5000)).toBe(1)
         expect(
-          await store.recordOutcomes('owner-b', [succeeded('batch_01', 1, '0.2')], MS + 6000),
+          await dispatch.recordOutcomes('owner-b', [succeeded('batch_01', 1, '0.2')], MS + 6000),
         ).toBe(0)
         expect((await batchOf('acct_1', 'batch_01')).costUsd).toBe('0.2')
         expect((await store.getAccount('acct_1'))!.balanceUsd).toBe('0.8')
-        expect(await store.recordOutcomes('owner-b', [], MS + 7000)).toBe(0)
+        expect(await dispatch.recordOutcomes('owner-b', [], MS + 7000)).toBe(0)
       })
 
       it('never charges more than the balance, in order, across batches', async () => {
@@ -1012,7 +1018,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         await claim('batch_02', 'owner-a', 2)
         // Credit taken away after admission leaves less than the holds.
         expect((await store.addCredit('acct_1', '-0.9999995'))!.balanceUsd).toBe('0.0000005')
-        const recorded = await store.recordOutcomes(
+        const recorded = await dispatch.recordOutcomes(
           'owner-a',
           [
             succeeded('batch_02', 1, '0.0000003'),
@@ -1032,8 +1038,8 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         })
         expect((await batchOf('acct_1', 'batch_01')).costUsd).toBe('0.0000002')
         expect((await batchOf('acct_1', 'batch_02')).costUsd).toBe('0.0000003')
-        await store.advanceBatches(T0 + 1)
-        await store.advanceBatches(T0 + 2)
+        await dispatch.advanceBatches(T0 + 1)
+        await dispatch.advanceBatches(T0 + 2)
         expect(await store.getAccount('acct_1')).toMatchObject({
           balanceUsd: '0',
           heldUsd: '0',
@@ -1048,7 +1054,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         // Ceiling 0.1, upstream billed 0.25: the batch keeps 0.2 held for its other two lines and
         // the 0.15 excess comes out of free credit (0.7 of it).
         const over: LineOutcome = { ...succeeded('batch_01', 1, '0.25'), ceilingUsd: '0.1' } as LineOutcome
-        expect(await store.recordOutcomes('owner-a', [over], MS + 100)).toBe(1)
+        expect(await dispatch.recordOutcomes('owner-a', [over], MS + 100)).toBe(1)
         expect((await allLines('batch_01'))[0]).toMatchObject({ status: 'succeeded', costUsd: '0.25' })
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({ costUsd: '0.25', heldUsd: '0.2' })
         expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '0.75', heldUsd: '0.2' })
@@ -1064,19 +1070,19 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         // Ceiling 0.1, billed 0.9: 0.1 from batch_01's hold, 0.5 free, 0.3 from what batch_01's
         // other lines and batch_02 hold. Balance 0.1 against 0.4 held.
         const over: LineOutcome = { ...succeeded('batch_01', 1, '0.9'), ceilingUsd: '0.1' } as LineOutcome
-        expect(await store.recordOutcomes('owner-a', [over], MS + 100)).toBe(1)
+        expect(await dispatch.recordOutcomes('owner-a', [over], MS + 100)).toBe(1)
         expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '0.1', heldUsd: '0.4' })
         expect((await allLines('batch_01'))[0]).toMatchObject({ costUsd: '0.9' })
         expect(await claim('batch_01', 'owner-a', 5, MS + 200)).toEqual([])
         expect(await claim('batch_02', 'owner-a', 5, MS + 200)).toEqual([])
-        expect((await store.runnableBatches(MS + 200, 10)).map((b) => b.id)).toEqual([])
+        expect((await dispatch.runnableBatches(MS + 200, 10)).map((b) => b.id)).toEqual([])
         // Its batches do not take the places of another account's in the list.
         await account('acct_2', '1')
         await admit('acct_2', 'batch_03', 1, { costCeilingUsd: '0.1' })
-        expect((await store.runnableBatches(MS + 200, 1)).map((b) => b.id)).toEqual(['batch_03'])
+        expect((await dispatch.runnableBatches(MS + 200, 1)).map((b) => b.id)).toEqual(['batch_03'])
         // A deposit that covers the holds again resumes dispatch.
         await store.addCredit('acct_1', '0.3')
-        expect((await store.runnableBatches(MS + 300, 10)).map((b) => b.id).sort()).toEqual(['batch_01', 'batch_02', 'batch_03'])
+        expect((await dispatch.runnableBatches(MS + 300, 10)).map((b) => b.id).sort()).toEqual(['batch_01', 'batch_02', 'batch_03'])
         expect((await claim('batch_02', 'owner-a', 5, MS + 300)).map((l) => l.lineNo)).toEqual([1, 2])
       })
 
@@ -1087,8 +1093,8 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         await claim('batch_01', 'owner-a', 2)
         await claim('batch_02', 'owner-a', 1)
         await claim('batch_02', 'owner-b', 1)
-        expect(await store.releaseLeases('owner-a')).toBe(3)
-        expect(await store.releaseLeases('owner-a')).toBe(0)
+        expect(await dispatch.releaseLeases('owner-a')).toBe(3)
+        expect(await dispatch.releaseLeases('owner-a')).toBe(0)
         expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
           pending: 3,
           running: 0,
@@ -1102,7 +1108,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
           ['running', null],
         ])
         expect(
-          await store.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.1')], MS + 1),
+          await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.1')], MS + 1),
         ).toBe(0)
         expect((await claim('batch_01', 'owner-c', 10)).map((l) => l.lineNo)).toEqual([1, 2, 3])
       })
@@ -1112,8 +1118,8 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         await admit('acct_1', 'batch_01', 3)
         await claim('batch_01', 'owner-a', 2, MS, 1000)
         await claim('batch_01', 'owner-b', 1, MS, 5000)
-        expect(await store.reapExpiredLeases(MS + 1000)).toBe(0)
-        expect(await store.reapExpiredLeases(MS + 1001)).toBe(2)
+        expect(await dispatch.reapExpiredLeases(MS + 1000)).toBe(0)
+        expect(await dispatch.reapExpiredLeases(MS + 1001)).toBe(2)
         expect((await allLines('batch_01')).map((l) => l.status)).toEqual([
           'pending',
           'pending',
@@ -1123,7 +1129,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
           pending: 2,
           running: 1,
         })
-        expect(await store.reapExpiredLeases(MS + 1002)).toBe(0)
+        expect(await dispatch.reapExpiredLeases(MS + 1002)).toBe(0)
       })
     })
 
@@ -1167,7 +1173,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '0', openBatches: 0 })
         // It counts against nothing: the one open batch allowed is still free.
         expect((await store.admitBatch(newBatch('acct_1', 'batch_02'))).kind).toBe('created')
-        expect(await store.advanceBatches(T0 + 1)).toEqual([])
+        expect(await dispatch.advanceBatches(T0 + 1)).toEqual([])
       })
     })
 
@@ -1261,14 +1267,14 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         expect(await visible()).toEqual([])
 
         await claim('batch_01', 'owner-a', 2)
-        await store.recordOutcomes(
+        await dispatch.recordOutcomes(
           'owner-a',
           [succeeded('batch_01', 1, '0'), succeeded('batch_01', 2, '0')],
           MS,
         )
-        await store.advanceBatches(T0 + 1)
+        await dispatch.advanceBatches(T0 + 1)
         expect(await visible()).toEqual([]) // finalizing is not finished
-        await store.advanceBatches(T0 + 2)
+        await dispatch.advanceBatches(T0 + 2)
         expect(await store.getFile('acct_1', 'file_out')).toEqual({
           ...rendered('file_out', 'output'),
           batchStatus: 'completed',
@@ -1411,8 +1417,8 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         await account('acct_1', '5')
         await admit('acct_1', 'batch_01', 3, { costCeilingUsd: '1' })
         await claim('batch_01', 'owner-a', 3)
-        expect(await store.advanceBatches(T0 + 1)).toEqual([])
-        await store.recordOutcomes(
+        expect(await dispatch.advanceBatches(T0 + 1)).toEqual([])
+        await dispatch.recordOutcomes(
           'owner-a',
           [
             succeeded('batch_01', 1, '0.000000123'),
@@ -1421,14 +1427,14 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
           ],
           MS + 100,
         )
-        expect(await store.advanceBatches(T0 + 2)).toEqual(['batch_01'])
+        expect(await dispatch.advanceBatches(T0 + 2)).toEqual(['batch_01'])
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
           status: 'finalizing',
           finalizingAt: T0 + 2,
           finishedAt: null,
         })
         expect((await store.getAccount('acct_1'))!.openBatches).toBe(1)
-        expect(await store.advanceBatches(T0 + 3)).toEqual(['batch_01'])
+        expect(await dispatch.advanceBatches(T0 + 3)).toEqual(['batch_01'])
         const batch = await batchOf('acct_1', 'batch_01')
         expect(batch).toMatchObject({
           status: 'completed',
@@ -1448,7 +1454,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
           heldUsd: '0',
           openBatches: 0,
         })
-        expect(await store.advanceBatches(T0 + 4)).toEqual([])
+        expect(await dispatch.advanceBatches(T0 + 4)).toEqual([])
       })
 
       it('fails a batch in which nothing succeeded', async () => {
@@ -1456,13 +1462,13 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         await admit('acct_1', 'batch_01', 2, { costCeilingUsd: '1' })
         await claim('batch_01', 'owner-a', 2)
         const error: LineError = { code: 'invalid_request', message: 'bad' }
-        await store.recordOutcomes(
+        await dispatch.recordOutcomes(
           'owner-a',
           [failed('batch_01', 1, error), failed('batch_01', 2, error)],
           MS,
         )
-        await store.advanceBatches(T0 + 1)
-        expect(await store.advanceBatches(T0 + 2)).toEqual(['batch_01'])
+        await dispatch.advanceBatches(T0 + 1)
+        expect(await dispatch.advanceBatches(T0 + 2)).toEqual(['batch_01'])
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
           status: 'failed',
           heldUsd: '0',
@@ -1475,15 +1481,15 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         const deadline = T0 + 3600
         await admit('acct_1', 'batch_01', 4, { costCeilingUsd: '1', deadlineAt: deadline })
         await claim('batch_01', 'owner-a', 2)
-        await store.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.01')], MS + 100)
-        expect(await store.advanceBatches(deadline - 1)).toEqual([])
+        await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.01')], MS + 100)
+        expect(await dispatch.advanceBatches(deadline - 1)).toEqual([])
         expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
           pending: 2,
           expired: 0,
         })
 
         // At the deadline: pending lines expire, the running one may still finish.
-        expect(await store.advanceBatches(deadline)).toEqual([])
+        expect(await dispatch.advanceBatches(deadline)).toEqual([])
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
           status: 'in_progress',
           counts: { pending: 0, running: 1, succeeded: 1, expired: 2 },
@@ -1495,14 +1501,14 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
           ['expired', 'batch_expired'],
           ['expired', 'batch_expired'],
         ])
-        await store.recordOutcomes(
+        await dispatch.recordOutcomes(
           'owner-a',
           [succeeded('batch_01', 2, '0.02')],
           (deadline + 5) * 1000,
         )
-        expect(await store.advanceBatches(deadline + 10)).toEqual(['batch_01'])
+        expect(await dispatch.advanceBatches(deadline + 10)).toEqual(['batch_01'])
         expect((await batchOf('acct_1', 'batch_01')).status).toBe('finalizing')
-        expect(await store.advanceBatches(deadline + 11)).toEqual(['batch_01'])
+        expect(await dispatch.advanceBatches(deadline + 11)).toEqual(['batch_01'])
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
           status: 'expired',
           finishedAt: deadline + 11,
@@ -1521,12 +1527,12 @@ export function runStoreContract(name: string, makeStore: () => Promise<Store>) 
         await account('acct_1', '5')
         await admit('acct_1', 'batch_01', 2, { deadlineAt: T0 + 60 })
         await admit('acct_1', 'batch_02', 2, { deadlineAt: T0 + 600 })
-        expect(await store.advanceBatches(T0 + 60)).toEqual(['batch_01'])
+        expect(await dispatch.advanceBatches(T0 + 60)).toEqual(['batch_01'])
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
           status: 'finalizing',
           counts: { pending: 0, expired: 2 },
         })
-        expect(await store.advanceBatches(T0 + 61)).toEqual(['batch_01'])
+        expect(await dispatch.advanceBatches(T0 + 61)).toEqual(['batch_01'])
         expect((await batchOf('acct_1', 'batch_01')).status).toBe('expired')
         expect((await batchOf('acct_1', 'batch_02')).status).toBe('in_progress')
         expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '1', openBatches: 1 })

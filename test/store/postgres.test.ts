@@ -22,7 +22,7 @@ if (!url) {
 
   beforeAll(async () => {
     // Migrates the fresh schema once; each test then starts from empty tables.
-    const store = await createPostgresStore(url, { schema, max: 1 })
+    const { store } = await createPostgresStore(url, { schema, max: 1 })
     await store.close()
   })
 
@@ -38,7 +38,7 @@ if (!url) {
       const stores = await Promise.all(
         [1, 2, 3].map(() => createPostgresStore(url, { schema: fresh, max: 1 })),
       )
-      await Promise.all(stores.map((store) => store.close()))
+      await Promise.all(stores.map(({ store }) => store.close()))
       const rows =
         await admin`SELECT version, name FROM ${admin(fresh)}.schema_migrations ORDER BY version`
       expect(rows.map((row) => row.name)).toEqual(readMigrations().map((m) => m.name))

@@ -14,7 +14,7 @@ runStoreContract('sqlite file', async () => createSqliteStore(mkdtempSync(join(t
 describe('sqlite file: checkpoints', () => {
   test('the checkpoint thread copies the write-ahead log into the database file within seconds', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mg-checkpoint-'))
-    const store = createSqliteStore(dir)
+    const { store } = createSqliteStore(dir)
     const file = join(dir, 'multigrid.sqlite')
     try {
       await store.createAccount({ id: 'acct_1', name: 'a', creditUsd: '100', maxOpenBatches: 10, rateLimitPerMinute: 600, createdAt: 1 })

@@ -1,4 +1,8 @@
-/** Connection pools to the shared store, the same on the event loop and on the dispatch thread. */
+/**
+ * Every PostgreSQL connection the gateway opens is opened here, set up the same way: the store's
+ * pool, its dispatch thread's pool, the file content pool (src/files/postgres-blob-store.ts) and
+ * the LISTEN/NOTIFY connection (channel.ts).
+ */
 import postgres from 'postgres'
 
 /** Where a pool connects: the database and, for a store of its own, the schema. */
@@ -6,10 +10,12 @@ export interface PostgresConnection {
   url: string
   schema?: string
   max: number
+  /** Seconds before an unused connection is closed; by default they stay open. */
+  idleTimeoutSeconds?: number
 }
 
 /** A connection pool set up the same way on every thread. */
-export function connectPostgres({ url, schema, max }: PostgresConnection): postgres.Sql {
+export function connectPostgres({ url, schema, max, idleTimeoutSeconds }: PostgresConnection): postgres.Sql {
   // postgres.js reconnects by itself: a query issued while the server is away fails, the next
   // one after it is back opens a new connection (checked by terminating the backend).
   return postgres(url, {
@@ -17,5 +23,6 @@ export function connectPostgres({ url, schema, max }: PostgresConnection): postg
     onnotice: () => {},
     transform: { undefined: null },
     connection: schema ? { search_path: schema } : {},
+    ...(idleTimeoutSeconds === undefined ? {} : { idle_timeout: idleTimeoutSeconds }),
   })
 }

@@ -3,37 +3,17 @@
  * number order, each once, recorded in `schema_migrations`. The whole run holds a transaction-
  * scoped advisory lock, so instances starting together apply each file exactly once.
  */
-import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Sql } from 'postgres'
+import { readMigrations as readMigrationsIn, type Migration } from '../read-migrations.ts'
+
+export type { Migration }
 
 /** `sql/` at the repository root, found from this file, so any working directory works. */
 const MIGRATIONS_DIR = join(import.meta.dir, '..', '..', '..', 'sql')
-const FILE_NAME = /^(\d{4})_[\w-]+\.sql$/
-
-export interface Migration {
-  version: number
-  name: string
-  text: string
-}
 
 export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
-  const migrations = readdirSync(dir)
-    .filter((name) => FILE_NAME.test(name))
-    .sort()
-    .map((name) => ({
-      version: Number(FILE_NAME.exec(name)![1]),
-      name,
-      text: readFileSync(join(dir, name), 'utf8'),
-    }))
-  migrations.forEach((migration, index) => {
-    if (migration.version !== index + 1) {
-      throw new Error(
-        `migration ${migration.name}: expected number ${index + 1} (no gaps, no repeats)`,
-      )
-    }
-  })
-  return migrations
+  return readMigrationsIn(dir)
 }
 
 /**

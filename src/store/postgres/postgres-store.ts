@@ -30,10 +30,10 @@ import type {
   NewBatch,
   NewKey,
   FileRecord,
+  OpenedStore,
   RejectedBatch,
   Store,
 } from '../store.ts'
-import { DispatchDelegate } from '../dispatch-delegate.ts'
 import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
 import { finishBatches } from './advance-batches.ts'
 import { connectPostgres, type PostgresConnection } from './connect.ts'
@@ -61,13 +61,14 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
 const DISPATCH_CONNECTIONS = 4
 
 /**
- * Connects, applies pending migrations, and returns the store; its dispatch calls run on a
- * thread of their own with a pool of their own (postgres-dispatch.ts).
+ * Connects, applies pending migrations, and returns the store and, apart, the dispatcher's calls,
+ * which run on a thread of their own with a pool of their own (postgres-dispatch.ts). Closing
+ * the store closes that thread too.
  */
 export async function createPostgresStore(
   url: string,
   options: PostgresStoreOptions = {},
-): Promise<Store> {
+): Promise<OpenedStore> {
   const { schema } = options
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
     throw new Error(`schema ${JSON.stringify(schema)}: use lower-case letters, digits and _`)
@@ -80,7 +81,8 @@ export async function createPostgresStore(
     throw error
   }
   const connection: PostgresConnection = { url, schema, max: DISPATCH_CONNECTIONS }
-  return new PostgresStore(sql, createDispatchThread(new URL('./dispatch-worker.ts', import.meta.url), [connection]))
+  const dispatch = createDispatchThread(new URL('./dispatch-worker.ts', import.meta.url), [connection])
+  return { store: new PostgresStore(sql, dispatch), dispatch }
 }
 
 const OPEN_STATUSES = [...OPEN_BATCH_STATUSES]
@@ -101,15 +103,13 @@ async function accountView(db: Db, id: string): Promise<AccountView | null> {
   return row ? { ...rowToAccount(row), openBatches: Number(row.open_batches) } : null
 }
 
-/** The dispatcher's calls go to `dispatch` (DispatchDelegate): postgres-dispatch.ts, on a thread of its own. */
-class PostgresStore extends DispatchDelegate implements Store {
+/** Everything but the dispatcher's calls (postgres-dispatch.ts); it closes their thread. */
+class PostgresStore implements Store {
   readonly kind = 'postgres' as const
   constructor(
     private readonly sql: postgres.Sql,
-    protected readonly dispatch: DispatchThread,
-  ) {
-    super()
-  }
+    private readonly dispatchThread: DispatchThread,
+  ) {}
 
   async ping() {
     await this.sql`SELECT 1`
@@ -124,7 +124,7 @@ class PostgresStore extends DispatchDelegate implements Store {
   }
 
   async close() {
-    await this.dispatch.close()
+    await this.dispatchThread.close()
     await this.sql.end({ timeout: 5 })
   }
 

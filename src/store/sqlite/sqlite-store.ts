@@ -19,21 +19,20 @@ import type {
   AccountView,
   AdmitResult,
   CancelResult,
-  DispatchStore,
   FileRecord,
   RejectedBatch,
   NewAccount,
   NewBatch,
   NewKey,
   NewLine,
+  OpenedStore,
   Store,
 } from '../store.ts'
 import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.ts'
-import { DispatchDelegate } from '../dispatch-delegate.ts'
-import { createDispatchThread } from '../dispatch-thread.ts'
+import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
+import { migrateSqlite } from './migrate.ts'
 import * as liveCredit from './live-credit.ts'
 import { openSqliteDatabase } from './open-database.ts'
-import schema from './schema.sql' with { type: 'text' }
 import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
 import * as sessions from './sessions.ts'
 import * as uploads from './uploads.ts'
@@ -41,21 +40,28 @@ import * as uploads from './uploads.ts'
 type Row = Record<string, any>
 
 /**
- * Opens (creating if needed) `<dataDir>/multigrid.sqlite`, or `:memory:` when dataDir is null.
- * With a file, the dispatcher's statements run on a thread of their own (dispatch-thread.ts),
- * and so do checkpoints (checkpoint-thread.ts).
+ * Opens (creating if needed) `<dataDir>/multigrid.sqlite`, or `:memory:` when dataDir is null,
+ * and applies pending migrations (migrate.ts). With a file, the dispatcher's statements run on a
+ * thread of their own (dispatch-thread.ts), and so do checkpoints (checkpoint-thread.ts); in
+ * memory they run on the same connection. Closing the store closes both.
  */
-export function createSqliteStore(dataDir: string | null): Store {
+export function createSqliteStore(dataDir: string | null): OpenedStore {
   if (!dataDir) {
     const db = openSqliteDatabase(':memory:')
-    db.exec(schema)
-    return new SqliteStore(db, new SqliteDispatch(db))
+    migrateSqlite(db)
+    return { store: new SqliteStore(db, null, null), dispatch: new SqliteDispatch(db) }
   }
   mkdirSync(dataDir, { recursive: true })
   const path = join(dataDir, 'multigrid.sqlite')
   const db = openSqliteDatabase(path)
-  db.exec(schema)
-  return new SqliteStore(db, createDispatchThread(new URL('./dispatch-worker.ts', import.meta.url), [path]), startCheckpointThread(path))
+  try {
+    migrateSqlite(db)
+  } catch (error) {
+    db.close()
+    throw error
+  }
+  const dispatch = createDispatchThread(new URL('./dispatch-worker.ts', import.meta.url), [path])
+  return { store: new SqliteStore(db, dispatch, startCheckpointThread(path)), dispatch }
 }
 
 const ROWS_PER_INSERT = 100
@@ -68,16 +74,14 @@ export const VISIBLE_FILE = `(f.batch_id IS NULL OR (b.status IN ${sqlWordList(E
 const FILE_SELECT = `SELECT f.*, b.status AS batch_status, b.succeeded, b.failed, b.cancelled, b.expired
   FROM files f LEFT JOIN batches b ON b.id = f.batch_id`
 
-/** The dispatcher's calls go to `dispatch` (DispatchDelegate): sqlite-dispatch.ts, on a thread of its own for a file. */
-class SqliteStore extends DispatchDelegate implements Store {
+/** Everything but the dispatcher's calls (sqlite-dispatch.ts); it closes their thread. */
+class SqliteStore implements Store {
   readonly kind = 'sqlite' as const
   constructor(
     private readonly db: Database,
-    protected readonly dispatch: DispatchStore & { close?(): Promise<void> },
-    private readonly checkpoints: CheckpointThread | null = null,
-  ) {
-    super()
-  }
+    private readonly dispatchThread: DispatchThread | null,
+    private readonly checkpoints: CheckpointThread | null,
+  ) {}
 
   private q(sql: string) {
     return this.db.query<Row, any[]>(sql)
@@ -92,7 +96,7 @@ class SqliteStore extends DispatchDelegate implements Store {
   }
 
   async close() {
-    await this.dispatch.close?.()
+    await this.dispatchThread?.close()
     await this.checkpoints?.close()
     this.db.close()
   }

@@ -1,0 +1,3 @@
+-- PostgreSQL keeps uploaded files' content in a table (file_chunks); the embedded store keeps it
+-- on disk under <data dir>/files (src/files/disk-blob-store.ts). Nothing to create here: the
+-- number stays taken so both dialects number their migrations alike.

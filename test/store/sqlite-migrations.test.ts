@@ -1,0 +1,91 @@
+/**
+ * The embedded store's migrations (src/store/sqlite/migrate.ts): a new data dir gets them all,
+ * once; a data dir made before migrations were recorded, from the hand-kept schema of its
+ * release, is recognised and gets exactly what it lacks; a failing migration leaves nothing.
+ */
+import { Database } from 'bun:sqlite'
+import { describe, expect, test } from 'bun:test'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { migrateSqlite, readSqliteMigrations } from '../../src/store/sqlite/migrate.ts'
+import { openSqliteDatabase } from '../../src/store/sqlite/open-database.ts'
+import { sorted, sqliteColumns } from './schema-columns.ts'
+
+const FIXTURES = join(import.meta.dir, 'fixtures')
+const FIRST_RELEASE = await Bun.file(join(FIXTURES, 'sqlite-first-release.sql')).text()
+const HAND_KEPT_LAST = await Bun.file(join(FIXTURES, 'sqlite-hand-kept-last.sql')).text()
+const ALL = readSqliteMigrations().map((m) => m.name)
+
+/** A database file made by running these SQL texts, as the release that wrote them did. */
+function databaseFrom(...texts: string[]): Database {
+  const db = openSqliteDatabase(join(mkdtempSync(join(tmpdir(), 'mg-migrate-')), 'multigrid.sqlite'))
+  for (const text of texts) db.exec(text)
+  return db
+}
+
+const recorded = (db: Database) =>
+  db.query<{ version: number; name: string }, []>('SELECT version, name FROM schema_migrations ORDER BY version').all()
+
+const freshColumns = () => {
+  const db = databaseFrom()
+  migrateSqlite(db)
+  const columns = sorted(sqliteColumns(db))
+  db.close()
+  return columns
+}
+
+describe('sqlite migrations', () => {
+  test('a new data dir gets every migration, recorded in order; opening it again applies nothing', () => {
+    const db = databaseFrom()
+    expect(migrateSqlite(db)).toEqual(ALL)
+    expect(recorded(db)).toEqual(ALL.map((name, i) => ({ version: i + 1, name })))
+    expect(migrateSqlite(db)).toEqual([])
+    expect(recorded(db)).toHaveLength(ALL.length)
+    db.close()
+  })
+
+  test("a data dir made by the first release is brought forward to a new one's tables and columns, its rows kept", () => {
+    const db = databaseFrom(FIRST_RELEASE)
+    // It has accounts but no files table, no batches.purged_at and no record: 0001 is applied
+    // again for `files` (IF NOT EXISTS keeps the rest), 0002 holds nothing to apply.
+    expect(migrateSqlite(db)).toEqual(['0001_init.sql', '0003_retention.sql', '0004_live_credit.sql', '0005_file_quotas_sessions.sql'])
+    expect(recorded(db).map((row) => row.name)).toEqual(ALL)
+    expect(sorted(sqliteColumns(db))).toEqual(freshColumns())
+    expect(db.query('SELECT id, purged_at FROM batches ORDER BY id').all()).toEqual([
+      { id: 'batch_new', purged_at: null },
+      { id: 'batch_old', purged_at: null },
+    ])
+    expect(db.query('SELECT count(*) AS n FROM lines').get()).toEqual({ n: 4 })
+    db.close()
+  })
+
+  test('a first-release data dir opened by the last hand-kept release (its tables, the old columns) gets the missing column', () => {
+    // CREATE TABLE IF NOT EXISTS at every open gave it the newer tables but never purged_at:
+    // the bug this fixes.
+    const db = databaseFrom(FIRST_RELEASE, HAND_KEPT_LAST)
+    expect(db.query("SELECT 1 FROM pragma_table_info('batches') WHERE name = 'purged_at'").get()).toBeNull()
+    expect(migrateSqlite(db)).toEqual(['0003_retention.sql', '0004_live_credit.sql'])
+    expect(sorted(sqliteColumns(db))).toEqual(freshColumns())
+    db.close()
+  })
+
+  test('a data dir made by the last hand-kept release gets only the tables added since', () => {
+    const db = databaseFrom(HAND_KEPT_LAST)
+    expect(migrateSqlite(db)).toEqual(['0004_live_credit.sql'])
+    expect(recorded(db).map((row) => row.name)).toEqual(ALL)
+    expect(sorted(sqliteColumns(db))).toEqual(freshColumns())
+    db.close()
+  })
+
+  test('a migration that fails leaves the data dir as it was: nothing of the run made, nothing recorded', () => {
+    const db = databaseFrom()
+    const migrations = [
+      { version: 1, name: '0001_first.sql', text: 'CREATE TABLE first (id INTEGER PRIMARY KEY);' },
+      { version: 2, name: '0002_broken.sql', text: 'CREATE TABLE second (id INTEGER PRIMARY KEY); INSERT INTO nowhere VALUES (1);' },
+    ]
+    expect(() => migrateSqlite(db, migrations)).toThrow(/nowhere/)
+    expect(db.query("SELECT name FROM sqlite_master WHERE type = 'table'").all()).toEqual([])
+    db.close()
+  })
+})
