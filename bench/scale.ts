@@ -20,8 +20,9 @@ import { availableParallelism } from 'node:os'
 import { parseArgs } from 'node:util'
 import postgres from 'postgres'
 import Redis from 'ioredis'
-import { createFleetGates } from '../src/coordination/fleet-gate.ts'
-import { createProviderGate, type ProviderGate } from '../src/dispatch/provider-gate.ts'
+import { connectRedis } from '../src/coordination/redis.ts'
+import { createFleetGates } from '../src/upstream/fleet-gate.ts'
+import { createProviderGate, type ProviderGate } from '../src/upstream/provider-gate.ts'
 import { createLogger } from '../src/telemetry/logger.ts'
 import { writeCatalog } from '../test/helpers/catalog.ts'
 import { freshSchemaUrl } from '../test/helpers/gateway.ts'
@@ -71,11 +72,13 @@ async function gateRate(gate: ProviderGate, ops: number, parallel: number) {
 
 async function gateCost() {
   const local = await gateRate(createProviderGate(concurrency), gateOps, concurrency * 2)
-  const fleet = await createFleetGates(redisUrl, { instance: `bench-${process.pid}`, ttlMs: 30_000, logger: createLogger('warn'), prefix: `mgbench:${process.pid}:` })
+  const connection = await connectRedis(redisUrl)
+  const fleet = createFleetGates(connection, { instance: `bench-${process.pid}`, ttlMs: 30_000, logger: createLogger('warn'), prefix: `mgbench:${process.pid}:` })
   const gate = fleet.gate('bench', concurrency)
   const remote = await gateRate(gate, gateOps, concurrency * 2)
   const calls = gate.redisCalls
   await fleet.close()
+  connection.disconnect()
   return { local, remote, callsPer1000: (calls / gateOps) * 1000 }
 }
 

@@ -48,7 +48,7 @@ const parsedBody = JSON.parse(body) as Record<string, unknown>
 
 async function once(): Promise<boolean> {
   if (client === 'adapter') {
-    return (await adapter.send({ endpoint: 'chat', body: parsedBody })).ok
+    return (await adapter.send({ endpoint: 'chat', body: parsedBody, model: String(parsedBody.model) })).ok
   }
   if (client === 'dispatch') {
     return new Promise<boolean>((resolve, reject) => {

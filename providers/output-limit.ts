@@ -10,7 +10,9 @@
  * range-checked at validation (src/ingest/validate-body.ts), as each would be by OpenAI.
  */
 
-export type MaxTokensParam = 'max_tokens' | 'max_completion_tokens'
+import type { MaxTokensParam } from './types.ts'
+
+export type { MaxTokensParam }
 
 const count = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined)
 

@@ -7,19 +7,34 @@
  * Nothing under providers/ imports from src/.
  */
 
+/** The two names of the output-token limit in OpenAI's API. */
+export type MaxTokensParam = 'max_tokens' | 'max_completion_tokens'
+
 /** The two endpoints a batch line or a live call can target. */
 export type Endpoint = 'chat' | 'embeddings'
 
-/** One request for one offering. `body` is OpenAI-shaped, `model` already set to the upstream id. */
+/**
+ * One request for one offering. The adapter makes the upstream's body of it (prepare-for-offering.ts
+ * first, then its own translation); the gateway hands it over as it validated it.
+ */
 export interface UpstreamRequest {
   endpoint: Endpoint
+  /** OpenAI-shaped, as the gateway validated it: its routing object and its own model id included. */
   body: Record<string, unknown>
+  /** The upstream's id of the model (the offering's `upstream_model`). */
+  model: string
+  /**
+   * The name this upstream wants the output-token limit under (OpenAI's reasoning models take only
+   * `max_completion_tokens`); unset, the limit keeps the name it came under.
+   */
+  maxTokensParam?: MaxTokensParam
   /** Aborts the call (cancel, shutdown). The per-provider timeout is applied by the adapter. */
   signal?: AbortSignal
   /**
-   * send() only: called once a 2xx answer has arrived whole, before it is read, from inside the
-   * connection's own handling of it. A slot handed on to the next request there lets that request
-   * take this connection at once (providers/connection-pool.ts).
+   * send() only, a transport hook the adapter hands its HTTP call unchanged
+   * (providers/http-client.ts, HttpRequest.onAnswered): called once a 2xx answer has arrived
+   * whole, from inside the connection's own handling of it, so that a request started there takes
+   * this connection at once (providers/connection-pool.ts).
    */
   onAnswered?: () => void
 }
@@ -106,8 +121,6 @@ export interface ProviderOptions {
   timeoutMs: number
   /** Upper bound on connections per replica (sized by the caller from max_concurrency). */
   connections: number
-  /** Rename max_tokens before sending (OpenAI reasoning models want max_completion_tokens). */
-  maxTokensParam?: 'max_tokens' | 'max_completion_tokens'
   /** How long an unhealthy replica stays out before it is probed. Default 5 s. */
   probeIntervalMs?: number
 }

@@ -5,11 +5,11 @@
 import { createAccounts } from './accounts/accounts.ts'
 import { createAdmission } from './admission/submit-batch.ts'
 import { createFileValidator } from './ingest/parallel-validation.ts'
-import { createGate } from './auth/gate.ts'
+import { createAuthenticator } from './auth/authenticate.ts'
 import { createKeyCache } from './auth/key-cache.ts'
 import { createLiveCredit, type LiveCredit } from './live/live-credit.ts'
 import { createCatalog } from './catalog/catalog.ts'
-import { createFleetGates } from './coordination/fleet-gate.ts'
+import { connectRedis } from './coordination/redis.ts'
 import { NUDGE_CHANNEL, openNudges } from './coordination/nudges.ts'
 import type { Config } from './config.ts'
 import { adminRoutes } from './http/admin.ts'
@@ -22,6 +22,7 @@ import { nativeBatchRoutes } from './http/native-batches.ts'
 import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts'
 import { DEFAULT_RETRY } from './dispatch/retry-policy.ts'
 import { newId } from './domain.ts'
+import { createFleetGates } from './upstream/fleet-gate.ts'
 import { createUpstreams } from './upstream/upstreams.ts'
 import { createMemoryLimiter, type RateLimiter } from './limits/rate-limiter.ts'
 import { createRedisLimiter } from './limits/redis-limiter.ts'
@@ -55,13 +56,13 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   // The dispatcher's part of the store apart: on a SQLite file or PostgreSQL it runs on a thread.
   const { store, dispatch } = await openStore(config)
   const blobs = await openBlobStore(config)
-  const limiter: RateLimiter = config.redisUrl
-    ? createRedisLimiter(config.redisUrl, { prefix: `${config.redisPrefix}rl:`, logger })
-    : createMemoryLimiter()
+  // One Redis connection, for the shared rate limits and the fleet-wide provider gates.
+  const redis = config.redisUrl ? await connectRedis(config.redisUrl) : null
+  const limiter: RateLimiter = redis ? createRedisLimiter(redis, { prefix: `${config.redisPrefix}rl:`, logger }) : createMemoryLimiter()
   const catalog = createCatalog(config.catalog, config.providerKeys)
   const instanceId = newId('inst_')
   const keys = createKeyCache((hash) => store.findKey(hash), { ttlMs: config.live.keyCacheMs })
-  const gate = createGate(store, limiter, telemetry, keys)
+  const auth = createAuthenticator(store, limiter, telemetry, keys)
   const credit = createLiveCredit(store, {
     instanceId,
     chargeIntervalMs: config.live.chargeIntervalMs,
@@ -71,8 +72,8 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
     logger,
   })
   // With Redis, each provider's max_concurrency holds for the whole fleet, not per instance.
-  const fleet = config.redisUrl
-    ? await createFleetGates(config.redisUrl, { instance: instanceId, ttlMs: config.dispatch.leaseSeconds * 1000, logger, prefix: `${config.redisPrefix}sem:` })
+  const fleet = redis
+    ? createFleetGates(redis, { instance: instanceId, ttlMs: config.dispatch.leaseSeconds * 1000, logger, prefix: `${config.redisPrefix}sem:` })
     : null
   const upstreams = createUpstreams(config, telemetry, fleet?.gate)
   const dispatcher: Dispatcher | null = config.dispatch.enabled
@@ -106,15 +107,15 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
 
   const quotaDefaults = { maxFiles: config.limits.defaultMaxFiles, maxStoredBytes: config.limits.defaultMaxStoredBytes }
   const bodies = bodyLimits(config.limits)
-  const live = { gate, credit, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000), bodyLimit: bodies.live }
+  const live = { auth, credit, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000), bodyLimit: bodies.live }
   const groups = [
     healthRoutes(readinessChecks({ store: () => store.ping(), redis: limiter.ping && (() => limiter.ping!()) })),
-    nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimit: bodies.nativeSubmit, sharedBodiesFrom: validator.splitFrom, onCancelled: (id) => dispatcher?.cancelled(id) }),
+    nativeBatchRoutes({ auth, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimit: bodies.nativeSubmit, sharedBodiesFrom: validator.splitFrom, onCancelled: (id) => dispatcher?.cancelled(id) }),
     liveRoutes('', live),
     liveRoutes('/openai', live),
-    openAiFilesRoutes({ gate, store, blobs, maxFileBytes: config.limits.maxFileBytes, quotaDefaults, bodyLimit: bodies.fileUpload }),
-    openAiBatchRoutes({ gate, store, blobs, admission, bodyLimit: bodies.batchCreate, onCancelled: (id) => dispatcher?.cancelled(id) }),
-    dashboardRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimits: bodies, sessionHours: config.sessionHours, onCancelled: (id) => dispatcher?.cancelled(id) }),
+    openAiFilesRoutes({ auth, store, blobs, maxFileBytes: config.limits.maxFileBytes, quotaDefaults, bodyLimit: bodies.fileUpload }),
+    openAiBatchRoutes({ auth, store, blobs, admission, bodyLimit: bodies.batchCreate, onCancelled: (id) => dispatcher?.cancelled(id) }),
+    dashboardRoutes({ auth, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimits: bodies, sessionHours: config.sessionHours, onCancelled: (id) => dispatcher?.cancelled(id) }),
   ]
   if (config.adminToken) groups.push(adminRoutes(config.adminToken, accounts, bodies.admin) as never)
   const app = createApp(logger, groups as never, telemetry)
@@ -161,6 +162,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
       await upstreams.close()
       await blobs.close()
       await limiter.close()
+      redis?.disconnect()
       await store.close()
     },
   }

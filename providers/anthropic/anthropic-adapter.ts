@@ -32,7 +32,7 @@ export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapte
   const { pool } = context
 
   const convert = (request: UpstreamRequest, stream: boolean) =>
-    prepareAnthropicBody(request.endpoint, request.body, stream, options.name)
+    prepareAnthropicBody(request.endpoint, request.body, request, stream, options.name)
 
   async function send(request: UpstreamRequest): Promise<Outcome> {
     const converted = convert(request, false)

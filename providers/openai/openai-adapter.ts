@@ -1,6 +1,6 @@
 /**
  * OpenAI and every OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp): the body passes
- * through, with the token-limit name adjusted and, for streams, usage asked for.
+ * through, with the offering's model id and token-limit name and, for streams, usage asked for.
  */
 import { upstreamError } from '../classify-error.ts'
 import { toStreamOutcome } from '../stream-outcome.ts'
@@ -33,7 +33,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
     const result = await postJson(context, {
       path: paths[request.endpoint],
       headers,
-      body: JSON.stringify(prepareOpenAIBody(request.body, options.maxTokensParam)),
+      body: JSON.stringify(prepareOpenAIBody(request.body, request)),
       signal: request.signal,
       onAnswered: request.onAnswered,
     })
@@ -62,7 +62,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
     const result = await postStream(context, {
       path: paths.chat,
       headers,
-      body: JSON.stringify(prepareOpenAIStreamBody(request.body, options.maxTokensParam)),
+      body: JSON.stringify(prepareOpenAIStreamBody(request.body, request)),
       signal: request.signal,
     })
     if (!result.ok) return result

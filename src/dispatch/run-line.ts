@@ -1,7 +1,6 @@
 /**
- * Runs one claimed line: routes it among its offerings (falling back to the next on a retryable
- * failure when the line allows it), calls the upstream and turns what happened into an outcome
- * to record. Failures that belong to the line are returned as data, never thrown.
+ * Runs one claimed line: sends it to its offerings (send-with-fallback.ts: the next on a
+ * retryable failure when the line allows it) and turns what happened into an outcome to record. Failures that belong to the line are returned as data, never thrown.
  */
 import type { Outcome, Usage, UpstreamError } from '../../providers/types.ts'
 import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
@@ -12,6 +11,7 @@ import { chatInputBound, chatOutputBound, embeddingsInputBound, highestPrices, p
 import { priceUsage } from '../money/price-usage.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import type { ClaimedLine, LineOutcome } from '../store/store.ts'
+import { sendWithFallback } from '../upstream/send-with-fallback.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
 import { retryDelay, type RetryPolicy } from './retry-policy.ts'
 
@@ -36,37 +36,38 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   // Past the deadline nothing new is sent: hand the line back, the batch's expiry ends it.
   if (Date.now() >= line.deadlineAt * 1000) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() }
 
-  let last: { outcome: Extract<Outcome, { ok: false }>; provider: string } | null = null
-  for (const offering of offerings) {
-    const outcome = await deps.upstreams.send(endpoint, parsed.body, offering, deps.signal, deps.proceed, { batchId, lineNo, attempt: line.attempts })
-    // Not sent: handed back as it was, and the cancelled batch ends it.
-    if (outcome === null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() }
-    if (outcome.ok) {
-      const bounds = lineBounds(endpoint, parsed.body, model, upstreamTargets(deps.catalog, offerings))
-      const usage = outcome.usage ?? estimateUsage(endpoint, parsed.body, outcome.body, bounds)
-      const costUsd = priceUsage(usage, offering)
-      return {
-        batchId,
-        lineNo,
-        kind: 'succeeded',
-        responseStatus: outcome.status,
-        response: storedResponse(outcome),
-        costUsd,
-        provider: offering.provider,
-        latencyMs: Math.round(outcome.latencyMs),
-        ...overrun(usage, costUsd, bounds, offerings),
-      }
+  const tried = await sendWithFallback(deps.upstreams, {
+    endpoint,
+    body: parsed.body,
+    offerings,
+    signal: deps.signal,
+    proceed: deps.proceed,
+    line: { batchId, lineNo, attempt: line.attempts },
+  })
+  // Not sent: handed back as it was, and the cancelled batch ends it.
+  if (tried === null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() }
+  const { outcome, offering } = tried
+  if (outcome.ok) {
+    const bounds = lineBounds(endpoint, parsed.body, model, upstreamTargets(deps.catalog, offerings))
+    const usage = outcome.usage ?? estimateUsage(endpoint, parsed.body, outcome.body, bounds)
+    const costUsd = priceUsage(usage, offering)
+    return {
+      batchId,
+      lineNo,
+      kind: 'succeeded',
+      responseStatus: outcome.status,
+      response: storedResponse(outcome),
+      costUsd,
+      provider: offering.provider,
+      latencyMs: Math.round(outcome.latencyMs),
+      ...overrun(usage, costUsd, bounds, offerings),
     }
-    last = { outcome, provider: offering.provider }
-    // A request the upstream refused as wrong would be refused by the next offering too.
-    if (!outcome.error.retryable && outcome.error.kind !== 'auth') break
   }
-  const { error, latencyMs } = last!.outcome
+  const { error, latencyMs } = outcome
   const delay = retryDelay(deps.retry, error, line.attempts)
   if (delay !== null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() + delay }
-  return fail(line, lineError(error, line.attempts), error.status, last!.provider, latencyMs)
+  return fail(line, lineError(error, line.attempts), error.status, offering.provider, latencyMs)
 }
-
 /**
  * The response as stored and returned as one line of results: the upstream's own text when it
  * is that body unchanged and on one line (saves a stringify per line), else re-serialized.

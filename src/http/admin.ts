@@ -57,7 +57,7 @@ async function parseBody<S extends z.ZodType>(schema: S, request: Request, limit
 export function adminRoutes(token: string, accounts: Accounts, bodyLimit: BodyLimit) {
   const expected = Buffer.from(token)
   const check = (authorization: string | null) => {
-    // The scheme is case-insensitive (RFC 9110 §11.1), as it is for user keys (auth/gate.ts).
+    // The scheme is case-insensitive (RFC 9110 §11.1), as it is for user keys (auth/authenticate.ts).
     const match = authorization ? /^bearer\s+(\S+)\s*$/i.exec(authorization) : null
     const given = Buffer.from(match?.[1] ?? '')
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {

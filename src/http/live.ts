@@ -8,7 +8,7 @@
 import { Elysia } from 'elysia'
 import type { Offering } from '../catalog/catalog-file.ts'
 import type { Endpoint, UpstreamError } from '../../providers/types.ts'
-import type { Gate } from '../auth/gate.ts'
+import type { Authenticator } from '../auth/authenticate.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
 import { badRequest, refuse, type GatewayError } from '../errors.ts'
@@ -18,10 +18,11 @@ import { usd } from '../money/decimal.ts'
 import { ceilingUnits, unitsText, usageUnits } from '../money/fixed-point.ts'
 import type { LiveCredit } from '../live/live-credit.ts'
 import type { Logger } from '../telemetry/logger.ts'
+import { sendWithFallback, streamWithFallback } from '../upstream/send-with-fallback.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
 
 export interface LiveDeps {
-  gate: Gate
+  auth: Authenticator
   credit: LiveCredit
   catalog: Catalog
   upstreams: Upstreams
@@ -34,11 +35,11 @@ export interface LiveDeps {
 const encoder = new TextEncoder()
 
 export function liveRoutes(prefix: string, deps: LiveDeps) {
-  const { gate, credit, catalog, upstreams, logger } = deps
+  const { auth, credit, catalog, upstreams, logger } = deps
 
   async function readJson(request: Request, headers: Record<string, string>) {
     // The key first: an unknown caller's body is never read.
-    const caller = await gate.admit(request.headers.get('authorization'), 'inference', headers)
+    const caller = await auth.authenticate(request.headers.get('authorization'), 'inference', headers)
     const read = await readJsonBody(request, deps.bodyLimit)
     if (!read.ok || read.value === undefined) throw badRequest('the body must be a JSON object: the request for this endpoint')
     return { caller, raw: read.value }
@@ -85,22 +86,19 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
   async function call(request: Request, input: Awaited<ReturnType<typeof readJson>>, endpoint: Endpoint) {
     const checked = await prepare(input, endpoint)
     const { body, offerings, reservation } = checked
-    let error: UpstreamError | null = null
     try {
-      for (const offering of offerings) {
-        const outcome = (await upstreams.send(endpoint, body, offering, request.signal))!
-        if (outcome.ok) {
-          credit.settle(reservation, costOf(checked, outcome.usage, outcome.body, offering))
-          return outcome.body
-        }
-        error = outcome.error
-        if (!error.retryable && error.kind !== 'auth') break
-      }
+      // Never null: a live call has no proceed() that could skip it.
+      const { outcome, offering } = (await sendWithFallback(upstreams, { endpoint, body, offerings, signal: request.signal }))!
+      if (!outcome.ok) throw upstreamFailure(outcome.error)
+      credit.settle(reservation, costOf(checked, outcome.usage, outcome.body, offering))
+      // The object, not the upstream's own text in a Response: Elysia rebuilds a returned
+      // Response to add the rate-limit headers, its body as a stream, and that cost more than
+      // the serialization it saved (bench:proxy, issue 15).
+      return outcome.body
     } finally {
       // Failed upstream, or threw: the whole hold comes back (a settled one is left alone).
       credit.settle(reservation, null)
     }
-    throw upstreamFailure(error!)
   }
 
   async function stream(request: Request, headers: Record<string, string>, input: Awaited<ReturnType<typeof readJson>>) {
@@ -110,71 +108,63 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
       credit.settle(reservation, null)
       if (reason !== undefined) logger.warn('live.stream_settle_failed', { reason: String(reason) })
     }
-    let error: UpstreamError | null = null
     let streaming = false
     try {
-      for (const offering of offerings) {
-        const { outcome, done } = await upstreams.stream('chat', body, offering, request.signal)
-        if (!outcome.ok) {
-          error = outcome.error
-          if (!error.retryable && error.kind !== 'auth') break
-          continue
-        }
-        streaming = true
-        const chunks = outcome.chunks[Symbol.asyncIterator]()
-        let ended = false
-        let outputBytes = 0
-        // Settled when the usage arrives. A stream that ended without usage is billed on the
-        // bound (as a whole answer is); one that broke or was abandoned settles what the upstream
-        // reported by then, or gives the hold back when it reported nothing.
-        outcome.usage
-          .then((usage) => {
-            if (usage) return credit.settle(reservation, usageUnits(usage, offering))
-            // The usage settles a few microtasks before pull() sees the end: decide after it.
-            setImmediate(() => {
-              if (!ended) return credit.settle(reservation, null)
-              logger.warn('live.no_usage', { provider: offering.provider, model: offering.upstream_model })
-              credit.settle(reservation, usageUnits(estimated(checked, outputBytes), offering))
-            })
+      const { outcome, offering, done } = await streamWithFallback(upstreams, { endpoint: 'chat', body, offerings, signal: request.signal })
+      if (!outcome.ok) throw upstreamFailure(outcome.error)
+      streaming = true
+      const chunks = outcome.chunks[Symbol.asyncIterator]()
+      let ended = false
+      let outputBytes = 0
+      // Settled when the usage arrives. A stream that ended without usage is billed on the
+      // bound (as a whole answer is); one that broke or was abandoned settles what the upstream
+      // reported by then, or gives the hold back when it reported nothing.
+      outcome.usage
+        .then((usage) => {
+          if (usage) return credit.settle(reservation, usageUnits(usage, offering))
+          // The usage settles a few microtasks before pull() sees the end: decide after it.
+          setImmediate(() => {
+            if (!ended) return credit.settle(reservation, null)
+            logger.warn('live.no_usage', { provider: offering.provider, model: offering.upstream_model })
+            credit.settle(reservation, usageUnits(estimated(checked, outputBytes), offering))
           })
-          .catch(release)
-          .finally(done)
-        // Each chunk is written as it arrives: no buffering between upstream and client.
-        const sse = new ReadableStream<Uint8Array>({
-          async pull(controller) {
-            try {
-              const next = await chunks.next()
-              if (next.done) {
-                ended = true
-                controller.enqueue(encoder.encode('data: [DONE]\n\n'))
-                controller.close()
-              } else {
-                outputBytes += deltaBytes(next.value)
-                controller.enqueue(encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`))
-              }
-            } catch (reason) {
-              controller.enqueue(encoder.encode(`data: ${JSON.stringify({ error: { message: 'the upstream stream broke off', type: 'server_error', code: 'upstream_error', param: null } })}\n\n`))
+        })
+        .catch(release)
+        .finally(done)
+      // Each chunk is written as it arrives: no buffering between upstream and client.
+      const sse = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          try {
+            const next = await chunks.next()
+            if (next.done) {
+              ended = true
+              controller.enqueue(encoder.encode('data: [DONE]\n\n'))
               controller.close()
-              logger.warn('live.stream_broken', { reason: String(reason) })
+            } else {
+              outputBytes += deltaBytes(next.value)
+              controller.enqueue(encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`))
             }
-          },
-          async cancel() {
-            await chunks.return?.()
-          },
-        })
-        return new Response(sse, {
-          headers: { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' },
-        })
-      }
+          } catch (reason) {
+            controller.enqueue(encoder.encode(`data: ${JSON.stringify({ error: { message: 'the upstream stream broke off', type: 'server_error', code: 'upstream_error', param: null } })}\n\n`))
+            controller.close()
+            logger.warn('live.stream_broken', { reason: String(reason) })
+          }
+        },
+        async cancel() {
+          await chunks.return?.()
+        },
+      })
+      return new Response(sse, {
+        headers: { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' },
+      })
     } finally {
       if (!streaming) release(undefined)
     }
-    throw upstreamFailure(error!)
   }
 
   return new Elysia({ name: `live${prefix}`, prefix })
     .get('/v1/models', async ({ request, set }) => {
-      await gate.admit(request.headers.get('authorization'), 'any', set.headers as Record<string, string>)
+      await auth.authenticate(request.headers.get('authorization'), 'any', set.headers as Record<string, string>)
       return {
         object: 'list',
         data: catalog.models

@@ -2,7 +2,7 @@
 import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { refusalOf, type Admission, type SubmitOptions } from '../admission/submit-batch.ts'
-import type { Gate } from '../auth/gate.ts'
+import type { Authenticator } from '../auth/authenticate.ts'
 import type { LineStatus } from '../domain.ts'
 import { badRequest, notFound, refuse } from '../errors.ts'
 import { cancelBatch } from '../admission/cancel-batch.ts'
@@ -40,7 +40,7 @@ export const FILTERS: Record<'failed' | 'succeeded', readonly LineStatus[]> = {
 const ACCEPTED_TYPES = ['application/jsonl', 'application/x-ndjson', 'text/plain', 'application/json', 'application/x-www-form-urlencoded', 'application/octet-stream', 'text/jsonl', 'application/x-jsonlines']
 
 export interface NativeDeps {
-  gate: Gate
+  auth: Authenticator
   store: BatchStore & AccountStore
   admission: Admission
   maxBodyBytes: number
@@ -52,12 +52,12 @@ export interface NativeDeps {
   onCancelled?: (batchId: string) => void
 }
 
-export function nativeBatchRoutes({ gate, store, admission, bodyLimit, sharedBodiesFrom, onCancelled }: NativeDeps) {
+export function nativeBatchRoutes({ auth, store, admission, bodyLimit, sharedBodiesFrom, onCancelled }: NativeDeps) {
   return new Elysia({ name: 'native-batches' })
     .post(
       '/v1/batches',
       async ({ request, set }) => {
-        const caller = await gate.admit(request.headers.get('authorization'), 'batches', set.headers as Record<string, string>)
+        const caller = await auth.authenticate(request.headers.get('authorization'), 'batches', set.headers as Record<string, string>)
         const query = parseQuery(submitOptions, request.url)
         const type = (request.headers.get('content-type') ?? 'application/jsonl').split(';')[0].trim().toLowerCase()
         if (type.startsWith('multipart/')) {
@@ -119,7 +119,7 @@ export function nativeBatchRoutes({ gate, store, admission, bodyLimit, sharedBod
       { parse: 'none' },
     )
     .get('/v1/batches', async ({ request, set }) => {
-      const caller = await gate.admit(request.headers.get('authorization'), 'read', set.headers as Record<string, string>)
+      const caller = await auth.authenticate(request.headers.get('authorization'), 'read', set.headers as Record<string, string>)
       const query = parseQuery(listQuery, request.url)
       const page = await store.listBatches(caller.account.id, { limit: query.limit, after: query.after ?? null })
       const data = page.batches.map(renderBatch)
@@ -132,17 +132,17 @@ export function nativeBatchRoutes({ gate, store, admission, bodyLimit, sharedBod
       }
     })
     .get('/v1/batches/:id', async ({ request, set, params }) => {
-      const caller = await gate.admit(request.headers.get('authorization'), 'read', set.headers as Record<string, string>)
+      const caller = await auth.authenticate(request.headers.get('authorization'), 'read', set.headers as Record<string, string>)
       const batch = await store.getBatch(caller.account.id, params.id)
       if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
       return renderBatch(batch)
     })
     .delete('/v1/batches/:id', async ({ request, set, params }) => {
-      const caller = await gate.admit(request.headers.get('authorization'), 'batches', set.headers as Record<string, string>)
+      const caller = await auth.authenticate(request.headers.get('authorization'), 'batches', set.headers as Record<string, string>)
       return renderBatch(await cancelBatch(store, caller.account.id, params.id, onCancelled))
     }, { parse: 'none' })
     .get('/v1/batches/:id/results', async ({ request, set, params }) => {
-      const caller = await gate.admit(request.headers.get('authorization'), 'read', set.headers as Record<string, string>)
+      const caller = await auth.authenticate(request.headers.get('authorization'), 'read', set.headers as Record<string, string>)
       const query = parseQuery(resultsQuery, request.url)
       const batch = await store.getBatch(caller.account.id, params.id)
       if (!batch) throw notFound(`batch ${excerpt(params.id)}`)

@@ -4,7 +4,7 @@
  * cannot be reached the request is still served, counted by the in-process limiter instead; the
  * outage is logged once, not per request.
  */
-import Redis from 'ioredis'
+import type Redis from 'ioredis'
 import type { Logger } from '../telemetry/logger.ts'
 import { createMemoryLimiter, decide, WINDOW_MS, type RateLimiter } from './rate-limiter.ts'
 
@@ -14,37 +14,30 @@ if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return count`
 
 export interface RedisLimiterOptions {
-  /**
-   * Prepended to every counter's key (`<prefix><key id>:<window>`), so fleets sharing one Redis
-   * count apart: the gateway passes MULTIGRID_REDIS_PREFIX + `rl:`.
-   */
+  /** Prepended to every counter's key (`<prefix><key id>:<window>`), so fleets sharing one Redis count apart. */
   prefix: string
   logger: Logger
   /** The clock that picks the window; Redis expires the counters on its own. */
   now?: () => number
 }
 
-export function createRedisLimiter(url: string, options: RedisLimiterOptions): RateLimiter {
+/** `redis`: the instance's connection (src/coordination/redis.ts); the caller closes it. */
+export function createRedisLimiter(redis: Redis, options: RedisLimiterOptions): RateLimiter {
   const { prefix, logger, now: clock = Date.now } = options
-  const redis = new Redis(url, {
-    maxRetriesPerRequest: 1,
-    enableOfflineQueue: false,
-    connectTimeout: 2000,
-    lazyConnect: false,
-  })
   const fallback = createMemoryLimiter()
   let degraded = false
-  // ioredis emits an error on every failed reconnect; without a listener it prints each one.
-  redis.on('error', (error) => {
+  const onError = (error: Error) => {
     if (!degraded) {
       degraded = true
       logger.warn('rate_limiter.redis_unreachable', { reason: error.message, fallback: 'per-instance' })
     }
-  })
-  redis.on('ready', () => {
+  }
+  const onReady = () => {
     if (degraded) logger.info('rate_limiter.redis_recovered')
     degraded = false
-  })
+  }
+  redis.on('error', onError)
+  redis.on('ready', onReady)
   return {
     async hit(keyId, limit) {
       const now = clock()
@@ -53,10 +46,7 @@ export function createRedisLimiter(url: string, options: RedisLimiterOptions): R
         const count = (await redis.eval(SCRIPT, 1, `${prefix}${keyId}:${window}`, WINDOW_MS * 2)) as number
         return decide(count, limit, (window + 1) * WINDOW_MS - now)
       } catch (error) {
-        if (!degraded) {
-          degraded = true
-          logger.warn('rate_limiter.redis_unreachable', { reason: (error as Error).message, fallback: 'per-instance' })
-        }
+        onError(error as Error)
         return fallback.hit(keyId, limit)
       }
     },
@@ -66,7 +56,8 @@ export function createRedisLimiter(url: string, options: RedisLimiterOptions): R
       await redis.ping()
     },
     async close() {
-      redis.disconnect()
+      redis.off('error', onError)
+      redis.off('ready', onReady)
     },
   }
 }

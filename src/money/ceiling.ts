@@ -2,8 +2,8 @@
  * The pessimistic cost ceiling (SPEC §5): a bound the upstream's bill can never pass.
  *
  * Input: every byte of the body that goes upstream is counted, measured on the very body each
- * offering's adapter builds (providers/prepare-for-offering.ts, then the OpenAI body or the
- * Anthropic translation), so a field the gateway does not know (legacy `functions`,
+ * offering's adapter builds (the OpenAI body or the Anthropic translation, each starting from
+ * providers/prepare-for-offering.ts), so a field the gateway does not know (legacy `functions`,
  * `function_call`, `prediction`, anything new) counts like any other. Every byte-level BPE
  * token covers at least one byte and a prompt's text is in its JSON at least as long as it is
  * raw, so B bytes are at most B tokens. On top: what the upstream adds that is not in the body —
@@ -23,7 +23,6 @@ import { defaultAnthropicMaxTokens } from '../../providers/anthropic/convert-to-
 import { imageInputTokens, type ModelEntry, type Offering } from '../catalog/catalog-file.ts'
 import { prepareOpenAIBody, prepareOpenAIStreamBody } from '../../providers/openai/prepare-openai-body.ts'
 import { requestedOutputTokens } from '../../providers/output-limit.ts'
-import { prepareForOffering } from '../../providers/prepare-for-offering.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import type Decimal from 'decimal.js'
 import { Money } from './decimal.ts'
@@ -85,15 +84,13 @@ export function upstreamBodyText(
   target: UpstreamTarget,
 ): string | null {
   const stream = body.stream === true
-  const prepared = prepareForOffering(body, target.offering)
+  // What the upstream request carries for this offering (src/upstream/upstreams.ts, requestFor).
+  const offering = { model: target.offering.upstream_model, maxTokensParam: target.offering.max_tokens_param }
   if (target.kind === 'openai') {
-    // Adapters are made without a max_tokens preference of their own (src/upstream/upstreams.ts).
-    const sent = stream
-      ? prepareOpenAIStreamBody(prepared, undefined)
-      : prepareOpenAIBody(prepared, undefined)
+    const sent = stream ? prepareOpenAIStreamBody(body, offering) : prepareOpenAIBody(body, offering)
     return JSON.stringify(sent)
   }
-  const converted = prepareAnthropicBody('chat', prepared, stream)
+  const converted = prepareAnthropicBody('chat', body, offering, stream)
   return converted.ok ? JSON.stringify(converted.body) : null
 }
 

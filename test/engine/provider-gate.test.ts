@@ -1,10 +1,10 @@
 /**
- * The provider gate's hand-over (src/dispatch/provider-gate.ts): a waiter's `granted` runs inside
+ * The provider gate's hand-over (src/upstream/provider-gate.ts): a waiter's `granted` runs inside
  * the release() that frees its slot, so the request it starts can take the connection that just
  * answered; never past the bound, never during a pause, never for a waiter that gave up.
  */
 import { describe, expect, test } from 'bun:test'
-import { createProviderGate } from '../../src/dispatch/provider-gate.ts'
+import { createProviderGate } from '../../src/upstream/provider-gate.ts'
 
 describe('provider gate', () => {
   test('granted runs at once when a slot is free, and inside the release that frees one otherwise', async () => {

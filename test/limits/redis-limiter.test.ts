@@ -8,6 +8,7 @@ import { afterAll, afterEach, describe, expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
 import Redis from 'ioredis'
 import { WINDOW_MS } from '../../src/limits/rate-limiter.ts'
+import { connectRedis } from '../../src/coordination/redis.ts'
 import { createRedisLimiter } from '../../src/limits/redis-limiter.ts'
 import { createLogger } from '../../src/telemetry/logger.ts'
 import { waitFor } from '../helpers/wait.ts'
@@ -28,9 +29,11 @@ if (!url) {
 
   /** A Redis limiter, once it is connected (before that, every hit would go to the fallback). */
   const connected = async (prefix: string, now: () => number = Date.now) => {
-    const limiter = createRedisLimiter(url, { prefix, logger, now })
+    const connection = await connectRedis(url)
+    const limiter = createRedisLimiter(connection, { prefix, logger, now })
     await waitFor('the limiter to reach Redis', () => limiter.ping!().then(() => true, () => false), 5_000, 20)
-    return limiter
+    // The limiter does not own its connection (the gateway shares one): closing it closes both here.
+    return { ...limiter, close: async () => { await limiter.close(); connection.disconnect() } }
   }
 
   // A limiter that fell back to counting in process would pass the contract unseen: it logs.

@@ -12,7 +12,7 @@ import fc from 'fast-check'
 import { prepareAnthropicBody } from '../../providers/anthropic/prepare-anthropic-body.ts'
 import { prepareOpenAIBody, prepareOpenAIStreamBody } from '../../providers/openai/prepare-openai-body.ts'
 import { imageInputTokens } from '../../src/catalog/catalog-file.ts'
-import { prepareForOffering } from '../../providers/prepare-for-offering.ts'
+import type { UpstreamTarget } from '../../providers/prepare-for-offering.ts'
 import { createCatalog } from '../../src/catalog/catalog.ts'
 import { loadConfig } from '../../src/config.ts'
 import { validateBody } from '../../src/ingest/validate-body.ts'
@@ -85,10 +85,10 @@ const body = fc.record(
 )
 
 /** What the adapter of `kind` sends for this body to one offering: its own request-building code. */
-function sentBody(kind: 'openai' | 'anthropic', prepared: Record<string, unknown>) {
-  const stream = prepared.stream === true
-  if (kind === 'openai') return stream ? prepareOpenAIStreamBody(prepared, undefined) : prepareOpenAIBody(prepared, undefined)
-  const converted = prepareAnthropicBody('chat', prepared, stream)
+function sentBody(kind: 'openai' | 'anthropic', body: Record<string, unknown>, target: UpstreamTarget) {
+  const stream = body.stream === true
+  if (kind === 'openai') return stream ? prepareOpenAIStreamBody(body, target) : prepareOpenAIBody(body, target)
+  const converted = prepareAnthropicBody('chat', body, target, stream)
   return converted.ok ? converted.body : null
 }
 
@@ -102,7 +102,7 @@ test('what each adapter sends is within the ceiling the validator counted', () =
       for (const offering of offerings) {
         const kind = catalog.provider(offering.provider)!.kind
         // As src/upstream/upstreams.ts hands it to the adapter.
-        const sent = sentBody(kind, prepareForOffering(verdict.value.body, offering))
+        const sent = sentBody(kind, verdict.value.body, { model: offering.upstream_model, maxTokensParam: offering.max_tokens_param })
         if (sent === null) continue // the adapter refuses it unsent (e.g. n > 1 to Anthropic)
         const measured = measureSent(JSON.parse(JSON.stringify(sent)), kind)
         const bound = sentTokens(measured, imageInputTokens(model), model.max_output_tokens)

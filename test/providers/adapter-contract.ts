@@ -8,6 +8,10 @@ import type { ProviderAdapter, ProviderOptions, StreamOutcome } from '../../prov
 import { defaultSimulatorOptions } from '../../src/simulator/options.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 
+/** The request an adapter is handed: the upstream model is the body's own, as these tests write it. */
+const forUpstream = <T extends { body: Record<string, unknown> }>(request: T) => ({ ...request, model: String(request.body.model) })
+
+
 export interface ContractSetup {
   kind: ProviderOptions['kind']
   /** The base URL the catalog would hold for a simulator at `url`. */
@@ -68,7 +72,7 @@ export function runAdapterContract(setup: ContractSetup): void {
 
   describe(`${setup.kind} adapter contract`, () => {
     test('answers a chat.completion with exact usage', async () => {
-      const outcome = await adapter().send({ endpoint: 'chat', body: prompt })
+      const outcome = await adapter().send(forUpstream({ endpoint: 'chat', body: prompt }))
       if (!outcome.ok) throw new Error(outcome.error.message)
       expect(outcome.status).toBe(200)
       const choice = (outcome.body.choices as Record<string, any>[])[0]
@@ -85,17 +89,17 @@ export function runAdapterContract(setup: ContractSetup): void {
     })
 
     test('finish reasons: length at max_tokens, stop at a stop sequence', async () => {
-      const short = await adapter().send({ endpoint: 'chat', body: { ...prompt, max_tokens: 3 } })
+      const short = await adapter().send(forUpstream({ endpoint: 'chat', body: { ...prompt, max_tokens: 3 } }))
       if (!short.ok) throw new Error(short.error.message)
       expect((short.body.choices as any[])[0]).toMatchObject({
         message: { content: 'sim reply to' },
         finish_reason: 'length',
       })
       expect(short.usage).toEqual({ input_tokens: promptTokens, output_tokens: 3 })
-      const stopped = await adapter().send({
+      const stopped = await adapter().send(forUpstream({
         endpoint: 'chat',
         body: { ...prompt, stop: ['there'] },
-      })
+      }))
       if (!stopped.ok) throw new Error(stopped.error.message)
       expect((stopped.body.choices as any[])[0]).toMatchObject({
         message: { content: 'sim reply to Hello ' },
@@ -106,9 +110,9 @@ export function runAdapterContract(setup: ContractSetup): void {
 
     test('streams OpenAI chunks that add up to the plain answer, ending with usage', async () => {
       const client = adapter()
-      const plain = await client.send({ endpoint: 'chat', body: prompt })
+      const plain = await client.send(forUpstream({ endpoint: 'chat', body: prompt }))
       if (!plain.ok) throw new Error(plain.error.message)
-      const streamed = await collect(await client.stream({ endpoint: 'chat', body: prompt }))
+      const streamed = await collect(await client.stream(forUpstream({ endpoint: 'chat', body: prompt })))
       expect(streamed.error).toBeNull()
       expect(streamed.chunks.every((chunk) => chunk.object === 'chat.completion.chunk')).toBe(true)
       expect(streamed.chunks[0].choices[0].delta.role).toBe('assistant')
@@ -120,22 +124,22 @@ export function runAdapterContract(setup: ContractSetup): void {
 
     test('429: rate_limited with retryAfterMs from retry-after-ms or retry-after', async () => {
       sim.configure({ rate429: 1, retryAfterSeconds: 0.25 })
-      const fraction = await adapter().send({ endpoint: 'chat', body: prompt })
+      const fraction = await adapter().send(forUpstream({ endpoint: 'chat', body: prompt }))
       expect(fraction).toMatchObject({
         ok: false,
         error: { kind: 'rate_limited', retryable: true, status: 429, retryAfterMs: 250 },
       })
       sim.configure({ retryAfterSeconds: 3 })
-      const whole = await adapter().send({ endpoint: 'chat', body: prompt })
+      const whole = await adapter().send(forUpstream({ endpoint: 'chat', body: prompt }))
       expect(whole).toMatchObject({ ok: false, error: { retryAfterMs: 3000 } })
       sim.configure({ retryAfterSeconds: null })
-      const none = await adapter().stream({ endpoint: 'chat', body: prompt })
+      const none = await adapter().stream(forUpstream({ endpoint: 'chat', body: prompt }))
       expect(none).toMatchObject({ ok: false, error: { kind: 'rate_limited', retryAfterMs: null } })
     })
 
     test('500: server_error, retryable', async () => {
       sim.configure({ errorRate: 1 })
-      const outcome = await adapter().send({ endpoint: 'chat', body: prompt })
+      const outcome = await adapter().send(forUpstream({ endpoint: 'chat', body: prompt }))
       expect(outcome).toMatchObject({
         ok: false,
         error: { kind: 'server_error', retryable: true, status: 500 },
@@ -146,21 +150,21 @@ export function runAdapterContract(setup: ContractSetup): void {
       sim.configure({ timeoutRate: 1 })
       const client = adapter({ timeoutMs: 150 })
       const started = performance.now()
-      const hung = await client.send({ endpoint: 'chat', body: prompt })
+      const hung = await client.send(forUpstream({ endpoint: 'chat', body: prompt }))
       expect(hung).toMatchObject({
         ok: false,
         error: { kind: 'timeout', retryable: true, status: null },
       })
       expect(performance.now() - started).toBeLessThan(1_000)
       sim.configure({ timeoutRate: 0, trickleRate: 1, trickleMs: 1_000 })
-      const slow = await client.send({ endpoint: 'chat', body: prompt })
+      const slow = await client.send(forUpstream({ endpoint: 'chat', body: prompt }))
       expect(slow).toMatchObject({ ok: false, error: { kind: 'timeout' } })
       expect(performance.now() - started).toBeLessThan(1_500)
     })
 
     test('connection reset mid-body: connection, retryable', async () => {
       sim.configure({ resetRate: 1 })
-      const outcome = await adapter().send({ endpoint: 'chat', body: prompt })
+      const outcome = await adapter().send(forUpstream({ endpoint: 'chat', body: prompt }))
       expect(outcome).toMatchObject({
         ok: false,
         error: { kind: 'connection', retryable: true, status: null },
@@ -169,7 +173,7 @@ export function runAdapterContract(setup: ContractSetup): void {
 
     test('2xx that is not JSON: malformed_response, retryable', async () => {
       sim.configure({ malformedRate: 1 })
-      const outcome = await adapter().send({ endpoint: 'chat', body: prompt })
+      const outcome = await adapter().send(forUpstream({ endpoint: 'chat', body: prompt }))
       expect(outcome).toMatchObject({
         ok: false,
         error: { kind: 'malformed_response', retryable: true, status: 200 },
@@ -178,43 +182,43 @@ export function runAdapterContract(setup: ContractSetup): void {
 
     test('an answer without usage: ok with usage null', async () => {
       sim.configure({ noUsageRate: 1 })
-      const outcome = await adapter().send({ endpoint: 'chat', body: prompt })
+      const outcome = await adapter().send(forUpstream({ endpoint: 'chat', body: prompt }))
       expect(outcome).toMatchObject({ ok: true, usage: null })
-      const streamed = await collect(await adapter().stream({ endpoint: 'chat', body: prompt }))
+      const streamed = await collect(await adapter().stream(forUpstream({ endpoint: 'chat', body: prompt })))
       expect(streamed.error).toBeNull()
       expect(streamed.usage).toBeNull()
     })
 
     test('wrong key: auth, not retryable, and the key is never in the message', async () => {
       sim.configure({ requireApiKey: 'the-right-key' })
-      const outcome = await adapter().send({ endpoint: 'chat', body: prompt })
+      const outcome = await adapter().send(forUpstream({ endpoint: 'chat', body: prompt }))
       expect(outcome).toMatchObject({
         ok: false,
         error: { kind: 'auth', retryable: false, status: 401 },
       })
       expect(JSON.stringify(outcome)).not.toContain('0123456789abcdef')
-      const keyed = await adapter({ apiKey: 'the-right-key' }).send({
+      const keyed = await adapter({ apiKey: 'the-right-key' }).send(forUpstream({
         endpoint: 'chat',
         body: prompt,
-      })
+      }))
       expect(keyed.ok).toBe(true)
     })
 
     test('other 4xx: invalid_request with the upstream body; context length recognised', async () => {
-      const refused = await adapter().send({
+      const refused = await adapter().send(forUpstream({
         endpoint: 'chat',
         body: { ...prompt, model: 'fail-400' },
-      })
+      }))
       expect(refused).toMatchObject({
         ok: false,
         error: { kind: 'invalid_request', retryable: false, status: 400 },
       })
       if (refused.ok) return
       expect(JSON.stringify(refused.error.body)).toContain('refuses model')
-      const tooLong = await adapter().send({
+      const tooLong = await adapter().send(forUpstream({
         endpoint: 'chat',
         body: { ...prompt, model: 'ctx-overflow' },
-      })
+      }))
       expect(tooLong).toMatchObject({
         ok: false,
         error: { kind: 'context_length_exceeded', retryable: false, status: 400 },
@@ -226,11 +230,11 @@ export function runAdapterContract(setup: ContractSetup): void {
       const controller = new AbortController()
       setTimeout(() => controller.abort(), 50)
       const started = performance.now()
-      const outcome = await adapter().send({
+      const outcome = await adapter().send(forUpstream({
         endpoint: 'chat',
         body: prompt,
         signal: controller.signal,
-      })
+      }))
       expect(outcome.ok).toBe(false)
       expect(performance.now() - started).toBeLessThan(1_000)
     })
@@ -238,27 +242,27 @@ export function runAdapterContract(setup: ContractSetup): void {
     test('nobody listening: connection, retryable', async () => {
       const gone = await startSimulator()
       await gone.stop()
-      const outcome = await adapter({ baseUrls: [setup.baseUrl(gone.url)] }).send({
+      const outcome = await adapter({ baseUrls: [setup.baseUrl(gone.url)] }).send(forUpstream({
         endpoint: 'chat',
         body: prompt,
-      })
+      }))
       expect(outcome).toMatchObject({ ok: false, error: { kind: 'connection', retryable: true } })
     })
 
     test('stream failures after 200 are thrown as UpstreamStreamError; usage is null', async () => {
       sim.configure({ resetRate: 1 })
-      const reset = await collect(await adapter().stream({ endpoint: 'chat', body: prompt }))
+      const reset = await collect(await adapter().stream(forUpstream({ endpoint: 'chat', body: prompt })))
       expect(reset.error).toBeInstanceOf(UpstreamStreamError)
       expect((reset.error as UpstreamStreamError).error.kind).toBe('connection')
       expect(reset.usage).toBeNull()
       sim.configure({ resetRate: 0, malformedRate: 1 })
-      const garbled = await collect(await adapter().stream({ endpoint: 'chat', body: prompt }))
+      const garbled = await collect(await adapter().stream(forUpstream({ endpoint: 'chat', body: prompt })))
       expect((garbled.error as UpstreamStreamError).error.kind).toBe('malformed_response')
     })
 
     test('an abandoned stream settles usage and frees its connection', async () => {
       const client = adapter({ connections: 1 })
-      const outcome = await client.stream({ endpoint: 'chat', body: prompt })
+      const outcome = await client.stream(forUpstream({ endpoint: 'chat', body: prompt }))
       if (!outcome.ok) throw new Error(outcome.error.message)
       const iterator = outcome.chunks[Symbol.asyncIterator]()
       await iterator.next()
@@ -267,7 +271,7 @@ export function runAdapterContract(setup: ContractSetup): void {
       const usage = await outcome.usage
       if (usage !== null) expect(usage.input_tokens).toBe(promptTokens)
       // One connection: a second call only works if the first one gave it back.
-      expect((await client.send({ endpoint: 'chat', body: prompt })).ok).toBe(true)
+      expect((await client.send(forUpstream({ endpoint: 'chat', body: prompt }))).ok).toBe(true)
     })
   })
 }

@@ -4,6 +4,10 @@ import type { ProviderAdapter } from '../../providers/types.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { collect, prompt, runAdapterContract } from './adapter-contract.ts'
 
+/** The request an adapter is handed: the upstream model is the body's own, as these tests write it. */
+const forUpstream = <T extends { body: Record<string, unknown> }>(request: T) => ({ ...request, model: String(request.body.model) })
+
+
 runAdapterContract({ kind: 'anthropic', baseUrl: (url) => url })
 
 describe('anthropic adapter specifics', () => {
@@ -29,8 +33,8 @@ describe('anthropic adapter specifics', () => {
 
   test('the system prompt reaches Anthropic as `system`: same prompt, same tokens', async () => {
     sim.resetStats()
-    const viaAnthropic = await anthropic.send({ endpoint: 'chat', body: prompt })
-    const viaOpenAI = await openai.send({ endpoint: 'chat', body: prompt })
+    const viaAnthropic = await anthropic.send(forUpstream({ endpoint: 'chat', body: prompt }))
+    const viaOpenAI = await openai.send(forUpstream({ endpoint: 'chat', body: prompt }))
     if (!viaAnthropic.ok || !viaOpenAI.ok) throw new Error('a call failed')
     expect(viaAnthropic.usage).toEqual(viaOpenAI.usage)
     expect((viaAnthropic.body.choices as any[])[0].message.content).toBe(
@@ -42,24 +46,24 @@ describe('anthropic adapter specifics', () => {
   })
 
   test('max_tokens defaults to 4096 (Anthropic requires one); max_completion_tokens is read', async () => {
-    expect((await anthropic.send({ endpoint: 'chat', body: prompt })).ok).toBe(true)
-    const outcome = await anthropic.send({
+    expect((await anthropic.send(forUpstream({ endpoint: 'chat', body: prompt }))).ok).toBe(true)
+    const outcome = await anthropic.send(forUpstream({
       endpoint: 'chat',
       body: { ...prompt, max_completion_tokens: 2 },
-    })
+    }))
     expect(outcome).toMatchObject({ ok: true, usage: { output_tokens: 2 } })
   })
 
   test('a stop sequence: finish_reason stop, streamed or not', async () => {
     const body = { ...prompt, stop: 'there' }
-    const outcome = await anthropic.send({ endpoint: 'chat', body })
+    const outcome = await anthropic.send(forUpstream({ endpoint: 'chat', body }))
     if (!outcome.ok) throw new Error(outcome.error.message)
     expect((outcome.body.choices as any[])[0]).toMatchObject({
       message: { content: 'sim reply to Hello ' },
       finish_reason: 'stop',
     })
     const streamed = await collect(
-      await anthropic.stream({ endpoint: 'chat', body: { ...body, max_tokens: 2 } }),
+      await anthropic.stream(forUpstream({ endpoint: 'chat', body: { ...body, max_tokens: 2 } })),
     )
     expect(streamed.content).toBe('sim reply')
     expect(streamed.finish).toBe('length')
@@ -68,15 +72,15 @@ describe('anthropic adapter specifics', () => {
 
   test('requests Anthropic cannot serve fail before any call', async () => {
     sim.resetStats()
-    const embeddings = await anthropic.send({
+    const embeddings = await anthropic.send(forUpstream({
       endpoint: 'embeddings',
       body: { model: 'x', input: 'y' },
-    })
+    }))
     expect(embeddings).toMatchObject({
       ok: false,
       error: { kind: 'invalid_request', retryable: false },
     })
-    const several = await anthropic.send({ endpoint: 'chat', body: { ...prompt, n: 2 } })
+    const several = await anthropic.send(forUpstream({ endpoint: 'chat', body: { ...prompt, n: 2 } }))
     expect(several).toMatchObject({ ok: false, error: { kind: 'invalid_request' } })
     expect(sim.stats().requests).toBe(0)
   })

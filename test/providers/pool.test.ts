@@ -3,6 +3,10 @@ import { createProvider } from '../../providers/index.ts'
 import type { Outcome, ProviderAdapter } from '../../providers/types.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 
+/** The request an adapter is handed: the upstream model is the body's own, as these tests write it. */
+const forUpstream = <T extends { body: Record<string, unknown> }>(request: T) => ({ ...request, model: String(request.body.model) })
+
+
 const body = { model: 'sim-chat', messages: [{ role: 'user', content: 'Hello there' }] }
 
 async function waitFor(check: () => boolean, withinMs: number): Promise<boolean> {
@@ -18,7 +22,7 @@ describe('a pool of three replicas', () => {
   const sims: Simulator[] = []
   let pool: ProviderAdapter
   const send = (count: number): Promise<Outcome[]> =>
-    Promise.all(Array.from({ length: count }, () => pool.send({ endpoint: 'chat', body })))
+    Promise.all(Array.from({ length: count }, () => pool.send(forUpstream({ endpoint: 'chat', body }))))
   const served = () => sims.map((sim) => sim.stats().byPath['/v1/chat/completions'] ?? 0)
   const resetAll = () => sims.forEach((sim) => sim.resetStats())
 
@@ -83,14 +87,14 @@ describe('a pool of three replicas', () => {
       // Sequential calls rotate over the replicas, so the sick one sees every third call.
       let failures = 0
       for (let i = 0; i < 9 && slowProbe.unhealthyReplicas().length === 0; i++) {
-        const outcome = await slowProbe.send({ endpoint: 'chat', body })
+        const outcome = await slowProbe.send(forUpstream({ endpoint: 'chat', body }))
         if (!outcome.ok) failures++
       }
       expect(failures).toBe(3)
       expect(slowProbe.unhealthyReplicas()).toEqual([`${sick.url}/v1`])
       sick.resetStats()
       const outcomes = await Promise.all(
-        Array.from({ length: 12 }, () => slowProbe.send({ endpoint: 'chat', body })),
+        Array.from({ length: 12 }, () => slowProbe.send(forUpstream({ endpoint: 'chat', body }))),
       )
       expect(outcomes.every((outcome) => outcome.ok)).toBe(true)
       expect(sick.stats().byPath['/v1/chat/completions'] ?? 0).toBe(0)
@@ -117,12 +121,12 @@ describe('a pool of three replicas', () => {
     await single.stop()
     let again: Simulator | null = null
     try {
-      const refused = await lone.send({ endpoint: 'chat', body })
+      const refused = await lone.send(forUpstream({ endpoint: 'chat', body }))
       expect(refused).toMatchObject({ ok: false, error: { kind: 'connection', retryable: true } })
       expect(lone.unhealthyReplicas()).toEqual([`${single.url}/v1`])
       // Long before the next probe, the replica is back and is used.
       again = await startSimulator({ port: single.port })
-      expect((await lone.send({ endpoint: 'chat', body })).ok).toBe(true)
+      expect((await lone.send(forUpstream({ endpoint: 'chat', body }))).ok).toBe(true)
       expect(lone.unhealthyReplicas()).toEqual([])
     } finally {
       await lone.close()
@@ -145,10 +149,10 @@ describe('a replica killed mid-request', () => {
     })
     try {
       const calls = Array.from({ length: 30 }, (_, i) =>
-        pool.send({
+        pool.send(forUpstream({
           endpoint: 'chat',
           body: { model: 'sim-chat', messages: [{ role: 'user', content: `line ${i}` }] },
-        }),
+        })),
       )
       await Bun.sleep(30)
       const held = sims[0].stats().inFlight

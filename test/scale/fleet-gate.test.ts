@@ -5,8 +5,9 @@
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import Redis from 'ioredis'
-import { createFleetGate, createFleetGates, type FleetGates } from '../../src/coordination/fleet-gate.ts'
-import { defineSlotScripts, redisSlots } from '../../src/coordination/redis-slots.ts'
+import { connectRedis } from '../../src/coordination/redis.ts'
+import { createFleetGate, createFleetGates, type FleetGates } from '../../src/upstream/fleet-gate.ts'
+import { defineSlotScripts, redisSlots } from '../../src/upstream/redis-slots.ts'
 import { createLogger } from '../../src/telemetry/logger.ts'
 import { TEST_REDIS_URL } from '../helpers/gateway.ts'
 import { waitFor } from '../helpers/wait.ts'
@@ -21,16 +22,26 @@ if (!redisUrl) {
 } else {
   const prefix = `mgt:gate:${Math.random().toString(36).slice(2)}:`
   const fleets: FleetGates[] = []
+  // Each instance on a connection of its own, as separate processes would be.
+  const connections: Redis[] = []
+  const connect = async () => {
+    const redis = await connectRedis(redisUrl)
+    connections.push(redis)
+    return redis
+  }
   const instances = (count: number, ttlMs = 3000) =>
     Promise.all(
       Array.from({ length: count }, async (_, i) => {
-        const fleet = await createFleetGates(redisUrl, { instance: `i${fleets.length + i}`, ttlMs, logger, prefix })
+        // Named before the connection is awaited: names taken after it could repeat.
+        const instance = `i${fleets.length + i}`
+        const fleet = createFleetGates(await connect(), { instance, ttlMs, logger, prefix })
         fleets.push(fleet)
         return fleet
       }),
     )
   afterAll(async () => {
     await Promise.all(fleets.map((fleet) => fleet.close()))
+    for (const redis of connections) redis.disconnect()
   })
 
   describe('fleet gate', () => {

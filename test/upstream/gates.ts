@@ -4,8 +4,9 @@
  * src/upstream/) or changing how they are built changes this file alone.
  */
 import { randomBytes } from 'node:crypto'
-import { createFleetGates } from '../../src/coordination/fleet-gate.ts'
-import { createProviderGate, type ProviderGate } from '../../src/dispatch/provider-gate.ts'
+import { connectRedis } from '../../src/coordination/redis.ts'
+import { createFleetGates } from '../../src/upstream/fleet-gate.ts'
+import { createProviderGate, type ProviderGate } from '../../src/upstream/provider-gate.ts'
 import type { Logger } from '../../src/telemetry/logger.ts'
 
 /** What the contract holds every gate to. */
@@ -25,12 +26,17 @@ export const makeInProcessGate: MakeGate = async (limit) => ({ gate: createProvi
 /** The fleet-wide gate on Redis: each gate made is one instance, on a provider of its own. */
 export function fleetGateMaker(options: { redisUrl: string; prefix: string; logger: Logger }): MakeGate {
   return async (limit) => {
-    const gates = await createFleetGates(options.redisUrl, {
+    const redis = await connectRedis(options.redisUrl)
+    const gates = createFleetGates(redis, {
       instance: `inst_${randomBytes(4).toString('hex')}`,
       ttlMs: 5_000,
       logger: options.logger,
       prefix: options.prefix,
     })
-    return { gate: gates.gate(`provider_${randomBytes(4).toString('hex')}`, limit), close: () => gates.close() }
+    const close = async () => {
+      await gates.close()
+      redis.disconnect()
+    }
+    return { gate: gates.gate(`provider_${randomBytes(4).toString('hex')}`, limit), close }
   }
 }

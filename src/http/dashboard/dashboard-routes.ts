@@ -1,12 +1,12 @@
 /**
  * The dashboard (`/`): a person signs in with an API key and sees their batches, submits a file
- * and downloads results. Every page goes through the same gate (rate limit, scopes) and every
+ * and downloads results. Every page goes through the same authentication (rate limit, scopes) and every
  * upload through the same admission as `POST /v1/batches`; only the rendering is its own.
  */
 import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { refusalOf, type SubmitOptions } from '../../admission/submit-batch.ts'
-import type { Caller } from '../../auth/gate.ts'
+import type { Caller } from '../../auth/authenticate.ts'
 import { nowSeconds, type Scope } from '../../domain.ts'
 import { GatewayError, invalidApiKey, notFound } from '../../errors.ts'
 import { BodyAborted, readFormBody } from '../../ingest/read-body.ts'
@@ -64,7 +64,7 @@ export interface DashboardDeps extends Omit<NativeDeps, 'bodyLimit'> {
   sessionHours: number
 }
 
-export function dashboardRoutes({ gate, store, admission, maxBodyBytes, bodyLimits, onCancelled, sessionHours }: DashboardDeps) {
+export function dashboardRoutes({ auth, store, admission, maxBodyBytes, bodyLimits, onCancelled, sessionHours }: DashboardDeps) {
   /** An expected refusal as a page; anything else is a bug for the app's error handler. */
   function refusal(
     error: unknown,
@@ -102,7 +102,7 @@ export function dashboardRoutes({ gate, store, admission, maxBodyBytes, bodyLimi
     try {
       const found = await store.findSession(sessionHash(id), nowSeconds())
       if (!found) throw invalidApiKey('signed out, expired or revoked session')
-      return await gate.admitCaller(found, need, headers)
+      return await auth.authorize(found, need, headers)
     } catch (error) {
       return refusal(error, request, headers)
     }
@@ -171,7 +171,7 @@ export function dashboardRoutes({ gate, store, admission, maxBodyBytes, bodyLimi
         const headers: HeaderMap = {}
         let caller: Caller
         try {
-          caller = await gate.admit(`Bearer ${form.data.key}`, 'read', headers)
+          caller = await auth.authenticate(`Bearer ${form.data.key}`, 'read', headers)
         } catch (error) {
           if (error instanceof GatewayError && error.status === 403) {
             const text =

@@ -8,7 +8,7 @@ import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
 import { refusalOf, type Admission } from '../../admission/submit-batch.ts'
-import type { Gate } from '../../auth/gate.ts'
+import type { Authenticator } from '../../auth/authenticate.ts'
 import { BATCH_URLS, newId, nowSeconds, type BatchRecord } from '../../domain.ts'
 import { badRequest, notFound } from '../../errors.ts'
 import type { BlobStore } from '../../files/blob-store.ts'
@@ -39,7 +39,7 @@ const listQuery = z.object({
 })
 
 export interface FacadeBatchDeps {
-  gate: Gate
+  auth: Authenticator
   store: BatchStore & FileStore & AccountStore
   blobs: BlobStore
   admission: Admission
@@ -48,11 +48,11 @@ export interface FacadeBatchDeps {
   onCancelled?: (batchId: string) => void
 }
 
-export function openAiBatchRoutes({ gate, store, blobs, admission, bodyLimit, onCancelled }: FacadeBatchDeps) {
+export function openAiBatchRoutes({ auth, store, blobs, admission, bodyLimit, onCancelled }: FacadeBatchDeps) {
   const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
 
   async function create(request: Request, headers: Record<string, string>) {
-    const caller = await gate.admit(request.headers.get('authorization'), 'batches', headers)
+    const caller = await auth.authenticate(request.headers.get('authorization'), 'batches', headers)
     const read = await readJsonBody(request, bodyLimit)
     if (!read.ok || read.value === undefined) {
       throw badRequest('the body must be a JSON object such as {"input_file_id": …, "endpoint": …, "completion_window": "24h"}')
@@ -138,20 +138,20 @@ export function openAiBatchRoutes({ gate, store, blobs, admission, bodyLimit, on
   return new Elysia({ name: 'openai-batches', prefix: '/openai/v1' })
     .post('/batches', async ({ request, set }) => renderOpenAiBatch(await create(request, headersOf(set))), { parse: 'none' })
     .get('/batches', async ({ request, set }) => {
-      const caller = await gate.admit(request.headers.get('authorization'), 'read', headersOf(set))
+      const caller = await auth.authenticate(request.headers.get('authorization'), 'read', headersOf(set))
       const query = parseQuery(listQuery, request.url)
       const page = await store.listBatches(caller.account.id, { limit: query.limit, after: query.after ?? null })
       const data = page.batches.map(renderOpenAiBatch)
       return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: page.hasMore }
     })
     .get('/batches/:id', async ({ request, set, params }) => {
-      const caller = await gate.admit(request.headers.get('authorization'), 'read', headersOf(set))
+      const caller = await auth.authenticate(request.headers.get('authorization'), 'read', headersOf(set))
       const batch = await store.getBatch(caller.account.id, params.id)
       if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
       return renderOpenAiBatch(batch)
     })
     .post('/batches/:id/cancel', async ({ request, set, params }) => {
-      const caller = await gate.admit(request.headers.get('authorization'), 'batches', headersOf(set))
+      const caller = await auth.authenticate(request.headers.get('authorization'), 'batches', headersOf(set))
       return renderOpenAiBatch(await cancelBatch(store, caller.account.id, params.id, onCancelled))
     }, { parse: 'none' })
 }

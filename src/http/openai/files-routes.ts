@@ -1,7 +1,7 @@
 /** OpenAI Files (`/openai/v1/files`): upload for batches, list, retrieve, delete, content. */
 import { Elysia } from 'elysia'
 import { z } from 'zod'
-import type { Gate } from '../../auth/gate.ts'
+import type { Authenticator } from '../../auth/authenticate.ts'
 import { newId, nowSeconds } from '../../domain.ts'
 import { badRequest, notFound, refuse } from '../../errors.ts'
 import { FileTooLarge, type BlobStore } from '../../files/blob-store.ts'
@@ -23,7 +23,7 @@ const listQuery = z.object({
 })
 
 export interface FilesDeps {
-  gate: Gate
+  auth: Authenticator
   store: FileStore & BatchStore & UploadStore
   blobs: BlobStore
   maxFileBytes: number
@@ -35,7 +35,7 @@ export interface FilesDeps {
 
 const UNSUCCESSFUL = ['failed', 'cancelled', 'expired'] as const
 
-export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes, quotaDefaults, bodyLimit }: FilesDeps) {
+export function openAiFilesRoutes({ auth, store, blobs, maxFileBytes, quotaDefaults, bodyLimit }: FilesDeps) {
   const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
 
   /** A rendered file's content, streamed from the stored results. */
@@ -58,7 +58,7 @@ export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes, quotaDefau
     .post(
       '/files',
       async ({ request, set }) => {
-        const caller = await gate.admit(request.headers.get('authorization'), 'batches', headersOf(set))
+        const caller = await auth.authenticate(request.headers.get('authorization'), 'batches', headersOf(set))
         // Before reading: a declared size over the limit (413), a compressed body (415). The file
         // part is limited again as it is stored, so a chunked upload stops at the limit too.
         refuseByHeaders(request, bodyLimit)
@@ -101,7 +101,7 @@ export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes, quotaDefau
       { parse: 'none' },
     )
     .get('/files', async ({ request, set }) => {
-      const caller = await gate.admit(request.headers.get('authorization'), 'read', headersOf(set))
+      const caller = await auth.authenticate(request.headers.get('authorization'), 'read', headersOf(set))
       const query = parseQuery(listQuery, request.url)
       const page = await store.listFiles(caller.account.id, {
         limit: query.limit,
@@ -114,20 +114,20 @@ export function openAiFilesRoutes({ gate, store, blobs, maxFileBytes, quotaDefau
       return { object: 'list', data, first_id: data[0]?.id ?? '', last_id: data.at(-1)?.id ?? '', has_more: page.hasMore }
     })
     .get('/files/:id', async ({ request, set, params }) => {
-      const caller = await gate.admit(request.headers.get('authorization'), 'read', headersOf(set))
+      const caller = await auth.authenticate(request.headers.get('authorization'), 'read', headersOf(set))
       const file = await store.getFile(caller.account.id, params.id)
       if (!file) throw notFound(`file ${excerpt(params.id)}`)
       return renderOpenAiFile(await withSize(file))
     })
     .delete('/files/:id', async ({ request, set, params }) => {
-      const caller = await gate.admit(request.headers.get('authorization'), 'batches', headersOf(set))
+      const caller = await auth.authenticate(request.headers.get('authorization'), 'batches', headersOf(set))
       const file = await store.getFile(caller.account.id, params.id)
       if (!file || !(await store.deleteFile(caller.account.id, params.id))) throw notFound(`file ${excerpt(params.id)}`)
       if (file.kind === 'upload') await blobs.delete(file.id)
       return { id: params.id, object: 'file', deleted: true }
     })
     .get('/files/:id/content', async ({ request, set, params }) => {
-      const caller = await gate.admit(request.headers.get('authorization'), 'read', headersOf(set))
+      const caller = await auth.authenticate(request.headers.get('authorization'), 'read', headersOf(set))
       const file = await store.getFile(caller.account.id, params.id)
       if (!file) throw notFound(`file ${excerpt(params.id)}`)
       await store.touchFile(file.id, nowSeconds())

@@ -1,5 +1,5 @@
 /**
- * The gate every authenticated request passes: who is calling (401), how often (429, with the
+ * What every authenticated request passes: who is calling (401), how often (429, with the
  * X-RateLimit-* headers on every authenticated answer, refusals included), and may they (403).
  */
 import type { AccountRecord, KeyRecord, Scope } from '../domain.ts'
@@ -15,24 +15,24 @@ export interface Caller {
   account: AccountRecord
 }
 
-export interface Gate {
+export interface Authenticator {
   /**
-   * Authenticates, counts the request and checks the scope. `headers` receives the rate-limit
+   * Finds the key, counts the request and checks the scope. `headers` receives the rate-limit
    * headers, so the caller's response carries them whatever happens next.
    */
-  admit(authorization: string | null, need: Scope | 'any', headers: Record<string, string>): Promise<Caller>
+  authenticate(authorization: string | null, need: Scope | 'any', headers: Record<string, string>): Promise<Caller>
   /**
    * The same count and scope check for a caller found another way (a dashboard session, whose
    * lookup already refused unknown, expired and revoked ones).
    */
-  admitCaller(caller: Caller, need: Scope | 'any', headers: Record<string, string>): Promise<Caller>
+  authorize(caller: Caller, need: Scope | 'any', headers: Record<string, string>): Promise<Caller>
 }
 
 /** `keys` (key-cache.ts) answers lookups from memory; without it every request asks the store. */
-export function createGate(store: AccountStore, limiter: RateLimiter, telemetry: Telemetry = noTelemetry, keys?: KeyCache): Gate {
+export function createAuthenticator(store: AccountStore, limiter: RateLimiter, telemetry: Telemetry = noTelemetry, keys?: KeyCache): Authenticator {
   const findKey = keys ? keys.find : (hash: string) => store.findKey(hash)
   /** The rate limit and scope check, for a caller already authenticated. */
-  async function admitCaller(found: Caller, need: Scope | 'any', headers: Record<string, string>): Promise<Caller> {
+  async function authorize(found: Caller, need: Scope | 'any', headers: Record<string, string>): Promise<Caller> {
     const limit = found.key.rateLimitPerMinute ?? found.account.rateLimitPerMinute
     const decision = await limiter.hit(found.key.id, limit)
     headers['x-ratelimit-limit'] = String(decision.limit)
@@ -56,15 +56,15 @@ export function createGate(store: AccountStore, limiter: RateLimiter, telemetry:
   }
 
   return {
-    async admit(authorization, need, headers) {
+    async authenticate(authorization, need, headers) {
       const match = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null
       if (!authorization) throw invalidApiKey('no API key: send "Authorization: Bearer <key>"')
       if (!match) throw invalidApiKey('malformed Authorization header: send "Authorization: Bearer <key>"')
       const token = match[1]
       const found = token.startsWith(KEY_PREFIX) ? await findKey(hashKey(token)) : null
       if (!found) throw invalidApiKey('unknown or revoked API key')
-      return admitCaller(found, need, headers)
+      return authorize(found, need, headers)
     },
-    admitCaller,
+    authorize,
   }
 }

@@ -1,7 +1,7 @@
 /**
  * A provider's concurrency bound for the whole fleet (REDIS_URL set): each instance keeps a local
  * lease of slots taken from the Redis semaphore (redis-slots.ts) in blocks, and hands requests
- * those slots in process. Redis is called when the lease must grow, when slots go back, and on
+ * those slots in process (slot-queue.ts, the same queue as the in-process gate's). Redis is called when the lease must grow, when slots go back, and on
  * the heartbeat — not per request — so its cost is per block and per beat, not per line.
  *
  * Fairness: the fair share is limit ÷ instances holding or wanting slots. An instance with
@@ -13,11 +13,11 @@
  * Redis unreachable: the slots held are kept, and up to the last fair share seen is used, so the
  * fleet stays near its bound and requests keep flowing; the outage is logged once.
  */
-import { waitInQueue } from '../dispatch/wait-queue.ts'
-import Redis from 'ioredis'
-import type { ProviderGate } from '../dispatch/provider-gate.ts'
+import type Redis from 'ioredis'
 import type { Logger } from '../telemetry/logger.ts'
+import type { ProviderGate } from './provider-gate.ts'
 import { defineSlotScripts, redisSlots, type FleetView, type RedisSlots } from './redis-slots.ts'
+import { createSlotQueue } from './slot-queue.ts'
 
 /** A ProviderGate backed by the fleet's semaphore. */
 export interface FleetGate extends ProviderGate {
@@ -57,46 +57,30 @@ export function createFleetGate(
 ): FleetGate {
   const block = Math.max(1, Math.min(limit, options.block ?? Math.ceil(limit / 8)))
   const retryMs = options.retryMs ?? 50
-  const now = options.now ?? Date.now
   let held: string[] = []
-  let inFlight = 0
-  let pausedUntil = 0
   let share = limit
   let othersWanting = false
   let fetching = false
   let fetchTimer: ReturnType<typeof setTimeout> | null = null
-  let pauseTimer: ReturnType<typeof setTimeout> | null = null
   let backoff = 0
   let returning: string[] = []
   let usedSinceBeat = false
   let redisCalls = 0
   let closed = false
   let beating = false
-  const waiters: (() => void)[] = []
 
   const capacity = () => (health.degraded ? Math.max(held.length, share) : held.length)
+  const queue = createSlotQueue({
+    capacity,
+    onTaken: () => {
+      usedSinceBeat = true
+    },
+    onShort: () => fetchSoon(),
+    now: options.now,
+  })
   const learn = (view: FleetView) => {
     share = Math.max(1, Math.ceil(limit / Math.max(1, view.active)))
     othersWanting = view.othersWanting
-  }
-
-  function serve() {
-    const wait = pausedUntil - now()
-    if (wait > 0) {
-      if (waiters.length > 0 && !pauseTimer) {
-        pauseTimer = setTimeout(() => {
-          pauseTimer = null
-          serve()
-        }, wait)
-      }
-      return
-    }
-    while (waiters.length > 0 && inFlight < capacity()) {
-      inFlight++
-      usedSinceBeat = true
-      waiters.shift()!()
-    }
-    if (waiters.length > 0) fetchSoon()
   }
 
   function fetchSoon() {
@@ -113,10 +97,10 @@ export function createFleetGate(
   }
 
   async function fetch() {
-    if (waiters.length === 0) return
+    if (queue.waiting === 0) return
     fetching = true
     try {
-      const short = waiters.length - Math.max(0, capacity() - inFlight)
+      const short = queue.waiting - Math.max(0, capacity() - queue.inFlight)
       let wanted = Math.min(limit - held.length, Math.max(block, short))
       // Above the fair share while others wait: only refresh the view (wanted 0).
       if (othersWanting) wanted = Math.min(wanted, Math.max(0, share - held.length))
@@ -133,7 +117,7 @@ export function createFleetGate(
     } finally {
       fetching = false
     }
-    serve()
+    queue.serve()
   }
 
   function giveBack(count: number) {
@@ -150,7 +134,7 @@ export function createFleetGate(
     if (tokens.length === 0) return
     redisCalls++
     // A failed release is harmless: the slots expire after one TTL.
-    slots.release(tokens, held.length, waiters.length > 0).then(
+    slots.release(tokens, held.length, queue.waiting > 0).then(
       (view) => {
         health.ok()
         learn(view)
@@ -161,7 +145,7 @@ export function createFleetGate(
 
   return {
     get inFlight() {
-      return inFlight
+      return queue.inFlight
     },
     limit,
     get held() {
@@ -170,46 +154,31 @@ export function createFleetGate(
     get redisCalls() {
       return redisCalls
     },
-    acquire(signal, granted) {
-      if (inFlight < capacity() && now() >= pausedUntil && waiters.length === 0) {
-        inFlight++
-        usedSinceBeat = true
-        granted?.()
-        return Promise.resolve()
-      }
-      return waitInQueue(waiters, signal, serve, granted)
-    },
+    acquire: (signal, granted) => queue.take(signal, granted),
     release() {
-      inFlight--
-      if (!health.degraded && othersWanting && held.length > share && held.length > inFlight) {
+      // Above the fair share while others wait: this slot goes back to the fleet, not to a waiter.
+      if (!health.degraded && othersWanting && held.length > share && held.length > queue.inFlight - 1) {
         giveBack(1)
       }
-      serve()
+      queue.give()
     },
-    pause(untilMs) {
-      if (untilMs <= pausedUntil) return
-      pausedUntil = untilMs
-      if (pauseTimer) clearTimeout(pauseTimer)
-      pauseTimer = setTimeout(() => {
-        pauseTimer = null
-        serve()
-      }, Math.max(0, untilMs - now()))
-    },
+    pause: (untilMs) => queue.pause(untilMs),
     async heartbeat() {
       if (closed || beating) return
-      const idle = held.length - inFlight
-      if (waiters.length === 0) {
+      const waiting = queue.waiting
+      const idle = held.length - queue.inFlight
+      if (waiting === 0) {
         // Keep one block for a steady trickle; an instance that sent nothing keeps nothing.
         giveBack(idle - (usedSinceBeat ? block : 0))
       } else if (othersWanting && held.length > share) {
         giveBack(Math.min(idle, held.length - share))
       }
       usedSinceBeat = false
-      if (held.length === 0 && waiters.length === 0) return
+      if (held.length === 0 && waiting === 0) return
       redisCalls++
       beating = true
       try {
-        const result = await slots.renew([...held], waiters.length > 0)
+        const result = await slots.renew([...held], waiting > 0)
         health.ok()
         learn(result)
         if (result.lost.length > 0) {
@@ -221,12 +190,12 @@ export function createFleetGate(
       } finally {
         beating = false
       }
-      serve()
+      queue.serve()
     },
     async releaseAll() {
       closed = true
       if (fetchTimer) clearTimeout(fetchTimer)
-      if (pauseTimer) clearTimeout(pauseTimer)
+      queue.close()
       const tokens = [...returning, ...held]
       returning = []
       held = []
@@ -235,9 +204,10 @@ export function createFleetGate(
   }
 }
 
-/** The fleet gates of one instance: one Redis connection, one heartbeat for all providers. */
+/** The fleet gates of one instance: one heartbeat for all providers, on the instance's Redis connection. */
 export interface FleetGates {
   gate(provider: string, limit: number): FleetGate
+  /** Gives every slot back; the connection is the caller's to close. */
   close(): Promise<void>
 }
 
@@ -252,17 +222,8 @@ export interface FleetGatesOptions {
   block?: number
 }
 
-/** Connects (waiting up to 2 s for Redis, so start-up does not log a false outage). */
-export async function createFleetGates(
-  url: string,
-  options: FleetGatesOptions,
-): Promise<FleetGates> {
-  // Fail fast while Redis is away (no offline queue): the gates fall back, nothing waits on it.
-  const redis = new Redis(url, {
-    maxRetriesPerRequest: 1,
-    enableOfflineQueue: false,
-    connectTimeout: 2000,
-  })
+/** `redis`: the instance's connection (src/coordination/redis.ts), opened to fail fast while Redis is away. */
+export function createFleetGates(redis: Redis, options: FleetGatesOptions): FleetGates {
   defineSlotScripts(redis)
   let degraded = false
   const health: RedisHealth = {
@@ -283,17 +244,11 @@ export async function createFleetGates(
       degraded = true
     },
   }
-  // ioredis emits an error on every failed reconnect; without a listener it prints each one.
-  redis.on('error', (error) => health.failed(error))
   // Back: an idle gate makes no call that would notice, so the connection says so.
-  redis.on('ready', () => health.ok())
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, 2000)
-    redis.once('ready', () => {
-      clearTimeout(timer)
-      resolve()
-    })
-  })
+  const onReady = () => health.ok()
+  const onError = (error: unknown) => health.failed(error)
+  redis.on('error', onError)
+  redis.on('ready', onReady)
   const gates: FleetGate[] = []
   // Often enough that a newcomer gets its share within a second, and well inside the TTL.
   const beat = setInterval(
@@ -318,7 +273,8 @@ export async function createFleetGates(
     async close() {
       clearInterval(beat)
       await Promise.all(gates.map((gate) => gate.releaseAll()))
-      redis.disconnect()
+      redis.off('error', onError)
+      redis.off('ready', onReady)
     },
   }
 }
