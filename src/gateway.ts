@@ -90,7 +90,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   const live = { gate, store, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000), bodyLimit: bodies.live }
   const groups = [
     healthRoutes(readinessChecks({ store: () => store.ping(), redis: limiter.ping && (() => limiter.ping!()) })),
-    nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimit: bodies.nativeSubmit, sharedBodiesFrom: validator.splitFrom, onCancelled: (id) => dispatcher?.cancelled(id) }),
+    nativeBatchRoutes({ gate, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimit: bodies.nativeSubmit, fileBuffers: validator.bodyBuffers, onCancelled: (id) => dispatcher?.cancelled(id) }),
     liveRoutes('', live),
     liveRoutes('/openai', live),
     openAiFilesRoutes({ gate, store, blobs, maxFileBytes: config.limits.maxFileBytes, quotaDefaults, bodyLimit: bodies.fileUpload }),

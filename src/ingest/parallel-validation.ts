@@ -14,16 +14,18 @@ import type { Catalog } from '../catalog/catalog.ts'
 import { Money } from '../money/decimal.ts'
 import { createThreadCalls } from '../threads/thread-calls.ts'
 import type { NewLine } from '../store/store.ts'
+import type { BodyBuffers } from './read-body.ts'
 import { checkLines, FileLine, fileVerdict, validateBatchFile, type FileLimits, type FileVerdict } from './validate-batch-file.ts'
 import type { SegmentReply, ValidationRequest } from './validation-worker.ts'
 
 export interface FileValidator {
   validate(bytes: Uint8Array, limits: FileLimits): Promise<FileVerdict>
   /**
-   * Files at least this big are split across two threads (Infinity: never). One read into a
-   * SharedArrayBuffer is handed to the thread as it is; any other is copied for it.
+   * How to read a file for this validator (readBody's `into`): one big enough to be split across
+   * two threads goes into shared memory, handed to the thread as it is; any other file given to
+   * `validate` is copied for the thread.
    */
-  readonly splitFrom: number
+  readonly bodyBuffers: BodyBuffers
   close(): Promise<void>
 }
 
@@ -69,7 +71,7 @@ export function createFileValidator(
   }
 
   return {
-    splitFrom: parallel ? minBytes : Infinity,
+    bodyBuffers: sharedBodiesFrom(parallel ? minBytes : Infinity),
     async validate(bytes, limits) {
       const split = parallel && !closed && bytes.byteLength >= minBytes ? splitPoint(bytes) : -1
       if (split < 0) {
@@ -106,6 +108,14 @@ export function createFileValidator(
       closed = true
       thread?.terminate()
     },
+  }
+}
+
+/** Bodies of at least `bytes` in shared memory, which a thread reads without a copy of its own. */
+export function sharedBodiesFrom(bytes: number): BodyBuffers {
+  return {
+    wants: (size) => size >= bytes,
+    allocate: (size) => new Uint8Array(new SharedArrayBuffer(size)),
   }
 }
 
