@@ -5,6 +5,7 @@
 import { createAccounts } from './accounts/accounts.ts'
 import { createAdmission } from './admission/submit-batch.ts'
 import { createFileValidator } from './ingest/parallel-validation.ts'
+import { collectYoungGarbage } from './memory/young-garbage.ts'
 import { createGate } from './auth/gate.ts'
 import { createCatalog } from './catalog/catalog.ts'
 import { createFleetGates } from './coordination/fleet-gate.ts'
@@ -46,7 +47,7 @@ export interface Gateway {
 export async function startGateway(config: Config, options: { logger?: Logger } = {}): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config.logLevel)
   const telemetry = createTelemetry({ otlpEndpoint: config.otlpEndpoint, serviceName: 'multigrid', logger })
-  const store = await openStore(config)
+  const store = await openStore(config, { collectGarbage: collectYoungGarbage })
   const blobs = await openBlobStore(config)
   const limiter: RateLimiter = config.redisUrl ? createRedisLimiter(config.redisUrl, logger) : createMemoryLimiter()
   const catalog = createCatalog(config.catalog, config.providerKeys)
@@ -73,7 +74,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
     pendingLines: async () => (await store.runnableBatches(Date.now(), 10_000)).reduce((sum, b) => sum + b.pending, 0),
     linesInFlight: () => dispatcher?.inFlight ?? 0,
   })
-  const validator = createFileValidator(catalog, config)
+  const validator = createFileValidator(catalog, config, { collectGarbage: collectYoungGarbage })
   const admission = createAdmission(store, validator, config.limits, (batch) => {
     logger.info('batch.admitted', { batch_id: batch.id, account_id: batch.accountId, lines: batch.counts.total, cost_ceiling_usd: batch.costCeilingUsd, source: batch.source })
     nudges.publish()

@@ -36,6 +36,11 @@ export interface FileValidatorOptions {
   parallel?: boolean
   /** Told how each file was validated: in one pass, split in two, or split and then again in one pass. */
   observe?: (how: ValidationPath) => void
+  /**
+   * Called every few thousand lines on the event loop (CheckOptions.collectGarbage); when set, the
+   * thread collects its own too (validation-worker.ts). Unset: neither collects.
+   */
+  collectGarbage?: () => void
 }
 
 export type ValidationPath = 'one_pass' | 'split' | 'split_then_one_pass'
@@ -51,11 +56,12 @@ export function createFileValidator(
   const minBytes = options.minParallelBytes ?? DEFAULT_MIN_PARALLEL_BYTES
   const parallel = options.parallel ?? availableParallelism() > 1
   const observe = options.observe ?? (() => {})
+  const collectGarbage = options.collectGarbage
   let closed = false
   // Started now: loading its modules takes longer than validating half a file.
   const thread = parallel
     ? createThreadCalls<SegmentReply>(new URL('./validation-worker.ts', import.meta.url), 'validation', (worker) =>
-        worker.postMessage({ kind: 'init', catalog: source.catalog, providerKeys: source.providerKeys } satisfies ValidationRequest))
+        worker.postMessage({ kind: 'init', catalog: source.catalog, providerKeys: source.providerKeys, collectGarbage: options.collectGarbage !== undefined } satisfies ValidationRequest))
     : null
 
   /** The second segment, checked on the thread; null if the thread failed or was closed. */
@@ -76,11 +82,11 @@ export function createFileValidator(
       const split = parallel && !closed && bytes.byteLength >= minBytes ? splitPoint(bytes) : -1
       if (split < 0) {
         observe('one_pass')
-        return validateBatchFile(bytes, catalog, limits)
+        return validateBatchFile(bytes, catalog, limits, { collectGarbage })
       }
       const secondFirstLine = countLines(bytes, split) + 1
       const second = checkOnThread(bytes.subarray(split), secondFirstLine, limits)
-      const first = checkLines(bytes, catalog, limits, { from: 0, to: split - 1, firstLineNo: 1 })
+      const first = checkLines(bytes, catalog, limits, { segment: { from: 0, to: split - 1, firstLineNo: 1 }, collectGarbage })
       const other = await second
       const clean =
         other !== null &&
@@ -93,7 +99,7 @@ export function createFileValidator(
         other.customIds.every((id) => !first.customIds.has(id))
       if (!clean) {
         observe('split_then_one_pass')
-        return validateBatchFile(bytes, catalog, limits)
+        return validateBatchFile(bytes, catalog, limits, { collectGarbage })
       }
       observe('split')
       const lines: NewLine[] = first.lines

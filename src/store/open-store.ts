@@ -9,11 +9,12 @@ import { createDiskBlobStore } from '../files/disk-blob-store.ts'
 import { createSqliteStore } from './sqlite/sqlite-store.ts'
 import type { Store } from './store.ts'
 
-export async function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir'>): Promise<Store> {
+/** `collectGarbage`: called in the bulk write of a batch's lines, where that makes much garbage (PostgreSQL's COPY). */
+export async function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir'>, hooks: { collectGarbage?: () => void } = {}): Promise<Store> {
   if (config.databaseUrl) {
     const { url, schema } = splitSchema(config.databaseUrl)
     const { createPostgresStore } = await import('./postgres/postgres-store.ts')
-    return createPostgresStore(url, { schema })
+    return createPostgresStore(url, { schema, collectGarbage: hooks.collectGarbage })
   }
   return createSqliteStore(config.dataDir)
 }

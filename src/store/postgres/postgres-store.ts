@@ -52,6 +52,8 @@ export interface PostgresStoreOptions {
   schema?: string
   /** Pool size; default 10. */
   max?: number
+  /** Called every few megabytes of a batch's COPY data (see copyLines). */
+  collectGarbage?: () => void
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
@@ -79,7 +81,7 @@ export async function createPostgresStore(
     throw error
   }
   const connection: PostgresConnection = { url, schema, max: DISPATCH_CONNECTIONS }
-  return new PostgresStore(sql, createDispatchThread(new URL('./dispatch-worker.ts', import.meta.url), [connection]))
+  return new PostgresStore(sql, createDispatchThread(new URL('./dispatch-worker.ts', import.meta.url), [connection]), options.collectGarbage)
 }
 
 const OPEN_STATUSES = [...OPEN_BATCH_STATUSES]
@@ -103,6 +105,7 @@ class PostgresStore extends DispatchDelegate implements Store {
   constructor(
     private readonly sql: postgres.Sql,
     protected readonly dispatch: DispatchThread,
+    private readonly collectGarbage?: () => void,
   ) {
     super()
   }
@@ -238,7 +241,7 @@ class PostgresStore extends DispatchDelegate implements Store {
           ${batch.source}, ${batch.metadata ? tx.json(storableJson(batch.metadata)) : null},
           ${batch.inputFileId}, ${batch.idempotencyKey})
         RETURNING *`
-      const count = await copyLines(tx, batch.id, batch.lines)
+      const count = await copyLines(tx, batch.id, batch.lines, this.collectGarbage)
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
       }
