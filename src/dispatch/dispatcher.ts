@@ -52,7 +52,7 @@ export function createDispatcher(
   const leaseMs = options.leaseSeconds * 1000
   const abort = new AbortController()
   const planner = createClaimPlanner({ capacity: upstreams.capacity() })
-  const signal = createWakeSignal()
+  const wake = createWakeSignal()
   let running = false
   let loop: Promise<void> | null = null
   let inFlight = 0
@@ -169,7 +169,7 @@ export function createDispatcher(
         if (active.remove(line.batchId)) lastLineOut = true
         inFlight--
         // Wakes the claim loop once a claim's worth of room is free, not on every line.
-        if (planner.hasRoom(inFlight)) signal.poke()
+        if (planner.hasRoom(inFlight)) wake.poke()
       })
   }
 
@@ -180,7 +180,7 @@ export function createDispatcher(
     recorder.flush().finally(() => {
       overrunning.remove(accountId)
       runnable = null
-      signal.poke()
+      wake.poke()
     })
   }
 
@@ -188,7 +188,7 @@ export function createDispatcher(
     while (running) {
       let claimed = 0
       // A poke from before this turn is answered by it.
-      signal.takePoke()
+      wake.takePoke()
       try {
         claimed = await tick()
       } catch (error) {
@@ -196,7 +196,7 @@ export function createDispatcher(
       }
       if (!running) break
       // Full: wait for a slot. Idle: wait for a nudge or the poll interval.
-      if ((claimed === 0 || planner.isFull(inFlight)) && !signal.takePoke()) await signal.sleep(options.pollMs)
+      if ((claimed === 0 || planner.isFull(inFlight)) && !wake.takePoke()) await wake.sleep(options.pollMs)
     }
   }
 
@@ -212,14 +212,14 @@ export function createDispatcher(
     },
     nudge() {
       runnable = null
-      signal.poke()
+      wake.poke()
     },
     cancelled(batchId) {
       stopped.add(batchId)
     },
     async stop() {
       running = false
-      signal.poke()
+      wake.poke()
       await loop
       const deadline = Date.now() + options.drainMs
       while (inFlight > 0 && Date.now() < deadline) await Bun.sleep(20)
