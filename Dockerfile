@@ -33,7 +33,9 @@ COPY sql ./sql
 # The embedded store (SQLite) lives here when DATABASE_URL is not set; mount a volume on it.
 RUN mkdir -p /app/data && chown multigrid /app/data
 USER multigrid
-ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 MULTIGRID_DATA_DIR=/app/data
+# MIMALLOC_PURGE_DELAY=-1: the allocator keeps the pages it frees (README, as `npm start` sets it);
+# `docker run -e MIMALLOC_PURGE_DELAY=10` restores its default.
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 MULTIGRID_DATA_DIR=/app/data MIMALLOC_PURGE_DELAY=-1
 EXPOSE 8080
 # No curl in a slim image: Bun asks /healthz itself.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s \

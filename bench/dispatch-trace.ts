@@ -15,8 +15,6 @@
  * of walking every line in primary-key order (EXPLAIN QUERY PLAN: SCAN lines USING INDEX
  * sqlite_autoindex_lines_1 → SEARCH lines USING INDEX lines_running (lease_until<?)).
  */
-// First: may restart the process with memory settings for a server (see the module).
-import '../src/memory/server-memory-settings.ts'
 import type { Database } from 'bun:sqlite'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'

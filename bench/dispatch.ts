@@ -20,8 +20,6 @@
  * --profile writes the gateway's CPU profile (Bun's --cpu-prof, plus its markdown summary) to
  * bench/out/prof/; summarise it with `bun bench/prof-summary.ts <file.cpuprofile>`.
  */
-// First: may restart the process with memory settings for a server (see the module).
-import '../src/memory/server-memory-settings.ts'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'

@@ -5,8 +5,6 @@
  *
  *   bun bench/ingest.ts [--runs 5] [--store sqlite|postgres] [--profile]
  */
-// First: may restart the process with memory settings for a server (see the module).
-import '../src/memory/server-memory-settings.ts'
 import { parseArgs } from 'node:util'
 import { writeCatalog } from '../test/helpers/catalog.ts'
 import { benchSchema, memoryOf, median, mib, newKey, profileArgs, randomPort, resetPeak, spawnGateway, standardFile } from './lib.ts'

@@ -73,6 +73,8 @@ export async function spawnGateway(env: Record<string, string>, port: number, bu
     MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-bench-')),
     MULTIGRID_ADMIN_TOKEN: 'bench-admin-token-0123456789',
     LOG_LEVEL: 'warn',
+    // As `npm start` starts it (package.json), also when a bench is run with `bun bench/…` directly.
+    MIMALLOC_PURGE_DELAY: '-1',
     // Runtime tuning under test (JavaScriptCore options, the allocator's) reaches the gateway.
     ...Object.fromEntries(Object.entries(process.env).filter(([name]) => /^(BUN_JSC_|MIMALLOC_)/.test(name))),
     ...env,
@@ -120,7 +122,9 @@ export interface SimulatorProcess {
  * share an event loop with the gateway or the load generator. `args` are its flags.
  */
 export async function spawnSimulator(args: string[], port: number): Promise<SimulatorProcess> {
-  const child = Bun.spawn([process.execPath, join(ROOT, 'src/simulator/main.ts'), '--port', String(port), ...args], { stdout: 'ignore', stderr: 'inherit' })
+  // With the allocator's setting `npm run sim` gives it (package.json), unless this process has its own.
+  const env = { ...process.env, MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY ?? '-1' }
+  const child = Bun.spawn([process.execPath, join(ROOT, 'src/simulator/main.ts'), '--port', String(port), ...args], { env, stdout: 'ignore', stderr: 'inherit' })
   const url = `http://127.0.0.1:${port}`
   let ready = false
   for (let i = 0; i < 100 && !ready; i++) {

@@ -14,8 +14,6 @@
  *
  * --profile writes the gateway's CPU profile to bench/out/prof/ (see bench/prof-summary.ts).
  */
-// First: may restart the process with memory settings for a server (see the module).
-import '../src/memory/server-memory-settings.ts'
 import { parseArgs } from 'node:util'
 import { Pool } from 'undici/index.js'
 import { writeCatalog } from '../test/helpers/catalog.ts'

@@ -13,8 +13,6 @@
  *
  * Needs PostgreSQL and Redis: TEST_DATABASE_URL and TEST_REDIS_URL, or the local defaults.
  */
-// First: may restart the process with memory settings for a server (see the module).
-import '../src/memory/server-memory-settings.ts'
 import { readdirSync, readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { parseArgs } from 'node:util'

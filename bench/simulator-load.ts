@@ -4,8 +4,6 @@
  * and latency percentiles. Used to size the simulator and to choose the gateway's HTTP client;
  * `--client adapter` goes through the OpenAI provider adapter, as the dispatcher does.
  */
-// First: may restart the process with memory settings for a server (see the module).
-import '../src/memory/server-memory-settings.ts'
 import { parseArgs } from 'node:util'
 import { Pool } from 'undici/index.js'
 import { createProvider } from '../providers/index.ts'

@@ -9,8 +9,6 @@
  *   bun bench/store-ops.ts [--store sqlite|postgres] [--lines 50000] [--claim 16] [--record 25]
  *     [--in-flight 256] [--maintenance-every 100]
  */
-// First: may restart the process with memory settings for a server (see the module).
-import '../src/memory/server-memory-settings.ts'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'

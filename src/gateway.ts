@@ -8,6 +8,7 @@ import { createFileValidator } from './ingest/parallel-validation.ts'
 import { createAuthenticator } from './auth/authenticate.ts'
 import { createKeyCache } from './auth/key-cache.ts'
 import { createLiveCredit, type LiveCredit } from './live/live-credit.ts'
+import { collectYoungGarbage } from './memory/young-garbage.ts'
 import { createCatalog } from './catalog/catalog.ts'
 import { connectRedis } from './coordination/redis.ts'
 import { NUDGE_CHANNEL, openNudges } from './coordination/nudges.ts'
@@ -54,7 +55,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   const logger = options.logger ?? createLogger(config.logLevel)
   const telemetry = createTelemetry({ otlpEndpoint: config.otlpEndpoint, serviceName: 'multigrid', logger })
   // The dispatcher's part of the store apart: on a SQLite file or PostgreSQL it runs on a thread.
-  const { store, dispatch } = await openStore(config)
+  const { store, dispatch } = await openStore(config, { collectGarbage: collectYoungGarbage })
   const blobs = await openBlobStore(config)
   // One Redis connection, for the shared rate limits and the fleet-wide provider gates.
   const redis = config.redisUrl ? await connectRedis(config.redisUrl) : null
@@ -92,7 +93,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
     pendingLines: async () => (await dispatch.runnableBatches(Date.now(), 10_000)).reduce((sum, b) => sum + b.pending, 0),
     linesInFlight: () => dispatcher?.inFlight ?? 0,
   })
-  const validator = createFileValidator(catalog, config)
+  const validator = createFileValidator(catalog, config, { collectGarbage: collectYoungGarbage })
   const admission = createAdmission(store, validator, config.limits, (batch) => {
     logger.info('batch.admitted', { batch_id: batch.id, account_id: batch.accountId, lines: batch.counts.total, cost_ceiling_usd: batch.costCeilingUsd, source: batch.source })
     nudges.publish()
@@ -110,7 +111,7 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   const live = { auth, credit, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000), bodyLimit: bodies.live }
   const groups = [
     healthRoutes(readinessChecks({ store: () => store.ping(), redis: limiter.ping && (() => limiter.ping!()) })),
-    nativeBatchRoutes({ auth, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimit: bodies.nativeSubmit, sharedBodiesFrom: validator.splitFrom, onCancelled: (id) => dispatcher?.cancelled(id) }),
+    nativeBatchRoutes({ auth, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimit: bodies.nativeSubmit, fileBuffers: validator.bodyBuffers, onCancelled: (id) => dispatcher?.cancelled(id) }),
     liveRoutes('', live),
     liveRoutes('/openai', live),
     openAiFilesRoutes({ auth, store, blobs, maxFileBytes: config.limits.maxFileBytes, quotaDefaults, bodyLimit: bodies.fileUpload }),

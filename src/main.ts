@@ -1,6 +1,4 @@
 /** The gateway process: `npm start`. */
-// First: may restart the process with memory settings for a server (see the module).
-import './memory/server-memory-settings.ts'
 import { ConfigError, loadConfig } from './config.ts'
 import { startGateway } from './gateway.ts'
 

@@ -6,7 +6,7 @@ import type { Authenticator } from '../auth/authenticate.ts'
 import type { LineStatus } from '../domain.ts'
 import { badRequest, notFound, refuse } from '../errors.ts'
 import { cancelBatch } from '../admission/cancel-batch.ts'
-import { readBody, type BodyLimit } from '../ingest/read-body.ts'
+import { readBody, type BodyBuffers, type BodyLimit } from '../ingest/read-body.ts'
 import type { AccountStore, BatchStore } from '../store/store.ts'
 import { storableText } from '../schemas/text.ts'
 import { MAX_WINDOW_HOURS, wholeNumberText } from '../schemas/whole-number.ts'
@@ -46,13 +46,13 @@ export interface NativeDeps {
   maxBodyBytes: number
   /** The submit's body limit (maxBodyBytes, with its message; body-limits.ts). */
   bodyLimit: BodyLimit
-  /** Bodies at least this big are read into shared memory (the validator splits them across threads). */
-  sharedBodiesFrom?: number
+  /** Where the submitted file is read into: the file validator's choice (FileValidator.bodyBuffers). */
+  fileBuffers?: BodyBuffers
   /** Tells this instance's dispatcher at once, so lines waiting for a slot are not sent. */
   onCancelled?: (batchId: string) => void
 }
 
-export function nativeBatchRoutes({ auth, store, admission, bodyLimit, sharedBodiesFrom, onCancelled }: NativeDeps) {
+export function nativeBatchRoutes({ auth, store, admission, bodyLimit, fileBuffers, onCancelled }: NativeDeps) {
   return new Elysia({ name: 'native-batches' })
     .post(
       '/v1/batches',
@@ -70,7 +70,7 @@ export function nativeBatchRoutes({ auth, store, admission, bodyLimit, sharedBod
             `Content-Type ${excerpt(type)} is not accepted; send the file as application/jsonl`, { param: 'content-type' })
         }
         // A declared Content-Encoding other than identity is refused (415) before reading.
-        const bytes = await readBody(request, bodyLimit, { sharedFrom: sharedBodiesFrom })
+        const bytes = await readBody(request, bodyLimit, { into: fileBuffers })
         if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
           throw badRequest('the body is compressed; send the JSONL file uncompressed (curl --data-binary @requests.jsonl)', null, 'compressed_body')
         }

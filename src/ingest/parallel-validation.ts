@@ -14,16 +14,18 @@ import type { Catalog } from '../catalog/catalog.ts'
 import { Money } from '../money/decimal.ts'
 import { createThreadCalls } from '../threads/thread-calls.ts'
 import type { NewLine } from '../store/store.ts'
+import type { BodyBuffers } from './read-body.ts'
 import { checkLines, FileLine, fileVerdict, validateBatchFile, type FileLimits, type FileVerdict } from './validate-batch-file.ts'
 import type { SegmentReply, ValidationRequest } from './validation-worker.ts'
 
 export interface FileValidator {
   validate(bytes: Uint8Array, limits: FileLimits): Promise<FileVerdict>
   /**
-   * Files at least this big are split across two threads (Infinity: never). One read into a
-   * SharedArrayBuffer is handed to the thread as it is; any other is copied for it.
+   * How to read a file for this validator (readBody's `into`): one big enough to be split across
+   * two threads goes into shared memory, handed to the thread as it is; any other file given to
+   * `validate` is copied for the thread.
    */
-  readonly splitFrom: number
+  readonly bodyBuffers: BodyBuffers
   close(): Promise<void>
 }
 
@@ -34,6 +36,11 @@ export interface FileValidatorOptions {
   parallel?: boolean
   /** Told how each file was validated: in one pass, split in two, or split and then again in one pass. */
   observe?: (how: ValidationPath) => void
+  /**
+   * Called every few thousand lines on the event loop (CheckOptions.collectGarbage); when set, the
+   * thread collects its own too (validation-worker.ts). Unset: neither collects.
+   */
+  collectGarbage?: () => void
 }
 
 export type ValidationPath = 'one_pass' | 'split' | 'split_then_one_pass'
@@ -49,11 +56,12 @@ export function createFileValidator(
   const minBytes = options.minParallelBytes ?? DEFAULT_MIN_PARALLEL_BYTES
   const parallel = options.parallel ?? availableParallelism() > 1
   const observe = options.observe ?? (() => {})
+  const collectGarbage = options.collectGarbage
   let closed = false
   // Started now: loading its modules takes longer than validating half a file.
   const thread = parallel
     ? createThreadCalls<SegmentReply>(new URL('./validation-worker.ts', import.meta.url), 'validation', (worker) =>
-        worker.postMessage({ kind: 'init', catalog: source.catalog, providerKeys: source.providerKeys } satisfies ValidationRequest))
+        worker.postMessage({ kind: 'init', catalog: source.catalog, providerKeys: source.providerKeys, collectGarbage: options.collectGarbage !== undefined } satisfies ValidationRequest))
     : null
 
   /** The second segment, checked on the thread; null if the thread failed or was closed. */
@@ -69,16 +77,16 @@ export function createFileValidator(
   }
 
   return {
-    splitFrom: parallel ? minBytes : Infinity,
+    bodyBuffers: sharedBodiesFrom(parallel ? minBytes : Infinity),
     async validate(bytes, limits) {
       const split = parallel && !closed && bytes.byteLength >= minBytes ? splitPoint(bytes) : -1
       if (split < 0) {
         observe('one_pass')
-        return validateBatchFile(bytes, catalog, limits)
+        return validateBatchFile(bytes, catalog, limits, { collectGarbage })
       }
       const secondFirstLine = countLines(bytes, split) + 1
       const second = checkOnThread(bytes.subarray(split), secondFirstLine, limits)
-      const first = checkLines(bytes, catalog, limits, { from: 0, to: split - 1, firstLineNo: 1 })
+      const first = checkLines(bytes, catalog, limits, { segment: { from: 0, to: split - 1, firstLineNo: 1 }, collectGarbage })
       const other = await second
       const clean =
         other !== null &&
@@ -91,7 +99,7 @@ export function createFileValidator(
         other.customIds.every((id) => !first.customIds.has(id))
       if (!clean) {
         observe('split_then_one_pass')
-        return validateBatchFile(bytes, catalog, limits)
+        return validateBatchFile(bytes, catalog, limits, { collectGarbage })
       }
       observe('split')
       const lines: NewLine[] = first.lines
@@ -106,6 +114,14 @@ export function createFileValidator(
       closed = true
       thread?.terminate()
     },
+  }
+}
+
+/** Bodies of at least `bytes` in shared memory, which a thread reads without a copy of its own. */
+export function sharedBodiesFrom(bytes: number): BodyBuffers {
+  return {
+    wants: (size) => size >= bytes,
+    allocate: (size) => new Uint8Array(new SharedArrayBuffer(size)),
   }
 }
 

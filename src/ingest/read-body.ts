@@ -61,12 +61,21 @@ export function refuseByHeaders(request: Request, limit: BodyLimit | number) {
   if (declared > asLimit(limit).bytes) throw tooLarge(limit)
 }
 
+/**
+ * Where a body is read into, for the code that reads it next: the file validator hands big files
+ * to a thread, which reads shared memory where it is (parallel-validation.ts). Bodies it does not
+ * want go to ordinary memory.
+ */
+export interface BodyBuffers {
+  /** Whether a body of this many bytes goes into these buffers. */
+  wants(bytes: number): boolean
+  /** Room for this many bytes. */
+  allocate(bytes: number): Uint8Array
+}
+
 export interface ReadBodyOptions {
-  /**
-   * Bodies of at least this many bytes are read into shared memory, so a thread can read them
-   * without a copy of its own (parallel-validation.ts). Unset: never.
-   */
-  sharedFrom?: number
+  /** The buffers of the body's next reader (see BodyBuffers). Unset: ordinary memory. */
+  into?: BodyBuffers
 }
 
 export async function readBody(request: Request, limit: BodyLimit | number, options: ReadBodyOptions = {}): Promise<Uint8Array> {
@@ -74,12 +83,16 @@ export async function readBody(request: Request, limit: BodyLimit | number, opti
   const max = asLimit(limit).bytes
   if (!request.body) return new Uint8Array(0)
   const declared = Number(request.headers.get('content-length') ?? NaN)
-  const sharedFrom = options.sharedFrom ?? Infinity
-  /** Room for `capacity` bytes, shared if the body is known to need at least sharedFrom. */
-  const allocate = (capacity: number, needed: number) =>
-    new Uint8Array(needed >= sharedFrom ? new SharedArrayBuffer(capacity) : new ArrayBuffer(capacity))
+  const into = options.into
+  /** Whether the current buffer is one of `into`'s. */
+  let chosen = false
+  /** Room for `capacity` bytes: one of `into`'s if the body is known to need `needed` and it wants that. */
+  const allocate = (capacity: number, needed: number) => {
+    chosen = into !== undefined && into.wants(needed)
+    return chosen ? into!.allocate(capacity) : new Uint8Array(capacity)
+  }
   const known = Number.isFinite(declared) && declared > 0 ? declared : 0
-  if (known > 0 && known < sharedFrom) {
+  if (known > 0 && !into?.wants(known)) {
     // A declared length within the limit: Bun reads exactly that many bytes (the framing ends
     // the body there), so its own reader is safe, and quicker than the loop below.
     try {
@@ -113,11 +126,11 @@ export async function readBody(request: Request, limit: BodyLimit | number, opti
     buffer.set(value, size)
     size += value.byteLength
   }
-  if (size >= sharedFrom && !(buffer.buffer instanceof SharedArrayBuffer)) {
+  if (!chosen && into?.wants(size)) {
     // A chunked upload that fit in the first buffer.
-    const shared = allocate(size, size)
-    shared.set(buffer.subarray(0, size))
-    return shared
+    const wanted = allocate(size, size)
+    wanted.set(buffer.subarray(0, size))
+    return wanted
   }
   return buffer.subarray(0, size)
 }

@@ -10,7 +10,6 @@ import { BATCH_URLS, isBatchUrl, type BatchEndpoint } from '../domain.ts'
 import { CeilingTally } from '../money/ceiling.ts'
 import { compileSchema } from '../schemas/compile.ts'
 import { storableText } from '../schemas/text.ts'
-import { collectYoungGarbage } from '../memory/young-garbage.ts'
 import { Money } from '../money/decimal.ts'
 import type { NewLine } from '../store/store.ts'
 import { excerpt } from '../excerpt.ts'
@@ -28,7 +27,19 @@ export type FileVerdict =
   | { ok: true; endpoint: BatchEndpoint; lines: NewLine[]; ceiling: Money }
   | { ok: false; issues: Issue[]; omitted: number; lineCount: number }
 
+/** The garbage hook (CheckOptions.collectGarbage) is called once per this many lines. */
 const COLLECT_EVERY = 2048
+
+export interface CheckOptions {
+  /** Only these lines of the file (whole lines; see FileSegment). Unset: the whole file. */
+  segment?: FileSegment
+  /**
+   * Called every few thousand lines: each line's parse leaves a kilobyte or two of short-lived
+   * garbage, and the process that runs the check may want it collected sooner than its collector
+   * would (the gateway's is src/memory/young-garbage.ts). Unset: nothing is done.
+   */
+  collectGarbage?: () => void
+}
 
 export function lineEnvelopeSchema(maxCustomIdLength: number) {
   return z.strictObject({
@@ -88,8 +99,8 @@ export interface LinesChecked {
   customIds: Map<string, number>
 }
 
-export function validateBatchFile(bytes: Uint8Array, catalog: Catalog, limits: FileLimits): FileVerdict {
-  const checked = checkLines(bytes, catalog, limits)
+export function validateBatchFile(bytes: Uint8Array, catalog: Catalog, limits: FileLimits, options: Pick<CheckOptions, 'collectGarbage'> = {}): FileVerdict {
+  const checked = checkLines(bytes, catalog, limits, options)
   if (checked.count === 0) {
     checked.issues.push({
       line: 1,
@@ -113,7 +124,8 @@ export function fileVerdict(checked: Omit<LinesChecked, 'customIds'>): FileVerdi
  * Checks the lines of a file, or of one segment of it (whole lines; see FileSegment): each line
  * on its own and against the lines before it in the same segment.
  */
-export function checkLines(bytes: Uint8Array, catalog: Catalog, limits: FileLimits, segment?: FileSegment): LinesChecked {
+export function checkLines(bytes: Uint8Array, catalog: Catalog, limits: FileLimits, options: CheckOptions = {}): LinesChecked {
+  const { segment, collectGarbage } = options
   const envelope = envelopeFor(limits.maxCustomIdLength)
   const issues: Issue[] = []
   let omitted = 0
@@ -129,8 +141,7 @@ export function checkLines(bytes: Uint8Array, catalog: Catalog, limits: FileLimi
 
   for (const { lineNo, text, start, end } of readJsonlLines(bytes, segment)) {
     count++
-    // Each line's parse leaves a kilobyte or two of garbage (src/memory/young-garbage.ts).
-    if (count % COLLECT_EVERY === 0) collectYoungGarbage()
+    if (collectGarbage && count % COLLECT_EVERY === 0) collectGarbage()
     if (count > limits.maxLines) {
       report({
         line: lineNo,

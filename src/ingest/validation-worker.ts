@@ -7,10 +7,20 @@
 import type { CatalogFile } from '../catalog/catalog-file.ts'
 import { createCatalog, type Catalog } from '../catalog/catalog.ts'
 import type { BatchEndpoint } from '../domain.ts'
+import { collectYoungGarbage } from '../memory/young-garbage.ts'
 import { checkLines, FileLine, type FileLimits } from './validate-batch-file.ts'
 
 export type ValidationRequest =
-  | { kind: 'init'; catalog: CatalogFile; providerKeys: Record<string, string | null> }
+  | {
+      kind: 'init'
+      catalog: CatalogFile
+      providerKeys: Record<string, string | null>
+      /**
+       * Whether this thread collects its garbage (young garbage as it checks, everything after each
+       * check): the caller was given a garbage hook (FileValidatorOptions.collectGarbage).
+       */
+      collectGarbage: boolean
+    }
   | { kind: 'check'; id: number; bytes: Uint8Array; firstLineNo: number; limits: FileLimits }
 
 /** The valid lines as offsets, or only that the segment was not clean (or the thread failed). */
@@ -31,24 +41,26 @@ export type SegmentReply =
 
 declare const self: Worker
 let catalog: Catalog | null = null
+let collectGarbage: (() => void) | undefined
 
 self.onmessage = (event: MessageEvent<ValidationRequest>) => {
   const request = event.data
   if (request.kind === 'init') {
     catalog = createCatalog(request.catalog, request.providerKeys)
+    if (request.collectGarbage) collectGarbage = collectYoungGarbage
     return
   }
   check(request)
   // The bytes may be the caller's shared body: collected once this handler has returned (nothing
   // on the stack then holds them), not at this idle thread's next allocation, so that a body is
-  // not kept alive here after its batch was stored.
-  setTimeout(() => Bun.gc(true), 0)
+  // not kept alive here after its batch was stored. Only for a caller that collects garbage.
+  if (collectGarbage) setTimeout(() => Bun.gc(true), 0)
 }
 
 function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
   const { id, bytes, firstLineNo, limits } = request
   try {
-    const checked = checkLines(bytes, catalog!, limits, { from: 0, to: bytes.byteLength, firstLineNo })
+    const checked = checkLines(bytes, catalog!, limits, { segment: { from: 0, to: bytes.byteLength, firstLineNo }, collectGarbage })
     if (checked.issues.length > 0) {
       self.postMessage({ id, clean: false } satisfies SegmentReply)
       return

@@ -3,8 +3,6 @@
  * simulator as a process. Prints one line with its URL. GET /sim/stats, POST /sim/reset and
  * POST /sim/config (a JSON SimulatorOptions) reach a running one from outside.
  */
-// First: may restart the process with memory settings for a server (see the module).
-import '../memory/server-memory-settings.ts'
 import { parseArgs } from 'node:util'
 import type { SimulatorOptions } from './options.ts'
 import { startSimulator } from './server.ts'

@@ -13,12 +13,13 @@ import type { OpenedStore } from './store.ts'
 
 type StoreConfig = Pick<Config, 'databaseUrl' | 'dataDir'>
 
-/** The store, and apart from it the dispatcher's part (see OpenedStore). */
-export async function openStore(config: StoreConfig): Promise<OpenedStore> {
+/** The store, and apart from it the dispatcher's part (see OpenedStore). `collectGarbage`: called in
+ * the bulk write of a batch's lines, where that makes much garbage (PostgreSQL's COPY). */
+export async function openStore(config: StoreConfig, hooks: { collectGarbage?: () => void } = {}): Promise<OpenedStore> {
   if (config.databaseUrl) {
     const { url, schema } = splitSchema(config.databaseUrl)
     const { createPostgresStore } = await import('./postgres/postgres-store.ts')
-    return createPostgresStore(url, { schema })
+    return createPostgresStore(url, { schema, collectGarbage: hooks.collectGarbage })
   }
   return createSqliteStore(config.dataDir)
 }

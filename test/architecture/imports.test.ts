@@ -204,8 +204,6 @@ test('only src/config.ts reads process.env in the gateway', () => {
     if (!file.startsWith('src/')) continue
     // The simulator and the user CLI are separate programs with their own settings.
     if (file === 'src/config.ts' || file.startsWith('src/simulator/') || file.startsWith('src/cli/user')) continue
-    // Not a setting of the gateway: the allocator's own variable, set before the program runs.
-    if (file === 'src/memory/server-memory-settings.ts') continue
     if (code.includes('process.env')) readers.push(file)
   }
   expect(readers).toEqual([])

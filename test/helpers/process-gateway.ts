@@ -14,9 +14,10 @@ export interface GatewayProcess {
   kill(signal: 'SIGKILL' | 'SIGTERM'): Promise<number>
 }
 
+/** Started as `npm start` starts it: with the allocator's setting for a server unless `env` has its own. */
 export async function spawnGatewayProcess(env: Record<string, string>): Promise<GatewayProcess> {
   const child = Bun.spawn([process.execPath, join(ROOT, 'src/main.ts')], {
-    env: { PATH: process.env.PATH ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', MIMALLOC_PURGE_DELAY: '-1', ...env },
     stdout: 'ignore',
     stderr: 'inherit',
   })

@@ -1,9 +1,11 @@
 /**
  * readBody: the whole body in one buffer, refused with 413 once it is known to be too big, and
- * read into shared memory from a size on (so the validation thread reads it without a copy).
+ * read into the buffers its next reader asks for: the file validator's shared memory from a size
+ * on (so the validation thread reads it without a copy).
  */
 import { describe, expect, test } from 'bun:test'
 import { GatewayError } from '../../src/errors.ts'
+import { sharedBodiesFrom } from '../../src/ingest/parallel-validation.ts'
 import { readBody } from '../../src/ingest/read-body.ts'
 
 const URL = 'http://127.0.0.1/v1/batches'
@@ -23,29 +25,32 @@ function chunked(bytes: Uint8Array, chunks: number): Request {
 const body = (size: number) => Uint8Array.from({ length: size }, (_, i) => 97 + (i % 26))
 
 describe('reading a request body', () => {
-  test('a body from sharedFrom bytes on is read into shared memory, a smaller one is not', async () => {
+  test("a body the validator's buffers want is read into shared memory, a smaller one is not", async () => {
     const big = body(4096)
-    const shared = await readBody(new Request(URL, { method: 'POST', body: big }), 1 << 20, { sharedFrom: 4096 })
+    const shared = await readBody(new Request(URL, { method: 'POST', body: big }), 1 << 20, { into: sharedBodiesFrom(4096) })
     expect(shared.buffer).toBeInstanceOf(SharedArrayBuffer)
     expect(Buffer.from(shared).equals(Buffer.from(big))).toBe(true)
 
-    const small = await readBody(new Request(URL, { method: 'POST', body: body(4095) }), 1 << 20, { sharedFrom: 4096 })
+    const small = await readBody(new Request(URL, { method: 'POST', body: body(4095) }), 1 << 20, { into: sharedBodiesFrom(4096) })
     expect(small.buffer).toBeInstanceOf(ArrayBuffer)
     expect(small.byteLength).toBe(4095)
 
     const never = await readBody(new Request(URL, { method: 'POST', body: big }), 1 << 20)
     expect(never.buffer).toBeInstanceOf(ArrayBuffer)
+    // A validator on one core splits nothing, and wants no shared memory.
+    const unsplit = await readBody(new Request(URL, { method: 'POST', body: big }), 1 << 20, { into: sharedBodiesFrom(Infinity) })
+    expect(unsplit.buffer).toBeInstanceOf(ArrayBuffer)
   })
 
-  test('a chunked upload that grows past sharedFrom ends in shared memory, every byte in place', async () => {
+  test('a chunked upload that grows past what the buffers want ends in shared memory, every byte in place', async () => {
     const big = body(300_000)
-    const read = await readBody(chunked(big, 40), 1 << 20, { sharedFrom: 200_000 })
+    const read = await readBody(chunked(big, 40), 1 << 20, { into: sharedBodiesFrom(200_000) })
     expect(read.buffer).toBeInstanceOf(SharedArrayBuffer)
     expect(Buffer.from(read).equals(Buffer.from(big))).toBe(true)
   })
 
   test('a chunked upload over the limit is refused with 413 mid-stream', async () => {
-    const error = await readBody(chunked(body(300_000), 10), 100_000, { sharedFrom: 1 }).catch((e) => e)
+    const error = await readBody(chunked(body(300_000), 10), 100_000, { into: sharedBodiesFrom(1) }).catch((e) => e)
     expect(error).toBeInstanceOf(GatewayError)
     expect((error as GatewayError).status).toBe(413)
   })

@@ -1,7 +1,7 @@
 /**
- * How the gateway process tunes itself: the allocator's setting for a server
- * (src/memory/server-memory-settings.ts; not imported here: importing it applies it), and the
- * SQLite threads' lower priority (src/threads/background-priority.ts).
+ * How the gateway process is tuned: the allocator's setting for a server, given by what starts the
+ * process (`npm start` and the other server scripts in package.json, the Dockerfile's ENV; README,
+ * "MIMALLOC_PURGE_DELAY"), and the SQLite threads' lower priority (src/threads/background-priority.ts).
  */
 import { describe, expect, test } from 'bun:test'
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
@@ -12,6 +12,8 @@ import { ADMIN_TOKEN, dropTestSchema, freshSchemaUrl, STORES, TEST_DATABASE_URL 
 import { BACKGROUND_NICE_STEP } from '../../src/threads/background-priority.ts'
 import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
 import { waitFor } from '../helpers/wait.ts'
+
+const ROOT = join(import.meta.dir, '../..')
 
 /** The environment the process with this pid runs with, from the kernel. */
 function environOf(pid: number): Record<string, string> {
@@ -30,6 +32,63 @@ function threadsOf(pid: number): { tid: number; name: string; nice: number; poli
   })
 }
 
+/** The processes under `root` (children, their children, …), from each process's parent in /proc. */
+function descendantsOf(root: number): number[] {
+  const children = new Map<number, number[]>()
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry)])
+    } catch {} // ended between the listing and the read
+  }
+  const found: number[] = []
+  for (let next = [root]; next.length > 0; ) {
+    next = next.flatMap((pid) => children.get(pid) ?? [])
+    found.push(...next)
+  }
+  return found
+}
+
+/**
+ * `npm start`, as the README says to run the gateway (npm runs the script with sh: dash here).
+ * Resolves once it answers, with the pid of the Bun process serving (under npm and its shell).
+ */
+async function npmStart(env: Record<string, string>) {
+  const npm = Bun.spawn(['npm', 'start', '--silent'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...env },
+    stdout: 'ignore',
+    stderr: 'inherit',
+  })
+  const stop = async () => {
+    npm.kill('SIGTERM')
+    await Promise.race([npm.exited, Bun.sleep(15_000)])
+  }
+  try {
+    await waitFor('npm start to answer', async () => (await fetch(`http://127.0.0.1:${env.PORT}/healthz`).catch(() => null))?.ok, 30_000)
+    const pid = descendantsOf(npm.pid).find((candidate) => {
+      const argv = readFileSync(`/proc/${candidate}/cmdline`, 'utf8').split('\0')
+      return /(^|\/)bun(\.exe)?$/.test(argv[0]) && argv.includes('src/main.ts')
+    })
+    if (pid === undefined) throw new Error('no Bun process running src/main.ts under npm start')
+    return {
+      pid,
+      /** SIGTERM to the gateway itself: it drains and exits, and npm with it. */
+      async stop() {
+        process.kill(pid, 'SIGTERM')
+        const code = await Promise.race([npm.exited, Bun.sleep(15_000).then(() => null)])
+        if (code === null) await stop()
+        return code
+      },
+    }
+  } catch (error) {
+    await stop()
+    throw error
+  }
+}
+
 function gatewayEnv(extra: Record<string, string> = {}) {
   return {
     PORT: String(freePort()),
@@ -43,28 +102,48 @@ function gatewayEnv(extra: Record<string, string> = {}) {
 }
 
 describe('process tuning', () => {
-  test('the gateway restarts itself in place with MIMALLOC_PURGE_DELAY=-1: same pid, same process answering', async () => {
+  test('`npm start` runs the gateway with MIMALLOC_PURGE_DELAY=-1', async () => {
     const env = gatewayEnv()
     expect(env).not.toHaveProperty('MIMALLOC_PURGE_DELAY')
-    const gateway = await spawnGatewayProcess(env)
+    const gateway = await npmStart(env)
     try {
-      // The pid that was spawned is the one serving, and it carries the setting.
       expect(environOf(gateway.pid).MIMALLOC_PURGE_DELAY).toBe('-1')
       expect(environOf(gateway.pid).MULTIGRID_DATA_DIR).toBe(env.MULTIGRID_DATA_DIR)
-      expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200)
     } finally {
-      // SIGTERM reaches the gateway itself: it drains and exits cleanly.
-      expect(await gateway.kill('SIGTERM')).toBe(0)
+      expect(await gateway.stop()).toBe(0)
     }
   })
 
-  test("an operator's own MIMALLOC_PURGE_DELAY is kept", async () => {
-    const gateway = await spawnGatewayProcess(gatewayEnv({ MIMALLOC_PURGE_DELAY: '10' }))
+  test("`npm start` keeps an operator's own MIMALLOC_PURGE_DELAY", async () => {
+    const gateway = await npmStart(gatewayEnv({ MIMALLOC_PURGE_DELAY: '10' }))
     try {
       expect(environOf(gateway.pid).MIMALLOC_PURGE_DELAY).toBe('10')
     } finally {
-      expect(await gateway.kill('SIGTERM')).toBe(0)
+      expect(await gateway.stop()).toBe(0)
     }
+  })
+
+  test('the gateway does not restart itself to change its environment: started bare, it runs as it was started', async () => {
+    const env = gatewayEnv()
+    const child = Bun.spawn([process.execPath, join(ROOT, 'src/main.ts')], { env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'ignore', stderr: 'inherit' })
+    try {
+      await waitFor('the gateway to answer', async () => (await fetch(`http://127.0.0.1:${env.PORT}/healthz`).catch(() => null))?.ok, 15_000)
+      expect(environOf(child.pid)).not.toHaveProperty('MIMALLOC_PURGE_DELAY')
+    } finally {
+      child.kill('SIGTERM')
+      expect(await child.exited).toBe(0)
+    }
+  })
+
+  test('the other ways a server is started carry the setting too: the image, the simulator and the benches', async () => {
+    const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8')
+    // The image starts Bun itself (no npm, no shell): its ENV is what gives the setting.
+    expect(dockerfile).toMatch(/^ENV .*\bMIMALLOC_PURGE_DELAY=-1\b/m)
+    expect(dockerfile).toMatch(/^CMD \["bun", "src\/main\.ts"\]$/m)
+    const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    const servers = Object.keys(scripts).filter((name) => name === 'start' || name === 'sim' || name.startsWith('bench:'))
+    expect(servers.length).toBeGreaterThanOrEqual(6)
+    for (const name of servers) expect(`${name}: ${scripts[name]}`).toStartWith(`${name}: MIMALLOC_PURGE_DELAY=\${MIMALLOC_PURGE_DELAY:--1} bun `)
   })
 
   test('the SQLite threads (dispatch, checkpoints) run under SCHED_BATCH, 10 nicer than the process; the event loop and the validation thread are left as they were', async () => {

@@ -9,12 +9,11 @@
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type postgres from 'postgres'
-import { collectYoungGarbage } from '../../memory/young-garbage.ts'
 import type { NewLine } from '../store.ts'
 
 /** About this much COPY data per write. */
 const CHUNK_BYTES = 256 * 1024
-/** Each chunk is copied once more by the driver: garbage collected every 4 MiB of data. */
+/** Each chunk is copied once more by the driver: the garbage hook is called every 4 MiB of data. */
 const COLLECT_EVERY_CHUNKS = 16
 
 // COPY's text format: backslash, newline, carriage return and tab are escaped; JSON text may
@@ -46,12 +45,14 @@ function putEscaped(target: Buffer, at: number, source: Uint8Array): number {
 /**
  * Inserts every line of `lines` into `lines` for `batchId`; returns how many. Rows are written
  * as bytes: a line that is still in the submitted body goes from there into the COPY data
- * without being decoded into a string on the way.
+ * without being decoded into a string on the way. `collectGarbage`, if given, is called every few
+ * megabytes of COPY data, which is short-lived garbage once the driver has sent it.
  */
 export async function copyLines(
   tx: postgres.TransactionSql,
   batchId: string,
   lines: Iterable<NewLine>,
+  collectGarbage?: () => void,
 ): Promise<number> {
   let count = 0
   const batchBytes = Buffer.from(batchId, 'utf8')
@@ -68,7 +69,7 @@ export async function copyLines(
       const worst = (batchBytes.length + customId.length + input.length) * 2 + 16 + 4
       if (used + worst > chunk.length) {
         if (used > 0) yield chunk.subarray(0, used)
-        if (++yielded % COLLECT_EVERY_CHUNKS === 0) collectYoungGarbage()
+        if (++yielded % COLLECT_EVERY_CHUNKS === 0) collectGarbage?.()
         chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, worst))
         used = 0
       }

@@ -53,6 +53,8 @@ export interface PostgresStoreOptions {
   schema?: string
   /** Pool size; default 10. */
   max?: number
+  /** Called every few megabytes of a batch's COPY data (see copyLines). */
+  collectGarbage?: () => void
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
@@ -82,7 +84,7 @@ export async function createPostgresStore(
   }
   const connection: PostgresConnection = { url, schema, max: DISPATCH_CONNECTIONS }
   const dispatch = createDispatchThread(new URL('./dispatch-worker.ts', import.meta.url), [connection])
-  return { store: new PostgresStore(sql, dispatch), dispatch }
+  return { store: new PostgresStore(sql, dispatch, options.collectGarbage), dispatch }
 }
 
 const OPEN_STATUSES = [...OPEN_BATCH_STATUSES]
@@ -109,6 +111,7 @@ class PostgresStore implements Store {
   constructor(
     private readonly sql: postgres.Sql,
     private readonly dispatchThread: DispatchThread,
+    private readonly collectGarbage?: () => void,
   ) {}
 
   async ping() {
@@ -257,7 +260,7 @@ class PostgresStore implements Store {
           ${batch.source}, ${batch.metadata ? tx.json(storableJson(batch.metadata)) : null},
           ${batch.inputFileId}, ${batch.idempotencyKey})
         RETURNING *`
-      const count = await copyLines(tx, batch.id, batch.lines)
+      const count = await copyLines(tx, batch.id, batch.lines, this.collectGarbage)
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
       }
