@@ -106,16 +106,20 @@ interface RunResult {
 
 /**
  * The simulator alone: a plain client, `concurrency` in flight, `simRequests` requests. Each
- * request starts the next from inside its answer (onAnswered), as the gateway's provider slots
- * do, so that it takes the connection just freed at once (providers/connection-pool.ts).
+ * request starts the next from inside its answer (the client's onAnswered hook), as the
+ * gateway's provider slots do, so that it takes the connection just freed at once
+ * (providers/connection-pool.ts).
  */
 async function simulatorCapacity(): Promise<{ rate: number; meanMs: number; simUs: number; clientUs: number; machineBusy: number }> {
   // The gateway's own HTTP client module (undici underneath), nothing else around it.
-  const client = createHttpClient(`${simulator.url}/v1`, { connections: concurrency, connectTimeoutMs: 10_000 })
+  // The hook does not say whose answer arrived: it hands on for the oldest request not yet handed on.
+  const handOns: (() => void)[] = []
+  const client = createHttpClient(`${simulator.url}/v1`, { connections: concurrency, connectTimeoutMs: 10_000, onAnswered: () => handOns.shift()?.() })
   const headers = { 'content-type': 'application/json' }
   const signal = new AbortController().signal
   const loop = (total: number, maxMs: number) => handOnLoop({ concurrency, total, maxMs }, async (i, onAnswered) => {
-    const response = await client.request({ path: '/chat/completions', method: 'POST', headers, body: rawBodies[i % rawBodies.length], signal, onAnswered })
+    handOns.push(onAnswered)
+    const response = await client.request({ path: '/chat/completions', method: 'POST', headers, body: rawBodies[i % rawBodies.length], signal })
     JSON.parse(await response.text())
     return response.status === 200
   })

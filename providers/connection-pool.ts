@@ -9,7 +9,7 @@
  * simulator at 50 ms, 1.2 ms of the 52.7 ms recorded (bench/dispatch), so 2% fewer lines a
  * second than the slots allowed. A request dispatched while a response is being completed —
  * from inside that response's end, which is where a provider's slot is handed on
- * (HttpRequest.onAnswered) — is taken by the same connection as soon as the answer is
+ * (HttpClientOptions.onAnswered) — is taken by the same connection as soon as the answer is
  * complete, the way undici itself sends a request queued behind another: no idle check is due,
  * since the socket was never idle.
  *

@@ -25,12 +25,6 @@ export interface HttpRequest {
   body?: string
   /** Aborts the request and the reading of its body. */
   signal: AbortSignal
-  /**
-   * Called once a 2xx answer has arrived whole, right there, before the body is handed on: a
-   * request dispatched from it takes this connection the moment the answer is complete
-   * (connection-pool.ts). Exceptions are swallowed; it must not fail the answer.
-   */
-  onAnswered?: () => void
 }
 
 export interface HttpResponse {
@@ -54,7 +48,17 @@ export interface HttpClientOptions {
   /** Most connections kept to this replica. */
   connections: number
   connectTimeoutMs: number
+  /**
+   * Called once a POST that does not ask for an event stream has its 2xx answer whole, right
+   * there, before the body is handed on: a request dispatched from it takes this connection the
+   * moment the answer is complete (connection-pool.ts). That is where the caller hands the call's
+   * slot on (src/upstream/upstreams.ts); probes (GET) and streams, read after their end, are not
+   * whole answers in that sense. Exceptions are swallowed; it must not fail the answer.
+   */
+  onAnswered?: () => void
 }
+
+export type HttpClientFactory = (baseUrl: string, options: HttpClientOptions) => HttpClient
 
 /** A pooled client for one base URL such as http://127.0.0.1:8090/v1. */
 export function createHttpClient(baseUrl: string, options: HttpClientOptions): HttpClient {
@@ -62,9 +66,10 @@ export function createHttpClient(baseUrl: string, options: HttpClientOptions): H
   const basePath = url.pathname.replace(/\/+$/, '')
   const pool = new ConnectionPool(url.origin, { connections: options.connections, connectTimeoutMs: options.connectTimeoutMs })
 
+  const onAnswered = options.onAnswered
   return {
     baseUrl,
-    request: (request) => exchange(pool, basePath + request.path, request),
+    request: (request) => exchange(pool, basePath + request.path, request, onAnswered && answersWhole(request) ? onAnswered : undefined),
     async close() {
       await pool.destroy()
     },
@@ -77,7 +82,7 @@ export function createHttpClient(baseUrl: string, options: HttpClientOptions): H
  * the client's CPU per call (bench/simulator-load.ts, `--client undici` against `dispatch`).
  * Resolves at the status line; the body is then read whole or as it arrives.
  */
-function exchange(pool: ConnectionPool, path: string, request: HttpRequest): Promise<HttpResponse> {
+function exchange(pool: ConnectionPool, path: string, request: HttpRequest, onAnswered: (() => void) | undefined): Promise<HttpResponse> {
   return new Promise((resolve, reject) => {
     const { signal } = request
     if (signal.aborted) return reject(signal.reason)
@@ -107,9 +112,9 @@ function exchange(pool: ConnectionPool, path: string, request: HttpRequest): Pro
       },
       onResponseEnd() {
         unhook()
-        if (request.onAnswered && body && body.status >= 200 && body.status < 300) {
+        if (onAnswered && body && body.status >= 200 && body.status < 300) {
           try {
-            request.onAnswered()
+            onAnswered()
           } catch {}
         }
         body?.end(null)
@@ -127,6 +132,13 @@ function exchange(pool: ConnectionPool, path: string, request: HttpRequest): Pro
       reject(error)
     }
   })
+}
+
+/** A POST whose answer is read whole (HttpClientOptions.onAnswered), not an event stream. */
+function answersWhole(request: HttpRequest): boolean {
+  if (request.method !== 'POST') return false
+  const accept = request.headers.accept ?? request.headers.Accept
+  return !(accept && accept.includes('text/event-stream'))
 }
 
 /** Chunks kept past this many unread pause the socket, for a body read as it arrives. */

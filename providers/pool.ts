@@ -9,7 +9,7 @@
  * then never blocked by its own health mark, a burst of 5xx stays the retry policy's to pace,
  * and a call that succeeds on a replica that was out brings it back at once.
  */
-import { createHttpClient, type HttpClient } from './http-client.ts'
+import { createHttpClient, type HttpClient, type HttpClientFactory } from './http-client.ts'
 import { createDeadline } from './deadline.ts'
 
 export interface Replica {
@@ -48,6 +48,8 @@ export interface ReplicaPoolOptions {
   probePath: string
   /** Sent with the probe; a 401 still proves the replica is up. */
   probeHeaders: Record<string, string>
+  /** createHttpClient by default. */
+  createClient?: HttpClientFactory
 }
 
 // Three, not one: a single 5xx or reset is often one bad request, not a bad replica.
@@ -56,9 +58,10 @@ const probeTimeoutMs = 5_000
 
 export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
   const probeIntervalMs = options.probeIntervalMs ?? 5_000
+  const createClient = options.createClient ?? createHttpClient
   const replicas: Replica[] = options.baseUrls.map((baseUrl) => ({
     baseUrl,
-    client: createHttpClient(baseUrl, {
+    client: createClient(baseUrl, {
       connections: options.connections,
       connectTimeoutMs: Math.min(options.timeoutMs, 10_000),
     }),

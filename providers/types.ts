@@ -6,6 +6,7 @@
  *
  * Nothing under providers/ imports from src/.
  */
+import type { HttpClientFactory } from './http-client.ts'
 
 /** The two names of the output-token limit in OpenAI's API. */
 export type MaxTokensParam = 'max_tokens' | 'max_completion_tokens'
@@ -30,13 +31,6 @@ export interface UpstreamRequest {
   maxTokensParam?: MaxTokensParam
   /** Aborts the call (cancel, shutdown). The per-provider timeout is applied by the adapter. */
   signal?: AbortSignal
-  /**
-   * send() only, a transport hook the adapter hands its HTTP call unchanged
-   * (providers/http-client.ts, HttpRequest.onAnswered): called once a 2xx answer has arrived
-   * whole, from inside the connection's own handling of it, so that a request started there takes
-   * this connection at once (providers/connection-pool.ts).
-   */
-  onAnswered?: () => void
 }
 
 /** Token usage in the gateway's terms, mapped from whatever the upstream reported. */
@@ -123,4 +117,6 @@ export interface ProviderOptions {
   connections: number
   /** How long an unhealthy replica stays out before it is probed. Default 5 s. */
   probeIntervalMs?: number
+  /** Makes each replica's HTTP client; createHttpClient by default (the caller may add its hooks). */
+  createClient?: HttpClientFactory
 }

@@ -37,6 +37,7 @@ export function createCallContext(
     connections: options.connections,
     timeoutMs: options.timeoutMs,
     probeIntervalMs: options.probeIntervalMs,
+    createClient: options.createClient,
   })
   return { name: options.name, pool, timeoutMs: options.timeoutMs, apiKey: options.apiKey }
 }
@@ -46,8 +47,6 @@ export interface CallSpec {
   headers: Record<string, string>
   body: string
   signal?: AbortSignal
-  /** See HttpRequest.onAnswered: a whole 2xx answer arrived (postJson only). */
-  onAnswered?: () => void
 }
 
 export type Failure = { ok: false; error: UpstreamError; latencyMs: number }
@@ -110,7 +109,6 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
         headers,
         body,
         signal,
-        onAnswered: spec.onAnswered,
       })
     } catch (cause) {
       const error = classifyException(cause, deadline, context.apiKey)

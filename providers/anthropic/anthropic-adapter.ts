@@ -44,7 +44,6 @@ export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapte
       headers,
       body: JSON.stringify(converted.body),
       signal: request.signal,
-      onAnswered: request.onAnswered,
     })
     if (!result.ok) return result
     const response = convertAnthropicResponse(result.json, Math.floor(Date.now() / 1000))

@@ -35,7 +35,6 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
       headers,
       body: JSON.stringify(prepareOpenAIBody(request.body, request)),
       signal: request.signal,
-      onAnswered: request.onAnswered,
     })
     if (!result.ok) return result
     const list = requiredList[request.endpoint]

@@ -6,10 +6,12 @@
  */
 import type { Offering } from '../catalog/catalog-file.ts'
 import { createProvider } from '../../providers/index.ts'
+import { createHttpClient } from '../../providers/http-client.ts'
 import type { Endpoint, Outcome, ProviderAdapter, StreamOutcome, UpstreamRequest } from '../../providers/types.ts'
 import type { Config } from '../config.ts'
 import { noTelemetry, type Telemetry, type UpstreamResult } from '../telemetry/telemetry.ts'
 import { createProviderGate, type ProviderGate } from './provider-gate.ts'
+import { createSlotHandOver, type SlotHandOver } from './slot-hand-over.ts'
 
 /** Which batch line a call is for: its span carries these and links to the batch. */
 export interface LineCall {
@@ -53,8 +55,11 @@ export type GateFactory = (provider: string, limit: number) => ProviderGate
 export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>, telemetry: Telemetry = noTelemetry, makeGate: GateFactory = (_, limit) => createProviderGate(limit)): Upstreams {
   const adapters = new Map<string, ProviderAdapter>()
   const gates = new Map<string, ProviderGate>()
+  const handOvers = new Map<string, SlotHandOver>()
   for (const [name, provider] of Object.entries(config.catalog.providers)) {
     if (provider.api_key_env && !config.providerKeys[name]) continue // not usable; never called
+    const gate = makeGate(name, provider.max_concurrency)
+    const handOver = createSlotHandOver(gate)
     const baseUrls = Array.isArray(provider.base_url) ? provider.base_url : [provider.base_url]
     adapters.set(
       name,
@@ -66,9 +71,11 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
         timeoutMs: provider.timeout_s * 1000,
         // Enough keep-alive connections per replica for the provider's whole concurrency.
         connections: provider.max_concurrency,
+        createClient: (baseUrl, options) => createHttpClient(baseUrl, { ...options, onAnswered: handOver.answered }),
       }),
     )
-    gates.set(name, makeGate(name, provider.max_concurrency))
+    gates.set(name, gate)
+    handOvers.set(name, handOver)
   }
 
   // The one place a 429 pauses a provider: nothing new goes to it until it said it may.
@@ -81,8 +88,9 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
   const lookup = (provider: string) => {
     const adapter = adapters.get(provider)
     const gate = gates.get(provider)
-    if (!adapter || !gate) throw new Error(`provider ${provider} is not configured`)
-    return { adapter, gate }
+    const handOver = handOvers.get(provider)
+    if (!adapter || !gate || !handOver) throw new Error(`provider ${provider} is not configured`)
+    return { adapter, gate, handOver }
   }
 
   const requestFor = ({ endpoint, body, offering, signal }: Omit<SendOptions, 'proceed' | 'line'>): UpstreamRequest => ({
@@ -96,32 +104,32 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
   return {
     async send(options) {
       const { offering, endpoint } = options
-      const { adapter, gate } = lookup(offering.provider)
-      const release = releaseOnce(gate)
+      const { adapter, gate, handOver } = lookup(offering.provider)
       const call = { provider: offering.provider, model: offering.upstream_model, endpoint, ...options.line }
-      // The slot hand-over: sent the moment the slot is taken, often from inside the answer that
-      // freed it, so that it takes that answer's connection at once (without it, undici waits a
-      // turn of the event loop before reusing a connection: 4–16% fewer lines a second in
-      // bench:dispatch, issue 15). A 2xx answer hands the slot on as soon as it has arrived whole
-      // (onAnswered); any other is read first, so a 429 pauses the provider before its slot goes on.
+      // Sent the moment the slot is taken, often from inside the answer that handed it on
+      // (slot-hand-over.ts), so that it takes that answer's connection at once.
       const sent: { outcome?: Promise<Outcome>; error?: unknown } = {}
       const start = () => {
         try {
           if (options.proceed && !options.proceed()) return
-          sent.outcome = telemetry.upstream(call, () => adapter.send({ ...requestFor(options), onAnswered: release }), describeOutcome)
+          sent.outcome = telemetry.upstream(call, () => adapter.send(requestFor(options)), describeOutcome)
+          handOver.sent()
         } catch (error) {
           sent.error = error
         }
       }
       await gate.acquire(options.signal, start)
-      try {
+      if (!sent.outcome) {
+        gate.release()
         if (sent.error !== undefined) throw sent.error
-        if (!sent.outcome) return null
+        return null
+      }
+      try {
         const outcome = await sent.outcome
         pauseOn429(gate, outcome)
         return outcome
       } finally {
-        release()
+        handOver.ended()
       }
     },
     async stream(options) {

@@ -29,23 +29,32 @@ beforeAll(() => {
       // /close: the server says it closes the connection after this answer.
       const headers: Record<string, string> = { 'content-type': 'application/json' }
       if (path.startsWith('/close')) headers.connection = 'close'
-      return new Response(JSON.stringify({ path }), { headers })
+      return new Response(JSON.stringify({ path }), { headers, status: path.startsWith('/fail') ? 500 : 200 })
     },
   })
 })
 afterAll(() => server.stop(true))
 
+/** What the clients' onAnswered hook runs at the next whole 2xx answer, once (armed by post()). */
+let armed: (() => void) | null = null
 const clients: HttpClient[] = []
 function client(connections: number): HttpClient {
-  const made = createHttpClient(`http://127.0.0.1:${server.port}`, { connections, connectTimeoutMs: 2_000 })
+  const onAnswered = () => {
+    const next = armed
+    armed = null
+    next?.()
+  }
+  const made = createHttpClient(`http://127.0.0.1:${server.port}`, { connections, connectTimeoutMs: 2_000, onAnswered })
   clients.push(made)
   return made
 }
 afterAll(() => Promise.all(clients.map((c) => c.close())))
 
 const signal = new AbortController().signal
-const post = (http: HttpClient, path: string, onAnswered?: () => void) =>
-  http.request({ method: 'POST', path, headers: { 'content-type': 'application/json' }, body: '{}', signal, onAnswered }).then(async (response) => ({ status: response.status, body: JSON.parse(await response.text()) }))
+const post = (http: HttpClient, path: string, onAnswered?: () => void, headers: Record<string, string> = {}) => {
+  if (onAnswered) armed = onAnswered
+  return http.request({ method: 'POST', path, headers: { 'content-type': 'application/json', ...headers }, body: '{}', signal }).then(async (response) => ({ status: response.status, body: JSON.parse(await response.text()) }))
+}
 
 describe('upstream connections', () => {
   test('a request started from inside an answer goes out on its connection before the event loop turns', async () => {
@@ -71,6 +80,23 @@ describe('upstream connections', () => {
     expect(order.slice(0, 3)).toEqual(['sent /first', 'sent /second', 'next turn'])
     expect(seen.map((s) => s.path)).toEqual(['/first', '/second'])
     expect(seen[1].port).toBe(seen[0].port)
+  })
+
+  test('the hook runs for a whole 2xx answer to a POST only: not a 5xx, a GET (a probe) or a request for an event stream', async () => {
+    const http = client(1)
+    let calls = 0
+    const count = () => calls++
+    expect((await post(http, '/fail', count)).status).toBe(500)
+    expect(calls).toBe(0)
+    expect((await post(http, '/stream', count, { accept: 'text/event-stream' })).status).toBe(200)
+    expect(calls).toBe(0)
+    armed = count
+    const probe = await http.request({ method: 'GET', path: '/models', headers: {}, signal })
+    expect(probe.status).toBe(200)
+    await probe.text()
+    expect(calls).toBe(0)
+    expect((await post(http, '/whole', count)).status).toBe(200)
+    expect(calls).toBe(1)
   })
 
   test('at most `connections` requests at once; the rest wait and go in the order they came', async () => {
