@@ -42,15 +42,40 @@ const allLines = (await Bun.file(await standardFile(MODEL)).text()).split('\n').
 const measured = allLines.slice(0, lineCount).join('\n') + '\n'
 const warmup = allLines.slice(-2000).join('\n') + '\n'
 
-const simulator = await spawnSimulator(['--latency-ms', String(values['latency-ms'])], randomPort(19_600))
+const simulator = await spawnSimulator(
+  ['--latency-ms', String(values['latency-ms'])],
+  randomPort(19_600),
+)
 const env: Record<string, string> = {
   PORT: String(randomPort(18_300)),
   HOST: '127.0.0.1',
   MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-trace-')),
   MULTIGRID_ADMIN_TOKEN: 'bench-admin-token-0123456789',
   MULTIGRID_CONFIG: writeCatalog({
-    providers: { bench: { kind: 'openai', base_url: `${simulator.url}/v1`, max_concurrency: concurrency, timeout_s: 60 } },
-    models: [{ id: MODEL, endpoints: ['chat'], context_tokens: 128000, max_output_tokens: 4096, offerings: [{ provider: 'bench', upstream_model: 'sim-chat', input_usd_per_mtok: '0.05', output_usd_per_mtok: '0.40' }] }],
+    providers: {
+      bench: {
+        kind: 'openai',
+        base_url: `${simulator.url}/v1`,
+        max_concurrency: concurrency,
+        timeout_s: 60,
+      },
+    },
+    models: [
+      {
+        id: MODEL,
+        endpoints: ['chat'],
+        context_tokens: 128000,
+        max_output_tokens: 4096,
+        offerings: [
+          {
+            provider: 'bench',
+            upstream_model: 'sim-chat',
+            input_usd_per_mtok: '0.05',
+            output_usd_per_mtok: '0.40',
+          },
+        ],
+      },
+    ],
   }),
   MULTIGRID_POLL_MS: String(values['poll-ms']),
   MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: '1000',
@@ -65,24 +90,49 @@ if (values['reap-fix']) {
   // The store's private handle; the same statements as SqliteStore.returnToPending otherwise.
   const db = (gateway.store as unknown as { db: Database }).db
   const reap = db.transaction((nowMs: number) => {
-    const groups = db.query<{ batch_id: string }, [number]>(`SELECT batch_id, count(*) AS n FROM lines WHERE status = 'running' AND lease_until < ? GROUP BY +batch_id`).all(nowMs)
+    const groups = db
+      .query<{ batch_id: string }, [number]>(
+        `SELECT batch_id, count(*) AS n FROM lines WHERE status = 'running' AND lease_until < ? GROUP BY +batch_id`,
+      )
+      .all(nowMs)
     let total = 0
     for (const group of groups) {
-      const n = db.query(`UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL WHERE batch_id = ? AND status = 'running' AND lease_until < ?`).run(group.batch_id, nowMs).changes
-      db.query('UPDATE batches SET running = running - ?, pending = pending + ? WHERE id = ?').run(n, n, group.batch_id)
+      const n = db
+        .query(
+          `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL WHERE batch_id = ? AND status = 'running' AND lease_until < ?`,
+        )
+        .run(group.batch_id, nowMs).changes
+      db.query('UPDATE batches SET running = running - ?, pending = pending + ? WHERE id = ?').run(
+        n,
+        n,
+        group.batch_id,
+      )
       total += n
     }
     return total
   })
-  Object.assign(gateway.dispatch, { reapExpiredLeases: async (nowMs: number) => reap.immediate(nowMs) })
+  Object.assign(gateway.dispatch, {
+    reapExpiredLeases: async (nowMs: number) => reap.immediate(nowMs),
+  })
 }
 
 // Timers around the store's dispatch methods. The dispatcher and recorder call them as methods
 // of this same object (gateway.dispatch), so own properties placed over them are what they call.
-const methods = ['runnableBatches', 'claimLines', 'recordOutcomes', 'batchStatuses', 'renewLeases', 'reapExpiredLeases', 'advanceBatches'] as const
+const methods = [
+  'runnableBatches',
+  'claimLines',
+  'recordOutcomes',
+  'batchStatuses',
+  'renewLeases',
+  'reapExpiredLeases',
+  'advanceBatches',
+] as const
 const spent = new Map<string, { calls: number; ms: number; max: number; items: number }>()
 let tracing = false
-const store = gateway.dispatch as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>
+const store = gateway.dispatch as unknown as Record<
+  string,
+  (...args: unknown[]) => Promise<unknown>
+>
 for (const name of methods) {
   const original = store[name].bind(store)
   spent.set(name, { calls: 0, ms: 0, max: 0, items: 0 })
@@ -117,7 +167,11 @@ const key = await newKey(gateway.url)
 const headers = { authorization: `Bearer ${key}` }
 /** Runs one batch to completion; `traced`: the timers and the monitor count from its 201 on. */
 async function run(body: string, traced: boolean) {
-  const response = await fetch(`${gateway.url}/v1/batches`, { method: 'POST', headers: { ...headers, 'content-type': 'application/jsonl' }, body })
+  const response = await fetch(`${gateway.url}/v1/batches`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/jsonl' },
+    body,
+  })
   if (response.status !== 201) throw new Error(`submit answered ${response.status}`)
   // The ingest is measured by bench/ingest; here only the time the lines run.
   if (traced) {
@@ -137,7 +191,8 @@ async function run(body: string, traced: boolean) {
     }
     const batch = (await polled.json()) as { status: string }
     if (batch.status === 'completed') return
-    if (!['in_progress', 'finalizing', 'validating'].includes(batch.status)) throw new Error(`batch ended ${batch.status}`)
+    if (!['in_progress', 'finalizing', 'validating'].includes(batch.status))
+      throw new Error(`batch ended ${batch.status}`)
     await Bun.sleep(200)
   }
   throw new Error('batch did not finish in time')
@@ -149,20 +204,31 @@ try {
   const wallMs = performance.now() - t0
   tracing = false
 
-  const n = (x: number, digits = 0) => x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
-  console.log(`dispatch trace (${values.store}${values['reap-fix'] ? ', reap fix' : ''}, poll ${values['poll-ms']} ms) of ${n(lineCount)} lines, ${concurrency} in flight: ${n(wallMs)} ms wall, ${n(lineCount / (wallMs / 1000))} lines/s`)
-  console.log('  store method        calls    total ms   ms per 1,000 lines   mean ms   max ms   items/call')
+  const n = (x: number, digits = 0) =>
+    x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+  console.log(
+    `dispatch trace (${values.store}${values['reap-fix'] ? ', reap fix' : ''}, poll ${values['poll-ms']} ms) of ${n(lineCount)} lines, ${concurrency} in flight: ${n(wallMs)} ms wall, ${n(lineCount / (wallMs / 1000))} lines/s`,
+  )
+  console.log(
+    '  store method        calls    total ms   ms per 1,000 lines   mean ms   max ms   items/call',
+  )
   for (const [name, s] of spent) {
     const items = s.items ? n(s.items / s.calls, 1) : ''
-    console.log(`  ${name.padEnd(18)} ${n(s.calls).padStart(6)} ${n(s.ms).padStart(11)} ${n((s.ms / lineCount) * 1000, 1).padStart(20)} ${n(s.ms / Math.max(1, s.calls), 2).padStart(9)} ${n(s.max, 1).padStart(8)}   ${items}`)
+    console.log(
+      `  ${name.padEnd(18)} ${n(s.calls).padStart(6)} ${n(s.ms).padStart(11)} ${n((s.ms / lineCount) * 1000, 1).padStart(20)} ${n(s.ms / Math.max(1, s.calls), 2).padStart(9)} ${n(s.max, 1).padStart(8)}   ${items}`,
+    )
   }
   const late = stalls.filter((x) => x > 0)
   const over = (ms: number) => stalls.filter((x) => x > ms)
   const sum = (list: number[]) => list.reduce((a, b) => a + b, 0)
   // A response arriving at a random moment waits, on average, for the rest of the stall it lands in.
   const residual = sum(late.map((x) => x * x)) / (2 * wallMs)
-  console.log(`  event loop: an answer arriving at a random moment waits ${n(residual, 1)} ms on average for the loop to be free`)
-  console.log(`  event loop: busy beyond its 2 ms timer ${n(sum(late))} ms of ${n(wallMs)} (${n((sum(late) / wallMs) * 100)}%); stalls > 10 ms: ${over(10).length} (${n(sum(over(10)))} ms), > 25 ms: ${over(25).length} (${n(sum(over(25)))} ms); longest ${n(Math.max(0, ...stalls), 1)} ms`)
+  console.log(
+    `  event loop: an answer arriving at a random moment waits ${n(residual, 1)} ms on average for the loop to be free`,
+  )
+  console.log(
+    `  event loop: busy beyond its 2 ms timer ${n(sum(late))} ms of ${n(wallMs)} (${n((sum(late) / wallMs) * 100)}%); stalls > 10 ms: ${over(10).length} (${n(sum(over(10)))} ms), > 25 ms: ${over(25).length} (${n(sum(over(25)))} ms); longest ${n(Math.max(0, ...stalls), 1)} ms`,
+  )
 } finally {
   clearInterval(monitor)
   await gateway.stop()

@@ -25,7 +25,25 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { createHttpClient } from '../providers/http-client.ts'
 import { writeCatalog } from '../test/helpers/catalog.ts'
-import { benchSchema, cpuBetween, cpuByName, cpuMs, machineTicks, memoryOf, schedMs, median, newKey, handOnLoop, profileArgs, quantile, randomPort, spawnGateway, spawnSimulator, standardFile, threadCpuMs } from './lib.ts'
+import {
+  benchSchema,
+  cpuBetween,
+  cpuByName,
+  cpuMs,
+  machineTicks,
+  memoryOf,
+  schedMs,
+  median,
+  newKey,
+  handOnLoop,
+  profileArgs,
+  quantile,
+  randomPort,
+  spawnGateway,
+  spawnSimulator,
+  standardFile,
+  threadCpuMs,
+} from './lib.ts'
 
 const { values } = parseArgs({
   options: {
@@ -46,7 +64,8 @@ const latencyMs = Number(values['latency-ms'])
 const runs = Number(values.runs)
 const simRequests = Number(values['sim-requests'])
 const warmupLines = Math.min(Number(values.warmup), lineCount)
-if (values.store !== 'sqlite' && values.store !== 'postgres') throw new Error('--store is sqlite or postgres')
+if (values.store !== 'sqlite' && values.store !== 'postgres')
+  throw new Error('--store is sqlite or postgres')
 if (!(lineCount >= 1 && lineCount <= 50_000)) throw new Error('--lines is 1 to 50,000 (one batch)')
 
 const MODEL = 'bench/chat'
@@ -63,8 +82,30 @@ const rawBodies = allLines.slice(0, Math.min(simRequests, allLines.length)).map(
 
 const simulator = await spawnSimulator(['--latency-ms', String(latencyMs)], randomPort(19_000))
 const catalog = writeCatalog({
-  providers: { bench: { kind: 'openai', base_url: `${simulator.url}/v1`, max_concurrency: concurrency, timeout_s: 60 } },
-  models: [{ id: MODEL, endpoints: ['chat'], context_tokens: 128000, max_output_tokens: 4096, offerings: [{ provider: 'bench', upstream_model: 'sim-chat', input_usd_per_mtok: '0.05', output_usd_per_mtok: '0.40' }] }],
+  providers: {
+    bench: {
+      kind: 'openai',
+      base_url: `${simulator.url}/v1`,
+      max_concurrency: concurrency,
+      timeout_s: 60,
+    },
+  },
+  models: [
+    {
+      id: MODEL,
+      endpoints: ['chat'],
+      context_tokens: 128000,
+      max_output_tokens: 4096,
+      offerings: [
+        {
+          provider: 'bench',
+          upstream_model: 'sim-chat',
+          input_usd_per_mtok: '0.05',
+          output_usd_per_mtok: '0.40',
+        },
+      ],
+    },
+  ],
 })
 
 interface RunResult {
@@ -110,19 +151,36 @@ interface RunResult {
  * gateway's provider slots do, so that it takes the connection just freed at once
  * (providers/connection-pool.ts).
  */
-async function simulatorCapacity(): Promise<{ rate: number; meanMs: number; simUs: number; clientUs: number; machineBusy: number }> {
+async function simulatorCapacity(): Promise<{
+  rate: number
+  meanMs: number
+  simUs: number
+  clientUs: number
+  machineBusy: number
+}> {
   // The gateway's own HTTP client module (undici underneath), nothing else around it.
   // The hook does not say whose answer arrived: it hands on for the oldest request not yet handed on.
   const handOns: (() => void)[] = []
-  const client = createHttpClient(`${simulator.url}/v1`, { connections: concurrency, connectTimeoutMs: 10_000, onAnswered: () => handOns.shift()?.() })
+  const client = createHttpClient(`${simulator.url}/v1`, {
+    connections: concurrency,
+    connectTimeoutMs: 10_000,
+    onAnswered: () => handOns.shift()?.(),
+  })
   const headers = { 'content-type': 'application/json' }
   const signal = new AbortController().signal
-  const loop = (total: number, maxMs: number) => handOnLoop({ concurrency, total, maxMs }, async (i, onAnswered) => {
-    handOns.push(onAnswered)
-    const response = await client.request({ path: '/chat/completions', method: 'POST', headers, body: rawBodies[i % rawBodies.length], signal })
-    JSON.parse(await response.text())
-    return response.status === 200
-  })
+  const loop = (total: number, maxMs: number) =>
+    handOnLoop({ concurrency, total, maxMs }, async (i, onAnswered) => {
+      handOns.push(onAnswered)
+      const response = await client.request({
+        path: '/chat/completions',
+        method: 'POST',
+        headers,
+        body: rawBodies[i % rawBodies.length],
+        signal,
+      })
+      JSON.parse(await response.text())
+      return response.status === 200
+    })
   // Warm-up: open the connections and warm the JIT on both sides.
   await loop(concurrency * 4, 30_000)
   const simBefore = await cpuMs(simulator.pid)
@@ -135,15 +193,35 @@ async function simulatorCapacity(): Promise<{ rate: number; meanMs: number; simU
   await client.close()
   if (result.failed > 0) throw new Error(`the raw client saw ${result.failed} failures`)
   const mean = result.latencies.reduce((a, b) => a + b, 0) / result.latencies.length
-  const machineBusy = (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total)
-  return { rate: result.ok / (result.elapsedMs / 1000), meanMs: mean, simUs: (simCpu * 1000) / result.ok, clientUs: (clientCpu.user + clientCpu.system) / result.ok, machineBusy }
+  const machineBusy =
+    (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total)
+  return {
+    rate: result.ok / (result.elapsedMs / 1000),
+    meanMs: mean,
+    simUs: (simCpu * 1000) / result.ok,
+    clientUs: (clientCpu.user + clientCpu.system) / result.ok,
+    machineBusy,
+  }
 }
 
-type Counts = { total: number; pending: number; running: number; succeeded: number; failed: number; cancelled: number; expired: number }
+type Counts = {
+  total: number
+  pending: number
+  running: number
+  succeeded: number
+  failed: number
+  cancelled: number
+  expired: number
+}
 
 async function submit(url: string, key: string, body: string): Promise<string> {
-  const response = await fetch(`${url}/v1/batches`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/jsonl' }, body })
-  if (response.status !== 201) throw new Error(`submit answered ${response.status}: ${(await response.text()).slice(0, 300)}`)
+  const response = await fetch(`${url}/v1/batches`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/jsonl' },
+    body,
+  })
+  if (response.status !== 201)
+    throw new Error(`submit answered ${response.status}: ${(await response.text()).slice(0, 300)}`)
   return ((await response.json()) as { id: string }).id
 }
 
@@ -155,7 +233,9 @@ async function waitDone(url: string, key: string, id: string, maxMs: number) {
   const polls: { t: number; done: number }[] = []
   const endAt = performance.now() + maxMs
   while (performance.now() < endAt) {
-    const response = await fetch(`${url}/v1/batches/${id}`, { headers: { authorization: `Bearer ${key}` } })
+    const response = await fetch(`${url}/v1/batches/${id}`, {
+      headers: { authorization: `Bearer ${key}` },
+    })
     if (response.status !== 200) {
       // The store was away (another user of a shared PostgreSQL restarting it): say so, go on.
       console.error(`poll answered ${response.status}; this run's figure includes the outage`)
@@ -166,23 +246,33 @@ async function waitDone(url: string, key: string, id: string, maxMs: number) {
     const batch = (await response.json()) as { status: string; request_counts: Counts }
     const c = batch.request_counts
     polls.push({ t: performance.now(), done: c.succeeded + c.failed + c.cancelled + c.expired })
-    if (!['validating', 'in_progress', 'finalizing', 'cancelling'].includes(batch.status)) return { status: batch.status, counts: c, polls }
+    if (!['validating', 'in_progress', 'finalizing', 'cancelling'].includes(batch.status))
+      return { status: batch.status, counts: c, polls }
     await Bun.sleep(50)
   }
   throw new Error(`batch ${id} did not finish within ${maxMs} ms`)
 }
 
 /** The upstream latency and attempts the gateway recorded for each line. */
-async function recorded(env: Record<string, string>, batchId: string): Promise<{ latencies: number[]; attempts: number }> {
+async function recorded(
+  env: Record<string, string>,
+  batchId: string,
+): Promise<{ latencies: number[]; attempts: number }> {
   let rows: { latency_ms: number; attempts: number }[]
   if (env.DATABASE_URL) {
     const { default: postgres } = await import('postgres')
     const sql = postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} })
-    rows = (await sql`SELECT latency_ms, attempts FROM lines WHERE batch_id = ${batchId}`).map((row) => ({ latency_ms: Number(row.latency_ms), attempts: Number(row.attempts) }))
+    rows = (await sql`SELECT latency_ms, attempts FROM lines WHERE batch_id = ${batchId}`).map(
+      (row) => ({ latency_ms: Number(row.latency_ms), attempts: Number(row.attempts) }),
+    )
     await sql.end()
   } else {
     const db = new Database(join(env.MULTIGRID_DATA_DIR, 'multigrid.sqlite'), { readonly: true })
-    rows = db.query<{ latency_ms: number; attempts: number }, [string]>('SELECT latency_ms, attempts FROM lines WHERE batch_id = ?').all(batchId)
+    rows = db
+      .query<{ latency_ms: number; attempts: number }, [string]>(
+        'SELECT latency_ms, attempts FROM lines WHERE batch_id = ?',
+      )
+      .all(batchId)
     db.close()
   }
   const latencies = rows.map((row) => row.latency_ms).sort((a, b) => a - b)
@@ -192,7 +282,11 @@ async function recorded(env: Record<string, string>, batchId: string): Promise<{
 async function oneRun(run: number): Promise<RunResult> {
   const raw = await simulatorCapacity()
 
-  const env: Record<string, string> = { MULTIGRID_CONFIG: catalog, MULTIGRID_POLL_MS: String(values['poll-ms']), MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: '1000' }
+  const env: Record<string, string> = {
+    MULTIGRID_CONFIG: catalog,
+    MULTIGRID_POLL_MS: String(values['poll-ms']),
+    MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: '1000',
+  }
   const schema = values.store === 'postgres' ? await benchSchema() : null
   if (schema) env.DATABASE_URL = schema.url
   const bunArgs = values.profile ? profileArgs(`dispatch-${values.store}-run${run}`) : []
@@ -224,13 +318,17 @@ async function oneRun(run: number): Promise<RunResult> {
     const gatewayWait = (await schedMs(gateway.pid)).waitMs - gatewaySchedBefore.waitMs
     const simWait = (await schedMs(simulator.pid)).waitMs - simSchedBefore.waitMs
     const postgresCpu = postgresBefore ? cpuBetween(postgresBefore, await cpuByName('postgres')) : 0
-    const stats = (await (await fetch(`${simulator.url}/sim/stats`)).json()) as { peakInFlight: number }
-    if (done.status !== 'completed') throw new Error(`batch ended ${done.status}: ${JSON.stringify(done.counts)}`)
+    const stats = (await (await fetch(`${simulator.url}/sim/stats`)).json()) as {
+      peakInFlight: number
+    }
+    if (done.status !== 'completed')
+      throw new Error(`batch ended ${done.status}: ${JSON.stringify(done.counts)}`)
 
     // Steady state: between the first polls past 10% and past 90% of the lines.
     const first = done.polls.find((p) => p.done >= lineCount * 0.1)!
     const last = done.polls.find((p) => p.done >= lineCount * 0.9)!
-    const steadyRate = last.t > first.t ? ((last.done - first.done) / (last.t - first.t)) * 1000 : NaN
+    const steadyRate =
+      last.t > first.t ? ((last.done - first.done) / (last.t - first.t)) * 1000 : NaN
     const rampEnd = done.polls.find((p) => p.done >= lineCount * 0.05)!
     const tailStart = done.polls.findLast((p) => p.done <= lineCount * 0.95) ?? done.polls[0]
     const threads = new Map<string, number>()
@@ -247,7 +345,8 @@ async function oneRun(run: number): Promise<RunResult> {
       rawSimUs: raw.simUs,
       rawClientUs: raw.clientUs,
       simUsPerLine: (simCpu * 1000) / lineCount,
-      machineBusy: (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total),
+      machineBusy:
+        (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total),
       rawMachineBusy: raw.machineBusy,
       gatewayWaitShare: gatewayWait / (t2 - t0),
       postgresUsPerLine: (postgresCpu * 1000) / lineCount,
@@ -290,7 +389,9 @@ try {
       continue
     }
     results.push(r)
-    console.error(`run ${run}: gateway ${r.totalRate.toFixed(0)} lines/s (steady ${r.steadyRate.toFixed(0)}), simulator alone ${r.rawRate.toFixed(0)} requests/s, ${r.cpuUsPerLine.toFixed(0)} µs CPU/line, upstream latency mean ${r.meanLatencyMs.toFixed(1)} ms`)
+    console.error(
+      `run ${run}: gateway ${r.totalRate.toFixed(0)} lines/s (steady ${r.steadyRate.toFixed(0)}), simulator alone ${r.rawRate.toFixed(0)} requests/s, ${r.cpuUsPerLine.toFixed(0)} µs CPU/line, upstream latency mean ${r.meanLatencyMs.toFixed(1)} ms`,
+    )
   }
 } finally {
   await simulator.stop()
@@ -305,24 +406,59 @@ const rawRate = m((r) => r.rawRate)
 const meanLatency = m((r) => r.meanLatencyMs)
 const pct = (x: number) => `${(x * 100).toFixed(0)}%`
 const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 0 })
-console.log(`dispatch (${values.store}) of ${n(lineCount)} chat lines, ${concurrency} in flight, simulator at ${latencyMs} ms, median of ${results.length}${results.length < runs ? ` (${runs - results.length} failed)` : ''}:`)
-console.log(`  gateway, POST → completed      ${n(total).padStart(6)} lines/s   ${pct(total / ideal)} of ideal, ${pct(total / rawRate)} of the simulator alone`)
-console.log(`    of which ingest (POST → 201) ${n(m((r) => r.ingestMs)).padStart(6)} ms;  201 → completed ${n(m((r) => r.dispatchRate))} lines/s;  steady state (10%→90%) ${n(steady)} lines/s (${pct(steady / ideal)} of ideal)`)
+console.log(
+  `dispatch (${values.store}) of ${n(lineCount)} chat lines, ${concurrency} in flight, simulator at ${latencyMs} ms, median of ${results.length}${results.length < runs ? ` (${runs - results.length} failed)` : ''}:`,
+)
+console.log(
+  `  gateway, POST → completed      ${n(total).padStart(6)} lines/s   ${pct(total / ideal)} of ideal, ${pct(total / rawRate)} of the simulator alone`,
+)
+console.log(
+  `    of which ingest (POST → 201) ${n(m((r) => r.ingestMs)).padStart(6)} ms;  201 → completed ${n(m((r) => r.dispatchRate))} lines/s;  steady state (10%→90%) ${n(steady)} lines/s (${pct(steady / ideal)} of ideal)`,
+)
 const fivePercentMs = ((lineCount * 0.05) / steady) * 1000
-console.log(`    first 5% of lines (from the 201) ${n(m((r) => r.rampMs))} ms, last 5% (to completed) ${n(m((r) => r.tailMs))} ms; ${n(fivePercentMs)} ms each at the steady rate`)
+console.log(
+  `    first 5% of lines (from the 201) ${n(m((r) => r.rampMs))} ms, last 5% (to completed) ${n(m((r) => r.tailMs))} ms; ${n(fivePercentMs)} ms each at the steady rate`,
+)
 console.log(`  ideal (concurrency ÷ latency)  ${n(ideal).padStart(6)} lines/s`)
-console.log(`  simulator alone, plain client  ${n(rawRate).padStart(6)} requests/s   (providers/http-client.ts, ${concurrency} in flight, ${n(simRequests)} requests, mean latency ${m((r) => r.rawMeanMs).toFixed(1)} ms)`)
-console.log(`  gateway CPU                    ${n(m((r) => r.cpuUsPerLine)).padStart(6)} µs/line   (${pct(m((r) => r.cpuShare))} of one core over the run; JS thread ${n(m((r) => r.mainUsPerLine))} µs/line, ${pct(m((r) => r.mainShare))} of a core)`)
-if (values.store === 'postgres') console.log(`  PostgreSQL server CPU          ${n(m((r) => r.postgresUsPerLine)).padStart(6)} µs/line   (every postgres process on the box, so other users' queries count too)`)
-console.log(`  plain client CPU               ${n(m((r) => r.rawClientUs)).padStart(6)} µs/request (the bare upstream call, same client library; the JS thread's budget at the ideal rate is ${n(1e6 / ideal)} µs/line)`)
-console.log(`  upstream latency, as recorded  mean ${meanLatency.toFixed(1)} ms, p50 ${m((r) => r.p50LatencyMs).toFixed(0)} ms, p99 ${m((r) => r.p99LatencyMs).toFixed(0)} ms (simulator set to ${latencyMs} ms)`)
-console.log(`  Little's law                   mean in flight = steady rate × mean latency = ${(steady * meanLatency / 1000).toFixed(0)} of ${concurrency}; at ${concurrency} the recorded latency allows ${n(concurrency / (meanLatency / 1000))} lines/s`)
-console.log(`  simulator CPU                  ${n(m((r) => r.simUsPerLine)).padStart(6)} µs/request under the gateway, ${n(m((r) => r.rawSimUs))} µs/request under the plain client`)
-console.log(`  machine (2 cores) busy         ${pct(m((r) => r.machineBusy))} during the gateway run, ${pct(m((r) => r.rawMachineBusy))} during the plain client run (all processes)`)
-console.log(`  run-queue wait (runnable, no core free): gateway JS thread ${pct(m((r) => r.gatewayWaitShare))} of the run, simulator JS thread ${pct(m((r) => r.simWaitShare))}`)
-console.log(`  simulator peak in flight ${m((r) => r.peakInFlight)}; retried attempts ${m((r) => r.retried)}; failed lines ${m((r) => r.failed)}`)
+console.log(
+  `  simulator alone, plain client  ${n(rawRate).padStart(6)} requests/s   (providers/http-client.ts, ${concurrency} in flight, ${n(simRequests)} requests, mean latency ${m((r) => r.rawMeanMs).toFixed(1)} ms)`,
+)
+console.log(
+  `  gateway CPU                    ${n(m((r) => r.cpuUsPerLine)).padStart(6)} µs/line   (${pct(m((r) => r.cpuShare))} of one core over the run; JS thread ${n(m((r) => r.mainUsPerLine))} µs/line, ${pct(m((r) => r.mainShare))} of a core)`,
+)
+if (values.store === 'postgres')
+  console.log(
+    `  PostgreSQL server CPU          ${n(m((r) => r.postgresUsPerLine)).padStart(6)} µs/line   (every postgres process on the box, so other users' queries count too)`,
+  )
+console.log(
+  `  plain client CPU               ${n(m((r) => r.rawClientUs)).padStart(6)} µs/request (the bare upstream call, same client library; the JS thread's budget at the ideal rate is ${n(1e6 / ideal)} µs/line)`,
+)
+console.log(
+  `  upstream latency, as recorded  mean ${meanLatency.toFixed(1)} ms, p50 ${m((r) => r.p50LatencyMs).toFixed(0)} ms, p99 ${m((r) => r.p99LatencyMs).toFixed(0)} ms (simulator set to ${latencyMs} ms)`,
+)
+console.log(
+  `  Little's law                   mean in flight = steady rate × mean latency = ${((steady * meanLatency) / 1000).toFixed(0)} of ${concurrency}; at ${concurrency} the recorded latency allows ${n(concurrency / (meanLatency / 1000))} lines/s`,
+)
+console.log(
+  `  simulator CPU                  ${n(m((r) => r.simUsPerLine)).padStart(6)} µs/request under the gateway, ${n(m((r) => r.rawSimUs))} µs/request under the plain client`,
+)
+console.log(
+  `  machine (2 cores) busy         ${pct(m((r) => r.machineBusy))} during the gateway run, ${pct(m((r) => r.rawMachineBusy))} during the plain client run (all processes)`,
+)
+console.log(
+  `  run-queue wait (runnable, no core free): gateway JS thread ${pct(m((r) => r.gatewayWaitShare))} of the run, simulator JS thread ${pct(m((r) => r.simWaitShare))}`,
+)
+console.log(
+  `  simulator peak in flight ${m((r) => r.peakInFlight)}; retried attempts ${m((r) => r.retried)}; failed lines ${m((r) => r.failed)}`,
+)
 const mib = (bytes: number) => `${n(bytes / 2 ** 20)} MiB`
-console.log(`  gateway memory                 ${mib(m((r) => r.rss))} resident at the end, peak ${mib(m((r) => r.peakRss))} (warm-up and measured batch)`)
+console.log(
+  `  gateway memory                 ${mib(m((r) => r.rss))} resident at the end, peak ${mib(m((r) => r.peakRss))} (warm-up and measured batch)`,
+)
 const last = results.at(-1)!
-const threadText = [...last.threads].filter(([, ms]) => ms >= 10).sort((a, b) => b[1] - a[1]).map(([name, ms]) => `${name} ${n(ms)} ms`).join(', ')
+const threadText = [...last.threads]
+  .filter(([, ms]) => ms >= 10)
+  .sort((a, b) => b[1] - a[1])
+  .map(([name, ms]) => `${name} ${n(ms)} ms`)
+  .join(', ')
 console.log(`  gateway threads (last run)     ${threadText}`)

@@ -7,9 +7,26 @@
  */
 import { parseArgs } from 'node:util'
 import { writeCatalog } from '../test/helpers/catalog.ts'
-import { benchSchema, memoryOf, median, mib, newKey, profileArgs, randomPort, resetPeak, spawnGateway, standardFile } from './lib.ts'
+import {
+  benchSchema,
+  memoryOf,
+  median,
+  mib,
+  newKey,
+  profileArgs,
+  randomPort,
+  resetPeak,
+  spawnGateway,
+  standardFile,
+} from './lib.ts'
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, store: { type: 'string', default: 'sqlite' }, profile: { type: 'boolean', default: false } } })
+const { values } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '5' },
+    store: { type: 'string', default: 'sqlite' },
+    profile: { type: 'boolean', default: false },
+  },
+})
 const runs = Number(values.runs)
 const file = await standardFile('bench/chat')
 const bytes = await Bun.file(file).bytes()
@@ -33,7 +50,11 @@ const plainWays = {
     }`,
 }
 async function plainRun(way: string): Promise<{ ms: number; growth: number }> {
-  const child = Bun.spawn([process.execPath, '-e', `
+  const child = Bun.spawn(
+    [
+      process.execPath,
+      '-e',
+      `
     const FILE = ${JSON.stringify(file)}
     const before = Number(/VmRSS:\\s+(\\d+)/.exec(await Bun.file('/proc/self/status').text())[1]) * 1024
     const t = performance.now()
@@ -41,7 +62,10 @@ async function plainRun(way: string): Promise<{ ms: number; growth: number }> {
     const ms = performance.now() - t
     const peak = Number(/VmHWM:\\s+(\\d+)/.exec(await Bun.file('/proc/self/status').text())[1]) * 1024
     console.log(JSON.stringify({ ms, growth: peak - before }))
-  `], { stdout: 'pipe' })
+  `,
+    ],
+    { stdout: 'pipe' },
+  )
   return JSON.parse(await new Response(child.stdout).text()) as { ms: number; growth: number }
 }
 const raw: number[] = []
@@ -56,13 +80,36 @@ for (let i = 0; i < runs; i++) {
 
 const catalog = writeCatalog({
   providers: { bench: { kind: 'openai', base_url: 'http://127.0.0.1:9/v1', max_concurrency: 64 } },
-  models: [{ id: 'bench/chat', endpoints: ['chat'], context_tokens: 128000, max_output_tokens: 4096, offerings: [{ provider: 'bench', upstream_model: 'x', input_usd_per_mtok: '0.05', output_usd_per_mtok: '0.40' }] }],
+  models: [
+    {
+      id: 'bench/chat',
+      endpoints: ['chat'],
+      context_tokens: 128000,
+      max_output_tokens: 4096,
+      offerings: [
+        {
+          provider: 'bench',
+          upstream_model: 'x',
+          input_usd_per_mtok: '0.05',
+          output_usd_per_mtok: '0.40',
+        },
+      ],
+    },
+  ],
 })
-const env: Record<string, string> = { MULTIGRID_CONFIG: catalog, MULTIGRID_DISPATCH: '0', MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: '1000' }
+const env: Record<string, string> = {
+  MULTIGRID_CONFIG: catalog,
+  MULTIGRID_DISPATCH: '0',
+  MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: '1000',
+}
 const schema = values.store === 'postgres' ? await benchSchema() : null
 if (schema) env.DATABASE_URL = schema.url
 // --profile: the gateway's CPU profile to bench/out/prof/ (summarise with bench/prof-summary.ts).
-const gateway = await spawnGateway(env, randomPort(18_400), values.profile ? profileArgs(`ingest-${values.store}`) : [])
+const gateway = await spawnGateway(
+  env,
+  randomPort(18_400),
+  values.profile ? profileArgs(`ingest-${values.store}`) : [],
+)
 const key = await newKey(gateway.url)
 const times: number[] = []
 let growth = 0
@@ -70,9 +117,14 @@ for (let i = 0; i < runs + 1; i++) {
   const before = await memoryOf(gateway.pid)
   await resetPeak(gateway.pid)
   const t = performance.now()
-  const response = await fetch(`${gateway.url}/v1/batches`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/jsonl' }, body: bytes })
+  const response = await fetch(`${gateway.url}/v1/batches`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/jsonl' },
+    body: bytes,
+  })
   const ms = performance.now() - t
-  if (response.status !== 201) throw new Error(`submit answered ${response.status}: ${(await response.text()).slice(0, 300)}`)
+  if (response.status !== 201)
+    throw new Error(`submit answered ${response.status}: ${(await response.text()).slice(0, 300)}`)
   await response.arrayBuffer()
   const after = await memoryOf(gateway.pid)
   if (i > 0) {
@@ -86,8 +138,16 @@ await schema?.drop()
 const ingest = median(times)
 const plain = median(raw)
 const plainByLine = median(rawByLine)
-console.log(`ingest (${values.store}) of ${mib(bytes.byteLength)} / 50,000 lines, median of ${runs}:`)
-console.log(`  gateway POST → 201          ${ingest.toFixed(0).padStart(4)} ms   peak memory growth ${mib(growth)} (${(growth / bytes.byteLength).toFixed(2)}× the file)`)
-console.log(`  read + split + parse        ${plain.toFixed(0).padStart(4)} ms   peak memory growth ${mib(referencePeak)}`)
+console.log(
+  `ingest (${values.store}) of ${mib(bytes.byteLength)} / 50,000 lines, median of ${runs}:`,
+)
+console.log(
+  `  gateway POST → 201          ${ingest.toFixed(0).padStart(4)} ms   peak memory growth ${mib(growth)} (${(growth / bytes.byteLength).toFixed(2)}× the file)`,
+)
+console.log(
+  `  read + split + parse        ${plain.toFixed(0).padStart(4)} ms   peak memory growth ${mib(referencePeak)}`,
+)
 console.log(`  same, each line decoded     ${plainByLine.toFixed(0).padStart(4)} ms`)
-console.log(`  ratio                       ${(ingest / plain).toFixed(2)}× the plain parse, ${(ingest / plainByLine).toFixed(2)}× the line-by-line one`)
+console.log(
+  `  ratio                       ${(ingest / plain).toFixed(2)}× the plain parse, ${(ingest / plainByLine).toFixed(2)}× the line-by-line one`,
+)

@@ -6,13 +6,18 @@ import { join } from 'node:path'
 export const ROOT = join(import.meta.dir, '..')
 
 /** `--store postgres` benches run here: TEST_DATABASE_URL, or the local server. */
-export const BENCH_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+export const BENCH_DATABASE_URL =
+  process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
 /**
  * A schema of its own on the bench database for one gateway: its DATABASE_URL, and `drop()`,
  * which removes it (and says so, rather than failing the bench, if it cannot).
  */
-export async function benchSchema(): Promise<{ url: string; schema: string; drop(): Promise<void> }> {
+export async function benchSchema(): Promise<{
+  url: string
+  schema: string
+  drop(): Promise<void>
+}> {
   const { freshSchemaUrl } = await import('../test/helpers/gateway.ts')
   const { url, schema } = freshSchemaUrl(BENCH_DATABASE_URL)
   return {
@@ -21,7 +26,9 @@ export async function benchSchema(): Promise<{ url: string; schema: string; drop
     async drop() {
       const { default: postgres } = await import('postgres')
       const sql = postgres(BENCH_DATABASE_URL, { max: 1, onnotice: () => {} })
-      await sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`.catch((error) => console.error(`could not drop schema ${schema}: ${error.message}`))
+      await sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`.catch((error) =>
+        console.error(`could not drop schema ${schema}: ${error.message}`),
+      )
       await sql.end()
     },
   }
@@ -38,7 +45,19 @@ export function profileArgs(name: string): string[] {
 export async function standardFile(model: string): Promise<string> {
   const path = join(ROOT, 'bench/out', `big-${model.replace(/\W/g, '_')}.jsonl`)
   if (!existsSync(path)) {
-    const child = Bun.spawn([process.execPath, join(ROOT, 'bench/gen-jsonl.ts'), '--bytes', '16777216', '--model', model, '--out', path], { stdout: 'ignore' })
+    const child = Bun.spawn(
+      [
+        process.execPath,
+        join(ROOT, 'bench/gen-jsonl.ts'),
+        '--bytes',
+        '16777216',
+        '--model',
+        model,
+        '--out',
+        path,
+      ],
+      { stdout: 'ignore' },
+    )
     if ((await child.exited) !== 0) throw new Error('gen-jsonl failed')
   }
   return path
@@ -47,7 +66,8 @@ export async function standardFile(model: string): Promise<string> {
 /** Peak and current resident memory of a process, in bytes, from /proc. */
 export async function memoryOf(pid: number): Promise<{ rss: number; peak: number }> {
   const status = await Bun.file(`/proc/${pid}/status`).text()
-  const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024
+  const kb = (name: string) =>
+    Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024
   return { rss: kb('VmRSS'), peak: kb('VmHWM') }
 }
 
@@ -65,7 +85,12 @@ export interface GatewayProcess {
 
 /** Starts `src/main.ts` as its own process, so its memory and CPU are its own. */
 /** `root`: another checkout of the project, to run its gateway beside this one's (bench/proxy.ts --baseline). */
-export async function spawnGateway(env: Record<string, string>, port: number, bunArgs: string[] = [], root = ROOT): Promise<GatewayProcess> {
+export async function spawnGateway(
+  env: Record<string, string>,
+  port: number,
+  bunArgs: string[] = [],
+  root = ROOT,
+): Promise<GatewayProcess> {
   const fullEnv = {
     PATH: process.env.PATH ?? '',
     PORT: String(port),
@@ -76,10 +101,16 @@ export async function spawnGateway(env: Record<string, string>, port: number, bu
     // As `npm start` starts it (package.json), also when a bench is run with `bun bench/…` directly.
     MIMALLOC_PURGE_DELAY: '-1',
     // Runtime tuning under test (JavaScriptCore options, the allocator's) reaches the gateway.
-    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => /^(BUN_JSC_|MIMALLOC_)/.test(name))),
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => /^(BUN_JSC_|MIMALLOC_)/.test(name)),
+    ),
     ...env,
   }
-  const child = Bun.spawn([process.execPath, ...bunArgs, join(root, 'src/main.ts')], { env: fullEnv, stdout: 'inherit', stderr: 'inherit' })
+  const child = Bun.spawn([process.execPath, ...bunArgs, join(root, 'src/main.ts')], {
+    env: fullEnv,
+    stdout: 'inherit',
+    stderr: 'inherit',
+  })
   const url = `http://127.0.0.1:${port}`
   for (let i = 0; i < 100; i++) {
     try {
@@ -99,13 +130,34 @@ export async function spawnGateway(env: Record<string, string>, port: number, bu
 }
 
 export async function newKey(url: string, credit = '100000'): Promise<string> {
-  const admin = { authorization: 'Bearer bench-admin-token-0123456789', 'content-type': 'application/json' }
-  const account = (await (await fetch(`${url}/admin/v1/accounts`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'bench', credit_usd: credit, max_open_batches: 1000, rate_limit_per_minute: 1_000_000 }) })).json()) as { id: string }
-  const key = (await (await fetch(`${url}/admin/v1/accounts/${account.id}/keys`, { method: 'POST', headers: admin, body: '{}' })).json()) as { key: string }
+  const admin = {
+    authorization: 'Bearer bench-admin-token-0123456789',
+    'content-type': 'application/json',
+  }
+  const account = (await (
+    await fetch(`${url}/admin/v1/accounts`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({
+        name: 'bench',
+        credit_usd: credit,
+        max_open_batches: 1000,
+        rate_limit_per_minute: 1_000_000,
+      }),
+    })
+  ).json()) as { id: string }
+  const key = (await (
+    await fetch(`${url}/admin/v1/accounts/${account.id}/keys`, {
+      method: 'POST',
+      headers: admin,
+      body: '{}',
+    })
+  ).json()) as { key: string }
   return key.key
 }
 
-export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
+export const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 export const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`
 
 /** A random port in a range the benches keep to themselves. */
@@ -124,7 +176,10 @@ export interface SimulatorProcess {
 export async function spawnSimulator(args: string[], port: number): Promise<SimulatorProcess> {
   // With the allocator's setting `npm run sim` gives it (package.json), unless this process has its own.
   const env = { ...process.env, MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY ?? '-1' }
-  const child = Bun.spawn([process.execPath, join(ROOT, 'src/simulator/main.ts'), '--port', String(port), ...args], { env, stdout: 'ignore', stderr: 'inherit' })
+  const child = Bun.spawn(
+    [process.execPath, join(ROOT, 'src/simulator/main.ts'), '--port', String(port), ...args],
+    { env, stdout: 'ignore', stderr: 'inherit' },
+  )
   const url = `http://127.0.0.1:${port}`
   let ready = false
   for (let i = 0; i < 100 && !ready; i++) {
@@ -160,7 +215,8 @@ export async function threadCpuMs(pid: number): Promise<Map<string, number>> {
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       const stat = await Bun.file(`/proc/${pid}/task/${tid}/stat`).text()
-      const name = tid === String(pid) ? 'main (JS)' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+      const name =
+        tid === String(pid) ? 'main (JS)' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
       threads.set(name, (threads.get(name) ?? 0) + statCpuMs(stat))
     } catch {} // the thread ended between the listing and the read
   }
@@ -178,7 +234,8 @@ function statCpuMs(stat: string): number {
 }
 
 /** The `q` quantile of already sorted values. */
-export const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
+export const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
 
 export interface LoopResult {
   /** Wall time from the first request to the last answer, in milliseconds. */
@@ -193,7 +250,12 @@ export interface LoopResult {
  * A closed loop: `concurrency` workers send `total` requests between them, each sending its next
  * one when the previous answered. Stops early at `maxMs` so a stuck target cannot hang a bench.
  */
-export function closedLoop(options: { concurrency: number; total: number; maxMs: number; send: (i: number) => Promise<boolean> }): Promise<LoopResult> {
+export function closedLoop(options: {
+  concurrency: number
+  total: number
+  maxMs: number
+  send: (i: number) => Promise<boolean>
+}): Promise<LoopResult> {
   return handOnLoop(options, (i) => options.send(i))
 }
 
@@ -202,7 +264,10 @@ export function closedLoop(options: { concurrency: number; total: number; maxMs:
  * `onAnswered`, to call once request i's answer has arrived (or never); the next request starts
  * then, or when send settles, whichever is first. Latency is send's whole time.
  */
-export function handOnLoop(options: { concurrency: number; total: number; maxMs: number }, send: (i: number, onAnswered: () => void) => Promise<boolean>): Promise<LoopResult> {
+export function handOnLoop(
+  options: { concurrency: number; total: number; maxMs: number },
+  send: (i: number, onAnswered: () => void) => Promise<boolean>,
+): Promise<LoopResult> {
   const latencies: number[] = []
   let next = 0
   let ok = 0
@@ -244,7 +309,12 @@ export function handOnLoop(options: { concurrency: number; total: number; maxMs:
 
 /** Busy and total CPU time of the whole machine so far, in clock ticks, from /proc/stat. */
 export async function machineTicks(): Promise<{ busy: number; total: number }> {
-  const cpu = (await Bun.file('/proc/stat').text()).split('\n')[0].trim().split(/\s+/).slice(1).map(Number)
+  const cpu = (await Bun.file('/proc/stat').text())
+    .split('\n')[0]
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number)
   const total = cpu.slice(0, 8).reduce((a, b) => a + b, 0)
   const idle = cpu[3] + cpu[4] // idle + iowait
   return { busy: total - idle, total }
@@ -255,7 +325,10 @@ export async function machineTicks(): Promise<{ busy: number; total: number }> {
  * milliseconds, from /proc/<pid>/task/<tid>/schedstat. The main thread's tid is the pid.
  */
 export async function schedMs(pid: number, tid = pid): Promise<{ runMs: number; waitMs: number }> {
-  const [run, wait] = (await Bun.file(`/proc/${pid}/task/${tid}/schedstat`).text()).trim().split(/\s+/).map(Number)
+  const [run, wait] = (await Bun.file(`/proc/${pid}/task/${tid}/schedstat`).text())
+    .trim()
+    .split(/\s+/)
+    .map(Number)
   return { runMs: run / 1e6, waitMs: wait / 1e6 }
 }
 

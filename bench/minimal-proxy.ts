@@ -11,7 +11,9 @@ import { Elysia } from 'elysia'
 import { parseArgs } from 'node:util'
 import { Pool } from 'undici/index.js'
 
-const { values } = parseArgs({ options: { port: { type: 'string' }, upstream: { type: 'string' } } })
+const { values } = parseArgs({
+  options: { port: { type: 'string' }, upstream: { type: 'string' } },
+})
 const pool = new Pool(values.upstream!, { connections: 256 })
 
 new Elysia()

@@ -13,11 +13,27 @@
 import { basename } from 'node:path'
 import { parseArgs } from 'node:util'
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { per: { type: 'string' }, top: { type: 'string', default: '25' }, who: { type: 'string' } } })
-if (positionals.length !== 1) throw new Error('usage: bun bench/prof-summary.ts <file.cpuprofile> [--per N] [--top 25]')
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    per: { type: 'string' },
+    top: { type: 'string', default: '25' },
+    who: { type: 'string' },
+  },
+})
+if (positionals.length !== 1)
+  throw new Error('usage: bun bench/prof-summary.ts <file.cpuprofile> [--per N] [--top 25]')
 
-interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
-const profile = (await Bun.file(positionals[0]).json()) as { nodes: Node[]; samples: number[]; timeDeltas: number[] }
+interface Node {
+  id: number
+  callFrame: { functionName: string; url: string; lineNumber: number }
+  children?: number[]
+}
+const profile = (await Bun.file(positionals[0]).json()) as {
+  nodes: Node[]
+  samples: number[]
+  timeDeltas: number[]
+}
 
 const parent = new Map<number, number>()
 const byId = new Map<number, Node>()
@@ -33,7 +49,8 @@ const label = (node: Node) => {
 
 // A sample after the process slept carries the whole gap as its delta; cap each at three
 // sampling intervals so a gap is not charged to whatever ran next.
-const interval = [...profile.timeDeltas].sort((a, b) => a - b)[profile.timeDeltas.length >> 1] || 1000
+const interval =
+  [...profile.timeDeltas].sort((a, b) => a - b)[profile.timeDeltas.length >> 1] || 1000
 /** Where a sample's time belongs: the library or layer of the nearest frame with a source file. */
 function category(leaf: number): string {
   let id: number | undefined = leaf
@@ -43,12 +60,14 @@ function category(leaf: number): string {
       const frame = label(byId.get(id)!)
       selfByFrame.set(frame, (selfByFrame.get(frame) ?? 0) + currentUs)
       if (url.includes('node_modules/undici')) return 'HTTP client (undici)'
-      if (url.startsWith('bun:sqlite') || url.includes('/src/store/')) return 'store (SQL, bun:sqlite / postgres.js)'
+      if (url.startsWith('bun:sqlite') || url.includes('/src/store/'))
+        return 'store (SQL, bun:sqlite / postgres.js)'
       if (url.includes('node_modules/postgres/')) return 'store (SQL, bun:sqlite / postgres.js)'
       if (url.includes('decimal.js')) return 'money (decimal.js)'
       if (url.includes('/src/telemetry/') || url.includes('@opentelemetry')) return 'telemetry'
       if (url.includes('node_modules/elysia')) return 'HTTP server (Elysia)'
-      if (url.startsWith('node:') || url.startsWith('internal:')) return 'Node compatibility (net, streams, events)'
+      if (url.startsWith('node:') || url.startsWith('internal:'))
+        return 'Node compatibility (net, streams, events)'
       if (url.includes('node_modules/')) return 'other libraries'
       return 'gateway code (src/, providers/)'
     }
@@ -109,22 +128,48 @@ const row = (name: string, us: number) => {
   const rate = per ? `   ${((ms / per) * 1000).toFixed(1).padStart(7)} ms per 1,000` : ''
   return `  ${ms.toFixed(0).padStart(7)} ms  ${share}% of busy${rate}   ${name}`
 }
-console.log(`${basename(positionals[0])}: ${(totalUs / 1e6).toFixed(1)} s sampled (${profile.samples.length} samples, ${interval} µs apart), ${((totalUs - idleUs) / 1e6).toFixed(1)} s busy`)
+console.log(
+  `${basename(positionals[0])}: ${(totalUs / 1e6).toFixed(1)} s sampled (${profile.samples.length} samples, ${interval} µs apart), ${((totalUs - idleUs) / 1e6).toFixed(1)} s busy`,
+)
 console.log('by layer (self time, native calls charged to their nearest JS caller):')
 for (const [name, us] of [...categories].sort((a, b) => b[1] - a[1])) console.log(row(name, us))
 // Dispatch's own seams first, by function name (any file).
-const seams = ['reapExpiredLeases', 'returnToPending', 'recordOutcomes', 'claimLines', 'advanceBatches', 'runnableBatches', 'batchStatuses', 'renewLeases', 'charge', 'runLine', 'postJson', 'send', 'priceUsage', 'admitBatch', 'getBatch']
+const seams = [
+  'reapExpiredLeases',
+  'returnToPending',
+  'recordOutcomes',
+  'claimLines',
+  'advanceBatches',
+  'runnableBatches',
+  'batchStatuses',
+  'renewLeases',
+  'charge',
+  'runLine',
+  'postJson',
+  'send',
+  'priceUsage',
+  'admitBatch',
+  'getBatch',
+]
 console.log('dispatch seams (inclusive):')
 for (const seam of seams) {
-  const matches = [...inclusive].filter(([name]) => name.split(' ')[0].replace(/^async /, '') === seam)
+  const matches = [...inclusive].filter(
+    ([name]) => name.split(' ')[0].replace(/^async /, '') === seam,
+  )
   for (const [name, us] of matches) console.log(row(name, us))
 }
 console.log(`heaviest by self time (native leaves charged to their JS caller), top ${values.top}:`)
-for (const [name, us] of [...selfByFrame].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top))) console.log(row(name, us))
+for (const [name, us] of [...selfByFrame].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top)))
+  console.log(row(name, us))
 console.log(`heaviest (inclusive), top ${values.top}:`)
 const skip = /^(\(root\)|\(program\)|processTicksAndRejections|\(anonymous\)$|anonymous$)/
-for (const [name, us] of [...inclusive].filter(([name]) => !skip.test(name)).sort((a, b) => b[1] - a[1]).slice(0, Number(values.top))) console.log(row(name, us))
+for (const [name, us] of [...inclusive]
+  .filter(([name]) => !skip.test(name))
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, Number(values.top)))
+  console.log(row(name, us))
 if (values.who) {
   console.log(`${values.who}: by nearest caller outside node: / internal:`)
-  for (const [name, us] of [...whoCallers].sort((a, b) => b[1] - a[1]).slice(0, 10)) console.log(row(name, us))
+  for (const [name, us] of [...whoCallers].sort((a, b) => b[1] - a[1]).slice(0, 10))
+    console.log(row(name, us))
 }

@@ -18,7 +18,20 @@ import { parseArgs } from 'node:util'
 import { Pool } from 'undici/index.js'
 import { writeCatalog } from '../test/helpers/catalog.ts'
 import { join } from 'node:path'
-import { benchSchema, closedLoop, cpuMs, median, newKey, profileArgs, quantile, randomPort, ROOT, schedMs, spawnGateway, spawnSimulator } from './lib.ts'
+import {
+  benchSchema,
+  closedLoop,
+  cpuMs,
+  median,
+  newKey,
+  profileArgs,
+  quantile,
+  randomPort,
+  ROOT,
+  schedMs,
+  spawnGateway,
+  spawnSimulator,
+} from './lib.ts'
 
 const { values } = parseArgs({
   options: {
@@ -38,8 +51,25 @@ const runs = Number(values.runs)
 
 const simulator = await spawnSimulator(['--latency-ms', '0'], randomPort(19_500))
 const catalog = writeCatalog({
-  providers: { bench: { kind: 'openai', base_url: `${simulator.url}/v1`, max_concurrency: 256, timeout_s: 60 } },
-  models: [{ id: 'bench/chat', endpoints: ['chat'], context_tokens: 128000, max_output_tokens: 4096, offerings: [{ provider: 'bench', upstream_model: 'sim-chat', input_usd_per_mtok: '0.05', output_usd_per_mtok: '0.40' }] }],
+  providers: {
+    bench: { kind: 'openai', base_url: `${simulator.url}/v1`, max_concurrency: 256, timeout_s: 60 },
+  },
+  models: [
+    {
+      id: 'bench/chat',
+      endpoints: ['chat'],
+      context_tokens: 128000,
+      max_output_tokens: 4096,
+      offerings: [
+        {
+          provider: 'bench',
+          upstream_model: 'sim-chat',
+          input_usd_per_mtok: '0.05',
+          output_usd_per_mtok: '0.40',
+        },
+      ],
+    },
+  ],
 })
 const env: Record<string, string> = { MULTIGRID_CONFIG: catalog }
 const schema = values.store === 'postgres' ? await benchSchema() : null
@@ -49,11 +79,26 @@ const gateway = await spawnGateway(env, randomPort(18_700), bunArgs)
 const key = await newKey(gateway.url)
 const baselineSchema = values.baseline && values.store === 'postgres' ? await benchSchema() : null
 const baseline = values.baseline
-  ? await spawnGateway({ ...env, ...(baselineSchema ? { DATABASE_URL: baselineSchema.url } : {}) }, randomPort(17_900), [], values.baseline)
+  ? await spawnGateway(
+      { ...env, ...(baselineSchema ? { DATABASE_URL: baselineSchema.url } : {}) },
+      randomPort(17_900),
+      [],
+      values.baseline,
+    )
   : null
 const baselineKey = baseline ? await newKey(baseline.url) : ''
 const minimalPort = randomPort(18_100)
-const minimalChild = Bun.spawn([process.execPath, join(ROOT, 'bench/minimal-proxy.ts'), '--port', String(minimalPort), '--upstream', simulator.url], { stdout: 'inherit', stderr: 'inherit' })
+const minimalChild = Bun.spawn(
+  [
+    process.execPath,
+    join(ROOT, 'bench/minimal-proxy.ts'),
+    '--port',
+    String(minimalPort),
+    '--upstream',
+    simulator.url,
+  ],
+  { stdout: 'inherit', stderr: 'inherit' },
+)
 const minimal = { url: `http://127.0.0.1:${minimalPort}`, pid: minimalChild.pid }
 for (let i = 0; i < 100; i++) {
   try {
@@ -62,12 +107,34 @@ for (let i = 0; i < 100; i++) {
   await Bun.sleep(50)
 }
 
-const messages = [{ role: 'user', content: 'Classify the sentiment of this review as positive, negative or neutral. Review: the parcel arrived late but support replaced it quickly.' }]
+const messages = [
+  {
+    role: 'user',
+    content:
+      'Classify the sentiment of this review as positive, negative or neutral. Review: the parcel arrived late but support replaced it quickly.',
+  },
+]
 const targets = {
-  direct: { origin: simulator.url, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'sim-chat', messages, max_tokens: 16 }) },
-  minimal: { origin: minimal.url, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'bench/chat', messages, max_tokens: 16 }) },
-  gateway: { origin: gateway.url, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ model: 'bench/chat', messages, max_tokens: 16 }) },
-  baseline: { origin: baseline?.url ?? '', headers: { 'content-type': 'application/json', authorization: `Bearer ${baselineKey}` }, body: JSON.stringify({ model: 'bench/chat', messages, max_tokens: 16 }) },
+  direct: {
+    origin: simulator.url,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'sim-chat', messages, max_tokens: 16 }),
+  },
+  minimal: {
+    origin: minimal.url,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'bench/chat', messages, max_tokens: 16 }),
+  },
+  gateway: {
+    origin: gateway.url,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify({ model: 'bench/chat', messages, max_tokens: 16 }),
+  },
+  baseline: {
+    origin: baseline?.url ?? '',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${baselineKey}` },
+    body: JSON.stringify({ model: 'bench/chat', messages, max_tokens: 16 }),
+  },
 }
 
 interface Measure {
@@ -84,19 +151,30 @@ async function measure(target: keyof typeof targets, concurrency: number): Promi
   const { origin, headers, body } = targets[target]
   const pool = new Pool(origin, { connections: concurrency })
   const send = async () => {
-    const response = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers, body })
+    const response = await pool.request({
+      path: '/v1/chat/completions',
+      method: 'POST',
+      headers,
+      body,
+    })
     await response.body.text()
     return response.statusCode === 200
   }
   await closedLoop({ concurrency, total: warmup, maxMs: 60_000, send })
-  const pid = { gateway: gateway.pid, baseline: baseline?.pid ?? 0, minimal: minimal.pid, direct: simulator.pid }[target]
+  const pid = {
+    gateway: gateway.pid,
+    baseline: baseline?.pid ?? 0,
+    minimal: minimal.pid,
+    direct: simulator.pid,
+  }[target]
   const before = await cpuMs(pid)
   const schedBefore = await schedMs(pid)
   const result = await closedLoop({ concurrency, total: requests, maxMs: 120_000, send })
   const cpu = (await cpuMs(pid)) - before
   const schedAfter = await schedMs(pid)
   await pool.close()
-  if (result.failed > 0) throw new Error(`${target} at ${concurrency}: ${result.failed} requests failed`)
+  if (result.failed > 0)
+    throw new Error(`${target} at ${concurrency}: ${result.failed} requests failed`)
   return {
     p50: quantile(result.latencies, 0.5) * 1000,
     p99: quantile(result.latencies, 0.99) * 1000,
@@ -114,7 +192,12 @@ try {
       const entry = results.get(level) ?? { direct: [], minimal: [], gateway: [], baseline: [] }
       results.set(level, entry)
       // Alternate which goes first, so drift on a shared box falls on both alike.
-      const order: (keyof typeof targets)[] = ['direct', 'minimal', 'gateway', ...(baseline ? (['baseline'] as const) : [])]
+      const order: (keyof typeof targets)[] = [
+        'direct',
+        'minimal',
+        'gateway',
+        ...(baseline ? (['baseline'] as const) : []),
+      ]
       if (run % 2 === 1) order.reverse()
       for (const target of order) entry[target].push(await measure(target, level))
     }
@@ -132,18 +215,45 @@ try {
 const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 0 })
 const col = (x: number, width: number) => n(x).padStart(width)
 const share = (x: number) => `${(x * 100).toFixed(0)}%`.padStart(4)
-console.log(`live proxy (${values.store}), POST /v1/chat/completions, simulator at 0 ms, ${n(requests)} requests per level after ${n(warmup)} warm-up, median of ${runs}:`)
-console.log('  CPU µs/req is the target process itself (the simulator\'s for "direct"); the gateway runs auth, rate limit, hold and billing.')
-console.log('  in flight │ direct p50 µs   req/s │ minimal p50 µs   req/s  CPU µs/req │ gateway p50 µs   req/s  CPU µs/req │ gateway/minimal req/s │ gateway JS thread busy / waiting')
+console.log(
+  `live proxy (${values.store}), POST /v1/chat/completions, simulator at 0 ms, ${n(requests)} requests per level after ${n(warmup)} warm-up, median of ${runs}:`,
+)
+console.log(
+  '  CPU µs/req is the target process itself (the simulator\'s for "direct"); the gateway runs auth, rate limit, hold and billing.',
+)
+console.log(
+  '  in flight │ direct p50 µs   req/s │ minimal p50 µs   req/s  CPU µs/req │ gateway p50 µs   req/s  CPU µs/req │ gateway/minimal req/s │ gateway JS thread busy / waiting',
+)
 for (const [level, entry] of results) {
-  const m = (target: keyof typeof targets, pick: (x: Measure) => number) => median(entry[target].map(pick))
+  const m = (target: keyof typeof targets, pick: (x: Measure) => number) =>
+    median(entry[target].map(pick))
   const grate = m('gateway', (x) => x.rate)
   const mrate = m('minimal', (x) => x.rate)
   console.log(
-    `  ${String(level).padStart(9)} │ ${col(m('direct', (x) => x.p50), 13)} ${col(m('direct', (x) => x.rate), 7)} │ ${col(m('minimal', (x) => x.p50), 14)} ${col(mrate, 7)} ${col(m('minimal', (x) => x.cpuUs), 11)} │ ${col(m('gateway', (x) => x.p50), 14)} ${col(grate, 7)} ${col(m('gateway', (x) => x.cpuUs), 11)} │ ${(grate / mrate).toFixed(2).padStart(20)}× │ ${share(m('gateway', (x) => x.busy))} / ${share(m('gateway', (x) => x.waiting))}`,
+    `  ${String(level).padStart(9)} │ ${col(
+      m('direct', (x) => x.p50),
+      13,
+    )} ${col(
+      m('direct', (x) => x.rate),
+      7,
+    )} │ ${col(
+      m('minimal', (x) => x.p50),
+      14,
+    )} ${col(mrate, 7)} ${col(
+      m('minimal', (x) => x.cpuUs),
+      11,
+    )} │ ${col(
+      m('gateway', (x) => x.p50),
+      14,
+    )} ${col(grate, 7)} ${col(
+      m('gateway', (x) => x.cpuUs),
+      11,
+    )} │ ${(grate / mrate).toFixed(2).padStart(20)}× │ ${share(m('gateway', (x) => x.busy))} / ${share(m('gateway', (x) => x.waiting))}`,
   )
   if (baseline) {
     const brate = m('baseline', (x) => x.rate)
-    console.log(`  ${' '.repeat(9)} │ baseline (${values.baseline}): p50 ${n(m('baseline', (x) => x.p50))} µs, ${n(brate)} req/s, CPU ${n(m('baseline', (x) => x.cpuUs))} µs/req, ${(brate / mrate).toFixed(2)}× the minimal proxy`)
+    console.log(
+      `  ${' '.repeat(9)} │ baseline (${values.baseline}): p50 ${n(m('baseline', (x) => x.p50))} µs, ${n(brate)} req/s, CPU ${n(m('baseline', (x) => x.cpuUs))} µs/req, ${(brate / mrate).toFixed(2)}× the minimal proxy`,
+    )
   }
 }

@@ -24,7 +24,16 @@ import { createProviderGate, type ProviderGate } from '../src/upstream/provider-
 import { createLogger } from '../src/telemetry/logger.ts'
 import { writeCatalog } from '../test/helpers/catalog.ts'
 import { freshSchemaUrl } from '../test/helpers/gateway.ts'
-import { cpuMs, machineTicks, newKey, randomPort, spawnGateway, spawnSimulator, standardFile, type GatewayProcess } from './lib.ts'
+import {
+  cpuMs,
+  machineTicks,
+  newKey,
+  randomPort,
+  spawnGateway,
+  spawnSimulator,
+  standardFile,
+  type GatewayProcess,
+} from './lib.ts'
 
 const { values } = parseArgs({
   options: {
@@ -65,13 +74,21 @@ async function gateRate(gate: ProviderGate, ops: number, parallel: number) {
     }),
   )
   const cpu = process.cpuUsage(cpuBefore)
-  return { usPerOp: ((cpu.user + cpu.system) / ops), opsPerS: ops / ((performance.now() - started) / 1000) }
+  return {
+    usPerOp: (cpu.user + cpu.system) / ops,
+    opsPerS: ops / ((performance.now() - started) / 1000),
+  }
 }
 
 async function gateCost() {
   const local = await gateRate(createProviderGate(concurrency), gateOps, concurrency * 2)
   const connection = await connectRedis(redisUrl)
-  const fleet = createFleetGates(connection, { instance: `bench-${process.pid}`, ttlMs: 30_000, logger: createLogger('warn'), prefix: `mgbench:${process.pid}:` })
+  const fleet = createFleetGates(connection, {
+    instance: `bench-${process.pid}`,
+    ttlMs: 30_000,
+    logger: createLogger('warn'),
+    prefix: `mgbench:${process.pid}:`,
+  })
   const gate = fleet.gate('bench', concurrency)
   const remote = await gateRate(gate, gateOps, concurrency * 2)
   const calls = gate.redisCalls
@@ -95,7 +112,11 @@ async function cpuOfCommand(name: string): Promise<Map<number, number>> {
   return result
 }
 /** CPU used since `before` by the processes in `after`, leaving out those in `exclude`. */
-const usedSince = (before: Map<number, number>, after: Map<number, number>, exclude = new Set<number>()) => {
+const usedSince = (
+  before: Map<number, number>,
+  after: Map<number, number>,
+  exclude = new Set<number>(),
+) => {
   let total = 0
   for (const [pid, ms] of after) if (!exclude.has(pid)) total += ms - (before.get(pid) ?? 0)
   return total
@@ -109,21 +130,51 @@ const warmup = allLines.slice(allLines.length - warmupCount).join('\n') + '\n'
 
 const simulator = await spawnSimulator(['--latency-ms', String(latencyMs)], randomPort(19_500))
 const catalog = writeCatalog({
-  providers: { bench: { kind: 'openai', base_url: `${simulator.url}/v1`, max_concurrency: concurrency, timeout_s: 60 } },
-  models: [{ id: MODEL, endpoints: ['chat'], context_tokens: 128000, max_output_tokens: 4096, offerings: [{ provider: 'bench', upstream_model: 'sim-chat', input_usd_per_mtok: '0.05', output_usd_per_mtok: '0.40' }] }],
+  providers: {
+    bench: {
+      kind: 'openai',
+      base_url: `${simulator.url}/v1`,
+      max_concurrency: concurrency,
+      timeout_s: 60,
+    },
+  },
+  models: [
+    {
+      id: MODEL,
+      endpoints: ['chat'],
+      context_tokens: 128000,
+      max_output_tokens: 4096,
+      offerings: [
+        {
+          provider: 'bench',
+          upstream_model: 'sim-chat',
+          input_usd_per_mtok: '0.05',
+          output_usd_per_mtok: '0.40',
+        },
+      ],
+    },
+  ],
 })
 
 async function submit(url: string, key: string, body: string): Promise<string> {
-  const response = await fetch(`${url}/v1/batches`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/jsonl' }, body })
-  if (response.status !== 201) throw new Error(`submit answered ${response.status}: ${(await response.text()).slice(0, 300)}`)
+  const response = await fetch(`${url}/v1/batches`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/jsonl' },
+    body,
+  })
+  if (response.status !== 201)
+    throw new Error(`submit answered ${response.status}: ${(await response.text()).slice(0, 300)}`)
   return ((await response.json()) as { id: string }).id
 }
 
 async function waitDone(url: string, key: string, id: string, maxMs: number) {
   const endAt = performance.now() + maxMs
   while (performance.now() < endAt) {
-    const batch = (await (await fetch(`${url}/v1/batches/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as { status: string; request_counts: { succeeded: number } }
-    if (!['validating', 'in_progress', 'finalizing', 'cancelling'].includes(batch.status)) return batch
+    const batch = (await (
+      await fetch(`${url}/v1/batches/${id}`, { headers: { authorization: `Bearer ${key}` } })
+    ).json()) as { status: string; request_counts: { succeeded: number } }
+    if (!['validating', 'in_progress', 'finalizing', 'cancelling'].includes(batch.status))
+      return batch
     await Bun.sleep(100)
   }
   throw new Error(`batch ${id} did not finish within ${maxMs} ms`)
@@ -131,7 +182,10 @@ async function waitDone(url: string, key: string, id: string, maxMs: number) {
 
 async function evalCalls(redis: Redis) {
   const info = await redis.info('commandstats')
-  return Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0) + Number(/cmdstat_eval:calls=(\d+)/.exec(info)?.[1] ?? 0)
+  return (
+    Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0) +
+    Number(/cmdstat_eval:calls=(\d+)/.exec(info)?.[1] ?? 0)
+  )
 }
 
 interface FleetResult {
@@ -165,11 +219,17 @@ async function runFleet(size: number, redis: Redis): Promise<FleetResult> {
   try {
     // One first, so it applies the migrations alone; the others join it.
     gateways.push(await spawnGateway(env, randomPort(18_000)))
-    for (let i = 1; i < size; i++) gateways.push(await spawnGateway(env, randomPort(18_000 + i * 600)))
+    for (let i = 1; i < size; i++)
+      gateways.push(await spawnGateway(env, randomPort(18_000 + i * 600)))
     const key = await newKey(gateways[0].url)
     const maxMs = 60_000 + lineCount * 10
     // Warm-up: JIT, upstream connections, store caches, on every instance.
-    const warm = await waitDone(gateways[0].url, key, await submit(gateways[0].url, key, warmup), maxMs)
+    const warm = await waitDone(
+      gateways[0].url,
+      key,
+      await submit(gateways[0].url, key, warmup),
+      maxMs,
+    )
     if (warm.status !== 'completed') throw new Error(`warm-up batch ended ${warm.status}`)
     await fetch(`${simulator.url}/sim/reset`, { method: 'POST' })
 
@@ -190,14 +250,18 @@ async function runFleet(size: number, redis: Redis): Promise<FleetResult> {
     const result: FleetResult = {
       instances: size,
       rate: lineCount / (elapsedMs / 1000),
-      gatewaysMs: (await Promise.all(gateways.map((g) => cpuMs(g.pid)))).map((ms, i) => ms - before.gateways[i]),
+      gatewaysMs: (await Promise.all(gateways.map((g) => cpuMs(g.pid)))).map(
+        (ms, i) => ms - before.gateways[i],
+      ),
       postgresMs: usedSince(before.postgres, await cpuOfCommand('postgres'), foreignPostgres),
       redisMs: usedSince(before.redis, await cpuOfCommand('redis-server')),
       simulatorMs: (await cpuMs(simulator.pid)) - before.simulator,
       benchMs: (await cpuMs(process.pid)) - before.bench,
       machineBusy: (machine.busy - before.machine.busy) / (machine.total - before.machine.total),
       elapsedMs,
-      peakInFlight: ((await (await fetch(`${simulator.url}/sim/stats`)).json()) as { peakInFlight: number }).peakInFlight,
+      peakInFlight: (
+        (await (await fetch(`${simulator.url}/sim/stats`)).json()) as { peakInFlight: number }
+      ).peakInFlight,
       redisCallsPerLine: ((await evalCalls(redis)) - before.calls) / lineCount,
     }
     if (done.status !== 'completed') throw new Error(`batch ended ${done.status}`)
@@ -231,12 +295,21 @@ try {
 }
 
 const ideal = concurrency / (latencyMs / 1000)
-console.log(`provider gate, acquire + release in process (${n(gateOps)} pairs, ${concurrency * 2} waiting, limit ${concurrency}):`)
-console.log(`  in-process gate    ${cost.local.usPerOp.toFixed(2).padStart(6)} µs CPU/pair   ${n(cost.local.opsPerS).padStart(9)} pairs/s`)
-console.log(`  fleet gate (Redis) ${cost.remote.usPerOp.toFixed(2).padStart(6)} µs CPU/pair   ${n(cost.remote.opsPerS).padStart(9)} pairs/s   ${cost.callsPer1000.toFixed(2)} Redis calls per 1,000 pairs`)
+console.log(
+  `provider gate, acquire + release in process (${n(gateOps)} pairs, ${concurrency * 2} waiting, limit ${concurrency}):`,
+)
+console.log(
+  `  in-process gate    ${cost.local.usPerOp.toFixed(2).padStart(6)} µs CPU/pair   ${n(cost.local.opsPerS).padStart(9)} pairs/s`,
+)
+console.log(
+  `  fleet gate (Redis) ${cost.remote.usPerOp.toFixed(2).padStart(6)} µs CPU/pair   ${n(cost.remote.opsPerS).padStart(9)} pairs/s   ${cost.callsPer1000.toFixed(2)} Redis calls per 1,000 pairs`,
+)
 console.log('')
-console.log(`scale-out: ${n(lineCount)} chat lines, fleet max_concurrency ${concurrency}, simulator at ${latencyMs} ms (ideal ${n(ideal)} lines/s), ${cores} cores, ${pct(background)} busy before the run`)
-const row = (label: string, cell: (r: FleetResult) => string) => console.log(`  ${label.padEnd(34)}${results.map((r) => cell(r).padStart(16)).join('')}`)
+console.log(
+  `scale-out: ${n(lineCount)} chat lines, fleet max_concurrency ${concurrency}, simulator at ${latencyMs} ms (ideal ${n(ideal)} lines/s), ${cores} cores, ${pct(background)} busy before the run`,
+)
+const row = (label: string, cell: (r: FleetResult) => string) =>
+  console.log(`  ${label.padEnd(34)}${results.map((r) => cell(r).padStart(16)).join('')}`)
 row('instances', (r) => String(r.instances))
 row('lines/s, POST → completed', (r) => n(r.rate))
 row('  vs 1 instance', (r) => `${(r.rate / results[0].rate).toFixed(2)}×`)
@@ -245,16 +318,27 @@ row('upstream peak in flight', (r) => n(r.peakInFlight))
 row('machine busy (all cores)', (r) => pct(r.machineBusy))
 row('  = cores busy', (r) => (r.machineBusy * cores).toFixed(2))
 const coreShare = (ms: number, r: FleetResult) => (ms / r.elapsedMs).toFixed(2)
-row('cores used: gateways (sum)', (r) => coreShare(r.gatewaysMs.reduce((a, b) => a + b, 0), r))
+row('cores used: gateways (sum)', (r) =>
+  coreShare(
+    r.gatewaysMs.reduce((a, b) => a + b, 0),
+    r,
+  ),
+)
 row('  each gateway', (r) => r.gatewaysMs.map((ms) => coreShare(ms, r)).join('/'))
-row('  PostgreSQL (the fleet\'s backends)', (r) => coreShare(r.postgresMs, r))
+row("  PostgreSQL (the fleet's backends)", (r) => coreShare(r.postgresMs, r))
 row('  simulator', (r) => coreShare(r.simulatorMs, r))
 row('  Redis', (r) => coreShare(r.redisMs, r))
 row('  this bench (polling)', (r) => coreShare(r.benchMs, r))
 // The machine may be shared: what the processes above did not use went to something else.
-const ours = (r: FleetResult) => (r.gatewaysMs.reduce((a, b) => a + b, 0) + r.postgresMs + r.redisMs + r.simulatorMs + r.benchMs) / r.elapsedMs
-row('  other processes (not this run)', (r) => Math.max(0, r.machineBusy * cores - ours(r)).toFixed(2))
-row('CPU µs per line: gateways', (r) => n((r.gatewaysMs.reduce((a, b) => a + b, 0) * 1000) / lineCount))
+const ours = (r: FleetResult) =>
+  (r.gatewaysMs.reduce((a, b) => a + b, 0) + r.postgresMs + r.redisMs + r.simulatorMs + r.benchMs) /
+  r.elapsedMs
+row('  other processes (not this run)', (r) =>
+  Math.max(0, r.machineBusy * cores - ours(r)).toFixed(2),
+)
+row('CPU µs per line: gateways', (r) =>
+  n((r.gatewaysMs.reduce((a, b) => a + b, 0) * 1000) / lineCount),
+)
 row('  PostgreSQL', (r) => n((r.postgresMs * 1000) / lineCount))
 row('  simulator', (r) => n((r.simulatorMs * 1000) / lineCount))
 row('Redis calls per line (fleet gate)', (r) => r.redisCallsPerLine.toFixed(3))

@@ -46,7 +46,9 @@ const parsedBody = JSON.parse(body) as Record<string, unknown>
 
 async function once(): Promise<boolean> {
   if (client === 'adapter') {
-    return (await adapter.send({ endpoint: 'chat', body: parsedBody, model: String(parsedBody.model) })).ok
+    return (
+      await adapter.send({ endpoint: 'chat', body: parsedBody, model: String(parsedBody.model) })
+    ).ok
   }
   if (client === 'dispatch') {
     return new Promise<boolean>((resolve, reject) => {

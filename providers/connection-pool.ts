@@ -47,7 +47,8 @@ export class ConnectionPool {
   ) {}
 
   dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): void {
-    if (this.destroyed) return handler.onResponseError?.(null as never, new Error('the connection pool is closed'))
+    if (this.destroyed)
+      return handler.onResponseError?.(null as never, new Error('the connection pool is closed'))
     const client = this.idle.pop() ?? this.open()
     if (client) this.run(client, options, handler)
     else this.waiting.push({ options, handler })
@@ -89,7 +90,11 @@ export class ConnectionPool {
     return item
   }
 
-  private run(client: Client, options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): void {
+  private run(
+    client: Client,
+    options: Dispatcher.DispatchOptions,
+    handler: Dispatcher.DispatchHandler,
+  ): void {
     const pooled = new PooledHandler(this, client, handler)
     try {
       client.dispatch(options, pooled)
@@ -140,7 +145,12 @@ class PooledHandler implements Dispatcher.DispatchHandler {
     this.handler.onRequestStart?.(controller, context)
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders, message?: string): void {
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    status: number,
+    headers: IncomingHttpHeaders,
+    message?: string,
+  ): void {
     this.handler.onResponseStart?.(controller, status, headers, message)
   }
 

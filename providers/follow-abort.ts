@@ -10,10 +10,14 @@ export function followAbort(signal: AbortSignal, onAbort: () => void): () => voi
   let calls = followers.get(signal)
   if (!calls) {
     const set = new Set<() => void>()
-    signal.addEventListener('abort', () => {
-      for (const call of set) call()
-      set.clear()
-    }, { once: true })
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const call of set) call()
+        set.clear()
+      },
+      { once: true },
+    )
     followers.set(signal, set)
     calls = set
   }

@@ -64,12 +64,21 @@ export type HttpClientFactory = (baseUrl: string, options: HttpClientOptions) =>
 export function createHttpClient(baseUrl: string, options: HttpClientOptions): HttpClient {
   const url = new URL(baseUrl)
   const basePath = url.pathname.replace(/\/+$/, '')
-  const pool = new ConnectionPool(url.origin, { connections: options.connections, connectTimeoutMs: options.connectTimeoutMs })
+  const pool = new ConnectionPool(url.origin, {
+    connections: options.connections,
+    connectTimeoutMs: options.connectTimeoutMs,
+  })
 
   const onAnswered = options.onAnswered
   return {
     baseUrl,
-    request: (request) => exchange(pool, basePath + request.path, request, onAnswered && answersWhole(request) ? onAnswered : undefined),
+    request: (request) =>
+      exchange(
+        pool,
+        basePath + request.path,
+        request,
+        onAnswered && answersWhole(request) ? onAnswered : undefined,
+      ),
     async close() {
       await pool.destroy()
     },
@@ -82,7 +91,12 @@ export function createHttpClient(baseUrl: string, options: HttpClientOptions): H
  * the client's CPU per call (bench/simulator-load.ts, `--client undici` against `dispatch`).
  * Resolves at the status line; the body is then read whole or as it arrives.
  */
-function exchange(pool: ConnectionPool, path: string, request: HttpRequest, onAnswered: (() => void) | undefined): Promise<HttpResponse> {
+function exchange(
+  pool: ConnectionPool,
+  path: string,
+  request: HttpRequest,
+  onAnswered: (() => void) | undefined,
+): Promise<HttpResponse> {
   return new Promise((resolve, reject) => {
     const { signal } = request
     if (signal.aborted) return reject(signal.reason)
@@ -126,7 +140,10 @@ function exchange(pool: ConnectionPool, path: string, request: HttpRequest, onAn
       },
     }
     try {
-      pool.dispatch({ path, method: request.method, headers: request.headers, body: request.body ?? null }, handler)
+      pool.dispatch(
+        { path, method: request.method, headers: request.headers, body: request.body ?? null },
+        handler,
+      )
     } catch (error) {
       unhook()
       reject(error)
@@ -169,7 +186,8 @@ class ResponseBody implements HttpResponse {
   push(chunk: Buffer): void {
     if (this.discarded) return
     this.unread.push(chunk)
-    if (this.streaming && this.unread.length >= MAX_UNREAD_CHUNKS && !this.controller.paused) this.controller.pause()
+    if (this.streaming && this.unread.length >= MAX_UNREAD_CHUNKS && !this.controller.paused)
+      this.controller.pause()
     if (this.wake) this.wake()
   }
 

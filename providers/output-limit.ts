@@ -14,7 +14,8 @@ import type { MaxTokensParam } from './types.ts'
 
 export type { MaxTokensParam }
 
-const count = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined)
+const count = (value: unknown): number | undefined =>
+  typeof value === 'number' ? value : undefined
 
 /** The per-choice output limit the body asks for, or undefined when it sets none. */
 export function requestedOutputTokens(body: Record<string, unknown>): number | undefined {
@@ -32,7 +33,8 @@ export function withOneOutputLimit(
   const limit = requestedOutputTokens(body)
   if (limit === undefined) return body
   const target: MaxTokensParam =
-    name ?? (count(body.max_completion_tokens) !== undefined ? 'max_completion_tokens' : 'max_tokens')
+    name ??
+    (count(body.max_completion_tokens) !== undefined ? 'max_completion_tokens' : 'max_tokens')
   const other: MaxTokensParam = target === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens'
   if (body[other] === undefined && body[target] === limit) return body
   const { [other]: _dropped, ...rest } = body

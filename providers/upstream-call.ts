@@ -52,7 +52,8 @@ export interface CallSpec {
 export type Failure = { ok: false; error: UpstreamError; latencyMs: number }
 
 export type JsonResult =
-  { ok: true; status: number; json: Record<string, unknown>; text: string; latencyMs: number } | Failure
+  | { ok: true; status: number; json: Record<string, unknown>; text: string; latencyMs: number }
+  | Failure
 
 export type EventsResult =
   | {

@@ -34,7 +34,9 @@ export const OPEN_BATCH_STATUSES: readonly BatchStatus[] = [
 ]
 export const isOpenBatch = (status: BatchStatus) => OPEN_BATCH_STATUSES.includes(status)
 /** Statuses a batch never leaves: every other one. */
-export const ENDED_BATCH_STATUSES: readonly BatchStatus[] = BATCH_STATUSES.filter((status) => !isOpenBatch(status))
+export const ENDED_BATCH_STATUSES: readonly BatchStatus[] = BATCH_STATUSES.filter(
+  (status) => !isOpenBatch(status),
+)
 
 export const LINE_STATUSES = [
   'pending',

@@ -126,12 +126,16 @@ export const refuse = (code: RefusalCode, message: string, options?: RefusalOpti
 export const badRequest = (
   message: string,
   param: string | null = null,
-  code: Extract<RefusalCode, 'invalid_request' | 'wrong_api_surface' | 'compressed_body'> = 'invalid_request',
+  code: Extract<
+    RefusalCode,
+    'invalid_request' | 'wrong_api_surface' | 'compressed_body'
+  > = 'invalid_request',
 ) => refuse(code, message, { param })
 
 export const notFound = (what: string) => refuse('not_found', `${what} not found`)
 
-export const invalidApiKey = (message = 'missing or invalid API key') => refuse('invalid_api_key', message)
+export const invalidApiKey = (message = 'missing or invalid API key') =>
+  refuse('invalid_api_key', message)
 
 export const insufficientPermissions = (scope: string) =>
   refuse('insufficient_permissions', `this key lacks the "${scope}" scope; create a key with it`)

@@ -51,15 +51,24 @@ export interface Gateway {
   stop(): Promise<void>
 }
 
-export async function startGateway(config: Config, options: { logger?: Logger } = {}): Promise<Gateway> {
+export async function startGateway(
+  config: Config,
+  options: { logger?: Logger } = {},
+): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config.logLevel)
-  const telemetry = createTelemetry({ otlpEndpoint: config.otlpEndpoint, serviceName: 'multigrid', logger })
+  const telemetry = createTelemetry({
+    otlpEndpoint: config.otlpEndpoint,
+    serviceName: 'multigrid',
+    logger,
+  })
   // The dispatcher's part of the store apart: on a SQLite file or PostgreSQL it runs on a thread.
   const { store, dispatch } = await openStore(config, { collectGarbage: collectYoungGarbage })
   const blobs = await openBlobStore(config)
   // One Redis connection, for the shared rate limits and the fleet-wide provider gates.
   const redis = config.redisUrl ? await connectRedis(config.redisUrl) : null
-  const limiter: RateLimiter = redis ? createRedisLimiter(redis, { prefix: `${config.redisPrefix}rl:`, logger }) : createMemoryLimiter()
+  const limiter: RateLimiter = redis
+    ? createRedisLimiter(redis, { prefix: `${config.redisPrefix}rl:`, logger })
+    : createMemoryLimiter()
   const catalog = createCatalog(config.catalog, config.providerKeys)
   const instanceId = newId('inst_')
   const keys = createKeyCache((hash) => store.findKey(hash), { ttlMs: config.live.keyCacheMs })
@@ -74,7 +83,12 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   })
   // With Redis, each provider's max_concurrency holds for the whole fleet, not per instance.
   const fleet = redis
-    ? createFleetGates(redis, { instance: instanceId, ttlMs: config.dispatch.leaseSeconds * 1000, logger, prefix: `${config.redisPrefix}sem:` })
+    ? createFleetGates(redis, {
+        instance: instanceId,
+        ttlMs: config.dispatch.leaseSeconds * 1000,
+        logger,
+        prefix: `${config.redisPrefix}sem:`,
+      })
     : null
   const upstreams = createUpstreams(config, telemetry, fleet?.gate)
   const dispatcher: Dispatcher | null = config.dispatch.enabled
@@ -88,37 +102,106 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
       })
     : null
   // Admissions on any instance wake idle dispatchers on every instance (NOTIFY on PostgreSQL).
-  const nudges = await openNudges(await openStoreChannel(config, NUDGE_CHANNEL), instanceId, logger, () => dispatcher?.nudge())
+  const nudges = await openNudges(
+    await openStoreChannel(config, NUDGE_CHANNEL),
+    instanceId,
+    logger,
+    () => dispatcher?.nudge(),
+  )
   telemetry.observe({
-    pendingLines: async () => (await dispatch.runnableBatches(Date.now(), 10_000)).reduce((sum, b) => sum + b.pending, 0),
+    pendingLines: async () =>
+      (await dispatch.runnableBatches(Date.now(), 10_000)).reduce((sum, b) => sum + b.pending, 0),
     linesInFlight: () => dispatcher?.inFlight ?? 0,
   })
   const validator = createFileValidator(catalog, config, { collectGarbage: collectYoungGarbage })
-  const admission = createAdmission(store, validator, config.limits, (batch) => {
-    logger.info('batch.admitted', { batch_id: batch.id, account_id: batch.accountId, lines: batch.counts.total, cost_ceiling_usd: batch.costCeilingUsd, source: batch.source })
-    nudges.publish()
-  }, telemetry)
+  const admission = createAdmission(
+    store,
+    validator,
+    config.limits,
+    (batch) => {
+      logger.info('batch.admitted', {
+        batch_id: batch.id,
+        account_id: batch.accountId,
+        lines: batch.counts.total,
+        cost_ceiling_usd: batch.costCeilingUsd,
+        source: batch.source,
+      })
+      nudges.publish()
+    },
+    telemetry,
+  )
   // A key revoked through this instance is refused here at once; elsewhere within the cache TTL.
-  const accounts = createAccounts(store, {
-    maxOpenBatches: config.limits.defaultMaxOpenBatches,
-    rateLimitPerMinute: config.limits.defaultRateLimitPerMinute,
+  const accounts = createAccounts(
+    store,
+    {
+      maxOpenBatches: config.limits.defaultMaxOpenBatches,
+      rateLimitPerMinute: config.limits.defaultRateLimitPerMinute,
+      maxFiles: config.limits.defaultMaxFiles,
+      maxStoredBytes: config.limits.defaultMaxStoredBytes,
+    },
+    { onKeyRevoked: keys.forgetKey },
+  )
+
+  const quotaDefaults = {
     maxFiles: config.limits.defaultMaxFiles,
     maxStoredBytes: config.limits.defaultMaxStoredBytes,
-  }, { onKeyRevoked: keys.forgetKey })
-
-  const quotaDefaults = { maxFiles: config.limits.defaultMaxFiles, maxStoredBytes: config.limits.defaultMaxStoredBytes }
+  }
   const bodies = bodyLimits(config.limits)
-  const live = { auth, credit, catalog, upstreams, logger, createdAt: Math.floor(Date.now() / 1000), bodyLimit: bodies.live }
+  const live = {
+    auth,
+    credit,
+    catalog,
+    upstreams,
+    logger,
+    createdAt: Math.floor(Date.now() / 1000),
+    bodyLimit: bodies.live,
+  }
   const groups = [
-    healthRoutes(readinessChecks({ store: () => store.ping(), redis: limiter.ping && (() => limiter.ping!()) })),
-    nativeBatchRoutes({ auth, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimit: bodies.nativeSubmit, fileBuffers: validator.bodyBuffers, onCancelled: (id) => dispatcher?.cancelled(id) }),
+    healthRoutes(
+      readinessChecks({
+        store: () => store.ping(),
+        redis: limiter.ping && (() => limiter.ping!()),
+      }),
+    ),
+    nativeBatchRoutes({
+      auth,
+      store,
+      admission,
+      maxBodyBytes: config.limits.maxBodyBytes,
+      bodyLimit: bodies.nativeSubmit,
+      fileBuffers: validator.bodyBuffers,
+      onCancelled: (id) => dispatcher?.cancelled(id),
+    }),
     liveRoutes('', live),
     liveRoutes('/openai', live),
-    openAiFilesRoutes({ auth, store, blobs, maxFileBytes: config.limits.maxFileBytes, quotaDefaults, bodyLimit: bodies.fileUpload }),
-    openAiBatchRoutes({ auth, store, blobs, admission, bodyLimit: bodies.batchCreate, onCancelled: (id) => dispatcher?.cancelled(id) }),
-    dashboardRoutes({ auth, store, admission, maxBodyBytes: config.limits.maxBodyBytes, bodyLimits: bodies, sessionHours: config.sessionHours, onCancelled: (id) => dispatcher?.cancelled(id) }),
+    openAiFilesRoutes({
+      auth,
+      store,
+      blobs,
+      maxFileBytes: config.limits.maxFileBytes,
+      quotaDefaults,
+      bodyLimit: bodies.fileUpload,
+    }),
+    openAiBatchRoutes({
+      auth,
+      store,
+      blobs,
+      admission,
+      bodyLimit: bodies.batchCreate,
+      onCancelled: (id) => dispatcher?.cancelled(id),
+    }),
+    dashboardRoutes({
+      auth,
+      store,
+      admission,
+      maxBodyBytes: config.limits.maxBodyBytes,
+      bodyLimits: bodies,
+      sessionHours: config.sessionHours,
+      onCancelled: (id) => dispatcher?.cancelled(id),
+    }),
   ]
-  if (config.adminToken) groups.push(adminRoutes(config.adminToken, accounts, bodies.admin) as never)
+  if (config.adminToken)
+    groups.push(adminRoutes(config.adminToken, accounts, bodies.admin) as never)
   const app = createApp(logger, groups as never, telemetry)
   app.listen({
     port: config.port,
@@ -137,7 +220,11 @@ export async function startGateway(config: Config, options: { logger?: Logger } 
   dispatcher?.start()
   const janitor = createJanitor(store, blobs, logger, config.retention)
   janitor.start(config.retention.intervalMs, { singleInstance: store.kind === 'sqlite' })
-  logger.info('gateway.started', { port, store: store.kind, rate_limiter: config.redisUrl ? 'redis' : 'memory' })
+  logger.info('gateway.started', {
+    port,
+    store: store.kind,
+    rate_limiter: config.redisUrl ? 'redis' : 'memory',
+  })
   return {
     url: `http://127.0.0.1:${port}`,
     port,

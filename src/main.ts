@@ -17,7 +17,9 @@ try {
   gateway = await startGateway(config)
 } catch (error) {
   if ((error as { code?: unknown }).code === 'EADDRINUSE') {
-    console.error(`multigrid: port ${config.port} on ${config.host} is in use: stop what is listening there, or set PORT`)
+    console.error(
+      `multigrid: port ${config.port} on ${config.host} is in use: stop what is listening there, or set PORT`,
+    )
     process.exit(69) // EX_UNAVAILABLE
   }
   throw error

@@ -28,7 +28,11 @@ function hostBase(baseUrl: string): string {
 export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapter {
   const headers: Record<string, string> = { 'anthropic-version': anthropicVersion }
   if (options.apiKey) headers['x-api-key'] = options.apiKey
-  const context = createCallContext(options, { baseUrls: options.baseUrls.map(hostBase), probePath: '/v1/models', probeHeaders: headers })
+  const context = createCallContext(options, {
+    baseUrls: options.baseUrls.map(hostBase),
+    probePath: '/v1/models',
+    probeHeaders: headers,
+  })
   const { pool } = context
 
   const convert = (request: UpstreamRequest, stream: boolean) =>

@@ -4,7 +4,10 @@
  */
 import { prepareForOffering, type UpstreamTarget } from '../prepare-for-offering.ts'
 import type { Endpoint } from '../types.ts'
-import { convertToAnthropicMessages, type AnthropicRequestConversion } from './convert-to-anthropic-messages.ts'
+import {
+  convertToAnthropicMessages,
+  type AnthropicRequestConversion,
+} from './convert-to-anthropic-messages.ts'
 
 export function prepareAnthropicBody(
   endpoint: Endpoint,

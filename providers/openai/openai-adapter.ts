@@ -26,7 +26,11 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
   const headers: Record<string, string> = options.apiKey
     ? { authorization: `Bearer ${options.apiKey}` }
     : {}
-  const context = createCallContext(options, { baseUrls: options.baseUrls, probePath: '/models', probeHeaders: headers })
+  const context = createCallContext(options, {
+    baseUrls: options.baseUrls,
+    probePath: '/models',
+    probeHeaders: headers,
+  })
   const { pool } = context
 
   async function send(request: UpstreamRequest): Promise<Outcome> {

@@ -2,7 +2,13 @@
 import { generateKey } from '../auth/keys.ts'
 import { newId, nowSeconds, type KeyRecord, type Scope } from '../domain.ts'
 import { moneyText } from '../money/decimal.ts'
-import type { AccountStore, AccountView, FileLimits, FileQuotaDefaults, UploadStore } from '../store/store.ts'
+import type {
+  AccountStore,
+  AccountView,
+  FileLimits,
+  FileQuotaDefaults,
+  UploadStore,
+} from '../store/store.ts'
 
 /** An account as the operator sees it: with its file limits in force and what its files use. */
 export interface AdminAccountView extends AccountView {
@@ -22,7 +28,10 @@ export interface Accounts {
   updateAccount(id: string, settings: FileLimits): Promise<AdminAccountView | null>
   addCredit(id: string, amountUsd: string): Promise<AdminAccountView | null>
   /** The key's secret is returned here once and never stored. */
-  createKey(accountId: string, input: { name: string | null; scopes: Scope[]; rateLimitPerMinute: number | null }): Promise<{ key: string; record: KeyRecord } | null>
+  createKey(
+    accountId: string,
+    input: { name: string | null; scopes: Scope[]; rateLimitPerMinute: number | null },
+  ): Promise<{ key: string; record: KeyRecord } | null>
   revokeKey(id: string): Promise<KeyRecord | null>
 }
 
@@ -57,7 +66,10 @@ export function createAccounts(
         createdAt: nowSeconds(),
       })
       if (input.maxFiles !== undefined || input.maxStoredBytes !== undefined) {
-        await store.setFileQuota(id, { maxFiles: input.maxFiles, maxStoredBytes: input.maxStoredBytes })
+        await store.setFileQuota(id, {
+          maxFiles: input.maxFiles,
+          maxStoredBytes: input.maxStoredBytes,
+        })
       }
       return (await withFiles(await store.getAccount(id)))!
     },

@@ -13,9 +13,11 @@ export async function cancelBatch(
   const result = await store.cancelBatch(accountId, batchId, nowSeconds())
   if (result.kind === 'not_found') throw notFound(`batch ${excerpt(batchId)}`)
   if (result.kind === 'conflict') {
-    throw refuse('batch_not_cancellable',
+    throw refuse(
+      'batch_not_cancellable',
       `batch ${batchId} is ${result.batch.status} and can no longer be cancelled`,
-      { detail: { status: result.batch.status } })
+      { detail: { status: result.batch.status } },
+    )
   }
   // This instance's dispatcher hears at once, so lines waiting for a slot are not sent.
   onCancelled?.(batchId)

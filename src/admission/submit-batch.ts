@@ -36,7 +36,13 @@ export type Refused =
 export type SubmitResult = { kind: 'created' | 'duplicate'; batch: BatchRecord } | Invalid | Refused
 
 export type QuoteResult =
-  | { kind: 'quote'; lineCount: number; costCeilingUsd: string; creditSufficient: boolean; availableUsd: string }
+  | {
+      kind: 'quote'
+      lineCount: number
+      costCeilingUsd: string
+      creditSufficient: boolean
+      availableUsd: string
+    }
   | Invalid
 
 export interface Admission {
@@ -74,7 +80,12 @@ export function createAdmission(
   async function check(bytes: Uint8Array, options: QuoteOptions) {
     const verdict = await validator.validate(bytes, limits)
     if (!verdict.ok) {
-      return { kind: 'invalid', issues: verdict.issues, omitted: verdict.omitted, lineCount: verdict.lineCount } satisfies Invalid
+      return {
+        kind: 'invalid',
+        issues: verdict.issues,
+        omitted: verdict.omitted,
+        lineCount: verdict.lineCount,
+      } satisfies Invalid
     }
     if (options.endpoint && verdict.endpoint !== options.endpoint) {
       const first = verdict.lines[0]
@@ -85,7 +96,12 @@ export function createAdmission(
         message: `is ${verdict.endpoint} but the batch's endpoint is ${options.endpoint}`,
         fix: `set url to ${options.endpoint} on every line, or create the batch with endpoint ${verdict.endpoint}`,
       }
-      return { kind: 'invalid', issues: [issue], omitted: 0, lineCount: verdict.lines.length } satisfies Invalid
+      return {
+        kind: 'invalid',
+        issues: [issue],
+        omitted: 0,
+        lineCount: verdict.lines.length,
+      } satisfies Invalid
     }
     return verdict
   }
@@ -136,7 +152,11 @@ export function createAdmission(
       case 'duplicate':
         return result
       case 'insufficient_quota':
-        return { kind: 'insufficient_quota', costCeilingUsd: usd(ceiling), availableUsd: usd(result.availableUsd) }
+        return {
+          kind: 'insufficient_quota',
+          costCeilingUsd: usd(ceiling),
+          availableUsd: usd(result.availableUsd),
+        }
       case 'limit_exceeded':
         telemetry.rateLimited('open_batches')
         return result
@@ -151,9 +171,17 @@ export function createAdmission(
   })
   return {
     submit: (bytes, options) =>
-      telemetry.admission(attributes(options, false), () => submit(bytes, options), describeAdmission),
+      telemetry.admission(
+        attributes(options, false),
+        () => submit(bytes, options),
+        describeAdmission,
+      ),
     quote: (bytes, options) =>
-      telemetry.admission(attributes(options, true), () => quote(bytes, options), describeAdmission),
+      telemetry.admission(
+        attributes(options, true),
+        () => quote(bytes, options),
+        describeAdmission,
+      ),
   }
 }
 
@@ -168,11 +196,22 @@ function describeAdmission(result: SubmitResult | QuoteResult): Record<string, s
         'batch.cost_ceiling_usd': usd(result.batch.costCeilingUsd),
       }
     case 'quote':
-      return { 'batch.result': 'quote', 'batch.line_count': result.lineCount, 'batch.cost_ceiling_usd': result.costCeilingUsd }
+      return {
+        'batch.result': 'quote',
+        'batch.line_count': result.lineCount,
+        'batch.cost_ceiling_usd': result.costCeilingUsd,
+      }
     case 'invalid':
-      return { 'batch.result': 'invalid', 'batch.line_count': result.lineCount, 'batch.issue_count': result.issues.length + result.omitted }
+      return {
+        'batch.result': 'invalid',
+        'batch.line_count': result.lineCount,
+        'batch.issue_count': result.issues.length + result.omitted,
+      }
     case 'insufficient_quota':
-      return { 'batch.result': 'insufficient_quota', 'batch.cost_ceiling_usd': result.costCeilingUsd }
+      return {
+        'batch.result': 'insufficient_quota',
+        'batch.cost_ceiling_usd': result.costCeilingUsd,
+      }
     case 'limit_exceeded':
       return { 'batch.result': 'limit_exceeded' }
   }

@@ -20,7 +20,11 @@ export interface Authenticator {
    * Finds the key, counts the request and checks the scope. `headers` receives the rate-limit
    * headers, so the caller's response carries them whatever happens next.
    */
-  authenticate(authorization: string | null, need: Scope | 'any', headers: Record<string, string>): Promise<Caller>
+  authenticate(
+    authorization: string | null,
+    need: Scope | 'any',
+    headers: Record<string, string>,
+  ): Promise<Caller>
   /**
    * The same count and scope check for a caller found another way (a dashboard session, whose
    * lookup already refused unknown, expired and revoked ones).
@@ -29,10 +33,19 @@ export interface Authenticator {
 }
 
 /** `keys` (key-cache.ts) answers lookups from memory; without it every request asks the store. */
-export function createAuthenticator(store: AccountStore, limiter: RateLimiter, telemetry: Telemetry = noTelemetry, keys?: KeyCache): Authenticator {
+export function createAuthenticator(
+  store: AccountStore,
+  limiter: RateLimiter,
+  telemetry: Telemetry = noTelemetry,
+  keys?: KeyCache,
+): Authenticator {
   const findKey = keys ? keys.find : (hash: string) => store.findKey(hash)
   /** The rate limit and scope check, for a caller already authenticated. */
-  async function authorize(found: Caller, need: Scope | 'any', headers: Record<string, string>): Promise<Caller> {
+  async function authorize(
+    found: Caller,
+    need: Scope | 'any',
+    headers: Record<string, string>,
+  ): Promise<Caller> {
     const limit = found.key.rateLimitPerMinute ?? found.account.rateLimitPerMinute
     const decision = await limiter.hit(found.key.id, limit)
     headers['x-ratelimit-limit'] = String(decision.limit)
@@ -50,7 +63,9 @@ export function createAuthenticator(store: AccountStore, limiter: RateLimiter, t
     // `read` is satisfied by any key that may also write.
     const allowed =
       need === 'any' ||
-      (need === 'read' ? scopes.includes('read') || scopes.includes('batches') : scopes.includes(need))
+      (need === 'read'
+        ? scopes.includes('read') || scopes.includes('batches')
+        : scopes.includes(need))
     if (!allowed) throw insufficientPermissions(need)
     return found
   }
@@ -59,7 +74,8 @@ export function createAuthenticator(store: AccountStore, limiter: RateLimiter, t
     async authenticate(authorization, need, headers) {
       const match = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null
       if (!authorization) throw invalidApiKey('no API key: send "Authorization: Bearer <key>"')
-      if (!match) throw invalidApiKey('malformed Authorization header: send "Authorization: Bearer <key>"')
+      if (!match)
+        throw invalidApiKey('malformed Authorization header: send "Authorization: Bearer <key>"')
       const token = match[1]
       const found = token.startsWith(KEY_PREFIX) ? await findKey(hashKey(token)) : null
       if (!found) throw invalidApiKey('unknown or revoked API key')

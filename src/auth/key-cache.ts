@@ -26,7 +26,10 @@ interface Entry {
 /** Enough for every key a fleet serves at once; the oldest entry goes first past it. */
 const MAX_ENTRIES = 10_000
 
-export function createKeyCache(lookup: (hash: string) => Promise<Found | null>, options: { ttlMs: number; now?: () => number }): KeyCache {
+export function createKeyCache(
+  lookup: (hash: string) => Promise<Found | null>,
+  options: { ttlMs: number; now?: () => number },
+): KeyCache {
   const { ttlMs } = options
   const now = options.now ?? Date.now
   const entries = new Map<string, Entry>()
@@ -43,7 +46,8 @@ export function createKeyCache(lookup: (hash: string) => Promise<Found | null>, 
       .then((found) => {
         if (!found || startedIn !== generation) entries.delete(hash)
         else {
-          if (!entries.has(hash) && entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value!)
+          if (!entries.has(hash) && entries.size >= MAX_ENTRIES)
+            entries.delete(entries.keys().next().value!)
           entries.set(hash, { found, readAt: startedAt, refreshing: null })
         }
         return found

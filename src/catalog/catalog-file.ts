@@ -13,7 +13,10 @@ export const providerConfigSchema = z.strictObject({
   kind: z.enum(['openai', 'anthropic']),
   base_url: z.union([z.url(), z.array(z.url()).min(1)]),
   /** Name of the environment variable holding the key; absent for self-hosted servers. */
-  api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+  api_key_env: z
+    .string()
+    .regex(/^[A-Z_][A-Z0-9_]*$/)
+    .optional(),
   max_concurrency: z.number().int().min(1).max(4096).default(32),
   timeout_s: z.number().positive().max(3600).default(120),
 })

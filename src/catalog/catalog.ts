@@ -21,8 +21,14 @@ export interface Catalog {
 }
 
 /** Which adapter kind builds each offering's body: what the cost ceiling measures (src/money/ceiling.ts). */
-export function upstreamTargets(catalog: Pick<Catalog, 'provider'>, offerings: readonly Offering[]) {
-  return offerings.map((offering) => ({ kind: catalog.provider(offering.provider)?.kind ?? 'openai', offering }))
+export function upstreamTargets(
+  catalog: Pick<Catalog, 'provider'>,
+  offerings: readonly Offering[],
+) {
+  return offerings.map((offering) => ({
+    kind: catalog.provider(offering.provider)?.kind ?? 'openai',
+    offering,
+  }))
 }
 
 export const endpointOf = (url: string): Endpoint =>

@@ -41,14 +41,18 @@ function fail(message: string): never {
 const int = (text: string | undefined, flag: string) => {
   if (text === undefined) return undefined
   // Plain digits only, as on the API: Number() would read "0x10" as 16 and "1e2" as 100.
-  return parseWholeNumber(text, 1, 2_147_483_647) ?? fail(`--${flag} must be a whole number from 1 to 2147483647 in decimal digits`)
+  return (
+    parseWholeNumber(text, 1, 2_147_483_647) ??
+    fail(`--${flag} must be a whole number from 1 to 2147483647 in decimal digits`)
+  )
 }
 /** A file limit: a whole number ≥ 0, or `default` (null) to use the configured default. */
 const limit = (text: string | undefined, flag: string): number | null | undefined => {
   if (text === undefined) return undefined
   if (text === 'default') return null
   const n = Number(text)
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n)) fail(`--${flag} must be a whole number (0 or more) or "default"`)
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n))
+    fail(`--${flag} must be a whole number (0 or more) or "default"`)
   return n
 }
 const decimal = (text: string | undefined, what: string) => {
@@ -77,14 +81,18 @@ const print = (value: unknown) => console.log(JSON.stringify(value, null, 2))
 
 try {
   if (group === 'accounts' && command === 'create' && first) {
-    print(renderAccount(await accounts.createAccount({
-      name: first,
-      creditUsd: decimal(values.credit, '--credit') ?? '0',
-      maxOpenBatches: int(values['max-open-batches'], 'max-open-batches'),
-      rateLimitPerMinute: int(values['rate-limit'], 'rate-limit'),
-      maxFiles: limit(values['max-files'], 'max-files') ?? undefined,
-      maxStoredBytes: limit(values['max-stored-bytes'], 'max-stored-bytes') ?? undefined,
-    })))
+    print(
+      renderAccount(
+        await accounts.createAccount({
+          name: first,
+          creditUsd: decimal(values.credit, '--credit') ?? '0',
+          maxOpenBatches: int(values['max-open-batches'], 'max-open-batches'),
+          rateLimitPerMinute: int(values['rate-limit'], 'rate-limit'),
+          maxFiles: limit(values['max-files'], 'max-files') ?? undefined,
+          maxStoredBytes: limit(values['max-stored-bytes'], 'max-stored-bytes') ?? undefined,
+        }),
+      ),
+    )
   } else if (group === 'accounts' && command === 'set' && first) {
     const account = await accounts.updateAccount(first, {
       maxFiles: limit(values['max-files'], 'max-files'),

@@ -65,7 +65,10 @@ export function createClaimPlanner({ capacity }: { capacity: number }): ClaimPla
 }
 
 /** Each account's batches, earliest deadline first; the accounts in order of their earliest deadline. */
-export function groupByAccount(batches: readonly RunnableBatch[], heldBack: PlanInput['heldBack']): RunnableBatch[][] {
+export function groupByAccount(
+  batches: readonly RunnableBatch[],
+  heldBack: PlanInput['heldBack'],
+): RunnableBatch[][] {
   // A stable sort: batches due at the same second keep the store's order (by id).
   const byDeadline = [...batches].sort((a, b) => a.deadlineAt - b.deadlineAt)
   const byAccount = new Map<string, RunnableBatch[]>()
@@ -82,7 +85,11 @@ export function groupByAccount(batches: readonly RunnableBatch[], heldBack: Plan
  * Spreads `free` lines over the accounts in turn, starting at `turn` (mod their number): each
  * account at most an equal share of them, taken from its batches by deadline.
  */
-export function spreadOverAccounts(accounts: readonly (readonly RunnableBatch[])[], free: number, turn: number): Claim[] {
+export function spreadOverAccounts(
+  accounts: readonly (readonly RunnableBatch[])[],
+  free: number,
+  turn: number,
+): Claim[] {
   const start = turn % accounts.length
   const share = Math.max(1, Math.ceil(free / accounts.length))
   const claims: Claim[] = []

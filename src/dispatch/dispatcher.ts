@@ -72,14 +72,26 @@ export function createDispatcher(
       earlyGapMs: EARLY_GAP_MS,
       onError: (error) => logger.warn(`dispatch.${name}_failed`, { reason: error.message }),
     })
-  const heartbeat = every(Math.max(200, leaseMs / 3), () => store.renewLeases(options.owner, Date.now() + leaseMs), 'heartbeat')
+  const heartbeat = every(
+    Math.max(200, leaseMs / 3),
+    () => store.renewLeases(options.owner, Date.now() + leaseMs),
+    'heartbeat',
+  )
   // Leases run out in seconds: looking for them more often than a quarter lease is waste.
-  const reaper = every(Math.max(1000, leaseMs / 4), () => store.reapExpiredLeases(Date.now()), 'reaper')
+  const reaper = every(
+    Math.max(1000, leaseMs / 4),
+    () => store.reapExpiredLeases(Date.now()),
+    'reaper',
+  )
   // Bounded below too: a fast poll interval must not turn maintenance into a busy loop. Also run
   // soon after a batch's last line here was recorded, and again after each pass that moved a
   // batch (which takes `finalizing` on to its end), so a finished batch completes within
   // milliseconds instead of up to two intervals later.
-  const maintenance = every(Math.min(Math.max(options.pollMs, 200), 1000), () => maintainBatches(store, logger, active, stopped), 'maintenance')
+  const maintenance = every(
+    Math.min(Math.max(options.pollMs, 200), 1000),
+    () => maintainBatches(store, logger, active, stopped),
+    'maintenance',
+  )
   const tasks = [heartbeat, reaper, maintenance]
 
   /** Set when a batch's last line in flight here ended; the recorder's next write then asks for maintenance. */
@@ -111,7 +123,12 @@ export function createDispatcher(
     const now = Date.now()
     const batches = await runnableBatches(now)
     let claimed = 0
-    for (const { batch, count } of planner.plan({ now, batches, inFlight: inFlightNow, heldBack: overrunning })) {
+    for (const { batch, count } of planner.plan({
+      now,
+      batches,
+      inFlight: inFlightNow,
+      heldBack: overrunning,
+    })) {
       const lines = await store.claimLines(batch.id, options.owner, count, now, now + leaseMs)
       batch.pending -= lines.length
       if (lines.length < count) runnable = null
@@ -128,7 +145,10 @@ export function createDispatcher(
     // Checked again once a slot is free: the line may have waited at the gate (claimed ahead,
     // or the provider paused by a 429) past a cancel or its batch's deadline.
     const proceed = () =>
-      running && !stopped.has(line.batchId) && !overrunning.has(line.accountId) && Date.now() < line.deadlineAt * 1000
+      running &&
+      !stopped.has(line.batchId) &&
+      !overrunning.has(line.accountId) &&
+      Date.now() < line.deadlineAt * 1000
     runLine(line, { catalog, upstreams, retry: options.retry, signal: abort.signal, proceed })
       .then((outcome) => {
         // After shutdown's abort the line is handed back untouched, not failed.
@@ -149,7 +169,11 @@ export function createDispatcher(
         options.onOutcome?.(outcome)
       })
       .catch((error) => {
-        logger.error('dispatch.line_crashed', { batch_id: line.batchId, line: line.lineNo, error: String(error) })
+        logger.error('dispatch.line_crashed', {
+          batch_id: line.batchId,
+          line: line.lineNo,
+          error: String(error),
+        })
         if (abort.signal.aborted) return
         // A bug must not leave the line running forever under a lease this instance keeps
         // renewing (its batch would never finish); it would crash again if retried.
@@ -157,7 +181,11 @@ export function createDispatcher(
           batchId: line.batchId,
           lineNo: line.lineNo,
           kind: 'failed',
-          error: { code: 'upstream_error', message: 'the gateway failed while running this line (logged as dispatch.line_crashed); nothing was billed' },
+          error: {
+            code: 'upstream_error',
+            message:
+              'the gateway failed while running this line (logged as dispatch.line_crashed); nothing was billed',
+          },
           responseStatus: null,
           costUsd: '0',
           provider: null,
@@ -196,7 +224,8 @@ export function createDispatcher(
       }
       if (!running) break
       // Full: wait for a slot. Idle: wait for a nudge or the poll interval.
-      if ((claimed === 0 || planner.isFull(inFlight)) && !wake.takePoke()) await wake.sleep(options.pollMs)
+      if ((claimed === 0 || planner.isFull(inFlight)) && !wake.takePoke())
+        await wake.sleep(options.pollMs)
     }
   }
 

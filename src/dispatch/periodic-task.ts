@@ -28,7 +28,10 @@ export interface PeriodicTaskOptions {
  * `task` resolving `true` asks for another run soon (for example: it moved something, and the
  * next run takes that further), so a chain of steps takes milliseconds, not intervals.
  */
-export function createPeriodicTask(task: () => Promise<unknown>, options: PeriodicTaskOptions): PeriodicTask {
+export function createPeriodicTask(
+  task: () => Promise<unknown>,
+  options: PeriodicTaskOptions,
+): PeriodicTask {
   let started = false
   let stopped = false
   let busy = false

@@ -19,7 +19,12 @@ const MAX_BATCH = 500
 const FLUSH_MS = 20
 const RETRY_MS = 500
 
-export function createRecorder(store: DispatchStore, owner: string, logger: Logger, onRecorded: (n: number) => void = () => {}): Recorder {
+export function createRecorder(
+  store: DispatchStore,
+  owner: string,
+  logger: Logger,
+  onRecorded: (n: number) => void = () => {},
+): Recorder {
   let buffer: LineOutcome[] = []
   let timer: ReturnType<typeof setTimeout> | null = null
   let writing: Promise<void> | null = null
@@ -35,7 +40,11 @@ export function createRecorder(store: DispatchStore, owner: string, logger: Logg
         if (failing) logger.info('recorder.store_recovered')
         failing = false
       } catch (error) {
-        if (!failing) logger.warn('recorder.store_unavailable', { reason: (error as Error).message, buffered: buffer.length })
+        if (!failing)
+          logger.warn('recorder.store_unavailable', {
+            reason: (error as Error).message,
+            buffered: buffer.length,
+          })
         failing = true
         await Bun.sleep(RETRY_MS)
       }

@@ -7,7 +7,14 @@ import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf, upstreamTargets } from '../catalog/catalog.ts'
 import type { LineError } from '../domain.ts'
-import { chatInputBound, chatOutputBound, embeddingsInputBound, highestPrices, priceOf, type UpstreamTarget } from '../money/ceiling.ts'
+import {
+  chatInputBound,
+  chatOutputBound,
+  embeddingsInputBound,
+  highestPrices,
+  priceOf,
+  type UpstreamTarget,
+} from '../money/ceiling.ts'
 import { priceUsage } from '../money/price-usage.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import type { ClaimedLine, LineOutcome } from '../store/store.ts'
@@ -31,10 +38,20 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   const model = deps.catalog.find(String(parsed.body.model))
   const offerings = model ? deps.catalog.route(model, parsed.body.provider as never) : []
   if (!model || offerings.length === 0) {
-    return fail(line, { code: 'invalid_request', message: `model ${String(parsed.body.model)} is no longer served by this gateway` }, null, null, null)
+    return fail(
+      line,
+      {
+        code: 'invalid_request',
+        message: `model ${String(parsed.body.model)} is no longer served by this gateway`,
+      },
+      null,
+      null,
+      null,
+    )
   }
   // Past the deadline nothing new is sent: hand the line back, the batch's expiry ends it.
-  if (Date.now() >= line.deadlineAt * 1000) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() }
+  if (Date.now() >= line.deadlineAt * 1000)
+    return { batchId, lineNo, kind: 'retry', notBefore: Date.now() }
 
   const tried = await sendWithFallback(deps.upstreams, {
     endpoint,
@@ -48,7 +65,12 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   if (tried === null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() }
   const { outcome, offering } = tried
   if (outcome.ok) {
-    const bounds = lineBounds(endpoint, parsed.body, model, upstreamTargets(deps.catalog, offerings))
+    const bounds = lineBounds(
+      endpoint,
+      parsed.body,
+      model,
+      upstreamTargets(deps.catalog, offerings),
+    )
     const usage = outcome.usage ?? estimateUsage(endpoint, parsed.body, outcome.body, bounds)
     const costUsd = priceUsage(usage, offering)
     return {
@@ -79,8 +101,23 @@ function storedResponse(outcome: Extract<Outcome, { ok: true }>): string {
 
 const LINE_BREAK = /[\r\n]/
 
-function fail(line: ClaimedLine, error: LineError, status: number | null, provider: string | null, latencyMs: number | null): LineOutcome {
-  return { batchId: line.batchId, lineNo: line.lineNo, kind: 'failed', error, responseStatus: status, costUsd: '0', provider, latencyMs: latencyMs === null ? null : Math.round(latencyMs) }
+function fail(
+  line: ClaimedLine,
+  error: LineError,
+  status: number | null,
+  provider: string | null,
+  latencyMs: number | null,
+): LineOutcome {
+  return {
+    batchId: line.batchId,
+    lineNo: line.lineNo,
+    kind: 'failed',
+    error,
+    responseStatus: status,
+    costUsd: '0',
+    provider,
+    latencyMs: latencyMs === null ? null : Math.round(latencyMs),
+  }
 }
 
 function lineError(error: UpstreamError, attempts: number): LineError {
@@ -90,17 +127,33 @@ function lineError(error: UpstreamError, attempts: number): LineError {
     case 'context_length_exceeded':
       return { code: 'context_length_exceeded', message: error.message, upstream: error.body }
     case 'auth':
-      return { code: 'upstream_error', message: 'the provider refused the gateway\'s credentials; the operator must fix its API key' }
+      return {
+        code: 'upstream_error',
+        message:
+          "the provider refused the gateway's credentials; the operator must fix its API key",
+      }
     default:
-      return { code: 'upstream_error', message: `${error.message} (gave up after ${attempts} attempt${attempts === 1 ? '' : 's'})` }
+      return {
+        code: 'upstream_error',
+        message: `${error.message} (gave up after ${attempts} attempt${attempts === 1 ? '' : 's'})`,
+      }
   }
 }
 
 /** The line's token bounds, as admission counted them for its ceiling (the same arithmetic). */
-function lineBounds(endpoint: 'chat' | 'embeddings', body: Record<string, unknown>, model: ModelEntry, targets: UpstreamTarget[]) {
-  if (endpoint === 'embeddings') return { input: embeddingsInputBound(body as EmbeddingsBody), output: 0 }
+function lineBounds(
+  endpoint: 'chat' | 'embeddings',
+  body: Record<string, unknown>,
+  model: ModelEntry,
+  targets: UpstreamTarget[],
+) {
+  if (endpoint === 'embeddings')
+    return { input: embeddingsInputBound(body as EmbeddingsBody), output: 0 }
   const chat = body as ChatBody
-  return { input: chatInputBound(chat, model, targets), output: chatOutputBound(chat, model, targets) }
+  return {
+    input: chatInputBound(chat, model, targets),
+    output: chatOutputBound(chat, model, targets),
+  }
 }
 
 /**
@@ -110,7 +163,12 @@ function lineBounds(endpoint: 'chat' | 'embeddings', body: Record<string, unknow
  * both bounds cannot cost more than the ceiling (priced at the dearest offering), so the decimal
  * arithmetic runs only when a bound is passed.
  */
-function overrun(usage: Usage, costUsd: string, bounds: { input: number; output: number }, offerings: readonly Offering[]): { ceilingUsd?: string } {
+function overrun(
+  usage: Usage,
+  costUsd: string,
+  bounds: { input: number; output: number },
+  offerings: readonly Offering[],
+): { ceilingUsd?: string } {
   if (usage.input_tokens <= bounds.input && usage.output_tokens <= bounds.output) return {}
   const ceiling = priceOf(bounds, highestPrices(offerings))
   return ceiling.lessThan(costUsd) ? { ceilingUsd: ceiling.toFixed() } : {}
@@ -120,7 +178,12 @@ function overrun(usage: Usage, costUsd: string, bounds: { input: number; output:
  * An upstream that answers without usage is billed on a bound instead: the prompt's pessimistic
  * token count and one token per byte of what came back. Never more than the ceiling held.
  */
-function estimateUsage(endpoint: 'chat' | 'embeddings', body: Record<string, unknown>, response: Record<string, unknown>, bounds: { input: number; output: number }): Usage {
+function estimateUsage(
+  endpoint: 'chat' | 'embeddings',
+  body: Record<string, unknown>,
+  response: Record<string, unknown>,
+  bounds: { input: number; output: number },
+): Usage {
   if (endpoint === 'embeddings') return { input_tokens: bounds.input, output_tokens: 0 }
   const choices = (response.choices as { message?: { content?: unknown } }[] | undefined) ?? []
   let output = 0

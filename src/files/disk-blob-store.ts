@@ -50,8 +50,15 @@ export function createDiskBlobStore(dataDir: string): BlobStore {
     async listIds(after, limit) {
       // Ids are `file-` + hex (newId), so a name is its id, with or without the `.partial` suffix.
       const names = await readdir(dir)
-      const ids = [...new Set(names.map((name) => (name.endsWith(PARTIAL) ? name.slice(0, -PARTIAL.length) : name)))]
-      return ids.filter((id) => after === null || id > after).sort().slice(0, limit)
+      const ids = [
+        ...new Set(
+          names.map((name) => (name.endsWith(PARTIAL) ? name.slice(0, -PARTIAL.length) : name)),
+        ),
+      ]
+      return ids
+        .filter((id) => after === null || id > after)
+        .sort()
+        .slice(0, limit)
     },
     async close() {},
   }

@@ -43,7 +43,8 @@ export function createPostgresBlobStore(sql: postgres.Sql): BlobStore {
       let seq = 0
       return new ReadableStream<Uint8Array>({
         async pull(controller) {
-          const [row] = await sql`SELECT data FROM file_chunks WHERE file_id = ${id} AND seq = ${seq}`
+          const [row] =
+            await sql`SELECT data FROM file_chunks WHERE file_id = ${id} AND seq = ${seq}`
           if (!row) return controller.close()
           seq++
           controller.enqueue(new Uint8Array(row.data as Buffer))

@@ -40,14 +40,22 @@ const patchAccountBody = z.strictObject({
 const creditBody = z.strictObject({ amount_usd: decimal })
 const createKeyBody = z.strictObject({
   name: z.string().max(256).optional(),
-  scopes: z.array(z.enum(ALL_SCOPES as [string, ...string[]])).min(1).optional(),
+  scopes: z
+    .array(z.enum(ALL_SCOPES as [string, ...string[]]))
+    .min(1)
+    .optional(),
   rate_limit_per_minute: count.optional(),
 })
 
 /** The body, read only now that the token has been checked (every route has parse: 'none'). */
-async function parseBody<S extends z.ZodType>(schema: S, request: Request, limit: BodyLimit): Promise<z.output<S>> {
+async function parseBody<S extends z.ZodType>(
+  schema: S,
+  request: Request,
+  limit: BodyLimit,
+): Promise<z.output<S>> {
   const read = await readJsonBody(request, limit)
-  if (!read.ok) throw badRequest('the body must be a JSON object; send it with Content-Type: application/json')
+  if (!read.ok)
+    throw badRequest('the body must be a JSON object; send it with Content-Type: application/json')
   const parsed = schema.safeParse(read.value ?? {}, { reportInput: true })
   if (parsed.success) return parsed.data
   const issue = describeZodIssue(parsed.error.issues[0], '')
@@ -64,52 +72,79 @@ export function adminRoutes(token: string, accounts: Accounts, bodyLimit: BodyLi
       throw refuse('invalid_admin_token', 'missing or wrong admin token')
     }
   }
-  return new Elysia({ name: 'admin', prefix: '/admin/v1' })
-    // Before anything is read: a wrong token is refused without its body.
-    .onBeforeHandle(({ request }) => check(request.headers.get('authorization')))
-    .post('/accounts', async ({ request, set }) => {
-      const input = await parseBody(createAccountBody, request, bodyLimit)
-      set.status = 201
-      return renderAccount(await accounts.createAccount({
-        name: input.name,
-        creditUsd: input.credit_usd ?? '0',
-        maxOpenBatches: input.max_open_batches,
-        rateLimitPerMinute: input.rate_limit_per_minute,
-        maxFiles: input.max_files,
-        maxStoredBytes: input.max_stored_bytes,
-      }))
-    }, { parse: 'none' })
-    .patch('/accounts/:id', async ({ params, request }) => {
-      const input = await parseBody(patchAccountBody, request, bodyLimit)
-      const account = await accounts.updateAccount(params.id, { maxFiles: input.max_files, maxStoredBytes: input.max_stored_bytes })
-      if (!account) throw notFound(`account ${excerpt(params.id)}`)
-      return renderAccount(account)
-    }, { parse: 'none' })
-    .get('/accounts/:id', async ({ params }) => {
-      const account = await accounts.getAccount(params.id)
-      if (!account) throw notFound(`account ${excerpt(params.id)}`)
-      return renderAccount(account)
-    })
-    .post('/accounts/:id/credits', async ({ params, request }) => {
-      const input = await parseBody(creditBody, request, bodyLimit)
-      const account = await accounts.addCredit(params.id, input.amount_usd)
-      if (!account) throw notFound(`account ${excerpt(params.id)}`)
-      return renderAccount(account)
-    }, { parse: 'none' })
-    .post('/accounts/:id/keys', async ({ params, request, set }) => {
-      const input = await parseBody(createKeyBody, request, bodyLimit)
-      const created = await accounts.createKey(params.id, {
-        name: input.name ?? null,
-        scopes: (input.scopes ?? ALL_SCOPES) as typeof ALL_SCOPES[number][],
-        rateLimitPerMinute: input.rate_limit_per_minute ?? null,
+  return (
+    new Elysia({ name: 'admin', prefix: '/admin/v1' })
+      // Before anything is read: a wrong token is refused without its body.
+      .onBeforeHandle(({ request }) => check(request.headers.get('authorization')))
+      .post(
+        '/accounts',
+        async ({ request, set }) => {
+          const input = await parseBody(createAccountBody, request, bodyLimit)
+          set.status = 201
+          return renderAccount(
+            await accounts.createAccount({
+              name: input.name,
+              creditUsd: input.credit_usd ?? '0',
+              maxOpenBatches: input.max_open_batches,
+              rateLimitPerMinute: input.rate_limit_per_minute,
+              maxFiles: input.max_files,
+              maxStoredBytes: input.max_stored_bytes,
+            }),
+          )
+        },
+        { parse: 'none' },
+      )
+      .patch(
+        '/accounts/:id',
+        async ({ params, request }) => {
+          const input = await parseBody(patchAccountBody, request, bodyLimit)
+          const account = await accounts.updateAccount(params.id, {
+            maxFiles: input.max_files,
+            maxStoredBytes: input.max_stored_bytes,
+          })
+          if (!account) throw notFound(`account ${excerpt(params.id)}`)
+          return renderAccount(account)
+        },
+        { parse: 'none' },
+      )
+      .get('/accounts/:id', async ({ params }) => {
+        const account = await accounts.getAccount(params.id)
+        if (!account) throw notFound(`account ${excerpt(params.id)}`)
+        return renderAccount(account)
       })
-      if (!created) throw notFound(`account ${excerpt(params.id)}`)
-      set.status = 201
-      return { ...renderKey(created.record), key: created.key }
-    }, { parse: 'none' })
-    .delete('/keys/:id', async ({ params }) => {
-      const key = await accounts.revokeKey(params.id)
-      if (!key) throw notFound(`key ${excerpt(params.id)}`)
-      return renderKey(key)
-    }, { parse: 'none' })
+      .post(
+        '/accounts/:id/credits',
+        async ({ params, request }) => {
+          const input = await parseBody(creditBody, request, bodyLimit)
+          const account = await accounts.addCredit(params.id, input.amount_usd)
+          if (!account) throw notFound(`account ${excerpt(params.id)}`)
+          return renderAccount(account)
+        },
+        { parse: 'none' },
+      )
+      .post(
+        '/accounts/:id/keys',
+        async ({ params, request, set }) => {
+          const input = await parseBody(createKeyBody, request, bodyLimit)
+          const created = await accounts.createKey(params.id, {
+            name: input.name ?? null,
+            scopes: (input.scopes ?? ALL_SCOPES) as (typeof ALL_SCOPES)[number][],
+            rateLimitPerMinute: input.rate_limit_per_minute ?? null,
+          })
+          if (!created) throw notFound(`account ${excerpt(params.id)}`)
+          set.status = 201
+          return { ...renderKey(created.record), key: created.key }
+        },
+        { parse: 'none' },
+      )
+      .delete(
+        '/keys/:id',
+        async ({ params }) => {
+          const key = await accounts.revokeKey(params.id)
+          if (!key) throw notFound(`key ${excerpt(params.id)}`)
+          return renderKey(key)
+        },
+        { parse: 'none' },
+      )
+  )
 }

@@ -11,32 +11,55 @@ import type { Logger } from '../telemetry/logger.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 import { observeRequests } from './observe-requests.ts'
 
-export function createApp(logger: Logger, groups: Elysia<any, any, any, any, any, any, any>[], telemetry: Telemetry = noTelemetry) {
+export function createApp(
+  logger: Logger,
+  groups: Elysia<any, any, any, any, any, any, any>[],
+  telemetry: Telemetry = noTelemetry,
+) {
   // Observed first, so its error hook sees the route before the handler below answers.
-  const app = observeRequests(new Elysia(), logger, telemetry)
-    .onError(({ error, code, set, request }) => {
+  const app = observeRequests(new Elysia(), logger, telemetry).onError(
+    ({ error, code, set, request }) => {
       const headers = set.headers as Record<string, string>
       if (error instanceof BodyAborted) {
         // No one is there to read the answer; an ordinary event, not a fault of the gateway.
-        logger.info('http.aborted', { method: request.method, path: new URL(request.url).pathname, reason: error.reason })
+        logger.info('http.aborted', {
+          method: request.method,
+          path: new URL(request.url).pathname,
+          reason: error.reason,
+        })
       }
       if (error instanceof GatewayError) return error.toResponse(headers)
       if (code === 'NOT_FOUND') {
         const path = new URL(request.url).pathname
-        return refuse('unknown_route', `no route for ${excerpt(request.method)} ${excerpt(path)}`).toResponse(headers)
+        return refuse(
+          'unknown_route',
+          `no route for ${excerpt(request.method)} ${excerpt(path)}`,
+        ).toResponse(headers)
       }
       if (code === 'PARSE' || code === 'VALIDATION') {
-        const message = code === 'PARSE' ? 'the body is not valid JSON' : 'the request does not match the expected shape'
+        const message =
+          code === 'PARSE'
+            ? 'the body is not valid JSON'
+            : 'the request does not match the expected shape'
         return badRequest(message).toResponse(headers)
       }
       // PostgreSQL text cannot hold U+0000 (SQLSTATE 22021). Only a caller's input carries one (an
       // id in the path, a cursor, a field), so it is a bad request wherever it reached the store.
       if ((error as { code?: unknown } | null)?.code === '22021') {
-        return badRequest('the request contains a NUL character (%00 or \\u0000), which no id, name or field may hold; remove it').toResponse(headers)
+        return badRequest(
+          'the request contains a NUL character (%00 or \\u0000), which no id, name or field may hold; remove it',
+        ).toResponse(headers)
       }
-      logger.error('http.unhandled', { method: request.method, path: new URL(request.url).pathname, error: (error as Error)?.stack ?? String(error) })
-      return refuse('internal_error', 'internal error; the request was not completed').toResponse(headers)
-    })
+      logger.error('http.unhandled', {
+        method: request.method,
+        path: new URL(request.url).pathname,
+        error: (error as Error)?.stack ?? String(error),
+      })
+      return refuse('internal_error', 'internal error; the request was not completed').toResponse(
+        headers,
+      )
+    },
+  )
   for (const group of groups) app.use(group)
   return app
 }

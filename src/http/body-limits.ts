@@ -32,7 +32,8 @@ export interface BodyLimits {
 export const FORM_FRAMING_BYTES = 64 * 1024
 
 export function bodyLimits(limits: Config['limits']): BodyLimits {
-  const file = (bytes: number) => `split the requests into several files of at most ${bytes} bytes each`
+  const file = (bytes: number) =>
+    `split the requests into several files of at most ${bytes} bytes each`
   return {
     signIn: { bytes: 4 * 1024, what: 'a sign-in form', fix: 'send only the "key" field' },
     dashboardUpload: {
@@ -41,7 +42,11 @@ export function bodyLimits(limits: Config['limits']): BodyLimits {
       fix: file(limits.maxBodyBytes),
       code: 'file_too_large',
     },
-    admin: { bytes: 64 * 1024, what: 'an admin request', fix: 'send the JSON object the endpoint takes and nothing more' },
+    admin: {
+      bytes: 64 * 1024,
+      what: 'an admin request',
+      fix: 'send the JSON object the endpoint takes and nothing more',
+    },
     batchCreate: {
       bytes: 64 * 1024,
       what: 'a batch create',

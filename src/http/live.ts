@@ -39,17 +39,28 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
 
   async function readJson(request: Request, headers: Record<string, string>) {
     // The key first: an unknown caller's body is never read.
-    const caller = await auth.authenticate(request.headers.get('authorization'), 'inference', headers)
+    const caller = await auth.authenticate(
+      request.headers.get('authorization'),
+      'inference',
+      headers,
+    )
     const read = await readJsonBody(request, deps.bodyLimit)
-    if (!read.ok || read.value === undefined) throw badRequest('the body must be a JSON object: the request for this endpoint')
+    if (!read.ok || read.value === undefined)
+      throw badRequest('the body must be a JSON object: the request for this endpoint')
     return { caller, raw: read.value }
   }
 
-  async function prepare({ caller, raw }: Awaited<ReturnType<typeof readJson>>, endpoint: Endpoint) {
+  async function prepare(
+    { caller, raw }: Awaited<ReturnType<typeof readJson>>,
+    endpoint: Endpoint,
+  ) {
     const checked = validateBody(raw, endpoint, catalog, '', { live: true })
     if (!checked.ok) {
       const problem = checked.problems[0]
-      throw badRequest(`${problem.path || 'body'} ${problem.message}; ${problem.fix}`, problem.path || null)
+      throw badRequest(
+        `${problem.path || 'body'} ${problem.message}; ${problem.fix}`,
+        problem.path || null,
+      )
     }
     const { offerings, inputTokens, outputTokens } = checked.value
     // The same pessimistic arithmetic as a batch's ceiling (priceOf ∘ highestPrices), so the two
@@ -60,11 +71,20 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     const held = await credit.reserve(caller.account.id, ceiling)
     if (!held.ok) {
       const ceilingUsd = usd(unitsText(ceiling))
-      throw refuse('insufficient_quota',
+      throw refuse(
+        'insufficient_quota',
         `this request may cost up to $${ceilingUsd} and the account has $${usd(held.availableUsd)} available; add credit or lower max_tokens`,
-        { detail: { cost_ceiling_usd: ceilingUsd, available_usd: usd(held.availableUsd) } })
+        { detail: { cost_ceiling_usd: ceilingUsd, available_usd: usd(held.availableUsd) } },
+      )
     }
-    return { caller, body: raw as Record<string, unknown>, offerings, inputTokens, outputTokens, reservation: held.reservation }
+    return {
+      caller,
+      body: raw as Record<string, unknown>,
+      offerings,
+      inputTokens,
+      outputTokens,
+      reservation: held.reservation,
+    }
   }
   type Prepared = Awaited<ReturnType<typeof prepare>>
 
@@ -77,18 +97,32 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     output_tokens: Math.min(outputBytes, checked.outputTokens),
   })
 
-  const costOf = (checked: Prepared, usage: { input_tokens: number; output_tokens: number } | null, response: Record<string, unknown>, offering: Offering) => {
+  const costOf = (
+    checked: Prepared,
+    usage: { input_tokens: number; output_tokens: number } | null,
+    response: Record<string, unknown>,
+    offering: Offering,
+  ) => {
     if (usage) return usageUnits(usage, offering)
     logger.warn('live.no_usage', { provider: offering.provider, model: offering.upstream_model })
     return usageUnits(estimated(checked, contentBytes(response)), offering)
   }
 
-  async function call(request: Request, input: Awaited<ReturnType<typeof readJson>>, endpoint: Endpoint) {
+  async function call(
+    request: Request,
+    input: Awaited<ReturnType<typeof readJson>>,
+    endpoint: Endpoint,
+  ) {
     const checked = await prepare(input, endpoint)
     const { body, offerings, reservation } = checked
     try {
       // Never null: a live call has no proceed() that could skip it.
-      const { outcome, offering } = (await sendWithFallback(upstreams, { endpoint, body, offerings, signal: request.signal }))!
+      const { outcome, offering } = (await sendWithFallback(upstreams, {
+        endpoint,
+        body,
+        offerings,
+        signal: request.signal,
+      }))!
       if (!outcome.ok) throw upstreamFailure(outcome.error)
       credit.settle(reservation, costOf(checked, outcome.usage, outcome.body, offering))
       // The object, not the upstream's own text in a Response: Elysia rebuilds a returned
@@ -101,7 +135,11 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     }
   }
 
-  async function stream(request: Request, headers: Record<string, string>, input: Awaited<ReturnType<typeof readJson>>) {
+  async function stream(
+    request: Request,
+    headers: Record<string, string>,
+    input: Awaited<ReturnType<typeof readJson>>,
+  ) {
     const checked = await prepare(input, 'chat')
     const { body, offerings, reservation } = checked
     const release = (reason: unknown) => {
@@ -110,7 +148,12 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     }
     let streaming = false
     try {
-      const { outcome, offering, done } = await streamWithFallback(upstreams, { endpoint: 'chat', body, offerings, signal: request.signal })
+      const { outcome, offering, done } = await streamWithFallback(upstreams, {
+        endpoint: 'chat',
+        body,
+        offerings,
+        signal: request.signal,
+      })
       if (!outcome.ok) throw upstreamFailure(outcome.error)
       streaming = true
       const chunks = outcome.chunks[Symbol.asyncIterator]()
@@ -125,7 +168,10 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
           // The usage settles a few microtasks before pull() sees the end: decide after it.
           setImmediate(() => {
             if (!ended) return credit.settle(reservation, null)
-            logger.warn('live.no_usage', { provider: offering.provider, model: offering.upstream_model })
+            logger.warn('live.no_usage', {
+              provider: offering.provider,
+              model: offering.upstream_model,
+            })
             credit.settle(reservation, usageUnits(estimated(checked, outputBytes), offering))
           })
         })
@@ -145,7 +191,11 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
               controller.enqueue(encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`))
             }
           } catch (reason) {
-            controller.enqueue(encoder.encode(`data: ${JSON.stringify({ error: { message: 'the upstream stream broke off', type: 'server_error', code: 'upstream_error', param: null } })}\n\n`))
+            controller.enqueue(
+              encoder.encode(
+                `data: ${JSON.stringify({ error: { message: 'the upstream stream broke off', type: 'server_error', code: 'upstream_error', param: null } })}\n\n`,
+              ),
+            )
             controller.close()
             logger.warn('live.stream_broken', { reason: String(reason) })
           }
@@ -155,7 +205,12 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         },
       })
       return new Response(sse, {
-        headers: { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' },
+        headers: {
+          ...headers,
+          'content-type': 'text/event-stream',
+          'cache-control': 'no-cache',
+          connection: 'keep-alive',
+        },
       })
     } finally {
       if (!streaming) release(undefined)
@@ -164,7 +219,11 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
 
   return new Elysia({ name: `live${prefix}`, prefix })
     .get('/v1/models', async ({ request, set }) => {
-      await auth.authenticate(request.headers.get('authorization'), 'any', set.headers as Record<string, string>)
+      await auth.authenticate(
+        request.headers.get('authorization'),
+        'any',
+        set.headers as Record<string, string>,
+      )
       return {
         object: 'list',
         data: catalog.models
@@ -186,21 +245,31 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
           })),
       }
     })
-    .post(ENDPOINT_URLS.chat, async ({ request, set }) => {
-      const headers = set.headers as Record<string, string>
-      const input = await readJson(request, headers)
-      const wantsStream = (input.raw as { stream?: unknown } | null)?.stream === true
-      return wantsStream ? stream(request, headers, input) : call(request, input, 'chat')
-    }, { parse: 'none' })
-    .post(ENDPOINT_URLS.embeddings, async ({ request, set }) =>
-      call(request, await readJson(request, set.headers as Record<string, string>), 'embeddings'), { parse: 'none' })
+    .post(
+      ENDPOINT_URLS.chat,
+      async ({ request, set }) => {
+        const headers = set.headers as Record<string, string>
+        const input = await readJson(request, headers)
+        const wantsStream = (input.raw as { stream?: unknown } | null)?.stream === true
+        return wantsStream ? stream(request, headers, input) : call(request, input, 'chat')
+      },
+      { parse: 'none' },
+    )
+    .post(
+      ENDPOINT_URLS.embeddings,
+      async ({ request, set }) =>
+        call(request, await readJson(request, set.headers as Record<string, string>), 'embeddings'),
+      { parse: 'none' },
+    )
 }
 
 /** UTF-8 bytes of the message contents of a whole answer. */
 function contentBytes(response: Record<string, unknown>): number {
   let bytes = 0
-  for (const choice of (response.choices as { message?: { content?: unknown } }[] | undefined) ?? []) {
-    if (typeof choice.message?.content === 'string') bytes += Buffer.byteLength(choice.message.content, 'utf8')
+  for (const choice of (response.choices as { message?: { content?: unknown } }[] | undefined) ??
+    []) {
+    if (typeof choice.message?.content === 'string')
+      bytes += Buffer.byteLength(choice.message.content, 'utf8')
   }
   return bytes
 }
@@ -209,7 +278,8 @@ function contentBytes(response: Record<string, unknown>): number {
 function deltaBytes(chunk: Record<string, unknown>): number {
   let bytes = 0
   for (const choice of (chunk.choices as { delta?: { content?: unknown } }[] | undefined) ?? []) {
-    if (typeof choice.delta?.content === 'string') bytes += Buffer.byteLength(choice.delta.content, 'utf8')
+    if (typeof choice.delta?.content === 'string')
+      bytes += Buffer.byteLength(choice.delta.content, 'utf8')
   }
   return bytes
 }
@@ -217,8 +287,11 @@ function deltaBytes(chunk: Record<string, unknown>): number {
 function upstreamFailure(error: UpstreamError): GatewayError {
   switch (error.kind) {
     case 'rate_limited':
-      return refuse('upstream_rate_limited', 'the provider is rate-limiting; retry later',
-        { headers: error.retryAfterMs ? { 'retry-after': String(Math.ceil(error.retryAfterMs / 1000)) } : {} })
+      return refuse('upstream_rate_limited', 'the provider is rate-limiting; retry later', {
+        headers: error.retryAfterMs
+          ? { 'retry-after': String(Math.ceil(error.retryAfterMs / 1000)) }
+          : {},
+      })
     case 'invalid_request':
     case 'context_length_exceeded':
       return refuse(error.kind, `the provider refused the request: ${error.message}`)

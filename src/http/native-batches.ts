@@ -37,7 +37,16 @@ export const FILTERS: Record<'failed' | 'succeeded', readonly LineStatus[]> = {
   succeeded: ['succeeded'],
 }
 
-const ACCEPTED_TYPES = ['application/jsonl', 'application/x-ndjson', 'text/plain', 'application/json', 'application/x-www-form-urlencoded', 'application/octet-stream', 'text/jsonl', 'application/x-jsonlines']
+const ACCEPTED_TYPES = [
+  'application/jsonl',
+  'application/x-ndjson',
+  'text/plain',
+  'application/json',
+  'application/x-www-form-urlencoded',
+  'application/octet-stream',
+  'text/jsonl',
+  'application/x-jsonlines',
+]
 
 export interface NativeDeps {
   auth: Authenticator
@@ -52,33 +61,58 @@ export interface NativeDeps {
   onCancelled?: (batchId: string) => void
 }
 
-export function nativeBatchRoutes({ auth, store, admission, bodyLimit, fileBuffers, onCancelled }: NativeDeps) {
+export function nativeBatchRoutes({
+  auth,
+  store,
+  admission,
+  bodyLimit,
+  fileBuffers,
+  onCancelled,
+}: NativeDeps) {
   return new Elysia({ name: 'native-batches' })
     .post(
       '/v1/batches',
       async ({ request, set }) => {
-        const caller = await auth.authenticate(request.headers.get('authorization'), 'batches', set.headers as Record<string, string>)
+        const caller = await auth.authenticate(
+          request.headers.get('authorization'),
+          'batches',
+          set.headers as Record<string, string>,
+        )
         const query = parseQuery(submitOptions, request.url)
-        const type = (request.headers.get('content-type') ?? 'application/jsonl').split(';')[0].trim().toLowerCase()
+        const type = (request.headers.get('content-type') ?? 'application/jsonl')
+          .split(';')[0]
+          .trim()
+          .toLowerCase()
         if (type.startsWith('multipart/')) {
-          throw refuse('unsupported_media_type',
+          throw refuse(
+            'unsupported_media_type',
             'this endpoint takes the JSONL file itself as the body, not a form upload: send it with curl --data-binary @requests.jsonl -H "Content-Type: application/jsonl" (multipart uploads belong to /openai/v1/files)',
-            { param: 'content-type' })
+            { param: 'content-type' },
+          )
         }
         if (!ACCEPTED_TYPES.includes(type)) {
-          throw refuse('unsupported_media_type',
-            `Content-Type ${excerpt(type)} is not accepted; send the file as application/jsonl`, { param: 'content-type' })
+          throw refuse(
+            'unsupported_media_type',
+            `Content-Type ${excerpt(type)} is not accepted; send the file as application/jsonl`,
+            { param: 'content-type' },
+          )
         }
         // A declared Content-Encoding other than identity is refused (415) before reading.
         const bytes = await readBody(request, bodyLimit, { into: fileBuffers })
         if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
-          throw badRequest('the body is compressed; send the JSONL file uncompressed (curl --data-binary @requests.jsonl)', null, 'compressed_body')
+          throw badRequest(
+            'the body is compressed; send the JSONL file uncompressed (curl --data-binary @requests.jsonl)',
+            null,
+            'compressed_body',
+          )
         }
         if (type === 'application/json') rejectOpenAiShapedCreate(bytes)
         const name = query.name ?? request.headers.get('x-multigrid-batch-name')
-        if (name !== null && name.length > 256) throw badRequest('name must be at most 256 characters', 'name')
+        if (name !== null && name.length > 256)
+          throw badRequest('name must be at most 256 characters', 'name')
         // As for custom_id: PostgreSQL text cannot hold U+0000, and no one means it in a label.
-        if (name?.includes('\u0000')) throw badRequest('name must not contain the NUL character (%00); remove it', 'name')
+        if (name?.includes('\u0000'))
+          throw badRequest('name must not contain the NUL character (%00); remove it', 'name')
         const options: SubmitOptions = {
           accountId: caller.account.id,
           name: name ?? null,
@@ -89,13 +123,17 @@ export function nativeBatchRoutes({ auth, store, admission, bodyLimit, fileBuffe
           inputFileId: null,
         }
         const dryRun = query.dry_run === 'true' || query.dry_run === '1'
-        const result = dryRun ? await admission.quote(bytes, options) : await admission.submit(bytes, options)
+        const result = dryRun
+          ? await admission.quote(bytes, options)
+          : await admission.submit(bytes, options)
         switch (result.kind) {
           case 'invalid': {
             const count = result.issues.length + result.omitted
-            throw refuse('invalid_batch_file',
+            throw refuse(
+              'invalid_batch_file',
               `${count} problem${count === 1 ? '' : 's'} in the file; nothing was submitted`,
-              { extra: { issues: result.issues, issues_omitted: result.omitted } })
+              { extra: { issues: result.issues, issues_omitted: result.omitted } },
+            )
           }
           case 'insufficient_quota':
           case 'limit_exceeded':
@@ -119,9 +157,16 @@ export function nativeBatchRoutes({ auth, store, admission, bodyLimit, fileBuffe
       { parse: 'none' },
     )
     .get('/v1/batches', async ({ request, set }) => {
-      const caller = await auth.authenticate(request.headers.get('authorization'), 'read', set.headers as Record<string, string>)
+      const caller = await auth.authenticate(
+        request.headers.get('authorization'),
+        'read',
+        set.headers as Record<string, string>,
+      )
       const query = parseQuery(listQuery, request.url)
-      const page = await store.listBatches(caller.account.id, { limit: query.limit, after: query.after ?? null })
+      const page = await store.listBatches(caller.account.id, {
+        limit: query.limit,
+        after: query.after ?? null,
+      })
       const data = page.batches.map(renderBatch)
       return {
         object: 'list',
@@ -132,26 +177,45 @@ export function nativeBatchRoutes({ auth, store, admission, bodyLimit, fileBuffe
       }
     })
     .get('/v1/batches/:id', async ({ request, set, params }) => {
-      const caller = await auth.authenticate(request.headers.get('authorization'), 'read', set.headers as Record<string, string>)
+      const caller = await auth.authenticate(
+        request.headers.get('authorization'),
+        'read',
+        set.headers as Record<string, string>,
+      )
       const batch = await store.getBatch(caller.account.id, params.id)
       if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
       return renderBatch(batch)
     })
-    .delete('/v1/batches/:id', async ({ request, set, params }) => {
-      const caller = await auth.authenticate(request.headers.get('authorization'), 'batches', set.headers as Record<string, string>)
-      return renderBatch(await cancelBatch(store, caller.account.id, params.id, onCancelled))
-    }, { parse: 'none' })
+    .delete(
+      '/v1/batches/:id',
+      async ({ request, set, params }) => {
+        const caller = await auth.authenticate(
+          request.headers.get('authorization'),
+          'batches',
+          set.headers as Record<string, string>,
+        )
+        return renderBatch(await cancelBatch(store, caller.account.id, params.id, onCancelled))
+      },
+      { parse: 'none' },
+    )
     .get('/v1/batches/:id/results', async ({ request, set, params }) => {
-      const caller = await auth.authenticate(request.headers.get('authorization'), 'read', set.headers as Record<string, string>)
+      const caller = await auth.authenticate(
+        request.headers.get('authorization'),
+        'read',
+        set.headers as Record<string, string>,
+      )
       const query = parseQuery(resultsQuery, request.url)
       const batch = await store.getBatch(caller.account.id, params.id)
       if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
       if (batch.purgedAt !== null) {
-        throw refuse('results_expired',
-          `the results of batch ${batch.id} were deleted when its retention period ended; the batch's counts and cost remain`)
+        throw refuse(
+          'results_expired',
+          `the results of batch ${batch.id} were deleted when its retention period ended; the batch's counts and cost remain`,
+        )
       }
       const statuses = query.filter ? FILTERS[query.filter] : null
-      const render = query.format === 'input' ? (line: { input: string }) => line.input : renderResultLine
+      const render =
+        query.format === 'input' ? (line: { input: string }) => line.input : renderResultLine
       return new Response(streamLines(store, batch.id, statuses, render), {
         headers: {
           ...(set.headers as Record<string, string>),

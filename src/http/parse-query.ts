@@ -8,11 +8,18 @@ import { describeZodIssue } from '../ingest/issues.ts'
  * <fix>", after `what` ("query parameter"). The dashboard's forms use this too, so a form field is
  * held to the same rule and refused in the same words as the API parameter it stands for.
  */
-export function parseFields<S extends z.ZodType>(schema: S, fields: Record<string, string>, what = ''): z.output<S> {
+export function parseFields<S extends z.ZodType>(
+  schema: S,
+  fields: Record<string, string>,
+  what = '',
+): z.output<S> {
   const parsed = schema.safeParse(fields, { reportInput: true })
   if (parsed.success) return parsed.data
   const issue = describeZodIssue(parsed.error.issues[0], '')
-  throw badRequest(`${what ? `${what} ` : ''}${issue.path} ${issue.message}; ${issue.fix}`, issue.path)
+  throw badRequest(
+    `${what ? `${what} ` : ''}${issue.path} ${issue.message}; ${issue.fix}`,
+    issue.path,
+  )
 }
 
 export function parseQuery<S extends z.ZodType>(schema: S, url: string): z.output<S> {

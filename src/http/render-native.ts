@@ -29,7 +29,9 @@ export function renderResultLine(line: LineRecord): string {
     return `${head},"response":null,"error":null}`
   }
   const response =
-    line.response === null ? 'null' : `{"status_code":${line.responseStatus ?? 200},"body":${line.response}}`
+    line.response === null
+      ? 'null'
+      : `{"status_code":${line.responseStatus ?? 200},"body":${line.response}}`
   const error = line.error === null ? 'null' : JSON.stringify(line.error)
   return (
     `${head},"response":${response},"error":${error},"cost_usd":"${usd(line.costUsd ?? '0')}"` +

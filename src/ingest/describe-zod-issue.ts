@@ -25,17 +25,20 @@ const EXAMPLES: Record<string, string> = {
   top_p: '1',
   seed: '42',
   stop: '["\\n\\n"]',
-  tools: '[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]',
+  tools:
+    '[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]',
   tool_choice: '"auto" or {"type": "function", "function": {"name": "get_weather"}}',
   logit_bias: '{"50256": -100}',
-  response_format: '{"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object"}}}',
+  response_format:
+    '{"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object"}}}',
   json_schema: '{"name": "answer", "schema": {"type": "object"}}',
   custom_id: '"request-1"',
   input: '"hello"',
 }
 
 /** A path segment is a caller's key when the object is a record (logit_bias, metadata). */
-export const joinPath = (path: readonly PropertyKey[]) => path.map((key) => excerpt(String(key))).join('.')
+export const joinPath = (path: readonly PropertyKey[]) =>
+  path.map((key) => excerpt(String(key))).join('.')
 
 export function describeZodIssue(issue: Issue, prefix: string): Described {
   const path = [prefix, joinPath(issue.path)].filter(Boolean).join('.')
@@ -45,14 +48,28 @@ export function describeZodIssue(issue: Issue, prefix: string): Described {
   switch (issue.code) {
     case 'invalid_type':
       // zod names a wrong type of z.int() "number"; our integer fields say so (src/schemas/requests.ts).
-      return describeWrongType(path, field, name, issue.message === 'must be an integer' ? 'int' : issue.expected, input)
+      return describeWrongType(
+        path,
+        field,
+        name,
+        issue.message === 'must be an integer' ? 'int' : issue.expected,
+        input,
+      )
     case 'too_big': {
       const max = String(issue.maximum)
       if (issue.origin === 'string') {
-        return { path, message: `must be at most ${max} characters`, fix: `shorten ${field} to ${max} characters or fewer` }
+        return {
+          path,
+          message: `must be at most ${max} characters`,
+          fix: `shorten ${field} to ${max} characters or fewer`,
+        }
       }
       if (issue.origin === 'array') {
-        return { path, message: `must have at most ${max} items`, fix: `send at most ${max} items in ${field}` }
+        return {
+          path,
+          message: `must have at most ${max} items`,
+          fix: `send at most ${max} items in ${field}`,
+        }
       }
       return { path, message: `must be at most ${max}`, fix: `set ${field} to ${max} or less` }
     }
@@ -62,7 +79,11 @@ export function describeZodIssue(issue: Issue, prefix: string): Described {
         return { path, message: `must not be empty`, fix: `set ${field} to a non-empty string` }
       }
       if (issue.origin === 'array') {
-        return { path, message: `must have at least ${min} item${min === '1' ? '' : 's'}`, fix: `add at least ${min} item${min === '1' ? '' : 's'} to ${field}` }
+        return {
+          path,
+          message: `must have at least ${min} item${min === '1' ? '' : 's'}`,
+          fix: `add at least ${min} item${min === '1' ? '' : 's'} to ${field}`,
+        }
       }
       return { path, message: `must be at least ${min}`, fix: `set ${field} to ${min} or more` }
     }
@@ -77,7 +98,8 @@ export function describeZodIssue(issue: Issue, prefix: string): Described {
     case 'unrecognized_keys': {
       // A strict object may be sent thousands of unknown keys: name a few, count the rest.
       const shown = issue.keys.slice(0, 5).map((key) => excerpt(key))
-      const more = issue.keys.length > shown.length ? ` and ${issue.keys.length - shown.length} more` : ''
+      const more =
+        issue.keys.length > shown.length ? ` and ${issue.keys.length - shown.length} more` : ''
       return {
         path,
         message: `has unknown field${issue.keys.length > 1 ? 's' : ''} ${shown.join(', ')}${more}`,
@@ -97,16 +119,29 @@ export function describeZodIssue(issue: Issue, prefix: string): Described {
       }
     }
     case 'invalid_format':
-      if (/NUL/.test(issue.message)) return { path, message: issue.message, fix: `remove the NUL characters and unpaired surrogates from ${field}` }
+      if (/NUL/.test(issue.message))
+        return {
+          path,
+          message: issue.message,
+          fix: `remove the NUL characters and unpaired surrogates from ${field}`,
+        }
       if (issue.message.startsWith('must be ')) {
-        return { path, message: `${issue.message}${got(input)}`, fix: `set ${field} to ${issue.message.slice('must be '.length)}` }
+        return {
+          path,
+          message: `${issue.message}${got(input)}`,
+          fix: `set ${field} to ${issue.message.slice('must be '.length)}`,
+        }
       }
       return { path, message: issue.message, fix: `correct ${field}` }
     case 'custom': {
       // Our own refinements carry their wording (see src/schemas/whole-number.ts).
       const params = (issue.params ?? {}) as { expected?: string; example?: string; fix?: string }
       if (params.expected) {
-        return { path, message: `must be ${params.expected}${got(input)}`, fix: `set ${field} to ${params.expected}, such as ${params.example}` }
+        return {
+          path,
+          message: `must be ${params.expected}${got(input)}`,
+          fix: `set ${field} to ${params.expected}, such as ${params.example}`,
+        }
       }
       return { path, message: issue.message, fix: params.fix ?? `correct ${field}` }
     }
@@ -115,28 +150,62 @@ export function describeZodIssue(issue: Issue, prefix: string): Described {
   }
 }
 
-function describeWrongType(path: string, field: string, name: string, expected: string, input: unknown): Described {
+function describeWrongType(
+  path: string,
+  field: string,
+  name: string,
+  expected: string,
+  input: unknown,
+): Described {
   const wanted = expectedName(expected)
   const example = EXAMPLES[name]
-  if (input === undefined) return { path, message: 'is required', fix: `add ${field} (${wanted}${example ? `, such as ${example}` : ''})` }
+  if (input === undefined)
+    return {
+      path,
+      message: 'is required',
+      fix: `add ${field} (${wanted}${example ? `, such as ${example}` : ''})`,
+    }
   if (typeof input === 'number' && !Number.isFinite(input)) {
-    return { path, message: `must be a finite number; got a number too large to represent`, fix: `set ${field} to ${wanted} within range${example ? `, such as ${example}` : ''}` }
+    return {
+      path,
+      message: `must be a finite number; got a number too large to represent`,
+      fix: `set ${field} to ${wanted} within range${example ? `, such as ${example}` : ''}`,
+    }
   }
   if (expected === 'int' && typeof input === 'number') {
-    return { path, message: `must be an integer; got ${input}`, fix: `set ${field} to a whole number${example ? `, such as ${example}` : ''}` }
+    return {
+      path,
+      message: `must be an integer; got ${input}`,
+      fix: `set ${field} to a whole number${example ? `, such as ${example}` : ''}`,
+    }
   }
-  return { path, message: `must be ${wanted}; got ${kindOf(input)}`, fix: fixForType(field, expected, wanted, input, example) }
+  return {
+    path,
+    message: `must be ${wanted}; got ${kindOf(input)}`,
+    fix: fixForType(field, expected, wanted, input, example),
+  }
 }
 
 /** The fix for a wrong type: the value as it should be written when it is only quoted wrongly. */
-function fixForType(field: string, expected: string, wanted: string, input: unknown, example?: string) {
+function fixForType(
+  field: string,
+  expected: string,
+  wanted: string,
+  input: unknown,
+  example?: string,
+) {
   if (typeof input === 'string') {
     const trimmed = input.trim()
     const asNumber = Number(trimmed)
-    if ((expected === 'number' || (expected === 'int' && Number.isInteger(asNumber))) && /^-?\d+(\.\d+)?$/.test(trimmed) && trimmed.length <= 20) {
+    if (
+      (expected === 'number' || (expected === 'int' && Number.isInteger(asNumber))) &&
+      /^-?\d+(\.\d+)?$/.test(trimmed) &&
+      trimmed.length <= 20
+    ) {
       return `write ${field} as a number, without quotes: ${trimmed}`
     }
-    if (expected === 'boolean' && (trimmed === 'true' || trimmed === 'false')) return `write ${field} as ${trimmed}, without quotes`
+    if (expected === 'boolean' && (trimmed === 'true' || trimmed === 'false'))
+      return `write ${field} as ${trimmed}, without quotes`
   }
   if (expected === 'string' && (typeof input === 'number' || typeof input === 'boolean')) {
     return `write ${field} as a string, in quotes: "${input}"`
@@ -149,31 +218,60 @@ function fixForType(field: string, expected: string, wanted: string, input: unkn
  * they got: when the furthest all failed on the type or value of the same spot, that spot "must be
  * A or B"; otherwise the furthest branch's own issue is the most useful one.
  */
-function describeUnion(issue: Extract<Issue, { code: 'invalid_union' }>, path: string, field: string, prefix: string, input: unknown): Described {
+function describeUnion(
+  issue: Extract<Issue, { code: 'invalid_union' }>,
+  path: string,
+  field: string,
+  prefix: string,
+  input: unknown,
+): Described {
   const discriminator = (issue as { discriminator?: string }).discriminator
   if (discriminator) {
     const options = ((issue as { options?: unknown[] }).options ?? []).map((v) => JSON.stringify(v))
-    const value = typeof input === 'object' && input !== null ? (input as Record<string, unknown>)[discriminator] : undefined
+    const value =
+      typeof input === 'object' && input !== null
+        ? (input as Record<string, unknown>)[discriminator]
+        : undefined
     const at = path.endsWith(discriminator) ? path : [path, discriminator].filter(Boolean).join('.')
     return {
       path: at,
-      message: value === undefined ? 'is required' : `must be one of ${options.join(', ')}${got(value)}`,
+      message:
+        value === undefined ? 'is required' : `must be one of ${options.join(', ')}${got(value)}`,
       fix: `set ${at} to ${orList(options)}`,
     }
   }
   const firsts = issue.errors.map((branch) => branch[0]).filter((i): i is Issue => i !== undefined)
-  if (firsts.length === 0) return { path, message: 'has none of the accepted shapes', fix: `check ${field} against the endpoint's documented request format` }
+  if (firsts.length === 0)
+    return {
+      path,
+      message: 'has none of the accepted shapes',
+      fix: `check ${field} against the endpoint's documented request format`,
+    }
   const depth = Math.max(...firsts.map((i) => i.path.length))
   const furthest = firsts.filter((i) => i.path.length === depth)
   const samePlace = furthest.every((i) => joinPath(i.path) === joinPath(furthest[0].path))
-  if (furthest.length > 1 && samePlace && furthest.every((i) => i.code === 'invalid_type' || i.code === 'invalid_value')) {
+  if (
+    furthest.length > 1 &&
+    samePlace &&
+    furthest.every((i) => i.code === 'invalid_type' || i.code === 'invalid_value')
+  ) {
     const at = [path, joinPath(furthest[0].path)].filter(Boolean).join('.')
     const name = String([...issue.path, ...furthest[0].path].at(-1) ?? '')
     const value = (furthest[0] as { input?: unknown }).input
-    const wanted = [...new Set(furthest.flatMap((i) =>
-      i.code === 'invalid_type' ? [expectedName(i.expected)] : i.code === 'invalid_value' ? i.values.map((v) => JSON.stringify(v)) : []))]
+    const wanted = [
+      ...new Set(
+        furthest.flatMap((i) =>
+          i.code === 'invalid_type'
+            ? [expectedName(i.expected)]
+            : i.code === 'invalid_value'
+              ? i.values.map((v) => JSON.stringify(v))
+              : [],
+        ),
+      ),
+    ]
     const example = EXAMPLES[name]
-    if (value === undefined) return { path: at, message: 'is required', fix: `add ${at} (${orList(wanted)})` }
+    if (value === undefined)
+      return { path: at, message: 'is required', fix: `add ${at} (${orList(wanted)})` }
     return {
       path: at,
       // Named as a wrong type names it ("got a number"); beside accepted values, the value itself.
@@ -207,7 +305,8 @@ function got(value: unknown) {
 
 function shown(value: unknown) {
   if (typeof value === 'string') return JSON.stringify(excerpt(value))
-  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : 'a number too large to represent'
+  if (typeof value === 'number')
+    return Number.isFinite(value) ? String(value) : 'a number too large to represent'
   if (typeof value === 'boolean') return String(value)
   return kindOf(value)
 }
@@ -227,5 +326,7 @@ export function kindOf(value: unknown) {
 }
 
 function orList(items: string[]) {
-  return items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} or ${items.at(-1)}`
+  return items.length <= 1
+    ? (items[0] ?? '')
+    : `${items.slice(0, -1).join(', ')} or ${items.at(-1)}`
 }

@@ -15,7 +15,14 @@ import { Money } from '../money/decimal.ts'
 import { createThreadCalls } from '../threads/thread-calls.ts'
 import type { NewLine } from '../store/store.ts'
 import type { BodyBuffers } from './read-body.ts'
-import { checkLines, FileLine, fileVerdict, validateBatchFile, type FileLimits, type FileVerdict } from './validate-batch-file.ts'
+import {
+  checkLines,
+  FileLine,
+  fileVerdict,
+  validateBatchFile,
+  type FileLimits,
+  type FileVerdict,
+} from './validate-batch-file.ts'
 import type { SegmentReply, ValidationRequest } from './validation-worker.ts'
 
 export interface FileValidator {
@@ -60,20 +67,38 @@ export function createFileValidator(
   let closed = false
   // Started now: loading its modules takes longer than validating half a file.
   const thread = parallel
-    ? createThreadCalls<SegmentReply>(new URL('./validation-worker.ts', import.meta.url), 'validation', (worker) =>
-        worker.postMessage({ kind: 'init', catalog: source.catalog, providerKeys: source.providerKeys, collectGarbage: options.collectGarbage !== undefined } satisfies ValidationRequest))
+    ? createThreadCalls<SegmentReply>(
+        new URL('./validation-worker.ts', import.meta.url),
+        'validation',
+        (worker) =>
+          worker.postMessage({
+            kind: 'init',
+            catalog: source.catalog,
+            providerKeys: source.providerKeys,
+            collectGarbage: options.collectGarbage !== undefined,
+          } satisfies ValidationRequest),
+      )
     : null
 
   /** The second segment, checked on the thread; null if the thread failed or was closed. */
-  const checkOnThread = (bytes: Uint8Array, firstLineNo: number, limits: FileLimits): Promise<SegmentReply | null> => {
+  const checkOnThread = (
+    bytes: Uint8Array,
+    firstLineNo: number,
+    limits: FileLimits,
+  ): Promise<SegmentReply | null> => {
     // Shared: the thread reads the body where it is. Otherwise a copy of its own, handed over
     // rather than copied again.
     const shared = bytes.buffer instanceof SharedArrayBuffer
     const sent = shared ? bytes : bytes.slice()
-    return thread!
-      .call({ kind: 'check', bytes: sent, firstLineNo, limits }, shared ? [] : [sent.buffer as ArrayBuffer])
-      // A thread that failed answers nothing: the caller validates in one pass instead.
-      .catch(() => null)
+    return (
+      thread!
+        .call(
+          { kind: 'check', bytes: sent, firstLineNo, limits },
+          shared ? [] : [sent.buffer as ArrayBuffer],
+        )
+        // A thread that failed answers nothing: the caller validates in one pass instead.
+        .catch(() => null)
+    )
   }
 
   return {
@@ -86,7 +111,10 @@ export function createFileValidator(
       }
       const secondFirstLine = countLines(bytes, split) + 1
       const second = checkOnThread(bytes.subarray(split), secondFirstLine, limits)
-      const first = checkLines(bytes, catalog, limits, { segment: { from: 0, to: split - 1, firstLineNo: 1 }, collectGarbage })
+      const first = checkLines(bytes, catalog, limits, {
+        segment: { from: 0, to: split - 1, firstLineNo: 1 },
+        collectGarbage,
+      })
       const other = await second
       const clean =
         other !== null &&
@@ -104,10 +132,25 @@ export function createFileValidator(
       observe('split')
       const lines: NewLine[] = first.lines
       for (let i = 0; i < other.lineNos.length; i++) {
-        lines.push(new FileLine(other.lineNos[i], other.customIds[i], bytes, split + other.starts[i], split + other.ends[i]))
+        lines.push(
+          new FileLine(
+            other.lineNos[i],
+            other.customIds[i],
+            bytes,
+            split + other.starts[i],
+            split + other.ends[i],
+          ),
+        )
       }
       const ceiling = first.ceiling.plus(new Money(other.ceiling))
-      return fileVerdict({ issues: [], omitted: 0, count: first.count + other.count, endpoint: first.endpoint, lines, ceiling })
+      return fileVerdict({
+        issues: [],
+        omitted: 0,
+        count: first.count + other.count,
+        endpoint: first.endpoint,
+        lines,
+        ceiling,
+      })
     },
     async close() {
       // Validations under way finish in one pass; later ones are one pass from the start.
@@ -134,6 +177,7 @@ function splitPoint(bytes: Uint8Array): number {
 /** Lines that end before `end`: line breaks in bytes[0, end). */
 function countLines(bytes: Uint8Array, end: number): number {
   let count = 0
-  for (let at = bytes.indexOf(NEWLINE); at >= 0 && at < end; at = bytes.indexOf(NEWLINE, at + 1)) count++
+  for (let at = bytes.indexOf(NEWLINE); at >= 0 && at < end; at = bytes.indexOf(NEWLINE, at + 1))
+    count++
   return count
 }

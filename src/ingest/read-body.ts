@@ -19,7 +19,9 @@ export interface BodyLimit {
 }
 
 const asLimit = (limit: BodyLimit | number): BodyLimit =>
-  typeof limit === 'number' ? { bytes: limit, what: 'the body', fix: 'send a smaller file', code: 'file_too_large' } : limit
+  typeof limit === 'number'
+    ? { bytes: limit, what: 'the body', fix: 'send a smaller file', code: 'file_too_large' }
+    : limit
 
 export function tooLarge(limit: BodyLimit | number) {
   const { bytes, what, fix, code } = asLimit(limit)
@@ -37,8 +39,10 @@ export function tooLarge(limit: BodyLimit | number) {
  */
 export class BodyAborted extends GatewayError {
   constructor(readonly reason: string) {
-    super('request_aborted',
-      'the connection closed before the whole body arrived; send the request again with a complete body (and, if chunked, valid chunk framing)')
+    super(
+      'request_aborted',
+      'the connection closed before the whole body arrived; send the request again with a complete body (and, if chunked, valid chunk framing)',
+    )
   }
 }
 
@@ -49,12 +53,17 @@ export class BodyAborted extends GatewayError {
 export function refuseByHeaders(request: Request, limit: BodyLimit | number) {
   const encoding = request.headers.get('content-encoding')
   if (encoding !== null) {
-    const codings = encoding.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '')
+    const codings = encoding
+      .split(',')
+      .map((c) => c.trim().toLowerCase())
+      .filter((c) => c !== '')
     const other = codings.find((c) => c !== 'identity')
     if (other !== undefined) {
-      throw refuse('unsupported_encoding',
+      throw refuse(
+        'unsupported_encoding',
         `Content-Encoding ${other} is not accepted; send the body uncompressed (no Content-Encoding, or identity)`,
-        { param: 'content-encoding' })
+        { param: 'content-encoding' },
+      )
     }
   }
   const declared = Number(request.headers.get('content-length') ?? NaN)
@@ -78,7 +87,11 @@ export interface ReadBodyOptions {
   into?: BodyBuffers
 }
 
-export async function readBody(request: Request, limit: BodyLimit | number, options: ReadBodyOptions = {}): Promise<Uint8Array> {
+export async function readBody(
+  request: Request,
+  limit: BodyLimit | number,
+  options: ReadBodyOptions = {},
+): Promise<Uint8Array> {
   refuseByHeaders(request, limit)
   const max = asLimit(limit).bytes
   if (!request.body) return new Uint8Array(0)
@@ -119,7 +132,10 @@ export async function readBody(request: Request, limit: BodyLimit | number, opti
       throw tooLarge(limit)
     }
     if (size + value.byteLength > buffer.byteLength) {
-      const grown = allocate(Math.min(max, Math.max(buffer.byteLength * 2, size + value.byteLength)), size + value.byteLength)
+      const grown = allocate(
+        Math.min(max, Math.max(buffer.byteLength * 2, size + value.byteLength)),
+        size + value.byteLength,
+      )
       grown.set(buffer.subarray(0, size))
       buffer = grown
     }
@@ -139,7 +155,10 @@ export async function readBody(request: Request, limit: BodyLimit | number, opti
  * A JSON body read with its limit: `ok: false` when it is not JSON, so the caller can say what to
  * send; an empty body is `undefined`. Invalid UTF-8 is replaced, as `request.json()` does.
  */
-export async function readJsonBody(request: Request, limit: BodyLimit): Promise<{ ok: true; value: unknown } | { ok: false }> {
+export async function readJsonBody(
+  request: Request,
+  limit: BodyLimit,
+): Promise<{ ok: true; value: unknown } | { ok: false }> {
   refuseByHeaders(request, limit)
   const declared = Number(request.headers.get('content-length') ?? NaN)
   if (declared === 0) return { ok: true, value: undefined }
@@ -168,7 +187,9 @@ export async function readFormBody(request: Request, limit: BodyLimit): Promise<
   const bytes = await readBody(request, limit)
   const type = request.headers.get('content-type') ?? ''
   try {
-    return await new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { 'content-type': type } }).formData()
+    return await new Response(bytes as Uint8Array<ArrayBuffer>, {
+      headers: { 'content-type': type },
+    }).formData()
   } catch {
     return null
   }

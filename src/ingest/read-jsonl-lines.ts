@@ -41,7 +41,15 @@ export function* readJsonlLines(bytes: Uint8Array, segment?: FileSegment): Gener
   const valid = isUtf8(buffer.subarray(start, to))
   let lineNo = (segment?.firstLineNo ?? 1) - 1
   // A byte order mark only at the start of the file, not at the start of a later segment.
-  if (lineNo === 0 && start === 0 && to >= 3 && buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf) start = 3
+  if (
+    lineNo === 0 &&
+    start === 0 &&
+    to >= 3 &&
+    buffer[0] === 0xef &&
+    buffer[1] === 0xbb &&
+    buffer[2] === 0xbf
+  )
+    start = 3
   while (start <= to) {
     let end = buffer.indexOf(NEWLINE, start)
     if (end === -1 || end > to) end = to
@@ -49,7 +57,8 @@ export function* readJsonlLines(bytes: Uint8Array, segment?: FileSegment): Gener
     let stop = end
     if (stop > start && buffer[stop - 1] === CR) stop--
     if (!isBlank(buffer, start, stop)) {
-      const text = valid || isUtf8(buffer.subarray(start, stop)) ? buffer.toString('utf8', start, stop) : null
+      const text =
+        valid || isUtf8(buffer.subarray(start, stop)) ? buffer.toString('utf8', start, stop) : null
       yield { lineNo, text, start, end: stop }
     }
     if (end === to) break

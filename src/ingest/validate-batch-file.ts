@@ -99,7 +99,12 @@ export interface LinesChecked {
   customIds: Map<string, number>
 }
 
-export function validateBatchFile(bytes: Uint8Array, catalog: Catalog, limits: FileLimits, options: Pick<CheckOptions, 'collectGarbage'> = {}): FileVerdict {
+export function validateBatchFile(
+  bytes: Uint8Array,
+  catalog: Catalog,
+  limits: FileLimits,
+  options: Pick<CheckOptions, 'collectGarbage'> = {},
+): FileVerdict {
   const checked = checkLines(bytes, catalog, limits, options)
   if (checked.count === 0) {
     checked.issues.push({
@@ -117,14 +122,24 @@ export function validateBatchFile(bytes: Uint8Array, catalog: Catalog, limits: F
 export function fileVerdict(checked: Omit<LinesChecked, 'customIds'>): FileVerdict {
   const { issues, omitted, count, endpoint } = checked
   if (issues.length > 0 || !endpoint) return { ok: false, issues, omitted, lineCount: count }
-  return { ok: true, endpoint, lines: checked.lines, ceiling: checked.ceiling.toDecimalPlaces(6, Money.ROUND_UP) }
+  return {
+    ok: true,
+    endpoint,
+    lines: checked.lines,
+    ceiling: checked.ceiling.toDecimalPlaces(6, Money.ROUND_UP),
+  }
 }
 
 /**
  * Checks the lines of a file, or of one segment of it (whole lines; see FileSegment): each line
  * on its own and against the lines before it in the same segment.
  */
-export function checkLines(bytes: Uint8Array, catalog: Catalog, limits: FileLimits, options: CheckOptions = {}): LinesChecked {
+export function checkLines(
+  bytes: Uint8Array,
+  catalog: Catalog,
+  limits: FileLimits,
+  options: CheckOptions = {},
+): LinesChecked {
   const { segment, collectGarbage } = options
   const envelope = envelopeFor(limits.maxCustomIdLength)
   const issues: Issue[] = []
@@ -153,7 +168,13 @@ export function checkLines(bytes: Uint8Array, catalog: Catalog, limits: FileLimi
       break
     }
     if (text === null) {
-      report({ line: lineNo, custom_id: null, path: '', message: 'is not valid UTF-8', fix: 'save the file as UTF-8' })
+      report({
+        line: lineNo,
+        custom_id: null,
+        path: '',
+        message: 'is not valid UTF-8',
+        fix: 'save the file as UTF-8',
+      })
       continue
     }
     let json: unknown
@@ -225,5 +246,13 @@ export function checkLines(bytes: Uint8Array, catalog: Catalog, limits: FileLimi
     }
   }
 
-  return { issues, omitted, count, endpoint: endpoint?.url ?? null, lines, ceiling: tally.exactTotal(), customIds: seen }
+  return {
+    issues,
+    omitted,
+    count,
+    endpoint: endpoint?.url ?? null,
+    lines,
+    ceiling: tally.exactTotal(),
+    customIds: seen,
+  }
 }

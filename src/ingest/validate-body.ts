@@ -8,7 +8,12 @@ import type { Endpoint } from '../../providers/types.ts'
 import { upstreamTargets, type Catalog } from '../catalog/catalog.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
 import { chatInputBound, chatOutputBound, embeddingsInputBound } from '../money/ceiling.ts'
-import { chatBodySchema, embeddingsBodySchema, type ChatBody, type EmbeddingsBody } from '../schemas/requests.ts'
+import {
+  chatBodySchema,
+  embeddingsBodySchema,
+  type ChatBody,
+  type EmbeddingsBody,
+} from '../schemas/requests.ts'
 import { compileSchema } from '../schemas/compile.ts'
 import { excerpt } from '../excerpt.ts'
 import { describeZodIssue } from './issues.ts'
@@ -45,26 +50,49 @@ export function validateBody(
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     return {
       ok: false,
-      problems: [{ path: prefix, message: 'must be a JSON object', fix: `set ${prefix || 'the body'} to the request you would send to ${ENDPOINT_URLS[endpoint]}` }],
+      problems: [
+        {
+          path: prefix,
+          message: 'must be a JSON object',
+          fix: `set ${prefix || 'the body'} to the request you would send to ${ENDPOINT_URLS[endpoint]}`,
+        },
+      ],
     }
   }
   if (!options.shallow && nestsDeeperThan(raw)) {
     return {
       ok: false,
-      problems: [{ path: prefix, message: `nests more than ${MAX_JSON_DEPTH} levels deep`, fix: 'flatten the request: no endpoint takes values nested this deep' }],
+      problems: [
+        {
+          path: prefix,
+          message: `nests more than ${MAX_JSON_DEPTH} levels deep`,
+          fix: 'flatten the request: no endpoint takes values nested this deep',
+        },
+      ],
     }
   }
   const record = raw as Record<string, unknown>
   // Refusals first, with their own words, before the generic schema errors.
   if (endpoint === 'chat' && record.stream === true && !options.live) {
-    problems.push({ path: at('stream'), message: 'a batch line cannot stream', fix: 'remove stream or set it to false' })
+    problems.push({
+      path: at('stream'),
+      message: 'a batch line cannot stream',
+      fix: 'remove stream or set it to false',
+    })
   }
   if (endpoint === 'chat' && typeof record.n === 'number' && record.n > 8) {
-    problems.push({ path: at('n'), message: 'must be at most 8', fix: 'set n to 8 or less, or split the request into several lines' })
+    problems.push({
+      path: at('n'),
+      message: 'must be at most 8',
+      fix: 'set n to 8 or less, or split the request into several lines',
+    })
   }
   const model = typeof record.model === 'string' ? catalog.find(record.model) : undefined
   if (typeof record.model === 'string' && !model) {
-    const examples = catalog.models.filter((m) => m.endpoints.includes(endpoint)).slice(0, 3).map((m) => m.id)
+    const examples = catalog.models
+      .filter((m) => m.endpoints.includes(endpoint))
+      .slice(0, 3)
+      .map((m) => m.id)
     problems.push({
       path: at('model'),
       message: `unknown model ${JSON.stringify(excerpt(record.model))}`,
@@ -115,28 +143,53 @@ export function validateBody(
     const missing = model.offerings.map((o) => catalog.missingKey(o.provider)).filter(Boolean)
     return {
       ok: false,
-      problems: [{
-        path: at('model'),
-        message: `no provider of ${model.id} is configured on this gateway`,
-        fix: `ask the operator to set ${[...new Set(missing)].join(' or ')}, or use another model`,
-      }],
+      problems: [
+        {
+          path: at('model'),
+          message: `no provider of ${model.id} is configured on this gateway`,
+          fix: `ask the operator to set ${[...new Set(missing)].join(' or ')}, or use another model`,
+        },
+      ],
     }
   }
   const offerings = catalog.route(model, body.provider)
   if (offerings.length === 0) {
     return {
       ok: false,
-      problems: [{
-        path: at('provider'),
-        message: `leaves no configured provider for ${model.id}`,
-        fix: `allow one of: ${catalog.usable(model).map((o) => o.provider).join(', ')}`,
-      }],
+      problems: [
+        {
+          path: at('provider'),
+          message: `leaves no configured provider for ${model.id}`,
+          fix: `allow one of: ${catalog
+            .usable(model)
+            .map((o) => o.provider)
+            .join(', ')}`,
+        },
+      ],
     }
   }
   if (endpoint === 'chat') {
     const chat = body as ChatBody
     const targets = upstreamTargets(catalog, offerings)
-    return { ok: true, value: { model, offerings, body, inputTokens: chatInputBound(chat, model, targets), outputTokens: chatOutputBound(chat, model, targets) } }
+    return {
+      ok: true,
+      value: {
+        model,
+        offerings,
+        body,
+        inputTokens: chatInputBound(chat, model, targets),
+        outputTokens: chatOutputBound(chat, model, targets),
+      },
+    }
   }
-  return { ok: true, value: { model, offerings, body, inputTokens: embeddingsInputBound(body as EmbeddingsBody), outputTokens: 0 } }
+  return {
+    ok: true,
+    value: {
+      model,
+      offerings,
+      body,
+      inputTokens: embeddingsInputBound(body as EmbeddingsBody),
+      outputTokens: 0,
+    },
+  }
 }

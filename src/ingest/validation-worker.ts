@@ -60,7 +60,10 @@ self.onmessage = (event: MessageEvent<ValidationRequest>) => {
 function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
   const { id, bytes, firstLineNo, limits } = request
   try {
-    const checked = checkLines(bytes, catalog!, limits, { segment: { from: 0, to: bytes.byteLength, firstLineNo }, collectGarbage })
+    const checked = checkLines(bytes, catalog!, limits, {
+      segment: { from: 0, to: bytes.byteLength, firstLineNo },
+      collectGarbage,
+    })
     if (checked.issues.length > 0) {
       self.postMessage({ id, clean: false } satisfies SegmentReply)
       return
@@ -77,7 +80,17 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
       ends[i] = line.end
       customIds[i] = line.customId
     }
-    const reply: SegmentReply = { id, clean: true, count: checked.count, endpoint: checked.endpoint, lineNos, starts, ends, customIds, ceiling: checked.ceiling.toFixed() }
+    const reply: SegmentReply = {
+      id,
+      clean: true,
+      count: checked.count,
+      endpoint: checked.endpoint,
+      lineNos,
+      starts,
+      ends,
+      customIds,
+      ceiling: checked.ceiling.toFixed(),
+    }
     self.postMessage(reply, [lineNos.buffer, starts.buffer, ends.buffer])
   } catch {
     // The caller validates the whole file in one pass, and reports what that finds.

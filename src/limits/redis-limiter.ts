@@ -29,7 +29,10 @@ export function createRedisLimiter(redis: Redis, options: RedisLimiterOptions): 
   const onError = (error: Error) => {
     if (!degraded) {
       degraded = true
-      logger.warn('rate_limiter.redis_unreachable', { reason: error.message, fallback: 'per-instance' })
+      logger.warn('rate_limiter.redis_unreachable', {
+        reason: error.message,
+        fallback: 'per-instance',
+      })
     }
   }
   const onReady = () => {
@@ -43,7 +46,12 @@ export function createRedisLimiter(redis: Redis, options: RedisLimiterOptions): 
       const now = clock()
       const window = Math.floor(now / WINDOW_MS)
       try {
-        const count = (await redis.eval(SCRIPT, 1, `${prefix}${keyId}:${window}`, WINDOW_MS * 2)) as number
+        const count = (await redis.eval(
+          SCRIPT,
+          1,
+          `${prefix}${keyId}:${window}`,
+          WINDOW_MS * 2,
+        )) as number
         return decide(count, limit, (window + 1) * WINDOW_MS - now)
       } catch (error) {
         onError(error as Error)

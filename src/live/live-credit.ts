@@ -44,7 +44,8 @@ export interface Reservation {
   settled: boolean
 }
 
-export type ReserveResult = { ok: true; reservation: Reservation } | { ok: false; availableUsd: string }
+export type ReserveResult =
+  { ok: true; reservation: Reservation } | { ok: false; availableUsd: string }
 
 export interface LiveCredit {
   /** Holds `ceiling` (units of fixed-point.ts) for one call. */
@@ -110,24 +111,49 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
   const account = (id: string) => {
     let a = accounts.get(id)
     if (!a) {
-      a = { id, lease: 0n, reserved: 0n, pending: 0n, writing: 0n, releasing: 0n, calls: 0, lastUsedMs: now(), confirmedUntilMs: 0, topUp: null, block: options.blockCalls, changes: 0 }
+      a = {
+        id,
+        lease: 0n,
+        reserved: 0n,
+        pending: 0n,
+        writing: 0n,
+        releasing: 0n,
+        calls: 0,
+        lastUsedMs: now(),
+        confirmedUntilMs: 0,
+        topUp: null,
+        block: options.blockCalls,
+        changes: 0,
+      }
       accounts.set(id, a)
     }
     return a
   }
 
   /** No other store call touched the account since `changes` was read: the store's amount is the truth. */
-  const quiet = (a: AccountCredit, changes: number) => a.changes === changes && a.writing === 0n && a.releasing === 0n
+  const quiet = (a: AccountCredit, changes: number) =>
+    a.changes === changes && a.writing === 0n && a.releasing === 0n
 
   /**
    * Takes the store's word for the lease when no group write overlapped the call (so none can
    * be counted twice or not at all); else applies the change alone. Either way a lease the store
    * no longer has (expired, then deleted by another instance) stops serving here.
    */
-  function learnLease(a: AccountCredit, changes: number, wasQuiet: boolean, leaseUsd: string, delta: bigint) {
+  function learnLease(
+    a: AccountCredit,
+    changes: number,
+    wasQuiet: boolean,
+    leaseUsd: string,
+    delta: bigint,
+  ) {
     if (wasQuiet && quiet(a, changes)) {
       const lease = toUnits(leaseUsd, 'down')
-      if (lease < a.lease) logger.warn('live.lease_shrunk', { account_id: a.id, expected_usd: unitsText(a.lease), lease_usd: leaseUsd })
+      if (lease < a.lease)
+        logger.warn('live.lease_shrunk', {
+          account_id: a.id,
+          expected_usd: unitsText(a.lease),
+          lease_usd: leaseUsd,
+        })
       a.lease = lease
     } else a.lease = a.lease + delta > 0n ? a.lease + delta : 0n
   }
@@ -141,12 +167,20 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
     const changes = ++a.changes
     const wasQuiet = quiet(a, changes)
     const call = store
-      .takeLiveCredit({ instanceId, accountId: a.id, needUsd: unitsText(shortfall), wantUsd: unitsText(want > shortfall ? want : shortfall), nowMs: at, expiresAtMs })
+      .takeLiveCredit({
+        instanceId,
+        accountId: a.id,
+        needUsd: unitsText(shortfall),
+        wantUsd: unitsText(want > shortfall ? want : shortfall),
+        nowMs: at,
+        expiresAtMs,
+      })
       .then((taken) => {
         const lost = toUnits(taken.lostUsd, 'up')
         // Not renewed in time (the store out of reach longer than the TTL): another instance may
         // have counted it as gone, so what it held serves nothing more.
-        if (lost > 0n) logger.warn('live.lease_expired', { account_id: a.id, lost_usd: taken.lostUsd })
+        if (lost > 0n)
+          logger.warn('live.lease_expired', { account_id: a.id, lost_usd: taken.lostUsd })
         learnLease(a, changes, wasQuiet, taken.leaseUsd, toUnits(taken.grantedUsd, 'down') - lost)
         if (a.lease > 0n) a.confirmedUntilMs = expiresAtMs
         return toUnits(taken.availableUsd, 'down')
@@ -186,7 +220,11 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
     a.lastUsedMs = now()
     if (cost === null) return
     if (cost > reservation.units) {
-      logger.warn('live.cost_over_hold', { account_id: a.id, cost_usd: unitsText(cost), held_usd: unitsText(reservation.units) })
+      logger.warn('live.cost_over_hold', {
+        account_id: a.id,
+        cost_usd: unitsText(cost),
+        held_usd: unitsText(reservation.units),
+      })
     }
     a.pending += cost
   }
@@ -199,7 +237,8 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
       const idle = all || (a.calls === 0 && a.topUp === null && at - a.lastUsedMs >= options.idleMs)
       const release = idle && free(a) > 0n ? free(a) : 0n
       if (a.pending === 0n && release === 0n) {
-        if (idle && a.lease === 0n && a.writing === 0n && a.calls === 0 && a.topUp === null) accounts.delete(a.id)
+        if (idle && a.lease === 0n && a.writing === 0n && a.calls === 0 && a.topUp === null)
+          accounts.delete(a.id)
         continue
       }
       a.writing = a.pending
@@ -216,7 +255,11 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
     if (!group) return
     retry = group
     try {
-      const entries = group.entries.map(({ account: a, chargeUsd, releaseUsd }) => ({ accountId: a.id, chargeUsd, releaseUsd }))
+      const entries = group.entries.map(({ account: a, chargeUsd, releaseUsd }) => ({
+        accountId: a.id,
+        chargeUsd,
+        releaseUsd,
+      }))
       // false: an earlier attempt of this very group was written (its answer was lost).
       await store.writeLiveCharges({ id: group.id, instanceId, nowMs: now(), entries })
       retry = null
@@ -228,7 +271,11 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
       }
     } catch (error) {
       // Kept, with its id, and tried again next time: written at most once whatever happened.
-      logger.warn('live.charge_write_failed', { group_id: group.id, accounts: group.entries.length, reason: String(error) })
+      logger.warn('live.charge_write_failed', {
+        group_id: group.id,
+        accounts: group.entries.length,
+        reason: String(error),
+      })
     }
   }
 
@@ -248,7 +295,16 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
     const expiresAtMs = at + options.leaseTtlMs
     const before = renewing.map((a) => ({ a, changes: a.changes, wasQuiet: quiet(a, a.changes) }))
     try {
-      const renewed = new Map((await store.renewLiveCredit(instanceId, renewing.map((a) => a.id), at, expiresAtMs)).map((r) => [r.accountId, r.leaseUsd]))
+      const renewed = new Map(
+        (
+          await store.renewLiveCredit(
+            instanceId,
+            renewing.map((a) => a.id),
+            at,
+            expiresAtMs,
+          )
+        ).map((r) => [r.accountId, r.leaseUsd]),
+      )
       for (const { a, changes, wasQuiet } of before) {
         const lease = renewed.get(a.id)
         if (lease !== undefined) {
@@ -268,7 +324,10 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
   const charging = setInterval(() => {
     if (!writing) void flush()
   }, options.chargeIntervalMs)
-  const heartbeat = setInterval(() => void renew(), Math.max(50, Math.floor(options.leaseTtlMs / 3)))
+  const heartbeat = setInterval(
+    () => void renew(),
+    Math.max(50, Math.floor(options.leaseTtlMs / 3)),
+  )
   charging.unref?.()
   heartbeat.unref?.()
 
@@ -281,10 +340,17 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
       clearInterval(charging)
       clearInterval(heartbeat)
       // Calls still running were cut off with the server; what they held comes back here.
-      for (let attempt = 0; attempt < 3 && (retry || [...accounts.values()].some((a) => a.pending > 0n || a.lease > 0n)); attempt++) {
+      for (
+        let attempt = 0;
+        attempt < 3 &&
+        (retry || [...accounts.values()].some((a) => a.pending > 0n || a.lease > 0n));
+        attempt++
+      ) {
         await flush(true)
       }
-      await store.dropLiveCredit(instanceId).catch((error) => logger.warn('live.lease_drop_failed', { reason: String(error) }))
+      await store
+        .dropLiveCredit(instanceId)
+        .catch((error) => logger.warn('live.lease_drop_failed', { reason: String(error) }))
     },
   }
 }

@@ -21,7 +21,10 @@
 import { prepareAnthropicBody } from '../../providers/anthropic/prepare-anthropic-body.ts'
 import { defaultAnthropicMaxTokens } from '../../providers/anthropic/convert-to-anthropic-messages.ts'
 import { imageInputTokens, type ModelEntry, type Offering } from '../catalog/catalog-file.ts'
-import { prepareOpenAIBody, prepareOpenAIStreamBody } from '../../providers/openai/prepare-openai-body.ts'
+import {
+  prepareOpenAIBody,
+  prepareOpenAIStreamBody,
+} from '../../providers/openai/prepare-openai-body.ts'
 import { requestedOutputTokens } from '../../providers/output-limit.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import type Decimal from 'decimal.js'
@@ -85,9 +88,14 @@ export function upstreamBodyText(
 ): string | null {
   const stream = body.stream === true
   // What the upstream request carries for this offering (src/upstream/upstreams.ts, requestFor).
-  const offering = { model: target.offering.upstream_model, maxTokensParam: target.offering.max_tokens_param }
+  const offering = {
+    model: target.offering.upstream_model,
+    maxTokensParam: target.offering.max_tokens_param,
+  }
   if (target.kind === 'openai') {
-    const sent = stream ? prepareOpenAIStreamBody(body, offering) : prepareOpenAIBody(body, offering)
+    const sent = stream
+      ? prepareOpenAIStreamBody(body, offering)
+      : prepareOpenAIBody(body, offering)
     return JSON.stringify(sent)
   }
   const converted = prepareAnthropicBody('chat', body, offering, stream)
@@ -143,10 +151,12 @@ export function chatOutputBound(
   model: Pick<ModelEntry, 'max_output_tokens'>,
   targets: readonly UpstreamTarget[],
 ): number {
-  let perChoice = targets.length === 0 ? (requestedOutputTokens(body) ?? model.max_output_tokens) : 0
+  let perChoice =
+    targets.length === 0 ? (requestedOutputTokens(body) ?? model.max_output_tokens) : 0
   for (const target of targets) perChoice = Math.max(perChoice, outputLimitFor(body, model, target))
   const prediction = (body as { prediction?: unknown }).prediction
-  if (prediction !== undefined && prediction !== null) perChoice += bytes(JSON.stringify(prediction))
+  if (prediction !== undefined && prediction !== null)
+    perChoice += bytes(JSON.stringify(prediction))
   return perChoice * (body.n ?? 1)
 }
 
@@ -205,7 +215,8 @@ export class CeilingTally {
    */
   exactTotal(): Decimal {
     let sum = new Money(0)
-    for (const [offerings, tokens] of this.groups) sum = sum.plus(priceOf(tokens, highestPrices(offerings)))
+    for (const [offerings, tokens] of this.groups)
+      sum = sum.plus(priceOf(tokens, highestPrices(offerings)))
     return sum
   }
 }

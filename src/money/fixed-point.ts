@@ -39,7 +39,10 @@ const offeringUnits = new WeakMap<object, { input: bigint; output: bigint }>()
 function unitsOf(offering: { input_usd_per_mtok: string; output_usd_per_mtok: string }) {
   let prices = offeringUnits.get(offering)
   if (!prices) {
-    prices = { input: toUnits(offering.input_usd_per_mtok, 'up'), output: toUnits(offering.output_usd_per_mtok, 'up') }
+    prices = {
+      input: toUnits(offering.input_usd_per_mtok, 'up'),
+      output: toUnits(offering.output_usd_per_mtok, 'up'),
+    }
     offeringUnits.set(offering, prices)
   }
   return prices
@@ -49,7 +52,10 @@ function unitsOf(offering: { input_usd_per_mtok: string; output_usd_per_mtok: st
  * priceOf(tokens, highestPrices(offerings)) of ceiling.ts in units, rounded up: the same
  * pessimistic arithmetic, at a tenth of the cost, for a check made on every live call.
  */
-export function ceilingUnits(tokens: { input: number; output: number }, offerings: readonly { input_usd_per_mtok: string; output_usd_per_mtok: string }[]): bigint {
+export function ceilingUnits(
+  tokens: { input: number; output: number },
+  offerings: readonly { input_usd_per_mtok: string; output_usd_per_mtok: string }[],
+): bigint {
   let input = 0n
   let output = 0n
   for (const offering of offerings) {
@@ -62,8 +68,12 @@ export function ceilingUnits(tokens: { input: number; output: number }, offering
 }
 
 /** What a reported usage costs at one offering's price, in units (priceUsage of price-usage.ts). */
-export function usageUnits(usage: { input_tokens: number; output_tokens: number }, offering: { input_usd_per_mtok: string; output_usd_per_mtok: string }): bigint {
+export function usageUnits(
+  usage: { input_tokens: number; output_tokens: number },
+  offering: { input_usd_per_mtok: string; output_usd_per_mtok: string },
+): bigint {
   const prices = unitsOf(offering)
-  const perMillion = BigInt(usage.input_tokens) * prices.input + BigInt(usage.output_tokens) * prices.output
+  const perMillion =
+    BigInt(usage.input_tokens) * prices.input + BigInt(usage.output_tokens) * prices.output
   return (perMillion + MILLION - 1n) / MILLION
 }

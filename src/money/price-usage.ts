@@ -29,7 +29,10 @@ const parsed = new WeakMap<Offering, OfferingPrices>()
 function scaled(price: string): ScaledPrice {
   const point = price.indexOf('.')
   if (point < 0) return { units: BigInt(price), scale: 0 }
-  return { units: BigInt(price.slice(0, point) + price.slice(point + 1)), scale: price.length - point - 1 }
+  return {
+    units: BigInt(price.slice(0, point) + price.slice(point + 1)),
+    scale: price.length - point - 1,
+  }
 }
 
 function pricesOf(offering: Offering): OfferingPrices {

@@ -52,7 +52,10 @@ export function createJanitor(
   let running: Promise<void> | null = null
   let stopped = false
 
-  async function runOnce(now = Math.floor(Date.now() / 1000), staleBeforeMs = now * 1000 - UPLOAD_STALE_MS): Promise<JanitorReport> {
+  async function runOnce(
+    now = Math.floor(Date.now() / 1000),
+    staleBeforeMs = now * 1000 - UPLOAD_STALE_MS,
+  ): Promise<JanitorReport> {
     const purgedBatches: string[] = []
     const deletedFiles: string[] = []
     const abandonedUploads: string[] = []
@@ -89,7 +92,12 @@ export function createJanitor(
       if (ids.length < SWEEP_PAGE) break
     }
     const expiredSessions = await store.deleteExpiredSessions(now)
-    if (purgedBatches.length || deletedFiles.length || abandonedUploads.length || orphanedContent.length) {
+    if (
+      purgedBatches.length ||
+      deletedFiles.length ||
+      abandonedUploads.length ||
+      orphanedContent.length
+    ) {
       logger.info('retention.deleted', {
         batches: purgedBatches.length,
         files: deletedFiles.length,

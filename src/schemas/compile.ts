@@ -15,7 +15,10 @@ export interface CompiledSchema<T> {
 const ajv = new Ajv({ allErrors: false, strict: false, discriminator: true })
 
 export function compileSchema<S extends z.ZodType>(schema: S): CompiledSchema<z.output<S>> {
-  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >
   delete json.$schema
   addDiscriminators(json)
   const fast = ajv.compile(json)
@@ -25,7 +28,9 @@ export function compileSchema<S extends z.ZodType>(schema: S): CompiledSchema<z.
       if (fast(value)) return { success: true, data: value as z.output<S> }
       // reportInput: the issues carry the value they judged, so a wrong type is told from a missing one.
       const parsed = schema.safeParse(value, { reportInput: true })
-      return parsed.success ? { success: true, data: parsed.data } : { success: false, issues: parsed.error.issues }
+      return parsed.success
+        ? { success: true, data: parsed.data }
+        : { success: false, issues: parsed.error.issues }
     },
   }
 }
@@ -39,7 +44,11 @@ function addDiscriminators(node: unknown) {
   if (Array.isArray(branches) && branches.length > 1) {
     const keys = Object.keys((branches[0] as { properties?: object }).properties ?? {})
     const key = keys.find((k) =>
-      branches.every((b) => (b as { properties?: Record<string, { const?: unknown }> }).properties?.[k]?.const !== undefined),
+      branches.every(
+        (b) =>
+          (b as { properties?: Record<string, { const?: unknown }> }).properties?.[k]?.const !==
+          undefined,
+      ),
     )
     if (key) {
       record.discriminator = { propertyName: key }

@@ -9,7 +9,8 @@ import { z } from 'zod'
  * An integer field. zod names a wrong type of z.int() "expected number"; this says "must be an
  * integer", which describeZodIssue reads as the expected type (a string is not an integer).
  */
-const integer = () => z.int({ error: (issue) => (issue.code === 'invalid_type' ? 'must be an integer' : undefined) })
+const integer = () =>
+  z.int({ error: (issue) => (issue.code === 'invalid_type' ? 'must be an integer' : undefined) })
 
 export const routingSchema = z.strictObject({
   order: z.array(z.string().min(1)).min(1).optional(),
@@ -66,7 +67,10 @@ export const toolChoiceSchema = z.union([
     z.looseObject({ type: z.literal('custom'), custom: z.looseObject({ name }) }),
     z.looseObject({
       type: z.literal('allowed_tools'),
-      allowed_tools: z.looseObject({ mode: z.enum(['auto', 'required']), tools: z.array(z.looseObject({})) }),
+      allowed_tools: z.looseObject({
+        mode: z.enum(['auto', 'required']),
+        tools: z.array(z.looseObject({})),
+      }),
     }),
   ]),
 ])
@@ -85,7 +89,12 @@ export const responseFormatSchema = z.discriminatedUnion('type', [
   z.looseObject({
     type: z.literal('json_schema'),
     json_schema: z.looseObject({
-      name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, underscores or dashes, such as "answer"'),
+      name: z
+        .string()
+        .regex(
+          /^[A-Za-z0-9_-]{1,64}$/,
+          'must be 1 to 64 letters, digits, underscores or dashes, such as "answer"',
+        ),
       description: z.string().optional(),
       schema: z.looseObject({}),
       strict: z.boolean().nullable().optional(),
@@ -122,7 +131,10 @@ export const embeddingsBodySchema = z.looseObject({
     z.string().min(1),
     z.array(z.string().min(1)).min(1).max(2048),
     z.array(integer().min(0)).min(1),
-    z.array(z.array(integer().min(0)).min(1)).min(1).max(2048),
+    z
+      .array(z.array(integer().min(0)).min(1))
+      .min(1)
+      .max(2048),
   ]),
   dimensions: integer().min(1).optional(),
   encoding_format: z.enum(['float', 'base64']).optional(),

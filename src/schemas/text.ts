@@ -14,7 +14,9 @@ const UNSTORABLE = new RegExp(`[${UNSTORABLE_CHARACTERS}]`, 'u')
 const UNSTORABLE_ALL = new RegExp(`[${UNSTORABLE_CHARACTERS}]`, 'gu')
 
 export const storableText = () =>
-  z.string().regex(STORABLE_TEXT, 'must be Unicode text without NUL characters or unpaired surrogates')
+  z
+    .string()
+    .regex(STORABLE_TEXT, 'must be Unicode text without NUL characters or unpaired surrogates')
 
 /** `text` with each character no store can keep replaced by U+FFFD; the same string when none. */
 export const toStorable = (text: string): string =>

@@ -19,15 +19,30 @@ export function parseWholeNumber(text: string, min: number, max: number): number
  * The refusal a text field gets, as a custom zod issue that carries its own wording: describeZodIssue
  * turns `expected` and `example` into "must be …; got …" and "set … to …, such as …".
  */
-function refuse(ctx: z.core.$RefinementCtx<string>, text: string, expected: string, example: string) {
-  ctx.issues.push({ code: 'custom', input: text, message: `must be ${expected}`, params: { expected, example } })
+function refuse(
+  ctx: z.core.$RefinementCtx<string>,
+  text: string,
+  expected: string,
+  example: string,
+) {
+  ctx.issues.push({
+    code: 'custom',
+    input: text,
+    message: `must be ${expected}`,
+    params: { expected, example },
+  })
   return z.NEVER
 }
 
 /** A query or form value that must be a whole number from `min` to `max`, such as `example`. */
 export function wholeNumberText(min: number, max: number, example: number) {
   const expected = `a whole number from ${min} to ${max} in decimal digits`
-  return z.string().transform((text, ctx) => parseWholeNumber(text, min, max) ?? refuse(ctx, text, expected, String(example)))
+  return z
+    .string()
+    .transform(
+      (text, ctx) =>
+        parseWholeNumber(text, min, max) ?? refuse(ctx, text, expected, String(example)),
+    )
 }
 
 /** The longest completion window, in hours (SPEC §3: 1–168). */
@@ -36,6 +51,16 @@ export const MAX_WINDOW_HOURS = 168
 /** A completion window in the OpenAI form, "24h": N hours, N a whole number from 1 to 168. */
 export const windowHoursText = () =>
   z.string().transform((text, ctx) => {
-    const hours = text.endsWith('h') ? parseWholeNumber(text.slice(0, -1), 1, MAX_WINDOW_HOURS) : null
-    return hours ?? refuse(ctx, text, `"24h" or another "Nh" with N a whole number from 1 to ${MAX_WINDOW_HOURS}`, '"24h"')
+    const hours = text.endsWith('h')
+      ? parseWholeNumber(text.slice(0, -1), 1, MAX_WINDOW_HOURS)
+      : null
+    return (
+      hours ??
+      refuse(
+        ctx,
+        text,
+        `"24h" or another "Nh" with N a whole number from 1 to ${MAX_WINDOW_HOURS}`,
+        '"24h"',
+      )
+    )
   })

@@ -15,7 +15,11 @@ function invalid(message: string): Response {
   return errorResponse('anthropic', 400, 'invalid_request_error', message)
 }
 
-export function prepareMessages(body: Record<string, unknown>, id: string, usageFactor = 1): Prepared | Response {
+export function prepareMessages(
+  body: Record<string, unknown>,
+  id: string,
+  usageFactor = 1,
+): Prepared | Response {
   const { model, messages, max_tokens: maxTokens } = body
   if (typeof model !== 'string') return invalid('model: Field required')
   if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1) {

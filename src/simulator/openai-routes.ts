@@ -28,7 +28,11 @@ function stopList(stop: unknown): string[] {
   return Array.isArray(stop) ? stop.filter((s): s is string => typeof s === 'string') : []
 }
 
-export function prepareChat(body: Record<string, unknown>, id: string, usageFactor = 1): Prepared | Response {
+export function prepareChat(
+  body: Record<string, unknown>,
+  id: string,
+  usageFactor = 1,
+): Prepared | Response {
   const { model, messages } = body
   if (typeof model !== 'string') return invalid('you must provide a model parameter')
   if (!Array.isArray(messages) || messages.length === 0) {

@@ -18,7 +18,8 @@ type Result<M extends Method> = Awaited<ReturnType<DispatchStore[M]>>
 /** `openArgs` go to the worker's `open`: where its connection goes. */
 export function createDispatchThread(script: URL, openArgs: unknown[]): DispatchThread {
   const thread = createThreadCalls<DispatchReply>(script, 'dispatch', (worker) =>
-    worker.postMessage({ id: -1, method: 'open', args: openArgs } satisfies DispatchRequest))
+    worker.postMessage({ id: -1, method: 'open', args: openArgs } satisfies DispatchRequest),
+  )
 
   const send = async (method: Method | 'close', args: unknown[]): Promise<unknown> => {
     const reply = await thread.call({ method, args } satisfies Omit<DispatchRequest, 'id'>)

@@ -11,7 +11,8 @@ export interface DispatchRequest {
   args: unknown[]
 }
 
-export type DispatchReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; message: string }
+export type DispatchReply =
+  { id: number; ok: true; value: unknown } | { id: number; ok: false; message: string }
 
 export interface OpenedDispatch {
   dispatch: DispatchStore

@@ -18,7 +18,8 @@ export interface QuotaInput {
   want: number
 }
 
-export type QuotaDecision = { kind: 'reserved'; bytes: number } | Extract<ReserveResult, { kind: 'limit_exceeded' }>
+export type QuotaDecision =
+  { kind: 'reserved'; bytes: number } | Extract<ReserveResult, { kind: 'limit_exceeded' }>
 
 export function decideQuota(input: QuotaInput): QuotaDecision {
   const maxFiles = input.own.maxFiles ?? input.defaults.maxFiles

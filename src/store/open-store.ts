@@ -15,7 +15,10 @@ type StoreConfig = Pick<Config, 'databaseUrl' | 'dataDir'>
 
 /** The store, and apart from it the dispatcher's part (see OpenedStore). `collectGarbage`: called in
  * the bulk write of a batch's lines, where that makes much garbage (PostgreSQL's COPY). */
-export async function openStore(config: StoreConfig, hooks: { collectGarbage?: () => void } = {}): Promise<OpenedStore> {
+export async function openStore(
+  config: StoreConfig,
+  hooks: { collectGarbage?: () => void } = {},
+): Promise<OpenedStore> {
   if (config.databaseUrl) {
     const { url, schema } = splitSchema(config.databaseUrl)
     const { createPostgresStore } = await import('./postgres/postgres-store.ts')
@@ -41,7 +44,10 @@ export async function openBlobStore(config: StoreConfig): Promise<BlobStore> {
  * The channel `name` between the instances sharing the store: on PostgreSQL, LISTEN/NOTIFY
  * (postgres/channel.ts); null on SQLite, whose store has one process.
  */
-export async function openStoreChannel(config: StoreConfig, name: string): Promise<StoreChannel | null> {
+export async function openStoreChannel(
+  config: StoreConfig,
+  name: string,
+): Promise<StoreChannel | null> {
   if (!config.databaseUrl) return null
   const { openPostgresChannel } = await import('./postgres/channel.ts')
   return openPostgresChannel(splitSchema(config.databaseUrl), name)

@@ -124,7 +124,10 @@ export function rowToLine(row: Row): LineRecord {
     response: (row.response as string | null) ?? null,
     responseStatus: num(row.response_status),
     error,
-    costUsd: row.cost_usd === null || row.cost_usd === undefined ? null : moneyText(row.cost_usd as string),
+    costUsd:
+      row.cost_usd === null || row.cost_usd === undefined
+        ? null
+        : moneyText(row.cost_usd as string),
     provider: (row.provider as string | null) ?? null,
     attempts: Number(row.attempts),
     latencyMs: num(row.latency_ms),

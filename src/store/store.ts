@@ -83,7 +83,12 @@ export interface LiveCreditStore {
    * Extends this instance's unexpired leases of these accounts (an expired one is not brought
    * back: another instance may have counted it as gone); returns those renewed and their amounts.
    */
-  renewLiveCredit(instanceId: string, accountIds: readonly string[], nowMs: number, expiresAtMs: number): Promise<{ accountId: string; leaseUsd: string }[]>
+  renewLiveCredit(
+    instanceId: string,
+    accountIds: readonly string[],
+    nowMs: number,
+    expiresAtMs: number,
+  ): Promise<{ accountId: string; leaseUsd: string }[]>
   /**
    * In one transaction: debits each account by `chargeUsd` (never below zero) and shrinks this
    * instance's lease by `chargeUsd + releaseUsd` (a lease at zero is deleted). Idempotent by
@@ -350,7 +355,10 @@ export interface FileQuotaView {
 export type ReserveResult =
   /** `bytes`: what the upload may now grow to without asking again. */
   | { kind: 'reserved'; bytes: number }
-  | { kind: 'limit_exceeded'; limit: { files: number; in_use: number } | { stored_bytes: number; in_use: number } }
+  | {
+      kind: 'limit_exceeded'
+      limit: { files: number; in_use: number } | { stored_bytes: number; in_use: number }
+    }
   /** The reservation is gone (the janitor took it for a dead upload's). */
   | { kind: 'gone' }
 
@@ -398,7 +406,14 @@ export interface SessionStore {
 
 /** Everything but the dispatcher's calls, which come apart (OpenedStore). */
 export interface Store
-  extends AccountStore, BatchStore, FileStore, RetentionStore, UploadStore, SessionStore, LiveCreditStore {
+  extends
+    AccountStore,
+    BatchStore,
+    FileStore,
+    RetentionStore,
+    UploadStore,
+    SessionStore,
+    LiveCreditStore {
   readonly kind: 'sqlite' | 'postgres'
   ping(): Promise<void>
   /** Closes its connections, the dispatch part's (and its thread) included. */

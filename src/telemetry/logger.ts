@@ -9,10 +9,16 @@ export interface Logger {
   error(event: string, fields?: Record<string, unknown>): void
 }
 
-export function createLogger(level: LogLevel, write: (line: string) => void = (l) => process.stdout.write(l)): Logger {
-  const at = (name: Exclude<LogLevel, 'silent'>) => (event: string, fields?: Record<string, unknown>) => {
-    if (RANK[name] < RANK[level]) return
-    write(JSON.stringify({ time: new Date().toISOString(), level: name, event, ...fields }) + '\n')
-  }
+export function createLogger(
+  level: LogLevel,
+  write: (line: string) => void = (l) => process.stdout.write(l),
+): Logger {
+  const at =
+    (name: Exclude<LogLevel, 'silent'>) => (event: string, fields?: Record<string, unknown>) => {
+      if (RANK[name] < RANK[level]) return
+      write(
+        JSON.stringify({ time: new Date().toISOString(), level: name, event, ...fields }) + '\n',
+      )
+    }
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }
 }

@@ -35,7 +35,8 @@ export function lowerThreadPriority(): { batch: boolean; nice: boolean } {
     // On Linux, nice belongs to each thread: who = 0 is the calling thread alone. A new thread
     // starts at its creator's, so this is relative to the process's own.
     const current = libc.symbols.getpriority(PRIO_PROCESS, 0)
-    const nice = libc.symbols.setpriority(PRIO_PROCESS, 0, Math.min(19, current + BACKGROUND_NICE_STEP)) === 0
+    const nice =
+      libc.symbols.setpriority(PRIO_PROCESS, 0, Math.min(19, current + BACKGROUND_NICE_STEP)) === 0
     libc.close()
     return { batch, nice }
   } catch {

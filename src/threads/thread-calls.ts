@@ -19,10 +19,17 @@ export interface ThreadCalls<Reply> {
  * `name` is for errors ("the dispatch thread stopped: …"); `greet` posts what a new thread must
  * hear before its first call (where its connection goes, its catalog).
  */
-export function createThreadCalls<Reply extends { id: number }>(script: URL, name: string, greet: (worker: Bun.Worker) => void): ThreadCalls<Reply> {
+export function createThreadCalls<Reply extends { id: number }>(
+  script: URL,
+  name: string,
+  greet: (worker: Bun.Worker) => void,
+): ThreadCalls<Reply> {
   let worker: Bun.Worker | null = null
   let nextId = 0
-  const waiting = new Map<number, { resolve: (reply: Reply) => void; reject: (error: Error) => void }>()
+  const waiting = new Map<
+    number,
+    { resolve: (reply: Reply) => void; reject: (error: Error) => void }
+  >()
 
   const failAll = (error: Error) => {
     for (const call of waiting.values()) call.reject(error)

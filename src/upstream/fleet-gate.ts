@@ -157,7 +157,12 @@ export function createFleetGate(
     acquire: (signal, granted) => queue.take(signal, granted),
     release() {
       // Above the fair share while others wait: this slot goes back to the fleet, not to a waiter.
-      if (!health.degraded && othersWanting && held.length > share && held.length > queue.inFlight - 1) {
+      if (
+        !health.degraded &&
+        othersWanting &&
+        held.length > share &&
+        held.length > queue.inFlight - 1
+      ) {
         giveBack(1)
       }
       queue.give()

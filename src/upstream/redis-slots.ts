@@ -113,7 +113,12 @@ export function redisSlots(
     async acquire(wanted, held, wanting) {
       const first = sequence
       const [grant, active, others] = await scripts.mgSlotsAcquire(
-        ...head, options.limit, wanted, wanting ? 1 : 0, first, held,
+        ...head,
+        options.limit,
+        wanted,
+        wanting ? 1 : 0,
+        first,
+        held,
       )
       sequence += grant
       const tokens = Array.from({ length: grant }, (_, i) => `${options.instance}:${first + i}`)
@@ -125,7 +130,10 @@ export function redisSlots(
     },
     async release(tokens, stillHeld, wanting) {
       const [active, others] = await scripts.mgSlotsRelease(
-        ...head, stillHeld, wanting ? 1 : 0, ...tokens,
+        ...head,
+        stillHeld,
+        wanting ? 1 : 0,
+        ...tokens,
       )
       return { active, othersWanting: others > 0 }
     },

@@ -41,7 +41,10 @@ async function tryInOrder<O extends { ok: boolean; error?: UpstreamError }>(
 export type FallbackOptions = Omit<SendOptions, 'offering'> & { offerings: readonly Offering[] }
 
 /** A whole answer from the first offering that gives one. */
-export function sendWithFallback(upstreams: Upstreams, options: FallbackOptions): Promise<Tried<Outcome> | null> {
+export function sendWithFallback(
+  upstreams: Upstreams,
+  options: FallbackOptions,
+): Promise<Tried<Outcome> | null> {
   const { offerings, ...rest } = options
   return tryInOrder(offerings, (offering) => upstreams.send({ ...rest, offering }))
 }

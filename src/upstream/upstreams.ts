@@ -7,7 +7,13 @@
 import type { Offering } from '../catalog/catalog-file.ts'
 import { createProvider } from '../../providers/index.ts'
 import { createHttpClient } from '../../providers/http-client.ts'
-import type { Endpoint, Outcome, ProviderAdapter, StreamOutcome, UpstreamRequest } from '../../providers/types.ts'
+import type {
+  Endpoint,
+  Outcome,
+  ProviderAdapter,
+  StreamOutcome,
+  UpstreamRequest,
+} from '../../providers/types.ts'
 import type { Config } from '../config.ts'
 import { noTelemetry, type Telemetry, type UpstreamResult } from '../telemetry/telemetry.ts'
 import { createProviderGate, type ProviderGate } from './provider-gate.ts'
@@ -38,7 +44,9 @@ export interface SendOptions {
 export interface Upstreams {
   send(options: SendOptions): Promise<Outcome | null>
   /** A streamed chat call; `done` gives the slot back once the stream is over (called already when it failed to open). */
-  stream(options: Omit<SendOptions, 'proceed' | 'line'>): Promise<{ outcome: StreamOutcome; done: () => void }>
+  stream(
+    options: Omit<SendOptions, 'proceed' | 'line'>,
+  ): Promise<{ outcome: StreamOutcome; done: () => void }>
   gate(provider: string): ProviderGate
   /** Total concurrency across providers that can be called. */
   capacity(): number
@@ -52,7 +60,11 @@ const DEFAULT_PAUSE_MS = 1_000
 /** Makes a provider's gate: in-process by default, fleet-wide with Redis (fleet-gate.ts). */
 export type GateFactory = (provider: string, limit: number) => ProviderGate
 
-export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>, telemetry: Telemetry = noTelemetry, makeGate: GateFactory = (_, limit) => createProviderGate(limit)): Upstreams {
+export function createUpstreams(
+  config: Pick<Config, 'catalog' | 'providerKeys'>,
+  telemetry: Telemetry = noTelemetry,
+  makeGate: GateFactory = (_, limit) => createProviderGate(limit),
+): Upstreams {
   const adapters = new Map<string, ProviderAdapter>()
   const gates = new Map<string, ProviderGate>()
   const handOvers = new Map<string, SlotHandOver>()
@@ -71,7 +83,8 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
         timeoutMs: provider.timeout_s * 1000,
         // Enough keep-alive connections per replica for the provider's whole concurrency.
         connections: provider.max_concurrency,
-        createClient: (baseUrl, options) => createHttpClient(baseUrl, { ...options, onAnswered: handOver.answered }),
+        createClient: (baseUrl, options) =>
+          createHttpClient(baseUrl, { ...options, onAnswered: handOver.answered }),
       }),
     )
     gates.set(name, gate)
@@ -93,7 +106,12 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
     return { adapter, gate, handOver }
   }
 
-  const requestFor = ({ endpoint, body, offering, signal }: Omit<SendOptions, 'proceed' | 'line'>): UpstreamRequest => ({
+  const requestFor = ({
+    endpoint,
+    body,
+    offering,
+    signal,
+  }: Omit<SendOptions, 'proceed' | 'line'>): UpstreamRequest => ({
     endpoint,
     body,
     model: offering.upstream_model,
@@ -105,14 +123,23 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
     async send(options) {
       const { offering, endpoint } = options
       const { adapter, gate, handOver } = lookup(offering.provider)
-      const call = { provider: offering.provider, model: offering.upstream_model, endpoint, ...options.line }
+      const call = {
+        provider: offering.provider,
+        model: offering.upstream_model,
+        endpoint,
+        ...options.line,
+      }
       // Sent the moment the slot is taken, often from inside the answer that handed it on
       // (slot-hand-over.ts), so that it takes that answer's connection at once.
       const sent: { outcome?: Promise<Outcome>; error?: unknown } = {}
       const start = () => {
         try {
           if (options.proceed && !options.proceed()) return
-          sent.outcome = telemetry.upstream(call, () => adapter.send(requestFor(options)), describeOutcome)
+          sent.outcome = telemetry.upstream(
+            call,
+            () => adapter.send(requestFor(options)),
+            describeOutcome,
+          )
           handOver.sent()
         } catch (error) {
           sent.error = error
@@ -140,10 +167,19 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
       try {
         const started = performance.now()
         const call = { provider: offering.provider, model: offering.upstream_model, endpoint }
-        const outcome = await telemetry.upstream(call, () => adapter.stream(requestFor(options)), (opened) =>
-          opened.ok
-            ? opened.usage.then((usage) => ({ status: 200, latencyMs: performance.now() - started, errorKind: null, usage }))
-            : describeOutcome(opened))
+        const outcome = await telemetry.upstream(
+          call,
+          () => adapter.stream(requestFor(options)),
+          (opened) =>
+            opened.ok
+              ? opened.usage.then((usage) => ({
+                  status: 200,
+                  latencyMs: performance.now() - started,
+                  errorKind: null,
+                  usage,
+                }))
+              : describeOutcome(opened),
+        )
         pauseOn429(gate, outcome)
         if (!outcome.ok) done()
         return { outcome, done }
@@ -158,7 +194,11 @@ export function createUpstreams(config: Pick<Config, 'catalog' | 'providerKeys'>
       const result: ReturnType<Upstreams['health']> = {}
       for (const [name, adapter] of adapters) {
         const gate = gates.get(name)!
-        result[name] = { in_flight: gate.inFlight, limit: gate.limit, unhealthy_replicas: adapter.unhealthyReplicas() }
+        result[name] = {
+          in_flight: gate.inFlight,
+          limit: gate.limit,
+          unhealthy_replicas: adapter.unhealthyReplicas(),
+        }
       }
       return result
     },
@@ -180,6 +220,17 @@ function releaseOnce(gate: ProviderGate): () => void {
 
 /** An outcome as its span and metrics see it. */
 function describeOutcome(outcome: Outcome | Extract<StreamOutcome, { ok: false }>): UpstreamResult {
-  if (outcome.ok) return { status: outcome.status, latencyMs: outcome.latencyMs, errorKind: null, usage: outcome.usage }
-  return { status: outcome.error.status, latencyMs: outcome.latencyMs, errorKind: outcome.error.kind, usage: null }
+  if (outcome.ok)
+    return {
+      status: outcome.status,
+      latencyMs: outcome.latencyMs,
+      errorKind: null,
+      usage: outcome.usage,
+    }
+  return {
+    status: outcome.error.status,
+    latencyMs: outcome.latencyMs,
+    errorKind: outcome.error.kind,
+    usage: null,
+  }
 }

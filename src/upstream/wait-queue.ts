@@ -7,7 +7,12 @@ export type Waiter = () => void
  * Queues a waiter and resolves when it is served, or rejects when `signal` aborts first.
  * `granted` runs the moment it is served, inside the call that served it (see ProviderGate).
  */
-export function waitInQueue(waiters: Waiter[], signal: AbortSignal | undefined, kick: () => void, granted?: () => void): Promise<void> {
+export function waitInQueue(
+  waiters: Waiter[],
+  signal: AbortSignal | undefined,
+  kick: () => void,
+  granted?: () => void,
+): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason)
   return new Promise<void>((resolve, reject) => {
     const waiter = () => {

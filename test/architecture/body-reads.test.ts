@@ -16,11 +16,14 @@ test('no route reads a request body except through read-body.ts, nor lets Elysia
   for await (const file of new Glob('src/{http,auth,admission}/**/*.ts').scan({ cwd: ROOT })) {
     const text = await Bun.file(join(ROOT, file)).text()
     const reads = [
-      ...(text.match(/\brequest\.(json|formData|text|arrayBuffer|bytes|blob)\(\)|\brequest\.body\b/g) ?? []),
+      ...(text.match(
+        /\brequest\.(json|formData|text|arrayBuffer|bytes|blob)\(\)|\brequest\.body\b/g,
+      ) ?? []),
       // A handler taking Elysia's `body` makes Elysia read and parse it before any hook runs.
       ...(text.match(/\(\s*\{[^}]*\bbody\b[^}]*\}\s*\)\s*=>/g) ?? []),
     ]
-    if (reads.length > 0 && !STREAMS_ITSELF.has(file)) offending.push(`${file}: ${reads.join(', ')}`)
+    if (reads.length > 0 && !STREAMS_ITSELF.has(file))
+      offending.push(`${file}: ${reads.join(', ')}`)
   }
   expect(offending).toEqual([])
 })

@@ -34,7 +34,8 @@ const transpiler = new Bun.Transpiler({ loader: 'ts' })
 // The transpiler drops type-only imports, as TypeScript does when it compiles. To keep them in
 // the graph, each such statement is first turned into a bare import of the same file (which the
 // transpiler keeps and which declares no name, so nothing can clash).
-const TYPE_STATEMENT = /\b(?:import|export)\s+type\s+(?=[{*]|[\w$]+\s+from\b)[^'"]*?\bfrom\s*(['"][^'"]+['"])/g
+const TYPE_STATEMENT =
+  /\b(?:import|export)\s+type\s+(?=[{*]|[\w$]+\s+from\b)[^'"]*?\bfrom\s*(['"][^'"]+['"])/g
 const BRACED_IMPORT = /\bimport\s*\{([^}]*)\}\s*from\s*(['"][^'"]+['"])/g
 
 function withTypeImportsVisible(code: string): string {
@@ -42,7 +43,10 @@ function withTypeImportsVisible(code: string): string {
     .replace(/^#!.*/, '') // a script's shebang line is not TypeScript
     .replace(TYPE_STATEMENT, 'import $1;')
     .replace(BRACED_IMPORT, (statement, names: string, path: string) => {
-      const specifiers = names.split(',').map((name) => name.trim()).filter(Boolean)
+      const specifiers = names
+        .split(',')
+        .map((name) => name.trim())
+        .filter(Boolean)
       return specifiers.length > 0 && specifiers.every((name) => name.startsWith('type '))
         ? `import ${path};`
         : statement
@@ -51,8 +55,12 @@ function withTypeImportsVisible(code: string): string {
 
 /** The relative import paths of one file's code, each marked type-only or not. */
 export function importsOf(code: string): { path: string; typeOnly: boolean }[] {
-  const runtime = new Set(transpiler.scanImports(code.replace(/^#!.*/, '')).map((found) => found.path))
-  const all = new Set(transpiler.scanImports(withTypeImportsVisible(code)).map((found) => found.path))
+  const runtime = new Set(
+    transpiler.scanImports(code.replace(/^#!.*/, '')).map((found) => found.path),
+  )
+  const all = new Set(
+    transpiler.scanImports(withTypeImportsVisible(code)).map((found) => found.path),
+  )
   return [...all]
     .filter((path) => path.startsWith('./') || path.startsWith('../'))
     .map((path) => ({ path, typeOnly: !runtime.has(path) }))
@@ -98,7 +106,9 @@ export function layerOf(path: string, layers: Layer[]): number {
 
 /** Files of the tree that no layer claims. */
 export function unplaced(files: Record<string, string>, layers: Layer[]): string[] {
-  return Object.keys(files).filter((file) => layerOf(file, layers) < 0).sort()
+  return Object.keys(files)
+    .filter((file) => layerOf(file, layers) < 0)
+    .sort()
 }
 
 /**

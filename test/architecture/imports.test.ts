@@ -98,7 +98,9 @@ describe('layers', () => {
   test('the transpiler sees the tree: hundreds of imports, the multi-line ones among them', () => {
     expect(Object.keys(tree).length).toBeGreaterThan(100)
     expect(edges.length).toBeGreaterThan(200)
-    const multiLine = Object.entries(tree).filter(([, code]) => /\bimport\s*(?:type\s*)?\{[^}]*\n[^}]*\}\s*from/.test(code))
+    const multiLine = Object.entries(tree).filter(([, code]) =>
+      /\bimport\s*(?:type\s*)?\{[^}]*\n[^}]*\}\s*from/.test(code),
+    )
     expect(multiLine.length).toBeGreaterThan(0)
     for (const [file] of multiLine) expect(edges.some((edge) => edge.from === file)).toBe(true)
   })
@@ -119,12 +121,17 @@ describe('layers', () => {
   })
 
   test('providers/ never imports src/: adapters know nothing of the gateway', () => {
-    expect(edges.filter((edge) => edge.from.startsWith('providers/') && !edge.to.startsWith('providers/')).map(key)).toEqual([])
+    expect(
+      edges
+        .filter((edge) => edge.from.startsWith('providers/') && !edge.to.startsWith('providers/'))
+        .map(key),
+    ).toEqual([])
   })
 
   test('only the store opens its implementations: everyone else goes through store.ts and open-store.ts', () => {
     const reaching = edges.filter(
-      (edge) => /^src\/store\/(sqlite|postgres)\//.test(edge.to) && !edge.from.startsWith('src/store/'),
+      (edge) =>
+        /^src\/store\/(sqlite|postgres)\//.test(edge.to) && !edge.from.startsWith('src/store/'),
     )
     expect(reaching.map(key)).toEqual([])
   })
@@ -167,9 +174,14 @@ describe('the checker catches what it is for', () => {
       `import { type app } from '../src/http/app.ts'`,
       `export type { app } from '../src/http/app.ts'`,
     ]) {
-      const wrong = { ...fake, 'providers/types.ts': `${statement}\nexport interface Outcome { ok: boolean }\n` }
+      const wrong = {
+        ...fake,
+        'providers/types.ts': `${statement}\nexport interface Outcome { ok: boolean }\n`,
+      }
       const found = layerViolations(importGraph(wrong), LAYERS)
-      expect(found.map((violation) => violation.why)).toEqual(['providers/types.ts (providers) → src/http/app.ts (http)'])
+      expect(found.map((violation) => violation.why)).toEqual([
+        'providers/types.ts (providers) → src/http/app.ts (http)',
+      ])
     }
   })
 
@@ -185,7 +197,9 @@ describe('the checker catches what it is for', () => {
   })
 
   test('a file in no layer is reported', () => {
-    expect(unplaced({ ...fake, 'src/planner/plan.ts': '' }, LAYERS)).toEqual(['src/planner/plan.ts'])
+    expect(unplaced({ ...fake, 'src/planner/plan.ts': '' }, LAYERS)).toEqual([
+      'src/planner/plan.ts',
+    ])
   })
 
   test('a cycle is reported, even within one layer', () => {
@@ -203,7 +217,12 @@ test('only src/config.ts reads process.env in the gateway', () => {
   for (const [file, code] of Object.entries(tree)) {
     if (!file.startsWith('src/')) continue
     // The simulator and the user CLI are separate programs with their own settings.
-    if (file === 'src/config.ts' || file.startsWith('src/simulator/') || file.startsWith('src/cli/user')) continue
+    if (
+      file === 'src/config.ts' ||
+      file.startsWith('src/simulator/') ||
+      file.startsWith('src/cli/user')
+    )
+      continue
     if (code.includes('process.env')) readers.push(file)
   }
   expect(readers).toEqual([])

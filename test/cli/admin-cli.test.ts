@@ -9,29 +9,65 @@ import { waitFor } from '../helpers/wait.ts'
 const root = join(import.meta.dir, '../..')
 
 async function mg(env: Record<string, string>, ...args: string[]) {
-  const child = Bun.spawn([process.execPath, 'src/cli/admin.ts', ...args], { cwd: root, env: { ...env, PATH: process.env.PATH ?? '' }, stdout: 'pipe', stderr: 'pipe' })
-  const [code, out, err] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()])
+  const child = Bun.spawn([process.execPath, 'src/cli/admin.ts', ...args], {
+    cwd: root,
+    env: { ...env, PATH: process.env.PATH ?? '' },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [code, out, err] = await Promise.all([
+    child.exited,
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+  ])
   return { code, out, err, json: code === 0 ? JSON.parse(out) : null }
 }
 
 test('accounts create, keys create, credit, show, revoke', async () => {
-  const gw = await startTestGateway({ env: { MULTIGRID_DISPATCH: '0', MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-cli-')) } })
+  const gw = await startTestGateway({
+    env: { MULTIGRID_DISPATCH: '0', MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-cli-')) },
+  })
   try {
     // The CLI opens the same SQLite file the running gateway uses.
-    const env = { MULTIGRID_DATA_DIR: gw.env.MULTIGRID_DATA_DIR, MULTIGRID_CONFIG: gw.env.MULTIGRID_CONFIG }
+    const env = {
+      MULTIGRID_DATA_DIR: gw.env.MULTIGRID_DATA_DIR,
+      MULTIGRID_CONFIG: gw.env.MULTIGRID_CONFIG,
+    }
     const account = await mg(env, 'accounts', 'create', 'acme', '--credit', '100')
     expect(account.code).toBe(0)
     expect(account.json).toMatchObject({ name: 'acme', balance_usd: '100.000000' })
-    const key = await mg(env, 'keys', 'create', account.json.id, '--name', 'ci', '--scopes', 'batches,read')
+    const key = await mg(
+      env,
+      'keys',
+      'create',
+      account.json.id,
+      '--name',
+      'ci',
+      '--scopes',
+      'batches,read',
+    )
     expect(key.json).toMatchObject({ account_id: account.json.id, scopes: ['batches', 'read'] })
     expect(key.json.key).toMatch(/^mg_/)
-    const submitted = await gw.request('/v1/batches', key.json.key, { method: 'POST', body: jsonl([chatLine('a')]) })
+    const submitted = await gw.request('/v1/batches', key.json.key, {
+      method: 'POST',
+      body: jsonl([chatLine('a')]),
+    })
     expect(submitted.status).toBe(201)
-    expect((await mg(env, 'accounts', 'credit', account.json.id, '5.5')).json).toMatchObject({ balance_usd: '105.500000' })
-    expect((await mg(env, 'accounts', 'show', account.json.id)).json).toMatchObject({ open_batches: 1, held_usd: '0.000093' })
+    expect((await mg(env, 'accounts', 'credit', account.json.id, '5.5')).json).toMatchObject({
+      balance_usd: '105.500000',
+    })
+    expect((await mg(env, 'accounts', 'show', account.json.id)).json).toMatchObject({
+      open_batches: 1,
+      held_usd: '0.000093',
+    })
     expect((await mg(env, 'keys', 'revoke', key.json.id)).json.revoked_at).toBeNumber()
     // Revoked by another process: the gateway's key cache honours it within 2 s (SPEC: every instance).
-    await waitFor('the revoked key refused', async () => (await gw.request('/v1/batches', key.json.key)).status === 401, 2_000, 50)
+    await waitFor(
+      'the revoked key refused',
+      async () => (await gw.request('/v1/batches', key.json.key)).status === 401,
+      2_000,
+      50,
+    )
     const bad = await mg(env, 'keys', 'create', account.json.id, '--scopes', 'root')
     expect(bad.code).toBe(2)
     expect(bad.err).toContain('unknown scope root')
@@ -47,20 +83,53 @@ test('accounts create, keys create, credit, show, revoke', async () => {
 })
 
 test('accounts create/set take file quotas; credit amounts are bounded and exact', async () => {
-  const gw = await startTestGateway({ env: { MULTIGRID_DISPATCH: '0', MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-cli-')) } })
+  const gw = await startTestGateway({
+    env: { MULTIGRID_DISPATCH: '0', MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-cli-')) },
+  })
   try {
-    const env = { MULTIGRID_DATA_DIR: gw.env.MULTIGRID_DATA_DIR, MULTIGRID_CONFIG: gw.env.MULTIGRID_CONFIG }
-    const account = await mg(env, 'accounts', 'create', 'acme', '--credit', '1000000000000', '--max-files', '3')
-    expect(account.json).toMatchObject({ max_files: 3, max_stored_bytes: 20_000_000_000, files_in_use: 0, stored_bytes: 0 })
-    const set = await mg(env, 'accounts', 'set', account.json.id, '--max-files', 'default', '--max-stored-bytes', '1000')
+    const env = {
+      MULTIGRID_DATA_DIR: gw.env.MULTIGRID_DATA_DIR,
+      MULTIGRID_CONFIG: gw.env.MULTIGRID_CONFIG,
+    }
+    const account = await mg(
+      env,
+      'accounts',
+      'create',
+      'acme',
+      '--credit',
+      '1000000000000',
+      '--max-files',
+      '3',
+    )
+    expect(account.json).toMatchObject({
+      max_files: 3,
+      max_stored_bytes: 20_000_000_000,
+      files_in_use: 0,
+      stored_bytes: 0,
+    })
+    const set = await mg(
+      env,
+      'accounts',
+      'set',
+      account.json.id,
+      '--max-files',
+      'default',
+      '--max-stored-bytes',
+      '1000',
+    )
     expect(set.json).toMatchObject({ max_files: 500, max_stored_bytes: 1000 })
-    expect((await (await gw.admin(`/accounts/${account.json.id}`)).json())).toMatchObject({ max_files: 500, max_stored_bytes: 1000 })
+    expect(await (await gw.admin(`/accounts/${account.json.id}`)).json()).toMatchObject({
+      max_files: 500,
+      max_stored_bytes: 1000,
+    })
     expect((await mg(env, 'accounts', 'set', account.json.id, '--max-files', '1.5')).code).toBe(2)
 
     const huge = await mg(env, 'accounts', 'credit', account.json.id, '1' + '0'.repeat(400))
     expect(huge.code).toBe(2)
     expect(huge.err).toContain('at most 1000000000000')
-    expect((await mg(env, 'accounts', 'credit', account.json.id, '--', '-100')).json).toMatchObject({ balance_usd: '999999999900.000000' })
+    expect((await mg(env, 'accounts', 'credit', account.json.id, '--', '-100')).json).toMatchObject(
+      { balance_usd: '999999999900.000000' },
+    )
   } finally {
     await gw.stop()
   }

@@ -16,21 +16,41 @@ describe('loadConfig', () => {
     expect(config.databaseUrl).toBeNull()
     expect(config.adminToken).toBeNull()
     expect(config.dataDir.endsWith('/data')).toBe(true)
-    expect(config.limits).toMatchObject({ maxBodyBytes: 16 * 1024 * 1024, maxLines: 50_000, maxCustomIdLength: 128 })
+    expect(config.limits).toMatchObject({
+      maxBodyBytes: 16 * 1024 * 1024,
+      maxLines: 50_000,
+      maxCustomIdLength: 128,
+    })
     expect(config.catalog.prices_read_on).toMatch(/^\d{4}-\d{2}-\d{2}$/)
-    expect(config.catalog.models.find((m) => m.id === 'openai/gpt-5-nano')?.offerings[0]).toMatchObject({
+    expect(
+      config.catalog.models.find((m) => m.id === 'openai/gpt-5-nano')?.offerings[0],
+    ).toMatchObject({
       input_usd_per_mtok: '0.05',
       output_usd_per_mtok: '0.40',
     })
     expect(config.providerKeys.openai).toBeNull()
-    expect(config.live).toEqual({ chargeIntervalMs: 500, leaseTtlMs: 15_000, leaseIdleMs: 5_000, leaseBlockCalls: 32, keyCacheMs: 1_000 })
+    expect(config.live).toEqual({
+      chargeIntervalMs: 500,
+      leaseTtlMs: 15_000,
+      leaseIdleMs: 5_000,
+      leaseBlockCalls: 32,
+      keyCacheMs: 1_000,
+    })
   })
 
   test('body limits: live calls 8 MiB by default; the file limit can be set (its bound was negative)', () => {
-    expect(loadConfig({}).limits).toMatchObject({ maxLiveBodyBytes: 8 * 1024 * 1024, maxFileBytes: 200_000_000 })
-    const set = loadConfig({ MULTIGRID_MAX_LIVE_BODY_BYTES: '65536', MULTIGRID_MAX_FILE_BYTES: '1000000' }).limits
+    expect(loadConfig({}).limits).toMatchObject({
+      maxLiveBodyBytes: 8 * 1024 * 1024,
+      maxFileBytes: 200_000_000,
+    })
+    const set = loadConfig({
+      MULTIGRID_MAX_LIVE_BODY_BYTES: '65536',
+      MULTIGRID_MAX_FILE_BYTES: '1000000',
+    }).limits
     expect(set).toMatchObject({ maxLiveBodyBytes: 65536, maxFileBytes: 1_000_000 })
-    expect(() => loadConfig({ MULTIGRID_MAX_LIVE_BODY_BYTES: '10' })).toThrow('invalid MULTIGRID_MAX_LIVE_BODY_BYTES')
+    expect(() => loadConfig({ MULTIGRID_MAX_LIVE_BODY_BYTES: '10' })).toThrow(
+      'invalid MULTIGRID_MAX_LIVE_BODY_BYTES',
+    )
   })
 
   test('provider keys are read from the variables the catalog names', () => {
@@ -43,9 +63,15 @@ describe('loadConfig', () => {
     [{ DATABASE_URL: 'mysql://x' }, 'invalid DATABASE_URL'],
     [{ REDIS_URL: 'localhost:6379' }, 'invalid REDIS_URL'],
     [{ MULTIGRID_ADMIN_TOKEN: 'short' }, 'invalid MULTIGRID_ADMIN_TOKEN'],
-    [{ MULTIGRID_CONFIG: '/nonexistent/catalog.json' }, 'MULTIGRID_CONFIG: cannot read /nonexistent/catalog.json'],
+    [
+      { MULTIGRID_CONFIG: '/nonexistent/catalog.json' },
+      'MULTIGRID_CONFIG: cannot read /nonexistent/catalog.json',
+    ],
     // An idle lease must go back within 30 s: idle ≤ 25 s, plus a charge interval ≤ 5 s.
-    [{ MULTIGRID_LIVE_CHARGE_INTERVAL_MS: '60000' }, 'invalid MULTIGRID_LIVE_CHARGE_INTERVAL_MS="60000"'],
+    [
+      { MULTIGRID_LIVE_CHARGE_INTERVAL_MS: '60000' },
+      'invalid MULTIGRID_LIVE_CHARGE_INTERVAL_MS="60000"',
+    ],
     [{ MULTIGRID_LIVE_LEASE_IDLE_MS: '30000' }, 'invalid MULTIGRID_LIVE_LEASE_IDLE_MS="30000"'],
     // Revocation must reach every instance within 2 s.
     [{ MULTIGRID_KEY_CACHE_MS: '5000' }, 'invalid MULTIGRID_KEY_CACHE_MS="5000"'],
@@ -58,29 +84,62 @@ describe('loadConfig', () => {
   }
 
   test('a bad providers file names the path inside it', () => {
-    const path = writeCatalog({ providers: { x: { kind: 'openai', base_url: 'not a url' } }, models: [] })
+    const path = writeCatalog({
+      providers: { x: { kind: 'openai', base_url: 'not a url' } },
+      models: [],
+    })
     expect(() => loadConfig({ MULTIGRID_CONFIG: path })).toThrow(`${path}: providers.x.base_url`)
     const unknownProvider = writeCatalog({
       providers: {},
-      models: [{ id: 'm', endpoints: ['chat'], context_tokens: 1, max_output_tokens: 1, offerings: [{ provider: 'ghost', upstream_model: 'm', input_usd_per_mtok: '1' }] }],
+      models: [
+        {
+          id: 'm',
+          endpoints: ['chat'],
+          context_tokens: 1,
+          max_output_tokens: 1,
+          offerings: [{ provider: 'ghost', upstream_model: 'm', input_usd_per_mtok: '1' }],
+        },
+      ],
     })
-    expect(() => loadConfig({ MULTIGRID_CONFIG: unknownProvider })).toThrow('models[0].offerings[0].provider: "ghost" is not in providers')
+    expect(() => loadConfig({ MULTIGRID_CONFIG: unknownProvider })).toThrow(
+      'models[0].offerings[0].provider: "ghost" is not in providers',
+    )
   })
 
   test('start-up with a bad value prints one line and exits non-zero', async () => {
-    const child = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: root, env: { PATH: process.env.PATH ?? '', PORT: 'x' }, stderr: 'pipe', stdout: 'pipe' })
+    const child = Bun.spawn([process.execPath, 'src/main.ts'], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '', PORT: 'x' },
+      stderr: 'pipe',
+      stdout: 'pipe',
+    })
     expect(await child.exited).toBe(78)
-    expect((await new Response(child.stderr).text()).trim()).toBe('multigrid: configuration error: invalid PORT="x": Invalid input: expected number, received NaN')
+    expect((await new Response(child.stderr).text()).trim()).toBe(
+      'multigrid: configuration error: invalid PORT="x": Invalid input: expected number, received NaN',
+    )
   })
 
   test('a second gateway on a port in use says so in one line and exits; the first keeps serving', async () => {
     const port = String(freePort())
-    const env = (dir: string) => ({ PATH: process.env.PATH ?? '', PORT: port, HOST: '127.0.0.1', MULTIGRID_DATA_DIR: dir, LOG_LEVEL: 'error' })
+    const env = (dir: string) => ({
+      PATH: process.env.PATH ?? '',
+      PORT: port,
+      HOST: '127.0.0.1',
+      MULTIGRID_DATA_DIR: dir,
+      LOG_LEVEL: 'error',
+    })
     const first = await spawnGatewayProcess(env(mkdtempSync(join(tmpdir(), 'mg-port-'))))
     try {
-      const second = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: root, env: env(mkdtempSync(join(tmpdir(), 'mg-port-'))), stderr: 'pipe', stdout: 'pipe' })
+      const second = Bun.spawn([process.execPath, 'src/main.ts'], {
+        cwd: root,
+        env: env(mkdtempSync(join(tmpdir(), 'mg-port-'))),
+        stderr: 'pipe',
+        stdout: 'pipe',
+      })
       expect(await second.exited).toBe(69)
-      expect((await new Response(second.stderr).text()).trim()).toBe(`multigrid: port ${port} on 127.0.0.1 is in use: stop what is listening there, or set PORT`)
+      expect((await new Response(second.stderr).text()).trim()).toBe(
+        `multigrid: port ${port} on 127.0.0.1 is in use: stop what is listening there, or set PORT`,
+      )
       expect((await fetch(`${first.url}/healthz`)).status).toBe(200)
     } finally {
       expect(await first.kill('SIGTERM')).toBe(0)

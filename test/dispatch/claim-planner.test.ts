@@ -6,17 +6,27 @@ import { describe, expect, test } from 'bun:test'
 import { createClaimPlanner, spreadOverAccounts } from '../../src/dispatch/claim-planner.ts'
 import type { RunnableBatch } from '../../src/store/store.ts'
 
-const batch = (id: string, accountId: string, deadlineAt: number, pending: number): RunnableBatch => ({ id, accountId, deadlineAt, endpoint: '/v1/chat/completions', pending })
+const batch = (
+  id: string,
+  accountId: string,
+  deadlineAt: number,
+  pending: number,
+): RunnableBatch => ({ id, accountId, deadlineAt, endpoint: '/v1/chat/completions', pending })
 const none = new Set<string>()
-const claimed = (claims: { batch: RunnableBatch; count: number }[]) => claims.map(({ batch, count }) => `${batch.id}:${count}`)
+const claimed = (claims: { batch: RunnableBatch; count: number }[]) =>
+  claims.map(({ batch, count }) => `${batch.id}:${count}`)
 
 describe('claim planner', () => {
   test('keeps half the slots again in flight, and claims only once a claim’s worth of room is free', () => {
     // 256 slots: 384 kept in flight, claims of at least 64.
     const planner = createClaimPlanner({ capacity: 256 })
     const batches = [batch('b1', 'a1', 100, 10_000)]
-    expect(claimed(planner.plan({ now: 0, batches, inFlight: 0, heldBack: none }))).toEqual(['b1:384'])
-    expect(claimed(planner.plan({ now: 0, batches, inFlight: 320, heldBack: none }))).toEqual(['b1:64'])
+    expect(claimed(planner.plan({ now: 0, batches, inFlight: 0, heldBack: none }))).toEqual([
+      'b1:384',
+    ])
+    expect(claimed(planner.plan({ now: 0, batches, inFlight: 320, heldBack: none }))).toEqual([
+      'b1:64',
+    ])
     expect(planner.plan({ now: 0, batches, inFlight: 321, heldBack: none })).toEqual([])
     expect(planner.hasRoom(320)).toBe(true)
     expect(planner.hasRoom(321)).toBe(false)
@@ -30,20 +40,34 @@ describe('claim planner', () => {
 
   test('within an account, the earliest deadline first, whatever the order the batches came in', () => {
     const planner = createClaimPlanner({ capacity: 8 })
-    const batches = [batch('late', 'a1', 300, 50), batch('soon', 'a1', 100, 5), batch('middle', 'a1', 200, 50)]
-    expect(claimed(planner.plan({ now: 0, batches, inFlight: 0, heldBack: none }))).toEqual(['soon:5', 'middle:7'])
+    const batches = [
+      batch('late', 'a1', 300, 50),
+      batch('soon', 'a1', 100, 5),
+      batch('middle', 'a1', 200, 50),
+    ]
+    expect(claimed(planner.plan({ now: 0, batches, inFlight: 0, heldBack: none }))).toEqual([
+      'soon:5',
+      'middle:7',
+    ])
   })
 
   test('batches due at the same second keep the order they came in', () => {
     const planner = createClaimPlanner({ capacity: 8 })
     const batches = [batch('b2', 'a1', 100, 3), batch('b1', 'a1', 100, 50)]
-    expect(claimed(planner.plan({ now: 0, batches, inFlight: 0, heldBack: none }))).toEqual(['b2:3', 'b1:9'])
+    expect(claimed(planner.plan({ now: 0, batches, inFlight: 0, heldBack: none }))).toEqual([
+      'b2:3',
+      'b1:9',
+    ])
   })
 
   test('a huge batch does not starve another account: each account an equal share, the first turn moving round', () => {
     const planner = createClaimPlanner({ capacity: 64 })
     // 96 free lines over two accounts: 48 each, although a1's batch is due first and could take all.
-    const batches = [batch('huge', 'a1', 100, 50_000), batch('small', 'a2', 200, 30), batch('other', 'a2', 300, 1000)]
+    const batches = [
+      batch('huge', 'a1', 100, 50_000),
+      batch('small', 'a2', 200, 30),
+      batch('other', 'a2', 300, 1000),
+    ]
     const first = planner.plan({ now: 0, batches, inFlight: 0, heldBack: none })
     expect(claimed(first)).toEqual(['huge:48', 'small:30', 'other:18'])
     // The next plan starts with the other account.
@@ -54,24 +78,38 @@ describe('claim planner', () => {
 
   test('when the room does not cover a share for everyone, the account whose turn it is goes first', () => {
     // Three accounts, 2 free lines: shares of 1, the third account waits for the next turn.
-    const accounts = [[batch('b1', 'a1', 1, 10)], [batch('b2', 'a2', 2, 10)], [batch('b3', 'a3', 3, 10)]]
+    const accounts = [
+      [batch('b1', 'a1', 1, 10)],
+      [batch('b2', 'a2', 2, 10)],
+      [batch('b3', 'a3', 3, 10)],
+    ]
     expect(claimed(spreadOverAccounts(accounts, 2, 0))).toEqual(['b1:1', 'b2:1'])
     expect(claimed(spreadOverAccounts(accounts, 2, 1))).toEqual(['b2:1', 'b3:1'])
     expect(claimed(spreadOverAccounts(accounts, 2, 5))).toEqual(['b3:1', 'b1:1'])
   })
 
   test('an account that cannot use its share leaves the rest unclaimed; an empty batch is skipped', () => {
-    const accounts = [[batch('b1', 'a1', 1, 0), batch('b2', 'a1', 2, 10)], [batch('b3', 'a2', 3, 200)]]
+    const accounts = [
+      [batch('b1', 'a1', 1, 0), batch('b2', 'a1', 2, 10)],
+      [batch('b3', 'a2', 3, 200)],
+    ]
     expect(claimed(spreadOverAccounts(accounts, 100, 0))).toEqual(['b2:10', 'b3:50'])
   })
 
   test('the accounts held back get nothing, and the turn does not move when nothing is left to claim', () => {
     const planner = createClaimPlanner({ capacity: 8 })
     const batches = [batch('b1', 'a1', 100, 50), batch('b2', 'a2', 200, 50)]
-    expect(claimed(planner.plan({ now: 0, batches, inFlight: 0, heldBack: new Set(['a1']) }))).toEqual(['b2:12'])
-    expect(planner.plan({ now: 0, batches, inFlight: 0, heldBack: new Set(['a1', 'a2']) })).toEqual([])
+    expect(
+      claimed(planner.plan({ now: 0, batches, inFlight: 0, heldBack: new Set(['a1']) })),
+    ).toEqual(['b2:12'])
+    expect(planner.plan({ now: 0, batches, inFlight: 0, heldBack: new Set(['a1', 'a2']) })).toEqual(
+      [],
+    )
     expect(planner.plan({ now: 0, batches: [], inFlight: 0, heldBack: none })).toEqual([])
     // One plan that served an account so far: this one starts with the second account.
-    expect(claimed(planner.plan({ now: 0, batches, inFlight: 0, heldBack: none }))).toEqual(['b2:6', 'b1:6'])
+    expect(claimed(planner.plan({ now: 0, batches, inFlight: 0, heldBack: none }))).toEqual([
+      'b2:6',
+      'b1:6',
+    ])
   })
 })

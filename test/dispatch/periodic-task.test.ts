@@ -14,7 +14,11 @@ const noErrors = (error: Error) => {
 describe('periodic task', () => {
   test('runs every interval once started, and not before', async () => {
     let runs = 0
-    const task = createPeriodicTask(async () => runs++, { everyMs: 20, earlyGapMs: 5, onError: noErrors })
+    const task = createPeriodicTask(async () => runs++, {
+      everyMs: 20,
+      earlyGapMs: 5,
+      onError: noErrors,
+    })
     await Bun.sleep(60)
     expect(runs).toBe(0)
     task.start()
@@ -52,7 +56,11 @@ describe('periodic task', () => {
 
   test('soon() runs it at once instead of an interval later, at most every early gap', async () => {
     const times: number[] = []
-    const task = createPeriodicTask(async () => times.push(performance.now()), { everyMs: 10_000, earlyGapMs: 300, onError: noErrors })
+    const task = createPeriodicTask(async () => times.push(performance.now()), {
+      everyMs: 10_000,
+      earlyGapMs: 300,
+      onError: noErrors,
+    })
     task.start()
     const asked = performance.now()
     task.soon()
@@ -98,7 +106,11 @@ describe('periodic task', () => {
   test('a run that resolves true asks for the next one itself', async () => {
     let runs = 0
     // Three steps, each taken the moment the one before is done, long before the interval.
-    const task = createPeriodicTask(async () => ++runs < 3, { everyMs: 10_000, earlyGapMs: 1, onError: noErrors })
+    const task = createPeriodicTask(async () => ++runs < 3, {
+      everyMs: 10_000,
+      earlyGapMs: 1,
+      onError: noErrors,
+    })
     task.start()
     task.soon()
     await waitFor('three runs', async () => runs === 3, 2000, 1)
@@ -126,7 +138,11 @@ describe('periodic task', () => {
 
   test('once stopped nothing runs: not the interval, not soon(), not a run asked for before the stop', async () => {
     let runs = 0
-    const task = createPeriodicTask(async () => runs++, { everyMs: 20, earlyGapMs: 1000, onError: noErrors })
+    const task = createPeriodicTask(async () => runs++, {
+      everyMs: 20,
+      earlyGapMs: 1000,
+      onError: noErrors,
+    })
     // Before start() an ask does nothing.
     task.soon()
     await Bun.sleep(20)

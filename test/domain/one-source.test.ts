@@ -1,7 +1,15 @@
 /** Facts stated once (issue 15 item 8): endpoint URLs, open and ended statuses, the storable-text rule. */
 import { describe, expect, test } from 'bun:test'
 import { endpointOf } from '../../src/catalog/catalog.ts'
-import { BATCH_STATUSES, BATCH_URLS, ENDED_BATCH_STATUSES, ENDPOINT_URLS, isBatchUrl, isOpenBatch, OPEN_BATCH_STATUSES } from '../../src/domain.ts'
+import {
+  BATCH_STATUSES,
+  BATCH_URLS,
+  ENDED_BATCH_STATUSES,
+  ENDPOINT_URLS,
+  isBatchUrl,
+  isOpenBatch,
+  OPEN_BATCH_STATUSES,
+} from '../../src/domain.ts'
 import { STORABLE_TEXT, toStorable } from '../../src/schemas/text.ts'
 import { storableString } from '../../src/store/postgres/storable.ts'
 import { sqlWordList } from '../../src/store/sqlite/sql-word-list.ts'
@@ -18,13 +26,17 @@ describe('one source for each fact', () => {
   })
 
   test('ended statuses are exactly the ones that are not open', () => {
-    expect([...OPEN_BATCH_STATUSES, ...ENDED_BATCH_STATUSES].sort()).toEqual([...BATCH_STATUSES].sort())
+    expect([...OPEN_BATCH_STATUSES, ...ENDED_BATCH_STATUSES].sort()).toEqual(
+      [...BATCH_STATUSES].sort(),
+    )
     for (const status of ENDED_BATCH_STATUSES) expect(isOpenBatch(status)).toBe(false)
     expect(ENDED_BATCH_STATUSES).toEqual(['completed', 'failed', 'cancelled', 'expired'])
   })
 
   test('SQL word lists are made from domain words only', () => {
-    expect(sqlWordList(OPEN_BATCH_STATUSES)).toBe("('validating', 'in_progress', 'finalizing', 'cancelling')")
+    expect(sqlWordList(OPEN_BATCH_STATUSES)).toBe(
+      "('validating', 'in_progress', 'finalizing', 'cancelling')",
+    )
     expect(() => sqlWordList(["x'); DROP TABLE batches; --"])).toThrow('not a domain word')
     expect(() => sqlWordList(['In_Progress'])).toThrow()
   })

@@ -11,25 +11,50 @@ import { ADMIN_TOKEN, chatLine, jsonl, startTestGateway } from '../helpers/gatew
 import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
 
-type Batch = { id: string; status: string; request_counts: Record<string, number>; cost_usd: string }
-type Result = { custom_id: string; status: string; cost_usd?: string; error: { code: string } | null; attempts?: number }
+type Batch = {
+  id: string
+  status: string
+  request_counts: Record<string, number>
+  cost_usd: string
+}
+type Result = {
+  custom_id: string
+  status: string
+  cost_usd?: string
+  error: { code: string } | null
+  attempts?: number
+}
 
-const parseResults = (text: string) => text.trim().split('\n').map((l) => JSON.parse(l) as Result)
+const parseResults = (text: string) =>
+  text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Result)
 
 describe('finishing', () => {
   test('a batch completes as soon as its last line is recorded, not on the next maintenance rounds', async () => {
     const sim = await startSimulator({ latencyMs: 0 })
     // Maintenance every second: on the interval alone, in_progress → finalizing → completed takes over a second.
-    const gw = await startTestGateway({ catalog: testCatalog({ openai: `${sim.url}/v1` }), env: { MULTIGRID_POLL_MS: '1000' } })
+    const gw = await startTestGateway({
+      catalog: testCatalog({ openai: `${sim.url}/v1` }),
+      env: { MULTIGRID_POLL_MS: '1000' },
+    })
     try {
       const { key } = await gw.newAccount('1')
       const lines = Array.from({ length: 5 }, (_, i) => chatLine(`f-${i}`, `finish me ${i}`))
       const started = performance.now()
-      const created = (await (await gw.request('/v1/batches', key, { method: 'POST', body: jsonl(lines) })).json()) as Batch
-      const batch = await waitFor('completed', async () => {
-        const b = (await (await gw.request(`/v1/batches/${created.id}`, key)).json()) as Batch
-        return FINAL_BATCH.includes(b.status) ? b : null
-      }, 10_000, 10)
+      const created = (await (
+        await gw.request('/v1/batches', key, { method: 'POST', body: jsonl(lines) })
+      ).json()) as Batch
+      const batch = await waitFor(
+        'completed',
+        async () => {
+          const b = (await (await gw.request(`/v1/batches/${created.id}`, key)).json()) as Batch
+          return FINAL_BATCH.includes(b.status) ? b : null
+        },
+        10_000,
+        10,
+      )
       expect(batch.status).toBe('completed')
       expect(batch.request_counts.succeeded).toBe(5)
       expect(performance.now() - started).toBeLessThan(800)
@@ -43,11 +68,16 @@ describe('finishing', () => {
 describe('cancel and expiry', () => {
   test('cancel: lines upstream finish and are billed, the rest end cancelled and are never sent', async () => {
     const sim = await startSimulator({ latencyMs: 400 })
-    const gw = await startTestGateway({ catalog: testCatalog({ openai: `${sim.url}/v1` }, { maxConcurrency: 4 }), env: { MULTIGRID_POLL_MS: '50' } })
+    const gw = await startTestGateway({
+      catalog: testCatalog({ openai: `${sim.url}/v1` }, { maxConcurrency: 4 }),
+      env: { MULTIGRID_POLL_MS: '50' },
+    })
     try {
       const { key, accountId } = await gw.newAccount('1')
       const lines = Array.from({ length: 40 }, (_, i) => chatLine(`c-${i}`, `cancel me ${i}`))
-      const created = (await (await gw.request('/v1/batches', key, { method: 'POST', body: jsonl(lines) })).json()) as Batch
+      const created = (await (
+        await gw.request('/v1/batches', key, { method: 'POST', body: jsonl(lines) })
+      ).json()) as Batch
       await waitFor('lines upstream', async () => sim.stats().inFlight >= 4)
       const cancel = await gw.request(`/v1/batches/${created.id}`, key, { method: 'DELETE' })
       expect(cancel.status).toBe(200)
@@ -61,14 +91,19 @@ describe('cancel and expiry', () => {
       expect(batch.request_counts.succeeded).toBeGreaterThanOrEqual(4)
       expect(batch.request_counts.cancelled).toBe(40 - sent)
       expect(batch.request_counts.pending + batch.request_counts.running).toBe(0)
-      const rows = parseResults(await (await gw.request(`/v1/batches/${created.id}/results`, key)).text())
+      const rows = parseResults(
+        await (await gw.request(`/v1/batches/${created.id}/results`, key)).text(),
+      )
       let billed = new Decimal(0)
       for (const row of rows) {
         expect(['succeeded', 'cancelled']).toContain(row.status)
         if (row.status === 'cancelled') expect(row.error!.code).toBe('batch_cancelled')
         billed = billed.plus(row.cost_usd ?? 0)
       }
-      const account = (await (await gw.admin(`/accounts/${accountId}`)).json()) as Record<string, string>
+      const account = (await (await gw.admin(`/accounts/${accountId}`)).json()) as Record<
+        string,
+        string
+      >
       expect(account.held_usd).toBe('0.000000')
       expect(new Decimal(1).minus(account.balance_usd).equals(billed)).toBe(true)
     } finally {
@@ -79,15 +114,28 @@ describe('cancel and expiry', () => {
 
   test('expiry: at deadline_at the lines not run end expired, and the batch expired', async () => {
     const sim = await startSimulator({ latencyMs: 300 })
-    const gw = await startTestGateway({ catalog: testCatalog({ openai: `${sim.url}/v1` }, { maxConcurrency: 2 }), env: { MULTIGRID_POLL_MS: '50' } })
+    const gw = await startTestGateway({
+      catalog: testCatalog({ openai: `${sim.url}/v1` }, { maxConcurrency: 2 }),
+      env: { MULTIGRID_POLL_MS: '50' },
+    })
     try {
       const { key } = await gw.newAccount('1')
       const lines = Array.from({ length: 30 }, (_, i) => chatLine(`x-${i}`, `expire me ${i}`))
-      const created = (await (await gw.request('/v1/batches', key, { method: 'POST', body: jsonl(lines) })).json()) as Batch
-      await waitFor('first results', async () => ((await (await gw.request(`/v1/batches/${created.id}`, key)).json()) as Batch).request_counts.succeeded >= 2)
+      const created = (await (
+        await gw.request('/v1/batches', key, { method: 'POST', body: jsonl(lines) })
+      ).json()) as Batch
+      await waitFor(
+        'first results',
+        async () =>
+          ((await (await gw.request(`/v1/batches/${created.id}`, key)).json()) as Batch)
+            .request_counts.succeeded >= 2,
+      )
       // Bring the deadline to now: the shortest real window is an hour.
       const db = new Database(join(gw.env.MULTIGRID_DATA_DIR, 'multigrid.sqlite'))
-      db.query('UPDATE batches SET deadline_at = ? WHERE id = ?').run(Math.floor(Date.now() / 1000), created.id)
+      db.query('UPDATE batches SET deadline_at = ? WHERE id = ?').run(
+        Math.floor(Date.now() / 1000),
+        created.id,
+      )
       db.close()
       const batch = await waitFor('expired', async () => {
         const b = (await (await gw.request(`/v1/batches/${created.id}`, key)).json()) as Batch
@@ -96,9 +144,13 @@ describe('cancel and expiry', () => {
       expect(batch.status).toBe('expired')
       expect(batch.request_counts.expired).toBeGreaterThan(0)
       expect(batch.request_counts.succeeded + batch.request_counts.expired).toBe(30)
-      const expired = parseResults(await (await gw.request(`/v1/batches/${created.id}/results?filter=failed`, key)).text())
+      const expired = parseResults(
+        await (await gw.request(`/v1/batches/${created.id}/results?filter=failed`, key)).text(),
+      )
       expect(expired).toHaveLength(batch.request_counts.expired)
-      expect(expired.every((r) => r.status === 'expired' && r.error!.code === 'batch_expired')).toBe(true)
+      expect(
+        expired.every((r) => r.status === 'expired' && r.error!.code === 'batch_expired'),
+      ).toBe(true)
     } finally {
       await gw.stop()
       await sim.stop()
@@ -114,21 +166,38 @@ describe('cancel and expiry', () => {
     let running: Awaited<ReturnType<typeof startTestGateway>> | null = null
     try {
       const { key } = await admitting.newAccount('1')
-      const lines = [chatLine('first', 'sent before the deadline'), chatLine('second', 'waits past it')]
-      const created = (await (await admitting.request('/v1/batches', key, { method: 'POST', body: jsonl(lines) })).json()) as Batch
+      const lines = [
+        chatLine('first', 'sent before the deadline'),
+        chatLine('second', 'waits past it'),
+      ]
+      const created = (await (
+        await admitting.request('/v1/batches', key, { method: 'POST', body: jsonl(lines) })
+      ).json()) as Batch
       await admitting.stop()
       const db = new Database(join(dataDir, 'multigrid.sqlite'))
-      db.query('UPDATE batches SET deadline_at = ? WHERE id = ?').run(Math.floor(Date.now() / 1000) + 2, created.id)
+      db.query('UPDATE batches SET deadline_at = ? WHERE id = ?').run(
+        Math.floor(Date.now() / 1000) + 2,
+        created.id,
+      )
       db.close()
-      running = await startTestGateway({ catalog, env: { MULTIGRID_DATA_DIR: dataDir, MULTIGRID_POLL_MS: '50' } })
+      running = await startTestGateway({
+        catalog,
+        env: { MULTIGRID_DATA_DIR: dataDir, MULTIGRID_POLL_MS: '50' },
+      })
       const gw = running
-      const batch = await waitFor('expired', async () => {
-        const b = (await (await gw.request(`/v1/batches/${created.id}`, key)).json()) as Batch
-        return FINAL_BATCH.includes(b.status) ? b : null
-      }, 20_000)
+      const batch = await waitFor(
+        'expired',
+        async () => {
+          const b = (await (await gw.request(`/v1/batches/${created.id}`, key)).json()) as Batch
+          return FINAL_BATCH.includes(b.status) ? b : null
+        },
+        20_000,
+      )
       expect(batch.status).toBe('expired')
       expect(batch.request_counts).toMatchObject({ succeeded: 1, expired: 1 })
-      const rows = parseResults(await (await gw.request(`/v1/batches/${created.id}/results`, key)).text())
+      const rows = parseResults(
+        await (await gw.request(`/v1/batches/${created.id}/results`, key)).text(),
+      )
       expect(rows.map((r) => [r.custom_id, r.status])).toEqual([
         ['first', 'succeeded'],
         ['second', 'expired'],
@@ -148,7 +217,9 @@ describe('crash safety', () => {
       PORT: String(freePort()),
       HOST: '127.0.0.1',
       MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-crash-')),
-      MULTIGRID_CONFIG: writeCatalog(testCatalog({ openai: `${sim.url}/v1` }, { maxConcurrency: 16 })),
+      MULTIGRID_CONFIG: writeCatalog(
+        testCatalog({ openai: `${sim.url}/v1` }, { maxConcurrency: 16 }),
+      ),
       MULTIGRID_ADMIN_TOKEN: ADMIN_TOKEN,
       MULTIGRID_LEASE_SECONDS: '2',
       MULTIGRID_POLL_MS: '50',
@@ -157,34 +228,62 @@ describe('crash safety', () => {
     return { sim, env }
   }
   const admin = (url: string, path: string, body?: unknown) =>
-    fetch(`${url}/admin/v1${path}`, { method: body ? 'POST' : 'GET', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined })
+    fetch(`${url}/admin/v1${path}`, {
+      method: body ? 'POST' : 'GET',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: body ? JSON.stringify(body) : undefined,
+    })
 
   test('SIGKILL mid-batch, restart: every line ends once, recorded once, billed once', async () => {
     const { sim, env } = await setup(60)
     let gateway = await spawnGatewayProcess(env)
-    const account = (await (await admin(gateway.url, '/accounts', { name: 'crash', credit_usd: '10' })).json()) as { id: string }
-    const { key } = (await (await admin(gateway.url, `/accounts/${account.id}/keys`, {})).json()) as { key: string }
+    const account = (await (
+      await admin(gateway.url, '/accounts', { name: 'crash', credit_usd: '10' })
+    ).json()) as { id: string }
+    const { key } = (await (
+      await admin(gateway.url, `/accounts/${account.id}/keys`, {})
+    ).json()) as { key: string }
     const lines = Array.from({ length: 400 }, (_, i) => chatLine(`k-${i}`, `crash line ${i}`))
     const headers = { authorization: `Bearer ${key}` }
-    const created = (await (await fetch(`${gateway.url}/v1/batches`, { method: 'POST', headers, body: jsonl(lines) })).json()) as Batch
+    const created = (await (
+      await fetch(`${gateway.url}/v1/batches`, { method: 'POST', headers, body: jsonl(lines) })
+    ).json()) as Batch
     await waitFor('progress', async () => {
-      const b = (await (await fetch(`${gateway.url}/v1/batches/${created.id}`, { headers })).json()) as Batch
+      const b = (await (
+        await fetch(`${gateway.url}/v1/batches/${created.id}`, { headers })
+      ).json()) as Batch
       return b.request_counts.succeeded >= 60
     })
     expect(await gateway.kill('SIGKILL')).not.toBe(0)
     gateway = await spawnGatewayProcess(env)
     try {
-      const batch = await waitFor('completion after restart', async () => {
-        const b = (await (await fetch(`${gateway.url}/v1/batches/${created.id}`, { headers })).json()) as Batch
-        return FINAL_BATCH.includes(b.status) ? b : null
-      }, 60_000)
+      const batch = await waitFor(
+        'completion after restart',
+        async () => {
+          const b = (await (
+            await fetch(`${gateway.url}/v1/batches/${created.id}`, { headers })
+          ).json()) as Batch
+          return FINAL_BATCH.includes(b.status) ? b : null
+        },
+        60_000,
+      )
       expect(batch.status).toBe('completed')
-      expect(batch.request_counts).toMatchObject({ total: 400, succeeded: 400, pending: 0, running: 0 })
-      const rows = parseResults(await (await fetch(`${gateway.url}/v1/batches/${created.id}/results`, { headers })).text())
+      expect(batch.request_counts).toMatchObject({
+        total: 400,
+        succeeded: 400,
+        pending: 0,
+        running: 0,
+      })
+      const rows = parseResults(
+        await (await fetch(`${gateway.url}/v1/batches/${created.id}/results`, { headers })).text(),
+      )
       expect(rows.map((r) => r.custom_id)).toEqual(lines.map((l) => l.custom_id))
       let sum = new Decimal(0)
       for (const row of rows) sum = sum.plus(row.cost_usd!)
-      const view = (await (await admin(gateway.url, `/accounts/${account.id}`)).json()) as Record<string, string>
+      const view = (await (await admin(gateway.url, `/accounts/${account.id}`)).json()) as Record<
+        string,
+        string
+      >
       expect(view.held_usd).toBe('0.000000')
       expect(new Decimal(10).minus(view.balance_usd).equals(sum)).toBe(true)
       expect(new Decimal(batch.cost_usd).equals(sum)).toBe(true)
@@ -199,11 +298,17 @@ describe('crash safety', () => {
   test('SIGTERM drains: in-flight lines are recorded, the rest handed back and run after restart exactly once', async () => {
     const { sim, env } = await setup(150)
     let gateway = await spawnGatewayProcess(env)
-    const account = (await (await admin(gateway.url, '/accounts', { name: 'drain', credit_usd: '10' })).json()) as { id: string }
-    const { key } = (await (await admin(gateway.url, `/accounts/${account.id}/keys`, {})).json()) as { key: string }
+    const account = (await (
+      await admin(gateway.url, '/accounts', { name: 'drain', credit_usd: '10' })
+    ).json()) as { id: string }
+    const { key } = (await (
+      await admin(gateway.url, `/accounts/${account.id}/keys`, {})
+    ).json()) as { key: string }
     const headers = { authorization: `Bearer ${key}` }
     const lines = Array.from({ length: 150 }, (_, i) => chatLine(`d-${i}`, `drain line ${i}`))
-    const created = (await (await fetch(`${gateway.url}/v1/batches`, { method: 'POST', headers, body: jsonl(lines) })).json()) as Batch
+    const created = (await (
+      await fetch(`${gateway.url}/v1/batches`, { method: 'POST', headers, body: jsonl(lines) })
+    ).json()) as Batch
     await waitFor('lines upstream', async () => sim.stats().inFlight > 0)
     const started = Date.now()
     expect(await gateway.kill('SIGTERM')).toBe(0)
@@ -211,10 +316,16 @@ describe('crash safety', () => {
     expect(sim.stats().inFlight).toBe(0)
     gateway = await spawnGatewayProcess(env)
     try {
-      const batch = await waitFor('completion after restart', async () => {
-        const b = (await (await fetch(`${gateway.url}/v1/batches/${created.id}`, { headers })).json()) as Batch
-        return FINAL_BATCH.includes(b.status) ? b : null
-      }, 60_000)
+      const batch = await waitFor(
+        'completion after restart',
+        async () => {
+          const b = (await (
+            await fetch(`${gateway.url}/v1/batches/${created.id}`, { headers })
+          ).json()) as Batch
+          return FINAL_BATCH.includes(b.status) ? b : null
+        },
+        60_000,
+      )
       expect(batch.request_counts.succeeded).toBe(150)
       // Nothing was lost and nothing ran twice: draining finished what was upstream.
       expect(sim.stats().maxPromptCount).toBe(1)

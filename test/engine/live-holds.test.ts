@@ -12,7 +12,14 @@ import { join } from 'node:path'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { measureSent, sentTokens } from '../helpers/sent-bound.ts'
 import { ADMIN_TOKEN, STORES, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
-import { issueRequest, liveCall, liveCatalog, liveCatalogFile, sumCosts, type LiveAnswer } from '../helpers/live-calls.ts'
+import {
+  issueRequest,
+  liveCall,
+  liveCatalog,
+  liveCatalogFile,
+  sumCosts,
+  type LiveAnswer,
+} from '../helpers/live-calls.ts'
 import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
 import { waitFor } from '../helpers/wait.ts'
 
@@ -50,7 +57,11 @@ for (const store of STORES) {
       gw = await startTestGateway({
         store,
         catalog: liveCatalog({ openai: `${sim.url}/v1`, anthropic: claude.url }),
-        env: { MULTIGRID_DISPATCH: '0', MULTIGRID_LIVE_CHARGE_INTERVAL_MS: '200', MULTIGRID_LIVE_LEASE_IDLE_MS: '600' },
+        env: {
+          MULTIGRID_DISPATCH: '0',
+          MULTIGRID_LIVE_CHARGE_INTERVAL_MS: '200',
+          MULTIGRID_LIVE_LEASE_IDLE_MS: '600',
+        },
       })
     })
     afterAll(async () => {
@@ -58,13 +69,16 @@ for (const store of STORES) {
       await sim.stop()
       await claude.stop()
     })
-    const account = async (id: string) => (await (await gw.admin(`/accounts/${id}`)).json()) as AccountView
+    const account = async (id: string) =>
+      (await (await gw.admin(`/accounts/${id}`)).json()) as AccountView
 
     for (const stream of [false, true]) {
       for (const credit of ['0.001', '0.005']) {
         test(`100 concurrent calls${stream ? ' (stream: true)' : ''} on $${credit}: at most what the credit covers, charged exactly their cost`, async () => {
           const { key, accountId } = await gw.newAccount(credit, { rate_limit_per_minute: 100_000 })
-          const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => liveCall(gw.url, key, issueRequest(stream, i))))
+          const answers = await Promise.all(
+            Array.from({ length: 100 }, (_, i) => liveCall(gw.url, key, issueRequest(stream, i))),
+          )
           const answered = answers.filter((a) => a.status === 200)
           const refused = answers.filter((a) => a.status === 402)
           expect(answered.length + refused.length).toBe(100)
@@ -79,10 +93,19 @@ for (const store of STORES) {
           const after = await account(accountId)
           expect(new Decimal(after.balance_usd).greaterThanOrEqualTo(0)).toBe(true)
           expect(new Decimal(credit).minus(after.balance_usd).equals(sumCosts(answered))).toBe(true)
-          console.log(`live holds (${store}${stream ? ', stream' : ''}): $${credit}, ceiling $${ceiling.toFixed()}: ${answered.length} answered, ${refused.length} refused 402, charged $${sumCosts(answered).toFixed()}`)
+          console.log(
+            `live holds (${store}${stream ? ', stream' : ''}): $${credit}, ceiling $${ceiling.toFixed()}: ${answered.length} answered, ${refused.length} refused 402, charged $${sumCosts(answered).toFixed()}`,
+          )
           // The lease goes back once the account has no live call here.
-          await waitFor('the lease handed back', async () => (await account(accountId)).held_usd === '0.000000', 5_000, 50)
-          expect((await account(accountId)).available_usd).toBe((await account(accountId)).balance_usd)
+          await waitFor(
+            'the lease handed back',
+            async () => (await account(accountId)).held_usd === '0.000000',
+            5_000,
+            50,
+          )
+          expect((await account(accountId)).available_usd).toBe(
+            (await account(accountId)).balance_usd,
+          )
         }, 30_000)
       }
     }
@@ -96,13 +119,20 @@ for (const store of STORES) {
       expect(new Decimal(during.available_usd).lessThan(10)).toBe(true)
       expect((await call).status).toBe(200)
       const started = performance.now()
-      const back = await waitFor('the lease handed back', async () => {
-        const view = await account(accountId)
-        return view.held_usd === '0.000000' ? view : null
-      }, 30_000, 50)
+      const back = await waitFor(
+        'the lease handed back',
+        async () => {
+          const view = await account(accountId)
+          return view.held_usd === '0.000000' ? view : null
+        },
+        30_000,
+        50,
+      )
       const returnedAfter = performance.now() - started
       expect(returnedAfter).toBeLessThan(30_000)
-      console.log(`idle lease ($${during.held_usd}) handed back ${Math.round(returnedAfter)} ms after the last call (idle 600 ms, interval 200 ms)`)
+      console.log(
+        `idle lease ($${during.held_usd}) handed back ${Math.round(returnedAfter)} ms after the last call (idle 600 ms, interval 200 ms)`,
+      )
       expect(back.available_usd).toBe(back.balance_usd)
     }, 40_000)
 
@@ -121,7 +151,12 @@ for (const store of STORES) {
       aborted.abort()
       await reader.cancel().catch(() => {})
       // Its hold does not stay behind: the lease goes back once the call is over.
-      await waitFor('the lease handed back', async () => (await account(accountId)).held_usd === '0.000000', 10_000, 50)
+      await waitFor(
+        'the lease handed back',
+        async () => (await account(accountId)).held_usd === '0.000000',
+        10_000,
+        50,
+      )
       const after = await account(accountId)
       const ceiling = new Decimal('0.000857') // (107 input + 150 output tokens) at $1 / $5 per million
       expect(new Decimal('0.01').minus(after.balance_usd).lessThanOrEqualTo(ceiling)).toBe(true)
@@ -138,16 +173,21 @@ for (const store of STORES) {
         const groupsBefore = await countGroups(gw)
         const started = performance.now()
         const answers: Awaited<ReturnType<typeof liveCall>>[] = []
-        for (let i = 0; i < 60; i++) answers.push(await liveCall(gw.url, key, issueRequest(false, i)))
+        for (let i = 0; i < 60; i++)
+          answers.push(await liveCall(gw.url, key, issueRequest(false, i)))
         const elapsed = performance.now() - started
         expect(answers.every((a) => a.status === 200)).toBe(true)
         await gw.credit.flush()
-        expect(new Decimal('1').minus((await account(accountId)).balance_usd).equals(sumCosts(answers))).toBe(true)
+        expect(
+          new Decimal('1').minus((await account(accountId)).balance_usd).equals(sumCosts(answers)),
+        ).toBe(true)
         // Counted in the store itself: one row per group written, each stored with its id.
         const groups = (await countGroups(gw)) - groupsBefore
         expect(groups).toBeGreaterThanOrEqual(1)
         expect(groups).toBeLessThanOrEqual(Math.ceil(elapsed / 200) + 2)
-        console.log(`grouped charges (${store}): 60 calls in ${Math.round(elapsed)} ms, ${groups} group writes`)
+        console.log(
+          `grouped charges (${store}): 60 calls in ${Math.round(elapsed)} ms, ${groups} group writes`,
+        )
       } finally {
         claude.configure({ latencyMs: 500 })
       }
@@ -157,22 +197,47 @@ for (const store of STORES) {
       sim.configure({ noUsageRate: 1, keepBodies: 2 })
       try {
         const { key, accountId } = await gw.newAccount('1', { rate_limit_per_minute: 100_000 })
-        const body = { model: 'sim/chat', messages: [{ role: 'user', content: 'hello there' }], max_tokens: 20 }
+        const body = {
+          model: 'sim/chat',
+          messages: [{ role: 'user', content: 'hello there' }],
+          max_tokens: 20,
+        }
         const send = (extra: Record<string, unknown>) =>
-          gw.request('/v1/chat/completions', key, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...body, ...extra }) })
-        const plain = (await (await send({})).json()) as { usage?: unknown; choices: { message: { content: string } }[] }
+          gw.request('/v1/chat/completions', key, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ ...body, ...extra }),
+          })
+        const plain = (await (await send({})).json()) as {
+          usage?: unknown
+          choices: { message: { content: string } }[]
+        }
         expect(plain.usage).toBeUndefined()
-        const streamed = (await (await send({ stream: true })).text()).split('\n\n').filter((e) => e.startsWith('data: {'))
-        const streamedText = streamed.map((e) => JSON.parse(e.slice(6)).choices?.[0]?.delta?.content ?? '').join('')
+        const streamed = (await (await send({ stream: true })).text())
+          .split('\n\n')
+          .filter((e) => e.startsWith('data: {'))
+        const streamedText = streamed
+          .map((e) => JSON.parse(e.slice(6)).choices?.[0]?.delta?.content ?? '')
+          .join('')
         // The stream's charge is set aside just after its last byte went out.
         await Bun.sleep(50)
         await gw.credit.flush()
         // The prompt's bound measured on the body the upstream received (bytes + 4 per message + 3,
         // test/helpers/sent-bound.ts) at $0.50, one token per byte of the reply (at most 20) at $1.50.
-        const [plainSent, streamSent] = sim.received().map((r) => sentTokens(measureSent(JSON.parse(r.text), 'openai'), 0, 0).input)
-        const bound = (prompt: number, text: string) => new Decimal(prompt).times('0.5').plus(new Decimal(Math.min(Buffer.byteLength(text), 20)).times('1.5')).div(1e6)
-        const expected = bound(plainSent!, plain.choices[0]!.message.content).plus(bound(streamSent!, streamedText))
-        expect(new Decimal(1).minus((await account(accountId)).balance_usd).toFixed()).toBe(expected.toFixed())
+        const [plainSent, streamSent] = sim
+          .received()
+          .map((r) => sentTokens(measureSent(JSON.parse(r.text), 'openai'), 0, 0).input)
+        const bound = (prompt: number, text: string) =>
+          new Decimal(prompt)
+            .times('0.5')
+            .plus(new Decimal(Math.min(Buffer.byteLength(text), 20)).times('1.5'))
+            .div(1e6)
+        const expected = bound(plainSent!, plain.choices[0]!.message.content).plus(
+          bound(streamSent!, streamedText),
+        )
+        expect(new Decimal(1).minus((await account(accountId)).balance_usd).toFixed()).toBe(
+          expected.toFixed(),
+        )
       } finally {
         sim.configure({ noUsageRate: 0, keepBodies: 0 })
       }
@@ -183,11 +248,20 @@ for (const store of STORES) {
       const refused = await gw.request('/v1/chat/completions', key, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'sim/refused', messages: [{ role: 'user', content: 'hi' }], max_tokens: 10 }),
+        body: JSON.stringify({
+          model: 'sim/refused',
+          messages: [{ role: 'user', content: 'hi' }],
+          max_tokens: 10,
+        }),
       })
       expect(refused.status).toBe(400)
       await gw.credit.flush()
-      await waitFor('the lease handed back', async () => (await account(accountId)).held_usd === '0.000000', 5_000, 50)
+      await waitFor(
+        'the lease handed back',
+        async () => (await account(accountId)).held_usd === '0.000000',
+        5_000,
+        50,
+      )
       expect((await account(accountId)).balance_usd).toBe('0.010000')
     })
   })
@@ -232,9 +306,17 @@ describe('live calls across SIGTERM and SIGKILL (SQLite, the gateway in its own 
         body: body ? JSON.stringify(body) : undefined,
       })
     try {
-      const { id: accountId } = (await (await admin('/accounts', { name: 'term', credit_usd: '1', rate_limit_per_minute: 100_000 })).json()) as { id: string }
-      const { key } = (await (await admin(`/accounts/${accountId}/keys`, {})).json()) as { key: string }
-      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => liveCall(gateway.url, key, issueRequest(i % 2 === 0, i))))
+      const { id: accountId } = (await (
+        await admin('/accounts', { name: 'term', credit_usd: '1', rate_limit_per_minute: 100_000 })
+      ).json()) as { id: string }
+      const { key } = (await (await admin(`/accounts/${accountId}/keys`, {})).json()) as {
+        key: string
+      }
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          liveCall(gateway.url, key, issueRequest(i % 2 === 0, i)),
+        ),
+      )
       expect(answers.every((a) => a.status === 200)).toBe(true)
       await Bun.sleep(100)
       const before = (await (await admin(`/accounts/${accountId}`)).json()) as AccountView
@@ -271,8 +353,16 @@ describe('live calls across SIGTERM and SIGKILL (SQLite, the gateway in its own 
       })
     try {
       const credit = '100'
-      const { id: accountId } = (await (await admin('/accounts', { name: 'kill', credit_usd: credit, rate_limit_per_minute: 100_000 })).json()) as { id: string }
-      const { key } = (await (await admin(`/accounts/${accountId}/keys`, {})).json()) as { key: string }
+      const { id: accountId } = (await (
+        await admin('/accounts', {
+          name: 'kill',
+          credit_usd: credit,
+          rate_limit_per_minute: 100_000,
+        })
+      ).json()) as { id: string }
+      const { key } = (await (await admin(`/accounts/${accountId}/keys`, {})).json()) as {
+        key: string
+      }
       const delivered: LiveAnswer[] = []
       let inFlight = 0
       let maxInFlight = 0
@@ -284,8 +374,9 @@ describe('live calls across SIGTERM and SIGKILL (SQLite, the gateway in its own 
           try {
             const answer = await liveCall(gateway.url, key, issueRequest(w % 2 === 0, i))
             if (answer.status === 200) delivered.push(answer)
-          } catch {} // cut off by the kill
-          finally {
+          } catch {
+          } finally {
+            // cut off by the kill
             inFlight--
           }
         }
@@ -298,10 +389,18 @@ describe('live calls across SIGTERM and SIGKILL (SQLite, the gateway in its own 
       await Promise.all(workers)
       gateway = await spawnGatewayProcess(env)
       // The dead instance's lease still counts until it expires, then it is nothing.
-      await waitFor('the dead instance’s lease to expire', async () =>
-        ((await (await admin(`/accounts/${accountId}`)).json()) as AccountView).held_usd === '0.000000', LEASE_TTL_MS + 5_000, 50)
+      await waitFor(
+        'the dead instance’s lease to expire',
+        async () =>
+          ((await (await admin(`/accounts/${accountId}`)).json()) as AccountView).held_usd ===
+          '0.000000',
+        LEASE_TTL_MS + 5_000,
+        50,
+      )
       expect(performance.now() - killedAt).toBeLessThan(LEASE_TTL_MS + 3_000)
-      const charged = new Decimal(credit).minus(((await (await admin(`/accounts/${accountId}`)).json()) as AccountView).balance_usd)
+      const charged = new Decimal(credit).minus(
+        ((await (await admin(`/accounts/${accountId}`)).json()) as AccountView).balance_usd,
+      )
       const all = sumCosts(delivered)
       const window = CHARGE_INTERVAL_MS + 100
       const lastInterval = sumCosts(delivered.filter((a) => a.receivedAt >= killedAt - window))
@@ -309,7 +408,9 @@ describe('live calls across SIGTERM and SIGKILL (SQLite, the gateway in its own 
       expect(delivered.length).toBeGreaterThan(50)
       expect(charged.lessThanOrEqualTo(all.plus(maxCost.times(maxInFlight)))).toBe(true)
       expect(charged.greaterThanOrEqualTo(all.minus(lastInterval))).toBe(true)
-      console.log(`SIGKILL during traffic (SQLite): ${delivered.length} answers delivered ($${all.toFixed()}), charged $${charged.toFixed()}, unbilled $${all.minus(charged).toFixed()} (answers of the last ${window} ms: $${lastInterval.toFixed()})`)
+      console.log(
+        `SIGKILL during traffic (SQLite): ${delivered.length} answers delivered ($${all.toFixed()}), charged $${charged.toFixed()}, unbilled $${all.minus(charged).toFixed()} (answers of the last ${window} ms: $${lastInterval.toFixed()})`,
+      )
     } finally {
       await gateway.kill('SIGTERM').catch(() => 0)
     }

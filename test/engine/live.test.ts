@@ -11,7 +11,10 @@ describe('live endpoints', () => {
   beforeAll(async () => {
     sim = await startSimulator({ latencyMs: 2 })
     claude = await startSimulator({ latencyMs: 2, requireApiKey: 'sk-ant-test-secret' })
-    gw = await startTestGateway({ upstreams: { openai: `${sim.url}/v1`, anthropic: claude.url }, env: { MULTIGRID_DISPATCH: '0' } })
+    gw = await startTestGateway({
+      upstreams: { openai: `${sim.url}/v1`, anthropic: claude.url },
+      env: { MULTIGRID_DISPATCH: '0' },
+    })
   })
   afterAll(async () => {
     await gw.stop()
@@ -20,17 +23,29 @@ describe('live endpoints', () => {
   })
 
   const post = (key: string, path: string, body: unknown) =>
-    gw.request(path, key, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })
-  const balance = async (id: string) => ((await (await gw.admin(`/accounts/${id}`)).json()) as { balance_usd: string }).balance_usd
+    gw.request(path, key, {
+      method: 'POST',
+      body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json' },
+    })
+  const balance = async (id: string) =>
+    ((await (await gw.admin(`/accounts/${id}`)).json()) as { balance_usd: string }).balance_usd
 
   test('chat completions: the upstream answer, billed from its usage', async () => {
     const { key, accountId } = await gw.newAccount('1')
-    const response = await post(key, '/v1/chat/completions', { model: 'chat-small', messages: [{ role: 'user', content: 'hello there' }], max_tokens: 20 })
+    const response = await post(key, '/v1/chat/completions', {
+      model: 'chat-small',
+      messages: [{ role: 'user', content: 'hello there' }],
+      max_tokens: 20,
+    })
     expect(response.status).toBe(200)
     expect(response.headers.get('x-ratelimit-remaining')).not.toBeNull()
     const body = (await response.json()) as any
     expect(body.object).toBe('chat.completion')
-    const cost = new Decimal(body.usage.prompt_tokens).times('0.5').plus(new Decimal(body.usage.completion_tokens).times('1.5')).div(1e6)
+    const cost = new Decimal(body.usage.prompt_tokens)
+      .times('0.5')
+      .plus(new Decimal(body.usage.completion_tokens).times('1.5'))
+      .div(1e6)
     // Live charges are written in groups (every MULTIGRID_LIVE_CHARGE_INTERVAL_MS): write this one now.
     await gw.credit.flush()
     expect(new Decimal(await balance(accountId)).equals(new Decimal(1).minus(cost))).toBe(true)
@@ -38,7 +53,12 @@ describe('live endpoints', () => {
 
   test('chat completions stream as server-sent events, billed at the end', async () => {
     const { key, accountId } = await gw.newAccount('1')
-    const response = await post(key, '/v1/chat/completions', { model: 'sim/claude', stream: true, messages: [{ role: 'user', content: 'stream to me' }], max_tokens: 30 })
+    const response = await post(key, '/v1/chat/completions', {
+      model: 'sim/claude',
+      stream: true,
+      messages: [{ role: 'user', content: 'stream to me' }],
+      max_tokens: 30,
+    })
     expect(response.status).toBe(200)
     expect(response.headers.get('content-type')).toBe('text/event-stream')
     const events = (await response.text()).split('\n\n').filter(Boolean)
@@ -54,10 +74,15 @@ describe('live endpoints', () => {
 
   test('embeddings, and the model list', async () => {
     const { key } = await gw.newAccount('1')
-    const response = await post(key, '/v1/embeddings', { model: 'sim/embed', input: ['a', 'b', 'c'] })
+    const response = await post(key, '/v1/embeddings', {
+      model: 'sim/embed',
+      input: ['a', 'b', 'c'],
+    })
     expect(response.status).toBe(200)
     expect(((await response.json()) as any).data).toHaveLength(3)
-    const models = (await (await gw.request('/v1/models', key)).json()) as { data: { id: string }[] }
+    const models = (await (await gw.request('/v1/models', key)).json()) as {
+      data: { id: string }[]
+    }
     expect(models.data.map((m) => m.id)).toContain('sim/chat')
     expect(models.data.map((m) => m.id)).not.toContain('paid/chat') // no key: not offered
   })
@@ -65,13 +90,24 @@ describe('live endpoints', () => {
   test('the balance check uses the ceiling arithmetic; bad requests and scopes are refused', async () => {
     const { key, accountId } = await gw.newAccount('0.000010')
     // (12 × 0.5 + 4096 × 1.5) / 1e6 > 0.00001
-    const poor = await post(key, '/v1/chat/completions', { model: 'sim/chat', messages: [{ role: 'user', content: 'hello' }] })
+    const poor = await post(key, '/v1/chat/completions', {
+      model: 'sim/chat',
+      messages: [{ role: 'user', content: 'hello' }],
+    })
     expect(poor.status).toBe(402)
     expect(((await poor.json()) as any).error.code).toBe('insufficient_quota')
-    const bad = await post(key, '/v1/chat/completions', { model: 'sim/chat', messages: [], max_tokens: 5 })
+    const bad = await post(key, '/v1/chat/completions', {
+      model: 'sim/chat',
+      messages: [],
+      max_tokens: 5,
+    })
     expect(bad.status).toBe(400)
     expect(((await bad.json()) as any).error.param).toBe('messages')
-    const batchesOnly = (await (await gw.admin(`/accounts/${accountId}/keys`, { body: { scopes: ['batches'] } })).json()) as { key: string }
-    expect((await post(batchesOnly.key, '/v1/embeddings', { model: 'sim/embed', input: 'x' })).status).toBe(403)
+    const batchesOnly = (await (
+      await gw.admin(`/accounts/${accountId}/keys`, { body: { scopes: ['batches'] } })
+    ).json()) as { key: string }
+    expect(
+      (await post(batchesOnly.key, '/v1/embeddings', { model: 'sim/embed', input: 'x' })).status,
+    ).toBe(403)
   })
 })

@@ -26,7 +26,9 @@ describe('provider gate', () => {
   test('never more than the limit granted, in the order they asked', async () => {
     const gate = createProviderGate(2)
     const granted: number[] = []
-    const waits = Array.from({ length: 5 }, (_, i) => gate.acquire(undefined, () => granted.push(i)))
+    const waits = Array.from({ length: 5 }, (_, i) =>
+      gate.acquire(undefined, () => granted.push(i)),
+    )
     expect(granted).toEqual([0, 1])
     gate.release()
     expect(granted).toEqual([0, 1, 2])

@@ -5,14 +5,25 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import OpenAI, { toFile } from 'openai'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
-import { chatLine, embedLine, jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
+import {
+  chatLine,
+  embedLine,
+  jsonl,
+  startTestGateway,
+  STORES,
+  type TestGateway,
+} from '../helpers/gateway.ts'
 import { contractProblems, schemaFor } from '../helpers/openai-contract.ts'
 import { waitFor } from '../helpers/wait.ts'
 
 const FINAL = ['completed', 'failed', 'cancelled', 'expired']
 
 /** The SDK's lazy APIPromise runs only when awaited: await it and return what it threw. */
-const failure = (promise: PromiseLike<unknown>) => Promise.resolve(promise).then(() => null, (error: unknown) => error)
+const failure = (promise: PromiseLike<unknown>) =>
+  Promise.resolve(promise).then(
+    () => null,
+    (error: unknown) => error,
+  )
 
 for (const storeKind of STORES) {
   describe(`OpenAI SDK against the facade (${storeKind})`, () => {
@@ -25,20 +36,40 @@ for (const storeKind of STORES) {
       const inner = options.fetch ?? fetch
       const checkingFetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
         const response = await inner(input, init)
-        const url = new URL(typeof input === 'string' || input instanceof URL ? input.toString() : input.url)
+        const url = new URL(
+          typeof input === 'string' || input instanceof URL ? input.toString() : input.url,
+        )
         const name = schemaFor(init?.method ?? 'GET', url.pathname, response.status)
-        if (name && url.pathname.startsWith('/openai/v1/') && (response.headers.get('content-type') ?? '').includes('json')) {
+        if (
+          name &&
+          url.pathname.startsWith('/openai/v1/') &&
+          (response.headers.get('content-type') ?? '').includes('json')
+        ) {
           const body = await response.clone().json()
-          contractFailures.push(...contractProblems(name, body).map((p) => `${init?.method ?? 'GET'} ${url.pathname}: ${p}`))
+          contractFailures.push(
+            ...contractProblems(name, body).map(
+              (p) => `${init?.method ?? 'GET'} ${url.pathname}: ${p}`,
+            ),
+          )
         }
         return response
       }) as typeof fetch
-      return new OpenAI({ apiKey, baseURL: `${gw.url}/openai/v1`, maxRetries: options.maxRetries ?? 2, timeout: 20_000, fetch: checkingFetch })
+      return new OpenAI({
+        apiKey,
+        baseURL: `${gw.url}/openai/v1`,
+        maxRetries: options.maxRetries ?? 2,
+        timeout: 20_000,
+        fetch: checkingFetch,
+      })
     }
 
     beforeAll(async () => {
       sim = await startSimulator({ latencyMs: 5 })
-      gw = await startTestGateway({ store: storeKind, upstreams: { openai: `${sim.url}/v1` }, env: { MULTIGRID_POLL_MS: '50' } })
+      gw = await startTestGateway({
+        store: storeKind,
+        upstreams: { openai: `${sim.url}/v1` },
+        env: { MULTIGRID_POLL_MS: '50' },
+      })
     })
     afterAll(async () => {
       expect(contractFailures).toEqual([])
@@ -47,26 +78,63 @@ for (const storeKind of STORES) {
     })
 
     async function upload(openai: OpenAI, lines: unknown[], name = 'requests.jsonl') {
-      return openai.files.create({ file: await toFile(Buffer.from(jsonl(lines)), name), purpose: 'batch' })
+      return openai.files.create({
+        file: await toFile(Buffer.from(jsonl(lines)), name),
+        purpose: 'batch',
+      })
     }
     const poll = (openai: OpenAI, id: string) =>
-      waitFor(`batch ${id}`, async () => {
-        const batch = await openai.batches.retrieve(id)
-        return FINAL.includes(batch.status) ? batch : null
-      }, 30_000, 100)
+      waitFor(
+        `batch ${id}`,
+        async () => {
+          const batch = await openai.batches.retrieve(id)
+          return FINAL.includes(batch.status) ? batch : null
+        },
+        30_000,
+        100,
+      )
 
     test('upload, create, poll to completed, download output and error files matched by custom_id', async () => {
       const { key } = await gw.newAccount('1')
       const openai = client(key)
-      const lines = Array.from({ length: 10 }, (_, i) => chatLine(`req-${i}`, `question ${i}`, {}, i === 3 || i === 7 ? 'sim/refused' : 'gpt-4o-sim'))
-        .map((line) => ({ ...line, body: { ...line.body, model: line.body.model === 'gpt-4o-sim' ? 'chat-small' : line.body.model } }))
+      const lines = Array.from({ length: 10 }, (_, i) =>
+        chatLine(
+          `req-${i}`,
+          `question ${i}`,
+          {},
+          i === 3 || i === 7 ? 'sim/refused' : 'gpt-4o-sim',
+        ),
+      ).map((line) => ({
+        ...line,
+        body: {
+          ...line.body,
+          model: line.body.model === 'gpt-4o-sim' ? 'chat-small' : line.body.model,
+        },
+      }))
       const file = await upload(openai, lines)
-      expect(file).toMatchObject({ object: 'file', purpose: 'batch', filename: 'requests.jsonl', bytes: jsonl(lines).length, status: 'processed' })
+      expect(file).toMatchObject({
+        object: 'file',
+        purpose: 'batch',
+        filename: 'requests.jsonl',
+        bytes: jsonl(lines).length,
+        status: 'processed',
+      })
       expect((await openai.files.retrieve(file.id)).id).toBe(file.id)
       expect(await (await openai.files.content(file.id)).text()).toBe(jsonl(lines))
 
-      const created = await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h', metadata: { team: 'triage' } })
-      expect(created).toMatchObject({ object: 'batch', status: 'in_progress', completion_window: '24h', input_file_id: file.id, metadata: { team: 'triage' } })
+      const created = await openai.batches.create({
+        input_file_id: file.id,
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+        metadata: { team: 'triage' },
+      })
+      expect(created).toMatchObject({
+        object: 'batch',
+        status: 'in_progress',
+        completion_window: '24h',
+        input_file_id: file.id,
+        metadata: { team: 'triage' },
+      })
       expect(created.expires_at! - created.created_at).toBe(24 * 3600)
       const batch = await poll(openai, created.id)
       expect(batch.status).toBe('completed')
@@ -74,7 +142,10 @@ for (const storeKind of STORES) {
       expect(batch.completed_at).toBeNumber()
       expect(batch.finalizing_at).toBeNumber()
 
-      const output = (await (await openai.files.content(batch.output_file_id!)).text()).trim().split('\n').map((l) => JSON.parse(l))
+      const output = (await (await openai.files.content(batch.output_file_id!)).text())
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
       expect(output).toHaveLength(8)
       const byId = new Map(lines.map((line) => [line.custom_id, line]))
       for (const row of output) {
@@ -86,7 +157,10 @@ for (const storeKind of STORES) {
         expect(row.response.body.object).toBe('chat.completion')
         expect(row.response.body.usage.prompt_tokens).toBeGreaterThan(0)
       }
-      const errors = (await (await openai.files.content(batch.error_file_id!)).text()).trim().split('\n').map((l) => JSON.parse(l))
+      const errors = (await (await openai.files.content(batch.error_file_id!)).text())
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
       expect(errors.map((e) => e.custom_id).sort()).toEqual(['req-3', 'req-7'])
       for (const row of errors) {
         expect(row.error.code).toBe('invalid_request')
@@ -98,9 +172,14 @@ for (const storeKind of STORES) {
       // The output files are the account's files.
       const listed = []
       for await (const f of openai.files.list()) listed.push(f.id)
-      expect(listed).toEqual(expect.arrayContaining([file.id, batch.output_file_id, batch.error_file_id]))
+      expect(listed).toEqual(
+        expect.arrayContaining([file.id, batch.output_file_id, batch.error_file_id]),
+      )
       // …and the batch is a native batch too.
-      const native = (await (await gw.request(`/v1/batches/${batch.id}`, key)).json()) as { status: string; line_count: number }
+      const native = (await (await gw.request(`/v1/batches/${batch.id}`, key)).json()) as {
+        status: string
+        line_count: number
+      }
       expect(native).toMatchObject({ status: 'completed', line_count: 10 })
       const deleted = await openai.files.delete(file.id)
       expect(deleted).toMatchObject({ id: file.id, deleted: true })
@@ -110,10 +189,25 @@ for (const storeKind of STORES) {
     test('an embeddings batch', async () => {
       const { key } = await gw.newAccount('1')
       const openai = client(key)
-      const file = await upload(openai, [embedLine('e-1', 'first'), embedLine('e-2', ['second', 'third'])])
-      const batch = await poll(openai, (await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/embeddings', completion_window: '24h' })).id)
+      const file = await upload(openai, [
+        embedLine('e-1', 'first'),
+        embedLine('e-2', ['second', 'third']),
+      ])
+      const batch = await poll(
+        openai,
+        (
+          await openai.batches.create({
+            input_file_id: file.id,
+            endpoint: '/v1/embeddings',
+            completion_window: '24h',
+          })
+        ).id,
+      )
       expect(batch.request_counts).toEqual({ total: 2, completed: 2, failed: 0 })
-      const output = (await (await openai.files.content(batch.output_file_id!)).text()).trim().split('\n').map((l) => JSON.parse(l))
+      const output = (await (await openai.files.content(batch.output_file_id!)).text())
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
       expect(output.find((o) => o.custom_id === 'e-2').response.body.data).toHaveLength(2)
     })
 
@@ -122,8 +216,15 @@ for (const storeKind of STORES) {
       const openai = client(key)
       sim.configure({ latencyMs: 400 })
       try {
-        const file = await upload(openai, Array.from({ length: 200 }, (_, i) => chatLine(`c-${i}`, `slow ${i}`)))
-        const batch = await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' })
+        const file = await upload(
+          openai,
+          Array.from({ length: 200 }, (_, i) => chatLine(`c-${i}`, `slow ${i}`)),
+        )
+        const batch = await openai.batches.create({
+          input_file_id: file.id,
+          endpoint: '/v1/chat/completions',
+          completion_window: '24h',
+        })
         const cancelling = await openai.batches.cancel(batch.id)
         expect(['cancelling', 'cancelled']).toContain(cancelling.status)
         expect(cancelling.cancelling_at).toBeNumber()
@@ -131,11 +232,22 @@ for (const storeKind of STORES) {
         expect(done.status).toBe('cancelled')
         expect(done.cancelled_at).toBeNumber()
         expect(done.request_counts!.completed + done.request_counts!.failed).toBe(200)
-        const errors = (await (await openai.files.content(done.error_file_id!)).text()).trim().split('\n').map((l) => JSON.parse(l))
-        expect(errors.every((e) => e.error.code === 'batch_cancelled' && e.response === null)).toBe(true)
+        const errors = (await (await openai.files.content(done.error_file_id!)).text())
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l))
+        expect(errors.every((e) => e.error.code === 'batch_cancelled' && e.response === null)).toBe(
+          true,
+        )
 
-        const other = await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' })
-        expect((await gw.request(`/v1/batches/${other.id}`, key, { method: 'DELETE' })).status).toBe(200)
+        const other = await openai.batches.create({
+          input_file_id: file.id,
+          endpoint: '/v1/chat/completions',
+          completion_window: '24h',
+        })
+        expect(
+          (await gw.request(`/v1/batches/${other.id}`, key, { method: 'DELETE' })).status,
+        ).toBe(200)
         expect((await poll(openai, other.id)).status).toBe('cancelled')
         expect(await failure(openai.batches.cancel(other.id))).toBeInstanceOf(OpenAI.ConflictError)
       } finally {
@@ -148,7 +260,17 @@ for (const storeKind of STORES) {
       const openai = client(key)
       const file = await upload(openai, [chatLine('a')])
       const ids: string[] = []
-      for (let i = 0; i < 5; i++) ids.push((await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h', metadata: { n: String(i) } })).id)
+      for (let i = 0; i < 5; i++)
+        ids.push(
+          (
+            await openai.batches.create({
+              input_file_id: file.id,
+              endpoint: '/v1/chat/completions',
+              completion_window: '24h',
+              metadata: { n: String(i) },
+            })
+          ).id,
+        )
       const page = await openai.batches.list({ limit: 2 })
       expect(page.data.map((b) => b.id)).toEqual([ids[4], ids[3]])
       expect(page.has_more).toBe(true)
@@ -162,15 +284,31 @@ for (const storeKind of STORES) {
     test('a file with problems makes a failed batch with line-numbered errors', async () => {
       const { key, accountId } = await gw.newAccount('1')
       const openai = client(key)
-      const file = await upload(openai, [chatLine('ok'), chatLine('bad', 'x', { n: 12 }), '{not json', chatLine('ok')])
-      const batch = await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' })
+      const file = await upload(openai, [
+        chatLine('ok'),
+        chatLine('bad', 'x', { n: 12 }),
+        '{not json',
+        chatLine('ok'),
+      ])
+      const batch = await openai.batches.create({
+        input_file_id: file.id,
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+      })
       expect(batch.status).toBe('failed')
       expect(batch.failed_at).toBeNumber()
       expect(batch.errors!.object).toBe('list')
-      expect(batch.errors!.data!.map((e) => [e.line, e.param])).toEqual([[2, 'body.n'], [3, null], [4, 'custom_id']])
+      expect(batch.errors!.data!.map((e) => [e.line, e.param])).toEqual([
+        [2, 'body.n'],
+        [3, null],
+        [4, 'custom_id'],
+      ])
       expect(batch.errors!.data![0].message).toContain('at most 8')
       // A failed batch holds nothing and counts against no limit.
-      expect(await (await gw.admin(`/accounts/${accountId}`)).json()).toMatchObject({ held_usd: '0.000000', open_batches: 0 })
+      expect(await (await gw.admin(`/accounts/${accountId}`)).json()).toMatchObject({
+        held_usd: '0.000000',
+        open_batches: 0,
+      })
     })
 
     test('a "72h" window through extra_body', async () => {
@@ -186,7 +324,15 @@ for (const storeKind of STORES) {
       })
       expect(batch.completion_window).toBe('72h')
       expect(batch.expires_at! - batch.created_at).toBe(72 * 3600)
-      expect(await failure(openai.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '169h' as '24h' }))).toBeInstanceOf(OpenAI.BadRequestError)
+      expect(
+        await failure(
+          openai.batches.create({
+            input_file_id: file.id,
+            endpoint: '/v1/chat/completions',
+            completion_window: '169h' as '24h',
+          }),
+        ),
+      ).toBeInstanceOf(OpenAI.BadRequestError)
     })
 
     test('a window other than "Nh" in plain decimal digits, 1 to 168, is refused with what to send', async () => {
@@ -195,9 +341,18 @@ for (const storeKind of STORES) {
       const file = await upload(openai, [chatLine('a')])
       for (const window of ['0x10h', '1e2h', ' 24h', '24 h', '024h', '+24h', '24', '169h', '0h']) {
         for (const body of [
-          { input_file_id: file.id, endpoint: '/v1/chat/completions' as const, completion_window: window as '24h' },
+          {
+            input_file_id: file.id,
+            endpoint: '/v1/chat/completions' as const,
+            completion_window: window as '24h',
+          },
           // The same rule through extra_body.
-          { input_file_id: file.id, endpoint: '/v1/chat/completions' as const, completion_window: '24h' as const, extra_body: { completion_window: window } },
+          {
+            input_file_id: file.id,
+            endpoint: '/v1/chat/completions' as const,
+            completion_window: '24h' as const,
+            extra_body: { completion_window: window },
+          },
         ]) {
           const error = await failure(openai.batches.create(body))
           expect(error).toBeInstanceOf(OpenAI.BadRequestError)
@@ -225,40 +380,96 @@ for (const storeKind of STORES) {
       }) as typeof fetch
       const openai = client(key, { fetch: lossy })
       const file = await upload(openai, [chatLine('a')])
-      const batch = await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' })
+      const batch = await openai.batches.create({
+        input_file_id: file.id,
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+      })
       expect(dropped).toBe(true)
       const all = await openai.batches.list()
       expect(all.data.map((b) => b.id)).toEqual([batch.id])
       // A deliberate second create of the same file is a new batch.
-      const again = await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' })
+      const again = await openai.batches.create({
+        input_file_id: file.id,
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+      })
       expect(again.id).not.toBe(batch.id)
     })
 
     test('typed errors: AuthenticationError, PermissionDeniedError, NotFoundError, RateLimitError, BadRequestError', async () => {
       const owner = await gw.newAccount('1')
       const file = await upload(client(owner.key), [chatLine('a')])
-      const batch = await client(owner.key).batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' })
-      expect(await failure(client('mg_wrong').batches.list())).toBeInstanceOf(OpenAI.AuthenticationError)
-      const readOnly = (await (await gw.admin(`/accounts/${owner.accountId}/keys`, { body: { scopes: ['read'] } })).json()) as { key: string }
-      expect(await failure(client(readOnly.key).batches.cancel(batch.id))).toBeInstanceOf(OpenAI.PermissionDeniedError)
+      const batch = await client(owner.key).batches.create({
+        input_file_id: file.id,
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+      })
+      expect(await failure(client('mg_wrong').batches.list())).toBeInstanceOf(
+        OpenAI.AuthenticationError,
+      )
+      const readOnly = (await (
+        await gw.admin(`/accounts/${owner.accountId}/keys`, { body: { scopes: ['read'] } })
+      ).json()) as { key: string }
+      expect(await failure(client(readOnly.key).batches.cancel(batch.id))).toBeInstanceOf(
+        OpenAI.PermissionDeniedError,
+      )
       const stranger = await gw.newAccount('1')
-      expect(await failure(client(stranger.key).batches.retrieve(batch.id))).toBeInstanceOf(OpenAI.NotFoundError)
-      expect(await failure(client(stranger.key).files.content(file.id))).toBeInstanceOf(OpenAI.NotFoundError)
-      expect(await failure(client(stranger.key).batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' }))).toBeInstanceOf(OpenAI.NotFoundError)
+      expect(await failure(client(stranger.key).batches.retrieve(batch.id))).toBeInstanceOf(
+        OpenAI.NotFoundError,
+      )
+      expect(await failure(client(stranger.key).files.content(file.id))).toBeInstanceOf(
+        OpenAI.NotFoundError,
+      )
+      expect(
+        await failure(
+          client(stranger.key).batches.create({
+            input_file_id: file.id,
+            endpoint: '/v1/chat/completions',
+            completion_window: '24h',
+          }),
+        ),
+      ).toBeInstanceOf(OpenAI.NotFoundError)
       const slow = await gw.newAccount('1', { rate_limit_per_minute: 1 })
       await client(slow.key).batches.list()
-      expect(await failure(client(slow.key, { maxRetries: 0 }).batches.list())).toBeInstanceOf(OpenAI.RateLimitError)
-      expect(await failure(client(owner.key).batches.create({ input_file_id: file.id, endpoint: '/v1/completions' as '/v1/chat/completions', completion_window: '24h' }))).toBeInstanceOf(OpenAI.BadRequestError)
-      expect(await failure(client(owner.key).files.create({ file: await toFile(Buffer.from('{}'), 'x.jsonl'), purpose: 'fine-tune' }))).toBeInstanceOf(OpenAI.BadRequestError)
+      expect(await failure(client(slow.key, { maxRetries: 0 }).batches.list())).toBeInstanceOf(
+        OpenAI.RateLimitError,
+      )
+      expect(
+        await failure(
+          client(owner.key).batches.create({
+            input_file_id: file.id,
+            endpoint: '/v1/completions' as '/v1/chat/completions',
+            completion_window: '24h',
+          }),
+        ),
+      ).toBeInstanceOf(OpenAI.BadRequestError)
+      expect(
+        await failure(
+          client(owner.key).files.create({
+            file: await toFile(Buffer.from('{}'), 'x.jsonl'),
+            purpose: 'fine-tune',
+          }),
+        ),
+      ).toBeInstanceOf(OpenAI.BadRequestError)
     })
 
     test('live chat (also streaming), embeddings and models with bare aliases', async () => {
       const { key } = await gw.newAccount('1')
       const openai = client(key)
-      const completion = await openai.chat.completions.create({ model: 'chat-small', messages: [{ role: 'user', content: 'hello' }], max_tokens: 10 })
+      const completion = await openai.chat.completions.create({
+        model: 'chat-small',
+        messages: [{ role: 'user', content: 'hello' }],
+        max_tokens: 10,
+      })
       expect(completion.object).toBe('chat.completion')
       expect(completion.usage!.prompt_tokens).toBeGreaterThan(0)
-      const stream = await openai.chat.completions.create({ model: 'sim/chat', messages: [{ role: 'user', content: 'stream' }], max_tokens: 10, stream: true })
+      const stream = await openai.chat.completions.create({
+        model: 'sim/chat',
+        messages: [{ role: 'user', content: 'stream' }],
+        max_tokens: 10,
+        stream: true,
+      })
       let text = ''
       for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? ''
       expect(text.length).toBeGreaterThan(0)

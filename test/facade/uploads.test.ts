@@ -13,7 +13,17 @@ import OpenAI, { toFile } from 'openai'
 import postgres from 'postgres'
 import { splitSchema } from '../../src/store/open-store.ts'
 import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
-import { ADMIN_TOKEN, chatLine, dropTestSchema, freshSchemaUrl, jsonl, startTestGateway, STORES, TEST_DATABASE_URL, type TestGateway } from '../helpers/gateway.ts'
+import {
+  ADMIN_TOKEN,
+  chatLine,
+  dropTestSchema,
+  freshSchemaUrl,
+  jsonl,
+  startTestGateway,
+  STORES,
+  TEST_DATABASE_URL,
+  type TestGateway,
+} from '../helpers/gateway.ts'
 import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
 import { waitFor } from '../helpers/wait.ts'
 
@@ -32,7 +42,9 @@ async function storedContent(env: Record<string, string>): Promise<string[]> {
   const { url, schema } = splitSchema(env.DATABASE_URL)
   const sql = postgres(url, { max: 1, onnotice: () => {}, connection: { search_path: schema! } })
   try {
-    return (await sql`SELECT DISTINCT file_id FROM file_chunks ORDER BY file_id`).map((row) => row.file_id as string)
+    return (await sql`SELECT DISTINCT file_id FROM file_chunks ORDER BY file_id`).map(
+      (row) => row.file_id as string,
+    )
   } finally {
     await sql.end()
   }
@@ -60,7 +72,11 @@ async function accountView(admin: TestGateway['admin'], id: string) {
   return (await (await admin(`/accounts/${id}`)).json()) as Record<string, unknown>
 }
 
-const failure = (promise: PromiseLike<unknown>) => Promise.resolve(promise).then(() => null, (error: unknown) => error)
+const failure = (promise: PromiseLike<unknown>) =>
+  Promise.resolve(promise).then(
+    () => null,
+    (error: unknown) => error,
+  )
 
 for (const storeKind of STORES) {
   describe(`uploads leave nothing behind (${storeKind})`, () => {
@@ -76,13 +92,31 @@ for (const storeKind of STORES) {
       const { key, accountId } = await gw.newAccount('1')
       // 3 MiB: past the PostgreSQL store's first 1 MiB chunk, so there is content to leave behind.
       const socket = startUpload(gw.port, key, 3 << 20)
-      await waitFor('content being written', async () => (await storedContent(gw.env)).length > 0, 10_000, 20)
+      await waitFor(
+        'content being written',
+        async () => (await storedContent(gw.env)).length > 0,
+        10_000,
+        20,
+      )
       socket.destroy()
-      await waitFor('content deleted', async () => (await storedContent(gw.env)).length === 0, 10_000, 20)
+      await waitFor(
+        'content deleted',
+        async () => (await storedContent(gw.env)).length === 0,
+        10_000,
+        20,
+      )
       const list = (await (await gw.request('/openai/v1/files', key)).json()) as { data: unknown[] }
       expect(list.data).toEqual([])
-      await waitFor('reservation released', async () => (await accountView(gw.admin, accountId)).files_in_use === 0, 5_000, 20)
-      expect(await accountView(gw.admin, accountId)).toMatchObject({ files_in_use: 0, stored_bytes: 0 })
+      await waitFor(
+        'reservation released',
+        async () => (await accountView(gw.admin, accountId)).files_in_use === 0,
+        5_000,
+        20,
+      )
+      expect(await accountView(gw.admin, accountId)).toMatchObject({
+        files_in_use: 0,
+        stored_bytes: 0,
+      })
     })
 
     test('a malformed multipart body (no closing boundary) is a 400 that leaves nothing', async () => {
@@ -98,8 +132,13 @@ for (const storeKind of STORES) {
       expect(error.message).toContain('malformed multipart body')
       expect(error.param).toBe('file')
       expect(await storedContent(gw.env)).toEqual([])
-      expect(((await (await gw.request('/openai/v1/files', key)).json()) as { data: unknown[] }).data).toEqual([])
-      expect(await accountView(gw.admin, accountId)).toMatchObject({ files_in_use: 0, stored_bytes: 0 })
+      expect(
+        ((await (await gw.request('/openai/v1/files', key)).json()) as { data: unknown[] }).data,
+      ).toEqual([])
+      expect(await accountView(gw.admin, accountId)).toMatchObject({
+        files_in_use: 0,
+        stored_bytes: 0,
+      })
     })
 
     test('a wrong purpose leaves nothing either; a good upload keeps exactly its content', async () => {
@@ -109,7 +148,8 @@ for (const storeKind of STORES) {
         gw.request('/openai/v1/files', key, {
           method: 'POST',
           headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
-          body: PART_HEAD.replace('\r\n\r\nbatch\r\n', `\r\n\r\n${purpose}\r\n`) + content + PART_TAIL,
+          body:
+            PART_HEAD.replace('\r\n\r\nbatch\r\n', `\r\n\r\n${purpose}\r\n`) + content + PART_TAIL,
         })
       expect((await send('fine-tune')).status).toBe(400)
       expect(await storedContent(gw.env)).toEqual([])
@@ -117,8 +157,13 @@ for (const storeKind of STORES) {
       expect(good.status).toBe(200)
       const { id } = (await good.json()) as { id: string }
       expect(await storedContent(gw.env)).toEqual([id])
-      expect(await accountView(gw.admin, accountId)).toMatchObject({ files_in_use: 1, stored_bytes: Buffer.byteLength(content) })
-      expect((await gw.request(`/openai/v1/files/${id}`, key, { method: 'DELETE' })).status).toBe(200)
+      expect(await accountView(gw.admin, accountId)).toMatchObject({
+        files_in_use: 1,
+        stored_bytes: Buffer.byteLength(content),
+      })
+      expect((await gw.request(`/openai/v1/files/${id}`, key, { method: 'DELETE' })).status).toBe(
+        200,
+      )
       expect(await storedContent(gw.env)).toEqual([])
     })
   })
@@ -144,10 +189,19 @@ for (const storeKind of STORES) {
             headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
             body: body ? JSON.stringify(body) : undefined,
           })
-        const { id: accountId } = (await (await admin('/accounts', { name: 'killed', credit_usd: '1' })).json()) as { id: string }
-        const { key } = (await (await admin(`/accounts/${accountId}/keys`, {})).json()) as { key: string }
+        const { id: accountId } = (await (
+          await admin('/accounts', { name: 'killed', credit_usd: '1' })
+        ).json()) as { id: string }
+        const { key } = (await (await admin(`/accounts/${accountId}/keys`, {})).json()) as {
+          key: string
+        }
         const socket = startUpload(Number(env.PORT), key, 3 << 20)
-        await waitFor('content being written', async () => (await storedContent(env)).length > 0, 10_000, 20)
+        await waitFor(
+          'content being written',
+          async () => (await storedContent(env)).length > 0,
+          10_000,
+          20,
+        )
         await child.kill('SIGKILL')
         socket.destroy()
         const left = await storedContent(env)
@@ -158,17 +212,28 @@ for (const storeKind of STORES) {
         gw = await startTestGateway({ env: { ...env, PORT: '0' } })
         if (storeKind === 'sqlite') {
           // No other process shares the embedded store: start-up clears it at once.
-          await waitFor('partial file deleted at start-up', async () => (await storedContent(env)).length === 0, 10_000, 20)
+          await waitFor(
+            'partial file deleted at start-up',
+            async () => (await storedContent(env)).length === 0,
+            10_000,
+            20,
+          )
         } else {
           // Another instance may still be receiving it, until its reservation stops being renewed.
           const now = Math.floor(Date.now() / 1000)
-          expect(await gw.janitor.runOnce(now)).toMatchObject({ abandonedUploads: [], orphanedContent: [] })
+          expect(await gw.janitor.runOnce(now)).toMatchObject({
+            abandonedUploads: [],
+            orphanedContent: [],
+          })
           expect(await storedContent(env)).toEqual(left)
           const report = await gw.janitor.runOnce(now + 600)
           expect(report.abandonedUploads).toEqual(left)
           expect(await storedContent(env)).toEqual([])
         }
-        expect(await accountView(gw.admin, accountId)).toMatchObject({ files_in_use: 0, stored_bytes: 0 })
+        expect(await accountView(gw.admin, accountId)).toMatchObject({
+          files_in_use: 0,
+          stored_bytes: 0,
+        })
 
         // An upload in progress now is not touched by the janitor, however far it runs.
         const live = startUpload(gw.port, key, 3 << 20)
@@ -177,7 +242,12 @@ for (const storeKind of STORES) {
         expect(report).toMatchObject({ abandonedUploads: [], orphanedContent: [] })
         expect((await storedContent(env)).length).toBe(1)
         live.destroy()
-        await waitFor('live upload content deleted', async () => (await storedContent(env)).length === 0, 10_000, 20)
+        await waitFor(
+          'live upload content deleted',
+          async () => (await storedContent(env)).length === 0,
+          10_000,
+          20,
+        )
       } finally {
         await child.kill('SIGKILL').catch(() => {})
         if (gw) await gw.stop()
@@ -193,12 +263,21 @@ describe('content with no record is swept (sqlite)', () => {
     try {
       const { key } = await gw.newAccount('1')
       const openai = new OpenAI({ apiKey: key, baseURL: `${gw.url}/openai/v1`, maxRetries: 0 })
-      const kept = await openai.files.create({ file: await toFile(Buffer.from(jsonl([chatLine('a')])), 'a.jsonl'), purpose: 'batch' })
+      const kept = await openai.files.create({
+        file: await toFile(Buffer.from(jsonl([chatLine('a')])), 'a.jsonl'),
+        purpose: 'batch',
+      })
       const dir = join(gw.env.MULTIGRID_DATA_DIR, 'files')
       writeFileSync(join(dir, 'file-00000000000000000000000000000001.partial'), 'half a file')
-      writeFileSync(join(dir, 'file-00000000000000000000000000000002'), 'a file whose record is gone')
+      writeFileSync(
+        join(dir, 'file-00000000000000000000000000000002'),
+        'a file whose record is gone',
+      )
       const report = await gw.janitor.runOnce()
-      expect(report.orphanedContent.sort()).toEqual(['file-00000000000000000000000000000001', 'file-00000000000000000000000000000002'])
+      expect(report.orphanedContent.sort()).toEqual([
+        'file-00000000000000000000000000000001',
+        'file-00000000000000000000000000000002',
+      ])
       expect(readdirSync(dir)).toEqual([kept.id])
       expect(await (await openai.files.content(kept.id)).text()).toBe(jsonl([chatLine('a')]))
     } finally {
@@ -219,9 +298,13 @@ for (const storeKind of STORES) {
 
     const content = jsonl([chatLine('a', 'z'.repeat(900))])
     const size = Buffer.byteLength(content)
-    const sdk = (key: string) => new OpenAI({ apiKey: key, baseURL: `${gw.url}/openai/v1`, maxRetries: 0, timeout: 20_000 })
-    const upload = async (openai: OpenAI) => openai.files.create({ file: await toFile(Buffer.from(content), 'a.jsonl'), purpose: 'batch' })
-    type Refusal = InstanceType<typeof OpenAI.RateLimitError> & { error: { limit: unknown; message: string } }
+    const sdk = (key: string) =>
+      new OpenAI({ apiKey: key, baseURL: `${gw.url}/openai/v1`, maxRetries: 0, timeout: 20_000 })
+    const upload = async (openai: OpenAI) =>
+      openai.files.create({ file: await toFile(Buffer.from(content), 'a.jsonl'), purpose: 'batch' })
+    type Refusal = InstanceType<typeof OpenAI.RateLimitError> & {
+      error: { limit: unknown; message: string }
+    }
 
     test('the admin view shows the defaults (500 files, 20 GB) and what is in use', async () => {
       const { accountId } = await gw.newAccount('1')
@@ -243,11 +326,18 @@ for (const storeKind of STORES) {
       expect(refused.code).toBe('limit_exceeded')
       expect(refused.error.limit).toEqual({ files: 2, in_use: 2 })
       expect(refused.error.message).toContain('delete files')
-      expect(await accountView(gw.admin, accountId)).toMatchObject({ max_files: 2, files_in_use: 2, stored_bytes: 2 * size })
+      expect(await accountView(gw.admin, accountId)).toMatchObject({
+        max_files: 2,
+        files_in_use: 2,
+        stored_bytes: 2 * size,
+      })
       await openai.files.delete(first.id)
       await upload(openai)
       // Raised by PATCH, the next upload fits.
-      const patched = await gw.admin(`/accounts/${accountId}`, { method: 'PATCH', body: { max_files: 3 } })
+      const patched = await gw.admin(`/accounts/${accountId}`, {
+        method: 'PATCH',
+        body: { max_files: 3 },
+      })
       expect(patched.status).toBe(200)
       expect(await patched.json()).toMatchObject({ max_files: 3, files_in_use: 2 })
       await upload(openai)
@@ -295,38 +385,69 @@ for (const storeKind of STORES) {
         duplex: 'half',
       } as RequestInit)
       expect(streamed.status).toBe(429)
-      expect(((await streamed.json()) as { error: { limit: unknown } }).error.limit).toMatchObject({ stored_bytes: limit })
-      expect(await accountView(gw.admin, accountId)).toMatchObject({ files_in_use: 2, stored_bytes: 2 * size })
+      expect(((await streamed.json()) as { error: { limit: unknown } }).error.limit).toMatchObject({
+        stored_bytes: limit,
+      })
+      expect(await accountView(gw.admin, accountId)).toMatchObject({
+        files_in_use: 2,
+        stored_bytes: 2 * size,
+      })
       // Back to the default (20 GB) with null.
-      expect((await gw.admin(`/accounts/${accountId}`, { method: 'PATCH', body: { max_stored_bytes: null } })).status).toBe(200)
+      expect(
+        (
+          await gw.admin(`/accounts/${accountId}`, {
+            method: 'PATCH',
+            body: { max_stored_bytes: null },
+          })
+        ).status,
+      ).toBe(200)
       await upload(openai)
     })
 
     test('racing uploads never pass a quota together: exactly max_files of 20, exactly 3 that fit the bytes', async () => {
       const files = await gw.newAccount('1', {}, { max_files: 5 })
-      const results = await Promise.all(Array.from({ length: 20 }, () => failure(upload(sdk(files.key)))))
+      const results = await Promise.all(
+        Array.from({ length: 20 }, () => failure(upload(sdk(files.key)))),
+      )
       expect(results.filter((r) => r === null)).toHaveLength(5)
       expect(results.filter((r) => r instanceof OpenAI.RateLimitError)).toHaveLength(15)
-      expect(await accountView(gw.admin, files.accountId)).toMatchObject({ files_in_use: 5, stored_bytes: 5 * size })
+      expect(await accountView(gw.admin, files.accountId)).toMatchObject({
+        files_in_use: 5,
+        stored_bytes: 5 * size,
+      })
 
       const bytes = await gw.newAccount('1', {}, { max_stored_bytes: 3 * size + 10 })
-      const raced = await Promise.all(Array.from({ length: 12 }, () => failure(upload(sdk(bytes.key)))))
+      const raced = await Promise.all(
+        Array.from({ length: 12 }, () => failure(upload(sdk(bytes.key)))),
+      )
       expect(raced.filter((r) => r === null)).toHaveLength(3)
       expect(raced.filter((r) => r instanceof OpenAI.RateLimitError)).toHaveLength(9)
-      expect(await accountView(gw.admin, bytes.accountId)).toMatchObject({ files_in_use: 3, stored_bytes: 3 * size })
+      expect(await accountView(gw.admin, bytes.accountId)).toMatchObject({
+        files_in_use: 3,
+        stored_bytes: 3 * size,
+      })
       const listed = await sdk(bytes.key).files.list()
       expect(listed.data).toHaveLength(3)
     })
 
     test('bad quota values are 400s that say what to send', async () => {
       const { accountId } = await gw.newAccount('1')
-      for (const body of [{ max_files: -1 }, { max_files: 1.5 }, { max_stored_bytes: '10' }, { max_files: 2 ** 31 }]) {
+      for (const body of [
+        { max_files: -1 },
+        { max_files: 1.5 },
+        { max_stored_bytes: '10' },
+        { max_files: 2 ** 31 },
+      ]) {
         const response = await gw.admin(`/accounts/${accountId}`, { method: 'PATCH', body })
         expect(response.status).toBe(400)
-        const error = ((await response.json()) as { error: { message: string; param: string } }).error
+        const error = ((await response.json()) as { error: { message: string; param: string } })
+          .error
         expect(error.param).toBe(Object.keys(body)[0])
       }
-      expect((await gw.admin('/accounts/acct_missing', { method: 'PATCH', body: { max_files: 1 } })).status).toBe(404)
+      expect(
+        (await gw.admin('/accounts/acct_missing', { method: 'PATCH', body: { max_files: 1 } }))
+          .status,
+      ).toBe(404)
     })
   })
 }
@@ -334,22 +455,36 @@ for (const storeKind of STORES) {
 describe.skipIf(!TEST_DATABASE_URL)('file quotas across two instances (postgres)', () => {
   test('uploads racing on two instances sharing PostgreSQL pass max_files and max_stored_bytes no more than on one', async () => {
     const a = await startTestGateway({ store: 'postgres', env: { MULTIGRID_DISPATCH: '0' } })
-    const b = await startTestGateway({ env: { MULTIGRID_DISPATCH: '0', DATABASE_URL: a.env.DATABASE_URL! } })
+    const b = await startTestGateway({
+      env: { MULTIGRID_DISPATCH: '0', DATABASE_URL: a.env.DATABASE_URL! },
+    })
     try {
       const content = jsonl([chatLine('a', 'z'.repeat(500))])
       const size = Buffer.byteLength(content)
       const race = async (key: string, n: number) =>
         Promise.all(
           Array.from({ length: n }, async (_, i) => {
-            const openai = new OpenAI({ apiKey: key, baseURL: `${(i % 2 ? a : b).url}/openai/v1`, maxRetries: 0 })
-            return failure(openai.files.create({ file: await toFile(Buffer.from(content), 'a.jsonl'), purpose: 'batch' }))
+            const openai = new OpenAI({
+              apiKey: key,
+              baseURL: `${(i % 2 ? a : b).url}/openai/v1`,
+              maxRetries: 0,
+            })
+            return failure(
+              openai.files.create({
+                file: await toFile(Buffer.from(content), 'a.jsonl'),
+                purpose: 'batch',
+              }),
+            )
           }),
         )
       const files = await a.newAccount('1', {}, { max_files: 4 })
       expect((await race(files.key, 24)).filter((r) => r === null)).toHaveLength(4)
       const bytes = await a.newAccount('1', {}, { max_stored_bytes: 5 * size })
       expect((await race(bytes.key, 24)).filter((r) => r === null)).toHaveLength(5)
-      expect(await accountView(b.admin, bytes.accountId)).toMatchObject({ files_in_use: 5, stored_bytes: 5 * size })
+      expect(await accountView(b.admin, bytes.accountId)).toMatchObject({
+        files_in_use: 5,
+        stored_bytes: 5 * size,
+      })
     } finally {
       await a.stop()
       await b.stop()
@@ -359,7 +494,9 @@ describe.skipIf(!TEST_DATABASE_URL)('file quotas across two instances (postgres)
 
 describe('an upload past MULTIGRID_MAX_FILE_BYTES (sqlite)', () => {
   test('a body of unknown length is refused 413 as it grows past the limit, and leaves nothing', async () => {
-    const gw = await startTestGateway({ env: { MULTIGRID_DISPATCH: '0', MULTIGRID_MAX_FILE_BYTES: '100000' } })
+    const gw = await startTestGateway({
+      env: { MULTIGRID_DISPATCH: '0', MULTIGRID_MAX_FILE_BYTES: '100000' },
+    })
     try {
       const { key, accountId } = await gw.newAccount('1')
       const line = new TextEncoder().encode(JSON.stringify(chatLine('x', 'y'.repeat(900))) + '\n')
@@ -378,9 +515,14 @@ describe('an upload past MULTIGRID_MAX_FILE_BYTES (sqlite)', () => {
         duplex: 'half',
       } as RequestInit)
       expect(response.status).toBe(413)
-      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('file_too_large')
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe(
+        'file_too_large',
+      )
       expect(await storedContent(gw.env)).toEqual([])
-      expect(await accountView(gw.admin, accountId)).toMatchObject({ files_in_use: 0, stored_bytes: 0 })
+      expect(await accountView(gw.admin, accountId)).toMatchObject({
+        files_in_use: 0,
+        stored_bytes: 0,
+      })
     } finally {
       await gw.stop()
     }

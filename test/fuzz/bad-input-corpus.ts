@@ -332,7 +332,22 @@ export const BAD_SUBMISSIONS: BadSubmission[] = [
     line: 1,
   },
   // Query parameters and headers
-  ...['0', '169', 'abc', '2.5', '-1', '', '1e3', '24h', '0x10', '1e2', ' 24', '+24', '024', '24.0'].map((hours) => ({
+  ...[
+    '0',
+    '169',
+    'abc',
+    '2.5',
+    '-1',
+    '',
+    '1e3',
+    '24h',
+    '0x10',
+    '1e2',
+    ' 24',
+    '+24',
+    '024',
+    '24.0',
+  ].map((hours) => ({
     name: `completion_window_hours=${hours || '(empty)'}`,
     body: () => lines(good('a')),
     query: `?completion_window_hours=${encodeURIComponent(hours)}`,

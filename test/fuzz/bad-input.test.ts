@@ -93,7 +93,20 @@ for (const storeKind of STORES) {
           ['GET', `/openai/v1/files?purpose=${id}`],
         )
       }
-      for (const limit of ['0', '-1', '101', 'abc', '1.5', '1e9', '', '%00', '0x10', '1e1', '%2010', '5.0']) {
+      for (const limit of [
+        '0',
+        '-1',
+        '101',
+        'abc',
+        '1.5',
+        '1e9',
+        '',
+        '%00',
+        '0x10',
+        '1e1',
+        '%2010',
+        '5.0',
+      ]) {
         requests.push(
           ['GET', `/v1/batches?limit=${limit}`],
           ['GET', `/openai/v1/batches?limit=${limit}`],

@@ -15,7 +15,9 @@ export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? null
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? null
 
 /** The stores to run an end-to-end suite on: SQLite always, PostgreSQL when configured. */
-export const STORES: ('sqlite' | 'postgres')[] = TEST_DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite']
+export const STORES: ('sqlite' | 'postgres')[] = TEST_DATABASE_URL
+  ? ['sqlite', 'postgres']
+  : ['sqlite']
 
 export interface TestGatewayOptions {
   store?: 'sqlite' | 'postgres'
@@ -30,7 +32,11 @@ export interface TestGateway extends Gateway {
   env: Record<string, string>
   admin(path: string, init?: { method?: string; body?: unknown }): Promise<Response>
   /** A new account with `credit` USD and a key with all scopes (or the given ones). */
-  newAccount(credit?: string, key?: { scopes?: string[]; rate_limit_per_minute?: number }, account?: Record<string, unknown>): Promise<{ accountId: string; key: string; keyId: string }>
+  newAccount(
+    credit?: string,
+    key?: { scopes?: string[]; rate_limit_per_minute?: number },
+    account?: Record<string, unknown>,
+  ): Promise<{ accountId: string; key: string; keyId: string }>
   request(path: string, key: string | null, init?: RequestInit): Promise<Response>
 }
 
@@ -55,7 +61,8 @@ export async function dropTestSchema(databaseUrl: string) {
 }
 
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
-  const catalog = options.catalog ?? testCatalog(options.upstreams ?? { openai: 'http://127.0.0.1:9/v1' })
+  const catalog =
+    options.catalog ?? testCatalog(options.upstreams ?? { openai: 'http://127.0.0.1:9/v1' })
   const env: Record<string, string> = {
     PORT: '0',
     HOST: '127.0.0.1',
@@ -90,8 +97,11 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     env,
     admin,
     async newAccount(credit = '100', key = {}, account = {}) {
-      const created = await admin('/accounts', { body: { name: 'test', credit_usd: credit, ...account } })
-      if (created.status !== 201) throw new Error(`account: ${created.status} ${await created.text()}`)
+      const created = await admin('/accounts', {
+        body: { name: 'test', credit_usd: credit, ...account },
+      })
+      if (created.status !== 201)
+        throw new Error(`account: ${created.status} ${await created.text()}`)
       const { id } = (await created.json()) as { id: string }
       const made = await admin(`/accounts/${id}/keys`, { body: key })
       if (made.status !== 201) throw new Error(`key: ${made.status} ${await made.text()}`)
@@ -107,9 +117,15 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
 }
 
 /** A JSONL file from objects. */
-export const jsonl = (lines: unknown[]) => lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') + '\n'
+export const jsonl = (lines: unknown[]) =>
+  lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') + '\n'
 
-export function chatLine(id: string, content = 'hello', extra: Record<string, unknown> = {}, model = 'sim/chat') {
+export function chatLine(
+  id: string,
+  content = 'hello',
+  extra: Record<string, unknown> = {},
+  model = 'sim/chat',
+) {
   return {
     custom_id: id,
     method: 'POST',

@@ -11,18 +11,34 @@ export const HAIKU = { id: 'sim/haiku', input: '1', output: '5' }
 export function liveCatalog(upstreams: { openai: string; anthropic: string }) {
   const catalog = testCatalog(upstreams, { maxConcurrency: 256 })
   catalog.models.push({
-    id: HAIKU.id, endpoints: ['chat'], context_tokens: 200000, max_output_tokens: 8192,
-    offerings: [{ provider: 'sim-anthropic', upstream_model: 'claude-haiku-sim', input_usd_per_mtok: HAIKU.input, output_usd_per_mtok: HAIKU.output }],
+    id: HAIKU.id,
+    endpoints: ['chat'],
+    context_tokens: 200000,
+    max_output_tokens: 8192,
+    offerings: [
+      {
+        provider: 'sim-anthropic',
+        upstream_model: 'claude-haiku-sim',
+        input_usd_per_mtok: HAIKU.input,
+        output_usd_per_mtok: HAIKU.output,
+      },
+    ],
   })
   return catalog
 }
 
-export const liveCatalogFile = (upstreams: { openai: string; anthropic: string }) => writeCatalog(liveCatalog(upstreams))
+export const liveCatalogFile = (upstreams: { openai: string; anthropic: string }) =>
+  writeCatalog(liveCatalog(upstreams))
 
 /** The issue's request: a 100-character prompt, max_tokens 150. */
 export function issueRequest(stream: boolean, index = 0) {
   const prompt = `request ${String(index).padStart(4, '0')}: `.padEnd(100, 'x')
-  return { model: HAIKU.id, messages: [{ role: 'user', content: prompt }], max_tokens: 150, ...(stream ? { stream: true } : {}) }
+  return {
+    model: HAIKU.id,
+    messages: [{ role: 'user', content: prompt }],
+    max_tokens: 150,
+    ...(stream ? { stream: true } : {}),
+  }
 }
 
 export interface LiveAnswer {
@@ -36,10 +52,17 @@ export interface LiveAnswer {
 }
 
 const costOf = (usage: { prompt_tokens: number; completion_tokens: number }) =>
-  new Decimal(usage.prompt_tokens).times(HAIKU.input).plus(new Decimal(usage.completion_tokens).times(HAIKU.output)).div(1e6)
+  new Decimal(usage.prompt_tokens)
+    .times(HAIKU.input)
+    .plus(new Decimal(usage.completion_tokens).times(HAIKU.output))
+    .div(1e6)
 
 /** One call; for a stream, the answer counts once its usage chunk and [DONE] arrived. */
-export async function liveCall(url: string, key: string, body: Record<string, unknown>): Promise<LiveAnswer> {
+export async function liveCall(
+  url: string,
+  key: string,
+  body: Record<string, unknown>,
+): Promise<LiveAnswer> {
   const response = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -48,17 +71,30 @@ export async function liveCall(url: string, key: string, body: Record<string, un
   const text = await response.text()
   const receivedAt = performance.now()
   if (response.status !== 200) {
-    return { status: response.status, cost: null, receivedAt, error: (JSON.parse(text) as { error: LiveAnswer['error'] }).error }
+    return {
+      status: response.status,
+      cost: null,
+      receivedAt,
+      error: (JSON.parse(text) as { error: LiveAnswer['error'] }).error,
+    }
   }
   if (body.stream) {
     const events = text.split('\n\n').filter(Boolean)
-    if (events.at(-1) !== 'data: [DONE]') throw new Error(`stream did not end with [DONE]: ${text.slice(-200)}`)
+    if (events.at(-1) !== 'data: [DONE]')
+      throw new Error(`stream did not end with [DONE]: ${text.slice(-200)}`)
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice('data: '.length)))
     const usage = chunks.find((chunk) => chunk.usage)?.usage
     if (!usage) throw new Error('stream without usage')
     return { status: 200, cost: costOf(usage), receivedAt }
   }
-  return { status: 200, cost: costOf((JSON.parse(text) as { usage: { prompt_tokens: number; completion_tokens: number } }).usage), receivedAt }
+  return {
+    status: 200,
+    cost: costOf(
+      (JSON.parse(text) as { usage: { prompt_tokens: number; completion_tokens: number } }).usage,
+    ),
+    receivedAt,
+  }
 }
 
-export const sumCosts = (answers: LiveAnswer[]) => answers.reduce((sum, a) => (a.cost ? sum.plus(a.cost) : sum), new Decimal(0))
+export const sumCosts = (answers: LiveAnswer[]) =>
+  answers.reduce((sum, a) => (a.cost ? sum.plus(a.cost) : sum), new Decimal(0))

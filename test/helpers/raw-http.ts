@@ -44,14 +44,23 @@ export function rawRequest(baseUrl: string, request: RawRequest): Promise<RawAns
   const started = performance.now()
   const headers: Record<string, string> = { host: `${hostname}:${port}`, ...request.headers }
   if (request.chunked) headers['transfer-encoding'] = 'chunked'
-  if (request.declaredLength !== undefined) headers['content-length'] = String(request.declaredLength)
+  if (request.declaredLength !== undefined)
+    headers['content-length'] = String(request.declaredLength)
   const head =
     `${request.method ?? 'POST'} ${request.path} HTTP/1.1\r\n` +
-    Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('') +
+    Object.entries(headers)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('') +
     '\r\n'
   const piece = request.pieceBytes ?? 16 * 1024
   const frame = (bytes: Uint8Array) =>
-    request.chunked ? Buffer.concat([Buffer.from(`${bytes.byteLength.toString(16)}\r\n`), bytes, Buffer.from('\r\n')]) : Buffer.from(bytes)
+    request.chunked
+      ? Buffer.concat([
+          Buffer.from(`${bytes.byteLength.toString(16)}\r\n`),
+          bytes,
+          Buffer.from('\r\n'),
+        ])
+      : Buffer.from(bytes)
 
   return new Promise((resolve) => {
     const socket: Socket = connect(Number(port), hostname)
@@ -127,5 +136,9 @@ function parse(bytes: Buffer): Pick<RawAnswer, 'status' | 'headers' | 'body'> {
     const colon = line.indexOf(':')
     headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim()
   }
-  return { status: Number(statusLine.split(' ')[1]), headers, body: bytes.subarray(end + 4).toString('utf8') }
+  return {
+    status: Number(statusLine.split(' ')[1]),
+    headers,
+    body: bytes.subarray(end + 4).toString('utf8'),
+  }
 }

@@ -7,7 +7,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { connect } from 'node:net'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
-import { ADMIN_TOKEN, chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
+import {
+  ADMIN_TOKEN,
+  chatLine,
+  jsonl,
+  startTestGateway,
+  type TestGateway,
+} from '../helpers/gateway.ts'
 import { rawRequest, type RawRequest } from '../helpers/raw-http.ts'
 
 const LIVE_LIMIT = 256 * 1024
@@ -18,7 +24,13 @@ const BOUNDARY = 'mgboundary7'
 const MB150 = 150_000_000
 
 interface Envelope {
-  error: { message: string; type: string; code: string | null; param: string | null; limit_bytes?: number }
+  error: {
+    message: string
+    type: string
+    code: string | null
+    param: string | null
+    limit_bytes?: number
+  }
 }
 
 const encoder = new TextEncoder()
@@ -86,20 +98,66 @@ describe('request bodies', () => {
     const user = { authorization: `Bearer ${key}` }
     const json = { 'content-type': 'application/json' }
     return [
-      { name: 'sign-in', path: '/dashboard/sign-in', limit: 4096, page: true,
-        headers: { 'content-type': 'application/x-www-form-urlencoded' }, prefix: encoder.encode('key=') },
-      { name: 'dashboard upload', path: '/dashboard/batches', limit: NATIVE_LIMIT + FRAMING, page: true,
-        headers: { cookie, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, prefix: multipartHead('file', 'a.jsonl') },
-      { name: 'admin', path: '/admin/v1/accounts', limit: 64 * 1024,
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...json }, prefix: encoder.encode('{"name":"') },
-      { name: 'live chat', path: '/v1/chat/completions', limit: LIVE_LIMIT, headers: { ...user, ...json }, prefix: encoder.encode('{"model":"') },
-      { name: 'live embeddings (facade)', path: '/openai/v1/embeddings', limit: LIVE_LIMIT, headers: { ...user, ...json }, prefix: encoder.encode('{"input":"') },
-      { name: 'batches.create', path: '/openai/v1/batches', limit: 64 * 1024, headers: { ...user, ...json }, prefix: encoder.encode('{"metadata":"') },
-      { name: 'native submit', path: '/v1/batches', limit: NATIVE_LIMIT,
-        headers: { ...user, 'content-type': 'application/jsonl' }, prefix: encoder.encode('{"custom_id":"') },
+      {
+        name: 'sign-in',
+        path: '/dashboard/sign-in',
+        limit: 4096,
+        page: true,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        prefix: encoder.encode('key='),
+      },
+      {
+        name: 'dashboard upload',
+        path: '/dashboard/batches',
+        limit: NATIVE_LIMIT + FRAMING,
+        page: true,
+        headers: { cookie, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+        prefix: multipartHead('file', 'a.jsonl'),
+      },
+      {
+        name: 'admin',
+        path: '/admin/v1/accounts',
+        limit: 64 * 1024,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...json },
+        prefix: encoder.encode('{"name":"'),
+      },
+      {
+        name: 'live chat',
+        path: '/v1/chat/completions',
+        limit: LIVE_LIMIT,
+        headers: { ...user, ...json },
+        prefix: encoder.encode('{"model":"'),
+      },
+      {
+        name: 'live embeddings (facade)',
+        path: '/openai/v1/embeddings',
+        limit: LIVE_LIMIT,
+        headers: { ...user, ...json },
+        prefix: encoder.encode('{"input":"'),
+      },
+      {
+        name: 'batches.create',
+        path: '/openai/v1/batches',
+        limit: 64 * 1024,
+        headers: { ...user, ...json },
+        prefix: encoder.encode('{"metadata":"'),
+      },
+      {
+        name: 'native submit',
+        path: '/v1/batches',
+        limit: NATIVE_LIMIT,
+        headers: { ...user, 'content-type': 'application/jsonl' },
+        prefix: encoder.encode('{"custom_id":"'),
+      },
       // Declared: the whole form's limit; chunked: the file part's own, checked as it is stored.
-      { name: 'files upload', path: '/openai/v1/files', limit: FILE_LIMIT + FRAMING, partLimit: FILE_LIMIT,
-        headers: { ...user, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, prefix: multipartHead('file', 'a.jsonl', purposeField) },
+      {
+        name: 'files upload',
+        path: '/openai/v1/files',
+        limit: FILE_LIMIT + FRAMING,
+        partLimit: FILE_LIMIT,
+        headers: { ...user, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+        prefix: multipartHead('file', 'a.jsonl', purposeField),
+      },
     ]
   }
 
@@ -116,10 +174,15 @@ describe('request bodies', () => {
     const slow: string[] = []
     for (const route of routes()) {
       const answer = await rawRequest(gw.url, {
-        path: route.path, headers: route.headers, declaredLength: MB150,
-        body: new Uint8Array(1024).fill(0x61), after: 'leave-open', timeoutMs: 3_000,
+        path: route.path,
+        headers: route.headers,
+        declaredLength: MB150,
+        body: new Uint8Array(1024).fill(0x61),
+        after: 'leave-open',
+        timeoutMs: 3_000,
       })
-      if (answer.status !== 413 || answer.ms > 1_000) slow.push(`${route.name}: ${answer.status} after ${Math.round(answer.ms)} ms`)
+      if (answer.status !== 413 || answer.ms > 1_000)
+        slow.push(`${route.name}: ${answer.status} after ${Math.round(answer.ms)} ms`)
       else if (route.page) expect(answer.body).toContain(`${route.limit} bytes`)
       else expectEnvelope413(answer.body, route.limit)
     }
@@ -138,24 +201,42 @@ describe('request bodies', () => {
       ['DELETE', '/openai/v1/files/file-x', user],
       ['GET', '/admin/v1/accounts/acct_x', admin],
       ['DELETE', '/admin/v1/keys/key_x', admin],
-      ['POST', '/dashboard/sign-out', { cookie: leaving, 'content-type': 'application/x-www-form-urlencoded' }],
-      ['POST', '/dashboard/batches/batch_x/cancel', { cookie, 'content-type': 'application/x-www-form-urlencoded' }],
+      [
+        'POST',
+        '/dashboard/sign-out',
+        { cookie: leaving, 'content-type': 'application/x-www-form-urlencoded' },
+      ],
+      [
+        'POST',
+        '/dashboard/batches/batch_x/cancel',
+        { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      ],
       ['POST', '/no/such/route', { 'content-type': 'application/json' }],
     ]
     const slow: string[] = []
     for (const [method, path, headers] of cases) {
       const answer = await rawRequest(gw.url, {
-        method, path, headers, declaredLength: MB150, body: new Uint8Array(1024).fill(0x61), after: 'leave-open', timeoutMs: 3_000,
+        method,
+        path,
+        headers,
+        declaredLength: MB150,
+        body: new Uint8Array(1024).fill(0x61),
+        after: 'leave-open',
+        timeoutMs: 3_000,
       })
-      if (answer.status === null || answer.status >= 500 || answer.ms > 1_000) slow.push(`${method} ${path}: ${answer.status} after ${Math.round(answer.ms)} ms`)
+      if (answer.status === null || answer.status >= 500 || answer.ms > 1_000)
+        slow.push(`${method} ${path}: ${answer.status} after ${Math.round(answer.ms)} ms`)
     }
     expect(slow).toEqual([])
   })
 
   test('a body declared past what Bun itself would cap is refused in the envelope, not by Bun bare', async () => {
     const answer = await rawRequest(gw.url, {
-      path: '/v1/batches', headers: { authorization: `Bearer ${key}` }, declaredLength: 300_000_000,
-      body: new Uint8Array(1024), after: 'leave-open',
+      path: '/v1/batches',
+      headers: { authorization: `Bearer ${key}` },
+      declaredLength: 300_000_000,
+      body: new Uint8Array(1024),
+      after: 'leave-open',
     })
     expect(answer.status).toBe(413)
     expect(answer.headers['content-type']).toContain('application/json')
@@ -170,11 +251,17 @@ describe('request bodies', () => {
       // can send a few MB more while the refusal is being made.)
       const maxBytes = 10 * route.limit
       const answer = await rawRequest(gw.url, {
-        path: route.path, headers: route.headers, chunked: true, body: route.prefix,
-        pieceBytes: Math.min(16 * 1024, route.limit / 4), streamUntilAnswer: { maxBytes }, timeoutMs: 10_000,
+        path: route.path,
+        headers: route.headers,
+        chunked: true,
+        body: route.prefix,
+        pieceBytes: Math.min(16 * 1024, route.limit / 4),
+        streamUntilAnswer: { maxBytes },
+        timeoutMs: 10_000,
       })
       if (answer.status !== 413) failures.push(`${route.name}: ${answer.status}`)
-      else if (answer.sentBeforeAnswer >= maxBytes) failures.push(`${route.name}: answered only once all ${maxBytes} bytes were sent`)
+      else if (answer.sentBeforeAnswer >= maxBytes)
+        failures.push(`${route.name}: answered only once all ${maxBytes} bytes were sent`)
       else if (!route.page) expectEnvelope413(answer.body, route.partLimit ?? route.limit)
     }
     expect(failures).toEqual([])
@@ -182,16 +269,38 @@ describe('request bodies', () => {
 
   test('without the right credentials the body is not read: 401 at once, the body still unfinished', async () => {
     const cases: [string, RawRequest][] = [
-      ['admin, no token', { path: '/admin/v1/accounts', headers: { 'content-type': 'application/json' } }],
-      ['admin, wrong token', { path: '/admin/v1/accounts', headers: { authorization: 'Bearer wrong-token-0123456789ab' } }],
-      ['admin credits, wrong token', { path: '/admin/v1/accounts/acct_x/credits', headers: { authorization: `Bearer ${ADMIN_TOKEN}x` } }],
-      ['live, unknown key', { path: '/v1/chat/completions', headers: { authorization: 'Bearer mg_unknown' } }],
+      [
+        'admin, no token',
+        { path: '/admin/v1/accounts', headers: { 'content-type': 'application/json' } },
+      ],
+      [
+        'admin, wrong token',
+        {
+          path: '/admin/v1/accounts',
+          headers: { authorization: 'Bearer wrong-token-0123456789ab' },
+        },
+      ],
+      [
+        'admin credits, wrong token',
+        {
+          path: '/admin/v1/accounts/acct_x/credits',
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}x` },
+        },
+      ],
+      [
+        'live, unknown key',
+        { path: '/v1/chat/completions', headers: { authorization: 'Bearer mg_unknown' } },
+      ],
       ['batches.create, no key', { path: '/openai/v1/batches', headers: {} }],
       ['native, no key', { path: '/v1/batches', headers: {} }],
     ]
     for (const [name, request] of cases) {
       const answer = await rawRequest(gw.url, {
-        ...request, chunked: true, body: new Uint8Array(1024).fill(0x61), after: 'leave-open', timeoutMs: 3_000,
+        ...request,
+        chunked: true,
+        body: new Uint8Array(1024).fill(0x61),
+        after: 'leave-open',
+        timeoutMs: 3_000,
       })
       expect({ name, status: answer.status }).toEqual({ name, status: 401 })
       expect(answer.ms).toBeLessThan(1_000)
@@ -208,19 +317,37 @@ describe('request bodies', () => {
       })
       expect({ scheme, status: response.status }).toEqual({ scheme, status: 201 })
     }
-    const wrong = await fetch(`${gw.url}/admin/v1/accounts/acct_x`, { headers: { authorization: `Basic ${ADMIN_TOKEN}` } })
+    const wrong = await fetch(`${gw.url}/admin/v1/accounts/acct_x`, {
+      headers: { authorization: `Basic ${ADMIN_TOKEN}` },
+    })
     expect(wrong.status).toBe(401)
   })
 
   test('Content-Encoding: identity is accepted; gzip and others are 415 with what to send instead', async () => {
     const user = { authorization: `Bearer ${key}` }
-    const live = JSON.stringify({ model: 'sim/chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 })
+    const live = JSON.stringify({
+      model: 'sim/chat',
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: 8,
+    })
     const accepted = [
-      await fetch(`${gw.url}/v1/batches?dry_run=true`, { method: 'POST', headers: { ...user, 'content-encoding': 'identity' }, body: jsonl([chatLine('a')]) }),
-      await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { ...user, 'content-type': 'application/json', 'content-encoding': 'Identity' }, body: live }),
+      await fetch(`${gw.url}/v1/batches?dry_run=true`, {
+        method: 'POST',
+        headers: { ...user, 'content-encoding': 'identity' },
+        body: jsonl([chatLine('a')]),
+      }),
+      await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { ...user, 'content-type': 'application/json', 'content-encoding': 'Identity' },
+        body: live,
+      }),
       await fetch(`${gw.url}/admin/v1/accounts`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json', 'content-encoding': 'identity' },
+        headers: {
+          authorization: `Bearer ${ADMIN_TOKEN}`,
+          'content-type': 'application/json',
+          'content-encoding': 'identity',
+        },
         body: JSON.stringify({ name: 'identity' }),
       }),
     ]
@@ -231,12 +358,18 @@ describe('request bodies', () => {
       ['/v1/chat/completions', { ...user, 'content-type': 'application/json' }, 'gzip'],
       ['/openai/v1/embeddings', { ...user, 'content-type': 'application/json' }, 'br'],
       ['/openai/v1/batches', { ...user, 'content-type': 'application/json' }, 'deflate'],
-      ['/admin/v1/accounts', { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, 'gzip'],
+      [
+        '/admin/v1/accounts',
+        { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        'gzip',
+      ],
       ['/openai/v1/files', user, 'gzip'],
     ]
     for (const [path, headers, encoding] of refused) {
       const response = await fetch(`${gw.url}${path}`, {
-        method: 'POST', headers: { ...headers, 'content-encoding': encoding }, body: Bun.gzipSync(encoder.encode(live)),
+        method: 'POST',
+        headers: { ...headers, 'content-encoding': encoding },
+        body: Bun.gzipSync(encoder.encode(live)),
       })
       expect({ path, status: response.status }).toEqual({ path, status: 415 })
       const json = (await response.json()) as Envelope
@@ -247,11 +380,16 @@ describe('request bodies', () => {
   })
 
   /** Log lines written since `from`, parsed. */
-  const since = (from: number) => logs.slice(from).map((line) => JSON.parse(line) as Record<string, unknown>)
+  const since = (from: number) =>
+    logs.slice(from).map((line) => JSON.parse(line) as Record<string, unknown>)
 
   async function waitForAborted(from: number, count: number) {
     const deadline = Date.now() + 3_000
-    while (Date.now() < deadline && since(from).filter((l) => l.event === 'http.aborted').length < count) await Bun.sleep(20)
+    while (
+      Date.now() < deadline &&
+      since(from).filter((l) => l.event === 'http.aborted').length < count
+    )
+      await Bun.sleep(20)
     return since(from)
   }
 
@@ -260,7 +398,12 @@ describe('request bodies', () => {
     const hangingUp = routes()
     for (const route of hangingUp) {
       await rawRequest(gw.url, {
-        path: route.path, headers: route.headers, declaredLength: 4000, body: route.prefix, after: 'hang-up', timeoutMs: 2_000,
+        path: route.path,
+        headers: route.headers,
+        declaredLength: 4000,
+        body: route.prefix,
+        after: 'hang-up',
+        timeoutMs: 2_000,
       })
     }
     const lines = await waitForAborted(from, hangingUp.length)
@@ -280,14 +423,28 @@ describe('request bodies', () => {
     ]
     const targets: { path: string; headers: Record<string, string> }[] = [
       { path: '/v1/batches', headers: { authorization: `Bearer ${key}` } },
-      { path: '/v1/chat/completions', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } },
-      { path: '/admin/v1/accounts', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' } },
+      {
+        path: '/v1/chat/completions',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      },
+      {
+        path: '/admin/v1/accounts',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      },
     ]
     for (const target of targets) {
       for (const rawBody of broken) {
-        const answer = await rawRequest(gw.url, { ...target, chunked: true, rawBody, timeoutMs: 2_000 })
+        const answer = await rawRequest(gw.url, {
+          ...target,
+          chunked: true,
+          rawBody,
+          timeoutMs: 2_000,
+        })
         // Bun answers this itself, before or while the route reads: a bare 400 with no body.
-        expect({ path: target.path, status: answer.status }).toEqual({ path: target.path, status: 400 })
+        expect({ path: target.path, status: answer.status }).toEqual({
+          path: target.path,
+          status: 400,
+        })
       }
     }
     const lines = await waitForAborted(from, 1)
@@ -305,16 +462,24 @@ describe('request bodies', () => {
       [`GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`, 431],
       ['GET /healthz HTTP/1.2\r\nHost: a\r\n\r\n', 505],
       ['GET /healthz HTTP/1.1\r\n\r\n', 400], // no Host
-      ['POST /v1/batches HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!', 400],
+      [
+        'POST /v1/batches HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!',
+        400,
+      ],
       ['POST /v1/batches HTTP/1.1\r\nHost: a\r\nContent-Length: five\r\n\r\nhello', 400],
       ['POST /v1/batches HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\nhello', 400],
-      ['POST /v1/batches HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n', 400],
+      [
+        'POST /v1/batches HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+        400,
+      ],
     ]
     for (const [wire, status] of cases) {
       const answer = await rawWire(gw.url, wire)
       expect({ wire: wire.slice(0, 60), answer }).toEqual({
         wire: wire.slice(0, 60),
-        answer: expect.stringMatching(new RegExp(`^HTTP/1.1 ${status} [^\r]+\r\nConnection: close\r\n\r\n$`)),
+        answer: expect.stringMatching(
+          new RegExp(`^HTTP/1.1 ${status} [^\r]+\r\nConnection: close\r\n\r\n$`),
+        ),
       })
     }
     await Bun.sleep(50)

@@ -31,20 +31,45 @@ beforeAll(async () => {
     LOG_LEVEL: 'warn',
   })
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }
-  const account = (await (await fetch(`${gateway.url}/admin/v1/accounts`, { method: 'POST', headers: admin, body: '{"name":"m","credit_usd":"1"}' })).json()) as { id: string }
-  key = ((await (await fetch(`${gateway.url}/admin/v1/accounts/${account.id}/keys`, { method: 'POST', headers: admin, body: '{}' })).json()) as { key: string }).key
+  const account = (await (
+    await fetch(`${gateway.url}/admin/v1/accounts`, {
+      method: 'POST',
+      headers: admin,
+      body: '{"name":"m","credit_usd":"1"}',
+    })
+  ).json()) as { id: string }
+  key = (
+    (await (
+      await fetch(`${gateway.url}/admin/v1/accounts/${account.id}/keys`, {
+        method: 'POST',
+        headers: admin,
+        body: '{}',
+      })
+    ).json()) as { key: string }
+  ).key
 })
 afterAll(async () => {
   await gateway.kill('SIGKILL')
 })
 
-const rssMiB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${gateway.pid}/status`, 'utf8'))![1]) / 1024
+const rssMiB = () =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${gateway.pid}/status`, 'utf8'))![1]) / 1024
 
 /** Sends the whole body whatever the server answers meanwhile; resolves with the status line. */
-function sendWhole(path: string, headers: Record<string, string>, chunked: boolean): Promise<number | null> {
+function sendWhole(
+  path: string,
+  headers: Record<string, string>,
+  chunked: boolean,
+): Promise<number | null> {
   const { port } = new URL(gateway.url)
   const piece = Buffer.alloc(1024 * 1024, 0x61)
-  const framed = chunked ? Buffer.concat([Buffer.from(`${piece.byteLength.toString(16)}\r\n`), piece, Buffer.from('\r\n')]) : piece
+  const framed = chunked
+    ? Buffer.concat([
+        Buffer.from(`${piece.byteLength.toString(16)}\r\n`),
+        piece,
+        Buffer.from('\r\n'),
+      ])
+    : piece
   return new Promise((resolve) => {
     const socket = connect(Number(port), '127.0.0.1')
     let answer = ''
@@ -71,8 +96,14 @@ function sendWhole(path: string, headers: Record<string, string>, chunked: boole
       setTimeout(done, 1_000)
     }
     socket.on('connect', () => {
-      const head = Object.entries({ host: `127.0.0.1:${port}`, ...headers, ...(chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(TOTAL) }) })
-      socket.write(`POST ${path} HTTP/1.1\r\n${head.map(([n, v]) => `${n}: ${v}\r\n`).join('')}\r\n`)
+      const head = Object.entries({
+        host: `127.0.0.1:${port}`,
+        ...headers,
+        ...(chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(TOTAL) }),
+      })
+      socket.write(
+        `POST ${path} HTTP/1.1\r\n${head.map(([n, v]) => `${n}: ${v}\r\n`).join('')}\r\n`,
+      )
       pump()
     })
   })
@@ -81,8 +112,16 @@ function sendWhole(path: string, headers: Record<string, string>, chunked: boole
 test('four 150 MB posts at once to routes that must not read them: refused, and RSS grows by little', async () => {
   // Warm up the routes involved, so what they allocate once is in the baseline.
   for (let i = 0; i < 3; i++) {
-    await fetch(`${gateway.url}/dashboard/sign-in`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'key=mg_x' })
-    await fetch(`${gateway.url}/admin/v1/accounts`, { method: 'POST', headers: { authorization: 'Bearer wrong' }, body: '{}' })
+    await fetch(`${gateway.url}/dashboard/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'key=mg_x',
+    })
+    await fetch(`${gateway.url}/admin/v1/accounts`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer wrong' },
+      body: '{}',
+    })
   }
   const before = rssMiB()
   const form = { 'content-type': 'application/x-www-form-urlencoded' }
@@ -90,12 +129,22 @@ test('four 150 MB posts at once to routes that must not read them: refused, and 
   const statuses = await Promise.all([
     sendWhole('/dashboard/sign-in', form, false),
     sendWhole('/dashboard/sign-in', form, true),
-    sendWhole('/admin/v1/accounts', { authorization: 'Bearer not-the-admin-token', 'content-type': 'application/json' }, false),
-    sendWhole('/v1/chat/completions', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, true),
+    sendWhole(
+      '/admin/v1/accounts',
+      { authorization: 'Bearer not-the-admin-token', 'content-type': 'application/json' },
+      false,
+    ),
+    sendWhole(
+      '/v1/chat/completions',
+      { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      true,
+    ),
   ])
   const seconds = (performance.now() - started) / 1000
   const after = rssMiB()
-  console.log(`4 × 150 MiB in ${seconds.toFixed(1)} s: gateway RSS ${before.toFixed(0)} → ${after.toFixed(0)} MiB`)
+  console.log(
+    `4 × 150 MiB in ${seconds.toFixed(1)} s: gateway RSS ${before.toFixed(0)} → ${after.toFixed(0)} MiB`,
+  )
   expect(statuses).toEqual([413, 413, 401, 413])
   expect(after - before).toBeLessThan(64)
   // The gateway still answers.
@@ -105,14 +154,35 @@ test('four 150 MB posts at once to routes that must not read them: refused, and 
 test('with the default limits, a post declaring 150 MB and sending 1 KiB is answered at once', async () => {
   const cases: [string, Record<string, string>, number][] = [
     ['/dashboard/sign-in', { 'content-type': 'application/x-www-form-urlencoded' }, 413],
-    ['/admin/v1/accounts', { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, 413],
-    ['/admin/v1/accounts', { authorization: 'Bearer wrong-token-0123456789ab', 'content-type': 'application/json' }, 401],
-    ['/v1/chat/completions', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, 413],
-    ['/openai/v1/batches', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, 413],
+    [
+      '/admin/v1/accounts',
+      { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      413,
+    ],
+    [
+      '/admin/v1/accounts',
+      { authorization: 'Bearer wrong-token-0123456789ab', 'content-type': 'application/json' },
+      401,
+    ],
+    [
+      '/v1/chat/completions',
+      { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      413,
+    ],
+    [
+      '/openai/v1/batches',
+      { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      413,
+    ],
   ]
   for (const [path, headers, status] of cases) {
     const answer = await rawRequest(gateway.url, {
-      path, headers, declaredLength: 150_000_000, body: new Uint8Array(1024).fill(0x61), after: 'leave-open', timeoutMs: 3_000,
+      path,
+      headers,
+      declaredLength: 150_000_000,
+      body: new Uint8Array(1024).fill(0x61),
+      after: 'leave-open',
+      timeoutMs: 3_000,
     })
     expect({ path, status: answer.status }).toEqual({ path, status })
     expect(answer.ms).toBeLessThan(1_000)

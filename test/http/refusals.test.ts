@@ -19,23 +19,39 @@ describe('refusals', () => {
   })
 
   test('toResponse answers the SPEC §11 envelope with the route’s headers and the refusal’s own', async () => {
-    const refusal = refuse('rate_limit_exceeded', 'slow down', { param: 'p', detail: { limit: 1 }, extra: { issues: [] }, headers: { 'retry-after': '3' } })
+    const refusal = refuse('rate_limit_exceeded', 'slow down', {
+      param: 'p',
+      detail: { limit: 1 },
+      extra: { issues: [] },
+      headers: { 'retry-after': '3' },
+    })
     const response = refusal.toResponse({ 'x-ratelimit-limit': '1' })
     expect(response.status).toBe(429)
     expect(response.headers.get('content-type')).toBe('application/json')
     expect(response.headers.get('retry-after')).toBe('3')
     expect(response.headers.get('x-ratelimit-limit')).toBe('1')
     expect(await response.json()).toEqual({
-      error: { message: 'slow down', type: 'rate_limit_error', param: 'p', code: 'rate_limit_exceeded', limit: 1 },
+      error: {
+        message: 'slow down',
+        type: 'rate_limit_error',
+        param: 'p',
+        code: 'rate_limit_exceeded',
+        limit: 1,
+      },
       issues: [],
     })
   })
 
   test('an admission refusal is a value, rendered in the words of SPEC §12', () => {
-    const quota = refusalOf({ kind: 'insufficient_quota', costCeilingUsd: '2.000000', availableUsd: '1.000000' })
+    const quota = refusalOf({
+      kind: 'insufficient_quota',
+      costCeilingUsd: '2.000000',
+      availableUsd: '1.000000',
+    })
     expect(quota.toBody()).toEqual({
       error: {
-        message: "the batch's cost ceiling of $2.000000 exceeds the account's available credit of $1.000000; add credit or submit fewer lines or a lower max_tokens",
+        message:
+          "the batch's cost ceiling of $2.000000 exceeds the account's available credit of $1.000000; add credit or submit fewer lines or a lower max_tokens",
         type: 'insufficient_quota',
         param: null,
         code: 'insufficient_quota',

@@ -13,29 +13,44 @@ import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
 import { chatLine, dropTestSchema, freshSchemaUrl, TEST_DATABASE_URL } from '../helpers/gateway.ts'
 import { newBatch } from '../store/contract.ts'
 
-const config = loadConfig({ MULTIGRID_CONFIG: writeCatalog(testCatalog({ openai: 'http://127.0.0.1:9/v1' })) })
+const config = loadConfig({
+  MULTIGRID_CONFIG: writeCatalog(testCatalog({ openai: 'http://127.0.0.1:9/v1' })),
+})
 const catalog = createCatalog(config.catalog, config.providerKeys)
 const LIMITS = { maxLines: 50_000, maxCustomIdLength: 64 }
-const file = (lines: number) => new TextEncoder().encode(Array.from({ length: lines }, (_, i) => JSON.stringify(chatLine(`r${i}`))).join('\n') + '\n')
+const file = (lines: number) =>
+  new TextEncoder().encode(
+    Array.from({ length: lines }, (_, i) => JSON.stringify(chatLine(`r${i}`))).join('\n') + '\n',
+  )
 
 describe('the garbage hook', () => {
   test('validating a file calls it every 2,048 lines', () => {
     let calls = 0
-    const verdict = validateBatchFile(file(5000), catalog, LIMITS, { collectGarbage: () => calls++ })
+    const verdict = validateBatchFile(file(5000), catalog, LIMITS, {
+      collectGarbage: () => calls++,
+    })
     expect(verdict.ok).toBe(true)
     expect(calls).toBe(2)
   })
 
   test('the validator passes its hook to the line loop, in one pass and on its half of a split file', async () => {
     let onePass = 0
-    const single = createFileValidator(catalog, config, { parallel: false, collectGarbage: () => onePass++ })
+    const single = createFileValidator(catalog, config, {
+      parallel: false,
+      collectGarbage: () => onePass++,
+    })
     expect((await single.validate(file(4100), LIMITS)).ok).toBe(true)
     expect(onePass).toBe(2)
     await single.close()
 
     let split = 0
     const paths: string[] = []
-    const parallel = createFileValidator(catalog, config, { parallel: true, minParallelBytes: 0, collectGarbage: () => split++, observe: (how) => paths.push(how) })
+    const parallel = createFileValidator(catalog, config, {
+      parallel: true,
+      minParallelBytes: 0,
+      collectGarbage: () => split++,
+      observe: (how) => paths.push(how),
+    })
     try {
       expect((await parallel.validate(file(8200), LIMITS)).ok).toBe(true)
       expect(paths).toEqual(['split'])
@@ -55,12 +70,29 @@ describe('the garbage hook', () => {
       const schema = base.searchParams.get('search_path')!
       base.searchParams.delete('search_path')
       let calls = 0
-      const { store } = await createPostgresStore(base.toString(), { schema, max: 2, collectGarbage: () => calls++ })
+      const { store } = await createPostgresStore(base.toString(), {
+        schema,
+        max: 2,
+        collectGarbage: () => calls++,
+      })
       try {
-        await store.createAccount({ id: 'acct_gc', name: 'gc', creditUsd: '100', maxOpenBatches: 10, rateLimitPerMinute: 600, createdAt: 1 })
+        await store.createAccount({
+          id: 'acct_gc',
+          name: 'gc',
+          creditUsd: '100',
+          maxOpenBatches: 10,
+          rateLimitPerMinute: 600,
+          createdAt: 1,
+        })
         // 6,000 lines of about 1.5 KiB: 9 MiB of COPY data, two calls.
-        const lines = Array.from({ length: 6000 }, (_, i) => ({ lineNo: i + 1, customId: `c-${i + 1}`, input: JSON.stringify({ prompt: 'x'.repeat(1500) }) }))
-        const created = await store.admitBatch(newBatch('acct_gc', 'batch_gc', lines.length, { lines }))
+        const lines = Array.from({ length: 6000 }, (_, i) => ({
+          lineNo: i + 1,
+          customId: `c-${i + 1}`,
+          input: JSON.stringify({ prompt: 'x'.repeat(1500) }),
+        }))
+        const created = await store.admitBatch(
+          newBatch('acct_gc', 'batch_gc', lines.length, { lines }),
+        )
         expect(created.kind).toBe('created')
         expect(calls).toBe(2)
       } finally {

@@ -13,10 +13,16 @@ import { validateBatchFile, type FileVerdict } from '../../src/ingest/validate-b
 import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
 import { chatLine, embedLine } from '../helpers/gateway.ts'
 
-const config = loadConfig({ MULTIGRID_CONFIG: writeCatalog(testCatalog({ openai: 'http://127.0.0.1:9/v1' })) })
+const config = loadConfig({
+  MULTIGRID_CONFIG: writeCatalog(testCatalog({ openai: 'http://127.0.0.1:9/v1' })),
+})
 const catalog = createCatalog(config.catalog, config.providerKeys)
 const paths: ValidationPath[] = []
-const validator = createFileValidator(catalog, config, { minParallelBytes: 0, parallel: true, observe: (how) => paths.push(how) })
+const validator = createFileValidator(catalog, config, {
+  minParallelBytes: 0,
+  parallel: true,
+  observe: (how) => paths.push(how),
+})
 const LIMITS = { maxLines: 40, maxCustomIdLength: 64 }
 const encode = (text: string) => new TextEncoder().encode(text)
 
@@ -29,7 +35,11 @@ function plain(verdict: FileVerdict) {
     ok: true as const,
     endpoint: verdict.endpoint,
     ceiling: verdict.ceiling.toFixed(),
-    lines: verdict.lines.map((line) => ({ lineNo: line.lineNo, customId: line.customId, input: line.input })),
+    lines: verdict.lines.map((line) => ({
+      lineNo: line.lineNo,
+      customId: line.customId,
+      input: line.input,
+    })),
   }
 }
 
@@ -42,13 +52,37 @@ async function bothWays(bytes: Uint8Array) {
 
 /** Lines that are fine alone but may clash across the file: shared custom_ids, the other endpoint. */
 const line = fc.oneof(
-  { weight: 6, arbitrary: fc.nat({ max: 30 }).map((n) => JSON.stringify(chatLine(`id-${n}`, `prompt ${n}`))) },
-  { weight: 1, arbitrary: fc.nat({ max: 30 }).map((n) => JSON.stringify(embedLine(`id-${n}`, `text ${n}`))) },
-  { weight: 1, arbitrary: fc.constantFrom('', ' ', '\r', '\ufeff' + JSON.stringify(chatLine('bom', 'x')), '{"custom_id":', 'not json') },
+  {
+    weight: 6,
+    arbitrary: fc.nat({ max: 30 }).map((n) => JSON.stringify(chatLine(`id-${n}`, `prompt ${n}`))),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.nat({ max: 30 }).map((n) => JSON.stringify(embedLine(`id-${n}`, `text ${n}`))),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      '',
+      ' ',
+      '\r',
+      '\ufeff' + JSON.stringify(chatLine('bom', 'x')),
+      '{"custom_id":',
+      'not json',
+    ),
+  },
 )
 const file = fc
-  .record({ lines: fc.array(line, { minLength: 0, maxLength: 50 }), crlf: fc.boolean(), bom: fc.boolean(), end: fc.boolean() })
-  .map(({ lines, crlf, bom, end }) => (bom ? '\ufeff' : '') + lines.join(crlf ? '\r\n' : '\n') + (end ? '\n' : ''))
+  .record({
+    lines: fc.array(line, { minLength: 0, maxLength: 50 }),
+    crlf: fc.boolean(),
+    bom: fc.boolean(),
+    end: fc.boolean(),
+  })
+  .map(
+    ({ lines, crlf, bom, end }) =>
+      (bom ? '\ufeff' : '') + lines.join(crlf ? '\r\n' : '\n') + (end ? '\n' : ''),
+  )
 
 describe('validating a file on two cores', () => {
   test('gives the one-pass verdict on every file: lines and ceiling, or issues, order and count', async () => {
@@ -71,7 +105,9 @@ describe('validating a file on two cores', () => {
   })
 
   test('a clean file is put together from both halves, in order, with the ceiling of one pass', async () => {
-    const lines = Array.from({ length: 30 }, (_, i) => JSON.stringify(chatLine(`line-${i}`, `prompt number ${i} ${'é'.repeat(i)}`)))
+    const lines = Array.from({ length: 30 }, (_, i) =>
+      JSON.stringify(chatLine(`line-${i}`, `prompt number ${i} ${'é'.repeat(i)}`)),
+    )
     const { split, onePass, path } = await bothWays(encode(lines.join('\n') + '\n'))
     expect(path).toBe('split')
     expect(split).toEqual(onePass)
@@ -82,7 +118,9 @@ describe('validating a file on two cores', () => {
   })
 
   test('a body in shared memory is split where it is, with the verdict of one pass', async () => {
-    const lines = Array.from({ length: 30 }, (_, i) => JSON.stringify(chatLine(`shared-${i}`, `prompt ${'ü'.repeat(i)}`)))
+    const lines = Array.from({ length: 30 }, (_, i) =>
+      JSON.stringify(chatLine(`shared-${i}`, `prompt ${'ü'.repeat(i)}`)),
+    )
     const plainBytes = encode(lines.join('\n') + '\n')
     const shared = new Uint8Array(new SharedArrayBuffer(plainBytes.byteLength))
     shared.set(plainBytes)
@@ -95,28 +133,42 @@ describe('validating a file on two cores', () => {
   })
 
   test('a custom_id used in both halves is refused, named on its later line', async () => {
-    const lines = Array.from({ length: 20 }, (_, i) => JSON.stringify(chatLine(i === 17 ? 'line-2' : `line-${i}`)))
+    const lines = Array.from({ length: 20 }, (_, i) =>
+      JSON.stringify(chatLine(i === 17 ? 'line-2' : `line-${i}`)),
+    )
     const { split, onePass, path } = await bothWays(encode(lines.join('\n')))
     // Each half is clean on its own: the clash is found between them.
     expect(path).toBe('split_then_one_pass')
     expect(split).toEqual(onePass)
     expect(split.ok).toBe(false)
     if (split.ok) return
-    expect(split.issues).toEqual([expect.objectContaining({ line: 18, path: 'custom_id', message: '"line-2" is already used on line 3' })])
+    expect(split.issues).toEqual([
+      expect.objectContaining({
+        line: 18,
+        path: 'custom_id',
+        message: '"line-2" is already used on line 3',
+      }),
+    ])
   })
 
   test('an endpoint that changes in the second half is refused as in one pass', async () => {
-    const lines = Array.from({ length: 20 }, (_, i) => JSON.stringify(i < 15 ? chatLine(`c-${i}`) : embedLine(`e-${i}`)))
+    const lines = Array.from({ length: 20 }, (_, i) =>
+      JSON.stringify(i < 15 ? chatLine(`c-${i}`) : embedLine(`e-${i}`)),
+    )
     const { split, onePass, path } = await bothWays(encode(lines.join('\n')))
     expect(path).toBe('split_then_one_pass')
     expect(split).toEqual(onePass)
     expect(split.ok).toBe(false)
     if (split.ok) return
-    expect(split.issues.map((issue) => [issue.line, issue.path])).toEqual([16, 17, 18, 19, 20].map((line) => [line, 'url']))
+    expect(split.issues.map((issue) => [issue.line, issue.path])).toEqual(
+      [16, 17, 18, 19, 20].map((line) => [line, 'url']),
+    )
   })
 
   test('the line limit counts both halves', async () => {
-    const lines = Array.from({ length: LIMITS.maxLines + 1 }, (_, i) => JSON.stringify(chatLine(`l-${i}`)))
+    const lines = Array.from({ length: LIMITS.maxLines + 1 }, (_, i) =>
+      JSON.stringify(chatLine(`l-${i}`)),
+    )
     const { split, onePass, path } = await bothWays(encode(lines.join('\n')))
     expect(path).toBe('split_then_one_pass')
     expect(split).toEqual(onePass)
@@ -127,13 +179,19 @@ describe('validating a file on two cores', () => {
 
   test('a validation thread that stops mid-file leaves the verdict to one pass, and closing stops splitting', async () => {
     const own: ValidationPath[] = []
-    const closing = createFileValidator(catalog, config, { minParallelBytes: 0, parallel: true, observe: (how) => own.push(how) })
+    const closing = createFileValidator(catalog, config, {
+      minParallelBytes: 0,
+      parallel: true,
+      observe: (how) => own.push(how),
+    })
     const lines = Array.from({ length: 30 }, (_, i) => JSON.stringify(chatLine(`stop-${i}`)))
     const bytes = encode(lines.join('\n'))
     const pending = closing.validate(bytes, LIMITS)
     await closing.close()
     expect(plain(await pending)).toEqual(plain(validateBatchFile(bytes, catalog, LIMITS)))
-    expect(plain(await closing.validate(bytes, LIMITS))).toEqual(plain(validateBatchFile(bytes, catalog, LIMITS)))
+    expect(plain(await closing.validate(bytes, LIMITS))).toEqual(
+      plain(validateBatchFile(bytes, catalog, LIMITS)),
+    )
     expect(own).toEqual(['split_then_one_pass', 'one_pass'])
   })
 })

@@ -15,7 +15,8 @@ function chunked(bytes: Uint8Array, chunks: number): Request {
   const size = Math.ceil(bytes.byteLength / chunks)
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {
-      for (let at = 0; at < bytes.byteLength; at += size) controller.enqueue(bytes.slice(at, at + size))
+      for (let at = 0; at < bytes.byteLength; at += size)
+        controller.enqueue(bytes.slice(at, at + size))
       controller.close()
     },
   })
@@ -27,18 +28,24 @@ const body = (size: number) => Uint8Array.from({ length: size }, (_, i) => 97 + 
 describe('reading a request body', () => {
   test("a body the validator's buffers want is read into shared memory, a smaller one is not", async () => {
     const big = body(4096)
-    const shared = await readBody(new Request(URL, { method: 'POST', body: big }), 1 << 20, { into: sharedBodiesFrom(4096) })
+    const shared = await readBody(new Request(URL, { method: 'POST', body: big }), 1 << 20, {
+      into: sharedBodiesFrom(4096),
+    })
     expect(shared.buffer).toBeInstanceOf(SharedArrayBuffer)
     expect(Buffer.from(shared).equals(Buffer.from(big))).toBe(true)
 
-    const small = await readBody(new Request(URL, { method: 'POST', body: body(4095) }), 1 << 20, { into: sharedBodiesFrom(4096) })
+    const small = await readBody(new Request(URL, { method: 'POST', body: body(4095) }), 1 << 20, {
+      into: sharedBodiesFrom(4096),
+    })
     expect(small.buffer).toBeInstanceOf(ArrayBuffer)
     expect(small.byteLength).toBe(4095)
 
     const never = await readBody(new Request(URL, { method: 'POST', body: big }), 1 << 20)
     expect(never.buffer).toBeInstanceOf(ArrayBuffer)
     // A validator on one core splits nothing, and wants no shared memory.
-    const unsplit = await readBody(new Request(URL, { method: 'POST', body: big }), 1 << 20, { into: sharedBodiesFrom(Infinity) })
+    const unsplit = await readBody(new Request(URL, { method: 'POST', body: big }), 1 << 20, {
+      into: sharedBodiesFrom(Infinity),
+    })
     expect(unsplit.buffer).toBeInstanceOf(ArrayBuffer)
   })
 
@@ -50,7 +57,9 @@ describe('reading a request body', () => {
   })
 
   test('a chunked upload over the limit is refused with 413 mid-stream', async () => {
-    const error = await readBody(chunked(body(300_000), 10), 100_000, { into: sharedBodiesFrom(1) }).catch((e) => e)
+    const error = await readBody(chunked(body(300_000), 10), 100_000, {
+      into: sharedBodiesFrom(1),
+    }).catch((e) => e)
     expect(error).toBeInstanceOf(GatewayError)
     expect((error as GatewayError).status).toBe(413)
   })

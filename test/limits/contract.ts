@@ -32,7 +32,12 @@ export function runLimiterContract(name: string, make: MakeLimiter) {
 
     test('the first hit of a key in a window is allowed, with the limit and what is left of it', async () => {
       const rate = await start(WINDOW_START + 15_000)
-      expect(await rate.hit(newKey(), 10)).toEqual({ allowed: true, limit: 10, remaining: 9, resetSeconds: 45 })
+      expect(await rate.hit(newKey(), 10)).toEqual({
+        allowed: true,
+        limit: 10,
+        remaining: 9,
+        resetSeconds: 45,
+      })
     })
 
     test('exactly `limit` hits pass in a window; every later one is refused with nothing left', async () => {
@@ -55,7 +60,9 @@ export function runLimiterContract(name: string, make: MakeLimiter) {
       const key = newKey()
       const decisions = await Promise.all(Array.from({ length: 40 }, () => rate.hit(key, 25)))
       expect(decisions.filter((decision) => decision.allowed)).toHaveLength(25)
-      const left = decisions.filter((decision) => decision.allowed).map((decision) => decision.remaining)
+      const left = decisions
+        .filter((decision) => decision.allowed)
+        .map((decision) => decision.remaining)
       expect(left.sort((a, b) => a - b)).toEqual(Array.from({ length: 25 }, (_, i) => i))
     })
 
@@ -73,7 +80,12 @@ export function runLimiterContract(name: string, make: MakeLimiter) {
       for (let i = 0; i < 2; i++) await rate.hit(key, 2)
       expect((await rate.hit(key, 2)).allowed).toBe(false)
       clock = WINDOW_START + WINDOW_MS
-      expect(await rate.hit(key, 2)).toEqual({ allowed: true, limit: 2, remaining: 1, resetSeconds: 60 })
+      expect(await rate.hit(key, 2)).toEqual({
+        allowed: true,
+        limit: 2,
+        remaining: 1,
+        resetSeconds: 60,
+      })
     })
 
     test('resetSeconds is the window left, rounded up, and never 0', async () => {

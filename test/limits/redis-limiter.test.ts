@@ -31,9 +31,24 @@ if (!url) {
   const connected = async (prefix: string, now: () => number = Date.now) => {
     const connection = await connectRedis(url)
     const limiter = createRedisLimiter(connection, { prefix, logger, now })
-    await waitFor('the limiter to reach Redis', () => limiter.ping!().then(() => true, () => false), 5_000, 20)
+    await waitFor(
+      'the limiter to reach Redis',
+      () =>
+        limiter.ping!().then(
+          () => true,
+          () => false,
+        ),
+      5_000,
+      20,
+    )
     // The limiter does not own its connection (the gateway shares one): closing it closes both here.
-    return { ...limiter, close: async () => { await limiter.close(); connection.disconnect() } }
+    return {
+      ...limiter,
+      close: async () => {
+        await limiter.close()
+        connection.disconnect()
+      },
+    }
   }
 
   // A limiter that fell back to counting in process would pass the contract unseen: it logs.

@@ -67,16 +67,29 @@ test(`${CLIENTS} clients poll and download results for ${DURATION_MS / 1000} s: 
     ).json()) as { key: string }
     const headers = { authorization: `Bearer ${key}` }
     const submit = async (count: number, prefix: string) => {
-      const lines = Array.from({ length: count }, (_, i) => chatLine(`${prefix}-${i}`, `${prefix} line ${i}`))
-      const created = await fetch(`${gateway.url}/v1/batches`, { method: 'POST', headers, body: jsonl(lines) })
+      const lines = Array.from({ length: count }, (_, i) =>
+        chatLine(`${prefix}-${i}`, `${prefix} line ${i}`),
+      )
+      const created = await fetch(`${gateway.url}/v1/batches`, {
+        method: 'POST',
+        headers,
+        body: jsonl(lines),
+      })
       expect(created.status).toBe(201)
       return ((await created.json()) as { id: string }).id
     }
     const finishedId = await submit(FINISHED_LINES, 'done')
-    await waitFor('the batch to download to complete', async () => {
-      const batch = (await (await fetch(`${gateway.url}/v1/batches/${finishedId}`, { headers })).json()) as { status: string }
-      return batch.status === 'completed'
-    }, 60_000, 100)
+    await waitFor(
+      'the batch to download to complete',
+      async () => {
+        const batch = (await (
+          await fetch(`${gateway.url}/v1/batches/${finishedId}`, { headers })
+        ).json()) as { status: string }
+        return batch.status === 'completed'
+      },
+      60_000,
+      100,
+    )
     sim.configure({ latencyMs: 400 })
     const id = await submit(LINES, 'load')
 

@@ -10,7 +10,10 @@
 import { expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { prepareAnthropicBody } from '../../providers/anthropic/prepare-anthropic-body.ts'
-import { prepareOpenAIBody, prepareOpenAIStreamBody } from '../../providers/openai/prepare-openai-body.ts'
+import {
+  prepareOpenAIBody,
+  prepareOpenAIStreamBody,
+} from '../../providers/openai/prepare-openai-body.ts'
 import { imageInputTokens } from '../../src/catalog/catalog-file.ts'
 import type { UpstreamTarget } from '../../providers/prepare-for-offering.ts'
 import { createCatalog } from '../../src/catalog/catalog.ts'
@@ -22,25 +25,51 @@ import { measureSent, sentTokens } from '../helpers/sent-bound.ts'
 function catalogForTests() {
   const file = testCatalog({ openai: 'http://127.0.0.1:9/v1' })
   file.models.push({
-    id: 'sim/vision', endpoints: ['chat'], context_tokens: 128000, max_output_tokens: 16384, image_input_tokens: 48169,
+    id: 'sim/vision',
+    endpoints: ['chat'],
+    context_tokens: 128000,
+    max_output_tokens: 16384,
+    image_input_tokens: 48169,
     offerings: [
-      { provider: 'sim', upstream_model: 'sim-vision-with-a-much-longer-upstream-name', input_usd_per_mtok: '0.15', output_usd_per_mtok: '0.60', max_tokens_param: 'max_completion_tokens' },
-      { provider: 'sim-anthropic', upstream_model: 'claude-vision', input_usd_per_mtok: '3', output_usd_per_mtok: '15' },
+      {
+        provider: 'sim',
+        upstream_model: 'sim-vision-with-a-much-longer-upstream-name',
+        input_usd_per_mtok: '0.15',
+        output_usd_per_mtok: '0.60',
+        max_tokens_param: 'max_completion_tokens',
+      },
+      {
+        provider: 'sim-anthropic',
+        upstream_model: 'claude-vision',
+        input_usd_per_mtok: '3',
+        output_usd_per_mtok: '15',
+      },
     ],
   } as (typeof file.models)[number])
-  const config = loadConfig({ MULTIGRID_CONFIG: writeCatalog(file), MG_TEST_ANTHROPIC_KEY: 'sk-ant-test-secret' })
+  const config = loadConfig({
+    MULTIGRID_CONFIG: writeCatalog(file),
+    MG_TEST_ANTHROPIC_KEY: 'sk-ant-test-secret',
+  })
   return createCatalog(config.catalog, config.providerKeys)
 }
 const catalog = catalogForTests()
 
-const text = fc.oneof(fc.string({ maxLength: 60 }), fc.string({ unit: 'grapheme', maxLength: 40 }), fc.constantFrom('"\\\n\u0000', 'é'.repeat(30), '🙂'.repeat(10)))
+const text = fc.oneof(
+  fc.string({ maxLength: 60 }),
+  fc.string({ unit: 'grapheme', maxLength: 40 }),
+  fc.constantFrom('"\\\n\u0000', 'é'.repeat(30), '🙂'.repeat(10)),
+)
 const imageUrl = fc.oneof(
   fc.base64String({ maxLength: 400 }).map((data) => `data:image/png;base64,${data}`),
   fc.webUrl(),
 )
 const part = fc.oneof(
   text.map((t) => ({ type: 'text', text: t })),
-  fc.record({ url: imageUrl, detail: fc.constantFrom(undefined, 'low', 'high', 'auto') }, { requiredKeys: ['url'] })
+  fc
+    .record(
+      { url: imageUrl, detail: fc.constantFrom(undefined, 'low', 'high', 'auto') },
+      { requiredKeys: ['url'] },
+    )
     .map((image) => ({ type: 'image_url', image_url: image })),
 )
 const content = fc.oneof(text, fc.array(part, { minLength: 1, maxLength: 4 }))
@@ -48,21 +77,41 @@ const toolCall = fc.record({
   id: fc.string({ minLength: 1, maxLength: 8 }),
   type: fc.constant('function'),
   // Numbers JSON.parse re-prints longer (1e21 → 1e+21, 1E5 → 100000) must be counted as sent.
-  function: fc.record({ name: fc.string({ minLength: 1, maxLength: 8 }), arguments: fc.oneof(fc.json({ maxDepth: 2 }), fc.constantFrom('{"a":1e21}', '[1E5,2e9,-0.0]')) }),
+  function: fc.record({
+    name: fc.string({ minLength: 1, maxLength: 8 }),
+    arguments: fc.oneof(fc.json({ maxDepth: 2 }), fc.constantFrom('{"a":1e21}', '[1E5,2e9,-0.0]')),
+  }),
 })
 const message = fc.oneof(
   fc.record({ role: fc.constantFrom('system', 'developer', 'user'), content }),
   fc.record({ role: fc.constant('user'), content, name: fc.string({ maxLength: 8 }) }),
-  fc.record({ role: fc.constant('assistant'), content: fc.option(text, { nil: null }), tool_calls: fc.array(toolCall, { minLength: 1, maxLength: 2 }) }),
+  fc.record({
+    role: fc.constant('assistant'),
+    content: fc.option(text, { nil: null }),
+    tool_calls: fc.array(toolCall, { minLength: 1, maxLength: 2 }),
+  }),
   fc.record({ role: fc.constant('assistant'), content: text }),
-  fc.record({ role: fc.constant('tool'), content: text, tool_call_id: fc.string({ minLength: 1, maxLength: 8 }) }),
+  fc.record({
+    role: fc.constant('tool'),
+    content: text,
+    tool_call_id: fc.string({ minLength: 1, maxLength: 8 }),
+  }),
 )
-const schema = fc.jsonValue({ maxDepth: 3 }).map((value) => ({ type: 'object', properties: { x: value } }))
+const schema = fc
+  .jsonValue({ maxDepth: 3 })
+  .map((value) => ({ type: 'object', properties: { x: value } }))
 const tool = fc.record({
   type: fc.constant('function'),
-  function: fc.record({ name: fc.string({ minLength: 1, maxLength: 10 }), description: text, parameters: schema }, { requiredKeys: ['name'] }),
+  function: fc.record(
+    { name: fc.string({ minLength: 1, maxLength: 10 }), description: text, parameters: schema },
+    { requiredKeys: ['name'] },
+  ),
 })
-const fn = fc.record({ name: fc.string({ minLength: 1, maxLength: 10 }), description: text, parameters: schema })
+const fn = fc.record({
+  name: fc.string({ minLength: 1, maxLength: 10 }),
+  description: text,
+  parameters: schema,
+})
 
 const body = fc.record(
   {
@@ -73,21 +122,32 @@ const body = fc.record(
     n: fc.integer({ min: 1, max: 8 }),
     tools: fc.array(tool, { maxLength: 2 }),
     functions: fc.array(fn, { minLength: 1, maxLength: 2 }),
-    function_call: fc.oneof(fc.constantFrom('auto', 'none'), fc.record({ name: fc.string({ maxLength: 10 }) })),
+    function_call: fc.oneof(
+      fc.constantFrom('auto', 'none'),
+      fc.record({ name: fc.string({ maxLength: 10 }) }),
+    ),
     prediction: text.map((t) => ({ type: 'content', content: t })),
     stream: fc.boolean(),
     stop: fc.oneof(text, fc.array(text, { maxLength: 4 })),
     user: text,
     unknown_field: fc.jsonValue({ maxDepth: 3 }),
-    provider: fc.record({ order: fc.constant(['sim-anthropic', 'sim']), allow_fallbacks: fc.boolean() }),
+    provider: fc.record({
+      order: fc.constant(['sim-anthropic', 'sim']),
+      allow_fallbacks: fc.boolean(),
+    }),
   },
   { requiredKeys: ['model', 'messages'] },
 )
 
 /** What the adapter of `kind` sends for this body to one offering: its own request-building code. */
-function sentBody(kind: 'openai' | 'anthropic', body: Record<string, unknown>, target: UpstreamTarget) {
+function sentBody(
+  kind: 'openai' | 'anthropic',
+  body: Record<string, unknown>,
+  target: UpstreamTarget,
+) {
   const stream = body.stream === true
-  if (kind === 'openai') return stream ? prepareOpenAIStreamBody(body, target) : prepareOpenAIBody(body, target)
+  if (kind === 'openai')
+    return stream ? prepareOpenAIStreamBody(body, target) : prepareOpenAIBody(body, target)
   const converted = prepareAnthropicBody('chat', body, target, stream)
   return converted.ok ? converted.body : null
 }
@@ -102,7 +162,10 @@ test('what each adapter sends is within the ceiling the validator counted', () =
       for (const offering of offerings) {
         const kind = catalog.provider(offering.provider)!.kind
         // As src/upstream/upstreams.ts hands it to the adapter.
-        const sent = sentBody(kind, verdict.value.body, { model: offering.upstream_model, maxTokensParam: offering.max_tokens_param })
+        const sent = sentBody(kind, verdict.value.body, {
+          model: offering.upstream_model,
+          maxTokensParam: offering.max_tokens_param,
+        })
         if (sent === null) continue // the adapter refuses it unsent (e.g. n > 1 to Anthropic)
         const measured = measureSent(JSON.parse(JSON.stringify(sent)), kind)
         const bound = sentTokens(measured, imageInputTokens(model), model.max_output_tokens)

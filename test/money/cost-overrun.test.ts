@@ -11,15 +11,27 @@ import { testCatalog } from '../helpers/catalog.ts'
 import { jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
 import { waitFor } from '../helpers/wait.ts'
 
-type Batch = { id: string; status: string; cost_usd: string; cost_ceiling_usd: string; request_counts: Record<string, number> }
+type Batch = {
+  id: string
+  status: string
+  cost_usd: string
+  cost_ceiling_usd: string
+  request_counts: Record<string, number>
+}
 type Result = { custom_id: string; status: string; cost_usd?: string }
 type Account = { balance_usd: string; held_usd: string }
 
 const PROMPT = 'overrun probe'
 const LINES = 9
 const lines = Array.from({ length: LINES }, (_, i) => ({
-  custom_id: `o-${i + 1}`, method: 'POST', url: '/v1/chat/completions',
-  body: { model: 'sim/chat', messages: [{ role: 'user', content: `${PROMPT} ${i + 1}` }], max_tokens: 32 },
+  custom_id: `o-${i + 1}`,
+  method: 'POST',
+  url: '/v1/chat/completions',
+  body: {
+    model: 'sim/chat',
+    messages: [{ role: 'user', content: `${PROMPT} ${i + 1}` }],
+    max_tokens: 32,
+  },
 }))
 
 for (const storeKind of STORES) {
@@ -44,21 +56,43 @@ for (const storeKind of STORES) {
       })
       const file = jsonl(lines)
       const { key: quoteKey } = await gw.newAccount('1')
-      const quote = new Decimal(((await (await gw.request('/v1/batches?dry_run=true', quoteKey, { method: 'POST', body: file })).json()) as Batch).cost_ceiling_usd)
+      const quote = new Decimal(
+        (
+          (await (
+            await gw.request('/v1/batches?dry_run=true', quoteKey, { method: 'POST', body: file })
+          ).json()) as Batch
+        ).cost_ceiling_usd,
+      )
       // Credit: the hold plus room for about two overrunning lines.
       const credit = quote.plus('0.002')
       const { key, accountId } = await gw.newAccount(credit.toFixed())
-      const account = async () => (await (await gw!.admin(`/accounts/${accountId}`)).json()) as Account
-      const created = (await (await gw.request('/v1/batches', key, { method: 'POST', body: file })).json()) as Batch
-      const batch = async () => (await (await gw!.request(`/v1/batches/${created.id}`, key)).json()) as Batch
-      const results = async () => (await (await gw!.request(`/v1/batches/${created.id}/results`, key)).text()).trim().split('\n').map((l) => JSON.parse(l) as Result)
+      const account = async () =>
+        (await (await gw!.admin(`/accounts/${accountId}`)).json()) as Account
+      const created = (await (
+        await gw.request('/v1/batches', key, { method: 'POST', body: file })
+      ).json()) as Batch
+      const batch = async () =>
+        (await (await gw!.request(`/v1/batches/${created.id}`, key)).json()) as Batch
+      const results = async () =>
+        (await (await gw!.request(`/v1/batches/${created.id}/results`, key)).text())
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as Result)
 
       // Dispatch stops: nothing running, lines left pending, the balance short of the holds.
-      const stalled = await waitFor('dispatch to stop for the account', async () => {
-        const now = await batch()
-        const view = await account()
-        return now.request_counts.running === 0 && now.request_counts.succeeded > 0 && new Decimal(view.balance_usd).lessThan(view.held_usd) ? now : null
-      }, 20_000)
+      const stalled = await waitFor(
+        'dispatch to stop for the account',
+        async () => {
+          const now = await batch()
+          const view = await account()
+          return now.request_counts.running === 0 &&
+            now.request_counts.succeeded > 0 &&
+            new Decimal(view.balance_usd).lessThan(view.held_usd)
+            ? now
+            : null
+        },
+        20_000,
+      )
       expect(stalled.request_counts.pending).toBeGreaterThan(0)
       await Bun.sleep(500) // and it stays stopped
       expect((await batch()).request_counts.succeeded).toBe(stalled.request_counts.succeeded)
@@ -74,21 +108,29 @@ for (const storeKind of STORES) {
       expect(credit.minus(view.balance_usd).equals(recorded)).toBe(true)
 
       // Each overrun is a warn log with the batch, line, ceiling and cost — and no prompt.
-      const overruns = logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'line.cost_overrun' || l.event === 'line.cost_overrun')
+      const overruns = logLines
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => l.msg === 'line.cost_overrun' || l.event === 'line.cost_overrun')
       expect(overruns.length).toBe(done.length)
       for (const entry of overruns) {
         expect(entry).toMatchObject({ batch_id: created.id, level: 'warn' })
         expect(typeof entry.line).toBe('number')
-        expect(new Decimal(String(entry.cost_usd)).greaterThan(String(entry.ceiling_usd))).toBe(true)
+        expect(new Decimal(String(entry.cost_usd)).greaterThan(String(entry.ceiling_usd))).toBe(
+          true,
+        )
       }
       expect(logLines.some((l) => l.includes(PROMPT))).toBe(false)
 
       // A deposit that covers the holds again lets the rest run.
       await gw.admin(`/accounts/${accountId}/credits`, { body: { amount_usd: '1' } })
-      const finished = await waitFor('the batch to finish', async () => {
-        const now = await batch()
-        return now.status === 'completed' ? now : null
-      }, 20_000)
+      const finished = await waitFor(
+        'the batch to finish',
+        async () => {
+          const now = await batch()
+          return now.status === 'completed' ? now : null
+        },
+        20_000,
+      )
       expect(finished.request_counts.succeeded).toBe(LINES)
       view = await account()
       const all = (await results()).reduce((sum, r) => sum.plus(r.cost_usd!), new Decimal(0))

@@ -23,25 +23,40 @@ for (const storeKind of STORES) {
 
     test('a 401-digit credit is a 400 that states the bound, on create and on credits', async () => {
       const huge = '1' + '0'.repeat(400)
-      const created = await refusal(await gw.admin('/accounts', { body: { name: 'rich', credit_usd: huge } }))
+      const created = await refusal(
+        await gw.admin('/accounts', { body: { name: 'rich', credit_usd: huge } }),
+      )
       expect(created.param).toBe('credit_usd')
       expect(created.message).toContain('at most 1000000000000 (10^12) USD')
       expect(created.message).toContain('6 decimals')
       // The refusal quotes a short excerpt, not the 401 digits.
       expect(created.message.length).toBeLessThan(300)
       const { accountId } = await gw.newAccount('1')
-      for (const amount of [huge, `-${huge}`, '1000000000000.000001', '0.0000001', '1e12', '1_000']) {
-        const error = await refusal(await gw.admin(`/accounts/${accountId}/credits`, { body: { amount_usd: amount } }))
+      for (const amount of [
+        huge,
+        `-${huge}`,
+        '1000000000000.000001',
+        '0.0000001',
+        '1e12',
+        '1_000',
+      ]) {
+        const error = await refusal(
+          await gw.admin(`/accounts/${accountId}/credits`, { body: { amount_usd: amount } }),
+        )
         expect(error.param).toBe('amount_usd')
         expect(error.message).toContain('at most 1000000000000')
       }
-      expect(await (await gw.admin(`/accounts/${accountId}`)).json()).toMatchObject({ balance_usd: '1.000000' })
+      expect(await (await gw.admin(`/accounts/${accountId}`)).json()).toMatchObject({
+        balance_usd: '1.000000',
+      })
     })
 
     test('balances at the bound stay exact under credits and debits', async () => {
       const { accountId } = await gw.newAccount('1000000000000')
       const credit = async (amount: string) => {
-        const response = await gw.admin(`/accounts/${accountId}/credits`, { body: { amount_usd: amount } })
+        const response = await gw.admin(`/accounts/${accountId}/credits`, {
+          body: { amount_usd: amount },
+        })
         expect(response.status).toBe(200)
         return ((await response.json()) as { balance_usd: string }).balance_usd
       }

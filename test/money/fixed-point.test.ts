@@ -8,7 +8,12 @@ import { ceilingUnits, toUnits, unitsText, usageUnits } from '../../src/money/fi
 import { priceUsage } from '../../src/money/price-usage.ts'
 
 const offering = (input: string, output: string): Offering =>
-  ({ provider: 'p', upstream_model: 'm', input_usd_per_mtok: input, output_usd_per_mtok: output }) as Offering
+  ({
+    provider: 'p',
+    upstream_model: 'm',
+    input_usd_per_mtok: input,
+    output_usd_per_mtok: output,
+  }) as Offering
 
 // Catalog prices: up to 9 decimals per million tokens, as the catalog allows in practice.
 const price = fc
@@ -27,11 +32,18 @@ describe('fixed-point money', () => {
 
   test('a live ceiling is priceOf(tokens, highestPrices(offerings)) exactly', () => {
     fc.assert(
-      fc.property(tokens, tokens, fc.array(fc.tuple(price, price), { minLength: 1, maxLength: 3 }), (input, output, prices) => {
-        const offerings = prices.map(([i, o]) => offering(i, o))
-        const exact = priceOf({ input, output }, highestPrices(offerings))
-        expect(new Money(unitsText(ceilingUnits({ input, output }, offerings))).equals(exact)).toBe(true)
-      }),
+      fc.property(
+        tokens,
+        tokens,
+        fc.array(fc.tuple(price, price), { minLength: 1, maxLength: 3 }),
+        (input, output, prices) => {
+          const offerings = prices.map(([i, o]) => offering(i, o))
+          const exact = priceOf({ input, output }, highestPrices(offerings))
+          expect(
+            new Money(unitsText(ceilingUnits({ input, output }, offerings))).equals(exact),
+          ).toBe(true)
+        },
+      ),
       { numRuns: 1_000 },
     )
   })
@@ -40,7 +52,9 @@ describe('fixed-point money', () => {
     fc.assert(
       fc.property(tokens, tokens, price, price, (input, output, inputPrice, outputPrice) => {
         const usage = { input_tokens: input, output_tokens: output }
-        expect(unitsText(usageUnits(usage, offering(inputPrice, outputPrice)))).toBe(priceUsage(usage, offering(inputPrice, outputPrice)))
+        expect(unitsText(usageUnits(usage, offering(inputPrice, outputPrice)))).toBe(
+          priceUsage(usage, offering(inputPrice, outputPrice)),
+        )
       }),
       { numRuns: 1_000 },
     )

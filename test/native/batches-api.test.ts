@@ -24,8 +24,12 @@ for (const storeKind of STORES) {
     })
     afterAll(() => gw.stop())
 
-    const submit = (key: string, lines: unknown[], query = '', headers: Record<string, string> = {}) =>
-      gw.request(`/v1/batches${query}`, key, { method: 'POST', body: jsonl(lines), headers })
+    const submit = (
+      key: string,
+      lines: unknown[],
+      query = '',
+      headers: Record<string, string> = {},
+    ) => gw.request(`/v1/batches${query}`, key, { method: 'POST', body: jsonl(lines), headers })
     const account = async (id: string) =>
       (await (await gw.admin(`/accounts/${id}`)).json()) as Record<string, string | number>
 
@@ -34,7 +38,11 @@ for (const storeKind of STORES) {
       // The body sent upstream, {"model":"sim-chat","messages":[{"role":"user","content":"hello"}],"max_tokens":32},
       // is 83 bytes, + 4 per message + 3 priming = 90 input tokens; 32 output tokens.
       // (90 × 0.50 + 32 × 1.50) / 1e6 = 0.000093 per line.
-      const response = await submit(key, [chatLine('a'), chatLine('b')], '?name=nightly&completion_window_hours=48')
+      const response = await submit(
+        key,
+        [chatLine('a'), chatLine('b')],
+        '?name=nightly&completion_window_hours=48',
+      )
       expect(response.status).toBe(201)
       const batch = (await response.json()) as Batch
       expect(batch).toMatchObject({
@@ -48,15 +56,30 @@ for (const storeKind of STORES) {
         cost_usd: '0.000000',
         results_url: `/v1/batches/${batch.id}/results`,
       })
-      expect(batch.request_counts).toEqual({ total: 2, pending: 2, running: 0, succeeded: 0, failed: 0, cancelled: 0, expired: 0 })
+      expect(batch.request_counts).toEqual({
+        total: 2,
+        pending: 2,
+        running: 0,
+        succeeded: 0,
+        failed: 0,
+        cancelled: 0,
+        expired: 0,
+      })
       expect(batch.deadline_at - batch.created_at).toBe(48 * 3600)
       expect(batch.id).toMatch(/^batch_/)
-      expect(await account(accountId)).toMatchObject({ balance_usd: '1.000000', held_usd: '0.000186', available_usd: '0.999814', open_batches: 1 })
+      expect(await account(accountId)).toMatchObject({
+        balance_usd: '1.000000',
+        held_usd: '0.000186',
+        available_usd: '0.999814',
+        open_batches: 1,
+      })
     })
 
     test('the name can come from X-Multigrid-Batch-Name; the window defaults to 24 h', async () => {
       const { key } = await gw.newAccount('1')
-      const batch = (await (await submit(key, [chatLine('a')], '', { 'x-multigrid-batch-name': 'from-header' })).json()) as Batch
+      const batch = (await (
+        await submit(key, [chatLine('a')], '', { 'x-multigrid-batch-name': 'from-header' })
+      ).json()) as Batch
       expect(batch.name).toBe('from-header')
       expect(batch.completion_window_hours).toBe(24)
       expect(batch.deadline_at - batch.created_at).toBe(24 * 3600)
@@ -64,9 +87,18 @@ for (const storeKind of STORES) {
 
     test('the ceiling uses max_tokens × n, or the model limit when absent', async () => {
       const { key } = await gw.newAccount('10')
-      const noMax = { custom_id: 'x', method: 'POST', url: '/v1/chat/completions', body: { model: 'sim/chat', messages: [{ role: 'user', content: 'hello' }] } }
+      const noMax = {
+        custom_id: 'x',
+        method: 'POST',
+        url: '/v1/chat/completions',
+        body: { model: 'sim/chat', messages: [{ role: 'user', content: 'hello' }] },
+      }
       const quote = async (line: unknown) =>
-        ((await (await submit(key, [line], '?dry_run=true')).json()) as { cost_ceiling_usd: string }).cost_ceiling_usd
+        (
+          (await (await submit(key, [line], '?dry_run=true')).json()) as {
+            cost_ceiling_usd: string
+          }
+        ).cost_ceiling_usd
       // 67 bytes sent + 7: (74 × 0.5 + 4096 × 1.5) / 1e6 = 0.006181
       expect(await quote(noMax)).toBe('0.006181')
       // n = 3: 89 bytes sent + 7: (96 × 0.5 + 96 × 1.5) / 1e6 = 0.000192
@@ -75,11 +107,23 @@ for (const storeKind of STORES) {
 
     test('dry_run quotes without storing, also when the credit would not cover it', async () => {
       const { key, accountId } = await gw.newAccount('0.0001')
-      const response = await submit(key, [chatLine('a'), chatLine('b'), chatLine('c')], '?dry_run=true')
+      const response = await submit(
+        key,
+        [chatLine('a'), chatLine('b'), chatLine('c')],
+        '?dry_run=true',
+      )
       expect(response.status).toBe(200)
-      expect(await response.json()).toMatchObject({ line_count: 3, cost_ceiling_usd: '0.000279', credit_sufficient: false })
+      expect(await response.json()).toMatchObject({
+        line_count: 3,
+        cost_ceiling_usd: '0.000279',
+        credit_sufficient: false,
+      })
       const ok = await submit(key, [chatLine('a')], '?dry_run=true')
-      expect(await ok.json()).toMatchObject({ line_count: 1, cost_ceiling_usd: '0.000093', credit_sufficient: true })
+      expect(await ok.json()).toMatchObject({
+        line_count: 1,
+        cost_ceiling_usd: '0.000093',
+        credit_sufficient: true,
+      })
       const list = (await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }
       expect(list.data).toHaveLength(0)
       expect(await account(accountId)).toMatchObject({ held_usd: '0.000000', open_batches: 0 })
@@ -90,18 +134,31 @@ for (const storeKind of STORES) {
       const response = await submit(key, [chatLine('a'), chatLine('b')])
       expect(response.status).toBe(402)
       const body = (await response.json()) as { error: Record<string, unknown> }
-      expect(body.error).toMatchObject({ code: 'insufficient_quota', cost_ceiling_usd: '0.000186', available_usd: '0.000100' })
-      expect(((await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }).data).toHaveLength(0)
-      expect(await account(accountId)).toMatchObject({ held_usd: '0.000000', balance_usd: '0.000100' })
+      expect(body.error).toMatchObject({
+        code: 'insufficient_quota',
+        cost_ceiling_usd: '0.000186',
+        available_usd: '0.000100',
+      })
+      expect(
+        ((await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }).data,
+      ).toHaveLength(0)
+      expect(await account(accountId)).toMatchObject({
+        held_usd: '0.000000',
+        balance_usd: '0.000100',
+      })
     })
 
     test('Idempotency-Key returns the batch the first submit made', async () => {
       const { key, accountId } = await gw.newAccount('1')
-      const first = (await (await submit(key, [chatLine('a')], '', { 'idempotency-key': 'k-1' })).json()) as Batch
+      const first = (await (
+        await submit(key, [chatLine('a')], '', { 'idempotency-key': 'k-1' })
+      ).json()) as Batch
       const again = await submit(key, [chatLine('a')], '', { 'idempotency-key': 'k-1' })
       expect(again.status).toBe(200)
       expect(((await again.json()) as Batch).id).toBe(first.id)
-      expect(((await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }).data).toHaveLength(1)
+      expect(
+        ((await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }).data,
+      ).toHaveLength(1)
       expect(await account(accountId)).toMatchObject({ held_usd: '0.000093' })
     })
 
@@ -112,22 +169,40 @@ for (const storeKind of STORES) {
       const third = await submit(key, [chatLine('a')])
       expect(third.status).toBe(429)
       const body = (await third.json()) as { error: Record<string, unknown> }
-      expect(body.error).toMatchObject({ code: 'limit_exceeded', limit: { open_batches: 2, in_use: 2 } })
+      expect(body.error).toMatchObject({
+        code: 'limit_exceeded',
+        limit: { open_batches: 2, in_use: 2 },
+      })
     })
 
     test('get and list: newest first, limit/after paging with has_more', async () => {
       const { key } = await gw.newAccount('10', {}, { max_open_batches: 10 })
       const ids: string[] = []
-      for (let i = 0; i < 5; i++) ids.push(((await (await submit(key, [chatLine('a')], `?name=b${i}`)).json()) as Batch).id)
+      for (let i = 0; i < 5; i++)
+        ids.push(((await (await submit(key, [chatLine('a')], `?name=b${i}`)).json()) as Batch).id)
       const got = (await (await gw.request(`/v1/batches/${ids[2]}`, key)).json()) as Batch
       expect(got).toMatchObject({ id: ids[2], name: 'b2' })
       const newestFirst = [...ids].reverse()
-      const page1 = (await (await gw.request('/v1/batches?limit=2', key)).json()) as { data: Batch[]; has_more: boolean; first_id: string; last_id: string }
+      const page1 = (await (await gw.request('/v1/batches?limit=2', key)).json()) as {
+        data: Batch[]
+        has_more: boolean
+        first_id: string
+        last_id: string
+      }
       expect(page1.data.map((b) => b.id)).toEqual(newestFirst.slice(0, 2))
-      expect(page1).toMatchObject({ object: 'list', has_more: true, first_id: newestFirst[0], last_id: newestFirst[1] })
-      const page2 = (await (await gw.request(`/v1/batches?limit=2&after=${page1.last_id}`, key)).json()) as typeof page1
+      expect(page1).toMatchObject({
+        object: 'list',
+        has_more: true,
+        first_id: newestFirst[0],
+        last_id: newestFirst[1],
+      })
+      const page2 = (await (
+        await gw.request(`/v1/batches?limit=2&after=${page1.last_id}`, key)
+      ).json()) as typeof page1
       expect(page2.data.map((b) => b.id)).toEqual(newestFirst.slice(2, 4))
-      const page3 = (await (await gw.request(`/v1/batches?limit=2&after=${page2.last_id}`, key)).json()) as typeof page1
+      const page3 = (await (
+        await gw.request(`/v1/batches?limit=2&after=${page2.last_id}`, key)
+      ).json()) as typeof page1
       expect(page3.data.map((b) => b.id)).toEqual(newestFirst.slice(4))
       expect(page3.has_more).toBe(false)
       expect((await gw.request('/v1/batches?limit=101', key)).status).toBe(400)
@@ -135,16 +210,25 @@ for (const storeKind of STORES) {
 
     test('cancel: pending lines end cancelled, the hold is released, a second cancel is 409', async () => {
       const { key, accountId } = await gw.newAccount('1')
-      const batch = (await (await submit(key, [chatLine('a'), chatLine('b'), chatLine('c')])).json()) as Batch
+      const batch = (await (
+        await submit(key, [chatLine('a'), chatLine('b'), chatLine('c')])
+      ).json()) as Batch
       const cancelled = await gw.request(`/v1/batches/${batch.id}`, key, { method: 'DELETE' })
       expect(cancelled.status).toBe(200)
       const body = (await cancelled.json()) as Batch
       expect(body.status).toBe('cancelled')
       expect(body.request_counts).toMatchObject({ pending: 0, cancelled: 3 })
-      expect(await account(accountId)).toMatchObject({ held_usd: '0.000000', balance_usd: '1.000000', open_batches: 0 })
+      expect(await account(accountId)).toMatchObject({
+        held_usd: '0.000000',
+        balance_usd: '1.000000',
+        open_batches: 0,
+      })
       const again = await gw.request(`/v1/batches/${batch.id}`, key, { method: 'DELETE' })
       expect(again.status).toBe(409)
-      expect(((await again.json()) as { error: Record<string, unknown> }).error).toMatchObject({ code: 'batch_not_cancellable', status: 'cancelled' })
+      expect(((await again.json()) as { error: Record<string, unknown> }).error).toMatchObject({
+        code: 'batch_not_cancellable',
+        status: 'cancelled',
+      })
     })
 
     test('results: submitted order, filters, format=input, X-Multigrid-Batch-Status', async () => {
@@ -154,38 +238,63 @@ for (const storeKind of STORES) {
       const pending = await gw.request(`/v1/batches/${batch.id}/results`, key)
       expect(pending.headers.get('content-type')).toBe('application/jsonl')
       expect(pending.headers.get('x-multigrid-batch-status')).toBe('in_progress')
-      const rows = (await pending.text()).trim().split('\n').map((l) => JSON.parse(l))
+      const rows = (await pending.text())
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
       expect(rows).toEqual([
         { custom_id: 't-1', line: 1, status: 'pending', response: null, error: null },
         { custom_id: 't-2', line: 2, status: 'pending', response: null, error: null },
         { custom_id: 't-3', line: 3, status: 'pending', response: null, error: null },
       ])
-      expect(await (await gw.request(`/v1/batches/${batch.id}/results?filter=failed`, key)).text()).toBe('')
+      expect(
+        await (await gw.request(`/v1/batches/${batch.id}/results?filter=failed`, key)).text(),
+      ).toBe('')
       await gw.request(`/v1/batches/${batch.id}`, key, { method: 'DELETE' })
       const failed = await gw.request(`/v1/batches/${batch.id}/results?filter=failed`, key)
       expect(failed.headers.get('x-multigrid-batch-status')).toBe('cancelled')
-      const failedRows = (await failed.text()).trim().split('\n').map((l) => JSON.parse(l))
+      const failedRows = (await failed.text())
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
       expect(failedRows.map((r) => [r.custom_id, r.status, r.error.code])).toEqual([
         ['t-1', 'cancelled', 'batch_cancelled'],
         ['t-2', 'cancelled', 'batch_cancelled'],
         ['t-3', 'cancelled', 'batch_cancelled'],
       ])
-      expect(await (await gw.request(`/v1/batches/${batch.id}/results?filter=succeeded`, key)).text()).toBe('')
-      const input = await (await gw.request(`/v1/batches/${batch.id}/results?filter=failed&format=input`, key)).text()
+      expect(
+        await (await gw.request(`/v1/batches/${batch.id}/results?filter=succeeded`, key)).text(),
+      ).toBe('')
+      const input = await (
+        await gw.request(`/v1/batches/${batch.id}/results?filter=failed&format=input`, key)
+      ).text()
       expect(input).toBe(jsonl(lines))
       // …ready to submit again.
-      expect((await gw.request('/v1/batches', key, { method: 'POST', body: input })).status).toBe(201)
-      expect((await gw.request(`/v1/batches/${batch.id}/results?filter=nope`, key)).status).toBe(400)
+      expect((await gw.request('/v1/batches', key, { method: 'POST', body: input })).status).toBe(
+        201,
+      )
+      expect((await gw.request(`/v1/batches/${batch.id}/results?filter=nope`, key)).status).toBe(
+        400,
+      )
     })
 
     test('format=input gives back each line byte for byte, without the BOM and CRs it came with', async () => {
       const { key } = await gw.newAccount('1')
-      const lines = [chatLine('u-1', 'café crème'), chatLine('u-2', '日本語のテキスト'), chatLine('u-3', 'emoji 🚀 and \\ backslash'), chatLine('u-4', 'plain')]
+      const lines = [
+        chatLine('u-1', 'café crème'),
+        chatLine('u-2', '日本語のテキスト'),
+        chatLine('u-3', 'emoji 🚀 and \\ backslash'),
+        chatLine('u-4', 'plain'),
+      ]
       const texts = lines.map((line) => JSON.stringify(line))
       const body = `\uFEFF${texts.join('\r\n')}\r\n`
-      const batch = (await (await gw.request('/v1/batches', key, { method: 'POST', body })).json()) as Batch
+      const batch = (await (
+        await gw.request('/v1/batches', key, { method: 'POST', body })
+      ).json()) as Batch
       expect(batch.line_count).toBe(4)
-      const input = await (await gw.request(`/v1/batches/${batch.id}/results?format=input`, key)).text()
+      const input = await (
+        await gw.request(`/v1/batches/${batch.id}/results?format=input`, key)
+      ).text()
       expect(input).toBe(texts.map((text) => `${text}\n`).join(''))
     })
 
@@ -200,31 +309,55 @@ for (const storeKind of STORES) {
       ]) {
         const response = await gw.request(path, other.key, { method })
         expect(response.status).toBe(404)
-        expect(((await response.json()) as { error: Record<string, unknown> }).error.type).toBe('not_found_error')
+        expect(((await response.json()) as { error: Record<string, unknown> }).error.type).toBe(
+          'not_found_error',
+        )
       }
       const list = (await (await gw.request('/v1/batches', other.key)).json()) as { data: Batch[] }
       expect(list.data).toHaveLength(0)
-      expect(((await (await gw.request(`/v1/batches/${batch.id}`, owner.key)).json()) as Batch).status).toBe('in_progress')
+      expect(
+        ((await (await gw.request(`/v1/batches/${batch.id}`, owner.key)).json()) as Batch).status,
+      ).toBe('in_progress')
     })
 
     test('keys: missing, malformed, unknown and revoked keys are 401; a key without the scope is 403', async () => {
       const { accountId, key, keyId } = await gw.newAccount('1')
       expect((await gw.request('/v1/batches', null)).status).toBe(401)
-      const malformed = await gw.request('/v1/batches', null, { headers: { authorization: 'Token abc' } })
+      const malformed = await gw.request('/v1/batches', null, {
+        headers: { authorization: 'Token abc' },
+      })
       expect(malformed.status).toBe(401)
-      expect(((await malformed.json()) as { error: Record<string, unknown> }).error.code).toBe('invalid_api_key')
+      expect(((await malformed.json()) as { error: Record<string, unknown> }).error.code).toBe(
+        'invalid_api_key',
+      )
       expect((await gw.request('/v1/batches', 'mg_not-a-real-key')).status).toBe(401)
       expect((await gw.request('/v1/batches', key)).status).toBe(200)
       expect((await gw.admin(`/keys/${keyId}`, { method: 'DELETE' })).status).toBe(200)
       expect((await gw.request('/v1/batches', key)).status).toBe(401)
 
-      const inferenceOnly = (await (await gw.admin(`/accounts/${accountId}/keys`, { body: { scopes: ['inference'] } })).json()) as { key: string }
-      const refused = await gw.request('/v1/batches', inferenceOnly.key, { method: 'POST', body: jsonl([chatLine('a')]) })
+      const inferenceOnly = (await (
+        await gw.admin(`/accounts/${accountId}/keys`, { body: { scopes: ['inference'] } })
+      ).json()) as { key: string }
+      const refused = await gw.request('/v1/batches', inferenceOnly.key, {
+        method: 'POST',
+        body: jsonl([chatLine('a')]),
+      })
       expect(refused.status).toBe(403)
-      expect(((await refused.json()) as { error: Record<string, unknown> }).error.code).toBe('insufficient_permissions')
-      const readOnly = (await (await gw.admin(`/accounts/${accountId}/keys`, { body: { scopes: ['read'] } })).json()) as { key: string }
+      expect(((await refused.json()) as { error: Record<string, unknown> }).error.code).toBe(
+        'insufficient_permissions',
+      )
+      const readOnly = (await (
+        await gw.admin(`/accounts/${accountId}/keys`, { body: { scopes: ['read'] } })
+      ).json()) as { key: string }
       expect((await gw.request('/v1/batches', readOnly.key)).status).toBe(200)
-      expect((await gw.request('/v1/batches', readOnly.key, { method: 'POST', body: jsonl([chatLine('a')]) })).status).toBe(403)
+      expect(
+        (
+          await gw.request('/v1/batches', readOnly.key, {
+            method: 'POST',
+            body: jsonl([chatLine('a')]),
+          })
+        ).status,
+      ).toBe(403)
     })
 
     test('rate limit: headers on every authenticated answer, 429 with Retry-After past it', async () => {
@@ -240,14 +373,29 @@ for (const storeKind of STORES) {
       const over = await gw.request('/v1/batches', key)
       expect(over.status).toBe(429)
       expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0)
-      expect(((await over.json()) as { error: Record<string, unknown> }).error.code).toBe('rate_limit_exceeded')
+      expect(((await over.json()) as { error: Record<string, unknown> }).error.code).toBe(
+        'rate_limit_exceeded',
+      )
     })
 
     test('the admin API: token required, credits, account view', async () => {
-      expect((await fetch(`${gw.url}/admin/v1/accounts/x`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401)
+      expect(
+        (
+          await fetch(`${gw.url}/admin/v1/accounts/x`, {
+            headers: { authorization: 'Bearer wrong' },
+          })
+        ).status,
+      ).toBe(401)
       const { accountId } = await gw.newAccount('10.5')
-      const credited = await gw.admin(`/accounts/${accountId}/credits`, { body: { amount_usd: '0.25' } })
-      expect(await credited.json()).toMatchObject({ id: accountId, balance_usd: '10.750000', available_usd: '10.750000', max_open_batches: 10 })
+      const credited = await gw.admin(`/accounts/${accountId}/credits`, {
+        body: { amount_usd: '0.25' },
+      })
+      expect(await credited.json()).toMatchObject({
+        id: accountId,
+        balance_usd: '10.750000',
+        available_usd: '10.750000',
+        max_open_batches: 10,
+      })
       const bad = await gw.admin(`/accounts/${accountId}/credits`, { body: { amount_usd: 12 } })
       expect(bad.status).toBe(400)
       expect((await gw.admin('/accounts/acct_missing')).status).toBe(404)

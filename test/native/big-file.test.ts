@@ -8,10 +8,22 @@ import { startTestGateway, STORES, type TestGateway } from '../helpers/gateway.t
 const file = join(mkdtempSync(join(tmpdir(), 'mg-big-')), 'big.jsonl')
 
 beforeAll(async () => {
-  const generator = Bun.spawn([process.execPath, 'bench/gen-jsonl.ts', '--bytes', '16777216', '--model', 'sim/chat', '--out', file], {
-    cwd: join(import.meta.dir, '../..'),
-    stdout: 'ignore',
-  })
+  const generator = Bun.spawn(
+    [
+      process.execPath,
+      'bench/gen-jsonl.ts',
+      '--bytes',
+      '16777216',
+      '--model',
+      'sim/chat',
+      '--out',
+      file,
+    ],
+    {
+      cwd: join(import.meta.dir, '../..'),
+      stdout: 'ignore',
+    },
+  )
   expect(await generator.exited).toBe(0)
 })
 
@@ -31,7 +43,9 @@ for (const storeKind of STORES) {
       expect(response.status).toBe(201)
       const batch = (await response.json()) as { id: string; line_count: number }
       expect(batch.line_count).toBe(50_000)
-      const input = await (await gw.request(`/v1/batches/${batch.id}/results?format=input`, key)).text()
+      const input = await (
+        await gw.request(`/v1/batches/${batch.id}/results?format=input`, key)
+      ).text()
       expect(input).toBe(new TextDecoder().decode(bytes))
     })
   })

@@ -33,7 +33,11 @@ for (const storeKind of STORES) {
     afterAll(() => gw.stop())
 
     const submit = (body: string, query = '?dry_run=true') =>
-      gw.request(`/v1/batches${query}`, key, { method: 'POST', body, headers: { 'content-type': 'application/jsonl' } })
+      gw.request(`/v1/batches${query}`, key, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/jsonl' },
+      })
 
     /** The issues of a one-line file whose body has `patch` applied. */
     async function issuesOf(patch: Record<string, unknown>) {
@@ -44,15 +48,60 @@ for (const storeKind of STORES) {
 
     test('a value of the wrong type is named as wrong, with what to write instead; a missing one "is required"', async () => {
       const cases: [Record<string, unknown>, string, string, string][] = [
-        [{ model: 5 }, 'body.model', 'must be a string; got a number', 'write body.model as a string, in quotes: "5"'],
-        [{ messages: 'hello' }, 'body.messages', 'must be an array; got a string', 'set body.messages to an array, such as [{"role": "user", "content": "hello"}]'],
-        [{ max_tokens: '32' }, 'body.max_tokens', 'must be an integer; got a string', 'write body.max_tokens as a number, without quotes: 32'],
-        [{ n: 1.5 }, 'body.n', 'must be an integer; got 1.5', 'set body.n to a whole number, such as 1'],
-        [{ temperature: 'hot' }, 'body.temperature', 'must be a number; got a string', 'set body.temperature to a number, such as 0.7'],
-        [{ stream: 'false' }, 'body.stream', 'must be true or false; got a string', 'write body.stream as false, without quotes'],
-        [{ stop: 9 }, 'body.stop', 'must be a string or an array; got a number', 'set body.stop to a string or an array, such as ["\\n\\n"]'],
-        [{ messages: [{ role: 'user', content: 12 }] }, 'body.messages.0.content', 'must be a string or an array; got a number', 'set body.messages.0.content to a string or an array, such as "hello"'],
-        [{ messages: [{ role: 'robot', content: 'x' }] }, 'body.messages.0.role', 'must be one of "system", "developer", "user", "assistant", "tool"; got "robot"', 'set body.messages.0.role to "system", "developer", "user", "assistant" or "tool"'],
+        [
+          { model: 5 },
+          'body.model',
+          'must be a string; got a number',
+          'write body.model as a string, in quotes: "5"',
+        ],
+        [
+          { messages: 'hello' },
+          'body.messages',
+          'must be an array; got a string',
+          'set body.messages to an array, such as [{"role": "user", "content": "hello"}]',
+        ],
+        [
+          { max_tokens: '32' },
+          'body.max_tokens',
+          'must be an integer; got a string',
+          'write body.max_tokens as a number, without quotes: 32',
+        ],
+        [
+          { n: 1.5 },
+          'body.n',
+          'must be an integer; got 1.5',
+          'set body.n to a whole number, such as 1',
+        ],
+        [
+          { temperature: 'hot' },
+          'body.temperature',
+          'must be a number; got a string',
+          'set body.temperature to a number, such as 0.7',
+        ],
+        [
+          { stream: 'false' },
+          'body.stream',
+          'must be true or false; got a string',
+          'write body.stream as false, without quotes',
+        ],
+        [
+          { stop: 9 },
+          'body.stop',
+          'must be a string or an array; got a number',
+          'set body.stop to a string or an array, such as ["\\n\\n"]',
+        ],
+        [
+          { messages: [{ role: 'user', content: 12 }] },
+          'body.messages.0.content',
+          'must be a string or an array; got a number',
+          'set body.messages.0.content to a string or an array, such as "hello"',
+        ],
+        [
+          { messages: [{ role: 'robot', content: 'x' }] },
+          'body.messages.0.role',
+          'must be one of "system", "developer", "user", "assistant", "tool"; got "robot"',
+          'set body.messages.0.role to "system", "developer", "user", "assistant" or "tool"',
+        ],
       ]
       for (const [patch, path, message, fix] of cases) {
         const issues = await issuesOf(patch)
@@ -78,37 +127,101 @@ for (const storeKind of STORES) {
       const response = await gw.request('/v1/chat/completions', key, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'sim/chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: '32' }),
+        body: JSON.stringify({
+          model: 'sim/chat',
+          messages: [{ role: 'user', content: 'hi' }],
+          max_tokens: '32',
+        }),
       })
       expect(response.status).toBe(400)
       const body = (await response.json()) as Refusal
       expect(body.error.param).toBe('max_tokens')
-      expect(body.error.message).toBe('max_tokens must be an integer; got a string; write max_tokens as a number, without quotes: 32')
+      expect(body.error.message).toBe(
+        'max_tokens must be an integer; got a string; write max_tokens as a number, without quotes: 32',
+      )
     })
 
     test('tool_choice, logit_bias, response_format and tools: bad shapes refused with path and fix, good ones accepted', async () => {
       const bad: [Record<string, unknown>, string, RegExp][] = [
-        [{ tool_choice: 'sometimes' }, 'body.tool_choice', /^must be "none", "auto", "required" or an object; got "sometimes"$/],
+        [
+          { tool_choice: 'sometimes' },
+          'body.tool_choice',
+          /^must be "none", "auto", "required" or an object; got "sometimes"$/,
+        ],
         [{ tool_choice: 5 }, 'body.tool_choice', /got 5$/],
         [{ tool_choice: { type: 'function' } }, 'body.tool_choice.function', /^is required$/],
-        [{ tool_choice: { type: 'function', function: { name: 7 } } }, 'body.tool_choice.function.name', /^must be a string; got a number$/],
-        [{ tool_choice: { type: 'tool', name: 'x' } }, 'body.tool_choice.type', /^must be one of "function", "custom", "allowed_tools"; got "tool"$/],
+        [
+          { tool_choice: { type: 'function', function: { name: 7 } } },
+          'body.tool_choice.function.name',
+          /^must be a string; got a number$/,
+        ],
+        [
+          { tool_choice: { type: 'tool', name: 'x' } },
+          'body.tool_choice.type',
+          /^must be one of "function", "custom", "allowed_tools"; got "tool"$/,
+        ],
         [{ logit_bias: { hello: 5 } }, 'body.logit_bias.hello', /token id/],
         [{ logit_bias: { '50256': 101 } }, 'body.logit_bias.50256', /^must be at most 100$/],
         [{ logit_bias: { '50256': -101 } }, 'body.logit_bias.50256', /^must be at least -100$/],
-        [{ logit_bias: { '50256': 0.5 } }, 'body.logit_bias.50256', /^must be an integer; got 0.5$/],
+        [
+          { logit_bias: { '50256': 0.5 } },
+          'body.logit_bias.50256',
+          /^must be an integer; got 0.5$/,
+        ],
         [{ logit_bias: [1, 2] }, 'body.logit_bias', /^must be an object; got an array$/],
-        [{ response_format: { type: 'json_schema' } }, 'body.response_format.json_schema', /^is required$/],
-        [{ response_format: { type: 'json_schema', json_schema: { name: 'answer' } } }, 'body.response_format.json_schema.schema', /^is required$/],
-        [{ response_format: { type: 'json_schema', json_schema: { name: 'answer', schema: 'object' } } }, 'body.response_format.json_schema.schema', /^must be an object; got a string$/],
-        [{ response_format: { type: 'json_schema', json_schema: { schema: { type: 'object' } } } }, 'body.response_format.json_schema.name', /^is required$/],
-        [{ response_format: { type: 'json_schema', json_schema: { name: 'my answer', schema: {} } } }, 'body.response_format.json_schema.name', /letters, digits, underscores or dashes/],
+        [
+          { response_format: { type: 'json_schema' } },
+          'body.response_format.json_schema',
+          /^is required$/,
+        ],
+        [
+          { response_format: { type: 'json_schema', json_schema: { name: 'answer' } } },
+          'body.response_format.json_schema.schema',
+          /^is required$/,
+        ],
+        [
+          {
+            response_format: {
+              type: 'json_schema',
+              json_schema: { name: 'answer', schema: 'object' },
+            },
+          },
+          'body.response_format.json_schema.schema',
+          /^must be an object; got a string$/,
+        ],
+        [
+          { response_format: { type: 'json_schema', json_schema: { schema: { type: 'object' } } } },
+          'body.response_format.json_schema.name',
+          /^is required$/,
+        ],
+        [
+          {
+            response_format: {
+              type: 'json_schema',
+              json_schema: { name: 'my answer', schema: {} },
+            },
+          },
+          'body.response_format.json_schema.name',
+          /letters, digits, underscores or dashes/,
+        ],
         [{ response_format: { type: 'yaml' } }, 'body.response_format.type', /got "yaml"$/],
-        [{ tools: [{ type: 'retrieval' }] }, 'body.tools.0.type', /^must be one of "function", "custom"; got "retrieval"$/],
+        [
+          { tools: [{ type: 'retrieval' }] },
+          'body.tools.0.type',
+          /^must be one of "function", "custom"; got "retrieval"$/,
+        ],
         [{ tools: [{ function: { name: 'f' } }] }, 'body.tools.0.type', /^is required$/],
         [{ tools: [{ type: 'function' }] }, 'body.tools.0.function', /^is required$/],
-        [{ tools: [{ type: 'function', function: { description: 'no name' } }] }, 'body.tools.0.function.name', /^is required$/],
-        [{ tools: [{ type: 'function', function: { name: 'f', parameters: 'none' } }] }, 'body.tools.0.function.parameters', /^must be an object; got a string$/],
+        [
+          { tools: [{ type: 'function', function: { description: 'no name' } }] },
+          'body.tools.0.function.name',
+          /^is required$/,
+        ],
+        [
+          { tools: [{ type: 'function', function: { name: 'f', parameters: 'none' } }] },
+          'body.tools.0.function.parameters',
+          /^must be an object; got a string$/,
+        ],
       ]
       const failures: string[] = []
       for (const [patch, path, message] of bad) {
@@ -127,20 +240,50 @@ for (const storeKind of STORES) {
         { tool_choice: 'auto' },
         { tool_choice: 'required' },
         { tool_choice: { type: 'function', function: { name: 'get_weather' } } },
-        { tool_choice: { type: 'allowed_tools', allowed_tools: { mode: 'auto', tools: [{ type: 'function', function: { name: 'get_weather' } }] } } },
+        {
+          tool_choice: {
+            type: 'allowed_tools',
+            allowed_tools: {
+              mode: 'auto',
+              tools: [{ type: 'function', function: { name: 'get_weather' } }],
+            },
+          },
+        },
         { logit_bias: { '50256': -100, '1': 100, '220': 0 } },
         { logit_bias: null },
         { response_format: { type: 'text' } },
         { response_format: { type: 'json_object' } },
-        { response_format: { type: 'json_schema', json_schema: { name: 'answer-1', schema: { type: 'object' }, strict: true } } },
-        { tools: [{ type: 'function', function: { name: 'get_weather', description: 'w', parameters: { type: 'object' }, strict: null } }] },
+        {
+          response_format: {
+            type: 'json_schema',
+            json_schema: { name: 'answer-1', schema: { type: 'object' }, strict: true },
+          },
+        },
+        {
+          tools: [
+            {
+              type: 'function',
+              function: {
+                name: 'get_weather',
+                description: 'w',
+                parameters: { type: 'object' },
+                strict: null,
+              },
+            },
+          ],
+        },
         { tools: [{ type: 'custom', custom: { name: 'sql', format: { type: 'text' } } }] },
         // Parameters the gateway does not know still pass, as before.
-        { parallel_tool_calls: false, metadata: { team: 'x' }, some_future_parameter: [1, { a: 2 }] },
+        {
+          parallel_tool_calls: false,
+          metadata: { team: 'x' },
+          some_future_parameter: [1, { a: 2 }],
+        },
       ]
       for (const patch of good) {
         const response = await submit(jsonl([chatLine('a', 'hello', patch)]))
-        if (response.status !== 200) failures.push(`${JSON.stringify(patch)}: ${response.status} ${await response.text()}`)
+        if (response.status !== 200)
+          failures.push(`${JSON.stringify(patch)}: ${response.status} ${await response.text()}`)
       }
       expect(failures).toEqual([])
     })
@@ -152,23 +295,35 @@ for (const storeKind of STORES) {
       expect(duplicate.status).toBe(400)
       expect(duplicateText.length).toBeLessThan(4096)
       const issues = (JSON.parse(duplicateText) as Refusal).issues!
-      expect(issues.map((i) => [i.line, i.path])).toEqual([[1, 'custom_id'], [2, 'custom_id'], [2, 'custom_id']])
-      expect(issues[2].message).toBe(`"${'i'.repeat(64)}… (${MB} characters)" is already used on line 1`)
+      expect(issues.map((i) => [i.line, i.path])).toEqual([
+        [1, 'custom_id'],
+        [2, 'custom_id'],
+        [2, 'custom_id'],
+      ])
+      expect(issues[2].message).toBe(
+        `"${'i'.repeat(64)}… (${MB} characters)" is already used on line 1`,
+      )
       expect(issues[0].custom_id).toBe(`${'i'.repeat(128)}… (${MB} characters)`)
 
       const model = await submit(jsonl([chatLine('a', 'hello', {}, `m${'o'.repeat(MB)}`)]))
       const modelText = await model.text()
       expect(model.status).toBe(400)
       expect(modelText.length).toBeLessThan(4096)
-      expect((JSON.parse(modelText) as Refusal).issues![0].message).toBe(`unknown model "m${'o'.repeat(63)}… (${MB + 1} characters)"`)
+      expect((JSON.parse(modelText) as Refusal).issues![0].message).toBe(
+        `unknown model "m${'o'.repeat(63)}… (${MB + 1} characters)"`,
+      )
 
       const field = await submit(jsonl([{ ...chatLine('a'), ['k'.repeat(MB)]: 1 }]))
       const fieldText = await field.text()
       expect(field.status).toBe(400)
       expect(fieldText.length).toBeLessThan(4096)
-      expect((JSON.parse(fieldText) as Refusal).issues![0].message).toContain(`unknown field ${'k'.repeat(64)}…`)
+      expect((JSON.parse(fieldText) as Refusal).issues![0].message).toContain(
+        `unknown field ${'k'.repeat(64)}…`,
+      )
 
-      const bias = await submit(jsonl([chatLine('a', 'hello', { logit_bias: { ['b'.repeat(MB)]: 1 } })]))
+      const bias = await submit(
+        jsonl([chatLine('a', 'hello', { logit_bias: { ['b'.repeat(MB)]: 1 } })]),
+      )
       const biasText = await bias.text()
       expect(bias.status).toBe(400)
       expect(biasText.length).toBeLessThan(4096)
@@ -176,7 +331,10 @@ for (const storeKind of STORES) {
       const live = await gw.request('/v1/chat/completions', key, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'x'.repeat(100_000), messages: [{ role: 'user', content: 'hi' }] }),
+        body: JSON.stringify({
+          model: 'x'.repeat(100_000),
+          messages: [{ role: 'user', content: 'hi' }],
+        }),
       })
       const liveText = await live.text()
       expect(live.status).toBe(400)
@@ -212,7 +370,10 @@ for (const storeKind of STORES) {
     test('completion_window_hours and limit take plain decimal digits only', async () => {
       const file = jsonl([chatLine('a')])
       for (const hours of ['0x10', '1e2', ' 24', '24 ', '+24', '024', '24.0', '0b11', '', '0']) {
-        const response = await submit(file, `?dry_run=true&completion_window_hours=${encodeURIComponent(hours)}`)
+        const response = await submit(
+          file,
+          `?dry_run=true&completion_window_hours=${encodeURIComponent(hours)}`,
+        )
         expect([hours, response.status]).toEqual([hours, 400])
         const body = (await response.json()) as Refusal
         expect(body.error.param).toBe('completion_window_hours')
@@ -221,13 +382,17 @@ for (const storeKind of STORES) {
         )
       }
       for (const hours of ['1', '24', '168']) {
-        expect((await submit(file, `?dry_run=true&completion_window_hours=${hours}`)).status).toBe(200)
+        expect((await submit(file, `?dry_run=true&completion_window_hours=${hours}`)).status).toBe(
+          200,
+        )
       }
       for (const path of ['/v1/batches', '/openai/v1/batches', '/openai/v1/files']) {
         for (const limit of ['0x10', '1e1', ' 5', '5.0']) {
           const response = await gw.request(`${path}?limit=${encodeURIComponent(limit)}`, key)
           expect([path, limit, response.status]).toEqual([path, limit, 400])
-          expect(((await response.json()) as Refusal).error.message).toContain(`got ${JSON.stringify(limit)}`)
+          expect(((await response.json()) as Refusal).error.message).toContain(
+            `got ${JSON.stringify(limit)}`,
+          )
         }
         expect((await gw.request(`${path}?limit=5`, key)).status).toBe(200)
       }
@@ -246,21 +411,39 @@ for (const storeKind of STORES) {
         const form = new FormData()
         form.set('file', new Blob([jsonl([chatLine('a')])]), 'a.jsonl')
         for (const [name, value] of Object.entries(fields)) form.set(name, value)
-        return fetch(`${gw.url}/dashboard/batches`, { method: 'POST', headers: { cookie }, body: form, redirect: 'manual' })
+        return fetch(`${gw.url}/dashboard/batches`, {
+          method: 'POST',
+          headers: { cookie },
+          body: form,
+          redirect: 'manual',
+        })
       }
       const unescape = (html: string) =>
-        html.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
+        html
+          .replace(/&quot;/g, '"')
+          .replace(/&#39;/g, "'")
+          .replace(/&lt;/g, '<')
+          .replace(/&gt;/g, '>')
+          .replace(/&amp;/g, '&')
       for (const hours of ['0x10', '1e2', ' 24', '169']) {
         const page = await post({ completion_window_hours: hours, dry_run: 'true' })
         expect([hours, page.status]).toEqual([hours, 400])
-        const api = await submit(jsonl([chatLine('a')]), `?dry_run=true&completion_window_hours=${encodeURIComponent(hours)}`)
+        const api = await submit(
+          jsonl([chatLine('a')]),
+          `?dry_run=true&completion_window_hours=${encodeURIComponent(hours)}`,
+        )
         expect(api.status).toBe(400)
-        const apiMessage = ((await api.json()) as Refusal).error.message.replace(/^query parameter /, '')
+        const apiMessage = ((await api.json()) as Refusal).error.message.replace(
+          /^query parameter /,
+          '',
+        )
         expect(unescape(await page.text())).toContain(apiMessage)
       }
       const name = await post({ name: 'a\u0000b', dry_run: 'true' })
       expect(name.status).toBe(400)
-      expect(unescape(await name.text())).toContain('name must be Unicode text without NUL characters')
+      expect(unescape(await name.text())).toContain(
+        'name must be Unicode text without NUL characters',
+      )
       const quote = await post({ completion_window_hours: '48', dry_run: 'true' })
       expect(quote.status).toBe(200)
       expect(await quote.text()).toContain('Quote: 1 lines')

@@ -1,6 +1,13 @@
 /** POST /v1/batches: every validation rule answered with its exact line-numbered issue. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { chatLine, embedLine, jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
+import {
+  chatLine,
+  embedLine,
+  jsonl,
+  startTestGateway,
+  STORES,
+  type TestGateway,
+} from '../helpers/gateway.ts'
 
 interface IssueBody {
   error: { code: string; message: string; type: string }
@@ -39,12 +46,16 @@ for (const storeKind of STORES) {
 
     async function nothingStored() {
       const list = (await (await gw.request('/v1/batches', key)).json()) as { data: unknown[] }
-      const account = (await (await gw.admin(`/accounts/${accountId}`)).json()) as { held_usd: string }
+      const account = (await (await gw.admin(`/accounts/${accountId}`)).json()) as {
+        held_usd: string
+      }
       return list.data.length === 0 && account.held_usd === '0.000000'
     }
 
     test('bad JSON is reported on its line with an empty path', async () => {
-      const json = await rejected(jsonl([chatLine('a'), '{"custom_id": "b", "method": "POST",', chatLine('c')]))
+      const json = await rejected(
+        jsonl([chatLine('a'), '{"custom_id": "b", "method": "POST",', chatLine('c')]),
+      )
       expect(json.issues).toHaveLength(1)
       expect(json.issues[0]).toMatchObject({ line: 2, path: '' })
       expect(json.issues[0].message).toContain('not valid JSON')
@@ -52,11 +63,18 @@ for (const storeKind of STORES) {
     })
 
     test('a UTF-8 BOM, CRLF endings and blank lines are accepted; line numbers count blank lines', async () => {
-      const text = '\uFEFF' + JSON.stringify(chatLine('a')) + '\r\n\r\n' + JSON.stringify(chatLine('b', 'héllo 東京')) + '\r\n'
+      const text =
+        '\uFEFF' +
+        JSON.stringify(chatLine('a')) +
+        '\r\n\r\n' +
+        JSON.stringify(chatLine('b', 'héllo 東京')) +
+        '\r\n'
       const ok = await gw.request('/v1/batches?dry_run=true', key, { method: 'POST', body: text })
       expect(ok.status).toBe(200)
       expect(((await ok.json()) as { line_count: number }).line_count).toBe(2)
-      const bad = await rejected('\uFEFF' + JSON.stringify(chatLine('a')) + '\r\n\r\n' + '{oops}\r\n')
+      const bad = await rejected(
+        '\uFEFF' + JSON.stringify(chatLine('a')) + '\r\n\r\n' + '{oops}\r\n',
+      )
       expect(bad.issues[0]).toMatchObject({ line: 3, path: '' })
     })
 
@@ -72,10 +90,26 @@ for (const storeKind of STORES) {
     })
 
     test('duplicate and over-long custom_id', async () => {
-      const json = await rejected(jsonl([chatLine('same'), chatLine('x'.repeat(129)), chatLine('same'), chatLine('y'.repeat(128))]))
+      const json = await rejected(
+        jsonl([
+          chatLine('same'),
+          chatLine('x'.repeat(129)),
+          chatLine('same'),
+          chatLine('y'.repeat(128)),
+        ]),
+      )
       expect(json.issues).toEqual([
-        expect.objectContaining({ line: 2, path: 'custom_id', message: 'must be at most 128 characters' }),
-        expect.objectContaining({ line: 3, path: 'custom_id', custom_id: 'same', message: '"same" is already used on line 1' }),
+        expect.objectContaining({
+          line: 2,
+          path: 'custom_id',
+          message: 'must be at most 128 characters',
+        }),
+        expect.objectContaining({
+          line: 3,
+          path: 'custom_id',
+          custom_id: 'same',
+          message: '"same" is already used on line 1',
+        }),
       ])
     })
 
@@ -86,10 +120,20 @@ for (const storeKind of STORES) {
     })
 
     test('unknown model, and a model that does not serve the endpoint', async () => {
-      const json = await rejected(jsonl([chatLine('a', 'hi', {}, 'no/such-model'), chatLine('b', 'hi', {}, 'sim/embed')]))
+      const json = await rejected(
+        jsonl([chatLine('a', 'hi', {}, 'no/such-model'), chatLine('b', 'hi', {}, 'sim/embed')]),
+      )
       expect(json.issues).toEqual([
-        expect.objectContaining({ line: 1, path: 'body.model', message: 'unknown model "no/such-model"' }),
-        expect.objectContaining({ line: 2, path: 'body.model', message: 'sim/embed does not serve /v1/chat/completions' }),
+        expect.objectContaining({
+          line: 1,
+          path: 'body.model',
+          message: 'unknown model "no/such-model"',
+        }),
+        expect.objectContaining({
+          line: 2,
+          path: 'body.model',
+          message: 'sim/embed does not serve /v1/chat/completions',
+        }),
       ])
     })
 
@@ -100,9 +144,15 @@ for (const storeKind of STORES) {
     })
 
     test('stream: true and n > 8 are refused', async () => {
-      const json = await rejected(jsonl([chatLine('a', 'hi', { stream: true }), chatLine('b', 'hi', { n: 9 })]))
+      const json = await rejected(
+        jsonl([chatLine('a', 'hi', { stream: true }), chatLine('b', 'hi', { n: 9 })]),
+      )
       expect(json.issues).toEqual([
-        expect.objectContaining({ line: 1, path: 'body.stream', message: 'a batch line cannot stream' }),
+        expect.objectContaining({
+          line: 1,
+          path: 'body.stream',
+          message: 'a batch line cannot stream',
+        }),
         expect.objectContaining({ line: 2, path: 'body.n', message: 'must be at most 8' }),
       ])
     })
@@ -112,9 +162,24 @@ for (const storeKind of STORES) {
         jsonl([
           chatLine('a', 'hi', { max_tokens: 5000 }),
           chatLine('b', 'hi', { temperature: 0.2 }, 'sim/strict'),
-          { custom_id: 'c', method: 'POST', url: '/v1/chat/completions', body: { model: 'sim/chat', messages: [] } },
-          { custom_id: 'd', method: 'POST', url: '/v1/chat/completions', body: { model: 'sim/chat', messages: [{ role: 'robot', content: 'x' }] } },
-          { custom_id: 'e', method: 'GET', url: '/v1/chat/completions', body: { model: 'sim/chat', messages: [{ role: 'user', content: 'x' }] } },
+          {
+            custom_id: 'c',
+            method: 'POST',
+            url: '/v1/chat/completions',
+            body: { model: 'sim/chat', messages: [] },
+          },
+          {
+            custom_id: 'd',
+            method: 'POST',
+            url: '/v1/chat/completions',
+            body: { model: 'sim/chat', messages: [{ role: 'robot', content: 'x' }] },
+          },
+          {
+            custom_id: 'e',
+            method: 'GET',
+            url: '/v1/chat/completions',
+            body: { model: 'sim/chat', messages: [{ role: 'user', content: 'x' }] },
+          },
           { custom_id: 'f', method: 'POST', url: '/v1/responses', body: {} },
           { custom_id: 7, method: 'POST', url: '/v1/chat/completions', body: chatLine('g').body },
         ]),
@@ -143,7 +208,12 @@ for (const storeKind of STORES) {
     })
 
     test('more than 50,000 lines is refused on line 50,001', async () => {
-      const line = JSON.stringify({ custom_id: 'X', method: 'POST', url: '/v1/embeddings', body: { model: 'sim/embed', input: 'a' } })
+      const line = JSON.stringify({
+        custom_id: 'X',
+        method: 'POST',
+        url: '/v1/embeddings',
+        body: { model: 'sim/embed', input: 'a' },
+      })
       const parts: string[] = []
       for (let i = 1; i <= 50_001; i++) parts.push(line.replace('"X"', `"${i}"`))
       const json = await rejected(parts.join('\n'))
@@ -174,12 +244,24 @@ for (const storeKind of STORES) {
     test('an empty body, or one of only newlines, says so', async () => {
       for (const body of ['', '\n\n\n']) {
         const json = await rejected(body)
-        expect(json.issues[0]).toMatchObject({ line: 1, path: '', message: 'the file has no requests' })
+        expect(json.issues[0]).toMatchObject({
+          line: 1,
+          path: '',
+          message: 'the file has no requests',
+        })
       }
     })
 
     test('an OpenAI-shaped create is pointed at /openai/v1', async () => {
-      const response = await submit(JSON.stringify({ input_file_id: 'file-abc', endpoint: '/v1/chat/completions', completion_window: '24h' }), '', { 'content-type': 'application/json' })
+      const response = await submit(
+        JSON.stringify({
+          input_file_id: 'file-abc',
+          endpoint: '/v1/chat/completions',
+          completion_window: '24h',
+        }),
+        '',
+        { 'content-type': 'application/json' },
+      )
       expect(response.status).toBe(400)
       const json = (await response.json()) as IssueBody
       expect(json.error.code).toBe('wrong_api_surface')

@@ -21,15 +21,26 @@ for (const storeKind of STORES) {
       expect(response.status).toBe(400)
       const json = (await response.json()) as { issues: { line: number; path: string }[] }
       expect(json.issues).toEqual([expect.objectContaining({ line: 2, path: 'custom_id' })])
-      expect((await gw.request('/v1/batches', key, { method: 'POST', body: jsonl([chatLine('ok-😀')]) })).status).toBe(201)
+      expect(
+        (await gw.request('/v1/batches', key, { method: 'POST', body: jsonl([chatLine('ok-😀')]) }))
+          .status,
+      ).toBe(201)
     })
 
     test('facade metadata with an unpaired surrogate is a 400; a quoted bad model name is stored', async () => {
       const { key } = await gw.newAccount('1')
       const form = new FormData()
       form.set('purpose', 'batch')
-      form.set('file', new Blob([`{"custom_id":"a","method":"POST","url":"/v1/chat/completions","body":{"model":"no-such-\\ud800","messages":[{"role":"user","content":"x"}]}}\n`]), 'in.jsonl')
-      const file = (await (await gw.request('/openai/v1/files', key, { method: 'POST', body: form })).json()) as { id: string }
+      form.set(
+        'file',
+        new Blob([
+          `{"custom_id":"a","method":"POST","url":"/v1/chat/completions","body":{"model":"no-such-\\ud800","messages":[{"role":"user","content":"x"}]}}\n`,
+        ]),
+        'in.jsonl',
+      )
+      const file = (await (
+        await gw.request('/openai/v1/files', key, { method: 'POST', body: form })
+      ).json()) as { id: string }
       const create = (metadata: string) =>
         gw.request('/openai/v1/batches', key, {
           method: 'POST',
@@ -42,7 +53,10 @@ for (const storeKind of STORES) {
       // The file's model name carries the surrogate into the batch's error message: stored, not a 500.
       const rejected = await create('{"team":"ok"}')
       expect(rejected.status).toBe(200)
-      const batch = (await rejected.json()) as { status: string; errors: { data: { line: number; param: string }[] } }
+      const batch = (await rejected.json()) as {
+        status: string
+        errors: { data: { line: number; param: string }[] }
+      }
       expect(batch.status).toBe('failed')
       expect(batch.errors.data[0]).toMatchObject({ line: 1, param: 'body.model' })
     })

@@ -11,7 +11,10 @@ for (const storeKind of STORES) {
   describe(`dashboard sessions (${storeKind})`, () => {
     let gw: TestGateway
     beforeAll(async () => {
-      gw = await startTestGateway({ store: storeKind, env: { MULTIGRID_DISPATCH: '0', MULTIGRID_SESSION_HOURS: '1' } })
+      gw = await startTestGateway({
+        store: storeKind,
+        env: { MULTIGRID_DISPATCH: '0', MULTIGRID_SESSION_HOURS: '1' },
+      })
     })
     afterAll(async () => {
       await gw.stop()
@@ -20,7 +23,10 @@ for (const storeKind of STORES) {
     const form = (path: string, fields: Record<string, string>, cookie?: string) =>
       fetch(`${gw.url}${path}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}) },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          ...(cookie ? { cookie } : {}),
+        },
         body: new URLSearchParams(fields),
         redirect: 'manual',
       })
@@ -33,7 +39,8 @@ for (const storeKind of STORES) {
       expect(cookie).not.toContain(key)
       return cookie.split(';')[0]!
     }
-    const page = (cookie: string) => fetch(`${gw.url}/`, { headers: { cookie }, redirect: 'manual' })
+    const page = (cookie: string) =>
+      fetch(`${gw.url}/`, { headers: { cookie }, redirect: 'manual' })
     const idOf = (cookie: string) => cookie.slice(cookie.indexOf('=') + 1)
 
     test('after sign-out, a copied cookie is refused; another sign-in of the same key keeps working', async () => {
@@ -49,9 +56,18 @@ for (const storeKind of STORES) {
       expect(refused.status).toBe(401)
       expect(await refused.text()).toContain('sign in')
       expect(refused.headers.get('set-cookie')).toContain('Max-Age=0')
-      expect((await fetch(`${gw.url}/dashboard/batches/batch_x`, { headers: { cookie: copied }, redirect: 'manual' })).status).toBe(401)
+      expect(
+        (
+          await fetch(`${gw.url}/dashboard/batches/batch_x`, {
+            headers: { cookie: copied },
+            redirect: 'manual',
+          })
+        ).status,
+      ).toBe(401)
       expect((await page(elsewhere)).status).toBe(200)
-      expect(await gw.store.findSession(sessionHash(idOf(cookie)), Math.floor(Date.now() / 1000))).toBeNull()
+      expect(
+        await gw.store.findSession(sessionHash(idOf(cookie)), Math.floor(Date.now() / 1000)),
+      ).toBeNull()
     })
 
     test('the key itself in a cookie signs nobody in', async () => {

@@ -13,7 +13,10 @@ import { freePort } from '../helpers/process-gateway.ts'
 const ROOT = join(import.meta.dir, '../..')
 
 /** Starts src/main.ts, waits until it answers, stops it, and returns what it wrote to stderr. */
-async function startAndStop(env: Record<string, string>, whileUp: (url: string) => Promise<void> = async () => {}) {
+async function startAndStop(
+  env: Record<string, string>,
+  whileUp: (url: string) => Promise<void> = async () => {},
+) {
   const child = Bun.spawn([process.execPath, join(ROOT, 'src/main.ts')], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdout: 'ignore',
@@ -22,7 +25,10 @@ async function startAndStop(env: Record<string, string>, whileUp: (url: string) 
   const url = `http://127.0.0.1:${env.PORT}`
   const deadline = Date.now() + 15_000
   for (;;) {
-    const up = await fetch(`${url}/healthz`).then((r) => r.ok, () => false)
+    const up = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    )
     if (up) break
     if (Date.now() > deadline) throw new Error('gateway process did not start')
     await Bun.sleep(50)

@@ -8,7 +8,13 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
-import { ADMIN_TOKEN, dropTestSchema, freshSchemaUrl, STORES, TEST_DATABASE_URL } from '../helpers/gateway.ts'
+import {
+  ADMIN_TOKEN,
+  dropTestSchema,
+  freshSchemaUrl,
+  STORES,
+  TEST_DATABASE_URL,
+} from '../helpers/gateway.ts'
 import { BACKGROUND_NICE_STEP } from '../../src/threads/background-priority.ts'
 import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
 import { waitFor } from '../helpers/wait.ts'
@@ -18,7 +24,12 @@ const ROOT = join(import.meta.dir, '../..')
 /** The environment the process with this pid runs with, from the kernel. */
 function environOf(pid: number): Record<string, string> {
   const entries = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean)
-  return Object.fromEntries(entries.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]))
+  return Object.fromEntries(
+    entries.map((entry) => [
+      entry.slice(0, entry.indexOf('=')),
+      entry.slice(entry.indexOf('=') + 1),
+    ]),
+  )
 }
 
 /** Each thread's name, nice value and scheduling policy (0 SCHED_OTHER, 3 SCHED_BATCH), from /proc/<pid>/task/<tid>/stat. */
@@ -44,7 +55,7 @@ function descendantsOf(root: number): number[] {
     } catch {} // ended between the listing and the read
   }
   const found: number[] = []
-  for (let next = [root]; next.length > 0; ) {
+  for (let next = [root]; next.length > 0;) {
     next = next.flatMap((pid) => children.get(pid) ?? [])
     found.push(...next)
   }
@@ -67,7 +78,11 @@ async function npmStart(env: Record<string, string>) {
     await Promise.race([npm.exited, Bun.sleep(15_000)])
   }
   try {
-    await waitFor('npm start to answer', async () => (await fetch(`http://127.0.0.1:${env.PORT}/healthz`).catch(() => null))?.ok, 30_000)
+    await waitFor(
+      'npm start to answer',
+      async () => (await fetch(`http://127.0.0.1:${env.PORT}/healthz`).catch(() => null))?.ok,
+      30_000,
+    )
     const pid = descendantsOf(npm.pid).find((candidate) => {
       const argv = readFileSync(`/proc/${candidate}/cmdline`, 'utf8').split('\0')
       return /(^|\/)bun(\.exe)?$/.test(argv[0]) && argv.includes('src/main.ts')
@@ -125,9 +140,17 @@ describe('process tuning', () => {
 
   test('the gateway does not restart itself to change its environment: started bare, it runs as it was started', async () => {
     const env = gatewayEnv()
-    const child = Bun.spawn([process.execPath, join(ROOT, 'src/main.ts')], { env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'ignore', stderr: 'inherit' })
+    const child = Bun.spawn([process.execPath, join(ROOT, 'src/main.ts')], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdout: 'ignore',
+      stderr: 'inherit',
+    })
     try {
-      await waitFor('the gateway to answer', async () => (await fetch(`http://127.0.0.1:${env.PORT}/healthz`).catch(() => null))?.ok, 15_000)
+      await waitFor(
+        'the gateway to answer',
+        async () => (await fetch(`http://127.0.0.1:${env.PORT}/healthz`).catch(() => null))?.ok,
+        15_000,
+      )
       expect(environOf(child.pid)).not.toHaveProperty('MIMALLOC_PURGE_DELAY')
     } finally {
       child.kill('SIGTERM')
@@ -140,10 +163,17 @@ describe('process tuning', () => {
     // The image starts Bun itself (no npm, no shell): its ENV is what gives the setting.
     expect(dockerfile).toMatch(/^ENV .*\bMIMALLOC_PURGE_DELAY=-1\b/m)
     expect(dockerfile).toMatch(/^CMD \["bun", "src\/main\.ts"\]$/m)
-    const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
-    const servers = Object.keys(scripts).filter((name) => name === 'start' || name === 'sim' || name.startsWith('bench:'))
+    const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>
+    }
+    const servers = Object.keys(scripts).filter(
+      (name) => name === 'start' || name === 'sim' || name.startsWith('bench:'),
+    )
     expect(servers.length).toBeGreaterThanOrEqual(6)
-    for (const name of servers) expect(`${name}: ${scripts[name]}`).toStartWith(`${name}: MIMALLOC_PURGE_DELAY=\${MIMALLOC_PURGE_DELAY:--1} bun `)
+    for (const name of servers)
+      expect(`${name}: ${scripts[name]}`).toStartWith(
+        `${name}: MIMALLOC_PURGE_DELAY=\${MIMALLOC_PURGE_DELAY:--1} bun `,
+      )
   })
 
   test('the SQLite threads (dispatch, checkpoints) run under SCHED_BATCH, 10 nicer than the process; the event loop and the validation thread are left as they were', async () => {
@@ -157,13 +187,20 @@ describe('process tuning', () => {
       expect(main.nice).toBe(ours)
       // Three Worker threads: the two SQLite ones, and the validation thread (a request waits
       // for its work, so it keeps the process's priority).
-      const workers = await waitFor('the SQLite threads to lower their priority', async () => {
-        const found = threadsOf(gateway.pid).filter((t) => t.name === 'Worker')
-        return found.filter((t) => t.policy === 3).length >= 2 ? found : null
-      }, 10_000)
+      const workers = await waitFor(
+        'the SQLite threads to lower their priority',
+        async () => {
+          const found = threadsOf(gateway.pid).filter((t) => t.name === 'Worker')
+          return found.filter((t) => t.policy === 3).length >= 2 ? found : null
+        },
+        10_000,
+      )
       expect(workers.map((t) => t.policy).sort()).toEqual([0, 3, 3])
       const background = Math.min(19, ours + BACKGROUND_NICE_STEP)
-      expect(workers.filter((t) => t.policy === 3).map((t) => t.nice)).toEqual([background, background])
+      expect(workers.filter((t) => t.policy === 3).map((t) => t.nice)).toEqual([
+        background,
+        background,
+      ])
       expect(workers.filter((t) => t.policy === 0).map((t) => t.nice)).toEqual([ours])
       // Threads the dispatch thread starts afterwards (its heap's collector) inherit the policy.
       expect(threads.filter((t) => t.policy === 3).length).toBeLessThan(threads.length / 2)
@@ -182,12 +219,18 @@ describe('process tuning', () => {
         const ours = threadsOf(process.pid).find((t) => t.tid === process.pid)!.nice
         // The thread lowers its priority once it has loaded the driver, which may be after the
         // gateway first answers.
-        const workers = await waitFor('the dispatch thread to lower its priority', async () => {
-          const found = threadsOf(gateway.pid).filter((t) => t.name === 'Worker')
-          return found.some((t) => t.policy === 3) ? found : null
-        }, 10_000)
+        const workers = await waitFor(
+          'the dispatch thread to lower its priority',
+          async () => {
+            const found = threadsOf(gateway.pid).filter((t) => t.name === 'Worker')
+            return found.some((t) => t.policy === 3) ? found : null
+          },
+          10_000,
+        )
         expect(workers.map((t) => t.policy).sort()).toEqual([0, 3])
-        expect(workers.find((t) => t.policy === 3)!.nice).toBe(Math.min(19, ours + BACKGROUND_NICE_STEP))
+        expect(workers.find((t) => t.policy === 3)!.nice).toBe(
+          Math.min(19, ours + BACKGROUND_NICE_STEP),
+        )
         expect(workers.find((t) => t.policy === 0)!.nice).toBe(ours)
       } finally {
         expect(await gateway.kill('SIGTERM')).toBe(0)

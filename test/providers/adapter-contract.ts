@@ -9,8 +9,10 @@ import { defaultSimulatorOptions } from '../../src/simulator/options.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 
 /** The request an adapter is handed: the upstream model is the body's own, as these tests write it. */
-const forUpstream = <T extends { body: Record<string, unknown> }>(request: T) => ({ ...request, model: String(request.body.model) })
-
+const forUpstream = <T extends { body: Record<string, unknown> }>(request: T) => ({
+  ...request,
+  model: String(request.body.model),
+})
 
 export interface ContractSetup {
   kind: ProviderOptions['kind']
@@ -89,17 +91,21 @@ export function runAdapterContract(setup: ContractSetup): void {
     })
 
     test('finish reasons: length at max_tokens, stop at a stop sequence', async () => {
-      const short = await adapter().send(forUpstream({ endpoint: 'chat', body: { ...prompt, max_tokens: 3 } }))
+      const short = await adapter().send(
+        forUpstream({ endpoint: 'chat', body: { ...prompt, max_tokens: 3 } }),
+      )
       if (!short.ok) throw new Error(short.error.message)
       expect((short.body.choices as any[])[0]).toMatchObject({
         message: { content: 'sim reply to' },
         finish_reason: 'length',
       })
       expect(short.usage).toEqual({ input_tokens: promptTokens, output_tokens: 3 })
-      const stopped = await adapter().send(forUpstream({
-        endpoint: 'chat',
-        body: { ...prompt, stop: ['there'] },
-      }))
+      const stopped = await adapter().send(
+        forUpstream({
+          endpoint: 'chat',
+          body: { ...prompt, stop: ['there'] },
+        }),
+      )
       if (!stopped.ok) throw new Error(stopped.error.message)
       expect((stopped.body.choices as any[])[0]).toMatchObject({
         message: { content: 'sim reply to Hello ' },
@@ -112,7 +118,9 @@ export function runAdapterContract(setup: ContractSetup): void {
       const client = adapter()
       const plain = await client.send(forUpstream({ endpoint: 'chat', body: prompt }))
       if (!plain.ok) throw new Error(plain.error.message)
-      const streamed = await collect(await client.stream(forUpstream({ endpoint: 'chat', body: prompt })))
+      const streamed = await collect(
+        await client.stream(forUpstream({ endpoint: 'chat', body: prompt })),
+      )
       expect(streamed.error).toBeNull()
       expect(streamed.chunks.every((chunk) => chunk.object === 'chat.completion.chunk')).toBe(true)
       expect(streamed.chunks[0].choices[0].delta.role).toBe('assistant')
@@ -184,7 +192,9 @@ export function runAdapterContract(setup: ContractSetup): void {
       sim.configure({ noUsageRate: 1 })
       const outcome = await adapter().send(forUpstream({ endpoint: 'chat', body: prompt }))
       expect(outcome).toMatchObject({ ok: true, usage: null })
-      const streamed = await collect(await adapter().stream(forUpstream({ endpoint: 'chat', body: prompt })))
+      const streamed = await collect(
+        await adapter().stream(forUpstream({ endpoint: 'chat', body: prompt })),
+      )
       expect(streamed.error).toBeNull()
       expect(streamed.usage).toBeNull()
     })
@@ -197,28 +207,34 @@ export function runAdapterContract(setup: ContractSetup): void {
         error: { kind: 'auth', retryable: false, status: 401 },
       })
       expect(JSON.stringify(outcome)).not.toContain('0123456789abcdef')
-      const keyed = await adapter({ apiKey: 'the-right-key' }).send(forUpstream({
-        endpoint: 'chat',
-        body: prompt,
-      }))
+      const keyed = await adapter({ apiKey: 'the-right-key' }).send(
+        forUpstream({
+          endpoint: 'chat',
+          body: prompt,
+        }),
+      )
       expect(keyed.ok).toBe(true)
     })
 
     test('other 4xx: invalid_request with the upstream body; context length recognised', async () => {
-      const refused = await adapter().send(forUpstream({
-        endpoint: 'chat',
-        body: { ...prompt, model: 'fail-400' },
-      }))
+      const refused = await adapter().send(
+        forUpstream({
+          endpoint: 'chat',
+          body: { ...prompt, model: 'fail-400' },
+        }),
+      )
       expect(refused).toMatchObject({
         ok: false,
         error: { kind: 'invalid_request', retryable: false, status: 400 },
       })
       if (refused.ok) return
       expect(JSON.stringify(refused.error.body)).toContain('refuses model')
-      const tooLong = await adapter().send(forUpstream({
-        endpoint: 'chat',
-        body: { ...prompt, model: 'ctx-overflow' },
-      }))
+      const tooLong = await adapter().send(
+        forUpstream({
+          endpoint: 'chat',
+          body: { ...prompt, model: 'ctx-overflow' },
+        }),
+      )
       expect(tooLong).toMatchObject({
         ok: false,
         error: { kind: 'context_length_exceeded', retryable: false, status: 400 },
@@ -230,11 +246,13 @@ export function runAdapterContract(setup: ContractSetup): void {
       const controller = new AbortController()
       setTimeout(() => controller.abort(), 50)
       const started = performance.now()
-      const outcome = await adapter().send(forUpstream({
-        endpoint: 'chat',
-        body: prompt,
-        signal: controller.signal,
-      }))
+      const outcome = await adapter().send(
+        forUpstream({
+          endpoint: 'chat',
+          body: prompt,
+          signal: controller.signal,
+        }),
+      )
       expect(outcome.ok).toBe(false)
       expect(performance.now() - started).toBeLessThan(1_000)
     })
@@ -242,21 +260,27 @@ export function runAdapterContract(setup: ContractSetup): void {
     test('nobody listening: connection, retryable', async () => {
       const gone = await startSimulator()
       await gone.stop()
-      const outcome = await adapter({ baseUrls: [setup.baseUrl(gone.url)] }).send(forUpstream({
-        endpoint: 'chat',
-        body: prompt,
-      }))
+      const outcome = await adapter({ baseUrls: [setup.baseUrl(gone.url)] }).send(
+        forUpstream({
+          endpoint: 'chat',
+          body: prompt,
+        }),
+      )
       expect(outcome).toMatchObject({ ok: false, error: { kind: 'connection', retryable: true } })
     })
 
     test('stream failures after 200 are thrown as UpstreamStreamError; usage is null', async () => {
       sim.configure({ resetRate: 1 })
-      const reset = await collect(await adapter().stream(forUpstream({ endpoint: 'chat', body: prompt })))
+      const reset = await collect(
+        await adapter().stream(forUpstream({ endpoint: 'chat', body: prompt })),
+      )
       expect(reset.error).toBeInstanceOf(UpstreamStreamError)
       expect((reset.error as UpstreamStreamError).error.kind).toBe('connection')
       expect(reset.usage).toBeNull()
       sim.configure({ resetRate: 0, malformedRate: 1 })
-      const garbled = await collect(await adapter().stream(forUpstream({ endpoint: 'chat', body: prompt })))
+      const garbled = await collect(
+        await adapter().stream(forUpstream({ endpoint: 'chat', body: prompt })),
+      )
       expect((garbled.error as UpstreamStreamError).error.kind).toBe('malformed_response')
     })
 

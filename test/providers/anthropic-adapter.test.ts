@@ -5,8 +5,10 @@ import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { collect, prompt, runAdapterContract } from './adapter-contract.ts'
 
 /** The request an adapter is handed: the upstream model is the body's own, as these tests write it. */
-const forUpstream = <T extends { body: Record<string, unknown> }>(request: T) => ({ ...request, model: String(request.body.model) })
-
+const forUpstream = <T extends { body: Record<string, unknown> }>(request: T) => ({
+  ...request,
+  model: String(request.body.model),
+})
 
 runAdapterContract({ kind: 'anthropic', baseUrl: (url) => url })
 
@@ -47,10 +49,12 @@ describe('anthropic adapter specifics', () => {
 
   test('max_tokens defaults to 4096 (Anthropic requires one); max_completion_tokens is read', async () => {
     expect((await anthropic.send(forUpstream({ endpoint: 'chat', body: prompt }))).ok).toBe(true)
-    const outcome = await anthropic.send(forUpstream({
-      endpoint: 'chat',
-      body: { ...prompt, max_completion_tokens: 2 },
-    }))
+    const outcome = await anthropic.send(
+      forUpstream({
+        endpoint: 'chat',
+        body: { ...prompt, max_completion_tokens: 2 },
+      }),
+    )
     expect(outcome).toMatchObject({ ok: true, usage: { output_tokens: 2 } })
   })
 
@@ -72,15 +76,19 @@ describe('anthropic adapter specifics', () => {
 
   test('requests Anthropic cannot serve fail before any call', async () => {
     sim.resetStats()
-    const embeddings = await anthropic.send(forUpstream({
-      endpoint: 'embeddings',
-      body: { model: 'x', input: 'y' },
-    }))
+    const embeddings = await anthropic.send(
+      forUpstream({
+        endpoint: 'embeddings',
+        body: { model: 'x', input: 'y' },
+      }),
+    )
     expect(embeddings).toMatchObject({
       ok: false,
       error: { kind: 'invalid_request', retryable: false },
     })
-    const several = await anthropic.send(forUpstream({ endpoint: 'chat', body: { ...prompt, n: 2 } }))
+    const several = await anthropic.send(
+      forUpstream({ endpoint: 'chat', body: { ...prompt, n: 2 } }),
+    )
     expect(several).toMatchObject({ ok: false, error: { kind: 'invalid_request' } })
     expect(sim.stats().requests).toBe(0)
   })

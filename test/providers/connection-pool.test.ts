@@ -29,7 +29,10 @@ beforeAll(() => {
       // /close: the server says it closes the connection after this answer.
       const headers: Record<string, string> = { 'content-type': 'application/json' }
       if (path.startsWith('/close')) headers.connection = 'close'
-      return new Response(JSON.stringify({ path }), { headers, status: path.startsWith('/fail') ? 500 : 200 })
+      return new Response(JSON.stringify({ path }), {
+        headers,
+        status: path.startsWith('/fail') ? 500 : 200,
+      })
     },
   })
 })
@@ -44,16 +47,36 @@ function client(connections: number): HttpClient {
     armed = null
     next?.()
   }
-  const made = createHttpClient(`http://127.0.0.1:${server.port}`, { connections, connectTimeoutMs: 2_000, onAnswered })
+  const made = createHttpClient(`http://127.0.0.1:${server.port}`, {
+    connections,
+    connectTimeoutMs: 2_000,
+    onAnswered,
+  })
   clients.push(made)
   return made
 }
 afterAll(() => Promise.all(clients.map((c) => c.close())))
 
 const signal = new AbortController().signal
-const post = (http: HttpClient, path: string, onAnswered?: () => void, headers: Record<string, string> = {}) => {
+const post = (
+  http: HttpClient,
+  path: string,
+  onAnswered?: () => void,
+  headers: Record<string, string> = {},
+) => {
   if (onAnswered) armed = onAnswered
-  return http.request({ method: 'POST', path, headers: { 'content-type': 'application/json', ...headers }, body: '{}', signal }).then(async (response) => ({ status: response.status, body: JSON.parse(await response.text()) }))
+  return http
+    .request({
+      method: 'POST',
+      path,
+      headers: { 'content-type': 'application/json', ...headers },
+      body: '{}',
+      signal,
+    })
+    .then(async (response) => ({
+      status: response.status,
+      body: JSON.parse(await response.text()),
+    }))
 }
 
 describe('upstream connections', () => {
@@ -63,7 +86,8 @@ describe('upstream connections', () => {
     seen = []
     const order: string[] = []
     const sendHeaders = channel('undici:client:sendHeaders')
-    const onSent = (message: unknown) => order.push(`sent ${(message as { request: { path: string } }).request.path}`)
+    const onSent = (message: unknown) =>
+      order.push(`sent ${(message as { request: { path: string } }).request.path}`)
     sendHeaders.subscribe(onSent)
     try {
       const second: Promise<unknown>[] = []
@@ -126,8 +150,15 @@ describe('upstream connections', () => {
   })
 
   test('closing fails the requests on its connections and those still waiting, and any sent after', async () => {
-    const http = createHttpClient(`http://127.0.0.1:${server.port}`, { connections: 1, connectTimeoutMs: 2_000 })
-    const failure = (path: string) => post(http, path).then(() => null, (error: Error) => error.message)
+    const http = createHttpClient(`http://127.0.0.1:${server.port}`, {
+      connections: 1,
+      connectTimeoutMs: 2_000,
+    })
+    const failure = (path: string) =>
+      post(http, path).then(
+        () => null,
+        (error: Error) => error.message,
+      )
     const running = failure('/slow-running')
     const waiting = failure('/slow-waiting')
     await Bun.sleep(10)

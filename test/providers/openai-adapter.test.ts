@@ -10,7 +10,10 @@ import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { collect, prompt, runAdapterContract } from './adapter-contract.ts'
 
 /** The request an adapter is handed: the upstream model is the body's own, as these tests write it. */
-const forUpstream = <T extends { body: Record<string, unknown> }>(request: T) => ({ ...request, model: String(request.body.model) })
+const forUpstream = <T extends { body: Record<string, unknown> }>(request: T) => ({
+  ...request,
+  model: String(request.body.model),
+})
 
 runAdapterContract({ kind: 'openai', baseUrl: (url) => `${url}/v1` })
 
@@ -34,57 +37,75 @@ describe('openai adapter specifics', () => {
   })
 
   test('embeddings: the list passes through, prompt tokens are the usage', async () => {
-    const outcome = await adapter.send(forUpstream({
-      endpoint: 'embeddings',
-      body: { model: 'sim-embed', input: ['hello world', 'again'] },
-    }))
+    const outcome = await adapter.send(
+      forUpstream({
+        endpoint: 'embeddings',
+        body: { model: 'sim-embed', input: ['hello world', 'again'] },
+      }),
+    )
     if (!outcome.ok) throw new Error(outcome.error.message)
     expect((outcome.body.data as unknown[]).length).toBe(2)
     expect(outcome.usage).toEqual({ input_tokens: 5, output_tokens: 0 })
   })
 
   test('n choices are all counted', async () => {
-    const outcome = await adapter.send(forUpstream({
-      endpoint: 'chat',
-      body: { ...prompt, n: 3, max_tokens: 2 },
-    }))
+    const outcome = await adapter.send(
+      forUpstream({
+        endpoint: 'chat',
+        body: { ...prompt, n: 3, max_tokens: 2 },
+      }),
+    )
     if (!outcome.ok) throw new Error(outcome.error.message)
     expect((outcome.body.choices as unknown[]).length).toBe(3)
     expect(outcome.usage).toEqual({ input_tokens: 11, output_tokens: 6 })
   })
 
   test('a stream asks for usage even when the caller did not', async () => {
-    const streamed = await collect(await adapter.stream(forUpstream({ endpoint: 'chat', body: prompt })))
+    const streamed = await collect(
+      await adapter.stream(forUpstream({ endpoint: 'chat', body: prompt })),
+    )
     expect(streamed.usage).toEqual({ input_tokens: 11, output_tokens: 6 })
   })
 
   test('send() drops stream: true so the answer is one JSON body', async () => {
-    const outcome = await adapter.send(forUpstream({ endpoint: 'chat', body: { ...prompt, stream: true } }))
+    const outcome = await adapter.send(
+      forUpstream({ endpoint: 'chat', body: { ...prompt, stream: true } }),
+    )
     expect(outcome.ok).toBe(true)
   })
 
   test('embeddings cannot stream', async () => {
-    const outcome = await adapter.stream(forUpstream({
-      endpoint: 'embeddings',
-      body: { model: 'e', input: 'x' },
-    }))
+    const outcome = await adapter.stream(
+      forUpstream({
+        endpoint: 'embeddings',
+        body: { model: 'e', input: 'x' },
+      }),
+    )
     expect(outcome).toMatchObject({ ok: false, error: { kind: 'invalid_request' } })
   })
 })
 
 describe('openai body and usage mapping', () => {
   // The offering's side of the request: its model id and the limit's name it wants, if any.
-  const target = (maxTokensParam?: 'max_tokens' | 'max_completion_tokens') => ({ model: 'up', maxTokensParam })
+  const target = (maxTokensParam?: 'max_tokens' | 'max_completion_tokens') => ({
+    model: 'up',
+    maxTokensParam,
+  })
 
   test('the body gets the upstream model id and loses the gateway routing object', () => {
-    expect(prepareOpenAIBody({ model: 'gateway/id', provider: { only: ['x'] }, messages: [] }, target())).toEqual({
+    expect(
+      prepareOpenAIBody({ model: 'gateway/id', provider: { only: ['x'] }, messages: [] }, target()),
+    ).toEqual({
       model: 'up',
       messages: [],
     })
   })
 
   test('max_tokens is renamed to the name the upstream wants', () => {
-    const limit = (body: Record<string, unknown>, wanted?: 'max_tokens' | 'max_completion_tokens') => {
+    const limit = (
+      body: Record<string, unknown>,
+      wanted?: 'max_tokens' | 'max_completion_tokens',
+    ) => {
       const { model: _model, ...rest } = prepareOpenAIBody(body, target(wanted))
       return rest
     }
@@ -93,10 +114,18 @@ describe('openai body and usage mapping', () => {
     expect(limit({ max_tokens: 5 })).toEqual({ max_tokens: 5 })
     // Both given: one limit goes out, max_completion_tokens's value (what the ceiling priced),
     // under the name the upstream wants, or under max_completion_tokens without a preference.
-    expect(limit({ max_tokens: 5, max_completion_tokens: 7 }, 'max_completion_tokens')).toEqual({ max_completion_tokens: 7 })
-    expect(limit({ max_tokens: 5, max_completion_tokens: 7 }, 'max_tokens')).toEqual({ max_tokens: 7 })
-    expect(limit({ max_tokens: 64000, max_completion_tokens: 1 })).toEqual({ max_completion_tokens: 1 })
-    expect(prepareOpenAIStreamBody({ max_tokens: 5 }, target('max_completion_tokens'))).toMatchObject({ max_completion_tokens: 5 })
+    expect(limit({ max_tokens: 5, max_completion_tokens: 7 }, 'max_completion_tokens')).toEqual({
+      max_completion_tokens: 7,
+    })
+    expect(limit({ max_tokens: 5, max_completion_tokens: 7 }, 'max_tokens')).toEqual({
+      max_tokens: 7,
+    })
+    expect(limit({ max_tokens: 64000, max_completion_tokens: 1 })).toEqual({
+      max_completion_tokens: 1,
+    })
+    expect(
+      prepareOpenAIStreamBody({ max_tokens: 5 }, target('max_completion_tokens')),
+    ).toMatchObject({ max_completion_tokens: 5 })
   })
 
   test('streaming bodies keep the caller stream_options and add include_usage', () => {

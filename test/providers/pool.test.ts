@@ -4,8 +4,10 @@ import type { Outcome, ProviderAdapter } from '../../providers/types.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 
 /** The request an adapter is handed: the upstream model is the body's own, as these tests write it. */
-const forUpstream = <T extends { body: Record<string, unknown> }>(request: T) => ({ ...request, model: String(request.body.model) })
-
+const forUpstream = <T extends { body: Record<string, unknown> }>(request: T) => ({
+  ...request,
+  model: String(request.body.model),
+})
 
 const body = { model: 'sim-chat', messages: [{ role: 'user', content: 'Hello there' }] }
 
@@ -22,7 +24,9 @@ describe('a pool of three replicas', () => {
   const sims: Simulator[] = []
   let pool: ProviderAdapter
   const send = (count: number): Promise<Outcome[]> =>
-    Promise.all(Array.from({ length: count }, () => pool.send(forUpstream({ endpoint: 'chat', body }))))
+    Promise.all(
+      Array.from({ length: count }, () => pool.send(forUpstream({ endpoint: 'chat', body }))),
+    )
   const served = () => sims.map((sim) => sim.stats().byPath['/v1/chat/completions'] ?? 0)
   const resetAll = () => sims.forEach((sim) => sim.resetStats())
 
@@ -149,10 +153,12 @@ describe('a replica killed mid-request', () => {
     })
     try {
       const calls = Array.from({ length: 30 }, (_, i) =>
-        pool.send(forUpstream({
-          endpoint: 'chat',
-          body: { model: 'sim-chat', messages: [{ role: 'user', content: `line ${i}` }] },
-        })),
+        pool.send(
+          forUpstream({
+            endpoint: 'chat',
+            body: { model: 'sim-chat', messages: [{ role: 'user', content: `line ${i}` }] },
+          }),
+        ),
       )
       await Bun.sleep(30)
       const held = sims[0].stats().inFlight

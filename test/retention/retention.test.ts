@@ -12,7 +12,11 @@ for (const storeKind of STORES) {
     let gw: TestGateway
     beforeAll(async () => {
       sim = await startSimulator({ latencyMs: 1 })
-      gw = await startTestGateway({ store: storeKind, upstreams: { openai: `${sim.url}/v1` }, env: { MULTIGRID_POLL_MS: '50' } })
+      gw = await startTestGateway({
+        store: storeKind,
+        upstreams: { openai: `${sim.url}/v1` },
+        env: { MULTIGRID_POLL_MS: '50' },
+      })
     })
     afterAll(async () => {
       await gw.stop()
@@ -24,17 +28,30 @@ for (const storeKind of STORES) {
       const form = new FormData()
       form.set('purpose', 'batch')
       form.set('file', new Blob([jsonl([chatLine('a'), chatLine('b')])]), 'in.jsonl')
-      const file = (await (await gw.request('/openai/v1/files', key, { method: 'POST', body: form })).json()) as { id: string }
-      const facade = (await (await gw.request('/openai/v1/batches', key, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' }),
-      })).json()) as { id: string }
-      const native = (await (await gw.request('/v1/batches', key, { method: 'POST', body: jsonl([chatLine('c')]) })).json()) as { id: string }
+      const file = (await (
+        await gw.request('/openai/v1/files', key, { method: 'POST', body: form })
+      ).json()) as { id: string }
+      const facade = (await (
+        await gw.request('/openai/v1/batches', key, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            input_file_id: file.id,
+            endpoint: '/v1/chat/completions',
+            completion_window: '24h',
+          }),
+        })
+      ).json()) as { id: string }
+      const native = (await (
+        await gw.request('/v1/batches', key, { method: 'POST', body: jsonl([chatLine('c')]) })
+      ).json()) as { id: string }
       let output = ''
       for (const id of [facade.id, native.id]) {
         await waitFor(`batch ${id}`, async () => {
-          const batch = (await (await gw.request(`/openai/v1/batches/${id}`, key)).json()) as { status: string; output_file_id: string }
+          const batch = (await (await gw.request(`/openai/v1/batches/${id}`, key)).json()) as {
+            status: string
+            output_file_id: string
+          }
           if (id === facade.id) output = batch.output_file_id
           return FINAL_BATCH.includes(batch.status)
         })
@@ -43,22 +60,33 @@ for (const storeKind of STORES) {
 
       // Nothing is due yet.
       const now = Math.floor(Date.now() / 1000)
-      expect(await gw.janitor.runOnce(now + 6 * DAY)).toMatchObject({ purgedBatches: [], deletedFiles: [] })
+      expect(await gw.janitor.runOnce(now + 6 * DAY)).toMatchObject({
+        purgedBatches: [],
+        deletedFiles: [],
+      })
       expect((await gw.request(`/openai/v1/files/${file.id}`, key)).status).toBe(200)
 
       // Two passes at once, as two instances would run them: each item is deleted once.
       const later = now + 31 * DAY
-      const [first, second] = await Promise.all([gw.janitor.runOnce(later), gw.janitor.runOnce(later)])
+      const [first, second] = await Promise.all([
+        gw.janitor.runOnce(later),
+        gw.janitor.runOnce(later),
+      ])
       const purged = [...first.purgedBatches, ...second.purgedBatches]
       expect(purged.sort()).toEqual([facade.id, native.id].sort())
       expect([...first.deletedFiles, ...second.deletedFiles]).toEqual([file.id])
 
       const results = await gw.request(`/v1/batches/${native.id}/results`, key)
       expect(results.status).toBe(410)
-      expect(((await results.json()) as { error: { code: string } }).error.code).toBe('results_expired')
+      expect(((await results.json()) as { error: { code: string } }).error.code).toBe(
+        'results_expired',
+      )
       expect((await gw.request(`/openai/v1/files/${output}/content`, key)).status).toBe(404)
       expect((await gw.request(`/openai/v1/files/${file.id}/content`, key)).status).toBe(404)
-      const kept = (await (await gw.request(`/v1/batches/${native.id}`, key)).json()) as { status: string; request_counts: { succeeded: number } }
+      const kept = (await (await gw.request(`/v1/batches/${native.id}`, key)).json()) as {
+        status: string
+        request_counts: { succeeded: number }
+      }
       expect(kept).toMatchObject({ status: 'completed', request_counts: { succeeded: 1 } })
       expect(await gw.janitor.runOnce(later)).toMatchObject({ purgedBatches: [], deletedFiles: [] })
     })

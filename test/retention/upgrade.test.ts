@@ -28,28 +28,51 @@ describe('a first-release data dir (sqlite)', () => {
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'mg-first-release-'))
     const db = new Database(join(dataDir, 'multigrid.sqlite'), { create: true })
-    db.exec(await Bun.file(join(import.meta.dir, '..', 'store', 'fixtures', 'sqlite-first-release.sql')).text())
+    db.exec(
+      await Bun.file(
+        join(import.meta.dir, '..', 'store', 'fixtures', 'sqlite-first-release.sql'),
+      ).text(),
+    )
     db.close()
-    gw = await startTestGateway({ env: { MULTIGRID_DATA_DIR: dataDir, MULTIGRID_RESULT_RETENTION_DAYS: String(RESULT_DAYS) } })
+    gw = await startTestGateway({
+      env: { MULTIGRID_DATA_DIR: dataDir, MULTIGRID_RESULT_RETENTION_DAYS: String(RESULT_DAYS) },
+    })
   })
   afterAll(async () => {
     await gw.stop()
   })
 
   test('opens in place with its records, gains purged_at and the later tables, and retention then purges its old results', async () => {
-    const batch = async (id: string) => (await (await gw.request(`/v1/batches/${id}`, KEY)).json()) as Record<string, unknown>
-    expect(await batch('batch_old')).toMatchObject({ id: 'batch_old', status: 'completed', request_counts: { succeeded: 2 } })
+    const batch = async (id: string) =>
+      (await (await gw.request(`/v1/batches/${id}`, KEY)).json()) as Record<string, unknown>
+    expect(await batch('batch_old')).toMatchObject({
+      id: 'batch_old',
+      status: 'completed',
+      request_counts: { succeeded: 2 },
+    })
     const before = await gw.request('/v1/batches/batch_old/results', KEY)
     expect(before.status).toBe(200)
-    expect((await before.text()).trim().split('\n').map((line) => JSON.parse(line).custom_id)).toEqual(['old-1', 'old-2'])
-    const account = (await (await gw.admin('/accounts/acct_first')).json()) as Record<string, unknown>
+    expect(
+      (await before.text())
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).custom_id),
+    ).toEqual(['old-1', 'old-2'])
+    const account = (await (await gw.admin('/accounts/acct_first')).json()) as Record<
+      string,
+      unknown
+    >
     expect(account).toMatchObject({ id: 'acct_first', balance_usd: '9.990000' })
 
     // The schema was brought forward in place (a look with a connection of our own).
     const db = new Database(join(dataDir, 'multigrid.sqlite'), { readonly: true })
     try {
-      expect(db.query("SELECT name FROM pragma_table_info('batches') WHERE name = 'purged_at'").get()).toEqual({ name: 'purged_at' })
-      expect(db.query('SELECT count(*) AS n FROM schema_migrations').get()).toEqual({ n: readSqliteMigrations().length })
+      expect(
+        db.query("SELECT name FROM pragma_table_info('batches') WHERE name = 'purged_at'").get(),
+      ).toEqual({ name: 'purged_at' })
+      expect(db.query('SELECT count(*) AS n FROM schema_migrations').get()).toEqual({
+        n: readSqliteMigrations().length,
+      })
     } finally {
       db.close()
     }
@@ -60,13 +83,18 @@ describe('a first-release data dir (sqlite)', () => {
     const after = await gw.request('/v1/batches/batch_old/results', KEY)
     expect(after.status).toBe(410)
     expect(((await after.json()) as { error: { code: string } }).error.code).toBe('results_expired')
-    expect(await batch('batch_old')).toMatchObject({ status: 'completed', request_counts: { succeeded: 2 } })
+    expect(await batch('batch_old')).toMatchObject({
+      status: 'completed',
+      request_counts: { succeeded: 2 },
+    })
     expect((await gw.request('/v1/batches/batch_new/results', KEY)).status).toBe(200)
 
     // The files table the first release did not have takes uploads.
     const form = new FormData()
     form.set('purpose', 'batch')
     form.set('file', new Blob(['{"custom_id":"x"}\n']), 'in.jsonl')
-    expect((await gw.request('/openai/v1/files', KEY, { method: 'POST', body: form })).status).toBe(200)
+    expect((await gw.request('/openai/v1/files', KEY, { method: 'POST', body: form })).status).toBe(
+      200,
+    )
   })
 })

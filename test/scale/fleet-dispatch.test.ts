@@ -11,13 +11,20 @@ import { waitFor } from '../helpers/wait.ts'
 import { NEEDS, SCALE_READY, startFleet, type Batch, type Fleet } from './fleet.ts'
 
 /** Every line of the batch once, in order, and the account charged exactly their sum. */
-async function expectBilledOnce(fleet: Fleet, batchId: string, accountId: string, credit: string, lines: number) {
+async function expectBilledOnce(
+  fleet: Fleet,
+  batchId: string,
+  accountId: string,
+  credit: string,
+  lines: number,
+) {
   const [row] = await fleet.sql`
     SELECT count(*)::int AS n, count(DISTINCT line_no)::int AS distinct_lines,
       count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded, sum(cost_usd) AS cost
     FROM lines WHERE batch_id = ${batchId}`
   expect(row).toMatchObject({ n: lines, distinct_lines: lines, succeeded: lines })
-  const [account] = await fleet.sql`SELECT balance_usd, held_usd FROM accounts WHERE id = ${accountId}`
+  const [account] =
+    await fleet.sql`SELECT balance_usd, held_usd FROM accounts WHERE id = ${accountId}`
   expect(new Decimal(account.held_usd).isZero()).toBe(true)
   expect(new Decimal(credit).minus(account.balance_usd).equals(row.cost)).toBe(true)
 }
@@ -28,7 +35,10 @@ function watchOwners(fleet: Fleet) {
   let on = true
   const done = (async () => {
     for (let i = 0; on && i < 600; i++) {
-      const rows = await fleet.sql`SELECT DISTINCT lease_owner FROM lines WHERE status = 'running'`.catch(() => [])
+      const rows =
+        await fleet.sql`SELECT DISTINCT lease_owner FROM lines WHERE status = 'running'`.catch(
+          () => [],
+        )
       for (const row of rows) owners.add(row.lease_owner)
       await Bun.sleep(100)
     }
@@ -50,10 +60,17 @@ if (!SCALE_READY) {
   describe('scale: fleet dispatch', () => {
     test('three instances run a 10,000-line batch: every line once, never above max_concurrency', async () => {
       const sim = await startSimulator({ latencyMs: 20 })
-      const fleet = await startFleet({ instances: 3, openai: `${sim.url}/v1`, maxConcurrency: 48, env: { MULTIGRID_POLL_MS: '100' } })
+      const fleet = await startFleet({
+        instances: 3,
+        openai: `${sim.url}/v1`,
+        maxConcurrency: 48,
+        env: { MULTIGRID_POLL_MS: '100' },
+      })
       try {
         const { accountId, key } = await fleet.newAccount('100')
-        const lines = Array.from({ length: 10_000 }, (_, i) => chatLine(`l-${i}`, `scale line ${i}`))
+        const lines = Array.from({ length: 10_000 }, (_, i) =>
+          chatLine(`l-${i}`, `scale line ${i}`),
+        )
         const watch = watchOwners(fleet)
         const created = await fleet.submit(0, key, jsonl(lines))
         expect(created.status).toBe(201)
@@ -61,7 +78,13 @@ if (!SCALE_READY) {
         const batch = await fleet.waitDone(key, id, 80_000)
         await watch.stop()
         expect(batch.status).toBe('completed')
-        expect(batch.request_counts).toMatchObject({ total: 10_000, succeeded: 10_000, failed: 0, pending: 0, running: 0 })
+        expect(batch.request_counts).toMatchObject({
+          total: 10_000,
+          succeeded: 10_000,
+          failed: 0,
+          pending: 0,
+          running: 0,
+        })
         const stats = sim.stats()
         expect(stats.byPath['/v1/chat/completions']).toBe(10_000)
         expect(stats.maxPromptCount).toBe(1)
@@ -82,22 +105,38 @@ if (!SCALE_READY) {
     test('an instance killed mid-batch: the others finish its lines, each recorded and billed once', async () => {
       const sim = await startSimulator({ latencyMs: 40 })
       // Short leases, so the dead instance's lines and slots come back within seconds.
-      const fleet = await startFleet({ instances: 3, openai: `${sim.url}/v1`, maxConcurrency: 48, env: { MULTIGRID_POLL_MS: '100', MULTIGRID_LEASE_SECONDS: '2' } })
+      const fleet = await startFleet({
+        instances: 3,
+        openai: `${sim.url}/v1`,
+        maxConcurrency: 48,
+        env: { MULTIGRID_POLL_MS: '100', MULTIGRID_LEASE_SECONDS: '2' },
+      })
       try {
         const { accountId, key } = await fleet.newAccount('100')
         const lines = Array.from({ length: 3000 }, (_, i) => chatLine(`k-${i}`, `kill line ${i}`))
         const created = await fleet.submit(0, key, jsonl(lines))
         const { id } = (await created.json()) as Batch
-        await waitFor('progress on every instance', async () => {
-          const rows = await fleet.sql`SELECT count(DISTINCT lease_owner)::int AS n FROM lines WHERE status = 'running'`
-          const b = await fleet.batch(0, key, id)
-          return rows[0].n === 3 && b.request_counts.succeeded >= 500
-        }, 30_000)
-        const [{ held }] = await fleet.sql`SELECT count(*)::int AS held FROM lines WHERE status = 'running'`
+        await waitFor(
+          'progress on every instance',
+          async () => {
+            const rows =
+              await fleet.sql`SELECT count(DISTINCT lease_owner)::int AS n FROM lines WHERE status = 'running'`
+            const b = await fleet.batch(0, key, id)
+            return rows[0].n === 3 && b.request_counts.succeeded >= 500
+          },
+          30_000,
+        )
+        const [{ held }] =
+          await fleet.sql`SELECT count(*)::int AS held FROM lines WHERE status = 'running'`
         expect(await fleet.processes[2].kill('SIGKILL')).not.toBe(0)
         const batch = await fleet.waitDone(key, id, 60_000)
         expect(batch.status).toBe('completed')
-        expect(batch.request_counts).toMatchObject({ total: 3000, succeeded: 3000, pending: 0, running: 0 })
+        expect(batch.request_counts).toMatchObject({
+          total: 3000,
+          succeeded: 3000,
+          pending: 0,
+          running: 0,
+        })
         await expectBilledOnce(fleet, id, accountId, '100', 3000)
         const stats = sim.stats()
         // Only the lines upstream from the dead instance at the kill can have been sent twice.
@@ -132,7 +171,12 @@ if (!SCALE_READY) {
         const created = await fleet.submit(0, key, jsonl(lines))
         expect(created.status).toBe(201)
         const { id } = (await created.json()) as Batch
-        await waitFor('the first line upstream', async () => sim.stats().arrivals.length > 0, 5_000, 10)
+        await waitFor(
+          'the first line upstream',
+          async () => sim.stats().arrivals.length > 0,
+          5_000,
+          10,
+        )
         expect(sim.stats().arrivals[0] - sent).toBeLessThan(1_000)
         const batch = await fleet.waitDone(key, id, 15_000)
         expect(batch.request_counts.succeeded).toBe(20)

@@ -6,7 +6,11 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import Redis from 'ioredis'
 import { connectRedis } from '../../src/coordination/redis.ts'
-import { createFleetGate, createFleetGates, type FleetGates } from '../../src/upstream/fleet-gate.ts'
+import {
+  createFleetGate,
+  createFleetGates,
+  type FleetGates,
+} from '../../src/upstream/fleet-gate.ts'
 import { defineSlotScripts, redisSlots } from '../../src/upstream/redis-slots.ts'
 import { createLogger } from '../../src/telemetry/logger.ts'
 import { TEST_REDIS_URL } from '../helpers/gateway.ts'
@@ -100,7 +104,11 @@ if (!redisUrl) {
       const redis = new Redis(redisUrl)
       defineSlotScripts(redis)
       const health = { degraded: false, ok() {}, failed() {} }
-      const dead = createFleetGate(redisSlots(redis, { prefix, provider: 'crash', instance: 'dead', limit: 8, ttlMs: 1000 }), 8, health)
+      const dead = createFleetGate(
+        redisSlots(redis, { prefix, provider: 'crash', instance: 'dead', limit: 8, ttlMs: 1000 }),
+        8,
+        health,
+      )
       await Promise.all(Array.from({ length: 8 }, () => dead.acquire()))
       expect(dead.held).toBe(8)
       const [alive] = (await instances(1, 1000)).map((fleet) => fleet.gate('crash', 8))

@@ -8,13 +8,19 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
 import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
-import { ADMIN_TOKEN, freshSchemaUrl, TEST_DATABASE_URL, TEST_REDIS_URL } from '../helpers/gateway.ts'
+import {
+  ADMIN_TOKEN,
+  freshSchemaUrl,
+  TEST_DATABASE_URL,
+  TEST_REDIS_URL,
+} from '../helpers/gateway.ts'
 import { freePort, spawnGatewayProcess, type GatewayProcess } from '../helpers/process-gateway.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
 
 /** The scale tests need both services; without them each file registers one skipped test. */
 export const SCALE_READY = Boolean(TEST_DATABASE_URL && TEST_REDIS_URL)
-export const NEEDS = 'needs TEST_DATABASE_URL and TEST_REDIS_URL (PostgreSQL and Redis shared by the instances)'
+export const NEEDS =
+  'needs TEST_DATABASE_URL and TEST_REDIS_URL (PostgreSQL and Redis shared by the instances)'
 
 export interface FleetOptions {
   instances: number
@@ -41,7 +47,10 @@ export interface Fleet {
   /** A connection to the fleet's schema, for looking at the rows themselves. */
   sql: postgres.Sql
   admin(path: string, body?: unknown, index?: number): Promise<Response>
-  newAccount(credit: string, account?: Record<string, unknown>): Promise<{ accountId: string; key: string }>
+  newAccount(
+    credit: string,
+    account?: Record<string, unknown>,
+  ): Promise<{ accountId: string; key: string }>
   submit(index: number, key: string, body: string): Promise<Response>
   batch(index: number, key: string, id: string): Promise<Batch>
   waitDone(key: string, id: string, timeoutMs?: number): Promise<Batch>
@@ -52,7 +61,10 @@ export interface Fleet {
 
 export async function startFleet(options: FleetOptions): Promise<Fleet> {
   const { url, schema } = freshSchemaUrl(TEST_DATABASE_URL!)
-  const catalog = testCatalog({ openai: options.openai }, { maxConcurrency: options.maxConcurrency ?? 64 })
+  const catalog = testCatalog(
+    { openai: options.openai },
+    { maxConcurrency: options.maxConcurrency ?? 64 },
+  )
   const env: Record<string, string> = {
     HOST: '127.0.0.1',
     DATABASE_URL: url,
@@ -72,8 +84,14 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
       ...options.envOf?.(index),
     })
   // Started together: the migrations' advisory lock is part of what is tested.
-  const processes = await Promise.all(Array.from({ length: options.instances }, (_, i) => spawnOne(i)))
-  const sql = postgres(url.replace(/\?.*$/, ''), { max: 2, onnotice: () => {}, connection: { search_path: schema } })
+  const processes = await Promise.all(
+    Array.from({ length: options.instances }, (_, i) => spawnOne(i)),
+  )
+  const sql = postgres(url.replace(/\?.*$/, ''), {
+    max: 2,
+    onnotice: () => {},
+    connection: { search_path: schema },
+  })
   let failed = false
   const urls = processes.map((p) => p.url)
   const admin = (path: string, body?: unknown, index = 0) =>
@@ -83,7 +101,11 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
       body: body ? JSON.stringify(body) : undefined,
     })
   const batch = async (index: number, key: string, id: string) =>
-    (await (await fetch(`${urls[index]}/v1/batches/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as Batch
+    (await (
+      await fetch(`${urls[index]}/v1/batches/${id}`, {
+        headers: { authorization: `Bearer ${key}` },
+      })
+    ).json()) as Batch
   return {
     urls,
     processes,
@@ -92,8 +114,14 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
     sql,
     admin,
     async newAccount(credit, account = {}) {
-      const created = await admin('/accounts', { name: 'scale', credit_usd: credit, rate_limit_per_minute: 100_000, ...account })
-      if (created.status !== 201) throw new Error(`account: ${created.status} ${await created.text()}`)
+      const created = await admin('/accounts', {
+        name: 'scale',
+        credit_usd: credit,
+        rate_limit_per_minute: 100_000,
+        ...account,
+      })
+      if (created.status !== 201)
+        throw new Error(`account: ${created.status} ${await created.text()}`)
       const { id } = (await created.json()) as { id: string }
       const made = await admin(`/accounts/${id}/keys`, {})
       if (made.status !== 201) throw new Error(`key: ${made.status} ${await made.text()}`)

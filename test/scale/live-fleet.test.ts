@@ -9,7 +9,13 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Decimal from 'decimal.js'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { ADMIN_TOKEN } from '../helpers/gateway.ts'
-import { issueRequest, liveCall, liveCatalogFile, sumCosts, type LiveAnswer } from '../helpers/live-calls.ts'
+import {
+  issueRequest,
+  liveCall,
+  liveCatalogFile,
+  sumCosts,
+  type LiveAnswer,
+} from '../helpers/live-calls.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { NEEDS, SCALE_READY, startFleet, type Fleet } from './fleet.ts'
 
@@ -48,50 +54,92 @@ if (!SCALE_READY) {
       await openai?.stop()
     }, 30_000)
     const withFleet = (name: string, body: () => Promise<void>, timeoutMs = 60_000) =>
-      test(name, async () => {
-        try {
-          await body()
-        } catch (error) {
-          fleet.failed()
-          throw error
-        }
-      }, timeoutMs)
-    const account = async (id: string, index = 1) => (await (await fleet.admin(`/accounts/${id}`, undefined, index)).json()) as AccountView
-    const chargedBy = async (id: string, credit: string) => new Decimal(credit).minus((await account(id)).balance_usd)
+      test(
+        name,
+        async () => {
+          try {
+            await body()
+          } catch (error) {
+            fleet.failed()
+            throw error
+          }
+        },
+        timeoutMs,
+      )
+    const account = async (id: string, index = 1) =>
+      (await (await fleet.admin(`/accounts/${id}`, undefined, index)).json()) as AccountView
+    const chargedBy = async (id: string, credit: string) =>
+      new Decimal(credit).minus((await account(id)).balance_usd)
 
     for (const stream of [false, true]) {
-      withFleet(`100 concurrent calls${stream ? ' (stream: true)' : ''} over two instances on $0.002: answers bounded by the credit across both`, async () => {
-        const credit = '0.002'
-        const { key, accountId } = await fleet.newAccount(credit)
-        const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => liveCall(fleet.urls[i % 2]!, key, issueRequest(stream, i))))
-        const answered = answers.filter((a) => a.status === 200)
-        const refused = answers.filter((a) => a.status === 402)
-        expect(answered.length + refused.length).toBe(100)
-        const ceiling = new Decimal(refused[0]!.error!.cost_ceiling_usd!)
-        expect(answered.length).toBeGreaterThanOrEqual(1)
-        expect(answered.length).toBeLessThanOrEqual(new Decimal(credit).div(ceiling).floor().toNumber())
-        // Both instances hand their leases back once idle; by then every charge is written.
-        await waitFor('both leases handed back', async () => (await account(accountId)).held_usd === '0.000000', 10_000, 100)
-        const charged = await chargedBy(accountId, credit)
-        expect(charged.equals(sumCosts(answered))).toBe(true)
-        console.log(`live holds (two instances${stream ? ', stream' : ''}): $${credit}, ceiling $${ceiling.toFixed()}: ${answered.length} answered, ${refused.length} refused 402, charged $${sumCosts(answered).toFixed()}`)
-        expect(new Decimal((await account(accountId)).balance_usd).greaterThanOrEqualTo(0)).toBe(true)
-      })
+      withFleet(
+        `100 concurrent calls${stream ? ' (stream: true)' : ''} over two instances on $0.002: answers bounded by the credit across both`,
+        async () => {
+          const credit = '0.002'
+          const { key, accountId } = await fleet.newAccount(credit)
+          const answers = await Promise.all(
+            Array.from({ length: 100 }, (_, i) =>
+              liveCall(fleet.urls[i % 2]!, key, issueRequest(stream, i)),
+            ),
+          )
+          const answered = answers.filter((a) => a.status === 200)
+          const refused = answers.filter((a) => a.status === 402)
+          expect(answered.length + refused.length).toBe(100)
+          const ceiling = new Decimal(refused[0]!.error!.cost_ceiling_usd!)
+          expect(answered.length).toBeGreaterThanOrEqual(1)
+          expect(answered.length).toBeLessThanOrEqual(
+            new Decimal(credit).div(ceiling).floor().toNumber(),
+          )
+          // Both instances hand their leases back once idle; by then every charge is written.
+          await waitFor(
+            'both leases handed back',
+            async () => (await account(accountId)).held_usd === '0.000000',
+            10_000,
+            100,
+          )
+          const charged = await chargedBy(accountId, credit)
+          expect(charged.equals(sumCosts(answered))).toBe(true)
+          console.log(
+            `live holds (two instances${stream ? ', stream' : ''}): $${credit}, ceiling $${ceiling.toFixed()}: ${answered.length} answered, ${refused.length} refused 402, charged $${sumCosts(answered).toFixed()}`,
+          )
+          expect(new Decimal((await account(accountId)).balance_usd).greaterThanOrEqualTo(0)).toBe(
+            true,
+          )
+        },
+      )
     }
 
     withFleet('a key revoked on one instance is refused on another within 2 s', async () => {
       const { accountId } = await fleet.newAccount('1')
-      const made = (await (await fleet.admin(`/accounts/${accountId}/keys`, {})).json()) as { id: string; key: string }
-      const models = () => fetch(`${fleet.urls[1]}/v1/models`, { headers: { authorization: `Bearer ${made.key}` } })
+      const made = (await (await fleet.admin(`/accounts/${accountId}/keys`, {})).json()) as {
+        id: string
+        key: string
+      }
+      const models = () =>
+        fetch(`${fleet.urls[1]}/v1/models`, { headers: { authorization: `Bearer ${made.key}` } })
       // Looked up on instance 1, so it is in that instance's cache.
       expect((await models()).status).toBe(200)
       expect((await models()).status).toBe(200)
-      const revoked = await fetch(`${fleet.urls[0]}/admin/v1/keys/${made.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      const revoked = await fetch(`${fleet.urls[0]}/admin/v1/keys/${made.id}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      })
       expect(revoked.status).toBe(200)
       const started = performance.now()
       // Refused at once where it was revoked.
-      expect((await fetch(`${fleet.urls[0]}/v1/models`, { headers: { authorization: `Bearer ${made.key}` } })).status).toBe(401)
-      await waitFor('instance 1 to refuse the revoked key', async () => (await models()).status === 401, 5_000, 20)
+      expect(
+        (
+          await fetch(`${fleet.urls[0]}/v1/models`, {
+            headers: { authorization: `Bearer ${made.key}` },
+          })
+        ).status,
+      ).toBe(401)
+      await waitFor(
+        'instance 1 to refuse the revoked key',
+        async () => (await models()).status === 401,
+        5_000,
+        20,
+      )
       const elapsed = performance.now() - started
       expect(elapsed).toBeLessThan(2_000)
       console.log(`revocation: refused on the other instance after ${Math.round(elapsed)} ms`)
@@ -104,55 +152,73 @@ if (!SCALE_READY) {
       expect(new Decimal(held.held_usd).greaterThan(0)).toBe(true)
       await fleet.processes[2]!.kill('SIGKILL')
       const killedAt = performance.now()
-      await waitFor('the dead instance’s lease to expire', async () => (await account(accountId)).held_usd === '0.000000', LEASE_TTL_MS + 5_000, 50)
+      await waitFor(
+        'the dead instance’s lease to expire',
+        async () => (await account(accountId)).held_usd === '0.000000',
+        LEASE_TTL_MS + 5_000,
+        50,
+      )
       const expiredAfter = performance.now() - killedAt
       expect(expiredAfter).toBeLessThan(LEASE_TTL_MS + 1_000)
-      console.log(`lease of a SIGKILLed instance ($${held.held_usd}) gone after ${Math.round(expiredAfter)} ms (TTL ${LEASE_TTL_MS} ms)`)
+      console.log(
+        `lease of a SIGKILLed instance ($${held.held_usd}) gone after ${Math.round(expiredAfter)} ms (TTL ${LEASE_TTL_MS} ms)`,
+      )
     })
 
-    withFleet('SIGKILL during traffic: at most one group interval of delivered answers unbilled, none billed twice', async () => {
-      // Many answers a second, so each group interval has some.
-      slow.configure({ latencyMs: 20 })
-      const credit = '100'
-      const { key, accountId } = await fleet.newAccount(credit)
-      const delivered: LiveAnswer[] = []
-      let inFlight = 0
-      let maxInFlight = 0
-      let stop = false
-      const worker = async (w: number) => {
-        for (let i = 0; i < 10_000 && !stop; i++) {
-          inFlight++
-          maxInFlight = Math.max(maxInFlight, inFlight)
-          try {
-            const answer = await liveCall(fleet.urls[0]!, key, issueRequest(w % 2 === 0, i))
-            if (answer.status === 200) delivered.push(answer)
-          } catch {} // cut off by the kill
-          finally {
-            inFlight--
+    withFleet(
+      'SIGKILL during traffic: at most one group interval of delivered answers unbilled, none billed twice',
+      async () => {
+        // Many answers a second, so each group interval has some.
+        slow.configure({ latencyMs: 20 })
+        const credit = '100'
+        const { key, accountId } = await fleet.newAccount(credit)
+        const delivered: LiveAnswer[] = []
+        let inFlight = 0
+        let maxInFlight = 0
+        let stop = false
+        const worker = async (w: number) => {
+          for (let i = 0; i < 10_000 && !stop; i++) {
+            inFlight++
+            maxInFlight = Math.max(maxInFlight, inFlight)
+            try {
+              const answer = await liveCall(fleet.urls[0]!, key, issueRequest(w % 2 === 0, i))
+              if (answer.status === 200) delivered.push(answer)
+            } catch {
+            } finally {
+              // cut off by the kill
+              inFlight--
+            }
           }
         }
-      }
-      const workers = Array.from({ length: 16 }, (_, w) => worker(w))
-      await Bun.sleep(1_500)
-      const killedAt = performance.now()
-      await fleet.processes[0]!.kill('SIGKILL')
-      stop = true
-      await Promise.all(workers)
-      slow.configure({ latencyMs: 500 })
-      await waitFor('the dead instance’s lease to expire', async () => (await account(accountId)).held_usd === '0.000000', LEASE_TTL_MS + 5_000, 50)
-      const charged = await chargedBy(accountId, credit)
-      const all = sumCosts(delivered)
-      // The group being formed or written when the kill came: answers of the last interval (and
-      // the write's own few ms).
-      const window = CHARGE_INTERVAL_MS + 100
-      const lastInterval = sumCosts(delivered.filter((a) => a.receivedAt >= killedAt - window))
-      const maxCost = delivered.reduce((max, a) => Decimal.max(max, a.cost!), new Decimal(0))
-      expect(delivered.length).toBeGreaterThan(50)
-      // Never twice: at most what was delivered, plus calls answered upstream and charged
-      // whose answer the kill kept from reaching the client.
-      expect(charged.lessThanOrEqualTo(all.plus(maxCost.times(maxInFlight)))).toBe(true)
-      expect(charged.greaterThanOrEqualTo(all.minus(lastInterval))).toBe(true)
-      console.log(`SIGKILL during traffic: ${delivered.length} answers delivered ($${all.toFixed()}), charged $${charged.toFixed()}, unbilled $${all.minus(charged).toFixed()} (answers of the last ${window} ms: $${lastInterval.toFixed()})`)
-    })
+        const workers = Array.from({ length: 16 }, (_, w) => worker(w))
+        await Bun.sleep(1_500)
+        const killedAt = performance.now()
+        await fleet.processes[0]!.kill('SIGKILL')
+        stop = true
+        await Promise.all(workers)
+        slow.configure({ latencyMs: 500 })
+        await waitFor(
+          'the dead instance’s lease to expire',
+          async () => (await account(accountId)).held_usd === '0.000000',
+          LEASE_TTL_MS + 5_000,
+          50,
+        )
+        const charged = await chargedBy(accountId, credit)
+        const all = sumCosts(delivered)
+        // The group being formed or written when the kill came: answers of the last interval (and
+        // the write's own few ms).
+        const window = CHARGE_INTERVAL_MS + 100
+        const lastInterval = sumCosts(delivered.filter((a) => a.receivedAt >= killedAt - window))
+        const maxCost = delivered.reduce((max, a) => Decimal.max(max, a.cost!), new Decimal(0))
+        expect(delivered.length).toBeGreaterThan(50)
+        // Never twice: at most what was delivered, plus calls answered upstream and charged
+        // whose answer the kill kept from reaching the client.
+        expect(charged.lessThanOrEqualTo(all.plus(maxCost.times(maxInFlight)))).toBe(true)
+        expect(charged.greaterThanOrEqualTo(all.minus(lastInterval))).toBe(true)
+        console.log(
+          `SIGKILL during traffic: ${delivered.length} answers delivered ($${all.toFixed()}), charged $${charged.toFixed()}, unbilled $${all.minus(charged).toFixed()} (answers of the last ${window} ms: $${lastInterval.toFixed()})`,
+        )
+      },
+    )
   })
 }

@@ -30,7 +30,9 @@ if (!TEST_REDIS_URL) {
       const production = mkdtempSync(join(tmpdir(), 'mg-fleet-a-'))
       const staging = mkdtempSync(join(tmpdir(), 'mg-fleet-b-'))
       const start = (dir: string, prefix: string) =>
-        startTestGateway({ env: { REDIS_URL: url, MULTIGRID_REDIS_PREFIX: prefix, MULTIGRID_DATA_DIR: dir } })
+        startTestGateway({
+          env: { REDIS_URL: url, MULTIGRID_REDIS_PREFIX: prefix, MULTIGRID_DATA_DIR: dir },
+        })
       const redis = new Redis(url, { maxRetriesPerRequest: 1 })
       redis.on('error', () => {})
       const gateways: TestGateway[] = []
@@ -40,11 +42,15 @@ if (!TEST_REDIS_URL) {
         const { key, keyId } = await first.newAccount('1', { rate_limit_per_minute: 5 })
         await first.stop()
         cpSync(production, staging, { recursive: true })
-        gateways.push(await start(production, `${base}prod:`), await start(staging, `${base}staging:`))
+        gateways.push(
+          await start(production, `${base}prod:`),
+          await start(staging, `${base}staging:`),
+        )
         const [a, b] = gateways
         // Until each limiter has reached Redis, hits are counted in process instead.
         for (const gateway of gateways) {
-          for (let i = 0; i < 100 && (await gateway.request('/readyz', null)).status !== 200; i++) await Bun.sleep(20)
+          for (let i = 0; i < 100 && (await gateway.request('/readyz', null)).status !== 200; i++)
+            await Bun.sleep(20)
         }
 
         await awayFromWindowEdge(5_000)
@@ -55,7 +61,9 @@ if (!TEST_REDIS_URL) {
         }
         const onA = []
         for (let i = 0; i < 5; i++) onA.push(await get(a))
-        expect(onA).toEqual(['4', '3', '2', '1', '0'].map((remaining) => ({ status: 200, remaining })))
+        expect(onA).toEqual(
+          ['4', '3', '2', '1', '0'].map((remaining) => ({ status: 200, remaining })),
+        )
         expect(await get(a)).toEqual({ status: 429, remaining: '0' })
         // The other fleet's window for this key is untouched: its own five, counted from five.
         expect(await get(b)).toEqual({ status: 200, remaining: '4' })

@@ -7,7 +7,8 @@
 import { existsSync } from 'node:fs'
 
 const CHROMIUM = '/usr/bin/chromium'
-const ADVICE = 'the dashboard test needs Chromium: run "sudo apt-get install -y chromium", then npm test again'
+const ADVICE =
+  'the dashboard test needs Chromium: run "sudo apt-get install -y chromium", then npm test again'
 
 function run(command: string[]): boolean {
   const result = Bun.spawnSync(command, {
@@ -22,7 +23,9 @@ if (!existsSync(CHROMIUM) && process.platform === 'linux') {
   const mayInstall = process.getuid?.() === 0 && existsSync('/usr/bin/apt-get')
   if (!mayInstall) console.error(`multigrid tests: ${ADVICE}`)
   else {
-    console.error('multigrid tests: installing Debian\'s chromium for the dashboard test (once; a minute or two)')
+    console.error(
+      "multigrid tests: installing Debian's chromium for the dashboard test (once; a minute or two)",
+    )
     // The package lists may be missing or stale on a fresh machine: refresh them only if needed.
     const installed =
       run(['apt-get', 'install', '-y', '-qq', 'chromium']) ||

@@ -274,18 +274,31 @@ describe('stats', () => {
 })
 
 describe('steering for billing tests', () => {
-  const messages = [{ role: 'user', content: 'Summarise the ticket about the broken printer on floor 3, please.' }]
+  const messages = [
+    { role: 'user', content: 'Summarise the ticket about the broken printer on floor 3, please.' },
+  ]
   afterAll(() => sim.configure({ usageFactor: 1, keepBodies: 0 }))
 
   test('usageFactor inflates the usage reported, in both dialects; keepBodies keeps what arrived', async () => {
-    const honest = JSON.parse((await post('/v1/chat/completions', { model: 'sim-chat', messages })).text).usage
-    const claude = JSON.parse((await post('/v1/messages', { model: 'c', max_tokens: 50, messages }, anthropicHeaders)).text).usage
+    const honest = JSON.parse(
+      (await post('/v1/chat/completions', { model: 'sim-chat', messages })).text,
+    ).usage
+    const claude = JSON.parse(
+      (await post('/v1/messages', { model: 'c', max_tokens: 50, messages }, anthropicHeaders)).text,
+    ).usage
     sim.configure({ usageFactor: 10, keepBodies: 2 })
-    const inflated = JSON.parse((await post('/v1/chat/completions', { model: 'sim-chat', messages })).text).usage
+    const inflated = JSON.parse(
+      (await post('/v1/chat/completions', { model: 'sim-chat', messages })).text,
+    ).usage
     expect(inflated.prompt_tokens).toBe(honest.prompt_tokens * 10)
     expect(inflated.completion_tokens).toBe(honest.completion_tokens * 10)
-    const inflatedClaude = JSON.parse((await post('/v1/messages', { model: 'c', max_tokens: 50, messages }, anthropicHeaders)).text).usage
-    expect(inflatedClaude).toEqual({ input_tokens: claude.input_tokens * 10, output_tokens: claude.output_tokens * 10 })
+    const inflatedClaude = JSON.parse(
+      (await post('/v1/messages', { model: 'c', max_tokens: 50, messages }, anthropicHeaders)).text,
+    ).usage
+    expect(inflatedClaude).toEqual({
+      input_tokens: claude.input_tokens * 10,
+      output_tokens: claude.output_tokens * 10,
+    })
     await post('/v1/chat/completions', { model: 'sim-chat', messages, seed: 3 })
     const received = sim.received()
     expect(received.map((r) => r.path)).toEqual(['/v1/messages', '/v1/chat/completions'])

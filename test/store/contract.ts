@@ -119,18 +119,45 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
       it('leases live credit as a hold: granted within what is available, seen by admission, gone once expired', async () => {
         await account('acct_1', '1')
         const take = (instanceId: string, needUsd: string, wantUsd: string, nowMs = MS) =>
-          store.takeLiveCredit({ instanceId, accountId: 'acct_1', needUsd, wantUsd, nowMs, expiresAtMs: nowMs + 10_000 })
+          store.takeLiveCredit({
+            instanceId,
+            accountId: 'acct_1',
+            needUsd,
+            wantUsd,
+            nowMs,
+            expiresAtMs: nowMs + 10_000,
+          })
         // At most half of what is available beyond the need, so another instance can still serve.
-        expect(await take('inst_a', '0.1', '5', Date.now())).toEqual({ grantedUsd: '0.5', leaseUsd: '0.5', availableUsd: '0.5', lostUsd: '0' })
+        expect(await take('inst_a', '0.1', '5', Date.now())).toEqual({
+          grantedUsd: '0.5',
+          leaseUsd: '0.5',
+          availableUsd: '0.5',
+          lostUsd: '0',
+        })
         expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '1', heldUsd: '0.5' })
-        expect(await take('inst_b', '0.6', '0.6', Date.now())).toEqual({ grantedUsd: '0', leaseUsd: '0', availableUsd: '0.5', lostUsd: '0' })
-        expect(await take('inst_b', '0.4', '0.4', Date.now())).toMatchObject({ grantedUsd: '0.4', availableUsd: '0.1' })
-        const refused = await store.admitBatch(newBatch('acct_1', 'batch_1', 1, { costCeilingUsd: '0.2' }))
+        expect(await take('inst_b', '0.6', '0.6', Date.now())).toEqual({
+          grantedUsd: '0',
+          leaseUsd: '0',
+          availableUsd: '0.5',
+          lostUsd: '0',
+        })
+        expect(await take('inst_b', '0.4', '0.4', Date.now())).toMatchObject({
+          grantedUsd: '0.4',
+          availableUsd: '0.1',
+        })
+        const refused = await store.admitBatch(
+          newBatch('acct_1', 'batch_1', 1, { costCeilingUsd: '0.2' }),
+        )
         expect(refused).toEqual({ kind: 'insufficient_quota', availableUsd: '0.1' })
         // Expired leases count for nothing and are deleted by whoever looks next; the owner hears of it.
         const later = Date.now() + 60_000
         expect(await store.renewLiveCredit('inst_a', ['acct_1'], later, later + 10_000)).toEqual([])
-        expect(await take('inst_a', '0.1', '0.1', later)).toEqual({ grantedUsd: '0.1', leaseUsd: '0.1', availableUsd: '0.9', lostUsd: '0.5' })
+        expect(await take('inst_a', '0.1', '0.1', later)).toEqual({
+          grantedUsd: '0.1',
+          leaseUsd: '0.1',
+          availableUsd: '0.9',
+          lostUsd: '0.5',
+        })
         // inst_b's lease went too; what is held now is the new one.
         expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '1', heldUsd: '0.1' })
       })
@@ -139,7 +166,14 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         await account('acct_1', '1')
         await account('acct_2', '0.01')
         const now = Date.now()
-        await store.takeLiveCredit({ instanceId: 'inst_a', accountId: 'acct_1', needUsd: '0.4', wantUsd: '0.4', nowMs: now, expiresAtMs: now + 60_000 })
+        await store.takeLiveCredit({
+          instanceId: 'inst_a',
+          accountId: 'acct_1',
+          needUsd: '0.4',
+          wantUsd: '0.4',
+          nowMs: now,
+          expiresAtMs: now + 60_000,
+        })
         const group = {
           id: 'lcg_1',
           instanceId: 'inst_a',
@@ -151,11 +185,20 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         }
         expect(await store.writeLiveCharges(group)).toBe(true)
         expect(await store.writeLiveCharges(group)).toBe(false)
-        expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '0.999999877', heldUsd: '0.299999877' })
-        expect(await store.renewLiveCredit('inst_a', ['acct_1', 'acct_2'], now, now + 60_000)).toEqual([{ accountId: 'acct_1', leaseUsd: '0.299999877' }])
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '0.999999877',
+          heldUsd: '0.299999877',
+        })
+        expect(
+          await store.renewLiveCredit('inst_a', ['acct_1', 'acct_2'], now, now + 60_000),
+        ).toEqual([{ accountId: 'acct_1', leaseUsd: '0.299999877' }])
         expect((await store.getAccount('acct_2'))!.balanceUsd).toBe('0')
         // A lease shrunk to nothing is gone; renewing it finds nothing.
-        await store.writeLiveCharges({ ...group, id: 'lcg_2', entries: [{ accountId: 'acct_1', chargeUsd: '0', releaseUsd: '0.299999877' }] })
+        await store.writeLiveCharges({
+          ...group,
+          id: 'lcg_2',
+          entries: [{ accountId: 'acct_1', chargeUsd: '0', releaseUsd: '0.299999877' }],
+        })
         expect(await store.renewLiveCredit('inst_a', ['acct_1'], now, now + 60_000)).toEqual([])
         expect((await store.getAccount('acct_1'))!.heldUsd).toBe('0')
       })
@@ -165,7 +208,15 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         const now = Date.now()
         const grants = await Promise.all(
           Array.from({ length: 6 }, (_, i) =>
-            store.takeLiveCredit({ instanceId: `inst_${i}`, accountId: 'acct_1', needUsd: '0.3', wantUsd: '0.3', nowMs: now, expiresAtMs: now + 60_000 })),
+            store.takeLiveCredit({
+              instanceId: `inst_${i}`,
+              accountId: 'acct_1',
+              needUsd: '0.3',
+              wantUsd: '0.3',
+              nowMs: now,
+              expiresAtMs: now + 60_000,
+            }),
+          ),
         )
         const total = grants.reduce((sum, g) => sum.plus(g.grantedUsd), new Money(0))
         expect(total.toFixed()).toBe('0.9')
@@ -967,9 +1018,9 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         await dispatch.claimLines('batch_01', 'owner-a', 1, MS + 0.25, MS + 1000.5)
         expect(await dispatch.renewLeases('owner-a', MS + 2000.5)).toBe(1)
         expect(await dispatch.reapExpiredLeases(MS + 2000.25)).toBe(0)
-        expect(await dispatch.recordOutcomes('owner-a', [retry('batch_01', 1, MS + 5000.5)], MS)).toBe(
-          1,
-        )
+        expect(
+          await dispatch.recordOutcomes('owner-a', [retry('batch_01', 1, MS + 5000.5)], MS),
+        ).toBe(1)
         expect(await claim('batch_01', 'owner-a', 1, MS + 5000)).toEqual([])
         expect((await claim('batch_01', 'owner-a', 1, MS + 5001)).map((l) => l.lineNo)).toEqual([1])
         await store.cancelBatch('acct_1', 'batch_01', T0 + 10.5)
@@ -1053,11 +1104,23 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         await claim('batch_01', 'owner-a', 1)
         // Ceiling 0.1, upstream billed 0.25: the batch keeps 0.2 held for its other two lines and
         // the 0.15 excess comes out of free credit (0.7 of it).
-        const over: LineOutcome = { ...succeeded('batch_01', 1, '0.25'), ceilingUsd: '0.1' } as LineOutcome
+        const over: LineOutcome = {
+          ...succeeded('batch_01', 1, '0.25'),
+          ceilingUsd: '0.1',
+        } as LineOutcome
         expect(await dispatch.recordOutcomes('owner-a', [over], MS + 100)).toBe(1)
-        expect((await allLines('batch_01'))[0]).toMatchObject({ status: 'succeeded', costUsd: '0.25' })
-        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({ costUsd: '0.25', heldUsd: '0.2' })
-        expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '0.75', heldUsd: '0.2' })
+        expect((await allLines('batch_01'))[0]).toMatchObject({
+          status: 'succeeded',
+          costUsd: '0.25',
+        })
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          costUsd: '0.25',
+          heldUsd: '0.2',
+        })
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '0.75',
+          heldUsd: '0.2',
+        })
         // Still covered: the next line is dispatched.
         expect((await claim('batch_01', 'owner-a', 1, MS + 200)).map((l) => l.lineNo)).toEqual([2])
       })
@@ -1069,9 +1132,15 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         await claim('batch_01', 'owner-a', 1)
         // Ceiling 0.1, billed 0.9: 0.1 from batch_01's hold, 0.5 free, 0.3 from what batch_01's
         // other lines and batch_02 hold. Balance 0.1 against 0.4 held.
-        const over: LineOutcome = { ...succeeded('batch_01', 1, '0.9'), ceilingUsd: '0.1' } as LineOutcome
+        const over: LineOutcome = {
+          ...succeeded('batch_01', 1, '0.9'),
+          ceilingUsd: '0.1',
+        } as LineOutcome
         expect(await dispatch.recordOutcomes('owner-a', [over], MS + 100)).toBe(1)
-        expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '0.1', heldUsd: '0.4' })
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '0.1',
+          heldUsd: '0.4',
+        })
         expect((await allLines('batch_01'))[0]).toMatchObject({ costUsd: '0.9' })
         expect(await claim('batch_01', 'owner-a', 5, MS + 200)).toEqual([])
         expect(await claim('batch_02', 'owner-a', 5, MS + 200)).toEqual([])
@@ -1082,8 +1151,14 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         expect((await dispatch.runnableBatches(MS + 200, 1)).map((b) => b.id)).toEqual(['batch_03'])
         // A deposit that covers the holds again resumes dispatch.
         await store.addCredit('acct_1', '0.3')
-        expect((await dispatch.runnableBatches(MS + 300, 10)).map((b) => b.id).sort()).toEqual(['batch_01', 'batch_02', 'batch_03'])
-        expect((await claim('batch_02', 'owner-a', 5, MS + 300)).map((l) => l.lineNo)).toEqual([1, 2])
+        expect((await dispatch.runnableBatches(MS + 300, 10)).map((b) => b.id).sort()).toEqual([
+          'batch_01',
+          'batch_02',
+          'batch_03',
+        ])
+        expect((await claim('batch_02', 'owner-a', 5, MS + 300)).map((l) => l.lineNo)).toEqual([
+          1, 2,
+        ])
       })
 
       it('releases an owner’s leases untouched on shutdown', async () => {
@@ -1315,7 +1390,12 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
       it('counts stored uploads and uploads in progress against max_files and max_stored_bytes', async () => {
         await account('acct_1')
         await account('acct_2')
-        expect(await store.getFileQuota('acct_1')).toEqual({ maxFiles: null, maxStoredBytes: null, filesInUse: 0, storedBytes: 0 })
+        expect(await store.getFileQuota('acct_1')).toEqual({
+          maxFiles: null,
+          maxStoredBytes: null,
+          filesInUse: 0,
+          storedBytes: 0,
+        })
         expect(await store.getFileQuota('acct_missing')).toBeNull()
         expect(await reserve('file_1', 400)).toEqual({ kind: 'reserved', bytes: 400 })
         expect(await store.commitUpload(upload('file_1', 300))).toBe(true)
@@ -1323,17 +1403,37 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         // Committed once only: the reservation is gone.
         expect(await store.commitUpload(upload('file_1', 300))).toBe(false)
         expect(await reserve('file_2', 600)).toEqual({ kind: 'reserved', bytes: 600 })
-        expect(await store.getFileQuota('acct_1')).toMatchObject({ filesInUse: 2, storedBytes: 900 })
-        expect(await reserve('file_3', 101)).toEqual({ kind: 'limit_exceeded', limit: { stored_bytes: 1000, in_use: 900 } })
+        expect(await store.getFileQuota('acct_1')).toMatchObject({
+          filesInUse: 2,
+          storedBytes: 900,
+        })
+        expect(await reserve('file_3', 101)).toEqual({
+          kind: 'limit_exceeded',
+          limit: { stored_bytes: 1000, in_use: 900 },
+        })
         expect(await reserve('file_3', 100)).toEqual({ kind: 'reserved', bytes: 100 })
-        expect(await reserve('file_4', 0)).toEqual({ kind: 'limit_exceeded', limit: { files: 3, in_use: 3 } })
+        expect(await reserve('file_4', 0)).toEqual({
+          kind: 'limit_exceeded',
+          limit: { files: 3, in_use: 3 },
+        })
         // Rendered output files do not count; other accounts are not affected.
-        await store.createFile({ ...upload('file_out', 0), purpose: 'batch_output', bytes: null, kind: 'output' })
+        await store.createFile({
+          ...upload('file_out', 0),
+          purpose: 'batch_output',
+          bytes: null,
+          kind: 'output',
+        })
         expect(await reserve('file_5', 1000, 'acct_2')).toEqual({ kind: 'reserved', bytes: 1000 })
         await store.releaseUpload('file_2')
-        expect(await store.getFileQuota('acct_1')).toMatchObject({ filesInUse: 2, storedBytes: 400 })
+        expect(await store.getFileQuota('acct_1')).toMatchObject({
+          filesInUse: 2,
+          storedBytes: 400,
+        })
         expect(await store.deleteFile('acct_1', 'file_1')).toBe(true)
-        expect(await store.getFileQuota('acct_1')).toMatchObject({ filesInUse: 1, storedBytes: 100 })
+        expect(await store.getFileQuota('acct_1')).toMatchObject({
+          filesInUse: 1,
+          storedBytes: 100,
+        })
       })
 
       it('grows a reservation to what it wants if that fits, else to what it needs, else refuses', async () => {
@@ -1341,21 +1441,35 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         await reserve('file_1', 0)
         await store.commitUpload(upload('file_1', 500))
         await reserve('file_2', 100)
-        expect(await store.growUpload('file_2', 200, 300, MS + 1, defaults)).toEqual({ kind: 'reserved', bytes: 300 })
-        expect(await store.growUpload('file_2', 450, 1450, MS + 2, defaults)).toEqual({ kind: 'reserved', bytes: 450 })
+        expect(await store.growUpload('file_2', 200, 300, MS + 1, defaults)).toEqual({
+          kind: 'reserved',
+          bytes: 300,
+        })
+        expect(await store.growUpload('file_2', 450, 1450, MS + 2, defaults)).toEqual({
+          kind: 'reserved',
+          bytes: 450,
+        })
         expect(await store.growUpload('file_2', 501, 600, MS + 3, defaults)).toEqual({
           kind: 'limit_exceeded',
           limit: { stored_bytes: 1000, in_use: 500 },
         })
         expect(await store.growUpload('file_missing', 1, 1, MS, defaults)).toEqual({ kind: 'gone' })
-        expect(await store.getFileQuota('acct_1')).toMatchObject({ filesInUse: 2, storedBytes: 950 })
+        expect(await store.getFileQuota('acct_1')).toMatchObject({
+          filesInUse: 2,
+          storedBytes: 950,
+        })
       })
 
       it('racing reservations are counted one after another', async () => {
         await account('acct_1')
-        const results = await Promise.all(Array.from({ length: 10 }, (_, i) => reserve(`file_${i}`, 250)))
+        const results = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => reserve(`file_${i}`, 250)),
+        )
         expect(results.filter((r) => r.kind === 'reserved')).toHaveLength(3)
-        expect(await store.getFileQuota('acct_1')).toMatchObject({ filesInUse: 3, storedBytes: 750 })
+        expect(await store.getFileQuota('acct_1')).toMatchObject({
+          filesInUse: 3,
+          storedBytes: 750,
+        })
       })
 
       it('expires reservations not renewed since a time, and tells which ids it knows', async () => {
@@ -1365,7 +1479,9 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         await store.growUpload('file_new', 10, 10, MS + 60_000, defaults)
         await reserve('file_done', 10, 'acct_1', MS)
         await store.commitUpload(upload('file_done', 10))
-        expect(await store.knownFileIds(['file_old', 'file_new', 'file_done', 'file_none'])).toEqual(new Set(['file_old', 'file_new', 'file_done']))
+        expect(
+          await store.knownFileIds(['file_old', 'file_new', 'file_done', 'file_none']),
+        ).toEqual(new Set(['file_old', 'file_new', 'file_done']))
         expect(await store.knownFileIds([])).toEqual(new Set())
         expect(await store.expireUploads(MS + 30_000, 10)).toEqual(['file_old'])
         expect(await store.expireUploads(MS + 30_000, 10)).toEqual([])
@@ -1377,26 +1493,59 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         await account('acct_1')
         expect(await store.setFileQuota('acct_1', { maxFiles: 1 })).toBe(true)
         expect(await store.setFileQuota('acct_1', { maxStoredBytes: 20_000_000_000 })).toBe(true)
-        expect(await store.getFileQuota('acct_1')).toMatchObject({ maxFiles: 1, maxStoredBytes: 20_000_000_000 })
+        expect(await store.getFileQuota('acct_1')).toMatchObject({
+          maxFiles: 1,
+          maxStoredBytes: 20_000_000_000,
+        })
         expect(await reserve('file_1', 5000)).toEqual({ kind: 'reserved', bytes: 5000 })
-        expect(await reserve('file_2', 0)).toEqual({ kind: 'limit_exceeded', limit: { files: 1, in_use: 1 } })
+        expect(await reserve('file_2', 0)).toEqual({
+          kind: 'limit_exceeded',
+          limit: { files: 1, in_use: 1 },
+        })
         expect(await store.setFileQuota('acct_1', { maxFiles: null })).toBe(true)
-        expect(await store.getFileQuota('acct_1')).toMatchObject({ maxFiles: null, maxStoredBytes: 20_000_000_000 })
+        expect(await store.getFileQuota('acct_1')).toMatchObject({
+          maxFiles: null,
+          maxStoredBytes: 20_000_000_000,
+        })
         expect(await store.setFileQuota('acct_missing', { maxFiles: 1 })).toBe(false)
       })
     })
 
     describe('dashboard sessions', () => {
       const key = (id: string) =>
-        store.createKey({ id, accountId: 'acct_1', hash: `hash_${id}`, prefix: 'mg_ab12', name: null, scopes: ['read'], rateLimitPerMinute: null, createdAt: T0 })
+        store.createKey({
+          id,
+          accountId: 'acct_1',
+          hash: `hash_${id}`,
+          prefix: 'mg_ab12',
+          name: null,
+          scopes: ['read'],
+          rateLimitPerMinute: null,
+          createdAt: T0,
+        })
 
       it('finds a live session with its key and account; not once deleted, expired or its key revoked', async () => {
         await account('acct_1', '7')
         await key('key_1')
         await key('key_2')
-        await store.createSession({ hash: 's1', keyId: 'key_1', createdAt: T0, expiresAt: T0 + 100 })
-        await store.createSession({ hash: 's2', keyId: 'key_1', createdAt: T0, expiresAt: T0 + 200 })
-        await store.createSession({ hash: 's3', keyId: 'key_2', createdAt: T0, expiresAt: T0 + 100 })
+        await store.createSession({
+          hash: 's1',
+          keyId: 'key_1',
+          createdAt: T0,
+          expiresAt: T0 + 100,
+        })
+        await store.createSession({
+          hash: 's2',
+          keyId: 'key_1',
+          createdAt: T0,
+          expiresAt: T0 + 200,
+        })
+        await store.createSession({
+          hash: 's3',
+          keyId: 'key_2',
+          createdAt: T0,
+          expiresAt: T0 + 100,
+        })
         const found = await store.findSession('s1', T0 + 1)
         expect(found!.key).toMatchObject({ id: 'key_1', scopes: ['read'] })
         expect(found!.account).toMatchObject({ id: 'acct_1', balanceUsd: '7' })

@@ -24,12 +24,20 @@ const POSTGRES_TYPES: Record<string, string> = {
 
 export function sqliteColumns(db: Database): Columns {
   const tables = db
-    .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+    .query<{ name: string }, []>(
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+    )
     .all()
   const columns: Columns = {}
   for (const { name } of tables) {
-    const info = db.query<{ name: string; type: string }, [string]>('SELECT name, type FROM pragma_table_info(?)').all(name)
-    columns[name] = Object.fromEntries(info.map((c) => [c.name, SQLITE_TYPES[c.type.toUpperCase()] ?? `sqlite ${c.type}`]))
+    const info = db
+      .query<{ name: string; type: string }, [string]>(
+        'SELECT name, type FROM pragma_table_info(?)',
+      )
+      .all(name)
+    columns[name] = Object.fromEntries(
+      info.map((c) => [c.name, SQLITE_TYPES[c.type.toUpperCase()] ?? `sqlite ${c.type}`]),
+    )
   }
   return columns
 }
@@ -41,7 +49,8 @@ export async function postgresColumns(sql: postgres.Sql, schema: string): Promis
   const columns: Columns = {}
   for (const row of rows) {
     columns[row.table_name] ??= {}
-    columns[row.table_name]![row.column_name] = POSTGRES_TYPES[row.data_type] ?? `postgres ${row.data_type}`
+    columns[row.table_name]![row.column_name] =
+      POSTGRES_TYPES[row.data_type] ?? `postgres ${row.data_type}`
   }
   return columns
 }
@@ -51,6 +60,9 @@ export function sorted(columns: Columns): Columns {
   return Object.fromEntries(
     Object.keys(columns)
       .sort()
-      .map((table) => [table, Object.fromEntries(Object.entries(columns[table]!).sort(([a], [b]) => a.localeCompare(b)))]),
+      .map((table) => [
+        table,
+        Object.fromEntries(Object.entries(columns[table]!).sort(([a], [b]) => a.localeCompare(b))),
+      ]),
   )
 }

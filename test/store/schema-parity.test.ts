@@ -52,26 +52,29 @@ describe('schema parity', () => {
     expect(readSqliteMigrations().map((m) => m.name)).toEqual(readMigrations().map((m) => m.name))
   })
 
-  test.skipIf(!url)('both dialects end with the same tables, columns and broad column types', async () => {
-    const schema = `t_${randomBytes(6).toString('hex')}`
-    const { store } = await createPostgresStore(url!, { schema, max: 1 })
-    await store.close()
-    const admin = postgres(url!, { max: 1, onnotice: () => {} })
-    try {
-      const onPostgres = await postgresColumns(admin, schema)
-      const onSqlite = await sqliteSchema()
-      for (const table of Object.keys(ONLY_POSTGRES)) {
-        expect(onPostgres[table]).toBeDefined()
-        expect(onSqlite[table]).toBeUndefined()
+  test.skipIf(!url)(
+    'both dialects end with the same tables, columns and broad column types',
+    async () => {
+      const schema = `t_${randomBytes(6).toString('hex')}`
+      const { store } = await createPostgresStore(url!, { schema, max: 1 })
+      await store.close()
+      const admin = postgres(url!, { max: 1, onnotice: () => {} })
+      try {
+        const onPostgres = await postgresColumns(admin, schema)
+        const onSqlite = await sqliteSchema()
+        for (const table of Object.keys(ONLY_POSTGRES)) {
+          expect(onPostgres[table]).toBeDefined()
+          expect(onSqlite[table]).toBeUndefined()
+        }
+        expect(onSqlite[APPLIED_AT.table]?.[APPLIED_AT.column]).toBe('integer')
+        expect(comparable(onSqlite)).toEqual(comparable(onPostgres))
+        // Guards the comparison itself: it saw the tables both stores have.
+        expect(Object.keys(comparable(onSqlite))).toContain('batches')
+        expect(comparable(onSqlite).batches?.purged_at).toBe('integer')
+      } finally {
+        await admin`DROP SCHEMA IF EXISTS ${admin(schema)} CASCADE`
+        await admin.end()
       }
-      expect(onSqlite[APPLIED_AT.table]?.[APPLIED_AT.column]).toBe('integer')
-      expect(comparable(onSqlite)).toEqual(comparable(onPostgres))
-      // Guards the comparison itself: it saw the tables both stores have.
-      expect(Object.keys(comparable(onSqlite))).toContain('batches')
-      expect(comparable(onSqlite).batches?.purged_at).toBe('integer')
-    } finally {
-      await admin`DROP SCHEMA IF EXISTS ${admin(schema)} CASCADE`
-      await admin.end()
-    }
-  })
+    },
+  )
 })

@@ -19,13 +19,19 @@ const ALL = readSqliteMigrations().map((m) => m.name)
 
 /** A database file made by running these SQL texts, as the release that wrote them did. */
 function databaseFrom(...texts: string[]): Database {
-  const db = openSqliteDatabase(join(mkdtempSync(join(tmpdir(), 'mg-migrate-')), 'multigrid.sqlite'))
+  const db = openSqliteDatabase(
+    join(mkdtempSync(join(tmpdir(), 'mg-migrate-')), 'multigrid.sqlite'),
+  )
   for (const text of texts) db.exec(text)
   return db
 }
 
 const recorded = (db: Database) =>
-  db.query<{ version: number; name: string }, []>('SELECT version, name FROM schema_migrations ORDER BY version').all()
+  db
+    .query<{ version: number; name: string }, []>(
+      'SELECT version, name FROM schema_migrations ORDER BY version',
+    )
+    .all()
 
 const freshColumns = () => {
   const db = databaseFrom()
@@ -49,7 +55,12 @@ describe('sqlite migrations', () => {
     const db = databaseFrom(FIRST_RELEASE)
     // It has accounts but no files table, no batches.purged_at and no record: 0001 is applied
     // again for `files` (IF NOT EXISTS keeps the rest), 0002 holds nothing to apply.
-    expect(migrateSqlite(db)).toEqual(['0001_init.sql', '0003_retention.sql', '0004_live_credit.sql', '0005_file_quotas_sessions.sql'])
+    expect(migrateSqlite(db)).toEqual([
+      '0001_init.sql',
+      '0003_retention.sql',
+      '0004_live_credit.sql',
+      '0005_file_quotas_sessions.sql',
+    ])
     expect(recorded(db).map((row) => row.name)).toEqual(ALL)
     expect(sorted(sqliteColumns(db))).toEqual(freshColumns())
     expect(db.query('SELECT id, purged_at FROM batches ORDER BY id').all()).toEqual([
@@ -64,8 +75,14 @@ describe('sqlite migrations', () => {
     // CREATE TABLE IF NOT EXISTS at every open gave it the newer tables but never purged_at:
     // the bug this fixes.
     const db = databaseFrom(FIRST_RELEASE, HAND_KEPT_LAST)
-    expect(db.query("SELECT 1 FROM pragma_table_info('batches') WHERE name = 'purged_at'").get()).toBeNull()
-    expect(migrateSqlite(db)).toEqual(['0003_retention.sql', '0004_live_credit.sql', '0005_file_quotas_sessions.sql'])
+    expect(
+      db.query("SELECT 1 FROM pragma_table_info('batches') WHERE name = 'purged_at'").get(),
+    ).toBeNull()
+    expect(migrateSqlite(db)).toEqual([
+      '0003_retention.sql',
+      '0004_live_credit.sql',
+      '0005_file_quotas_sessions.sql',
+    ])
     expect(sorted(sqliteColumns(db))).toEqual(freshColumns())
     db.close()
   })
@@ -82,7 +99,11 @@ describe('sqlite migrations', () => {
     const db = databaseFrom()
     const migrations = [
       { version: 1, name: '0001_first.sql', text: 'CREATE TABLE first (id INTEGER PRIMARY KEY);' },
-      { version: 2, name: '0002_broken.sql', text: 'CREATE TABLE second (id INTEGER PRIMARY KEY); INSERT INTO nowhere VALUES (1);' },
+      {
+        version: 2,
+        name: '0002_broken.sql',
+        text: 'CREATE TABLE second (id INTEGER PRIMARY KEY); INSERT INTO nowhere VALUES (1);',
+      },
     ]
     expect(() => migrateSqlite(db, migrations)).toThrow(/nowhere/)
     expect(db.query("SELECT name FROM sqlite_master WHERE type = 'table'").all()).toEqual([])

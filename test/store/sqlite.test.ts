@@ -9,7 +9,9 @@ import { newBatch, runStoreContract } from './contract.ts'
 // In memory: one connection, the dispatcher's statements on the calling thread.
 runStoreContract('sqlite', async () => createSqliteStore(null))
 // On disk, as the gateway runs it: the dispatcher's statements on their own thread and connection.
-runStoreContract('sqlite file', async () => createSqliteStore(mkdtempSync(join(tmpdir(), 'mg-contract-'))))
+runStoreContract('sqlite file', async () =>
+  createSqliteStore(mkdtempSync(join(tmpdir(), 'mg-contract-'))),
+)
 
 describe('sqlite file: checkpoints', () => {
   test('the checkpoint thread copies the write-ahead log into the database file within seconds', async () => {
@@ -17,16 +19,27 @@ describe('sqlite file: checkpoints', () => {
     const { store } = createSqliteStore(dir)
     const file = join(dir, 'multigrid.sqlite')
     try {
-      await store.createAccount({ id: 'acct_1', name: 'a', creditUsd: '100', maxOpenBatches: 10, rateLimitPerMinute: 600, createdAt: 1 })
+      await store.createAccount({
+        id: 'acct_1',
+        name: 'a',
+        creditUsd: '100',
+        maxOpenBatches: 10,
+        rateLimitPerMinute: 600,
+        createdAt: 1,
+      })
       // In WAL mode the database file is written only by checkpoints, and every connection but
       // the checkpoint thread's has them off.
       const before = statSync(file).size
       const admitted = await store.admitBatch(newBatch('acct_1', 'batch_01', 5_000))
       expect(admitted.kind).toBe('created')
-      const grown = await waitFor('a checkpoint', async () => {
-        const size = statSync(file).size
-        return size >= before + 512 * 1024 ? size : null
-      }, 5_000)
+      const grown = await waitFor(
+        'a checkpoint',
+        async () => {
+          const size = statSync(file).size
+          return size >= before + 512 * 1024 ? size : null
+        },
+        5_000,
+      )
       expect(grown).toBeGreaterThanOrEqual(before + 512 * 1024)
     } finally {
       // A second close (a test closing the store, then the gateway's stop) returns at once.

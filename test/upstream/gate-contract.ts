@@ -41,7 +41,11 @@ export function runGateContract(name: string, make: MakeGate) {
       const gate = await start(3)
       expect(gate.limit).toBe(3)
       expect(gate.inFlight).toBe(0)
-      await within(2_000, 'three acquires', Promise.all([gate.acquire(), gate.acquire(), gate.acquire()]))
+      await within(
+        2_000,
+        'three acquires',
+        Promise.all([gate.acquire(), gate.acquire(), gate.acquire()]),
+      )
       expect(gate.inFlight).toBe(3)
     })
 
@@ -123,7 +127,11 @@ export function runGateContract(name: string, make: MakeGate) {
       const afterRelease = gate.acquire().then(() => Date.now() - started)
       const onFreeSlot = gate.acquire().then(() => Date.now() - started)
       gate.release()
-      const waited = await within(pauseMs + 3_000, 'the waiters after the pause', Promise.all([afterRelease, onFreeSlot]))
+      const waited = await within(
+        pauseMs + 3_000,
+        'the waiters after the pause',
+        Promise.all([afterRelease, onFreeSlot]),
+      )
       for (const ms of waited) expect(ms).toBeGreaterThanOrEqual(pauseMs - 5)
       expect(gate.inFlight).toBe(2)
     })
@@ -133,7 +141,11 @@ export function runGateContract(name: string, make: MakeGate) {
       const started = Date.now()
       gate.pause(started + 300)
       gate.pause(started + 30)
-      const waited = await within(3_300, 'the acquire after the pause', gate.acquire().then(() => Date.now() - started))
+      const waited = await within(
+        3_300,
+        'the acquire after the pause',
+        gate.acquire().then(() => Date.now() - started),
+      )
       expect(waited).toBeGreaterThanOrEqual(295)
     })
   })

@@ -21,10 +21,17 @@ export interface MadeGate {
 export type MakeGate = (limit: number) => Promise<MadeGate>
 
 /** The in-process gate: one instance's bound on one provider. */
-export const makeInProcessGate: MakeGate = async (limit) => ({ gate: createProviderGate(limit), close: async () => {} })
+export const makeInProcessGate: MakeGate = async (limit) => ({
+  gate: createProviderGate(limit),
+  close: async () => {},
+})
 
 /** The fleet-wide gate on Redis: each gate made is one instance, on a provider of its own. */
-export function fleetGateMaker(options: { redisUrl: string; prefix: string; logger: Logger }): MakeGate {
+export function fleetGateMaker(options: {
+  redisUrl: string
+  prefix: string
+  logger: Logger
+}): MakeGate {
   return async (limit) => {
     const redis = await connectRedis(options.redisUrl)
     const gates = createFleetGates(redis, {

@@ -27,7 +27,14 @@ import {
   type Notice,
 } from './pages.ts'
 import type { SessionStore } from '../../store/store.ts'
-import { clearedCookie, fromThisOrigin, newSession, readSessionId, sessionCookie, sessionHash } from './session.ts'
+import {
+  clearedCookie,
+  fromThisOrigin,
+  newSession,
+  readSessionId,
+  sessionCookie,
+  sessionHash,
+} from './session.ts'
 import { batchHref } from './widgets.ts'
 
 const PAGE_SIZE = 50
@@ -64,7 +71,15 @@ export interface DashboardDeps extends Omit<NativeDeps, 'bodyLimit'> {
   sessionHours: number
 }
 
-export function dashboardRoutes({ auth, store, admission, maxBodyBytes, bodyLimits, onCancelled, sessionHours }: DashboardDeps) {
+export function dashboardRoutes({
+  auth,
+  store,
+  admission,
+  maxBodyBytes,
+  bodyLimits,
+  onCancelled,
+  sessionHours,
+}: DashboardDeps) {
   /** An expected refusal as a page; anything else is a bug for the app's error handler. */
   function refusal(
     error: unknown,
@@ -182,7 +197,12 @@ export function dashboardRoutes({ auth, store, admission, maxBodyBytes, bodyLimi
         }
         const session = newSession()
         const now = nowSeconds()
-        await store.createSession({ hash: session.hash, keyId: caller.key.id, createdAt: now, expiresAt: now + sessionHours * 3600 })
+        await store.createSession({
+          hash: session.hash,
+          keyId: caller.key.id,
+          createdAt: now,
+          expiresAt: now + sessionHours * 3600,
+        })
         return seeOther('/', { 'set-cookie': sessionCookie(session.id, request) })
       },
       { parse: 'none' },
@@ -243,7 +263,9 @@ export function dashboardRoutes({ auth, store, admission, maxBodyBytes, bodyLimi
           inputFileId: null,
         }
         const dryRun = form.dry_run === 'true' || form.dry_run === '1'
-        const result = dryRun ? await admission.quote(bytes, options) : await admission.submit(bytes, options)
+        const result = dryRun
+          ? await admission.quote(bytes, options)
+          : await admission.submit(bytes, options)
         switch (result.kind) {
           case 'invalid':
             return listPage(caller, request, headers, 400, {
@@ -258,9 +280,15 @@ export function dashboardRoutes({ auth, store, admission, maxBodyBytes, bodyLimi
           case 'insufficient_quota':
           case 'limit_exceeded': {
             const refusal = refusalOf(result)
-            return listPage(caller, request, { ...headers, ...refusal.options.headers }, refusal.status, {
-              notice: { kind: 'error', text: refusal.message },
-            })
+            return listPage(
+              caller,
+              request,
+              { ...headers, ...refusal.options.headers },
+              refusal.status,
+              {
+                notice: { kind: 'error', text: refusal.message },
+              },
+            )
           }
           case 'created':
           case 'duplicate':
@@ -278,12 +306,7 @@ export function dashboardRoutes({ auth, store, admission, maxBodyBytes, bodyLimi
         store.getBatch(caller.account.id, params.id),
       ])
       if (!batch)
-        return refusal(
-          notFound(`batch ${excerpt(params.id)}`),
-          request,
-          headers,
-          account!.name,
-        )
+        return refusal(notFound(`batch ${excerpt(params.id)}`), request, headers, account!.name)
       const flags = new URL(request.url).searchParams
       let notice: Notice | undefined
       if (flags.has('submitted'))
@@ -311,11 +334,7 @@ export function dashboardRoutes({ auth, store, admission, maxBodyBytes, bodyLimi
         if (caller instanceof Response) return caller
         const result = await store.cancelBatch(caller.account.id, params.id, nowSeconds())
         if (result.kind === 'not_found')
-          return refusal(
-            notFound(`batch ${excerpt(params.id)}`),
-            request,
-            headers,
-          )
+          return refusal(notFound(`batch ${excerpt(params.id)}`), request, headers)
         if (result.kind === 'cancelled') onCancelled?.(result.batch.id)
         return seeOther(
           `${batchHref(params.id)}${result.kind === 'cancelled' ? '?cancelled=1' : ''}`,
@@ -335,12 +354,7 @@ export function dashboardRoutes({ auth, store, admission, maxBodyBytes, bodyLimi
         return refusal(error, request, headers)
       }
       const batch = await store.getBatch(caller.account.id, params.id)
-      if (!batch)
-        return refusal(
-          notFound(`batch ${excerpt(params.id)}`),
-          request,
-          headers,
-        )
+      if (!batch) return refusal(notFound(`batch ${excerpt(params.id)}`), request, headers)
       const statuses = query.filter ? FILTERS[query.filter] : null
       const render =
         query.format === 'input' ? (line: { input: string }) => line.input : renderResultLine

@@ -28,7 +28,10 @@ const createBody = z.looseObject({
   completion_window: windowHoursText(),
   metadata: z
     .record(storableText().max(64), storableText().max(512))
-    .refine((m) => Object.keys(m).length <= 16, { message: 'may have at most 16 keys', params: { fix: 'keep at most 16 keys in metadata' } })
+    .refine((m) => Object.keys(m).length <= 16, {
+      message: 'may have at most 16 keys',
+      params: { fix: 'keep at most 16 keys in metadata' },
+    })
     .nullable()
     .optional(),
 })
@@ -48,18 +51,30 @@ export interface FacadeBatchDeps {
   onCancelled?: (batchId: string) => void
 }
 
-export function openAiBatchRoutes({ auth, store, blobs, admission, bodyLimit, onCancelled }: FacadeBatchDeps) {
+export function openAiBatchRoutes({
+  auth,
+  store,
+  blobs,
+  admission,
+  bodyLimit,
+  onCancelled,
+}: FacadeBatchDeps) {
   const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
 
   async function create(request: Request, headers: Record<string, string>) {
     const caller = await auth.authenticate(request.headers.get('authorization'), 'batches', headers)
     const read = await readJsonBody(request, bodyLimit)
     if (!read.ok || read.value === undefined) {
-      throw badRequest('the body must be a JSON object such as {"input_file_id": …, "endpoint": …, "completion_window": "24h"}')
+      throw badRequest(
+        'the body must be a JSON object such as {"input_file_id": …, "endpoint": …, "completion_window": "24h"}',
+      )
     }
     let raw = read.value
     // The body is hashed below (JSON.stringify), which a deep enough value would overflow.
-    if (nestsDeeperThan(raw)) throw badRequest(`the body nests more than ${MAX_JSON_DEPTH} levels deep; send a plain create`)
+    if (nestsDeeperThan(raw))
+      throw badRequest(
+        `the body nests more than ${MAX_JSON_DEPTH} levels deep; send a plain create`,
+      )
     // The Python SDK merges `extra_body` into the body; the Node SDK sends unknown params as
     // they are, so `extra_body` can also arrive as a field of its own. Both mean the same.
     if (raw && typeof raw === 'object' && 'extra_body' in raw) {
@@ -69,7 +84,10 @@ export function openAiBatchRoutes({ auth, store, blobs, admission, bodyLimit, on
     const parsed = createBody.safeParse(raw, { reportInput: true })
     if (!parsed.success) {
       const issue = describeZodIssue(parsed.error.issues[0], '')
-      throw badRequest(`${issue.path || 'the body'} ${issue.message}; ${issue.fix}`, issue.path || null)
+      throw badRequest(
+        `${issue.path || 'the body'} ${issue.message}; ${issue.fix}`,
+        issue.path || null,
+      )
     }
     const body = parsed.data
     const hours = body.completion_window
@@ -78,7 +96,8 @@ export function openAiBatchRoutes({ auth, store, blobs, admission, bodyLimit, on
     // returns the batch the first attempt made.
     const requestKey = `openai:${createHash('sha256').update(JSON.stringify(raw)).digest('hex')}`
     const explicitKey = request.headers.get('idempotency-key')
-    const retry = (parseWholeNumber(request.headers.get('x-stainless-retry-count') ?? '0', 0, 1_000) ?? 0) > 0
+    const retry =
+      (parseWholeNumber(request.headers.get('x-stainless-retry-count') ?? '0', 0, 1_000) ?? 0) > 0
     if (explicitKey || retry) {
       const earlier = await store.findByIdempotencyKey(caller.account.id, explicitKey ?? requestKey)
       if (earlier) return earlier
@@ -101,7 +120,8 @@ export function openAiBatchRoutes({ auth, store, blobs, admission, bodyLimit, on
         errors,
       })
     const idempotencyKey =
-      explicitKey ?? ((await store.findByIdempotencyKey(caller.account.id, requestKey)) ? null : requestKey)
+      explicitKey ??
+      ((await store.findByIdempotencyKey(caller.account.id, requestKey)) ? null : requestKey)
     const result = await admission.submit(bytes, {
       accountId: caller.account.id,
       name: file.filename,
@@ -124,7 +144,14 @@ export function openAiBatchRoutes({ auth, store, blobs, admission, bodyLimit, on
         )
       // As OpenAI does: a batch the credit cannot cover fails at validation.
       case 'insufficient_quota':
-        return reject([{ code: 'insufficient_quota', message: refusalOf(result).message, param: null, line: null }])
+        return reject([
+          {
+            code: 'insufficient_quota',
+            message: refusalOf(result).message,
+            param: null,
+            line: null,
+          },
+        ])
       case 'limit_exceeded':
         throw refusalOf(result)
       case 'created':
@@ -136,24 +163,55 @@ export function openAiBatchRoutes({ auth, store, blobs, admission, bodyLimit, on
   }
 
   return new Elysia({ name: 'openai-batches', prefix: '/openai/v1' })
-    .post('/batches', async ({ request, set }) => renderOpenAiBatch(await create(request, headersOf(set))), { parse: 'none' })
+    .post(
+      '/batches',
+      async ({ request, set }) => renderOpenAiBatch(await create(request, headersOf(set))),
+      { parse: 'none' },
+    )
     .get('/batches', async ({ request, set }) => {
-      const caller = await auth.authenticate(request.headers.get('authorization'), 'read', headersOf(set))
+      const caller = await auth.authenticate(
+        request.headers.get('authorization'),
+        'read',
+        headersOf(set),
+      )
       const query = parseQuery(listQuery, request.url)
-      const page = await store.listBatches(caller.account.id, { limit: query.limit, after: query.after ?? null })
+      const page = await store.listBatches(caller.account.id, {
+        limit: query.limit,
+        after: query.after ?? null,
+      })
       const data = page.batches.map(renderOpenAiBatch)
-      return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: page.hasMore }
+      return {
+        object: 'list',
+        data,
+        first_id: data[0]?.id ?? null,
+        last_id: data.at(-1)?.id ?? null,
+        has_more: page.hasMore,
+      }
     })
     .get('/batches/:id', async ({ request, set, params }) => {
-      const caller = await auth.authenticate(request.headers.get('authorization'), 'read', headersOf(set))
+      const caller = await auth.authenticate(
+        request.headers.get('authorization'),
+        'read',
+        headersOf(set),
+      )
       const batch = await store.getBatch(caller.account.id, params.id)
       if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
       return renderOpenAiBatch(batch)
     })
-    .post('/batches/:id/cancel', async ({ request, set, params }) => {
-      const caller = await auth.authenticate(request.headers.get('authorization'), 'batches', headersOf(set))
-      return renderOpenAiBatch(await cancelBatch(store, caller.account.id, params.id, onCancelled))
-    }, { parse: 'none' })
+    .post(
+      '/batches/:id/cancel',
+      async ({ request, set, params }) => {
+        const caller = await auth.authenticate(
+          request.headers.get('authorization'),
+          'batches',
+          headersOf(set),
+        )
+        return renderOpenAiBatch(
+          await cancelBatch(store, caller.account.id, params.id, onCancelled),
+        )
+      },
+      { parse: 'none' },
+    )
 }
 
 /** The output and error files of a batch, listed as the account's files once the batch ends. */

@@ -6,7 +6,13 @@ import { newId, nowSeconds } from '../../domain.ts'
 import { badRequest, notFound, refuse } from '../../errors.ts'
 import { FileTooLarge, type BlobStore } from '../../files/blob-store.ts'
 import { refuseByHeaders, type BodyLimit } from '../../ingest/read-body.ts'
-import type { BatchStore, FileQuotaDefaults, FileStore, FileView, UploadStore } from '../../store/store.ts'
+import type {
+  BatchStore,
+  FileQuotaDefaults,
+  FileStore,
+  FileView,
+  UploadStore,
+} from '../../store/store.ts'
 import { excerpt } from '../../excerpt.ts'
 import { wholeNumberText } from '../../schemas/whole-number.ts'
 import { parseQuery } from '../parse-query.ts'
@@ -35,13 +41,23 @@ export interface FilesDeps {
 
 const UNSUCCESSFUL = ['failed', 'cancelled', 'expired'] as const
 
-export function openAiFilesRoutes({ auth, store, blobs, maxFileBytes, quotaDefaults, bodyLimit }: FilesDeps) {
+export function openAiFilesRoutes({
+  auth,
+  store,
+  blobs,
+  maxFileBytes,
+  quotaDefaults,
+  bodyLimit,
+}: FilesDeps) {
   const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
 
   /** A rendered file's content, streamed from the stored results. */
   const renderedContent = (file: FileView) =>
-    streamLines(store, file.batchId!, file.kind === 'output' ? ['succeeded'] : UNSUCCESSFUL, (line) =>
-      renderOpenAiResultLine(file.batchId!, line),
+    streamLines(
+      store,
+      file.batchId!,
+      file.kind === 'output' ? ['succeeded'] : UNSUCCESSFUL,
+      (line) => renderOpenAiResultLine(file.batchId!, line),
     )
 
   /** Rendered files learn their size the first time they are asked for it. */
@@ -49,7 +65,8 @@ export function openAiFilesRoutes({ auth, store, blobs, maxFileBytes, quotaDefau
     if (file.bytes !== null) return file
     let bytes = 0
     const reader = renderedContent(file).getReader()
-    for (let next = await reader.read(); !next.done; next = await reader.read()) bytes += next.value.byteLength
+    for (let next = await reader.read(); !next.done; next = await reader.read())
+      bytes += next.value.byteLength
     await store.setFileBytes(file.id, bytes)
     return { ...file, bytes }
   }
@@ -58,50 +75,63 @@ export function openAiFilesRoutes({ auth, store, blobs, maxFileBytes, quotaDefau
     .post(
       '/files',
       async ({ request, set }) => {
-        const caller = await auth.authenticate(request.headers.get('authorization'), 'batches', headersOf(set))
+        const caller = await auth.authenticate(
+          request.headers.get('authorization'),
+          'batches',
+          headersOf(set),
+        )
         // Before reading: a declared size over the limit (413), a compressed body (415). The file
         // part is limited again as it is stored, so a chunked upload stops at the limit too.
         refuseByHeaders(request, bodyLimit)
         const declared = Number(request.headers.get('content-length') ?? NaN)
         const id = newId('file-')
-        const file = await receiveUpload({ store, blobs, quotaDefaults }, {
-          id,
-          accountId: caller.account.id,
-          declaredBytes: Number.isFinite(declared) ? declared : null,
-          receive: async (meter) => {
-            let received
-            try {
-              received = await readMultipartUpload(request, (content) => blobs.put(id, meter(content), maxFileBytes))
-            } catch (error) {
-              if (error instanceof FileTooLarge) throw fileTooLarge(maxFileBytes)
-              throw error
-            }
-            if (received.fields.purpose !== 'batch') {
-              throw badRequest(
-                `purpose must be "batch" (got ${JSON.stringify(received.fields.purpose === undefined ? null : excerpt(received.fields.purpose))}); this gateway stores files for batches only`,
-                'purpose',
-              )
-            }
-            const now = nowSeconds()
-            return {
-              id,
-              accountId: caller.account.id,
-              purpose: 'batch' as const,
-              filename: received.filename,
-              bytes: received.result,
-              createdAt: now,
-              lastUsedAt: now,
-              batchId: null,
-              kind: 'upload' as const,
-            }
+        const file = await receiveUpload(
+          { store, blobs, quotaDefaults },
+          {
+            id,
+            accountId: caller.account.id,
+            declaredBytes: Number.isFinite(declared) ? declared : null,
+            receive: async (meter) => {
+              let received
+              try {
+                received = await readMultipartUpload(request, (content) =>
+                  blobs.put(id, meter(content), maxFileBytes),
+                )
+              } catch (error) {
+                if (error instanceof FileTooLarge) throw fileTooLarge(maxFileBytes)
+                throw error
+              }
+              if (received.fields.purpose !== 'batch') {
+                throw badRequest(
+                  `purpose must be "batch" (got ${JSON.stringify(received.fields.purpose === undefined ? null : excerpt(received.fields.purpose))}); this gateway stores files for batches only`,
+                  'purpose',
+                )
+              }
+              const now = nowSeconds()
+              return {
+                id,
+                accountId: caller.account.id,
+                purpose: 'batch' as const,
+                filename: received.filename,
+                bytes: received.result,
+                createdAt: now,
+                lastUsedAt: now,
+                batchId: null,
+                kind: 'upload' as const,
+              }
+            },
           },
-        })
+        )
         return renderOpenAiFile({ ...file, batchStatus: null, batchCounts: null })
       },
       { parse: 'none' },
     )
     .get('/files', async ({ request, set }) => {
-      const caller = await auth.authenticate(request.headers.get('authorization'), 'read', headersOf(set))
+      const caller = await auth.authenticate(
+        request.headers.get('authorization'),
+        'read',
+        headersOf(set),
+      )
       const query = parseQuery(listQuery, request.url)
       const page = await store.listFiles(caller.account.id, {
         limit: query.limit,
@@ -109,33 +139,60 @@ export function openAiFilesRoutes({ auth, store, blobs, maxFileBytes, quotaDefau
         purpose: query.purpose ?? null,
         order: query.order,
       })
-      const data = await Promise.all(page.files.map(async (file) => renderOpenAiFile(await withSize(file))))
+      const data = await Promise.all(
+        page.files.map(async (file) => renderOpenAiFile(await withSize(file))),
+      )
       // OpenAI's schema requires first_id and last_id as strings, also on an empty page.
-      return { object: 'list', data, first_id: data[0]?.id ?? '', last_id: data.at(-1)?.id ?? '', has_more: page.hasMore }
+      return {
+        object: 'list',
+        data,
+        first_id: data[0]?.id ?? '',
+        last_id: data.at(-1)?.id ?? '',
+        has_more: page.hasMore,
+      }
     })
     .get('/files/:id', async ({ request, set, params }) => {
-      const caller = await auth.authenticate(request.headers.get('authorization'), 'read', headersOf(set))
+      const caller = await auth.authenticate(
+        request.headers.get('authorization'),
+        'read',
+        headersOf(set),
+      )
       const file = await store.getFile(caller.account.id, params.id)
       if (!file) throw notFound(`file ${excerpt(params.id)}`)
       return renderOpenAiFile(await withSize(file))
     })
     .delete('/files/:id', async ({ request, set, params }) => {
-      const caller = await auth.authenticate(request.headers.get('authorization'), 'batches', headersOf(set))
+      const caller = await auth.authenticate(
+        request.headers.get('authorization'),
+        'batches',
+        headersOf(set),
+      )
       const file = await store.getFile(caller.account.id, params.id)
-      if (!file || !(await store.deleteFile(caller.account.id, params.id))) throw notFound(`file ${excerpt(params.id)}`)
+      if (!file || !(await store.deleteFile(caller.account.id, params.id)))
+        throw notFound(`file ${excerpt(params.id)}`)
       if (file.kind === 'upload') await blobs.delete(file.id)
       return { id: params.id, object: 'file', deleted: true }
     })
     .get('/files/:id/content', async ({ request, set, params }) => {
-      const caller = await auth.authenticate(request.headers.get('authorization'), 'read', headersOf(set))
+      const caller = await auth.authenticate(
+        request.headers.get('authorization'),
+        'read',
+        headersOf(set),
+      )
       const file = await store.getFile(caller.account.id, params.id)
       if (!file) throw notFound(`file ${excerpt(params.id)}`)
       await store.touchFile(file.id, nowSeconds())
       const body = file.kind === 'upload' ? blobs.read(file.id) : renderedContent(file)
-      return new Response(body, { headers: { ...headersOf(set), 'content-type': 'application/jsonl' } })
+      return new Response(body, {
+        headers: { ...headersOf(set), 'content-type': 'application/jsonl' },
+      })
     })
 }
 
 function fileTooLarge(limit: number) {
-  return refuse('file_too_large', `files may be at most ${limit} bytes; split the requests into several files`, { param: 'file', detail: { limit_bytes: limit } })
+  return refuse(
+    'file_too_large',
+    `files may be at most ${limit} bytes; split the requests into several files`,
+    { param: 'file', detail: { limit_bytes: limit } },
+  )
 }

@@ -14,15 +14,25 @@ import { BodyAborted } from '../../ingest/read-body.ts'
 
 export async function readMultipartUpload<T>(
   request: Request,
-  sink: (file: AsyncIterable<Uint8Array>, filename: string, fields: Record<string, string>) => Promise<T>,
+  sink: (
+    file: AsyncIterable<Uint8Array>,
+    filename: string,
+    fields: Record<string, string>,
+  ) => Promise<T>,
 ): Promise<{ result: T; filename: string; fields: Record<string, string> }> {
   const type = request.headers.get('content-type') ?? ''
   if (!type.toLowerCase().startsWith('multipart/form-data') || !request.body) {
-    throw badRequest('upload the file as multipart/form-data with fields "purpose" and "file"', 'file')
+    throw badRequest(
+      'upload the file as multipart/form-data with fields "purpose" and "file"',
+      'file',
+    )
   }
   let parser: busboy.Busboy
   try {
-    parser = busboy({ headers: { 'content-type': type }, limits: { files: 1, fields: 10, fieldSize: 1024 } })
+    parser = busboy({
+      headers: { 'content-type': type },
+      limits: { files: 1, fields: 10, fieldSize: 1024 },
+    })
   } catch (error) {
     throw badRequest(`malformed multipart body: ${(error as Error).message}`, 'file')
   }
@@ -46,7 +56,9 @@ export async function readMultipartUpload<T>(
       fileStream = stream
       // busboy delivers `purpose` first when the client sends it first, as the SDKs do.
       const filename = info.filename || 'upload.jsonl'
-      stored = sink(stream as AsyncIterable<Uint8Array>, filename, { ...fields }).then((result) => ({ result, filename }))
+      stored = sink(stream as AsyncIterable<Uint8Array>, filename, { ...fields }).then(
+        (result) => ({ result, filename }),
+      )
       // A refusal by the sink (too large, over quota) ends the upload at once: reading stops
       // there, and Bun discards the rest of the body as it arrives.
       stored.catch((error) => {
@@ -55,7 +67,9 @@ export async function readMultipartUpload<T>(
       })
     })
     parser.on('close', resolve)
-    parser.on('error', (error) => fail(badRequest(`malformed multipart body: ${(error as Error).message}`, 'file')))
+    parser.on('error', (error) =>
+      fail(badRequest(`malformed multipart body: ${(error as Error).message}`, 'file')),
+    )
     // The client hung up or the body's framing broke (busboy never hears of it through pipe()):
     // an aborted request, logged as such.
     source.on('error', (error) => {
@@ -70,7 +84,11 @@ export async function readMultipartUpload<T>(
     await (stored as Promise<unknown> | null)?.catch(() => {})
     throw error
   }
-  if (!stored) throw badRequest('the upload has no "file" part; send the JSONL file as the field "file"', 'file')
+  if (!stored)
+    throw badRequest(
+      'the upload has no "file" part; send the JSONL file as the field "file"',
+      'file',
+    )
   const { result, filename } = await (stored as Promise<{ result: T; filename: string }>)
   return { result, filename, fields }
 }

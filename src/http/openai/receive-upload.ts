@@ -14,7 +14,12 @@
 import { refuse, type GatewayError } from '../../errors.ts'
 import type { BlobStore } from '../../files/blob-store.ts'
 import { UPLOAD_RENEW_MS } from '../../files/upload-lease.ts'
-import type { FileQuotaDefaults, FileRecord, ReserveResult, UploadStore } from '../../store/store.ts'
+import type {
+  FileQuotaDefaults,
+  FileRecord,
+  ReserveResult,
+  UploadStore,
+} from '../../store/store.ts'
 
 /** Multipart framing around the file: boundaries, part headers, the `purpose` field (~300 bytes from the SDKs). */
 const FRAMING_ALLOWANCE = 4096
@@ -32,13 +37,22 @@ export interface IncomingUpload {
   /** The request's Content-Length, when it declared one. */
   declaredBytes: number | null
   /** Reads the body, storing the file's content through `meter`; resolves with the record to commit. */
-  receive(meter: (content: AsyncIterable<Uint8Array>) => AsyncIterable<Uint8Array>): Promise<FileRecord>
+  receive(
+    meter: (content: AsyncIterable<Uint8Array>) => AsyncIterable<Uint8Array>,
+  ): Promise<FileRecord>
 }
 
-export async function receiveUpload({ store, blobs, quotaDefaults }: ReceiveDeps, upload: IncomingUpload): Promise<FileRecord> {
+export async function receiveUpload(
+  { store, blobs, quotaDefaults }: ReceiveDeps,
+  upload: IncomingUpload,
+): Promise<FileRecord> {
   const { id } = upload
-  const initial = upload.declaredBytes === null ? 0 : Math.max(0, upload.declaredBytes - FRAMING_ALLOWANCE)
-  const first = await store.reserveUpload({ fileId: id, accountId: upload.accountId, bytes: initial, nowMs: Date.now() }, quotaDefaults)
+  const initial =
+    upload.declaredBytes === null ? 0 : Math.max(0, upload.declaredBytes - FRAMING_ALLOWANCE)
+  const first = await store.reserveUpload(
+    { fileId: id, accountId: upload.accountId, bytes: initial, nowMs: Date.now() },
+    quotaDefaults,
+  )
   if (first.kind !== 'reserved') throw refusal(first)
   let reserved = first.bytes
   let size = 0
@@ -82,7 +96,10 @@ export async function receiveUpload({ store, blobs, quotaDefaults }: ReceiveDeps
 
 function refusal(result: Exclude<ReserveResult, { kind: 'reserved' }>): GatewayError {
   if (result.kind === 'gone') {
-    return refuse('upload_timeout', 'the upload stalled for minutes and was dropped; send the file again')
+    return refuse(
+      'upload_timeout',
+      'the upload stalled for minutes and was dropped; send the file again',
+    )
   }
   const limit = result.limit
   const message =

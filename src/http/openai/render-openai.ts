@@ -27,7 +27,7 @@ export function renderOpenAiBatch(batch: BatchRecord) {
     output_file_id: final && counts.succeeded > 0 ? outputFileId(batch.id) : null,
     error_file_id: final && unsuccessful > 0 ? errorFileId(batch.id) : null,
     created_at: batch.createdAt,
-    in_progress_at: batch.errors ? null : batch.startedAt ?? batch.createdAt,
+    in_progress_at: batch.errors ? null : (batch.startedAt ?? batch.createdAt),
     expires_at: batch.deadlineAt,
     finalizing_at: batch.finalizingAt,
     completed_at: at('completed'),
@@ -67,6 +67,8 @@ export function renderOpenAiResultLine(batchId: string, line: LineRecord): strin
     line.responseStatus !== null && upstream !== undefined
       ? `{"status_code":${line.responseStatus},"request_id":"${requestId}","body":${JSON.stringify(upstream)}}`
       : 'null'
-  const error = line.error ? JSON.stringify({ code: line.error.code, message: line.error.message }) : 'null'
+  const error = line.error
+    ? JSON.stringify({ code: line.error.code, message: line.error.message })
+    : 'null'
   return `${head},"response":${response},"error":${error}}`
 }

@@ -15,7 +15,12 @@ export interface PostgresConnection {
 }
 
 /** A connection pool set up the same way on every thread. */
-export function connectPostgres({ url, schema, max, idleTimeoutSeconds }: PostgresConnection): postgres.Sql {
+export function connectPostgres({
+  url,
+  schema,
+  max,
+  idleTimeoutSeconds,
+}: PostgresConnection): postgres.Sql {
   // postgres.js reconnects by itself: a query issued while the server is away fails, the next
   // one after it is back opens a new connection (checked by terminating the backend).
   return postgres(url, {

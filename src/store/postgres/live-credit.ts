@@ -9,16 +9,21 @@ import { minMoney, Money, moneyText, ZERO } from '../../money/decimal.ts'
 import { GROUP_MEMORY_MS, liveGrant } from '../live-grant.ts'
 import type { Store } from '../store.ts'
 
-export async function takeLiveCredit(sql: postgres.Sql, request: Parameters<Store['takeLiveCredit']>[0]) {
+export async function takeLiveCredit(
+  sql: postgres.Sql,
+  request: Parameters<Store['takeLiveCredit']>[0],
+) {
   const { instanceId, accountId, nowMs, expiresAtMs } = request
   return sql.begin(async (tx) => {
-    const [account] = await tx`SELECT balance_usd, held_usd FROM accounts WHERE id = ${accountId} FOR UPDATE`
+    const [account] =
+      await tx`SELECT balance_usd, held_usd FROM accounts WHERE id = ${accountId} FOR UPDATE`
     if (!account) return { grantedUsd: '0', leaseUsd: '0', availableUsd: '0', lostUsd: '0' }
     const expired = await tx`
       DELETE FROM credit_leases WHERE account_id = ${accountId} AND expires_at_ms <= ${nowMs}
       RETURNING instance_id, amount_usd`
     const lost = expired.find((row) => row.instance_id === instanceId)
-    const [leased] = await tx`SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases WHERE account_id = ${accountId}`
+    const [leased] =
+      await tx`SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases WHERE account_id = ${accountId}`
     const available = new Money(account.balance_usd).minus(account.held_usd).minus(leased!.total)
     const grant = liveGrant(available, new Money(request.needUsd), new Money(request.wantUsd))
     const [mine] = grant.greaterThan(0)
@@ -40,17 +45,31 @@ export async function takeLiveCredit(sql: postgres.Sql, request: Parameters<Stor
   })
 }
 
-export async function renewLiveCredit(sql: postgres.Sql, instanceId: string, accountIds: readonly string[], nowMs: number, expiresAtMs: number) {
+export async function renewLiveCredit(
+  sql: postgres.Sql,
+  instanceId: string,
+  accountIds: readonly string[],
+  nowMs: number,
+  expiresAtMs: number,
+) {
   // An expired lease is not brought back: another instance may already have counted it as gone.
   const rows = await sql`
     UPDATE credit_leases SET expires_at_ms = ${expiresAtMs}
     WHERE instance_id = ${instanceId} AND account_id = ANY(${[...accountIds]}::text[]) AND expires_at_ms > ${nowMs}
     RETURNING account_id, amount_usd`
-  return rows.map((row) => ({ accountId: row.account_id as string, leaseUsd: moneyText(row.amount_usd) }))
+  return rows.map((row) => ({
+    accountId: row.account_id as string,
+    leaseUsd: moneyText(row.amount_usd),
+  }))
 }
 
-export async function writeLiveCharges(sql: postgres.Sql, group: Parameters<Store['writeLiveCharges']>[0]) {
-  const entries = [...group.entries].sort((a, b) => (a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : 0))
+export async function writeLiveCharges(
+  sql: postgres.Sql,
+  group: Parameters<Store['writeLiveCharges']>[0],
+) {
+  const entries = [...group.entries].sort((a, b) =>
+    a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : 0,
+  )
   const ids = entries.map((entry) => entry.accountId)
   return sql.begin(async (tx) => {
     const [fresh] = await tx`
@@ -59,16 +78,21 @@ export async function writeLiveCharges(sql: postgres.Sql, group: Parameters<Stor
       ON CONFLICT (id) DO NOTHING RETURNING id`
     if (!fresh) return false
     // Account rows in id order, as every multi-account transaction here takes them.
-    const locked = await tx`SELECT id, balance_usd FROM accounts WHERE id = ANY(${ids}::text[]) ORDER BY id FOR UPDATE`
+    const locked =
+      await tx`SELECT id, balance_usd FROM accounts WHERE id = ANY(${ids}::text[]) ORDER BY id FOR UPDATE`
     const balances = new Map(locked.map((row) => [row.id as string, new Money(row.balance_usd)]))
     // Never below zero: a lease is at most the balance, but a negative deposit may have come since.
-    const charged = entries.map((entry) => minMoney(new Money(entry.chargeUsd), balances.get(entry.accountId) ?? ZERO))
+    const charged = entries.map((entry) =>
+      minMoney(new Money(entry.chargeUsd), balances.get(entry.accountId) ?? ZERO),
+    )
     const total = charged.reduce((sum, amount) => sum.plus(amount), ZERO)
     await tx`
       UPDATE accounts a SET balance_usd = a.balance_usd - c.charge
       FROM unnest(${ids}::text[], ${charged.map((amount) => moneyText(amount))}::numeric[]) AS c(id, charge)
       WHERE a.id = c.id`
-    const shrink = entries.map((entry) => moneyText(new Money(entry.chargeUsd).plus(entry.releaseUsd)))
+    const shrink = entries.map((entry) =>
+      moneyText(new Money(entry.chargeUsd).plus(entry.releaseUsd)),
+    )
     await tx`
       UPDATE credit_leases l SET amount_usd = GREATEST(0, l.amount_usd - c.shrink)
       FROM unnest(${ids}::text[], ${shrink}::numeric[]) AS c(id, shrink)

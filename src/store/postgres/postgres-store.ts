@@ -83,7 +83,9 @@ export async function createPostgresStore(
     throw error
   }
   const connection: PostgresConnection = { url, schema, max: DISPATCH_CONNECTIONS }
-  const dispatch = createDispatchThread(new URL('./dispatch-worker.ts', import.meta.url), [connection])
+  const dispatch = createDispatchThread(new URL('./dispatch-worker.ts', import.meta.url), [
+    connection,
+  ])
   return { store: new PostgresStore(sql, dispatch, options.collectGarbage), dispatch }
 }
 
@@ -186,7 +188,12 @@ class PostgresStore implements Store {
     return liveCredit.takeLiveCredit(this.sql, request)
   }
 
-  renewLiveCredit(instanceId: string, accountIds: readonly string[], nowMs: number, expiresAtMs: number) {
+  renewLiveCredit(
+    instanceId: string,
+    accountIds: readonly string[],
+    nowMs: number,
+    expiresAtMs: number,
+  ) {
     return liveCredit.renewLiveCredit(this.sql, instanceId, accountIds, nowMs, expiresAtMs)
   }
 
@@ -348,7 +355,13 @@ class PostgresStore implements Store {
     return uploads.reserveUpload(this.sql, upload, defaults)
   }
 
-  growUpload(fileId: string, need: number, want: number, nowMs: number, defaults: FileQuotaDefaults) {
+  growUpload(
+    fileId: string,
+    need: number,
+    want: number,
+    nowMs: number,
+    defaults: FileQuotaDefaults,
+  ) {
     return uploads.growUpload(this.sql, fileId, need, want, nowMs, defaults)
   }
 

@@ -117,7 +117,10 @@ function settlementRows(settled: Settled[]) {
       line_no: outcome.lineNo,
       kind: outcome.kind,
       cost,
-      ceiling: outcome.kind === 'succeeded' && outcome.ceilingUsd !== undefined ? moneyText(outcome.ceilingUsd) : null,
+      ceiling:
+        outcome.kind === 'succeeded' && outcome.ceilingUsd !== undefined
+          ? moneyText(outcome.ceilingUsd)
+          : null,
       response_status: outcome.responseStatus,
       response: failed ? null : pgText(outcome.response),
       error_code: failed ? outcome.error.code : null,
@@ -132,7 +135,11 @@ function settlementRows(settled: Settled[]) {
   })
 }
 
-function settleStatement(tx: postgres.TransactionSql, rows: ReturnType<typeof settlementRows>, now: number) {
+function settleStatement(
+  tx: postgres.TransactionSql,
+  rows: ReturnType<typeof settlementRows>,
+  now: number,
+) {
   return tx`
     WITH outcome AS (
       SELECT * FROM ROWS FROM (jsonb_to_recordset(${tx.json(rows)}) AS (

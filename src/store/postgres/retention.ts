@@ -6,7 +6,12 @@ import type postgres from 'postgres'
 
 type Db = postgres.Sql
 
-export async function purgeResults(sql: Db, cutoff: number, limit: number, now: number): Promise<string[]> {
+export async function purgeResults(
+  sql: Db,
+  cutoff: number,
+  limit: number,
+  now: number,
+): Promise<string[]> {
   return sql.begin(async (tx) => {
     // Batch rows first, then their lines: the lock order every other transaction uses.
     const picked = await tx`
@@ -26,7 +31,11 @@ export async function purgeResults(sql: Db, cutoff: number, limit: number, now: 
   })
 }
 
-export async function deleteStaleUploads(sql: Db, cutoff: number, limit: number): Promise<string[]> {
+export async function deleteStaleUploads(
+  sql: Db,
+  cutoff: number,
+  limit: number,
+): Promise<string[]> {
   const rows = await sql`
     DELETE FROM files WHERE id IN (
       SELECT id FROM files WHERE kind = 'upload' AND last_used_at < ${cutoff}

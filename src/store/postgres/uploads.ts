@@ -5,7 +5,14 @@
  */
 import type postgres from 'postgres'
 import { decideQuota } from '../file-quota.ts'
-import type { FileLimits, FileQuotaDefaults, FileQuotaView, FileRecord, NewUpload, ReserveResult } from '../store.ts'
+import type {
+  FileLimits,
+  FileQuotaDefaults,
+  FileQuotaView,
+  FileRecord,
+  NewUpload,
+  ReserveResult,
+} from '../store.ts'
 
 type Db = postgres.ISql
 type Sql = postgres.Sql
@@ -14,10 +21,15 @@ const lockFiles = (tx: Db, accountId: string) =>
   tx`SELECT pg_advisory_xact_lock(hashtext(${`multigrid.files:${accountId}`}))`
 
 async function ownLimits(db: Db, accountId: string) {
-  const [row] = await db`SELECT max_files, max_stored_bytes FROM account_file_quotas WHERE account_id = ${accountId}`
+  const [row] =
+    await db`SELECT max_files, max_stored_bytes FROM account_file_quotas WHERE account_id = ${accountId}`
   return {
-    maxFiles: row?.max_files === null || row?.max_files === undefined ? null : Number(row.max_files),
-    maxStoredBytes: row?.max_stored_bytes === null || row?.max_stored_bytes === undefined ? null : Number(row.max_stored_bytes),
+    maxFiles:
+      row?.max_files === null || row?.max_files === undefined ? null : Number(row.max_files),
+    maxStoredBytes:
+      row?.max_stored_bytes === null || row?.max_stored_bytes === undefined
+        ? null
+        : Number(row.max_stored_bytes),
   }
 }
 
@@ -57,7 +69,14 @@ export function reserveUpload(
   })
 }
 
-export async function growUpload(sql: Sql, fileId: string, need: number, want: number, nowMs: number, defaults: FileQuotaDefaults): Promise<ReserveResult> {
+export async function growUpload(
+  sql: Sql,
+  fileId: string,
+  need: number,
+  want: number,
+  nowMs: number,
+  defaults: FileQuotaDefaults,
+): Promise<ReserveResult> {
   const [found] = await sql`SELECT account_id FROM upload_reservations WHERE file_id = ${fileId}`
   if (!found) return { kind: 'gone' }
   const accountId = found.account_id as string
@@ -98,7 +117,11 @@ export async function releaseUpload(sql: Sql, fileId: string) {
   await sql`DELETE FROM upload_reservations WHERE file_id = ${fileId}`
 }
 
-export async function expireUploads(sql: Sql, staleBeforeMs: number, limit: number): Promise<string[]> {
+export async function expireUploads(
+  sql: Sql,
+  staleBeforeMs: number,
+  limit: number,
+): Promise<string[]> {
   const rows = await sql`
     DELETE FROM upload_reservations WHERE file_id IN (
       SELECT file_id FROM upload_reservations WHERE renewed_at < ${Math.floor(staleBeforeMs)}

@@ -35,7 +35,11 @@ export function startCheckpointThread(path: string): CheckpointThread {
         if (!closing) thread = spawn()
       }, RESPAWN_AFTER_MS).unref()
     })
-    worker.postMessage({ method: 'open', path, everyMs: CHECKPOINT_EVERY_MS } satisfies CheckpointRequest)
+    worker.postMessage({
+      method: 'open',
+      path,
+      everyMs: CHECKPOINT_EVERY_MS,
+    } satisfies CheckpointRequest)
     return worker
   }
 

@@ -3,7 +3,8 @@ import type { Database } from 'bun:sqlite'
 import { lowerThreadPriority } from '../../threads/background-priority.ts'
 import { openSqliteDatabase } from './open-database.ts'
 
-export type CheckpointRequest = { method: 'open'; path: string; everyMs: number } | { method: 'close' }
+export type CheckpointRequest =
+  { method: 'open'; path: string; everyMs: number } | { method: 'close' }
 
 declare const self: Worker
 

@@ -14,7 +14,10 @@ const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
 /** What unexpired live leases hold of an account, on every instance. */
 export function leasedUsd(db: Database, accountId: string, nowMs: number): Money {
   let total = ZERO
-  for (const row of q(db, 'SELECT amount_usd FROM credit_leases WHERE account_id = ? AND expires_at_ms > ?').all(accountId, nowMs)) {
+  for (const row of q(
+    db,
+    'SELECT amount_usd FROM credit_leases WHERE account_id = ? AND expires_at_ms > ?',
+  ).all(accountId, nowMs)) {
     total = total.plus(row.amount_usd)
   }
   return total
@@ -24,19 +27,33 @@ export function takeLiveCredit(db: Database, request: Parameters<Store['takeLive
   const { instanceId, accountId, nowMs, expiresAtMs } = request
   const account = q(db, 'SELECT balance_usd, held_usd FROM accounts WHERE id = ?').get(accountId)
   if (!account) return { grantedUsd: '0', leaseUsd: '0', availableUsd: '0', lostUsd: '0' }
-  const lost = q(db, 'SELECT amount_usd FROM credit_leases WHERE account_id = ? AND instance_id = ? AND expires_at_ms <= ?')
-    .get(accountId, instanceId, nowMs)
-  q(db, 'DELETE FROM credit_leases WHERE account_id = ? AND expires_at_ms <= ?').run(accountId, nowMs)
-  const available = new Money(account.balance_usd).minus(account.held_usd).minus(leasedUsd(db, accountId, nowMs))
+  const lost = q(
+    db,
+    'SELECT amount_usd FROM credit_leases WHERE account_id = ? AND instance_id = ? AND expires_at_ms <= ?',
+  ).get(accountId, instanceId, nowMs)
+  q(db, 'DELETE FROM credit_leases WHERE account_id = ? AND expires_at_ms <= ?').run(
+    accountId,
+    nowMs,
+  )
+  const available = new Money(account.balance_usd)
+    .minus(account.held_usd)
+    .minus(leasedUsd(db, accountId, nowMs))
   const grant = liveGrant(available, new Money(request.needUsd), new Money(request.wantUsd))
-  const mine = q(db, 'SELECT amount_usd FROM credit_leases WHERE account_id = ? AND instance_id = ?').get(accountId, instanceId)
+  const mine = q(
+    db,
+    'SELECT amount_usd FROM credit_leases WHERE account_id = ? AND instance_id = ?',
+  ).get(accountId, instanceId)
   const lease = grant.plus(mine ? mine.amount_usd : 0)
   if (mine) {
-    q(db, 'UPDATE credit_leases SET amount_usd = ?, expires_at_ms = ? WHERE account_id = ? AND instance_id = ?')
-      .run(moneyText(lease), expiresAtMs, accountId, instanceId)
+    q(
+      db,
+      'UPDATE credit_leases SET amount_usd = ?, expires_at_ms = ? WHERE account_id = ? AND instance_id = ?',
+    ).run(moneyText(lease), expiresAtMs, accountId, instanceId)
   } else if (grant.greaterThan(0)) {
-    q(db, 'INSERT INTO credit_leases (account_id, instance_id, amount_usd, expires_at_ms) VALUES (?, ?, ?, ?)')
-      .run(accountId, instanceId, moneyText(grant), expiresAtMs)
+    q(
+      db,
+      'INSERT INTO credit_leases (account_id, instance_id, amount_usd, expires_at_ms) VALUES (?, ?, ?, ?)',
+    ).run(accountId, instanceId, moneyText(grant), expiresAtMs)
   }
   return {
     grantedUsd: moneyText(grant),
@@ -46,9 +63,18 @@ export function takeLiveCredit(db: Database, request: Parameters<Store['takeLive
   }
 }
 
-export function renewLiveCredit(db: Database, instanceId: string, accountIds: readonly string[], nowMs: number, expiresAtMs: number) {
+export function renewLiveCredit(
+  db: Database,
+  instanceId: string,
+  accountIds: readonly string[],
+  nowMs: number,
+  expiresAtMs: number,
+) {
   // An expired lease is not brought back: another instance may already have counted it as gone.
-  const renew = q(db, 'UPDATE credit_leases SET expires_at_ms = ? WHERE account_id = ? AND instance_id = ? AND expires_at_ms > ? RETURNING amount_usd')
+  const renew = q(
+    db,
+    'UPDATE credit_leases SET expires_at_ms = ? WHERE account_id = ? AND instance_id = ? AND expires_at_ms > ? RETURNING amount_usd',
+  )
   const renewed: { accountId: string; leaseUsd: string }[] = []
   for (const id of accountIds) {
     const row = renew.get(expiresAtMs, id, instanceId, nowMs)
@@ -67,16 +93,32 @@ export function writeLiveCharges(db: Database, group: Parameters<Store['writeLiv
     const balance = new Money(account.balance_usd)
     const charged = minMoney(new Money(entry.chargeUsd), balance)
     total = total.plus(charged)
-    q(db, 'UPDATE accounts SET balance_usd = ? WHERE id = ?').run(moneyText(balance.minus(charged)), entry.accountId)
-    const lease = q(db, 'SELECT amount_usd FROM credit_leases WHERE account_id = ? AND instance_id = ?').get(entry.accountId, group.instanceId)
+    q(db, 'UPDATE accounts SET balance_usd = ? WHERE id = ?').run(
+      moneyText(balance.minus(charged)),
+      entry.accountId,
+    )
+    const lease = q(
+      db,
+      'SELECT amount_usd FROM credit_leases WHERE account_id = ? AND instance_id = ?',
+    ).get(entry.accountId, group.instanceId)
     if (!lease) continue
     const left = new Money(lease.amount_usd).minus(entry.chargeUsd).minus(entry.releaseUsd)
     if (left.greaterThan(0)) {
-      q(db, 'UPDATE credit_leases SET amount_usd = ? WHERE account_id = ? AND instance_id = ?').run(moneyText(left), entry.accountId, group.instanceId)
-    } else q(db, 'DELETE FROM credit_leases WHERE account_id = ? AND instance_id = ?').run(entry.accountId, group.instanceId)
+      q(db, 'UPDATE credit_leases SET amount_usd = ? WHERE account_id = ? AND instance_id = ?').run(
+        moneyText(left),
+        entry.accountId,
+        group.instanceId,
+      )
+    } else
+      q(db, 'DELETE FROM credit_leases WHERE account_id = ? AND instance_id = ?').run(
+        entry.accountId,
+        group.instanceId,
+      )
   }
-  q(db, 'INSERT INTO live_charge_groups (id, instance_id, charged_usd, written_at_ms) VALUES (?, ?, ?, ?)')
-    .run(group.id, group.instanceId, moneyText(total), group.nowMs)
+  q(
+    db,
+    'INSERT INTO live_charge_groups (id, instance_id, charged_usd, written_at_ms) VALUES (?, ?, ?, ?)',
+  ).run(group.id, group.instanceId, moneyText(total), group.nowMs)
   q(db, 'DELETE FROM live_charge_groups WHERE written_at_ms < ?').run(group.nowMs - GROUP_MEMORY_MS)
   return true
 }

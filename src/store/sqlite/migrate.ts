@@ -36,13 +36,22 @@ export function migrateSqlite(db: Database, migrations = readSqliteMigrations())
         applied_at INTEGER NOT NULL
       )`)
       const done = new Set(
-        db.query<{ version: number }, []>('SELECT version FROM schema_migrations').all().map((row) => row.version),
+        db
+          .query<{ version: number }, []>('SELECT version FROM schema_migrations')
+          .all()
+          .map((row) => row.version),
       )
-      const record = db.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+      const record = db.query(
+        'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
+      )
       const ran: string[] = []
       for (const migration of migrations) {
         if (done.has(migration.version)) continue
-        if (!(madeBefore && migration.version <= LAST_HAND_KEPT && alreadyThere(db, migration.text))) {
+        if (!(
+          madeBefore &&
+          migration.version <= LAST_HAND_KEPT &&
+          alreadyThere(db, migration.text)
+        )) {
           const statements = withoutComments(migration.text).trim()
           // A file of comments only holds a number (0002: PostgreSQL's file content table).
           if (statements) db.exec(statements)
@@ -56,15 +65,21 @@ export function migrateSqlite(db: Database, migrations = readSqliteMigrations())
 }
 
 function hasTable(db: Database, name: string): boolean {
-  return db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== null
+  return (
+    db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== null
+  )
 }
 
 function hasObject(db: Database, type: 'table' | 'index', name: string): boolean {
-  return db.query('SELECT 1 FROM sqlite_master WHERE type = ? AND name = ?').get(type, name) !== null
+  return (
+    db.query('SELECT 1 FROM sqlite_master WHERE type = ? AND name = ?').get(type, name) !== null
+  )
 }
 
 function hasColumn(db: Database, table: string, column: string): boolean {
-  const columns = db.query<{ name: string }, []>(`SELECT name FROM pragma_table_info('${table}')`).all()
+  const columns = db
+    .query<{ name: string }, []>(`SELECT name FROM pragma_table_info('${table}')`)
+    .all()
   return columns.some((row) => row.name === column)
 }
 

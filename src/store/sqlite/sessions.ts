@@ -8,12 +8,10 @@ type Row = Record<string, any>
 const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
 
 export function createSession(db: Database, session: NewSession) {
-  q(db, 'INSERT INTO dashboard_sessions (hash, key_id, created_at, expires_at) VALUES (?, ?, ?, ?)').run(
-    session.hash,
-    session.keyId,
-    session.createdAt,
-    session.expiresAt,
-  )
+  q(
+    db,
+    'INSERT INTO dashboard_sessions (hash, key_id, created_at, expires_at) VALUES (?, ?, ?, ?)',
+  ).run(session.hash, session.keyId, session.createdAt, session.expiresAt)
 }
 
 export function findSession(db: Database, hash: string, now: number) {

@@ -5,7 +5,8 @@
  */
 export function sqlWordList(words: readonly string[]): string {
   for (const word of words) {
-    if (!/^[a-z_]+$/.test(word)) throw new Error(`not a domain word for SQL: ${JSON.stringify(word)}`)
+    if (!/^[a-z_]+$/.test(word))
+      throw new Error(`not a domain word for SQL: ${JSON.stringify(word)}`)
   }
   return `(${words.map((word) => `'${word}'`).join(', ')})`
 }

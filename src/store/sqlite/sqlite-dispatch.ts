@@ -80,7 +80,9 @@ export class SqliteDispatch implements DispatchStore {
   async batchStatuses(ids: readonly string[]) {
     const statuses: Record<string, BatchStatus> = {}
     if (ids.length === 0) return statuses
-    const rows = this.q(`SELECT id, status FROM batches WHERE id IN (${ids.map(() => '?').join(', ')})`).all(...ids)
+    const rows = this.q(
+      `SELECT id, status FROM batches WHERE id IN (${ids.map(() => '?').join(', ')})`,
+    ).all(...ids)
     for (const row of rows) statuses[row.id] = row.status
     return statuses
   }
@@ -124,15 +126,29 @@ export class SqliteDispatch implements DispatchStore {
         }
         // The charge is worked out first (it is what the line records), and only kept if the
         // line was still ours.
-        const charge = ledger.charge(outcome.batchId, outcome.costUsd, outcome.kind === 'succeeded' ? outcome.ceilingUsd : undefined)
+        const charge = ledger.charge(
+          outcome.batchId,
+          outcome.costUsd,
+          outcome.kind === 'succeeded' ? outcome.ceilingUsd : undefined,
+        )
         const changed =
           outcome.kind === 'succeeded'
-            ? succeed.run(outcome.responseStatus, outcome.response, charge.text, outcome.provider, outcome.latencyMs, now, ...key).changes
+            ? succeed.run(
+                outcome.responseStatus,
+                outcome.response,
+                charge.text,
+                outcome.provider,
+                outcome.latencyMs,
+                now,
+                ...key,
+              ).changes
             : fail.run(
                 outcome.responseStatus,
                 outcome.error.code,
                 outcome.error.message,
-                outcome.error.upstream === undefined ? null : JSON.stringify(outcome.error.upstream),
+                outcome.error.upstream === undefined
+                  ? null
+                  : JSON.stringify(outcome.error.upstream),
                 charge.text,
                 outcome.provider,
                 outcome.latencyMs,
@@ -174,7 +190,9 @@ export class SqliteDispatch implements DispatchStore {
       if (reset.run(row.batch_id, row.line_no).changes === 0) continue
       perBatch.set(row.batch_id, (perBatch.get(row.batch_id) ?? 0) + 1)
     }
-    const move = this.q('UPDATE batches SET running = running - ?, pending = pending + ? WHERE id = ?')
+    const move = this.q(
+      'UPDATE batches SET running = running - ?, pending = pending + ? WHERE id = ?',
+    )
     for (const [batchId, n] of perBatch) move.run(n, n, batchId)
     return rows.length
   }
@@ -206,7 +224,9 @@ export class SqliteDispatch implements DispatchStore {
           `UPDATE lines SET status = 'cancelled', error_code = 'batch_cancelled', finished_at = ?
            WHERE batch_id = ? AND status = 'pending'`,
         ).run(now, id).changes
-        this.q('UPDATE batches SET pending = pending - ?, cancelled = cancelled + ? WHERE id = ?').run(n, n, id)
+        this.q(
+          'UPDATE batches SET pending = pending - ?, cancelled = cancelled + ? WHERE id = ?',
+        ).run(n, n, id)
       }
       // A batch is `finalizing` for one tick between its last line and its terminal status.
       for (const { id } of this.q(`SELECT id FROM batches WHERE status = 'finalizing'`).all()) {
@@ -220,7 +240,10 @@ export class SqliteDispatch implements DispatchStore {
         if (status === 'cancelling') {
           if (finishBatch(this.db, id, now)) changed.push(id)
         } else {
-          this.q(`UPDATE batches SET status = 'finalizing', finalizing_at = ? WHERE id = ?`).run(now, id)
+          this.q(`UPDATE batches SET status = 'finalizing', finalizing_at = ? WHERE id = ?`).run(
+            now,
+            id,
+          )
           changed.push(id)
         }
       }
@@ -244,16 +267,16 @@ export function finishBatch(db: Database, id: string, now: number): boolean {
   const row = db.query<Row, any[]>('SELECT * FROM batches WHERE id = ?').get(id)
   if (!row || row.pending !== 0 || row.running !== 0) return false
   if (!['in_progress', 'finalizing', 'cancelling'].includes(row.status)) return false
-  const account = db.query<Row, any[]>('SELECT held_usd FROM accounts WHERE id = ?').get(row.account_id)!
+  const account = db
+    .query<Row, any[]>('SELECT held_usd FROM accounts WHERE id = ?')
+    .get(row.account_id)!
   db.query<Row, any[]>('UPDATE accounts SET held_usd = ? WHERE id = ?').run(
     moneyText(Money.max(ZERO, new Money(account.held_usd).minus(row.held_usd))),
     row.account_id,
   )
-  db.query<Row, any[]>(`UPDATE batches SET status = ?, finished_at = ?, held_usd = '0' WHERE id = ?`).run(
-    terminalStatus(row as Parameters<typeof terminalStatus>[0]),
-    now,
-    id,
-  )
+  db.query<Row, any[]>(
+    `UPDATE batches SET status = ?, finished_at = ?, held_usd = '0' WHERE id = ?`,
+  ).run(terminalStatus(row as Parameters<typeof terminalStatus>[0]), now, id)
   return true
 }
 
@@ -265,7 +288,10 @@ type Kind = 'succeeded' | 'failed' | 'retry'
  * charged comes out of its batch's hold first (the hold is what admission reserved).
  */
 class Ledger {
-  private readonly batches = new Map<string, { accountId: string; cost: Money; held: Money; counts: Record<Kind, number> }>()
+  private readonly batches = new Map<
+    string,
+    { accountId: string; cost: Money; held: Money; counts: Record<Kind, number> }
+  >()
   private readonly accounts = new Map<string, { balance: Money; held: Money }>()
 
   constructor(private readonly db: Database) {}
@@ -273,8 +299,15 @@ class Ledger {
   private batch(id: string) {
     let entry = this.batches.get(id)
     if (!entry) {
-      const row = this.db.query<Row, [string]>('SELECT account_id, cost_usd, held_usd FROM batches WHERE id = ?').get(id)!
-      entry = { accountId: row.account_id, cost: new Money(row.cost_usd), held: new Money(row.held_usd), counts: { succeeded: 0, failed: 0, retry: 0 } }
+      const row = this.db
+        .query<Row, [string]>('SELECT account_id, cost_usd, held_usd FROM batches WHERE id = ?')
+        .get(id)!
+      entry = {
+        accountId: row.account_id,
+        cost: new Money(row.cost_usd),
+        held: new Money(row.held_usd),
+        counts: { succeeded: 0, failed: 0, retry: 0 },
+      }
       this.batches.set(id, entry)
     }
     return entry
@@ -283,7 +316,9 @@ class Ledger {
   private account(id: string) {
     let entry = this.accounts.get(id)
     if (!entry) {
-      const row = this.db.query<Row, [string]>('SELECT balance_usd, held_usd FROM accounts WHERE id = ?').get(id)!
+      const row = this.db
+        .query<Row, [string]>('SELECT balance_usd, held_usd FROM accounts WHERE id = ?')
+        .get(id)!
       entry = { balance: new Money(row.balance_usd), held: new Money(row.held_usd) }
       this.accounts.set(id, entry)
     }
@@ -300,7 +335,11 @@ class Ledger {
    * taken from the account's free credit (and, if that is short, from credit held for other
    * work: the claim then stops dispatching the account's lines, see claimLines).
    */
-  charge(batchId: string, costUsd: string, ceilingUsd?: string): { text: string; undo: () => void } {
+  charge(
+    batchId: string,
+    costUsd: string,
+    ceilingUsd?: string,
+  ): { text: string; undo: () => void } {
     const cost = new Money(costUsd)
     if (cost.isZero()) return { text: '0', undo: () => {} }
     const batch = this.batch(batchId)
@@ -330,9 +369,20 @@ class Ledger {
     )
     for (const [id, b] of this.batches) {
       const { succeeded, failed, retry } = b.counts
-      batchUpdate.run(moneyText(b.cost), moneyText(b.held), succeeded + failed + retry, retry, succeeded, failed, id)
+      batchUpdate.run(
+        moneyText(b.cost),
+        moneyText(b.held),
+        succeeded + failed + retry,
+        retry,
+        succeeded,
+        failed,
+        id,
+      )
     }
-    const accountUpdate = this.db.query('UPDATE accounts SET balance_usd = ?, held_usd = ? WHERE id = ?')
-    for (const [id, a] of this.accounts) accountUpdate.run(moneyText(a.balance), moneyText(a.held), id)
+    const accountUpdate = this.db.query(
+      'UPDATE accounts SET balance_usd = ?, held_usd = ? WHERE id = ?',
+    )
+    for (const [id, a] of this.accounts)
+      accountUpdate.run(moneyText(a.balance), moneyText(a.held), id)
   }
 }

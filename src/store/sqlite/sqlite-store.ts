@@ -181,8 +181,15 @@ class SqliteStore implements Store {
     return this.tx(() => liveCredit.takeLiveCredit(this.db, request))
   }
 
-  async renewLiveCredit(instanceId: string, accountIds: readonly string[], nowMs: number, expiresAtMs: number) {
-    return this.tx(() => liveCredit.renewLiveCredit(this.db, instanceId, accountIds, nowMs, expiresAtMs))
+  async renewLiveCredit(
+    instanceId: string,
+    accountIds: readonly string[],
+    nowMs: number,
+    expiresAtMs: number,
+  ) {
+    return this.tx(() =>
+      liveCredit.renewLiveCredit(this.db, instanceId, accountIds, nowMs, expiresAtMs),
+    )
   }
 
   async writeLiveCharges(group: Parameters<Store['writeLiveCharges']>[0]) {
@@ -251,7 +258,10 @@ class SqliteStore implements Store {
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
       }
-      return { kind: 'created', batch: rowToBatch(this.q('SELECT * FROM batches WHERE id = ?').get(batch.id)!) }
+      return {
+        kind: 'created',
+        batch: rowToBatch(this.q('SELECT * FROM batches WHERE id = ?').get(batch.id)!),
+      }
     })
   }
 
@@ -284,7 +294,9 @@ class SqliteStore implements Store {
     return this.tx(() => {
       const ids = this.q(
         `SELECT id FROM batches WHERE finished_at < ? AND purged_at IS NULL ORDER BY finished_at LIMIT ?`,
-      ).all(cutoff, limit).map((row) => row.id as string)
+      )
+        .all(cutoff, limit)
+        .map((row) => row.id as string)
       for (const id of ids) {
         this.q('DELETE FROM lines WHERE batch_id = ?').run(id)
         this.q('DELETE FROM files WHERE batch_id = ?').run(id)
@@ -298,7 +310,9 @@ class SqliteStore implements Store {
     return this.q(
       `DELETE FROM files WHERE id IN (
          SELECT id FROM files WHERE kind = 'upload' AND last_used_at < ? LIMIT ?) RETURNING id`,
-    ).all(cutoff, limit).map((row) => row.id as string)
+    )
+      .all(cutoff, limit)
+      .map((row) => row.id as string)
   }
 
   // ── file quotas, uploads in progress (uploads.ts), dashboard sessions (sessions.ts) ──────
@@ -307,7 +321,13 @@ class SqliteStore implements Store {
     return uploads.reserveUpload(this.db, upload, defaults)
   }
 
-  async growUpload(fileId: string, need: number, want: number, nowMs: number, defaults: FileQuotaDefaults) {
+  async growUpload(
+    fileId: string,
+    need: number,
+    want: number,
+    nowMs: number,
+    defaults: FileQuotaDefaults,
+  ) {
     return uploads.growUpload(this.db, fileId, need, want, nowMs, defaults)
   }
 
@@ -357,15 +377,30 @@ class SqliteStore implements Store {
     this.q(
       `INSERT INTO files (id, account_id, purpose, filename, bytes, created_at, last_used_at, batch_id, kind)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(file.id, file.accountId, file.purpose, file.filename, file.bytes, file.createdAt, file.lastUsedAt, file.batchId, file.kind)
+    ).run(
+      file.id,
+      file.accountId,
+      file.purpose,
+      file.filename,
+      file.bytes,
+      file.createdAt,
+      file.lastUsedAt,
+      file.batchId,
+      file.kind,
+    )
   }
 
   async getFile(accountId: string, id: string) {
-    const row = this.q(`${FILE_SELECT} WHERE f.id = ? AND f.account_id = ? AND ${VISIBLE_FILE}`).get(id, accountId)
+    const row = this.q(
+      `${FILE_SELECT} WHERE f.id = ? AND f.account_id = ? AND ${VISIBLE_FILE}`,
+    ).get(id, accountId)
     return row ? rowToFile(row) : null
   }
 
-  async listFiles(accountId: string, page: { limit: number; after: string | null; purpose: string | null; order: 'asc' | 'desc' }) {
+  async listFiles(
+    accountId: string,
+    page: { limit: number; after: string | null; purpose: string | null; order: 'asc' | 'desc' },
+  ) {
     const direction = page.order === 'asc' ? 'ASC' : 'DESC'
     const rows = this.q(
       `${FILE_SELECT} WHERE f.account_id = ? AND ${VISIBLE_FILE}
@@ -376,7 +411,9 @@ class SqliteStore implements Store {
   }
 
   async deleteFile(accountId: string, id: string) {
-    return this.q('DELETE FROM files WHERE id = ? AND account_id = ?').run(id, accountId).changes > 0
+    return (
+      this.q('DELETE FROM files WHERE id = ? AND account_id = ?').run(id, accountId).changes > 0
+    )
   }
 
   async setFileBytes(id: string, bytes: number) {
@@ -451,7 +488,10 @@ class SqliteStore implements Store {
            cancelled = cancelled + ? WHERE id = ?`,
       ).run(now, cancelled, cancelled, id)
       finishBatch(this.db, id, now)
-      return { kind: 'cancelled', batch: rowToBatch(this.q('SELECT * FROM batches WHERE id = ?').get(id)!) }
+      return {
+        kind: 'cancelled',
+        batch: rowToBatch(this.q('SELECT * FROM batches WHERE id = ?').get(id)!),
+      }
     })
   }
 

@@ -4,7 +4,14 @@
  */
 import type { Database } from 'bun:sqlite'
 import { decideQuota } from '../file-quota.ts'
-import type { FileLimits, FileQuotaDefaults, FileQuotaView, FileRecord, NewUpload, ReserveResult } from '../store.ts'
+import type {
+  FileLimits,
+  FileQuotaDefaults,
+  FileQuotaView,
+  FileRecord,
+  NewUpload,
+  ReserveResult,
+} from '../store.ts'
 
 type Row = Record<string, any>
 
@@ -12,10 +19,17 @@ const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
 const tx = <T>(db: Database, fn: () => T): T => db.transaction(fn).immediate()
 
 function ownLimits(db: Database, accountId: string) {
-  const row = q(db, 'SELECT max_files, max_stored_bytes FROM account_file_quotas WHERE account_id = ?').get(accountId)
+  const row = q(
+    db,
+    'SELECT max_files, max_stored_bytes FROM account_file_quotas WHERE account_id = ?',
+  ).get(accountId)
   return {
-    maxFiles: row?.max_files === null || row?.max_files === undefined ? null : Number(row.max_files),
-    maxStoredBytes: row?.max_stored_bytes === null || row?.max_stored_bytes === undefined ? null : Number(row.max_stored_bytes),
+    maxFiles:
+      row?.max_files === null || row?.max_files === undefined ? null : Number(row.max_files),
+    maxStoredBytes:
+      row?.max_stored_bytes === null || row?.max_stored_bytes === undefined
+        ? null
+        : Number(row.max_stored_bytes),
   }
 }
 
@@ -47,19 +61,26 @@ export function reserveUpload(
       want: upload.bytes,
     })
     if (decision.kind !== 'reserved') return decision
-    q(db, 'INSERT INTO upload_reservations (file_id, account_id, bytes, renewed_at) VALUES (?, ?, ?, ?)').run(
-      upload.fileId,
-      upload.accountId,
-      decision.bytes,
-      Math.floor(upload.nowMs),
-    )
+    q(
+      db,
+      'INSERT INTO upload_reservations (file_id, account_id, bytes, renewed_at) VALUES (?, ?, ?, ?)',
+    ).run(upload.fileId, upload.accountId, decision.bytes, Math.floor(upload.nowMs))
     return decision
   })
 }
 
-export function growUpload(db: Database, fileId: string, need: number, want: number, nowMs: number, defaults: FileQuotaDefaults): ReserveResult {
+export function growUpload(
+  db: Database,
+  fileId: string,
+  need: number,
+  want: number,
+  nowMs: number,
+  defaults: FileQuotaDefaults,
+): ReserveResult {
   return tx(db, (): ReserveResult => {
-    const row = q(db, 'SELECT account_id, bytes FROM upload_reservations WHERE file_id = ?').get(fileId)
+    const row = q(db, 'SELECT account_id, bytes FROM upload_reservations WHERE file_id = ?').get(
+      fileId,
+    )
     if (!row) return { kind: 'gone' }
     const decision = decideQuota({
       own: ownLimits(db, row.account_id),
@@ -70,19 +91,34 @@ export function growUpload(db: Database, fileId: string, need: number, want: num
       want: Math.max(want, need),
     })
     if (decision.kind !== 'reserved') return decision
-    q(db, 'UPDATE upload_reservations SET bytes = ?, renewed_at = ? WHERE file_id = ?').run(decision.bytes, Math.floor(nowMs), fileId)
+    q(db, 'UPDATE upload_reservations SET bytes = ?, renewed_at = ? WHERE file_id = ?').run(
+      decision.bytes,
+      Math.floor(nowMs),
+      fileId,
+    )
     return decision
   })
 }
 
 export function commitUpload(db: Database, file: FileRecord): boolean {
   return tx(db, () => {
-    if (q(db, 'DELETE FROM upload_reservations WHERE file_id = ?').run(file.id).changes === 0) return false
+    if (q(db, 'DELETE FROM upload_reservations WHERE file_id = ?').run(file.id).changes === 0)
+      return false
     q(
       db,
       `INSERT INTO files (id, account_id, purpose, filename, bytes, created_at, last_used_at, batch_id, kind)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(file.id, file.accountId, file.purpose, file.filename, file.bytes, file.createdAt, file.lastUsedAt, file.batchId, file.kind)
+    ).run(
+      file.id,
+      file.accountId,
+      file.purpose,
+      file.filename,
+      file.bytes,
+      file.createdAt,
+      file.lastUsedAt,
+      file.batchId,
+      file.kind,
+    )
     return true
   })
 }
@@ -96,7 +132,9 @@ export function expireUploads(db: Database, staleBeforeMs: number, limit: number
     db,
     `DELETE FROM upload_reservations WHERE file_id IN (
        SELECT file_id FROM upload_reservations WHERE renewed_at < ? LIMIT ?) RETURNING file_id`,
-  ).all(Math.floor(staleBeforeMs), limit).map((row) => row.file_id as string)
+  )
+    .all(Math.floor(staleBeforeMs), limit)
+    .map((row) => row.file_id as string)
 }
 
 export function knownFileIds(db: Database, ids: readonly string[]): Set<string> {
@@ -105,7 +143,10 @@ export function knownFileIds(db: Database, ids: readonly string[]): Set<string> 
   for (let i = 0; i < ids.length; i += 500) {
     const part = ids.slice(i, i + 500)
     const marks = part.map(() => '?').join(', ')
-    const rows = q(db, `SELECT id FROM files WHERE id IN (${marks}) UNION SELECT file_id FROM upload_reservations WHERE file_id IN (${marks})`).all(...part, ...part)
+    const rows = q(
+      db,
+      `SELECT id FROM files WHERE id IN (${marks}) UNION SELECT file_id FROM upload_reservations WHERE file_id IN (${marks})`,
+    ).all(...part, ...part)
     for (const row of rows) known.add(row.id as string)
   }
   return known
