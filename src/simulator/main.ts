@@ -91,6 +91,13 @@ function readOptions(argv: string[]): SimulatorOptions {
     const text = values[flag]
     if (typeof text === 'string') Object.assign(options, { [key]: toNumber(flag, text) })
   }
+  // Requests are whole: a pool of 2.5 slots or a queue of 0.5 places means a typo.
+  for (const flag of ['capacity', 'max-queued'] as const) {
+    const value = options[numberFlags[flag]]
+    if (value != null && !Number.isInteger(value)) {
+      fail(`--${flag} must be a whole number, got "${String(values[flag])}"`)
+    }
+  }
   return options
 }
 

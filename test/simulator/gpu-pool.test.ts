@@ -258,3 +258,63 @@ describe('GPU-pool mode', () => {
     expect(performance.now() - started).toBeLessThan(800)
   })
 })
+
+const mainPath = `${import.meta.dir}/../../src/simulator/main.ts`
+
+describe('GPU-pool mode from the command line', () => {
+  test('--capacity and --max-queued make the process a pool: 503 beyond them, gauges on /metrics', async () => {
+    const child = Bun.spawn(
+      [
+        process.execPath,
+        mainPath,
+        '--port',
+        '0',
+        '--capacity',
+        '2',
+        '--max-queued',
+        '1',
+        '--latency-ms',
+        '300',
+      ],
+      { stdout: 'pipe', stderr: 'pipe' },
+    )
+    try {
+      const reader = child.stdout.getReader()
+      const first = await Promise.race([reader.read(), Bun.sleep(10_000).then(() => null)])
+      const line = first?.value ? new TextDecoder().decode(first.value) : ''
+      const url = /http:\/\/127\.0\.0\.1:\d+/.exec(line)?.[0]
+      expect(url).toBeDefined()
+      const send = () =>
+        fetch(`${url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(chat),
+        })
+      const pending = Array.from({ length: 5 }, send)
+      let text = ''
+      for (let i = 0; i < 100; i++) {
+        text = await (await fetch(`${url}/metrics`)).text()
+        if (text.includes('vllm:num_requests_waiting{engine="0",model_name="sim-chat"} 1')) break
+        await Bun.sleep(10)
+      }
+      expect(text).toContain('vllm:num_requests_running{engine="0",model_name="sim-chat"} 2')
+      expect(text).toContain('vllm:num_requests_waiting{engine="0",model_name="sim-chat"} 1')
+      const statuses = (await Promise.all(pending)).map((r) => r.status).sort()
+      expect(statuses).toEqual([200, 200, 200, 503, 503])
+    } finally {
+      child.kill()
+      await child.exited
+    }
+  })
+
+  test('a fractional --capacity is refused with a message naming the flag', async () => {
+    const child = Bun.spawn([process.execPath, mainPath, '--port', '0', '--capacity', '2.5'], {
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const timer = setTimeout(() => child.kill(), 10_000)
+    expect(await child.exited).toBe(2)
+    clearTimeout(timer)
+    expect(await new Response(child.stderr).text()).toContain('--capacity must be a whole number')
+  })
+})
