@@ -1,7 +1,8 @@
 /**
  * `bun run sim [--port 8090] [--latency-ms 50] [--rate-429 0.1 --retry-after 1] …`: the upstream
  * simulator as a process. Prints one line with its URL. GET /sim/stats, POST /sim/reset and
- * POST /sim/config (a JSON SimulatorOptions) reach a running one from outside.
+ * POST /sim/config (a JSON SimulatorOptions) reach a running one from outside. `--capacity N
+ * [--max-queued M]` makes it a GPU pool: a vLLM-like replica with a queue and GET /metrics.
  */
 import { parseArgs } from 'node:util'
 import type { SimulatorOptions } from './options.ts'
@@ -23,6 +24,8 @@ const numberFlags = {
   seed: 'seed',
   'embedding-dims': 'embeddingDims',
   'usage-factor': 'usageFactor',
+  capacity: 'gpuCapacity',
+  'max-queued': 'gpuMaxQueued',
 } as const satisfies Record<string, keyof SimulatorOptions>
 
 const usage = [
@@ -30,8 +33,11 @@ const usage = [
   '  [--require-api-key KEY] [--latency-ms N] [--jitter-ms N] [--max-concurrency N] [--max-rps N]',
   '  [--error-rate F] [--rate-429 F] [--timeout-rate F] [--reset-rate F] [--malformed-rate F]',
   '  [--no-usage-rate F] [--trickle-rate F] [--trickle-ms N] [--seed N] [--embedding-dims N]',
-  '  [--usage-factor X]',
+  '  [--usage-factor X] [--capacity N [--max-queued M]]',
   'F is a fraction of inference requests, 0 to 1; X multiplies the usage reported (default 1).',
+  '--capacity N plays a vLLM replica: N requests run at once for --latency-ms each, the rest wait',
+  'in a FIFO queue (503 beyond M waiting; unbounded without --max-queued), GET /metrics serves',
+  'vLLM\'s gauges; POST /sim/config {"gpuCapacity": N} changes it while running.',
 ].join('\n')
 
 function fail(message: string): never {
@@ -84,6 +90,13 @@ function readOptions(argv: string[]): SimulatorOptions {
   for (const [flag, key] of Object.entries(numberFlags)) {
     const text = values[flag]
     if (typeof text === 'string') Object.assign(options, { [key]: toNumber(flag, text) })
+  }
+  // Requests are whole: a pool of 2.5 slots or a queue of 0.5 places means a typo.
+  for (const flag of ['capacity', 'max-queued'] as const) {
+    const value = options[numberFlags[flag]]
+    if (value != null && !Number.isInteger(value)) {
+      fail(`--${flag} must be a whole number, got "${String(values[flag])}"`)
+    }
   }
   return options
 }

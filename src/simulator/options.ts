@@ -52,6 +52,17 @@ export interface SimulatorOptions {
   usageFactor?: number
   /** Keeps the bodies of the latest this-many inference requests, for received(). Default 0. */
   keepBodies?: number
+  /**
+   * GPU-pool mode, off while null (the default): the simulator plays one vLLM replica that runs
+   * at most this many inference requests at once, each held latencyMs (+ jitter), and keeps the
+   * rest in a FIFO queue; GET /metrics then serves vLLM's load gauges. May change while running.
+   */
+  gpuCapacity?: number | null
+  /**
+   * In GPU-pool mode, more requests than this waiting (beyond the running ones) are answered 503
+   * at once, as a vLLM replica with a full queue does. Null: the queue is unbounded.
+   */
+  gpuMaxQueued?: number | null
 }
 
 export type ResolvedSimulatorOptions = Required<SimulatorOptions>
@@ -78,6 +89,8 @@ export const defaultSimulatorOptions: ResolvedSimulatorOptions = {
   models: ['sim-chat', 'sim-embed'],
   usageFactor: 1,
   keepBodies: 0,
+  gpuCapacity: null,
+  gpuMaxQueued: null,
 }
 
 /** Merges `partial` over `base`, ignoring keys whose value is undefined. */

@@ -4,6 +4,7 @@
  * with the gateway under load and must answer well over 6,000 requests/s at 50 ms latency.
  */
 import { prepareMessages } from './anthropic-routes.ts'
+import { GpuQueue, metricsText } from './gpu-queue.ts'
 import { prepareChat, prepareEmbeddings } from './openai-routes.ts'
 import {
   defaultSimulatorOptions,
@@ -102,6 +103,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   // Starts full: the first second may use its whole allowance.
   let bucketTokens = Number.POSITIVE_INFINITY
   let bucketAt = performance.now()
+  // GPU-pool mode's admission queue; made on first use so the mode can be switched on live.
+  let gpu: GpuQueue | null = null
 
   function tooMany(dialect: Dialect, kind: FaultKind): Response {
     stats.fault(kind)
@@ -207,6 +210,41 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     if (o.maxRequestsPerSecond !== null && !takeRateToken(o.maxRequestsPerSecond)) {
       return tooMany(dialect, 'rate_cap')
     }
+    if (o.gpuCapacity !== null) return inferOnPool(request, dialect, prepared, id)
+    return answer(request, dialect, prepared, id, o)
+  }
+
+  /** GPU-pool mode: wait in line for a slot (or 503 when the line is full), hold it to the answer. */
+  async function inferOnPool(
+    request: Request,
+    dialect: Dialect,
+    prepared: Prepared,
+    id: number,
+  ): Promise<Response> {
+    const o = current
+    // Held locally: a request releases the queue it joined, even if the mode is switched since.
+    const pool = (gpu ??= new GpuQueue(o.gpuCapacity ?? 0, o.gpuMaxQueued))
+    const admission = pool.admit(request.signal)
+    if (admission === 'full') {
+      stats.fault('queue_full')
+      return poolFull(dialect)
+    }
+    if (!(await admission)) return hungUp
+    try {
+      // The options as they are when the request starts running, not when it joined the line.
+      return await answer(request, dialect, prepared, id, current)
+    } finally {
+      pool.release()
+    }
+  }
+
+  async function answer(
+    request: Request,
+    dialect: Dialect,
+    prepared: Prepared,
+    id: number,
+    o: ResolvedSimulatorOptions,
+  ): Promise<Response> {
     const fault = drawFault()
     if (fault === 'rate_limited') return tooMany(dialect, fault)
     if (fault !== null) stats.fault(fault)
@@ -233,6 +271,16 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       default:
         return payloadResponse(prepared.build(false), requestId)
     }
+  }
+
+  /** vLLM's answer when its queue is full: 503 in its OpenAI-style error body (code = status). */
+  function poolFull(dialect: Dialect): Response {
+    const message = 'The server is at capacity: the request queue is full (simulated)'
+    if (dialect === 'anthropic') {
+      return errorResponse(dialect, 503, 'overloaded_error', message)
+    }
+    const body = { error: { message, type: 'ServiceUnavailableError', param: null, code: 503 } }
+    return jsonResponse(body, 503)
   }
 
   async function admin(request: Request, path: string): Promise<Response> {
@@ -267,6 +315,13 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       return jsonResponse({ object: 'list', data })
     }
     if (path.startsWith('/sim/')) return admin(request, path)
+    if (request.method === 'GET' && path === '/metrics' && current.gpuCapacity !== null) {
+      gpu ??= new GpuQueue(current.gpuCapacity, current.gpuMaxQueued)
+      const text = metricsText(gpu, current.gpuCapacity, current.models[0] ?? 'sim-chat')
+      return new Response(text, {
+        headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' },
+      })
+    }
     return errorResponse(
       'openai',
       404,
@@ -310,6 +365,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       const { port: _port, hostname: _hostname, ...rest } = partial
       current = mergeOptions(current, rest)
       faultTable = faultTableOf(current)
+      if (gpu !== null) {
+        // Switched off: nothing bounds the waiters any more; otherwise the new limits apply.
+        if (current.gpuCapacity !== null) gpu.resize(current.gpuCapacity, current.gpuMaxQueued)
+        else {
+          gpu.drain()
+          gpu = null
+        }
+      }
       if (partial.seed !== undefined) {
         faultRandom = createRandom(current.seed)
         jitterRandom = createRandom(current.seed ^ 0x9e3779b9)

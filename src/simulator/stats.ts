@@ -9,6 +9,8 @@ export type FaultKind =
   | 'trickle'
   | 'concurrency_cap'
   | 'rate_cap'
+  /** GPU-pool mode: refused with 503 because the waiting queue was full. */
+  | 'queue_full'
 
 /** A snapshot: plain JSON, safe to keep after further requests. */
 export interface SimStats {
