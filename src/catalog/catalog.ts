@@ -6,6 +6,7 @@ import type { CatalogFile, ModelEntry, Offering, ProviderConfig } from './catalo
 import type { Endpoint } from '../../providers/types.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
 import type { Routing } from '../schemas/requests.ts'
+import { Money } from '../money/decimal.ts'
 
 export interface Catalog {
   readonly models: readonly ModelEntry[]
@@ -29,6 +30,19 @@ export function upstreamTargets(
     kind: catalog.provider(offering.provider)?.kind ?? 'openai',
     offering,
   }))
+}
+
+/**
+ * The offerings a per-line price cap leaves (SPEC §12): neither side dearer than its cap. Exact
+ * decimal comparison; a cap arrives as a decimal string or a JSON number (the stored line is
+ * re-read by the dispatcher as sent).
+ */
+export function withinMaxPrice(cap: NonNullable<Routing['max_price']>) {
+  const prompt = cap.prompt === undefined ? null : new Money(String(cap.prompt))
+  const completion = cap.completion === undefined ? null : new Money(String(cap.completion))
+  return (o: Offering) =>
+    (prompt === null || prompt.gte(o.input_usd_per_mtok)) &&
+    (completion === null || completion.gte(o.output_usd_per_mtok))
 }
 
 export const endpointOf = (url: string): Endpoint =>
@@ -68,6 +82,7 @@ export function createCatalog(
       if (!routing) return offerings
       if (routing.only) offerings = offerings.filter((o) => routing.only!.includes(o.provider))
       if (routing.ignore) offerings = offerings.filter((o) => !routing.ignore!.includes(o.provider))
+      if (routing.max_price) offerings = offerings.filter(withinMaxPrice(routing.max_price))
       if (routing.order) {
         const rank = (o: Offering) => {
           const index = routing.order!.indexOf(o.provider)
