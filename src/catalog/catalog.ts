@@ -48,6 +48,9 @@ export function withinMaxPrice(cap: NonNullable<Routing['max_price']>) {
 export const endpointOf = (url: string): Endpoint =>
   url === ENDPOINT_URLS.embeddings ? 'embeddings' : 'chat'
 
+/** Distinct routing objects remembered per model; past it the memory starts over (bounded). */
+const ROUTE_CACHE_SIZE = 256
+
 export function createCatalog(
   file: CatalogFile,
   providerKeys: Record<string, string | null>,
@@ -63,6 +66,7 @@ export function createCatalog(
     return providerKeys[name] ? null : provider.api_key_env
   }
   const usableCache = new Map<ModelEntry, Offering[]>()
+  const routeCache = new Map<ModelEntry, Map<string, Offering[]>>()
   const usable = (model: ModelEntry) => {
     let offerings = usableCache.get(model)
     if (!offerings) {
@@ -78,19 +82,33 @@ export function createCatalog(
     usable,
     missingKey,
     route(model, routing) {
-      let offerings = usable(model)
-      if (!routing) return offerings
-      if (routing.only) offerings = offerings.filter((o) => routing.only!.includes(o.provider))
-      if (routing.ignore) offerings = offerings.filter((o) => !routing.ignore!.includes(o.provider))
-      if (routing.max_price) offerings = offerings.filter(withinMaxPrice(routing.max_price))
-      if (routing.order) {
-        const rank = (o: Offering) => {
-          const index = routing.order!.indexOf(o.provider)
-          return index === -1 ? routing.order!.length : index
-        }
-        offerings = [...offerings].sort((a, b) => rank(a) - rank(b))
+      if (!routing) return usable(model)
+      // Lines of a file mostly share one routing object: the same answer (the same array) for
+      // each keeps the ceiling tally at one group, and the prices are compared once, not per line.
+      const key = JSON.stringify(routing)
+      let routes = routeCache.get(model)
+      if (!routes) routeCache.set(model, (routes = new Map()))
+      let offerings = routes.get(key)
+      if (!offerings) {
+        if (routes.size >= ROUTE_CACHE_SIZE) routes.clear()
+        offerings = routeUncached(model, routing)
+        routes.set(key, offerings)
       }
-      return routing.allow_fallbacks === false ? offerings.slice(0, 1) : offerings
+      return offerings
     },
+  }
+  function routeUncached(model: ModelEntry, routing: Routing): Offering[] {
+    let offerings = usable(model)
+    if (routing.only) offerings = offerings.filter((o) => routing.only!.includes(o.provider))
+    if (routing.ignore) offerings = offerings.filter((o) => !routing.ignore!.includes(o.provider))
+    if (routing.max_price) offerings = offerings.filter(withinMaxPrice(routing.max_price))
+    if (routing.order) {
+      const rank = (o: Offering) => {
+        const index = routing.order!.indexOf(o.provider)
+        return index === -1 ? routing.order!.length : index
+      }
+      offerings = [...offerings].sort((a, b) => rank(a) - rank(b))
+    }
+    return routing.allow_fallbacks === false ? offerings.slice(0, 1) : offerings
   }
 }
