@@ -6,6 +6,7 @@ import type { CatalogFile, ModelEntry, Offering, ProviderConfig } from './catalo
 import type { Endpoint } from '../../providers/types.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
 import type { Routing } from '../schemas/requests.ts'
+import { Money } from '../money/decimal.ts'
 
 export interface Catalog {
   readonly models: readonly ModelEntry[]
@@ -31,8 +32,24 @@ export function upstreamTargets(
   }))
 }
 
+/**
+ * The offerings a per-line price cap leaves (SPEC §12): neither side dearer than its cap. Exact
+ * decimal comparison; a cap arrives as a decimal string or a JSON number (the stored line is
+ * re-read by the dispatcher as sent).
+ */
+export function withinMaxPrice(cap: NonNullable<Routing['max_price']>) {
+  const prompt = cap.prompt === undefined ? null : new Money(String(cap.prompt))
+  const completion = cap.completion === undefined ? null : new Money(String(cap.completion))
+  return (o: Offering) =>
+    (prompt === null || prompt.gte(o.input_usd_per_mtok)) &&
+    (completion === null || completion.gte(o.output_usd_per_mtok))
+}
+
 export const endpointOf = (url: string): Endpoint =>
   url === ENDPOINT_URLS.embeddings ? 'embeddings' : 'chat'
+
+/** Distinct routing objects remembered per model; past it the memory starts over (bounded). */
+const ROUTE_CACHE_SIZE = 256
 
 export function createCatalog(
   file: CatalogFile,
@@ -49,6 +66,7 @@ export function createCatalog(
     return providerKeys[name] ? null : provider.api_key_env
   }
   const usableCache = new Map<ModelEntry, Offering[]>()
+  const routeCache = new Map<ModelEntry, Map<string, Offering[]>>()
   const usable = (model: ModelEntry) => {
     let offerings = usableCache.get(model)
     if (!offerings) {
@@ -64,18 +82,33 @@ export function createCatalog(
     usable,
     missingKey,
     route(model, routing) {
-      let offerings = usable(model)
-      if (!routing) return offerings
-      if (routing.only) offerings = offerings.filter((o) => routing.only!.includes(o.provider))
-      if (routing.ignore) offerings = offerings.filter((o) => !routing.ignore!.includes(o.provider))
-      if (routing.order) {
-        const rank = (o: Offering) => {
-          const index = routing.order!.indexOf(o.provider)
-          return index === -1 ? routing.order!.length : index
-        }
-        offerings = [...offerings].sort((a, b) => rank(a) - rank(b))
+      if (!routing) return usable(model)
+      // Lines of a file mostly share one routing object: the same answer (the same array) for
+      // each keeps the ceiling tally at one group, and the prices are compared once, not per line.
+      const key = JSON.stringify(routing)
+      let routes = routeCache.get(model)
+      if (!routes) routeCache.set(model, (routes = new Map()))
+      let offerings = routes.get(key)
+      if (!offerings) {
+        if (routes.size >= ROUTE_CACHE_SIZE) routes.clear()
+        offerings = routeUncached(model, routing)
+        routes.set(key, offerings)
       }
-      return routing.allow_fallbacks === false ? offerings.slice(0, 1) : offerings
+      return offerings
     },
+  }
+  function routeUncached(model: ModelEntry, routing: Routing): Offering[] {
+    let offerings = usable(model)
+    if (routing.only) offerings = offerings.filter((o) => routing.only!.includes(o.provider))
+    if (routing.ignore) offerings = offerings.filter((o) => !routing.ignore!.includes(o.provider))
+    if (routing.max_price) offerings = offerings.filter(withinMaxPrice(routing.max_price))
+    if (routing.order) {
+      const rank = (o: Offering) => {
+        const index = routing.order!.indexOf(o.provider)
+        return index === -1 ? routing.order!.length : index
+      }
+      offerings = [...offerings].sort((a, b) => rank(a) - rank(b))
+    }
+    return routing.allow_fallbacks === false ? offerings.slice(0, 1) : offerings
   }
 }

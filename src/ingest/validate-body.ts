@@ -16,6 +16,7 @@ import {
 } from '../schemas/requests.ts'
 import { compileSchema } from '../schemas/compile.ts'
 import { excerpt } from '../excerpt.ts'
+import { Money, moneyText } from '../money/decimal.ts'
 import { describeZodIssue } from './issues.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.ts'
 
@@ -153,6 +154,11 @@ export function validateBody(
     }
   }
   const offerings = catalog.route(model, body.provider)
+  if (offerings.length === 0 && body.provider?.max_price) {
+    // The other routing fields left some: it is the price cap that leaves none.
+    const uncapped = catalog.route(model, { ...body.provider, max_price: undefined })
+    if (uncapped.length > 0) return { ok: false, problems: [priceCapIssue(at, model, uncapped)] }
+  }
   if (offerings.length === 0) {
     return {
       ok: false,
@@ -191,5 +197,25 @@ export function validateBody(
       inputTokens: embeddingsInputBound(body as EmbeddingsBody),
       outputTokens: 0,
     },
+  }
+}
+
+/**
+ * A price cap no offering meets: the fix names the cheapest one's prices (lowest prompt plus
+ * completion price, exactly), the cap that would let the line through.
+ */
+function priceCapIssue(
+  at: (field: string) => string,
+  model: ModelEntry,
+  offerings: readonly Offering[],
+): BodyProblem {
+  const total = (o: Offering) => new Money(o.input_usd_per_mtok).plus(o.output_usd_per_mtok)
+  const cheapest = offerings.reduce((best, o) => (total(o).lt(total(best)) ? o : best))
+  const prompt = moneyText(cheapest.input_usd_per_mtok)
+  const completion = moneyText(cheapest.output_usd_per_mtok)
+  return {
+    path: at('provider.max_price'),
+    message: `leaves no offering of ${model.id}: every one is dearer on prompt or completion`,
+    fix: `raise max_price to at least {"prompt": "${prompt}", "completion": "${completion}"} (USD per million tokens), the prices of ${model.id}'s cheapest offering (${cheapest.provider})`,
   }
 }

@@ -12,11 +12,30 @@ import { z } from 'zod'
 const integer = () =>
   z.int({ error: (issue) => (issue.code === 'invalid_type' ? 'must be an integer' : undefined) })
 
+/**
+ * A price in USD per million tokens (SPEC §12 max_price): a decimal string, compared exactly with
+ * decimal.js, or a JSON number. No transform (the compiled check returns its input as the output),
+ * so the catalog reads either form.
+ */
+const usdPerMtok = z.union([
+  z
+    .string()
+    .regex(
+      /^\d+(\.\d+)?$/,
+      'must be a non-negative decimal string such as "1.00" (USD per million tokens)',
+    ),
+  z.number().min(0),
+])
+
 export const routingSchema = z.strictObject({
   order: z.array(z.string().min(1)).min(1).optional(),
   only: z.array(z.string().min(1)).min(1).optional(),
   ignore: z.array(z.string().min(1)).optional(),
   allow_fallbacks: z.boolean().optional(),
+  /** Offerings dearer than this on either side are not used for the request. */
+  max_price: z
+    .strictObject({ prompt: usdPerMtok.optional(), completion: usdPerMtok.optional() })
+    .optional(),
 })
 /** A line's or request's `provider` object: how it is routed among the model's offerings. */
 export type Routing = z.output<typeof routingSchema>

@@ -224,6 +224,15 @@ export const BAD_SUBMISSIONS: BadSubmission[] = [
   second('provider a string', () => withBody({ provider: 'sim' })),
   second('provider.order a string', () => withBody({ provider: { order: 'sim' } })),
   second('provider with an unknown key', () => withBody({ provider: { prefer: ['sim'] } })),
+  second('provider.max_price.prompt negative', () =>
+    withBody({ provider: { max_price: { prompt: '-0.5' } } }),
+  ),
+  second('provider.max_price.completion a word', () =>
+    withBody({ provider: { max_price: { completion: 'cheap' } } }),
+  ),
+  second('provider.max_price below every offering', () =>
+    withBody({ provider: { max_price: { prompt: 0.01 } } }),
+  ),
   second('a parameter the model does not support', () =>
     withBody({ model: 'sim/strict', temperature: 0.5 }),
   ),
