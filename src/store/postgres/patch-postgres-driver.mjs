@@ -20,7 +20,14 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'node_modules', 'postgres')
+const root = join(
+  dirname(fileURLToPath(import.meta.url)),
+  '..',
+  '..',
+  '..',
+  'node_modules',
+  'postgres',
+)
 const MARKER = '/* multigrid: nextWrite guard */'
 
 const edits = [
