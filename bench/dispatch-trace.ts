@@ -22,8 +22,15 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config.ts'
 import { startGateway } from '../src/gateway.ts'
-import { writeCatalog } from '../test/helpers/catalog.ts'
-import { benchSchema, newKey, randomPort, spawnSimulator, standardFile } from './lib.ts'
+import {
+  benchCatalog,
+  BENCH_MODEL,
+  benchSchema,
+  newKey,
+  randomPort,
+  spawnSimulator,
+  standardFile,
+} from './lib.ts'
 
 const { values } = parseArgs({
   options: {
@@ -37,7 +44,7 @@ const { values } = parseArgs({
 })
 const lineCount = Number(values.lines)
 const concurrency = Number(values.concurrency)
-const MODEL = 'bench/chat'
+const MODEL = BENCH_MODEL
 const allLines = (await Bun.file(await standardFile(MODEL)).text()).split('\n').filter(Boolean)
 const measured = allLines.slice(0, lineCount).join('\n') + '\n'
 const warmup = allLines.slice(-2000).join('\n') + '\n'
@@ -51,32 +58,7 @@ const env: Record<string, string> = {
   HOST: '127.0.0.1',
   MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-trace-')),
   MULTIGRID_ADMIN_TOKEN: 'bench-admin-token-0123456789',
-  MULTIGRID_CONFIG: writeCatalog({
-    providers: {
-      bench: {
-        kind: 'openai',
-        base_url: `${simulator.url}/v1`,
-        max_concurrency: concurrency,
-        timeout_s: 60,
-      },
-    },
-    models: [
-      {
-        id: MODEL,
-        endpoints: ['chat'],
-        context_tokens: 128000,
-        max_output_tokens: 4096,
-        offerings: [
-          {
-            provider: 'bench',
-            upstream_model: 'sim-chat',
-            input_usd_per_mtok: '0.05',
-            output_usd_per_mtok: '0.40',
-          },
-        ],
-      },
-    ],
-  }),
+  MULTIGRID_CONFIG: benchCatalog(`${simulator.url}/v1`, concurrency),
   MULTIGRID_POLL_MS: String(values['poll-ms']),
   MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: '1000',
   LOG_LEVEL: 'warn',

@@ -24,7 +24,6 @@ import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { createHttpClient } from '../providers/http-client.ts'
-import { writeCatalog } from '../test/helpers/catalog.ts'
 import {
   benchSchema,
   cpuBetween,
@@ -43,6 +42,8 @@ import {
   spawnSimulator,
   standardFile,
   threadCpuMs,
+  benchCatalog,
+  BENCH_MODEL,
 } from './lib.ts'
 
 const { values } = parseArgs({
@@ -68,7 +69,7 @@ if (values.store !== 'sqlite' && values.store !== 'postgres')
   throw new Error('--store is sqlite or postgres')
 if (!(lineCount >= 1 && lineCount <= 50_000)) throw new Error('--lines is 1 to 50,000 (one batch)')
 
-const MODEL = 'bench/chat'
+const MODEL = BENCH_MODEL
 const allLines = (await Bun.file(await standardFile(MODEL)).text()).split('\n').filter(Boolean)
 const fileOf = (from: number, count: number) => allLines.slice(from, from + count).join('\n') + '\n'
 const measured = fileOf(0, lineCount)
@@ -81,32 +82,7 @@ const rawBodies = allLines.slice(0, Math.min(simRequests, allLines.length)).map(
 })
 
 const simulator = await spawnSimulator(['--latency-ms', String(latencyMs)], randomPort(19_000))
-const catalog = writeCatalog({
-  providers: {
-    bench: {
-      kind: 'openai',
-      base_url: `${simulator.url}/v1`,
-      max_concurrency: concurrency,
-      timeout_s: 60,
-    },
-  },
-  models: [
-    {
-      id: MODEL,
-      endpoints: ['chat'],
-      context_tokens: 128000,
-      max_output_tokens: 4096,
-      offerings: [
-        {
-          provider: 'bench',
-          upstream_model: 'sim-chat',
-          input_usd_per_mtok: '0.05',
-          output_usd_per_mtok: '0.40',
-        },
-      ],
-    },
-  ],
-})
+const catalog = benchCatalog(`${simulator.url}/v1`, concurrency)
 
 interface RunResult {
   // The plain client straight to the simulator.

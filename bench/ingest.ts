@@ -6,7 +6,6 @@
  *   bun bench/ingest.ts [--runs 5] [--store sqlite|postgres] [--profile]
  */
 import { parseArgs } from 'node:util'
-import { writeCatalog } from '../test/helpers/catalog.ts'
 import {
   benchSchema,
   memoryOf,
@@ -18,6 +17,8 @@ import {
   resetPeak,
   spawnGateway,
   standardFile,
+  benchCatalog,
+  BENCH_MODEL,
 } from './lib.ts'
 
 const { values } = parseArgs({
@@ -28,7 +29,7 @@ const { values } = parseArgs({
   },
 })
 const runs = Number(values.runs)
-const file = await standardFile('bench/chat')
+const file = await standardFile(BENCH_MODEL)
 const bytes = await Bun.file(file).bytes()
 
 // The raw limit, each run in its own process so its memory is its own. Two plain ways:
@@ -78,25 +79,7 @@ for (let i = 0; i < runs; i++) {
   rawByLine.push((await plainRun(plainWays.byLine)).ms)
 }
 
-const catalog = writeCatalog({
-  providers: { bench: { kind: 'openai', base_url: 'http://127.0.0.1:9/v1', max_concurrency: 64 } },
-  models: [
-    {
-      id: 'bench/chat',
-      endpoints: ['chat'],
-      context_tokens: 128000,
-      max_output_tokens: 4096,
-      offerings: [
-        {
-          provider: 'bench',
-          upstream_model: 'x',
-          input_usd_per_mtok: '0.05',
-          output_usd_per_mtok: '0.40',
-        },
-      ],
-    },
-  ],
-})
+const catalog = benchCatalog('http://127.0.0.1:9/v1', 64)
 const env: Record<string, string> = {
   MULTIGRID_CONFIG: catalog,
   MULTIGRID_DISPATCH: '0',

@@ -2,6 +2,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { writeCatalog } from '../test/helpers/catalog.ts'
 
 export const ROOT = join(import.meta.dir, '..')
 
@@ -350,4 +351,32 @@ export function cpuBetween(before: Map<number, number>, after: Map<number, numbe
   let total = 0
   for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0)
   return total
+}
+
+/** The one model every bench runs lines of. */
+export const BENCH_MODEL = 'bench/chat'
+
+/** A providers file with one chat model on one OpenAI-compatible upstream (a simulator), at gpt-5-nano's prices. */
+export function benchCatalog(baseUrl: string, maxConcurrency: number): string {
+  return writeCatalog({
+    providers: {
+      bench: { kind: 'openai', base_url: baseUrl, max_concurrency: maxConcurrency, timeout_s: 60 },
+    },
+    models: [
+      {
+        id: BENCH_MODEL,
+        endpoints: ['chat'],
+        context_tokens: 128000,
+        max_output_tokens: 4096,
+        offerings: [
+          {
+            provider: 'bench',
+            upstream_model: 'sim-chat',
+            input_usd_per_mtok: '0.05',
+            output_usd_per_mtok: '0.40',
+          },
+        ],
+      },
+    ],
+  })
 }

@@ -16,7 +16,6 @@
  */
 import { parseArgs } from 'node:util'
 import { Pool } from 'undici/index.js'
-import { writeCatalog } from '../test/helpers/catalog.ts'
 import { join } from 'node:path'
 import {
   benchSchema,
@@ -31,6 +30,8 @@ import {
   schedMs,
   spawnGateway,
   spawnSimulator,
+  benchCatalog,
+  BENCH_MODEL,
 } from './lib.ts'
 
 const { values } = parseArgs({
@@ -50,27 +51,7 @@ const warmup = Number(values.warmup)
 const runs = Number(values.runs)
 
 const simulator = await spawnSimulator(['--latency-ms', '0'], randomPort(19_500))
-const catalog = writeCatalog({
-  providers: {
-    bench: { kind: 'openai', base_url: `${simulator.url}/v1`, max_concurrency: 256, timeout_s: 60 },
-  },
-  models: [
-    {
-      id: 'bench/chat',
-      endpoints: ['chat'],
-      context_tokens: 128000,
-      max_output_tokens: 4096,
-      offerings: [
-        {
-          provider: 'bench',
-          upstream_model: 'sim-chat',
-          input_usd_per_mtok: '0.05',
-          output_usd_per_mtok: '0.40',
-        },
-      ],
-    },
-  ],
-})
+const catalog = benchCatalog(`${simulator.url}/v1`, 256)
 const env: Record<string, string> = { MULTIGRID_CONFIG: catalog }
 const schema = values.store === 'postgres' ? await benchSchema() : null
 if (schema) env.DATABASE_URL = schema.url
@@ -123,17 +104,17 @@ const targets = {
   minimal: {
     origin: minimal.url,
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'bench/chat', messages, max_tokens: 16 }),
+    body: JSON.stringify({ model: BENCH_MODEL, messages, max_tokens: 16 }),
   },
   gateway: {
     origin: gateway.url,
     headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-    body: JSON.stringify({ model: 'bench/chat', messages, max_tokens: 16 }),
+    body: JSON.stringify({ model: BENCH_MODEL, messages, max_tokens: 16 }),
   },
   baseline: {
     origin: baseline?.url ?? '',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${baselineKey}` },
-    body: JSON.stringify({ model: 'bench/chat', messages, max_tokens: 16 }),
+    body: JSON.stringify({ model: BENCH_MODEL, messages, max_tokens: 16 }),
   },
 }
 

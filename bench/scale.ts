@@ -22,7 +22,6 @@ import { connectRedis } from '../src/coordination/redis.ts'
 import { createFleetGates } from '../src/upstream/fleet-gate.ts'
 import { createProviderGate, type ProviderGate } from '../src/upstream/provider-gate.ts'
 import { createLogger } from '../src/telemetry/logger.ts'
-import { writeCatalog } from '../test/helpers/catalog.ts'
 import { freshSchemaUrl } from '../test/helpers/gateway.ts'
 import {
   cpuMs,
@@ -33,6 +32,8 @@ import {
   spawnSimulator,
   standardFile,
   type GatewayProcess,
+  benchCatalog,
+  BENCH_MODEL,
 } from './lib.ts'
 
 const { values } = parseArgs({
@@ -122,39 +123,14 @@ const usedSince = (
   return total
 }
 
-const MODEL = 'bench/chat'
+const MODEL = BENCH_MODEL
 const allLines = (await Bun.file(await standardFile(MODEL)).text()).split('\n').filter(Boolean)
 const measured = allLines.slice(0, lineCount).join('\n') + '\n'
 const warmupCount = Math.min(Number(values.warmup), allLines.length - lineCount)
 const warmup = allLines.slice(allLines.length - warmupCount).join('\n') + '\n'
 
 const simulator = await spawnSimulator(['--latency-ms', String(latencyMs)], randomPort(19_500))
-const catalog = writeCatalog({
-  providers: {
-    bench: {
-      kind: 'openai',
-      base_url: `${simulator.url}/v1`,
-      max_concurrency: concurrency,
-      timeout_s: 60,
-    },
-  },
-  models: [
-    {
-      id: MODEL,
-      endpoints: ['chat'],
-      context_tokens: 128000,
-      max_output_tokens: 4096,
-      offerings: [
-        {
-          provider: 'bench',
-          upstream_model: 'sim-chat',
-          input_usd_per_mtok: '0.05',
-          output_usd_per_mtok: '0.40',
-        },
-      ],
-    },
-  ],
-})
+const catalog = benchCatalog(`${simulator.url}/v1`, concurrency)
 
 async function submit(url: string, key: string, body: string): Promise<string> {
   const response = await fetch(`${url}/v1/batches`, {

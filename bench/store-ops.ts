@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util'
 import { newId } from '../src/domain.ts'
 import { startSimulator } from '../src/simulator/server.ts'
 import type { ClaimedLine, LineOutcome, OpenedStore } from '../src/store/store.ts'
-import { median, standardFile } from './lib.ts'
+import { BENCH_MODEL, median, standardFile } from './lib.ts'
 
 const { values } = parseArgs({
   options: {
@@ -34,7 +34,7 @@ const recordSize = Number(values.record)
 const inFlightTarget = Number(values['in-flight'])
 const maintenanceEvery = Number(values['maintenance-every'])
 
-const texts = (await Bun.file(await standardFile('bench/chat')).text())
+const texts = (await Bun.file(await standardFile(BENCH_MODEL)).text())
   .split('\n')
   .filter(Boolean)
   .slice(0, lineCount)
