@@ -171,12 +171,19 @@ export interface SimulatorProcess {
 }
 
 /**
+ * This process's environment with the allocator's setting the npm scripts give a server
+ * (package.json), unless this process has its own: for the simulator and the minimal proxy.
+ */
+export function serverProcessEnv(): Record<string, string | undefined> {
+  return { ...process.env, MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY ?? '-1' }
+}
+
+/**
  * Starts the upstream simulator as its own process (`src/simulator/main.ts`), so it does not
  * share an event loop with the gateway or the load generator. `args` are its flags.
  */
 export async function spawnSimulator(args: string[], port: number): Promise<SimulatorProcess> {
-  // With the allocator's setting `npm run sim` gives it (package.json), unless this process has its own.
-  const env = { ...process.env, MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY ?? '-1' }
+  const env = serverProcessEnv()
   const child = Bun.spawn(
     [process.execPath, join(ROOT, 'src/simulator/main.ts'), '--port', String(port), ...args],
     { env, stdout: 'ignore', stderr: 'inherit' },

@@ -4,9 +4,10 @@
  * answer, return it. No auth, limits, holds or billing.
  *
  *   bun bench/minimal-proxy.ts --port 18100 --upstream http://127.0.0.1:19500
+ *
+ * bench/proxy.ts starts it with the gateway's allocator setting (serverProcessEnv), so the two are
+ * compared like for like.
  */
-// First: the same memory settings as the gateway, so the two are compared like for like.
-import '../src/memory/server-memory-settings.ts'
 import { Elysia } from 'elysia'
 import { parseArgs } from 'node:util'
 import { Pool } from 'undici/index.js'

@@ -32,6 +32,7 @@ import {
   spawnSimulator,
   benchCatalog,
   BENCH_MODEL,
+  serverProcessEnv,
 } from './lib.ts'
 
 const { values } = parseArgs({
@@ -78,7 +79,7 @@ const minimalChild = Bun.spawn(
     '--upstream',
     simulator.url,
   ],
-  { stdout: 'inherit', stderr: 'inherit' },
+  { env: serverProcessEnv(), stdout: 'inherit', stderr: 'inherit' },
 )
 const minimal = { url: `http://127.0.0.1:${minimalPort}`, pid: minimalChild.pid }
 for (let i = 0; i < 100; i++) {
