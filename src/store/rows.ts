@@ -103,6 +103,23 @@ export function rowToKey(row: Row): KeyRecord {
   }
 }
 
+/**
+ * A key and its account read in one query (key columns as they are, the account's prefixed as
+ * findKey and findSession select them): the caller of an authenticated request.
+ */
+export function rowToCaller(row: Row): { key: KeyRecord; account: AccountRecord } {
+  const account = rowToAccount({
+    id: row.account_id,
+    name: row.account_name,
+    balance_usd: row.balance_usd,
+    held_usd: row.held_usd,
+    max_open_batches: row.max_open_batches,
+    rate_limit_per_minute: row.account_rate_limit_per_minute,
+    created_at: row.account_created_at,
+  })
+  return { key: rowToKey(row), account }
+}
+
 const CANNED_MESSAGES: Partial<Record<LineErrorCode, string>> = {
   batch_cancelled: 'the batch was cancelled before this line ran',
   batch_expired: 'the completion window ended before this line ran',

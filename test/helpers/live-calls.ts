@@ -3,6 +3,7 @@
  * Haiku's list price ($1 / $5 per million tokens), the issue's request (100-character prompt,
  * max_tokens 150), many at once, and what each answer cost by its own usage.
  */
+import { expect } from 'bun:test'
 import Decimal from 'decimal.js'
 import { testCatalog, writeCatalog } from './catalog.ts'
 
@@ -98,3 +99,57 @@ export async function liveCall(
 
 export const sumCosts = (answers: LiveAnswer[]) =>
   answers.reduce((sum, a) => (a.cost ? sum.plus(a.cost) : sum), new Decimal(0))
+
+/**
+ * 16 clients calling `url` in a loop until `kill` (called after 1.5 s) cuts the gateway off:
+ * the answers delivered, when the kill came, and the most calls that were in flight at once.
+ */
+export async function trafficUntilKilled(url: string, key: string, kill: () => Promise<unknown>) {
+  const delivered: LiveAnswer[] = []
+  let inFlight = 0
+  let maxInFlight = 0
+  let stop = false
+  const worker = async (w: number) => {
+    for (let i = 0; i < 10_000 && !stop; i++) {
+      inFlight++
+      maxInFlight = Math.max(maxInFlight, inFlight)
+      try {
+        const answer = await liveCall(url, key, issueRequest(w % 2 === 0, i))
+        if (answer.status === 200) delivered.push(answer)
+      } catch {
+      } finally {
+        // cut off by the kill
+        inFlight--
+      }
+    }
+  }
+  const workers = Array.from({ length: 16 }, (_, w) => worker(w))
+  await Bun.sleep(1_500)
+  const killedAt = performance.now()
+  await kill()
+  stop = true
+  await Promise.all(workers)
+  return { delivered, killedAt, maxInFlight }
+}
+
+/**
+ * What a SIGKILL may cost (SPEC §8): never a charge twice — at most what was delivered, plus calls
+ * answered upstream and charged whose answer the kill kept from the client — and at most the
+ * answers of the group being formed or written when the kill came unbilled (one interval, and the
+ * write's own few ms). Returns the figures, for the test's log line.
+ */
+export function expectKillCostWithinOneInterval(
+  traffic: { delivered: LiveAnswer[]; killedAt: number; maxInFlight: number },
+  charged: Decimal,
+  chargeIntervalMs: number,
+) {
+  const { delivered, killedAt, maxInFlight } = traffic
+  const all = sumCosts(delivered)
+  const window = chargeIntervalMs + 100
+  const lastInterval = sumCosts(delivered.filter((a) => a.receivedAt >= killedAt - window))
+  const maxCost = delivered.reduce((max, a) => Decimal.max(max, a.cost!), new Decimal(0))
+  expect(delivered.length).toBeGreaterThan(50)
+  expect(charged.lessThanOrEqualTo(all.plus(maxCost.times(maxInFlight)))).toBe(true)
+  expect(charged.greaterThanOrEqualTo(all.minus(lastInterval))).toBe(true)
+  return `${delivered.length} answers delivered ($${all.toFixed()}), charged $${charged.toFixed()}, unbilled $${all.minus(charged).toFixed()} (answers of the last ${window} ms: $${lastInterval.toFixed()})`
+}

@@ -17,7 +17,7 @@
 import type postgres from 'postgres'
 import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { rowToAccount, rowToBatch, rowToKey, rowToLine } from '../rows.ts'
+import { rowToAccount, rowToBatch, rowToCaller, rowToKey, rowToLine } from '../rows.ts'
 import type {
   FileLimits,
   FileQuotaDefaults,
@@ -213,17 +213,7 @@ class PostgresStore implements Store {
         a.created_at AS account_created_at
       FROM api_keys k JOIN accounts a ON a.id = k.account_id
       WHERE k.hash = ${hash} AND k.revoked_at IS NULL`
-    if (!row) return null
-    const account = rowToAccount({
-      id: row.account_id,
-      name: row.account_name,
-      balance_usd: row.balance_usd,
-      held_usd: row.held_usd,
-      max_open_batches: row.max_open_batches,
-      rate_limit_per_minute: row.account_rate_limit_per_minute,
-      created_at: row.account_created_at,
-    })
-    return { key: rowToKey(row), account }
+    return row ? rowToCaller(row) : null
   }
 
   // ── batches ───────────────────────────────────────────────────────────────────────────────

@@ -1,6 +1,6 @@
 /** Dashboard sessions on PostgreSQL: a row per sign-in, keyed by the SHA-256 of its cookie. */
 import type postgres from 'postgres'
-import { rowToAccount, rowToKey } from '../rows.ts'
+import { rowToCaller } from '../rows.ts'
 import type { NewSession } from '../store.ts'
 
 type Sql = postgres.Sql
@@ -20,17 +20,7 @@ export async function findSession(sql: Sql, hash: string, now: number) {
     JOIN api_keys k ON k.id = s.key_id
     JOIN accounts a ON a.id = k.account_id
     WHERE s.hash = ${hash} AND s.expires_at > ${Math.floor(now)} AND k.revoked_at IS NULL`
-  if (!row) return null
-  const account = rowToAccount({
-    id: row.account_id,
-    name: row.account_name,
-    balance_usd: row.balance_usd,
-    held_usd: row.held_usd,
-    max_open_batches: row.max_open_batches,
-    rate_limit_per_minute: row.account_rate_limit_per_minute,
-    created_at: row.account_created_at,
-  })
-  return { key: rowToKey(row), account }
+  return row ? rowToCaller(row) : null
 }
 
 export async function deleteSession(sql: Sql, hash: string) {

@@ -374,20 +374,7 @@ class SqliteStore implements Store {
   // ── files ─────────────────────────────────────────────────────────────────────────────────
 
   async createFile(file: FileRecord) {
-    this.q(
-      `INSERT INTO files (id, account_id, purpose, filename, bytes, created_at, last_used_at, batch_id, kind)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(
-      file.id,
-      file.accountId,
-      file.purpose,
-      file.filename,
-      file.bytes,
-      file.createdAt,
-      file.lastUsedAt,
-      file.batchId,
-      file.kind,
-    )
+    uploads.insertFile(this.db, file)
   }
 
   async getFile(accountId: string, id: string) {

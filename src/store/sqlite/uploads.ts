@@ -100,25 +100,30 @@ export function growUpload(
   })
 }
 
+/** A file's record (an upload's when committed, a rendered file's when its batch makes it). */
+export function insertFile(db: Database, file: FileRecord) {
+  q(
+    db,
+    `INSERT INTO files (id, account_id, purpose, filename, bytes, created_at, last_used_at, batch_id, kind)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(
+    file.id,
+    file.accountId,
+    file.purpose,
+    file.filename,
+    file.bytes,
+    file.createdAt,
+    file.lastUsedAt,
+    file.batchId,
+    file.kind,
+  )
+}
+
 export function commitUpload(db: Database, file: FileRecord): boolean {
   return tx(db, () => {
     if (q(db, 'DELETE FROM upload_reservations WHERE file_id = ?').run(file.id).changes === 0)
       return false
-    q(
-      db,
-      `INSERT INTO files (id, account_id, purpose, filename, bytes, created_at, last_used_at, batch_id, kind)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(
-      file.id,
-      file.accountId,
-      file.purpose,
-      file.filename,
-      file.bytes,
-      file.createdAt,
-      file.lastUsedAt,
-      file.batchId,
-      file.kind,
-    )
+    insertFile(db, file)
     return true
   })
 }
