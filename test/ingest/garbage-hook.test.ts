@@ -61,7 +61,7 @@ describe('the garbage hook', () => {
     }
   })
 
-  describe.if(TEST_DATABASE_URL !== undefined)('on postgres', () => {
+  describe.if(TEST_DATABASE_URL !== null)('on postgres', () => {
     const { url } = freshSchemaUrl(TEST_DATABASE_URL ?? 'postgres://127.0.0.1/none')
     afterAll(() => dropTestSchema(url))
 
