@@ -86,6 +86,24 @@ export interface RequestCounts {
   expired: number
 }
 
+/**
+ * Why a batch is not moving (SPEC §13): null while its lines progress. `until` (Unix seconds) is
+ * when the wait is known to end, where it is known.
+ */
+export const WAITING_CODES = [
+  'provider_rate_limited',
+  'provider_unavailable',
+  'capacity_busy',
+  'max_cost_reached',
+  'insufficient_credit',
+] as const
+export type WaitingCode = (typeof WAITING_CODES)[number]
+export interface BatchWaiting {
+  code: WaitingCode
+  message: string
+  until?: number
+}
+
 /** A batch as stored; the HTTP layers render it for their surface. */
 export interface BatchRecord {
   id: string
