@@ -8,6 +8,7 @@ import type {
   LineRecord,
   Scope,
 } from '../domain.ts'
+import type { AdapterRecord, AdapterStatus } from '../catalog/adapters.ts'
 import { moneyText } from '../money/decimal.ts'
 import type { FileView, RunnableBatch } from './store.ts'
 
@@ -172,5 +173,20 @@ export function rowToRunnable(row: Row): RunnableBatch {
     deadlineAt: Number(row.deadline_at),
     endpoint: row.endpoint as RunnableBatch['endpoint'],
     pending: Number(row.pending),
+  }
+}
+
+export function rowToAdapter(row: Row): AdapterRecord {
+  return {
+    id: row.id as string,
+    accountId: row.account_id as string,
+    baseModel: row.base_model as string,
+    name: row.name as string,
+    rank: Number(row.rank),
+    sizeMib: Number(row.size_mib),
+    source: row.source as string,
+    status: row.status as AdapterStatus,
+    createdAt: Number(row.created_at),
+    deactivatedAt: num(row.deactivated_at),
   }
 }

@@ -18,6 +18,7 @@ import type {
   LineStatus,
   Scope,
 } from '../domain.ts'
+import type { AdapterRecord } from '../catalog/adapters.ts'
 
 export interface NewAccount {
   id: string
@@ -404,6 +405,26 @@ export interface SessionStore {
   deleteExpiredSessions(now: number): Promise<number>
 }
 
+/** A fine-tuned adapter to register (SPEC §14); it starts active. */
+export type NewAdapter = Omit<AdapterRecord, 'status' | 'deactivatedAt'>
+
+export type CreateAdapterResult =
+  | { kind: 'created'; adapter: AdapterRecord }
+  /** An adapter with this id exists already (active or not). */
+  | { kind: 'duplicate'; adapter: AdapterRecord }
+  | { kind: 'no_account' }
+
+/** Accounts' fine-tuned adapters: registered by the operator, named by lines in `body.model`. */
+export interface AdapterStore {
+  createAdapter(adapter: NewAdapter): Promise<CreateAdapterResult>
+  /** Any account's, active or not; null when there is none with this id. */
+  getAdapter(id: string): Promise<AdapterRecord | null>
+  /** The account's adapters, oldest first; only the active ones with `activeOnly`. */
+  listAdapters(accountId: string, options?: { activeOnly?: boolean }): Promise<AdapterRecord[]>
+  /** Marks it inactive (the first deactivation's time is kept); null when there is none. */
+  deactivateAdapter(id: string, at: number): Promise<AdapterRecord | null>
+}
+
 /** Everything but the dispatcher's calls, which come apart (OpenedStore). */
 export interface Store
   extends
@@ -413,7 +434,8 @@ export interface Store
     RetentionStore,
     UploadStore,
     SessionStore,
-    LiveCreditStore {
+    LiveCreditStore,
+    AdapterStore {
   readonly kind: 'sqlite' | 'postgres'
   ping(): Promise<void>
   /** Closes its connections, the dispatch part's (and its thread) included. */
