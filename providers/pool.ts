@@ -30,8 +30,12 @@ export type CallHealth =
 export interface ReplicaPool {
   /** How many replicas there are, healthy or not. */
   readonly size: number
+  /** Every replica, healthy or not, in the order of the base URLs. */
+  readonly replicas: readonly Replica[]
   /** The replica to use, its in-flight count already raised. */
   acquire(): Replica
+  /** Raises this replica's in-flight count: a call chosen for it by its caller (lora-residency.ts). */
+  take(replica: Replica): void
   /** Ends one acquire(); call exactly once per acquire. */
   release(replica: Replica, health: CallHealth): void
   unhealthy(): string[]
@@ -119,6 +123,10 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
 
   return {
     size: replicas.length,
+    replicas,
+    take(replica) {
+      replica.inFlight++
+    },
     acquire() {
       let chosen = replicas[turn]
       // Start at a rotating index so ties spread across replicas instead of piling on the first.

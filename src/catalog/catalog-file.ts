@@ -62,7 +62,10 @@ export const modelSchema = z.strictObject({
     .strictObject({
       max_per_batch: z.number().int().min(1).max(1024),
       limits_by_rank: z
-        .record(z.string().regex(/^[1-9]\d{0,3}$/, 'must be a rank such as "64"'), z.number().int().min(1))
+        .record(
+          z.string().regex(/^[1-9]\d{0,3}$/, 'must be a rank such as "64"'),
+          z.number().int().min(1),
+        )
         .optional(),
       max_total_mib: z.number().int().min(1).optional(),
     })
@@ -96,6 +99,11 @@ export type CatalogFile = z.infer<typeof catalogSchema>
 /** Cross-field checks zod cannot express per field: offerings name known providers, ids are unique. */
 export function checkCatalog(catalog: CatalogFile): string[] {
   const problems: string[] = []
+  for (const [name, provider] of Object.entries(catalog.providers)) {
+    // Runtime adapter loading is vLLM's API (load_lora_adapter), spoken by kind openai only.
+    if (provider.lora && provider.kind !== 'openai')
+      problems.push(`providers.${name}.lora: only a provider of kind "openai" can load adapters`)
+  }
   const seen = new Set<string>()
   catalog.models.forEach((model, index) => {
     for (const name of [model.id, ...model.aliases]) {

@@ -6,6 +6,8 @@ export interface Issue {
   path: string
   message: string
   fix: string
+  /** Set when the issue has a code of its own (`model_not_found`); absent, it is a plain invalid request. */
+  code?: string
 }
 
 export const MAX_ISSUES = 25

@@ -4,6 +4,7 @@
  * are none, the lines to store and the batch's cost ceiling.
  */
 import { z } from 'zod'
+import { NO_ADAPTERS, type AdapterLookup, type AdapterRecord } from '../catalog/adapters.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf } from '../catalog/catalog.ts'
 import { BATCH_URLS, isBatchUrl, type BatchEndpoint } from '../domain.ts'
@@ -16,6 +17,7 @@ import { excerpt } from '../excerpt.ts'
 import { describeZodIssue, kindOf, MAX_ISSUES, type Issue } from './issues.ts'
 import { MAX_JSON_DEPTH } from './json-depth.ts'
 import { readJsonlLines, type FileSegment } from './read-jsonl-lines.ts'
+import { AdapterTally } from './adapter-tally.ts'
 import { validateBody } from './validate-body.ts'
 
 export interface FileLimits {
@@ -39,6 +41,8 @@ export interface CheckOptions {
    * would (the gateway's is src/memory/young-garbage.ts). Unset: nothing is done.
    */
   collectGarbage?: () => void
+  /** The submitting account's active adapters, which `ft:` model ids are looked up in. */
+  adapters?: AdapterLookup
 }
 
 export function lineEnvelopeSchema(maxCustomIdLength: number) {
@@ -97,13 +101,15 @@ export interface LinesChecked {
   /** The ceiling of the valid lines, exact (not yet rounded up to the micro-dollar). */
   ceiling: Money
   customIds: Map<string, number>
+  /** The distinct adapters the valid lines name, in order of first use. */
+  adapters: AdapterRecord[]
 }
 
 export function validateBatchFile(
   bytes: Uint8Array,
   catalog: Catalog,
   limits: FileLimits,
-  options: Pick<CheckOptions, 'collectGarbage'> = {},
+  options: Pick<CheckOptions, 'collectGarbage' | 'adapters'> = {},
 ): FileVerdict {
   const checked = checkLines(bytes, catalog, limits, options)
   if (checked.count === 0) {
@@ -119,7 +125,7 @@ export function validateBatchFile(
 }
 
 /** The verdict on a whole file from what checking all its lines found. */
-export function fileVerdict(checked: Omit<LinesChecked, 'customIds'>): FileVerdict {
+export function fileVerdict(checked: Omit<LinesChecked, 'customIds' | 'adapters'>): FileVerdict {
   const { issues, omitted, count, endpoint } = checked
   if (issues.length > 0 || !endpoint) return { ok: false, issues, omitted, lineCount: count }
   return {
@@ -141,6 +147,8 @@ export function checkLines(
   options: CheckOptions = {},
 ): LinesChecked {
   const { segment, collectGarbage } = options
+  const adapterLookup = options.adapters ?? NO_ADAPTERS
+  const adapters = new AdapterTally()
   const envelope = envelopeFor(limits.maxCustomIdLength)
   const issues: Issue[] = []
   let omitted = 0
@@ -205,7 +213,7 @@ export function checkLines(
     // An issue names its line's custom_id so it zips against the input; one too long to be valid
     // is cut to an excerpt, so a refusal never carries a megabyte of it back.
     const shownId = customId === null ? null : excerpt(customId, limits.maxCustomIdLength)
-    const lineIssue = (p: { path: string; message: string; fix: string }) =>
+    const lineIssue = (p: { path: string; message: string; fix: string; code?: string }) =>
       report({ line: lineNo, custom_id: shownId, ...p })
     const parsed = envelope.check(json)
     let bad = !parsed.success
@@ -235,12 +243,22 @@ export function checkLines(
       }
       // Nesting deeper than the limit takes two brackets a level: most lines are too short to.
       const shallow = text.length <= 2 * MAX_JSON_DEPTH
-      const body = validateBody(record.body, endpointOf(url), catalog, 'body', { shallow })
+      const body = validateBody(record.body, endpointOf(url), catalog, 'body', {
+        shallow,
+        adapters: adapterLookup,
+      })
       if (!body.ok) {
         for (const problem of body.problems) lineIssue(problem)
         continue
       }
       if (bad) continue
+      const { adapter, model } = body.value
+      if (adapter) {
+        // The base's limits on one batch's adapters, each named once, at the line that passes it.
+        const passed = adapters.add(adapter, model)
+        if (passed) lineIssue({ path: 'body.model', code: 'model_not_found', ...passed })
+        if (passed || adapters.over(model)) continue
+      }
       tally.add(body.value.offerings, body.value.inputTokens, body.value.outputTokens)
       lines.push(new FileLine(lineNo, customId!, bytes, start, end))
     }
@@ -254,5 +272,6 @@ export function checkLines(
     lines,
     ceiling: tally.exactTotal(),
     customIds: seen,
+    adapters: adapters.all(),
   }
 }
