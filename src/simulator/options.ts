@@ -63,6 +63,16 @@ export interface SimulatorOptions {
    * at once, as a vLLM replica with a full queue does. Null: the queue is unbounded.
    */
   gpuMaxQueued?: number | null
+  /**
+   * Runtime LoRA mode, off while null (the default): the simulator plays a vLLM replica started
+   * with --enable-lora --max-loras N and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True. It loads and
+   * unloads adapters (POST /v1/load_lora_adapter, /v1/unload_lora_adapter), refuses a load past
+   * N, lists loaded adapters in GET /v1/models with their `parent`, and answers a request for a
+   * model it neither serves (`models`) nor holds 404 "The model `x` does not exist.".
+   */
+  maxLoras?: number | null
+  /** How long loading one adapter takes in LoRA mode. Default 0. */
+  loraLoadMs?: number
 }
 
 export type ResolvedSimulatorOptions = Required<SimulatorOptions>
@@ -91,6 +101,8 @@ export const defaultSimulatorOptions: ResolvedSimulatorOptions = {
   keepBodies: 0,
   gpuCapacity: null,
   gpuMaxQueued: null,
+  maxLoras: null,
+  loraLoadMs: 0,
 }
 
 /** Merges `partial` over `base`, ignoring keys whose value is undefined. */
