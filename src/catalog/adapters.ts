@@ -50,9 +50,11 @@ export function adapterId(baseModel: string, accountId: string, name: string): s
   return `${ADAPTER_ID_PREFIX}${short}:${accountTag(accountId)}:${name}`
 }
 
-/** The same words for an id that does not exist, is another account's or is inactive. */
-export const adapterNotFound = (id: string) =>
-  `model ${JSON.stringify(id)} does not exist or you do not have access to it`
+/**
+ * The same words for an id that does not exist, is another account's or is inactive, and without
+ * the id, so that no answer tells one case from another (the issue's line and path say which).
+ */
+export const ADAPTER_NOT_FOUND = 'does not exist or you do not have access to it'
 
 /** The offerings of a model whose provider serves adapters (`"lora": true`). */
 export function loraOfferings(catalog: Pick<Catalog, 'provider'>, offerings: readonly Offering[]) {

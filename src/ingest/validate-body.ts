@@ -4,7 +4,7 @@
  * gateway would refuse.
  */
 import {
-  adapterNotFound,
+  ADAPTER_NOT_FOUND,
   isAdapterId,
   loraOfferings,
   NO_ADAPTERS,
@@ -118,7 +118,7 @@ export function validateBody(
     problems.push({
       path: at('model'),
       code: 'model_not_found',
-      message: adapterNotFound(excerpt(named)),
+      message: ADAPTER_NOT_FOUND,
       fix: 'use the id of one of your active fine-tuned models, as GET /v1/models lists them',
     })
   } else if (typeof record.model === 'string' && !model) {
