@@ -1,15 +1,18 @@
 /**
  * Which LoRA adapters each replica of a pool holds (SPEC §14), and where a call for one goes.
  *
- * - A replica that holds the adapter (or is loading it) is preferred; among several, the one
- *   with the fewest in flight, healthy ones first.
- * - Otherwise it is loaded on a replica with room: a free place first, else the place of its
- *   least recently used adapter that no call is using, which is unloaded first. A replica never
- *   holds more than `maxLoras`, counting adapters being loaded; an adapter a call is using is
- *   never unloaded under it.
+ * - A healthy replica that holds the adapter (or is loading it) is preferred; among several,
+ *   the one with the fewest in flight.
+ * - Otherwise it is loaded where a place is free, healthy replicas first.
+ * - With no free place: if a replica that holds it was taken out only just now (a restart takes
+ *   seconds), the call goes there anyway, or fails retryably when that replica is the one it
+ *   could not reach: unloading another adapter to move this one would only move the churn.
+ *   Otherwise the least recently used adapter no call is using is unloaded from a replica, and
+ *   this one loaded in its place.
+ * - A replica never holds more than `maxLoras`, counting adapters being loaded; an adapter a
+ *   call is using is never unloaded under it; an unload ends before the load that takes its place.
  * - Calls that want the same adapter while it loads share that one load.
- * - When every place on every replica is in use, the call waits (within its deadline) for one
- *   to come free.
+ * - When every place is in use, the call waits (within its deadline) for one to come free.
  * - A replica that answered that it does not hold an adapter (it restarted and lost it) is
  *   forgotten as holding it (lost()), and the next acquire loads it again.
  *
@@ -70,11 +73,19 @@ interface Place {
 /** Waiters look again at least this often, in case a change came while they were not looking. */
 const RECHECK_MS = 250
 
+/**
+ * How long a replica that holds an adapter may be out before the adapter is loaded elsewhere in
+ * another's place: two probe intervals (pool.ts), longer than a replica restart takes.
+ */
+const MIGRATE_AFTER_MS = 10_000
+
 export function createLoraResidency(
   pool: Pick<ReplicaPool, 'replicas' | 'take' | 'release'>,
   maxLoras: number,
   calls: LoraCalls,
+  options: { migrateAfterMs?: number } = {},
 ): LoraResidency {
+  const migrateAfterMs = options.migrateAfterMs ?? MIGRATE_AFTER_MS
   const places = new Map<Replica, Map<string, Place>>()
   /** Unloads under way, by replica and adapter: a load of the same adapter there waits for it. */
   const unloading = new Map<Replica, Map<string, Promise<void>>>()
@@ -202,6 +213,13 @@ export function createLoraResidency(
     return { ok: true, lease: lease(replica, place) }
   }
 
+  const failure = (error: UpstreamError): Acquired => ({
+    ok: false,
+    replica: null,
+    error,
+    health: 'neutral',
+  })
+
   function waitForChange(signal: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       const wake = () => {
@@ -218,36 +236,40 @@ export function createLoraResidency(
 
   return {
     async acquire(adapter, signal, skip) {
+      const { name } = adapter
       for (;;) {
         if (signal.aborted) {
-          const message = `no replica had room for adapter ${adapter.name} in time`
-          return {
-            ok: false,
-            replica: null,
-            error: upstreamError('timeout', message),
-            health: 'neutral',
-          }
+          const message = `no replica had room for adapter ${name} in time`
+          return failure(upstreamError('timeout', message))
         }
         const candidates = pool.replicas.filter((replica) => !skip?.has(replica))
         if (candidates.length === 0) {
-          const message = `no replica is left to load adapter ${adapter.name} on`
-          return {
-            ok: false,
-            replica: null,
-            error: upstreamError('connection', message),
-            health: 'neutral',
-          }
+          const message = `no replica is left to load adapter ${name} on`
+          return failure(upstreamError('connection', message))
         }
-        const holders = candidates.filter((replica) => placesOf(replica).has(adapter.name))
+        const holders = candidates.filter((replica) => placesOf(replica).has(name))
+        const healthyHolder = best(holders.filter((replica) => replica.healthy))
+        if (healthyHolder) return use(healthyHolder, placesOf(healthyHolder).get(name)!)
+        // No healthy replica holds it: a free place anywhere is taken before anything is unloaded.
+        const free = best(candidates.filter(hasFreePlace))
+        if (free) return use(free, startLoad(free, adapter))
+        // A replica that holds it was just taken out (a restart is seconds): it is tried again
+        // rather than another adapter unloaded for this one, which would only move the churn.
+        const returning = pool.replicas.some(
+          (replica) =>
+            placesOf(replica).has(name) &&
+            (skip?.has(replica) || !replica.healthy) &&
+            Date.now() - (replica.outSince ?? Date.now()) < migrateAfterMs,
+        )
         const holder = best(holders)
-        const loadable = candidates.filter(canLoad)
-        // A holder that is out of rotation gives way to a healthy replica that can load it.
-        if (holder && (holder.healthy || !loadable.some((replica) => replica.healthy))) {
-          return use(holder, placesOf(holder).get(adapter.name)!)
+        if (returning) {
+          if (holder) return use(holder, placesOf(holder).get(name)!)
+          const message = `the replica that holds adapter ${name} is out and no other has a free place for it`
+          return failure(upstreamError('connection', message))
         }
-        const target = best(loadable, (replica) => (hasFreePlace(replica) ? 0 : 1))
-        if (target) return use(target, startLoad(target, adapter))
-        if (holder) return use(holder, placesOf(holder).get(adapter.name)!)
+        const loadable = best(candidates.filter(canLoad), (replica) => (replica.healthy ? 0 : 1))
+        if (loadable) return use(loadable, startLoad(loadable, adapter))
+        if (holder) return use(holder, placesOf(holder).get(name)!)
         await waitForChange(signal)
       }
     },

@@ -18,6 +18,8 @@ export interface Replica {
   inFlight: number
   healthy: boolean
   consecutiveFailures: number
+  /** When it was taken out (Date.now()), while it is out; null while healthy. */
+  outSince: number | null
 }
 
 /** How a call on a replica ended, as far as the replica's health is concerned. */
@@ -72,6 +74,7 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
     inFlight: 0,
     healthy: true,
     consecutiveFailures: 0,
+    outSince: null,
   }))
   const probes = new Map<Replica, Timer>()
   let closed = false
@@ -110,6 +113,7 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
 
   function bringBack(replica: Replica): void {
     replica.healthy = true
+    replica.outSince = null
     replica.consecutiveFailures = 0
     const timer = probes.get(replica)
     if (timer !== undefined) clearTimeout(timer)
@@ -118,6 +122,7 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
 
   function takeOut(replica: Replica): void {
     replica.healthy = false
+    replica.outSince = Date.now()
     scheduleProbe(replica)
   }
 

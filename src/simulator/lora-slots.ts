@@ -28,6 +28,8 @@ export class LoraSlots {
   /** Adapter name → its path; a load under way holds its place already. */
   private readonly held = new Map<string, string>()
   private stats: Omit<LoraStats, 'loaded'> = LoraSlots.empty()
+  /** Raised by a restart: a load that was under way then did not happen. */
+  private generation = 0
 
   private static empty() {
     return { loads: {}, unloads: {}, served: {}, maxLoaded: 0, refusedFull: 0, missing: 0 }
@@ -52,6 +54,7 @@ export class LoraSlots {
   /** A restart: every adapter is gone. */
   clear() {
     this.held.clear()
+    this.generation++
   }
 
   async load(body: unknown, maxLoras: number, loadMs: number): Promise<Response> {
@@ -71,7 +74,9 @@ export class LoraSlots {
     }
     this.held.set(name, path)
     this.stats.maxLoaded = Math.max(this.stats.maxLoaded, this.held.size)
+    const generation = this.generation
     if (loadMs > 0) await Bun.sleep(loadMs)
+    if (generation !== this.generation) return invalid(500, 'the server restarted')
     bump(this.stats.loads, name)
     return new Response(`Success: LoRA adapter '${name}' added successfully.`)
   }

@@ -184,4 +184,26 @@ describe('LoRA residency', () => {
     const other = await residency.acquire(adapter('x'), never, new Set([skipped]))
     expect(!other.ok && other.replica).toBe(skipped === a ? b : a)
   })
+
+  test("an adapter whose replica was just taken out is not moved into another adapter's place", async () => {
+    const [a, b] = twoReplicas()
+    const { calls, log } = recordingCalls()
+    const residency = createLoraResidency(pool, 1, calls, { migrateAfterMs: 50 })
+    const x = await leaseOf(residency.acquire(adapter('x'), never))
+    done(x)
+    const other = x.replica === a ? b : a
+    done(await leaseOf(residency.acquire(adapter('y'), never)))
+    expect(residency.held(other)).toEqual(['y'])
+    // x's replica could not be reached just now: the call fails retryably, y stays.
+    const refused = await residency.acquire(adapter('x'), never, new Set([x.replica]))
+    expect(!refused.ok && refused.error).toMatchObject({ kind: 'connection', retryable: true })
+    expect(residency.held(other)).toEqual(['y'])
+    // Out for longer than a restart takes: x moves in y's place.
+    x.replica.healthy = false
+    x.replica.outSince = Date.now() - 100
+    const moved = await leaseOf(residency.acquire(adapter('x'), never, new Set([x.replica])))
+    expect(moved.replica).toBe(other)
+    expect(log.slice(-2)).toEqual([`unload y @${other.baseUrl}`, `load x @${other.baseUrl}`])
+    done(moved)
+  })
 })
