@@ -3,7 +3,12 @@
  * (VLLM_ALLOW_RUNTIME_LORA_UPDATING=True): `POST {base_url}/load_lora_adapter`
  * {"lora_name", "lora_path"} and `POST {base_url}/unload_lora_adapter` {"lora_name"}.
  */
-import { classifyException, classifyStatus, isConnectFailure } from '../classify-error.ts'
+import {
+  classifyException,
+  classifyStatus,
+  isConnectFailure,
+  upstreamError,
+} from '../classify-error.ts'
 import { createDeadline } from '../deadline.ts'
 import type { LoraCalls } from '../lora-residency.ts'
 import type { Replica } from '../pool.ts'
@@ -57,8 +62,15 @@ export function createLoraCalls(options: {
       if (answer.status < 300 || (answer.status === 400 && ALREADY_LOADED.test(answer.text))) {
         return { ok: true }
       }
-      const error = classifyStatus(answer.status, answer.header, answer.text, options.apiKey)
-      error.message = `replica ${replica.baseUrl} could not load adapter ${adapter.name}: ${error.message}`
+      const refused = classifyStatus(answer.status, answer.header, answer.text, options.apiKey)
+      // Retried, even a 4xx: a replica full of another instance's adapters refuses a load that
+      // a later try may get in. A source that cannot be loaded fails once its tries are spent.
+      const message = `replica ${replica.baseUrl} could not load adapter ${adapter.name}: ${refused.message}`
+      const error = upstreamError('server_error', message, {
+        status: refused.status,
+        retryAfterMs: refused.retryAfterMs,
+        body: refused.body,
+      })
       return { ok: false, error, health: answer.status >= 500 ? 'failure' : 'ok' }
     },
     async unload(replica, name) {
