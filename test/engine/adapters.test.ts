@@ -271,6 +271,20 @@ for (const storeKind of STORES) {
       const answered = await call(adapter.id)
       expect(answered.status).toBe(200)
       expect(((await answered.json()) as { model: string }).model).toBe(adapter.id)
+      const streamed = await gw.request('/v1/chat/completions', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: adapter.id,
+          stream: true,
+          messages: [{ role: 'user', content: 'hi' }],
+          max_tokens: 8,
+        }),
+      })
+      expect(streamed.status).toBe(200)
+      const events = (await streamed.text()).split('\n').filter((l) => l.startsWith('data: {'))
+      expect(events.length).toBeGreaterThan(0)
+      expect(events.every((e) => JSON.parse(e.slice(6)).model === adapter.id)).toBe(true)
       const refusals = await Promise.all([foreign.id, 'ft:lora-base:000000000000:none'].map(call))
       const bodies = await Promise.all(refusals.map((r) => r.json() as Promise<any>))
       expect(refusals.map((r) => r.status)).toEqual([404, 404])
