@@ -34,9 +34,12 @@ export function createAdapterDirectory(
       const lookup = store
         .listAdapters(accountId, { activeOnly: true })
         .then((list) => new Map(list.map((adapter) => [adapter.id, adapter])))
+      const entry = { at: now, lookup }
       // A failed read is not remembered: the next call asks again.
-      lookup.catch(() => accounts.delete(accountId))
-      accounts.set(accountId, { at: now, lookup })
+      lookup.catch(() => {
+        if (accounts.get(accountId) === entry) accounts.delete(accountId)
+      })
+      accounts.set(accountId, entry)
       return lookup
     },
     async byId(id) {
