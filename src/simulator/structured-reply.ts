@@ -110,15 +110,18 @@ function dereference(root: unknown, reference: string): unknown {
   return node ?? {}
 }
 
-/** Deeper than this, a recursive schema's optional parts are left out. */
+/** Deeper than this, arrays get no more items than they must (a recursive schema ends). */
 const MAX_DEPTH = 4
+/** A schema that requires itself has no finite instance: given up on (null) this deep. */
+const GIVE_UP_DEPTH = 32
 
 /** A small instance of `schema`; strings are the ordinary reply's text. */
 function instanceOf(schema: unknown, root: unknown, text: string, depth: number): unknown {
   if (typeof schema !== 'object' || schema === null) return text
   const s = schema as Schema
   if (typeof s.$ref === 'string') {
-    return depth > MAX_DEPTH ? null : instanceOf(dereference(root, s.$ref), root, text, depth + 1)
+    if (depth > GIVE_UP_DEPTH) return null
+    return instanceOf(dereference(root, s.$ref), root, text, depth + 1)
   }
   if ('const' in s) return s.const
   if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0]
@@ -150,8 +153,8 @@ function instanceOf(schema: unknown, root: unknown, text: string, depth: number)
       return value
     }
     case 'array': {
-      const min = typeof s.minItems === 'number' ? s.minItems : 1
-      const max = typeof s.maxItems === 'number' ? s.maxItems : min
+      const min = typeof s.minItems === 'number' ? s.minItems : 0
+      const max = typeof s.maxItems === 'number' ? s.maxItems : Math.max(min, 1)
       const count = Math.min(Math.max(min, depth < MAX_DEPTH ? 1 : 0), max)
       const prefix = Array.isArray(s.prefixItems) ? s.prefixItems : []
       return Array.from({ length: count }, (_, i) =>
