@@ -9,6 +9,7 @@ import Decimal from 'decimal.js'
 import OpenAI, { toFile } from 'openai'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { chatLine, jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
+import { contractProblems } from '../helpers/openai-contract.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
 
 const SCHEMA = {
@@ -330,6 +331,7 @@ for (const storeKind of STORES) {
         return FINAL_BATCH.includes(b.status) ? b : null
       })
       expect(batch.status).toBe('completed')
+      expect(contractProblems('Batch', batch)).toEqual([])
       expect(batch.request_counts).toMatchObject({ total: 2, completed: 1, failed: 1 })
       const errors = (await (await openai.files.content(batch.error_file_id!)).text())
         .trim()
