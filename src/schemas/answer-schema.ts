@@ -41,14 +41,13 @@ const instances = new Map<Draft, AjvInstance>()
 /** Made on first use: each instance compiles its meta-schema once, which takes a few milliseconds. */
 function instanceFor(draft: Draft): AjvInstance {
   let ajv = instances.get(draft)
-  if (!ajv) instances.set(draft, (ajv = newInstance(draft)))
+  if (!ajv) {
+    if (draft === '2020-12') ajv = new Ajv2020(options) as AjvInstance
+    else if (draft === '2019-09') ajv = new Ajv2019(options) as AjvInstance
+    else ajv = new Ajv(options)
+    instances.set(draft, ajv)
+  }
   return ajv
-}
-
-function newInstance(draft: Draft): AjvInstance {
-  if (draft === '2020-12') return new Ajv2020(options) as AjvInstance
-  if (draft === '2019-09') return new Ajv2019(options) as AjvInstance
-  return new Ajv(options)
 }
 
 const DRAFTS: [RegExp, Draft][] = [
@@ -73,13 +72,13 @@ export function compileAnswerSchema(
     cache.set(text, hit)
     return hit
   }
-  const compiled = compileUncached(schema, text)
+  const compiled = compileUncached(schema)
   if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!)
   cache.set(text, compiled)
   return compiled
 }
 
-function compileUncached(schema: Record<string, unknown>, text: string): CompiledAnswerSchema {
+function compileUncached(schema: Record<string, unknown>): CompiledAnswerSchema {
   const named = schema.$schema
   let draft: Draft = '2020-12'
   if (named !== undefined) {
@@ -92,19 +91,19 @@ function compileUncached(schema: Record<string, unknown>, text: string): Compile
     }
     draft = found[1]
   }
-  // A schema's ids are registered by Ajv while it compiles (a reference to "#" needs them) and
-  // dropped at once, so that no other account's schema can reach this one by its id. One with
-  // ids inside it gets an instance of its own (about 40 ms, for the meta-schema).
-  const ids = text.split('"$id"').length - 1
-  const nested = ids > (typeof schema.$id === 'string' ? 1 : 0)
-  const ajv = nested ? newInstance(draft) : instanceFor(draft)
+  // Ajv registers a schema's ids while it compiles it (a reference to "#" needs them); they are
+  // dropped at once, so that no other account's schema can reach this one by an id, and two
+  // schemas may use one id for different things.
+  const ajv = instanceFor(draft)
+  const known = new Set(Object.keys(ajv.refs))
   try {
     return answerSchema(ajv, ajv.compile(schema), schema)
   } catch (error) {
     return { ok: false, message: (error as Error).message.slice(0, 300) }
   } finally {
-    // Also lets Ajv's own cache, kept by the schema object, go.
-    if (!nested) ajv.removeSchema(schema)
+    for (const id of Object.keys(ajv.refs)) if (!known.has(id)) delete ajv.refs[id]
+    // Also lets go of Ajv's own cache entry, kept by the schema object.
+    ajv.removeSchema(schema)
   }
 }
 
