@@ -96,6 +96,15 @@ function compileUncached(schema: Record<string, unknown>): CompiledAnswerSchema 
   // schemas may use one id for different things.
   const ajv = instanceFor(draft)
   const known = new Set(Object.keys(ajv.refs))
+  // An id Ajv holds already can only be a meta-schema's: removing it below would break every
+  // later schema, so the schema is refused (Ajv would refuse to compile it anyway).
+  const id = typeof schema.$id === 'string' ? schema.$id.replace(/#$/, '') : null
+  if (id !== null && (known.has(id) || id in ajv.schemas)) {
+    return {
+      ok: false,
+      message: `$id ${JSON.stringify(id).slice(0, 80)} is a meta-schema's; give the schema an id of its own or none`,
+    }
+  }
   try {
     return answerSchema(ajv, ajv.compile(schema), schema)
   } catch (error) {
