@@ -36,7 +36,7 @@ export function guidedProblems(
 ): BodyProblem[] {
   const problems: BodyProblem[] = []
   for (const key of Object.keys(record)) {
-    if (!key.startsWith('guided_') || record[key] === undefined) continue
+    if (!key.startsWith('guided_') || record[key] === undefined || record[key] === null) continue
     problems.push({
       path: at(key),
       message:
