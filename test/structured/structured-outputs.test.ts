@@ -198,6 +198,31 @@ for (const storeKind of STORES) {
       expect(await admitted.json()).not.toHaveProperty('warnings')
     })
 
+    test("the dashboard's quote shows the recursion warning with its line and field", async () => {
+      const { key } = await gw.newAccount('10')
+      const signIn = await fetch(`${gw.url}/dashboard/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ key }),
+        redirect: 'manual',
+      })
+      const cookie = signIn.headers.get('set-cookie')!.split(';')[0]
+      const form = new FormData()
+      const lines = [structuredLine('list', 'hi', { response_format: schemaFormat(LINKED_LIST) })]
+      form.set('file', new Blob([jsonl(lines)]), 'list.jsonl')
+      form.set('dry_run', 'true')
+      const page = await fetch(`${gw.url}/dashboard/batches`, {
+        method: 'POST',
+        headers: { cookie },
+        body: form,
+      })
+      expect(page.status).toBe(200)
+      const html = await page.text()
+      expect(html).toContain('Nothing was stored. Warnings: Line 1 (')
+      expect(html).toContain('body.response_format.json_schema.schema.properties.next.$ref')
+      expect(html).toContain('unbounded recursion')
+    })
+
     test('answers that stopped on their own but are not JSON, or not valid for the schema, end structured_output_invalid, unbilled, with the upstream body; the balance is unchanged and the hold released', async () => {
       const { key, accountId } = await gw.newAccount('10')
       const before = await account(accountId)
