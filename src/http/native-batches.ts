@@ -149,6 +149,8 @@ export function nativeBatchRoutes({
               cost_ceiling_usd: result.costCeilingUsd,
               available_usd: result.availableUsd,
               credit_sufficient: result.creditSufficient,
+              warnings: result.warnings,
+              warnings_omitted: result.warningsOmitted,
             }
           case 'duplicate':
             return renderBatch(result.batch)

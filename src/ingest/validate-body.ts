@@ -25,19 +25,14 @@ import {
 import { compileSchema } from '../schemas/compile.ts'
 import { excerpt } from '../excerpt.ts'
 import { Money, moneyText } from '../money/decimal.ts'
-import { describeZodIssue } from './issues.ts'
+import { describeZodIssue, type BodyProblem } from './issues.ts'
+import { guidedProblems, jsonObjectProblem, structuredProblems } from './check-structured.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.ts'
 
 const chatSchema = compileSchema(chatBodySchema)
 const embeddingsSchema = compileSchema(embeddingsBodySchema)
 
-export interface BodyProblem {
-  path: string
-  message: string
-  fix: string
-  /** A code of its own (`model_not_found`), when the problem has one. */
-  code?: string
-}
+export type { BodyProblem } from './issues.ts'
 
 export interface AcceptedBody {
   /** The base model, when the body names an adapter. */
@@ -48,6 +43,8 @@ export interface AcceptedBody {
   inputTokens: number
   outputTokens: number
   body: ChatBody | EmbeddingsBody
+  /** What a dry run points out about the body (a schema that recurses without end); none: []. */
+  warnings: BodyProblem[]
 }
 
 /** `prefix` is where the body sits in the caller's document ("body" for a batch line). */
@@ -104,6 +101,7 @@ export function validateBody(
       fix: 'set n to 8 or less, or split the request into several lines',
     })
   }
+  if (endpoint === 'chat') problems.push(...guidedProblems(record, at))
   const named = typeof record.model === 'string' ? record.model : null
   // An `ft:` id is the caller's adapter or nothing: one answer for unknown, another account's and
   // inactive ids, so that ids cannot be probed (SPEC §14).
@@ -112,7 +110,9 @@ export function validateBody(
     named === null
       ? undefined
       : isAdapterId(named)
-        ? adapter && catalog.find(adapter.baseModel)
+        ? adapter
+          ? catalog.find(adapter.baseModel)
+          : undefined
         : catalog.find(named)
   if (named !== null && isAdapterId(named) && !model) {
     problems.push({
@@ -138,6 +138,19 @@ export function validateBody(
       const described = describeZodIssue(issue, prefix)
       if (!problems.some((p) => p.path === described.path)) problems.push(described)
     }
+  }
+  // Once response_format has its shape: the schema compiles, the answer is bounded.
+  let warnings: BodyProblem[] = []
+  const formatAt = at('response_format')
+  if (
+    endpoint === 'chat' &&
+    !problems.some((p) => p.path === formatAt || p.path.startsWith(formatAt + '.'))
+  ) {
+    const structured = structuredProblems(record as ChatBody, model, at, options.live === true)
+    for (const problem of structured.problems) {
+      if (!problems.some((p) => p.path === problem.path)) problems.push(problem)
+    }
+    warnings = structured.warnings
   }
   if (!model) return { ok: false, problems }
   if (!model.endpoints.includes(endpoint)) {
@@ -223,6 +236,8 @@ export function validateBody(
   if (endpoint === 'chat') {
     const chat = body as ChatBody
     const targets = upstreamTargets(catalog, offerings)
+    const unsendable = jsonObjectProblem(chat, model, targets, at)
+    if (unsendable) return { ok: false, problems: [unsendable] }
     return {
       ok: true,
       value: {
@@ -232,6 +247,7 @@ export function validateBody(
         body,
         inputTokens: chatInputBound(chat, model, targets),
         outputTokens: chatOutputBound(chat, model, targets),
+        warnings,
       },
     }
   }
@@ -244,6 +260,7 @@ export function validateBody(
       body,
       inputTokens: embeddingsInputBound(body as EmbeddingsBody),
       outputTokens: 0,
+      warnings,
     },
   }
 }
