@@ -7,6 +7,7 @@
  */
 import type postgres from 'postgres'
 import { terminalStatus } from '../rows.ts'
+import { enqueueWebhookEvents } from './webhooks.ts'
 
 type Row = Record<string, any>
 
@@ -45,8 +46,9 @@ export async function advanceBatches(tx: postgres.TransactionSql, now: number): 
 }
 
 /**
- * Moves idle batches (locked by the caller) to their terminal status and releases what they
- * still hold. Returns the ids that changed.
+ * Moves idle batches (locked by the caller) to their terminal status, releases what they still
+ * hold and enqueues their webhook deliveries. Returns the ids that changed. Every path to a
+ * terminal status but a refused facade batch comes here.
  */
 export async function finishBatches(
   tx: postgres.TransactionSql,
@@ -76,6 +78,16 @@ export async function finishBatches(
     UPDATE batches b SET status = t.status, finished_at = ${now}, held_usd = 0
     FROM jsonb_to_recordset(${tx.json(statuses)}) AS t (id text, status text)
     WHERE b.id = t.id`
+  // The webhooks' outbox, in the same transaction: the event exists exactly when the status does.
+  await enqueueWebhookEvents(
+    tx,
+    done.map((row, index) => ({
+      id: row.id as string,
+      accountId: row.account_id as string,
+      status: statuses[index]!.status,
+    })),
+    now,
+  )
   return batchIds
 }
 
