@@ -420,7 +420,11 @@ class PostgresStore implements Store {
     return webhooks.deleteWebhook(this.sql, accountId, id)
   }
 
-  listDeliveries(accountId: string, webhookId: string, page: { limit: number; after: string | null }) {
+  listDeliveries(
+    accountId: string,
+    webhookId: string,
+    page: { limit: number; after: string | null },
+  ) {
     return webhooks.listDeliveries(this.sql, accountId, webhookId, page)
   }
 
