@@ -81,7 +81,11 @@ export function webhookRoutes({ auth, store, bodyLimit, allowPrivate }: WebhookD
           throw refuse(
             'limit_exceeded',
             `this account has ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks already; delete one (DELETE /v1/webhooks/{id}) before adding another`,
-            { detail: { limit: { webhooks: MAX_WEBHOOKS_PER_ACCOUNT, in_use: MAX_WEBHOOKS_PER_ACCOUNT } } },
+            {
+              detail: {
+                limit: { webhooks: MAX_WEBHOOKS_PER_ACCOUNT, in_use: MAX_WEBHOOKS_PER_ACCOUNT },
+              },
+            },
           )
         }
         set.status = 201

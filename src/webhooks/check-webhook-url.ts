@@ -30,7 +30,8 @@ function addressProblem(host: string, addresses: readonly string[]): string | nu
     const kind = classifyAddress(address)
     if (kind === 'public') continue
     const where = address === host ? address : `${host} resolves to ${address}`
-    return `${where}, a ${kind} address: webhooks may not reach the gateway's own network (${OPT_IN})`
+    const article = kind === 'unspecified' ? 'an' : 'a'
+    return `${where}, ${article} ${kind} address: webhooks may not reach the gateway's own network (${OPT_IN})`
   }
   return null
 }
@@ -39,7 +40,10 @@ function addressProblem(host: string, addresses: readonly string[]): string | nu
  * Why `text` may not be a webhook URL (a sentence saying what to send instead), or null when it
  * may. Resolves the host.
  */
-export async function webhookUrlProblem(text: string, allowPrivate: boolean): Promise<string | null> {
+export async function webhookUrlProblem(
+  text: string,
+  allowPrivate: boolean,
+): Promise<string | null> {
   let url: URL
   try {
     url = new URL(text)
@@ -87,11 +91,18 @@ export function guardedLookup(
   callback: LookupCallback,
 ) {
   const family = options.family === 'IPv6' ? 6 : options.family === 'IPv4' ? 4 : options.family
-  lookup(hostname, { all: true, family: (family as 0 | 4 | 6 | undefined) ?? 0 }, (error, found) => {
-    if (error) return callback(error, [])
-    const problem = addressProblem(hostname, found.map((entry) => entry.address))
-    if (problem) return callback(Object.assign(new Error(problem), { code: 'EPRIVATE' }), [])
-    if (options.all) return callback(null, found)
-    callback(null, found[0]!.address, found[0]!.family)
-  })
+  lookup(
+    hostname,
+    { all: true, family: (family as 0 | 4 | 6 | undefined) ?? 0 },
+    (error, found) => {
+      if (error) return callback(error, [])
+      const problem = addressProblem(
+        hostname,
+        found.map((entry) => entry.address),
+      )
+      if (problem) return callback(Object.assign(new Error(problem), { code: 'EPRIVATE' }), [])
+      if (options.all) return callback(null, found)
+      callback(null, found[0]!.address, found[0]!.family)
+    },
+  )
 }

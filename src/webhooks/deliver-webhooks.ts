@@ -65,10 +65,14 @@ export function createWebhookDeliverer(
     bodyTimeout: timeoutMs,
     keepAliveTimeout: 10_000,
   })
-  const stopping = new AbortController()
+  let stopping = false
   const inFlight = new Set<Promise<void>>()
+  /** The attempts under way, to end them at a stop. */
+  const attempts = new Set<AbortController>()
 
-  async function send(delivery: ClaimedDelivery): Promise<{ statusCode: number | null; error: string | null }> {
+  async function send(
+    delivery: ClaimedDelivery,
+  ): Promise<{ statusCode: number | null; error: string | null }> {
     // The rules of the create, again: the host may resolve elsewhere now.
     const problem = await webhookUrlProblem(delivery.url, options.allowPrivate)
     if (problem) return { statusCode: null, error: `not sent: ${problem}` }
@@ -78,32 +82,41 @@ export function createWebhookDeliverer(
       'user-agent': 'Multigrid-Webhooks/1',
       ...signedHeaders(delivery.secret, { id: delivery.eventId, timestamp: nowSeconds(), body }),
     }
-    const timeout = AbortSignal.timeout(timeoutMs)
+    // One controller per attempt, aborted by the timeout or a stop and by nothing once the attempt
+    // has ended: undici fails a finished request's body with an unhandled error if its signal fires.
+    const controller = new AbortController()
+    const timer = setTimeout(() => controller.abort(new Error('timeout')), timeoutMs)
+    attempts.add(controller)
     try {
       const response = await request(delivery.url, {
         dispatcher: agent,
         method: 'POST',
         headers,
         body,
-        signal: AbortSignal.any([timeout, stopping.signal]),
+        signal: controller.signal,
       })
       const ok = response.statusCode >= 200 && response.statusCode < 300
       const answer = ok ? '' : await readSome(response.body)
-      if (ok) response.body.destroy()
+      if (ok) await response.body.dump().catch(() => {})
       return {
         statusCode: response.statusCode,
         error: ok ? null : `HTTP ${response.statusCode}${answer ? `: ${answer}` : ''}`,
       }
     } catch (error) {
-      if (timeout.aborted) return { statusCode: null, error: `no answer within ${timeoutMs} ms` }
+      if (controller.signal.aborted && !stopping) {
+        return { statusCode: null, error: `no answer within ${timeoutMs} ms` }
+      }
       return { statusCode: null, error: describeFailure(error) }
+    } finally {
+      clearTimeout(timer)
+      attempts.delete(controller)
     }
   }
 
   async function attempt(delivery: ClaimedDelivery) {
     const sent = await send(delivery)
     // Stopping: the delivery is handed back whole (releaseDeliveries), this attempt not counted.
-    if (stopping.signal.aborted) return
+    if (stopping) return
     const nowMs = Date.now()
     let result: DeliveryResult
     if (sent.error === null) {
@@ -136,7 +149,7 @@ export function createWebhookDeliverer(
   const task = createPeriodicTask(
     async () => {
       const free = concurrency - inFlight.size
-      if (free <= 0 || stopping.signal.aborted) return false
+      if (free <= 0 || stopping) return false
       const nowMs = Date.now()
       const claimed = await store.claimDeliveries(owner, free, nowMs, nowMs + leaseMs)
       for (const delivery of claimed) {
@@ -167,7 +180,8 @@ export function createWebhookDeliverer(
     start: () => task.start(),
     async stop() {
       task.stop()
-      stopping.abort()
+      stopping = true
+      for (const controller of attempts) controller.abort(new Error('stopping'))
       await Promise.allSettled([...inFlight])
       await store.releaseDeliveries(owner, Date.now()).catch(() => 0)
       await agent.close()
@@ -190,7 +204,9 @@ async function readSome(body: AsyncIterable<Buffer> & { destroy(): void }): Prom
   } finally {
     body.destroy()
   }
-  const text = Buffer.concat(chunks).toString('utf8').replace(/[\u0000-\u001f\u007f]+/g, ' ')
+  const text = Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
   return excerpt(text.trim(), ANSWER_CHARS)
 }
 

@@ -19,7 +19,10 @@ export function nextAttemptAt(options: {
   random?: () => number
 }): number | null {
   const random = options.random ?? Math.random
-  const delay = Math.min(MAX_RETRY_DELAY_MS, options.baseMs * 2 ** Math.max(0, options.attempts - 1))
+  const delay = Math.min(
+    MAX_RETRY_DELAY_MS,
+    options.baseMs * 2 ** Math.max(0, options.attempts - 1),
+  )
   const at = Math.round(options.nowMs + delay * (0.9 + 0.2 * random()))
   return at > options.createdAtMs + RETRY_WINDOW_MS ? null : at
 }
