@@ -11,6 +11,8 @@ export interface ReceivedDelivery {
   /** Whether this request was answered 2xx (a held one that its sender dropped was not). */
   acked: boolean
   at: number
+  /** The sender's port, to tell which process sent it. */
+  remotePort: number | null
 }
 
 export type Answer = number | 'hold'
@@ -32,7 +34,7 @@ export function startWebhookReceiver(
   const server = Bun.serve({
     port: 0,
     hostname: '127.0.0.1',
-    async fetch(request) {
+    async fetch(request, server) {
       const path = new URL(request.url).pathname
       const headers: Record<string, string> = {}
       request.headers.forEach((value, name) => (headers[name] = value))
@@ -42,6 +44,7 @@ export function startWebhookReceiver(
         headers,
         acked: false,
         at: Date.now(),
+        remotePort: server.requestIP(request)?.port ?? null,
       }
       const index = received.filter((r) => r.path === path).length
       received.push(entry)
