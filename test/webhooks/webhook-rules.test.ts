@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
-import { classifyAddress } from '../../src/webhooks/classify-address.ts'
+import { classifyAddress, type AddressKind } from '../../src/webhooks/classify-address.ts'
 import { guardedLookup, webhookUrlProblem } from '../../src/webhooks/check-webhook-url.ts'
 import {
   MAX_RETRY_DELAY_MS,
@@ -16,7 +16,7 @@ import { newWebhookSecret, signedHeaders } from '../../src/webhooks/sign-webhook
 
 describe('addresses a webhook may reach', () => {
   test('public unicast only; every other kind is named', () => {
-    const kinds: Record<string, string> = {
+    const kinds: Record<string, AddressKind> = {
       '8.8.8.8': 'public',
       '172.32.0.1': 'public',
       '2606:4700::1111': 'public',
