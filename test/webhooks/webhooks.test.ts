@@ -4,9 +4,21 @@
  * `webhooks.unwrap` and against OpenAI's published event schemas.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import OpenAI, { toFile } from 'openai'
+import postgres from 'postgres'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
-import { chatLine, jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
+import {
+  chatLine,
+  freshSchemaUrl,
+  jsonl,
+  startTestGateway,
+  STORES,
+  TEST_DATABASE_URL,
+  type TestGateway,
+} from '../helpers/gateway.ts'
 import { contractProblems } from '../helpers/openai-contract.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts'
@@ -420,3 +432,87 @@ describe('webhook URLs without MULTIGRID_WEBHOOK_ALLOW_PRIVATE', () => {
     expect(listed).toEqual({ object: 'list', data: [] })
   })
 })
+
+for (const storeKind of STORES) {
+  describe(`webhook addresses checked again at delivery (${storeKind})`, () => {
+    test('a webhook made with the opt-in is not sent to the loopback address its name resolves to once the gateway runs without it; no log line has the secret or the URL', async () => {
+      const sim = await startSimulator({ latencyMs: 1 })
+      const receiver = startWebhookReceiver()
+      const dataDir = mkdtempSync(join(tmpdir(), 'mg-hooks-'))
+      // One store for both runs: a schema this test drops itself (the helper drops t_ schemas at stop).
+      const databaseUrl =
+        storeKind === 'postgres'
+          ? freshSchemaUrl(TEST_DATABASE_URL!).url.replace('search_path=t_', 'search_path=wh_')
+          : null
+      const env = (allowPrivate: boolean): Record<string, string> => ({
+        MULTIGRID_DATA_DIR: dataDir,
+        MULTIGRID_POLL_MS: '50',
+        MULTIGRID_WEBHOOK_ALLOW_PRIVATE: String(allowPrivate),
+        LOG_LEVEL: 'debug',
+        ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+      })
+      const logLines: string[] = []
+      try {
+        const before = await startTestGateway({
+          upstreams: { openai: `${sim.url}/v1` },
+          env: env(true),
+          logLines,
+        })
+        const { key } = await before.newAccount('1')
+        const created = await before.request('/v1/webhooks', key, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            url: `${receiver.url.replace('http://127.0.0.1', 'https://localhost')}/private?token=abc`,
+          }),
+        })
+        expect(created.status).toBe(201)
+        const webhook = (await created.json()) as { id: string; secret: string }
+        await before.stop()
+
+        const after = await startTestGateway({
+          upstreams: { openai: `${sim.url}/v1` },
+          env: env(false),
+          logLines,
+        })
+        try {
+          const submitted = await after.request('/v1/batches', key, {
+            method: 'POST',
+            body: jsonl([chatLine('a')]),
+          })
+          const { id } = (await submitted.json()) as { id: string }
+          const [entry] = await waitFor('an attempt refused', async () => {
+            const log = (await (
+              await after.request(`/v1/webhooks/${webhook.id}/deliveries`, key)
+            ).json()) as { data: Delivery[] }
+            return log.data[0]?.attempts ? log.data : null
+          })
+          expect(entry).toMatchObject({
+            batch_id: id,
+            status: 'pending',
+            last_status_code: null,
+            last_error: expect.stringMatching(
+              /^not sent: localhost resolves to (127\.0\.0\.1|::1), a loopback address: webhooks may not reach the gateway's own network/,
+            ),
+          })
+          expect(receiver.received).toEqual([])
+        } finally {
+          await after.stop()
+        }
+        const all = logLines.join('\n')
+        expect(all).toContain('webhook.retry')
+        expect(all).not.toContain(webhook.secret)
+        expect(all).not.toContain(webhook.secret.slice('whsec_'.length))
+        expect(all).not.toContain('token=abc')
+      } finally {
+        await receiver.stop()
+        await sim.stop()
+        if (databaseUrl) {
+          const sql = postgres(TEST_DATABASE_URL!, { max: 1, onnotice: () => {} })
+          await sql`DROP SCHEMA IF EXISTS ${sql(new URL(databaseUrl).searchParams.get('search_path')!)} CASCADE`
+          await sql.end()
+        }
+      }
+    })
+  })
+}
