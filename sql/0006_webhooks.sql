@@ -20,6 +20,7 @@ CREATE INDEX webhooks_by_account ON webhooks (account_id, id);
 -- attempt, so one instance sends each attempt and a dead instance's claim runs out. No foreign
 -- key to webhooks: deleting a webhook deletes its deliveries itself, and must not fail a batch's
 -- finishing transaction that races with it (a row left so has no webhook and is never claimed).
+-- Rows go with their batch's results at retention (by batch_id).
 CREATE TABLE webhook_deliveries (
   webhook_id text COLLATE "C" NOT NULL,
   event_id text COLLATE "C" NOT NULL,
@@ -37,3 +38,4 @@ CREATE TABLE webhook_deliveries (
   PRIMARY KEY (webhook_id, event_id)
 );
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_by_batch ON webhook_deliveries (batch_id);

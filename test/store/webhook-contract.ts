@@ -291,6 +291,18 @@ export function runWebhookStoreContract(name: string, makeStore: () => Promise<O
       expect(claimed.map((d) => d.webhookId)).toEqual(['whe_b'])
     })
 
+    test('retention deletes the deliveries of the batches whose results it purges', async () => {
+      await account('acct_1')
+      await store.createWebhook(webhook('whe_a', 'acct_1'), 10)
+      await finish('acct_1', 'batch_01', 'succeeded')
+      // Finished later than the cutoff: kept.
+      const admitted = await store.admitBatch(newBatch('acct_1', 'batch_02', 1))
+      expect(admitted.kind).toBe('created')
+      await store.cancelBatch('acct_1', 'batch_02', T0 + 100)
+      expect(await store.purgeResults(T0 + 50, 10, T0 + 200)).toEqual(['batch_01'])
+      expect((await deliveries('acct_1', 'whe_a')).map((d) => d.batchId)).toEqual(['batch_02'])
+    })
+
     test('the delivery log pages newest first with limit and after', async () => {
       await account('acct_1')
       await store.createWebhook(webhook('whe_a', 'acct_1'), 10)

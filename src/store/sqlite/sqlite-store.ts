@@ -315,6 +315,8 @@ class SqliteStore implements Store {
       for (const id of ids) {
         this.q('DELETE FROM lines WHERE batch_id = ?').run(id)
         this.q('DELETE FROM files WHERE batch_id = ?').run(id)
+        // The webhook delivery log is kept as long as the results (its retries ended long ago).
+        this.q('DELETE FROM webhook_deliveries WHERE batch_id = ?').run(id)
         this.q('UPDATE batches SET purged_at = ? WHERE id = ?').run(now, id)
       }
       return ids

@@ -27,3 +27,4 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
 );
 CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (next_attempt_at)
   WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS webhook_deliveries_by_batch ON webhook_deliveries (batch_id);
