@@ -15,13 +15,25 @@ const OPT_IN =
 /** The URL's host as an address or a name: IPv6 literals lose their brackets. */
 const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1')
 
+/** A name that takes longer than this to resolve is refused rather than waited for. */
+const RESOLVE_TIMEOUT_MS = 5_000
+
 function resolveAll(host: string): Promise<string[]> {
   if (isIP(host)) return Promise.resolve([host])
-  return new Promise((resolve, reject) =>
-    lookup(host, { all: true }, (error, addresses) =>
-      error ? reject(error) : resolve(addresses.map((entry) => entry.address)),
-    ),
-  )
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () =>
+        reject(
+          Object.assign(new Error('timeout'), { code: `no answer in ${RESOLVE_TIMEOUT_MS} ms` }),
+        ),
+      RESOLVE_TIMEOUT_MS,
+    )
+    lookup(host, { all: true }, (error, addresses) => {
+      clearTimeout(timer)
+      if (error) reject(error)
+      else resolve(addresses.map((entry) => entry.address))
+    })
+  })
 }
 
 /** Why addresses of `host` may not be reached, or null when they all may. */

@@ -70,9 +70,10 @@ export function createWebhookDeliverer(
   /** The attempts under way, to end them at a stop. */
   const attempts = new Set<AbortController>()
 
+  /** How the attempt went; `stopped` when a stop ended it before an answer. */
   async function send(
     delivery: ClaimedDelivery,
-  ): Promise<{ statusCode: number | null; error: string | null }> {
+  ): Promise<{ statusCode: number | null; error: string | null; stopped?: true }> {
     // The rules of the create, again: the host may resolve elsewhere now.
     const problem = await webhookUrlProblem(delivery.url, options.allowPrivate)
     if (problem) return { statusCode: null, error: `not sent: ${problem}` }
@@ -103,7 +104,8 @@ export function createWebhookDeliverer(
         error: ok ? null : `HTTP ${response.statusCode}${answer ? `: ${answer}` : ''}`,
       }
     } catch (error) {
-      if (controller.signal.aborted && !stopping) {
+      if (controller.signal.aborted) {
+        if (stopping) return { statusCode: null, error: 'stopped', stopped: true }
         return { statusCode: null, error: `no answer within ${timeoutMs} ms` }
       }
       return { statusCode: null, error: describeFailure(error) }
@@ -115,8 +117,9 @@ export function createWebhookDeliverer(
 
   async function attempt(delivery: ClaimedDelivery) {
     const sent = await send(delivery)
-    // Stopping: the delivery is handed back whole (releaseDeliveries), this attempt not counted.
-    if (stopping) return
+    // Ended by a stop: the delivery is handed back whole (releaseDeliveries), the attempt not
+    // counted. An attempt that got its answer is recorded, stop or not.
+    if (sent.stopped) return
     const nowMs = Date.now()
     let result: DeliveryResult
     if (sent.error === null) {

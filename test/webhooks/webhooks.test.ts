@@ -434,6 +434,57 @@ describe('webhook URLs without MULTIGRID_WEBHOOK_ALLOW_PRIVATE', () => {
 })
 
 for (const storeKind of STORES) {
+  describe(`webhook deliveries across a restart (${storeKind})`, () => {
+    test('a stop ends the attempt under way and hands the delivery back: the next start sends it, the same webhook-id, the stopped attempt not counted', async () => {
+      const sim = await startSimulator({ latencyMs: 1 })
+      let hold = true
+      const receiver = startWebhookReceiver(() => (hold ? 'hold' : 200))
+      const dataDir = mkdtempSync(join(tmpdir(), 'mg-hooks-'))
+      const databaseUrl =
+        storeKind === 'postgres'
+          ? freshSchemaUrl(TEST_DATABASE_URL!).url.replace('search_path=t_', 'search_path=wh_')
+          : null
+      const env: Record<string, string> = {
+        MULTIGRID_DATA_DIR: dataDir,
+        MULTIGRID_POLL_MS: '50',
+        MULTIGRID_WEBHOOK_ALLOW_PRIVATE: 'true',
+        ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+      }
+      try {
+        const first = await startTestGateway({ upstreams: { openai: `${sim.url}/v1` }, env })
+        const { key } = await first.newAccount('1')
+        const created = await first.request('/v1/webhooks', key, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ url: `${receiver.url}/hook` }),
+        })
+        const webhook = (await created.json()) as { id: string; secret: string }
+        await first.request('/v1/batches', key, { method: 'POST', body: jsonl([chatLine('a')]) })
+        await waitFor('the held attempt', async () => receiver.received.length === 1)
+        await first.stop()
+        hold = false
+        const second = await startTestGateway({ upstreams: { openai: `${sim.url}/v1` }, env })
+        try {
+          await waitFor('the delivery', async () => receiver.received.some((r) => r.acked))
+          const [held, sent] = receiver.received
+          expect(sent!.headers['webhook-id']).toBe(held!.headers['webhook-id'])
+          const log = (await (
+            await second.request(`/v1/webhooks/${webhook.id}/deliveries`, key)
+          ).json()) as { data: Delivery[] }
+          expect(log.data).toHaveLength(1)
+          expect(log.data[0]).toMatchObject({ status: 'delivered', attempts: 1 })
+          expect(receiver.received).toHaveLength(2)
+        } finally {
+          await second.stop()
+        }
+      } finally {
+        await receiver.stop()
+        await sim.stop()
+        if (databaseUrl) await dropSchemaOf(databaseUrl)
+      }
+    })
+  })
+
   describe(`webhook addresses checked again at delivery (${storeKind})`, () => {
     test('a webhook made with the opt-in is not sent to the loopback address its name resolves to once the gateway runs without it; no log line has the secret or the URL', async () => {
       const sim = await startSimulator({ latencyMs: 1 })
@@ -507,12 +558,15 @@ for (const storeKind of STORES) {
       } finally {
         await receiver.stop()
         await sim.stop()
-        if (databaseUrl) {
-          const sql = postgres(TEST_DATABASE_URL!, { max: 1, onnotice: () => {} })
-          await sql`DROP SCHEMA IF EXISTS ${sql(new URL(databaseUrl).searchParams.get('search_path')!)} CASCADE`
-          await sql.end()
-        }
+        if (databaseUrl) await dropSchemaOf(databaseUrl)
       }
     })
   })
+}
+
+/** Drops the schema of a URL these tests made (not a t_ one, which the helper drops at each stop). */
+async function dropSchemaOf(databaseUrl: string) {
+  const sql = postgres(TEST_DATABASE_URL!, { max: 1, onnotice: () => {} })
+  await sql`DROP SCHEMA IF EXISTS ${sql(new URL(databaseUrl).searchParams.get('search_path')!)} CASCADE`
+  await sql.end()
 }
