@@ -60,7 +60,8 @@ describe('sqlite migrations', () => {
       '0003_retention.sql',
       '0004_live_credit.sql',
       '0005_file_quotas_sessions.sql',
-      '0006_webhooks.sql',
+      '0006_spend_caps_waiting.sql',
+      '0007_webhooks.sql',
     ])
     expect(recorded(db).map((row) => row.name)).toEqual(ALL)
     expect(sorted(sqliteColumns(db))).toEqual(freshColumns())
@@ -83,7 +84,8 @@ describe('sqlite migrations', () => {
       '0003_retention.sql',
       '0004_live_credit.sql',
       '0005_file_quotas_sessions.sql',
-      '0006_webhooks.sql',
+      '0006_spend_caps_waiting.sql',
+      '0007_webhooks.sql',
     ])
     expect(sorted(sqliteColumns(db))).toEqual(freshColumns())
     db.close()
@@ -94,7 +96,8 @@ describe('sqlite migrations', () => {
     expect(migrateSqlite(db)).toEqual([
       '0004_live_credit.sql',
       '0005_file_quotas_sessions.sql',
-      '0006_webhooks.sql',
+      '0006_spend_caps_waiting.sql',
+      '0007_webhooks.sql',
     ])
     expect(recorded(db).map((row) => row.name)).toEqual(ALL)
     expect(sorted(sqliteColumns(db))).toEqual(freshColumns())

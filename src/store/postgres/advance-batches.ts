@@ -47,8 +47,9 @@ export async function advanceBatches(tx: postgres.TransactionSql, now: number): 
 
 /**
  * Moves idle batches (locked by the caller) to their terminal status, releases what they still
- * hold and enqueues their webhook deliveries. Returns the ids that changed. Every path to a
- * terminal status but a refused facade batch comes here.
+ * hold and enqueues their webhook deliveries. Returns the ids that changed. An ended batch waits
+ * for nothing: its `waiting` is cleared, except a cap that stopped lines (it says why they were
+ * cancelled, SPEC §12). Every path to a terminal status but a refused facade batch comes here.
  */
 export async function finishBatches(
   tx: postgres.TransactionSql,
@@ -75,7 +76,10 @@ export async function finishBatches(
     status: terminalStatus(row as Parameters<typeof terminalStatus>[0]),
   }))
   await tx`
-    UPDATE batches b SET status = t.status, finished_at = ${now}, held_usd = 0
+    UPDATE batches b SET status = t.status, finished_at = ${now}, held_usd = 0,
+      waiting_code = CASE WHEN b.waiting_code = 'max_cost_reached' THEN b.waiting_code END,
+      waiting_message = CASE WHEN b.waiting_code = 'max_cost_reached' THEN b.waiting_message END,
+      waiting_until = CASE WHEN b.waiting_code = 'max_cost_reached' THEN b.waiting_until END
     FROM jsonb_to_recordset(${tx.json(statuses)}) AS t (id text, status text)
     WHERE b.id = t.id`
   // The webhooks' outbox, in the same transaction: the event exists exactly when the status does.

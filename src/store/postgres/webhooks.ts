@@ -1,5 +1,5 @@
 /**
- * Webhooks and their outbox on PostgreSQL (see sql/0006_webhooks.sql). A claim is one UPDATE of
+ * Webhooks and their outbox on PostgreSQL (see sql/0007_webhooks.sql). A claim is one UPDATE of
  * the rows a `SELECT … FOR UPDATE SKIP LOCKED` picked, as for lines: instances claiming at once
  * each get other deliveries, and one whose lease is live is never taken.
  */

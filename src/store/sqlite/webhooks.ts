@@ -1,5 +1,5 @@
 /**
- * Webhooks and their outbox on bun:sqlite (see sql/0006_webhooks.sql). One process writes the
+ * Webhooks and their outbox on bun:sqlite (see sql/0007_webhooks.sql). One process writes the
  * file, so a claim is a plain UPDATE inside an IMMEDIATE transaction.
  */
 import type { Database } from 'bun:sqlite'

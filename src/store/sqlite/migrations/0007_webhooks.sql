@@ -1,4 +1,4 @@
--- Signed webhooks and the outbox of their deliveries: see sql/0006_webhooks.sql for what each
+-- Signed webhooks and the outbox of their deliveries: see sql/0007_webhooks.sql for what each
 -- column holds.
 CREATE TABLE IF NOT EXISTS webhooks (
   id TEXT PRIMARY KEY,

@@ -1,5 +1,5 @@
 -- Signed webhooks (SPEC §15): an account's endpoints and the outbox of their deliveries. New
--- tables only (src/store/sqlite/migrations/0006_webhooks.sql is the twin).
+-- tables only (src/store/sqlite/migrations/0007_webhooks.sql is the twin).
 
 -- `secret` (whsec_ + base64 of 32 random bytes) signs every delivery, so it is kept as it is:
 -- the gateway has no operator key to encrypt it with. It is shown once, in the create's answer.
