@@ -18,15 +18,12 @@ const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1')
 /** A name that takes longer than this to resolve is refused rather than waited for. */
 const RESOLVE_TIMEOUT_MS = 5_000
 
-function resolveAll(host: string): Promise<string[]> {
+function resolveAll(host: string, timeoutMs: number): Promise<string[]> {
   if (isIP(host)) return Promise.resolve([host])
   return new Promise((resolve, reject) => {
     const timer = setTimeout(
-      () =>
-        reject(
-          Object.assign(new Error('timeout'), { code: `no answer in ${RESOLVE_TIMEOUT_MS} ms` }),
-        ),
-      RESOLVE_TIMEOUT_MS,
+      () => reject(Object.assign(new Error('timeout'), { code: `no answer in ${timeoutMs} ms` })),
+      timeoutMs,
     )
     lookup(host, { all: true }, (error, addresses) => {
       clearTimeout(timer)
@@ -55,6 +52,7 @@ function addressProblem(host: string, addresses: readonly string[]): string | nu
 export async function webhookUrlProblem(
   text: string,
   allowPrivate: boolean,
+  resolveTimeoutMs = RESOLVE_TIMEOUT_MS,
 ): Promise<string | null> {
   let url: URL
   try {
@@ -71,7 +69,7 @@ export async function webhookUrlProblem(
   const host = hostOf(url)
   let addresses: string[]
   try {
-    addresses = await resolveAll(host)
+    addresses = await resolveAll(host, resolveTimeoutMs)
   } catch (error) {
     const code = (error as { code?: string }).code ?? 'no address'
     return `the host ${host} of url could not be resolved (${code}); give a host that resolves`

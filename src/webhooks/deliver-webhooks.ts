@@ -74,8 +74,10 @@ export function createWebhookDeliverer(
   async function send(
     delivery: ClaimedDelivery,
   ): Promise<{ statusCode: number | null; error: string | null; stopped?: true }> {
-    // The rules of the create, again: the host may resolve elsewhere now.
-    const problem = await webhookUrlProblem(delivery.url, options.allowPrivate)
+    // The rules of the create, again: the host may resolve elsewhere now. Within the attempt's
+    // time, so that the whole attempt ends well inside its lease.
+    const startedAt = Date.now()
+    const problem = await webhookUrlProblem(delivery.url, options.allowPrivate, timeoutMs)
     if (problem) return { statusCode: null, error: `not sent: ${problem}` }
     const body = eventBody(delivery)
     const headers = {
@@ -86,7 +88,10 @@ export function createWebhookDeliverer(
     // One controller per attempt, aborted by the timeout or a stop and by nothing once the attempt
     // has ended: undici fails a finished request's body with an unhandled error if its signal fires.
     const controller = new AbortController()
-    const timer = setTimeout(() => controller.abort(new Error('timeout')), timeoutMs)
+    const timer = setTimeout(
+      () => controller.abort(new Error('timeout')),
+      Math.max(0, startedAt + timeoutMs - Date.now()),
+    )
     attempts.add(controller)
     try {
       const response = await request(delivery.url, {
