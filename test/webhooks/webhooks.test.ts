@@ -245,7 +245,11 @@ for (const storeKind of STORES) {
       expect(failures.find((e) => e.data.id === failed).id).toBe(
         JSON.parse(receivedFor('/all', failed)[0]!.body).id,
       )
-      const log = await deliveries(key, all.body.id)
+      // Recorded just after the receiver's answer.
+      const log = await waitFor('five deliveries recorded', async () => {
+        const entries = await deliveries(key, all.body.id)
+        return entries.every((d) => d.status === 'delivered') ? entries : null
+      })
       expect(log).toHaveLength(5)
       for (const entry of log) {
         expect(entry).toMatchObject({
@@ -536,7 +540,8 @@ for (const storeKind of STORES) {
             const log = (await (
               await after.request(`/v1/webhooks/${webhook.id}/deliveries`, key)
             ).json()) as { data: Delivery[] }
-            return log.data[0]?.attempts ? log.data : null
+            // attempts counts from the claim; last_error once the attempt is recorded.
+            return log.data[0]?.last_error ? log.data : null
           })
           expect(entry).toMatchObject({
             batch_id: id,
