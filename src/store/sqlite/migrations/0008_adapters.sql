@@ -1,4 +1,4 @@
--- Fine-tuned adapters of an account: see sql/0007_adapters.sql for what each column holds.
+-- Fine-tuned adapters of an account: see sql/0008_adapters.sql for what each column holds.
 CREATE TABLE IF NOT EXISTS adapters (
   id TEXT PRIMARY KEY,
   account_id TEXT NOT NULL REFERENCES accounts(id),

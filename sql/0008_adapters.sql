@@ -1,5 +1,5 @@
 -- Fine-tuned adapters (LoRA) of an account (SPEC §14). New table only
--- (src/store/sqlite/migrations/0007_adapters.sql is the twin).
+-- (src/store/sqlite/migrations/0008_adapters.sql is the twin).
 
 -- One registered adapter. `id` is its `ft:` model id (base model, account tag, name), so the same
 -- name registered twice for one base model is refused by the key. Deactivating sets `status` to
