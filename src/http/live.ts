@@ -6,7 +6,7 @@
  * releases its hold. Mounted at the root and under /openai/v1.
  */
 import { Elysia } from 'elysia'
-import { isAdapterId, NO_ADAPTERS, type AdapterLookup } from '../catalog/adapters.ts'
+import { isAdapterId, loraOfferings, NO_ADAPTERS, type AdapterLookup } from '../catalog/adapters.ts'
 import type { Offering } from '../catalog/catalog-file.ts'
 import type { Endpoint, UpstreamError } from '../../providers/types.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
@@ -243,11 +243,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         aliases: model.aliases,
         context_tokens: model.context_tokens,
         max_output_tokens: model.max_output_tokens,
-        pricing: catalog.usable(model).map((o) => ({
-          provider: o.provider,
-          input_usd_per_mtok: o.input_usd_per_mtok,
-          output_usd_per_mtok: o.output_usd_per_mtok,
-        })),
+        pricing: pricingOf(catalog.usable(model)),
       }))
 
   return new Elysia({ name: `live${prefix}`, prefix })
@@ -257,15 +253,23 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         'any',
         set.headers as Record<string, string>,
       )
-      // The caller's own fine-tuned models, after the catalog's, each with its base as `parent`.
-      const adapters = [...(await deps.adapters(caller.account.id)).values()].map((adapter) => ({
-        id: adapter.id,
-        object: 'model',
-        created: adapter.createdAt,
-        owned_by: adapter.accountId,
-        parent: adapter.baseModel,
-        status: adapter.status,
-      }))
+      // The caller's own fine-tuned models, after the catalog's, each with its base as `parent`
+      // and what it inherits from it: endpoints, limits, and its prices (its LoRA offerings').
+      const adapters = [...(await deps.adapters(caller.account.id)).values()].map((adapter) => {
+        const base = catalog.find(adapter.baseModel)
+        return {
+          id: adapter.id,
+          object: 'model',
+          created: adapter.createdAt,
+          owned_by: adapter.accountId,
+          parent: adapter.baseModel,
+          status: adapter.status,
+          endpoints: base?.endpoints ?? [],
+          context_tokens: base?.context_tokens ?? null,
+          max_output_tokens: base?.max_output_tokens ?? null,
+          pricing: base ? pricingOf(loraOfferings(catalog, catalog.usable(base))) : [],
+        }
+      })
       return {
         object: 'list',
         data: [...catalogModels(), ...adapters],
@@ -287,6 +291,14 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         call(request, await readJson(request, set.headers as Record<string, string>), 'embeddings'),
       { parse: 'none' },
     )
+}
+
+function pricingOf(offerings: readonly Offering[]) {
+  return offerings.map((o) => ({
+    provider: o.provider,
+    input_usd_per_mtok: o.input_usd_per_mtok,
+    output_usd_per_mtok: o.output_usd_per_mtok,
+  }))
 }
 
 /** UTF-8 bytes of the message contents of a whole answer. */

@@ -241,6 +241,8 @@ for (const storeKind of STORES) {
         owned_by: accountId,
         parent: LORA_BASE,
         created: expect.any(Number),
+        endpoints: ['chat'],
+        pricing: [{ provider: 'pool', input_usd_per_mtok: '0.20', output_usd_per_mtok: '0.60' }],
       })
 
       const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/openai/v1`, maxRetries: 0 })
