@@ -55,6 +55,8 @@ export type LineErrorCode =
   | 'batch_cancelled'
   | 'batch_expired'
   | 'structured_output_invalid'
+  /** A batch waiting for credit (SPEC §14) that was still short after half its window. */
+  | 'insufficient_quota'
 
 export interface LineError {
   code: LineErrorCode
@@ -133,6 +135,12 @@ export interface BatchRecord {
   purgedAt: number | null
   /** Validation errors of a batch refused on the OpenAI surface. */
   errors: { code: string; message: string; param: string | null; line: number | null }[] | null
+  /**
+   * Set on a batch admitted with wait_for_credit=true whose hold did not fit (SPEC §14): until
+   * when (Unix seconds) it waits, and the deposit it needed when last looked at. It waits while
+   * its status is `validating`.
+   */
+  creditWait: { until: number; neededUsd: string } | null
 }
 
 export interface AccountRecord {

@@ -11,7 +11,7 @@ import { createLiveCredit, type LiveCredit } from './live/live-credit.ts'
 import { collectYoungGarbage } from './memory/young-garbage.ts'
 import { createCatalog } from './catalog/catalog.ts'
 import { connectRedis } from './coordination/redis.ts'
-import { NUDGE_CHANNEL, openNudges } from './coordination/nudges.ts'
+import { NUDGE_CHANNEL, openNudges, type Nudges } from './coordination/nudges.ts'
 import type { Config } from './config.ts'
 import { adminRoutes } from './http/admin.ts'
 import { bodyLimits } from './http/body-limits.ts'
@@ -22,6 +22,7 @@ import { liveRoutes } from './http/live.ts'
 import { nativeBatchRoutes } from './http/native-batches.ts'
 import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts'
 import { DEFAULT_RETRY } from './dispatch/retry-policy.ts'
+import { createWaitingBatches } from './dispatch/waiting-batches.ts'
 import { newId } from './domain.ts'
 import { createFleetGates } from './upstream/fleet-gate.ts'
 import { createUpstreams } from './upstream/upstreams.ts'
@@ -53,7 +54,11 @@ export interface Gateway {
 
 export async function startGateway(
   config: Config,
-  options: { logger?: Logger } = {},
+  /**
+   * `clock` (Unix ms): what admission and the live ledger take for now, so a test can cross
+   * 00:00 UTC (the daily spend limit's reset); everything else keeps the real time.
+   */
+  options: { logger?: Logger; clock?: () => number } = {},
 ): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config.logLevel)
   const telemetry = createTelemetry({
@@ -80,6 +85,7 @@ export async function startGateway(
     idleMs: config.live.leaseIdleMs,
     blockCalls: config.live.leaseBlockCalls,
     logger,
+    now: options.clock,
   })
   // With Redis, each provider's max_concurrency holds for the whole fleet, not per instance.
   const fleet = redis
@@ -101,12 +107,24 @@ export async function startGateway(
         onOutcome: observeLines(logger, telemetry),
       })
     : null
-  // Admissions on any instance wake idle dispatchers on every instance (NOTIFY on PostgreSQL).
-  const nudges = await openNudges(
+  // Batches waiting for a top-up start on any instance once a deposit covers them.
+  let nudges: Nudges | null = null
+  const waiting = createWaitingBatches(store, {
+    everyMs: config.dispatch.creditWaitPollMs,
+    logger,
+    onStarted: () => nudges?.publish(),
+    now: options.clock,
+  })
+  // Admissions and deposits on any instance wake idle dispatchers and the batches waiting for
+  // credit on every instance (NOTIFY on PostgreSQL).
+  nudges = await openNudges(
     await openStoreChannel(config, NUDGE_CHANNEL),
     instanceId,
     logger,
-    () => dispatcher?.nudge(),
+    () => {
+      dispatcher?.nudge()
+      waiting.soon()
+    },
   )
   telemetry.observe({
     pendingLines: async () =>
@@ -129,6 +147,7 @@ export async function startGateway(
       nudges.publish()
     },
     telemetry,
+    options.clock,
   )
   // A key revoked through this instance is refused here at once; elsewhere within the cache TTL.
   const accounts = createAccounts(
@@ -139,7 +158,7 @@ export async function startGateway(
       maxFiles: config.limits.defaultMaxFiles,
       maxStoredBytes: config.limits.defaultMaxStoredBytes,
     },
-    { onKeyRevoked: keys.forgetKey },
+    { onKeyRevoked: keys.forgetKey, onDeposit: () => nudges.publish() },
   )
 
   const quotaDefaults = {
@@ -218,6 +237,7 @@ export async function startGateway(
   })
   const port = app.server!.port!
   dispatcher?.start()
+  waiting.start()
   const janitor = createJanitor(store, blobs, logger, config.retention)
   janitor.start(config.retention.intervalMs, { singleInstance: store.kind === 'sqlite' })
   logger.info('gateway.started', {
@@ -236,6 +256,7 @@ export async function startGateway(
     janitor,
     credit,
     async stop() {
+      waiting.stop()
       await janitor.stop()
       // Stop taking requests, let in-flight lines finish (bounded), hand the rest back.
       await app.stop(true)

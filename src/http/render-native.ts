@@ -1,4 +1,5 @@
 /** The native batch object (SPEC §3) and its result lines, rendered from stored records. */
+import { creditWaiting } from '../admission/credit-waiting.ts'
 import type { BatchRecord, LineRecord } from '../domain.ts'
 import { usd } from '../money/decimal.ts'
 
@@ -18,6 +19,8 @@ export function renderBatch(batch: BatchRecord) {
     request_counts: batch.counts,
     cost_ceiling_usd: usd(batch.costCeilingUsd),
     cost_usd: usd(batch.costUsd),
+    waiting: creditWaiting(batch),
+    errors: batch.errors,
     results_url: `/v1/batches/${batch.id}/results`,
   }
 }

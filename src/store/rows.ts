@@ -53,6 +53,13 @@ export function rowToBatch(row: Row): BatchRecord {
     idempotencyKey: (row.idempotency_key as string | null) ?? null,
     errors: json<BatchRecord['errors']>(row.errors),
     purgedAt: num(row.purged_at),
+    creditWait:
+      row.credit_wait_until === null || row.credit_wait_until === undefined
+        ? null
+        : {
+            until: Number(row.credit_wait_until),
+            neededUsd: moneyText((row.credit_needed_usd as string | null) ?? '0'),
+          },
   }
 }
 

@@ -330,6 +330,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
           idempotencyKey: 'idem-1',
           errors: null,
           purgedAt: null,
+          creditWait: null,
         })
         expect(await store.getBatch('acct_1', 'batch_01')).toEqual(batch)
         expect(await store.getAccount('acct_1')).toMatchObject({

@@ -1,0 +1,113 @@
+/**
+ * The daily spend limit and the batches waiting for credit on the embedded store (SPEC §12,
+ * §14; the rules are ../daily-spend.ts's). Each function runs inside the caller's IMMEDIATE
+ * transaction, so what it reads is what the account holds when it writes.
+ */
+import type { Database } from 'bun:sqlite'
+import { Money, moneyText, ZERO } from '../../money/decimal.ts'
+import { batchDailyUse, creditWaitFailure, dayStartSeconds, liveSpentOn } from '../daily-spend.ts'
+import type { DailySpend, WaitingPass } from '../store.ts'
+import { leasedUsd } from './live-credit.ts'
+
+type Row = Record<string, any>
+const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
+
+/** What counts against the daily limit on the day of `nowMs` (getDailySpend in store.ts). */
+export function dailyUsed(db: Database, account: Row, nowMs: number): Money {
+  let used = liveSpentOn(account, nowMs).plus(leasedUsd(db, account.id, nowMs))
+  for (const row of q(
+    db,
+    `SELECT status, credit_wait_until, cost_ceiling_usd, cost_usd, held_usd FROM batches
+     WHERE account_id = ? AND created_at >= ?`,
+  ).all(account.id, dayStartSeconds(nowMs))) {
+    used = used.plus(batchDailyUse(row))
+  }
+  return used
+}
+
+export function getDailySpend(db: Database, accountId: string, nowMs: number): DailySpend | null {
+  const account = q(db, 'SELECT * FROM accounts WHERE id = ?').get(accountId)
+  if (!account) return null
+  return {
+    limitUsd:
+      account.daily_spend_limit_usd === null ? null : moneyText(account.daily_spend_limit_usd),
+    usedUsd: moneyText(dailyUsed(db, account, nowMs)),
+  }
+}
+
+const WAITING = `status = 'validating' AND credit_wait_until IS NOT NULL`
+
+/** The holds of the account's batches waiting for credit, earliest first. */
+export const waitingHolds = (db: Database, accountId: string) =>
+  q(
+    db,
+    `SELECT id, cost_ceiling_usd FROM batches WHERE account_id = ? AND ${WAITING} ORDER BY created_at, id`,
+  )
+    .all(accountId)
+    .map((row) => new Money(row.cost_ceiling_usd))
+
+export function admitWaitingBatches(db: Database, nowMs: number): WaitingPass {
+  const now = Math.floor(nowMs / 1000)
+  const pass: WaitingPass = { started: [], failed: [] }
+  const accounts = q(db, `SELECT DISTINCT account_id FROM batches WHERE ${WAITING}`).all()
+  for (const { account_id: accountId } of accounts) {
+    const account = q(db, 'SELECT balance_usd, held_usd FROM accounts WHERE id = ?').get(accountId)!
+    let held = new Money(account.held_usd)
+    // Live leases hold credit too, as at admission.
+    let available = new Money(account.balance_usd)
+      .minus(held)
+      .minus(leasedUsd(db, accountId, nowMs))
+    let ahead = ZERO
+    let blocked = false
+    const waiting = q(
+      db,
+      `SELECT id, cost_ceiling_usd, credit_wait_until, credit_needed_usd FROM batches
+       WHERE account_id = ? AND ${WAITING} ORDER BY created_at, id`,
+    ).all(accountId)
+    for (const batch of waiting) {
+      const hold = new Money(batch.cost_ceiling_usd)
+      if (Number(batch.credit_wait_until) <= now) {
+        failWaitingBatch(db, batch, now)
+        pass.failed.push(batch.id)
+      } else if (!blocked && hold.lessThanOrEqualTo(available)) {
+        held = held.plus(hold)
+        available = available.minus(hold)
+        q(
+          db,
+          `UPDATE batches SET status = 'in_progress', held_usd = ?, credit_needed_usd = NULL WHERE id = ?`,
+        ).run(moneyText(hold), batch.id)
+        pass.started.push(batch.id)
+      } else {
+        // Earliest first: what this one needs includes the holds of those before it still waiting.
+        blocked = true
+        ahead = ahead.plus(hold)
+        const needed = moneyText(Money.max(ZERO, ahead.minus(available)))
+        if (batch.credit_needed_usd === null || moneyText(batch.credit_needed_usd) !== needed)
+          q(db, 'UPDATE batches SET credit_needed_usd = ? WHERE id = ?').run(needed, batch.id)
+      }
+    }
+    q(db, 'UPDATE accounts SET held_usd = ? WHERE id = ?').run(moneyText(held), accountId)
+  }
+  return pass
+}
+
+/** Every line failed unbilled, the batch `failed` with the reason; it never held anything. */
+function failWaitingBatch(db: Database, batch: Row, now: number) {
+  const message = creditWaitFailure(batch.cost_ceiling_usd, Number(batch.credit_wait_until))
+  const n = q(
+    db,
+    `UPDATE lines SET status = 'failed', error_code = 'insufficient_quota', error_message = ?,
+       cost_usd = '0', finished_at = ? WHERE batch_id = ? AND status = 'pending'`,
+  ).run(message, now, batch.id).changes
+  q(
+    db,
+    `UPDATE batches SET status = 'failed', pending = pending - ?, failed = failed + ?,
+       finished_at = ?, held_usd = '0', credit_needed_usd = NULL, errors = ? WHERE id = ?`,
+  ).run(
+    n,
+    n,
+    now,
+    JSON.stringify([{ code: 'insufficient_quota', message, param: null, line: null }]),
+    batch.id,
+  )
+}
