@@ -105,7 +105,7 @@ async function admitAccount(
       taken = taken.plus(hold)
       await tx`
         UPDATE batches SET status = 'in_progress', held_usd = ${moneyText(hold)}::numeric,
-          credit_needed_usd = NULL
+          credit_wait_until = NULL, credit_needed_usd = NULL
         WHERE id = ${batch.id}`
       pass.started.push(batch.id)
     } else {

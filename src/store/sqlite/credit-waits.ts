@@ -74,7 +74,7 @@ export function admitWaitingBatches(db: Database, nowMs: number): WaitingPass {
         available = available.minus(hold)
         q(
           db,
-          `UPDATE batches SET status = 'in_progress', held_usd = ?, credit_needed_usd = NULL WHERE id = ?`,
+          `UPDATE batches SET status = 'in_progress', held_usd = ?, credit_wait_until = NULL, credit_needed_usd = NULL WHERE id = ?`,
         ).run(moneyText(hold), batch.id)
         pass.started.push(batch.id)
       } else {
