@@ -158,7 +158,7 @@ export async function startGateway(
       maxFiles: config.limits.defaultMaxFiles,
       maxStoredBytes: config.limits.defaultMaxStoredBytes,
     },
-    { onKeyRevoked: keys.forgetKey, onDeposit: () => nudges.publish() },
+    { onKeyRevoked: keys.forgetKey, onDeposit: () => nudges.publish(), now: options.clock },
   )
 
   const quotaDefaults = {

@@ -53,12 +53,17 @@ export function createAccounts(
    * `onKeyRevoked`: e.g. the gateway's key cache, so the instance that revoked a key refuses it at
    * once. `onDeposit`: credit was added, so batches waiting for it may start now (SPEC §14).
    */
-  hooks: { onKeyRevoked?: (id: string) => void; onDeposit?: (accountId: string) => void } = {},
+  hooks: {
+    onKeyRevoked?: (id: string) => void
+    onDeposit?: (accountId: string) => void
+    /** Unix ms: the day whose use the account shows. */
+    now?: () => number
+  } = {},
 ): Accounts {
   async function withFiles(account: AccountView | null): Promise<AdminAccountView | null> {
     if (!account) return null
     const quota = await store.getFileQuota(account.id)
-    const daily = (await store.getDailySpend(account.id, Date.now())) ?? {
+    const daily = (await store.getDailySpend(account.id, (hooks.now ?? Date.now)())) ?? {
       limitUsd: null,
       usedUsd: '0',
     }

@@ -20,21 +20,19 @@ export function liveGrant(available: Money, need: Money, want: Money): Money {
 
 /**
  * What a lease may take: the account's free credit, and no more than its daily limit leaves
- * (`used`: what the day has used, leases included). `dailyLimit` is set when the limit is what
- * leaves `need` out (absent otherwise), so the call is refused 429 for the limit rather than 402 for the credit.
+ * (`used`: what the day has used, leases included). `dailyLimit` is set when the limit, not the
+ * credit, bounds it (absent otherwise): a call refused then is refused 429 for the limit rather
+ * than 402 for the credit, whichever top-up of a busy account saw it last.
  */
 export function liveAvailable(
   credit: Money,
   limit: unknown,
   used: Money,
-  need: string,
 ): { available: Money; dailyLimit?: DailyLimitRefusal } {
   const room = dailyRoom(limit, used)
   if (room === null || room.greaterThanOrEqualTo(credit)) return { available: credit }
   return {
     available: room,
-    dailyLimit: room.lessThan(need)
-      ? { limitUsd: moneyText(String(limit)), usedUsd: moneyText(used) }
-      : undefined,
+    dailyLimit: { limitUsd: moneyText(String(limit)), usedUsd: moneyText(used) },
   }
 }

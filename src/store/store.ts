@@ -92,7 +92,7 @@ export interface LiveCreditStore {
    * `lostUsd` is what an expired lease of this instance held when it was deleted here;
    * `availableUsd` is what is left for anyone after the grant. With a daily spend limit, what is
    * available is also at most the limit less the day's use (getDailySpend); `dailyLimit` is set
-   * when that is what left `need` without a grant.
+   * when that, not the credit, is what bounds it.
    */
   takeLiveCredit(request: {
     instanceId: string

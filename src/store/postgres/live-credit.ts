@@ -28,12 +28,7 @@ export async function takeLiveCredit(
     const credit = new Money(account.balance_usd).minus(account.held_usd).minus(leased!.total)
     // A lease counts against the daily limit as a hold does, so no call can pass it.
     const used = account.daily_spend_limit_usd === null ? ZERO : await dailyUsed(tx, account, nowMs)
-    const { available, dailyLimit } = liveAvailable(
-      credit,
-      account.daily_spend_limit_usd,
-      used,
-      request.needUsd,
-    )
+    const { available, dailyLimit } = liveAvailable(credit, account.daily_spend_limit_usd, used)
     const grant = liveGrant(available, new Money(request.needUsd), new Money(request.wantUsd))
     const [mine] = grant.greaterThan(0)
       ? await tx`

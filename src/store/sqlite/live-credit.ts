@@ -42,12 +42,7 @@ export function takeLiveCredit(db: Database, request: Parameters<Store['takeLive
     .minus(leasedUsd(db, accountId, nowMs))
   // A lease counts against the daily limit as a hold does, so no call can pass it.
   const used = account.daily_spend_limit_usd === null ? ZERO : dailyUsed(db, account, nowMs)
-  const { available, dailyLimit } = liveAvailable(
-    credit,
-    account.daily_spend_limit_usd,
-    used,
-    request.needUsd,
-  )
+  const { available, dailyLimit } = liveAvailable(credit, account.daily_spend_limit_usd, used)
   const grant = liveGrant(available, new Money(request.needUsd), new Money(request.wantUsd))
   const mine = q(
     db,
