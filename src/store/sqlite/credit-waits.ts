@@ -7,7 +7,7 @@ import type { Database } from 'bun:sqlite'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
 import { batchDailyUse, creditWaitFailure, dayStartSeconds, liveSpentOn } from '../daily-spend.ts'
 import type { DailySpend, WaitingPass } from '../store.ts'
-import { leasedUsd } from './live-credit.ts'
+import { leasedUsd } from './leases.ts'
 
 type Row = Record<string, any>
 const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)

@@ -8,22 +8,13 @@ import { minMoney, Money, moneyText, ZERO } from '../../money/decimal.ts'
 import { liveSpentOn, utcDay } from '../daily-spend.ts'
 import { GROUP_MEMORY_MS, liveAvailable, liveGrant } from '../live-grant.ts'
 import { dailyUsed } from './credit-waits.ts'
+import { leasedUsd } from './leases.ts'
 import type { Store } from '../store.ts'
 
 type Row = Record<string, any>
 const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
 
-/** What unexpired live leases hold of an account, on every instance. */
-export function leasedUsd(db: Database, accountId: string, nowMs: number): Money {
-  let total = ZERO
-  for (const row of q(
-    db,
-    'SELECT amount_usd FROM credit_leases WHERE account_id = ? AND expires_at_ms > ?',
-  ).all(accountId, nowMs)) {
-    total = total.plus(row.amount_usd)
-  }
-  return total
-}
+export { leasedUsd }
 
 export function takeLiveCredit(db: Database, request: Parameters<Store['takeLiveCredit']>[0]) {
   const { instanceId, accountId, nowMs, expiresAtMs } = request
