@@ -55,6 +55,7 @@ export type LineErrorCode =
   | 'batch_cancelled'
   | 'batch_expired'
   | 'structured_output_invalid'
+  | 'max_cost_reached'
   /** A batch waiting for credit (SPEC §14) that was still short after half its window. */
   | 'insufficient_quota'
 
@@ -135,12 +136,19 @@ export interface BatchRecord {
   purgedAt: number | null
   /** Validation errors of a batch refused on the OpenAI surface. */
   errors: { code: string; message: string; param: string | null; line: number | null }[] | null
-  /**
-   * Set on a batch admitted with wait_for_credit=true whose hold did not fit (SPEC §14): until
-   * when (Unix seconds) it waits, and the deposit it needed when last looked at. It waits while
-   * its status is `validating`.
-   */
-  creditWait: { until: number; neededUsd: string } | null
+  /** The batch's spend cap (SPEC §12), a decimal string; null for none. */
+  maxCostUsd: string | null
+  /** Why the batch is not moving (SPEC §13); null while its lines progress. */
+  waiting: BatchWaiting | null
+}
+
+/** Where a batch's lines went, per provider (SPEC §13 `routing.providers`). */
+export interface ProviderShare {
+  succeeded: number
+  failed: number
+  /** Calls to this provider in flight now. */
+  running: number
+  costUsd: string
 }
 
 export interface AccountRecord {

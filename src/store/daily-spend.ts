@@ -25,10 +25,24 @@ export function batchDailyUse(row: Row): Money {
   return new Money(String(row.cost_usd)).plus(String(row.held_usd))
 }
 
+/** Admitted with wait_for_credit=true and still waiting: it holds nothing yet (SPEC §14). */
 export const isWaitingForCredit = (row: Row) =>
-  row.status === 'validating' &&
-  row.credit_wait_until !== null &&
-  row.credit_wait_until !== undefined
+  row.status === 'validating' && row.waiting_code === 'insufficient_credit'
+
+const utc = (seconds: number) =>
+  new Date(seconds * 1000).toISOString().replace('T', ' ').replace('.000Z', ' UTC')
+
+/**
+ * `waiting.message` of a batch waiting for credit: what it holds, the deposit it needs now
+ * (its own hold plus those of the account's batches waiting before it, less what is available),
+ * and when it fails if that does not come.
+ */
+export function creditWaitMessage(holdUsd: string | Money, neededUsd: Money, until: number) {
+  const what = neededUsd.greaterThan(0)
+    ? `the account's available credit does not cover it; deposit at least $${usd(neededUsd)} to start it`
+    : 'the credit covers it now: it starts within seconds'
+  return `waiting for credit: the batch holds up to $${usd(holdUsd)} before it runs and ${what}. Unless it starts by ${utc(until)}, it fails with insufficient_quota and nothing is run or charged`
+}
 
 /** Live charges of the day of `nowMs`: the account's counter belongs to one day only. */
 export const liveSpentOn = (row: Row, nowMs: number) =>
@@ -43,4 +57,22 @@ export const dailyRoom = (limit: unknown, used: Money): Money | null =>
 /** The error a batch that waited for credit in vain ends with (batch errors and its lines). */
 export function creditWaitFailure(holdUsd: string, until: number) {
   return `the account's available credit did not cover the batch's hold of $${usd(holdUsd)} by ${new Date(until * 1000).toISOString().replace('.000Z', 'Z')} (half its completion window); nothing was run or charged. Add credit and submit it again`
+}
+
+/**
+ * The waiting columns of a batch admitted to wait for credit: its hold queues behind the holds
+ * of the account's batches already waiting (`ahead`), against what is available now.
+ */
+export function creditWaitColumns(
+  hold: string,
+  ahead: readonly Money[],
+  available: Money,
+  until: number,
+) {
+  const needed = ahead.reduce((sum, h) => sum.plus(h), new Money(hold)).minus(available)
+  return {
+    code: 'insufficient_credit' as const,
+    message: creditWaitMessage(hold, Money.max(ZERO, needed), until),
+    until,
+  }
 }

@@ -46,7 +46,7 @@ async function endWaitNow(gw: TestGateway, batchId: string) {
     const { default: postgres } = await import('postgres')
     const sql = postgres(gw.env.DATABASE_URL, { max: 1, onnotice: () => {} })
     try {
-      await sql`UPDATE batches SET credit_wait_until = ${now} WHERE id = ${batchId}`
+      await sql`UPDATE batches SET waiting_until = ${now} WHERE id = ${batchId}`
     } finally {
       await sql.end()
     }
@@ -56,7 +56,7 @@ async function endWaitNow(gw: TestGateway, batchId: string) {
   const db = new Database(join(gw.env.MULTIGRID_DATA_DIR!, 'multigrid.sqlite'))
   try {
     db.exec('PRAGMA busy_timeout = 5000')
-    db.query('UPDATE batches SET credit_wait_until = ? WHERE id = ?').run(now, batchId)
+    db.query('UPDATE batches SET waiting_until = ? WHERE id = ?').run(now, batchId)
   } finally {
     db.close()
   }

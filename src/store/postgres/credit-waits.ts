@@ -6,7 +6,13 @@
  */
 import type postgres from 'postgres'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { batchDailyUse, creditWaitFailure, dayStartSeconds, liveSpentOn } from '../daily-spend.ts'
+import {
+  batchDailyUse,
+  creditWaitFailure,
+  creditWaitMessage,
+  dayStartSeconds,
+  liveSpentOn,
+} from '../daily-spend.ts'
 import type { DailySpend, WaitingPass } from '../store.ts'
 
 type Row = Record<string, any>
@@ -15,7 +21,7 @@ type Db = postgres.ISql
 /** What counts against the daily limit on the day of `nowMs`, for an account row as read. */
 export async function dailyUsed(db: Db, account: Row, nowMs: number): Promise<Money> {
   const batches = await db`
-    SELECT status, credit_wait_until, cost_ceiling_usd, cost_usd, held_usd FROM batches
+    SELECT status, waiting_code, cost_ceiling_usd, cost_usd, held_usd FROM batches
     WHERE account_id = ${account.id} AND created_at >= ${dayStartSeconds(nowMs)}`
   const [leased] = await db`
     SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases
@@ -44,7 +50,7 @@ export async function getDailySpend(
 export async function waitingHolds(db: Db, accountId: string): Promise<Money[]> {
   const rows = await db`
     SELECT cost_ceiling_usd FROM batches
-    WHERE account_id = ${accountId} AND status = 'validating' AND credit_wait_until IS NOT NULL`
+    WHERE account_id = ${accountId} AND status = 'validating' AND waiting_code = 'insufficient_credit'`
   return rows.map((row) => new Money(row.cost_ceiling_usd))
 }
 
@@ -52,7 +58,7 @@ export async function admitWaitingBatches(sql: postgres.Sql, nowMs: number): Pro
   const pass: WaitingPass = { started: [], failed: [] }
   const accounts = await sql`
     SELECT DISTINCT account_id FROM batches
-    WHERE status = 'validating' AND credit_wait_until IS NOT NULL`
+    WHERE status = 'validating' AND waiting_code = 'insufficient_credit'`
   for (const { account_id: accountId } of accounts) {
     const done = await sql.begin((tx) => admitAccount(tx, accountId, nowMs))
     pass.started.push(...done.started)
@@ -74,13 +80,13 @@ async function admitAccount(
   const now = Math.floor(nowMs / 1000)
   const pass: WaitingPass = { started: [], failed: [] }
   const waiting = await tx`
-    SELECT id, created_at, cost_ceiling_usd, credit_wait_until, credit_needed_usd FROM batches
-    WHERE account_id = ${accountId} AND status = 'validating' AND credit_wait_until IS NOT NULL
+    SELECT id, created_at, cost_ceiling_usd, waiting_until, waiting_message FROM batches
+    WHERE account_id = ${accountId} AND status = 'validating' AND waiting_code = 'insufficient_credit'
     ORDER BY id FOR UPDATE`
   // Those whose wait is over first: their lines are locked before the account, as everywhere.
   const live: Row[] = []
   for (const batch of waiting) {
-    if (Number(batch.credit_wait_until) > now) live.push(batch)
+    if (Number(batch.waiting_until) > now) live.push(batch)
     else {
       await failWaitingBatch(tx, batch, now)
       pass.failed.push(batch.id)
@@ -105,16 +111,20 @@ async function admitAccount(
       taken = taken.plus(hold)
       await tx`
         UPDATE batches SET status = 'in_progress', held_usd = ${moneyText(hold)}::numeric,
-          credit_wait_until = NULL, credit_needed_usd = NULL
+          waiting_code = NULL, waiting_message = NULL, waiting_until = NULL
         WHERE id = ${batch.id}`
       pass.started.push(batch.id)
     } else {
       // What this one needs includes the holds of those before it still waiting.
       blocked = true
       ahead = ahead.plus(hold)
-      const needed = moneyText(Money.max(ZERO, ahead.minus(available)))
-      if (batch.credit_needed_usd === null || moneyText(batch.credit_needed_usd) !== needed)
-        await tx`UPDATE batches SET credit_needed_usd = ${needed}::numeric WHERE id = ${batch.id}`
+      const message = creditWaitMessage(
+        hold,
+        Money.max(ZERO, ahead.minus(available)),
+        Number(batch.waiting_until),
+      )
+      if (batch.waiting_message !== message)
+        await tx`UPDATE batches SET waiting_message = ${message} WHERE id = ${batch.id}`
     }
   }
   if (taken.greaterThan(0))
@@ -124,7 +134,7 @@ async function admitAccount(
 
 /** Every line failed unbilled, the batch `failed` with the reason; it never held anything. */
 async function failWaitingBatch(tx: postgres.TransactionSql, batch: Row, now: number) {
-  const message = creditWaitFailure(batch.cost_ceiling_usd, Number(batch.credit_wait_until))
+  const message = creditWaitFailure(batch.cost_ceiling_usd, Number(batch.waiting_until))
   const ended = await tx`
     UPDATE lines SET status = 'failed', error_code = 'insufficient_quota',
       error_message = ${message}, cost_usd = 0, finished_at = ${now}
@@ -133,6 +143,7 @@ async function failWaitingBatch(tx: postgres.TransactionSql, batch: Row, now: nu
   await tx`
     UPDATE batches SET status = 'failed', pending = pending - ${ended.count},
       failed = failed + ${ended.count}, finished_at = ${now}, held_usd = 0,
-      credit_needed_usd = NULL, errors = ${tx.json(errors)}
+      waiting_code = NULL, waiting_message = NULL, waiting_until = NULL,
+      errors = ${tx.json(errors)}
     WHERE id = ${batch.id}`
 }

@@ -17,7 +17,14 @@
 import type postgres from 'postgres'
 import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { rowToAccount, rowToBatch, rowToCaller, rowToKey, rowToLine } from '../rows.ts'
+import {
+  rowToAccount,
+  rowToBatch,
+  rowToCaller,
+  rowToKey,
+  rowToLine,
+  rowsToShares,
+} from '../rows.ts'
 import type {
   FileLimits,
   FileQuotaDefaults,
@@ -39,6 +46,7 @@ import { finishBatches } from './advance-batches.ts'
 import { connectPostgres, type PostgresConnection } from './connect.ts'
 import { copyLines } from './copy-lines.ts'
 import * as files from './files.ts'
+import { creditWaitColumns } from '../daily-spend.ts'
 import * as creditWaits from './credit-waits.ts'
 import * as liveCredit from './live-credit.ts'
 import { migrate } from './migrate.ts'
@@ -282,26 +290,21 @@ class PostgresStore implements Store {
         await tx`
           UPDATE accounts SET held_usd = held_usd + ${ceiling}::numeric WHERE id = ${batch.accountId}`
       }
-      const needed = waits
-        ? moneyText(
-            Money.max(
-              ZERO,
-              ahead.reduce((sum, h) => sum.plus(h), new Money(ceiling)).minus(available),
-            ),
-          )
-        : null
+      const wait = waits
+        ? creditWaitColumns(ceiling, ahead, available, waitUntil!)
+        : { code: null, message: null, until: null }
       const [row] = await tx`
         INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
           created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
-          metadata, input_file_id, idempotency_key, credit_wait_until, credit_needed_usd)
+          metadata, input_file_id, idempotency_key, waiting_code, waiting_message, waiting_until)
         VALUES (${batch.id}, ${batch.accountId}, ${batch.name}, ${batch.endpoint},
           ${waits ? 'validating' : 'in_progress'},
           ${batch.completionWindowHours}, ${batch.createdAt}, ${batch.deadlineAt},
           ${batch.lineCount}, ${batch.lineCount}, ${ceiling}::numeric,
           ${waits ? '0' : ceiling}::numeric,
           ${batch.source}, ${batch.metadata ? tx.json(storableJson(batch.metadata)) : null},
-          ${batch.inputFileId}, ${batch.idempotencyKey}, ${waits ? waitUntil : null},
-          ${needed}::numeric)
+          ${batch.inputFileId}, ${batch.idempotencyKey}, ${wait.code}, ${wait.message},
+          ${wait.until})
         RETURNING *`
       const count = await copyLines(tx, batch.id, batch.lines, this.collectGarbage)
       if (count !== batch.lineCount) {
@@ -335,6 +338,13 @@ class PostgresStore implements Store {
     const [row] = await this
       .sql`SELECT * FROM batches WHERE id = ${id} AND account_id = ${accountId}`
     return row ? rowToBatch(row) : null
+  }
+
+  async providerShares(batchIds: readonly string[]) {
+    if (batchIds.length === 0) return new Map()
+    const rows = await this.sql`
+      SELECT * FROM batch_providers WHERE batch_id = ANY(${[...batchIds]}::text[])`
+    return rowsToShares(rows)
   }
 
   async listBatches(accountId: string, page: { limit: number; after: string | null }) {

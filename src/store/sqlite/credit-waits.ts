@@ -1,11 +1,19 @@
 /**
  * The daily spend limit and the batches waiting for credit on the embedded store (SPEC §12,
- * §14; the rules are ../daily-spend.ts's). Each function runs inside the caller's IMMEDIATE
- * transaction, so what it reads is what the account holds when it writes.
+ * §14; the rules are ../daily-spend.ts's). A batch waiting for credit is `validating` with
+ * waiting_code 'insufficient_credit', holding nothing, until waiting_until. Each function runs
+ * inside the caller's IMMEDIATE transaction, so what it reads is what the account holds when it
+ * writes.
  */
 import type { Database } from 'bun:sqlite'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { batchDailyUse, creditWaitFailure, dayStartSeconds, liveSpentOn } from '../daily-spend.ts'
+import {
+  batchDailyUse,
+  creditWaitFailure,
+  creditWaitMessage,
+  dayStartSeconds,
+  liveSpentOn,
+} from '../daily-spend.ts'
 import type { DailySpend, WaitingPass } from '../store.ts'
 import { leasedUsd } from './leases.ts'
 
@@ -17,7 +25,7 @@ export function dailyUsed(db: Database, account: Row, nowMs: number): Money {
   let used = liveSpentOn(account, nowMs).plus(leasedUsd(db, account.id, nowMs))
   for (const row of q(
     db,
-    `SELECT status, credit_wait_until, cost_ceiling_usd, cost_usd, held_usd FROM batches
+    `SELECT status, waiting_code, cost_ceiling_usd, cost_usd, held_usd FROM batches
      WHERE account_id = ? AND created_at >= ?`,
   ).all(account.id, dayStartSeconds(nowMs))) {
     used = used.plus(batchDailyUse(row))
@@ -35,14 +43,11 @@ export function getDailySpend(db: Database, accountId: string, nowMs: number): D
   }
 }
 
-const WAITING = `status = 'validating' AND credit_wait_until IS NOT NULL`
+const WAITING = `status = 'validating' AND waiting_code = 'insufficient_credit'`
 
-/** The holds of the account's batches waiting for credit, earliest first. */
+/** The holds of the account's batches waiting for credit. */
 export const waitingHolds = (db: Database, accountId: string) =>
-  q(
-    db,
-    `SELECT id, cost_ceiling_usd FROM batches WHERE account_id = ? AND ${WAITING} ORDER BY created_at, id`,
-  )
+  q(db, `SELECT cost_ceiling_usd FROM batches WHERE account_id = ? AND ${WAITING}`)
     .all(accountId)
     .map((row) => new Money(row.cost_ceiling_usd))
 
@@ -61,12 +66,13 @@ export function admitWaitingBatches(db: Database, nowMs: number): WaitingPass {
     let blocked = false
     const waiting = q(
       db,
-      `SELECT id, cost_ceiling_usd, credit_wait_until, credit_needed_usd FROM batches
+      `SELECT id, cost_ceiling_usd, waiting_until, waiting_message FROM batches
        WHERE account_id = ? AND ${WAITING} ORDER BY created_at, id`,
     ).all(accountId)
     for (const batch of waiting) {
       const hold = new Money(batch.cost_ceiling_usd)
-      if (Number(batch.credit_wait_until) <= now) {
+      const until = Number(batch.waiting_until)
+      if (until <= now) {
         failWaitingBatch(db, batch, now)
         pass.failed.push(batch.id)
       } else if (!blocked && hold.lessThanOrEqualTo(available)) {
@@ -74,16 +80,17 @@ export function admitWaitingBatches(db: Database, nowMs: number): WaitingPass {
         available = available.minus(hold)
         q(
           db,
-          `UPDATE batches SET status = 'in_progress', held_usd = ?, credit_wait_until = NULL, credit_needed_usd = NULL WHERE id = ?`,
+          `UPDATE batches SET status = 'in_progress', held_usd = ?, waiting_code = NULL,
+             waiting_message = NULL, waiting_until = NULL WHERE id = ?`,
         ).run(moneyText(hold), batch.id)
         pass.started.push(batch.id)
       } else {
         // Earliest first: what this one needs includes the holds of those before it still waiting.
         blocked = true
         ahead = ahead.plus(hold)
-        const needed = moneyText(Money.max(ZERO, ahead.minus(available)))
-        if (batch.credit_needed_usd === null || moneyText(batch.credit_needed_usd) !== needed)
-          q(db, 'UPDATE batches SET credit_needed_usd = ? WHERE id = ?').run(needed, batch.id)
+        const message = creditWaitMessage(hold, Money.max(ZERO, ahead.minus(available)), until)
+        if (batch.waiting_message !== message)
+          q(db, 'UPDATE batches SET waiting_message = ? WHERE id = ?').run(message, batch.id)
       }
     }
     q(db, 'UPDATE accounts SET held_usd = ? WHERE id = ?').run(moneyText(held), accountId)
@@ -93,7 +100,7 @@ export function admitWaitingBatches(db: Database, nowMs: number): WaitingPass {
 
 /** Every line failed unbilled, the batch `failed` with the reason; it never held anything. */
 function failWaitingBatch(db: Database, batch: Row, now: number) {
-  const message = creditWaitFailure(batch.cost_ceiling_usd, Number(batch.credit_wait_until))
+  const message = creditWaitFailure(batch.cost_ceiling_usd, Number(batch.waiting_until))
   const n = q(
     db,
     `UPDATE lines SET status = 'failed', error_code = 'insufficient_quota', error_message = ?,
@@ -102,7 +109,8 @@ function failWaitingBatch(db: Database, batch: Row, now: number) {
   q(
     db,
     `UPDATE batches SET status = 'failed', pending = pending - ?, failed = failed + ?,
-       finished_at = ?, held_usd = '0', credit_needed_usd = NULL, errors = ? WHERE id = ?`,
+       finished_at = ?, held_usd = '0', waiting_code = NULL, waiting_message = NULL,
+       waiting_until = NULL, errors = ? WHERE id = ?`,
   ).run(
     n,
     n,

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { ENDED_BATCH_STATUSES, OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { sqlWordList } from './sql-word-list.ts'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine } from '../rows.ts'
+import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine, rowsToShares } from '../rows.ts'
 import type {
   FileLimits,
   FileQuotaDefaults,
@@ -31,6 +31,7 @@ import type {
 import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.ts'
 import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
 import { migrateSqlite } from './migrate.ts'
+import { creditWaitColumns } from '../daily-spend.ts'
 import * as creditWaits from './credit-waits.ts'
 import * as liveCredit from './live-credit.ts'
 import { openSqliteDatabase } from './open-database.ts'
@@ -270,14 +271,14 @@ class SqliteStore implements Store {
           batch.accountId,
         )
       }
-      const needed = waits
-        ? moneyText(Money.max(ZERO, ahead.reduce((sum, h) => sum.plus(h), hold).minus(available)))
-        : null
+      const wait = waits
+        ? creditWaitColumns(moneyText(hold), ahead, available, waitUntil!)
+        : { code: null, message: null, until: null }
       this.q(
         `INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
            created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
-           metadata, input_file_id, idempotency_key, credit_wait_until, credit_needed_usd)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           metadata, input_file_id, idempotency_key, waiting_code, waiting_message, waiting_until)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         batch.id,
         batch.accountId,
@@ -295,8 +296,9 @@ class SqliteStore implements Store {
         batch.metadata ? JSON.stringify(batch.metadata) : null,
         batch.inputFileId,
         batch.idempotencyKey,
-        waits ? waitUntil : null,
-        needed,
+        wait.code,
+        wait.message,
+        wait.until,
       )
       const count = this.insertLines(batch.id, batch.lines)
       if (count !== batch.lineCount) {
@@ -488,6 +490,14 @@ class SqliteStore implements Store {
   async getBatch(accountId: string, id: string) {
     const row = this.q('SELECT * FROM batches WHERE id = ? AND account_id = ?').get(id, accountId)
     return row ? rowToBatch(row) : null
+  }
+
+  async providerShares(batchIds: readonly string[]) {
+    if (batchIds.length === 0) return new Map()
+    const rows = this.q(
+      `SELECT * FROM batch_providers WHERE batch_id IN (${batchIds.map(() => '?').join(', ')})`,
+    ).all(...batchIds)
+    return rowsToShares(rows)
   }
 
   async listBatches(accountId: string, page: { limit: number; after: string | null }) {

@@ -1,7 +1,5 @@
--- Daily spend limit and batches waiting for a top-up (sql/0006_account_limits.sql says why).
+-- Daily spend limit (sql/0007_account_limits.sql says why).
 ALTER TABLE accounts ADD COLUMN daily_spend_limit_usd TEXT;
 ALTER TABLE accounts ADD COLUMN live_spend_day INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE accounts ADD COLUMN live_spent_usd TEXT NOT NULL DEFAULT '0';
-ALTER TABLE batches ADD COLUMN credit_wait_until INTEGER;
-ALTER TABLE batches ADD COLUMN credit_needed_usd TEXT;
 CREATE INDEX IF NOT EXISTS batches_by_account_created ON batches (account_id, created_at);

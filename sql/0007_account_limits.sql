@@ -1,5 +1,7 @@
--- Per-account daily spend limit (SPEC §12) and batches that wait for a top-up (SPEC §14).
--- Columns and one index only (src/store/sqlite/migrations/0006_account_limits.sql is the twin).
+-- Per-account daily spend limit (SPEC §12). Columns and one index only
+-- (src/store/sqlite/migrations/0007_account_limits.sql is the twin). Batches waiting for a
+-- top-up (SPEC §14) need nothing new: they are `validating` with waiting_code
+-- 'insufficient_credit' (0006), holding nothing, until waiting_until.
 
 -- null: no daily limit. What counts against it is worked out from the rows themselves (the
 -- day's batches and live leases) plus the live charges written today, kept here per account:
@@ -7,12 +9,6 @@
 ALTER TABLE accounts ADD COLUMN daily_spend_limit_usd numeric CHECK (daily_spend_limit_usd >= 0);
 ALTER TABLE accounts ADD COLUMN live_spend_day bigint NOT NULL DEFAULT 0;
 ALTER TABLE accounts ADD COLUMN live_spent_usd numeric NOT NULL DEFAULT 0;
-
--- A batch admitted with wait_for_credit=true whose hold did not fit: `validating`, holding
--- nothing, until a deposit makes its hold fit or `credit_wait_until` (Unix seconds, half its
--- window) passes. `credit_needed_usd` is the deposit it needed when last looked at.
-ALTER TABLE batches ADD COLUMN credit_wait_until bigint;
-ALTER TABLE batches ADD COLUMN credit_needed_usd numeric;
 
 -- The day's batches of an account, for the daily limit.
 CREATE INDEX batches_by_account_created ON batches (account_id, created_at);
