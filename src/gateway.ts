@@ -256,7 +256,7 @@ export async function startGateway(
     janitor,
     credit,
     async stop() {
-      waiting.stop()
+      await waiting.stop()
       await janitor.stop()
       // Stop taking requests, let in-flight lines finish (bounded), hand the rest back.
       await app.stop(true)

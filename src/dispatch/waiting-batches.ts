@@ -4,7 +4,7 @@
  * any of them (or by the CLI) is a nudge on the store's channel that runs it everywhere at once,
  * and a poll every `everyMs` catches what a lost nudge missed. The store takes each batch once.
  */
-import type { BatchStore } from '../store/store.ts'
+import type { BatchStore, WaitingPass } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import { createPeriodicTask, type PeriodicTask } from './periodic-task.ts'
 
@@ -17,14 +17,21 @@ export interface WaitingBatchesOptions {
   now?: () => number
 }
 
+/** The pass as a periodic task whose `stop` also waits for a pass under way (before the store closes). */
+export type WaitingBatches = Omit<PeriodicTask, 'stop'> & { stop(): Promise<void> }
+
 export function createWaitingBatches(
   store: Pick<BatchStore, 'admitWaitingBatches'>,
   options: WaitingBatchesOptions,
-): PeriodicTask {
+): WaitingBatches {
   const now = options.now ?? Date.now
-  return createPeriodicTask(
+  let current: Promise<WaitingPass> | null = null
+  const task = createPeriodicTask(
     async () => {
-      const pass = await store.admitWaitingBatches(now())
+      current = store.admitWaitingBatches(now())
+      const pass = await current.finally(() => {
+        current = null
+      })
       for (const id of pass.started) options.logger.info('batch.credit_arrived', { batch_id: id })
       for (const id of pass.failed)
         options.logger.info('batch.credit_wait_ended', { batch_id: id, status: 'failed' })
@@ -38,4 +45,12 @@ export function createWaitingBatches(
         options.logger.warn('dispatch.waiting_batches_failed', { reason: error.message }),
     },
   )
+  return {
+    start: task.start,
+    soon: task.soon,
+    async stop() {
+      task.stop()
+      await current?.catch(() => {})
+    },
+  }
 }

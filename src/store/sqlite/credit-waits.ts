@@ -45,6 +45,10 @@ export function getDailySpend(db: Database, accountId: string, nowMs: number): D
 
 const WAITING = `status = 'validating' AND waiting_code = 'insufficient_credit'`
 
+/** Whether any batch waits for credit (through the index of open batches). */
+export const anyWaiting = (db: Database) =>
+  q(db, `SELECT 1 FROM batches WHERE ${WAITING} LIMIT 1`).get() !== null
+
 /** The holds of the account's batches waiting for credit. */
 export const waitingHolds = (db: Database, accountId: string) =>
   q(db, `SELECT cost_ceiling_usd FROM batches WHERE account_id = ? AND ${WAITING}`)

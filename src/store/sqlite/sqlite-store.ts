@@ -218,6 +218,8 @@ class SqliteStore implements Store {
   }
 
   async admitWaitingBatches(nowMs: number) {
+    // A read first: every instance runs this every second, and the write lock is the dispatcher's.
+    if (!creditWaits.anyWaiting(this.db)) return { started: [], failed: [] }
     return this.tx(() => creditWaits.admitWaitingBatches(this.db, nowMs))
   }
 
