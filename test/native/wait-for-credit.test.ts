@@ -20,6 +20,7 @@ import {
   TEST_DATABASE_URL,
   type TestGateway,
 } from '../helpers/gateway.ts'
+import { usd } from '../../src/money/decimal.ts'
 import { contractProblems, schemaFor } from '../helpers/openai-contract.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
 
@@ -186,7 +187,7 @@ for (const store of STORES) {
       const spent = new Decimal((await batchOf(key, first.id)).cost_usd)
       // What the first did not spend, against the second's ceiling and then the third's.
       const left = new Decimal('0.000186').minus(spent)
-      const needs = (lines: number) => `$${LINE_USD.times(lines).minus(left).toFixed(6)}`
+      const needs = (lines: number) => `$${usd(LINE_USD.times(lines).minus(left))}`
       await waitFor(
         'the deposits still needed',
         async () =>
