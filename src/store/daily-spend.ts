@@ -21,8 +21,18 @@ export const dayStartSeconds = (ms: number) => utcDay(ms) * 86_400
  * cost once it ends).
  */
 export function batchDailyUse(row: Row): Money {
-  if (isWaitingForCredit(row)) return new Money(String(row.cost_ceiling_usd))
+  if (isWaitingForCredit(row)) return batchHold(row)
   return new Money(String(row.cost_usd)).plus(String(row.held_usd))
+}
+
+/**
+ * What a batch holds once it runs: its ceiling, or its spend cap when that is lower (SPEC §12).
+ * `row` has cost_ceiling_usd and max_cost_usd.
+ */
+export function batchHold(row: Row): Money {
+  const ceiling = new Money(String(row.cost_ceiling_usd))
+  if (row.max_cost_usd === null || row.max_cost_usd === undefined) return ceiling
+  return Money.min(ceiling, new Money(String(row.max_cost_usd)))
 }
 
 /** Admitted with wait_for_credit=true and still waiting: it holds nothing yet (SPEC §14). */

@@ -8,6 +8,7 @@ import type postgres from 'postgres'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
 import {
   batchDailyUse,
+  batchHold,
   creditWaitFailure,
   creditWaitMessage,
   dayStartSeconds,
@@ -21,7 +22,7 @@ type Db = postgres.ISql
 /** What counts against the daily limit on the day of `nowMs`, for an account row as read. */
 export async function dailyUsed(db: Db, account: Row, nowMs: number): Promise<Money> {
   const batches = await db`
-    SELECT status, waiting_code, cost_ceiling_usd, cost_usd, held_usd FROM batches
+    SELECT status, waiting_code, cost_ceiling_usd, max_cost_usd, cost_usd, held_usd FROM batches
     WHERE account_id = ${account.id} AND created_at >= ${dayStartSeconds(nowMs)}`
   const [leased] = await db`
     SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases
@@ -49,9 +50,9 @@ export async function getDailySpend(
 /** The holds of the account's batches waiting for credit (inside admission's transaction). */
 export async function waitingHolds(db: Db, accountId: string): Promise<Money[]> {
   const rows = await db`
-    SELECT cost_ceiling_usd FROM batches
+    SELECT cost_ceiling_usd, max_cost_usd FROM batches
     WHERE account_id = ${accountId} AND status = 'validating' AND waiting_code = 'insufficient_credit'`
-  return rows.map((row) => new Money(row.cost_ceiling_usd))
+  return rows.map(batchHold)
 }
 
 export async function admitWaitingBatches(sql: postgres.Sql, nowMs: number): Promise<WaitingPass> {
@@ -80,7 +81,7 @@ async function admitAccount(
   const now = Math.floor(nowMs / 1000)
   const pass: WaitingPass = { started: [], failed: [] }
   const waiting = await tx`
-    SELECT id, created_at, cost_ceiling_usd, waiting_until, waiting_message FROM batches
+    SELECT id, created_at, cost_ceiling_usd, max_cost_usd, waiting_until, waiting_message FROM batches
     WHERE account_id = ${accountId} AND status = 'validating' AND waiting_code = 'insufficient_credit'
     ORDER BY id FOR UPDATE`
   // Those whose wait is over first: their lines are locked before the account, as everywhere.
@@ -105,7 +106,7 @@ async function admitAccount(
   // Earliest first (ids are time-ordered too, but created_at is what the submitter saw).
   live.sort((a, b) => Number(a.created_at) - Number(b.created_at) || (a.id < b.id ? -1 : 1))
   for (const batch of live) {
-    const hold = new Money(batch.cost_ceiling_usd)
+    const hold = batchHold(batch)
     if (!blocked && hold.lessThanOrEqualTo(available)) {
       available = available.minus(hold)
       taken = taken.plus(hold)
@@ -134,7 +135,7 @@ async function admitAccount(
 
 /** Every line failed unbilled, the batch `failed` with the reason; it never held anything. */
 async function failWaitingBatch(tx: postgres.TransactionSql, batch: Row, now: number) {
-  const message = creditWaitFailure(batch.cost_ceiling_usd, Number(batch.waiting_until))
+  const message = creditWaitFailure(moneyText(batchHold(batch)), Number(batch.waiting_until))
   const ended = await tx`
     UPDATE lines SET status = 'failed', error_code = 'insufficient_quota',
       error_message = ${message}, cost_usd = 0, finished_at = ${now}

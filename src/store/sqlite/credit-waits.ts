@@ -9,6 +9,7 @@ import type { Database } from 'bun:sqlite'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
 import {
   batchDailyUse,
+  batchHold,
   creditWaitFailure,
   creditWaitMessage,
   dayStartSeconds,
@@ -25,7 +26,7 @@ export function dailyUsed(db: Database, account: Row, nowMs: number): Money {
   let used = liveSpentOn(account, nowMs).plus(leasedUsd(db, account.id, nowMs))
   for (const row of q(
     db,
-    `SELECT status, waiting_code, cost_ceiling_usd, cost_usd, held_usd FROM batches
+    `SELECT status, waiting_code, cost_ceiling_usd, max_cost_usd, cost_usd, held_usd FROM batches
      WHERE account_id = ? AND created_at >= ?`,
   ).all(account.id, dayStartSeconds(nowMs))) {
     used = used.plus(batchDailyUse(row))
@@ -51,9 +52,9 @@ export const anyWaiting = (db: Database) =>
 
 /** The holds of the account's batches waiting for credit. */
 export const waitingHolds = (db: Database, accountId: string) =>
-  q(db, `SELECT cost_ceiling_usd FROM batches WHERE account_id = ? AND ${WAITING}`)
+  q(db, `SELECT cost_ceiling_usd, max_cost_usd FROM batches WHERE account_id = ? AND ${WAITING}`)
     .all(accountId)
-    .map((row) => new Money(row.cost_ceiling_usd))
+    .map(batchHold)
 
 export function admitWaitingBatches(db: Database, nowMs: number): WaitingPass {
   const now = Math.floor(nowMs / 1000)
@@ -70,11 +71,11 @@ export function admitWaitingBatches(db: Database, nowMs: number): WaitingPass {
     let blocked = false
     const waiting = q(
       db,
-      `SELECT id, cost_ceiling_usd, waiting_until, waiting_message FROM batches
+      `SELECT id, cost_ceiling_usd, max_cost_usd, waiting_until, waiting_message FROM batches
        WHERE account_id = ? AND ${WAITING} ORDER BY created_at, id`,
     ).all(accountId)
     for (const batch of waiting) {
-      const hold = new Money(batch.cost_ceiling_usd)
+      const hold = batchHold(batch)
       const until = Number(batch.waiting_until)
       if (until <= now) {
         failWaitingBatch(db, batch, now)
@@ -104,7 +105,7 @@ export function admitWaitingBatches(db: Database, nowMs: number): WaitingPass {
 
 /** Every line failed unbilled, the batch `failed` with the reason; it never held anything. */
 function failWaitingBatch(db: Database, batch: Row, now: number) {
-  const message = creditWaitFailure(batch.cost_ceiling_usd, Number(batch.waiting_until))
+  const message = creditWaitFailure(moneyText(batchHold(batch)), Number(batch.waiting_until))
   const n = q(
     db,
     `UPDATE lines SET status = 'failed', error_code = 'insufficient_quota', error_message = ?,
