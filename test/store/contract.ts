@@ -1753,8 +1753,19 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         })
       })
 
-      it('fails a batch still short when its wait ends: every line failed, nothing charged, nothing held', async () => {
+      it('fails a batch still short when its wait ends: every line failed, nothing charged, nothing held, its webhook told', async () => {
         await account('acct_1', '1')
+        await store.createWebhook(
+          {
+            id: 'whe_1',
+            accountId: 'acct_1',
+            url: 'https://hooks.example.com/1',
+            events: ['batch.failed'],
+            secret: 'whsec_c2VjcmV0',
+            createdAt: T0,
+          },
+          10,
+        )
         await waitFor('batch_01', '2')
         expect(await store.admitWaitingBatches((T0 + 599) * 1000)).toEqual({
           started: [],
@@ -1790,6 +1801,10 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
           heldUsd: '0',
           openBatches: 0,
         })
+        const queued = await store.listDeliveries('acct_1', 'whe_1', { limit: 10, after: null })
+        expect(queued!.deliveries).toMatchObject([
+          { batchId: 'batch_01', type: 'batch.failed', createdAt: T0 + 600, status: 'pending' },
+        ])
         expect(await store.admitWaitingBatches((T0 + 601) * 1000)).toEqual({
           started: [],
           failed: [],

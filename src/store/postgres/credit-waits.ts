@@ -15,6 +15,7 @@ import {
   liveSpentOn,
 } from '../daily-spend.ts'
 import type { DailySpend, WaitingPass } from '../store.ts'
+import { enqueueWebhookEvents } from './webhooks.ts'
 
 type Row = Record<string, any>
 type Db = postgres.ISql
@@ -89,7 +90,7 @@ async function admitAccount(
   for (const batch of waiting) {
     if (Number(batch.waiting_until) > now) live.push(batch)
     else {
-      await failWaitingBatch(tx, batch, now)
+      await failWaitingBatch(tx, batch, accountId, now)
       pass.failed.push(batch.id)
     }
   }
@@ -133,8 +134,16 @@ async function admitAccount(
   return pass
 }
 
-/** Every line failed unbilled, the batch `failed` with the reason; it never held anything. */
-async function failWaitingBatch(tx: postgres.TransactionSql, batch: Row, now: number) {
+/**
+ * Every line failed unbilled, the batch `failed` with the reason (it never held anything), and
+ * its webhooks told, as of any batch that ends.
+ */
+async function failWaitingBatch(
+  tx: postgres.TransactionSql,
+  batch: Row,
+  accountId: string,
+  now: number,
+) {
   const message = creditWaitFailure(moneyText(batchHold(batch)), Number(batch.waiting_until))
   const ended = await tx`
     UPDATE lines SET status = 'failed', error_code = 'insufficient_quota',
@@ -147,4 +156,5 @@ async function failWaitingBatch(tx: postgres.TransactionSql, batch: Row, now: nu
       waiting_code = NULL, waiting_message = NULL, waiting_until = NULL,
       errors = ${tx.json(errors)}
     WHERE id = ${batch.id}`
+  await enqueueWebhookEvents(tx, [{ id: batch.id, accountId, status: 'failed' }], now)
 }

@@ -17,6 +17,7 @@ import {
 } from '../daily-spend.ts'
 import type { DailySpend, WaitingPass } from '../store.ts'
 import { leasedUsd } from './leases.ts'
+import { enqueueWebhookEvents } from './webhooks.ts'
 
 type Row = Record<string, any>
 const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
@@ -78,7 +79,7 @@ export function admitWaitingBatches(db: Database, nowMs: number): WaitingPass {
       const hold = batchHold(batch)
       const until = Number(batch.waiting_until)
       if (until <= now) {
-        failWaitingBatch(db, batch, now)
+        failWaitingBatch(db, batch, accountId, now)
         pass.failed.push(batch.id)
       } else if (!blocked && hold.lessThanOrEqualTo(available)) {
         held = held.plus(hold)
@@ -103,8 +104,11 @@ export function admitWaitingBatches(db: Database, nowMs: number): WaitingPass {
   return pass
 }
 
-/** Every line failed unbilled, the batch `failed` with the reason; it never held anything. */
-function failWaitingBatch(db: Database, batch: Row, now: number) {
+/**
+ * Every line failed unbilled, the batch `failed` with the reason (it never held anything), and
+ * its webhooks told, as of any batch that ends.
+ */
+function failWaitingBatch(db: Database, batch: Row, accountId: string, now: number) {
   const message = creditWaitFailure(moneyText(batchHold(batch)), Number(batch.waiting_until))
   const n = q(
     db,
@@ -123,4 +127,5 @@ function failWaitingBatch(db: Database, batch: Row, now: number) {
     JSON.stringify([{ code: 'insufficient_quota', message, param: null, line: null }]),
     batch.id,
   )
+  enqueueWebhookEvents(db, { id: batch.id, accountId, status: 'failed' }, now)
 }

@@ -1,5 +1,5 @@
 -- Per-account daily spend limit (SPEC §12). Columns and one index only
--- (src/store/sqlite/migrations/0007_account_limits.sql is the twin). Batches waiting for a
+-- (src/store/sqlite/migrations/0008_account_limits.sql is the twin). Batches waiting for a
 -- top-up (SPEC §14) need nothing new: they are `validating` with waiting_code
 -- 'insufficient_credit' (0006), holding nothing, until waiting_until.
 

@@ -1,4 +1,4 @@
--- Daily spend limit (sql/0007_account_limits.sql says why).
+-- Daily spend limit (sql/0008_account_limits.sql says why).
 ALTER TABLE accounts ADD COLUMN daily_spend_limit_usd TEXT;
 ALTER TABLE accounts ADD COLUMN live_spend_day INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE accounts ADD COLUMN live_spent_usd TEXT NOT NULL DEFAULT '0';
