@@ -20,13 +20,18 @@ import {
   FileLine,
   fileVerdict,
   validateBatchFile,
+  type CheckOptions,
   type FileLimits,
   type FileVerdict,
 } from './validate-batch-file.ts'
 import type { SegmentReply, ValidationRequest } from './validation-worker.ts'
 
 export interface FileValidator {
-  validate(bytes: Uint8Array, limits: FileLimits): Promise<FileVerdict>
+  validate(
+    bytes: Uint8Array,
+    limits: FileLimits,
+    options?: Pick<CheckOptions, 'lineCeilings'>,
+  ): Promise<FileVerdict>
   /**
    * How to read a file for this validator (readBody's `into`): one big enough to be split across
    * two threads goes into shared memory, handed to the thread as it is; any other file given to
@@ -85,6 +90,7 @@ export function createFileValidator(
     bytes: Uint8Array,
     firstLineNo: number,
     limits: FileLimits,
+    lineCeilings: boolean,
   ): Promise<SegmentReply | null> => {
     // Shared: the thread reads the body where it is. Otherwise a copy of its own, handed over
     // rather than copied again.
@@ -93,7 +99,7 @@ export function createFileValidator(
     return (
       thread!
         .call(
-          { kind: 'check', bytes: sent, firstLineNo, limits },
+          { kind: 'check', bytes: sent, firstLineNo, limits, lineCeilings },
           shared ? [] : [sent.buffer as ArrayBuffer],
         )
         // A thread that failed answers nothing: the caller validates in one pass instead.
@@ -103,17 +109,18 @@ export function createFileValidator(
 
   return {
     bodyBuffers: sharedBodiesFrom(parallel ? minBytes : Infinity),
-    async validate(bytes, limits) {
+    async validate(bytes, limits, { lineCeilings = false } = {}) {
       const split = parallel && !closed && bytes.byteLength >= minBytes ? splitPoint(bytes) : -1
       if (split < 0) {
         observe('one_pass')
-        return validateBatchFile(bytes, catalog, limits, { collectGarbage })
+        return validateBatchFile(bytes, catalog, limits, { collectGarbage, lineCeilings })
       }
       const secondFirstLine = countLines(bytes, split) + 1
-      const second = checkOnThread(bytes.subarray(split), secondFirstLine, limits)
+      const second = checkOnThread(bytes.subarray(split), secondFirstLine, limits, lineCeilings)
       const first = checkLines(bytes, catalog, limits, {
         segment: { from: 0, to: split - 1, firstLineNo: 1 },
         collectGarbage,
+        lineCeilings,
       })
       const other = await second
       const clean =
@@ -127,7 +134,7 @@ export function createFileValidator(
         other.customIds.every((id) => !first.customIds.has(id))
       if (!clean) {
         observe('split_then_one_pass')
-        return validateBatchFile(bytes, catalog, limits, { collectGarbage })
+        return validateBatchFile(bytes, catalog, limits, { collectGarbage, lineCeilings })
       }
       observe('split')
       const lines: NewLine[] = first.lines
@@ -139,6 +146,7 @@ export function createFileValidator(
             bytes,
             split + other.starts[i],
             split + other.ends[i],
+            other.ceilings?.[i],
           ),
         )
       }

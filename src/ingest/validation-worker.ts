@@ -21,7 +21,15 @@ export type ValidationRequest =
        */
       collectGarbage: boolean
     }
-  | { kind: 'check'; id: number; bytes: Uint8Array; firstLineNo: number; limits: FileLimits }
+  | {
+      kind: 'check'
+      id: number
+      bytes: Uint8Array
+      firstLineNo: number
+      limits: FileLimits
+      /** CheckOptions.lineCeilings */
+      lineCeilings: boolean
+    }
 
 /** The valid lines as offsets, or only that the segment was not clean (or the thread failed). */
 export type SegmentReply =
@@ -34,6 +42,8 @@ export type SegmentReply =
       starts: Int32Array
       ends: Int32Array
       customIds: string[]
+      /** Each valid line's own ceiling, when asked for (CheckOptions.lineCeilings). */
+      ceilings: string[] | null
       /** The valid lines' ceiling, exact, as decimal text. */
       ceiling: string
     }
@@ -58,11 +68,12 @@ self.onmessage = (event: MessageEvent<ValidationRequest>) => {
 }
 
 function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
-  const { id, bytes, firstLineNo, limits } = request
+  const { id, bytes, firstLineNo, limits, lineCeilings } = request
   try {
     const checked = checkLines(bytes, catalog!, limits, {
       segment: { from: 0, to: bytes.byteLength, firstLineNo },
       collectGarbage,
+      lineCeilings,
     })
     if (checked.issues.length > 0) {
       self.postMessage({ id, clean: false } satisfies SegmentReply)
@@ -73,12 +84,14 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
     const starts = new Int32Array(n)
     const ends = new Int32Array(n)
     const customIds = new Array<string>(n)
+    const ceilings = lineCeilings ? new Array<string>(n) : null
     for (let i = 0; i < n; i++) {
       const line = checked.lines[i] as FileLine
       lineNos[i] = line.lineNo
       starts[i] = line.start
       ends[i] = line.end
       customIds[i] = line.customId
+      if (ceilings) ceilings[i] = line.ceilingUsd!
     }
     const reply: SegmentReply = {
       id,
@@ -89,6 +102,7 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
       starts,
       ends,
       customIds,
+      ceilings,
       ceiling: checked.ceiling.toFixed(),
     }
     self.postMessage(reply, [lineNos.buffer, starts.buffer, ends.buffer])

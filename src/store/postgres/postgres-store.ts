@@ -16,7 +16,7 @@
  */
 import type postgres from 'postgres'
 import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
-import { Money, moneyText, ZERO } from '../../money/decimal.ts'
+import { batchHold, Money, moneyText, ZERO } from '../../money/decimal.ts'
 import {
   rowToAccount,
   rowToBatch,
@@ -227,6 +227,8 @@ class PostgresStore implements Store {
 
   async admitBatch(batch: NewBatch): Promise<AdmitResult> {
     const ceiling = moneyText(batch.costCeilingUsd)
+    const hold = batchHold(ceiling, batch.maxCostUsd)
+    const cap = batch.maxCostUsd ? moneyText(batch.maxCostUsd) : null
     return this.sql.begin(async (tx): Promise<AdmitResult> => {
       // The account lock comes first: the checks below then see every batch another instance
       // admitted before us, and no other admission for this account runs until we commit.
@@ -249,22 +251,22 @@ class PostgresStore implements Store {
         SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases
         WHERE account_id = ${batch.accountId} AND expires_at_ms > ${Date.now()}`
       const available = new Money(account.balance_usd).minus(account.held_usd).minus(leased!.total)
-      if (available.lessThan(ceiling)) {
+      if (available.lessThan(hold)) {
         return { kind: 'insufficient_quota', availableUsd: moneyText(Money.max(available, ZERO)) }
       }
       await tx`
-        UPDATE accounts SET held_usd = held_usd + ${ceiling}::numeric WHERE id = ${batch.accountId}`
+        UPDATE accounts SET held_usd = held_usd + ${hold}::numeric WHERE id = ${batch.accountId}`
       const [row] = await tx`
         INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
           created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
-          metadata, input_file_id, idempotency_key)
+          metadata, input_file_id, idempotency_key, max_cost_usd)
         VALUES (${batch.id}, ${batch.accountId}, ${batch.name}, ${batch.endpoint}, 'in_progress',
           ${batch.completionWindowHours}, ${batch.createdAt}, ${batch.deadlineAt},
-          ${batch.lineCount}, ${batch.lineCount}, ${ceiling}::numeric, ${ceiling}::numeric,
+          ${batch.lineCount}, ${batch.lineCount}, ${ceiling}::numeric, ${hold}::numeric,
           ${batch.source}, ${batch.metadata ? tx.json(storableJson(batch.metadata)) : null},
-          ${batch.inputFileId}, ${batch.idempotencyKey})
+          ${batch.inputFileId}, ${batch.idempotencyKey}, ${cap}::numeric)
         RETURNING *`
-      const count = await copyLines(tx, batch.id, batch.lines, this.collectGarbage)
+      const count = await copyLines(tx, batch.id, batch.lines, this.collectGarbage, cap !== null)
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
       }

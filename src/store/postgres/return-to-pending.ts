@@ -1,6 +1,6 @@
 /**
  * Gives running lines back to pending, untouched (a released or expired lease), and moves their
- * batches' counters with them. Batches are locked first, in id order; recording results locks
+ * batches' counters with them, a capped batch's reserved ceilings too. Batches are locked first, in id order; recording results locks
  * its lines before their batches (record-outcomes.ts says why, and what that costs).
  */
 import type postgres from 'postgres'
@@ -19,9 +19,12 @@ export async function returnToPending(tx: postgres.TransactionSql, where: postgr
     moved AS (
       UPDATE lines l SET status = 'pending', lease_owner = NULL, lease_until = NULL
       FROM leased WHERE l.batch_id = leased.batch_id AND l.line_no = leased.line_no
-      RETURNING l.batch_id),
-    counts AS (SELECT batch_id, count(*)::int AS n FROM moved GROUP BY batch_id)
-    UPDATE batches b SET running = b.running - c.n, pending = b.pending + c.n
+      RETURNING l.batch_id, l.ceiling_usd),
+    counts AS (
+      SELECT batch_id, count(*)::int AS n, sum(ceiling_usd) AS reserved
+      FROM moved GROUP BY batch_id)
+    UPDATE batches b SET running = b.running - c.n, pending = b.pending + c.n,
+      reserved_usd = GREATEST(0, b.reserved_usd - coalesce(c.reserved, 0))
     FROM counts c WHERE b.id = c.batch_id
     RETURNING c.n`
   // Their owner died or stopped: it has no call in flight for these batches any more.

@@ -6,7 +6,7 @@
  */
 import type { Database } from 'bun:sqlite'
 import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
-import { rowToRunnable, terminalStatus } from '../rows.ts'
+import { capEndedWaiting, capWaiting, rowToRunnable, terminalStatus } from '../rows.ts'
 import {
   OPEN_BATCH_STATUSES,
   WAITING_CODES,
@@ -59,11 +59,14 @@ export class SqliteDispatch implements DispatchStore {
   ): Promise<ClaimedLine[]> {
     return this.tx(() => {
       const batch = this.q(
-        `SELECT b.account_id, b.deadline_at, a.balance_usd, a.held_usd
+        `SELECT b.account_id, b.deadline_at, b.max_cost_usd, b.cost_usd, b.reserved_usd,
+           a.balance_usd, a.held_usd
          FROM batches b JOIN accounts a ON a.id = b.account_id
          WHERE b.id = ? AND b.status = 'in_progress'`,
       ).get(batchId)
       if (!batch || !coversHolds(batch)) return []
+      if (batch.max_cost_usd !== null)
+        return this.claimCapped(batchId, batch, owner, limit, nowMs, leaseUntilMs)
       const rows = this.q(
         `UPDATE lines SET status = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1
          WHERE batch_id = ? AND line_no IN (
@@ -87,6 +90,91 @@ export class SqliteDispatch implements DispatchStore {
         deadlineAt: Number(batch.deadline_at),
       }))
     })
+  }
+
+  /** claimLines for a batch with a spend cap (see DispatchStore.claimLines); inside its transaction. */
+  private claimCapped(
+    batchId: string,
+    batch: Row,
+    owner: string,
+    limit: number,
+    nowMs: number,
+    leaseUntilMs: number,
+  ): ClaimedLine[] {
+    let room = new Money(batch.max_cost_usd).minus(batch.cost_usd).minus(batch.reserved_usd)
+    // Ceilings are decimal TEXT: SQL narrows the candidates as REAL with a margin, and the
+    // exact comparison below decides.
+    const candidates = room.isPositive()
+      ? this.q(
+          `SELECT line_no, ceiling_usd FROM lines
+           WHERE batch_id = ? AND status = 'pending' AND not_before <= ?
+             AND CAST(ceiling_usd AS REAL) <= ? ORDER BY line_no LIMIT ?`,
+        ).all(batchId, nowMs, room.toNumber() * (1 + 1e-9) + 1e-12, limit)
+      : []
+    const chosen: Row[] = []
+    let reserved = new Money(0)
+    for (const candidate of candidates) {
+      const ceiling = new Money(candidate.ceiling_usd)
+      if (ceiling.greaterThan(room.plus(reserved))) continue // fits on its own only as REAL
+      if (ceiling.greaterThan(room)) break // the next would not fit
+      chosen.push(candidate)
+      room = room.minus(ceiling)
+      reserved = reserved.plus(ceiling)
+    }
+    const claim = this.q(
+      `UPDATE lines SET status = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1
+       WHERE batch_id = ? AND line_no = ? AND status = 'pending'
+       RETURNING line_no, custom_id, input, attempts, ceiling_usd`,
+    )
+    const rows = chosen.map((row) => claim.get(owner, leaseUntilMs, batchId, row.line_no)!)
+    if (rows.length > 0) {
+      this.q(
+        `UPDATE batches SET pending = pending - ?, running = running + ?, reserved_usd = ?,
+           started_at = coalesce(started_at, ?) WHERE id = ?`,
+      ).run(
+        rows.length,
+        rows.length,
+        moneyText(reserved.plus(batch.reserved_usd)),
+        Math.floor(nowMs / 1000),
+        batchId,
+      )
+    }
+    // Short of lines: is a due line left that no longer fits? Then the cap is what holds it.
+    const dearest =
+      rows.length < limit
+        ? this.q(
+            `SELECT ceiling_usd FROM lines WHERE batch_id = ? AND status = 'pending' AND not_before <= ?
+             ORDER BY CAST(ceiling_usd AS REAL) DESC LIMIT 1`,
+          ).get(batchId, nowMs)
+        : null
+    const blocked = dearest !== null && room.lessThan(dearest.ceiling_usd)
+    if (blocked) this.setCapWaiting(batchId, capWaiting(moneyText(batch.max_cost_usd)))
+    else if (rows.length > 0) this.setCapWaiting(batchId, null)
+    return rows.map((row) => ({
+      batchId,
+      accountId: batch.account_id,
+      lineNo: Number(row.line_no),
+      customId: row.custom_id,
+      input: row.input,
+      attempts: Number(row.attempts),
+      deadlineAt: Number(batch.deadline_at),
+      ceilingUsd: moneyText(row.ceiling_usd),
+    }))
+  }
+
+  /** Sets or clears the cap's own waiting code, leaving any other part's. */
+  private setCapWaiting(batchId: string, waiting: BatchWaiting | null) {
+    this.q(
+      `UPDATE batches SET waiting_code = ?, waiting_message = ?, waiting_until = NULL
+       WHERE id = ? AND (waiting_code IS NULL OR waiting_code = 'max_cost_reached')
+         AND (waiting_code IS NOT ? OR waiting_message IS NOT ?)`,
+    ).run(
+      waiting?.code ?? null,
+      waiting?.message ?? null,
+      batchId,
+      waiting?.code ?? null,
+      waiting?.message ?? null,
+    )
   }
 
   async batchStatuses(ids: readonly string[]) {
@@ -115,20 +203,24 @@ export class SqliteDispatch implements DispatchStore {
     const now = Math.floor(nowMs / 1000)
     // One statement per line, its lease check in the WHERE clause; money and counters are summed
     // in memory and written once per batch and account at the end of the transaction.
+    // Each returns the line's ceiling (a capped batch's), whose reservation it ends.
     const retry = this.q(
       `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL, not_before = ?
-       WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?`,
+       WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?
+       RETURNING ceiling_usd`,
     )
     const succeed = this.q(
       `UPDATE lines SET status = 'succeeded', lease_owner = NULL, lease_until = NULL,
          response_status = ?, response = ?, cost_usd = ?, provider = ?, latency_ms = ?, finished_at = ?
-       WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?`,
+       WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?
+       RETURNING ceiling_usd`,
     )
     const fail = this.q(
       `UPDATE lines SET status = 'failed', lease_owner = NULL, lease_until = NULL,
          response_status = ?, error_code = ?, error_message = ?, error_upstream = ?,
          cost_usd = ?, provider = ?, latency_ms = ?, finished_at = ?
-       WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?`,
+       WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?
+       RETURNING ceiling_usd`,
     )
     return this.tx(() => {
       const ledger = new Ledger(this.db)
@@ -139,7 +231,9 @@ export class SqliteDispatch implements DispatchStore {
       for (const outcome of outcomes) {
         const key = [outcome.batchId, outcome.lineNo, owner] as const
         if (outcome.kind === 'retry') {
-          if (retry.run(outcome.notBefore, ...key).changes === 0) continue // lease lost
+          const line = retry.get(outcome.notBefore, ...key)
+          if (!line) continue // lease lost
+          ledger.unreserve(outcome.batchId, line.ceiling_usd)
           ledger.count(outcome.batchId, 'retry')
           recorded++
           continue
@@ -151,9 +245,9 @@ export class SqliteDispatch implements DispatchStore {
           outcome.costUsd,
           outcome.kind === 'succeeded' ? outcome.ceilingUsd : undefined,
         )
-        const changed =
+        const line =
           outcome.kind === 'succeeded'
-            ? succeed.run(
+            ? succeed.get(
                 outcome.responseStatus,
                 outcome.response,
                 charge.text,
@@ -161,8 +255,8 @@ export class SqliteDispatch implements DispatchStore {
                 outcome.latencyMs,
                 now,
                 ...key,
-              ).changes
-            : fail.run(
+              )
+            : fail.get(
                 outcome.responseStatus,
                 outcome.error.code,
                 outcome.error.message,
@@ -174,11 +268,12 @@ export class SqliteDispatch implements DispatchStore {
                 outcome.latencyMs,
                 now,
                 ...key,
-              ).changes
-        if (changed === 0) {
+              )
+        if (!line) {
           charge.undo() // lease lost: another instance owns this line now, and it bills it
           continue
         }
+        ledger.unreserve(outcome.batchId, line.ceiling_usd)
         ledger.count(outcome.batchId, outcome.kind)
         if (outcome.provider !== null)
           shares.add(outcome.batchId, outcome.provider, outcome.kind, 1, charge.text)
@@ -206,17 +301,29 @@ export class SqliteDispatch implements DispatchStore {
     ).all(...params)
     const reset = this.q(
       `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL
-       WHERE batch_id = ? AND line_no = ? AND status = 'running'`,
+       WHERE batch_id = ? AND line_no = ? AND status = 'running' RETURNING ceiling_usd`,
     )
-    const perBatch = new Map<string, number>()
+    const perBatch = new Map<string, { n: number; ceilings: Money | null }>()
     for (const row of rows) {
-      if (reset.run(row.batch_id, row.line_no).changes === 0) continue
-      perBatch.set(row.batch_id, (perBatch.get(row.batch_id) ?? 0) + 1)
+      const line = reset.get(row.batch_id, row.line_no)
+      if (!line) continue
+      const entry = perBatch.get(row.batch_id) ?? { n: 0, ceilings: null }
+      entry.n++
+      if (line.ceiling_usd !== null)
+        entry.ceilings = (entry.ceilings ?? new Money(0)).plus(line.ceiling_usd)
+      perBatch.set(row.batch_id, entry)
     }
     const move = this.q(
       'UPDATE batches SET running = running - ?, pending = pending + ? WHERE id = ?',
     )
-    for (const [batchId, n] of perBatch) move.run(n, n, batchId)
+    const unreserve = this.q('SELECT reserved_usd FROM batches WHERE id = ?')
+    const setReserved = this.q('UPDATE batches SET reserved_usd = ? WHERE id = ?')
+    for (const [batchId, { n, ceilings }] of perBatch) {
+      move.run(n, n, batchId)
+      if (ceilings === null) continue
+      const before = new Money(unreserve.get(batchId)!.reserved_usd)
+      setReserved.run(moneyText(Money.max(before.minus(ceilings), ZERO)), batchId)
+    }
     // Their owner died or stopped: it has no call in flight for these batches any more.
     const idle = this.q('UPDATE batch_providers SET running = 0 WHERE batch_id = ? AND owner = ?')
     const pairs = new Set(rows.map((row) => `${row.batch_id}\u0000${row.lease_owner}`))
@@ -254,6 +361,34 @@ export class SqliteDispatch implements DispatchStore {
         this.q(
           'UPDATE batches SET pending = pending - ?, cancelled = cancelled + ? WHERE id = ?',
         ).run(n, n, id)
+      }
+      // A capped batch with nothing in flight: every pending line that does not fit what is
+      // left of its cap never will, and ends cancelled (SPEC §12).
+      const capped = this.q(
+        `SELECT id, max_cost_usd, cost_usd, reserved_usd FROM batches
+         WHERE status = 'in_progress' AND max_cost_usd IS NOT NULL AND running = 0 AND pending > 0`,
+      ).all()
+      for (const batch of capped) {
+        const room = new Money(batch.max_cost_usd).minus(batch.cost_usd).minus(batch.reserved_usd)
+        const over = this.q(
+          `SELECT line_no, ceiling_usd FROM lines WHERE batch_id = ? AND status = 'pending'
+             AND CAST(ceiling_usd AS REAL) >= ?`,
+        )
+          .all(batch.id, room.toNumber() * (1 - 1e-9) - 1e-12)
+          .filter((line) => room.lessThan(line.ceiling_usd))
+        if (over.length === 0) continue
+        const end = this.q(
+          `UPDATE lines SET status = 'cancelled', error_code = 'max_cost_reached', finished_at = ?
+           WHERE batch_id = ? AND line_no = ? AND status = 'pending'`,
+        )
+        let n = 0
+        for (const line of over) n += end.run(now, batch.id, line.line_no).changes
+        const previous = this.q('SELECT cancelled FROM batches WHERE id = ?').get(batch.id)!
+        const waiting = capEndedWaiting(batch.id, batch.max_cost_usd, previous.cancelled + n)
+        this.q(
+          `UPDATE batches SET pending = pending - ?, cancelled = cancelled + ?,
+             waiting_code = ?, waiting_message = ?, waiting_until = NULL WHERE id = ?`,
+        ).run(n, n, waiting.code, waiting.message, batch.id)
       }
       // A batch is `finalizing` for one tick between its last line and its terminal status.
       for (const { id } of this.q(`SELECT id FROM batches WHERE status = 'finalizing'`).all()) {
@@ -346,7 +481,15 @@ type Kind = 'succeeded' | 'failed' | 'retry'
 class Ledger {
   private readonly batches = new Map<
     string,
-    { accountId: string; cost: Money; held: Money; counts: Record<Kind, number> }
+    {
+      accountId: string
+      cost: Money
+      held: Money
+      /** Ceilings of its lines in flight (a capped batch's); null while unchanged. */
+      reserved: Money | null
+      reservedBefore: string
+      counts: Record<Kind, number>
+    }
   >()
   private readonly accounts = new Map<string, { balance: Money; held: Money }>()
 
@@ -356,12 +499,16 @@ class Ledger {
     let entry = this.batches.get(id)
     if (!entry) {
       const row = this.db
-        .query<Row, [string]>('SELECT account_id, cost_usd, held_usd FROM batches WHERE id = ?')
+        .query<Row, [string]>(
+          'SELECT account_id, cost_usd, held_usd, reserved_usd FROM batches WHERE id = ?',
+        )
         .get(id)!
       entry = {
         accountId: row.account_id,
         cost: new Money(row.cost_usd),
         held: new Money(row.held_usd),
+        reserved: null,
+        reservedBefore: row.reserved_usd,
         counts: { succeeded: 0, failed: 0, retry: 0 },
       }
       this.batches.set(id, entry)
@@ -383,6 +530,13 @@ class Ledger {
 
   count(batchId: string, kind: Kind) {
     this.batch(batchId).counts[kind]++
+  }
+
+  /** A recorded line's ceiling (null: its batch has no cap) is no longer reserved. */
+  unreserve(batchId: string, ceilingUsd: string | null) {
+    if (ceilingUsd === null) return
+    const batch = this.batch(batchId)
+    batch.reserved = (batch.reserved ?? new Money(batch.reservedBefore)).minus(ceilingUsd)
   }
 
   /**
@@ -423,8 +577,10 @@ class Ledger {
       `UPDATE batches SET cost_usd = ?, held_usd = ?, running = running - ?, pending = pending + ?,
          succeeded = succeeded + ?, failed = failed + ? WHERE id = ?`,
     )
+    const reservedUpdate = this.db.query('UPDATE batches SET reserved_usd = ? WHERE id = ?')
     for (const [id, b] of this.batches) {
       const { succeeded, failed, retry } = b.counts
+      if (b.reserved !== null) reservedUpdate.run(moneyText(Money.max(b.reserved, ZERO)), id)
       batchUpdate.run(
         moneyText(b.cost),
         moneyText(b.held),

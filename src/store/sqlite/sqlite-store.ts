@@ -9,8 +9,16 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { ENDED_BATCH_STATUSES, OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { sqlWordList } from './sql-word-list.ts'
-import { Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine, rowsToShares } from '../rows.ts'
+import { batchHold, Money, moneyText, ZERO } from '../../money/decimal.ts'
+import {
+  rowToAccount,
+  rowToBatch,
+  rowToFile,
+  rowToKey,
+  rowToLine,
+  rowsToShares,
+  lineCeiling,
+} from '../rows.ts'
 import type {
   FileLimits,
   FileQuotaDefaults,
@@ -223,20 +231,21 @@ class SqliteStore implements Store {
         return { kind: 'limit_exceeded', limit: account.maxOpenBatches, inUse: account.openBatches }
       }
       const available = new Money(account.balanceUsd).minus(account.heldUsd)
-      if (available.lessThan(batch.costCeilingUsd)) {
+      const hold = batchHold(batch.costCeilingUsd, batch.maxCostUsd)
+      if (available.lessThan(hold)) {
         return { kind: 'insufficient_quota', availableUsd: moneyText(Money.max(available, ZERO)) }
       }
       // account.heldUsd counts live leases as well; the column holds only what batches hold.
       const column = this.q('SELECT held_usd FROM accounts WHERE id = ?').get(batch.accountId)!
       this.q('UPDATE accounts SET held_usd = ? WHERE id = ?').run(
-        moneyText(new Money(column.held_usd).plus(batch.costCeilingUsd)),
+        moneyText(new Money(column.held_usd).plus(hold)),
         batch.accountId,
       )
       this.q(
         `INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
            created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
-           metadata, input_file_id, idempotency_key)
-         VALUES (?, ?, ?, ?, 'in_progress', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           metadata, input_file_id, idempotency_key, max_cost_usd)
+         VALUES (?, ?, ?, ?, 'in_progress', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         batch.id,
         batch.accountId,
@@ -248,13 +257,16 @@ class SqliteStore implements Store {
         batch.lineCount,
         batch.lineCount,
         moneyText(batch.costCeilingUsd),
-        moneyText(batch.costCeilingUsd),
+        hold,
         batch.source,
         batch.metadata ? JSON.stringify(batch.metadata) : null,
         batch.inputFileId,
         batch.idempotencyKey,
+        batch.maxCostUsd ? moneyText(batch.maxCostUsd) : null,
       )
-      const count = this.insertLines(batch.id, batch.lines)
+      const count = batch.maxCostUsd
+        ? this.insertCappedLines(batch.id, batch.lines)
+        : this.insertLines(batch.id, batch.lines)
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
       }
@@ -430,6 +442,27 @@ class SqliteStore implements Store {
       }
     }
     for (let i = 0; i < params.length; i += 4) one.run(...params.slice(i, i + 4))
+    return count
+  }
+
+  /** insertLines with each line's own ceiling, for a batch with a spend cap. */
+  private insertCappedLines(batchId: string, lines: Iterable<NewLine>): number {
+    const columns = 'INSERT INTO lines (batch_id, line_no, custom_id, input, ceiling_usd) VALUES '
+    const row = '(?, ?, ?, CAST(? AS TEXT), ?)'
+    const many = this.q(columns + Array(ROWS_PER_INSERT).fill(row).join(', '))
+    const one = this.q(columns + row)
+    const params: unknown[] = []
+    let count = 0
+    for (const line of lines) {
+      params.push(batchId, line.lineNo, line.customId, line.inputBytes ?? line.input)
+      params.push(moneyText(lineCeiling(line)))
+      count++
+      if (params.length === ROWS_PER_INSERT * 5) {
+        many.run(...params)
+        params.length = 0
+      }
+    }
+    for (let i = 0; i < params.length; i += 5) one.run(...params.slice(i, i + 5))
     return count
   }
 
