@@ -7,7 +7,7 @@ import { refuse, type GatewayError } from '../errors.ts'
 import type { Issue } from '../ingest/issues.ts'
 import type { FileValidator } from '../ingest/parallel-validation.ts'
 import type { FileLimits } from '../ingest/validate-batch-file.ts'
-import { availableUsd, Money, usd } from '../money/decimal.ts'
+import { availableUsd, batchHold, Money, usd } from '../money/decimal.ts'
 import type { AccountStore, BatchStore } from '../store/store.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 
@@ -21,16 +21,24 @@ export interface SubmitOptions {
   inputFileId: string | null
   /** The endpoint the caller declared (OpenAI surface); every line's url must match it. */
   endpoint?: BatchEndpoint
+  /** The batch's spend cap (SPEC §12), canonical decimal text; null or absent for none. */
+  maxCostUsd?: string | null
 }
 
-/** A dry run needs only whose credit to compare with and what the lines must be. */
-export type QuoteOptions = Pick<SubmitOptions, 'accountId' | 'source' | 'endpoint'>
+/** A dry run needs only whose credit to compare with, what the lines must be and the cap. */
+export type QuoteOptions = Pick<SubmitOptions, 'accountId' | 'source' | 'endpoint' | 'maxCostUsd'>
 
 export type Invalid = { kind: 'invalid'; issues: Issue[]; omitted: number; lineCount: number }
 
 /** A valid file the account cannot take now; each surface renders it (refusalOf, or its own way). */
 export type Refused =
-  | { kind: 'insufficient_quota'; costCeilingUsd: string; availableUsd: string }
+  | {
+      kind: 'insufficient_quota'
+      costCeilingUsd: string
+      availableUsd: string
+      /** The cap, when it is what was to be held (lower than the ceiling). */
+      maxCostUsd?: string
+    }
   | { kind: 'limit_exceeded'; limit: number; inUse: number }
 
 export type SubmitResult = { kind: 'created' | 'duplicate'; batch: BatchRecord } | Invalid | Refused
@@ -40,6 +48,7 @@ export type QuoteResult =
       kind: 'quote'
       lineCount: number
       costCeilingUsd: string
+      maxCostUsd: string | null
       creditSufficient: boolean
       availableUsd: string
     }
@@ -55,9 +64,21 @@ export interface Admission {
 export function refusalOf(result: Refused): GatewayError {
   switch (result.kind) {
     case 'insufficient_quota':
+      if (result.maxCostUsd !== undefined)
+        return refuse(
+          'insufficient_quota',
+          `the batch's max_cost_usd of $${result.maxCostUsd} (held instead of its cost ceiling of $${result.costCeilingUsd}) exceeds the account's available credit of $${result.availableUsd}; add credit or set a lower max_cost_usd`,
+          {
+            detail: {
+              cost_ceiling_usd: result.costCeilingUsd,
+              max_cost_usd: result.maxCostUsd,
+              available_usd: result.availableUsd,
+            },
+          },
+        )
       return refuse(
         'insufficient_quota',
-        `the batch's cost ceiling of $${result.costCeilingUsd} exceeds the account's available credit of $${result.availableUsd}; add credit or submit fewer lines or a lower max_tokens`,
+        `the batch's cost ceiling of $${result.costCeilingUsd} exceeds the account's available credit of $${result.availableUsd}; add credit, set a max_cost_usd the credit covers, or submit fewer lines or a lower max_tokens`,
         { detail: { cost_ceiling_usd: result.costCeilingUsd, available_usd: result.availableUsd } },
       )
     case 'limit_exceeded':
@@ -78,7 +99,10 @@ export function createAdmission(
 ): Admission {
   /** Every line valid, and of the declared endpoint when there is one. */
   async function check(bytes: Uint8Array, options: QuoteOptions) {
-    const verdict = await validator.validate(bytes, limits)
+    // A capped batch stores each line's own ceiling, which the claim checks against the cap.
+    const verdict = await validator.validate(bytes, limits, {
+      lineCeilings: Boolean(options.maxCostUsd),
+    })
     if (!verdict.ok) {
       return {
         kind: 'invalid',
@@ -107,15 +131,18 @@ export function createAdmission(
   }
 
   async function quote(bytes: Uint8Array, options: QuoteOptions): Promise<QuoteResult> {
-    const verdict = await check(bytes, options)
+    // The quote needs no per-line ceilings: only the total is compared.
+    const verdict = await check(bytes, { ...options, maxCostUsd: null })
     if ('kind' in verdict) return verdict
     const account = await store.getAccount(options.accountId)
     const free = account ? availableUsd(account) : new Money(0)
+    const hold = batchHold(verdict.ceiling.toFixed(), options.maxCostUsd)
     return {
       kind: 'quote',
       lineCount: verdict.lines.length,
       costCeilingUsd: usd(verdict.ceiling.toFixed()),
-      creditSufficient: verdict.ceiling.lessThanOrEqualTo(free),
+      maxCostUsd: options.maxCostUsd ? usd(options.maxCostUsd) : null,
+      creditSufficient: free.greaterThanOrEqualTo(hold),
       availableUsd: usd(free),
     }
   }
@@ -138,6 +165,7 @@ export function createAdmission(
       createdAt,
       deadlineAt: createdAt + options.completionWindowHours * 3600,
       costCeilingUsd: ceiling,
+      maxCostUsd: options.maxCostUsd ?? null,
       lineCount: verdict.lines.length,
       source: options.source,
       metadata: options.metadata,
@@ -156,6 +184,9 @@ export function createAdmission(
           kind: 'insufficient_quota',
           costCeilingUsd: usd(ceiling),
           availableUsd: usd(result.availableUsd),
+          ...(options.maxCostUsd && new Money(options.maxCostUsd).lessThan(ceiling)
+            ? { maxCostUsd: usd(options.maxCostUsd) }
+            : {}),
         }
       case 'limit_exceeded':
         telemetry.rateLimited('open_batches')

@@ -19,6 +19,7 @@ import type { AccountStore, BatchErrorEntry, BatchStore, FileStore } from '../..
 import { storableText } from '../../schemas/text.ts'
 import { parseWholeNumber, wholeNumberText, windowHoursText } from '../../schemas/whole-number.ts'
 import { excerpt } from '../../excerpt.ts'
+import { maxCostUsdJson } from '../../schemas/money-text.ts'
 import { parseQuery } from '../parse-query.ts'
 import { errorFileId, outputFileId, renderOpenAiBatch } from './render-openai.ts'
 
@@ -34,6 +35,8 @@ const createBody = z.looseObject({
     })
     .nullable()
     .optional(),
+  /** Multigrid's spend cap (SPEC §12), through the SDK's extra_body. */
+  max_cost_usd: maxCostUsdJson().nullable().optional(),
 })
 
 const listQuery = z.object({
@@ -131,6 +134,7 @@ export function openAiBatchRoutes({
       metadata: body.metadata ?? null,
       inputFileId: file.id,
       endpoint: body.endpoint,
+      maxCostUsd: body.max_cost_usd ?? null,
     })
     switch (result.kind) {
       case 'invalid':
