@@ -4,7 +4,7 @@
  */
 import { newId, nowSeconds, type BatchEndpoint, type BatchRecord } from '../domain.ts'
 import { refuse, type GatewayError } from '../errors.ts'
-import type { Issue } from '../ingest/issues.ts'
+import type { Issue, Warning } from '../ingest/issues.ts'
 import type { FileValidator } from '../ingest/parallel-validation.ts'
 import type { FileLimits } from '../ingest/validate-batch-file.ts'
 import { availableUsd, batchHold, Money, usd } from '../money/decimal.ts'
@@ -51,6 +51,9 @@ export type QuoteResult =
       maxCostUsd: string | null
       creditSufficient: boolean
       availableUsd: string
+      /** What the file's valid lines may run into (SPEC §14: a schema that recurses without end). */
+      warnings: Warning[]
+      warningsOmitted: number
     }
   | Invalid
 
@@ -144,6 +147,8 @@ export function createAdmission(
       maxCostUsd: options.maxCostUsd ? usd(options.maxCostUsd) : null,
       creditSufficient: free.greaterThanOrEqualTo(hold),
       availableUsd: usd(free),
+      warnings: verdict.warnings,
+      warningsOmitted: verdict.warningsOmitted,
     }
   }
 

@@ -154,6 +154,8 @@ export function nativeBatchRoutes({
               max_cost_usd: result.maxCostUsd,
               available_usd: result.availableUsd,
               credit_sufficient: result.creditSufficient,
+              warnings: result.warnings,
+              warnings_omitted: result.warningsOmitted,
             }
           case 'duplicate':
             return renderBatch(result.batch)

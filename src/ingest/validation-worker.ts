@@ -8,6 +8,7 @@ import type { CatalogFile } from '../catalog/catalog-file.ts'
 import { createCatalog, type Catalog } from '../catalog/catalog.ts'
 import type { BatchEndpoint } from '../domain.ts'
 import { collectYoungGarbage } from '../memory/young-garbage.ts'
+import type { Warning } from './issues.ts'
 import { checkLines, FileLine, type FileLimits } from './validate-batch-file.ts'
 
 export type ValidationRequest =
@@ -46,6 +47,9 @@ export type SegmentReply =
       ceilings: string[] | null
       /** The valid lines' ceiling, exact, as decimal text. */
       ceiling: string
+      /** The segment's warnings (its first MAX_WARNINGS), and how many more. */
+      warnings: Warning[]
+      warningsOmitted: number
     }
   | { id: number; clean: false }
 
@@ -104,6 +108,8 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
       customIds,
       ceilings,
       ceiling: checked.ceiling.toFixed(),
+      warnings: checked.warnings,
+      warningsOmitted: checked.warningsOmitted,
     }
     self.postMessage(reply, [lineNos.buffer, starts.buffer, ends.buffer])
   } catch {
