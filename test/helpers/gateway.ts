@@ -26,6 +26,8 @@ export interface TestGatewayOptions {
   env?: Record<string, string>
   /** Collects log lines, for tests that read them. */
   logLines?: string[]
+  /** Leaves the PostgreSQL schema in place on stop (another instance still uses it). */
+  keepSchema?: boolean
 }
 
 export interface TestGateway extends Gateway {
@@ -92,7 +94,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...gateway,
     async stop() {
       await gateway.stop()
-      if (env.DATABASE_URL) await dropTestSchema(env.DATABASE_URL)
+      if (env.DATABASE_URL && !options.keepSchema) await dropTestSchema(env.DATABASE_URL)
     },
     env,
     admin,
