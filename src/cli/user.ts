@@ -14,7 +14,7 @@ import { FINAL_STATUSES, progressLine, summary, table, type BatchView } from './
 
 const USAGE = `usage: multigrid <command> [options]
 
-  submit FILE [--name NAME] [--window-hours N] [--dry-run] [--wait] [--out FILE]
+  submit FILE [--name NAME] [--window-hours N] [--max-cost USD] [--dry-run] [--wait] [--out FILE]
                              submit a JSONL file; prints the batch id. --wait shows progress on
                              stderr until the batch ends; --out then writes its results there
   status ID [--json]         the batch's counts, cost and time left
@@ -31,6 +31,7 @@ class UsageError extends Error {}
 const OPTIONS = {
   name: { type: 'string' },
   'window-hours': { type: 'string' },
+  'max-cost': { type: 'string' },
   'dry-run': { type: 'boolean' },
   wait: { type: 'boolean' },
   out: { type: 'string', short: 'o' },
@@ -110,6 +111,7 @@ async function submit(api: Api, file: string, flags: Flags): Promise<number> {
   const query = new URLSearchParams()
   if (flags.name) query.set('name', flags.name)
   if (flags['window-hours']) query.set('completion_window_hours', flags['window-hours'])
+  if (flags['max-cost']) query.set('max_cost_usd', flags['max-cost'])
   if (flags['dry-run']) query.set('dry_run', 'true')
   const response = await api.request(`/v1/batches?${query}`, {
     method: 'POST',

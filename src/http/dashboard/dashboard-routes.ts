@@ -302,9 +302,10 @@ export function dashboardRoutes({
       const headers: HeaderMap = {}
       const caller = await signedIn(request, 'read', headers)
       if (caller instanceof Response) return caller
-      const [account, batch] = await Promise.all([
+      const [account, batch, shares] = await Promise.all([
         store.getAccount(caller.account.id),
         store.getBatch(caller.account.id, params.id),
+        store.providerShares([params.id]),
       ])
       if (!batch)
         return refusal(notFound(`batch ${excerpt(params.id)}`), request, headers, account!.name)
@@ -322,7 +323,13 @@ export function dashboardRoutes({
         }
       return htmlResponse(
         200,
-        batchPage(account!, batch, caller.key.scopes.includes('batches'), notice),
+        batchPage(
+          account!,
+          batch,
+          caller.key.scopes.includes('batches'),
+          notice,
+          shares.get(batch.id),
+        ),
         headers,
       )
     })

@@ -52,7 +52,8 @@ export function costBar(batch: BatchRecord): Html {
 }
 
 export const costText = (batch: BatchRecord) =>
-  `$${usd(batch.costUsd)} of $${usd(batch.costCeilingUsd)} ceiling`
+  `$${usd(batch.costUsd)} of $${usd(batch.costCeilingUsd)} ceiling` +
+  (batch.maxCostUsd === null ? '' : `, capped at $${usd(batch.maxCostUsd)} (max_cost_usd)`)
 
 export function timeLeft(batch: BatchRecord, now = Math.floor(Date.now() / 1000)): string {
   if (batch.finishedAt !== null) return 'finished'
