@@ -1617,6 +1617,23 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         expect((await batchOf('acct_1', 'batch_01')).waiting).toBeNull()
       })
 
+      it('leaves a batch the cap holds back out of runnableBatches until room comes back', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', ['0.6', '0.6', '0.6'])
+        expect((await claim('batch_01', 'owner-a', 10)).map((l) => l.lineNo)).toEqual([1])
+        expect((await batchOf('acct_1', 'batch_01')).waiting?.code).toBe('max_cost_reached')
+        expect(await dispatch.runnableBatches(MS, 10)).toEqual([])
+        // Line 1 cost 0.1: room is back, the wait ends and line 2 is claimed.
+        await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.1')], MS + 1)
+        expect((await batchOf('acct_1', 'batch_01')).waiting).toBeNull()
+        expect((await dispatch.runnableBatches(MS, 10)).map((b) => b.id)).toEqual(['batch_01'])
+        expect((await claim('batch_01', 'owner-a', 10)).map((l) => l.lineNo)).toEqual([2])
+        // Held back again (0.3 left); a retry gives room back too.
+        expect((await batchOf('acct_1', 'batch_01')).waiting?.code).toBe('max_cost_reached')
+        await dispatch.recordOutcomes('owner-a', [retry('batch_01', 2, MS)], MS + 2)
+        expect((await dispatch.runnableBatches(MS, 10)).map((b) => b.id)).toEqual(['batch_01'])
+      })
+
       it('gives the reservation back when a line is retried, reaped or released', async () => {
         await account('acct_1', '10')
         await capped('batch_01', '1', ['0.6', '0.6'])

@@ -36,11 +36,13 @@ export class PostgresDispatch implements DispatchStore {
 
   async runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]> {
     // An account whose balance no longer covers its holds (a line cost more than its ceiling)
-    // is not dispatched until a deposit covers them again; the claim checks it again below.
+    // is not dispatched until a deposit covers them again; the claim checks it again below. A
+    // batch held back by its cap is left out until a reserved ceiling ends (capRoomBack).
     const rows = await this.sql`
       SELECT b.id, b.account_id, b.deadline_at, b.endpoint, b.pending
       FROM batches b JOIN accounts a ON a.id = b.account_id
       WHERE b.status = 'in_progress' AND b.pending > 0 AND b.deadline_at > ${earlier(nowMs / 1000)}
+        AND b.waiting_code IS DISTINCT FROM 'max_cost_reached'
         AND a.balance_usd >= a.held_usd
       ORDER BY b.deadline_at, b.id LIMIT ${limit}`
     return rows.map(rowToRunnable)

@@ -17,6 +17,7 @@
 import type postgres from 'postgres'
 import { Money, moneyText } from '../../money/decimal.ts'
 import type { CallsChange, LineOutcome } from '../store.ts'
+import { capRoomBack } from './return-to-pending.ts'
 import { storableString } from './storable.ts'
 
 type Settled = Exclude<LineOutcome, { kind: 'retry' }>
@@ -110,7 +111,8 @@ function retryStatement(tx: postgres.TransactionSql, retries: Retry[]) {
       SELECT batch_id, count(*)::int AS n, sum(ceiling_usd) AS reserved
       FROM moved GROUP BY batch_id)
     UPDATE batches b SET running = b.running - counts.n, pending = b.pending + counts.n,
-      reserved_usd = GREATEST(0, b.reserved_usd - coalesce(counts.reserved, 0))
+      reserved_usd = GREATEST(0, b.reserved_usd - coalesce(counts.reserved, 0)),
+      ${capRoomBack(tx, tx`coalesce(counts.reserved, 0)`)}
     FROM counts WHERE b.id = counts.batch_id`
 }
 
@@ -200,7 +202,8 @@ function settleStatement(
       UPDATE batches b SET running = b.running - t.n, succeeded = b.succeeded + t.succeeded,
         failed = b.failed + t.failed, cost_usd = b.cost_usd + t.charged,
         held_usd = b.held_usd - t.released,
-        reserved_usd = GREATEST(0, b.reserved_usd - coalesce(u.reserved, 0))
+        reserved_usd = GREATEST(0, b.reserved_usd - coalesce(u.reserved, 0)),
+        ${capRoomBack(tx, tx`coalesce(u.reserved, 0)`)}
       FROM (SELECT batch_id, count(*)::int AS n,
               count(*) FILTER (WHERE kind = 'succeeded')::int AS succeeded,
               count(*) FILTER (WHERE kind = 'failed')::int AS failed,

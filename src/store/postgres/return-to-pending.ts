@@ -24,7 +24,8 @@ export async function returnToPending(tx: postgres.TransactionSql, where: postgr
       SELECT batch_id, count(*)::int AS n, sum(ceiling_usd) AS reserved
       FROM moved GROUP BY batch_id)
     UPDATE batches b SET running = b.running - c.n, pending = b.pending + c.n,
-      reserved_usd = GREATEST(0, b.reserved_usd - coalesce(c.reserved, 0))
+      reserved_usd = GREATEST(0, b.reserved_usd - coalesce(c.reserved, 0)),
+      ${capRoomBack(tx, tx`coalesce(c.reserved, 0)`)}
     FROM counts c WHERE b.id = c.batch_id
     RETURNING c.n`
   // Their owner died or stopped: it has no call in flight for these batches any more.
@@ -35,3 +36,14 @@ export async function returnToPending(tx: postgres.TransactionSql, where: postgr
     WHERE p.batch_id = t.batch_id AND p.owner = t.owner AND p.running <> 0`
   return moved.reduce((total, row) => total + Number(row.n), 0)
 }
+
+/**
+ * Assignments for a batch row whose reserved ceilings went down by `reserved` (a column or
+ * expression of the statement): room came back under its cap, so a `max_cost_reached` wait
+ * ends and the batch is runnable again; the next claim decides whether the cap still holds.
+ */
+export const capRoomBack = (tx: postgres.TransactionSql, reserved: postgres.Fragment) => tx`
+  waiting_code = CASE WHEN b.waiting_code = 'max_cost_reached' AND ${reserved} > 0 THEN NULL
+    ELSE b.waiting_code END,
+  waiting_message = CASE WHEN b.waiting_code = 'max_cost_reached' AND ${reserved} > 0 THEN NULL
+    ELSE b.waiting_message END`

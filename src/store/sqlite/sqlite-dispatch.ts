@@ -44,6 +44,7 @@ export class SqliteDispatch implements DispatchStore {
       `SELECT b.id, b.account_id, b.deadline_at, b.endpoint, b.pending, a.balance_usd, a.held_usd
        FROM batches b JOIN accounts a ON a.id = b.account_id
        WHERE b.status = 'in_progress' AND b.pending > 0 AND b.deadline_at > ?
+         AND (b.waiting_code IS NULL OR b.waiting_code <> 'max_cost_reached')
          AND CAST(a.balance_usd AS REAL) >= CAST(a.held_usd AS REAL) * (1 - 1e-9) - 1e-9
        ORDER BY b.deadline_at, b.id LIMIT ?`,
     ).all(Math.floor(nowMs / 1000), limit)
@@ -317,7 +318,7 @@ export class SqliteDispatch implements DispatchStore {
       'UPDATE batches SET running = running - ?, pending = pending + ? WHERE id = ?',
     )
     const unreserve = this.q('SELECT reserved_usd FROM batches WHERE id = ?')
-    const setReserved = this.q('UPDATE batches SET reserved_usd = ? WHERE id = ?')
+    const setReserved = this.q(`UPDATE batches SET reserved_usd = ?, ${CAP_ROOM_BACK} WHERE id = ?`)
     for (const [batchId, { n, ceilings }] of perBatch) {
       move.run(n, n, batchId)
       if (ceilings === null) continue
@@ -432,6 +433,15 @@ export class SqliteDispatch implements DispatchStore {
     )
   }
 }
+
+/**
+ * Room came back under a batch's cap (a reserved ceiling ended): its lines may fit again, so it
+ * is runnable again and the next claim decides whether the cap still holds them back. Meanwhile a
+ * batch waiting `max_cost_reached` is left out of runnableBatches, so its lines are not looked
+ * over on every turn while nothing can change.
+ */
+const CAP_ROOM_BACK = `waiting_code = CASE WHEN waiting_code = 'max_cost_reached' THEN NULL ELSE waiting_code END,
+  waiting_message = CASE WHEN waiting_code = 'max_cost_reached' THEN NULL ELSE waiting_message END`
 
 const OPEN = `(${OPEN_BATCH_STATUSES.map((status) => `'${status}'`).join(', ')})`
 
@@ -577,7 +587,9 @@ class Ledger {
       `UPDATE batches SET cost_usd = ?, held_usd = ?, running = running - ?, pending = pending + ?,
          succeeded = succeeded + ?, failed = failed + ? WHERE id = ?`,
     )
-    const reservedUpdate = this.db.query('UPDATE batches SET reserved_usd = ? WHERE id = ?')
+    const reservedUpdate = this.db.query(
+      `UPDATE batches SET reserved_usd = ?, ${CAP_ROOM_BACK} WHERE id = ?`,
+    )
     for (const [id, b] of this.batches) {
       const { succeeded, failed, retry } = b.counts
       if (b.reserved !== null) reservedUpdate.run(moneyText(Money.max(b.reserved, ZERO)), id)
