@@ -175,12 +175,15 @@ export function terminalStatus(row: {
   cancel_requested_at: unknown
   expired: unknown
   succeeded: unknown
+  cancelled: unknown
   line_count: unknown
 }): 'cancelled' | 'expired' | 'failed' | 'completed' {
   if (row.cancel_requested_at !== null && row.cancel_requested_at !== undefined) return 'cancelled'
   if (Number(row.expired) > 0) return 'expired'
-  // `failed` only when nothing could run: not one line succeeded.
-  if (Number(row.succeeded) === 0 && Number(row.line_count) > 0) return 'failed'
+  // `failed` only when nothing could run: not one line succeeded. Lines cancelled in a batch no
+  // one cancelled are its spend cap's, and a batch its cap stopped ends completed (SPEC §12).
+  if (Number(row.succeeded) === 0 && Number(row.cancelled) === 0 && Number(row.line_count) > 0)
+    return 'failed'
   return 'completed'
 }
 

@@ -391,6 +391,39 @@ describe('dashboard: why a batch waits', () => {
     return response.headers.get('set-cookie')!.split(';')[0]!
   }
 
+  test('the upload form takes a spend cap, refused in the API words when it is bad', async () => {
+    const { key } = await gw.newAccount('5')
+    const cookie = await sessionCookie(key)
+    const post = (cap: string) => {
+      const form = new FormData()
+      form.set('file', new Blob([jsonl([chatLine('f-1'), chatLine('f-2')])]), 'capped.jsonl')
+      form.set('max_cost_usd', cap)
+      return fetch(`${gw.url}/dashboard/batches`, {
+        method: 'POST',
+        headers: { cookie, origin: gw.url },
+        body: form,
+        redirect: 'manual',
+      })
+    }
+    const bad = await post('lots')
+    expect(bad.status).toBe(400)
+    expect(await bad.text()).toContain(
+      'max_cost_usd must be a decimal amount of USD greater than 0',
+    )
+    const made = await post('0.000001')
+    expect(made.status).toBe(303)
+    const id = /batch_[0-9a-f]+/.exec(made.headers.get('location')!)![0]
+    const page = await (
+      await fetch(`${gw.url}/dashboard/batches/${id}?submitted=1`, { headers: { cookie } })
+    ).text()
+    expect(page).toContain('$0.000001 held as the spend cap (max_cost_usd; the cost ceiling is $')
+    expect(page).toContain('capped at $0.000001 (max_cost_usd)')
+    const batch = (await (await gw.request(`/v1/batches/${id}`, key)).json()) as Batch & {
+      max_cost_usd: string
+    }
+    expect(batch.max_cost_usd).toBe('0.000001')
+  })
+
   test('a batch that waits shows why on its page, with what to do', async () => {
     const { key } = await gw.newAccount('5')
     const lines = Array.from({ length: 4 }, (_, i) => chatLine(`w-${i}`, `waiting line ${i}`))

@@ -1684,6 +1684,21 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '9.15', heldUsd: '0' })
       })
 
+      it('ends completed, not failed, when its cap lets no line run', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '0.1', ['0.5', '0.5'])
+        expect(await claim('batch_01', 'owner-a', 10)).toEqual([])
+        await dispatch.advanceBatches(T0 + 1)
+        await dispatch.advanceBatches(T0 + 2)
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          status: 'completed',
+          costUsd: '0',
+          counts: { succeeded: 0, cancelled: 2 },
+          waiting: { code: 'max_cost_reached' },
+        })
+        expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '10', heldUsd: '0' })
+      })
+
       it('keeps a line that still fits while it waits for a retry, and ends it once it cannot', async () => {
         await account('acct_1', '10')
         await capped('batch_01', '1', ['0.3', '0.9'])

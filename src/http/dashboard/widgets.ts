@@ -105,6 +105,8 @@ export function submitForm(): Html {
       value="24"
       required
     />
+    <label for="max-cost">Spend cap (USD, optional: max_cost_usd)</label>
+    <input id="max-cost" name="max_cost_usd" type="text" inputmode="decimal" placeholder="5" />
     <label
       ><input name="dry_run" type="checkbox" value="true" /> Only quote it: validate and price,
       store nothing</label
