@@ -4,6 +4,7 @@
  * are none, the lines to store and the batch's cost ceiling.
  */
 import { z } from 'zod'
+import { NO_ADAPTERS, type AdapterLookup, type AdapterRecord } from '../catalog/adapters.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf } from '../catalog/catalog.ts'
 import { BATCH_URLS, isBatchUrl, type BatchEndpoint } from '../domain.ts'
@@ -24,6 +25,7 @@ import {
 } from './issues.ts'
 import { MAX_JSON_DEPTH } from './json-depth.ts'
 import { readJsonlLines, type FileSegment } from './read-jsonl-lines.ts'
+import { AdapterTally } from './adapter-tally.ts'
 import { validateBody } from './validate-body.ts'
 
 export interface FileLimits {
@@ -60,6 +62,8 @@ export interface CheckOptions {
    * cap stores every line's ceiling, which the claim checks against the cap (SPEC §12).
    */
   lineCeilings?: boolean
+  /** The submitting account's active adapters, which `ft:` model ids are looked up in. */
+  adapters?: AdapterLookup
 }
 
 export function lineEnvelopeSchema(maxCustomIdLength: number) {
@@ -120,6 +124,8 @@ export interface LinesChecked {
   /** The ceiling of the valid lines, exact (not yet rounded up to the micro-dollar). */
   ceiling: Money
   customIds: Map<string, number>
+  /** The distinct adapters the valid lines name, in order of first use. */
+  adapters: AdapterRecord[]
   /** The valid lines' warnings, the first MAX_WARNINGS of them, and how many more. */
   warnings: Warning[]
   warningsOmitted: number
@@ -129,7 +135,7 @@ export function validateBatchFile(
   bytes: Uint8Array,
   catalog: Catalog,
   limits: FileLimits,
-  options: Pick<CheckOptions, 'collectGarbage' | 'lineCeilings'> = {},
+  options: Pick<CheckOptions, 'collectGarbage' | 'adapters' | 'lineCeilings'> = {},
 ): FileVerdict {
   const checked = checkLines(bytes, catalog, limits, options)
   if (checked.count === 0) {
@@ -145,7 +151,7 @@ export function validateBatchFile(
 }
 
 /** The verdict on a whole file from what checking all its lines found. */
-export function fileVerdict(checked: Omit<LinesChecked, 'customIds'>): FileVerdict {
+export function fileVerdict(checked: Omit<LinesChecked, 'customIds' | 'adapters'>): FileVerdict {
   const { issues, omitted, count, endpoint } = checked
   if (issues.length > 0 || !endpoint) return { ok: false, issues, omitted, lineCount: count }
   return {
@@ -169,6 +175,8 @@ export function checkLines(
   options: CheckOptions = {},
 ): LinesChecked {
   const { segment, collectGarbage, lineCeilings } = options
+  const adapterLookup = options.adapters ?? NO_ADAPTERS
+  const adapters = new AdapterTally()
   const envelope = envelopeFor(limits.maxCustomIdLength)
   const issues: Issue[] = []
   let omitted = 0
@@ -235,7 +243,7 @@ export function checkLines(
     // An issue names its line's custom_id so it zips against the input; one too long to be valid
     // is cut to an excerpt, so a refusal never carries a megabyte of it back.
     const shownId = customId === null ? null : excerpt(customId, limits.maxCustomIdLength)
-    const lineIssue = (p: { path: string; message: string; fix: string }) =>
+    const lineIssue = (p: { path: string; message: string; fix: string; code?: string }) =>
       report({ line: lineNo, custom_id: shownId, ...p })
     const parsed = envelope.check(json)
     let bad = !parsed.success
@@ -265,12 +273,22 @@ export function checkLines(
       }
       // Nesting deeper than the limit takes two brackets a level: most lines are too short to.
       const shallow = text.length <= 2 * MAX_JSON_DEPTH
-      const body = validateBody(record.body, endpointOf(url), catalog, 'body', { shallow })
+      const body = validateBody(record.body, endpointOf(url), catalog, 'body', {
+        shallow,
+        adapters: adapterLookup,
+      })
       if (!body.ok) {
         for (const problem of body.problems) lineIssue(problem)
         continue
       }
       if (bad) continue
+      const { adapter, model } = body.value
+      if (adapter) {
+        // The base's limits on one batch's adapters, each named once, at the line that passes it.
+        const passed = adapters.add(adapter, model)
+        if (passed) lineIssue({ path: 'body.model', code: 'model_not_found', ...passed })
+        if (passed || adapters.over(model)) continue
+      }
       for (const warning of body.value.warnings) {
         if (warnings.length >= MAX_WARNINGS) warningsOmitted++
         else {
@@ -295,6 +313,7 @@ export function checkLines(
     lines,
     ceiling: tally.exactTotal(),
     customIds: seen,
+    adapters: adapters.all(),
     warnings,
     warningsOmitted,
   }

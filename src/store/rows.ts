@@ -11,6 +11,7 @@ import type {
   Scope,
   WaitingCode,
 } from '../domain.ts'
+import type { AdapterRecord, AdapterStatus } from '../catalog/adapters.ts'
 import { Money, moneyText, usd } from '../money/decimal.ts'
 import type { FileView, RunnableBatch } from './store.ts'
 
@@ -257,5 +258,20 @@ export function capEndedWaiting(
       `max_cost_usd ($${usd(maxCostUsd)}) was reached: ${cancelled} line${cancelled === 1 ? '' : 's'} ` +
       'did not run and ended cancelled with max_cost_reached, costing nothing. To run them, submit ' +
       `GET /v1/batches/${batchId}/results?filter=failed&format=input again with a higher max_cost_usd.`,
+  }
+}
+
+export function rowToAdapter(row: Row): AdapterRecord {
+  return {
+    id: row.id as string,
+    accountId: row.account_id as string,
+    baseModel: row.base_model as string,
+    name: row.name as string,
+    rank: Number(row.rank),
+    sizeMib: Number(row.size_mib),
+    source: row.source as string,
+    status: row.status as AdapterStatus,
+    createdAt: Number(row.created_at),
+    deactivatedAt: num(row.deactivated_at),
   }
 }
