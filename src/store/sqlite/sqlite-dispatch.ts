@@ -3,10 +3,15 @@
  * outcomes with their charges, reaping leases and moving batches on. Works on any connection to
  * the store's file; for a file on disk it runs on a thread of its own (dispatch-thread.ts), so
  * its SQLite work does not hold up the event loop that reads upstream answers.
+ *
+ * Longer than most files: it is the whole dispatcher side of one store, its ledger included.
+ * Spend caps (spend-cap.ts) and the per-provider counts (provider-shares.ts) live apart.
  */
 import type { Database } from 'bun:sqlite'
 import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
-import { capEndedWaiting, capWaiting, rowToRunnable, terminalStatus } from '../rows.ts'
+import { rowToRunnable, terminalStatus } from '../rows.ts'
+import { ShareTally } from './provider-shares.ts'
+import { CAP_ROOM_BACK, claimCapped, endOverCap } from './spend-cap.ts'
 import { enqueueWebhookEvents } from './webhooks.ts'
 import {
   OPEN_BATCH_STATUSES,
@@ -68,7 +73,7 @@ export class SqliteDispatch implements DispatchStore {
       ).get(batchId)
       if (!batch || !coversHolds(batch)) return []
       if (batch.max_cost_usd !== null)
-        return this.claimCapped(batchId, batch, owner, limit, nowMs, leaseUntilMs)
+        return claimCapped(this.db, batchId, batch, owner, limit, nowMs, leaseUntilMs)
       const rows = this.q(
         `UPDATE lines SET status = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1
          WHERE batch_id = ? AND line_no IN (
@@ -92,91 +97,6 @@ export class SqliteDispatch implements DispatchStore {
         deadlineAt: Number(batch.deadline_at),
       }))
     })
-  }
-
-  /** claimLines for a batch with a spend cap (see DispatchStore.claimLines); inside its transaction. */
-  private claimCapped(
-    batchId: string,
-    batch: Row,
-    owner: string,
-    limit: number,
-    nowMs: number,
-    leaseUntilMs: number,
-  ): ClaimedLine[] {
-    let room = new Money(batch.max_cost_usd).minus(batch.cost_usd).minus(batch.reserved_usd)
-    // Ceilings are decimal TEXT: SQL narrows the candidates as REAL with a margin, and the
-    // exact comparison below decides.
-    const candidates = room.isPositive()
-      ? this.q(
-          `SELECT line_no, ceiling_usd FROM lines
-           WHERE batch_id = ? AND status = 'pending' AND not_before <= ?
-             AND CAST(ceiling_usd AS REAL) <= ? ORDER BY line_no LIMIT ?`,
-        ).all(batchId, nowMs, room.toNumber() * (1 + 1e-9) + 1e-12, limit)
-      : []
-    const chosen: Row[] = []
-    let reserved = new Money(0)
-    for (const candidate of candidates) {
-      const ceiling = new Money(candidate.ceiling_usd)
-      if (ceiling.greaterThan(room.plus(reserved))) continue // fits on its own only as REAL
-      if (ceiling.greaterThan(room)) break // the next would not fit
-      chosen.push(candidate)
-      room = room.minus(ceiling)
-      reserved = reserved.plus(ceiling)
-    }
-    const claim = this.q(
-      `UPDATE lines SET status = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1
-       WHERE batch_id = ? AND line_no = ? AND status = 'pending'
-       RETURNING line_no, custom_id, input, attempts, ceiling_usd`,
-    )
-    const rows = chosen.map((row) => claim.get(owner, leaseUntilMs, batchId, row.line_no)!)
-    if (rows.length > 0) {
-      this.q(
-        `UPDATE batches SET pending = pending - ?, running = running + ?, reserved_usd = ?,
-           started_at = coalesce(started_at, ?) WHERE id = ?`,
-      ).run(
-        rows.length,
-        rows.length,
-        moneyText(reserved.plus(batch.reserved_usd)),
-        Math.floor(nowMs / 1000),
-        batchId,
-      )
-    }
-    // Short of lines: is a due line left that no longer fits? Then the cap is what holds it.
-    const dearest =
-      rows.length < limit
-        ? this.q(
-            `SELECT ceiling_usd FROM lines WHERE batch_id = ? AND status = 'pending' AND not_before <= ?
-             ORDER BY CAST(ceiling_usd AS REAL) DESC LIMIT 1`,
-          ).get(batchId, nowMs)
-        : null
-    const blocked = dearest !== null && room.lessThan(dearest.ceiling_usd)
-    if (blocked) this.setCapWaiting(batchId, capWaiting(moneyText(batch.max_cost_usd)))
-    else if (rows.length > 0) this.setCapWaiting(batchId, null)
-    return rows.map((row) => ({
-      batchId,
-      accountId: batch.account_id,
-      lineNo: Number(row.line_no),
-      customId: row.custom_id,
-      input: row.input,
-      attempts: Number(row.attempts),
-      deadlineAt: Number(batch.deadline_at),
-      ceilingUsd: moneyText(row.ceiling_usd),
-    }))
-  }
-
-  /** Sets or clears the cap's own waiting code, leaving any other part's. */
-  private setCapWaiting(batchId: string, waiting: BatchWaiting | null) {
-    this.q(
-      `UPDATE batches SET waiting_code = ?, waiting_message = ?, waiting_until = NULL
-       WHERE id = ? AND (waiting_code IS NULL OR waiting_code = 'max_cost_reached')
-         AND (waiting_code IS NOT ? OR waiting_message IS NOT ?)`,
-    ).run(
-      waiting?.code ?? null,
-      waiting?.message ?? null,
-      batchId,
-      waiting?.code ?? null,
-      waiting?.message ?? null,
-    )
   }
 
   async batchStatuses(ids: readonly string[]) {
@@ -364,34 +284,8 @@ export class SqliteDispatch implements DispatchStore {
           'UPDATE batches SET pending = pending - ?, cancelled = cancelled + ? WHERE id = ?',
         ).run(n, n, id)
       }
-      // A capped batch with nothing in flight: every pending line that does not fit what is
-      // left of its cap never will, and ends cancelled (SPEC §12).
-      const capped = this.q(
-        `SELECT id, max_cost_usd, cost_usd, reserved_usd FROM batches
-         WHERE status = 'in_progress' AND max_cost_usd IS NOT NULL AND running = 0 AND pending > 0`,
-      ).all()
-      for (const batch of capped) {
-        const room = new Money(batch.max_cost_usd).minus(batch.cost_usd).minus(batch.reserved_usd)
-        const over = this.q(
-          `SELECT line_no, ceiling_usd FROM lines WHERE batch_id = ? AND status = 'pending'
-             AND CAST(ceiling_usd AS REAL) >= ?`,
-        )
-          .all(batch.id, room.toNumber() * (1 - 1e-9) - 1e-12)
-          .filter((line) => room.lessThan(line.ceiling_usd))
-        if (over.length === 0) continue
-        const end = this.q(
-          `UPDATE lines SET status = 'cancelled', error_code = 'max_cost_reached', finished_at = ?
-           WHERE batch_id = ? AND line_no = ? AND status = 'pending'`,
-        )
-        let n = 0
-        for (const line of over) n += end.run(now, batch.id, line.line_no).changes
-        const previous = this.q('SELECT cancelled FROM batches WHERE id = ?').get(batch.id)!
-        const waiting = capEndedWaiting(batch.id, batch.max_cost_usd, previous.cancelled + n)
-        this.q(
-          `UPDATE batches SET pending = pending - ?, cancelled = cancelled + ?,
-             waiting_code = ?, waiting_message = ?, waiting_until = NULL WHERE id = ?`,
-        ).run(n, n, waiting.code, waiting.message, batch.id)
-      }
+      // A capped batch with nothing in flight ends the lines that can no longer fit (SPEC §12).
+      endOverCap(this.db, now)
       // A batch is `finalizing` for one tick between its last line and its terminal status.
       for (const { id } of this.q(`SELECT id FROM batches WHERE status = 'finalizing'`).all()) {
         if (finishBatch(this.db, id, now)) changed.push(id)
@@ -434,15 +328,6 @@ export class SqliteDispatch implements DispatchStore {
     )
   }
 }
-
-/**
- * Room came back under a batch's cap (a reserved ceiling ended): its lines may fit again, so it
- * is runnable again and the next claim decides whether the cap still holds them back. Meanwhile a
- * batch waiting `max_cost_reached` is left out of runnableBatches, so its lines are not looked
- * over on every turn while nothing can change.
- */
-const CAP_ROOM_BACK = `waiting_code = CASE WHEN waiting_code = 'max_cost_reached' THEN NULL ELSE waiting_code END,
-  waiting_message = CASE WHEN waiting_code = 'max_cost_reached' THEN NULL ELSE waiting_message END`
 
 const OPEN = `(${OPEN_BATCH_STATUSES.map((status) => `'${status}'`).join(', ')})`
 
@@ -615,64 +500,5 @@ class Ledger {
     )
     for (const [id, a] of this.accounts)
       accountUpdate.run(moneyText(a.balance), moneyText(a.held), id)
-  }
-}
-
-/**
- * What one recordOutcomes transaction adds to batch_providers: per batch and provider, this
- * owner's settled lines, their cost and the change in its calls in flight; one write per pair.
- */
-class ShareTally {
-  private readonly entries = new Map<
-    string,
-    {
-      batchId: string
-      provider: string
-      succeeded: number
-      failed: number
-      running: number
-      cost: Money
-    }
-  >()
-
-  constructor(
-    private readonly db: Database,
-    private readonly owner: string,
-  ) {}
-
-  add(
-    batchId: string,
-    provider: string,
-    field: 'succeeded' | 'failed' | 'running',
-    n: number,
-    costUsd = '0',
-  ) {
-    const key = `${batchId}\u0000${provider}`
-    let entry = this.entries.get(key)
-    if (!entry) {
-      entry = { batchId, provider, succeeded: 0, failed: 0, running: 0, cost: new Money(0) }
-      this.entries.set(key, entry)
-    }
-    entry[field] += n
-    if (costUsd !== '0') entry.cost = entry.cost.plus(costUsd)
-  }
-
-  write() {
-    if (this.entries.size === 0) return
-    const read = this.db.query<Row, [string, string, string]>(
-      'SELECT cost_usd FROM batch_providers WHERE batch_id = ? AND provider = ? AND owner = ?',
-    )
-    const upsert = this.db.query(
-      `INSERT INTO batch_providers (batch_id, provider, owner, succeeded, failed, running, cost_usd)
-       VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (batch_id, provider, owner) DO UPDATE SET
-         succeeded = succeeded + excluded.succeeded, failed = failed + excluded.failed,
-         running = running + excluded.running, cost_usd = excluded.cost_usd`,
-    )
-    for (const e of this.entries.values()) {
-      const before = read.get(e.batchId, e.provider, this.owner)?.cost_usd ?? '0'
-      const cost = moneyText(e.cost.plus(before))
-      upsert.run(e.batchId, e.provider, this.owner, e.succeeded, e.failed, e.running, cost)
-    }
   }
 }
