@@ -7,7 +7,8 @@
  */
 import type postgres from 'postgres'
 import { moneyText } from '../../money/decimal.ts'
-import { capEndedWaiting, terminalStatus } from '../rows.ts'
+import { capEndedWaiting } from '../cap-waiting.ts'
+import { terminalStatus } from '../rows.ts'
 import { enqueueWebhookEvents } from './webhooks.ts'
 
 type Row = Record<string, any>

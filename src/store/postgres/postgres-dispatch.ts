@@ -14,7 +14,8 @@ import {
   type WaitingCode,
 } from '../../domain.ts'
 import { Money, moneyText } from '../../money/decimal.ts'
-import { capWaiting, rowToRunnable } from '../rows.ts'
+import { capWaiting } from '../cap-waiting.ts'
+import { rowToRunnable } from '../rows.ts'
 import type {
   CallsChange,
   ClaimedLine,

@@ -6,7 +6,7 @@
 import type { Database } from 'bun:sqlite'
 import type { BatchWaiting } from '../../domain.ts'
 import { Money, moneyText } from '../../money/decimal.ts'
-import { capEndedWaiting, capWaiting } from '../rows.ts'
+import { capEndedWaiting, capWaiting } from '../cap-waiting.ts'
 import type { ClaimedLine } from '../store.ts'
 
 type Row = Record<string, any>
