@@ -13,7 +13,13 @@ export interface BatchView {
   cost_ceiling_usd: string
   /** Absent from gateways older than SPEC §12–13's fields. */
   max_cost_usd?: string | null
-  routing?: { eta: number | null }
+  routing?: {
+    providers?: Record<
+      string,
+      { succeeded: number; failed: number; running: number; cost_usd: string }
+    >
+    eta: number | null
+  }
   waiting?: BatchWaiting | null
 }
 
@@ -72,10 +78,23 @@ export function summary(batch: BatchView): string {
     `${batch.id}  ${batch.name ?? '(unnamed)'}  ${batch.status}`,
     `  lines     ${c.total}: ${c.succeeded} succeeded, ${notRun(c)} failed (${c.failed} failed, ${c.cancelled} cancelled, ${c.expired} expired), ${c.pending + c.running} pending`,
     `  cost      $${batch.cost_usd} of $${batch.cost_ceiling_usd} ceiling${batch.max_cost_usd ? `, capped at $${batch.max_cost_usd}` : ''}`,
+    ...providerLines(batch),
+    ...(batch.routing?.eta != null && batch.finished_at === null
+      ? [`  eta       ${utc(batch.routing.eta)}`]
+      : []),
     ...(batch.waiting ? [`  waiting   ${batch.waiting.code}: ${batch.waiting.message}`] : []),
     `  created   ${utc(batch.created_at)}`,
     `  deadline  ${utc(batch.deadline_at)} (${timeLeft(batch)})`,
   ].join('\n')
+}
+
+/** `  providers gpu-pool: 9000 ok, 0 failed, 24 running, $0.000000` and one line per further provider. */
+function providerLines(batch: BatchView): string[] {
+  const entries = Object.entries(batch.routing?.providers ?? {})
+  return entries.map(
+    ([name, p], i) =>
+      `  ${i === 0 ? 'providers' : '         '} ${name}: ${p.succeeded} ok, ${p.failed} failed, ${p.running} running, $${p.cost_usd}`,
+  )
 }
 
 /** One row per batch, columns padded to their widest cell. */

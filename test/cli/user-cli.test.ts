@@ -93,6 +93,8 @@ describe('multigrid (user CLI)', () => {
     expect(status.code).toBe(0)
     expect(status.stdout).toContain(`${batchId}  cli-run  completed`)
     expect(status.stdout).toMatch(/lines\s+3: 2 succeeded, 1 failed/)
+    // Where the lines went: every one on the simulator.
+    expect(status.stdout).toMatch(/\n  providers sim: 2 ok, 1 failed, 0 running, \$0\.\d{6}/)
     const json = await run(['status', batchId, '--json'])
     expect(JSON.parse(json.stdout)).toMatchObject({ id: batchId, status: 'completed' })
 
