@@ -1634,6 +1634,20 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         expect((await dispatch.runnableBatches(MS, 10)).map((b) => b.id)).toEqual(['batch_01'])
       })
 
+      it('concurrent claims of one capped batch never reserve past its cap', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', Array(40).fill('0.15'))
+        // 6 × 0.15 = 0.9 fits a cap of 1, a seventh would not: 40 claimers at once take 6.
+        const claims = await Promise.all(
+          Array.from({ length: 40 }, (_, i) => claim('batch_01', `owner-${i}`, 1)),
+        )
+        expect(claims.flat()).toHaveLength(6)
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          running: 6,
+          pending: 34,
+        })
+      })
+
       it('gives the reservation back when a line is retried, reaped or released', async () => {
         await account('acct_1', '10')
         await capped('batch_01', '1', ['0.6', '0.6'])
