@@ -2,7 +2,7 @@
  * The batch page's routing section (SPEC §13): where the lines went, per provider, as one bar
  * and a table; the projected finish; and why the batch waits, with what to do about it.
  */
-import type { BatchRecord, ProviderShare } from '../../domain.ts'
+import { currentWaiting, nowSeconds, type BatchRecord, type ProviderShare } from '../../domain.ts'
 import { usd } from '../../money/decimal.ts'
 import { batchEta } from '../render-native.ts'
 import { html, type Html } from './html.ts'
@@ -46,7 +46,7 @@ export function etaText(batch: BatchRecord): string {
 
 export function routingSection(batch: BatchRecord, shares: Record<string, ProviderShare>): Html {
   const entries = Object.entries(shares)
-  const waiting = batch.waiting
+  const waiting = currentWaiting(batch.waiting, nowSeconds())
   return html`<section id="routing">
     <h2>Routing</h2>
     ${
