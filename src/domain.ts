@@ -110,6 +110,19 @@ export interface BatchWaiting {
   until?: number
 }
 
+/**
+ * `waiting` as of `now` (Unix seconds): a 429 pause whose resume time has passed is over, whichever
+ * instance saw it (the one that did clears it when the batch moves again; another instance's
+ * lines may have moved it first). A new 429 sets a new pause.
+ */
+export function currentWaiting(waiting: BatchWaiting | null, now: number): BatchWaiting | null {
+  if (waiting?.code === 'provider_rate_limited' && waiting.until !== undefined)
+    return now > waiting.until + PAUSE_GRACE_SECONDS ? null : waiting
+  return waiting
+}
+/** Lines resume a moment after a pause ends: its wait is shown until then. */
+const PAUSE_GRACE_SECONDS = 2
+
 /** A batch as stored; the HTTP layers render it for their surface. */
 export interface BatchRecord {
   id: string

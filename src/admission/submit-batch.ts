@@ -8,7 +8,7 @@ import { refuse, type GatewayError } from '../errors.ts'
 import type { Issue, Warning } from '../ingest/issues.ts'
 import type { FileValidator } from '../ingest/parallel-validation.ts'
 import type { FileLimits } from '../ingest/validate-batch-file.ts'
-import { availableUsd, Money, usd } from '../money/decimal.ts'
+import { availableUsd, batchHold, Money, usd } from '../money/decimal.ts'
 import type { AccountStore, BatchStore } from '../store/store.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 
@@ -27,16 +27,24 @@ export interface SubmitOptions {
    * deposit, as a `validating` batch, instead of being refused 402.
    */
   waitForCredit?: boolean
+  /** The batch's spend cap (SPEC §12), canonical decimal text; null or absent for none. */
+  maxCostUsd?: string | null
 }
 
-/** A dry run needs only whose credit to compare with and what the lines must be. */
-export type QuoteOptions = Pick<SubmitOptions, 'accountId' | 'source' | 'endpoint'>
+/** A dry run needs only whose credit to compare with, what the lines must be and the cap. */
+export type QuoteOptions = Pick<SubmitOptions, 'accountId' | 'source' | 'endpoint' | 'maxCostUsd'>
 
 export type Invalid = { kind: 'invalid'; issues: Issue[]; omitted: number; lineCount: number }
 
 /** A valid file the account cannot take now; each surface renders it (refusalOf, or its own way). */
 export type Refused =
-  | { kind: 'insufficient_quota'; costCeilingUsd: string; availableUsd: string }
+  | {
+      kind: 'insufficient_quota'
+      costCeilingUsd: string
+      availableUsd: string
+      /** The cap, when it is what was to be held (lower than the ceiling). */
+      maxCostUsd?: string
+    }
   | { kind: 'limit_exceeded'; limit: number; inUse: number }
   | { kind: 'daily_limit_exceeded'; limitUsd: string; usedUsd: string }
 
@@ -47,6 +55,7 @@ export type QuoteResult =
       kind: 'quote'
       lineCount: number
       costCeilingUsd: string
+      maxCostUsd: string | null
       creditSufficient: boolean
       availableUsd: string
       /** What the file's valid lines may run into (SPEC §14: a schema that recurses without end). */
@@ -65,9 +74,21 @@ export interface Admission {
 export function refusalOf(result: Refused): GatewayError {
   switch (result.kind) {
     case 'insufficient_quota':
+      if (result.maxCostUsd !== undefined)
+        return refuse(
+          'insufficient_quota',
+          `the batch's max_cost_usd of $${result.maxCostUsd} (held instead of its cost ceiling of $${result.costCeilingUsd}) exceeds the account's available credit of $${result.availableUsd}; add credit or set a lower max_cost_usd`,
+          {
+            detail: {
+              cost_ceiling_usd: result.costCeilingUsd,
+              max_cost_usd: result.maxCostUsd,
+              available_usd: result.availableUsd,
+            },
+          },
+        )
       return refuse(
         'insufficient_quota',
-        `the batch's cost ceiling of $${result.costCeilingUsd} exceeds the account's available credit of $${result.availableUsd}; add credit or submit fewer lines or a lower max_tokens`,
+        `the batch's cost ceiling of $${result.costCeilingUsd} exceeds the account's available credit of $${result.availableUsd}; add credit, set a max_cost_usd the credit covers, or submit fewer lines or a lower max_tokens`,
         { detail: { cost_ceiling_usd: result.costCeilingUsd, available_usd: result.availableUsd } },
       )
     case 'limit_exceeded':
@@ -120,7 +141,10 @@ export function createAdmission(
   /** Every line valid, and of the declared endpoint when there is one. */
   async function check(bytes: Uint8Array, options: QuoteOptions) {
     const lookup = mentionsAdapter(bytes) ? await adapters(options.accountId) : NO_ADAPTERS
-    const verdict = await validator.validate(bytes, limits, lookup)
+    // A capped batch stores each line's own ceiling, which the claim checks against the cap.
+    const verdict = await validator.validate(bytes, limits, lookup, {
+      lineCeilings: Boolean(options.maxCostUsd),
+    })
     if (!verdict.ok) {
       return {
         kind: 'invalid',
@@ -149,15 +173,18 @@ export function createAdmission(
   }
 
   async function quote(bytes: Uint8Array, options: QuoteOptions): Promise<QuoteResult> {
-    const verdict = await check(bytes, options)
+    // The quote needs no per-line ceilings: only the total is compared.
+    const verdict = await check(bytes, { ...options, maxCostUsd: null })
     if ('kind' in verdict) return verdict
     const account = await store.getAccount(options.accountId)
     const free = account ? availableUsd(account) : new Money(0)
+    const hold = batchHold(verdict.ceiling.toFixed(), options.maxCostUsd)
     return {
       kind: 'quote',
       lineCount: verdict.lines.length,
       costCeilingUsd: usd(verdict.ceiling.toFixed()),
-      creditSufficient: verdict.ceiling.lessThanOrEqualTo(free),
+      maxCostUsd: options.maxCostUsd ? usd(options.maxCostUsd) : null,
+      creditSufficient: free.greaterThanOrEqualTo(hold),
       availableUsd: usd(free),
       warnings: verdict.warnings,
       warningsOmitted: verdict.warningsOmitted,
@@ -186,6 +213,7 @@ export function createAdmission(
       createdAt,
       deadlineAt: createdAt + options.completionWindowHours * 3600,
       costCeilingUsd: ceiling,
+      maxCostUsd: options.maxCostUsd ?? null,
       lineCount: verdict.lines.length,
       source: options.source,
       metadata: options.metadata,
@@ -205,6 +233,9 @@ export function createAdmission(
           kind: 'insufficient_quota',
           costCeilingUsd: usd(ceiling),
           availableUsd: usd(result.availableUsd),
+          ...(options.maxCostUsd && new Money(options.maxCostUsd).lessThan(ceiling)
+            ? { maxCostUsd: usd(options.maxCostUsd) }
+            : {}),
         }
       case 'limit_exceeded':
         telemetry.rateLimited('open_batches')

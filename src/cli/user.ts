@@ -14,9 +14,11 @@ import { FINAL_STATUSES, progressLine, summary, table, type BatchView } from './
 
 const USAGE = `usage: multigrid <command> [options]
 
-  submit FILE [--name NAME] [--window-hours N] [--dry-run] [--wait-for-credit] [--wait]
-              [--out FILE]   submit a JSONL file; prints the batch id. --wait shows progress on
+  submit FILE [--name NAME] [--window-hours N] [--max-cost USD] [--dry-run] [--wait-for-credit]
+              [--wait] [--out FILE]
+                             submit a JSONL file; prints the batch id. --wait shows progress on
                              stderr until the batch ends; --out then writes its results there.
+                             --max-cost: the batch's spend cap (max_cost_usd).
                              --wait-for-credit: if the credit does not cover it yet, it waits
                              for a deposit (up to half its window) instead of being refused
   status ID [--json]         the batch's counts, cost and time left
@@ -33,6 +35,7 @@ class UsageError extends Error {}
 const OPTIONS = {
   name: { type: 'string' },
   'window-hours': { type: 'string' },
+  'max-cost': { type: 'string' },
   'dry-run': { type: 'boolean' },
   'wait-for-credit': { type: 'boolean' },
   wait: { type: 'boolean' },
@@ -113,6 +116,7 @@ async function submit(api: Api, file: string, flags: Flags): Promise<number> {
   const query = new URLSearchParams()
   if (flags.name) query.set('name', flags.name)
   if (flags['window-hours']) query.set('completion_window_hours', flags['window-hours'])
+  if (flags['max-cost']) query.set('max_cost_usd', flags['max-cost'])
   if (flags['dry-run']) query.set('dry_run', 'true')
   if (flags['wait-for-credit']) query.set('wait_for_credit', 'true')
   const response = await api.request(`/v1/batches?${query}`, {

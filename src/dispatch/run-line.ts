@@ -16,6 +16,7 @@ import {
   priceOf,
   type UpstreamTarget,
 } from '../money/ceiling.ts'
+import { Money } from '../money/decimal.ts'
 import { priceUsage } from '../money/price-usage.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import { structuredAnswerProblem } from '../schemas/structured-answer.ts'
@@ -97,17 +98,20 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     )
     const usage = outcome.usage ?? estimateUsage(endpoint, parsed.body, outcome.body, bounds)
     const costUsd = priceUsage(usage, offering)
-    return {
+    const answer = {
       batchId,
       lineNo,
-      kind: 'succeeded',
+      kind: 'succeeded' as const,
       responseStatus: outcome.status,
       response: storedResponse(outcome),
-      costUsd,
       provider: offering.provider,
       latencyMs: Math.round(outcome.latencyMs),
-      ...overrun(usage, costUsd, bounds, offerings),
     }
+    // A capped batch's line was let in for its ceiling: it is never billed more, so the batch's
+    // cost never passes max_cost_usd (SPEC §12), whatever the upstream reports.
+    if (line.ceilingUsd !== undefined && new Money(line.ceilingUsd).lessThan(costUsd))
+      return { ...answer, costUsd: line.ceilingUsd, ceilingUsd: line.ceilingUsd }
+    return { ...answer, costUsd, ...overrun(usage, costUsd, bounds, offerings) }
   }
   const { error, latencyMs } = outcome
   const delay = retryDelay(deps.retry, error, line.attempts)

@@ -24,6 +24,9 @@ export interface WaitingReporter {
   progressed(batchId: string, provider: string | null): void
 }
 
+/** Batches whose reason this instance remembers, to clear it later. */
+const MAX_REMEMBERED = 10_000
+
 /** "12:04:10 UTC" */
 const clock = (ms: number) => `${new Date(ms).toISOString().slice(11, 19)} UTC`
 
@@ -40,9 +43,9 @@ export function unavailableWaiting(provider: string): BatchWaiting {
   return {
     code: 'provider_unavailable',
     message:
-      `${provider} is unavailable: every replica is failing. Its lines wait, run when a health ` +
-      'check brings a replica back, and expire at the deadline if none comes back. Nothing to do: ' +
-      "do not resubmit; if it stays down, tell the gateway's operator.",
+      `${provider} is unavailable: every replica is failing. Its lines are tried again as it ` +
+      'comes back, or go to another offering they allow. Nothing to do: do not resubmit; if it ' +
+      "stays down, tell the gateway's operator.",
   }
 }
 
@@ -64,6 +67,9 @@ export function createWaitingReporter(
   const say = (batchId: string, provider: string, waiting: BatchWaiting, untilMs: number) => {
     const before = said.get(batchId)
     if (before && before.waiting.message === waiting.message) return
+    // Bounded: the oldest entries (batches long gone, most likely) are forgotten first.
+    if (said.size >= MAX_REMEMBERED) said.delete(said.keys().next().value!)
+    said.delete(batchId)
     said.set(batchId, { waiting, provider, untilMs })
     void write(batchId, waiting, OURS)
   }

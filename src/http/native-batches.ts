@@ -10,6 +10,7 @@ import { readBody, type BodyBuffers, type BodyLimit } from '../ingest/read-body.
 import type { AccountStore, BatchStore } from '../store/store.ts'
 import { storableText } from '../schemas/text.ts'
 import { MAX_WINDOW_HOURS, wholeNumberText } from '../schemas/whole-number.ts'
+import { maxCostUsdText } from '../schemas/money-text.ts'
 import { excerpt } from '../excerpt.ts'
 import { parseQuery } from './parse-query.ts'
 import { renderBatch, renderResultLine } from './render-native.ts'
@@ -22,6 +23,8 @@ export const submitOptions = z.object({
   dry_run: z.enum(['true', 'false', '1', '0']).optional(),
   // SPEC §14: a hold the credit does not cover yet waits for a deposit instead of a 402.
   wait_for_credit: z.enum(['true', 'false', '1', '0']).optional(),
+  /** The batch's spend cap (SPEC §12). */
+  max_cost_usd: maxCostUsdText().optional(),
 })
 
 const listQuery = z.object({
@@ -127,6 +130,7 @@ export function nativeBatchRoutes({
           metadata: null,
           inputFileId: null,
           waitForCredit: query.wait_for_credit === 'true' || query.wait_for_credit === '1',
+          maxCostUsd: query.max_cost_usd ?? null,
         }
         const dryRun = query.dry_run === 'true' || query.dry_run === '1'
         const result = dryRun
@@ -151,6 +155,7 @@ export function nativeBatchRoutes({
               dry_run: true,
               line_count: result.lineCount,
               cost_ceiling_usd: result.costCeilingUsd,
+              max_cost_usd: result.maxCostUsd,
               available_usd: result.availableUsd,
               credit_sufficient: result.creditSufficient,
               warnings: result.warnings,

@@ -1,5 +1,11 @@
 /** The native batch object (SPEC §3) and its result lines, rendered from stored records. */
-import type { BatchRecord, LineRecord, ProviderShare } from '../domain.ts'
+import {
+  currentWaiting,
+  nowSeconds,
+  type BatchRecord,
+  type LineRecord,
+  type ProviderShare,
+} from '../domain.ts'
 import { usd } from '../money/decimal.ts'
 
 /**
@@ -46,7 +52,7 @@ export function renderBatch(batch: BatchRecord, shares?: Record<string, Provider
     cost_usd: usd(batch.costUsd),
     max_cost_usd: batch.maxCostUsd === null ? null : usd(batch.maxCostUsd),
     routing: { providers: renderProviders(shares), eta: batchEta(batch) },
-    waiting: batch.waiting,
+    waiting: currentWaiting(batch.waiting, nowSeconds()),
     errors: batch.errors,
     results_url: `/v1/batches/${batch.id}/results`,
   }

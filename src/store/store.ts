@@ -148,6 +148,8 @@ export interface NewLine {
    * can write bytes takes these and never needs the decoded string.
    */
   readonly inputBytes?: Uint8Array
+  /** The line's own ceiling, exact: stored for a batch with a spend cap (NewBatch.maxCostUsd). */
+  readonly ceilingUsd?: string
 }
 
 export interface NewBatch {
@@ -159,6 +161,11 @@ export interface NewBatch {
   createdAt: number
   deadlineAt: number
   costCeilingUsd: string
+  /**
+   * The batch's spend cap, or null. With one, admission holds min(ceiling, cap) and every line
+   * carries its own ceiling (NewLine.ceilingUsd), which the claim keeps within the cap.
+   */
+  maxCostUsd?: string | null
   lineCount: number
   source: 'native' | 'openai'
   metadata: Record<string, string> | null
@@ -242,6 +249,11 @@ export interface ClaimedLine {
   /** Attempts including this one. */
   attempts: number
   deadlineAt: number
+  /**
+   * The line's own ceiling, for a batch with a spend cap: it is never billed more (the claim
+   * reserved this much of the cap for it).
+   */
+  ceilingUsd?: string
 }
 
 export interface RunnableBatch {
@@ -299,7 +311,14 @@ export interface CallsChange {
 export interface DispatchStore {
   /** Batches with lines ready to claim, earliest deadline first. */
   runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]>
-  /** Leases up to `limit` pending lines of one batch, in line order. */
+  /**
+   * Leases up to `limit` pending lines of one batch, in line order. For a batch with a spend
+   * cap, atomically against every other claim of it: only lines whose ceiling fits in
+   * max_cost_usd − cost_usd − the ceilings of its lines in flight, taken in line order among
+   * those that fit on their own until the next would not; each claimed ceiling is reserved until
+   * its line is recorded or handed back. A capped claim that leaves a due line unable to fit sets
+   * the batch waiting `max_cost_reached`, and one that takes lines with room to spare clears it.
+   */
   claimLines(
     batchId: string,
     owner: string,

@@ -1563,6 +1563,180 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
       })
     })
 
+    describe('spend caps', () => {
+      /** A capped batch whose lines have these ceilings. */
+      const capped = (id: string, maxCostUsd: string, ceilings: string[], extra = {}) =>
+        admit('acct_1', id, ceilings.length, {
+          maxCostUsd,
+          costCeilingUsd: moneyText(ceilings.reduce((sum, c) => sum.plus(c), new Money(0))),
+          lines: lineList(ceilings.length).map((line, i) => ({ ...line, ceilingUsd: ceilings[i] })),
+          ...extra,
+        })
+
+      it('holds min(ceiling, cap) and admits under a cap that fits the credit', async () => {
+        await account('acct_1', '1')
+        // A ceiling of 3 does not fit a credit of 1; under a cap of 0.5 the batch is admitted.
+        const batch = await capped('batch_01', '0.5', ['1', '1', '1'])
+        expect(batch).toMatchObject({ costCeilingUsd: '3', heldUsd: '0.5', maxCostUsd: '0.5' })
+        expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '0.5' })
+        const uncapped = await store.admitBatch(
+          newBatch('acct_1', 'batch_02', 1, { costCeilingUsd: '3' }),
+        )
+        expect(uncapped.kind).toBe('insufficient_quota')
+        // A cap above the ceiling holds the ceiling.
+        expect(await capped('batch_03', '9', ['0.1', '0.2'])).toMatchObject({ heldUsd: '0.3' })
+        const tooDear = await store.admitBatch(
+          newBatch('acct_1', 'batch_04', 1, {
+            maxCostUsd: '0.6',
+            costCeilingUsd: '1',
+            lines: [{ ...lineList(1)[0]!, ceilingUsd: '1' }],
+          }),
+        )
+        expect(tooDear).toEqual({ kind: 'insufficient_quota', availableUsd: '0.2' })
+      })
+
+      it('claims only lines that fit the cap with those in flight, and carries their ceilings', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', ['0.4', '0.4', '0.1', '0.3', '0.05'])
+        // 0.4 + 0.4 fit; 0.1 too (0.9); 0.3 would pass 1: the prefix stops there.
+        const first = await claim('batch_01', 'owner-a', 10)
+        expect(first.map((l) => [l.lineNo, l.ceilingUsd])).toEqual([
+          [1, '0.4'],
+          [2, '0.4'],
+          [3, '0.1'],
+        ])
+        expect((await batchOf('acct_1', 'batch_01')).waiting).toMatchObject({
+          code: 'max_cost_reached',
+        })
+        // Room 0.1 left: only line 5 (0.05) fits on its own now.
+        expect((await claim('batch_01', 'owner-b', 10)).map((l) => l.lineNo)).toEqual([5])
+        // Line 1 settles cheaper than its ceiling: 0.35 of room comes back, line 4 fits.
+        await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.1')], MS + 1)
+        expect((await claim('batch_01', 'owner-a', 10)).map((l) => l.lineNo)).toEqual([4])
+        // Lines claimed with none held back: the cap's waiting is cleared.
+        expect((await batchOf('acct_1', 'batch_01')).waiting).toBeNull()
+      })
+
+      it('leaves a batch the cap holds back out of runnableBatches until room comes back', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', ['0.6', '0.6', '0.6'])
+        expect((await claim('batch_01', 'owner-a', 10)).map((l) => l.lineNo)).toEqual([1])
+        expect((await batchOf('acct_1', 'batch_01')).waiting?.code).toBe('max_cost_reached')
+        expect(await dispatch.runnableBatches(MS, 10)).toEqual([])
+        // Line 1 cost 0.1: room is back, the wait ends and line 2 is claimed.
+        await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.1')], MS + 1)
+        expect((await batchOf('acct_1', 'batch_01')).waiting).toBeNull()
+        expect((await dispatch.runnableBatches(MS, 10)).map((b) => b.id)).toEqual(['batch_01'])
+        expect((await claim('batch_01', 'owner-a', 10)).map((l) => l.lineNo)).toEqual([2])
+        // Held back again (0.3 left); a retry gives room back too.
+        expect((await batchOf('acct_1', 'batch_01')).waiting?.code).toBe('max_cost_reached')
+        await dispatch.recordOutcomes('owner-a', [retry('batch_01', 2, MS)], MS + 2)
+        expect((await dispatch.runnableBatches(MS, 10)).map((b) => b.id)).toEqual(['batch_01'])
+      })
+
+      it('concurrent claims of one capped batch never reserve past its cap', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', Array(40).fill('0.15'))
+        // 6 × 0.15 = 0.9 fits a cap of 1, a seventh would not: 40 claimers at once take 6.
+        const claims = await Promise.all(
+          Array.from({ length: 40 }, (_, i) => claim('batch_01', `owner-${i}`, 1)),
+        )
+        expect(claims.flat()).toHaveLength(6)
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          running: 6,
+          pending: 34,
+        })
+      })
+
+      it('gives the reservation back when a line is retried, reaped or released', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', ['0.6', '0.6'])
+        expect((await claim('batch_01', 'owner-a', 2, MS, 1000)).map((l) => l.lineNo)).toEqual([1])
+        expect(await claim('batch_01', 'owner-b', 2)).toEqual([])
+        await dispatch.recordOutcomes('owner-a', [retry('batch_01', 1, MS)], MS + 1)
+        expect((await claim('batch_01', 'owner-b', 2, MS, 1000)).map((l) => l.lineNo)).toEqual([1])
+        expect(await dispatch.reapExpiredLeases(MS + 5000)).toBe(1)
+        expect((await claim('batch_01', 'owner-a', 2, MS + 5000)).map((l) => l.lineNo)).toEqual([1])
+        expect(await dispatch.releaseLeases('owner-a')).toBe(1)
+        expect((await claim('batch_01', 'owner-b', 2, MS + 5000)).map((l) => l.lineNo)).toEqual([1])
+      })
+
+      it('once nothing is in flight, cancels the lines that do not fit with max_cost_reached, then completes', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', ['0.5', '0.5', '0.5', '0.2'])
+        expect((await claim('batch_01', 'owner-a', 10)).map((l) => l.lineNo)).toEqual([1, 2])
+        // In flight: nothing is cancelled yet.
+        await dispatch.advanceBatches(T0 + 1)
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          pending: 2,
+          cancelled: 0,
+        })
+        await dispatch.recordOutcomes(
+          'owner-a',
+          [succeeded('batch_01', 1, '0.5'), succeeded('batch_01', 2, '0.35')],
+          MS + 1,
+        )
+        // 0.15 left: line 4 (0.2) and line 3 (0.5) can never fit.
+        await dispatch.advanceBatches(T0 + 2)
+        await dispatch.advanceBatches(T0 + 3)
+        const batch = await batchOf('acct_1', 'batch_01')
+        expect(batch).toMatchObject({
+          status: 'completed',
+          costUsd: '0.85',
+          heldUsd: '0',
+          counts: { succeeded: 2, cancelled: 2, pending: 0, running: 0 },
+        })
+        expect(batch.waiting?.code).toBe('max_cost_reached')
+        expect(batch.waiting?.message).toContain('2 lines did not run')
+        const lines = await allLines('batch_01')
+        expect(lines.map((l) => [l.status, l.error?.code ?? null])).toEqual([
+          ['succeeded', null],
+          ['succeeded', null],
+          ['cancelled', 'max_cost_reached'],
+          ['cancelled', 'max_cost_reached'],
+        ])
+        expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '9.15', heldUsd: '0' })
+      })
+
+      it('ends completed, not failed, when its cap lets no line run', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '0.1', ['0.5', '0.5'])
+        expect(await claim('batch_01', 'owner-a', 10)).toEqual([])
+        await dispatch.advanceBatches(T0 + 1)
+        await dispatch.advanceBatches(T0 + 2)
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          status: 'completed',
+          costUsd: '0',
+          counts: { succeeded: 0, cancelled: 2 },
+          waiting: { code: 'max_cost_reached' },
+        })
+        expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '10', heldUsd: '0' })
+      })
+
+      it('keeps a line that still fits while it waits for a retry, and ends it once it cannot', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', ['0.3', '0.9'])
+        expect((await claim('batch_01', 'owner-a', 10)).map((l) => l.lineNo)).toEqual([1])
+        await dispatch.recordOutcomes('owner-a', [retry('batch_01', 1, MS + 60_000)], MS + 1)
+        // Nothing in flight, and both lines fit the cap on their own: none is cancelled.
+        await dispatch.advanceBatches(T0 + 1)
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          pending: 2,
+          cancelled: 0,
+        })
+        // Line 1 is not due yet; line 2 is, and fits.
+        expect((await claim('batch_01', 'owner-a', 10, MS + 2)).map((l) => l.lineNo)).toEqual([2])
+        await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 2, '0.9')], MS + 3)
+        // 0.1 left: line 1 can never fit, though its retry is not due yet.
+        await dispatch.advanceBatches(T0 + 2)
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          pending: 0,
+          cancelled: 1,
+          succeeded: 1,
+        })
+      })
+    })
+
     describe('fine-tuned adapters', () => {
       const adapter = (id: string, accountId = 'acct_1', createdAt = T0) => ({
         id,

@@ -19,6 +19,7 @@ import type { AccountStore, BatchErrorEntry, BatchStore, FileStore } from '../..
 import { storableText } from '../../schemas/text.ts'
 import { parseWholeNumber, wholeNumberText, windowHoursText } from '../../schemas/whole-number.ts'
 import { excerpt } from '../../excerpt.ts'
+import { maxCostUsdJson } from '../../schemas/money-text.ts'
 import { parseQuery } from '../parse-query.ts'
 import { errorFileId, outputFileId, renderOpenAiBatch } from './render-openai.ts'
 
@@ -36,6 +37,8 @@ const createBody = z.looseObject({
     .optional(),
   // SPEC §14, through extra_body: a batch the credit does not cover yet waits for a deposit.
   wait_for_credit: z.boolean().optional(),
+  /** Multigrid's spend cap (SPEC §12), through the SDK's extra_body. */
+  max_cost_usd: maxCostUsdJson().nullable().optional(),
 })
 
 const listQuery = z.object({
@@ -134,6 +137,7 @@ export function openAiBatchRoutes({
       inputFileId: file.id,
       endpoint: body.endpoint,
       waitForCredit: body.wait_for_credit === true,
+      maxCostUsd: body.max_cost_usd ?? null,
     })
     switch (result.kind) {
       case 'invalid':

@@ -16,7 +16,7 @@
  */
 import type postgres from 'postgres'
 import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
-import { Money, moneyText, ZERO } from '../../money/decimal.ts'
+import { batchHold, Money, moneyText, ZERO } from '../../money/decimal.ts'
 import {
   rowToAccount,
   rowToBatch,
@@ -251,6 +251,8 @@ class PostgresStore implements Store {
 
   async admitBatch(batch: NewBatch): Promise<AdmitResult> {
     const ceiling = moneyText(batch.costCeilingUsd)
+    const hold = batchHold(ceiling, batch.maxCostUsd)
+    const cap = batch.maxCostUsd ? moneyText(batch.maxCostUsd) : null
     return this.sql.begin(async (tx): Promise<AdmitResult> => {
       // The account lock comes first: the checks below then see every batch another instance
       // admitted before us, and no other admission for this account runs until we commit.
@@ -275,7 +277,7 @@ class PostgresStore implements Store {
       // The daily limit before the credit: a deposit does not raise it, so no wait helps.
       if (account.daily_spend_limit_usd !== null) {
         const used = await creditWaits.dailyUsed(tx, account, batch.createdAt * 1000)
-        if (used.plus(ceiling).greaterThan(account.daily_spend_limit_usd)) {
+        if (used.plus(hold).greaterThan(account.daily_spend_limit_usd)) {
           return {
             kind: 'daily_limit_exceeded',
             limitUsd: moneyText(account.daily_spend_limit_usd),
@@ -287,31 +289,32 @@ class PostgresStore implements Store {
       const waitUntil = batch.creditWaitUntil ?? null
       // A batch that may wait queues behind the account's batches already waiting.
       const ahead = waitUntil === null ? [] : await creditWaits.waitingHolds(tx, batch.accountId)
-      const waits = available.lessThan(ceiling) || ahead.length > 0
+      const waits = available.lessThan(hold) || ahead.length > 0
       if (waits && waitUntil === null) {
         return { kind: 'insufficient_quota', availableUsd: moneyText(Money.max(available, ZERO)) }
       }
       if (!waits) {
         await tx`
-          UPDATE accounts SET held_usd = held_usd + ${ceiling}::numeric WHERE id = ${batch.accountId}`
+          UPDATE accounts SET held_usd = held_usd + ${hold}::numeric WHERE id = ${batch.accountId}`
       }
       const wait = waits
-        ? creditWaitColumns(ceiling, ahead, available, waitUntil!)
+        ? creditWaitColumns(hold, ahead, available, waitUntil!)
         : { code: null, message: null, until: null }
       const [row] = await tx`
         INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
           created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
-          metadata, input_file_id, idempotency_key, waiting_code, waiting_message, waiting_until)
+          metadata, input_file_id, idempotency_key, waiting_code, waiting_message, waiting_until,
+          max_cost_usd)
         VALUES (${batch.id}, ${batch.accountId}, ${batch.name}, ${batch.endpoint},
           ${waits ? 'validating' : 'in_progress'},
           ${batch.completionWindowHours}, ${batch.createdAt}, ${batch.deadlineAt},
           ${batch.lineCount}, ${batch.lineCount}, ${ceiling}::numeric,
-          ${waits ? '0' : ceiling}::numeric,
+          ${waits ? '0' : hold}::numeric,
           ${batch.source}, ${batch.metadata ? tx.json(storableJson(batch.metadata)) : null},
           ${batch.inputFileId}, ${batch.idempotencyKey}, ${wait.code}, ${wait.message},
-          ${wait.until})
+          ${wait.until}, ${cap}::numeric)
         RETURNING *`
-      const count = await copyLines(tx, batch.id, batch.lines, this.collectGarbage)
+      const count = await copyLines(tx, batch.id, batch.lines, this.collectGarbage, cap !== null)
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
       }

@@ -9,8 +9,16 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { ENDED_BATCH_STATUSES, OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { sqlWordList } from './sql-word-list.ts'
-import { Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine, rowsToShares } from '../rows.ts'
+import { batchHold, Money, moneyText, ZERO } from '../../money/decimal.ts'
+import {
+  rowToAccount,
+  rowToBatch,
+  rowToFile,
+  rowToKey,
+  rowToLine,
+  rowsToShares,
+  lineCeiling,
+} from '../rows.ts'
 import type {
   FileLimits,
   FileQuotaDefaults,
@@ -250,7 +258,7 @@ class SqliteStore implements Store {
       if (account.openBatches >= account.maxOpenBatches) {
         return { kind: 'limit_exceeded', limit: account.maxOpenBatches, inUse: account.openBatches }
       }
-      const hold = new Money(batch.costCeilingUsd)
+      const hold = batchHold(batch.costCeilingUsd, batch.maxCostUsd)
       const row = this.q('SELECT * FROM accounts WHERE id = ?').get(batch.accountId)!
       // The daily limit before the credit: a deposit does not raise it, so no wait helps.
       if (row.daily_spend_limit_usd !== null) {
@@ -284,8 +292,9 @@ class SqliteStore implements Store {
       this.q(
         `INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
            created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
-           metadata, input_file_id, idempotency_key, waiting_code, waiting_message, waiting_until)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           metadata, input_file_id, idempotency_key, waiting_code, waiting_message, waiting_until,
+           max_cost_usd)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         batch.id,
         batch.accountId,
@@ -298,7 +307,7 @@ class SqliteStore implements Store {
         batch.lineCount,
         batch.lineCount,
         moneyText(batch.costCeilingUsd),
-        waits ? '0' : moneyText(batch.costCeilingUsd),
+        waits ? '0' : moneyText(hold),
         batch.source,
         batch.metadata ? JSON.stringify(batch.metadata) : null,
         batch.inputFileId,
@@ -306,8 +315,11 @@ class SqliteStore implements Store {
         wait.code,
         wait.message,
         wait.until,
+        batch.maxCostUsd ? moneyText(batch.maxCostUsd) : null,
       )
-      const count = this.insertLines(batch.id, batch.lines)
+      const count = batch.maxCostUsd
+        ? this.insertCappedLines(batch.id, batch.lines)
+        : this.insertLines(batch.id, batch.lines)
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
       }
@@ -554,6 +566,27 @@ class SqliteStore implements Store {
       }
     }
     for (let i = 0; i < params.length; i += 4) one.run(...params.slice(i, i + 4))
+    return count
+  }
+
+  /** insertLines with each line's own ceiling, for a batch with a spend cap. */
+  private insertCappedLines(batchId: string, lines: Iterable<NewLine>): number {
+    const columns = 'INSERT INTO lines (batch_id, line_no, custom_id, input, ceiling_usd) VALUES '
+    const row = '(?, ?, ?, CAST(? AS TEXT), ?)'
+    const many = this.q(columns + Array(ROWS_PER_INSERT).fill(row).join(', '))
+    const one = this.q(columns + row)
+    const params: unknown[] = []
+    let count = 0
+    for (const line of lines) {
+      params.push(batchId, line.lineNo, line.customId, line.inputBytes ?? line.input)
+      params.push(moneyText(lineCeiling(line)))
+      count++
+      if (params.length === ROWS_PER_INSERT * 5) {
+        many.run(...params)
+        params.length = 0
+      }
+    }
+    for (let i = 0; i < params.length; i += 5) one.run(...params.slice(i, i + 5))
     return count
   }
 
