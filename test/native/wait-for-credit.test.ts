@@ -137,6 +137,35 @@ for (const store of STORES) {
       expect(list.data[0]!.waiting!.code).toBe('insufficient_credit')
     })
 
+    test('a capped batch waits for its cap, not its ceiling: a deposit covering max_cost_usd starts it, and it spends within the cap', async () => {
+      const { accountId, key } = await gw.newAccount('0')
+      // Ceiling 0.000930 for 10 lines; the cap holds 0.0005 instead.
+      const admitted = await submit(
+        key,
+        lines(10, 'cap'),
+        '?wait_for_credit=true&max_cost_usd=0.0005',
+      )
+      expect(admitted.status).toBe(201)
+      const batch = (await admitted.json()) as Batch & { max_cost_usd: string }
+      expect(batch).toMatchObject({ status: 'validating', max_cost_usd: '0.000500' })
+      expect(batch.waiting!.message).toContain('deposit at least $0.000500')
+      await deposit(accountId, '0.0005')
+      const started = await waitFor(
+        'the capped batch to start',
+        async () => {
+          const now = await batchOf(key, batch.id)
+          return now.status !== 'validating' && now
+        },
+        5_000,
+        20,
+      )
+      expect(started.waiting === null || started.waiting.code === 'max_cost_reached').toBe(true)
+      const finished = await done(key, batch.id)
+      expect(finished.status).toBe('completed')
+      expect(new Decimal(finished.cost_usd).lessThanOrEqualTo('0.0005')).toBe(true)
+      expect((await account(accountId)).held_usd).toBe('0.000000')
+    })
+
     test('a deposit that makes it fit starts it within seconds; it runs and is charged what it cost', async () => {
       const { accountId, key } = await gw.newAccount('0.0001')
       const { id } = (await (await submit(key, lines(2))).json()) as Batch
