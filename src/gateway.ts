@@ -99,6 +99,7 @@ export async function startGateway(
         retry: { ...DEFAULT_RETRY, maxAttempts: config.dispatch.maxAttempts },
         drainMs: 10_000,
         onOutcome: observeLines(logger, telemetry),
+        spillMargin: config.dispatch.spillMargin,
       })
     : null
   // Admissions on any instance wake idle dispatchers on every instance (NOTIFY on PostgreSQL).

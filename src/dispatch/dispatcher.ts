@@ -6,15 +6,18 @@
  * renewed, expired ones reaped and batches moved on by periodic tasks beside the claim loop.
  */
 import type { Catalog } from '../catalog/catalog.ts'
+import type { BatchWaiting } from '../domain.ts'
 import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
 import { maintainBatches } from './batch-maintenance.ts'
 import { createClaimPlanner } from './claim-planner.ts'
 import { createPeriodicTask } from './periodic-task.ts'
+import { plannedSend } from './planned-send.ts'
 import { createRecorder } from './recorder.ts'
 import type { RetryPolicy } from './retry-policy.ts'
 import { runLine } from './run-line.ts'
+import { createSpillPlanner } from './spill-planner.ts'
 import { Tally } from './tally.ts'
 import { createWakeSignal } from './wake-signal.ts'
 
@@ -31,6 +34,14 @@ export interface DispatcherOptions {
   drainMs: number
   /** Told of every outcome about to be recorded (metrics and debug logs). */
   onOutcome?: (outcome: LineOutcome) => void
+  /** The spill planner's safety margin, a share of each batch's window (MULTIGRID_SPILL_MARGIN). */
+  spillMargin: number
+  /**
+   * Told, about once a second, why each batch with lines here waits (SPEC §13 `waiting`, the
+   * planner's codes: provider_unavailable, capacity_busy), or null once they move. Where the
+   * batch object's `waiting` is stored and rendered is not the dispatcher's part.
+   */
+  onWaiting?: (batchId: string, waiting: BatchWaiting | null) => void
 }
 
 export interface Dispatcher {
@@ -52,6 +63,13 @@ export function createDispatcher(
   const leaseMs = options.leaseSeconds * 1000
   const abort = new AbortController()
   const planner = createClaimPlanner({ capacity: upstreams.capacity() })
+  const spill = createSpillPlanner({
+    marginShare: options.spillMargin,
+    available: upstreams.available,
+    unreachable: upstreams.unreachable,
+    limit: (provider) => upstreams.gate(provider).limit,
+  })
+  const spillSend = plannedSend(upstreams, spill)
   const wake = createWakeSignal()
   let running = false
   let loop: Promise<void> | null = null
@@ -92,7 +110,41 @@ export function createDispatcher(
     () => maintainBatches(store, logger, active, stopped),
     'maintenance',
   )
-  const tasks = [heartbeat, reaper, maintenance]
+  /** What was last written of each batch's ETA and told of its waiting reason. */
+  const lastEta = new Map<string, number | null>()
+  const lastWaiting = new Map<string, string | null>()
+  // The planner's projection, written when it moved by more than a little (not on every pass).
+  const projection = every(
+    1000,
+    async () => {
+      const now = Date.now()
+      const pending = new Map((runnable?.batches ?? []).map((b) => [b.id, b.pending]))
+      const etas: { batchId: string; eta: number | null }[] = []
+      for (const id of spill.batchIds()) {
+        // Gone from here: it has no line in flight here and none left to claim.
+        if (!active.has(id) && !pending.has(id)) {
+          lastEta.delete(id)
+          lastWaiting.delete(id)
+          spill.forget(id)
+          continue
+        }
+        const eta = spill.eta(id, (pending.get(id) ?? 0) + active.count(id), now)
+        const last = lastEta.get(id)
+        if (last === undefined || (last === null) !== (eta === null) || Math.abs(eta! - last!) > 2)
+          etas.push({ batchId: id, eta })
+        const waiting = spill.waiting(id, now)
+        const said = waiting ? `${waiting.code} ${waiting.message}` : null
+        if (lastWaiting.get(id) !== said) {
+          lastWaiting.set(id, said)
+          options.onWaiting?.(id, waiting)
+        }
+      }
+      await store.recordEtas(etas)
+      for (const { batchId, eta } of etas) lastEta.set(batchId, eta)
+    },
+    'projection',
+  )
+  const tasks = [heartbeat, reaper, maintenance, projection]
 
   /** Set when a batch's last line in flight here ended; the recorder's next write then asks for maintenance. */
   let lastLineOut = false
@@ -133,13 +185,15 @@ export function createDispatcher(
       batch.pending -= lines.length
       if (lines.length < count) runnable = null
       claimed += lines.length
-      for (const line of lines) launch(line)
+      // Each line's offering is chosen as it is launched: the lines after it are not sent yet.
+      for (let i = 0; i < lines.length; i++)
+        launch(lines[i], batch, batch.pending + lines.length - i)
     }
     return claimed
   }
 
   /** Runs one claimed line to its outcome, in the background. */
-  function launch(line: ClaimedLine) {
+  function launch(line: ClaimedLine, batch: RunnableBatch, unsent: number) {
     inFlight++
     active.add(line.batchId)
     // Checked again once a slot is free: the line may have waited at the gate (claimed ahead,
@@ -149,7 +203,14 @@ export function createDispatcher(
       !stopped.has(line.batchId) &&
       !overrunning.has(line.accountId) &&
       Date.now() < line.deadlineAt * 1000
-    runLine(line, { catalog, upstreams, retry: options.retry, signal: abort.signal, proceed })
+    runLine(line, {
+      catalog,
+      upstreams,
+      retry: options.retry,
+      signal: abort.signal,
+      proceed,
+      plan: { planner: spill, upstreams: spillSend, batch, unsent },
+    })
       .then((outcome) => {
         // After shutdown's abort the line is handed back untouched, not failed.
         if (abort.signal.aborted) return

@@ -1,5 +1,5 @@
 /** The native batch object (SPEC §3) and its result lines, rendered from stored records. */
-import type { BatchRecord, LineRecord } from '../domain.ts'
+import { isOpenBatch, type BatchRecord, type LineRecord } from '../domain.ts'
 import { usd } from '../money/decimal.ts'
 
 export function renderBatch(batch: BatchRecord) {
@@ -18,6 +18,7 @@ export function renderBatch(batch: BatchRecord) {
     request_counts: batch.counts,
     cost_ceiling_usd: usd(batch.costCeilingUsd),
     cost_usd: usd(batch.costUsd),
+    routing: { eta: isOpenBatch(batch.status) ? batch.eta : null },
     results_url: `/v1/batches/${batch.id}/results`,
   }
 }

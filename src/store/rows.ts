@@ -53,6 +53,7 @@ export function rowToBatch(row: Row): BatchRecord {
     idempotencyKey: (row.idempotency_key as string | null) ?? null,
     errors: json<BatchRecord['errors']>(row.errors),
     purgedAt: num(row.purged_at),
+    eta: num(row.eta),
   }
 }
 
@@ -169,6 +170,7 @@ export function rowToRunnable(row: Row): RunnableBatch {
   return {
     id: row.id as string,
     accountId: row.account_id as string,
+    createdAt: Number(row.created_at),
     deadlineAt: Number(row.deadline_at),
     endpoint: row.endpoint as RunnableBatch['endpoint'],
     pending: Number(row.pending),

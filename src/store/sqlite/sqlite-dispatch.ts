@@ -29,7 +29,7 @@ export class SqliteDispatch implements DispatchStore {
     // SQL compares it as REAL with a margin far above REAL's rounding (it never leaves out an
     // account that is covered) and coversHolds decides exactly.
     const rows = this.q(
-      `SELECT b.id, b.account_id, b.deadline_at, b.endpoint, b.pending, a.balance_usd, a.held_usd
+      `SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint, b.pending, a.balance_usd, a.held_usd
        FROM batches b JOIN accounts a ON a.id = b.account_id
        WHERE b.status = 'in_progress' AND b.pending > 0 AND b.deadline_at > ?
          AND CAST(a.balance_usd AS REAL) >= CAST(a.held_usd AS REAL) * (1 - 1e-9) - 1e-9
@@ -99,7 +99,8 @@ export class SqliteDispatch implements DispatchStore {
     // One statement per line, its lease check in the WHERE clause; money and counters are summed
     // in memory and written once per batch and account at the end of the transaction.
     const retry = this.q(
-      `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL, not_before = ?
+      `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL, not_before = ?,
+         attempts = attempts - ?
        WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?`,
     )
     const succeed = this.q(
@@ -119,7 +120,7 @@ export class SqliteDispatch implements DispatchStore {
       for (const outcome of outcomes) {
         const key = [outcome.batchId, outcome.lineNo, owner] as const
         if (outcome.kind === 'retry') {
-          if (retry.run(outcome.notBefore, ...key).changes === 0) continue // lease lost
+          if (retry.run(outcome.notBefore, outcome.unsent ? 1 : 0, ...key).changes === 0) continue // lease lost
           ledger.count(outcome.batchId, 'retry')
           recorded++
           continue
@@ -195,6 +196,16 @@ export class SqliteDispatch implements DispatchStore {
     )
     for (const [batchId, n] of perBatch) move.run(n, n, batchId)
     return rows.length
+  }
+
+  async recordEtas(etas: readonly { batchId: string; eta: number | null }[]) {
+    if (etas.length === 0) return
+    const set = this.q(
+      `UPDATE batches SET eta = ? WHERE id = ? AND status IN ('in_progress', 'cancelling')`,
+    )
+    this.tx(() => {
+      for (const { batchId, eta } of etas) set.run(eta, batchId)
+    })
   }
 
   async advanceBatches(now: number) {

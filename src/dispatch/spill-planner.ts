@@ -1,0 +1,155 @@
+/**
+ * The planner's memory on one instance (SPEC §13): for each batch with lines here, how many of
+ * them each provider holds and how fast they complete there; for each provider, how many lines
+ * of every batch it holds. It feeds plan-spill.ts with that and keeps nothing else: the clock is
+ * passed into every call, availability and concurrency come from the caller, so bench/plan.ts
+ * drives this very code in simulated time.
+ */
+import type { BatchWaiting } from '../domain.ts'
+import { chooseOffering, projectFinish, type OfferingView, type SpillChoice } from './plan-spill.ts'
+import { ThroughputMeter } from './throughput-meter.ts'
+
+/** A batch as the planner needs it: its deadline and how long its window is (for the margin). */
+export interface PlannedBatch {
+  id: string
+  /** Unix seconds. */
+  createdAt: number
+  deadlineAt: number
+}
+
+export interface SpillPlannerOptions {
+  /** The safety margin as a share of the batch's window (MULTIGRID_SPILL_MARGIN). */
+  marginShare: number
+  /** Whether the provider can be sent to now (no replica up, or paused on a 429: false). */
+  available(provider: string, nowMs: number): boolean
+  /** Whether every replica of the provider is out and unreachable (not merely paused). */
+  unreachable(provider: string): boolean
+  /** The provider's concurrency: more lines than this sent there wait for a slot. */
+  limit(provider: string): number
+}
+
+export interface SpillPlanner {
+  /** Which of `providers` (in preference order) takes the batch's next line, `unsent` lines of it not sent anywhere yet. */
+  choose(
+    batch: PlannedBatch,
+    providers: readonly string[],
+    unsent: number,
+    nowMs: number,
+  ): SpillChoice
+  /** A line of the batch was handed to the provider (it waits for a slot there, or runs). */
+  enter(batchId: string, provider: string): void
+  /** It took a slot and was sent. */
+  started(batchId: string, provider: string, nowMs: number): void
+  /** Its call there ended after `serviceMs` (only for lines that started). */
+  ended(batchId: string, provider: string, nowMs: number, serviceMs: number, ok: boolean): void
+  /** It left the provider (ended, or gave up its place unsent). */
+  leave(batchId: string, provider: string): void
+  available(provider: string, nowMs: number): boolean
+  unreachable(provider: string): boolean
+  /** Projected finish of the batch's `remaining` lines, Unix seconds; null before it can tell. */
+  eta(batchId: string, remaining: number, nowMs: number): number | null
+  /** Why the batch's lines here do not move, as far as the planner knows; null when they do. */
+  waiting(batchId: string, nowMs: number): BatchWaiting | null
+  /** The batches it has state of. */
+  batchIds(): string[]
+  /** The batch has no line here any more. */
+  forget(batchId: string): void
+}
+
+interface BatchState {
+  /** Provider → this batch's lines held there. */
+  queued: Map<string, number>
+  /** Providers it was last told to choose among (for the ETA and the waiting reason). */
+  providers: readonly string[]
+  /** Set when nothing could take its last line: every allowed provider unavailable. */
+  heldSince: number | null
+}
+
+export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
+  const meter = new ThroughputMeter()
+  const batches = new Map<string, BatchState>()
+  /** Provider → lines of every batch held there. */
+  const held = new Map<string, number>()
+  const key = (batchId: string, provider: string) => `${batchId}\u0000${provider}`
+
+  const state = (batchId: string): BatchState => {
+    let s = batches.get(batchId)
+    if (!s) batches.set(batchId, (s = { queued: new Map(), providers: [], heldSince: null }))
+    return s
+  }
+
+  return {
+    choose(batch, providers, unsent, nowMs) {
+      const s = state(batch.id)
+      s.providers = providers
+      const windowMs = (batch.deadlineAt - batch.createdAt) * 1000
+      const targetMs = batch.deadlineAt * 1000 - options.marginShare * windowMs
+      const views: OfferingView[] = providers.map((provider) => ({
+        available: options.available(provider, nowMs),
+        hasRoom: (held.get(provider) ?? 0) < options.limit(provider),
+        queued: s.queued.get(provider) ?? 0,
+        perSecond: meter.rate(key(batch.id, provider), nowMs).perSecond,
+      }))
+      const choice = chooseOffering({ nowMs, targetMs, unsent, offerings: views })
+      s.heldSince = choice.kind === 'hold' ? (s.heldSince ?? nowMs) : null
+      return choice
+    },
+    enter(batchId, provider) {
+      const s = state(batchId)
+      s.queued.set(provider, (s.queued.get(provider) ?? 0) + 1)
+      held.set(provider, (held.get(provider) ?? 0) + 1)
+    },
+    started(batchId, provider, nowMs) {
+      meter.started(key(batchId, provider), nowMs)
+    },
+    ended(batchId, provider, nowMs, serviceMs, ok) {
+      meter.ended(key(batchId, provider), nowMs, serviceMs, ok)
+    },
+    leave(batchId, provider) {
+      const s = batches.get(batchId)
+      if (s) s.queued.set(provider, Math.max(0, (s.queued.get(provider) ?? 0) - 1))
+      held.set(provider, Math.max(0, (held.get(provider) ?? 0) - 1))
+    },
+    available: options.available,
+    unreachable: options.unreachable,
+    eta(batchId, remaining, nowMs) {
+      const s = batches.get(batchId)
+      if (!s) return null
+      const rates = s.providers.map((p) =>
+        options.available(p, nowMs) ? meter.rate(key(batchId, p), nowMs).perSecond : 0,
+      )
+      const finish = projectFinish(nowMs, remaining, rates)
+      return finish === null ? null : Math.ceil(finish / 1000)
+    },
+    waiting(batchId, nowMs) {
+      const s = batches.get(batchId)
+      if (!s || s.providers.length === 0) return null
+      if (s.heldSince !== null && s.providers.every((p) => !options.available(p, nowMs)))
+        return {
+          code: 'provider_unavailable',
+          message: `${s.providers.join(', ')} cannot be reached (every replica failing, or paused); the lines wait and use none of their attempts. Nothing to do: they run when it is back, or expire at the deadline.`,
+        }
+      // Lines handed to providers, none of them in service: they wait behind other batches' lines.
+      let queued = 0
+      let running = 0
+      for (const p of s.providers) {
+        queued += s.queued.get(p) ?? 0
+        running += meter.rate(key(batchId, p), nowMs).running
+      }
+      if (queued > 0 && running === 0)
+        return {
+          code: 'capacity_busy',
+          message: `${s.providers.join(', ')} are full with other batches' lines due earlier; this batch's lines wait their turn. Nothing to do.`,
+        }
+      return null
+    },
+    batchIds: () => [...batches.keys()],
+    forget(batchId) {
+      const s = batches.get(batchId)
+      if (!s) return
+      for (const p of s.providers) meter.forget(key(batchId, p))
+      for (const p of s.queued.keys()) meter.forget(key(batchId, p))
+      batches.delete(batchId)
+    },
+  }
+}
