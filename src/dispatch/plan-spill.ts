@@ -28,6 +28,8 @@ export interface OfferingView {
   hasRoom: boolean
   /** This batch's lines sent there and not finished (in service or waiting for a slot). */
   queued: number
+  /** Its concurrency (max_concurrency): lines it serves at once. */
+  slots: number
   /** Completions per second this batch gets there (throughput-meter.ts); null before measured. */
   perSecond: number | null
 }
@@ -49,9 +51,11 @@ export type SpillChoice =
 
 /**
  * A spill is for good while a wrong wait can still be spilled later: a line spills only when the
- * shortfall passes the measured rate's own noise. Measured (bench/plan.ts, service times ±5%):
- * spilling on every dip below the line sent 1–2% of the batch's lines to the paid offering for
- * nothing; 2% of the time left, taken from the safety margin, stops that.
+ * shortfall passes the measured rate's own noise, 2% of what the offering can still do plus one
+ * round of its slots (taken from the safety margin: at worst the batch ends that much later).
+ * Measured: spilling on every dip sent 1–2% of a batch's lines to the paid offering for nothing
+ * (bench/plan.ts, service times ±5%), and near the end of a short window, where the time left
+ * is worth a few lines, it spilled a line every few hundred ms (test/planner/spill.test.ts).
  */
 export const RATE_TOLERANCE = 0.02
 
@@ -69,8 +73,8 @@ export function chooseOffering({ nowMs, targetMs, unsent, offerings }: SpillInpu
     if (!offering.available) continue
     if (offering.hasRoom) return { kind: 'send', index: i }
     if (offering.perSecond === null) return { kind: 'send', index: i }
-    if (unsent + offering.queued <= offering.perSecond * secondsLeft * (1 + RATE_TOLERANCE))
-      return { kind: 'send', index: i }
+    const canDo = offering.perSecond * secondsLeft * (1 + RATE_TOLERANCE) + offering.slots
+    if (unsent + offering.queued <= canDo) return { kind: 'send', index: i }
   }
   return { kind: 'send', index: last }
 }

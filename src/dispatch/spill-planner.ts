@@ -92,6 +92,7 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
         // 3–4% of its lines more than it needed to).
         hasRoom: (held.get(provider) ?? 0) < 2 * options.limit(provider),
         queued: s.queued.get(provider) ?? 0,
+        slots: options.limit(provider),
         perSecond: meter.rate(key(batch.id, provider), nowMs).perSecond,
       }))
       const choice = chooseOffering({ nowMs, targetMs, unsent, offerings: views })
