@@ -100,9 +100,6 @@ export async function startGateway(
         drainMs: 10_000,
         onOutcome: observeLines(logger, telemetry),
         spillMargin: config.dispatch.spillMargin,
-        // Until the batch object stores `waiting` (SPEC §13), the planner's reasons are logged.
-        onWaiting: (batchId, waiting) =>
-          logger.info('batch.waiting', { batch_id: batchId, code: waiting?.code ?? null }),
       })
     : null
   // Admissions on any instance wake idle dispatchers on every instance (NOTIFY on PostgreSQL).

@@ -6,7 +6,6 @@
  * renewed, expired ones reaped and batches moved on by periodic tasks beside the claim loop.
  */
 import type { Catalog } from '../catalog/catalog.ts'
-import type { BatchWaiting } from '../domain.ts'
 import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
@@ -20,6 +19,9 @@ import { runLine } from './run-line.ts'
 import { createSpillPlanner } from './spill-planner.ts'
 import { Tally } from './tally.ts'
 import { createWakeSignal } from './wake-signal.ts'
+import { observeCalls } from './observe-calls.ts'
+import { createWaitingReporter } from './waiting-reporter.ts'
+import { pauseMsAfter } from '../upstream/upstreams.ts'
 
 const RUNNABLE_REUSE_MS = 200
 /** A periodic task asked to run early does so at most this often. */
@@ -36,12 +38,6 @@ export interface DispatcherOptions {
   onOutcome?: (outcome: LineOutcome) => void
   /** The spill planner's safety margin, a share of each batch's window (MULTIGRID_SPILL_MARGIN). */
   spillMargin: number
-  /**
-   * Told, about once a second, why each batch with lines here waits (SPEC §13 `waiting`, the
-   * planner's codes: provider_unavailable, capacity_busy), or null once they move. Where the
-   * batch object's `waiting` is stored and rendered is not the dispatcher's part.
-   */
-  onWaiting?: (batchId: string, waiting: BatchWaiting | null) => void
 }
 
 export interface Dispatcher {
@@ -69,7 +65,6 @@ export function createDispatcher(
     unreachable: upstreams.unreachable,
     limit: (provider) => upstreams.gate(provider).limit,
   })
-  const spillSend = plannedSend(upstreams, spill)
   const wake = createWakeSignal()
   let running = false
   let loop: Promise<void> | null = null
@@ -110,10 +105,11 @@ export function createDispatcher(
     () => maintainBatches(store, logger, active, stopped),
     'maintenance',
   )
-  /** What was last written of each batch's ETA and told of its waiting reason. */
+  /** What was last written of each batch's ETA. */
   const lastEta = new Map<string, number | null>()
-  const lastWaiting = new Map<string, string | null>()
-  // The planner's projection, written when it moved by more than a little (not on every pass).
+  // The planner's projection, written when it moved by more than a little (not on every pass),
+  // and why a batch's lines wait as far as the planner knows (all of its providers unreachable,
+  // or full with other batches' lines); the reporter clears it once a line of the batch ends.
   const projection = every(
     1000,
     async () => {
@@ -124,7 +120,6 @@ export function createDispatcher(
         // Gone from here: it has no line in flight here and none left to claim.
         if (!active.has(id) && !pending.has(id)) {
           lastEta.delete(id)
-          lastWaiting.delete(id)
           spill.forget(id)
           continue
         }
@@ -132,12 +127,9 @@ export function createDispatcher(
         const last = lastEta.get(id)
         if (last === undefined || (last === null) !== (eta === null) || Math.abs(eta! - last!) > 2)
           etas.push({ batchId: id, eta })
-        const waiting = spill.waiting(id, now)
-        const said = waiting ? `${waiting.code} ${waiting.message}` : null
-        if (lastWaiting.get(id) !== said) {
-          lastWaiting.set(id, said)
-          options.onWaiting?.(id, waiting)
-        }
+        const reason = spill.waiting(id, now)
+        if (reason?.code === 'provider_unavailable') waiting.unavailable(id, reason.providers)
+        else if (reason?.code === 'capacity_busy') waiting.capacityBusy(id, reason.providers)
       }
       await store.recordEtas(etas)
       for (const { batchId, eta } of etas) lastEta.set(batchId, eta)
@@ -153,6 +145,22 @@ export function createDispatcher(
     lastLineOut = false
     maintenance.soon()
   })
+  const waiting = createWaitingReporter(store, logger)
+  // Calls in flight per provider for routing.providers, and what makes a batch wait.
+  const observed = observeCalls(upstreams, {
+    started: (line, provider) => recorder.call(line.batchId, provider, 1),
+    ended(line, provider, outcome) {
+      recorder.call(line.batchId, provider, -1)
+      if (!outcome || outcome.ok) return
+      if (outcome.error.kind === 'rate_limited') {
+        waiting.rateLimited(line.batchId, provider, Date.now() + pauseMsAfter(outcome.error))
+      } else if (outcome.error.retryable && upstreams.unreachable(provider)) {
+        waiting.unavailable(line.batchId, provider)
+      }
+    },
+  })
+  // Batch lines go through the planner, then the observer, then the upstreams.
+  const spillSend = plannedSend(observed, spill)
 
   /**
    * The last list of runnable batches, reused for a short while: the list only changes when a
@@ -205,7 +213,7 @@ export function createDispatcher(
       Date.now() < line.deadlineAt * 1000
     runLine(line, {
       catalog,
-      upstreams,
+      upstreams: observed,
       retry: options.retry,
       signal: abort.signal,
       proceed,
@@ -214,6 +222,7 @@ export function createDispatcher(
       .then((outcome) => {
         // After shutdown's abort the line is handed back untouched, not failed.
         if (abort.signal.aborted) return
+        if (outcome.kind !== 'retry') waiting.progressed(line.batchId, outcome.provider)
         if (outcome.kind === 'succeeded' && outcome.ceilingUsd !== undefined) {
           // Billed in full all the same; the account stops being dispatched once its credit
           // no longer covers what it holds (the store's claim checks that).

@@ -5,7 +5,6 @@
  * passed into every call, availability and concurrency come from the caller, so bench/plan.ts
  * drives this very code in simulated time.
  */
-import type { BatchWaiting } from '../domain.ts'
 import { chooseOffering, projectFinish, type OfferingView, type SpillChoice } from './plan-spill.ts'
 import { ThroughputMeter } from './throughput-meter.ts'
 
@@ -48,8 +47,14 @@ export interface SpillPlanner {
   unreachable(provider: string): boolean
   /** Projected finish of the batch's `remaining` lines, Unix seconds; null before it can tell. */
   eta(batchId: string, remaining: number, nowMs: number): number | null
-  /** Why the batch's lines here do not move, as far as the planner knows; null when they do. */
-  waiting(batchId: string, nowMs: number): BatchWaiting | null
+  /**
+   * Why the batch's lines here do not move, as far as the planner knows (`providers`: the ones
+   * it may go to, named for the message); null when they do.
+   */
+  waiting(
+    batchId: string,
+    nowMs: number,
+  ): { code: 'provider_unavailable' | 'capacity_busy'; providers: string } | null
   /** The batches it has state of. */
   batchIds(): string[]
   /** The batch has no line here any more. */
@@ -129,24 +134,24 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
     waiting(batchId, nowMs) {
       const s = batches.get(batchId)
       if (!s || s.providers.length === 0) return null
-      if (s.heldSince !== null && s.providers.every((p) => !options.available(p, nowMs)))
-        return {
-          code: 'provider_unavailable',
-          message: `${s.providers.join(', ')} cannot be reached (every replica failing, or paused); the lines wait and use none of their attempts. Nothing to do: they run when it is back, or expire at the deadline.`,
-        }
-      // Lines handed to providers, none of them in service: they wait behind other batches' lines.
+      const providers = s.providers.join(', ')
+      // Held back unsent: every provider it may go to is out and unreachable (a pause is the
+      // 429's own reason).
+      if (s.heldSince !== null && s.providers.every((p) => options.unreachable(p)))
+        return { code: 'provider_unavailable', providers }
+      // Lines handed to available providers, none of them in service, while other batches'
+      // lines hold those providers: they wait behind them.
       let queued = 0
       let running = 0
+      let others = 0
       for (const p of s.providers) {
-        queued += s.queued.get(p) ?? 0
+        if (!options.available(p, nowMs)) return null
+        const mine = s.queued.get(p) ?? 0
+        queued += mine
+        others += (held.get(p) ?? 0) - mine
         running += meter.rate(key(batchId, p), nowMs).running
       }
-      if (queued > 0 && running === 0)
-        return {
-          code: 'capacity_busy',
-          message: `${s.providers.join(', ')} are full with other batches' lines due earlier; this batch's lines wait their turn. Nothing to do.`,
-        }
-      return null
+      return queued > 0 && running === 0 && others > 0 ? { code: 'capacity_busy', providers } : null
     },
     batchIds: () => [...batches.keys()],
     forget(batchId) {

@@ -238,7 +238,7 @@ describe('spill planner', () => {
     expect(planner.eta('b1', 800, at)).toBe(900)
   })
 
-  test('tells provider_unavailable while every allowed provider is down, capacity_busy while its lines only wait', () => {
+  test('tells provider_unavailable while every allowed provider is down, capacity_busy while its lines wait behind others', () => {
     let up = true
     const planner = createSpillPlanner({
       marginShare: 0.1,
@@ -248,15 +248,17 @@ describe('spill planner', () => {
     })
     up = false
     expect(planner.choose(batch, ['pool'], 5, 0)).toEqual({ kind: 'hold' })
-    expect(planner.waiting('b1', 0)?.code).toBe('provider_unavailable')
+    expect(planner.waiting('b1', 0)).toEqual({ code: 'provider_unavailable', providers: 'pool' })
     up = true
-    // Its line handed to the provider, behind another batch's lines: not in service.
+    // Another batch's line holds the pool's slot; this one's waits for it: not in service.
+    planner.enter('b0', 'pool')
+    planner.started('b0', 'pool', 5)
     expect(planner.choose(batch, ['pool'], 5, 10)).toEqual({ kind: 'send', index: 0 })
     planner.enter('b1', 'pool')
-    expect(planner.waiting('b1', 10)?.code).toBe('capacity_busy')
+    expect(planner.waiting('b1', 10)).toEqual({ code: 'capacity_busy', providers: 'pool' })
     planner.started('b1', 'pool', 20)
     expect(planner.waiting('b1', 20)).toBeNull()
     planner.forget('b1')
-    expect(planner.batchIds()).toEqual([])
+    expect(planner.batchIds()).toEqual(['b0'])
   })
 })

@@ -62,7 +62,7 @@ interface Batch {
   finished_at: number | null
   request_counts: Record<string, number>
   cost_usd: string
-  routing: { eta: number | null }
+  routing: { providers: Record<string, { succeeded: number; running: number }>; eta: number | null }
 }
 interface Row {
   custom_id: string
@@ -138,7 +138,7 @@ for (const storeKind of STORES) {
 
     test('an ample window runs every line on the free pool, none on the paid provider listed before it', async () => {
       const created = await submit(jsonl(lines(60)))
-      expect(created.routing).toEqual({ eta: null })
+      expect(created.routing).toEqual({ providers: {}, eta: null })
       const batch = await finished(created.id)
       const rows = await results(batch.id)
       expect(rows.every((row) => row.status === 'succeeded' && row.provider === 'pool')).toBe(true)
