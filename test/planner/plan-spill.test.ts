@@ -238,6 +238,41 @@ describe('spill planner', () => {
     expect(planner.eta('b1', 800, at)).toBe(900)
   })
 
+  test('a spilling batch takes no place in the pool another batch waits for; that one keeps its share', () => {
+    const planner = createSpillPlanner({
+      marginShare: 0.1,
+      available: () => true,
+      unreachable: () => false,
+      limit: () => 2,
+    })
+    const late = { id: 'late', createdAt: 0, deadlineAt: 10_000 }
+    const soon = { id: 'soon', createdAt: 0, deadlineAt: 1_000 }
+    // The pool runs 2 lines of `late` and 2 more wait for it: a round of slots and a round waiting.
+    for (let i = 0; i < 4; i++) planner.enter('late', 'pool')
+    planner.started('late', 'pool', 0)
+    planner.started('late', 'pool', 0)
+    planner.ended('late', 'pool', 1_000, 1_000, true)
+    planner.leave('late', 'pool')
+    planner.enter('late', 'pool')
+    planner.started('late', 'pool', 1_000)
+    // `soon` has measured 1 line/s there; its 5,000 lines cannot finish in 900 s: they spill,
+    // and do not queue in front of `late`'s.
+    planner.enter('soon', 'pool')
+    planner.started('soon', 'pool', 0)
+    planner.ended('soon', 'pool', 1_000, 1_000, true)
+    planner.leave('soon', 'pool')
+    planner.enter('soon', 'pool')
+    planner.started('soon', 'pool', 1_000)
+    const at = 2_000
+    for (let i = 0; i < 10; i++) {
+      const choice = planner.choose(soon, ['pool', 'paid'], 5_000 - i, at)
+      expect(choice).toEqual({ kind: 'send', index: 1 })
+      planner.enter('soon', 'paid')
+    }
+    // `late` fits the pool by far: its next lines still wait there, the spill took nothing of it.
+    expect(planner.choose(late, ['pool', 'paid'], 100, at)).toEqual({ kind: 'send', index: 0 })
+  })
+
   test('tells provider_unavailable while every allowed provider is down, capacity_busy while its lines wait behind others', () => {
     let up = true
     const planner = createSpillPlanner({
