@@ -24,6 +24,8 @@ import { createWaitingReporter } from './waiting-reporter.ts'
 import { pauseMsAfter } from '../upstream/upstreams.ts'
 
 const RUNNABLE_REUSE_MS = 200
+/** A batch none of whose lines was launched here for this long is forgotten by the planner. */
+const FORGET_AFTER_MS = 10_000
 /** A periodic task asked to run early does so at most this often. */
 const EARLY_GAP_MS = 20
 
@@ -114,24 +116,28 @@ export function createDispatcher(
     1000,
     async () => {
       const now = Date.now()
-      const pending = new Map((runnable?.batches ?? []).map((b) => [b.id, b.pending]))
+      // The pending counts as the last claim read them (none known: no ETA this pass).
+      const pending = runnable ? new Map(runnable.batches.map((b) => [b.id, b.pending])) : null
       const etas: { batchId: string; eta: number | null }[] = []
       for (const id of spill.batchIds()) {
-        // Gone from here: it has no line in flight here and none left to claim.
-        if (!active.has(id) && !pending.has(id)) {
+        // Gone from here: no line in flight here, none claimed for a while.
+        if (!active.has(id) && spill.lastSeen(id) < now - FORGET_AFTER_MS) {
           lastEta.delete(id)
           spill.forget(id)
           continue
         }
-        const eta = spill.eta(id, (pending.get(id) ?? 0) + active.count(id), now)
+        const eta = pending && spill.eta(id, (pending.get(id) ?? 0) + active.count(id), now)
         const last = lastEta.get(id)
-        if (last === undefined || (last === null) !== (eta === null) || Math.abs(eta! - last!) > 2)
+        if (
+          pending &&
+          (last === undefined || (last === null) !== (eta === null) || Math.abs(eta! - last!) > 2)
+        )
           etas.push({ batchId: id, eta })
         const reason = spill.waiting(id, now)
         if (reason?.code === 'provider_unavailable') waiting.unavailable(id, reason.providers)
         else if (reason?.code === 'capacity_busy') waiting.capacityBusy(id, reason.providers)
       }
-      await store.recordEtas(etas)
+      if (etas.length > 0) await store.recordEtas(etas)
       for (const { batchId, eta } of etas) lastEta.set(batchId, eta)
     },
     'projection',

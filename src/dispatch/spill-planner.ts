@@ -57,6 +57,8 @@ export interface SpillPlanner {
   ): { code: 'provider_unavailable' | 'capacity_busy'; providers: string } | null
   /** The batches it has state of. */
   batchIds(): string[]
+  /** When it last chose for a line of the batch (Unix ms; 0 for a batch it does not know). */
+  lastSeen(batchId: string): number
   /** The batch has no line here any more. */
   forget(batchId: string): void
 }
@@ -68,7 +70,11 @@ interface BatchState {
   providers: readonly string[]
   /** Set when nothing could take its last line: every allowed provider unavailable. */
   heldSince: number | null
+  seenAt: number
 }
+
+const SEND_FIRST: SpillChoice = { kind: 'send', index: 0 }
+const HOLD: SpillChoice = { kind: 'hold' }
 
 export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
   const meter = new ThroughputMeter()
@@ -79,7 +85,8 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
 
   const state = (batchId: string): BatchState => {
     let s = batches.get(batchId)
-    if (!s) batches.set(batchId, (s = { queued: new Map(), providers: [], heldSince: null }))
+    if (!s)
+      batches.set(batchId, (s = { queued: new Map(), providers: [], heldSince: null, seenAt: 0 }))
     return s
   }
 
@@ -87,6 +94,13 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
     choose(batch, providers, unsent, nowMs) {
       const s = state(batch.id)
       s.providers = providers
+      s.seenAt = nowMs
+      // One offering (allow_fallbacks false, or a model with one): nothing to weigh.
+      if (providers.length === 1) {
+        const up = options.available(providers[0], nowMs)
+        s.heldSince = up ? null : (s.heldSince ?? nowMs)
+        return up ? SEND_FIRST : HOLD
+      }
       const windowMs = (batch.deadlineAt - batch.createdAt) * 1000
       const targetMs = batch.deadlineAt * 1000 - options.marginShare * windowMs
       const views: OfferingView[] = providers.map((provider) => ({
@@ -154,6 +168,7 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       return queued > 0 && running === 0 && others > 0 ? { code: 'capacity_busy', providers } : null
     },
     batchIds: () => [...batches.keys()],
+    lastSeen: (batchId) => batches.get(batchId)?.seenAt ?? 0,
     forget(batchId) {
       const s = batches.get(batchId)
       if (!s) return

@@ -63,6 +63,7 @@ interface Batch {
   request_counts: Record<string, number>
   cost_usd: string
   routing: { providers: Record<string, { succeeded: number; running: number }>; eta: number | null }
+  waiting: { code: string; message: string } | null
 }
 interface Row {
   custom_id: string
@@ -246,6 +247,12 @@ for (const storeKind of STORES) {
       })
       expect(waiting.length).toBeGreaterThan(0)
       expect(waiting.every((line) => line.attempts === 0)).toBe(true)
+      // And the batch says why it does not move.
+      const held = await waitFor('the batch to say it waits', async () => {
+        const batch = await read(created.id)
+        return batch.waiting?.code === 'provider_unavailable' ? batch : null
+      })
+      expect(held.waiting!.message).toContain('pool')
       pool = await startSimulator({ port, gpuCapacity: POOL_SLOTS, latencyMs: LATENCY_MS })
       // The replica's probe runs every 5 s.
       const batch = await finished(created.id, 20_000)
@@ -254,6 +261,47 @@ for (const storeKind of STORES) {
       expect(rows.every((row) => row.status === 'succeeded' && row.provider === 'pool')).toBe(true)
       expect(rows.every((row) => row.attempts === 1)).toBe(true)
       expect(inference(paid)).toBe(0)
+      expect(batch.waiting).toBeNull()
+    })
+
+    test('lines queued behind another batch’s at a full pool: capacity_busy, then they run', async () => {
+      pool.configure({ latencyMs: 400 })
+      try {
+        // The first batch fills the pool (4 slots and its queue); the second, of another account,
+        // waits behind it at the pool's gate, allowed the pool alone.
+        const first = await submit(jsonl(lines(60, { allow_fallbacks: false })))
+        await waitFor('the pool to be busy', async () => inference(pool) >= POOL_SLOTS)
+        const other = await gw.newAccount('100', { rate_limit_per_minute: 100_000 })
+        const response = await gw.request('/v1/batches', other.key, {
+          method: 'POST',
+          body: jsonl(lines(4, { allow_fallbacks: false })),
+          headers: { 'content-type': 'application/jsonl' },
+        })
+        const second = (await response.json()) as Batch
+        const busy = await waitFor('the second batch to wait on capacity', async () => {
+          const batch = (await (
+            await gw.request(`/v1/batches/${second.id}`, other.key)
+          ).json()) as Batch
+          return batch.waiting ? batch : null
+        })
+        expect(busy.waiting!.code).toBe('capacity_busy')
+        expect(busy.waiting!.message).toContain('pool')
+        const done = await waitFor(
+          'the second batch to finish',
+          async () => {
+            const batch = (await (
+              await gw.request(`/v1/batches/${second.id}`, other.key)
+            ).json()) as Batch
+            return FINAL_BATCH.includes(batch.status) ? batch : null
+          },
+          30_000,
+        )
+        expect(done.status).toBe('completed')
+        expect(done.waiting).toBeNull()
+        await finished(first.id)
+      } finally {
+        pool.configure({ latencyMs: LATENCY_MS })
+      }
     })
   })
 }
