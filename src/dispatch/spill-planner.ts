@@ -81,7 +81,15 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
   const batches = new Map<string, BatchState>()
   /** Provider → lines of every batch held there. */
   const held = new Map<string, number>()
-  const key = (batchId: string, provider: string) => `${batchId}\u0000${provider}`
+  // The meter's key of a batch and provider, made once (it is asked for twice on every line).
+  const keys = new Map<string, Map<string, string>>()
+  const key = (batchId: string, provider: string) => {
+    let byProvider = keys.get(batchId)
+    if (!byProvider) keys.set(batchId, (byProvider = new Map()))
+    let made = byProvider.get(provider)
+    if (made === undefined) byProvider.set(provider, (made = `${batchId}\u0000${provider}`))
+    return made
+  }
 
   const state = (batchId: string): BatchState => {
     let s = batches.get(batchId)
@@ -175,6 +183,7 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       for (const p of s.providers) meter.forget(key(batchId, p))
       for (const p of s.queued.keys()) meter.forget(key(batchId, p))
       batches.delete(batchId)
+      keys.delete(batchId)
     },
   }
 }
