@@ -3,6 +3,8 @@
  * `main.ts` runs it as a process; tests start it in-process on a random port.
  */
 import { createAccounts } from './accounts/accounts.ts'
+import { createAdapterDirectory } from './accounts/adapter-directory.ts'
+import { createAdapters } from './accounts/adapters.ts'
 import { createAdmission } from './admission/submit-batch.ts'
 import { createFileValidator } from './ingest/parallel-validation.ts'
 import { createAuthenticator } from './auth/authenticate.ts'
@@ -20,6 +22,7 @@ import { dashboardRoutes } from './http/dashboard/dashboard-routes.ts'
 import { healthRoutes, readinessChecks } from './http/health.ts'
 import { liveRoutes } from './http/live.ts'
 import { nativeBatchRoutes } from './http/native-batches.ts'
+import { webhookRoutes } from './http/webhooks.ts'
 import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts'
 import { DEFAULT_RETRY } from './dispatch/retry-policy.ts'
 import { newId } from './domain.ts'
@@ -29,6 +32,7 @@ import { createMemoryLimiter, type RateLimiter } from './limits/rate-limiter.ts'
 import { createRedisLimiter } from './limits/redis-limiter.ts'
 import { openBlobStore, openStore, openStoreChannel } from './store/open-store.ts'
 import { createJanitor, type Janitor } from './retention/janitor.ts'
+import { createWebhookDeliverer, type WebhookDeliverer } from './webhooks/deliver-webhooks.ts'
 import { openAiBatchRoutes } from './http/openai/batches-routes.ts'
 import { openAiFilesRoutes } from './http/openai/files-routes.ts'
 import type { DispatchStore, Store } from './store/store.ts'
@@ -46,6 +50,8 @@ export interface Gateway {
   instanceId: string
   dispatcher: Dispatcher | null
   janitor: Janitor
+  /** Sends the outbox's webhook deliveries; on every instance, like the janitor. */
+  webhooks: WebhookDeliverer
   /** The live path's credit ledger; tests flush it to see charges at once. */
   credit: LiveCredit
   stop(): Promise<void>
@@ -91,6 +97,9 @@ export async function startGateway(
       })
     : null
   const upstreams = createUpstreams(config, telemetry, fleet?.gate)
+  // Registered and deactivated through this instance: seen here at once, elsewhere within 5 s.
+  const adapterDirectory = createAdapterDirectory(store, { ttlMs: 5_000 })
+  const adapters = createAdapters(store, catalog, { onChanged: adapterDirectory.forget })
   const dispatcher: Dispatcher | null = config.dispatch.enabled
     ? createDispatcher(dispatch, catalog, upstreams, logger, {
         owner: instanceId,
@@ -100,6 +109,7 @@ export async function startGateway(
         drainMs: 10_000,
         onOutcome: observeLines(logger, telemetry),
         spillMargin: config.dispatch.spillMargin,
+        adapters: adapterDirectory.byId,
       })
     : null
   // Admissions on any instance wake idle dispatchers on every instance (NOTIFY on PostgreSQL).
@@ -130,6 +140,7 @@ export async function startGateway(
       nudges.publish()
     },
     telemetry,
+    adapterDirectory.active,
   )
   // A key revoked through this instance is refused here at once; elsewhere within the cache TTL.
   const accounts = createAccounts(
@@ -156,6 +167,7 @@ export async function startGateway(
     logger,
     createdAt: Math.floor(Date.now() / 1000),
     bodyLimit: bodies.live,
+    adapters: adapterDirectory.active,
   }
   const groups = [
     healthRoutes(
@@ -191,6 +203,12 @@ export async function startGateway(
       bodyLimit: bodies.batchCreate,
       onCancelled: (id) => dispatcher?.cancelled(id),
     }),
+    webhookRoutes({
+      auth,
+      store,
+      bodyLimit: bodies.webhookCreate,
+      allowPrivate: config.webhooks.allowPrivate,
+    }),
     dashboardRoutes({
       auth,
       store,
@@ -202,7 +220,7 @@ export async function startGateway(
     }),
   ]
   if (config.adminToken)
-    groups.push(adminRoutes(config.adminToken, accounts, bodies.admin) as never)
+    groups.push(adminRoutes(config.adminToken, accounts, bodies.admin, adapters) as never)
   const app = createApp(logger, groups as never, telemetry)
   app.listen({
     port: config.port,
@@ -221,6 +239,16 @@ export async function startGateway(
   dispatcher?.start()
   const janitor = createJanitor(store, blobs, logger, config.retention)
   janitor.start(config.retention.intervalMs, { singleInstance: store.kind === 'sqlite' })
+  // Every instance delivers; the store's leases give each attempt to one of them.
+  const webhooks = createWebhookDeliverer(store, {
+    owner: instanceId,
+    timeoutMs: config.webhooks.timeoutMs,
+    retryBaseMs: config.webhooks.retryBaseMs,
+    allowPrivate: config.webhooks.allowPrivate,
+    pollMs: config.dispatch.pollMs,
+    logger,
+  })
+  webhooks.start()
   logger.info('gateway.started', {
     port,
     store: store.kind,
@@ -235,9 +263,12 @@ export async function startGateway(
     instanceId,
     dispatcher,
     janitor,
+    webhooks,
     credit,
     async stop() {
       await janitor.stop()
+      // Attempts under way end, their deliveries handed back for another instance or the next start.
+      await webhooks.stop()
       // Stop taking requests, let in-flight lines finish (bounded), hand the rest back.
       await app.stop(true)
       // Charges of answered live calls written, leases handed back.

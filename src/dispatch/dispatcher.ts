@@ -5,6 +5,7 @@
  * gate in Upstreams). Polling is the source of truth; a nudge only wakes it sooner. Leases are
  * renewed, expired ones reaped and batches moved on by periodic tasks beside the claim loop.
  */
+import type { AdapterRecord } from '../catalog/adapters.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
@@ -40,6 +41,8 @@ export interface DispatcherOptions {
   onOutcome?: (outcome: LineOutcome) => void
   /** The spill planner's safety margin, a share of each batch's window (MULTIGRID_SPILL_MARGIN). */
   spillMargin: number
+  /** Adapters by `ft:` id, for lines that name one (SPEC §14). */
+  adapters?: (id: string) => Promise<AdapterRecord | null>
 }
 
 export interface Dispatcher {
@@ -224,6 +227,7 @@ export function createDispatcher(
       signal: abort.signal,
       proceed,
       plan: { planner: spill, upstreams: spillSend, batch, unsent },
+      adapters: options.adapters,
     })
       .then((outcome) => {
         // After shutdown's abort the line is handed back untouched, not failed.

@@ -3,6 +3,7 @@
  * retryable failure when the line allows it) and turns what happened into an outcome to record. Failures that belong to the line are returned as data, never thrown.
  */
 import type { Outcome, Usage, UpstreamError } from '../../providers/types.ts'
+import { isAdapterId, loraOfferings, type AdapterRecord } from '../catalog/adapters.ts'
 import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf, upstreamTargets } from '../catalog/catalog.ts'
@@ -46,21 +47,28 @@ export interface RunLineDeps {
   proceed?: () => boolean
   /** The planner's choice of offering (batch lines); without it the line goes in catalog order. */
   plan?: LinePlan
+  /** An adapter by its `ft:` id (the gateway's adapter directory); unset, no line names one. */
+  adapters?: (id: string) => Promise<AdapterRecord | null>
 }
 
 export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<LineOutcome> {
   const { batchId, lineNo } = line
   const parsed = JSON.parse(line.input) as { url: string; body: Record<string, unknown> }
   const endpoint = endpointOf(parsed.url)
-  const model = deps.catalog.find(String(parsed.body.model))
+  const named = String(parsed.body.model)
+  // An adapter's line runs on its base's LoRA offerings, the adapter loaded where it goes.
+  const found = isAdapterId(named) && deps.adapters ? await deps.adapters(named) : null
+  const adapter = found?.accountId === line.accountId ? found : null
+  const model = deps.catalog.find(adapter ? adapter.baseModel : named)
   const routing = parsed.body.provider as never
   const plan = deps.plan
-  const offerings = !model
+  const routed = !model
     ? []
     : plan
       ? deps.catalog.routeBatch(model, routing)
       : deps.catalog.route(model, routing)
-  if (!model || offerings.length === 0) {
+  const offerings = adapter ? loraOfferings(deps.catalog, routed) : routed
+  if (!model || offerings.length === 0 || (isAdapterId(named) && !adapter)) {
     return fail(
       line,
       {
@@ -93,6 +101,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     signal: deps.signal,
     proceed: deps.proceed,
     line: { batchId, lineNo, attempt: line.attempts },
+    lora: adapter ? { name: adapter.id, path: adapter.source } : undefined,
   })
   // Not sent (cancelled, or its provider went down while it waited): handed back as it was,
   // its attempt unused; a cancelled batch ends it.

@@ -20,7 +20,9 @@ import type {
   ProviderShare,
   Scope,
   WaitingCode,
+  WebhookEventType,
 } from '../domain.ts'
+import type { AdapterRecord } from '../catalog/adapters.ts'
 
 export interface NewAccount {
   id: string
@@ -447,6 +449,116 @@ export interface SessionStore {
   deleteExpiredSessions(now: number): Promise<number>
 }
 
+/** A fine-tuned adapter to register (SPEC §14); it starts active. */
+export type NewAdapter = Omit<AdapterRecord, 'status' | 'deactivatedAt'>
+
+export type CreateAdapterResult =
+  | { kind: 'created'; adapter: AdapterRecord }
+  /** An adapter with this id exists already (active or not). */
+  | { kind: 'duplicate'; adapter: AdapterRecord }
+  | { kind: 'no_account' }
+
+/** Accounts' fine-tuned adapters: registered by the operator, named by lines in `body.model`. */
+export interface AdapterStore {
+  createAdapter(adapter: NewAdapter): Promise<CreateAdapterResult>
+  /** Any account's, active or not; null when there is none with this id. */
+  getAdapter(id: string): Promise<AdapterRecord | null>
+  /** The account's adapters, oldest first; only the active ones with `activeOnly`. */
+  listAdapters(accountId: string, options?: { activeOnly?: boolean }): Promise<AdapterRecord[]>
+  /** Marks it inactive (the first deactivation's time is kept); null when there is none. */
+  deactivateAdapter(id: string, at: number): Promise<AdapterRecord | null>
+}
+
+/**
+ * An account's webhook endpoint (SPEC §15). `secret` (whsec_…) signs its deliveries, so it is
+ * kept as it is; it leaves the store only to sign and in the answer to the create.
+ */
+export interface WebhookRecord {
+  id: string
+  accountId: string
+  url: string
+  events: WebhookEventType[]
+  secret: string
+  createdAt: number
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed'
+
+/**
+ * One event for one webhook: a row of the outbox, written in the transaction that gave its batch
+ * a terminal status. `eventId` is the event's id (evt_…) and the `webhook-id` of every attempt.
+ * Times are Unix seconds but for `nextAttemptAtMs`.
+ */
+export interface DeliveryRecord {
+  webhookId: string
+  eventId: string
+  type: WebhookEventType
+  batchId: string
+  /** When the batch took its terminal status: the event's `created_at`. */
+  createdAt: number
+  status: DeliveryStatus
+  /** Attempts made or under way. */
+  attempts: number
+  /** When a pending delivery is due (while one is under way: when its lease runs out); else null. */
+  nextAttemptAtMs: number | null
+  lastAttemptAt: number | null
+  lastStatusCode: number | null
+  lastError: string | null
+  deliveredAt: number | null
+}
+
+/** A delivery leased to one instance, with what it needs to send and sign it. */
+export interface ClaimedDelivery extends DeliveryRecord {
+  url: string
+  secret: string
+}
+
+/** How an attempt ended. */
+export type DeliveryResult =
+  | { kind: 'delivered'; statusCode: number }
+  | { kind: 'retry'; atMs: number; statusCode: number | null; error: string }
+  /** Given up: the next attempt would fall past the retry window. */
+  | { kind: 'failed'; statusCode: number | null; error: string }
+
+/**
+ * Webhooks and their outbox. Deliveries are enqueued by the store itself, in the transaction that
+ * gives a batch its terminal status (every path: finishing, cancelling, expiring, a facade batch
+ * refused at validation), for each of the account's webhooks that asks for that event.
+ */
+export interface WebhookStore {
+  /** False when the account has `maxPerAccount` webhooks already. */
+  createWebhook(webhook: WebhookRecord, maxPerAccount: number): Promise<boolean>
+  /** The account's webhooks, newest first. */
+  listWebhooks(accountId: string): Promise<WebhookRecord[]>
+  /** Deletes the webhook and its deliveries; false when it is not the account's. */
+  deleteWebhook(accountId: string, id: string): Promise<boolean>
+  /** The webhook's deliveries, newest first; null when the webhook is not the account's. */
+  listDeliveries(
+    accountId: string,
+    webhookId: string,
+    page: { limit: number; after: string | null },
+  ): Promise<{ deliveries: DeliveryRecord[]; hasMore: boolean } | null>
+  /**
+   * Leases up to `limit` due deliveries to `owner` until `leaseUntilMs`, counting an attempt for
+   * each; another instance's live lease is never taken, an expired one is.
+   */
+  claimDeliveries(
+    owner: string,
+    limit: number,
+    nowMs: number,
+    leaseUntilMs: number,
+  ): Promise<ClaimedDelivery[]>
+  /** Records an attempt, only while `owner` still holds its lease; false otherwise. */
+  finishDelivery(
+    owner: string,
+    delivery: { webhookId: string; eventId: string },
+    result: DeliveryResult,
+    nowMs: number,
+  ): Promise<boolean>
+  /** Graceful stop: hands back `owner`'s deliveries, due at once, the attempt not counted. */
+  releaseDeliveries(owner: string, nowMs: number): Promise<number>
+}
+
 /** Everything but the dispatcher's calls, which come apart (OpenedStore). */
 export interface Store
   extends
@@ -456,7 +568,9 @@ export interface Store
     RetentionStore,
     UploadStore,
     SessionStore,
-    LiveCreditStore {
+    LiveCreditStore,
+    AdapterStore,
+    WebhookStore {
   readonly kind: 'sqlite' | 'postgres'
   ping(): Promise<void>
   /** Closes its connections, the dispatch part's (and its thread) included. */
