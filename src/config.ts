@@ -53,6 +53,11 @@ const envSchema = z.object({
   MULTIGRID_LEASE_SECONDS: intFrom(1, 3600, 30),
   /** Poll interval of the dispatcher when no nudge arrives. */
   MULTIGRID_POLL_MS: intFrom(10, 60_000, 500),
+  /**
+   * How often each instance looks for batches waiting for credit (SPEC §14) when no deposit's
+   * nudge arrives: a deposit made where no nudge is sent is noticed within this.
+   */
+  MULTIGRID_CREDIT_WAIT_POLL_MS: intFrom(100, 60_000, 1_000),
   /** Attempts per line for retryable upstream failures before it fails `upstream_error`. */
   MULTIGRID_MAX_ATTEMPTS: intFrom(1, 100, 8),
   /**
@@ -147,6 +152,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       enabled: e.MULTIGRID_DISPATCH === '1',
       leaseSeconds: e.MULTIGRID_LEASE_SECONDS,
       pollMs: e.MULTIGRID_POLL_MS,
+      creditWaitPollMs: e.MULTIGRID_CREDIT_WAIT_POLL_MS,
       maxAttempts: e.MULTIGRID_MAX_ATTEMPTS,
       spillMargin: e.MULTIGRID_SPILL_MARGIN,
     },

@@ -59,6 +59,8 @@ export type LineErrorCode =
   | 'batch_expired'
   | 'structured_output_invalid'
   | 'max_cost_reached'
+  /** A batch waiting for credit (SPEC §14) that was still short after half its window. */
+  | 'insufficient_quota'
 
 export interface LineError {
   code: LineErrorCode

@@ -3,7 +3,7 @@
  * one store transaction. Plain values in, a result out, refusals included; each surface renders it.
  */
 import { NO_ADAPTERS, type AdapterLookup } from '../catalog/adapters.ts'
-import { newId, nowSeconds, type BatchEndpoint, type BatchRecord } from '../domain.ts'
+import { newId, type BatchEndpoint, type BatchRecord } from '../domain.ts'
 import { refuse, type GatewayError } from '../errors.ts'
 import type { Issue, Warning } from '../ingest/issues.ts'
 import type { FileValidator } from '../ingest/parallel-validation.ts'
@@ -22,6 +22,11 @@ export interface SubmitOptions {
   inputFileId: string | null
   /** The endpoint the caller declared (OpenAI surface); every line's url must match it. */
   endpoint?: BatchEndpoint
+  /**
+   * wait_for_credit=true (SPEC §14): a hold that does not fit waits up to half the window for a
+   * deposit, as a `validating` batch, instead of being refused 402.
+   */
+  waitForCredit?: boolean
 }
 
 /** A dry run needs only whose credit to compare with and what the lines must be. */
@@ -33,6 +38,7 @@ export type Invalid = { kind: 'invalid'; issues: Issue[]; omitted: number; lineC
 export type Refused =
   | { kind: 'insufficient_quota'; costCeilingUsd: string; availableUsd: string }
   | { kind: 'limit_exceeded'; limit: number; inUse: number }
+  | { kind: 'daily_limit_exceeded'; limitUsd: string; usedUsd: string }
 
 export type SubmitResult = { kind: 'created' | 'duplicate'; batch: BatchRecord } | Invalid | Refused
 
@@ -70,6 +76,8 @@ export function refusalOf(result: Refused): GatewayError {
         `the account already has ${result.inUse} open batches, its limit; wait for one to finish or cancel one`,
         { detail: { limit: { open_batches: result.limit, in_use: result.inUse } } },
       )
+    case 'daily_limit_exceeded':
+      return dailyLimitRefusal(result, 'this batch')
   }
 }
 
@@ -84,6 +92,21 @@ function mentionsAdapter(bytes: Uint8Array): boolean {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).indexOf('"ft:') >= 0
 }
 
+/**
+ * The daily spend limit's refusal (SPEC §12), for a submit and for a live call: the limit and
+ * what the day has used, in `error.limit` as the other limits say theirs.
+ */
+export function dailyLimitRefusal(
+  limit: { limitUsd: string; usedUsd: string },
+  what: string,
+): GatewayError {
+  return refuse(
+    'limit_exceeded',
+    `${what} would pass the account's daily spend limit of $${limit.limitUsd} ($${usd(limit.usedUsd)} used since 00:00 UTC, batches' holds and live calls included); it resets at 00:00 UTC, and a deposit does not raise it`,
+    { detail: { limit: { daily_spend_usd: limit.limitUsd, used_usd: usd(limit.usedUsd) } } },
+  )
+}
+
 export function createAdmission(
   store: BatchStore & AccountStore,
   validator: FileValidator,
@@ -91,6 +114,8 @@ export function createAdmission(
   onAdmitted: (batch: BatchRecord) => void = () => {},
   telemetry: Telemetry = noTelemetry,
   adapters: AdapterSource = async () => NO_ADAPTERS,
+  /** Unix ms; the clock the daily limit's day is read from. */
+  now: () => number = Date.now,
 ): Admission {
   /** Every line valid, and of the declared endpoint when there is one. */
   async function check(bytes: Uint8Array, options: QuoteOptions) {
@@ -147,7 +172,11 @@ export function createAdmission(
     const verdict = await check(bytes, options)
     if ('kind' in verdict) return verdict
     const ceiling = verdict.ceiling.toFixed()
-    const createdAt = nowSeconds()
+    const createdAt = Math.floor(now() / 1000)
+    // Half the window (SPEC §14): the rest is left for the batch to run once credit comes.
+    const creditWaitUntil = options.waitForCredit
+      ? createdAt + options.completionWindowHours * 1800
+      : null
     const result = await store.admitBatch({
       id: newId('batch_'),
       accountId: options.accountId,
@@ -163,6 +192,7 @@ export function createAdmission(
       inputFileId: options.inputFileId,
       idempotencyKey: options.idempotencyKey,
       lines: verdict.lines,
+      creditWaitUntil,
     })
     switch (result.kind) {
       case 'created':
@@ -178,6 +208,9 @@ export function createAdmission(
         }
       case 'limit_exceeded':
         telemetry.rateLimited('open_batches')
+        return result
+      case 'daily_limit_exceeded':
+        telemetry.rateLimited('daily_spend')
         return result
     }
   }
@@ -232,6 +265,7 @@ function describeAdmission(result: SubmitResult | QuoteResult): Record<string, s
         'batch.cost_ceiling_usd': result.costCeilingUsd,
       }
     case 'limit_exceeded':
-      return { 'batch.result': 'limit_exceeded' }
+    case 'daily_limit_exceeded':
+      return { 'batch.result': result.kind }
   }
 }

@@ -14,9 +14,11 @@ import { FINAL_STATUSES, progressLine, summary, table, type BatchView } from './
 
 const USAGE = `usage: multigrid <command> [options]
 
-  submit FILE [--name NAME] [--window-hours N] [--dry-run] [--wait] [--out FILE]
-                             submit a JSONL file; prints the batch id. --wait shows progress on
-                             stderr until the batch ends; --out then writes its results there
+  submit FILE [--name NAME] [--window-hours N] [--dry-run] [--wait-for-credit] [--wait]
+              [--out FILE]   submit a JSONL file; prints the batch id. --wait shows progress on
+                             stderr until the batch ends; --out then writes its results there.
+                             --wait-for-credit: if the credit does not cover it yet, it waits
+                             for a deposit (up to half its window) instead of being refused
   status ID [--json]         the batch's counts, cost and time left
   list [--limit N] [--json]  your newest batches
   results ID [--failed | --succeeded] [--input] [--out FILE]
@@ -32,6 +34,7 @@ const OPTIONS = {
   name: { type: 'string' },
   'window-hours': { type: 'string' },
   'dry-run': { type: 'boolean' },
+  'wait-for-credit': { type: 'boolean' },
   wait: { type: 'boolean' },
   out: { type: 'string', short: 'o' },
   failed: { type: 'boolean' },
@@ -111,6 +114,7 @@ async function submit(api: Api, file: string, flags: Flags): Promise<number> {
   if (flags.name) query.set('name', flags.name)
   if (flags['window-hours']) query.set('completion_window_hours', flags['window-hours'])
   if (flags['dry-run']) query.set('dry_run', 'true')
+  if (flags['wait-for-credit']) query.set('wait_for_credit', 'true')
   const response = await api.request(`/v1/batches?${query}`, {
     method: 'POST',
     // The file is streamed from disk; the key makes a retry after a dropped connection safe.
@@ -120,6 +124,7 @@ async function submit(api: Api, file: string, flags: Flags): Promise<number> {
   const created = (await response.json()) as BatchView & {
     line_count?: number
     credit_sufficient?: boolean
+    waiting?: { message: string } | null
   }
   if (flags['dry-run']) {
     process.stdout.write(JSON.stringify(created, null, 2) + '\n')
@@ -128,6 +133,8 @@ async function submit(api: Api, file: string, flags: Flags): Promise<number> {
   process.stderr.write(
     `submitted ${created.id}: ${created.request_counts.total} lines, $${created.cost_ceiling_usd} held as the cost ceiling\n`,
   )
+  // Admitted to wait for a deposit (SPEC §14): say how much.
+  if (created.waiting) process.stderr.write(`${created.waiting.message}\n`)
   process.stdout.write(created.id + '\n')
   if (!flags.wait) return 0
   const final = await watch(api, created.id)

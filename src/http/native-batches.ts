@@ -20,6 +20,8 @@ export const submitOptions = z.object({
   name: storableText().max(256).optional(),
   completion_window_hours: wholeNumberText(1, MAX_WINDOW_HOURS, 24).default(24),
   dry_run: z.enum(['true', 'false', '1', '0']).optional(),
+  // SPEC §14: a hold the credit does not cover yet waits for a deposit instead of a 402.
+  wait_for_credit: z.enum(['true', 'false', '1', '0']).optional(),
 })
 
 const listQuery = z.object({
@@ -124,6 +126,7 @@ export function nativeBatchRoutes({
           source: 'native',
           metadata: null,
           inputFileId: null,
+          waitForCredit: query.wait_for_credit === 'true' || query.wait_for_credit === '1',
         }
         const dryRun = query.dry_run === 'true' || query.dry_run === '1'
         const result = dryRun
@@ -140,6 +143,7 @@ export function nativeBatchRoutes({
           }
           case 'insufficient_quota':
           case 'limit_exceeded':
+          case 'daily_limit_exceeded':
             throw refusalOf(result)
           case 'quote':
             return {

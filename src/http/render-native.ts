@@ -48,6 +48,7 @@ export function renderBatch(batch: BatchRecord, shares?: Record<string, Provider
     max_cost_usd: batch.maxCostUsd === null ? null : usd(batch.maxCostUsd),
     routing: { providers: renderProviders(shares), eta: batchEta(batch) },
     waiting: batch.waiting,
+    errors: batch.errors,
     results_url: `/v1/batches/${batch.id}/results`,
   }
 }

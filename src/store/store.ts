@@ -60,6 +60,27 @@ export interface AccountStore {
   revokeKey(id: string, at: number): Promise<KeyRecord | null>
   /** The live (not revoked) key with this hash, and its account. */
   findKey(hash: string): Promise<{ key: KeyRecord; account: AccountRecord } | null>
+  /**
+   * The account's daily spend limit (null: none) and what counts against it on the UTC day of
+   * `nowMs` (SPEC §12): the holds and charges of that day's batches (a batch waiting for
+   * credit counts its hold), the live charges written that day, and the live leases held now.
+   * Null for a missing account.
+   */
+  getDailySpend(accountId: string, nowMs: number): Promise<DailySpend | null>
+  /** Sets the daily spend limit (null: none); false for a missing account. */
+  setDailySpendLimit(accountId: string, limitUsd: string | null): Promise<boolean>
+}
+
+/** Decimal strings. */
+export interface DailySpend {
+  limitUsd: string | null
+  usedUsd: string
+}
+
+/** A submit or live call the daily limit refuses: the limit and what the day has used. */
+export interface DailyLimitRefusal {
+  limitUsd: string
+  usedUsd: string
 }
 
 /**
@@ -74,7 +95,9 @@ export interface LiveCreditStore {
    * `need` is available, else by nothing (half, so another instance can still serve the account).
    * Renews the lease to `expiresAtMs` either way. `leaseUsd` is this instance's lease after it;
    * `lostUsd` is what an expired lease of this instance held when it was deleted here;
-   * `availableUsd` is what is left for anyone after the grant.
+   * `availableUsd` is what is left for anyone after the grant. With a daily spend limit, what is
+   * available is also at most the limit less the day's use (getDailySpend); `dailyLimit` is set
+   * when that, not the credit, is what bounds it.
    */
   takeLiveCredit(request: {
     instanceId: string
@@ -83,7 +106,13 @@ export interface LiveCreditStore {
     wantUsd: string
     nowMs: number
     expiresAtMs: number
-  }): Promise<{ grantedUsd: string; leaseUsd: string; availableUsd: string; lostUsd: string }>
+  }): Promise<{
+    grantedUsd: string
+    leaseUsd: string
+    availableUsd: string
+    lostUsd: string
+    dailyLimit?: DailyLimitRefusal
+  }>
   /**
    * Extends this instance's unexpired leases of these accounts (an expired one is not brought
    * back: another instance may have counted it as gone); returns those renewed and their amounts.
@@ -137,6 +166,12 @@ export interface NewBatch {
   idempotencyKey: string | null
   /** Read once, inside the admitting transaction; may be a lazy generator over the file. */
   lines: Iterable<NewLine>
+  /**
+   * wait_for_credit=true (SPEC §14): when the hold does not fit (or the account's earlier
+   * waiting batches are still waiting), the batch is stored `validating`, holding nothing, and
+   * waits until this time (Unix seconds) for a deposit. Absent or null: a 402 instead.
+   */
+  creditWaitUntil?: number | null
 }
 
 export type AdmitResult =
@@ -145,6 +180,15 @@ export type AdmitResult =
   | { kind: 'duplicate'; batch: BatchRecord }
   | { kind: 'insufficient_quota'; availableUsd: string }
   | { kind: 'limit_exceeded'; limit: number; inUse: number }
+  | ({ kind: 'daily_limit_exceeded' } & DailyLimitRefusal)
+
+/** What a pass over the batches waiting for credit did (BatchStore.admitWaitingBatches). */
+export interface WaitingPass {
+  /** Now holding their ceiling, `in_progress`. */
+  started: string[]
+  /** Still short at the end of their wait: `failed`, every line failed, nothing charged. */
+  failed: string[]
+}
 
 export type CancelResult =
   | { kind: 'cancelled'; batch: BatchRecord }
@@ -153,10 +197,18 @@ export type CancelResult =
 
 export interface BatchStore {
   /**
-   * In one transaction: idempotency check, open-batch limit, credit hold, the batch and all its
-   * lines. Either everything is stored or nothing is.
+   * In one transaction: idempotency check, open-batch limit, daily spend limit, credit hold (or
+   * the wait for credit), the batch and all its lines. Either everything is stored or nothing is.
    */
   admitBatch(batch: NewBatch): Promise<AdmitResult>
+  /**
+   * Batches waiting for credit, each account's earliest first: those whose hold now fits the
+   * available credit start (held, `in_progress`), stopping at the first that does not fit, so a
+   * later one never takes the credit an earlier one waits for; those whose wait is over fail.
+   * Also refreshes the deposit each still waiting one needs. Safe on every instance at once: a
+   * batch is started or failed once.
+   */
+  admitWaitingBatches(nowMs: number): Promise<WaitingPass>
   findByIdempotencyKey(accountId: string, key: string): Promise<BatchRecord | null>
   /** Stores a batch that failed validation: no lines, no hold, status `failed`. */
   recordRejectedBatch(batch: RejectedBatch): Promise<BatchRecord>

@@ -123,6 +123,24 @@ describe('multigrid (user CLI)', () => {
     expect(stderr).toContain('fix: set max_tokens to 4096 or less')
   })
 
+  test('submit --wait-for-credit: admitted to wait for a deposit, which it says it needs, then runs', async () => {
+    const { accountId, key: poorKey } = await gw.newAccount('0')
+    writeFileSync(join(dir, 'poor.jsonl'), jsonl([chatLine('p1')]))
+    const refused = await run(['submit', 'poor.jsonl'], { MULTIGRID_API_KEY: poorKey })
+    expect(refused.code).toBe(1)
+    const { code, stderr, stdout } = await run(['submit', 'poor.jsonl', '--wait-for-credit'], {
+      MULTIGRID_API_KEY: poorKey,
+    })
+    expect(code).toBe(0)
+    expect(stderr).toContain('deposit at least $0.000093 to start it')
+    const id = stdout.trim()
+    await gw.admin(`/accounts/${accountId}/credits`, { body: { amount_usd: '1' } })
+    const watched = await run(['submit', 'poor.jsonl', '--wait'], { MULTIGRID_API_KEY: poorKey })
+    expect(watched.code).toBe(0)
+    const status = await run(['status', id, '--json'], { MULTIGRID_API_KEY: poorKey })
+    expect(['in_progress', 'finalizing', 'completed']).toContain(JSON.parse(status.stdout).status)
+  })
+
   test("usage errors exit 2; a bad key exits 1 with the gateway's message", async () => {
     expect((await run(['status'])).code).toBe(2)
     expect((await run(['frobnicate'])).code).toBe(2)

@@ -1661,6 +1661,277 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
       })
     })
 
+    describe('daily spend limit (SPEC §12)', () => {
+      // T0 is 23:46:40 UTC: the next UTC day begins 800 s later.
+      const NEXT_DAY = T0 + 800
+      it('counts the day’s batch holds and refuses a batch that would pass it; the next UTC day starts at zero, and a deposit does not raise it', async () => {
+        await account('acct_1', '100')
+        expect(await store.getDailySpend('acct_1', MS)).toEqual({ limitUsd: null, usedUsd: '0' })
+        expect(await store.setDailySpendLimit('acct_1', '2.5')).toBe(true)
+        expect(await store.setDailySpendLimit('acct_missing', '1')).toBe(false)
+        await admit('acct_1', 'batch_01', 1, { costCeilingUsd: '1.5' })
+        await admit('acct_1', 'batch_02', 1, { costCeilingUsd: '1' })
+        expect(await store.getDailySpend('acct_1', MS)).toEqual({ limitUsd: '2.5', usedUsd: '2.5' })
+        const refused = await store.admitBatch(
+          newBatch('acct_1', 'batch_03', 1, { costCeilingUsd: '0.000001' }),
+        )
+        expect(refused).toEqual({ kind: 'daily_limit_exceeded', limitUsd: '2.5', usedUsd: '2.5' })
+        expect(await store.getBatch('acct_1', 'batch_03')).toBeNull()
+        await store.addCredit('acct_1', '1000')
+        expect((await store.admitBatch(newBatch('acct_1', 'batch_03', 1))).kind).toBe(
+          'daily_limit_exceeded',
+        )
+        // 00:00 UTC: yesterday's batches count no more (they still hold their credit).
+        await admit('acct_1', 'batch_04', 1, {
+          costCeilingUsd: '2.5',
+          createdAt: NEXT_DAY,
+          deadlineAt: NEXT_DAY + DAY,
+        })
+        expect(await store.getDailySpend('acct_1', NEXT_DAY * 1000)).toMatchObject({
+          usedUsd: '2.5',
+        })
+        expect((await store.getAccount('acct_1'))!.heldUsd).toBe('5')
+        // No limit: anything the credit covers.
+        await store.setDailySpendLimit('acct_1', null)
+        await admit('acct_1', 'batch_05', 1, { costCeilingUsd: '50', createdAt: NEXT_DAY })
+      })
+
+      it('counts a finished batch at what it was charged, not its ceiling', async () => {
+        await account('acct_1', '100')
+        await store.setDailySpendLimit('acct_1', '1.5')
+        await admit('acct_1', 'batch_01', 2, { costCeilingUsd: '1' })
+        await claim('batch_01', 'owner-a', 2)
+        await dispatch.recordOutcomes(
+          'owner-a',
+          [succeeded('batch_01', 1, '0.25'), succeeded('batch_01', 2, '0.05')],
+          MS + 10,
+        )
+        // Held 0.7 and charged 0.3 while it runs, charged 0.3 once it ends.
+        expect((await store.getDailySpend('acct_1', MS + 20))!.usedUsd).toBe('1')
+        await dispatch.advanceBatches(T0 + 1)
+        await dispatch.advanceBatches(T0 + 2)
+        expect((await batchOf('acct_1', 'batch_01')).status).toBe('completed')
+        expect((await store.getDailySpend('acct_1', MS + 3000))!.usedUsd).toBe('0.3')
+        await admit('acct_1', 'batch_02', 1, { costCeilingUsd: '1.2' })
+      })
+
+      it('bounds live leases by the limit, counts live charges on the day they are written, and says when the limit is what refuses', async () => {
+        await account('acct_1', '100')
+        await store.setDailySpendLimit('acct_1', '1')
+        const take = (instanceId: string, needUsd: string, wantUsd: string, nowMs = MS) =>
+          store.takeLiveCredit({
+            instanceId,
+            accountId: 'acct_1',
+            needUsd,
+            wantUsd,
+            nowMs,
+            expiresAtMs: nowMs + 10_000,
+          })
+        // Half of what the limit leaves beyond the need, as with credit.
+        expect(await take('inst-a', '0.2', '10')).toMatchObject({
+          grantedUsd: '0.5',
+          availableUsd: '0.5',
+        })
+        expect((await store.getDailySpend('acct_1', MS))!.usedUsd).toBe('0.5')
+        const refused = await take('inst-b', '0.6', '0.6')
+        expect(refused).toMatchObject({
+          grantedUsd: '0',
+          dailyLimit: { limitUsd: '1', usedUsd: '0.5' },
+        })
+        // A batch cannot take the room a lease holds either.
+        expect(
+          (await store.admitBatch(newBatch('acct_1', 'batch_01', 1, { costCeilingUsd: '0.6' })))
+            .kind,
+        ).toBe('daily_limit_exceeded')
+        await store.writeLiveCharges({
+          id: 'lcg_1',
+          instanceId: 'inst-a',
+          nowMs: MS + 100,
+          entries: [{ accountId: 'acct_1', chargeUsd: '0.25', releaseUsd: '0.25' }],
+        })
+        expect((await store.getDailySpend('acct_1', MS + 200))!.usedUsd).toBe('0.25')
+        expect(await take('inst-b', '0.5', '0.5', MS + 200)).toMatchObject({ grantedUsd: '0.5' })
+        expect(await take('inst-b', '0.5', '0.5', MS + 300)).toMatchObject({
+          grantedUsd: '0',
+          dailyLimit: { limitUsd: '1', usedUsd: '0.75' },
+        })
+        // The credit, not the limit, in the way: no dailyLimit (a 402, not a 429).
+        await store.setDailySpendLimit('acct_1', '1000')
+        expect((await take('inst-c', '500', '500', MS + 300)).dailyLimit).toBeUndefined()
+        // The next UTC day: yesterday's live charges count no more.
+        await store.dropLiveCredit('inst-b')
+        expect((await store.getDailySpend('acct_1', NEXT_DAY * 1000))!.usedUsd).toBe('0')
+        await store.writeLiveCharges({
+          id: 'lcg_2',
+          instanceId: 'inst-b',
+          nowMs: NEXT_DAY * 1000,
+          entries: [{ accountId: 'acct_1', chargeUsd: '0.1', releaseUsd: '0' }],
+        })
+        expect((await store.getDailySpend('acct_1', NEXT_DAY * 1000))!.usedUsd).toBe('0.1')
+      })
+    })
+
+    describe('batches waiting for credit (SPEC §14)', () => {
+      const waitFor = (id: string, ceiling: string, extra: Partial<NewBatch> = {}) =>
+        admit('acct_1', id, 2, { costCeilingUsd: ceiling, creditWaitUntil: T0 + 600, ...extra })
+
+      it('admits a batch whose hold does not fit as validating, holding nothing, and starts it once a deposit covers it', async () => {
+        await account('acct_1', '1')
+        const batch = await waitFor('batch_01', '2.5')
+        expect(batch).toMatchObject({
+          status: 'validating',
+          heldUsd: '0',
+          waiting: { code: 'insufficient_credit', until: T0 + 600 },
+        })
+        expect(batch.waiting!.message).toContain('deposit at least $1.500000 to start it')
+        expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '0', openBatches: 1 })
+        // Not claimable while it waits.
+        expect(await dispatch.runnableBatches(MS, 10)).toEqual([])
+        expect(await store.admitWaitingBatches(MS)).toEqual({ started: [], failed: [] })
+        await store.addCredit('acct_1', '1.49')
+        await store.admitWaitingBatches(MS)
+        expect((await batchOf('acct_1', 'batch_01')).waiting!.message).toContain(
+          'deposit at least $0.010000 to start it',
+        )
+        await store.addCredit('acct_1', '0.01')
+        expect(await store.admitWaitingBatches(MS + 1)).toEqual({
+          started: ['batch_01'],
+          failed: [],
+        })
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          status: 'in_progress',
+          heldUsd: '2.5',
+          waiting: null,
+        })
+        expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '2.5' })
+        expect(await store.admitWaitingBatches(MS + 2)).toEqual({ started: [], failed: [] })
+        expect((await dispatch.runnableBatches(MS, 10)).map((b) => b.id)).toEqual(['batch_01'])
+        // Without wait_for_credit, a hold that does not fit is refused as before.
+        expect((await store.admitBatch(newBatch('acct_1', 'batch_02', 1))).kind).toBe(
+          'insufficient_quota',
+        )
+      })
+
+      it('starts the earliest first: a deposit that covers only some starts them in order, and a later batch never takes the credit an earlier one waits for', async () => {
+        await account('acct_1', '0')
+        await waitFor('batch_a', '2', { createdAt: T0 })
+        await waitFor('batch_b', '1', { createdAt: T0 + 1 })
+        await waitFor('batch_c', '1', { createdAt: T0 + 2 })
+        await store.addCredit('acct_1', '1.5')
+        // B and C would fit, but A came first.
+        expect(await store.admitWaitingBatches(MS + 3000)).toEqual({ started: [], failed: [] })
+        const needed = async () =>
+          Promise.all(
+            ['batch_a', 'batch_b', 'batch_c'].map(
+              async (id) =>
+                /deposit at least \$([\d.]+)/.exec(
+                  (await batchOf('acct_1', id)).waiting?.message ?? '',
+                )?.[1],
+            ),
+          )
+        expect(await needed()).toEqual(['0.500000', '1.500000', '2.500000'])
+        // A waiting submit queues behind them even though its own hold fits.
+        await waitFor('batch_d', '0.1', { createdAt: T0 + 3 })
+        expect((await batchOf('acct_1', 'batch_d')).status).toBe('validating')
+        await store.addCredit('acct_1', '1')
+        expect(await store.admitWaitingBatches(MS + 4000)).toEqual({
+          started: ['batch_a'],
+          failed: [],
+        })
+        expect(await needed()).toEqual([undefined, '0.500000', '1.500000'])
+        await store.addCredit('acct_1', '10')
+        expect((await store.admitWaitingBatches(MS + 5000)).started).toEqual([
+          'batch_b',
+          'batch_c',
+          'batch_d',
+        ])
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          heldUsd: '4.1',
+          balanceUsd: '12.5',
+        })
+      })
+
+      it('fails a batch still short when its wait ends: every line failed, nothing charged, nothing held, its webhook told', async () => {
+        await account('acct_1', '1')
+        await store.createWebhook(
+          {
+            id: 'whe_1',
+            accountId: 'acct_1',
+            url: 'https://hooks.example.com/1',
+            events: ['batch.failed'],
+            secret: 'whsec_c2VjcmV0',
+            createdAt: T0,
+          },
+          10,
+        )
+        await waitFor('batch_01', '2')
+        expect(await store.admitWaitingBatches((T0 + 599) * 1000)).toEqual({
+          started: [],
+          failed: [],
+        })
+        expect(await store.admitWaitingBatches((T0 + 600) * 1000)).toEqual({
+          started: [],
+          failed: ['batch_01'],
+        })
+        const batch = await batchOf('acct_1', 'batch_01')
+        expect(batch).toMatchObject({
+          status: 'failed',
+          finishedAt: T0 + 600,
+          costUsd: '0',
+          heldUsd: '0',
+          counts: { total: 2, pending: 0, running: 0, succeeded: 0, failed: 2 },
+        })
+        expect(batch.errors).toEqual([
+          {
+            code: 'insufficient_quota',
+            message: expect.stringContaining('$2.000000'),
+            param: null,
+            line: null,
+          },
+        ])
+        const lines = await allLines('batch_01')
+        expect(lines.map((line) => [line.status, line.error?.code, line.costUsd])).toEqual([
+          ['failed', 'insufficient_quota', '0'],
+          ['failed', 'insufficient_quota', '0'],
+        ])
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '1',
+          heldUsd: '0',
+          openBatches: 0,
+        })
+        const queued = await store.listDeliveries('acct_1', 'whe_1', { limit: 10, after: null })
+        expect(queued!.deliveries).toMatchObject([
+          { batchId: 'batch_01', type: 'batch.failed', createdAt: T0 + 600, status: 'pending' },
+        ])
+        expect(await store.admitWaitingBatches((T0 + 601) * 1000)).toEqual({
+          started: [],
+          failed: [],
+        })
+      })
+
+      it('counts a waiting batch’s hold against the daily limit from its submit', async () => {
+        await account('acct_1', '0')
+        await store.setDailySpendLimit('acct_1', '3')
+        await waitFor('batch_01', '2')
+        expect((await store.getDailySpend('acct_1', MS))!.usedUsd).toBe('2')
+        expect(
+          await store.admitBatch(
+            newBatch('acct_1', 'batch_02', 1, { costCeilingUsd: '1.5', creditWaitUntil: T0 + 600 }),
+          ),
+        ).toEqual({ kind: 'daily_limit_exceeded', limitUsd: '3', usedUsd: '2' })
+      })
+
+      it('a cancelled waiting batch ends cancelled and waits no more', async () => {
+        await account('acct_1', '0')
+        await waitFor('batch_01', '2')
+        const cancelled = await store.cancelBatch('acct_1', 'batch_01', T0 + 5)
+        expect(cancelled).toMatchObject({ kind: 'cancelled', batch: { status: 'cancelled' } })
+        await store.addCredit('acct_1', '5')
+        expect(await store.admitWaitingBatches(MS + 6000)).toEqual({ started: [], failed: [] })
+        expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '0', openBatches: 0 })
+      })
+    })
+
     describe('providerShares', () => {
       it('counts settled lines, their cost and calls in flight per provider, per batch', async () => {
         await account('acct_1')

@@ -279,7 +279,8 @@ export function dashboardRoutes({
             })
           }
           case 'insufficient_quota':
-          case 'limit_exceeded': {
+          case 'limit_exceeded':
+          case 'daily_limit_exceeded': {
             const refusal = refusalOf(result)
             return listPage(
               caller,

@@ -34,6 +34,8 @@ const createBody = z.looseObject({
     })
     .nullable()
     .optional(),
+  // SPEC §14, through extra_body: a batch the credit does not cover yet waits for a deposit.
+  wait_for_credit: z.boolean().optional(),
 })
 
 const listQuery = z.object({
@@ -131,6 +133,7 @@ export function openAiBatchRoutes({
       metadata: body.metadata ?? null,
       inputFileId: file.id,
       endpoint: body.endpoint,
+      waitForCredit: body.wait_for_credit === true,
     })
     switch (result.kind) {
       case 'invalid':
@@ -142,7 +145,7 @@ export function openAiBatchRoutes({
             line: issue.line,
           })),
         )
-      // As OpenAI does: a batch the credit cannot cover fails at validation.
+      // As OpenAI does: a batch the credit cannot cover fails at validation (unless it may wait).
       case 'insufficient_quota':
         return reject([
           {
@@ -153,6 +156,7 @@ export function openAiBatchRoutes({
           },
         ])
       case 'limit_exceeded':
+      case 'daily_limit_exceeded':
         throw refusalOf(result)
       case 'created':
         await registerResultFiles(store, result.batch)
