@@ -1,2 +1,0 @@
--- The planner's projected finish of a batch: see sql/0009_batch_eta.sql.
-ALTER TABLE batches ADD COLUMN eta INTEGER;
