@@ -150,6 +150,8 @@ export interface BatchRecord {
   idempotencyKey: string | null
   /** When retention deleted its lines; null while its results are kept. */
   purgedAt: number | null
+  /** The planner's projected finish (SPEC §13 routing.eta), Unix seconds; null before it can tell. */
+  eta: number | null
   /** Validation errors of a batch refused on the OpenAI surface. */
   errors: { code: string; message: string; param: string | null; line: number | null }[] | null
   /** The batch's spend cap (SPEC §12), a decimal string; null for none. */

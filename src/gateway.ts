@@ -114,6 +114,7 @@ export async function startGateway(
         retry: { ...DEFAULT_RETRY, maxAttempts: config.dispatch.maxAttempts },
         drainMs: 10_000,
         onOutcome: observeLines(logger, telemetry),
+        spillMargin: config.dispatch.spillMargin,
         adapters: adapterDirectory.byId,
       })
     : null

@@ -10,13 +10,22 @@ import type { DispatchStore } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 
 /** The codes this reporter sets and clears; another part's code is left as it is. */
-const OURS: readonly WaitingCode[] = ['provider_rate_limited', 'provider_unavailable']
+const OURS: readonly WaitingCode[] = [
+  'provider_rate_limited',
+  'provider_unavailable',
+  'capacity_busy',
+]
 
 export interface WaitingReporter {
   /** `provider` answered 429 for a line of the batch; nothing goes to it before `untilMs`. */
   rateLimited(batchId: string, provider: string, untilMs: number): void
   /** Every replica of `provider` is failing; the batch's lines for it wait. */
   unavailable(batchId: string, provider: string): void
+  /**
+   * The batch's lines wait for a slot of `providers` (its allowed ones, by the planner), full
+   * with other batches' lines.
+   */
+  capacityBusy(batchId: string, providers: string): void
   /**
    * A line of the batch ended on `provider` (null: without reaching one): it moves, unless that
    * is the provider still paused.
@@ -46,6 +55,15 @@ export function unavailableWaiting(provider: string): BatchWaiting {
       `${provider} is unavailable: every replica is failing. Its lines are tried again as it ` +
       'comes back, or go to another offering they allow. Nothing to do: do not resubmit; if it ' +
       "stays down, tell the gateway's operator.",
+  }
+}
+
+export function capacityBusyWaiting(providers: string): BatchWaiting {
+  return {
+    code: 'capacity_busy',
+    message:
+      `${providers} ${providers.includes(',') ? 'are' : 'is'} full with other batches' lines due ` +
+      "earlier; this batch's lines wait their turn and run as slots free. Nothing to do: do not resubmit.",
   }
 }
 
@@ -84,6 +102,11 @@ export function createWaitingReporter(
     unavailable(batchId, provider) {
       if (said.get(batchId)?.waiting.code === 'provider_rate_limited') return
       say(batchId, provider, unavailableWaiting(provider), 0)
+    },
+    capacityBusy(batchId, providers) {
+      const before = said.get(batchId)?.waiting.code
+      if (before === 'provider_rate_limited' || before === 'provider_unavailable') return
+      say(batchId, providers, capacityBusyWaiting(providers), 0)
     },
     progressed(batchId, provider) {
       const before = said.get(batchId)

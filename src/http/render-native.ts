@@ -1,6 +1,7 @@
 /** The native batch object (SPEC §3) and its result lines, rendered from stored records. */
 import {
   currentWaiting,
+  isOpenBatch,
   nowSeconds,
   type BatchRecord,
   type LineRecord,
@@ -12,8 +13,9 @@ import { usd } from '../money/decimal.ts'
  * The planner's projected finish of a batch (SPEC §13 `routing.eta`, Unix seconds), or null
  * before it can tell. The one place every surface (API, dashboard) reads it from.
  */
-export function batchEta(_batch: BatchRecord): number | null {
-  return null
+export function batchEta(batch: BatchRecord): number | null {
+  // The dispatcher writes it as the batch runs (the planner's projection); an ended batch has none.
+  return isOpenBatch(batch.status) ? batch.eta : null
 }
 
 /** `routing.providers`: per provider, what ended there, what it cost and what runs there now. */

@@ -62,6 +62,7 @@ export function rowToBatch(row: Row): BatchRecord {
         ? null
         : moneyText(row.max_cost_usd as string),
     waiting: rowToWaiting(row),
+    eta: num(row.eta),
   }
 }
 
@@ -192,6 +193,7 @@ export function rowToRunnable(row: Row): RunnableBatch {
   return {
     id: row.id as string,
     accountId: row.account_id as string,
+    createdAt: Number(row.created_at),
     deadlineAt: Number(row.deadline_at),
     endpoint: row.endpoint as RunnableBatch['endpoint'],
     pending: Number(row.pending),

@@ -259,6 +259,8 @@ export interface ClaimedLine {
 export interface RunnableBatch {
   id: string
   accountId: string
+  /** Unix seconds; with deadlineAt, the window the spill margin is a share of. */
+  createdAt: number
   deadlineAt: number
   endpoint: BatchEndpoint
   pending: number
@@ -298,6 +300,11 @@ export type LineOutcome =
       kind: 'retry'
       /** Unix ms before which the line is not claimed again. */
       notBefore: number
+      /**
+       * The line was never served (its provider unavailable, its batch stopped): the attempt its
+       * claim counted is given back, so waiting out an outage uses none of a line's attempts.
+       */
+      unsent?: boolean
     }
 
 /** A change in the calls one instance has in flight to a provider for a batch's lines. */
@@ -359,6 +366,8 @@ export interface DispatchStore {
     waiting: BatchWaiting | null,
     replaces?: readonly WaitingCode[],
   ): Promise<boolean>
+  /** The planner's projected finish of open batches (Unix seconds, or null); ended batches are left as they are. */
+  recordEtas(etas: readonly { batchId: string; eta: number | null }[]): Promise<void>
 }
 
 /** A file's metadata. Uploaded content lives in a BlobStore; rendered files have none. */

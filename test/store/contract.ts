@@ -332,6 +332,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
           purgedAt: null,
           maxCostUsd: null,
           waiting: null,
+          eta: null,
         })
         expect(await store.getBatch('acct_1', 'batch_01')).toEqual(batch)
         expect(await store.getAccount('acct_1')).toMatchObject({
@@ -772,6 +773,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
           {
             id: 'batch_02',
             accountId: 'acct_2',
+            createdAt: T0,
             deadlineAt: T0 + 3600,
             endpoint: '/v1/chat/completions',
             pending: 3,
@@ -779,6 +781,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
           {
             id: 'batch_03',
             accountId: 'acct_1',
+            createdAt: T0,
             deadlineAt: T0 + 7200,
             endpoint: '/v1/chat/completions',
             pending: 1,
@@ -786,6 +789,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
           {
             id: 'batch_01',
             accountId: 'acct_1',
+            createdAt: T0,
             deadlineAt: T0 + 10_800,
             endpoint: '/v1/chat/completions',
             pending: 2,
@@ -1012,6 +1016,43 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         const again = await claim('batch_01', 'owner-b', 10, MS + 5000)
         expect(again.map((l) => [l.lineNo, l.attempts])).toEqual([[1, 2]])
         expect((await store.getAccount('acct_1'))!.balanceUsd).toBe('100')
+      })
+
+      it('gives back the attempt of a line handed back unsent', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 2)
+        await claim('batch_01', 'owner-a', 2)
+        const unsent = { ...retry('batch_01', 1, MS), unsent: true }
+        expect(
+          await dispatch.recordOutcomes('owner-a', [unsent, retry('batch_01', 2, MS)], MS + 100),
+        ).toBe(2)
+        expect((await allLines('batch_01')).map((l) => [l.status, l.attempts])).toEqual([
+          ['pending', 0],
+          ['pending', 1],
+        ])
+        // Claimed again, the unsent line is on its first attempt, the other on its second.
+        const again = await claim('batch_01', 'owner-b', 10, MS + 200)
+        expect(again.map((l) => [l.lineNo, l.attempts])).toEqual([
+          [1, 1],
+          [2, 2],
+        ])
+      })
+
+      it('records the planner’s projected finish of open batches only', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 1)
+        await admit('acct_1', 'batch_02', 1)
+        await store.cancelBatch('acct_1', 'batch_02', T0)
+        await dispatch.recordEtas([
+          { batchId: 'batch_01', eta: T0 + 120 },
+          { batchId: 'batch_02', eta: T0 + 60 },
+          { batchId: 'batch_missing', eta: T0 },
+        ])
+        expect((await batchOf('acct_1', 'batch_01')).eta).toBe(T0 + 120)
+        expect((await batchOf('acct_1', 'batch_02')).eta).toBeNull()
+        await dispatch.recordEtas([{ batchId: 'batch_01', eta: null }])
+        expect((await batchOf('acct_1', 'batch_01')).eta).toBeNull()
+        await dispatch.recordEtas([])
       })
 
       it('takes times with fractions of a millisecond, never acting sooner', async () => {

@@ -40,7 +40,7 @@ export class PostgresDispatch implements DispatchStore {
     // is not dispatched until a deposit covers them again; the claim checks it again below. A
     // batch held back by its cap is left out until a reserved ceiling ends (capRoomBack).
     const rows = await this.sql`
-      SELECT b.id, b.account_id, b.deadline_at, b.endpoint, b.pending
+      SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint, b.pending
       FROM batches b JOIN accounts a ON a.id = b.account_id
       WHERE b.status = 'in_progress' AND b.pending > 0 AND b.deadline_at > ${earlier(nowMs / 1000)}
         AND b.waiting_code IS DISTINCT FROM 'max_cost_reached'
@@ -189,6 +189,15 @@ export class PostgresDispatch implements DispatchStore {
 
   async reapExpiredLeases(nowMs: number) {
     return this.sql.begin((tx) => returnToPending(tx, tx`lease_until < ${later(nowMs)}`))
+  }
+
+  async recordEtas(etas: readonly { batchId: string; eta: number | null }[]) {
+    if (etas.length === 0) return
+    await this.sql`
+      UPDATE batches b SET eta = e.eta
+      FROM unnest(${etas.map((e) => e.batchId)}::text[],
+                  ${etas.map((e) => (e.eta === null ? null : Math.ceil(e.eta)))}::bigint[]) AS e (id, eta)
+      WHERE b.id = e.id AND b.status IN ('in_progress', 'cancelling')`
   }
 
   async advanceBatches(now: number) {

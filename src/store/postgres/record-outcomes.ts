@@ -100,11 +100,12 @@ function retryStatement(tx: postgres.TransactionSql, retries: Retry[]) {
     WITH retry AS (
       SELECT * FROM unnest(${retries.map((r) => r.batchId)}::text[],
                            ${retries.map((r) => r.lineNo)}::int[],
-                           ${retries.map((r) => Math.ceil(r.notBefore))}::bigint[])
-        AS retry (batch_id, line_no, not_before)),
+                           ${retries.map((r) => Math.ceil(r.notBefore))}::bigint[],
+                           ${retries.map((r) => (r.unsent ? 1 : 0))}::int[])
+        AS retry (batch_id, line_no, not_before, unsent)),
     moved AS (
       UPDATE lines l SET status = 'pending', lease_owner = NULL, lease_until = NULL,
-        not_before = retry.not_before
+        not_before = retry.not_before, attempts = l.attempts - retry.unsent
       FROM retry WHERE l.batch_id = retry.batch_id AND l.line_no = retry.line_no
       RETURNING l.batch_id, l.ceiling_usd),
     counts AS (

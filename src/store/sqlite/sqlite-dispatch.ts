@@ -47,7 +47,7 @@ export class SqliteDispatch implements DispatchStore {
     // SQL compares it as REAL with a margin far above REAL's rounding (it never leaves out an
     // account that is covered) and coversHolds decides exactly.
     const rows = this.q(
-      `SELECT b.id, b.account_id, b.deadline_at, b.endpoint, b.pending, a.balance_usd, a.held_usd
+      `SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint, b.pending, a.balance_usd, a.held_usd
        FROM batches b JOIN accounts a ON a.id = b.account_id
        WHERE b.status = 'in_progress' AND b.pending > 0 AND b.deadline_at > ?
          AND (b.waiting_code IS NULL OR b.waiting_code <> 'max_cost_reached')
@@ -127,7 +127,8 @@ export class SqliteDispatch implements DispatchStore {
     // in memory and written once per batch and account at the end of the transaction.
     // Each returns the line's ceiling (a capped batch's), whose reservation it ends.
     const retry = this.q(
-      `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL, not_before = ?
+      `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL, not_before = ?,
+         attempts = attempts - ?
        WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?
        RETURNING ceiling_usd`,
     )
@@ -153,7 +154,7 @@ export class SqliteDispatch implements DispatchStore {
       for (const outcome of outcomes) {
         const key = [outcome.batchId, outcome.lineNo, owner] as const
         if (outcome.kind === 'retry') {
-          const line = retry.get(outcome.notBefore, ...key)
+          const line = retry.get(outcome.notBefore, outcome.unsent ? 1 : 0, ...key)
           if (!line) continue // lease lost
           ledger.unreserve(outcome.batchId, line.ceiling_usd)
           ledger.count(outcome.batchId, 'retry')
@@ -251,6 +252,16 @@ export class SqliteDispatch implements DispatchStore {
     const pairs = new Set(rows.map((row) => `${row.batch_id}\u0000${row.lease_owner}`))
     for (const pair of pairs) idle.run(...(pair.split('\u0000') as [string, string]))
     return rows.length
+  }
+
+  async recordEtas(etas: readonly { batchId: string; eta: number | null }[]) {
+    if (etas.length === 0) return
+    const set = this.q(
+      `UPDATE batches SET eta = ? WHERE id = ? AND status IN ('in_progress', 'cancelling')`,
+    )
+    this.tx(() => {
+      for (const { batchId, eta } of etas) set.run(eta, batchId)
+    })
   }
 
   async advanceBatches(now: number) {
