@@ -133,6 +133,15 @@ export interface BatchRecord {
   purgedAt: number | null
   /** Validation errors of a batch refused on the OpenAI surface. */
   errors: { code: string; message: string; param: string | null; line: number | null }[] | null
+  /** The batch this one retries the unsuccessful lines of (SPEC §15); null otherwise. */
+  parentBatchId: string | null
+  /** The batches made by retrying this one, oldest first. */
+  retriedBy: string[]
+  /**
+   * One more on every change of the stored row, whoever makes it: the progress stream's event
+   * id (a resumed stream sends only states past the one the client saw).
+   */
+  version: number
 }
 
 export interface AccountRecord {

@@ -250,16 +250,26 @@ class PostgresStore implements Store {
       const [row] = await tx`
         INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
           created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
-          metadata, input_file_id, idempotency_key)
+          metadata, input_file_id, idempotency_key, parent_batch_id)
         VALUES (${batch.id}, ${batch.accountId}, ${batch.name}, ${batch.endpoint}, 'in_progress',
           ${batch.completionWindowHours}, ${batch.createdAt}, ${batch.deadlineAt},
           ${batch.lineCount}, ${batch.lineCount}, ${ceiling}::numeric, ${ceiling}::numeric,
           ${batch.source}, ${batch.metadata ? tx.json(storableJson(batch.metadata)) : null},
-          ${batch.inputFileId}, ${batch.idempotencyKey})
+          ${batch.inputFileId}, ${batch.idempotencyKey}, ${batch.parentBatchId ?? null})
         RETURNING *`
       const count = await copyLines(tx, batch.id, batch.lines, this.collectGarbage)
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
+      }
+      if (batch.parentBatchId) {
+        // The parent has ended (the caller checked), so no dispatch transaction holds its row:
+        // locking it after the account cannot close a cycle with one that locks batch, then account.
+        const [parent] = await tx`
+          UPDATE batches
+          SET retried_by = coalesce(retried_by, '[]'::jsonb) || jsonb_build_array(${batch.id}::text)
+          WHERE id = ${batch.parentBatchId} AND account_id = ${batch.accountId}
+          RETURNING id`
+        if (!parent) throw new Error(`batch ${batch.id}: parent ${batch.parentBatchId} not found`)
       }
       return { kind: 'created', batch: rowToBatch(row!) }
     })

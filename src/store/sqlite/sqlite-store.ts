@@ -235,8 +235,8 @@ class SqliteStore implements Store {
       this.q(
         `INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
            created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
-           metadata, input_file_id, idempotency_key)
-         VALUES (?, ?, ?, ?, 'in_progress', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           metadata, input_file_id, idempotency_key, parent_batch_id)
+         VALUES (?, ?, ?, ?, 'in_progress', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         batch.id,
         batch.accountId,
@@ -253,10 +253,23 @@ class SqliteStore implements Store {
         batch.metadata ? JSON.stringify(batch.metadata) : null,
         batch.inputFileId,
         batch.idempotencyKey,
+        batch.parentBatchId ?? null,
       )
       const count = this.insertLines(batch.id, batch.lines)
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
+      }
+      if (batch.parentBatchId) {
+        const parent = this.q('SELECT retried_by FROM batches WHERE id = ? AND account_id = ?').get(
+          batch.parentBatchId,
+          batch.accountId,
+        )
+        if (!parent) throw new Error(`batch ${batch.id}: parent ${batch.parentBatchId} not found`)
+        const children: string[] = parent.retried_by ? JSON.parse(parent.retried_by) : []
+        this.q('UPDATE batches SET retried_by = ? WHERE id = ?').run(
+          JSON.stringify([...children, batch.id]),
+          batch.parentBatchId,
+        )
       }
       return {
         kind: 'created',
