@@ -12,6 +12,12 @@ import { collectYoungGarbage } from './memory/young-garbage.ts'
 import { createCatalog } from './catalog/catalog.ts'
 import { connectRedis } from './coordination/redis.ts'
 import { NUDGE_CHANNEL, openNudges } from './coordination/nudges.ts'
+import {
+  BATCH_CHANGES_CHANNEL,
+  openBatchChanges,
+  type BatchChanges,
+} from './coordination/batch-changes.ts'
+import { announceChanges } from './dispatch/announce-changes.ts'
 import type { Config } from './config.ts'
 import { adminRoutes } from './http/admin.ts'
 import { bodyLimits } from './http/body-limits.ts'
@@ -48,6 +54,8 @@ export interface Gateway {
   janitor: Janitor
   /** The live path's credit ledger; tests flush it to see charges at once. */
   credit: LiveCredit
+  /** Batch change signals between instances, which the progress streams watch. */
+  batchChanges: BatchChanges
   stop(): Promise<void>
 }
 
@@ -91,15 +99,27 @@ export async function startGateway(
       })
     : null
   const upstreams = createUpstreams(config, telemetry, fleet?.gate)
+  // Every batch the dispatcher moves is announced to the progress streams of every instance.
+  const batchChanges = await openBatchChanges(
+    await openStoreChannel(config, BATCH_CHANGES_CHANNEL),
+    instanceId,
+    logger,
+  )
   const dispatcher: Dispatcher | null = config.dispatch.enabled
-    ? createDispatcher(dispatch, catalog, upstreams, logger, {
-        owner: instanceId,
-        leaseSeconds: config.dispatch.leaseSeconds,
-        pollMs: config.dispatch.pollMs,
-        retry: { ...DEFAULT_RETRY, maxAttempts: config.dispatch.maxAttempts },
-        drainMs: 10_000,
-        onOutcome: observeLines(logger, telemetry),
-      })
+    ? createDispatcher(
+        announceChanges(dispatch, batchChanges.publish),
+        catalog,
+        upstreams,
+        logger,
+        {
+          owner: instanceId,
+          leaseSeconds: config.dispatch.leaseSeconds,
+          pollMs: config.dispatch.pollMs,
+          retry: { ...DEFAULT_RETRY, maxAttempts: config.dispatch.maxAttempts },
+          drainMs: 10_000,
+          onOutcome: observeLines(logger, telemetry),
+        },
+      )
     : null
   // Admissions on any instance wake idle dispatchers on every instance (NOTIFY on PostgreSQL).
   const nudges = await openNudges(
@@ -147,6 +167,12 @@ export async function startGateway(
     maxStoredBytes: config.limits.defaultMaxStoredBytes,
   }
   const bodies = bodyLimits(config.limits)
+  // A cancel moves the batch's counts and status at once: its streams hear it with the dispatcher.
+  const onCancelled = (id: string) => {
+    dispatcher?.cancelled(id)
+    batchChanges.publish([id])
+  }
+  const events = { changes: batchChanges, ...config.events }
   const live = {
     auth,
     credit,
@@ -170,7 +196,8 @@ export async function startGateway(
       maxBodyBytes: config.limits.maxBodyBytes,
       bodyLimit: bodies.nativeSubmit,
       fileBuffers: validator.bodyBuffers,
-      onCancelled: (id) => dispatcher?.cancelled(id),
+      onCancelled,
+      events,
     }),
     liveRoutes('', live),
     liveRoutes('/openai', live),
@@ -188,7 +215,7 @@ export async function startGateway(
       blobs,
       admission,
       bodyLimit: bodies.batchCreate,
-      onCancelled: (id) => dispatcher?.cancelled(id),
+      onCancelled,
     }),
     dashboardRoutes({
       auth,
@@ -197,7 +224,8 @@ export async function startGateway(
       maxBodyBytes: config.limits.maxBodyBytes,
       bodyLimits: bodies,
       sessionHours: config.sessionHours,
-      onCancelled: (id) => dispatcher?.cancelled(id),
+      onCancelled,
+      events,
     }),
   ]
   if (config.adminToken)
@@ -235,6 +263,7 @@ export async function startGateway(
     dispatcher,
     janitor,
     credit,
+    batchChanges,
     async stop() {
       await janitor.stop()
       // Stop taking requests, let in-flight lines finish (bounded), hand the rest back.
@@ -244,6 +273,7 @@ export async function startGateway(
       await validator.close()
       await dispatcher?.stop()
       await nudges.close()
+      await batchChanges.close()
       await fleet?.close()
       // Before the store closes: the last metric export still reads the queue depth from it.
       await telemetry.shutdown()

@@ -14,6 +14,7 @@ import { excerpt } from '../excerpt.ts'
 import { parseQuery } from './parse-query.ts'
 import { renderBatch, renderResultLine } from './render-native.ts'
 import { streamLines } from './stream-lines.ts'
+import { eventStreamResponse, type EventStreamSettings } from './event-stream-response.ts'
 
 /** A submit's options, as query parameters here and as form fields on the dashboard. */
 export const submitOptions = z.object({
@@ -59,6 +60,8 @@ export interface NativeDeps {
   fileBuffers?: BodyBuffers
   /** Tells this instance's dispatcher at once, so lines waiting for a slot are not sent. */
   onCancelled?: (batchId: string) => void
+  /** The progress streams' change signals and timing (SPEC §15). */
+  events: EventStreamSettings
 }
 
 export function nativeBatchRoutes({
@@ -68,6 +71,7 @@ export function nativeBatchRoutes({
   bodyLimit,
   fileBuffers,
   onCancelled,
+  events,
 }: NativeDeps) {
   return new Elysia({ name: 'native-batches' })
     .post(
@@ -198,6 +202,22 @@ export function nativeBatchRoutes({
       },
       { parse: 'none' },
     )
+    .get('/v1/batches/:id/events', async ({ request, set, params, server }) => {
+      const caller = await auth.authenticate(
+        request.headers.get('authorization'),
+        'read',
+        set.headers as Record<string, string>,
+      )
+      const accountId = caller.account.id
+      const batch = await store.getBatch(accountId, params.id)
+      if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
+      return eventStreamResponse(request, server, batch, {
+        ...events,
+        read: () => store.getBatch(accountId, batch.id),
+        render: renderBatch,
+        headers: set.headers as Record<string, string>,
+      })
+    })
     .get('/v1/batches/:id/results', async ({ request, set, params }) => {
       const caller = await auth.authenticate(
         request.headers.get('authorization'),
