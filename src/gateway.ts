@@ -195,6 +195,7 @@ export async function startGateway(
       admission,
       maxBodyBytes: config.limits.maxBodyBytes,
       bodyLimit: bodies.nativeSubmit,
+      retryLimit: bodies.retry,
       fileBuffers: validator.bodyBuffers,
       onCancelled,
       events,

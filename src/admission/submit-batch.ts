@@ -21,6 +21,8 @@ export interface SubmitOptions {
   inputFileId: string | null
   /** The endpoint the caller declared (OpenAI surface); every line's url must match it. */
   endpoint?: BatchEndpoint
+  /** A retry's parent (retry-batch.ts): an ended batch of the same account. */
+  parentBatchId?: string | null
 }
 
 /** A dry run needs only whose credit to compare with and what the lines must be. */
@@ -143,6 +145,7 @@ export function createAdmission(
       metadata: options.metadata,
       inputFileId: options.inputFileId,
       idempotencyKey: options.idempotencyKey,
+      parentBatchId: options.parentBatchId ?? null,
       lines: verdict.lines,
     })
     switch (result.kind) {

@@ -19,6 +19,9 @@ export function renderBatch(batch: BatchRecord) {
     cost_ceiling_usd: usd(batch.costCeilingUsd),
     cost_usd: usd(batch.costUsd),
     results_url: `/v1/batches/${batch.id}/results`,
+    // SPEC §15: a retry's child names its parent; a parent lists its children, oldest first.
+    parent_batch_id: batch.parentBatchId,
+    retried_by: batch.retriedBy,
   }
 }
 

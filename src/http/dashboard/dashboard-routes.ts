@@ -64,7 +64,7 @@ const TITLES: Record<number, string> = {
 
 type HeaderMap = Record<string, string>
 
-export interface DashboardDeps extends Omit<NativeDeps, 'bodyLimit'> {
+export interface DashboardDeps extends Omit<NativeDeps, 'bodyLimit' | 'retryLimit'> {
   store: NativeDeps['store'] & SessionStore
   bodyLimits: Pick<BodyLimits, 'signIn' | 'dashboardUpload'>
   /** How long a sign-in lasts on the server. */
