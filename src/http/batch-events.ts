@@ -130,7 +130,9 @@ export function batchEventStream(
               : progress !== seenProgress
           const ended = !isOpenBatch(batch.status)
           const now = Date.now()
+          let heldBack = news
           if (news && now - lastEventAt >= MIN_EVENT_GAP_MS) {
+            heldBack = false
             write(`id: ${batch.version}\nevent: batch\ndata: ${JSON.stringify(rendered)}\n\n`)
             seenVersion = batch.version
             seenProgress = progress
@@ -141,8 +143,8 @@ export function batchEventStream(
             break
           }
           // Next wake-up: a held-back event's turn, the keep-alive, or the slow poll.
-          const heldBack = news ? lastEventAt + MIN_EVENT_GAP_MS : Infinity
-          nextReadAt = Math.min(heldBack, Date.now() + options.pollMs)
+          const heldBackUntil = heldBack ? lastEventAt + MIN_EVENT_GAP_MS : Infinity
+          nextReadAt = Math.min(heldBackUntil, Date.now() + options.pollMs)
           for (;;) {
             const keepAliveAt = lastWriteAt + options.keepAliveMs
             await sleep(Math.min(nextReadAt, keepAliveAt) - Date.now())
