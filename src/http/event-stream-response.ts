@@ -31,7 +31,11 @@ export function eventStreamResponse(
   options: EventStreamSettings &
     Pick<EventStreamOptions, 'read' | 'render'> & { headers: Record<string, string> },
 ): Response {
-  const lastEventId = parseLastEventId(request.headers.get('last-event-id'))
+  // EventSource sends the header when it reconnects; a first connection can only name its
+  // starting point in the URL (the dashboard's page does: the version it was rendered at).
+  const lastEventId = parseLastEventId(
+    request.headers.get('last-event-id') ?? new URL(request.url).searchParams.get('last_event_id'),
+  )
   if (!hasNews(batch, lastEventId)) {
     return new Response(null, { status: 204, headers: { ...options.headers } })
   }
