@@ -1,6 +1,6 @@
 /**
  * The dispatcher's store, telling of the batches each call changed (claims move counts, outcomes
- * move counts and cost, maintenance moves statuses), so progress streams on every instance
+ * move counts and cost, maintenance moves statuses, the waiting reporter says why one waits), so progress streams on every instance
  * re-read them at once. Calls that do not say which batches they touched (lease reaping, the
  * hand-back at shutdown) are left to the streams' slow poll.
  */
@@ -30,6 +30,11 @@ export function announceChanges(
       const ids = await store.advanceBatches(nowSeconds)
       if (ids.length > 0) changed(ids)
       return ids
+    },
+    async setWaiting(batchId, waiting, replaces) {
+      const set = await store.setWaiting(batchId, waiting, replaces)
+      if (set) changed([batchId])
+      return set
     },
   }
 }

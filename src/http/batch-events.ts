@@ -23,8 +23,8 @@ export const MIN_EVENT_GAP_MS = 1_000
 export interface EventStreamOptions {
   /** Reads the batch from the store; null once it is gone. */
   read: () => Promise<BatchRecord | null>
-  /** The batch object as GET /v1/batches/{id} renders it. */
-  render: (batch: BatchRecord) => Record<string, unknown>
+  /** The batch object as GET /v1/batches/{id} renders it (with what else it reads). */
+  render: (batch: BatchRecord) => Promise<Record<string, unknown>>
   changes: BatchChanges
   /** A comment goes out when nothing was written for this long (SPEC: 15 s). */
   keepAliveMs: number
@@ -122,7 +122,7 @@ export function batchEventStream(
         if (lastEventId !== null) write(': resumed\n\n')
         while (!closed) {
           if (batch === null) break
-          const rendered = options.render(batch)
+          const rendered = await options.render(batch)
           const progress = progressOf(rendered)
           const news =
             seenProgress === null
