@@ -30,8 +30,6 @@ export interface EventStreamOptions {
   keepAliveMs: number
   /** The batch is re-read this often without a signal (changes no signal announces). */
   pollMs: number
-  /** Called once the stream has ended, whoever ended it. */
-  onEnd?: () => void
 }
 
 /** Writes queued unread (an event a second, a comment every 15 s) before a stalled client is dropped. */
@@ -83,7 +81,6 @@ export function batchEventStream(
     unwatch()
     if (timer) clearTimeout(timer)
     wakeUp?.()
-    options.onEnd?.()
   }
 
   /** Sleeps until a change signal, `ms`, or the end of the stream. */
@@ -104,7 +101,10 @@ export function batchEventStream(
       const write = (text: string) => {
         if (closed) return
         // A client that reads nothing while events pile up is let go instead of held in memory.
-        if ((controller.desiredSize ?? 0) < -MAX_UNREAD_WRITES) return end()
+        if ((controller.desiredSize ?? 0) < -MAX_UNREAD_WRITES) {
+          end()
+          return controller.error(new Error('the client stopped reading its progress stream'))
+        }
         try {
           controller.enqueue(encoder.encode(text))
         } catch {
