@@ -21,10 +21,13 @@ export async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenera
   try {
     for (;;) {
       const chunk = await reader.read()
-      if (chunk.done) return
-      buffer += decoder.decode(chunk.value, { stream: true })
+      // At the end, a CR held back below is a line end after all.
+      if (chunk.done) buffer += buffer.endsWith('\r') ? '\n' : ''
+      else buffer += decoder.decode(chunk.value, { stream: true })
       let newline: number
       while ((newline = buffer.search(/\r\n|\r|\n/)) >= 0) {
+        // A CR last in the chunk may be the first half of a CRLF: wait for the next byte.
+        if (!chunk.done && buffer[newline] === '\r' && newline === buffer.length - 1) break
         const line = buffer.slice(0, newline)
         buffer = buffer.slice(newline + (buffer.startsWith('\r\n', newline) ? 2 : 1))
         if (line === '') {
@@ -41,6 +44,7 @@ export async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenera
         else if (field === 'event') event = value
         else if (field === 'data') data.push(value)
       }
+      if (chunk.done) return
     }
   } finally {
     reader.releaseLock()

@@ -146,7 +146,7 @@ for (const store of STORES) {
       expect((await read(idle, own, parent.id)).retried_by).toEqual([child.id, second.id])
     })
 
-    test('400 when every line succeeded; 404 for another account’s batch or a missing one', async () => {
+    test('400 when every line succeeded, 410 once retention deleted the lines; 404 for another account’s batch or a missing one', async () => {
       const parent = await submit(gw, key, [chatLine('fine')])
       await ended(gw, key, parent.id)
       const nothing = await retry(gw, key, parent.id)
@@ -158,6 +158,15 @@ for (const store of STORES) {
       expect(foreign.status).toBe(404)
       expect(((await foreign.json()) as Refusal).error.code).toBe('not_found')
       expect((await retry(gw, key, 'batch_missing')).status).toBe(404)
+
+      // Once retention has deleted a batch's lines, there is nothing left to retry from: 410.
+      const purged = await submit(gw, key, [chatLine('gone', 'x', {}, 'sim/refused')])
+      await ended(gw, key, purged.id)
+      const now = Math.floor(Date.now() / 1000)
+      expect(await gw.store.purgeResults(now + 1, 100, now)).toContain(purged.id)
+      const expired = await retry(gw, key, purged.id)
+      expect(expired.status).toBe(410)
+      expect(((await expired.json()) as Refusal).error.code).toBe('results_expired')
       // Reading is not enough: retrying submits.
       const { key: reader } = await gw.newAccount('1', { scopes: ['read'] })
       expect((await retry(gw, reader, parent.id)).status).toBe(403)

@@ -325,6 +325,43 @@ describe('dashboard refusals', () => {
     expect(page).toContain(`data-events="/dashboard/batches/${id}/events?last_event_id=0"`)
   })
 
+  test('the retry button: refused while the batch runs, for another account, from another site', async () => {
+    const owner = await gw.newAccount('1')
+    const created = await gw.request('/v1/batches', owner.key, {
+      method: 'POST',
+      body: jsonl([chatLine('a')]),
+    })
+    const { id } = (await created.json()) as { id: string }
+    const post = (cookie: string, headers: Record<string, string> = {}) =>
+      fetch(`${gw.url}/dashboard/batches/${id}/retry`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: 'idempotency_key=0123456789abcdef',
+        redirect: 'manual',
+      })
+    const mine = await sessionCookie(owner.key)
+    const running = await post(mine)
+    expect(running.status).toBe(409)
+    expect(await running.text()).toContain(
+      'a retry takes the lines that did not succeed once it has ended',
+    )
+    expect((await post(await sessionCookie((await gw.newAccount('1')).key))).status).toBe(404)
+    expect((await post(mine, { 'sec-fetch-site': 'cross-site' })).status).toBe(403)
+    // Cancelled, the same form makes the child; posted twice (a double click), still one child.
+    await gw.request(`/v1/batches/${id}`, owner.key, { method: 'DELETE' })
+    const first = await post(mine)
+    expect(first.status).toBe(303)
+    const again = await post(mine)
+    expect(again.headers.get('location')).toBe(first.headers.get('location'))
+    const parent = (await (await gw.request(`/v1/batches/${id}`, owner.key)).json()) as {
+      retried_by: string[]
+    }
+    expect(parent.retried_by).toHaveLength(1)
+    expect(first.headers.get('location')).toBe(
+      `/dashboard/batches/${parent.retried_by[0]}?retried=1`,
+    )
+  })
+
   test("the page's progress stream: the session's account only, from the version it names", async () => {
     const owner = await gw.newAccount('1')
     const created = await gw.request('/v1/batches', owner.key, {
