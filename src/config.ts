@@ -73,7 +73,7 @@ const envSchema = z.object({
   MULTIGRID_LIVE_LEASE_BLOCK: intFrom(1, 100_000, 32),
   /** How long a key lookup is served from memory; revocation reaches every instance within it. */
   MULTIGRID_KEY_CACHE_MS: intFrom(0, 1_000, 1_000),
-  /** A progress stream (SPEC §15) writes a comment when it has written nothing this long. */
+  /** A progress stream (SPEC §15) writes a comment this often. */
   MULTIGRID_EVENTS_KEEPALIVE_MS: intFrom(50, 60_000, 15_000),
   /**
    * A progress stream re-reads its batch this often without a change signal: the signal is only

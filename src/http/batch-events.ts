@@ -1,8 +1,8 @@
 /**
  * A batch's progress stream (SPEC §15), as server-sent events: `event: batch` with the batch
  * object whenever its counts, cost, status or `waiting` change, at most one a second; a comment
- * when nothing was written for the keep-alive interval; the stream ends after the event of an
- * ended status.
+ * every keep-alive interval (15 s), so proxies keep the connection open; the stream ends after
+ * the event of an ended status.
  *
  * `id:` is the batch row's version (one more on every change of the row, on any instance), so a
  * stream resumed with `Last-Event-ID: N` sends the current state only once the row has moved
@@ -26,7 +26,7 @@ export interface EventStreamOptions {
   /** The batch object as GET /v1/batches/{id} renders it (with what else it reads). */
   render: (batch: BatchRecord) => Promise<Record<string, unknown>>
   changes: BatchChanges
-  /** A comment goes out when nothing was written for this long (SPEC: 15 s). */
+  /** A comment goes out this often (SPEC: every 15 s). */
   keepAliveMs: number
   /** The batch is re-read this often without a signal (changes no signal announces). */
   pollMs: number
@@ -116,7 +116,8 @@ export function batchEventStream(
         let seenVersion = lastEventId
         let seenProgress: string | null = null
         let lastEventAt = 0
-        let lastWriteAt = Date.now()
+        // Comments go out on their own clock, events or not (SPEC: one every 15 s).
+        let lastCommentAt = Date.now()
         let nextReadAt = 0
         let batch: BatchRecord | null = first
         if (lastEventId !== null) write(': resumed\n\n')
@@ -136,7 +137,7 @@ export function batchEventStream(
             write(`id: ${batch.version}\nevent: batch\ndata: ${JSON.stringify(rendered)}\n\n`)
             seenVersion = batch.version
             seenProgress = progress
-            lastEventAt = lastWriteAt = now
+            lastEventAt = now
             if (ended) break
           } else if (!news && ended && seenProgress === null) {
             // Resumed at the ended state itself: nothing left (the route answers 204 first).
@@ -146,13 +147,13 @@ export function batchEventStream(
           const heldBackUntil = heldBack ? lastEventAt + MIN_EVENT_GAP_MS : Infinity
           nextReadAt = Math.min(heldBackUntil, Date.now() + options.pollMs)
           for (;;) {
-            const keepAliveAt = lastWriteAt + options.keepAliveMs
+            const keepAliveAt = lastCommentAt + options.keepAliveMs
             await sleep(Math.min(nextReadAt, keepAliveAt) - Date.now())
             if (closed) break
             const now = Date.now()
             if (now >= keepAliveAt) {
               write(': keep-alive\n\n')
-              lastWriteAt = now
+              lastCommentAt = now
             }
             // A signal inside the one-second gap only brings the held-back read forward to it.
             if (signalled && now < lastEventAt + MIN_EVENT_GAP_MS) {
