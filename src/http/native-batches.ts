@@ -298,8 +298,9 @@ export function nativeBatchRoutes({
  */
 const retryOptions = z.object({
   completion_window_hours: wholeNumberText(1, MAX_WINDOW_HOURS, 24).optional(),
-  // TODO(spend caps, SPEC §12): pass max_cost_usd to the admission with the per-batch cap once
-  // submits take it; until then a cap is refused rather than silently not applied.
+  // TODO(spend caps, SPEC §12): once submits take a cap, parse this with the submit's own rule
+  // and pass it as the admission's cap (SubmitOptions.maxCostUsd, through RetryOptions); until
+  // then a cap is refused rather than silently not applied.
   max_cost_usd: z.unknown().optional(),
 })
 
