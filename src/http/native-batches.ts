@@ -239,7 +239,7 @@ export function nativeBatchRoutes({
           case 'limit_exceeded':
             throw refusalOf(result)
           case 'duplicate':
-            return renderBatch(result.batch)
+            return renderWithShares(result.batch)
           case 'created':
             set.status = 201
             return renderBatch(result.batch)
@@ -259,8 +259,7 @@ export function nativeBatchRoutes({
       return eventStreamResponse(request, server, batch, {
         ...events,
         read: () => store.getBatch(accountId, batch.id),
-        render: async (latest) =>
-          renderBatch(latest, (await store.providerShares([latest.id])).get(latest.id)),
+        render: renderWithShares,
         headers: set.headers as Record<string, string>,
       })
     })
