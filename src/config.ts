@@ -80,6 +80,15 @@ const envSchema = z.object({
    * a shortcut (a NOTIFY lost while PostgreSQL restarts, a change no signal announces).
    */
   MULTIGRID_EVENTS_POLL_MS: intFrom(50, 60_000, 5_000),
+  /**
+   * Webhooks (SPEC §15) may also point at loopback and private addresses, by http:// too: for a
+   * receiver on the gateway's own network. Off, a webhook cannot be used to reach that network.
+   */
+  MULTIGRID_WEBHOOK_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
+  /** An attempt without a 2xx answer by then has failed (SPEC §15: 15 s). */
+  MULTIGRID_WEBHOOK_TIMEOUT_MS: intFrom(100, 60_000, 15_000),
+  /** The first retry's delay; each one after doubles it, up to an hour, for 24 hours. */
+  MULTIGRID_WEBHOOK_RETRY_BASE_MS: intFrom(10, 3_600_000, 5_000),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
 })
@@ -151,6 +160,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     events: {
       keepAliveMs: e.MULTIGRID_EVENTS_KEEPALIVE_MS,
       pollMs: e.MULTIGRID_EVENTS_POLL_MS,
+    },
+    webhooks: {
+      allowPrivate: e.MULTIGRID_WEBHOOK_ALLOW_PRIVATE === 'true',
+      timeoutMs: e.MULTIGRID_WEBHOOK_TIMEOUT_MS,
+      retryBaseMs: e.MULTIGRID_WEBHOOK_RETRY_BASE_MS,
     },
     logLevel: e.LOG_LEVEL,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT ?? null,
