@@ -16,6 +16,7 @@ type Batch = {
   status: string
   request_counts: Record<string, number>
   cost_usd: string
+  waiting: { code: string } | null
 }
 
 /** Where each status stands in a batch's life: a stream never shows a lower one after a higher. */
@@ -152,6 +153,27 @@ for (const store of STORES) {
         return sse.comments.includes('keep-alive')
       })
       await sse.cancel()
+    })
+
+    test('why the batch waits is an event too: the wait on a 429, then its end', async () => {
+      sim.configure({ rate429: 1, retryAfterSeconds: 2 })
+      try {
+        const id = await submit(2)
+        const sse = readSse(await events(id))
+        const seen: Batch[] = []
+        for (;;) {
+          const event = await sse.next(20_000)
+          if (!event) break
+          const batch = batchOf(event)
+          seen.push(batch)
+          if (batch.waiting?.code === 'provider_rate_limited') sim.configure({ rate429: 0 })
+        }
+        const codes = seen.map((batch) => batch.waiting?.code ?? null)
+        expect(codes).toContain('provider_rate_limited')
+        expect(seen.at(-1)).toMatchObject({ status: 'completed', waiting: null })
+      } finally {
+        sim.configure({ rate429: 0 })
+      }
     })
 
     test("another account's batch is 404, a missing key 401, like every batch read", async () => {
