@@ -11,6 +11,9 @@ export interface BatchView {
   request_counts: RequestCounts
   cost_usd: string
   cost_ceiling_usd: string
+  /** SPEC §15: absent from a gateway without retries. */
+  parent_batch_id?: string | null
+  retried_by?: string[]
 }
 
 export const FINAL_STATUSES = ['completed', 'failed', 'cancelled', 'expired']
@@ -49,6 +52,8 @@ export function summary(batch: BatchView): string {
     `  cost      $${batch.cost_usd} of $${batch.cost_ceiling_usd} ceiling`,
     `  created   ${utc(batch.created_at)}`,
     `  deadline  ${utc(batch.deadline_at)} (${timeLeft(batch)})`,
+    ...(batch.parent_batch_id ? [`  retry of  ${batch.parent_batch_id}`] : []),
+    ...(batch.retried_by?.length ? [`  retried   by ${batch.retried_by.join(', ')}`] : []),
   ].join('\n')
 }
 

@@ -256,6 +256,8 @@ describe('multigrid --wait and retry, on the progress stream', () => {
     expect(await (await gw.request(`/v1/batches/${child}/results?format=input`, key)).text()).toBe(
       jsonl([lines[1]]),
     )
+    expect((await run(['status', child])).stdout).toContain(`retry of  ${parent}`)
+    expect((await run(['status', parent])).stdout).toContain(`retried   by ${child}`)
 
     // A batch whose lines all succeeded: the gateway's refusal, exit 1.
     writeFileSync(join(dir, 'fine.jsonl'), jsonl([chatLine('f-1')]))
