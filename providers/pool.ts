@@ -18,6 +18,8 @@ export interface Replica {
   inFlight: number
   healthy: boolean
   consecutiveFailures: number
+  /** When it was taken out (Date.now()), while it is out; null while healthy. */
+  outSince: number | null
 }
 
 /** How a call on a replica ended, as far as the replica's health is concerned. */
@@ -30,8 +32,12 @@ export type CallHealth =
 export interface ReplicaPool {
   /** How many replicas there are, healthy or not. */
   readonly size: number
+  /** Every replica, healthy or not, in the order of the base URLs. */
+  readonly replicas: readonly Replica[]
   /** The replica to use, its in-flight count already raised. */
   acquire(): Replica
+  /** Raises this replica's in-flight count: a call chosen for it by its caller (lora-residency.ts). */
+  take(replica: Replica): void
   /** Ends one acquire(); call exactly once per acquire. */
   release(replica: Replica, health: CallHealth): void
   unhealthy(): string[]
@@ -68,6 +74,7 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
     inFlight: 0,
     healthy: true,
     consecutiveFailures: 0,
+    outSince: null,
   }))
   const probes = new Map<Replica, Timer>()
   let closed = false
@@ -106,6 +113,7 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
 
   function bringBack(replica: Replica): void {
     replica.healthy = true
+    replica.outSince = null
     replica.consecutiveFailures = 0
     const timer = probes.get(replica)
     if (timer !== undefined) clearTimeout(timer)
@@ -114,11 +122,16 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
 
   function takeOut(replica: Replica): void {
     replica.healthy = false
+    replica.outSince = Date.now()
     scheduleProbe(replica)
   }
 
   return {
     size: replicas.length,
+    replicas,
+    take(replica) {
+      replica.inFlight++
+    },
     acquire() {
       let chosen = replicas[turn]
       // Start at a rotating index so ties spread across replicas instead of piling on the first.

@@ -14,6 +14,7 @@ import type {
 } from '../types.ts'
 import { createCallContext, postJson, postStream } from '../upstream-call.ts'
 import { UpstreamStreamError } from '../upstream-stream-error.ts'
+import { createLoraCalls } from './lora-calls.ts'
 import { mapOpenAIUsage } from './map-openai-usage.ts'
 import { prepareOpenAIBody, prepareOpenAIStreamBody } from './prepare-openai-body.ts'
 
@@ -26,11 +27,11 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
   const headers: Record<string, string> = options.apiKey
     ? { authorization: `Bearer ${options.apiKey}` }
     : {}
-  const context = createCallContext(options, {
-    baseUrls: options.baseUrls,
-    probePath: '/models',
-    probeHeaders: headers,
-  })
+  const context = createCallContext(
+    options,
+    { baseUrls: options.baseUrls, probePath: '/models', probeHeaders: headers },
+    createLoraCalls({ headers, timeoutMs: options.timeoutMs, apiKey: options.apiKey }),
+  )
   const { pool } = context
 
   async function send(request: UpstreamRequest): Promise<Outcome> {
@@ -39,6 +40,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
       headers,
       body: JSON.stringify(prepareOpenAIBody(request.body, request)),
       signal: request.signal,
+      lora: request.lora,
     })
     if (!result.ok) return result
     const list = requiredList[request.endpoint]
@@ -67,6 +69,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
       headers,
       body: JSON.stringify(prepareOpenAIStreamBody(request.body, request)),
       signal: request.signal,
+      lora: request.lora,
     })
     if (!result.ok) return result
     const events = result.events
