@@ -17,6 +17,8 @@ export interface Replica {
   readonly client: HttpClient
   inFlight: number
   healthy: boolean
+  /** Out because it refused a connection or failed a probe, not merely for failing calls. */
+  unreachable: boolean
   consecutiveFailures: number
   /** When it was taken out (Date.now()), while it is out; null while healthy. */
   outSince: number | null
@@ -41,6 +43,8 @@ export interface ReplicaPool {
   /** Ends one acquire(); call exactly once per acquire. */
   release(replica: Replica, health: CallHealth): void
   unhealthy(): string[]
+  /** Every replica is out and unreachable (see Replica.unreachable): the provider is down. */
+  unreachable(): boolean
   close(): Promise<void>
 }
 
@@ -73,6 +77,7 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
     }),
     inFlight: 0,
     healthy: true,
+    unreachable: false,
     consecutiveFailures: 0,
     outSince: null,
   }))
@@ -108,11 +113,15 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
       deadline.done()
     }
     if (up) bringBack(replica)
-    else scheduleProbe(replica)
+    else {
+      replica.unreachable = true
+      scheduleProbe(replica)
+    }
   }
 
   function bringBack(replica: Replica): void {
     replica.healthy = true
+    replica.unreachable = false
     replica.outSince = null
     replica.consecutiveFailures = 0
     const timer = probes.get(replica)
@@ -150,13 +159,16 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
       if (health === 'ok') {
         if (replica.healthy) replica.consecutiveFailures = 0
         else bringBack(replica)
-      } else if (health === 'down') takeOut(replica)
-      else if (health === 'failure') {
+      } else if (health === 'down') {
+        replica.unreachable = true
+        takeOut(replica)
+      } else if (health === 'failure') {
         replica.consecutiveFailures++
         if (replica.consecutiveFailures >= failuresBeforeOut && replica.healthy) takeOut(replica)
       }
     },
     unhealthy: () => replicas.filter((r) => !r.healthy).map((r) => r.baseUrl),
+    unreachable: () => replicas.every((r) => !r.healthy && r.unreachable),
     async close() {
       closed = true
       for (const timer of probes.values()) clearTimeout(timer)

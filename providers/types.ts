@@ -114,6 +114,11 @@ export interface ProviderAdapter {
   stream(request: UpstreamRequest): Promise<StreamOutcome>
   /** Replicas currently taken out of rotation, for health and metrics. */
   unhealthyReplicas(): string[]
+  /**
+   * Every replica is out and cannot be reached (it refused connections or failed its health
+   * probe since): no call can be served now. Replicas out for answering 5xx are not unreachable.
+   */
+  unreachable(): boolean
   close(): Promise<void>
 }
 

@@ -81,6 +81,7 @@ export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapte
     send,
     stream,
     unhealthyReplicas: () => pool.unhealthy(),
+    unreachable: () => pool.unreachable(),
     close: () => pool.close(),
   }
 }

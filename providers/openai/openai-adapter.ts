@@ -106,6 +106,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
     send,
     stream,
     unhealthyReplicas: () => pool.unhealthy(),
+    unreachable: () => pool.unreachable(),
     close: () => pool.close(),
   }
 }

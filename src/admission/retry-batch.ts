@@ -20,6 +20,8 @@ export interface RetryOptions {
   accountId: string
   /** Default: the parent's window. */
   completionWindowHours: number | null
+  /** The child's spend cap (SPEC §12), canonical decimal text; null for none. */
+  maxCostUsd: string | null
   idempotencyKey: string | null
 }
 
@@ -70,6 +72,7 @@ export async function retryBatch(
     metadata: null,
     inputFileId: null,
     endpoint: parent.endpoint,
+    maxCostUsd: options.maxCostUsd,
     parentBatchId: parent.id,
   }
   const result = await admission.submit(bytes, submit)

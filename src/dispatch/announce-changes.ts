@@ -31,6 +31,8 @@ export function announceChanges(
       if (ids.length > 0) changed(ids)
       return ids
     },
+    // The planner's ETA is not one of the changes a stream reports (SPEC §15).
+    recordEtas: (etas) => store.recordEtas(etas),
     async setWaiting(batchId, waiting, replaces) {
       const set = await store.setWaiting(batchId, waiting, replaces)
       if (set) changed([batchId])

@@ -70,7 +70,7 @@ export function bodyLimits(limits: Config['limits']): BodyLimits {
     retry: {
       bytes: 4 * 1024,
       what: 'a retry request',
-      fix: 'send at most {"completion_window_hours": 24}: the lines come from the batch retried',
+      fix: 'send at most {"completion_window_hours": 24, "max_cost_usd": "5"}: the lines come from the batch retried',
     },
     fileUpload: {
       bytes: limits.maxFileBytes + FORM_FRAMING_BYTES,

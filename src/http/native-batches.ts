@@ -11,6 +11,7 @@ import { readBody, readJsonBody, type BodyBuffers, type BodyLimit } from '../ing
 import type { AccountStore, BatchStore } from '../store/store.ts'
 import { storableText } from '../schemas/text.ts'
 import { MAX_WINDOW_HOURS, wholeNumberText } from '../schemas/whole-number.ts'
+import { maxCostUsdText } from '../schemas/money-text.ts'
 import { excerpt } from '../excerpt.ts'
 import { parseFields, parseQuery } from './parse-query.ts'
 import { renderBatch, renderResultLine } from './render-native.ts'
@@ -22,6 +23,10 @@ export const submitOptions = z.object({
   name: storableText().max(256).optional(),
   completion_window_hours: wholeNumberText(1, MAX_WINDOW_HOURS, 24).default(24),
   dry_run: z.enum(['true', 'false', '1', '0']).optional(),
+  // SPEC §14: a hold the credit does not cover yet waits for a deposit instead of a 402.
+  wait_for_credit: z.enum(['true', 'false', '1', '0']).optional(),
+  /** The batch's spend cap (SPEC §12). */
+  max_cost_usd: maxCostUsdText().optional(),
 })
 
 const listQuery = z.object({
@@ -132,6 +137,8 @@ export function nativeBatchRoutes({
           source: 'native',
           metadata: null,
           inputFileId: null,
+          waitForCredit: query.wait_for_credit === 'true' || query.wait_for_credit === '1',
+          maxCostUsd: query.max_cost_usd ?? null,
         }
         const dryRun = query.dry_run === 'true' || query.dry_run === '1'
         const result = dryRun
@@ -148,6 +155,7 @@ export function nativeBatchRoutes({
           }
           case 'insufficient_quota':
           case 'limit_exceeded':
+          case 'daily_limit_exceeded':
             throw refusalOf(result)
           case 'quote':
             return {
@@ -155,6 +163,7 @@ export function nativeBatchRoutes({
               dry_run: true,
               line_count: result.lineCount,
               cost_ceiling_usd: result.costCeilingUsd,
+              max_cost_usd: result.maxCostUsd,
               available_usd: result.availableUsd,
               credit_sufficient: result.creditSufficient,
               warnings: result.warnings,
@@ -224,6 +233,7 @@ export function nativeBatchRoutes({
         const result = await retryBatch(store, admission, params.id, {
           accountId: caller.account.id,
           completionWindowHours: options.completion_window_hours ?? null,
+          maxCostUsd: options.max_cost_usd ?? null,
           idempotencyKey: request.headers.get('idempotency-key'),
         })
         switch (result.kind) {
@@ -297,10 +307,8 @@ export function nativeBatchRoutes({
  */
 const retryOptions = z.object({
   completion_window_hours: wholeNumberText(1, MAX_WINDOW_HOURS, 24).optional(),
-  // TODO(spend caps, SPEC §12): once submits take a cap, parse this with the submit's own rule
-  // and pass it as the admission's cap (SubmitOptions.maxCostUsd, through RetryOptions); until
-  // then a cap is refused rather than silently not applied.
-  max_cost_usd: z.unknown().optional(),
+  // The child's own spend cap (SPEC §12), by the submit's rule.
+  max_cost_usd: maxCostUsdText().optional(),
 })
 
 async function readRetryOptions(request: Request, limit: BodyLimit) {
@@ -321,7 +329,7 @@ async function readRetryOptions(request: Request, limit: BodyLimit) {
   const unknown = Object.keys(fields).find((name) => !(name in retryOptions.shape))
   if (unknown !== undefined) {
     throw badRequest(
-      `a retry takes no ${excerpt(unknown)}: send only completion_window_hours (the lines and their bodies come from the batch retried)`,
+      `a retry takes no ${excerpt(unknown)}: send only completion_window_hours and max_cost_usd (the lines and their bodies come from the batch retried)`,
       excerpt(unknown),
     )
   }
@@ -330,12 +338,6 @@ async function readRetryOptions(request: Request, limit: BodyLimit) {
     if (typeof value === 'number') (fields as Record<string, unknown>)[name] = String(value)
   }
   const options = parseFields(retryOptions, fields as Record<string, string>)
-  if (options.max_cost_usd !== undefined) {
-    throw badRequest(
-      'max_cost_usd is not available on this gateway yet: retry without it (the child is held at its cost ceiling, like any submit)',
-      'max_cost_usd',
-    )
-  }
   return options
 }
 

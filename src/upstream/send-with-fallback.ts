@@ -42,7 +42,7 @@ export type FallbackOptions = Omit<SendOptions, 'offering'> & { offerings: reado
 
 /** A whole answer from the first offering that gives one. */
 export function sendWithFallback(
-  upstreams: Upstreams,
+  upstreams: Pick<Upstreams, 'send'>,
   options: FallbackOptions,
 ): Promise<Tried<Outcome> | null> {
   const { offerings, ...rest } = options

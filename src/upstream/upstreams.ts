@@ -39,7 +39,8 @@ export interface SendOptions {
   lora?: LoraAdapter
   /**
    * Asked once a slot is free, right before the call: false (the line's batch was cancelled or
-   * reached its deadline while it waited) skips the call, and send resolves null.
+   * reached its deadline while it waited, or the provider became unavailable) skips the call,
+   * and send resolves null.
    */
   proceed?: () => boolean
   line?: LineCall
@@ -52,6 +53,14 @@ export interface Upstreams {
     options: Omit<SendOptions, 'proceed' | 'line'>,
   ): Promise<{ outcome: StreamOutcome; done: () => void }>
   gate(provider: string): ProviderGate
+  /**
+   * Whether the provider can take a batch line now (SPEC §13): false while every replica is out
+   * and unreachable (refused connections, failed health probes) or it is paused after a 429. Live
+   * calls do not ask: they keep trying the replica with the fewest in flight.
+   */
+  available(provider: string, nowMs: number): boolean
+  /** Every replica is out and unreachable: a call now would not be served (part of `available`). */
+  unreachable(provider: string): boolean
   /** Total concurrency across providers that can be called. */
   capacity(): number
   health(): Record<string, { in_flight: number; limit: number; unhealthy_replicas: string[] }>
@@ -76,6 +85,8 @@ export function createUpstreams(
   const adapters = new Map<string, ProviderAdapter>()
   const gates = new Map<string, ProviderGate>()
   const handOvers = new Map<string, SlotHandOver>()
+  /** Provider → until when (Unix ms) a 429 paused it. */
+  const pausedUntil = new Map<string, number>()
   for (const [name, provider] of Object.entries(config.catalog.providers)) {
     if (provider.api_key_env && !config.providerKeys[name]) continue // not usable; never called
     const gate = makeGate(name, provider.max_concurrency)
@@ -101,9 +112,11 @@ export function createUpstreams(
   }
 
   // The one place a 429 pauses a provider: nothing new goes to it until it said it may.
-  const pauseOn429 = (gate: ProviderGate, outcome: Outcome | StreamOutcome) => {
+  const pauseOn429 = (provider: string, gate: ProviderGate, outcome: Outcome | StreamOutcome) => {
     if (!outcome.ok && outcome.error.kind === 'rate_limited') {
-      gate.pause(Date.now() + pauseMsAfter(outcome.error))
+      const until = Date.now() + pauseMsAfter(outcome.error)
+      gate.pause(until)
+      if (until > (pausedUntil.get(provider) ?? 0)) pausedUntil.set(provider, until)
     }
   }
 
@@ -165,7 +178,7 @@ export function createUpstreams(
       }
       try {
         const outcome = await sent.outcome
-        pauseOn429(gate, outcome)
+        pauseOn429(offering.provider, gate, outcome)
         return outcome
       } finally {
         handOver.ended()
@@ -192,7 +205,7 @@ export function createUpstreams(
                 }))
               : describeOutcome(opened),
         )
-        pauseOn429(gate, outcome)
+        pauseOn429(offering.provider, gate, outcome)
         if (!outcome.ok) done()
         return { outcome, done }
       } catch (error) {
@@ -201,6 +214,13 @@ export function createUpstreams(
       }
     },
     gate: (provider) => lookup(provider).gate,
+    available(provider, nowMs) {
+      const adapter = adapters.get(provider)
+      if (!adapter) return false
+      if ((pausedUntil.get(provider) ?? 0) > nowMs) return false
+      return !adapter.unreachable()
+    },
+    unreachable: (provider) => adapters.get(provider)?.unreachable() ?? true,
     capacity: () => [...gates.values()].reduce((sum, gate) => sum + gate.limit, 0),
     health() {
       const result: ReturnType<Upstreams['health']> = {}

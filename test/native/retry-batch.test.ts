@@ -189,7 +189,8 @@ for (const store of STORES) {
       })
       await bad(json({ completion_window_hours: 0 }), 'completion_window_hours')
       await bad(json({ completion_window: '24h' }), 'completion_window')
-      await bad(json({ max_cost_usd: '5' }), 'max_cost_usd')
+      await bad(json({ max_cost_usd: '0' }), 'max_cost_usd')
+      await bad(json({ max_cost_usd: '1e3' }), 'max_cost_usd')
       const notObject = await retry(idle, own, parent.id, json([1]))
       expect(notObject.status).toBe(400)
       const viaQuery = await idle.request(
@@ -199,6 +200,22 @@ for (const store of STORES) {
       )
       expect(viaQuery.status).toBe(400)
 
+      // A spend cap, as a submit takes it: the child holds min(ceiling, cap) and shows its cap.
+      const capped = await retry(idle, own, parent.id, json({ max_cost_usd: '0.00001' }))
+      expect(capped.status).toBe(201)
+      const cappedChild = (await capped.json()) as Batch & {
+        max_cost_usd: string | null
+        cost_ceiling_usd: string
+      }
+      expect(cappedChild.max_cost_usd).toBe('0.000010')
+      expect(Number(cappedChild.cost_ceiling_usd)).toBeGreaterThan(0.00001)
+      const held = (await (await idle.admin(`/accounts/${accountId}`)).json()) as {
+        held_usd: string
+      }
+      expect(held.held_usd).toBe('0.000010')
+      await idle.request(`/v1/batches/${cappedChild.id}`, own, { method: 'DELETE' })
+      await ended(idle, own, cappedChild.id)
+
       // The same Idempotency-Key twice: one child, returned both times.
       const headers = { 'idempotency-key': 'retry-once' }
       const first = await retry(idle, own, parent.id, { headers })
@@ -207,7 +224,7 @@ for (const store of STORES) {
       expect(again.status).toBe(200)
       const child = (await first.json()) as Batch
       expect(((await again.json()) as Batch).id).toBe(child.id)
-      expect((await read(idle, own, parent.id)).retried_by).toEqual([child.id])
+      expect((await read(idle, own, parent.id)).retried_by).toEqual([cappedChild.id, child.id])
 
       // The child's ceiling is held: with the credit gone, the next retry is refused 402.
       await idle.request(`/v1/batches/${child.id}`, own, { method: 'DELETE' })
@@ -218,7 +235,7 @@ for (const store of STORES) {
       const broke = await retry(idle, own, parent.id)
       expect(broke.status).toBe(402)
       expect(((await broke.json()) as Refusal).error.code).toBe('insufficient_quota')
-      expect((await read(idle, own, parent.id)).retried_by).toEqual([child.id])
+      expect((await read(idle, own, parent.id)).retried_by).toEqual([cappedChild.id, child.id])
     })
   })
 }
