@@ -143,7 +143,11 @@ export async function startGateway(
   const waiting = createWaitingBatches(store, {
     everyMs: config.dispatch.creditWaitPollMs,
     logger,
-    onStarted: () => nudges?.publish(),
+    onStarted: (ids) => {
+      nudges?.publish()
+      // validating → in_progress: their streams report it at once.
+      batchChanges.publish(ids)
+    },
     now: options.clock,
   })
   // Admissions and deposits on any instance wake idle dispatchers and the batches waiting for
