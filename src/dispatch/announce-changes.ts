@@ -1,8 +1,10 @@
 /**
  * The dispatcher's store, telling of the batches each call changed (claims move counts, outcomes
- * move counts and cost, maintenance moves statuses, the waiting reporter says why one waits), so progress streams on every instance
- * re-read them at once. Calls that do not say which batches they touched (lease reaping, the
- * hand-back at shutdown) are left to the streams' slow poll.
+ * move counts and cost, maintenance moves statuses, the waiting reporter says why one waits), so
+ * progress streams on every instance re-read them at once. Calls that do not say which batches
+ * they touched (lease reaping, the hand-back at shutdown) are left to the streams' slow poll, and
+ * the planner's ETA is not one of the changes a stream reports (SPEC §15). Every argument is
+ * passed on as it came (rest parameters), so a parameter the store gains is never dropped here.
  */
 import type { DispatchStore } from '../store/store.ts'
 
@@ -11,32 +13,31 @@ export function announceChanges(
   changed: (batchIds: Iterable<string>) => void,
 ): DispatchStore {
   return {
-    runnableBatches: (nowMs, limit) => store.runnableBatches(nowMs, limit),
-    async claimLines(batchId, owner, limit, nowMs, leaseUntilMs) {
-      const lines = await store.claimLines(batchId, owner, limit, nowMs, leaseUntilMs)
-      if (lines.length > 0) changed([batchId])
+    runnableBatches: (...args) => store.runnableBatches(...args),
+    async claimLines(...args) {
+      const lines = await store.claimLines(...args)
+      if (lines.length > 0) changed([args[0]])
       return lines
     },
-    batchStatuses: (ids) => store.batchStatuses(ids),
-    renewLeases: (owner, leaseUntilMs) => store.renewLeases(owner, leaseUntilMs),
-    async recordOutcomes(owner, outcomes, nowMs) {
-      const recorded = await store.recordOutcomes(owner, outcomes, nowMs)
-      if (recorded > 0) changed(new Set(outcomes.map((outcome) => outcome.batchId)))
+    batchStatuses: (...args) => store.batchStatuses(...args),
+    renewLeases: (...args) => store.renewLeases(...args),
+    async recordOutcomes(...args) {
+      const recorded = await store.recordOutcomes(...args)
+      if (recorded > 0) changed(new Set(args[1].map((outcome) => outcome.batchId)))
       return recorded
     },
-    releaseLeases: (owner) => store.releaseLeases(owner),
-    reapExpiredLeases: (nowMs) => store.reapExpiredLeases(nowMs),
-    async advanceBatches(nowSeconds) {
-      const ids = await store.advanceBatches(nowSeconds)
+    releaseLeases: (...args) => store.releaseLeases(...args),
+    reapExpiredLeases: (...args) => store.reapExpiredLeases(...args),
+    async advanceBatches(...args) {
+      const ids = await store.advanceBatches(...args)
       if (ids.length > 0) changed(ids)
       return ids
     },
-    // The planner's ETA is not one of the changes a stream reports (SPEC §15).
-    recordEtas: (etas) => store.recordEtas(etas),
-    async setWaiting(batchId, waiting, replaces) {
-      const set = await store.setWaiting(batchId, waiting, replaces)
-      if (set) changed([batchId])
+    async setWaiting(...args) {
+      const set = await store.setWaiting(...args)
+      if (set) changed([args[0]])
       return set
     },
+    recordEtas: (...args) => store.recordEtas(...args),
   }
 }
