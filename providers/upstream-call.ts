@@ -11,7 +11,14 @@ import {
 } from './classify-error.ts'
 import { createDeadline, type Deadline } from './deadline.ts'
 import type { HttpResponse } from './http-client.ts'
-import { createReplicaPool, type CallHealth, type Replica, type ReplicaPool } from './pool.ts'
+import { LOAD_REPORT_HEADER, waitingFromLoadHeader } from './load-report.ts'
+import {
+  createReplicaPool,
+  type CallHealth,
+  type CallLoad,
+  type Replica,
+  type ReplicaPool,
+} from './pool.ts'
 import { readSseEvents, type SseEvent } from './read-sse-events.ts'
 import type { ProviderOptions, UpstreamError } from './types.ts'
 import { UpstreamStreamError } from './upstream-stream-error.ts'
@@ -38,6 +45,7 @@ export function createCallContext(
     timeoutMs: options.timeoutMs,
     probeIntervalMs: options.probeIntervalMs,
     createClient: options.createClient,
+    adaptive: options.adaptive,
   })
   return { name: options.name, pool, timeoutMs: options.timeoutMs, apiKey: options.apiKey }
 }
@@ -67,11 +75,24 @@ export type EventsResult =
 function healthOf(error: UpstreamError, deadline: Deadline, cause?: unknown): CallHealth {
   if (deadline.callerAborted) return 'neutral'
   if (cause !== undefined && isConnectFailure(cause)) return 'down'
-  if (error.kind === 'rate_limited') return 'neutral'
+  // Busy is not broken: a full queue's 503 says nothing against the replica's health.
+  if (error.kind === 'rate_limited' || error.kind === 'busy') return 'neutral'
   if (error.kind === 'server_error' || error.kind === 'timeout' || error.kind === 'connection') {
     return 'failure'
   }
   return 'ok'
+}
+
+/** What a failed call tells adaptive concurrency: too much (busy, 429, timeout), or nothing. */
+function loadOf(error: UpstreamError): CallLoad | undefined {
+  const kind = error.kind
+  return kind === 'busy' || kind === 'rate_limited' || kind === 'timeout' ? 'congested' : undefined
+}
+
+/** An answer's latency and vLLM load report, for an adaptive pool's working point. */
+function answeredLoad(response: HttpResponse, started: number): CallLoad {
+  const waiting = waitingFromLoadHeader(response.header(LOAD_REPORT_HEADER))
+  return { latencyMs: performance.now() - started, waiting }
 }
 
 type Opened =
@@ -94,11 +115,19 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
   const deadline = createDeadline(context.timeoutMs, spec.signal)
   const body = spec.body
   const headers = { 'content-type': 'application/json', accept, ...spec.headers }
+  let busyError: UpstreamError | null = null
+  // Replicas that answered this call busy; another with room is tried before giving up.
+  let busy: Replica[] | null = null
   for (let attempt = 0; ; attempt++) {
-    const replica = context.pool.acquire()
+    const replica: Replica | null = busy ? context.pool.another(busy) : context.pool.acquire()
+    if (replica === null) {
+      deadline.done()
+      return { ok: false, error: busyError!, latencyMs: elapsed() }
+    }
     const fail = (error: UpstreamError, cause?: unknown): Failure => {
       deadline.done()
-      context.pool.release(replica, healthOf(error, deadline, cause))
+      const health = healthOf(error, deadline, cause)
+      context.pool.release(replica, health, context.pool.adaptive ? loadOf(error) : undefined)
       return { ok: false, error, latencyMs: elapsed() }
     }
     let response: HttpResponse
@@ -130,7 +159,14 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
     } catch (cause) {
       return fail(classifyException(cause, deadline, context.apiKey), cause)
     }
-    return fail(classifyStatus(response.status, response.header, text, context.apiKey))
+    const error = classifyStatus(response.status, response.header, text, context.apiKey)
+    if (error.kind === 'busy' && !deadline.callerAborted && context.pool.size > 1) {
+      context.pool.release(replica, 'neutral', context.pool.adaptive ? 'congested' : undefined)
+      ;(busy ??= []).push(replica)
+      busyError = error
+      continue
+    }
+    return fail(error)
   }
 }
 
@@ -150,7 +186,8 @@ export async function postJson(context: CallContext, spec: CallSpec): Promise<Js
     return { ok: false, error, latencyMs: latency() }
   }
   deadline.done()
-  context.pool.release(replica, 'ok')
+  if (context.pool.adaptive) context.pool.release(replica, 'ok', answeredLoad(response, started))
+  else context.pool.release(replica, 'ok')
   let json: unknown
   try {
     json = JSON.parse(text)

@@ -19,6 +19,11 @@ export const providerConfigSchema = z.strictObject({
     .optional(),
   max_concurrency: z.number().int().min(1).max(4096).default(32),
   timeout_s: z.number().positive().max(3600).default(120),
+  /**
+   * Self-hosted pools (SPEC §13): `max_concurrency` becomes an upper bound and each replica finds
+   * its own working point from latency, busy answers, timeouts and vLLM's load reports.
+   */
+  adaptive_concurrency: z.boolean().default(false),
 })
 
 export const offeringSchema = z.strictObject({

@@ -16,6 +16,7 @@ import type {
 } from '../../providers/types.ts'
 import type { Config } from '../config.ts'
 import { noTelemetry, type Telemetry, type UpstreamResult } from '../telemetry/telemetry.ts'
+import { createAdaptiveGate } from './adaptive-gate.ts'
 import { createProviderGate, type ProviderGate } from './provider-gate.ts'
 import { createSlotHandOver, type SlotHandOver } from './slot-hand-over.ts'
 
@@ -39,6 +40,12 @@ export interface SendOptions {
    */
   proceed?: () => boolean
   line?: LineCall
+  /**
+   * How long a call every replica answers busy (503, a full queue) may wait and be sent again
+   * before the busy answer is returned; unset or 0: returned at once. Batch lines wait (SPEC §13:
+   * busy is not an attempt), live calls fall back at once.
+   */
+  busyPatienceMs?: number
 }
 
 export interface Upstreams {
@@ -56,6 +63,10 @@ export interface Upstreams {
 
 /** Pause after a 429 without Retry-After. */
 const DEFAULT_PAUSE_MS = 1_000
+/** Waiting on a busy provider: 50 ms doubling to 2 s (jittered), at most this many rounds per call. */
+const BUSY_BASE_DELAY_MS = 50
+const BUSY_MAX_DELAY_MS = 2_000
+const MAX_BUSY_ROUNDS = 100_000
 
 /** Makes a provider's gate: in-process by default, fleet-wide with Redis (fleet-gate.ts). */
 export type GateFactory = (provider: string, limit: number) => ProviderGate
@@ -70,23 +81,29 @@ export function createUpstreams(
   const handOvers = new Map<string, SlotHandOver>()
   for (const [name, provider] of Object.entries(config.catalog.providers)) {
     if (provider.api_key_env && !config.providerKeys[name]) continue // not usable; never called
-    const gate = makeGate(name, provider.max_concurrency)
+    const base = makeGate(name, provider.max_concurrency)
+    // Adaptive: the replicas' working points bound the provider below max_concurrency.
+    const adaptiveGate = provider.adaptive_concurrency
+      ? createAdaptiveGate(base, () => adapter.workingLimit())
+      : null
+    const gate = adaptiveGate ?? base
     const handOver = createSlotHandOver(gate)
     const baseUrls = Array.isArray(provider.base_url) ? provider.base_url : [provider.base_url]
-    adapters.set(
+    const adapter = createProvider({
       name,
-      createProvider({
-        name,
-        kind: provider.kind,
-        baseUrls,
-        apiKey: config.providerKeys[name] ?? null,
-        timeoutMs: provider.timeout_s * 1000,
-        // Enough keep-alive connections per replica for the provider's whole concurrency.
-        connections: provider.max_concurrency,
-        createClient: (baseUrl, options) =>
-          createHttpClient(baseUrl, { ...options, onAnswered: handOver.answered }),
-      }),
-    )
+      kind: provider.kind,
+      baseUrls,
+      apiKey: config.providerKeys[name] ?? null,
+      timeoutMs: provider.timeout_s * 1000,
+      // Enough keep-alive connections per replica for the provider's whole concurrency.
+      connections: provider.max_concurrency,
+      createClient: (baseUrl, options) =>
+        createHttpClient(baseUrl, { ...options, onAnswered: handOver.answered }),
+      adaptive: adaptiveGate
+        ? { maxConcurrency: provider.max_concurrency, onChange: () => adaptiveGate.serve() }
+        : undefined,
+    })
+    adapters.set(name, adapter)
     gates.set(name, gate)
     handOvers.set(name, handOver)
   }
@@ -119,46 +136,74 @@ export function createUpstreams(
     signal,
   })
 
-  return {
-    async send(options) {
-      const { offering, endpoint } = options
-      const { adapter, gate, handOver } = lookup(offering.provider)
-      const call = {
-        provider: offering.provider,
-        model: offering.upstream_model,
-        endpoint,
-        ...options.line,
-      }
-      // Sent the moment the slot is taken, often from inside the answer that handed it on
-      // (slot-hand-over.ts), so that it takes that answer's connection at once.
-      const sent: { outcome?: Promise<Outcome>; error?: unknown } = {}
-      const start = () => {
-        try {
-          if (options.proceed && !options.proceed()) return
-          sent.outcome = telemetry.upstream(
-            call,
-            () => adapter.send(requestFor(options)),
-            describeOutcome,
-          )
-          handOver.sent()
-        } catch (error) {
-          sent.error = error
-        }
-      }
-      await gate.acquire(options.signal, start)
-      if (!sent.outcome) {
-        gate.release()
-        if (sent.error !== undefined) throw sent.error
-        return null
-      }
+  /**
+   * Every replica answered busy (503, a full queue): the call waits and is sent again, with no
+   * attempt counted, while the patience lasts and `proceed` agrees (the batch's deadline, a
+   * cancel). With adaptive concurrency the working points fell meanwhile, so the gate holds it
+   * until a call ends; without, the backoff paces it. Bounded in rounds too.
+   */
+  async function waitWhileBusy(options: SendOptions, first: Outcome): Promise<Outcome | null> {
+    const until = Date.now() + options.busyPatienceMs!
+    const again = { ...options, busyPatienceMs: 0 }
+    let outcome: Outcome | null = first
+    for (let round = 0; round < MAX_BUSY_ROUNDS; round++) {
+      if (outcome === null || outcome.ok || outcome.error.kind !== 'busy') return outcome
+      const backoff = Math.min(BUSY_MAX_DELAY_MS, BUSY_BASE_DELAY_MS * 2 ** Math.min(round, 6))
+      const delay = Math.max(outcome.error.retryAfterMs ?? 0, backoff * (0.5 + Math.random() / 2))
+      if (Date.now() + delay > until || options.signal?.aborted) return outcome
+      await sleep(delay, options.signal)
+      outcome = await send(again)
+    }
+    return outcome
+  }
+
+  /** One call within the provider's gate; null when `proceed` said no. */
+  async function send(options: SendOptions): Promise<Outcome | null> {
+    const { offering, endpoint } = options
+    const { adapter, gate, handOver } = lookup(offering.provider)
+    const call = {
+      provider: offering.provider,
+      model: offering.upstream_model,
+      endpoint,
+      ...options.line,
+    }
+    // Sent the moment the slot is taken, often from inside the answer that handed it on
+    // (slot-hand-over.ts), so that it takes that answer's connection at once.
+    const sent: { outcome?: Promise<Outcome>; error?: unknown } = {}
+    const start = () => {
       try {
-        const outcome = await sent.outcome
-        pauseOn429(gate, outcome)
-        return outcome
-      } finally {
-        handOver.ended()
+        if (options.proceed && !options.proceed()) return
+        sent.outcome = telemetry.upstream(
+          call,
+          () => adapter.send(requestFor(options)),
+          describeOutcome,
+        )
+        handOver.sent()
+      } catch (error) {
+        sent.error = error
       }
-    },
+    }
+    await gate.acquire(options.signal, start)
+    if (!sent.outcome) {
+      gate.release()
+      if (sent.error !== undefined) throw sent.error
+      return null
+    }
+    let outcome: Outcome
+    try {
+      outcome = await sent.outcome
+      pauseOn429(gate, outcome)
+    } finally {
+      handOver.ended()
+    }
+    if (!outcome.ok && outcome.error.kind === 'busy' && options.busyPatienceMs) {
+      return waitWhileBusy(options, outcome)
+    }
+    return outcome
+  }
+
+  return {
+    send,
     async stream(options) {
       const { offering, endpoint } = options
       const { adapter, gate } = lookup(offering.provider)
@@ -233,4 +278,17 @@ function describeOutcome(outcome: Outcome | Extract<StreamOutcome, { ok: false }
     errorKind: outcome.error.kind,
     usage: null,
   }
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms)
+    function done() {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    signal?.addEventListener('abort', done, { once: true })
+  })
 }
