@@ -4,7 +4,9 @@
  * `max_concurrency`. Pure: no timers, no I/O; the clock comes in with each observation.
  *
  * - Slow start: while nothing said "too much", each call that ended uncongested with the limit in
- *   use raises it by one (it doubles per round trip); after that by 1/limit (one per round trip).
+ *   use raises it by ½ (×1.5 per round trip: an overshoot queues at most half the replica's
+ *   capacity before the answers show it); after that by 1/limit (one per round trip). A queue
+ *   reported at all ends slow start.
  * - Uncongested means the smoothed latency (EWMA over ~5 calls) is within 1.5× the replica's
  *   uncongested latency (the lowest smoothed latency of the last one to two minutes), and the
  *   replica's last load report (vLLM's `num_requests_waiting`) shows fewer waiting than the
@@ -35,6 +37,7 @@ export interface AdaptiveLimit {
   reported(waiting: number, now: number): void
 }
 
+const SLOW_START_STEP = 0.5
 const EWMA_WEIGHT = 0.2
 const HOLDS = 1.5 // smoothed latency within this × uncongested: room to probe up
 const RISEN = 2 // above this ×: back off
@@ -103,7 +106,7 @@ export function createAdaptiveLimit(options: AdaptiveLimitOptions): AdaptiveLimi
       const used = inFlight >= limit()
       const short = queued(now) < queueAllowance(limit())
       if (!used || !short || latency > low * HOLDS || value >= max) return
-      value = Math.min(max, value + (slowStart ? 1 : 1 / limit()))
+      value = Math.min(max, value + (slowStart ? SLOW_START_STEP : 1 / limit()))
     },
     congested(now) {
       cut(BUSY_CUT, now)
@@ -111,6 +114,7 @@ export function createAdaptiveLimit(options: AdaptiveLimitOptions): AdaptiveLimi
     reported(count, now) {
       waiting = Math.max(0, count)
       reportedAt = now
+      if (waiting > 0) slowStart = false
       const excess = waiting - queueAllowance(limit())
       if (excess <= 0) return
       const current = limit()

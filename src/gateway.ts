@@ -24,7 +24,7 @@ import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts'
 import { DEFAULT_RETRY } from './dispatch/retry-policy.ts'
 import { newId } from './domain.ts'
 import { createFleetGates } from './upstream/fleet-gate.ts'
-import { createUpstreams } from './upstream/upstreams.ts'
+import { createUpstreams, type Upstreams } from './upstream/upstreams.ts'
 import { createMemoryLimiter, type RateLimiter } from './limits/rate-limiter.ts'
 import { createRedisLimiter } from './limits/redis-limiter.ts'
 import { openBlobStore, openStore, openStoreChannel } from './store/open-store.ts'
@@ -48,6 +48,8 @@ export interface Gateway {
   janitor: Janitor
   /** The live path's credit ledger; tests flush it to see charges at once. */
   credit: LiveCredit
+  /** The providers as called: their gates, replicas' health and working points. */
+  upstreams: Upstreams
   stop(): Promise<void>
 }
 
@@ -235,6 +237,7 @@ export async function startGateway(
     dispatcher,
     janitor,
     credit,
+    upstreams,
     async stop() {
       await janitor.stop()
       // Stop taking requests, let in-flight lines finish (bounded), hand the rest back.

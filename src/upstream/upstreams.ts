@@ -57,8 +57,17 @@ export interface Upstreams {
   gate(provider: string): ProviderGate
   /** Total concurrency across providers that can be called. */
   capacity(): number
-  health(): Record<string, { in_flight: number; limit: number; unhealthy_replicas: string[] }>
+  health(): Record<string, ProviderHealth>
   close(): Promise<void>
+}
+
+/** How a provider is doing, for health and tests. */
+export interface ProviderHealth {
+  in_flight: number
+  limit: number
+  unhealthy_replicas: string[]
+  /** Adaptive concurrency only: each replica's working point, by base URL. */
+  working_points?: Record<string, number>
 }
 
 /** Pause after a 429 without Retry-After. */
@@ -244,6 +253,8 @@ export function createUpstreams(
           limit: gate.limit,
           unhealthy_replicas: adapter.unhealthyReplicas(),
         }
+        const points = adapter.workingPoints()
+        if (Object.keys(points).length > 0) result[name].working_points = points
       }
       return result
     },

@@ -7,16 +7,20 @@ import { describe, expect, test } from 'bun:test'
 import { createAdaptiveLimit, queueAllowance } from '../../providers/adaptive-limit.ts'
 
 describe('adaptive limit: each signal', () => {
-  test('slow start: +1 per uncongested answer with the limit in use, so it doubles per round trip', () => {
+  test('slow start: +½ per uncongested answer with the limit in use, ×1.5 per round trip', () => {
     const limit = createAdaptiveLimit({ max: 100, initial: 4 })
     let now = 0
-    for (let trip = 0; trip < 3; trip++) {
+    for (const expected of [6, 9, 13, 20]) {
       const start = limit.limit
       now += 100
       for (let i = 0; i < start; i++) limit.answered(100, limit.limit, now)
-      expect(limit.limit).toBe(start * 2)
+      expect(limit.limit).toBe(expected)
     }
-    expect(limit.limit).toBe(32)
+    // A queue reported at all ends it: one per round trip from there.
+    limit.reported(1, now)
+    const start = limit.limit
+    for (let i = 0; i < start; i++) limit.answered(100, limit.limit, (now += 5))
+    expect(limit.limit).toBe(start + 1)
   })
 
   test('an answer with the limit not in use does not raise it', () => {
