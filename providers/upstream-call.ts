@@ -182,7 +182,8 @@ export async function postJson(context: CallContext, spec: CallSpec): Promise<Js
   } catch (cause) {
     const error = classifyException(cause, deadline, context.apiKey)
     deadline.done()
-    context.pool.release(replica, healthOf(error, deadline, cause))
+    const load = context.pool.adaptive ? loadOf(error) : undefined
+    context.pool.release(replica, healthOf(error, deadline, cause), load)
     return { ok: false, error, latencyMs: latency() }
   }
   deadline.done()
