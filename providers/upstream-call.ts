@@ -107,6 +107,8 @@ type Opened =
  * saw the request; a close before the status line is, in practice, a keep-alive socket the
  * replica had already closed, or a replica killed mid-request: undici retries exactly this
  * case for idempotent requests, and re-sending an LLM call at worst costs its tokens twice.
+ * A busy answer (503: a vLLM replica whose queue is full) moves on to another replica with
+ * room, at most once per replica, the busy one left in the pool (busy is not broken).
  * Everything else (timeouts, statuses, errors mid-body) is the retry policy's to decide.
  */
 async function open(context: CallContext, spec: CallSpec, accept: string): Promise<Opened> {
