@@ -3,6 +3,8 @@
  * dispatcher and the live endpoints. `send` waits for a slot of the offering's provider, hands
  * the adapter the request (the adapter translates it for its upstream), and pauses the provider
  * when it answers 429. Falling back from one offering to the next is send-with-fallback.ts.
+ * A provider with `adaptive_concurrency` gets an adaptive gate in front of its usual one
+ * (adaptive-gate.ts); a batch line every replica answers busy waits here, no attempt counted.
  */
 import type { Offering } from '../catalog/catalog-file.ts'
 import { createProvider } from '../../providers/index.ts'
