@@ -55,6 +55,7 @@ export type LineErrorCode =
   | 'batch_cancelled'
   | 'batch_expired'
   | 'structured_output_invalid'
+  | 'max_cost_reached'
 
 export interface LineError {
   code: LineErrorCode
@@ -133,6 +134,19 @@ export interface BatchRecord {
   purgedAt: number | null
   /** Validation errors of a batch refused on the OpenAI surface. */
   errors: { code: string; message: string; param: string | null; line: number | null }[] | null
+  /** The batch's spend cap (SPEC §12), a decimal string; null for none. */
+  maxCostUsd: string | null
+  /** Why the batch is not moving (SPEC §13); null while its lines progress. */
+  waiting: BatchWaiting | null
+}
+
+/** Where a batch's lines went, per provider (SPEC §13 `routing.providers`). */
+export interface ProviderShare {
+  succeeded: number
+  failed: number
+  /** Calls to this provider in flight now. */
+  running: number
+  costUsd: string
 }
 
 export interface AccountRecord {

@@ -5,7 +5,9 @@
  * assistant tool_calls → tool_use blocks; tool messages → tool_result blocks; consecutive turns
  * of one role merged, as Anthropic alternates roles; stop → stop_sequences; the output limit,
  * read as the cost ceiling reads it (providers/output-limit.ts), else 4096 (Anthropic requires
- * one); temperature, top_p; tools and tool_choice; user → metadata.user_id. Parameters with no
+ * one); temperature, top_p; tools and tool_choice; user → metadata.user_id; response_format
+ * json_schema → output_config.format (Anthropic's JSON outputs; json_object has no counterpart,
+ * as they take a schema, and is refused). Parameters with no
  * Anthropic meaning are left out; the catalog lists them as unsupported so ingest refuses them
  * before they get here.
  */
@@ -139,6 +141,19 @@ function convertToolChoice(choice: unknown, parallel: unknown): Block | undefine
   return converted
 }
 
+/** OpenAI's response_format → Anthropic's output_config.format; undefined for plain text. */
+function convertResponseFormat(format: unknown): Block | undefined {
+  const type = (format as { type?: unknown } | null | undefined)?.type
+  if (type === undefined || type === 'text') return undefined
+  if (type === 'json_schema') {
+    const schema = (format as { json_schema?: { schema?: unknown } }).json_schema?.schema
+    return { type: 'json_schema', schema }
+  }
+  throw new ConversionError(
+    `response_format ${String(type)} is not supported by Anthropic, whose JSON outputs take a schema; use json_schema`,
+  )
+}
+
 export function convertToAnthropicMessages(
   body: Record<string, unknown>,
 ): AnthropicRequestConversion {
@@ -167,6 +182,8 @@ export function convertToAnthropicMessages(
     const toolChoice = convertToolChoice(body.tool_choice, body.parallel_tool_calls)
     if (toolChoice) out.tool_choice = toolChoice
     if (typeof body.user === 'string') out.metadata = { user_id: body.user }
+    const format = convertResponseFormat(body.response_format)
+    if (format) out.output_config = { format }
     return { ok: true, body: out }
   } catch (error) {
     if (error instanceof ConversionError) return { ok: false, message: error.message }

@@ -4,7 +4,7 @@
  */
 import { newId, nowSeconds, type BatchEndpoint, type BatchRecord } from '../domain.ts'
 import { refuse, type GatewayError } from '../errors.ts'
-import type { Issue } from '../ingest/issues.ts'
+import type { Issue, Warning } from '../ingest/issues.ts'
 import type { FileValidator } from '../ingest/parallel-validation.ts'
 import type { FileLimits } from '../ingest/validate-batch-file.ts'
 import { availableUsd, Money, usd } from '../money/decimal.ts'
@@ -42,6 +42,9 @@ export type QuoteResult =
       costCeilingUsd: string
       creditSufficient: boolean
       availableUsd: string
+      /** What the file's valid lines may run into (SPEC §14: a schema that recurses without end). */
+      warnings: Warning[]
+      warningsOmitted: number
     }
   | Invalid
 
@@ -117,6 +120,8 @@ export function createAdmission(
       costCeilingUsd: usd(verdict.ceiling.toFixed()),
       creditSufficient: verdict.ceiling.lessThanOrEqualTo(free),
       availableUsd: usd(free),
+      warnings: verdict.warnings,
+      warningsOmitted: verdict.warningsOmitted,
     }
   }
 

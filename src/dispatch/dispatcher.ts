@@ -17,6 +17,9 @@ import type { RetryPolicy } from './retry-policy.ts'
 import { runLine } from './run-line.ts'
 import { Tally } from './tally.ts'
 import { createWakeSignal } from './wake-signal.ts'
+import { observeCalls } from './observe-calls.ts'
+import { createWaitingReporter } from './waiting-reporter.ts'
+import { pauseMsAfter } from '../upstream/upstreams.ts'
 
 const RUNNABLE_REUSE_MS = 200
 /** A periodic task asked to run early does so at most this often. */
@@ -101,6 +104,25 @@ export function createDispatcher(
     lastLineOut = false
     maintenance.soon()
   })
+  const waiting = createWaitingReporter(store, logger)
+  const replicas = (provider: string) => {
+    const baseUrl = catalog.provider(provider)?.base_url
+    return Array.isArray(baseUrl) ? baseUrl.length : 1
+  }
+  // Calls in flight per provider for routing.providers, and what makes a batch wait.
+  const observed = observeCalls(upstreams, {
+    started: (line, provider) => recorder.call(line.batchId, provider, 1),
+    ended(line, provider, outcome) {
+      recorder.call(line.batchId, provider, -1)
+      if (!outcome || outcome.ok) return
+      if (outcome.error.kind === 'rate_limited') {
+        waiting.rateLimited(line.batchId, provider, Date.now() + pauseMsAfter(outcome.error))
+      } else if (outcome.error.retryable) {
+        const down = upstreams.health()[provider]?.unhealthy_replicas.length ?? 0
+        if (down >= replicas(provider)) waiting.unavailable(line.batchId, provider)
+      }
+    },
+  })
 
   /**
    * The last list of runnable batches, reused for a short while: the list only changes when a
@@ -149,10 +171,17 @@ export function createDispatcher(
       !stopped.has(line.batchId) &&
       !overrunning.has(line.accountId) &&
       Date.now() < line.deadlineAt * 1000
-    runLine(line, { catalog, upstreams, retry: options.retry, signal: abort.signal, proceed })
+    runLine(line, {
+      catalog,
+      upstreams: observed,
+      retry: options.retry,
+      signal: abort.signal,
+      proceed,
+    })
       .then((outcome) => {
         // After shutdown's abort the line is handed back untouched, not failed.
         if (abort.signal.aborted) return
+        if (outcome.kind !== 'retry') waiting.progressed(line.batchId, outcome.provider)
         if (outcome.kind === 'succeeded' && outcome.ceilingUsd !== undefined) {
           // Billed in full all the same; the account stops being dispatched once its credit
           // no longer covers what it holds (the store's claim checks that).

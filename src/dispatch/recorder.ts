@@ -1,13 +1,16 @@
 /**
  * Collects line outcomes and records them in batches: one store transaction per few milliseconds
- * instead of one per line. If the store is unreachable the outcomes stay here, leased, and are
+ * instead of one per line. The changes in calls in flight per provider (routing.providers) ride
+ * along with them. If the store is unreachable the outcomes stay here, leased, and are
  * written when it is back; the heartbeat keeps their leases alive meanwhile.
  */
 import type { Logger } from '../telemetry/logger.ts'
-import type { DispatchStore, LineOutcome } from '../store/store.ts'
+import type { CallsChange, DispatchStore, LineOutcome } from '../store/store.ts'
 
 export interface Recorder {
   add(outcome: LineOutcome): void
+  /** A call to `provider` for a line of the batch started (+1) or ended (−1); written with the next outcomes. */
+  call(batchId: string, provider: string, delta: 1 | -1): void
   /** Writes everything buffered; resolves once it is stored (retrying while the store is down). */
   flush(): Promise<void>
   readonly pending: number
@@ -26,20 +29,28 @@ export function createRecorder(
   onRecorded: (n: number) => void = () => {},
 ): Recorder {
   let buffer: LineOutcome[] = []
+  /** Net change of calls in flight per batch and provider since the last write. */
+  let calls = new Map<string, CallsChange>()
   let timer: ReturnType<typeof setTimeout> | null = null
   let writing: Promise<void> | null = null
   let failing = false
 
   const write = async () => {
-    while (buffer.length > 0) {
+    while (buffer.length > 0 || calls.size > 0) {
       const chunk = buffer.slice(0, MAX_BATCH)
+      const changes = calls
+      calls = new Map()
+      const written = [...changes.values()].filter((change) => change.delta !== 0)
       try {
-        await store.recordOutcomes(owner, chunk, Date.now())
+        await store.recordOutcomes(owner, chunk, Date.now(), written)
         buffer = buffer.slice(chunk.length)
         onRecorded(chunk.length)
         if (failing) logger.info('recorder.store_recovered')
         failing = false
       } catch (error) {
+        // Kept for the next try, with whatever changed meanwhile.
+        for (const change of changes.values())
+          addCall(change.batchId, change.provider, change.delta)
         if (!failing)
           logger.warn('recorder.store_unavailable', {
             reason: (error as Error).message,
@@ -51,12 +62,19 @@ export function createRecorder(
     }
   }
 
+  function addCall(batchId: string, provider: string, delta: number) {
+    const key = `${batchId}\u0000${provider}`
+    const change = calls.get(key)
+    if (change) change.delta += delta
+    else calls.set(key, { batchId, provider, delta })
+  }
+
   const start = () => {
     timer = null
     if (!writing) {
       writing = write().finally(() => {
         writing = null
-        if (buffer.length > 0) schedule()
+        if (buffer.length > 0 || calls.size > 0) schedule()
       })
     }
     return writing
@@ -70,10 +88,14 @@ export function createRecorder(
       buffer.push(outcome)
       schedule()
     },
+    call(batchId, provider, delta) {
+      addCall(batchId, provider, delta)
+      schedule()
+    },
     async flush() {
       if (timer) clearTimeout(timer)
       timer = null
-      while (buffer.length > 0 || writing) await (writing ?? start())
+      while (buffer.length > 0 || calls.size > 0 || writing) await (writing ?? start())
     },
     get pending() {
       return buffer.length

@@ -17,6 +17,7 @@ import {
 } from '../money/ceiling.ts'
 import { priceUsage } from '../money/price-usage.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
+import { structuredAnswerProblem } from '../schemas/structured-answer.ts'
 import type { ClaimedLine, LineOutcome } from '../store/store.ts'
 import { sendWithFallback } from '../upstream/send-with-fallback.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
@@ -65,6 +66,20 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   if (tried === null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() }
   const { outcome, offering } = tried
   if (outcome.ok) {
+    // An answer that is not the JSON the line asked for: failed, not billed, the body kept.
+    const wrong =
+      endpoint === 'chat'
+        ? structuredAnswerProblem(parsed.body.response_format, outcome.body)
+        : null
+    if (wrong !== null) {
+      return fail(
+        line,
+        { code: 'structured_output_invalid', message: wrong, upstream: outcome.body },
+        outcome.status,
+        offering.provider,
+        outcome.latencyMs,
+      )
+    }
     const bounds = lineBounds(
       endpoint,
       parsed.body,

@@ -3,7 +3,7 @@ import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { refusalOf, type Admission, type SubmitOptions } from '../admission/submit-batch.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
-import type { LineStatus } from '../domain.ts'
+import type { BatchRecord, LineStatus } from '../domain.ts'
 import { badRequest, notFound, refuse } from '../errors.ts'
 import { cancelBatch } from '../admission/cancel-batch.ts'
 import { readBody, type BodyBuffers, type BodyLimit } from '../ingest/read-body.ts'
@@ -69,6 +69,9 @@ export function nativeBatchRoutes({
   fileBuffers,
   onCancelled,
 }: NativeDeps) {
+  const renderWithShares = async (batch: BatchRecord) =>
+    renderBatch(batch, (await store.providerShares([batch.id])).get(batch.id))
+
   return new Elysia({ name: 'native-batches' })
     .post(
       '/v1/batches',
@@ -146,6 +149,8 @@ export function nativeBatchRoutes({
               cost_ceiling_usd: result.costCeilingUsd,
               available_usd: result.availableUsd,
               credit_sufficient: result.creditSufficient,
+              warnings: result.warnings,
+              warnings_omitted: result.warningsOmitted,
             }
           case 'duplicate':
             return renderBatch(result.batch)
@@ -167,7 +172,8 @@ export function nativeBatchRoutes({
         limit: query.limit,
         after: query.after ?? null,
       })
-      const data = page.batches.map(renderBatch)
+      const shares = await store.providerShares(page.batches.map((batch) => batch.id))
+      const data = page.batches.map((batch) => renderBatch(batch, shares.get(batch.id)))
       return {
         object: 'list',
         data,
@@ -184,7 +190,7 @@ export function nativeBatchRoutes({
       )
       const batch = await store.getBatch(caller.account.id, params.id)
       if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
-      return renderBatch(batch)
+      return renderWithShares(batch)
     })
     .delete(
       '/v1/batches/:id',
@@ -194,7 +200,7 @@ export function nativeBatchRoutes({
           'batches',
           set.headers as Record<string, string>,
         )
-        return renderBatch(await cancelBatch(store, caller.account.id, params.id, onCancelled))
+        return renderWithShares(await cancelBatch(store, caller.account.id, params.id, onCancelled))
       },
       { parse: 'none' },
     )

@@ -1,8 +1,34 @@
 /** The native batch object (SPEC §3) and its result lines, rendered from stored records. */
-import type { BatchRecord, LineRecord } from '../domain.ts'
+import type { BatchRecord, LineRecord, ProviderShare } from '../domain.ts'
 import { usd } from '../money/decimal.ts'
 
-export function renderBatch(batch: BatchRecord) {
+/**
+ * The planner's projected finish of a batch (SPEC §13 `routing.eta`, Unix seconds), or null
+ * before it can tell. The one place every surface (API, dashboard) reads it from.
+ */
+export function batchEta(_batch: BatchRecord): number | null {
+  return null
+}
+
+/** `routing.providers`: per provider, what ended there, what it cost and what runs there now. */
+export function renderProviders(shares: Record<string, ProviderShare> | undefined) {
+  const providers: Record<
+    string,
+    { succeeded: number; failed: number; running: number; cost_usd: string }
+  > = {}
+  for (const [name, share] of Object.entries(shares ?? {})) {
+    providers[name] = {
+      succeeded: share.succeeded,
+      failed: share.failed,
+      running: share.running,
+      cost_usd: usd(share.costUsd),
+    }
+  }
+  return providers
+}
+
+/** `shares`: the batch's providerShares entry (none yet: an empty breakdown). */
+export function renderBatch(batch: BatchRecord, shares?: Record<string, ProviderShare>) {
   return {
     id: batch.id,
     object: 'batch',
@@ -18,6 +44,9 @@ export function renderBatch(batch: BatchRecord) {
     request_counts: batch.counts,
     cost_ceiling_usd: usd(batch.costCeilingUsd),
     cost_usd: usd(batch.costUsd),
+    max_cost_usd: batch.maxCostUsd === null ? null : usd(batch.maxCostUsd),
+    routing: { providers: renderProviders(shares), eta: batchEta(batch) },
+    waiting: batch.waiting,
     results_url: `/v1/batches/${batch.id}/results`,
   }
 }

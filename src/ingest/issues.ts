@@ -8,6 +8,27 @@ export interface Issue {
   fix: string
 }
 
+/** What is wrong with one field of a body (or, as a warning, what may go wrong), and what to do. */
+export interface BodyProblem {
+  path: string
+  message: string
+  fix: string
+}
+
+/**
+ * Something a dry run points out about a valid line (SPEC §14: a schema that recurses without
+ * end): the line is admitted as it is. `param` is the field's dotted path, as in `issues`.
+ */
+export interface Warning {
+  line: number
+  custom_id: string | null
+  param: string
+  message: string
+  fix: string
+}
+
 export const MAX_ISSUES = 25
+/** At most this many warnings are listed; the rest are counted. */
+export const MAX_WARNINGS = 25
 
 export { describeZodIssue, joinPath, kindOf } from './describe-zod-issue.ts'

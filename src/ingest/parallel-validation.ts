@@ -14,6 +14,7 @@ import type { Catalog } from '../catalog/catalog.ts'
 import { Money } from '../money/decimal.ts'
 import { createThreadCalls } from '../threads/thread-calls.ts'
 import type { NewLine } from '../store/store.ts'
+import { MAX_WARNINGS } from './issues.ts'
 import type { BodyBuffers } from './read-body.ts'
 import {
   checkLines,
@@ -143,6 +144,9 @@ export function createFileValidator(
         )
       }
       const ceiling = first.ceiling.plus(new Money(other.ceiling))
+      // In line order, as one pass lists them: the first half's, then the second's.
+      const warnings = [...first.warnings, ...other.warnings]
+      const listed = warnings.slice(0, MAX_WARNINGS)
       return fileVerdict({
         issues: [],
         omitted: 0,
@@ -150,6 +154,9 @@ export function createFileValidator(
         endpoint: first.endpoint,
         lines,
         ceiling,
+        warnings: listed,
+        warningsOmitted:
+          first.warningsOmitted + other.warningsOmitted + warnings.length - listed.length,
       })
     },
     async close() {

@@ -13,7 +13,14 @@ import { storableText } from '../schemas/text.ts'
 import { Money } from '../money/decimal.ts'
 import type { NewLine } from '../store/store.ts'
 import { excerpt } from '../excerpt.ts'
-import { describeZodIssue, kindOf, MAX_ISSUES, type Issue } from './issues.ts'
+import {
+  describeZodIssue,
+  kindOf,
+  MAX_ISSUES,
+  MAX_WARNINGS,
+  type Issue,
+  type Warning,
+} from './issues.ts'
 import { MAX_JSON_DEPTH } from './json-depth.ts'
 import { readJsonlLines, type FileSegment } from './read-jsonl-lines.ts'
 import { validateBody } from './validate-body.ts'
@@ -24,7 +31,15 @@ export interface FileLimits {
 }
 
 export type FileVerdict =
-  | { ok: true; endpoint: BatchEndpoint; lines: NewLine[]; ceiling: Money }
+  | {
+      ok: true
+      endpoint: BatchEndpoint
+      lines: NewLine[]
+      ceiling: Money
+      /** What a dry run points out (the first MAX_WARNINGS, and how many more). */
+      warnings: Warning[]
+      warningsOmitted: number
+    }
   | { ok: false; issues: Issue[]; omitted: number; lineCount: number }
 
 /** The garbage hook (CheckOptions.collectGarbage) is called once per this many lines. */
@@ -97,6 +112,9 @@ export interface LinesChecked {
   /** The ceiling of the valid lines, exact (not yet rounded up to the micro-dollar). */
   ceiling: Money
   customIds: Map<string, number>
+  /** The valid lines' warnings, the first MAX_WARNINGS of them, and how many more. */
+  warnings: Warning[]
+  warningsOmitted: number
 }
 
 export function validateBatchFile(
@@ -127,6 +145,8 @@ export function fileVerdict(checked: Omit<LinesChecked, 'customIds'>): FileVerdi
     endpoint,
     lines: checked.lines,
     ceiling: checked.ceiling.toDecimalPlaces(6, Money.ROUND_UP),
+    warnings: checked.warnings,
+    warningsOmitted: checked.warningsOmitted,
   }
 }
 
@@ -148,6 +168,8 @@ export function checkLines(
     if (issues.length < MAX_ISSUES) issues.push(issue)
     else omitted++
   }
+  const warnings: Warning[] = []
+  let warningsOmitted = 0
   const lines: NewLine[] = []
   const seen = new Map<string, number>()
   const tally = new CeilingTally()
@@ -241,6 +263,13 @@ export function checkLines(
         continue
       }
       if (bad) continue
+      for (const warning of body.value.warnings) {
+        if (warnings.length >= MAX_WARNINGS) warningsOmitted++
+        else {
+          const { path: param, message, fix } = warning
+          warnings.push({ line: lineNo, custom_id: shownId, param, message, fix })
+        }
+      }
       tally.add(body.value.offerings, body.value.inputTokens, body.value.outputTokens)
       lines.push(new FileLine(lineNo, customId!, bytes, start, end))
     }
@@ -254,5 +283,7 @@ export function checkLines(
     lines,
     ceiling: tally.exactTotal(),
     customIds: seen,
+    warnings,
+    warningsOmitted,
   }
 }

@@ -17,17 +17,14 @@ import {
 import { compileSchema } from '../schemas/compile.ts'
 import { excerpt } from '../excerpt.ts'
 import { Money, moneyText } from '../money/decimal.ts'
-import { describeZodIssue } from './issues.ts'
+import { describeZodIssue, type BodyProblem } from './issues.ts'
+import { guidedProblems, jsonObjectProblem, structuredProblems } from './check-structured.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.ts'
 
 const chatSchema = compileSchema(chatBodySchema)
 const embeddingsSchema = compileSchema(embeddingsBodySchema)
 
-export interface BodyProblem {
-  path: string
-  message: string
-  fix: string
-}
+export type { BodyProblem } from './issues.ts'
 
 export interface AcceptedBody {
   model: ModelEntry
@@ -35,6 +32,8 @@ export interface AcceptedBody {
   inputTokens: number
   outputTokens: number
   body: ChatBody | EmbeddingsBody
+  /** What a dry run points out about the body (a schema that recurses without end); none: []. */
+  warnings: BodyProblem[]
 }
 
 /** `prefix` is where the body sits in the caller's document ("body" for a batch line). */
@@ -88,6 +87,7 @@ export function validateBody(
       fix: 'set n to 8 or less, or split the request into several lines',
     })
   }
+  if (endpoint === 'chat') problems.push(...guidedProblems(record, at))
   const model = typeof record.model === 'string' ? catalog.find(record.model) : undefined
   if (typeof record.model === 'string' && !model) {
     const examples = catalog.models
@@ -106,6 +106,19 @@ export function validateBody(
       const described = describeZodIssue(issue, prefix)
       if (!problems.some((p) => p.path === described.path)) problems.push(described)
     }
+  }
+  // Once response_format has its shape: the schema compiles, the answer is bounded.
+  let warnings: BodyProblem[] = []
+  const formatAt = at('response_format')
+  if (
+    endpoint === 'chat' &&
+    !problems.some((p) => p.path === formatAt || p.path.startsWith(formatAt + '.'))
+  ) {
+    const structured = structuredProblems(record as ChatBody, model, at, options.live === true)
+    for (const problem of structured.problems) {
+      if (!problems.some((p) => p.path === problem.path)) problems.push(problem)
+    }
+    warnings = structured.warnings
   }
   if (!model) return { ok: false, problems }
   if (!model.endpoints.includes(endpoint)) {
@@ -177,6 +190,8 @@ export function validateBody(
   if (endpoint === 'chat') {
     const chat = body as ChatBody
     const targets = upstreamTargets(catalog, offerings)
+    const unsendable = jsonObjectProblem(chat, model, targets, at)
+    if (unsendable) return { ok: false, problems: [unsendable] }
     return {
       ok: true,
       value: {
@@ -185,6 +200,7 @@ export function validateBody(
         body,
         inputTokens: chatInputBound(chat, model, targets),
         outputTokens: chatOutputBound(chat, model, targets),
+        warnings,
       },
     }
   }
@@ -196,6 +212,7 @@ export function validateBody(
       body,
       inputTokens: embeddingsInputBound(body as EmbeddingsBody),
       outputTokens: 0,
+      warnings,
     },
   }
 }

@@ -8,6 +8,7 @@ import type { CatalogFile } from '../catalog/catalog-file.ts'
 import { createCatalog, type Catalog } from '../catalog/catalog.ts'
 import type { BatchEndpoint } from '../domain.ts'
 import { collectYoungGarbage } from '../memory/young-garbage.ts'
+import type { Warning } from './issues.ts'
 import { checkLines, FileLine, type FileLimits } from './validate-batch-file.ts'
 
 export type ValidationRequest =
@@ -36,6 +37,9 @@ export type SegmentReply =
       customIds: string[]
       /** The valid lines' ceiling, exact, as decimal text. */
       ceiling: string
+      /** The segment's warnings (its first MAX_WARNINGS), and how many more. */
+      warnings: Warning[]
+      warningsOmitted: number
     }
   | { id: number; clean: false }
 
@@ -90,6 +94,8 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
       ends,
       customIds,
       ceiling: checked.ceiling.toFixed(),
+      warnings: checked.warnings,
+      warningsOmitted: checked.warningsOmitted,
     }
     self.postMessage(reply, [lineNos.buffer, starts.buffer, ends.buffer])
   } catch {

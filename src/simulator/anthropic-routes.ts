@@ -8,6 +8,12 @@ import {
   streamPieces,
 } from './reply.ts'
 import { errorResponse, sseText } from './respond.ts'
+import {
+  anthropicAnswerShape,
+  structuredMode,
+  structuredReply,
+  type StructuredAnswers,
+} from './structured-reply.ts'
 
 const stopReasons = { stop: 'end_turn', stop_sequence: 'stop_sequence', length: 'max_tokens' }
 
@@ -19,6 +25,7 @@ export function prepareMessages(
   body: Record<string, unknown>,
   id: string,
   usageFactor = 1,
+  structuredAnswers: StructuredAnswers = 'valid',
 ): Prepared | Response {
   const { model, messages, max_tokens: maxTokens } = body
   if (typeof model !== 'string') return invalid('model: Field required')
@@ -38,7 +45,15 @@ export function prepareMessages(
     : []
   const texts = anthropicMessageTexts(body.system, messages)
   const key = promptKey(texts)
-  const reply = makeReply({ messages: texts, key, model, choice: 0, maxTokens, stop })
+  const shape = anthropicAnswerShape(body.output_config)
+  const reply = shape
+    ? structuredReply(
+        shape,
+        structuredMode(texts, structuredAnswers),
+        makeReply({ messages: texts, key, model, choice: 0, maxTokens: null, stop: [] }).text,
+        maxTokens,
+      )
+    : makeReply({ messages: texts, key, model, choice: 0, maxTokens, stop })
   const inputTokens = Math.ceil(countPromptTokens(texts) * usageFactor)
   const outputTokens = Math.ceil(reply.words * usageFactor)
   const stopReason = stopReasons[reply.end]

@@ -33,11 +33,13 @@ const usage = [
   '  [--require-api-key KEY] [--latency-ms N] [--jitter-ms N] [--max-concurrency N] [--max-rps N]',
   '  [--error-rate F] [--rate-429 F] [--timeout-rate F] [--reset-rate F] [--malformed-rate F]',
   '  [--no-usage-rate F] [--trickle-rate F] [--trickle-ms N] [--seed N] [--embedding-dims N]',
-  '  [--usage-factor X] [--capacity N [--max-queued M]]',
+  '  [--usage-factor X] [--capacity N [--max-queued M]] [--structured valid|not_json|off_schema]',
   'F is a fraction of inference requests, 0 to 1; X multiplies the usage reported (default 1).',
   '--capacity N plays a vLLM replica: N requests run at once for --latency-ms each, the rest wait',
   'in a FIFO queue (503 beyond M waiting; unbounded without --max-queued), GET /metrics serves',
   'vLLM\'s gauges; POST /sim/config {"gpuCapacity": N} changes it while running.',
+  '--structured: what requests with response_format get back (default valid JSON for the schema);',
+  'a [sim:valid], [sim:not_json] or [sim:off_schema] marker in the last user message picks per request.',
 ].join('\n')
 
 function fail(message: string): never {
@@ -67,6 +69,7 @@ function readOptions(argv: string[]): SimulatorOptions {
         hostname: { type: 'string', default: '127.0.0.1' },
         'retry-after': { type: 'string' },
         'require-api-key': { type: 'string' },
+        structured: { type: 'string' },
         help: { type: 'boolean' },
       },
     }).values
@@ -86,6 +89,13 @@ function readOptions(argv: string[]): SimulatorOptions {
         : toNumber('retry-after', String(values['retry-after'])),
     requireApiKey:
       values['require-api-key'] === undefined ? null : String(values['require-api-key']),
+  }
+  const structured = values.structured
+  if (structured !== undefined) {
+    if (structured !== 'valid' && structured !== 'not_json' && structured !== 'off_schema') {
+      fail(`--structured must be valid, not_json or off_schema, got "${String(structured)}"`)
+    }
+    options.structuredAnswers = structured
   }
   for (const [flag, key] of Object.entries(numberFlags)) {
     const text = values[flag]

@@ -12,6 +12,12 @@ import {
   type Reply,
 } from './reply.ts'
 import { errorResponse, sseText } from './respond.ts'
+import {
+  openaiAnswerShape,
+  structuredMode,
+  structuredReply,
+  type StructuredAnswers,
+} from './structured-reply.ts'
 
 const finishReasons = { stop: 'stop', stop_sequence: 'stop', length: 'length' } as const
 
@@ -32,6 +38,7 @@ export function prepareChat(
   body: Record<string, unknown>,
   id: string,
   usageFactor = 1,
+  structuredAnswers: StructuredAnswers = 'valid',
 ): Prepared | Response {
   const { model, messages } = body
   if (typeof model !== 'string') return invalid('you must provide a model parameter')
@@ -44,9 +51,14 @@ export function prepareChat(
   const texts = openaiMessageTexts(messages)
   const key = promptKey(texts)
   const stop = stopList(body.stop)
+  const shape = openaiAnswerShape(body.response_format)
+  const mode = shape ? structuredMode(texts, structuredAnswers) : 'valid'
   const replies: Reply[] = []
   for (let choice = 0; choice < n; choice++) {
-    replies.push(makeReply({ messages: texts, key, model, choice, maxTokens, stop }))
+    if (shape) {
+      const plain = makeReply({ messages: texts, key, model, choice, maxTokens: null, stop: [] })
+      replies.push(structuredReply(shape, mode, plain.text, maxTokens))
+    } else replies.push(makeReply({ messages: texts, key, model, choice, maxTokens, stop }))
   }
   const promptTokens = Math.ceil(countPromptTokens(texts) * usageFactor)
   let completionTokens = 0

@@ -1,3 +1,5 @@
+import type { StructuredAnswers } from './structured-reply.ts'
+
 /**
  * How the upstream simulator behaves. Every fault is a fraction of inference requests (POST
  * /v1/chat/completions, /v1/embeddings, /v1/messages); `GET /v1/models` never faults, so health
@@ -63,6 +65,13 @@ export interface SimulatorOptions {
    * at once, as a vLLM replica with a full queue does. Null: the queue is unbounded.
    */
   gpuMaxQueued?: number | null
+  /**
+   * What a structured request (`response_format` json_object/json_schema, Anthropic's
+   * `output_config.format`) is answered with: `valid` JSON for its schema, `not_json`, or
+   * `off_schema` JSON; a `[sim:…]` marker in a request's last user message overrides it for that
+   * request (structured-reply.ts). Default `valid`.
+   */
+  structuredAnswers?: StructuredAnswers
 }
 
 export type ResolvedSimulatorOptions = Required<SimulatorOptions>
@@ -91,6 +100,7 @@ export const defaultSimulatorOptions: ResolvedSimulatorOptions = {
   keepBodies: 0,
   gpuCapacity: null,
   gpuMaxQueued: null,
+  structuredAnswers: 'valid',
 }
 
 /** Merges `partial` over `base`, ignoring keys whose value is undefined. */

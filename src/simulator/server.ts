@@ -146,9 +146,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
 
   function prepare(path: string, body: Record<string, unknown>, id: number): Prepared | Response {
     if (path === '/v1/chat/completions')
-      return prepareChat(body, `chatcmpl-sim${id}`, current.usageFactor)
+      return prepareChat(body, `chatcmpl-sim${id}`, current.usageFactor, current.structuredAnswers)
     if (path === '/v1/embeddings') return prepareEmbeddings(body, current.embeddingDims)
-    return prepareMessages(body, `msg_sim${id}`, current.usageFactor)
+    return prepareMessages(body, `msg_sim${id}`, current.usageFactor, current.structuredAnswers)
   }
 
   async function infer(request: Request, path: string): Promise<Response> {

@@ -40,6 +40,7 @@ export function createDispatchThread(script: URL, openArgs: unknown[]): Dispatch
     releaseLeases: (...args) => call('releaseLeases', args),
     reapExpiredLeases: (...args) => call('reapExpiredLeases', args),
     advanceBatches: (...args) => call('advanceBatches', args),
+    setWaiting: (...args) => call('setWaiting', args),
     async close() {
       if (!thread.running) return
       await send('close', [])

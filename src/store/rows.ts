@@ -2,13 +2,16 @@
 import type {
   AccountRecord,
   BatchRecord,
+  BatchWaiting,
   KeyRecord,
   LineError,
   LineErrorCode,
   LineRecord,
+  ProviderShare,
   Scope,
+  WaitingCode,
 } from '../domain.ts'
-import { moneyText } from '../money/decimal.ts'
+import { Money, moneyText } from '../money/decimal.ts'
 import type { FileView, RunnableBatch } from './store.ts'
 
 type Row = Record<string, unknown>
@@ -53,7 +56,21 @@ export function rowToBatch(row: Row): BatchRecord {
     idempotencyKey: (row.idempotency_key as string | null) ?? null,
     errors: json<BatchRecord['errors']>(row.errors),
     purgedAt: num(row.purged_at),
+    maxCostUsd:
+      row.max_cost_usd === null || row.max_cost_usd === undefined
+        ? null
+        : moneyText(row.max_cost_usd as string),
+    waiting: rowToWaiting(row),
   }
+}
+
+function rowToWaiting(row: Row): BatchWaiting | null {
+  const code = row.waiting_code as WaitingCode | null | undefined
+  if (!code) return null
+  const waiting: BatchWaiting = { code, message: (row.waiting_message as string | null) ?? code }
+  const until = num(row.waiting_until)
+  if (until !== null) waiting.until = until
+  return waiting
 }
 
 export function rowToFile(row: Row): FileView {
@@ -123,6 +140,8 @@ export function rowToCaller(row: Row): { key: KeyRecord; account: AccountRecord 
 const CANNED_MESSAGES: Partial<Record<LineErrorCode, string>> = {
   batch_cancelled: 'the batch was cancelled before this line ran',
   batch_expired: 'the completion window ended before this line ran',
+  max_cost_reached:
+    "the batch's max_cost_usd left no room for this line's cost ceiling; it was not run and costs nothing",
 }
 
 export function rowToLine(row: Row): LineRecord {
@@ -173,4 +192,33 @@ export function rowToRunnable(row: Row): RunnableBatch {
     endpoint: row.endpoint as RunnableBatch['endpoint'],
     pending: Number(row.pending),
   }
+}
+
+/** batch_providers rows (one per batch, provider and instance) summed per batch and provider. */
+export function rowsToShares(rows: readonly Row[]): Map<string, Record<string, ProviderShare>> {
+  const sums = new Map<string, Map<string, { share: ProviderShare; cost: Money }>>()
+  for (const row of rows) {
+    const batchId = row.batch_id as string
+    const provider = row.provider as string
+    let perProvider = sums.get(batchId)
+    if (!perProvider) sums.set(batchId, (perProvider = new Map()))
+    let entry = perProvider.get(provider)
+    if (!entry) {
+      entry = { share: { succeeded: 0, failed: 0, running: 0, costUsd: '0' }, cost: new Money(0) }
+      perProvider.set(provider, entry)
+    }
+    entry.share.succeeded += Number(row.succeeded)
+    entry.share.failed += Number(row.failed)
+    // An instance whose calls ended after its leases were reaped can be below zero for a while.
+    entry.share.running += Math.max(0, Number(row.running))
+    entry.cost = entry.cost.plus(row.cost_usd as string)
+  }
+  const shares = new Map<string, Record<string, ProviderShare>>()
+  for (const [batchId, perProvider] of sums) {
+    const record: Record<string, ProviderShare> = {}
+    for (const [provider, { share, cost }] of [...perProvider].sort(([a], [b]) => (a < b ? -1 : 1)))
+      record[provider] = { ...share, costUsd: moneyText(cost) }
+    shares.set(batchId, record)
+  }
+  return shares
 }

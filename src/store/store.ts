@@ -12,11 +12,14 @@ import type {
   BatchEndpoint,
   BatchRecord,
   BatchStatus,
+  BatchWaiting,
   KeyRecord,
   LineError,
   LineRecord,
   LineStatus,
+  ProviderShare,
   Scope,
+  WaitingCode,
 } from '../domain.ts'
 
 export interface NewAccount {
@@ -163,6 +166,11 @@ export interface BatchStore {
     page: { limit: number; after: string | null },
   ): Promise<{ batches: BatchRecord[]; hasMore: boolean }>
   cancelBatch(accountId: string, id: string, now: number): Promise<CancelResult>
+  /**
+   * Where each batch's lines went (SPEC §13 `routing.providers`): per provider, lines ended there
+   * and their cost, and calls in flight to it now. A batch with none yet is left out.
+   */
+  providerShares(batchIds: readonly string[]): Promise<Map<string, Record<string, ProviderShare>>>
   /** Lines with `lineNo > afterLineNo` in line order, optionally only some statuses. */
   readLines(
     batchId: string,
@@ -226,6 +234,14 @@ export type LineOutcome =
       notBefore: number
     }
 
+/** A change in the calls one instance has in flight to a provider for a batch's lines. */
+export interface CallsChange {
+  batchId: string
+  provider: string
+  /** Calls started less calls ended. */
+  delta: number
+}
+
 export interface DispatchStore {
   /** Batches with lines ready to claim, earliest deadline first. */
   runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]>
@@ -242,16 +258,34 @@ export interface DispatchStore {
   /** Extends every lease `owner` holds. */
   renewLeases(owner: string, leaseUntilMs: number): Promise<number>
   /**
-   * Records outcomes of lines `owner` still leases, billing each in the same transaction.
-   * Outcomes for lines whose lease was lost are ignored. Returns how many were recorded.
+   * Records outcomes of lines `owner` still leases, billing each in the same transaction, and
+   * counts each settled line and its cost for its provider (providerShares). Outcomes for lines
+   * whose lease was lost are ignored. `calls`: how the calls `owner` has in flight to each
+   * provider changed since its last write. Returns how many outcomes were recorded.
    */
-  recordOutcomes(owner: string, outcomes: readonly LineOutcome[], nowMs: number): Promise<number>
+  recordOutcomes(
+    owner: string,
+    outcomes: readonly LineOutcome[],
+    nowMs: number,
+    calls?: readonly CallsChange[],
+  ): Promise<number>
   /** Graceful shutdown: gives back every line `owner` holds, untouched. */
   releaseLeases(owner: string): Promise<number>
   /** Returns lines whose lease ran out to pending. */
   reapExpiredLeases(nowMs: number): Promise<number>
   /** Expires overdue batches and finalizes finished ones; returns the ids that changed status. */
   advanceBatches(nowSeconds: number): Promise<string[]>
+  /**
+   * Sets (or with null clears) why an open batch waits, so that every instance serves it. Written
+   * only while the batch is open and its current code is none or one of `replaces` (default:
+   * any): a part that clears its own code leaves another part's standing. Returns whether it
+   * changed anything.
+   */
+  setWaiting(
+    batchId: string,
+    waiting: BatchWaiting | null,
+    replaces?: readonly WaitingCode[],
+  ): Promise<boolean>
 }
 
 /** A file's metadata. Uploaded content lives in a BlobStore; rendered files have none. */

@@ -14,6 +14,7 @@ import type {
   Outcome,
   ProviderAdapter,
   StreamOutcome,
+  UpstreamError,
   UpstreamRequest,
 } from '../../providers/types.ts'
 import type { Config } from '../config.ts'
@@ -79,6 +80,10 @@ const BUSY_BASE_DELAY_MS = 50
 const BUSY_MAX_DELAY_MS = 2_000
 const MAX_BUSY_ROUNDS = 100_000
 
+/** How long a provider that answered 429 is paused: what it asked for, else a second. */
+export const pauseMsAfter = (error: Pick<UpstreamError, 'retryAfterMs'>) =>
+  error.retryAfterMs ?? DEFAULT_PAUSE_MS
+
 /** Makes a provider's gate: in-process by default, fleet-wide with Redis (fleet-gate.ts). */
 export type GateFactory = (provider: string, limit: number) => ProviderGate
 
@@ -122,7 +127,7 @@ export function createUpstreams(
   // The one place a 429 pauses a provider: nothing new goes to it until it said it may.
   const pauseOn429 = (gate: ProviderGate, outcome: Outcome | StreamOutcome) => {
     if (!outcome.ok && outcome.error.kind === 'rate_limited') {
-      gate.pause(Date.now() + (outcome.error.retryAfterMs ?? DEFAULT_PAUSE_MS))
+      gate.pause(Date.now() + pauseMsAfter(outcome.error))
     }
   }
 

@@ -111,6 +111,34 @@ describe('OpenAI chat body → Anthropic Messages body', () => {
       message: expect.stringContaining('not valid JSON'),
     })
   })
+
+  test('response_format: json_schema → output_config.format, text dropped, json_object refused', () => {
+    const messages = [{ role: 'user', content: 'Hi' }]
+    const schema = { type: 'object', properties: { a: { type: 'string' } } }
+    const structured = convertToAnthropicMessages({
+      model: 'm',
+      messages,
+      response_format: { type: 'json_schema', json_schema: { name: 'a', schema, strict: true } },
+    })
+    expect(structured).toMatchObject({
+      ok: true,
+      body: { output_config: { format: { type: 'json_schema', schema } } },
+    })
+    expect(structured.ok && 'response_format' in structured.body).toBe(false)
+    const text = convertToAnthropicMessages({
+      model: 'm',
+      messages,
+      response_format: { type: 'text' },
+    })
+    expect(text.ok && 'output_config' in text.body).toBe(false)
+    expect(
+      convertToAnthropicMessages({
+        model: 'm',
+        messages,
+        response_format: { type: 'json_object' },
+      }),
+    ).toMatchObject({ ok: false, message: expect.stringContaining('use json_schema') })
+  })
 })
 
 describe('Anthropic answers → OpenAI', () => {

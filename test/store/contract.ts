@@ -330,6 +330,8 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
           idempotencyKey: 'idem-1',
           errors: null,
           purgedAt: null,
+          maxCostUsd: null,
+          waiting: null,
         })
         expect(await store.getBatch('acct_1', 'batch_01')).toEqual(batch)
         expect(await store.getAccount('acct_1')).toMatchObject({
@@ -1558,6 +1560,127 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         expect(await store.findSession('s2', T0 + 3)).toBeNull()
         expect(await store.deleteExpiredSessions(T0 + 100)).toBe(1)
         expect(await store.deleteExpiredSessions(T0 + 100)).toBe(0)
+      })
+    })
+
+    describe('providerShares', () => {
+      it('counts settled lines, their cost and calls in flight per provider, per batch', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 4)
+        await admit('acct_1', 'batch_02', 1)
+        expect(await store.providerShares(['batch_01', 'batch_02'])).toEqual(new Map())
+        await claim('batch_01', 'owner-a', 4)
+        await claim('batch_02', 'owner-b', 1)
+        const calls = [
+          { batchId: 'batch_01', provider: 'openai', delta: 3 },
+          { batchId: 'batch_01', provider: 'gpu-pool', delta: 1 },
+        ]
+        expect(await dispatch.recordOutcomes('owner-a', [], MS, calls)).toBe(0)
+        await dispatch.recordOutcomes('owner-b', [], MS, [
+          { batchId: 'batch_02', provider: 'openai', delta: 1 },
+        ])
+        const onPool = { ...succeeded('batch_01', 3, '0'), provider: 'gpu-pool' } as LineOutcome
+        await dispatch.recordOutcomes(
+          'owner-a',
+          [
+            succeeded('batch_01', 1, '0.25'),
+            failed('batch_01', 2, { code: 'invalid_request', message: 'bad' }, '0.000001'),
+            onPool,
+            retry('batch_01', 4, MS + 5000),
+          ],
+          MS + 10,
+          [
+            { batchId: 'batch_01', provider: 'openai', delta: -3 },
+            { batchId: 'batch_01', provider: 'gpu-pool', delta: -1 },
+            { batchId: 'batch_01', provider: 'openai', delta: 1 },
+          ],
+        )
+        const shares = await store.providerShares(['batch_01', 'batch_02', 'batch_99'])
+        expect(shares.get('batch_01')).toEqual({
+          'gpu-pool': { succeeded: 1, failed: 0, running: 0, costUsd: '0' },
+          openai: { succeeded: 1, failed: 1, running: 1, costUsd: '0.250001' },
+        })
+        expect(shares.get('batch_02')).toEqual({
+          openai: { succeeded: 0, failed: 0, running: 1, costUsd: '0' },
+        })
+        expect(shares.has('batch_99')).toBe(false)
+      })
+
+      it('zeroes the calls in flight of an owner whose leases were reaped or released', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 2)
+        await claim('batch_01', 'owner-a', 1, MS, 1000)
+        await claim('batch_01', 'owner-b', 1, MS, 60_000)
+        await dispatch.recordOutcomes('owner-a', [], MS, [
+          { batchId: 'batch_01', provider: 'openai', delta: 1 },
+        ])
+        await dispatch.recordOutcomes('owner-b', [], MS, [
+          { batchId: 'batch_01', provider: 'openai', delta: 1 },
+        ])
+        expect((await store.providerShares(['batch_01'])).get('batch_01')!.openai!.running).toBe(2)
+        expect(await dispatch.reapExpiredLeases(MS + 2000)).toBe(1)
+        expect((await store.providerShares(['batch_01'])).get('batch_01')!.openai!.running).toBe(1)
+        expect(await dispatch.releaseLeases('owner-b')).toBe(1)
+        expect((await store.providerShares(['batch_01'])).get('batch_01')!.openai!.running).toBe(0)
+      })
+    })
+
+    describe('waiting', () => {
+      const paused = {
+        code: 'provider_rate_limited',
+        message:
+          'openai answered 429; dispatch resumes at 12:04:10 UTC. Nothing to do: do not resubmit.',
+        until: T0 + 10,
+      } as const
+
+      it('stores why a batch waits with the batch, and clears it', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 2)
+        expect((await batchOf('acct_1', 'batch_01')).waiting).toBeNull()
+        expect(await dispatch.setWaiting('batch_01', paused)).toBe(true)
+        expect((await batchOf('acct_1', 'batch_01')).waiting).toEqual(paused)
+        // The same again changes nothing; a listing shows it too.
+        expect(await dispatch.setWaiting('batch_01', paused)).toBe(false)
+        const page = await store.listBatches('acct_1', { limit: 10, after: null })
+        expect(page.batches[0]!.waiting).toEqual(paused)
+        // `until` is left out when it is not known.
+        const busy = { code: 'capacity_busy', message: 'busy' } as const
+        expect(await dispatch.setWaiting('batch_01', busy)).toBe(true)
+        expect((await batchOf('acct_1', 'batch_01')).waiting).toEqual(busy)
+        expect(await dispatch.setWaiting('batch_01', null)).toBe(true)
+        expect((await batchOf('acct_1', 'batch_01')).waiting).toBeNull()
+      })
+
+      it("clears or replaces only the codes it is told to, leaving another part's", async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 2)
+        const credit = { code: 'insufficient_credit', message: 'add credit' } as const
+        await dispatch.setWaiting('batch_01', credit)
+        expect(await dispatch.setWaiting('batch_01', null, ['provider_rate_limited'])).toBe(false)
+        expect(await dispatch.setWaiting('batch_01', paused, ['provider_rate_limited'])).toBe(false)
+        expect((await batchOf('acct_1', 'batch_01')).waiting).toEqual(credit)
+        expect(await dispatch.setWaiting('batch_01', null, ['insufficient_credit'])).toBe(true)
+        // Nothing set: any part may set its code.
+        expect(await dispatch.setWaiting('batch_01', paused, ['provider_rate_limited'])).toBe(true)
+        expect((await batchOf('acct_1', 'batch_01')).waiting).toEqual(paused)
+      })
+
+      it('is not written on an ended batch, and an ending batch drops it', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 1)
+        await admit('acct_1', 'batch_02', 1)
+        await store.cancelBatch('acct_1', 'batch_01', T0)
+        expect(await dispatch.setWaiting('batch_01', paused)).toBe(false)
+        expect((await batchOf('acct_1', 'batch_01')).waiting).toBeNull()
+        await dispatch.setWaiting('batch_02', paused)
+        await claim('batch_02', 'owner-a', 1)
+        await dispatch.recordOutcomes('owner-a', [succeeded('batch_02', 1, '0.01')], MS)
+        await dispatch.advanceBatches(T0 + 1)
+        await dispatch.advanceBatches(T0 + 2)
+        expect(await batchOf('acct_1', 'batch_02')).toMatchObject({
+          status: 'completed',
+          waiting: null,
+        })
       })
     })
 

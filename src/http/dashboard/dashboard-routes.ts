@@ -10,6 +10,7 @@ import type { Caller } from '../../auth/authenticate.ts'
 import { nowSeconds, type Scope } from '../../domain.ts'
 import { GatewayError, invalidApiKey, notFound } from '../../errors.ts'
 import { BodyAborted, readFormBody } from '../../ingest/read-body.ts'
+import type { Warning } from '../../ingest/issues.ts'
 import type { BodyLimits } from '../body-limits.ts'
 import { usd } from '../../money/decimal.ts'
 import { excerpt } from '../../excerpt.ts'
@@ -272,7 +273,7 @@ export function dashboardRoutes({
               issues: { issues: result.issues, omitted: result.omitted },
             })
           case 'quote': {
-            const text = `Quote: ${result.lineCount} lines, cost ceiling $${result.costCeilingUsd}, available credit $${result.availableUsd} — ${result.creditSufficient ? 'enough' : 'not enough'} to submit it. Nothing was stored.`
+            const text = `Quote: ${result.lineCount} lines, cost ceiling $${result.costCeilingUsd}, available credit $${result.availableUsd} — ${result.creditSufficient ? 'enough' : 'not enough'} to submit it. Nothing was stored.${quoteWarnings(result.warnings, result.warningsOmitted)}`
             return listPage(caller, request, headers, 200, {
               notice: { kind: result.creditSufficient ? 'info' : 'error', text },
             })
@@ -380,4 +381,11 @@ function textFields(form: FormData): Record<string, string> {
     if (typeof value === 'string' && value !== '') fields[name] = value
   })
   return fields
+}
+
+/** A dry run's warnings in a sentence each: the line, the field and what may happen. */
+function quoteWarnings(warnings: readonly Warning[], omitted: number): string {
+  if (warnings.length === 0) return ''
+  const listed = warnings.map((w) => ` Line ${w.line} (${w.param}): ${w.message}; ${w.fix}.`)
+  return ` Warnings:${listed.join('')}${omitted > 0 ? ` And ${omitted} more.` : ''}`
 }

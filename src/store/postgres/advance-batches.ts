@@ -46,7 +46,8 @@ export async function advanceBatches(tx: postgres.TransactionSql, now: number): 
 
 /**
  * Moves idle batches (locked by the caller) to their terminal status and releases what they
- * still hold. Returns the ids that changed.
+ * still hold. Returns the ids that changed. An ended batch waits for nothing: its `waiting` is
+ * cleared, except a cap that stopped lines (it says why they were cancelled, SPEC §12).
  */
 export async function finishBatches(
   tx: postgres.TransactionSql,
@@ -73,7 +74,10 @@ export async function finishBatches(
     status: terminalStatus(row as Parameters<typeof terminalStatus>[0]),
   }))
   await tx`
-    UPDATE batches b SET status = t.status, finished_at = ${now}, held_usd = 0
+    UPDATE batches b SET status = t.status, finished_at = ${now}, held_usd = 0,
+      waiting_code = CASE WHEN b.waiting_code = 'max_cost_reached' THEN b.waiting_code END,
+      waiting_message = CASE WHEN b.waiting_code = 'max_cost_reached' THEN b.waiting_message END,
+      waiting_until = CASE WHEN b.waiting_code = 'max_cost_reached' THEN b.waiting_until END
     FROM jsonb_to_recordset(${tx.json(statuses)}) AS t (id text, status text)
     WHERE b.id = t.id`
   return batchIds

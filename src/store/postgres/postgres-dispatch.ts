@@ -6,9 +6,21 @@
  * event loop that reads upstream answers.
  */
 import type postgres from 'postgres'
-import type { BatchStatus } from '../../domain.ts'
+import {
+  OPEN_BATCH_STATUSES,
+  WAITING_CODES,
+  type BatchStatus,
+  type BatchWaiting,
+  type WaitingCode,
+} from '../../domain.ts'
 import { rowToRunnable } from '../rows.ts'
-import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../store.ts'
+import type {
+  CallsChange,
+  ClaimedLine,
+  DispatchStore,
+  LineOutcome,
+  RunnableBatch,
+} from '../store.ts'
 import { advanceBatches } from './advance-batches.ts'
 import { recordOutcomes } from './record-outcomes.ts'
 import { returnToPending } from './return-to-pending.ts'
@@ -103,9 +115,14 @@ export class PostgresDispatch implements DispatchStore {
     return result.count
   }
 
-  async recordOutcomes(owner: string, outcomes: readonly LineOutcome[], nowMs: number) {
-    if (outcomes.length === 0) return 0
-    return this.sql.begin((tx) => recordOutcomes(tx, owner, outcomes, nowMs))
+  async recordOutcomes(
+    owner: string,
+    outcomes: readonly LineOutcome[],
+    nowMs: number,
+    calls: readonly CallsChange[] = [],
+  ) {
+    if (outcomes.length === 0 && calls.length === 0) return 0
+    return this.sql.begin((tx) => recordOutcomes(tx, owner, outcomes, nowMs, calls))
   }
 
   async releaseLeases(owner: string) {
@@ -118,5 +135,24 @@ export class PostgresDispatch implements DispatchStore {
 
   async advanceBatches(now: number) {
     return this.sql.begin((tx) => advanceBatches(tx, earlier(now)))
+  }
+
+  async setWaiting(
+    batchId: string,
+    waiting: BatchWaiting | null,
+    replaces: readonly WaitingCode[] = WAITING_CODES,
+  ) {
+    const code = waiting?.code ?? null
+    const message = waiting?.message ?? null
+    const until = waiting?.until ?? null
+    const result = await this.sql`
+      UPDATE batches SET waiting_code = ${code}, waiting_message = ${message},
+        waiting_until = ${until}
+      WHERE id = ${batchId} AND status = ANY(${[...OPEN_BATCH_STATUSES]}::text[])
+        AND (waiting_code IS NULL OR waiting_code = ANY(${[...replaces]}::text[]))
+        AND (waiting_code IS DISTINCT FROM ${code}::text
+          OR waiting_message IS DISTINCT FROM ${message}::text
+          OR waiting_until IS DISTINCT FROM ${until}::bigint)`
+    return result.count > 0
   }
 }

@@ -17,7 +17,14 @@
 import type postgres from 'postgres'
 import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { rowToAccount, rowToBatch, rowToCaller, rowToKey, rowToLine } from '../rows.ts'
+import {
+  rowToAccount,
+  rowToBatch,
+  rowToCaller,
+  rowToKey,
+  rowToLine,
+  rowsToShares,
+} from '../rows.ts'
 import type {
   FileLimits,
   FileQuotaDefaults,
@@ -289,6 +296,13 @@ class PostgresStore implements Store {
     const [row] = await this
       .sql`SELECT * FROM batches WHERE id = ${id} AND account_id = ${accountId}`
     return row ? rowToBatch(row) : null
+  }
+
+  async providerShares(batchIds: readonly string[]) {
+    if (batchIds.length === 0) return new Map()
+    const rows = await this.sql`
+      SELECT * FROM batch_providers WHERE batch_id = ANY(${[...batchIds]}::text[])`
+    return rowsToShares(rows)
   }
 
   async listBatches(accountId: string, page: { limit: number; after: string | null }) {

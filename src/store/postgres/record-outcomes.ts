@@ -16,7 +16,7 @@
  */
 import type postgres from 'postgres'
 import { Money, moneyText } from '../../money/decimal.ts'
-import type { LineOutcome } from '../store.ts'
+import type { CallsChange, LineOutcome } from '../store.ts'
 import { storableString } from './storable.ts'
 
 type Settled = Exclude<LineOutcome, { kind: 'retry' }>
@@ -32,8 +32,13 @@ export async function recordOutcomes(
   owner: string,
   outcomes: readonly LineOutcome[],
   nowMs: number,
+  calls: readonly CallsChange[] = [],
 ): Promise<number> {
   const now = Math.floor(nowMs / 1000)
+  const writeCalls = async () => {
+    if (calls.length > 0) await callsStatement(tx, owner, calls)
+  }
+  if (outcomes.length === 0) return writeCalls().then(() => 0)
   // Lock order: the lines, then their batches, then accounts. The batch row is what every claim
   // of the batch waits for, so it is taken as late as it can be and held for the fewest round
   // trips. Other transactions that take a batch first do not then wait for these lines: claims
@@ -67,7 +72,7 @@ export async function recordOutcomes(
     if (outcome.kind === 'retry') retries.push(outcome)
     else settled.push(outcome)
   }
-  if (retries.length === 0 && settled.length === 0) return 0
+  if (retries.length === 0 && settled.length === 0) return writeCalls().then(() => 0)
   const batchIds = [...new Set([...retries, ...settled].map((outcome) => outcome.batchId))].sort()
   const settledBatchIds = [...new Set(settled.map((outcome) => outcome.batchId))]
   const rows = settlementRows(settled)
@@ -83,7 +88,8 @@ export async function recordOutcomes(
            ORDER BY id FOR UPDATE`.execute()
       : null,
     retries.length > 0 ? retryStatement(tx, retries).execute() : null,
-    rows.length > 0 ? settleStatement(tx, rows, now).execute() : null,
+    rows.length > 0 ? settleStatement(tx, rows, now, owner).execute() : null,
+    calls.length > 0 ? callsStatement(tx, owner, calls).execute() : null,
   ])
   return retries.length + settled.length
 }
@@ -135,10 +141,23 @@ function settlementRows(settled: Settled[]) {
   })
 }
 
+/** This owner's calls in flight per batch and provider, moved by the changes since its last write. */
+function callsStatement(tx: postgres.TransactionSql, owner: string, calls: readonly CallsChange[]) {
+  return tx`
+    INSERT INTO batch_providers (batch_id, provider, owner, running)
+    SELECT batch_id, provider, ${owner}, sum(delta)::int
+    FROM unnest(${calls.map((c) => c.batchId)}::text[], ${calls.map((c) => c.provider)}::text[],
+                ${calls.map((c) => c.delta)}::int[]) AS c (batch_id, provider, delta)
+    GROUP BY batch_id, provider ORDER BY batch_id, provider
+    ON CONFLICT (batch_id, provider, owner) DO UPDATE SET
+      running = batch_providers.running + excluded.running`
+}
+
 function settleStatement(
   tx: postgres.TransactionSql,
   rows: ReturnType<typeof settlementRows>,
   now: number,
+  owner: string,
 ) {
   return tx`
     WITH outcome AS (
@@ -182,6 +201,16 @@ function settleStatement(
               sum(charged) AS charged, sum(released) AS released
             FROM billed GROUP BY batch_id) t
       WHERE b.id = t.batch_id
+      RETURNING 1),
+    share_update AS (
+      INSERT INTO batch_providers (batch_id, provider, owner, succeeded, failed, cost_usd)
+      SELECT batch_id, provider, ${owner}, count(*) FILTER (WHERE kind = 'succeeded')::int,
+        count(*) FILTER (WHERE kind = 'failed')::int, sum(charged)
+      FROM billed WHERE provider IS NOT NULL GROUP BY batch_id, provider
+      ON CONFLICT (batch_id, provider, owner) DO UPDATE SET
+        succeeded = batch_providers.succeeded + excluded.succeeded,
+        failed = batch_providers.failed + excluded.failed,
+        cost_usd = batch_providers.cost_usd + excluded.cost_usd
       RETURNING 1)
     UPDATE accounts a SET balance_usd = a.balance_usd - t.charged,
       held_usd = a.held_usd - t.released

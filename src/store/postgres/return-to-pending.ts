@@ -7,9 +7,9 @@ import type postgres from 'postgres'
 
 export async function returnToPending(tx: postgres.TransactionSql, where: postgres.Fragment) {
   const batches = await tx`
-    SELECT DISTINCT batch_id FROM lines WHERE status = 'running' AND ${where}`
+    SELECT DISTINCT batch_id, lease_owner FROM lines WHERE status = 'running' AND ${where}`
   if (batches.length === 0) return 0
-  const ids = batches.map((row) => row.batch_id as string).sort()
+  const ids = [...new Set(batches.map((row) => row.batch_id as string))].sort()
   await tx`SELECT id FROM batches WHERE id = ANY(${ids}::text[]) ORDER BY id FOR UPDATE`
   const moved = await tx`
     WITH leased AS (
@@ -24,5 +24,11 @@ export async function returnToPending(tx: postgres.TransactionSql, where: postgr
     UPDATE batches b SET running = b.running - c.n, pending = b.pending + c.n
     FROM counts c WHERE b.id = c.batch_id
     RETURNING c.n`
+  // Their owner died or stopped: it has no call in flight for these batches any more.
+  await tx`
+    UPDATE batch_providers p SET running = 0
+    FROM unnest(${batches.map((row) => row.batch_id as string)}::text[],
+                ${batches.map((row) => row.lease_owner as string)}::text[]) AS t (batch_id, owner)
+    WHERE p.batch_id = t.batch_id AND p.owner = t.owner AND p.running <> 0`
   return moved.reduce((total, row) => total + Number(row.n), 0)
 }

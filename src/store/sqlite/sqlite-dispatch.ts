@@ -7,8 +7,20 @@
 import type { Database } from 'bun:sqlite'
 import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToRunnable, terminalStatus } from '../rows.ts'
-import type { BatchStatus } from '../../domain.ts'
-import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../store.ts'
+import {
+  OPEN_BATCH_STATUSES,
+  WAITING_CODES,
+  type BatchStatus,
+  type BatchWaiting,
+  type WaitingCode,
+} from '../../domain.ts'
+import type {
+  CallsChange,
+  ClaimedLine,
+  DispatchStore,
+  LineOutcome,
+  RunnableBatch,
+} from '../store.ts'
 
 type Row = Record<string, any>
 
@@ -93,8 +105,13 @@ export class SqliteDispatch implements DispatchStore {
     ).run(leaseUntilMs, owner).changes
   }
 
-  async recordOutcomes(owner: string, outcomes: readonly LineOutcome[], nowMs: number) {
-    if (outcomes.length === 0) return 0
+  async recordOutcomes(
+    owner: string,
+    outcomes: readonly LineOutcome[],
+    nowMs: number,
+    calls: readonly CallsChange[] = [],
+  ) {
+    if (outcomes.length === 0 && calls.length === 0) return 0
     const now = Math.floor(nowMs / 1000)
     // One statement per line, its lease check in the WHERE clause; money and counters are summed
     // in memory and written once per batch and account at the end of the transaction.
@@ -115,6 +132,9 @@ export class SqliteDispatch implements DispatchStore {
     )
     return this.tx(() => {
       const ledger = new Ledger(this.db)
+      const shares = new ShareTally(this.db, owner)
+      for (const change of calls)
+        shares.add(change.batchId, change.provider, 'running', change.delta)
       let recorded = 0
       for (const outcome of outcomes) {
         const key = [outcome.batchId, outcome.lineNo, owner] as const
@@ -160,9 +180,12 @@ export class SqliteDispatch implements DispatchStore {
           continue
         }
         ledger.count(outcome.batchId, outcome.kind)
+        if (outcome.provider !== null)
+          shares.add(outcome.batchId, outcome.provider, outcome.kind, 1, charge.text)
         recorded++
       }
       ledger.write()
+      shares.write()
       return recorded
     })
   }
@@ -179,7 +202,7 @@ export class SqliteDispatch implements DispatchStore {
     // Through the small index of running lines: a plain GROUP BY here walked every line of every
     // batch (27 ms per call at 50,000 lines), on each maintenance tick.
     const rows = this.q(
-      `SELECT batch_id, line_no FROM lines INDEXED BY lines_running WHERE status = 'running' AND ${where}`,
+      `SELECT batch_id, line_no, lease_owner FROM lines INDEXED BY lines_running WHERE status = 'running' AND ${where}`,
     ).all(...params)
     const reset = this.q(
       `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL
@@ -194,6 +217,10 @@ export class SqliteDispatch implements DispatchStore {
       'UPDATE batches SET running = running - ?, pending = pending + ? WHERE id = ?',
     )
     for (const [batchId, n] of perBatch) move.run(n, n, batchId)
+    // Their owner died or stopped: it has no call in flight for these batches any more.
+    const idle = this.q('UPDATE batch_providers SET running = 0 WHERE batch_id = ? AND owner = ?')
+    const pairs = new Set(rows.map((row) => `${row.batch_id}\u0000${row.lease_owner}`))
+    for (const pair of pairs) idle.run(...(pair.split('\u0000') as [string, string]))
     return rows.length
   }
 
@@ -250,7 +277,28 @@ export class SqliteDispatch implements DispatchStore {
       return changed
     })
   }
+
+  async setWaiting(
+    batchId: string,
+    waiting: BatchWaiting | null,
+    replaces: readonly WaitingCode[] = WAITING_CODES,
+  ) {
+    const code = waiting?.code ?? null
+    const message = waiting?.message ?? null
+    const until = waiting?.until ?? null
+    const codes = replaces.map(() => '?').join(', ')
+    return (
+      this.q(
+        `UPDATE batches SET waiting_code = ?, waiting_message = ?, waiting_until = ?
+         WHERE id = ? AND status IN ${OPEN}
+           AND (waiting_code IS NULL OR waiting_code IN (${codes || "''"}))
+           AND (waiting_code IS NOT ? OR waiting_message IS NOT ? OR waiting_until IS NOT ?)`,
+      ).run(code, message, until, batchId, ...replaces, code, message, until).changes > 0
+    )
+  }
 }
+
+const OPEN = `(${OPEN_BATCH_STATUSES.map((status) => `'${status}'`).join(', ')})`
 
 /**
  * Whether an account's balance still covers what it holds. Only a line that cost more than its
@@ -261,6 +309,14 @@ export class SqliteDispatch implements DispatchStore {
 function coversHolds(row: Row): boolean {
   return !new Money(row.balance_usd).lessThan(row.held_usd)
 }
+
+/**
+ * An ended batch waits for nothing, but a cap that stopped lines stays said: it is why they were
+ * cancelled (SPEC §12). Every other reason is cleared.
+ */
+export const KEEP_ENDED_WAITING = `waiting_code = CASE WHEN waiting_code = 'max_cost_reached' THEN waiting_code END,
+  waiting_message = CASE WHEN waiting_code = 'max_cost_reached' THEN waiting_message END,
+  waiting_until = CASE WHEN waiting_code = 'max_cost_reached' THEN waiting_until END`
 
 /** Moves an idle batch to its terminal status and releases what is still held. */
 export function finishBatch(db: Database, id: string, now: number): boolean {
@@ -275,7 +331,7 @@ export function finishBatch(db: Database, id: string, now: number): boolean {
     row.account_id,
   )
   db.query<Row, any[]>(
-    `UPDATE batches SET status = ?, finished_at = ?, held_usd = '0' WHERE id = ?`,
+    `UPDATE batches SET status = ?, finished_at = ?, held_usd = '0', ${KEEP_ENDED_WAITING} WHERE id = ?`,
   ).run(terminalStatus(row as Parameters<typeof terminalStatus>[0]), now, id)
   return true
 }
@@ -384,5 +440,64 @@ class Ledger {
     )
     for (const [id, a] of this.accounts)
       accountUpdate.run(moneyText(a.balance), moneyText(a.held), id)
+  }
+}
+
+/**
+ * What one recordOutcomes transaction adds to batch_providers: per batch and provider, this
+ * owner's settled lines, their cost and the change in its calls in flight; one write per pair.
+ */
+class ShareTally {
+  private readonly entries = new Map<
+    string,
+    {
+      batchId: string
+      provider: string
+      succeeded: number
+      failed: number
+      running: number
+      cost: Money
+    }
+  >()
+
+  constructor(
+    private readonly db: Database,
+    private readonly owner: string,
+  ) {}
+
+  add(
+    batchId: string,
+    provider: string,
+    field: 'succeeded' | 'failed' | 'running',
+    n: number,
+    costUsd = '0',
+  ) {
+    const key = `${batchId}\u0000${provider}`
+    let entry = this.entries.get(key)
+    if (!entry) {
+      entry = { batchId, provider, succeeded: 0, failed: 0, running: 0, cost: new Money(0) }
+      this.entries.set(key, entry)
+    }
+    entry[field] += n
+    if (costUsd !== '0') entry.cost = entry.cost.plus(costUsd)
+  }
+
+  write() {
+    if (this.entries.size === 0) return
+    const read = this.db.query<Row, [string, string, string]>(
+      'SELECT cost_usd FROM batch_providers WHERE batch_id = ? AND provider = ? AND owner = ?',
+    )
+    const upsert = this.db.query(
+      `INSERT INTO batch_providers (batch_id, provider, owner, succeeded, failed, running, cost_usd)
+       VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (batch_id, provider, owner) DO UPDATE SET
+         succeeded = succeeded + excluded.succeeded, failed = failed + excluded.failed,
+         running = running + excluded.running, cost_usd = excluded.cost_usd`,
+    )
+    for (const e of this.entries.values()) {
+      const before = read.get(e.batchId, e.provider, this.owner)?.cost_usd ?? '0'
+      const cost = moneyText(e.cost.plus(before))
+      upsert.run(e.batchId, e.provider, this.owner, e.succeeded, e.failed, e.running, cost)
+    }
   }
 }

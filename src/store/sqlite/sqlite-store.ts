@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { ENDED_BATCH_STATUSES, OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { sqlWordList } from './sql-word-list.ts'
 import { Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine } from '../rows.ts'
+import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine, rowsToShares } from '../rows.ts'
 import type {
   FileLimits,
   FileQuotaDefaults,
@@ -444,6 +444,14 @@ class SqliteStore implements Store {
   async getBatch(accountId: string, id: string) {
     const row = this.q('SELECT * FROM batches WHERE id = ? AND account_id = ?').get(id, accountId)
     return row ? rowToBatch(row) : null
+  }
+
+  async providerShares(batchIds: readonly string[]) {
+    if (batchIds.length === 0) return new Map()
+    const rows = this.q(
+      `SELECT * FROM batch_providers WHERE batch_id IN (${batchIds.map(() => '?').join(', ')})`,
+    ).all(...batchIds)
+    return rowsToShares(rows)
   }
 
   async listBatches(accountId: string, page: { limit: number; after: string | null }) {

@@ -1,0 +1,89 @@
+/**
+ * Tells the store why a batch waits, for what this instance sees while dispatching (SPEC §13):
+ * a provider that answered 429 and is paused, a provider whose every replica is failing. The
+ * store keeps it with the batch, so every instance serves it; this instance clears what it set
+ * once the batch's lines move again. Writes only when what it would say changes.
+ * (`max_cost_reached` is the store's own, set where lines are claimed under the cap.)
+ */
+import type { BatchWaiting, WaitingCode } from '../domain.ts'
+import type { DispatchStore } from '../store/store.ts'
+import type { Logger } from '../telemetry/logger.ts'
+
+/** The codes this reporter sets and clears; another part's code is left as it is. */
+const OURS: readonly WaitingCode[] = ['provider_rate_limited', 'provider_unavailable']
+
+export interface WaitingReporter {
+  /** `provider` answered 429 for a line of the batch; nothing goes to it before `untilMs`. */
+  rateLimited(batchId: string, provider: string, untilMs: number): void
+  /** Every replica of `provider` is failing; the batch's lines for it wait. */
+  unavailable(batchId: string, provider: string): void
+  /**
+   * A line of the batch ended on `provider` (null: without reaching one): it moves, unless that
+   * is the provider still paused.
+   */
+  progressed(batchId: string, provider: string | null): void
+}
+
+/** "12:04:10 UTC" */
+const clock = (ms: number) => `${new Date(ms).toISOString().slice(11, 19)} UTC`
+
+export function rateLimitedWaiting(provider: string, untilMs: number): BatchWaiting {
+  const until = Math.ceil(untilMs / 1000)
+  return {
+    code: 'provider_rate_limited',
+    message: `${provider} answered 429; dispatch resumes at ${clock(until * 1000)}. Nothing to do: do not resubmit.`,
+    until,
+  }
+}
+
+export function unavailableWaiting(provider: string): BatchWaiting {
+  return {
+    code: 'provider_unavailable',
+    message:
+      `${provider} is unavailable: every replica is failing. Its lines wait, run when a health ` +
+      'check brings a replica back, and expire at the deadline if none comes back. Nothing to do: ' +
+      "do not resubmit; if it stays down, tell the gateway's operator.",
+  }
+}
+
+export function createWaitingReporter(
+  store: Pick<DispatchStore, 'setWaiting'>,
+  logger: Logger,
+  now: () => number = Date.now,
+): WaitingReporter {
+  /** What this instance last wrote per batch, and until when it holds (0: until progress). */
+  const said = new Map<string, { waiting: BatchWaiting; provider: string; untilMs: number }>()
+
+  const write = (batchId: string, waiting: BatchWaiting | null, replaces: readonly WaitingCode[]) =>
+    store
+      .setWaiting(batchId, waiting, replaces)
+      .catch((error: Error) =>
+        logger.warn('dispatch.waiting_failed', { batch_id: batchId, reason: error.message }),
+      )
+
+  const say = (batchId: string, provider: string, waiting: BatchWaiting, untilMs: number) => {
+    const before = said.get(batchId)
+    if (before && before.waiting.message === waiting.message) return
+    said.set(batchId, { waiting, provider, untilMs })
+    void write(batchId, waiting, OURS)
+  }
+
+  return {
+    rateLimited(batchId, provider, untilMs) {
+      const before = said.get(batchId)
+      // A later pause of the same provider moves the resume time on; an earlier one says nothing new.
+      if (before?.waiting.code === 'provider_rate_limited' && before.untilMs >= untilMs) return
+      say(batchId, provider, rateLimitedWaiting(provider, untilMs), untilMs)
+    },
+    unavailable(batchId, provider) {
+      if (said.get(batchId)?.waiting.code === 'provider_rate_limited') return
+      say(batchId, provider, unavailableWaiting(provider), 0)
+    },
+    progressed(batchId, provider) {
+      const before = said.get(batchId)
+      if (!before || (provider === before.provider && now() < before.untilMs)) return
+      said.delete(batchId)
+      void write(batchId, null, [before.waiting.code])
+    },
+  }
+}

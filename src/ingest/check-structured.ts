@@ -1,0 +1,115 @@
+/**
+ * The rules of structured requests (SPEC §14), checked with the rest of a body: vLLM's guided_*
+ * parameters are refused (it has ignored them silently since v0.12), a `json_schema` must compile,
+ * a structured batch line must bound its answer, and a schema that recurses without end is allowed
+ * but warned about.
+ */
+import type { ModelEntry } from '../catalog/catalog-file.ts'
+import { compileAnswerSchema } from '../schemas/answer-schema.ts'
+import type { ChatBody } from '../schemas/requests.ts'
+import { excerpt } from '../excerpt.ts'
+import type { BodyProblem } from './issues.ts'
+
+type ResponseFormat = NonNullable<ChatBody['response_format']>
+
+/** A request whose answer the gateway checks: json_object or json_schema. */
+export function isStructured(format: unknown): format is ResponseFormat {
+  const type = (format as { type?: unknown } | null | undefined)?.type
+  return type === 'json_object' || type === 'json_schema'
+}
+
+const GUIDED_FIXES: Record<string, string> = {
+  guided_json:
+    'use response_format: {"type": "json_schema", "json_schema": {"name": "answer", "schema": <the schema you gave guided_json>}}',
+  guided_choice:
+    'use response_format with a schema that lists the choices: {"type": "json_schema", "json_schema": {"name": "choice", "schema": {"enum": [...]}}}',
+  guided_regex:
+    'use response_format: a json_schema of {"type": "string", "pattern": <your regex>}, or {"type": "json_object"}',
+  guided_grammar:
+    'use response_format: {"type": "json_schema", …} or {"type": "json_object"}; a free grammar has no equivalent',
+}
+
+/** vLLM's guided_* parameters, any of them. */
+export function guidedProblems(
+  record: Record<string, unknown>,
+  at: (field: string) => string,
+): BodyProblem[] {
+  const problems: BodyProblem[] = []
+  for (const key of Object.keys(record)) {
+    if (!key.startsWith('guided_') || record[key] === undefined || record[key] === null) continue
+    problems.push({
+      path: at(key),
+      message:
+        'is not supported: vLLM servers have ignored guided_* parameters silently since v0.12, so the answer would not be constrained',
+      fix: GUIDED_FIXES[key] ?? 'use response_format instead; remove ' + excerpt(key),
+    })
+  }
+  return problems
+}
+
+/**
+ * A structured body's own rules; `record` has passed the request schema's shape check of
+ * response_format. Live calls need no max_tokens: their answer is not checked (see README).
+ */
+export function structuredProblems(
+  body: ChatBody,
+  model: ModelEntry | undefined,
+  at: (field: string) => string,
+  live: boolean,
+): { problems: BodyProblem[]; warnings: BodyProblem[] } {
+  const problems: BodyProblem[] = []
+  const warnings: BodyProblem[] = []
+  const format = body.response_format
+  if (!isStructured(format)) return { problems, warnings }
+  if (!live && body.max_tokens === undefined && body.max_completion_tokens === undefined) {
+    const limit = model ? ` (${model.max_output_tokens} for ${model.id})` : ''
+    problems.push({
+      path: at('max_tokens'),
+      message: `is required on a structured line (response_format ${format.type})`,
+      fix: `set max_tokens (or max_completion_tokens) to the most tokens an answer may take, for example 1024: a structured answer that never closes otherwise runs to the model's output limit${limit}, and is billed`,
+    })
+  }
+  if (format.type !== 'json_schema') return { problems, warnings }
+  const schema = (format as { json_schema: { schema: Record<string, unknown> } }).json_schema.schema
+  const compiled = compileAnswerSchema(schema)
+  if (!compiled.ok) {
+    problems.push({
+      path: at('response_format'),
+      message: `json_schema.schema does not compile as a JSON Schema: ${compiled.message}`,
+      fix: 'send a valid JSON Schema (draft 2020-12 unless its $schema names 2019-09 or draft-07) in json_schema.schema, such as {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}; every $ref must point inside the schema',
+    })
+    return { problems, warnings }
+  }
+  const recursion = compiled.schema.recursion
+  if (recursion) {
+    const site = ['response_format', 'json_schema', 'schema', ...recursion].join('.')
+    warnings.push({
+      path: at(site),
+      message:
+        'the schema allows unbounded recursion: this reference leads back to a schema that contains it, so a model can keep nesting until max_tokens',
+      fix: 'bound it: say how deep in the prompt (for example "exactly two levels"), or write the levels out in the schema with maxItems, and keep max_tokens set',
+    })
+  }
+  return { problems, warnings }
+}
+
+/**
+ * Anthropic's JSON outputs take a schema; there is no "any JSON object" mode to translate
+ * json_object to, so a line that may go to an Anthropic offering is refused it.
+ */
+export function jsonObjectProblem(
+  body: ChatBody,
+  model: ModelEntry,
+  targets: readonly { kind: 'openai' | 'anthropic'; offering: { provider: string } }[],
+  at: (field: string) => string,
+): BodyProblem | null {
+  if (body.response_format?.type !== 'json_object') return null
+  const anthropic = targets.filter((t) => t.kind === 'anthropic').map((t) => t.offering.provider)
+  if (anthropic.length === 0) return null
+  const others = targets.length > anthropic.length
+  return {
+    path: at('response_format.type'),
+    message: `json_object cannot be sent to ${anthropic.join(', ')} (Anthropic's JSON outputs need a schema), which may serve ${model.id}`,
+    fix: `use {"type": "json_schema", "json_schema": {"name": "answer", "schema": {…}}}${others ? `, or route the line away with "provider": {"ignore": ${JSON.stringify(anthropic)}}` : ''}`,
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * The JSON Schema of a structured request (`response_format.json_schema.schema`, SPEC §14),
+ * compiled by Ajv: once at validation, where a schema that does not compile is an issue, and the
+ * same compiled function at result time, where it judges the answer. Compiled schemas are kept by
+ * their text (a file's lines mostly share one), a bounded number of them per thread.
+ *
+ * The draft is the one `$schema` names: 2020-12 when absent (what OpenAI's and vLLM's examples
+ * use), 2019-09 or draft-07 when named. `format` is an annotation here, not checked: Ajv checks
+ * formats only with ajv-formats, which the gateway does not carry, and an answer is not failed
+ * for a rule the gateway cannot check the same way every time.
+ */
+import Ajv, { type ValidateFunction } from 'ajv'
+import Ajv2019 from 'ajv/dist/2019'
+import Ajv2020 from 'ajv/dist/2020'
+import { findRecursion } from './schema-recursion.ts'
+
+/** A schema as the gateway uses it: how to judge an answer, and whether it recurses. */
+export interface AnswerSchema {
+  /** Null when `value` is valid; otherwise the first reason it is not, as Ajv words it. */
+  check(value: unknown): string | null
+  /** Keys from the schema's root to a `$ref` that leads back into itself, or null. */
+  readonly recursion: readonly string[] | null
+}
+
+export type CompiledAnswerSchema =
+  { ok: true; schema: AnswerSchema } | { ok: false; message: string }
+
+// Unknown keywords pass (strict off), as OpenAI and vLLM accept them; the schema itself is still
+// checked against its draft's meta-schema, so a misspelt type does not compile. No console output.
+const options = {
+  strict: false,
+  allErrors: false,
+  validateFormats: false,
+  logger: false,
+} as const
+
+type AjvInstance = InstanceType<typeof Ajv>
+type Draft = '2020-12' | '2019-09' | 'draft-07'
+const instances = new Map<Draft, AjvInstance>()
+
+/** Made on first use: each instance compiles its meta-schema once, which takes a few milliseconds. */
+function instanceFor(draft: Draft): AjvInstance {
+  let ajv = instances.get(draft)
+  if (!ajv) {
+    if (draft === '2020-12') ajv = new Ajv2020(options) as AjvInstance
+    else if (draft === '2019-09') ajv = new Ajv2019(options) as AjvInstance
+    else ajv = new Ajv(options)
+    instances.set(draft, ajv)
+  }
+  return ajv
+}
+
+const DRAFTS: [RegExp, Draft][] = [
+  [/^https?:\/\/json-schema\.org\/draft\/2020-12\/schema#?$/, '2020-12'],
+  [/^https?:\/\/json-schema\.org\/draft\/2019-09\/schema#?$/, '2019-09'],
+  [/^https?:\/\/json-schema\.org\/draft-07\/schema#?$/, 'draft-07'],
+]
+
+/** Distinct schemas kept compiled per thread; the least recently used is dropped past it. */
+const CACHE_SIZE = 256
+const cache = new Map<string, CompiledAnswerSchema>()
+
+/** `text`: the schema's JSON text when the caller has it already (the cache's key). */
+export function compileAnswerSchema(
+  schema: Record<string, unknown>,
+  text: string = JSON.stringify(schema),
+): CompiledAnswerSchema {
+  const hit = cache.get(text)
+  if (hit) {
+    // Most recently used last: a Map iterates in insertion order.
+    cache.delete(text)
+    cache.set(text, hit)
+    return hit
+  }
+  const compiled = compileUncached(schema)
+  if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!)
+  cache.set(text, compiled)
+  return compiled
+}
+
+function compileUncached(schema: Record<string, unknown>): CompiledAnswerSchema {
+  const named = schema.$schema
+  let draft: Draft = '2020-12'
+  if (named !== undefined) {
+    const found = typeof named === 'string' ? DRAFTS.find(([pattern]) => pattern.test(named)) : null
+    if (!found) {
+      return {
+        ok: false,
+        message: `$schema ${JSON.stringify(named).slice(0, 80)} is not a draft the gateway can check (2020-12, 2019-09 or draft-07)`,
+      }
+    }
+    draft = found[1]
+  }
+  // Ajv registers a schema's ids while it compiles it (a reference to "#" needs them); they are
+  // dropped at once, so that no other account's schema can reach this one by an id, and two
+  // schemas may use one id for different things.
+  const ajv = instanceFor(draft)
+  const known = new Set(Object.keys(ajv.refs))
+  // An id Ajv holds already can only be a meta-schema's: removing it below would break every
+  // later schema, so the schema is refused (Ajv would refuse to compile it anyway).
+  const id = typeof schema.$id === 'string' ? schema.$id.replace(/#$/, '') : null
+  if (id !== null && (known.has(id) || id in ajv.schemas)) {
+    return {
+      ok: false,
+      message: `$id ${JSON.stringify(id).slice(0, 80)} is a meta-schema's; give the schema an id of its own or none`,
+    }
+  }
+  try {
+    return answerSchema(ajv, ajv.compile(schema), schema)
+  } catch (error) {
+    return { ok: false, message: (error as Error).message.slice(0, 300) }
+  } finally {
+    for (const id of Object.keys(ajv.refs)) if (!known.has(id)) delete ajv.refs[id]
+    // Also lets go of Ajv's own cache entry, kept by the schema object.
+    ajv.removeSchema(schema)
+  }
+}
+
+function answerSchema(
+  ajv: AjvInstance,
+  validate: ValidateFunction,
+  schema: Record<string, unknown>,
+): CompiledAnswerSchema {
+  const recursion = findRecursion(schema)
+  return {
+    ok: true,
+    schema: {
+      recursion,
+      check(value) {
+        if (validate(value)) return null
+        return ajv.errorsText(validate.errors, { dataVar: 'answer' }).slice(0, 300)
+      },
+    },
+  }
+}

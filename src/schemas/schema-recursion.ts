@@ -1,0 +1,158 @@
+/**
+ * Whether a JSON Schema allows unbounded recursion: a `$ref` (or `$recursiveRef`, `$dynamicRef`)
+ * that leads, directly or through other references, back to a schema it sits in — a linked
+ * list's `next`, a tree's `children`. Such a schema is valid, but a model can keep nesting until
+ * `max_tokens` (the GPU-batch seed's advice), so the dry run warns about it.
+ *
+ * References are followed inside the schema only: `#`, JSON pointers (`#/$defs/node`), anchors
+ * (`#node`) and ids of subschemas. An external reference is no cycle of this schema's.
+ */
+
+type Node = Record<string, unknown>
+
+/** Keywords whose values are data, not schemas: a "$ref" key in them is no reference. */
+const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples'])
+/** Keywords that hold schemas reached only by reference, not by the instance's shape. */
+const DEFINITION_KEYWORDS = new Set(['$defs', 'definitions'])
+/** Keywords whose value maps names (which may be any word, "enum" too) to schemas. */
+const MAP_KEYWORDS = new Set([
+  'properties',
+  'patternProperties',
+  'dependentSchemas',
+  'dependencies',
+  '$defs',
+  'definitions',
+])
+const REFERENCE_KEYWORDS = ['$ref', '$recursiveRef', '$dynamicRef'] as const
+
+interface Located {
+  node: Node
+  /** Keys from the root. */
+  path: string[]
+  /** The JSON pointer of `node` ("" is the root). */
+  pointer: string
+}
+
+/** The keys from the root to the first reference found that closes a cycle, or null. */
+export function findRecursion(root: unknown): string[] | null {
+  if (!isNode(root)) return null
+  const index = indexSchema(root)
+  const edges = new Map<string, { site: string[]; target: string }[]>()
+  const referencesUnder = (pointer: string) => {
+    let found = edges.get(pointer)
+    if (!found) {
+      found = []
+      collectReferences(index.nodes.get(pointer)!, found, index)
+      edges.set(pointer, found)
+    }
+    return found
+  }
+  // Depth-first from the root; a reference to a schema still being expanded is a cycle.
+  const expanding = new Set<string>()
+  const done = new Set<string>()
+  const visit = (pointer: string): string[] | null => {
+    expanding.add(pointer)
+    for (const { site, target } of referencesUnder(pointer)) {
+      if (expanding.has(target)) return site
+      if (done.has(target)) continue
+      const found = visit(target)
+      if (found) return found
+    }
+    expanding.delete(pointer)
+    done.add(pointer)
+    return null
+  }
+  return visit('')
+}
+
+function isNode(value: unknown): value is Node {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+const encodeSegment = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1')
+
+/** The schemas directly inside one; `definitions`: whether those under $defs count. */
+function* subschemas(at: Located, definitions: boolean): Generator<Located> {
+  const child = (node: unknown, keys: string[]): Located[] => {
+    if (Array.isArray(node)) return node.flatMap((item, i) => child(item, [...keys, String(i)]))
+    if (!isNode(node)) return []
+    const pointer = at.pointer + keys.map((k) => `/${encodeSegment(k)}`).join('')
+    return [{ node, path: [...at.path, ...keys], pointer }]
+  }
+  for (const [key, value] of Object.entries(at.node)) {
+    if (DATA_KEYWORDS.has(key)) continue
+    if (!definitions && DEFINITION_KEYWORDS.has(key)) continue
+    if (MAP_KEYWORDS.has(key) && isNode(value)) {
+      for (const [name, schema] of Object.entries(value)) yield* child(schema, [key, name])
+    } else yield* child(value, [key])
+  }
+}
+
+interface SchemaIndex {
+  nodes: Map<string, Located>
+  /** `$anchor`, `$dynamicAnchor` and draft-07's `"$id": "#name"` → pointer. */
+  anchors: Map<string, string>
+  /** A subschema's `$id` → pointer. */
+  ids: Map<string, string>
+}
+
+/** Every schema in the schema by its JSON pointer, with anchors and ids. */
+function indexSchema(root: Node): SchemaIndex {
+  const index: SchemaIndex = { nodes: new Map(), anchors: new Map(), ids: new Map() }
+  const walk = (at: Located) => {
+    index.nodes.set(at.pointer, at)
+    for (const key of ['$anchor', '$dynamicAnchor'] as const) {
+      const anchor = at.node[key]
+      if (typeof anchor === 'string') index.anchors.set(anchor, at.pointer)
+    }
+    const id = at.node.$id
+    if (typeof id === 'string') {
+      if (id.startsWith('#')) index.anchors.set(id.slice(1), at.pointer)
+      else index.ids.set(id.replace(/#$/, ''), at.pointer)
+    }
+    for (const next of subschemas(at, true)) walk(next)
+  }
+  walk({ node: root, path: [], pointer: '' })
+  return index
+}
+
+/** The pointer a reference names inside this schema, or null (external, or nothing there). */
+function resolve(reference: string, index: SchemaIndex): string | null {
+  const hash = reference.indexOf('#')
+  const base = hash < 0 ? reference : reference.slice(0, hash)
+  const fragment = hash < 0 ? '' : reference.slice(hash + 1)
+  let start = ''
+  if (base !== '') {
+    const at = index.ids.get(base)
+    if (at === undefined) return null
+    start = at
+  }
+  if (fragment === '') return start
+  if (!fragment.startsWith('/')) return base === '' ? (index.anchors.get(fragment) ?? null) : null
+  let pointer: string
+  try {
+    pointer = start + decodeURIComponent(fragment)
+  } catch {
+    return null
+  }
+  return index.nodes.has(pointer) ? pointer : null
+}
+
+/**
+ * The references in a schema and in the subschemas its instance reaches without one (its
+ * definitions are reached only by reference, so they are not part of it).
+ */
+function collectReferences(
+  at: Located,
+  into: { site: string[]; target: string }[],
+  index: SchemaIndex,
+) {
+  for (const keyword of REFERENCE_KEYWORDS) {
+    const reference = at.node[keyword]
+    if (typeof reference !== 'string') continue
+    // $recursiveRef is always "#": the root (no $recursiveAnchor scopes are followed).
+    const target = resolve(keyword === '$recursiveRef' ? '#' : reference, index)
+    if (target !== null) into.push({ site: [...at.path, keyword], target })
+  }
+  for (const next of subschemas(at, false)) collectReferences(next, into, index)
+}

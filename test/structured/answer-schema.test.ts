@@ -1,0 +1,126 @@
+/**
+ * The compiled answer schemas (src/schemas/answer-schema.ts) and the recursion finder
+ * (src/schemas/schema-recursion.ts): drafts, what does not compile, schemas kept apart by their
+ * ids, and which schemas recurse without end.
+ */
+import { describe, expect, test } from 'bun:test'
+import { compileAnswerSchema } from '../../src/schemas/answer-schema.ts'
+import { findRecursion } from '../../src/schemas/schema-recursion.ts'
+
+const compiled = (schema: Record<string, unknown>) => {
+  const result = compileAnswerSchema(schema)
+  if (!result.ok) throw new Error(result.message)
+  return result.schema
+}
+const failure = (schema: Record<string, unknown>) => {
+  const result = compileAnswerSchema(schema)
+  return result.ok ? null : result.message
+}
+
+describe('answer schemas', () => {
+  test('2020-12 by default; 2019-09 and draft-07 when $schema names them; others refused', () => {
+    const tuple = compiled({ type: 'array', prefixItems: [{ type: 'integer' }] })
+    expect(tuple.check([1])).toBeNull()
+    expect(tuple.check(['x'])).toContain('must be integer')
+    const draft7 = compiled({
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      definitions: { n: { type: 'integer' } },
+      items: [{ $ref: '#/definitions/n' }],
+    })
+    expect(draft7.check(['x'])).toContain('must be integer')
+    expect(
+      compiled({ $schema: 'https://json-schema.org/draft/2019-09/schema' }).check(1),
+    ).toBeNull()
+    expect(failure({ $schema: 'http://json-schema.org/draft-04/schema#' })).toContain('draft-07')
+  })
+
+  test('what does not compile says why; formats are not checked', () => {
+    expect(failure({ type: 'strng' })).toContain('schema is invalid')
+    expect(failure({ $ref: '#/$defs/missing' })).toContain('#/$defs/missing')
+    expect(failure({ $ref: 'https://example.com/remote.json' })).toContain("can't resolve")
+    expect(compiled({ type: 'string', format: 'email' }).check('not an email')).toBeNull()
+  })
+
+  test("one schema's ids are not reachable from another's, and may be reused; a meta-schema's id is refused and breaks nothing", () => {
+    const first = compiled({
+      $id: 'https://acme.example/secret',
+      type: 'object',
+      properties: { inner: { $id: 'https://acme.example/inner', type: 'string' } },
+    })
+    expect(first.check({ inner: 1 })).toContain('must be string')
+    expect(failure({ $ref: 'https://acme.example/secret' })).toContain("can't resolve")
+    expect(failure({ $ref: 'https://acme.example/inner' })).toContain("can't resolve")
+    const reused = compiled({ $id: 'https://acme.example/secret', type: 'integer' })
+    expect(reused.check(3)).toBeNull()
+    expect(failure({ $id: 'https://json-schema.org/draft/2020-12/schema' })).toContain(
+      'meta-schema',
+    )
+    expect(compiled({ type: 'object', required: ['a'] }).check({})).toContain('required')
+  })
+
+  test('a recursive schema compiles and judges nested answers', () => {
+    const list = compiled({
+      type: 'object',
+      properties: { value: { type: 'integer' }, next: { $ref: '#' } },
+      required: ['value'],
+    })
+    expect(list.check({ value: 1, next: { value: 2 } })).toBeNull()
+    expect(list.check({ value: 1, next: { value: 'x' } })).toContain('/next/value')
+    expect(list.recursion).toEqual(['properties', 'next', '$ref'])
+  })
+})
+
+describe('unbounded recursion', () => {
+  test('a $ref back to the root, through definitions, or through a cycle of definitions', () => {
+    expect(findRecursion({ properties: { next: { $ref: '#' } } })).toEqual([
+      'properties',
+      'next',
+      '$ref',
+    ])
+    expect(
+      findRecursion({
+        $defs: { node: { properties: { kids: { items: { $ref: '#/$defs/node' } } } } },
+        $ref: '#/$defs/node',
+      }),
+    ).toEqual(['$defs', 'node', 'properties', 'kids', 'items', '$ref'])
+    expect(
+      findRecursion({
+        definitions: {
+          a: { properties: { b: { $ref: '#/definitions/b' } } },
+          b: { anyOf: [{ $ref: '#/definitions/a' }, { type: 'null' }] },
+        },
+        $ref: '#/definitions/a',
+      }),
+    ).toEqual(['definitions', 'b', 'anyOf', '0', '$ref'])
+    expect(
+      findRecursion({ $defs: { n: { $anchor: 'n', items: { $ref: '#n' } } }, $ref: '#n' }),
+    ).toEqual(['$defs', 'n', 'items', '$ref'])
+  })
+
+  test('none: shared definitions, a cycle no instance reaches, "$ref" inside data, external refs', () => {
+    expect(
+      findRecursion({
+        $defs: { id: { type: 'string' } },
+        properties: { a: { $ref: '#/$defs/id' }, b: { $ref: '#/$defs/id' } },
+      }),
+    ).toBeNull()
+    expect(
+      findRecursion({ $defs: { loop: { items: { $ref: '#/$defs/loop' } } }, type: 'string' }),
+    ).toBeNull()
+    expect(findRecursion({ enum: [{ $ref: '#' }], const: { $ref: '#' } })).toBeNull()
+    expect(findRecursion({ $ref: 'https://example.com/tree.json' })).toBeNull()
+  })
+
+  test('a property may be called anything, "enum" and "$defs" too', () => {
+    expect(findRecursion({ properties: { enum: { $ref: '#' } } })).toEqual([
+      'properties',
+      'enum',
+      '$ref',
+    ])
+    expect(findRecursion({ properties: { $defs: { $ref: '#' } } })).toEqual([
+      'properties',
+      '$defs',
+      '$ref',
+    ])
+  })
+})
