@@ -11,7 +11,12 @@ import { testCatalog } from '../helpers/catalog.ts'
 import { chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
 
-type Batch = { id: string; status: string; request_counts: Record<string, number> }
+type Batch = {
+  id: string
+  status: string
+  request_counts: Record<string, number>
+  routing: { providers: Record<string, { succeeded: number; running: number }> }
+}
 type Result = { status: string; attempts: number; error: unknown }
 
 function catalogFor(replicas: Simulator[], adaptive: boolean) {
@@ -67,6 +72,8 @@ describe('a full queue answers 503: busy, not an attempt', () => {
       expect(batch.status).toBe('completed')
       expect(batch.request_counts).toMatchObject({ succeeded: 40, failed: 0 })
       expect(results.every((r) => r.status === 'succeeded' && r.attempts === 1)).toBe(true)
+      // A call sent again after 503s is one call: nothing is left counted as running.
+      expect(batch.routing.providers.sim).toMatchObject({ succeeded: 40, running: 0 })
       const stats = replica.stats()
       // Busy answers were met (8 sent at once to a replica that runs 2; adaptive starts at 4).
       expect(stats.byStatus['503']).toBeGreaterThan(0)
