@@ -73,6 +73,15 @@ const envSchema = z.object({
   MULTIGRID_LIVE_LEASE_BLOCK: intFrom(1, 100_000, 32),
   /** How long a key lookup is served from memory; revocation reaches every instance within it. */
   MULTIGRID_KEY_CACHE_MS: intFrom(0, 1_000, 1_000),
+  /**
+   * Webhooks (SPEC §15) may also point at loopback and private addresses, by http:// too: for a
+   * receiver on the gateway's own network. Off, a webhook cannot be used to reach that network.
+   */
+  MULTIGRID_WEBHOOK_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
+  /** An attempt without a 2xx answer by then has failed (SPEC §15: 15 s). */
+  MULTIGRID_WEBHOOK_TIMEOUT_MS: intFrom(100, 60_000, 15_000),
+  /** The first retry's delay; each one after doubles it, up to an hour, for 24 hours. */
+  MULTIGRID_WEBHOOK_RETRY_BASE_MS: intFrom(10, 3_600_000, 5_000),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
 })
@@ -140,6 +149,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       leaseIdleMs: e.MULTIGRID_LIVE_LEASE_IDLE_MS,
       leaseBlockCalls: e.MULTIGRID_LIVE_LEASE_BLOCK,
       keyCacheMs: e.MULTIGRID_KEY_CACHE_MS,
+    },
+    webhooks: {
+      allowPrivate: e.MULTIGRID_WEBHOOK_ALLOW_PRIVATE === 'true',
+      timeoutMs: e.MULTIGRID_WEBHOOK_TIMEOUT_MS,
+      retryBaseMs: e.MULTIGRID_WEBHOOK_RETRY_BASE_MS,
     },
     logLevel: e.LOG_LEVEL,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT ?? null,

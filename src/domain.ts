@@ -9,6 +9,9 @@
  * - lease: a claim on a running line by one dispatcher instance, valid until `lease_until`.
  *   Only the lease holder may record the line's result, so a result is recorded once.
  * - ceiling: the pessimistic price of a line (SPEC §5); settlement bills real usage instead.
+ * - webhook: an account's HTTPS endpoint, told of its batches' terminal statuses (SPEC §15).
+ * - delivery: one event for one webhook, kept in the store (the outbox) until a 2xx answers it or
+ *   24 hours of retries pass. An instance claims it with a lease, as it claims lines.
  */
 import { randomBytes } from 'node:crypto'
 import type { Endpoint } from '../providers/types.ts'
@@ -199,3 +202,17 @@ export function newId(prefix: string): string {
   lastMs = Math.max(Date.now(), lastMs + 1)
   return `${prefix}${lastMs.toString(16).padStart(12, '0')}${randomBytes(8).toString('hex')}`
 }
+
+/** The events a webhook may ask for (SPEC §15): one per terminal batch status, OpenAI's names. */
+export const WEBHOOK_EVENT_TYPES = [
+  'batch.completed',
+  'batch.failed',
+  'batch.cancelled',
+  'batch.expired',
+] as const
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
+
+/** The event a batch's terminal status sends. */
+export const webhookEventOf = (
+  status: 'completed' | 'failed' | 'cancelled' | 'expired',
+): WebhookEventType => `batch.${status}`

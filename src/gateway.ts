@@ -20,6 +20,7 @@ import { dashboardRoutes } from './http/dashboard/dashboard-routes.ts'
 import { healthRoutes, readinessChecks } from './http/health.ts'
 import { liveRoutes } from './http/live.ts'
 import { nativeBatchRoutes } from './http/native-batches.ts'
+import { webhookRoutes } from './http/webhooks.ts'
 import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts'
 import { DEFAULT_RETRY } from './dispatch/retry-policy.ts'
 import { newId } from './domain.ts'
@@ -29,6 +30,7 @@ import { createMemoryLimiter, type RateLimiter } from './limits/rate-limiter.ts'
 import { createRedisLimiter } from './limits/redis-limiter.ts'
 import { openBlobStore, openStore, openStoreChannel } from './store/open-store.ts'
 import { createJanitor, type Janitor } from './retention/janitor.ts'
+import { createWebhookDeliverer, type WebhookDeliverer } from './webhooks/deliver-webhooks.ts'
 import { openAiBatchRoutes } from './http/openai/batches-routes.ts'
 import { openAiFilesRoutes } from './http/openai/files-routes.ts'
 import type { DispatchStore, Store } from './store/store.ts'
@@ -46,6 +48,8 @@ export interface Gateway {
   instanceId: string
   dispatcher: Dispatcher | null
   janitor: Janitor
+  /** Sends the outbox's webhook deliveries; on every instance, like the janitor. */
+  webhooks: WebhookDeliverer
   /** The live path's credit ledger; tests flush it to see charges at once. */
   credit: LiveCredit
   /** The providers as called: their gates, replicas' health and working points. */
@@ -192,6 +196,12 @@ export async function startGateway(
       bodyLimit: bodies.batchCreate,
       onCancelled: (id) => dispatcher?.cancelled(id),
     }),
+    webhookRoutes({
+      auth,
+      store,
+      bodyLimit: bodies.webhookCreate,
+      allowPrivate: config.webhooks.allowPrivate,
+    }),
     dashboardRoutes({
       auth,
       store,
@@ -222,6 +232,16 @@ export async function startGateway(
   dispatcher?.start()
   const janitor = createJanitor(store, blobs, logger, config.retention)
   janitor.start(config.retention.intervalMs, { singleInstance: store.kind === 'sqlite' })
+  // Every instance delivers; the store's leases give each attempt to one of them.
+  const webhooks = createWebhookDeliverer(store, {
+    owner: instanceId,
+    timeoutMs: config.webhooks.timeoutMs,
+    retryBaseMs: config.webhooks.retryBaseMs,
+    allowPrivate: config.webhooks.allowPrivate,
+    pollMs: config.dispatch.pollMs,
+    logger,
+  })
+  webhooks.start()
   logger.info('gateway.started', {
     port,
     store: store.kind,
@@ -236,10 +256,13 @@ export async function startGateway(
     instanceId,
     dispatcher,
     janitor,
+    webhooks,
     credit,
     upstreams,
     async stop() {
       await janitor.stop()
+      // Attempts under way end, their deliveries handed back for another instance or the next start.
+      await webhooks.stop()
       // Stop taking requests, let in-flight lines finish (bounded), hand the rest back.
       await app.stop(true)
       // Charges of answered live calls written, leases handed back.

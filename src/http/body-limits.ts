@@ -26,6 +26,8 @@ export interface BodyLimits {
   nativeSubmit: BodyLimit
   /** POST /openai/v1/files: the file (limited on its own while stored) plus the form's framing. */
   fileUpload: BodyLimit
+  /** POST /v1/webhooks: a URL (≤ 2,048 characters) and at most four event names. */
+  webhookCreate: BodyLimit
 }
 
 /** Room for a multipart form's boundaries, part headers and small fields around its file. */
@@ -68,6 +70,11 @@ export function bodyLimits(limits: Config['limits']): BodyLimits {
       what: 'an uploaded file',
       fix: file(limits.maxFileBytes),
       code: 'file_too_large',
+    },
+    webhookCreate: {
+      bytes: 16 * 1024,
+      what: 'a webhook create',
+      fix: 'send only {"url", "events"}',
     },
   }
 }

@@ -69,6 +69,7 @@ const LAYERS: Layer[] = [
     paths: [
       'src/dispatch/',
       'src/retention/', // a periodic sweep over the store, run beside the dispatcher
+      'src/webhooks/', // the outbox's deliveries: a periodic task over the store, beside the janitor
       'src/telemetry/observe-lines.ts', // what the dispatcher reports per line (the store's LineOutcome)
     ],
   },

@@ -53,6 +53,23 @@ describe('loadConfig', () => {
     )
   })
 
+  test('webhooks: https:// to public addresses only, a 15 s timeout and a 5 s first retry by default', () => {
+    expect(loadConfig({}).webhooks).toEqual({
+      allowPrivate: false,
+      timeoutMs: 15_000,
+      retryBaseMs: 5_000,
+    })
+    const set = loadConfig({
+      MULTIGRID_WEBHOOK_ALLOW_PRIVATE: 'true',
+      MULTIGRID_WEBHOOK_TIMEOUT_MS: '2000',
+      MULTIGRID_WEBHOOK_RETRY_BASE_MS: '200',
+    }).webhooks
+    expect(set).toEqual({ allowPrivate: true, timeoutMs: 2_000, retryBaseMs: 200 })
+    expect(() => loadConfig({ MULTIGRID_WEBHOOK_ALLOW_PRIVATE: 'yes' })).toThrow(
+      'invalid MULTIGRID_WEBHOOK_ALLOW_PRIVATE="yes"',
+    )
+  })
+
   test('provider keys are read from the variables the catalog names', () => {
     expect(loadConfig({ OPENAI_API_KEY: 'sk-x' }).providerKeys.openai).toBe('sk-x')
   })

@@ -26,7 +26,7 @@ type Scope = 'batches' | 'read' | 'inference' | 'any'
 interface Endpoint {
   name: string
   method: string
-  /** `{batch}`, `{file}`, `{fbatch}`, `{output}` stand for account A's ids. */
+  /** `{batch}`, `{file}`, `{fbatch}`, `{output}`, `{webhook}` stand for account A's ids. */
   path: string
   scope: Scope
   body?: (ids: Ids) => BodyInit
@@ -40,6 +40,7 @@ interface Ids {
   file: string
   fbatch: string
   output: string
+  webhook: string
 }
 
 const chatBody = () =>
@@ -54,6 +55,13 @@ const upload = () => {
   form.set('file', new Blob([jsonl([chatLine('u-1', PROMPT)])]), 'mine.jsonl')
   return form
 }
+
+/**
+ * Account A's webhook: a public address (no DNS asked), and only for an event no batch here
+ * reaches, so nothing is ever sent off this machine.
+ */
+const WEBHOOK_URL = 'https://8.8.8.8/hook'
+const WEBHOOK_EVENTS = ['batch.expired']
 
 const ENDPOINTS: Endpoint[] = [
   {
@@ -153,6 +161,22 @@ const ENDPOINTS: Endpoint[] = [
     path: '/openai/v1/batches/{fbatch}/cancel',
     scope: 'batches',
   },
+  {
+    name: 'create webhook',
+    method: 'POST',
+    path: '/v1/webhooks',
+    scope: 'batches',
+    json: true,
+    body: () => JSON.stringify({ url: WEBHOOK_URL, events: WEBHOOK_EVENTS }),
+  },
+  { name: 'list webhooks', method: 'GET', path: '/v1/webhooks', scope: 'batches' },
+  { name: 'delete webhook', method: 'DELETE', path: '/v1/webhooks/{webhook}', scope: 'batches' },
+  {
+    name: 'webhook deliveries',
+    method: 'GET',
+    path: '/v1/webhooks/{webhook}/deliveries',
+    scope: 'batches',
+  },
 ]
 
 /** The same ids with their random part changed: the same shape, owned by nobody. */
@@ -163,6 +187,7 @@ const missing = (ids: Ids): Ids => {
     file: swap(ids.file),
     fbatch: swap(ids.fbatch),
     output: swap(ids.output),
+    webhook: swap(ids.webhook),
   }
 }
 const fill = (path: string, ids: Ids) =>
@@ -171,6 +196,7 @@ const fill = (path: string, ids: Ids) =>
     .replace('{fbatch}', ids.fbatch)
     .replace('{file}', ids.file)
     .replace('{output}', ids.output)
+    .replace('{webhook}', ids.webhook)
 
 for (const storeKind of STORES) {
   describe(`isolation and authentication (${storeKind})`, () => {
@@ -296,7 +322,21 @@ for (const storeKind of STORES) {
       const view = (await (
         await fetch(`${gw.url}/openai/v1/batches/${fbatch.id}`, { headers: auth })
       ).json()) as { output_file_id: string }
-      ids = { batch: batch.id, file: file.id, fbatch: fbatch.id, output: view.output_file_id }
+      const webhook = (await (
+        await fetch(`${gw.url}/v1/webhooks`, {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: JSON.stringify({ url: WEBHOOK_URL, events: WEBHOOK_EVENTS }),
+        })
+      ).json()) as { id: string; secret: string }
+      secrets.push(webhook.secret)
+      ids = {
+        batch: batch.id,
+        file: file.id,
+        fbatch: fbatch.id,
+        output: view.output_file_id,
+        webhook: webhook.id,
+      }
       expect(ids.output).toMatch(/^file-/)
     })
 
@@ -416,6 +456,7 @@ for (const storeKind of STORES) {
       ).toBe('completed')
       expect((await own(`/openai/v1/files/${ids.file}`)).status).toBe(200)
       expect((await own(`/openai/v1/files/${ids.file}/content`)).status).toBe(200)
+      expect((await own(`/v1/webhooks/${ids.webhook}/deliveries`)).status).toBe(200)
 
       // B's lists hold none of A's ids, even paged from one of them.
       for (const path of [
@@ -425,10 +466,11 @@ for (const storeKind of STORES) {
         `/openai/v1/batches?after=${ids.fbatch}`,
         '/openai/v1/files',
         `/openai/v1/files?after=${ids.file}`,
+        '/v1/webhooks',
       ]) {
         const { status, text } = await call(
           'other account list',
-          { name: path, method: 'GET', path, scope: 'read' },
+          { name: path, method: 'GET', path, scope: 'batches' },
           `Bearer ${b.key}`,
           false,
         )

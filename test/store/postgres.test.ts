@@ -9,6 +9,7 @@ import postgres from 'postgres'
 import { migrate, readMigrations } from '../../src/store/postgres/migrate.ts'
 import { createPostgresStore } from '../../src/store/postgres/postgres-store.ts'
 import { contractFailed, runStoreContract } from './contract.ts'
+import { runWebhookStoreContract } from './webhook-contract.ts'
 
 const url = process.env.TEST_DATABASE_URL
 
@@ -51,12 +52,14 @@ if (!url) {
     })
   })
 
-  runStoreContract('postgres', async () => {
+  const emptyStore = async () => {
     // Every table but the migrations' record, so tables added by later migrations are emptied too.
     const tables = await admin`
       SELECT tablename FROM pg_tables
       WHERE schemaname = ${schema} AND tablename <> 'schema_migrations'`
     await admin`TRUNCATE ${admin(tables.map((row) => `${schema}.${row.tablename}`))}`
     return createPostgresStore(url, { schema, max: 4 })
-  })
+  }
+  runStoreContract('postgres', emptyStore)
+  runWebhookStoreContract('postgres', emptyStore)
 }

@@ -60,6 +60,8 @@ describe('sqlite migrations', () => {
       '0003_retention.sql',
       '0004_live_credit.sql',
       '0005_file_quotas_sessions.sql',
+      '0006_spend_caps_waiting.sql',
+      '0007_webhooks.sql',
     ])
     expect(recorded(db).map((row) => row.name)).toEqual(ALL)
     expect(sorted(sqliteColumns(db))).toEqual(freshColumns())
@@ -82,6 +84,8 @@ describe('sqlite migrations', () => {
       '0003_retention.sql',
       '0004_live_credit.sql',
       '0005_file_quotas_sessions.sql',
+      '0006_spend_caps_waiting.sql',
+      '0007_webhooks.sql',
     ])
     expect(sorted(sqliteColumns(db))).toEqual(freshColumns())
     db.close()
@@ -89,7 +93,12 @@ describe('sqlite migrations', () => {
 
   test('a data dir made by the last hand-kept release gets only the tables added since', () => {
     const db = databaseFrom(HAND_KEPT_LAST)
-    expect(migrateSqlite(db)).toEqual(['0004_live_credit.sql', '0005_file_quotas_sessions.sql'])
+    expect(migrateSqlite(db)).toEqual([
+      '0004_live_credit.sql',
+      '0005_file_quotas_sessions.sql',
+      '0006_spend_caps_waiting.sql',
+      '0007_webhooks.sql',
+    ])
     expect(recorded(db).map((row) => row.name)).toEqual(ALL)
     expect(sorted(sqliteColumns(db))).toEqual(freshColumns())
     db.close()

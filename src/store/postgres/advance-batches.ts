@@ -7,6 +7,7 @@
  */
 import type postgres from 'postgres'
 import { terminalStatus } from '../rows.ts'
+import { enqueueWebhookEvents } from './webhooks.ts'
 
 type Row = Record<string, any>
 
@@ -45,9 +46,10 @@ export async function advanceBatches(tx: postgres.TransactionSql, now: number): 
 }
 
 /**
- * Moves idle batches (locked by the caller) to their terminal status and releases what they
- * still hold. Returns the ids that changed. An ended batch waits for nothing: its `waiting` is
- * cleared, except a cap that stopped lines (it says why they were cancelled, SPEC §12).
+ * Moves idle batches (locked by the caller) to their terminal status, releases what they still
+ * hold and enqueues their webhook deliveries. Returns the ids that changed. An ended batch waits
+ * for nothing: its `waiting` is cleared, except a cap that stopped lines (it says why they were
+ * cancelled, SPEC §12). Every path to a terminal status but a refused facade batch comes here.
  */
 export async function finishBatches(
   tx: postgres.TransactionSql,
@@ -80,6 +82,16 @@ export async function finishBatches(
       waiting_until = CASE WHEN b.waiting_code = 'max_cost_reached' THEN b.waiting_until END
     FROM jsonb_to_recordset(${tx.json(statuses)}) AS t (id text, status text)
     WHERE b.id = t.id`
+  // The webhooks' outbox, in the same transaction: the event exists exactly when the status does.
+  await enqueueWebhookEvents(
+    tx,
+    done.map((row, index) => ({
+      id: row.id as string,
+      accountId: row.account_id as string,
+      status: statuses[index]!.status,
+    })),
+    now,
+  )
   return batchIds
 }
 

@@ -40,6 +40,8 @@ import type {
   OpenedStore,
   RejectedBatch,
   Store,
+  DeliveryResult,
+  WebhookRecord,
 } from '../store.ts'
 import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
 import { finishBatches } from './advance-batches.ts'
@@ -51,6 +53,7 @@ import { migrate } from './migrate.ts'
 import * as retention from './retention.ts'
 import * as sessions from './sessions.ts'
 import * as uploads from './uploads.ts'
+import * as webhooks from './webhooks.ts'
 import { storableJson } from './storable.ts'
 
 type Db = postgres.ISql
@@ -273,7 +276,8 @@ class PostgresStore implements Store {
   }
 
   async recordRejectedBatch(batch: RejectedBatch) {
-    const [row] = await this.sql`
+    return this.sql.begin(async (tx) => {
+      const [row] = await tx`
       INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
         created_at, deadline_at, finished_at, line_count, pending, cost_ceiling_usd, held_usd,
         source, metadata, input_file_id, errors)
@@ -283,7 +287,14 @@ class PostgresStore implements Store {
         ${batch.source}, ${batch.metadata ? this.sql.json(storableJson(batch.metadata)) : null},
         ${batch.inputFileId}, ${this.sql.json(storableJson(batch.errors))})
       RETURNING *`
-    return rowToBatch(row!)
+      // Failed at once: its webhooks hear of it like any other failed batch.
+      await webhooks.enqueueWebhookEvents(
+        tx,
+        [{ id: batch.id, accountId: batch.accountId, status: 'failed' }],
+        batch.createdAt,
+      )
+      return rowToBatch(row!)
+    })
   }
 
   async findByIdempotencyKey(accountId: string, key: string) {
@@ -407,6 +418,45 @@ class PostgresStore implements Store {
 
   deleteExpiredSessions(now: number) {
     return sessions.deleteExpiredSessions(this.sql, now)
+  }
+
+  // ── webhooks and their outbox (webhooks.ts) ──────────────────────────────────────────────
+
+  createWebhook(webhook: WebhookRecord, maxPerAccount: number) {
+    return webhooks.createWebhook(this.sql, webhook, maxPerAccount)
+  }
+
+  listWebhooks(accountId: string) {
+    return webhooks.listWebhooks(this.sql, accountId)
+  }
+
+  deleteWebhook(accountId: string, id: string) {
+    return webhooks.deleteWebhook(this.sql, accountId, id)
+  }
+
+  listDeliveries(
+    accountId: string,
+    webhookId: string,
+    page: { limit: number; after: string | null },
+  ) {
+    return webhooks.listDeliveries(this.sql, accountId, webhookId, page)
+  }
+
+  claimDeliveries(owner: string, limit: number, nowMs: number, leaseUntilMs: number) {
+    return webhooks.claimDeliveries(this.sql, owner, limit, nowMs, leaseUntilMs)
+  }
+
+  finishDelivery(
+    owner: string,
+    delivery: { webhookId: string; eventId: string },
+    result: DeliveryResult,
+    nowMs: number,
+  ) {
+    return webhooks.finishDelivery(this.sql, owner, delivery, result, nowMs)
+  }
+
+  releaseDeliveries(owner: string, nowMs: number) {
+    return webhooks.releaseDeliveries(this.sql, owner, nowMs)
   }
 
   // ── files ─────────────────────────────────────────────────────────────────────────────────

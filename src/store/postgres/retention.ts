@@ -26,6 +26,8 @@ export async function purgeResults(
     if (ids.length > 0) {
       await tx`DELETE FROM lines WHERE batch_id = ANY(${ids}::text[])`
       await tx`DELETE FROM files WHERE batch_id = ANY(${ids}::text[])`
+      // The webhook delivery log is kept as long as the results (its retries ended long ago).
+      await tx`DELETE FROM webhook_deliveries WHERE batch_id = ANY(${ids}::text[])`
     }
     return ids
   })

@@ -7,6 +7,7 @@
 import type { Database } from 'bun:sqlite'
 import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToRunnable, terminalStatus } from '../rows.ts'
+import { enqueueWebhookEvents } from './webhooks.ts'
 import {
   OPEN_BATCH_STATUSES,
   WAITING_CODES,
@@ -318,7 +319,10 @@ export const KEEP_ENDED_WAITING = `waiting_code = CASE WHEN waiting_code = 'max_
   waiting_message = CASE WHEN waiting_code = 'max_cost_reached' THEN waiting_message END,
   waiting_until = CASE WHEN waiting_code = 'max_cost_reached' THEN waiting_until END`
 
-/** Moves an idle batch to its terminal status and releases what is still held. */
+/**
+ * Moves an idle batch to its terminal status, releases what is still held and enqueues its
+ * webhook deliveries. Every path to a terminal status but a refused facade batch comes here.
+ */
 export function finishBatch(db: Database, id: string, now: number): boolean {
   const row = db.query<Row, any[]>('SELECT * FROM batches WHERE id = ?').get(id)
   if (!row || row.pending !== 0 || row.running !== 0) return false
@@ -330,9 +334,12 @@ export function finishBatch(db: Database, id: string, now: number): boolean {
     moneyText(Money.max(ZERO, new Money(account.held_usd).minus(row.held_usd))),
     row.account_id,
   )
+  const status = terminalStatus(row as Parameters<typeof terminalStatus>[0])
   db.query<Row, any[]>(
     `UPDATE batches SET status = ?, finished_at = ?, held_usd = '0', ${KEEP_ENDED_WAITING} WHERE id = ?`,
-  ).run(terminalStatus(row as Parameters<typeof terminalStatus>[0]), now, id)
+  ).run(status, now, id)
+  // The webhooks' outbox, in the same transaction: the event exists exactly when the status does.
+  enqueueWebhookEvents(db, { id, accountId: row.account_id, status }, now)
   return true
 }
 

@@ -27,6 +27,8 @@ import type {
   NewLine,
   OpenedStore,
   Store,
+  DeliveryResult,
+  WebhookRecord,
 } from '../store.ts'
 import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.ts'
 import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
@@ -36,6 +38,7 @@ import { openSqliteDatabase } from './open-database.ts'
 import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
 import * as sessions from './sessions.ts'
 import * as uploads from './uploads.ts'
+import * as webhooks from './webhooks.ts'
 
 type Row = Record<string, any>
 
@@ -266,6 +269,19 @@ class SqliteStore implements Store {
   }
 
   async recordRejectedBatch(batch: RejectedBatch) {
+    return this.tx(() => {
+      this.insertRejectedBatch(batch)
+      // Failed at once: its webhooks hear of it like any other failed batch.
+      webhooks.enqueueWebhookEvents(
+        this.db,
+        { id: batch.id, accountId: batch.accountId, status: 'failed' },
+        batch.createdAt,
+      )
+      return rowToBatch(this.q('SELECT * FROM batches WHERE id = ?').get(batch.id)!)
+    })
+  }
+
+  private insertRejectedBatch(batch: RejectedBatch) {
     this.q(
       `INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
          created_at, deadline_at, finished_at, line_count, pending, cost_ceiling_usd, held_usd,
@@ -285,7 +301,6 @@ class SqliteStore implements Store {
       batch.inputFileId,
       JSON.stringify(batch.errors),
     )
-    return rowToBatch(this.q('SELECT * FROM batches WHERE id = ?').get(batch.id)!)
   }
 
   // ── retention ───────────────────────────────────────────────────────────────────────────
@@ -300,6 +315,8 @@ class SqliteStore implements Store {
       for (const id of ids) {
         this.q('DELETE FROM lines WHERE batch_id = ?').run(id)
         this.q('DELETE FROM files WHERE batch_id = ?').run(id)
+        // The webhook delivery log is kept as long as the results (its retries ended long ago).
+        this.q('DELETE FROM webhook_deliveries WHERE batch_id = ?').run(id)
         this.q('UPDATE batches SET purged_at = ? WHERE id = ?').run(now, id)
       }
       return ids
@@ -369,6 +386,45 @@ class SqliteStore implements Store {
 
   async deleteExpiredSessions(now: number) {
     return sessions.deleteExpiredSessions(this.db, now)
+  }
+
+  // ── webhooks and their outbox (webhooks.ts) ──────────────────────────────────────────────
+
+  async createWebhook(webhook: WebhookRecord, maxPerAccount: number) {
+    return webhooks.createWebhook(this.db, webhook, maxPerAccount)
+  }
+
+  async listWebhooks(accountId: string) {
+    return webhooks.listWebhooks(this.db, accountId)
+  }
+
+  async deleteWebhook(accountId: string, id: string) {
+    return webhooks.deleteWebhook(this.db, accountId, id)
+  }
+
+  async listDeliveries(
+    accountId: string,
+    webhookId: string,
+    page: { limit: number; after: string | null },
+  ) {
+    return webhooks.listDeliveries(this.db, accountId, webhookId, page)
+  }
+
+  async claimDeliveries(owner: string, limit: number, nowMs: number, leaseUntilMs: number) {
+    return webhooks.claimDeliveries(this.db, owner, limit, nowMs, leaseUntilMs)
+  }
+
+  async finishDelivery(
+    owner: string,
+    delivery: { webhookId: string; eventId: string },
+    result: DeliveryResult,
+    nowMs: number,
+  ) {
+    return webhooks.finishDelivery(this.db, owner, delivery, result, nowMs)
+  }
+
+  async releaseDeliveries(owner: string, nowMs: number) {
+    return webhooks.releaseDeliveries(this.db, owner, nowMs)
   }
 
   // ── files ─────────────────────────────────────────────────────────────────────────────────

@@ -1,0 +1,40 @@
+/** Row → record mapping of webhooks and their deliveries, shared by both stores. */
+import type { WebhookEventType } from '../domain.ts'
+import type { ClaimedDelivery, DeliveryRecord, WebhookRecord } from './store.ts'
+
+type Row = Record<string, unknown>
+
+const num = (value: unknown) => (value === null || value === undefined ? null : Number(value))
+
+export function rowToWebhook(row: Row): WebhookRecord {
+  const events = typeof row.events === 'string' ? JSON.parse(row.events) : row.events
+  return {
+    id: row.id as string,
+    accountId: row.account_id as string,
+    url: row.url as string,
+    events: events as WebhookEventType[],
+    secret: row.secret as string,
+    createdAt: Number(row.created_at),
+  }
+}
+
+export function rowToDelivery(row: Row): DeliveryRecord {
+  return {
+    webhookId: row.webhook_id as string,
+    eventId: row.event_id as string,
+    type: row.event_type as WebhookEventType,
+    batchId: row.batch_id as string,
+    createdAt: Number(row.created_at),
+    status: row.status as DeliveryRecord['status'],
+    attempts: Number(row.attempts),
+    nextAttemptAtMs: row.status === 'pending' ? num(row.next_attempt_at) : null,
+    lastAttemptAt: num(row.last_attempt_at),
+    lastStatusCode: num(row.last_status_code),
+    lastError: (row.last_error as string | null) ?? null,
+    deliveredAt: num(row.delivered_at),
+  }
+}
+
+export function rowToClaimed(row: Row): ClaimedDelivery {
+  return { ...rowToDelivery(row), url: row.url as string, secret: row.secret as string }
+}

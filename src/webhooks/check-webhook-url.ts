@@ -1,0 +1,118 @@
+/**
+ * Where a webhook may point (SPEC §15): `https://` to public addresses; with the operator's
+ * opt-in (MULTIGRID_WEBHOOK_ALLOW_PRIVATE=true) also loopback and private addresses, by `http://`
+ * or `https://`. The host is resolved and every address it has is judged, so a name cannot be used
+ * to reach the gateway's own network; the same rule holds again when each attempt connects
+ * (`guardedLookup`), so a name that changes its addresses later cannot either.
+ */
+import { lookup, type LookupAddress } from 'node:dns'
+import { isIP } from 'node:net'
+import { classifyAddress } from './classify-address.ts'
+
+const OPT_IN =
+  'an operator can allow loopback and private addresses with MULTIGRID_WEBHOOK_ALLOW_PRIVATE=true'
+
+/** The URL's host as an address or a name: IPv6 literals lose their brackets. */
+const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1')
+
+/** A name that takes longer than this to resolve is refused rather than waited for. */
+const RESOLVE_TIMEOUT_MS = 5_000
+
+function resolveAll(host: string, timeoutMs: number): Promise<string[]> {
+  if (isIP(host)) return Promise.resolve([host])
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(Object.assign(new Error('timeout'), { code: `no answer in ${timeoutMs} ms` })),
+      timeoutMs,
+    )
+    lookup(host, { all: true }, (error, addresses) => {
+      clearTimeout(timer)
+      if (error) reject(error)
+      else resolve(addresses.map((entry) => entry.address))
+    })
+  })
+}
+
+/** Why addresses of `host` may not be reached, or null when they all may. */
+function addressProblem(host: string, addresses: readonly string[]): string | null {
+  for (const address of addresses) {
+    const kind = classifyAddress(address)
+    if (kind === 'public') continue
+    const where = address === host ? address : `${host} resolves to ${address}`
+    const article = kind === 'unspecified' ? 'an' : 'a'
+    return `${where}, ${article} ${kind} address: webhooks may not reach the gateway's own network (${OPT_IN})`
+  }
+  return null
+}
+
+/**
+ * Why `text` may not be a webhook URL (a sentence saying what to send instead), or null when it
+ * may. Resolves the host.
+ */
+export async function webhookUrlProblem(
+  text: string,
+  allowPrivate: boolean,
+  resolveTimeoutMs = RESOLVE_TIMEOUT_MS,
+): Promise<string | null> {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    return 'url must be an absolute https:// URL, e.g. https://example.com/hooks/multigrid'
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    return `url must start with https://, not ${url.protocol}//`
+  }
+  if (url.protocol === 'http:' && !allowPrivate) {
+    return 'url must start with https:// (http:// is allowed only to loopback and private addresses, when the operator sets MULTIGRID_WEBHOOK_ALLOW_PRIVATE=true)'
+  }
+  const host = hostOf(url)
+  let addresses: string[]
+  try {
+    addresses = await resolveAll(host, resolveTimeoutMs)
+  } catch (error) {
+    const code = (error as { code?: string }).code ?? 'no address'
+    return `the host ${host} of url could not be resolved (${code}); give a host that resolves`
+  }
+  if (!allowPrivate) return addressProblem(host, addresses)
+  if (url.protocol === 'http:') {
+    const open = addresses.find((address) => classifyAddress(address) === 'public')
+    if (open) {
+      return `${host} resolves to the public address ${open}: http:// is allowed only to loopback and private addresses; use https://`
+    }
+  }
+  return null
+}
+
+type LookupCallback = (
+  error: NodeJS.ErrnoException | null,
+  address: string | LookupAddress[],
+  family?: number,
+) => void
+
+/**
+ * A `lookup` for the connections that deliver webhooks when private addresses are not allowed: it
+ * resolves as usual and fails the connection when any address is not public, so the address
+ * connected to is the one judged.
+ */
+export function guardedLookup(
+  hostname: string,
+  options: { all?: boolean; family?: number | string },
+  callback: LookupCallback,
+) {
+  const family = options.family === 'IPv6' ? 6 : options.family === 'IPv4' ? 4 : options.family
+  lookup(
+    hostname,
+    { all: true, family: (family as 0 | 4 | 6 | undefined) ?? 0 },
+    (error, found) => {
+      if (error) return callback(error, [])
+      const problem = addressProblem(
+        hostname,
+        found.map((entry) => entry.address),
+      )
+      if (problem) return callback(Object.assign(new Error(problem), { code: 'EPRIVATE' }), [])
+      if (options.all) return callback(null, found)
+      callback(null, found[0]!.address, found[0]!.family)
+    },
+  )
+}

@@ -1,0 +1,28 @@
+/**
+ * When a failed delivery is tried again (SPEC §15: growing backoff for 24 hours). The delay
+ * doubles from `baseMs` (MULTIGRID_WEBHOOK_RETRY_BASE_MS, 5 s by default) up to an hour, with
+ * ±10% jitter so a receiver that comes back is not hit by every delivery at once: 5 s, 10 s,
+ * 20 s, … 1 h, 1 h, … — about 33 attempts in the 24 hours. An attempt that would fall past
+ * 24 hours after the event is not made: the delivery ends `failed`.
+ */
+
+export const RETRY_WINDOW_MS = 24 * 3600 * 1000
+export const MAX_RETRY_DELAY_MS = 3600 * 1000
+
+/** The time (Unix ms) of the attempt after the `attempts`-th failed one, or null: give up. */
+export function nextAttemptAt(options: {
+  attempts: number
+  /** The event's time, Unix ms. */
+  createdAtMs: number
+  nowMs: number
+  baseMs: number
+  random?: () => number
+}): number | null {
+  const random = options.random ?? Math.random
+  const delay = Math.min(
+    MAX_RETRY_DELAY_MS,
+    options.baseMs * 2 ** Math.max(0, options.attempts - 1),
+  )
+  const at = Math.round(options.nowMs + delay * (0.9 + 0.2 * random()))
+  return at > options.createdAtMs + RETRY_WINDOW_MS ? null : at
+}
