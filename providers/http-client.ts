@@ -25,6 +25,11 @@ export interface HttpRequest {
   body?: string
   /** Aborts the request and the reading of its body. */
   signal: AbortSignal
+  /**
+   * The gateway's own request on the side of a call (loading a LoRA adapter): its answer is not
+   * the call's, so it never fires onAnswered.
+   */
+  control?: boolean
 }
 
 export interface HttpResponse {
@@ -153,7 +158,7 @@ function exchange(
 
 /** A POST whose answer is read whole (HttpClientOptions.onAnswered), not an event stream. */
 function answersWhole(request: HttpRequest): boolean {
-  if (request.method !== 'POST') return false
+  if (request.method !== 'POST' || request.control) return false
   const accept = request.headers.accept ?? request.headers.Accept
   return !(accept && accept.includes('text/event-stream'))
 }

@@ -28,6 +28,8 @@ export interface Replica {
   consecutiveFailures: number
   /** Adaptive concurrency only: this replica's working point. */
   readonly limiter: AdaptiveLimit | null
+  /** When it was taken out (Date.now()), while it is out; null while healthy. */
+  outSince: number | null
 }
 
 /** How a call on a replica ended, as far as the replica's health is concerned. */
@@ -63,6 +65,10 @@ export interface ReplicaPool {
   workingLimit(): number
   /** Adaptive: each replica's working point, by base URL. */
   workingPoints(): Record<string, number>
+  /** Every replica, healthy or not, in the order of the base URLs. */
+  readonly replicas: readonly Replica[]
+  /** Raises this replica's in-flight count: a call chosen for it by its caller (lora-residency.ts). */
+  take(replica: Replica): void
   unhealthy(): string[]
   close(): Promise<void>
 }
@@ -117,6 +123,7 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
           reportTtlMs: 3 * (options.adaptive.metricsIntervalMs ?? 1_000),
         })
       : null,
+    outSince: null,
   }))
   const probes = new Map<Replica, Timer>()
   let closed = false
@@ -158,6 +165,7 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
 
   function bringBack(replica: Replica): void {
     replica.healthy = true
+    replica.outSince = null
     replica.consecutiveFailures = 0
     const timer = probes.get(replica)
     if (timer !== undefined) clearTimeout(timer)
@@ -168,6 +176,7 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
 
   function takeOut(replica: Replica): void {
     replica.healthy = false
+    replica.outSince = Date.now()
     scheduleProbe(replica)
   }
 
@@ -263,6 +272,10 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
   return {
     size: replicas.length,
     adaptive: adaptive !== undefined,
+    replicas,
+    take(replica) {
+      replica.inFlight++
+    },
     acquire() {
       if (adaptive) {
         const chosen = roomiest(null)!

@@ -16,6 +16,17 @@ export type MaxTokensParam = 'max_tokens' | 'max_completion_tokens'
 export type Endpoint = 'chat' | 'embeddings'
 
 /**
+ * A fine-tuned LoRA adapter a request is for (SPEC §14): the pool loads it on a replica before
+ * the request goes there, and the request names it as its model.
+ */
+export interface LoraAdapter {
+  /** What the server calls it once loaded (vLLM's lora_name): the gateway's `ft:` id. */
+  name: string
+  /** Where the server loads it from (vLLM's lora_path). */
+  path: string
+}
+
+/**
  * One request for one offering. The adapter makes the upstream's body of it (prepare-for-offering.ts
  * first, then its own translation); the gateway hands it over as it validated it.
  */
@@ -32,6 +43,8 @@ export interface UpstreamRequest {
   maxTokensParam?: MaxTokensParam
   /** Aborts the call (cancel, shutdown). The per-provider timeout is applied by the adapter. */
   signal?: AbortSignal
+  /** The adapter to serve it with; `model` is then its name. Only providers with maxLoras take one. */
+  lora?: LoraAdapter
 }
 
 /** Token usage in the gateway's terms, mapped from whatever the upstream reported. */
@@ -124,6 +137,11 @@ export interface ProviderOptions {
   timeoutMs: number
   /** Upper bound on connections per replica (sized by the caller from max_concurrency). */
   connections: number
+  /**
+   * Set for a pool whose servers load LoRA adapters at runtime (vLLM with runtime LoRA updating):
+   * how many one replica holds at once (its --max-loras).
+   */
+  maxLoras?: number
   /** How long an unhealthy replica stays out before it is probed. Default 5 s. */
   probeIntervalMs?: number
   /** Makes each replica's HTTP client; createHttpClient by default (the caller may add its hooks). */

@@ -11,6 +11,12 @@ import {
 } from './classify-error.ts'
 import { createDeadline, type Deadline } from './deadline.ts'
 import type { HttpResponse } from './http-client.ts'
+import {
+  createLoraResidency,
+  type LoraCalls,
+  type LoraLease,
+  type LoraResidency,
+} from './lora-residency.ts'
 import { LOAD_REPORT_HEADER, waitingFromLoadHeader } from './load-report.ts'
 import {
   createReplicaPool,
@@ -20,7 +26,7 @@ import {
   type ReplicaPool,
 } from './pool.ts'
 import { readSseEvents, type SseEvent } from './read-sse-events.ts'
-import type { ProviderOptions, UpstreamError } from './types.ts'
+import type { LoraAdapter, ProviderOptions, UpstreamError } from './types.ts'
 import { UpstreamStreamError } from './upstream-stream-error.ts'
 
 export interface CallContext {
@@ -29,6 +35,8 @@ export interface CallContext {
   pool: ReplicaPool
   timeoutMs: number
   apiKey: string | null
+  /** Which adapters each replica holds; null for a provider that serves none. */
+  residency: LoraResidency | null
 }
 
 /**
@@ -38,6 +46,8 @@ export interface CallContext {
 export function createCallContext(
   options: ProviderOptions,
   replicas: { baseUrls: string[]; probePath: string; probeHeaders: Record<string, string> },
+  /** How this kind of server loads adapters; used when options.maxLoras is set. */
+  loraCalls?: LoraCalls,
 ): CallContext {
   const pool = createReplicaPool({
     ...replicas,
@@ -47,7 +57,17 @@ export function createCallContext(
     createClient: options.createClient,
     adaptive: options.adaptive,
   })
-  return { name: options.name, pool, timeoutMs: options.timeoutMs, apiKey: options.apiKey }
+  const residency =
+    options.maxLoras !== undefined && loraCalls
+      ? createLoraResidency(pool, options.maxLoras, loraCalls)
+      : null
+  return {
+    name: options.name,
+    pool,
+    timeoutMs: options.timeoutMs,
+    apiKey: options.apiKey,
+    residency,
+  }
 }
 
 export interface CallSpec {
@@ -55,6 +75,8 @@ export interface CallSpec {
   headers: Record<string, string>
   body: string
   signal?: AbortSignal
+  /** The adapter the request names as its model: it goes to a replica that holds it. */
+  lora?: LoraAdapter
 }
 
 export type Failure = { ok: false; error: UpstreamError; latencyMs: number }
@@ -96,8 +118,19 @@ function answeredLoad(response: HttpResponse, started: number): CallLoad {
 }
 
 type Opened =
-  | { ok: true; replica: Replica; deadline: Deadline; response: HttpResponse; started: number }
+  | {
+      ok: true
+      replica: Replica
+      deadline: Deadline
+      response: HttpResponse
+      started: number
+      /** Ends the call on its replica (and its use of an adapter there): once. */
+      release(health: CallHealth, load?: CallLoad): void
+    }
   | Failure
+
+// vLLM's 404 for a model it does not hold: "The model `x` does not exist."
+const MODEL_MISSING = /does not exist/i
 
 /**
  * Sends the request and waits for the status line; non-2xx answers are read and classified.
@@ -110,6 +143,10 @@ type Opened =
  * A busy answer (503: a vLLM replica whose queue is full) moves on to another replica with
  * room, at most once per replica, the busy one left in the pool (busy is not broken).
  * Everything else (timeouts, statuses, errors mid-body) is the retry policy's to decide.
+ *
+ * A call for an adapter goes where the adapter is held (lora-residency.ts), loaded there first if
+ * need be. A 404 saying the replica does not hold it (it restarted and lost its adapters) loads
+ * it again and re-sends, at most once per replica: part of this one call, not a failed attempt.
  */
 async function open(context: CallContext, spec: CallSpec, accept: string): Promise<Opened> {
   const started = performance.now()
@@ -117,19 +154,46 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
   const deadline = createDeadline(context.timeoutMs, spec.signal)
   const body = spec.body
   const headers = { 'content-type': 'application/json', accept, ...spec.headers }
+  const residency = spec.lora ? context.residency : null
+  const skip = new Set<Replica>()
+  let reloads = 0
   let busyError: UpstreamError | null = null
   // Replicas that answered this call busy; another with room is tried before giving up.
   let busy: Replica[] | null = null
   for (let attempt = 0; ; attempt++) {
-    const replica: Replica | null = busy ? context.pool.another(busy) : context.pool.acquire()
-    if (replica === null) {
-      deadline.done()
-      return { ok: false, error: busyError!, latencyMs: elapsed() }
+    let replica: Replica
+    let lease: LoraLease | null = null
+    if (residency) {
+      const acquired = await residency.acquire(spec.lora!, deadline.signal, skip)
+      if (!acquired.ok) {
+        // Its load could not reach that replica: another may hold or load it.
+        if (acquired.replica && acquired.health === 'down' && attempt < context.pool.size) {
+          skip.add(acquired.replica)
+          continue
+        }
+        deadline.done()
+        return { ok: false, error: acquired.error, latencyMs: elapsed() }
+      }
+      lease = acquired.lease
+      replica = lease.replica
+    } else if (busy) {
+      const other = context.pool.another(busy)
+      if (other === null) {
+        deadline.done()
+        return { ok: false, error: busyError!, latencyMs: elapsed() }
+      }
+      replica = other
+    } else replica = context.pool.acquire()
+    let released = false
+    const release = (health: CallHealth, load?: CallLoad) => {
+      if (released) return
+      released = true
+      lease?.release()
+      context.pool.release(replica, health, load)
     }
     const fail = (error: UpstreamError, cause?: unknown): Failure => {
       deadline.done()
-      const health = healthOf(error, deadline, cause)
-      context.pool.release(replica, health, context.pool.adaptive ? loadOf(error) : undefined)
+      release(healthOf(error, deadline, cause), context.pool.adaptive ? loadOf(error) : undefined)
       return { ok: false, error, latencyMs: elapsed() }
     }
     let response: HttpResponse
@@ -147,13 +211,14 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
       const health = healthOf(error, deadline, cause)
       const unanswered = health === 'down' || (health === 'failure' && isSocketClosed(cause))
       if (unanswered && attempt < context.pool.size) {
-        context.pool.release(replica, health)
+        release(health)
+        skip.add(replica)
         continue
       }
       return fail(error, cause)
     }
     if (response.status >= 200 && response.status < 300) {
-      return { ok: true, replica, deadline, response, started }
+      return { ok: true, replica, deadline, response, started, release }
     }
     let text: string
     try {
@@ -161,9 +226,22 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
     } catch (cause) {
       return fail(classifyException(cause, deadline, context.apiKey), cause)
     }
+    if (
+      lease &&
+      response.status === 404 &&
+      MODEL_MISSING.test(text) &&
+      reloads < context.pool.size
+    ) {
+      reloads++
+      attempt--
+      lease.lost()
+      release('ok')
+      continue
+    }
     const error = classifyStatus(response.status, response.header, text, context.apiKey)
-    if (error.kind === 'busy' && !deadline.callerAborted && context.pool.size > 1) {
-      context.pool.release(replica, 'neutral', context.pool.adaptive ? 'congested' : undefined)
+    // An adapter's call stays where the adapter is held: its busy answer is returned.
+    if (error.kind === 'busy' && !lease && !deadline.callerAborted && context.pool.size > 1) {
+      release('neutral', context.pool.adaptive ? 'congested' : undefined)
       ;(busy ??= []).push(replica)
       busyError = error
       continue
@@ -176,7 +254,7 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
 export async function postJson(context: CallContext, spec: CallSpec): Promise<JsonResult> {
   const opened = await open(context, spec, 'application/json')
   if (!opened.ok) return opened
-  const { replica, deadline, response, started } = opened
+  const { deadline, response, started } = opened
   const latency = () => Math.round(performance.now() - started)
   let text: string
   try {
@@ -185,12 +263,12 @@ export async function postJson(context: CallContext, spec: CallSpec): Promise<Js
     const error = classifyException(cause, deadline, context.apiKey)
     deadline.done()
     const load = context.pool.adaptive ? loadOf(error) : undefined
-    context.pool.release(replica, healthOf(error, deadline, cause), load)
+    opened.release(healthOf(error, deadline, cause), load)
     return { ok: false, error, latencyMs: latency() }
   }
   deadline.done()
-  if (context.pool.adaptive) context.pool.release(replica, 'ok', answeredLoad(response, started))
-  else context.pool.release(replica, 'ok')
+  if (context.pool.adaptive) opened.release('ok', answeredLoad(response, started))
+  else opened.release('ok')
   let json: unknown
   try {
     json = JSON.parse(text)
@@ -219,13 +297,13 @@ export async function postJson(context: CallContext, spec: CallSpec): Promise<Js
 export async function postStream(context: CallContext, spec: CallSpec): Promise<EventsResult> {
   const opened = await open(context, spec, 'text/event-stream')
   if (!opened.ok) return opened
-  const { replica, deadline, response } = opened
+  const { deadline, response } = opened
   let released = false
   const release = (health: CallHealth) => {
     if (released) return
     released = true
     deadline.done()
-    context.pool.release(replica, health)
+    opened.release(health)
   }
   // Nobody may be iterating when the deadline fires; free the replica and the socket anyway.
   deadline.onAbort(() => {

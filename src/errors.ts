@@ -51,9 +51,13 @@ export const REFUSALS = {
   insufficient_quota: { status: 402, type: 'insufficient_quota' },
   insufficient_permissions: { status: 403, type: 'permission_error' },
   not_found: { status: 404, type: 'not_found_error' },
+  /** A live call naming a model the caller cannot use: unknown, another account's or inactive `ft:` id. */
+  model_not_found: { status: 404, type: 'invalid_request_error' },
   unknown_route: { status: 404, type: 'not_found_error' },
   upload_timeout: { status: 408, type: 'invalid_request_error' },
   batch_not_cancellable: { status: 409, type: 'invalid_request_error' },
+  /** An adapter registered again under the same base model and name. */
+  adapter_exists: { status: 409, type: 'conflict_error' },
   results_expired: { status: 410, type: 'invalid_request_error' },
   request_too_large: { status: 413, type: 'invalid_request_error' },
   file_too_large: { status: 413, type: 'invalid_request_error' },

@@ -3,6 +3,8 @@
  * `main.ts` runs it as a process; tests start it in-process on a random port.
  */
 import { createAccounts } from './accounts/accounts.ts'
+import { createAdapterDirectory } from './accounts/adapter-directory.ts'
+import { createAdapters } from './accounts/adapters.ts'
 import { createAdmission } from './admission/submit-batch.ts'
 import { createFileValidator } from './ingest/parallel-validation.ts'
 import { createAuthenticator } from './auth/authenticate.ts'
@@ -97,6 +99,9 @@ export async function startGateway(
       })
     : null
   const upstreams = createUpstreams(config, telemetry, fleet?.gate)
+  // Registered and deactivated through this instance: seen here at once, elsewhere within 5 s.
+  const adapterDirectory = createAdapterDirectory(store, { ttlMs: 5_000 })
+  const adapters = createAdapters(store, catalog, { onChanged: adapterDirectory.forget })
   const dispatcher: Dispatcher | null = config.dispatch.enabled
     ? createDispatcher(dispatch, catalog, upstreams, logger, {
         owner: instanceId,
@@ -105,6 +110,7 @@ export async function startGateway(
         retry: { ...DEFAULT_RETRY, maxAttempts: config.dispatch.maxAttempts },
         drainMs: 10_000,
         onOutcome: observeLines(logger, telemetry),
+        adapters: adapterDirectory.byId,
       })
     : null
   // Admissions on any instance wake idle dispatchers on every instance (NOTIFY on PostgreSQL).
@@ -135,6 +141,7 @@ export async function startGateway(
       nudges.publish()
     },
     telemetry,
+    adapterDirectory.active,
   )
   // A key revoked through this instance is refused here at once; elsewhere within the cache TTL.
   const accounts = createAccounts(
@@ -161,6 +168,7 @@ export async function startGateway(
     logger,
     createdAt: Math.floor(Date.now() / 1000),
     bodyLimit: bodies.live,
+    adapters: adapterDirectory.active,
   }
   const groups = [
     healthRoutes(
@@ -213,7 +221,7 @@ export async function startGateway(
     }),
   ]
   if (config.adminToken)
-    groups.push(adminRoutes(config.adminToken, accounts, bodies.admin) as never)
+    groups.push(adminRoutes(config.adminToken, accounts, bodies.admin, adapters) as never)
   const app = createApp(logger, groups as never, telemetry)
   app.listen({
     port: config.port,

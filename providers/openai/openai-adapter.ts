@@ -15,6 +15,7 @@ import type {
 } from '../types.ts'
 import { createCallContext, postJson, postStream } from '../upstream-call.ts'
 import { UpstreamStreamError } from '../upstream-stream-error.ts'
+import { createLoraCalls } from './lora-calls.ts'
 import { mapOpenAIUsage } from './map-openai-usage.ts'
 import { prepareOpenAIBody, prepareOpenAIStreamBody } from './prepare-openai-body.ts'
 
@@ -31,11 +32,11 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
   const callHeaders = options.adaptive
     ? { ...headers, [LOAD_REPORT_REQUEST_HEADER]: 'text' }
     : headers
-  const context = createCallContext(options, {
-    baseUrls: options.baseUrls,
-    probePath: '/models',
-    probeHeaders: headers,
-  })
+  const context = createCallContext(
+    options,
+    { baseUrls: options.baseUrls, probePath: '/models', probeHeaders: headers },
+    createLoraCalls({ headers, timeoutMs: options.timeoutMs, apiKey: options.apiKey }),
+  )
   const { pool } = context
 
   async function send(request: UpstreamRequest): Promise<Outcome> {
@@ -44,6 +45,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
       headers: callHeaders,
       body: JSON.stringify(prepareOpenAIBody(request.body, request)),
       signal: request.signal,
+      lora: request.lora,
     })
     if (!result.ok) return result
     const list = requiredList[request.endpoint]
@@ -72,6 +74,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
       headers,
       body: JSON.stringify(prepareOpenAIStreamBody(request.body, request)),
       signal: request.signal,
+      lora: request.lora,
     })
     if (!result.ok) return result
     const events = result.events

@@ -2,6 +2,7 @@
  * Admission of a batch file: validate every line, price the ceiling, then hold and store it in
  * one store transaction. Plain values in, a result out, refusals included; each surface renders it.
  */
+import { NO_ADAPTERS, type AdapterLookup } from '../catalog/adapters.ts'
 import { newId, nowSeconds, type BatchEndpoint, type BatchRecord } from '../domain.ts'
 import { refuse, type GatewayError } from '../errors.ts'
 import type { Issue, Warning } from '../ingest/issues.ts'
@@ -72,16 +73,29 @@ export function refusalOf(result: Refused): GatewayError {
   }
 }
 
+/** An account's active adapters (the gateway's adapter directory). */
+export type AdapterSource = (accountId: string) => Promise<AdapterLookup>
+
+/**
+ * Whether a file may name an adapter: an `ft:` id is a JSON string, so its text starts `"ft:`.
+ * Most files name none, and their admission does not read the account's adapters at all.
+ */
+function mentionsAdapter(bytes: Uint8Array): boolean {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).indexOf('"ft:') >= 0
+}
+
 export function createAdmission(
   store: BatchStore & AccountStore,
   validator: FileValidator,
   limits: FileLimits,
   onAdmitted: (batch: BatchRecord) => void = () => {},
   telemetry: Telemetry = noTelemetry,
+  adapters: AdapterSource = async () => NO_ADAPTERS,
 ): Admission {
   /** Every line valid, and of the declared endpoint when there is one. */
   async function check(bytes: Uint8Array, options: QuoteOptions) {
-    const verdict = await validator.validate(bytes, limits)
+    const lookup = mentionsAdapter(bytes) ? await adapters(options.accountId) : NO_ADAPTERS
+    const verdict = await validator.validate(bytes, limits, lookup)
     if (!verdict.ok) {
       return {
         kind: 'invalid',

@@ -24,6 +24,13 @@ export const providerConfigSchema = z.strictObject({
    * its own working point from latency, busy answers, timeouts and vLLM's load reports.
    */
   adaptive_concurrency: z.boolean().default(false),
+  /**
+   * Whether this provider's servers load LoRA adapters at runtime (vLLM with --enable-lora and
+   * VLLM_ALLOW_RUNTIME_LORA_UPDATING=True): only such providers serve `ft:` models (SPEC §14).
+   */
+  lora: z.boolean().default(false),
+  /** Adapters one replica holds at once (vLLM's --max-loras; its default is 1). */
+  max_loras: z.number().int().min(1).max(1024).default(1),
 })
 
 export const offeringSchema = z.strictObject({
@@ -50,6 +57,24 @@ export const modelSchema = z.strictObject({
    * safe default below.
    */
   image_input_tokens: z.number().int().min(0).max(1_000_000).optional(),
+  /**
+   * Present when a pool can serve fine-tuned adapters of this model: what one batch may name of
+   * them (SPEC §14). `limits_by_rank` maps a rank to how many adapters above the next lower rank
+   * listed a batch may name ({"64": 4, "32": 8}: at most 4 of rank 33–64, 8 in all); an adapter
+   * of a rank above the highest listed cannot be registered.
+   */
+  adapters: z
+    .strictObject({
+      max_per_batch: z.number().int().min(1).max(1024),
+      limits_by_rank: z
+        .record(
+          z.string().regex(/^[1-9]\d{0,3}$/, 'must be a rank such as "64"'),
+          z.number().int().min(1),
+        )
+        .optional(),
+      max_total_mib: z.number().int().min(1).optional(),
+    })
+    .optional(),
   offerings: z.array(offeringSchema).min(1),
 })
 
@@ -79,6 +104,11 @@ export type CatalogFile = z.infer<typeof catalogSchema>
 /** Cross-field checks zod cannot express per field: offerings name known providers, ids are unique. */
 export function checkCatalog(catalog: CatalogFile): string[] {
   const problems: string[] = []
+  for (const [name, provider] of Object.entries(catalog.providers)) {
+    // Runtime adapter loading is vLLM's API (load_lora_adapter), spoken by kind openai only.
+    if (provider.lora && provider.kind !== 'openai')
+      problems.push(`providers.${name}.lora: only a provider of kind "openai" can load adapters`)
+  }
   const seen = new Set<string>()
   catalog.models.forEach((model, index) => {
     for (const name of [model.id, ...model.aliases]) {

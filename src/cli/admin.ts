@@ -4,10 +4,12 @@
  */
 import { parseArgs } from 'node:util'
 import { createAccounts } from '../accounts/accounts.ts'
+import { createAdapters } from '../accounts/adapters.ts'
+import { createCatalog } from '../catalog/catalog.ts'
 import { ConfigError, loadConfig } from '../config.ts'
 import { ALL_SCOPES, type Scope } from '../domain.ts'
 import { creditAmountProblem } from '../money/credit-amount.ts'
-import { renderAccount, renderKey } from '../http/render-admin.ts'
+import { renderAccount, renderAdapter, renderKey } from '../http/render-admin.ts'
 import { parseWholeNumber } from '../schemas/whole-number.ts'
 import { openStore } from '../store/open-store.ts'
 
@@ -18,7 +20,10 @@ const USAGE = `usage: bun run mg <command>
   accounts set <account-id> [--max-files N|default] [--max-stored-bytes N|default]
   accounts credit <account-id> <amount-usd>
   keys create <account-id> [--name NAME] [--scopes batches,inference,read] [--rate-limit N]
-  keys revoke <key-id>`
+  keys revoke <key-id>
+  adapters register <account-id> <base-model> <name> --rank N --size-mib N --source PATH
+  adapters list <account-id>
+  adapters deactivate <adapter-id>`
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -30,6 +35,9 @@ const { values, positionals } = parseArgs({
     'max-stored-bytes': { type: 'string' },
     name: { type: 'string' },
     scopes: { type: 'string' },
+    rank: { type: 'string' },
+    'size-mib': { type: 'string' },
+    source: { type: 'string' },
   },
 })
 
@@ -76,7 +84,8 @@ const accounts = createAccounts(store, {
   maxFiles: config.limits.defaultMaxFiles,
   maxStoredBytes: config.limits.defaultMaxStoredBytes,
 })
-const [group, command, first, second] = positionals
+const adapters = createAdapters(store, createCatalog(config.catalog, config.providerKeys))
+const [group, command, first, second, third] = positionals
 const print = (value: unknown) => console.log(JSON.stringify(value, null, 2))
 
 try {
@@ -123,6 +132,28 @@ try {
     const key = await accounts.revokeKey(first)
     if (!key) fail(`no key ${first}`)
     print(renderKey(key))
+  } else if (group === 'adapters' && command === 'register' && first && second && third) {
+    if (!values.source) fail('--source is required: the path or URI the pool loads it from')
+    const result = await adapters.register(first, {
+      baseModel: second,
+      name: third,
+      rank: int(values.rank, 'rank') ?? fail('--rank is required'),
+      sizeMib: int(values['size-mib'], 'size-mib') ?? fail('--size-mib is required'),
+      source: values.source,
+    })
+    if (!('id' in result)) {
+      if (result.kind === 'no_account') fail(`no account ${first}`)
+      fail(result.kind === 'duplicate' ? result.message : `${result.param} ${result.message}`)
+    }
+    print(renderAdapter(result))
+  } else if (group === 'adapters' && command === 'list' && first) {
+    const list = await adapters.list(first)
+    if (!list) fail(`no account ${first}`)
+    print(list.map(renderAdapter))
+  } else if (group === 'adapters' && command === 'deactivate' && first) {
+    const adapter = await adapters.deactivate(first)
+    if (!adapter) fail(`no adapter ${first}`)
+    print(renderAdapter(adapter))
   } else {
     fail(USAGE)
   }

@@ -5,6 +5,7 @@
  * gate in Upstreams). Polling is the source of truth; a nudge only wakes it sooner. Leases are
  * renewed, expired ones reaped and batches moved on by periodic tasks beside the claim loop.
  */
+import type { AdapterRecord } from '../catalog/adapters.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
@@ -34,6 +35,8 @@ export interface DispatcherOptions {
   drainMs: number
   /** Told of every outcome about to be recorded (metrics and debug logs). */
   onOutcome?: (outcome: LineOutcome) => void
+  /** Adapters by `ft:` id, for lines that name one (SPEC §14). */
+  adapters?: (id: string) => Promise<AdapterRecord | null>
 }
 
 export interface Dispatcher {
@@ -177,6 +180,7 @@ export function createDispatcher(
       retry: options.retry,
       signal: abort.signal,
       proceed,
+      adapters: options.adapters,
     })
       .then((outcome) => {
         // After shutdown's abort the line is handed back untouched, not failed.

@@ -3,6 +3,7 @@
  * retryable failure when the line allows it) and turns what happened into an outcome to record. Failures that belong to the line are returned as data, never thrown.
  */
 import type { Outcome, Usage, UpstreamError } from '../../providers/types.ts'
+import { isAdapterId, loraOfferings, type AdapterRecord } from '../catalog/adapters.ts'
 import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf, upstreamTargets } from '../catalog/catalog.ts'
@@ -30,15 +31,22 @@ export interface RunLineDeps {
   signal?: AbortSignal
   /** False once the line's batch stopped dispatching (cancelled) or reached its deadline while the line waited. */
   proceed?: () => boolean
+  /** An adapter by its `ft:` id (the gateway's adapter directory); unset, no line names one. */
+  adapters?: (id: string) => Promise<AdapterRecord | null>
 }
 
 export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<LineOutcome> {
   const { batchId, lineNo } = line
   const parsed = JSON.parse(line.input) as { url: string; body: Record<string, unknown> }
   const endpoint = endpointOf(parsed.url)
-  const model = deps.catalog.find(String(parsed.body.model))
-  const offerings = model ? deps.catalog.route(model, parsed.body.provider as never) : []
-  if (!model || offerings.length === 0) {
+  const named = String(parsed.body.model)
+  // An adapter's line runs on its base's LoRA offerings, the adapter loaded where it goes.
+  const found = isAdapterId(named) && deps.adapters ? await deps.adapters(named) : null
+  const adapter = found?.accountId === line.accountId ? found : null
+  const model = deps.catalog.find(adapter ? adapter.baseModel : named)
+  const routed = model ? deps.catalog.route(model, parsed.body.provider as never) : []
+  const offerings = adapter ? loraOfferings(deps.catalog, routed) : routed
+  if (!model || offerings.length === 0 || (isAdapterId(named) && !adapter)) {
     return fail(
       line,
       {
@@ -61,6 +69,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     signal: deps.signal,
     proceed: deps.proceed,
     line: { batchId, lineNo, attempt: line.attempts },
+    lora: adapter ? { name: adapter.id, path: adapter.source } : undefined,
   })
   // Not sent: handed back as it was, and the cancelled batch ends it.
   if (tried === null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() }

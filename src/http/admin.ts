@@ -3,13 +3,14 @@ import { timingSafeEqual } from 'node:crypto'
 import { Elysia } from 'elysia'
 import { z } from 'zod'
 import type { Accounts } from '../accounts/accounts.ts'
+import type { Adapters } from '../accounts/adapters.ts'
 import { ALL_SCOPES } from '../domain.ts'
 import { badRequest, notFound, refuse } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
 import { describeZodIssue } from '../ingest/issues.ts'
 import { creditAmountProblem } from '../money/credit-amount.ts'
 import { readJsonBody, type BodyLimit } from '../ingest/read-body.ts'
-import { renderAccount, renderKey } from './render-admin.ts'
+import { renderAccount, renderAdapter, renderKey } from './render-admin.ts'
 
 /** A bounded, exact credit amount (src/money/credit-amount.ts). */
 const decimal = z.string().superRefine((text, context) => {
@@ -47,6 +48,15 @@ const createKeyBody = z.strictObject({
   rate_limit_per_minute: count.optional(),
 })
 
+const createAdapterBody = z.strictObject({
+  base_model: z.string().min(1).max(256),
+  name: z.string().min(1).max(64),
+  rank: z.int().min(1).max(100_000),
+  size_mib: z.int().min(1).max(1_000_000),
+  // Where the pool's servers load it from; handed to them as it is (vLLM's lora_path).
+  source: z.string().min(1).max(2048),
+})
+
 /** The body, read only now that the token has been checked (every route has parse: 'none'). */
 async function parseBody<S extends z.ZodType>(
   schema: S,
@@ -62,7 +72,12 @@ async function parseBody<S extends z.ZodType>(
   throw badRequest(`${issue.path || 'body'} ${issue.message}; ${issue.fix}`, issue.path || null)
 }
 
-export function adminRoutes(token: string, accounts: Accounts, bodyLimit: BodyLimit) {
+export function adminRoutes(
+  token: string,
+  accounts: Accounts,
+  bodyLimit: BodyLimit,
+  adapters: Adapters,
+) {
   const expected = Buffer.from(token)
   const check = (authorization: string | null) => {
     // The scheme is case-insensitive (RFC 9110 §11.1), as it is for user keys (auth/authenticate.ts).
@@ -134,6 +149,43 @@ export function adminRoutes(token: string, accounts: Accounts, bodyLimit: BodyLi
           if (!created) throw notFound(`account ${excerpt(params.id)}`)
           set.status = 201
           return { ...renderKey(created.record), key: created.key }
+        },
+        { parse: 'none' },
+      )
+      .post(
+        '/accounts/:id/adapters',
+        async ({ params, request, set }) => {
+          const input = await parseBody(createAdapterBody, request, bodyLimit)
+          const result = await adapters.register(params.id, {
+            baseModel: input.base_model,
+            name: input.name,
+            rank: input.rank,
+            sizeMib: input.size_mib,
+            source: input.source,
+          })
+          if ('id' in result) {
+            set.status = 201
+            return renderAdapter(result)
+          }
+          if (result.kind === 'no_account') throw notFound(result.message)
+          if (result.kind === 'duplicate')
+            throw refuse('adapter_exists', result.message, { param: result.param })
+          throw badRequest(`${result.param} ${result.message}`, result.param)
+        },
+        { parse: 'none' },
+      )
+      .get('/accounts/:id/adapters', async ({ params }) => {
+        const list = await adapters.list(params.id)
+        if (!list) throw notFound(`account ${excerpt(params.id)}`)
+        return { object: 'list', data: list.map(renderAdapter) }
+      })
+      // The id is URL-encoded (its ':' are %3A); Elysia hands the parameter over decoded.
+      .delete(
+        '/adapters/:id',
+        async ({ params }) => {
+          const adapter = await adapters.deactivate(params.id)
+          if (!adapter) throw notFound(`adapter ${excerpt(params.id)}`)
+          return renderAdapter(adapter)
         },
         { parse: 'none' },
       )

@@ -6,6 +6,7 @@
  * releases its hold. Mounted at the root and under /openai/v1.
  */
 import { Elysia } from 'elysia'
+import { isAdapterId, loraOfferings, NO_ADAPTERS, type AdapterLookup } from '../catalog/adapters.ts'
 import type { Offering } from '../catalog/catalog-file.ts'
 import type { Endpoint, UpstreamError } from '../../providers/types.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
@@ -30,6 +31,8 @@ export interface LiveDeps {
   createdAt: number
   /** The body limit of a live call (MULTIGRID_MAX_LIVE_BODY_BYTES, body-limits.ts). */
   bodyLimit: BodyLimit
+  /** An account's active fine-tuned adapters (the adapter directory: cached). */
+  adapters: (accountId: string) => Promise<AdapterLookup>
 }
 
 const encoder = new TextEncoder()
@@ -54,15 +57,22 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     { caller, raw }: Awaited<ReturnType<typeof readJson>>,
     endpoint: Endpoint,
   ) {
-    const checked = validateBody(raw, endpoint, catalog, '', { live: true })
+    // Only a call that names an `ft:` model looks the account's adapters up.
+    const named = (raw as { model?: unknown } | null)?.model
+    const adapters =
+      typeof named === 'string' && isAdapterId(named)
+        ? await deps.adapters(caller.account.id)
+        : NO_ADAPTERS
+    const checked = validateBody(raw, endpoint, catalog, '', { live: true, adapters })
     if (!checked.ok) {
       const problem = checked.problems[0]
-      throw badRequest(
-        `${problem.path || 'body'} ${problem.message}; ${problem.fix}`,
-        problem.path || null,
-      )
+      const message = `${problem.path || 'body'} ${problem.message}; ${problem.fix}`
+      // As OpenAI answers a model the caller cannot use: 404 model_not_found.
+      if (problem.code === 'model_not_found')
+        throw refuse('model_not_found', message, { param: problem.path || null })
+      throw badRequest(message, problem.path || null)
     }
-    const { offerings, inputTokens, outputTokens } = checked.value
+    const { offerings, inputTokens, outputTokens, adapter } = checked.value
     // The same pessimistic arithmetic as a batch's ceiling (priceOf ∘ highestPrices), so the two
     // can never disagree, in integers: this runs on every call.
     const ceiling = ceilingUnits({ input: inputTokens, output: outputTokens }, offerings)
@@ -84,6 +94,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
       inputTokens,
       outputTokens,
       reservation: held.reservation,
+      lora: adapter ? { name: adapter.id, path: adapter.source } : undefined,
     }
   }
   type Prepared = Awaited<ReturnType<typeof prepare>>
@@ -114,7 +125,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     endpoint: Endpoint,
   ) {
     const checked = await prepare(input, endpoint)
-    const { body, offerings, reservation } = checked
+    const { body, offerings, reservation, lora } = checked
     try {
       // Never null: a live call has no proceed() that could skip it.
       const { outcome, offering } = (await sendWithFallback(upstreams, {
@@ -122,6 +133,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         body,
         offerings,
         signal: request.signal,
+        lora,
       }))!
       if (!outcome.ok) throw upstreamFailure(outcome.error)
       credit.settle(reservation, costOf(checked, outcome.usage, outcome.body, offering))
@@ -141,7 +153,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     input: Awaited<ReturnType<typeof readJson>>,
   ) {
     const checked = await prepare(input, 'chat')
-    const { body, offerings, reservation } = checked
+    const { body, offerings, reservation, lora } = checked
     const release = (reason: unknown) => {
       credit.settle(reservation, null)
       if (reason !== undefined) logger.warn('live.stream_settle_failed', { reason: String(reason) })
@@ -153,6 +165,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         body,
         offerings,
         signal: request.signal,
+        lora,
       })
       if (!outcome.ok) throw upstreamFailure(outcome.error)
       streaming = true
@@ -217,32 +230,49 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     }
   }
 
+  /** The catalog's models that can be called here, OpenAI's model objects with their prices. */
+  const catalogModels = () =>
+    catalog.models
+      .filter((model) => catalog.usable(model).length > 0)
+      .map((model) => ({
+        id: model.id,
+        object: 'model',
+        created: deps.createdAt,
+        owned_by: model.offerings[0].provider,
+        endpoints: model.endpoints,
+        aliases: model.aliases,
+        context_tokens: model.context_tokens,
+        max_output_tokens: model.max_output_tokens,
+        pricing: pricingOf(catalog.usable(model)),
+      }))
+
   return new Elysia({ name: `live${prefix}`, prefix })
     .get('/v1/models', async ({ request, set }) => {
-      await auth.authenticate(
+      const caller = await auth.authenticate(
         request.headers.get('authorization'),
         'any',
         set.headers as Record<string, string>,
       )
+      // The caller's own fine-tuned models, after the catalog's, each with its base as `parent`
+      // and what it inherits from it: endpoints, limits, and its prices (its LoRA offerings').
+      const adapters = [...(await deps.adapters(caller.account.id)).values()].map((adapter) => {
+        const base = catalog.find(adapter.baseModel)
+        return {
+          id: adapter.id,
+          object: 'model',
+          created: adapter.createdAt,
+          owned_by: adapter.accountId,
+          parent: adapter.baseModel,
+          status: adapter.status,
+          endpoints: base?.endpoints ?? [],
+          context_tokens: base?.context_tokens ?? null,
+          max_output_tokens: base?.max_output_tokens ?? null,
+          pricing: base ? pricingOf(loraOfferings(catalog, catalog.usable(base))) : [],
+        }
+      })
       return {
         object: 'list',
-        data: catalog.models
-          .filter((model) => catalog.usable(model).length > 0)
-          .map((model) => ({
-            id: model.id,
-            object: 'model',
-            created: deps.createdAt,
-            owned_by: model.offerings[0].provider,
-            endpoints: model.endpoints,
-            aliases: model.aliases,
-            context_tokens: model.context_tokens,
-            max_output_tokens: model.max_output_tokens,
-            pricing: catalog.usable(model).map((o) => ({
-              provider: o.provider,
-              input_usd_per_mtok: o.input_usd_per_mtok,
-              output_usd_per_mtok: o.output_usd_per_mtok,
-            })),
-          })),
+        data: [...catalogModels(), ...adapters],
       }
     })
     .post(
@@ -261,6 +291,14 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         call(request, await readJson(request, set.headers as Record<string, string>), 'embeddings'),
       { parse: 'none' },
     )
+}
+
+function pricingOf(offerings: readonly Offering[]) {
+  return offerings.map((o) => ({
+    provider: o.provider,
+    input_usd_per_mtok: o.input_usd_per_mtok,
+    output_usd_per_mtok: o.output_usd_per_mtok,
+  }))
 }
 
 /** UTF-8 bytes of the message contents of a whole answer. */

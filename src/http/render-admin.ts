@@ -1,4 +1,5 @@
 /** Admin API objects. */
+import type { AdapterRecord } from '../catalog/adapters.ts'
 import type { KeyRecord } from '../domain.ts'
 import { availableUsd, usd } from '../money/decimal.ts'
 import type { AdminAccountView } from '../accounts/accounts.ts'
@@ -34,5 +35,24 @@ export function renderKey(key: KeyRecord) {
     rate_limit_per_minute: key.rateLimitPerMinute,
     created_at: key.createdAt,
     revoked_at: key.revokedAt,
+  }
+}
+
+/** A model object (OpenAI's `id`, `object`, `created`, `owned_by`) with what the operator set. */
+export function renderAdapter(adapter: AdapterRecord) {
+  return {
+    id: adapter.id,
+    object: 'model',
+    created: adapter.createdAt,
+    owned_by: adapter.accountId,
+    parent: adapter.baseModel,
+    status: adapter.status,
+    account_id: adapter.accountId,
+    name: adapter.name,
+    rank: adapter.rank,
+    size_mib: adapter.sizeMib,
+    source: adapter.source,
+    created_at: adapter.createdAt,
+    deactivated_at: adapter.deactivatedAt,
   }
 }

@@ -6,6 +6,8 @@ export interface Issue {
   path: string
   message: string
   fix: string
+  /** Set when the issue has a code of its own (`model_not_found`); absent, it is a plain invalid request. */
+  code?: string
 }
 
 /** What is wrong with one field of a body (or, as a warning, what may go wrong), and what to do. */
@@ -13,6 +15,8 @@ export interface BodyProblem {
   path: string
   message: string
   fix: string
+  /** A code of its own (`model_not_found`), when the problem has one. */
+  code?: string
 }
 
 /**

@@ -9,11 +9,13 @@
  * those of validateBatchFile (a file with issues is refused, and its speed matters less).
  */
 import { availableParallelism } from 'node:os'
+import { NO_ADAPTERS, type AdapterLookup } from '../catalog/adapters.ts'
 import type { CatalogFile } from '../catalog/catalog-file.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { Money } from '../money/decimal.ts'
 import { createThreadCalls } from '../threads/thread-calls.ts'
 import type { NewLine } from '../store/store.ts'
+import { adaptersOverLimits } from './adapter-tally.ts'
 import { MAX_WARNINGS } from './issues.ts'
 import type { BodyBuffers } from './read-body.ts'
 import {
@@ -27,7 +29,8 @@ import {
 import type { SegmentReply, ValidationRequest } from './validation-worker.ts'
 
 export interface FileValidator {
-  validate(bytes: Uint8Array, limits: FileLimits): Promise<FileVerdict>
+  /** `adapters`: the submitting account's active adapters (none unless given). */
+  validate(bytes: Uint8Array, limits: FileLimits, adapters?: AdapterLookup): Promise<FileVerdict>
   /**
    * How to read a file for this validator (readBody's `into`): one big enough to be split across
    * two threads goes into shared memory, handed to the thread as it is; any other file given to
@@ -86,6 +89,7 @@ export function createFileValidator(
     bytes: Uint8Array,
     firstLineNo: number,
     limits: FileLimits,
+    adapters: AdapterLookup,
   ): Promise<SegmentReply | null> => {
     // Shared: the thread reads the body where it is. Otherwise a copy of its own, handed over
     // rather than copied again.
@@ -94,7 +98,14 @@ export function createFileValidator(
     return (
       thread!
         .call(
-          { kind: 'check', bytes: sent, firstLineNo, limits },
+          // Only the account's adapters travel, and only when it has some: a few records at most.
+          {
+            kind: 'check',
+            bytes: sent,
+            firstLineNo,
+            limits,
+            adapters: adapters.size > 0 ? [...adapters.values()] : undefined,
+          },
           shared ? [] : [sent.buffer as ArrayBuffer],
         )
         // A thread that failed answers nothing: the caller validates in one pass instead.
@@ -104,17 +115,19 @@ export function createFileValidator(
 
   return {
     bodyBuffers: sharedBodiesFrom(parallel ? minBytes : Infinity),
-    async validate(bytes, limits) {
+    async validate(bytes, limits, adapters = NO_ADAPTERS) {
       const split = parallel && !closed && bytes.byteLength >= minBytes ? splitPoint(bytes) : -1
+      const onePass = () => validateBatchFile(bytes, catalog, limits, { collectGarbage, adapters })
       if (split < 0) {
         observe('one_pass')
-        return validateBatchFile(bytes, catalog, limits, { collectGarbage })
+        return onePass()
       }
       const secondFirstLine = countLines(bytes, split) + 1
-      const second = checkOnThread(bytes.subarray(split), secondFirstLine, limits)
+      const second = checkOnThread(bytes.subarray(split), secondFirstLine, limits, adapters)
       const first = checkLines(bytes, catalog, limits, {
         segment: { from: 0, to: split - 1, firstLineNo: 1 },
         collectGarbage,
+        adapters,
       })
       const other = await second
       const clean =
@@ -125,10 +138,16 @@ export function createFileValidator(
         first.endpoint !== null &&
         (other.endpoint === null || other.endpoint === first.endpoint) &&
         first.count + other.count <= limits.maxLines &&
-        other.customIds.every((id) => !first.customIds.has(id))
+        other.customIds.every((id) => !first.customIds.has(id)) &&
+        // Each half within the base's adapter limits, and the two together too.
+        (other.adapterIds.length === 0 ||
+          !adaptersOverLimits(
+            [...first.adapters, ...other.adapterIds.map((id) => adapters.get(id)!)],
+            catalog.find,
+          ))
       if (!clean) {
         observe('split_then_one_pass')
-        return validateBatchFile(bytes, catalog, limits, { collectGarbage })
+        return onePass()
       }
       observe('split')
       const lines: NewLine[] = first.lines

@@ -4,6 +4,7 @@
  * are none, the lines to store and the batch's cost ceiling.
  */
 import { z } from 'zod'
+import { NO_ADAPTERS, type AdapterLookup, type AdapterRecord } from '../catalog/adapters.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf } from '../catalog/catalog.ts'
 import { BATCH_URLS, isBatchUrl, type BatchEndpoint } from '../domain.ts'
@@ -23,6 +24,7 @@ import {
 } from './issues.ts'
 import { MAX_JSON_DEPTH } from './json-depth.ts'
 import { readJsonlLines, type FileSegment } from './read-jsonl-lines.ts'
+import { AdapterTally } from './adapter-tally.ts'
 import { validateBody } from './validate-body.ts'
 
 export interface FileLimits {
@@ -54,6 +56,8 @@ export interface CheckOptions {
    * would (the gateway's is src/memory/young-garbage.ts). Unset: nothing is done.
    */
   collectGarbage?: () => void
+  /** The submitting account's active adapters, which `ft:` model ids are looked up in. */
+  adapters?: AdapterLookup
 }
 
 export function lineEnvelopeSchema(maxCustomIdLength: number) {
@@ -112,6 +116,8 @@ export interface LinesChecked {
   /** The ceiling of the valid lines, exact (not yet rounded up to the micro-dollar). */
   ceiling: Money
   customIds: Map<string, number>
+  /** The distinct adapters the valid lines name, in order of first use. */
+  adapters: AdapterRecord[]
   /** The valid lines' warnings, the first MAX_WARNINGS of them, and how many more. */
   warnings: Warning[]
   warningsOmitted: number
@@ -121,7 +127,7 @@ export function validateBatchFile(
   bytes: Uint8Array,
   catalog: Catalog,
   limits: FileLimits,
-  options: Pick<CheckOptions, 'collectGarbage'> = {},
+  options: Pick<CheckOptions, 'collectGarbage' | 'adapters'> = {},
 ): FileVerdict {
   const checked = checkLines(bytes, catalog, limits, options)
   if (checked.count === 0) {
@@ -137,7 +143,7 @@ export function validateBatchFile(
 }
 
 /** The verdict on a whole file from what checking all its lines found. */
-export function fileVerdict(checked: Omit<LinesChecked, 'customIds'>): FileVerdict {
+export function fileVerdict(checked: Omit<LinesChecked, 'customIds' | 'adapters'>): FileVerdict {
   const { issues, omitted, count, endpoint } = checked
   if (issues.length > 0 || !endpoint) return { ok: false, issues, omitted, lineCount: count }
   return {
@@ -161,6 +167,8 @@ export function checkLines(
   options: CheckOptions = {},
 ): LinesChecked {
   const { segment, collectGarbage } = options
+  const adapterLookup = options.adapters ?? NO_ADAPTERS
+  const adapters = new AdapterTally()
   const envelope = envelopeFor(limits.maxCustomIdLength)
   const issues: Issue[] = []
   let omitted = 0
@@ -227,7 +235,7 @@ export function checkLines(
     // An issue names its line's custom_id so it zips against the input; one too long to be valid
     // is cut to an excerpt, so a refusal never carries a megabyte of it back.
     const shownId = customId === null ? null : excerpt(customId, limits.maxCustomIdLength)
-    const lineIssue = (p: { path: string; message: string; fix: string }) =>
+    const lineIssue = (p: { path: string; message: string; fix: string; code?: string }) =>
       report({ line: lineNo, custom_id: shownId, ...p })
     const parsed = envelope.check(json)
     let bad = !parsed.success
@@ -257,12 +265,22 @@ export function checkLines(
       }
       // Nesting deeper than the limit takes two brackets a level: most lines are too short to.
       const shallow = text.length <= 2 * MAX_JSON_DEPTH
-      const body = validateBody(record.body, endpointOf(url), catalog, 'body', { shallow })
+      const body = validateBody(record.body, endpointOf(url), catalog, 'body', {
+        shallow,
+        adapters: adapterLookup,
+      })
       if (!body.ok) {
         for (const problem of body.problems) lineIssue(problem)
         continue
       }
       if (bad) continue
+      const { adapter, model } = body.value
+      if (adapter) {
+        // The base's limits on one batch's adapters, each named once, at the line that passes it.
+        const passed = adapters.add(adapter, model)
+        if (passed) lineIssue({ path: 'body.model', code: 'model_not_found', ...passed })
+        if (passed || adapters.over(model)) continue
+      }
       for (const warning of body.value.warnings) {
         if (warnings.length >= MAX_WARNINGS) warningsOmitted++
         else {
@@ -283,6 +301,7 @@ export function checkLines(
     lines,
     ceiling: tally.exactTotal(),
     customIds: seen,
+    adapters: adapters.all(),
     warnings,
     warningsOmitted,
   }

@@ -3,6 +3,14 @@
  * Shared by batch lines and the live endpoints, so a batch is never admitted that the live
  * gateway would refuse.
  */
+import {
+  ADAPTER_NOT_FOUND,
+  isAdapterId,
+  loraOfferings,
+  NO_ADAPTERS,
+  type AdapterLookup,
+  type AdapterRecord,
+} from '../catalog/adapters.ts'
 import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
 import type { Endpoint } from '../../providers/types.ts'
 import { upstreamTargets, type Catalog } from '../catalog/catalog.ts'
@@ -27,7 +35,10 @@ const embeddingsSchema = compileSchema(embeddingsBodySchema)
 export type { BodyProblem } from './issues.ts'
 
 export interface AcceptedBody {
+  /** The base model, when the body names an adapter. */
   model: ModelEntry
+  /** The adapter `body.model` names, or null for a catalog model. */
+  adapter: AdapterRecord | null
   offerings: Offering[]
   inputTokens: number
   outputTokens: number
@@ -42,8 +53,11 @@ export function validateBody(
   endpoint: Endpoint,
   catalog: Catalog,
   prefix: string,
-  /** `shallow`: the caller knows the body cannot nest too deep (its text is too short to). */
-  options: { live?: boolean; shallow?: boolean } = {},
+  /**
+   * `shallow`: the caller knows the body cannot nest too deep (its text is too short to).
+   * `adapters`: the caller's active adapters, which `ft:` model ids are looked up in.
+   */
+  options: { live?: boolean; shallow?: boolean; adapters?: AdapterLookup } = {},
 ): { ok: true; value: AcceptedBody } | { ok: false; problems: BodyProblem[] } {
   const at = (field: string) => [prefix, field].filter(Boolean).join('.')
   const problems: BodyProblem[] = []
@@ -88,8 +102,26 @@ export function validateBody(
     })
   }
   if (endpoint === 'chat') problems.push(...guidedProblems(record, at))
-  const model = typeof record.model === 'string' ? catalog.find(record.model) : undefined
-  if (typeof record.model === 'string' && !model) {
+  const named = typeof record.model === 'string' ? record.model : null
+  // An `ft:` id is the caller's adapter or nothing: one answer for unknown, another account's and
+  // inactive ids, so that ids cannot be probed (SPEC §14).
+  const adapter = named !== null && isAdapterId(named) ? resolveAdapter(named, options) : null
+  const model =
+    named === null
+      ? undefined
+      : isAdapterId(named)
+        ? adapter
+          ? catalog.find(adapter.baseModel)
+          : undefined
+        : catalog.find(named)
+  if (named !== null && isAdapterId(named) && !model) {
+    problems.push({
+      path: at('model'),
+      code: 'model_not_found',
+      message: ADAPTER_NOT_FOUND,
+      fix: 'use the id of one of your active fine-tuned models, as GET /v1/models lists them',
+    })
+  } else if (typeof record.model === 'string' && !model) {
     const examples = catalog.models
       .filter((m) => m.endpoints.includes(endpoint))
       .slice(0, 3)
@@ -166,7 +198,21 @@ export function validateBody(
       ],
     }
   }
-  const offerings = catalog.route(model, body.provider)
+  const routed = catalog.route(model, body.provider)
+  // Only providers that load adapters serve an adapter's lines, at its base's prices.
+  const offerings = adapter ? loraOfferings(catalog, routed) : routed
+  if (adapter && offerings.length === 0) {
+    return {
+      ok: false,
+      problems: [
+        {
+          path: at('model'),
+          message: `no provider of ${model.id} that serves fine-tuned adapters is configured${routed.length > 0 ? ' among those the provider object allows' : ''}`,
+          fix: `ask the operator for a provider with "lora": true offering ${model.id}, or use ${model.id} itself`,
+        },
+      ],
+    }
+  }
   if (offerings.length === 0 && body.provider?.max_price) {
     // The other routing fields left some: it is the price cap that leaves none.
     const uncapped = catalog.route(model, { ...body.provider, max_price: undefined })
@@ -196,6 +242,7 @@ export function validateBody(
       ok: true,
       value: {
         model,
+        adapter,
         offerings,
         body,
         inputTokens: chatInputBound(chat, model, targets),
@@ -208,6 +255,7 @@ export function validateBody(
     ok: true,
     value: {
       model,
+      adapter,
       offerings,
       body,
       inputTokens: embeddingsInputBound(body as EmbeddingsBody),
@@ -215,6 +263,10 @@ export function validateBody(
       warnings,
     },
   }
+}
+
+function resolveAdapter(id: string, options: { adapters?: AdapterLookup }) {
+  return (options.adapters ?? NO_ADAPTERS).get(id) ?? null
 }
 
 /**

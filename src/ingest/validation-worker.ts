@@ -4,6 +4,7 @@
  * sent, or only that there were issues (the caller then validates the whole file itself, so the
  * issues it reports are exactly those of one pass).
  */
+import type { AdapterRecord } from '../catalog/adapters.ts'
 import type { CatalogFile } from '../catalog/catalog-file.ts'
 import { createCatalog, type Catalog } from '../catalog/catalog.ts'
 import type { BatchEndpoint } from '../domain.ts'
@@ -22,7 +23,15 @@ export type ValidationRequest =
        */
       collectGarbage: boolean
     }
-  | { kind: 'check'; id: number; bytes: Uint8Array; firstLineNo: number; limits: FileLimits }
+  | {
+      kind: 'check'
+      id: number
+      bytes: Uint8Array
+      firstLineNo: number
+      limits: FileLimits
+      /** The submitting account's active adapters; absent when it has none. */
+      adapters?: AdapterRecord[]
+    }
 
 /** The valid lines as offsets, or only that the segment was not clean (or the thread failed). */
 export type SegmentReply =
@@ -35,6 +44,8 @@ export type SegmentReply =
       starts: Int32Array
       ends: Int32Array
       customIds: string[]
+      /** The distinct adapters the valid lines name (the caller checks both halves' together). */
+      adapterIds: string[]
       /** The valid lines' ceiling, exact, as decimal text. */
       ceiling: string
       /** The segment's warnings (its first MAX_WARNINGS), and how many more. */
@@ -67,6 +78,7 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
     const checked = checkLines(bytes, catalog!, limits, {
       segment: { from: 0, to: bytes.byteLength, firstLineNo },
       collectGarbage,
+      adapters: request.adapters ? new Map(request.adapters.map((a) => [a.id, a])) : undefined,
     })
     if (checked.issues.length > 0) {
       self.postMessage({ id, clean: false } satisfies SegmentReply)
@@ -93,6 +105,7 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
       starts,
       ends,
       customIds,
+      adapterIds: checked.adapters.map((adapter) => adapter.id),
       ceiling: checked.ceiling.toFixed(),
       warnings: checked.warnings,
       warningsOmitted: checked.warningsOmitted,

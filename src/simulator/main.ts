@@ -26,6 +26,8 @@ const numberFlags = {
   'usage-factor': 'usageFactor',
   capacity: 'gpuCapacity',
   'max-queued': 'gpuMaxQueued',
+  'max-loras': 'maxLoras',
+  'lora-load-ms': 'loraLoadMs',
 } as const satisfies Record<string, keyof SimulatorOptions>
 
 const usage = [
@@ -33,11 +35,14 @@ const usage = [
   '  [--require-api-key KEY] [--latency-ms N] [--jitter-ms N] [--max-concurrency N] [--max-rps N]',
   '  [--error-rate F] [--rate-429 F] [--timeout-rate F] [--reset-rate F] [--malformed-rate F]',
   '  [--no-usage-rate F] [--trickle-rate F] [--trickle-ms N] [--seed N] [--embedding-dims N]',
-  '  [--usage-factor X] [--capacity N [--max-queued M]] [--structured valid|not_json|off_schema]',
+  '  [--usage-factor X] [--capacity N [--max-queued M]] [--max-loras N [--lora-load-ms N]]',
+  '  [--structured valid|not_json|off_schema]',
   'F is a fraction of inference requests, 0 to 1; X multiplies the usage reported (default 1).',
   '--capacity N plays a vLLM replica: N requests run at once for --latency-ms each, the rest wait',
   'in a FIFO queue (503 beyond M waiting; unbounded without --max-queued), GET /metrics serves',
   'vLLM\'s gauges; POST /sim/config {"gpuCapacity": N} changes it while running.',
+  '--max-loras N loads LoRA adapters at runtime as vLLM does (POST /v1/load_lora_adapter), at most',
+  'N at once; GET /sim/lora counts loads per adapter.',
   '--structured: what requests with response_format get back (default valid JSON for the schema);',
   'a [sim:valid], [sim:not_json] or [sim:off_schema] marker in the last user message picks per request.',
 ].join('\n')
@@ -102,7 +107,7 @@ function readOptions(argv: string[]): SimulatorOptions {
     if (typeof text === 'string') Object.assign(options, { [key]: toNumber(flag, text) })
   }
   // Requests are whole: a pool of 2.5 slots or a queue of 0.5 places means a typo.
-  for (const flag of ['capacity', 'max-queued'] as const) {
+  for (const flag of ['capacity', 'max-queued', 'max-loras'] as const) {
     const value = options[numberFlags[flag]]
     if (value != null && !Number.isInteger(value)) {
       fail(`--${flag} must be a whole number, got "${String(values[flag])}"`)

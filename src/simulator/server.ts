@@ -5,6 +5,7 @@
  */
 import { prepareMessages } from './anthropic-routes.ts'
 import { GpuQueue, loadReport, metricsText } from './gpu-queue.ts'
+import { LoraSlots, modelMissing, type LoraStats } from './lora-slots.ts'
 import { prepareChat, prepareEmbeddings } from './openai-routes.ts'
 import {
   defaultSimulatorOptions,
@@ -27,6 +28,7 @@ import { StatsRecorder, type FaultKind, type SimStats } from './stats.ts'
 
 export type { SimulatorOptions } from './options.ts'
 export type { SimStats, FaultKind } from './stats.ts'
+export type { LoraStats } from './lora-slots.ts'
 
 /** A running simulator. */
 export interface Simulator {
@@ -41,6 +43,13 @@ export interface Simulator {
   resetStats(): void
   /** The latest inference requests as received (path and body text), oldest first; see keepBodies. */
   received(): ReceivedRequest[]
+  /** LoRA mode's counters (maxLoras): loads, unloads and answers per adapter, most held at once. */
+  lora(): LoraStats
+  /**
+   * A replica restart: the listener and every connection close, nothing answers for `downMs`,
+   * then it listens again on the same port holding no adapter. Counters are kept.
+   */
+  restart(downMs?: number): Promise<void>
 }
 
 /** One inference request as it arrived. */
@@ -64,6 +73,14 @@ function pathOf(url: string): string {
 function authorized(request: Request, dialect: Dialect, key: string): boolean {
   if (dialect === 'anthropic') return request.headers.get('x-api-key') === key
   return request.headers.get('authorization') === `Bearer ${key}`
+}
+
+async function readJson(request: Request): Promise<unknown> {
+  try {
+    return await request.json()
+  } catch {
+    return null
+  }
 }
 
 function retryAfterHeaders(seconds: number | null): Record<string, string> {
@@ -105,6 +122,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   let bucketAt = performance.now()
   // GPU-pool mode's admission queue; made on first use so the mode can be switched on live.
   let gpu: GpuQueue | null = null
+  const lora = new LoraSlots()
 
   function tooMany(dialect: Dialect, kind: FaultKind): Response {
     stats.fault(kind)
@@ -186,6 +204,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     stats.inference(prepared.key, Date.now())
 
     const model = String((body as { model: unknown }).model)
+    const adapter = o.maxLoras !== null && lora.has(model)
+    if (o.maxLoras !== null && !adapter && !o.models.includes(model)) {
+      lora.missing()
+      return modelMissing(model)
+    }
     if (model.startsWith('fail-400')) {
       const message = `The simulator refuses model '${model}'`
       return errorResponse(dialect, 400, 'invalid_request_error', message, 'invalid_value')
@@ -210,8 +233,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     if (o.maxRequestsPerSecond !== null && !takeRateToken(o.maxRequestsPerSecond)) {
       return tooMany(dialect, 'rate_cap')
     }
-    if (o.gpuCapacity !== null) return inferOnPool(request, dialect, prepared, id)
-    return answer(request, dialect, prepared, id, o)
+    const answered =
+      o.gpuCapacity !== null
+        ? inferOnPool(request, dialect, prepared, id)
+        : answer(request, dialect, prepared, id, o)
+    if (!adapter) return answered
+    const response = await answered
+    if (response.status === 200) lora.served(model)
+    return response
   }
 
   /** GPU-pool mode: wait in line for a slot (or 503 when the line is full), hold it to the answer. */
@@ -292,8 +321,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
 
   async function admin(request: Request, path: string): Promise<Response> {
     if (path === '/sim/stats') return jsonResponse(stats.snapshot())
+    if (path === '/sim/lora') return jsonResponse(lora.snapshot())
     if (path === '/sim/reset' && request.method === 'POST') {
       stats.reset()
+      lora.resetStats()
       return jsonResponse({ ok: true })
     }
     if (path === '/sim/config' && request.method === 'POST') {
@@ -313,13 +344,29 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       }
     }
     if (request.method === 'GET' && path === '/v1/models') {
-      const data = current.models.map((id) => ({
+      const data: Record<string, unknown>[] = current.models.map((id) => ({
         id,
         object: 'model',
         created: 0,
         owned_by: 'sim',
       }))
+      // vLLM lists each loaded adapter as a model of its own, its base as `parent`.
+      for (const [id, root] of lora.entries()) {
+        data.push({
+          id,
+          object: 'model',
+          created: 0,
+          owned_by: 'vllm',
+          root,
+          parent: current.models[0] ?? null,
+        })
+      }
       return jsonResponse({ object: 'list', data })
+    }
+    if (request.method === 'POST' && current.maxLoras !== null) {
+      if (path === '/v1/load_lora_adapter')
+        return lora.load(await readJson(request), current.maxLoras, current.loraLoadMs)
+      if (path === '/v1/unload_lora_adapter') return lora.unload(await readJson(request))
     }
     if (path.startsWith('/sim/')) return admin(request, path)
     if (request.method === 'GET' && path === '/metrics' && current.gpuCapacity !== null) {
@@ -337,27 +384,29 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     )
   }
 
-  const server = Bun.serve({
-    hostname: current.hostname,
-    port: current.port,
-    // Hanging requests must hang until the client gives up, not until Bun's 10 s idle default.
-    idleTimeout: 0,
-    async fetch(request) {
-      const path = pathOf(request.url)
-      stats.arrive(path)
-      try {
-        const response = await route(request, path)
-        if (response !== hungUp) stats.status(response.status)
-        return response
-      } finally {
-        stats.leave()
-      }
-    },
-    error(error) {
-      stats.status(500)
-      return errorResponse('openai', 500, 'server_error', `simulator bug: ${error.message}`)
-    },
-  })
+  const serve = (port: number) =>
+    Bun.serve({
+      hostname: current.hostname,
+      port,
+      // Hanging requests must hang until the client gives up, not until Bun's 10 s idle default.
+      idleTimeout: 0,
+      async fetch(request) {
+        const path = pathOf(request.url)
+        stats.arrive(path)
+        try {
+          const response = await route(request, path)
+          if (response !== hungUp) stats.status(response.status)
+          return response
+        } finally {
+          stats.leave()
+        }
+      },
+      error(error) {
+        stats.status(500)
+        return errorResponse('openai', 500, 'server_error', `simulator bug: ${error.message}`)
+      },
+    })
+  let server = serve(current.port)
 
   const port = server.port ?? current.port
   const host = current.hostname === '0.0.0.0' ? '127.0.0.1' : current.hostname
@@ -386,8 +435,19 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       }
     },
     stats: () => stats.snapshot(),
-    resetStats: () => stats.reset(),
+    resetStats: () => {
+      stats.reset()
+      lora.resetStats()
+    },
     received: () => [...received],
+    lora: () => lora.snapshot(),
+    async restart(downMs = 0) {
+      for (const release of [...hanging]) release()
+      await server.stop(true)
+      lora.clear()
+      if (downMs > 0) await Bun.sleep(downMs)
+      server = serve(port)
+    },
   }
   return simulator
 }

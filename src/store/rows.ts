@@ -11,6 +11,7 @@ import type {
   Scope,
   WaitingCode,
 } from '../domain.ts'
+import type { AdapterRecord, AdapterStatus } from '../catalog/adapters.ts'
 import { Money, moneyText } from '../money/decimal.ts'
 import type { FileView, RunnableBatch } from './store.ts'
 
@@ -221,4 +222,19 @@ export function rowsToShares(rows: readonly Row[]): Map<string, Record<string, P
     shares.set(batchId, record)
   }
   return shares
+}
+
+export function rowToAdapter(row: Row): AdapterRecord {
+  return {
+    id: row.id as string,
+    accountId: row.account_id as string,
+    baseModel: row.base_model as string,
+    name: row.name as string,
+    rank: Number(row.rank),
+    sizeMib: Number(row.size_mib),
+    source: row.source as string,
+    status: row.status as AdapterStatus,
+    createdAt: Number(row.created_at),
+    deactivatedAt: num(row.deactivated_at),
+  }
 }

@@ -22,6 +22,7 @@ import type {
   WaitingCode,
   WebhookEventType,
 } from '../domain.ts'
+import type { AdapterRecord } from '../catalog/adapters.ts'
 
 export interface NewAccount {
   id: string
@@ -439,6 +440,26 @@ export interface SessionStore {
   deleteExpiredSessions(now: number): Promise<number>
 }
 
+/** A fine-tuned adapter to register (SPEC §14); it starts active. */
+export type NewAdapter = Omit<AdapterRecord, 'status' | 'deactivatedAt'>
+
+export type CreateAdapterResult =
+  | { kind: 'created'; adapter: AdapterRecord }
+  /** An adapter with this id exists already (active or not). */
+  | { kind: 'duplicate'; adapter: AdapterRecord }
+  | { kind: 'no_account' }
+
+/** Accounts' fine-tuned adapters: registered by the operator, named by lines in `body.model`. */
+export interface AdapterStore {
+  createAdapter(adapter: NewAdapter): Promise<CreateAdapterResult>
+  /** Any account's, active or not; null when there is none with this id. */
+  getAdapter(id: string): Promise<AdapterRecord | null>
+  /** The account's adapters, oldest first; only the active ones with `activeOnly`. */
+  listAdapters(accountId: string, options?: { activeOnly?: boolean }): Promise<AdapterRecord[]>
+  /** Marks it inactive (the first deactivation's time is kept); null when there is none. */
+  deactivateAdapter(id: string, at: number): Promise<AdapterRecord | null>
+}
+
 /**
  * An account's webhook endpoint (SPEC §15). `secret` (whsec_…) signs its deliveries, so it is
  * kept as it is; it leaves the store only to sign and in the answer to the create.
@@ -539,6 +560,7 @@ export interface Store
     UploadStore,
     SessionStore,
     LiveCreditStore,
+    AdapterStore,
     WebhookStore {
   readonly kind: 'sqlite' | 'postgres'
   ping(): Promise<void>

@@ -11,6 +11,7 @@ import { createProvider } from '../../providers/index.ts'
 import { createHttpClient } from '../../providers/http-client.ts'
 import type {
   Endpoint,
+  LoraAdapter,
   Outcome,
   ProviderAdapter,
   StreamOutcome,
@@ -37,6 +38,8 @@ export interface SendOptions {
   body: Record<string, unknown>
   offering: Offering
   signal?: AbortSignal
+  /** The fine-tuned adapter the request is for: sent with its name as the model (SPEC §14). */
+  lora?: LoraAdapter
   /**
    * Asked once a slot is free, right before the call: false (the line's batch was cancelled or
    * reached its deadline while it waited) skips the call, and send resolves null.
@@ -111,6 +114,7 @@ export function createUpstreams(
       baseUrls,
       apiKey: config.providerKeys[name] ?? null,
       timeoutMs: provider.timeout_s * 1000,
+      maxLoras: provider.lora ? provider.max_loras : undefined,
       // Enough keep-alive connections per replica for the provider's whole concurrency.
       connections: provider.max_concurrency,
       createClient: (baseUrl, options) =>
@@ -144,12 +148,15 @@ export function createUpstreams(
     body,
     offering,
     signal,
+    lora,
   }: Omit<SendOptions, 'proceed' | 'line'>): UpstreamRequest => ({
     endpoint,
     body,
-    model: offering.upstream_model,
+    // An adapter is the server's model by its own name, loaded beside its base.
+    model: lora ? lora.name : offering.upstream_model,
     maxTokensParam: offering.max_tokens_param,
     signal,
+    lora,
   })
 
   /**

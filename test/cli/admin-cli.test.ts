@@ -4,6 +4,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chatLine, jsonl, startTestGateway } from '../helpers/gateway.ts'
+import { LORA_BASE, loraCatalog } from '../helpers/lora-catalog.ts'
 import { waitFor } from '../helpers/wait.ts'
 
 const root = join(import.meta.dir, '../..')
@@ -130,6 +131,43 @@ test('accounts create/set take file quotas; credit amounts are bounded and exact
     expect((await mg(env, 'accounts', 'credit', account.json.id, '--', '-100')).json).toMatchObject(
       { balance_usd: '999999999900.000000' },
     )
+  } finally {
+    await gw.stop()
+  }
+})
+
+test('adapters register, list, deactivate: the ids the gateway accepts in lines', async () => {
+  const gw = await startTestGateway({
+    catalog: loraCatalog('http://127.0.0.1:9/v1'),
+    env: { MULTIGRID_DISPATCH: '0', MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-cli-')) },
+  })
+  try {
+    const env = {
+      MULTIGRID_DATA_DIR: gw.env.MULTIGRID_DATA_DIR,
+      MULTIGRID_CONFIG: gw.env.MULTIGRID_CONFIG,
+    }
+    const { accountId, key } = await gw.newAccount('1')
+    const flags = ['--rank', '32', '--size-mib', '160', '--source', '/srv/lora/support-v3']
+    const made = await mg(env, 'adapters', 'register', accountId, LORA_BASE, 'support-v3', ...flags)
+    expect(made.code).toBe(0)
+    expect(made.json).toMatchObject({ object: 'model', parent: LORA_BASE, status: 'active' })
+    expect(made.json.id).toStartWith('ft:lora-base:')
+    const refused = await mg(env, 'adapters', 'register', accountId, 'sim/chat', 'x', ...flags)
+    expect(refused.code).toBe(2)
+    expect(refused.err).toContain('base_model')
+    const dry = () =>
+      gw.request('/v1/batches?dry_run=true', key, {
+        method: 'POST',
+        body: jsonl([chatLine('a', 'hi', {}, made.json.id)]),
+      })
+    expect((await dry()).status).toBe(200)
+    expect((await mg(env, 'adapters', 'list', accountId)).json.map((a: any) => a.id)).toEqual([
+      made.json.id,
+    ])
+    const gone = await mg(env, 'adapters', 'deactivate', made.json.id)
+    expect(gone.json.status).toBe('inactive')
+    // Deactivated outside this gateway: it notices within its cache time (5 s).
+    await waitFor('the deactivation', async () => (await dry()).status === 400, 10_000, 200)
   } finally {
     await gw.stop()
   }

@@ -136,7 +136,7 @@ export function openAiBatchRoutes({
       case 'invalid':
         return reject(
           result.issues.map((issue) => ({
-            code: 'invalid_request',
+            code: issue.code ?? 'invalid_request',
             message: `${issue.path ? `${issue.path} ` : ''}${issue.message}; ${issue.fix}`,
             param: issue.path || null,
             line: issue.line,

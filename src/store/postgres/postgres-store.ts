@@ -28,6 +28,7 @@ import {
 import type {
   FileLimits,
   FileQuotaDefaults,
+  NewAdapter,
   NewSession,
   NewUpload,
   AccountView,
@@ -52,6 +53,7 @@ import * as liveCredit from './live-credit.ts'
 import { migrate } from './migrate.ts'
 import * as retention from './retention.ts'
 import * as sessions from './sessions.ts'
+import * as adapters from './adapters.ts'
 import * as uploads from './uploads.ts'
 import * as webhooks from './webhooks.ts'
 import { storableJson } from './storable.ts'
@@ -402,6 +404,24 @@ class PostgresStore implements Store {
 
   setFileQuota(accountId: string, limits: FileLimits) {
     return uploads.setFileQuota(this.sql, accountId, limits)
+  }
+
+  // ── fine-tuned adapters (SPEC §14): adapters.ts ─────────────────────────────────────────
+
+  createAdapter(adapter: NewAdapter) {
+    return adapters.createAdapter(this.sql, adapter)
+  }
+
+  getAdapter(id: string) {
+    return adapters.getAdapter(this.sql, id)
+  }
+
+  listAdapters(accountId: string, options: { activeOnly?: boolean } = {}) {
+    return adapters.listAdapters(this.sql, accountId, options.activeOnly ?? false)
+  }
+
+  deactivateAdapter(id: string, at: number) {
+    return adapters.deactivateAdapter(this.sql, id, at)
   }
 
   createSession(session: NewSession) {

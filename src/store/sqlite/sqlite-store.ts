@@ -14,6 +14,7 @@ import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine, rowsToShares 
 import type {
   FileLimits,
   FileQuotaDefaults,
+  NewAdapter,
   NewSession,
   NewUpload,
   AccountView,
@@ -37,6 +38,7 @@ import * as liveCredit from './live-credit.ts'
 import { openSqliteDatabase } from './open-database.ts'
 import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
 import * as sessions from './sessions.ts'
+import * as adapters from './adapters.ts'
 import * as uploads from './uploads.ts'
 import * as webhooks from './webhooks.ts'
 
@@ -370,6 +372,24 @@ class SqliteStore implements Store {
 
   async setFileQuota(accountId: string, limits: FileLimits) {
     return uploads.setFileQuota(this.db, accountId, limits)
+  }
+
+  // ── fine-tuned adapters (SPEC §14): adapters.ts ─────────────────────────────────────────
+
+  async createAdapter(adapter: NewAdapter) {
+    return this.tx(() => adapters.createAdapter(this.db, adapter))
+  }
+
+  async getAdapter(id: string) {
+    return adapters.getAdapter(this.db, id)
+  }
+
+  async listAdapters(accountId: string, options: { activeOnly?: boolean } = {}) {
+    return adapters.listAdapters(this.db, accountId, options.activeOnly ?? false)
+  }
+
+  async deactivateAdapter(id: string, at: number) {
+    return adapters.deactivateAdapter(this.db, id, at)
   }
 
   async createSession(session: NewSession) {

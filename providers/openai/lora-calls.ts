@@ -1,0 +1,81 @@
+/**
+ * Loading and unloading a LoRA adapter on one replica, as vLLM does with runtime LoRA updating
+ * (VLLM_ALLOW_RUNTIME_LORA_UPDATING=True): `POST {base_url}/load_lora_adapter`
+ * {"lora_name", "lora_path"} and `POST {base_url}/unload_lora_adapter` {"lora_name"}.
+ */
+import {
+  classifyException,
+  classifyStatus,
+  isConnectFailure,
+  upstreamError,
+} from '../classify-error.ts'
+import { createDeadline } from '../deadline.ts'
+import type { LoraCalls } from '../lora-residency.ts'
+import type { Replica } from '../pool.ts'
+
+// vLLM answers a load of an adapter it holds already with a 400 that says so: it is loaded.
+const ALREADY_LOADED = /already been loaded|already loaded/i
+
+export function createLoraCalls(options: {
+  headers: Record<string, string>
+  timeoutMs: number
+  apiKey: string | null
+}): LoraCalls {
+  async function post(replica: Replica, path: string, body: unknown) {
+    const deadline = createDeadline(options.timeoutMs)
+    try {
+      const response = await replica.client.request({
+        method: 'POST',
+        path,
+        headers: { 'content-type': 'application/json', ...options.headers },
+        body: JSON.stringify(body),
+        signal: deadline.signal,
+        control: true,
+      })
+      return {
+        ok: true as const,
+        status: response.status,
+        header: response.header,
+        text: await response.text(),
+      }
+    } catch (cause) {
+      return {
+        ok: false as const,
+        cause,
+        error: classifyException(cause, deadline, options.apiKey),
+      }
+    } finally {
+      deadline.done()
+    }
+  }
+
+  return {
+    async load(replica, adapter) {
+      const answer = await post(replica, '/load_lora_adapter', {
+        lora_name: adapter.name,
+        lora_path: adapter.path,
+      })
+      if (!answer.ok) {
+        const health = isConnectFailure(answer.cause) ? 'down' : 'failure'
+        return { ok: false, error: answer.error, health }
+      }
+      if (answer.status < 300 || (answer.status === 400 && ALREADY_LOADED.test(answer.text))) {
+        return { ok: true }
+      }
+      const refused = classifyStatus(answer.status, answer.header, answer.text, options.apiKey)
+      // Retried, even a 4xx: a replica full of another instance's adapters refuses a load that
+      // a later try may get in. A source that cannot be loaded fails once its tries are spent.
+      const message = `replica ${replica.baseUrl} could not load adapter ${adapter.name}: ${refused.message}`
+      const error = upstreamError('server_error', message, {
+        status: refused.status,
+        retryAfterMs: refused.retryAfterMs,
+        body: refused.body,
+      })
+      return { ok: false, error, health: answer.status >= 500 ? 'failure' : 'ok' }
+    },
+    async unload(replica, name) {
+      // An adapter the replica does not hold (it restarted) is as good as unloaded.
+      await post(replica, '/unload_lora_adapter', { lora_name: name })
+    },
+  }
+}

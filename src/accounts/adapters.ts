@@ -1,0 +1,129 @@
+/**
+ * Registering, listing and deactivating an account's fine-tuned adapters (SPEC §14), shared by
+ * the admin API and the CLI. A registration is checked against the catalog: the base model must
+ * be one a LoRA pool serves, and the adapter within what its entry says a batch may stage.
+ */
+import {
+  ADAPTER_NAME,
+  adapterId,
+  loraOfferings,
+  maxRank,
+  type AdapterRecord,
+} from '../catalog/adapters.ts'
+import type { Catalog } from '../catalog/catalog.ts'
+import { nowSeconds } from '../domain.ts'
+import { excerpt } from '../excerpt.ts'
+import type { AccountStore, AdapterStore } from '../store/store.ts'
+
+export interface AdapterInput {
+  baseModel: string
+  name: string
+  rank: number
+  sizeMib: number
+  source: string
+}
+
+/** Why a registration was refused: which field, what was wrong and what to send instead. */
+export interface AdapterRefusal {
+  kind: 'invalid' | 'no_account' | 'duplicate'
+  param: string | null
+  message: string
+}
+
+export interface Adapters {
+  register(accountId: string, input: AdapterInput): Promise<AdapterRecord | AdapterRefusal>
+  /** Null for an unknown account. */
+  list(accountId: string): Promise<AdapterRecord[] | null>
+  deactivate(id: string): Promise<AdapterRecord | null>
+}
+
+/** The highest rank any vLLM release loads (its --max-lora-rank choices end at 512). */
+const MAX_RANK = 512
+
+export function createAdapters(
+  store: AdapterStore & Pick<AccountStore, 'getAccount'>,
+  catalog: Catalog,
+  /** `onChanged`: told the account whose adapters changed (the gateway's adapter directory). */
+  hooks: { onChanged?: (accountId: string) => void } = {},
+): Adapters {
+  const invalid = (param: string, message: string): AdapterRefusal => ({
+    kind: 'invalid',
+    param,
+    message,
+  })
+
+  function check(input: AdapterInput): AdapterRefusal | string {
+    const model = catalog.find(input.baseModel)
+    if (!model) {
+      const examples = catalog.models.filter((m) => m.adapters).map((m) => m.id)
+      return invalid(
+        'base_model',
+        `unknown model ${JSON.stringify(excerpt(input.baseModel))}; use a model of the catalog${examples.length ? `, for example ${examples.slice(0, 3).join(', ')}` : ''}`,
+      )
+    }
+    if (!model.adapters || loraOfferings(catalog, catalog.usable(model)).length === 0) {
+      return invalid(
+        'base_model',
+        `${model.id} is not served with adapters on this gateway: its catalog entry needs "adapters" and an offering on a provider with "lora": true`,
+      )
+    }
+    if (!ADAPTER_NAME.test(input.name)) {
+      return invalid(
+        'name',
+        'must be 1–64 lowercase letters, digits, ".", "_" or "-", starting with a letter or digit',
+      )
+    }
+    const highest = Math.min(maxRank(model) ?? MAX_RANK, MAX_RANK)
+    if (!Number.isInteger(input.rank) || input.rank < 1 || input.rank > highest) {
+      return invalid('rank', `must be a whole number from 1 to ${highest} for ${model.id}`)
+    }
+    const cap = model.adapters.max_total_mib
+    if (cap !== undefined && input.sizeMib > cap) {
+      return invalid(
+        'size_mib',
+        `must be at most ${cap} for ${model.id}: a batch stages at most ${cap} MiB of adapters (max_total_mib)`,
+      )
+    }
+    return model.id
+  }
+
+  return {
+    async register(accountId, input) {
+      const checked = check(input)
+      if (typeof checked !== 'string') return checked
+      const id = adapterId(checked, accountId, input.name)
+      const result = await store.createAdapter({
+        id,
+        accountId,
+        baseModel: checked,
+        name: input.name,
+        rank: input.rank,
+        sizeMib: input.sizeMib,
+        source: input.source,
+        createdAt: nowSeconds(),
+      })
+      switch (result.kind) {
+        case 'no_account':
+          return { kind: 'no_account', param: null, message: `account ${excerpt(accountId)}` }
+        case 'duplicate':
+          return {
+            kind: 'duplicate',
+            param: 'name',
+            message: `the account already has an adapter ${id} (${result.adapter.status}); register it under another name`,
+          }
+        case 'created':
+          hooks.onChanged?.(accountId)
+          return result.adapter
+      }
+    },
+    async list(accountId) {
+      if (!(await store.getAccount(accountId))) return null
+      return store.listAdapters(accountId)
+    },
+    async deactivate(id) {
+      const adapter = await store.deactivateAdapter(id, nowSeconds())
+      if (adapter) hooks.onChanged?.(adapter.accountId)
+      return adapter
+    },
+  }
+}

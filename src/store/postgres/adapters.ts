@@ -1,0 +1,43 @@
+/** Fine-tuned adapters on PostgreSQL: a row per adapter, keyed by its `ft:` id. */
+import type postgres from 'postgres'
+import { rowToAdapter } from '../rows.ts'
+import type { CreateAdapterResult, NewAdapter } from '../store.ts'
+
+type Sql = postgres.Sql
+
+async function byId(sql: Sql, id: string) {
+  const [row] = await sql`SELECT * FROM adapters WHERE id = ${id}`
+  return row ? rowToAdapter(row) : null
+}
+
+/** One statement: the account check and the insert, a racing duplicate answered by the key. */
+export async function createAdapter(sql: Sql, adapter: NewAdapter): Promise<CreateAdapterResult> {
+  const [row] = await sql`
+    INSERT INTO adapters (id, account_id, base_model, name, rank, size_mib, source, status, created_at)
+    SELECT ${adapter.id}, a.id, ${adapter.baseModel}, ${adapter.name}, ${adapter.rank},
+      ${adapter.sizeMib}, ${adapter.source}, 'active', ${adapter.createdAt}
+    FROM accounts a WHERE a.id = ${adapter.accountId}
+    ON CONFLICT (id) DO NOTHING
+    RETURNING *`
+  if (row) return { kind: 'created', adapter: rowToAdapter(row) }
+  const existing = await byId(sql, adapter.id)
+  return existing ? { kind: 'duplicate', adapter: existing } : { kind: 'no_account' }
+}
+
+export const getAdapter = byId
+
+export async function listAdapters(sql: Sql, accountId: string, activeOnly: boolean) {
+  const rows = await sql`
+    SELECT * FROM adapters
+    WHERE account_id = ${accountId} ${activeOnly ? sql`AND status = 'active'` : sql``}
+    ORDER BY created_at, id`
+  return rows.map(rowToAdapter)
+}
+
+export async function deactivateAdapter(sql: Sql, id: string, at: number) {
+  const [row] = await sql`
+    UPDATE adapters SET status = 'inactive', deactivated_at = coalesce(deactivated_at, ${at})
+    WHERE id = ${id}
+    RETURNING *`
+  return row ? rowToAdapter(row) : null
+}

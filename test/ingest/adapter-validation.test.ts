@@ -1,0 +1,93 @@
+/**
+ * Adapters in a file validated on two cores (src/ingest/parallel-validation.ts): the account's
+ * adapters reach the validation thread, a clean file is put together from the halves, and the
+ * base's limits hold for the two halves together, with the verdict of one pass in every case.
+ */
+import { afterAll, describe, expect, test } from 'bun:test'
+import type { AdapterRecord } from '../../src/catalog/adapters.ts'
+import { createCatalog } from '../../src/catalog/catalog.ts'
+import { loadConfig } from '../../src/config.ts'
+import { createFileValidator, type ValidationPath } from '../../src/ingest/parallel-validation.ts'
+import { validateBatchFile } from '../../src/ingest/validate-batch-file.ts'
+import { chatLine, jsonl } from '../helpers/gateway.ts'
+import { writeCatalog } from '../helpers/catalog.ts'
+import { LORA_BASE, loraCatalog } from '../helpers/lora-catalog.ts'
+
+const config = loadConfig({ MULTIGRID_CONFIG: writeCatalog(loraCatalog('http://127.0.0.1:9/v1')) })
+const catalog = createCatalog(config.catalog, config.providerKeys)
+const paths: ValidationPath[] = []
+const validator = createFileValidator(catalog, config, {
+  minParallelBytes: 0,
+  parallel: true,
+  observe: (how) => paths.push(how),
+})
+afterAll(() => validator.close())
+const LIMITS = { maxLines: 1000, maxCustomIdLength: 64 }
+
+const adapter = (n: number): AdapterRecord => ({
+  id: `ft:lora-base:abc:a${n}`,
+  accountId: 'acct_1',
+  baseModel: LORA_BASE,
+  name: `a${n}`,
+  rank: 32,
+  sizeMib: 100,
+  source: `/srv/a${n}`,
+  status: 'active',
+  createdAt: 0,
+  deactivatedAt: null,
+})
+const lookup = new Map(Array.from({ length: 12 }, (_, n) => [adapter(n).id, adapter(n)]))
+/** A line of the base, then two lines for each of these adapters. */
+const file = (ids: number[]) =>
+  new TextEncoder().encode(
+    jsonl([
+      chatLine('base', 'x', {}, LORA_BASE),
+      ...ids.flatMap((n) => [0, 1].map((k) => chatLine(`l${n}-${k}`, 'x', {}, adapter(n).id))),
+    ]),
+  )
+
+async function bothWays(bytes: Uint8Array) {
+  paths.length = 0
+  const split = await validator.validate(bytes, LIMITS, lookup)
+  const onePass = validateBatchFile(bytes, catalog, LIMITS, { adapters: lookup })
+  return { split, onePass, path: paths[0] }
+}
+
+describe('adapters in a file validated on two cores', () => {
+  test("the account's adapters reach the validation thread: a clean file is put together from the halves", async () => {
+    const { split, onePass, path } = await bothWays(file([0, 1, 2, 3, 4, 5, 6, 7]))
+    expect(path).toBe('split')
+    expect(split.ok).toBe(true)
+    expect(split.ok && split.lines.length).toBe(17)
+    expect(split.ok && onePass.ok && split.ceiling.toFixed()).toBe(
+      onePass.ok && onePass.ceiling.toFixed(),
+    )
+  })
+
+  test('halves each within max_per_batch but over it together: refused, as one pass refuses it', async () => {
+    const { split, onePass, path } = await bothWays(file([0, 1, 2, 3, 4, 5, 6, 7, 8]))
+    expect(path).toBe('split_then_one_pass')
+    expect(split).toEqual(onePass)
+    expect(!split.ok && split.issues).toEqual([
+      expect.objectContaining({
+        code: 'model_not_found',
+        message: expect.stringContaining('max_per_batch'),
+      }),
+    ])
+  })
+
+  test("an id that is not the account's, in the thread's half: the issue of one pass", async () => {
+    const bytes = new TextEncoder().encode(
+      jsonl([
+        ...Array.from({ length: 10 }, (_, i) => chatLine(`b${i}`, 'x', {}, LORA_BASE)),
+        chatLine('foreign', 'x', {}, 'ft:lora-base:zzz:theirs'),
+      ]),
+    )
+    const { split, onePass, path } = await bothWays(bytes)
+    expect(path).toBe('split_then_one_pass')
+    expect(split).toEqual(onePass)
+    expect(!split.ok && split.issues.map((i) => [i.line, i.code])).toEqual([
+      [11, 'model_not_found'],
+    ])
+  })
+})
