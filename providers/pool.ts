@@ -25,6 +25,8 @@ export interface Replica {
   readonly client: HttpClient
   inFlight: number
   healthy: boolean
+  /** Out because it refused a connection or failed a probe, not merely for failing calls. */
+  unreachable: boolean
   consecutiveFailures: number
   /** Adaptive concurrency only: this replica's working point. */
   readonly limiter: AdaptiveLimit | null
@@ -70,6 +72,8 @@ export interface ReplicaPool {
   /** Raises this replica's in-flight count: a call chosen for it by its caller (lora-residency.ts). */
   take(replica: Replica): void
   unhealthy(): string[]
+  /** Every replica is out and unreachable (see Replica.unreachable): the provider is down. */
+  unreachable(): boolean
   close(): Promise<void>
 }
 
@@ -116,6 +120,7 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
     }),
     inFlight: 0,
     healthy: true,
+    unreachable: false,
     consecutiveFailures: 0,
     limiter: options.adaptive
       ? createAdaptiveLimit({
@@ -160,11 +165,15 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
       deadline.done()
     }
     if (up) bringBack(replica)
-    else scheduleProbe(replica)
+    else {
+      replica.unreachable = true
+      scheduleProbe(replica)
+    }
   }
 
   function bringBack(replica: Replica): void {
     replica.healthy = true
+    replica.unreachable = false
     replica.outSince = null
     replica.consecutiveFailures = 0
     const timer = probes.get(replica)
@@ -314,8 +323,10 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
       if (health === 'ok') {
         if (replica.healthy) replica.consecutiveFailures = 0
         else bringBack(replica)
-      } else if (health === 'down') takeOut(replica)
-      else if (health === 'failure') {
+      } else if (health === 'down') {
+        replica.unreachable = true
+        takeOut(replica)
+      } else if (health === 'failure') {
         replica.consecutiveFailures++
         if (replica.consecutiveFailures >= failuresBeforeOut && replica.healthy) takeOut(replica)
       }
@@ -333,6 +344,7 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
       return points
     },
     unhealthy: () => replicas.filter((r) => !r.healthy).map((r) => r.baseUrl),
+    unreachable: () => replicas.every((r) => !r.healthy && r.unreachable),
     async close() {
       closed = true
       for (const timer of probes.values()) clearTimeout(timer)

@@ -123,6 +123,11 @@ export interface ProviderAdapter {
   workingLimit(): number
   /** Adaptive concurrency: each replica's working point, by base URL; empty without it. */
   workingPoints(): Record<string, number>
+  /**
+   * Every replica is out and cannot be reached (it refused connections or failed its health
+   * probe since): no call can be served now. Replicas out for answering 5xx are not unreachable.
+   */
+  unreachable(): boolean
   close(): Promise<void>
 }
 

@@ -53,8 +53,24 @@ const envSchema = z.object({
   MULTIGRID_LEASE_SECONDS: intFrom(1, 3600, 30),
   /** Poll interval of the dispatcher when no nudge arrives. */
   MULTIGRID_POLL_MS: intFrom(10, 60_000, 500),
+  /**
+   * How often each instance looks for batches waiting for credit (SPEC §14) when no deposit's
+   * nudge arrives: a deposit made where no nudge is sent is noticed within this.
+   */
+  MULTIGRID_CREDIT_WAIT_POLL_MS: intFrom(100, 60_000, 1_000),
   /** Attempts per line for retryable upstream failures before it fails `upstream_error`. */
   MULTIGRID_MAX_ATTEMPTS: intFrom(1, 100, 8),
+  /**
+   * The spill planner's safety margin (SPEC §13): the cheaper offerings are filled as far as they
+   * can finish a batch by deadline_at minus this share of its window. A share ("0.1") or a
+   * percentage ("10%"), below one half.
+   */
+  MULTIGRID_SPILL_MARGIN: z
+    .string()
+    .regex(/^(0(\.\d+)?|\d+(\.\d+)?%)$/, 'must be a share such as 0.1 or a percentage such as 10%')
+    .transform((text) => (text.endsWith('%') ? Number(text.slice(0, -1)) / 100 : Number(text)))
+    .refine((share) => share < 0.5, 'must be below one half of the window (0.5, 50%)')
+    .default(0.1),
   /** Set to 0 to run the HTTP API without a dispatcher (for a read-only replica). */
   MULTIGRID_DISPATCH: z.enum(['0', '1']).default('1'),
   MULTIGRID_RESULT_RETENTION_DAYS: intFrom(1, 3650, 30),
@@ -136,7 +152,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       enabled: e.MULTIGRID_DISPATCH === '1',
       leaseSeconds: e.MULTIGRID_LEASE_SECONDS,
       pollMs: e.MULTIGRID_POLL_MS,
+      creditWaitPollMs: e.MULTIGRID_CREDIT_WAIT_POLL_MS,
       maxAttempts: e.MULTIGRID_MAX_ATTEMPTS,
+      spillMargin: e.MULTIGRID_SPILL_MARGIN,
     },
     retention: {
       resultDays: e.MULTIGRID_RESULT_RETENTION_DAYS,

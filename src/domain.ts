@@ -59,6 +59,8 @@ export type LineErrorCode =
   | 'batch_expired'
   | 'structured_output_invalid'
   | 'max_cost_reached'
+  /** A batch waiting for credit (SPEC §14) that was still short after half its window. */
+  | 'insufficient_quota'
 
 export interface LineError {
   code: LineErrorCode
@@ -108,6 +110,19 @@ export interface BatchWaiting {
   until?: number
 }
 
+/**
+ * `waiting` as of `now` (Unix seconds): a 429 pause whose resume time has passed is over, whichever
+ * instance saw it (the one that did clears it when the batch moves again; another instance's
+ * lines may have moved it first). A new 429 sets a new pause.
+ */
+export function currentWaiting(waiting: BatchWaiting | null, now: number): BatchWaiting | null {
+  if (waiting?.code === 'provider_rate_limited' && waiting.until !== undefined)
+    return now > waiting.until + PAUSE_GRACE_SECONDS ? null : waiting
+  return waiting
+}
+/** Lines resume a moment after a pause ends: its wait is shown until then. */
+const PAUSE_GRACE_SECONDS = 2
+
 /** A batch as stored; the HTTP layers render it for their surface. */
 export interface BatchRecord {
   id: string
@@ -135,6 +150,8 @@ export interface BatchRecord {
   idempotencyKey: string | null
   /** When retention deleted its lines; null while its results are kept. */
   purgedAt: number | null
+  /** The planner's projected finish (SPEC §13 routing.eta), Unix seconds; null before it can tell. */
+  eta: number | null
   /** Validation errors of a batch refused on the OpenAI surface. */
   errors: { code: string; message: string; param: string | null; line: number | null }[] | null
   /** The batch's spend cap (SPEC §12), a decimal string; null for none. */

@@ -13,7 +13,7 @@ import { createLiveCredit, type LiveCredit } from './live/live-credit.ts'
 import { collectYoungGarbage } from './memory/young-garbage.ts'
 import { createCatalog } from './catalog/catalog.ts'
 import { connectRedis } from './coordination/redis.ts'
-import { NUDGE_CHANNEL, openNudges } from './coordination/nudges.ts'
+import { NUDGE_CHANNEL, openNudges, type Nudges } from './coordination/nudges.ts'
 import type { Config } from './config.ts'
 import { adminRoutes } from './http/admin.ts'
 import { bodyLimits } from './http/body-limits.ts'
@@ -25,6 +25,7 @@ import { nativeBatchRoutes } from './http/native-batches.ts'
 import { webhookRoutes } from './http/webhooks.ts'
 import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts'
 import { DEFAULT_RETRY } from './dispatch/retry-policy.ts'
+import { createWaitingBatches } from './dispatch/waiting-batches.ts'
 import { newId } from './domain.ts'
 import { createFleetGates } from './upstream/fleet-gate.ts'
 import { createUpstreams, type Upstreams } from './upstream/upstreams.ts'
@@ -61,7 +62,11 @@ export interface Gateway {
 
 export async function startGateway(
   config: Config,
-  options: { logger?: Logger } = {},
+  /**
+   * `clock` (Unix ms): what admission and the live ledger take for now, so a test can cross
+   * 00:00 UTC (the daily spend limit's reset); everything else keeps the real time.
+   */
+  options: { logger?: Logger; clock?: () => number } = {},
 ): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config.logLevel)
   const telemetry = createTelemetry({
@@ -88,6 +93,7 @@ export async function startGateway(
     idleMs: config.live.leaseIdleMs,
     blockCalls: config.live.leaseBlockCalls,
     logger,
+    now: options.clock,
   })
   // With Redis, each provider's max_concurrency holds for the whole fleet, not per instance.
   const fleet = redis
@@ -110,15 +116,28 @@ export async function startGateway(
         retry: { ...DEFAULT_RETRY, maxAttempts: config.dispatch.maxAttempts },
         drainMs: 10_000,
         onOutcome: observeLines(logger, telemetry),
+        spillMargin: config.dispatch.spillMargin,
         adapters: adapterDirectory.byId,
       })
     : null
-  // Admissions on any instance wake idle dispatchers on every instance (NOTIFY on PostgreSQL).
-  const nudges = await openNudges(
+  // Batches waiting for a top-up start on any instance once a deposit covers them.
+  let nudges: Nudges | null = null
+  const waiting = createWaitingBatches(store, {
+    everyMs: config.dispatch.creditWaitPollMs,
+    logger,
+    onStarted: () => nudges?.publish(),
+    now: options.clock,
+  })
+  // Admissions and deposits on any instance wake idle dispatchers and the batches waiting for
+  // credit on every instance (NOTIFY on PostgreSQL).
+  nudges = await openNudges(
     await openStoreChannel(config, NUDGE_CHANNEL),
     instanceId,
     logger,
-    () => dispatcher?.nudge(),
+    () => {
+      dispatcher?.nudge()
+      waiting.soon()
+    },
   )
   telemetry.observe({
     pendingLines: async () =>
@@ -142,6 +161,7 @@ export async function startGateway(
     },
     telemetry,
     adapterDirectory.active,
+    options.clock,
   )
   // A key revoked through this instance is refused here at once; elsewhere within the cache TTL.
   const accounts = createAccounts(
@@ -152,7 +172,7 @@ export async function startGateway(
       maxFiles: config.limits.defaultMaxFiles,
       maxStoredBytes: config.limits.defaultMaxStoredBytes,
     },
-    { onKeyRevoked: keys.forgetKey },
+    { onKeyRevoked: keys.forgetKey, onDeposit: () => nudges.publish(), now: options.clock },
   )
 
   const quotaDefaults = {
@@ -238,6 +258,7 @@ export async function startGateway(
   })
   const port = app.server!.port!
   dispatcher?.start()
+  waiting.start()
   const janitor = createJanitor(store, blobs, logger, config.retention)
   janitor.start(config.retention.intervalMs, { singleInstance: store.kind === 'sqlite' })
   // Every instance delivers; the store's leases give each attempt to one of them.
@@ -268,6 +289,7 @@ export async function startGateway(
     credit,
     upstreams,
     async stop() {
+      await waiting.stop()
       await janitor.stop()
       // Attempts under way end, their deliveries handed back for another instance or the next start.
       await webhooks.stop()

@@ -83,6 +83,7 @@ export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapte
     unhealthyReplicas: () => pool.unhealthy(),
     workingLimit: () => pool.workingLimit(),
     workingPoints: () => pool.workingPoints(),
+    unreachable: () => pool.unreachable(),
     close: () => pool.close(),
   }
 }

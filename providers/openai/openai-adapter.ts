@@ -113,6 +113,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
     unhealthyReplicas: () => pool.unhealthy(),
     workingLimit: () => pool.workingLimit(),
     workingPoints: () => pool.workingPoints(),
+    unreachable: () => pool.unreachable(),
     close: () => pool.close(),
   }
 }

@@ -1,21 +1,32 @@
 /** Account and key operations, shared by the admin API and the CLI. */
 import { generateKey } from '../auth/keys.ts'
 import { newId, nowSeconds, type KeyRecord, type Scope } from '../domain.ts'
-import { moneyText } from '../money/decimal.ts'
+import { Money, moneyText } from '../money/decimal.ts'
 import type {
   AccountStore,
   AccountView,
+  DailySpend,
   FileLimits,
   FileQuotaDefaults,
   UploadStore,
 } from '../store/store.ts'
 
-/** An account as the operator sees it: with its file limits in force and what its files use. */
+/**
+ * An account as the operator sees it: with its file limits in force and what its files use, and
+ * its daily spend limit (null: none) with what today has used of it.
+ */
 export interface AdminAccountView extends AccountView {
   files: { maxFiles: number; maxStoredBytes: number; filesInUse: number; storedBytes: number }
+  daily: DailySpend
 }
 
-export interface NewAccountInput extends FileLimits {
+/** Account settings to change; undefined leaves one as it is. */
+export interface AccountSettings extends FileLimits {
+  /** Decimal string; null: no daily limit. */
+  dailySpendLimitUsd?: string | null
+}
+
+export interface NewAccountInput extends AccountSettings {
   name: string
   creditUsd: string
   maxOpenBatches?: number
@@ -25,7 +36,7 @@ export interface NewAccountInput extends FileLimits {
 export interface Accounts {
   createAccount(input: NewAccountInput): Promise<AdminAccountView>
   getAccount(id: string): Promise<AdminAccountView | null>
-  updateAccount(id: string, settings: FileLimits): Promise<AdminAccountView | null>
+  updateAccount(id: string, settings: AccountSettings): Promise<AdminAccountView | null>
   addCredit(id: string, amountUsd: string): Promise<AdminAccountView | null>
   /** The key's secret is returned here once and never stored. */
   createKey(
@@ -38,14 +49,27 @@ export interface Accounts {
 export function createAccounts(
   store: AccountStore & UploadStore,
   defaults: { maxOpenBatches: number; rateLimitPerMinute: number } & FileQuotaDefaults,
-  /** `onKeyRevoked`: e.g. the gateway's key cache, so the instance that revoked a key refuses it at once. */
-  hooks: { onKeyRevoked?: (id: string) => void } = {},
+  /**
+   * `onKeyRevoked`: e.g. the gateway's key cache, so the instance that revoked a key refuses it at
+   * once. `onDeposit`: credit was added, so batches waiting for it may start now (SPEC §14).
+   */
+  hooks: {
+    onKeyRevoked?: (id: string) => void
+    onDeposit?: (accountId: string) => void
+    /** Unix ms: the day whose use the account shows. */
+    now?: () => number
+  } = {},
 ): Accounts {
   async function withFiles(account: AccountView | null): Promise<AdminAccountView | null> {
     if (!account) return null
     const quota = await store.getFileQuota(account.id)
+    const daily = (await store.getDailySpend(account.id, (hooks.now ?? Date.now)())) ?? {
+      limitUsd: null,
+      usedUsd: '0',
+    }
     return {
       ...account,
+      daily,
       files: {
         maxFiles: quota?.maxFiles ?? defaults.maxFiles,
         maxStoredBytes: quota?.maxStoredBytes ?? defaults.maxStoredBytes,
@@ -65,6 +89,8 @@ export function createAccounts(
         rateLimitPerMinute: input.rateLimitPerMinute ?? defaults.rateLimitPerMinute,
         createdAt: nowSeconds(),
       })
+      if (input.dailySpendLimitUsd != null)
+        await store.setDailySpendLimit(id, moneyText(input.dailySpendLimitUsd))
       if (input.maxFiles !== undefined || input.maxStoredBytes !== undefined) {
         await store.setFileQuota(id, {
           maxFiles: input.maxFiles,
@@ -76,9 +102,17 @@ export function createAccounts(
     getAccount: async (id) => withFiles(await store.getAccount(id)),
     async updateAccount(id, settings) {
       if (!(await store.setFileQuota(id, settings))) return null
+      if (settings.dailySpendLimitUsd !== undefined) {
+        const limit = settings.dailySpendLimitUsd
+        await store.setDailySpendLimit(id, limit === null ? null : moneyText(limit))
+      }
       return withFiles(await store.getAccount(id))
     },
-    addCredit: async (id, amount) => withFiles(await store.addCredit(id, moneyText(amount))),
+    async addCredit(id, amount) {
+      const account = await store.addCredit(id, moneyText(amount))
+      if (account && new Money(amount).greaterThan(0)) hooks.onDeposit?.(id)
+      return withFiles(account)
+    },
     async createKey(accountId, input) {
       const secret = generateKey()
       const record = await store.createKey({

@@ -3,12 +3,12 @@
  * one store transaction. Plain values in, a result out, refusals included; each surface renders it.
  */
 import { NO_ADAPTERS, type AdapterLookup } from '../catalog/adapters.ts'
-import { newId, nowSeconds, type BatchEndpoint, type BatchRecord } from '../domain.ts'
+import { newId, type BatchEndpoint, type BatchRecord } from '../domain.ts'
 import { refuse, type GatewayError } from '../errors.ts'
 import type { Issue, Warning } from '../ingest/issues.ts'
 import type { FileValidator } from '../ingest/parallel-validation.ts'
 import type { FileLimits } from '../ingest/validate-batch-file.ts'
-import { availableUsd, Money, usd } from '../money/decimal.ts'
+import { availableUsd, batchHold, Money, usd } from '../money/decimal.ts'
 import type { AccountStore, BatchStore } from '../store/store.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 
@@ -22,17 +22,31 @@ export interface SubmitOptions {
   inputFileId: string | null
   /** The endpoint the caller declared (OpenAI surface); every line's url must match it. */
   endpoint?: BatchEndpoint
+  /**
+   * wait_for_credit=true (SPEC §14): a hold that does not fit waits up to half the window for a
+   * deposit, as a `validating` batch, instead of being refused 402.
+   */
+  waitForCredit?: boolean
+  /** The batch's spend cap (SPEC §12), canonical decimal text; null or absent for none. */
+  maxCostUsd?: string | null
 }
 
-/** A dry run needs only whose credit to compare with and what the lines must be. */
-export type QuoteOptions = Pick<SubmitOptions, 'accountId' | 'source' | 'endpoint'>
+/** A dry run needs only whose credit to compare with, what the lines must be and the cap. */
+export type QuoteOptions = Pick<SubmitOptions, 'accountId' | 'source' | 'endpoint' | 'maxCostUsd'>
 
 export type Invalid = { kind: 'invalid'; issues: Issue[]; omitted: number; lineCount: number }
 
 /** A valid file the account cannot take now; each surface renders it (refusalOf, or its own way). */
 export type Refused =
-  | { kind: 'insufficient_quota'; costCeilingUsd: string; availableUsd: string }
+  | {
+      kind: 'insufficient_quota'
+      costCeilingUsd: string
+      availableUsd: string
+      /** The cap, when it is what was to be held (lower than the ceiling). */
+      maxCostUsd?: string
+    }
   | { kind: 'limit_exceeded'; limit: number; inUse: number }
+  | { kind: 'daily_limit_exceeded'; limitUsd: string; usedUsd: string }
 
 export type SubmitResult = { kind: 'created' | 'duplicate'; batch: BatchRecord } | Invalid | Refused
 
@@ -41,6 +55,7 @@ export type QuoteResult =
       kind: 'quote'
       lineCount: number
       costCeilingUsd: string
+      maxCostUsd: string | null
       creditSufficient: boolean
       availableUsd: string
       /** What the file's valid lines may run into (SPEC §14: a schema that recurses without end). */
@@ -59,9 +74,21 @@ export interface Admission {
 export function refusalOf(result: Refused): GatewayError {
   switch (result.kind) {
     case 'insufficient_quota':
+      if (result.maxCostUsd !== undefined)
+        return refuse(
+          'insufficient_quota',
+          `the batch's max_cost_usd of $${result.maxCostUsd} (held instead of its cost ceiling of $${result.costCeilingUsd}) exceeds the account's available credit of $${result.availableUsd}; add credit or set a lower max_cost_usd`,
+          {
+            detail: {
+              cost_ceiling_usd: result.costCeilingUsd,
+              max_cost_usd: result.maxCostUsd,
+              available_usd: result.availableUsd,
+            },
+          },
+        )
       return refuse(
         'insufficient_quota',
-        `the batch's cost ceiling of $${result.costCeilingUsd} exceeds the account's available credit of $${result.availableUsd}; add credit or submit fewer lines or a lower max_tokens`,
+        `the batch's cost ceiling of $${result.costCeilingUsd} exceeds the account's available credit of $${result.availableUsd}; add credit, set a max_cost_usd the credit covers, or submit fewer lines or a lower max_tokens`,
         { detail: { cost_ceiling_usd: result.costCeilingUsd, available_usd: result.availableUsd } },
       )
     case 'limit_exceeded':
@@ -70,6 +97,8 @@ export function refusalOf(result: Refused): GatewayError {
         `the account already has ${result.inUse} open batches, its limit; wait for one to finish or cancel one`,
         { detail: { limit: { open_batches: result.limit, in_use: result.inUse } } },
       )
+    case 'daily_limit_exceeded':
+      return dailyLimitRefusal(result, 'this batch')
   }
 }
 
@@ -84,6 +113,21 @@ function mentionsAdapter(bytes: Uint8Array): boolean {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).indexOf('"ft:') >= 0
 }
 
+/**
+ * The daily spend limit's refusal (SPEC §12), for a submit and for a live call: the limit and
+ * what the day has used, in `error.limit` as the other limits say theirs.
+ */
+export function dailyLimitRefusal(
+  limit: { limitUsd: string; usedUsd: string },
+  what: string,
+): GatewayError {
+  return refuse(
+    'limit_exceeded',
+    `${what} would pass the account's daily spend limit of $${limit.limitUsd} ($${usd(limit.usedUsd)} used since 00:00 UTC, batches' holds and live calls included); it resets at 00:00 UTC, and a deposit does not raise it`,
+    { detail: { limit: { daily_spend_usd: limit.limitUsd, used_usd: usd(limit.usedUsd) } } },
+  )
+}
+
 export function createAdmission(
   store: BatchStore & AccountStore,
   validator: FileValidator,
@@ -91,11 +135,16 @@ export function createAdmission(
   onAdmitted: (batch: BatchRecord) => void = () => {},
   telemetry: Telemetry = noTelemetry,
   adapters: AdapterSource = async () => NO_ADAPTERS,
+  /** Unix ms; the clock the daily limit's day is read from. */
+  now: () => number = Date.now,
 ): Admission {
   /** Every line valid, and of the declared endpoint when there is one. */
   async function check(bytes: Uint8Array, options: QuoteOptions) {
     const lookup = mentionsAdapter(bytes) ? await adapters(options.accountId) : NO_ADAPTERS
-    const verdict = await validator.validate(bytes, limits, lookup)
+    // A capped batch stores each line's own ceiling, which the claim checks against the cap.
+    const verdict = await validator.validate(bytes, limits, lookup, {
+      lineCeilings: Boolean(options.maxCostUsd),
+    })
     if (!verdict.ok) {
       return {
         kind: 'invalid',
@@ -124,15 +173,18 @@ export function createAdmission(
   }
 
   async function quote(bytes: Uint8Array, options: QuoteOptions): Promise<QuoteResult> {
-    const verdict = await check(bytes, options)
+    // The quote needs no per-line ceilings: only the total is compared.
+    const verdict = await check(bytes, { ...options, maxCostUsd: null })
     if ('kind' in verdict) return verdict
     const account = await store.getAccount(options.accountId)
     const free = account ? availableUsd(account) : new Money(0)
+    const hold = batchHold(verdict.ceiling.toFixed(), options.maxCostUsd)
     return {
       kind: 'quote',
       lineCount: verdict.lines.length,
       costCeilingUsd: usd(verdict.ceiling.toFixed()),
-      creditSufficient: verdict.ceiling.lessThanOrEqualTo(free),
+      maxCostUsd: options.maxCostUsd ? usd(options.maxCostUsd) : null,
+      creditSufficient: free.greaterThanOrEqualTo(hold),
       availableUsd: usd(free),
       warnings: verdict.warnings,
       warningsOmitted: verdict.warningsOmitted,
@@ -147,7 +199,11 @@ export function createAdmission(
     const verdict = await check(bytes, options)
     if ('kind' in verdict) return verdict
     const ceiling = verdict.ceiling.toFixed()
-    const createdAt = nowSeconds()
+    const createdAt = Math.floor(now() / 1000)
+    // Half the window (SPEC §14): the rest is left for the batch to run once credit comes.
+    const creditWaitUntil = options.waitForCredit
+      ? createdAt + options.completionWindowHours * 1800
+      : null
     const result = await store.admitBatch({
       id: newId('batch_'),
       accountId: options.accountId,
@@ -157,12 +213,14 @@ export function createAdmission(
       createdAt,
       deadlineAt: createdAt + options.completionWindowHours * 3600,
       costCeilingUsd: ceiling,
+      maxCostUsd: options.maxCostUsd ?? null,
       lineCount: verdict.lines.length,
       source: options.source,
       metadata: options.metadata,
       inputFileId: options.inputFileId,
       idempotencyKey: options.idempotencyKey,
       lines: verdict.lines,
+      creditWaitUntil,
     })
     switch (result.kind) {
       case 'created':
@@ -175,9 +233,15 @@ export function createAdmission(
           kind: 'insufficient_quota',
           costCeilingUsd: usd(ceiling),
           availableUsd: usd(result.availableUsd),
+          ...(options.maxCostUsd && new Money(options.maxCostUsd).lessThan(ceiling)
+            ? { maxCostUsd: usd(options.maxCostUsd) }
+            : {}),
         }
       case 'limit_exceeded':
         telemetry.rateLimited('open_batches')
+        return result
+      case 'daily_limit_exceeded':
+        telemetry.rateLimited('daily_spend')
         return result
     }
   }
@@ -232,6 +296,7 @@ function describeAdmission(result: SubmitResult | QuoteResult): Record<string, s
         'batch.cost_ceiling_usd': result.costCeilingUsd,
       }
     case 'limit_exceeded':
-      return { 'batch.result': 'limit_exceeded' }
+    case 'daily_limit_exceeded':
+      return { 'batch.result': result.kind }
   }
 }

@@ -17,6 +17,12 @@ export interface Catalog {
   usable(model: ModelEntry): Offering[]
   /** Offerings a request may go to, in the order to try them. Empty: nothing can serve it. */
   route(model: ModelEntry, routing: Routing | undefined): Offering[]
+  /**
+   * The same offerings for a batch line, in the planner's order (SPEC §13): `provider.order`
+   * when given, else cheapest first (input + output price per million tokens; ties keep the
+   * catalog's order). `allow_fallbacks: false` keeps the first of that order alone.
+   */
+  routeBatch(model: ModelEntry, routing: Routing | undefined): Offering[]
   /** The environment variable a provider is missing, if any. */
   missingKey(providerName: string): string | null
 }
@@ -67,6 +73,7 @@ export function createCatalog(
   }
   const usableCache = new Map<ModelEntry, Offering[]>()
   const routeCache = new Map<ModelEntry, Map<string, Offering[]>>()
+  const batchRouteCache = new Map<ModelEntry, Map<string, Offering[]>>()
   const usable = (model: ModelEntry) => {
     let offerings = usableCache.get(model)
     if (!offerings) {
@@ -83,21 +90,34 @@ export function createCatalog(
     missingKey,
     route(model, routing) {
       if (!routing) return usable(model)
-      // Lines of a file mostly share one routing object: the same answer (the same array) for
-      // each keeps the ceiling tally at one group, and the prices are compared once, not per line.
-      const key = JSON.stringify(routing)
-      let routes = routeCache.get(model)
-      if (!routes) routeCache.set(model, (routes = new Map()))
-      let offerings = routes.get(key)
-      if (!offerings) {
-        if (routes.size >= ROUTE_CACHE_SIZE) routes.clear()
-        offerings = routeUncached(model, routing)
-        routes.set(key, offerings)
-      }
-      return offerings
+      return cached(routeCache, model, routing, false)
+    },
+    routeBatch(model, routing) {
+      const offerings = usable(model)
+      if (!routing && offerings.length < 2) return offerings
+      return cached(batchRouteCache, model, routing ?? {}, true)
     },
   }
-  function routeUncached(model: ModelEntry, routing: Routing): Offering[] {
+  // Lines of a file mostly share one routing object: the same answer (the same array) for each
+  // keeps the ceiling tally at one group, and the prices are compared once, not per line.
+  function cached(
+    cache: Map<ModelEntry, Map<string, Offering[]>>,
+    model: ModelEntry,
+    routing: Routing,
+    byPrice: boolean,
+  ): Offering[] {
+    const key = JSON.stringify(routing)
+    let routes = cache.get(model)
+    if (!routes) cache.set(model, (routes = new Map()))
+    let offerings = routes.get(key)
+    if (!offerings) {
+      if (routes.size >= ROUTE_CACHE_SIZE) routes.clear()
+      offerings = routeUncached(model, routing, byPrice)
+      routes.set(key, offerings)
+    }
+    return offerings
+  }
+  function routeUncached(model: ModelEntry, routing: Routing, byPrice: boolean): Offering[] {
     let offerings = usable(model)
     if (routing.only) offerings = offerings.filter((o) => routing.only!.includes(o.provider))
     if (routing.ignore) offerings = offerings.filter((o) => !routing.ignore!.includes(o.provider))
@@ -108,6 +128,9 @@ export function createCatalog(
         return index === -1 ? routing.order!.length : index
       }
       offerings = [...offerings].sort((a, b) => rank(a) - rank(b))
+    } else if (byPrice) {
+      const price = (o: Offering) => new Money(o.input_usd_per_mtok).plus(o.output_usd_per_mtok)
+      offerings = [...offerings].sort((a, b) => price(a).comparedTo(price(b)))
     }
     return routing.allow_fallbacks === false ? offerings.slice(0, 1) : offerings
   }

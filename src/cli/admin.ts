@@ -11,13 +11,15 @@ import { ALL_SCOPES, type Scope } from '../domain.ts'
 import { creditAmountProblem } from '../money/credit-amount.ts'
 import { renderAccount, renderAdapter, renderKey } from '../http/render-admin.ts'
 import { parseWholeNumber } from '../schemas/whole-number.ts'
-import { openStore } from '../store/open-store.ts'
+import { NUDGE_CHANNEL } from '../coordination/nudges.ts'
+import { openStore, openStoreChannel } from '../store/open-store.ts'
 
 const USAGE = `usage: bun run mg <command>
   accounts create <name> [--credit USD] [--max-open-batches N] [--rate-limit N]
-                  [--max-files N] [--max-stored-bytes N]
+                  [--max-files N] [--max-stored-bytes N] [--daily-limit USD]
   accounts show <account-id>
   accounts set <account-id> [--max-files N|default] [--max-stored-bytes N|default]
+                  [--daily-limit USD|none]
   accounts credit <account-id> <amount-usd>
   keys create <account-id> [--name NAME] [--scopes batches,inference,read] [--rate-limit N]
   keys revoke <key-id>
@@ -33,6 +35,7 @@ const { values, positionals } = parseArgs({
     'rate-limit': { type: 'string' },
     'max-files': { type: 'string' },
     'max-stored-bytes': { type: 'string' },
+    'daily-limit': { type: 'string' },
     name: { type: 'string' },
     scopes: { type: 'string' },
     rank: { type: 'string' },
@@ -70,6 +73,14 @@ const decimal = (text: string | undefined, what: string) => {
   return text
 }
 
+/** The daily spend limit (SPEC §12): a decimal amount ≥ 0, or `none` (null) for no limit. */
+const dailyLimit = (text: string | undefined): string | null | undefined => {
+  if (text === undefined) return undefined
+  if (text === 'none') return null
+  if (text.startsWith('-')) fail('--daily-limit must not be negative')
+  return decimal(text, '--daily-limit')
+}
+
 let config
 try {
   config = loadConfig()
@@ -86,6 +97,17 @@ const accounts = createAccounts(store, {
 })
 const adapters = createAdapters(store, createCatalog(config.catalog, config.providerKeys))
 const [group, command, first, second, third] = positionals
+
+/** A nudge on the store's channel (PostgreSQL): the running instances look for work now. */
+async function nudgeInstances() {
+  const channel = await openStoreChannel(config!, NUDGE_CHANNEL)
+  if (!channel) return
+  try {
+    await channel.send('cli')
+  } finally {
+    await channel.close()
+  }
+}
 const print = (value: unknown) => console.log(JSON.stringify(value, null, 2))
 
 try {
@@ -99,6 +121,7 @@ try {
           rateLimitPerMinute: int(values['rate-limit'], 'rate-limit'),
           maxFiles: limit(values['max-files'], 'max-files') ?? undefined,
           maxStoredBytes: limit(values['max-stored-bytes'], 'max-stored-bytes') ?? undefined,
+          dailySpendLimitUsd: dailyLimit(values['daily-limit']),
         }),
       ),
     )
@@ -106,6 +129,7 @@ try {
     const account = await accounts.updateAccount(first, {
       maxFiles: limit(values['max-files'], 'max-files'),
       maxStoredBytes: limit(values['max-stored-bytes'], 'max-stored-bytes'),
+      dailySpendLimitUsd: dailyLimit(values['daily-limit']),
     })
     if (!account) fail(`no account ${first}`)
     print(renderAccount(account))
@@ -117,6 +141,8 @@ try {
     const account = await accounts.addCredit(first, decimal(second, 'amount')!)
     if (!account) fail(`no account ${first}`)
     print(renderAccount(account))
+    // Batches waiting for credit start at once on every instance, not at their next poll.
+    if (!second.startsWith('-')) await nudgeInstances()
   } else if (group === 'keys' && command === 'create' && first) {
     const scopes = (values.scopes?.split(',').map((s) => s.trim()) ?? [...ALL_SCOPES]) as Scope[]
     const unknown = scopes.filter((s) => !ALL_SCOPES.includes(s))

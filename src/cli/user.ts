@@ -14,9 +14,13 @@ import { FINAL_STATUSES, progressLine, summary, table, type BatchView } from './
 
 const USAGE = `usage: multigrid <command> [options]
 
-  submit FILE [--name NAME] [--window-hours N] [--dry-run] [--wait] [--out FILE]
+  submit FILE [--name NAME] [--window-hours N] [--max-cost USD] [--dry-run] [--wait-for-credit]
+              [--wait] [--out FILE]
                              submit a JSONL file; prints the batch id. --wait shows progress on
-                             stderr until the batch ends; --out then writes its results there
+                             stderr until the batch ends; --out then writes its results there.
+                             --max-cost: the batch's spend cap (max_cost_usd).
+                             --wait-for-credit: if the credit does not cover it yet, it waits
+                             for a deposit (up to half its window) instead of being refused
   status ID [--json]         the batch's counts, cost and time left
   list [--limit N] [--json]  your newest batches
   results ID [--failed | --succeeded] [--input] [--out FILE]
@@ -31,7 +35,9 @@ class UsageError extends Error {}
 const OPTIONS = {
   name: { type: 'string' },
   'window-hours': { type: 'string' },
+  'max-cost': { type: 'string' },
   'dry-run': { type: 'boolean' },
+  'wait-for-credit': { type: 'boolean' },
   wait: { type: 'boolean' },
   out: { type: 'string', short: 'o' },
   failed: { type: 'boolean' },
@@ -110,7 +116,9 @@ async function submit(api: Api, file: string, flags: Flags): Promise<number> {
   const query = new URLSearchParams()
   if (flags.name) query.set('name', flags.name)
   if (flags['window-hours']) query.set('completion_window_hours', flags['window-hours'])
+  if (flags['max-cost']) query.set('max_cost_usd', flags['max-cost'])
   if (flags['dry-run']) query.set('dry_run', 'true')
+  if (flags['wait-for-credit']) query.set('wait_for_credit', 'true')
   const response = await api.request(`/v1/batches?${query}`, {
     method: 'POST',
     // The file is streamed from disk; the key makes a retry after a dropped connection safe.
@@ -120,6 +128,7 @@ async function submit(api: Api, file: string, flags: Flags): Promise<number> {
   const created = (await response.json()) as BatchView & {
     line_count?: number
     credit_sufficient?: boolean
+    waiting?: { message: string } | null
   }
   if (flags['dry-run']) {
     process.stdout.write(JSON.stringify(created, null, 2) + '\n')
@@ -128,6 +137,8 @@ async function submit(api: Api, file: string, flags: Flags): Promise<number> {
   process.stderr.write(
     `submitted ${created.id}: ${created.request_counts.total} lines, $${created.cost_ceiling_usd} held as the cost ceiling\n`,
   )
+  // Admitted to wait for a deposit (SPEC §14): say how much.
+  if (created.waiting) process.stderr.write(`${created.waiting.message}\n`)
   process.stdout.write(created.id + '\n')
   if (!flags.wait) return 0
   const final = await watch(api, created.id)

@@ -13,9 +13,11 @@ import type { Upstreams } from '../upstream/upstreams.ts'
 import { maintainBatches } from './batch-maintenance.ts'
 import { createClaimPlanner } from './claim-planner.ts'
 import { createPeriodicTask } from './periodic-task.ts'
+import { plannedSend } from './planned-send.ts'
 import { createRecorder } from './recorder.ts'
 import type { RetryPolicy } from './retry-policy.ts'
 import { runLine } from './run-line.ts'
+import { createSpillPlanner } from './spill-planner.ts'
 import { Tally } from './tally.ts'
 import { createWakeSignal } from './wake-signal.ts'
 import { observeCalls } from './observe-calls.ts'
@@ -23,6 +25,8 @@ import { createWaitingReporter } from './waiting-reporter.ts'
 import { pauseMsAfter } from '../upstream/upstreams.ts'
 
 const RUNNABLE_REUSE_MS = 200
+/** A batch none of whose lines was launched here for this long is forgotten by the planner. */
+const FORGET_AFTER_MS = 10_000
 /** A periodic task asked to run early does so at most this often. */
 const EARLY_GAP_MS = 20
 
@@ -35,6 +39,8 @@ export interface DispatcherOptions {
   drainMs: number
   /** Told of every outcome about to be recorded (metrics and debug logs). */
   onOutcome?: (outcome: LineOutcome) => void
+  /** The spill planner's safety margin, a share of each batch's window (MULTIGRID_SPILL_MARGIN). */
+  spillMargin: number
   /** Adapters by `ft:` id, for lines that name one (SPEC §14). */
   adapters?: (id: string) => Promise<AdapterRecord | null>
 }
@@ -58,6 +64,12 @@ export function createDispatcher(
   const leaseMs = options.leaseSeconds * 1000
   const abort = new AbortController()
   const planner = createClaimPlanner({ capacity: upstreams.capacity() })
+  const spill = createSpillPlanner({
+    marginShare: options.spillMargin,
+    available: upstreams.available,
+    unreachable: upstreams.unreachable,
+    limit: (provider) => upstreams.gate(provider).limit,
+  })
   const wake = createWakeSignal()
   let running = false
   let loop: Promise<void> | null = null
@@ -98,7 +110,42 @@ export function createDispatcher(
     () => maintainBatches(store, logger, active, stopped),
     'maintenance',
   )
-  const tasks = [heartbeat, reaper, maintenance]
+  /** What was last written of each batch's ETA. */
+  const lastEta = new Map<string, number | null>()
+  // The planner's projection, written when it moved by more than a little (not on every pass),
+  // and why a batch's lines wait as far as the planner knows (all of its providers unreachable,
+  // or full with other batches' lines); the reporter clears it once a line of the batch ends.
+  const projection = every(
+    1000,
+    async () => {
+      const now = Date.now()
+      // The pending counts as the last claim read them (none known: no ETA this pass).
+      const pending = runnable ? new Map(runnable.batches.map((b) => [b.id, b.pending])) : null
+      const etas: { batchId: string; eta: number | null }[] = []
+      for (const id of spill.batchIds()) {
+        // Gone from here: no line in flight here, none claimed for a while.
+        if (!active.has(id) && spill.lastSeen(id) < now - FORGET_AFTER_MS) {
+          lastEta.delete(id)
+          spill.forget(id)
+          continue
+        }
+        const eta = pending && spill.eta(id, (pending.get(id) ?? 0) + active.count(id), now)
+        const last = lastEta.get(id)
+        if (
+          pending &&
+          (last === undefined || (last === null) !== (eta === null) || Math.abs(eta! - last!) > 2)
+        )
+          etas.push({ batchId: id, eta })
+        const reason = spill.waiting(id, now)
+        if (reason?.code === 'provider_unavailable') waiting.unavailable(id, reason.providers)
+        else if (reason?.code === 'capacity_busy') waiting.capacityBusy(id, reason.providers)
+      }
+      if (etas.length > 0) await store.recordEtas(etas)
+      for (const { batchId, eta } of etas) lastEta.set(batchId, eta)
+    },
+    'projection',
+  )
+  const tasks = [heartbeat, reaper, maintenance, projection]
 
   /** Set when a batch's last line in flight here ended; the recorder's next write then asks for maintenance. */
   let lastLineOut = false
@@ -108,10 +155,6 @@ export function createDispatcher(
     maintenance.soon()
   })
   const waiting = createWaitingReporter(store, logger)
-  const replicas = (provider: string) => {
-    const baseUrl = catalog.provider(provider)?.base_url
-    return Array.isArray(baseUrl) ? baseUrl.length : 1
-  }
   // Calls in flight per provider for routing.providers, and what makes a batch wait.
   const observed = observeCalls(upstreams, {
     started: (line, provider) => recorder.call(line.batchId, provider, 1),
@@ -120,12 +163,13 @@ export function createDispatcher(
       if (!outcome || outcome.ok) return
       if (outcome.error.kind === 'rate_limited') {
         waiting.rateLimited(line.batchId, provider, Date.now() + pauseMsAfter(outcome.error))
-      } else if (outcome.error.retryable) {
-        const down = upstreams.health()[provider]?.unhealthy_replicas.length ?? 0
-        if (down >= replicas(provider)) waiting.unavailable(line.batchId, provider)
+      } else if (outcome.error.retryable && upstreams.unreachable(provider)) {
+        waiting.unavailable(line.batchId, provider)
       }
     },
   })
+  // Batch lines go through the planner, then the observer, then the upstreams.
+  const spillSend = plannedSend(observed, spill)
 
   /**
    * The last list of runnable batches, reused for a short while: the list only changes when a
@@ -158,13 +202,15 @@ export function createDispatcher(
       batch.pending -= lines.length
       if (lines.length < count) runnable = null
       claimed += lines.length
-      for (const line of lines) launch(line)
+      // Each line's offering is chosen as it is launched: the lines after it are not sent yet.
+      for (let i = 0; i < lines.length; i++)
+        launch(lines[i], batch, batch.pending + lines.length - i)
     }
     return claimed
   }
 
   /** Runs one claimed line to its outcome, in the background. */
-  function launch(line: ClaimedLine) {
+  function launch(line: ClaimedLine, batch: RunnableBatch, unsent: number) {
     inFlight++
     active.add(line.batchId)
     // Checked again once a slot is free: the line may have waited at the gate (claimed ahead,
@@ -180,6 +226,7 @@ export function createDispatcher(
       retry: options.retry,
       signal: abort.signal,
       proceed,
+      plan: { planner: spill, upstreams: spillSend, batch, unsent },
       adapters: options.adapters,
     })
       .then((outcome) => {

@@ -16,6 +16,7 @@ import {
   priceOf,
   type UpstreamTarget,
 } from '../money/ceiling.ts'
+import { Money } from '../money/decimal.ts'
 import { priceUsage } from '../money/price-usage.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import { structuredAnswerProblem } from '../schemas/structured-answer.ts'
@@ -23,6 +24,20 @@ import type { ClaimedLine, LineOutcome } from '../store/store.ts'
 import { sendWithFallback } from '../upstream/send-with-fallback.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
 import { retryDelay, type RetryPolicy } from './retry-policy.ts'
+import type { PlannedBatch, SpillPlanner } from './spill-planner.ts'
+
+/** A line no allowed provider can take now is claimed again after this long (ms). */
+export const HOLD_MS = 1_000
+
+/** The planner's part in running a batch line (SPEC §13). */
+export interface LinePlan {
+  planner: SpillPlanner
+  /** `send` with the planner told of each call (planned-send.ts). */
+  upstreams: Pick<Upstreams, 'send'>
+  batch: PlannedBatch
+  /** The batch's lines not yet sent anywhere, this one included. */
+  unsent: number
+}
 
 export interface RunLineDeps {
   catalog: Catalog
@@ -31,6 +46,8 @@ export interface RunLineDeps {
   signal?: AbortSignal
   /** False once the line's batch stopped dispatching (cancelled) or reached its deadline while the line waited. */
   proceed?: () => boolean
+  /** The planner's choice of offering (batch lines); without it the line goes in catalog order. */
+  plan?: LinePlan
   /** An adapter by its `ft:` id (the gateway's adapter directory); unset, no line names one. */
   adapters?: (id: string) => Promise<AdapterRecord | null>
 }
@@ -44,7 +61,13 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   const found = isAdapterId(named) && deps.adapters ? await deps.adapters(named) : null
   const adapter = found?.accountId === line.accountId ? found : null
   const model = deps.catalog.find(adapter ? adapter.baseModel : named)
-  const routed = model ? deps.catalog.route(model, parsed.body.provider as never) : []
+  const routing = parsed.body.provider as never
+  const plan = deps.plan
+  const routed = !model
+    ? []
+    : plan
+      ? deps.catalog.routeBatch(model, routing)
+      : deps.catalog.route(model, routing)
   const offerings = adapter ? loraOfferings(deps.catalog, routed) : routed
   if (!model || offerings.length === 0 || (isAdapterId(named) && !adapter)) {
     return fail(
@@ -59,20 +82,31 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     )
   }
   // Past the deadline nothing new is sent: hand the line back, the batch's expiry ends it.
-  if (Date.now() >= line.deadlineAt * 1000)
-    return { batchId, lineNo, kind: 'retry', notBefore: Date.now() }
+  const now = Date.now()
+  if (now >= line.deadlineAt * 1000)
+    return { batchId, lineNo, kind: 'retry', notBefore: now, unsent: true }
 
-  const tried = await sendWithFallback(deps.upstreams, {
+  // The planner picks where the line starts; on a failure it may still fall back to the dearer
+  // offerings after that one, one at a time.
+  let targets = offerings
+  if (plan) {
+    const choice = plan.planner.choose(plan.batch, providersOf(offerings), plan.unsent, now)
+    if (choice.kind === 'hold')
+      return { batchId, lineNo, kind: 'retry', notBefore: now + HOLD_MS, unsent: true }
+    if (choice.index > 0) targets = offerings.slice(choice.index)
+  }
+  const tried = await sendWithFallback(plan ? plan.upstreams : deps.upstreams, {
     endpoint,
     body: parsed.body,
-    offerings,
+    offerings: targets,
     signal: deps.signal,
     proceed: deps.proceed,
     line: { batchId, lineNo, attempt: line.attempts },
     lora: adapter ? { name: adapter.id, path: adapter.source } : undefined,
   })
-  // Not sent: handed back as it was, and the cancelled batch ends it.
-  if (tried === null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() }
+  // Not sent (cancelled, or its provider went down while it waited): handed back as it was,
+  // its attempt unused; a cancelled batch ends it.
+  if (tried === null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now(), unsent: true }
   const { outcome, offering } = tried
   if (outcome.ok) {
     // An answer that is not the JSON the line asked for: failed, not billed, the body kept.
@@ -97,23 +131,45 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     )
     const usage = outcome.usage ?? estimateUsage(endpoint, parsed.body, outcome.body, bounds)
     const costUsd = priceUsage(usage, offering)
-    return {
+    const answer = {
       batchId,
       lineNo,
-      kind: 'succeeded',
+      kind: 'succeeded' as const,
       responseStatus: outcome.status,
       response: storedResponse(outcome),
-      costUsd,
       provider: offering.provider,
       latencyMs: Math.round(outcome.latencyMs),
-      ...overrun(usage, costUsd, bounds, offerings),
     }
+    // A capped batch's line was let in for its ceiling: it is never billed more, so the batch's
+    // cost never passes max_cost_usd (SPEC §12), whatever the upstream reports.
+    if (line.ceilingUsd !== undefined && new Money(line.ceilingUsd).lessThan(costUsd))
+      return { ...answer, costUsd: line.ceilingUsd, ceilingUsd: line.ceilingUsd }
+    return { ...answer, costUsd, ...overrun(usage, costUsd, bounds, offerings) }
   }
   const { error, latencyMs } = outcome
+  // The provider failed as a whole (its last replica became unreachable with this call): the line
+  // was not served, and waits for it, or for another offering, without using an attempt. A 429
+  // is an answer: it counts (and pauses the provider).
+  if (
+    plan &&
+    error.retryable &&
+    error.kind !== 'rate_limited' &&
+    plan.planner.unreachable(offering.provider)
+  )
+    return { batchId, lineNo, kind: 'retry', notBefore: Date.now() + HOLD_MS, unsent: true }
   const delay = retryDelay(deps.retry, error, line.attempts)
   if (delay !== null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() + delay }
   return fail(line, lineError(error, line.attempts), error.status, offering.provider, latencyMs)
 }
+const providerNames = new WeakMap<readonly Offering[], string[]>()
+
+/** The providers of an offerings list (the catalog hands out one array per routing: named once). */
+function providersOf(offerings: readonly Offering[]): string[] {
+  let names = providerNames.get(offerings)
+  if (!names) providerNames.set(offerings, (names = offerings.map((o) => o.provider)))
+  return names
+}
+
 /**
  * The response as stored and returned as one line of results: the upstream's own text when it
  * is that body unchanged and on one line (saves a stringify per line), else re-serialized.

@@ -21,6 +21,10 @@ export class Tally {
     return true
   }
 
+  count(key: string): number {
+    return this.counts.get(key) ?? 0
+  }
+
   has(key: string): boolean {
     return this.counts.has(key)
   }

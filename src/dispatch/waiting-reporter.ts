@@ -10,7 +10,11 @@ import type { DispatchStore } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 
 /** The codes this reporter sets and clears; another part's code is left as it is. */
-const OURS: readonly WaitingCode[] = ['provider_rate_limited', 'provider_unavailable']
+const OURS: readonly WaitingCode[] = [
+  'provider_rate_limited',
+  'provider_unavailable',
+  'capacity_busy',
+]
 
 export interface WaitingReporter {
   /** `provider` answered 429 for a line of the batch; nothing goes to it before `untilMs`. */
@@ -18,11 +22,19 @@ export interface WaitingReporter {
   /** Every replica of `provider` is failing; the batch's lines for it wait. */
   unavailable(batchId: string, provider: string): void
   /**
+   * The batch's lines wait for a slot of `providers` (its allowed ones, by the planner), full
+   * with other batches' lines.
+   */
+  capacityBusy(batchId: string, providers: string): void
+  /**
    * A line of the batch ended on `provider` (null: without reaching one): it moves, unless that
    * is the provider still paused.
    */
   progressed(batchId: string, provider: string | null): void
 }
+
+/** Batches whose reason this instance remembers, to clear it later. */
+const MAX_REMEMBERED = 10_000
 
 /** "12:04:10 UTC" */
 const clock = (ms: number) => `${new Date(ms).toISOString().slice(11, 19)} UTC`
@@ -40,9 +52,18 @@ export function unavailableWaiting(provider: string): BatchWaiting {
   return {
     code: 'provider_unavailable',
     message:
-      `${provider} is unavailable: every replica is failing. Its lines wait, run when a health ` +
-      'check brings a replica back, and expire at the deadline if none comes back. Nothing to do: ' +
-      "do not resubmit; if it stays down, tell the gateway's operator.",
+      `${provider} is unavailable: every replica is failing. Its lines are tried again as it ` +
+      'comes back, or go to another offering they allow. Nothing to do: do not resubmit; if it ' +
+      "stays down, tell the gateway's operator.",
+  }
+}
+
+export function capacityBusyWaiting(providers: string): BatchWaiting {
+  return {
+    code: 'capacity_busy',
+    message:
+      `${providers} ${providers.includes(',') ? 'are' : 'is'} full with other batches' lines due ` +
+      "earlier; this batch's lines wait their turn and run as slots free. Nothing to do: do not resubmit.",
   }
 }
 
@@ -64,6 +85,9 @@ export function createWaitingReporter(
   const say = (batchId: string, provider: string, waiting: BatchWaiting, untilMs: number) => {
     const before = said.get(batchId)
     if (before && before.waiting.message === waiting.message) return
+    // Bounded: the oldest entries (batches long gone, most likely) are forgotten first.
+    if (said.size >= MAX_REMEMBERED) said.delete(said.keys().next().value!)
+    said.delete(batchId)
     said.set(batchId, { waiting, provider, untilMs })
     void write(batchId, waiting, OURS)
   }
@@ -78,6 +102,11 @@ export function createWaitingReporter(
     unavailable(batchId, provider) {
       if (said.get(batchId)?.waiting.code === 'provider_rate_limited') return
       say(batchId, provider, unavailableWaiting(provider), 0)
+    },
+    capacityBusy(batchId, providers) {
+      const before = said.get(batchId)?.waiting.code
+      if (before === 'provider_rate_limited' || before === 'provider_unavailable') return
+      say(batchId, providers, capacityBusyWaiting(providers), 0)
     },
     progressed(batchId, provider) {
       const before = said.get(batchId)

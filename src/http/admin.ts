@@ -24,6 +24,11 @@ const count = z.int().min(1).max(2_147_483_647)
 const maxFiles = z.int().min(0).max(2_147_483_647)
 const maxStoredBytes = z.int().min(0).max(Number.MAX_SAFE_INTEGER)
 
+/** SPEC §12: a decimal string ≥ 0, or null for no daily limit. */
+const dailyLimit = decimal
+  .refine((text) => !text.startsWith('-'), 'must not be negative')
+  .nullable()
+
 const createAccountBody = z.strictObject({
   name: z.string().min(1).max(256),
   // A new account starts at zero or above: the balance never goes below zero.
@@ -32,11 +37,13 @@ const createAccountBody = z.strictObject({
   rate_limit_per_minute: count.optional(),
   max_files: maxFiles.optional(),
   max_stored_bytes: maxStoredBytes.optional(),
+  daily_spend_limit_usd: dailyLimit.optional(),
 })
-/** Account settings; null puts a limit back to the configured default. */
+/** Account settings; null puts a file limit back to the configured default, and lifts the daily limit. */
 const patchAccountBody = z.strictObject({
   max_files: maxFiles.nullable().optional(),
   max_stored_bytes: maxStoredBytes.nullable().optional(),
+  daily_spend_limit_usd: dailyLimit.optional(),
 })
 const creditBody = z.strictObject({ amount_usd: decimal })
 const createKeyBody = z.strictObject({
@@ -104,6 +111,7 @@ export function adminRoutes(
               rateLimitPerMinute: input.rate_limit_per_minute,
               maxFiles: input.max_files,
               maxStoredBytes: input.max_stored_bytes,
+              dailySpendLimitUsd: input.daily_spend_limit_usd,
             }),
           )
         },
@@ -116,6 +124,7 @@ export function adminRoutes(
           const account = await accounts.updateAccount(params.id, {
             maxFiles: input.max_files,
             maxStoredBytes: input.max_stored_bytes,
+            dailySpendLimitUsd: input.daily_spend_limit_usd,
           })
           if (!account) throw notFound(`account ${excerpt(params.id)}`)
           return renderAccount(account)

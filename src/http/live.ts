@@ -2,13 +2,14 @@
  * Live endpoints (SPEC §8): chat completions (also streamed as server-sent events), embeddings
  * and the model list, through the same catalog, adapters and prices as batches. Each call is held
  * before it is sent — its ceiling reserved from the instance's credit ledger (live-credit.ts),
- * 402 when it does not fit — and settled from usage when the answer arrives; a call that failed
+ * 402 when it does not fit, 429 when it would pass the account's daily spend limit — and settled from usage when the answer arrives; a call that failed
  * releases its hold. Mounted at the root and under /openai/v1.
  */
 import { Elysia } from 'elysia'
 import { isAdapterId, loraOfferings, NO_ADAPTERS, type AdapterLookup } from '../catalog/adapters.ts'
 import type { Offering } from '../catalog/catalog-file.ts'
 import type { Endpoint, UpstreamError } from '../../providers/types.ts'
+import { dailyLimitRefusal } from '../admission/submit-batch.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
@@ -79,6 +80,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     // Held before it is sent: from this instance's lease of the account's credit (no store
     // write unless the lease must grow), atomically against every other holder.
     const held = await credit.reserve(caller.account.id, ceiling)
+    if (!held.ok && held.dailyLimit) throw dailyLimitRefusal(held.dailyLimit, 'this request')
     if (!held.ok) {
       const ceilingUsd = usd(unitsText(ceiling))
       throw refuse(

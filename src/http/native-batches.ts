@@ -10,6 +10,7 @@ import { readBody, type BodyBuffers, type BodyLimit } from '../ingest/read-body.
 import type { AccountStore, BatchStore } from '../store/store.ts'
 import { storableText } from '../schemas/text.ts'
 import { MAX_WINDOW_HOURS, wholeNumberText } from '../schemas/whole-number.ts'
+import { maxCostUsdText } from '../schemas/money-text.ts'
 import { excerpt } from '../excerpt.ts'
 import { parseQuery } from './parse-query.ts'
 import { renderBatch, renderResultLine } from './render-native.ts'
@@ -20,6 +21,10 @@ export const submitOptions = z.object({
   name: storableText().max(256).optional(),
   completion_window_hours: wholeNumberText(1, MAX_WINDOW_HOURS, 24).default(24),
   dry_run: z.enum(['true', 'false', '1', '0']).optional(),
+  // SPEC §14: a hold the credit does not cover yet waits for a deposit instead of a 402.
+  wait_for_credit: z.enum(['true', 'false', '1', '0']).optional(),
+  /** The batch's spend cap (SPEC §12). */
+  max_cost_usd: maxCostUsdText().optional(),
 })
 
 const listQuery = z.object({
@@ -124,6 +129,8 @@ export function nativeBatchRoutes({
           source: 'native',
           metadata: null,
           inputFileId: null,
+          waitForCredit: query.wait_for_credit === 'true' || query.wait_for_credit === '1',
+          maxCostUsd: query.max_cost_usd ?? null,
         }
         const dryRun = query.dry_run === 'true' || query.dry_run === '1'
         const result = dryRun
@@ -140,6 +147,7 @@ export function nativeBatchRoutes({
           }
           case 'insufficient_quota':
           case 'limit_exceeded':
+          case 'daily_limit_exceeded':
             throw refusalOf(result)
           case 'quote':
             return {
@@ -147,6 +155,7 @@ export function nativeBatchRoutes({
               dry_run: true,
               line_count: result.lineCount,
               cost_ceiling_usd: result.costCeilingUsd,
+              max_cost_usd: result.maxCostUsd,
               available_usd: result.availableUsd,
               credit_sufficient: result.creditSufficient,
               warnings: result.warnings,

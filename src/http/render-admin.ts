@@ -20,6 +20,8 @@ export function renderAccount(account: AdminAccountView) {
     max_stored_bytes: account.files.maxStoredBytes,
     files_in_use: account.files.filesInUse,
     stored_bytes: account.files.storedBytes,
+    daily_spend_limit_usd: account.daily.limitUsd,
+    daily_spend_used_usd: usd(account.daily.usedUsd),
     created_at: account.createdAt,
   }
 }

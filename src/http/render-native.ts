@@ -1,13 +1,21 @@
 /** The native batch object (SPEC §3) and its result lines, rendered from stored records. */
-import type { BatchRecord, LineRecord, ProviderShare } from '../domain.ts'
+import {
+  currentWaiting,
+  isOpenBatch,
+  nowSeconds,
+  type BatchRecord,
+  type LineRecord,
+  type ProviderShare,
+} from '../domain.ts'
 import { usd } from '../money/decimal.ts'
 
 /**
  * The planner's projected finish of a batch (SPEC §13 `routing.eta`, Unix seconds), or null
  * before it can tell. The one place every surface (API, dashboard) reads it from.
  */
-export function batchEta(_batch: BatchRecord): number | null {
-  return null
+export function batchEta(batch: BatchRecord): number | null {
+  // The dispatcher writes it as the batch runs (the planner's projection); an ended batch has none.
+  return isOpenBatch(batch.status) ? batch.eta : null
 }
 
 /** `routing.providers`: per provider, what ended there, what it cost and what runs there now. */
@@ -46,7 +54,8 @@ export function renderBatch(batch: BatchRecord, shares?: Record<string, Provider
     cost_usd: usd(batch.costUsd),
     max_cost_usd: batch.maxCostUsd === null ? null : usd(batch.maxCostUsd),
     routing: { providers: renderProviders(shares), eta: batchEta(batch) },
-    waiting: batch.waiting,
+    waiting: currentWaiting(batch.waiting, nowSeconds()),
+    errors: batch.errors,
     results_url: `/v1/batches/${batch.id}/results`,
   }
 }

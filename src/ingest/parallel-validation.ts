@@ -23,14 +23,23 @@ import {
   FileLine,
   fileVerdict,
   validateBatchFile,
+  type CheckOptions,
   type FileLimits,
   type FileVerdict,
 } from './validate-batch-file.ts'
 import type { SegmentReply, ValidationRequest } from './validation-worker.ts'
 
 export interface FileValidator {
-  /** `adapters`: the submitting account's active adapters (none unless given). */
-  validate(bytes: Uint8Array, limits: FileLimits, adapters?: AdapterLookup): Promise<FileVerdict>
+  /**
+   * `adapters`: the submitting account's active adapters (none unless given). `options`: also
+   * each line's own ceiling (a batch with a spend cap).
+   */
+  validate(
+    bytes: Uint8Array,
+    limits: FileLimits,
+    adapters?: AdapterLookup,
+    options?: Pick<CheckOptions, 'lineCeilings'>,
+  ): Promise<FileVerdict>
   /**
    * How to read a file for this validator (readBody's `into`): one big enough to be split across
    * two threads goes into shared memory, handed to the thread as it is; any other file given to
@@ -90,6 +99,7 @@ export function createFileValidator(
     firstLineNo: number,
     limits: FileLimits,
     adapters: AdapterLookup,
+    lineCeilings: boolean,
   ): Promise<SegmentReply | null> => {
     // Shared: the thread reads the body where it is. Otherwise a copy of its own, handed over
     // rather than copied again.
@@ -105,6 +115,7 @@ export function createFileValidator(
             firstLineNo,
             limits,
             adapters: adapters.size > 0 ? [...adapters.values()] : undefined,
+            lineCeilings,
           },
           shared ? [] : [sent.buffer as ArrayBuffer],
         )
@@ -115,19 +126,27 @@ export function createFileValidator(
 
   return {
     bodyBuffers: sharedBodiesFrom(parallel ? minBytes : Infinity),
-    async validate(bytes, limits, adapters = NO_ADAPTERS) {
+    async validate(bytes, limits, adapters = NO_ADAPTERS, { lineCeilings = false } = {}) {
       const split = parallel && !closed && bytes.byteLength >= minBytes ? splitPoint(bytes) : -1
-      const onePass = () => validateBatchFile(bytes, catalog, limits, { collectGarbage, adapters })
+      const onePass = () =>
+        validateBatchFile(bytes, catalog, limits, { collectGarbage, adapters, lineCeilings })
       if (split < 0) {
         observe('one_pass')
         return onePass()
       }
       const secondFirstLine = countLines(bytes, split) + 1
-      const second = checkOnThread(bytes.subarray(split), secondFirstLine, limits, adapters)
+      const second = checkOnThread(
+        bytes.subarray(split),
+        secondFirstLine,
+        limits,
+        adapters,
+        lineCeilings,
+      )
       const first = checkLines(bytes, catalog, limits, {
         segment: { from: 0, to: split - 1, firstLineNo: 1 },
         collectGarbage,
         adapters,
+        lineCeilings,
       })
       const other = await second
       const clean =
@@ -159,6 +178,7 @@ export function createFileValidator(
             bytes,
             split + other.starts[i],
             split + other.ends[i],
+            other.ceilings?.[i],
           ),
         )
       }

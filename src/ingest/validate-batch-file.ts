@@ -9,6 +9,7 @@ import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf } from '../catalog/catalog.ts'
 import { BATCH_URLS, isBatchUrl, type BatchEndpoint } from '../domain.ts'
 import { CeilingTally } from '../money/ceiling.ts'
+import { ceilingUnits, unitsText } from '../money/fixed-point.ts'
 import { compileSchema } from '../schemas/compile.ts'
 import { storableText } from '../schemas/text.ts'
 import { Money } from '../money/decimal.ts'
@@ -56,6 +57,11 @@ export interface CheckOptions {
    * would (the gateway's is src/memory/young-garbage.ts). Unset: nothing is done.
    */
   collectGarbage?: () => void
+  /**
+   * Also price each valid line on its own (FileLine.ceilingUsd), exactly: a batch with a spend
+   * cap stores every line's ceiling, which the claim checks against the cap (SPEC §12).
+   */
+  lineCeilings?: boolean
   /** The submitting account's active adapters, which `ft:` model ids are looked up in. */
   adapters?: AdapterLookup
 }
@@ -91,6 +97,8 @@ export class FileLine implements NewLine {
     private readonly file: Uint8Array,
     readonly start: number,
     readonly end: number,
+    /** This line's own ceiling, exact, when asked for (CheckOptions.lineCeilings). */
+    readonly ceilingUsd?: string,
   ) {}
 
   get inputBytes(): Uint8Array {
@@ -127,7 +135,7 @@ export function validateBatchFile(
   bytes: Uint8Array,
   catalog: Catalog,
   limits: FileLimits,
-  options: Pick<CheckOptions, 'collectGarbage' | 'adapters'> = {},
+  options: Pick<CheckOptions, 'collectGarbage' | 'adapters' | 'lineCeilings'> = {},
 ): FileVerdict {
   const checked = checkLines(bytes, catalog, limits, options)
   if (checked.count === 0) {
@@ -166,7 +174,7 @@ export function checkLines(
   limits: FileLimits,
   options: CheckOptions = {},
 ): LinesChecked {
-  const { segment, collectGarbage } = options
+  const { segment, collectGarbage, lineCeilings } = options
   const adapterLookup = options.adapters ?? NO_ADAPTERS
   const adapters = new AdapterTally()
   const envelope = envelopeFor(limits.maxCustomIdLength)
@@ -288,8 +296,12 @@ export function checkLines(
           warnings.push({ line: lineNo, custom_id: shownId, param, message, fix })
         }
       }
-      tally.add(body.value.offerings, body.value.inputTokens, body.value.outputTokens)
-      lines.push(new FileLine(lineNo, customId!, bytes, start, end))
+      const { offerings, inputTokens, outputTokens } = body.value
+      tally.add(offerings, inputTokens, outputTokens)
+      const ceiling = lineCeilings
+        ? unitsText(ceilingUnits({ input: inputTokens, output: outputTokens }, offerings))
+        : undefined
+      lines.push(new FileLine(lineNo, customId!, bytes, start, end, ceiling))
     }
   }
 

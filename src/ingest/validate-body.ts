@@ -198,7 +198,11 @@ export function validateBody(
       ],
     }
   }
-  const routed = catalog.route(model, body.provider)
+  // A batch line goes where the planner sends it (cheapest first), a live call in catalog order:
+  // with allow_fallbacks false that is not always the same offering, nor the same ceiling.
+  const route = (routing: typeof body.provider) =>
+    options.live ? catalog.route(model, routing) : catalog.routeBatch(model, routing)
+  const routed = route(body.provider)
   // Only providers that load adapters serve an adapter's lines, at its base's prices.
   const offerings = adapter ? loraOfferings(catalog, routed) : routed
   if (adapter && offerings.length === 0) {
@@ -215,7 +219,7 @@ export function validateBody(
   }
   if (offerings.length === 0 && body.provider?.max_price) {
     // The other routing fields left some: it is the price cap that leaves none.
-    const uncapped = catalog.route(model, { ...body.provider, max_price: undefined })
+    const uncapped = route({ ...body.provider, max_price: undefined })
     if (uncapped.length > 0) return { ok: false, problems: [priceCapIssue(at, model, uncapped)] }
   }
   if (offerings.length === 0) {

@@ -29,6 +29,8 @@ export type ValidationRequest =
       bytes: Uint8Array
       firstLineNo: number
       limits: FileLimits
+      /** CheckOptions.lineCeilings */
+      lineCeilings: boolean
       /** The submitting account's active adapters; absent when it has none. */
       adapters?: AdapterRecord[]
     }
@@ -44,6 +46,8 @@ export type SegmentReply =
       starts: Int32Array
       ends: Int32Array
       customIds: string[]
+      /** Each valid line's own ceiling, when asked for (CheckOptions.lineCeilings). */
+      ceilings: string[] | null
       /** The distinct adapters the valid lines name (the caller checks both halves' together). */
       adapterIds: string[]
       /** The valid lines' ceiling, exact, as decimal text. */
@@ -73,12 +77,13 @@ self.onmessage = (event: MessageEvent<ValidationRequest>) => {
 }
 
 function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
-  const { id, bytes, firstLineNo, limits } = request
+  const { id, bytes, firstLineNo, limits, lineCeilings } = request
   try {
     const checked = checkLines(bytes, catalog!, limits, {
       segment: { from: 0, to: bytes.byteLength, firstLineNo },
       collectGarbage,
       adapters: request.adapters ? new Map(request.adapters.map((a) => [a.id, a])) : undefined,
+      lineCeilings,
     })
     if (checked.issues.length > 0) {
       self.postMessage({ id, clean: false } satisfies SegmentReply)
@@ -89,12 +94,14 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
     const starts = new Int32Array(n)
     const ends = new Int32Array(n)
     const customIds = new Array<string>(n)
+    const ceilings = lineCeilings ? new Array<string>(n) : null
     for (let i = 0; i < n; i++) {
       const line = checked.lines[i] as FileLine
       lineNos[i] = line.lineNo
       starts[i] = line.start
       ends[i] = line.end
       customIds[i] = line.customId
+      if (ceilings) ceilings[i] = line.ceilingUsd!
     }
     const reply: SegmentReply = {
       id,
@@ -105,6 +112,7 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
       starts,
       ends,
       customIds,
+      ceilings,
       adapterIds: checked.adapters.map((adapter) => adapter.id),
       ceiling: checked.ceiling.toFixed(),
       warnings: checked.warnings,

@@ -20,7 +20,7 @@
  */
 import { newId } from '../domain.ts'
 import { toUnits, unitsText } from '../money/fixed-point.ts'
-import type { LiveCreditStore } from '../store/store.ts'
+import type { DailyLimitRefusal, LiveCreditStore } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 
 export interface LiveCreditOptions {
@@ -45,7 +45,9 @@ export interface Reservation {
 }
 
 export type ReserveResult =
-  { ok: true; reservation: Reservation } | { ok: false; availableUsd: string }
+  | { ok: true; reservation: Reservation }
+  /** `dailyLimit`: the account's daily spend limit is what the call would pass (SPEC §12). */
+  | { ok: false; availableUsd: string; dailyLimit?: DailyLimitRefusal }
 
 export interface LiveCredit {
   /** Holds `ceiling` (units of fixed-point.ts) for one call. */
@@ -76,6 +78,8 @@ interface AccountCredit {
   block: number
   /** Store calls begun for this account (top-ups, group writes): tells whether one overlapped another. */
   changes: number
+  /** The daily limit the last top-up found in the way, if it was. */
+  dailyLimit?: DailyLimitRefusal
 }
 
 interface Group {
@@ -182,6 +186,7 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
         if (lost > 0n)
           logger.warn('live.lease_expired', { account_id: a.id, lost_usd: taken.lostUsd })
         learnLease(a, changes, wasQuiet, taken.leaseUsd, toUnits(taken.grantedUsd, 'down') - lost)
+        a.dailyLimit = taken.dailyLimit
         if (a.lease > 0n) a.confirmedUntilMs = expiresAtMs
         return toUnits(taken.availableUsd, 'down')
       })
@@ -205,7 +210,11 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
       const here = free(a) > 0n ? free(a) : 0n
       // The store said what it had left a moment ago: not enough, so no second ask.
       if (stopped || (known !== null && (here + known < need || round >= MAX_ROUNDS))) {
-        return { ok: false, availableUsd: unitsText(here + (known ?? 0n)) }
+        return {
+          ok: false,
+          availableUsd: unitsText(here + (known ?? 0n)),
+          ...(a.dailyLimit && { dailyLimit: a.dailyLimit }),
+        }
       }
       known = await (a.topUp ?? startTopUp(a, need))
     }

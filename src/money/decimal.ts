@@ -24,3 +24,9 @@ export const availableUsd = (account: { balanceUsd: string; heldUsd: string }) =
   Money.max(0, new Money(account.balanceUsd).minus(account.heldUsd))
 
 export const minMoney = (a: Decimal, b: Decimal) => (a.lessThan(b) ? a : b)
+
+/** What admitting a batch holds (SPEC §12): its ceiling, or its spend cap when that is lower. */
+export const batchHold = (ceilingUsd: string, maxCostUsd: string | null | undefined) =>
+  maxCostUsd === null || maxCostUsd === undefined
+    ? moneyText(ceilingUsd)
+    : moneyText(minMoney(new Money(ceilingUsd), new Money(maxCostUsd)))

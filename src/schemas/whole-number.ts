@@ -19,7 +19,7 @@ export function parseWholeNumber(text: string, min: number, max: number): number
  * The refusal a text field gets, as a custom zod issue that carries its own wording: describeZodIssue
  * turns `expected` and `example` into "must be …; got …" and "set … to …, such as …".
  */
-function refuse(
+export function refuse(
   ctx: z.core.$RefinementCtx<string>,
   text: string,
   expected: string,

@@ -41,6 +41,7 @@ export function createDispatchThread(script: URL, openArgs: unknown[]): Dispatch
     reapExpiredLeases: (...args) => call('reapExpiredLeases', args),
     advanceBatches: (...args) => call('advanceBatches', args),
     setWaiting: (...args) => call('setWaiting', args),
+    recordEtas: (...args) => call('recordEtas', args),
     async close() {
       if (!thread.running) return
       await send('close', [])

@@ -62,6 +62,7 @@ export function rowToBatch(row: Row): BatchRecord {
         ? null
         : moneyText(row.max_cost_usd as string),
     waiting: rowToWaiting(row),
+    eta: num(row.eta),
   }
 }
 
@@ -176,12 +177,15 @@ export function terminalStatus(row: {
   cancel_requested_at: unknown
   expired: unknown
   succeeded: unknown
+  cancelled: unknown
   line_count: unknown
 }): 'cancelled' | 'expired' | 'failed' | 'completed' {
   if (row.cancel_requested_at !== null && row.cancel_requested_at !== undefined) return 'cancelled'
   if (Number(row.expired) > 0) return 'expired'
-  // `failed` only when nothing could run: not one line succeeded.
-  if (Number(row.succeeded) === 0 && Number(row.line_count) > 0) return 'failed'
+  // `failed` only when nothing could run: not one line succeeded. Lines cancelled in a batch no
+  // one cancelled are its spend cap's, and a batch its cap stopped ends completed (SPEC §12).
+  if (Number(row.succeeded) === 0 && Number(row.cancelled) === 0 && Number(row.line_count) > 0)
+    return 'failed'
   return 'completed'
 }
 
@@ -189,6 +193,7 @@ export function rowToRunnable(row: Row): RunnableBatch {
   return {
     id: row.id as string,
     accountId: row.account_id as string,
+    createdAt: Number(row.created_at),
     deadlineAt: Number(row.deadline_at),
     endpoint: row.endpoint as RunnableBatch['endpoint'],
     pending: Number(row.pending),
@@ -222,6 +227,13 @@ export function rowsToShares(rows: readonly Row[]): Map<string, Record<string, P
     shares.set(batchId, record)
   }
   return shares
+}
+
+/** A capped batch's line must come with its own ceiling: the claim checks it against the cap. */
+export function lineCeiling(line: { lineNo: number; ceilingUsd?: string }): string {
+  if (line.ceilingUsd === undefined)
+    throw new Error(`line ${line.lineNo} of a batch with max_cost_usd has no ceiling`)
+  return line.ceilingUsd
 }
 
 export function rowToAdapter(row: Row): AdapterRecord {

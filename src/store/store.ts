@@ -60,6 +60,27 @@ export interface AccountStore {
   revokeKey(id: string, at: number): Promise<KeyRecord | null>
   /** The live (not revoked) key with this hash, and its account. */
   findKey(hash: string): Promise<{ key: KeyRecord; account: AccountRecord } | null>
+  /**
+   * The account's daily spend limit (null: none) and what counts against it on the UTC day of
+   * `nowMs` (SPEC §12): the holds and charges of that day's batches (a batch waiting for
+   * credit counts its hold), the live charges written that day, and the live leases held now.
+   * Null for a missing account.
+   */
+  getDailySpend(accountId: string, nowMs: number): Promise<DailySpend | null>
+  /** Sets the daily spend limit (null: none); false for a missing account. */
+  setDailySpendLimit(accountId: string, limitUsd: string | null): Promise<boolean>
+}
+
+/** Decimal strings. */
+export interface DailySpend {
+  limitUsd: string | null
+  usedUsd: string
+}
+
+/** A submit or live call the daily limit refuses: the limit and what the day has used. */
+export interface DailyLimitRefusal {
+  limitUsd: string
+  usedUsd: string
 }
 
 /**
@@ -74,7 +95,9 @@ export interface LiveCreditStore {
    * `need` is available, else by nothing (half, so another instance can still serve the account).
    * Renews the lease to `expiresAtMs` either way. `leaseUsd` is this instance's lease after it;
    * `lostUsd` is what an expired lease of this instance held when it was deleted here;
-   * `availableUsd` is what is left for anyone after the grant.
+   * `availableUsd` is what is left for anyone after the grant. With a daily spend limit, what is
+   * available is also at most the limit less the day's use (getDailySpend); `dailyLimit` is set
+   * when that, not the credit, is what bounds it.
    */
   takeLiveCredit(request: {
     instanceId: string
@@ -83,7 +106,13 @@ export interface LiveCreditStore {
     wantUsd: string
     nowMs: number
     expiresAtMs: number
-  }): Promise<{ grantedUsd: string; leaseUsd: string; availableUsd: string; lostUsd: string }>
+  }): Promise<{
+    grantedUsd: string
+    leaseUsd: string
+    availableUsd: string
+    lostUsd: string
+    dailyLimit?: DailyLimitRefusal
+  }>
   /**
    * Extends this instance's unexpired leases of these accounts (an expired one is not brought
    * back: another instance may have counted it as gone); returns those renewed and their amounts.
@@ -119,6 +148,8 @@ export interface NewLine {
    * can write bytes takes these and never needs the decoded string.
    */
   readonly inputBytes?: Uint8Array
+  /** The line's own ceiling, exact: stored for a batch with a spend cap (NewBatch.maxCostUsd). */
+  readonly ceilingUsd?: string
 }
 
 export interface NewBatch {
@@ -130,6 +161,11 @@ export interface NewBatch {
   createdAt: number
   deadlineAt: number
   costCeilingUsd: string
+  /**
+   * The batch's spend cap, or null. With one, admission holds min(ceiling, cap) and every line
+   * carries its own ceiling (NewLine.ceilingUsd), which the claim keeps within the cap.
+   */
+  maxCostUsd?: string | null
   lineCount: number
   source: 'native' | 'openai'
   metadata: Record<string, string> | null
@@ -137,6 +173,12 @@ export interface NewBatch {
   idempotencyKey: string | null
   /** Read once, inside the admitting transaction; may be a lazy generator over the file. */
   lines: Iterable<NewLine>
+  /**
+   * wait_for_credit=true (SPEC §14): when the hold does not fit (or the account's earlier
+   * waiting batches are still waiting), the batch is stored `validating`, holding nothing, and
+   * waits until this time (Unix seconds) for a deposit. Absent or null: a 402 instead.
+   */
+  creditWaitUntil?: number | null
 }
 
 export type AdmitResult =
@@ -145,6 +187,15 @@ export type AdmitResult =
   | { kind: 'duplicate'; batch: BatchRecord }
   | { kind: 'insufficient_quota'; availableUsd: string }
   | { kind: 'limit_exceeded'; limit: number; inUse: number }
+  | ({ kind: 'daily_limit_exceeded' } & DailyLimitRefusal)
+
+/** What a pass over the batches waiting for credit did (BatchStore.admitWaitingBatches). */
+export interface WaitingPass {
+  /** Now holding their ceiling, `in_progress`. */
+  started: string[]
+  /** Still short at the end of their wait: `failed`, every line failed, nothing charged. */
+  failed: string[]
+}
 
 export type CancelResult =
   | { kind: 'cancelled'; batch: BatchRecord }
@@ -153,10 +204,18 @@ export type CancelResult =
 
 export interface BatchStore {
   /**
-   * In one transaction: idempotency check, open-batch limit, credit hold, the batch and all its
-   * lines. Either everything is stored or nothing is.
+   * In one transaction: idempotency check, open-batch limit, daily spend limit, credit hold (or
+   * the wait for credit), the batch and all its lines. Either everything is stored or nothing is.
    */
   admitBatch(batch: NewBatch): Promise<AdmitResult>
+  /**
+   * Batches waiting for credit, each account's earliest first: those whose hold now fits the
+   * available credit start (held, `in_progress`), stopping at the first that does not fit, so a
+   * later one never takes the credit an earlier one waits for; those whose wait is over fail.
+   * Also refreshes the deposit each still waiting one needs. Safe on every instance at once: a
+   * batch is started or failed once.
+   */
+  admitWaitingBatches(nowMs: number): Promise<WaitingPass>
   findByIdempotencyKey(accountId: string, key: string): Promise<BatchRecord | null>
   /** Stores a batch that failed validation: no lines, no hold, status `failed`. */
   recordRejectedBatch(batch: RejectedBatch): Promise<BatchRecord>
@@ -190,11 +249,18 @@ export interface ClaimedLine {
   /** Attempts including this one. */
   attempts: number
   deadlineAt: number
+  /**
+   * The line's own ceiling, for a batch with a spend cap: it is never billed more (the claim
+   * reserved this much of the cap for it).
+   */
+  ceilingUsd?: string
 }
 
 export interface RunnableBatch {
   id: string
   accountId: string
+  /** Unix seconds; with deadlineAt, the window the spill margin is a share of. */
+  createdAt: number
   deadlineAt: number
   endpoint: BatchEndpoint
   pending: number
@@ -234,6 +300,11 @@ export type LineOutcome =
       kind: 'retry'
       /** Unix ms before which the line is not claimed again. */
       notBefore: number
+      /**
+       * The line was never served (its provider unavailable, its batch stopped): the attempt its
+       * claim counted is given back, so waiting out an outage uses none of a line's attempts.
+       */
+      unsent?: boolean
     }
 
 /** A change in the calls one instance has in flight to a provider for a batch's lines. */
@@ -247,7 +318,14 @@ export interface CallsChange {
 export interface DispatchStore {
   /** Batches with lines ready to claim, earliest deadline first. */
   runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]>
-  /** Leases up to `limit` pending lines of one batch, in line order. */
+  /**
+   * Leases up to `limit` pending lines of one batch, in line order. For a batch with a spend
+   * cap, atomically against every other claim of it: only lines whose ceiling fits in
+   * max_cost_usd − cost_usd − the ceilings of its lines in flight, taken in line order among
+   * those that fit on their own until the next would not; each claimed ceiling is reserved until
+   * its line is recorded or handed back. A capped claim that leaves a due line unable to fit sets
+   * the batch waiting `max_cost_reached`, and one that takes lines with room to spare clears it.
+   */
   claimLines(
     batchId: string,
     owner: string,
@@ -288,6 +366,8 @@ export interface DispatchStore {
     waiting: BatchWaiting | null,
     replaces?: readonly WaitingCode[],
   ): Promise<boolean>
+  /** The planner's projected finish of open batches (Unix seconds, or null); ended batches are left as they are. */
+  recordEtas(etas: readonly { batchId: string; eta: number | null }[]): Promise<void>
 }
 
 /** A file's metadata. Uploaded content lives in a BlobStore; rendered files have none. */

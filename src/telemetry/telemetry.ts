@@ -109,7 +109,7 @@ export interface Telemetry {
     describe: (result: T) => UpstreamResult | Promise<UpstreamResult>,
   ): Promise<T>
   lineFinished(status: 'succeeded' | 'failed'): void
-  rateLimited(limit: 'requests_per_minute' | 'open_batches'): void
+  rateLimited(limit: 'requests_per_minute' | 'open_batches' | 'daily_spend'): void
   /** Registers the gauges read at each export: queue depth and lines in flight. */
   observe(gauges: { pendingLines: () => Promise<number>; linesInFlight: () => number }): void
   /** Exports what is buffered and stops the SDK. */

@@ -49,7 +49,7 @@ export const BUSY_PATIENCE_MS = 30_000
 
 /** A whole answer from the first offering that gives one. */
 export function sendWithFallback(
-  upstreams: Upstreams,
+  upstreams: Pick<Upstreams, 'send'>,
   options: FallbackOptions,
 ): Promise<Tried<Outcome> | null> {
   const { offerings, ...rest } = options

@@ -42,7 +42,8 @@ export interface SendOptions {
   lora?: LoraAdapter
   /**
    * Asked once a slot is free, right before the call: false (the line's batch was cancelled or
-   * reached its deadline while it waited) skips the call, and send resolves null.
+   * reached its deadline while it waited, or the provider became unavailable) skips the call,
+   * and send resolves null.
    */
   proceed?: () => boolean
   line?: LineCall
@@ -61,6 +62,14 @@ export interface Upstreams {
     options: Omit<SendOptions, 'proceed' | 'line'>,
   ): Promise<{ outcome: StreamOutcome; done: () => void }>
   gate(provider: string): ProviderGate
+  /**
+   * Whether the provider can take a batch line now (SPEC §13): false while every replica is out
+   * and unreachable (refused connections, failed health probes) or it is paused after a 429. Live
+   * calls do not ask: they keep trying the replica with the fewest in flight.
+   */
+  available(provider: string, nowMs: number): boolean
+  /** Every replica is out and unreachable: a call now would not be served (part of `available`). */
+  unreachable(provider: string): boolean
   /** Total concurrency across providers that can be called. */
   capacity(): number
   health(): Record<string, ProviderHealth>
@@ -98,6 +107,8 @@ export function createUpstreams(
   const adapters = new Map<string, ProviderAdapter>()
   const gates = new Map<string, ProviderGate>()
   const handOvers = new Map<string, SlotHandOver>()
+  /** Provider → until when (Unix ms) a 429 paused it. */
+  const pausedUntil = new Map<string, number>()
   for (const [name, provider] of Object.entries(config.catalog.providers)) {
     if (provider.api_key_env && !config.providerKeys[name]) continue // not usable; never called
     const base = makeGate(name, provider.max_concurrency)
@@ -129,9 +140,11 @@ export function createUpstreams(
   }
 
   // The one place a 429 pauses a provider: nothing new goes to it until it said it may.
-  const pauseOn429 = (gate: ProviderGate, outcome: Outcome | StreamOutcome) => {
+  const pauseOn429 = (provider: string, gate: ProviderGate, outcome: Outcome | StreamOutcome) => {
     if (!outcome.ok && outcome.error.kind === 'rate_limited') {
-      gate.pause(Date.now() + pauseMsAfter(outcome.error))
+      const until = Date.now() + pauseMsAfter(outcome.error)
+      gate.pause(until)
+      if (until > (pausedUntil.get(provider) ?? 0)) pausedUntil.set(provider, until)
     }
   }
 
@@ -215,7 +228,7 @@ export function createUpstreams(
     let outcome: Outcome
     try {
       outcome = await sent.outcome
-      pauseOn429(gate, outcome)
+      pauseOn429(offering.provider, gate, outcome)
     } finally {
       handOver.ended()
     }
@@ -248,7 +261,7 @@ export function createUpstreams(
                 }))
               : describeOutcome(opened),
         )
-        pauseOn429(gate, outcome)
+        pauseOn429(offering.provider, gate, outcome)
         if (!outcome.ok) done()
         return { outcome, done }
       } catch (error) {
@@ -257,6 +270,13 @@ export function createUpstreams(
       }
     },
     gate: (provider) => lookup(provider).gate,
+    available(provider, nowMs) {
+      const adapter = adapters.get(provider)
+      if (!adapter) return false
+      if ((pausedUntil.get(provider) ?? 0) > nowMs) return false
+      return !adapter.unreachable()
+    },
+    unreachable: (provider) => adapters.get(provider)?.unreachable() ?? true,
     capacity: () => [...gates.values()].reduce((sum, gate) => sum + gate.limit, 0),
     health() {
       const result: ReturnType<Upstreams['health']> = {}

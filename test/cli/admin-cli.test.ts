@@ -172,3 +172,50 @@ test('adapters register, list, deactivate: the ids the gateway accepts in lines'
     await gw.stop()
   }
 })
+
+test('accounts create/set take the daily spend limit, and a CLI deposit starts a batch waiting for credit', async () => {
+  const gw = await startTestGateway({
+    env: { MULTIGRID_DISPATCH: '0', MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-cli-')) },
+  })
+  try {
+    const env = {
+      MULTIGRID_DATA_DIR: gw.env.MULTIGRID_DATA_DIR,
+      MULTIGRID_CONFIG: gw.env.MULTIGRID_CONFIG,
+    }
+    const account = await mg(env, 'accounts', 'create', 'acme', '--daily-limit', '2.50')
+    expect(account.json).toMatchObject({
+      daily_spend_limit_usd: '2.5',
+      daily_spend_used_usd: '0.000000',
+    })
+    const id = account.json.id
+    expect((await mg(env, 'accounts', 'set', id, '--daily-limit', 'none')).json).toMatchObject({
+      daily_spend_limit_usd: null,
+    })
+    expect((await mg(env, 'accounts', 'set', id, '--daily-limit', '7')).json).toMatchObject({
+      daily_spend_limit_usd: '7',
+    })
+    for (const bad of ['-1', 'lots']) {
+      const refused = await mg(env, 'accounts', 'set', id, `--daily-limit=${bad}`)
+      expect(refused.code).toBe(2)
+      expect(refused.err).toContain('--daily-limit')
+    }
+    const key = (await mg(env, 'keys', 'create', id)).json.key
+    const submitted = await gw.request('/v1/batches?wait_for_credit=true', key, {
+      method: 'POST',
+      body: jsonl([chatLine('a')]),
+    })
+    const batch = (await submitted.json()) as { id: string; status: string }
+    expect(batch.status).toBe('validating')
+    await mg(env, 'accounts', 'credit', id, '1')
+    // The embedded store has one process: the gateway's own poll finds the deposit.
+    await waitFor(
+      'the batch to start',
+      async () =>
+        ((await (await gw.request(`/v1/batches/${batch.id}`, key)).json()) as { status: string })
+          .status === 'in_progress',
+      5_000,
+    )
+  } finally {
+    await gw.stop()
+  }
+})

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { progressLine } from '../../src/cli/progress.ts'
 import { ApiError, createApi, pollDelay } from '../../src/cli/user-api.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
@@ -92,6 +93,8 @@ describe('multigrid (user CLI)', () => {
     expect(status.code).toBe(0)
     expect(status.stdout).toContain(`${batchId}  cli-run  completed`)
     expect(status.stdout).toMatch(/lines\s+3: 2 succeeded, 1 failed/)
+    // Where the lines went: every one on the simulator.
+    expect(status.stdout).toMatch(/\n  providers sim: 2 ok, 1 failed, 0 running, \$0\.\d{6}/)
     const json = await run(['status', batchId, '--json'])
     expect(JSON.parse(json.stdout)).toMatchObject({ id: batchId, status: 'completed' })
 
@@ -110,6 +113,74 @@ describe('multigrid (user CLI)', () => {
     )
   })
 
+  test('submit --max-cost caps the batch, and the progress line says why it waits', async () => {
+    const lines = Array.from({ length: 4 }, (_, i) => chatLine(`m-${i}`, `capped line ${i}`))
+    writeFileSync(join(dir, 'capped.jsonl'), jsonl(lines))
+    const quote = (await (
+      await gw.request('/v1/batches?dry_run=true', key, { method: 'POST', body: jsonl(lines) })
+    ).json()) as { cost_ceiling_usd: string }
+    // Room for one line and a half: one runs (500 ms upstream), the others wait for it.
+    const cap = ((Number(quote.cost_ceiling_usd) / lines.length) * 1.5).toFixed(6)
+    const { stdout, stderr, code } = await run([
+      'submit',
+      'capped.jsonl',
+      '--max-cost',
+      cap,
+      '--wait',
+    ])
+    expect(code).toBe(0)
+    const id = stdout.trim()
+    expect(stderr).toMatch(
+      / · in_progress · waiting: max_cost_reached \(max_cost_usd \(\$[0-9.]+\) leaves no room/,
+    )
+    expect(stderr).toContain(`${id}  (unnamed)  completed`)
+    expect(stderr).toContain(`capped at $${cap}`)
+    const bad = await run(['submit', 'capped.jsonl', '--max-cost', 'lots'])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toContain('max_cost_usd must be a decimal amount of USD greater than 0')
+  })
+
+  test('the progress line shows the ETA once known and the reason while the batch waits', () => {
+    const now = Math.floor(Date.now() / 1000)
+    const batch = {
+      id: 'batch_1',
+      name: null,
+      status: 'in_progress',
+      created_at: now,
+      deadline_at: now + 3 * 3600 + 150,
+      finished_at: null,
+      request_counts: {
+        total: 10,
+        pending: 4,
+        running: 0,
+        succeeded: 5,
+        failed: 1,
+        cancelled: 0,
+        expired: 0,
+      },
+      cost_usd: '0.000120',
+      cost_ceiling_usd: '0.001000',
+      routing: { eta: now + 600 },
+      waiting: {
+        code: 'provider_rate_limited' as const,
+        message:
+          'sim answered 429; dispatch resumes at 12:04:10 UTC. Nothing to do: do not resubmit.',
+        until: now + 10,
+      },
+    }
+    const eta = new Date((now + 600) * 1000).toISOString()
+    const clock =
+      eta.slice(0, 10) === new Date().toISOString().slice(0, 10) ? eta.slice(11, 16) : ''
+    const line = progressLine(batch)
+    if (clock) expect(line).toContain(` · in_progress · ETA ${clock} UTC · `)
+    expect(line).toContain(
+      ' · waiting: provider_rate_limited (sim answered 429; dispatch resumes at 12:04:10 UTC. Nothing to do: do not resubmit.) · 3 h 2 min left',
+    )
+    // Moving again: no reason; not known yet: no ETA.
+    const moving = progressLine({ ...batch, waiting: null, routing: { eta: null } })
+    expect(moving).toEndWith('· $0.000120 · in_progress · 3 h 2 min left')
+  })
+
   test('a file with problems: exit 1, each issue with its line and fix', async () => {
     writeFileSync(
       join(dir, 'bad.jsonl'),
@@ -121,6 +192,24 @@ describe('multigrid (user CLI)', () => {
     expect(stderr).toContain('1 problem in the file; nothing was submitted')
     expect(stderr).toMatch(/line 2 \(big\) body\.max_tokens: must be at most 4096/)
     expect(stderr).toContain('fix: set max_tokens to 4096 or less')
+  })
+
+  test('submit --wait-for-credit: admitted to wait for a deposit, which it says it needs, then runs', async () => {
+    const { accountId, key: poorKey } = await gw.newAccount('0')
+    writeFileSync(join(dir, 'poor.jsonl'), jsonl([chatLine('p1')]))
+    const refused = await run(['submit', 'poor.jsonl'], { MULTIGRID_API_KEY: poorKey })
+    expect(refused.code).toBe(1)
+    const { code, stderr, stdout } = await run(['submit', 'poor.jsonl', '--wait-for-credit'], {
+      MULTIGRID_API_KEY: poorKey,
+    })
+    expect(code).toBe(0)
+    expect(stderr).toContain('deposit at least $0.000093 to start it')
+    const id = stdout.trim()
+    await gw.admin(`/accounts/${accountId}/credits`, { body: { amount_usd: '1' } })
+    const watched = await run(['submit', 'poor.jsonl', '--wait'], { MULTIGRID_API_KEY: poorKey })
+    expect(watched.code).toBe(0)
+    const status = await run(['status', id, '--json'], { MULTIGRID_API_KEY: poorKey })
+    expect(['in_progress', 'finalizing', 'completed']).toContain(JSON.parse(status.stdout).status)
   })
 
   test("usage errors exit 2; a bad key exits 1 with the gateway's message", async () => {

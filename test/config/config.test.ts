@@ -53,6 +53,13 @@ describe('loadConfig', () => {
     )
   })
 
+  test('the spill margin: 10% of the window by default, a share or a percentage', () => {
+    expect(loadConfig({}).dispatch.spillMargin).toBe(0.1)
+    expect(loadConfig({ MULTIGRID_SPILL_MARGIN: '0.05' }).dispatch.spillMargin).toBe(0.05)
+    expect(loadConfig({ MULTIGRID_SPILL_MARGIN: '15%' }).dispatch.spillMargin).toBe(0.15)
+    expect(loadConfig({ MULTIGRID_SPILL_MARGIN: '0' }).dispatch.spillMargin).toBe(0)
+  })
+
   test('webhooks: https:// to public addresses only, a 15 s timeout and a 5 s first retry by default', () => {
     expect(loadConfig({}).webhooks).toEqual({
       allowPrivate: false,
@@ -92,6 +99,10 @@ describe('loadConfig', () => {
     [{ MULTIGRID_LIVE_LEASE_IDLE_MS: '30000' }, 'invalid MULTIGRID_LIVE_LEASE_IDLE_MS="30000"'],
     // Revocation must reach every instance within 2 s.
     [{ MULTIGRID_KEY_CACHE_MS: '5000' }, 'invalid MULTIGRID_KEY_CACHE_MS="5000"'],
+    // Half the window or more would leave the cheap offerings too little of it.
+    [{ MULTIGRID_SPILL_MARGIN: '0.5' }, 'invalid MULTIGRID_SPILL_MARGIN="0.5"'],
+    [{ MULTIGRID_SPILL_MARGIN: '10 %' }, 'invalid MULTIGRID_SPILL_MARGIN="10 %"'],
+    [{ MULTIGRID_SPILL_MARGIN: '-0.1' }, 'invalid MULTIGRID_SPILL_MARGIN="-0.1"'],
   ]
   for (const [env, message] of cases) {
     test(`refuses ${Object.keys(env)[0]}=${Object.values(env)[0]}`, () => {

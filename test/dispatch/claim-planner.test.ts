@@ -11,7 +11,14 @@ const batch = (
   accountId: string,
   deadlineAt: number,
   pending: number,
-): RunnableBatch => ({ id, accountId, deadlineAt, endpoint: '/v1/chat/completions', pending })
+): RunnableBatch => ({
+  id,
+  accountId,
+  createdAt: deadlineAt - 86_400,
+  deadlineAt,
+  endpoint: '/v1/chat/completions',
+  pending,
+})
 const none = new Set<string>()
 const claimed = (claims: { batch: RunnableBatch; count: number }[]) =>
   claims.map(({ batch, count }) => `${batch.id}:${count}`)

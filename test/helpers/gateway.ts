@@ -26,6 +26,10 @@ export interface TestGatewayOptions {
   env?: Record<string, string>
   /** Collects log lines, for tests that read them. */
   logLines?: string[]
+  /** What admission and the live ledger take for now (Unix ms): to cross 00:00 UTC in a test. */
+  clock?: () => number
+  /** A second instance on another's PostgreSQL schema: stopping it leaves the schema to the first. */
+  sharesSchema?: boolean
 }
 
 export interface TestGateway extends Gateway {
@@ -81,7 +85,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const logger = options.logLines
     ? createLogger(config.logLevel, (line) => options.logLines!.push(line))
     : undefined
-  const gateway = await startGateway(config, { logger })
+  const gateway = await startGateway(config, { logger, clock: options.clock })
   const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
     fetch(`${gateway.url}/admin/v1${path}`, {
       method: init.method ?? (init.body ? 'POST' : 'GET'),
@@ -92,7 +96,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...gateway,
     async stop() {
       await gateway.stop()
-      if (env.DATABASE_URL) await dropTestSchema(env.DATABASE_URL)
+      if (env.DATABASE_URL && !options.sharesSchema) await dropTestSchema(env.DATABASE_URL)
     },
     env,
     admin,

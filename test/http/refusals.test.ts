@@ -51,13 +51,28 @@ describe('refusals', () => {
     expect(quota.toBody()).toEqual({
       error: {
         message:
-          "the batch's cost ceiling of $2.000000 exceeds the account's available credit of $1.000000; add credit or submit fewer lines or a lower max_tokens",
+          "the batch's cost ceiling of $2.000000 exceeds the account's available credit of $1.000000; add credit, set a max_cost_usd the credit covers, or submit fewer lines or a lower max_tokens",
         type: 'insufficient_quota',
         param: null,
         code: 'insufficient_quota',
         cost_ceiling_usd: '2.000000',
         available_usd: '1.000000',
       },
+    })
+    // Under a cap below the ceiling, the cap is what was to be held, and what to lower.
+    const capped = refusalOf({
+      kind: 'insufficient_quota',
+      costCeilingUsd: '2.000000',
+      availableUsd: '1.000000',
+      maxCostUsd: '1.500000',
+    })
+    expect(capped.toBody().error).toMatchObject({
+      message:
+        "the batch's max_cost_usd of $1.500000 (held instead of its cost ceiling of $2.000000) exceeds the account's available credit of $1.000000; add credit or set a lower max_cost_usd",
+      code: 'insufficient_quota',
+      cost_ceiling_usd: '2.000000',
+      max_cost_usd: '1.500000',
+      available_usd: '1.000000',
     })
     const limit = refusalOf({ kind: 'limit_exceeded', limit: 10, inUse: 10 })
     expect(limit.status).toBe(429)

@@ -1,7 +1,9 @@
 /**
  * The per-line price cap of SPEC §12 (`provider.max_price`), over real HTTP with simulators as
- * upstreams: one model with a dear offering (tried first) and a cheap one, each on its own
- * simulator, so where a line or live call went is what each simulator received.
+ * upstreams: one model with a dear offering (listed first) and a cheap one, each on its own
+ * simulator, so where a line or live call went is what each simulator received. Batch lines go
+ * cheapest first (SPEC §13), so the batch tests prefer the dear one with `provider.order`: the
+ * cap is then what moves them.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Decimal from 'decimal.js'
@@ -108,12 +110,16 @@ for (const storeKind of STORES) {
         .map((l) => JSON.parse(l) as { custom_id: string; status: string; provider: string })
     }
 
+    const dearFirst = ['dear', 'cheap']
+
     test('a cap that excludes the dear offering routes every line to the cheap one', async () => {
-      const rows = await run(jsonl(lines(6, { max_price: { prompt: '1.00', completion: '4.00' } })))
+      const rows = await run(
+        jsonl(lines(6, { order: dearFirst, max_price: { prompt: '1.00', completion: '4.00' } })),
+      )
       expect(rows).toHaveLength(6)
       for (const row of rows) expect([row.status, row.provider]).toEqual(['succeeded', 'cheap'])
-      // Uncapped, the same lines go to the first offering: the cap is what moved them.
-      const uncapped = await run(jsonl(lines(2)))
+      // Uncapped, the same lines go to the offering they prefer: the cap is what moved them.
+      const uncapped = await run(jsonl(lines(2, { order: dearFirst })))
       for (const row of uncapped) expect(row.provider).toBe('dear')
     })
 
@@ -127,11 +133,13 @@ for (const storeKind of STORES) {
 
     test('either key alone is a cap', async () => {
       for (const max_price of [{ prompt: '2.999' }, { completion: 14.99 }, { prompt: 0.25 }]) {
-        const rows = await run(jsonl(lines(2, { max_price })))
+        const rows = await run(jsonl(lines(2, { order: dearFirst, max_price })))
         for (const row of rows) expect(row.provider).toBe('cheap')
       }
       // A cap equal to the dear offering's prices keeps it (dearer, not as dear, is excluded).
-      const rows = await run(jsonl(lines(2, { max_price: { prompt: '3', completion: '15.000' } })))
+      const rows = await run(
+        jsonl(lines(2, { order: dearFirst, max_price: { prompt: '3', completion: '15.000' } })),
+      )
       for (const row of rows) expect(row.provider).toBe('dear')
     })
 

@@ -17,6 +17,7 @@ const OUT = join(import.meta.dir, '../out')
 type Batch = {
   id: string
   status: string
+  waiting?: { code: string; message: string } | null
   cost_usd: string
   cost_ceiling_usd: string
   request_counts: Record<string, number>
@@ -125,6 +126,7 @@ describe('dashboard in headless Chromium', () => {
 
     // Running: the page says so and reloads itself.
     expect(await page.locator('h1').textContent()).toBe('nightly <triage> & co in progress')
+    expect(await page.textContent('#eta')).toBe('ETA not known yet')
     expect(await page.locator('meta[http-equiv=refresh]').count()).toBe(1)
     expect(await page.textContent('[role=status]')).toContain('Submitted: 6 lines')
     expect(await page.textContent('#time-left')).toMatch(/^[56] h \d+ min left$/)
@@ -142,6 +144,20 @@ describe('dashboard in headless Chromium', () => {
     expect(await page.textContent('#count-failed')).toBe('1')
     expect(await page.textContent('#count-pending')).toBe('0')
     expect(await page.textContent('#time-left')).toBe('finished')
+
+    // Where the lines went: every one on the simulator, as the API's routing.providers says.
+    const providers = page.locator('#providers tr[data-provider="sim"] td')
+    expect(await providers.allTextContents()).toEqual([
+      expect.stringContaining('sim'),
+      '5',
+      '1',
+      '0',
+      expect.stringMatching(/^\$0\.\d{6,}$/),
+    ] as unknown as string[])
+    expect(await page.locator('#provider-bar span.p0').count()).toBe(1)
+    expect(await page.getAttribute('#provider-bar', 'aria-label')).toBe('sim: 6')
+    expect(await page.textContent('#eta')).toMatch(/^ETA finished \d{4}-\d\d-\d\d \d\d:\d\d/)
+    expect(await page.locator('#waiting').count()).toBe(0)
 
     // Cost so far against the ceiling: exactly what the API reports.
     const batch = (await (await gw.request(`/v1/batches/${id}`, key)).json()) as Batch
@@ -335,5 +351,102 @@ describe('dashboard refusals', () => {
       body: form,
     })
     expect(submit.status).toBe(403)
+  })
+})
+
+describe('dashboard: why a batch waits', () => {
+  let sim: Simulator
+  let gw: TestGateway
+
+  beforeAll(async () => {
+    sim = await startSimulator({ latencyMs: 1_500 })
+    gw = await startTestGateway({
+      upstreams: { openai: `${sim.url}/v1` },
+      env: { MULTIGRID_POLL_MS: '50' },
+    })
+  })
+  afterAll(async () => {
+    await gw.stop()
+    await sim.stop()
+  })
+
+  /** Polls the API until the batch satisfies `wanted`, bounded in time. */
+  const waitForBatch = async (key: string, id: string, wanted: (b: Batch) => boolean) => {
+    const deadline = Date.now() + 20_000
+    for (;;) {
+      const batch = (await (await gw.request(`/v1/batches/${id}`, key)).json()) as Batch
+      if (wanted(batch)) return batch
+      if (Date.now() > deadline) throw new Error(`batch ${id} never got there: ${batch.status}`)
+      await Bun.sleep(50)
+    }
+  }
+  const sessionCookie = async (key: string) => {
+    const response = await fetch(`${gw.url}/dashboard/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ key }),
+      redirect: 'manual',
+    })
+    expect(response.status).toBe(303)
+    return response.headers.get('set-cookie')!.split(';')[0]!
+  }
+
+  test('the upload form takes a spend cap, refused in the API words when it is bad', async () => {
+    const { key } = await gw.newAccount('5')
+    const cookie = await sessionCookie(key)
+    const post = (cap: string) => {
+      const form = new FormData()
+      form.set('file', new Blob([jsonl([chatLine('f-1'), chatLine('f-2')])]), 'capped.jsonl')
+      form.set('max_cost_usd', cap)
+      return fetch(`${gw.url}/dashboard/batches`, {
+        method: 'POST',
+        headers: { cookie, origin: gw.url },
+        body: form,
+        redirect: 'manual',
+      })
+    }
+    const bad = await post('lots')
+    expect(bad.status).toBe(400)
+    expect(await bad.text()).toContain(
+      'max_cost_usd must be a decimal amount of USD greater than 0',
+    )
+    const made = await post('0.000001')
+    expect(made.status).toBe(303)
+    const id = /batch_[0-9a-f]+/.exec(made.headers.get('location')!)![0]
+    const page = await (
+      await fetch(`${gw.url}/dashboard/batches/${id}?submitted=1`, { headers: { cookie } })
+    ).text()
+    expect(page).toContain('$0.000001 held as the spend cap (max_cost_usd; the cost ceiling is $')
+    expect(page).toContain('capped at $0.000001 (max_cost_usd)')
+    const batch = (await (await gw.request(`/v1/batches/${id}`, key)).json()) as Batch & {
+      max_cost_usd: string
+    }
+    expect(batch.max_cost_usd).toBe('0.000001')
+  })
+
+  test('a batch that waits shows why on its page, with what to do', async () => {
+    const { key } = await gw.newAccount('5')
+    const lines = Array.from({ length: 4 }, (_, i) => chatLine(`w-${i}`, `waiting line ${i}`))
+    const post = (query: string) =>
+      gw.request(`/v1/batches${query}`, key, {
+        method: 'POST',
+        body: jsonl(lines),
+        headers: { 'content-type': 'application/jsonl' },
+      })
+    const quote = (await (await post('?dry_run=true')).json()) as Batch
+    // Room for one line and a half: one runs (1.5 s upstream), the rest wait for it.
+    const cap = (Number(quote.cost_ceiling_usd) / lines.length) * 1.5
+    const created = (await (await post(`?max_cost_usd=${cap.toFixed(6)}`)).json()) as Batch
+    await waitForBatch(key, created.id, (b) => b.waiting?.code === 'max_cost_reached')
+    const cookie = await sessionCookie(key)
+    const page = await (
+      await fetch(`${gw.url}/dashboard/batches/${created.id}`, { headers: { cookie } })
+    ).text()
+    expect(page).toContain('<div class="notice" id="waiting" role="status">')
+    expect(page).toContain('<span class="mono">max_cost_reached</span>')
+    expect(page).toContain('submit them again with a higher max_cost_usd')
+    expect(page).toContain(
+      '<p id="eta"><span class="dim small">ETA</span> <b>not known yet</b></p>',
+    )
   })
 })

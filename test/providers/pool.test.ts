@@ -65,6 +65,8 @@ describe('a pool of three replicas', () => {
       expect(outcomes.filter((outcome) => !outcome.ok)).toEqual([])
     }
     expect(pool.unhealthyReplicas()).toEqual([victimBase])
+    // The others answer: the provider as a whole is reachable.
+    expect(pool.unreachable()).toBe(false)
     expect(served()[0] + served()[2]).toBe(30)
 
     sims[1] = await startSimulator({ port: victim.port, latencyMs: 10 })
@@ -96,6 +98,7 @@ describe('a pool of three replicas', () => {
       }
       expect(failures).toBe(3)
       expect(slowProbe.unhealthyReplicas()).toEqual([`${sick.url}/v1`])
+      expect(slowProbe.unreachable()).toBe(false)
       sick.resetStats()
       const outcomes = await Promise.all(
         Array.from({ length: 12 }, () => slowProbe.send(forUpstream({ endpoint: 'chat', body }))),
@@ -108,6 +111,32 @@ describe('a pool of three replicas', () => {
     } finally {
       sick.configure({ errorRate: 0 })
       await slowProbe.close()
+    }
+  })
+
+  test('a lone replica answering 5xx is out but not unreachable; one failing its probe is', async () => {
+    const single = await startSimulator({ errorRate: 1 })
+    const lone = createProvider({
+      name: 'lone-5xx',
+      kind: 'openai',
+      baseUrls: [`${single.url}/v1`],
+      apiKey: null,
+      timeoutMs: 1_000,
+      connections: 2,
+      // Slow enough that it is still out when the simulator stops below.
+      probeIntervalMs: 500,
+    })
+    try {
+      for (let i = 0; i < 3; i++) await lone.send(forUpstream({ endpoint: 'chat', body }))
+      expect(lone.unhealthyReplicas()).toEqual([`${single.url}/v1`])
+      // It answers: its 5xx are the retry policy's to pace, not an outage.
+      expect(lone.unreachable()).toBe(false)
+      await single.stop()
+      expect(lone.unhealthyReplicas()).toEqual([`${single.url}/v1`])
+      // The next probe finds nothing there.
+      expect(await waitFor(() => lone.unreachable(), 2_000)).toBe(true)
+    } finally {
+      await lone.close()
     }
   })
 
@@ -128,10 +157,13 @@ describe('a pool of three replicas', () => {
       const refused = await lone.send(forUpstream({ endpoint: 'chat', body }))
       expect(refused).toMatchObject({ ok: false, error: { kind: 'connection', retryable: true } })
       expect(lone.unhealthyReplicas()).toEqual([`${single.url}/v1`])
+      // Its only replica refused the connection: the provider is unreachable until it answers.
+      expect(lone.unreachable()).toBe(true)
       // Long before the next probe, the replica is back and is used.
       again = await startSimulator({ port: single.port })
       expect((await lone.send(forUpstream({ endpoint: 'chat', body }))).ok).toBe(true)
       expect(lone.unhealthyReplicas()).toEqual([])
+      expect(lone.unreachable()).toBe(false)
     } finally {
       await lone.close()
       await again?.stop()

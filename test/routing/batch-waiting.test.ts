@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { chatLine, jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
+import { freePort } from '../helpers/process-gateway.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
 
 interface NativeBatch {
@@ -133,3 +134,36 @@ for (const storeKind of STORES) {
     })
   })
 }
+
+describe('a provider whose every replica is down', () => {
+  test('makes the batch wait provider_unavailable, saying there is nothing to do', async () => {
+    const down = freePort() // nothing listens there: every connection is refused
+    const gw = await startTestGateway({
+      upstreams: { openai: [`http://127.0.0.1:${down}/v1`, `http://127.0.0.1:${down}/v2`] },
+      env: { MULTIGRID_POLL_MS: '50' },
+    })
+    try {
+      const { key } = await gw.newAccount('10')
+      const created = (await (
+        await gw.request('/v1/batches', key, {
+          method: 'POST',
+          body: jsonl([chatLine('u-1'), chatLine('u-2')]),
+          headers: { 'content-type': 'application/jsonl' },
+        })
+      ).json()) as NativeBatch
+      const waiting = await waitFor('the batch to wait on the provider', async () => {
+        const batch = (await (
+          await gw.request(`/v1/batches/${created.id}`, key)
+        ).json()) as NativeBatch
+        return batch.waiting ? batch : null
+      })
+      expect(waiting.status).toBe('in_progress')
+      expect(waiting.waiting!.code).toBe('provider_unavailable')
+      expect(waiting.waiting!.message).toStartWith('sim is unavailable: every replica is failing.')
+      expect(waiting.waiting!.message).toContain('Nothing to do: do not resubmit')
+      expect(waiting.waiting).not.toHaveProperty('until')
+    } finally {
+      await gw.stop()
+    }
+  })
+})

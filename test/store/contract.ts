@@ -332,6 +332,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
           purgedAt: null,
           maxCostUsd: null,
           waiting: null,
+          eta: null,
         })
         expect(await store.getBatch('acct_1', 'batch_01')).toEqual(batch)
         expect(await store.getAccount('acct_1')).toMatchObject({
@@ -772,6 +773,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
           {
             id: 'batch_02',
             accountId: 'acct_2',
+            createdAt: T0,
             deadlineAt: T0 + 3600,
             endpoint: '/v1/chat/completions',
             pending: 3,
@@ -779,6 +781,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
           {
             id: 'batch_03',
             accountId: 'acct_1',
+            createdAt: T0,
             deadlineAt: T0 + 7200,
             endpoint: '/v1/chat/completions',
             pending: 1,
@@ -786,6 +789,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
           {
             id: 'batch_01',
             accountId: 'acct_1',
+            createdAt: T0,
             deadlineAt: T0 + 10_800,
             endpoint: '/v1/chat/completions',
             pending: 2,
@@ -1012,6 +1016,43 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         const again = await claim('batch_01', 'owner-b', 10, MS + 5000)
         expect(again.map((l) => [l.lineNo, l.attempts])).toEqual([[1, 2]])
         expect((await store.getAccount('acct_1'))!.balanceUsd).toBe('100')
+      })
+
+      it('gives back the attempt of a line handed back unsent', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 2)
+        await claim('batch_01', 'owner-a', 2)
+        const unsent = { ...retry('batch_01', 1, MS), unsent: true }
+        expect(
+          await dispatch.recordOutcomes('owner-a', [unsent, retry('batch_01', 2, MS)], MS + 100),
+        ).toBe(2)
+        expect((await allLines('batch_01')).map((l) => [l.status, l.attempts])).toEqual([
+          ['pending', 0],
+          ['pending', 1],
+        ])
+        // Claimed again, the unsent line is on its first attempt, the other on its second.
+        const again = await claim('batch_01', 'owner-b', 10, MS + 200)
+        expect(again.map((l) => [l.lineNo, l.attempts])).toEqual([
+          [1, 1],
+          [2, 2],
+        ])
+      })
+
+      it('records the planner’s projected finish of open batches only', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 1)
+        await admit('acct_1', 'batch_02', 1)
+        await store.cancelBatch('acct_1', 'batch_02', T0)
+        await dispatch.recordEtas([
+          { batchId: 'batch_01', eta: T0 + 120 },
+          { batchId: 'batch_02', eta: T0 + 60 },
+          { batchId: 'batch_missing', eta: T0 },
+        ])
+        expect((await batchOf('acct_1', 'batch_01')).eta).toBe(T0 + 120)
+        expect((await batchOf('acct_1', 'batch_02')).eta).toBeNull()
+        await dispatch.recordEtas([{ batchId: 'batch_01', eta: null }])
+        expect((await batchOf('acct_1', 'batch_01')).eta).toBeNull()
+        await dispatch.recordEtas([])
       })
 
       it('takes times with fractions of a millisecond, never acting sooner', async () => {
@@ -1563,6 +1604,180 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
       })
     })
 
+    describe('spend caps', () => {
+      /** A capped batch whose lines have these ceilings. */
+      const capped = (id: string, maxCostUsd: string, ceilings: string[], extra = {}) =>
+        admit('acct_1', id, ceilings.length, {
+          maxCostUsd,
+          costCeilingUsd: moneyText(ceilings.reduce((sum, c) => sum.plus(c), new Money(0))),
+          lines: lineList(ceilings.length).map((line, i) => ({ ...line, ceilingUsd: ceilings[i] })),
+          ...extra,
+        })
+
+      it('holds min(ceiling, cap) and admits under a cap that fits the credit', async () => {
+        await account('acct_1', '1')
+        // A ceiling of 3 does not fit a credit of 1; under a cap of 0.5 the batch is admitted.
+        const batch = await capped('batch_01', '0.5', ['1', '1', '1'])
+        expect(batch).toMatchObject({ costCeilingUsd: '3', heldUsd: '0.5', maxCostUsd: '0.5' })
+        expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '0.5' })
+        const uncapped = await store.admitBatch(
+          newBatch('acct_1', 'batch_02', 1, { costCeilingUsd: '3' }),
+        )
+        expect(uncapped.kind).toBe('insufficient_quota')
+        // A cap above the ceiling holds the ceiling.
+        expect(await capped('batch_03', '9', ['0.1', '0.2'])).toMatchObject({ heldUsd: '0.3' })
+        const tooDear = await store.admitBatch(
+          newBatch('acct_1', 'batch_04', 1, {
+            maxCostUsd: '0.6',
+            costCeilingUsd: '1',
+            lines: [{ ...lineList(1)[0]!, ceilingUsd: '1' }],
+          }),
+        )
+        expect(tooDear).toEqual({ kind: 'insufficient_quota', availableUsd: '0.2' })
+      })
+
+      it('claims only lines that fit the cap with those in flight, and carries their ceilings', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', ['0.4', '0.4', '0.1', '0.3', '0.05'])
+        // 0.4 + 0.4 fit; 0.1 too (0.9); 0.3 would pass 1: the prefix stops there.
+        const first = await claim('batch_01', 'owner-a', 10)
+        expect(first.map((l) => [l.lineNo, l.ceilingUsd])).toEqual([
+          [1, '0.4'],
+          [2, '0.4'],
+          [3, '0.1'],
+        ])
+        expect((await batchOf('acct_1', 'batch_01')).waiting).toMatchObject({
+          code: 'max_cost_reached',
+        })
+        // Room 0.1 left: only line 5 (0.05) fits on its own now.
+        expect((await claim('batch_01', 'owner-b', 10)).map((l) => l.lineNo)).toEqual([5])
+        // Line 1 settles cheaper than its ceiling: 0.35 of room comes back, line 4 fits.
+        await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.1')], MS + 1)
+        expect((await claim('batch_01', 'owner-a', 10)).map((l) => l.lineNo)).toEqual([4])
+        // Lines claimed with none held back: the cap's waiting is cleared.
+        expect((await batchOf('acct_1', 'batch_01')).waiting).toBeNull()
+      })
+
+      it('leaves a batch the cap holds back out of runnableBatches until room comes back', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', ['0.6', '0.6', '0.6'])
+        expect((await claim('batch_01', 'owner-a', 10)).map((l) => l.lineNo)).toEqual([1])
+        expect((await batchOf('acct_1', 'batch_01')).waiting?.code).toBe('max_cost_reached')
+        expect(await dispatch.runnableBatches(MS, 10)).toEqual([])
+        // Line 1 cost 0.1: room is back, the wait ends and line 2 is claimed.
+        await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.1')], MS + 1)
+        expect((await batchOf('acct_1', 'batch_01')).waiting).toBeNull()
+        expect((await dispatch.runnableBatches(MS, 10)).map((b) => b.id)).toEqual(['batch_01'])
+        expect((await claim('batch_01', 'owner-a', 10)).map((l) => l.lineNo)).toEqual([2])
+        // Held back again (0.3 left); a retry gives room back too.
+        expect((await batchOf('acct_1', 'batch_01')).waiting?.code).toBe('max_cost_reached')
+        await dispatch.recordOutcomes('owner-a', [retry('batch_01', 2, MS)], MS + 2)
+        expect((await dispatch.runnableBatches(MS, 10)).map((b) => b.id)).toEqual(['batch_01'])
+      })
+
+      it('concurrent claims of one capped batch never reserve past its cap', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', Array(40).fill('0.15'))
+        // 6 × 0.15 = 0.9 fits a cap of 1, a seventh would not: 40 claimers at once take 6.
+        const claims = await Promise.all(
+          Array.from({ length: 40 }, (_, i) => claim('batch_01', `owner-${i}`, 1)),
+        )
+        expect(claims.flat()).toHaveLength(6)
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          running: 6,
+          pending: 34,
+        })
+      })
+
+      it('gives the reservation back when a line is retried, reaped or released', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', ['0.6', '0.6'])
+        expect((await claim('batch_01', 'owner-a', 2, MS, 1000)).map((l) => l.lineNo)).toEqual([1])
+        expect(await claim('batch_01', 'owner-b', 2)).toEqual([])
+        await dispatch.recordOutcomes('owner-a', [retry('batch_01', 1, MS)], MS + 1)
+        expect((await claim('batch_01', 'owner-b', 2, MS, 1000)).map((l) => l.lineNo)).toEqual([1])
+        expect(await dispatch.reapExpiredLeases(MS + 5000)).toBe(1)
+        expect((await claim('batch_01', 'owner-a', 2, MS + 5000)).map((l) => l.lineNo)).toEqual([1])
+        expect(await dispatch.releaseLeases('owner-a')).toBe(1)
+        expect((await claim('batch_01', 'owner-b', 2, MS + 5000)).map((l) => l.lineNo)).toEqual([1])
+      })
+
+      it('once nothing is in flight, cancels the lines that do not fit with max_cost_reached, then completes', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', ['0.5', '0.5', '0.5', '0.2'])
+        expect((await claim('batch_01', 'owner-a', 10)).map((l) => l.lineNo)).toEqual([1, 2])
+        // In flight: nothing is cancelled yet.
+        await dispatch.advanceBatches(T0 + 1)
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          pending: 2,
+          cancelled: 0,
+        })
+        await dispatch.recordOutcomes(
+          'owner-a',
+          [succeeded('batch_01', 1, '0.5'), succeeded('batch_01', 2, '0.35')],
+          MS + 1,
+        )
+        // 0.15 left: line 4 (0.2) and line 3 (0.5) can never fit.
+        await dispatch.advanceBatches(T0 + 2)
+        await dispatch.advanceBatches(T0 + 3)
+        const batch = await batchOf('acct_1', 'batch_01')
+        expect(batch).toMatchObject({
+          status: 'completed',
+          costUsd: '0.85',
+          heldUsd: '0',
+          counts: { succeeded: 2, cancelled: 2, pending: 0, running: 0 },
+        })
+        expect(batch.waiting?.code).toBe('max_cost_reached')
+        expect(batch.waiting?.message).toContain('2 lines did not run')
+        const lines = await allLines('batch_01')
+        expect(lines.map((l) => [l.status, l.error?.code ?? null])).toEqual([
+          ['succeeded', null],
+          ['succeeded', null],
+          ['cancelled', 'max_cost_reached'],
+          ['cancelled', 'max_cost_reached'],
+        ])
+        expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '9.15', heldUsd: '0' })
+      })
+
+      it('ends completed, not failed, when its cap lets no line run', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '0.1', ['0.5', '0.5'])
+        expect(await claim('batch_01', 'owner-a', 10)).toEqual([])
+        await dispatch.advanceBatches(T0 + 1)
+        await dispatch.advanceBatches(T0 + 2)
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          status: 'completed',
+          costUsd: '0',
+          counts: { succeeded: 0, cancelled: 2 },
+          waiting: { code: 'max_cost_reached' },
+        })
+        expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '10', heldUsd: '0' })
+      })
+
+      it('keeps a line that still fits while it waits for a retry, and ends it once it cannot', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', ['0.3', '0.9'])
+        expect((await claim('batch_01', 'owner-a', 10)).map((l) => l.lineNo)).toEqual([1])
+        await dispatch.recordOutcomes('owner-a', [retry('batch_01', 1, MS + 60_000)], MS + 1)
+        // Nothing in flight, and both lines fit the cap on their own: none is cancelled.
+        await dispatch.advanceBatches(T0 + 1)
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          pending: 2,
+          cancelled: 0,
+        })
+        // Line 1 is not due yet; line 2 is, and fits.
+        expect((await claim('batch_01', 'owner-a', 10, MS + 2)).map((l) => l.lineNo)).toEqual([2])
+        await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 2, '0.9')], MS + 3)
+        // 0.1 left: line 1 can never fit, though its retry is not due yet.
+        await dispatch.advanceBatches(T0 + 2)
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          pending: 0,
+          cancelled: 1,
+          succeeded: 1,
+        })
+      })
+    })
+
     describe('fine-tuned adapters', () => {
       const adapter = (id: string, accountId = 'acct_1', createdAt = T0) => ({
         id,
@@ -1617,6 +1832,277 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         expect(second).toMatchObject({ status: 'inactive', deactivatedAt: T0 + 10 })
         expect(await store.getAdapter('ft:q:tag:a')).toMatchObject({ status: 'inactive' })
         expect(await store.deactivateAdapter('ft:q:tag:none', T0)).toBeNull()
+      })
+    })
+
+    describe('daily spend limit (SPEC §12)', () => {
+      // T0 is 23:46:40 UTC: the next UTC day begins 800 s later.
+      const NEXT_DAY = T0 + 800
+      it('counts the day’s batch holds and refuses a batch that would pass it; the next UTC day starts at zero, and a deposit does not raise it', async () => {
+        await account('acct_1', '100')
+        expect(await store.getDailySpend('acct_1', MS)).toEqual({ limitUsd: null, usedUsd: '0' })
+        expect(await store.setDailySpendLimit('acct_1', '2.5')).toBe(true)
+        expect(await store.setDailySpendLimit('acct_missing', '1')).toBe(false)
+        await admit('acct_1', 'batch_01', 1, { costCeilingUsd: '1.5' })
+        await admit('acct_1', 'batch_02', 1, { costCeilingUsd: '1' })
+        expect(await store.getDailySpend('acct_1', MS)).toEqual({ limitUsd: '2.5', usedUsd: '2.5' })
+        const refused = await store.admitBatch(
+          newBatch('acct_1', 'batch_03', 1, { costCeilingUsd: '0.000001' }),
+        )
+        expect(refused).toEqual({ kind: 'daily_limit_exceeded', limitUsd: '2.5', usedUsd: '2.5' })
+        expect(await store.getBatch('acct_1', 'batch_03')).toBeNull()
+        await store.addCredit('acct_1', '1000')
+        expect((await store.admitBatch(newBatch('acct_1', 'batch_03', 1))).kind).toBe(
+          'daily_limit_exceeded',
+        )
+        // 00:00 UTC: yesterday's batches count no more (they still hold their credit).
+        await admit('acct_1', 'batch_04', 1, {
+          costCeilingUsd: '2.5',
+          createdAt: NEXT_DAY,
+          deadlineAt: NEXT_DAY + DAY,
+        })
+        expect(await store.getDailySpend('acct_1', NEXT_DAY * 1000)).toMatchObject({
+          usedUsd: '2.5',
+        })
+        expect((await store.getAccount('acct_1'))!.heldUsd).toBe('5')
+        // No limit: anything the credit covers.
+        await store.setDailySpendLimit('acct_1', null)
+        await admit('acct_1', 'batch_05', 1, { costCeilingUsd: '50', createdAt: NEXT_DAY })
+      })
+
+      it('counts a finished batch at what it was charged, not its ceiling', async () => {
+        await account('acct_1', '100')
+        await store.setDailySpendLimit('acct_1', '1.5')
+        await admit('acct_1', 'batch_01', 2, { costCeilingUsd: '1' })
+        await claim('batch_01', 'owner-a', 2)
+        await dispatch.recordOutcomes(
+          'owner-a',
+          [succeeded('batch_01', 1, '0.25'), succeeded('batch_01', 2, '0.05')],
+          MS + 10,
+        )
+        // Held 0.7 and charged 0.3 while it runs, charged 0.3 once it ends.
+        expect((await store.getDailySpend('acct_1', MS + 20))!.usedUsd).toBe('1')
+        await dispatch.advanceBatches(T0 + 1)
+        await dispatch.advanceBatches(T0 + 2)
+        expect((await batchOf('acct_1', 'batch_01')).status).toBe('completed')
+        expect((await store.getDailySpend('acct_1', MS + 3000))!.usedUsd).toBe('0.3')
+        await admit('acct_1', 'batch_02', 1, { costCeilingUsd: '1.2' })
+      })
+
+      it('bounds live leases by the limit, counts live charges on the day they are written, and says when the limit is what refuses', async () => {
+        await account('acct_1', '100')
+        await store.setDailySpendLimit('acct_1', '1')
+        const take = (instanceId: string, needUsd: string, wantUsd: string, nowMs = MS) =>
+          store.takeLiveCredit({
+            instanceId,
+            accountId: 'acct_1',
+            needUsd,
+            wantUsd,
+            nowMs,
+            expiresAtMs: nowMs + 10_000,
+          })
+        // Half of what the limit leaves beyond the need, as with credit.
+        expect(await take('inst-a', '0.2', '10')).toMatchObject({
+          grantedUsd: '0.5',
+          availableUsd: '0.5',
+        })
+        expect((await store.getDailySpend('acct_1', MS))!.usedUsd).toBe('0.5')
+        const refused = await take('inst-b', '0.6', '0.6')
+        expect(refused).toMatchObject({
+          grantedUsd: '0',
+          dailyLimit: { limitUsd: '1', usedUsd: '0.5' },
+        })
+        // A batch cannot take the room a lease holds either.
+        expect(
+          (await store.admitBatch(newBatch('acct_1', 'batch_01', 1, { costCeilingUsd: '0.6' })))
+            .kind,
+        ).toBe('daily_limit_exceeded')
+        await store.writeLiveCharges({
+          id: 'lcg_1',
+          instanceId: 'inst-a',
+          nowMs: MS + 100,
+          entries: [{ accountId: 'acct_1', chargeUsd: '0.25', releaseUsd: '0.25' }],
+        })
+        expect((await store.getDailySpend('acct_1', MS + 200))!.usedUsd).toBe('0.25')
+        expect(await take('inst-b', '0.5', '0.5', MS + 200)).toMatchObject({ grantedUsd: '0.5' })
+        expect(await take('inst-b', '0.5', '0.5', MS + 300)).toMatchObject({
+          grantedUsd: '0',
+          dailyLimit: { limitUsd: '1', usedUsd: '0.75' },
+        })
+        // The credit, not the limit, in the way: no dailyLimit (a 402, not a 429).
+        await store.setDailySpendLimit('acct_1', '1000')
+        expect((await take('inst-c', '500', '500', MS + 300)).dailyLimit).toBeUndefined()
+        // The next UTC day: yesterday's live charges count no more.
+        await store.dropLiveCredit('inst-b')
+        expect((await store.getDailySpend('acct_1', NEXT_DAY * 1000))!.usedUsd).toBe('0')
+        await store.writeLiveCharges({
+          id: 'lcg_2',
+          instanceId: 'inst-b',
+          nowMs: NEXT_DAY * 1000,
+          entries: [{ accountId: 'acct_1', chargeUsd: '0.1', releaseUsd: '0' }],
+        })
+        expect((await store.getDailySpend('acct_1', NEXT_DAY * 1000))!.usedUsd).toBe('0.1')
+      })
+    })
+
+    describe('batches waiting for credit (SPEC §14)', () => {
+      const waitFor = (id: string, ceiling: string, extra: Partial<NewBatch> = {}) =>
+        admit('acct_1', id, 2, { costCeilingUsd: ceiling, creditWaitUntil: T0 + 600, ...extra })
+
+      it('admits a batch whose hold does not fit as validating, holding nothing, and starts it once a deposit covers it', async () => {
+        await account('acct_1', '1')
+        const batch = await waitFor('batch_01', '2.5')
+        expect(batch).toMatchObject({
+          status: 'validating',
+          heldUsd: '0',
+          waiting: { code: 'insufficient_credit', until: T0 + 600 },
+        })
+        expect(batch.waiting!.message).toContain('deposit at least $1.500000 to start it')
+        expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '0', openBatches: 1 })
+        // Not claimable while it waits.
+        expect(await dispatch.runnableBatches(MS, 10)).toEqual([])
+        expect(await store.admitWaitingBatches(MS)).toEqual({ started: [], failed: [] })
+        await store.addCredit('acct_1', '1.49')
+        await store.admitWaitingBatches(MS)
+        expect((await batchOf('acct_1', 'batch_01')).waiting!.message).toContain(
+          'deposit at least $0.010000 to start it',
+        )
+        await store.addCredit('acct_1', '0.01')
+        expect(await store.admitWaitingBatches(MS + 1)).toEqual({
+          started: ['batch_01'],
+          failed: [],
+        })
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          status: 'in_progress',
+          heldUsd: '2.5',
+          waiting: null,
+        })
+        expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '2.5' })
+        expect(await store.admitWaitingBatches(MS + 2)).toEqual({ started: [], failed: [] })
+        expect((await dispatch.runnableBatches(MS, 10)).map((b) => b.id)).toEqual(['batch_01'])
+        // Without wait_for_credit, a hold that does not fit is refused as before.
+        expect((await store.admitBatch(newBatch('acct_1', 'batch_02', 1))).kind).toBe(
+          'insufficient_quota',
+        )
+      })
+
+      it('starts the earliest first: a deposit that covers only some starts them in order, and a later batch never takes the credit an earlier one waits for', async () => {
+        await account('acct_1', '0')
+        await waitFor('batch_a', '2', { createdAt: T0 })
+        await waitFor('batch_b', '1', { createdAt: T0 + 1 })
+        await waitFor('batch_c', '1', { createdAt: T0 + 2 })
+        await store.addCredit('acct_1', '1.5')
+        // B and C would fit, but A came first.
+        expect(await store.admitWaitingBatches(MS + 3000)).toEqual({ started: [], failed: [] })
+        const needed = async () =>
+          Promise.all(
+            ['batch_a', 'batch_b', 'batch_c'].map(
+              async (id) =>
+                /deposit at least \$([\d.]+)/.exec(
+                  (await batchOf('acct_1', id)).waiting?.message ?? '',
+                )?.[1],
+            ),
+          )
+        expect(await needed()).toEqual(['0.500000', '1.500000', '2.500000'])
+        // A waiting submit queues behind them even though its own hold fits.
+        await waitFor('batch_d', '0.1', { createdAt: T0 + 3 })
+        expect((await batchOf('acct_1', 'batch_d')).status).toBe('validating')
+        await store.addCredit('acct_1', '1')
+        expect(await store.admitWaitingBatches(MS + 4000)).toEqual({
+          started: ['batch_a'],
+          failed: [],
+        })
+        expect(await needed()).toEqual([undefined, '0.500000', '1.500000'])
+        await store.addCredit('acct_1', '10')
+        expect((await store.admitWaitingBatches(MS + 5000)).started).toEqual([
+          'batch_b',
+          'batch_c',
+          'batch_d',
+        ])
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          heldUsd: '4.1',
+          balanceUsd: '12.5',
+        })
+      })
+
+      it('fails a batch still short when its wait ends: every line failed, nothing charged, nothing held, its webhook told', async () => {
+        await account('acct_1', '1')
+        await store.createWebhook(
+          {
+            id: 'whe_1',
+            accountId: 'acct_1',
+            url: 'https://hooks.example.com/1',
+            events: ['batch.failed'],
+            secret: 'whsec_c2VjcmV0',
+            createdAt: T0,
+          },
+          10,
+        )
+        await waitFor('batch_01', '2')
+        expect(await store.admitWaitingBatches((T0 + 599) * 1000)).toEqual({
+          started: [],
+          failed: [],
+        })
+        expect(await store.admitWaitingBatches((T0 + 600) * 1000)).toEqual({
+          started: [],
+          failed: ['batch_01'],
+        })
+        const batch = await batchOf('acct_1', 'batch_01')
+        expect(batch).toMatchObject({
+          status: 'failed',
+          finishedAt: T0 + 600,
+          costUsd: '0',
+          heldUsd: '0',
+          counts: { total: 2, pending: 0, running: 0, succeeded: 0, failed: 2 },
+        })
+        expect(batch.errors).toEqual([
+          {
+            code: 'insufficient_quota',
+            message: expect.stringContaining('$2.000000'),
+            param: null,
+            line: null,
+          },
+        ])
+        const lines = await allLines('batch_01')
+        expect(lines.map((line) => [line.status, line.error?.code, line.costUsd])).toEqual([
+          ['failed', 'insufficient_quota', '0'],
+          ['failed', 'insufficient_quota', '0'],
+        ])
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '1',
+          heldUsd: '0',
+          openBatches: 0,
+        })
+        const queued = await store.listDeliveries('acct_1', 'whe_1', { limit: 10, after: null })
+        expect(queued!.deliveries).toMatchObject([
+          { batchId: 'batch_01', type: 'batch.failed', createdAt: T0 + 600, status: 'pending' },
+        ])
+        expect(await store.admitWaitingBatches((T0 + 601) * 1000)).toEqual({
+          started: [],
+          failed: [],
+        })
+      })
+
+      it('counts a waiting batch’s hold against the daily limit from its submit', async () => {
+        await account('acct_1', '0')
+        await store.setDailySpendLimit('acct_1', '3')
+        await waitFor('batch_01', '2')
+        expect((await store.getDailySpend('acct_1', MS))!.usedUsd).toBe('2')
+        expect(
+          await store.admitBatch(
+            newBatch('acct_1', 'batch_02', 1, { costCeilingUsd: '1.5', creditWaitUntil: T0 + 600 }),
+          ),
+        ).toEqual({ kind: 'daily_limit_exceeded', limitUsd: '3', usedUsd: '2' })
+      })
+
+      it('a cancelled waiting batch ends cancelled and waits no more', async () => {
+        await account('acct_1', '0')
+        await waitFor('batch_01', '2')
+        const cancelled = await store.cancelBatch('acct_1', 'batch_01', T0 + 5)
+        expect(cancelled).toMatchObject({ kind: 'cancelled', batch: { status: 'cancelled' } })
+        await store.addCredit('acct_1', '5')
+        expect(await store.admitWaitingBatches(MS + 6000)).toEqual({ started: [], failed: [] })
+        expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '0', openBatches: 0 })
       })
     })
 

@@ -12,7 +12,7 @@ import { GatewayError, invalidApiKey, notFound } from '../../errors.ts'
 import { BodyAborted, readFormBody } from '../../ingest/read-body.ts'
 import type { Warning } from '../../ingest/issues.ts'
 import type { BodyLimits } from '../body-limits.ts'
-import { usd } from '../../money/decimal.ts'
+import { Money, usd } from '../../money/decimal.ts'
 import { excerpt } from '../../excerpt.ts'
 import { FILTERS, resultsQuery, submitOptions, type NativeDeps } from '../native-batches.ts'
 import { parseFields, parseQuery } from '../parse-query.ts'
@@ -262,6 +262,7 @@ export function dashboardRoutes({
           source: 'native',
           metadata: null,
           inputFileId: null,
+          maxCostUsd: form.max_cost_usd ?? null,
         }
         const dryRun = form.dry_run === 'true' || form.dry_run === '1'
         const result = dryRun
@@ -273,13 +274,15 @@ export function dashboardRoutes({
               issues: { issues: result.issues, omitted: result.omitted },
             })
           case 'quote': {
-            const text = `Quote: ${result.lineCount} lines, cost ceiling $${result.costCeilingUsd}, available credit $${result.availableUsd} — ${result.creditSufficient ? 'enough' : 'not enough'} to submit it. Nothing was stored.${quoteWarnings(result.warnings, result.warningsOmitted)}`
+            const cap = result.maxCostUsd ? `, capped at $${result.maxCostUsd}` : ''
+            const text = `Quote: ${result.lineCount} lines, cost ceiling $${result.costCeilingUsd}${cap}, available credit $${result.availableUsd} — ${result.creditSufficient ? 'enough' : 'not enough'} to submit it. Nothing was stored.${quoteWarnings(result.warnings, result.warningsOmitted)}`
             return listPage(caller, request, headers, 200, {
               notice: { kind: result.creditSufficient ? 'info' : 'error', text },
             })
           }
           case 'insufficient_quota':
-          case 'limit_exceeded': {
+          case 'limit_exceeded':
+          case 'daily_limit_exceeded': {
             const refusal = refusalOf(result)
             return listPage(
               caller,
@@ -302,9 +305,10 @@ export function dashboardRoutes({
       const headers: HeaderMap = {}
       const caller = await signedIn(request, 'read', headers)
       if (caller instanceof Response) return caller
-      const [account, batch] = await Promise.all([
+      const [account, batch, shares] = await Promise.all([
         store.getAccount(caller.account.id),
         store.getBatch(caller.account.id, params.id),
+        store.providerShares([params.id]),
       ])
       if (!batch)
         return refusal(notFound(`batch ${excerpt(params.id)}`), request, headers, account!.name)
@@ -313,7 +317,10 @@ export function dashboardRoutes({
       if (flags.has('submitted'))
         notice = {
           kind: 'info',
-          text: `Submitted: ${batch.counts.total} lines, $${usd(batch.costCeilingUsd)} held as the cost ceiling.`,
+          text:
+            batch.maxCostUsd !== null && new Money(batch.maxCostUsd).lessThan(batch.costCeilingUsd)
+              ? `Submitted: ${batch.counts.total} lines, $${usd(batch.maxCostUsd)} held as the spend cap (max_cost_usd; the cost ceiling is $${usd(batch.costCeilingUsd)}).`
+              : `Submitted: ${batch.counts.total} lines, $${usd(batch.costCeilingUsd)} held as the cost ceiling.`,
         }
       if (flags.has('cancelled'))
         notice = {
@@ -322,7 +329,13 @@ export function dashboardRoutes({
         }
       return htmlResponse(
         200,
-        batchPage(account!, batch, caller.key.scopes.includes('batches'), notice),
+        batchPage(
+          account!,
+          batch,
+          caller.key.scopes.includes('batches'),
+          notice,
+          shares.get(batch.id),
+        ),
         headers,
       )
     })

@@ -25,6 +25,9 @@ a { color: var(--run); }
 .bar span { display: block; height: 100%; }
 .bar .ok { background: var(--ok); } .bar .bad { background: var(--bad); } .bar .run { background: var(--run); }
 .bar .cost { background: #8250df; }
+.p0 { background: #0969da; } .p1 { background: #bf8700; } .p2 { background: #1a7f37; }
+.p3 { background: #cf222e; } .p4 { background: #8250df; } .p5 { background: #57606a; }
+.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; }
 .status { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; background: #eaeef2; }
 .status.completed { background: #dafbe1; color: var(--ok); }
 .status.failed, .status.expired, .status.cancelled { background: #ffebe9; color: var(--bad); }

@@ -1,10 +1,11 @@
 /** The dashboard's pages, rendered on the server from stored records. */
-import { isOpenBatch, type BatchRecord } from '../../domain.ts'
+import { isOpenBatch, type BatchRecord, type ProviderShare } from '../../domain.ts'
 import type { Issue } from '../../ingest/issues.ts'
 import { availableUsd, usd } from '../../money/decimal.ts'
 import type { AccountView } from '../../store/store.ts'
 import { html, type Html } from './html.ts'
 import { layout } from './layout.ts'
+import { routingSection } from './routing-section.ts'
 import {
   batchHref,
   costBar,
@@ -156,11 +157,13 @@ function issuesSection(issues: Issue[], omitted: number): Html {
   </section>`
 }
 
+/** `shares`: where the batch's lines went, per provider (BatchStore.providerShares). */
 export function batchPage(
   account: AccountView,
   batch: BatchRecord,
   canCancel: boolean,
   message?: Notice,
+  shares: Record<string, ProviderShare> = {},
 ): Html {
   const open = isOpenBatch(batch.status)
   const c = batch.counts
@@ -196,6 +199,7 @@ export function batchPage(
           <div><span class="dim small">Lines</span><b>${c.total}</b></div>
         </div>
       </section>
+      ${routingSection(batch, shares)}
       <section>
         <h2>Cost</h2>
         ${costBar(batch)}

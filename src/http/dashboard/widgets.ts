@@ -52,7 +52,8 @@ export function costBar(batch: BatchRecord): Html {
 }
 
 export const costText = (batch: BatchRecord) =>
-  `$${usd(batch.costUsd)} of $${usd(batch.costCeilingUsd)} ceiling`
+  `$${usd(batch.costUsd)} of $${usd(batch.costCeilingUsd)} ceiling` +
+  (batch.maxCostUsd === null ? '' : `, capped at $${usd(batch.maxCostUsd)} (max_cost_usd)`)
 
 export function timeLeft(batch: BatchRecord, now = Math.floor(Date.now() / 1000)): string {
   if (batch.finishedAt !== null) return 'finished'
@@ -104,6 +105,8 @@ export function submitForm(): Html {
       value="24"
       required
     />
+    <label for="max-cost">Spend cap (USD, optional: max_cost_usd)</label>
+    <input id="max-cost" name="max_cost_usd" type="text" inputmode="decimal" placeholder="5" />
     <label
       ><input name="dry_run" type="checkbox" value="true" /> Only quote it: validate and price,
       store nothing</label

@@ -19,6 +19,7 @@ import type { AccountStore, BatchErrorEntry, BatchStore, FileStore } from '../..
 import { storableText } from '../../schemas/text.ts'
 import { parseWholeNumber, wholeNumberText, windowHoursText } from '../../schemas/whole-number.ts'
 import { excerpt } from '../../excerpt.ts'
+import { maxCostUsdJson } from '../../schemas/money-text.ts'
 import { parseQuery } from '../parse-query.ts'
 import { errorFileId, outputFileId, renderOpenAiBatch } from './render-openai.ts'
 
@@ -34,6 +35,10 @@ const createBody = z.looseObject({
     })
     .nullable()
     .optional(),
+  // SPEC §14, through extra_body: a batch the credit does not cover yet waits for a deposit.
+  wait_for_credit: z.boolean().optional(),
+  /** Multigrid's spend cap (SPEC §12), through the SDK's extra_body. */
+  max_cost_usd: maxCostUsdJson().nullable().optional(),
 })
 
 const listQuery = z.object({
@@ -131,6 +136,8 @@ export function openAiBatchRoutes({
       metadata: body.metadata ?? null,
       inputFileId: file.id,
       endpoint: body.endpoint,
+      waitForCredit: body.wait_for_credit === true,
+      maxCostUsd: body.max_cost_usd ?? null,
     })
     switch (result.kind) {
       case 'invalid':
@@ -142,7 +149,7 @@ export function openAiBatchRoutes({
             line: issue.line,
           })),
         )
-      // As OpenAI does: a batch the credit cannot cover fails at validation.
+      // As OpenAI does: a batch the credit cannot cover fails at validation (unless it may wait).
       case 'insufficient_quota':
         return reject([
           {
@@ -153,6 +160,7 @@ export function openAiBatchRoutes({
           },
         ])
       case 'limit_exceeded':
+      case 'daily_limit_exceeded':
         throw refusalOf(result)
       case 'created':
         await registerResultFiles(store, result.batch)

@@ -27,7 +27,9 @@ export function renderOpenAiBatch(batch: BatchRecord) {
     output_file_id: final && counts.succeeded > 0 ? outputFileId(batch.id) : null,
     error_file_id: final && unsuccessful > 0 ? errorFileId(batch.id) : null,
     created_at: batch.createdAt,
-    in_progress_at: batch.errors ? null : (batch.startedAt ?? batch.createdAt),
+    // A batch waiting for credit (SPEC §14) is not in progress yet.
+    in_progress_at:
+      batch.errors || batch.status === 'validating' ? null : (batch.startedAt ?? batch.createdAt),
     expires_at: batch.deadlineAt,
     finalizing_at: batch.finalizingAt,
     completed_at: at('completed'),

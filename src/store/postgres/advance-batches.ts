@@ -6,6 +6,8 @@
  * advancing (or dispatching) are skipped, not waited for, and picked up on a later tick.
  */
 import type postgres from 'postgres'
+import { moneyText } from '../../money/decimal.ts'
+import { capEndedWaiting } from '../cap-waiting.ts'
 import { terminalStatus } from '../rows.ts'
 import { enqueueWebhookEvents } from './webhooks.ts'
 
@@ -24,6 +26,13 @@ export async function advanceBatches(tx: postgres.TransactionSql, now: number): 
     SELECT id FROM batches WHERE status = 'cancelling' AND pending > 0
     ORDER BY id FOR UPDATE SKIP LOCKED`
   await endPending(tx, ids(cancelling), 'cancelled', 'batch_cancelled', now)
+  // A capped batch with nothing in flight: every pending line that does not fit what is left of
+  // its cap never will, and ends cancelled (SPEC §12).
+  const capped = await tx`
+    SELECT id, max_cost_usd, max_cost_usd - cost_usd - reserved_usd AS room, cancelled FROM batches
+    WHERE status = 'in_progress' AND max_cost_usd IS NOT NULL AND running = 0 AND pending > 0
+    ORDER BY id FOR UPDATE SKIP LOCKED`
+  if (capped.length > 0) await endOverCap(tx, capped, now)
   // `finalizing` lasts one tick between a batch's last line and its terminal status.
   const finalizing = await tx`
     SELECT * FROM batches WHERE status = 'finalizing' ORDER BY id FOR UPDATE SKIP LOCKED`
@@ -113,6 +122,37 @@ async function endPending(
       cancelled = b.cancelled + CASE WHEN ${status}::text = 'cancelled' THEN counts.n ELSE 0 END,
       expired = b.expired + CASE WHEN ${status}::text = 'expired' THEN counts.n ELSE 0 END
     FROM counts WHERE b.id = counts.batch_id`
+}
+
+/** Cancels the pending lines of these capped batches (locked) whose ceiling passes their room. */
+async function endOverCap(tx: postgres.TransactionSql, batches: readonly Row[], now: number) {
+  const ended = await tx`
+    WITH room AS (
+      SELECT * FROM unnest(${ids(batches)}::text[], ${batches.map((b) => String(b.room))}::numeric[])
+        AS r (batch_id, room)),
+    ended AS (
+      UPDATE lines l SET status = 'cancelled', error_code = 'max_cost_reached', finished_at = ${now}
+      FROM room WHERE l.batch_id = room.batch_id AND l.status = 'pending'
+        AND l.ceiling_usd > room.room
+      RETURNING l.batch_id)
+    SELECT batch_id, count(*)::int AS n FROM ended GROUP BY batch_id`
+  if (ended.length === 0) return
+  const byId = new Map(batches.map((batch) => [batch.id as string, batch]))
+  const updates = ended.map((row) => {
+    const batch = byId.get(row.batch_id)!
+    const n = Number(row.n)
+    const waiting = capEndedWaiting(
+      row.batch_id,
+      moneyText(batch.max_cost_usd),
+      Number(batch.cancelled) + n,
+    )
+    return { id: row.batch_id, n, code: waiting.code, message: waiting.message }
+  })
+  await tx`
+    UPDATE batches b SET pending = b.pending - t.n, cancelled = b.cancelled + t.n,
+      waiting_code = t.code, waiting_message = t.message, waiting_until = NULL
+    FROM jsonb_to_recordset(${tx.json(updates)}) AS t (id text, n int, code text, message text)
+    WHERE b.id = t.id`
 }
 
 const ids = (rows: readonly Row[]) => rows.map((row) => row.id as string)

@@ -9,6 +9,7 @@
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type postgres from 'postgres'
+import { lineCeiling } from '../rows.ts'
 import type { NewLine } from '../store.ts'
 
 /** About this much COPY data per write. */
@@ -53,6 +54,8 @@ export async function copyLines(
   batchId: string,
   lines: Iterable<NewLine>,
   collectGarbage?: () => void,
+  /** Also each line's own ceiling (a batch with a spend cap). */
+  withCeilings = false,
 ): Promise<number> {
   let count = 0
   const batchBytes = Buffer.from(batchId, 'utf8')
@@ -66,7 +69,9 @@ export async function copyLines(
       const customId = Buffer.from(line.customId, 'utf8')
       const input = line.inputBytes ?? Buffer.from(line.input, 'utf8')
       // Every text byte may double when escaped; a line number is at most 16 digits.
-      const worst = (batchBytes.length + customId.length + input.length) * 2 + 16 + 4
+      const ceiling = withCeilings ? lineCeiling(line) : ''
+      const worst =
+        (batchBytes.length + customId.length + input.length) * 2 + 16 + 5 + ceiling.length
       if (used + worst > chunk.length) {
         if (used > 0) yield chunk.subarray(0, used)
         if (++yielded % COLLECT_EVERY_CHUNKS === 0) collectGarbage?.()
@@ -80,12 +85,18 @@ export async function copyLines(
       used = putEscaped(chunk, used, customId)
       chunk[used++] = TAB
       used = putEscaped(chunk, used, input)
+      if (withCeilings) {
+        chunk[used++] = TAB
+        used += chunk.write(ceiling, used, 'latin1')
+      }
       chunk[used++] = NEWLINE
       count++
     }
     if (used > 0) yield chunk.subarray(0, used)
   }
-  const query = tx`COPY lines (batch_id, line_no, custom_id, input) FROM STDIN`
+  const query = withCeilings
+    ? tx`COPY lines (batch_id, line_no, custom_id, input, ceiling_usd) FROM STDIN`
+    : tx`COPY lines (batch_id, line_no, custom_id, input) FROM STDIN`
   const rejected = serverRejection(query)
   const writable = await query.writable()
   const copied = pipeline(Readable.from(chunks()), writable)

@@ -6,7 +6,9 @@
  */
 import type postgres from 'postgres'
 import { minMoney, Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { GROUP_MEMORY_MS, liveGrant } from '../live-grant.ts'
+import { utcDay } from '../daily-spend.ts'
+import { GROUP_MEMORY_MS, liveAvailable, liveGrant } from '../live-grant.ts'
+import { dailyUsed } from './credit-waits.ts'
 import type { Store } from '../store.ts'
 
 export async function takeLiveCredit(
@@ -15,8 +17,7 @@ export async function takeLiveCredit(
 ) {
   const { instanceId, accountId, nowMs, expiresAtMs } = request
   return sql.begin(async (tx) => {
-    const [account] =
-      await tx`SELECT balance_usd, held_usd FROM accounts WHERE id = ${accountId} FOR UPDATE`
+    const [account] = await tx`SELECT * FROM accounts WHERE id = ${accountId} FOR UPDATE`
     if (!account) return { grantedUsd: '0', leaseUsd: '0', availableUsd: '0', lostUsd: '0' }
     const expired = await tx`
       DELETE FROM credit_leases WHERE account_id = ${accountId} AND expires_at_ms <= ${nowMs}
@@ -24,7 +25,10 @@ export async function takeLiveCredit(
     const lost = expired.find((row) => row.instance_id === instanceId)
     const [leased] =
       await tx`SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases WHERE account_id = ${accountId}`
-    const available = new Money(account.balance_usd).minus(account.held_usd).minus(leased!.total)
+    const credit = new Money(account.balance_usd).minus(account.held_usd).minus(leased!.total)
+    // A lease counts against the daily limit as a hold does, so no call can pass it.
+    const used = account.daily_spend_limit_usd === null ? ZERO : await dailyUsed(tx, account, nowMs)
+    const { available, dailyLimit } = liveAvailable(credit, account.daily_spend_limit_usd, used)
     const grant = liveGrant(available, new Money(request.needUsd), new Money(request.wantUsd))
     const [mine] = grant.greaterThan(0)
       ? await tx`
@@ -41,6 +45,7 @@ export async function takeLiveCredit(
       leaseUsd: mine ? moneyText(mine.amount_usd) : '0',
       availableUsd: moneyText(Money.max(ZERO, available.minus(grant))),
       lostUsd: lost ? moneyText(lost.amount_usd) : '0',
+      dailyLimit,
     }
   })
 }
@@ -86,8 +91,12 @@ export async function writeLiveCharges(
       minMoney(new Money(entry.chargeUsd), balances.get(entry.accountId) ?? ZERO),
     )
     const total = charged.reduce((sum, amount) => sum.plus(amount), ZERO)
+    // The day's live charges, for the daily limit: a counter of the day it was written on.
+    const day = utcDay(group.nowMs)
     await tx`
-      UPDATE accounts a SET balance_usd = a.balance_usd - c.charge
+      UPDATE accounts a SET balance_usd = a.balance_usd - c.charge,
+        live_spent_usd = CASE WHEN a.live_spend_day = ${day} THEN a.live_spent_usd + c.charge ELSE c.charge END,
+        live_spend_day = ${day}
       FROM unnest(${ids}::text[], ${charged.map((amount) => moneyText(amount))}::numeric[]) AS c(id, charge)
       WHERE a.id = c.id`
     const shrink = entries.map((entry) =>

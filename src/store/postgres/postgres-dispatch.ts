@@ -13,6 +13,8 @@ import {
   type BatchWaiting,
   type WaitingCode,
 } from '../../domain.ts'
+import { Money, moneyText } from '../../money/decimal.ts'
+import { capWaiting } from '../cap-waiting.ts'
 import { rowToRunnable } from '../rows.ts'
 import type {
   CallsChange,
@@ -35,11 +37,13 @@ export class PostgresDispatch implements DispatchStore {
 
   async runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]> {
     // An account whose balance no longer covers its holds (a line cost more than its ceiling)
-    // is not dispatched until a deposit covers them again; the claim checks it again below.
+    // is not dispatched until a deposit covers them again; the claim checks it again below. A
+    // batch held back by its cap is left out until a reserved ceiling ends (capRoomBack).
     const rows = await this.sql`
-      SELECT b.id, b.account_id, b.deadline_at, b.endpoint, b.pending
+      SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint, b.pending
       FROM batches b JOIN accounts a ON a.id = b.account_id
       WHERE b.status = 'in_progress' AND b.pending > 0 AND b.deadline_at > ${earlier(nowMs / 1000)}
+        AND b.waiting_code IS DISTINCT FROM 'max_cost_reached'
         AND a.balance_usd >= a.held_usd
       ORDER BY b.deadline_at, b.id LIMIT ${limit}`
     return rows.map(rowToRunnable)
@@ -60,40 +64,94 @@ export class PostgresDispatch implements DispatchStore {
     // need it anyway): a cancel or expiry that committed before is seen, one running is waited
     // for. The pick is a CTE, not an `IN (subquery)`: a subquery with LIMIT and SKIP LOCKED may
     // be re-run by the planner for each outer row and then lock and return more than `limit`.
+    //
+    // A capped batch (max_cost_usd set) takes, among the picked lines whose ceiling fits in its
+    // room on its own, the line-order prefix whose ceilings fit together; the room is read from
+    // the locked batch row, so two instances' claims of it are checked one after the other.
+    // Lines of an uncapped batch have no ceiling and pass both conditions as they are.
     const rows = await this.sql`
       WITH batch AS (
-        SELECT account_id, deadline_at FROM batches b
+        SELECT account_id, deadline_at, max_cost_usd,
+          max_cost_usd - cost_usd - reserved_usd AS room FROM batches b
         WHERE id = ${batchId} AND status = 'in_progress'
           AND EXISTS (SELECT 1 FROM accounts a WHERE a.id = b.account_id AND a.balance_usd >= a.held_usd)
         FOR UPDATE OF b),
       picked AS (
-        SELECT line_no FROM lines
+        SELECT line_no, ceiling_usd FROM lines
         WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${now}
           AND EXISTS (SELECT 1 FROM batch)
+          AND (ceiling_usd IS NULL OR ceiling_usd <= (SELECT room FROM batch))
         ORDER BY line_no LIMIT ${limit}
         FOR UPDATE SKIP LOCKED),
+      fitting AS (
+        SELECT line_no FROM (
+          SELECT line_no, sum(ceiling_usd) OVER (ORDER BY line_no) AS together FROM picked) p
+        WHERE together IS NULL OR together <= (SELECT room FROM batch)),
       claimed AS (
         UPDATE lines l SET status = 'running', lease_owner = ${owner},
           lease_until = ${until}, attempts = l.attempts + 1
-        FROM picked WHERE l.batch_id = ${batchId} AND l.line_no = picked.line_no
-        RETURNING l.line_no, l.custom_id, l.input, l.attempts),
+        FROM fitting WHERE l.batch_id = ${batchId} AND l.line_no = fitting.line_no
+        RETURNING l.line_no, l.custom_id, l.input, l.attempts, l.ceiling_usd),
       counted AS (
         UPDATE batches SET pending = pending - n, running = running + n,
+          reserved_usd = reserved_usd + c.reserved,
           started_at = coalesce(started_at, ${earlier(now / 1000)})
-        FROM (SELECT count(*)::int AS n FROM claimed) c
+        FROM (SELECT count(*)::int AS n, coalesce(sum(ceiling_usd), 0) AS reserved FROM claimed) c
         WHERE id = ${batchId} AND c.n > 0)
-      SELECT claimed.*, batch.account_id, batch.deadline_at FROM claimed, batch`
-    return rows
-      .map((row) => ({
-        batchId,
-        accountId: row.account_id as string,
-        lineNo: Number(row.line_no),
-        customId: row.custom_id as string,
-        input: row.input as string,
-        attempts: Number(row.attempts),
-        deadlineAt: Number(row.deadline_at),
-      }))
+      SELECT claimed.*, batch.account_id, batch.deadline_at, batch.max_cost_usd, batch.room
+      FROM batch LEFT JOIN claimed ON true`
+    const claimed = rows
+      .filter((row) => row.line_no !== null)
+      .map((row) => {
+        const line: ClaimedLine = {
+          batchId,
+          accountId: row.account_id as string,
+          lineNo: Number(row.line_no),
+          customId: row.custom_id as string,
+          input: row.input as string,
+          attempts: Number(row.attempts),
+          deadlineAt: Number(row.deadline_at),
+        }
+        if (row.ceiling_usd !== null) line.ceilingUsd = moneyText(row.ceiling_usd)
+        return line
+      })
       .sort((a, b) => a.lineNo - b.lineNo)
+    const batch = rows[0]
+    if (batch && batch.max_cost_usd !== null)
+      await this.noteCap(batchId, batch, claimed, limit, now)
+    return claimed
+  }
+
+  /**
+   * After a capped claim: waiting `max_cost_reached` when a due line is left that no longer fits,
+   * cleared when lines were taken and none is held back (the cap's own code only).
+   */
+  private async noteCap(
+    batchId: string,
+    batch: Record<string, any>,
+    claimed: ClaimedLine[],
+    limit: number,
+    now: number,
+  ) {
+    const room = claimed.reduce(
+      (left, line) => left.minus(line.ceilingUsd ?? 0),
+      new Money(batch.room as string),
+    )
+    let blocked = false
+    if (claimed.length < limit) {
+      const [dearest] = await this.sql`
+        SELECT 1 FROM lines WHERE batch_id = ${batchId} AND status = 'pending'
+          AND not_before <= ${now} AND ceiling_usd > ${moneyText(room)}::numeric LIMIT 1`
+      blocked = dearest !== undefined
+    }
+    if (!blocked && claimed.length === 0) return
+    const waiting = blocked ? capWaiting(moneyText(batch.max_cost_usd)) : null
+    await this.sql`
+      UPDATE batches SET waiting_code = ${waiting?.code ?? null},
+        waiting_message = ${waiting?.message ?? null}, waiting_until = NULL
+      WHERE id = ${batchId} AND (waiting_code IS NULL OR waiting_code = 'max_cost_reached')
+        AND (waiting_code IS DISTINCT FROM ${waiting?.code ?? null}::text
+          OR waiting_message IS DISTINCT FROM ${waiting?.message ?? null}::text)`
   }
 
   async batchStatuses(ids: readonly string[]) {
@@ -131,6 +189,15 @@ export class PostgresDispatch implements DispatchStore {
 
   async reapExpiredLeases(nowMs: number) {
     return this.sql.begin((tx) => returnToPending(tx, tx`lease_until < ${later(nowMs)}`))
+  }
+
+  async recordEtas(etas: readonly { batchId: string; eta: number | null }[]) {
+    if (etas.length === 0) return
+    await this.sql`
+      UPDATE batches b SET eta = e.eta
+      FROM unnest(${etas.map((e) => e.batchId)}::text[],
+                  ${etas.map((e) => (e.eta === null ? null : Math.ceil(e.eta)))}::bigint[]) AS e (id, eta)
+      WHERE b.id = e.id AND b.status IN ('in_progress', 'cancelling')`
   }
 
   async advanceBatches(now: number) {

@@ -16,7 +16,7 @@
  */
 import type postgres from 'postgres'
 import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
-import { Money, moneyText, ZERO } from '../../money/decimal.ts'
+import { batchHold, Money, moneyText, ZERO } from '../../money/decimal.ts'
 import {
   rowToAccount,
   rowToBatch,
@@ -49,6 +49,8 @@ import { finishBatches } from './advance-batches.ts'
 import { connectPostgres, type PostgresConnection } from './connect.ts'
 import { copyLines } from './copy-lines.ts'
 import * as files from './files.ts'
+import { creditWaitColumns } from '../daily-spend.ts'
+import * as creditWaits from './credit-waits.ts'
 import * as liveCredit from './live-credit.ts'
 import { migrate } from './migrate.ts'
 import * as retention from './retention.ts'
@@ -217,6 +219,23 @@ class PostgresStore implements Store {
     await this.sql`DELETE FROM credit_leases WHERE instance_id = ${instanceId}`
   }
 
+  // ── daily spend limit and batches waiting for credit (SPEC §12, §14): credit-waits.ts ────
+
+  getDailySpend(accountId: string, nowMs: number) {
+    return creditWaits.getDailySpend(this.sql, accountId, nowMs)
+  }
+
+  async setDailySpendLimit(accountId: string, limitUsd: string | null) {
+    const rows = await this.sql`
+      UPDATE accounts SET daily_spend_limit_usd = ${limitUsd === null ? null : moneyText(limitUsd)}::numeric
+      WHERE id = ${accountId} RETURNING id`
+    return rows.length > 0
+  }
+
+  admitWaitingBatches(nowMs: number) {
+    return creditWaits.admitWaitingBatches(this.sql, nowMs)
+  }
+
   /** One round trip: this runs on every authenticated request. */
   async findKey(hash: string) {
     const [row] = await this.sql`
@@ -232,6 +251,8 @@ class PostgresStore implements Store {
 
   async admitBatch(batch: NewBatch): Promise<AdmitResult> {
     const ceiling = moneyText(batch.costCeilingUsd)
+    const hold = batchHold(ceiling, batch.maxCostUsd)
+    const cap = batch.maxCostUsd ? moneyText(batch.maxCostUsd) : null
     return this.sql.begin(async (tx): Promise<AdmitResult> => {
       // The account lock comes first: the checks below then see every batch another instance
       // admitted before us, and no other admission for this account runs until we commit.
@@ -253,23 +274,47 @@ class PostgresStore implements Store {
       const [leased] = await tx`
         SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases
         WHERE account_id = ${batch.accountId} AND expires_at_ms > ${Date.now()}`
+      // The daily limit before the credit: a deposit does not raise it, so no wait helps.
+      if (account.daily_spend_limit_usd !== null) {
+        const used = await creditWaits.dailyUsed(tx, account, batch.createdAt * 1000)
+        if (used.plus(hold).greaterThan(account.daily_spend_limit_usd)) {
+          return {
+            kind: 'daily_limit_exceeded',
+            limitUsd: moneyText(account.daily_spend_limit_usd),
+            usedUsd: moneyText(used),
+          }
+        }
+      }
       const available = new Money(account.balance_usd).minus(account.held_usd).minus(leased!.total)
-      if (available.lessThan(ceiling)) {
+      const waitUntil = batch.creditWaitUntil ?? null
+      // A batch that may wait queues behind the account's batches already waiting.
+      const ahead = waitUntil === null ? [] : await creditWaits.waitingHolds(tx, batch.accountId)
+      const waits = available.lessThan(hold) || ahead.length > 0
+      if (waits && waitUntil === null) {
         return { kind: 'insufficient_quota', availableUsd: moneyText(Money.max(available, ZERO)) }
       }
-      await tx`
-        UPDATE accounts SET held_usd = held_usd + ${ceiling}::numeric WHERE id = ${batch.accountId}`
+      if (!waits) {
+        await tx`
+          UPDATE accounts SET held_usd = held_usd + ${hold}::numeric WHERE id = ${batch.accountId}`
+      }
+      const wait = waits
+        ? creditWaitColumns(hold, ahead, available, waitUntil!)
+        : { code: null, message: null, until: null }
       const [row] = await tx`
         INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
           created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
-          metadata, input_file_id, idempotency_key)
-        VALUES (${batch.id}, ${batch.accountId}, ${batch.name}, ${batch.endpoint}, 'in_progress',
+          metadata, input_file_id, idempotency_key, waiting_code, waiting_message, waiting_until,
+          max_cost_usd)
+        VALUES (${batch.id}, ${batch.accountId}, ${batch.name}, ${batch.endpoint},
+          ${waits ? 'validating' : 'in_progress'},
           ${batch.completionWindowHours}, ${batch.createdAt}, ${batch.deadlineAt},
-          ${batch.lineCount}, ${batch.lineCount}, ${ceiling}::numeric, ${ceiling}::numeric,
+          ${batch.lineCount}, ${batch.lineCount}, ${ceiling}::numeric,
+          ${waits ? '0' : hold}::numeric,
           ${batch.source}, ${batch.metadata ? tx.json(storableJson(batch.metadata)) : null},
-          ${batch.inputFileId}, ${batch.idempotencyKey})
+          ${batch.inputFileId}, ${batch.idempotencyKey}, ${wait.code}, ${wait.message},
+          ${wait.until}, ${cap}::numeric)
         RETURNING *`
-      const count = await copyLines(tx, batch.id, batch.lines, this.collectGarbage)
+      const count = await copyLines(tx, batch.id, batch.lines, this.collectGarbage, cap !== null)
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
       }

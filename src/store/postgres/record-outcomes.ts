@@ -17,6 +17,7 @@
 import type postgres from 'postgres'
 import { Money, moneyText } from '../../money/decimal.ts'
 import type { CallsChange, LineOutcome } from '../store.ts'
+import { capRoomBack } from './return-to-pending.ts'
 import { storableString } from './storable.ts'
 
 type Settled = Exclude<LineOutcome, { kind: 'retry' }>
@@ -99,15 +100,20 @@ function retryStatement(tx: postgres.TransactionSql, retries: Retry[]) {
     WITH retry AS (
       SELECT * FROM unnest(${retries.map((r) => r.batchId)}::text[],
                            ${retries.map((r) => r.lineNo)}::int[],
-                           ${retries.map((r) => Math.ceil(r.notBefore))}::bigint[])
-        AS retry (batch_id, line_no, not_before)),
+                           ${retries.map((r) => Math.ceil(r.notBefore))}::bigint[],
+                           ${retries.map((r) => (r.unsent ? 1 : 0))}::int[])
+        AS retry (batch_id, line_no, not_before, unsent)),
     moved AS (
       UPDATE lines l SET status = 'pending', lease_owner = NULL, lease_until = NULL,
-        not_before = retry.not_before
+        not_before = retry.not_before, attempts = l.attempts - retry.unsent
       FROM retry WHERE l.batch_id = retry.batch_id AND l.line_no = retry.line_no
-      RETURNING l.batch_id),
-    counts AS (SELECT batch_id, count(*)::int AS n FROM moved GROUP BY batch_id)
-    UPDATE batches b SET running = b.running - counts.n, pending = b.pending + counts.n
+      RETURNING l.batch_id, l.ceiling_usd),
+    counts AS (
+      SELECT batch_id, count(*)::int AS n, sum(ceiling_usd) AS reserved
+      FROM moved GROUP BY batch_id)
+    UPDATE batches b SET running = b.running - counts.n, pending = b.pending + counts.n,
+      reserved_usd = GREATEST(0, b.reserved_usd - coalesce(counts.reserved, 0)),
+      ${capRoomBack(tx, tx`coalesce(counts.reserved, 0)`)}
     FROM counts WHERE b.id = counts.batch_id`
 }
 
@@ -190,16 +196,21 @@ function settleStatement(
         error_upstream = billed.error_upstream, cost_usd = billed.charged,
         provider = billed.provider, latency_ms = billed.latency_ms, finished_at = ${now}
       FROM billed WHERE l.batch_id = billed.batch_id AND l.line_no = billed.line_no
-      RETURNING 1),
+      RETURNING l.batch_id, l.ceiling_usd),
+    unreserved AS (
+      SELECT batch_id, coalesce(sum(ceiling_usd), 0) AS reserved FROM line_update GROUP BY batch_id),
     batch_update AS (
       UPDATE batches b SET running = b.running - t.n, succeeded = b.succeeded + t.succeeded,
         failed = b.failed + t.failed, cost_usd = b.cost_usd + t.charged,
-        held_usd = b.held_usd - t.released
+        held_usd = b.held_usd - t.released,
+        reserved_usd = GREATEST(0, b.reserved_usd - coalesce(u.reserved, 0)),
+        ${capRoomBack(tx, tx`coalesce(u.reserved, 0)`)}
       FROM (SELECT batch_id, count(*)::int AS n,
               count(*) FILTER (WHERE kind = 'succeeded')::int AS succeeded,
               count(*) FILTER (WHERE kind = 'failed')::int AS failed,
               sum(charged) AS charged, sum(released) AS released
             FROM billed GROUP BY batch_id) t
+        LEFT JOIN unreserved u ON u.batch_id = t.batch_id
       WHERE b.id = t.batch_id
       RETURNING 1),
     share_update AS (

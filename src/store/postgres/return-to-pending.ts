@@ -1,6 +1,6 @@
 /**
  * Gives running lines back to pending, untouched (a released or expired lease), and moves their
- * batches' counters with them. Batches are locked first, in id order; recording results locks
+ * batches' counters with them, a capped batch's reserved ceilings too. Batches are locked first, in id order; recording results locks
  * its lines before their batches (record-outcomes.ts says why, and what that costs).
  */
 import type postgres from 'postgres'
@@ -19,9 +19,13 @@ export async function returnToPending(tx: postgres.TransactionSql, where: postgr
     moved AS (
       UPDATE lines l SET status = 'pending', lease_owner = NULL, lease_until = NULL
       FROM leased WHERE l.batch_id = leased.batch_id AND l.line_no = leased.line_no
-      RETURNING l.batch_id),
-    counts AS (SELECT batch_id, count(*)::int AS n FROM moved GROUP BY batch_id)
-    UPDATE batches b SET running = b.running - c.n, pending = b.pending + c.n
+      RETURNING l.batch_id, l.ceiling_usd),
+    counts AS (
+      SELECT batch_id, count(*)::int AS n, sum(ceiling_usd) AS reserved
+      FROM moved GROUP BY batch_id)
+    UPDATE batches b SET running = b.running - c.n, pending = b.pending + c.n,
+      reserved_usd = GREATEST(0, b.reserved_usd - coalesce(c.reserved, 0)),
+      ${capRoomBack(tx, tx`coalesce(c.reserved, 0)`)}
     FROM counts c WHERE b.id = c.batch_id
     RETURNING c.n`
   // Their owner died or stopped: it has no call in flight for these batches any more.
@@ -32,3 +36,14 @@ export async function returnToPending(tx: postgres.TransactionSql, where: postgr
     WHERE p.batch_id = t.batch_id AND p.owner = t.owner AND p.running <> 0`
   return moved.reduce((total, row) => total + Number(row.n), 0)
 }
+
+/**
+ * Assignments for a batch row whose reserved ceilings went down by `reserved` (a column or
+ * expression of the statement): room came back under its cap, so a `max_cost_reached` wait
+ * ends and the batch is runnable again; the next claim decides whether the cap still holds.
+ */
+export const capRoomBack = (tx: postgres.TransactionSql, reserved: postgres.Fragment) => tx`
+  waiting_code = CASE WHEN b.waiting_code = 'max_cost_reached' AND ${reserved} > 0 THEN NULL
+    ELSE b.waiting_code END,
+  waiting_message = CASE WHEN b.waiting_code = 'max_cost_reached' AND ${reserved} > 0 THEN NULL
+    ELSE b.waiting_message END`

@@ -5,27 +5,20 @@
  */
 import type { Database } from 'bun:sqlite'
 import { minMoney, Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { GROUP_MEMORY_MS, liveGrant } from '../live-grant.ts'
+import { liveSpentOn, utcDay } from '../daily-spend.ts'
+import { GROUP_MEMORY_MS, liveAvailable, liveGrant } from '../live-grant.ts'
+import { dailyUsed } from './credit-waits.ts'
+import { leasedUsd } from './leases.ts'
 import type { Store } from '../store.ts'
 
 type Row = Record<string, any>
 const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
 
-/** What unexpired live leases hold of an account, on every instance. */
-export function leasedUsd(db: Database, accountId: string, nowMs: number): Money {
-  let total = ZERO
-  for (const row of q(
-    db,
-    'SELECT amount_usd FROM credit_leases WHERE account_id = ? AND expires_at_ms > ?',
-  ).all(accountId, nowMs)) {
-    total = total.plus(row.amount_usd)
-  }
-  return total
-}
+export { leasedUsd }
 
 export function takeLiveCredit(db: Database, request: Parameters<Store['takeLiveCredit']>[0]) {
   const { instanceId, accountId, nowMs, expiresAtMs } = request
-  const account = q(db, 'SELECT balance_usd, held_usd FROM accounts WHERE id = ?').get(accountId)
+  const account = q(db, 'SELECT * FROM accounts WHERE id = ?').get(accountId)
   if (!account) return { grantedUsd: '0', leaseUsd: '0', availableUsd: '0', lostUsd: '0' }
   const lost = q(
     db,
@@ -35,9 +28,12 @@ export function takeLiveCredit(db: Database, request: Parameters<Store['takeLive
     accountId,
     nowMs,
   )
-  const available = new Money(account.balance_usd)
+  const credit = new Money(account.balance_usd)
     .minus(account.held_usd)
     .minus(leasedUsd(db, accountId, nowMs))
+  // A lease counts against the daily limit as a hold does, so no call can pass it.
+  const used = account.daily_spend_limit_usd === null ? ZERO : dailyUsed(db, account, nowMs)
+  const { available, dailyLimit } = liveAvailable(credit, account.daily_spend_limit_usd, used)
   const grant = liveGrant(available, new Money(request.needUsd), new Money(request.wantUsd))
   const mine = q(
     db,
@@ -60,6 +56,7 @@ export function takeLiveCredit(db: Database, request: Parameters<Store['takeLive
     leaseUsd: moneyText(lease),
     availableUsd: moneyText(Money.max(ZERO, available.minus(grant))),
     lostUsd: lost ? moneyText(lost.amount_usd) : '0',
+    dailyLimit,
   }
 }
 
@@ -87,14 +84,23 @@ export function writeLiveCharges(db: Database, group: Parameters<Store['writeLiv
   if (q(db, 'SELECT 1 FROM live_charge_groups WHERE id = ?').get(group.id)) return false
   let total = ZERO
   for (const entry of group.entries) {
-    const account = q(db, 'SELECT balance_usd FROM accounts WHERE id = ?').get(entry.accountId)
+    const account = q(
+      db,
+      'SELECT balance_usd, live_spend_day, live_spent_usd FROM accounts WHERE id = ?',
+    ).get(entry.accountId)
     if (!account) continue
     // Never below zero: a lease is at most the balance, but a negative deposit may have come since.
     const balance = new Money(account.balance_usd)
     const charged = minMoney(new Money(entry.chargeUsd), balance)
     total = total.plus(charged)
-    q(db, 'UPDATE accounts SET balance_usd = ? WHERE id = ?').run(
+    // The day's live charges, for the daily limit: a counter of the day it was written on.
+    q(
+      db,
+      'UPDATE accounts SET balance_usd = ?, live_spend_day = ?, live_spent_usd = ? WHERE id = ?',
+    ).run(
       moneyText(balance.minus(charged)),
+      utcDay(group.nowMs),
+      moneyText(liveSpentOn(account, group.nowMs).plus(charged)),
       entry.accountId,
     )
     const lease = q(

@@ -3,10 +3,15 @@
  * outcomes with their charges, reaping leases and moving batches on. Works on any connection to
  * the store's file; for a file on disk it runs on a thread of its own (dispatch-thread.ts), so
  * its SQLite work does not hold up the event loop that reads upstream answers.
+ *
+ * Longer than most files: it is the whole dispatcher side of one store, its ledger included.
+ * Spend caps (spend-cap.ts) and the per-provider counts (provider-shares.ts) live apart.
  */
 import type { Database } from 'bun:sqlite'
 import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToRunnable, terminalStatus } from '../rows.ts'
+import { ShareTally } from './provider-shares.ts'
+import { CAP_ROOM_BACK, claimCapped, endOverCap } from './spend-cap.ts'
 import { enqueueWebhookEvents } from './webhooks.ts'
 import {
   OPEN_BATCH_STATUSES,
@@ -42,9 +47,10 @@ export class SqliteDispatch implements DispatchStore {
     // SQL compares it as REAL with a margin far above REAL's rounding (it never leaves out an
     // account that is covered) and coversHolds decides exactly.
     const rows = this.q(
-      `SELECT b.id, b.account_id, b.deadline_at, b.endpoint, b.pending, a.balance_usd, a.held_usd
+      `SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint, b.pending, a.balance_usd, a.held_usd
        FROM batches b JOIN accounts a ON a.id = b.account_id
        WHERE b.status = 'in_progress' AND b.pending > 0 AND b.deadline_at > ?
+         AND (b.waiting_code IS NULL OR b.waiting_code <> 'max_cost_reached')
          AND CAST(a.balance_usd AS REAL) >= CAST(a.held_usd AS REAL) * (1 - 1e-9) - 1e-9
        ORDER BY b.deadline_at, b.id LIMIT ?`,
     ).all(Math.floor(nowMs / 1000), limit)
@@ -60,11 +66,14 @@ export class SqliteDispatch implements DispatchStore {
   ): Promise<ClaimedLine[]> {
     return this.tx(() => {
       const batch = this.q(
-        `SELECT b.account_id, b.deadline_at, a.balance_usd, a.held_usd
+        `SELECT b.account_id, b.deadline_at, b.max_cost_usd, b.cost_usd, b.reserved_usd,
+           a.balance_usd, a.held_usd
          FROM batches b JOIN accounts a ON a.id = b.account_id
          WHERE b.id = ? AND b.status = 'in_progress'`,
       ).get(batchId)
       if (!batch || !coversHolds(batch)) return []
+      if (batch.max_cost_usd !== null)
+        return claimCapped(this.db, batchId, batch, owner, limit, nowMs, leaseUntilMs)
       const rows = this.q(
         `UPDATE lines SET status = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1
          WHERE batch_id = ? AND line_no IN (
@@ -116,20 +125,25 @@ export class SqliteDispatch implements DispatchStore {
     const now = Math.floor(nowMs / 1000)
     // One statement per line, its lease check in the WHERE clause; money and counters are summed
     // in memory and written once per batch and account at the end of the transaction.
+    // Each returns the line's ceiling (a capped batch's), whose reservation it ends.
     const retry = this.q(
-      `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL, not_before = ?
-       WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?`,
+      `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL, not_before = ?,
+         attempts = attempts - ?
+       WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?
+       RETURNING ceiling_usd`,
     )
     const succeed = this.q(
       `UPDATE lines SET status = 'succeeded', lease_owner = NULL, lease_until = NULL,
          response_status = ?, response = ?, cost_usd = ?, provider = ?, latency_ms = ?, finished_at = ?
-       WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?`,
+       WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?
+       RETURNING ceiling_usd`,
     )
     const fail = this.q(
       `UPDATE lines SET status = 'failed', lease_owner = NULL, lease_until = NULL,
          response_status = ?, error_code = ?, error_message = ?, error_upstream = ?,
          cost_usd = ?, provider = ?, latency_ms = ?, finished_at = ?
-       WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?`,
+       WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?
+       RETURNING ceiling_usd`,
     )
     return this.tx(() => {
       const ledger = new Ledger(this.db)
@@ -140,7 +154,9 @@ export class SqliteDispatch implements DispatchStore {
       for (const outcome of outcomes) {
         const key = [outcome.batchId, outcome.lineNo, owner] as const
         if (outcome.kind === 'retry') {
-          if (retry.run(outcome.notBefore, ...key).changes === 0) continue // lease lost
+          const line = retry.get(outcome.notBefore, outcome.unsent ? 1 : 0, ...key)
+          if (!line) continue // lease lost
+          ledger.unreserve(outcome.batchId, line.ceiling_usd)
           ledger.count(outcome.batchId, 'retry')
           recorded++
           continue
@@ -152,9 +168,9 @@ export class SqliteDispatch implements DispatchStore {
           outcome.costUsd,
           outcome.kind === 'succeeded' ? outcome.ceilingUsd : undefined,
         )
-        const changed =
+        const line =
           outcome.kind === 'succeeded'
-            ? succeed.run(
+            ? succeed.get(
                 outcome.responseStatus,
                 outcome.response,
                 charge.text,
@@ -162,8 +178,8 @@ export class SqliteDispatch implements DispatchStore {
                 outcome.latencyMs,
                 now,
                 ...key,
-              ).changes
-            : fail.run(
+              )
+            : fail.get(
                 outcome.responseStatus,
                 outcome.error.code,
                 outcome.error.message,
@@ -175,11 +191,12 @@ export class SqliteDispatch implements DispatchStore {
                 outcome.latencyMs,
                 now,
                 ...key,
-              ).changes
-        if (changed === 0) {
+              )
+        if (!line) {
           charge.undo() // lease lost: another instance owns this line now, and it bills it
           continue
         }
+        ledger.unreserve(outcome.batchId, line.ceiling_usd)
         ledger.count(outcome.batchId, outcome.kind)
         if (outcome.provider !== null)
           shares.add(outcome.batchId, outcome.provider, outcome.kind, 1, charge.text)
@@ -207,22 +224,44 @@ export class SqliteDispatch implements DispatchStore {
     ).all(...params)
     const reset = this.q(
       `UPDATE lines SET status = 'pending', lease_owner = NULL, lease_until = NULL
-       WHERE batch_id = ? AND line_no = ? AND status = 'running'`,
+       WHERE batch_id = ? AND line_no = ? AND status = 'running' RETURNING ceiling_usd`,
     )
-    const perBatch = new Map<string, number>()
+    const perBatch = new Map<string, { n: number; ceilings: Money | null }>()
     for (const row of rows) {
-      if (reset.run(row.batch_id, row.line_no).changes === 0) continue
-      perBatch.set(row.batch_id, (perBatch.get(row.batch_id) ?? 0) + 1)
+      const line = reset.get(row.batch_id, row.line_no)
+      if (!line) continue
+      const entry = perBatch.get(row.batch_id) ?? { n: 0, ceilings: null }
+      entry.n++
+      if (line.ceiling_usd !== null)
+        entry.ceilings = (entry.ceilings ?? new Money(0)).plus(line.ceiling_usd)
+      perBatch.set(row.batch_id, entry)
     }
     const move = this.q(
       'UPDATE batches SET running = running - ?, pending = pending + ? WHERE id = ?',
     )
-    for (const [batchId, n] of perBatch) move.run(n, n, batchId)
+    const unreserve = this.q('SELECT reserved_usd FROM batches WHERE id = ?')
+    const setReserved = this.q(`UPDATE batches SET reserved_usd = ?, ${CAP_ROOM_BACK} WHERE id = ?`)
+    for (const [batchId, { n, ceilings }] of perBatch) {
+      move.run(n, n, batchId)
+      if (ceilings === null) continue
+      const before = new Money(unreserve.get(batchId)!.reserved_usd)
+      setReserved.run(moneyText(Money.max(before.minus(ceilings), ZERO)), batchId)
+    }
     // Their owner died or stopped: it has no call in flight for these batches any more.
     const idle = this.q('UPDATE batch_providers SET running = 0 WHERE batch_id = ? AND owner = ?')
     const pairs = new Set(rows.map((row) => `${row.batch_id}\u0000${row.lease_owner}`))
     for (const pair of pairs) idle.run(...(pair.split('\u0000') as [string, string]))
     return rows.length
+  }
+
+  async recordEtas(etas: readonly { batchId: string; eta: number | null }[]) {
+    if (etas.length === 0) return
+    const set = this.q(
+      `UPDATE batches SET eta = ? WHERE id = ? AND status IN ('in_progress', 'cancelling')`,
+    )
+    this.tx(() => {
+      for (const { batchId, eta } of etas) set.run(eta, batchId)
+    })
   }
 
   async advanceBatches(now: number) {
@@ -256,6 +295,8 @@ export class SqliteDispatch implements DispatchStore {
           'UPDATE batches SET pending = pending - ?, cancelled = cancelled + ? WHERE id = ?',
         ).run(n, n, id)
       }
+      // A capped batch with nothing in flight ends the lines that can no longer fit (SPEC §12).
+      endOverCap(this.db, now)
       // A batch is `finalizing` for one tick between its last line and its terminal status.
       for (const { id } of this.q(`SELECT id FROM batches WHERE status = 'finalizing'`).all()) {
         if (finishBatch(this.db, id, now)) changed.push(id)
@@ -353,7 +394,15 @@ type Kind = 'succeeded' | 'failed' | 'retry'
 class Ledger {
   private readonly batches = new Map<
     string,
-    { accountId: string; cost: Money; held: Money; counts: Record<Kind, number> }
+    {
+      accountId: string
+      cost: Money
+      held: Money
+      /** Ceilings of its lines in flight (a capped batch's); null while unchanged. */
+      reserved: Money | null
+      reservedBefore: string
+      counts: Record<Kind, number>
+    }
   >()
   private readonly accounts = new Map<string, { balance: Money; held: Money }>()
 
@@ -363,12 +412,16 @@ class Ledger {
     let entry = this.batches.get(id)
     if (!entry) {
       const row = this.db
-        .query<Row, [string]>('SELECT account_id, cost_usd, held_usd FROM batches WHERE id = ?')
+        .query<Row, [string]>(
+          'SELECT account_id, cost_usd, held_usd, reserved_usd FROM batches WHERE id = ?',
+        )
         .get(id)!
       entry = {
         accountId: row.account_id,
         cost: new Money(row.cost_usd),
         held: new Money(row.held_usd),
+        reserved: null,
+        reservedBefore: row.reserved_usd,
         counts: { succeeded: 0, failed: 0, retry: 0 },
       }
       this.batches.set(id, entry)
@@ -390,6 +443,13 @@ class Ledger {
 
   count(batchId: string, kind: Kind) {
     this.batch(batchId).counts[kind]++
+  }
+
+  /** A recorded line's ceiling (null: its batch has no cap) is no longer reserved. */
+  unreserve(batchId: string, ceilingUsd: string | null) {
+    if (ceilingUsd === null) return
+    const batch = this.batch(batchId)
+    batch.reserved = (batch.reserved ?? new Money(batch.reservedBefore)).minus(ceilingUsd)
   }
 
   /**
@@ -430,8 +490,12 @@ class Ledger {
       `UPDATE batches SET cost_usd = ?, held_usd = ?, running = running - ?, pending = pending + ?,
          succeeded = succeeded + ?, failed = failed + ? WHERE id = ?`,
     )
+    const reservedUpdate = this.db.query(
+      `UPDATE batches SET reserved_usd = ?, ${CAP_ROOM_BACK} WHERE id = ?`,
+    )
     for (const [id, b] of this.batches) {
       const { succeeded, failed, retry } = b.counts
+      if (b.reserved !== null) reservedUpdate.run(moneyText(Money.max(b.reserved, ZERO)), id)
       batchUpdate.run(
         moneyText(b.cost),
         moneyText(b.held),
@@ -447,64 +511,5 @@ class Ledger {
     )
     for (const [id, a] of this.accounts)
       accountUpdate.run(moneyText(a.balance), moneyText(a.held), id)
-  }
-}
-
-/**
- * What one recordOutcomes transaction adds to batch_providers: per batch and provider, this
- * owner's settled lines, their cost and the change in its calls in flight; one write per pair.
- */
-class ShareTally {
-  private readonly entries = new Map<
-    string,
-    {
-      batchId: string
-      provider: string
-      succeeded: number
-      failed: number
-      running: number
-      cost: Money
-    }
-  >()
-
-  constructor(
-    private readonly db: Database,
-    private readonly owner: string,
-  ) {}
-
-  add(
-    batchId: string,
-    provider: string,
-    field: 'succeeded' | 'failed' | 'running',
-    n: number,
-    costUsd = '0',
-  ) {
-    const key = `${batchId}\u0000${provider}`
-    let entry = this.entries.get(key)
-    if (!entry) {
-      entry = { batchId, provider, succeeded: 0, failed: 0, running: 0, cost: new Money(0) }
-      this.entries.set(key, entry)
-    }
-    entry[field] += n
-    if (costUsd !== '0') entry.cost = entry.cost.plus(costUsd)
-  }
-
-  write() {
-    if (this.entries.size === 0) return
-    const read = this.db.query<Row, [string, string, string]>(
-      'SELECT cost_usd FROM batch_providers WHERE batch_id = ? AND provider = ? AND owner = ?',
-    )
-    const upsert = this.db.query(
-      `INSERT INTO batch_providers (batch_id, provider, owner, succeeded, failed, running, cost_usd)
-       VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (batch_id, provider, owner) DO UPDATE SET
-         succeeded = succeeded + excluded.succeeded, failed = failed + excluded.failed,
-         running = running + excluded.running, cost_usd = excluded.cost_usd`,
-    )
-    for (const e of this.entries.values()) {
-      const before = read.get(e.batchId, e.provider, this.owner)?.cost_usd ?? '0'
-      const cost = moneyText(e.cost.plus(before))
-      upsert.run(e.batchId, e.provider, this.owner, e.succeeded, e.failed, e.running, cost)
-    }
   }
 }

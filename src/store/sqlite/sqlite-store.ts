@@ -9,8 +9,16 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { ENDED_BATCH_STATUSES, OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { sqlWordList } from './sql-word-list.ts'
-import { Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { rowToAccount, rowToBatch, rowToFile, rowToKey, rowToLine, rowsToShares } from '../rows.ts'
+import { batchHold, Money, moneyText, ZERO } from '../../money/decimal.ts'
+import {
+  rowToAccount,
+  rowToBatch,
+  rowToFile,
+  rowToKey,
+  rowToLine,
+  rowsToShares,
+  lineCeiling,
+} from '../rows.ts'
 import type {
   FileLimits,
   FileQuotaDefaults,
@@ -34,6 +42,8 @@ import type {
 import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.ts'
 import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
 import { migrateSqlite } from './migrate.ts'
+import { creditWaitColumns } from '../daily-spend.ts'
+import * as creditWaits from './credit-waits.ts'
 import * as liveCredit from './live-credit.ts'
 import { openSqliteDatabase } from './open-database.ts'
 import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
@@ -205,6 +215,27 @@ class SqliteStore implements Store {
     this.q('DELETE FROM credit_leases WHERE instance_id = ?').run(instanceId)
   }
 
+  // ── daily spend limit and batches waiting for credit (SPEC §12, §14): credit-waits.ts ────
+
+  async getDailySpend(accountId: string, nowMs: number) {
+    return creditWaits.getDailySpend(this.db, accountId, nowMs)
+  }
+
+  async setDailySpendLimit(accountId: string, limitUsd: string | null) {
+    return (
+      this.q('UPDATE accounts SET daily_spend_limit_usd = ? WHERE id = ?').run(
+        limitUsd === null ? null : moneyText(limitUsd),
+        accountId,
+      ).changes > 0
+    )
+  }
+
+  async admitWaitingBatches(nowMs: number) {
+    // A read first: every instance runs this every second, and the write lock is the dispatcher's.
+    if (!creditWaits.anyWaiting(this.db)) return { started: [], failed: [] }
+    return this.tx(() => creditWaits.admitWaitingBatches(this.db, nowMs))
+  }
+
   async findKey(hash: string) {
     const key = this.q('SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL').get(hash)
     if (!key) return null
@@ -227,39 +258,68 @@ class SqliteStore implements Store {
       if (account.openBatches >= account.maxOpenBatches) {
         return { kind: 'limit_exceeded', limit: account.maxOpenBatches, inUse: account.openBatches }
       }
+      const hold = batchHold(batch.costCeilingUsd, batch.maxCostUsd)
+      const row = this.q('SELECT * FROM accounts WHERE id = ?').get(batch.accountId)!
+      // The daily limit before the credit: a deposit does not raise it, so no wait helps.
+      if (row.daily_spend_limit_usd !== null) {
+        const used = creditWaits.dailyUsed(this.db, row, batch.createdAt * 1000)
+        if (used.plus(hold).greaterThan(row.daily_spend_limit_usd)) {
+          return {
+            kind: 'daily_limit_exceeded',
+            limitUsd: moneyText(row.daily_spend_limit_usd),
+            usedUsd: moneyText(used),
+          }
+        }
+      }
       const available = new Money(account.balanceUsd).minus(account.heldUsd)
-      if (available.lessThan(batch.costCeilingUsd)) {
+      const waitUntil = batch.creditWaitUntil ?? null
+      // A batch that may wait queues behind the account's batches already waiting.
+      const ahead = waitUntil === null ? [] : creditWaits.waitingHolds(this.db, batch.accountId)
+      const waits = available.lessThan(hold) || ahead.length > 0
+      if (waits && waitUntil === null) {
         return { kind: 'insufficient_quota', availableUsd: moneyText(Money.max(available, ZERO)) }
       }
-      // account.heldUsd counts live leases as well; the column holds only what batches hold.
-      const column = this.q('SELECT held_usd FROM accounts WHERE id = ?').get(batch.accountId)!
-      this.q('UPDATE accounts SET held_usd = ? WHERE id = ?').run(
-        moneyText(new Money(column.held_usd).plus(batch.costCeilingUsd)),
-        batch.accountId,
-      )
+      if (!waits) {
+        // account.heldUsd counts live leases as well; the column holds only what batches hold.
+        this.q('UPDATE accounts SET held_usd = ? WHERE id = ?').run(
+          moneyText(new Money(row.held_usd).plus(hold)),
+          batch.accountId,
+        )
+      }
+      const wait = waits
+        ? creditWaitColumns(moneyText(hold), ahead, available, waitUntil!)
+        : { code: null, message: null, until: null }
       this.q(
         `INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
            created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
-           metadata, input_file_id, idempotency_key)
-         VALUES (?, ?, ?, ?, 'in_progress', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           metadata, input_file_id, idempotency_key, waiting_code, waiting_message, waiting_until,
+           max_cost_usd)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         batch.id,
         batch.accountId,
         batch.name,
         batch.endpoint,
+        waits ? 'validating' : 'in_progress',
         batch.completionWindowHours,
         batch.createdAt,
         batch.deadlineAt,
         batch.lineCount,
         batch.lineCount,
         moneyText(batch.costCeilingUsd),
-        moneyText(batch.costCeilingUsd),
+        waits ? '0' : moneyText(hold),
         batch.source,
         batch.metadata ? JSON.stringify(batch.metadata) : null,
         batch.inputFileId,
         batch.idempotencyKey,
+        wait.code,
+        wait.message,
+        wait.until,
+        batch.maxCostUsd ? moneyText(batch.maxCostUsd) : null,
       )
-      const count = this.insertLines(batch.id, batch.lines)
+      const count = batch.maxCostUsd
+        ? this.insertCappedLines(batch.id, batch.lines)
+        : this.insertLines(batch.id, batch.lines)
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
       }
@@ -506,6 +566,27 @@ class SqliteStore implements Store {
       }
     }
     for (let i = 0; i < params.length; i += 4) one.run(...params.slice(i, i + 4))
+    return count
+  }
+
+  /** insertLines with each line's own ceiling, for a batch with a spend cap. */
+  private insertCappedLines(batchId: string, lines: Iterable<NewLine>): number {
+    const columns = 'INSERT INTO lines (batch_id, line_no, custom_id, input, ceiling_usd) VALUES '
+    const row = '(?, ?, ?, CAST(? AS TEXT), ?)'
+    const many = this.q(columns + Array(ROWS_PER_INSERT).fill(row).join(', '))
+    const one = this.q(columns + row)
+    const params: unknown[] = []
+    let count = 0
+    for (const line of lines) {
+      params.push(batchId, line.lineNo, line.customId, line.inputBytes ?? line.input)
+      params.push(moneyText(lineCeiling(line)))
+      count++
+      if (params.length === ROWS_PER_INSERT * 5) {
+        many.run(...params)
+        params.length = 0
+      }
+    }
+    for (let i = 0; i < params.length; i += 5) one.run(...params.slice(i, i + 5))
     return count
   }
 

@@ -1,0 +1,88 @@
+/**
+ * The rules both stores apply for the daily spend limit and the wait for credit (SPEC §12, §14),
+ * so the two cannot disagree.
+ */
+import { Money, usd, ZERO } from '../money/decimal.ts'
+
+/** A row of either store, with the column names of sql/. */
+type Row = Record<string, any>
+
+const DAY_MS = 86_400_000
+
+/** The UTC day of a time in Unix ms, as a day number: days reset at 00:00 UTC. */
+export const utcDay = (ms: number) => Math.floor(ms / DAY_MS)
+
+/** 00:00 UTC of the day of `ms`, in Unix seconds (batches' created_at). */
+export const dayStartSeconds = (ms: number) => utcDay(ms) * 86_400
+
+/**
+ * What one of the day's batches counts against the limit: while it waits for credit, the hold it
+ * will take; otherwise what it holds plus what it was charged (its ceiling while it runs, its
+ * cost once it ends).
+ */
+export function batchDailyUse(row: Row): Money {
+  if (isWaitingForCredit(row)) return batchHold(row)
+  return new Money(String(row.cost_usd)).plus(String(row.held_usd))
+}
+
+/**
+ * What a batch holds once it runs: its ceiling, or its spend cap when that is lower (SPEC §12).
+ * `row` has cost_ceiling_usd and max_cost_usd.
+ */
+export function batchHold(row: Row): Money {
+  const ceiling = new Money(String(row.cost_ceiling_usd))
+  if (row.max_cost_usd === null || row.max_cost_usd === undefined) return ceiling
+  return Money.min(ceiling, new Money(String(row.max_cost_usd)))
+}
+
+/** Admitted with wait_for_credit=true and still waiting: it holds nothing yet (SPEC §14). */
+export const isWaitingForCredit = (row: Row) =>
+  row.status === 'validating' && row.waiting_code === 'insufficient_credit'
+
+const utc = (seconds: number) =>
+  new Date(seconds * 1000).toISOString().replace('T', ' ').replace('.000Z', ' UTC')
+
+/**
+ * `waiting.message` of a batch waiting for credit: what it holds, the deposit it needs now
+ * (its own hold plus those of the account's batches waiting before it, less what is available),
+ * and when it fails if that does not come.
+ */
+export function creditWaitMessage(holdUsd: string | Money, neededUsd: Money, until: number) {
+  const what = neededUsd.greaterThan(0)
+    ? `the account's available credit does not cover it; deposit at least $${usd(neededUsd)} to start it`
+    : 'the credit covers it now: it starts within seconds'
+  return `waiting for credit: the batch holds up to $${usd(holdUsd)} before it runs and ${what}. Unless it starts by ${utc(until)}, it fails with insufficient_quota and nothing is run or charged`
+}
+
+/** Live charges of the day of `nowMs`: the account's counter belongs to one day only. */
+export const liveSpentOn = (row: Row, nowMs: number) =>
+  Number(row.live_spend_day) === utcDay(nowMs) ? new Money(String(row.live_spent_usd)) : ZERO
+
+/** What is left under the limit; null limit: no bound. */
+export const dailyRoom = (limit: unknown, used: Money): Money | null =>
+  limit === null || limit === undefined
+    ? null
+    : Money.max(ZERO, new Money(String(limit)).minus(used))
+
+/** The error a batch that waited for credit in vain ends with (batch errors and its lines). */
+export function creditWaitFailure(holdUsd: string, until: number) {
+  return `the account's available credit did not cover the batch's hold of $${usd(holdUsd)} by ${new Date(until * 1000).toISOString().replace('.000Z', 'Z')} (half its completion window); nothing was run or charged. Add credit and submit it again`
+}
+
+/**
+ * The waiting columns of a batch admitted to wait for credit: its hold queues behind the holds
+ * of the account's batches already waiting (`ahead`), against what is available now.
+ */
+export function creditWaitColumns(
+  hold: string,
+  ahead: readonly Money[],
+  available: Money,
+  until: number,
+) {
+  const needed = ahead.reduce((sum, h) => sum.plus(h), new Money(hold)).minus(available)
+  return {
+    code: 'insufficient_credit' as const,
+    message: creditWaitMessage(hold, Money.max(ZERO, needed), until),
+    until,
+  }
+}

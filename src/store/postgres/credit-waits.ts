@@ -1,0 +1,160 @@
+/**
+ * The daily spend limit and the batches waiting for credit on PostgreSQL (SPEC §12, §14; the
+ * rules are ../daily-spend.ts's). What counts against the limit is read under the account's row
+ * lock (admission, live leases and live charges all take it first), so two instances never
+ * both spend the same room under the limit.
+ */
+import type postgres from 'postgres'
+import { Money, moneyText, ZERO } from '../../money/decimal.ts'
+import {
+  batchDailyUse,
+  batchHold,
+  creditWaitFailure,
+  creditWaitMessage,
+  dayStartSeconds,
+  liveSpentOn,
+} from '../daily-spend.ts'
+import type { DailySpend, WaitingPass } from '../store.ts'
+import { enqueueWebhookEvents } from './webhooks.ts'
+
+type Row = Record<string, any>
+type Db = postgres.ISql
+
+/** What counts against the daily limit on the day of `nowMs`, for an account row as read. */
+export async function dailyUsed(db: Db, account: Row, nowMs: number): Promise<Money> {
+  const batches = await db`
+    SELECT status, waiting_code, cost_ceiling_usd, max_cost_usd, cost_usd, held_usd FROM batches
+    WHERE account_id = ${account.id} AND created_at >= ${dayStartSeconds(nowMs)}`
+  const [leased] = await db`
+    SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases
+    WHERE account_id = ${account.id} AND expires_at_ms > ${nowMs}`
+  return batches.reduce<Money>(
+    (sum, row) => sum.plus(batchDailyUse(row)),
+    liveSpentOn(account, nowMs).plus(leased!.total),
+  )
+}
+
+export async function getDailySpend(
+  db: Db,
+  accountId: string,
+  nowMs: number,
+): Promise<DailySpend | null> {
+  const [account] = await db`SELECT * FROM accounts WHERE id = ${accountId}`
+  if (!account) return null
+  return {
+    limitUsd:
+      account.daily_spend_limit_usd === null ? null : moneyText(account.daily_spend_limit_usd),
+    usedUsd: moneyText(await dailyUsed(db, account, nowMs)),
+  }
+}
+
+/** The holds of the account's batches waiting for credit (inside admission's transaction). */
+export async function waitingHolds(db: Db, accountId: string): Promise<Money[]> {
+  const rows = await db`
+    SELECT cost_ceiling_usd, max_cost_usd FROM batches
+    WHERE account_id = ${accountId} AND status = 'validating' AND waiting_code = 'insufficient_credit'`
+  return rows.map(batchHold)
+}
+
+export async function admitWaitingBatches(sql: postgres.Sql, nowMs: number): Promise<WaitingPass> {
+  const pass: WaitingPass = { started: [], failed: [] }
+  const accounts = await sql`
+    SELECT DISTINCT account_id FROM batches
+    WHERE status = 'validating' AND waiting_code = 'insufficient_credit'`
+  for (const { account_id: accountId } of accounts) {
+    const done = await sql.begin((tx) => admitAccount(tx, accountId, nowMs))
+    pass.started.push(...done.started)
+    pass.failed.push(...done.failed)
+  }
+  return pass
+}
+
+/**
+ * One account's waiting batches in one transaction. Lock order as everywhere (sql/0001_init.sql):
+ * its waiting batches by id, then the account. A batch another instance started or failed in
+ * the meantime no longer matches once its lock is granted, so it is not taken twice.
+ */
+async function admitAccount(
+  tx: postgres.TransactionSql,
+  accountId: string,
+  nowMs: number,
+): Promise<WaitingPass> {
+  const now = Math.floor(nowMs / 1000)
+  const pass: WaitingPass = { started: [], failed: [] }
+  const waiting = await tx`
+    SELECT id, created_at, cost_ceiling_usd, max_cost_usd, waiting_until, waiting_message FROM batches
+    WHERE account_id = ${accountId} AND status = 'validating' AND waiting_code = 'insufficient_credit'
+    ORDER BY id FOR UPDATE`
+  // Those whose wait is over first: their lines are locked before the account, as everywhere.
+  const live: Row[] = []
+  for (const batch of waiting) {
+    if (Number(batch.waiting_until) > now) live.push(batch)
+    else {
+      await failWaitingBatch(tx, batch, accountId, now)
+      pass.failed.push(batch.id)
+    }
+  }
+  if (live.length === 0) return pass
+  const [account] =
+    await tx`SELECT balance_usd, held_usd FROM accounts WHERE id = ${accountId} FOR UPDATE`
+  const [leased] = await tx`
+    SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases
+    WHERE account_id = ${accountId} AND expires_at_ms > ${nowMs}`
+  let available = new Money(account!.balance_usd).minus(account!.held_usd).minus(leased!.total)
+  let taken = ZERO
+  let ahead = ZERO
+  let blocked = false
+  // Earliest first (ids are time-ordered too, but created_at is what the submitter saw).
+  live.sort((a, b) => Number(a.created_at) - Number(b.created_at) || (a.id < b.id ? -1 : 1))
+  for (const batch of live) {
+    const hold = batchHold(batch)
+    if (!blocked && hold.lessThanOrEqualTo(available)) {
+      available = available.minus(hold)
+      taken = taken.plus(hold)
+      await tx`
+        UPDATE batches SET status = 'in_progress', held_usd = ${moneyText(hold)}::numeric,
+          waiting_code = NULL, waiting_message = NULL, waiting_until = NULL
+        WHERE id = ${batch.id}`
+      pass.started.push(batch.id)
+    } else {
+      // What this one needs includes the holds of those before it still waiting.
+      blocked = true
+      ahead = ahead.plus(hold)
+      const message = creditWaitMessage(
+        hold,
+        Money.max(ZERO, ahead.minus(available)),
+        Number(batch.waiting_until),
+      )
+      if (batch.waiting_message !== message)
+        await tx`UPDATE batches SET waiting_message = ${message} WHERE id = ${batch.id}`
+    }
+  }
+  if (taken.greaterThan(0))
+    await tx`UPDATE accounts SET held_usd = held_usd + ${moneyText(taken)}::numeric WHERE id = ${accountId}`
+  return pass
+}
+
+/**
+ * Every line failed unbilled, the batch `failed` with the reason (it never held anything), and
+ * its webhooks told, as of any batch that ends.
+ */
+async function failWaitingBatch(
+  tx: postgres.TransactionSql,
+  batch: Row,
+  accountId: string,
+  now: number,
+) {
+  const message = creditWaitFailure(moneyText(batchHold(batch)), Number(batch.waiting_until))
+  const ended = await tx`
+    UPDATE lines SET status = 'failed', error_code = 'insufficient_quota',
+      error_message = ${message}, cost_usd = 0, finished_at = ${now}
+    WHERE batch_id = ${batch.id} AND status = 'pending'`
+  const errors = [{ code: 'insufficient_quota', message, param: null, line: null }]
+  await tx`
+    UPDATE batches SET status = 'failed', pending = pending - ${ended.count},
+      failed = failed + ${ended.count}, finished_at = ${now}, held_usd = 0,
+      waiting_code = NULL, waiting_message = NULL, waiting_until = NULL,
+      errors = ${tx.json(errors)}
+    WHERE id = ${batch.id}`
+  await enqueueWebhookEvents(tx, [{ id: batch.id, accountId, status: 'failed' }], now)
+}

@@ -1,0 +1,153 @@
+/**
+ * The embedded store's side of spend caps (SPEC §12): claiming a capped batch's lines only while
+ * they fit its cap with the ceilings in flight, ending the lines that never can, and the batch's
+ * `max_cost_reached` wait. Runs inside the dispatch store's transactions (sqlite-dispatch.ts).
+ */
+import type { Database } from 'bun:sqlite'
+import type { BatchWaiting } from '../../domain.ts'
+import { Money, moneyText } from '../../money/decimal.ts'
+import { capEndedWaiting, capWaiting } from '../cap-waiting.ts'
+import type { ClaimedLine } from '../store.ts'
+
+type Row = Record<string, any>
+
+const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
+
+/**
+ * Room came back under a batch's cap (a reserved ceiling ended): its lines may fit again, so it
+ * is runnable again and the next claim decides whether the cap still holds them back. Meanwhile a
+ * batch waiting `max_cost_reached` is left out of runnableBatches, so its lines are not looked
+ * over on every turn while nothing can change.
+ */
+export const CAP_ROOM_BACK = `waiting_code = CASE WHEN waiting_code = 'max_cost_reached' THEN NULL ELSE waiting_code END,
+  waiting_message = CASE WHEN waiting_code = 'max_cost_reached' THEN NULL ELSE waiting_message END`
+
+/** claimLines for a batch with a spend cap (see DispatchStore.claimLines); inside its transaction. */
+export function claimCapped(
+  db: Database,
+  batchId: string,
+  batch: Row,
+  owner: string,
+  limit: number,
+  nowMs: number,
+  leaseUntilMs: number,
+): ClaimedLine[] {
+  let room = new Money(batch.max_cost_usd).minus(batch.cost_usd).minus(batch.reserved_usd)
+  // Ceilings are decimal TEXT: SQL narrows the candidates as REAL with a margin, and the
+  // exact comparison below decides.
+  const candidates = room.isPositive()
+    ? q(
+        db,
+        `SELECT line_no, ceiling_usd FROM lines
+           WHERE batch_id = ? AND status = 'pending' AND not_before <= ?
+             AND CAST(ceiling_usd AS REAL) <= ? ORDER BY line_no LIMIT ?`,
+      ).all(batchId, nowMs, room.toNumber() * (1 + 1e-9) + 1e-12, limit)
+    : []
+  const chosen: Row[] = []
+  let reserved = new Money(0)
+  for (const candidate of candidates) {
+    const ceiling = new Money(candidate.ceiling_usd)
+    if (ceiling.greaterThan(room.plus(reserved))) continue // fits on its own only as REAL
+    if (ceiling.greaterThan(room)) break // the next would not fit
+    chosen.push(candidate)
+    room = room.minus(ceiling)
+    reserved = reserved.plus(ceiling)
+  }
+  const claim = q(
+    db,
+    `UPDATE lines SET status = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1
+       WHERE batch_id = ? AND line_no = ? AND status = 'pending'
+       RETURNING line_no, custom_id, input, attempts, ceiling_usd`,
+  )
+  const rows = chosen.map((row) => claim.get(owner, leaseUntilMs, batchId, row.line_no)!)
+  if (rows.length > 0) {
+    q(
+      db,
+      `UPDATE batches SET pending = pending - ?, running = running + ?, reserved_usd = ?,
+           started_at = coalesce(started_at, ?) WHERE id = ?`,
+    ).run(
+      rows.length,
+      rows.length,
+      moneyText(reserved.plus(batch.reserved_usd)),
+      Math.floor(nowMs / 1000),
+      batchId,
+    )
+  }
+  // Short of lines: is a due line left that no longer fits? Then the cap is what holds it.
+  const dearest =
+    rows.length < limit
+      ? q(
+          db,
+          `SELECT ceiling_usd FROM lines WHERE batch_id = ? AND status = 'pending' AND not_before <= ?
+             ORDER BY CAST(ceiling_usd AS REAL) DESC LIMIT 1`,
+        ).get(batchId, nowMs)
+      : null
+  const blocked = dearest !== null && room.lessThan(dearest.ceiling_usd)
+  if (blocked) setCapWaiting(db, batchId, capWaiting(moneyText(batch.max_cost_usd)))
+  else if (rows.length > 0) setCapWaiting(db, batchId, null)
+  return rows.map((row) => ({
+    batchId,
+    accountId: batch.account_id,
+    lineNo: Number(row.line_no),
+    customId: row.custom_id,
+    input: row.input,
+    attempts: Number(row.attempts),
+    deadlineAt: Number(batch.deadline_at),
+    ceilingUsd: moneyText(row.ceiling_usd),
+  }))
+}
+
+/** Sets or clears the cap's own waiting code, leaving any other part's. */
+function setCapWaiting(db: Database, batchId: string, waiting: BatchWaiting | null) {
+  q(
+    db,
+    `UPDATE batches SET waiting_code = ?, waiting_message = ?, waiting_until = NULL
+       WHERE id = ? AND (waiting_code IS NULL OR waiting_code = 'max_cost_reached')
+         AND (waiting_code IS NOT ? OR waiting_message IS NOT ?)`,
+  ).run(
+    waiting?.code ?? null,
+    waiting?.message ?? null,
+    batchId,
+    waiting?.code ?? null,
+    waiting?.message ?? null,
+  )
+}
+
+/**
+ * With nothing of a capped batch in flight, every pending line whose ceiling does not fit what is
+ * left of its cap never will: it ends cancelled `max_cost_reached`, and the batch says so. Inside
+ * advanceBatches' transaction.
+ */
+export function endOverCap(db: Database, now: number) {
+  const capped = q(
+    db,
+    `SELECT id, max_cost_usd, cost_usd, reserved_usd FROM batches
+     WHERE status = 'in_progress' AND max_cost_usd IS NOT NULL AND running = 0 AND pending > 0`,
+  ).all()
+  for (const batch of capped) {
+    const room = new Money(batch.max_cost_usd).minus(batch.cost_usd).minus(batch.reserved_usd)
+    // Ceilings are decimal TEXT: narrowed as REAL with a margin, decided exactly.
+    const over = q(
+      db,
+      `SELECT line_no, ceiling_usd FROM lines WHERE batch_id = ? AND status = 'pending'
+         AND CAST(ceiling_usd AS REAL) >= ?`,
+    )
+      .all(batch.id, room.toNumber() * (1 - 1e-9) - 1e-12)
+      .filter((line) => room.lessThan(line.ceiling_usd))
+    if (over.length === 0) continue
+    const end = q(
+      db,
+      `UPDATE lines SET status = 'cancelled', error_code = 'max_cost_reached', finished_at = ?
+       WHERE batch_id = ? AND line_no = ? AND status = 'pending'`,
+    )
+    let n = 0
+    for (const line of over) n += end.run(now, batch.id, line.line_no).changes
+    const previous = q(db, 'SELECT cancelled FROM batches WHERE id = ?').get(batch.id)!
+    const waiting = capEndedWaiting(batch.id, batch.max_cost_usd, previous.cancelled + n)
+    q(
+      db,
+      `UPDATE batches SET pending = pending - ?, cancelled = cancelled + ?,
+         waiting_code = ?, waiting_message = ?, waiting_until = NULL WHERE id = ?`,
+    ).run(n, n, waiting.code, waiting.message, batch.id)
+  }
+}

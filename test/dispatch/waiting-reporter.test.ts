@@ -1,0 +1,70 @@
+/**
+ * The dispatcher's waiting reporter over a real (in-memory) store, its clock passed in: it says
+ * why a batch waits once per change, moves a pause's resume time on, and clears only its own
+ * code, once the batch moves again (not while the paused provider is still paused).
+ */
+import { beforeEach, describe, expect, test } from 'bun:test'
+import type { OpenedStore } from '../../src/store/store.ts'
+import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
+import { createLogger } from '../../src/telemetry/logger.ts'
+import { createWaitingReporter } from '../../src/dispatch/waiting-reporter.ts'
+import { newBatch } from '../store/contract.ts'
+
+const T0 = 1_764_460_000_000 // ms
+let opened: OpenedStore
+let now = T0
+const logger = createLogger('silent')
+/** Lets the reporter's background writes land. */
+const settle = () => Bun.sleep(5)
+const waitingOf = async () => (await opened.store.getBatch('acct_1', 'batch_01'))!.waiting
+
+beforeEach(async () => {
+  now = T0
+  opened = createSqliteStore(null)
+  await opened.store.createAccount({
+    id: 'acct_1',
+    name: 'a',
+    creditUsd: '100',
+    maxOpenBatches: 10,
+    rateLimitPerMinute: 600,
+    createdAt: 1,
+  })
+  await opened.store.admitBatch(newBatch('acct_1', 'batch_01', 2))
+})
+
+describe('waiting reporter', () => {
+  test('a 429 pause is said with its resume time, moved on by a later pause, and cleared once the batch moves after it', async () => {
+    const reporter = createWaitingReporter(opened.dispatch, logger, () => now)
+    reporter.rateLimited('batch_01', 'openai', T0 + 3_500)
+    await settle()
+    expect(await waitingOf()).toEqual({
+      code: 'provider_rate_limited',
+      message: `openai answered 429; dispatch resumes at ${new Date(Math.ceil((T0 + 3_500) / 1000) * 1000).toISOString().slice(11, 19)} UTC. Nothing to do: do not resubmit.`,
+      until: Math.ceil((T0 + 3_500) / 1000),
+    })
+    reporter.rateLimited('batch_01', 'openai', T0 + 9_000)
+    await settle()
+    expect((await waitingOf())!.until).toBe(Math.ceil((T0 + 9_000) / 1000))
+    // A line of the same provider ending before the resume time is not the batch moving.
+    now = T0 + 5_000
+    reporter.progressed('batch_01', 'openai')
+    await settle()
+    expect((await waitingOf())!.code).toBe('provider_rate_limited')
+    // Another provider serving the batch is.
+    reporter.progressed('batch_01', 'anthropic')
+    await settle()
+    expect(await waitingOf()).toBeNull()
+  })
+
+  test('clears only its own code, leaving another part’s', async () => {
+    const reporter = createWaitingReporter(opened.dispatch, logger, () => now)
+    reporter.unavailable('batch_01', 'gpu-pool')
+    await settle()
+    expect((await waitingOf())!.code).toBe('provider_unavailable')
+    // Another part (the claim under a cap, say) replaces it; progress then leaves that standing.
+    await opened.dispatch.setWaiting('batch_01', { code: 'max_cost_reached', message: 'cap' })
+    reporter.progressed('batch_01', 'gpu-pool')
+    await settle()
+    expect(await waitingOf()).toEqual({ code: 'max_cost_reached', message: 'cap' })
+  })
+})

@@ -1,0 +1,30 @@
+/**
+ * Windows are whole hours (completion_window_hours 1–168), too long for a test of the planner:
+ * this moves an admitted batch's deadline to `seconds` after its creation, in the gateway's own
+ * store (SQLite file or PostgreSQL schema), as data, the way an hours-long batch near its end looks.
+ * The dispatcher reads the deadline from the store on every claim (its list of runnable batches
+ * is at most 200 ms old), so the lines it decided before the change are at most that old.
+ */
+import { Database } from 'bun:sqlite'
+import { join } from 'node:path'
+import type { TestGateway } from './gateway.ts'
+
+export async function shortenWindow(gw: TestGateway, batchId: string, seconds: number) {
+  if (gw.env.DATABASE_URL) {
+    const { default: postgres } = await import('postgres')
+    const sql = postgres(gw.env.DATABASE_URL, { max: 1, onnotice: () => {} })
+    try {
+      await sql`UPDATE batches SET deadline_at = created_at + ${seconds} WHERE id = ${batchId}`
+    } finally {
+      await sql.end()
+    }
+    return
+  }
+  const db = new Database(join(gw.env.MULTIGRID_DATA_DIR, 'multigrid.sqlite'))
+  try {
+    db.exec('PRAGMA busy_timeout = 5000')
+    db.query('UPDATE batches SET deadline_at = created_at + ? WHERE id = ?').run(seconds, batchId)
+  } finally {
+    db.close()
+  }
+}
