@@ -34,7 +34,7 @@ import { DEFAULT_RETRY } from './dispatch/retry-policy.ts'
 import { createWaitingBatches } from './dispatch/waiting-batches.ts'
 import { newId } from './domain.ts'
 import { createFleetGates } from './upstream/fleet-gate.ts'
-import { createUpstreams } from './upstream/upstreams.ts'
+import { createUpstreams, type Upstreams } from './upstream/upstreams.ts'
 import { createMemoryLimiter, type RateLimiter } from './limits/rate-limiter.ts'
 import { createRedisLimiter } from './limits/redis-limiter.ts'
 import { openBlobStore, openStore, openStoreChannel } from './store/open-store.ts'
@@ -63,6 +63,8 @@ export interface Gateway {
   credit: LiveCredit
   /** Batch change signals between instances, which the progress streams watch. */
   batchChanges: BatchChanges
+  /** The providers as called: their gates, replicas' health and working points. */
+  upstreams: Upstreams
   stop(): Promise<void>
 }
 
@@ -319,6 +321,7 @@ export async function startGateway(
     webhooks,
     credit,
     batchChanges,
+    upstreams,
     async stop() {
       await waiting.stop()
       await janitor.stop()
