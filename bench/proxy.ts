@@ -150,11 +150,16 @@ function sender(target: keyof typeof targets, concurrency: number) {
       headers,
       body,
     })
-    await response.body.text()
+    const text = await response.body.text()
+    if (response.statusCode !== 200 && !firstFailure.has(target))
+      firstFailure.set(target, `${response.statusCode} ${text.slice(0, 300)}`)
     return response.statusCode === 200
   }
   return { pool, send }
 }
+
+/** The first refused answer of each target, for the message when a level fails. */
+const firstFailure = new Map<keyof typeof targets, string>()
 
 const jitMs = async (pid: number) => (await threadCpuMs(pid)).get('JITWorker') ?? 0
 
@@ -176,7 +181,9 @@ async function measure(target: keyof typeof targets, concurrency: number): Promi
   const schedAfter = await schedMs(pid)
   await pool.close()
   if (result.failed > 0)
-    throw new Error(`${target} at ${concurrency}: ${result.failed} requests failed`)
+    throw new Error(
+      `${target} at ${concurrency}: ${result.failed} requests failed; first: ${firstFailure.get(target) ?? 'no answer (a connection error)'}`,
+    )
   return {
     p50: quantile(result.latencies, 0.5) * 1000,
     p99: quantile(result.latencies, 0.99) * 1000,
@@ -200,7 +207,10 @@ try {
     const { pool, send } = sender(target, 64)
     const settled = await closedLoop({ concurrency: 64, total: settle, maxMs: 120_000, send })
     await pool.close()
-    if (settled.failed > 0) throw new Error(`${target}: ${settled.failed} requests failed settling`)
+    if (settled.failed > 0)
+      throw new Error(
+        `${target}: ${settled.failed} requests failed settling; first: ${firstFailure.get(target) ?? 'no answer (a connection error)'}`,
+      )
   }
   for (let run = 0; run < runs; run++) {
     for (const level of levels) {
