@@ -71,8 +71,10 @@ export function renderResultLine(line: LineRecord): string {
       ? 'null'
       : `{"status_code":${line.responseStatus ?? 200},"body":${line.response}}`
   const error = line.error === null ? 'null' : JSON.stringify(line.error)
+  // SPEC §14 names the cost of an answer refused as not the JSON asked for: exactly "0".
+  const cost = line.error?.code === 'structured_output_invalid' ? '0' : usd(line.costUsd ?? '0')
   return (
-    `${head},"response":${response},"error":${error},"cost_usd":"${usd(line.costUsd ?? '0')}"` +
+    `${head},"response":${response},"error":${error},"cost_usd":"${cost}"` +
     `,"provider":${JSON.stringify(line.provider)},"attempts":${line.attempts},"latency_ms":${line.latencyMs ?? 'null'}}`
   )
 }
