@@ -108,6 +108,8 @@ for (const storeKind of STORES) {
           'max_cost_usd must be a decimal amount of USD greater than 0',
         )
         expect(error.message).toContain('"5"')
+        // The example is given once, in the fix, not repeated after it.
+        expect(error.message.split('such as')).toHaveLength(2)
       }
       // Nothing was stored.
       const list = (await (await gw.request('/v1/batches', key)).json()) as { data: unknown[] }
