@@ -6,6 +6,7 @@ import type { UpstreamError, UpstreamErrorKind } from './types.ts'
 
 const retryableKinds: Record<UpstreamErrorKind, boolean> = {
   rate_limited: true,
+  busy: true,
   server_error: true,
   timeout: true,
   connection: true,
@@ -115,6 +116,8 @@ export function classifyStatus(
   if (status === 429) return upstreamError('rate_limited', message, fields)
   if (status === 408) return upstreamError('timeout', message, fields)
   if (status === 401 || status === 403) return upstreamError('auth', message, fields)
+  // At capacity, not broken: vLLM with a full queue, OpenAI "engine overloaded", Anthropic 529.
+  if (status === 503 || status === 529) return upstreamError('busy', message, fields)
   if (status >= 500) return upstreamError('server_error', message, fields)
   if (status >= 400) {
     const tooLong = code === 'context_length_exceeded' || contextPattern.test(vendorMessage)

@@ -8,9 +8,17 @@
  * failing unsent: "out" only means "prefer the others". A lone replica (api.openai.com) is
  * then never blocked by its own health mark, a burst of 5xx stays the retry policy's to pace,
  * and a call that succeeds on a replica that was out brings it back at once.
+ *
+ * With adaptive concurrency each replica also has a working point (adaptive-limit.ts) fed by its
+ * calls' latencies, busy answers, timeouts and vLLM load reports (the answer's
+ * `endpoint-load-metrics` header, and its /metrics queue gauge read every second): calls go to the
+ * healthy replica with the most room under its working point, and the sum of the working points
+ * is what the provider's gate lets through (src/upstream/adaptive-gate.ts).
  */
+import { createAdaptiveLimit, type AdaptiveLimit } from './adaptive-limit.ts'
 import { createHttpClient, type HttpClient, type HttpClientFactory } from './http-client.ts'
 import { createDeadline } from './deadline.ts'
+import { waitingFromMetrics } from './load-report.ts'
 
 export interface Replica {
   readonly baseUrl: string
@@ -20,6 +28,8 @@ export interface Replica {
   /** Out because it refused a connection or failed a probe, not merely for failing calls. */
   unreachable: boolean
   consecutiveFailures: number
+  /** Adaptive concurrency only: this replica's working point. */
+  readonly limiter: AdaptiveLimit | null
   /** When it was taken out (Date.now()), while it is out; null while healthy. */
   outSince: number | null
 }
@@ -29,19 +39,38 @@ export type CallHealth =
   | 'ok' // answered (2xx, or a 4xx that is the request's fault)
   | 'failure' // 5xx, timeout, connection lost mid-call: three in a row take it out
   | 'down' // no connection could be made: out at once
-  | 'neutral' // says nothing about the replica (429, the caller aborted)
+  | 'neutral' // says nothing about the replica (429, a full queue's 503, the caller aborted)
+
+/** What a call showed about the replica's load, for adaptive concurrency. */
+export type CallLoad =
+  | { latencyMs: number; waiting: number | null } // answered, with the load report if it had one
+  | 'congested' // busy (503 queue full, 429) or timed out
 
 export interface ReplicaPool {
   /** How many replicas there are, healthy or not. */
   readonly size: number
-  /** Every replica, healthy or not, in the order of the base URLs. */
-  readonly replicas: readonly Replica[]
+  /** Whether each replica finds its own working point (adaptive concurrency). */
+  readonly adaptive: boolean
   /** The replica to use, its in-flight count already raised. */
   acquire(): Replica
+  /**
+   * Another replica for a call that `tried` answered busy: a healthy one not tried yet (with room
+   * under its working point, when adaptive), its in-flight count raised; null when none.
+   */
+  another(tried: readonly Replica[]): Replica | null
+  /** Ends one acquire(); call exactly once per acquire. `load` feeds adaptive concurrency. */
+  release(replica: Replica, health: CallHealth, load?: CallLoad): void
+  /**
+   * Adaptive: the sum of the healthy replicas' working points (of all of them when none is
+   * healthy), the most the provider should have in flight now. Otherwise Infinity.
+   */
+  workingLimit(): number
+  /** Adaptive: each replica's working point, by base URL. */
+  workingPoints(): Record<string, number>
+  /** Every replica, healthy or not, in the order of the base URLs. */
+  readonly replicas: readonly Replica[]
   /** Raises this replica's in-flight count: a call chosen for it by its caller (lora-residency.ts). */
   take(replica: Replica): void
-  /** Ends one acquire(); call exactly once per acquire. */
-  release(replica: Replica, health: CallHealth): void
   unhealthy(): string[]
   /** Every replica is out and unreachable (see Replica.unreachable): the provider is down. */
   unreachable(): boolean
@@ -60,11 +89,25 @@ export interface ReplicaPoolOptions {
   probeHeaders: Record<string, string>
   /** createHttpClient by default. */
   createClient?: HttpClientFactory
+  /** Adaptive concurrency (SPEC §13); absent: the pool only balances and checks health. */
+  adaptive?: AdaptivePoolOptions
+}
+
+export interface AdaptivePoolOptions {
+  /** The provider's max_concurrency: the upper bound of each replica's working point. */
+  maxConcurrency: number
+  /** How often each replica's GET /metrics is read for vLLM's queue gauge; default 1,000 ms. */
+  metricsIntervalMs?: number
+  /** Told whenever the working limit may have grown (the gate then serves its waiters). */
+  onChange?: () => void
+  now?: () => number
 }
 
 // Three, not one: a single 5xx or reset is often one bad request, not a bad replica.
 const failuresBeforeOut = 3
 const probeTimeoutMs = 5_000
+// A replica whose /metrics is not vLLM's (404, no gauge) is asked again only this seldom.
+const metricsRetryMs = 60_000
 
 export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
   const probeIntervalMs = options.probeIntervalMs ?? 5_000
@@ -79,11 +122,20 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
     healthy: true,
     unreachable: false,
     consecutiveFailures: 0,
+    limiter: options.adaptive
+      ? createAdaptiveLimit({
+          max: options.adaptive.maxConcurrency,
+          reportTtlMs: 3 * (options.adaptive.metricsIntervalMs ?? 1_000),
+        })
+      : null,
     outSince: null,
   }))
   const probes = new Map<Replica, Timer>()
   let closed = false
   let turn = 0
+  const adaptive = options.adaptive
+  const now = adaptive?.now ?? Date.now
+  const metrics = adaptive ? watchMetrics() : null
 
   function scheduleProbe(replica: Replica): void {
     if (closed || probes.has(replica)) return
@@ -127,6 +179,8 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
     const timer = probes.get(replica)
     if (timer !== undefined) clearTimeout(timer)
     probes.delete(replica)
+    // Its working point counts again: the provider's gate may serve more.
+    adaptive?.onChange?.()
   }
 
   function takeOut(replica: Replica): void {
@@ -135,13 +189,108 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
     scheduleProbe(replica)
   }
 
+  /** Adaptive: the healthy replica (any, when none is) with the most room under its working point. */
+  function roomiest(tried: readonly Replica[] | null): Replica | null {
+    let chosen: Replica | null = null
+    let best = -Infinity
+    for (let i = 0; i < replicas.length; i++) {
+      const replica = replicas[(turn + i) % replicas.length]
+      if (tried?.includes(replica)) continue
+      const room = replica.limiter!.limit - replica.inFlight
+      const score = replica.healthy ? room : room - 1e9
+      if (score > best) {
+        best = score
+        chosen = replica
+      }
+    }
+    turn = (turn + 1) % replicas.length
+    return chosen
+  }
+
+  function feed(replica: Replica, load: CallLoad): void {
+    const limiter = replica.limiter!
+    const before = limiter.limit
+    const at = now()
+    if (load === 'congested') limiter.congested(at)
+    else {
+      if (load.waiting !== null) limiter.reported(load.waiting, at)
+      limiter.answered(load.latencyMs, replica.inFlight + 1, at)
+    }
+    if (limiter.limit > before) adaptive!.onChange?.()
+  }
+
+  /** Reads each replica's vLLM queue gauge every interval (unref'd: it keeps nothing alive). */
+  function watchMetrics() {
+    const intervalMs = options.adaptive!.metricsIntervalMs ?? 1_000
+    const clients = new Map<Replica, HttpClient>()
+    const nextAt = new Map<Replica, number>()
+    let polling = false
+    const timer = setInterval(() => void poll(), intervalMs)
+    timer.unref?.()
+    async function poll() {
+      if (closed || polling) return
+      polling = true
+      try {
+        await Promise.all(replicas.map(read))
+      } finally {
+        polling = false
+      }
+    }
+    async function read(replica: Replica) {
+      if (!replica.healthy || (nextAt.get(replica) ?? 0) > now()) return
+      let client = clients.get(replica)
+      if (!client) {
+        // /metrics sits at the server's root, beside /v1.
+        client = createClient(new URL(replica.baseUrl).origin, {
+          connections: 1,
+          connectTimeoutMs: Math.min(options.timeoutMs, 10_000),
+        })
+        clients.set(replica, client)
+      }
+      const deadline = createDeadline(Math.min(intervalMs * 2, probeTimeoutMs))
+      let waiting: number | null = null
+      try {
+        const response = await client.request({
+          method: 'GET',
+          path: '/metrics',
+          headers: options.probeHeaders,
+          signal: deadline.signal,
+        })
+        if (response.status === 200) waiting = waitingFromMetrics(await response.text())
+        else response.discard()
+      } catch {
+        waiting = null
+      } finally {
+        deadline.done()
+      }
+      if (waiting === null) nextAt.set(replica, now() + metricsRetryMs)
+      else if (!closed) {
+        const before = replica.limiter!.limit
+        replica.limiter!.reported(waiting, now())
+        if (replica.limiter!.limit > before) adaptive!.onChange?.()
+      }
+    }
+    return {
+      async close() {
+        clearInterval(timer)
+        await Promise.all([...clients.values()].map((client) => client.close()))
+      },
+    }
+  }
+
   return {
     size: replicas.length,
+    adaptive: adaptive !== undefined,
     replicas,
     take(replica) {
       replica.inFlight++
     },
     acquire() {
+      if (adaptive) {
+        const chosen = roomiest(null)!
+        chosen.inFlight++
+        return chosen
+      }
       let chosen = replicas[turn]
       // Start at a rotating index so ties spread across replicas instead of piling on the first.
       turn = (turn + 1) % replicas.length
@@ -154,8 +303,23 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
       chosen.inFlight++
       return chosen
     },
-    release(replica, health) {
+    another(tried) {
+      let chosen: Replica | null = null
+      if (adaptive) {
+        chosen = roomiest(tried)
+        if (chosen && (!chosen.healthy || chosen.limiter!.limit <= chosen.inFlight)) chosen = null
+      } else {
+        for (const replica of replicas) {
+          if (!replica.healthy || tried.includes(replica)) continue
+          if (!chosen || replica.inFlight < chosen.inFlight) chosen = replica
+        }
+      }
+      if (chosen) chosen.inFlight++
+      return chosen
+    },
+    release(replica, health, load) {
       replica.inFlight--
+      if (load !== undefined && replica.limiter) feed(replica, load)
       if (health === 'ok') {
         if (replica.healthy) replica.consecutiveFailures = 0
         else bringBack(replica)
@@ -167,12 +331,25 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
         if (replica.consecutiveFailures >= failuresBeforeOut && replica.healthy) takeOut(replica)
       }
     },
+    workingLimit() {
+      if (!adaptive) return Number.POSITIVE_INFINITY
+      const healthy = replicas.filter((replica) => replica.healthy)
+      const counted = healthy.length > 0 ? healthy : replicas
+      return counted.reduce((sum, replica) => sum + replica.limiter!.limit, 0)
+    },
+    workingPoints() {
+      const points: Record<string, number> = {}
+      for (const replica of replicas)
+        if (replica.limiter) points[replica.baseUrl] = replica.limiter.limit
+      return points
+    },
     unhealthy: () => replicas.filter((r) => !r.healthy).map((r) => r.baseUrl),
     unreachable: () => replicas.every((r) => !r.healthy && r.unreachable),
     async close() {
       closed = true
       for (const timer of probes.values()) clearTimeout(timer)
       probes.clear()
+      await metrics?.close()
       await Promise.all(replicas.map((replica) => replica.client.close()))
     },
   }

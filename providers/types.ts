@@ -7,6 +7,7 @@
  * Nothing under providers/ imports from src/.
  */
 import type { HttpClientFactory } from './http-client.ts'
+import type { AdaptivePoolOptions } from './pool.ts'
 
 /** The two names of the output-token limit in OpenAI's API. */
 export type MaxTokensParam = 'max_tokens' | 'max_completion_tokens'
@@ -55,6 +56,7 @@ export interface Usage {
 /** How an upstream failure is classified. `retryable` is decided by the adapter from the kind. */
 export type UpstreamErrorKind =
   | 'rate_limited' // 429
+  | 'busy' // 503 (529 from Anthropic): at capacity, e.g. a vLLM replica whose queue is full
   | 'server_error' // 5xx
   | 'timeout' // no complete answer within the provider's timeout
   | 'connection' // refused, reset, closed mid-body
@@ -115,6 +117,13 @@ export interface ProviderAdapter {
   /** Replicas currently taken out of rotation, for health and metrics. */
   unhealthyReplicas(): string[]
   /**
+   * Adaptive concurrency: the most calls the provider should have in flight now (the sum of its
+   * replicas' working points); Infinity without it.
+   */
+  workingLimit(): number
+  /** Adaptive concurrency: each replica's working point, by base URL; empty without it. */
+  workingPoints(): Record<string, number>
+  /**
    * Every replica is out and cannot be reached (it refused connections or failed its health
    * probe since): no call can be served now. Replicas out for answering 5xx are not unreachable.
    */
@@ -142,4 +151,6 @@ export interface ProviderOptions {
   probeIntervalMs?: number
   /** Makes each replica's HTTP client; createHttpClient by default (the caller may add its hooks). */
   createClient?: HttpClientFactory
+  /** Adaptive concurrency (`adaptive_concurrency: true`): each replica finds its working point. */
+  adaptive?: AdaptivePoolOptions
 }

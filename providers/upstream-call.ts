@@ -17,7 +17,14 @@ import {
   type LoraLease,
   type LoraResidency,
 } from './lora-residency.ts'
-import { createReplicaPool, type CallHealth, type Replica, type ReplicaPool } from './pool.ts'
+import { LOAD_REPORT_HEADER, waitingFromLoadHeader } from './load-report.ts'
+import {
+  createReplicaPool,
+  type CallHealth,
+  type CallLoad,
+  type Replica,
+  type ReplicaPool,
+} from './pool.ts'
 import { readSseEvents, type SseEvent } from './read-sse-events.ts'
 import type { LoraAdapter, ProviderOptions, UpstreamError } from './types.ts'
 import { UpstreamStreamError } from './upstream-stream-error.ts'
@@ -48,6 +55,7 @@ export function createCallContext(
     timeoutMs: options.timeoutMs,
     probeIntervalMs: options.probeIntervalMs,
     createClient: options.createClient,
+    adaptive: options.adaptive,
   })
   const residency =
     options.maxLoras !== undefined && loraCalls
@@ -89,11 +97,24 @@ export type EventsResult =
 function healthOf(error: UpstreamError, deadline: Deadline, cause?: unknown): CallHealth {
   if (deadline.callerAborted) return 'neutral'
   if (cause !== undefined && isConnectFailure(cause)) return 'down'
-  if (error.kind === 'rate_limited') return 'neutral'
+  // Busy is not broken: a full queue's 503 says nothing against the replica's health.
+  if (error.kind === 'rate_limited' || error.kind === 'busy') return 'neutral'
   if (error.kind === 'server_error' || error.kind === 'timeout' || error.kind === 'connection') {
     return 'failure'
   }
   return 'ok'
+}
+
+/** What a failed call tells adaptive concurrency: too much (busy, 429, timeout), or nothing. */
+function loadOf(error: UpstreamError): CallLoad | undefined {
+  const kind = error.kind
+  return kind === 'busy' || kind === 'rate_limited' || kind === 'timeout' ? 'congested' : undefined
+}
+
+/** An answer's latency and vLLM load report, for an adaptive pool's working point. */
+function answeredLoad(response: HttpResponse, started: number): CallLoad {
+  const waiting = waitingFromLoadHeader(response.header(LOAD_REPORT_HEADER))
+  return { latencyMs: performance.now() - started, waiting }
 }
 
 type Opened =
@@ -104,7 +125,7 @@ type Opened =
       response: HttpResponse
       started: number
       /** Ends the call on its replica (and its use of an adapter there): once. */
-      release(health: CallHealth): void
+      release(health: CallHealth, load?: CallLoad): void
     }
   | Failure
 
@@ -119,6 +140,8 @@ const MODEL_MISSING = /does not exist/i
  * saw the request; a close before the status line is, in practice, a keep-alive socket the
  * replica had already closed, or a replica killed mid-request: undici retries exactly this
  * case for idempotent requests, and re-sending an LLM call at worst costs its tokens twice.
+ * A busy answer (503: a vLLM replica whose queue is full) moves on to another replica with
+ * room, at most once per replica, the busy one left in the pool (busy is not broken).
  * Everything else (timeouts, statuses, errors mid-body) is the retry policy's to decide.
  *
  * A call for an adapter goes where the adapter is held (lora-residency.ts), loaded there first if
@@ -134,6 +157,9 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
   const residency = spec.lora ? context.residency : null
   const skip = new Set<Replica>()
   let reloads = 0
+  let busyError: UpstreamError | null = null
+  // Replicas that answered this call busy; another with room is tried before giving up.
+  let busy: Replica[] | null = null
   for (let attempt = 0; ; attempt++) {
     let replica: Replica
     let lease: LoraLease | null = null
@@ -150,17 +176,24 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
       }
       lease = acquired.lease
       replica = lease.replica
+    } else if (busy) {
+      const other = context.pool.another(busy)
+      if (other === null) {
+        deadline.done()
+        return { ok: false, error: busyError!, latencyMs: elapsed() }
+      }
+      replica = other
     } else replica = context.pool.acquire()
     let released = false
-    const release = (health: CallHealth) => {
+    const release = (health: CallHealth, load?: CallLoad) => {
       if (released) return
       released = true
       lease?.release()
-      context.pool.release(replica, health)
+      context.pool.release(replica, health, load)
     }
     const fail = (error: UpstreamError, cause?: unknown): Failure => {
       deadline.done()
-      release(healthOf(error, deadline, cause))
+      release(healthOf(error, deadline, cause), context.pool.adaptive ? loadOf(error) : undefined)
       return { ok: false, error, latencyMs: elapsed() }
     }
     let response: HttpResponse
@@ -205,7 +238,15 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
       release('ok')
       continue
     }
-    return fail(classifyStatus(response.status, response.header, text, context.apiKey))
+    const error = classifyStatus(response.status, response.header, text, context.apiKey)
+    // An adapter's call stays where the adapter is held: its busy answer is returned.
+    if (error.kind === 'busy' && !lease && !deadline.callerAborted && context.pool.size > 1) {
+      release('neutral', context.pool.adaptive ? 'congested' : undefined)
+      ;(busy ??= []).push(replica)
+      busyError = error
+      continue
+    }
+    return fail(error)
   }
 }
 
@@ -221,11 +262,13 @@ export async function postJson(context: CallContext, spec: CallSpec): Promise<Js
   } catch (cause) {
     const error = classifyException(cause, deadline, context.apiKey)
     deadline.done()
-    opened.release(healthOf(error, deadline, cause))
+    const load = context.pool.adaptive ? loadOf(error) : undefined
+    opened.release(healthOf(error, deadline, cause), load)
     return { ok: false, error, latencyMs: latency() }
   }
   deadline.done()
-  opened.release('ok')
+  if (context.pool.adaptive) opened.release('ok', answeredLoad(response, started))
+  else opened.release('ok')
   let json: unknown
   try {
     json = JSON.parse(text)

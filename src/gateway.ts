@@ -28,7 +28,7 @@ import { DEFAULT_RETRY } from './dispatch/retry-policy.ts'
 import { createWaitingBatches } from './dispatch/waiting-batches.ts'
 import { newId } from './domain.ts'
 import { createFleetGates } from './upstream/fleet-gate.ts'
-import { createUpstreams } from './upstream/upstreams.ts'
+import { createUpstreams, type Upstreams } from './upstream/upstreams.ts'
 import { createMemoryLimiter, type RateLimiter } from './limits/rate-limiter.ts'
 import { createRedisLimiter } from './limits/redis-limiter.ts'
 import { openBlobStore, openStore, openStoreChannel } from './store/open-store.ts'
@@ -55,6 +55,8 @@ export interface Gateway {
   webhooks: WebhookDeliverer
   /** The live path's credit ledger; tests flush it to see charges at once. */
   credit: LiveCredit
+  /** The providers as called: their gates, replicas' health and working points. */
+  upstreams: Upstreams
   stop(): Promise<void>
 }
 
@@ -285,6 +287,7 @@ export async function startGateway(
     janitor,
     webhooks,
     credit,
+    upstreams,
     async stop() {
       await waiting.stop()
       await janitor.stop()

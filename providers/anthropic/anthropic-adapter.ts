@@ -81,6 +81,8 @@ export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapte
     send,
     stream,
     unhealthyReplicas: () => pool.unhealthy(),
+    workingLimit: () => pool.workingLimit(),
+    workingPoints: () => pool.workingPoints(),
     unreachable: () => pool.unreachable(),
     close: () => pool.close(),
   }

@@ -3,6 +3,7 @@
  * through, with the offering's model id and token-limit name and, for streams, usage asked for.
  */
 import { upstreamError } from '../classify-error.ts'
+import { LOAD_REPORT_REQUEST_HEADER } from '../load-report.ts'
 import { toStreamOutcome } from '../stream-outcome.ts'
 import type {
   Outcome,
@@ -27,6 +28,10 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
   const headers: Record<string, string> = options.apiKey
     ? { authorization: `Bearer ${options.apiKey}` }
     : {}
+  // Adaptive: ask vLLM for its load report on every answer (load-report.ts).
+  const callHeaders = options.adaptive
+    ? { ...headers, [LOAD_REPORT_REQUEST_HEADER]: 'text' }
+    : headers
   const context = createCallContext(
     options,
     { baseUrls: options.baseUrls, probePath: '/models', probeHeaders: headers },
@@ -37,7 +42,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
   async function send(request: UpstreamRequest): Promise<Outcome> {
     const result = await postJson(context, {
       path: paths[request.endpoint],
-      headers,
+      headers: callHeaders,
       body: JSON.stringify(prepareOpenAIBody(request.body, request)),
       signal: request.signal,
       lora: request.lora,
@@ -106,6 +111,8 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
     send,
     stream,
     unhealthyReplicas: () => pool.unhealthy(),
+    workingLimit: () => pool.workingLimit(),
+    workingPoints: () => pool.workingPoints(),
     unreachable: () => pool.unreachable(),
     close: () => pool.close(),
   }

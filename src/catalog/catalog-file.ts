@@ -20,6 +20,11 @@ export const providerConfigSchema = z.strictObject({
   max_concurrency: z.number().int().min(1).max(4096).default(32),
   timeout_s: z.number().positive().max(3600).default(120),
   /**
+   * Self-hosted pools (SPEC §13): `max_concurrency` becomes an upper bound and each replica finds
+   * its own working point from latency, busy answers, timeouts and vLLM's load reports.
+   */
+  adaptive_concurrency: z.boolean().default(false),
+  /**
    * Whether this provider's servers load LoRA adapters at runtime (vLLM with --enable-lora and
    * VLLM_ALLOW_RUNTIME_LORA_UPDATING=True): only such providers serve `ft:` models (SPEC §14).
    */

@@ -22,8 +22,9 @@ export function observeCalls(upstreams: Upstreams, observer: CallObserver): Upst
       let started = false
       const proceed = () => {
         if (options.proceed && !options.proceed()) return false
+        // Asked again for each resend of a call its provider answered busy: one start per call.
+        if (!started) observer.started(line, offering.provider)
         started = true
-        observer.started(line, offering.provider)
         return true
       }
       let outcome: Outcome | null = null

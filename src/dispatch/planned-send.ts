@@ -25,8 +25,12 @@ export function plannedSend(
       const proceed = () => {
         if (options.proceed && !options.proceed()) return false
         if (!planner.available(provider, now())) return false
-        startedAt = now()
-        planner.started(batchId, provider, startedAt)
+        // Asked again for each resend of a call its provider answered busy: one start per call,
+        // its service time from the first (the waits on a busy provider are part of its rate).
+        if (startedAt === null) {
+          startedAt = now()
+          planner.started(batchId, provider, startedAt)
+        }
         return true
       }
       planner.enter(batchId, provider)

@@ -129,3 +129,30 @@ export function metricsText(queue: GpuQueue, capacity: number, model: string): s
     gauge('vllm:kv_cache_usage_perc', 'KV-cache usage. 1 means 100 percent usage.', model, kv)
   )
 }
+
+/**
+ * vLLM's ORCA load report for the `endpoint-load-metrics` answer header, sent when the request
+ * asked with `endpoint-load-metrics-format: text` or `json` (vllm/entrypoints/openai/orca_metrics.py):
+ * `TEXT named_metrics.kv_cache_usage_perc=0.5, named_metrics.num_requests_waiting=3.0`. Null for
+ * another format, which vLLM answers without the header.
+ */
+export function loadReport(format: string, queue: GpuQueue, capacity: number): string | null {
+  const kv = capacity > 0 ? Math.min(1, queue.running / capacity) : 1
+  // Python prints its floats with a decimal point: 3.0, not 3.
+  const metrics: [string, number][] = [
+    ['kv_cache_usage_perc', kv],
+    ['num_requests_waiting', queue.waiting],
+  ]
+  switch (format.trim().toLowerCase()) {
+    case 'text':
+      return `TEXT ${metrics.map(([name, value]) => `named_metrics.${name}=${pyFloat(value)}`).join(', ')}`
+    case 'json':
+      return `JSON ${JSON.stringify({ named_metrics: Object.fromEntries(metrics) })}`
+    default:
+      return null
+  }
+}
+
+function pyFloat(value: number): string {
+  return Number.isInteger(value) ? value.toFixed(1) : String(value)
+}

@@ -4,7 +4,7 @@
  * with the gateway under load and must answer well over 6,000 requests/s at 50 ms latency.
  */
 import { prepareMessages } from './anthropic-routes.ts'
-import { GpuQueue, metricsText } from './gpu-queue.ts'
+import { GpuQueue, loadReport, metricsText } from './gpu-queue.ts'
 import { LoraSlots, modelMissing, type LoraStats } from './lora-slots.ts'
 import { prepareChat, prepareEmbeddings } from './openai-routes.ts'
 import {
@@ -258,10 +258,17 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       stats.fault('queue_full')
       return poolFull(dialect)
     }
+    stats.waiting(pool.waiting)
     if (!(await admission)) return hungUp
     try {
       // The options as they are when the request starts running, not when it joined the line.
-      return await answer(request, dialect, prepared, id, current)
+      const response = await answer(request, dialect, prepared, id, current)
+      const format = request.headers.get('endpoint-load-metrics-format')
+      if (format !== null && response !== hungUp) {
+        const report = loadReport(format, pool, current.gpuCapacity ?? pool.running)
+        if (report !== null) response.headers.set('endpoint-load-metrics', report)
+      }
+      return response
     } finally {
       pool.release()
     }

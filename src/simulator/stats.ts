@@ -22,6 +22,8 @@ export interface SimStats {
   byFault: Partial<Record<FaultKind, number>>
   inFlight: number
   peakInFlight: number
+  /** GPU-pool mode: the most requests that waited in the queue at once (0 outside the mode). */
+  peakWaiting: number
   /**
    * How often each prompt arrived, keyed by a hash of the roles and texts of all messages (or
    * the embedding input). The same prompt sent through OpenAI or Anthropic shape hashes alike.
@@ -60,6 +62,7 @@ export class StatsRecorder {
   requests = 0
   inFlight = 0
   peakInFlight = 0
+  peakWaiting = 0
   private byPath = new Map<string, number>()
   private byStatus = new Map<number, number>()
   private byFault = new Map<FaultKind, number>()
@@ -76,6 +79,11 @@ export class StatsRecorder {
 
   leave(): void {
     this.inFlight--
+  }
+
+  /** GPU-pool mode: the queue now holds `count` waiting requests. */
+  waiting(count: number): void {
+    if (count > this.peakWaiting) this.peakWaiting = count
   }
 
   inference(promptKey: string, now: number): void {
@@ -104,6 +112,7 @@ export class StatsRecorder {
       byFault: Object.fromEntries(this.byFault),
       inFlight: this.inFlight,
       peakInFlight: this.peakInFlight,
+      peakWaiting: this.peakWaiting,
       promptCounts: Object.fromEntries(this.prompts),
       maxPromptCount,
       arrivals: this.arrivals.toArray(),
@@ -115,6 +124,7 @@ export class StatsRecorder {
   reset(): void {
     this.requests = 0
     this.peakInFlight = this.inFlight
+    this.peakWaiting = 0
     this.byPath.clear()
     this.byStatus.clear()
     this.byFault.clear()

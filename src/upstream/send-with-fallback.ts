@@ -40,13 +40,29 @@ async function tryInOrder<O extends { ok: boolean; error?: UpstreamError }>(
 
 export type FallbackOptions = Omit<SendOptions, 'offering'> & { offerings: readonly Offering[] }
 
+/**
+ * How long a batch line waits on a busy offering (every replica answered 503, a full queue)
+ * before it falls back to the next one; on its last offering it waits until its batch's deadline
+ * or cancel (SPEC §13: busy is not an attempt).
+ */
+export const BUSY_PATIENCE_MS = 30_000
+
 /** A whole answer from the first offering that gives one. */
 export function sendWithFallback(
   upstreams: Pick<Upstreams, 'send'>,
   options: FallbackOptions,
 ): Promise<Tried<Outcome> | null> {
   const { offerings, ...rest } = options
-  return tryInOrder(offerings, (offering) => upstreams.send({ ...rest, offering }))
+  // Live calls (no line) fall back at once: someone is waiting on the answer.
+  if (!rest.line) return tryInOrder(offerings, (offering) => upstreams.send({ ...rest, offering }))
+  const last = offerings[offerings.length - 1]
+  return tryInOrder(offerings, (offering) =>
+    upstreams.send({
+      ...rest,
+      offering,
+      busyPatienceMs: offering === last ? Number.POSITIVE_INFINITY : BUSY_PATIENCE_MS,
+    }),
+  )
 }
 
 /** A stream from the first offering that opens one; `done` gives its slot back when it is over. */

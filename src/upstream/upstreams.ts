@@ -3,6 +3,8 @@
  * dispatcher and the live endpoints. `send` waits for a slot of the offering's provider, hands
  * the adapter the request (the adapter translates it for its upstream), and pauses the provider
  * when it answers 429. Falling back from one offering to the next is send-with-fallback.ts.
+ * A provider with `adaptive_concurrency` gets an adaptive gate in front of its usual one
+ * (adaptive-gate.ts); a batch line every replica answers busy waits here, no attempt counted.
  */
 import type { Offering } from '../catalog/catalog-file.ts'
 import { createProvider } from '../../providers/index.ts'
@@ -18,6 +20,7 @@ import type {
 } from '../../providers/types.ts'
 import type { Config } from '../config.ts'
 import { noTelemetry, type Telemetry, type UpstreamResult } from '../telemetry/telemetry.ts'
+import { createAdaptiveGate } from './adaptive-gate.ts'
 import { createProviderGate, type ProviderGate } from './provider-gate.ts'
 import { createSlotHandOver, type SlotHandOver } from './slot-hand-over.ts'
 
@@ -44,6 +47,12 @@ export interface SendOptions {
    */
   proceed?: () => boolean
   line?: LineCall
+  /**
+   * How long a call every replica answers busy (503, a full queue) may wait and be sent again
+   * before the busy answer is returned; unset or 0: returned at once. Batch lines wait (SPEC §13:
+   * busy is not an attempt), live calls fall back at once.
+   */
+  busyPatienceMs?: number
 }
 
 export interface Upstreams {
@@ -63,12 +72,25 @@ export interface Upstreams {
   unreachable(provider: string): boolean
   /** Total concurrency across providers that can be called. */
   capacity(): number
-  health(): Record<string, { in_flight: number; limit: number; unhealthy_replicas: string[] }>
+  health(): Record<string, ProviderHealth>
   close(): Promise<void>
+}
+
+/** How a provider is doing, for health and tests. */
+export interface ProviderHealth {
+  in_flight: number
+  limit: number
+  unhealthy_replicas: string[]
+  /** Adaptive concurrency only: each replica's working point, by base URL. */
+  working_points?: Record<string, number>
 }
 
 /** Pause after a 429 without Retry-After. */
 const DEFAULT_PAUSE_MS = 1_000
+/** Waiting on a busy provider: 50 ms doubling to 2 s (jittered), at most this many rounds per call. */
+const BUSY_BASE_DELAY_MS = 50
+const BUSY_MAX_DELAY_MS = 2_000
+const MAX_BUSY_ROUNDS = 100_000
 
 /** How long a provider that answered 429 is paused: what it asked for, else a second. */
 export const pauseMsAfter = (error: Pick<UpstreamError, 'retryAfterMs'>) =>
@@ -89,24 +111,30 @@ export function createUpstreams(
   const pausedUntil = new Map<string, number>()
   for (const [name, provider] of Object.entries(config.catalog.providers)) {
     if (provider.api_key_env && !config.providerKeys[name]) continue // not usable; never called
-    const gate = makeGate(name, provider.max_concurrency)
+    const base = makeGate(name, provider.max_concurrency)
+    // Adaptive: the replicas' working points bound the provider below max_concurrency.
+    const adaptiveGate = provider.adaptive_concurrency
+      ? createAdaptiveGate(base, () => adapter.workingLimit())
+      : null
+    const gate = adaptiveGate ?? base
     const handOver = createSlotHandOver(gate)
     const baseUrls = Array.isArray(provider.base_url) ? provider.base_url : [provider.base_url]
-    adapters.set(
+    const adapter = createProvider({
       name,
-      createProvider({
-        name,
-        kind: provider.kind,
-        baseUrls,
-        apiKey: config.providerKeys[name] ?? null,
-        timeoutMs: provider.timeout_s * 1000,
-        maxLoras: provider.lora ? provider.max_loras : undefined,
-        // Enough keep-alive connections per replica for the provider's whole concurrency.
-        connections: provider.max_concurrency,
-        createClient: (baseUrl, options) =>
-          createHttpClient(baseUrl, { ...options, onAnswered: handOver.answered }),
-      }),
-    )
+      kind: provider.kind,
+      baseUrls,
+      apiKey: config.providerKeys[name] ?? null,
+      timeoutMs: provider.timeout_s * 1000,
+      maxLoras: provider.lora ? provider.max_loras : undefined,
+      // Enough keep-alive connections per replica for the provider's whole concurrency.
+      connections: provider.max_concurrency,
+      createClient: (baseUrl, options) =>
+        createHttpClient(baseUrl, { ...options, onAnswered: handOver.answered }),
+      adaptive: adaptiveGate
+        ? { maxConcurrency: provider.max_concurrency, onChange: () => adaptiveGate.serve() }
+        : undefined,
+    })
+    adapters.set(name, adapter)
     gates.set(name, gate)
     handOvers.set(name, handOver)
   }
@@ -144,46 +172,74 @@ export function createUpstreams(
     lora,
   })
 
-  return {
-    async send(options) {
-      const { offering, endpoint } = options
-      const { adapter, gate, handOver } = lookup(offering.provider)
-      const call = {
-        provider: offering.provider,
-        model: offering.upstream_model,
-        endpoint,
-        ...options.line,
-      }
-      // Sent the moment the slot is taken, often from inside the answer that handed it on
-      // (slot-hand-over.ts), so that it takes that answer's connection at once.
-      const sent: { outcome?: Promise<Outcome>; error?: unknown } = {}
-      const start = () => {
-        try {
-          if (options.proceed && !options.proceed()) return
-          sent.outcome = telemetry.upstream(
-            call,
-            () => adapter.send(requestFor(options)),
-            describeOutcome,
-          )
-          handOver.sent()
-        } catch (error) {
-          sent.error = error
-        }
-      }
-      await gate.acquire(options.signal, start)
-      if (!sent.outcome) {
-        gate.release()
-        if (sent.error !== undefined) throw sent.error
-        return null
-      }
+  /**
+   * Every replica answered busy (503, a full queue): the call waits and is sent again, with no
+   * attempt counted, while the patience lasts and `proceed` agrees (the batch's deadline, a
+   * cancel). With adaptive concurrency the working points fell meanwhile, so the gate holds it
+   * until a call ends; without, the backoff paces it. Bounded in rounds too.
+   */
+  async function waitWhileBusy(options: SendOptions, first: Outcome): Promise<Outcome | null> {
+    const until = Date.now() + options.busyPatienceMs!
+    const again = { ...options, busyPatienceMs: 0 }
+    let outcome: Outcome | null = first
+    for (let round = 0; round < MAX_BUSY_ROUNDS; round++) {
+      if (outcome === null || outcome.ok || outcome.error.kind !== 'busy') return outcome
+      const backoff = Math.min(BUSY_MAX_DELAY_MS, BUSY_BASE_DELAY_MS * 2 ** Math.min(round, 6))
+      const delay = Math.max(outcome.error.retryAfterMs ?? 0, backoff * (0.5 + Math.random() / 2))
+      if (Date.now() + delay > until || options.signal?.aborted) return outcome
+      await sleep(delay, options.signal)
+      outcome = await send(again)
+    }
+    return outcome
+  }
+
+  /** One call within the provider's gate; null when `proceed` said no. */
+  async function send(options: SendOptions): Promise<Outcome | null> {
+    const { offering, endpoint } = options
+    const { adapter, gate, handOver } = lookup(offering.provider)
+    const call = {
+      provider: offering.provider,
+      model: offering.upstream_model,
+      endpoint,
+      ...options.line,
+    }
+    // Sent the moment the slot is taken, often from inside the answer that handed it on
+    // (slot-hand-over.ts), so that it takes that answer's connection at once.
+    const sent: { outcome?: Promise<Outcome>; error?: unknown } = {}
+    const start = () => {
       try {
-        const outcome = await sent.outcome
-        pauseOn429(offering.provider, gate, outcome)
-        return outcome
-      } finally {
-        handOver.ended()
+        if (options.proceed && !options.proceed()) return
+        sent.outcome = telemetry.upstream(
+          call,
+          () => adapter.send(requestFor(options)),
+          describeOutcome,
+        )
+        handOver.sent()
+      } catch (error) {
+        sent.error = error
       }
-    },
+    }
+    await gate.acquire(options.signal, start)
+    if (!sent.outcome) {
+      gate.release()
+      if (sent.error !== undefined) throw sent.error
+      return null
+    }
+    let outcome: Outcome
+    try {
+      outcome = await sent.outcome
+      pauseOn429(offering.provider, gate, outcome)
+    } finally {
+      handOver.ended()
+    }
+    if (!outcome.ok && outcome.error.kind === 'busy' && options.busyPatienceMs) {
+      return waitWhileBusy(options, outcome)
+    }
+    return outcome
+  }
+
+  return {
+    send,
     async stream(options) {
       const { offering, endpoint } = options
       const { adapter, gate } = lookup(offering.provider)
@@ -231,6 +287,8 @@ export function createUpstreams(
           limit: gate.limit,
           unhealthy_replicas: adapter.unhealthyReplicas(),
         }
+        const points = adapter.workingPoints()
+        if (Object.keys(points).length > 0) result[name].working_points = points
       }
       return result
     },
@@ -265,4 +323,17 @@ function describeOutcome(outcome: Outcome | Extract<StreamOutcome, { ok: false }
     errorKind: outcome.error.kind,
     usage: null,
   }
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms)
+    function done() {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    signal?.addEventListener('abort', done, { once: true })
+  })
 }

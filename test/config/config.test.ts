@@ -134,6 +134,23 @@ describe('loadConfig', () => {
     )
   })
 
+  test('adaptive_concurrency: off unless set, true turns it on, anything but a boolean is refused', () => {
+    const pool = (extra: Record<string, unknown>) =>
+      writeCatalog({
+        providers: { pool: { kind: 'openai', base_url: 'http://127.0.0.1:9/v1', ...extra } },
+        models: [],
+      })
+    expect(
+      loadConfig({ MULTIGRID_CONFIG: pool({}) }).catalog.providers.pool.adaptive_concurrency,
+    ).toBe(false)
+    const on = loadConfig({ MULTIGRID_CONFIG: pool({ adaptive_concurrency: true }) })
+    expect(on.catalog.providers.pool.adaptive_concurrency).toBe(true)
+    const path = pool({ adaptive_concurrency: 'yes' })
+    expect(() => loadConfig({ MULTIGRID_CONFIG: path })).toThrow(
+      `${path}: providers.pool.adaptive_concurrency`,
+    )
+  })
+
   test('start-up with a bad value prints one line and exits non-zero', async () => {
     const child = Bun.spawn([process.execPath, 'src/main.ts'], {
       cwd: root,

@@ -29,8 +29,8 @@ describe('statuses', () => {
     const cases: [number, string, boolean][] = [
       [429, 'rate_limited', true],
       [500, 'server_error', true],
-      [503, 'server_error', true],
-      [529, 'server_error', true],
+      [503, 'busy', true],
+      [529, 'busy', true],
       [408, 'timeout', true],
       [401, 'auth', false],
       [403, 'auth', false],

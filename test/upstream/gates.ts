@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { connectRedis } from '../../src/coordination/redis.ts'
+import { createAdaptiveGate } from '../../src/upstream/adaptive-gate.ts'
 import { createFleetGates } from '../../src/upstream/fleet-gate.ts'
 import { createProviderGate, type ProviderGate } from '../../src/upstream/provider-gate.ts'
 import type { Logger } from '../../src/telemetry/logger.ts'
@@ -45,5 +46,16 @@ export function fleetGateMaker(options: {
       redis.disconnect()
     }
     return { gate: gates.gate(`provider_${randomBytes(4).toString('hex')}`, limit), close }
+  }
+}
+
+/**
+ * An adaptive provider's gate (adaptive-gate.ts) in front of a gate `make` makes, its working
+ * limit at the full limit: the composition must keep the contract of the gate behind it.
+ */
+export function adaptiveOver(make: MakeGate): MakeGate {
+  return async (limit) => {
+    const made = await make(limit)
+    return { gate: createAdaptiveGate(made.gate, () => limit), close: made.close }
   }
 }
