@@ -89,6 +89,13 @@ const envSchema = z.object({
   MULTIGRID_LIVE_LEASE_BLOCK: intFrom(1, 100_000, 32),
   /** How long a key lookup is served from memory; revocation reaches every instance within it. */
   MULTIGRID_KEY_CACHE_MS: intFrom(0, 1_000, 1_000),
+  /** A progress stream (SPEC §15) writes a comment this often. */
+  MULTIGRID_EVENTS_KEEPALIVE_MS: intFrom(50, 60_000, 15_000),
+  /**
+   * A progress stream re-reads its batch this often without a change signal: the signal is only
+   * a shortcut (a NOTIFY lost while PostgreSQL restarts, a change no signal announces).
+   */
+  MULTIGRID_EVENTS_POLL_MS: intFrom(50, 60_000, 5_000),
   /**
    * Webhooks (SPEC §15) may also point at loopback and private addresses, by http:// too: for a
    * receiver on the gateway's own network. Off, a webhook cannot be used to reach that network.
@@ -167,6 +174,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       leaseIdleMs: e.MULTIGRID_LIVE_LEASE_IDLE_MS,
       leaseBlockCalls: e.MULTIGRID_LIVE_LEASE_BLOCK,
       keyCacheMs: e.MULTIGRID_KEY_CACHE_MS,
+    },
+    events: {
+      keepAliveMs: e.MULTIGRID_EVENTS_KEEPALIVE_MS,
+      pollMs: e.MULTIGRID_EVENTS_POLL_MS,
     },
     webhooks: {
       allowPrivate: e.MULTIGRID_WEBHOOK_ALLOW_PRIVATE === 'true',

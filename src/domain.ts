@@ -154,6 +154,15 @@ export interface BatchRecord {
   eta: number | null
   /** Validation errors of a batch refused on the OpenAI surface. */
   errors: { code: string; message: string; param: string | null; line: number | null }[] | null
+  /** The batch this one retries the unsuccessful lines of (SPEC §15); null otherwise. */
+  parentBatchId: string | null
+  /** The batches made by retrying this one, oldest first. */
+  retriedBy: string[]
+  /**
+   * One more on every change of its counts, cost, status or waiting, whoever makes it: the
+   * progress stream's event id (a resumed stream sends only states past the one the client saw).
+   */
+  version: number
   /** The batch's spend cap (SPEC §12), a decimal string; null for none. */
   maxCostUsd: string | null
   /** Why the batch is not moving (SPEC §13); null while its lines progress. */

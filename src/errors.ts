@@ -39,6 +39,8 @@ export const REFUSALS = {
   invalid_batch_file: { status: 400, type: 'invalid_request_error' },
   wrong_api_surface: { status: 400, type: 'invalid_request_error' },
   request_aborted: { status: 400, type: 'invalid_request_error' },
+  /** A retry of a batch whose every line succeeded (SPEC §15). */
+  nothing_to_retry: { status: 400, type: 'invalid_request_error' },
   /** The provider refused a live request as too long for the model. */
   context_length_exceeded: { status: 400, type: 'invalid_request_error' },
   /**
@@ -56,6 +58,8 @@ export const REFUSALS = {
   unknown_route: { status: 404, type: 'not_found_error' },
   upload_timeout: { status: 408, type: 'invalid_request_error' },
   batch_not_cancellable: { status: 409, type: 'invalid_request_error' },
+  /** A retry of a batch that is still running (SPEC §15). */
+  batch_not_ended: { status: 409, type: 'invalid_request_error' },
   /** An adapter registered again under the same base model and name. */
   adapter_exists: { status: 409, type: 'conflict_error' },
   results_expired: { status: 410, type: 'invalid_request_error' },

@@ -14,6 +14,12 @@ import { collectYoungGarbage } from './memory/young-garbage.ts'
 import { createCatalog } from './catalog/catalog.ts'
 import { connectRedis } from './coordination/redis.ts'
 import { NUDGE_CHANNEL, openNudges, type Nudges } from './coordination/nudges.ts'
+import {
+  BATCH_CHANGES_CHANNEL,
+  openBatchChanges,
+  type BatchChanges,
+} from './coordination/batch-changes.ts'
+import { announceChanges } from './dispatch/announce-changes.ts'
 import type { Config } from './config.ts'
 import { adminRoutes } from './http/admin.ts'
 import { bodyLimits } from './http/body-limits.ts'
@@ -55,6 +61,8 @@ export interface Gateway {
   webhooks: WebhookDeliverer
   /** The live path's credit ledger; tests flush it to see charges at once. */
   credit: LiveCredit
+  /** Batch change signals between instances, which the progress streams watch. */
+  batchChanges: BatchChanges
   /** The providers as called: their gates, replicas' health and working points. */
   upstreams: Upstreams
   stop(): Promise<void>
@@ -108,24 +116,40 @@ export async function startGateway(
   // Registered and deactivated through this instance: seen here at once, elsewhere within 5 s.
   const adapterDirectory = createAdapterDirectory(store, { ttlMs: 5_000 })
   const adapters = createAdapters(store, catalog, { onChanged: adapterDirectory.forget })
+  // Every batch the dispatcher moves is announced to the progress streams of every instance.
+  const batchChanges = await openBatchChanges(
+    await openStoreChannel(config, BATCH_CHANGES_CHANNEL),
+    instanceId,
+    logger,
+  )
   const dispatcher: Dispatcher | null = config.dispatch.enabled
-    ? createDispatcher(dispatch, catalog, upstreams, logger, {
-        owner: instanceId,
-        leaseSeconds: config.dispatch.leaseSeconds,
-        pollMs: config.dispatch.pollMs,
-        retry: { ...DEFAULT_RETRY, maxAttempts: config.dispatch.maxAttempts },
-        drainMs: 10_000,
-        onOutcome: observeLines(logger, telemetry),
-        spillMargin: config.dispatch.spillMargin,
-        adapters: adapterDirectory.byId,
-      })
+    ? createDispatcher(
+        announceChanges(dispatch, batchChanges.publish),
+        catalog,
+        upstreams,
+        logger,
+        {
+          owner: instanceId,
+          leaseSeconds: config.dispatch.leaseSeconds,
+          pollMs: config.dispatch.pollMs,
+          retry: { ...DEFAULT_RETRY, maxAttempts: config.dispatch.maxAttempts },
+          drainMs: 10_000,
+          onOutcome: observeLines(logger, telemetry),
+          spillMargin: config.dispatch.spillMargin,
+          adapters: adapterDirectory.byId,
+        },
+      )
     : null
   // Batches waiting for a top-up start on any instance once a deposit covers them.
   let nudges: Nudges | null = null
   const waiting = createWaitingBatches(store, {
     everyMs: config.dispatch.creditWaitPollMs,
     logger,
-    onStarted: () => nudges?.publish(),
+    onStarted: (ids) => {
+      nudges?.publish()
+      // validating → in_progress: their streams report it at once.
+      batchChanges.publish(ids)
+    },
     now: options.clock,
   })
   // Admissions and deposits on any instance wake idle dispatchers and the batches waiting for
@@ -180,6 +204,12 @@ export async function startGateway(
     maxStoredBytes: config.limits.defaultMaxStoredBytes,
   }
   const bodies = bodyLimits(config.limits)
+  // A cancel moves the batch's counts and status at once: its streams hear it with the dispatcher.
+  const onCancelled = (id: string) => {
+    dispatcher?.cancelled(id)
+    batchChanges.publish([id])
+  }
+  const events = { changes: batchChanges, ...config.events }
   const live = {
     auth,
     credit,
@@ -203,8 +233,10 @@ export async function startGateway(
       admission,
       maxBodyBytes: config.limits.maxBodyBytes,
       bodyLimit: bodies.nativeSubmit,
+      retryLimit: bodies.retry,
       fileBuffers: validator.bodyBuffers,
-      onCancelled: (id) => dispatcher?.cancelled(id),
+      onCancelled,
+      events,
     }),
     liveRoutes('', live),
     liveRoutes('/openai', live),
@@ -222,7 +254,7 @@ export async function startGateway(
       blobs,
       admission,
       bodyLimit: bodies.batchCreate,
-      onCancelled: (id) => dispatcher?.cancelled(id),
+      onCancelled,
     }),
     webhookRoutes({
       auth,
@@ -237,7 +269,8 @@ export async function startGateway(
       maxBodyBytes: config.limits.maxBodyBytes,
       bodyLimits: bodies,
       sessionHours: config.sessionHours,
-      onCancelled: (id) => dispatcher?.cancelled(id),
+      onCancelled,
+      events,
     }),
   ]
   if (config.adminToken)
@@ -287,6 +320,7 @@ export async function startGateway(
     janitor,
     webhooks,
     credit,
+    batchChanges,
     upstreams,
     async stop() {
       await waiting.stop()
@@ -300,6 +334,7 @@ export async function startGateway(
       await validator.close()
       await dispatcher?.stop()
       await nudges.close()
+      await batchChanges.close()
       await fleet?.close()
       // Before the store closes: the last metric export still reads the queue depth from it.
       await telemetry.shutdown()

@@ -22,6 +22,8 @@ export interface SubmitOptions {
   inputFileId: string | null
   /** The endpoint the caller declared (OpenAI surface); every line's url must match it. */
   endpoint?: BatchEndpoint
+  /** A retry's parent (retry-batch.ts): an ended batch of the same account. */
+  parentBatchId?: string | null
   /**
    * wait_for_credit=true (SPEC §14): a hold that does not fit waits up to half the window for a
    * deposit, as a `validating` batch, instead of being refused 402.
@@ -219,6 +221,7 @@ export function createAdmission(
       metadata: options.metadata,
       inputFileId: options.inputFileId,
       idempotencyKey: options.idempotencyKey,
+      parentBatchId: options.parentBatchId ?? null,
       lines: verdict.lines,
       creditWaitUntil,
     })

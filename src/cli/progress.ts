@@ -11,6 +11,9 @@ export interface BatchView {
   request_counts: RequestCounts
   cost_usd: string
   cost_ceiling_usd: string
+  /** SPEC §15: absent from a gateway without retries. */
+  parent_batch_id?: string | null
+  retried_by?: string[]
   /** Absent from gateways older than SPEC §12–13's fields. */
   max_cost_usd?: string | null
   routing?: {
@@ -85,6 +88,8 @@ export function summary(batch: BatchView): string {
     ...(batch.waiting ? [`  waiting   ${batch.waiting.code}: ${batch.waiting.message}`] : []),
     `  created   ${utc(batch.created_at)}`,
     `  deadline  ${utc(batch.deadline_at)} (${timeLeft(batch)})`,
+    ...(batch.parent_batch_id ? [`  retry of  ${batch.parent_batch_id}`] : []),
+    ...(batch.retried_by?.length ? [`  retried   by ${batch.retried_by.join(', ')}`] : []),
   ].join('\n')
 }
 

@@ -10,6 +10,7 @@
 import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { ApiError, createApi } from './user-api.ts'
+import { readEvents } from './event-stream.ts'
 import { FINAL_STATUSES, progressLine, summary, table, type BatchView } from './progress.ts'
 
 const USAGE = `usage: multigrid <command> [options]
@@ -17,7 +18,8 @@ const USAGE = `usage: multigrid <command> [options]
   submit FILE [--name NAME] [--window-hours N] [--max-cost USD] [--dry-run] [--wait-for-credit]
               [--wait] [--out FILE]
                              submit a JSONL file; prints the batch id. --wait shows progress on
-                             stderr until the batch ends; --out then writes its results there.
+                             stderr until the batch ends (from the gateway's progress stream, or
+                             by polling); --out then writes its results there.
                              --max-cost: the batch's spend cap (max_cost_usd).
                              --wait-for-credit: if the credit does not cover it yet, it waits
                              for a deposit (up to half its window) instead of being refused
@@ -27,6 +29,9 @@ const USAGE = `usage: multigrid <command> [options]
                              results in submitted order (stdout unless --out); --failed keeps the
                              lines that did not run, --input gives them as input lines to resubmit
   cancel ID                  stop a batch: lines already sent finish, the rest end cancelled
+  retry ID [--window-hours N] [--max-cost USD] [--wait] [--out FILE]
+                             a new batch of the lines of an ended batch that did not succeed;
+                             prints its id. --wait and --out as for submit
 
 environment: MULTIGRID_URL (default http://127.0.0.1:8080), MULTIGRID_API_KEY`
 
@@ -81,6 +86,8 @@ export async function main(
         return await list(api, parsed.values)
       case 'results':
         return await results(api, one(rest, 'ID'), parsed.values)
+      case 'retry':
+        return await retry(api, one(rest, 'ID'), parsed.values)
       case 'cancel': {
         const batch = await api.json<BatchView>(
           `/v1/batches/${encodeURIComponent(one(rest, 'ID'))}`,
@@ -146,25 +153,120 @@ async function submit(api: Api, file: string, flags: Flags): Promise<number> {
   return final.status === 'completed' ? 0 : 3
 }
 
-/** Polls until the batch ends, paced on X-RateLimit-Remaining; a live bar on a terminal. */
+/**
+ * Shows the batch until it ends, then its summary: from the gateway's progress stream (SPEC §15),
+ * resumed with its last id when the connection drops, or by polling when the gateway has no
+ * stream or it keeps failing.
+ */
 async function watch(api: Api, id: string): Promise<BatchView> {
-  const tty = process.stderr.isTTY === true
-  let shown = ''
+  const show = progressShower()
+  const final = (await followStream(api, id, show)) ?? (await poll(api, id, show))
+  show.end(final)
+  return final
+}
+
+/** Reconnections to the stream before `--wait` falls back to polling. */
+const STREAM_TRIES = 5
+
+/** The batch's end from its event stream, or null when the stream is not to be had. */
+async function followStream(
+  api: Api,
+  id: string,
+  show: (batch: BatchView) => void,
+): Promise<BatchView | null> {
+  const path = `/v1/batches/${encodeURIComponent(id)}/events`
+  let lastId: string | null = null
+  let last: BatchView | null = null
+  for (let attempt = 1; attempt <= STREAM_TRIES; attempt++) {
+    let response: Response
+    try {
+      response = await api.request(path, {
+        headers: { accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) },
+      })
+    } catch (error) {
+      // A gateway without the route answers unknown_route: poll it as before.
+      if (error instanceof ApiError && error.status === 404 && isUnknownRoute(error.body))
+        return null
+      if (error instanceof ApiError && error.status !== null && error.status < 500) throw error
+      return null
+    }
+    // Resumed after the end, which was seen: nothing more will come.
+    if (response.status === 204 && last) return last
+    if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream'))
+      return null
+    try {
+      for await (const event of readEvents(response.body)) {
+        if (event.event !== 'batch') continue
+        const batch = JSON.parse(event.data) as BatchView
+        lastId = event.id ?? lastId
+        last = batch
+        show(batch)
+        if (FINAL_STATUSES.includes(batch.status)) return batch
+      }
+    } catch {
+      // The connection broke: resume from the last event.
+    }
+    await Bun.sleep(Math.min(8_000, 250 * 2 ** attempt))
+  }
+  return null
+}
+
+function isUnknownRoute(body: unknown): boolean {
+  return (body as { error?: { code?: string } } | null)?.error?.code === 'unknown_route'
+}
+
+/** Polls until the batch ends, paced on X-RateLimit-Remaining. */
+async function poll(api: Api, id: string, show: (batch: BatchView) => void): Promise<BatchView> {
   for (;;) {
     const batch = await api.json<BatchView>(`/v1/batches/${encodeURIComponent(id)}`)
+    show(batch)
+    if (FINAL_STATUSES.includes(batch.status)) return batch
+    await api.pace()
+  }
+}
+
+/** A live bar on a terminal, redrawn in place; in a log, a line only when something changed. */
+function progressShower() {
+  const tty = process.stderr.isTTY === true
+  let shown = ''
+  const show = (batch: BatchView) => {
     const line = progressLine(batch)
-    // On a terminal the bar is redrawn in place; in a log, a line only when something changed.
     if (tty) process.stderr.write(`\r${line}\x1b[K`)
     else if (line.replace(/ · [^·]*left$/, '') !== shown.replace(/ · [^·]*left$/, ''))
       process.stderr.write(line + '\n')
     shown = line
-    if (FINAL_STATUSES.includes(batch.status)) {
+  }
+  return Object.assign(show, {
+    end(batch: BatchView) {
       if (tty) process.stderr.write('\n')
       process.stderr.write(summary(batch) + '\n')
-      return batch
-    }
-    await api.pace()
+    },
+  })
+}
+
+/** A child batch of the lines of ID that did not succeed (SPEC §15), printed like a submit. */
+async function retry(api: Api, id: string, flags: Flags): Promise<number> {
+  const body: Record<string, number | string> = {}
+  if (flags['max-cost']) body.max_cost_usd = flags['max-cost']
+  if (flags['window-hours']) {
+    if (!/^\d+$/.test(flags['window-hours']))
+      throw new UsageError('--window-hours must be a whole number of hours, 1 to 168')
+    body.completion_window_hours = Number(flags['window-hours'])
   }
+  const child = await api.json<BatchView>(`/v1/batches/${encodeURIComponent(id)}/retry`, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    // The key makes a retry after a dropped connection return the same child.
+    headers: { 'content-type': 'application/json', 'idempotency-key': crypto.randomUUID() },
+  })
+  process.stderr.write(
+    `retrying ${child.request_counts.total} lines of ${id} as ${child.id}, $${child.cost_ceiling_usd} held as the cost ceiling\n`,
+  )
+  process.stdout.write(child.id + '\n')
+  if (!flags.wait) return 0
+  const final = await watch(api, child.id)
+  if (flags.out) await download(api, final.id, '', flags.out)
+  return final.status === 'completed' ? 0 : 3
 }
 
 async function status(api: Api, id: string, flags: Flags): Promise<number> {

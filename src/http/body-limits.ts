@@ -24,6 +24,8 @@ export interface BodyLimits {
   live: BodyLimit
   /** POST /v1/batches: the JSONL file itself. */
   nativeSubmit: BodyLimit
+  /** POST /v1/batches/{id}/retry: a few options, the lines come from the parent. */
+  retry: BodyLimit
   /** POST /openai/v1/files: the file (limited on its own while stored) plus the form's framing. */
   fileUpload: BodyLimit
   /** POST /v1/webhooks: a URL (≤ 2,048 characters) and at most four event names. */
@@ -64,6 +66,11 @@ export function bodyLimits(limits: Config['limits']): BodyLimits {
       what: 'a batch file',
       fix: file(limits.maxBodyBytes),
       code: 'file_too_large',
+    },
+    retry: {
+      bytes: 4 * 1024,
+      what: 'a retry request',
+      fix: 'send at most {"completion_window_hours": 24, "max_cost_usd": "5"}: the lines come from the batch retried',
     },
     fileUpload: {
       bytes: limits.maxFileBytes + FORM_FRAMING_BYTES,

@@ -6,15 +6,17 @@ import type { Authenticator } from '../auth/authenticate.ts'
 import type { BatchRecord, LineStatus } from '../domain.ts'
 import { badRequest, notFound, refuse } from '../errors.ts'
 import { cancelBatch } from '../admission/cancel-batch.ts'
-import { readBody, type BodyBuffers, type BodyLimit } from '../ingest/read-body.ts'
+import { retryBatch, UNSUCCESSFUL } from '../admission/retry-batch.ts'
+import { readBody, readJsonBody, type BodyBuffers, type BodyLimit } from '../ingest/read-body.ts'
 import type { AccountStore, BatchStore } from '../store/store.ts'
 import { storableText } from '../schemas/text.ts'
 import { MAX_WINDOW_HOURS, wholeNumberText } from '../schemas/whole-number.ts'
 import { maxCostUsdText } from '../schemas/money-text.ts'
 import { excerpt } from '../excerpt.ts'
-import { parseQuery } from './parse-query.ts'
+import { parseFields, parseQuery } from './parse-query.ts'
 import { renderBatch, renderResultLine } from './render-native.ts'
 import { streamLines } from './stream-lines.ts'
+import { eventStreamResponse, type EventStreamSettings } from './event-stream-response.ts'
 
 /** A submit's options, as query parameters here and as form fields on the dashboard. */
 export const submitOptions = z.object({
@@ -38,7 +40,7 @@ export const resultsQuery = z.object({
 })
 
 export const FILTERS: Record<'failed' | 'succeeded', readonly LineStatus[]> = {
-  failed: ['failed', 'cancelled', 'expired'],
+  failed: UNSUCCESSFUL,
   succeeded: ['succeeded'],
 }
 
@@ -60,10 +62,14 @@ export interface NativeDeps {
   maxBodyBytes: number
   /** The submit's body limit (maxBodyBytes, with its message; body-limits.ts). */
   bodyLimit: BodyLimit
+  /** A retry's body limit (a few options). */
+  retryLimit: BodyLimit
   /** Where the submitted file is read into: the file validator's choice (FileValidator.bodyBuffers). */
   fileBuffers?: BodyBuffers
   /** Tells this instance's dispatcher at once, so lines waiting for a slot are not sent. */
   onCancelled?: (batchId: string) => void
+  /** The progress streams' change signals and timing (SPEC §15). */
+  events: EventStreamSettings
 }
 
 export function nativeBatchRoutes({
@@ -71,8 +77,10 @@ export function nativeBatchRoutes({
   store,
   admission,
   bodyLimit,
+  retryLimit,
   fileBuffers,
   onCancelled,
+  events,
 }: NativeDeps) {
   const renderWithShares = async (batch: BatchRecord) =>
     renderBatch(batch, (await store.providerShares([batch.id])).get(batch.id))
@@ -213,6 +221,58 @@ export function nativeBatchRoutes({
       },
       { parse: 'none' },
     )
+    .post(
+      '/v1/batches/:id/retry',
+      async ({ request, set, params }) => {
+        const caller = await auth.authenticate(
+          request.headers.get('authorization'),
+          'batches',
+          set.headers as Record<string, string>,
+        )
+        const options = await readRetryOptions(request, retryLimit)
+        const result = await retryBatch(store, admission, params.id, {
+          accountId: caller.account.id,
+          completionWindowHours: options.completion_window_hours ?? null,
+          maxCostUsd: options.max_cost_usd ?? null,
+          idempotencyKey: request.headers.get('idempotency-key'),
+        })
+        switch (result.kind) {
+          case 'invalid': {
+            const count = result.issues.length + result.omitted
+            throw refuse(
+              'invalid_batch_file',
+              `${count} of the lines to retry ${count === 1 ? 'is' : 'are'} no longer valid (line numbers are the batch's own); nothing was submitted`,
+              { extra: { issues: result.issues, issues_omitted: result.omitted } },
+            )
+          }
+          case 'insufficient_quota':
+          case 'limit_exceeded':
+            throw refusalOf(result)
+          case 'duplicate':
+            return renderWithShares(result.batch)
+          case 'created':
+            set.status = 201
+            return renderBatch(result.batch)
+        }
+      },
+      { parse: 'none' },
+    )
+    .get('/v1/batches/:id/events', async ({ request, set, params, server }) => {
+      const caller = await auth.authenticate(
+        request.headers.get('authorization'),
+        'read',
+        set.headers as Record<string, string>,
+      )
+      const accountId = caller.account.id
+      const batch = await store.getBatch(accountId, params.id)
+      if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
+      return eventStreamResponse(request, server, batch, {
+        ...events,
+        read: () => store.getBatch(accountId, batch.id),
+        render: renderWithShares,
+        headers: set.headers as Record<string, string>,
+      })
+    })
     .get('/v1/batches/:id/results', async ({ request, set, params }) => {
       const caller = await auth.authenticate(
         request.headers.get('authorization'),
@@ -239,6 +299,46 @@ export function nativeBatchRoutes({
         },
       })
     })
+}
+
+/**
+ * A retry's options (SPEC §15), from a JSON body or the query (as a submit takes them); the
+ * body's win. Unknown fields are refused, so a misspelt one is not silently ignored.
+ */
+const retryOptions = z.object({
+  completion_window_hours: wholeNumberText(1, MAX_WINDOW_HOURS, 24).optional(),
+  // The child's own spend cap (SPEC §12), by the submit's rule.
+  max_cost_usd: maxCostUsdText().optional(),
+})
+
+async function readRetryOptions(request: Request, limit: BodyLimit) {
+  const read = await readJsonBody(request, limit)
+  if (
+    !read.ok ||
+    (read.value !== undefined &&
+      (typeof read.value !== 'object' || read.value === null || Array.isArray(read.value)))
+  ) {
+    throw badRequest(
+      'the body must be empty or a JSON object such as {"completion_window_hours": 24}',
+    )
+  }
+  const fields = {
+    ...Object.fromEntries(new URL(request.url).searchParams),
+    ...(read.value as object | undefined),
+  }
+  const unknown = Object.keys(fields).find((name) => !(name in retryOptions.shape))
+  if (unknown !== undefined) {
+    throw badRequest(
+      `a retry takes no ${excerpt(unknown)}: send only completion_window_hours and max_cost_usd (the lines and their bodies come from the batch retried)`,
+      excerpt(unknown),
+    )
+  }
+  // A number in JSON is held to the rule its text in a query is: 24, not 24.5 or 1e1.
+  for (const [name, value] of Object.entries(fields)) {
+    if (typeof value === 'number') (fields as Record<string, unknown>)[name] = String(value)
+  }
+  const options = parseFields(retryOptions, fields as Record<string, string>)
+  return options
 }
 
 /** An OpenAI SDK pointed at the wrong base URL sends `{"input_file_id": …}`: say where to go. */

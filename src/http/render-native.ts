@@ -57,6 +57,9 @@ export function renderBatch(batch: BatchRecord, shares?: Record<string, Provider
     waiting: currentWaiting(batch.waiting, nowSeconds()),
     errors: batch.errors,
     results_url: `/v1/batches/${batch.id}/results`,
+    // SPEC §15: a retry's child names its parent; a parent lists its children, oldest first.
+    parent_batch_id: batch.parentBatchId,
+    retried_by: batch.retriedBy,
   }
 }
 

@@ -57,6 +57,9 @@ export function rowToBatch(row: Row): BatchRecord {
     idempotencyKey: (row.idempotency_key as string | null) ?? null,
     errors: json<BatchRecord['errors']>(row.errors),
     purgedAt: num(row.purged_at),
+    parentBatchId: (row.parent_batch_id as string | null) ?? null,
+    retriedBy: json<string[]>(row.retried_by) ?? [],
+    version: Number(row.version ?? 0),
     maxCostUsd:
       row.max_cost_usd === null || row.max_cost_usd === undefined
         ? null

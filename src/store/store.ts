@@ -171,6 +171,11 @@ export interface NewBatch {
   metadata: Record<string, string> | null
   inputFileId: string | null
   idempotencyKey: string | null
+  /**
+   * A retry's parent (SPEC §15): an ended batch of the same account, which lists the new batch in
+   * its `retried_by` from the same transaction on.
+   */
+  parentBatchId?: string | null
   /** Read once, inside the admitting transaction; may be a lazy generator over the file. */
   lines: Iterable<NewLine>
   /**

@@ -227,6 +227,150 @@ describe('multigrid (user CLI)', () => {
   })
 })
 
+describe('multigrid --wait and retry, on the progress stream', () => {
+  let sim: Simulator
+  let gw: TestGateway
+  let older: ReturnType<typeof Bun.serve> | null = null
+  const logLines: string[] = []
+  let key = ''
+  let dir = ''
+
+  const run = async (args: string[], url = gw.url) => {
+    const child = Bun.spawn([process.execPath, CLI, ...args], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '', MULTIGRID_URL: url, MULTIGRID_API_KEY: key },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const [stdout, stderr, code] = await Promise.all([
+      new Response(child.stdout).text(),
+      new Response(child.stderr).text(),
+      child.exited,
+    ])
+    return { stdout, stderr, code }
+  }
+  /** The routes the gateway served for one batch, in order, from its own request log. */
+  const routesOf = (id: string) =>
+    logLines
+      .map((line) => JSON.parse(line) as { event: string; route?: string; path?: string })
+      .filter((entry) => entry.event === 'http.request' && entry.path?.includes(id))
+      .map((entry) => entry.route)
+
+  beforeAll(async () => {
+    sim = await startSimulator({ latencyMs: 300 })
+    gw = await startTestGateway({
+      upstreams: { openai: `${sim.url}/v1` },
+      env: { MULTIGRID_POLL_MS: '50', LOG_LEVEL: 'info' },
+      logLines,
+    })
+    key = (await gw.newAccount('5')).key
+    dir = mkdtempSync(join(tmpdir(), 'mg-cli-events-'))
+    // A gateway of an earlier release: the same API, without the progress stream.
+    older = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch(request) {
+        const url = new URL(request.url)
+        if (url.pathname.endsWith('/events'))
+          return Response.json(
+            {
+              error: {
+                message: 'no route',
+                type: 'not_found_error',
+                param: null,
+                code: 'unknown_route',
+              },
+            },
+            { status: 404 },
+          )
+        return fetch(`${gw.url}${url.pathname}${url.search}`, {
+          method: request.method,
+          headers: request.headers,
+          body: request.body,
+        })
+      },
+    })
+  })
+  afterAll(async () => {
+    older?.stop(true)
+    await gw.stop()
+    await sim.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  test('submit --wait follows the progress stream: one request for the whole wait, no polling', async () => {
+    writeFileSync(
+      join(dir, 'stream.jsonl'),
+      jsonl([chatLine('s-1'), chatLine('s-2'), chatLine('s-3', 'no', {}, 'sim/refused')]),
+    )
+    const { stdout, stderr, code } = await run(['submit', 'stream.jsonl', '--wait'])
+    expect(code).toBe(0)
+    const id = stdout.trim()
+    expect(stderr).toMatch(/\[█+\] 100%\s+3\/3 done · 2 ok · 1 failed/)
+    expect(stderr).toContain(`${id}  (unnamed)  completed`)
+    expect(routesOf(id)).toEqual(['/v1/batches/:id/events'])
+  })
+
+  test('against a gateway without the stream, --wait polls instead', async () => {
+    writeFileSync(join(dir, 'poll.jsonl'), jsonl([chatLine('p-1'), chatLine('p-2')]))
+    const { stdout, stderr, code } = await run(
+      ['submit', 'poll.jsonl', '--wait'],
+      `http://127.0.0.1:${older!.port}`,
+    )
+    expect(code).toBe(0)
+    const id = stdout.trim()
+    expect(stderr).toContain(`${id}  (unnamed)  completed`)
+    const routes = routesOf(id)
+    expect(routes).not.toContain('/v1/batches/:id/events')
+    expect(routes.filter((route) => route === '/v1/batches/:id').length).toBeGreaterThanOrEqual(1)
+  })
+
+  test('retry ID --wait makes the child of the lines that did not succeed and waits for it', async () => {
+    const lines = [chatLine('r-1'), chatLine('r-2', 'no', {}, 'sim/refused'), chatLine('r-3')]
+    writeFileSync(join(dir, 'retry-me.jsonl'), jsonl(lines))
+    const parent = (await run(['submit', 'retry-me.jsonl', '--wait'])).stdout.trim()
+
+    const { stdout, stderr, code } = await run([
+      'retry',
+      parent,
+      '--wait',
+      '--window-hours',
+      '3',
+      '--max-cost',
+      '0.5',
+    ])
+    // The refused line fails again: the child ends failed, and --wait says so with exit 3.
+    expect(code).toBe(3)
+    const child = stdout.trim()
+    expect(child).toMatch(/^batch_[0-9a-f]+$/)
+    expect(stderr).toContain(`retrying 1 lines of ${parent} as ${child}`)
+    expect(stderr).toContain(`${child}  (unnamed)  failed`)
+    const read = (await (await gw.request(`/v1/batches/${child}`, key)).json()) as {
+      parent_batch_id: string
+      completion_window_hours: number
+      max_cost_usd: string
+    }
+    expect(read).toMatchObject({
+      parent_batch_id: parent,
+      completion_window_hours: 3,
+      max_cost_usd: '0.500000',
+    })
+    expect(await (await gw.request(`/v1/batches/${child}/results?format=input`, key)).text()).toBe(
+      jsonl([lines[1]]),
+    )
+    expect((await run(['status', child])).stdout).toContain(`retry of  ${parent}`)
+    expect((await run(['status', parent])).stdout).toContain(`retried   by ${child}`)
+
+    // A batch whose lines all succeeded: the gateway's refusal, exit 1.
+    writeFileSync(join(dir, 'fine.jsonl'), jsonl([chatLine('f-1')]))
+    const fine = (await run(['submit', 'fine.jsonl', '--wait'])).stdout.trim()
+    const nothing = await run(['retry', fine])
+    expect(nothing.code).toBe(1)
+    expect(nothing.stderr).toContain('nothing to retry')
+    expect((await run(['retry'])).code).toBe(2)
+  })
+})
+
 describe('pacing on X-RateLimit-Remaining', () => {
   test('the poll interval spreads the remaining budget over the window, keeping a quarter spare', () => {
     expect(pollDelay(600, 60, 1000)).toBe(1000) // plenty left: the minimum

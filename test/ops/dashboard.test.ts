@@ -124,10 +124,15 @@ describe('dashboard in headless Chromium', () => {
     await page.waitForURL(/\/dashboard\/batches\/batch_[0-9a-f]+\?submitted=1$/)
     const id = /batch_[0-9a-f]+/.exec(page.url())![0]
 
-    // Running: the page says so and reloads itself.
+    // Running: the page says so and follows the batch's progress stream, without reloading
+    // (the refresh is for browsers without scripts only).
     expect(await page.locator('h1').textContent()).toBe('nightly <triage> & co in progress')
     expect(await page.textContent('#eta')).toBe('ETA not known yet')
-    expect(await page.locator('meta[http-equiv=refresh]').count()).toBe(1)
+    expect(await page.locator('meta[http-equiv=refresh]').count()).toBe(0)
+    expect(await page.locator('script[src="/dashboard/assets/batch-page.js"]').count()).toBe(1)
+    await page.evaluate(
+      () => ((window as unknown as { sameDocument: boolean }).sameDocument = true),
+    )
     expect(await page.textContent('[role=status]')).toContain('Submitted: 6 lines')
     expect(await page.textContent('#time-left')).toMatch(/^[56] h \d+ min left$/)
 
@@ -138,8 +143,14 @@ describe('dashboard in headless Chromium', () => {
     )
     expect(progress).toBe('5 succeeded · 1 failed · 0 pending of 6')
     await waitForText(page, 'h1', /completed$/)
-    expect(await page.locator('meta[http-equiv=refresh]').count()).toBe(0)
-    expect(page.url()).toBe(`${gw.url}/dashboard/batches/${id}`) // reloads drop the one-time notice
+    // Updated in place from the stream: the same document, its notice kept, the server's own
+    // rendering of each state put in.
+    expect(
+      await page.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument),
+    ).toBe(true)
+    expect(await page.textContent('[role=status]')).toContain('Submitted: 6 lines')
+    expect(page.url()).toBe(`${gw.url}/dashboard/batches/${id}?submitted=1`)
+    expect(Number(await page.getAttribute('html', 'data-batch-version'))).toBeGreaterThan(0)
     expect(await page.textContent('#count-succeeded')).toBe('5')
     expect(await page.textContent('#count-failed')).toBe('1')
     expect(await page.textContent('#count-pending')).toBe('0')
@@ -198,6 +209,23 @@ describe('dashboard in headless Chromium', () => {
     ])
     expect(readFileSync((await input.path())!, 'utf8')).toBe(JSON.stringify(lines[5]) + '\n')
 
+    // Retry as a child batch: one button for the line that did not succeed.
+    expect((await page.textContent('#retry'))!.trim()).toBe('Retry the 1 line that did not succeed')
+    await page.click('#retry')
+    await page.waitForURL(/\/dashboard\/batches\/batch_[0-9a-f]+\?retried=1$/)
+    const child = /batch_[0-9a-f]+/.exec(page.url())![0]
+    expect(child).not.toBe(id)
+    expect(await page.textContent('[role=status]')).toContain(`Retrying 1 line of ${id}`)
+    expect(await page.textContent('#parent-batch')).toBe(id)
+    // The refused line fails again, and the child's page follows it there too.
+    await waitForText(page, 'h1', /failed$/)
+    const childLines = await (
+      await gw.request(`/v1/batches/${child}/results?format=input`, key)
+    ).text()
+    expect(childLines).toBe(JSON.stringify(lines[5]) + '\n')
+    await page.goto(`${gw.url}/dashboard/batches/${id}`)
+    expect(await page.locator('.retried-by').allTextContents()).toEqual([child])
+
     // The list shows it by name, with its status and progress.
     await page.click('text=← All batches')
     const row = page.locator(`tr[data-batch="${id}"]`)
@@ -225,8 +253,9 @@ describe('dashboard in headless Chromium', () => {
     expect(await rows.nth(0).locator('td').nth(0).textContent()).toBe('2')
     expect(await rows.nth(0).locator('td').nth(1).textContent()).toBe('too-long')
     expect(await rows.nth(1).locator('td').nth(0).textContent()).toBe('3')
+    // Still only the first test's batch and its retry.
     const list = (await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }
-    expect(list.data).toHaveLength(1)
+    expect(list.data).toHaveLength(2)
   })
 
   test('signing out forgets the key', async () => {
@@ -281,13 +310,101 @@ describe('dashboard refusals', () => {
     expect(cookie).toContain('Path=/')
   })
 
-  test('pages carry a CSP that allows no script and no outside resource', async () => {
+  test("pages carry a CSP that allows only the gateway's own script, no inline one, no outside resource", async () => {
     const response = await fetch(`${gw.url}/`)
     expect(response.headers.get('content-type')).toBe('text/html; charset=utf-8')
     const csp = response.headers.get('content-security-policy')!
     expect(csp).toContain("default-src 'none'")
-    expect(csp).not.toContain('script-src')
+    expect(csp).toContain("script-src 'self';")
+    expect(csp).toContain("connect-src 'self';")
+    expect(csp).not.toMatch(/script-src[^;]*unsafe/)
     expect(await response.text()).not.toContain('<script')
+    const script = await fetch(`${gw.url}/dashboard/assets/batch-page.js`)
+    expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8')
+    expect(await script.text()).toContain('new EventSource(')
+
+    // A running batch's page loads that file, and no script of its own.
+    const { key } = await gw.newAccount('1')
+    const created = await gw.request('/v1/batches', key, {
+      method: 'POST',
+      body: jsonl([chatLine('a')]),
+    })
+    const { id } = (await created.json()) as { id: string }
+    const page = await (
+      await fetch(`${gw.url}/dashboard/batches/${id}`, {
+        headers: { cookie: await sessionCookie(key) },
+      })
+    ).text()
+    expect(page.match(/<script[^>]*>/g)).toEqual([
+      '<script src="/dashboard/assets/batch-page.js" defer>',
+    ])
+    expect(page).toContain(`data-events="/dashboard/batches/${id}/events?last_event_id=0"`)
+  })
+
+  test('the retry button: refused while the batch runs, for another account, from another site', async () => {
+    const owner = await gw.newAccount('1')
+    const created = await gw.request('/v1/batches', owner.key, {
+      method: 'POST',
+      body: jsonl([chatLine('a')]),
+    })
+    const { id } = (await created.json()) as { id: string }
+    const post = (cookie: string, headers: Record<string, string> = {}) =>
+      fetch(`${gw.url}/dashboard/batches/${id}/retry`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: 'idempotency_key=0123456789abcdef',
+        redirect: 'manual',
+      })
+    const mine = await sessionCookie(owner.key)
+    const running = await post(mine)
+    expect(running.status).toBe(409)
+    expect(await running.text()).toContain(
+      'a retry takes the lines that did not succeed once it has ended',
+    )
+    expect((await post(await sessionCookie((await gw.newAccount('1')).key))).status).toBe(404)
+    expect((await post(mine, { 'sec-fetch-site': 'cross-site' })).status).toBe(403)
+    // Cancelled, the same form makes the child; posted twice (a double click), still one child.
+    await gw.request(`/v1/batches/${id}`, owner.key, { method: 'DELETE' })
+    const first = await post(mine)
+    expect(first.status).toBe(303)
+    const again = await post(mine)
+    expect(again.headers.get('location')).toBe(first.headers.get('location'))
+    const parent = (await (await gw.request(`/v1/batches/${id}`, owner.key)).json()) as {
+      retried_by: string[]
+    }
+    expect(parent.retried_by).toHaveLength(1)
+    expect(first.headers.get('location')).toBe(
+      `/dashboard/batches/${parent.retried_by[0]}?retried=1`,
+    )
+  })
+
+  test("the page's progress stream: the session's account only, from the version it names", async () => {
+    const owner = await gw.newAccount('1')
+    const created = await gw.request('/v1/batches', owner.key, {
+      method: 'POST',
+      body: jsonl([chatLine('a')]),
+    })
+    const { id } = (await created.json()) as { id: string }
+    const cookie = { cookie: await sessionCookie(owner.key) }
+    const fresh = await fetch(`${gw.url}/dashboard/batches/${id}/events`, { headers: cookie })
+    expect(fresh.headers.get('content-type')).toBe('text/event-stream')
+    const reader = fresh.body!.getReader()
+    expect(new TextDecoder().decode((await reader.read()).value)).toStartWith(
+      'id: 0\nevent: batch\n',
+    )
+    await reader.cancel()
+    // Cancelled, it moves past version 0: a page rendered at 0 gets the ended state, once.
+    await gw.request(`/v1/batches/${id}`, owner.key, { method: 'DELETE' })
+    const resumed = await fetch(`${gw.url}/dashboard/batches/${id}/events?last_event_id=0`, {
+      headers: cookie,
+    })
+    const text = await resumed.text()
+    expect(text.match(/^event: batch$/gm)).toHaveLength(1)
+    expect(text).toContain('"status":"cancelled"')
+    const other = { cookie: await sessionCookie((await gw.newAccount('1')).key) }
+    expect(
+      (await fetch(`${gw.url}/dashboard/batches/${id}/events`, { headers: other })).status,
+    ).toBe(404)
   })
 
   test('a form posted from another origin is refused', async () => {
@@ -309,7 +426,11 @@ describe('dashboard refusals', () => {
   })
 
   test('without the cookie, pages and downloads send the browser to sign in', async () => {
-    for (const path of ['/dashboard/batches/batch_x', '/dashboard/batches/batch_x/results']) {
+    for (const path of [
+      '/dashboard/batches/batch_x',
+      '/dashboard/batches/batch_x/results',
+      '/dashboard/batches/batch_x/events',
+    ]) {
       const response = await fetch(`${gw.url}${path}`, { redirect: 'manual' })
       expect(response.status).toBe(303)
       expect(response.headers.get('location')).toBe('/')

@@ -330,6 +330,9 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
           idempotencyKey: 'idem-1',
           errors: null,
           purgedAt: null,
+          parentBatchId: null,
+          retriedBy: [],
+          version: 0,
           maxCostUsd: null,
           waiting: null,
           eta: null,
@@ -755,6 +758,67 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         expect(await store.cancelBatch('acct_2', 'batch_03', T0 + 7)).toEqual({ kind: 'not_found' })
         expect(await store.cancelBatch('acct_1', 'batch_99', T0 + 7)).toEqual({ kind: 'not_found' })
         expect((await batchOf('acct_1', 'batch_03')).status).toBe('in_progress')
+      })
+    })
+
+    describe('retries and versions (SPEC §15)', () => {
+      it('links a retry to its parent: the child names it, the parent lists each child in order', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 2)
+        await store.cancelBatch('acct_1', 'batch_01', T0 + 1)
+        const first = await admit('acct_1', 'batch_02', 2, { parentBatchId: 'batch_01' })
+        expect(first).toMatchObject({ parentBatchId: 'batch_01', retriedBy: [] })
+        expect((await batchOf('acct_1', 'batch_01')).retriedBy).toEqual(['batch_02'])
+        await store.cancelBatch('acct_1', 'batch_02', T0 + 2)
+        await admit('acct_1', 'batch_03', 2, { parentBatchId: 'batch_01' })
+        const parent = await batchOf('acct_1', 'batch_01')
+        expect(parent).toMatchObject({ parentBatchId: null, retriedBy: ['batch_02', 'batch_03'] })
+        expect((await store.listBatches('acct_1', { limit: 10, after: null })).batches).toEqual(
+          expect.arrayContaining([
+            expect.objectContaining({ id: 'batch_01', retriedBy: ['batch_02', 'batch_03'] }),
+          ]),
+        )
+      })
+
+      it('admits nothing when the parent is another account’s', async () => {
+        await account('acct_1')
+        await account('acct_2')
+        await admit('acct_1', 'batch_01', 1)
+        await store.cancelBatch('acct_1', 'batch_01', T0 + 1)
+        await expect(
+          store.admitBatch(newBatch('acct_2', 'batch_02', 1, { parentBatchId: 'batch_01' })),
+        ).rejects.toThrow('parent')
+        expect(await store.getBatch('acct_2', 'batch_02')).toBeNull()
+        expect((await store.getAccount('acct_2'))!.heldUsd).toBe('0')
+        expect((await batchOf('acct_1', 'batch_01')).retriedBy).toEqual([])
+      })
+
+      it('moves the version past every change of counts, cost, status or waiting, and no other', async () => {
+        await account('acct_1')
+        const admitted = await admit('acct_1', 'batch_01', 2)
+        const seen = [admitted.version]
+        const now = async () => (await batchOf('acct_1', 'batch_01')).version
+        await claim('batch_01', 'owner-a', 1)
+        seen.push(await now())
+        await dispatch.setWaiting('batch_01', {
+          code: 'provider_rate_limited',
+          message: 'sim answered 429',
+          until: T0 + 60,
+        })
+        seen.push(await now())
+        await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.1')], MS + 1)
+        seen.push(await now())
+        await store.cancelBatch('acct_1', 'batch_01', T0 + 2)
+        seen.push(await now())
+        for (let i = 1; i < seen.length; i++) expect(seen[i]).toBeGreaterThan(seen[i - 1]!)
+        // A read, a planner's ETA, or a retry listed on it changes none of what a stream reports.
+        const last = seen.at(-1)!
+        expect(await now()).toBe(last)
+        await admit('acct_1', 'batch_02', 1)
+        await dispatch.recordEtas([{ batchId: 'batch_02', eta: T0 + 600 }])
+        expect((await batchOf('acct_1', 'batch_02')).version).toBe(0)
+        await admit('acct_1', 'batch_03', 1, { parentBatchId: 'batch_01' })
+        expect(await now()).toBe(last)
       })
     })
 

@@ -16,8 +16,8 @@ const FIXTURES = join(import.meta.dir, 'fixtures')
 const FIRST_RELEASE = await Bun.file(join(FIXTURES, 'sqlite-first-release.sql')).text()
 const HAND_KEPT_LAST = await Bun.file(join(FIXTURES, 'sqlite-hand-kept-last.sql')).text()
 const ALL = readSqliteMigrations().map((m) => m.name)
-/** Migrations written after migrations were recorded: every old data dir gets them as they are. */
-const RECORDED_SINCE = ALL.filter((name) => name > '0005_file_quotas_sessions.sql')
+/** The migrations made after the ones these fixtures know of: every old data dir gets them all. */
+const AFTER_0005 = ALL.slice(5)
 
 /** A database file made by running these SQL texts, as the release that wrote them did. */
 function databaseFrom(...texts: string[]): Database {
@@ -62,7 +62,7 @@ describe('sqlite migrations', () => {
       '0003_retention.sql',
       '0004_live_credit.sql',
       '0005_file_quotas_sessions.sql',
-      ...RECORDED_SINCE,
+      ...AFTER_0005,
     ])
     expect(recorded(db).map((row) => row.name)).toEqual(ALL)
     expect(sorted(sqliteColumns(db))).toEqual(freshColumns())
@@ -85,7 +85,7 @@ describe('sqlite migrations', () => {
       '0003_retention.sql',
       '0004_live_credit.sql',
       '0005_file_quotas_sessions.sql',
-      ...RECORDED_SINCE,
+      ...AFTER_0005,
     ])
     expect(sorted(sqliteColumns(db))).toEqual(freshColumns())
     db.close()
@@ -96,7 +96,7 @@ describe('sqlite migrations', () => {
     expect(migrateSqlite(db)).toEqual([
       '0004_live_credit.sql',
       '0005_file_quotas_sessions.sql',
-      ...RECORDED_SINCE,
+      ...AFTER_0005,
     ])
     expect(recorded(db).map((row) => row.name)).toEqual(ALL)
     expect(sorted(sqliteColumns(db))).toEqual(freshColumns())

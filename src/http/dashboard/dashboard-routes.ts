@@ -6,9 +6,10 @@
 import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { refusalOf, type SubmitOptions } from '../../admission/submit-batch.ts'
+import { retryBatch } from '../../admission/retry-batch.ts'
 import type { Caller } from '../../auth/authenticate.ts'
 import { nowSeconds, type Scope } from '../../domain.ts'
-import { GatewayError, invalidApiKey, notFound } from '../../errors.ts'
+import { GatewayError, invalidApiKey, notFound, refuse } from '../../errors.ts'
 import { BodyAborted, readFormBody } from '../../ingest/read-body.ts'
 import type { Warning } from '../../ingest/issues.ts'
 import type { BodyLimits } from '../body-limits.ts'
@@ -16,7 +17,9 @@ import { Money, usd } from '../../money/decimal.ts'
 import { excerpt } from '../../excerpt.ts'
 import { FILTERS, resultsQuery, submitOptions, type NativeDeps } from '../native-batches.ts'
 import { parseFields, parseQuery } from '../parse-query.ts'
-import { renderResultLine } from '../render-native.ts'
+import { renderBatch, renderResultLine } from '../render-native.ts'
+import { eventStreamResponse } from '../event-stream-response.ts'
+import { BATCH_PAGE_SCRIPT, BATCH_PAGE_SCRIPT_PATH } from './batch-page-script.ts'
 import { streamLines } from '../stream-lines.ts'
 import { htmlResponse, seeOther } from './layout.ts'
 import {
@@ -53,11 +56,15 @@ const submitForm = submitOptions.extend({
 
 const listQuery = z.object({ after: z.string().min(1).max(128).optional() })
 
+const retryForm = submitForm.pick({ idempotency_key: true })
+
 const TITLES: Record<number, string> = {
   400: 'That did not work',
   402: 'Not enough credit',
   403: 'Not allowed',
   404: 'Not found',
+  409: 'Not yet',
+  410: 'Gone',
   413: 'Too large',
   415: 'Not accepted',
   429: 'Limit reached',
@@ -65,9 +72,9 @@ const TITLES: Record<number, string> = {
 
 type HeaderMap = Record<string, string>
 
-export interface DashboardDeps extends Omit<NativeDeps, 'bodyLimit'> {
+export interface DashboardDeps extends Omit<NativeDeps, 'bodyLimit' | 'retryLimit'> {
   store: NativeDeps['store'] & SessionStore
-  bodyLimits: Pick<BodyLimits, 'signIn' | 'dashboardUpload'>
+  bodyLimits: Pick<BodyLimits, 'signIn' | 'dashboardUpload' | 'retry'>
   /** How long a sign-in lasts on the server. */
   sessionHours: number
 }
@@ -80,6 +87,7 @@ export function dashboardRoutes({
   bodyLimits,
   onCancelled,
   sessionHours,
+  events,
 }: DashboardDeps) {
   /** An expected refusal as a page; anything else is a bug for the app's error handler. */
   function refusal(
@@ -322,6 +330,11 @@ export function dashboardRoutes({
               ? `Submitted: ${batch.counts.total} lines, $${usd(batch.maxCostUsd)} held as the spend cap (max_cost_usd; the cost ceiling is $${usd(batch.costCeilingUsd)}).`
               : `Submitted: ${batch.counts.total} lines, $${usd(batch.costCeilingUsd)} held as the cost ceiling.`,
         }
+      if (flags.has('retried') && batch.parentBatchId)
+        notice = {
+          kind: 'info',
+          text: `Retrying ${batch.counts.total} line${batch.counts.total === 1 ? '' : 's'} of ${batch.parentBatchId}: $${usd(batch.costCeilingUsd)} held as the cost ceiling.`,
+        }
       if (flags.has('cancelled'))
         notice = {
           kind: 'info',
@@ -354,6 +367,68 @@ export function dashboardRoutes({
           `${batchHref(params.id)}${result.kind === 'cancelled' ? '?cancelled=1' : ''}`,
           headers,
         )
+      },
+      { parse: 'none' },
+    )
+    .get(BATCH_PAGE_SCRIPT_PATH, () => {
+      return new Response(BATCH_PAGE_SCRIPT, {
+        headers: {
+          'content-type': 'text/javascript; charset=utf-8',
+          'x-content-type-options': 'nosniff',
+          'cache-control': 'no-cache',
+        },
+      })
+    })
+    .get('/dashboard/batches/:id/events', async ({ request, params, server }) => {
+      const headers: HeaderMap = {}
+      const caller = await signedIn(request, 'read', headers)
+      if (caller instanceof Response) return caller
+      const accountId = caller.account.id
+      const batch = await store.getBatch(accountId, params.id)
+      if (!batch) return refusal(notFound(`batch ${excerpt(params.id)}`), request, headers)
+      return eventStreamResponse(request, server, batch, {
+        ...events,
+        read: () => store.getBatch(accountId, batch.id),
+        render: async (latest) =>
+          renderBatch(latest, (await store.providerShares([latest.id])).get(latest.id)),
+        headers,
+      })
+    })
+    .post(
+      '/dashboard/batches/:id/retry',
+      async ({ request, params }) => {
+        if (!fromThisOrigin(request)) return forbiddenOrigin()
+        const headers: HeaderMap = {}
+        const caller = await signedIn(request, 'batches', headers)
+        if (caller instanceof Response) return caller
+        try {
+          const fields = await readFormBody(request, bodyLimits.retry)
+          const form = parseFields(retryForm, fields ? textFields(fields) : {})
+          const result = await retryBatch(store, admission, params.id, {
+            accountId: caller.account.id,
+            completionWindowHours: null,
+            maxCostUsd: null,
+            idempotencyKey: form.idempotency_key ? `dashboard:${form.idempotency_key}` : null,
+          })
+          switch (result.kind) {
+            case 'invalid': {
+              const [first] = result.issues
+              const count = result.issues.length + result.omitted
+              throw refuse(
+                'invalid_batch_file',
+                `${count} of the lines to retry ${count === 1 ? 'is' : 'are'} no longer valid, nothing was submitted; line ${first!.line} (${first!.custom_id ?? ''}) ${first!.path}: ${first!.message} — ${first!.fix}`,
+              )
+            }
+            case 'insufficient_quota':
+            case 'limit_exceeded':
+              throw refusalOf(result)
+            case 'created':
+            case 'duplicate':
+              return seeOther(`${batchHref(result.batch.id)}?retried=1`, headers)
+          }
+        } catch (error) {
+          return refusal(error, request, headers)
+        }
       },
       { parse: 'none' },
     )

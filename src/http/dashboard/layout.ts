@@ -1,6 +1,7 @@
 /**
- * The dashboard's frame: one inline stylesheet, no scripts, no external resources — the
- * Content-Security-Policy forbids all three, so an escaping mistake cannot load anything.
+ * The dashboard's frame: one inline stylesheet, no inline script, no external resources — the
+ * Content-Security-Policy forbids both, so an escaping mistake cannot load or run anything. The
+ * one script a page may have is the gateway's own file (batch-page-script.ts).
  */
 import { html, Html } from './html.ts'
 
@@ -53,6 +54,8 @@ export interface LayoutOptions {
   refreshUrl?: string
   /** The signed-in account's name: shows it and the sign-out button. */
   account?: string
+  /** The gateway's own script for this page; the refresh is then only for browsers without scripts. */
+  script?: string
 }
 
 export function layout(options: LayoutOptions, body: Html): Html {
@@ -61,14 +64,8 @@ export function layout(options: LayoutOptions, body: Html): Html {
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
-        ${
-          options.refreshSeconds
-            ? html`<meta
-                http-equiv="refresh"
-                content="${options.refreshSeconds}${options.refreshUrl ? `; url=${options.refreshUrl}` : ''}"
-              />`
-            : ''
-        }
+        ${refresh(options)}
+        ${options.script ? html`<script src="${options.script}" defer></script>` : ''}
         <title>${options.title} · Multigrid</title>
         <style>
           ${new Html(CSS)}
@@ -93,10 +90,19 @@ export function layout(options: LayoutOptions, body: Html): Html {
     </html> `
 }
 
+function refresh(options: LayoutOptions): Html | string {
+  if (!options.refreshSeconds) return ''
+  const meta = html`<meta
+    http-equiv="refresh"
+    content="${options.refreshSeconds}${options.refreshUrl ? `; url=${options.refreshUrl}` : ''}"
+  />`
+  return options.script ? html`<noscript>${meta}</noscript>` : meta
+}
+
 const SECURITY_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
   'content-security-policy':
-    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',

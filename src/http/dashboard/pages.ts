@@ -5,6 +5,7 @@ import { availableUsd, usd } from '../../money/decimal.ts'
 import type { AccountView } from '../../store/store.ts'
 import { html, type Html } from './html.ts'
 import { layout } from './layout.ts'
+import { BATCH_PAGE_SCRIPT_PATH } from './batch-page-script.ts'
 import { routingSection } from './routing-section.ts'
 import {
   batchHref,
@@ -13,13 +14,14 @@ import {
   notRun,
   progressBar,
   progressText,
+  retryForm,
   statusBadge,
   submitForm,
   timeLeft,
   utc,
 } from './widgets.ts'
 
-/** A running batch's page reloads this often. */
+/** A running batch's page reloads this often in a browser without scripts. */
 export const REFRESH_SECONDS = 2
 
 export interface Notice {
@@ -161,26 +163,29 @@ function issuesSection(issues: Issue[], omitted: number): Html {
 export function batchPage(
   account: AccountView,
   batch: BatchRecord,
-  canCancel: boolean,
+  canChange: boolean,
   message?: Notice,
   shares: Record<string, ProviderShare> = {},
 ): Html {
   const open = isOpenBatch(batch.status)
   const c = batch.counts
   const base = `${batchHref(batch.id)}/results`
+  // Its progress stream, from the state this page shows (batch-page-script.ts).
+  const events = `${batchHref(batch.id)}/events?last_event_id=${batch.version}`
   return layout(
     {
       title: batch.name ?? batch.id,
       account: account.name,
       refreshSeconds: open ? REFRESH_SECONDS : undefined,
       refreshUrl: batchHref(batch.id),
+      script: open ? BATCH_PAGE_SCRIPT_PATH : undefined,
     },
     html`<p class="small"><a href="/">← All batches</a></p>
       ${notice(message)}
-      <section>
+      <section data-batch="${batch.id}" ${open ? html`data-events="${events}"` : ''}>
         <h1>${batch.name ?? '(unnamed)'} ${statusBadge(batch.status)}</h1>
         <p class="mono dim">${batch.id} · ${batch.endpoint}</p>
-        ${progressBar(c, true)}
+        ${lineage(batch)} ${progressBar(c, true)}
         <p id="progress">${progressText(c)}</p>
         <div class="grid">
           <div>
@@ -216,15 +221,27 @@ export function batchPage(
           Created ${utc(batch.createdAt)} · started ${utc(batch.startedAt)} · deadline
           ${utc(batch.deadlineAt)} · finished ${utc(batch.finishedAt)}
         </p>
-        ${open ? html`<p class="small dim">This page reloads every ${REFRESH_SECONDS} s while the batch runs.</p>` : ''}
+        ${open ? html`<p class="small dim">This page follows the batch while it runs.</p>` : ''}
         ${
-          canCancel && open && batch.status !== 'cancelling'
+          canChange && open && batch.status !== 'cancelling'
             ? html`<form method="post" action="${batchHref(batch.id)}/cancel">
                 <button class="danger" type="submit">Cancel batch</button>
               </form>`
             : ''
         }
       </section>
+      ${
+        canChange && !open && notRun(c) > 0 && batch.purgedAt === null
+          ? html`<section>
+              <h2>Retry</h2>
+              <p class="small dim">
+                A new batch of the lines that failed, were cancelled or expired, with the same
+                custom_ids and bodies, checked and held like any submit.
+              </p>
+              ${retryForm(batch)}
+            </section>`
+          : ''
+      }
       <section class="downloads">
         <h2>Results</h2>
         <p class="small dim">
@@ -253,4 +270,27 @@ export function messagePage(
       <p><a href="/">Back to the dashboard</a></p>
     </section>`,
   )
+}
+
+/** Where a retry came from and what retried it (SPEC §15). */
+function lineage(batch: BatchRecord): Html | string {
+  const parts: Html[] = []
+  if (batch.parentBatchId)
+    parts.push(
+      html`Retry of
+        <a id="parent-batch" class="mono" href="${batchHref(batch.parentBatchId)}"
+          >${batch.parentBatchId}</a
+        >`,
+    )
+  if (batch.retriedBy.length > 0)
+    parts.push(
+      html`Retried by
+      ${batch.retriedBy.map(
+        (id, i) =>
+          html`${i > 0 ? ', ' : ''}<a class="mono retried-by" href="${batchHref(id)}">${id}</a>`,
+      )}`,
+    )
+  return parts.length > 0
+    ? html`<p class="small">${parts.map((p, i) => html`${i > 0 ? ' · ' : ''}${p}`)}</p>`
+    : ''
 }

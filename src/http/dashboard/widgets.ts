@@ -115,3 +115,17 @@ export function submitForm(): Html {
     <p><button type="submit">Submit batch</button></p>
   </form>`
 }
+
+/**
+ * Retry as a child batch (SPEC §15): one button, with a hidden idempotency key like the upload
+ * form's, so a double click makes one child.
+ */
+export function retryForm(batch: BatchRecord): Html {
+  const count = notRun(batch.counts)
+  return html`<form method="post" action="${batchHref(batch.id)}/retry">
+    <input type="hidden" name="idempotency_key" value="${randomBytes(12).toString('hex')}" />
+    <button id="retry" type="submit">
+      Retry the ${count} line${count === 1 ? '' : 's'} that did not succeed
+    </button>
+  </form>`
+}

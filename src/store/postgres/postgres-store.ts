@@ -304,7 +304,7 @@ class PostgresStore implements Store {
         INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
           created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
           metadata, input_file_id, idempotency_key, waiting_code, waiting_message, waiting_until,
-          max_cost_usd)
+          max_cost_usd, parent_batch_id)
         VALUES (${batch.id}, ${batch.accountId}, ${batch.name}, ${batch.endpoint},
           ${waits ? 'validating' : 'in_progress'},
           ${batch.completionWindowHours}, ${batch.createdAt}, ${batch.deadlineAt},
@@ -312,11 +312,21 @@ class PostgresStore implements Store {
           ${waits ? '0' : hold}::numeric,
           ${batch.source}, ${batch.metadata ? tx.json(storableJson(batch.metadata)) : null},
           ${batch.inputFileId}, ${batch.idempotencyKey}, ${wait.code}, ${wait.message},
-          ${wait.until}, ${cap}::numeric)
+          ${wait.until}, ${cap}::numeric, ${batch.parentBatchId ?? null})
         RETURNING *`
       const count = await copyLines(tx, batch.id, batch.lines, this.collectGarbage, cap !== null)
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
+      }
+      if (batch.parentBatchId) {
+        // The parent has ended (the caller checked), so no dispatch transaction holds its row:
+        // locking it after the account cannot close a cycle with one that locks batch, then account.
+        const [parent] = await tx`
+          UPDATE batches
+          SET retried_by = coalesce(retried_by, '[]'::jsonb) || jsonb_build_array(${batch.id}::text)
+          WHERE id = ${batch.parentBatchId} AND account_id = ${batch.accountId}
+          RETURNING id`
+        if (!parent) throw new Error(`batch ${batch.id}: parent ${batch.parentBatchId} not found`)
       }
       return { kind: 'created', batch: rowToBatch(row!) }
     })

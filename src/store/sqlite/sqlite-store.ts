@@ -293,8 +293,8 @@ class SqliteStore implements Store {
         `INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
            created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
            metadata, input_file_id, idempotency_key, waiting_code, waiting_message, waiting_until,
-           max_cost_usd)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           max_cost_usd, parent_batch_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         batch.id,
         batch.accountId,
@@ -316,12 +316,25 @@ class SqliteStore implements Store {
         wait.message,
         wait.until,
         batch.maxCostUsd ? moneyText(batch.maxCostUsd) : null,
+        batch.parentBatchId ?? null,
       )
       const count = batch.maxCostUsd
         ? this.insertCappedLines(batch.id, batch.lines)
         : this.insertLines(batch.id, batch.lines)
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
+      }
+      if (batch.parentBatchId) {
+        const parent = this.q('SELECT retried_by FROM batches WHERE id = ? AND account_id = ?').get(
+          batch.parentBatchId,
+          batch.accountId,
+        )
+        if (!parent) throw new Error(`batch ${batch.id}: parent ${batch.parentBatchId} not found`)
+        const children: string[] = parent.retried_by ? JSON.parse(parent.retried_by) : []
+        this.q('UPDATE batches SET retried_by = ? WHERE id = ?').run(
+          JSON.stringify([...children, batch.id]),
+          batch.parentBatchId,
+        )
       }
       return {
         kind: 'created',

@@ -1,0 +1,109 @@
+/**
+ * Retry as a child batch (SPEC §15): the lines of an ended batch that did not succeed (failed,
+ * cancelled, expired), with the same custom_ids and bodies — their input lines as stored, byte
+ * for byte — admitted like any submit: validated against today's catalog, held, counted against
+ * the limits, idempotent by key. The child names its parent; the parent lists the child.
+ */
+import { isOpenBatch } from '../domain.ts'
+import { notFound, refuse } from '../errors.ts'
+import { excerpt } from '../excerpt.ts'
+import type { BatchStore } from '../store/store.ts'
+import type { Admission, SubmitOptions, SubmitResult } from './submit-batch.ts'
+
+/** The line statuses a retry runs again: every one that did not succeed. */
+export const UNSUCCESSFUL = ['failed', 'cancelled', 'expired'] as const
+
+const PAGE = 1000
+const encoder = new TextEncoder()
+
+export interface RetryOptions {
+  accountId: string
+  /** Default: the parent's window. */
+  completionWindowHours: number | null
+  /** The child's spend cap (SPEC §12), canonical decimal text; null for none. */
+  maxCostUsd: string | null
+  idempotencyKey: string | null
+}
+
+/**
+ * Makes the child batch of `parentId`, or refuses: 404 for a batch the account does not have,
+ * 409 while it runs, 410 once its lines were deleted by retention, 400 when every line
+ * succeeded. A file the catalog no longer accepts is `invalid`, its issues on the parent's lines.
+ */
+export async function retryBatch(
+  store: BatchStore,
+  admission: Admission,
+  parentId: string,
+  options: RetryOptions,
+): Promise<SubmitResult> {
+  if (options.idempotencyKey) {
+    const existing = await store.findByIdempotencyKey(options.accountId, options.idempotencyKey)
+    if (existing) return { kind: 'duplicate', batch: existing }
+  }
+  const parent = await store.getBatch(options.accountId, parentId)
+  if (!parent) throw notFound(`batch ${excerpt(parentId)}`)
+  if (isOpenBatch(parent.status)) {
+    throw refuse(
+      'batch_not_ended',
+      `batch ${parent.id} is ${parent.status}; a retry takes the lines that did not succeed once it has ended: wait for it to end (GET /v1/batches/${parent.id}/events), or cancel it first`,
+      { detail: { status: parent.status } },
+    )
+  }
+  const c = parent.counts
+  if (c.failed + c.cancelled + c.expired === 0) {
+    throw refuse(
+      'nothing_to_retry',
+      `every line of batch ${parent.id} succeeded (or it had none); there is nothing to retry`,
+    )
+  }
+  if (parent.purgedAt !== null) {
+    throw refuse(
+      'results_expired',
+      `the lines of batch ${parent.id} were deleted when its retention period ended; there is nothing left to retry from`,
+    )
+  }
+  const { bytes, lineNos } = await unsuccessfulInput(store, parent.id)
+  const submit: SubmitOptions = {
+    accountId: options.accountId,
+    name: parent.name,
+    completionWindowHours: options.completionWindowHours ?? parent.completionWindowHours,
+    idempotencyKey: options.idempotencyKey,
+    source: 'native',
+    metadata: null,
+    inputFileId: null,
+    endpoint: parent.endpoint,
+    maxCostUsd: options.maxCostUsd,
+    parentBatchId: parent.id,
+  }
+  const result = await admission.submit(bytes, submit)
+  if (result.kind === 'invalid') {
+    // The child's file is the parent's lines, renumbered: say which of the parent's lines it is.
+    const issues = result.issues.map((issue) => ({
+      ...issue,
+      line: lineNos[issue.line - 1] ?? issue.line,
+    }))
+    return { ...result, issues }
+  }
+  return result
+}
+
+/** The parent's unsuccessful input lines as one JSONL file, and each one's line in the parent. */
+async function unsuccessfulInput(store: BatchStore, batchId: string) {
+  const parts: string[] = []
+  const lineNos: number[] = []
+  let after = 0
+  for (;;) {
+    const lines = await store.readLines(batchId, {
+      afterLineNo: after,
+      limit: PAGE,
+      statuses: UNSUCCESSFUL,
+    })
+    for (const line of lines) {
+      parts.push(line.input)
+      lineNos.push(line.lineNo)
+    }
+    if (lines.length < PAGE) break
+    after = lines[lines.length - 1]!.lineNo
+  }
+  return { bytes: encoder.encode(parts.join('\n') + '\n'), lineNos }
+}

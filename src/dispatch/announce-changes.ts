@@ -1,0 +1,43 @@
+/**
+ * The dispatcher's store, telling of the batches each call changed (claims move counts, outcomes
+ * move counts and cost, maintenance moves statuses, the waiting reporter says why one waits), so
+ * progress streams on every instance re-read them at once. Calls that do not say which batches
+ * they touched (lease reaping, the hand-back at shutdown) are left to the streams' slow poll, and
+ * the planner's ETA is not one of the changes a stream reports (SPEC §15). Every argument is
+ * passed on as it came (rest parameters), so a parameter the store gains is never dropped here.
+ */
+import type { DispatchStore } from '../store/store.ts'
+
+export function announceChanges(
+  store: DispatchStore,
+  changed: (batchIds: Iterable<string>) => void,
+): DispatchStore {
+  return {
+    runnableBatches: (...args) => store.runnableBatches(...args),
+    async claimLines(...args) {
+      const lines = await store.claimLines(...args)
+      if (lines.length > 0) changed([args[0]])
+      return lines
+    },
+    batchStatuses: (...args) => store.batchStatuses(...args),
+    renewLeases: (...args) => store.renewLeases(...args),
+    async recordOutcomes(...args) {
+      const recorded = await store.recordOutcomes(...args)
+      if (recorded > 0) changed(new Set(args[1].map((outcome) => outcome.batchId)))
+      return recorded
+    },
+    releaseLeases: (...args) => store.releaseLeases(...args),
+    reapExpiredLeases: (...args) => store.reapExpiredLeases(...args),
+    async advanceBatches(...args) {
+      const ids = await store.advanceBatches(...args)
+      if (ids.length > 0) changed(ids)
+      return ids
+    },
+    async setWaiting(...args) {
+      const set = await store.setWaiting(...args)
+      if (set) changed([args[0]])
+      return set
+    },
+    recordEtas: (...args) => store.recordEtas(...args),
+  }
+}
