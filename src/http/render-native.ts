@@ -7,7 +7,7 @@ import {
   type LineRecord,
   type ProviderShare,
 } from '../domain.ts'
-import { usd } from '../money/decimal.ts'
+import { Money, moneyText, usd } from '../money/decimal.ts'
 
 /**
  * The planner's projected finish of a batch (SPEC §13 `routing.eta`, Unix seconds), or null
@@ -29,7 +29,8 @@ export function renderProviders(shares: Record<string, ProviderShare> | undefine
       succeeded: share.succeeded,
       failed: share.failed,
       running: share.running,
-      cost_usd: usd(share.costUsd),
+      // A free pool's share reads "0", as SPEC §13 shows it; others are in micro-dollars.
+      cost_usd: new Money(share.costUsd).isZero() ? '0' : usd(share.costUsd),
     }
   }
   return providers
@@ -52,7 +53,8 @@ export function renderBatch(batch: BatchRecord, shares?: Record<string, Provider
     request_counts: batch.counts,
     cost_ceiling_usd: usd(batch.costCeilingUsd),
     cost_usd: usd(batch.costUsd),
-    max_cost_usd: batch.maxCostUsd === null ? null : usd(batch.maxCostUsd),
+    // As the caller wrote it (SPEC §12 "5"), canonical: no trailing zeros.
+    max_cost_usd: batch.maxCostUsd === null ? null : moneyText(batch.maxCostUsd),
     routing: { providers: renderProviders(shares), eta: batchEta(batch) },
     waiting: currentWaiting(batch.waiting, nowSeconds()),
     errors: batch.errors,

@@ -135,7 +135,7 @@ for (const storeKind of STORES) {
       const created = await submit(key, `?max_cost_usd=${cap}`)
       expect(created.status).toBe(201)
       const batch = (await created.json()) as NativeBatch
-      expect(batch.max_cost_usd).toBe(cap.toFixed(6))
+      expect(batch.max_cost_usd).toBe(new Decimal(cap).toFixed())
       expect(batch.cost_ceiling_usd).toBe(ceiling.toFixed(6))
       const account = (await (await gw.admin(`/accounts/${accountId}`)).json()) as {
         held_usd: string
@@ -271,7 +271,7 @@ for (const storeKind of STORES) {
       const native = (await (
         await gw.request(`/v1/batches/${created.id}`, key)
       ).json()) as NativeBatch
-      expect(native.max_cost_usd).toBe(new Decimal(cap).toFixed(6))
+      expect(native.max_cost_usd).toBe(new Decimal(cap).toFixed())
       expect(new Decimal(native.cost_usd).lessThanOrEqualTo(cap)).toBe(true)
     })
   })
