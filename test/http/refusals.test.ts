@@ -71,7 +71,7 @@ describe('refusals', () => {
         "the batch's max_cost_usd of $1.500000 (held instead of its cost ceiling of $2.000000) exceeds the account's available credit of $1.000000; add credit or set a lower max_cost_usd",
       code: 'insufficient_quota',
       cost_ceiling_usd: '2.000000',
-      max_cost_usd: '1.5',
+      max_cost_usd: '1.500000',
       available_usd: '1.000000',
     })
     const limit = refusalOf({ kind: 'limit_exceeded', limit: 10, inUse: 10 })

@@ -131,7 +131,7 @@ for (const storeKind of STORES) {
         credit_sufficient: boolean
         max_cost_usd: string
       }
-      expect(quote).toMatchObject({ credit_sufficient: true, max_cost_usd: cap.toFixed(6) })
+      expect(quote).toMatchObject({ credit_sufficient: true, max_cost_usd: cap.toFixed() })
       const created = await submit(key, `?max_cost_usd=${cap}`)
       expect(created.status).toBe(201)
       const batch = (await created.json()) as NativeBatch
