@@ -100,6 +100,17 @@ export function claimDeliveries(
   nowMs: number,
   leaseUntilMs: number,
 ) {
+  // The deliverer asks every poll interval; most of the time nothing is due. A plain read (no
+  // lock) answers that, so the poll only takes the write lock (BEGIN IMMEDIATE, which waits on
+  // the dispatcher's outcome writes and stalls the event loop) when there is something to claim.
+  if (
+    !q(
+      db,
+      `SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1`,
+    ).get(nowMs)
+  ) {
+    return []
+  }
   return db
     .transaction(() => {
       const due = q(
