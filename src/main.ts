@@ -24,17 +24,8 @@ try {
   }
   throw error
 }
-// A fresh install has no account: say, for the person who started it, how to make the first one.
-if (!(await gateway.store.hasAccounts())) {
-  console.error(
-    [
-      `multigrid: listening on port ${gateway.port}; there is no account yet. Make one with credit, then a key for it:`,
-      '  npm run mg -- accounts create acme --credit 10',
-      '  npm run mg -- keys create <the account id it printed>',
-      '(the key is shown once; send it as "Authorization: Bearer <key>")',
-    ].join('\n'),
-  )
-}
+// Signals are handled from the moment the server listens: a SIGTERM right after start-up
+// still stops it gracefully.
 let stopping = false
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, async () => {
@@ -44,4 +35,16 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     await gateway.stop()
     process.exit(0)
   })
+}
+// A fresh install has no account: say, for the person who started it, how to make the first one.
+// (A store closed meanwhile by a signal needs no advice.)
+if (!(await gateway.store.hasAccounts().catch(() => true))) {
+  console.error(
+    [
+      `multigrid: listening on port ${gateway.port}; there is no account yet. Make one with credit, then a key for it:`,
+      '  npm run mg -- accounts create acme --credit 10',
+      '  npm run mg -- keys create <the account id it printed>',
+      '(the key is shown once; send it as "Authorization: Bearer <key>")',
+    ].join('\n'),
+  )
 }

@@ -8,7 +8,7 @@ import { refuse, type GatewayError } from '../errors.ts'
 import type { Issue, Warning } from '../ingest/issues.ts'
 import type { FileValidator } from '../ingest/parallel-validation.ts'
 import type { FileLimits } from '../ingest/validate-batch-file.ts'
-import { availableUsd, batchHold, Money, usd } from '../money/decimal.ts'
+import { availableUsd, batchHold, Money, moneyText, usd } from '../money/decimal.ts'
 import type { AccountStore, BatchStore } from '../store/store.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 
@@ -185,7 +185,7 @@ export function createAdmission(
       kind: 'quote',
       lineCount: verdict.lines.length,
       costCeilingUsd: usd(verdict.ceiling.toFixed()),
-      maxCostUsd: options.maxCostUsd ? usd(options.maxCostUsd) : null,
+      maxCostUsd: options.maxCostUsd ? moneyText(options.maxCostUsd) : null,
       creditSufficient: free.greaterThanOrEqualTo(hold),
       availableUsd: usd(free),
       warnings: verdict.warnings,

@@ -7,7 +7,7 @@ import {
   type LineRecord,
   type ProviderShare,
 } from '../domain.ts'
-import { usd } from '../money/decimal.ts'
+import { Money, moneyText, usd } from '../money/decimal.ts'
 
 /**
  * The planner's projected finish of a batch (SPEC §13 `routing.eta`, Unix seconds), or null
@@ -29,7 +29,8 @@ export function renderProviders(shares: Record<string, ProviderShare> | undefine
       succeeded: share.succeeded,
       failed: share.failed,
       running: share.running,
-      cost_usd: usd(share.costUsd),
+      // A free pool's share reads "0", as SPEC §13 shows it; others are in micro-dollars.
+      cost_usd: new Money(share.costUsd).isZero() ? '0' : usd(share.costUsd),
     }
   }
   return providers
@@ -52,7 +53,8 @@ export function renderBatch(batch: BatchRecord, shares?: Record<string, Provider
     request_counts: batch.counts,
     cost_ceiling_usd: usd(batch.costCeilingUsd),
     cost_usd: usd(batch.costUsd),
-    max_cost_usd: batch.maxCostUsd === null ? null : usd(batch.maxCostUsd),
+    // As the caller wrote it (SPEC §12 "5"), canonical: no trailing zeros.
+    max_cost_usd: batch.maxCostUsd === null ? null : moneyText(batch.maxCostUsd),
     routing: { providers: renderProviders(shares), eta: batchEta(batch) },
     waiting: currentWaiting(batch.waiting, nowSeconds()),
     errors: batch.errors,
@@ -74,8 +76,10 @@ export function renderResultLine(line: LineRecord): string {
       ? 'null'
       : `{"status_code":${line.responseStatus ?? 200},"body":${line.response}}`
   const error = line.error === null ? 'null' : JSON.stringify(line.error)
+  // SPEC §14 names the cost of an answer refused as not the JSON asked for: exactly "0".
+  const cost = line.error?.code === 'structured_output_invalid' ? '0' : usd(line.costUsd ?? '0')
   return (
-    `${head},"response":${response},"error":${error},"cost_usd":"${usd(line.costUsd ?? '0')}"` +
+    `${head},"response":${response},"error":${error},"cost_usd":"${cost}"` +
     `,"provider":${JSON.stringify(line.provider)},"attempts":${line.attempts},"latency_ms":${line.latencyMs ?? 'null'}}`
   )
 }

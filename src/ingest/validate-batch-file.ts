@@ -286,7 +286,7 @@ export function checkLines(
       if (adapter) {
         // The base's limits on one batch's adapters, each named once, at the line that passes it.
         const passed = adapters.add(adapter, model)
-        if (passed) lineIssue({ path: 'body.model', code: 'model_not_found', ...passed })
+        if (passed) lineIssue({ path: 'body.model', ...passed })
         if (passed || adapters.over(model)) continue
       }
       for (const warning of body.value.warnings) {

@@ -24,7 +24,7 @@ import {
 } from '../schemas/requests.ts'
 import { compileSchema } from '../schemas/compile.ts'
 import { excerpt } from '../excerpt.ts'
-import { Money, moneyText } from '../money/decimal.ts'
+import { Money } from '../money/decimal.ts'
 import { describeZodIssue, type BodyProblem } from './issues.ts'
 import { guidedProblems, jsonObjectProblem, structuredProblems } from './check-structured.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.ts'
@@ -284,8 +284,9 @@ function priceCapIssue(
 ): BodyProblem {
   const total = (o: Offering) => new Money(o.input_usd_per_mtok).plus(o.output_usd_per_mtok)
   const cheapest = offerings.reduce((best, o) => (total(o).lt(total(best)) ? o : best))
-  const prompt = moneyText(cheapest.input_usd_per_mtok)
-  const completion = moneyText(cheapest.output_usd_per_mtok)
+  // As the catalog (and GET /v1/models) writes them: "0.40", not "0.4".
+  const prompt = cheapest.input_usd_per_mtok
+  const completion = cheapest.output_usd_per_mtok
   return {
     path: at('provider.max_price'),
     message: `leaves no offering of ${model.id}: every one is dearer on prompt or completion`,

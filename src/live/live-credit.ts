@@ -201,7 +201,10 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
     const a = account(accountId)
     let known: bigint | null = null
     for (let round = 0; ; round++) {
-      if (!stopped && free(a) >= need && now() < a.confirmedUntilMs - margin) {
+      // A $0 ceiling (a free offering) holds nothing, so it needs no lease: one is never taken
+      // for it (the store grants nothing for nothing), and waiting for one would refuse the call.
+      const fits = need === 0n || (free(a) >= need && now() < a.confirmedUntilMs - margin)
+      if (!stopped && fits) {
         a.reserved += need
         a.calls++
         a.lastUsedMs = now()

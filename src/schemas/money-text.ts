@@ -8,7 +8,8 @@ import { Money, moneyText } from '../money/decimal.ts'
 import { refuse } from './whole-number.ts'
 
 const DECIMAL = /^(0|[1-9][0-9]{0,11})(\.[0-9]{1,18})?$/
-const EXPECTED = 'a decimal amount of USD greater than 0, such as "5" or "0.25"'
+const EXPECTED = 'a decimal amount of USD greater than 0'
+const EXAMPLE = '"5" or "0.25"'
 
 /** The canonical text of a positive decimal amount, or null. */
 export function parsePositiveUsd(text: string): string | null {
@@ -19,13 +20,16 @@ export function parsePositiveUsd(text: string): string | null {
 
 /** A spend cap as a query or form value. */
 export const maxCostUsdText = () =>
-  z.string().transform((text, ctx) => parsePositiveUsd(text) ?? refuse(ctx, text, EXPECTED, '"5"'))
+  z
+    .string()
+    .transform((text, ctx) => parsePositiveUsd(text) ?? refuse(ctx, text, EXPECTED, EXAMPLE))
 
 /** A spend cap in a JSON body: a decimal string, or a number written in plain notation. */
 export const maxCostUsdJson = () =>
   z.union([z.string(), z.number()]).transform((value, ctx) => {
     const text = typeof value === 'number' ? String(value) : value
     return (
-      parsePositiveUsd(text) ?? refuse(ctx as z.core.$RefinementCtx<string>, text, EXPECTED, '"5"')
+      parsePositiveUsd(text) ??
+      refuse(ctx as z.core.$RefinementCtx<string>, text, EXPECTED, EXAMPLE)
     )
   })

@@ -353,7 +353,7 @@ describe('multigrid --wait and retry, on the progress stream', () => {
     expect(read).toMatchObject({
       parent_batch_id: parent,
       completion_window_hours: 3,
-      max_cost_usd: '0.500000',
+      max_cost_usd: '0.5',
     })
     expect(await (await gw.request(`/v1/batches/${child}/results?format=input`, key)).text()).toBe(
       jsonl([lines[1]]),

@@ -34,7 +34,8 @@ function catalog(dear: string, cheap: string) {
             provider: 'cheap',
             upstream_model: 'sim-cheap',
             input_usd_per_mtok: '0.25',
-            output_usd_per_mtok: '1.25',
+            // Written with a trailing zero, as catalogs often are ("0.40"): the fix says it so.
+            output_usd_per_mtok: '1.250',
           },
         ],
       },
@@ -152,7 +153,8 @@ for (const storeKind of STORES) {
       expect(issues).toHaveLength(1)
       expect(issues[0]).toMatchObject({ line: 2, path: 'body.provider.max_price' })
       expect(issues[0]!.fix).toContain('"prompt": "0.25"')
-      expect(issues[0]!.fix).toContain('"completion": "1.25"')
+      // The prices as the catalog and GET /v1/models write them.
+      expect(issues[0]!.fix).toContain('"completion": "1.250"')
       expect(issues[0]!.fix).toContain('cheap')
       // The dry run refuses it the same way.
       expect((await submit(file, '?dry_run=true')).status).toBe(400)

@@ -207,7 +207,7 @@ for (const store of STORES) {
         max_cost_usd: string | null
         cost_ceiling_usd: string
       }
-      expect(cappedChild.max_cost_usd).toBe('0.000010')
+      expect(cappedChild.max_cost_usd).toBe('0.00001')
       expect(Number(cappedChild.cost_ceiling_usd)).toBeGreaterThan(0.00001)
       const held = (await (await idle.admin(`/accounts/${accountId}`)).json()) as {
         held_usd: string

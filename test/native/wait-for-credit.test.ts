@@ -147,7 +147,7 @@ for (const store of STORES) {
       )
       expect(admitted.status).toBe(201)
       const batch = (await admitted.json()) as Batch & { max_cost_usd: string }
-      expect(batch).toMatchObject({ status: 'validating', max_cost_usd: '0.000500' })
+      expect(batch).toMatchObject({ status: 'validating', max_cost_usd: '0.0005' })
       expect(batch.waiting!.message).toContain('deposit at least $0.000500')
       await deposit(accountId, '0.0005')
       const started = await waitFor(

@@ -108,6 +108,8 @@ for (const storeKind of STORES) {
           'max_cost_usd must be a decimal amount of USD greater than 0',
         )
         expect(error.message).toContain('"5"')
+        // The example is given once, in the fix, not repeated after it.
+        expect(error.message.split('such as')).toHaveLength(2)
       }
       // Nothing was stored.
       const list = (await (await gw.request('/v1/batches', key)).json()) as { data: unknown[] }
@@ -129,11 +131,11 @@ for (const storeKind of STORES) {
         credit_sufficient: boolean
         max_cost_usd: string
       }
-      expect(quote).toMatchObject({ credit_sufficient: true, max_cost_usd: cap.toFixed(6) })
+      expect(quote).toMatchObject({ credit_sufficient: true, max_cost_usd: cap.toFixed() })
       const created = await submit(key, `?max_cost_usd=${cap}`)
       expect(created.status).toBe(201)
       const batch = (await created.json()) as NativeBatch
-      expect(batch.max_cost_usd).toBe(cap.toFixed(6))
+      expect(batch.max_cost_usd).toBe(new Decimal(cap).toFixed())
       expect(batch.cost_ceiling_usd).toBe(ceiling.toFixed(6))
       const account = (await (await gw.admin(`/accounts/${accountId}`)).json()) as {
         held_usd: string
@@ -269,7 +271,7 @@ for (const storeKind of STORES) {
       const native = (await (
         await gw.request(`/v1/batches/${created.id}`, key)
       ).json()) as NativeBatch
-      expect(native.max_cost_usd).toBe(new Decimal(cap).toFixed(6))
+      expect(native.max_cost_usd).toBe(new Decimal(cap).toFixed())
       expect(new Decimal(native.cost_usd).lessThanOrEqualTo(cap)).toBe(true)
     })
   })

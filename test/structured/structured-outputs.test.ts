@@ -242,7 +242,8 @@ for (const storeKind of STORES) {
         ['object', 'is not JSON'],
       ]) {
         const line = results.get(id)!
-        expect(line).toMatchObject({ status: 'failed', cost_usd: '0.000000', response: null })
+        // SPEC §14 writes the unbilled line's cost as "0", exactly.
+        expect(line).toMatchObject({ status: 'failed', cost_usd: '0', response: null })
         expect(line.error!.code).toBe('structured_output_invalid')
         expect(line.error!.message).toContain(reason)
         const upstream = line.error!.upstream as {
@@ -282,7 +283,7 @@ for (const storeKind of STORES) {
       expect(() => JSON.parse(choice.message.content)).toThrow()
       expect(new Decimal(valid.cost_usd).gt(0)).toBe(true)
       expect(new Decimal(cut.cost_usd).gt(0)).toBe(true)
-      expect(results.get('invalid')!.cost_usd).toBe('0.000000')
+      expect(results.get('invalid')!.cost_usd).toBe('0')
       const billed = new Decimal(valid.cost_usd).plus(cut.cost_usd)
       expect(new Decimal(batch.cost_usd).eq(billed)).toBe(true)
       const after = await account(accountId)
@@ -300,7 +301,7 @@ for (const storeKind of STORES) {
       expect(results.get('valid')).toMatchObject({ status: 'succeeded', provider: 'sim-anthropic' })
       expect(results.get('prose')).toMatchObject({
         status: 'failed',
-        cost_usd: '0.000000',
+        cost_usd: '0',
         error: { code: 'structured_output_invalid' },
       })
       expect(results.get('cut')!.status).toBe('succeeded')
