@@ -17,7 +17,9 @@ import type { ClaimedLine, FileView, RunnableBatch } from './store.ts'
 
 type Row = Record<string, unknown>
 
-const num = (value: unknown) => (value === null || value === undefined ? null : Number(value))
+/** A nullable number column as a number or null (bigint and numeric columns arrive as strings). */
+export const num = (value: unknown) =>
+  value === null || value === undefined ? null : Number(value)
 const json = <T>(value: unknown): T | null =>
   value === null || value === undefined
     ? null

@@ -1,10 +1,9 @@
 /** Row → record mapping of webhooks and their deliveries, shared by both stores. */
 import type { WebhookEventType } from '../domain.ts'
 import type { ClaimedDelivery, DeliveryRecord, DeliveryResult, WebhookRecord } from './store.ts'
+import { num } from './rows.ts'
 
 type Row = Record<string, unknown>
-
-const num = (value: unknown) => (value === null || value === undefined ? null : Number(value))
 
 export function rowToWebhook(row: Row): WebhookRecord {
   const events = typeof row.events === 'string' ? JSON.parse(row.events) : row.events
