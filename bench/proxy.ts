@@ -6,8 +6,14 @@
  * Prints p50 latency of each, requests/s, the gateway's share of the minimal proxy's
  * requests/s, and CPU time per request of the gateway and the minimal proxy.
  *
- *   bun bench/proxy.ts [--levels 1,16,64] [--requests 5000] [--warmup 500] [--runs 3] [--store sqlite|postgres] [--profile]
- *     [--baseline /path/to/another/checkout]
+ *   bun bench/proxy.ts [--levels 1,16,64] [--requests 5000] [--warmup 500] [--settle 30000] [--runs 3]
+ *     [--store sqlite|postgres] [--profile] [--baseline /path/to/another/checkout]
+ *
+ * --settle: requests each target serves once, at 64 in flight, before anything is measured. JSC
+ * compiles hot code on its own threads (JITWorker) for the first tens of thousands of calls: after
+ * 500 the gateway's compiler threads still used ~30 µs of CPU per call, ~1 µs after 30,000. A
+ * running gateway is past that, so the figures are taken after it; "JIT" prints what the compiler
+ * threads still used while measuring, so a figure taken too early shows.
  *
  * --baseline also runs that checkout's gateway (e.g. the commit before a change) in the same run,
  * on a store of its own, printed as a line of its own.
@@ -26,6 +32,7 @@ import {
   profileArgs,
   quantile,
   randomPort,
+  threadCpuMs,
   ROOT,
   schedMs,
   spawnGateway,
@@ -40,6 +47,7 @@ const { values } = parseArgs({
     levels: { type: 'string', default: '1,16,64' },
     requests: { type: 'string', default: '5000' },
     warmup: { type: 'string', default: '500' },
+    settle: { type: 'string', default: '30000' },
     runs: { type: 'string', default: '3' },
     store: { type: 'string', default: 'sqlite' },
     profile: { type: 'boolean', default: false },
@@ -50,6 +58,7 @@ const levels = values.levels.split(',').map(Number)
 const requests = Number(values.requests)
 const warmup = Number(values.warmup)
 const runs = Number(values.runs)
+const settle = Number(values.settle)
 
 const simulator = await spawnSimulator(['--latency-ms', '0'], randomPort(19_500))
 const catalog = benchCatalog(`${simulator.url}/v1`, 256)
@@ -124,12 +133,14 @@ interface Measure {
   p99: number
   rate: number
   cpuUs: number
+  /** Of cpuUs, what JSC's compiler threads (JITWorker) used. */
+  jitUs: number
   /** Share of the wall time the target's JS thread ran, and waited for a core while runnable. */
   busy: number
   waiting: number
 }
 
-async function measure(target: keyof typeof targets, concurrency: number): Promise<Measure> {
+function sender(target: keyof typeof targets, concurrency: number) {
   const { origin, headers, body } = targets[target]
   const pool = new Pool(origin, { connections: concurrency })
   const send = async () => {
@@ -139,9 +150,21 @@ async function measure(target: keyof typeof targets, concurrency: number): Promi
       headers,
       body,
     })
-    await response.body.text()
+    const text = await response.body.text()
+    if (response.statusCode !== 200 && !firstFailure.has(target))
+      firstFailure.set(target, `${response.statusCode} ${text.slice(0, 300)}`)
     return response.statusCode === 200
   }
+  return { pool, send }
+}
+
+/** The first refused answer of each target, for the message when a level fails. */
+const firstFailure = new Map<keyof typeof targets, string>()
+
+const jitMs = async (pid: number) => (await threadCpuMs(pid)).get('JITWorker') ?? 0
+
+async function measure(target: keyof typeof targets, concurrency: number): Promise<Measure> {
+  const { pool, send } = sender(target, concurrency)
   await closedLoop({ concurrency, total: warmup, maxMs: 60_000, send })
   const pid = {
     gateway: gateway.pid,
@@ -150,18 +173,23 @@ async function measure(target: keyof typeof targets, concurrency: number): Promi
     direct: simulator.pid,
   }[target]
   const before = await cpuMs(pid)
+  const jitBefore = await jitMs(pid)
   const schedBefore = await schedMs(pid)
   const result = await closedLoop({ concurrency, total: requests, maxMs: 120_000, send })
   const cpu = (await cpuMs(pid)) - before
+  const jit = (await jitMs(pid)) - jitBefore
   const schedAfter = await schedMs(pid)
   await pool.close()
   if (result.failed > 0)
-    throw new Error(`${target} at ${concurrency}: ${result.failed} requests failed`)
+    throw new Error(
+      `${target} at ${concurrency}: ${result.failed} requests failed; first: ${firstFailure.get(target) ?? 'no answer (a connection error)'}`,
+    )
   return {
     p50: quantile(result.latencies, 0.5) * 1000,
     p99: quantile(result.latencies, 0.99) * 1000,
     rate: result.ok / (result.elapsedMs / 1000),
     cpuUs: (cpu * 1000) / result.ok,
+    jitUs: (jit * 1000) / result.ok,
     busy: (schedAfter.runMs - schedBefore.runMs) / result.elapsedMs,
     waiting: (schedAfter.waitMs - schedBefore.waitMs) / result.elapsedMs,
   }
@@ -169,6 +197,21 @@ async function measure(target: keyof typeof targets, concurrency: number): Promi
 
 const results = new Map<number, Record<keyof typeof targets, Measure[]>>()
 try {
+  // Past JSC's compiling of the hot paths (see --settle), each target alike.
+  for (const target of [
+    'direct',
+    'minimal',
+    'gateway',
+    ...(baseline ? (['baseline'] as const) : []),
+  ] as const) {
+    const { pool, send } = sender(target, 64)
+    const settled = await closedLoop({ concurrency: 64, total: settle, maxMs: 120_000, send })
+    await pool.close()
+    if (settled.failed > 0)
+      throw new Error(
+        `${target}: ${settled.failed} requests failed settling; first: ${firstFailure.get(target) ?? 'no answer (a connection error)'}`,
+      )
+  }
   for (let run = 0; run < runs; run++) {
     for (const level of levels) {
       const entry = results.get(level) ?? { direct: [], minimal: [], gateway: [], baseline: [] }
@@ -198,13 +241,16 @@ const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 0 })
 const col = (x: number, width: number) => n(x).padStart(width)
 const share = (x: number) => `${(x * 100).toFixed(0)}%`.padStart(4)
 console.log(
-  `live proxy (${values.store}), POST /v1/chat/completions, simulator at 0 ms, ${n(requests)} requests per level after ${n(warmup)} warm-up, median of ${runs}:`,
+  `live proxy (${values.store}), POST /v1/chat/completions, simulator at 0 ms, ${n(requests)} requests per level after ${n(warmup)} warm-up, median of ${runs}, each target settled by ${n(settle)} requests first:`,
 )
 console.log(
   '  CPU µs/req is the target process itself (the simulator\'s for "direct"); the gateway runs auth, rate limit, hold and billing.',
 )
 console.log(
-  '  in flight │ direct p50 µs   req/s │ minimal p50 µs   req/s  CPU µs/req │ gateway p50 µs   req/s  CPU µs/req │ gateway/minimal req/s │ gateway JS thread busy / waiting',
+  "  CPU µs/req counts every thread of the process; (JIT) is the part JSC's compiler threads used while measuring.",
+)
+console.log(
+  '  in flight │ direct p50 µs   req/s │ minimal p50 µs   req/s  CPU µs/req (JIT) │ gateway p50 µs   req/s  CPU µs/req (JIT) │ gateway/minimal req/s │ gateway JS thread busy / waiting',
 )
 for (const [level, entry] of results) {
   const m = (target: keyof typeof targets, pick: (x: Measure) => number) =>
@@ -224,18 +270,18 @@ for (const [level, entry] of results) {
     )} ${col(mrate, 7)} ${col(
       m('minimal', (x) => x.cpuUs),
       11,
-    )} │ ${col(
+    )} ${`(${n(m('minimal', (x) => x.jitUs))})`.padStart(5)} │ ${col(
       m('gateway', (x) => x.p50),
       14,
     )} ${col(grate, 7)} ${col(
       m('gateway', (x) => x.cpuUs),
       11,
-    )} │ ${(grate / mrate).toFixed(2).padStart(20)}× │ ${share(m('gateway', (x) => x.busy))} / ${share(m('gateway', (x) => x.waiting))}`,
+    )} ${`(${n(m('gateway', (x) => x.jitUs))})`.padStart(5)} │ ${(grate / mrate).toFixed(2).padStart(20)}× │ ${share(m('gateway', (x) => x.busy))} / ${share(m('gateway', (x) => x.waiting))}`,
   )
   if (baseline) {
     const brate = m('baseline', (x) => x.rate)
     console.log(
-      `  ${' '.repeat(9)} │ baseline (${values.baseline}): p50 ${n(m('baseline', (x) => x.p50))} µs, ${n(brate)} req/s, CPU ${n(m('baseline', (x) => x.cpuUs))} µs/req, ${(brate / mrate).toFixed(2)}× the minimal proxy`,
+      `  ${' '.repeat(9)} │ baseline (${values.baseline}): p50 ${n(m('baseline', (x) => x.p50))} µs, ${n(brate)} req/s, CPU ${n(m('baseline', (x) => x.cpuUs))} µs/req (JIT ${n(m('baseline', (x) => x.jitUs))}), ${(brate / mrate).toFixed(2)}× the minimal proxy`,
     )
   }
 }
