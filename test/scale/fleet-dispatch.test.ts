@@ -7,7 +7,7 @@ import { expect, test } from 'bun:test'
 import Decimal from 'decimal.js'
 import { chatLine, jsonl } from '../helpers/gateway.ts'
 import { waitFor } from '../helpers/wait.ts'
-import { describeScale, withFleet, type Batch, type Fleet } from './fleet.ts'
+import { describeScale, withSimFleet, type Batch, type Fleet } from './fleet.ts'
 
 /** Every line of the batch once, in order, and the account charged exactly their sum. */
 async function expectBilledOnce(
@@ -53,7 +53,7 @@ function watchOwners(fleet: Fleet) {
 
 describeScale('scale: fleet dispatch', () => {
   test('three instances run a 10,000-line batch: every line once, never above max_concurrency', async () => {
-    await withFleet(
+    await withSimFleet(
       { latencyMs: 20 },
       {
         instances: 3,
@@ -93,7 +93,7 @@ describeScale('scale: fleet dispatch', () => {
 
   test('an instance killed mid-batch: the others finish its lines, each recorded and billed once', async () => {
     // Short leases, so the dead instance's lines and slots come back within seconds.
-    await withFleet(
+    await withSimFleet(
       { latencyMs: 40 },
       {
         instances: 3,
@@ -139,7 +139,7 @@ describeScale('scale: fleet dispatch', () => {
 
   test('an admission on one instance wakes an idle dispatcher on another at once, not at its next poll', async () => {
     // Instance 0 only serves the API; instance 1 dispatches and polls once a minute.
-    await withFleet(
+    await withSimFleet(
       { latencyMs: 5 },
       {
         instances: 2,

@@ -8,12 +8,12 @@ import { expect, test } from 'bun:test'
 import { chatLine, jsonl } from '../helpers/gateway.ts'
 import { readAll, readSse } from '../helpers/sse.ts'
 import { FINAL_BATCH } from '../helpers/wait.ts'
-import { describeScale, withFleet, type Batch } from './fleet.ts'
+import { describeScale, withSimFleet, type Batch } from './fleet.ts'
 
 describeScale('scale: progress stream across instances', () => {
   test('an instance that does not dispatch streams every change the other one makes, in order, to the end', async () => {
     // Two lines at a time for 300 ms each: 10 lines run ~1.5 s.
-    await withFleet(
+    await withSimFleet(
       { latencyMs: 300 },
       {
         instances: 2,

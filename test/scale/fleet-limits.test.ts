@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { chatLine, jsonl, startTestGateway } from '../helpers/gateway.ts'
 import { freePort } from '../helpers/process-gateway.ts'
 import { waitFor } from '../helpers/wait.ts'
-import { describeScale, startFleet, type Fleet } from './fleet.ts'
+import { describeScale, fleetTest, startFleet, type Fleet } from './fleet.ts'
 
 /** Fixed one-minute windows: a burst that straddles a boundary is counted in two. */
 async function awayFromWindowEdge(needMs: number) {
@@ -31,19 +31,7 @@ describeScale('scale: fleet limits', () => {
   afterAll(async () => {
     await fleet?.stop()
   })
-  const withFleet = (name: string, body: () => Promise<void>, timeoutMs = 30_000) =>
-    test(
-      name,
-      async () => {
-        try {
-          await body()
-        } catch (error) {
-          fleet.failed()
-          throw error
-        }
-      },
-      timeoutMs,
-    )
+  const withFleet = fleetTest(() => fleet, 30_000)
 
   withFleet(
     '200 concurrent requests of one key across instances: exactly the limit pass, the rest 429',

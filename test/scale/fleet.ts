@@ -179,7 +179,7 @@ export function describeScale(name: string, tests: () => void) {
  * Runs `body` on a fleet in front of one simulator (its OpenAI-compatible upstream), then stops
  * both; a failure keeps the fleet's schema to look at.
  */
-export async function withFleet(
+export async function withSimFleet(
   simulator: SimulatorOptions,
   options: Omit<FleetOptions, 'openai'>,
   body: (fleet: Fleet, sim: Simulator) => Promise<void>,
@@ -195,4 +195,24 @@ export async function withFleet(
     await fleet.stop()
     await sim.stop()
   }
+}
+
+/**
+ * `test` for the fleet a describe block shares (started in its beforeAll): a failing test keeps
+ * the fleet's schema to look at.
+ */
+export function fleetTest(fleet: () => Fleet, defaultTimeoutMs: number) {
+  return (name: string, body: () => Promise<void>, timeoutMs = defaultTimeoutMs) =>
+    test(
+      name,
+      async () => {
+        try {
+          await body()
+        } catch (error) {
+          fleet().failed()
+          throw error
+        }
+      },
+      timeoutMs,
+    )
 }

@@ -5,7 +5,7 @@
  * a SIGKILL during traffic loses at most one group interval of charges of answers already
  * delivered and never charges twice; a key revoked on one instance is refused on another within 2 s.
  */
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { afterAll, beforeAll, expect } from 'bun:test'
 import Decimal from 'decimal.js'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { ADMIN_TOKEN } from '../helpers/gateway.ts'
@@ -19,7 +19,7 @@ import {
   expectKillCostWithinOneInterval,
 } from '../helpers/live-calls.ts'
 import { waitFor } from '../helpers/wait.ts'
-import { describeScale, startFleet, type Fleet } from './fleet.ts'
+import { describeScale, fleetTest, startFleet, type Fleet } from './fleet.ts'
 
 type AccountView = { balance_usd: string; held_usd: string; available_usd: string }
 
@@ -50,19 +50,7 @@ describeScale('scale: live holds across a fleet', () => {
     await slow?.stop()
     await openai?.stop()
   }, 30_000)
-  const withFleet = (name: string, body: () => Promise<void>, timeoutMs = 60_000) =>
-    test(
-      name,
-      async () => {
-        try {
-          await body()
-        } catch (error) {
-          fleet.failed()
-          throw error
-        }
-      },
-      timeoutMs,
-    )
+  const withFleet = fleetTest(() => fleet, 60_000)
   const account = async (id: string, index = 1) =>
     (await (await fleet.admin(`/accounts/${id}`, undefined, index)).json()) as AccountView
   const chargedBy = async (id: string, credit: string) =>
