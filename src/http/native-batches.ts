@@ -17,6 +17,7 @@ import { parseFields, parseQuery } from './parse-query.ts'
 import { renderBatch, renderResultLine } from './render-native.ts'
 import { streamLines } from './stream-lines.ts'
 import { eventStreamResponse, type EventStreamSettings } from './event-stream-response.ts'
+import { renderPage } from './render-page.ts'
 
 /** A submit's options, as query parameters here and as form fields on the dashboard. */
 export const submitOptions = z.object({
@@ -191,13 +192,7 @@ export function nativeBatchRoutes({
       })
       const shares = await store.providerShares(page.batches.map((batch) => batch.id))
       const data = page.batches.map((batch) => renderBatch(batch, shares.get(batch.id)))
-      return {
-        object: 'list',
-        data,
-        first_id: data[0]?.id ?? null,
-        last_id: data.at(-1)?.id ?? null,
-        has_more: page.hasMore,
-      }
+      return renderPage(data, page.hasMore, (item) => item.id)
     })
     .get('/v1/batches/:id', async ({ request, set, params }) => {
       const caller = await auth.authenticate(

@@ -14,6 +14,7 @@ import type { DeliveryRecord, WebhookRecord, WebhookStore } from '../store/store
 import { webhookUrlProblem } from '../webhooks/check-webhook-url.ts'
 import { newWebhookSecret } from '../webhooks/sign-webhook.ts'
 import { parseQuery } from './parse-query.ts'
+import { renderPage } from './render-page.ts'
 
 /** Webhooks per account: enough for every receiver a team runs, few enough to list whole. */
 export const MAX_WEBHOOKS_PER_ACCOUNT = 20
@@ -118,13 +119,7 @@ export function webhookRoutes({ auth, store, bodyLimit, allowPrivate }: WebhookD
       })
       if (!page) throw notFound(`webhook ${excerpt(params.id)}`)
       const data = page.deliveries.map(renderDelivery)
-      return {
-        object: 'list',
-        data,
-        first_id: data[0]?.event_id ?? null,
-        last_id: data.at(-1)?.event_id ?? null,
-        has_more: page.hasMore,
-      }
+      return renderPage(data, page.hasMore, (item) => item.event_id)
     })
 }
 

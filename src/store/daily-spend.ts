@@ -2,7 +2,8 @@
  * The rules both stores apply for the daily spend limit and the wait for credit (SPEC §12, §14),
  * so the two cannot disagree.
  */
-import { Money, usd, ZERO } from '../money/decimal.ts'
+import { Money, moneyText, usd, ZERO } from '../money/decimal.ts'
+import type { DailySpend } from './store.ts'
 
 /** A row of either store, with the column names of sql/. */
 type Row = Record<string, any>
@@ -85,4 +86,52 @@ export function creditWaitColumns(
     message: creditWaitMessage(hold, Money.max(ZERO, needed), until),
     until,
   }
+}
+
+/** getDailySpend's answer: an account row as read and what counts against its limit today. */
+export const dailySpendOf = (account: Row, used: Money): DailySpend => ({
+  limitUsd:
+    account.daily_spend_limit_usd === null ? null : moneyText(account.daily_spend_limit_usd),
+  usedUsd: moneyText(used),
+})
+
+/** What a pass over one account's batches waiting for credit does (planCreditWaits). */
+export interface CreditWaitPlan {
+  /** Batches that start now, each holding `hold`. */
+  start: { id: string; hold: Money }[]
+  /** Batches that go on waiting whose `waiting.message` changes. */
+  messages: { id: string; message: string }[]
+  /** The sum of the holds of those that start: the account holds this much more. */
+  taken: Money
+}
+
+/**
+ * Starts an account's waiting batches, earliest first, while `available` covers each one's
+ * hold; from the first that does not fit, the rest stay waiting in order, each told the deposit
+ * it needs, which includes the holds of those before it still waiting. `waiting`: the rows
+ * (id, cost_ceiling_usd, max_cost_usd, waiting_until, waiting_message) whose wait is not over,
+ * ordered by created_at, then id.
+ */
+export function planCreditWaits(waiting: readonly Row[], available: Money): CreditWaitPlan {
+  const plan: CreditWaitPlan = { start: [], messages: [], taken: ZERO }
+  let ahead = ZERO
+  let blocked = false
+  for (const batch of waiting) {
+    const hold = batchHold(batch)
+    if (!blocked && hold.lessThanOrEqualTo(available)) {
+      available = available.minus(hold)
+      plan.taken = plan.taken.plus(hold)
+      plan.start.push({ id: batch.id, hold })
+    } else {
+      blocked = true
+      ahead = ahead.plus(hold)
+      const message = creditWaitMessage(
+        hold,
+        Money.max(ZERO, ahead.minus(available)),
+        Number(batch.waiting_until),
+      )
+      if (batch.waiting_message !== message) plan.messages.push({ id: batch.id, message })
+    }
+  }
+  return plan
 }

@@ -13,11 +13,13 @@ import type {
 } from '../domain.ts'
 import type { AdapterRecord, AdapterStatus } from '../catalog/adapters.ts'
 import { Money, moneyText } from '../money/decimal.ts'
-import type { FileView, RunnableBatch } from './store.ts'
+import type { ClaimedLine, FileView, RunnableBatch } from './store.ts'
 
 type Row = Record<string, unknown>
 
-const num = (value: unknown) => (value === null || value === undefined ? null : Number(value))
+/** A nullable number column as a number or null (bigint and numeric columns arrive as strings). */
+export const num = (value: unknown) =>
+  value === null || value === undefined ? null : Number(value)
 const json = <T>(value: unknown): T | null =>
   value === null || value === undefined
     ? null
@@ -201,6 +203,25 @@ export function rowToRunnable(row: Row): RunnableBatch {
     endpoint: row.endpoint as RunnableBatch['endpoint'],
     pending: Number(row.pending),
   }
+}
+
+/**
+ * A line a claim leased, from the line's row and its batch's (account_id, deadline_at; the same
+ * row where the claim joined them). A line of a capped batch carries its ceiling_usd.
+ */
+export function rowToClaimedLine(batchId: string, row: Row, batch: Row): ClaimedLine {
+  const line: ClaimedLine = {
+    batchId,
+    accountId: batch.account_id as string,
+    lineNo: Number(row.line_no),
+    customId: row.custom_id as string,
+    input: row.input as string,
+    attempts: Number(row.attempts),
+    deadlineAt: Number(batch.deadline_at),
+  }
+  if (row.ceiling_usd !== null && row.ceiling_usd !== undefined)
+    line.ceilingUsd = moneyText(row.ceiling_usd as string)
+  return line
 }
 
 /** batch_providers rows (one per batch, provider and instance) summed per batch and provider. */

@@ -1,10 +1,9 @@
 /** Row → record mapping of webhooks and their deliveries, shared by both stores. */
 import type { WebhookEventType } from '../domain.ts'
-import type { ClaimedDelivery, DeliveryRecord, WebhookRecord } from './store.ts'
+import type { ClaimedDelivery, DeliveryRecord, DeliveryResult, WebhookRecord } from './store.ts'
+import { num } from './rows.ts'
 
 type Row = Record<string, unknown>
-
-const num = (value: unknown) => (value === null || value === undefined ? null : Number(value))
 
 export function rowToWebhook(row: Row): WebhookRecord {
   const events = typeof row.events === 'string' ? JSON.parse(row.events) : row.events
@@ -37,4 +36,22 @@ export function rowToDelivery(row: Row): DeliveryRecord {
 
 export function rowToClaimed(row: Row): ClaimedDelivery {
   return { ...rowToDelivery(row), url: row.url as string, secret: row.secret as string }
+}
+
+/**
+ * What an attempt's result writes to its delivery (finishDelivery of both stores): delivered
+ * now, pending again until the retry's time (in ms, as given), or failed.
+ */
+export function deliveryResultColumns(result: DeliveryResult, nowMs: number) {
+  const at = Math.floor(nowMs / 1000)
+  if (result.kind === 'delivered')
+    return { status: 'delivered', nextAttemptAtMs: null, error: null, deliveredAt: at }
+  if (result.kind === 'retry')
+    return {
+      status: 'pending',
+      nextAttemptAtMs: result.atMs,
+      error: result.error,
+      deliveredAt: null,
+    }
+  return { status: 'failed', nextAttemptAtMs: null, error: result.error, deliveredAt: null }
 }

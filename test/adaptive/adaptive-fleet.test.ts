@@ -7,33 +7,8 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { testCatalog } from '../helpers/catalog.ts'
-import {
-  chatLine,
-  jsonl,
-  startTestGateway,
-  TEST_REDIS_URL,
-  type TestGateway,
-} from '../helpers/gateway.ts'
-import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
-
-type Batch = { id: string; status: string; request_counts: Record<string, number> }
-
-async function runBatch(gw: TestGateway, lines: number) {
-  const { key } = await gw.newAccount('10')
-  const body = jsonl(Array.from({ length: lines }, (_, i) => chatLine(`l-${i}`, `line ${i}`)))
-  const { id } = (await (
-    await gw.request('/v1/batches', key, { method: 'POST', body })
-  ).json()) as Batch
-  return waitFor(
-    'the batch to finish',
-    async () => {
-      const read = (await (await gw.request(`/v1/batches/${id}`, key)).json()) as Batch
-      return FINAL_BATCH.includes(read.status) ? read : null
-    },
-    20_000,
-    20,
-  )
-}
+import { startTestGateway, TEST_REDIS_URL } from '../helpers/gateway.ts'
+import { submitBatch } from './pool-batches.ts'
 
 describe('adaptive concurrency with the fleet gate (Redis)', () => {
   if (!TEST_REDIS_URL) {
@@ -78,7 +53,9 @@ describe('adaptive concurrency with the fleet gate (Redis)', () => {
     })()
     // 8 ÷ 0.05 s = 160 lines/s for the two together: 1,200 lines take 7.5 s at best.
     const started = performance.now()
-    const batches = await Promise.all(gateways.map((gw) => runBatch(gw, 600)))
+    const batches = await Promise.all(
+      gateways.map(async (gw) => (await (await submitBatch(gw, 600)).finished()).batch),
+    )
     const seconds = (performance.now() - started) / 1000
     sampling = false
     await sampler

@@ -7,46 +7,8 @@
  */
 import { afterEach, describe, expect, test } from 'bun:test'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
-import { testCatalog } from '../helpers/catalog.ts'
-import { chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
-import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
-
-type Batch = { id: string; status: string; request_counts: Record<string, number> }
-
-function poolCatalog(replicas: Simulator[], adaptive: boolean, maxConcurrency = 64) {
-  const catalog = testCatalog({ openai: replicas.map((r) => `${r.url}/v1`) }, { maxConcurrency })
-  return {
-    ...catalog,
-    providers: {
-      ...catalog.providers,
-      sim: { ...catalog.providers.sim, adaptive_concurrency: adaptive },
-    },
-  }
-}
-
-/** Submits a batch of `lines` chat lines; `finished` waits for its end. */
-async function submitBatch(gw: TestGateway, lines: number) {
-  const { key } = await gw.newAccount('10')
-  const body = jsonl(Array.from({ length: lines }, (_, i) => chatLine(`l-${i}`, `line ${i}`)))
-  const started = performance.now()
-  const response = await gw.request('/v1/batches', key, { method: 'POST', body })
-  const { id } = (await response.json()) as Batch
-  return {
-    cancel: () => gw.request(`/v1/batches/${id}`, key, { method: 'DELETE' }),
-    async finished(timeoutMs = 20_000) {
-      const batch = await waitFor(
-        'the batch to finish',
-        async () => {
-          const read = (await (await gw.request(`/v1/batches/${id}`, key)).json()) as Batch
-          return FINAL_BATCH.includes(read.status) ? read : null
-        },
-        timeoutMs,
-        20,
-      )
-      return { batch, seconds: (performance.now() - started) / 1000 }
-    },
-  }
-}
+import { startTestGateway, type TestGateway } from '../helpers/gateway.ts'
+import { poolCatalog, submitBatch } from './pool-batches.ts'
 
 async function runBatch(gw: TestGateway, lines: number) {
   return (await submitBatch(gw, lines)).finished()

@@ -6,45 +6,15 @@
  * MULTIGRID_MAX_ATTEMPTS=1, so a single counted 503 would fail its line.
  */
 import { afterEach, describe, expect, test } from 'bun:test'
-import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
-import { testCatalog } from '../helpers/catalog.ts'
-import { chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
-import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
+import { startSimulator } from '../../src/simulator/server.ts'
+import { startTestGateway, type TestGateway } from '../helpers/gateway.ts'
+import { poolCatalog, submitBatch } from './pool-batches.ts'
 
-type Batch = {
-  id: string
-  status: string
-  request_counts: Record<string, number>
-  routing: { providers: Record<string, { succeeded: number; running: number }> }
-}
 type Result = { status: string; attempts: number; error: unknown }
 
-function catalogFor(replicas: Simulator[], adaptive: boolean) {
-  const catalog = testCatalog({ openai: replicas.map((r) => `${r.url}/v1`) }, { maxConcurrency: 8 })
-  return {
-    ...catalog,
-    providers: {
-      ...catalog.providers,
-      sim: { ...catalog.providers.sim, adaptive_concurrency: adaptive },
-    },
-  }
-}
-
 async function runBatch(gw: TestGateway, lines: number) {
-  const { key } = await gw.newAccount('10')
-  const body = jsonl(Array.from({ length: lines }, (_, i) => chatLine(`l-${i}`, `line ${i}`)))
-  const { id } = (await (
-    await gw.request('/v1/batches', key, { method: 'POST', body })
-  ).json()) as Batch
-  const batch = await waitFor(
-    'the batch to finish',
-    async () => {
-      const read = (await (await gw.request(`/v1/batches/${id}`, key)).json()) as Batch
-      return FINAL_BATCH.includes(read.status) ? read : null
-    },
-    15_000,
-    20,
-  )
+  const { id, key, finished } = await submitBatch(gw, lines)
+  const { batch } = await finished(15_000)
   const text = await (await gw.request(`/v1/batches/${id}/results`, key)).text()
   const results = text
     .trim()
@@ -64,7 +34,7 @@ describe('a full queue answers 503: busy, not an attempt', () => {
       const replica = await startSimulator({ gpuCapacity: 2, gpuMaxQueued: 0, latencyMs: 50 })
       cleanup.push(() => replica.stop())
       const gw = await startTestGateway({
-        catalog: catalogFor([replica], adaptive),
+        catalog: poolCatalog([replica], adaptive, 8),
         env: { MULTIGRID_POLL_MS: '20', MULTIGRID_MAX_ATTEMPTS: '1' },
       })
       cleanup.push(() => gw.stop())
@@ -88,7 +58,7 @@ describe('a full queue answers 503: busy, not an attempt', () => {
     const roomy = await startSimulator({ gpuCapacity: 8, latencyMs: 50 })
     cleanup.push(async () => void (await Promise.all([busy.stop(), roomy.stop()])))
     const gw = await startTestGateway({
-      catalog: catalogFor([busy, roomy], false),
+      catalog: poolCatalog([busy, roomy], false, 8),
       env: { MULTIGRID_POLL_MS: '20', MULTIGRID_MAX_ATTEMPTS: '1' },
     })
     cleanup.push(() => gw.stop())

@@ -3,7 +3,13 @@ import { expect, test } from 'bun:test'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { chatLine, jsonl, startTestGateway } from '../helpers/gateway.ts'
+import {
+  chatLine,
+  jsonl,
+  startTestGateway,
+  type TestGateway,
+  type TestGatewayOptions,
+} from '../helpers/gateway.ts'
 import { LORA_BASE, loraCatalog } from '../helpers/lora-catalog.ts'
 import { waitFor } from '../helpers/wait.ts'
 
@@ -24,16 +30,34 @@ async function mg(env: Record<string, string>, ...args: string[]) {
   return { code, out, err, json: code === 0 ? JSON.parse(out) : null }
 }
 
-test('accounts create, keys create, credit, show, revoke', async () => {
+/**
+ * Runs `body` with a gateway that serves the API without dispatching, on a store of its own, and
+ * the environment that points the CLI at the same store (the SQLite file the gateway uses).
+ */
+async function withCliGateway(
+  options: TestGatewayOptions,
+  body: (env: Record<string, string>, gw: TestGateway) => Promise<void>,
+) {
   const gw = await startTestGateway({
+    ...options,
     env: { MULTIGRID_DISPATCH: '0', MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-cli-')) },
   })
   try {
-    // The CLI opens the same SQLite file the running gateway uses.
-    const env = {
-      MULTIGRID_DATA_DIR: gw.env.MULTIGRID_DATA_DIR,
-      MULTIGRID_CONFIG: gw.env.MULTIGRID_CONFIG,
-    }
+    await body(
+      {
+        MULTIGRID_DATA_DIR: gw.env.MULTIGRID_DATA_DIR,
+        MULTIGRID_CONFIG: gw.env.MULTIGRID_CONFIG,
+      },
+      gw,
+    )
+  } finally {
+    await gw.stop()
+  }
+}
+
+test('accounts create, keys create, credit, show, revoke', async () => {
+  // The CLI opens the same SQLite file the running gateway uses.
+  await withCliGateway({}, async (env, gw) => {
     const account = await mg(env, 'accounts', 'create', 'acme', '--credit', '100')
     expect(account.code).toBe(0)
     expect(account.json).toMatchObject({ name: 'acme', balance_usd: '100.000000' })
@@ -78,20 +102,11 @@ test('accounts create, keys create, credit, show, revoke', async () => {
       expect([text, odd.code]).toEqual([text, 2])
       expect(odd.err).toContain('in decimal digits')
     }
-  } finally {
-    await gw.stop()
-  }
+  })
 })
 
 test('accounts create/set take file quotas; credit amounts are bounded and exact', async () => {
-  const gw = await startTestGateway({
-    env: { MULTIGRID_DISPATCH: '0', MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-cli-')) },
-  })
-  try {
-    const env = {
-      MULTIGRID_DATA_DIR: gw.env.MULTIGRID_DATA_DIR,
-      MULTIGRID_CONFIG: gw.env.MULTIGRID_CONFIG,
-    }
+  await withCliGateway({}, async (env, gw) => {
     const account = await mg(
       env,
       'accounts',
@@ -131,21 +146,11 @@ test('accounts create/set take file quotas; credit amounts are bounded and exact
     expect((await mg(env, 'accounts', 'credit', account.json.id, '--', '-100')).json).toMatchObject(
       { balance_usd: '999999999900.000000' },
     )
-  } finally {
-    await gw.stop()
-  }
+  })
 })
 
 test('adapters register, list, deactivate: the ids the gateway accepts in lines', async () => {
-  const gw = await startTestGateway({
-    catalog: loraCatalog('http://127.0.0.1:9/v1'),
-    env: { MULTIGRID_DISPATCH: '0', MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-cli-')) },
-  })
-  try {
-    const env = {
-      MULTIGRID_DATA_DIR: gw.env.MULTIGRID_DATA_DIR,
-      MULTIGRID_CONFIG: gw.env.MULTIGRID_CONFIG,
-    }
+  await withCliGateway({ catalog: loraCatalog('http://127.0.0.1:9/v1') }, async (env, gw) => {
     const { accountId, key } = await gw.newAccount('1')
     const flags = ['--rank', '32', '--size-mib', '160', '--source', '/srv/lora/support-v3']
     const made = await mg(env, 'adapters', 'register', accountId, LORA_BASE, 'support-v3', ...flags)
@@ -168,20 +173,11 @@ test('adapters register, list, deactivate: the ids the gateway accepts in lines'
     expect(gone.json.status).toBe('inactive')
     // Deactivated outside this gateway: it notices within its cache time (5 s).
     await waitFor('the deactivation', async () => (await dry()).status === 400, 10_000, 200)
-  } finally {
-    await gw.stop()
-  }
+  })
 })
 
 test('accounts create/set take the daily spend limit, and a CLI deposit starts a batch waiting for credit', async () => {
-  const gw = await startTestGateway({
-    env: { MULTIGRID_DISPATCH: '0', MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-cli-')) },
-  })
-  try {
-    const env = {
-      MULTIGRID_DATA_DIR: gw.env.MULTIGRID_DATA_DIR,
-      MULTIGRID_CONFIG: gw.env.MULTIGRID_CONFIG,
-    }
+  await withCliGateway({}, async (env, gw) => {
     const account = await mg(env, 'accounts', 'create', 'acme', '--daily-limit', '2.50')
     expect(account.json).toMatchObject({
       daily_spend_limit_usd: '2.5',
@@ -215,7 +211,5 @@ test('accounts create/set take the daily spend limit, and a CLI deposit starts a
           .status === 'in_progress',
       5_000,
     )
-  } finally {
-    await gw.stop()
-  }
+  })
 })

@@ -10,6 +10,22 @@ import { chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/
 
 const CLI = join(import.meta.dir, '../../src/cli/user.ts')
 
+/** Runs the user CLI in `cwd` with PATH and `env` as its whole environment. */
+async function runCli(args: string[], cwd: string, env: Record<string, string>) {
+  const child = Bun.spawn([process.execPath, CLI, ...args], {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
+  return { stdout, stderr, code }
+}
+
 describe('multigrid (user CLI)', () => {
   let sim: Simulator
   let gw: TestGateway
@@ -17,20 +33,8 @@ describe('multigrid (user CLI)', () => {
   let dir = ''
   let batchId = ''
 
-  const run = async (args: string[], env: Record<string, string> = {}) => {
-    const child = Bun.spawn([process.execPath, CLI, ...args], {
-      cwd: dir,
-      env: { PATH: process.env.PATH ?? '', MULTIGRID_URL: gw.url, MULTIGRID_API_KEY: key, ...env },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
-    const [stdout, stderr, code] = await Promise.all([
-      new Response(child.stdout).text(),
-      new Response(child.stderr).text(),
-      child.exited,
-    ])
-    return { stdout, stderr, code }
-  }
+  const run = (args: string[], env: Record<string, string> = {}) =>
+    runCli(args, dir, { MULTIGRID_URL: gw.url, MULTIGRID_API_KEY: key, ...env })
 
   beforeAll(async () => {
     sim = await startSimulator({ latencyMs: 500 })
@@ -235,20 +239,8 @@ describe('multigrid --wait and retry, on the progress stream', () => {
   let key = ''
   let dir = ''
 
-  const run = async (args: string[], url = gw.url) => {
-    const child = Bun.spawn([process.execPath, CLI, ...args], {
-      cwd: dir,
-      env: { PATH: process.env.PATH ?? '', MULTIGRID_URL: url, MULTIGRID_API_KEY: key },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
-    const [stdout, stderr, code] = await Promise.all([
-      new Response(child.stdout).text(),
-      new Response(child.stderr).text(),
-      child.exited,
-    ])
-    return { stdout, stderr, code }
-  }
+  const run = (args: string[], url = gw.url) =>
+    runCli(args, dir, { MULTIGRID_URL: url, MULTIGRID_API_KEY: key })
   /** The routes the gateway served for one batch, in order, from its own request log. */
   const routesOf = (id: string) =>
     logLines

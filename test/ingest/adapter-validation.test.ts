@@ -5,22 +5,12 @@
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import type { AdapterRecord } from '../../src/catalog/adapters.ts'
-import { createCatalog } from '../../src/catalog/catalog.ts'
-import { loadConfig } from '../../src/config.ts'
-import { createFileValidator, type ValidationPath } from '../../src/ingest/parallel-validation.ts'
 import { validateBatchFile } from '../../src/ingest/validate-batch-file.ts'
 import { chatLine, jsonl } from '../helpers/gateway.ts'
-import { writeCatalog } from '../helpers/catalog.ts'
 import { LORA_BASE, loraCatalog } from '../helpers/lora-catalog.ts'
+import { splitValidator } from '../helpers/split-validator.ts'
 
-const config = loadConfig({ MULTIGRID_CONFIG: writeCatalog(loraCatalog('http://127.0.0.1:9/v1')) })
-const catalog = createCatalog(config.catalog, config.providerKeys)
-const paths: ValidationPath[] = []
-const validator = createFileValidator(catalog, config, {
-  minParallelBytes: 0,
-  parallel: true,
-  observe: (how) => paths.push(how),
-})
+const { catalog, validator, paths } = splitValidator(loraCatalog('http://127.0.0.1:9/v1'))
 afterAll(() => validator.close())
 const LIMITS = { maxLines: 1000, maxCustomIdLength: 64 }
 

@@ -6,23 +6,12 @@
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { createCatalog } from '../../src/catalog/catalog.ts'
-import { loadConfig } from '../../src/config.ts'
 import { createFileValidator, type ValidationPath } from '../../src/ingest/parallel-validation.ts'
 import { validateBatchFile, type FileVerdict } from '../../src/ingest/validate-batch-file.ts'
-import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
 import { chatLine, embedLine } from '../helpers/gateway.ts'
+import { splitValidator } from '../helpers/split-validator.ts'
 
-const config = loadConfig({
-  MULTIGRID_CONFIG: writeCatalog(testCatalog({ openai: 'http://127.0.0.1:9/v1' })),
-})
-const catalog = createCatalog(config.catalog, config.providerKeys)
-const paths: ValidationPath[] = []
-const validator = createFileValidator(catalog, config, {
-  minParallelBytes: 0,
-  parallel: true,
-  observe: (how) => paths.push(how),
-})
+const { config, catalog, validator, paths } = splitValidator()
 const LIMITS = { maxLines: 40, maxCustomIdLength: 64 }
 const encode = (text: string) => new TextEncoder().encode(text)
 

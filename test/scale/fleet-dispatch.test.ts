@@ -3,12 +3,11 @@
  * line runs once, the provider's max_concurrency holds for the whole fleet, a killed instance's
  * lines are finished by the others, and an admission wakes idle dispatchers on other instances.
  */
-import { describe, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import Decimal from 'decimal.js'
-import { startSimulator } from '../../src/simulator/server.ts'
 import { chatLine, jsonl } from '../helpers/gateway.ts'
 import { waitFor } from '../helpers/wait.ts'
-import { NEEDS, SCALE_READY, startFleet, type Batch, type Fleet } from './fleet.ts'
+import { describeScale, withSimFleet, type Batch, type Fleet } from './fleet.ts'
 
 /** Every line of the batch once, in order, and the account charged exactly their sum. */
 async function expectBilledOnce(
@@ -52,21 +51,16 @@ function watchOwners(fleet: Fleet) {
   }
 }
 
-if (!SCALE_READY) {
-  describe('scale: fleet dispatch', () => {
-    test.skip(NEEDS, () => {})
-  })
-} else {
-  describe('scale: fleet dispatch', () => {
-    test('three instances run a 10,000-line batch: every line once, never above max_concurrency', async () => {
-      const sim = await startSimulator({ latencyMs: 20 })
-      const fleet = await startFleet({
+describeScale('scale: fleet dispatch', () => {
+  test('three instances run a 10,000-line batch: every line once, never above max_concurrency', async () => {
+    await withSimFleet(
+      { latencyMs: 20 },
+      {
         instances: 3,
-        openai: `${sim.url}/v1`,
         maxConcurrency: 48,
         env: { MULTIGRID_POLL_MS: '100' },
-      })
-      try {
+      },
+      async (fleet, sim) => {
         const { accountId, key } = await fleet.newAccount('100')
         const lines = Array.from({ length: 10_000 }, (_, i) =>
           chatLine(`l-${i}`, `scale line ${i}`),
@@ -93,25 +87,20 @@ if (!SCALE_READY) {
         expect(stats.peakInFlight).toBeGreaterThanOrEqual(36)
         expect(watch.owners.size).toBe(3)
         await expectBilledOnce(fleet, id, accountId, '100', 10_000)
-      } catch (error) {
-        fleet.failed()
-        throw error
-      } finally {
-        await fleet.stop()
-        await sim.stop()
-      }
-    }, 110_000)
+      },
+    )
+  }, 110_000)
 
-    test('an instance killed mid-batch: the others finish its lines, each recorded and billed once', async () => {
-      const sim = await startSimulator({ latencyMs: 40 })
-      // Short leases, so the dead instance's lines and slots come back within seconds.
-      const fleet = await startFleet({
+  test('an instance killed mid-batch: the others finish its lines, each recorded and billed once', async () => {
+    // Short leases, so the dead instance's lines and slots come back within seconds.
+    await withSimFleet(
+      { latencyMs: 40 },
+      {
         instances: 3,
-        openai: `${sim.url}/v1`,
         maxConcurrency: 48,
         env: { MULTIGRID_POLL_MS: '100', MULTIGRID_LEASE_SECONDS: '2' },
-      })
-      try {
+      },
+      async (fleet, sim) => {
         const { accountId, key } = await fleet.newAccount('100')
         const lines = Array.from({ length: 3000 }, (_, i) => chatLine(`k-${i}`, `kill line ${i}`))
         const created = await fleet.submit(0, key, jsonl(lines))
@@ -144,25 +133,20 @@ if (!SCALE_READY) {
         expect(stats.byPath['/v1/chat/completions'] - 3000).toBeLessThanOrEqual(held)
         // Its slots stayed taken until they expired: the fleet never went above the bound.
         expect(stats.peakInFlight).toBeLessThanOrEqual(48)
-      } catch (error) {
-        fleet.failed()
-        throw error
-      } finally {
-        await fleet.stop()
-        await sim.stop()
-      }
-    }, 90_000)
+      },
+    )
+  }, 90_000)
 
-    test('an admission on one instance wakes an idle dispatcher on another at once, not at its next poll', async () => {
-      const sim = await startSimulator({ latencyMs: 5 })
-      // Instance 0 only serves the API; instance 1 dispatches and polls once a minute.
-      const fleet = await startFleet({
+  test('an admission on one instance wakes an idle dispatcher on another at once, not at its next poll', async () => {
+    // Instance 0 only serves the API; instance 1 dispatches and polls once a minute.
+    await withSimFleet(
+      { latencyMs: 5 },
+      {
         instances: 2,
-        openai: `${sim.url}/v1`,
         env: { MULTIGRID_POLL_MS: '60000' },
         envOf: (i): Record<string, string> => (i === 0 ? { MULTIGRID_DISPATCH: '0' } : {}),
-      })
-      try {
+      },
+      async (fleet, sim) => {
         const { key } = await fleet.newAccount('10')
         // Let instance 1's first tick find nothing, so it sleeps.
         await Bun.sleep(500)
@@ -180,13 +164,7 @@ if (!SCALE_READY) {
         expect(sim.stats().arrivals[0] - sent).toBeLessThan(1_000)
         const batch = await fleet.waitDone(key, id, 15_000)
         expect(batch.request_counts.succeeded).toBe(20)
-      } catch (error) {
-        fleet.failed()
-        throw error
-      } finally {
-        await fleet.stop()
-        await sim.stop()
-      }
-    }, 40_000)
-  })
-}
+      },
+    )
+  }, 40_000)
+})

@@ -4,31 +4,25 @@
  * 60-second poll, so every event it sends before then was learnt from the other instance's
  * NOTIFY; then a resume on the other instance.
  */
-import { describe, expect, test } from 'bun:test'
-import { startSimulator } from '../../src/simulator/server.ts'
+import { expect, test } from 'bun:test'
 import { chatLine, jsonl } from '../helpers/gateway.ts'
 import { readAll, readSse } from '../helpers/sse.ts'
 import { FINAL_BATCH } from '../helpers/wait.ts'
-import { NEEDS, SCALE_READY, startFleet, type Batch } from './fleet.ts'
+import { describeScale, withSimFleet, type Batch } from './fleet.ts'
 
-if (!SCALE_READY) {
-  describe('scale: progress stream across instances', () => {
-    test.skip(NEEDS, () => {})
-  })
-} else {
-  describe('scale: progress stream across instances', () => {
-    test('an instance that does not dispatch streams every change the other one makes, in order, to the end', async () => {
-      // Two lines at a time for 300 ms each: 10 lines run ~1.5 s.
-      const sim = await startSimulator({ latencyMs: 300 })
-      const fleet = await startFleet({
+describeScale('scale: progress stream across instances', () => {
+  test('an instance that does not dispatch streams every change the other one makes, in order, to the end', async () => {
+    // Two lines at a time for 300 ms each: 10 lines run ~1.5 s.
+    await withSimFleet(
+      { latencyMs: 300 },
+      {
         instances: 2,
-        openai: `${sim.url}/v1`,
         maxConcurrency: 2,
         env: { MULTIGRID_POLL_MS: '50' },
         envOf: (index): Record<string, string> =>
           index === 0 ? { MULTIGRID_DISPATCH: '0', MULTIGRID_EVENTS_POLL_MS: '60000' } : {},
-      })
-      try {
+      },
+      async (fleet) => {
         const { key } = await fleet.newAccount('5')
         const lines = Array.from({ length: 10 }, (_, i) => chatLine(`f-${i}`, `line ${i}`))
         const submitted = await fleet.submit(1, key, jsonl(lines))
@@ -68,13 +62,7 @@ if (!SCALE_READY) {
           headers: { ...headers, 'last-event-id': events.at(-1)!.id! },
         })
         expect(atEnd.status).toBe(204)
-      } catch (error) {
-        fleet.failed()
-        throw error
-      } finally {
-        await fleet.stop()
-        await sim.stop()
-      }
-    }, 90_000)
-  })
-}
+      },
+    )
+  }, 90_000)
+})

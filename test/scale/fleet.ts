@@ -6,7 +6,13 @@
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { describe, test } from 'bun:test'
 import postgres from 'postgres'
+import {
+  startSimulator,
+  type Simulator,
+  type SimulatorOptions,
+} from '../../src/simulator/server.ts'
 import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
 import {
   ADMIN_TOKEN,
@@ -162,4 +168,51 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
       await sql.end({ timeout: 1 })
     },
   }
+}
+
+/** A describe block of scale tests: with both services its tests, else one skipped test. */
+export function describeScale(name: string, tests: () => void) {
+  describe(name, SCALE_READY ? tests : () => test.skip(NEEDS, () => {}))
+}
+
+/**
+ * Runs `body` on a fleet in front of one simulator (its OpenAI-compatible upstream), then stops
+ * both; a failure keeps the fleet's schema to look at.
+ */
+export async function withSimFleet(
+  simulator: SimulatorOptions,
+  options: Omit<FleetOptions, 'openai'>,
+  body: (fleet: Fleet, sim: Simulator) => Promise<void>,
+) {
+  const sim = await startSimulator(simulator)
+  const fleet = await startFleet({ ...options, openai: `${sim.url}/v1` })
+  try {
+    await body(fleet, sim)
+  } catch (error) {
+    fleet.failed()
+    throw error
+  } finally {
+    await fleet.stop()
+    await sim.stop()
+  }
+}
+
+/**
+ * `test` for the fleet a describe block shares (started in its beforeAll): a failing test keeps
+ * the fleet's schema to look at.
+ */
+export function fleetTest(fleet: () => Fleet, defaultTimeoutMs: number) {
+  return (name: string, body: () => Promise<void>, timeoutMs = defaultTimeoutMs) =>
+    test(
+      name,
+      async () => {
+        try {
+          await body()
+        } catch (error) {
+          fleet().failed()
+          throw error
+        }
+      },
+      timeoutMs,
+    )
 }

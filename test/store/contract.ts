@@ -70,6 +70,16 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
   const claim = (batchId: string, owner: string, limit: number, atMs = MS, leaseMs = 60_000) =>
     dispatch.claimLines(batchId, owner, limit, atMs, atMs + leaseMs)
 
+  /** A live credit lease of acct_1 for `instanceId`, for 10 s from `nowMs`. */
+  const take = (instanceId: string, needUsd: string, wantUsd: string, nowMs = MS) =>
+    store.takeLiveCredit({
+      instanceId,
+      accountId: 'acct_1',
+      needUsd,
+      wantUsd,
+      nowMs,
+      expiresAtMs: nowMs + 10_000,
+    })
   const batchOf = async (accountId: string, id: string) => (await store.getBatch(accountId, id))!
   const allLines = (batchId: string) =>
     store.readLines(batchId, { afterLineNo: 0, limit: 100_000, statuses: null })
@@ -118,15 +128,6 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
 
       it('leases live credit as a hold: granted within what is available, seen by admission, gone once expired', async () => {
         await account('acct_1', '1')
-        const take = (instanceId: string, needUsd: string, wantUsd: string, nowMs = MS) =>
-          store.takeLiveCredit({
-            instanceId,
-            accountId: 'acct_1',
-            needUsd,
-            wantUsd,
-            nowMs,
-            expiresAtMs: nowMs + 10_000,
-          })
         // At most half of what is available beyond the need, so another instance can still serve.
         expect(await take('inst_a', '0.1', '5', Date.now())).toEqual({
           grantedUsd: '0.5',
@@ -1956,15 +1957,6 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
       it('bounds live leases by the limit, counts live charges on the day they are written, and says when the limit is what refuses', async () => {
         await account('acct_1', '100')
         await store.setDailySpendLimit('acct_1', '1')
-        const take = (instanceId: string, needUsd: string, wantUsd: string, nowMs = MS) =>
-          store.takeLiveCredit({
-            instanceId,
-            accountId: 'acct_1',
-            needUsd,
-            wantUsd,
-            nowMs,
-            expiresAtMs: nowMs + 10_000,
-          })
         // Half of what the limit leaves beyond the need, as with credit.
         expect(await take('inst-a', '0.2', '10')).toMatchObject({
           grantedUsd: '0.5',

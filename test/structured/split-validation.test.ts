@@ -5,12 +5,9 @@
  * enough for the gateway to split.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
-import { createCatalog } from '../../src/catalog/catalog.ts'
-import { loadConfig } from '../../src/config.ts'
-import { createFileValidator, type ValidationPath } from '../../src/ingest/parallel-validation.ts'
 import { validateBatchFile } from '../../src/ingest/validate-batch-file.ts'
-import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
 import { chatLine, jsonl, startTestGateway } from '../helpers/gateway.ts'
+import { splitValidator } from '../helpers/split-validator.ts'
 
 const RECURSIVE = {
   type: 'json_schema',
@@ -45,16 +42,7 @@ function file(count: number, special: number[], format: unknown, pad = 0) {
   )
 }
 
-const config = loadConfig({
-  MULTIGRID_CONFIG: writeCatalog(testCatalog({ openai: 'http://127.0.0.1:9/v1' })),
-})
-const catalog = createCatalog(config.catalog, config.providerKeys)
-const paths: ValidationPath[] = []
-const validator = createFileValidator(catalog, config, {
-  minParallelBytes: 0,
-  parallel: true,
-  observe: (how) => paths.push(how),
-})
+const { catalog, validator, paths } = splitValidator()
 const LIMITS = { maxLines: 100, maxCustomIdLength: 64 }
 const encode = (text: string) => new TextEncoder().encode(text)
 

@@ -22,6 +22,7 @@ import { excerpt } from '../../excerpt.ts'
 import { maxCostUsdJson } from '../../schemas/money-text.ts'
 import { parseQuery } from '../parse-query.ts'
 import { errorFileId, outputFileId, renderOpenAiBatch } from './render-openai.ts'
+import { renderPage } from '../render-page.ts'
 
 const createBody = z.looseObject({
   input_file_id: z.string().min(1),
@@ -188,13 +189,7 @@ export function openAiBatchRoutes({
         after: query.after ?? null,
       })
       const data = page.batches.map(renderOpenAiBatch)
-      return {
-        object: 'list',
-        data,
-        first_id: data[0]?.id ?? null,
-        last_id: data.at(-1)?.id ?? null,
-        has_more: page.hasMore,
-      }
+      return renderPage(data, page.hasMore, (item) => item.id)
     })
     .get('/batches/:id', async ({ request, set, params }) => {
       const caller = await auth.authenticate(

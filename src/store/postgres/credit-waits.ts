@@ -5,14 +5,15 @@
  * both spend the same room under the limit.
  */
 import type postgres from 'postgres'
-import { Money, moneyText, ZERO } from '../../money/decimal.ts'
+import { Money, moneyText } from '../../money/decimal.ts'
 import {
   batchDailyUse,
   batchHold,
   creditWaitFailure,
-  creditWaitMessage,
+  dailySpendOf,
   dayStartSeconds,
   liveSpentOn,
+  planCreditWaits,
 } from '../daily-spend.ts'
 import type { DailySpend, WaitingPass } from '../store.ts'
 import { enqueueWebhookEvents } from './webhooks.ts'
@@ -41,11 +42,7 @@ export async function getDailySpend(
 ): Promise<DailySpend | null> {
   const [account] = await db`SELECT * FROM accounts WHERE id = ${accountId}`
   if (!account) return null
-  return {
-    limitUsd:
-      account.daily_spend_limit_usd === null ? null : moneyText(account.daily_spend_limit_usd),
-    usedUsd: moneyText(await dailyUsed(db, account, nowMs)),
-  }
+  return dailySpendOf(account, await dailyUsed(db, account, nowMs))
 }
 
 /** The holds of the account's batches waiting for credit (inside admission's transaction). */
@@ -100,35 +97,19 @@ async function admitAccount(
   const [leased] = await tx`
     SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases
     WHERE account_id = ${accountId} AND expires_at_ms > ${nowMs}`
-  let available = new Money(account!.balance_usd).minus(account!.held_usd).minus(leased!.total)
-  let taken = ZERO
-  let ahead = ZERO
-  let blocked = false
+  const available = new Money(account!.balance_usd).minus(account!.held_usd).minus(leased!.total)
   // Earliest first (ids are time-ordered too, but created_at is what the submitter saw).
   live.sort((a, b) => Number(a.created_at) - Number(b.created_at) || (a.id < b.id ? -1 : 1))
-  for (const batch of live) {
-    const hold = batchHold(batch)
-    if (!blocked && hold.lessThanOrEqualTo(available)) {
-      available = available.minus(hold)
-      taken = taken.plus(hold)
-      await tx`
-        UPDATE batches SET status = 'in_progress', held_usd = ${moneyText(hold)}::numeric,
-          waiting_code = NULL, waiting_message = NULL, waiting_until = NULL
-        WHERE id = ${batch.id}`
-      pass.started.push(batch.id)
-    } else {
-      // What this one needs includes the holds of those before it still waiting.
-      blocked = true
-      ahead = ahead.plus(hold)
-      const message = creditWaitMessage(
-        hold,
-        Money.max(ZERO, ahead.minus(available)),
-        Number(batch.waiting_until),
-      )
-      if (batch.waiting_message !== message)
-        await tx`UPDATE batches SET waiting_message = ${message} WHERE id = ${batch.id}`
-    }
+  const { start, messages, taken } = planCreditWaits(live, available)
+  for (const { id, hold } of start) {
+    await tx`
+      UPDATE batches SET status = 'in_progress', held_usd = ${moneyText(hold)}::numeric,
+        waiting_code = NULL, waiting_message = NULL, waiting_until = NULL
+      WHERE id = ${id}`
+    pass.started.push(id)
   }
+  for (const { id, message } of messages)
+    await tx`UPDATE batches SET waiting_message = ${message} WHERE id = ${id}`
   if (taken.greaterThan(0))
     await tx`UPDATE accounts SET held_usd = held_usd + ${moneyText(taken)}::numeric WHERE id = ${accountId}`
   return pass

@@ -15,7 +15,7 @@ import {
 } from '../../domain.ts'
 import { Money, moneyText } from '../../money/decimal.ts'
 import { capWaiting } from '../cap-waiting.ts'
-import { rowToRunnable } from '../rows.ts'
+import { rowToClaimedLine, rowToRunnable } from '../rows.ts'
 import type {
   CallsChange,
   ClaimedLine,
@@ -102,19 +102,7 @@ export class PostgresDispatch implements DispatchStore {
       FROM batch LEFT JOIN claimed ON true`
     const claimed = rows
       .filter((row) => row.line_no !== null)
-      .map((row) => {
-        const line: ClaimedLine = {
-          batchId,
-          accountId: row.account_id as string,
-          lineNo: Number(row.line_no),
-          customId: row.custom_id as string,
-          input: row.input as string,
-          attempts: Number(row.attempts),
-          deadlineAt: Number(row.deadline_at),
-        }
-        if (row.ceiling_usd !== null) line.ceilingUsd = moneyText(row.ceiling_usd)
-        return line
-      })
+      .map((row) => rowToClaimedLine(batchId, row, row))
       .sort((a, b) => a.lineNo - b.lineNo)
     const batch = rows[0]
     if (batch && batch.max_cost_usd !== null)

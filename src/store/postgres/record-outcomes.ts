@@ -17,7 +17,7 @@
 import type postgres from 'postgres'
 import { Money, moneyText } from '../../money/decimal.ts'
 import type { CallsChange, LineOutcome } from '../store.ts'
-import { capRoomBack } from './return-to-pending.ts'
+import { capRoomBack, movedBackCounts } from './return-to-pending.ts'
 import { storableString } from './storable.ts'
 
 type Settled = Exclude<LineOutcome, { kind: 'retry' }>
@@ -108,13 +108,7 @@ function retryStatement(tx: postgres.TransactionSql, retries: Retry[]) {
         not_before = retry.not_before, attempts = l.attempts - retry.unsent
       FROM retry WHERE l.batch_id = retry.batch_id AND l.line_no = retry.line_no
       RETURNING l.batch_id, l.ceiling_usd),
-    counts AS (
-      SELECT batch_id, count(*)::int AS n, sum(ceiling_usd) AS reserved
-      FROM moved GROUP BY batch_id)
-    UPDATE batches b SET running = b.running - counts.n, pending = b.pending + counts.n,
-      reserved_usd = GREATEST(0, b.reserved_usd - coalesce(counts.reserved, 0)),
-      ${capRoomBack(tx, tx`coalesce(counts.reserved, 0)`)}
-    FROM counts WHERE b.id = counts.batch_id`
+    ${movedBackCounts(tx)}`
 }
 
 /** The outcomes as the settlement statement reads them; throws on a negative cost. */

@@ -20,14 +20,8 @@ export async function returnToPending(tx: postgres.TransactionSql, where: postgr
       UPDATE lines l SET status = 'pending', lease_owner = NULL, lease_until = NULL
       FROM leased WHERE l.batch_id = leased.batch_id AND l.line_no = leased.line_no
       RETURNING l.batch_id, l.ceiling_usd),
-    counts AS (
-      SELECT batch_id, count(*)::int AS n, sum(ceiling_usd) AS reserved
-      FROM moved GROUP BY batch_id)
-    UPDATE batches b SET running = b.running - c.n, pending = b.pending + c.n,
-      reserved_usd = GREATEST(0, b.reserved_usd - coalesce(c.reserved, 0)),
-      ${capRoomBack(tx, tx`coalesce(c.reserved, 0)`)}
-    FROM counts c WHERE b.id = c.batch_id
-    RETURNING c.n`
+    ${movedBackCounts(tx)}
+    RETURNING counts.n`
   // Their owner died or stopped: it has no call in flight for these batches any more.
   await tx`
     UPDATE batch_providers p SET running = 0
@@ -36,6 +30,20 @@ export async function returnToPending(tx: postgres.TransactionSql, where: postgr
     WHERE p.batch_id = t.batch_id AND p.owner = t.owner AND p.running <> 0`
   return moved.reduce((total, row) => total + Number(row.n), 0)
 }
+
+/**
+ * The end of a statement that defined `moved` (batch_id, ceiling_usd of the lines it gave back
+ * to pending): each batch's counters move with its lines, its reserved ceilings too, as one CTE
+ * `counts` (batch_id, n, reserved) and the batches' UPDATE. Retries (record-outcomes.ts) end so.
+ */
+export const movedBackCounts = (tx: postgres.TransactionSql) => tx`
+    counts AS (
+      SELECT batch_id, count(*)::int AS n, sum(ceiling_usd) AS reserved
+      FROM moved GROUP BY batch_id)
+    UPDATE batches b SET running = b.running - counts.n, pending = b.pending + counts.n,
+      reserved_usd = GREATEST(0, b.reserved_usd - coalesce(counts.reserved, 0)),
+      ${capRoomBack(tx, tx`coalesce(counts.reserved, 0)`)}
+    FROM counts WHERE b.id = counts.batch_id`
 
 /**
  * Assignments for a batch row whose reserved ceilings went down by `reserved` (a column or

@@ -6,7 +6,12 @@
 import type postgres from 'postgres'
 import { newId, webhookEventOf } from '../../domain.ts'
 import type { DeliveryResult, WebhookRecord } from '../store.ts'
-import { rowToClaimed, rowToDelivery, rowToWebhook } from '../webhook-rows.ts'
+import {
+  deliveryResultColumns,
+  rowToClaimed,
+  rowToDelivery,
+  rowToWebhook,
+} from '../webhook-rows.ts'
 
 type Sql = postgres.Sql
 type Status = Parameters<typeof webhookEventOf>[0]
@@ -115,13 +120,9 @@ export async function finishDelivery(
   result: DeliveryResult,
   nowMs: number,
 ) {
-  const at = Math.floor(nowMs / 1000)
-  const [status, next, error, deliveredAt] =
-    result.kind === 'delivered'
-      ? ['delivered', null, null, at]
-      : result.kind === 'retry'
-        ? ['pending', Math.ceil(result.atMs), result.error, null]
-        : ['failed', null, result.error, null]
+  const { status, nextAttemptAtMs, error, deliveredAt } = deliveryResultColumns(result, nowMs)
+  // A bigint column: a retry is due no sooner than asked.
+  const next = nextAttemptAtMs === null ? null : Math.ceil(nextAttemptAtMs)
   const updated = await sql`
     UPDATE webhook_deliveries SET status = ${status}, next_attempt_at = ${next},
       lease_owner = NULL, last_status_code = ${result.statusCode}, last_error = ${error},

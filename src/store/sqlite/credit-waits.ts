@@ -6,14 +6,15 @@
  * writes.
  */
 import type { Database } from 'bun:sqlite'
-import { Money, moneyText, ZERO } from '../../money/decimal.ts'
+import { Money, moneyText } from '../../money/decimal.ts'
 import {
   batchDailyUse,
   batchHold,
   creditWaitFailure,
-  creditWaitMessage,
+  dailySpendOf,
   dayStartSeconds,
   liveSpentOn,
+  planCreditWaits,
 } from '../daily-spend.ts'
 import type { DailySpend, WaitingPass } from '../store.ts'
 import { leasedUsd } from './leases.ts'
@@ -38,11 +39,7 @@ export function dailyUsed(db: Database, account: Row, nowMs: number): Money {
 export function getDailySpend(db: Database, accountId: string, nowMs: number): DailySpend | null {
   const account = q(db, 'SELECT * FROM accounts WHERE id = ?').get(accountId)
   if (!account) return null
-  return {
-    limitUsd:
-      account.daily_spend_limit_usd === null ? null : moneyText(account.daily_spend_limit_usd),
-    usedUsd: moneyText(dailyUsed(db, account, nowMs)),
-  }
+  return dailySpendOf(account, dailyUsed(db, account, nowMs))
 }
 
 const WAITING = `status = 'validating' AND waiting_code = 'insufficient_credit'`
@@ -63,42 +60,36 @@ export function admitWaitingBatches(db: Database, nowMs: number): WaitingPass {
   const accounts = q(db, `SELECT DISTINCT account_id FROM batches WHERE ${WAITING}`).all()
   for (const { account_id: accountId } of accounts) {
     const account = q(db, 'SELECT balance_usd, held_usd FROM accounts WHERE id = ?').get(accountId)!
-    let held = new Money(account.held_usd)
     // Live leases hold credit too, as at admission.
-    let available = new Money(account.balance_usd)
-      .minus(held)
+    const available = new Money(account.balance_usd)
+      .minus(account.held_usd)
       .minus(leasedUsd(db, accountId, nowMs))
-    let ahead = ZERO
-    let blocked = false
     const waiting = q(
       db,
       `SELECT id, cost_ceiling_usd, max_cost_usd, waiting_until, waiting_message FROM batches
        WHERE account_id = ? AND ${WAITING} ORDER BY created_at, id`,
     ).all(accountId)
+    // Those whose wait is over fail; the others start in order while the credit covers them.
+    const live: Row[] = []
     for (const batch of waiting) {
-      const hold = batchHold(batch)
-      const until = Number(batch.waiting_until)
-      if (until <= now) {
+      if (Number(batch.waiting_until) > now) live.push(batch)
+      else {
         failWaitingBatch(db, batch, accountId, now)
         pass.failed.push(batch.id)
-      } else if (!blocked && hold.lessThanOrEqualTo(available)) {
-        held = held.plus(hold)
-        available = available.minus(hold)
-        q(
-          db,
-          `UPDATE batches SET status = 'in_progress', held_usd = ?, waiting_code = NULL,
-             waiting_message = NULL, waiting_until = NULL WHERE id = ?`,
-        ).run(moneyText(hold), batch.id)
-        pass.started.push(batch.id)
-      } else {
-        // Earliest first: what this one needs includes the holds of those before it still waiting.
-        blocked = true
-        ahead = ahead.plus(hold)
-        const message = creditWaitMessage(hold, Money.max(ZERO, ahead.minus(available)), until)
-        if (batch.waiting_message !== message)
-          q(db, 'UPDATE batches SET waiting_message = ? WHERE id = ?').run(message, batch.id)
       }
     }
+    const { start, messages, taken } = planCreditWaits(live, available)
+    for (const { id, hold } of start) {
+      q(
+        db,
+        `UPDATE batches SET status = 'in_progress', held_usd = ?, waiting_code = NULL,
+           waiting_message = NULL, waiting_until = NULL WHERE id = ?`,
+      ).run(moneyText(hold), id)
+      pass.started.push(id)
+    }
+    for (const { id, message } of messages)
+      q(db, 'UPDATE batches SET waiting_message = ? WHERE id = ?').run(message, id)
+    const held = new Money(account.held_usd).plus(taken)
     q(db, 'UPDATE accounts SET held_usd = ? WHERE id = ?').run(moneyText(held), accountId)
   }
   return pass

@@ -7,6 +7,7 @@ import type { Database } from 'bun:sqlite'
 import type { BatchWaiting } from '../../domain.ts'
 import { Money, moneyText } from '../../money/decimal.ts'
 import { capEndedWaiting, capWaiting } from '../cap-waiting.ts'
+import { rowToClaimedLine } from '../rows.ts'
 import type { ClaimedLine } from '../store.ts'
 
 type Row = Record<string, any>
@@ -85,16 +86,7 @@ export function claimCapped(
   const blocked = dearest !== null && room.lessThan(dearest.ceiling_usd)
   if (blocked) setCapWaiting(db, batchId, capWaiting(moneyText(batch.max_cost_usd)))
   else if (rows.length > 0) setCapWaiting(db, batchId, null)
-  return rows.map((row) => ({
-    batchId,
-    accountId: batch.account_id,
-    lineNo: Number(row.line_no),
-    customId: row.custom_id,
-    input: row.input,
-    attempts: Number(row.attempts),
-    deadlineAt: Number(batch.deadline_at),
-    ceilingUsd: moneyText(row.ceiling_usd),
-  }))
+  return rows.map((row) => rowToClaimedLine(batchId, row, batch))
 }
 
 /** Sets or clears the cap's own waiting code, leaving any other part's. */

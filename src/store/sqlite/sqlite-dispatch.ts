@@ -9,7 +9,7 @@
  */
 import type { Database } from 'bun:sqlite'
 import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
-import { rowToRunnable, terminalStatus } from '../rows.ts'
+import { rowToClaimedLine, rowToRunnable, terminalStatus } from '../rows.ts'
 import { ShareTally } from './provider-shares.ts'
 import { CAP_ROOM_BACK, claimCapped, endOverCap } from './spend-cap.ts'
 import { enqueueWebhookEvents } from './webhooks.ts'
@@ -87,15 +87,7 @@ export class SqliteDispatch implements DispatchStore {
            started_at = coalesce(started_at, ?) WHERE id = ?`,
       ).run(rows.length, rows.length, Math.floor(nowMs / 1000), batchId)
       rows.sort((a, b) => a.line_no - b.line_no)
-      return rows.map((row) => ({
-        batchId,
-        accountId: batch.account_id,
-        lineNo: Number(row.line_no),
-        customId: row.custom_id,
-        input: row.input,
-        attempts: Number(row.attempts),
-        deadlineAt: Number(batch.deadline_at),
-      }))
+      return rows.map((row) => rowToClaimedLine(batchId, row, batch))
     })
   }
 

@@ -562,44 +562,57 @@ class SqliteStore implements Store {
 
   /** Many rows per statement: one statement per line spent more time binding than writing. */
   private insertLines(batchId: string, lines: Iterable<NewLine>): number {
-    const columns = 'INSERT INTO lines (batch_id, line_no, custom_id, input) VALUES '
     // The input goes in as the body's own UTF-8 bytes where there are some: CAST(blob AS TEXT)
     // relabels them as text (the database's encoding is UTF-8), with no decoding on the way.
-    const row = '(?, ?, ?, CAST(? AS TEXT))'
-    const many = this.q(columns + Array(ROWS_PER_INSERT).fill(row).join(', '))
-    const one = this.q(columns + row)
-    const params: unknown[] = []
-    let count = 0
-    for (const line of lines) {
-      params.push(batchId, line.lineNo, line.customId, line.inputBytes ?? line.input)
-      count++
-      if (params.length === ROWS_PER_INSERT * 4) {
-        many.run(...params)
-        params.length = 0
-      }
-    }
-    for (let i = 0; i < params.length; i += 4) one.run(...params.slice(i, i + 4))
-    return count
+    return this.insertRows(
+      'INSERT INTO lines (batch_id, line_no, custom_id, input) VALUES ',
+      '(?, ?, ?, CAST(? AS TEXT))',
+      4,
+      lines,
+      (params, line) =>
+        params.push(batchId, line.lineNo, line.customId, line.inputBytes ?? line.input),
+    )
   }
 
   /** insertLines with each line's own ceiling, for a batch with a spend cap. */
   private insertCappedLines(batchId: string, lines: Iterable<NewLine>): number {
-    const columns = 'INSERT INTO lines (batch_id, line_no, custom_id, input, ceiling_usd) VALUES '
-    const row = '(?, ?, ?, CAST(? AS TEXT), ?)'
+    return this.insertRows(
+      'INSERT INTO lines (batch_id, line_no, custom_id, input, ceiling_usd) VALUES ',
+      '(?, ?, ?, CAST(? AS TEXT), ?)',
+      5,
+      lines,
+      (params, line) =>
+        params.push(
+          batchId,
+          line.lineNo,
+          line.customId,
+          line.inputBytes ?? line.input,
+          moneyText(lineCeiling(line)),
+        ),
+    )
+  }
+
+  /** Inserts ROWS_PER_INSERT rows per statement, the rest one by one; `width` values a row. */
+  private insertRows(
+    columns: string,
+    row: string,
+    width: number,
+    lines: Iterable<NewLine>,
+    push: (params: unknown[], line: NewLine) => void,
+  ): number {
     const many = this.q(columns + Array(ROWS_PER_INSERT).fill(row).join(', '))
     const one = this.q(columns + row)
     const params: unknown[] = []
     let count = 0
     for (const line of lines) {
-      params.push(batchId, line.lineNo, line.customId, line.inputBytes ?? line.input)
-      params.push(moneyText(lineCeiling(line)))
+      push(params, line)
       count++
-      if (params.length === ROWS_PER_INSERT * 5) {
+      if (params.length === ROWS_PER_INSERT * width) {
         many.run(...params)
         params.length = 0
       }
     }
-    for (let i = 0; i < params.length; i += 5) one.run(...params.slice(i, i + 5))
+    for (let i = 0; i < params.length; i += width) one.run(...params.slice(i, i + width))
     return count
   }
 

@@ -5,7 +5,12 @@
 import type { Database } from 'bun:sqlite'
 import { newId, webhookEventOf, type WebhookEventType } from '../../domain.ts'
 import type { DeliveryResult, WebhookRecord } from '../store.ts'
-import { rowToClaimed, rowToDelivery, rowToWebhook } from '../webhook-rows.ts'
+import {
+  deliveryResultColumns,
+  rowToClaimed,
+  rowToDelivery,
+  rowToWebhook,
+} from '../webhook-rows.ts'
 
 type Row = Record<string, any>
 
@@ -146,13 +151,7 @@ export function finishDelivery(
   result: DeliveryResult,
   nowMs: number,
 ) {
-  const at = Math.floor(nowMs / 1000)
-  const [status, next, error, deliveredAt] =
-    result.kind === 'delivered'
-      ? ['delivered', null, null, at]
-      : result.kind === 'retry'
-        ? ['pending', result.atMs, result.error, null]
-        : ['failed', null, result.error, null]
+  const { status, nextAttemptAtMs, error, deliveredAt } = deliveryResultColumns(result, nowMs)
   return (
     q(
       db,
@@ -161,7 +160,7 @@ export function finishDelivery(
        WHERE webhook_id = ? AND event_id = ? AND lease_owner = ? AND status = 'pending'`,
     ).run(
       status,
-      next,
+      nextAttemptAtMs,
       result.statusCode,
       error,
       deliveredAt,
