@@ -2,7 +2,7 @@
  * The rules both stores apply for the daily spend limit and the wait for credit (SPEC §12, §14),
  * so the two cannot disagree.
  */
-import { Money, moneyText, usd, ZERO } from '../money/decimal.ts'
+import { batchHold as holdOf, Money, moneyText, usd, ZERO } from '../money/decimal.ts'
 import type { DailySpend } from './store.ts'
 
 /** A row of either store, with the column names of sql/. */
@@ -22,19 +22,18 @@ export const dayStartSeconds = (ms: number) => utcDay(ms) * 86_400
  * cost once it ends).
  */
 export function batchDailyUse(row: Row): Money {
-  if (isWaitingForCredit(row)) return batchHold(row)
+  if (isWaitingForCredit(row)) return rowHold(row)
   return new Money(String(row.cost_usd)).plus(String(row.held_usd))
 }
 
-/**
- * What a batch holds once it runs: its ceiling, or its spend cap when that is lower (SPEC §12).
- * `row` has cost_ceiling_usd and max_cost_usd.
- */
-export function batchHold(row: Row): Money {
-  const ceiling = new Money(String(row.cost_ceiling_usd))
-  if (row.max_cost_usd === null || row.max_cost_usd === undefined) return ceiling
-  return Money.min(ceiling, new Money(String(row.max_cost_usd)))
-}
+/** What a stored batch holds once it runs: money/decimal.ts's batchHold of its row's columns. */
+export const rowHold = (row: Row): Money =>
+  new Money(
+    holdOf(
+      String(row.cost_ceiling_usd),
+      row.max_cost_usd === null || row.max_cost_usd === undefined ? null : String(row.max_cost_usd),
+    ),
+  )
 
 /** Admitted with wait_for_credit=true and still waiting: it holds nothing yet (SPEC §14). */
 export const isWaitingForCredit = (row: Row) =>
@@ -117,7 +116,7 @@ export function planCreditWaits(waiting: readonly Row[], available: Money): Cred
   let ahead = ZERO
   let blocked = false
   for (const batch of waiting) {
-    const hold = batchHold(batch)
+    const hold = rowHold(batch)
     if (!blocked && hold.lessThanOrEqualTo(available)) {
       available = available.minus(hold)
       plan.taken = plan.taken.plus(hold)

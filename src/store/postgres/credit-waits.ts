@@ -8,12 +8,12 @@ import type postgres from 'postgres'
 import { Money, moneyText } from '../../money/decimal.ts'
 import {
   batchDailyUse,
-  batchHold,
   creditWaitFailure,
   dailySpendOf,
   dayStartSeconds,
   liveSpentOn,
   planCreditWaits,
+  rowHold,
 } from '../daily-spend.ts'
 import type { DailySpend, WaitingPass } from '../store.ts'
 import { enqueueWebhookEvents } from './webhooks.ts'
@@ -50,7 +50,7 @@ export async function waitingHolds(db: Db, accountId: string): Promise<Money[]> 
   const rows = await db`
     SELECT cost_ceiling_usd, max_cost_usd FROM batches
     WHERE account_id = ${accountId} AND status = 'validating' AND waiting_code = 'insufficient_credit'`
-  return rows.map(batchHold)
+  return rows.map(rowHold)
 }
 
 export async function admitWaitingBatches(sql: postgres.Sql, nowMs: number): Promise<WaitingPass> {
@@ -125,7 +125,7 @@ async function failWaitingBatch(
   accountId: string,
   now: number,
 ) {
-  const message = creditWaitFailure(moneyText(batchHold(batch)), Number(batch.waiting_until))
+  const message = creditWaitFailure(moneyText(rowHold(batch)), Number(batch.waiting_until))
   const ended = await tx`
     UPDATE lines SET status = 'failed', error_code = 'insufficient_quota',
       error_message = ${message}, cost_usd = 0, finished_at = ${now}

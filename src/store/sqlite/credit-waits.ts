@@ -9,12 +9,12 @@ import type { Database } from 'bun:sqlite'
 import { Money, moneyText } from '../../money/decimal.ts'
 import {
   batchDailyUse,
-  batchHold,
   creditWaitFailure,
   dailySpendOf,
   dayStartSeconds,
   liveSpentOn,
   planCreditWaits,
+  rowHold,
 } from '../daily-spend.ts'
 import type { DailySpend, WaitingPass } from '../store.ts'
 import { leasedUsd } from './leases.ts'
@@ -52,7 +52,7 @@ export const anyWaiting = (db: Database) =>
 export const waitingHolds = (db: Database, accountId: string) =>
   q(db, `SELECT cost_ceiling_usd, max_cost_usd FROM batches WHERE account_id = ? AND ${WAITING}`)
     .all(accountId)
-    .map(batchHold)
+    .map(rowHold)
 
 export function admitWaitingBatches(db: Database, nowMs: number): WaitingPass {
   const now = Math.floor(nowMs / 1000)
@@ -100,7 +100,7 @@ export function admitWaitingBatches(db: Database, nowMs: number): WaitingPass {
  * its webhooks told, as of any batch that ends.
  */
 function failWaitingBatch(db: Database, batch: Row, accountId: string, now: number) {
-  const message = creditWaitFailure(moneyText(batchHold(batch)), Number(batch.waiting_until))
+  const message = creditWaitFailure(moneyText(rowHold(batch)), Number(batch.waiting_until))
   const n = q(
     db,
     `UPDATE lines SET status = 'failed', error_code = 'insufficient_quota', error_message = ?,
