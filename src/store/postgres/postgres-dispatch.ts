@@ -185,7 +185,8 @@ export class PostgresDispatch implements DispatchStore {
       UPDATE batches b SET eta = e.eta
       FROM unnest(${etas.map((e) => e.batchId)}::text[],
                   ${etas.map((e) => (e.eta === null ? null : Math.ceil(e.eta)))}::bigint[]) AS e (id, eta)
-      WHERE b.id = e.id AND b.status IN ('in_progress', 'cancelling')`
+      WHERE b.id = e.id AND b.status IN ('in_progress', 'cancelling')
+        AND b.eta IS DISTINCT FROM e.eta`
   }
 
   async advanceBatches(now: number) {

@@ -248,11 +248,13 @@ export class SqliteDispatch implements DispatchStore {
 
   async recordEtas(etas: readonly { batchId: string; eta: number | null }[]) {
     if (etas.length === 0) return
+    // Whole seconds, as on PostgreSQL; a row whose eta is unchanged is not written again.
     const set = this.q(
-      `UPDATE batches SET eta = ? WHERE id = ? AND status IN ('in_progress', 'cancelling')`,
+      `UPDATE batches SET eta = ?1
+       WHERE id = ?2 AND status IN ('in_progress', 'cancelling') AND eta IS NOT ?1`,
     )
     this.tx(() => {
-      for (const { batchId, eta } of etas) set.run(eta, batchId)
+      for (const { batchId, eta } of etas) set.run(eta === null ? null : Math.ceil(eta), batchId)
     })
   }
 
