@@ -20,7 +20,6 @@ import { runLine } from './run-line.ts'
 import { createSpillPlanner } from './spill-planner.ts'
 import { Tally } from './tally.ts'
 import { createWakeSignal } from './wake-signal.ts'
-import { observeCalls } from './observe-calls.ts'
 import { createWaitingReporter } from './waiting-reporter.ts'
 import { pauseMsAfter } from '../upstream/upstreams.ts'
 
@@ -155,8 +154,9 @@ export function createDispatcher(
     maintenance.soon()
   })
   const waiting = createWaitingReporter(store, logger)
-  // Calls in flight per provider for routing.providers, and what makes a batch wait.
-  const observed = observeCalls(upstreams, {
+  // Batch lines go through the planner, which tells of their calls: calls in flight per provider
+  // for routing.providers, and what makes a batch wait.
+  const spillSend = plannedSend(upstreams, spill, {
     started: (line, provider) => recorder.call(line.batchId, provider, 1),
     ended(line, provider, outcome) {
       recorder.call(line.batchId, provider, -1)
@@ -168,8 +168,6 @@ export function createDispatcher(
       }
     },
   })
-  // Batch lines go through the planner, then the observer, then the upstreams.
-  const spillSend = plannedSend(observed, spill)
 
   /**
    * The last list of runnable batches, reused for a short while: the list only changes when a
@@ -222,7 +220,7 @@ export function createDispatcher(
       Date.now() < line.deadlineAt * 1000
     runLine(line, {
       catalog,
-      upstreams: observed,
+      upstreams,
       retry: options.retry,
       signal: abort.signal,
       proceed,

@@ -1,22 +1,37 @@
 /**
- * Upstreams' `send` for batch lines, with the planner told of each call: the line is held by
- * the provider from the moment it is handed over (waiting for a slot counts), it starts when the
- * slot is granted, and its service time and success feed the provider's measured rate for its
- * batch. A provider that became unavailable while the line waited for its slot is not called:
- * send resolves null and the line goes back unsent.
+ * Upstreams' `send` for batch lines, with the planner and the dispatcher's observer told of each
+ * call. For the planner, the line is held by the provider from the moment it is handed over
+ * (waiting for a slot counts), it starts when the slot is granted, and its service time and
+ * success feed the provider's measured rate for its batch. The observer learns when a call really
+ * started and how it ended: routing.providers counts the calls in flight from it, and `waiting`
+ * learns of 429s and providers that are down. A provider that became unavailable while the line
+ * waited for its slot is not called: send resolves null and the line goes back unsent.
+ *
+ * One wrapper for both, not one each: a wrapper is an async frame, a copy of the options and a
+ * closure on every line (bench:dispatch). Live calls do not come through here.
  */
-import type { SendOptions, Upstreams } from '../upstream/upstreams.ts'
+import type { Outcome } from '../../providers/types.ts'
+import type { LineCall, SendOptions, Upstreams } from '../upstream/upstreams.ts'
 import type { SpillPlanner } from './spill-planner.ts'
+
+export interface CallObserver {
+  /** The call started: its slot was taken and the line still went. */
+  started(line: LineCall, provider: string): void
+  /** `outcome` is null when the call threw (a bug, or the shutdown's abort). */
+  ended(line: LineCall, provider: string, outcome: Outcome | null): void
+}
 
 export function plannedSend(
   upstreams: Pick<Upstreams, 'send'>,
   planner: SpillPlanner,
+  observer: CallObserver,
   now: () => number = Date.now,
 ): Pick<Upstreams, 'send'> {
   return {
     async send(options: SendOptions) {
-      const batchId = options.line?.batchId
-      if (batchId === undefined) return upstreams.send(options)
+      const line = options.line
+      if (line === undefined) return upstreams.send(options)
+      const { batchId } = line
       const provider = options.offering.provider
       // From the slot's grant to the end of the call: how long a line holds the slot, which is
       // what bounds the provider's rate (the upstream's own latency leaves out the gateway's part,
@@ -30,20 +45,21 @@ export function plannedSend(
         if (startedAt === null) {
           startedAt = now()
           planner.started(batchId, provider, startedAt)
+          observer.started(line, provider)
         }
         return true
       }
       planner.enter(batchId, provider)
-      let ok = false
+      let outcome: Outcome | null = null
       try {
-        const outcome = await upstreams.send({ ...options, proceed })
-        ok = outcome?.ok ?? false
+        outcome = await upstreams.send({ ...options, proceed })
         return outcome
       } finally {
         // A call that threw still leaves service, as a failure.
         if (startedAt !== null) {
+          observer.ended(line, provider, outcome)
           const end = now()
-          planner.ended(batchId, provider, end, end - startedAt, ok)
+          planner.ended(batchId, provider, end, end - startedAt, outcome?.ok ?? false)
         }
         planner.leave(batchId, provider)
       }

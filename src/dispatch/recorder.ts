@@ -30,7 +30,7 @@ export function createRecorder(
 ): Recorder {
   let buffer: LineOutcome[] = []
   /** Net change of calls in flight per batch and provider since the last write. */
-  let calls = new Map<string, CallsChange>()
+  let calls = new Map<string, Map<string, number>>()
   let timer: ReturnType<typeof setTimeout> | null = null
   let writing: Promise<void> | null = null
   let failing = false
@@ -40,7 +40,10 @@ export function createRecorder(
       const chunk = buffer.slice(0, MAX_BATCH)
       const changes = calls
       calls = new Map()
-      const written = [...changes.values()].filter((change) => change.delta !== 0)
+      const written: CallsChange[] = []
+      for (const [batchId, byProvider] of changes)
+        for (const [provider, delta] of byProvider)
+          if (delta !== 0) written.push({ batchId, provider, delta })
       try {
         await store.recordOutcomes(owner, chunk, Date.now(), written)
         buffer = buffer.slice(chunk.length)
@@ -49,8 +52,7 @@ export function createRecorder(
         failing = false
       } catch (error) {
         // Kept for the next try, with whatever changed meanwhile.
-        for (const change of changes.values())
-          addCall(change.batchId, change.provider, change.delta)
+        for (const { batchId, provider, delta } of written) addCall(batchId, provider, delta)
         if (!failing)
           logger.warn('recorder.store_unavailable', {
             reason: (error as Error).message,
@@ -62,11 +64,11 @@ export function createRecorder(
     }
   }
 
+  // By batch, then provider: twice a line, a key string built and hashed each time cost more.
   function addCall(batchId: string, provider: string, delta: number) {
-    const key = `${batchId}\u0000${provider}`
-    const change = calls.get(key)
-    if (change) change.delta += delta
-    else calls.set(key, { batchId, provider, delta })
+    let byProvider = calls.get(batchId)
+    if (!byProvider) calls.set(batchId, (byProvider = new Map()))
+    byProvider.set(provider, (byProvider.get(provider) ?? 0) + delta)
   }
 
   const start = () => {
