@@ -39,12 +39,13 @@ export function plannedSend(
       let startedAt: number | null = null
       const proceed = () => {
         if (options.proceed && !options.proceed()) return false
-        if (!planner.available(provider, now())) return false
+        const at = now()
+        if (!planner.available(provider, at)) return false
         // Asked again for each resend of a call its provider answered busy: one start per call,
         // its service time from the first (the waits on a busy provider are part of its rate).
         if (startedAt === null) {
-          startedAt = now()
-          planner.started(batchId, provider, startedAt)
+          startedAt = at
+          planner.started(batchId, provider, at)
           observer.started(line, provider)
         }
         return true
