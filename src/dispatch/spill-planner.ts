@@ -71,6 +71,8 @@ interface BatchState {
   /** Set when nothing could take its last line: every allowed provider unavailable. */
   heldSince: number | null
   seenAt: number
+  /** Unix seconds; until the planner chose for one of its lines, unknown: taken as due first. */
+  deadlineAt: number
 }
 
 const SEND_FIRST: SpillChoice = { kind: 'send', index: 0 }
@@ -94,7 +96,16 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
   const state = (batchId: string): BatchState => {
     let s = batches.get(batchId)
     if (!s)
-      batches.set(batchId, (s = { queued: new Map(), providers: [], heldSince: null, seenAt: 0 }))
+      batches.set(
+        batchId,
+        (s = {
+          queued: new Map(),
+          providers: [],
+          heldSince: null,
+          seenAt: 0,
+          deadlineAt: -Infinity,
+        }),
+      )
     return s
   }
 
@@ -103,6 +114,7 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       const s = state(batch.id)
       s.providers = providers
       s.seenAt = nowMs
+      s.deadlineAt = batch.deadlineAt
       // One offering (allow_fallbacks false, or a model with one): nothing to weigh.
       if (providers.length === 1) {
         const up = options.available(providers[0], nowMs)
@@ -161,19 +173,23 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       // 429's own reason).
       if (s.heldSince !== null && s.providers.every((p) => options.unreachable(p)))
         return { code: 'provider_unavailable', providers }
-      // Lines handed to available providers, none of them in service, while other batches'
-      // lines hold those providers: they wait behind them.
+      // Lines handed to available providers, none of them in service, while lines of batches due
+      // no later than this one hold those providers: they wait behind them (SPEC §13). Behind a
+      // batch due later it is the fair share between accounts, not a full offering: no reason.
       let queued = 0
       let running = 0
-      let others = 0
       for (const p of s.providers) {
         if (!options.available(p, nowMs)) return null
-        const mine = s.queued.get(p) ?? 0
-        queued += mine
-        others += (held.get(p) ?? 0) - mine
+        queued += s.queued.get(p) ?? 0
         running += meter.rate(key(batchId, p), nowMs).running
       }
-      return queued > 0 && running === 0 && others > 0 ? { code: 'capacity_busy', providers } : null
+      if (queued === 0 || running > 0) return null
+      for (const [otherId, other] of batches) {
+        if (otherId === batchId || other.deadlineAt > s.deadlineAt) continue
+        for (const p of s.providers)
+          if ((other.queued.get(p) ?? 0) > 0) return { code: 'capacity_busy', providers }
+      }
+      return null
     },
     batchIds: () => [...batches.keys()],
     lastSeen: (batchId) => batches.get(batchId)?.seenAt ?? 0,

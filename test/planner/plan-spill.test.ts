@@ -285,7 +285,8 @@ describe('spill planner', () => {
     expect(planner.choose(batch, ['pool'], 5, 0)).toEqual({ kind: 'hold' })
     expect(planner.waiting('b1', 0)).toEqual({ code: 'provider_unavailable', providers: 'pool' })
     up = true
-    // Another batch's line holds the pool's slot; this one's waits for it: not in service.
+    // A line of a batch due earlier holds the pool's slot; this one's waits for it: not in service.
+    planner.choose({ id: 'b0', createdAt: 0, deadlineAt: 500 }, ['pool'], 1, 5)
     planner.enter('b0', 'pool')
     planner.started('b0', 'pool', 5)
     expect(planner.choose(batch, ['pool'], 5, 10)).toEqual({ kind: 'send', index: 0 })
@@ -295,5 +296,24 @@ describe('spill planner', () => {
     expect(planner.waiting('b1', 20)).toBeNull()
     planner.forget('b1')
     expect(planner.batchIds()).toEqual(['b0'])
+  })
+
+  test('capacity_busy only behind batches due no later: behind one due later it is the fair share, no reason', () => {
+    const planner = createSpillPlanner({
+      marginShare: 0.1,
+      available: () => true,
+      unreachable: () => false,
+      limit: () => 1,
+    })
+    planner.choose({ id: 'later', createdAt: 0, deadlineAt: 5_000 }, ['pool'], 1, 0)
+    planner.enter('later', 'pool')
+    planner.started('later', 'pool', 0)
+    planner.choose(batch, ['pool'], 5, 10)
+    planner.enter('b1', 'pool')
+    expect(planner.waiting('b1', 10)).toBeNull()
+    // A batch due as early as this one joins the pool: now it waits behind lines due first.
+    planner.choose({ id: 'same', createdAt: 0, deadlineAt: 1_000 }, ['pool'], 1, 10)
+    planner.enter('same', 'pool')
+    expect(planner.waiting('b1', 10)).toEqual({ code: 'capacity_busy', providers: 'pool' })
   })
 })
