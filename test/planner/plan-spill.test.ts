@@ -242,6 +242,16 @@ describe('ThroughputMeter', () => {
 
 describe('spill planner', () => {
   const batch = { id: 'b1', createdAt: 0, deadlineAt: 1_000 }
+  /** Batch b1 keeps the pool (1 slot) full, 1 running and 1 waiting, measured at 1 line/s. */
+  const keepPoolFull = (planner: ReturnType<typeof createSpillPlanner>) => {
+    planner.enter('b1', 'pool')
+    planner.started('b1', 'pool', 0)
+    planner.ended('b1', 'pool', 1_000, 1_000, true)
+    planner.leave('b1', 'pool')
+    planner.enter('b1', 'pool')
+    planner.started('b1', 'pool', 1_000)
+    planner.enter('b1', 'pool')
+  }
 
   test('the safety margin is a share of the window: the target is the deadline minus it', () => {
     const planner = createSpillPlanner({
@@ -250,14 +260,7 @@ describe('spill planner', () => {
       unreachable: () => false,
       limit: () => 1,
     })
-    // Keep the pool full (1 running, 1 waiting) and measured at 1 line/s.
-    planner.enter('b1', 'pool')
-    planner.started('b1', 'pool', 0)
-    planner.ended('b1', 'pool', 1_000, 1_000, true)
-    planner.leave('b1', 'pool')
-    planner.enter('b1', 'pool')
-    planner.started('b1', 'pool', 1_000)
-    planner.enter('b1', 'pool')
+    keepPoolFull(planner)
     // At t = 100 s the target is 900 s: 800 s at 1 line/s, with the 2 it holds.
     const at = 100_000
     expect(planner.choose(batch, ['pool', 'paid'], 798, at)).toEqual({ kind: 'send', index: 0 })
@@ -274,13 +277,7 @@ describe('spill planner', () => {
       fleet: true,
     })
     // This instance measures the pool at 1 line/s and keeps it full, as in the test above.
-    planner.enter('b1', 'pool')
-    planner.started('b1', 'pool', 0)
-    planner.ended('b1', 'pool', 1_000, 1_000, true)
-    planner.leave('b1', 'pool')
-    planner.enter('b1', 'pool')
-    planner.started('b1', 'pool', 1_000)
-    planner.enter('b1', 'pool')
+    keepPoolFull(planner)
     const at = 100_000
     // 1,500 lines do not fit its own 800 s at 1 line/s, but before the other instances' figures
     // came it does not act on its own: the line waits for the pool.
