@@ -1,11 +1,18 @@
 /**
- * One AbortSignal per upstream call that fires on the provider timeout or on the caller's own
+ * One deadline per upstream call that fires on the provider timeout or on the caller's own
  * signal, and remembers which. The timer is cleared when the call ends: AbortSignal.timeout
  * cannot be, and at 6,000 calls/s with a 600 s timeout that would be millions of live timers.
+ *
+ * The HTTP client listens to the deadline itself (an AbortSource), not to an AbortSignal: an
+ * AbortController made per call, and an 'abort' listener added to and removed from its signal,
+ * cost more than the rest of the deadline together on the live path (bench:proxy's profile).
+ * A real AbortSignal is made only for code that asks for `signal`.
  */
 import { followAbort } from './follow-abort.ts'
+import type { AbortSource } from './http-client.ts'
 
-export interface Deadline {
+export interface Deadline extends AbortSource {
+  /** The deadline as an AbortSignal, made on first use, for APIs that take nothing else. */
   readonly signal: AbortSignal
   readonly timedOut: boolean
   readonly callerAborted: boolean
@@ -17,37 +24,81 @@ export interface Deadline {
 }
 
 export function createDeadline(timeoutMs: number, outer?: AbortSignal): Deadline {
-  const controller = new AbortController()
-  let timedOut = false
-  let callerAborted = false
-  const onOuterAbort = () => {
-    callerAborted = true
-    controller.abort(outer?.reason)
-  }
-  const timer = setTimeout(() => {
-    timedOut = true
-    controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError'))
-  }, timeoutMs)
-  let unfollow: (() => void) | null = null
-  if (outer?.aborted) onOuterAbort()
-  else if (outer) unfollow = followAbort(outer, onOuterAbort)
+  return new CallDeadline(timeoutMs, outer)
+}
 
-  return {
-    signal: controller.signal,
-    get timedOut() {
-      return timedOut
-    },
-    get callerAborted() {
-      return callerAborted
-    },
-    timeoutMs,
-    onAbort(listener) {
-      if (controller.signal.aborted) listener()
-      else controller.signal.addEventListener('abort', listener, { once: true })
-    },
-    done() {
-      clearTimeout(timer)
-      unfollow?.()
-    },
+type Listener = EventListenerObject | (() => void)
+
+class CallDeadline implements Deadline {
+  aborted = false
+  reason: unknown = undefined
+  timedOut = false
+  callerAborted = false
+  private listeners: Listener[] = []
+  private controller: AbortController | null = null
+  private readonly timer: ReturnType<typeof setTimeout>
+  private unfollow: (() => void) | null = null
+
+  constructor(
+    readonly timeoutMs: number,
+    private readonly outer?: AbortSignal,
+  ) {
+    this.timer = setTimeout(timeUp, timeoutMs, this)
+    if (outer?.aborted) this.outerAborted()
+    else if (outer) this.unfollow = followAbort(outer, () => this.outerAborted())
   }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController()
+      if (this.aborted) this.controller.abort(this.reason)
+    }
+    return this.controller.signal
+  }
+
+  outerAborted(): void {
+    this.callerAborted = true
+    this.abort(this.outer?.reason ?? new DOMException('the caller aborted', 'AbortError'))
+  }
+
+  timedOutNow(): void {
+    this.timedOut = true
+    this.abort(new DOMException(`no answer within ${this.timeoutMs} ms`, 'TimeoutError'))
+  }
+
+  private abort(reason: unknown): void {
+    if (this.aborted) return
+    this.aborted = true
+    this.reason = reason
+    const listeners = this.listeners
+    this.listeners = []
+    for (const listener of listeners) {
+      if (typeof listener === 'function') listener()
+      else listener.handleEvent(new Event('abort'))
+    }
+    this.controller?.abort(reason)
+  }
+
+  addEventListener(_type: 'abort', listener: EventListenerObject): void {
+    if (!this.aborted) this.listeners.push(listener)
+  }
+
+  removeEventListener(_type: 'abort', listener: EventListenerObject): void {
+    const at = this.listeners.indexOf(listener)
+    if (at >= 0) this.listeners.splice(at, 1)
+  }
+
+  onAbort(listener: () => void): void {
+    if (this.aborted) listener()
+    else this.listeners.push(listener)
+  }
+
+  done(): void {
+    clearTimeout(this.timer)
+    this.unfollow?.()
+  }
+}
+
+function timeUp(deadline: CallDeadline) {
+  deadline.timedOutNow()
 }

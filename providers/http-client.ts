@@ -17,6 +17,17 @@
 import type { Dispatcher } from 'undici/index.js'
 import { ConnectionPool } from './connection-pool.ts'
 
+/**
+ * What aborts a request: an AbortSignal, or a call's deadline, which stands in for one without
+ * being one (deadline.ts). Only what the client uses of a signal.
+ */
+export interface AbortSource {
+  readonly aborted: boolean
+  readonly reason: unknown
+  addEventListener(type: 'abort', listener: EventListenerObject, options?: { once?: boolean }): void
+  removeEventListener(type: 'abort', listener: EventListenerObject): void
+}
+
 export interface HttpRequest {
   method: 'GET' | 'POST'
   /** Appended to the base URL's path: '/chat/completions'. */
@@ -24,7 +35,7 @@ export interface HttpRequest {
   headers: Record<string, string>
   body?: string
   /** Aborts the request and the reading of its body. */
-  signal: AbortSignal
+  signal: AbortSource
   /**
    * The gateway's own request on the side of a call (loading a LoRA adapter): its answer is not
    * the call's, so it never fires onAnswered.
@@ -102,55 +113,17 @@ function exchange(
   request: HttpRequest,
   onAnswered: (() => void) | undefined,
 ): Promise<HttpResponse> {
+  const { signal } = request
+  if (signal.aborted) return Promise.reject(signal.reason)
   return new Promise((resolve, reject) => {
-    const { signal } = request
-    if (signal.aborted) return reject(signal.reason)
-    let controller: Dispatcher.DispatchController | null = null
-    let abortedEarly: unknown = null
-    let body: ResponseBody | null = null
-    const onAbort = () => {
-      if (controller) return controller.abort(signal.reason)
-      // Still waiting for a connection: the caller is told now, the request dropped at its start.
-      abortedEarly = signal.reason
-      reject(signal.reason)
-    }
-    signal.addEventListener('abort', onAbort, { once: true })
-    const unhook = () => signal.removeEventListener('abort', onAbort)
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart(started) {
-        if (abortedEarly !== null) return started.abort(abortedEarly as Error)
-        controller = started
-      },
-      onResponseStart(started, status, headers) {
-        if (status < 200) return // 1xx: the real status line follows
-        body = new ResponseBody(started, status, headers)
-        resolve(body)
-      },
-      onResponseData(_, chunk) {
-        body?.push(chunk)
-      },
-      onResponseEnd() {
-        unhook()
-        if (onAnswered && body && body.status >= 200 && body.status < 300) {
-          try {
-            onAnswered()
-          } catch {}
-        }
-        body?.end(null)
-      },
-      onResponseError(_, error) {
-        unhook()
-        if (body) body.end(error)
-        else reject(error)
-      },
-    }
+    const exchange = new Exchange(signal, resolve, reject, onAnswered)
     try {
       pool.dispatch(
         { path, method: request.method, headers: request.headers, body: request.body ?? null },
-        handler,
+        exchange,
       )
     } catch (error) {
-      unhook()
+      exchange.unhook()
       reject(error)
     }
   })
@@ -166,7 +139,18 @@ function answersWhole(request: HttpRequest): boolean {
 /** Chunks kept past this many unread pause the socket, for a body read as it arrives. */
 const MAX_UNREAD_CHUNKS = 64
 
-class ResponseBody implements HttpResponse {
+/**
+ * One exchange: undici's handler, the listener of the caller's signal, and, from the status line
+ * on, the response itself. One object with its methods on the prototype rather than a handler,
+ * a listener and a body made of closures: this runs on every upstream call.
+ */
+class Exchange implements Dispatcher.DispatchHandler, HttpResponse {
+  status = 0
+  private headers: Record<string, string | string[] | undefined> = {}
+  private controller: Dispatcher.DispatchController | null = null
+  /** Aborted while still waiting for a connection: the request is dropped at its start. */
+  private abortedEarly: unknown = null
+  private started = false
   private unread: Buffer[] = []
   private finished = false
   private error: Error | null = null
@@ -176,32 +160,81 @@ class ResponseBody implements HttpResponse {
   private discarded = false
 
   constructor(
-    private readonly controller: Dispatcher.DispatchController,
-    readonly status: number,
-    private readonly headers: Record<string, string | string[] | undefined>,
-  ) {}
+    private readonly signal: AbortSource,
+    private readonly resolve: (response: HttpResponse) => void,
+    private readonly reject: (error: unknown) => void,
+    private readonly onAnswered: (() => void) | undefined,
+  ) {
+    signal.addEventListener('abort', this, { once: true })
+  }
 
-  // A bound function: callers pass `response.header` on its own.
-  readonly header = (name: string): string | null => {
+  /** The caller's signal aborted (EventListener). */
+  handleEvent(): void {
+    if (this.controller) return this.controller.abort(this.signal.reason as Error)
+    // Still waiting for a connection: the caller is told now.
+    this.abortedEarly = this.signal.reason
+    this.reject(this.signal.reason)
+  }
+
+  unhook(): void {
+    this.signal.removeEventListener('abort', this)
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    if (this.abortedEarly !== null) return controller.abort(this.abortedEarly as Error)
+    this.controller = controller
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    status: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    if (status < 200) return // 1xx: the real status line follows
+    this.controller = controller
+    this.status = status
+    this.headers = headers
+    this.started = true
+    this.resolve(this)
+  }
+
+  onResponseData(_: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.discarded) return
+    this.unread.push(chunk)
+    if (this.streaming && this.unread.length >= MAX_UNREAD_CHUNKS && !this.controller!.paused)
+      this.controller!.pause()
+    if (this.wake) this.wake()
+  }
+
+  onResponseEnd(): void {
+    this.unhook()
+    if (this.onAnswered && this.started && this.status < 300) {
+      try {
+        this.onAnswered()
+      } catch {}
+    }
+    this.end(null)
+  }
+
+  onResponseError(_: Dispatcher.DispatchController, error: Error): void {
+    this.unhook()
+    if (this.started) this.end(error)
+    else this.reject(error)
+  }
+
+  header(name: string): string | null {
     const value = this.headers[name]
     if (value === undefined) return null
     return Array.isArray(value) ? value.join(', ') : value
   }
 
-  push(chunk: Buffer): void {
-    if (this.discarded) return
-    this.unread.push(chunk)
-    if (this.streaming && this.unread.length >= MAX_UNREAD_CHUNKS && !this.controller.paused)
-      this.controller.pause()
-    if (this.wake) this.wake()
-  }
-
-  end(error: Error | null): void {
+  private end(error: Error | null): void {
     this.finished = true
     this.error = error
     if (this.wake) this.wake()
   }
 
+  /** Resolves at the next chunk or the end. */
   private next(): Promise<void> {
     return new Promise((resolve) => {
       this.wake = () => {
@@ -211,12 +244,25 @@ class ResponseBody implements HttpResponse {
     })
   }
 
-  async text(): Promise<string> {
-    while (!this.finished) await this.next()
-    if (this.error) throw this.error
+  private whole(): string {
     const parts = this.unread
     this.unread = []
+    if (parts.length === 0) return ''
     return (parts.length === 1 ? parts[0] : Buffer.concat(parts)).toString('utf8')
+  }
+
+  text(): Promise<string> {
+    if (this.finished)
+      return this.error ? Promise.reject(this.error) : Promise.resolve(this.whole())
+    // One wait for the end, however many chunks arrive before it.
+    return new Promise((resolve, reject) => {
+      this.wake = () => {
+        if (!this.finished) return
+        this.wake = null
+        if (this.error) reject(this.error)
+        else resolve(this.whole())
+      }
+    })
   }
 
   async *chunks(): AsyncIterable<Uint8Array> {
@@ -225,7 +271,7 @@ class ResponseBody implements HttpResponse {
       if (this.unread.length > 0) {
         const parts = this.unread
         this.unread = []
-        if (this.controller.paused) this.controller.resume()
+        if (this.controller!.paused) this.controller!.resume()
         yield* parts
         continue
       }
@@ -238,6 +284,6 @@ class ResponseBody implements HttpResponse {
   discard(): void {
     this.discarded = true
     this.unread = []
-    if (!this.finished) this.controller.abort(new Error('response body discarded'))
+    if (!this.finished) this.controller!.abort(new Error('response body discarded'))
   }
 }

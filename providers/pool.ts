@@ -155,7 +155,7 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
         method: 'GET',
         path: options.probePath,
         headers: options.probeHeaders,
-        signal: deadline.signal,
+        signal: deadline,
       })
       response.discard()
       up = response.status < 500
@@ -254,7 +254,7 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
           method: 'GET',
           path: '/metrics',
           headers: options.probeHeaders,
-          signal: deadline.signal,
+          signal: deadline,
         })
         if (response.status === 200) waiting = waitingFromMetrics(await response.text())
         else response.discard()

@@ -198,13 +198,12 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
     }
     let response: HttpResponse
     try {
-      const signal = deadline.signal
       response = await replica.client.request({
         method: 'POST',
         path: spec.path,
         headers,
         body,
-        signal,
+        signal: deadline,
       })
     } catch (cause) {
       const error = classifyException(cause, deadline, context.apiKey)
@@ -238,7 +237,12 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
       release('ok')
       continue
     }
-    const error = classifyStatus(response.status, response.header, text, context.apiKey)
+    const error = classifyStatus(
+      response.status,
+      (name) => response.header(name),
+      text,
+      context.apiKey,
+    )
     // An adapter's call stays where the adapter is held: its busy answer is returned.
     if (error.kind === 'busy' && !lease && !deadline.callerAborted && context.pool.size > 1) {
       release('neutral', context.pool.adaptive ? 'congested' : undefined)

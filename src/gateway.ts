@@ -13,6 +13,7 @@ import { createLiveCredit, type LiveCredit } from './live/live-credit.ts'
 import { collectYoungGarbage } from './memory/young-garbage.ts'
 import { createCatalog } from './catalog/catalog.ts'
 import { connectRedis } from './coordination/redis.ts'
+import { createRedisFleetRates } from './coordination/fleet-rates.ts'
 import { NUDGE_CHANNEL, openNudges, type Nudges } from './coordination/nudges.ts'
 import {
   BATCH_CHANGES_CHANNEL,
@@ -137,6 +138,13 @@ export async function startGateway(
           onOutcome: observeLines(logger, telemetry),
           spillMargin: config.dispatch.spillMargin,
           adapters: adapterDirectory.byId,
+          fleetRates: redis
+            ? createRedisFleetRates(redis, {
+                instance: instanceId,
+                prefix: `${config.redisPrefix}rates:`,
+                logger,
+              })
+            : undefined,
         },
       )
     : null

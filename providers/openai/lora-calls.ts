@@ -29,13 +29,13 @@ export function createLoraCalls(options: {
         path,
         headers: { 'content-type': 'application/json', ...options.headers },
         body: JSON.stringify(body),
-        signal: deadline.signal,
+        signal: deadline,
         control: true,
       })
       return {
         ok: true as const,
         status: response.status,
-        header: response.header,
+        header: (name: string) => response.header(name),
         text: await response.text(),
       }
     } catch (cause) {

@@ -6,6 +6,7 @@
  * renewed, expired ones reaped and batches moved on by periodic tasks beside the claim loop.
  */
 import type { AdapterRecord } from '../catalog/adapters.ts'
+import type { FleetRates, Shares } from '../coordination/fleet-rates.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
@@ -42,6 +43,8 @@ export interface DispatcherOptions {
   spillMargin: number
   /** Adapters by `ft:` id, for lines that name one (SPEC §14). */
   adapters?: (id: string) => Promise<AdapterRecord | null>
+  /** In a fleet (REDIS_URL): the planner's rates shared with the other instances. */
+  fleetRates?: FleetRates
 }
 
 export interface Dispatcher {
@@ -68,6 +71,7 @@ export function createDispatcher(
     available: upstreams.available,
     unreachable: upstreams.unreachable,
     limit: (provider) => upstreams.gate(provider).limit,
+    fleet: options.fleetRates !== undefined,
   })
   const wake = createWakeSignal()
   let running = false
@@ -126,8 +130,14 @@ export function createDispatcher(
         if (!active.has(id) && spill.lastSeen(id) < now - FORGET_AFTER_MS) {
           lastEta.delete(id)
           spill.forget(id)
-          continue
         }
+      }
+      if (options.fleetRates) {
+        const mine: Shares = new Map(spill.batchIds().map((id) => [id, spill.localShares(id, now)]))
+        const others = await options.fleetRates.exchange(mine, now)
+        for (const [id, shares] of others) spill.fleetShares(id, shares, now)
+      }
+      for (const id of spill.batchIds()) {
         const eta = pending && spill.eta(id, (pending.get(id) ?? 0) + active.count(id), now)
         const last = lastEta.get(id)
         if (

@@ -7,6 +7,7 @@
  */
 import { chooseOffering, projectFinish, type OfferingView, type SpillChoice } from './plan-spill.ts'
 import { ThroughputMeter } from './throughput-meter.ts'
+import type { ProviderShare } from '../coordination/fleet-rates.ts'
 
 /** A batch as the planner needs it: its deadline and how long its window is (for the margin). */
 export interface PlannedBatch {
@@ -25,6 +26,11 @@ export interface SpillPlannerOptions {
   unreachable(provider: string): boolean
   /** The provider's concurrency: more lines than this sent there wait for a slot. */
   limit(provider: string): number
+  /**
+   * In a fleet (rates shared through fleetRates): a batch's own rates are not acted on before
+   * the fleet's first came, since alone they read each provider as slower than it is.
+   */
+  fleet?: boolean
 }
 
 export interface SpillPlanner {
@@ -55,6 +61,14 @@ export interface SpillPlanner {
     batchId: string,
     nowMs: number,
   ): { code: 'provider_unavailable' | 'capacity_busy'; providers: string } | null
+  /** This instance's figures of the batch on each provider it knows of (for the other instances). */
+  localShares(batchId: string, nowMs: number): Map<string, ProviderShare>
+  /**
+   * What the other instances of a fleet hold and measure of the batch (fleet-rates.ts): each
+   * instance sees only its own lines, so its decisions and the ETA are taken with theirs added,
+   * for a few seconds after this.
+   */
+  fleetShares(batchId: string, others: ReadonlyMap<string, ProviderShare>, nowMs: number): void
   /** The batches it has state of. */
   batchIds(): string[]
   /** When it last chose for a line of the batch (Unix ms; 0 for a batch it does not know). */
@@ -71,7 +85,18 @@ interface BatchState {
   /** Set when nothing could take its last line: every allowed provider unavailable. */
   heldSince: number | null
   seenAt: number
+  /** Unix seconds; until the planner chose for one of its lines, unknown: taken as due first. */
+  deadlineAt: number
+  /** The other instances' figures per provider (fleetShares), when they were told, and first told. */
+  fleet: ReadonlyMap<string, ProviderShare> | null
+  fleetAt: number
+  fleetSince: number | null
 }
+
+/** Other instances' figures older than this (two missed exchanges) are not used. */
+const FLEET_SHARES_MS = 2_500
+/** From the first exchange, a little over one more: every instance has published its figures. */
+const FLEET_SETTLE_MS = 1_500
 
 const SEND_FIRST: SpillChoice = { kind: 'send', index: 0 }
 const HOLD: SpillChoice = { kind: 'hold' }
@@ -94,7 +119,19 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
   const state = (batchId: string): BatchState => {
     let s = batches.get(batchId)
     if (!s)
-      batches.set(batchId, (s = { queued: new Map(), providers: [], heldSince: null, seenAt: 0 }))
+      batches.set(
+        batchId,
+        (s = {
+          queued: new Map(),
+          providers: [],
+          heldSince: null,
+          seenAt: 0,
+          deadlineAt: -Infinity,
+          fleet: null,
+          fleetAt: 0,
+          fleetSince: null,
+        }),
+      )
     return s
   }
 
@@ -103,6 +140,7 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       const s = state(batch.id)
       s.providers = providers
       s.seenAt = nowMs
+      s.deadlineAt = batch.deadlineAt
       // One offering (allow_fallbacks false, or a model with one): nothing to weigh.
       if (providers.length === 1) {
         const up = options.available(providers[0], nowMs)
@@ -111,17 +149,32 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       }
       const windowMs = (batch.deadlineAt - batch.createdAt) * 1000
       const targetMs = batch.deadlineAt * 1000 - options.marginShare * windowMs
-      const views: OfferingView[] = providers.map((provider) => ({
-        available: options.available(provider, nowMs),
-        // A round of lines waiting beyond the slots: a slot that frees is taken at once from the
-        // provider's own queue, not a claim later (measured: without it a spilling batch left
-        // the pool's slots idle between claims, read the idle time as a lower rate, and spilled
-        // 3–4% of its lines more than it needed to).
-        hasRoom: (held.get(provider) ?? 0) < 2 * options.limit(provider),
-        queued: s.queued.get(provider) ?? 0,
-        slots: options.limit(provider),
-        perSecond: meter.rate(key(batch.id, provider), nowMs).perSecond,
-      }))
+      const views: OfferingView[] = providers.map((provider) => {
+        const mine = meter.rate(key(batch.id, provider), nowMs).perSecond
+        const others = otherShare(s, provider, nowMs)
+        // In a fleet the provider's rate for the batch is every instance's together, and so are
+        // the lines held there. It is not known (the line waits, as before any answer) until
+        // every instance had an exchange to tell its own, nor while another holds lines there
+        // with no rate yet: measured, an instance that planned from its own half of the pool's
+        // rate spilled a fifth of a batch the pool could finish in two thirds of its window.
+        const perSecond =
+          (options.fleet && (s.fleetSince === null || nowMs - s.fleetSince < FLEET_SETTLE_MS)) ||
+          (others !== null && others.perSecond === null && others.queued > 0) ||
+          (mine === null && others?.perSecond == null)
+            ? null
+            : (mine ?? 0) + (others?.perSecond ?? 0)
+        return {
+          available: options.available(provider, nowMs),
+          // A round of lines waiting beyond the slots: a slot that frees is taken at once from the
+          // provider's own queue, not a claim later (measured: without it a spilling batch left
+          // the pool's slots idle between claims, read the idle time as a lower rate, and spilled
+          // 3–4% of its lines more than it needed to).
+          hasRoom: (held.get(provider) ?? 0) < 2 * options.limit(provider),
+          queued: (s.queued.get(provider) ?? 0) + (others?.queued ?? 0),
+          slots: options.limit(provider),
+          perSecond,
+        }
+      })
       const choice = chooseOffering({ nowMs, targetMs, unsent, offerings: views })
       s.heldSince = choice.kind === 'hold' ? (s.heldSince ?? nowMs) : null
       return choice
@@ -147,9 +200,12 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
     eta(batchId, remaining, nowMs) {
       const s = batches.get(batchId)
       if (!s) return null
-      const rates = s.providers.map((p) =>
-        options.available(p, nowMs) ? meter.rate(key(batchId, p), nowMs).perSecond : 0,
-      )
+      const rates = s.providers.map((p) => {
+        if (!options.available(p, nowMs)) return 0
+        const mine = meter.rate(key(batchId, p), nowMs).perSecond
+        const others = otherShare(s, p, nowMs)?.perSecond ?? null
+        return mine === null && others === null ? null : (mine ?? 0) + (others ?? 0)
+      })
       const finish = projectFinish(nowMs, remaining, rates)
       return finish === null ? null : Math.ceil(finish / 1000)
     },
@@ -161,19 +217,41 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       // 429's own reason).
       if (s.heldSince !== null && s.providers.every((p) => options.unreachable(p)))
         return { code: 'provider_unavailable', providers }
-      // Lines handed to available providers, none of them in service, while other batches'
-      // lines hold those providers: they wait behind them.
+      // Lines handed to available providers, none of them in service, while lines of batches due
+      // no later than this one hold those providers: they wait behind them (SPEC §13). Behind a
+      // batch due later it is the fair share between accounts, not a full offering: no reason.
       let queued = 0
       let running = 0
-      let others = 0
       for (const p of s.providers) {
         if (!options.available(p, nowMs)) return null
-        const mine = s.queued.get(p) ?? 0
-        queued += mine
-        others += (held.get(p) ?? 0) - mine
+        queued += s.queued.get(p) ?? 0
         running += meter.rate(key(batchId, p), nowMs).running
       }
-      return queued > 0 && running === 0 && others > 0 ? { code: 'capacity_busy', providers } : null
+      if (queued === 0 || running > 0) return null
+      for (const [otherId, other] of batches) {
+        if (otherId === batchId || other.deadlineAt > s.deadlineAt) continue
+        for (const p of s.providers)
+          if ((other.queued.get(p) ?? 0) > 0) return { code: 'capacity_busy', providers }
+      }
+      return null
+    },
+    localShares(batchId, nowMs) {
+      const shares = new Map<string, ProviderShare>()
+      const s = batches.get(batchId)
+      if (!s) return shares
+      for (const p of new Set([...s.providers, ...s.queued.keys()]))
+        shares.set(p, {
+          perSecond: meter.rate(key(batchId, p), nowMs).perSecond,
+          queued: s.queued.get(p) ?? 0,
+        })
+      return shares
+    },
+    fleetShares(batchId, others, nowMs) {
+      const s = batches.get(batchId)
+      if (!s) return
+      s.fleet = others
+      s.fleetAt = nowMs
+      s.fleetSince ??= nowMs
     },
     batchIds: () => [...batches.keys()],
     lastSeen: (batchId) => batches.get(batchId)?.seenAt ?? 0,
@@ -186,4 +264,10 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       keys.delete(batchId)
     },
   }
+}
+
+/** The other instances' figures of the batch on the provider, if told lately. */
+function otherShare(s: BatchState, provider: string, nowMs: number): ProviderShare | null {
+  if (s.fleet === null || nowMs - s.fleetAt > FLEET_SHARES_MS) return null
+  return s.fleet.get(provider) ?? null
 }

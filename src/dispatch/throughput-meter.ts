@@ -15,8 +15,15 @@
  * (test/planner/spill.test.ts), each swing spilling lines.
  */
 
-/** How far back the averages look, ms (exponential weights): a capacity change shows within seconds. */
+/** How far back the averages look at least, ms (exponential weights): a capacity change shows within seconds. */
 const WINDOW_MS = 5_000
+/**
+ * …and at least this many mean service times, so the average holds enough answers whatever the
+ * latency: over 5 s a pool at 3.6 s a line gave about seven, their mean service time swung ±2%
+ * with ±5% jitter, and each dip past the planner's tolerance spilled lines for good (bench/plan.ts
+ * paid 0.2% over the margin's own price at 2×).
+ */
+const WINDOW_SERVICE_TIMES = 5
 
 export interface Rate {
   /** Lines in service now. */
@@ -49,7 +56,7 @@ export class ThroughputMeter {
   /** A line served there ended after `serviceMs` in service; `ok` when it succeeded. */
   ended(key: string, now: number, serviceMs: number, ok: boolean): void {
     const s = this.advance(key, now)
-    const decay = Math.exp(-(now - s.answeredAt) / WINDOW_MS)
+    const decay = Math.exp(-(now - s.answeredAt) / windowOf(s))
     s.service = s.service * decay + Math.max(1, serviceMs)
     s.succeeded = s.succeeded * decay + (ok ? 1 : 0)
     s.answers = s.answers * decay + 1
@@ -94,12 +101,19 @@ export class ThroughputMeter {
     const dt = now - s.at
     if (dt > 0) {
       // Over [at, now] running was constant: its weighted integral, and the weights' own.
-      const decay = Math.exp(-dt / WINDOW_MS)
-      const weight = WINDOW_MS * (1 - decay)
+      const window = windowOf(s)
+      const decay = Math.exp(-dt / window)
+      const weight = window * (1 - decay)
       s.busy = s.busy * decay + s.running * weight
       s.span = s.span * decay + weight
       s.at = now
     }
     return s
   }
+}
+
+function windowOf(s: Series): number {
+  return s.answers === 0
+    ? WINDOW_MS
+    : Math.max(WINDOW_MS, (WINDOW_SERVICE_TIMES * s.service) / s.answers)
 }

@@ -17,6 +17,9 @@ const QUIET_PATHS = new Set(['/healthz', '/readyz'])
 type Handler = (...args: unknown[]) => Response | Promise<Response>
 
 export function observeRequests(app: Elysia, logger: Logger, telemetry: Telemetry): Elysia {
+  // Neither a log line nor a span would be made (LOG_LEVEL above info, no exporter): nothing
+  // to observe, so no hook on every route and no wrapper around every request.
+  if (!telemetry.enabled && !logger.enabled('info')) return app
   // The route pattern (`/v1/batches/:id`) is known once the router matched; the request object
   // is the same one the wrapper sees, so it is the key.
   const routes = new WeakMap<Request, string>()
@@ -25,25 +28,35 @@ export function observeRequests(app: Elysia, logger: Logger, telemetry: Telemetr
   }
   app.onTransform({ as: 'global' }, remember)
   app.onError({ as: 'global' }, remember)
+  const quietLogged = logger.enabled('debug')
+  const log = (request: Request, response: Response, started: number) => {
+    const path = new URL(request.url).pathname
+    const quiet = QUIET_PATHS.has(path)
+    if (quiet && !quietLogged) return
+    const fields = {
+      method: request.method,
+      route: routes.get(request) ?? null,
+      path,
+      status: response.status,
+      duration_ms: Math.round((performance.now() - started) * 10) / 10,
+    }
+    if (quiet) logger.debug('http.request', fields)
+    else logger.info('http.request', fields)
+  }
   app.wrap(((handle: Handler, request: Request) =>
     (...args: unknown[]) => {
       const started = performance.now()
-      const routeOf = () => routes.get(request) ?? null
-      return telemetry
-        .request(request, async () => handle(...args), routeOf)
-        .then((response) => {
-          const path = new URL(request.url).pathname
-          const fields = {
-            method: request.method,
-            route: routeOf(),
-            path,
-            status: response.status,
-            duration_ms: Math.round((performance.now() - started) * 10) / 10,
-          }
-          if (QUIET_PATHS.has(path)) logger.debug('http.request', fields)
-          else logger.info('http.request', fields)
-          return response
-        })
+      const answered = telemetry.enabled
+        ? telemetry.request(
+            request,
+            async () => handle(...args),
+            () => routes.get(request) ?? null,
+          )
+        : new Promise<Response>((resolve) => resolve(handle(...args)))
+      return answered.then((response) => {
+        log(request, response, started)
+        return response
+      })
     }) as never)
   return app
 }

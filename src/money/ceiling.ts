@@ -103,7 +103,8 @@ export function upstreamBodyText(
 }
 
 /** Targets sharing an adapter kind, model id and limit name build the same body: measure it once. */
-function distinctTargets(targets: readonly UpstreamTarget[]): UpstreamTarget[] {
+function distinctTargets(targets: readonly UpstreamTarget[]): readonly UpstreamTarget[] {
+  if (targets.length < 2) return targets
   const seen = new Set<string>()
   return targets.filter((target) => {
     const { upstream_model: model, max_tokens_param: limitName = '' } = target.offering

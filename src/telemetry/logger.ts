@@ -7,6 +7,8 @@ export interface Logger {
   info(event: string, fields?: Record<string, unknown>): void
   warn(event: string, fields?: Record<string, unknown>): void
   error(event: string, fields?: Record<string, unknown>): void
+  /** Whether events at `level` are written: lets a caller skip building fields no one reads. */
+  enabled(level: Exclude<LogLevel, 'silent'>): boolean
 }
 
 export function createLogger(
@@ -20,5 +22,11 @@ export function createLogger(
         JSON.stringify({ time: new Date().toISOString(), level: name, event, ...fields }) + '\n',
       )
     }
-  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }
+  return {
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    enabled: (name) => RANK[name] >= RANK[level],
+  }
 }

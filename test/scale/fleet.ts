@@ -32,6 +32,8 @@ export interface FleetOptions {
   instances: number
   /** OpenAI-compatible base URL of the simulator, e.g. `${sim.url}/v1`. */
   openai: string
+  /** A providers file of the test's own instead of the test catalog on `openai`. */
+  catalog?: unknown
   maxConcurrency?: number
   env?: Record<string, string>
   /** Per-instance overrides, by index. */
@@ -67,10 +69,9 @@ export interface Fleet {
 
 export async function startFleet(options: FleetOptions): Promise<Fleet> {
   const { url, schema } = freshSchemaUrl(TEST_DATABASE_URL!)
-  const catalog = testCatalog(
-    { openai: options.openai },
-    { maxConcurrency: options.maxConcurrency ?? 64 },
-  )
+  const catalog =
+    options.catalog ??
+    testCatalog({ openai: options.openai }, { maxConcurrency: options.maxConcurrency ?? 64 })
   const env: Record<string, string> = {
     HOST: '127.0.0.1',
     DATABASE_URL: url,
