@@ -42,4 +42,6 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s \
   CMD ["bun", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # SIGTERM (docker stop): stop claiming, finish in-flight lines (up to 10 s), hand the rest back.
 STOPSIGNAL SIGTERM
-CMD ["bun", "src/main.ts"]
+# Bun's own limit on a request's head raised, so the gateway answers heads over 16 KiB in its
+# envelope (src/http/head-limit.ts).
+CMD ["bun", "--max-http-header-size=65536", "src/main.ts"]

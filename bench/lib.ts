@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { writeCatalog } from '../test/helpers/catalog.ts'
+import { GATEWAY_BUN_ARGS } from '../src/http/head-limit.ts'
 
 export const ROOT = join(import.meta.dir, '..')
 
@@ -114,11 +115,14 @@ export async function spawnGateway(
     ),
     ...env,
   }
-  const child = Bun.spawn([process.execPath, ...bunArgs, join(root, 'src/main.ts')], {
-    env: fullEnv,
-    stdout: 'inherit',
-    stderr: 'inherit',
-  })
+  const child = Bun.spawn(
+    [process.execPath, ...GATEWAY_BUN_ARGS, ...bunArgs, join(root, 'src/main.ts')],
+    {
+      env: fullEnv,
+      stdout: 'inherit',
+      stderr: 'inherit',
+    },
+  )
   const url = `http://127.0.0.1:${port}`
   for (let i = 0; i < 100; i++) {
     try {

@@ -67,6 +67,7 @@ export const REFUSALS = {
   file_too_large: { status: 413, type: 'invalid_request_error' },
   unsupported_encoding: { status: 415, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  headers_too_large: { status: 431, type: 'invalid_request_error' },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
   limit_exceeded: { status: 429, type: 'rate_limit_error' },
   upstream_rate_limited: { status: 429, type: 'rate_limit_error' },

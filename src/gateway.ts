@@ -13,6 +13,7 @@ import { createLiveCredit, type LiveCredit } from './live/live-credit.ts'
 import { collectYoungGarbage } from './memory/young-garbage.ts'
 import { createCatalog } from './catalog/catalog.ts'
 import { connectRedis } from './coordination/redis.ts'
+import { GATEWAY_BUN_ARGS, PARSER_HEAD_BYTES, parserHeadBytes } from './http/head-limit.ts'
 import { createRedisFleetRates } from './coordination/fleet-rates.ts'
 import { NUDGE_CHANNEL, openNudges, type Nudges } from './coordination/nudges.ts'
 import {
@@ -298,6 +299,10 @@ export async function startGateway(
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
   })
   const port = app.server!.port!
+  if (parserHeadBytes() < PARSER_HEAD_BYTES)
+    logger.warn('http.head_limit', {
+      reason: `Bun's own limit on a request's head is ${parserHeadBytes()} bytes: heads over it get Bun's bare 431, not the error envelope. Start the gateway with \`npm start\` or \`bun ${GATEWAY_BUN_ARGS.join(' ')} src/main.ts\`.`,
+    })
   dispatcher?.start()
   waiting.start()
   const janitor = createJanitor(store, blobs, logger, config.retention)

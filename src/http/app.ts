@@ -9,6 +9,7 @@ import { excerpt } from '../excerpt.ts'
 import { BodyAborted } from '../ingest/read-body.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
+import { headTooLarge } from './head-limit.ts'
 import { observeRequests } from './observe-requests.ts'
 
 export function createApp(
@@ -60,6 +61,8 @@ export function createApp(
       )
     },
   )
+  // Before routing: a head over the limit is refused whatever the route.
+  app.onRequest(({ request }) => headTooLarge(request))
   for (const group of groups) app.use(group)
   return app
 }

@@ -3,6 +3,7 @@
  * drains. Restarting on the same env gives the same store and data dir.
  */
 import { join } from 'node:path'
+import { GATEWAY_BUN_ARGS } from '../../src/http/head-limit.ts'
 
 const ROOT = join(import.meta.dir, '../..')
 
@@ -16,7 +17,7 @@ export interface GatewayProcess {
 
 /** Started as `npm start` starts it: with the allocator's setting for a server unless `env` has its own. */
 export async function spawnGatewayProcess(env: Record<string, string>): Promise<GatewayProcess> {
-  const child = Bun.spawn([process.execPath, join(ROOT, 'src/main.ts')], {
+  const child = Bun.spawn([process.execPath, ...GATEWAY_BUN_ARGS, join(ROOT, 'src/main.ts')], {
     env: { PATH: process.env.PATH ?? '', MIMALLOC_PURGE_DELAY: '-1', ...env },
     stdout: 'ignore',
     stderr: 'inherit',

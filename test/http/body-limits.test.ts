@@ -454,12 +454,14 @@ describe('request bodies', () => {
   })
 
   // Bun's HTTP parser answers these itself from fixed strings (bun-uws HttpErrors.h), before any
-  // JavaScript runs, so they cannot carry the §11 envelope. This records exactly which they are,
+  // JavaScript runs, so they cannot carry the §11 envelope (a head over 16 KiB but within Bun's
+  // raised limit is the gateway's own 431, in the envelope: test/http/head-limit.test.ts). This records exactly which they are,
   // so a Bun upgrade that changes them is noticed.
   test('what Bun answers itself, bare: 431, 505, and 400 for broken framing; the gateway keeps serving', async () => {
     const from = logs.length
     const cases: [string, number][] = [
-      [`GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`, 431],
+      // Over Bun's own head limit, even as raised for the gateway (test/http/head-limit.test.ts).
+      [`GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`, 431],
       ['GET /healthz HTTP/1.2\r\nHost: a\r\n\r\n', 505],
       ['GET /healthz HTTP/1.1\r\n\r\n', 400], // no Host
       [
