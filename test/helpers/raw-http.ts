@@ -142,3 +142,30 @@ function parse(bytes: Buffer): Pick<RawAnswer, 'status' | 'headers' | 'body'> {
     body: bytes.subarray(end + 4).toString('utf8'),
   }
 }
+
+/**
+ * Writes `wire` exactly as it is and returns everything the server sends until it closes, a
+ * keep-alive answer's body has come whole, or 2 s passed: for requests no client would form.
+ */
+export function rawWire(baseUrl: string, wire: string): Promise<string> {
+  const { hostname, port } = new URL(baseUrl)
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname)
+    let received = ''
+    const done = () => {
+      clearTimeout(timer)
+      socket.destroy()
+      resolve(received)
+    }
+    const timer = setTimeout(done, 2_000)
+    socket.on('connect', () => socket.write(wire))
+    socket.on('data', (data) => {
+      received += data.toString('latin1')
+      const head = received.indexOf('\r\n\r\n')
+      const length = /content-length: (\d+)/i.exec(received)
+      if (head !== -1 && length && received.length >= head + 4 + Number(length[1])) done()
+    })
+    socket.on('error', done)
+    socket.on('close', done)
+  })
+}

@@ -5,7 +5,6 @@
  * wrongly, as an aborted request — never a 500, never an unhandled error.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { connect } from 'node:net'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import {
   ADMIN_TOKEN,
@@ -14,7 +13,7 @@ import {
   startTestGateway,
   type TestGateway,
 } from '../helpers/gateway.ts'
-import { rawRequest, type RawRequest } from '../helpers/raw-http.ts'
+import { rawRequest, rawWire, type RawRequest } from '../helpers/raw-http.ts'
 
 const LIVE_LIMIT = 256 * 1024
 const NATIVE_LIMIT = 1024 * 1024
@@ -489,22 +488,3 @@ describe('request bodies', () => {
     expect((await fetch(`${gw.url}/healthz`)).status).toBe(200)
   })
 })
-
-/** Writes `wire` as it is and returns all the server sends until it closes (bounded). */
-function rawWire(baseUrl: string, wire: string): Promise<string> {
-  const { hostname, port } = new URL(baseUrl)
-  return new Promise((resolve) => {
-    const socket = connect(Number(port), hostname)
-    let received = ''
-    const done = () => {
-      clearTimeout(timer)
-      socket.destroy()
-      resolve(received)
-    }
-    const timer = setTimeout(done, 2_000)
-    socket.on('connect', () => socket.write(wire))
-    socket.on('data', (data) => (received += data.toString('latin1')))
-    socket.on('error', done)
-    socket.on('close', done)
-  })
-}

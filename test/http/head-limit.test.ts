@@ -5,38 +5,13 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, readFileSync } from 'node:fs'
-import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { GATEWAY_BUN_ARGS, MAX_HEAD_BYTES, PARSER_HEAD_BYTES } from '../../src/http/head-limit.ts'
 import { freePort, spawnGatewayProcess, type GatewayProcess } from '../helpers/process-gateway.ts'
+import { rawWire } from '../helpers/raw-http.ts'
 
 const ROOT = join(import.meta.dir, '../..')
-
-/** Writes `wire` as it is and returns what the server sends until it closes, or 2 s. */
-function rawWire(url: string, wire: string): Promise<string> {
-  const { hostname, port } = new URL(url)
-  return new Promise((resolve) => {
-    const socket = connect(Number(port), hostname)
-    let received = ''
-    const done = () => {
-      clearTimeout(timer)
-      socket.destroy()
-      resolve(received)
-    }
-    const timer = setTimeout(done, 2_000)
-    socket.on('connect', () => socket.write(wire))
-    socket.on('data', (data) => {
-      received += data.toString('latin1')
-      // A keep-alive answer with a body: done once the body has come.
-      const head = received.indexOf('\r\n\r\n')
-      const length = /content-length: (\d+)/i.exec(received)
-      if (head !== -1 && length && received.length >= head + 4 + Number(length[1])) done()
-    })
-    socket.on('error', done)
-    socket.on('close', done)
-  })
-}
 
 const withHeader = (bytes: number) =>
   `GET /v1/models HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(bytes)}\r\n\r\n`
