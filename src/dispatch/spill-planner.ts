@@ -149,20 +149,19 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       }
       const windowMs = (batch.deadlineAt - batch.createdAt) * 1000
       const targetMs = batch.deadlineAt * 1000 - options.marginShare * windowMs
+      // In a fleet a provider's rate for the batch is every instance's together, and so are the
+      // lines held there. It is not known (the line waits, as before any answer) until every
+      // instance had an exchange to tell its own, nor while another holds lines there with no
+      // rate yet: measured, an instance that planned from its own half of the pool's rate spilled
+      // a fifth of a batch the pool could finish in two thirds of its window.
+      const settling =
+        options.fleet === true && (s.fleetSince === null || nowMs - s.fleetSince < FLEET_SETTLE_MS)
       const views: OfferingView[] = providers.map((provider) => {
         const mine = meter.rate(key(batch.id, provider), nowMs).perSecond
         const others = otherShare(s, provider, nowMs)
-        // In a fleet the provider's rate for the batch is every instance's together, and so are
-        // the lines held there. It is not known (the line waits, as before any answer) until
-        // every instance had an exchange to tell its own, nor while another holds lines there
-        // with no rate yet: measured, an instance that planned from its own half of the pool's
-        // rate spilled a fifth of a batch the pool could finish in two thirds of its window.
-        const perSecond =
-          (options.fleet && (s.fleetSince === null || nowMs - s.fleetSince < FLEET_SETTLE_MS)) ||
-          (others !== null && others.perSecond === null && others.queued > 0) ||
-          (mine === null && others?.perSecond == null)
-            ? null
-            : (mine ?? 0) + (others?.perSecond ?? 0)
+        const unknown =
+          settling || (others !== null && others.perSecond === null && others.queued > 0)
+        const perSecond = unknown ? null : together(mine, others)
         return {
           available: options.available(provider, nowMs),
           // A round of lines waiting beyond the slots: a slot that frees is taken at once from the
@@ -202,9 +201,7 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       if (!s) return null
       const rates = s.providers.map((p) => {
         if (!options.available(p, nowMs)) return 0
-        const mine = meter.rate(key(batchId, p), nowMs).perSecond
-        const others = otherShare(s, p, nowMs)?.perSecond ?? null
-        return mine === null && others === null ? null : (mine ?? 0) + (others ?? 0)
+        return together(meter.rate(key(batchId, p), nowMs).perSecond, otherShare(s, p, nowMs))
       })
       const finish = projectFinish(nowMs, remaining, rates)
       return finish === null ? null : Math.ceil(finish / 1000)
@@ -264,6 +261,12 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       keys.delete(batchId)
     },
   }
+}
+
+/** This instance's rate there and the other instances' together; null while none has one. */
+function together(mine: number | null, others: ProviderShare | null): number | null {
+  const theirs = others?.perSecond ?? null
+  return mine === null && theirs === null ? null : (mine ?? 0) + (theirs ?? 0)
 }
 
 /** The other instances' figures of the batch on the provider, if told lately. */

@@ -15,6 +15,7 @@ import type { Catalog } from '../catalog/catalog.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
 import { badRequest, refuse, type GatewayError } from '../errors.ts'
 import { readJsonBody, type BodyLimit } from '../ingest/read-body.ts'
+import { renderAdapterModel } from './render-model.ts'
 import { validateBody } from '../ingest/validate-body.ts'
 import { usd } from '../money/decimal.ts'
 import { ceilingUnits, unitsText, usageUnits } from '../money/fixed-point.ts'
@@ -262,12 +263,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
       const adapters = [...(await deps.adapters(caller.account.id)).values()].map((adapter) => {
         const base = catalog.find(adapter.baseModel)
         return {
-          id: adapter.id,
-          object: 'model',
-          created: adapter.createdAt,
-          owned_by: adapter.accountId,
-          parent: adapter.baseModel,
-          status: adapter.status,
+          ...renderAdapterModel(adapter),
           endpoints: base?.endpoints ?? [],
           context_tokens: base?.context_tokens ?? null,
           max_output_tokens: base?.max_output_tokens ?? null,

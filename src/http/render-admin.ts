@@ -3,6 +3,7 @@ import type { AdapterRecord } from '../catalog/adapters.ts'
 import type { KeyRecord } from '../domain.ts'
 import { availableUsd, usd } from '../money/decimal.ts'
 import type { AdminAccountView } from '../accounts/accounts.ts'
+import { renderAdapterModel } from './render-model.ts'
 
 export function renderAccount(account: AdminAccountView) {
   const available = availableUsd(account)
@@ -43,12 +44,7 @@ export function renderKey(key: KeyRecord) {
 /** A model object (OpenAI's `id`, `object`, `created`, `owned_by`) with what the operator set. */
 export function renderAdapter(adapter: AdapterRecord) {
   return {
-    id: adapter.id,
-    object: 'model',
-    created: adapter.createdAt,
-    owned_by: adapter.accountId,
-    parent: adapter.baseModel,
-    status: adapter.status,
+    ...renderAdapterModel(adapter),
     account_id: adapter.accountId,
     name: adapter.name,
     rank: adapter.rank,

@@ -5,9 +5,23 @@
  * when the limit grew. No call is made here: the replicas' addresses answer nothing.
  */
 import { afterEach, describe, expect, test } from 'bun:test'
-import { createReplicaPool, type ReplicaPool } from '../../providers/pool.ts'
+import {
+  createReplicaPool,
+  type ReplicaPool,
+  type ReplicaPoolOptions,
+} from '../../providers/pool.ts'
 
 const nowhere = ['http://127.0.0.1:9/v1', 'http://127.0.0.1:10/v1']
+/** Replicas at addresses that answer nothing (two unless told), with `adaptive` as given. */
+const poolOf = (adaptive?: ReplicaPoolOptions['adaptive'], baseUrls = nowhere) =>
+  createReplicaPool({
+    baseUrls,
+    connections: 4,
+    timeoutMs: 1_000,
+    probePath: '/models',
+    probeHeaders: {},
+    adaptive,
+  })
 
 describe('adaptive replica pool', () => {
   let pool: ReplicaPool | null = null
@@ -17,14 +31,7 @@ describe('adaptive replica pool', () => {
   })
 
   test('spreads by room under each working point; the working limit is their sum', () => {
-    pool = createReplicaPool({
-      baseUrls: nowhere,
-      connections: 4,
-      timeoutMs: 1_000,
-      probePath: '/models',
-      probeHeaders: {},
-      adaptive: { maxConcurrency: 64 },
-    })
+    pool = poolOf({ maxConcurrency: 64 })
     expect(pool.adaptive).toBe(true)
     expect(pool.workingLimit()).toBe(8) // two replicas starting at 4
     const taken = Array.from({ length: 8 }, () => pool!.acquire())
@@ -39,14 +46,10 @@ describe('adaptive replica pool', () => {
   test('answers with the limit in use raise the working point and tell the gate; busy cuts it', () => {
     let changes = 0
     let now = 1_000
-    pool = createReplicaPool({
-      baseUrls: nowhere.slice(0, 1),
-      connections: 4,
-      timeoutMs: 1_000,
-      probePath: '/models',
-      probeHeaders: {},
-      adaptive: { maxConcurrency: 64, onChange: () => changes++, now: () => now },
-    })
+    pool = poolOf(
+      { maxConcurrency: 64, onChange: () => changes++, now: () => now },
+      nowhere.slice(0, 1),
+    )
     // Kept full: each answer ends with the limit in use, +½ each (slow start).
     const calls = Array.from({ length: 4 }, () => pool!.acquire())
     for (let i = 0; i < 4; i++) {
@@ -63,13 +66,7 @@ describe('adaptive replica pool', () => {
   })
 
   test('without adaptive concurrency the pool has no working limit and another() is any healthy untried replica', () => {
-    pool = createReplicaPool({
-      baseUrls: nowhere,
-      connections: 4,
-      timeoutMs: 1_000,
-      probePath: '/models',
-      probeHeaders: {},
-    })
+    pool = poolOf()
     expect(pool.adaptive).toBe(false)
     expect(pool.workingLimit()).toBe(Number.POSITIVE_INFINITY)
     expect(pool.workingPoints()).toEqual({})

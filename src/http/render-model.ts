@@ -1,0 +1,17 @@
+/**
+ * An adapter as an OpenAI model object (`id`, `object`, `created`, `owned_by`) with its `parent`
+ * and `status` (SPEC §14): what GET /v1/models lists for the caller and the admin API answers,
+ * each adding its own fields after these.
+ */
+import type { AdapterRecord } from '../catalog/adapters.ts'
+
+export function renderAdapterModel(adapter: AdapterRecord) {
+  return {
+    id: adapter.id,
+    object: 'model',
+    created: adapter.createdAt,
+    owned_by: adapter.accountId,
+    parent: adapter.baseModel,
+    status: adapter.status,
+  }
+}
