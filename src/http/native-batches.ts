@@ -171,7 +171,7 @@ export function nativeBatchRoutes({
               warnings_omitted: result.warningsOmitted,
             }
           case 'duplicate':
-            return renderBatch(result.batch)
+            return renderWithShares(result.batch)
           case 'created':
             set.status = 201
             return renderBatch(result.batch)

@@ -132,6 +132,27 @@ for (const storeKind of STORES) {
       })
       expect(Number(done.cost_usd)).toBeGreaterThan(0)
     })
+
+    test('a submit repeated with its Idempotency-Key answers the batch with its routing, as GET does', async () => {
+      sim.configure({ rate429: 0, retryAfterSeconds: null })
+      const post = () =>
+        gw.request('/v1/batches', key, {
+          method: 'POST',
+          body: jsonl([chatLine('i-1'), chatLine('i-2')]),
+          headers: { 'content-type': 'application/jsonl', 'idempotency-key': 'routing-once' },
+        })
+      const created = (await (await post()).json()) as NativeBatch
+      const done = await waitFor('the batch to finish', async () => {
+        const batch = await read(created.id)
+        return FINAL_BATCH.includes(batch.status) ? batch : null
+      })
+      const again = await post()
+      expect(again.status).toBe(200)
+      const repeated = (await again.json()) as NativeBatch
+      expect(repeated.id).toBe(created.id)
+      expect(repeated.routing.providers).toEqual(done.routing.providers)
+      expect(repeated.routing.providers.sim.succeeded).toBe(2)
+    })
   })
 }
 
