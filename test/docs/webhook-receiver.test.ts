@@ -1,18 +1,18 @@
 /**
- * The README's webhook receiver runs as written: it verifies a real delivery with the official
+ * The webhook receiver of docs/events-and-webhooks.md runs as written: it verifies a real delivery with the official
  * `openai` SDK and prints the event, and it refuses a delivery signed with another secret.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { newWebhookSecret, signedHeaders } from '../../src/webhooks/sign-webhook.ts'
+import { ROOT, readDoc, sectionBlocks } from '../helpers/doc-blocks.ts'
 import { chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
 import { freePort } from '../helpers/process-gateway.ts'
 import { waitFor } from '../helpers/wait.ts'
 
-const ROOT = join(import.meta.dir, '../..')
 let sim: Simulator
 let gw: TestGateway
 beforeAll(async () => {
@@ -28,13 +28,12 @@ afterAll(async () => {
 })
 
 test('the receiver in the webhooks walk-through verifies and prints a real delivery', async () => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
-  const code = /## Webhooks[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1]
+  const [code] = sectionBlocks(readDoc('docs/events-and-webhooks.md'), '## Webhooks', 'ts')
   expect(code).toBeString()
   expect(code).toContain('port: 9000')
   // Only the port changes: the test needs a free one.
   const port = freePort()
-  const dir = mkdtempSync(join(tmpdir(), 'mg-readme-hooks-'))
+  const dir = mkdtempSync(join(tmpdir(), 'mg-docs-hooks-'))
   writeFileSync(join(dir, 'receiver.ts'), code!.replace('port: 9000', `port: ${port}`))
 
   const { key } = await gw.newAccount('1')

@@ -1,12 +1,12 @@
-/** The README's OpenAI SDK walk-through (TypeScript) runs as written against a real gateway. */
+/** docs/clients/openai-sdk.md: the TypeScript walk-through runs as written against a real gateway. */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import { ROOT, readDoc, sectionBlocks } from '../helpers/doc-blocks.ts'
 import { chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
 
-const ROOT = join(import.meta.dir, '../..')
 let sim: Simulator
 let gw: TestGateway
 beforeAll(async () => {
@@ -22,12 +22,11 @@ afterAll(async () => {
 })
 
 test('the TypeScript walk-through uploads, runs and downloads a batch', async () => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
-  const code = /## Walk-through with the OpenAI SDK[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1]
+  const [code] = sectionBlocks(readDoc('docs/clients/openai-sdk.md'), '## TypeScript', 'ts')
   expect(code).toBeString()
-  // Only the address changes: the test gateway listens on a random port.
-  const dir = mkdtempSync(join(tmpdir(), 'mg-readme-'))
-  writeFileSync(join(dir, 'walkthrough.ts'), code!.replace('http://localhost:8080', gw.url))
+  // Word for word: the gateway's port comes from PORT, as the walk-through's bash has it.
+  const dir = mkdtempSync(join(tmpdir(), 'mg-docs-sdk-'))
+  writeFileSync(join(dir, 'walkthrough.ts'), code!)
   writeFileSync(
     join(dir, 'requests.jsonl'),
     jsonl([
@@ -41,6 +40,7 @@ test('the TypeScript walk-through uploads, runs and downloads a batch', async ()
     env: {
       PATH: process.env.PATH ?? '',
       MULTIGRID_API_KEY: key,
+      PORT: new URL(gw.url).port,
       NODE_PATH: join(ROOT, 'node_modules'),
     },
     stdout: 'pipe',
