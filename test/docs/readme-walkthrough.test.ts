@@ -1,0 +1,51 @@
+/**
+ * The README's five-minute walk-through, pasted whole into a fresh bash as a newcomer pastes it:
+ * it starts the simulator and the gateway itself, waits for them, makes an account and a key,
+ * submits a batch and downloads its results. Nothing but the ports, the data dir and the catalog
+ * (the same simulator catalog, on the test's simulator port) is changed, through the variables
+ * the blocks honour.
+ */
+import { expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { readDoc, runWalkthrough, sectionBlocks } from '../helpers/doc-blocks.ts'
+
+const HEADING = '## Five minutes, offline'
+
+test('the walk-through blocks use no bare bun, which is not on the PATH after npm install', () => {
+  const blocks = sectionBlocks(readDoc('README.md'), HEADING, 'sh')
+  expect(blocks.length).toBeGreaterThanOrEqual(3)
+  for (const block of blocks) expect(block).not.toMatch(/(^|[\s;&|(])bun\s/m)
+})
+
+test('the walk-through, pasted whole, runs a batch to completion and downloads its results', async () => {
+  const script = sectionBlocks(readDoc('README.md'), HEADING, 'sh').join('\n')
+  const run = await runWalkthrough(script, 150_000)
+  expect(run.stderr).not.toContain('walk-through stopped')
+  expect(run.code).toBe(0)
+  // The dry run's quote, then the ended batch as step 6 prints it.
+  expect(run.stdout).toContain('"credit_sufficient": true')
+  expect(run.stdout).toContain('"status": "completed"')
+  const results = readFileSync(join(run.dir, 'results.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { custom_id: string; status: string; provider: string })
+  expect(results.map((r) => [r.custom_id, r.status])).toEqual([
+    ['ticket-1', 'succeeded'],
+    ['ticket-2', 'succeeded'],
+  ])
+  expect(results.map((r) => r.provider)).toEqual(['sim-openai', 'sim-anthropic'])
+}, 180_000)
+
+test('a step that fails stops the walk-through with a message instead of going on', async () => {
+  // The admin token the gateway is given differs from the one the walk-through then sends.
+  const blocks = sectionBlocks(readDoc('README.md'), HEADING, 'sh')
+  const script =
+    blocks[0] +
+    '\nMULTIGRID_ADMIN_TOKEN=not-the-gateways-token-at-all\n' +
+    blocks.slice(1).join('\n')
+  const run = await runWalkthrough(script, 120_000)
+  expect(run.code).toBe(1)
+  expect(run.stderr).toContain('walk-through stopped: no account was made')
+  expect(run.stderr).toContain('invalid_admin_token')
+}, 150_000)
