@@ -26,7 +26,7 @@ const LINES = 1_500
 const FINISHED_LINES = 500
 const MIB = 1024 * 1024
 /**
- * The gateway runs with MIMALLOC_PURGE_DELAY=-1 (as `npm start` starts it; README): the
+ * The gateway runs with MIMALLOC_PURGE_DELAY=-1 (as `npm start` starts it; docs/configuration.md): the
  * allocator keeps freed pages, so RSS rises to the peak working set of 500 concurrent downloads
  * and stays there. A leak shows as growth that goes on: the second half of the run must add
  * (almost) nothing to the first.

@@ -1,6 +1,6 @@
 /**
  * How the gateway process is tuned: the allocator's setting for a server, given by what starts the
- * process (`npm start` and the other server scripts in package.json, the Dockerfile's ENV; README,
+ * process (`npm start` and the other server scripts in package.json, the Dockerfile's ENV; docs/configuration.md,
  * "MIMALLOC_PURGE_DELAY"), and the SQLite threads' lower priority (src/threads/background-priority.ts).
  */
 import { describe, expect, test } from 'bun:test'
