@@ -6,7 +6,7 @@
  * the blocks honour.
  */
 import { expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { readDoc, runWalkthrough, sectionBlocks } from '../helpers/doc-blocks.ts'
 
@@ -49,3 +49,17 @@ test('a step that fails stops the walk-through with a message instead of going o
   expect(run.stderr).toContain('walk-through stopped: no account was made')
   expect(run.stderr).toContain('invalid_admin_token')
 }, 150_000)
+
+test('a port already answering stops the walk-through before it starts anything', async () => {
+  // A gateway left running from an earlier paste would otherwise answer in the new one's place.
+  const taken = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response('old') })
+  try {
+    const [first] = sectionBlocks(readDoc('README.md'), HEADING, 'sh')
+    const run = await runWalkthrough(first!, 60_000, { PORT: String(taken.port) })
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain(`walk-through stopped: port ${taken.port} is taken`)
+    expect(existsSync(join(run.dir, 'gateway.log'))).toBe(false)
+  } finally {
+    taken.stop(true)
+  }
+})

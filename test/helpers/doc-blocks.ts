@@ -51,9 +51,14 @@ export interface WalkthroughRun {
 /**
  * Runs `script` in one non-interactive bash, in a fresh directory that holds what a checkout
  * holds (linked), with the simulator and the gateway on free ports and a store of its own.
- * The bash runs in a process group of its own, killed whole when it is done or out of time.
+ * The bash runs in a process group of its own, killed whole when it is done or out of time;
+ * `env` overrides what it is given.
  */
-export async function runWalkthrough(script: string, timeoutMs: number): Promise<WalkthroughRun> {
+export async function runWalkthrough(
+  script: string,
+  timeoutMs: number,
+  env: Record<string, string> = {},
+): Promise<WalkthroughRun> {
   const dir = mkdtempSync(join(tmpdir(), 'mg-walkthrough-'))
   for (const entry of [
     'package.json',
@@ -74,8 +79,10 @@ export async function runWalkthrough(script: string, timeoutMs: number): Promise
     catalog.replaceAll('127.0.0.1:8090', `127.0.0.1:${simPort}`),
   )
   writeFileSync(join(dir, 'walkthrough.sh'), script)
-  const child = Bun.spawn(['setsid', 'bash', join(dir, 'walkthrough.sh')], {
+  // Fed on standard input, as a paste is: what the blocks start must not read the rest of it.
+  const child = Bun.spawn(['setsid', 'bash', '-s'], {
     cwd: dir,
+    stdin: Bun.file(join(dir, 'walkthrough.sh')),
     env: {
       PATH: pathWithoutBun(),
       HOME: process.env.HOME ?? dir,
@@ -83,6 +90,7 @@ export async function runWalkthrough(script: string, timeoutMs: number): Promise
       SIM_PORT: String(simPort),
       MULTIGRID_DATA_DIR: join(dir, 'data'),
       MULTIGRID_CONFIG: join(dir, 'catalog.json'),
+      ...env,
     },
     stdout: 'pipe',
     stderr: 'pipe',
