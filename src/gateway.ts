@@ -312,6 +312,7 @@ export async function startGateway(
     owner: instanceId,
     timeoutMs: config.webhooks.timeoutMs,
     retryBaseMs: config.webhooks.retryBaseMs,
+    disableAfterMs: config.webhooks.disableAfterMs,
     allowPrivate: config.webhooks.allowPrivate,
     pollMs: config.dispatch.pollMs,
     logger,
