@@ -30,6 +30,7 @@ import { dashboardRoutes } from './http/dashboard/dashboard-routes.ts'
 import { healthRoutes, readinessChecks } from './http/health.ts'
 import { liveRoutes } from './http/live.ts'
 import { nativeBatchRoutes } from './http/native-batches.ts'
+import { createStreamSlots } from './http/stream-slots.ts'
 import { webhookRoutes } from './http/webhooks.ts'
 import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts'
 import { DEFAULT_RETRY } from './dispatch/retry-policy.ts'
@@ -218,7 +219,13 @@ export async function startGateway(
     dispatcher?.cancelled(id)
     batchChanges.publish([id])
   }
-  const events = { changes: batchChanges, ...config.events }
+  const slots = createStreamSlots({ maxPerKey: config.events.maxStreamsPerKey })
+  const events = {
+    changes: batchChanges,
+    keepAliveMs: config.events.keepAliveMs,
+    pollMs: config.events.pollMs,
+    slots,
+  }
   const live = {
     auth,
     credit,
@@ -341,6 +348,8 @@ export async function startGateway(
       await janitor.stop()
       // Attempts under way end, their deliveries handed back for another instance or the next start.
       await webhooks.stop()
+      // Progress streams end first: app.stop waits for open responses.
+      slots.close()
       // Stop taking requests, let in-flight lines finish (bounded), hand the rest back.
       await app.stop(true)
       // Charges of answered live calls written, leases handed back.

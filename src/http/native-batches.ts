@@ -266,11 +266,14 @@ export function nativeBatchRoutes({
       const accountId = caller.account.id
       const batch = await store.getBatch(accountId, params.id)
       if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
+      const authorization = request.headers.get('authorization')
       return eventStreamResponse(request, server, batch, {
         ...events,
         read: () => store.getBatch(accountId, batch.id),
         render: renderWithShares,
         headers: set.headers as Record<string, string>,
+        keyId: caller.key.id,
+        stillValid: () => auth.stillValid(authorization, caller.key.id),
       })
     })
     .get('/v1/batches/:id/results', async ({ request, set, params }) => {

@@ -383,13 +383,21 @@ export function dashboardRoutes({
       const accountId = caller.account.id
       const batch = await store.getBatch(accountId, params.id)
       if (!batch) return refusal(notFound(`batch ${excerpt(params.id)}`), request, headers)
-      return eventStreamResponse(request, server, batch, {
-        ...events,
-        read: () => store.getBatch(accountId, batch.id),
-        render: async (latest) =>
-          renderBatch(latest, (await store.providerShares([latest.id])).get(latest.id)),
-        headers,
-      })
+      // The session ends with its key (revoked) or its sign-out: so does the stream.
+      const session = sessionHash(readSessionId(request)!)
+      try {
+        return eventStreamResponse(request, server, batch, {
+          ...events,
+          read: () => store.getBatch(accountId, batch.id),
+          render: async (latest) =>
+            renderBatch(latest, (await store.providerShares([latest.id])).get(latest.id)),
+          headers,
+          keyId: caller.key.id,
+          stillValid: async () => (await store.findSession(session, nowSeconds())) !== null,
+        })
+      } catch (error) {
+        return refusal(error, request, headers)
+      }
     })
     .post(
       '/dashboard/batches/:id/retry',
