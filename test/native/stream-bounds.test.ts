@@ -111,6 +111,31 @@ for (const store of STORES) {
       expect((await gw.request(`/v1/batches/${id}/events`, key)).status).toBe(401)
     })
 
+    test('the dashboard’s streams count against the same key, and end when the key is revoked', async () => {
+      const { key, keyId } = await gw.newAccount('10', { rate_limit_per_minute: 10_000 })
+      const id = await submit(gw, key)
+      const signIn = await fetch(`${gw.url}/dashboard/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ key }),
+        redirect: 'manual',
+      })
+      const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!
+      const page = () => fetch(`${gw.url}/dashboard/batches/${id}/events`, { headers: { cookie } })
+      const dashboard = readSse(await page())
+      expect((await dashboard.next(10_000))!.event).toBe('batch')
+      const api: SseReader[] = []
+      for (let i = 0; i < 19; i++) api.push(await openStream(gw, key, id))
+      const refused = await page()
+      expect(refused.status).toBe(429)
+      expect(await refused.text()).toContain('progress streams open')
+      expect((await gw.request(`/v1/batches/${id}/events`, key)).status).toBe(429)
+      const revokedAt = Date.now()
+      await revoke(gw, keyId)
+      for (const sse of [dashboard, ...api])
+        expect(await endsWithin(sse, revokedAt, 5_000)).toBeLessThan(2_000)
+    })
+
     test('a Last-Event-ID above the batch’s version starts over: the current state first', async () => {
       const { key } = await gw.newAccount('10')
       const id = await submit(gw, key)
