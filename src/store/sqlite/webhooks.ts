@@ -109,14 +109,19 @@ export function claimDeliveries(
   nowMs: number,
   leaseUntilMs: number,
 ) {
-  // The deliverer asks every poll interval; most of the time nothing is due. A plain read (no
-  // lock) answers that, so the poll only takes the write lock (BEGIN IMMEDIATE, which waits on
-  // the dispatcher's outcome writes and stalls the event loop) when there is something to claim.
+  // The deliverer asks every poll interval; most of the time nothing is due, or only deliveries
+  // of webhooks at their cap or disabled. A plain read (no lock) answers that, so the poll only
+  // takes the write lock (BEGIN IMMEDIATE, which waits on the dispatcher's outcome writes and
+  // stalls the event loop) when there is something it may claim.
   if (
     !q(
       db,
-      `SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1`,
-    ).get(nowMs)
+      `SELECT 1 FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+       WHERE d.status = 'pending' AND d.next_attempt_at <= ?1 AND w.disabled_at IS NULL
+         AND (SELECT count(*) FROM webhook_deliveries b WHERE b.webhook_id = d.webhook_id
+           AND b.status = 'pending' AND b.lease_owner IS NOT NULL AND b.next_attempt_at > ?1) < ?2
+       LIMIT 1`,
+    ).get(nowMs, MAX_IN_FLIGHT_PER_WEBHOOK)
   ) {
     return []
   }
