@@ -6,7 +6,7 @@
  */
 import type { BatchChanges } from '../coordination/batch-changes.ts'
 import type { BatchRecord } from '../domain.ts'
-import type { StreamSlots } from './stream-slots.ts'
+import type { StreamCheck, StreamSlots } from './stream-slots.ts'
 import {
   batchEventStream,
   hasNews,
@@ -37,8 +37,8 @@ export function eventStreamResponse(
       headers: Record<string, string>
       /** Whose slot the stream takes. */
       keyId: string
-      /** Whether the key (or the session) is still good; false ends the stream. */
-      stillValid: () => Promise<boolean>
+      /** What the stream depends on (its key, or its dashboard session); invalid ends it. */
+      check: StreamCheck
     },
 ): Response {
   // EventSource sends the header when it reconnects; a first connection can only name its
@@ -54,7 +54,7 @@ export function eventStreamResponse(
   }
   // Only a stream takes a slot: the 204 above is an answer like any other. Past the key's
   // limit this throws the 429.
-  const slot = options.slots.open(options.keyId, options.stillValid)
+  const slot = options.slots.open(options.keyId, options.check)
   // Bun closes a connection idle for 10 s, and a stream is quiet for up to 15 s. A finite
   // timeout here is not safe: on a kept-alive connection reused for the stream, Bun 1.4.5 cut it
   // when the timeout ran out although comments were written meanwhile. A peer that went away is

@@ -273,7 +273,10 @@ export function nativeBatchRoutes({
         render: renderWithShares,
         headers: set.headers as Record<string, string>,
         keyId: caller.key.id,
-        stillValid: () => auth.stillValid(authorization, caller.key.id),
+        check: {
+          id: `key:${caller.key.id}`,
+          stillValid: () => auth.stillValid(authorization, caller.key.id),
+        },
       })
     })
     .get('/v1/batches/:id/results', async ({ request, set, params }) => {

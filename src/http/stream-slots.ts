@@ -22,17 +22,24 @@ export interface StreamSlot {
 
 export interface StreamSlots {
   /**
-   * A slot for one more stream of `keyId`, or a 429 limit_exceeded. `stillValid` answers whether
-   * the key (or the session it signed) is still good; false ends every stream of the key.
+   * A slot for one more stream of `keyId`, or a 429 limit_exceeded. `check.stillValid` answers
+   * whether what signed the request (the key, or a dashboard session) is still good; false ends
+   * every stream opened with the same `check.id`, and only those.
    */
-  open(keyId: string, stillValid: () => Promise<boolean>): StreamSlot
+  open(keyId: string, check: StreamCheck): StreamSlot
   /** Streams open now for `keyId`. */
   openFor(keyId: string): number
   /** Ends every stream (a stop). */
   close(): void
 }
 
-interface KeyStreams {
+/** What a stream's right to go on depends on: `key:<id>` or `session:<hash>`, and how to ask. */
+export interface StreamCheck {
+  id: string
+  stillValid: () => Promise<boolean>
+}
+
+interface Checked {
   streams: Set<AbortController>
   stillValid: () => Promise<boolean>
   checking: boolean
@@ -40,29 +47,32 @@ interface KeyStreams {
 
 export function createStreamSlots(options: {
   maxPerKey: number
-  /** How often each key with streams is checked (250 ms: revocation noticed well inside 2 s). */
+  /** How often each key or session with streams is checked (250 ms: well inside 2 s). */
   checkEveryMs?: number
 }): StreamSlots {
   const { maxPerKey } = options
   const checkEveryMs = options.checkEveryMs ?? 250
-  const byKey = new Map<string, KeyStreams>()
+  /** Open streams per key, for the limit. */
+  const byKey = new Map<string, Set<AbortController>>()
+  /** The same streams by what they depend on, for the checks. */
+  const byCheck = new Map<string, Checked>()
   let timer: ReturnType<typeof setInterval> | null = null
 
-  function endAll(keyId: string) {
-    const entry = byKey.get(keyId)
+  function endAll(checkId: string) {
+    const entry = byCheck.get(checkId)
     if (!entry) return
-    byKey.delete(keyId)
+    byCheck.delete(checkId)
     for (const controller of entry.streams) controller.abort(new Error('the key was revoked'))
   }
 
   function check() {
-    for (const [keyId, entry] of byKey) {
+    for (const [checkId, entry] of byCheck) {
       if (entry.checking) continue
       entry.checking = true
       entry
         .stillValid()
         .then((valid) => {
-          if (!valid) endAll(keyId)
+          if (!valid) endAll(checkId)
         })
         // A store that does not answer now says nothing about the key: asked again next time.
         .catch(() => {})
@@ -78,9 +88,9 @@ export function createStreamSlots(options: {
   }
 
   return {
-    open(keyId, stillValid) {
-      let entry = byKey.get(keyId)
-      const used = entry?.streams.size ?? 0
+    open(keyId, { id: checkId, stillValid }) {
+      const streams = byKey.get(keyId) ?? new Set<AbortController>()
+      const used = streams.size
       if (used >= maxPerKey) {
         throw refuse(
           'limit_exceeded',
@@ -88,12 +98,15 @@ export function createStreamSlots(options: {
           { detail: { limit: { open_streams: maxPerKey, used } } },
         )
       }
-      if (!entry) {
-        entry = { streams: new Set(), stillValid, checking: false }
-        byKey.set(keyId, entry)
-      }
       const controller = new AbortController()
-      entry.streams.add(controller)
+      streams.add(controller)
+      byKey.set(keyId, streams)
+      let checked = byCheck.get(checkId)
+      if (!checked) {
+        checked = { streams: new Set(), stillValid, checking: false }
+        byCheck.set(checkId, checked)
+      }
+      checked.streams.add(controller)
       timer ??= setInterval(check, checkEveryMs)
       let released = false
       return {
@@ -101,16 +114,18 @@ export function createStreamSlots(options: {
         release() {
           if (released) return
           released = true
-          const current = byKey.get(keyId)
+          streams.delete(controller)
+          if (streams.size === 0 && byKey.get(keyId) === streams) byKey.delete(keyId)
+          const current = byCheck.get(checkId)
           current?.streams.delete(controller)
-          if (current && current.streams.size === 0) byKey.delete(keyId)
+          if (current && current.streams.size === 0) byCheck.delete(checkId)
           stopTimerIfIdle()
         },
       }
     },
-    openFor: (keyId) => byKey.get(keyId)?.streams.size ?? 0,
+    openFor: (keyId) => byKey.get(keyId)?.size ?? 0,
     close() {
-      for (const keyId of [...byKey.keys()]) endAll(keyId)
+      for (const checkId of [...byCheck.keys()]) endAll(checkId)
       stopTimerIfIdle()
     },
   }

@@ -111,7 +111,7 @@ for (const store of STORES) {
       expect((await gw.request(`/v1/batches/${id}/events`, key)).status).toBe(401)
     })
 
-    test('the dashboard’s streams count against the same key, and end when the key is revoked', async () => {
+    test('the dashboard’s streams count against the same key and end with their session; the key’s revocation ends the rest', async () => {
       const { key, keyId } = await gw.newAccount('10', { rate_limit_per_minute: 10_000 })
       const id = await submit(gw, key)
       const signIn = await fetch(`${gw.url}/dashboard/sign-in`, {
@@ -130,10 +130,20 @@ for (const store of STORES) {
       expect(refused.status).toBe(429)
       expect(await refused.text()).toContain('progress streams open')
       expect((await gw.request(`/v1/batches/${id}/events`, key)).status).toBe(429)
+      // Signing out ends that session's stream, and only it: the key's API streams go on.
+      const out = await fetch(`${gw.url}/dashboard/sign-out`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        body: '',
+        redirect: 'manual',
+      })
+      expect(out.status).toBe(303)
+      expect(await endsWithin(dashboard, Date.now(), 5_000)).toBeLessThan(2_000)
+      await Bun.sleep(500)
+      for (const sse of api) expect(sse.ended()).toBe(false)
       const revokedAt = Date.now()
       await revoke(gw, keyId)
-      for (const sse of [dashboard, ...api])
-        expect(await endsWithin(sse, revokedAt, 5_000)).toBeLessThan(2_000)
+      for (const sse of api) expect(await endsWithin(sse, revokedAt, 5_000)).toBeLessThan(2_000)
     })
 
     test('a Last-Event-ID above the batch’s version starts over: the current state first', async () => {

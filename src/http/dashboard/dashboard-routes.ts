@@ -393,7 +393,10 @@ export function dashboardRoutes({
             renderBatch(latest, (await store.providerShares([latest.id])).get(latest.id)),
           headers,
           keyId: caller.key.id,
-          stillValid: async () => (await store.findSession(session, nowSeconds())) !== null,
+          check: {
+            id: `session:${session}`,
+            stillValid: async () => (await store.findSession(session, nowSeconds())) !== null,
+          },
         })
       } catch (error) {
         return refusal(error, request, headers)
