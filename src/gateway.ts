@@ -12,6 +12,7 @@ import { createKeyCache } from './auth/key-cache.ts'
 import { createLiveCredit, type LiveCredit } from './live/live-credit.ts'
 import { collectYoungGarbage } from './memory/young-garbage.ts'
 import { createCatalog } from './catalog/catalog.ts'
+import { createRedisFleetStreams } from './coordination/fleet-streams.ts'
 import { connectRedis } from './coordination/redis.ts'
 import { GATEWAY_BUN_ARGS, PARSER_HEAD_BYTES, parserHeadBytes } from './http/head-limit.ts'
 import { createRedisFleetRates } from './coordination/fleet-rates.ts'
@@ -219,7 +220,13 @@ export async function startGateway(
     dispatcher?.cancelled(id)
     batchChanges.publish([id])
   }
-  const slots = createStreamSlots({ maxPerKey: config.events.maxStreamsPerKey })
+  // With Redis the per-key stream limit holds for the fleet (SPEC §19), else per instance.
+  const slots = createStreamSlots({
+    maxPerKey: config.events.maxStreamsPerKey,
+    fleet: redis
+      ? createRedisFleetStreams(redis, { prefix: `${config.redisPrefix}streams:`, logger })
+      : undefined,
+  })
   const events = {
     changes: batchChanges,
     keepAliveMs: config.events.keepAliveMs,

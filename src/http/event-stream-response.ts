@@ -28,7 +28,7 @@ interface IdleTimeouts {
   timeout(request: Request, seconds: number): void
 }
 
-export function eventStreamResponse(
+export async function eventStreamResponse(
   request: Request,
   server: IdleTimeouts | null,
   batch: BatchRecord,
@@ -40,7 +40,7 @@ export function eventStreamResponse(
       /** What the stream depends on (its key, or its dashboard session); invalid ends it. */
       check: StreamCheck
     },
-): Response {
+): Promise<Response> {
   // EventSource sends the header when it reconnects; a first connection can only name its
   // starting point in the URL (the dashboard's page does: the version it was rendered at).
   const asked = parseLastEventId(
@@ -54,7 +54,7 @@ export function eventStreamResponse(
   }
   // Only a stream takes a slot: the 204 above is an answer like any other. Past the key's
   // limit this throws the 429.
-  const slot = options.slots.open(options.keyId, options.check)
+  const slot = await options.slots.open(options.keyId, options.check)
   // Bun closes a connection idle for 10 s, and a stream is quiet for up to 15 s. A finite
   // timeout here is not safe: on a kept-alive connection reused for the stream, Bun 1.4.5 cut it
   // when the timeout ran out although comments were written meanwhile. A peer that went away is

@@ -2,15 +2,17 @@
  * The progress streams open on this instance, per key (SPEC §19): at most `maxPerKey` at once
  * (one more is 429 limit_exceeded), and every stream of a key ends within 2 s of its revocation.
  *
- * Counted per instance: a stream is one connection to one instance, and counting it fleet-wide
- * would take a shared, expiring record per stream, renewed while it lives, for a bound that is
- * about this instance's file descriptors anyway. A fleet of N instances so lets a key hold up to
- * N × maxPerKey streams in all.
+ * Counted for the whole fleet when the gateway has Redis (`fleet`, src/coordination/
+ * fleet-streams.ts: an expiring record per stream, renewed while it lives); without Redis, or
+ * while Redis is away, per instance, so that N instances let a key hold up to N × maxPerKey.
+ * This instance's own count applies either way.
  *
  * Revocation is asked of the store (through the key cache, whose entries live at most 1 s), not
  * heard: a key revoked on another instance, or by the CLI, is noticed here too. One check per key
  * with open streams every `checkEveryMs`, however many streams it has.
  */
+import { randomUUID } from 'node:crypto'
+import type { FleetStreams } from '../coordination/fleet-streams.ts'
 import { refuse } from '../errors.ts'
 
 export interface StreamSlot {
@@ -26,7 +28,7 @@ export interface StreamSlots {
    * whether what signed the request (the key, or a dashboard session) is still good; false ends
    * every stream opened with the same `check.id`, and only those.
    */
-  open(keyId: string, check: StreamCheck): StreamSlot
+  open(keyId: string, check: StreamCheck): Promise<StreamSlot>
   /** Streams open now for `keyId`. */
   openFor(keyId: string): number
   /** Ends every stream (a stop). */
@@ -49,7 +51,10 @@ export function createStreamSlots(options: {
   maxPerKey: number
   /** How often each key or session with streams is checked (250 ms: well inside 2 s). */
   checkEveryMs?: number
+  /** The fleet-wide count (Redis); without it, per instance. */
+  fleet?: FleetStreams
 }): StreamSlots {
+  const { fleet } = options
   const { maxPerKey } = options
   const checkEveryMs = options.checkEveryMs ?? 250
   /** Open streams per key, for the limit. */
@@ -88,15 +93,17 @@ export function createStreamSlots(options: {
   }
 
   return {
-    open(keyId, { id: checkId, stillValid }) {
+    async open(keyId, { id: checkId, stillValid }) {
+      const here = () => byKey.get(keyId)?.size ?? 0
+      if (here() >= maxPerKey) throw limitReached(maxPerKey, here())
+      const streamId = randomUUID()
+      const fleetUsed = fleet ? await fleet.take(keyId, streamId, maxPerKey) : null
+      if (fleetUsed !== null) throw limitReached(maxPerKey, fleetUsed)
+      // Counted again after the wait: another stream of this key may have opened meanwhile.
       const streams = byKey.get(keyId) ?? new Set<AbortController>()
-      const used = streams.size
-      if (used >= maxPerKey) {
-        throw refuse(
-          'limit_exceeded',
-          `this key has ${used} progress streams open, its limit; close one (or poll GET /v1/batches/{id}) before opening another`,
-          { detail: { limit: { open_streams: maxPerKey, used } } },
-        )
+      if (streams.size >= maxPerKey) {
+        fleet?.drop(keyId, streamId)
+        throw limitReached(maxPerKey, streams.size)
       }
       const controller = new AbortController()
       streams.add(controller)
@@ -114,6 +121,7 @@ export function createStreamSlots(options: {
         release() {
           if (released) return
           released = true
+          fleet?.drop(keyId, streamId)
           streams.delete(controller)
           if (streams.size === 0 && byKey.get(keyId) === streams) byKey.delete(keyId)
           const current = byCheck.get(checkId)
@@ -127,6 +135,15 @@ export function createStreamSlots(options: {
     close() {
       for (const checkId of [...byCheck.keys()]) endAll(checkId)
       stopTimerIfIdle()
+      fleet?.close()
     },
   }
+}
+
+function limitReached(max: number, used: number) {
+  return refuse(
+    'limit_exceeded',
+    `this key has ${used} progress streams open, its limit; close one (or poll GET /v1/batches/{id}) before opening another`,
+    { detail: { limit: { open_streams: max, used } } },
+  )
 }

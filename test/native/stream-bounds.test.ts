@@ -13,6 +13,7 @@ import {
   startTestGateway,
   STORES,
   TEST_DATABASE_URL,
+  TEST_REDIS_URL,
   type TestGateway,
 } from '../helpers/gateway.ts'
 import { readSse, type SseReader } from '../helpers/sse.ts'
@@ -211,3 +212,56 @@ describe.skipIf(!TEST_DATABASE_URL)('stream bounds across two instances on one P
     expect(endedMs).toBeLessThan(2_000)
   })
 })
+
+describe.skipIf(!TEST_DATABASE_URL || !TEST_REDIS_URL)(
+  'stream limit across two instances sharing PostgreSQL and Redis',
+  () => {
+    let a: TestGateway
+    let b: TestGateway
+    beforeAll(async () => {
+      const env = {
+        ...ENV,
+        DATABASE_URL: freshSchemaUrl(TEST_DATABASE_URL!).url,
+        REDIS_URL: TEST_REDIS_URL!,
+        // A fleet of its own in the shared Redis.
+        MULTIGRID_REDIS_PREFIX: `t${Math.random().toString(36).slice(2, 8)}:`,
+      }
+      a = await startTestGateway({ env })
+      b = await startTestGateway({ sharesSchema: true, env })
+    })
+    afterAll(async () => {
+      await b?.stop()
+      await a?.stop()
+    })
+
+    test('the limit holds for the fleet: 12 open on one instance and 8 on the other, the 21st is 429 on either', async () => {
+      const { key } = await a.newAccount('10', { rate_limit_per_minute: 10_000 })
+      const id = await submit(a, key)
+      const onA: SseReader[] = []
+      const onB: SseReader[] = []
+      for (let i = 0; i < 12; i++) onA.push(await openStream(a, key, id))
+      for (let i = 0; i < 8; i++) onB.push(await openStream(b, key, id))
+      for (const gw of [a, b]) {
+        const refused = await gw.request(`/v1/batches/${id}/events`, key)
+        expect(refused.status).toBe(429)
+        expect(((await refused.json()) as Refusal).error).toMatchObject({
+          code: 'limit_exceeded',
+          limit: { open_streams: 20, used: 20 },
+        })
+      }
+      // One closed on A frees a place for B.
+      await onA.pop()!.cancel()
+      const again = await waitFor('a place to free', async () => {
+        const response = await b.request(`/v1/batches/${id}/events`, key)
+        if (response.status === 429) {
+          await response.body?.cancel()
+          return null
+        }
+        return response
+      })
+      expect(again.status).toBe(200)
+      await again.body!.cancel()
+      for (const sse of [...onA, ...onB]) await sse.cancel()
+    })
+  },
+)

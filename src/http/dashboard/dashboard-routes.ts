@@ -386,7 +386,7 @@ export function dashboardRoutes({
       // The session ends with its key (revoked) or its sign-out: so does the stream.
       const session = sessionHash(readSessionId(request)!)
       try {
-        return eventStreamResponse(request, server, batch, {
+        return await eventStreamResponse(request, server, batch, {
           ...events,
           read: () => store.getBatch(accountId, batch.id),
           render: async (latest) =>
