@@ -105,6 +105,10 @@ const envSchema = z.object({
   MULTIGRID_WEBHOOK_TIMEOUT_MS: intFrom(100, 60_000, 15_000),
   /** The first retry's delay; each one after doubles it, up to an hour, for 24 hours. */
   MULTIGRID_WEBHOOK_RETRY_BASE_MS: intFrom(10, 3_600_000, 5_000),
+  /** A webhook whose every attempt failed for this long is disabled (SPEC §19: 24 h). */
+  MULTIGRID_WEBHOOK_DISABLE_AFTER_MS: intFrom(1_000, 30 * 86_400_000, 86_400_000),
+  /** Progress streams open at once per key (SPEC §19); one more is 429 limit_exceeded. */
+  MULTIGRID_MAX_STREAMS_PER_KEY: intFrom(1, 10_000, 20),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
 })
@@ -178,11 +182,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     events: {
       keepAliveMs: e.MULTIGRID_EVENTS_KEEPALIVE_MS,
       pollMs: e.MULTIGRID_EVENTS_POLL_MS,
+      maxStreamsPerKey: e.MULTIGRID_MAX_STREAMS_PER_KEY,
     },
     webhooks: {
       allowPrivate: e.MULTIGRID_WEBHOOK_ALLOW_PRIVATE === 'true',
       timeoutMs: e.MULTIGRID_WEBHOOK_TIMEOUT_MS,
       retryBaseMs: e.MULTIGRID_WEBHOOK_RETRY_BASE_MS,
+      disableAfterMs: e.MULTIGRID_WEBHOOK_DISABLE_AFTER_MS,
     },
     logLevel: e.LOG_LEVEL,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT ?? null,

@@ -12,6 +12,7 @@ import { createKeyCache } from './auth/key-cache.ts'
 import { createLiveCredit, type LiveCredit } from './live/live-credit.ts'
 import { collectYoungGarbage } from './memory/young-garbage.ts'
 import { createCatalog } from './catalog/catalog.ts'
+import { createRedisFleetStreams } from './coordination/fleet-streams.ts'
 import { connectRedis } from './coordination/redis.ts'
 import { GATEWAY_BUN_ARGS, PARSER_HEAD_BYTES, parserHeadBytes } from './http/head-limit.ts'
 import { createRedisFleetRates } from './coordination/fleet-rates.ts'
@@ -30,6 +31,7 @@ import { dashboardRoutes } from './http/dashboard/dashboard-routes.ts'
 import { healthRoutes, readinessChecks } from './http/health.ts'
 import { liveRoutes } from './http/live.ts'
 import { nativeBatchRoutes } from './http/native-batches.ts'
+import { createStreamSlots } from './http/stream-slots.ts'
 import { webhookRoutes } from './http/webhooks.ts'
 import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts'
 import { DEFAULT_RETRY } from './dispatch/retry-policy.ts'
@@ -218,7 +220,19 @@ export async function startGateway(
     dispatcher?.cancelled(id)
     batchChanges.publish([id])
   }
-  const events = { changes: batchChanges, ...config.events }
+  // With Redis the per-key stream limit holds for the fleet (SPEC §19), else per instance.
+  const slots = createStreamSlots({
+    maxPerKey: config.events.maxStreamsPerKey,
+    fleet: redis
+      ? createRedisFleetStreams(redis, { prefix: `${config.redisPrefix}streams:`, logger })
+      : undefined,
+  })
+  const events = {
+    changes: batchChanges,
+    keepAliveMs: config.events.keepAliveMs,
+    pollMs: config.events.pollMs,
+    slots,
+  }
   const live = {
     auth,
     credit,
@@ -312,6 +326,7 @@ export async function startGateway(
     owner: instanceId,
     timeoutMs: config.webhooks.timeoutMs,
     retryBaseMs: config.webhooks.retryBaseMs,
+    disableAfterMs: config.webhooks.disableAfterMs,
     allowPrivate: config.webhooks.allowPrivate,
     pollMs: config.dispatch.pollMs,
     logger,
@@ -340,6 +355,8 @@ export async function startGateway(
       await janitor.stop()
       // Attempts under way end, their deliveries handed back for another instance or the next start.
       await webhooks.stop()
+      // Progress streams end first: app.stop waits for open responses.
+      slots.close()
       // Stop taking requests, let in-flight lines finish (bounded), hand the rest back.
       await app.stop(true)
       // Charges of answered live calls written, leases handed back.

@@ -30,6 +30,11 @@ export interface Authenticator {
    * lookup already refused unknown, expired and revoked ones).
    */
   authorize(caller: Caller, need: Scope | 'any', headers: Record<string, string>): Promise<Caller>
+  /**
+   * Whether the key a request was authenticated with is still good (not revoked, on any
+   * instance): asked again by a long-lived answer such as a progress stream. Counts nothing.
+   */
+  stillValid(authorization: string | null, keyId: string): Promise<boolean>
 }
 
 /** `keys` (key-cache.ts) answers lookups from memory; without it every request asks the store. */
@@ -71,6 +76,12 @@ export function createAuthenticator(
   }
 
   return {
+    async stillValid(authorization, keyId) {
+      const match = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null
+      if (!match || !match[1].startsWith(KEY_PREFIX)) return false
+      const found = await findKey(hashKey(match[1]))
+      return found !== null && found.key.id === keyId && found.key.revokedAt === null
+    },
     async authenticate(authorization, need, headers) {
       const match = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null
       if (!authorization) throw invalidApiKey('no API key: send "Authorization: Bearer <key>"')

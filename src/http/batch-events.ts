@@ -8,7 +8,9 @@
  * stream resumed with `Last-Event-ID: N` sends the current state only once the row has moved
  * past version N: never an older state, never the same one twice, and the ended state whenever
  * the client has not seen it. A resume at the ended state's own id has nothing left to send:
- * 204, which tells an EventSource to stop reconnecting.
+ * 204, which tells an EventSource to stop reconnecting. An id above the batch's version is none
+ * of this batch's (another batch's, or a store restored from a backup): the stream starts over,
+ * current state first (SPEC §19).
  *
  * The store is the source of truth: the batch is re-read on a change signal (batch-changes.ts)
  * and on a slow timer. A stream holds one rendered batch and one timer, and stops at once when
@@ -30,6 +32,10 @@ export interface EventStreamOptions {
   keepAliveMs: number
   /** The batch is re-read this often without a signal (changes no signal announces). */
   pollMs: number
+  /** Aborted when the stream's key was revoked (stream-slots.ts): the stream ends at once. */
+  signal?: AbortSignal
+  /** Called once when the stream has ended, however it ended (its slot is given back). */
+  onEnd?: () => void
 }
 
 /** Writes queued unread (an event a second, a comment every 15 s) before a stalled client is dropped. */
@@ -74,13 +80,16 @@ export function batchEventStream(
     wakeUp?.()
   }
   let unwatch = () => {}
+  let unlisten = () => {}
   let timer: ReturnType<typeof setTimeout> | null = null
   const end = () => {
     if (closed) return
     closed = true
     unwatch()
+    unlisten()
     if (timer) clearTimeout(timer)
     wakeUp?.()
+    options.onEnd?.()
   }
 
   /** Sleeps until a change signal, `ms`, or the end of the stream. */
@@ -97,6 +106,23 @@ export function batchEventStream(
 
   return new ReadableStream<Uint8Array>({
     start(controller) {
+      // A revoked key: the stream ends now, not at its next event (SPEC §19: within 2 s).
+      const revoked = () => {
+        if (closed) return
+        try {
+          controller.enqueue(encoder.encode(': the key was revoked\n\n'))
+        } catch {}
+        end()
+        try {
+          controller.close()
+        } catch {}
+      }
+      if (options.signal?.aborted) {
+        revoked()
+        return
+      }
+      options.signal?.addEventListener('abort', revoked)
+      unlisten = () => options.signal?.removeEventListener('abort', revoked)
       unwatch = options.changes.watch(first.id, wake)
       const write = (text: string) => {
         if (closed) return

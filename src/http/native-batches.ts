@@ -1,7 +1,8 @@
 /** The native raw-JSONL batch API (SPEC §3): submit, read, list, cancel, results. */
 import { Elysia } from 'elysia'
 import { z } from 'zod'
-import { refusalOf, type Admission, type SubmitOptions } from '../admission/submit-batch.ts'
+import { answerOf, unanswered } from '../admission/admission-answer.ts'
+import type { Admission, SubmitOptions } from '../admission/submit-batch.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { BatchRecord, LineStatus } from '../domain.ts'
 import { badRequest, notFound, refuse } from '../errors.ts'
@@ -145,36 +146,38 @@ export function nativeBatchRoutes({
         const result = dryRun
           ? await admission.quote(bytes, options)
           : await admission.submit(bytes, options)
-        switch (result.kind) {
+        if (result.kind === 'quote') {
+          return {
+            object: 'batch.quote',
+            dry_run: true,
+            line_count: result.lineCount,
+            cost_ceiling_usd: result.costCeilingUsd,
+            max_cost_usd: result.maxCostUsd,
+            available_usd: result.availableUsd,
+            credit_sufficient: result.creditSufficient,
+            warnings: result.warnings,
+            warnings_omitted: result.warningsOmitted,
+          }
+        }
+        const answer = answerOf(result)
+        switch (answer.kind) {
           case 'invalid': {
-            const count = result.issues.length + result.omitted
+            const count = answer.issues.length + answer.omitted
             throw refuse(
               'invalid_batch_file',
               `${count} problem${count === 1 ? '' : 's'} in the file; nothing was submitted`,
-              { extra: { issues: result.issues, issues_omitted: result.omitted } },
+              { extra: { issues: answer.issues, issues_omitted: answer.omitted } },
             )
           }
-          case 'insufficient_quota':
-          case 'limit_exceeded':
-          case 'daily_limit_exceeded':
-            throw refusalOf(result)
-          case 'quote':
-            return {
-              object: 'batch.quote',
-              dry_run: true,
-              line_count: result.lineCount,
-              cost_ceiling_usd: result.costCeilingUsd,
-              max_cost_usd: result.maxCostUsd,
-              available_usd: result.availableUsd,
-              credit_sufficient: result.creditSufficient,
-              warnings: result.warnings,
-              warnings_omitted: result.warningsOmitted,
-            }
-          case 'duplicate':
-            return renderWithShares(result.batch)
-          case 'created':
-            set.status = 201
-            return renderBatch(result.batch)
+          case 'refused':
+            throw answer.error
+          case 'batch':
+            set.status = answer.status
+            return answer.status === 201
+              ? renderBatch(answer.batch)
+              : renderWithShares(answer.batch)
+          default:
+            return unanswered(answer)
         }
       },
       { parse: 'none' },
@@ -231,23 +234,25 @@ export function nativeBatchRoutes({
           maxCostUsd: options.max_cost_usd ?? null,
           idempotencyKey: request.headers.get('idempotency-key'),
         })
-        switch (result.kind) {
+        const answer = answerOf(result)
+        switch (answer.kind) {
           case 'invalid': {
-            const count = result.issues.length + result.omitted
+            const count = answer.issues.length + answer.omitted
             throw refuse(
               'invalid_batch_file',
               `${count} of the lines to retry ${count === 1 ? 'is' : 'are'} no longer valid (line numbers are the batch's own); nothing was submitted`,
-              { extra: { issues: result.issues, issues_omitted: result.omitted } },
+              { extra: { issues: answer.issues, issues_omitted: answer.omitted } },
             )
           }
-          case 'insufficient_quota':
-          case 'limit_exceeded':
-            throw refusalOf(result)
-          case 'duplicate':
-            return renderWithShares(result.batch)
-          case 'created':
-            set.status = 201
-            return renderBatch(result.batch)
+          case 'refused':
+            throw answer.error
+          case 'batch':
+            set.status = answer.status
+            return answer.status === 201
+              ? renderBatch(answer.batch)
+              : renderWithShares(answer.batch)
+          default:
+            return unanswered(answer)
         }
       },
       { parse: 'none' },
@@ -261,11 +266,17 @@ export function nativeBatchRoutes({
       const accountId = caller.account.id
       const batch = await store.getBatch(accountId, params.id)
       if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
+      const authorization = request.headers.get('authorization')
       return eventStreamResponse(request, server, batch, {
         ...events,
         read: () => store.getBatch(accountId, batch.id),
         render: renderWithShares,
         headers: set.headers as Record<string, string>,
+        keyId: caller.key.id,
+        check: {
+          id: `key:${caller.key.id}`,
+          stillValid: () => auth.stillValid(authorization, caller.key.id),
+        },
       })
     })
     .get('/v1/batches/:id/results', async ({ request, set, params }) => {

@@ -1,6 +1,7 @@
 /**
  * The webhook API (SPEC §15), scope `batches`: create (the one answer that shows the secret),
- * list, delete, and each webhook's delivery log. Another account's webhook is a 404.
+ * list, delete, enable again after it was disabled (SPEC §19), and each webhook's delivery log.
+ * Another account's webhook is a 404.
  */
 import { Elysia } from 'elysia'
 import type { Authenticator } from '../auth/authenticate.ts'
@@ -33,6 +34,9 @@ export const renderWebhook = (webhook: WebhookRecord) => ({
   url: webhook.url,
   events: webhook.events,
   created_at: webhook.createdAt,
+  // SPEC §19: disabled after 24 h of failed attempts, until POST /v1/webhooks/{id}/enable.
+  status: webhook.disabledAt === null ? 'enabled' : 'disabled',
+  disabled_at: webhook.disabledAt,
 })
 
 export const renderDelivery = (delivery: DeliveryRecord) => ({
@@ -77,6 +81,7 @@ export function webhookRoutes({ auth, store, bodyLimit, allowPrivate }: WebhookD
           events,
           secret: newWebhookSecret(),
           createdAt: nowSeconds(),
+          disabledAt: null,
         }
         if (!(await store.createWebhook(webhook, MAX_WEBHOOKS_PER_ACCOUNT))) {
           throw refuse(
@@ -107,6 +112,16 @@ export function webhookRoutes({ auth, store, bodyLimit, allowPrivate }: WebhookD
         if (!(await store.deleteWebhook(account.id, params.id)))
           throw notFound(`webhook ${excerpt(params.id)}`)
         return { id: params.id, object: 'webhook.deleted', deleted: true }
+      },
+      { parse: 'none' },
+    )
+    .post(
+      '/v1/webhooks/:id/enable',
+      async ({ request, set, params }) => {
+        const { account } = await caller(request, set)
+        const webhook = await store.enableWebhook(account.id, params.id)
+        if (!webhook) throw notFound(`webhook ${excerpt(params.id)}`)
+        return renderWebhook(webhook)
       },
       { parse: 'none' },
     )

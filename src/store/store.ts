@@ -556,6 +556,11 @@ export interface WebhookRecord {
   events: WebhookEventType[]
   secret: string
   createdAt: number
+  /**
+   * When it was disabled (Unix s; SPEC §19): every attempt for 24 h failed. Null while enabled;
+   * a new webhook is enabled whatever this says.
+   */
+  disabledAt: number | null
 }
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed'
@@ -616,7 +621,10 @@ export interface WebhookStore {
   ): Promise<{ deliveries: DeliveryRecord[]; hasMore: boolean } | null>
   /**
    * Leases up to `limit` due deliveries to `owner` until `leaseUntilMs`, counting an attempt for
-   * each; another instance's live lease is never taken, an expired one is.
+   * each; another instance's live lease is never taken, an expired one is. Fair (SPEC §19): at
+   * most `MAX_IN_FLIGHT_PER_WEBHOOK` live leases per webhook across every instance sharing the
+   * store, each webhook's first due delivery before any webhook's second, the webhooks claimed
+   * longest ago first; a disabled webhook's deliveries are not claimed.
    */
   claimDeliveries(
     owner: string,
@@ -624,13 +632,20 @@ export interface WebhookStore {
     nowMs: number,
     leaseUntilMs: number,
   ): Promise<ClaimedDelivery[]>
-  /** Records an attempt, only while `owner` still holds its lease; false otherwise. */
+  /**
+   * Records an attempt, only while `owner` still holds its lease; false otherwise. A failed one
+   * disables its webhook when every attempt since its first failure, `disableAfterMs` or more ago
+   * (default 24 h), has failed (SPEC §19); a delivered one clears that count.
+   */
   finishDelivery(
     owner: string,
     delivery: { webhookId: string; eventId: string },
     result: DeliveryResult,
     nowMs: number,
+    disableAfterMs?: number,
   ): Promise<boolean>
+  /** Enables a disabled webhook again (its failures forgotten); null when not the account's. */
+  enableWebhook(accountId: string, id: string): Promise<WebhookRecord | null>
   /** Graceful stop: hands back `owner`'s deliveries, due at once, the attempt not counted. */
   releaseDeliveries(owner: string, nowMs: number): Promise<number>
 }

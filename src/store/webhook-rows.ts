@@ -14,7 +14,34 @@ export function rowToWebhook(row: Row): WebhookRecord {
     events: events as WebhookEventType[],
     secret: row.secret as string,
     createdAt: Number(row.created_at),
+    disabledAt: num(row.disabled_at),
   }
+}
+
+/** Live leases per webhook at most (SPEC §19): one stalled receiver holds two attempts, not all. */
+export const MAX_IN_FLIGHT_PER_WEBHOOK = 2
+
+/** A webhook failing this long, every attempt, is disabled (SPEC §19: 24 h). */
+export const DISABLE_AFTER_MS = 24 * 3600 * 1000
+
+/**
+ * Round-robin (SPEC §19): each webhook's first due delivery before any webhook's second, the
+ * webhooks in the order given (claimed longest ago first), at most `limit` in all. `due` holds,
+ * per webhook, the deliveries it may still take (its two earliest due less its live leases).
+ */
+export function roundRobin<T>(due: T[][], limit: number): T[] {
+  const picked: T[] = []
+  for (let rank = 0; picked.length < limit; rank++) {
+    let any = false
+    for (const list of due) {
+      if (rank >= list.length) continue
+      any = true
+      picked.push(list[rank]!)
+      if (picked.length === limit) break
+    }
+    if (!any) break
+  }
+  return picked
 }
 
 export function rowToDelivery(row: Row): DeliveryRecord {

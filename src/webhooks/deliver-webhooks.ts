@@ -1,7 +1,8 @@
 /**
  * The webhook deliverer: every instance runs one, beside the janitor. Each round claims due
  * deliveries from the store's outbox with a lease (one instance per attempt), POSTs the event
- * signed for that attempt, and records the answer: a 2xx within the timeout is delivered,
+ * signed for that attempt, and records the answer (claims are fair: round-robin across webhooks,
+ * at most 2 attempts in flight per webhook, SPEC §19): a 2xx within the timeout is delivered,
  * anything else is tried again later (retry-schedule.ts) with the same `webhook-id`. A lease is
  * twice the timeout, so an attempt always ends (and is recorded) before another instance could
  * take it; an instance that dies mid-attempt loses only its lease, and the delivery is sent again
@@ -23,12 +24,22 @@ export interface WebhookDelivererOptions {
   /** An attempt without a 2xx answer by then has failed (SPEC §15: 15 s). */
   timeoutMs: number
   retryBaseMs: number
+  /** A webhook whose every attempt failed for this long is disabled (SPEC §19: 24 h). */
+  disableAfterMs?: number
   allowPrivate: boolean
   pollMs: number
   logger: Logger
-  /** Attempts in flight at once on this instance. */
+  /** Attempts in flight at once on this instance (default DELIVERY_SLOTS). */
   concurrency?: number
 }
+
+/**
+ * Attempts in flight at once per instance. A webhook holds at most 2 (the claim's cap, SPEC §19)
+ * and an account at most 20 webhooks, so one account's stalled receivers hold at most 40 slots
+ * for a timeout and the rest go round-robin to everyone else's; it takes four such accounts to
+ * fill an instance. Each slot is one socket to a receiver.
+ */
+export const DELIVERY_SLOTS = 128
 
 export interface WebhookDeliverer {
   start(): void
@@ -54,7 +65,7 @@ export function createWebhookDeliverer(
   options: WebhookDelivererOptions,
 ): WebhookDeliverer {
   const { owner, timeoutMs, logger } = options
-  const concurrency = options.concurrency ?? 16
+  const concurrency = options.concurrency ?? DELIVERY_SLOTS
   const leaseMs = 2 * timeoutMs
   // Without the opt-in, every connection checks the addresses it is about to use.
   const agent = new Agent({
@@ -141,7 +152,13 @@ export function createWebhookDeliverer(
           ? { kind: 'failed', statusCode: sent.statusCode, error: sent.error }
           : { kind: 'retry', atMs: at, statusCode: sent.statusCode, error: sent.error }
     }
-    const recorded = await store.finishDelivery(owner, delivery, result, nowMs)
+    const recorded = await store.finishDelivery(
+      owner,
+      delivery,
+      result,
+      nowMs,
+      options.disableAfterMs,
+    )
     // Never the URL or the secret: the log names the webhook and the event.
     const fields = {
       webhook_id: delivery.webhookId,

@@ -60,21 +60,40 @@ describe('loadConfig', () => {
     expect(loadConfig({ MULTIGRID_SPILL_MARGIN: '0' }).dispatch.spillMargin).toBe(0)
   })
 
-  test('webhooks: https:// to public addresses only, a 15 s timeout and a 5 s first retry by default', () => {
+  test('webhooks: https:// to public addresses only, a 15 s timeout, a 5 s first retry and disabled after 24 h of failures by default', () => {
     expect(loadConfig({}).webhooks).toEqual({
       allowPrivate: false,
       timeoutMs: 15_000,
       retryBaseMs: 5_000,
+      disableAfterMs: 86_400_000,
     })
     const set = loadConfig({
       MULTIGRID_WEBHOOK_ALLOW_PRIVATE: 'true',
       MULTIGRID_WEBHOOK_TIMEOUT_MS: '2000',
       MULTIGRID_WEBHOOK_RETRY_BASE_MS: '200',
+      MULTIGRID_WEBHOOK_DISABLE_AFTER_MS: '1500',
     }).webhooks
-    expect(set).toEqual({ allowPrivate: true, timeoutMs: 2_000, retryBaseMs: 200 })
+    expect(set).toEqual({
+      allowPrivate: true,
+      timeoutMs: 2_000,
+      retryBaseMs: 200,
+      disableAfterMs: 1_500,
+    })
+    expect(() => loadConfig({ MULTIGRID_WEBHOOK_DISABLE_AFTER_MS: '10' })).toThrow(
+      'invalid MULTIGRID_WEBHOOK_DISABLE_AFTER_MS="10"',
+    )
     expect(() => loadConfig({ MULTIGRID_WEBHOOK_ALLOW_PRIVATE: 'yes' })).toThrow(
       'invalid MULTIGRID_WEBHOOK_ALLOW_PRIVATE="yes"',
     )
+  })
+
+  test('progress streams: 20 open at once per key by default, a whole number from 1', () => {
+    expect(loadConfig({}).events.maxStreamsPerKey).toBe(20)
+    expect(loadConfig({ MULTIGRID_MAX_STREAMS_PER_KEY: '3' }).events.maxStreamsPerKey).toBe(3)
+    for (const bad of ['0', 'many', '2.5'])
+      expect(() => loadConfig({ MULTIGRID_MAX_STREAMS_PER_KEY: bad })).toThrow(
+        `invalid MULTIGRID_MAX_STREAMS_PER_KEY="${bad}"`,
+      )
   })
 
   test('provider keys are read from the variables the catalog names', () => {

@@ -170,6 +170,12 @@ const ENDPOINTS: Endpoint[] = [
     body: () => JSON.stringify({ url: WEBHOOK_URL, events: WEBHOOK_EVENTS }),
   },
   { name: 'list webhooks', method: 'GET', path: '/v1/webhooks', scope: 'batches' },
+  {
+    name: 'enable webhook',
+    method: 'POST',
+    path: '/v1/webhooks/{webhook}/enable',
+    scope: 'batches',
+  },
   { name: 'delete webhook', method: 'DELETE', path: '/v1/webhooks/{webhook}', scope: 'batches' },
   {
     name: 'webhook deliveries',

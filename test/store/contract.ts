@@ -2090,6 +2090,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
             url: 'https://hooks.example.com/1',
             events: ['batch.failed'],
             secret: 'whsec_c2VjcmV0',
+            disabledAt: null,
             createdAt: T0,
           },
           10,

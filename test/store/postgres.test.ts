@@ -10,6 +10,7 @@ import { migrate, readMigrations } from '../../src/store/postgres/migrate.ts'
 import { createPostgresStore } from '../../src/store/postgres/postgres-store.ts'
 import { contractFailed, runStoreContract } from './contract.ts'
 import { runWebhookStoreContract } from './webhook-contract.ts'
+import { runWebhookFairnessContract } from './webhook-fairness-contract.ts'
 
 const url = process.env.TEST_DATABASE_URL
 
@@ -62,4 +63,5 @@ if (!url) {
   }
   runStoreContract('postgres', emptyStore)
   runWebhookStoreContract('postgres', emptyStore)
+  runWebhookFairnessContract('postgres', emptyStore)
 }

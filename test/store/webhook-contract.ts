@@ -38,6 +38,7 @@ export function runWebhookStoreContract(name: string, makeStore: () => Promise<O
     events,
     secret: `whsec_${Buffer.from(id).toString('base64')}`,
     createdAt: T0,
+    disabledAt: null,
   })
 
   /** A one-line batch run to its end: succeeded (completed) or failed. */

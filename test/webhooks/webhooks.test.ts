@@ -117,6 +117,8 @@ for (const storeKind of STORES) {
         url: `${receiver.url}/first`,
         events: ['batch.completed', 'batch.failed', 'batch.cancelled', 'batch.expired'],
         created_at: expect.any(Number),
+        status: 'enabled',
+        disabled_at: null,
         secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
       })
       // A Standard Webhooks secret: whsec_ and the base64 of 32 random bytes.

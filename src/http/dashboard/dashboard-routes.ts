@@ -5,7 +5,8 @@
  */
 import { Elysia } from 'elysia'
 import { z } from 'zod'
-import { refusalOf, type SubmitOptions } from '../../admission/submit-batch.ts'
+import { answerOf, unanswered } from '../../admission/admission-answer.ts'
+import type { SubmitOptions } from '../../admission/submit-batch.ts'
 import { retryBatch } from '../../admission/retry-batch.ts'
 import type { Caller } from '../../auth/authenticate.ts'
 import { nowSeconds, type Scope } from '../../domain.ts'
@@ -276,35 +277,31 @@ export function dashboardRoutes({
         const result = dryRun
           ? await admission.quote(bytes, options)
           : await admission.submit(bytes, options)
-        switch (result.kind) {
+        if (result.kind === 'quote') {
+          const cap = result.maxCostUsd ? `, capped at $${result.maxCostUsd}` : ''
+          const text = `Quote: ${result.lineCount} lines, cost ceiling $${result.costCeilingUsd}${cap}, available credit $${result.availableUsd} — ${result.creditSufficient ? 'enough' : 'not enough'} to submit it. Nothing was stored.${quoteWarnings(result.warnings, result.warningsOmitted)}`
+          return listPage(caller, request, headers, 200, {
+            notice: { kind: result.creditSufficient ? 'info' : 'error', text },
+          })
+        }
+        const answer = answerOf(result)
+        switch (answer.kind) {
           case 'invalid':
             return listPage(caller, request, headers, 400, {
-              issues: { issues: result.issues, omitted: result.omitted },
+              issues: { issues: answer.issues, omitted: answer.omitted },
             })
-          case 'quote': {
-            const cap = result.maxCostUsd ? `, capped at $${result.maxCostUsd}` : ''
-            const text = `Quote: ${result.lineCount} lines, cost ceiling $${result.costCeilingUsd}${cap}, available credit $${result.availableUsd} — ${result.creditSufficient ? 'enough' : 'not enough'} to submit it. Nothing was stored.${quoteWarnings(result.warnings, result.warningsOmitted)}`
-            return listPage(caller, request, headers, 200, {
-              notice: { kind: result.creditSufficient ? 'info' : 'error', text },
-            })
-          }
-          case 'insufficient_quota':
-          case 'limit_exceeded':
-          case 'daily_limit_exceeded': {
-            const refusal = refusalOf(result)
+          case 'refused':
             return listPage(
               caller,
               request,
-              { ...headers, ...refusal.options.headers },
-              refusal.status,
-              {
-                notice: { kind: 'error', text: refusal.message },
-              },
+              { ...headers, ...answer.error.options.headers },
+              answer.error.status,
+              { notice: { kind: 'error', text: answer.error.message } },
             )
-          }
-          case 'created':
-          case 'duplicate':
-            return seeOther(`${batchHref(result.batch.id)}?submitted=1`, headers)
+          case 'batch':
+            return seeOther(`${batchHref(answer.batch.id)}?submitted=1`, headers)
+          default:
+            return unanswered(answer)
         }
       },
       { parse: 'none' },
@@ -386,13 +383,24 @@ export function dashboardRoutes({
       const accountId = caller.account.id
       const batch = await store.getBatch(accountId, params.id)
       if (!batch) return refusal(notFound(`batch ${excerpt(params.id)}`), request, headers)
-      return eventStreamResponse(request, server, batch, {
-        ...events,
-        read: () => store.getBatch(accountId, batch.id),
-        render: async (latest) =>
-          renderBatch(latest, (await store.providerShares([latest.id])).get(latest.id)),
-        headers,
-      })
+      // The session ends with its key (revoked) or its sign-out: so does the stream.
+      const session = sessionHash(readSessionId(request)!)
+      try {
+        return await eventStreamResponse(request, server, batch, {
+          ...events,
+          read: () => store.getBatch(accountId, batch.id),
+          render: async (latest) =>
+            renderBatch(latest, (await store.providerShares([latest.id])).get(latest.id)),
+          headers,
+          keyId: caller.key.id,
+          check: {
+            id: `session:${session}`,
+            stillValid: async () => (await store.findSession(session, nowSeconds())) !== null,
+          },
+        })
+      } catch (error) {
+        return refusal(error, request, headers)
+      }
     })
     .post(
       '/dashboard/batches/:id/retry',
@@ -410,21 +418,22 @@ export function dashboardRoutes({
             maxCostUsd: null,
             idempotencyKey: form.idempotency_key ? `dashboard:${form.idempotency_key}` : null,
           })
-          switch (result.kind) {
+          const answer = answerOf(result)
+          switch (answer.kind) {
             case 'invalid': {
-              const [first] = result.issues
-              const count = result.issues.length + result.omitted
+              const [first] = answer.issues
+              const count = answer.issues.length + answer.omitted
               throw refuse(
                 'invalid_batch_file',
                 `${count} of the lines to retry ${count === 1 ? 'is' : 'are'} no longer valid, nothing was submitted; line ${first!.line} (${first!.custom_id ?? ''}) ${first!.path}: ${first!.message} — ${first!.fix}`,
               )
             }
-            case 'insufficient_quota':
-            case 'limit_exceeded':
-              throw refusalOf(result)
-            case 'created':
-            case 'duplicate':
-              return seeOther(`${batchHref(result.batch.id)}?retried=1`, headers)
+            case 'refused':
+              throw answer.error
+            case 'batch':
+              return seeOther(`${batchHref(answer.batch.id)}?retried=1`, headers)
+            default:
+              return unanswered(answer)
           }
         } catch (error) {
           return refusal(error, request, headers)

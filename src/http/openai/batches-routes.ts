@@ -7,7 +7,8 @@ import { createHash } from 'node:crypto'
 import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
-import { refusalOf, type Admission } from '../../admission/submit-batch.ts'
+import { answerOf, unanswered } from '../../admission/admission-answer.ts'
+import type { Admission } from '../../admission/submit-batch.ts'
 import type { Authenticator } from '../../auth/authenticate.ts'
 import { BATCH_URLS, newId, nowSeconds, type BatchRecord } from '../../domain.ts'
 import { badRequest, notFound } from '../../errors.ts'
@@ -140,34 +141,30 @@ export function openAiBatchRoutes({
       waitForCredit: body.wait_for_credit === true,
       maxCostUsd: body.max_cost_usd ?? null,
     })
-    switch (result.kind) {
+    const answer = answerOf(result)
+    switch (answer.kind) {
       case 'invalid':
         return reject(
-          result.issues.map((issue) => ({
+          answer.issues.map((issue) => ({
             code: issue.code ?? 'invalid_request',
             message: `${issue.path ? `${issue.path} ` : ''}${issue.message}; ${issue.fix}`,
             param: issue.path || null,
             line: issue.line,
           })),
         )
-      // As OpenAI does: a batch the credit cannot cover fails at validation (unless it may wait).
-      case 'insufficient_quota':
-        return reject([
-          {
-            code: 'insufficient_quota',
-            message: refusalOf(result).message,
-            param: null,
-            line: null,
-          },
-        ])
-      case 'limit_exceeded':
-      case 'daily_limit_exceeded':
-        throw refusalOf(result)
-      case 'created':
-        await registerResultFiles(store, result.batch)
-        return result.batch
-      case 'duplicate':
-        return result.batch
+      case 'refused':
+        // As OpenAI does: a batch the credit cannot cover fails at validation (unless it may
+        // wait); the limits are refused as on the native API.
+        if (answer.refusal.kind === 'insufficient_quota')
+          return reject([
+            { code: 'insufficient_quota', message: answer.error.message, param: null, line: null },
+          ])
+        throw answer.error
+      case 'batch':
+        if (answer.status === 201) await registerResultFiles(store, answer.batch)
+        return answer.batch
+      default:
+        return unanswered(answer)
     }
   }
 

@@ -526,8 +526,13 @@ class PostgresStore implements Store {
     delivery: { webhookId: string; eventId: string },
     result: DeliveryResult,
     nowMs: number,
+    disableAfterMs?: number,
   ) {
-    return webhooks.finishDelivery(this.sql, owner, delivery, result, nowMs)
+    return webhooks.finishDelivery(this.sql, owner, delivery, result, nowMs, disableAfterMs)
+  }
+
+  enableWebhook(accountId: string, id: string) {
+    return webhooks.enableWebhook(this.sql, accountId, id)
   }
 
   releaseDeliveries(owner: string, nowMs: number) {

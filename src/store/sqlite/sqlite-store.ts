@@ -512,8 +512,13 @@ class SqliteStore implements Store {
     delivery: { webhookId: string; eventId: string },
     result: DeliveryResult,
     nowMs: number,
+    disableAfterMs?: number,
   ) {
-    return webhooks.finishDelivery(this.db, owner, delivery, result, nowMs)
+    return webhooks.finishDelivery(this.db, owner, delivery, result, nowMs, disableAfterMs)
+  }
+
+  async enableWebhook(accountId: string, id: string) {
+    return webhooks.enableWebhook(this.db, accountId, id)
   }
 
   async releaseDeliveries(owner: string, nowMs: number) {

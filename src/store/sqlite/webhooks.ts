@@ -1,12 +1,16 @@
 /**
- * Webhooks and their outbox on bun:sqlite (see sql/0007_webhooks.sql). One process writes the
- * file, so a claim is a plain UPDATE inside an IMMEDIATE transaction.
+ * Webhooks and their outbox on bun:sqlite (see sql/0007_webhooks.sql and 0012). One process
+ * writes the file, so a claim is plain reads and UPDATEs inside an IMMEDIATE transaction: nothing
+ * else claims between its count of a webhook's live leases and its own.
  */
 import type { Database } from 'bun:sqlite'
 import { newId, webhookEventOf, type WebhookEventType } from '../../domain.ts'
 import type { DeliveryResult, WebhookRecord } from '../store.ts'
 import {
   deliveryResultColumns,
+  DISABLE_AFTER_MS,
+  MAX_IN_FLIGHT_PER_WEBHOOK,
+  roundRobin,
   rowToClaimed,
   rowToDelivery,
   rowToWebhook,
@@ -31,7 +35,7 @@ export function enqueueWebhookEvents(
     `INSERT OR IGNORE INTO webhook_deliveries
        (webhook_id, event_id, event_type, batch_id, created_at, status, attempts, next_attempt_at)
      SELECT w.id, ?, ?, ?, ?, 'pending', 0, ?
-     FROM webhooks w WHERE w.account_id = ? AND EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = ?)`,
+     FROM webhooks w WHERE w.account_id = ? AND w.disabled_at IS NULL AND EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = ?)`,
   ).run(newId('evt_'), type, batch.id, at, at * 1000, batch.accountId, type)
 }
 
@@ -105,39 +109,63 @@ export function claimDeliveries(
   nowMs: number,
   leaseUntilMs: number,
 ) {
-  // The deliverer asks every poll interval; most of the time nothing is due. A plain read (no
-  // lock) answers that, so the poll only takes the write lock (BEGIN IMMEDIATE, which waits on
-  // the dispatcher's outcome writes and stalls the event loop) when there is something to claim.
+  // The deliverer asks every poll interval; most of the time nothing is due, or only deliveries
+  // of webhooks at their cap or disabled. A plain read (no lock) answers that, so the poll only
+  // takes the write lock (BEGIN IMMEDIATE, which waits on the dispatcher's outcome writes and
+  // stalls the event loop) when there is something it may claim.
   if (
     !q(
       db,
-      `SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1`,
-    ).get(nowMs)
+      `SELECT 1 FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+       WHERE d.status = 'pending' AND d.next_attempt_at <= ?1 AND w.disabled_at IS NULL
+         AND (SELECT count(*) FROM webhook_deliveries b WHERE b.webhook_id = d.webhook_id
+           AND b.status = 'pending' AND b.lease_owner IS NOT NULL AND b.next_attempt_at > ?1) < ?2
+       LIMIT 1`,
+    ).get(nowMs, MAX_IN_FLIGHT_PER_WEBHOOK)
   ) {
     return []
   }
   return db
     .transaction(() => {
-      const due = q(
+      // The webhooks with something due, claimed longest ago first (never claimed: first of all).
+      const hooks = q(
         db,
-        `SELECT d.webhook_id, d.event_id FROM webhook_deliveries d
-         JOIN webhooks w ON w.id = d.webhook_id
-         WHERE d.status = 'pending' AND d.next_attempt_at <= ?
-         ORDER BY d.next_attempt_at LIMIT ?`,
-      ).all(nowMs, limit)
+        `SELECT w.id FROM webhooks w
+         WHERE w.disabled_at IS NULL AND w.id IN (SELECT webhook_id FROM webhook_deliveries
+           WHERE status = 'pending' AND next_attempt_at <= ?)
+         ORDER BY w.last_claimed_at IS NOT NULL, w.last_claimed_at, w.id`,
+      ).all(nowMs)
+      const busy = q(
+        db,
+        `SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'
+           AND lease_owner IS NOT NULL AND next_attempt_at > ?`,
+      )
+      const earliest = q(
+        db,
+        `SELECT webhook_id, event_id FROM webhook_deliveries
+         WHERE webhook_id = ? AND status = 'pending' AND next_attempt_at <= ?
+         ORDER BY next_attempt_at, event_id LIMIT ?`,
+      )
+      const due: Row[][] = []
+      for (const hook of hooks) {
+        const room = MAX_IN_FLIGHT_PER_WEBHOOK - busy.get(hook.id, nowMs)!.n
+        if (room > 0) due.push(earliest.all(hook.id, nowMs, room))
+      }
       const claim = q(
         db,
         `UPDATE webhook_deliveries SET lease_owner = ?, next_attempt_at = ?,
            attempts = attempts + 1, last_attempt_at = ?
          WHERE webhook_id = ? AND event_id = ?`,
       )
+      const touch = q(db, 'UPDATE webhooks SET last_claimed_at = ? WHERE id = ?')
       const read = q(
         db,
         `SELECT d.*, w.url, w.secret FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
          WHERE d.webhook_id = ? AND d.event_id = ?`,
       )
-      return due.map((row) => {
+      return roundRobin(due, limit).map((row) => {
         claim.run(owner, leaseUntilMs, Math.floor(nowMs / 1000), row.webhook_id, row.event_id)
+        touch.run(nowMs, row.webhook_id)
         return rowToClaimed(read.get(row.webhook_id, row.event_id)!)
       })
     })
@@ -150,25 +178,52 @@ export function finishDelivery(
   delivery: { webhookId: string; eventId: string },
   result: DeliveryResult,
   nowMs: number,
+  disableAfterMs = DISABLE_AFTER_MS,
 ) {
   const { status, nextAttemptAtMs, error, deliveredAt } = deliveryResultColumns(result, nowMs)
-  return (
-    q(
-      db,
-      `UPDATE webhook_deliveries SET status = ?, next_attempt_at = ?, lease_owner = NULL,
-         last_status_code = ?, last_error = ?, delivered_at = ?
-       WHERE webhook_id = ? AND event_id = ? AND lease_owner = ? AND status = 'pending'`,
-    ).run(
-      status,
-      nextAttemptAtMs,
-      result.statusCode,
-      error,
-      deliveredAt,
-      delivery.webhookId,
-      delivery.eventId,
-      owner,
-    ).changes > 0
-  )
+  return db
+    .transaction(() => {
+      const recorded =
+        q(
+          db,
+          `UPDATE webhook_deliveries SET status = ?, next_attempt_at = ?, lease_owner = NULL,
+             last_status_code = ?, last_error = ?, delivered_at = ?
+           WHERE webhook_id = ? AND event_id = ? AND lease_owner = ? AND status = 'pending'`,
+        ).run(
+          status,
+          nextAttemptAtMs,
+          result.statusCode,
+          error,
+          deliveredAt,
+          delivery.webhookId,
+          delivery.eventId,
+          owner,
+        ).changes > 0
+      if (!recorded) return false
+      if (result.kind === 'delivered') {
+        q(db, 'UPDATE webhooks SET failing_since = NULL WHERE id = ?').run(delivery.webhookId)
+      } else {
+        // Failing since its first failure after the last delivery; that long ago or more: off.
+        q(
+          db,
+          `UPDATE webhooks SET failing_since = coalesce(failing_since, ?1),
+             disabled_at = CASE WHEN disabled_at IS NULL AND coalesce(failing_since, ?1) <= ?2
+               THEN ?3 ELSE disabled_at END
+           WHERE id = ?4`,
+        ).run(nowMs, nowMs - disableAfterMs, Math.floor(nowMs / 1000), delivery.webhookId)
+      }
+      return true
+    })
+    .immediate()
+}
+
+export function enableWebhook(db: Database, accountId: string, id: string) {
+  const row = q(
+    db,
+    `UPDATE webhooks SET disabled_at = NULL, failing_since = NULL
+     WHERE id = ? AND account_id = ? RETURNING *`,
+  ).get(id, accountId)
+  return row ? rowToWebhook(row) : null
 }
 
 export function releaseDeliveries(db: Database, owner: string, nowMs: number) {
