@@ -105,6 +105,12 @@ const envSchema = z.object({
   MULTIGRID_WEBHOOK_TIMEOUT_MS: intFrom(100, 60_000, 15_000),
   /** The first retry's delay; each one after doubles it, up to an hour, for 24 hours. */
   MULTIGRID_WEBHOOK_RETRY_BASE_MS: intFrom(10, 3_600_000, 5_000),
+  /**
+   * SPEC §19: how long compiling a tenant's json_schema, or judging one answer against it, may
+   * take on a schema thread. Past it the schema is refused (validation) or the answer ends
+   * structured_output_unchecked, billed (result time), and the thread is replaced.
+   */
+  MULTIGRID_SCHEMA_CHECK_MS: intFrom(10, 60_000, 100),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
 })
@@ -184,6 +190,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutMs: e.MULTIGRID_WEBHOOK_TIMEOUT_MS,
       retryBaseMs: e.MULTIGRID_WEBHOOK_RETRY_BASE_MS,
     },
+    schemaCheckMs: e.MULTIGRID_SCHEMA_CHECK_MS,
     logLevel: e.LOG_LEVEL,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT ?? null,
   })

@@ -1,0 +1,207 @@
+/**
+ * Compiling and judging tenants' schemas off the event loop, each within a time budget (SPEC §19,
+ * MULTIGRID_SCHEMA_CHECK_MS). A few threads (schema-worker.ts) own the Ajv instances and their
+ * compiled schemas; each runs one message at a time, timed from here. A message that passes its
+ * budget has its thread terminated and replaced, and gets the verdict "over budget": at
+ * validation the schema is refused as too complex, at result time the answer is unchecked.
+ *
+ * Jobs wait in one queue per owner (an account), taken round-robin: an account with many schemas
+ * to compile, or many answers to judge against a slow schema, delays only its own jobs, never by
+ * more than one budget per thread the others'.
+ */
+import { availableParallelism } from 'node:os'
+import { startBackgroundThread } from '../threads/background-thread.ts'
+import type { AnswerChoice } from './structured-answer.ts'
+import type { SchemaReply, SchemaRequest } from './schema-worker.ts'
+
+export type CompileVerdict =
+  | { ok: true; recursion: string[] | null }
+  /** `reason`: the schema is not one Ajv takes, has a pattern RE2 cannot take, or took too long. */
+  | { ok: false; reason: 'invalid' | 'pattern' | 'budget'; message: string }
+
+/** `problem`: as judgeChoices answers; `unchecked`: why the answer could not be judged. */
+export type JudgeVerdict = { checked: true; problem: string | null } | { checked: false; unchecked: string }
+
+export interface JudgeJob {
+  /** The schema's JSON text. */
+  text: string
+  name: string | null
+  choices: AnswerChoice[]
+}
+
+export interface SchemaChecks {
+  compile(text: string, owner: string): Promise<CompileVerdict>
+  judge(job: JudgeJob, owner: string): Promise<JudgeVerdict>
+  readonly budgetMs: number
+  /** Threads replaced after passing the budget (or dying), since the start. */
+  readonly replaced: number
+  close(): Promise<void>
+}
+
+interface Job {
+  request: Omit<SchemaRequest, 'id'>
+  finish(reply: SchemaReply | null): void
+}
+
+interface Slot {
+  worker: Bun.Worker
+  state: 'starting' | 'idle' | 'busy'
+  job: Job | null
+  jobId: number
+  timer: ReturnType<typeof setTimeout> | null
+}
+
+const WORKER = new URL('./schema-worker.ts', import.meta.url)
+
+export function createSchemaChecks(options: { budgetMs: number; threads?: number }): SchemaChecks {
+  const { budgetMs } = options
+  const threads = options.threads ?? Math.max(1, Math.min(2, availableParallelism()))
+  const queues = new Map<string, Job[]>()
+  /** Owners with jobs waiting, in turn order. */
+  const turn: string[] = []
+  const slots: Slot[] = []
+  let nextId = 0
+  let replaced = 0
+  let closed = false
+
+  const take = (): Job | null => {
+    const owner = turn.shift()
+    if (owner === undefined) return null
+    const queue = queues.get(owner)!
+    const job = queue.shift()!
+    if (queue.length > 0) turn.push(owner)
+    else queues.delete(owner)
+    return job
+  }
+
+  const pump = () => {
+    for (const slot of slots) {
+      if (slot.state !== 'idle') continue
+      const job = take()
+      if (!job) return
+      run(slot, job)
+    }
+  }
+
+  const arm = (slot: Slot) => {
+    if (slot.timer) clearTimeout(slot.timer)
+    slot.timer = setTimeout(() => overBudget(slot), budgetMs)
+  }
+
+  const run = (slot: Slot, job: Job) => {
+    slot.state = 'busy'
+    slot.job = job
+    slot.jobId = nextId++
+    slot.worker.ref()
+    slot.worker.postMessage({ ...job.request, id: slot.jobId })
+    arm(slot)
+  }
+
+  const settle = (slot: Slot, reply: SchemaReply | null) => {
+    if (slot.timer) clearTimeout(slot.timer)
+    slot.timer = null
+    const job = slot.job
+    slot.job = null
+    job?.finish(reply)
+  }
+
+  /** The thread is terminated mid-job (or died): its job ends without a verdict, a new one starts. */
+  const replace = (slot: Slot) => {
+    const index = slots.indexOf(slot)
+    if (index < 0) return
+    slot.worker.terminate()
+    settle(slot, null)
+    replaced++
+    if (closed) slots.splice(index, 1)
+    else slots[index] = spawn()
+    pump()
+  }
+  const overBudget = (slot: Slot) => replace(slot)
+
+  function spawn(): Slot {
+    const worker = startBackgroundThread(WORKER, () => {
+      if (slots.includes(slot)) replace(slot)
+    })
+    const slot: Slot = { worker, state: 'starting', job: null, jobId: -1, timer: null }
+    worker.addEventListener('message', (event) => {
+      const reply = (event as MessageEvent<SchemaReply>).data
+      if (reply.kind === 'ready') {
+        slot.state = 'idle'
+        return pump()
+      }
+      if (slot.job === null || reply.id !== slot.jobId) return
+      if (reply.kind === 'progress') return arm(slot)
+      settle(slot, reply)
+      slot.state = 'idle'
+      worker.unref()
+      pump()
+    })
+    return slot
+  }
+
+  for (let i = 0; i < threads; i++) slots.push(spawn())
+
+  const enqueue = (owner: string, job: Job) => {
+    if (closed) return job.finish(null)
+    let queue = queues.get(owner)
+    if (!queue) {
+      queues.set(owner, (queue = []))
+      turn.push(owner)
+    }
+    queue.push(job)
+    pump()
+  }
+
+  const tooLong = `took more than ${budgetMs} ms (MULTIGRID_SCHEMA_CHECK_MS)`
+
+  return {
+    budgetMs,
+    get replaced() {
+      return replaced
+    },
+    compile: (text, owner) =>
+      new Promise((resolve) =>
+        enqueue(owner, {
+          request: { kind: 'compile', text },
+          finish(reply) {
+            if (reply?.kind !== 'compiled') {
+              return resolve({
+                ok: false,
+                reason: 'budget',
+                message: `json_schema.schema is too complex: compiling it ${tooLong}`,
+              })
+            }
+            if (reply.ok) return resolve({ ok: true, recursion: reply.recursion ?? null })
+            resolve({
+              ok: false,
+              reason: reply.pattern ? 'pattern' : 'invalid',
+              message: reply.message ?? 'does not compile',
+            })
+          },
+        }),
+      ),
+    judge: (job, owner) =>
+      new Promise((resolve) =>
+        enqueue(owner, {
+          request: { kind: 'judge', ...job },
+          finish(reply) {
+            if (reply?.kind === 'judged') return resolve({ checked: true, problem: reply.problem })
+            resolve({
+              checked: false,
+              unchecked: `the answer could not be checked against the schema${job.name === null ? '' : ` ${job.name}`}: checking it ${tooLong}; the schema is too complex to judge (simplify its $ref, anyOf and oneOf branches). The answer is billed: the upstream answered it`,
+            })
+          },
+        }),
+      ),
+    async close() {
+      closed = true
+      for (const job of [...queues.values()].flat()) job.finish(null)
+      queues.clear()
+      turn.length = 0
+      for (const slot of slots.splice(0)) {
+        slot.worker.terminate()
+        settle(slot, null)
+      }
+    },
+  }
+}

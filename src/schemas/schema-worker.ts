@@ -1,0 +1,76 @@
+/**
+ * A schema thread (schema-checks.ts): owns its Ajv instances and their compiled schemas, and does
+ * the two things a tenant's schema can make slow — compiling it and judging answers against it —
+ * one message at a time. The caller times each message and terminates this thread when one takes
+ * longer than its budget, so nothing here needs to watch the clock.
+ */
+import { compileAnswerSchema, isCompiled } from './answer-schema.ts'
+import { judgeChoices, type AnswerChoice } from './structured-answer.ts'
+
+export type SchemaRequest =
+  | { kind: 'compile'; id: number; text: string }
+  | {
+      kind: 'judge'
+      id: number
+      /** The schema's JSON text (the compiled cache's key). */
+      text: string
+      name: string | null
+      choices: AnswerChoice[]
+    }
+
+export type SchemaReply =
+  | { kind: 'ready' }
+  /** A judge message's schema was not compiled here yet and now is: its budget starts again. */
+  | { kind: 'progress'; id: number }
+  | {
+      kind: 'compiled'
+      id: number
+      ok: boolean
+      message?: string
+      /** Refused for a pattern RE2 cannot take. */
+      pattern?: boolean
+      recursion?: string[] | null
+    }
+  | { kind: 'judged'; id: number; problem: string | null }
+
+declare const self: Worker
+
+function compile(text: string) {
+  let schema: Record<string, unknown>
+  try {
+    schema = JSON.parse(text) as Record<string, unknown>
+  } catch {
+    return { ok: false as const, message: 'is not JSON' }
+  }
+  return compileAnswerSchema(schema, text)
+}
+
+self.onmessage = (event: MessageEvent<SchemaRequest>) => {
+  const request = event.data
+  if (request.kind === 'compile') {
+    const compiled = compile(request.text)
+    const reply: SchemaReply = compiled.ok
+      ? { kind: 'compiled', id: request.id, ok: true, recursion: compiled.schema.recursion as never }
+      : {
+          kind: 'compiled',
+          id: request.id,
+          ok: false,
+          message: compiled.message,
+          pattern: 'pattern' in compiled && compiled.pattern === true,
+        }
+    self.postMessage(reply)
+    return
+  }
+  const fresh = !isCompiled(request.text)
+  const compiled = compile(request.text)
+  if (fresh) self.postMessage({ kind: 'progress', id: request.id } satisfies SchemaReply)
+  // A schema this gateway once accepted and now cannot compile: the answer is not judged.
+  const check = compiled.ok ? (value: unknown) => compiled.schema.check(value) : null
+  const problem = judgeChoices('json_schema', request.name, request.choices, check)
+  self.postMessage({ kind: 'judged', id: request.id, problem } satisfies SchemaReply)
+}
+
+// Ready once the default draft's instance exists (it compiles its meta-schema): a budget never
+// pays for this thread's start.
+compileAnswerSchema({ type: 'object' })
+self.postMessage({ kind: 'ready' } satisfies SchemaReply)
