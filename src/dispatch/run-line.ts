@@ -153,7 +153,11 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       return {
         ...fail(
           line,
-          { code: 'structured_output_unchecked', message: judged.unchecked, upstream: outcome.body },
+          {
+            code: 'structured_output_unchecked',
+            message: judged.unchecked,
+            upstream: outcome.body,
+          },
           outcome.status,
           offering.provider,
           outcome.latencyMs,

@@ -75,7 +75,8 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     if (schemaText !== undefined) {
       const verdict = await deps.schemaChecks.compile(schemaText, caller.account.id)
       const { problem } = compileProblems(verdict, (field) => field)
-      if (problem) throw badRequest(`${problem.path} ${problem.message}; ${problem.fix}`, problem.path)
+      if (problem)
+        throw badRequest(`${problem.path} ${problem.message}; ${problem.fix}`, problem.path)
     }
     if (!checked.ok) {
       const problem = checked.problems[0]

@@ -6,7 +6,8 @@
  * line that uses it; one that recurses without end is a warning.
  *
  * The work per file is bounded: at most MAX_DISTINCT_SCHEMAS distinct schemas, and compiling
- * stops once the file's schemas have taken FILE_BUDGETS budgets in all (the rest are refused).
+ * stops once the file's schemas have taken FILE_BUDGETS budgets of the threads' time in all (the
+ * rest are refused). Other accounts' schemas take their turns meanwhile (schema-checks.ts).
  */
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import { compileProblems } from './check-structured.ts'
@@ -17,9 +18,12 @@ import type { FileVerdict } from './validate-batch-file.ts'
 export type FileSchemas = Map<string, { line: number; customId: string | null }[]>
 
 /** Distinct schemas one file may carry. */
-export const MAX_DISTINCT_SCHEMAS = 5000
-/** A file's schemas may take this many time budgets of compiling in all. */
-export const FILE_BUDGETS = 50
+export const MAX_DISTINCT_SCHEMAS = 2000
+/**
+ * A file's schemas may take this many time budgets of the threads' time in all (100 s by
+ * default): a safety net for files of slow schemas, far above what 2,000 ordinary ones take.
+ */
+export const FILE_BUDGETS = 1000
 /** Compiles under way at once for one file: as many as there are schema threads, about. */
 const IN_FLIGHT = 4
 
@@ -35,7 +39,7 @@ export async function compileFileSchemas(
   const warnings: Warning[] = []
   const at = (field: string) => `body.${field}`
   const cap = checks.budgetMs * FILE_BUDGETS
-  const started = performance.now()
+  let spent = 0
   const texts = [...schemas.keys()]
   let next = 0
   const worker = async () => {
@@ -43,11 +47,14 @@ export async function compileFileSchemas(
       const index = next++
       const text = texts[index]
       const users = schemas.get(text)!
-      const spent = performance.now() - started
-      const over = index >= MAX_DISTINCT_SCHEMAS || spent > cap
-      const found = over
-        ? { problem: overWork(index >= MAX_DISTINCT_SCHEMAS, cap), warning: null }
-        : compileProblems(await checks.compile(text, owner), at)
+      let found: ReturnType<typeof compileProblems>
+      if (index >= MAX_DISTINCT_SCHEMAS || spent > cap) {
+        found = { problem: overWork(index >= MAX_DISTINCT_SCHEMAS, cap), warning: null }
+      } else {
+        const verdict = await checks.compile(text, owner)
+        spent += verdict.ms
+        found = compileProblems(verdict, at)
+      }
       for (const { line, customId } of users) {
         if (found.problem) issues.push({ line, custom_id: customId, ...found.problem })
         if (found.warning) {

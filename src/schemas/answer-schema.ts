@@ -25,8 +25,7 @@ export interface AnswerSchema {
 
 /** `pattern`: the schema was refused for a pattern RE2 cannot take (re2-patterns.ts). */
 export type CompiledAnswerSchema =
-  | { ok: true; schema: AnswerSchema }
-  | { ok: false; message: string; pattern?: boolean }
+  { ok: true; schema: AnswerSchema } | { ok: false; message: string; pattern?: boolean }
 
 // Unknown keywords pass (strict off), as OpenAI and vLLM accept them; the schema itself is still
 // checked against its draft's meta-schema, so a misspelt type does not compile. No console output.

@@ -15,12 +15,15 @@ export function inlineSchemaChecks(): SchemaChecks {
     budgetMs: Infinity,
     replaced: 0,
     async compile(text) {
+      const started = performance.now()
       const result = compiled(text)
-      if (result.ok) return { ok: true, recursion: result.schema.recursion as string[] | null }
+      const ms = performance.now() - started
+      if (result.ok) return { ok: true, recursion: result.schema.recursion as string[] | null, ms }
       return {
         ok: false,
         reason: 'pattern' in result && result.pattern ? 'pattern' : 'invalid',
         message: result.message,
+        ms,
       }
     },
     async judge(job) {

@@ -5,6 +5,11 @@
  * budget has its thread terminated and replaced, and gets the verdict "over budget": at
  * validation the schema is refused as too complex, at result time the answer is unchecked.
  *
+ * Judging an answer gets the budget; compiling a schema gets COMPILE_BUDGETS of them (Ajv takes a
+ * few milliseconds for an ordinary schema, tens for a large one on a busy machine, and an
+ * ordinary schema must never be refused for it). A judgement whose schema its thread has not
+ * compiled yet gets the compile's budget first, then the answer's.
+ *
  * Jobs wait in one queue per owner (an account), taken round-robin: an account with many schemas
  * to compile, or many answers to judge against a slow schema, delays only its own jobs, never by
  * more than one budget per thread the others'.
@@ -14,13 +19,19 @@ import { startBackgroundThread } from '../threads/background-thread.ts'
 import type { AnswerChoice } from './structured-answer.ts'
 import type { SchemaReply, SchemaRequest } from './schema-worker.ts'
 
-export type CompileVerdict =
+/** Compiling a schema may take this many budgets. */
+export const COMPILE_BUDGETS = 5
+
+/** `ms`: how long the thread took (what a file's schemas add up, file-schemas.ts). */
+export type CompileVerdict = (
   | { ok: true; recursion: string[] | null }
   /** `reason`: the schema is not one Ajv takes, has a pattern RE2 cannot take, or took too long. */
   | { ok: false; reason: 'invalid' | 'pattern' | 'budget'; message: string }
+) & { ms: number }
 
 /** `problem`: as judgeChoices answers; `unchecked`: why the answer could not be judged. */
-export type JudgeVerdict = { checked: true; problem: string | null } | { checked: false; unchecked: string }
+export type JudgeVerdict =
+  { checked: true; problem: string | null } | { checked: false; unchecked: string }
 
 export interface JudgeJob {
   /** The schema's JSON text. */
@@ -40,7 +51,7 @@ export interface SchemaChecks {
 
 interface Job {
   request: Omit<SchemaRequest, 'id'>
-  finish(reply: SchemaReply | null): void
+  finish(reply: SchemaReply | null, ms: number): void
 }
 
 interface Slot {
@@ -48,13 +59,23 @@ interface Slot {
   state: 'starting' | 'idle' | 'busy'
   job: Job | null
   jobId: number
+  startedAt: number
   timer: ReturnType<typeof setTimeout> | null
+  /**
+   * Texts this thread has compiled since `known` was last emptied, at KNOWN_MAX: all of them are
+   * still in the thread's cache (answer-schema.ts keeps the 256 last used), so a judgement of one
+   * needs no compile's budget.
+   */
+  known: Set<string>
 }
+
+const KNOWN_MAX = 128
 
 const WORKER = new URL('./schema-worker.ts', import.meta.url)
 
 export function createSchemaChecks(options: { budgetMs: number; threads?: number }): SchemaChecks {
   const { budgetMs } = options
+  const compileMs = budgetMs * COMPILE_BUDGETS
   const threads = options.threads ?? Math.max(1, Math.min(2, availableParallelism()))
   const queues = new Map<string, Job[]>()
   /** Owners with jobs waiting, in turn order. */
@@ -83,18 +104,20 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
     }
   }
 
-  const arm = (slot: Slot) => {
+  const arm = (slot: Slot, ms: number) => {
     if (slot.timer) clearTimeout(slot.timer)
-    slot.timer = setTimeout(() => overBudget(slot), budgetMs)
+    slot.timer = setTimeout(() => overBudget(slot), ms)
   }
 
   const run = (slot: Slot, job: Job) => {
     slot.state = 'busy'
     slot.job = job
     slot.jobId = nextId++
+    slot.startedAt = performance.now()
     slot.worker.ref()
     slot.worker.postMessage({ ...job.request, id: slot.jobId })
-    arm(slot)
+    const judging = job.request.kind === 'judge' && slot.known.has(job.request.text)
+    arm(slot, judging ? budgetMs : compileMs)
   }
 
   const settle = (slot: Slot, reply: SchemaReply | null) => {
@@ -102,7 +125,11 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
     slot.timer = null
     const job = slot.job
     slot.job = null
-    job?.finish(reply)
+    if (job && reply) {
+      if (slot.known.size >= KNOWN_MAX) slot.known.clear()
+      slot.known.add(job.request.text)
+    }
+    job?.finish(reply, performance.now() - slot.startedAt)
   }
 
   /** The thread is terminated mid-job (or died): its job ends without a verdict, a new one starts. */
@@ -122,7 +149,15 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
     const worker = startBackgroundThread(WORKER, () => {
       if (slots.includes(slot)) replace(slot)
     })
-    const slot: Slot = { worker, state: 'starting', job: null, jobId: -1, timer: null }
+    const slot: Slot = {
+      worker,
+      state: 'starting',
+      job: null,
+      jobId: -1,
+      startedAt: 0,
+      timer: null,
+      known: new Set(),
+    }
     worker.addEventListener('message', (event) => {
       const reply = (event as MessageEvent<SchemaReply>).data
       if (reply.kind === 'ready') {
@@ -130,7 +165,7 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
         return pump()
       }
       if (slot.job === null || reply.id !== slot.jobId) return
-      if (reply.kind === 'progress') return arm(slot)
+      if (reply.kind === 'progress') return arm(slot, budgetMs)
       settle(slot, reply)
       slot.state = 'idle'
       worker.unref()
@@ -142,7 +177,7 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
   for (let i = 0; i < threads; i++) slots.push(spawn())
 
   const enqueue = (owner: string, job: Job) => {
-    if (closed) return job.finish(null)
+    if (closed) return job.finish(null, 0)
     let queue = queues.get(owner)
     if (!queue) {
       queues.set(owner, (queue = []))
@@ -151,8 +186,6 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
     queue.push(job)
     pump()
   }
-
-  const tooLong = `took more than ${budgetMs} ms (MULTIGRID_SCHEMA_CHECK_MS)`
 
   return {
     budgetMs,
@@ -163,19 +196,21 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
       new Promise((resolve) =>
         enqueue(owner, {
           request: { kind: 'compile', text },
-          finish(reply) {
+          finish(reply, ms) {
             if (reply?.kind !== 'compiled') {
               return resolve({
                 ok: false,
                 reason: 'budget',
-                message: `json_schema.schema is too complex: compiling it ${tooLong}`,
+                message: `json_schema.schema is too complex: compiling it took more than ${compileMs} ms (${COMPILE_BUDGETS} × MULTIGRID_SCHEMA_CHECK_MS)`,
+                ms,
               })
             }
-            if (reply.ok) return resolve({ ok: true, recursion: reply.recursion ?? null })
+            if (reply.ok) return resolve({ ok: true, recursion: reply.recursion ?? null, ms })
             resolve({
               ok: false,
               reason: reply.pattern ? 'pattern' : 'invalid',
               message: reply.message ?? 'does not compile',
+              ms,
             })
           },
         }),
@@ -188,14 +223,14 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
             if (reply?.kind === 'judged') return resolve({ checked: true, problem: reply.problem })
             resolve({
               checked: false,
-              unchecked: `the answer could not be checked against the schema${job.name === null ? '' : ` ${job.name}`}: checking it ${tooLong}; the schema is too complex to judge (simplify its $ref, anyOf and oneOf branches). The answer is billed: the upstream answered it`,
+              unchecked: `the answer could not be checked against the schema${job.name === null ? '' : ` ${job.name}`}: checking it took more than ${budgetMs} ms (MULTIGRID_SCHEMA_CHECK_MS); the schema is too complex to judge (simplify its $ref, anyOf and oneOf branches). The answer is billed: the upstream answered it`,
             })
           },
         }),
       ),
     async close() {
       closed = true
-      for (const job of [...queues.values()].flat()) job.finish(null)
+      for (const job of [...queues.values()].flat()) job.finish(null, 0)
       queues.clear()
       turn.length = 0
       for (const slot of slots.splice(0)) {

@@ -4,6 +4,7 @@
  * one message at a time. The caller times each message and terminates this thread when one takes
  * longer than its budget, so nothing here needs to watch the clock.
  */
+import { lowerThreadPriority } from '../threads/background-priority.ts'
 import { compileAnswerSchema, isCompiled } from './answer-schema.ts'
 import { judgeChoices, type AnswerChoice } from './structured-answer.ts'
 
@@ -50,7 +51,12 @@ self.onmessage = (event: MessageEvent<SchemaRequest>) => {
   if (request.kind === 'compile') {
     const compiled = compile(request.text)
     const reply: SchemaReply = compiled.ok
-      ? { kind: 'compiled', id: request.id, ok: true, recursion: compiled.schema.recursion as never }
+      ? {
+          kind: 'compiled',
+          id: request.id,
+          ok: true,
+          recursion: compiled.schema.recursion as never,
+        }
       : {
           kind: 'compiled',
           id: request.id,
@@ -70,6 +76,9 @@ self.onmessage = (event: MessageEvent<SchemaRequest>) => {
   self.postMessage({ kind: 'judged', id: request.id, problem } satisfies SchemaReply)
 }
 
+// Schemas wait for the event loop, never the other way round: on a busy machine the loop (live
+// calls, /healthz, every other account's lines) gets the core first.
+lowerThreadPriority()
 // Ready once the default draft's instance exists (it compiles its meta-schema): a budget never
 // pays for this thread's start.
 compileAnswerSchema({ type: 'object' })
