@@ -6,9 +6,13 @@
  * validation the schema is refused as too complex, at result time the answer is unchecked.
  *
  * Judging an answer gets the budget; compiling a schema gets COMPILE_BUDGETS of them (Ajv takes a
- * few milliseconds for an ordinary schema, tens for a large one on a busy machine, and an
+ * few milliseconds for an ordinary schema, hundreds for one of 1,000 properties on a busy machine, and an
  * ordinary schema must never be refused for it). A judgement whose schema its thread has not
  * compiled yet gets the compile's budget first, then the answer's.
+ *
+ * A budget is the thread's CPU time where Linux tells it (thread-cpu.ts): the threads run below
+ * the event loop's priority, and waiting for a core is no work of the schema's. It is never
+ * waited past WALL_FACTOR times in wall time.
  *
  * Jobs wait in one queue per owner (an account), taken round-robin: an account with many schemas
  * to compile, or many answers to judge against a slow schema, delays only its own jobs, never by
@@ -18,9 +22,12 @@ import { availableParallelism } from 'node:os'
 import { startBackgroundThread } from '../threads/background-thread.ts'
 import type { AnswerChoice } from './structured-answer.ts'
 import type { SchemaReply, SchemaRequest } from './schema-worker.ts'
+import { cpuNsOf } from './thread-cpu.ts'
 
 /** Compiling a schema may take this many budgets. */
-export const COMPILE_BUDGETS = 5
+export const COMPILE_BUDGETS = 10
+/** A budget of CPU time is cut in any case once this many times its length has passed. */
+const WALL_FACTOR = 20
 
 /** `ms`: how long the thread took (what a file's schemas add up, file-schemas.ts). */
 export type CompileVerdict = (
@@ -61,6 +68,11 @@ interface Slot {
   jobId: number
   startedAt: number
   timer: ReturnType<typeof setTimeout> | null
+  /** The thread's id, to read its CPU time; null when it cannot be read. */
+  tid: number | null
+  /** The thread's CPU time (ns) at its latest reply, and when the current budget began. */
+  cpuNs: number | null
+  phase: { cpuNs: number | null; wallMs: number; budgetMs: number }
   /**
    * Texts this thread has compiled since `known` was last emptied, at KNOWN_MAX: all of them are
    * still in the thread's cache (answer-schema.ts keeps the 256 last used), so a judgement of one
@@ -104,9 +116,24 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
     }
   }
 
+  /** A new budget of `ms` starts now, from the thread's CPU time at its latest reply. */
   const arm = (slot: Slot, ms: number) => {
+    slot.phase = { cpuNs: slot.cpuNs, wallMs: performance.now(), budgetMs: ms }
+    wait(slot, ms)
+  }
+  const wait = (slot: Slot, ms: number) => {
     if (slot.timer) clearTimeout(slot.timer)
-    slot.timer = setTimeout(() => overBudget(slot), ms)
+    slot.timer = setTimeout(() => expired(slot), ms)
+  }
+  /** The budget's length has passed: cut, unless the thread has used less CPU than that. */
+  const expired = (slot: Slot) => {
+    const { phase } = slot
+    const now = slot.tid === null || phase.cpuNs === null ? null : cpuNsOf(slot.tid)
+    const usedMs = now === null ? Infinity : (now - phase.cpuNs!) / 1e6
+    const wallMs = performance.now() - phase.wallMs
+    if (usedMs < phase.budgetMs && wallMs < phase.budgetMs * WALL_FACTOR)
+      return wait(slot, Math.max(5, phase.budgetMs - usedMs))
+    overBudget(slot)
   }
 
   const run = (slot: Slot, job: Job) => {
@@ -157,10 +184,15 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
       startedAt: 0,
       timer: null,
       known: new Set(),
+      tid: null,
+      cpuNs: null,
+      phase: { cpuNs: null, wallMs: 0, budgetMs: 0 },
     }
     worker.addEventListener('message', (event) => {
       const reply = (event as MessageEvent<SchemaReply>).data
+      slot.cpuNs = reply.cpuNs
       if (reply.kind === 'ready') {
+        slot.tid = reply.tid
         slot.state = 'idle'
         return pump()
       }

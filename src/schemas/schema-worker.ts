@@ -6,6 +6,7 @@
  */
 import { lowerThreadPriority } from '../threads/background-priority.ts'
 import { compileAnswerSchema, isCompiled } from './answer-schema.ts'
+import { ownCpuNs, ownThreadId } from './thread-cpu.ts'
 import { judgeChoices, type AnswerChoice } from './structured-answer.ts'
 
 export type SchemaRequest =
@@ -19,20 +20,24 @@ export type SchemaRequest =
       choices: AnswerChoice[]
     }
 
-export type SchemaReply =
-  | { kind: 'ready' }
-  /** A judge message's schema was not compiled here yet and now is: its budget starts again. */
-  | { kind: 'progress'; id: number }
-  | {
-      kind: 'compiled'
-      id: number
-      ok: boolean
-      message?: string
-      /** Refused for a pattern RE2 cannot take. */
-      pattern?: boolean
-      recursion?: string[] | null
-    }
-  | { kind: 'judged'; id: number; problem: string | null }
+/** Every reply carries `cpuNs`: this thread's CPU time as it sent it (thread-cpu.ts), or null. */
+export type SchemaReply = { cpuNs: number | null } &
+  /** `tid`: this thread's id, for the caller to read its CPU time (thread-cpu.ts). */
+  (
+    | { kind: 'ready'; tid: number | null }
+    /** A judge message's schema was not compiled here yet and now is: its budget starts again. */
+    | { kind: 'progress'; id: number }
+    | {
+        kind: 'compiled'
+        id: number
+        ok: boolean
+        message?: string
+        /** Refused for a pattern RE2 cannot take. */
+        pattern?: boolean
+        recursion?: string[] | null
+      }
+    | { kind: 'judged'; id: number; problem: string | null }
+  )
 
 declare const self: Worker
 
@@ -50,12 +55,14 @@ self.onmessage = (event: MessageEvent<SchemaRequest>) => {
   const request = event.data
   if (request.kind === 'compile') {
     const compiled = compile(request.text)
+    const cpuNs = ownCpuNs()
     const reply: SchemaReply = compiled.ok
       ? {
           kind: 'compiled',
           id: request.id,
           ok: true,
           recursion: compiled.schema.recursion as never,
+          cpuNs,
         }
       : {
           kind: 'compiled',
@@ -63,17 +70,24 @@ self.onmessage = (event: MessageEvent<SchemaRequest>) => {
           ok: false,
           message: compiled.message,
           pattern: 'pattern' in compiled && compiled.pattern === true,
+          cpuNs,
         }
     self.postMessage(reply)
     return
   }
   const fresh = !isCompiled(request.text)
   const compiled = compile(request.text)
-  if (fresh) self.postMessage({ kind: 'progress', id: request.id } satisfies SchemaReply)
+  if (fresh)
+    self.postMessage({ kind: 'progress', id: request.id, cpuNs: ownCpuNs() } satisfies SchemaReply)
   // A schema this gateway once accepted and now cannot compile: the answer is not judged.
   const check = compiled.ok ? (value: unknown) => compiled.schema.check(value) : null
   const problem = judgeChoices('json_schema', request.name, request.choices, check)
-  self.postMessage({ kind: 'judged', id: request.id, problem } satisfies SchemaReply)
+  self.postMessage({
+    kind: 'judged',
+    id: request.id,
+    problem,
+    cpuNs: ownCpuNs(),
+  } satisfies SchemaReply)
 }
 
 // Schemas wait for the event loop, never the other way round: on a busy machine the loop (live
@@ -82,4 +96,4 @@ lowerThreadPriority()
 // Ready once the default draft's instance exists (it compiles its meta-schema): a budget never
 // pays for this thread's start.
 compileAnswerSchema({ type: 'object' })
-self.postMessage({ kind: 'ready' } satisfies SchemaReply)
+self.postMessage({ kind: 'ready', tid: ownThreadId(), cpuNs: ownCpuNs() } satisfies SchemaReply)
