@@ -67,12 +67,12 @@ interface Slot {
   job: Job | null
   jobId: number
   startedAt: number
-  timer: ReturnType<typeof setTimeout> | null
   /** The thread's id, to read its CPU time; null when it cannot be read. */
   tid: number | null
   /** The thread's CPU time (ns) at its latest reply, and when the current budget began. */
   cpuNs: number | null
-  phase: { cpuNs: number | null; wallMs: number; budgetMs: number }
+  /** The budget under way: from when, of how long, and when the sweep looks at it next. */
+  phase: { cpuNs: number | null; wallMs: number; budgetMs: number; dueMs: number }
   /**
    * Texts this thread has compiled since `known` was last emptied, at KNOWN_MAX: all of them are
    * still in the thread's cache (answer-schema.ts keeps the 256 last used), so a judgement of one
@@ -118,23 +118,32 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
 
   /** A new budget of `ms` starts now, from the thread's CPU time at its latest reply. */
   const arm = (slot: Slot, ms: number) => {
-    slot.phase = { cpuNs: slot.cpuNs, wallMs: performance.now(), budgetMs: ms }
-    wait(slot, ms)
+    const now = performance.now()
+    slot.phase = { cpuNs: slot.cpuNs, wallMs: now, budgetMs: ms, dueMs: now + ms }
   }
-  const wait = (slot: Slot, ms: number) => {
-    if (slot.timer) clearTimeout(slot.timer)
-    slot.timer = setTimeout(() => expired(slot), ms)
-  }
-  /** The budget's length has passed: cut, unless the thread has used less CPU than that. */
-  const expired = (slot: Slot) => {
+  /** A budget's length has passed: cut, unless the thread has used less CPU than that. */
+  const expired = (slot: Slot, nowMs: number) => {
     const { phase } = slot
-    const now = slot.tid === null || phase.cpuNs === null ? null : cpuNsOf(slot.tid)
-    const usedMs = now === null ? Infinity : (now - phase.cpuNs!) / 1e6
-    const wallMs = performance.now() - phase.wallMs
-    if (usedMs < phase.budgetMs && wallMs < phase.budgetMs * WALL_FACTOR)
-      return wait(slot, Math.max(5, phase.budgetMs - usedMs))
+    const cpuNs = slot.tid === null || phase.cpuNs === null ? null : cpuNsOf(slot.tid)
+    const usedMs = cpuNs === null ? Infinity : (cpuNs - phase.cpuNs!) / 1e6
+    if (usedMs < phase.budgetMs && nowMs - phase.wallMs < phase.budgetMs * WALL_FACTOR) {
+      phase.dueMs = nowMs + Math.max(5, phase.budgetMs - usedMs)
+      return
+    }
     overBudget(slot)
   }
+  // One sweep over the busy threads, rather than a timer per message: a timer set and cleared for
+  // every answer cost the event loop more than the message itself (bench/schema-check.ts).
+  const sweep = setInterval(
+    () => {
+      const now = performance.now()
+      for (const slot of [...slots]) {
+        if (slot.state === 'busy' && now >= slot.phase.dueMs) expired(slot, now)
+      }
+    },
+    Math.min(50, Math.max(5, budgetMs / 4)),
+  )
+  sweep.unref()
 
   const run = (slot: Slot, job: Job) => {
     slot.state = 'busy'
@@ -148,8 +157,6 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
   }
 
   const settle = (slot: Slot, reply: SchemaReply | null) => {
-    if (slot.timer) clearTimeout(slot.timer)
-    slot.timer = null
     const job = slot.job
     slot.job = null
     if (job && reply) {
@@ -182,11 +189,10 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
       job: null,
       jobId: -1,
       startedAt: 0,
-      timer: null,
       known: new Set(),
       tid: null,
       cpuNs: null,
-      phase: { cpuNs: null, wallMs: 0, budgetMs: 0 },
+      phase: { cpuNs: null, wallMs: 0, budgetMs: 0, dueMs: Infinity },
     }
     worker.addEventListener('message', (event) => {
       const reply = (event as MessageEvent<SchemaReply>).data
@@ -262,6 +268,7 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
       ),
     async close() {
       closed = true
+      clearInterval(sweep)
       for (const job of [...queues.values()].flat()) job.finish(null, 0)
       queues.clear()
       turn.length = 0
