@@ -14,9 +14,6 @@ import { compileProblems } from './check-structured.ts'
 import { MAX_ISSUES, MAX_WARNINGS, type Issue, type Warning } from './issues.ts'
 import type { FileVerdict } from './validate-batch-file.ts'
 
-/** Each distinct schema text of a file, and the lines that use it. */
-export type FileSchemas = Map<string, { line: number; customId: string | null }[]>
-
 /** Distinct schemas one file may carry. */
 export const MAX_DISTINCT_SCHEMAS = 2000
 /**

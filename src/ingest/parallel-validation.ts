@@ -18,7 +18,7 @@ import type { NewLine } from '../store/store.ts'
 import { inlineSchemaChecks } from '../schemas/inline-checks.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import { adaptersOverLimits } from './adapter-tally.ts'
-import { compileFileSchemas, type FileSchemas } from './file-schemas.ts'
+import { compileFileSchemas } from './file-schemas.ts'
 import { MAX_WARNINGS } from './issues.ts'
 import type { BodyBuffers } from './read-body.ts'
 import {
@@ -28,6 +28,7 @@ import {
   validateBatchFile,
   type CheckOptions,
   type FileLimits,
+  type FileSchemas,
   type FileVerdict,
 } from './validate-batch-file.ts'
 import type { SegmentReply, ValidationRequest } from './validation-worker.ts'

@@ -27,7 +27,9 @@ import { MAX_JSON_DEPTH } from './json-depth.ts'
 import { readJsonlLines, type FileSegment } from './read-jsonl-lines.ts'
 import { AdapterTally } from './adapter-tally.ts'
 import { validateBody } from './validate-body.ts'
-import type { FileSchemas } from './file-schemas.ts'
+
+/** Each distinct json_schema text of a file, and the lines that use it (file-schemas.ts compiles them). */
+export type FileSchemas = Map<string, { line: number; customId: string | null }[]>
 
 export interface FileLimits {
   maxLines: number
