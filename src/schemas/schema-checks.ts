@@ -14,6 +14,8 @@
  * the event loop's priority, and waiting for a core is no work of the schema's. It is never
  * waited past WALL_FACTOR times in wall time.
  *
+ * A spare thread, started and idle, takes the place of one that is replaced.
+ *
  * Jobs wait in one queue per owner (an account), taken round-robin: an account with many schemas
  * to compile, or many answers to judge against a slow schema, delays only its own jobs, never by
  * more than one budget per thread the others'.
@@ -166,7 +168,11 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
     job?.finish(reply, performance.now() - slot.startedAt)
   }
 
-  /** The thread is terminated mid-job (or died): its job ends without a verdict, a new one starts. */
+  /**
+   * The thread is terminated mid-job (or died): its job ends without a verdict, and the spare
+   * takes its place when it has started (a thread takes a few hundred milliseconds to load Ajv,
+   * longer on a busy machine); a new spare starts.
+   */
   const replace = (slot: Slot) => {
     const index = slots.indexOf(slot)
     if (index < 0) return
@@ -174,13 +180,17 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
     settle(slot, null)
     replaced++
     if (closed) slots.splice(index, 1)
-    else slots[index] = spawn()
+    else if (spare?.state === 'idle') {
+      slots[index] = spare
+      spare = spawn()
+    } else slots[index] = spawn()
     pump()
   }
   const overBudget = (slot: Slot) => replace(slot)
 
   function spawn(): Slot {
     const worker = startBackgroundThread(WORKER, () => {
+      if (slot === spare) spare = closed ? null : spawn()
       if (slots.includes(slot)) replace(slot)
     })
     const slot: Slot = {
@@ -213,6 +223,7 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
   }
 
   for (let i = 0; i < threads; i++) slots.push(spawn())
+  let spare: Slot | null = spawn()
 
   const enqueue = (owner: string, job: Job) => {
     if (closed) return job.finish(null, 0)
@@ -272,6 +283,8 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
       for (const job of [...queues.values()].flat()) job.finish(null, 0)
       queues.clear()
       turn.length = 0
+      spare?.worker.terminate()
+      spare = null
       for (const slot of slots.splice(0)) {
         slot.worker.terminate()
         settle(slot, null)
