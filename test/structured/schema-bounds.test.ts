@@ -131,4 +131,50 @@ describe('schema bounds (SPEC §19)', () => {
       }
     })
   })
+
+  describe('over HTTP, a budget of 10 ms', () => {
+    test('a schema within the bounds whose compile passes its budget is refused as too complex, in a batch and on a live call', async () => {
+      // 400 distinct patterns RE2 takes ~5 ms each to compile (more on a busy machine): 2 s, far
+      // past 10 budgets of 10 ms.
+      const properties = Object.fromEntries(
+        Array.from({ length: 400 }, (_, i) => [
+          `p${i}`,
+          { type: 'string', pattern: `^x${i}([a-z]{1,30}){1,30}$` },
+        ]),
+      )
+      const slow = { type: 'object', properties }
+      expect(schemaBoundProblem(slow, JSON.stringify(slow))).toBeNull()
+      const tight = await startTestGateway({ env: { MULTIGRID_SCHEMA_CHECK_MS: '10' } })
+      const { key } = await tight.newAccount('10')
+      const refused = await tight.request('/v1/batches?dry_run=true', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/jsonl' },
+        body: jsonl([
+          chatLine('slow', 'hi', { response_format: schemaFormat(slow), max_tokens: 16 }),
+        ]),
+      })
+      expect(refused.status).toBe(400)
+      const { issues } = (await refused.json()) as { issues: { path: string; message: string }[] }
+      expect(issues).toEqual([
+        expect.objectContaining({
+          path: 'body.response_format',
+          message: expect.stringContaining('too complex'),
+        }),
+      ])
+      const live = await tight.request('/v1/chat/completions', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'sim/chat',
+          messages: [{ role: 'user', content: 'hi' }],
+          response_format: schemaFormat(slow),
+        }),
+      })
+      expect(live.status).toBe(400)
+      const { error } = (await live.json()) as { error: { type: string; message: string } }
+      expect(error.type).toBe('invalid_request_error')
+      expect(error.message).toContain('too complex')
+      await tight.stop()
+    })
+  })
 })

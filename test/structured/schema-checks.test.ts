@@ -5,6 +5,7 @@
  * pool answers what it still held.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
+import { loadConfig } from '../../src/config.ts'
 import { createSchemaChecks } from '../../src/schemas/schema-checks.ts'
 import { bombSchema } from './hostile.ts'
 
@@ -15,6 +16,17 @@ const ORDINARY = JSON.stringify({
   required: ['a'],
 })
 const BOMB = JSON.stringify(bombSchema(24))
+
+describe('MULTIGRID_SCHEMA_CHECK_MS', () => {
+  test('100 ms by default; 10 to 60,000; anything else refused by name', () => {
+    expect(loadConfig({}).schemaCheckMs).toBe(100)
+    expect(loadConfig({ MULTIGRID_SCHEMA_CHECK_MS: '250' }).schemaCheckMs).toBe(250)
+    for (const bad of ['5', '60001', 'fast', '1.5'])
+      expect(() => loadConfig({ MULTIGRID_SCHEMA_CHECK_MS: bad })).toThrow(
+        'invalid MULTIGRID_SCHEMA_CHECK_MS',
+      )
+  })
+})
 
 describe('schema threads', () => {
   const checks = createSchemaChecks({ budgetMs: 50, threads: 1 })
