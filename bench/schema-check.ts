@@ -4,7 +4,8 @@
  *   - through the schema threads (src/schemas/schema-checks.ts), one answer at a time (the latency
  *     one line sees) and many at once (as the dispatcher sends them), with the event loop's own
  *     CPU per answer;
- * then an ordinary structured batch through a gateway and the simulator: json_schema lines (judged
+ * (CPU from the thread's own schedstat on Linux: on a shared machine wall times include waiting
+ * for a core) then an ordinary structured batch through a gateway and the simulator: json_schema lines (judged
  * on the threads) against the same lines with json_object (judged on the loop, a parse alone).
  *
  *   bun bench/schema-check.ts [--answers 5000] [--lines 2000] [--runs 3] [--answers-only]
@@ -67,13 +68,16 @@ async function perAnswer() {
   const checks = createSchemaChecks({ budgetMs: 100 })
   await Promise.all(Array.from({ length: 2000 }, () => checks.judge(job, 'bench')))
   const inline: number[] = []
+  const inlineCpu: number[] = []
   const sequential: number[] = []
   const concurrent: number[] = []
   const loopCpu: number[] = []
   for (let run = 0; run < RUNS; run++) {
     let started = performance.now()
+    const before = mainCpuMs()
     for (let i = 0; i < ANSWERS; i++) structuredAnswerProblem(FORMAT, response)
     inline.push((performance.now() - started) / ANSWERS)
+    inlineCpu.push((mainCpuMs() - before) / ANSWERS)
     started = performance.now()
     for (let i = 0; i < ANSWERS / 10; i++) await checks.judge(job, 'bench')
     sequential.push((performance.now() - started) / (ANSWERS / 10))
@@ -86,6 +90,7 @@ async function perAnswer() {
   await checks.close()
   console.log(`judging one answer of an ordinary schema (median of ${RUNS} runs):`)
   console.log(`  in-process (the old way, the raw limit):   ${us(median(inline))}`)
+  console.log(`    of which the event loop's CPU:            ${us(median(inlineCpu))}`)
   console.log(`  schema thread, one at a time (latency):     ${us(median(sequential))}`)
   console.log(`  schema threads, ${ANSWERS} at once (wall):     ${us(median(concurrent))}`)
   console.log(`    of which the event loop's CPU:            ${us(median(loopCpu))}`)
