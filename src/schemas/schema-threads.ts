@@ -22,6 +22,8 @@ const WALL_FACTOR = 20
  */
 const KNOWN_MAX = 128
 const WORKER = new URL('./schema-worker.ts', import.meta.url)
+/** A thread that died while starting is started again after this long. */
+const RESTART_MS = 1000
 
 /** `finish`: with the thread's reply, or null (past its budget, the thread died, closed). */
 export interface Job {
@@ -137,8 +139,12 @@ export function createSchemaThreads(options: {
   function spawn(): Slot {
     const slot = startSlot({
       lost() {
-        if (slot === spare) spare = closed ? null : spawn()
-        if (slots.includes(slot)) replace(slot)
+        // One that died before it was ready (it could not load) is not restarted in a hot loop.
+        const later = slot.state === 'starting' ? RESTART_MS : 0
+        setTimeout(() => {
+          if (slot === spare) spare = closed ? null : spawn()
+          if (slots.includes(slot)) replace(slot)
+        }, later)
       },
       ready: pump,
       progress: () => arm(slot, judgeMs),
