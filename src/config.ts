@@ -109,6 +109,12 @@ const envSchema = z.object({
   MULTIGRID_WEBHOOK_DISABLE_AFTER_MS: intFrom(1_000, 30 * 86_400_000, 86_400_000),
   /** Progress streams open at once per key (SPEC §19); one more is 429 limit_exceeded. */
   MULTIGRID_MAX_STREAMS_PER_KEY: intFrom(1, 10_000, 20),
+  /**
+   * SPEC §19: how long compiling a tenant's json_schema, or judging one answer against it, may
+   * take on a schema thread. Past it the schema is refused (validation) or the answer ends
+   * structured_output_unchecked, billed (result time), and the thread is replaced.
+   */
+  MULTIGRID_SCHEMA_CHECK_MS: intFrom(10, 60_000, 100),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
 })
@@ -190,6 +196,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       retryBaseMs: e.MULTIGRID_WEBHOOK_RETRY_BASE_MS,
       disableAfterMs: e.MULTIGRID_WEBHOOK_DISABLE_AFTER_MS,
     },
+    schemaCheckMs: e.MULTIGRID_SCHEMA_CHECK_MS,
     logLevel: e.LOG_LEVEL,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT ?? null,
   })

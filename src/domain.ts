@@ -58,6 +58,8 @@ export type LineErrorCode =
   | 'batch_cancelled'
   | 'batch_expired'
   | 'structured_output_invalid'
+  /** SPEC §19: checking the answer against its schema passed the time budget; billed. */
+  | 'structured_output_unchecked'
   | 'max_cost_reached'
   /** A batch waiting for credit (SPEC §14) that was still short after half its window. */
   | 'insufficient_quota'

@@ -7,6 +7,7 @@ import { createAdapterDirectory } from './accounts/adapter-directory.ts'
 import { createAdapters } from './accounts/adapters.ts'
 import { createAdmission } from './admission/submit-batch.ts'
 import { createFileValidator } from './ingest/parallel-validation.ts'
+import { createSchemaChecks } from './schemas/schema-checks.ts'
 import { createAuthenticator } from './auth/authenticate.ts'
 import { createKeyCache } from './auth/key-cache.ts'
 import { createLiveCredit, type LiveCredit } from './live/live-credit.ts'
@@ -126,6 +127,9 @@ export async function startGateway(
     instanceId,
     logger,
   )
+  // Tenants' json_schemas are compiled and judged on threads of their own, each within a budget
+  // (SPEC §19): nothing on the event loop waits for one.
+  const schemaChecks = createSchemaChecks({ budgetMs: config.schemaCheckMs })
   const dispatcher: Dispatcher | null = config.dispatch.enabled
     ? createDispatcher(
         announceChanges(dispatch, batchChanges.publish),
@@ -141,6 +145,7 @@ export async function startGateway(
           onOutcome: observeLines(logger, telemetry),
           spillMargin: config.dispatch.spillMargin,
           adapters: adapterDirectory.byId,
+          schemaChecks,
           fleetRates: redis
             ? createRedisFleetRates(redis, {
                 instance: instanceId,
@@ -179,7 +184,10 @@ export async function startGateway(
       (await dispatch.runnableBatches(Date.now(), 10_000)).reduce((sum, b) => sum + b.pending, 0),
     linesInFlight: () => dispatcher?.inFlight ?? 0,
   })
-  const validator = createFileValidator(catalog, config, { collectGarbage: collectYoungGarbage })
+  const validator = createFileValidator(catalog, config, {
+    collectGarbage: collectYoungGarbage,
+    schemaChecks,
+  })
   const admission = createAdmission(
     store,
     validator,
@@ -242,6 +250,7 @@ export async function startGateway(
     createdAt: Math.floor(Date.now() / 1000),
     bodyLimit: bodies.live,
     adapters: adapterDirectory.active,
+    schemaChecks,
   }
   const groups = [
     healthRoutes(
@@ -363,6 +372,7 @@ export async function startGateway(
       await credit.stop()
       await validator.close()
       await dispatcher?.stop()
+      await schemaChecks.close()
       await nudges.close()
       await batchChanges.close()
       await fleet?.close()

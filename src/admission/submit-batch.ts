@@ -146,6 +146,7 @@ export function createAdmission(
     // A capped batch stores each line's own ceiling, which the claim checks against the cap.
     const verdict = await validator.validate(bytes, limits, lookup, {
       lineCeilings: Boolean(options.maxCostUsd),
+      owner: options.accountId,
     })
     if (!verdict.ok) {
       return {

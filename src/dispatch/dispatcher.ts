@@ -8,6 +8,7 @@
 import type { AdapterRecord } from '../catalog/adapters.ts'
 import type { FleetRates, Shares } from '../coordination/fleet-rates.ts'
 import type { Catalog } from '../catalog/catalog.ts'
+import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
@@ -43,6 +44,8 @@ export interface DispatcherOptions {
   spillMargin: number
   /** Adapters by `ft:` id, for lines that name one (SPEC §14). */
   adapters?: (id: string) => Promise<AdapterRecord | null>
+  /** Where answers are judged against their line's json_schema (SPEC §19); unset: in-process. */
+  schemaChecks?: SchemaChecks
   /** In a fleet (REDIS_URL): the planner's rates shared with the other instances. */
   fleetRates?: FleetRates
 }
@@ -236,6 +239,7 @@ export function createDispatcher(
       proceed,
       plan: { planner: spill, upstreams: spillSend, batch, unsent },
       adapters: options.adapters,
+      schemaChecks: options.schemaChecks,
     })
       .then((outcome) => {
         // After shutdown's abort the line is handed back untouched, not failed.

@@ -19,7 +19,9 @@ import {
 import { Money } from '../money/decimal.ts'
 import { priceUsage } from '../money/price-usage.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
-import { structuredAnswerProblem } from '../schemas/structured-answer.ts'
+import { inlineSchemaChecks } from '../schemas/inline-checks.ts'
+import type { SchemaChecks } from '../schemas/schema-checks.ts'
+import { answerChoices, answerFormat, judgeChoices } from '../schemas/structured-answer.ts'
 import type { ClaimedLine, LineOutcome } from '../store/store.ts'
 import { sendWithFallback } from '../upstream/send-with-fallback.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
@@ -50,7 +52,11 @@ export interface RunLineDeps {
   plan?: LinePlan
   /** An adapter by its `ft:` id (the gateway's adapter directory); unset, no line names one. */
   adapters?: (id: string) => Promise<AdapterRecord | null>
+  /** Where answers are judged against their line's json_schema; unset, in-process (inline-checks.ts). */
+  schemaChecks?: SchemaChecks
 }
+
+const inline = inlineSchemaChecks()
 
 export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<LineOutcome> {
   const { batchId, lineNo } = line
@@ -109,15 +115,15 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   if (tried === null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now(), unsent: true }
   const { outcome, offering } = tried
   if (outcome.ok) {
-    // An answer that is not the JSON the line asked for: failed, not billed, the body kept.
-    const wrong =
+    const judged =
       endpoint === 'chat'
-        ? structuredAnswerProblem(parsed.body.response_format, outcome.body)
+        ? await judgeAnswer(parsed.body.response_format, outcome.body, line, deps)
         : null
-    if (wrong !== null) {
+    // An answer that is not the JSON the line asked for: failed, not billed, the body kept.
+    if (judged?.checked === true && judged.problem !== null) {
       return fail(
         line,
-        { code: 'structured_output_invalid', message: wrong, upstream: outcome.body },
+        { code: 'structured_output_invalid', message: judged.problem, upstream: outcome.body },
         outcome.status,
         offering.provider,
         outcome.latencyMs,
@@ -140,6 +146,25 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       provider: offering.provider,
       latencyMs: Math.round(outcome.latencyMs),
     }
+    // One whose check passed the budget (SPEC §19): failed, and billed as the answer it is (the
+    // upstream answered; the schema is the caller's), never past its ceiling.
+    if (judged?.checked === false) {
+      const ceiling = line.ceilingUsd ?? overrun(usage, costUsd, bounds, offerings).ceilingUsd
+      return {
+        ...fail(
+          line,
+          {
+            code: 'structured_output_unchecked',
+            message: judged.unchecked,
+            upstream: outcome.body,
+          },
+          outcome.status,
+          offering.provider,
+          outcome.latencyMs,
+        ),
+        costUsd: ceiling !== undefined && new Money(ceiling).lessThan(costUsd) ? ceiling : costUsd,
+      }
+    }
     // A capped batch's line was let in for its ceiling: it is never billed more, so the batch's
     // cost never passes max_cost_usd (SPEC §12), whatever the upstream reports.
     if (line.ceilingUsd !== undefined && new Money(line.ceilingUsd).lessThan(costUsd))
@@ -161,6 +186,26 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   if (delay !== null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() + delay }
   return fail(line, lineError(error, line.attempts), error.status, offering.provider, latencyMs)
 }
+/**
+ * The answer judged against the line's response_format (SPEC §14): JSON alone on this thread (a
+ * parse is linear in the answer), against a json_schema on a schema thread within its budget
+ * (SPEC §19). Null: nothing to judge.
+ */
+async function judgeAnswer(
+  responseFormat: unknown,
+  response: Record<string, unknown>,
+  line: ClaimedLine,
+  deps: RunLineDeps,
+) {
+  const format = answerFormat(responseFormat)
+  if (format === null) return null
+  const choices = answerChoices(response)
+  if (format.schema === null)
+    return { checked: true as const, problem: judgeChoices(format.type, null, choices, null) }
+  const job = { text: JSON.stringify(format.schema), name: format.name, choices }
+  return (deps.schemaChecks ?? inline).judge(job, line.accountId)
+}
+
 const providerNames = new WeakMap<readonly Offering[], string[]>()
 
 /** The providers of an offerings list (the catalog hands out one array per routing: named once). */
@@ -187,7 +232,7 @@ function fail(
   status: number | null,
   provider: string | null,
   latencyMs: number | null,
-): LineOutcome {
+): Extract<LineOutcome, { kind: 'failed' }> {
   return {
     batchId: line.batchId,
     lineNo: line.lineNo,

@@ -17,6 +17,8 @@ import { badRequest, refuse, type GatewayError } from '../errors.ts'
 import { readJsonBody, type BodyLimit } from '../ingest/read-body.ts'
 import { renderAdapterModel } from './render-model.ts'
 import { validateBody } from '../ingest/validate-body.ts'
+import { compileProblems } from '../ingest/check-structured.ts'
+import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import { usd } from '../money/decimal.ts'
 import { ceilingUnits, unitsText, usageUnits } from '../money/fixed-point.ts'
 import type { LiveCredit } from '../live/live-credit.ts'
@@ -35,6 +37,8 @@ export interface LiveDeps {
   bodyLimit: BodyLimit
   /** An account's active fine-tuned adapters (the adapter directory: cached). */
   adapters: (accountId: string) => Promise<AdapterLookup>
+  /** Where a call's json_schema is compiled, within its budget (SPEC §19). */
+  schemaChecks: SchemaChecks
 }
 
 const encoder = new TextEncoder()
@@ -66,6 +70,14 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         ? await deps.adapters(caller.account.id)
         : NO_ADAPTERS
     const checked = validateBody(raw, endpoint, catalog, '', { live: true, adapters })
+    // Within its bounds (checked above): compiled on a schema thread, refused past the budget.
+    const schemaText = checked.ok ? checked.value.schemaText : undefined
+    if (schemaText !== undefined) {
+      const verdict = await deps.schemaChecks.compile(schemaText, caller.account.id)
+      const { problem } = compileProblems(verdict, (field) => field)
+      if (problem)
+        throw badRequest(`${problem.path} ${problem.message}; ${problem.fix}`, problem.path)
+    }
     if (!checked.ok) {
       const problem = checked.problems[0]
       const message = `${problem.path || 'body'} ${problem.message}; ${problem.fix}`

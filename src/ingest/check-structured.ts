@@ -1,11 +1,16 @@
 /**
  * The rules of structured requests (SPEC §14), checked with the rest of a body: vLLM's guided_*
- * parameters are refused (it has ignored them silently since v0.12), a `json_schema` must compile,
- * a structured batch line must bound its answer, and a schema that recurses without end is allowed
- * but warned about.
+ * parameters are refused (it has ignored them silently since v0.12), a `json_schema` must be
+ * within the bounds of SPEC §19 and compile, a structured batch line must bound its answer, and a
+ * schema that recurses without end is allowed but warned about.
+ *
+ * The bounds are checked here, on the caller's thread (a cheap walk); compiling runs on the schema
+ * threads with a time budget (src/schemas/schema-checks.ts), after the body's other checks: the
+ * body hands on the schema's text, and `compileProblems` turns the verdict into problems.
  */
 import type { ModelEntry } from '../catalog/catalog-file.ts'
-import { compileAnswerSchema } from '../schemas/answer-schema.ts'
+import type { CompileVerdict } from '../schemas/schema-checks.ts'
+import { schemaBoundProblem } from '../schemas/schema-bounds.ts'
 import type { ChatBody } from '../schemas/requests.ts'
 import { excerpt } from '../excerpt.ts'
 import type { BodyProblem } from './issues.ts'
@@ -50,13 +55,14 @@ export function guidedProblems(
 /**
  * A structured body's own rules; `record` has passed the request schema's shape check of
  * response_format. Live calls need no max_tokens: their answer is not checked (see README).
+ * `schemaText`: a json_schema within its bounds, as JSON text, for the caller to compile.
  */
 export function structuredProblems(
   body: ChatBody,
   model: ModelEntry | undefined,
   at: (field: string) => string,
   live: boolean,
-): { problems: BodyProblem[]; warnings: BodyProblem[] } {
+): { problems: BodyProblem[]; warnings: BodyProblem[]; schemaText?: string } {
   const problems: BodyProblem[] = []
   const warnings: BodyProblem[] = []
   const format = body.response_format
@@ -71,26 +77,53 @@ export function structuredProblems(
   }
   if (format.type !== 'json_schema') return { problems, warnings }
   const schema = (format as { json_schema: { schema: Record<string, unknown> } }).json_schema.schema
-  const compiled = compileAnswerSchema(schema)
-  if (!compiled.ok) {
+  const text = JSON.stringify(schema)
+  const bound = schemaBoundProblem(schema, text)
+  if (bound) {
     problems.push({
-      path: at('response_format'),
-      message: `json_schema.schema does not compile as a JSON Schema: ${compiled.message}`,
-      fix: 'send a valid JSON Schema (draft 2020-12 unless its $schema names 2019-09 or draft-07) in json_schema.schema, such as {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}; every $ref must point inside the schema',
+      path: at('response_format.json_schema.schema'),
+      message: bound.message,
+      fix: bound.fix,
     })
     return { problems, warnings }
   }
-  const recursion = compiled.schema.recursion
-  if (recursion) {
-    const site = ['response_format', 'json_schema', 'schema', ...recursion].join('.')
-    warnings.push({
+  return { problems, warnings, schemaText: text }
+}
+
+/** What compiling a body's schema found: a problem, or a warning (it recurses without end). */
+export function compileProblems(
+  verdict: CompileVerdict,
+  at: (field: string) => string,
+): { problem: BodyProblem | null; warning: BodyProblem | null } {
+  if (!verdict.ok) {
+    return {
+      problem: {
+        path: at('response_format'),
+        message:
+          verdict.reason === 'budget'
+            ? verdict.message
+            : `json_schema.schema does not compile as a JSON Schema: ${verdict.message}`,
+        fix:
+          verdict.reason === 'pattern'
+            ? 'write every pattern and patternProperties key in RE2 syntax (https://github.com/google/re2/wiki/Syntax): the gateway checks answers with a linear-time engine, which has no backreferences or lookaround'
+            : verdict.reason === 'budget'
+              ? 'simplify the schema: fewer distinct subschemas, $ref chains and anyOf/oneOf branches'
+              : 'send a valid JSON Schema (draft 2020-12 unless its $schema names 2019-09 or draft-07) in json_schema.schema, such as {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}; every $ref must point inside the schema',
+      },
+      warning: null,
+    }
+  }
+  if (!verdict.recursion) return { problem: null, warning: null }
+  const site = ['response_format', 'json_schema', 'schema', ...verdict.recursion].join('.')
+  return {
+    problem: null,
+    warning: {
       path: at(site),
       message:
         'the schema allows unbounded recursion: this reference leads back to a schema that contains it, so a model can keep nesting until max_tokens',
       fix: 'bound it: say how deep in the prompt (for example "exactly two levels"), or write the levels out in the schema with maxItems, and keep max_tokens set',
-    })
+    },
   }
-  return { problems, warnings }
 }
 
 /**

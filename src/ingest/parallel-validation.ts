@@ -15,7 +15,10 @@ import type { Catalog } from '../catalog/catalog.ts'
 import { Money } from '../money/decimal.ts'
 import { createThreadCalls } from '../threads/thread-calls.ts'
 import type { NewLine } from '../store/store.ts'
+import { inlineSchemaChecks } from '../schemas/inline-checks.ts'
+import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import { adaptersOverLimits } from './adapter-tally.ts'
+import { compileFileSchemas } from './file-schemas.ts'
 import { MAX_WARNINGS } from './issues.ts'
 import type { BodyBuffers } from './read-body.ts'
 import {
@@ -25,6 +28,7 @@ import {
   validateBatchFile,
   type CheckOptions,
   type FileLimits,
+  type FileSchemas,
   type FileVerdict,
 } from './validate-batch-file.ts'
 import type { SegmentReply, ValidationRequest } from './validation-worker.ts'
@@ -32,13 +36,14 @@ import type { SegmentReply, ValidationRequest } from './validation-worker.ts'
 export interface FileValidator {
   /**
    * `adapters`: the submitting account's active adapters (none unless given). `options`: also
-   * each line's own ceiling (a batch with a spend cap).
+   * each line's own ceiling (a batch with a spend cap); `owner`, the submitting account, whose
+   * schemas wait their turn on the schema threads with every other account's.
    */
   validate(
     bytes: Uint8Array,
     limits: FileLimits,
     adapters?: AdapterLookup,
-    options?: Pick<CheckOptions, 'lineCeilings'>,
+    options?: Pick<CheckOptions, 'lineCeilings'> & { owner?: string },
   ): Promise<FileVerdict>
   /**
    * How to read a file for this validator (readBody's `into`): one big enough to be split across
@@ -61,6 +66,11 @@ export interface FileValidatorOptions {
    * thread collects its own too (validation-worker.ts). Unset: neither collects.
    */
   collectGarbage?: () => void
+  /**
+   * Where the lines' json_schemas are compiled: the gateway's schema threads. Unset: on this
+   * thread, without a budget (inline-checks.ts), for callers that see only their own schemas.
+   */
+  schemaChecks?: SchemaChecks
 }
 
 export type ValidationPath = 'one_pass' | 'split' | 'split_then_one_pass'
@@ -77,6 +87,7 @@ export function createFileValidator(
   const parallel = options.parallel ?? availableParallelism() > 1
   const observe = options.observe ?? (() => {})
   const collectGarbage = options.collectGarbage
+  const schemaChecks = options.schemaChecks ?? inlineSchemaChecks()
   let closed = false
   // Started now: loading its modules takes longer than validating half a file.
   const thread = parallel
@@ -126,77 +137,14 @@ export function createFileValidator(
 
   return {
     bodyBuffers: sharedBodiesFrom(parallel ? minBytes : Infinity),
-    async validate(bytes, limits, adapters = NO_ADAPTERS, { lineCeilings = false } = {}) {
-      const split = parallel && !closed && bytes.byteLength >= minBytes ? splitPoint(bytes) : -1
-      const onePass = () =>
-        validateBatchFile(bytes, catalog, limits, { collectGarbage, adapters, lineCeilings })
-      if (split < 0) {
-        observe('one_pass')
-        return onePass()
-      }
-      const secondFirstLine = countLines(bytes, split) + 1
-      const second = checkOnThread(
-        bytes.subarray(split),
-        secondFirstLine,
-        limits,
-        adapters,
-        lineCeilings,
-      )
-      const first = checkLines(bytes, catalog, limits, {
-        segment: { from: 0, to: split - 1, firstLineNo: 1 },
-        collectGarbage,
-        adapters,
-        lineCeilings,
-      })
-      const other = await second
-      const clean =
-        other !== null &&
-        !closed &&
-        other.clean &&
-        first.issues.length === 0 &&
-        first.endpoint !== null &&
-        (other.endpoint === null || other.endpoint === first.endpoint) &&
-        first.count + other.count <= limits.maxLines &&
-        other.customIds.every((id) => !first.customIds.has(id)) &&
-        // Each half within the base's adapter limits, and the two together too.
-        (other.adapterIds.length === 0 ||
-          !adaptersOverLimits(
-            [...first.adapters, ...other.adapterIds.map((id) => adapters.get(id)!)],
-            catalog.find,
-          ))
-      if (!clean) {
-        observe('split_then_one_pass')
-        return onePass()
-      }
-      observe('split')
-      const lines: NewLine[] = first.lines
-      for (let i = 0; i < other.lineNos.length; i++) {
-        lines.push(
-          new FileLine(
-            other.lineNos[i],
-            other.customIds[i],
-            bytes,
-            split + other.starts[i],
-            split + other.ends[i],
-            other.ceilings?.[i],
-          ),
-        )
-      }
-      const ceiling = first.ceiling.plus(new Money(other.ceiling))
-      // In line order, as one pass lists them: the first half's, then the second's.
-      const warnings = [...first.warnings, ...other.warnings]
-      const listed = warnings.slice(0, MAX_WARNINGS)
-      return fileVerdict({
-        issues: [],
-        omitted: 0,
-        count: first.count + other.count,
-        endpoint: first.endpoint,
-        lines,
-        ceiling,
-        warnings: listed,
-        warningsOmitted:
-          first.warningsOmitted + other.warningsOmitted + warnings.length - listed.length,
-      })
+    async validate(
+      bytes,
+      limits,
+      adapters = NO_ADAPTERS,
+      { lineCeilings = false, owner = '' } = {},
+    ) {
+      const verdict = await check(bytes, limits, adapters, lineCeilings)
+      return compileFileSchemas(verdict, schemaChecks, owner)
     },
     async close() {
       // Validations under way finish in one pass; later ones are one pass from the start.
@@ -204,6 +152,98 @@ export function createFileValidator(
       thread?.terminate()
     },
   }
+
+  async function check(
+    bytes: Uint8Array,
+    limits: FileLimits,
+    adapters: AdapterLookup,
+    lineCeilings: boolean,
+  ): Promise<FileVerdict> {
+    const split = parallel && !closed && bytes.byteLength >= minBytes ? splitPoint(bytes) : -1
+    const onePass = () =>
+      validateBatchFile(bytes, catalog, limits, { collectGarbage, adapters, lineCeilings })
+    if (split < 0) {
+      observe('one_pass')
+      return onePass()
+    }
+    const secondFirstLine = countLines(bytes, split) + 1
+    const second = checkOnThread(
+      bytes.subarray(split),
+      secondFirstLine,
+      limits,
+      adapters,
+      lineCeilings,
+    )
+    const first = checkLines(bytes, catalog, limits, {
+      segment: { from: 0, to: split - 1, firstLineNo: 1 },
+      collectGarbage,
+      adapters,
+      lineCeilings,
+    })
+    const other = await second
+    const clean =
+      other !== null &&
+      !closed &&
+      other.clean &&
+      first.issues.length === 0 &&
+      first.endpoint !== null &&
+      (other.endpoint === null || other.endpoint === first.endpoint) &&
+      first.count + other.count <= limits.maxLines &&
+      other.customIds.every((id) => !first.customIds.has(id)) &&
+      // Each half within the base's adapter limits, and the two together too.
+      (other.adapterIds.length === 0 ||
+        !adaptersOverLimits(
+          [...first.adapters, ...other.adapterIds.map((id) => adapters.get(id)!)],
+          catalog.find,
+        ))
+    if (!clean) {
+      observe('split_then_one_pass')
+      return onePass()
+    }
+    observe('split')
+    const lines: NewLine[] = first.lines
+    for (let i = 0; i < other.lineNos.length; i++) {
+      lines.push(
+        new FileLine(
+          other.lineNos[i],
+          other.customIds[i],
+          bytes,
+          split + other.starts[i],
+          split + other.ends[i],
+          other.ceilings?.[i],
+        ),
+      )
+    }
+    const ceiling = first.ceiling.plus(new Money(other.ceiling))
+    // In line order, as one pass lists them: the first half's, then the second's.
+    const warnings = [...first.warnings, ...other.warnings]
+    const listed = warnings.slice(0, MAX_WARNINGS)
+    return fileVerdict({
+      issues: [],
+      omitted: 0,
+      count: first.count + other.count,
+      endpoint: first.endpoint,
+      lines,
+      ceiling,
+      warnings: listed,
+      warningsOmitted:
+        first.warningsOmitted + other.warningsOmitted + warnings.length - listed.length,
+      schemas: joinSchemas(first.schemas, other.schemas),
+    })
+  }
+}
+
+/** The first half's schemas with the second's added, each text once, its lines in order. */
+function joinSchemas(
+  first: FileSchemas,
+  second: Extract<SegmentReply, { clean: true }>['schemas'],
+): FileSchemas {
+  for (const [text, users] of second) {
+    const using = first.get(text)
+    if (using) using.push(...users)
+    else first.set(text, users)
+  }
+  return first
 }
 
 /** Bodies of at least `bytes` in shared memory, which a thread reads without a copy of its own. */

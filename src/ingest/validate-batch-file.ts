@@ -28,6 +28,9 @@ import { readJsonlLines, type FileSegment } from './read-jsonl-lines.ts'
 import { AdapterTally } from './adapter-tally.ts'
 import { validateBody } from './validate-body.ts'
 
+/** Each distinct json_schema text of a file, and the lines that use it (file-schemas.ts compiles them). */
+export type FileSchemas = Map<string, { line: number; customId: string | null }[]>
+
 export interface FileLimits {
   maxLines: number
   maxCustomIdLength: number
@@ -42,8 +45,10 @@ export type FileVerdict =
       /** What a dry run points out (the first MAX_WARNINGS, and how many more). */
       warnings: Warning[]
       warningsOmitted: number
+      /** The valid lines' json_schemas, not yet compiled (file-schemas.ts compiles them). */
+      schemas?: FileSchemas
     }
-  | { ok: false; issues: Issue[]; omitted: number; lineCount: number }
+  | { ok: false; issues: Issue[]; omitted: number; lineCount: number; schemas?: FileSchemas }
 
 /** The garbage hook (CheckOptions.collectGarbage) is called once per this many lines. */
 const COLLECT_EVERY = 2048
@@ -129,6 +134,8 @@ export interface LinesChecked {
   /** The valid lines' warnings, the first MAX_WARNINGS of them, and how many more. */
   warnings: Warning[]
   warningsOmitted: number
+  /** The valid lines' json_schemas, each distinct text once, not yet compiled. */
+  schemas: FileSchemas
 }
 
 export function validateBatchFile(
@@ -152,8 +159,9 @@ export function validateBatchFile(
 
 /** The verdict on a whole file from what checking all its lines found. */
 export function fileVerdict(checked: Omit<LinesChecked, 'customIds' | 'adapters'>): FileVerdict {
-  const { issues, omitted, count, endpoint } = checked
-  if (issues.length > 0 || !endpoint) return { ok: false, issues, omitted, lineCount: count }
+  const { issues, omitted, count, endpoint, schemas } = checked
+  if (issues.length > 0 || !endpoint)
+    return { ok: false, issues, omitted, lineCount: count, schemas }
   return {
     ok: true,
     endpoint,
@@ -161,6 +169,7 @@ export function fileVerdict(checked: Omit<LinesChecked, 'customIds' | 'adapters'
     ceiling: checked.ceiling.toDecimalPlaces(6, Money.ROUND_UP),
     warnings: checked.warnings,
     warningsOmitted: checked.warningsOmitted,
+    schemas,
   }
 }
 
@@ -187,6 +196,7 @@ export function checkLines(
   const warnings: Warning[] = []
   let warningsOmitted = 0
   const lines: NewLine[] = []
+  const schemas: FileSchemas = new Map()
   const seen = new Map<string, number>()
   const tally = new CeilingTally()
   let endpoint: { url: BatchEndpoint; line: number } | null = null
@@ -302,6 +312,12 @@ export function checkLines(
         ? unitsText(ceilingUnits({ input: inputTokens, output: outputTokens }, offerings))
         : undefined
       lines.push(new FileLine(lineNo, customId!, bytes, start, end, ceiling))
+      const schemaText = body.value.schemaText
+      if (schemaText !== undefined) {
+        const using = schemas.get(schemaText)
+        if (using) using.push({ line: lineNo, customId: shownId })
+        else schemas.set(schemaText, [{ line: lineNo, customId: shownId }])
+      }
     }
   }
 
@@ -316,5 +332,6 @@ export function checkLines(
     adapters: adapters.all(),
     warnings,
     warningsOmitted,
+    schemas,
   }
 }

@@ -43,8 +43,13 @@ export interface AcceptedBody {
   inputTokens: number
   outputTokens: number
   body: ChatBody | EmbeddingsBody
-  /** What a dry run points out about the body (a schema that recurses without end); none: []. */
+  /** What a dry run points out about the body; none: []. */
   warnings: BodyProblem[]
+  /**
+   * A json_schema within its bounds, as JSON text, not yet compiled: the caller compiles it off
+   * its thread (src/schemas/schema-checks.ts) and refuses the body if it does not compile.
+   */
+  schemaText?: string
 }
 
 /** `prefix` is where the body sits in the caller's document ("body" for a batch line). */
@@ -141,6 +146,7 @@ export function validateBody(
   }
   // Once response_format has its shape: the schema compiles, the answer is bounded.
   let warnings: BodyProblem[] = []
+  let schemaText: string | undefined
   const formatAt = at('response_format')
   if (
     endpoint === 'chat' &&
@@ -151,6 +157,7 @@ export function validateBody(
       if (!problems.some((p) => p.path === problem.path)) problems.push(problem)
     }
     warnings = structured.warnings
+    schemaText = structured.schemaText
   }
   if (!model) return { ok: false, problems }
   if (!model.endpoints.includes(endpoint)) {
@@ -252,6 +259,7 @@ export function validateBody(
         inputTokens: chatInputBound(chat, model, targets),
         outputTokens: chatOutputBound(chat, model, targets),
         warnings,
+        schemaText,
       },
     }
   }

@@ -55,6 +55,8 @@ export type SegmentReply =
       /** The segment's warnings (its first MAX_WARNINGS), and how many more. */
       warnings: Warning[]
       warningsOmitted: number
+      /** The valid lines' json_schemas (FileSchemas as entries), compiled by the caller. */
+      schemas: [string, { line: number; customId: string | null }[]][]
     }
   | { id: number; clean: false }
 
@@ -117,6 +119,7 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
       ceiling: checked.ceiling.toFixed(),
       warnings: checked.warnings,
       warningsOmitted: checked.warningsOmitted,
+      schemas: [...checked.schemas],
     }
     self.postMessage(reply, [lineNos.buffer, starts.buffer, ends.buffer])
   } catch {

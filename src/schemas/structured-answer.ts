@@ -3,38 +3,68 @@
  * (`finish_reason: "stop"`) must hold JSON, valid against the line's schema when it gave one. A
  * choice cut at max_tokens (`"length"`) is the caller's to judge: it is returned as it is, as
  * OpenAI does. A refusal (OpenAI's `message.refusal`, content null) is an answer too.
+ *
+ * In two parts, so that the part a tenant's schema can make slow runs where it cannot stall
+ * anyone (schema-worker.ts): the choices are read out of the response here, and judged by
+ * `judgeChoices`, given the schema's check or none.
  */
 import { compileAnswerSchema } from './answer-schema.ts'
 
-/** Null when the answer is what the line asked for; otherwise why it is not. */
-export function structuredAnswerProblem(
+/** What judging needs of one choice: a few fields, small to send to a thread. */
+export interface AnswerChoice {
+  finishReason: unknown
+  content: unknown
+  refusal: unknown
+}
+
+export function answerChoices(response: Record<string, unknown>): AnswerChoice[] {
+  const choices = Array.isArray(response.choices) ? response.choices : []
+  return choices.map((raw) => {
+    const choice = raw as { finish_reason?: unknown; message?: Record<string, unknown> } | null
+    const message = choice?.message ?? {}
+    return {
+      finishReason: choice?.finish_reason,
+      content: message.content,
+      refusal: message.refusal,
+    }
+  })
+}
+
+/** The line's response_format as judging reads it: null when the answer is not checked. */
+export function answerFormat(
   responseFormat: unknown,
-  response: Record<string, unknown>,
-): string | null {
+): { type: 'json_object' | 'json_schema'; name: string | null; schema: object | null } | null {
   const format = responseFormat as {
     type?: unknown
     json_schema?: { name?: unknown; schema?: unknown }
   } | null
   if (format?.type !== 'json_object' && format?.type !== 'json_schema') return null
-  let check: ((value: unknown) => string | null) | null = null
   const schema = format.json_schema?.schema
-  if (format.type === 'json_schema' && typeof schema === 'object' && schema !== null) {
-    // Compiled at validation; here from this thread's cache, or again after a restart.
-    const compiled = compileAnswerSchema(schema as Record<string, unknown>)
-    // A schema this gateway once accepted and now cannot compile: the answer is not judged.
-    if (compiled.ok) check = (value) => compiled.schema.check(value)
+  return {
+    type: format.type,
+    name: typeof format.json_schema?.name === 'string' ? format.json_schema.name : null,
+    schema:
+      format.type === 'json_schema' && typeof schema === 'object' && schema !== null
+        ? schema
+        : null,
   }
-  const choices = Array.isArray(response.choices) ? response.choices : []
+}
+
+/** Null when every choice is what the line asked for; otherwise why one is not. */
+export function judgeChoices(
+  type: 'json_object' | 'json_schema',
+  name: string | null,
+  choices: readonly AnswerChoice[],
+  check: ((value: unknown) => string | null) | null,
+): string | null {
   const several = choices.length > 1
-  for (const [i, raw] of choices.entries()) {
-    const choice = raw as { finish_reason?: unknown; message?: Record<string, unknown> } | null
-    if (choice?.finish_reason !== 'stop') continue
-    const message = choice.message ?? {}
+  for (const [i, choice] of choices.entries()) {
+    if (choice.finishReason !== 'stop') continue
     const which = several ? `choice ${i}` : 'the answer'
-    const content = message.content
+    const content = choice.content
     if (typeof content !== 'string') {
-      if (typeof message.refusal === 'string') continue
-      return `${which} stopped on its own with no content; response_format ${format.type} asked for JSON`
+      if (typeof choice.refusal === 'string') continue
+      return `${which} stopped on its own with no content; response_format ${type} asked for JSON`
     }
     let value: unknown
     try {
@@ -44,9 +74,27 @@ export function structuredAnswerProblem(
     }
     const wrong = check?.(value) ?? null
     if (wrong !== null) {
-      const name = typeof format.json_schema?.name === 'string' ? ` ${format.json_schema.name}` : ''
-      return `${which} stopped on its own but is not valid against the schema${name}: ${wrong}`
+      return `${which} stopped on its own but is not valid against the schema${name === null ? '' : ` ${name}`}: ${wrong}`
     }
   }
   return null
+}
+
+/**
+ * The whole judgement in this thread, with no time budget: for a schema the caller trusts (the
+ * simulator's tests, the bench's baseline). The gateway judges through schema-checks.ts.
+ */
+export function structuredAnswerProblem(
+  responseFormat: unknown,
+  response: Record<string, unknown>,
+): string | null {
+  const format = answerFormat(responseFormat)
+  if (format === null) return null
+  let check: ((value: unknown) => string | null) | null = null
+  if (format.schema !== null) {
+    const compiled = compileAnswerSchema(format.schema as Record<string, unknown>)
+    // A schema this gateway once accepted and now cannot compile: the answer is not judged.
+    if (compiled.ok) check = (value) => compiled.schema.check(value)
+  }
+  return judgeChoices(format.type, format.name, answerChoices(response), check)
 }

@@ -14,6 +14,7 @@ import {
 import { errorResponse, sseText } from './respond.ts'
 import {
   openaiAnswerShape,
+  chosenAnswer,
   structuredMode,
   structuredReply,
   type StructuredAnswers,
@@ -53,9 +54,13 @@ export function prepareChat(
   const stop = stopList(body.stop)
   const shape = openaiAnswerShape(body.response_format)
   const mode = shape ? structuredMode(texts, structuredAnswers) : 'valid'
+  const chosen = shape ? chosenAnswer(texts) : null
   const replies: Reply[] = []
   for (let choice = 0; choice < n; choice++) {
-    if (shape) {
+    if (chosen !== null) {
+      const words = chosen.split(/\s+/).filter(Boolean).length
+      replies.push({ text: chosen, words, end: 'stop', stopSequence: null })
+    } else if (shape) {
       const plain = makeReply({ messages: texts, key, model, choice, maxTokens: null, stop: [] })
       replies.push(structuredReply(shape, mode, plain.text, maxTokens))
     } else replies.push(makeReply({ messages: texts, key, model, choice, maxTokens, stop }))

@@ -8,7 +8,8 @@
  * - `not_json`: prose before the JSON, which no JSON parser accepts;
  * - `off_schema`: JSON of the wrong shape (an array where the schema wants an object, else an
  *   object).
- * Markers: `[sim:valid]`, `[sim:not_json]`, `[sim:off_schema]`.
+ * Markers: `[sim:valid]`, `[sim:not_json]`, `[sim:off_schema]`; and `[sim:answer]`, whose answer is
+ * the rest of the message after the marker, as it is (a test's chosen content: `[sim:answer]"x"`).
  */
 import { countWords, type MessageText, type Reply } from './reply.ts'
 
@@ -27,6 +28,18 @@ export function structuredMode(
     return found ? (found[1] as StructuredAnswers) : fallback
   }
   return fallback
+}
+
+const ANSWER_MARKER = '[sim:answer]'
+
+/** The content a request chose for its answer (`[sim:answer]` in its last user message), or null. */
+export function chosenAnswer(messages: readonly MessageText[]): string | null {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (messages[i].role !== 'user') continue
+    const at = messages[i].text.indexOf(ANSWER_MARKER)
+    return at < 0 ? null : messages[i].text.slice(at + ANSWER_MARKER.length)
+  }
+  return null
 }
 
 /** What a request asks its answer to be: a schema, any JSON object, or nothing structured. */

@@ -185,22 +185,22 @@ describe('process tuning', () => {
       // The gateway inherits this test's nice; its event loop keeps it.
       const ours = threadsOf(process.pid).find((t) => t.tid === process.pid)!.nice
       expect(main.nice).toBe(ours)
-      // Three Worker threads: the two SQLite ones, and the validation thread (a request waits
-      // for its work, so it keeps the process's priority).
+      // Six Worker threads: the two SQLite ones, the three schema threads (two and a spare,
+      // src/schemas/schema-threads.ts), and the validation thread (a request waits for its work,
+      // so it keeps the process's priority).
       const workers = await waitFor(
-        'the SQLite threads to lower their priority',
+        'the SQLite and schema threads to lower their priority',
         async () => {
           const found = threadsOf(gateway.pid).filter((t) => t.name === 'Worker')
-          return found.filter((t) => t.policy === 3).length >= 2 ? found : null
+          return found.filter((t) => t.policy === 3).length >= 5 ? found : null
         },
         10_000,
       )
-      expect(workers.map((t) => t.policy).sort()).toEqual([0, 3, 3])
+      expect(workers.map((t) => t.policy).sort()).toEqual([0, 3, 3, 3, 3, 3])
       const background = Math.min(19, ours + BACKGROUND_NICE_STEP)
-      expect(workers.filter((t) => t.policy === 3).map((t) => t.nice)).toEqual([
-        background,
-        background,
-      ])
+      expect(workers.filter((t) => t.policy === 3).map((t) => t.nice)).toEqual(
+        Array(5).fill(background),
+      )
       expect(workers.filter((t) => t.policy === 0).map((t) => t.nice)).toEqual([ours])
       // Threads the dispatch thread starts afterwards (its heap's collector) inherit the policy.
       expect(threads.filter((t) => t.policy === 3).length).toBeLessThan(threads.length / 2)
@@ -218,19 +218,18 @@ describe('process tuning', () => {
         expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200)
         const ours = threadsOf(process.pid).find((t) => t.tid === process.pid)!.nice
         // The thread lowers its priority once it has loaded the driver, which may be after the
-        // gateway first answers.
+        // gateway first answers; so do the three schema threads once they have loaded Ajv.
         const workers = await waitFor(
-          'the dispatch thread to lower its priority',
+          'the dispatch and schema threads to lower their priority',
           async () => {
             const found = threadsOf(gateway.pid).filter((t) => t.name === 'Worker')
-            return found.some((t) => t.policy === 3) ? found : null
+            return found.filter((t) => t.policy === 3).length >= 4 ? found : null
           },
           10_000,
         )
-        expect(workers.map((t) => t.policy).sort()).toEqual([0, 3])
-        expect(workers.find((t) => t.policy === 3)!.nice).toBe(
-          Math.min(19, ours + BACKGROUND_NICE_STEP),
-        )
+        expect(workers.map((t) => t.policy).sort()).toEqual([0, 3, 3, 3, 3])
+        for (const worker of workers.filter((t) => t.policy === 3))
+          expect(worker.nice).toBe(Math.min(19, ours + BACKGROUND_NICE_STEP))
         expect(workers.find((t) => t.policy === 0)!.nice).toBe(ours)
       } finally {
         expect(await gateway.kill('SIGTERM')).toBe(0)

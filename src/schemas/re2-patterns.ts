@@ -1,0 +1,42 @@
+/**
+ * `pattern` and `patternProperties` of a tenant's schema run on RE2JS (SPEC §19): linear in the
+ * answer's length whatever the pattern, where JavaScript's backtracking engine takes exponential
+ * time on `^(a+)+$` against "aaaa…!". Ajv takes the engine as its `code.regExp` option (as its
+ * documentation shows for the `re2` package); the object it gets back needs only `test`.
+ *
+ * RE2 has no backreferences and no lookaround: such a pattern does not compile, and the schema is
+ * refused at validation with the pattern named (PatternError).
+ */
+import type { RegExpEngine } from 'ajv/dist/types'
+import { RE2JS } from 're2js'
+
+/** A pattern RE2 cannot take; `pattern` is the schema's own text of it. */
+export class PatternError extends Error {
+  constructor(
+    readonly pattern: string,
+    reason: string,
+  ) {
+    super(
+      `pattern ${JSON.stringify(pattern.length > 80 ? pattern.slice(0, 80) + '…' : pattern)} is not RE2 syntax (${reason.slice(0, 120)}); use RE2 syntax: no backreferences (\\1) and no lookahead or lookbehind ((?=…), (?!…), (?<=…), (?<!…))`,
+    )
+  }
+}
+
+function re2(pattern: string): { test(s: string): boolean; toString(): string } {
+  let compiled: RE2JS
+  try {
+    compiled = RE2JS.compile(pattern)
+  } catch (error) {
+    throw new PatternError(pattern, (error as Error).message)
+  }
+  return {
+    test: (s) => compiled.test(s),
+    // Ajv keys the patterns of its generated code by this text: one per pattern.
+    toString: () => `re2:${pattern}`,
+  }
+}
+
+/** The engine for Ajv's `code.regExp`; `code` names it only for standalone code, never made here. */
+export const re2Engine: RegExpEngine = Object.assign((pattern: string) => re2(pattern), {
+  code: 're2js',
+})

@@ -1,0 +1,135 @@
+/**
+ * Compiling and judging tenants' schemas off the event loop, each within a time budget (SPEC §19,
+ * MULTIGRID_SCHEMA_CHECK_MS). A few threads (schema-threads.ts, schema-worker.ts) own the Ajv
+ * instances and their compiled schemas; a job that passes its budget has its thread replaced and
+ * gets the verdict "over budget": at validation the schema is refused as too complex, at result
+ * time the answer is unchecked.
+ *
+ * Judging an answer gets the budget; compiling a schema gets COMPILE_BUDGETS of them (Ajv takes a
+ * few milliseconds for an ordinary schema, hundreds for one of 1,000 properties on a busy
+ * machine, and an ordinary schema must never be refused for it). A judgement whose schema its
+ * thread has not compiled yet gets the compile's budget first, then the answer's.
+ *
+ * Jobs wait in one queue per owner (an account), taken round-robin: an account with many schemas
+ * to compile, or many answers to judge against a slow schema, delays only its own jobs, never by
+ * more than one budget per thread the others'.
+ */
+import { availableParallelism } from 'node:os'
+import type { AnswerChoice } from './structured-answer.ts'
+import { createSchemaThreads, type Job } from './schema-threads.ts'
+
+/** Compiling a schema may take this many budgets. */
+export const COMPILE_BUDGETS = 10
+
+/** `ms`: how long the thread took (what a file's schemas add up, file-schemas.ts). */
+export type CompileVerdict = (
+  | { ok: true; recursion: string[] | null }
+  /** `reason`: the schema is not one Ajv takes, has a pattern RE2 cannot take, or took too long. */
+  | { ok: false; reason: 'invalid' | 'pattern' | 'budget'; message: string }
+) & { ms: number }
+
+/** `problem`: as judgeChoices answers; `unchecked`: why the answer could not be judged. */
+export type JudgeVerdict =
+  { checked: true; problem: string | null } | { checked: false; unchecked: string }
+
+export interface JudgeJob {
+  /** The schema's JSON text. */
+  text: string
+  name: string | null
+  choices: AnswerChoice[]
+}
+
+export interface SchemaChecks {
+  compile(text: string, owner: string): Promise<CompileVerdict>
+  judge(job: JudgeJob, owner: string): Promise<JudgeVerdict>
+  readonly budgetMs: number
+  /** Threads replaced after passing the budget (or dying), since the start. */
+  readonly replaced: number
+  close(): Promise<void>
+}
+
+export function createSchemaChecks(options: { budgetMs: number; threads?: number }): SchemaChecks {
+  const { budgetMs } = options
+  const compileMs = budgetMs * COMPILE_BUDGETS
+  const queues = new Map<string, Job[]>()
+  /** Owners with jobs waiting, in turn order. */
+  const turn: string[] = []
+  let closed = false
+
+  const take = (): Job | null => {
+    const owner = turn.shift()
+    if (owner === undefined) return null
+    const queue = queues.get(owner)!
+    const job = queue.shift()!
+    if (queue.length > 0) turn.push(owner)
+    else queues.delete(owner)
+    return job
+  }
+  const threads = createSchemaThreads({
+    threads: options.threads ?? Math.max(1, Math.min(2, availableParallelism())),
+    judgeMs: budgetMs,
+    compileMs,
+    take,
+  })
+
+  const enqueue = (owner: string, job: Job) => {
+    if (closed) return job.finish(null, 0)
+    let queue = queues.get(owner)
+    if (!queue) {
+      queues.set(owner, (queue = []))
+      turn.push(owner)
+    }
+    queue.push(job)
+    threads.pump()
+  }
+
+  return {
+    budgetMs,
+    get replaced() {
+      return threads.replaced
+    },
+    compile: (text, owner) =>
+      new Promise((resolve) =>
+        enqueue(owner, {
+          request: { kind: 'compile', text },
+          finish(reply, ms) {
+            if (reply?.kind !== 'compiled') {
+              return resolve({
+                ok: false,
+                reason: 'budget',
+                message: `json_schema.schema is too complex: compiling it took more than ${compileMs} ms (${COMPILE_BUDGETS} × MULTIGRID_SCHEMA_CHECK_MS)`,
+                ms,
+              })
+            }
+            if (reply.ok) return resolve({ ok: true, recursion: reply.recursion ?? null, ms })
+            resolve({
+              ok: false,
+              reason: reply.pattern ? 'pattern' : 'invalid',
+              message: reply.message ?? 'does not compile',
+              ms,
+            })
+          },
+        }),
+      ),
+    judge: (job, owner) =>
+      new Promise((resolve) =>
+        enqueue(owner, {
+          request: { kind: 'judge', ...job },
+          finish(reply) {
+            if (reply?.kind === 'judged') return resolve({ checked: true, problem: reply.problem })
+            resolve({
+              checked: false,
+              unchecked: `the answer could not be checked against the schema${job.name === null ? '' : ` ${job.name}`}: checking it took more than ${budgetMs} ms (MULTIGRID_SCHEMA_CHECK_MS); the schema is too complex to judge (simplify its $ref, anyOf and oneOf branches). The answer is billed: the upstream answered it`,
+            })
+          },
+        }),
+      ),
+    async close() {
+      closed = true
+      for (const job of [...queues.values()].flat()) job.finish(null, 0)
+      queues.clear()
+      turn.length = 0
+      threads.close()
+    },
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * The schema threads themselves (src/schemas/schema-checks.ts): an answer past its budget is
+ * unchecked and its thread replaced, after which the pool judges as before; one account's queue
+ * of bombs does not hold another account's answer back behind it (round-robin by owner); a closed
+ * pool answers what it still held.
+ */
+import { afterAll, describe, expect, test } from 'bun:test'
+import { loadConfig } from '../../src/config.ts'
+import { createSchemaChecks } from '../../src/schemas/schema-checks.ts'
+import { bombSchema } from './hostile.ts'
+
+const choices = (content: string) => [{ finishReason: 'stop', content, refusal: null }]
+const ORDINARY = JSON.stringify({
+  type: 'object',
+  properties: { a: { type: 'string', pattern: '^[a-z]+$' } },
+  required: ['a'],
+})
+const BOMB = JSON.stringify(bombSchema(24))
+
+describe('MULTIGRID_SCHEMA_CHECK_MS', () => {
+  test('100 ms by default; 10 to 60,000; anything else refused by name', () => {
+    expect(loadConfig({}).schemaCheckMs).toBe(100)
+    expect(loadConfig({ MULTIGRID_SCHEMA_CHECK_MS: '250' }).schemaCheckMs).toBe(250)
+    for (const bad of ['5', '60001', 'fast', '1.5'])
+      expect(() => loadConfig({ MULTIGRID_SCHEMA_CHECK_MS: bad })).toThrow(
+        'invalid MULTIGRID_SCHEMA_CHECK_MS',
+      )
+  })
+})
+
+describe('schema threads', () => {
+  const checks = createSchemaChecks({ budgetMs: 50, threads: 1 })
+  afterAll(() => checks.close())
+
+  test('compile verdicts: ok with its recursion, invalid, a pattern RE2 cannot take', async () => {
+    expect(await checks.compile(ORDINARY, 'a')).toMatchObject({ ok: true, recursion: null })
+    expect(
+      await checks.compile(JSON.stringify({ properties: { next: { $ref: '#' } } }), 'a'),
+    ).toMatchObject({ ok: true, recursion: ['properties', 'next', '$ref'] })
+    expect(await checks.compile('{"type": "strng"}', 'a')).toMatchObject({
+      ok: false,
+      reason: 'invalid',
+    })
+    expect(await checks.compile('{"pattern": "(?=x)"}', 'a')).toMatchObject({
+      ok: false,
+      reason: 'pattern',
+    })
+  })
+
+  test('a bomb is unchecked and its thread replaced; the next answers are judged as before', async () => {
+    const replaced = checks.replaced
+    const verdict = await checks.judge({ text: BOMB, name: 'bomb', choices: choices('"x"') }, 'a')
+    expect(verdict).toMatchObject({ checked: false })
+    expect(checks.replaced).toBe(replaced + 1)
+    const job = (content: string) => ({ text: ORDINARY, name: 'o', choices: choices(content) })
+    expect(await checks.judge(job('{"a": "ok"}'), 'a')).toEqual({ checked: true, problem: null })
+    const wrong = await checks.judge(job('{"a": "NO"}'), 'a')
+    expect(wrong).toMatchObject({ checked: true })
+    expect((wrong as { problem: string }).problem).toContain('must match pattern')
+  })
+
+  test("another owner's answer is judged before the first owner's queue of bombs is through", async () => {
+    const order: string[] = []
+    const bombs = Array.from({ length: 4 }, (_, i) =>
+      checks
+        .judge({ text: BOMB, name: 'bomb', choices: choices('"x"') }, 'attacker')
+        .then(() => order.push(`bomb-${i}`)),
+    )
+    const other = checks
+      .judge({ text: ORDINARY, name: 'o', choices: choices('{"a": "ok"}') }, 'other')
+      .then((verdict) => {
+        order.push('other')
+        return verdict
+      })
+    expect(await other).toEqual({ checked: true, problem: null })
+    await Promise.all(bombs)
+    // One thread, turns by owner: the other's answer waits for the bomb running and at most the
+    // attacker's turn taken before it arrived, not for all four.
+    expect(order.indexOf('other')).toBeLessThanOrEqual(2)
+    expect(order).toHaveLength(5)
+  })
+
+  test('a closed pool answers the jobs it held without a verdict', async () => {
+    const pool = createSchemaChecks({ budgetMs: 50, threads: 1 })
+    const pending = pool.compile(ORDINARY, 'a')
+    await pool.close()
+    expect(await pending).toMatchObject({ ok: false, reason: 'budget' })
+  })
+})
