@@ -15,9 +15,10 @@ import {
   highestPrices,
   priceOf,
   type UpstreamTarget,
-} from '../money/ceiling.ts'
+} from '../pricing/ceiling.ts'
 import { Money } from '../money/decimal.ts'
-import { priceUsage } from '../money/price-usage.ts'
+import { answerBytes, usageOnBound } from '../pricing/bill-on-bound.ts'
+import { priceUsage } from '../pricing/price-usage.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import { structuredAnswerProblem } from '../schemas/structured-answer.ts'
 import type { ClaimedLine, LineOutcome } from '../store/store.ts'
@@ -129,7 +130,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       model,
       upstreamTargets(deps.catalog, offerings),
     )
-    const usage = outcome.usage ?? estimateUsage(endpoint, parsed.body, outcome.body, bounds)
+    const usage = outcome.usage ?? usageOnBound(bounds, answerBytes(outcome.body))
     const costUsd = priceUsage(usage, offering)
     const answer = {
       batchId,
@@ -252,24 +253,4 @@ function overrun(
   if (usage.input_tokens <= bounds.input && usage.output_tokens <= bounds.output) return {}
   const ceiling = priceOf(bounds, highestPrices(offerings))
   return ceiling.lessThan(costUsd) ? { ceilingUsd: ceiling.toFixed() } : {}
-}
-
-/**
- * An upstream that answers without usage is billed on a bound instead: the prompt's pessimistic
- * token count and one token per byte of what came back. Never more than the ceiling held.
- */
-function estimateUsage(
-  endpoint: 'chat' | 'embeddings',
-  body: Record<string, unknown>,
-  response: Record<string, unknown>,
-  bounds: { input: number; output: number },
-): Usage {
-  if (endpoint === 'embeddings') return { input_tokens: bounds.input, output_tokens: 0 }
-  const choices = (response.choices as { message?: { content?: unknown } }[] | undefined) ?? []
-  let output = 0
-  for (const choice of choices) {
-    const content = choice.message?.content
-    if (typeof content === 'string') output += Buffer.byteLength(content, 'utf8')
-  }
-  return { input_tokens: bounds.input, output_tokens: Math.min(output, bounds.output) }
 }

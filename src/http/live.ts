@@ -18,6 +18,7 @@ import { readJsonBody, type BodyLimit } from '../ingest/read-body.ts'
 import { renderAdapterModel } from './render-model.ts'
 import { validateBody } from '../ingest/validate-body.ts'
 import { usd } from '../money/decimal.ts'
+import { answerBytes, usageOnBound } from '../pricing/bill-on-bound.ts'
 import { ceilingUnits, unitsText, usageUnits } from '../money/fixed-point.ts'
 import type { LiveCredit } from '../live/live-credit.ts'
 import type { Logger } from '../telemetry/logger.ts'
@@ -102,14 +103,9 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
   }
   type Prepared = Awaited<ReturnType<typeof prepare>>
 
-  /**
-   * An answer without usage is billed on a bound, as a batch line is (run-line.ts): the prompt's
-   * pessimistic count and one token per byte of what came back, never past the output bound.
-   */
-  const estimated = (checked: Prepared, outputBytes: number) => ({
-    input_tokens: checked.inputTokens,
-    output_tokens: Math.min(outputBytes, checked.outputTokens),
-  })
+  /** An answer without usage is billed on a bound, as a batch line is (pricing/bill-on-bound.ts). */
+  const estimated = (checked: Prepared, outputBytes: number) =>
+    usageOnBound({ input: checked.inputTokens, output: checked.outputTokens }, outputBytes)
 
   const costOf = (
     checked: Prepared,
@@ -119,7 +115,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
   ) => {
     if (usage) return usageUnits(usage, offering)
     logger.warn('live.no_usage', { provider: offering.provider, model: offering.upstream_model })
-    return usageUnits(estimated(checked, contentBytes(response)), offering)
+    return usageUnits(estimated(checked, answerBytes(response)), offering)
   }
 
   async function call(
@@ -299,17 +295,6 @@ function pricingOf(offerings: readonly Offering[]) {
     input_usd_per_mtok: o.input_usd_per_mtok,
     output_usd_per_mtok: o.output_usd_per_mtok,
   }))
-}
-
-/** UTF-8 bytes of the message contents of a whole answer. */
-function contentBytes(response: Record<string, unknown>): number {
-  let bytes = 0
-  for (const choice of (response.choices as { message?: { content?: unknown } }[] | undefined) ??
-    []) {
-    if (typeof choice.message?.content === 'string')
-      bytes += Buffer.byteLength(choice.message.content, 'utf8')
-  }
-  return bytes
 }
 
 /** UTF-8 bytes of the content deltas of one streamed chunk. */

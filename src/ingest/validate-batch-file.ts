@@ -8,7 +8,7 @@ import { NO_ADAPTERS, type AdapterLookup, type AdapterRecord } from '../catalog/
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf } from '../catalog/catalog.ts'
 import { BATCH_URLS, isBatchUrl, type BatchEndpoint } from '../domain.ts'
-import { CeilingTally } from '../money/ceiling.ts'
+import { CeilingTally } from '../pricing/ceiling.ts'
 import { ceilingUnits, unitsText } from '../money/fixed-point.ts'
 import { compileSchema } from '../schemas/compile.ts'
 import { storableText } from '../schemas/text.ts'

@@ -15,7 +15,7 @@ import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
 import type { Endpoint } from '../../providers/types.ts'
 import { upstreamTargets, type Catalog } from '../catalog/catalog.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
-import { chatInputBound, chatOutputBound, embeddingsInputBound } from '../money/ceiling.ts'
+import { chatInputBound, chatOutputBound, embeddingsInputBound } from '../pricing/ceiling.ts'
 import {
   chatBodySchema,
   embeddingsBodySchema,

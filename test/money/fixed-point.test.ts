@@ -2,10 +2,10 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import type { Offering } from '../../src/catalog/catalog-file.ts'
-import { highestPrices, priceOf } from '../../src/money/ceiling.ts'
+import { highestPrices, priceOf } from '../../src/pricing/ceiling.ts'
 import { Money } from '../../src/money/decimal.ts'
 import { ceilingUnits, toUnits, unitsText, usageUnits } from '../../src/money/fixed-point.ts'
-import { priceUsage } from '../../src/money/price-usage.ts'
+import { priceUsage } from '../../src/pricing/price-usage.ts'
 
 const offering = (input: string, output: string): Offering =>
   ({

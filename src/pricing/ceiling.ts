@@ -28,7 +28,7 @@ import {
 import { requestedOutputTokens } from '../../providers/output-limit.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import type Decimal from 'decimal.js'
-import { Money } from './decimal.ts'
+import { Money } from '../money/decimal.ts'
 
 const PER_MESSAGE = 4
 const REPLY_PRIMING = 3

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import type { Offering } from '../../src/catalog/catalog-file.ts'
-import { priceOf } from '../../src/money/ceiling.ts'
-import { priceUsage } from '../../src/money/price-usage.ts'
+import { priceOf } from '../../src/pricing/ceiling.ts'
+import { priceUsage } from '../../src/pricing/price-usage.ts'
 
 const offering = (input: string, output: string): Offering =>
   ({
