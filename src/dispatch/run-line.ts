@@ -18,6 +18,7 @@ import {
 } from '../pricing/ceiling.ts'
 import { Money } from '../money/decimal.ts'
 import { answerBytes, usageOnBound } from '../pricing/bill-on-bound.ts'
+import { asksOneHourCache } from '../pricing/ceiling-rates.ts'
 import { priceUsage } from '../pricing/price-usage.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import { structuredAnswerProblem } from '../schemas/structured-answer.ts'
@@ -145,7 +146,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     // cost never passes max_cost_usd (SPEC §12), whatever the upstream reports.
     if (line.ceilingUsd !== undefined && new Money(line.ceilingUsd).lessThan(costUsd))
       return { ...answer, costUsd: line.ceilingUsd, ceilingUsd: line.ceilingUsd }
-    return { ...answer, costUsd, ...overrun(usage, costUsd, bounds, offerings) }
+    return { ...answer, costUsd, ...overrun(usage, costUsd, bounds, offerings, parsed.body) }
   }
   const { error, latencyMs } = outcome
   // The provider failed as a whole (its last replica became unreachable with this call): the line
@@ -249,8 +250,10 @@ function overrun(
   costUsd: string,
   bounds: { input: number; output: number },
   offerings: readonly Offering[],
+  body: Record<string, unknown>,
 ): { ceilingUsd?: string } {
   if (usage.input_tokens <= bounds.input && usage.output_tokens <= bounds.output) return {}
-  const ceiling = priceOf(bounds, highestPrices(offerings))
+  const facts = { promptBound: bounds.input, ttl1h: asksOneHourCache(body) }
+  const ceiling = priceOf(bounds, highestPrices(offerings, facts))
   return ceiling.lessThan(costUsd) ? { ceilingUsd: ceiling.toFixed() } : {}
 }

@@ -8,7 +8,7 @@
 import { Elysia } from 'elysia'
 import { isAdapterId, loraOfferings, NO_ADAPTERS, type AdapterLookup } from '../catalog/adapters.ts'
 import type { Offering } from '../catalog/catalog-file.ts'
-import type { Endpoint, UpstreamError } from '../../providers/types.ts'
+import type { Endpoint, UpstreamError, Usage } from '../../providers/types.ts'
 import { dailyLimitRefusal } from '../admission/submit-batch.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Catalog } from '../catalog/catalog.ts'
@@ -19,7 +19,9 @@ import { renderAdapterModel } from './render-model.ts'
 import { validateBody } from '../ingest/validate-body.ts'
 import { usd } from '../money/decimal.ts'
 import { answerBytes, usageOnBound } from '../pricing/bill-on-bound.ts'
-import { ceilingUnits, unitsText, usageUnits } from '../money/fixed-point.ts'
+import { toUnits, unitsText } from '../money/fixed-point.ts'
+import { ceilingUnits } from '../pricing/ceiling-rates.ts'
+import { priceUsage } from '../pricing/price-usage.ts'
 import type { LiveCredit } from '../live/live-credit.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import { sendWithFallback, streamWithFallback } from '../upstream/send-with-fallback.ts'
@@ -75,10 +77,10 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         throw refuse('model_not_found', message, { param: problem.path || null })
       throw badRequest(message, problem.path || null)
     }
-    const { offerings, inputTokens, outputTokens, adapter } = checked.value
-    // The same pessimistic arithmetic as a batch's ceiling (priceOf ∘ highestPrices), so the two
+    const { offerings, inputTokens, outputTokens, adapter, rates } = checked.value
+    // The same pessimistic arithmetic as a batch's ceiling (priceOf at ceilingRates), so the two
     // can never disagree, in integers: this runs on every call.
-    const ceiling = ceilingUnits({ input: inputTokens, output: outputTokens }, offerings)
+    const ceiling = ceilingUnits({ input: inputTokens, output: outputTokens }, rates)
     // Held before it is sent: from this instance's lease of the account's credit (no store
     // write unless the lease must grow), atomically against every other holder.
     const held = await credit.reserve(caller.account.id, ceiling)
@@ -107,9 +109,13 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
   const estimated = (checked: Prepared, outputBytes: number) =>
     usageOnBound({ input: checked.inputTokens, output: checked.outputTokens }, outputBytes)
 
+  /** A live call is priced as a batch line is (pricing/price-usage.ts), as ledger units. */
+  const usageUnits = (usage: Usage, offering: Offering) =>
+    toUnits(priceUsage(usage, offering), 'up')
+
   const costOf = (
     checked: Prepared,
-    usage: { input_tokens: number; output_tokens: number } | null,
+    usage: Usage | null,
     response: Record<string, unknown>,
     offering: Offering,
   ) => {

@@ -1,14 +1,17 @@
 /**
- * What a result costs: its reported usage at the offering's list price, exact.
+ * What a result costs (SPEC §16): each token class of its reported usage at its rate, at the
+ * tier its prompt size selects, exact. The one pricing function for batch lines and live calls,
+ * whole or streamed.
  *
  * Runs once per line at thousands of lines a second, so it works in integers: a price such as
- * "0.40" (USD per million tokens) is 40 × 10⁻², parsed once per offering; the cost is
- * (input × input price + output × output price) / 10⁶, a BigInt sum printed with its decimal
- * point put back. The same canonical text as decimal.js's toFixed(), about ten times faster;
- * a property test holds it to priceOf() in ceiling.ts.
+ * "0.40" (USD per million tokens) is 40 × 10⁻², parsed once per offering and tier; the cost is
+ * Σ tokens × rate / 10⁶, a BigInt sum printed with its decimal point put back. The same
+ * canonical text as decimal.js's toFixed(), about ten times faster; a property test holds it to
+ * the decimal.js arithmetic.
  */
 import type { Offering } from '../catalog/catalog-file.ts'
 import type { Usage } from '../../providers/types.ts'
+import { tierFor, type TierRates } from './rates.ts'
 
 /** A price as an integer and a power of ten: "0.40" is { units: 40n, scale: 2 }. */
 interface ScaledPrice {
@@ -16,14 +19,17 @@ interface ScaledPrice {
   scale: number
 }
 
-/** Both prices of an offering as integers on one scale, worked out once per offering. */
-interface OfferingPrices {
+/** A tier's rates as integers on one scale, worked out once per tier. */
+interface ScaledRates {
   input: bigint
+  cached: bigint
+  write: bigint
+  write1h: bigint
   output: bigint
   scale: number
 }
 
-const parsed = new WeakMap<Offering, OfferingPrices>()
+const parsed = new WeakMap<TierRates, ScaledRates>()
 
 /** A plain decimal string ("12", "0.05"), as the catalog schema requires. */
 function scaled(price: string): ScaledPrice {
@@ -35,24 +41,56 @@ function scaled(price: string): ScaledPrice {
   }
 }
 
-function pricesOf(offering: Offering): OfferingPrices {
-  let prices = parsed.get(offering)
-  if (!prices) {
-    const input = scaled(offering.input_usd_per_mtok)
-    const output = scaled(offering.output_usd_per_mtok)
-    const scale = Math.max(input.scale, output.scale)
+function scaledRates(tier: TierRates): ScaledRates {
+  let rates = parsed.get(tier)
+  if (!rates) {
+    const each = {
+      input: scaled(tier.input),
+      cached: scaled(tier.cached),
+      write: scaled(tier.write),
+      write1h: scaled(tier.write1h),
+      output: scaled(tier.output),
+    }
+    const scale = Math.max(...Object.values(each).map((price) => price.scale))
     const onScale = (price: ScaledPrice) => price.units * 10n ** BigInt(scale - price.scale)
-    prices = { input: onScale(input), output: onScale(output), scale }
-    parsed.set(offering, prices)
+    rates = {
+      input: onScale(each.input),
+      cached: onScale(each.cached),
+      write: onScale(each.write),
+      write1h: onScale(each.write1h),
+      output: onScale(each.output),
+      scale,
+    }
+    parsed.set(tier, rates)
   }
-  return prices
+  return rates
+}
+
+/** The tokens of each class in a usage: uncached input is what the cache classes leave. */
+export function tokenClasses(usage: Usage) {
+  const cached = usage.cached_input_tokens ?? 0
+  const write = usage.cache_write_tokens ?? 0
+  const write1h = usage.cache_write_1h_tokens ?? 0
+  return {
+    uncached: Math.max(0, usage.input_tokens - cached - write - write1h),
+    cached,
+    write,
+    write1h,
+    output: usage.output_tokens,
+  }
 }
 
 export function priceUsage(usage: Usage, offering: Offering): string {
-  const { input, output, scale } = pricesOf(offering)
-  const sum = BigInt(usage.input_tokens) * input + BigInt(usage.output_tokens) * output
+  const rates = scaledRates(tierFor(offering, usage.input_tokens))
+  const tokens = tokenClasses(usage)
+  const sum =
+    BigInt(tokens.uncached) * rates.input +
+    BigInt(tokens.cached) * rates.cached +
+    BigInt(tokens.write) * rates.write +
+    BigInt(tokens.write1h) * rates.write1h +
+    BigInt(tokens.output) * rates.output
   // Dollars = sum / 10^(scale + 6): per million tokens.
-  return decimalText(sum, scale + 6)
+  return decimalText(sum, rates.scale + 6)
 }
 
 /** `value` / 10^`places` in plain notation without trailing zeros ("0.0000281", "12", "0"). */

@@ -55,3 +55,60 @@ describe('priceUsage', () => {
     )
   })
 })
+
+describe('priceUsage by token class (SPEC §16)', () => {
+  const sonnet = {
+    ...offering('3', '15'),
+    cached_input_usd_per_mtok: '0.30',
+    cache_write_usd_per_mtok: '3.75',
+    cache_write_1h_usd_per_mtok: '6',
+    long_context: {
+      above_input_tokens: 200_000,
+      input_usd_per_mtok: '6',
+      output_usd_per_mtok: '22.50',
+      cached_input_usd_per_mtok: '0.60',
+      cache_write_usd_per_mtok: '7.50',
+      cache_write_1h_usd_per_mtok: '12',
+    },
+  } as Offering
+
+  test('each class at its rate: uncached, read, 5-minute and 1-hour writes, output', () => {
+    // 1,000 uncached × 3 + 2,000 read × 0.30 + 3,000 5m × 3.75 + 4,000 1h × 6 + 500 out × 15
+    // = 3,000 + 600 + 11,250 + 24,000 + 7,500 = 46,350 per million = 0.04635
+    const usage = {
+      input_tokens: 10_000,
+      output_tokens: 500,
+      cached_input_tokens: 2_000,
+      cache_write_tokens: 3_000,
+      cache_write_1h_tokens: 4_000,
+    }
+    expect(priceUsage(usage, sonnet)).toBe('0.04635')
+  })
+
+  test('above the threshold, all classes together, the whole request is at the long-context rates', () => {
+    const at = (input: number) =>
+      priceUsage(
+        { input_tokens: input, output_tokens: 1_000, cached_input_tokens: 100_000 },
+        sonnet,
+      )
+    // 200,000 prompt tokens is not above: 100,000 × 3 + 100,000 × 0.30 + 1,000 × 15
+    expect(at(200_000)).toBe('0.345')
+    // 200,001: 100,001 × 6 + 100,000 × 0.60 + 1,000 × 22.50
+    expect(at(200_001)).toBe('0.682506')
+  })
+
+  test('an absent class rate is the input rate, at the base tier and in the long-context tier', () => {
+    const plain = {
+      ...offering('2', '8'),
+      long_context: { above_input_tokens: 10, input_usd_per_mtok: '4', output_usd_per_mtok: '16' },
+    } as Offering
+    const usage = {
+      input_tokens: 10,
+      output_tokens: 0,
+      cached_input_tokens: 5,
+      cache_write_tokens: 5,
+    }
+    expect(priceUsage(usage, plain)).toBe('0.00002')
+    expect(priceUsage({ ...usage, input_tokens: 11 }, plain)).toBe('0.000044')
+  })
+})
