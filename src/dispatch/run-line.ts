@@ -22,7 +22,7 @@ import { asksOneHourCache } from '../pricing/ceiling-rates.ts'
 import { priceUsage } from '../pricing/price-usage.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import { structuredAnswerProblem } from '../schemas/structured-answer.ts'
-import type { ClaimedLine, LineOutcome } from '../store/store.ts'
+import type { ClaimedLine, LineOutcome, LineUsage } from '../store/store.ts'
 import { sendWithFallback } from '../upstream/send-with-fallback.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
 import { retryDelay, type RetryPolicy } from './retry-policy.ts'
@@ -141,6 +141,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       response: storedResponse(outcome),
       provider: offering.provider,
       latencyMs: Math.round(outcome.latencyMs),
+      usage: lineUsage(usage),
     }
     // A capped batch's line was let in for its ceiling: it is never billed more, so the batch's
     // cost never passes max_cost_usd (SPEC §12), whatever the upstream reports.
@@ -163,6 +164,16 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   if (delay !== null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() + delay }
   return fail(line, lineError(error, line.attempts), error.status, offering.provider, latencyMs)
 }
+/** The tokens a line was billed for, by class, for its batch's usage (SPEC §16). */
+function lineUsage(usage: Usage): LineUsage {
+  return {
+    input: usage.input_tokens,
+    cached: usage.cached_input_tokens ?? 0,
+    written: (usage.cache_write_tokens ?? 0) + (usage.cache_write_1h_tokens ?? 0),
+    output: usage.output_tokens,
+  }
+}
+
 const providerNames = new WeakMap<readonly Offering[], string[]>()
 
 /** The providers of an offerings list (the catalog hands out one array per routing: named once). */

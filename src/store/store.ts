@@ -271,6 +271,14 @@ export interface RunnableBatch {
   pending: number
 }
 
+/** A line's tokens by class: input counts every prompt token, cached and written are parts of it. */
+export interface LineUsage {
+  input: number
+  cached: number
+  written: number
+  output: number
+}
+
 export type LineOutcome =
   | {
       batchId: string
@@ -282,6 +290,8 @@ export type LineOutcome =
       costUsd: string
       provider: string
       latencyMs: number
+      /** The tokens it was billed for, by class (SPEC §16); added to its batch's usage. */
+      usage?: LineUsage
       /**
        * Present only when `costUsd` passed the line's ceiling (the upstream reported more than
        * the ceiling allows): the line is billed its cost, but no more than the ceiling of it comes

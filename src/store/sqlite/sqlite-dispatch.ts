@@ -25,6 +25,7 @@ import type {
   ClaimedLine,
   DispatchStore,
   LineOutcome,
+  LineUsage,
   RunnableBatch,
 } from '../store.ts'
 
@@ -190,6 +191,7 @@ export class SqliteDispatch implements DispatchStore {
         }
         ledger.unreserve(outcome.batchId, outcome.lineNo)
         ledger.count(outcome.batchId, outcome.kind)
+        if (outcome.kind === 'succeeded') ledger.addUsage(outcome.batchId, outcome.usage)
         if (outcome.provider !== null)
           shares.add(outcome.batchId, outcome.provider, outcome.kind, 1, charge.text)
         recorded++
@@ -398,6 +400,7 @@ class Ledger {
       reserved: Money | null
       reservedBefore: string
       counts: Record<Kind, number>
+      usage: LineUsage
     }
   >()
   private readonly accounts = new Map<string, { balance: Money; held: Money }>()
@@ -420,6 +423,7 @@ class Ledger {
         reserved: null,
         reservedBefore: row.reserved_usd,
         counts: { succeeded: 0, failed: 0, retry: 0 },
+        usage: { input: 0, cached: 0, written: 0, output: 0 },
       }
       this.batches.set(id, entry)
     }
@@ -440,6 +444,16 @@ class Ledger {
 
   count(batchId: string, kind: Kind) {
     this.batch(batchId).counts[kind]++
+  }
+
+  /** A recorded line's tokens by class, added to its batch's usage (SPEC §16). */
+  addUsage(batchId: string, usage: LineUsage | undefined) {
+    if (!usage) return
+    const sum = this.batch(batchId).usage
+    sum.input += usage.input
+    sum.cached += usage.cached
+    sum.written += usage.written
+    sum.output += usage.output
   }
 
   /** A recorded line's ceiling (a capped batch's) is no longer reserved. */
@@ -491,7 +505,10 @@ class Ledger {
   write() {
     const batchUpdate = this.db.query(
       `UPDATE batches SET cost_usd = ?, held_usd = ?, running = running - ?, pending = pending + ?,
-         succeeded = succeeded + ?, failed = failed + ? WHERE id = ?`,
+         succeeded = succeeded + ?, failed = failed + ?, usage_input_tokens = usage_input_tokens + ?,
+         usage_cached_input_tokens = usage_cached_input_tokens + ?,
+         usage_cache_write_tokens = usage_cache_write_tokens + ?,
+         usage_output_tokens = usage_output_tokens + ? WHERE id = ?`,
     )
     const reservedUpdate = this.db.query(
       `UPDATE batches SET reserved_usd = ?, ${CAP_ROOM_BACK} WHERE id = ?`,
@@ -506,6 +523,10 @@ class Ledger {
         retry,
         succeeded,
         failed,
+        b.usage.input,
+        b.usage.cached,
+        b.usage.written,
+        b.usage.output,
         id,
       )
     }
