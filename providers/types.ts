@@ -163,4 +163,6 @@ export interface ProviderOptions {
   createClient?: HttpClientFactory
   /** Adaptive concurrency (`adaptive_concurrency: true`): each replica finds its working point. */
   adaptive?: AdaptivePoolOptions
+  /** Kind openai: every chat call carries `service_tier` (OpenAI's flex lane, SPEC §17). */
+  serviceTier?: 'flex'
 }

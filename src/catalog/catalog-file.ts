@@ -31,6 +31,11 @@ export const providerConfigSchema = z.strictObject({
   lora: z.boolean().default(false),
   /** Adapters one replica holds at once (vLLM's --max-loras; its default is 1). */
   max_loras: z.number().int().min(1).max(1024).default(1),
+  /**
+   * Kind openai: every chat call asks for this service tier. Set by the gateway on the provider
+   * it derives for a flex offering (lanes.ts); an operator need not write it.
+   */
+  service_tier: z.enum(['flex']).optional(),
 })
 
 /** Cache-class rates (SPEC §16), each absent one billed at its tier's input rate. */
@@ -66,15 +71,6 @@ export type Lane = (typeof LANES)[number]
 export const FLEX_TIMEOUT_S = 900
 
 export const laneOf = (offering: { lane?: Lane }): Lane => offering.lane ?? 'live'
-
-/**
- * The name an offering is shown and counted under (SPEC §17): its provider's, with the lane
- * after a colon unless it is the live lane ("openai:flex").
- */
-export const offeringName = (offering: { provider: string; lane?: Lane }): string =>
-  offering.lane === undefined || offering.lane === 'live'
-    ? offering.provider
-    : `${offering.provider}:${offering.lane}`
 
 export const offeringSchema = z.strictObject({
   provider: z.string().min(1),
@@ -178,6 +174,10 @@ export function checkCatalog(catalog: CatalogFile): string[] {
       if (offering.lane === 'batch')
         problems.push(
           `${at}.lane: "batch" (the providers' batch APIs) is not supported yet; use "live" or "flex"`,
+        )
+      if (offering.timeout_s !== undefined && laneOf(offering) !== 'flex')
+        problems.push(
+          `${at}.timeout_s: an offering's own timeout is for its flex lane; set the provider's timeout_s for the live lane`,
         )
       if (offering.lane === 'flex' && provider && provider.kind !== 'openai')
         problems.push(
