@@ -132,6 +132,8 @@ export interface BatchUsage {
   cachedInputTokens: number
   cacheWriteTokens: number
   outputTokens: number
+  /** What they would have cost with every prompt token uncached: caching saved the difference. */
+  uncachedCostUsd: string
 }
 
 /** A batch as stored; the HTTP layers render it for their surface. */

@@ -141,7 +141,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       response: storedResponse(outcome),
       provider: offering.provider,
       latencyMs: Math.round(outcome.latencyMs),
-      usage: lineUsage(usage),
+      usage: lineUsage(usage, offering, costUsd),
     }
     // A capped batch's line was let in for its ceiling: it is never billed more, so the batch's
     // cost never passes max_cost_usd (SPEC §12), whatever the upstream reports.
@@ -165,12 +165,20 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   return fail(line, lineError(error, line.attempts), error.status, offering.provider, latencyMs)
 }
 /** The tokens a line was billed for, by class, for its batch's usage (SPEC §16). */
-function lineUsage(usage: Usage): LineUsage {
+function lineUsage(usage: Usage, offering: Offering, costUsd: string): LineUsage {
+  const cacheClasses =
+    (usage.cached_input_tokens ?? 0) +
+      (usage.cache_write_tokens ?? 0) +
+      (usage.cache_write_1h_tokens ?? 0) >
+    0
+  const uncached = { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens }
   return {
     input: usage.input_tokens,
     cached: usage.cached_input_tokens ?? 0,
     written: (usage.cache_write_tokens ?? 0) + (usage.cache_write_1h_tokens ?? 0),
     output: usage.output_tokens,
+    // Without cache classes the line's cost is its uncached cost: priced once.
+    uncachedCostUsd: cacheClasses ? priceUsage(uncached, offering) : costUsd,
   }
 }
 

@@ -73,6 +73,7 @@ export function rowToBatch(row: Row): BatchRecord {
       cachedInputTokens: Number(row.usage_cached_input_tokens ?? 0),
       cacheWriteTokens: Number(row.usage_cache_write_tokens ?? 0),
       outputTokens: Number(row.usage_output_tokens ?? 0),
+      uncachedCostUsd: moneyText(String(row.usage_uncached_cost_usd ?? '0')),
     },
   }
 }

@@ -277,6 +277,8 @@ export interface LineUsage {
   cached: number
   written: number
   output: number
+  /** What the line would have cost with every prompt token uncached (same offering and tier). */
+  uncachedCostUsd: string
 }
 
 export type LineOutcome =

@@ -267,6 +267,39 @@ for (const storeKind of STORES) {
         balance_usd: string
       }
       expect(new Decimal(account.balance_usd).equals(new Decimal(10).minus(total))).toBe(true)
+
+      // The dashboard's batch page: tokens by class, and what caching saved against the price of
+      // the same lines with every prompt token uncached.
+      const signIn = await fetch(`${gw.url}/dashboard/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ key }),
+        redirect: 'manual',
+      })
+      const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!
+      const page = await (
+        await fetch(`${gw.url}/dashboard/batches/${id}`, { headers: { cookie } })
+      ).text()
+      const cell = (name: string) =>
+        new RegExp(`id="usage-${name}">([\\d,]+)<`).exec(page)?.[1]?.replaceAll(',', '')
+      expect(cell('input')).toBe(String(sums.input))
+      expect(cell('cached')).toBe(String(sums.cached))
+      expect(cell('written')).toBe(String(sums.written))
+      expect(cell('uncached')).toBe(String(sums.input - sums.cached - sums.written))
+      expect(cell('output')).toBe(String(sums.output))
+      let uncachedTotal = new Decimal(0)
+      for (const [index, result] of results.entries()) {
+        const { prompt, output } = classesOf(result.response.body.usage)
+        const plain = { prompt, cached: 0, write5m: 0, write1h: 0, output }
+        uncachedTotal = uncachedTotal.plus(specCost(ratesOf(LINES[index].model), plain))
+      }
+      const saved = uncachedTotal.minus(total)
+      const shown = (d: Decimal) => d.toFixed(Math.max(6, d.decimalPlaces()))
+      expect(page).toContain(
+        saved.isPositive()
+          ? `Caching saved $${shown(saved)} against the uncached price of $${shown(uncachedTotal)}.`
+          : `Cache writes cost $${shown(saved.negated())} more`,
+      )
     })
 
     test('a live call, whole and streamed, is charged the same arithmetic', async () => {

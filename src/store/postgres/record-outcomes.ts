@@ -150,6 +150,7 @@ function tokensOf(outcome: Settled) {
     cached_tokens: usage?.cached ?? 0,
     written_tokens: usage?.written ?? 0,
     output_tokens: usage?.output ?? 0,
+    uncached_cost: usage ? moneyText(usage.uncachedCostUsd) : '0',
   }
 }
 
@@ -177,10 +178,10 @@ function settleStatement(
           batch_id text, line_no int, kind text, cost numeric, ceiling numeric,
           response_status int, response text, error_code text, error_message text,
           error_upstream text, provider text, latency_ms int, input_tokens bigint,
-          cached_tokens bigint, written_tokens bigint, output_tokens bigint))
+          cached_tokens bigint, written_tokens bigint, output_tokens bigint, uncached_cost numeric))
         WITH ORDINALITY AS o (batch_id, line_no, kind, cost, ceiling, response_status, response,
           error_code, error_message, error_upstream, provider, latency_ms, input_tokens,
-          cached_tokens, written_tokens, output_tokens, ord)),
+          cached_tokens, written_tokens, output_tokens, uncached_cost, ord)),
     priced AS (
       SELECT outcome.*, b.account_id, a.balance_usd, b.held_usd AS batch_held,
         coalesce(sum(outcome.cost) OVER (PARTITION BY b.account_id ORDER BY outcome.ord
@@ -215,6 +216,7 @@ function settleStatement(
         usage_cached_input_tokens = b.usage_cached_input_tokens + t.cached_tokens,
         usage_cache_write_tokens = b.usage_cache_write_tokens + t.written_tokens,
         usage_output_tokens = b.usage_output_tokens + t.output_tokens,
+        usage_uncached_cost_usd = b.usage_uncached_cost_usd + t.uncached_cost,
         reserved_usd = GREATEST(0, b.reserved_usd - coalesce(u.reserved, 0)),
         ${capRoomBack(tx, tx`coalesce(u.reserved, 0)`)}
       FROM (SELECT batch_id, count(*)::int AS n,
@@ -222,7 +224,8 @@ function settleStatement(
               count(*) FILTER (WHERE kind = 'failed')::int AS failed,
               sum(charged) AS charged, sum(released) AS released,
               sum(input_tokens) AS input_tokens, sum(cached_tokens) AS cached_tokens,
-              sum(written_tokens) AS written_tokens, sum(output_tokens) AS output_tokens
+              sum(written_tokens) AS written_tokens, sum(output_tokens) AS output_tokens,
+              sum(uncached_cost) AS uncached_cost
             FROM billed GROUP BY batch_id) t
         LEFT JOIN unreserved u ON u.batch_id = t.batch_id
       WHERE b.id = t.batch_id

@@ -400,7 +400,7 @@ class Ledger {
       reserved: Money | null
       reservedBefore: string
       counts: Record<Kind, number>
-      usage: LineUsage
+      usage: Omit<LineUsage, 'uncachedCostUsd'> & { uncached: Money }
     }
   >()
   private readonly accounts = new Map<string, { balance: Money; held: Money }>()
@@ -412,7 +412,8 @@ class Ledger {
     if (!entry) {
       const row = this.db
         .query<Row, [string]>(
-          'SELECT account_id, cost_usd, held_usd, reserved_usd, max_cost_usd FROM batches WHERE id = ?',
+          `SELECT account_id, cost_usd, held_usd, reserved_usd, max_cost_usd, usage_uncached_cost_usd
+           FROM batches WHERE id = ?`,
         )
         .get(id)!
       entry = {
@@ -423,7 +424,13 @@ class Ledger {
         reserved: null,
         reservedBefore: row.reserved_usd,
         counts: { succeeded: 0, failed: 0, retry: 0 },
-        usage: { input: 0, cached: 0, written: 0, output: 0 },
+        usage: {
+          input: 0,
+          cached: 0,
+          written: 0,
+          output: 0,
+          uncached: new Money(row.usage_uncached_cost_usd),
+        },
       }
       this.batches.set(id, entry)
     }
@@ -454,6 +461,7 @@ class Ledger {
     sum.cached += usage.cached
     sum.written += usage.written
     sum.output += usage.output
+    sum.uncached = sum.uncached.plus(usage.uncachedCostUsd)
   }
 
   /** A recorded line's ceiling (a capped batch's) is no longer reserved. */
@@ -508,7 +516,7 @@ class Ledger {
          succeeded = succeeded + ?, failed = failed + ?, usage_input_tokens = usage_input_tokens + ?,
          usage_cached_input_tokens = usage_cached_input_tokens + ?,
          usage_cache_write_tokens = usage_cache_write_tokens + ?,
-         usage_output_tokens = usage_output_tokens + ? WHERE id = ?`,
+         usage_output_tokens = usage_output_tokens + ?, usage_uncached_cost_usd = ? WHERE id = ?`,
     )
     const reservedUpdate = this.db.query(
       `UPDATE batches SET reserved_usd = ?, ${CAP_ROOM_BACK} WHERE id = ?`,
@@ -527,6 +535,7 @@ class Ledger {
         b.usage.cached,
         b.usage.written,
         b.usage.output,
+        moneyText(b.usage.uncached),
         id,
       )
     }
