@@ -19,9 +19,9 @@ import { renderAdapterModel } from './render-model.ts'
 import { validateBody } from '../ingest/validate-body.ts'
 import { usd } from '../money/decimal.ts'
 import { answerBytes, usageOnBound } from '../pricing/bill-on-bound.ts'
-import { toUnits, unitsText } from '../money/fixed-point.ts'
+import { unitsText } from '../money/fixed-point.ts'
 import { ceilingUnits } from '../pricing/ceiling-rates.ts'
-import { priceUsage } from '../pricing/price-usage.ts'
+import { priceUsageUnits } from '../pricing/price-usage.ts'
 import type { LiveCredit } from '../live/live-credit.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import { sendWithFallback, streamWithFallback } from '../upstream/send-with-fallback.ts'
@@ -109,9 +109,8 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
   const estimated = (checked: Prepared, outputBytes: number) =>
     usageOnBound({ input: checked.inputTokens, output: checked.outputTokens }, outputBytes)
 
-  /** A live call is priced as a batch line is (pricing/price-usage.ts), as ledger units. */
-  const usageUnits = (usage: Usage, offering: Offering) =>
-    toUnits(priceUsage(usage, offering), 'up')
+  /** A live call is priced as a batch line is (pricing/price-usage.ts), in ledger units. */
+  const usageUnits = priceUsageUnits
 
   const costOf = (
     checked: Prepared,

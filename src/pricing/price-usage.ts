@@ -80,7 +80,8 @@ export function tokenClasses(usage: Usage) {
   }
 }
 
-export function priceUsage(usage: Usage, offering: Offering): string {
+/** Σ tokens × rate of each class at the usage's tier, and the scale of that sum. */
+function classSum(usage: Usage, offering: Offering): { sum: bigint; scale: number } {
   const rates = scaledRates(tierFor(offering, usage.input_tokens))
   const tokens = tokenClasses(usage)
   const sum =
@@ -89,8 +90,28 @@ export function priceUsage(usage: Usage, offering: Offering): string {
     BigInt(tokens.write) * rates.write +
     BigInt(tokens.write1h) * rates.write1h +
     BigInt(tokens.output) * rates.output
+  return { sum, scale: rates.scale }
+}
+
+export function priceUsage(usage: Usage, offering: Offering): string {
+  const { sum, scale } = classSum(usage, offering)
   // Dollars = sum / 10^(scale + 6): per million tokens.
-  return decimalText(sum, rates.scale + 6)
+  return decimalText(sum, scale + 6)
+}
+
+/** The live ledger's unit (money/fixed-point.ts): 10⁻¹⁸ USD. */
+const UNIT_PLACES = 18
+
+/**
+ * priceUsage as 10⁻¹⁸ USD units for the live ledger, without the text in between: exact for any
+ * price of at most 12 decimals, rounded up past 18 places (a hold never falls short).
+ */
+export function priceUsageUnits(usage: Usage, offering: Offering): bigint {
+  const { sum, scale } = classSum(usage, offering)
+  const shift = UNIT_PLACES - scale - 6
+  if (shift >= 0) return sum * 10n ** BigInt(shift)
+  const divisor = 10n ** BigInt(-shift)
+  return (sum + divisor - 1n) / divisor
 }
 
 /** `value` / 10^`places` in plain notation without trailing zeros ("0.0000281", "12", "0"). */

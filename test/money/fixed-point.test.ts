@@ -6,7 +6,7 @@ import { highestPrices, priceOf } from '../../src/pricing/ceiling.ts'
 import { Money } from '../../src/money/decimal.ts'
 import { toUnits, unitsText } from '../../src/money/fixed-point.ts'
 import { ceilingRates, ceilingUnits } from '../../src/pricing/ceiling-rates.ts'
-import { priceUsage } from '../../src/pricing/price-usage.ts'
+import { priceUsage, priceUsageUnits } from '../../src/pricing/price-usage.ts'
 
 const offering = (input: string, output: string): Offering =>
   ({
@@ -56,7 +56,7 @@ describe('fixed-point money', () => {
       fc.property(tokens, tokens, price, price, (input, output, inputPrice, outputPrice) => {
         const usage = { input_tokens: input, output_tokens: output }
         const cost = priceUsage(usage, offering(inputPrice, outputPrice))
-        expect(unitsText(toUnits(cost, 'up'))).toBe(cost)
+        expect(unitsText(priceUsageUnits(usage, offering(inputPrice, outputPrice)))).toBe(cost)
       }),
       { numRuns: 1_000 },
     )
