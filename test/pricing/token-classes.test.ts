@@ -343,6 +343,26 @@ for (const storeKind of STORES) {
       const streamCost = specCost(GPT, classesOf(usage))
       const afterStream = afterWhole.minus(streamCost)
       await waitFor('the stream settled', async () => (await balance()).equals(afterStream), 10_000)
+
+      // Anthropic streamed: message_start's cache fields, translated to OpenAI's usage chunk.
+      const claude = await gw.request('/v1/chat/completions', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ...lineOf(LINES[5]).body, stream: true }),
+      })
+      expect(claude.status).toBe(200)
+      const claudeUsage = (await claude.text())
+        .split('\n\n')
+        .filter((e) => e.startsWith('data: {'))
+        .map((e) => JSON.parse(e.slice(6)) as { usage?: Usage | null })
+        .find((e) => e.usage)!.usage!
+      expect(claudeUsage.prompt_tokens_details).toEqual({ cached_tokens: 2, cache_write_tokens: 7 })
+      const afterClaude = afterStream.minus(specCost(CLAUDE, classesOf(claudeUsage, 4)))
+      await waitFor(
+        'the Anthropic stream settled',
+        async () => (await balance()).equals(afterClaude),
+        10_000,
+      )
     })
   })
 }
