@@ -294,11 +294,19 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     )
 }
 
+/** Each offering's prices: the class rates and long-context tier it sets (SPEC §16), its lane. */
 function pricingOf(offerings: readonly Offering[]) {
   return offerings.map((o) => ({
     provider: o.provider,
+    lane: o.lane ?? 'live',
     input_usd_per_mtok: o.input_usd_per_mtok,
     output_usd_per_mtok: o.output_usd_per_mtok,
+    ...(o.cached_input_usd_per_mtok && { cached_input_usd_per_mtok: o.cached_input_usd_per_mtok }),
+    ...(o.cache_write_usd_per_mtok && { cache_write_usd_per_mtok: o.cache_write_usd_per_mtok }),
+    ...(o.cache_write_1h_usd_per_mtok && {
+      cache_write_1h_usd_per_mtok: o.cache_write_1h_usd_per_mtok,
+    }),
+    ...(o.long_context && { long_context: o.long_context }),
   }))
 }
 

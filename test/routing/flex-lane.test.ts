@@ -136,6 +136,14 @@ for (const storeKind of STORES) {
       const sent = sim.received().slice(before)
       expect(sent).toHaveLength(1)
       expect(JSON.parse(sent[0].text).service_tier).toBeUndefined()
+      // The model list shows both lanes with their own prices.
+      const models = (await (await gw.request('/v1/models', key)).json()) as {
+        data: { id: string; pricing: Record<string, unknown>[] }[]
+      }
+      expect(models.data.find((m) => m.id === 'sim/chat')!.pricing).toEqual([
+        { provider: 'openai', lane: 'live', ...LIVE },
+        { provider: 'openai:flex', lane: 'flex', ...FLEX },
+      ])
     })
   })
 }
