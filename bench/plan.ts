@@ -22,7 +22,7 @@ import { parseArgs } from 'node:util'
 import { createClaimPlanner } from '../src/dispatch/claim-planner.ts'
 import { HOLD_MS } from '../src/dispatch/run-line.ts'
 import { createSpillPlanner } from '../src/dispatch/spill-planner.ts'
-import { priceUsage } from '../src/money/price-usage.ts'
+import { priceUsage } from '../src/pricing/price-usage.ts'
 import { Money } from '../src/money/decimal.ts'
 import { createRandom } from '../src/simulator/prng.ts'
 import { startSimulator } from '../src/simulator/server.ts'
@@ -64,6 +64,8 @@ interface ProviderModel {
   latencyMs: number
   /** Each service time is latency × (1 ± jitter/2). */
   jitter: number
+  /** The share of calls refused busy at once (flex: 429 resource_unavailable). */
+  refuseRate?: number
 }
 
 /** The free pool: 5 slots at 3.6 s a line, 1.39 lines/s: 20,000 lines take it 4 hours. */
@@ -119,11 +121,15 @@ class Events<T> {
  * planner makes them, each line's offering chosen by the spill planner when it is launched, the
  * providers' slots and service times modelled, their completions fed back to the planner.
  */
-function simulate(lines: number, windowMs: number, seed: number): Outcome {
+function simulate(
+  lines: number,
+  windowMs: number,
+  seed: number,
+  providers: [ProviderModel, ProviderModel] = [POOL, PAID],
+): Outcome {
   const random = createRandom(seed)
-  const providers = [POOL, PAID]
   const names = providers.map((p) => p.name)
-  const claims = createClaimPlanner({ capacity: POOL.limit + PAID.limit })
+  const claims = createClaimPlanner({ capacity: providers[0].limit + providers[1].limit })
   const planner = createSpillPlanner({
     marginShare: MARGIN,
     available: () => true,
@@ -139,9 +145,16 @@ function simulate(lines: number, windowMs: number, seed: number): Outcome {
     pending: lines,
   }
   const state = new Map(
-    providers.map((p) => [p.name, { model: p, running: 0, queue: [] as number[] }]),
+    providers.map((p) => [
+      p.name,
+      { model: p, running: 0, queue: [] as { startedAt?: number; round: number }[] },
+    ]),
   )
-  type Event = { kind: 'done'; provider: string; startedAt: number } | { kind: 'retry' }
+  type Event =
+    | { kind: 'done'; provider: string; startedAt: number }
+    | { kind: 'retry' }
+    | { kind: 'refused'; provider: string; startedAt: number; round: number }
+    | { kind: 'resend'; provider: string; startedAt: number; round: number }
   const events = new Events<Event>()
   const done = new Map(names.map((n) => [n, 0]))
   let now = 0
@@ -153,11 +166,19 @@ function simulate(lines: number, windowMs: number, seed: number): Outcome {
   const serve = (name: string) => {
     const s = state.get(name)!
     while (s.running < s.model.limit && s.queue.length > 0) {
-      s.queue.shift()
+      // A resent call keeps its first start: the waits on a busy lane are part of its rate.
+      const resent = s.queue.shift()!
       s.running++
-      planner.started(batch.id, name, now)
+      const startedAt = resent.startedAt ?? now
+      if (resent.startedAt === undefined) planner.started(batch.id, name, now)
+      // Flex out of capacity (SPEC §17): refused at once, resent after a backoff, no attempt.
+      if (random() < (s.model.refuseRate ?? 0)) {
+        const round = resent.round
+        events.push(now + 5, { kind: 'refused', provider: name, startedAt, round })
+        continue
+      }
       const service = s.model.latencyMs * (1 + s.model.jitter * (random() - 0.5))
-      events.push(now + service, { kind: 'done', provider: name, startedAt: now })
+      events.push(now + service, { kind: 'done', provider: name, startedAt })
     }
   }
   const claim = () => {
@@ -174,7 +195,7 @@ function simulate(lines: number, windowMs: number, seed: number): Outcome {
         inFlight++
         const name = names[choice.index]
         planner.enter(batch.id, name)
-        state.get(name)!.queue.push(1)
+        state.get(name)!.queue.push({ round: 0 })
         serve(name)
       }
     }
@@ -186,6 +207,17 @@ function simulate(lines: number, windowMs: number, seed: number): Outcome {
     if (event.value.kind === 'retry') {
       batch.pending++
       held--
+    } else if (event.value.kind === 'refused') {
+      // The slot is free while the call backs off (upstreams.ts waitWhileBusy: 50 ms doubling).
+      const { provider, startedAt, round } = event.value
+      state.get(provider)!.running--
+      const backoff = Math.min(2_000, 50 * 2 ** Math.min(round, 6)) * (0.5 + random() / 2)
+      events.push(now + backoff, { kind: 'resend', provider, startedAt, round: round + 1 })
+      serve(provider)
+    } else if (event.value.kind === 'resend') {
+      const { provider, startedAt, round } = event.value
+      state.get(provider)!.queue.push({ startedAt, round })
+      serve(provider)
     } else {
       const { provider, startedAt } = event.value
       const s = state.get(provider)!
@@ -202,7 +234,12 @@ function simulate(lines: number, windowMs: number, seed: number): Outcome {
     if (finished === lines) break
   }
   if (held !== 0 || finished !== lines) throw new Error('the simulation lost lines')
-  return { onPool: done.get('pool')!, paid: done.get('paid')!, finishedMs, deadlineMs: windowMs }
+  return {
+    onPool: done.get(names[0])!,
+    paid: done.get(names[1])!,
+    finishedMs,
+    deadlineMs: windowMs,
+  }
 }
 
 const poolRate = (POOL.limit * 1000) / POOL.latencyMs
@@ -268,6 +305,63 @@ console.log(
 console.log(
   '   where SPEC §13 has the planner fill the pool up to: the margin alone costs the difference)',
 )
+
+/**
+ * The flex lane (SPEC §17): OpenAI's flex tier at half the live price, slower (6 s a line against
+ * 2 s) and refusing a fifth of its calls at once (429 resource_unavailable: busy, resent after a
+ * backoff, never an attempt), planned as one more offering beside the live lane. A window twice
+ * what flex alone needs: the cost is compared with everything on flex (aim ≤ 1.02×). Half of it:
+ * with the cheapest split that finishes in time, the lines flex's capacity fits at flex prices and
+ * the rest on the live lane (aim ≤ 1.10×; against the window minus the margin too).
+ */
+function flexScenario() {
+  const LIVE_OFFERING = {
+    ...PAID_OFFERING,
+    provider: 'openai',
+    input_usd_per_mtok: '1.25',
+    output_usd_per_mtok: '10',
+  }
+  const FLEX_OFFERING = {
+    ...LIVE_OFFERING,
+    provider: 'openai:flex',
+    input_usd_per_mtok: '0.625',
+    output_usd_per_mtok: '5',
+  }
+  const livePerLine = new Money(priceUsage(LINE_USAGE, LIVE_OFFERING))
+  const flexPerLine = new Money(priceUsage(LINE_USAGE, FLEX_OFFERING))
+  const FLEX: ProviderModel = {
+    name: 'openai:flex',
+    limit: 32,
+    latencyMs: 6_000,
+    jitter: 0.3,
+    refuseRate: 0.2,
+  }
+  const LIVE: ProviderModel = { name: 'openai', limit: 64, latencyMs: 2_000, jitter: 0.2 }
+  const flexRate = (FLEX.limit * 1000) / FLEX.latencyMs
+  const flexAloneMs = (LINES / flexRate) * 1000
+  console.log(
+    `flex lane: ${fmt(LINES)} lines; flex ${FLEX.limit} slots × ${FLEX.latencyMs / 1000} s, ${FLEX.refuseRate! * 100}% refused resource_unavailable (alone ≥ ${fmt(flexAloneMs / 3_600_000, 2)} h) at ${usdText(flexPerLine.times(1000))} per 1,000 lines; live ${LIVE.limit} slots × ${LIVE.latencyMs / 1000} s at ${usdText(livePerLine.times(1000))}`,
+  )
+  for (const factor of [0.5, 2]) {
+    const windowMs = flexAloneMs / factor
+    const outcome = simulate(LINES, windowMs, Number(values.seed), [FLEX, LIVE])
+    const cost = flexPerLine.times(outcome.onPool).plus(livePerLine.times(outcome.paid))
+    const split = (ms: number) => {
+      const fits = LINES - unfit(LINES, flexRate, ms)
+      return flexPerLine.times(fits).plus(livePerLine.times(LINES - fits))
+    }
+    const allFlex = flexPerLine.times(LINES)
+    const inWindow = outcome.finishedMs <= outcome.deadlineMs
+    const versus =
+      factor < 1
+        ? `÷ all-flex ${cost.div(allFlex).toFixed(3)} (aim ≤ 1.02)`
+        : `÷ cheapest in-time split ${cost.div(split(windowMs)).toFixed(3)} (aim ≤ 1.10), ÷ same for the window minus the margin ${cost.div(split((1 - MARGIN) * windowMs)).toFixed(3)}`
+    console.log(
+      `  flex alone needs ${fmt(factor, 1)}× the window (${fmt(windowMs / 3_600_000, 2)} h): ${fmt((100 * outcome.onPool) / LINES, 1)}% on flex, cost ${usdText(cost)}, ${versus}, in window ${inWindow ? 'yes' : 'NO'} (${fmt(outcome.finishedMs / 3_600_000, 2)} h)`,
+    )
+  }
+}
+flexScenario()
 
 /**
  * End to end in real time: `lines` lines through a gateway process, the free pool a simulator

@@ -113,6 +113,10 @@ export function classifyStatus(
   const message = `upstream answered ${status}${detail ? `: ${detail}` : ''}`
   const fields = { status, retryAfterMs: parseRetryAfter(header), body }
 
+  // OpenAI's flex lane out of capacity (SPEC §17): busy, not a rate limit — the call waits or
+  // spills like one to a full pool, uses no attempt, and pauses nothing.
+  if (status === 429 && code === 'resource_unavailable')
+    return upstreamError('busy', message, fields)
   if (status === 429) return upstreamError('rate_limited', message, fields)
   if (status === 408) return upstreamError('timeout', message, fields)
   if (status === 401 || status === 403) return upstreamError('auth', message, fields)

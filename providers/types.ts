@@ -47,10 +47,20 @@ export interface UpstreamRequest {
   lora?: LoraAdapter
 }
 
-/** Token usage in the gateway's terms, mapped from whatever the upstream reported. */
+/**
+ * Token usage in the gateway's terms, mapped from whatever the upstream reported (SPEC §16).
+ * `input_tokens` counts every prompt token; the cache classes are parts of it (absent: none).
+ * Uncached input = input − cached − written (5-minute and 1-hour).
+ */
 export interface Usage {
   input_tokens: number
   output_tokens: number
+  /** Prompt tokens read from the provider's prompt cache. */
+  cached_input_tokens?: number
+  /** Prompt tokens written to the cache (OpenAI's writes; Anthropic's 5-minute ones). */
+  cache_write_tokens?: number
+  /** Prompt tokens written to Anthropic's 1-hour cache. */
+  cache_write_1h_tokens?: number
 }
 
 /** How an upstream failure is classified. `retryable` is decided by the adapter from the kind. */
@@ -153,4 +163,6 @@ export interface ProviderOptions {
   createClient?: HttpClientFactory
   /** Adaptive concurrency (`adaptive_concurrency: true`): each replica finds its working point. */
   adaptive?: AdaptivePoolOptions
+  /** Kind openai: every chat call carries `service_tier` (OpenAI's flex lane, SPEC §17). */
+  serviceTier?: 'flex'
 }

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { z } from 'zod'
 import { catalogSchema, checkCatalog, type CatalogFile } from './catalog/catalog-file.ts'
+import { withLanes } from './catalog/lanes.ts'
 
 const DEFAULT_CATALOG = resolve(import.meta.dir, '../providers/catalog.default.json')
 
@@ -222,5 +223,5 @@ function loadCatalog(path: string): CatalogFile {
   }
   const problems = checkCatalog(parsed.data)
   if (problems.length > 0) throw new ConfigError(`${path}: ${problems[0]}`)
-  return parsed.data
+  return withLanes(parsed.data)
 }

@@ -125,6 +125,19 @@ export function currentWaiting(waiting: BatchWaiting | null, now: number): Batch
 /** Lines resume a moment after a pause ends: its wait is shown until then. */
 const PAUSE_GRACE_SECONDS = 2
 
+/**
+ * A batch's tokens by class, summed over its succeeded lines (SPEC §16): input counts every
+ * prompt token, the cached and written ones are parts of it.
+ */
+export interface BatchUsage {
+  inputTokens: number
+  cachedInputTokens: number
+  cacheWriteTokens: number
+  outputTokens: number
+  /** What they would have cost with every prompt token uncached: caching saved the difference. */
+  uncachedCostUsd: string
+}
+
 /** A batch as stored; the HTTP layers render it for their surface. */
 export interface BatchRecord {
   id: string
@@ -154,6 +167,8 @@ export interface BatchRecord {
   purgedAt: number | null
   /** The planner's projected finish (SPEC §13 routing.eta), Unix seconds; null before it can tell. */
   eta: number | null
+  /** Tokens of its succeeded lines by class (SPEC §16). */
+  usage: BatchUsage
   /** Validation errors of a batch refused on the OpenAI surface. */
   errors: { code: string; message: string; param: string | null; line: number | null }[] | null
   /** The batch this one retries the unsuccessful lines of (SPEC §15); null otherwise. */

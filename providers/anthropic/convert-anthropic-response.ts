@@ -1,5 +1,6 @@
 /** An Anthropic `message` → an OpenAI `chat.completion`. */
 import type { Usage } from '../types.ts'
+import { openAIUsageShape } from '../usage-shape.ts'
 import { mapAnthropicStopReason } from './map-anthropic-stop-reason.ts'
 import { mapAnthropicUsage } from './map-anthropic-usage.ts'
 
@@ -53,11 +54,7 @@ export function convertAnthropicResponse(
     ],
   }
   if (usage) {
-    body.usage = {
-      prompt_tokens: usage.input_tokens,
-      completion_tokens: usage.output_tokens,
-      total_tokens: usage.input_tokens + usage.output_tokens,
-    }
+    body.usage = openAIUsageShape(usage)
   }
   return { ok: true, body, usage }
 }

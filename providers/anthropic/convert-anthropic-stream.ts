@@ -9,6 +9,7 @@
 import { upstreamError } from '../classify-error.ts'
 import type { SseEvent } from '../read-sse-events.ts'
 import type { Usage } from '../types.ts'
+import { openAIUsageShape } from '../usage-shape.ts'
 import { UpstreamStreamError } from '../upstream-stream-error.ts'
 import { mapAnthropicStopReason } from './map-anthropic-stop-reason.ts'
 import { mapAnthropicUsage } from './map-anthropic-usage.ts'
@@ -107,12 +108,7 @@ export async function* convertAnthropicStream(
         break
       case 'message_stop':
         if (state.usage) {
-          const { input_tokens: prompt, output_tokens: completion } = state.usage
-          const usage = {
-            prompt_tokens: prompt,
-            completion_tokens: completion,
-            total_tokens: prompt + completion,
-          }
+          const usage = openAIUsageShape(state.usage)
           yield { id, object: 'chat.completion.chunk', created, model, choices: [], usage }
         }
         break

@@ -24,17 +24,27 @@ type Role = 'user' | 'assistant'
 
 class ConversionError extends Error {}
 
-function textOf(content: unknown, where: string): string {
-  if (typeof content === 'string') return content
-  if (content === null || content === undefined) return ''
+/** A part's `cache_control` (SPEC §16), passed on as Anthropic takes it. */
+function withCache(block: Block, part: unknown): Block {
+  const cache = (part as { cache_control?: unknown } | null)?.cache_control
+  return cache === undefined ? block : { ...block, cache_control: cache }
+}
+
+function textParts(content: unknown, where: string): Block[] {
+  if (typeof content === 'string') return [{ type: 'text', text: content }]
+  if (content === null || content === undefined) return [{ type: 'text', text: '' }]
   if (!Array.isArray(content)) throw new ConversionError(`${where}: content must be text`)
-  return content
-    .map((part: { type?: unknown; text?: unknown }) => {
-      if (part?.type !== 'text' || typeof part.text !== 'string') {
-        throw new ConversionError(`${where}: only text parts are allowed here`)
-      }
-      return part.text
-    })
+  return content.map((part: { type?: unknown; text?: unknown }) => {
+    if (part?.type !== 'text' || typeof part.text !== 'string') {
+      throw new ConversionError(`${where}: only text parts are allowed here`)
+    }
+    return withCache({ type: 'text', text: part.text }, part)
+  })
+}
+
+function textOf(content: unknown, where: string): string {
+  return textParts(content, where)
+    .map((block) => block.text)
     .join('')
 }
 
@@ -52,9 +62,12 @@ function contentBlocks(content: unknown, where: string): Block[] {
     throw new ConversionError(`${where}: content must be a string or parts`)
   return content.map((part: Record<string, unknown>, index) => {
     if (part?.type === 'text' && typeof part.text === 'string')
-      return { type: 'text', text: part.text }
+      return withCache({ type: 'text', text: part.text }, part)
     if (part?.type === 'image_url') {
-      return imageBlock((part.image_url as { url?: unknown } | undefined)?.url, where)
+      return withCache(
+        imageBlock((part.image_url as { url?: unknown } | undefined)?.url, where),
+        part,
+      )
     }
     throw new ConversionError(
       `${where}.content[${index}]: part type "${String(part?.type)}" is not supported by Anthropic`,
@@ -78,10 +91,10 @@ function toolUseBlocks(toolCalls: unknown, where: string): Block[] {
 }
 
 function convertMessages(messages: unknown[]): {
-  system: string[]
+  system: Block[][]
   turns: { role: Role; content: Block[] }[]
 } {
-  const system: string[] = []
+  const system: Block[][] = []
   const turns: { role: Role; content: Block[] }[] = []
   const push = (role: Role, content: Block[]) => {
     const last = turns[turns.length - 1]
@@ -94,7 +107,7 @@ function convertMessages(messages: unknown[]): {
     switch (m.role) {
       case 'system':
       case 'developer':
-        system.push(textOf(m.content, where))
+        system.push(textParts(m.content, where))
         break
       case 'user':
         push('user', contentBlocks(m.content, where))
@@ -121,11 +134,18 @@ function convertMessages(messages: unknown[]): {
 
 function convertTools(tools: unknown): Block[] | undefined {
   if (!Array.isArray(tools)) return undefined
-  return tools.map((tool: { function?: Record<string, unknown> }) => ({
-    name: tool.function?.name,
-    ...(tool.function?.description !== undefined ? { description: tool.function.description } : {}),
-    input_schema: tool.function?.parameters ?? { type: 'object', properties: {} },
-  }))
+  return tools.map((tool: { function?: Record<string, unknown> }) =>
+    withCache(
+      {
+        name: tool.function?.name,
+        ...(tool.function?.description !== undefined
+          ? { description: tool.function.description }
+          : {}),
+        input_schema: tool.function?.parameters ?? { type: 'object', properties: {} },
+      },
+      tool,
+    ),
+  )
 }
 
 function convertToolChoice(choice: unknown, parallel: unknown): Block | undefined {
@@ -154,6 +174,21 @@ function convertResponseFormat(format: unknown): Block | undefined {
   )
 }
 
+/**
+ * The system messages as one string, joined as before; as text blocks when a part asks to be
+ * cached, each message's parts joined into one block carrying the last cache_control among them.
+ */
+function systemOf(messages: Block[][]): string | Block[] {
+  const blocks = messages.map((parts) => {
+    const cache = parts.findLast((part) => part.cache_control !== undefined)?.cache_control
+    const block: Block = { type: 'text', text: parts.map((part) => part.text).join('') }
+    return cache === undefined ? block : { ...block, cache_control: cache }
+  })
+  if (!blocks.some((block) => block.cache_control !== undefined))
+    return blocks.map((block) => block.text).join('\n\n')
+  return blocks
+}
+
 export function convertToAnthropicMessages(
   body: Record<string, unknown>,
 ): AnthropicRequestConversion {
@@ -168,11 +203,15 @@ export function convertToAnthropicMessages(
       max_tokens: requestedOutputTokens(body) ?? defaultAnthropicMaxTokens,
       messages: turns.map(({ role, content }) => ({
         role,
-        // A lone text block goes as a plain string, the form Anthropic's own examples use.
-        content: content.length === 1 && content[0].type === 'text' ? content[0].text : content,
+        // A lone text block goes as a plain string, the form Anthropic's own examples use
+        // (unless it asks to be cached: only a block carries cache_control).
+        content:
+          content.length === 1 && content[0].type === 'text' && !content[0].cache_control
+            ? content[0].text
+            : content,
       })),
     }
-    if (system.length > 0) out.system = system.join('\n\n')
+    if (system.length > 0) out.system = systemOf(system)
     if (typeof body.stop === 'string') out.stop_sequences = [body.stop]
     else if (Array.isArray(body.stop)) out.stop_sequences = body.stop
     if (typeof body.temperature === 'number') out.temperature = body.temperature

@@ -5,18 +5,29 @@ function count(value: unknown): number {
 }
 
 /**
- * Anthropic usage → Usage. input_tokens excludes prompt-cache reads and writes, which are
- * still input the gateway was asked to send, so they are added back.
+ * Anthropic usage → Usage (SPEC §16). Anthropic's input_tokens is the uncached part; cache
+ * reads (`cache_read_input_tokens`) and writes (`cache_creation_input_tokens`) come on top, so
+ * the prompt is their sum, each class kept apart to be priced at its own rate. Writes split by
+ * TTL when `cache_creation` says so; without the split they are all 5-minute writes.
  */
 export function mapAnthropicUsage(usage: unknown): Usage | null {
   if (typeof usage !== 'object' || usage === null) return null
   const u = usage as Record<string, unknown>
   if (typeof u.input_tokens !== 'number' || typeof u.output_tokens !== 'number') return null
-  return {
-    input_tokens:
-      count(u.input_tokens) +
-      count(u.cache_creation_input_tokens) +
-      count(u.cache_read_input_tokens),
+  const read = count(u.cache_read_input_tokens)
+  let written5m = count(u.cache_creation_input_tokens)
+  let written1h = 0
+  const split = u.cache_creation as Record<string, unknown> | null | undefined
+  if (typeof split === 'object' && split !== null) {
+    written5m = count(split.ephemeral_5m_input_tokens)
+    written1h = count(split.ephemeral_1h_input_tokens)
+  }
+  const mapped: Usage = {
+    input_tokens: count(u.input_tokens) + read + written5m + written1h,
     output_tokens: count(u.output_tokens),
   }
+  if (read > 0) mapped.cached_input_tokens = read
+  if (written5m > 0) mapped.cache_write_tokens = written5m
+  if (written1h > 0) mapped.cache_write_1h_tokens = written1h
+  return mapped
 }

@@ -38,12 +38,17 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
     createLoraCalls({ headers, timeoutMs: options.timeoutMs, apiKey: options.apiKey }),
   )
   const { pool } = context
+  // The flex lane (SPEC §17): OpenAI's cheaper, slower tier, asked for on every chat call.
+  const tier = (body: Record<string, unknown>, endpoint: UpstreamRequest['endpoint']) =>
+    options.serviceTier && endpoint === 'chat'
+      ? { ...body, service_tier: options.serviceTier }
+      : body
 
   async function send(request: UpstreamRequest): Promise<Outcome> {
     const result = await postJson(context, {
       path: paths[request.endpoint],
       headers: callHeaders,
-      body: JSON.stringify(prepareOpenAIBody(request.body, request)),
+      body: JSON.stringify(tier(prepareOpenAIBody(request.body, request), request.endpoint)),
       signal: request.signal,
       lora: request.lora,
     })
@@ -72,7 +77,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
     const result = await postStream(context, {
       path: paths.chat,
       headers,
-      body: JSON.stringify(prepareOpenAIStreamBody(request.body, request)),
+      body: JSON.stringify(tier(prepareOpenAIStreamBody(request.body, request), 'chat')),
       signal: request.signal,
       lora: request.lora,
     })

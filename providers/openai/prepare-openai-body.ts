@@ -9,7 +9,7 @@ export function prepareOpenAIBody(
   body: Record<string, unknown>,
   target: UpstreamTarget,
 ): Record<string, unknown> {
-  return prepareForOffering(body, target, STREAM_FIELDS)
+  return withoutCacheControl(prepareForOffering(body, target, STREAM_FIELDS))
 }
 
 const STREAM_FIELDS = ['stream', 'stream_options']
@@ -19,7 +19,39 @@ export function prepareOpenAIStreamBody(
   body: Record<string, unknown>,
   target: UpstreamTarget,
 ): Record<string, unknown> {
-  const prepared = prepareForOffering(body, target)
+  const prepared = withoutCacheControl(prepareForOffering(body, target))
   const options = (prepared.stream_options ?? {}) as Record<string, unknown>
   return { ...prepared, stream: true, stream_options: { ...options, include_usage: true } }
+}
+
+const hasCache = (item: unknown) =>
+  typeof item === 'object' && item !== null && 'cache_control' in item
+
+function dropCache<T>(item: T): T {
+  if (!hasCache(item)) return item
+  const { cache_control: _dropped, ...rest } = item as Record<string, unknown>
+  return rest as T
+}
+
+/**
+ * `cache_control` on content parts and tools is Anthropic's (SPEC §16): an OpenAI-compatible
+ * upstream is sent the body without it (OpenAI caches by itself and would refuse the field).
+ * Copies only what holds one, so a body without any is passed on as it is.
+ */
+export function withoutCacheControl(body: Record<string, unknown>): Record<string, unknown> {
+  let out = body
+  const messages = body.messages
+  if (Array.isArray(messages)) {
+    let copied: unknown[] | null = null
+    messages.forEach((message, m) => {
+      const content = (message as { content?: unknown } | null)?.content
+      if (!Array.isArray(content) || !content.some(hasCache)) return
+      copied ??= [...messages]
+      copied[m] = { ...(message as object), content: content.map(dropCache) }
+    })
+    if (copied) out = { ...out, messages: copied }
+  }
+  if (Array.isArray(body.tools) && body.tools.some(hasCache))
+    out = { ...out, tools: body.tools.map(dropCache) }
+  return out
 }

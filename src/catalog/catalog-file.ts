@@ -31,13 +31,58 @@ export const providerConfigSchema = z.strictObject({
   lora: z.boolean().default(false),
   /** Adapters one replica holds at once (vLLM's --max-loras; its default is 1). */
   max_loras: z.number().int().min(1).max(1024).default(1),
+  /**
+   * Kind openai: every chat call asks for this service tier. Set by the gateway on the provider
+   * it derives for a flex offering (lanes.ts); an operator need not write it.
+   */
+  service_tier: z.enum(['flex']).optional(),
 })
+
+/** Cache-class rates (SPEC §16), each absent one billed at its tier's input rate. */
+const cacheRates = {
+  /** Prompt tokens read from the provider's prompt cache. */
+  cached_input_usd_per_mtok: decimalString.optional(),
+  /** Prompt tokens written to the cache (OpenAI writes, Anthropic 5-minute writes). */
+  cache_write_usd_per_mtok: decimalString.optional(),
+  /** Anthropic 1-hour cache writes. */
+  cache_write_1h_usd_per_mtok: decimalString.optional(),
+}
+
+/**
+ * A long-context tier (SPEC §16): a request whose prompt tokens, all classes together, exceed
+ * `above_input_tokens` is priced wholly at these rates; its absent cache rates are its own input rate.
+ */
+export const longContextSchema = z.strictObject({
+  above_input_tokens: z.number().int().positive(),
+  input_usd_per_mtok: decimalString,
+  output_usd_per_mtok: decimalString,
+  ...cacheRates,
+})
+
+/**
+ * The lanes an offering may be (SPEC §17): `live` (default) and `flex` (OpenAI's flex tier,
+ * sent `service_tier: "flex"`). The providers' batch APIs (`batch`) are not served yet: the
+ * catalog check refuses them with a message saying so.
+ */
+export const LANES = ['live', 'flex', 'batch'] as const
+export type Lane = (typeof LANES)[number]
+
+/** A flex call may queue at the provider: its timeout unless the offering sets one (SPEC §17). */
+export const FLEX_TIMEOUT_S = 900
+
+export const laneOf = (offering: { lane?: Lane }): Lane => offering.lane ?? 'live'
 
 export const offeringSchema = z.strictObject({
   provider: z.string().min(1),
   upstream_model: z.string().min(1),
   input_usd_per_mtok: decimalString,
   output_usd_per_mtok: decimalString.default('0'),
+  ...cacheRates,
+  long_context: longContextSchema.optional(),
+  /** Absent: `live`. */
+  lane: z.enum(LANES).optional(),
+  /** This offering's own upstream timeout; unset, the provider's (flex: 900 s). */
+  timeout_s: z.number().positive().max(3600).optional(),
   /** OpenAI reasoning models refuse max_tokens and want max_completion_tokens. */
   max_tokens_param: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
 })
@@ -76,6 +121,10 @@ export const modelSchema = z.strictObject({
     })
     .optional(),
   offerings: z.array(offeringSchema).min(1),
+  /** The day the prices above were read from the provider's published page (SPEC §16). */
+  prices_as_of: z.iso.date().optional(),
+  /** Where they were read: the provider's pricing page. */
+  price_source: z.url().optional(),
 })
 
 /**
@@ -115,12 +164,32 @@ export function checkCatalog(catalog: CatalogFile): string[] {
       if (seen.has(name)) problems.push(`models[${index}]: "${name}" is used by two models`)
       seen.add(name)
     }
+    const lanes = new Set<string>()
     model.offerings.forEach((offering, o) => {
-      if (!catalog.providers[offering.provider]) {
-        problems.push(
-          `models[${index}].offerings[${o}].provider: "${offering.provider}" is not in providers`,
-        )
+      const at = `models[${index}].offerings[${o}]`
+      const provider = catalog.providers[offering.provider]
+      if (!provider) {
+        problems.push(`${at}.provider: "${offering.provider}" is not in providers`)
       }
+      if (offering.lane === 'batch')
+        problems.push(
+          `${at}.lane: "batch" (the providers' batch APIs) is not supported yet; use "live" or "flex"`,
+        )
+      if (offering.timeout_s !== undefined && laneOf(offering) !== 'flex')
+        problems.push(
+          `${at}.timeout_s: an offering's own timeout is for its flex lane; set the provider's timeout_s for the live lane`,
+        )
+      if (offering.lane === 'flex' && provider && provider.kind !== 'openai')
+        problems.push(
+          `${at}.lane: "flex" is OpenAI's service tier; only a provider of kind "openai" has it`,
+        )
+      // One model lists a provider's upstream model once per lane (SPEC §17).
+      const key = `${offering.provider}\u0000${offering.upstream_model}\u0000${laneOf(offering)}`
+      if (lanes.has(key))
+        problems.push(
+          `${at}: "${offering.provider}" serves "${offering.upstream_model}" on lane "${laneOf(offering)}" twice; list it once per lane`,
+        )
+      lanes.add(key)
     })
   })
   return problems

@@ -27,7 +27,7 @@ export interface Catalog {
   missingKey(providerName: string): string | null
 }
 
-/** Which adapter kind builds each offering's body: what the cost ceiling measures (src/money/ceiling.ts). */
+/** Which adapter kind builds each offering's body: what the cost ceiling measures (src/pricing/ceiling.ts). */
 export function upstreamTargets(
   catalog: Pick<Catalog, 'provider'>,
   offerings: readonly Offering[],

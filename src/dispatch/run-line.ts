@@ -15,14 +15,16 @@ import {
   highestPrices,
   priceOf,
   type UpstreamTarget,
-} from '../money/ceiling.ts'
+} from '../pricing/ceiling.ts'
 import { Money } from '../money/decimal.ts'
-import { priceUsage } from '../money/price-usage.ts'
+import { answerBytes, usageOnBound } from '../pricing/bill-on-bound.ts'
+import { asksOneHourCache } from '../pricing/ceiling-rates.ts'
+import { priceUsage } from '../pricing/price-usage.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import { inlineSchemaChecks } from '../schemas/inline-checks.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import { answerChoices, answerFormat, judgeChoices } from '../schemas/structured-answer.ts'
-import type { ClaimedLine, LineOutcome } from '../store/store.ts'
+import type { ClaimedLine, LineOutcome, LineUsage } from '../store/store.ts'
 import { sendWithFallback } from '../upstream/send-with-fallback.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
 import { retryDelay, type RetryPolicy } from './retry-policy.ts'
@@ -135,7 +137,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       model,
       upstreamTargets(deps.catalog, offerings),
     )
-    const usage = outcome.usage ?? estimateUsage(endpoint, parsed.body, outcome.body, bounds)
+    const usage = outcome.usage ?? usageOnBound(bounds, answerBytes(outcome.body))
     const costUsd = priceUsage(usage, offering)
     const answer = {
       batchId,
@@ -145,11 +147,13 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       response: storedResponse(outcome),
       provider: offering.provider,
       latencyMs: Math.round(outcome.latencyMs),
+      usage: lineUsage(usage, offering, costUsd),
     }
     // One whose check passed the budget (SPEC §19): failed, and billed as the answer it is (the
     // upstream answered; the schema is the caller's), never past its ceiling.
     if (judged?.checked === false) {
-      const ceiling = line.ceilingUsd ?? overrun(usage, costUsd, bounds, offerings).ceilingUsd
+      const ceiling =
+        line.ceilingUsd ?? overrun(usage, costUsd, bounds, offerings, parsed.body).ceilingUsd
       return {
         ...fail(
           line,
@@ -163,13 +167,14 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
           outcome.latencyMs,
         ),
         costUsd: ceiling !== undefined && new Money(ceiling).lessThan(costUsd) ? ceiling : costUsd,
+        usage: answer.usage,
       }
     }
     // A capped batch's line was let in for its ceiling: it is never billed more, so the batch's
     // cost never passes max_cost_usd (SPEC §12), whatever the upstream reports.
     if (line.ceilingUsd !== undefined && new Money(line.ceilingUsd).lessThan(costUsd))
       return { ...answer, costUsd: line.ceilingUsd, ceilingUsd: line.ceilingUsd }
-    return { ...answer, costUsd, ...overrun(usage, costUsd, bounds, offerings) }
+    return { ...answer, costUsd, ...overrun(usage, costUsd, bounds, offerings, parsed.body) }
   }
   const { error, latencyMs } = outcome
   // The provider failed as a whole (its last replica became unreachable with this call): the line
@@ -204,6 +209,24 @@ async function judgeAnswer(
     return { checked: true as const, problem: judgeChoices(format.type, null, choices, null) }
   const job = { text: JSON.stringify(format.schema), name: format.name, choices }
   return (deps.schemaChecks ?? inline).judge(job, line.accountId)
+}
+
+/** The tokens a line was billed for, by class, for its batch's usage (SPEC §16). */
+function lineUsage(usage: Usage, offering: Offering, costUsd: string): LineUsage {
+  const cacheClasses =
+    (usage.cached_input_tokens ?? 0) +
+      (usage.cache_write_tokens ?? 0) +
+      (usage.cache_write_1h_tokens ?? 0) >
+    0
+  const uncached = { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens }
+  return {
+    input: usage.input_tokens,
+    cached: usage.cached_input_tokens ?? 0,
+    written: (usage.cache_write_tokens ?? 0) + (usage.cache_write_1h_tokens ?? 0),
+    output: usage.output_tokens,
+    // Without cache classes the line's cost is its uncached cost: priced once.
+    uncachedCostUsd: cacheClasses ? priceUsage(uncached, offering) : costUsd,
+  }
 }
 
 const providerNames = new WeakMap<readonly Offering[], string[]>()
@@ -293,28 +316,10 @@ function overrun(
   costUsd: string,
   bounds: { input: number; output: number },
   offerings: readonly Offering[],
+  body: Record<string, unknown>,
 ): { ceilingUsd?: string } {
   if (usage.input_tokens <= bounds.input && usage.output_tokens <= bounds.output) return {}
-  const ceiling = priceOf(bounds, highestPrices(offerings))
+  const facts = { promptBound: bounds.input, ttl1h: asksOneHourCache(body) }
+  const ceiling = priceOf(bounds, highestPrices(offerings, facts))
   return ceiling.lessThan(costUsd) ? { ceilingUsd: ceiling.toFixed() } : {}
-}
-
-/**
- * An upstream that answers without usage is billed on a bound instead: the prompt's pessimistic
- * token count and one token per byte of what came back. Never more than the ceiling held.
- */
-function estimateUsage(
-  endpoint: 'chat' | 'embeddings',
-  body: Record<string, unknown>,
-  response: Record<string, unknown>,
-  bounds: { input: number; output: number },
-): Usage {
-  if (endpoint === 'embeddings') return { input_tokens: bounds.input, output_tokens: 0 }
-  const choices = (response.choices as { message?: { content?: unknown } }[] | undefined) ?? []
-  let output = 0
-  for (const choice of choices) {
-    const content = choice.message?.content
-    if (typeof content === 'string') output += Buffer.byteLength(content, 'utf8')
-  }
-  return { input_tokens: bounds.input, output_tokens: Math.min(output, bounds.output) }
 }

@@ -8,7 +8,7 @@
 import { Elysia } from 'elysia'
 import { isAdapterId, loraOfferings, NO_ADAPTERS, type AdapterLookup } from '../catalog/adapters.ts'
 import type { Offering } from '../catalog/catalog-file.ts'
-import type { Endpoint, UpstreamError } from '../../providers/types.ts'
+import type { Endpoint, UpstreamError, Usage } from '../../providers/types.ts'
 import { dailyLimitRefusal } from '../admission/submit-batch.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Catalog } from '../catalog/catalog.ts'
@@ -20,7 +20,10 @@ import { validateBody } from '../ingest/validate-body.ts'
 import { compileProblems } from '../ingest/check-structured.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import { usd } from '../money/decimal.ts'
-import { ceilingUnits, unitsText, usageUnits } from '../money/fixed-point.ts'
+import { answerBytes, usageOnBound } from '../pricing/bill-on-bound.ts'
+import { unitsText } from '../money/fixed-point.ts'
+import { ceilingUnits } from '../pricing/ceiling-rates.ts'
+import { priceUsageUnits } from '../pricing/price-usage.ts'
 import type { LiveCredit } from '../live/live-credit.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import { sendWithFallback, streamWithFallback } from '../upstream/send-with-fallback.ts'
@@ -86,10 +89,10 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         throw refuse('model_not_found', message, { param: problem.path || null })
       throw badRequest(message, problem.path || null)
     }
-    const { offerings, inputTokens, outputTokens, adapter } = checked.value
-    // The same pessimistic arithmetic as a batch's ceiling (priceOf ∘ highestPrices), so the two
+    const { offerings, inputTokens, outputTokens, adapter, rates } = checked.value
+    // The same pessimistic arithmetic as a batch's ceiling (priceOf at ceilingRates), so the two
     // can never disagree, in integers: this runs on every call.
-    const ceiling = ceilingUnits({ input: inputTokens, output: outputTokens }, offerings)
+    const ceiling = ceilingUnits({ input: inputTokens, output: outputTokens }, rates)
     // Held before it is sent: from this instance's lease of the account's credit (no store
     // write unless the lease must grow), atomically against every other holder.
     const held = await credit.reserve(caller.account.id, ceiling)
@@ -114,24 +117,22 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
   }
   type Prepared = Awaited<ReturnType<typeof prepare>>
 
-  /**
-   * An answer without usage is billed on a bound, as a batch line is (run-line.ts): the prompt's
-   * pessimistic count and one token per byte of what came back, never past the output bound.
-   */
-  const estimated = (checked: Prepared, outputBytes: number) => ({
-    input_tokens: checked.inputTokens,
-    output_tokens: Math.min(outputBytes, checked.outputTokens),
-  })
+  /** An answer without usage is billed on a bound, as a batch line is (pricing/bill-on-bound.ts). */
+  const estimated = (checked: Prepared, outputBytes: number) =>
+    usageOnBound({ input: checked.inputTokens, output: checked.outputTokens }, outputBytes)
+
+  /** A live call is priced as a batch line is (pricing/price-usage.ts), in ledger units. */
+  const usageUnits = priceUsageUnits
 
   const costOf = (
     checked: Prepared,
-    usage: { input_tokens: number; output_tokens: number } | null,
+    usage: Usage | null,
     response: Record<string, unknown>,
     offering: Offering,
   ) => {
     if (usage) return usageUnits(usage, offering)
     logger.warn('live.no_usage', { provider: offering.provider, model: offering.upstream_model })
-    return usageUnits(estimated(checked, contentBytes(response)), offering)
+    return usageUnits(estimated(checked, answerBytes(response)), offering)
   }
 
   async function call(
@@ -305,23 +306,20 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     )
 }
 
+/** Each offering's prices: the class rates and long-context tier it sets (SPEC §16), its lane. */
 function pricingOf(offerings: readonly Offering[]) {
   return offerings.map((o) => ({
     provider: o.provider,
+    lane: o.lane ?? 'live',
     input_usd_per_mtok: o.input_usd_per_mtok,
     output_usd_per_mtok: o.output_usd_per_mtok,
+    ...(o.cached_input_usd_per_mtok && { cached_input_usd_per_mtok: o.cached_input_usd_per_mtok }),
+    ...(o.cache_write_usd_per_mtok && { cache_write_usd_per_mtok: o.cache_write_usd_per_mtok }),
+    ...(o.cache_write_1h_usd_per_mtok && {
+      cache_write_1h_usd_per_mtok: o.cache_write_1h_usd_per_mtok,
+    }),
+    ...(o.long_context && { long_context: o.long_context }),
   }))
-}
-
-/** UTF-8 bytes of the message contents of a whole answer. */
-function contentBytes(response: Record<string, unknown>): number {
-  let bytes = 0
-  for (const choice of (response.choices as { message?: { content?: unknown } }[] | undefined) ??
-    []) {
-    if (typeof choice.message?.content === 'string')
-      bytes += Buffer.byteLength(choice.message.content, 'utf8')
-  }
-  return bytes
 }
 
 /** UTF-8 bytes of the content deltas of one streamed chunk. */

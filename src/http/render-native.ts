@@ -53,6 +53,13 @@ export function renderBatch(batch: BatchRecord, shares?: Record<string, Provider
     request_counts: batch.counts,
     cost_ceiling_usd: usd(batch.costCeilingUsd),
     cost_usd: usd(batch.costUsd),
+    // SPEC §16: every prompt token in input_tokens, the cache figures parts of it.
+    usage: {
+      input_tokens: batch.usage.inputTokens,
+      cached_input_tokens: batch.usage.cachedInputTokens,
+      cache_write_tokens: batch.usage.cacheWriteTokens,
+      output_tokens: batch.usage.outputTokens,
+    },
     // As the caller wrote it (SPEC §12 "5"), canonical: no trailing zeros.
     max_cost_usd: batch.maxCostUsd === null ? null : moneyText(batch.maxCostUsd),
     routing: { providers: renderProviders(shares), eta: batchEta(batch) },

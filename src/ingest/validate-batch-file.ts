@@ -8,8 +8,9 @@ import { NO_ADAPTERS, type AdapterLookup, type AdapterRecord } from '../catalog/
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf } from '../catalog/catalog.ts'
 import { BATCH_URLS, isBatchUrl, type BatchEndpoint } from '../domain.ts'
-import { CeilingTally } from '../money/ceiling.ts'
-import { ceilingUnits, unitsText } from '../money/fixed-point.ts'
+import { CeilingTally } from '../pricing/ceiling.ts'
+import { ceilingUnits } from '../pricing/ceiling-rates.ts'
+import { unitsText } from '../money/fixed-point.ts'
 import { compileSchema } from '../schemas/compile.ts'
 import { storableText } from '../schemas/text.ts'
 import { Money } from '../money/decimal.ts'
@@ -306,10 +307,10 @@ export function checkLines(
           warnings.push({ line: lineNo, custom_id: shownId, param, message, fix })
         }
       }
-      const { offerings, inputTokens, outputTokens } = body.value
-      tally.add(offerings, inputTokens, outputTokens)
+      const { rates, inputTokens, outputTokens } = body.value
+      tally.add(rates, inputTokens, outputTokens)
       const ceiling = lineCeilings
-        ? unitsText(ceilingUnits({ input: inputTokens, output: outputTokens }, offerings))
+        ? unitsText(ceilingUnits({ input: inputTokens, output: outputTokens }, rates))
         : undefined
       lines.push(new FileLine(lineNo, customId!, bytes, start, end, ceiling))
       const schemaText = body.value.schemaText

@@ -15,7 +15,8 @@ import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
 import type { Endpoint } from '../../providers/types.ts'
 import { upstreamTargets, type Catalog } from '../catalog/catalog.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
-import { chatInputBound, chatOutputBound, embeddingsInputBound } from '../money/ceiling.ts'
+import { chatInputBound, chatOutputBound, embeddingsInputBound } from '../pricing/ceiling.ts'
+import { asksOneHourCache, ceilingRates, type CeilingRates } from '../pricing/ceiling-rates.ts'
 import {
   chatBodySchema,
   embeddingsBodySchema,
@@ -42,6 +43,8 @@ export interface AcceptedBody {
   offerings: Offering[]
   inputTokens: number
   outputTokens: number
+  /** The rates its ceiling is priced at (pricing/ceiling-rates.ts, SPEC §16). */
+  rates: CeilingRates
   body: ChatBody | EmbeddingsBody
   /** What a dry run points out about the body; none: []. */
   warnings: BodyProblem[]
@@ -249,6 +252,7 @@ export function validateBody(
     const targets = upstreamTargets(catalog, offerings)
     const unsendable = jsonObjectProblem(chat, model, targets, at)
     if (unsendable) return { ok: false, problems: [unsendable] }
+    const inputTokens = chatInputBound(chat, model, targets)
     return {
       ok: true,
       value: {
@@ -256,13 +260,18 @@ export function validateBody(
         adapter,
         offerings,
         body,
-        inputTokens: chatInputBound(chat, model, targets),
+        inputTokens,
         outputTokens: chatOutputBound(chat, model, targets),
+        rates: ceilingRates(offerings, {
+          promptBound: inputTokens,
+          ttl1h: asksOneHourCache(chat as Record<string, unknown>),
+        }),
         warnings,
         schemaText,
       },
     }
   }
+  const inputTokens = embeddingsInputBound(body as EmbeddingsBody)
   return {
     ok: true,
     value: {
@@ -270,8 +279,9 @@ export function validateBody(
       adapter,
       offerings,
       body,
-      inputTokens: embeddingsInputBound(body as EmbeddingsBody),
+      inputTokens,
       outputTokens: 0,
+      rates: ceilingRates(offerings, { promptBound: inputTokens, ttl1h: false }),
       warnings,
     },
   }

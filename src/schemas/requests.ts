@@ -40,10 +40,21 @@ export const routingSchema = z.strictObject({
 /** A line's or request's `provider` object: how it is routed among the model's offerings. */
 export type Routing = z.output<typeof routingSchema>
 
-const textPart = z.looseObject({ type: z.literal('text'), text: z.string() })
+/**
+ * Asking Anthropic to cache the prompt up to here (SPEC §16), as LiteLLM accepts it: on a
+ * content part or a tool. The Anthropic adapter passes it on; the others drop it.
+ */
+export const cacheControlSchema = z.strictObject({
+  type: z.literal('ephemeral'),
+  ttl: z.enum(['5m', '1h']).optional(),
+})
+const cache_control = cacheControlSchema.optional()
+
+const textPart = z.looseObject({ type: z.literal('text'), text: z.string(), cache_control })
 const imagePart = z.looseObject({
   type: z.literal('image_url'),
   image_url: z.looseObject({ url: z.string().min(1) }),
+  cache_control,
 })
 const contentPart = z.discriminatedUnion('type', [textPart, imagePart])
 
@@ -75,6 +86,7 @@ const functionTool = z.looseObject({
     parameters: z.looseObject({}).optional(),
     strict: z.boolean().nullable().optional(),
   }),
+  cache_control,
 })
 const customTool = z.looseObject({ type: z.literal('custom'), custom: z.looseObject({ name }) })
 export const toolSchema = z.discriminatedUnion('type', [functionTool, customTool])

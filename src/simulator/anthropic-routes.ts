@@ -1,4 +1,5 @@
 /** Anthropic Messages API bodies: plain and streamed. */
+import { anthropicCacheUsage, cacheUsageOf } from './cache-usage.ts'
 import type { Prepared } from './prepared.ts'
 import {
   anthropicMessageTexts,
@@ -55,15 +56,14 @@ export function prepareMessages(
       )
     : makeReply({ messages: texts, key, model, choice: 0, maxTokens, stop })
   const inputTokens = Math.ceil(countPromptTokens(texts) * usageFactor)
+  const prompt = anthropicCacheUsage(inputTokens, cacheUsageOf(texts, inputTokens))
   const outputTokens = Math.ceil(reply.words * usageFactor)
   const stopReason = stopReasons[reply.end]
 
   return {
     key,
     build(noUsage) {
-      const usage = noUsage
-        ? {}
-        : { usage: { input_tokens: inputTokens, output_tokens: outputTokens } }
+      const usage = noUsage ? {} : { usage: { ...prompt, output_tokens: outputTokens } }
       if (body.stream !== true) {
         const message = {
           id,
@@ -81,7 +81,7 @@ export function prepareMessages(
       // message_delta carries the final, cumulative output_tokens.
       const startUsage = noUsage
         ? {}
-        : { usage: { input_tokens: inputTokens, output_tokens: Math.min(1, reply.words) } }
+        : { usage: { ...prompt, output_tokens: Math.min(1, reply.words) } }
       const events: [string, unknown][] = [
         [
           'message_start',

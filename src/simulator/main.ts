@@ -28,6 +28,8 @@ const numberFlags = {
   'max-queued': 'gpuMaxQueued',
   'max-loras': 'maxLoras',
   'lora-load-ms': 'loraLoadMs',
+  'flex-latency-ms': 'flexLatencyMs',
+  'flex-unavailable-rate': 'flexUnavailableRate',
 } as const satisfies Record<string, keyof SimulatorOptions>
 
 const usage = [
@@ -36,7 +38,7 @@ const usage = [
   '  [--error-rate F] [--rate-429 F] [--timeout-rate F] [--reset-rate F] [--malformed-rate F]',
   '  [--no-usage-rate F] [--trickle-rate F] [--trickle-ms N] [--seed N] [--embedding-dims N]',
   '  [--usage-factor X] [--capacity N [--max-queued M]] [--max-loras N [--lora-load-ms N]]',
-  '  [--structured valid|not_json|off_schema]',
+  '  [--structured valid|not_json|off_schema] [--flex-latency-ms N] [--flex-unavailable-rate F]',
   'F is a fraction of inference requests, 0 to 1; X multiplies the usage reported (default 1).',
   '--capacity N plays a vLLM replica: N requests run at once for --latency-ms each, the rest wait',
   'in a FIFO queue (503 beyond M waiting; unbounded without --max-queued), GET /metrics serves',
@@ -46,6 +48,9 @@ const usage = [
   '--structured: what requests with response_format get back (default valid JSON for the schema);',
   'a [sim:valid], [sim:not_json] or [sim:off_schema] marker in the last user message picks per request;',
   'after a [sim:answer] marker, the rest of that message is the answer, as it is.',
+  'Requests with service_tier "flex" wait --flex-latency-ms longer and a fraction F of them get',
+  '429 resource_unavailable. A [sim:cache read=N write=N write1h=N] marker reports that many prompt',
+  "tokens as cache reads and writes, in each provider's usage shape.",
 ].join('\n')
 
 function fail(message: string): never {

@@ -1,4 +1,5 @@
 /** OpenAI-compatible bodies: chat completions (plain and streamed) and embeddings. */
+import { cacheUsageOf, openAICacheDetails } from './cache-usage.ts'
 import type { Prepared } from './prepared.ts'
 import {
   countPromptTokens,
@@ -69,10 +70,12 @@ export function prepareChat(
   let completionTokens = 0
   for (const reply of replies) completionTokens += reply.words
   completionTokens = Math.ceil(completionTokens * usageFactor)
+  const cache = cacheUsageOf(texts, promptTokens)
   const usage = {
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,
     total_tokens: promptTokens + completionTokens,
+    ...(cache ? { prompt_tokens_details: openAICacheDetails(cache) } : {}),
   }
   const created = Math.floor(Date.now() / 1000)
   const streamOptions = body.stream_options as { include_usage?: unknown } | undefined

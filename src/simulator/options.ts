@@ -82,6 +82,16 @@ export interface SimulatorOptions {
    * request (structured-reply.ts). Default `valid`.
    */
   structuredAnswers?: StructuredAnswers
+  /**
+   * Flex mode (SPEC §17): a chat request with `service_tier: "flex"` waits this much longer than
+   * latencyMs before its answer. Default 0.
+   */
+  flexLatencyMs?: number
+  /**
+   * The fraction of flex requests answered 429 with code `resource_unavailable`, as OpenAI does
+   * when flex capacity runs out. Drawn from a stream of its own. Default 0.
+   */
+  flexUnavailableRate?: number
 }
 
 export type ResolvedSimulatorOptions = Required<SimulatorOptions>
@@ -113,6 +123,8 @@ export const defaultSimulatorOptions: ResolvedSimulatorOptions = {
   maxLoras: null,
   loraLoadMs: 0,
   structuredAnswers: 'valid',
+  flexLatencyMs: 0,
+  flexUnavailableRate: 0,
 }
 
 /** Merges `partial` over `base`, ignoring keys whose value is undefined. */

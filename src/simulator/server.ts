@@ -112,6 +112,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   // Two streams, so changing the jitter does not shift which requests fault.
   let faultRandom = createRandom(current.seed)
   let jitterRandom = createRandom(current.seed ^ 0x9e3779b9)
+  // Flex refusals from a stream of their own: the flex rate does not shift the other faults.
+  let flexRandom = createRandom(current.seed ^ 0x5bd1e995)
   const stats = new StatsRecorder()
   const received: ReceivedRequest[] = []
   const hanging = new Set<() => void>()
@@ -233,6 +235,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     if (o.maxRequestsPerSecond !== null && !takeRateToken(o.maxRequestsPerSecond)) {
       return tooMany(dialect, 'rate_cap')
     }
+    const flex =
+      dialect === 'openai' && (body as { service_tier?: unknown }).service_tier === 'flex'
+    if (flex && o.flexUnavailableRate > 0 && flexRandom() < o.flexUnavailableRate) {
+      stats.fault('flex_unavailable')
+      const message = 'Resource unavailable: flex capacity is exhausted (simulated); retry later'
+      return errorResponse(dialect, 429, 'invalid_request_error', message, 'resource_unavailable')
+    }
+    if (flex && o.flexLatencyMs > 0) await Bun.sleep(o.flexLatencyMs)
     const answered =
       o.gpuCapacity !== null
         ? inferOnPool(request, dialect, prepared, id)
@@ -432,6 +442,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       if (partial.seed !== undefined) {
         faultRandom = createRandom(current.seed)
         jitterRandom = createRandom(current.seed ^ 0x9e3779b9)
+        flexRandom = createRandom(current.seed ^ 0x5bd1e995)
       }
     },
     stats: () => stats.snapshot(),

@@ -11,6 +11,8 @@ export type FaultKind =
   | 'rate_cap'
   /** GPU-pool mode: refused with 503 because the waiting queue was full. */
   | 'queue_full'
+  /** Flex mode: refused 429 resource_unavailable. */
+  | 'flex_unavailable'
 
 /** A snapshot: plain JSON, safe to keep after further requests. */
 export interface SimStats {

@@ -68,6 +68,13 @@ export function rowToBatch(row: Row): BatchRecord {
         : moneyText(row.max_cost_usd as string),
     waiting: rowToWaiting(row),
     eta: num(row.eta),
+    usage: {
+      inputTokens: Number(row.usage_input_tokens ?? 0),
+      cachedInputTokens: Number(row.usage_cached_input_tokens ?? 0),
+      cacheWriteTokens: Number(row.usage_cache_write_tokens ?? 0),
+      outputTokens: Number(row.usage_output_tokens ?? 0),
+      uncachedCostUsd: moneyText(String(row.usage_uncached_cost_usd ?? '0')),
+    },
   }
 }
 

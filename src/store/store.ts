@@ -271,6 +271,16 @@ export interface RunnableBatch {
   pending: number
 }
 
+/** A line's tokens by class: input counts every prompt token, cached and written are parts of it. */
+export interface LineUsage {
+  input: number
+  cached: number
+  written: number
+  output: number
+  /** What the line would have cost with every prompt token uncached (same offering and tier). */
+  uncachedCostUsd: string
+}
+
 export type LineOutcome =
   | {
       batchId: string
@@ -282,6 +292,8 @@ export type LineOutcome =
       costUsd: string
       provider: string
       latencyMs: number
+      /** The tokens it was billed for, by class (SPEC §16); added to its batch's usage. */
+      usage?: LineUsage
       /**
        * Present only when `costUsd` passed the line's ceiling (the upstream reported more than
        * the ceiling allows): the line is billed its cost, but no more than the ceiling of it comes
@@ -298,6 +310,8 @@ export type LineOutcome =
       costUsd: string
       provider: string | null
       latencyMs: number | null
+      /** A failure that is billed (structured_output_unchecked): its tokens, as for a success. */
+      usage?: LineUsage
     }
   | {
       batchId: string

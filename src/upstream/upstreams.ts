@@ -126,6 +126,7 @@ export function createUpstreams(
       apiKey: config.providerKeys[name] ?? null,
       timeoutMs: provider.timeout_s * 1000,
       maxLoras: provider.lora ? provider.max_loras : undefined,
+      serviceTier: provider.service_tier,
       // Enough keep-alive connections per replica for the provider's whole concurrency.
       connections: provider.max_concurrency,
       createClient: (baseUrl, options) =>

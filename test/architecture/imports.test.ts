@@ -23,21 +23,29 @@ const ROOT = join(import.meta.dir, '../..')
 const LAYERS: Layer[] = [
   { name: 'providers', paths: ['providers/'] },
   {
-    name: 'domain/money/schemas',
+    name: 'domain',
     paths: [
       'src/domain.ts',
-      'src/money/',
-      'src/schemas/',
       'src/types.d.ts',
       'src/errors.ts', // the error every layer throws; imports nothing
       'src/excerpt.ts', // quoting a piece of the input in a message; imports nothing
-      'src/config.ts', // the parsed settings every layer is given; reads only the catalog file's schema
-      'src/catalog/', // offerings and prices, read by pricing at ingest and by dispatch
       'src/telemetry/', // logger and tracer: every layer reports
       'src/threads/', // worker-thread plumbing: knows nothing of the gateway
       'src/memory/', // allocator and GC settings: knows nothing of the gateway
     ],
   },
+  // Decimal types only: money imports nothing above it (issue 24 item 3).
+  { name: 'money', paths: ['src/money/'] },
+  { name: 'schemas', paths: ['src/schemas/'] },
+  {
+    name: 'catalog',
+    paths: [
+      'src/catalog/', // offerings and prices, read by pricing at ingest and by dispatch
+      'src/config.ts', // the parsed settings every layer is given; reads only the catalog file's schema
+    ],
+  },
+  // What a line costs and may cost: the ceiling, usage pricing, billing on a bound (SPEC §5, §16).
+  { name: 'pricing', paths: ['src/pricing/'] },
   {
     name: 'store',
     paths: [
@@ -125,6 +133,14 @@ describe('layers', () => {
     expect(
       edges
         .filter((edge) => edge.from.startsWith('providers/') && !edge.to.startsWith('providers/'))
+        .map(key),
+    ).toEqual([])
+  })
+
+  test('src/money/ imports nothing outside itself: the decimal leaf, pricing lives in src/pricing/', () => {
+    expect(
+      edges
+        .filter((edge) => edge.from.startsWith('src/money/') && !edge.to.startsWith('src/money/'))
         .map(key),
     ).toEqual([])
   })

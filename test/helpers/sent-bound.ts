@@ -1,7 +1,7 @@
 /**
  * What a body that went upstream can cost at most, measured on the body itself (as an upstream
  * received it, or as an adapter built it): the check the cost ceiling must pass, written from
- * the sent body's side and independent of src/money/ceiling.ts.
+ * the sent body's side and independent of src/pricing/ceiling.ts.
  *
  * Tokens of the prompt ≤ the body's UTF-8 bytes with image payloads left out, + 4 per message
  * (a system prompt counts as one) + 3 priming the reply + 1,000 for a tool-use prompt when tools

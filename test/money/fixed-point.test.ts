@@ -2,10 +2,11 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import type { Offering } from '../../src/catalog/catalog-file.ts'
-import { highestPrices, priceOf } from '../../src/money/ceiling.ts'
+import { highestPrices, priceOf } from '../../src/pricing/ceiling.ts'
 import { Money } from '../../src/money/decimal.ts'
-import { ceilingUnits, toUnits, unitsText, usageUnits } from '../../src/money/fixed-point.ts'
-import { priceUsage } from '../../src/money/price-usage.ts'
+import { toUnits, unitsText } from '../../src/money/fixed-point.ts'
+import { ceilingRates, ceilingUnits } from '../../src/pricing/ceiling-rates.ts'
+import { priceUsage, priceUsageUnits } from '../../src/pricing/price-usage.ts'
 
 const offering = (input: string, output: string): Offering =>
   ({
@@ -40,7 +41,9 @@ describe('fixed-point money', () => {
           const offerings = prices.map(([i, o]) => offering(i, o))
           const exact = priceOf({ input, output }, highestPrices(offerings))
           expect(
-            new Money(unitsText(ceilingUnits({ input, output }, offerings))).equals(exact),
+            new Money(unitsText(ceilingUnits({ input, output }, ceilingRates(offerings)))).equals(
+              exact,
+            ),
           ).toBe(true)
         },
       ),
@@ -48,13 +51,12 @@ describe('fixed-point money', () => {
     )
   })
 
-  test('a live cost is priceUsage exactly', () => {
+  test('a live cost (priceUsage as units) is priceUsage exactly: 18 places hold catalog prices', () => {
     fc.assert(
       fc.property(tokens, tokens, price, price, (input, output, inputPrice, outputPrice) => {
         const usage = { input_tokens: input, output_tokens: output }
-        expect(unitsText(usageUnits(usage, offering(inputPrice, outputPrice)))).toBe(
-          priceUsage(usage, offering(inputPrice, outputPrice)),
-        )
+        const cost = priceUsage(usage, offering(inputPrice, outputPrice))
+        expect(unitsText(priceUsageUnits(usage, offering(inputPrice, outputPrice)))).toBe(cost)
       }),
       { numRuns: 1_000 },
     )

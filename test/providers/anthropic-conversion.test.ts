@@ -6,6 +6,9 @@ import {
 } from '../../providers/anthropic/convert-anthropic-stream.ts'
 import { convertToAnthropicMessages } from '../../providers/anthropic/convert-to-anthropic-messages.ts'
 import { mapAnthropicStopReason } from '../../providers/anthropic/map-anthropic-stop-reason.ts'
+import { mapAnthropicUsage } from '../../providers/anthropic/map-anthropic-usage.ts'
+import { mapOpenAIUsage } from '../../providers/openai/map-openai-usage.ts'
+import { prepareOpenAIBody } from '../../providers/openai/prepare-openai-body.ts'
 import type { SseEvent } from '../../providers/read-sse-events.ts'
 import { UpstreamStreamError } from '../../providers/upstream-stream-error.ts'
 
@@ -157,7 +160,7 @@ describe('Anthropic answers → OpenAI', () => {
     }
   })
 
-  test('a tool_use answer becomes tool_calls, cache tokens count as input', () => {
+  test('a tool_use answer becomes tool_calls, cache reads count as input and as their own class', () => {
     const converted = convertAnthropicResponse(
       {
         id: 'msg_1',
@@ -169,7 +172,7 @@ describe('Anthropic answers → OpenAI', () => {
       1_700_000_000,
     )
     if (!converted.ok) throw new Error(converted.message)
-    expect(converted.usage).toEqual({ input_tokens: 15, output_tokens: 7 })
+    expect(converted.usage).toEqual({ input_tokens: 15, output_tokens: 7, cached_input_tokens: 5 })
     expect(converted.body).toEqual({
       id: 'msg_1',
       object: 'chat.completion',
@@ -194,7 +197,12 @@ describe('Anthropic answers → OpenAI', () => {
           finish_reason: 'tool_calls',
         },
       ],
-      usage: { prompt_tokens: 15, completion_tokens: 7, total_tokens: 22 },
+      usage: {
+        prompt_tokens: 15,
+        completion_tokens: 7,
+        total_tokens: 22,
+        prompt_tokens_details: { cached_tokens: 5, cache_write_tokens: 0 },
+      },
     })
     expect(convertAnthropicResponse({ type: 'message' }, 0).ok).toBe(false)
   })
@@ -255,6 +263,116 @@ describe('Anthropic answers → OpenAI', () => {
     expect((error as UpstreamStreamError).error).toMatchObject({
       kind: 'server_error',
       retryable: true,
+    })
+  })
+})
+
+describe('prompt caching (SPEC §16)', () => {
+  test('Anthropic usage keeps each class: reads, 5-minute and 1-hour writes, in OpenAI shape too', () => {
+    const converted = convertAnthropicResponse(
+      {
+        id: 'msg_1',
+        model: 'claude',
+        content: [{ type: 'text', text: 'hi' }],
+        stop_reason: 'end_turn',
+        usage: {
+          input_tokens: 10,
+          cache_read_input_tokens: 100,
+          cache_creation_input_tokens: 70,
+          cache_creation: { ephemeral_5m_input_tokens: 30, ephemeral_1h_input_tokens: 40 },
+          output_tokens: 7,
+        },
+      },
+      1,
+    )
+    if (!converted.ok) throw new Error(converted.message)
+    expect(converted.usage).toEqual({
+      input_tokens: 180,
+      output_tokens: 7,
+      cached_input_tokens: 100,
+      cache_write_tokens: 30,
+      cache_write_1h_tokens: 40,
+    })
+    expect(converted.body.usage).toEqual({
+      prompt_tokens: 180,
+      completion_tokens: 7,
+      total_tokens: 187,
+      prompt_tokens_details: { cached_tokens: 100, cache_write_tokens: 70 },
+    })
+  })
+
+  test('without the TTL split, every write is a 5-minute write', () => {
+    expect(
+      mapAnthropicUsage({ input_tokens: 1, cache_creation_input_tokens: 9, output_tokens: 2 }),
+    ).toEqual({ input_tokens: 10, output_tokens: 2, cache_write_tokens: 9 })
+  })
+
+  test('cache_control on content parts, system parts and tools is passed on to Anthropic', () => {
+    const converted = convertToAnthropicMessages({
+      model: 'claude',
+      messages: [
+        {
+          role: 'system',
+          content: [{ type: 'text', text: 'long rules', cache_control: { type: 'ephemeral' } }],
+        },
+        {
+          role: 'user',
+          content: [{ type: 'text', text: 'doc', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+        },
+      ],
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'f', parameters: { type: 'object' } },
+          cache_control: { type: 'ephemeral' },
+        },
+      ],
+    })
+    if (!converted.ok) throw new Error(converted.message)
+    expect(converted.body.system).toEqual([
+      { type: 'text', text: 'long rules', cache_control: { type: 'ephemeral' } },
+    ])
+    expect(converted.body.messages).toEqual([
+      {
+        role: 'user',
+        content: [{ type: 'text', text: 'doc', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+      },
+    ])
+    expect(converted.body.tools).toEqual([
+      { name: 'f', input_schema: { type: 'object' }, cache_control: { type: 'ephemeral' } },
+    ])
+  })
+
+  test('an OpenAI-compatible upstream is sent the body without cache_control', () => {
+    const body = {
+      model: 'm',
+      messages: [
+        {
+          role: 'user',
+          content: [{ type: 'text', text: 'x', cache_control: { type: 'ephemeral' } }],
+        },
+      ],
+      tools: [{ type: 'function', function: { name: 'f' }, cache_control: { type: 'ephemeral' } }],
+    }
+    expect(prepareOpenAIBody(body, { model: 'up' })).toEqual({
+      model: 'up',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }] }],
+      tools: [{ type: 'function', function: { name: 'f' } }],
+    })
+  })
+
+  test('OpenAI usage keeps its cache reads and writes as parts of the prompt', () => {
+    expect(
+      mapOpenAIUsage({
+        prompt_tokens: 1000,
+        completion_tokens: 5,
+        prompt_tokens_details: { cached_tokens: 600, cache_write_tokens: 300 },
+      }),
+    ).toEqual({
+      input_tokens: 1000,
+      output_tokens: 5,
+      cached_input_tokens: 600,
+      cache_write_tokens: 300,
     })
   })
 })

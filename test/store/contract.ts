@@ -10,6 +10,7 @@ import { Money, moneyText } from '../../src/money/decimal.ts'
 import type {
   FileRecord,
   LineOutcome,
+  LineUsage,
   NewAccount,
   NewBatch,
   NewLine,
@@ -337,6 +338,13 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
           maxCostUsd: null,
           waiting: null,
           eta: null,
+          usage: {
+            inputTokens: 0,
+            cachedInputTokens: 0,
+            cacheWriteTokens: 0,
+            outputTokens: 0,
+            uncachedCostUsd: '0',
+          },
         })
         expect(await store.getBatch('acct_1', 'batch_01')).toEqual(batch)
         expect(await store.getAccount('acct_1')).toMatchObject({
@@ -1135,6 +1143,44 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0')], MS + 6000)
         expect(await dispatch.advanceBatches(T0 + 11.75)).toEqual(['batch_01'])
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({ status: 'cancelled' })
+      })
+
+      it("adds each recorded line's tokens by class to its batch's usage, once (SPEC §16)", async () => {
+        await account('acct_1', '1')
+        await admit('acct_1', 'batch_01', 3, { costCeilingUsd: '0.5' })
+        await claim('batch_01', 'owner-a', 3, MS, 60_000)
+        const withUsage = (lineNo: number, usage: LineUsage): LineOutcome => ({
+          ...(succeeded('batch_01', lineNo, '0.01') as Extract<LineOutcome, { kind: 'succeeded' }>),
+          usage,
+        })
+        const first = withUsage(1, {
+          input: 1000,
+          cached: 600,
+          written: 300,
+          output: 50,
+          uncachedCostUsd: '0.02',
+        })
+        const second = withUsage(2, {
+          input: 10,
+          cached: 0,
+          written: 0,
+          output: 5,
+          uncachedCostUsd: '0.01',
+        })
+        // The same outcome twice counts once; a failure adds no tokens.
+        expect(await dispatch.recordOutcomes('owner-a', [first, first, second], MS + 1)).toBe(2)
+        await dispatch.recordOutcomes(
+          'owner-a',
+          [failed('batch_01', 3, { code: 'invalid_request', message: 'x' })],
+          MS + 2,
+        )
+        expect((await batchOf('acct_1', 'batch_01')).usage).toEqual({
+          inputTokens: 1010,
+          cachedInputTokens: 600,
+          cacheWriteTokens: 300,
+          outputTokens: 55,
+          uncachedCostUsd: '0.03',
+        })
       })
 
       it('ignores and does not bill outcomes of a lease that was lost', async () => {

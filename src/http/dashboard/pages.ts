@@ -6,6 +6,7 @@ import type { AccountView } from '../../store/store.ts'
 import { html, type Html } from './html.ts'
 import { layout } from './layout.ts'
 import { BATCH_PAGE_SCRIPT_PATH } from './batch-page-script.ts'
+import { usageSection } from './usage-section.ts'
 import { routingSection } from './routing-section.ts'
 import {
   batchHref,
@@ -214,6 +215,7 @@ export function batchPage(
           from the usage its provider reports, and what is left of the hold is released at the end.
         </p>
       </section>
+      ${usageSection(batch)}
       <section>
         <h2>Window</h2>
         <p id="time-left"><b>${timeLeft(batch)}</b></p>

@@ -137,8 +137,22 @@ function settlementRows(settled: Settled[]) {
           : null,
       provider: pgText(outcome.provider),
       latency_ms: outcome.latencyMs,
+      ...tokensOf(outcome),
     }
   })
+}
+
+/** A billed line's tokens by class (SPEC §16), for its batch's usage; none for an unbilled failure. */
+function tokensOf(outcome: Settled) {
+  const usage =
+    outcome.kind === 'succeeded' || outcome.kind === 'failed' ? outcome.usage : undefined
+  return {
+    input_tokens: usage?.input ?? 0,
+    cached_tokens: usage?.cached ?? 0,
+    written_tokens: usage?.written ?? 0,
+    output_tokens: usage?.output ?? 0,
+    uncached_cost: usage ? moneyText(usage.uncachedCostUsd) : '0',
+  }
 }
 
 /** This owner's calls in flight per batch and provider, moved by the changes since its last write. */
@@ -164,9 +178,11 @@ function settleStatement(
       SELECT * FROM ROWS FROM (jsonb_to_recordset(${tx.json(rows)}) AS (
           batch_id text, line_no int, kind text, cost numeric, ceiling numeric,
           response_status int, response text, error_code text, error_message text,
-          error_upstream text, provider text, latency_ms int))
+          error_upstream text, provider text, latency_ms int, input_tokens bigint,
+          cached_tokens bigint, written_tokens bigint, output_tokens bigint, uncached_cost numeric))
         WITH ORDINALITY AS o (batch_id, line_no, kind, cost, ceiling, response_status, response,
-          error_code, error_message, error_upstream, provider, latency_ms, ord)),
+          error_code, error_message, error_upstream, provider, latency_ms, input_tokens,
+          cached_tokens, written_tokens, output_tokens, uncached_cost, ord)),
     priced AS (
       SELECT outcome.*, b.account_id, a.balance_usd, b.held_usd AS batch_held,
         coalesce(sum(outcome.cost) OVER (PARTITION BY b.account_id ORDER BY outcome.ord
@@ -197,12 +213,20 @@ function settleStatement(
       UPDATE batches b SET running = b.running - t.n, succeeded = b.succeeded + t.succeeded,
         failed = b.failed + t.failed, cost_usd = b.cost_usd + t.charged,
         held_usd = b.held_usd - t.released,
+        usage_input_tokens = b.usage_input_tokens + t.input_tokens,
+        usage_cached_input_tokens = b.usage_cached_input_tokens + t.cached_tokens,
+        usage_cache_write_tokens = b.usage_cache_write_tokens + t.written_tokens,
+        usage_output_tokens = b.usage_output_tokens + t.output_tokens,
+        usage_uncached_cost_usd = b.usage_uncached_cost_usd + t.uncached_cost,
         reserved_usd = GREATEST(0, b.reserved_usd - coalesce(u.reserved, 0)),
         ${capRoomBack(tx, tx`coalesce(u.reserved, 0)`)}
       FROM (SELECT batch_id, count(*)::int AS n,
               count(*) FILTER (WHERE kind = 'succeeded')::int AS succeeded,
               count(*) FILTER (WHERE kind = 'failed')::int AS failed,
-              sum(charged) AS charged, sum(released) AS released
+              sum(charged) AS charged, sum(released) AS released,
+              sum(input_tokens) AS input_tokens, sum(cached_tokens) AS cached_tokens,
+              sum(written_tokens) AS written_tokens, sum(output_tokens) AS output_tokens,
+              sum(uncached_cost) AS uncached_cost
             FROM billed GROUP BY batch_id) t
         LEFT JOIN unreserved u ON u.batch_id = t.batch_id
       WHERE b.id = t.batch_id

@@ -25,6 +25,7 @@ import type {
   ClaimedLine,
   DispatchStore,
   LineOutcome,
+  LineUsage,
   RunnableBatch,
 } from '../store.ts'
 
@@ -190,6 +191,8 @@ export class SqliteDispatch implements DispatchStore {
         }
         ledger.unreserve(outcome.batchId, outcome.lineNo)
         ledger.count(outcome.batchId, outcome.kind)
+        if (outcome.kind === 'succeeded' || outcome.kind === 'failed')
+          ledger.addUsage(outcome.batchId, outcome.usage)
         if (outcome.provider !== null)
           shares.add(outcome.batchId, outcome.provider, outcome.kind, 1, charge.text)
         recorded++
@@ -398,6 +401,7 @@ class Ledger {
       reserved: Money | null
       reservedBefore: string
       counts: Record<Kind, number>
+      usage: Omit<LineUsage, 'uncachedCostUsd'> & { uncached: Money }
     }
   >()
   private readonly accounts = new Map<string, { balance: Money; held: Money }>()
@@ -409,7 +413,8 @@ class Ledger {
     if (!entry) {
       const row = this.db
         .query<Row, [string]>(
-          'SELECT account_id, cost_usd, held_usd, reserved_usd, max_cost_usd FROM batches WHERE id = ?',
+          `SELECT account_id, cost_usd, held_usd, reserved_usd, max_cost_usd, usage_uncached_cost_usd
+           FROM batches WHERE id = ?`,
         )
         .get(id)!
       entry = {
@@ -420,6 +425,13 @@ class Ledger {
         reserved: null,
         reservedBefore: row.reserved_usd,
         counts: { succeeded: 0, failed: 0, retry: 0 },
+        usage: {
+          input: 0,
+          cached: 0,
+          written: 0,
+          output: 0,
+          uncached: new Money(row.usage_uncached_cost_usd),
+        },
       }
       this.batches.set(id, entry)
     }
@@ -440,6 +452,17 @@ class Ledger {
 
   count(batchId: string, kind: Kind) {
     this.batch(batchId).counts[kind]++
+  }
+
+  /** A recorded line's tokens by class, added to its batch's usage (SPEC §16). */
+  addUsage(batchId: string, usage: LineUsage | undefined) {
+    if (!usage) return
+    const sum = this.batch(batchId).usage
+    sum.input += usage.input
+    sum.cached += usage.cached
+    sum.written += usage.written
+    sum.output += usage.output
+    sum.uncached = sum.uncached.plus(usage.uncachedCostUsd)
   }
 
   /** A recorded line's ceiling (a capped batch's) is no longer reserved. */
@@ -491,7 +514,10 @@ class Ledger {
   write() {
     const batchUpdate = this.db.query(
       `UPDATE batches SET cost_usd = ?, held_usd = ?, running = running - ?, pending = pending + ?,
-         succeeded = succeeded + ?, failed = failed + ? WHERE id = ?`,
+         succeeded = succeeded + ?, failed = failed + ?, usage_input_tokens = usage_input_tokens + ?,
+         usage_cached_input_tokens = usage_cached_input_tokens + ?,
+         usage_cache_write_tokens = usage_cache_write_tokens + ?,
+         usage_output_tokens = usage_output_tokens + ?, usage_uncached_cost_usd = ? WHERE id = ?`,
     )
     const reservedUpdate = this.db.query(
       `UPDATE batches SET reserved_usd = ?, ${CAP_ROOM_BACK} WHERE id = ?`,
@@ -506,6 +532,11 @@ class Ledger {
         retry,
         succeeded,
         failed,
+        b.usage.input,
+        b.usage.cached,
+        b.usage.written,
+        b.usage.output,
+        moneyText(b.usage.uncached),
         id,
       )
     }

@@ -16,7 +16,8 @@
  * parameters), or what the upstream may use when none is sent, × n, plus a predicted output's
  * bytes, which OpenAI bills as completion tokens when it rejects them.
  *
- * The price is the highest among the offerings the request may be routed to.
+ * The price is the highest among the offerings the request may be routed to, for the highest
+ * token class the line can incur (ceiling-rates.ts, SPEC §16).
  */
 import { prepareAnthropicBody } from '../../providers/anthropic/prepare-anthropic-body.ts'
 import { defaultAnthropicMaxTokens } from '../../providers/anthropic/convert-to-anthropic-messages.ts'
@@ -28,7 +29,8 @@ import {
 import { requestedOutputTokens } from '../../providers/output-limit.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import type Decimal from 'decimal.js'
-import { Money } from './decimal.ts'
+import { Money } from '../money/decimal.ts'
+import { ceilingRates, type CeilingFacts, type CeilingRates } from './ceiling-rates.ts'
 
 const PER_MESSAGE = 4
 const REPLY_PRIMING = 3
@@ -173,14 +175,12 @@ export function embeddingsInputBound(body: EmbeddingsBody): number {
   return tokens
 }
 
-/** The highest input and output price among offerings, per million tokens. */
-export function highestPrices(offerings: readonly Offering[]) {
-  let input = new Money(0)
-  let output = new Money(0)
-  for (const offering of offerings) {
-    input = Money.max(input, offering.input_usd_per_mtok)
-    output = Money.max(output, offering.output_usd_per_mtok)
-  }
+/**
+ * The highest input and output price among offerings, per million tokens, for a line with these
+ * facts (its prompt bound and 1-hour TTL: ceiling-rates.ts); without them, the base tier's.
+ */
+export function highestPrices(offerings: readonly Offering[], facts?: CeilingFacts) {
+  const { input, output } = ceilingRates(offerings, facts)
   return { input, output }
 }
 
@@ -196,18 +196,19 @@ export function priceOf(
 }
 
 /**
- * Sums token bounds per set of offerings, pricing each group once at the end: a batch of
+ * Sums token bounds per set of ceiling rates, pricing each group once at the end: a batch of
  * 50,000 lines costs a handful of decimal operations instead of 100,000.
  */
 export class CeilingTally {
-  private groups = new Map<readonly Offering[], { input: number; output: number }>()
+  private groups = new Map<CeilingRates, { input: number; output: number }>()
 
-  add(offerings: readonly Offering[], input: number, output: number) {
-    const group = this.groups.get(offerings)
+  /** `rates`: the line's ceiling rates (ceilingRates, one object per routing and tier choice). */
+  add(rates: CeilingRates, input: number, output: number) {
+    const group = this.groups.get(rates)
     if (group) {
       group.input += input
       group.output += output
-    } else this.groups.set(offerings, { input, output })
+    } else this.groups.set(rates, { input, output })
   }
 
   /**
@@ -216,8 +217,7 @@ export class CeilingTally {
    */
   exactTotal(): Decimal {
     let sum = new Money(0)
-    for (const [offerings, tokens] of this.groups)
-      sum = sum.plus(priceOf(tokens, highestPrices(offerings)))
+    for (const [rates, tokens] of this.groups) sum = sum.plus(priceOf(tokens, rates))
     return sum
   }
 }

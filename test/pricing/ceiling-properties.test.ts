@@ -5,9 +5,13 @@
  * the adapters' own request-building functions, measured from the sent side
  * (test/helpers/sent-bound.ts), is within the token bounds the validator counted: prompt bytes
  * (image payloads aside) + overheads + images × the model's catalog bound ≤ the input bound, and
- * the one limit sent × n ≤ the output bound.
+ * the one limit sent × n ≤ the output bound. And with token classes (SPEC §16): whatever split of
+ * those tokens into uncached, cache-read, 5-minute and (for lines asking a 1-hour TTL) 1-hour
+ * writes the upstream reports, at whichever tier its prompt size selects, costs no more than the
+ * ceiling priced at the rates the validator chose.
  */
 import { expect, test } from 'bun:test'
+import Decimal from 'decimal.js'
 import fc from 'fast-check'
 import { prepareAnthropicBody } from '../../providers/anthropic/prepare-anthropic-body.ts'
 import {
@@ -19,6 +23,9 @@ import type { UpstreamTarget } from '../../providers/prepare-for-offering.ts'
 import { createCatalog } from '../../src/catalog/catalog.ts'
 import { loadConfig } from '../../src/config.ts'
 import { validateBody } from '../../src/ingest/validate-body.ts'
+import { priceOf } from '../../src/pricing/ceiling.ts'
+import { asksOneHourCache } from '../../src/pricing/ceiling-rates.ts'
+import { priceUsage } from '../../src/pricing/price-usage.ts'
 import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
 import { measureSent, sentTokens } from '../helpers/sent-bound.ts'
 
@@ -46,6 +53,24 @@ function catalogForTests() {
       },
     ],
   } as (typeof file.models)[number])
+  // Cache and long-context rates on every chat offering (writes dearer than input, a tier a
+  // generated prompt can pass), so the ceiling must take the highest class and tier.
+  for (const model of file.models) {
+    for (const offering of model.offerings as Record<string, unknown>[]) {
+      const input = Number(offering.input_usd_per_mtok)
+      Object.assign(offering, {
+        cached_input_usd_per_mtok: String(input / 10),
+        cache_write_usd_per_mtok: String(input * 1.25),
+        cache_write_1h_usd_per_mtok: String(input * 2),
+        long_context: {
+          above_input_tokens: 300,
+          input_usd_per_mtok: String(input * 2),
+          output_usd_per_mtok: String(Number(offering.output_usd_per_mtok ?? 0) * 1.5),
+          cache_write_1h_usd_per_mtok: String(input * 4),
+        },
+      })
+    }
+  }
   const config = loadConfig({
     MULTIGRID_CONFIG: writeCatalog(file),
     MG_TEST_ANTHROPIC_KEY: 'sk-ant-test-secret',
@@ -63,8 +88,16 @@ const imageUrl = fc.oneof(
   fc.base64String({ maxLength: 400 }).map((data) => `data:image/png;base64,${data}`),
   fc.webUrl(),
 )
+const cacheControl = fc.constantFrom(
+  undefined,
+  { type: 'ephemeral' },
+  { type: 'ephemeral', ttl: '5m' },
+  { type: 'ephemeral', ttl: '1h' },
+)
+const withCache = <T extends object>(item: T, cache: object | undefined) =>
+  cache === undefined ? item : { ...item, cache_control: cache }
 const part = fc.oneof(
-  text.map((t) => ({ type: 'text', text: t })),
+  fc.tuple(text, cacheControl).map(([t, cache]) => withCache({ type: 'text', text: t }, cache)),
   fc
     .record(
       { url: imageUrl, detail: fc.constantFrom(undefined, 'low', 'high', 'auto') },
@@ -100,13 +133,18 @@ const message = fc.oneof(
 const schema = fc
   .jsonValue({ maxDepth: 3 })
   .map((value) => ({ type: 'object', properties: { x: value } }))
-const tool = fc.record({
-  type: fc.constant('function'),
-  function: fc.record(
-    { name: fc.string({ minLength: 1, maxLength: 10 }), description: text, parameters: schema },
-    { requiredKeys: ['name'] },
-  ),
-})
+const tool = fc
+  .tuple(
+    fc.record({
+      type: fc.constant('function'),
+      function: fc.record(
+        { name: fc.string({ minLength: 1, maxLength: 10 }), description: text, parameters: schema },
+        { requiredKeys: ['name'] },
+      ),
+    }),
+    cacheControl,
+  )
+  .map(([t, cache]) => withCache(t, cache))
 const fn = fc.record({
   name: fc.string({ minLength: 1, maxLength: 10 }),
   description: text,
@@ -171,6 +209,13 @@ test('what each adapter sends is within the ceiling the validator counted', () =
         const bound = sentTokens(measured, imageInputTokens(model), model.max_output_tokens)
         expect(bound.input).toBeLessThanOrEqual(inputTokens)
         expect(bound.output).toBeLessThanOrEqual(outputTokens)
+        // Every token class split of the most it can send, at its tier, within the ceiling.
+        const ceiling = priceOf({ input: inputTokens, output: outputTokens }, verdict.value.rates)
+        const oneHour = kind === 'anthropic' && asksOneHourCache(verdict.value.body)
+        for (const [read, write, write1h] of splits) {
+          const usage = classUsage(bound.input, bound.output, read, write, oneHour ? write1h : 0)
+          expect(new Decimal(priceUsage(usage, offering)).lte(ceiling)).toBe(true)
+        }
         checked++
       }
     }),
@@ -178,3 +223,26 @@ test('what each adapter sends is within the ceiling the validator counted', () =
   )
   expect(checked).toBeGreaterThan(200)
 })
+
+/** Fractions of the prompt read from the cache, written for 5 minutes, and for an hour. */
+const splits = [
+  [0, 0, 0],
+  [1, 0, 0],
+  [0, 1, 0],
+  [0, 0, 1],
+  [0.2, 0.3, 0.5],
+  [0.5, 0.5, 0],
+]
+
+function classUsage(prompt: number, output: number, read: number, write: number, write1h: number) {
+  const cached = Math.floor(prompt * read)
+  const written = Math.min(Math.floor(prompt * write), prompt - cached)
+  const written1h = Math.min(Math.floor(prompt * write1h), prompt - cached - written)
+  return {
+    input_tokens: prompt,
+    output_tokens: output,
+    cached_input_tokens: cached,
+    cache_write_tokens: written,
+    cache_write_1h_tokens: written1h,
+  }
+}

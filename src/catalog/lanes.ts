@@ -1,0 +1,34 @@
+/**
+ * Lanes (SPEC §17) as the rest of the gateway sees them: each flex offering goes to a provider
+ * of its own, `<provider>:flex`, derived from its provider with `service_tier: "flex"` and the
+ * offering's timeout (900 s unless it sets one). So the gates, the planner's throughput and
+ * shares, `routing.providers` and each result line's `provider` count the lane apart from the
+ * live one, and it is one more offering to plan with, cheapest first. The live lane keeps the
+ * provider's plain name.
+ */
+import { FLEX_TIMEOUT_S, type CatalogFile } from './catalog-file.ts'
+
+export const flexName = (provider: string) => `${provider}:flex`
+
+/** The catalog with each flex offering on its derived provider; a catalog without any as it is. */
+export function withLanes(file: CatalogFile): CatalogFile {
+  if (!file.models.some((model) => model.offerings.some((o) => o.lane === 'flex'))) return file
+  const providers = { ...file.providers }
+  const models = file.models.map((model) => ({
+    ...model,
+    offerings: model.offerings.map((offering) => {
+      if (offering.lane !== 'flex') return offering
+      const name = flexName(offering.provider)
+      const timeout = offering.timeout_s ?? FLEX_TIMEOUT_S
+      const existing = providers[name]
+      // Offerings of several models share the lane's provider; its timeout is the longest asked.
+      providers[name] = {
+        ...file.providers[offering.provider],
+        service_tier: 'flex',
+        timeout_s: Math.max(timeout, existing?.timeout_s ?? 0),
+      }
+      return { ...offering, provider: name }
+    }),
+  }))
+  return { ...file, providers, models }
+}

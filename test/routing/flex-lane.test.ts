@@ -1,0 +1,149 @@
+/**
+ * The flex lane (SPEC §17), over real HTTP: a model offered as flex and live by one OpenAI
+ * provider, the simulator playing flex (slower, some calls refused 429 resource_unavailable).
+ * Batch lines go to the cheaper flex lane and are sent `service_tier: "flex"`; a refused call is
+ * busy, not an attempt: it waits and is sent again, every line succeeds with one attempt, at the
+ * flex lane's prices, named "openai:flex" on its result line and in routing.providers. A live
+ * call keeps the first offering, the live lane.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import Decimal from 'decimal.js'
+import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import { chatLine, jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
+import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
+
+const LIVE = { input_usd_per_mtok: '1.25', output_usd_per_mtok: '10' }
+const FLEX = { input_usd_per_mtok: '0.625', output_usd_per_mtok: '5' }
+const LINES = 24
+
+function catalog(sim: Simulator) {
+  return {
+    providers: {
+      openai: { kind: 'openai', base_url: `${sim.url}/v1`, max_concurrency: 8, timeout_s: 10 },
+    },
+    models: [
+      {
+        id: 'sim/chat',
+        endpoints: ['chat'],
+        context_tokens: 32000,
+        max_output_tokens: 1024,
+        offerings: [
+          { provider: 'openai', upstream_model: 'sim-chat', ...LIVE },
+          { provider: 'openai', upstream_model: 'sim-chat', lane: 'flex', timeout_s: 30, ...FLEX },
+        ],
+      },
+    ],
+  }
+}
+
+type Usage = { prompt_tokens: number; completion_tokens: number }
+const priceAt = (rates: typeof LIVE, usage: Usage) =>
+  new Decimal(rates.input_usd_per_mtok)
+    .times(usage.prompt_tokens)
+    .plus(new Decimal(rates.output_usd_per_mtok).times(usage.completion_tokens))
+    .div(1_000_000)
+
+for (const storeKind of STORES) {
+  describe(`the flex lane (${storeKind})`, () => {
+    let sim: Simulator
+    let gw: TestGateway
+    beforeAll(async () => {
+      sim = await startSimulator({
+        flexUnavailableRate: 0.3,
+        flexLatencyMs: 20,
+        keepBodies: 200,
+        seed: 7,
+      })
+      gw = await startTestGateway({
+        store: storeKind,
+        catalog: catalog(sim),
+        env: { MULTIGRID_POLL_MS: '50' },
+      })
+    })
+    afterAll(async () => {
+      await gw?.stop()
+      await sim?.stop()
+    })
+
+    test('batch lines run on flex; refusals are waited out, not attempts; named openai:flex', async () => {
+      const { key, accountId } = await gw.newAccount('10')
+      const lines = Array.from({ length: LINES }, (_, i) => chatLine(`f-${i}`, `flex line ${i}`))
+      const created = await gw.request('/v1/batches', key, { method: 'POST', body: jsonl(lines) })
+      expect(created.status).toBe(201)
+      const { id } = (await created.json()) as { id: string }
+      type Batch = {
+        status: string
+        cost_usd: string
+        request_counts: Record<string, number>
+        routing: { providers: Record<string, { succeeded: number; cost_usd: string }> }
+      }
+      const batch = await waitFor(
+        'the batch to finish',
+        async () => {
+          const b = (await (await gw.request(`/v1/batches/${id}`, key)).json()) as Batch
+          return FINAL_BATCH.includes(b.status) && b
+        },
+        60_000,
+      )
+      expect(batch.status).toBe('completed')
+      expect(batch.request_counts.succeeded).toBe(LINES)
+      // The simulator did refuse flex calls, and every one was sent again on the flex lane.
+      expect(sim.stats().byFault.flex_unavailable ?? 0).toBeGreaterThan(0)
+      const results = (await (await gw.request(`/v1/batches/${id}/results`, key)).text())
+        .trim()
+        .split('\n')
+        .map(
+          (text) =>
+            JSON.parse(text) as {
+              status: string
+              provider: string
+              attempts: number
+              cost_usd: string
+              response: { body: { usage: Usage } }
+            },
+        )
+      let total = new Decimal(0)
+      for (const result of results) {
+        expect(result.status).toBe('succeeded')
+        expect(result.provider).toBe('openai:flex')
+        expect(result.attempts).toBe(1)
+        expect(new Decimal(result.cost_usd).equals(priceAt(FLEX, result.response.body.usage))).toBe(
+          true,
+        )
+        total = total.plus(result.cost_usd)
+      }
+      expect(Object.keys(batch.routing.providers)).toEqual(['openai:flex'])
+      expect(batch.routing.providers['openai:flex'].succeeded).toBe(LINES)
+      expect(new Decimal(batch.cost_usd).equals(total)).toBe(true)
+      const sent = sim.received().filter((r) => r.path === '/v1/chat/completions')
+      expect(sent.length).toBeGreaterThan(LINES) // the refused calls were sent again
+      for (const request of sent) expect(JSON.parse(request.text).service_tier).toBe('flex')
+      const account = (await (await gw.admin(`/accounts/${accountId}`)).json()) as {
+        balance_usd: string
+      }
+      expect(new Decimal(account.balance_usd).equals(new Decimal(10).minus(total))).toBe(true)
+    })
+
+    test('a live call keeps the first offering: the live lane, at its prices', async () => {
+      const { key } = await gw.newAccount('10')
+      const before = sim.received().length
+      const answer = await gw.request('/v1/chat/completions', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'sim/chat', messages: [{ role: 'user', content: 'hi' }] }),
+      })
+      expect(answer.status).toBe(200)
+      const sent = sim.received().slice(before)
+      expect(sent).toHaveLength(1)
+      expect(JSON.parse(sent[0].text).service_tier).toBeUndefined()
+      // The model list shows both lanes with their own prices.
+      const models = (await (await gw.request('/v1/models', key)).json()) as {
+        data: { id: string; pricing: Record<string, unknown>[] }[]
+      }
+      expect(models.data.find((m) => m.id === 'sim/chat')!.pricing).toEqual([
+        { provider: 'openai', lane: 'live', ...LIVE },
+        { provider: 'openai:flex', lane: 'flex', ...FLEX },
+      ])
+    })
+  })
+}
