@@ -143,8 +143,8 @@ export interface BatchRecord {
   costUsd: string
   /** What is still held for this batch (ceiling minus what was billed; 0 once finished). */
   heldUsd: string
-  /** Which surface made it: the native API or the OpenAI facade. */
-  source: 'native' | 'openai'
+  /** Which surface made it: the native API, the OpenAI facade or the Anthropic API (SPEC §18). */
+  source: 'native' | 'openai' | 'anthropic'
   metadata: Record<string, string> | null
   inputFileId: string | null
   idempotencyKey: string | null

@@ -28,7 +28,11 @@ import { bodyLimits } from './http/body-limits.ts'
 import { createApp } from './http/app.ts'
 import { dashboardRoutes } from './http/dashboard/dashboard-routes.ts'
 import { healthRoutes, readinessChecks } from './http/health.ts'
-import { liveRoutes } from './http/live.ts'
+import { liveRoutes, liveService } from './http/live.ts'
+import { anthropicBatchRoutes } from './http/anthropic/message-batches-routes.ts'
+import { anthropicMessagesRoutes } from './http/anthropic/messages-routes.ts'
+import { unknownAnthropicRoute } from './http/anthropic/anthropic-errors.ts'
+import { Elysia } from 'elysia'
 import { nativeBatchRoutes } from './http/native-batches.ts'
 import { webhookRoutes } from './http/webhooks.ts'
 import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts'
@@ -249,6 +253,19 @@ export async function startGateway(
     }),
     liveRoutes('', live),
     liveRoutes('/openai', live),
+    // SPEC §18: the Anthropic API, on the same live path and the same admission.
+    anthropicMessagesRoutes(live, liveService(live)),
+    anthropicBatchRoutes({
+      auth,
+      store,
+      admission,
+      limits: config.limits,
+      bodyLimit: bodies.nativeSubmit,
+      onCancelled,
+    }),
+    new Elysia({ name: 'anthropic-unknown' }).all('/anthropic/*', ({ request }) =>
+      unknownAnthropicRoute(request),
+    ),
     openAiFilesRoutes({
       auth,
       store,

@@ -17,7 +17,7 @@ export interface SubmitOptions {
   name: string | null
   completionWindowHours: number
   idempotencyKey: string | null
-  source: 'native' | 'openai'
+  source: BatchRecord['source']
   metadata: Record<string, string> | null
   inputFileId: string | null
   /** The endpoint the caller declared (OpenAI surface); every line's url must match it. */

@@ -167,7 +167,7 @@ export interface NewBatch {
    */
   maxCostUsd?: string | null
   lineCount: number
-  source: 'native' | 'openai'
+  source: BatchRecord['source']
   metadata: Record<string, string> | null
   inputFileId: string | null
   idempotencyKey: string | null
@@ -232,6 +232,11 @@ export interface BatchStore {
     page: { limit: number; after: string | null },
   ): Promise<{ batches: BatchRecord[]; hasMore: boolean }>
   cancelBatch(accountId: string, id: string, now: number): Promise<CancelResult>
+  /**
+   * Deletes an ended batch of the account with its lines, files, provider shares and delivery
+   * log (the Anthropic API's delete, SPEC §18); false when there is no such ended batch.
+   */
+  deleteEndedBatch(accountId: string, id: string): Promise<boolean>
   /**
    * Where each batch's lines went (SPEC §13 `routing.providers`): per provider, lines ended there
    * and their cost, and calls in flight to it now. A batch with none yet is left out.

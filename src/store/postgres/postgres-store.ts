@@ -134,6 +134,10 @@ class PostgresStore implements Store {
     await this.sql`SELECT 1`
   }
 
+  deleteEndedBatch(accountId: string, id: string) {
+    return retention.deleteEndedBatch(this.sql, accountId, id)
+  }
+
   purgeResults(cutoff: number, limit: number, now: number) {
     return retention.purgeResults(this.sql, cutoff, limit, now)
   }

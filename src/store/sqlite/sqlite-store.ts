@@ -398,6 +398,21 @@ class SqliteStore implements Store {
     })
   }
 
+  async deleteEndedBatch(accountId: string, id: string) {
+    return this.tx(() => {
+      const found = this.q(
+        'SELECT id FROM batches WHERE id = ? AND account_id = ? AND finished_at IS NOT NULL',
+      ).get(id, accountId)
+      if (!found) return false
+      this.q('DELETE FROM lines WHERE batch_id = ?').run(id)
+      this.q('DELETE FROM files WHERE batch_id = ?').run(id)
+      this.q('DELETE FROM webhook_deliveries WHERE batch_id = ?').run(id)
+      this.q('DELETE FROM batch_providers WHERE batch_id = ?').run(id)
+      this.q('DELETE FROM batches WHERE id = ?').run(id)
+      return true
+    })
+  }
+
   async deleteStaleUploads(cutoff: number, limit: number) {
     return this.q(
       `DELETE FROM files WHERE id IN (
