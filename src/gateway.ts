@@ -32,6 +32,7 @@ import { liveRoutes, liveService } from './http/live.ts'
 import { anthropicBatchRoutes } from './http/anthropic/message-batches-routes.ts'
 import { anthropicMessagesRoutes } from './http/anthropic/messages-routes.ts'
 import { unknownAnthropicRoute } from './http/anthropic/anthropic-errors.ts'
+import { responsesRoutes } from './http/responses/responses-routes.ts'
 import { Elysia } from 'elysia'
 import { nativeBatchRoutes } from './http/native-batches.ts'
 import { webhookRoutes } from './http/webhooks.ts'
@@ -233,6 +234,7 @@ export async function startGateway(
     bodyLimit: bodies.live,
     adapters: adapterDirectory.active,
   }
+  const liveCalls = liveService(live)
   const groups = [
     healthRoutes(
       readinessChecks({
@@ -253,8 +255,10 @@ export async function startGateway(
     }),
     liveRoutes('', live),
     liveRoutes('/openai', live),
-    // SPEC §18: the Anthropic API, on the same live path and the same admission.
-    anthropicMessagesRoutes(live, liveService(live)),
+    // SPEC §18: the Responses API and the Anthropic API, on the same live path and admission.
+    responsesRoutes('', liveCalls),
+    responsesRoutes('/openai', liveCalls),
+    anthropicMessagesRoutes(live, liveCalls),
     anthropicBatchRoutes({
       auth,
       store,
