@@ -45,6 +45,12 @@ export interface UpstreamRequest {
   signal?: AbortSignal
   /** The adapter to serve it with; `model` is then its name. Only providers with maxLoras take one. */
   lora?: LoraAdapter
+  /**
+   * The body is a Responses API request, passed through to the provider's `/responses` (SPEC §18;
+   * kind openai, for providers with `responses_api`), and the answer is the Response object or
+   * its stream events as they came.
+   */
+  responses?: boolean
 }
 
 /** Token usage in the gateway's terms, mapped from whatever the upstream reported. */

@@ -256,8 +256,8 @@ export async function startGateway(
     liveRoutes('', live),
     liveRoutes('/openai', live),
     // SPEC §18: the Responses API and the Anthropic API, on the same live path and admission.
-    responsesRoutes('', liveCalls),
-    responsesRoutes('/openai', liveCalls),
+    responsesRoutes('', liveCalls, catalog),
+    responsesRoutes('/openai', liveCalls, catalog),
     anthropicMessagesRoutes(live, liveCalls),
     anthropicBatchRoutes({
       auth,

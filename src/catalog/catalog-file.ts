@@ -31,6 +31,11 @@ export const providerConfigSchema = z.strictObject({
   lora: z.boolean().default(false),
   /** Adapters one replica holds at once (vLLM's --max-loras; its default is 1). */
   max_loras: z.number().int().min(1).max(1024).default(1),
+  /**
+   * Whether the provider serves OpenAI's Responses API (`/v1/responses`): Responses calls are then
+   * passed through to it, not translated to chat completions (SPEC §18). Kind openai only.
+   */
+  responses_api: z.boolean().default(false),
 })
 
 export const offeringSchema = z.strictObject({
@@ -108,6 +113,10 @@ export function checkCatalog(catalog: CatalogFile): string[] {
     // Runtime adapter loading is vLLM's API (load_lora_adapter), spoken by kind openai only.
     if (provider.lora && provider.kind !== 'openai')
       problems.push(`providers.${name}.lora: only a provider of kind "openai" can load adapters`)
+    if (provider.responses_api && provider.kind !== 'openai')
+      problems.push(
+        `providers.${name}.responses_api: only a provider of kind "openai" serves the Responses API`,
+      )
   }
   const seen = new Set<string>()
   catalog.models.forEach((model, index) => {

@@ -59,6 +59,17 @@ const openAiSse = (): StreamRender => ({
     `data: ${JSON.stringify({ error: { message: 'the upstream stream broke off', type: 'server_error', code: 'upstream_error', param: null } })}\n\n`,
 })
 
+/**
+ * A call as read: who, and the chat body that is validated, priced and held. `passThrough` is set
+ * for a Responses API call sent as it came to providers that serve that API (SPEC §18): that body
+ * goes upstream instead, and its answer comes back untranslated.
+ */
+export interface LiveInput {
+  caller: Awaited<ReturnType<Authenticator['authenticate']>>
+  raw: unknown
+  passThrough?: Record<string, unknown>
+}
+
 /** The live call itself (hold, send, settle), for the routes below and the other surfaces' routes. */
 export type LiveService = ReturnType<typeof liveService>
 
@@ -76,7 +87,8 @@ export function liveService(deps: LiveDeps) {
     const read = await readJsonBody(request, deps.bodyLimit)
     if (!read.ok || read.value === undefined)
       throw badRequest('the body must be a JSON object: the request for this endpoint')
-    return { caller, raw: read.value }
+    // `passThrough`: what is sent instead of the validated body (LiveInput).
+    return { caller, raw: read.value } as LiveInput
   }
 
   async function prepare(
@@ -157,7 +169,8 @@ export function liveService(deps: LiveDeps) {
       // Never null: a live call has no proceed() that could skip it.
       const { outcome, offering } = (await sendWithFallback(upstreams, {
         endpoint,
-        body,
+        body: input.passThrough ?? body,
+        responses: input.passThrough !== undefined,
         offerings,
         signal: request.signal,
         lora,
@@ -192,7 +205,8 @@ export function liveService(deps: LiveDeps) {
     try {
       const { outcome, offering, done } = await streamWithFallback(upstreams, {
         endpoint: 'chat',
-        body,
+        body: input.passThrough ?? body,
+        responses: input.passThrough !== undefined,
         offerings,
         signal: request.signal,
         lora,

@@ -40,6 +40,8 @@ export interface SendOptions {
   signal?: AbortSignal
   /** The fine-tuned adapter the request is for: sent with its name as the model (SPEC §14). */
   lora?: LoraAdapter
+  /** A Responses API body, passed through (UpstreamRequest.responses). */
+  responses?: boolean
   /**
    * Asked once a slot is free, right before the call: false (the line's batch was cancelled or
    * reached its deadline while it waited, or the provider became unavailable) skips the call,
@@ -162,6 +164,7 @@ export function createUpstreams(
     offering,
     signal,
     lora,
+    responses,
   }: Omit<SendOptions, 'proceed' | 'line'>): UpstreamRequest => ({
     endpoint,
     body,
@@ -170,6 +173,7 @@ export function createUpstreams(
     maxTokensParam: offering.max_tokens_param,
     signal,
     lora,
+    responses,
   })
 
   /**

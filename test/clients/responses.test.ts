@@ -10,6 +10,7 @@ import { generateText, streamText } from 'ai'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import { testCatalog } from '../helpers/catalog.ts'
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts'
 
 let sim: Simulator
@@ -19,8 +20,33 @@ let accountId: string
 let client: OpenAI
 
 beforeAll(async () => {
-  sim = await startSimulator({ latencyMs: 1 })
-  gw = await startTestGateway({ upstreams: { openai: `${sim.url}/v1`, anthropic: sim.url } })
+  sim = await startSimulator({ latencyMs: 1, keepBodies: 50 })
+  // A provider that serves the Responses API itself: its calls pass through (SPEC §18).
+  const catalog = testCatalog({ openai: `${sim.url}/v1`, anthropic: sim.url }) as {
+    providers: Record<string, unknown>
+    models: unknown[]
+  }
+  catalog.providers['sim-responses'] = {
+    kind: 'openai',
+    base_url: `${sim.url}/v1`,
+    max_concurrency: 8,
+    responses_api: true,
+  }
+  catalog.models.push({
+    id: 'sim/responses',
+    endpoints: ['chat'],
+    context_tokens: 32000,
+    max_output_tokens: 4096,
+    offerings: [
+      {
+        provider: 'sim-responses',
+        upstream_model: 'sim-responses-model',
+        input_usd_per_mtok: '1',
+        output_usd_per_mtok: '2',
+      },
+    ],
+  })
+  gw = await startTestGateway({ catalog })
   const account = await gw.newAccount('10')
   key = account.key
   accountId = account.accountId
@@ -126,6 +152,49 @@ describe('the openai package', () => {
     })
     expect(response.status).toBe('completed')
     expect(response.text?.format?.type).toBe('json_schema')
+  })
+})
+
+describe('passed through to a provider with responses_api', () => {
+  const lastSent = () => {
+    const sent = sim.received().at(-1)!
+    return { path: sent.path, body: JSON.parse(sent.text) as Record<string, unknown> }
+  }
+
+  test('responses.create goes to /v1/responses as it came, billed from its usage', async () => {
+    const before = await balance()
+    const response = await client.responses.create({
+      model: 'sim/responses',
+      input: 'Say hello.',
+      max_output_tokens: 64,
+      // Outside the translated subset: passed through, not refused.
+      truncation: 'auto',
+    })
+    const sent = lastSent()
+    expect(sent.path).toBe('/v1/responses')
+    expect(sent.body.model).toBe('sim-responses-model')
+    expect(sent.body.truncation).toBe('auto')
+    expect(response.id).toStartWith('resp_sim')
+    expect(response.output_text.length).toBeGreaterThan(0)
+    const after = await balance()
+    expect(Number(after.balance_usd)).toBeLessThan(Number(before.balance_usd))
+  })
+
+  test('responses.stream relays the provider events', async () => {
+    const stream = client.responses.stream({ model: 'sim/responses', input: 'Say hello.' })
+    const types: string[] = []
+    for await (const event of stream) types.push(event.type)
+    expect(lastSent().path).toBe('/v1/responses')
+    expect(types[0]).toBe('response.created')
+    expect(types.at(-1)).toBe('response.completed')
+    expect((await stream.finalResponse()).usage!.output_tokens).toBeGreaterThan(0)
+  })
+
+  test('store: true is refused there too: nothing is stored', async () => {
+    const error = await client.responses
+      .create({ model: 'sim/responses', input: 'hi', store: true })
+      .catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError)
   })
 })
 

@@ -28,6 +28,15 @@ export const RESPONSES_FIELDS = new Set([
   'previous_response_id',
 ])
 
+/**
+ * `lenient`: the call is passed through to a provider that serves the Responses API, and the chat
+ * body only prices and holds it. Fields outside the subset are left out of it, and input it
+ * cannot translate counts as its JSON text, so the bound stays an upper bound.
+ */
+export interface ConvertOptions {
+  lenient?: boolean
+}
+
 class Refusal extends Error {
   constructor(
     message: string,
@@ -59,12 +68,16 @@ export function storageRefusal(body: Record<string, unknown>): ResponsesConversi
   return null
 }
 
-function textOf(content: unknown, where: string): string {
+function textOf(content: unknown, where: string, lenient: boolean): string {
   if (typeof content === 'string') return content
-  if (!Array.isArray(content)) throw new Refusal('must be text or an array of text parts', where)
+  if (!Array.isArray(content)) {
+    if (lenient) return JSON.stringify(content ?? '')
+    throw new Refusal('must be text or an array of text parts', where)
+  }
   return content
     .map((part: { type?: unknown; text?: unknown }, index) => {
       const textual = part?.type === 'input_text' || part?.type === 'output_text'
+      if (lenient && (!textual || typeof part.text !== 'string')) return JSON.stringify(part)
       if (!textual || typeof part.text !== 'string')
         throw new Refusal(
           `part type ${JSON.stringify(part?.type)} is not supported here; send input_text parts`,
@@ -75,7 +88,7 @@ function textOf(content: unknown, where: string): string {
     .join('')
 }
 
-function convertInput(input: unknown): Item[] {
+function convertInput(input: unknown, lenient: boolean): Item[] {
   if (typeof input === 'string') return [{ role: 'user', content: input }]
   if (!Array.isArray(input) || input.length === 0)
     throw new Refusal('must be text or a non-empty array of input items', 'input')
@@ -87,7 +100,7 @@ function convertInput(input: unknown): Item[] {
       const role = item.role
       if (role !== 'user' && role !== 'assistant' && role !== 'system' && role !== 'developer')
         throw new Refusal('role must be user, assistant, system or developer', `${where}.role`)
-      messages.push({ role, content: textOf(item.content, `${where}.content`) })
+      messages.push({ role, content: textOf(item.content, `${where}.content`, lenient) })
     } else if (type === 'function_call') {
       const call = {
         id: item.call_id,
@@ -101,6 +114,8 @@ function convertInput(input: unknown): Item[] {
     } else if (type === 'function_call_output') {
       const output = typeof item.output === 'string' ? item.output : JSON.stringify(item.output)
       messages.push({ role: 'tool', tool_call_id: item.call_id, content: output })
+    } else if (lenient) {
+      messages.push({ role: 'user', content: JSON.stringify(item) })
     } else {
       throw new Refusal(
         `item type ${JSON.stringify(type)} is not supported here; send message, function_call or function_call_output items`,
@@ -111,10 +126,10 @@ function convertInput(input: unknown): Item[] {
   return messages
 }
 
-function convertFormat(text: unknown, out: Record<string, unknown>) {
+function convertFormat(text: unknown, out: Record<string, unknown>, lenient: boolean) {
   if (typeof text !== 'object' || text === null) throw new Refusal('must be an object', 'text')
   for (const name of Object.keys(text))
-    if (name !== 'format')
+    if (name !== 'format' && !lenient)
       throw new Refusal('is not supported here; send only text.format', `text.${name}`)
   const format = (text as { format?: Record<string, unknown> }).format
   if (format === undefined || format === null || format.type === 'text') return
@@ -124,12 +139,15 @@ function convertFormat(text: unknown, out: Record<string, unknown>) {
     if (format.strict !== undefined) schema.strict = format.strict
     if (format.description !== undefined) schema.description = format.description
     out.response_format = { type: 'json_schema', json_schema: schema }
-  } else throw new Refusal('must be text, json_object or json_schema', 'text.format.type')
+  } else if (!lenient)
+    throw new Refusal('must be text, json_object or json_schema', 'text.format.type')
 }
 
-function convertTools(tools: unknown): Item[] {
+function convertTools(tools: unknown, lenient: boolean): Item[] {
   if (!Array.isArray(tools)) throw new Refusal('must be an array of tools', 'tools')
-  return tools.map((tool: Item, index) => {
+  // The provider's own tools (web search, …) have no chat counterpart to price them as.
+  const usable = lenient ? tools.filter((tool: Item) => tool?.type === 'function') : tools
+  return usable.map((tool: Item, index) => {
     if (tool?.type !== 'function')
       throw new Refusal(
         `tool type ${JSON.stringify(tool?.type)} is not supported here; send function tools`,
@@ -152,17 +170,21 @@ function convertToolChoice(choice: unknown): unknown {
 }
 
 /** `body` as the caller sent it, known to be an object. */
-export function convertResponsesToChat(body: Record<string, unknown>): ResponsesConversion {
+export function convertResponsesToChat(
+  body: Record<string, unknown>,
+  options: ConvertOptions = {},
+): ResponsesConversion {
+  const lenient = options.lenient === true
   const stored = storageRefusal(body)
   if (stored) return stored
   try {
     for (const [name, value] of Object.entries(body))
-      if (!RESPONSES_FIELDS.has(name) && value !== null && value !== undefined)
+      if (!lenient && !RESPONSES_FIELDS.has(name) && value !== null && value !== undefined)
         throw new Refusal(
           `is not supported for this model's offerings, which take chat completions; remove it (supported: ${[...RESPONSES_FIELDS].join(', ')})`,
           name,
         )
-    const messages = convertInput(body.input)
+    const messages = convertInput(body.input, lenient)
     if (typeof body.instructions === 'string')
       messages.unshift({ role: 'system', content: body.instructions })
     const out: Record<string, unknown> = { model: body.model, messages }
@@ -173,9 +195,12 @@ export function convertResponsesToChat(body: Record<string, unknown>): Responses
     set('temperature', 'temperature')
     set('top_p', 'top_p')
     set('parallel_tool_calls', 'parallel_tool_calls')
-    if (body.text !== undefined && body.text !== null) convertFormat(body.text, out)
-    if (body.tools !== undefined && body.tools !== null) out.tools = convertTools(body.tools)
-    if (body.tool_choice !== undefined && body.tool_choice !== null)
+    if (body.text !== undefined && body.text !== null) convertFormat(body.text, out, lenient)
+    if (body.tools !== undefined && body.tools !== null)
+      out.tools = convertTools(body.tools, lenient)
+    if (Array.isArray(out.tools) && out.tools.length === 0) delete out.tools
+    // Passed through, tool_choice may name the provider's own tools: only the upstream reads it.
+    if (body.tool_choice !== undefined && body.tool_choice !== null && !lenient)
       out.tool_choice = convertToolChoice(body.tool_choice)
     if (body.stream === true) out.stream = true
     return { ok: true, body: out }

@@ -5,29 +5,58 @@
  * object, or OpenAI's Responses stream events.
  */
 import { Elysia } from 'elysia'
+import type { Catalog } from '../../catalog/catalog.ts'
 import { badRequest } from '../../errors.ts'
-import type { LiveService } from '../live.ts'
+import type { LiveService, StreamRender } from '../live.ts'
 import { convertChatToResponse } from './convert-chat-to-response.ts'
 import { convertResponsesToChat } from './convert-responses-to-chat.ts'
 import { responseStreamRender } from './render-response-stream.ts'
 
 /** The request as chat completions, or the 400 that names the field it cannot translate. */
-export function chatBodyOfResponses(raw: unknown): Record<string, unknown> {
+export function chatBodyOfResponses(raw: unknown, lenient = false): Record<string, unknown> {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw badRequest('the body must be a JSON object: a Responses API request')
-  const converted = convertResponsesToChat(raw as Record<string, unknown>)
+  const converted = convertResponsesToChat(raw as Record<string, unknown>, { lenient })
   if (!converted.ok) throw badRequest(`${converted.param} ${converted.message}`, converted.param)
   return converted.body
 }
 
-export function responsesRoutes(prefix: string, live: LiveService) {
+/**
+ * Whether every offering the model may be routed to serves the Responses API (`responses_api`):
+ * then the call passes through as it came. A model with any chat-only offering is translated
+ * for all of them, so that a fallback never meets a body it cannot take.
+ */
+export function passesThrough(catalog: Catalog, model: unknown): boolean {
+  const entry = typeof model === 'string' ? catalog.find(model) : undefined
+  const offerings = entry ? catalog.usable(entry) : []
+  return (
+    offerings.length > 0 &&
+    offerings.every((offering) => catalog.provider(offering.provider)?.responses_api === true)
+  )
+}
+
+/** A passed-through stream: the provider's events as they came, under their own names. */
+const rawEvents = (): StreamRender => ({
+  chunk: (event) => `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`,
+  end: () => '',
+  broken: () =>
+    `event: error\ndata: ${JSON.stringify({ type: 'error', code: 'server_error', message: 'the upstream stream broke off', param: null })}\n\n`,
+})
+
+export function responsesRoutes(prefix: string, live: LiveService, catalog: Catalog) {
   return new Elysia({ name: `responses${prefix}`, prefix }).post(
     '/v1/responses',
     async ({ request, set }) => {
       const headers = set.headers as Record<string, string>
       const input = await live.readJson(request, headers)
       const params = input.raw as Record<string, unknown>
-      const chat = { ...input, raw: chatBodyOfResponses(params) }
+      const through = passesThrough(catalog, (params as { model?: unknown } | null)?.model)
+      const chat = { ...input, raw: chatBodyOfResponses(params, through) }
+      if (through) {
+        const passed = { ...chat, passThrough: params }
+        if (params.stream === true) return live.stream(request, headers, passed, rawEvents())
+        return live.call(request, passed, 'chat')
+      }
       if (params.stream === true)
         return live.stream(request, headers, chat, responseStreamRender(params))
       return convertChatToResponse(await live.call(request, chat, 'chat'), params)
