@@ -1,7 +1,12 @@
 /** The native raw-JSONL batch API (SPEC §3): submit, read, list, cancel, results. */
 import { Elysia } from 'elysia'
 import { z } from 'zod'
-import { refusalOf, type Admission, type SubmitOptions } from '../admission/submit-batch.ts'
+import {
+  LONG_WINDOW_HOURS,
+  refusalOf,
+  type Admission,
+  type SubmitOptions,
+} from '../admission/submit-batch.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { BatchRecord, LineStatus } from '../domain.ts'
 import { badRequest, notFound, refuse } from '../errors.ts'
@@ -138,7 +143,11 @@ export function nativeBatchRoutes({
           source: 'native',
           metadata: null,
           inputFileId: null,
-          waitForCredit: query.wait_for_credit === 'true' || query.wait_for_credit === '1',
+          // SPEC §14: a window of 72 hours or more waits for a top-up unless told not to.
+          waitForCredit:
+            query.wait_for_credit === undefined
+              ? query.completion_window_hours >= LONG_WINDOW_HOURS
+              : query.wait_for_credit === 'true' || query.wait_for_credit === '1',
           maxCostUsd: query.max_cost_usd ?? null,
         }
         const dryRun = query.dry_run === 'true' || query.dry_run === '1'
