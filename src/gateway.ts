@@ -164,6 +164,7 @@ export async function startGateway(
       // validating → in_progress: their streams report it at once.
       batchChanges.publish(ids)
     },
+    onEnded: (ids) => batchChanges.publish(ids),
     now: options.clock,
   })
   // Admissions and deposits on any instance wake idle dispatchers and the batches waiting for

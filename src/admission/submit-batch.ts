@@ -33,8 +33,11 @@ export interface SubmitOptions {
   maxCostUsd?: string | null
 }
 
-/** From this window on, a submit waits for credit unless it says wait_for_credit=false (SPEC §14). */
-export const LONG_WINDOW_HOURS = 72
+/**
+ * From this window on (72 hours, SPEC §14) a submit waits for credit unless it says
+ * wait_for_credit=false, and must start within 48 hours.
+ */
+export { LONG_WINDOW_HOURS } from '../store/start-in-time.ts'
 
 /** A dry run needs only whose credit to compare with, what the lines must be and the cap. */
 export type QuoteOptions = Pick<SubmitOptions, 'accountId' | 'source' | 'endpoint' | 'maxCostUsd'>

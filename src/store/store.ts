@@ -221,6 +221,12 @@ export interface BatchStore {
    * batch is started or failed once.
    */
   admitWaitingBatches(nowMs: number): Promise<WaitingPass>
+  /**
+   * Starting in time (SPEC §14): fails the in-progress batches none of whose lines has started
+   * by their start-by time (store/start-in-time.ts) with capacity_unavailable, holds released,
+   * nothing charged; returns their ids. Safe on every instance at once.
+   */
+  failUnstartedBatches(nowMs: number): Promise<string[]>
   findByIdempotencyKey(accountId: string, key: string): Promise<BatchRecord | null>
   /** Stores a batch that failed validation: no lines, no hold, status `failed`. */
   recordRejectedBatch(batch: RejectedBatch): Promise<BatchRecord>

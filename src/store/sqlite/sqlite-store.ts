@@ -44,6 +44,7 @@ import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts
 import { migrateSqlite } from './migrate.ts'
 import { creditWaitColumns } from '../daily-spend.ts'
 import * as creditWaits from './credit-waits.ts'
+import * as startInTime from './start-in-time.ts'
 import * as liveCredit from './live-credit.ts'
 import { openSqliteDatabase } from './open-database.ts'
 import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
@@ -234,6 +235,13 @@ class SqliteStore implements Store {
     // A read first: every instance runs this every second, and the write lock is the dispatcher's.
     if (!creditWaits.anyWaiting(this.db)) return { started: [], failed: [] }
     return this.tx(() => creditWaits.admitWaitingBatches(this.db, nowMs))
+  }
+
+  async failUnstartedBatches(nowMs: number) {
+    const now = Math.floor(nowMs / 1000)
+    // A read first, as for the credit waits: the write lock is the dispatcher's.
+    if (!startInTime.anyUnstarted(this.db, now)) return []
+    return this.tx(() => startInTime.failUnstartedBatches(this.db, now))
   }
 
   async findKey(hash: string) {
