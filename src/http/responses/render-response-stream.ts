@@ -17,7 +17,7 @@ import {
   newResponseId,
   responseShell,
   textPart,
-} from './convert-chat-to-response.ts'
+} from '../../../providers/responses/convert-chat-to-response.ts'
 
 interface ToolDelta {
   index?: number

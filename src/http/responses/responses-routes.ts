@@ -8,8 +8,8 @@ import { Elysia } from 'elysia'
 import type { Catalog } from '../../catalog/catalog.ts'
 import { badRequest } from '../../errors.ts'
 import type { LiveService, StreamRender } from '../live.ts'
-import { convertChatToResponse } from './convert-chat-to-response.ts'
-import { convertResponsesToChat } from './convert-responses-to-chat.ts'
+import { convertChatToResponse } from '../../../providers/responses/convert-chat-to-response.ts'
+import { convertResponsesToChat } from '../../../providers/responses/convert-responses-to-chat.ts'
 import { responseStreamRender } from './render-response-stream.ts'
 
 /** The request as chat completions, or the 400 that names the field it cannot translate. */
