@@ -41,7 +41,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
   const { pool } = context
 
   async function send(request: UpstreamRequest): Promise<Outcome> {
-    if (request.responses) return sendResponses(context, request, callHeaders)
+    if (request.passThrough === 'responses') return sendResponses(context, request, callHeaders)
     const result = await postJson(context, {
       path: paths[request.endpoint],
       headers: callHeaders,
@@ -67,7 +67,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
   }
 
   async function stream(request: UpstreamRequest): Promise<StreamOutcome> {
-    if (request.responses) return streamResponses(context, request, headers)
+    if (request.passThrough === 'responses') return streamResponses(context, request, headers)
     if (request.endpoint !== 'chat') {
       const error = upstreamError('invalid_request', 'only chat completions can stream')
       return { ok: false, error, latencyMs: 0 }

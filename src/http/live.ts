@@ -8,7 +8,7 @@
 import { Elysia } from 'elysia'
 import { isAdapterId, loraOfferings, NO_ADAPTERS, type AdapterLookup } from '../catalog/adapters.ts'
 import type { Offering } from '../catalog/catalog-file.ts'
-import type { Endpoint, UpstreamError, Usage } from '../../providers/types.ts'
+import type { Endpoint, PassThrough, UpstreamError, Usage } from '../../providers/types.ts'
 import { dailyLimitRefusal } from '../admission/submit-batch.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Catalog } from '../catalog/catalog.ts'
@@ -61,13 +61,14 @@ const openAiSse = (): StreamRender => ({
 
 /**
  * A call as read: who, and the chat body that is validated, priced and held. `passThrough` is set
- * for a Responses API call sent as it came to providers that serve that API (SPEC §18): that body
- * goes upstream instead, and its answer comes back untranslated.
+ * for a call in a provider's own API sent as it came to providers that speak it (SPEC §18: the
+ * Responses API, Anthropic's Messages API): that body goes upstream instead, and its answer
+ * comes back untranslated.
  */
 export interface LiveInput {
   caller: Awaited<ReturnType<Authenticator['authenticate']>>
   raw: unknown
-  passThrough?: Record<string, unknown>
+  passThrough?: { body: Record<string, unknown>; api: PassThrough }
 }
 
 /** The live call itself (hold, send, settle), for the routes below and the other surfaces' routes. */
@@ -169,8 +170,8 @@ export function liveService(deps: LiveDeps) {
       // Never null: a live call has no proceed() that could skip it.
       const { outcome, offering } = (await sendWithFallback(upstreams, {
         endpoint,
-        body: input.passThrough ?? body,
-        responses: input.passThrough !== undefined,
+        body: input.passThrough?.body ?? body,
+        passThrough: input.passThrough?.api,
         offerings,
         signal: request.signal,
         lora,
@@ -205,8 +206,8 @@ export function liveService(deps: LiveDeps) {
     try {
       const { outcome, offering, done } = await streamWithFallback(upstreams, {
         endpoint: 'chat',
-        body: input.passThrough ?? body,
-        responses: input.passThrough !== undefined,
+        body: input.passThrough?.body ?? body,
+        passThrough: input.passThrough?.api,
         offerings,
         signal: request.signal,
         lora,

@@ -12,6 +12,7 @@ import { createHttpClient } from '../../providers/http-client.ts'
 import type {
   Endpoint,
   LoraAdapter,
+  PassThrough,
   Outcome,
   ProviderAdapter,
   StreamOutcome,
@@ -40,8 +41,8 @@ export interface SendOptions {
   signal?: AbortSignal
   /** The fine-tuned adapter the request is for: sent with its name as the model (SPEC §14). */
   lora?: LoraAdapter
-  /** A Responses API body, passed through (UpstreamRequest.responses). */
-  responses?: boolean
+  /** A body in the provider's own API, passed through (UpstreamRequest.passThrough). */
+  passThrough?: PassThrough
   /**
    * Asked once a slot is free, right before the call: false (the line's batch was cancelled or
    * reached its deadline while it waited, or the provider became unavailable) skips the call,
@@ -164,7 +165,7 @@ export function createUpstreams(
     offering,
     signal,
     lora,
-    responses,
+    passThrough,
   }: Omit<SendOptions, 'proceed' | 'line'>): UpstreamRequest => ({
     endpoint,
     body,
@@ -173,7 +174,7 @@ export function createUpstreams(
     maxTokensParam: offering.max_tokens_param,
     signal,
     lora,
-    responses,
+    passThrough,
   })
 
   /**

@@ -18,7 +18,7 @@ function suite(store: (typeof STORES)[number]) {
   let key: string
 
   beforeAll(async () => {
-    sim = await startSimulator({ latencyMs: 1 })
+    sim = await startSimulator({ latencyMs: 1, keepBodies: 20 })
     gw = await startTestGateway({
       store,
       upstreams: { openai: `${sim.url}/v1`, anthropic: sim.url },
@@ -47,7 +47,8 @@ function suite(store: (typeof STORES)[number]) {
         expect(message.type).toBe('message')
         expect(message.role).toBe('assistant')
         expect(message.id).toStartWith('msg_')
-        expect(message.model).toBe(model)
+        // Passed through, Anthropic's answer names the upstream's model; translated, the caller's.
+        expect(message.model).toBe(model === 'sim/claude' ? 'claude-sim' : model)
         expect(message.content[0].type).toBe('text')
         expect((message.content[0] as { text: string }).text.length).toBeGreaterThan(0)
         expect(['end_turn', 'max_tokens']).toContain(message.stop_reason!)
@@ -72,6 +73,18 @@ function suite(store: (typeof STORES)[number]) {
         expect(message.usage.output_tokens).toBeGreaterThan(0)
       })
     }
+
+    test('a Claude model gets the request as it came: fields outside the subset pass', async () => {
+      const message = await client.messages.create({ ...ask('sim/claude'), top_k: 3 } as never)
+      expect(message.type).toBe('message')
+      const sent = sim.received().at(-1)!
+      expect(sent.path).toBe('/v1/messages')
+      expect(JSON.parse(sent.text)).toMatchObject({
+        model: 'claude-sim',
+        top_k: 3,
+        system: 'Answer briefly.',
+      })
+    })
 
     test('countTokens answers the gateway bound', async () => {
       const counted = await client.messages.countTokens({

@@ -72,7 +72,7 @@ function imagePart(block: Block, where: string): Block {
   throw new Refusal('an image needs a base64 or url source', `${where}.source`)
 }
 
-function convertTurn(message: unknown, index: number): Block[] {
+function convertTurn(message: unknown, index: number, lenient: boolean): Block[] {
   const where = `messages[${index}]`
   const m = (message ?? {}) as Record<string, unknown>
   if (m.role !== 'user' && m.role !== 'assistant')
@@ -107,6 +107,11 @@ function convertTurn(message: unknown, index: number): Block[] {
         })
         break
       default:
+        // Passed through, a block the chat form lacks (thinking, documents, …) counts as its text.
+        if (lenient) {
+          parts.push({ type: 'text', text: JSON.stringify(block) })
+          break
+        }
         throw new Refusal(
           `content block type ${JSON.stringify(block.type)} is not supported here; send text, image, tool_use or tool_result blocks`,
           `${path}.type`,
@@ -145,14 +150,22 @@ function convertToolChoice(choice: Record<string, unknown>, out: Record<string, 
   if (choice.disable_parallel_tool_use === true) out.parallel_tool_calls = false
 }
 
-/** `params` as the caller sent them; the engine's own validation checks what comes out. */
-export function convertMessagesToChat(params: unknown): ChatConversion {
+/**
+ * `params` as the caller sent them; the engine's own validation checks what comes out.
+ * `lenient`: the request is passed through to Anthropic (SPEC §18) and the chat body only prices
+ * and holds it: fields outside the subset are left out, blocks it lacks count as their JSON text.
+ */
+export function convertMessagesToChat(
+  params: unknown,
+  options: { lenient?: boolean } = {},
+): ChatConversion {
+  const lenient = options.lenient === true
   try {
     if (typeof params !== 'object' || params === null || Array.isArray(params))
       throw new Refusal('must be a JSON object: a Messages API request', '')
     const body = params as Record<string, unknown>
     for (const name of Object.keys(body))
-      if (!KNOWN.has(name))
+      if (!KNOWN.has(name) && !lenient)
         throw new Refusal(
           `is not supported by this gateway's Messages API; remove it (supported: ${[...KNOWN].join(', ')})`,
           name,
@@ -164,7 +177,9 @@ export function convertMessagesToChat(params: unknown): ChatConversion {
     const messages: Block[] = []
     if (body.system !== undefined)
       messages.push({ role: 'system', content: textOf(body.system, 'system') })
-    body.messages.forEach((message, index) => messages.push(...convertTurn(message, index)))
+    body.messages.forEach((message, index) =>
+      messages.push(...convertTurn(message, index, lenient)),
+    )
     const out: Record<string, unknown> = {
       model: body.model,
       messages,

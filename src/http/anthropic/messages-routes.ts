@@ -9,7 +9,8 @@
 import { Elysia } from 'elysia'
 import { badRequest, refuse } from '../../errors.ts'
 import { validateBody } from '../../ingest/validate-body.ts'
-import type { LiveDeps, LiveService } from '../live.ts'
+import type { Catalog } from '../../catalog/catalog.ts'
+import type { LiveDeps, LiveService, StreamRender } from '../live.ts'
 import { anthropicAuthorization, inAnthropicShape } from './anthropic-errors.ts'
 import { convertChatToMessage } from './convert-chat-to-message.ts'
 import { convertMessagesToChat } from './convert-messages-to-chat.ts'
@@ -18,8 +19,8 @@ import { anthropicStreamRender } from './render-message-stream.ts'
 export const ANTHROPIC_PREFIX = '/anthropic/v1'
 
 /** The Messages params as a chat body, or the 400 that names what cannot be translated. */
-export function chatBodyOf(params: unknown) {
-  const converted = convertMessagesToChat(params)
+export function chatBodyOf(params: unknown, lenient = false) {
+  const converted = convertMessagesToChat(params, { lenient })
   if (!converted.ok)
     throw badRequest(
       `${converted.param || 'the body'} ${converted.message}`,
@@ -28,11 +29,44 @@ export function chatBodyOf(params: unknown) {
   return converted.body
 }
 
+/**
+ * Whether every offering the model may be routed to is Anthropic's: then a Messages request
+ * passes through as it came. A model with any other offering is translated for all of them, so
+ * that a fallback never meets a body it cannot take.
+ */
+export function passesThrough(catalog: Catalog, model: unknown): boolean {
+  const entry = typeof model === 'string' ? catalog.find(model) : undefined
+  const offerings = entry ? catalog.usable(entry) : []
+  return (
+    offerings.length > 0 &&
+    offerings.every((offering) => catalog.provider(offering.provider)?.kind === 'anthropic')
+  )
+}
+
+/** A passed-through stream: Anthropic's events as they came, under their own names. */
+const rawEvents = (): StreamRender => ({
+  chunk: (event) => `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`,
+  end: () => '',
+  broken: () =>
+    `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'the upstream stream broke off' } })}\n\n`,
+})
+
 export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
   const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
 
   async function messages(request: Request, headers: Record<string, string>) {
     const input = await live.readJson(request, headers, anthropicAuthorization(request))
+    const params = input.raw as { model?: unknown; stream?: unknown } | null
+    if (passesThrough(deps.catalog, params?.model)) {
+      // Anthropic's own API: sent as it came, answered as Anthropic answered (SPEC §18).
+      const chat = { ...input, raw: chatBodyOf(params, true) }
+      const passed = {
+        ...chat,
+        passThrough: { body: params as Record<string, unknown>, api: 'messages' as const },
+      }
+      if (params?.stream === true) return live.stream(request, headers, passed, rawEvents())
+      return live.call(request, passed, 'chat')
+    }
     const body = chatBodyOf(input.raw)
     const model = String(body.model)
     const chat = { ...input, raw: body }

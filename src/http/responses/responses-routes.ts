@@ -53,7 +53,7 @@ export function responsesRoutes(prefix: string, live: LiveService, catalog: Cata
       const through = passesThrough(catalog, (params as { model?: unknown } | null)?.model)
       const chat = { ...input, raw: chatBodyOfResponses(params, through) }
       if (through) {
-        const passed = { ...chat, passThrough: params }
+        const passed = { ...chat, passThrough: { body: params, api: 'responses' as const } }
         if (params.stream === true) return live.stream(request, headers, passed, rawEvents())
         return live.call(request, passed, 'chat')
       }
