@@ -1,6 +1,7 @@
 /** A batch line's Responses body (SPEC §18) as the chat body its rules and ceiling are read from. */
 import { convertResponsesToChat } from '../../providers/responses/convert-responses-to-chat.ts'
 import type { BodyProblem } from './issues.ts'
+import { nestsDeeperThan } from './json-depth.ts'
 
 /** Why a Responses body cannot run as a batch line, as the line's issue. */
 export class ResponsesProblem {
@@ -10,8 +11,9 @@ export class ResponsesProblem {
 export function responsesAsChat(
   body: unknown,
 ): Record<string, unknown> | ResponsesProblem | unknown {
-  // Not an object: validateBody says so in its own words.
+  // Not an object, or nested too deep to translate: validateBody says so in its own words.
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return body
+  if (nestsDeeperThan(body)) return body
   const converted = convertResponsesToChat(body as Record<string, unknown>)
   if (converted.ok) return converted.body
   return new ResponsesProblem({

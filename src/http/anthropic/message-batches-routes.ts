@@ -14,6 +14,7 @@ import type { Authenticator } from '../../auth/authenticate.ts'
 import { badRequest, notFound, refuse } from '../../errors.ts'
 import { excerpt } from '../../excerpt.ts'
 import { MAX_ISSUES, type Issue } from '../../ingest/issues.ts'
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
 import { readJsonBody, type BodyLimit } from '../../ingest/read-body.ts'
 import type { FileLimits } from '../../ingest/validate-batch-file.ts'
 import { parseWholeNumber, wholeNumberText } from '../../schemas/whole-number.ts'
@@ -71,6 +72,9 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
     const { account } = await caller(request, 'batches', headers)
     const read = await readJsonBody(request, deps.bodyLimit)
     if (!read.ok) throw badRequest('the body is not valid JSON; send {"requests": [...]}')
+    // The translation walks every request: bounded before it does.
+    if (nestsDeeperThan(read.value))
+      throw badRequest(`the body nests more than ${MAX_JSON_DEPTH} levels deep; flatten it`)
     const file = convertMessageBatch(read.value, deps.limits.maxLines)
     if (!file.ok) throw badRequest(file.envelope, 'requests')
     if (file.issues.length > 0) {

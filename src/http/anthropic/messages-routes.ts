@@ -8,6 +8,7 @@
  */
 import { Elysia } from 'elysia'
 import { badRequest, refuse } from '../../errors.ts'
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
 import { validateBody } from '../../ingest/validate-body.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
 import type { LiveDeps, LiveService, StreamRender } from '../live.ts'
@@ -20,6 +21,9 @@ export const ANTHROPIC_PREFIX = '/anthropic/v1'
 
 /** The Messages params as a chat body, or the 400 that names what cannot be translated. */
 export function chatBodyOf(params: unknown, lenient = false) {
+  // The translation walks the blocks (and serializes tool inputs): bounded before it does.
+  if (nestsDeeperThan(params))
+    throw badRequest(`the body nests more than ${MAX_JSON_DEPTH} levels deep; flatten it`)
   const converted = convertMessagesToChat(params, { lenient })
   if (!converted.ok)
     throw badRequest(

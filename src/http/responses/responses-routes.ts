@@ -7,6 +7,7 @@
 import { Elysia } from 'elysia'
 import type { Catalog } from '../../catalog/catalog.ts'
 import { badRequest } from '../../errors.ts'
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
 import type { LiveService, StreamRender } from '../live.ts'
 import { convertChatToResponse } from '../../../providers/responses/convert-chat-to-response.ts'
 import { convertResponsesToChat } from '../../../providers/responses/convert-responses-to-chat.ts'
@@ -16,6 +17,8 @@ import { responseStreamRender } from './render-response-stream.ts'
 export function chatBodyOfResponses(raw: unknown, lenient = false): Record<string, unknown> {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw badRequest('the body must be a JSON object: a Responses API request')
+  if (nestsDeeperThan(raw))
+    throw badRequest(`the body nests more than ${MAX_JSON_DEPTH} levels deep; flatten it`)
   const converted = convertResponsesToChat(raw as Record<string, unknown>, { lenient })
   if (!converted.ok) throw badRequest(`${converted.param} ${converted.message}`, converted.param)
   return converted.body
