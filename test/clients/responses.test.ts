@@ -174,6 +174,8 @@ describe('passed through to a provider with responses_api', () => {
     expect(sent.path).toBe('/v1/responses')
     expect(sent.body.model).toBe('sim-responses-model')
     expect(sent.body.truncation).toBe('auto')
+    // Nothing is stored, also at the provider: OpenAI keeps responses unless told not to.
+    expect(sent.body.store).toBe(false)
     expect(response.id).toStartWith('resp_sim')
     expect(response.output_text.length).toBeGreaterThan(0)
     const after = await balance()

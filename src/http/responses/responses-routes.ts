@@ -56,7 +56,9 @@ export function responsesRoutes(prefix: string, live: LiveService, catalog: Cata
       const through = passesThrough(catalog, (params as { model?: unknown } | null)?.model)
       const chat = { ...input, raw: chatBodyOfResponses(params, through) }
       if (through) {
-        const passed = { ...chat, passThrough: { body: params, api: 'responses' as const } }
+        // OpenAI stores a response unless told not to; the gateway promises nothing is stored.
+        const body = { ...params, store: false }
+        const passed = { ...chat, passThrough: { body, api: 'responses' as const } }
         if (params.stream === true) return live.stream(request, headers, passed, rawEvents())
         return live.call(request, passed, 'chat')
       }
