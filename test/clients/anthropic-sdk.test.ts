@@ -86,6 +86,16 @@ function suite(store: (typeof STORES)[number]) {
       })
     })
 
+    test('a Bearer key works as x-api-key does, anthropic-version or not', async () => {
+      const response = await fetch(`${gw.url}/anthropic/v1/messages`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(ask('sim/chat')),
+      })
+      expect(response.status).toBe(200)
+      expect(((await response.json()) as { type: string }).type).toBe('message')
+    })
+
     test('countTokens answers the gateway bound', async () => {
       const counted = await client.messages.countTokens({
         model: 'sim/claude',
