@@ -54,7 +54,7 @@ const listQuery = z.object({
 const WINDOW_HOURS = 24
 
 export function anthropicBatchRoutes(deps: MessageBatchDeps) {
-  const { auth, store, admission } = deps
+  const { auth, store } = deps
   const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
   const origin = (request: Request) => new URL(request.url).origin
   const caller = (request: Request, scope: 'batches' | 'read', headers: Record<string, string>) =>
@@ -68,67 +68,8 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
     return { account, batch }
   }
 
-  async function create(request: Request, headers: Record<string, string>) {
-    const { account } = await caller(request, 'batches', headers)
-    const read = await readJsonBody(request, deps.bodyLimit)
-    if (!read.ok) throw badRequest('the body is not valid JSON; send {"requests": [...]}')
-    // The translation walks every request: bounded before it does.
-    if (nestsDeeperThan(read.value))
-      throw badRequest(`the body nests more than ${MAX_JSON_DEPTH} levels deep; flatten it`)
-    const file = convertMessageBatch(read.value, deps.limits.maxLines)
-    if (!file.ok) throw badRequest(file.envelope, 'requests')
-    if (file.issues.length > 0) {
-      // Every invalid request at once: the engine's verdict on the others joins these.
-      const others =
-        file.requestIndex.length > 0
-          ? await admission.quote(file.bytes, { accountId: account.id, source: 'anthropic' })
-          : null
-      const found = others?.kind === 'invalid' ? others.issues : []
-      const issues = [...file.issues, ...found.map((i) => inRequestTerms(i, file.requestIndex))]
-      throw invalidRequests(
-        issues.sort((a, b) => a.line - b.line),
-        others?.kind === 'invalid' ? others.omitted : 0,
-      )
-    }
-    // The SDK retries a timed-out create without a key: the retry returns the first one's batch.
-    const hash = createHash('sha256').update(file.bytes).digest('hex')
-    const retried =
-      (parseWholeNumber(request.headers.get('x-stainless-retry-count') ?? '0', 0, 1_000) ?? 0) > 0
-    const requestKey = `anthropic:${hash}`
-    const explicitKey = request.headers.get('idempotency-key')
-    if (explicitKey || retried) {
-      const earlier = await store.findByIdempotencyKey(account.id, explicitKey ?? requestKey)
-      if (earlier) return renderMessageBatch(earlier, origin(request))
-    }
-    // The first create of a body keeps its hash as its key, for its retries to find.
-    const idempotencyKey =
-      explicitKey ??
-      ((await store.findByIdempotencyKey(account.id, requestKey)) ? null : requestKey)
-    const result = await admission.submit(file.bytes, {
-      accountId: account.id,
-      name: null,
-      completionWindowHours: WINDOW_HOURS,
-      idempotencyKey,
-      source: 'anthropic',
-      metadata: null,
-      inputFileId: null,
-      endpoint: '/v1/chat/completions',
-    })
-    switch (result.kind) {
-      case 'invalid':
-        throw invalidRequests(
-          result.issues.map((i) => inRequestTerms(i, file.requestIndex)),
-          result.omitted,
-        )
-      case 'insufficient_quota':
-      case 'limit_exceeded':
-      case 'daily_limit_exceeded':
-        throw refusalOf(result)
-      case 'created':
-      case 'duplicate':
-        return renderMessageBatch(result.batch, origin(request))
-    }
-  }
+  const create = (request: Request, headers: Record<string, string>) =>
+    createMessageBatch(deps, request, headers)
 
   const route = (
     handler: (request: Request, headers: Record<string, string>, id: string) => Promise<unknown>,
@@ -216,6 +157,78 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
       }),
       { parse: 'none' },
     )
+}
+
+/** A create: the requests as a native file, admitted as any native submit (SPEC §18). */
+async function createMessageBatch(
+  deps: MessageBatchDeps,
+  request: Request,
+  headers: Record<string, string>,
+) {
+  const { store, admission } = deps
+  const origin = new URL(request.url).origin
+  const { account } = await deps.auth.authenticate(
+    anthropicAuthorization(request),
+    'batches',
+    headers,
+  )
+  const read = await readJsonBody(request, deps.bodyLimit)
+  if (!read.ok) throw badRequest('the body is not valid JSON; send {"requests": [...]}')
+  // The translation walks every request: bounded before it does.
+  if (nestsDeeperThan(read.value))
+    throw badRequest(`the body nests more than ${MAX_JSON_DEPTH} levels deep; flatten it`)
+  const file = convertMessageBatch(read.value, deps.limits.maxLines)
+  if (!file.ok) throw badRequest(file.envelope, 'requests')
+  if (file.issues.length > 0) {
+    // Every invalid request at once: the engine's verdict on the others joins these.
+    const others =
+      file.requestIndex.length > 0
+        ? await admission.quote(file.bytes, { accountId: account.id, source: 'anthropic' })
+        : null
+    const found = others?.kind === 'invalid' ? others.issues : []
+    const issues = [...file.issues, ...found.map((i) => inRequestTerms(i, file.requestIndex))]
+    throw invalidRequests(
+      issues.sort((a, b) => a.line - b.line),
+      others?.kind === 'invalid' ? others.omitted : 0,
+    )
+  }
+  // The SDK retries a timed-out create without a key: the retry returns the first one's batch.
+  const hash = createHash('sha256').update(file.bytes).digest('hex')
+  const retried =
+    (parseWholeNumber(request.headers.get('x-stainless-retry-count') ?? '0', 0, 1_000) ?? 0) > 0
+  const requestKey = `anthropic:${hash}`
+  const explicitKey = request.headers.get('idempotency-key')
+  if (explicitKey || retried) {
+    const earlier = await store.findByIdempotencyKey(account.id, explicitKey ?? requestKey)
+    if (earlier) return renderMessageBatch(earlier, origin)
+  }
+  // The first create of a body keeps its hash as its key, for its retries to find.
+  const idempotencyKey =
+    explicitKey ?? ((await store.findByIdempotencyKey(account.id, requestKey)) ? null : requestKey)
+  const result = await admission.submit(file.bytes, {
+    accountId: account.id,
+    name: null,
+    completionWindowHours: WINDOW_HOURS,
+    idempotencyKey,
+    source: 'anthropic',
+    metadata: null,
+    inputFileId: null,
+    endpoint: '/v1/chat/completions',
+  })
+  switch (result.kind) {
+    case 'invalid':
+      throw invalidRequests(
+        result.issues.map((i) => inRequestTerms(i, file.requestIndex)),
+        result.omitted,
+      )
+    case 'insufficient_quota':
+    case 'limit_exceeded':
+    case 'daily_limit_exceeded':
+      throw refusalOf(result)
+    case 'created':
+    case 'duplicate':
+      return renderMessageBatch(result.batch, origin)
+  }
 }
 
 /** Every invalid request at once (SPEC §18): Anthropic's error, with the native issues beside it. */
