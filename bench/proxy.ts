@@ -19,6 +19,10 @@
  * on a store of its own, printed as a line of its own.
  *
  * --profile writes the gateway's CPU profile to bench/out/prof/ (see bench/prof-summary.ts).
+ *
+ * The same gateway is also measured on the clients' APIs (SPEC §18), the same prompt each time,
+ * translated to the same chat call: POST /v1/responses ("responses") and POST
+ * /anthropic/v1/messages ("messages"); their CPU µs/req beside chat's is the translation's cost.
  */
 import { parseArgs } from 'node:util'
 import { Pool } from 'undici/index.js'
@@ -105,7 +109,10 @@ const messages = [
       'Classify the sentiment of this review as positive, negative or neutral. Review: the parcel arrived late but support replaced it quickly.',
   },
 ]
-const targets = {
+const targets: Record<
+  'direct' | 'minimal' | 'gateway' | 'baseline' | 'responses' | 'messages',
+  { origin: string; headers: Record<string, string>; body: string; path?: string }
+> = {
   direct: {
     origin: simulator.url,
     headers: { 'content-type': 'application/json' },
@@ -126,6 +133,18 @@ const targets = {
     headers: { 'content-type': 'application/json', authorization: `Bearer ${baselineKey}` },
     body: JSON.stringify({ model: BENCH_MODEL, messages, max_tokens: 16 }),
   },
+  responses: {
+    origin: gateway.url,
+    path: '/v1/responses',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify({ model: BENCH_MODEL, input: messages[0].content, max_output_tokens: 16 }),
+  },
+  messages: {
+    origin: gateway.url,
+    path: '/anthropic/v1/messages',
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: JSON.stringify({ model: BENCH_MODEL, messages, max_tokens: 16 }),
+  },
 }
 
 interface Measure {
@@ -141,11 +160,11 @@ interface Measure {
 }
 
 function sender(target: keyof typeof targets, concurrency: number) {
-  const { origin, headers, body } = targets[target]
+  const { origin, headers, body, path } = targets[target]
   const pool = new Pool(origin, { connections: concurrency })
   const send = async () => {
     const response = await pool.request({
-      path: '/v1/chat/completions',
+      path: path ?? '/v1/chat/completions',
       method: 'POST',
       headers,
       body,
@@ -171,6 +190,8 @@ async function measure(target: keyof typeof targets, concurrency: number): Promi
     baseline: baseline?.pid ?? 0,
     minimal: minimal.pid,
     direct: simulator.pid,
+    responses: gateway.pid,
+    messages: gateway.pid,
   }[target]
   const before = await cpuMs(pid)
   const jitBefore = await jitMs(pid)
@@ -202,6 +223,8 @@ try {
     'direct',
     'minimal',
     'gateway',
+    'responses',
+    'messages',
     ...(baseline ? (['baseline'] as const) : []),
   ] as const) {
     const { pool, send } = sender(target, 64)
@@ -214,13 +237,22 @@ try {
   }
   for (let run = 0; run < runs; run++) {
     for (const level of levels) {
-      const entry = results.get(level) ?? { direct: [], minimal: [], gateway: [], baseline: [] }
+      const entry = results.get(level) ?? {
+        direct: [],
+        minimal: [],
+        gateway: [],
+        baseline: [],
+        responses: [],
+        messages: [],
+      }
       results.set(level, entry)
       // Alternate which goes first, so drift on a shared box falls on both alike.
       const order: (keyof typeof targets)[] = [
         'direct',
         'minimal',
         'gateway',
+        'responses',
+        'messages',
         ...(baseline ? (['baseline'] as const) : []),
       ]
       if (run % 2 === 1) order.reverse()
@@ -278,6 +310,13 @@ for (const [level, entry] of results) {
       11,
     )} ${`(${n(m('gateway', (x) => x.jitUs))})`.padStart(5)} │ ${(grate / mrate).toFixed(2).padStart(20)}× │ ${share(m('gateway', (x) => x.busy))} / ${share(m('gateway', (x) => x.waiting))}`,
   )
+  const chatCpu = m('gateway', (x) => x.cpuUs)
+  const client = (target: 'responses' | 'messages') => {
+    const cpu = m(target, (x) => x.cpuUs)
+    const delta = cpu - chatCpu
+    return `${target} p50 ${n(m(target, (x) => x.p50))} µs, ${n(m(target, (x) => x.rate))} req/s, CPU ${n(cpu)} µs/req (${delta >= 0 ? '+' : '−'}${Math.abs(delta).toFixed(1)} vs chat)`
+  }
+  console.log(`  ${' '.repeat(9)} │ translated: ${client('responses')}; ${client('messages')}`)
   if (baseline) {
     const brate = m('baseline', (x) => x.rate)
     console.log(

@@ -45,7 +45,16 @@ export interface UpstreamRequest {
   signal?: AbortSignal
   /** The adapter to serve it with; `model` is then its name. Only providers with maxLoras take one. */
   lora?: LoraAdapter
+  /**
+   * The body is in the provider's own API, passed through (SPEC §18) and answered as the provider
+   * answered it (the object, or its stream events): `responses` — a Responses API request to an
+   * OpenAI provider with `responses_api`; `messages` — a Messages API request to Anthropic.
+   */
+  passThrough?: PassThrough
 }
+
+/** The provider APIs a request can be passed through in (UpstreamRequest.passThrough). */
+export type PassThrough = 'responses' | 'messages'
 
 /**
  * Token usage in the gateway's terms, mapped from whatever the upstream reported (SPEC §16).

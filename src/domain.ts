@@ -76,9 +76,15 @@ export const ENDPOINT_URLS = {
   chat: '/v1/chat/completions',
   embeddings: '/v1/embeddings',
 } as const satisfies Record<Endpoint, string>
-export type BatchEndpoint = (typeof ENDPOINT_URLS)[Endpoint]
-/** The same URLs as a list, for `z.enum`. */
-export const BATCH_URLS = Object.values(ENDPOINT_URLS) as [BatchEndpoint, ...BatchEndpoint[]]
+/** Batch lines may also be Responses API requests, run as the chat calls they translate to (SPEC §18). */
+export const RESPONSES_URL = '/v1/responses'
+export type BatchEndpoint = (typeof ENDPOINT_URLS)[Endpoint] | typeof RESPONSES_URL
+/** The URLs a batch line may name, as a list, for `z.enum`. */
+export const BATCH_URLS: [BatchEndpoint, ...BatchEndpoint[]] = [
+  ENDPOINT_URLS.chat,
+  ENDPOINT_URLS.embeddings,
+  RESPONSES_URL,
+]
 const BATCH_URL_SET: ReadonlySet<unknown> = new Set(BATCH_URLS)
 export const isBatchUrl = (url: unknown): url is BatchEndpoint => BATCH_URL_SET.has(url)
 export type Scope = 'batches' | 'inference' | 'read'
@@ -158,8 +164,8 @@ export interface BatchRecord {
   costUsd: string
   /** What is still held for this batch (ceiling minus what was billed; 0 once finished). */
   heldUsd: string
-  /** Which surface made it: the native API or the OpenAI facade. */
-  source: 'native' | 'openai'
+  /** Which surface made it: the native API, the OpenAI facade or the Anthropic API (SPEC §18). */
+  source: 'native' | 'openai' | 'anthropic'
   metadata: Record<string, string> | null
   inputFileId: string | null
   idempotencyKey: string | null

@@ -30,7 +30,12 @@ import { bodyLimits } from './http/body-limits.ts'
 import { createApp } from './http/app.ts'
 import { dashboardRoutes } from './http/dashboard/dashboard-routes.ts'
 import { healthRoutes, readinessChecks } from './http/health.ts'
-import { liveRoutes } from './http/live.ts'
+import { liveRoutes, liveService } from './http/live.ts'
+import { anthropicBatchRoutes } from './http/anthropic/message-batches-routes.ts'
+import { anthropicMessagesRoutes } from './http/anthropic/messages-routes.ts'
+import { unknownAnthropicRoute } from './http/anthropic/anthropic-errors.ts'
+import { responsesRoutes } from './http/responses/responses-routes.ts'
+import { Elysia } from 'elysia'
 import { nativeBatchRoutes } from './http/native-batches.ts'
 import { createStreamSlots } from './http/stream-slots.ts'
 import { webhookRoutes } from './http/webhooks.ts'
@@ -166,6 +171,7 @@ export async function startGateway(
       // validating → in_progress: their streams report it at once.
       batchChanges.publish(ids)
     },
+    onEnded: (ids) => batchChanges.publish(ids),
     now: options.clock,
   })
   // Admissions and deposits on any instance wake idle dispatchers and the batches waiting for
@@ -252,6 +258,7 @@ export async function startGateway(
     adapters: adapterDirectory.active,
     schemaChecks,
   }
+  const liveCalls = liveService(live)
   const groups = [
     healthRoutes(
       readinessChecks({
@@ -272,6 +279,21 @@ export async function startGateway(
     }),
     liveRoutes('', live),
     liveRoutes('/openai', live),
+    // SPEC §18: the Responses API and the Anthropic API, on the same live path and admission.
+    responsesRoutes('', liveCalls, catalog),
+    responsesRoutes('/openai', liveCalls, catalog),
+    anthropicMessagesRoutes(live, liveCalls),
+    anthropicBatchRoutes({
+      auth,
+      store,
+      admission,
+      limits: config.limits,
+      bodyLimit: bodies.nativeSubmit,
+      onCancelled,
+    }),
+    new Elysia({ name: 'anthropic-unknown' }).all('/anthropic/*', ({ request }) =>
+      unknownAnthropicRoute(request),
+    ),
     openAiFilesRoutes({
       auth,
       store,

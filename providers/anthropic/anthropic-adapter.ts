@@ -14,6 +14,7 @@ import type {
 import { createCallContext, postJson, postStream } from '../upstream-call.ts'
 import { convertAnthropicResponse } from './convert-anthropic-response.ts'
 import { convertAnthropicStream, type AnthropicStreamState } from './convert-anthropic-stream.ts'
+import { sendMessages, streamMessages } from './messages-calls.ts'
 import { prepareAnthropicBody } from './prepare-anthropic-body.ts'
 
 // The API version whose request and response shapes the converters implement.
@@ -39,6 +40,7 @@ export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapte
     prepareAnthropicBody(request.endpoint, request.body, request, stream, options.name)
 
   async function send(request: UpstreamRequest): Promise<Outcome> {
+    if (request.passThrough === 'messages') return sendMessages(context, request, headers)
     const converted = convert(request, false)
     if (!converted.ok) {
       return { ok: false, error: upstreamError('invalid_request', converted.message), latencyMs: 0 }
@@ -60,6 +62,7 @@ export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapte
   }
 
   async function stream(request: UpstreamRequest): Promise<StreamOutcome> {
+    if (request.passThrough === 'messages') return streamMessages(context, request, headers)
     const converted = convert(request, true)
     if (!converted.ok) {
       return { ok: false, error: upstreamError('invalid_request', converted.message), latencyMs: 0 }

@@ -18,6 +18,7 @@ import { UpstreamStreamError } from '../upstream-stream-error.ts'
 import { createLoraCalls } from './lora-calls.ts'
 import { mapOpenAIUsage } from './map-openai-usage.ts'
 import { prepareOpenAIBody, prepareOpenAIStreamBody } from './prepare-openai-body.ts'
+import { sendResponses, streamResponses } from './responses-calls.ts'
 
 const paths = { chat: '/chat/completions', embeddings: '/embeddings' } as const
 // What a 2xx body must hold to be the response the endpoint promises.
@@ -45,6 +46,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
       : body
 
   async function send(request: UpstreamRequest): Promise<Outcome> {
+    if (request.passThrough === 'responses') return sendResponses(context, request, callHeaders)
     const result = await postJson(context, {
       path: paths[request.endpoint],
       headers: callHeaders,
@@ -70,6 +72,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
   }
 
   async function stream(request: UpstreamRequest): Promise<StreamOutcome> {
+    if (request.passThrough === 'responses') return streamResponses(context, request, headers)
     if (request.endpoint !== 'chat') {
       const error = upstreamError('invalid_request', 'only chat completions can stream')
       return { ok: false, error, latencyMs: 0 }

@@ -17,7 +17,7 @@ export interface SubmitOptions {
   name: string | null
   completionWindowHours: number
   idempotencyKey: string | null
-  source: 'native' | 'openai'
+  source: BatchRecord['source']
   metadata: Record<string, string> | null
   inputFileId: string | null
   /** The endpoint the caller declared (OpenAI surface); every line's url must match it. */
@@ -32,6 +32,12 @@ export interface SubmitOptions {
   /** The batch's spend cap (SPEC §12), canonical decimal text; null or absent for none. */
   maxCostUsd?: string | null
 }
+
+/**
+ * From this window on (72 hours, SPEC §14) a submit waits for credit unless it says
+ * wait_for_credit=false, and must start within 48 hours.
+ */
+export { LONG_WINDOW_HOURS } from '../store/start-in-time.ts'
 
 /** A dry run needs only whose credit to compare with, what the lines must be and the cap. */
 export type QuoteOptions = Pick<SubmitOptions, 'accountId' | 'source' | 'endpoint' | 'maxCostUsd'>

@@ -36,6 +36,11 @@ export const providerConfigSchema = z.strictObject({
    * it derives for a flex offering (lanes.ts); an operator need not write it.
    */
   service_tier: z.enum(['flex']).optional(),
+  /**
+   * Whether the provider serves OpenAI's Responses API (`/v1/responses`): Responses calls are then
+   * passed through to it, not translated to chat completions (SPEC §18). Kind openai only.
+   */
+  responses_api: z.boolean().default(false),
 })
 
 /** Cache-class rates (SPEC §16), each absent one billed at its tier's input rate. */
@@ -157,6 +162,10 @@ export function checkCatalog(catalog: CatalogFile): string[] {
     // Runtime adapter loading is vLLM's API (load_lora_adapter), spoken by kind openai only.
     if (provider.lora && provider.kind !== 'openai')
       problems.push(`providers.${name}.lora: only a provider of kind "openai" can load adapters`)
+    if (provider.responses_api && provider.kind !== 'openai')
+      problems.push(
+        `providers.${name}.responses_api: only a provider of kind "openai" serves the Responses API`,
+      )
   }
   const seen = new Set<string>()
   catalog.models.forEach((model, index) => {

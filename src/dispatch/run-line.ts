@@ -27,6 +27,7 @@ import { answerChoices, answerFormat, judgeChoices } from '../schemas/structured
 import type { ClaimedLine, LineOutcome, LineUsage } from '../store/store.ts'
 import { sendWithFallback } from '../upstream/send-with-fallback.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
+import { answerFor, lineRequest } from './responses-line.ts'
 import { retryDelay, type RetryPolicy } from './retry-policy.ts'
 import type { PlannedBatch, SpillPlanner } from './spill-planner.ts'
 
@@ -62,7 +63,11 @@ const inline = inlineSchemaChecks()
 
 export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<LineOutcome> {
   const { batchId, lineNo } = line
-  const parsed = JSON.parse(line.input) as { url: string; body: Record<string, unknown> }
+  const input = JSON.parse(line.input) as { url: string; body: Record<string, unknown> }
+  const request = lineRequest(input)
+  if ('problem' in request)
+    return fail(line, { code: 'invalid_request', message: request.problem }, null, null, null)
+  const parsed = { url: input.url, body: request.body }
   const endpoint = endpointOf(parsed.url)
   const named = String(parsed.body.model)
   // An adapter's line runs on its base's LoRA offerings, the adapter loaded where it goes.
@@ -144,7 +149,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       lineNo,
       kind: 'succeeded' as const,
       responseStatus: outcome.status,
-      response: storedResponse(outcome),
+      response: storedResponse(answerFor(outcome, request.responses)),
       provider: offering.provider,
       latencyMs: Math.round(outcome.latencyMs),
       usage: lineUsage(usage, offering, costUsd),

@@ -13,6 +13,8 @@ export interface WaitingBatchesOptions {
   logger: Logger
   /** Batches started: the dispatchers should look now. */
   onStarted: (ids: string[]) => void
+  /** Batches failed here (not started in time): their progress streams should hear it. */
+  onEnded?: (ids: string[]) => void
   /** Unix ms. */
   now?: () => number
 }
@@ -21,7 +23,7 @@ export interface WaitingBatchesOptions {
 export type WaitingBatches = Omit<PeriodicTask, 'stop'> & { stop(): Promise<void> }
 
 export function createWaitingBatches(
-  store: Pick<BatchStore, 'admitWaitingBatches'>,
+  store: Pick<BatchStore, 'admitWaitingBatches' | 'failUnstartedBatches'>,
   options: WaitingBatchesOptions,
 ): WaitingBatches {
   const now = options.now ?? Date.now
@@ -36,6 +38,11 @@ export function createWaitingBatches(
       for (const id of pass.failed)
         options.logger.info('batch.credit_wait_ended', { batch_id: id, status: 'failed' })
       if (pass.started.length > 0) options.onStarted(pass.started)
+      // Starting in time (SPEC §14), in the same pass: the batches no capacity started in time.
+      const unstarted = await store.failUnstartedBatches(now())
+      for (const id of unstarted)
+        options.logger.info('batch.not_started_in_time', { batch_id: id, status: 'failed' })
+      if (unstarted.length > 0) options.onEnded?.(unstarted)
       return false
     },
     {

@@ -11,6 +11,7 @@ import type { Logger } from '../telemetry/logger.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 import { headTooLarge } from './head-limit.ts'
 import { observeRequests } from './observe-requests.ts'
+import { openApiRoutes } from './openapi.ts'
 
 export function createApp(
   logger: Logger,
@@ -64,5 +65,7 @@ export function createApp(
   // Before routing: a head over the limit is refused whatever the route.
   app.onRequest(({ request }) => headTooLarge(request))
   for (const group of groups) app.use(group)
+  // The document of every route above, read from the route table itself.
+  app.use(openApiRoutes(() => app.routes))
   return app
 }

@@ -8,7 +8,7 @@
 import { Elysia } from 'elysia'
 import { isAdapterId, loraOfferings, NO_ADAPTERS, type AdapterLookup } from '../catalog/adapters.ts'
 import type { Offering } from '../catalog/catalog-file.ts'
-import type { Endpoint, UpstreamError, Usage } from '../../providers/types.ts'
+import type { Endpoint, PassThrough, UpstreamError, Usage } from '../../providers/types.ts'
 import { dailyLimitRefusal } from '../admission/submit-batch.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Catalog } from '../catalog/catalog.ts'
@@ -46,20 +46,57 @@ export interface LiveDeps {
 
 const encoder = new TextEncoder()
 
-export function liveRoutes(prefix: string, deps: LiveDeps) {
+/**
+ * How a streamed chat call is written to the client: OpenAI's chunks as they are by default; the
+ * Anthropic and Responses surfaces translate each chunk into their own events (SPEC §18).
+ */
+export interface StreamRender {
+  /** The text written for one chat.completion.chunk (may be empty). */
+  chunk(value: Record<string, unknown>): string
+  /** The text written once the upstream ended, with the usage it reported. */
+  end(usage: Usage | null): string
+  /** The text written when the upstream broke off mid-stream. */
+  broken(): string
+}
+
+const openAiSse = (): StreamRender => ({
+  chunk: (value) => `data: ${JSON.stringify(value)}\n\n`,
+  end: () => 'data: [DONE]\n\n',
+  broken: () =>
+    `data: ${JSON.stringify({ error: { message: 'the upstream stream broke off', type: 'server_error', code: 'upstream_error', param: null } })}\n\n`,
+})
+
+/**
+ * A call as read: who, and the chat body that is validated, priced and held. `passThrough` is set
+ * for a call in a provider's own API sent as it came to providers that speak it (SPEC §18: the
+ * Responses API, Anthropic's Messages API): that body goes upstream instead, and its answer
+ * comes back untranslated.
+ */
+export interface LiveInput {
+  caller: Awaited<ReturnType<Authenticator['authenticate']>>
+  raw: unknown
+  passThrough?: { body: Record<string, unknown>; api: PassThrough }
+}
+
+/** The live call itself (hold, send, settle), for the routes below and the other surfaces' routes. */
+export type LiveService = ReturnType<typeof liveService>
+
+export function liveService(deps: LiveDeps) {
   const { auth, credit, catalog, upstreams, logger } = deps
 
-  async function readJson(request: Request, headers: Record<string, string>) {
+  /** `authorization` is the header's value, or what another surface's key header amounts to. */
+  async function readJson(
+    request: Request,
+    headers: Record<string, string>,
+    authorization: string | null = request.headers.get('authorization'),
+  ) {
     // The key first: an unknown caller's body is never read.
-    const caller = await auth.authenticate(
-      request.headers.get('authorization'),
-      'inference',
-      headers,
-    )
+    const caller = await auth.authenticate(authorization, 'inference', headers)
     const read = await readJsonBody(request, deps.bodyLimit)
     if (!read.ok || read.value === undefined)
       throw badRequest('the body must be a JSON object: the request for this endpoint')
-    return { caller, raw: read.value }
+    // `passThrough`: what is sent instead of the validated body (LiveInput).
+    return { caller, raw: read.value } as LiveInput
   }
 
   async function prepare(
@@ -146,7 +183,8 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
       // Never null: a live call has no proceed() that could skip it.
       const { outcome, offering } = (await sendWithFallback(upstreams, {
         endpoint,
-        body,
+        body: input.passThrough?.body ?? body,
+        passThrough: input.passThrough?.api,
         offerings,
         signal: request.signal,
         lora,
@@ -169,6 +207,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     request: Request,
     headers: Record<string, string>,
     input: Awaited<ReturnType<typeof readJson>>,
+    render: StreamRender = openAiSse(),
   ) {
     const checked = await prepare(input, 'chat')
     const { body, offerings, reservation, lora } = checked
@@ -180,7 +219,8 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     try {
       const { outcome, offering, done } = await streamWithFallback(upstreams, {
         endpoint: 'chat',
-        body,
+        body: input.passThrough?.body ?? body,
+        passThrough: input.passThrough?.api,
         offerings,
         signal: request.signal,
         lora,
@@ -212,21 +252,22 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
       const sse = new ReadableStream<Uint8Array>({
         async pull(controller) {
           try {
-            const next = await chunks.next()
-            if (next.done) {
-              ended = true
-              controller.enqueue(encoder.encode('data: [DONE]\n\n'))
-              controller.close()
-            } else {
+            // Until something is written: a pull that enqueues nothing is not called again.
+            for (;;) {
+              const next = await chunks.next()
+              if (next.done) {
+                ended = true
+                const usage = await outcome.usage.catch(() => null)
+                controller.enqueue(encoder.encode(render.end(usage)))
+                controller.close()
+                return
+              }
               outputBytes += deltaBytes(next.value)
-              controller.enqueue(encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`))
+              const text = render.chunk(next.value)
+              if (text) return controller.enqueue(encoder.encode(text))
             }
           } catch (reason) {
-            controller.enqueue(
-              encoder.encode(
-                `data: ${JSON.stringify({ error: { message: 'the upstream stream broke off', type: 'server_error', code: 'upstream_error', param: null } })}\n\n`,
-              ),
-            )
+            controller.enqueue(encoder.encode(render.broken()))
             controller.close()
             logger.warn('live.stream_broken', { reason: String(reason) })
           }
@@ -247,6 +288,13 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
       if (!streaming) release(undefined)
     }
   }
+
+  return { readJson, call, stream }
+}
+
+export function liveRoutes(prefix: string, deps: LiveDeps) {
+  const { auth, catalog } = deps
+  const { readJson, call, stream } = liveService(deps)
 
   /** The catalog's models that can be called here, OpenAI's model objects with their prices. */
   const catalogModels = () =>

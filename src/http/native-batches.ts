@@ -2,7 +2,7 @@
 import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { answerOf, unanswered } from '../admission/admission-answer.ts'
-import type { Admission, SubmitOptions } from '../admission/submit-batch.ts'
+import { LONG_WINDOW_HOURS, type Admission, type SubmitOptions } from '../admission/submit-batch.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { BatchRecord, LineStatus } from '../domain.ts'
 import { badRequest, notFound, refuse } from '../errors.ts'
@@ -139,7 +139,11 @@ export function nativeBatchRoutes({
           source: 'native',
           metadata: null,
           inputFileId: null,
-          waitForCredit: query.wait_for_credit === 'true' || query.wait_for_credit === '1',
+          // SPEC §14: a window of 72 hours or more waits for a top-up unless told not to.
+          waitForCredit:
+            query.wait_for_credit === undefined
+              ? query.completion_window_hours >= LONG_WINDOW_HOURS
+              : query.wait_for_credit === 'true' || query.wait_for_credit === '1',
           maxCostUsd: query.max_cost_usd ?? null,
         }
         const dryRun = query.dry_run === 'true' || query.dry_run === '1'

@@ -7,7 +7,8 @@ import { z } from 'zod'
 import { NO_ADAPTERS, type AdapterLookup, type AdapterRecord } from '../catalog/adapters.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf } from '../catalog/catalog.ts'
-import { BATCH_URLS, isBatchUrl, type BatchEndpoint } from '../domain.ts'
+import { BATCH_URLS, isBatchUrl, RESPONSES_URL, type BatchEndpoint } from '../domain.ts'
+import { inResponsesTerms, ResponsesProblem, responsesAsChat } from './responses-line.ts'
 import { CeilingTally } from '../pricing/ceiling.ts'
 import { ceilingUnits } from '../pricing/ceiling-rates.ts'
 import { unitsText } from '../money/fixed-point.ts'
@@ -284,12 +285,19 @@ export function checkLines(
       }
       // Nesting deeper than the limit takes two brackets a level: most lines are too short to.
       const shallow = text.length <= 2 * MAX_JSON_DEPTH
-      const body = validateBody(record.body, endpointOf(url), catalog, 'body', {
+      // A Responses line is held to the rules of the chat call it translates to (SPEC §18).
+      const request = url === RESPONSES_URL ? responsesAsChat(record.body) : record.body
+      if (request instanceof ResponsesProblem) {
+        lineIssue(request.problem)
+        continue
+      }
+      const body = validateBody(request, endpointOf(url), catalog, 'body', {
         shallow,
         adapters: adapterLookup,
       })
       if (!body.ok) {
-        for (const problem of body.problems) lineIssue(problem)
+        for (const problem of body.problems)
+          lineIssue(url === RESPONSES_URL ? inResponsesTerms(problem) : problem)
         continue
       }
       if (bad) continue

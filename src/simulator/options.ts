@@ -2,7 +2,7 @@ import type { StructuredAnswers } from './structured-reply.ts'
 
 /**
  * How the upstream simulator behaves. Every fault is a fraction of inference requests (POST
- * /v1/chat/completions, /v1/embeddings, /v1/messages); `GET /v1/models` never faults, so health
+ * /v1/chat/completions, /v1/embeddings, /v1/messages, /v1/responses); `GET /v1/models` never faults, so health
  * probes see a replica as up exactly while it is running.
  */
 export interface SimulatorOptions {

@@ -7,6 +7,7 @@ import { prepareMessages } from './anthropic-routes.ts'
 import { GpuQueue, loadReport, metricsText } from './gpu-queue.ts'
 import { LoraSlots, modelMissing, type LoraStats } from './lora-slots.ts'
 import { prepareChat, prepareEmbeddings } from './openai-routes.ts'
+import { prepareResponses } from './responses-routes.ts'
 import {
   defaultSimulatorOptions,
   mergeOptions,
@@ -59,7 +60,12 @@ export interface ReceivedRequest {
   text: string
 }
 
-const inferencePaths = new Set(['/v1/chat/completions', '/v1/embeddings', '/v1/messages'])
+const inferencePaths = new Set([
+  '/v1/chat/completions',
+  '/v1/embeddings',
+  '/v1/messages',
+  '/v1/responses',
+])
 
 // Returned by a hanging request once its client has gone; never reaches a socket.
 const hungUp = new Response(null, { status: 499 })
@@ -168,6 +174,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     if (path === '/v1/chat/completions')
       return prepareChat(body, `chatcmpl-sim${id}`, current.usageFactor, current.structuredAnswers)
     if (path === '/v1/embeddings') return prepareEmbeddings(body, current.embeddingDims)
+    if (path === '/v1/responses') return prepareResponses(body, `sim${id}`, current.usageFactor)
     return prepareMessages(body, `msg_sim${id}`, current.usageFactor, current.structuredAnswers)
   }
 

@@ -167,7 +167,7 @@ export interface NewBatch {
    */
   maxCostUsd?: string | null
   lineCount: number
-  source: 'native' | 'openai'
+  source: BatchRecord['source']
   metadata: Record<string, string> | null
   inputFileId: string | null
   idempotencyKey: string | null
@@ -221,6 +221,12 @@ export interface BatchStore {
    * batch is started or failed once.
    */
   admitWaitingBatches(nowMs: number): Promise<WaitingPass>
+  /**
+   * Starting in time (SPEC §14): fails the in-progress batches none of whose lines has started
+   * by their start-by time (store/start-in-time.ts) with capacity_unavailable, holds released,
+   * nothing charged; returns their ids. Safe on every instance at once.
+   */
+  failUnstartedBatches(nowMs: number): Promise<string[]>
   findByIdempotencyKey(accountId: string, key: string): Promise<BatchRecord | null>
   /** Stores a batch that failed validation: no lines, no hold, status `failed`. */
   recordRejectedBatch(batch: RejectedBatch): Promise<BatchRecord>
@@ -232,6 +238,11 @@ export interface BatchStore {
     page: { limit: number; after: string | null },
   ): Promise<{ batches: BatchRecord[]; hasMore: boolean }>
   cancelBatch(accountId: string, id: string, now: number): Promise<CancelResult>
+  /**
+   * Deletes an ended batch of the account with its lines, files, provider shares and delivery
+   * log (the Anthropic API's delete, SPEC §18); false when there is no such ended batch.
+   */
+  deleteEndedBatch(accountId: string, id: string): Promise<boolean>
   /**
    * Where each batch's lines went (SPEC §13 `routing.providers`): per provider, lines ended there
    * and their cost, and calls in flight to it now. A batch with none yet is left out.

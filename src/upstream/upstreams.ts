@@ -12,6 +12,7 @@ import { createHttpClient } from '../../providers/http-client.ts'
 import type {
   Endpoint,
   LoraAdapter,
+  PassThrough,
   Outcome,
   ProviderAdapter,
   StreamOutcome,
@@ -40,6 +41,8 @@ export interface SendOptions {
   signal?: AbortSignal
   /** The fine-tuned adapter the request is for: sent with its name as the model (SPEC §14). */
   lora?: LoraAdapter
+  /** A body in the provider's own API, passed through (UpstreamRequest.passThrough). */
+  passThrough?: PassThrough
   /**
    * Asked once a slot is free, right before the call: false (the line's batch was cancelled or
    * reached its deadline while it waited, or the provider became unavailable) skips the call,
@@ -163,6 +166,7 @@ export function createUpstreams(
     offering,
     signal,
     lora,
+    passThrough,
   }: Omit<SendOptions, 'proceed' | 'line'>): UpstreamRequest => ({
     endpoint,
     body,
@@ -171,6 +175,7 @@ export function createUpstreams(
     maxTokensParam: offering.max_tokens_param,
     signal,
     lora,
+    passThrough,
   })
 
   /**

@@ -8,7 +8,7 @@ import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
 import { answerOf, unanswered } from '../../admission/admission-answer.ts'
-import type { Admission } from '../../admission/submit-batch.ts'
+import { LONG_WINDOW_HOURS, type Admission } from '../../admission/submit-batch.ts'
 import type { Authenticator } from '../../auth/authenticate.ts'
 import { BATCH_URLS, newId, nowSeconds, type BatchRecord } from '../../domain.ts'
 import { badRequest, notFound } from '../../errors.ts'
@@ -22,6 +22,7 @@ import { parseWholeNumber, wholeNumberText, windowHoursText } from '../../schema
 import { excerpt } from '../../excerpt.ts'
 import { maxCostUsdJson } from '../../schemas/money-text.ts'
 import { parseQuery } from '../parse-query.ts'
+import { createBatchSummaries } from './batch-usage.ts'
 import { errorFileId, outputFileId, renderOpenAiBatch } from './render-openai.ts'
 import { renderPage } from '../render-page.ts'
 
@@ -67,6 +68,17 @@ export function openAiBatchRoutes({
   onCancelled,
 }: FacadeBatchDeps) {
   const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
+  const summaryOf = createBatchSummaries(store)
+  /** The batch objects with what the facade adds (usage, model, multigrid), in one shares read. */
+  const render = async (batches: BatchRecord[]) => {
+    const shares = await store.providerShares(batches.map((batch) => batch.id))
+    return Promise.all(
+      batches.map(async (batch) =>
+        renderOpenAiBatch(batch, { summary: await summaryOf(batch), shares: shares.get(batch.id) }),
+      ),
+    )
+  }
+  const renderOne = async (batch: BatchRecord) => (await render([batch]))[0]
 
   async function create(request: Request, headers: Record<string, string>) {
     const caller = await auth.authenticate(request.headers.get('authorization'), 'batches', headers)
@@ -138,7 +150,8 @@ export function openAiBatchRoutes({
       metadata: body.metadata ?? null,
       inputFileId: file.id,
       endpoint: body.endpoint,
-      waitForCredit: body.wait_for_credit === true,
+      // SPEC §14: a window of 72 hours or more waits for a top-up unless told not to.
+      waitForCredit: body.wait_for_credit ?? hours >= LONG_WINDOW_HOURS,
       maxCostUsd: body.max_cost_usd ?? null,
     })
     const answer = answerOf(result)
@@ -171,7 +184,7 @@ export function openAiBatchRoutes({
   return new Elysia({ name: 'openai-batches', prefix: '/openai/v1' })
     .post(
       '/batches',
-      async ({ request, set }) => renderOpenAiBatch(await create(request, headersOf(set))),
+      async ({ request, set }) => renderOne(await create(request, headersOf(set))),
       { parse: 'none' },
     )
     .get('/batches', async ({ request, set }) => {
@@ -185,7 +198,7 @@ export function openAiBatchRoutes({
         limit: query.limit,
         after: query.after ?? null,
       })
-      const data = page.batches.map(renderOpenAiBatch)
+      const data = await render(page.batches)
       return renderPage(data, page.hasMore, (item) => item.id)
     })
     .get('/batches/:id', async ({ request, set, params }) => {
@@ -196,7 +209,7 @@ export function openAiBatchRoutes({
       )
       const batch = await store.getBatch(caller.account.id, params.id)
       if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
-      return renderOpenAiBatch(batch)
+      return renderOne(batch)
     })
     .post(
       '/batches/:id/cancel',
@@ -206,9 +219,7 @@ export function openAiBatchRoutes({
           'batches',
           headersOf(set),
         )
-        return renderOpenAiBatch(
-          await cancelBatch(store, caller.account.id, params.id, onCancelled),
-        )
+        return renderOne(await cancelBatch(store, caller.account.id, params.id, onCancelled))
       },
       { parse: 'none' },
     )

@@ -2,8 +2,23 @@
  * OpenAI's Batch and File objects and result-line format, rendered from stored records, field
  * for field (contracts/openai-batch-files.schema.json). Unset optional fields are null.
  */
-import type { BatchRecord, LineRecord } from '../../domain.ts'
+import {
+  currentWaiting,
+  nowSeconds,
+  type BatchRecord,
+  type LineRecord,
+  type ProviderShare,
+} from '../../domain.ts'
+import { usd } from '../../money/decimal.ts'
 import type { FileView } from '../../store/store.ts'
+import { batchEta, renderProviders } from '../render-native.ts'
+import type { BatchSummary } from './batch-usage.ts'
+
+/** What the facade adds to OpenAI's batch object (SPEC §18): read from the lines and shares. */
+export interface FacadeExtras {
+  summary: BatchSummary
+  shares?: Record<string, ProviderShare>
+}
 
 /** Output and error files are named after their batch, so they need no lookup to find. */
 export const outputFileId = (batchId: string) => `file-${batchId.slice('batch_'.length)}-output`
@@ -11,7 +26,7 @@ export const errorFileId = (batchId: string) => `file-${batchId.slice('batch_'.l
 
 const FINAL = new Set(['completed', 'failed', 'cancelled', 'expired'])
 
-export function renderOpenAiBatch(batch: BatchRecord) {
+export function renderOpenAiBatch(batch: BatchRecord, extras?: FacadeExtras) {
   const counts = batch.counts
   const unsuccessful = counts.failed + counts.cancelled + counts.expired
   const final = FINAL.has(batch.status)
@@ -39,6 +54,24 @@ export function renderOpenAiBatch(batch: BatchRecord) {
     cancelled_at: at('cancelled'),
     request_counts: { total: counts.total, completed: counts.succeeded, failed: unsuccessful },
     metadata: batch.metadata,
+    ...(extras ? renderExtras(batch, extras) : {}),
+  }
+}
+
+/**
+ * OpenAI's `usage` and `model`, and Multigrid's own view under `multigrid`: why the batch waits,
+ * where its lines went, what it cost and may cost (SPEC §18). The SDKs keep unknown fields.
+ */
+function renderExtras(batch: BatchRecord, { summary, shares }: FacadeExtras) {
+  return {
+    usage: summary.usage,
+    model: summary.model,
+    multigrid: {
+      waiting: currentWaiting(batch.waiting, nowSeconds()),
+      routing: { providers: renderProviders(shares), eta: batchEta(batch) },
+      cost_usd: usd(batch.costUsd),
+      cost_ceiling_usd: usd(batch.costCeilingUsd),
+    },
   }
 }
 

@@ -51,6 +51,7 @@ import { copyLines } from './copy-lines.ts'
 import * as files from './files.ts'
 import { creditWaitColumns } from '../daily-spend.ts'
 import * as creditWaits from './credit-waits.ts'
+import { failUnstartedBatches } from './start-in-time.ts'
 import * as liveCredit from './live-credit.ts'
 import { migrate } from './migrate.ts'
 import * as retention from './retention.ts'
@@ -132,6 +133,14 @@ class PostgresStore implements Store {
 
   async ping() {
     await this.sql`SELECT 1`
+  }
+
+  failUnstartedBatches(nowMs: number) {
+    return failUnstartedBatches(this.sql, Math.floor(nowMs / 1000))
+  }
+
+  deleteEndedBatch(accountId: string, id: string) {
+    return retention.deleteEndedBatch(this.sql, accountId, id)
   }
 
   purgeResults(cutoff: number, limit: number, now: number) {

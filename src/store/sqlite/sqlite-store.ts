@@ -44,6 +44,7 @@ import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts
 import { migrateSqlite } from './migrate.ts'
 import { creditWaitColumns } from '../daily-spend.ts'
 import * as creditWaits from './credit-waits.ts'
+import * as startInTime from './start-in-time.ts'
 import * as liveCredit from './live-credit.ts'
 import { openSqliteDatabase } from './open-database.ts'
 import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
@@ -236,6 +237,13 @@ class SqliteStore implements Store {
     return this.tx(() => creditWaits.admitWaitingBatches(this.db, nowMs))
   }
 
+  async failUnstartedBatches(nowMs: number) {
+    const now = Math.floor(nowMs / 1000)
+    // A read first, as for the credit waits: the write lock is the dispatcher's.
+    if (!startInTime.anyUnstarted(this.db, now)) return []
+    return this.tx(() => startInTime.failUnstartedBatches(this.db, now))
+  }
+
   async findKey(hash: string) {
     const key = this.q('SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL').get(hash)
     if (!key) return null
@@ -395,6 +403,21 @@ class SqliteStore implements Store {
         this.q('UPDATE batches SET purged_at = ? WHERE id = ?').run(now, id)
       }
       return ids
+    })
+  }
+
+  async deleteEndedBatch(accountId: string, id: string) {
+    return this.tx(() => {
+      const found = this.q(
+        'SELECT id FROM batches WHERE id = ? AND account_id = ? AND finished_at IS NOT NULL',
+      ).get(id, accountId)
+      if (!found) return false
+      this.q('DELETE FROM lines WHERE batch_id = ?').run(id)
+      this.q('DELETE FROM files WHERE batch_id = ?').run(id)
+      this.q('DELETE FROM webhook_deliveries WHERE batch_id = ?').run(id)
+      this.q('DELETE FROM batch_providers WHERE batch_id = ?').run(id)
+      this.q('DELETE FROM batches WHERE id = ?').run(id)
+      return true
     })
   }
 

@@ -1,0 +1,86 @@
+/**
+ * OpenAI's Responses API passed through (SPEC §18): the body goes to `/responses` with the
+ * offering's model id, and the Response object (or its stream events) comes back as it is, with
+ * its usage read for billing.
+ */
+import { upstreamError } from '../classify-error.ts'
+import { prepareForOffering } from '../prepare-for-offering.ts'
+import { toStreamOutcome } from '../stream-outcome.ts'
+import type { Outcome, StreamOutcome, UpstreamRequest, Usage } from '../types.ts'
+import { postJson, postStream, type CallContext } from '../upstream-call.ts'
+import { UpstreamStreamError } from '../upstream-stream-error.ts'
+
+const PATH = '/responses'
+const STREAM_FIELDS = ['stream']
+
+/** A Response's usage (input_tokens, output_tokens) in the gateway's terms. */
+export function mapResponsesUsage(usage: unknown): Usage | null {
+  const u = usage as { input_tokens?: unknown; output_tokens?: unknown } | null | undefined
+  if (typeof u?.input_tokens !== 'number' || typeof u.output_tokens !== 'number') return null
+  return { input_tokens: u.input_tokens, output_tokens: u.output_tokens }
+}
+
+export async function sendResponses(
+  context: CallContext,
+  request: UpstreamRequest,
+  headers: Record<string, string>,
+): Promise<Outcome> {
+  const result = await postJson(context, {
+    path: PATH,
+    headers,
+    body: JSON.stringify(prepareForOffering(request.body, request, STREAM_FIELDS)),
+    signal: request.signal,
+  })
+  if (!result.ok) return result
+  if (!Array.isArray(result.json.output)) {
+    const message = `upstream answered ${result.status} without an "output" array`
+    const error = upstreamError('malformed_response', message, { status: result.status })
+    return { ok: false, error, latencyMs: result.latencyMs }
+  }
+  return {
+    ok: true,
+    status: result.status,
+    body: result.json,
+    usage: mapResponsesUsage(result.json.usage),
+    latencyMs: result.latencyMs,
+  }
+}
+
+/** The stream's events, each as the object it is; usage from response.completed (or incomplete). */
+export async function streamResponses(
+  context: CallContext,
+  request: UpstreamRequest,
+  headers: Record<string, string>,
+): Promise<StreamOutcome> {
+  const result = await postStream(context, {
+    path: PATH,
+    headers,
+    body: JSON.stringify({ ...prepareForOffering(request.body, request), stream: true }),
+    signal: request.signal,
+  })
+  if (!result.ok) return result
+  const events = result.events
+  let usage: Usage | null = null
+  async function* chunks(): AsyncGenerator<Record<string, unknown>> {
+    for await (const { data } of events) {
+      let event: unknown
+      try {
+        event = JSON.parse(data)
+      } catch {
+        event = null
+      }
+      if (typeof event !== 'object' || event === null || Array.isArray(event)) {
+        const message = 'upstream sent a stream event that is not a JSON object'
+        throw new UpstreamStreamError(upstreamError('malformed_response', message))
+      }
+      const object = event as { type?: unknown; response?: { usage?: unknown } }
+      if (object.type === 'error') {
+        const message = 'upstream reported an error mid-stream'
+        throw new UpstreamStreamError(upstreamError('server_error', message, { body: object }))
+      }
+      usage = mapResponsesUsage(object.response?.usage) ?? usage
+      yield object as Record<string, unknown>
+    }
+  }
+  return toStreamOutcome(chunks(), result.cancel, () => usage)
+}

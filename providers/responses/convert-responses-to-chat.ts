@@ -1,0 +1,211 @@
+/**
+ * A Responses API request → the chat.completions body the engine validates, prices and routes
+ * (SPEC §18), for the common subset: `input` (text, or message items with text parts, and the
+ * function_call / function_call_output items of a tool loop), `instructions`,
+ * `max_output_tokens`, `temperature`, `top_p`, `text.format` (json_schema, json_object, text),
+ * function `tools`, `tool_choice`, `metadata`. Any other field is refused, naming it; `store:
+ * true` and `previous_response_id` are refused because the gateway stores no response.
+ */
+
+export type ResponsesConversion =
+  { ok: true; body: Record<string, unknown> } | { ok: false; message: string; param: string }
+
+/** The fields translated. `stream` is read by the route; `store: false` changes nothing. */
+export const RESPONSES_FIELDS = new Set([
+  'model',
+  'input',
+  'instructions',
+  'max_output_tokens',
+  'temperature',
+  'top_p',
+  'text',
+  'tools',
+  'tool_choice',
+  'metadata',
+  'parallel_tool_calls',
+  'stream',
+  'store',
+  'previous_response_id',
+])
+
+/**
+ * `lenient`: the call is passed through to a provider that serves the Responses API, and the chat
+ * body only prices and holds it. Fields outside the subset are left out of it, and input it
+ * cannot translate counts as its JSON text, so the bound stays an upper bound.
+ */
+export interface ConvertOptions {
+  lenient?: boolean
+}
+
+class Refusal extends Error {
+  constructor(
+    message: string,
+    readonly param: string,
+  ) {
+    super(message)
+  }
+}
+
+type Item = Record<string, unknown>
+
+const NOTHING_STORED =
+  'this gateway stores no responses, so there is nothing to continue from; send the whole conversation in input'
+
+/** Refusals that hold whatever the offering: the gateway keeps nothing to refer back to. */
+export function storageRefusal(body: Record<string, unknown>): ResponsesConversion | null {
+  if (body.store === true)
+    return {
+      ok: false,
+      param: 'store',
+      message: `store: true is not supported: ${NOTHING_STORED} (set store to false or leave it out)`,
+    }
+  if (body.previous_response_id !== undefined && body.previous_response_id !== null)
+    return {
+      ok: false,
+      param: 'previous_response_id',
+      message: `previous_response_id is not supported: ${NOTHING_STORED}`,
+    }
+  return null
+}
+
+function textOf(content: unknown, where: string, lenient: boolean): string {
+  if (typeof content === 'string') return content
+  if (!Array.isArray(content)) {
+    if (lenient) return JSON.stringify(content ?? '')
+    throw new Refusal('must be text or an array of text parts', where)
+  }
+  return content
+    .map((part: { type?: unknown; text?: unknown }, index) => {
+      const textual = part?.type === 'input_text' || part?.type === 'output_text'
+      if (lenient && (!textual || typeof part.text !== 'string')) return JSON.stringify(part)
+      if (!textual || typeof part.text !== 'string')
+        throw new Refusal(
+          `part type ${JSON.stringify(part?.type)} is not supported here; send input_text parts`,
+          `${where}[${index}]`,
+        )
+      return part.text
+    })
+    .join('')
+}
+
+function convertInput(input: unknown, lenient: boolean): Item[] {
+  if (typeof input === 'string') return [{ role: 'user', content: input }]
+  if (!Array.isArray(input) || input.length === 0)
+    throw new Refusal('must be text or a non-empty array of input items', 'input')
+  const messages: Item[] = []
+  input.forEach((item: Item, index) => {
+    const where = `input[${index}]`
+    const type = item?.type ?? 'message'
+    if (type === 'message') {
+      const role = item.role
+      if (role !== 'user' && role !== 'assistant' && role !== 'system' && role !== 'developer')
+        throw new Refusal('role must be user, assistant, system or developer', `${where}.role`)
+      messages.push({ role, content: textOf(item.content, `${where}.content`, lenient) })
+    } else if (type === 'function_call') {
+      const call = {
+        id: item.call_id,
+        type: 'function',
+        function: { name: item.name, arguments: item.arguments },
+      }
+      const last = messages.at(-1)
+      // Consecutive calls of one turn are one assistant message, as chat writes them.
+      if (last?.role === 'assistant' && Array.isArray(last.tool_calls)) last.tool_calls.push(call)
+      else messages.push({ role: 'assistant', content: null, tool_calls: [call] })
+    } else if (type === 'function_call_output') {
+      const output = typeof item.output === 'string' ? item.output : JSON.stringify(item.output)
+      messages.push({ role: 'tool', tool_call_id: item.call_id, content: output })
+    } else if (lenient) {
+      messages.push({ role: 'user', content: JSON.stringify(item) })
+    } else {
+      throw new Refusal(
+        `item type ${JSON.stringify(type)} is not supported here; send message, function_call or function_call_output items`,
+        `${where}.type`,
+      )
+    }
+  })
+  return messages
+}
+
+function convertFormat(text: unknown, out: Record<string, unknown>, lenient: boolean) {
+  if (typeof text !== 'object' || text === null) throw new Refusal('must be an object', 'text')
+  for (const name of Object.keys(text))
+    if (name !== 'format' && !lenient)
+      throw new Refusal('is not supported here; send only text.format', `text.${name}`)
+  const format = (text as { format?: Record<string, unknown> }).format
+  if (format === undefined || format === null || format.type === 'text') return
+  if (format.type === 'json_object') out.response_format = { type: 'json_object' }
+  else if (format.type === 'json_schema') {
+    const schema: Item = { name: format.name ?? 'response', schema: format.schema }
+    if (format.strict !== undefined) schema.strict = format.strict
+    if (format.description !== undefined) schema.description = format.description
+    out.response_format = { type: 'json_schema', json_schema: schema }
+  } else if (!lenient)
+    throw new Refusal('must be text, json_object or json_schema', 'text.format.type')
+}
+
+function convertTools(tools: unknown, lenient: boolean): Item[] {
+  if (!Array.isArray(tools)) throw new Refusal('must be an array of tools', 'tools')
+  // The provider's own tools (web search, …) have no chat counterpart to price them as.
+  const usable = lenient ? tools.filter((tool: Item) => tool?.type === 'function') : tools
+  return usable.map((tool: Item, index) => {
+    if (tool?.type !== 'function')
+      throw new Refusal(
+        `tool type ${JSON.stringify(tool?.type)} is not supported here; send function tools`,
+        `tools[${index}].type`,
+      )
+    const fn: Item = { name: tool.name, parameters: tool.parameters ?? { type: 'object' } }
+    if (tool.description !== undefined && tool.description !== null)
+      fn.description = tool.description
+    if (typeof tool.strict === 'boolean') fn.strict = tool.strict
+    return { type: 'function', function: fn }
+  })
+}
+
+function convertToolChoice(choice: unknown): unknown {
+  if (choice === 'auto' || choice === 'none' || choice === 'required') return choice
+  const named = choice as { type?: unknown; name?: unknown } | null
+  if (named?.type === 'function' && typeof named.name === 'string')
+    return { type: 'function', function: { name: named.name } }
+  throw new Refusal('must be auto, none, required or {"type": "function", "name"}', 'tool_choice')
+}
+
+/** `body` as the caller sent it, known to be an object. */
+export function convertResponsesToChat(
+  body: Record<string, unknown>,
+  options: ConvertOptions = {},
+): ResponsesConversion {
+  const lenient = options.lenient === true
+  const stored = storageRefusal(body)
+  if (stored) return stored
+  try {
+    for (const [name, value] of Object.entries(body))
+      if (!lenient && !RESPONSES_FIELDS.has(name) && value !== null && value !== undefined)
+        throw new Refusal(
+          `is not supported for this model's offerings, which take chat completions; remove it (supported: ${[...RESPONSES_FIELDS].join(', ')})`,
+          name,
+        )
+    const messages = convertInput(body.input, lenient)
+    if (typeof body.instructions === 'string')
+      messages.unshift({ role: 'system', content: body.instructions })
+    const out: Record<string, unknown> = { model: body.model, messages }
+    const set = (from: string, to: string) => {
+      if (body[from] !== undefined && body[from] !== null) out[to] = body[from]
+    }
+    set('max_output_tokens', 'max_tokens')
+    set('temperature', 'temperature')
+    set('top_p', 'top_p')
+    set('parallel_tool_calls', 'parallel_tool_calls')
+    if (body.text !== undefined && body.text !== null) convertFormat(body.text, out, lenient)
+    if (body.tools !== undefined && body.tools !== null)
+      out.tools = convertTools(body.tools, lenient)
+    if (Array.isArray(out.tools) && out.tools.length === 0) delete out.tools
+    // Passed through, tool_choice may name the provider's own tools: only the upstream reads it.
+    if (body.tool_choice !== undefined && body.tool_choice !== null && !lenient)
+      out.tool_choice = convertToolChoice(body.tool_choice)
+    if (body.stream === true) out.stream = true
+    return { ok: true, body: out }
+  } catch (error) {
+    if (error instanceof Refusal) return { ok: false, message: error.message, param: error.param }
+    throw error
+  }
+}

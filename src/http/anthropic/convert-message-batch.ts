@@ -1,0 +1,106 @@
+/**
+ * A Message Batches create (`{"requests": [{"custom_id", "params"}]}`) → the native JSONL file it
+ * amounts to (SPEC §18): one chat line per request, in order, so line N is request N-1 and the
+ * native admission validates, prices and holds it as any other file. What cannot become a chat
+ * line is an issue of its own; every one is reported at once, with the native issues' shape.
+ */
+import type { Issue } from '../../ingest/issues.ts'
+import { convertMessagesToChat } from './convert-messages-to-chat.ts'
+
+/** Anthropic's rule for a batch request's custom_id. */
+const CUSTOM_ID = /^[a-zA-Z0-9_-]{1,64}$/
+
+export type MessageBatchFile =
+  | {
+      ok: true
+      /** The native file of the requests that could be translated, one line each. */
+      bytes: Uint8Array
+      /** Line N of `bytes` is request `requestIndex[N - 1]`. */
+      requestIndex: number[]
+      /** What kept the other requests out, in request order. */
+      issues: Issue[]
+    }
+  | { ok: false; envelope: string }
+
+/** Where request `index`'s field sits in the caller's document. */
+export const requestPath = (index: number, path: string) =>
+  [`requests[${index}]`, path].filter(Boolean).join('.')
+
+export function convertMessageBatch(body: unknown, maxRequests: number): MessageBatchFile {
+  const requests = (body as { requests?: unknown } | null)?.requests
+  if (!Array.isArray(requests) || requests.length === 0)
+    return {
+      ok: false,
+      envelope:
+        'the body must be {"requests": [{"custom_id": "…", "params": {…a Messages request…}}, …]} with at least one request',
+    }
+  if (requests.length > maxRequests)
+    return {
+      ok: false,
+      envelope: `a batch holds at most ${maxRequests} requests and this one has ${requests.length}; split it into several batches`,
+    }
+  const issues: Issue[] = []
+  const seen = new Set<string>()
+  const lines: string[] = []
+  const requestIndex: number[] = []
+  requests.forEach((request: { custom_id?: unknown; params?: unknown } | null, index) => {
+    const customId = typeof request?.custom_id === 'string' ? request.custom_id : null
+    let valid = true
+    const issue = (path: string, message: string, fix: string) => {
+      valid = false
+      issues.push({
+        line: index + 1,
+        custom_id: customId,
+        path: requestPath(index, path),
+        message,
+        fix,
+      })
+    }
+    if (customId === null || !CUSTOM_ID.test(customId))
+      issue(
+        'custom_id',
+        'must be 1 to 64 letters, digits, "_" or "-"',
+        'give every request a custom_id matching ^[a-zA-Z0-9_-]{1,64}$',
+      )
+    else if (seen.has(customId))
+      issue(
+        'custom_id',
+        `repeats ${JSON.stringify(customId)}`,
+        'give every request its own custom_id',
+      )
+    else seen.add(customId)
+    const params = request?.params as { stream?: unknown } | undefined
+    if (params?.stream === true)
+      issue('params.stream', 'a batch request cannot stream', 'remove stream or set it to false')
+    const converted = convertMessagesToChat(params)
+    if (!converted.ok) {
+      issue(
+        ['params', converted.param].filter(Boolean).join('.'),
+        converted.message,
+        'send a Messages API request this gateway translates (see the message)',
+      )
+      return
+    }
+    if (!valid) return
+    requestIndex.push(index)
+    lines.push(
+      JSON.stringify({
+        custom_id: customId ?? `request-${index}`,
+        method: 'POST',
+        url: '/v1/chat/completions',
+        body: converted.body,
+      }),
+    )
+  })
+  return { ok: true, bytes: new TextEncoder().encode(lines.join('\n')), requestIndex, issues }
+}
+
+/**
+ * A native issue about line N of the file (`body.…`) in the words of the create: request
+ * `requestIndex[N - 1]` (`requests[i].params.…`), numbered from 1 as `line`.
+ */
+export function inRequestTerms(issue: Issue, requestIndex: readonly number[]): Issue {
+  const index = requestIndex[issue.line - 1] ?? issue.line - 1
+  const path = issue.path.replace(/^body(?=\.|$)/, 'params').replace(/^url$/, '')
+  return { ...issue, line: index + 1, path: requestPath(index, path) }
+}

@@ -1,0 +1,202 @@
+/**
+ * An Anthropic Messages API request → the chat.completions body the engine validates, prices and
+ * routes (SPEC §18), the inverse of providers/anthropic/convert-to-anthropic-messages.ts.
+ *
+ * Mapped: `system` (text or text blocks) → a system message first; user/assistant turns with
+ * text and image blocks; assistant tool_use blocks → tool_calls; user tool_result blocks → tool
+ * messages; max_tokens; stop_sequences → stop; temperature, top_p; tools (input_schema →
+ * parameters) and tool_choice (any → required, disable_parallel_tool_use →
+ * parallel_tool_calls false); metadata.user_id → user. A field outside this subset is refused,
+ * naming it, rather than dropped: the caller would otherwise get an answer that ignored it.
+ */
+
+export type ChatConversion =
+  { ok: true; body: Record<string, unknown> } | { ok: false; message: string; param: string }
+
+/** The Messages fields translated; `stream` is read by the route. */
+const KNOWN = new Set([
+  'model',
+  'messages',
+  'system',
+  'max_tokens',
+  'stop_sequences',
+  'stream',
+  'temperature',
+  'top_p',
+  'tools',
+  'tool_choice',
+  'metadata',
+])
+
+class Refusal extends Error {
+  constructor(
+    message: string,
+    readonly param: string,
+  ) {
+    super(message)
+  }
+}
+
+type Block = Record<string, unknown>
+
+function blocksOf(content: unknown, where: string): Block[] {
+  if (typeof content === 'string') return [{ type: 'text', text: content }]
+  if (!Array.isArray(content))
+    throw new Refusal('must be a string or an array of content blocks', where)
+  return content.map((block, index) => {
+    if (typeof block !== 'object' || block === null || Array.isArray(block))
+      throw new Refusal('must be a content block object', `${where}[${index}]`)
+    return block as Block
+  })
+}
+
+function textOf(content: unknown, where: string): string {
+  return blocksOf(content, where)
+    .map((block, index) => {
+      if (block.type !== 'text' || typeof block.text !== 'string')
+        throw new Refusal('only text blocks are accepted here', `${where}[${index}]`)
+      return block.text
+    })
+    .join('')
+}
+
+function imagePart(block: Block, where: string): Block {
+  const source = (block.source ?? {}) as Record<string, unknown>
+  if (source.type === 'base64' && typeof source.data === 'string')
+    return {
+      type: 'image_url',
+      image_url: { url: `data:${String(source.media_type)};base64,${source.data}` },
+    }
+  if (source.type === 'url' && typeof source.url === 'string')
+    return { type: 'image_url', image_url: { url: source.url } }
+  throw new Refusal('an image needs a base64 or url source', `${where}.source`)
+}
+
+function convertTurn(message: unknown, index: number, lenient: boolean): Block[] {
+  const where = `messages[${index}]`
+  const m = (message ?? {}) as Record<string, unknown>
+  if (m.role !== 'user' && m.role !== 'assistant')
+    throw new Refusal('role must be "user" or "assistant"', `${where}.role`)
+  const parts: Block[] = []
+  const toolCalls: Block[] = []
+  const toolResults: Block[] = []
+  blocksOf(m.content, `${where}.content`).forEach((block, at) => {
+    const path = `${where}.content[${at}]`
+    switch (block.type) {
+      case 'text':
+        if (typeof block.text !== 'string') throw new Refusal('text must be a string', path)
+        parts.push({ type: 'text', text: block.text })
+        break
+      case 'image':
+        parts.push(imagePart(block, path))
+        break
+      case 'tool_use':
+        if (m.role !== 'assistant') throw new Refusal('tool_use belongs to assistant turns', path)
+        toolCalls.push({
+          id: block.id,
+          type: 'function',
+          function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
+        })
+        break
+      case 'tool_result':
+        if (m.role !== 'user') throw new Refusal('tool_result belongs to user turns', path)
+        toolResults.push({
+          role: 'tool',
+          tool_call_id: block.tool_use_id,
+          content: block.content === undefined ? '' : textOf(block.content, `${path}.content`),
+        })
+        break
+      default:
+        // Passed through, a block the chat form lacks (thinking, documents, …) counts as its text.
+        if (lenient) {
+          parts.push({ type: 'text', text: JSON.stringify(block) })
+          break
+        }
+        throw new Refusal(
+          `content block type ${JSON.stringify(block.type)} is not supported here; send text, image, tool_use or tool_result blocks`,
+          `${path}.type`,
+        )
+    }
+  })
+  // A lone text part goes as a plain string, the form every chat server accepts.
+  const content =
+    parts.length === 1 && parts[0].type === 'text' ? parts[0].text : parts.length ? parts : null
+  if (m.role === 'assistant') {
+    const turn: Block = { role: 'assistant', content: content ?? '' }
+    if (toolCalls.length) turn.tool_calls = toolCalls
+    return [turn]
+  }
+  return content === null ? toolResults : [...toolResults, { role: 'user', content }]
+}
+
+function convertTools(tools: unknown): Block[] {
+  if (!Array.isArray(tools)) throw new Refusal('must be an array of tools', 'tools')
+  return tools.map((tool: Record<string, unknown>, index) => {
+    if (typeof tool?.name !== 'string')
+      throw new Refusal('a tool needs a name and an input_schema', `tools[${index}]`)
+    const fn: Block = { name: tool.name, parameters: tool.input_schema ?? { type: 'object' } }
+    if (typeof tool.description === 'string') fn.description = tool.description
+    return { type: 'function', function: fn }
+  })
+}
+
+function convertToolChoice(choice: Record<string, unknown>, out: Record<string, unknown>) {
+  if (choice.type === 'auto') out.tool_choice = 'auto'
+  else if (choice.type === 'any') out.tool_choice = 'required'
+  else if (choice.type === 'none') out.tool_choice = 'none'
+  else if (choice.type === 'tool')
+    out.tool_choice = { type: 'function', function: { name: choice.name } }
+  else throw new Refusal('type must be auto, any, tool or none', 'tool_choice.type')
+  if (choice.disable_parallel_tool_use === true) out.parallel_tool_calls = false
+}
+
+/**
+ * `params` as the caller sent them; the engine's own validation checks what comes out.
+ * `lenient`: the request is passed through to Anthropic (SPEC §18) and the chat body only prices
+ * and holds it: fields outside the subset are left out, blocks it lacks count as their JSON text.
+ */
+export function convertMessagesToChat(
+  params: unknown,
+  options: { lenient?: boolean } = {},
+): ChatConversion {
+  const lenient = options.lenient === true
+  try {
+    if (typeof params !== 'object' || params === null || Array.isArray(params))
+      throw new Refusal('must be a JSON object: a Messages API request', '')
+    const body = params as Record<string, unknown>
+    for (const name of Object.keys(body))
+      if (!KNOWN.has(name) && !lenient)
+        throw new Refusal(
+          `is not supported by this gateway's Messages API; remove it (supported: ${[...KNOWN].join(', ')})`,
+          name,
+        )
+    if (!Array.isArray(body.messages) || body.messages.length === 0)
+      throw new Refusal('must be a non-empty array of messages', 'messages')
+    if (typeof body.max_tokens !== 'number')
+      throw new Refusal('is required: the most tokens the answer may have', 'max_tokens')
+    const messages: Block[] = []
+    if (body.system !== undefined)
+      messages.push({ role: 'system', content: textOf(body.system, 'system') })
+    body.messages.forEach((message, index) =>
+      messages.push(...convertTurn(message, index, lenient)),
+    )
+    const out: Record<string, unknown> = {
+      model: body.model,
+      messages,
+      max_tokens: body.max_tokens,
+    }
+    if (body.stop_sequences !== undefined) out.stop = body.stop_sequences
+    if (body.temperature !== undefined) out.temperature = body.temperature
+    if (body.top_p !== undefined) out.top_p = body.top_p
+    if (body.tools !== undefined) out.tools = convertTools(body.tools)
+    if (typeof body.tool_choice === 'object' && body.tool_choice !== null)
+      convertToolChoice(body.tool_choice as Record<string, unknown>, out)
+    const user = (body.metadata as { user_id?: unknown } | null | undefined)?.user_id
+    if (typeof user === 'string') out.user = user
+    if (body.stream === true) out.stream = true
+    return { ok: true, body: out }
+  } catch (error) {
+    if (error instanceof Refusal) return { ok: false, message: error.message, param: error.param }
+    throw error
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The Anthropic Messages API under /anthropic (SPEC §18): `POST /anthropic/v1/messages`
+ * (streaming and not) and `POST /anthropic/v1/messages/count_tokens`. A request is translated
+ * into the chat body the engine knows and goes through the live call path (live.ts): held,
+ * routed to any offering of its model, settled from usage; the answer comes back as an Anthropic
+ * message or Anthropic's stream events. Key in `x-api-key` or as a Bearer key; `anthropic-version`
+ * and `anthropic-beta` are accepted and not needed.
+ */
+import { Elysia } from 'elysia'
+import { badRequest, refuse } from '../../errors.ts'
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
+import { validateBody } from '../../ingest/validate-body.ts'
+import type { Catalog } from '../../catalog/catalog.ts'
+import type { LiveDeps, LiveService, StreamRender } from '../live.ts'
+import { anthropicAuthorization, inAnthropicShape } from './anthropic-errors.ts'
+import { convertChatToMessage } from './convert-chat-to-message.ts'
+import { convertMessagesToChat } from './convert-messages-to-chat.ts'
+import { anthropicStreamRender } from './render-message-stream.ts'
+
+export const ANTHROPIC_PREFIX = '/anthropic/v1'
+
+/** The Messages params as a chat body, or the 400 that names what cannot be translated. */
+export function chatBodyOf(params: unknown, lenient = false) {
+  // The translation walks the blocks (and serializes tool inputs): bounded before it does.
+  if (nestsDeeperThan(params))
+    throw badRequest(`the body nests more than ${MAX_JSON_DEPTH} levels deep; flatten it`)
+  const converted = convertMessagesToChat(params, { lenient })
+  if (!converted.ok)
+    throw badRequest(
+      `${converted.param || 'the body'} ${converted.message}`,
+      converted.param || null,
+    )
+  return converted.body
+}
+
+/**
+ * Whether every offering the model may be routed to is Anthropic's: then a Messages request
+ * passes through as it came. A model with any other offering is translated for all of them, so
+ * that a fallback never meets a body it cannot take.
+ */
+export function passesThrough(catalog: Catalog, model: unknown): boolean {
+  const entry = typeof model === 'string' ? catalog.find(model) : undefined
+  const offerings = entry ? catalog.usable(entry) : []
+  return (
+    offerings.length > 0 &&
+    offerings.every((offering) => catalog.provider(offering.provider)?.kind === 'anthropic')
+  )
+}
+
+/** A passed-through stream: Anthropic's events as they came, under their own names. */
+const rawEvents = (): StreamRender => ({
+  chunk: (event) => `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`,
+  end: () => '',
+  broken: () =>
+    `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'the upstream stream broke off' } })}\n\n`,
+})
+
+export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
+  const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
+
+  async function messages(request: Request, headers: Record<string, string>) {
+    const input = await live.readJson(request, headers, anthropicAuthorization(request))
+    const params = input.raw as { model?: unknown; stream?: unknown } | null
+    if (passesThrough(deps.catalog, params?.model)) {
+      // Anthropic's own API: sent as it came, answered as Anthropic answered (SPEC §18).
+      const chat = { ...input, raw: chatBodyOf(params, true) }
+      const passed = {
+        ...chat,
+        passThrough: { body: params as Record<string, unknown>, api: 'messages' as const },
+      }
+      if (params?.stream === true) return live.stream(request, headers, passed, rawEvents())
+      return live.call(request, passed, 'chat')
+    }
+    const body = chatBodyOf(input.raw)
+    const model = String(body.model)
+    const chat = { ...input, raw: body }
+    if (body.stream === true)
+      return live.stream(request, headers, chat, anthropicStreamRender(model))
+    return convertChatToMessage(await live.call(request, chat, 'chat'), model)
+  }
+
+  /** The gateway's pessimistic bound of the prompt (SPEC §5), the count its ceiling holds. */
+  async function countTokens(request: Request, headers: Record<string, string>) {
+    const input = await live.readJson(request, headers, anthropicAuthorization(request))
+    // count_tokens takes no max_tokens; one output token lets the body pass as a request.
+    const raw = input.raw as Record<string, unknown> | null
+    const body = chatBodyOf(
+      typeof raw === 'object' && raw !== null && !Array.isArray(raw)
+        ? { ...raw, max_tokens: 1 }
+        : raw,
+    )
+    const checked = validateBody(body, 'chat', deps.catalog, '', { live: true })
+    if (!checked.ok) {
+      const problem = checked.problems[0]
+      const message = `${problem.path || 'body'} ${problem.message}; ${problem.fix}`
+      if (problem.code === 'model_not_found')
+        throw refuse('model_not_found', message, { param: problem.path || null })
+      throw badRequest(message, problem.path || null)
+    }
+    return { input_tokens: checked.value.inputTokens }
+  }
+
+  return new Elysia({ name: 'anthropic-messages', prefix: ANTHROPIC_PREFIX })
+    .post(
+      '/messages',
+      ({ request, set }) =>
+        inAnthropicShape(headersOf(set), () => messages(request, headersOf(set))),
+      { parse: 'none' },
+    )
+    .post(
+      '/messages/count_tokens',
+      ({ request, set }) =>
+        inAnthropicShape(headersOf(set), () => countTokens(request, headersOf(set))),
+      { parse: 'none' },
+    )
+}

@@ -1,0 +1,99 @@
+/**
+ * What the facade's batch object reports beyond the native one (SPEC §18): OpenAI's `usage`,
+ * summed over the answers recorded so far, and `model` when every line names the same one.
+ * Both are read from the batch's lines, a page at a time, and kept per batch version: a poll of
+ * a batch that has not moved costs nothing, an ended batch is read once. (The store keeps no
+ * token totals per batch; reading the lines is linear in the batch, bounded by its 50,000.)
+ */
+import type { BatchRecord } from '../../domain.ts'
+import type { BatchStore } from '../../store/store.ts'
+
+export interface BatchUsage {
+  input_tokens: number
+  input_tokens_details: { cached_tokens: number }
+  output_tokens: number
+  output_tokens_details: { reasoning_tokens: number }
+  total_tokens: number
+}
+
+export interface BatchSummary {
+  usage: BatchUsage
+  /** The one model every line names, or null when they name several (or there are none). */
+  model: string | null
+}
+
+const PAGE = 1000
+/** Batches whose summary is kept; the least recently computed goes first. */
+const KEPT = 1000
+
+interface ChatUsage {
+  prompt_tokens?: number
+  completion_tokens?: number
+  prompt_tokens_details?: { cached_tokens?: number }
+  completion_tokens_details?: { reasoning_tokens?: number }
+  input_tokens?: number
+  output_tokens?: number
+}
+
+const count = (value: unknown) => (typeof value === 'number' && value >= 0 ? value : 0)
+
+function modelOf(input: string): string | null {
+  try {
+    const model = (JSON.parse(input) as { body?: { model?: unknown } }).body?.model
+    return typeof model === 'string' ? model : null
+  } catch {
+    return null
+  }
+}
+
+async function summarize(store: BatchStore, batchId: string): Promise<BatchSummary> {
+  let input = 0
+  let cached = 0
+  let output = 0
+  let reasoning = 0
+  let model: string | null | undefined
+  for (let after = 0; ;) {
+    const lines = await store.readLines(batchId, {
+      afterLineNo: after,
+      limit: PAGE,
+      statuses: null,
+    })
+    for (const line of lines) {
+      const named = modelOf(line.input)
+      model = model === undefined || model === named ? named : null
+      if (line.response === null) continue
+      const usage = ((JSON.parse(line.response) as { usage?: ChatUsage }).usage ?? {}) as ChatUsage
+      // Chat and embeddings name them prompt/completion; a Response names them input/output.
+      input += count(usage.prompt_tokens ?? usage.input_tokens)
+      output += count(usage.completion_tokens ?? usage.output_tokens)
+      cached += count(usage.prompt_tokens_details?.cached_tokens)
+      reasoning += count(usage.completion_tokens_details?.reasoning_tokens)
+    }
+    if (lines.length < PAGE) break
+    after = lines[lines.length - 1].lineNo
+  }
+  return {
+    usage: {
+      input_tokens: input,
+      input_tokens_details: { cached_tokens: cached },
+      output_tokens: output,
+      output_tokens_details: { reasoning_tokens: reasoning },
+      total_tokens: input + output,
+    },
+    model: model ?? null,
+  }
+}
+
+/** A summary per batch, recomputed only when the batch's version moved. */
+export function createBatchSummaries(store: BatchStore) {
+  const kept = new Map<string, { version: number; summary: BatchSummary }>()
+  return async function summaryOf(batch: BatchRecord): Promise<BatchSummary> {
+    const hit = kept.get(batch.id)
+    if (hit && hit.version === batch.version) return hit.summary
+    const summary = await summarize(store, batch.id)
+    kept.delete(batch.id)
+    kept.set(batch.id, { version: batch.version, summary })
+    if (kept.size > KEPT) kept.delete(kept.keys().next().value!)
+    return summary
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * OpenAI's Responses API (`POST /v1/responses`), plain and streamed, as OpenAI answers it: the
+ * reply is the one the same prompt gets from chat completions, as a message item with one
+ * output_text part, and the stream carries OpenAI's events with their sequence numbers.
+ */
+import type { Prepared } from './prepared.ts'
+import { countPromptTokens, makeReply, promptKey, streamPieces, type MessageText } from './reply.ts'
+import { errorResponse } from './respond.ts'
+
+function invalid(message: string): Response {
+  return errorResponse('openai', 400, 'invalid_request_error', message)
+}
+
+function partsText(content: unknown): string {
+  if (typeof content === 'string') return content
+  if (!Array.isArray(content)) return ''
+  return content
+    .map((part: { text?: unknown }) => (typeof part?.text === 'string' ? part.text : ''))
+    .join('')
+}
+
+/** The input as the messages a reply is made from; instructions count as a system message. */
+function inputTexts(body: Record<string, unknown>): MessageText[] | null {
+  const texts: MessageText[] = []
+  if (typeof body.instructions === 'string') texts.push({ role: 'system', text: body.instructions })
+  if (typeof body.input === 'string') return [...texts, { role: 'user', text: body.input }]
+  if (!Array.isArray(body.input) || body.input.length === 0) return null
+  for (const item of body.input as Record<string, unknown>[]) {
+    texts.push({ role: String(item?.role ?? 'user'), text: partsText(item?.content) })
+  }
+  return texts
+}
+
+export function prepareResponses(
+  body: Record<string, unknown>,
+  id: string,
+  usageFactor = 1,
+): Prepared | Response {
+  const { model } = body
+  if (typeof model !== 'string') return invalid('you must provide a model parameter')
+  const texts = inputTexts(body)
+  if (!texts) return invalid("'input' must be a string or a non-empty array")
+  const maxTokens = typeof body.max_output_tokens === 'number' ? body.max_output_tokens : null
+  const key = promptKey(texts)
+  const reply = makeReply({ messages: texts, key, model, choice: 0, maxTokens, stop: [] })
+  const input = Math.ceil(countPromptTokens(texts) * usageFactor)
+  const output = Math.ceil(reply.words * usageFactor)
+  const usage = {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: input + output,
+  }
+  const itemId = `msg_${id}`
+  const part = (text: string) => ({ type: 'output_text', text, annotations: [] })
+  const item = (text: string, status: string) => ({
+    id: itemId,
+    type: 'message',
+    status,
+    role: 'assistant',
+    content: text === '' && status !== 'completed' ? [] : [part(text)],
+  })
+  const cut = reply.end === 'length'
+  const response = (status: string, withOutput: boolean, noUsage: boolean) => ({
+    id: `resp_${id}`,
+    object: 'response',
+    created_at: Math.floor(Date.now() / 1000),
+    status,
+    error: null,
+    incomplete_details: cut && status !== 'in_progress' ? { reason: 'max_output_tokens' } : null,
+    model,
+    output: withOutput ? [item(reply.text, 'completed')] : [],
+    usage: withOutput && !noUsage ? usage : null,
+  })
+  const done = cut ? 'incomplete' : 'completed'
+  return {
+    key,
+    build(noUsage) {
+      if (body.stream !== true)
+        return { text: JSON.stringify(response(done, true, noUsage)), sse: false }
+      let sequence = 0
+      let text = ''
+      const event = (type: string, data: Record<string, unknown>) => {
+        text += `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}\n\n`
+      }
+      const at = { item_id: itemId, output_index: 0, content_index: 0 }
+      event('response.created', { response: response('in_progress', false, noUsage) })
+      event('response.in_progress', { response: response('in_progress', false, noUsage) })
+      event('response.output_item.added', { output_index: 0, item: item('', 'in_progress') })
+      event('response.content_part.added', { ...at, part: part('') })
+      for (const piece of streamPieces(reply.text))
+        event('response.output_text.delta', { ...at, delta: piece, logprobs: [] })
+      event('response.output_text.done', { ...at, text: reply.text, logprobs: [] })
+      event('response.content_part.done', { ...at, part: part(reply.text) })
+      event('response.output_item.done', { output_index: 0, item: item(reply.text, 'completed') })
+      event(`response.${done}`, { response: response(done, true, noUsage) })
+      return { text, sse: true }
+    },
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * Starting in time on PostgreSQL (SPEC §14; the rule is ../start-in-time.ts's): the in-progress
+ * batches that have not started a line by their start-by time fail, every line failed unbilled,
+ * their holds given back. Each batch row is locked (SKIP LOCKED: another instance, or a claim,
+ * has it) and checked again under the lock, so a batch that a claim starts is left alone and
+ * none is failed twice.
+ */
+import type postgres from 'postgres'
+import {
+  CAPACITY_UNAVAILABLE,
+  capacityUnavailableMessage,
+  LONG_WINDOW_HOURS,
+  startBySeconds,
+} from '../start-in-time.ts'
+import { enqueueWebhookEvents } from './webhooks.ts'
+
+const LONG_START_BY = startBySeconds(LONG_WINDOW_HOURS)
+
+/** Fails them; returns their ids. */
+export async function failUnstartedBatches(sql: postgres.Sql, now: number): Promise<string[]> {
+  // A read first, outside any transaction: every instance runs this every few seconds.
+  const unstarted = (db: postgres.Sql | postgres.TransactionSql) => db`
+    status = 'in_progress' AND started_at IS NULL AND created_at + CASE
+      WHEN completion_window_hours >= ${LONG_WINDOW_HOURS} THEN ${LONG_START_BY}::bigint
+      ELSE completion_window_hours * 1800 END <= ${now}`
+  const due = await sql`SELECT id FROM batches WHERE ${unstarted(sql)} LIMIT 1`
+  if (due.length === 0) return []
+  return sql.begin(async (tx) => {
+    const batches = await tx`
+      SELECT id, account_id, held_usd, created_at, completion_window_hours FROM batches
+      WHERE ${unstarted(tx)} ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED`
+    for (const batch of batches) {
+      const hours = Number(batch.completion_window_hours)
+      const message = capacityUnavailableMessage(
+        hours,
+        Number(batch.created_at) + startBySeconds(hours),
+      )
+      const ended = await tx`
+        UPDATE lines SET status = 'failed', error_code = ${CAPACITY_UNAVAILABLE},
+          error_message = ${message}, cost_usd = 0, finished_at = ${now}
+        WHERE batch_id = ${batch.id} AND status = 'pending'`
+      const errors = [{ code: CAPACITY_UNAVAILABLE, message, param: null, line: null }]
+      await tx`
+        UPDATE batches SET status = 'failed', pending = pending - ${ended.count},
+          failed = failed + ${ended.count}, finished_at = ${now}, held_usd = 0,
+          waiting_code = NULL, waiting_message = NULL, waiting_until = NULL,
+          errors = ${tx.json(errors)}
+        WHERE id = ${batch.id}`
+      await tx`
+        UPDATE accounts SET held_usd = greatest(held_usd - ${batch.held_usd}::numeric, 0)
+        WHERE id = ${batch.account_id}`
+      await enqueueWebhookEvents(
+        tx,
+        [{ id: batch.id, accountId: batch.account_id, status: 'failed' }],
+        now,
+      )
+    }
+    return batches.map((batch) => batch.id as string)
+  })
+}

@@ -1,0 +1,25 @@
+/**
+ * Starting in time (SPEC §14): a batch none of whose lines has started by half its window — by
+ * 48 hours for a window of 72 hours or more, so that a batch that starts has at least 24 hours
+ * left — ends `failed` with `capacity_unavailable`: nothing run, its hold released, nothing
+ * charged. The rule is here; each dialect applies it in one transaction (start-in-time.ts there).
+ */
+
+/** From this window on, a batch must start within 48 hours. */
+export const LONG_WINDOW_HOURS = 72
+const LONG_START_BY_SECONDS = 48 * 3600
+
+/** Seconds after its creation by which a batch of this window must have started a line. */
+export function startBySeconds(windowHours: number): number {
+  return windowHours >= LONG_WINDOW_HOURS ? LONG_START_BY_SECONDS : windowHours * 1800
+}
+
+/** The same offset as an SQL expression over the batches table, for the dialects' queries. */
+export const START_BY_SQL = `CASE WHEN completion_window_hours >= ${LONG_WINDOW_HOURS} THEN ${LONG_START_BY_SECONDS} ELSE completion_window_hours * 1800 END`
+
+export const CAPACITY_UNAVAILABLE = 'capacity_unavailable'
+
+export function capacityUnavailableMessage(windowHours: number, startBy: number): string {
+  const hours = startBySeconds(windowHours) / 3600
+  return `no capacity could start this batch within ${hours} hours of its ${windowHours}-hour window (by ${new Date(startBy * 1000).toISOString()}); nothing ran and nothing was charged: submit it again, with a longer window or when the providers have room`
+}

@@ -1,0 +1,249 @@
+/**
+ * The Anthropic SDK, unchanged, against a started gateway (SPEC §18): Messages (streaming and
+ * not) for an Anthropic offering and translated for an OpenAI-compatible one, count_tokens, and
+ * Message Batches from create to delete, their results in Anthropic's shape and submitted order.
+ */
+import Anthropic from '@anthropic-ai/sdk'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import { STORES, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
+import { waitFor } from '../helpers/wait.ts'
+
+for (const store of STORES) describe(store, () => suite(store))
+
+function suite(store: (typeof STORES)[number]) {
+  let sim: Simulator
+  let gw: TestGateway
+  let client: Anthropic
+  let key: string
+
+  beforeAll(async () => {
+    sim = await startSimulator({ latencyMs: 1, keepBodies: 20 })
+    gw = await startTestGateway({
+      store,
+      upstreams: { openai: `${sim.url}/v1`, anthropic: sim.url },
+      env: { MULTIGRID_POLL_MS: '50' },
+    })
+    const account = await gw.newAccount('10')
+    key = account.key
+    client = new Anthropic({ baseURL: `${gw.url}/anthropic`, apiKey: account.key, maxRetries: 0 })
+  })
+  afterAll(async () => {
+    await gw.stop()
+    await sim.stop()
+  })
+
+  const ask = (model: string) => ({
+    model,
+    max_tokens: 64,
+    system: 'Answer briefly.',
+    messages: [{ role: 'user' as const, content: 'Say hello.' }],
+  })
+
+  describe('messages', () => {
+    for (const model of ['sim/claude', 'sim/chat']) {
+      test(`create answers an Anthropic message (${model})`, async () => {
+        const message = await client.messages.create(ask(model))
+        expect(message.type).toBe('message')
+        expect(message.role).toBe('assistant')
+        expect(message.id).toStartWith('msg_')
+        // Passed through, Anthropic's answer names the upstream's model; translated, the caller's.
+        expect(message.model).toBe(model === 'sim/claude' ? 'claude-sim' : model)
+        expect(message.content[0].type).toBe('text')
+        expect((message.content[0] as { text: string }).text.length).toBeGreaterThan(0)
+        expect(['end_turn', 'max_tokens']).toContain(message.stop_reason!)
+        expect(message.usage.input_tokens).toBeGreaterThan(0)
+        expect(message.usage.output_tokens).toBeGreaterThan(0)
+      })
+
+      test(`stream sends Anthropic's events in order (${model})`, async () => {
+        const stream = client.messages.stream(ask(model))
+        const types: string[] = []
+        stream.on('streamEvent', (event) => types.push(event.type))
+        const message = await stream.finalMessage()
+        expect(types[0]).toBe('message_start')
+        expect(types.slice(-2)).toEqual(['message_delta', 'message_stop'])
+        expect(types).toContain('content_block_start')
+        expect(types).toContain('content_block_delta')
+        expect(types.indexOf('content_block_stop')).toBeGreaterThan(
+          types.indexOf('content_block_delta'),
+        )
+        const text = (message.content[0] as { text: string }).text
+        expect(text.length).toBeGreaterThan(0)
+        expect(message.usage.output_tokens).toBeGreaterThan(0)
+      })
+    }
+
+    test('a Claude model gets the request as it came: fields outside the subset pass', async () => {
+      const message = await client.messages.create({ ...ask('sim/claude'), top_k: 3 } as never)
+      expect(message.type).toBe('message')
+      const sent = sim.received().at(-1)!
+      expect(sent.path).toBe('/v1/messages')
+      expect(JSON.parse(sent.text)).toMatchObject({
+        model: 'claude-sim',
+        top_k: 3,
+        system: 'Answer briefly.',
+      })
+    })
+
+    test('a Bearer key works as x-api-key does, anthropic-version or not', async () => {
+      const response = await fetch(`${gw.url}/anthropic/v1/messages`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(ask('sim/chat')),
+      })
+      expect(response.status).toBe(200)
+      expect(((await response.json()) as { type: string }).type).toBe('message')
+    })
+
+    test('countTokens answers the gateway bound', async () => {
+      const counted = await client.messages.countTokens({
+        model: 'sim/claude',
+        messages: [{ role: 'user', content: 'Say hello.' }],
+      })
+      expect(counted.input_tokens).toBeGreaterThan(0)
+    })
+
+    test('errors come in Anthropic shape, with the SDK error class', async () => {
+      const error = await client.messages
+        .create({ ...ask('sim/chat'), top_k: 3 } as never)
+        .catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(Anthropic.BadRequestError)
+      const body = (error as { error: { type: string; error: { type: string; message: string } } })
+        .error
+      expect(body.type).toBe('error')
+      expect(body.error.type).toBe('invalid_request_error')
+      expect(body.error.message).toContain('top_k')
+      const unknown = await client.models.list().catch((e: unknown) => e)
+      expect(unknown).toBeInstanceOf(Anthropic.NotFoundError)
+      const bad = new Anthropic({
+        baseURL: `${gw.url}/anthropic`,
+        apiKey: 'mg_nope',
+        maxRetries: 0,
+      })
+      expect(await bad.messages.create(ask('sim/chat')).catch((e: unknown) => e)).toBeInstanceOf(
+        Anthropic.AuthenticationError,
+      )
+    })
+  })
+
+  describe('message batches', () => {
+    test('create, retrieve, list, results in order, delete; native underneath', async () => {
+      const ids = ['a-1', 'b_2', 'c-3']
+      const created = await client.messages.batches.create({
+        requests: ids.map((custom_id, i) => ({
+          custom_id,
+          params: {
+            ...ask('sim/chat'),
+            messages: [{ role: 'user', content: `Question ${i}` }],
+          },
+        })),
+      })
+      expect(created.id).toStartWith('msgbatch_')
+      expect(created.type).toBe('message_batch')
+      expect(created.processing_status).toBe('in_progress')
+      expect(created.results_url).toBeNull()
+      expect(created.created_at).toMatch(/^\d{4}-\d\d-\d\dT/)
+      // The native batch it is: the same id after the prefix, listed on the native surface.
+      const nativeId = `batch_${created.id.slice('msgbatch_'.length)}`
+      const native = await gw.request(`/v1/batches/${nativeId}`, key)
+      expect(native.status).toBe(200)
+      expect(((await native.json()) as { line_count: number }).line_count).toBe(3)
+
+      const ended = await waitFor(
+        'the batch to end',
+        async () => {
+          const batch = await client.messages.batches.retrieve(created.id)
+          return batch.processing_status === 'ended' ? batch : null
+        },
+        20_000,
+      )
+      expect(ended.request_counts).toEqual({
+        processing: 0,
+        succeeded: 3,
+        errored: 0,
+        canceled: 0,
+        expired: 0,
+      })
+      expect(ended.results_url).toBe(
+        `${gw.url}/anthropic/v1/messages/batches/${created.id}/results`,
+      )
+      expect(ended.ended_at).not.toBeNull()
+
+      const results = []
+      for await (const entry of await client.messages.batches.results(created.id))
+        results.push(entry)
+      expect(results.map((r) => r.custom_id)).toEqual(ids)
+      for (const entry of results) {
+        expect(entry.result.type).toBe('succeeded')
+        if (entry.result.type !== 'succeeded') continue
+        expect(entry.result.message.type).toBe('message')
+        expect(entry.result.message.model).toBe('sim/chat')
+        expect(entry.result.message.content[0].type).toBe('text')
+      }
+
+      const page = await client.messages.batches.list({ limit: 10 })
+      expect(page.data.map((b) => b.id)).toContain(created.id)
+
+      const listed = (await (await gw.request('/v1/batches', key)).json()) as {
+        data: { id: string }[]
+      }
+      expect(listed.data.map((b) => b.id)).toContain(nativeId)
+
+      const deleted = await client.messages.batches.delete(created.id)
+      expect(deleted).toEqual({ id: created.id, type: 'message_batch_deleted' })
+      expect(
+        await client.messages.batches.retrieve(created.id).catch((e: unknown) => e),
+      ).toBeInstanceOf(Anthropic.NotFoundError)
+    })
+
+    test('cancel ends a batch, every request succeeded or canceled', async () => {
+      const slow = await client.messages.batches.create({
+        requests: Array.from({ length: 3 }, (_, i) => ({
+          custom_id: `slow-${i}`,
+          params: ask('sim/chat'),
+        })),
+      })
+      const cancelling = await client.messages.batches.cancel(slow.id)
+      expect(['canceling', 'ended']).toContain(cancelling.processing_status)
+      const ended = await waitFor(
+        'the cancelled batch to end',
+        async () => {
+          const batch = await client.messages.batches.retrieve(slow.id)
+          return batch.processing_status === 'ended' ? batch : null
+        },
+        20_000,
+      )
+      expect(ended.cancel_initiated_at).not.toBeNull()
+      const counts = ended.request_counts
+      expect(counts.succeeded + counts.canceled).toBe(3)
+    })
+
+    test('every invalid request is reported at once, nothing submitted', async () => {
+      const error = await client.messages.batches
+        .create({
+          requests: [
+            { custom_id: 'ok-1', params: ask('sim/chat') },
+            { custom_id: 'has space', params: ask('sim/chat') },
+            { custom_id: 'ok-1', params: ask('sim/chat') },
+            { custom_id: 'ok-4', params: { ...ask('sim/chat'), max_tokens: 999_999 } },
+          ],
+        })
+        .catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(Anthropic.BadRequestError)
+      const body = (
+        error as {
+          error: { type: string; error: { type: string }; issues: { line: number; path: string }[] }
+        }
+      ).error
+      expect(body.type).toBe('error')
+      expect(body.error.type).toBe('invalid_request_error')
+      // The envelope's issues and the engine's, in request order, at once.
+      expect(body.issues.map((issue) => [issue.line, issue.path])).toEqual([
+        [2, 'requests[1].custom_id'],
+        [3, 'requests[2].custom_id'],
+        [4, 'requests[3].params.max_tokens'],
+      ])
+    })
+  })
+}

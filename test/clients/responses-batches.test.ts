@@ -1,0 +1,140 @@
+/**
+ * Batch lines with `"url": "/v1/responses"` (SPEC §18), native and through the facade's endpoint
+ * `/v1/responses`: validated up front by the translation they run with, run as chat calls on any
+ * offering, their results in the Response object's shape and billed.
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import OpenAI, { toFile } from 'openai'
+import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import { jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
+import { contractProblems } from '../helpers/openai-contract.ts'
+import { waitFor } from '../helpers/wait.ts'
+
+let sim: Simulator
+let gw: TestGateway
+
+beforeAll(async () => {
+  sim = await startSimulator({ latencyMs: 1 })
+  gw = await startTestGateway({
+    upstreams: { openai: `${sim.url}/v1`, anthropic: sim.url },
+    env: { MULTIGRID_POLL_MS: '50' },
+  })
+})
+afterAll(async () => {
+  await gw.stop()
+  await sim.stop()
+})
+
+const responsesLine = (id: string, model: string, body: Record<string, unknown> = {}) => ({
+  custom_id: id,
+  method: 'POST',
+  url: '/v1/responses',
+  body: {
+    model,
+    instructions: 'Answer briefly.',
+    input: `Question ${id}`,
+    max_output_tokens: 64,
+    ...body,
+  },
+})
+
+interface ResultLine {
+  custom_id: string
+  status: string
+  cost_usd: string
+  response: {
+    body: {
+      object: string
+      status: string
+      output: { content: { text: string }[] }[]
+      usage: { total_tokens: number }
+    }
+  }
+}
+
+test('native: Responses lines run on any offering, results are Response objects', async () => {
+  const { key } = await gw.newAccount('5')
+  const submitted = await gw.request('/v1/batches', key, {
+    method: 'POST',
+    headers: { 'content-type': 'application/jsonl' },
+    body: jsonl([responsesLine('r-1', 'sim/chat'), responsesLine('r-2', 'sim/claude')]),
+  })
+  expect(submitted.status).toBe(201)
+  const batch = (await submitted.json()) as { id: string; endpoint: string }
+  expect(batch.endpoint).toBe('/v1/responses')
+  await waitFor('the batch to complete', async () => {
+    const read = (await (await gw.request(`/v1/batches/${batch.id}`, key)).json()) as {
+      status: string
+    }
+    return read.status === 'completed'
+  })
+  const lines = (await (await gw.request(`/v1/batches/${batch.id}/results`, key)).text())
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as ResultLine)
+  expect(lines.map((line) => line.custom_id)).toEqual(['r-1', 'r-2'])
+  for (const line of lines) {
+    expect(line.status).toBe('succeeded')
+    expect(Number(line.cost_usd)).toBeGreaterThan(0)
+    expect(line.response.body.object).toBe('response')
+    expect(line.response.body.status).toBe('completed')
+    expect(line.response.body.output[0].content[0].text.length).toBeGreaterThan(0)
+    expect(line.response.body.usage.total_tokens).toBeGreaterThan(0)
+  }
+})
+
+test('native: what a line cannot translate is an issue, nothing submitted', async () => {
+  const { key } = await gw.newAccount('5')
+  const response = await gw.request('/v1/batches', key, {
+    method: 'POST',
+    headers: { 'content-type': 'application/jsonl' },
+    body: jsonl([
+      responsesLine('ok', 'sim/chat'),
+      responsesLine('stored', 'sim/chat', { store: true }),
+      responsesLine('reasoning', 'sim/chat', { reasoning: { effort: 'low' } }),
+      responsesLine('long', 'sim/chat', { max_output_tokens: 999_999 }),
+    ]),
+  })
+  expect(response.status).toBe(400)
+  const body = (await response.json()) as { issues: { line: number; path: string }[] }
+  expect(body.issues.map((issue) => [issue.line, issue.path])).toEqual([
+    [2, 'body.store'],
+    [3, 'body.reasoning'],
+    [4, 'body.max_output_tokens'],
+  ])
+})
+
+test('facade: endpoint /v1/responses, output file in the Response shape, usage reported', async () => {
+  const { key } = await gw.newAccount('5')
+  const client = new OpenAI({ baseURL: `${gw.url}/openai/v1`, apiKey: key, maxRetries: 0 })
+  const file = await client.files.create({
+    file: await toFile(
+      Buffer.from(jsonl([responsesLine('f-1', 'sim/chat'), responsesLine('f-2', 'sim/chat')])),
+      'requests.jsonl',
+    ),
+    purpose: 'batch',
+  })
+  const created = await client.batches.create({
+    input_file_id: file.id,
+    endpoint: '/v1/responses',
+    completion_window: '24h',
+  })
+  const done = await waitFor('the facade batch to complete', async () => {
+    const batch = await client.batches.retrieve(created.id)
+    return batch.status === 'completed' ? batch : null
+  })
+  expect(contractProblems('Batch', done)).toEqual([])
+  expect(done.endpoint).toBe('/v1/responses')
+  expect(done.usage!.total_tokens).toBeGreaterThan(0)
+  expect(done.model).toBe('sim/chat')
+  const output = (await (await client.files.content(done.output_file_id!)).text())
+    .trim()
+    .split('\n')
+    .map(
+      (line) => JSON.parse(line) as { custom_id: string; response: { body: { object: string } } },
+    )
+  expect(output.map((line) => [line.custom_id, line.response.body.object])).toEqual([
+    ['f-1', 'response'],
+    ['f-2', 'response'],
+  ])
+})

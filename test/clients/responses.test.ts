@@ -1,0 +1,246 @@
+/**
+ * `POST /v1/responses` with the clients people use, unchanged (SPEC §18): the `openai` package's
+ * responses.create and responses.stream, and the Vercel AI SDK's generateText/streamText with
+ * @ai-sdk/openai's default model (the Responses API) and with @ai-sdk/anthropic through
+ * /anthropic/v1. Translated to chat completions for OpenAI-compatible and Anthropic offerings.
+ */
+import { createAnthropic } from '@ai-sdk/anthropic'
+import { createOpenAI } from '@ai-sdk/openai'
+import { generateText, streamText } from 'ai'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import OpenAI from 'openai'
+import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import { testCatalog } from '../helpers/catalog.ts'
+import { startTestGateway, type TestGateway } from '../helpers/gateway.ts'
+
+let sim: Simulator
+let gw: TestGateway
+let key: string
+let accountId: string
+let client: OpenAI
+
+beforeAll(async () => {
+  sim = await startSimulator({ latencyMs: 1, keepBodies: 50 })
+  // A provider that serves the Responses API itself: its calls pass through (SPEC §18).
+  const catalog = testCatalog({ openai: `${sim.url}/v1`, anthropic: sim.url }) as {
+    providers: Record<string, unknown>
+    models: unknown[]
+  }
+  catalog.providers['sim-responses'] = {
+    kind: 'openai',
+    base_url: `${sim.url}/v1`,
+    max_concurrency: 8,
+    responses_api: true,
+  }
+  catalog.models.push({
+    id: 'sim/responses',
+    endpoints: ['chat'],
+    context_tokens: 32000,
+    max_output_tokens: 4096,
+    offerings: [
+      {
+        provider: 'sim-responses',
+        upstream_model: 'sim-responses-model',
+        input_usd_per_mtok: '1',
+        output_usd_per_mtok: '2',
+      },
+    ],
+  })
+  gw = await startTestGateway({ catalog })
+  const account = await gw.newAccount('10')
+  key = account.key
+  accountId = account.accountId
+  client = new OpenAI({ baseURL: `${gw.url}/openai/v1`, apiKey: key, maxRetries: 0 })
+})
+afterAll(async () => {
+  await gw.stop()
+  await sim.stop()
+})
+
+const balance = async () => {
+  await gw.credit.flush()
+  const account = (await (await gw.admin(`/accounts/${accountId}`)).json()) as {
+    balance_usd: string
+    held_usd: string
+  }
+  return account
+}
+
+describe('the openai package', () => {
+  for (const model of ['sim/chat', 'sim/claude']) {
+    test(`responses.create answers a Response, billed (${model})`, async () => {
+      const before = await balance()
+      const response = await client.responses.create({
+        model,
+        instructions: 'Answer briefly.',
+        input: 'Say hello.',
+        max_output_tokens: 64,
+        metadata: { ticket: '7' },
+      })
+      expect(response.object).toBe('response')
+      expect(response.id).toStartWith('resp_')
+      expect(response.status).toBe('completed')
+      expect(response.output[0].type).toBe('message')
+      expect(response.output_text.length).toBeGreaterThan(0)
+      expect(response.usage!.input_tokens).toBeGreaterThan(0)
+      expect(response.usage!.total_tokens).toBe(
+        response.usage!.input_tokens + response.usage!.output_tokens,
+      )
+      expect(response.metadata).toEqual({ ticket: '7' })
+      const after = await balance()
+      expect(Number(after.balance_usd)).toBeLessThan(Number(before.balance_usd))
+    })
+
+    test(`responses.stream sends OpenAI's events in order (${model})`, async () => {
+      const stream = client.responses.stream({
+        model,
+        input: [{ role: 'user', content: [{ type: 'input_text', text: 'Say hello.' }] }],
+        max_output_tokens: 64,
+      })
+      const types: string[] = []
+      const sequence: number[] = []
+      for await (const event of stream) {
+        types.push(event.type)
+        sequence.push(event.sequence_number)
+      }
+      const final = await stream.finalResponse()
+      expect(types.slice(0, 4)).toEqual([
+        'response.created',
+        'response.in_progress',
+        'response.output_item.added',
+        'response.content_part.added',
+      ])
+      expect(types).toContain('response.output_text.delta')
+      expect(types.slice(-4)).toEqual([
+        'response.output_text.done',
+        'response.content_part.done',
+        'response.output_item.done',
+        'response.completed',
+      ])
+      expect(sequence).toEqual(sequence.map((_, i) => i))
+      expect(final.output_text.length).toBeGreaterThan(0)
+      expect(final.usage!.output_tokens).toBeGreaterThan(0)
+    })
+  }
+
+  test('store, previous_response_id and untranslatable fields are 400s naming them', async () => {
+    const refused = async (extra: Record<string, unknown>) => {
+      const error = await client.responses
+        .create({ model: 'sim/chat', input: 'hi', ...extra } as never)
+        .catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+      return (error as { error: { message: string; param: string } }).error
+    }
+    expect((await refused({ store: true })).message).toContain('stores no responses')
+    expect((await refused({ previous_response_id: 'resp_1' })).param).toBe('previous_response_id')
+    expect((await refused({ reasoning: { effort: 'low' } })).param).toBe('reasoning')
+  })
+
+  test('also at the root /v1/responses, with a json_schema text format', async () => {
+    const root = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 })
+    const response = await root.responses.create({
+      model: 'sim/chat',
+      input: 'Give a JSON object.',
+      max_output_tokens: 64,
+      text: {
+        format: {
+          type: 'json_schema',
+          name: 'answer',
+          schema: { type: 'object', properties: { a: { type: 'string' } } },
+        },
+      },
+    })
+    expect(response.status).toBe('completed')
+    expect(response.text?.format?.type).toBe('json_schema')
+  })
+})
+
+describe('passed through to a provider with responses_api', () => {
+  const lastSent = () => {
+    const sent = sim.received().at(-1)!
+    return { path: sent.path, body: JSON.parse(sent.text) as Record<string, unknown> }
+  }
+
+  test('responses.create goes to /v1/responses as it came, billed from its usage', async () => {
+    const before = await balance()
+    const response = await client.responses.create({
+      model: 'sim/responses',
+      input: 'Say hello.',
+      max_output_tokens: 64,
+      // Outside the translated subset: passed through, not refused.
+      truncation: 'auto',
+    })
+    const sent = lastSent()
+    expect(sent.path).toBe('/v1/responses')
+    expect(sent.body.model).toBe('sim-responses-model')
+    expect(sent.body.truncation).toBe('auto')
+    // Nothing is stored, also at the provider: OpenAI keeps responses unless told not to.
+    expect(sent.body.store).toBe(false)
+    expect(response.id).toStartWith('resp_sim')
+    expect(response.output_text.length).toBeGreaterThan(0)
+    const after = await balance()
+    expect(Number(after.balance_usd)).toBeLessThan(Number(before.balance_usd))
+  })
+
+  test('responses.stream relays the provider events', async () => {
+    const stream = client.responses.stream({ model: 'sim/responses', input: 'Say hello.' })
+    const types: string[] = []
+    for await (const event of stream) types.push(event.type)
+    expect(lastSent().path).toBe('/v1/responses')
+    expect(types[0]).toBe('response.created')
+    expect(types.at(-1)).toBe('response.completed')
+    expect((await stream.finalResponse()).usage!.output_tokens).toBeGreaterThan(0)
+  })
+
+  test('store: true is refused there too: nothing is stored', async () => {
+    const error = await client.responses
+      .create({ model: 'sim/responses', input: 'hi', store: true })
+      .catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+  })
+})
+
+describe('the Vercel AI SDK', () => {
+  test('generateText and streamText with @ai-sdk/openai defaults (the Responses API)', async () => {
+    const openai = createOpenAI({ baseURL: `${gw.url}/v1`, apiKey: key })
+    const generated = await generateText({
+      model: openai('sim/chat'),
+      prompt: 'Say hello.',
+      maxOutputTokens: 64,
+    })
+    expect(generated.text.length).toBeGreaterThan(0)
+    expect(generated.usage.outputTokens).toBeGreaterThan(0)
+    const streamed = streamText({
+      model: openai('sim/chat'),
+      prompt: 'Say hello.',
+      maxOutputTokens: 64,
+    })
+    let text = ''
+    for await (const delta of streamed.textStream) text += delta
+    expect(text.length).toBeGreaterThan(0)
+    expect(await streamed.finishReason).toBe('stop')
+  })
+
+  test('generateText and streamText with @ai-sdk/anthropic through /anthropic/v1', async () => {
+    const anthropic = createAnthropic({ baseURL: `${gw.url}/anthropic/v1`, apiKey: key })
+    for (const model of ['sim/claude', 'sim/chat']) {
+      const generated = await generateText({
+        model: anthropic(model),
+        system: 'Answer briefly.',
+        prompt: 'Say hello.',
+        maxOutputTokens: 64,
+      })
+      expect(generated.text.length).toBeGreaterThan(0)
+      expect(generated.finishReason).toBe('stop')
+      const streamed = streamText({
+        model: anthropic(model),
+        prompt: 'Say hello.',
+        maxOutputTokens: 64,
+      })
+      let text = ''
+      for await (const delta of streamed.textStream) text += delta
+      expect(text.length).toBeGreaterThan(0)
+      expect((await streamed.usage).outputTokens).toBeGreaterThan(0)
+    }
+  })
+})
