@@ -75,6 +75,18 @@ export function runChunkStoreContract(name: string, makeStore: () => Promise<Ope
       expect((await chunks.getChunk('chk_a'))?.state).toBe('intent')
     })
 
+    test("an intent written under a lease is its writer's until the lease runs out", async () => {
+      await chunks.createChunk(intent('chk_a'), T0, { owner: 'writer', untilMs: T0 + 60_000 })
+      expect((await chunks.getChunk('chk_a'))?.leaseOwner).toBe('writer')
+      expect(await chunks.claimChunks('other', 1, T0 + 1, T0 + 60_000)).toEqual([])
+      expect(await chunks.updateChunk('writer', 'chk_a', { inputFileId: 'file-1' }, T0 + 2)).toBe(
+        true,
+      )
+      expect(
+        (await chunks.claimChunks('other', 1, T0 + 60_000, T0 + 120_000))[0]?.inputFileId,
+      ).toBe('file-1')
+    })
+
     test('claims at once never hand one chunk to two holders', async () => {
       for (let i = 0; i < 6; i++)
         await chunks.createChunk(intent(`chk_${i}`, 'batch_1', [i + 1]), T0)

@@ -61,6 +61,12 @@ export interface ChunkPatch {
   error?: string | null
 }
 
+/** Who holds a chunk, and until when (ms). */
+export interface ChunkLease {
+  owner: string
+  untilMs: number
+}
+
 /** One line of a chunk. */
 export interface ChunkLineRef {
   position: number
@@ -69,8 +75,11 @@ export interface ChunkLineRef {
 
 /** The chunk store: one implementation a dialect, one contract (test/store/chunk-contract.ts). */
 export interface ChunkStore {
-  /** Writes the intent and its lines at once, due for a first look now, under no lease. */
-  createChunk(intent: ChunkIntent, nowMs: number): Promise<void>
+  /**
+   * Writes the intent and its lines at once, due for a first look now: under `lease` when given
+   * (the instance about to upload it), else under none.
+   */
+  createChunk(intent: ChunkIntent, nowMs: number, lease?: ChunkLease): Promise<void>
   /**
    * Leases up to `limit` followed chunks that are due (next_poll_at ≤ now) and whose lease is
    * free or has run out, earliest due first; each goes to one caller only.

@@ -12,12 +12,12 @@ const FOLLOWED = "state NOT IN ('ended', 'abandoned')"
 export function createSqliteChunkStore(db: Database): ChunkStore {
   const q = (sql: string) => db.query<Row, any[]>(sql)
   return {
-    async createChunk(intent, nowMs) {
+    async createChunk(intent, nowMs, lease) {
       db.transaction(() => {
         q(
           `INSERT INTO batch_chunks (id, batch_id, offering, provider, upstream_model, endpoint,
-             state, line_count, next_poll_at, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, 'intent', ?, ?, ?, ?)`,
+             state, line_count, next_poll_at, created_at, updated_at, lease_owner, lease_until)
+           VALUES (?, ?, ?, ?, ?, ?, 'intent', ?, ?, ?, ?, ?, ?)`,
         ).run(
           intent.id,
           intent.batchId,
@@ -29,6 +29,8 @@ export function createSqliteChunkStore(db: Database): ChunkStore {
           nowMs,
           nowMs,
           nowMs,
+          lease?.owner ?? null,
+          lease?.untilMs ?? null,
         )
         const line = q(
           'INSERT INTO batch_chunk_lines (chunk_id, position, line_no) VALUES (?, ?, ?)',
