@@ -34,5 +34,7 @@ CREATE TABLE batch_chunk_lines (
   chunk_id text COLLATE "C" NOT NULL,
   position integer NOT NULL,
   line_no integer NOT NULL,
+  -- The line's attempts with this chunk's, for the retry rules of an errored line.
+  attempts integer NOT NULL DEFAULT 1,
   PRIMARY KEY (chunk_id, position)
 );

@@ -52,10 +52,12 @@ export function runChunkStoreContract(name: string, makeStore: () => Promise<Ope
         error: null,
       })
       expect(await chunks.chunkLines('chk_a')).toEqual([
-        { position: 1, lineNo: 3 },
-        { position: 2, lineNo: 1 },
-        { position: 3, lineNo: 7 },
+        { position: 1, lineNo: 3, attempts: 1 },
+        { position: 2, lineNo: 1, attempts: 1 },
+        { position: 3, lineNo: 7, attempts: 1 },
       ])
+      await chunks.createChunk({ ...intent('chk_n'), attempts: [2, 1, 5] }, T0)
+      expect((await chunks.chunkLines('chk_n')).map((line) => line.attempts)).toEqual([2, 1, 5])
       expect(await chunks.getChunk('chk_missing')).toBeNull()
     })
 
@@ -166,7 +168,7 @@ export function runChunkStoreContract(name: string, makeStore: () => Promise<Ope
       await chunks.createChunk(intent('chk_big', 'batch_1', lineNos), T0)
       const lines = await chunks.chunkLines('chk_big')
       expect(lines).toHaveLength(25_000)
-      expect(lines.at(-1)).toEqual({ position: 25_000, lineNo: 49_999 })
+      expect(lines.at(-1)).toEqual({ position: 25_000, lineNo: 49_999, attempts: 1 })
     })
   })
 }

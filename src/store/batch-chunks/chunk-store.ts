@@ -28,6 +28,8 @@ export interface ChunkIntent {
   endpoint: 'chat' | 'embeddings'
   /** Line numbers of the Multigrid batch, in chunk order: position n is `lineNos[n - 1]`. */
   lineNos: number[]
+  /** Each line's attempts, this chunk's included, in the same order; absent: 1 each. */
+  attempts?: number[]
 }
 
 /** A chunk as stored. Times in ms. */
@@ -71,6 +73,7 @@ export interface ChunkLease {
 export interface ChunkLineRef {
   position: number
   lineNo: number
+  attempts: number
 }
 
 /** The chunk store: one implementation a dialect, one contract (test/store/chunk-contract.ts). */

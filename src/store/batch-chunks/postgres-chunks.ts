@@ -22,10 +22,11 @@ export function createPostgresChunkStore(sql: Sql): ChunkStore {
           chunk_id: intent.id,
           position: index + 1,
           line_no: lineNo,
+          attempts: intent.attempts?.[index] ?? 1,
         }))
         // Within PostgreSQL's 65,535 parameters a statement: 3 a row.
         for (let start = 0; start < rows.length; start += 10_000)
-          await tx`INSERT INTO batch_chunk_lines ${tx(rows.slice(start, start + 10_000), 'chunk_id', 'position', 'line_no')}`
+          await tx`INSERT INTO batch_chunk_lines ${tx(rows.slice(start, start + 10_000), 'chunk_id', 'position', 'line_no', 'attempts')}`
       })
     },
     async claimChunks(owner, limit, nowMs, leaseUntilMs) {
@@ -64,8 +65,12 @@ export function createPostgresChunkStore(sql: Sql): ChunkStore {
     },
     async chunkLines(id) {
       const rows = await sql`
-        SELECT position, line_no FROM batch_chunk_lines WHERE chunk_id = ${id} ORDER BY position`
-      return rows.map((row) => ({ position: Number(row.position), lineNo: Number(row.line_no) }))
+        SELECT position, line_no, attempts FROM batch_chunk_lines WHERE chunk_id = ${id} ORDER BY position`
+      return rows.map((row) => ({
+        position: Number(row.position),
+        lineNo: Number(row.line_no),
+        attempts: Number(row.attempts),
+      }))
     },
     async getChunk(id) {
       const [row] = await sql`SELECT * FROM batch_chunks WHERE id = ${id}`

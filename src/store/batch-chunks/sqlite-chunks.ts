@@ -33,9 +33,11 @@ export function createSqliteChunkStore(db: Database): ChunkStore {
           lease?.untilMs ?? null,
         )
         const line = q(
-          'INSERT INTO batch_chunk_lines (chunk_id, position, line_no) VALUES (?, ?, ?)',
+          'INSERT INTO batch_chunk_lines (chunk_id, position, line_no, attempts) VALUES (?, ?, ?, ?)',
         )
-        intent.lineNos.forEach((lineNo, index) => line.run(intent.id, index + 1, lineNo))
+        intent.lineNos.forEach((lineNo, index) =>
+          line.run(intent.id, index + 1, lineNo, intent.attempts?.[index] ?? 1),
+        )
       }).immediate()
     },
     async claimChunks(owner, limit, nowMs, leaseUntilMs) {
@@ -87,10 +89,14 @@ export function createSqliteChunkStore(db: Database): ChunkStore {
     },
     async chunkLines(id) {
       return q(
-        'SELECT position, line_no FROM batch_chunk_lines WHERE chunk_id = ? ORDER BY position',
+        'SELECT position, line_no, attempts FROM batch_chunk_lines WHERE chunk_id = ? ORDER BY position',
       )
         .all(id)
-        .map((row) => ({ position: Number(row.position), lineNo: Number(row.line_no) }))
+        .map((row) => ({
+          position: Number(row.position),
+          lineNo: Number(row.line_no),
+          attempts: Number(row.attempts),
+        }))
     },
     async getChunk(id) {
       const row = q('SELECT * FROM batch_chunks WHERE id = ?').get(id)

@@ -24,5 +24,6 @@ CREATE TABLE batch_chunk_lines (
   chunk_id TEXT NOT NULL,
   position INTEGER NOT NULL,
   line_no INTEGER NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 1,
   PRIMARY KEY (chunk_id, position)
 );
