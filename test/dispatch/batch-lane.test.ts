@@ -16,6 +16,7 @@ import {
   type ChunkRequest,
 } from '../../providers/batch-api/index.ts'
 import { offeringSchema } from '../../src/catalog/catalog-file.ts'
+import { chooseBatchLane, liveOfferings } from '../../src/dispatch/batch-lane/choose-batch-lane.ts'
 import { followAction, nextPollAt } from '../../src/dispatch/batch-lane/follow-schedule.ts'
 import { groupIntoChunks, type ChunkCandidate } from '../../src/dispatch/batch-lane/group-chunks.ts'
 import { mapChunkResults } from '../../src/dispatch/batch-lane/map-chunk-results.ts'
@@ -230,5 +231,38 @@ describe('mapping back', () => {
       },
     )
     expect(spent[0].kind === 'failed' && spent[0].error.code).toBe('upstream_error')
+  })
+})
+
+describe('choosing the batch lane', () => {
+  const offering = (lane: string | undefined, price: string, extra: object = {}) =>
+    offeringSchema.parse({
+      provider: 'openai',
+      upstream_model: 'gpt-sim',
+      input_usd_per_mtok: price,
+      ...(lane ? { lane } : {}),
+      ...extra,
+    })
+  const kindOf = (provider: string) => (provider === 'openai' ? ('openai' as const) : undefined)
+  const HOUR = 3_600_000
+  const deadline = 100 * HOUR
+
+  test('the cheapest offering, when a batch lane, takes lines while it is open', () => {
+    const ordered = [
+      offering('batch', '0.5', { min_hours_left: 4, fallback_hours: 2 }),
+      offering(undefined, '1'),
+    ]
+    expect(chooseBatchLane(ordered, deadline, deadline - 24 * HOUR, kindOf)?.offering).toBe(
+      ordered[0],
+    )
+    expect(chooseBatchLane(ordered, deadline, deadline - 3 * HOUR, kindOf)).toBeNull()
+  })
+
+  test('a cheaper live offering first, or an unknown kind, keeps lines live; live calls never see batch lanes', () => {
+    const pool = offering(undefined, '0')
+    const lane = offering('batch', '0.5')
+    expect(chooseBatchLane([pool, lane], deadline, 0, kindOf)).toBeNull()
+    expect(chooseBatchLane([{ ...lane, provider: 'other' }], deadline, 0, kindOf)).toBeNull()
+    expect(liveOfferings([lane, pool])).toEqual([pool])
   })
 })
