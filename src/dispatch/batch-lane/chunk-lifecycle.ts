@@ -93,7 +93,7 @@ export async function submitChunk(
     return submitted(deps, record, created.value.id)
   }
   const input = anthropicBatchInput(request, offering.provider)
-  await record_(deps, record, states, input.refused, true)
+  await recordResults(deps, record, states, input.refused, true)
   const created = await client.create(input)
   if (!created.ok) return abandon(deps, record, states, created.error)
   return submitted(deps, record, created.value.id)
@@ -130,7 +130,7 @@ export async function followChunk(
   const results = await readResults(deps, read.value)
   if (!results.ok) return lookFailed(deps, chunk, results.error, fallbackAtMs)
   // Every line of an ended batch is settled now: one it did not report goes back to pending.
-  await record_(deps, chunk, states, results.value, false)
+  await recordResults(deps, chunk, states, results.value, false)
   return done(deps, chunk, { state: 'ended' })
 }
 
@@ -143,7 +143,7 @@ function statesOf(lines: readonly ClaimedLine[]): ChunkLineRef[] {
 }
 
 /** Records the outcomes of these results (lines not among them are left as they are). */
-async function record_(
+async function recordResults(
   deps: ChunkDeps,
   chunk: Pick<ChunkRecord, 'id' | 'batchId' | 'createdAt'>,
   states: readonly ChunkLineRef[],
