@@ -18,6 +18,8 @@ CREATE TABLE batch_chunks (
   input_file_id text,
   provider_batch_id text,
   line_count integer NOT NULL,
+  -- deadline_at − fallback_hours of its batch (ms): not ended by then, it is cancelled upstream.
+  fallback_at bigint NOT NULL,
   lease_owner text,
   lease_until bigint,
   next_poll_at bigint NOT NULL,

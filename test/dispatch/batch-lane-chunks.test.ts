@@ -126,7 +126,7 @@ async function claimedBatch(texts: string[], chunkId: string) {
 const readAll = (batchId: string) =>
   opened.store.readLines(batchId, { afterLineNo: 0, limit: 100, statuses: null })
 
-async function followUntil(deps: ChunkDeps, chunkId: string, state: string, fallbackAtMs: number) {
+async function followUntil(deps: ChunkDeps, chunkId: string, state: string) {
   for (let i = 0; i < 200; i++) {
     const chunk = await opened.chunks.getChunk(chunkId)
     if (chunk?.state === state) return chunk
@@ -136,7 +136,7 @@ async function followUntil(deps: ChunkDeps, chunkId: string, state: string, fall
       Date.now(),
       Date.now() + 60_000,
     )
-    if (claimed) await followChunk(deps, claimed, fallbackAtMs)
+    if (claimed) await followChunk(deps, claimed)
     else await Bun.sleep(20)
   }
   throw new Error(`chunk ${chunkId} never reached ${state}`)
@@ -151,10 +151,16 @@ describe('a chunk through OpenAI', () => {
       'chk_o1',
     )
     const deps = depsFor(openai(), 'inst-a')
-    await submitChunk(deps, { id: 'chk_o1', batchId: id, endpoint: 'chat', lines: claimed })
+    await submitChunk(deps, {
+      id: 'chk_o1',
+      batchId: id,
+      endpoint: 'chat',
+      fallbackAtMs: later(),
+      lines: claimed,
+    })
     const job = sim.batches().jobs.find((item) => item.metadata?.mg_chunk === 'chk_o1')
     expect(job?.customIds).toEqual(['mg-1', 'mg-2', 'mg-3'])
-    await followUntil(deps, 'chk_o1', 'ended', later())
+    await followUntil(deps, 'chk_o1', 'ended')
     const lines = await readAll(id)
     expect(lines.map((line) => line.status)).toEqual(['succeeded', 'succeeded', 'failed'])
     for (const line of lines.slice(0, 2)) {
@@ -174,9 +180,16 @@ describe('a chunk through OpenAI', () => {
     sim.configure({ batchTurnaroundMs: 60_000 })
     const { id, claimed } = await claimedBatch(['slow one', 'slow two'], 'chk_o2')
     const deps = depsFor(openai(), 'inst-a')
-    await submitChunk(deps, { id: 'chk_o2', batchId: id, endpoint: 'chat', lines: claimed })
+    // The fallback time is already here: the first look cancels.
+    await submitChunk(deps, {
+      id: 'chk_o2',
+      batchId: id,
+      endpoint: 'chat',
+      fallbackAtMs: Date.now(),
+      lines: claimed,
+    })
     const cancelsBefore = sim.batches().cancelled
-    await followUntil(deps, 'chk_o2', 'ended', Date.now())
+    await followUntil(deps, 'chk_o2', 'ended')
     expect(sim.batches().cancelled).toBe(cancelsBefore + 1)
     const lines = await readAll(id)
     expect(lines.map((line) => [line.status, line.attempts])).toEqual([
@@ -195,6 +208,7 @@ describe('a chunk through OpenAI', () => {
       {
         id: 'chk_o3',
         batchId: id,
+        fallbackAtMs: later(),
         offering: 'openai:batch',
         provider: 'openai',
         upstreamModel: 'gpt-sim',
@@ -224,7 +238,7 @@ describe('a chunk through OpenAI', () => {
     expect(intent?.state).toBe('intent')
     expect(intent?.inputFileId).not.toBeNull()
     const taker = depsFor(client, 'inst-b')
-    await followUntil(taker, 'chk_o3', 'ended', later())
+    await followUntil(taker, 'chk_o3', 'ended')
     expect(sim.batches().created).toBe(createdBefore)
     expect(sim.batches().jobs.filter((job) => job.metadata?.mg_chunk === 'chk_o3')).toHaveLength(1)
     expect((await readAll(id)).map((line) => line.status)).toEqual(['succeeded', 'succeeded'])
@@ -235,10 +249,16 @@ describe('a chunk through OpenAI', () => {
     sim.configure({ batchTurnaroundMs: 60_000 })
     const { id, claimed } = await claimedBatch(['to cancel'], 'chk_o4')
     const deps = depsFor(openai(), 'inst-a')
-    await submitChunk(deps, { id: 'chk_o4', batchId: id, endpoint: 'chat', lines: claimed })
+    await submitChunk(deps, {
+      id: 'chk_o4',
+      batchId: id,
+      endpoint: 'chat',
+      fallbackAtMs: later(),
+      lines: claimed,
+    })
     const before = sim.batches().cancelled
     expect(await opened.chunks.requestCancel(id, Date.now())).toBe(1)
-    await followUntil(deps, 'chk_o4', 'ended', later())
+    await followUntil(deps, 'chk_o4', 'ended')
     expect(sim.batches().cancelled).toBe(before + 1)
     await deps.client.close()
   })
@@ -249,8 +269,14 @@ describe('a chunk through Anthropic', () => {
     sim.configure({ batchTurnaroundMs: 400, batchExpireMs: 150 })
     const { id, claimed } = await claimedBatch(['a', 'b', 'c', 'd'], 'chk_a1')
     const deps = depsFor(anthropic(), 'inst-a')
-    await submitChunk(deps, { id: 'chk_a1', batchId: id, endpoint: 'chat', lines: claimed })
-    await followUntil(deps, 'chk_a1', 'ended', later())
+    await submitChunk(deps, {
+      id: 'chk_a1',
+      batchId: id,
+      endpoint: 'chat',
+      fallbackAtMs: later(),
+      lines: claimed,
+    })
+    await followUntil(deps, 'chk_a1', 'ended')
     const lines = await readAll(id)
     // 4 lines over 400 ms, expired at 150 ms: the first done, the rest expired.
     expect(lines[0].status).toBe('succeeded')
@@ -269,8 +295,14 @@ describe('a chunk through Anthropic', () => {
       Date.now() + 60_000,
     )
     expect(again).toHaveLength(3)
-    await submitChunk(deps, { id: 'chk_a2', batchId: id, endpoint: 'chat', lines: again })
-    await followUntil(deps, 'chk_a2', 'ended', later())
+    await submitChunk(deps, {
+      id: 'chk_a2',
+      batchId: id,
+      endpoint: 'chat',
+      fallbackAtMs: later(),
+      lines: again,
+    })
+    await followUntil(deps, 'chk_a2', 'ended')
     // A 5xx line is retried: pending again with its attempt counted.
     expect((await readAll(id)).slice(1).map((line) => [line.status, line.attempts])).toEqual([
       ['pending', 1],

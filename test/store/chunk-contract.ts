@@ -16,6 +16,7 @@ const intent = (id: string, batchId = 'batch_1', lineNos = [3, 1, 7]): ChunkInte
   provider: 'openai',
   upstreamModel: 'gpt-sim',
   endpoint: 'chat',
+  fallbackAtMs: T0 + 3_600_000,
   lineNos,
 })
 
@@ -43,6 +44,7 @@ export function runChunkStoreContract(name: string, makeStore: () => Promise<Ope
         upstreamModel: 'gpt-sim',
         endpoint: 'chat',
         state: 'intent',
+        fallbackAtMs: T0 + 3_600_000,
         inputFileId: null,
         providerBatchId: null,
         lineCount: 3,

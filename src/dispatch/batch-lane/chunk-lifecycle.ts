@@ -52,7 +52,14 @@ export const lineOwnerOf = (chunkId: string): string => `chunk:${chunkId}`
  */
 export async function submitChunk(
   deps: ChunkDeps,
-  chunk: { id: string; batchId: string; endpoint: 'chat' | 'embeddings'; lines: ClaimedLine[] },
+  chunk: {
+    id: string
+    batchId: string
+    endpoint: 'chat' | 'embeddings'
+    /** deadline_at − fallback_hours of the batch (ms). */
+    fallbackAtMs: number
+    lines: ClaimedLine[]
+  },
 ): Promise<void> {
   const { chunks, offering, holder } = deps
   const now = deps.now()
@@ -64,6 +71,7 @@ export async function submitChunk(
       provider: offering.provider,
       upstreamModel: offering.upstream_model,
       endpoint: chunk.endpoint,
+      fallbackAtMs: chunk.fallbackAtMs,
       lineNos: chunk.lines.map((line) => line.lineNo),
       attempts: chunk.lines.map((line) => line.attempts),
     },
@@ -100,11 +108,8 @@ export async function submitChunk(
 }
 
 /** Looks at a chunk this instance holds (claimed from the chunk store) and moves it on. */
-export async function followChunk(
-  deps: ChunkDeps,
-  chunk: ChunkRecord,
-  fallbackAtMs: number,
-): Promise<void> {
+export async function followChunk(deps: ChunkDeps, chunk: ChunkRecord): Promise<void> {
+  const { fallbackAtMs } = chunk
   const now = deps.now()
   await deps.lines.renewLeases(lineOwnerOf(chunk.id), now + deps.lineLeaseMs)
   const states = await deps.chunks.chunkLines(chunk.id)

@@ -26,6 +26,8 @@ export interface ChunkIntent {
   provider: string
   upstreamModel: string
   endpoint: 'chat' | 'embeddings'
+  /** deadline_at − fallback_hours of its batch (ms). */
+  fallbackAtMs: number
   /** Line numbers of the Multigrid batch, in chunk order: position n is `lineNos[n - 1]`. */
   lineNos: number[]
   /** Each line's attempts, this chunk's included, in the same order; absent: 1 each. */
@@ -41,6 +43,7 @@ export interface ChunkRecord {
   upstreamModel: string
   endpoint: 'chat' | 'embeddings'
   state: ChunkState
+  fallbackAtMs: number
   inputFileId: string | null
   providerBatchId: string | null
   lineCount: number
@@ -121,6 +124,7 @@ export function rowToChunk(row: Row): ChunkRecord {
     upstreamModel: String(row.upstream_model),
     endpoint: row.endpoint === 'embeddings' ? 'embeddings' : 'chat',
     state: String(row.state) as ChunkState,
+    fallbackAtMs: Number(row.fallback_at),
     inputFileId: orNull(row.input_file_id, String),
     providerBatchId: orNull(row.provider_batch_id, String),
     lineCount: Number(row.line_count),

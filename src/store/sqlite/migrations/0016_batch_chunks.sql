@@ -10,6 +10,7 @@ CREATE TABLE batch_chunks (
   input_file_id TEXT,
   provider_batch_id TEXT,
   line_count INTEGER NOT NULL,
+  fallback_at INTEGER NOT NULL,
   lease_owner TEXT,
   lease_until INTEGER,
   next_poll_at INTEGER NOT NULL,
