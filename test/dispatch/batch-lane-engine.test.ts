@@ -16,6 +16,7 @@ import {
 import { catalogSchema } from '../../src/catalog/catalog-file.ts'
 import { createCatalog } from '../../src/catalog/catalog.ts'
 import { createBatchLaneEngine } from '../../src/dispatch/batch-lane/batch-lane-engine.ts'
+import { createLaneBatches } from '../../src/dispatch/batch-lane/lane-batches.ts'
 import { DEFAULT_RETRY } from '../../src/dispatch/retry-policy.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
@@ -91,6 +92,20 @@ const catalog = createCatalog(
             output_usd_per_mtok: '0.3',
             chunk_lines: 10,
             poll_s: 0.05,
+          },
+        ],
+      },
+      {
+        id: 'gpt-live',
+        endpoints: ['chat'],
+        context_tokens: 8192,
+        max_output_tokens: 1024,
+        offerings: [
+          {
+            provider: 'openai',
+            upstream_model: 'gpt-sim',
+            input_usd_per_mtok: '0.15',
+            output_usd_per_mtok: '0.6',
           },
         ],
       },
@@ -230,5 +245,19 @@ describe('the batch-lane engine', () => {
       Array(6).fill(['succeeded', 'anthropic:batch']),
     )
     expect(sim.batches().created).toBe(created)
+  })
+
+  test('the live dispatcher is left the batches the lane does not serve, and the rest after the lane closes', async () => {
+    const laneId = await admit('gpt-lane', 3)
+    const liveId = await admit('gpt-live', 3)
+    const lanes = createLaneBatches(opened.store, catalog, (provider) => provider in clients)
+    const runnable = await opened.dispatch.runnableBatches(Date.now(), 100)
+    const ids = (list: { id: string }[]) => list.map((batch) => batch.id).sort()
+    expect(ids(runnable)).toEqual([laneId, liveId].sort())
+    expect(ids(await lanes.liveOnly(runnable, Date.now()))).toEqual([liveId])
+    // Four hours before the deadline (min_hours_left) the lane takes no more of its lines.
+    const closes = (NOW + 86_400) * 1000 - 4 * 3_600_000
+    expect(ids(await lanes.liveOnly(runnable, closes - 1))).toEqual([liveId])
+    expect(ids(await lanes.liveOnly(runnable, closes))).toEqual([laneId, liveId].sort())
   })
 })
