@@ -4,6 +4,7 @@
  * not the adapters': they are given what they need of it (providers/types.ts ProviderOptions).
  */
 import { z } from 'zod'
+import { batchLaneFields, batchLaneProblems } from './batch-lane.ts'
 
 const decimalString = z
   .string()
@@ -90,6 +91,8 @@ export const offeringSchema = z.strictObject({
   timeout_s: z.number().positive().max(3600).optional(),
   /** OpenAI reasoning models refuse max_tokens and want max_completion_tokens. */
   max_tokens_param: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
+  /** Batch lane only (SPEC §17): chunk_lines, min_hours_left, fallback_hours, poll_s. */
+  ...batchLaneFields,
 })
 
 export const modelSchema = z.strictObject({
@@ -180,6 +183,7 @@ export function checkCatalog(catalog: CatalogFile): string[] {
       if (!provider) {
         problems.push(`${at}.provider: "${offering.provider}" is not in providers`)
       }
+      problems.push(...batchLaneProblems(at, offering, provider?.kind))
       if (offering.lane === 'batch')
         problems.push(
           `${at}.lane: "batch" (the providers' batch APIs) is not supported yet; use "live" or "flex"`,

@@ -6,9 +6,19 @@
  * live one, and it is one more offering to plan with, cheapest first. The live lane keeps the
  * provider's plain name.
  */
-import { FLEX_TIMEOUT_S, type CatalogFile } from './catalog-file.ts'
+import { FLEX_TIMEOUT_S, type CatalogFile, type Lane } from './catalog-file.ts'
 
 export const flexName = (provider: string) => `${provider}:flex`
+
+/**
+ * The name an offering is shown and counted under: its provider's, with the lane after a colon
+ * unless it is the live lane ("openai:batch"). A flex offering's provider already carries it.
+ */
+export function offeringName(offering: { provider: string; lane?: Lane }): string {
+  const lane = offering.lane ?? 'live'
+  if (lane === 'live' || offering.provider.endsWith(`:${lane}`)) return offering.provider
+  return `${offering.provider}:${lane}`
+}
 
 /** The catalog with each flex offering on its derived provider; a catalog without any as it is. */
 export function withLanes(file: CatalogFile): CatalogFile {

@@ -273,7 +273,7 @@ function fail(
   }
 }
 
-function lineError(error: UpstreamError, attempts: number): LineError {
+export function lineError(error: UpstreamError, attempts: number): LineError {
   switch (error.kind) {
     case 'invalid_request':
       return { code: 'invalid_request', message: error.message, upstream: error.body }

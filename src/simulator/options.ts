@@ -92,6 +92,19 @@ export interface SimulatorOptions {
    * when flex capacity runs out. Drawn from a stream of its own. Default 0.
    */
   flexUnavailableRate?: number
+  /**
+   * Batch APIs (SPEC §17, batch-jobs.ts): how long a provider batch takes from its create to its
+   * last line; its lines come due evenly across it. Default 1000.
+   */
+  batchTurnaroundMs?: number
+  /** The fraction of batch lines answered 500 (errored lines), from their own stream. Default 0. */
+  batchErrorRate?: number
+  /** A provider batch created now expires this long after, with what was due kept. Default null. */
+  batchExpireMs?: number | null
+  /** How long a cancelled provider batch stays `cancelling` / `canceling`. Default 0. */
+  batchCancelMs?: number
+  /** OpenAI batches created now go `failed` with this error code (`token_limit_exceeded`). */
+  batchFailCode?: string | null
 }
 
 export type ResolvedSimulatorOptions = Required<SimulatorOptions>
@@ -125,6 +138,11 @@ export const defaultSimulatorOptions: ResolvedSimulatorOptions = {
   structuredAnswers: 'valid',
   flexLatencyMs: 0,
   flexUnavailableRate: 0,
+  batchTurnaroundMs: 1000,
+  batchErrorRate: 0,
+  batchExpireMs: null,
+  batchCancelMs: 0,
+  batchFailCode: null,
 }
 
 /** Merges `partial` over `base`, ignoring keys whose value is undefined. */

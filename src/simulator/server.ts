@@ -3,9 +3,12 @@
  * seeded faults, for tests and benches. Bun.serve directly, no framework: it shares two cores
  * with the gateway under load and must answer well over 6,000 requests/s at 50 ms latency.
  */
+import { createAnthropicBatchApi } from './anthropic-batch-api.ts'
 import { prepareMessages } from './anthropic-routes.ts'
+import { JobBook, viewJob } from './batch-jobs.ts'
 import { GpuQueue, loadReport, metricsText } from './gpu-queue.ts'
 import { LoraSlots, modelMissing, type LoraStats } from './lora-slots.ts'
+import { createOpenAIBatchApi } from './openai-batch-api.ts'
 import { prepareChat, prepareEmbeddings } from './openai-routes.ts'
 import { prepareResponses } from './responses-routes.ts'
 import {
@@ -51,6 +54,21 @@ export interface Simulator {
    * then it listens again on the same port holding no adapter. Counters are kept.
    */
   restart(downMs?: number): Promise<void>
+  /** Every provider batch (both batch APIs) as it stands now, oldest first, plus the counts. */
+  batches(): SimBatches
+}
+
+/** What reached the simulator's batch APIs (SPEC §17). */
+export interface SimBatches {
+  created: number
+  cancelled: number
+  jobs: {
+    id: string
+    dialect: 'openai' | 'anthropic'
+    customIds: string[]
+    status: string
+    metadata: Record<string, string> | null
+  }[]
 }
 
 /** One inference request as it arrived. */
@@ -131,6 +149,17 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   // GPU-pool mode's admission queue; made on first use so the mode can be switched on live.
   let gpu: GpuQueue | null = null
   const lora = new LoraSlots()
+  const book = new JobBook()
+  // Batch lines' server errors from a stream of their own, like flex refusals.
+  let batchRandom = createRandom(current.seed ^ 0x27d4eb2f)
+  const drawBatch = () => batchRandom()
+  const openaiBatches = createOpenAIBatchApi(book, () => current, drawBatch)
+  const anthropicBatches = createAnthropicBatchApi(
+    book,
+    () => current,
+    drawBatch,
+    () => simulator.url,
+  )
 
   function tooMany(dialect: Dialect, kind: FaultKind): Response {
     stats.fault(kind)
@@ -339,6 +368,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   async function admin(request: Request, path: string): Promise<Response> {
     if (path === '/sim/stats') return jsonResponse(stats.snapshot())
     if (path === '/sim/lora') return jsonResponse(lora.snapshot())
+    if (path === '/sim/batches') return jsonResponse(simulator.batches())
     if (path === '/sim/reset' && request.method === 'POST') {
       stats.reset()
       lora.resetStats()
@@ -386,6 +416,19 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       if (path === '/v1/unload_lora_adapter') return lora.unload(await readJson(request))
     }
     if (path.startsWith('/sim/')) return admin(request, path)
+    const batchApi = anthropicBatches.handles(path)
+      ? anthropicBatches
+      : openaiBatches.handles(path)
+        ? openaiBatches
+        : null
+    if (batchApi !== null) {
+      const dialect: Dialect = batchApi === anthropicBatches ? 'anthropic' : 'openai'
+      if (current.requireApiKey !== null && !authorized(request, dialect, current.requireApiKey)) {
+        const type = dialect === 'openai' ? 'invalid_request_error' : 'authentication_error'
+        return errorResponse(dialect, 401, type, 'Incorrect API key provided', 'invalid_api_key')
+      }
+      return batchApi.handle(request, path)
+    }
     if (request.method === 'GET' && path === '/metrics' && current.gpuCapacity !== null) {
       gpu ??= new GpuQueue(current.gpuCapacity, current.gpuMaxQueued)
       const text = metricsText(gpu, current.gpuCapacity, current.models[0] ?? 'sim-chat')
@@ -450,6 +493,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         faultRandom = createRandom(current.seed)
         jitterRandom = createRandom(current.seed ^ 0x9e3779b9)
         flexRandom = createRandom(current.seed ^ 0x5bd1e995)
+        batchRandom = createRandom(current.seed ^ 0x27d4eb2f)
       }
     },
     stats: () => stats.snapshot(),
@@ -459,6 +503,19 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     },
     received: () => [...received],
     lora: () => lora.snapshot(),
+    batches: () => ({
+      ...book.counts,
+      jobs: [...book.jobs.values()].map((job) => {
+        const view = viewJob(job, Date.now())
+        return {
+          id: job.id,
+          dialect: job.dialect,
+          customIds: job.lines.map((line) => line.customId),
+          status: view.end ?? (view.cancelling ? 'cancelling' : 'in_progress'),
+          metadata: job.metadata,
+        }
+      }),
+    }),
     async restart(downMs = 0) {
       for (const release of [...hanging]) release()
       await server.stop(true)

@@ -7,6 +7,7 @@
  * embedded default) and PostgreSQL. Money crosses this boundary as decimal strings.
  * Times: `*At` fields are Unix seconds; lease and retry times are Unix milliseconds.
  */
+import type { ChunkStore } from './batch-chunks/chunk-store.ts'
 import type {
   AccountRecord,
   BatchEndpoint,
@@ -701,4 +702,6 @@ export interface Store
 export interface OpenedStore {
   store: Store
   dispatch: DispatchStore
+  /** The batch lanes' chunk intents (SPEC §17; batch-chunks/chunk-store.ts). */
+  chunks: ChunkStore
 }

@@ -14,6 +14,7 @@
  * Close to 400 lines because it is the whole Store interface; the bigger pieces live beside it:
  * postgres-dispatch (the dispatcher's calls, run on a thread of their own), copy-lines, files.
  */
+import { createPostgresChunkStore } from '../batch-chunks/postgres-chunks.ts'
 import type postgres from 'postgres'
 import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { batchHold, Money, moneyText, ZERO } from '../../money/decimal.ts'
@@ -101,7 +102,8 @@ export async function createPostgresStore(
   const dispatch = createDispatchThread(new URL('./dispatch-worker.ts', import.meta.url), [
     connection,
   ])
-  return { store: new PostgresStore(sql, dispatch, options.collectGarbage), dispatch }
+  const store = new PostgresStore(sql, dispatch, options.collectGarbage)
+  return { store, dispatch, chunks: createPostgresChunkStore(sql) }
 }
 
 const OPEN_STATUSES = [...OPEN_BATCH_STATUSES]

@@ -4,6 +4,7 @@
  * process can be killed at any point without half-written state. One process only: several
  * instances need PostgreSQL.
  */
+import { createSqliteChunkStore } from '../batch-chunks/sqlite-chunks.ts'
 import type { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -65,7 +66,11 @@ export function createSqliteStore(dataDir: string | null): OpenedStore {
   if (!dataDir) {
     const db = openSqliteDatabase(':memory:')
     migrateSqlite(db)
-    return { store: new SqliteStore(db, null, null), dispatch: new SqliteDispatch(db) }
+    return {
+      store: new SqliteStore(db, null, null),
+      dispatch: new SqliteDispatch(db),
+      chunks: createSqliteChunkStore(db),
+    }
   }
   mkdirSync(dataDir, { recursive: true })
   const path = join(dataDir, 'multigrid.sqlite')
@@ -77,7 +82,8 @@ export function createSqliteStore(dataDir: string | null): OpenedStore {
     throw error
   }
   const dispatch = createDispatchThread(new URL('./dispatch-worker.ts', import.meta.url), [path])
-  return { store: new SqliteStore(db, dispatch, startCheckpointThread(path)), dispatch }
+  const store = new SqliteStore(db, dispatch, startCheckpointThread(path))
+  return { store, dispatch, chunks: createSqliteChunkStore(db) }
 }
 
 const ROWS_PER_INSERT = 100

@@ -1,0 +1,107 @@
+/**
+ * Anthropic's Message Batches API (SPEC §17): create with the chunk's requests, read, read the
+ * results once ended, cancel. One HTTP call a method; failures as values. Anthropic batches
+ * carry no metadata, so a create a crash cut off cannot be found again (SPEC §17).
+ */
+import { createHttpClient } from '../http-client.ts'
+import { upstreamError } from '../classify-error.ts'
+import { prepareAnthropicBody } from '../anthropic/prepare-anthropic-body.ts'
+import { callJson, callText, upstreamIdOf } from './batch-http.ts'
+import type {
+  BatchCall,
+  BatchClientBase,
+  BatchClientOptions,
+  ChunkLineResult,
+  ChunkRequest,
+  ProviderBatch,
+  ProviderBatchStatus,
+} from './types.ts'
+
+export const ANTHROPIC_MAX_LINES = 100_000
+export const ANTHROPIC_MAX_BYTES = 256 * 1024 * 1024
+const anthropicVersion = '2023-06-01'
+
+/** The chunk's requests as Anthropic wants them, and the lines the translation refused. */
+export interface AnthropicBatchInput {
+  /** The create body's text. */
+  body: string
+  /** Lines not sent (an embeddings line, a body that does not convert): final failures. */
+  refused: ChunkLineResult[]
+}
+
+/** The Anthropic batch client: the base methods plus create and results. */
+export interface AnthropicBatchClient extends BatchClientBase {
+  readonly kind: 'anthropic'
+  create(input: AnthropicBatchInput): Promise<BatchCall<ProviderBatch>>
+  /** The results JSONL of an ended batch. */
+  readResults(id: string): Promise<BatchCall<string>>
+}
+
+/** Builds the create body; each line converted exactly as the live adapter converts it. */
+export function anthropicBatchInput(
+  chunk: ChunkRequest,
+  providerName: string,
+): AnthropicBatchInput {
+  const target = { model: chunk.model, maxTokensParam: chunk.maxTokensParam }
+  const requests: { custom_id: string; params: Record<string, unknown> }[] = []
+  const refused: ChunkLineResult[] = []
+  for (const line of chunk.lines) {
+    const converted = prepareAnthropicBody(chunk.endpoint, line.body, target, false, providerName)
+    if (!converted.ok) {
+      const error = upstreamError('invalid_request', converted.message)
+      refused.push({ position: line.position, type: 'errored', error })
+    } else requests.push({ custom_id: upstreamIdOf(line.position), params: converted.body })
+  }
+  return { body: JSON.stringify({ requests }), refused }
+}
+
+function statusOf(raw: string): ProviderBatchStatus {
+  if (raw === 'ended') return { unified: 'ended', raw }
+  if (raw === 'canceling') return { unified: 'cancelling', raw }
+  return { unified: 'running', raw }
+}
+
+/** A message batch in the spec's terms. */
+export function toProviderBatch(json: Record<string, unknown>): ProviderBatch {
+  return {
+    id: String(json.id),
+    status: statusOf(String(json.processing_status)),
+    outputFileId: null,
+    errorFileId: null,
+    chunkId: null,
+    failureCode: null,
+  }
+}
+
+/** A client for kind `anthropic`; the base URL names the host (a trailing /v1 is accepted). */
+export function createAnthropicBatchClient(options: BatchClientOptions): AnthropicBatchClient {
+  const base = options.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '')
+  const client = createHttpClient(base, { connections: 4, connectTimeoutMs: 10_000 })
+  const headers: Record<string, string> = {
+    'anthropic-version': anthropicVersion,
+    'content-type': 'application/json',
+  }
+  if (options.apiKey) headers['x-api-key'] = options.apiKey
+  const { timeoutMs, apiKey } = options
+  const prefix = '/v1/messages/batches'
+
+  const batchCall = async (method: 'GET' | 'POST', path: string, body?: string) => {
+    const result = await callJson(client, { method, path, headers, body }, timeoutMs, apiKey)
+    return result.ok ? { ok: true as const, value: toProviderBatch(result.value) } : result
+  }
+
+  return {
+    kind: 'anthropic',
+    name: options.name,
+    maxLines: ANTHROPIC_MAX_LINES,
+    maxBytes: ANTHROPIC_MAX_BYTES,
+    create: (input) => batchCall('POST', prefix, input.body),
+    getBatch: (id) => batchCall('GET', `${prefix}/${encodeURIComponent(id)}`),
+    cancelBatch: (id) => batchCall('POST', `${prefix}/${encodeURIComponent(id)}/cancel`),
+    readResults(id) {
+      const path = `${prefix}/${encodeURIComponent(id)}/results`
+      return callText(client, { method: 'GET', path, headers }, timeoutMs, apiKey)
+    },
+    close: () => client.close(),
+  }
+}

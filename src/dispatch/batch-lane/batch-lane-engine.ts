@@ -1,0 +1,194 @@
+/**
+ * The batch-lane engine (SPEC §17): on each tick it forms chunks from the runnable batches whose
+ * lines go to a batch lane (chooseBatchLane), and follows the due chunks of every instance under
+ * their leases (chunk-lifecycle.ts). It holds nothing a crash would lose: the chunks and their
+ * lines' leases are in the store, and a takeover needs only them.
+ *
+ * A batch's lane is decided from its first pending line's model: a line of another model in it
+ * is handed back unsent and waits a few seconds, so the engine does not claim it again at once.
+ */
+import type { AnthropicBatchClient, OpenAIBatchClient } from '../../../providers/batch-api/index.ts'
+import { batchLaneSettings } from '../../catalog/batch-lane.ts'
+import type { Catalog } from '../../catalog/catalog.ts'
+import { newId } from '../../domain.ts'
+import type { ChunkRecord, ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
+import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../../store/store.ts'
+import type { RetryPolicy } from '../retry-policy.ts'
+import { chooseBatchLane, type BatchLaneChoice } from './choose-batch-lane.ts'
+import { followChunk, lineOwnerOf, submitChunk, type ChunkDeps } from './chunk-lifecycle.ts'
+import { MAX_BACKOFF } from './follow-schedule.ts'
+import { groupIntoChunks } from './group-chunks.ts'
+
+/** How long a line of another model than its batch's lane waits before it is claimed again. */
+export const OTHER_MODEL_WAIT_MS = 5_000
+
+export interface EngineDeps {
+  chunks: ChunkStore
+  dispatch: Pick<DispatchStore, 'runnableBatches' | 'claimLines' | 'renewLeases' | 'recordOutcomes'>
+  catalog: Pick<Catalog, 'models' | 'find' | 'routeBatch' | 'provider'>
+  /** The batch client of a provider with a batch lane. */
+  client(provider: string): OpenAIBatchClient | AnthropicBatchClient | undefined
+  retry: RetryPolicy
+}
+
+export interface EngineOptions {
+  /** This instance's name for chunk leases. */
+  holder: string
+  /** How long one look may take before another instance may take the chunk. */
+  leaseMs: number
+  now?: () => number
+}
+
+export interface BatchLaneEngine {
+  /** Forms chunks from runnable batches, then follows due chunks; returns what it did. */
+  tick(): Promise<{ submitted: number; followed: number }>
+}
+
+type Parsed = { url: string; body: { model?: unknown; provider?: unknown } }
+
+export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions): BatchLaneEngine {
+  const now = options.now ?? Date.now
+  /** Batches whose first line showed they go live: not looked at again by this instance. */
+  const live = new Set<string>()
+  // Forgotten now and then: a batch decided live stays so (its window only shrinks), and a
+  // batch that ended is never listed again; the set only needs bounding.
+  const LIVE_REMEMBERED = 10_000
+
+  function laneOf(line: ClaimedLine, batch: RunnableBatch): BatchLaneChoice | null {
+    const parsed = JSON.parse(line.input) as Parsed
+    const model = deps.catalog.find(String(parsed.body.model))
+    if (!model) return null
+    const ordered = deps.catalog.routeBatch(model, parsed.body.provider as never)
+    const kindOf = (name: string) => deps.catalog.provider(name)?.kind
+    const choice = chooseBatchLane(ordered, batch.deadlineAt * 1000, now(), kindOf)
+    return choice && deps.client(choice.offering.provider) ? choice : null
+  }
+
+  function chunkDeps(choice: BatchLaneChoice): ChunkDeps {
+    const pollMs = choice.settings.pollMs
+    return {
+      chunks: deps.chunks,
+      lines: deps.dispatch,
+      client: deps.client(choice.offering.provider)!,
+      offering: choice.offering,
+      settings: choice.settings,
+      retry: deps.retry,
+      holder: options.holder,
+      leaseMs: options.leaseMs,
+      // Past the longest gap between two looks (the backoff's) and a takeover's lease.
+      lineLeaseMs: pollMs * (MAX_BACKOFF + 1) + 2 * options.leaseMs,
+      now,
+    }
+  }
+
+  /** Claims one chunk's worth of a batch's lines, if its lane is a batch lane; false if not. */
+  async function formChunk(batch: RunnableBatch): Promise<boolean> {
+    const chunkId = newId('chk_')
+    const owner = lineOwnerOf(chunkId)
+    const at = now()
+    // One line first: its model says whether the batch goes to a batch lane at all.
+    const [first] = await deps.dispatch.claimLines(batch.id, owner, 1, at, at + 60_000)
+    if (!first) return false
+    const choice = laneOf(first, batch)
+    if (!choice) {
+      live.add(batch.id)
+      await handBack(owner, [first], at)
+      return false
+    }
+    const cd = chunkDeps(choice)
+    const rest = await deps.dispatch.claimLines(
+      batch.id,
+      owner,
+      choice.settings.chunkLines - 1,
+      at,
+      at + cd.lineLeaseMs,
+    )
+    const lines = [first, ...rest]
+    await deps.dispatch.renewLeases(owner, at + cd.lineLeaseMs)
+    const model = String((JSON.parse(first.input) as Parsed).body.model)
+    const mine = lines.filter((line) => (JSON.parse(line.input) as Parsed).body.model === model)
+    const chosen = new Set(mine)
+    const others = lines.filter((line) => !chosen.has(line))
+    await handBack(owner, others, at + OTHER_MODEL_WAIT_MS)
+    const endpoint = (JSON.parse(first.input) as Parsed).url.endsWith('/embeddings')
+      ? 'embeddings'
+      : 'chat'
+    const { chunks } = groupIntoChunks(
+      mine.map((line) => ({
+        lineNo: line.lineNo,
+        upstreamModel: choice.offering.upstream_model,
+        endpoint,
+        bytes: Buffer.byteLength(line.input),
+      })),
+      { ...choice.settings },
+    )
+    // One chunk under this owner: lines past the byte cap of the first go back for the next.
+    const [planned] = chunks
+    const kept = new Set(planned?.lineNos ?? [])
+    await handBack(
+      owner,
+      mine.filter((line) => !kept.has(line.lineNo)),
+      at,
+    )
+    if (!planned) return true
+    const byNo = new Map(mine.map((line) => [line.lineNo, line]))
+    await submitChunk(cd, {
+      id: chunkId,
+      batchId: batch.id,
+      endpoint: planned.endpoint,
+      fallbackAtMs: batch.deadlineAt * 1000 - choice.settings.fallbackMs,
+      lines: planned.lineNos.map((lineNo) => byNo.get(lineNo)!),
+    })
+    return true
+  }
+
+  async function handBack(owner: string, lines: readonly ClaimedLine[], notBefore: number) {
+    if (lines.length === 0) return
+    const outcomes: LineOutcome[] = lines.map((line) => ({
+      batchId: line.batchId,
+      lineNo: line.lineNo,
+      kind: 'retry',
+      notBefore,
+      unsent: true,
+    }))
+    await deps.dispatch.recordOutcomes(owner, outcomes, now())
+  }
+
+  /** The lane of a chunk taken over from another instance, from the catalog. */
+  function choiceOf(chunk: ChunkRecord): BatchLaneChoice | null {
+    for (const model of deps.catalog.models)
+      for (const offering of model.offerings) {
+        if (offering.lane !== 'batch' || offering.provider !== chunk.provider) continue
+        if (offering.upstream_model !== chunk.upstreamModel) continue
+        const kind = deps.catalog.provider(offering.provider)?.kind
+        if (!kind || !deps.client(offering.provider)) continue
+        return { offering, settings: batchLaneSettings(offering, kind) }
+      }
+    return null
+  }
+
+  return {
+    async tick() {
+      let submitted = 0
+      const batches = await deps.dispatch.runnableBatches(now(), 100)
+      if (live.size > LIVE_REMEMBERED) live.clear()
+      for (const batch of batches) {
+        if (live.has(batch.id)) continue
+        // One chunk a batch a tick: chunks of every batch come out in turn.
+        if (await formChunk(batch)) submitted++
+      }
+      let followed = 0
+      const due = await deps.chunks.claimChunks(options.holder, 16, now(), now() + options.leaseMs)
+      for (const chunk of due) {
+        const choice = choiceOf(chunk)
+        if (!choice) {
+          await deps.chunks.releaseChunk(options.holder, chunk.id)
+          continue
+        }
+        await followChunk(chunkDeps(choice), chunk)
+        followed++
+      }
+      return { submitted, followed }
+    },
+  }
+}

@@ -1,0 +1,285 @@
+/**
+ * One chunk's life (SPEC §17): its intent stored before its upload, the provider batch created,
+ * followed under the chunk's lease, cancelled at the fallback time or on a cancel, and its
+ * results mapped back and recorded. The chunk's lines are leased in the dispatch store under an
+ * owner of their own, `chunk:<id>`, renewed at every look: whichever instance holds the chunk
+ * renews and records them, so a takeover after a crash needs nothing but the stored ids, and a
+ * line is recorded once (the store ignores outcomes of a lease that was lost).
+ */
+import {
+  anthropicBatchInput,
+  mapAnthropicBatchResults,
+  mapOpenAIBatchOutput,
+  openAIBatchInput,
+  type AnthropicBatchClient,
+  type ChunkLineResult,
+  type ChunkRequest,
+  type OpenAIBatchClient,
+} from '../../../providers/batch-api/index.ts'
+import type { UpstreamError } from '../../../providers/types.ts'
+import type { BatchLaneSettings } from '../../catalog/batch-lane.ts'
+import type { Offering } from '../../catalog/catalog-file.ts'
+import { offeringName } from '../../catalog/lanes.ts'
+import type { ChunkLineRef, ChunkRecord, ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
+import type { ClaimedLine, DispatchStore, LineOutcome } from '../../store/store.ts'
+import type { RetryPolicy } from '../retry-policy.ts'
+import { findChunk } from './find-chunk.ts'
+import { followAction, nextPollAt } from './follow-schedule.ts'
+import { mapChunkResults } from './map-chunk-results.ts'
+
+/** What a chunk's life needs: its stores, its provider's batch client and the lane. */
+export interface ChunkDeps {
+  chunks: ChunkStore
+  lines: Pick<DispatchStore, 'renewLeases' | 'recordOutcomes'>
+  client: OpenAIBatchClient | AnthropicBatchClient
+  offering: Offering
+  settings: BatchLaneSettings
+  retry: RetryPolicy
+  /** This instance: it holds chunk leases under this name. */
+  holder: string
+  leaseMs: number
+  /** Each look renews the lines' leases this far: past a chunk lease, so a taker renews in time. */
+  lineLeaseMs: number
+  now: () => number
+}
+
+/** The dispatch-store owner of a chunk's lines. */
+export const lineOwnerOf = (chunkId: string): string => `chunk:${chunkId}`
+
+/**
+ * Starts a chunk of lines already claimed under lineOwnerOf(chunkId): stores the intent, then
+ * uploads (OpenAI) and creates the provider batch. A failure hands the lines back unsent, for
+ * the other lanes, except a lost create after an upload, which the next look finds or repeats.
+ */
+export async function submitChunk(
+  deps: ChunkDeps,
+  chunk: {
+    id: string
+    batchId: string
+    endpoint: 'chat' | 'embeddings'
+    /** deadline_at − fallback_hours of the batch (ms). */
+    fallbackAtMs: number
+    lines: ClaimedLine[]
+  },
+): Promise<void> {
+  const { chunks, offering, holder } = deps
+  const now = deps.now()
+  await chunks.createChunk(
+    {
+      id: chunk.id,
+      batchId: chunk.batchId,
+      offering: offeringName(offering),
+      provider: offering.provider,
+      upstreamModel: offering.upstream_model,
+      endpoint: chunk.endpoint,
+      fallbackAtMs: chunk.fallbackAtMs,
+      lineNos: chunk.lines.map((line) => line.lineNo),
+      attempts: chunk.lines.map((line) => line.attempts),
+    },
+    now,
+    { owner: holder, untilMs: now + deps.leaseMs },
+  )
+  const request: ChunkRequest = {
+    chunkId: chunk.id,
+    endpoint: chunk.endpoint,
+    model: offering.upstream_model,
+    maxTokensParam: offering.max_tokens_param,
+    lines: chunk.lines.map((line, index) => ({
+      position: index + 1,
+      body: (JSON.parse(line.input) as { body: Record<string, unknown> }).body,
+    })),
+  }
+  const states = statesOf(chunk.lines)
+  const record = await chunks.getChunk(chunk.id)
+  if (record === null) return
+  const client = deps.client
+  if (client.kind === 'openai') {
+    const file = await client.upload(chunk.id, openAIBatchInput(request))
+    if (!file.ok) return abandon(deps, record, states, file.error)
+    await chunks.updateChunk(holder, chunk.id, { inputFileId: file.value }, deps.now())
+    const created = await client.create(request, file.value)
+    if (!created.ok) return createFailed(deps, record, states, created.error)
+    return submitted(deps, record, created.value.id)
+  }
+  const input = anthropicBatchInput(request, offering.provider)
+  await recordResults(deps, record, states, input.refused, true)
+  const created = await client.create(input)
+  if (!created.ok) return abandon(deps, record, states, created.error)
+  return submitted(deps, record, created.value.id)
+}
+
+/** Looks at a chunk this instance holds (claimed from the chunk store) and moves it on. */
+export async function followChunk(deps: ChunkDeps, chunk: ChunkRecord): Promise<void> {
+  const { fallbackAtMs } = chunk
+  const now = deps.now()
+  await deps.lines.renewLeases(lineOwnerOf(chunk.id), now + deps.lineLeaseMs)
+  const states = await deps.chunks.chunkLines(chunk.id)
+  if (chunk.providerBatchId === null) return resumeIntent(deps, chunk, states)
+  const read = await deps.client.getBatch(chunk.providerBatchId)
+  if (!read.ok) return lookFailed(deps, chunk, read.error, fallbackAtMs)
+  const action = followAction(read.value.status.unified, {
+    nowMs: now,
+    fallbackAtMs,
+    cancelRequested: chunk.state === 'cancelling',
+  })
+  const times = { pollMs: deps.settings.pollMs, fallbackAtMs }
+  if (action === 'wait')
+    return done(deps, chunk, { nextPollAt: nextPollAt(times, 0, now), pollFailures: 0 })
+  if (action === 'return_all') return abandon(deps, chunk, states, null, read.value.failureCode)
+  if (action === 'cancel') {
+    const cancelled = await deps.client.cancelBatch(chunk.providerBatchId)
+    if (!cancelled.ok) return lookFailed(deps, chunk, cancelled.error, fallbackAtMs)
+    // Looked at again soon: a cancelled batch ends within minutes, what it finished is read then.
+    const soon = now + Math.min(deps.settings.pollMs, 60_000)
+    return done(deps, chunk, { state: 'cancelling', nextPollAt: soon, pollFailures: 0 })
+  }
+  const results = await readResults(deps, read.value)
+  if (!results.ok) return lookFailed(deps, chunk, results.error, fallbackAtMs)
+  // Every line of an ended batch is settled now: one it did not report goes back to pending.
+  await recordResults(deps, chunk, states, results.value, false)
+  return done(deps, chunk, { state: 'ended' })
+}
+
+function statesOf(lines: readonly ClaimedLine[]): ChunkLineRef[] {
+  return lines.map((line, index) => ({
+    position: index + 1,
+    lineNo: line.lineNo,
+    attempts: line.attempts,
+  }))
+}
+
+/** Records the outcomes of these results (lines not among them are left as they are). */
+async function recordResults(
+  deps: ChunkDeps,
+  chunk: Pick<ChunkRecord, 'id' | 'batchId' | 'createdAt'>,
+  states: readonly ChunkLineRef[],
+  results: readonly ChunkLineResult[],
+  onlyReported: boolean,
+): Promise<void> {
+  if (onlyReported && results.length === 0) return
+  const now = deps.now()
+  const outcomes = mapChunkResults(withBatch(chunk.batchId, states), results, {
+    offering: deps.offering,
+    retry: deps.retry,
+    nowMs: now,
+    latencyMs: now - chunk.createdAt,
+  })
+  const reported = new Set(results.map((result) => result.position))
+  const lineNos = new Set(states.filter((s) => reported.has(s.position)).map((s) => s.lineNo))
+  const kept = onlyReported ? outcomes.filter((outcome) => lineNos.has(outcome.lineNo)) : outcomes
+  await deps.lines.recordOutcomes(lineOwnerOf(chunk.id), kept, now)
+}
+
+const withBatch = (batchId: string, states: readonly ChunkLineRef[]) =>
+  states.map((state) => ({ ...state, batchId }))
+
+/** Every line back to pending without an attempt, and the chunk given up. */
+async function abandon(
+  deps: ChunkDeps,
+  chunk: Pick<ChunkRecord, 'id' | 'batchId'>,
+  states: readonly ChunkLineRef[],
+  error: UpstreamError | null,
+  code: string | null = null,
+): Promise<void> {
+  const now = deps.now()
+  const outcomes: LineOutcome[] = states.map((state) => ({
+    batchId: chunk.batchId,
+    lineNo: state.lineNo,
+    kind: 'retry',
+    notBefore: now,
+    unsent: true,
+  }))
+  await deps.lines.recordOutcomes(lineOwnerOf(chunk.id), outcomes, now)
+  const reason = error?.message ?? (code ? `the provider batch failed: ${code}` : 'not sent')
+  await done(deps, chunk, { state: 'abandoned', error: reason })
+}
+
+/** A create that failed after the upload: retried on the next look if it may work, else given up. */
+async function createFailed(
+  deps: ChunkDeps,
+  chunk: ChunkRecord,
+  states: readonly ChunkLineRef[],
+  error: UpstreamError,
+): Promise<void> {
+  if (!error.retryable) return abandon(deps, chunk, states, error)
+  const next = deps.now() + deps.settings.pollMs
+  return done(deps, chunk, { nextPollAt: next, pollFailures: 1, error: error.message })
+}
+
+async function submitted(deps: ChunkDeps, chunk: ChunkRecord, providerBatchId: string) {
+  const next = deps.now() + deps.settings.pollMs
+  await done(deps, chunk, {
+    state: 'submitted',
+    providerBatchId,
+    nextPollAt: next,
+    pollFailures: 0,
+  })
+}
+
+/**
+ * An intent without a provider batch id: its holder died or its create failed. OpenAI: the
+ * create is looked for by `metadata.mg_chunk` and adopted when found, made from the uploaded file
+ * when not. Without an upload (or on Anthropic, which has no metadata) the lines go back.
+ */
+async function resumeIntent(deps: ChunkDeps, chunk: ChunkRecord, states: ChunkLineRef[]) {
+  const client = deps.client
+  if (client.kind !== 'openai' || chunk.inputFileId === null)
+    return abandon(deps, chunk, states, null)
+  const found = await findChunk(client, chunk.id)
+  if (!found.ok) return createFailed(deps, chunk, states, found.error)
+  if (found.value !== null) return submitted(deps, chunk, found.value.id)
+  const created = await client.create(
+    { chunkId: chunk.id, endpoint: chunk.endpoint },
+    chunk.inputFileId,
+  )
+  if (!created.ok) return createFailed(deps, chunk, states, created.error)
+  return submitted(deps, chunk, created.value.id)
+}
+
+/** A failed look (5xx, lost connection): the next one backs off, the fallback time kept. */
+async function lookFailed(
+  deps: ChunkDeps,
+  chunk: ChunkRecord,
+  error: UpstreamError,
+  fallbackAtMs: number,
+) {
+  const failures = chunk.pollFailures + 1
+  const times = { pollMs: deps.settings.pollMs, fallbackAtMs }
+  const next = nextPollAt(times, failures, deps.now())
+  await done(deps, chunk, { nextPollAt: next, pollFailures: failures, error: error.message })
+}
+
+/** Writes what changed and gives the chunk's lease up. */
+async function done(
+  deps: ChunkDeps,
+  chunk: Pick<ChunkRecord, 'id'>,
+  patch: Parameters<ChunkStore['updateChunk']>[2],
+) {
+  await deps.chunks.updateChunk(deps.holder, chunk.id, patch, deps.now())
+  await deps.chunks.releaseChunk(deps.holder, chunk.id)
+}
+
+/** The results of an ended provider batch: OpenAI's two files, Anthropic's results. */
+async function readResults(
+  deps: ChunkDeps,
+  batch: { id: string; outputFileId: string | null; errorFileId: string | null },
+): Promise<{ ok: true; value: ChunkLineResult[] } | { ok: false; error: UpstreamError }> {
+  const client = deps.client
+  const key = null
+  if (client.kind === 'anthropic') {
+    const text = await client.readResults(batch.id)
+    if (!text.ok) return text
+    return {
+      ok: true,
+      value: mapAnthropicBatchResults(text.value, key, Math.floor(deps.now() / 1000)),
+    }
+  }
+  const value: ChunkLineResult[] = []
+  for (const id of [batch.outputFileId, batch.errorFileId]) {
+    if (id === null) continue
+    const text = await client.readFile(id)
+    if (!text.ok) return text
+    value.push(...mapOpenAIBatchOutput(text.value, key))
+  }
+  return { ok: true, value }
+}

@@ -1,0 +1,79 @@
+/**
+ * Mapping a provider batch's results back to line outcomes (SPEC §17): `succeeded` is billed
+ * from the line's own usage at the batch lane's prices (SPEC §16); `errored` follows the retry
+ * rules of a live failure (a 4xx invalid_request is final, a 5xx is retried with backoff while
+ * attempts are left); `canceled` and `expired`, and any line the provider did not report, return
+ * to pending without using an attempt, for the other lanes.
+ */
+import type { ChunkLineResult } from '../../../providers/batch-api/types.ts'
+import type { Offering } from '../../catalog/catalog-file.ts'
+import { offeringName } from '../../catalog/lanes.ts'
+import { priceUsage } from '../../pricing/price-usage.ts'
+import type { LineOutcome } from '../../store/store.ts'
+import { retryDelay, type RetryPolicy } from '../retry-policy.ts'
+import { lineError } from '../run-line.ts'
+
+/** A line of the chunk as the engine holds it: its position is its upstream id mg-<n>. */
+export interface ChunkLineState {
+  position: number
+  batchId: string
+  lineNo: number
+  /** Attempts including the one this chunk counted. */
+  attempts: number
+}
+
+export interface MapDeps {
+  offering: Offering
+  retry: RetryPolicy
+  nowMs: number
+  /** How long the provider batch took, shown as each line's latency. */
+  latencyMs: number
+  random?: () => number
+}
+
+/** One outcome for every line of the chunk, in position order. */
+export function mapChunkResults(
+  lines: readonly ChunkLineState[],
+  results: readonly ChunkLineResult[],
+  deps: MapDeps,
+): LineOutcome[] {
+  const byPosition = new Map(results.map((result) => [result.position, result]))
+  const provider = offeringName(deps.offering)
+  return lines.map((line): LineOutcome => {
+    const { batchId, lineNo } = line
+    const result = byPosition.get(line.position)
+    if (!result || result.type === 'canceled' || result.type === 'expired')
+      return { batchId, lineNo, kind: 'retry', notBefore: deps.nowMs, unsent: true }
+    if (result.type === 'succeeded') {
+      const usage = result.usage
+      if (usage === null) {
+        // No usage, no honest bill: retried like a live answer without usage.
+        return { batchId, lineNo, kind: 'retry', notBefore: deps.nowMs, unsent: true }
+      }
+      return {
+        batchId,
+        lineNo,
+        kind: 'succeeded',
+        responseStatus: 200,
+        response: JSON.stringify(result.body),
+        costUsd: priceUsage(usage, deps.offering),
+        provider,
+        latencyMs: Math.round(deps.latencyMs),
+      }
+    }
+    if (result.type !== 'errored')
+      return { batchId, lineNo, kind: 'retry', notBefore: deps.nowMs, unsent: true }
+    const delay = retryDelay(deps.retry, result.error, line.attempts, deps.random)
+    if (delay !== null) return { batchId, lineNo, kind: 'retry', notBefore: deps.nowMs + delay }
+    return {
+      batchId,
+      lineNo,
+      kind: 'failed',
+      error: lineError(result.error, line.attempts),
+      responseStatus: result.error.status,
+      costUsd: '0',
+      provider,
+      latencyMs: Math.round(deps.latencyMs),
+    }
+  })
+}

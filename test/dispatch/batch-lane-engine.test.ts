@@ -1,0 +1,263 @@
+/**
+ * The batch-lane engine (src/dispatch/batch-lane/batch-lane-engine.ts) on the real embedded store
+ * against the simulator's batch APIs, without the live dispatcher: a batch with ample time runs
+ * wholly through provider batches at the lane's prices, in chunks of at most chunk_lines with
+ * upstream ids of the gateway's own, results arriving before the last chunk ends; a second
+ * instance takes over the chunks of one that stopped, creating none twice.
+ */
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import Decimal from 'decimal.js'
+import {
+  createAnthropicBatchClient,
+  createOpenAIBatchClient,
+  type AnthropicBatchClient,
+  type OpenAIBatchClient,
+} from '../../providers/batch-api/index.ts'
+import { catalogSchema } from '../../src/catalog/catalog-file.ts'
+import { createCatalog } from '../../src/catalog/catalog.ts'
+import { createBatchLaneEngine } from '../../src/dispatch/batch-lane/batch-lane-engine.ts'
+import { createLaneBatches } from '../../src/dispatch/batch-lane/lane-batches.ts'
+import { DEFAULT_RETRY } from '../../src/dispatch/retry-policy.ts'
+import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
+import type { OpenedStore } from '../../src/store/store.ts'
+
+let sim: Simulator
+let opened: OpenedStore
+let clients: Record<string, OpenAIBatchClient | AnthropicBatchClient>
+let batchNo = 0
+const NOW = Math.floor(Date.now() / 1000)
+
+beforeAll(async () => {
+  sim = await startSimulator({})
+  clients = {
+    openai: createOpenAIBatchClient({
+      name: 'openai',
+      baseUrl: `${sim.url}/v1`,
+      apiKey: null,
+      timeoutMs: 5000,
+    }),
+    anthropic: createAnthropicBatchClient({
+      name: 'anthropic',
+      baseUrl: sim.url,
+      apiKey: null,
+      timeoutMs: 5000,
+    }),
+  }
+})
+afterAll(async () => {
+  for (const client of Object.values(clients)) await client.close()
+  await sim.stop()
+})
+beforeEach(async () => {
+  opened = createSqliteStore(null)
+  await opened.store.createAccount({
+    id: 'acct',
+    name: 'acct',
+    creditUsd: '100',
+    maxOpenBatches: 100,
+    rateLimitPerMinute: 600,
+    createdAt: NOW,
+  })
+  sim.configure({ batchTurnaroundMs: 300, batchErrorRate: 0, batchExpireMs: null })
+})
+afterEach(async () => {
+  await opened.store.close()
+})
+
+const catalog = createCatalog(
+  catalogSchema.parse({
+    providers: {
+      openai: { kind: 'openai', base_url: 'http://127.0.0.1:1/v1' },
+      anthropic: { kind: 'anthropic', base_url: 'http://127.0.0.1:1' },
+    },
+    models: [
+      {
+        id: 'gpt-lane',
+        endpoints: ['chat'],
+        context_tokens: 8192,
+        max_output_tokens: 1024,
+        offerings: [
+          {
+            provider: 'openai',
+            upstream_model: 'gpt-sim',
+            input_usd_per_mtok: '0.15',
+            output_usd_per_mtok: '0.6',
+          },
+          {
+            provider: 'openai',
+            upstream_model: 'gpt-sim',
+            lane: 'batch',
+            input_usd_per_mtok: '0.075',
+            output_usd_per_mtok: '0.3',
+            chunk_lines: 10,
+            poll_s: 0.05,
+          },
+        ],
+      },
+      {
+        id: 'gpt-live',
+        endpoints: ['chat'],
+        context_tokens: 8192,
+        max_output_tokens: 1024,
+        offerings: [
+          {
+            provider: 'openai',
+            upstream_model: 'gpt-sim',
+            input_usd_per_mtok: '0.15',
+            output_usd_per_mtok: '0.6',
+          },
+        ],
+      },
+      {
+        id: 'claude-lane',
+        endpoints: ['chat'],
+        context_tokens: 8192,
+        max_output_tokens: 1024,
+        offerings: [
+          {
+            provider: 'anthropic',
+            upstream_model: 'claude-sim',
+            input_usd_per_mtok: '1',
+            output_usd_per_mtok: '5',
+          },
+          {
+            provider: 'anthropic',
+            upstream_model: 'claude-sim',
+            lane: 'batch',
+            input_usd_per_mtok: '0.5',
+            output_usd_per_mtok: '2.5',
+            poll_s: 0.05,
+          },
+        ],
+      },
+    ],
+  }),
+  {},
+)
+
+const engineFor = (holder: string, leaseMs = 60_000) =>
+  createBatchLaneEngine(
+    {
+      chunks: opened.chunks,
+      dispatch: opened.dispatch,
+      catalog,
+      client: (provider) => clients[provider],
+      retry: DEFAULT_RETRY,
+    },
+    { holder, leaseMs },
+  )
+
+async function admit(model: string, count: number) {
+  const id = `batch_e${++batchNo}`
+  const lines = Array.from({ length: count }, (_, index) => ({
+    lineNo: index + 1,
+    customId: `user-line-${index + 1}`,
+    input: JSON.stringify({
+      custom_id: `user-line-${index + 1}`,
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: {
+        model,
+        max_tokens: 16,
+        messages: [{ role: 'user', content: `question ${index + 1}` }],
+      },
+    }),
+  }))
+  const admitted = await opened.store.admitBatch({
+    id,
+    accountId: 'acct',
+    name: null,
+    endpoint: '/v1/chat/completions',
+    completionWindowHours: 24,
+    createdAt: NOW,
+    deadlineAt: NOW + 86_400,
+    costCeilingUsd: '1',
+    lineCount: count,
+    source: 'native',
+    metadata: null,
+    inputFileId: null,
+    idempotencyKey: null,
+    lines,
+  })
+  expect(admitted.kind).toBe('created')
+  return id
+}
+
+const readAll = (batchId: string) =>
+  opened.store.readLines(batchId, { afterLineNo: 0, limit: 1000, statuses: null })
+
+describe('the batch-lane engine', () => {
+  test('a batch with ample time runs wholly through provider batches at the lane prices', async () => {
+    const id = await admit('gpt-lane', 25)
+    const engine = engineFor('inst-a')
+    let earlyResults = false
+    for (let i = 0; i < 400; i++) {
+      await engine.tick()
+      // The first chunk answers in 300 ms, the later ones take 2 s: its results must show first.
+      if (i === 0) sim.configure({ batchTurnaroundMs: 2000 })
+      const lines = await readAll(id)
+      const done = lines.filter((line) => line.status === 'succeeded').length
+      const running = sim.batches().jobs.some((job) => job.status === 'in_progress')
+      if (done > 0 && done < 25 && running) earlyResults = true
+      if (done === 25) break
+      await Bun.sleep(20)
+    }
+    const lines = await readAll(id)
+    expect(lines.map((line) => line.status)).toEqual(Array(25).fill('succeeded'))
+    expect(earlyResults).toBe(true)
+    let total = new Decimal(0)
+    for (const line of lines) {
+      expect(line.provider).toBe('openai:batch')
+      const usage = JSON.parse(line.response!).usage
+      const cost = new Decimal(usage.prompt_tokens)
+        .mul('0.075')
+        .plus(new Decimal(usage.completion_tokens).mul('0.3'))
+        .div(1_000_000)
+      expect(new Decimal(line.costUsd!).equals(cost)).toBe(true)
+      total = total.plus(line.costUsd!)
+    }
+    const jobs = sim.batches().jobs.filter((job) => job.dialect === 'openai')
+    expect(jobs.map((job) => job.customIds.length)).toEqual([10, 10, 5])
+    for (const job of jobs) {
+      expect(job.customIds.every((customId) => /^mg-\d+$/.test(customId))).toBe(true)
+    }
+    const batch = await opened.store.getBatch('acct', id)
+    expect(new Decimal(batch!.costUsd).equals(total)).toBe(true)
+  })
+
+  test('another instance takes over the chunks of one that stopped, creating none twice', async () => {
+    sim.configure({ batchTurnaroundMs: 400 })
+    const id = await admit('claude-lane', 6)
+    const first = engineFor('inst-a', 300)
+    // The first instance submits the chunk, then stops (as if killed) before it ends.
+    expect((await first.tick()).submitted).toBe(1)
+    const created = sim.batches().created
+    const taker = engineFor('inst-b', 300)
+    for (let i = 0; i < 400; i++) {
+      await taker.tick()
+      const lines = await readAll(id)
+      if (lines.every((line) => line.status === 'succeeded')) break
+      await Bun.sleep(20)
+    }
+    const lines = await readAll(id)
+    expect(lines.map((line) => [line.status, line.provider])).toEqual(
+      Array(6).fill(['succeeded', 'anthropic:batch']),
+    )
+    expect(sim.batches().created).toBe(created)
+  })
+
+  test('the live dispatcher is left the batches the lane does not serve, and the rest after the lane closes', async () => {
+    const laneId = await admit('gpt-lane', 3)
+    const liveId = await admit('gpt-live', 3)
+    const lanes = createLaneBatches(opened.store, catalog, (provider) => provider in clients)
+    const runnable = await opened.dispatch.runnableBatches(Date.now(), 100)
+    const ids = (list: { id: string }[]) => list.map((batch) => batch.id).sort()
+    expect(ids(runnable)).toEqual([laneId, liveId].sort())
+    expect(ids(await lanes.liveOnly(runnable, Date.now()))).toEqual([liveId])
+    // Four hours before the deadline (min_hours_left) the lane takes no more of its lines.
+    const closes = (NOW + 86_400) * 1000 - 4 * 3_600_000
+    expect(ids(await lanes.liveOnly(runnable, closes - 1))).toEqual([liveId])
+    expect(ids(await lanes.liveOnly(runnable, closes))).toEqual([laneId, liveId].sort())
+  })
+})
