@@ -159,6 +159,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
   ) {
     const checked = await prepare(input, 'chat')
     const { body, offerings, reservation, lora } = checked
+    const wantsUsage = streamOptions(input.raw)?.include_usage === true
     const release = (reason: unknown) => {
       credit.settle(reservation, null)
       if (reason !== undefined) logger.warn('live.stream_settle_failed', { reason: String(reason) })
@@ -199,14 +200,19 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
       const sse = new ReadableStream<Uint8Array>({
         async pull(controller) {
           try {
-            const next = await chunks.next()
+            let next = await chunks.next()
+            // The upstream is always asked for usage (billing needs it); the client gets the
+            // usage-only chunk only when it asked, as OpenAI does: clients that read
+            // chunk.choices[0] break on one they did not ask for.
+            while (!next.done && !wantsUsage && isUsageOnly(next.value)) next = await chunks.next()
             if (next.done) {
               ended = true
               controller.enqueue(encoder.encode('data: [DONE]\n\n'))
               controller.close()
             } else {
               outputBytes += deltaBytes(next.value)
-              controller.enqueue(encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`))
+              const chunk = wantsUsage ? next.value : withoutUsage(next.value)
+              controller.enqueue(encoder.encode(`data: ${JSON.stringify(chunk)}\n\n`))
             }
           } catch (reason) {
             controller.enqueue(
@@ -310,6 +316,20 @@ function contentBytes(response: Record<string, unknown>): number {
       bytes += Buffer.byteLength(choice.message.content, 'utf8')
   }
   return bytes
+}
+
+const streamOptions = (raw: unknown) =>
+  (raw as { stream_options?: { include_usage?: unknown } | null } | null)?.stream_options
+
+/** The final chunk of a stream asked with `include_usage`: usage and no choices. */
+const isUsageOnly = (chunk: Record<string, unknown>) =>
+  Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage != null
+
+/** A chunk as a client that did not ask for usage gets it (some servers add usage to every chunk). */
+function withoutUsage(chunk: Record<string, unknown>): Record<string, unknown> {
+  if (!('usage' in chunk)) return chunk
+  const { usage: _, ...rest } = chunk
+  return rest
 }
 
 /** UTF-8 bytes of the content deltas of one streamed chunk. */
