@@ -211,3 +211,11 @@ function loadCatalog(path: string): CatalogFile {
   if (problems.length > 0) throw new ConfigError(`${path}: ${problems[0]}`)
   return parsed.data
 }
+
+/**
+ * The configuration of this process's environment with some variables set or removed (undefined)
+ * on top: for a program that composes its own set-up, as `npm run demo` does.
+ */
+export function loadConfigWith(overrides: Record<string, string | undefined>) {
+  return loadConfig({ ...process.env, ...overrides })
+}
