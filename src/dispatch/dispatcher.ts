@@ -38,7 +38,7 @@ export interface DispatcherOptions {
   /** SIGTERM: how long in-flight lines may take to finish before they are handed back. */
   drainMs: number
   /** Told of every outcome about to be recorded (metrics and debug logs). */
-  onOutcome?: (outcome: LineOutcome) => void
+  onOutcome?: (outcome: LineOutcome, line: ClaimedLine) => void
   /** The spill planner's safety margin, a share of each batch's window (MULTIGRID_SPILL_MARGIN). */
   spillMargin: number
   /** Adapters by `ft:` id, for lines that name one (SPEC §14). */
@@ -254,7 +254,7 @@ export function createDispatcher(
           })
           holdBackUntilRecorded(line.accountId, outcome)
         } else recorder.add(outcome)
-        options.onOutcome?.(outcome)
+        options.onOutcome?.(outcome, line)
       })
       .catch((error) => {
         logger.error('dispatch.line_crashed', {

@@ -139,6 +139,14 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       response: storedResponse(outcome),
       provider: offering.provider,
       latencyMs: Math.round(outcome.latencyMs),
+      accounting: {
+        model: model.id,
+        inputTokens: usage.input_tokens,
+        outputTokens: usage.output_tokens,
+        // The planner's saving (SPEC §13) is measured against the first listed offering.
+        firstOfferingCostUsd:
+          model.offerings[0] === offering ? costUsd : priceUsage(usage, model.offerings[0]),
+      },
     }
     // A capped batch's line was let in for its ceiling: it is never billed more, so the batch's
     // cost never passes max_cost_usd (SPEC §12), whatever the upstream reports.

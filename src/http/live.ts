@@ -35,6 +35,19 @@ export interface LiveDeps {
   bodyLimit: BodyLimit
   /** An account's active fine-tuned adapters (the adapter directory: cached). */
   adapters: (accountId: string) => Promise<AdapterLookup>
+  /** Told of each call's charge: the usage report and the metrics count it (SPEC §10). */
+  charged?: (charge: LiveCharge) => void
+}
+
+/** A live call as charged. */
+export interface LiveCharge {
+  accountId: string
+  model: string
+  provider: string
+  usage: { input_tokens: number; output_tokens: number }
+  costUsd: string
+  /** The same usage on the model's first listed offering. */
+  firstOfferingCostUsd: string
 }
 
 const encoder = new TextEncoder()
@@ -92,6 +105,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     }
     return {
       caller,
+      model: checked.value.model,
       body: raw as Record<string, unknown>,
       offerings,
       inputTokens,
@@ -111,15 +125,38 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     output_tokens: Math.min(outputBytes, checked.outputTokens),
   })
 
-  const costOf = (
+  const billedUsage = (
     checked: Prepared,
     usage: { input_tokens: number; output_tokens: number } | null,
     response: Record<string, unknown>,
     offering: Offering,
   ) => {
-    if (usage) return usageUnits(usage, offering)
+    if (usage) return usage
     logger.warn('live.no_usage', { provider: offering.provider, model: offering.upstream_model })
-    return usageUnits(estimated(checked, contentBytes(response)), offering)
+    return estimated(checked, contentBytes(response))
+  }
+
+  /** Settles the call on `usage` and tells whoever counts charges. */
+  const settleOn = (
+    checked: Prepared,
+    usage: { input_tokens: number; output_tokens: number },
+    offering: Offering,
+  ) => {
+    // Settled once: a second settle is ignored by the ledger, and so is its charge here.
+    if (checked.reservation.settled) return
+    const units = usageUnits(usage, offering)
+    credit.settle(checked.reservation, units)
+    if (!deps.charged) return
+    const first = checked.model.offerings[0]
+    deps.charged({
+      accountId: checked.caller.account.id,
+      model: checked.model.id,
+      provider: offering.provider,
+      usage,
+      costUsd: unitsText(units),
+      firstOfferingCostUsd:
+        first === offering ? unitsText(units) : unitsText(usageUnits(usage, first)),
+    })
   }
 
   async function call(
@@ -139,7 +176,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         lora,
       }))!
       if (!outcome.ok) throw upstreamFailure(outcome.error)
-      credit.settle(reservation, costOf(checked, outcome.usage, outcome.body, offering))
+      settleOn(checked, billedUsage(checked, outcome.usage, outcome.body, offering), offering)
       // The object, not the upstream's own text in a Response: Elysia rebuilds a returned
       // Response to add the rate-limit headers, its body as a stream, and that cost more than
       // the serialization it saved (bench:proxy, issue 15). Nor as a string with its content
@@ -183,7 +220,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
       // reported by then, or gives the hold back when it reported nothing.
       outcome.usage
         .then((usage) => {
-          if (usage) return credit.settle(reservation, usageUnits(usage, offering))
+          if (usage) return settleOn(checked, usage, offering)
           // The usage settles a few microtasks before pull() sees the end: decide after it.
           setImmediate(() => {
             if (!ended) return credit.settle(reservation, null)
@@ -191,7 +228,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
               provider: offering.provider,
               model: offering.upstream_model,
             })
-            credit.settle(reservation, usageUnits(estimated(checked, outputBytes), offering))
+            settleOn(checked, estimated(checked, outputBytes), offering)
           })
         })
         .catch(release)

@@ -47,7 +47,7 @@ describe('sqlite migrations', () => {
   test('a new data dir gets every migration, recorded in order; opening it again applies nothing', () => {
     const db = databaseFrom()
     expect(migrateSqlite(db)).toEqual(ALL)
-    expect(recorded(db)).toEqual(ALL.map((name, i) => ({ version: i + 1, name })))
+    expect(recorded(db)).toEqual(ALL.map((name) => ({ version: Number(name.slice(0, 4)), name })))
     expect(migrateSqlite(db)).toEqual([])
     expect(recorded(db)).toHaveLength(ALL.length)
     db.close()
