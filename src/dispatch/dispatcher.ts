@@ -21,6 +21,7 @@ import { runLine } from './run-line.ts'
 import { createSpillPlanner } from './spill-planner.ts'
 import { Tally } from './tally.ts'
 import { createWakeSignal } from './wake-signal.ts'
+import { BatchPace } from './batch-pace.ts'
 import { createWaitingReporter } from './waiting-reporter.ts'
 import { pauseMsAfter } from '../upstream/upstreams.ts'
 
@@ -118,18 +119,39 @@ export function createDispatcher(
   // The planner's projection, written when it moved by more than a little (not on every pass),
   // and why a batch's lines wait as far as the planner knows (all of its providers unreachable,
   // or full with other batches' lines); the reporter clears it once a line of the batch ends.
+  const pace = new BatchPace()
+  /**
+   * The batch's finish at the pace its lines end here, with what the other instances measure
+   * added (SPEC §13 eta, Unix seconds); null before the first of them ended.
+   */
+  const projectEta = (batchId: string, remaining: number, now: number): number | null => {
+    // None left that this instance can see (all claimed elsewhere, or held back by a cap): it
+    // cannot tell.
+    if (remaining === 0) return null
+    const mine = pace.rate(batchId, now)
+    // Before a stretch of answers to measure: the planner's rates of the offerings.
+    if (mine === null) return spill.eta(batchId, remaining, now)
+    const rate = mine + spill.othersRate(batchId, now)
+    return rate > 0 ? Math.ceil((now + (remaining / rate) * 1000) / 1000) : null
+  }
   const projection = every(
     1000,
     async () => {
       const now = Date.now()
-      // The pending counts as the last claim read them (none known: no ETA this pass).
-      const pending = runnable ? new Map(runnable.batches.map((b) => [b.id, b.pending])) : null
+      // The pending counts as the store has them now: a batch whose lines are all claimed is
+      // not runnable (it has none pending), and the claim's cached list is often cleared, which
+      // left the ETA unwritten for whole runs. Read failing: no ETA this pass.
+      const pending = await store
+        .runnableBatches(now, 1_000)
+        .then((batches) => new Map(batches.map((b) => [b.id, b.pending])))
+        .catch(() => null)
       const etas: { batchId: string; eta: number | null }[] = []
       for (const id of spill.batchIds()) {
         // Gone from here: no line in flight here, none claimed for a while.
         if (!active.has(id) && spill.lastSeen(id) < now - FORGET_AFTER_MS) {
           lastEta.delete(id)
           spill.forget(id)
+          pace.forget(id)
         }
       }
       if (options.fleetRates) {
@@ -138,11 +160,11 @@ export function createDispatcher(
         for (const [id, shares] of others) spill.fleetShares(id, shares, now)
       }
       for (const id of spill.batchIds()) {
-        const eta = pending && spill.eta(id, (pending.get(id) ?? 0) + active.count(id), now)
+        const eta = pending && projectEta(id, (pending.get(id) ?? 0) + active.count(id), now)
         const last = lastEta.get(id)
         if (
           pending &&
-          (last === undefined || (last === null) !== (eta === null) || Math.abs(eta! - last!) > 2)
+          (last === undefined || (last === null) !== (eta === null) || Math.abs(eta! - last!) > 1)
         )
           etas.push({ batchId: id, eta })
         const reason = spill.waiting(id, now)
@@ -221,6 +243,7 @@ export function createDispatcher(
   function launch(line: ClaimedLine, batch: RunnableBatch, unsent: number) {
     inFlight++
     active.add(line.batchId)
+    pace.started(line.batchId, Date.now())
     // Checked again once a slot is free: the line may have waited at the gate (claimed ahead,
     // or the provider paused by a 429) past a cancel or its batch's deadline.
     const proceed = () =>
@@ -240,7 +263,10 @@ export function createDispatcher(
       .then((outcome) => {
         // After shutdown's abort the line is handed back untouched, not failed.
         if (abort.signal.aborted) return
-        if (outcome.kind !== 'retry') waiting.progressed(line.batchId, outcome.provider)
+        if (outcome.kind !== 'retry') {
+          pace.completed(line.batchId, Date.now())
+          waiting.progressed(line.batchId, outcome.provider)
+        }
         if (outcome.kind === 'succeeded' && outcome.ceilingUsd !== undefined) {
           // Billed in full all the same; the account stops being dispatched once its credit
           // no longer covers what it holds (the store's claim checks that).
