@@ -163,7 +163,8 @@ describe('multigrid (user CLI)', () => {
     expect(code).toBe(0)
     const id = stdout.trim()
     expect(stderr).toMatch(
-      / · in_progress · waiting: max_cost_reached \(max_cost_usd \(\$[0-9.]+\) leaves no room/,
+      // The ETA, once the pace is measured, stands between the status and the reason.
+      / · in_progress( · ETA [^·]+)? · waiting: max_cost_reached \(max_cost_usd \(\$[0-9.]+\) leaves no room/,
     )
     expect(stderr).toContain(`${id}  (unnamed)  completed`)
     expect(stderr).toContain(`capped at $${cap}`)
