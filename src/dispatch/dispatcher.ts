@@ -114,6 +114,8 @@ export function createDispatcher(
     () => maintainBatches(store, logger, active, stopped),
     'maintenance',
   )
+  /** Each batch's lines pending in the store, as the claims last saw them (for the ETA). */
+  const knownPending = new Map<string, number>()
   /** What was last written of each batch's ETA. */
   const lastEta = new Map<string, number | null>()
   // The planner's projection, written when it moved by more than a little (not on every pass),
@@ -138,13 +140,10 @@ export function createDispatcher(
     1000,
     async () => {
       const now = Date.now()
-      // The pending counts as the store has them now: a batch whose lines are all claimed is
-      // not runnable (it has none pending), and the claim's cached list is often cleared, which
-      // left the ETA unwritten for whole runs. Read failing: no ETA this pass.
-      const pending = await store
-        .runnableBatches(now, 1_000)
-        .then((batches) => new Map(batches.map((b) => [b.id, b.pending])))
-        .catch(() => null)
+      // The pending counts as the claims last saw them. Not the claims' cached list: it is
+      // cleared after every short claim, and a batch whose lines are all claimed is not in it,
+      // which left the ETA unwritten for whole runs.
+      const pending = knownPending
       const etas: { batchId: string; eta: number | null }[] = []
       for (const id of spill.batchIds()) {
         // Gone from here: no line in flight here, none claimed for a while.
@@ -152,6 +151,7 @@ export function createDispatcher(
           lastEta.delete(id)
           spill.forget(id)
           pace.forget(id)
+          knownPending.delete(id)
         }
       }
       if (options.fleetRates) {
@@ -211,6 +211,9 @@ export function createDispatcher(
   async function runnableBatches(now: number): Promise<RunnableBatch[]> {
     if (runnable && now < runnable.until) return runnable.batches
     const batches = await store.runnableBatches(now, 100)
+    // A batch known here and absent now has no line pending (a full list may leave some out).
+    if (batches.length < 100) for (const id of knownPending.keys()) knownPending.set(id, 0)
+    for (const b of batches) knownPending.set(b.id, b.pending)
     runnable = batches.length > 0 ? { batches, until: now + RUNNABLE_REUSE_MS } : null
     return batches
   }
@@ -230,6 +233,7 @@ export function createDispatcher(
     })) {
       const lines = await store.claimLines(batch.id, options.owner, count, now, now + leaseMs)
       batch.pending -= lines.length
+      knownPending.set(batch.id, batch.pending)
       if (lines.length < count) runnable = null
       claimed += lines.length
       // Each line's offering is chosen as it is launched: the lines after it are not sent yet.
