@@ -270,6 +270,9 @@ export function createDispatcher(
         if (outcome.kind !== 'retry') {
           pace.completed(line.batchId, Date.now())
           waiting.progressed(line.batchId, outcome.provider)
+        } else {
+          // Back to pending: still to do, as the ETA counts (until the next list says).
+          knownPending.set(line.batchId, (knownPending.get(line.batchId) ?? 0) + 1)
         }
         if (outcome.kind === 'succeeded' && outcome.ceilingUsd !== undefined) {
           // Billed in full all the same; the account stops being dispatched once its credit
