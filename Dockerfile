@@ -12,7 +12,9 @@
 # drops the dev dependencies. Stage 2 is a slim Debian with Bun, the production dependencies and the sources:
 # no Node.js, no npm, no compiler.
 
-FROM node:22-slim AS build
+# Base images pinned to exact releases (both Debian 12, so the Bun binary copied across finds the
+# same glibc); raise them together.
+FROM node:22.20.0-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY src/store/postgres/patch-postgres-driver.mjs ./src/store/postgres/
@@ -21,7 +23,7 @@ RUN npm ci --no-audit --no-fund \
  && npm prune --omit=dev --no-audit --no-fund \
  && rm -rf node_modules/bun node_modules/@oven
 
-FROM debian:bookworm-slim
+FROM debian:12.12-slim
 RUN useradd --create-home --uid 10001 multigrid
 WORKDIR /app
 COPY --from=build /usr/local/bin/bun /usr/local/bin/bun

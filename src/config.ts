@@ -32,6 +32,8 @@ const envSchema = z.object({
     .default('mg:'),
   MULTIGRID_CONFIG: z.string().min(1).optional(),
   MULTIGRID_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** When set, GET /metrics needs it as a bearer token; unset, /metrics is open (SPEC §10). */
+  MULTIGRID_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   MULTIGRID_MAX_BODY_BYTES: intFrom(1, 1 << 30, 16 * 1024 * 1024),
   MULTIGRID_MAX_LINES: intFrom(1, 1_000_000, 50_000),
   MULTIGRID_MAX_CUSTOM_ID: intFrom(1, 4096, 128),
@@ -150,6 +152,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisUrl: e.REDIS_URL ?? null,
     redisPrefix: e.MULTIGRID_REDIS_PREFIX,
     adminToken: e.MULTIGRID_ADMIN_TOKEN ?? null,
+    metricsToken: e.MULTIGRID_METRICS_TOKEN ?? null,
     catalogPath,
     catalog,
     /** Provider name → its API key from the environment, or null when unset / not needed. */
@@ -224,4 +227,12 @@ function loadCatalog(path: string): CatalogFile {
   const problems = checkCatalog(parsed.data)
   if (problems.length > 0) throw new ConfigError(`${path}: ${problems[0]}`)
   return withLanes(parsed.data)
+}
+
+/**
+ * The configuration of this process's environment with some variables set or removed (undefined)
+ * on top: for a program that composes its own set-up, as `npm run demo` does.
+ */
+export function loadConfigWith(overrides: Record<string, string | undefined>) {
+  return loadConfig({ ...process.env, ...overrides })
 }

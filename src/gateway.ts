@@ -56,6 +56,10 @@ import type { DispatchStore, Store } from './store/store.ts'
 import { createLogger, type Logger } from './telemetry/logger.ts'
 import { observeLines } from './telemetry/observe-lines.ts'
 import { createTelemetry } from './telemetry/telemetry.ts'
+import { createPrometheusMetrics, timeUpstreamCalls } from './telemetry/prometheus.ts'
+import { createUsageRecorder } from './dispatch/usage-recorder.ts'
+import { countLineOutcomes, countLiveCharges } from './dispatch/count-outcomes.ts'
+import { metricsRoutes, usageRoutes } from './http/usage.ts'
 
 export interface Gateway {
   url: string
@@ -87,14 +91,18 @@ export async function startGateway(
   options: { logger?: Logger; clock?: () => number } = {},
 ): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config.logLevel)
-  const telemetry = createTelemetry({
-    otlpEndpoint: config.otlpEndpoint,
-    serviceName: 'multigrid',
-    logger,
-  })
+  // GET /metrics counts in memory what happens here, beside the OpenTelemetry export (SPEC §10).
+  const metrics = createPrometheusMetrics()
+  const telemetry = timeUpstreamCalls(
+    createTelemetry({ otlpEndpoint: config.otlpEndpoint, serviceName: 'multigrid', logger }),
+    metrics,
+  )
   // The dispatcher's part of the store apart: on a SQLite file or PostgreSQL it runs on a thread.
   const { store, dispatch } = await openStore(config, { collectGarbage: collectYoungGarbage })
   const blobs = await openBlobStore(config)
+  const usage = createUsageRecorder(store, { everyMs: 1_000, logger })
+  const observed = observeLines(logger, telemetry)
+  const counted = countLineOutcomes(usage, metrics)
   // One Redis connection, for the shared rate limits and the fleet-wide provider gates.
   const redis = config.redisUrl ? await connectRedis(config.redisUrl) : null
   const limiter: RateLimiter = redis
@@ -147,7 +155,10 @@ export async function startGateway(
           pollMs: config.dispatch.pollMs,
           retry: { ...DEFAULT_RETRY, maxAttempts: config.dispatch.maxAttempts },
           drainMs: 10_000,
-          onOutcome: observeLines(logger, telemetry),
+          onOutcome: (outcome, line) => {
+            observed(outcome)
+            counted(outcome, line)
+          },
           spillMargin: config.dispatch.spillMargin,
           adapters: adapterDirectory.byId,
           schemaChecks,
@@ -186,8 +197,7 @@ export async function startGateway(
     },
   )
   telemetry.observe({
-    pendingLines: async () =>
-      (await dispatch.runnableBatches(Date.now(), 10_000)).reduce((sum, b) => sum + b.pending, 0),
+    pendingLines: () => queueDepth(),
     linesInFlight: () => dispatcher?.inFlight ?? 0,
   })
   const validator = createFileValidator(catalog, config, {
@@ -257,7 +267,10 @@ export async function startGateway(
     bodyLimit: bodies.live,
     adapters: adapterDirectory.active,
     schemaChecks,
+    charged: countLiveCharges(usage, metrics),
   }
+  const queueDepth = async () =>
+    (await dispatch.runnableBatches(Date.now(), 10_000)).reduce((sum, b) => sum + b.pending, 0)
   const liveCalls = liveService(live)
   const groups = [
     healthRoutes(
@@ -276,6 +289,13 @@ export async function startGateway(
       fileBuffers: validator.bodyBuffers,
       onCancelled,
       events,
+    }),
+    usageRoutes({ auth, store, flush: () => usage.flush() }),
+    metricsRoutes({
+      metrics,
+      queueDepth: () => queueDepth(),
+      inFlight: () => dispatcher?.inFlight ?? 0,
+      token: config.metricsToken,
     }),
     liveRoutes('', live),
     liveRoutes('/openai', live),
@@ -325,6 +345,7 @@ export async function startGateway(
       sessionHours: config.sessionHours,
       onCancelled,
       events,
+      flushUsage: () => usage.flush(),
     }),
   ]
   if (config.adminToken)
@@ -361,8 +382,10 @@ export async function startGateway(
     allowPrivate: config.webhooks.allowPrivate,
     pollMs: config.dispatch.pollMs,
     logger,
+    onAttempt: (result) => metrics.webhookAttempt(result),
   })
   webhooks.start()
+  usage.start()
   logger.info('gateway.started', {
     port,
     store: store.kind,
@@ -395,6 +418,8 @@ export async function startGateway(
       await validator.close()
       await dispatcher?.stop()
       await schemaChecks.close()
+      // After the dispatcher: the lines it finished while draining are counted too.
+      await usage.stop()
       await nudges.close()
       await batchChanges.close()
       await fleet?.close()

@@ -1,6 +1,7 @@
 /** The gateway process: `npm start`. */
 import { ConfigError, loadConfig } from './config.ts'
 import { startGateway } from './gateway.ts'
+import { firstKeyNote, missingKeys, missingKeysNote, OFFLINE_HINT } from './cli/start-up-notes.ts'
 
 let config
 try {
@@ -36,15 +37,19 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.exit(0)
   })
 }
+// Providers without a key: logged, and said plainly, with the way to try everything offline.
+const missing = missingKeys(config)
+if (missing.providers.length > 0) {
+  gateway.logger.warn('providers.missing_keys', {
+    providers: missing.providers.map((p) => p.name),
+    env: missing.providers.map((p) => p.env),
+    models_without_offering: missing.modelsWithoutOffering,
+    offline: OFFLINE_HINT,
+  })
+  console.error(missingKeysNote(missing).join('\n'))
+}
 // A fresh install has no account: say, for the person who started it, how to make the first one.
 // (A store closed meanwhile by a signal needs no advice.)
 if (!(await gateway.store.hasAccounts().catch(() => true))) {
-  console.error(
-    [
-      `multigrid: listening on port ${gateway.port}; there is no account yet. Make one with credit, then a key for it:`,
-      '  npm run mg -- accounts create acme --credit 10',
-      '  npm run mg -- keys create <the account id it printed>',
-      '(the key is shown once; send it as "Authorization: Bearer <key>")',
-    ].join('\n'),
-  )
+  console.error(firstKeyNote(config, gateway.port).join('\n'))
 }

@@ -14,7 +14,7 @@ import { parseWholeNumber } from '../schemas/whole-number.ts'
 import { NUDGE_CHANNEL } from '../coordination/nudges.ts'
 import { openStore, openStoreChannel } from '../store/open-store.ts'
 
-const USAGE = `usage: bun run mg <command>
+const USAGE = `usage: npm run mg -- <command>   (the store of MULTIGRID_DATA_DIR, or DATABASE_URL)
   accounts create <name> [--credit USD] [--max-open-batches N] [--rate-limit N]
                   [--max-files N] [--max-stored-bytes N] [--daily-limit USD]
   accounts show <account-id>
@@ -25,24 +25,45 @@ const USAGE = `usage: bun run mg <command>
   keys revoke <key-id>
   adapters register <account-id> <base-model> <name> --rank N --size-mib N --source PATH
   adapters list <account-id>
-  adapters deactivate <adapter-id>`
+  adapters deactivate <adapter-id>
+  help`
 
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    credit: { type: 'string' },
-    'max-open-batches': { type: 'string' },
-    'rate-limit': { type: 'string' },
-    'max-files': { type: 'string' },
-    'max-stored-bytes': { type: 'string' },
-    'daily-limit': { type: 'string' },
-    name: { type: 'string' },
-    scopes: { type: 'string' },
-    rank: { type: 'string' },
-    'size-mib': { type: 'string' },
-    source: { type: 'string' },
-  },
-})
+/** The commands USAGE lists, as "group command": anything else is refused before the store opens. */
+const COMMANDS = new Set([
+  'accounts create',
+  'accounts show',
+  'accounts set',
+  'accounts credit',
+  'keys create',
+  'keys revoke',
+  'adapters register',
+  'adapters list',
+  'adapters deactivate',
+])
+
+function readArgs() {
+  try {
+    return parseArgs({ allowPositionals: true, options: OPTIONS })
+  } catch (error) {
+    // An unknown or malformed flag: say which, with the usage, and no stack trace.
+    fail(`mg: ${(error as Error).message}\n\n${USAGE}`)
+  }
+}
+
+const OPTIONS = {
+  help: { type: 'boolean', short: 'h' },
+  credit: { type: 'string' },
+  'max-open-batches': { type: 'string' },
+  'rate-limit': { type: 'string' },
+  'max-files': { type: 'string' },
+  'max-stored-bytes': { type: 'string' },
+  'daily-limit': { type: 'string' },
+  name: { type: 'string' },
+  scopes: { type: 'string' },
+  rank: { type: 'string' },
+  'size-mib': { type: 'string' },
+  source: { type: 'string' },
+} as const
 
 function fail(message: string): never {
   console.error(message)
@@ -79,6 +100,16 @@ const dailyLimit = (text: string | undefined): string | null | undefined => {
   if (text === 'none') return null
   if (text.startsWith('-')) fail('--daily-limit must not be negative')
   return decimal(text, '--daily-limit')
+}
+
+const { values, positionals } = readArgs()
+if (values.help || positionals[0] === 'help') {
+  console.log(USAGE)
+  process.exit(0)
+}
+if (!COMMANDS.has(positionals.slice(0, 2).join(' '))) {
+  const asked = positionals.slice(0, 2).join(' ')
+  fail(`${asked ? `mg: unknown command "${asked}"` : 'mg: no command given'}\n\n${USAGE}`)
 }
 
 let config

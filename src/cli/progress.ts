@@ -34,34 +34,99 @@ export function timeLeft(batch: BatchView, now = Date.now() / 1000): string {
   if (batch.finished_at !== null) return 'finished'
   const seconds = Math.floor(batch.deadline_at - now)
   if (seconds <= 0) return 'window ended'
-  const h = Math.floor(seconds / 3600)
-  const m = Math.floor((seconds % 3600) / 60)
-  return h > 0 ? `${h} h ${m} min left` : m > 0 ? `${m} min left` : `${seconds} s left`
+  return `${duration(seconds, false)} left`
+}
+
+/** "2 h 5 min", "3 min 20 s", "45 s" (the seconds only under an hour, and only when asked). */
+export function duration(seconds: number, withSeconds = true): string {
+  const s = Math.max(0, Math.floor(seconds))
+  const h = Math.floor(s / 3600)
+  const m = Math.floor((s % 3600) / 60)
+  if (h > 0) return `${h} h ${m} min`
+  if (m > 0) return withSeconds && s % 60 > 0 ? `${m} min ${s % 60} s` : `${m} min`
+  return `${s} s`
+}
+
+/** The projected finish as a time and, apart, how long until then: "14:05 UTC (in 3 min 20 s)". */
+export function etaText(eta: number, now = Date.now() / 1000): string {
+  return `${clock(eta, now)} (${untilText(eta, now)})`
+}
+
+const untilText = (eta: number, now: number) =>
+  eta - now >= 1 ? `in ${duration(eta - now)}` : 'due now'
+
+/** Narrowest progress bar before the line gives up other detail to fit the terminal. */
+const MIN_BAR = 10
+
+/** What the line gives up, in order, until it fits: each step a narrower rendering. */
+const SHRINK_STEPS: LineShape[] = [
+  { bar: 24, message: 'whole', window: true, status: true },
+  { bar: MIN_BAR, message: 'whole', window: true, status: true },
+  { bar: MIN_BAR, message: 'cut', window: true, status: true },
+  { bar: MIN_BAR, message: 'none', window: true, status: true },
+  { bar: MIN_BAR, message: 'none', window: true, status: false },
+  { bar: MIN_BAR, message: 'none', window: false, status: false },
+  { bar: 0, message: 'none', window: false, status: false },
+]
+
+interface LineShape {
+  bar: number
+  message: 'whole' | 'cut' | 'none'
+  window: boolean
+  status: boolean
 }
 
 /**
- * `[██████░░░░]  60%  6/10 done · 5 ok · 1 failed · $0.000120 · in_progress · ETA 14:05 UTC ·
- * waiting: provider_rate_limited (openai answered 429; …) · 3 h 2 min left` — the ETA once the
- * gateway can tell, the reason only while the batch waits; the time left stays last.
+ * `[██████░░░░]  60%  6/10 done · 5 ok · 1 failed · $0.000120 · in_progress · ETA 14:05 UTC (in
+ * 3 min 20 s) · waiting: provider_rate_limited (openai answered 429; …) · window 3 h 2 min left` —
+ * the ETA once the gateway can tell, the reason only while the batch waits, the window's time left
+ * last. With `columns`, the line fits in that many columns minus one (a line filling the last
+ * column wraps on some terminals): the bar narrows, the reason's message shortens then goes, then
+ * the status, the window's time left and the bar.
  */
-export function progressLine(batch: BatchView, width = 24): string {
+export function progressLine(
+  batch: BatchView,
+  options: { columns?: number; now?: number } = {},
+): string {
+  const now = options.now ?? Date.now() / 1000
+  const max = options.columns ? Math.max(20, options.columns - 1) : Infinity
+  let line = ''
+  for (const shape of SHRINK_STEPS) {
+    line = renderLine(batch, now, shape, max)
+    if (line.length <= max) return line
+  }
+  return line.slice(0, max - 1) + '…'
+}
+
+function renderLine(batch: BatchView, now: number, shape: LineShape, max: number): string {
   const c = batch.request_counts
   const done = c.succeeded + notRun(c)
+  const width = shape.bar
   const filled = c.total === 0 ? width : Math.round((done / c.total) * width)
   const percent = c.total === 0 ? 100 : Math.floor((done / c.total) * 100)
-  const bar = '█'.repeat(filled) + '░'.repeat(width - filled)
+  const bar = width > 0 ? `[${'█'.repeat(filled)}${'░'.repeat(width - filled)}] ` : ''
   const parts = [
-    `[${bar}] ${String(percent).padStart(3)}%  ${done}/${c.total} done`,
+    `${bar}${String(percent).padStart(3)}%  ${done}/${c.total} done`,
     `${c.succeeded} ok`,
     `${notRun(c)} failed`,
     `$${batch.cost_usd}`,
-    batch.status,
   ]
+  if (shape.status) parts.push(batch.status)
   const eta = batch.routing?.eta ?? null
-  if (eta !== null && batch.finished_at === null) parts.push(`ETA ${clock(eta)}`)
-  if (batch.waiting) parts.push(`waiting: ${batch.waiting.code} (${batch.waiting.message})`)
-  parts.push(timeLeft(batch))
-  return parts.join(' · ')
+  if (eta !== null && batch.finished_at === null) parts.push(`ETA ${etaText(eta, now)}`)
+  const left = timeLeft(batch, now)
+  const tail = shape.window ? [left.endsWith(' left') ? `window ${left}` : left] : []
+  if (batch.waiting) {
+    const code = `waiting: ${batch.waiting.code}`
+    let message = shape.message === 'none' ? '' : batch.waiting.message
+    if (shape.message === 'cut') {
+      // What is left of the width once everything else is drawn, less " (" and "…)".
+      const rest = [...parts, code, ...tail].join(' · ').length + 4
+      message = max - rest > 8 ? message.slice(0, max - rest) + '…' : ''
+    }
+    parts.push(message ? `${code} (${message})` : code)
+  }
+  return [...parts, ...tail].join(' · ')
 }
 
 const utc = (seconds: number | null) =>
@@ -83,7 +148,9 @@ export function summary(batch: BatchView): string {
     `  cost      $${batch.cost_usd} of $${batch.cost_ceiling_usd} ceiling${batch.max_cost_usd ? `, capped at $${batch.max_cost_usd}` : ''}`,
     ...providerLines(batch),
     ...(batch.routing?.eta != null && batch.finished_at === null
-      ? [`  eta       ${utc(batch.routing.eta)}`]
+      ? [
+          `  eta       ${utc(batch.routing.eta)} (${untilText(batch.routing.eta, Date.now() / 1000)})`,
+        ]
       : []),
     ...(batch.waiting ? [`  waiting   ${batch.waiting.code}: ${batch.waiting.message}`] : []),
     `  created   ${utc(batch.created_at)}`,

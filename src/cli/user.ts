@@ -35,6 +35,8 @@ const USAGE = `usage: multigrid <command> [options]
 
 environment: MULTIGRID_URL (default http://127.0.0.1:8080), MULTIGRID_API_KEY`
 
+const COMMANDS = ['submit', 'status', 'list', 'results', 'cancel', 'retry']
+
 class UsageError extends Error {}
 
 const OPTIONS = {
@@ -73,6 +75,7 @@ export async function main(
     process.stdout.write(USAGE + '\n')
     return command || parsed.values.help ? 0 : 2
   }
+  if (!COMMANDS.includes(command)) return usage(`unknown command ${JSON.stringify(command)}`)
   const key = env.MULTIGRID_API_KEY
   if (!key) return usage('MULTIGRID_API_KEY is not set: export the key your gateway gave you')
   const api = createApi({ url: env.MULTIGRID_URL || 'http://127.0.0.1:8080', key })
@@ -225,21 +228,35 @@ async function poll(api: Api, id: string, show: (batch: BatchView) => void): Pro
   }
 }
 
-/** A live bar on a terminal, redrawn in place; in a log, a line only when something changed. */
+/**
+ * A live bar on a terminal, redrawn in place and fitted to its width (a line that wraps leaves a
+ * line per redraw); in a log or a pipe, no redraw: a line per update, only when something other
+ * than the clock changed.
+ */
 function progressShower() {
-  const tty = process.stderr.isTTY === true
+  const out = process.stderr
+  const tty = out.isTTY === true
   let shown = ''
   const show = (batch: BatchView) => {
-    const line = progressLine(batch)
-    if (tty) process.stderr.write(`\r${line}\x1b[K`)
-    else if (line.replace(/ · [^·]*left$/, '') !== shown.replace(/ · [^·]*left$/, ''))
-      process.stderr.write(line + '\n')
-    shown = line
+    const columns = out.columns || process.stdout.columns || (tty ? 80 : undefined)
+    if (tty) {
+      out.write(`\r${progressLine(batch, { columns })}\x1b[K`)
+      return
+    }
+    const key = JSON.stringify([
+      batch.status,
+      batch.request_counts,
+      batch.cost_usd,
+      batch.routing?.eta ?? null,
+      batch.waiting?.code ?? null,
+    ])
+    if (key !== shown) out.write(progressLine(batch, { columns }) + '\n')
+    shown = key
   }
   return Object.assign(show, {
     end(batch: BatchView) {
-      if (tty) process.stderr.write('\n')
-      process.stderr.write(summary(batch) + '\n')
+      if (tty) out.write('\n')
+      out.write(summary(batch) + '\n')
     },
   })
 }

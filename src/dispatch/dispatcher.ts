@@ -22,6 +22,7 @@ import { runLine } from './run-line.ts'
 import { createSpillPlanner } from './spill-planner.ts'
 import { Tally } from './tally.ts'
 import { createWakeSignal } from './wake-signal.ts'
+import { BatchPace } from './batch-pace.ts'
 import { createWaitingReporter } from './waiting-reporter.ts'
 import { pauseMsAfter } from '../upstream/upstreams.ts'
 
@@ -39,7 +40,7 @@ export interface DispatcherOptions {
   /** SIGTERM: how long in-flight lines may take to finish before they are handed back. */
   drainMs: number
   /** Told of every outcome about to be recorded (metrics and debug logs). */
-  onOutcome?: (outcome: LineOutcome) => void
+  onOutcome?: (outcome: LineOutcome, line: ClaimedLine) => void
   /** The spill planner's safety margin, a share of each batch's window (MULTIGRID_SPILL_MARGIN). */
   spillMargin: number
   /** Adapters by `ft:` id, for lines that name one (SPEC §14). */
@@ -116,23 +117,44 @@ export function createDispatcher(
     () => maintainBatches(store, logger, active, stopped),
     'maintenance',
   )
+  /** Each batch's lines pending in the store, as the claims last saw them (for the ETA). */
+  const knownPending = new Map<string, number>()
   /** What was last written of each batch's ETA. */
   const lastEta = new Map<string, number | null>()
   // The planner's projection, written when it moved by more than a little (not on every pass),
   // and why a batch's lines wait as far as the planner knows (all of its providers unreachable,
   // or full with other batches' lines); the reporter clears it once a line of the batch ends.
+  const pace = new BatchPace()
+  /**
+   * The batch's finish at the pace its lines end here, with what the other instances measure
+   * added (SPEC §13 eta, Unix seconds); null before the first of them ended.
+   */
+  const projectEta = (batchId: string, remaining: number, now: number): number | null => {
+    // None left that this instance can see (all claimed elsewhere, or held back by a cap): it
+    // cannot tell.
+    if (remaining === 0) return null
+    const mine = pace.rate(batchId, now)
+    // Before a stretch of answers to measure: the planner's rates of the offerings.
+    if (mine === null) return spill.eta(batchId, remaining, now)
+    const rate = mine + spill.othersRate(batchId, now)
+    return rate > 0 ? Math.ceil((now + (remaining / rate) * 1000) / 1000) : null
+  }
   const projection = every(
     1000,
     async () => {
       const now = Date.now()
-      // The pending counts as the last claim read them (none known: no ETA this pass).
-      const pending = runnable ? new Map(runnable.batches.map((b) => [b.id, b.pending])) : null
+      // The pending counts as the claims last saw them. Not the claims' cached list: it is
+      // cleared after every short claim, and a batch whose lines are all claimed is not in it,
+      // which left the ETA unwritten for whole runs.
+      const pending = knownPending
       const etas: { batchId: string; eta: number | null }[] = []
       for (const id of spill.batchIds()) {
         // Gone from here: no line in flight here, none claimed for a while.
         if (!active.has(id) && spill.lastSeen(id) < now - FORGET_AFTER_MS) {
           lastEta.delete(id)
           spill.forget(id)
+          pace.forget(id)
+          knownPending.delete(id)
         }
       }
       if (options.fleetRates) {
@@ -141,11 +163,11 @@ export function createDispatcher(
         for (const [id, shares] of others) spill.fleetShares(id, shares, now)
       }
       for (const id of spill.batchIds()) {
-        const eta = pending && spill.eta(id, (pending.get(id) ?? 0) + active.count(id), now)
+        const eta = pending && projectEta(id, (pending.get(id) ?? 0) + active.count(id), now)
         const last = lastEta.get(id)
         if (
           pending &&
-          (last === undefined || (last === null) !== (eta === null) || Math.abs(eta! - last!) > 2)
+          (last === undefined || (last === null) !== (eta === null) || Math.abs(eta! - last!) > 1)
         )
           etas.push({ batchId: id, eta })
         const reason = spill.waiting(id, now)
@@ -192,6 +214,9 @@ export function createDispatcher(
   async function runnableBatches(now: number): Promise<RunnableBatch[]> {
     if (runnable && now < runnable.until) return runnable.batches
     const batches = await store.runnableBatches(now, 100)
+    // A batch known here and absent now has no line pending (a full list may leave some out).
+    if (batches.length < 100) for (const id of knownPending.keys()) knownPending.set(id, 0)
+    for (const b of batches) knownPending.set(b.id, b.pending)
     runnable = batches.length > 0 ? { batches, until: now + RUNNABLE_REUSE_MS } : null
     return batches
   }
@@ -211,6 +236,7 @@ export function createDispatcher(
     })) {
       const lines = await store.claimLines(batch.id, options.owner, count, now, now + leaseMs)
       batch.pending -= lines.length
+      knownPending.set(batch.id, batch.pending)
       if (lines.length < count) runnable = null
       claimed += lines.length
       // Each line's offering is chosen as it is launched: the lines after it are not sent yet.
@@ -224,6 +250,7 @@ export function createDispatcher(
   function launch(line: ClaimedLine, batch: RunnableBatch, unsent: number) {
     inFlight++
     active.add(line.batchId)
+    pace.started(line.batchId, Date.now())
     // Checked again once a slot is free: the line may have waited at the gate (claimed ahead,
     // or the provider paused by a 429) past a cancel or its batch's deadline.
     const proceed = () =>
@@ -244,7 +271,13 @@ export function createDispatcher(
       .then((outcome) => {
         // After shutdown's abort the line is handed back untouched, not failed.
         if (abort.signal.aborted) return
-        if (outcome.kind !== 'retry') waiting.progressed(line.batchId, outcome.provider)
+        if (outcome.kind !== 'retry') {
+          pace.completed(line.batchId, Date.now())
+          waiting.progressed(line.batchId, outcome.provider)
+        } else {
+          // Back to pending: still to do, as the ETA counts (until the next list says).
+          knownPending.set(line.batchId, (knownPending.get(line.batchId) ?? 0) + 1)
+        }
         if (outcome.kind === 'succeeded' && outcome.ceilingUsd !== undefined) {
           // Billed in full all the same; the account stops being dispatched once its credit
           // no longer covers what it holds (the store's claim checks that).
@@ -258,7 +291,7 @@ export function createDispatcher(
           })
           holdBackUntilRecorded(line.accountId, outcome)
         } else recorder.add(outcome)
-        options.onOutcome?.(outcome)
+        options.onOutcome?.(outcome, line)
       })
       .catch((error) => {
         logger.error('dispatch.line_crashed', {

@@ -153,6 +153,15 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       provider: offering.provider,
       latencyMs: Math.round(outcome.latencyMs),
       usage: lineUsage(usage, offering, costUsd),
+      accounting: {
+        model: model.id,
+        inputTokens: usage.input_tokens,
+        cachedInputTokens: usage.cached_input_tokens ?? 0,
+        outputTokens: usage.output_tokens,
+        // The planner's saving (SPEC §13) is measured against the first listed offering.
+        firstOfferingCostUsd:
+          model.offerings[0] === offering ? costUsd : priceUsage(usage, model.offerings[0]),
+      },
     }
     // One whose check passed the budget (SPEC §19): failed, and billed as the answer it is (the
     // upstream answered; the schema is the caller's), never past its ceiling.
@@ -173,6 +182,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
         ),
         costUsd: ceiling !== undefined && new Money(ceiling).lessThan(costUsd) ? ceiling : costUsd,
         usage: answer.usage,
+        accounting: answer.accounting,
       }
     }
     // A capped batch's line was let in for its ceiling: it is never billed more, so the batch's

@@ -69,6 +69,8 @@ export interface SpillPlanner {
    * for a few seconds after this.
    */
   fleetShares(batchId: string, others: ReadonlyMap<string, ProviderShare>, nowMs: number): void
+  /** What the other instances measure of the batch, lines per second (0 without a fleet). */
+  othersRate(batchId: string, nowMs: number): number
   /** The batches it has state of. */
   batchIds(): string[]
   /** When it last chose for a line of the batch (Unix ms; 0 for a batch it does not know). */
@@ -200,7 +202,9 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       const s = batches.get(batchId)
       if (!s) return null
       const rates = s.providers.map((p) => {
-        if (!options.available(p, nowMs)) return 0
+        // Down, it adds nothing; paused on a 429 it is only between two allowances (SPEC §13: a
+        // paced provider's rate is what it allows, pauses included).
+        if (options.unreachable(p)) return 0
         return together(meter.rate(key(batchId, p), nowMs).perSecond, otherShare(s, p, nowMs))
       })
       const finish = projectFinish(nowMs, remaining, rates)
@@ -249,6 +253,13 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       s.fleet = others
       s.fleetAt = nowMs
       s.fleetSince ??= nowMs
+    },
+    othersRate(batchId, nowMs) {
+      const s = batches.get(batchId)
+      if (!s) return 0
+      let total = 0
+      for (const p of s.providers) total += otherShare(s, p, nowMs)?.perSecond ?? 0
+      return total
     },
     batchIds: () => [...batches.keys()],
     lastSeen: (batchId) => batches.get(batchId)?.seenAt ?? 0,

@@ -74,6 +74,12 @@ export function createWaitingReporter(
 ): WaitingReporter {
   /** What this instance last wrote per batch, and until when it holds (0: until progress). */
   const said = new Map<string, { waiting: BatchWaiting; provider: string; untilMs: number }>()
+  /**
+   * Per batch, every provider paused on its 429 and until when: the message names one (the
+   * latest to resume), but a line that ends on any of them (given up after its attempts) is the
+   * pause's doing, not progress, and leaves the reason as it is.
+   */
+  const paused = new Map<string, Map<string, number>>()
 
   const write = (batchId: string, waiting: BatchWaiting | null, replaces: readonly WaitingCode[]) =>
     store
@@ -94,6 +100,12 @@ export function createWaitingReporter(
 
   return {
     rateLimited(batchId, provider, untilMs) {
+      let pauses = paused.get(batchId)
+      if (!pauses) {
+        if (paused.size >= MAX_REMEMBERED) paused.delete(paused.keys().next().value!)
+        paused.set(batchId, (pauses = new Map()))
+      }
+      pauses.set(provider, Math.max(untilMs, pauses.get(provider) ?? 0))
       const before = said.get(batchId)
       // A later pause of the same provider moves the resume time on; an earlier one says nothing new.
       if (before?.waiting.code === 'provider_rate_limited' && before.untilMs >= untilMs) return
@@ -110,8 +122,11 @@ export function createWaitingReporter(
     },
     progressed(batchId, provider) {
       const before = said.get(batchId)
-      if (!before || (provider === before.provider && now() < before.untilMs)) return
+      if (!before) return
+      if (provider === before.provider && now() < before.untilMs) return
+      if (provider !== null && now() < (paused.get(batchId)?.get(provider) ?? 0)) return
       said.delete(batchId)
+      paused.delete(batchId)
       void write(batchId, null, [before.waiting.code])
     },
   }

@@ -42,6 +42,19 @@ export interface LiveDeps {
   adapters: (accountId: string) => Promise<AdapterLookup>
   /** Where a call's json_schema is compiled, within its budget (SPEC §19). */
   schemaChecks: SchemaChecks
+  /** Told of each call's charge: the usage report and the metrics count it (SPEC §10). */
+  charged?: (charge: LiveCharge) => void
+}
+
+/** A live call as charged. */
+export interface LiveCharge {
+  accountId: string
+  model: string
+  provider: string
+  usage: Usage
+  costUsd: string
+  /** The same usage on the model's first listed offering. */
+  firstOfferingCostUsd: string
 }
 
 const encoder = new TextEncoder()
@@ -59,8 +72,16 @@ export interface StreamRender {
   broken(): string
 }
 
-const openAiSse = (): StreamRender => ({
-  chunk: (value) => `data: ${JSON.stringify(value)}\n\n`,
+/**
+ * The upstream is always asked for usage (billing needs it); the client gets the usage-only chunk
+ * only when it asked (`stream_options.include_usage`), as OpenAI does: clients that read
+ * `chunk.choices[0]` break on one they did not ask for.
+ */
+const openAiSse = (wantsUsage: boolean): StreamRender => ({
+  chunk: (value) => {
+    if (wantsUsage) return `data: ${JSON.stringify(value)}\n\n`
+    return isUsageOnly(value) ? '' : `data: ${JSON.stringify(withoutUsage(value))}\n\n`
+  },
   end: () => 'data: [DONE]\n\n',
   broken: () =>
     `data: ${JSON.stringify({ error: { message: 'the upstream stream broke off', type: 'server_error', code: 'upstream_error', param: null } })}\n\n`,
@@ -144,6 +165,7 @@ export function liveService(deps: LiveDeps) {
     }
     return {
       caller,
+      model: checked.value.model,
       body: raw as Record<string, unknown>,
       offerings,
       inputTokens,
@@ -161,15 +183,34 @@ export function liveService(deps: LiveDeps) {
   /** A live call is priced as a batch line is (pricing/price-usage.ts), in ledger units. */
   const usageUnits = priceUsageUnits
 
-  const costOf = (
+  const billedUsage = (
     checked: Prepared,
     usage: Usage | null,
     response: Record<string, unknown>,
     offering: Offering,
   ) => {
-    if (usage) return usageUnits(usage, offering)
+    if (usage) return usage
     logger.warn('live.no_usage', { provider: offering.provider, model: offering.upstream_model })
-    return usageUnits(estimated(checked, answerBytes(response)), offering)
+    return estimated(checked, answerBytes(response))
+  }
+
+  /** Settles the call on `usage` and tells whoever counts charges. */
+  const settleOn = (checked: Prepared, usage: Usage, offering: Offering) => {
+    // Settled once: a second settle is ignored by the ledger, and so is its charge here.
+    if (checked.reservation.settled) return
+    const units = usageUnits(usage, offering)
+    credit.settle(checked.reservation, units)
+    if (!deps.charged) return
+    const first = checked.model.offerings[0]
+    deps.charged({
+      accountId: checked.caller.account.id,
+      model: checked.model.id,
+      provider: offering.provider,
+      usage,
+      costUsd: unitsText(units),
+      firstOfferingCostUsd:
+        first === offering ? unitsText(units) : unitsText(usageUnits(usage, first)),
+    })
   }
 
   async function call(
@@ -190,7 +231,7 @@ export function liveService(deps: LiveDeps) {
         lora,
       }))!
       if (!outcome.ok) throw upstreamFailure(outcome.error)
-      credit.settle(reservation, costOf(checked, outcome.usage, outcome.body, offering))
+      settleOn(checked, billedUsage(checked, outcome.usage, outcome.body, offering), offering)
       // The object, not the upstream's own text in a Response: Elysia rebuilds a returned
       // Response to add the rate-limit headers, its body as a stream, and that cost more than
       // the serialization it saved (bench:proxy, issue 15). Nor as a string with its content
@@ -207,10 +248,11 @@ export function liveService(deps: LiveDeps) {
     request: Request,
     headers: Record<string, string>,
     input: Awaited<ReturnType<typeof readJson>>,
-    render: StreamRender = openAiSse(),
+    asked?: StreamRender,
   ) {
     const checked = await prepare(input, 'chat')
     const { body, offerings, reservation, lora } = checked
+    const render = asked ?? openAiSse(streamOptions(input.raw)?.include_usage === true)
     const release = (reason: unknown) => {
       credit.settle(reservation, null)
       if (reason !== undefined) logger.warn('live.stream_settle_failed', { reason: String(reason) })
@@ -235,7 +277,7 @@ export function liveService(deps: LiveDeps) {
       // reported by then, or gives the hold back when it reported nothing.
       outcome.usage
         .then((usage) => {
-          if (usage) return credit.settle(reservation, usageUnits(usage, offering))
+          if (usage) return settleOn(checked, usage, offering)
           // The usage settles a few microtasks before pull() sees the end: decide after it.
           setImmediate(() => {
             if (!ended) return credit.settle(reservation, null)
@@ -243,7 +285,7 @@ export function liveService(deps: LiveDeps) {
               provider: offering.provider,
               model: offering.upstream_model,
             })
-            credit.settle(reservation, usageUnits(estimated(checked, outputBytes), offering))
+            settleOn(checked, estimated(checked, outputBytes), offering)
           })
         })
         .catch(release)
@@ -368,6 +410,20 @@ function pricingOf(offerings: readonly Offering[]) {
     }),
     ...(o.long_context && { long_context: o.long_context }),
   }))
+}
+
+const streamOptions = (raw: unknown) =>
+  (raw as { stream_options?: { include_usage?: unknown } | null } | null)?.stream_options
+
+/** The final chunk of a stream asked with `include_usage`: usage and no choices. */
+const isUsageOnly = (chunk: Record<string, unknown>) =>
+  Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage != null
+
+/** A chunk as a client that did not ask for usage gets it (some servers add usage to every chunk). */
+function withoutUsage(chunk: Record<string, unknown>): Record<string, unknown> {
+  if (!('usage' in chunk)) return chunk
+  const { usage: _, ...rest } = chunk
+  return rest
 }
 
 /** UTF-8 bytes of the content deltas of one streamed chunk. */

@@ -293,6 +293,17 @@ export interface LineUsage {
   uncachedCostUsd: string
 }
 
+/** A succeeded line as the usage report counts it: its catalog model and the usage it was billed. */
+export interface LineAccounting {
+  model: string
+  /** Every prompt token; `cachedInputTokens` is the part read from the provider's cache. */
+  inputTokens: number
+  cachedInputTokens: number
+  outputTokens: number
+  /** The same usage priced on the model's first listed offering. */
+  firstOfferingCostUsd: string
+}
+
 export type LineOutcome =
   | {
       batchId: string
@@ -312,6 +323,8 @@ export type LineOutcome =
        * out of the batch's hold; the excess is the account's free credit's (SPEC §5).
        */
       ceilingUsd?: string
+      /** What the usage report counts (SPEC §10); not stored with the line. */
+      accounting?: LineAccounting
     }
   | {
       batchId: string
@@ -324,6 +337,7 @@ export type LineOutcome =
       latencyMs: number | null
       /** A failure that is billed (structured_output_unchecked): its tokens, as for a success. */
       usage?: LineUsage
+      accounting?: LineAccounting
     }
   | {
       batchId: string
@@ -676,6 +690,33 @@ export interface WebhookStore {
   releaseDeliveries(owner: string, nowMs: number): Promise<number>
 }
 
+/** One instance's additions to an account's usage of one UTC day, model and provider (SPEC §10). */
+export interface UsageAddition {
+  accountId: string
+  /** YYYY-MM-DD, UTC. */
+  day: string
+  model: string
+  provider: string
+  lines: number
+  liveCalls: number
+  inputTokens: number
+  cachedInputTokens: number
+  outputTokens: number
+  costUsd: string
+  /** The same usage priced on the model's first listed offering (what routing saved against). */
+  firstOfferingCostUsd: string
+}
+
+/** A stored usage row: the sums of every instance's additions. */
+export type UsageRow = Omit<UsageAddition, 'accountId'>
+
+export interface UsageStore {
+  /** Adds to the rows (creating them), in one transaction. */
+  addUsage(rows: readonly UsageAddition[]): Promise<void>
+  /** The account's rows from `fromDay` to `toDay` (YYYY-MM-DD, both inclusive), by day. */
+  usageRows(accountId: string, fromDay: string, toDay: string): Promise<UsageRow[]>
+}
+
 /** Everything but the dispatcher's calls, which come apart (OpenedStore). */
 export interface Store
   extends
@@ -687,7 +728,8 @@ export interface Store
     SessionStore,
     LiveCreditStore,
     AdapterStore,
-    WebhookStore {
+    WebhookStore,
+    UsageStore {
   readonly kind: 'sqlite' | 'postgres'
   ping(): Promise<void>
   /** Closes its connections, the dispatch part's (and its thread) included. */

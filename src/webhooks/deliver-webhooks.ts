@@ -21,6 +21,8 @@ import { signedHeaders } from './sign-webhook.ts'
 
 export interface WebhookDelivererOptions {
   owner: string
+  /** Told how each recorded attempt went (the metrics count them). */
+  onAttempt?: (result: 'delivered' | 'retry' | 'failed') => void
   /** An attempt without a 2xx answer by then has failed (SPEC §15: 15 s). */
   timeoutMs: number
   retryBaseMs: number
@@ -167,6 +169,7 @@ export function createWebhookDeliverer(
       status_code: sent.statusCode,
       recorded,
     }
+    options.onAttempt?.(result.kind)
     if (result.kind === 'delivered') logger.info('webhook.delivered', fields)
     else logger.info(result.kind === 'failed' ? 'webhook.failed' : 'webhook.retry', fields)
   }

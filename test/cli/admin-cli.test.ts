@@ -1,6 +1,6 @@
 /** The operator CLI works on the store directly: make an account and a key that the API accepts. */
 import { expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
+import { existsSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
@@ -27,7 +27,7 @@ async function mg(env: Record<string, string>, ...args: string[]) {
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),
   ])
-  return { code, out, err, json: code === 0 ? JSON.parse(out) : null }
+  return { code, out, err, json: code === 0 && /^[[{]/.test(out) ? JSON.parse(out) : null }
 }
 
 /**
@@ -212,4 +212,25 @@ test('accounts create/set take the daily spend limit, and a CLI deposit starts a
       5_000,
     )
   })
+})
+
+test('--help prints the usage and exits 0; an unknown command or flag prints it and exits 2, without a stack trace', async () => {
+  // No store is opened for either: a data dir that does not exist stays so.
+  const env = { MULTIGRID_DATA_DIR: join(mkdtempSync(join(tmpdir(), 'mg-help-')), 'none') }
+  for (const args of [['--help'], ['-h'], ['help']]) {
+    const { code, out, err } = await mg(env, ...args)
+    expect(code).toBe(0)
+    expect(out).toContain('usage: npm run mg -- <command>')
+    expect(out).toContain('accounts create <name>')
+    expect(err).toBe('')
+  }
+  for (const args of [['frobnicate'], ['accounts', 'explode'], [], ['--bogus']]) {
+    const { code, err } = await mg(env, ...args)
+    expect(code).toBe(2)
+    expect(err).toContain('usage: npm run mg -- <command>')
+    expect(err).not.toMatch(/\n\s+at /)
+  }
+  expect((await mg(env, 'frobnicate')).err).toContain('unknown command "frobnicate"')
+  expect((await mg(env, '--bogus')).err).toContain("'--bogus'")
+  expect(existsSync(env.MULTIGRID_DATA_DIR)).toBe(false)
 })

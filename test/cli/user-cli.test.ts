@@ -77,6 +77,8 @@ describe('multigrid (user CLI)', () => {
     expect(stderr).toMatch(/\[█+\] 100%\s+3\/3 done · 2 ok · 1 failed/)
     expect(stderr).toContain(`${batchId}  cli-run  completed`)
     expect(stderr).toContain('wrote results.jsonl')
+    // Not a terminal: no redraw, a line per update.
+    expect(stderr).not.toContain('\r')
     const written = readFileSync(join(dir, 'results.jsonl'), 'utf8')
     expect(written).toBe(await (await gw.request(`/v1/batches/${batchId}/results`, key)).text())
     expect(
@@ -117,6 +119,32 @@ describe('multigrid (user CLI)', () => {
     )
   })
 
+  test('on a 120-column terminal the bar is redrawn in place and never wraps', async () => {
+    writeFileSync(
+      join(dir, 'tty.jsonl'),
+      jsonl([chatLine('p-1', 'one'), chatLine('p-2', 'two'), chatLine('p-3', 'three')]),
+    )
+    // util-linux `script` gives the CLI a pseudo-terminal, sized as a person's would be.
+    const inner = `stty cols 120 rows 40; exec '${process.execPath}' '${CLI}' submit tty.jsonl --wait`
+    const child = Bun.spawn(['script', '-qfec', inner, '/dev/null'], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '', MULTIGRID_URL: gw.url, MULTIGRID_API_KEY: key },
+      stdout: 'pipe',
+      stderr: 'pipe',
+      stdin: 'pipe',
+    })
+    const [out, code] = await Promise.all([new Response(child.stdout).text(), child.exited])
+    expect(code).toBe(0)
+    const redraws = out
+      .split(/\r|\n/)
+      .map((piece) => piece.replaceAll('\x1b[K', ''))
+      .filter((piece) => piece.includes(' done · '))
+    expect(redraws.length).toBeGreaterThan(0)
+    expect(out).toContain('\r[')
+    for (const piece of redraws) expect(piece.length).toBeLessThan(120)
+    expect(redraws.at(-1)).toMatch(/\[█+\] 100%\s+3\/3 done/)
+  })
+
   test('submit --max-cost caps the batch, and the progress line says why it waits', async () => {
     const lines = Array.from({ length: 4 }, (_, i) => chatLine(`m-${i}`, `capped line ${i}`))
     writeFileSync(join(dir, 'capped.jsonl'), jsonl(lines))
@@ -135,7 +163,8 @@ describe('multigrid (user CLI)', () => {
     expect(code).toBe(0)
     const id = stdout.trim()
     expect(stderr).toMatch(
-      / · in_progress · waiting: max_cost_reached \(max_cost_usd \(\$[0-9.]+\) leaves no room/,
+      // The ETA, once the pace is measured, stands between the status and the reason.
+      / · in_progress( · ETA [^·]+)? · waiting: max_cost_reached \(max_cost_usd \(\$[0-9.]+\) leaves no room/,
     )
     expect(stderr).toContain(`${id}  (unnamed)  completed`)
     expect(stderr).toContain(`capped at $${cap}`)
@@ -175,14 +204,29 @@ describe('multigrid (user CLI)', () => {
     const eta = new Date((now + 600) * 1000).toISOString()
     const clock =
       eta.slice(0, 10) === new Date().toISOString().slice(0, 10) ? eta.slice(11, 16) : ''
-    const line = progressLine(batch)
-    if (clock) expect(line).toContain(` · in_progress · ETA ${clock} UTC · `)
+    const line = progressLine(batch, { now })
+    // The finish as a time and, apart, the time until then; the window's time left named as such.
+    if (clock) expect(line).toContain(` · in_progress · ETA ${clock} UTC (in 10 min) · `)
     expect(line).toContain(
-      ' · waiting: provider_rate_limited (sim answered 429; dispatch resumes at 12:04:10 UTC. Nothing to do: do not resubmit.) · 3 h 2 min left',
+      ' · waiting: provider_rate_limited (sim answered 429; dispatch resumes at 12:04:10 UTC. Nothing to do: do not resubmit.) · window 3 h 2 min left',
     )
     // Moving again: no reason; not known yet: no ETA.
-    const moving = progressLine({ ...batch, waiting: null, routing: { eta: null } })
-    expect(moving).toEndWith('· $0.000120 · in_progress · 3 h 2 min left')
+    const moving = progressLine({ ...batch, waiting: null, routing: { eta: null } }, { now })
+    expect(moving).toEndWith('· $0.000120 · in_progress · window 3 h 2 min left')
+
+    // On a 120-column terminal the line fits in 119 (no wrap): the bar narrows, then the reason.
+    for (const columns of [120, 80, 60]) {
+      const fitted = progressLine(batch, { columns, now })
+      expect(fitted.length).toBeLessThan(columns)
+      expect(fitted).toContain('6/10 done')
+    }
+    const wide = progressLine(batch, { columns: 120, now })
+    expect(wide).toContain('waiting: provider_rate_limited')
+    expect(wide).toContain('ETA ')
+    expect(progressLine({ ...batch, waiting: null }, { columns: 120, now })).toEndWith(
+      'window 3 h 2 min left',
+    )
+    expect(progressLine(batch, { columns: 400, now })).toBe(line)
   })
 
   test('a file with problems: exit 1, each issue with its line and fix', async () => {
@@ -228,6 +272,16 @@ describe('multigrid (user CLI)', () => {
     const help = await run(['--help'])
     expect(help.code).toBe(0)
     expect(help.stdout).toContain('usage: multigrid')
+    // An unknown command or flag: the usage, exit 2, no stack trace, key or not.
+    for (const args of [['frobnicate'], ['--bogus'], ['list', '--bogus']]) {
+      const wrong = await run(args, { MULTIGRID_API_KEY: '' })
+      expect(wrong.code).toBe(2)
+      expect(wrong.stderr).toContain('usage: multigrid')
+      expect(wrong.stderr).not.toMatch(/\n\s+at /)
+    }
+    expect((await run(['frobnicate'], { MULTIGRID_API_KEY: '' })).stderr).toContain(
+      'unknown command "frobnicate"',
+    )
   })
 })
 

@@ -56,6 +56,24 @@ describe('waiting reporter', () => {
     expect(await waitingOf()).toBeNull()
   })
 
+  test('429s on both providers: a line ending on either while it is paused leaves the reason', async () => {
+    const reporter = createWaitingReporter(opened.dispatch, logger, () => now)
+    reporter.rateLimited('batch_01', 'openai', T0 + 2_000)
+    reporter.rateLimited('batch_01', 'anthropic', T0 + 4_000)
+    await settle()
+    expect((await waitingOf())!.message).toStartWith('anthropic answered 429')
+    // A line given up on openai while openai is paused: the pause's doing, not progress.
+    now = T0 + 1_000
+    reporter.progressed('batch_01', 'openai')
+    await settle()
+    expect((await waitingOf())!.code).toBe('provider_rate_limited')
+    // Once openai is past its pause, a line ending there is the batch moving.
+    now = T0 + 2_500
+    reporter.progressed('batch_01', 'openai')
+    await settle()
+    expect(await waitingOf()).toBeNull()
+  })
+
   test('clears only its own code, leaving another part’s', async () => {
     const reporter = createWaitingReporter(opened.dispatch, logger, () => now)
     reporter.unavailable('batch_01', 'gpu-pool')

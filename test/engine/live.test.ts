@@ -72,6 +72,58 @@ describe('live endpoints', () => {
     expect(new Decimal(await balance(accountId)).lessThan(1)).toBe(true)
   })
 
+  /** The chunks of a streamed call, [DONE] checked and dropped. */
+  const streamed = async (key: string, body: Record<string, unknown>) => {
+    const response = await post(key, '/v1/chat/completions', { ...body, stream: true })
+    expect(response.status).toBe(200)
+    const events = (await response.text()).split('\n\n').filter(Boolean)
+    expect(events.at(-1)).toBe('data: [DONE]')
+    return events.slice(0, -1).map((e) => JSON.parse(e.slice('data: '.length)))
+  }
+
+  for (const [model, input, output] of [
+    ['sim/chat', '0.50', '1.50'],
+    ['sim/claude', '3', '15'],
+  ] as const) {
+    test(`${model}: a stream ends with a usage-only chunk only when include_usage asks; billed from usage either way`, async () => {
+      const body = {
+        model,
+        messages: [{ role: 'user', content: 'stream the same answer twice' }],
+        max_tokens: 40,
+      }
+      const asked = await gw.newAccount('1')
+      const withUsage = await streamed(asked.key, {
+        ...body,
+        stream_options: { include_usage: true },
+      })
+      const last = withUsage.at(-1)!
+      expect(last.choices).toEqual([])
+      const usage = last.usage as { prompt_tokens: number; completion_tokens: number }
+      expect(usage.completion_tokens).toBeGreaterThan(0)
+
+      const plain = await gw.newAccount('1')
+      const without = await streamed(plain.key, body)
+      // Every chunk has a choice to read (clients read chunk.choices[0]); none carries usage.
+      expect(without.length).toBeGreaterThan(0)
+      for (const chunk of without) {
+        expect(chunk.choices.length).toBeGreaterThan(0)
+        expect('usage' in chunk).toBe(false)
+      }
+      const also = await streamed(plain.key, { ...body, stream_options: { include_usage: false } })
+      expect(also.some((chunk) => chunk.choices.length === 0 || 'usage' in chunk)).toBe(false)
+
+      // Both accounts charged from the upstream's usage: the same answer, the same price.
+      const cost = new Decimal(usage.prompt_tokens)
+        .times(input)
+        .plus(new Decimal(usage.completion_tokens).times(output))
+        .div(1e6)
+      await Bun.sleep(50)
+      await gw.credit.flush()
+      expect(new Decimal(1).minus(await balance(asked.accountId)).equals(cost)).toBe(true)
+      expect(new Decimal(1).minus(await balance(plain.accountId)).equals(cost.times(2))).toBe(true)
+    })
+  }
+
   test('embeddings, and the model list', async () => {
     const { key } = await gw.newAccount('1')
     const response = await post(key, '/v1/embeddings', {

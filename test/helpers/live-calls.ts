@@ -67,7 +67,12 @@ export async function liveCall(
   const response = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
+    // A stream carries its usage chunk only when asked (as OpenAI's does).
+    body: JSON.stringify(
+      body.stream && !body.stream_options
+        ? { ...body, stream_options: { include_usage: true } }
+        : body,
+    ),
   })
   const text = await response.text()
   const receivedAt = performance.now()

@@ -5,7 +5,7 @@
 import { describe, expect, test } from 'bun:test'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
 import { ADMIN_TOKEN } from '../helpers/gateway.ts'
 import { freePort } from '../helpers/process-gateway.ts'
@@ -19,7 +19,7 @@ async function startAndStop(
 ) {
   const child = Bun.spawn([process.execPath, join(ROOT, 'src/main.ts')], {
     env: { PATH: process.env.PATH ?? '', ...env },
-    stdout: 'ignore',
+    stdout: 'pipe',
     stderr: 'pipe',
   })
   const url = `http://127.0.0.1:${env.PORT}`
@@ -37,8 +37,12 @@ async function startAndStop(
   await Bun.sleep(200)
   await whileUp(url)
   child.kill('SIGTERM')
-  await child.exited
-  return new Response(child.stderr).text()
+  const [, stdout, stderr] = await Promise.all([
+    child.exited,
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+  ])
+  return { stderr, stdout }
 }
 
 describe('first start', () => {
@@ -58,11 +62,77 @@ describe('first start', () => {
       })
       expect(made.status).toBe(201)
     })
-    expect(first).toContain('there is no account yet')
-    expect(first).toContain('npm run mg -- accounts create')
-    expect(first).toContain('npm run mg -- keys create')
+    expect(first.stderr).toContain('there is no account yet')
+    expect(first.stderr).toContain('npm run mg -- accounts create')
+    expect(first.stderr).toContain('npm run mg -- keys create')
 
     const second = await startAndStop({ ...env, PORT: String(freePort()) })
-    expect(second).not.toContain('no account yet')
+    expect(second.stderr).not.toContain('no account yet')
+  })
+
+  test('the first-key hint names the data dir, and its commands make the account in the store this gateway serves', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'mg-hint-'))
+    const env = {
+      HOST: '127.0.0.1',
+      MULTIGRID_DATA_DIR: dataDir,
+      MULTIGRID_CONFIG: writeCatalog(testCatalog({ openai: 'http://127.0.0.1:9/v1' })),
+      LOG_LEVEL: 'error',
+    }
+    const first = await startAndStop({ ...env, PORT: String(freePort()) })
+    const create = first.stderr.split('\n').find((line) => line.includes('accounts create'))!
+    expect(create.trim()).toBe(
+      `MULTIGRID_DATA_DIR=${dataDir} npm run mg -- accounts create acme --credit 10`,
+    )
+    // Pasted in another shell, from the checkout, without the gateway's environment.
+    const pasted = Bun.spawn(['sh', '-c', create.trim()], {
+      cwd: ROOT,
+      env: { PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    expect(await pasted.exited).toBe(0)
+    // npm prints its own "> multigrid@… mg" banner before the JSON.
+    const out = await new Response(pasted.stdout).text()
+    const account = JSON.parse(out.slice(out.indexOf('{'))) as { id: string }
+    expect(account.id).toMatch(/^acct_/)
+    const second = await startAndStop({ ...env, PORT: String(freePort()) })
+    expect(second.stderr).not.toContain('no account yet')
+  })
+
+  test('providers without a key are logged with the models left without an offering, and the way to try offline is printed', async () => {
+    const env = {
+      HOST: '127.0.0.1',
+      PORT: String(freePort()),
+      MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-keys-')),
+      MULTIGRID_CONFIG: writeCatalog(testCatalog({ openai: 'http://127.0.0.1:9/v1' })),
+      LOG_LEVEL: 'info',
+    }
+    const { stderr, stdout } = await startAndStop(env)
+    const logged = stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find((entry) => entry.event === 'providers.missing_keys')!
+    expect(logged.level).toBe('warn')
+    expect(logged.providers).toEqual(['sim-anthropic', 'paid'])
+    expect(logged.env).toEqual(['MG_TEST_ANTHROPIC_KEY', 'MG_TEST_PAID_KEY'])
+    // sim/claude runs only on sim-anthropic; sim/multi has an offering on sim as well.
+    expect(logged.models_without_offering).toContain('sim/claude')
+    expect(logged.models_without_offering).not.toContain('sim/multi')
+    expect(logged.models_without_offering).not.toContain('sim/chat')
+    expect(String(logged.offline)).toContain('npm run demo')
+    expect(stderr).toContain(
+      'no API key for sim-anthropic (set MG_TEST_ANTHROPIC_KEY), paid (set MG_TEST_PAID_KEY)',
+    )
+    expect(stderr).toContain('npm run demo')
+    // With every key set, nothing of the kind.
+    const keyed = await startAndStop({
+      ...env,
+      PORT: String(freePort()),
+      MG_TEST_ANTHROPIC_KEY: 'k',
+      MG_TEST_PAID_KEY: 'k',
+    })
+    expect(keyed.stderr).not.toContain('no API key')
+    expect(keyed.stdout).not.toContain('providers.missing_keys')
   })
 })

@@ -331,7 +331,11 @@ for (const storeKind of STORES) {
       const streamed = await gw.request('/v1/chat/completions', key, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ ...lineOf(LINES[3]).body, stream: true }),
+        body: JSON.stringify({
+          ...lineOf(LINES[3]).body,
+          stream: true,
+          stream_options: { include_usage: true },
+        }),
       })
       expect(streamed.status).toBe(200)
       const events = (await streamed.text())
@@ -348,7 +352,11 @@ for (const storeKind of STORES) {
       const claude = await gw.request('/v1/chat/completions', key, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ ...lineOf(LINES[5]).body, stream: true }),
+        body: JSON.stringify({
+          ...lineOf(LINES[5]).body,
+          stream: true,
+          stream_options: { include_usage: true },
+        }),
       })
       expect(claude.status).toBe(200)
       const claudeUsage = (await claude.text())

@@ -23,6 +23,8 @@ import { eventStreamResponse } from '../event-stream-response.ts'
 import { BATCH_PAGE_SCRIPT, BATCH_PAGE_SCRIPT_PATH } from './batch-page-script.ts'
 import { streamLines } from '../stream-lines.ts'
 import { htmlResponse, seeOther } from './layout.ts'
+import { usagePage } from './usage-page.ts'
+import { dayText, readUsageQuery } from '../usage-report.ts'
 import {
   batchesPage,
   batchPage,
@@ -31,7 +33,7 @@ import {
   type BatchesPageInput,
   type Notice,
 } from './pages.ts'
-import type { SessionStore } from '../../store/store.ts'
+import type { SessionStore, UsageStore } from '../../store/store.ts'
 import {
   clearedCookie,
   fromThisOrigin,
@@ -74,7 +76,9 @@ const TITLES: Record<number, string> = {
 type HeaderMap = Record<string, string>
 
 export interface DashboardDeps extends Omit<NativeDeps, 'bodyLimit' | 'retryLimit'> {
-  store: NativeDeps['store'] & SessionStore
+  store: NativeDeps['store'] & SessionStore & UsageStore
+  /** Writes this instance's buffered usage figures, so the usage page counts its own answers. */
+  flushUsage: () => Promise<void>
   bodyLimits: Pick<BodyLimits, 'signIn' | 'dashboardUpload' | 'retry'>
   /** How long a sign-in lasts on the server. */
   sessionHours: number
@@ -89,6 +93,7 @@ export function dashboardRoutes({
   onCancelled,
   sessionHours,
   events,
+  flushUsage,
 }: DashboardDeps) {
   /** An expected refusal as a page; anything else is a bug for the app's error handler. */
   function refusal(
@@ -177,6 +182,26 @@ export function dashboardRoutes({
       return caller instanceof Response ? caller : listPage(caller, request, headers, 200)
     })
     .get('/dashboard', () => seeOther('/'))
+    .get('/dashboard/usage', async ({ request }) => {
+      const headers: HeaderMap = {}
+      const caller = await signedIn(request, 'read', headers)
+      if (caller instanceof Response) return caller
+      const params = new URL(request.url).searchParams
+      // Without dates: the last 30 days, today included.
+      if (!params.has('from') && !params.has('to')) {
+        params.set('to', dayText(Date.now()))
+        params.set('from', dayText(Date.now() - 29 * 86_400_000))
+      }
+      const account = await store.getAccount(caller.account.id)
+      try {
+        const query = readUsageQuery(params)
+        await flushUsage()
+        const rows = await store.usageRows(caller.account.id, query.from, query.to)
+        return htmlResponse(200, usagePage(account!, rows, query), headers)
+      } catch (error) {
+        return refusal(error, request, headers, account!.name)
+      }
+    })
     .post(
       '/dashboard/sign-in',
       async ({ request }) => {

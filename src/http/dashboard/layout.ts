@@ -20,6 +20,7 @@ th, td { text-align: left; padding: 8px 6px; border-bottom: 1px solid #eaeef2; v
 th { color: var(--dim); font-weight: 600; font-size: 13px; }
 code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; }
 .dim { color: var(--dim); } .small { font-size: 13px; }
+figure.chart { margin: 8px 0 16px; } figure.chart figcaption { font-weight: 600; font-size: 13px; margin-bottom: 4px; }
 a { color: var(--run); }
 .bar { display: flex; height: 12px; min-width: 160px; border-radius: 6px; overflow: hidden; background: var(--wait); }
 .bar.big { height: 20px; }
@@ -77,6 +78,7 @@ export function layout(options: LayoutOptions, body: Html): Html {
           ${
             options.account !== undefined
               ? html`<div>
+                  <a href="/">Batches</a> · <a href="/dashboard/usage">Usage</a> ·
                   <span class="who">${options.account}</span>
                   <form class="inline" method="post" action="/dashboard/sign-out">
                     <button class="plain" type="submit">Sign out</button>

@@ -42,8 +42,9 @@ export function signInPage(message?: Notice): Html {
       <h1>Sign in</h1>
       ${notice(message)}
       <p class="dim">
-        Paste an API key of your account. It is kept in a cookie of this browser only, sent to this
-        gateway and to nothing else, and forgotten when the browser closes.
+        Paste an API key of your account. The key is checked by this gateway and not stored in the
+        browser: the cookie holds only a random session id, which ends when you sign out, when the
+        browser closes, or when the key is revoked.
       </p>
       <form method="post" action="/dashboard/sign-in">
         <label for="key">API key</label>

@@ -38,10 +38,25 @@ export function providerBar(total: number, shares: Record<string, ProviderShare>
   </div>`
 }
 
-export function etaText(batch: BatchRecord): string {
+/**
+ * The projected finish as a time and, apart, how long until then ("expected to finish
+ * 2026-12-01 14:05 UTC, in 3 min 20 s"); the window's time left is shown on its own.
+ */
+export function etaText(batch: BatchRecord, now = nowSeconds()): string {
   if (batch.finishedAt !== null) return `finished ${utc(batch.finishedAt)}`
   const eta = batchEta(batch)
-  return eta === null ? 'not known yet' : `expected to finish ${utc(eta)}`
+  if (eta === null) return 'not known yet'
+  return `expected to finish ${utc(eta)}, ${eta - now >= 1 ? `in ${duration(eta - now)}` : 'any moment now'}`
+}
+
+/** "2 h 5 min", "3 min 20 s", "45 s". */
+export function duration(seconds: number): string {
+  const s = Math.max(0, Math.floor(seconds))
+  const h = Math.floor(s / 3600)
+  const m = Math.floor((s % 3600) / 60)
+  if (h > 0) return `${h} h ${m} min`
+  if (m > 0) return s % 60 > 0 ? `${m} min ${s % 60} s` : `${m} min`
+  return `${s} s`
 }
 
 export function routingSection(batch: BatchRecord, shares: Record<string, ProviderShare>): Html {

@@ -44,6 +44,7 @@ import type {
   Store,
   DeliveryResult,
   WebhookRecord,
+  UsageAddition,
 } from '../store.ts'
 import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
 import { finishBatches } from './advance-batches.ts'
@@ -57,6 +58,7 @@ import * as liveCredit from './live-credit.ts'
 import { migrate } from './migrate.ts'
 import * as retention from './retention.ts'
 import * as sessions from './sessions.ts'
+import * as usage from './usage.ts'
 import * as adapters from './adapters.ts'
 import * as uploads from './uploads.ts'
 import * as webhooks from './webhooks.ts'
@@ -176,6 +178,16 @@ class PostgresStore implements Store {
   async hasAccounts() {
     const rows = await this.sql`SELECT 1 FROM accounts LIMIT 1`
     return rows.length > 0
+  }
+
+  // ── usage (usage.ts) ──────────────────────────────────────────────────────────────────────
+
+  async addUsage(rows: readonly UsageAddition[]) {
+    await usage.addUsage(this.sql, rows)
+  }
+
+  async usageRows(accountId: string, fromDay: string, toDay: string) {
+    return usage.usageRows(this.sql, accountId, fromDay, toDay)
   }
 
   async addCredit(id: string, amountUsd: string) {

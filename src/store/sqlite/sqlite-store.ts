@@ -39,6 +39,7 @@ import type {
   Store,
   DeliveryResult,
   WebhookRecord,
+  UsageAddition,
 } from '../store.ts'
 import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.ts'
 import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
@@ -50,6 +51,7 @@ import * as liveCredit from './live-credit.ts'
 import { openSqliteDatabase } from './open-database.ts'
 import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
 import * as sessions from './sessions.ts'
+import * as usage from './usage.ts'
 import * as adapters from './adapters.ts'
 import * as uploads from './uploads.ts'
 import * as webhooks from './webhooks.ts'
@@ -158,6 +160,16 @@ class SqliteStore implements Store {
 
   async hasAccounts() {
     return this.q('SELECT 1 FROM accounts LIMIT 1').get() != null
+  }
+
+  // ── usage (usage.ts) ──────────────────────────────────────────────────────────────────────
+
+  async addUsage(rows: readonly UsageAddition[]) {
+    usage.addUsage(this.db, rows)
+  }
+
+  async usageRows(accountId: string, fromDay: string, toDay: string) {
+    return usage.usageRows(this.db, accountId, fromDay, toDay)
   }
 
   async addCredit(id: string, amountUsd: string) {

@@ -1,0 +1,63 @@
+/**
+ * What start-up tells the person who started the gateway: the providers it has no key for (and
+ * the models left with nothing to run on), how to try everything offline, and how to make the
+ * first account and key on the store this gateway uses.
+ */
+import { resolve } from 'node:path'
+import type { Config } from '../config.ts'
+
+/** Providers whose `api_key_env` is unset, and the models none of whose offerings can run. */
+export interface MissingKeys {
+  providers: { name: string; env: string }[]
+  modelsWithoutOffering: string[]
+}
+
+export function missingKeys(config: Config): MissingKeys {
+  const providers = Object.entries(config.catalog.providers)
+    .filter(([name, p]) => p.api_key_env && config.providerKeys[name] === null)
+    .map(([name, p]) => ({ name, env: p.api_key_env! }))
+  const without = new Set(providers.map((p) => p.name))
+  const modelsWithoutOffering = config.catalog.models
+    .filter((m) => m.offerings.length > 0 && m.offerings.every((o) => without.has(o.provider)))
+    .map((m) => m.id)
+  return { providers, modelsWithoutOffering }
+}
+
+export const OFFLINE_HINT =
+  'To try everything offline, with no provider key: `npm run demo` starts the upstream simulator and a gateway on it, with an account, credit and a key printed ready to use.'
+
+/** Lines for stderr when some providers have no key; none when every provider can be called. */
+export function missingKeysNote(missing: MissingKeys): string[] {
+  if (missing.providers.length === 0) return []
+  const none = missing.modelsWithoutOffering.length
+  return [
+    `multigrid: no API key for ${missing.providers.map((p) => `${p.name} (set ${p.env})`).join(', ')}.`,
+    none > 0
+      ? `  ${none} model${none === 1 ? ' has' : 's have'} nothing to run on until one is set: ${missing.modelsWithoutOffering.join(', ')}`
+      : '  every model still has an offering with a key.',
+    `  ${OFFLINE_HINT}`,
+  ]
+}
+
+/**
+ * The CLI reads the store from its own environment: the hint names the gateway's data directory
+ * (or its DATABASE_URL) so that the account lands in the store this gateway serves.
+ */
+export function storeEnvPrefix(config: Config): string {
+  if (config.databaseUrl) return 'DATABASE_URL="<the same as the gateway\'s>" '
+  if (config.dataDir === resolve('data')) return ''
+  return `MULTIGRID_DATA_DIR=${shellQuote(config.dataDir)} `
+}
+
+export function firstKeyNote(config: Config, port: number): string[] {
+  const env = storeEnvPrefix(config)
+  return [
+    `multigrid: listening on port ${port}; there is no account yet. Make one with credit, then a key for it:`,
+    `  ${env}npm run mg -- accounts create acme --credit 10`,
+    `  ${env}npm run mg -- keys create <the account id it printed>`,
+    '(the key is shown once; send it as "Authorization: Bearer <key>")',
+  ]
+}
+
+const shellQuote = (text: string) =>
+  /^[\w./:@%+=-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`

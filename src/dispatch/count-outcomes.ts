@@ -1,0 +1,65 @@
+/**
+ * What each answered line and live call adds to the usage report and the metrics (SPEC §10): one
+ * place that turns a line's outcome or a live charge into both.
+ */
+import type { ClaimedLine, LineOutcome } from '../store/store.ts'
+import type { PrometheusMetrics } from '../telemetry/prometheus.ts'
+import type { UsageRecorder } from './usage-recorder.ts'
+
+/** The dispatcher's onOutcome for the usage report and /metrics. */
+export function countLineOutcomes(usage: UsageRecorder, metrics: PrometheusMetrics) {
+  return (outcome: LineOutcome, line: ClaimedLine) => {
+    if (outcome.kind === 'retry') return
+    metrics.lineFinished(outcome.kind, outcome.provider, outcome.costUsd)
+    const accounting =
+      outcome.kind === 'succeeded' || outcome.kind === 'failed' ? outcome.accounting : undefined
+    usage.add({
+      accountId: line.accountId,
+      kind: 'line',
+      // A failed line's model is read back from its input: rare, unlike a success's.
+      model: accounting?.model ?? modelOf(line.input),
+      provider: outcome.provider ?? 'none',
+      inputTokens: accounting?.inputTokens ?? 0,
+      cachedInputTokens: accounting?.cachedInputTokens ?? 0,
+      outputTokens: accounting?.outputTokens ?? 0,
+      costUsd: outcome.costUsd,
+      firstOfferingCostUsd: accounting?.firstOfferingCostUsd ?? outcome.costUsd,
+      atMs: Date.now(),
+    })
+  }
+}
+
+/** The live routes' `charged`: the same two counts for a live call. */
+export function countLiveCharges(usage: UsageRecorder, metrics: PrometheusMetrics) {
+  return (charge: {
+    accountId: string
+    model: string
+    provider: string
+    usage: { input_tokens: number; cached_input_tokens?: number; output_tokens: number }
+    costUsd: string
+    firstOfferingCostUsd: string
+  }) => {
+    metrics.liveCharged(charge.provider, charge.costUsd)
+    usage.add({
+      accountId: charge.accountId,
+      kind: 'live',
+      model: charge.model,
+      provider: charge.provider,
+      inputTokens: charge.usage.input_tokens,
+      cachedInputTokens: charge.usage.cached_input_tokens ?? 0,
+      outputTokens: charge.usage.output_tokens,
+      costUsd: charge.costUsd,
+      firstOfferingCostUsd: charge.firstOfferingCostUsd,
+      atMs: Date.now(),
+    })
+  }
+}
+
+function modelOf(input: string): string {
+  try {
+    const model = (JSON.parse(input) as { body?: { model?: unknown } }).body?.model
+    return typeof model === 'string' ? model : 'unknown'
+  } catch {
+    return 'unknown'
+  }
+}

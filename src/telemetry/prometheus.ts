@@ -1,0 +1,137 @@
+/**
+ * `GET /metrics` (SPEC §10): this instance's counters in Prometheus' text format, version 0.0.4.
+ * Everything is counted in memory as it happens (a line recorded, an upstream call answered, a
+ * webhook attempt), so a scrape reads counters and two gauges, never the store's tables. Each
+ * instance reports its own; Prometheus adds a fleet up (sum by …). Spend is summed in decimal and
+ * shown as a float, as the format has no other number.
+ */
+import Decimal from 'decimal.js'
+import type { Telemetry } from './telemetry.ts'
+
+/** Upper bounds of the upstream latency buckets, in seconds (a 50 ms simulator to a 60 s timeout). */
+const LATENCY_BUCKETS = [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
+
+export interface PrometheusMetrics {
+  /** A batch line reached `status` on `provider` (null: it never reached one), costing `costUsd`. */
+  lineFinished(status: 'succeeded' | 'failed', provider: string | null, costUsd: string): void
+  /** A live call was charged `costUsd` on `provider`. */
+  liveCharged(provider: string, costUsd: string): void
+  upstreamLatency(provider: string, seconds: number): void
+  webhookAttempt(result: 'delivered' | 'retry' | 'failed'): void
+  /** The text of one scrape; the gauges are read by the caller (queue depth, lines in flight). */
+  render(gauges: { queueDepth: number; inFlight: number }): string
+}
+
+interface Histogram {
+  buckets: number[]
+  count: number
+  sum: number
+}
+
+export function createPrometheusMetrics(): PrometheusMetrics {
+  const lines = new Map<string, number>()
+  const liveCalls = new Map<string, number>()
+  const spend = new Map<string, Decimal>()
+  const latency = new Map<string, Histogram>()
+  const webhooks = new Map<string, number>()
+  const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1)
+  const addSpend = (provider: string, costUsd: string) => {
+    if (costUsd === '0') return void spend.set(provider, spend.get(provider) ?? new Decimal(0))
+    spend.set(provider, (spend.get(provider) ?? new Decimal(0)).plus(costUsd))
+  }
+
+  return {
+    lineFinished(status, provider, costUsd) {
+      const name = provider ?? 'none'
+      bump(lines, `${status}\u0000${name}`)
+      addSpend(name, costUsd)
+    },
+    liveCharged(provider, costUsd) {
+      bump(liveCalls, provider)
+      addSpend(provider, costUsd)
+    },
+    upstreamLatency(provider, seconds) {
+      let h = latency.get(provider)
+      if (!h)
+        latency.set(provider, (h = { buckets: LATENCY_BUCKETS.map(() => 0), count: 0, sum: 0 }))
+      for (let i = 0; i < LATENCY_BUCKETS.length; i++)
+        if (seconds <= LATENCY_BUCKETS[i]) h.buckets[i]++
+      h.count++
+      h.sum += seconds
+    },
+    webhookAttempt(result) {
+      bump(webhooks, result)
+    },
+    render({ queueDepth, inFlight }) {
+      const out: string[] = []
+      const family = (name: string, type: string, help: string) =>
+        out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
+      family(
+        'multigrid_lines_total',
+        'counter',
+        'Batch lines that reached a final state, by status and provider.',
+      )
+      for (const [key, n] of lines) {
+        const [status, provider] = key.split('\u0000')
+        out.push(`multigrid_lines_total{status="${status}",provider="${label(provider)}"} ${n}`)
+      }
+      family('multigrid_live_calls_total', 'counter', 'Live calls charged, by provider.')
+      for (const [provider, n] of liveCalls)
+        out.push(`multigrid_live_calls_total{provider="${label(provider)}"} ${n}`)
+      family(
+        'multigrid_spend_usd_total',
+        'counter',
+        'USD charged for batch lines and live calls, by provider.',
+      )
+      for (const [provider, usd] of spend)
+        out.push(`multigrid_spend_usd_total{provider="${label(provider)}"} ${usd.toNumber()}`)
+      family('multigrid_queue_depth', 'gauge', 'Batch lines waiting to be dispatched (pending).')
+      out.push(`multigrid_queue_depth ${queueDepth}`)
+      family('multigrid_lines_in_flight', 'gauge', 'Batch lines this instance has upstream now.')
+      out.push(`multigrid_lines_in_flight ${inFlight}`)
+      family(
+        'multigrid_upstream_latency_seconds',
+        'histogram',
+        'Seconds per upstream call (batch and live), by provider.',
+      )
+      for (const [provider, h] of latency) {
+        const p = label(provider)
+        LATENCY_BUCKETS.forEach((le, i) =>
+          out.push(
+            `multigrid_upstream_latency_seconds_bucket{provider="${p}",le="${le}"} ${h.buckets[i]}`,
+          ),
+        )
+        out.push(`multigrid_upstream_latency_seconds_bucket{provider="${p}",le="+Inf"} ${h.count}`)
+        out.push(`multigrid_upstream_latency_seconds_sum{provider="${p}"} ${h.sum}`)
+        out.push(`multigrid_upstream_latency_seconds_count{provider="${p}"} ${h.count}`)
+      }
+      family(
+        'multigrid_webhook_attempts_total',
+        'counter',
+        'Webhook delivery attempts, by result (delivered, retry, failed).',
+      )
+      for (const [result, n] of webhooks)
+        out.push(`multigrid_webhook_attempts_total{result="${result}"} ${n}`)
+      return out.join('\n') + '\n'
+    },
+  }
+}
+
+/** A label value as the format escapes it: backslash, double quote and newline. */
+const label = (value: string) =>
+  value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n')
+
+/** The telemetry with every upstream call's time also counted in `metrics` (OpenTelemetry on or off). */
+export function timeUpstreamCalls(telemetry: Telemetry, metrics: PrometheusMetrics): Telemetry {
+  return {
+    ...telemetry,
+    async upstream(call, run, describe) {
+      const started = performance.now()
+      try {
+        return await telemetry.upstream(call, run, describe)
+      } finally {
+        metrics.upstreamLatency(call.provider, (performance.now() - started) / 1000)
+      }
+    },
+  }
+}
