@@ -64,7 +64,7 @@ for (const flavour of ['src', 'cjs/src', 'cf/src']) {
     console.warn(
       `multigrid: postgres ${version} ${flavour}/connection.js does not look like 3.4.9; not ` +
         'patched — check whether this release fixes porsager/postgres#1208, then drop ' +
-        'scripts/patch-postgres.mjs',
+        'src/store/postgres/patch-postgres-driver.mjs (the postinstall script)',
     )
     continue
   }
