@@ -48,13 +48,14 @@ export interface UpstreamRequest {
   /**
    * The body is in the provider's own API, passed through (SPEC §18) and answered as the provider
    * answered it (the object, or its stream events): `responses` — a Responses API request to an
-   * OpenAI provider with `responses_api`; `messages` — a Messages API request to Anthropic.
+   * OpenAI provider with `responses_api`; `messages` — a Messages API request to Anthropic;
+   * `count_tokens` — a Messages body whose prompt Anthropic counts (`{"input_tokens"}`, no usage).
    */
   passThrough?: PassThrough
 }
 
 /** The provider APIs a request can be passed through in (UpstreamRequest.passThrough). */
-export type PassThrough = 'responses' | 'messages'
+export type PassThrough = 'responses' | 'messages' | 'count_tokens'
 
 /**
  * Token usage in the gateway's terms, mapped from whatever the upstream reported (SPEC §16).

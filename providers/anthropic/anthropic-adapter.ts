@@ -14,7 +14,7 @@ import type {
 import { createCallContext, postJson, postStream } from '../upstream-call.ts'
 import { convertAnthropicResponse } from './convert-anthropic-response.ts'
 import { convertAnthropicStream, type AnthropicStreamState } from './convert-anthropic-stream.ts'
-import { sendMessages, streamMessages } from './messages-calls.ts'
+import { countMessageTokens, sendMessages, streamMessages } from './messages-calls.ts'
 import { prepareAnthropicBody } from './prepare-anthropic-body.ts'
 
 // The API version whose request and response shapes the converters implement.
@@ -41,6 +41,7 @@ export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapte
 
   async function send(request: UpstreamRequest): Promise<Outcome> {
     if (request.passThrough === 'messages') return sendMessages(context, request, headers)
+    if (request.passThrough === 'count_tokens') return countMessageTokens(context, request, headers)
     const converted = convert(request, false)
     if (!converted.ok) {
       return { ok: false, error: upstreamError('invalid_request', converted.message), latencyMs: 0 }

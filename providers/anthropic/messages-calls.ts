@@ -13,6 +13,37 @@ import { mapAnthropicUsage } from './map-anthropic-usage.ts'
 
 const PATH = '/v1/messages'
 
+/**
+ * Anthropic's count of a Messages request's prompt (`POST /v1/messages/count_tokens`): the body
+ * as it came, less what the endpoint does not take, with the offering's model id.
+ */
+export async function countMessageTokens(
+  context: CallContext,
+  request: UpstreamRequest,
+  headers: Record<string, string>,
+): Promise<Outcome> {
+  const { max_tokens: _max, stream: _stream, ...body } = prepareForOffering(request.body, request)
+  const result = await postJson(context, {
+    path: `${PATH}/count_tokens`,
+    headers,
+    body: JSON.stringify(body),
+    signal: request.signal,
+  })
+  if (!result.ok) return result
+  if (typeof result.json.input_tokens !== 'number') {
+    const message = `upstream answered ${result.status} without "input_tokens"`
+    const error = upstreamError('malformed_response', message, { status: result.status })
+    return { ok: false, error, latencyMs: result.latencyMs }
+  }
+  return {
+    ok: true,
+    status: result.status,
+    body: result.json,
+    usage: null,
+    latencyMs: result.latencyMs,
+  }
+}
+
 export async function sendMessages(
   context: CallContext,
   request: UpstreamRequest,

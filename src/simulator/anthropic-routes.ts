@@ -125,3 +125,17 @@ export function prepareMessages(
     },
   }
 }
+
+/**
+ * `POST /v1/messages/count_tokens`: the prompt tokens a Messages request with this body would
+ * report as its input (before any usage factor), as Anthropic's own count does.
+ */
+export function countMessageTokens(body: Record<string, unknown>): Response {
+  const { model, messages } = body
+  if (typeof model !== 'string') return invalid('model: Field required')
+  if (!Array.isArray(messages) || messages.length === 0) {
+    return invalid('messages: at least one message is required')
+  }
+  const texts = anthropicMessageTexts(body.system, messages)
+  return Response.json({ input_tokens: countPromptTokens(texts) })
+}

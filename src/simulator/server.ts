@@ -4,7 +4,7 @@
  * with the gateway under load and must answer well over 6,000 requests/s at 50 ms latency.
  */
 import { createAnthropicBatchApi } from './anthropic-batch-api.ts'
-import { prepareMessages } from './anthropic-routes.ts'
+import { countMessageTokens, prepareMessages } from './anthropic-routes.ts'
 import { JobBook, viewJob } from './batch-jobs.ts'
 import { GpuQueue, loadReport, metricsText } from './gpu-queue.ts'
 import { LoraSlots, modelMissing, type LoraStats } from './lora-slots.ts'
@@ -389,6 +389,22 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       } finally {
         inferenceInFlight--
       }
+    }
+    if (request.method === 'POST' && path === '/v1/messages/count_tokens') {
+      if (
+        current.requireApiKey !== null &&
+        !authorized(request, 'anthropic', current.requireApiKey)
+      )
+        return errorResponse('anthropic', 401, 'authentication_error', 'Incorrect API key provided')
+      const body = (await request.json().catch(() => null)) as Record<string, unknown> | null
+      if (typeof body !== 'object' || body === null)
+        return errorResponse(
+          'anthropic',
+          400,
+          'invalid_request_error',
+          'the body must be a JSON object',
+        )
+      return countMessageTokens(body)
     }
     if (request.method === 'GET' && path === '/v1/models') {
       const data: Record<string, unknown>[] = current.models.map((id) => ({

@@ -96,12 +96,15 @@ function suite(store: (typeof STORES)[number]) {
       expect(((await response.json()) as { type: string }).type).toBe('message')
     })
 
-    test('countTokens answers the gateway bound', async () => {
-      const counted = await client.messages.countTokens({
-        model: 'sim/claude',
-        messages: [{ role: 'user', content: 'Say hello.' }],
-      })
-      expect(counted.input_tokens).toBeGreaterThan(0)
+    test("countTokens: Anthropic's own count where only Anthropic serves the model, else the gateway's bound", async () => {
+      const messages = [{ role: 'user' as const, content: 'Say hello to the whole team, please.' }]
+      const counted = await client.messages.countTokens({ model: 'sim/claude', messages })
+      // Anthropic's count is what its answer to the same prompt reports as input.
+      const answer = await client.messages.create({ model: 'sim/claude', messages, max_tokens: 16 })
+      expect(counted.input_tokens).toBe(answer.usage.input_tokens)
+      // A translated model gets the gateway's pessimistic bound: never below the real count.
+      const bound = await client.messages.countTokens({ model: 'sim/chat', messages })
+      expect(bound.input_tokens).toBeGreaterThan(counted.input_tokens)
     })
 
     test('errors come in Anthropic shape, with the SDK error class', async () => {

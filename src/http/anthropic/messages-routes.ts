@@ -10,6 +10,7 @@ import { Elysia } from 'elysia'
 import { badRequest, refuse } from '../../errors.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
 import { validateBody } from '../../ingest/validate-body.ts'
+import { sendWithFallback } from '../../upstream/send-with-fallback.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
 import type { LiveDeps, LiveService, StreamRender } from '../live.ts'
 import { anthropicAuthorization, inAnthropicShape } from './anthropic-errors.ts'
@@ -79,7 +80,11 @@ export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
     return convertChatToMessage(await live.call(request, chat, 'chat'), model)
   }
 
-  /** The gateway's pessimistic bound of the prompt (SPEC §5), the count its ceiling holds. */
+  /**
+   * Anthropic's own count for a model served only by Anthropic offerings (passed through, like
+   * its messages); otherwise, or when Anthropic cannot answer, the gateway's pessimistic bound of
+   * the prompt (SPEC §5), the count its ceiling holds.
+   */
   async function countTokens(request: Request, headers: Record<string, string>) {
     const input = await live.readJson(request, headers, anthropicAuthorization(request))
     // count_tokens takes no max_tokens; one output token lets the body pass as a request.
@@ -96,6 +101,16 @@ export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
       if (problem.code === 'model_not_found')
         throw refuse('model_not_found', message, { param: problem.path || null })
       throw badRequest(message, problem.path || null)
+    }
+    if (passesThrough(deps.catalog, raw?.model)) {
+      const tried = await sendWithFallback(deps.upstreams, {
+        endpoint: 'chat',
+        body: raw as Record<string, unknown>,
+        passThrough: 'count_tokens',
+        offerings: checked.value.offerings,
+        signal: request.signal,
+      })
+      if (tried?.outcome.ok) return { input_tokens: tried.outcome.body.input_tokens }
     }
     return { input_tokens: checked.value.inputTokens }
   }
