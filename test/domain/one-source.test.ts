@@ -16,7 +16,9 @@ import { sqlWordList } from '../../src/store/sqlite/sql-word-list.ts'
 
 describe('one source for each fact', () => {
   test('the endpoint table gives the batch URLs and maps each back to its endpoint', () => {
-    expect(BATCH_URLS).toEqual(['/v1/chat/completions', '/v1/embeddings'])
+    // Responses lines run as the chat calls they translate to (docs/clients/responses.md).
+    expect(BATCH_URLS).toEqual(['/v1/chat/completions', '/v1/embeddings', '/v1/responses'])
+    expect(isBatchUrl('/v1/responses')).toBe(true)
     for (const [endpoint, url] of Object.entries(ENDPOINT_URLS)) {
       expect(isBatchUrl(url)).toBe(true)
       expect(endpointOf(url)).toBe(endpoint as keyof typeof ENDPOINT_URLS)
