@@ -1,5 +1,5 @@
 /**
- * bench:lanes — a 20,000-line batch with a 24-hour window through the batch lane (SPEC §17):
+ * bench:lanes — a 20,000-line batch with a 24-hour window through the batch lane (docs/batch-lanes.md):
  * its cost against the same usage at the live prices, and the time to its first and last result.
  *
  * Scaled time: the simulator's provider batches take BATCH_TURNAROUND_MS (default 3 s) where the

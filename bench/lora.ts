@@ -1,5 +1,5 @@
 /**
- * LoRA: what adapter switching costs on a pool (SPEC §14). A gateway process sends batches to a
+ * LoRA: what adapter switching costs on a pool (docs/open-models.md). A gateway process sends batches to a
  * pool of two simulated vLLM replicas (processes of their own) with --max-loras 2: the same
  * batch on the base model alone, then mixing the base with 8 adapters, round robin, in lines/s
  * from the POST to `completed`, with the loads and unloads it took. Reference: the ideal,

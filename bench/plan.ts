@@ -1,10 +1,10 @@
 /**
- * Plan: the spill planner of SPEC §13 on a 20,000-line batch, a free GPU pool of fixed capacity
+ * Plan: the spill planner of docs/routing.md on a 20,000-line batch, a free GPU pool of fixed capacity
  * and a paid provider, in windows where the pool alone would need 0.5×, 1×, 2× and 4× the window.
  * For each: the share of lines on the pool, the cost, the lower bound (the paid price of the lines
  * the pool's capacity cannot fit in the window: no schedule that finishes in time costs less),
  * their ratio, the ratio to the same bound for the window minus the safety margin (the horizon
- * SPEC §13 has the planner fill the pool up to), and whether the batch finished inside its
+ * docs/routing.md has the planner fill the pool up to), and whether the batch finished inside its
  * window. A fifth window, 0.9×, is the one the pool alone fits with the margin kept.
  *
  * The windows are hours long, so they run in simulated time: the dispatcher's own decision code
@@ -171,7 +171,7 @@ function simulate(
       s.running++
       const startedAt = resent.startedAt ?? now
       if (resent.startedAt === undefined) planner.started(batch.id, name, now)
-      // Flex out of capacity (SPEC §17): refused at once, resent after a backoff, no attempt.
+      // Flex out of capacity (docs/pricing.md): refused at once, resent after a backoff, no attempt.
       if (random() < (s.model.refuseRate ?? 0)) {
         const round = resent.round
         events.push(now + 5, { kind: 'refused', provider: name, startedAt, round })
@@ -303,11 +303,11 @@ console.log(
   `   schedule that finishes in time beats; margin bound = the same for the window minus the ${MARGIN * 100}% margin,`,
 )
 console.log(
-  '   where SPEC §13 has the planner fill the pool up to: the margin alone costs the difference)',
+  '   where docs/routing.md has the planner fill the pool up to: the margin alone costs the difference)',
 )
 
 /**
- * The flex lane (SPEC §17): OpenAI's flex tier at half the live price, slower (6 s a line against
+ * The flex lane (docs/pricing.md): OpenAI's flex tier at half the live price, slower (6 s a line against
  * 2 s) and refusing a fifth of its calls at once (429 resource_unavailable: busy, resent after a
  * backoff, never an attempt), planned as one more offering beside the live lane. A window twice
  * what flex alone needs: the cost is compared with everything on flex (aim ≤ 1.02×). Half of it:

@@ -20,7 +20,7 @@
  *
  * --profile writes the gateway's CPU profile to bench/out/prof/ (see bench/prof-summary.ts).
  *
- * The same gateway is also measured on the clients' APIs (SPEC §18), the same prompt each time,
+ * The same gateway is also measured on the clients' APIs (docs/openai-facade.md), the same prompt each time,
  * translated to the same chat call: POST /v1/responses ("responses") and POST
  * /anthropic/v1/messages ("messages"); their CPU µs/req beside chat's is the translation's cost.
  */

@@ -1,5 +1,5 @@
 /**
- * What judging a structured answer costs (SPEC §19): an ordinary schema's answers judged
+ * What judging a structured answer costs (docs/structured-outputs.md): an ordinary schema's answers judged
  *   - in-process, on the calling thread, as the gateway did before schema threads: the raw limit;
  *   - through the schema threads (src/schemas/schema-checks.ts), one answer at a time (the latency
  *     one line sees) and many at once (as the dispatcher sends them), with the event loop's own

@@ -1,5 +1,5 @@
 /**
- * The working point of one replica of a provider with `adaptive_concurrency` (SPEC §13): how many
+ * The working point of one replica of a provider with `adaptive_concurrency` (docs/routing.md): how many
  * calls it should have in flight, found from what its calls show, between 1 and the provider's
  * `max_concurrency`. Pure: no timers, no I/O; the clock comes in with each observation.
  *

@@ -113,7 +113,7 @@ export function classifyStatus(
   const message = `upstream answered ${status}${detail ? `: ${detail}` : ''}`
   const fields = { status, retryAfterMs: parseRetryAfter(header), body }
 
-  // OpenAI's flex lane out of capacity (SPEC §17): busy, not a rate limit — the call waits or
+  // OpenAI's flex lane out of capacity (docs/pricing.md): busy, not a rate limit — the call waits or
   // spills like one to a full pool, uses no attempt, and pauses nothing.
   if (status === 429 && code === 'resource_unavailable')
     return upstreamError('busy', message, fields)

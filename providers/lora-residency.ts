@@ -1,5 +1,5 @@
 /**
- * Which LoRA adapters each replica of a pool holds (SPEC §14), and where a call for one goes.
+ * Which LoRA adapters each replica of a pool holds (docs/open-models.md), and where a call for one goes.
  *
  * - A healthy replica that holds the adapter (or is loading it) is preferred; among several,
  *   the one with the fewest in flight.

@@ -1,6 +1,6 @@
 /**
  * The output-token limit of a chat body, read one way for the cost ceiling and for every
- * adapter, so that what is sent upstream is what was priced (SPEC §5).
+ * adapter, so that what is sent upstream is what was priced (docs/money-and-limits.md).
  *
  * OpenAI's API takes two names for it. When a body carries both and they differ,
  * `max_completion_tokens` wins: OpenAI deprecated `max_tokens` in its favour ("max_tokens is now

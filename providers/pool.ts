@@ -1,5 +1,5 @@
 /**
- * Replicas of one provider (SPEC §9): each call goes to the healthy replica with the fewest in
+ * Replicas of one provider (docs/configuration.md): each call goes to the healthy replica with the fewest in
  * flight. A replica that refuses connections, or fails three calls in a row (5xx, timeout,
  * connection lost mid-call), is taken out and probed with GET {base}{probePath} every
  * probeIntervalMs until it answers anything below 500.
@@ -89,7 +89,7 @@ export interface ReplicaPoolOptions {
   probeHeaders: Record<string, string>
   /** createHttpClient by default. */
   createClient?: HttpClientFactory
-  /** Adaptive concurrency (SPEC §13); absent: the pool only balances and checks health. */
+  /** Adaptive concurrency (docs/routing.md); absent: the pool only balances and checks health. */
   adaptive?: AdaptivePoolOptions
 }
 

@@ -16,7 +16,7 @@ export type MaxTokensParam = 'max_tokens' | 'max_completion_tokens'
 export type Endpoint = 'chat' | 'embeddings'
 
 /**
- * A fine-tuned LoRA adapter a request is for (SPEC §14): the pool loads it on a replica before
+ * A fine-tuned LoRA adapter a request is for (docs/open-models.md): the pool loads it on a replica before
  * the request goes there, and the request names it as its model.
  */
 export interface LoraAdapter {
@@ -46,7 +46,7 @@ export interface UpstreamRequest {
   /** The adapter to serve it with; `model` is then its name. Only providers with maxLoras take one. */
   lora?: LoraAdapter
   /**
-   * The body is in the provider's own API, passed through (SPEC §18) and answered as the provider
+   * The body is in the provider's own API, passed through (docs/openai-facade.md) and answered as the provider
    * answered it (the object, or its stream events): `responses` — a Responses API request to an
    * OpenAI provider with `responses_api`; `messages` — a Messages API request to Anthropic;
    * `count_tokens` — a Messages body whose prompt Anthropic counts (`{"input_tokens"}`, no usage).
@@ -58,7 +58,7 @@ export interface UpstreamRequest {
 export type PassThrough = 'responses' | 'messages' | 'count_tokens'
 
 /**
- * Token usage in the gateway's terms, mapped from whatever the upstream reported (SPEC §16).
+ * Token usage in the gateway's terms, mapped from whatever the upstream reported (docs/pricing.md).
  * `input_tokens` counts every prompt token; the cache classes are parts of it (absent: none).
  * Uncached input = input − cached − written (5-minute and 1-hour).
  */
@@ -173,6 +173,6 @@ export interface ProviderOptions {
   createClient?: HttpClientFactory
   /** Adaptive concurrency (`adaptive_concurrency: true`): each replica finds its working point. */
   adaptive?: AdaptivePoolOptions
-  /** Kind openai: every chat call carries `service_tier` (OpenAI's flex lane, SPEC §17). */
+  /** Kind openai: every chat call carries `service_tier` (OpenAI's flex lane, docs/pricing.md). */
   serviceTier?: 'flex'
 }

@@ -1,6 +1,6 @@
 import type { Usage } from './types.ts'
 
-/** The usage in OpenAI's chat shape, cache classes in `prompt_tokens_details` (SPEC §16). */
+/** The usage in OpenAI's chat shape, cache classes in `prompt_tokens_details` (docs/pricing.md). */
 export function openAIUsageShape(usage: Usage): Record<string, unknown> {
   const shaped: Record<string, unknown> = {
     prompt_tokens: usage.input_tokens,

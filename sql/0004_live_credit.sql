@@ -1,4 +1,4 @@
--- Live calls are held before they are sent (SPEC §8). An instance serves reservations from a
+-- Live calls are held before they are sent (docs/live.md). An instance serves reservations from a
 -- block of an account's credit that it leases here: a hold like a batch's, counted against the
 -- account's available credit until `expires_at_ms` (Unix ms), renewed while the instance is
 -- alive and in use. An expired lease counts for nothing and may be deleted by any instance, so a

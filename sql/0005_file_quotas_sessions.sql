@@ -1,4 +1,4 @@
--- Per-account file quotas (SPEC §12), uploads in progress, and dashboard sessions. New tables
+-- Per-account file quotas (docs/money-and-limits.md), uploads in progress, and dashboard sessions. New tables
 -- only (src/store/sqlite/migrations/0005_file_quotas_sessions.sql is the twin).
 
 -- An account's own file limits; no row (or a null) means the configured default.

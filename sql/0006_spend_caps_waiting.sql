@@ -1,4 +1,4 @@
--- Spend caps and why a batch waits (SPEC §12, §13). src/store/sqlite/migrations/ has the twin.
+-- Spend caps and why a batch waits (docs/money-and-limits.md, docs/routing.md). src/store/sqlite/migrations/ has the twin.
 --
 -- batches.max_cost_usd: the batch's cap, null for none. reserved_usd: the ceilings of its lines
 -- in flight (claimed and not yet recorded or handed back), kept only while it has a cap; a line
@@ -8,7 +8,7 @@ ALTER TABLE batches ADD COLUMN max_cost_usd numeric CHECK (max_cost_usd > 0);
 ALTER TABLE batches ADD COLUMN reserved_usd numeric NOT NULL DEFAULT 0 CHECK (reserved_usd >= 0);
 ALTER TABLE lines ADD COLUMN ceiling_usd numeric;
 
--- Why the batch is not moving, null while its lines progress: a code of SPEC §13, a message
+-- Why the batch is not moving, null while its lines progress: a code of docs/routing.md, a message
 -- saying what (if anything) to do, and when the wait is known to end (Unix seconds, or null).
 -- Stored with the batch so every instance serves what the one that saw it wrote.
 ALTER TABLE batches ADD COLUMN waiting_code text;

@@ -1,4 +1,4 @@
--- Signed webhooks (SPEC §15): an account's endpoints and the outbox of their deliveries. New
+-- Signed webhooks (docs/events-and-webhooks.md): an account's endpoints and the outbox of their deliveries. New
 -- tables only (src/store/sqlite/migrations/0007_webhooks.sql is the twin).
 
 -- `secret` (whsec_ + base64 of 32 random bytes) signs every delivery, so it is kept as it is:

@@ -1,4 +1,4 @@
--- Fine-tuned adapters (LoRA) of an account (SPEC §14). New table only
+-- Fine-tuned adapters (LoRA) of an account (docs/open-models.md). New table only
 -- (src/store/sqlite/migrations/0008_adapters.sql is the twin).
 
 -- One registered adapter. `id` is its `ft:` model id (base model, account tag, name), so the same

@@ -1,6 +1,6 @@
--- Per-account daily spend limit (SPEC §12). Columns and one index only
+-- Per-account daily spend limit (docs/money-and-limits.md). Columns and one index only
 -- (src/store/sqlite/migrations/0009_account_limits.sql is the twin). Batches waiting for a
--- top-up (SPEC §14) need nothing new: they are `validating` with waiting_code
+-- top-up (docs/open-models.md) need nothing new: they are `validating` with waiting_code
 -- 'insufficient_credit' (0006), holding nothing, until waiting_until.
 
 -- null: no daily limit. What counts against it is worked out from the rows themselves (the

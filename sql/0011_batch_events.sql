@@ -1,4 +1,4 @@
--- Events and retries (SPEC §15). src/store/sqlite/migrations/0011_batch_events.sql is the twin.
+-- Events and retries (docs/events-and-webhooks.md). src/store/sqlite/migrations/0011_batch_events.sql is the twin.
 
 -- A retry's child names the batch whose unsuccessful lines it runs again; the parent lists its
 -- children (a JSON array of ids, in the order they were made; null until the first), written in

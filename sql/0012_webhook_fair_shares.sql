@@ -1,4 +1,4 @@
--- Fair webhook shares (SPEC §19). New columns and an index only
+-- Fair webhook shares (docs/webhooks-and-streams.md). New columns and an index only
 -- (src/store/sqlite/migrations/0012_webhook_fair_shares.sql is the twin).
 
 -- `last_claimed_at` (Unix ms): when a delivery of this webhook was last claimed; claims go to the

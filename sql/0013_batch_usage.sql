@@ -1,5 +1,5 @@
 -- A batch's tokens by class, summed over its succeeded lines as each is recorded, in the same
--- transaction as its cost (SPEC §16: the batch object's `usage`). Input counts every prompt
+-- transaction as its cost (docs/pricing.md: the batch object's `usage`). Input counts every prompt
 -- token; cached and written are parts of it. (src/store/sqlite/migrations/0013_batch_usage.sql
 -- is the twin.)
 ALTER TABLE batches ADD COLUMN usage_input_tokens bigint NOT NULL DEFAULT 0;

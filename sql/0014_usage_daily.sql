@@ -1,4 +1,4 @@
--- Usage per account, UTC day, model and provider (SPEC §10 GET /v1/usage, the dashboard's usage
+-- Usage per account, UTC day, model and provider (docs/operations.md GET /v1/usage, the dashboard's usage
 -- page): batch lines and live calls added up as they are answered, so a report reads at most
 -- days × models × providers rows, and outlives the lines' results (purged after 30 days).
 -- `first_offering_cost_usd`: the same usage priced on the model's first listed offering, what the

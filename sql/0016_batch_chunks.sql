@@ -1,4 +1,4 @@
--- Batch lanes (SPEC §17): a chunk is a group of a batch's lines sent as one provider batch.
+-- Batch lanes (docs/batch-lanes.md): a chunk is a group of a batch's lines sent as one provider batch.
 -- src/store/sqlite/migrations/0016_batch_chunks.sql is the twin.
 --
 -- The intent is written before the upload (state 'intent'), so an instance that dies between

@@ -32,7 +32,7 @@ const envSchema = z.object({
     .default('mg:'),
   MULTIGRID_CONFIG: z.string().min(1).optional(),
   MULTIGRID_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-  /** When set, GET /metrics needs it as a bearer token; unset, /metrics is open (SPEC §10). */
+  /** When set, GET /metrics needs it as a bearer token; unset, /metrics is open (docs/operations.md). */
   MULTIGRID_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   MULTIGRID_MAX_BODY_BYTES: intFrom(1, 1 << 30, 16 * 1024 * 1024),
   MULTIGRID_MAX_LINES: intFrom(1, 1_000_000, 50_000),
@@ -47,7 +47,7 @@ const envSchema = z.object({
   MULTIGRID_MAX_LIVE_BODY_BYTES: intFrom(1024, 1 << 30, 8 * 1024 * 1024),
   MULTIGRID_DEFAULT_MAX_OPEN_BATCHES: intFrom(1, 100_000, 10),
   MULTIGRID_DEFAULT_RATE_LIMIT: intFrom(1, 10_000_000, 600),
-  /** Per-account file quotas (SPEC §12) for accounts without their own. */
+  /** Per-account file quotas (docs/money-and-limits.md) for accounts without their own. */
   MULTIGRID_DEFAULT_MAX_FILES: intFrom(0, 2_147_483_647, 500),
   MULTIGRID_DEFAULT_MAX_STORED_BYTES: intFrom(0, Number.MAX_SAFE_INTEGER, 20 * 1000 ** 3),
   /** How long a dashboard sign-in lasts (the cookie also ends when the browser closes). */
@@ -57,14 +57,14 @@ const envSchema = z.object({
   /** Poll interval of the dispatcher when no nudge arrives. */
   MULTIGRID_POLL_MS: intFrom(10, 60_000, 500),
   /**
-   * How often each instance looks for batches waiting for credit (SPEC §14) when no deposit's
+   * How often each instance looks for batches waiting for credit (docs/open-models.md) when no deposit's
    * nudge arrives: a deposit made where no nudge is sent is noticed within this.
    */
   MULTIGRID_CREDIT_WAIT_POLL_MS: intFrom(100, 60_000, 1_000),
   /** Attempts per line for retryable upstream failures before it fails `upstream_error`. */
   MULTIGRID_MAX_ATTEMPTS: intFrom(1, 100, 8),
   /**
-   * The spill planner's safety margin (SPEC §13): the cheaper offerings are filled as far as they
+   * The spill planner's safety margin (docs/routing.md): the cheaper offerings are filled as far as they
    * can finish a batch by deadline_at minus this share of its window. A share ("0.1") or a
    * percentage ("10%"), below one half.
    */
@@ -80,7 +80,7 @@ const envSchema = z.object({
   MULTIGRID_FILE_RETENTION_DAYS: intFrom(1, 3650, 7),
   MULTIGRID_JANITOR_INTERVAL_S: intFrom(1, 86_400, 600),
   /**
-   * Live calls (SPEC §8): how often the charges of answered calls are written, in one group. At
+   * Live calls (docs/live.md): how often the charges of answered calls are written, in one group. At
    * most 5 s: idle leases go back at a write, and idle (≤ 25 s) + interval must stay within 30 s.
    */
   MULTIGRID_LIVE_CHARGE_INTERVAL_MS: intFrom(20, 5_000, 500),
@@ -92,7 +92,7 @@ const envSchema = z.object({
   MULTIGRID_LIVE_LEASE_BLOCK: intFrom(1, 100_000, 32),
   /** How long a key lookup is served from memory; revocation reaches every instance within it. */
   MULTIGRID_KEY_CACHE_MS: intFrom(0, 1_000, 1_000),
-  /** A progress stream (SPEC §15) writes a comment this often. */
+  /** A progress stream (docs/events-and-webhooks.md) writes a comment this often. */
   MULTIGRID_EVENTS_KEEPALIVE_MS: intFrom(50, 60_000, 15_000),
   /**
    * A progress stream re-reads its batch this often without a change signal: the signal is only
@@ -100,20 +100,20 @@ const envSchema = z.object({
    */
   MULTIGRID_EVENTS_POLL_MS: intFrom(50, 60_000, 5_000),
   /**
-   * Webhooks (SPEC §15) may also point at loopback and private addresses, by http:// too: for a
+   * Webhooks (docs/events-and-webhooks.md) may also point at loopback and private addresses, by http:// too: for a
    * receiver on the gateway's own network. Off, a webhook cannot be used to reach that network.
    */
   MULTIGRID_WEBHOOK_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
-  /** An attempt without a 2xx answer by then has failed (SPEC §15: 15 s). */
+  /** An attempt without a 2xx answer by then has failed (docs/events-and-webhooks.md: 15 s). */
   MULTIGRID_WEBHOOK_TIMEOUT_MS: intFrom(100, 60_000, 15_000),
   /** The first retry's delay; each one after doubles it, up to an hour, for 24 hours. */
   MULTIGRID_WEBHOOK_RETRY_BASE_MS: intFrom(10, 3_600_000, 5_000),
-  /** A webhook whose every attempt failed for this long is disabled (SPEC §19: 24 h). */
+  /** A webhook whose every attempt failed for this long is disabled (docs/webhooks-and-streams.md: 24 h). */
   MULTIGRID_WEBHOOK_DISABLE_AFTER_MS: intFrom(1_000, 30 * 86_400_000, 86_400_000),
-  /** Progress streams open at once per key (SPEC §19); one more is 429 limit_exceeded. */
+  /** Progress streams open at once per key (docs/webhooks-and-streams.md); one more is 429 limit_exceeded. */
   MULTIGRID_MAX_STREAMS_PER_KEY: intFrom(1, 10_000, 20),
   /**
-   * SPEC §19: how long compiling a tenant's json_schema, or judging one answer against it, may
+   * docs/structured-outputs.md: how long compiling a tenant's json_schema, or judging one answer against it, may
    * take on a schema thread. Past it the schema is refused (validation) or the answer ends
    * structured_output_unchecked, billed (result time), and the thread is replaced.
    */

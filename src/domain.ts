@@ -8,8 +8,8 @@
  * - line: one request of a batch, numbered from 1 as in the file (blank lines count).
  * - lease: a claim on a running line by one dispatcher instance, valid until `lease_until`.
  *   Only the lease holder may record the line's result, so a result is recorded once.
- * - ceiling: the pessimistic price of a line (SPEC §5); settlement bills real usage instead.
- * - webhook: an account's HTTPS endpoint, told of its batches' terminal statuses (SPEC §15).
+ * - ceiling: the pessimistic price of a line (docs/money-and-limits.md); settlement bills real usage instead.
+ * - webhook: an account's HTTPS endpoint, told of its batches' terminal statuses (docs/events-and-webhooks.md).
  * - delivery: one event for one webhook, kept in the store (the outbox) until a 2xx answers it or
  *   24 hours of retries pass. An instance claims it with a lease, as it claims lines.
  */
@@ -58,10 +58,10 @@ export type LineErrorCode =
   | 'batch_cancelled'
   | 'batch_expired'
   | 'structured_output_invalid'
-  /** SPEC §19: checking the answer against its schema passed the time budget; billed. */
+  /** docs/structured-outputs.md: checking the answer against its schema passed the time budget; billed. */
   | 'structured_output_unchecked'
   | 'max_cost_reached'
-  /** A batch waiting for credit (SPEC §14) that was still short after half its window. */
+  /** A batch waiting for credit (docs/open-models.md) that was still short after half its window. */
   | 'insufficient_quota'
 
 export interface LineError {
@@ -76,7 +76,7 @@ export const ENDPOINT_URLS = {
   chat: '/v1/chat/completions',
   embeddings: '/v1/embeddings',
 } as const satisfies Record<Endpoint, string>
-/** Batch lines may also be Responses API requests, run as the chat calls they translate to (SPEC §18). */
+/** Batch lines may also be Responses API requests, run as the chat calls they translate to (docs/clients/responses.md). */
 export const RESPONSES_URL = '/v1/responses'
 export type BatchEndpoint = (typeof ENDPOINT_URLS)[Endpoint] | typeof RESPONSES_URL
 /** The URLs a batch line may name, as a list, for `z.enum`. */
@@ -101,7 +101,7 @@ export interface RequestCounts {
 }
 
 /**
- * Why a batch is not moving (SPEC §13): null while its lines progress. `until` (Unix seconds) is
+ * Why a batch is not moving (docs/routing.md): null while its lines progress. `until` (Unix seconds) is
  * when the wait is known to end, where it is known.
  */
 export const WAITING_CODES = [
@@ -132,7 +132,7 @@ export function currentWaiting(waiting: BatchWaiting | null, now: number): Batch
 const PAUSE_GRACE_SECONDS = 2
 
 /**
- * A batch's tokens by class, summed over its succeeded lines (SPEC §16): input counts every
+ * A batch's tokens by class, summed over its succeeded lines (docs/pricing.md): input counts every
  * prompt token, the cached and written ones are parts of it.
  */
 export interface BatchUsage {
@@ -164,20 +164,20 @@ export interface BatchRecord {
   costUsd: string
   /** What is still held for this batch (ceiling minus what was billed; 0 once finished). */
   heldUsd: string
-  /** Which surface made it: the native API, the OpenAI facade or the Anthropic API (SPEC §18). */
+  /** Which surface made it: the native API, the OpenAI facade or the Anthropic API (docs/clients/anthropic-sdk.md). */
   source: 'native' | 'openai' | 'anthropic'
   metadata: Record<string, string> | null
   inputFileId: string | null
   idempotencyKey: string | null
   /** When retention deleted its lines; null while its results are kept. */
   purgedAt: number | null
-  /** The planner's projected finish (SPEC §13 routing.eta), Unix seconds; null before it can tell. */
+  /** The planner's projected finish (docs/routing.md routing.eta), Unix seconds; null before it can tell. */
   eta: number | null
-  /** Tokens of its succeeded lines by class (SPEC §16). */
+  /** Tokens of its succeeded lines by class (docs/pricing.md). */
   usage: BatchUsage
   /** Validation errors of a batch refused on the OpenAI surface. */
   errors: { code: string; message: string; param: string | null; line: number | null }[] | null
-  /** The batch this one retries the unsuccessful lines of (SPEC §15); null otherwise. */
+  /** The batch this one retries the unsuccessful lines of (docs/events-and-webhooks.md); null otherwise. */
   parentBatchId: string | null
   /** The batches made by retrying this one, oldest first. */
   retriedBy: string[]
@@ -186,13 +186,13 @@ export interface BatchRecord {
    * progress stream's event id (a resumed stream sends only states past the one the client saw).
    */
   version: number
-  /** The batch's spend cap (SPEC §12), a decimal string; null for none. */
+  /** The batch's spend cap (docs/money-and-limits.md), a decimal string; null for none. */
   maxCostUsd: string | null
-  /** Why the batch is not moving (SPEC §13); null while its lines progress. */
+  /** Why the batch is not moving (docs/routing.md); null while its lines progress. */
   waiting: BatchWaiting | null
 }
 
-/** Where a batch's lines went, per provider (SPEC §13 `routing.providers`). */
+/** Where a batch's lines went, per provider (docs/routing.md `routing.providers`). */
 export interface ProviderShare {
   succeeded: number
   failed: number
@@ -252,7 +252,7 @@ export function newId(prefix: string): string {
   return `${prefix}${lastMs.toString(16).padStart(12, '0')}${randomBytes(8).toString('hex')}`
 }
 
-/** The events a webhook may ask for (SPEC §15): one per terminal batch status, OpenAI's names. */
+/** The events a webhook may ask for (docs/events-and-webhooks.md): one per terminal batch status, OpenAI's names. */
 export const WEBHOOK_EVENT_TYPES = [
   'batch.completed',
   'batch.failed',

@@ -1,5 +1,5 @@
 /**
- * One error envelope everywhere (SPEC §11): `{"error": {"message", "type", "param", "code"}}`.
+ * One error envelope everywhere (docs/errors.md): `{"error": {"message", "type", "param", "code"}}`.
  * A GatewayError is an expected refusal; anything else reaching the HTTP layer is a bug and is
  * answered 500 without details. Every refusal is named in REFUSALS below, the one place that says
  * which HTTP status and error type each code is answered with.
@@ -39,7 +39,7 @@ export const REFUSALS = {
   invalid_batch_file: { status: 400, type: 'invalid_request_error' },
   wrong_api_surface: { status: 400, type: 'invalid_request_error' },
   request_aborted: { status: 400, type: 'invalid_request_error' },
-  /** A retry of a batch whose every line succeeded (SPEC §15). */
+  /** A retry of a batch whose every line succeeded (docs/events-and-webhooks.md). */
   nothing_to_retry: { status: 400, type: 'invalid_request_error' },
   /** The provider refused a live request as too long for the model. */
   context_length_exceeded: { status: 400, type: 'invalid_request_error' },
@@ -58,7 +58,7 @@ export const REFUSALS = {
   unknown_route: { status: 404, type: 'not_found_error' },
   upload_timeout: { status: 408, type: 'invalid_request_error' },
   batch_not_cancellable: { status: 409, type: 'invalid_request_error' },
-  /** A retry of a batch that is still running (SPEC §15). */
+  /** A retry of a batch that is still running (docs/events-and-webhooks.md). */
   batch_not_ended: { status: 409, type: 'invalid_request_error' },
   /** An adapter registered again under the same base model and name. */
   adapter_exists: { status: 409, type: 'conflict_error' },

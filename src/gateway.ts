@@ -91,7 +91,7 @@ export async function startGateway(
   options: { logger?: Logger; clock?: () => number } = {},
 ): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config.logLevel)
-  // GET /metrics counts in memory what happens here, beside the OpenTelemetry export (SPEC §10).
+  // GET /metrics counts in memory what happens here, beside the OpenTelemetry export (docs/operations.md).
   const metrics = createPrometheusMetrics()
   const telemetry = timeUpstreamCalls(
     createTelemetry({ otlpEndpoint: config.otlpEndpoint, serviceName: 'multigrid', logger }),
@@ -141,7 +141,7 @@ export async function startGateway(
     logger,
   )
   // Tenants' json_schemas are compiled and judged on threads of their own, each within a budget
-  // (SPEC §19): nothing on the event loop waits for one.
+  // (docs/structured-outputs.md): nothing on the event loop waits for one.
   const schemaChecks = createSchemaChecks({ budgetMs: config.schemaCheckMs })
   const dispatcher: Dispatcher | null = config.dispatch.enabled
     ? createDispatcher(
@@ -244,7 +244,7 @@ export async function startGateway(
     dispatcher?.cancelled(id)
     batchChanges.publish([id])
   }
-  // With Redis the per-key stream limit holds for the fleet (SPEC §19), else per instance.
+  // With Redis the per-key stream limit holds for the fleet (docs/webhooks-and-streams.md), else per instance.
   const slots = createStreamSlots({
     maxPerKey: config.events.maxStreamsPerKey,
     fleet: redis
@@ -299,7 +299,7 @@ export async function startGateway(
     }),
     liveRoutes('', live),
     liveRoutes('/openai', live),
-    // SPEC §18: the Responses API and the Anthropic API, on the same live path and admission.
+    // docs/clients/anthropic-sdk.md: the Responses API and the Anthropic API, on the same live path and admission.
     responsesRoutes('', liveCalls, catalog),
     responsesRoutes('/openai', liveCalls, catalog),
     anthropicMessagesRoutes(live, liveCalls),

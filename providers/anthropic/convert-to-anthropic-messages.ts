@@ -24,7 +24,7 @@ type Role = 'user' | 'assistant'
 
 class ConversionError extends Error {}
 
-/** A part's `cache_control` (SPEC §16), passed on as Anthropic takes it. */
+/** A part's `cache_control` (docs/pricing.md), passed on as Anthropic takes it. */
 function withCache(block: Block, part: unknown): Block {
   const cache = (part as { cache_control?: unknown } | null)?.cache_control
   return cache === undefined ? block : { ...block, cache_control: cache }

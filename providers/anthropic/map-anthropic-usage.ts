@@ -5,7 +5,7 @@ function count(value: unknown): number {
 }
 
 /**
- * Anthropic usage → Usage (SPEC §16). Anthropic's input_tokens is the uncached part; cache
+ * Anthropic usage → Usage (docs/pricing.md). Anthropic's input_tokens is the uncached part; cache
  * reads (`cache_read_input_tokens`) and writes (`cache_creation_input_tokens`) come on top, so
  * the prompt is their sum, each class kept apart to be priced at its own rate. Writes split by
  * TTL when `cache_creation` says so; without the split they are all 5-minute writes.

@@ -1,5 +1,5 @@
 /**
- * Anthropic's Messages API passed through (SPEC §18): a Messages request from the gateway's
+ * Anthropic's Messages API passed through (docs/clients/anthropic-sdk.md): a Messages request from the gateway's
  * Anthropic surface goes to `/v1/messages` with the offering's model id, and the message (or its
  * stream events) comes back as Anthropic sent it, with its usage read for billing.
  */

@@ -1,7 +1,7 @@
 /**
- * Anthropic's Message Batches API (SPEC §17): create with the chunk's requests, read, read the
+ * Anthropic's Message Batches API (docs/batch-lanes.md): create with the chunk's requests, read, read the
  * results once ended, cancel. One HTTP call a method; failures as values. Anthropic batches
- * carry no metadata, so a create a crash cut off cannot be found again (SPEC §17).
+ * carry no metadata, so a create a crash cut off cannot be found again (docs/batch-lanes.md).
  */
 import { createHttpClient } from '../http-client.ts'
 import { upstreamError } from '../classify-error.ts'

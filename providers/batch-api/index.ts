@@ -1,4 +1,4 @@
-/** The providers' batch APIs (SPEC §17): one client a kind and the mapping of their results. */
+/** The providers' batch APIs (docs/batch-lanes.md): one client a kind and the mapping of their results. */
 export type * from './types.ts'
 export {
   anthropicBatchInput,

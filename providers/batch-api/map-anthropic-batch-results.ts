@@ -1,5 +1,5 @@
 /**
- * Anthropic's batch results → one result a line (SPEC §17): `succeeded` converts the message as
+ * Anthropic's batch results → one result a line (docs/batch-lanes.md): `succeeded` converts the message as
  * the live adapter does; `errored` is classified from its error type as a live answer would be
  * (`invalid_request_error` final, `api_error` / `overloaded_error` retryable); `canceled` and
  * `expired` did not run.

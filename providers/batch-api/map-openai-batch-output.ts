@@ -1,5 +1,5 @@
 /**
- * OpenAI's output and error files → one result a line (SPEC §17): a 200 response succeeds; any
+ * OpenAI's output and error files → one result a line (docs/batch-lanes.md): a 200 response succeeds; any
  * other status is `errored`, classified as the live call's answer would be (a 400 is
  * invalid_request, final; a 5xx retryable); `batch_expired` / `batch_cancelled` lines did not run.
  */

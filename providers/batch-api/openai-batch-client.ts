@@ -1,5 +1,5 @@
 /**
- * OpenAI's Files + Batches API (SPEC §17): upload a chunk's JSONL, create the batch with
+ * OpenAI's Files + Batches API (docs/batch-lanes.md): upload a chunk's JSONL, create the batch with
  * `metadata.mg_chunk`, list batches to find a create a crash cut off, read a batch, read its
  * output and error files, cancel. One HTTP call a method; failures as values.
  */

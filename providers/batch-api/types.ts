@@ -1,5 +1,5 @@
 /**
- * The spec of the providers' batch APIs (SPEC §17): what the lane engine hands a batch client and
+ * The spec of the providers' batch APIs (docs/batch-lanes.md): what the lane engine hands a batch client and
  * what it gets back. Like the live adapters, a client makes one HTTP call per method and returns
  * an outcome; it never retries, prices, persists or schedules.
  *
@@ -15,7 +15,7 @@ export interface ChunkLine {
   body: Record<string, unknown>
 }
 
-/** A chunk to send: one upstream model and one endpoint (SPEC §17 grouping). */
+/** A chunk to send: one upstream model and one endpoint (docs/batch-lanes.md grouping). */
 export interface ChunkRequest {
   /** The gateway's chunk id, carried as `metadata.mg_chunk` (OpenAI) to find a create again. */
   chunkId: string
@@ -45,7 +45,7 @@ export interface ProviderBatch {
   failureCode: string | null
 }
 
-/** What became of one line of a provider batch (SPEC §17 mapping back). */
+/** What became of one line of a provider batch (docs/batch-lanes.md mapping back). */
 export type ChunkLineResult =
   | {
       position: number

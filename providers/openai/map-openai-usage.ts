@@ -8,7 +8,7 @@ function count(value: unknown): number | null {
  * OpenAI `usage` → Usage. Chat reports prompt_tokens and completion_tokens; embeddings only
  * prompt_tokens (their output is free). null when usage is missing or not numbers, so the
  * caller can tell "no usage" from "zero tokens". Cache reads and writes
- * (`prompt_tokens_details.cached_tokens` / `cache_write_tokens`, SPEC §16) are parts of
+ * (`prompt_tokens_details.cached_tokens` / `cache_write_tokens`, docs/pricing.md) are parts of
  * prompt_tokens, kept when reported (OpenAI, and pools such as vLLM that report them), never
  * more than the prompt.
  */

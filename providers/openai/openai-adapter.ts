@@ -39,7 +39,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
     createLoraCalls({ headers, timeoutMs: options.timeoutMs, apiKey: options.apiKey }),
   )
   const { pool } = context
-  // The flex lane (SPEC §17): OpenAI's cheaper, slower tier, asked for on every chat call.
+  // The flex lane (docs/pricing.md): OpenAI's cheaper, slower tier, asked for on every chat call.
   const tier = (body: Record<string, unknown>, endpoint: UpstreamRequest['endpoint']) =>
     options.serviceTier && endpoint === 'chat'
       ? { ...body, service_tier: options.serviceTier }

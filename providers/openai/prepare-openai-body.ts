@@ -34,7 +34,7 @@ function dropCache<T>(item: T): T {
 }
 
 /**
- * `cache_control` on content parts and tools is Anthropic's (SPEC §16): an OpenAI-compatible
+ * `cache_control` on content parts and tools is Anthropic's (docs/pricing.md): an OpenAI-compatible
  * upstream is sent the body without it (OpenAI caches by itself and would refuse the field).
  * Copies only what holds one, so a body without any is passed on as it is.
  */

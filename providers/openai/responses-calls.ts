@@ -1,5 +1,5 @@
 /**
- * OpenAI's Responses API passed through (SPEC §18): the body goes to `/responses` with the
+ * OpenAI's Responses API passed through (docs/clients/responses.md): the body goes to `/responses` with the
  * offering's model id, and the Response object (or its stream events) comes back as it is, with
  * its usage read for billing.
  */

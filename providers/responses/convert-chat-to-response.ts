@@ -1,5 +1,5 @@
 /**
- * A chat.completion → OpenAI's Response object (SPEC §18): the text as one message item with an
+ * A chat.completion → OpenAI's Response object (docs/clients/responses.md): the text as one message item with an
  * output_text part, each tool call as a function_call item, usage in the Responses names. The
  * request's own settings are echoed as OpenAI echoes them.
  */

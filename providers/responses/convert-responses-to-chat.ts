@@ -1,6 +1,6 @@
 /**
  * A Responses API request → the chat.completions body the engine validates, prices and routes
- * (SPEC §18), for the common subset: `input` (text, or message items with text parts, and the
+ * (docs/clients/responses.md), for the common subset: `input` (text, or message items with text parts, and the
  * function_call / function_call_output items of a tool loop), `instructions`,
  * `max_output_tokens`, `temperature`, `top_p`, `text.format` (json_schema, json_object, text),
  * function `tools`, `tool_choice`, `metadata`. Any other field is refused, naming it; `store:

@@ -51,7 +51,7 @@ export function createAccounts(
   defaults: { maxOpenBatches: number; rateLimitPerMinute: number } & FileQuotaDefaults,
   /**
    * `onKeyRevoked`: e.g. the gateway's key cache, so the instance that revoked a key refuses it at
-   * once. `onDeposit`: credit was added, so batches waiting for it may start now (SPEC §14).
+   * once. `onDeposit`: credit was added, so batches waiting for it may start now (docs/open-models.md).
    */
   hooks: {
     onKeyRevoked?: (id: string) => void

@@ -1,5 +1,5 @@
 /**
- * Registering, listing and deactivating an account's fine-tuned adapters (SPEC §14), shared by
+ * Registering, listing and deactivating an account's fine-tuned adapters (docs/open-models.md), shared by
  * the admin API and the CLI. A registration is checked against the catalog: the base model must
  * be one a LoRA pool serves, and the adapter within what its entry says a batch may stage.
  */

@@ -1,5 +1,5 @@
 /**
- * One table from an admission's result to what every surface answers (SPEC §3, §12, §19): the
+ * One table from an admission's result to what every surface answers (docs/native-api.md, docs/money-and-limits.md, docs/webhooks-and-streams.md): the
  * native submit, the facade's batches.create, the dashboard's form, a retry (native and
  * dashboard) and a submit that waits for credit all pass their result through `answerOf`, so a
  * refusal reads the same wherever it was met. A result kind with no row here fails the type check

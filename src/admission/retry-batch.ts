@@ -1,5 +1,5 @@
 /**
- * Retry as a child batch (SPEC §15): the lines of an ended batch that did not succeed (failed,
+ * Retry as a child batch (docs/events-and-webhooks.md): the lines of an ended batch that did not succeed (failed,
  * cancelled, expired), with the same custom_ids and bodies — their input lines as stored, byte
  * for byte — admitted like any submit: validated against today's catalog, held, counted against
  * the limits, idempotent by key. The child names its parent; the parent lists the child.
@@ -20,7 +20,7 @@ export interface RetryOptions {
   accountId: string
   /** Default: the parent's window. */
   completionWindowHours: number | null
-  /** The child's spend cap (SPEC §12), canonical decimal text; null for none. */
+  /** The child's spend cap (docs/money-and-limits.md), canonical decimal text; null for none. */
   maxCostUsd: string | null
   idempotencyKey: string | null
 }

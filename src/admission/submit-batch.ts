@@ -25,16 +25,16 @@ export interface SubmitOptions {
   /** A retry's parent (retry-batch.ts): an ended batch of the same account. */
   parentBatchId?: string | null
   /**
-   * wait_for_credit=true (SPEC §14): a hold that does not fit waits up to half the window for a
+   * wait_for_credit=true (docs/open-models.md): a hold that does not fit waits up to half the window for a
    * deposit, as a `validating` batch, instead of being refused 402.
    */
   waitForCredit?: boolean
-  /** The batch's spend cap (SPEC §12), canonical decimal text; null or absent for none. */
+  /** The batch's spend cap (docs/money-and-limits.md), canonical decimal text; null or absent for none. */
   maxCostUsd?: string | null
 }
 
 /**
- * From this window on (72 hours, SPEC §14) a submit waits for credit unless it says
+ * From this window on (72 hours, docs/open-models.md) a submit waits for credit unless it says
  * wait_for_credit=false, and must start within 48 hours.
  */
 export { LONG_WINDOW_HOURS } from '../store/start-in-time.ts'
@@ -66,7 +66,7 @@ export type QuoteResult =
       maxCostUsd: string | null
       creditSufficient: boolean
       availableUsd: string
-      /** What the file's valid lines may run into (SPEC §14: a schema that recurses without end). */
+      /** What the file's valid lines may run into (docs/open-models.md: a schema that recurses without end). */
       warnings: Warning[]
       warningsOmitted: number
     }
@@ -78,7 +78,7 @@ export interface Admission {
   quote(bytes: Uint8Array, options: QuoteOptions): Promise<QuoteResult>
 }
 
-/** A refusal in the words every surface uses (SPEC §12): the ceiling against the credit, or the limit. */
+/** A refusal in the words every surface uses (docs/money-and-limits.md): the ceiling against the credit, or the limit. */
 export function refusalOf(result: Refused): GatewayError {
   switch (result.kind) {
     case 'insufficient_quota':
@@ -122,7 +122,7 @@ function mentionsAdapter(bytes: Uint8Array): boolean {
 }
 
 /**
- * The daily spend limit's refusal (SPEC §12), for a submit and for a live call: the limit and
+ * The daily spend limit's refusal (docs/money-and-limits.md), for a submit and for a live call: the limit and
  * what the day has used, in `error.limit` as the other limits say theirs.
  */
 export function dailyLimitRefusal(
@@ -209,7 +209,7 @@ export function createAdmission(
     if ('kind' in verdict) return verdict
     const ceiling = verdict.ceiling.toFixed()
     const createdAt = Math.floor(now() / 1000)
-    // Half the window (SPEC §14): the rest is left for the batch to run once credit comes.
+    // Half the window (docs/open-models.md): the rest is left for the batch to run once credit comes.
     const creditWaitUntil = options.waitForCredit
       ? createdAt + options.completionWindowHours * 1800
       : null

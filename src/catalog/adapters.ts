@@ -1,5 +1,5 @@
 /**
- * Fine-tuned adapters (LoRA) of an account (SPEC §14): what one is, its `ft:` id, and what a batch
+ * Fine-tuned adapters (LoRA) of an account (docs/open-models.md): what one is, its `ft:` id, and what a batch
  * may name of them on one base model. The rows live in the store; the base model's catalog entry
  * says what its pools can serve.
  */

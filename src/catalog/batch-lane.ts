@@ -1,5 +1,5 @@
 /**
- * A batch-lane offering's settings (SPEC §17): `chunk_lines` (default 1,000), `min_hours_left`
+ * A batch-lane offering's settings (docs/batch-lanes.md): `chunk_lines` (default 1,000), `min_hours_left`
  * (default 4), `fallback_hours` (default 2; both may be fractional) and `poll_s` (default 60),
  * and the caps of the provider's batch API. Only `lane: "batch"` offerings take these fields.
  */
@@ -19,7 +19,7 @@ export const batchLaneFields = {
 
 export const BATCH_LANE_FIELDS = Object.keys(batchLaneFields) as (keyof typeof batchLaneFields)[]
 
-/** The providers' caps on one batch (SPEC §17). */
+/** The providers' caps on one batch (docs/batch-lanes.md). */
 export const BATCH_API_CAPS = {
   openai: { lines: 50_000, bytes: 200 * 1024 * 1024 },
   anthropic: { lines: 100_000, bytes: 256 * 1024 * 1024 },
@@ -56,7 +56,7 @@ export function batchLaneSettings(
 }
 
 /**
- * Whether a line of a batch due at `deadlineMs` may go to the lane at `now` (SPEC §17): at least
+ * Whether a line of a batch due at `deadlineMs` may go to the lane at `now` (docs/batch-lanes.md): at least
  * min_hours_left before the deadline, and before deadline − fallback_hours.
  */
 export function batchLaneOpen(

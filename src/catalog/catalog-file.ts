@@ -1,5 +1,5 @@
 /**
- * The providers-and-models file (SPEC §9): which upstreams exist, which models they serve and at
+ * The providers-and-models file (docs/configuration.md): which upstreams exist, which models they serve and at
  * what list price. The zod schema here is the single source of its shape. It is the gateway's,
  * not the adapters': they are given what they need of it (providers/types.ts ProviderOptions).
  */
@@ -21,13 +21,13 @@ export const providerConfigSchema = z.strictObject({
   max_concurrency: z.number().int().min(1).max(4096).default(32),
   timeout_s: z.number().positive().max(3600).default(120),
   /**
-   * Self-hosted pools (SPEC §13): `max_concurrency` becomes an upper bound and each replica finds
+   * Self-hosted pools (docs/routing.md): `max_concurrency` becomes an upper bound and each replica finds
    * its own working point from latency, busy answers, timeouts and vLLM's load reports.
    */
   adaptive_concurrency: z.boolean().default(false),
   /**
    * Whether this provider's servers load LoRA adapters at runtime (vLLM with --enable-lora and
-   * VLLM_ALLOW_RUNTIME_LORA_UPDATING=True): only such providers serve `ft:` models (SPEC §14).
+   * VLLM_ALLOW_RUNTIME_LORA_UPDATING=True): only such providers serve `ft:` models (docs/open-models.md).
    */
   lora: z.boolean().default(false),
   /** Adapters one replica holds at once (vLLM's --max-loras; its default is 1). */
@@ -39,12 +39,12 @@ export const providerConfigSchema = z.strictObject({
   service_tier: z.enum(['flex']).optional(),
   /**
    * Whether the provider serves OpenAI's Responses API (`/v1/responses`): Responses calls are then
-   * passed through to it, not translated to chat completions (SPEC §18). Kind openai only.
+   * passed through to it, not translated to chat completions (docs/openai-facade.md). Kind openai only.
    */
   responses_api: z.boolean().default(false),
 })
 
-/** Cache-class rates (SPEC §16), each absent one billed at its tier's input rate. */
+/** Cache-class rates (docs/pricing.md), each absent one billed at its tier's input rate. */
 const cacheRates = {
   /** Prompt tokens read from the provider's prompt cache. */
   cached_input_usd_per_mtok: decimalString.optional(),
@@ -55,7 +55,7 @@ const cacheRates = {
 }
 
 /**
- * A long-context tier (SPEC §16): a request whose prompt tokens, all classes together, exceed
+ * A long-context tier (docs/pricing.md): a request whose prompt tokens, all classes together, exceed
  * `above_input_tokens` is priced wholly at these rates; its absent cache rates are its own input rate.
  */
 export const longContextSchema = z.strictObject({
@@ -66,14 +66,14 @@ export const longContextSchema = z.strictObject({
 })
 
 /**
- * The lanes an offering may be (SPEC §17): `live` (default) and `flex` (OpenAI's flex tier,
+ * The lanes an offering may be (docs/pricing.md): `live` (default) and `flex` (OpenAI's flex tier,
  * sent `service_tier: "flex"`). The providers' batch APIs (`batch`) are not served yet: the
  * catalog check refuses them with a message saying so.
  */
 export const LANES = ['live', 'flex', 'batch'] as const
 export type Lane = (typeof LANES)[number]
 
-/** A flex call may queue at the provider: its timeout unless the offering sets one (SPEC §17). */
+/** A flex call may queue at the provider: its timeout unless the offering sets one (docs/pricing.md). */
 export const FLEX_TIMEOUT_S = 900
 
 export const laneOf = (offering: { lane?: Lane }): Lane => offering.lane ?? 'live'
@@ -91,7 +91,7 @@ export const offeringSchema = z.strictObject({
   timeout_s: z.number().positive().max(3600).optional(),
   /** OpenAI reasoning models refuse max_tokens and want max_completion_tokens. */
   max_tokens_param: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
-  /** Batch lane only (SPEC §17): chunk_lines, min_hours_left, fallback_hours, poll_s. */
+  /** Batch lane only (docs/batch-lanes.md): chunk_lines, min_hours_left, fallback_hours, poll_s. */
   ...batchLaneFields,
 })
 
@@ -112,7 +112,7 @@ export const modelSchema = z.strictObject({
   image_input_tokens: z.number().int().min(0).max(1_000_000).optional(),
   /**
    * Present when a pool can serve fine-tuned adapters of this model: what one batch may name of
-   * them (SPEC §14). `limits_by_rank` maps a rank to how many adapters above the next lower rank
+   * them (docs/open-models.md). `limits_by_rank` maps a rank to how many adapters above the next lower rank
    * listed a batch may name ({"64": 4, "32": 8}: at most 4 of rank 33–64, 8 in all); an adapter
    * of a rank above the highest listed cannot be registered.
    */
@@ -129,7 +129,7 @@ export const modelSchema = z.strictObject({
     })
     .optional(),
   offerings: z.array(offeringSchema).min(1),
-  /** The day the prices above were read from the provider's published page (SPEC §16). */
+  /** The day the prices above were read from the provider's published page (docs/pricing.md). */
   prices_as_of: z.iso.date().optional(),
   /** Where they were read: the provider's pricing page. */
   price_source: z.url().optional(),
@@ -196,7 +196,7 @@ export function checkCatalog(catalog: CatalogFile): string[] {
         problems.push(
           `${at}.lane: "flex" is OpenAI's service tier; only a provider of kind "openai" has it`,
         )
-      // One model lists a provider's upstream model once per lane (SPEC §17).
+      // One model lists a provider's upstream model once per lane (docs/pricing.md).
       const key = `${offering.provider}\u0000${offering.upstream_model}\u0000${laneOf(offering)}`
       if (lanes.has(key))
         problems.push(

@@ -1,6 +1,6 @@
 /**
  * The model catalog as the gateway uses it: lookup by id or alias, which offerings are usable
- * (their provider is configured), and routing of one request among them (SPEC §9).
+ * (their provider is configured), and routing of one request among them (docs/configuration.md).
  */
 import type { CatalogFile, ModelEntry, Offering, ProviderConfig } from './catalog-file.ts'
 import type { Endpoint } from '../../providers/types.ts'
@@ -18,7 +18,7 @@ export interface Catalog {
   /** Offerings a request may go to, in the order to try them. Empty: nothing can serve it. */
   route(model: ModelEntry, routing: Routing | undefined): Offering[]
   /**
-   * The same offerings for a batch line, in the planner's order (SPEC §13): `provider.order`
+   * The same offerings for a batch line, in the planner's order (docs/routing.md): `provider.order`
    * when given, else cheapest first (input + output price per million tokens; ties keep the
    * catalog's order). `allow_fallbacks: false` keeps the first of that order alone.
    */
@@ -39,7 +39,7 @@ export function upstreamTargets(
 }
 
 /**
- * The offerings a per-line price cap leaves (SPEC §12): neither side dearer than its cap. Exact
+ * The offerings a per-line price cap leaves (docs/money-and-limits.md): neither side dearer than its cap. Exact
  * decimal comparison; a cap arrives as a decimal string or a JSON number (the stored line is
  * re-read by the dispatcher as sent).
  */

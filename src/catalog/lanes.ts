@@ -1,5 +1,5 @@
 /**
- * Lanes (SPEC §17) as the rest of the gateway sees them: each flex offering goes to a provider
+ * Lanes (docs/pricing.md) as the rest of the gateway sees them: each flex offering goes to a provider
  * of its own, `<provider>:flex`, derived from its provider with `service_tier: "flex"` and the
  * offering's timeout (900 s unless it sets one). So the gates, the planner's throughput and
  * shares, `routing.providers` and each result line's `provider` count the lane apart from the

@@ -94,7 +94,7 @@ const decimal = (text: string | undefined, what: string) => {
   return text
 }
 
-/** The daily spend limit (SPEC §12): a decimal amount ≥ 0, or `none` (null) for no limit. */
+/** The daily spend limit (docs/money-and-limits.md): a decimal amount ≥ 0, or `none` (null) for no limit. */
 const dailyLimit = (text: string | undefined): string | null | undefined => {
   if (text === undefined) return undefined
   if (text === 'none') return null

@@ -1,7 +1,7 @@
 /**
  * Server-sent events read the way EventSource reads them (the WHATWG parsing rules, minus
  * reconnection, which the caller does with the last id): for the CLI's `--wait` on a batch's
- * progress stream (SPEC §15).
+ * progress stream (docs/events-and-webhooks.md).
  */
 
 export interface StreamEvent {

@@ -11,10 +11,10 @@ export interface BatchView {
   request_counts: RequestCounts
   cost_usd: string
   cost_ceiling_usd: string
-  /** SPEC §15: absent from a gateway without retries. */
+  /** docs/events-and-webhooks.md: absent from a gateway without retries. */
   parent_batch_id?: string | null
   retried_by?: string[]
-  /** Absent from gateways older than SPEC §12–13's fields. */
+  /** Absent from gateways older than docs/money-and-limits.md–13's fields. */
   max_cost_usd?: string | null
   routing?: {
     providers?: Record<

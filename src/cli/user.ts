@@ -147,7 +147,7 @@ async function submit(api: Api, file: string, flags: Flags): Promise<number> {
   process.stderr.write(
     `submitted ${created.id}: ${created.request_counts.total} lines, $${created.cost_ceiling_usd} held as the cost ceiling\n`,
   )
-  // Admitted to wait for a deposit (SPEC §14): say how much.
+  // Admitted to wait for a deposit (docs/open-models.md): say how much.
   if (created.waiting) process.stderr.write(`${created.waiting.message}\n`)
   process.stdout.write(created.id + '\n')
   if (!flags.wait) return 0
@@ -157,7 +157,7 @@ async function submit(api: Api, file: string, flags: Flags): Promise<number> {
 }
 
 /**
- * Shows the batch until it ends, then its summary: from the gateway's progress stream (SPEC §15),
+ * Shows the batch until it ends, then its summary: from the gateway's progress stream (docs/events-and-webhooks.md),
  * resumed with its last id when the connection drops, or by polling when the gateway has no
  * stream or it keeps failing.
  */
@@ -261,7 +261,7 @@ function progressShower() {
   })
 }
 
-/** A child batch of the lines of ID that did not succeed (SPEC §15), printed like a submit. */
+/** A child batch of the lines of ID that did not succeed (docs/events-and-webhooks.md), printed like a submit. */
 async function retry(api: Api, id: string, flags: Flags): Promise<number> {
   const body: Record<string, number | string> = {}
   if (flags['max-cost']) body.max_cost_usd = flags['max-cost']

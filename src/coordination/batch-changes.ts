@@ -1,5 +1,5 @@
 /**
- * Batch changes: "these batches' rows may have changed", so progress streams (SPEC §15) re-read
+ * Batch changes: "these batches' rows may have changed", so progress streams (docs/events-and-webhooks.md) re-read
  * them now instead of at their next slow poll. In one process (SQLite) a change is a function
  * call; on PostgreSQL it also goes on the store's channel (NOTIFY), so a stream served by one
  * instance hears of the lines another instance dispatches. A signal carries no state: the

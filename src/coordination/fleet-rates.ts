@@ -1,5 +1,5 @@
 /**
- * The spill planner's view of a fleet, shared through Redis (SPEC §13). Each instance measures
+ * The spill planner's view of a fleet, shared through Redis (docs/routing.md). Each instance measures
  * only the completions of its own lines, and holds only its own lines at a provider: two
  * instances sharing a pool each see about half of its rate against the batch's whole remainder,
  * and so would spill lines the pool can still finish in time. Once a second each instance

@@ -1,5 +1,5 @@
 /**
- * Progress streams counted for the whole fleet (SPEC §19), in Redis: one sorted set per key,
+ * Progress streams counted for the whole fleet (docs/webhooks-and-streams.md), in Redis: one sorted set per key,
  * `<prefix><key id>`, whose members are the key's open streams and whose scores are when each
  * stops counting unless renewed. An instance renews its own streams every third of `ttlMs`, so a
  * stream of an instance that died stops counting within `ttlMs`; one that ends is removed at

@@ -3,7 +3,7 @@
  * move counts and cost, maintenance moves statuses, the waiting reporter says why one waits), so
  * progress streams on every instance re-read them at once. Calls that do not say which batches
  * they touched (lease reaping, the hand-back at shutdown) are left to the streams' slow poll, and
- * the planner's ETA is not one of the changes a stream reports (SPEC §15). Every argument is
+ * the planner's ETA is not one of the changes a stream reports (docs/events-and-webhooks.md). Every argument is
  * passed on as it came (rest parameters), so a parameter the store gains is never dropped here.
  */
 import type { DispatchStore } from '../store/store.ts'

@@ -1,5 +1,5 @@
 /**
- * How fast a batch's lines actually finish here (SPEC §13 routing.eta): completions counted per
+ * How fast a batch's lines actually finish here (docs/routing.md routing.eta): completions counted per
  * batch over a recent stretch of time. The planner's own
  * rates (throughput-meter.ts) say what each offering could do and steer spills; the ETA follows
  * what happens: against a provider paced by 429s those rates read a pool idle half of each second

@@ -4,7 +4,7 @@
  * one huge batch cannot starve a small one), bounded by the room left under what this instance
  * keeps in flight. No I/O and no clock of its own: the dispatcher passes in what it read.
  *
- * It grows into the planner of SPEC §13 (offerings chosen by price, capacity and deadline): that
+ * It grows into the planner of docs/routing.md (offerings chosen by price, capacity and deadline): that
  * one reads the same input plus each offering's measured throughput, and a claim then also names
  * the offering its lines go to.
  */

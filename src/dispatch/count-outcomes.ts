@@ -1,5 +1,5 @@
 /**
- * What each answered line and live call adds to the usage report and the metrics (SPEC §10): one
+ * What each answered line and live call adds to the usage report and the metrics (docs/operations.md): one
  * place that turns a line's outcome or a live charge into both.
  */
 import type { ClaimedLine, LineOutcome } from '../store/store.ts'

@@ -43,9 +43,9 @@ export interface DispatcherOptions {
   onOutcome?: (outcome: LineOutcome, line: ClaimedLine) => void
   /** The spill planner's safety margin, a share of each batch's window (MULTIGRID_SPILL_MARGIN). */
   spillMargin: number
-  /** Adapters by `ft:` id, for lines that name one (SPEC §14). */
+  /** Adapters by `ft:` id, for lines that name one (docs/open-models.md). */
   adapters?: (id: string) => Promise<AdapterRecord | null>
-  /** Where answers are judged against their line's json_schema (SPEC §19); unset: in-process. */
+  /** Where answers are judged against their line's json_schema (docs/structured-outputs.md); unset: in-process. */
   schemaChecks?: SchemaChecks
   /** In a fleet (REDIS_URL): the planner's rates shared with the other instances. */
   fleetRates?: FleetRates
@@ -127,7 +127,7 @@ export function createDispatcher(
   const pace = new BatchPace()
   /**
    * The batch's finish at the pace its lines end here, with what the other instances measure
-   * added (SPEC §13 eta, Unix seconds); null before the first of them ended.
+   * added (docs/routing.md eta, Unix seconds); null before the first of them ended.
    */
   const projectEta = (batchId: string, remaining: number, now: number): number | null => {
     // None left that this instance can see (all claimed elsewhere, or held back by a cap): it

@@ -1,5 +1,5 @@
 /**
- * The spill decision of SPEC §13, for one batch line about to be sent: which of the offerings it
+ * The spill decision of docs/routing.md, for one batch line about to be sent: which of the offerings it
  * allows (in preference order: its `provider.order`, else cheapest first) takes it. A pure
  * function of what was measured, with the clock passed in: the dispatcher calls it for every line
  * of a batch with a choice, and bench/plan.ts runs the same function in simulated time.

@@ -1,5 +1,5 @@
 /**
- * Batch lines with `"url": "/v1/responses"` (SPEC §18): the line runs as the chat call its body
+ * Batch lines with `"url": "/v1/responses"` (docs/clients/responses.md): the line runs as the chat call its body
  * translates to (validated up front by the same translation, so it cannot fail here unless the
  * gateway changed), and its answer is kept in the Response object's shape.
  */

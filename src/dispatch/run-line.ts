@@ -34,7 +34,7 @@ import type { PlannedBatch, SpillPlanner } from './spill-planner.ts'
 /** A line no allowed provider can take now is claimed again after this long (ms). */
 export const HOLD_MS = 1_000
 
-/** The planner's part in running a batch line (SPEC §13). */
+/** The planner's part in running a batch line (docs/routing.md). */
 export interface LinePlan {
   planner: SpillPlanner
   /** `send` with the planner told of each call (planned-send.ts). */
@@ -158,12 +158,12 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
         inputTokens: usage.input_tokens,
         cachedInputTokens: usage.cached_input_tokens ?? 0,
         outputTokens: usage.output_tokens,
-        // The planner's saving (SPEC §13) is measured against the first listed offering.
+        // The planner's saving (docs/routing.md) is measured against the first listed offering.
         firstOfferingCostUsd:
           model.offerings[0] === offering ? costUsd : priceUsage(usage, model.offerings[0]),
       },
     }
-    // One whose check passed the budget (SPEC §19): failed, and billed as the answer it is (the
+    // One whose check passed the budget (docs/webhooks-and-streams.md): failed, and billed as the answer it is (the
     // upstream answered; the schema is the caller's), never past its ceiling.
     if (judged?.checked === false) {
       const ceiling =
@@ -186,7 +186,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       }
     }
     // A capped batch's line was let in for its ceiling: it is never billed more, so the batch's
-    // cost never passes max_cost_usd (SPEC §12), whatever the upstream reports.
+    // cost never passes max_cost_usd (docs/money-and-limits.md), whatever the upstream reports.
     if (line.ceilingUsd !== undefined && new Money(line.ceilingUsd).lessThan(costUsd))
       return { ...answer, costUsd: line.ceilingUsd, ceilingUsd: line.ceilingUsd }
     return { ...answer, costUsd, ...overrun(usage, costUsd, bounds, offerings, parsed.body) }
@@ -207,9 +207,9 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   return fail(line, lineError(error, line.attempts), error.status, offering.provider, latencyMs)
 }
 /**
- * The answer judged against the line's response_format (SPEC §14): JSON alone on this thread (a
+ * The answer judged against the line's response_format (docs/open-models.md): JSON alone on this thread (a
  * parse is linear in the answer), against a json_schema on a schema thread within its budget
- * (SPEC §19). Null: nothing to judge.
+ * (docs/structured-outputs.md). Null: nothing to judge.
  */
 async function judgeAnswer(
   responseFormat: unknown,
@@ -226,7 +226,7 @@ async function judgeAnswer(
   return (deps.schemaChecks ?? inline).judge(job, line.accountId)
 }
 
-/** The tokens a line was billed for, by class, for its batch's usage (SPEC §16). */
+/** The tokens a line was billed for, by class, for its batch's usage (docs/pricing.md). */
 function lineUsage(usage: Usage, offering: Offering, costUsd: string): LineUsage {
   const cacheClasses =
     (usage.cached_input_tokens ?? 0) +

@@ -1,5 +1,5 @@
 /**
- * The planner's memory on one instance (SPEC §13): for each batch with lines here, how many of
+ * The planner's memory on one instance (docs/routing.md): for each batch with lines here, how many of
  * them each provider holds and how fast they complete there; for each provider, how many lines
  * of every batch it holds. It feeds plan-spill.ts with that and keeps nothing else: the clock is
  * passed into every call, availability and concurrency come from the caller, so bench/plan.ts
@@ -202,7 +202,7 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       const s = batches.get(batchId)
       if (!s) return null
       const rates = s.providers.map((p) => {
-        // Down, it adds nothing; paused on a 429 it is only between two allowances (SPEC §13: a
+        // Down, it adds nothing; paused on a 429 it is only between two allowances (docs/routing.md: a
         // paced provider's rate is what it allows, pauses included).
         if (options.unreachable(p)) return 0
         return together(meter.rate(key(batchId, p), nowMs).perSecond, otherShare(s, p, nowMs))
@@ -219,7 +219,7 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       if (s.heldSince !== null && s.providers.every((p) => options.unreachable(p)))
         return { code: 'provider_unavailable', providers }
       // Lines handed to available providers, none of them in service, while lines of batches due
-      // no later than this one hold those providers: they wait behind them (SPEC §13). Behind a
+      // no later than this one hold those providers: they wait behind them (docs/routing.md). Behind a
       // batch due later it is the fair share between accounts, not a full offering: no reason.
       let queued = 0
       let running = 0

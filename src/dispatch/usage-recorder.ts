@@ -1,5 +1,5 @@
 /**
- * The usage report's figures (SPEC §10 GET /v1/usage): each answered batch line and live call is
+ * The usage report's figures (docs/operations.md GET /v1/usage): each answered batch line and live call is
  * added up in memory by account, UTC day, model and provider, and the sums are written to the
  * store once a second, in one transaction (never on a line's own path). A crash loses at most
  * that second of figures, not the charges, which the store wrote with the answers; `flush()`

@@ -1,5 +1,5 @@
 /**
- * Starts batches that wait for a top-up (SPEC §14) as soon as a deposit makes their hold fit,
+ * Starts batches that wait for a top-up (docs/open-models.md) as soon as a deposit makes their hold fit,
  * and fails those still short after half their window. Runs on every instance: a deposit on
  * any of them (or by the CLI) is a nudge on the store's channel that runs it everywhere at once,
  * and a poll every `everyMs` catches what a lost nudge missed. The store takes each batch once.
@@ -38,7 +38,7 @@ export function createWaitingBatches(
       for (const id of pass.failed)
         options.logger.info('batch.credit_wait_ended', { batch_id: id, status: 'failed' })
       if (pass.started.length > 0) options.onStarted(pass.started)
-      // Starting in time (SPEC §14), in the same pass: the batches no capacity started in time.
+      // Starting in time (docs/open-models.md), in the same pass: the batches no capacity started in time.
       const unstarted = await store.failUnstartedBatches(now())
       for (const id of unstarted)
         options.logger.info('batch.not_started_in_time', { batch_id: id, status: 'failed' })

@@ -1,5 +1,5 @@
 /**
- * Tells the store why a batch waits, for what this instance sees while dispatching (SPEC §13):
+ * Tells the store why a batch waits, for what this instance sees while dispatching (docs/routing.md):
  * a provider that answered 429 and is paused, a provider whose every replica is failing. The
  * store keeps it with the batch, so every instance serves it; this instance clears what it set
  * once the batch's lines move again. Writes only when what it would say changes.

@@ -1,4 +1,4 @@
-/** The admin API (SPEC §2), on only when MULTIGRID_ADMIN_TOKEN is set. */
+/** The admin API (docs/operations.md), on only when MULTIGRID_ADMIN_TOKEN is set. */
 import { timingSafeEqual } from 'node:crypto'
 import { Elysia } from 'elysia'
 import { z } from 'zod'
@@ -20,11 +20,11 @@ const decimal = z.string().superRefine((text, context) => {
 
 // The stores keep these counts as 32-bit integers (PostgreSQL `int`).
 const count = z.int().min(1).max(2_147_483_647)
-// File quotas (SPEC §12); 0 is allowed: no uploads at all.
+// File quotas (docs/money-and-limits.md); 0 is allowed: no uploads at all.
 const maxFiles = z.int().min(0).max(2_147_483_647)
 const maxStoredBytes = z.int().min(0).max(Number.MAX_SAFE_INTEGER)
 
-/** SPEC §12: a decimal string ≥ 0, or null for no daily limit. */
+/** docs/money-and-limits.md: a decimal string ≥ 0, or null for no daily limit. */
 const dailyLimit = decimal
   .refine((text) => !text.startsWith('-'), 'must not be negative')
   .nullable()

@@ -1,5 +1,5 @@
 /**
- * A batch's progress stream (SPEC §15), as server-sent events: `event: batch` with the batch
+ * A batch's progress stream (docs/events-and-webhooks.md), as server-sent events: `event: batch` with the batch
  * object whenever its counts, cost, status or `waiting` change, at most one a second; a comment
  * every keep-alive interval (15 s), so proxies keep the connection open; the stream ends after
  * the event of an ended status.
@@ -10,7 +10,7 @@
  * the client has not seen it. A resume at the ended state's own id has nothing left to send:
  * 204, which tells an EventSource to stop reconnecting. An id above the batch's version is none
  * of this batch's (another batch's, or a store restored from a backup): the stream starts over,
- * current state first (SPEC §19).
+ * current state first (docs/structured-outputs.md).
  *
  * The store is the source of truth: the batch is re-read on a change signal (batch-changes.ts)
  * and on a slow timer. A stream holds one rendered batch and one timer, and stops at once when
@@ -19,7 +19,7 @@
 import { isOpenBatch, type BatchRecord } from '../domain.ts'
 import type { BatchChanges } from '../coordination/batch-changes.ts'
 
-/** SPEC §15: at most one event a second. */
+/** docs/events-and-webhooks.md: at most one event a second. */
 export const MIN_EVENT_GAP_MS = 1_000
 
 export interface EventStreamOptions {
@@ -43,7 +43,7 @@ const MAX_UNREAD_WRITES = 120
 
 const encoder = new TextEncoder()
 
-/** The fields whose change makes an event (SPEC §15), as one comparable text. */
+/** The fields whose change makes an event (docs/events-and-webhooks.md), as one comparable text. */
 function progressOf(rendered: Record<string, unknown>): string {
   return JSON.stringify([
     rendered.request_counts,
@@ -106,7 +106,7 @@ export function batchEventStream(
 
   return new ReadableStream<Uint8Array>({
     start(controller) {
-      // A revoked key: the stream ends now, not at its next event (SPEC §19: within 2 s).
+      // A revoked key: the stream ends now, not at its next event (docs/webhooks-and-streams.md: within 2 s).
       const revoked = () => {
         if (closed) return
         try {

@@ -19,7 +19,7 @@ export interface EventStreamSettings {
   changes: BatchChanges
   keepAliveMs: number
   pollMs: number
-  /** Open streams per key (SPEC §19), ended at the key's revocation. */
+  /** Open streams per key (docs/webhooks-and-streams.md), ended at the key's revocation. */
   slots: StreamSlots
 }
 
@@ -46,7 +46,7 @@ export async function eventStreamResponse(
   const asked = parseLastEventId(
     request.headers.get('last-event-id') ?? new URL(request.url).searchParams.get('last_event_id'),
   )
-  // Above the batch's version: not an id this batch gave, so start over (SPEC §19); holding
+  // Above the batch's version: not an id this batch gave, so start over (docs/webhooks-and-streams.md); holding
   // back every event until the version passed it would hide the ended state itself.
   const lastEventId = asked !== null && asked > batch.version ? null : asked
   if (!hasNews(batch, lastEventId)) {

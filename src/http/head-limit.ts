@@ -1,6 +1,6 @@
 /**
  * A request's head (request line and headers) is at most 16 KiB, as Node's and Bun's default
- * limits have it; over that it is refused 431 in the SPEC §11 envelope.
+ * limits have it; over that it is refused 431 in the docs/errors.md envelope.
  *
  * Bun's HTTP parser refuses a head over its own limit itself, from a fixed string with no body
  * and no hook, before any JavaScript runs (docs/RELIABILITY.md). So the gateway is started with

@@ -1,5 +1,5 @@
 /**
- * Live endpoints (SPEC §8): chat completions (also streamed as server-sent events), embeddings
+ * Live endpoints (docs/live.md): chat completions (also streamed as server-sent events), embeddings
  * and the model list, through the same catalog, adapters and prices as batches. Each call is held
  * before it is sent — its ceiling reserved from the instance's credit ledger (live-credit.ts),
  * 402 when it does not fit, 429 when it would pass the account's daily spend limit — and settled from usage when the answer arrives; a call that failed
@@ -40,9 +40,9 @@ export interface LiveDeps {
   bodyLimit: BodyLimit
   /** An account's active fine-tuned adapters (the adapter directory: cached). */
   adapters: (accountId: string) => Promise<AdapterLookup>
-  /** Where a call's json_schema is compiled, within its budget (SPEC §19). */
+  /** Where a call's json_schema is compiled, within its budget (docs/structured-outputs.md). */
   schemaChecks: SchemaChecks
-  /** Told of each call's charge: the usage report and the metrics count it (SPEC §10). */
+  /** Told of each call's charge: the usage report and the metrics count it (docs/operations.md). */
   charged?: (charge: LiveCharge) => void
 }
 
@@ -61,7 +61,7 @@ const encoder = new TextEncoder()
 
 /**
  * How a streamed chat call is written to the client: OpenAI's chunks as they are by default; the
- * Anthropic and Responses surfaces translate each chunk into their own events (SPEC §18).
+ * Anthropic and Responses surfaces translate each chunk into their own events (docs/clients/anthropic-sdk.md).
  */
 export interface StreamRender {
   /** The text written for one chat.completion.chunk (may be empty). */
@@ -89,7 +89,7 @@ const openAiSse = (wantsUsage: boolean): StreamRender => ({
 
 /**
  * A call as read: who, and the chat body that is validated, priced and held. `passThrough` is set
- * for a call in a provider's own API sent as it came to providers that speak it (SPEC §18: the
+ * for a call in a provider's own API sent as it came to providers that speak it (docs/openai-facade.md: the
  * Responses API, Anthropic's Messages API): that body goes upstream instead, and its answer
  * comes back untranslated.
  */
@@ -396,7 +396,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
     )
 }
 
-/** Each offering's prices: the class rates and long-context tier it sets (SPEC §16), its lane. */
+/** Each offering's prices: the class rates and long-context tier it sets (docs/pricing.md), its lane. */
 function pricingOf(offerings: readonly Offering[]) {
   return offerings.map((o) => ({
     provider: o.provider,

@@ -1,4 +1,4 @@
-/** The native raw-JSONL batch API (SPEC §3): submit, read, list, cancel, results. */
+/** The native raw-JSONL batch API (docs/native-api.md): submit, read, list, cancel, results. */
 import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { answerOf, unanswered } from '../admission/admission-answer.ts'
@@ -25,9 +25,9 @@ export const submitOptions = z.object({
   name: storableText().max(256).optional(),
   completion_window_hours: wholeNumberText(1, MAX_WINDOW_HOURS, 24).default(24),
   dry_run: z.enum(['true', 'false', '1', '0']).optional(),
-  // SPEC §14: a hold the credit does not cover yet waits for a deposit instead of a 402.
+  // docs/open-models.md: a hold the credit does not cover yet waits for a deposit instead of a 402.
   wait_for_credit: z.enum(['true', 'false', '1', '0']).optional(),
-  /** The batch's spend cap (SPEC §12). */
+  /** The batch's spend cap (docs/money-and-limits.md). */
   max_cost_usd: maxCostUsdText().optional(),
 })
 
@@ -70,7 +70,7 @@ export interface NativeDeps {
   fileBuffers?: BodyBuffers
   /** Tells this instance's dispatcher at once, so lines waiting for a slot are not sent. */
   onCancelled?: (batchId: string) => void
-  /** The progress streams' change signals and timing (SPEC §15). */
+  /** The progress streams' change signals and timing (docs/events-and-webhooks.md). */
   events: EventStreamSettings
 }
 
@@ -139,7 +139,7 @@ export function nativeBatchRoutes({
           source: 'native',
           metadata: null,
           inputFileId: null,
-          // SPEC §14: a window of 72 hours or more waits for a top-up unless told not to.
+          // docs/open-models.md: a window of 72 hours or more waits for a top-up unless told not to.
           waitForCredit:
             query.wait_for_credit === undefined
               ? query.completion_window_hours >= LONG_WINDOW_HOURS
@@ -312,12 +312,12 @@ export function nativeBatchRoutes({
 }
 
 /**
- * A retry's options (SPEC §15), from a JSON body or the query (as a submit takes them); the
+ * A retry's options (docs/events-and-webhooks.md), from a JSON body or the query (as a submit takes them); the
  * body's win. Unknown fields are refused, so a misspelt one is not silently ignored.
  */
 const retryOptions = z.object({
   completion_window_hours: wholeNumberText(1, MAX_WINDOW_HOURS, 24).optional(),
-  // The child's own spend cap (SPEC §12), by the submit's rule.
+  // The child's own spend cap (docs/money-and-limits.md), by the submit's rule.
   max_cost_usd: maxCostUsdText().optional(),
 })
 

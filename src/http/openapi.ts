@@ -16,11 +16,11 @@ interface RouteEntry {
 
 /** Each surface by the prefix its routes share, most specific first. */
 const SURFACES: [prefix: string, tag: string][] = [
-  ['/openai/v1', 'OpenAI-compatible facade (SPEC §7)'],
-  ['/anthropic/v1', 'Anthropic API (SPEC §18)'],
-  ['/admin/v1', 'Admin API (SPEC §10)'],
+  ['/openai/v1', 'OpenAI-compatible facade (docs/openai-facade.md)'],
+  ['/anthropic/v1', 'Anthropic API (docs/clients/anthropic-sdk.md)'],
+  ['/admin/v1', 'Admin API (docs/operations.md)'],
   ['/dashboard', 'Dashboard'],
-  ['/v1', 'Native API (SPEC §3, §8, §18)'],
+  ['/v1', 'Native API (docs/native-api.md, docs/live.md, docs/clients/responses.md)'],
 ]
 
 /** The request bodies with a schema of their own, by path suffix. */

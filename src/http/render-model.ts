@@ -1,6 +1,6 @@
 /**
  * An adapter as an OpenAI model object (`id`, `object`, `created`, `owned_by`) with its `parent`
- * and `status` (SPEC §14): what GET /v1/models lists for the caller and the admin API answers,
+ * and `status` (docs/open-models.md): what GET /v1/models lists for the caller and the admin API answers,
  * each adding its own fields after these.
  */
 import type { AdapterRecord } from '../catalog/adapters.ts'

@@ -1,4 +1,4 @@
-/** The native batch object (SPEC §3) and its result lines, rendered from stored records. */
+/** The native batch object (docs/native-api.md) and its result lines, rendered from stored records. */
 import {
   currentWaiting,
   isOpenBatch,
@@ -10,7 +10,7 @@ import {
 import { Money, moneyText, usd } from '../money/decimal.ts'
 
 /**
- * The planner's projected finish of a batch (SPEC §13 `routing.eta`, Unix seconds), or null
+ * The planner's projected finish of a batch (docs/routing.md `routing.eta`, Unix seconds), or null
  * before it can tell. The one place every surface (API, dashboard) reads it from.
  */
 export function batchEta(batch: BatchRecord): number | null {
@@ -29,7 +29,7 @@ export function renderProviders(shares: Record<string, ProviderShare> | undefine
       succeeded: share.succeeded,
       failed: share.failed,
       running: share.running,
-      // A free pool's share reads "0", as SPEC §13 shows it; others are in micro-dollars.
+      // A free pool's share reads "0", as docs/routing.md shows it; others are in micro-dollars.
       cost_usd: new Money(share.costUsd).isZero() ? '0' : usd(share.costUsd),
     }
   }
@@ -53,20 +53,20 @@ export function renderBatch(batch: BatchRecord, shares?: Record<string, Provider
     request_counts: batch.counts,
     cost_ceiling_usd: usd(batch.costCeilingUsd),
     cost_usd: usd(batch.costUsd),
-    // SPEC §16: every prompt token in input_tokens, the cache figures parts of it.
+    // docs/pricing.md: every prompt token in input_tokens, the cache figures parts of it.
     usage: {
       input_tokens: batch.usage.inputTokens,
       cached_input_tokens: batch.usage.cachedInputTokens,
       cache_write_tokens: batch.usage.cacheWriteTokens,
       output_tokens: batch.usage.outputTokens,
     },
-    // As the caller wrote it (SPEC §12 "5"), canonical: no trailing zeros.
+    // As the caller wrote it (docs/money-and-limits.md "5"), canonical: no trailing zeros.
     max_cost_usd: batch.maxCostUsd === null ? null : moneyText(batch.maxCostUsd),
     routing: { providers: renderProviders(shares), eta: batchEta(batch) },
     waiting: currentWaiting(batch.waiting, nowSeconds()),
     errors: batch.errors,
     results_url: `/v1/batches/${batch.id}/results`,
-    // SPEC §15: a retry's child names its parent; a parent lists its children, oldest first.
+    // docs/events-and-webhooks.md: a retry's child names its parent; a parent lists its children, oldest first.
     parent_batch_id: batch.parentBatchId,
     retried_by: batch.retriedBy,
   }
@@ -83,7 +83,7 @@ export function renderResultLine(line: LineRecord): string {
       ? 'null'
       : `{"status_code":${line.responseStatus ?? 200},"body":${line.response}}`
   const error = line.error === null ? 'null' : JSON.stringify(line.error)
-  // SPEC §14 names the cost of an answer refused as not the JSON asked for: exactly "0".
+  // docs/open-models.md names the cost of an answer refused as not the JSON asked for: exactly "0".
   const cost = line.error?.code === 'structured_output_invalid' ? '0' : usd(line.costUsd ?? '0')
   return (
     `${head},"response":${response},"error":${error},"cost_usd":"${cost}"` +

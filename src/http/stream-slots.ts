@@ -1,5 +1,5 @@
 /**
- * The progress streams open on this instance, per key (SPEC §19): at most `maxPerKey` at once
+ * The progress streams open on this instance, per key (docs/webhooks-and-streams.md): at most `maxPerKey` at once
  * (one more is 429 limit_exceeded), and every stream of a key ends within 2 s of its revocation.
  *
  * Counted for the whole fleet when the gateway has Redis (`fleet`, src/coordination/

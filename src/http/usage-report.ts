@@ -1,5 +1,5 @@
 /**
- * GET /v1/usage (SPEC §10): the query read and checked, and the account's usage rows grouped by
+ * GET /v1/usage (docs/operations.md): the query read and checked, and the account's usage rows grouped by
  * day, model or provider. Pure: the route and the dashboard's usage page both use it.
  */
 import { badRequest } from '../errors.ts'

@@ -1,5 +1,5 @@
 /**
- * SPEC §10's pictures for programs: GET /v1/usage (a read key; the caller's account) and
+ * docs/operations.md's pictures for programs: GET /v1/usage (a read key; the caller's account) and
  * GET /metrics (Prometheus text; open, or behind MULTIGRID_METRICS_TOKEN when it is set).
  */
 import { Elysia } from 'elysia'

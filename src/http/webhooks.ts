@@ -1,6 +1,6 @@
 /**
- * The webhook API (SPEC §15), scope `batches`: create (the one answer that shows the secret),
- * list, delete, enable again after it was disabled (SPEC §19), and each webhook's delivery log.
+ * The webhook API (docs/events-and-webhooks.md), scope `batches`: create (the one answer that shows the secret),
+ * list, delete, enable again after it was disabled (docs/webhooks-and-streams.md), and each webhook's delivery log.
  * Another account's webhook is a 404.
  */
 import { Elysia } from 'elysia'
@@ -34,7 +34,7 @@ export const renderWebhook = (webhook: WebhookRecord) => ({
   url: webhook.url,
   events: webhook.events,
   created_at: webhook.createdAt,
-  // SPEC §19: disabled after 24 h of failed attempts, until POST /v1/webhooks/{id}/enable.
+  // docs/webhooks-and-streams.md: disabled after 24 h of failed attempts, until POST /v1/webhooks/{id}/enable.
   status: webhook.disabledAt === null ? 'enabled' : 'disabled',
   disabled_at: webhook.disabledAt,
 })

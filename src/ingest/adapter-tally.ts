@@ -1,5 +1,5 @@
 /**
- * The adapters a file names, per base model, against the base's limits on one batch (SPEC §14):
+ * The adapters a file names, per base model, against the base's limits on one batch (docs/open-models.md):
  * max_per_batch, limits_by_rank, max_total_mib. A file over any is refused whole; the issue is
  * reported once per limit, at the line whose adapter passed it.
  */

@@ -1,7 +1,7 @@
 /**
- * The rules of structured requests (SPEC §14), checked with the rest of a body: vLLM's guided_*
+ * The rules of structured requests (docs/open-models.md), checked with the rest of a body: vLLM's guided_*
  * parameters are refused (it has ignored them silently since v0.12), a `json_schema` must be
- * within the bounds of SPEC §19 and compile, a structured batch line must bound its answer, and a
+ * within the bounds of docs/structured-outputs.md and compile, a structured batch line must bound its answer, and a
  * schema that recurses without end is allowed but warned about.
  *
  * The bounds are checked here, on the caller's thread (a cheap walk); compiling runs on the schema

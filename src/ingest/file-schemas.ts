@@ -1,5 +1,5 @@
 /**
- * The json_schemas of a batch file, compiled once each (SPEC §14, §19) on the schema threads
+ * The json_schemas of a batch file, compiled once each (docs/open-models.md, docs/structured-outputs.md) on the schema threads
  * (src/schemas/schema-checks.ts) after the lines' other checks: the event loop only hands texts
  * over and reads verdicts, so a file of thousands of distinct schemas stalls no one. A schema that
  * does not compile, takes a pattern RE2 cannot, or passes the time budget is an issue on every

@@ -20,7 +20,7 @@ export interface BodyProblem {
 }
 
 /**
- * Something a dry run points out about a valid line (SPEC §14: a schema that recurses without
+ * Something a dry run points out about a valid line (docs/open-models.md: a schema that recurses without
  * end): the line is admitted as it is. `param` is the field's dotted path, as in `issues`.
  */
 export interface Warning {

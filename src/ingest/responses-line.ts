@@ -1,4 +1,4 @@
-/** A batch line's Responses body (SPEC §18) as the chat body its rules and ceiling are read from. */
+/** A batch line's Responses body (docs/clients/responses.md) as the chat body its rules and ceiling are read from. */
 import { convertResponsesToChat } from '../../providers/responses/convert-responses-to-chat.ts'
 import type { BodyProblem } from './issues.ts'
 import { nestsDeeperThan } from './json-depth.ts'

@@ -66,7 +66,7 @@ export interface CheckOptions {
   collectGarbage?: () => void
   /**
    * Also price each valid line on its own (FileLine.ceilingUsd), exactly: a batch with a spend
-   * cap stores every line's ceiling, which the claim checks against the cap (SPEC §12).
+   * cap stores every line's ceiling, which the claim checks against the cap (docs/money-and-limits.md).
    */
   lineCeilings?: boolean
   /** The submitting account's active adapters, which `ft:` model ids are looked up in. */
@@ -285,7 +285,7 @@ export function checkLines(
       }
       // Nesting deeper than the limit takes two brackets a level: most lines are too short to.
       const shallow = text.length <= 2 * MAX_JSON_DEPTH
-      // A Responses line is held to the rules of the chat call it translates to (SPEC §18).
+      // A Responses line is held to the rules of the chat call it translates to (docs/clients/responses.md).
       const request = url === RESPONSES_URL ? responsesAsChat(record.body) : record.body
       if (request instanceof ResponsesProblem) {
         lineIssue(request.problem)

@@ -43,7 +43,7 @@ export interface AcceptedBody {
   offerings: Offering[]
   inputTokens: number
   outputTokens: number
-  /** The rates its ceiling is priced at (pricing/ceiling-rates.ts, SPEC §16). */
+  /** The rates its ceiling is priced at (pricing/ceiling-rates.ts, docs/pricing.md). */
   rates: CeilingRates
   body: ChatBody | EmbeddingsBody
   /** What a dry run points out about the body; none: []. */
@@ -112,7 +112,7 @@ export function validateBody(
   if (endpoint === 'chat') problems.push(...guidedProblems(record, at))
   const named = typeof record.model === 'string' ? record.model : null
   // An `ft:` id is the caller's adapter or nothing: one answer for unknown, another account's and
-  // inactive ids, so that ids cannot be probed (SPEC §14).
+  // inactive ids, so that ids cannot be probed (docs/open-models.md).
   const adapter = named !== null && isAdapterId(named) ? resolveAdapter(named, options) : null
   const model =
     named === null

@@ -1,5 +1,5 @@
 /**
- * The live path's credit ledger, one per gateway instance (SPEC §8). A live call is held before
+ * The live path's credit ledger, one per gateway instance (docs/live.md). A live call is held before
  * it is sent: `reserve` takes its ceiling from a block of the account's credit this instance
  * leases in the store (LiveCreditStore), topping the block up when short — one store call in
  * flight per account, shared by every call waiting on it — and refuses when the store cannot give
@@ -46,7 +46,7 @@ export interface Reservation {
 
 export type ReserveResult =
   | { ok: true; reservation: Reservation }
-  /** `dailyLimit`: the account's daily spend limit is what the call would pass (SPEC §12). */
+  /** `dailyLimit`: the account's daily spend limit is what the call would pass (docs/money-and-limits.md). */
   | { ok: false; availableUsd: string; dailyLimit?: DailyLimitRefusal }
 
 export interface LiveCredit {

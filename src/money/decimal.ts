@@ -25,7 +25,7 @@ export const availableUsd = (account: { balanceUsd: string; heldUsd: string }) =
 
 export const minMoney = (a: Decimal, b: Decimal) => (a.lessThan(b) ? a : b)
 
-/** What admitting a batch holds (SPEC §12): its ceiling, or its spend cap when that is lower. */
+/** What admitting a batch holds (docs/money-and-limits.md): its ceiling, or its spend cap when that is lower. */
 export const batchHold = (ceilingUsd: string, maxCostUsd: string | null | undefined) =>
   maxCostUsd === null || maxCostUsd === undefined
     ? moneyText(ceilingUsd)

@@ -1,5 +1,5 @@
 /**
- * An upstream that answers without usage is billed on a bound instead (SPEC §5): the prompt's
+ * An upstream that answers without usage is billed on a bound instead (docs/money-and-limits.md): the prompt's
  * pessimistic token count and one token per byte of what came back, never past the output
  * bound, so never more than the ceiling held. One rule for batch lines (src/dispatch/run-line.ts)
  * and live calls, whole or streamed (src/http/live.ts).

@@ -1,5 +1,5 @@
 /**
- * The rates a line's ceiling is priced at (SPEC §5, §16): for its prompt bound, the highest
+ * The rates a line's ceiling is priced at (docs/money-and-limits.md, docs/pricing.md): for its prompt bound, the highest
  * rate any of its prompt tokens can be billed at on any offering it may go to — input, cache
  * read, cache write (where above the input rate), the 1-hour write only when the line asks for
  * a 1-hour TTL, and each of these at the long-context tier where the bound can pass its
@@ -89,7 +89,7 @@ export function ceilingUnits(tokens: { input: number; output: number }, rates: C
   return (perMillion + MILLION - 1n) / MILLION
 }
 
-/** Whether a chat body asks for a 1-hour cache anywhere: on a content part or a tool (SPEC §16). */
+/** Whether a chat body asks for a 1-hour cache anywhere: on a content part or a tool (docs/pricing.md). */
 export function asksOneHourCache(body: Record<string, unknown>): boolean {
   const oneHour = (item: unknown) =>
     (item as { cache_control?: { ttl?: unknown } } | null)?.cache_control?.ttl === '1h'

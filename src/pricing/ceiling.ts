@@ -1,5 +1,5 @@
 /**
- * The pessimistic cost ceiling (SPEC §5): a bound the upstream's bill can never pass.
+ * The pessimistic cost ceiling (docs/money-and-limits.md): a bound the upstream's bill can never pass.
  *
  * Input: every byte of the body that goes upstream is counted, measured on the very body each
  * offering's adapter builds (the OpenAI body or the Anthropic translation, each starting from
@@ -17,7 +17,7 @@
  * bytes, which OpenAI bills as completion tokens when it rejects them.
  *
  * The price is the highest among the offerings the request may be routed to, for the highest
- * token class the line can incur (ceiling-rates.ts, SPEC §16).
+ * token class the line can incur (ceiling-rates.ts, docs/pricing.md).
  */
 import { prepareAnthropicBody } from '../../providers/anthropic/prepare-anthropic-body.ts'
 import { defaultAnthropicMaxTokens } from '../../providers/anthropic/convert-to-anthropic-messages.ts'

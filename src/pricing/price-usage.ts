@@ -1,5 +1,5 @@
 /**
- * What a result costs (SPEC §16): each token class of its reported usage at its rate, at the
+ * What a result costs (docs/pricing.md): each token class of its reported usage at its rate, at the
  * tier its prompt size selects, exact. The one pricing function for batch lines and live calls,
  * whole or streamed.
  *

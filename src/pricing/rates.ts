@@ -1,5 +1,5 @@
 /**
- * An offering's rate for each token class, at each tier (SPEC §16): the catalog's rates with
+ * An offering's rate for each token class, at each tier (docs/pricing.md): the catalog's rates with
  * every absent class rate filled in with its tier's input rate. Worked out once per offering.
  */
 import type { Offering } from '../catalog/catalog-file.ts'

@@ -1,5 +1,5 @@
 /**
- * The JSON Schema of a structured request (`response_format.json_schema.schema`, SPEC §14),
+ * The JSON Schema of a structured request (`response_format.json_schema.schema`, docs/open-models.md),
  * compiled by Ajv: once at validation, where a schema that does not compile is an issue, and the
  * same compiled function at result time, where it judges the answer. Compiled schemas are kept by
  * their text (a file's lines mostly share one), a bounded number of them per thread.
@@ -29,7 +29,7 @@ export type CompiledAnswerSchema =
 
 // Unknown keywords pass (strict off), as OpenAI and vLLM accept them; the schema itself is still
 // checked against its draft's meta-schema, so a misspelt type does not compile. No console output.
-// Patterns run on RE2 (re2-patterns.ts, SPEC §19), linear in the answer's length. Ajv's code
+// Patterns run on RE2 (re2-patterns.ts, docs/structured-outputs.md), linear in the answer's length. Ajv's code
 // optimizer is off: it grows faster than the schema (1,000 properties took 1.9 s with it, 0.36 s
 // without, on a busy 2-core machine), and judging barely notices (bench/schema-check.ts).
 const options = {

@@ -1,5 +1,5 @@
 /**
- * Amounts of USD written by a caller (SPEC §12 `max_cost_usd`): plain decimal notation, more than
+ * Amounts of USD written by a caller (docs/money-and-limits.md `max_cost_usd`): plain decimal notation, more than
  * zero, kept exact as canonical decimal text. "5", "0.25", "12.000001"; not "-1", "0", "1e3",
  * "$5" or " 5". A JSON number (the OpenAI SDKs' extra_body may send one) is read the same way.
  */

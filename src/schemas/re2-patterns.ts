@@ -1,5 +1,5 @@
 /**
- * `pattern` and `patternProperties` of a tenant's schema run on RE2JS (SPEC §19): linear in the
+ * `pattern` and `patternProperties` of a tenant's schema run on RE2JS (docs/structured-outputs.md): linear in the
  * answer's length whatever the pattern, where JavaScript's backtracking engine takes exponential
  * time on `^(a+)+$` against "aaaa…!". Ajv takes the engine as its `code.regExp` option (as its
  * documentation shows for the `re2` package); the object it gets back needs only `test`.

@@ -13,7 +13,7 @@ const integer = () =>
   z.int({ error: (issue) => (issue.code === 'invalid_type' ? 'must be an integer' : undefined) })
 
 /**
- * A price in USD per million tokens (SPEC §12 max_price): a decimal string, compared exactly with
+ * A price in USD per million tokens (docs/money-and-limits.md max_price): a decimal string, compared exactly with
  * decimal.js, or a JSON number. No transform (the compiled check returns its input as the output),
  * so the catalog reads either form.
  */
@@ -41,7 +41,7 @@ export const routingSchema = z.strictObject({
 export type Routing = z.output<typeof routingSchema>
 
 /**
- * Asking Anthropic to cache the prompt up to here (SPEC §16), as LiteLLM accepts it: on a
+ * Asking Anthropic to cache the prompt up to here (docs/pricing.md), as LiteLLM accepts it: on a
  * content part or a tool. The Anthropic adapter passes it on; the others drop it.
  */
 export const cacheControlSchema = z.strictObject({
@@ -113,7 +113,7 @@ export const logitBiasSchema = z.record(
 )
 
 // The package lets json_schema.schema be left out; the gateway needs it to check the answers
-// (SPEC §14), so a structured line must carry one. The name's rule is OpenAI's.
+// (docs/open-models.md), so a structured line must carry one. The name's rule is OpenAI's.
 export const responseFormatSchema = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('text') }),
   z.looseObject({ type: z.literal('json_object') }),

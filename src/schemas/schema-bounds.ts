@@ -1,5 +1,5 @@
 /**
- * The bounds on a `response_format` JSON Schema (SPEC §19), checked before it is compiled: its
+ * The bounds on a `response_format` JSON Schema (docs/structured-outputs.md), checked before it is compiled: its
  * size, its properties, its nesting, its enum values and its definitions. Each is cheap to count
  * and caps the work compiling can need; together they keep one tenant's schema from costing the
  * instance more than an ordinary one. A schema within them can still be slow to judge (references

@@ -1,5 +1,5 @@
 /**
- * Compiling and judging tenants' schemas off the event loop, each within a time budget (SPEC §19,
+ * Compiling and judging tenants' schemas off the event loop, each within a time budget (docs/structured-outputs.md,
  * MULTIGRID_SCHEMA_CHECK_MS). A few threads (schema-threads.ts, schema-worker.ts) own the Ajv
  * instances and their compiled schemas; a job that passes its budget has its thread replaced and
  * gets the verdict "over budget": at validation the schema is refused as too complex, at result

@@ -1,5 +1,5 @@
 /**
- * Judges a structured batch line's answer (SPEC §14): every choice that stopped on its own
+ * Judges a structured batch line's answer (docs/open-models.md): every choice that stopped on its own
  * (`finish_reason: "stop"`) must hold JSON, valid against the line's schema when it gave one. A
  * choice cut at max_tokens (`"length"`) is the caller's to judge: it is returned as it is, as
  * OpenAI does. A refusal (OpenAI's `message.refusal`, content null) is an answer too.

@@ -1,4 +1,4 @@
-/** Request shapes of the webhook API (SPEC §15). */
+/** Request shapes of the webhook API (docs/events-and-webhooks.md). */
 import { z } from 'zod'
 import { WEBHOOK_EVENT_TYPES } from '../domain.ts'
 import { storableText } from './text.ts'

@@ -45,7 +45,7 @@ export function wholeNumberText(min: number, max: number, example: number) {
     )
 }
 
-/** The longest completion window, in hours (SPEC §3: 1–168). */
+/** The longest completion window, in hours (docs/native-api.md: 1–168). */
 export const MAX_WINDOW_HOURS = 168
 
 /** A completion window in the OpenAI form, "24h": N hours, N a whole number from 1 to 168. */

@@ -1,5 +1,5 @@
 /**
- * Anthropic's Message Batches API as the simulator plays it (SPEC §17): `POST
+ * Anthropic's Message Batches API as the simulator plays it (docs/batch-lanes.md): `POST
  * /v1/messages/batches`, `GET /v1/messages/batches[/{id}]`, `GET …/{id}/results` (JSONL, once
  * ended, not in input order) and `POST …/{id}/cancel`. Result types: `succeeded`, `errored`
  * (the live error envelope), `canceled`, `expired`.

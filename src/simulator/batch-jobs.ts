@@ -1,5 +1,5 @@
 /**
- * The providers' batch APIs as the simulator plays them (SPEC §17): a provider batch is a list of
+ * The providers' batch APIs as the simulator plays them (docs/batch-lanes.md): a provider batch is a list of
  * requests answered at creation (so its usage is honest and fixed), whose lines come due one by
  * one across the turnaround — line i of n at `created + turnaround × (i + 1) / n` — so a cancel
  * or an expiry keeps what was due before it, as the real APIs keep what they finished.

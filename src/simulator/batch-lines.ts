@@ -1,6 +1,6 @@
 /**
  * A batch line's answer, made the way the live endpoint would answer the same body, so a line's
- * usage inside a provider batch is the usage it would have had live (SPEC §17, §16).
+ * usage inside a provider batch is the usage it would have had live (docs/batch-lanes.md, docs/pricing.md).
  */
 import { prepareMessages } from './anthropic-routes.ts'
 import type { JobLine } from './batch-jobs.ts'

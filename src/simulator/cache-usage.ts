@@ -1,5 +1,5 @@
 /**
- * Prompt-cache usage on request (SPEC §16): a `[sim:cache read=N write=N write1h=N]` marker
+ * Prompt-cache usage on request (docs/pricing.md): a `[sim:cache read=N write=N write1h=N]` marker
  * anywhere in a prompt makes the simulator report N tokens of that prompt as read from the
  * cache, written to it for 5 minutes, or for an hour, in each provider's shape, so a test knows
  * each class's count in advance. `nosplit` leaves Anthropic's 5m/1h split out. The classes never

@@ -1,5 +1,5 @@
 /**
- * OpenAI's Files + Batches API as the simulator plays it (SPEC §17): `POST /v1/files`
+ * OpenAI's Files + Batches API as the simulator plays it (docs/batch-lanes.md): `POST /v1/files`
  * (multipart, purpose=batch), `GET /v1/files/{id}` and `/content`, `POST /v1/batches`,
  * `GET /v1/batches/{id}`, `GET /v1/batches?limit&after` (newest first), `POST
  * /v1/batches/{id}/cancel`, with the output and error files OpenAI writes when a batch ends.

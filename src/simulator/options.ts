@@ -83,7 +83,7 @@ export interface SimulatorOptions {
    */
   structuredAnswers?: StructuredAnswers
   /**
-   * Flex mode (SPEC §17): a chat request with `service_tier: "flex"` waits this much longer than
+   * Flex mode (docs/pricing.md): a chat request with `service_tier: "flex"` waits this much longer than
    * latencyMs before its answer. Default 0.
    */
   flexLatencyMs?: number
@@ -93,7 +93,7 @@ export interface SimulatorOptions {
    */
   flexUnavailableRate?: number
   /**
-   * Batch APIs (SPEC §17, batch-jobs.ts): how long a provider batch takes from its create to its
+   * Batch APIs (docs/batch-lanes.md, batch-jobs.ts): how long a provider batch takes from its create to its
    * last line; its lines come due evenly across it. Default 1000.
    */
   batchTurnaroundMs?: number

@@ -58,7 +58,7 @@ export interface Simulator {
   batches(): SimBatches
 }
 
-/** What reached the simulator's batch APIs (SPEC §17). */
+/** What reached the simulator's batch APIs (docs/batch-lanes.md). */
 export interface SimBatches {
   created: number
   cancelled: number

@@ -1,5 +1,5 @@
 /**
- * The rules both stores apply for the daily spend limit and the wait for credit (SPEC §12, §14),
+ * The rules both stores apply for the daily spend limit and the wait for credit (docs/money-and-limits.md, docs/open-models.md),
  * so the two cannot disagree.
  */
 import { batchHold as holdOf, Money, moneyText, usd, ZERO } from '../money/decimal.ts'
@@ -35,7 +35,7 @@ export const rowHold = (row: Row): Money =>
     ),
   )
 
-/** Admitted with wait_for_credit=true and still waiting: it holds nothing yet (SPEC §14). */
+/** Admitted with wait_for_credit=true and still waiting: it holds nothing yet (docs/open-models.md). */
 export const isWaitingForCredit = (row: Row) =>
   row.status === 'validating' && row.waiting_code === 'insufficient_credit'
 

@@ -1,5 +1,5 @@
 /**
- * The file-quota decision both stores make inside their transaction (SPEC §12): given what the
+ * The file-quota decision both stores make inside their transaction (docs/money-and-limits.md): given what the
  * account's other files and uploads use, may this upload count one more file, and how many
  * bytes may it reserve?
  */

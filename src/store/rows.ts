@@ -195,7 +195,7 @@ export function terminalStatus(row: {
   if (row.cancel_requested_at !== null && row.cancel_requested_at !== undefined) return 'cancelled'
   if (Number(row.expired) > 0) return 'expired'
   // `failed` only when nothing could run: not one line succeeded. Lines cancelled in a batch no
-  // one cancelled are its spend cap's, and a batch its cap stopped ends completed (SPEC §12).
+  // one cancelled are its spend cap's, and a batch its cap stopped ends completed (docs/money-and-limits.md).
   if (Number(row.succeeded) === 0 && Number(row.cancelled) === 0 && Number(row.line_count) > 0)
     return 'failed'
   return 'completed'

@@ -63,7 +63,7 @@ export interface AccountStore {
   findKey(hash: string): Promise<{ key: KeyRecord; account: AccountRecord } | null>
   /**
    * The account's daily spend limit (null: none) and what counts against it on the UTC day of
-   * `nowMs` (SPEC §12): the holds and charges of that day's batches (a batch waiting for
+   * `nowMs` (docs/money-and-limits.md): the holds and charges of that day's batches (a batch waiting for
    * credit counts its hold), the live charges written that day, and the live leases held now.
    * Null for a missing account.
    */
@@ -85,7 +85,7 @@ export interface DailyLimitRefusal {
 }
 
 /**
- * Credit an instance leases for an account's live calls (SPEC §8): a hold in the store, like a
+ * Credit an instance leases for an account's live calls (docs/live.md): a hold in the store, like a
  * batch's, so available credit is balance − batch holds − unexpired leases on every instance.
  * Amounts are decimal strings; times Unix milliseconds.
  */
@@ -173,14 +173,14 @@ export interface NewBatch {
   inputFileId: string | null
   idempotencyKey: string | null
   /**
-   * A retry's parent (SPEC §15): an ended batch of the same account, which lists the new batch in
+   * A retry's parent (docs/events-and-webhooks.md): an ended batch of the same account, which lists the new batch in
    * its `retried_by` from the same transaction on.
    */
   parentBatchId?: string | null
   /** Read once, inside the admitting transaction; may be a lazy generator over the file. */
   lines: Iterable<NewLine>
   /**
-   * wait_for_credit=true (SPEC §14): when the hold does not fit (or the account's earlier
+   * wait_for_credit=true (docs/open-models.md): when the hold does not fit (or the account's earlier
    * waiting batches are still waiting), the batch is stored `validating`, holding nothing, and
    * waits until this time (Unix seconds) for a deposit. Absent or null: a 402 instead.
    */
@@ -223,7 +223,7 @@ export interface BatchStore {
    */
   admitWaitingBatches(nowMs: number): Promise<WaitingPass>
   /**
-   * Starting in time (SPEC §14): fails the in-progress batches none of whose lines has started
+   * Starting in time (docs/open-models.md): fails the in-progress batches none of whose lines has started
    * by their start-by time (store/start-in-time.ts) with capacity_unavailable, holds released,
    * nothing charged; returns their ids. Safe on every instance at once.
    */
@@ -241,11 +241,11 @@ export interface BatchStore {
   cancelBatch(accountId: string, id: string, now: number): Promise<CancelResult>
   /**
    * Deletes an ended batch of the account with its lines, files, provider shares and delivery
-   * log (the Anthropic API's delete, SPEC §18); false when there is no such ended batch.
+   * log (the Anthropic API's delete, docs/clients/anthropic-sdk.md); false when there is no such ended batch.
    */
   deleteEndedBatch(accountId: string, id: string): Promise<boolean>
   /**
-   * Where each batch's lines went (SPEC §13 `routing.providers`): per provider, lines ended there
+   * Where each batch's lines went (docs/routing.md `routing.providers`): per provider, lines ended there
    * and their cost, and calls in flight to it now. A batch with none yet is left out.
    */
   providerShares(batchIds: readonly string[]): Promise<Map<string, Record<string, ProviderShare>>>
@@ -315,15 +315,15 @@ export type LineOutcome =
       costUsd: string
       provider: string
       latencyMs: number
-      /** The tokens it was billed for, by class (SPEC §16); added to its batch's usage. */
+      /** The tokens it was billed for, by class (docs/pricing.md); added to its batch's usage. */
       usage?: LineUsage
       /**
        * Present only when `costUsd` passed the line's ceiling (the upstream reported more than
        * the ceiling allows): the line is billed its cost, but no more than the ceiling of it comes
-       * out of the batch's hold; the excess is the account's free credit's (SPEC §5).
+       * out of the batch's hold; the excess is the account's free credit's (docs/money-and-limits.md).
        */
       ceilingUsd?: string
-      /** What the usage report counts (SPEC §10); not stored with the line. */
+      /** What the usage report counts (docs/operations.md); not stored with the line. */
       accounting?: LineAccounting
     }
   | {
@@ -524,7 +524,7 @@ export type ReserveResult =
   | { kind: 'gone' }
 
 /**
- * Per-account file quotas (SPEC §12), held under racing uploads: an upload reserves its place
+ * Per-account file quotas (docs/money-and-limits.md), held under racing uploads: an upload reserves its place
  * before its first byte is stored and grows its reservation as it streams, each step checked
  * atomically against what the account's other files and uploads use.
  */
@@ -565,7 +565,7 @@ export interface SessionStore {
   deleteExpiredSessions(now: number): Promise<number>
 }
 
-/** A fine-tuned adapter to register (SPEC §14); it starts active. */
+/** A fine-tuned adapter to register (docs/open-models.md); it starts active. */
 export type NewAdapter = Omit<AdapterRecord, 'status' | 'deactivatedAt'>
 
 export type CreateAdapterResult =
@@ -586,7 +586,7 @@ export interface AdapterStore {
 }
 
 /**
- * An account's webhook endpoint (SPEC §15). `secret` (whsec_…) signs its deliveries, so it is
+ * An account's webhook endpoint (docs/events-and-webhooks.md). `secret` (whsec_…) signs its deliveries, so it is
  * kept as it is; it leaves the store only to sign and in the answer to the create.
  */
 export interface WebhookRecord {
@@ -597,7 +597,7 @@ export interface WebhookRecord {
   secret: string
   createdAt: number
   /**
-   * When it was disabled (Unix s; SPEC §19): every attempt for 24 h failed. Null while enabled;
+   * When it was disabled (Unix s; docs/structured-outputs.md): every attempt for 24 h failed. Null while enabled;
    * a new webhook is enabled whatever this says.
    */
   disabledAt: number | null
@@ -661,7 +661,7 @@ export interface WebhookStore {
   ): Promise<{ deliveries: DeliveryRecord[]; hasMore: boolean } | null>
   /**
    * Leases up to `limit` due deliveries to `owner` until `leaseUntilMs`, counting an attempt for
-   * each; another instance's live lease is never taken, an expired one is. Fair (SPEC §19): at
+   * each; another instance's live lease is never taken, an expired one is. Fair (docs/structured-outputs.md): at
    * most `MAX_IN_FLIGHT_PER_WEBHOOK` live leases per webhook across every instance sharing the
    * store, each webhook's first due delivery before any webhook's second, the webhooks claimed
    * longest ago first; a disabled webhook's deliveries are not claimed.
@@ -675,7 +675,7 @@ export interface WebhookStore {
   /**
    * Records an attempt, only while `owner` still holds its lease; false otherwise. A failed one
    * disables its webhook when every attempt since its first failure, `disableAfterMs` or more ago
-   * (default 24 h), has failed (SPEC §19); a delivered one clears that count.
+   * (default 24 h), has failed (docs/webhooks-and-streams.md); a delivered one clears that count.
    */
   finishDelivery(
     owner: string,
@@ -690,7 +690,7 @@ export interface WebhookStore {
   releaseDeliveries(owner: string, nowMs: number): Promise<number>
 }
 
-/** One instance's additions to an account's usage of one UTC day, model and provider (SPEC §10). */
+/** One instance's additions to an account's usage of one UTC day, model and provider (docs/operations.md). */
 export interface UsageAddition {
   accountId: string
   /** YYYY-MM-DD, UTC. */
@@ -744,6 +744,6 @@ export interface Store
 export interface OpenedStore {
   store: Store
   dispatch: DispatchStore
-  /** The batch lanes' chunk intents (SPEC §17; batch-chunks/chunk-store.ts). */
+  /** The batch lanes' chunk intents (docs/batch-lanes.md; batch-chunks/chunk-store.ts). */
   chunks: ChunkStore
 }

@@ -18,14 +18,14 @@ export function rowToWebhook(row: Row): WebhookRecord {
   }
 }
 
-/** Live leases per webhook at most (SPEC §19): one stalled receiver holds two attempts, not all. */
+/** Live leases per webhook at most (docs/webhooks-and-streams.md): one stalled receiver holds two attempts, not all. */
 export const MAX_IN_FLIGHT_PER_WEBHOOK = 2
 
-/** A webhook failing this long, every attempt, is disabled (SPEC §19: 24 h). */
+/** A webhook failing this long, every attempt, is disabled (docs/webhooks-and-streams.md: 24 h). */
 export const DISABLE_AFTER_MS = 24 * 3600 * 1000
 
 /**
- * Round-robin (SPEC §19): each webhook's first due delivery before any webhook's second, the
+ * Round-robin (docs/webhooks-and-streams.md): each webhook's first due delivery before any webhook's second, the
  * webhooks in the order given (claimed longest ago first), at most `limit` in all. `due` holds,
  * per webhook, the deliveries it may still take (its two earliest due less its live leases).
  */

@@ -1,5 +1,5 @@
 /**
- * `GET /metrics` (SPEC §10): this instance's counters in Prometheus' text format, version 0.0.4.
+ * `GET /metrics` (docs/operations.md): this instance's counters in Prometheus' text format, version 0.0.4.
  * Everything is counted in memory as it happens (a line recorded, an upstream call answered, a
  * webhook attempt), so a scrape reads counters and two gauges, never the store's tables. Each
  * instance reports its own; Prometheus adds a fleet up (sum by …). Spend is summed in decimal and

@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry (SPEC §10): spans made by hand at the three seams — the HTTP request, the batch
+ * OpenTelemetry (docs/operations.md): spans made by hand at the three seams — the HTTP request, the batch
  * admission and the upstream call — and the gateway's metrics, exported over OTLP/HTTP when
  * OTEL_EXPORTER_OTLP_ENDPOINT is set. Without it no SDK is started and every helper below is a
  * plain pass-through: no span objects, no attribute maps, no timers.

@@ -1,5 +1,5 @@
 /**
- * The gate of a provider with adaptive concurrency (SPEC §13): in front of its usual gate (the
+ * The gate of a provider with adaptive concurrency (docs/routing.md): in front of its usual gate (the
  * in-process one, or the fleet-wide one on Redis, both bounded by `max_concurrency`), a local
  * queue that lets through no more than the provider's working limit — the sum of its replicas'
  * working points, which the replica pool finds (providers/adaptive-limit.ts). A call takes a

@@ -43,7 +43,7 @@ export type FallbackOptions = Omit<SendOptions, 'offering'> & { offerings: reado
 /**
  * How long a batch line waits on a busy offering (every replica answered 503, a full queue)
  * before it falls back to the next one; on its last offering it waits until its batch's deadline
- * or cancel (SPEC §13: busy is not an attempt).
+ * or cancel (docs/routing.md: busy is not an attempt).
  */
 export const BUSY_PATIENCE_MS = 30_000
 

@@ -39,7 +39,7 @@ export interface SendOptions {
   body: Record<string, unknown>
   offering: Offering
   signal?: AbortSignal
-  /** The fine-tuned adapter the request is for: sent with its name as the model (SPEC §14). */
+  /** The fine-tuned adapter the request is for: sent with its name as the model (docs/open-models.md). */
   lora?: LoraAdapter
   /** A body in the provider's own API, passed through (UpstreamRequest.passThrough). */
   passThrough?: PassThrough
@@ -52,7 +52,7 @@ export interface SendOptions {
   line?: LineCall
   /**
    * How long a call every replica answers busy (503, a full queue) may wait and be sent again
-   * before the busy answer is returned; unset or 0: returned at once. Batch lines wait (SPEC §13:
+   * before the busy answer is returned; unset or 0: returned at once. Batch lines wait (docs/routing.md:
    * busy is not an attempt), live calls fall back at once.
    */
   busyPatienceMs?: number
@@ -66,7 +66,7 @@ export interface Upstreams {
   ): Promise<{ outcome: StreamOutcome; done: () => void }>
   gate(provider: string): ProviderGate
   /**
-   * Whether the provider can take a batch line now (SPEC §13): false while every replica is out
+   * Whether the provider can take a batch line now (docs/routing.md): false while every replica is out
    * and unreachable (refused connections, failed health probes) or it is paused after a 429. Live
    * calls do not ask: they keep trying the replica with the fewest in flight.
    */

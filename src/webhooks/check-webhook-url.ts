@@ -1,5 +1,5 @@
 /**
- * Where a webhook may point (SPEC §15): `https://` to public addresses; with the operator's
+ * Where a webhook may point (docs/events-and-webhooks.md): `https://` to public addresses; with the operator's
  * opt-in (MULTIGRID_WEBHOOK_ALLOW_PRIVATE=true) also loopback and private addresses, by `http://`
  * or `https://`. The host is resolved and every address it has is judged, so a name cannot be used
  * to reach the gateway's own network; the same rule holds again when each attempt connects

@@ -2,7 +2,7 @@
  * The webhook deliverer: every instance runs one, beside the janitor. Each round claims due
  * deliveries from the store's outbox with a lease (one instance per attempt), POSTs the event
  * signed for that attempt, and records the answer (claims are fair: round-robin across webhooks,
- * at most 2 attempts in flight per webhook, SPEC §19): a 2xx within the timeout is delivered,
+ * at most 2 attempts in flight per webhook, docs/webhooks-and-streams.md): a 2xx within the timeout is delivered,
  * anything else is tried again later (retry-schedule.ts) with the same `webhook-id`. A lease is
  * twice the timeout, so an attempt always ends (and is recorded) before another instance could
  * take it; an instance that dies mid-attempt loses only its lease, and the delivery is sent again
@@ -23,10 +23,10 @@ export interface WebhookDelivererOptions {
   owner: string
   /** Told how each recorded attempt went (the metrics count them). */
   onAttempt?: (result: 'delivered' | 'retry' | 'failed') => void
-  /** An attempt without a 2xx answer by then has failed (SPEC §15: 15 s). */
+  /** An attempt without a 2xx answer by then has failed (docs/events-and-webhooks.md: 15 s). */
   timeoutMs: number
   retryBaseMs: number
-  /** A webhook whose every attempt failed for this long is disabled (SPEC §19: 24 h). */
+  /** A webhook whose every attempt failed for this long is disabled (docs/webhooks-and-streams.md: 24 h). */
   disableAfterMs?: number
   allowPrivate: boolean
   pollMs: number
@@ -36,7 +36,7 @@ export interface WebhookDelivererOptions {
 }
 
 /**
- * Attempts in flight at once per instance. A webhook holds at most 2 (the claim's cap, SPEC §19)
+ * Attempts in flight at once per instance. A webhook holds at most 2 (the claim's cap, docs/webhooks-and-streams.md)
  * and an account at most 20 webhooks, so one account's stalled receivers hold at most 40 slots
  * for a timeout and the rest go round-robin to everyone else's; it takes four such accounts to
  * fill an instance. Each slot is one socket to a receiver.

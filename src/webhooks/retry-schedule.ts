@@ -1,5 +1,5 @@
 /**
- * When a failed delivery is tried again (SPEC §15: growing backoff for 24 hours). The delay
+ * When a failed delivery is tried again (docs/events-and-webhooks.md: growing backoff for 24 hours). The delay
  * doubles from `baseMs` (MULTIGRID_WEBHOOK_RETRY_BASE_MS, 5 s by default) up to an hour, with
  * ±10% jitter so a receiver that comes back is not hit by every delivery at once: 5 s, 10 s,
  * 20 s, … 1 h, 1 h, … — about 33 attempts in the 24 hours. An attempt that would fall past

@@ -1,5 +1,5 @@
 /**
- * Adaptive concurrency over real HTTP (SPEC §13): a gateway whose pool provider has
+ * Adaptive concurrency over real HTTP (docs/routing.md): a gateway whose pool provider has
  * `adaptive_concurrency: true` and a max_concurrency far above what its simulator replicas (GPU-pool
  * mode: capacity C at a fixed latency, FIFO queue behind) can run. The working point keeps each
  * replica's queue short while the batch runs at the replicas' throughput, and follows a capacity

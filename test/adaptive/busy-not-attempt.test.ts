@@ -1,5 +1,5 @@
 /**
- * A vLLM replica answering 503 because its queue is full is busy, not broken (SPEC §13): the line
+ * A vLLM replica answering 503 because its queue is full is busy, not broken (docs/routing.md): the line
  * goes to another replica or waits, the 503 is not one of its attempts, and the replica is not
  * taken out of the pool for it. Over real HTTP against simulator replicas in GPU-pool mode with
  * `max_queued` 0 (every request beyond the running ones is answered 503), with

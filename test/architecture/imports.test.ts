@@ -44,7 +44,7 @@ const LAYERS: Layer[] = [
       'src/config.ts', // the parsed settings every layer is given; reads only the catalog file's schema
     ],
   },
-  // What a line costs and may cost: the ceiling, usage pricing, billing on a bound (SPEC §5, §16).
+  // What a line costs and may cost: the ceiling, usage pricing, billing on a bound (docs/money-and-limits.md, docs/pricing.md).
   { name: 'pricing', paths: ['src/pricing/'] },
   {
     name: 'store',

@@ -1,5 +1,5 @@
 /**
- * The Anthropic SDK, unchanged, against a started gateway (SPEC §18): Messages (streaming and
+ * The Anthropic SDK, unchanged, against a started gateway (docs/clients/anthropic-sdk.md): Messages (streaming and
  * not) for an Anthropic offering and translated for an OpenAI-compatible one, count_tokens, and
  * Message Batches from create to delete, their results in Anthropic's shape and submitted order.
  */

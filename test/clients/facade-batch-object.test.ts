@@ -1,5 +1,5 @@
 /**
- * The facade's batch object says what is going on (SPEC §18, §14), read with the `openai`
+ * The facade's batch object says what is going on (docs/openai-facade.md, docs/open-models.md), read with the `openai`
  * package: OpenAI's `usage` and `model`, and `multigrid` (waiting, routing, cost); a 72-hour
  * window waits for a top-up by default, and says so. Every answer still validates against
  * OpenAI's published schema.

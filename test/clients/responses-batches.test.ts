@@ -1,5 +1,5 @@
 /**
- * Batch lines with `"url": "/v1/responses"` (SPEC §18), native and through the facade's endpoint
+ * Batch lines with `"url": "/v1/responses"` (docs/clients/responses.md), native and through the facade's endpoint
  * `/v1/responses`: validated up front by the translation they run with, run as chat calls on any
  * offering, their results in the Response object's shape and billed.
  */

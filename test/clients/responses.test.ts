@@ -1,5 +1,5 @@
 /**
- * `POST /v1/responses` with the clients people use, unchanged (SPEC §18): the `openai` package's
+ * `POST /v1/responses` with the clients people use, unchanged (docs/clients/responses.md): the `openai` package's
  * responses.create and responses.stream, and the Vercel AI SDK's generateText/streamText with
  * @ai-sdk/openai's default model (the Responses API) and with @ai-sdk/anthropic through
  * /anthropic/v1. Translated to chat completions for OpenAI-compatible and Anthropic offerings.
@@ -21,7 +21,7 @@ let client: OpenAI
 
 beforeAll(async () => {
   sim = await startSimulator({ latencyMs: 1, keepBodies: 50 })
-  // A provider that serves the Responses API itself: its calls pass through (SPEC §18).
+  // A provider that serves the Responses API itself: its calls pass through (docs/clients/responses.md).
   const catalog = testCatalog({ openai: `${sim.url}/v1`, anthropic: sim.url }) as {
     providers: Record<string, unknown>
     models: unknown[]

@@ -1,5 +1,5 @@
 /**
- * Starting in time (SPEC §14): a batch none of whose lines has started by half its window (by
+ * Starting in time (docs/open-models.md): a batch none of whose lines has started by half its window (by
  * 48 hours for a window of 72 hours or more) ends `failed` with capacity_unavailable, nothing
  * run, its hold released, nothing charged; the facade shows the same errors entry. With no
  * dispatcher (MULTIGRID_DISPATCH=0) no line ever starts, and the batches are aged in the store.

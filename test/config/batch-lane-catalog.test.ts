@@ -25,7 +25,7 @@ function catalog(offering: Record<string, unknown>, kind = 'openai') {
   })
 }
 
-describe('batch-lane offerings in the catalog (SPEC §17)', () => {
+describe('batch-lane offerings in the catalog (docs/batch-lanes.md)', () => {
   test('the settings default to 1,000 lines, 4 h left, 2 h fallback, 60 s polls', () => {
     const settings = batchLaneSettings({}, 'openai')
     expect(settings).toEqual({

@@ -1,7 +1,7 @@
 /**
- * The shipped catalog's prices are the providers' published ones (SPEC §16): every model says
+ * The shipped catalog's prices are the providers' published ones (docs/pricing.md): every model says
  * when and where they were read, every chat model carries its provider's cache rates, and the
- * catalog's rules for rates and lanes (SPEC §17) refuse what the gateway cannot honour.
+ * catalog's rules for rates and lanes (docs/pricing.md) refuse what the gateway cannot honour.
  */
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'

@@ -1,5 +1,5 @@
 /**
- * The batch lane's pure parts (SPEC §17): grouping lines into chunks, the follow schedule and
+ * The batch lane's pure parts (docs/batch-lanes.md): grouping lines into chunks, the follow schedule and
  * the fallback, and mapping a provider batch's results (read from the simulator through the real
  * batch clients) back to line outcomes billed at the lane's prices.
  */

@@ -1,5 +1,5 @@
 /**
- * Fine-tuned adapters (SPEC §14) over real HTTP: the admin API that registers, lists and
+ * Fine-tuned adapters (docs/open-models.md) over real HTTP: the admin API that registers, lists and
  * deactivates them; `ft:` ids in lines and live calls (one model_not_found for unknown, another
  * account's and inactive ids); the base model's limits on one batch; the model lists; adapter
  * lines run on the LoRA pool and priced as their base.
@@ -177,7 +177,7 @@ for (const storeKind of STORES) {
         const issues = await issuesOf(await submit(key, fileOf(ids), '?dry_run=true'))
         expect(issues).toHaveLength(1)
         expect(issues[0]).toMatchObject({ path: 'body.model' })
-        // model_not_found is SPEC §14's code for an id that does not exist, is another account's
+        // model_not_found is docs/open-models.md's code for an id that does not exist, is another account's
         // or is inactive; these adapters are the account's own and active.
         expect(issues[0]!.code).toBeUndefined()
         return issues[0]

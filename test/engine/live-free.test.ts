@@ -1,7 +1,7 @@
 /**
  * A live call whose ceiling is $0 (a model served only by an offering priced "0", as an
  * operator's own pool often is, and so its adapters): nothing to hold, so it is answered, never
- * 402 (SPEC §8: refused only when the ceiling does not fit the available credit), and costs nothing.
+ * 402 (docs/live.md: refused only when the ceiling does not fit the available credit), and costs nothing.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'

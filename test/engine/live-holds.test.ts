@@ -1,5 +1,5 @@
 /**
- * SPEC §8 over real HTTP: a live call is held before it is sent. The issue's reproduction — an
+ * docs/live.md over real HTTP: a live call is held before it is sent. The issue's reproduction — an
  * account with $0.001, 100 concurrent chat calls to an Anthropic model, the upstream answering
  * after 500 ms — got 100 answers for $0.001 of credit before; now at most as many as the credit
  * covers are answered, the rest are 402, and the account is charged exactly what the answers cost.

@@ -1,6 +1,6 @@
 /**
  * A pool of two simulated vLLM replicas with max_loras 2 serving a batch that mixes a base model
- * and three adapters (SPEC §14): every line answered by a replica that held its adapter (a
+ * and three adapters (docs/open-models.md): every line answered by a replica that held its adapter (a
  * replica answers an adapter it does not hold 404), no replica over max_loras (a load past it is
  * refused and counted), each adapter loaded no more often than needed; and one replica restarted
  * mid-batch, losing its adapters, with every line still succeeding.

@@ -1,6 +1,6 @@
 /**
  * Uploads to /openai/v1/files leave nothing behind, and count against the account's file quotas
- * (SPEC §12): cut short, malformed, killed mid-stream, refused over a limit, racing each other.
+ * (docs/money-and-limits.md): cut short, malformed, killed mid-stream, refused over a limit, racing each other.
  * The content store is read directly (the data dir's `files/`, or PostgreSQL's file_chunks) to
  * check that nothing is left.
  */

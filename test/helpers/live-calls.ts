@@ -138,7 +138,7 @@ export async function trafficUntilKilled(url: string, key: string, kill: () => P
 }
 
 /**
- * What a SIGKILL may cost (SPEC §8): never a charge twice — at most what was delivered, plus calls
+ * What a SIGKILL may cost (docs/live.md): never a charge twice — at most what was delivered, plus calls
  * answered upstream and charged whose answer the kill kept from the client — and at most the
  * answers of the group being formed or written when the kill came unbilled (one interval, and the
  * write's own few ms). Returns the figures, for the test's log line.

@@ -1,6 +1,6 @@
 /**
  * GET /openapi.json documents the routes the gateway serves, from its own route table: every
- * documented operation is a real route (none answers unknown_route), the surfaces of SPEC §18
+ * documented operation is a real route (none answers unknown_route), the surfaces of docs/openai-facade.md
  * are in it, and the live bodies carry their zod-made JSON Schemas.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'

@@ -18,7 +18,7 @@ describe('refusals', () => {
     expect(refuse('unsupported_encoding', 'm').status).toBe(415)
   })
 
-  test('toResponse answers the SPEC §11 envelope with the route’s headers and the refusal’s own', async () => {
+  test('toResponse answers the docs/errors.md envelope with the route’s headers and the refusal’s own', async () => {
     const refusal = refuse('rate_limit_exceeded', 'slow down', {
       param: 'p',
       detail: { limit: 1 },
@@ -42,7 +42,7 @@ describe('refusals', () => {
     })
   })
 
-  test('an admission refusal is a value, rendered in the words of SPEC §12', () => {
+  test('an admission refusal is a value, rendered in the words of docs/money-and-limits.md', () => {
     const quota = refusalOf({
       kind: 'insufficient_quota',
       costCeilingUsd: '2.000000',

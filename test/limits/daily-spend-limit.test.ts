@@ -1,5 +1,5 @@
 /**
- * SPEC §12, the per-account daily spend limit, over real HTTP: set by the admin API, counted
+ * docs/money-and-limits.md, the per-account daily spend limit, over real HTTP: set by the admin API, counted
  * from batches' holds and charges and live calls made since 00:00 UTC, refused `429
  * limit_exceeded` with `error.limit` when a submit or live call would pass it, not raised by a
  * deposit, reset at 00:00 UTC (the gateway's clock moved by the test), and exact across two

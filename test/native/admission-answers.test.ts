@@ -1,5 +1,5 @@
 /**
- * One answer for one refusal (SPEC §3, §12, §19): every admission path — the native submit, a
+ * One answer for one refusal (docs/native-api.md, docs/money-and-limits.md, docs/webhooks-and-streams.md): every admission path — the native submit, a
  * submit that may wait for credit, the facade's batches.create, the dashboard's form, a retry and
  * the dashboard's retry — is driven over HTTP to every result kind of SUBMIT_RESULT_KINDS, and
  * each answers a non-empty 2xx/4xx (a 303 to the batch on the dashboard), the refusals with the
@@ -29,7 +29,7 @@ type Path = (typeof PATHS)[number]
 
 /**
  * What each path answers for each kind: the facade fails a file it cannot take as OpenAI does
- * (200, a failed batch), a submit that may wait for credit waits (201, SPEC §14), the dashboard's
+ * (200, a failed batch), a submit that may wait for credit waits (201, docs/open-models.md), the dashboard's
  * successes are a 303 to the batch's page.
  */
 const EXPECTED: Record<Kind, Record<Path, number>> = {

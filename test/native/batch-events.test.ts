@@ -1,5 +1,5 @@
 /**
- * The progress stream (SPEC §15) over real HTTP, against the simulator: `event: batch` with the
+ * The progress stream (docs/events-and-webhooks.md) over real HTTP, against the simulator: `event: batch` with the
  * batch object on every change, at most one a second, statuses never going back, the ended
  * state last and then the end of the stream; `Last-Event-ID` resumes; keep-alive comments; the
  * same refusals as every batch read; nothing left behind when the client goes away.

@@ -1,8 +1,8 @@
 /**
- * The per-line price cap of SPEC §12 (`provider.max_price`), over real HTTP with simulators as
+ * The per-line price cap of docs/money-and-limits.md (`provider.max_price`), over real HTTP with simulators as
  * upstreams: one model with a dear offering (listed first) and a cheap one, each on its own
  * simulator, so where a line or live call went is what each simulator received. Batch lines go
- * cheapest first (SPEC §13), so the batch tests prefer the dear one with `provider.order`: the
+ * cheapest first (docs/routing.md), so the batch tests prefer the dear one with `provider.order`: the
  * cap is then what moves them.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'

@@ -1,5 +1,5 @@
 /**
- * Retry as a child batch (SPEC §15) over real HTTP: `POST /v1/batches/{id}/retry` makes a batch
+ * Retry as a child batch (docs/events-and-webhooks.md) over real HTTP: `POST /v1/batches/{id}/retry` makes a batch
  * of exactly the parent's lines that did not succeed (same custom_ids, same bodies, in order),
  * admitted like a submit (today's catalog, the hold, the limits, the idempotency key); the child
  * names its parent and the parent lists it. 409 while the parent runs, 400 when nothing is left,

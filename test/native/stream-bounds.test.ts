@@ -1,5 +1,5 @@
 /**
- * Progress streams bounded and ended with their key (SPEC §19), over real HTTP: at most
+ * Progress streams bounded and ended with their key (docs/webhooks-and-streams.md), over real HTTP: at most
  * MULTIGRID_MAX_STREAMS_PER_KEY (default 20) open at once per key, one more is 429
  * limit_exceeded with error.limit; a stream ends within 2 s of its key's revocation, on the
  * instance that revoked it and on another sharing the store; a Last-Event-ID above the batch's

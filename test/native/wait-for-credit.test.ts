@@ -1,5 +1,5 @@
 /**
- * SPEC §14, waiting for a top-up, over real HTTP: a submit with wait_for_credit=true whose hold
+ * docs/open-models.md, waiting for a top-up, over real HTTP: a submit with wait_for_credit=true whose hold
  * does not fit is admitted `validating` with `waiting.code` `insufficient_credit` instead of a
  * 402; a deposit that makes it fit starts it within seconds (earliest first, none twice); still
  * short after half its window it fails `insufficient_quota`, nothing run, nothing charged. On

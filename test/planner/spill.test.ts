@@ -1,5 +1,5 @@
 /**
- * The planner of SPEC §13 over real HTTP: a free GPU pool (the simulator in GPU-pool mode, 4
+ * The planner of docs/routing.md over real HTTP: a free GPU pool (the simulator in GPU-pool mode, 4
  * slots × 100 ms: 40 lines/s) and a paid provider (a plain simulator) listed BEFORE it in the
  * catalog, so that where a line went is what each simulator received. Windows are whole hours;
  * the short ones are made by moving an admitted batch's deadline in the store

@@ -1,5 +1,5 @@
 /**
- * `cache_control` on a chat line (SPEC §16): accepted on a content part or a tool, for any model
+ * `cache_control` on a chat line (docs/pricing.md): accepted on a content part or a tool, for any model
  * (the Anthropic adapter passes it on, the others drop it); anything else is refused with its
  * path and what to send instead.
  */

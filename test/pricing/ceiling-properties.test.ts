@@ -1,11 +1,11 @@
 /**
- * The cost ceiling bounds what every adapter sends (SPEC §5), as a property (fast-check): for
+ * The cost ceiling bounds what every adapter sends (docs/money-and-limits.md), as a property (fast-check): for
  * generated chat lines — both token parameters, n, tools, legacy functions and function_call,
  * images, prediction, unknown fields, streaming — the body each offering's adapter builds, with
  * the adapters' own request-building functions, measured from the sent side
  * (test/helpers/sent-bound.ts), is within the token bounds the validator counted: prompt bytes
  * (image payloads aside) + overheads + images × the model's catalog bound ≤ the input bound, and
- * the one limit sent × n ≤ the output bound. And with token classes (SPEC §16): whatever split of
+ * the one limit sent × n ≤ the output bound. And with token classes (docs/pricing.md): whatever split of
  * those tokens into uncached, cache-read, 5-minute and (for lines asking a 1-hour TTL) 1-hour
  * writes the upstream reports, at whichever tier its prompt size selects, costs no more than the
  * ceiling priced at the rates the validator chose.

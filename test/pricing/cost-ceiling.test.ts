@@ -1,5 +1,5 @@
 /**
- * The cost ceiling is a true upper bound (SPEC §5), over real HTTP: a line's dry-run quote
+ * The cost ceiling is a true upper bound (docs/money-and-limits.md), over real HTTP: a line's dry-run quote
  * covers what the simulator then received for it — the one output limit sent, every byte of the
  * body, each image at its model's catalog bound.
  */

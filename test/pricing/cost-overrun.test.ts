@@ -1,5 +1,5 @@
 /**
- * An upstream that reports more usage than a line's ceiling allows (SPEC §5, over real HTTP):
+ * An upstream that reports more usage than a line's ceiling allows (docs/money-and-limits.md, over real HTTP):
  * the line is billed its real cost, the overrun is logged without the prompt, the balance never
  * goes below zero, the account is charged exactly what its lines record, and once its balance
  * no longer covers what it holds no more of its lines go upstream until a deposit covers them.

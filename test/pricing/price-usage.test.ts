@@ -56,7 +56,7 @@ describe('priceUsage', () => {
   })
 })
 
-describe('priceUsage by token class (SPEC §16)', () => {
+describe('priceUsage by token class (docs/pricing.md)', () => {
   const sonnet = {
     ...offering('3', '15'),
     cached_input_usd_per_mtok: '0.30',

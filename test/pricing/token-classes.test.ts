@@ -1,5 +1,5 @@
 /**
- * Exact list price by token class (SPEC §16), over real HTTP against the simulator, which reports
+ * Exact list price by token class (docs/pricing.md), over real HTTP against the simulator, which reports
  * cache reads and 5-minute/1-hour writes in each provider's shape ([sim:cache …] markers): every
  * line's `cost_usd`, the batch's `cost_usd` and `usage`, a live call's charge (whole and streamed)
  * and the account's balance equal Σ tokens × their class's rate at the line's tier, to the last
@@ -88,7 +88,7 @@ interface Classes {
   output: number
 }
 
-/** SPEC §16: Σ tokens × rate of its class, the whole request at the long-context tier above N. */
+/** docs/pricing.md: Σ tokens × rate of its class, the whole request at the long-context tier above N. */
 function specCost(rates: Rates, t: Classes): string {
   const tier = t.prompt > rates.long_context.above_input_tokens ? rates.long_context : rates
   const input = new Decimal(tier.input_usd_per_mtok)

@@ -267,7 +267,7 @@ describe('Anthropic answers → OpenAI', () => {
   })
 })
 
-describe('prompt caching (SPEC §16)', () => {
+describe('prompt caching (docs/pricing.md)', () => {
   test('Anthropic usage keeps each class: reads, 5-minute and 1-hour writes, in OpenAI shape too', () => {
     const converted = convertAnthropicResponse(
       {

@@ -1,5 +1,5 @@
 /**
- * Why a batch waits (SPEC §13 `waiting`) and where its lines went (`routing.providers`), over real
+ * Why a batch waits (docs/routing.md `waiting`) and where its lines went (`routing.providers`), over real
  * HTTP with the simulator as the upstream: a provider that answers 429 with a Retry-After makes
  * the batch wait `provider_rate_limited` until it resumes, then the batch moves and `waiting` is
  * null again; the breakdown per provider adds up to the batch's own counts and cost.

@@ -1,5 +1,5 @@
 /**
- * The reason and the ETA (SPEC §13), against paced simulators over real HTTP: a batch whose
+ * The reason and the ETA (docs/routing.md), against paced simulators over real HTTP: a batch whose
  * every provider answers 429 keeps `waiting: provider_rate_limited` for as long as nothing
  * moves; the ETA is known once rates are measured and, from a third of the lines on, lands
  * within 25% of the time that was really left.

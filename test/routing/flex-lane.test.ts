@@ -1,5 +1,5 @@
 /**
- * The flex lane (SPEC §17), over real HTTP: a model offered as flex and live by one OpenAI
+ * The flex lane (docs/pricing.md), over real HTTP: a model offered as flex and live by one OpenAI
  * provider, the simulator playing flex (slower, some calls refused 429 resource_unavailable).
  * Batch lines go to the cheaper flex lane and are sent `service_tier: "flex"`; a refused call is
  * busy, not an attempt: it waits and is sent again, every line succeeds with one attempt, at the

@@ -1,5 +1,5 @@
 /**
- * Per-batch spend caps (SPEC §12 `max_cost_usd`) over real HTTP, with the simulator upstream:
+ * Per-batch spend caps (docs/money-and-limits.md `max_cost_usd`) over real HTTP, with the simulator upstream:
  * bad values are refused with what to send; a cap lets a batch in whose ceiling the credit could
  * not hold; the cap holds exactly (never a micro-dollar over), also when the upstream reports
  * more usage than the ceiling allows; the lines that cannot fit end cancelled with

@@ -1,5 +1,5 @@
 /**
- * The progress stream served by another instance than the one dispatching (SPEC §15): two
+ * The progress stream served by another instance than the one dispatching (docs/events-and-webhooks.md): two
  * gateway processes on one PostgreSQL and Redis, the first without a dispatcher and with a
  * 60-second poll, so every event it sends before then was learnt from the other instance's
  * NOTIFY; then a resume on the other instance.

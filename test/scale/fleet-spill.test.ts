@@ -1,5 +1,5 @@
 /**
- * The spill planner in a fleet (SPEC §13): two gateway processes on one PostgreSQL and one Redis
+ * The spill planner in a fleet (docs/routing.md): two gateway processes on one PostgreSQL and one Redis
  * run one batch against a free GPU pool (the simulator in GPU-pool mode, its max_concurrency
  * shared through Redis) and a paid provider listed before it. Each instance measures only its own
  * share of the pool's rate and holds only its own lines there; planning from that alone, each

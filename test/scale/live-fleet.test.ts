@@ -1,5 +1,5 @@
 /**
- * Live holds across a fleet (SPEC §8): two or three gateway processes on one PostgreSQL and one
+ * Live holds across a fleet (docs/live.md): two or three gateway processes on one PostgreSQL and one
  * Redis. The credit an instance leases is a hold every instance sees, so concurrent calls spread
  * over the fleet get at most what the credit covers; a killed instance's lease expires by itself;
  * a SIGKILL during traffic loses at most one group interval of charges of answers already

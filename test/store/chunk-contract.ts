@@ -1,5 +1,5 @@
 /**
- * The chunk-intent part of the store contract (SPEC §17; src/store/batch-chunks/chunk-store.ts),
+ * The chunk-intent part of the store contract (docs/batch-lanes.md; src/store/batch-chunks/chunk-store.ts),
  * run by test/store/chunks.test.ts on every dialect: an intent with its lines, leases one holder
  * at a time and taken over when they run out, changes by the holder only, cancel requests.
  */

@@ -770,7 +770,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
       })
     })
 
-    describe('retries and versions (SPEC §15)', () => {
+    describe('retries and versions (docs/events-and-webhooks.md)', () => {
       it('links a retry to its parent: the child names it, the parent lists each child in order', async () => {
         await account('acct_1')
         await admit('acct_1', 'batch_01', 2)
@@ -1145,7 +1145,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({ status: 'cancelled' })
       })
 
-      it("adds each recorded line's tokens by class to its batch's usage, once (SPEC §16)", async () => {
+      it("adds each recorded line's tokens by class to its batch's usage, once (docs/pricing.md)", async () => {
         await account('acct_1', '1')
         await admit('acct_1', 'batch_01', 3, { costCeilingUsd: '0.5' })
         await claim('batch_01', 'owner-a', 3, MS, 60_000)
@@ -1946,7 +1946,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
       })
     })
 
-    describe('daily spend limit (SPEC §12)', () => {
+    describe('daily spend limit (docs/money-and-limits.md)', () => {
       // T0 is 23:46:40 UTC: the next UTC day begins 800 s later.
       const NEXT_DAY = T0 + 800
       it('counts the day’s batch holds and refuses a batch that would pass it; the next UTC day starts at zero, and a deposit does not raise it', async () => {
@@ -2047,7 +2047,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<OpenedSt
       })
     })
 
-    describe('batches waiting for credit (SPEC §14)', () => {
+    describe('batches waiting for credit (docs/open-models.md)', () => {
       const waitFor = (id: string, ceiling: string, extra: Partial<NewBatch> = {}) =>
         admit('acct_1', id, 2, { costCeilingUsd: ceiling, creditWaitUntil: T0 + 600, ...extra })
 

@@ -1,5 +1,5 @@
 /**
- * The webhook part of the store contract (SPEC §15), run by test/store/sqlite.test.ts and
+ * The webhook part of the store contract (docs/events-and-webhooks.md), run by test/store/sqlite.test.ts and
  * test/store/postgres.test.ts beside contract.ts: endpoints per account, the outbox written with
  * each terminal status, and deliveries leased to one instance at a time.
  */

@@ -1,5 +1,5 @@
 /**
- * A schema bomb in a fleet (SPEC §19, issue 23): two instances on one PostgreSQL schema with
+ * A schema bomb in a fleet (docs/structured-outputs.md, issue 23): two instances on one PostgreSQL schema with
  * 1-second leases, and a budget longer than a lease, so that each bomb line is judged for longer
  * than its lease lasts. The lease is renewed while the answer is judged off the event loop: each
  * line goes upstream exactly once and ends structured_output_unchecked, billed.

@@ -1,5 +1,5 @@
 /**
- * Tenants' schemas that would stall the event loop (SPEC §19, issue 23 item 1), over real HTTP with
+ * Tenants' schemas that would stall the event loop (docs/structured-outputs.md, issue 23 item 1), over real HTTP with
  * the simulator as upstream (`[sim:answer]` picks the answer's content): a 21-level `$ref` bomb
  * judged against "x" ends structured_output_unchecked and is billed while /healthz, a live call and
  * another account's batch go on; a catastrophic-backtracking pattern is judged by RE2 at once; lookaround

@@ -1,4 +1,4 @@
-/** Hostile schemas and a /healthz watcher, for the tests of SPEC §19 (issue 23 item 1). */
+/** Hostile schemas and a /healthz watcher, for the tests of docs/structured-outputs.md (issue 23 item 1). */
 
 /**
  * Issue 23's bomb: `levels` definitions, each an anyOf of two references to the level below, the

@@ -1,5 +1,5 @@
 /**
- * The bounds of SPEC §19 on a response_format schema, checked before it is compiled: each bound
+ * The bounds of docs/structured-outputs.md on a response_format schema, checked before it is compiled: each bound
  * at its limit is accepted and one past it refused, naming the bound and its fix, as a batch
  * line's issue and as a live call's 400; the walk takes any depth without overflowing.
  */
@@ -59,7 +59,7 @@ const CASES = [
   },
 ] as const
 
-describe('schema bounds (SPEC §19)', () => {
+describe('schema bounds (docs/structured-outputs.md)', () => {
   test('each bound: at it accepted, past it refused with its name', () => {
     for (const { bound, at, past } of CASES) {
       expect(schemaBoundProblem(at, JSON.stringify(at))).toBeNull()

@@ -1,5 +1,5 @@
 /**
- * Structured outputs (SPEC §14) over real HTTP, the simulator as upstream (OpenAI- and
+ * Structured outputs (docs/open-models.md) over real HTTP, the simulator as upstream (OpenAI- and
  * Anthropic-shaped), steered per line by its `[sim:…]` markers: the validation rules, the dry
  * run's recursion warning, answers checked at result time (not billed when wrong, billed when cut
  * at max_tokens), the facade's error file through the official `openai` package, and live calls.
@@ -242,7 +242,7 @@ for (const storeKind of STORES) {
         ['object', 'is not JSON'],
       ]) {
         const line = results.get(id)!
-        // SPEC §14 writes the unbilled line's cost as "0", exactly.
+        // docs/open-models.md writes the unbilled line's cost as "0", exactly.
         expect(line).toMatchObject({ status: 'failed', cost_usd: '0', response: null })
         expect(line.error!.code).toBe('structured_output_invalid')
         expect(line.error!.message).toContain(reason)

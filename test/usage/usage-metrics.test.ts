@@ -1,5 +1,5 @@
 /**
- * SPEC §10's pictures: GET /v1/usage adds up the account's batch lines and live calls exactly as
+ * docs/operations.md's pictures: GET /v1/usage adds up the account's batch lines and live calls exactly as
  * they were charged (both stores), refuses bad ranges with a fix, and GET /metrics is valid
  * Prometheus text whose counters match what ran.
  */

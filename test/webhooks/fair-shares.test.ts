@@ -1,5 +1,5 @@
 /**
- * Webhook deliveries shared fairly (SPEC §19) over real HTTP, with the default timeouts: one
+ * Webhook deliveries shared fairly (docs/webhooks-and-streams.md) over real HTTP, with the default timeouts: one
  * account's 20 webhooks pointed at a port that accepts and never answers, with 10 ended batches,
  * hold at most 2 connections each, and another account's delivery still arrives within 3 s. A
  * webhook whose every attempt failed for the window is disabled, shown so, sent nothing new, and

@@ -1,5 +1,5 @@
 /**
- * Signed webhooks (SPEC §15) over real HTTP: a real gateway, the upstream simulator, and a real
+ * Signed webhooks (docs/events-and-webhooks.md) over real HTTP: a real gateway, the upstream simulator, and a real
  * receiver on 127.0.0.1 whose deliveries are checked by the official `openai` package's
  * `webhooks.unwrap` and against OpenAI's published event schemas.
  */

@@ -1,5 +1,5 @@
 /**
- * The planner's batch-lane rule (SPEC §13, §17): a batch-lane offering is one more offering in
+ * The planner's batch-lane rule (docs/routing.md, docs/batch-lanes.md): a batch-lane offering is one more offering in
  * the planner's order (cheapest first). A line goes to it when it is the first offering of that
  * order and the lane is open for the line's batch (min_hours_left left, before deadline −
  * fallback_hours); otherwise the live lanes serve it, as they serve every live call. Only kinds

@@ -1,5 +1,5 @@
 /**
- * One chunk's life (SPEC §17): its intent stored before its upload, the provider batch created,
+ * One chunk's life (docs/batch-lanes.md): its intent stored before its upload, the provider batch created,
  * followed under the chunk's lease, cancelled at the fallback time or on a cancel, and its
  * results mapped back and recorded. The chunk's lines are leased in the dispatch store under an
  * owner of their own, `chunk:<id>`, renewed at every look: whichever instance holds the chunk

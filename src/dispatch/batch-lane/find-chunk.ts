@@ -1,5 +1,5 @@
 /**
- * Finding a create a crash cut off (SPEC §17): OpenAI's list of batches, newest first, read page
+ * Finding a create a crash cut off (docs/batch-lanes.md): OpenAI's list of batches, newest first, read page
  * by page for the chunk's `metadata.mg_chunk`. Bounded: a create is looked for within minutes of
  * its intent, so it is among the newest; 10 pages of 100 reach far past that.
  */

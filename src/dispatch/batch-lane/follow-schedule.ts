@@ -1,5 +1,5 @@
 /**
- * When a provider batch is next looked at, and what is done then (SPEC §17): polled every
+ * When a provider batch is next looked at, and what is done then (docs/batch-lanes.md): polled every
  * `poll_s`, backing off on failed polls (a 5xx, a lost connection) up to 16 × poll_s, never past
  * the fallback time deadline − fallback_hours, when a provider batch not yet ended is cancelled
  * upstream and its unfinished lines go back to pending for the live lanes.

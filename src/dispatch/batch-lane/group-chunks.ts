@@ -1,5 +1,5 @@
 /**
- * Grouping (SPEC §17): the lines the planner routes to a batch lane go out as provider batches
+ * Grouping (docs/batch-lanes.md): the lines the planner routes to a batch lane go out as provider batches
  * of one upstream model and one endpoint, at most `chunk_lines` lines and within the provider's
  * caps on lines and bytes. Lines keep their submitted order within a chunk, and chunks are cut
  * in that order, so the earliest lines' results come back first.

@@ -1,5 +1,5 @@
 /**
- * Which runnable batches the batch lane serves now (SPEC §17), for the live dispatcher to leave
+ * Which runnable batches the batch lane serves now (docs/batch-lanes.md), for the live dispatcher to leave
  * alone: a batch whose first pending line's model has an open batch lane first in the planner's
  * order, until deadline − max(min_hours_left, fallback_hours), when the lane stops taking its
  * lines and what is left runs live. Decided from the store and the catalog only, so every

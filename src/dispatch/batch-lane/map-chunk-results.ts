@@ -1,6 +1,6 @@
 /**
- * Mapping a provider batch's results back to line outcomes (SPEC §17): `succeeded` is billed
- * from the line's own usage at the batch lane's prices (SPEC §16); `errored` follows the retry
+ * Mapping a provider batch's results back to line outcomes (docs/batch-lanes.md): `succeeded` is billed
+ * from the line's own usage at the batch lane's prices (docs/pricing.md); `errored` follows the retry
  * rules of a live failure (a 4xx invalid_request is final, a 5xx is retried with backoff while
  * attempts are left); `canceled` and `expired`, and any line the provider did not report, return
  * to pending without using an attempt, for the other lanes.

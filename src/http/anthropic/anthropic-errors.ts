@@ -1,5 +1,5 @@
 /**
- * Errors under /anthropic in Anthropic's shape (SPEC §18): `{"type": "error", "error": {"type",
+ * Errors under /anthropic in Anthropic's shape (docs/clients/anthropic-sdk.md): `{"type": "error", "error": {"type",
  * "message"}}`, with the same status the native refusal has. The native `code` and `param` stay
  * inside `error`, and extra top-level fields (a batch's `issues`) beside it: Anthropic's SDK
  * reads only `error.type` and `error.message`, so more does no harm and says more.

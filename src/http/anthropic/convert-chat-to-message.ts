@@ -1,5 +1,5 @@
 /**
- * A chat.completion → an Anthropic `message` (SPEC §18), the inverse of
+ * A chat.completion → an Anthropic `message` (docs/clients/anthropic-sdk.md), the inverse of
  * providers/anthropic/convert-anthropic-response.ts: text and tool calls as content blocks,
  * finish_reason as stop_reason, usage as Anthropic counts it.
  */

@@ -1,6 +1,6 @@
 /**
  * A Message Batches create (`{"requests": [{"custom_id", "params"}]}`) → the native JSONL file it
- * amounts to (SPEC §18): one chat line per request, in order, so line N is request N-1 and the
+ * amounts to (docs/clients/anthropic-sdk.md): one chat line per request, in order, so line N is request N-1 and the
  * native admission validates, prices and holds it as any other file. What cannot become a chat
  * line is an issue of its own; every one is reported at once, with the native issues' shape.
  */

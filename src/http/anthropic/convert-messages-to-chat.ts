@@ -1,6 +1,6 @@
 /**
  * An Anthropic Messages API request → the chat.completions body the engine validates, prices and
- * routes (SPEC §18), the inverse of providers/anthropic/convert-to-anthropic-messages.ts.
+ * routes (docs/clients/anthropic-sdk.md), the inverse of providers/anthropic/convert-to-anthropic-messages.ts.
  *
  * Mapped: `system` (text or text blocks) → a system message first; user/assistant turns with
  * text and image blocks; assistant tool_use blocks → tool_calls; user tool_result blocks → tool
@@ -152,7 +152,7 @@ function convertToolChoice(choice: Record<string, unknown>, out: Record<string, 
 
 /**
  * `params` as the caller sent them; the engine's own validation checks what comes out.
- * `lenient`: the request is passed through to Anthropic (SPEC §18) and the chat body only prices
+ * `lenient`: the request is passed through to Anthropic (docs/clients/anthropic-sdk.md) and the chat body only prices
  * and holds it: fields outside the subset are left out, blocks it lacks count as their JSON text.
  */
 export function convertMessagesToChat(

@@ -1,5 +1,5 @@
 /**
- * Anthropic's Message Batches under /anthropic/v1/messages/batches (SPEC §18), on the native
+ * Anthropic's Message Batches under /anthropic/v1/messages/batches (docs/clients/anthropic-sdk.md), on the native
  * engine: a create becomes a native JSONL file of chat lines (convert-message-batch.ts) and goes
  * through the same admission as a native submit, so it is listed in /v1/batches, routed by the
  * catalog, capped, evented and webhooked like any other batch. Results are rendered back into
@@ -159,7 +159,7 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
     )
 }
 
-/** A create: the requests as a native file, admitted as any native submit (SPEC §18). */
+/** A create: the requests as a native file, admitted as any native submit (docs/clients/anthropic-sdk.md). */
 async function createMessageBatch(
   deps: MessageBatchDeps,
   request: Request,
@@ -231,7 +231,7 @@ async function createMessageBatch(
   }
 }
 
-/** Every invalid request at once (SPEC §18): Anthropic's error, with the native issues beside it. */
+/** Every invalid request at once (docs/clients/anthropic-sdk.md): Anthropic's error, with the native issues beside it. */
 function invalidRequests(issues: Issue[], omitted = 0) {
   const shown = issues.slice(0, MAX_ISSUES)
   const count = issues.length + omitted

@@ -1,5 +1,5 @@
 /**
- * The Anthropic Messages API under /anthropic (SPEC §18): `POST /anthropic/v1/messages`
+ * The Anthropic Messages API under /anthropic (docs/clients/anthropic-sdk.md): `POST /anthropic/v1/messages`
  * (streaming and not) and `POST /anthropic/v1/messages/count_tokens`. A request is translated
  * into the chat body the engine knows and goes through the live call path (live.ts): held,
  * routed to any offering of its model, settled from usage; the answer comes back as an Anthropic
@@ -63,7 +63,7 @@ export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
     const input = await live.readJson(request, headers, anthropicAuthorization(request))
     const params = input.raw as { model?: unknown; stream?: unknown } | null
     if (passesThrough(deps.catalog, params?.model)) {
-      // Anthropic's own API: sent as it came, answered as Anthropic answered (SPEC §18).
+      // Anthropic's own API: sent as it came, answered as Anthropic answered (docs/clients/anthropic-sdk.md).
       const chat = { ...input, raw: chatBodyOf(params, true) }
       const passed = {
         ...chat,
@@ -83,7 +83,7 @@ export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
   /**
    * Anthropic's own count for a model served only by Anthropic offerings (passed through, like
    * its messages); otherwise, or when Anthropic cannot answer, the gateway's pessimistic bound of
-   * the prompt (SPEC §5), the count its ceiling holds.
+   * the prompt (docs/money-and-limits.md), the count its ceiling holds.
    */
   async function countTokens(request: Request, headers: Record<string, string>) {
     const input = await live.readJson(request, headers, anthropicAuthorization(request))

@@ -1,5 +1,5 @@
 /**
- * Anthropic's Message Batch object and result lines (SPEC §18), rendered from the native batch
+ * Anthropic's Message Batch object and result lines (docs/clients/anthropic-sdk.md), rendered from the native batch
  * underneath. The ids name each other: `msgbatch_<x>` is the native `batch_<x>`.
  */
 import { isOpenBatch, type BatchRecord, type LineRecord } from '../../domain.ts'

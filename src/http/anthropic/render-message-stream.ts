@@ -1,5 +1,5 @@
 /**
- * chat.completion.chunk objects → Anthropic's stream events (SPEC §18), in Anthropic's order:
+ * chat.completion.chunk objects → Anthropic's stream events (docs/clients/anthropic-sdk.md), in Anthropic's order:
  * message_start, then per content block content_block_start, content_block_delta…,
  * content_block_stop, then message_delta (stop_reason, usage) and message_stop. Chat streams
  * report usage after their finish_reason, so message_delta waits for the end of the stream.

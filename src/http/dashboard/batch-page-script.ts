@@ -1,7 +1,7 @@
 /**
  * The one script of the dashboard, served from the gateway itself (the CSP allows scripts from
  * 'self' only, none inline): a running batch's page listens to the batch's progress stream
- * (SPEC §15) and, on each event, puts in the page the server's own rendering of it, fetched
+ * (docs/events-and-webhooks.md) and, on each event, puts in the page the server's own rendering of it, fetched
  * again — the HTML is made in one place, on the server, and the page is never reloaded. The
  * stream starts from the version the page was rendered at, so an unchanged batch sends nothing.
  * Without scripts, the page's <noscript> refresh reloads it instead.

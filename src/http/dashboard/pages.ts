@@ -275,7 +275,7 @@ export function messagePage(
   )
 }
 
-/** Where a retry came from and what retried it (SPEC §15). */
+/** Where a retry came from and what retried it (docs/events-and-webhooks.md). */
 function lineage(batch: BatchRecord): Html | string {
   const parts: Html[] = []
   if (batch.parentBatchId)

@@ -1,5 +1,5 @@
 /**
- * The batch page's routing section (SPEC §13): where the lines went, per provider, as one bar
+ * The batch page's routing section (docs/routing.md): where the lines went, per provider, as one bar
  * and a table; the projected finish; and why the batch waits, with what to do about it.
  */
 import { currentWaiting, nowSeconds, type BatchRecord, type ProviderShare } from '../../domain.ts'

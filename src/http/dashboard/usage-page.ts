@@ -1,5 +1,5 @@
 /**
- * The dashboard's usage page (SPEC §10): spend and tokens per day, per model and per provider as
+ * The dashboard's usage page (docs/operations.md): spend and tokens per day, per model and per provider as
  * charts, a table of the same figures, and what the planner's routing saved against running
  * every line on its model's first listed offering. The figures are GET /v1/usage's.
  */

@@ -1,5 +1,5 @@
 /**
- * The batch page's tokens by class (SPEC §16): every prompt token, the parts read from and
+ * The batch page's tokens by class (docs/pricing.md): every prompt token, the parts read from and
  * written to the providers' prompt caches, the output; and what caching saved against the price
  * of the same lines with every prompt token uncached (a write costs more than an uncached token,
  * so a batch that only wrote its cache shows what that cost instead).

@@ -117,7 +117,7 @@ export function submitForm(): Html {
 }
 
 /**
- * Retry as a child batch (SPEC §15): one button, with a hidden idempotency key like the upload
+ * Retry as a child batch (docs/events-and-webhooks.md): one button, with a hidden idempotency key like the upload
  * form's, so a double click makes one child.
  */
 export function retryForm(batch: BatchRecord): Html {

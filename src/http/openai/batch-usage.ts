@@ -1,5 +1,5 @@
 /**
- * What the facade's batch object reports beyond the native one (SPEC §18): OpenAI's `usage`,
+ * What the facade's batch object reports beyond the native one (docs/openai-facade.md): OpenAI's `usage`,
  * summed over the answers recorded so far, and `model` when every line names the same one.
  * Both are read from the batch's lines, a page at a time, and kept per batch version: a poll of
  * a batch that has not moved costs nothing, an ended batch is read once. (The store keeps no

@@ -38,9 +38,9 @@ const createBody = z.looseObject({
     })
     .nullable()
     .optional(),
-  // SPEC §14, through extra_body: a batch the credit does not cover yet waits for a deposit.
+  // docs/open-models.md, through extra_body: a batch the credit does not cover yet waits for a deposit.
   wait_for_credit: z.boolean().optional(),
-  /** Multigrid's spend cap (SPEC §12), through the SDK's extra_body. */
+  /** Multigrid's spend cap (docs/money-and-limits.md), through the SDK's extra_body. */
   max_cost_usd: maxCostUsdJson().nullable().optional(),
 })
 
@@ -150,7 +150,7 @@ export function openAiBatchRoutes({
       metadata: body.metadata ?? null,
       inputFileId: file.id,
       endpoint: body.endpoint,
-      // SPEC §14: a window of 72 hours or more waits for a top-up unless told not to.
+      // docs/open-models.md: a window of 72 hours or more waits for a top-up unless told not to.
       waitForCredit: body.wait_for_credit ?? hours >= LONG_WINDOW_HOURS,
       maxCostUsd: body.max_cost_usd ?? null,
     })

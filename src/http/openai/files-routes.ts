@@ -33,7 +33,7 @@ export interface FilesDeps {
   store: FileStore & BatchStore & UploadStore
   blobs: BlobStore
   maxFileBytes: number
-  /** Per-account file quotas where the account has none of its own (SPEC §12). */
+  /** Per-account file quotas where the account has none of its own (docs/money-and-limits.md). */
   quotaDefaults: FileQuotaDefaults
   /** The whole upload's limit, the file's plus the form's framing (body-limits.ts). */
   bodyLimit: BodyLimit

@@ -1,5 +1,5 @@
 /**
- * One upload from its first byte to its file record, within the account's file quotas (SPEC §12)
+ * One upload from its first byte to its file record, within the account's file quotas (docs/money-and-limits.md)
  * and leaving nothing behind when it fails.
  *
  * - Before any byte is stored, the upload reserves one file and its declared size (less an

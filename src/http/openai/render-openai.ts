@@ -14,7 +14,7 @@ import type { FileView } from '../../store/store.ts'
 import { batchEta, renderProviders } from '../render-native.ts'
 import type { BatchSummary } from './batch-usage.ts'
 
-/** What the facade adds to OpenAI's batch object (SPEC §18): read from the lines and shares. */
+/** What the facade adds to OpenAI's batch object (docs/openai-facade.md): read from the lines and shares. */
 export interface FacadeExtras {
   summary: BatchSummary
   shares?: Record<string, ProviderShare>
@@ -42,7 +42,7 @@ export function renderOpenAiBatch(batch: BatchRecord, extras?: FacadeExtras) {
     output_file_id: final && counts.succeeded > 0 ? outputFileId(batch.id) : null,
     error_file_id: final && unsuccessful > 0 ? errorFileId(batch.id) : null,
     created_at: batch.createdAt,
-    // A batch waiting for credit (SPEC §14) is not in progress yet.
+    // A batch waiting for credit (docs/open-models.md) is not in progress yet.
     in_progress_at:
       batch.errors || batch.status === 'validating' ? null : (batch.startedAt ?? batch.createdAt),
     expires_at: batch.deadlineAt,
@@ -60,7 +60,7 @@ export function renderOpenAiBatch(batch: BatchRecord, extras?: FacadeExtras) {
 
 /**
  * OpenAI's `usage` and `model`, and Multigrid's own view under `multigrid`: why the batch waits,
- * where its lines went, what it cost and may cost (SPEC §18). The SDKs keep unknown fields.
+ * where its lines went, what it cost and may cost (docs/openai-facade.md). The SDKs keep unknown fields.
  */
 function renderExtras(batch: BatchRecord, { summary, shares }: FacadeExtras) {
   return {

@@ -1,5 +1,5 @@
 /**
- * chat.completion.chunk objects → the Responses API's stream events (SPEC §18), in OpenAI's
+ * chat.completion.chunk objects → the Responses API's stream events (docs/clients/responses.md), in OpenAI's
  * order, each with its sequence_number: response.created, response.in_progress; per text item
  * response.output_item.added, response.content_part.added, response.output_text.delta…,
  * response.output_text.done, response.content_part.done, response.output_item.done; per tool

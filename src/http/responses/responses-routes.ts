@@ -1,5 +1,5 @@
 /**
- * `POST /v1/responses` (also under /openai/v1), SPEC §18: the Responses API on the live call path
+ * `POST /v1/responses` (also under /openai/v1), docs/clients/responses.md: the Responses API on the live call path
  * (live.ts), so a call is held, routed and settled exactly as a chat call is. The request is
  * translated into chat completions for the common subset and the answer back into a Response
  * object, or OpenAI's Responses stream events.

@@ -1,5 +1,5 @@
 /**
- * Chunk intents of the batch lanes (SPEC §17; sql/0016_batch_chunks.sql). The lane engine writes
+ * Chunk intents of the batch lanes (docs/batch-lanes.md; sql/0016_batch_chunks.sql). The lane engine writes
  * a chunk's intent, with its lines, before it uploads anything, then follows the provider batch
  * under a lease: only the lease holder changes a chunk, so two instances never poll, cancel or
  * map back the same provider batch, and a chunk whose holder died is taken over once its lease

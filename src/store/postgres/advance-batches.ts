@@ -27,7 +27,7 @@ export async function advanceBatches(tx: postgres.TransactionSql, now: number): 
     ORDER BY id FOR UPDATE SKIP LOCKED`
   await endPending(tx, ids(cancelling), 'cancelled', 'batch_cancelled', now)
   // A capped batch with nothing in flight: every pending line that does not fit what is left of
-  // its cap never will, and ends cancelled (SPEC §12).
+  // its cap never will, and ends cancelled (docs/money-and-limits.md).
   const capped = await tx`
     SELECT id, max_cost_usd, max_cost_usd - cost_usd - reserved_usd AS room, cancelled FROM batches
     WHERE status = 'in_progress' AND max_cost_usd IS NOT NULL AND running = 0 AND pending > 0
@@ -58,7 +58,7 @@ export async function advanceBatches(tx: postgres.TransactionSql, now: number): 
  * Moves idle batches (locked by the caller) to their terminal status, releases what they still
  * hold and enqueues their webhook deliveries. Returns the ids that changed. An ended batch waits
  * for nothing: its `waiting` is cleared, except a cap that stopped lines (it says why they were
- * cancelled, SPEC §12). Every path to a terminal status but a refused facade batch comes here.
+ * cancelled, docs/money-and-limits.md). Every path to a terminal status but a refused facade batch comes here.
  */
 export async function finishBatches(
   tx: postgres.TransactionSql,

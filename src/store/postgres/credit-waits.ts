@@ -1,5 +1,5 @@
 /**
- * The daily spend limit and the batches waiting for credit on PostgreSQL (SPEC §12, §14; the
+ * The daily spend limit and the batches waiting for credit on PostgreSQL (docs/money-and-limits.md, docs/open-models.md; the
  * rules are ../daily-spend.ts's). What counts against the limit is read under the account's row
  * lock (admission, live leases and live charges all take it first), so two instances never
  * both spend the same room under the limit.

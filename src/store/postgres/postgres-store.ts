@@ -220,7 +220,7 @@ class PostgresStore implements Store {
     return row ? rowToKey(row) : null
   }
 
-  // ── live credit (SPEC §8): live-credit.ts ────────────────────────────────────────────────
+  // ── live credit (docs/live.md): live-credit.ts ────────────────────────────────────────────────
 
   takeLiveCredit(request: Parameters<Store['takeLiveCredit']>[0]) {
     return liveCredit.takeLiveCredit(this.sql, request)
@@ -243,7 +243,7 @@ class PostgresStore implements Store {
     await this.sql`DELETE FROM credit_leases WHERE instance_id = ${instanceId}`
   }
 
-  // ── daily spend limit and batches waiting for credit (SPEC §12, §14): credit-waits.ts ────
+  // ── daily spend limit and batches waiting for credit (docs/money-and-limits.md, docs/open-models.md): credit-waits.ts ────
 
   getDailySpend(accountId: string, nowMs: number) {
     return creditWaits.getDailySpend(this.sql, accountId, nowMs)
@@ -485,7 +485,7 @@ class PostgresStore implements Store {
     return uploads.setFileQuota(this.sql, accountId, limits)
   }
 
-  // ── fine-tuned adapters (SPEC §14): adapters.ts ─────────────────────────────────────────
+  // ── fine-tuned adapters (docs/open-models.md): adapters.ts ─────────────────────────────────────────
 
   createAdapter(adapter: NewAdapter) {
     return adapters.createAdapter(this.sql, adapter)

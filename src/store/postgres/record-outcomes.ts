@@ -142,7 +142,7 @@ function settlementRows(settled: Settled[]) {
   })
 }
 
-/** A billed line's tokens by class (SPEC §16), for its batch's usage; none for an unbilled failure. */
+/** A billed line's tokens by class (docs/pricing.md), for its batch's usage; none for an unbilled failure. */
 function tokensOf(outcome: Settled) {
   const usage =
     outcome.kind === 'succeeded' || outcome.kind === 'failed' ? outcome.usage : undefined

@@ -33,7 +33,7 @@ export async function purgeResults(
   })
 }
 
-/** An ended batch of the account and everything of it (SPEC §18's delete); false if none. */
+/** An ended batch of the account and everything of it (docs/openai-facade.md's delete); false if none. */
 export async function deleteEndedBatch(sql: Db, accountId: string, id: string): Promise<boolean> {
   return sql.begin(async (tx) => {
     const found = await tx`

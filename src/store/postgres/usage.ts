@@ -1,4 +1,4 @@
-/** Usage rows on PostgreSQL (SPEC §10): one multi-row upsert, sums in numeric. */
+/** Usage rows on PostgreSQL (docs/operations.md): one multi-row upsert, sums in numeric. */
 import type postgres from 'postgres'
 import { moneyText } from '../../money/decimal.ts'
 import { toUsageRow } from '../sqlite/usage.ts'

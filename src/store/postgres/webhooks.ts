@@ -95,7 +95,7 @@ export async function listDeliveries(
 }
 
 /**
- * A fair claim (SPEC §19) in one transaction. First the webhooks with something due are locked
+ * A fair claim (docs/webhooks-and-streams.md) in one transaction. First the webhooks with something due are locked
  * (`FOR UPDATE SKIP LOCKED`: an instance claiming at once takes other webhooks), claimed longest
  * ago first. Then, in a statement that sees every claim committed before those locks were
  * granted, each one's live leases are counted and its earliest due deliveries taken up to
@@ -184,7 +184,7 @@ export async function finishDelivery(
   const next = nextAttemptAtMs === null ? null : Math.ceil(nextAttemptAtMs)
   const now = Math.floor(nowMs)
   // Delivered: the failures are forgotten. Failed: failing since the first failure after the
-  // last delivery, and disabled once that is `disableAfterMs` or more ago (SPEC §19).
+  // last delivery, and disabled once that is `disableAfterMs` or more ago (docs/webhooks-and-streams.md).
   const webhook =
     result.kind === 'delivered'
       ? sql`UPDATE webhooks SET failing_since = NULL WHERE id IN (SELECT webhook_id FROM done)`

@@ -1,5 +1,5 @@
 /**
- * The daily spend limit and the batches waiting for credit on the embedded store (SPEC §12,
+ * The daily spend limit and the batches waiting for credit on the embedded store (docs/money-and-limits.md,
  * §14; the rules are ../daily-spend.ts's). A batch waiting for credit is `validating` with
  * waiting_code 'insufficient_credit', holding nothing, until waiting_until. Each function runs
  * inside the caller's IMMEDIATE transaction, so what it reads is what the account holds when it

@@ -1,4 +1,4 @@
-/** The embedded store's batch_providers writes (routing.providers, SPEC §13). */
+/** The embedded store's batch_providers writes (routing.providers, docs/routing.md). */
 import type { Database } from 'bun:sqlite'
 import { Money, moneyText } from '../../money/decimal.ts'
 

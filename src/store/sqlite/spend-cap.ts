@@ -1,5 +1,5 @@
 /**
- * The embedded store's side of spend caps (SPEC §12): claiming a capped batch's lines only while
+ * The embedded store's side of spend caps (docs/money-and-limits.md): claiming a capped batch's lines only while
  * they fit its cap with the ceilings in flight, ending the lines that never can, and the batch's
  * `max_cost_reached` wait. Runs inside the dispatch store's transactions (sqlite-dispatch.ts).
  */

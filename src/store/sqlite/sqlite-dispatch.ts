@@ -292,7 +292,7 @@ export class SqliteDispatch implements DispatchStore {
           'UPDATE batches SET pending = pending - ?, cancelled = cancelled + ? WHERE id = ?',
         ).run(n, n, id)
       }
-      // A capped batch with nothing in flight ends the lines that can no longer fit (SPEC §12).
+      // A capped batch with nothing in flight ends the lines that can no longer fit (docs/money-and-limits.md).
       endOverCap(this.db, now)
       // A batch is `finalizing` for one tick between its last line and its terminal status.
       for (const { id } of this.q(`SELECT id FROM batches WHERE status = 'finalizing'`).all()) {
@@ -351,7 +351,7 @@ function coversHolds(row: Row): boolean {
 
 /**
  * An ended batch waits for nothing, but a cap that stopped lines stays said: it is why they were
- * cancelled (SPEC §12). Every other reason is cleared.
+ * cancelled (docs/money-and-limits.md). Every other reason is cleared.
  */
 export const KEEP_ENDED_WAITING = `waiting_code = CASE WHEN waiting_code = 'max_cost_reached' THEN waiting_code END,
   waiting_message = CASE WHEN waiting_code = 'max_cost_reached' THEN waiting_message END,
@@ -454,7 +454,7 @@ class Ledger {
     this.batch(batchId).counts[kind]++
   }
 
-  /** A recorded line's tokens by class, added to its batch's usage (SPEC §16). */
+  /** A recorded line's tokens by class, added to its batch's usage (docs/pricing.md). */
   addUsage(batchId: string, usage: LineUsage | undefined) {
     if (!usage) return
     const sum = this.batch(batchId).usage

@@ -209,7 +209,7 @@ class SqliteStore implements Store {
     return row ? rowToKey(row) : null
   }
 
-  // ── live credit (SPEC §8): live-credit.ts ────────────────────────────────────────────────
+  // ── live credit (docs/live.md): live-credit.ts ────────────────────────────────────────────────
 
   async takeLiveCredit(request: Parameters<Store['takeLiveCredit']>[0]) {
     return this.tx(() => liveCredit.takeLiveCredit(this.db, request))
@@ -234,7 +234,7 @@ class SqliteStore implements Store {
     this.q('DELETE FROM credit_leases WHERE instance_id = ?').run(instanceId)
   }
 
-  // ── daily spend limit and batches waiting for credit (SPEC §12, §14): credit-waits.ts ────
+  // ── daily spend limit and batches waiting for credit (docs/money-and-limits.md, docs/open-models.md): credit-waits.ts ────
 
   async getDailySpend(accountId: string, nowMs: number) {
     return creditWaits.getDailySpend(this.db, accountId, nowMs)
@@ -488,7 +488,7 @@ class SqliteStore implements Store {
     return uploads.setFileQuota(this.db, accountId, limits)
   }
 
-  // ── fine-tuned adapters (SPEC §14): adapters.ts ─────────────────────────────────────────
+  // ── fine-tuned adapters (docs/open-models.md): adapters.ts ─────────────────────────────────────────
 
   async createAdapter(adapter: NewAdapter) {
     return this.tx(() => adapters.createAdapter(this.db, adapter))

@@ -1,4 +1,4 @@
-/** Usage rows on bun:sqlite (SPEC §10): sums added in one immediate transaction, money as text. */
+/** Usage rows on bun:sqlite (docs/operations.md): sums added in one immediate transaction, money as text. */
 import type { Database } from 'bun:sqlite'
 import { Money, moneyText } from '../../money/decimal.ts'
 import type { UsageAddition, UsageRow } from '../store.ts'

@@ -1,4 +1,4 @@
--- Events and retries (SPEC §15): see sql/0011_batch_events.sql for what each column holds.
+-- Events and retries (docs/events-and-webhooks.md): see sql/0011_batch_events.sql for what each column holds.
 ALTER TABLE batches ADD COLUMN parent_batch_id TEXT;
 ALTER TABLE batches ADD COLUMN retried_by TEXT;
 ALTER TABLE batches ADD COLUMN version INTEGER NOT NULL DEFAULT 0;

@@ -1,4 +1,4 @@
--- Fair webhook shares (SPEC §19): see sql/0012_webhook_fair_shares.sql for what each column holds.
+-- Fair webhook shares (docs/webhooks-and-streams.md): see sql/0012_webhook_fair_shares.sql for what each column holds.
 ALTER TABLE webhooks ADD COLUMN last_claimed_at INTEGER;
 ALTER TABLE webhooks ADD COLUMN failing_since INTEGER;
 ALTER TABLE webhooks ADD COLUMN disabled_at INTEGER;

@@ -1,4 +1,4 @@
--- Batch lanes (SPEC §17): see sql/0016_batch_chunks.sql for what each column holds.
+-- Batch lanes (docs/batch-lanes.md): see sql/0016_batch_chunks.sql for what each column holds.
 CREATE TABLE batch_chunks (
   id TEXT PRIMARY KEY,
   batch_id TEXT NOT NULL,
