@@ -119,8 +119,10 @@ describeScale('scale: the planner in a fleet', () => {
     const fewest = TOTAL - POOL_RATE * windowS
     const { spilled, inTime } = await runInFleet(windowS)
     expect(spilled).toBeGreaterThanOrEqual(fewest)
-    // As in test/planner/spill.test.ts: at most 2.5 s of the pool more than that.
-    expect(spilled).toBeLessThanOrEqual(fewest + 100)
+    // At most 3 s of the pool more than that (the one-instance test allows 2.5 s): two instances
+    // learn each other's rate once a second, and runs of the code before this bound spilled
+    // 190-210 of the 220 allowed by 2.5 s, so that bound left no room for a busy machine.
+    expect(spilled).toBeLessThanOrEqual(fewest + POOL_RATE * 3)
     expect(inTime).toBe(true)
   })
 })
