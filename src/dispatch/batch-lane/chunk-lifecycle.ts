@@ -38,10 +38,26 @@ export interface ChunkDeps {
   /** This instance: it holds chunk leases under this name. */
   holder: string
   leaseMs: number
-  /** Each look renews the lines' leases this far: past a chunk lease, so a taker renews in time. */
+  /**
+   * Each look renews the lines' leases this far past the later of now and the chunk's fallback
+   * time (lineLeaseUntil): past a chunk lease, so a taker renews in time.
+   */
   lineLeaseMs: number
   now: () => number
 }
+
+/**
+ * Until when a chunk's lines are leased. The chunk is in the store and any instance follows it,
+ * so its lines stay leased until its fallback time and a look past it, however long the
+ * instances are down: a lease run out sooner would send the lines again, in another provider
+ * batch or live, beside the copy upstream. At the fallback the chunk is cancelled and its lines
+ * recorded; if nothing follows it by then, the lease runs out and the live lanes take the lines.
+ */
+export const lineLeaseUntil = (
+  deps: Pick<ChunkDeps, 'lineLeaseMs'>,
+  fallbackAtMs: number,
+  nowMs: number,
+): number => Math.max(nowMs, fallbackAtMs) + deps.lineLeaseMs
 
 /** The dispatch-store owner of a chunk's lines. */
 export const lineOwnerOf = (chunkId: string): string => `chunk:${chunkId}`
@@ -79,6 +95,8 @@ export async function submitChunk(
     now,
     { owner: holder, untilMs: now + deps.leaseMs },
   )
+  // The intent is stored: whoever follows it answers for the lines now (lineLeaseUntil).
+  await deps.lines.renewLeases(lineOwnerOf(chunk.id), lineLeaseUntil(deps, chunk.fallbackAtMs, now))
   const request: ChunkRequest = {
     chunkId: chunk.id,
     endpoint: chunk.endpoint,
@@ -112,7 +130,7 @@ export async function submitChunk(
 export async function followChunk(deps: ChunkDeps, chunk: ChunkRecord): Promise<void> {
   const { fallbackAtMs } = chunk
   const now = deps.now()
-  await deps.lines.renewLeases(lineOwnerOf(chunk.id), now + deps.lineLeaseMs)
+  await deps.lines.renewLeases(lineOwnerOf(chunk.id), lineLeaseUntil(deps, fallbackAtMs, now))
   const states = await deps.chunks.chunkLines(chunk.id)
   if (chunk.providerBatchId === null) return resumeIntent(deps, chunk, states)
   const read = await deps.client.getBatch(chunk.providerBatchId)
