@@ -42,6 +42,7 @@ import { webhookRoutes } from './http/webhooks.ts'
 import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts'
 import { createBatchLanes, tickMsFor, type BatchLanes } from './dispatch/batch-lane/batch-lanes.ts'
 import { createBatchClients } from './upstream/batch-clients.ts'
+import { withChunkShares } from './store/batch-chunks/shares-with-chunks.ts'
 import { DEFAULT_RETRY } from './dispatch/retry-policy.ts'
 import { createWaitingBatches } from './dispatch/waiting-batches.ts'
 import { newId } from './domain.ts'
@@ -291,6 +292,8 @@ export async function startGateway(
   const queueDepth = async () =>
     (await dispatch.runnableBatches(Date.now(), 10_000)).reduce((sum, b) => sum + b.pending, 0)
   const liveCalls = liveService(live)
+  // The batch routes show the lines inside the lanes' provider batches (docs/batch-lanes.md).
+  const batchView = lanes ? withChunkShares(store, chunks) : store
   const groups = [
     healthRoutes(
       readinessChecks({
@@ -300,7 +303,7 @@ export async function startGateway(
     ),
     nativeBatchRoutes({
       auth,
-      store,
+      store: batchView,
       admission,
       maxBodyBytes: config.limits.maxBodyBytes,
       bodyLimit: bodies.nativeSubmit,
@@ -343,7 +346,7 @@ export async function startGateway(
     }),
     openAiBatchRoutes({
       auth,
-      store,
+      store: batchView,
       blobs,
       admission,
       bodyLimit: bodies.batchCreate,
@@ -357,7 +360,7 @@ export async function startGateway(
     }),
     dashboardRoutes({
       auth,
-      store,
+      store: batchView,
       admission,
       maxBodyBytes: config.limits.maxBodyBytes,
       bodyLimits: bodies,

@@ -7,6 +7,7 @@ import type { Endpoint } from '../../providers/types.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
 import type { Routing } from '../schemas/requests.ts'
 import { Money } from '../money/decimal.ts'
+import { offeringName } from './lanes.ts'
 
 export interface Catalog {
   readonly models: readonly ModelEntry[]
@@ -144,12 +145,14 @@ export function createCatalog(
   }
   function routeUncached(model: ModelEntry, routing: Routing, how: RouteHow): Offering[] {
     let offerings = how.lanes ? usable(model) : sendable(model)
-    if (routing.only) offerings = offerings.filter((o) => routing.only!.includes(o.provider))
-    if (routing.ignore) offerings = offerings.filter((o) => !routing.ignore!.includes(o.provider))
+    // By the names lines are shown under: "openai" is the live lane alone, "openai:batch" its batch lane.
+    if (routing.only) offerings = offerings.filter((o) => routing.only!.includes(offeringName(o)))
+    if (routing.ignore)
+      offerings = offerings.filter((o) => !routing.ignore!.includes(offeringName(o)))
     if (routing.max_price) offerings = offerings.filter(withinMaxPrice(routing.max_price))
     if (routing.order) {
       const rank = (o: Offering) => {
-        const index = routing.order!.indexOf(o.provider)
+        const index = routing.order!.indexOf(offeringName(o))
         return index === -1 ? routing.order!.length : index
       }
       offerings = [...offerings].sort((a, b) => rank(a) - rank(b))

@@ -22,7 +22,14 @@ export function batchEta(batch: BatchRecord): number | null {
 export function renderProviders(shares: Record<string, ProviderShare> | undefined) {
   const providers: Record<
     string,
-    { succeeded: number; failed: number; running: number; cost_usd: string }
+    {
+      succeeded: number
+      failed: number
+      running: number
+      cost_usd: string
+      provider_batches?: number
+      fallback_at?: number
+    }
   > = {}
   for (const [name, share] of Object.entries(shares ?? {})) {
     providers[name] = {
@@ -31,6 +38,12 @@ export function renderProviders(shares: Record<string, ProviderShare> | undefine
       running: share.running,
       // A free pool's share reads "0", as docs/routing.md shows it; others are in micro-dollars.
       cost_usd: new Money(share.costUsd).isZero() ? '0' : usd(share.costUsd),
+    }
+    // A batch lane (docs/batch-lanes.md): the provider batches its running lines wait in, and
+    // when the live lanes take over those not ended by then.
+    if (share.providerBatches) {
+      providers[name].provider_batches = share.providerBatches.count
+      providers[name].fallback_at = share.providerBatches.fallbackAt
     }
   }
   return providers

@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import Decimal from 'decimal.js'
+import { summary } from '../../src/cli/progress.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
@@ -18,9 +19,10 @@ interface Batch {
   id: string
   status: string
   created_at: number
+  deadline_at: number
   request_counts: Record<string, number>
   cost_usd: string
-  routing: { providers: Record<string, { succeeded: number }> }
+  routing: { providers: Record<string, Record<string, unknown>> }
 }
 interface Row {
   custom_id: string
@@ -182,6 +184,28 @@ for (const storeKind of STORES) {
       }
     }, 60_000)
 
+    test('live calls and lines that ignore the lane never go to it', async () => {
+      const before = openai.batches().jobs.length
+      const kept = lines('lane/chat', 3).map((line) => ({
+        ...line,
+        body: { ...line.body, provider: { ignore: ['sim:batch'] } },
+      }))
+      const batch = await submit(jsonl(kept))
+      expect((await finished(batch.id)).status).toBe('completed')
+      for (const row of await results(batch.id)) {
+        expect(row.provider).toBe('sim')
+        expect(row.cost_usd).toBe(priced(row.response!.body.usage, '1', '2').toFixed())
+      }
+      const call = await gw.request('/v1/chat/completions', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(lines('lane/chat', 1)[0]!.body),
+      })
+      expect(call.status).toBe(200)
+      expect(liveChats(openai)).toBe(4)
+      expect(openai.batches().jobs.length).toBe(before)
+    }, 60_000)
+
     test('a provider batch not ended at the fallback time is cancelled: what it finished is kept, the rest runs live', async () => {
       // 10 s for a chunk: of its 4 lines one is due every 2.5 s, so at the fallback (3–4 s after
       // the chunk's create, created_at being whole seconds) one is done.
@@ -251,6 +275,35 @@ for (const storeKind of STORES) {
         'both provider batches',
         async () => openai.batches().jobs.length - before.jobs.length === 2,
       )
+      // Seen while they wait: running in the lane, in how many provider batches, live from when.
+      const waiting = await waitFor('both chunks shown', async () => {
+        const view = await read(batch.id)
+        return view.routing.providers['sim:batch']?.provider_batches === 2 ? view : null
+      })
+      const fallbackAt = waiting.deadline_at - 0.5 * 3600
+      expect(waiting.routing.providers['sim:batch']).toEqual({
+        succeeded: 0,
+        failed: 0,
+        running: 8,
+        cost_usd: '0',
+        provider_batches: 2,
+        fallback_at: fallbackAt,
+      })
+      const when = new Date(fallbackAt * 1000).toISOString().slice(0, 16).replace('T', ' ')
+      expect(summary(waiting as never)).toContain('sim:batch: 0 ok, 0 failed, 8 running')
+      expect(summary(waiting as never)).toContain(`in 2 provider batches; live lanes from ${when}`)
+      const signIn = await fetch(`${gw.url}/dashboard/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ key }),
+        redirect: 'manual',
+      })
+      const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!
+      const page = await (
+        await fetch(`${gw.url}/dashboard/batches/${batch.id}`, { headers: { cookie } })
+      ).text()
+      expect(page.replace(/\s+/g, ' ')).toContain('in 2 provider batches; live lanes from')
+
       const cancel = await gw.request(`/v1/batches/${batch.id}`, key, { method: 'DELETE' })
       expect(cancel.status).toBe(200)
       const ended = await finished(batch.id)
