@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import Decimal from 'decimal.js'
+import OpenAI, { toFile } from 'openai'
 import { summary } from '../../src/cli/progress.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
@@ -182,6 +183,37 @@ for (const storeKind of STORES) {
         const usage = row.response!.body.usage
         expect(row.cost_usd).toBe(priced(usage, '1.5', '7.5').toFixed())
       }
+    }, 60_000)
+
+    test('the OpenAI SDK unchanged: a facade batch runs through the lane like any other', async () => {
+      const before = openai.batches().jobs.length
+      const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/openai/v1`, maxRetries: 0 })
+      const file = await client.files.create({
+        file: await toFile(Buffer.from(jsonl(lines('lane/chat', 5))), 'requests.jsonl'),
+        purpose: 'batch',
+      })
+      const created = await client.batches.create({
+        input_file_id: file.id,
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+      })
+      const batch = await waitFor('the facade batch', async () => {
+        const view = await client.batches.retrieve(created.id)
+        return ['completed', 'failed', 'cancelled', 'expired'].includes(view.status) ? view : null
+      })
+      expect(batch.status).toBe('completed')
+      expect(batch.request_counts).toEqual({ total: 5, completed: 5, failed: 0 })
+      const output = (await (await client.files.content(batch.output_file_id!)).text())
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+      expect(output.map((line) => line.custom_id).sort()).toEqual(
+        lines('lane/chat', 5)
+          .map((line) => line.custom_id)
+          .sort(),
+      )
+      expect(openai.batches().jobs.length - before).toBe(2)
+      expect(liveChats(openai)).toBe(0)
     }, 60_000)
 
     test('live calls and lines that ignore the lane never go to it', async () => {
