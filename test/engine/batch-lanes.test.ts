@@ -13,7 +13,8 @@ import OpenAI, { toFile } from 'openai'
 import { summary } from '../../src/cli/progress.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
-import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
+import { waitFor } from '../helpers/wait.ts'
+import { dashboardCookie, nativeClient } from '../helpers/native-client.ts'
 import { CHUNK_LINES, FALLBACK_AFTER_S, laneCatalog } from '../helpers/lane-catalog.ts'
 
 interface Batch {
@@ -91,35 +92,10 @@ for (const storeKind of STORES) {
       await anthropic?.stop()
     })
 
-    async function submit(file: string): Promise<Batch> {
-      const response = await gw.request('/v1/batches', key, {
-        method: 'POST',
-        body: file,
-        headers: { 'content-type': 'application/jsonl' },
-      })
-      expect(response.status).toBe(201)
-      return (await response.json()) as Batch
-    }
-    const read = async (id: string) =>
-      (await (await gw.request(`/v1/batches/${id}`, key)).json()) as Batch
-    const finished = (id: string, timeoutMs = 30_000) =>
-      waitFor(
-        `batch ${id} to end`,
-        async () => {
-          const batch = await read(id)
-          return FINAL_BATCH.includes(batch.status) ? batch : null
-        },
-        timeoutMs,
-      )
-    async function results(id: string, query = ''): Promise<Row[]> {
-      const text = await (await gw.request(`/v1/batches/${id}/results${query}`, key)).text()
-      return text.trim()
-        ? text
-            .trim()
-            .split('\n')
-            .map((line) => JSON.parse(line) as Row)
-        : []
-    }
+    const { submit, read, finished, results } = nativeClient<Batch, Row>(
+      () => gw,
+      () => key,
+    )
     test('ample time: every line through OpenAI batches at the lane prices, results while it runs', async () => {
       // The first provider batches end in 300 ms, the later ones take 5 s: results of the first
       // must be readable while the later ones still run.
@@ -324,13 +300,7 @@ for (const storeKind of STORES) {
       const when = new Date(fallbackAt * 1000).toISOString().slice(0, 16).replace('T', ' ')
       expect(summary(waiting as never)).toContain('sim:batch: 0 ok, 0 failed, 8 running')
       expect(summary(waiting as never)).toContain(`in 2 provider batches; live lanes from ${when}`)
-      const signIn = await fetch(`${gw.url}/dashboard/sign-in`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ key }),
-        redirect: 'manual',
-      })
-      const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!
+      const cookie = await dashboardCookie(gw.url, key)
       const page = await (
         await fetch(`${gw.url}/dashboard/batches/${batch.id}`, { headers: { cookie } })
       ).text()
