@@ -193,6 +193,15 @@ export function runChunkStoreContract(name: string, makeStore: () => Promise<Ope
       expect(await chunks.openChunks([])).toEqual([])
     })
 
+    test('a provider batch id tells which chunk follows it, per provider', async () => {
+      await chunks.createChunk(intent('chk_a'), T0)
+      await chunks.claimChunks('one', 1, T0, T0 + 1)
+      await chunks.updateChunk('one', 'chk_a', { state: 'submitted', providerBatchId: 'pb_1' }, T0)
+      expect(await chunks.chunkOfProviderBatch('openai', 'pb_1')).toBe('chk_a')
+      expect(await chunks.chunkOfProviderBatch('anthropic', 'pb_1')).toBeNull()
+      expect(await chunks.chunkOfProviderBatch('openai', 'pb_2')).toBeNull()
+    })
+
     test('a chunk of many lines is stored whole', async () => {
       const lineNos = Array.from({ length: 25_000 }, (_, i) => 2 * i + 1)
       await chunks.createChunk(intent('chk_big', 'batch_1', lineNos), T0)

@@ -23,7 +23,7 @@ import { offeringName } from '../../catalog/lanes.ts'
 import type { ChunkLineRef, ChunkRecord, ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
 import type { ClaimedLine, DispatchStore, LineOutcome } from '../../store/store.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
-import { findChunk } from './find-chunk.ts'
+import { findAnthropicCopies, findChunk } from './find-chunk.ts'
 import { followAction, nextPollAt } from './follow-schedule.ts'
 import { mapChunkResults } from './map-chunk-results.ts'
 
@@ -122,7 +122,9 @@ export async function submitChunk(
   const input = anthropicBatchInput(request, offering.provider)
   await recordResults(deps, record, states, input.refused, true)
   const created = await client.create(input)
-  if (!created.ok) return abandon(deps, record, states, created.error)
+  // A create that may have reached Anthropic (a timeout, a 5xx) is looked at again: a copy
+  // made meanwhile is cancelled before the lines go back (resumeIntent).
+  if (!created.ok) return createFailed(deps, record, states, created.error)
   return submitted(deps, record, created.value.id)
 }
 
@@ -241,8 +243,8 @@ async function submitted(deps: ChunkDeps, chunk: ChunkRecord, providerBatchId: s
  */
 async function resumeIntent(deps: ChunkDeps, chunk: ChunkRecord, states: ChunkLineRef[]) {
   const client = deps.client
-  if (client.kind !== 'openai' || chunk.inputFileId === null)
-    return abandon(deps, chunk, states, null)
+  if (client.kind === 'anthropic') return cancelCopies(deps, client, chunk, states)
+  if (chunk.inputFileId === null) return abandon(deps, chunk, states, null)
   const found = await findChunk(client, chunk.id)
   if (!found.ok) return createFailed(deps, chunk, states, found.error)
   if (found.value !== null) return submitted(deps, chunk, found.value.id)
@@ -252,6 +254,46 @@ async function resumeIntent(deps: ChunkDeps, chunk: ChunkRecord, states: ChunkLi
   )
   if (!created.ok) return createFailed(deps, chunk, states, created.error)
   return submitted(deps, chunk, created.value.id)
+}
+
+/** How long after its intent a lost create may have reached the provider, with the clocks' skew. */
+export const COPY_WINDOW_MS = 10 * 60_000
+const CLOCK_SKEW_MS = 60_000
+/** Failed looks for copies before the lines go back anyway. */
+const COPY_LOOKS = 3
+
+/**
+ * An Anthropic intent without a provider batch id (docs/batch-lanes.md): its create may have
+ * reached Anthropic before a crash or a timeout. Such a copy is cancelled, then the lines go
+ * back to pending; what the copy finished before its cancel is not recorded (its lines run again).
+ */
+async function cancelCopies(
+  deps: ChunkDeps,
+  client: AnthropicBatchClient,
+  chunk: ChunkRecord,
+  states: ChunkLineRef[],
+) {
+  const copies = await findAnthropicCopies(client, {
+    fromMs: chunk.createdAt - CLOCK_SKEW_MS,
+    toMs: Math.max(chunk.createdAt, chunk.updatedAt) + COPY_WINDOW_MS,
+    maxRequests: chunk.lineCount,
+    followed: async (id) => (await deps.chunks.chunkOfProviderBatch(chunk.provider, id)) !== null,
+  })
+  let failed = copies.ok ? null : copies.error
+  for (const copy of copies.ok ? copies.value : []) {
+    const cancelled = await client.cancelBatch(copy.id)
+    if (!cancelled.ok) failed = cancelled.error
+  }
+  if (failed !== null && chunk.pollFailures + 1 < COPY_LOOKS) {
+    const times = { pollMs: deps.settings.pollMs, fallbackAtMs: chunk.fallbackAtMs }
+    const next = nextPollAt(times, chunk.pollFailures + 1, deps.now())
+    return done(deps, chunk, {
+      nextPollAt: next,
+      pollFailures: chunk.pollFailures + 1,
+      error: failed.message,
+    })
+  }
+  return abandon(deps, chunk, states, null)
 }
 
 /** A failed look (5xx, lost connection): the next one backs off, the fallback time kept. */

@@ -107,6 +107,8 @@ export interface ChunkStore {
   chunksOfBatch(batchId: string): Promise<ChunkRecord[]>
   /** Asks every still-followed chunk of the batch to be cancelled at its next look: due now. */
   requestCancel(batchId: string, nowMs: number): Promise<number>
+  /** The chunk that follows this provider batch, if any (to tell a lost copy from a chunk's own). */
+  chunkOfProviderBatch(provider: string, providerBatchId: string): Promise<string | null>
   /** The still-followed chunks of these batches, summed per batch and offering (what is shown). */
   openChunks(batchIds: readonly string[]): Promise<OpenChunks[]>
 }

@@ -82,6 +82,12 @@ export function createPostgresChunkStore(sql: Sql): ChunkStore {
         SELECT * FROM batch_chunks WHERE batch_id = ${batchId} ORDER BY created_at, id`
       return rows.map(rowToChunk)
     },
+    async chunkOfProviderBatch(provider, providerBatchId) {
+      const [row] = await sql`
+        SELECT id FROM batch_chunks
+        WHERE provider = ${provider} AND provider_batch_id = ${providerBatchId}`
+      return row ? String(row.id) : null
+    },
     async openChunks(batchIds) {
       if (batchIds.length === 0) return []
       const rows = await sql`

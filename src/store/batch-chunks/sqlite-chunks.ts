@@ -109,6 +109,13 @@ export function createSqliteChunkStore(db: Database): ChunkStore {
         .all(batchId)
         .map(rowToChunk)
     },
+    async chunkOfProviderBatch(provider, providerBatchId) {
+      const row = q('SELECT id FROM batch_chunks WHERE provider = ? AND provider_batch_id = ?').get(
+        provider,
+        providerBatchId,
+      )
+      return row ? String(row.id) : null
+    },
     async openChunks(batchIds) {
       if (batchIds.length === 0) return []
       return q(
