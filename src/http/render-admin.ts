@@ -3,9 +3,10 @@ import type { AdapterRecord } from '../catalog/adapters.ts'
 import type { KeyRecord } from '../domain.ts'
 import { availableUsd, usd } from '../money/decimal.ts'
 import type { AdminAccountView } from '../accounts/accounts.ts'
+import type { AccountObject, ApiKeyObject } from '../schemas/admin-objects.ts'
 import { renderAdapterModel } from './render-model.ts'
 
-export function renderAccount(account: AdminAccountView) {
+export function renderAccount(account: AdminAccountView): AccountObject {
   const available = availableUsd(account)
   return {
     id: account.id,
@@ -27,7 +28,7 @@ export function renderAccount(account: AdminAccountView) {
   }
 }
 
-export function renderKey(key: KeyRecord) {
+export function renderKey(key: KeyRecord): ApiKeyObject {
   return {
     id: key.id,
     object: 'api_key',

@@ -8,6 +8,7 @@ import {
   type ProviderShare,
 } from '../domain.ts'
 import { Money, moneyText, usd } from '../money/decimal.ts'
+import type { BatchObject } from '../schemas/native-objects.ts'
 
 /**
  * The planner's projected finish of a batch (docs/routing.md `routing.eta`, Unix seconds), or null
@@ -50,7 +51,10 @@ export function renderProviders(shares: Record<string, ProviderShare> | undefine
 }
 
 /** `shares`: the batch's providerShares entry (none yet: an empty breakdown). */
-export function renderBatch(batch: BatchRecord, shares?: Record<string, ProviderShare>) {
+export function renderBatch(
+  batch: BatchRecord,
+  shares?: Record<string, ProviderShare>,
+): BatchObject {
   return {
     id: batch.id,
     object: 'batch',

@@ -6,6 +6,7 @@ import { z } from 'zod'
 import { badRequest } from '../errors.ts'
 import { Money, usd, ZERO } from '../money/decimal.ts'
 import type { UsageRow } from '../store/store.ts'
+import type { UsageBucketObject } from '../schemas/native-objects.ts'
 
 export const MAX_USAGE_DAYS = 400
 export const GROUPINGS = ['day', 'model', 'provider'] as const
@@ -77,18 +78,8 @@ export function readUsageQuery(params: URLSearchParams, todayMs = Date.now()): U
   return { from, to, groupBy: groupBy as Grouping }
 }
 
-/** One row of the answer: the grouping's key, the others absent. */
-export interface UsageBucket {
-  start?: string
-  model?: string
-  provider?: string
-  lines: number
-  live_calls: number
-  input_tokens: number
-  cached_input_tokens: number
-  output_tokens: number
-  cost_usd: string
-}
+/** One row of the answer: the grouping's key, the others absent (native-objects.ts). */
+export type UsageBucket = UsageBucketObject
 
 interface Sum {
   lines: number
