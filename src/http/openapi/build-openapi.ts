@@ -97,7 +97,10 @@ function answerOf(answer: Answer) {
   if ('json' in answer)
     return {
       description: answer.description,
-      content: { 'application/json': { schema: oneOrMore(answer.json) } },
+      content: {
+        'application/json': { schema: oneOrMore(answer.json) },
+        ...(answer.streams ? { 'text/event-stream': { schema: { type: 'string' } } } : {}),
+      },
     }
   if ('jsonl' in answer)
     return {

@@ -132,6 +132,7 @@ export const ANTHROPIC_OPERATIONS: Operations = {
         description:
           "the message; with `stream: true`, Anthropic's stream events as server-sent events",
         json: 'AnthropicMessage',
+        streams: true,
       },
     },
   },

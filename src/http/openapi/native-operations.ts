@@ -38,6 +38,7 @@ function live(prefix: '' | '/openai'): Operations {
           description:
             "the completion; with `stream: true`, OpenAI's chunks as server-sent events (`text/event-stream`)",
           json: 'ChatCompletion',
+          streams: true,
         },
       },
     },
@@ -64,6 +65,7 @@ function live(prefix: '' | '/openai'): Operations {
           description:
             "the Response object; with `stream: true`, OpenAI's Responses events as server-sent events",
           json: 'Response',
+          streams: true,
         },
       },
     },

@@ -16,7 +16,12 @@ export type Body =
 
 /** One answer: JSON by a component's name, JSONL lines of one, an event stream, HTML or text. */
 export type Answer =
-  | { description: string; json: SchemaName | SchemaName[] }
+  | {
+      description: string
+      json: SchemaName | SchemaName[]
+      /** With `stream: true` in the body, server-sent events instead. */
+      streams?: true
+    }
   | { description: string; jsonl: SchemaName | SchemaName[]; media?: string }
   | {
       description: string
