@@ -130,6 +130,7 @@ export const messageBatchSchema = z.strictObject({
   archived_at: z.null(),
   results_url: z.string().nullable(),
 })
+export type MessageBatchObject = z.infer<typeof messageBatchSchema>
 
 export const messageBatchListSchema = z.strictObject({
   data: z.array(messageBatchSchema),

@@ -87,5 +87,19 @@ export function openApiChecker(document: OpenApiDocument) {
     )
   }
 
-  return { problems, lineProblems, componentProblems }
+  /** The problems of a request body against the operation's request schema in `media`. */
+  function requestProblems(operation: string, body: unknown, media = 'application/json') {
+    const [method, path] = operation.split(' ') as [string, string]
+    const where = ['paths', path, method.toLowerCase(), 'requestBody', 'content', media, 'schema']
+    if (!document.paths[path]?.[method.toLowerCase()]?.requestBody?.content[media])
+      return [`the document has no ${media} request body for ${operation}`]
+    const validate = ajv.getSchema(`openapi#/${pointer(where)}`)
+    if (!validate) return [`no schema at ${where.join(' ')}`]
+    if (validate(body)) return []
+    return (validate.errors ?? []).map(
+      (error) => `${operation} request: ${error.instancePath || '/'} ${error.message}`,
+    )
+  }
+
+  return { problems, lineProblems, componentProblems, requestProblems }
 }

@@ -55,13 +55,21 @@ async function firstEventData(response: Response): Promise<Record<string, unknow
   throw new Error(`no event in ${JSON.stringify(text)}`)
 }
 
+/** A request body, first checked against the document's schema for it: the document takes what the route takes. */
+function sent<T>(operation: string, body: T): T {
+  expect(check.requestProblems(operation, body)).toEqual([])
+  return body
+}
+
 const refusal = async (operation: string, response: Response) => {
   expect(response.status).toBeGreaterThanOrEqual(400)
   expect(check.problems(operation, 'default', await response.json())).toEqual([])
 }
 
 test('a native batch: quote, submit, read, list, results, events, retry, refusals', async () => {
-  const lines = jsonl([chatLine('a'), chatLine('b'), chatLine('c', 'hello', {}, 'sim/refused')])
+  const file = [chatLine('a'), chatLine('b'), chatLine('c', 'hello', {}, 'sim/refused')]
+  for (const line of file) expect(check.componentProblems('NativeInputLine', line)).toEqual([])
+  const lines = jsonl(file)
   const quoted = await gw.request('/v1/batches?dry_run=true', key, { method: 'POST', body: lines })
   await answer('POST /v1/batches', quoted, 200)
   const submitted = await answer(
@@ -131,7 +139,7 @@ test('usage, models, the live endpoints', async () => {
   const post = (path: string, body: unknown) =>
     gw.request(path, key, {
       method: 'POST',
-      body: JSON.stringify(body),
+      body: JSON.stringify(sent(`POST ${path}`, body)),
       headers: { 'content-type': 'application/json' },
     })
   await answer('POST /v1/chat/completions', await post('/v1/chat/completions', chat), 200)
@@ -152,24 +160,36 @@ test('usage, models, the live endpoints', async () => {
 test('the admin API: account, credit, settings, keys', async () => {
   const created = await answer(
     'POST /admin/v1/accounts',
-    await gw.admin('/accounts', { method: 'POST', body: { name: 'doc', credit_usd: '1' } }),
+    await gw.admin('/accounts', {
+      method: 'POST',
+      body: sent('POST /admin/v1/accounts', { name: 'doc', credit_usd: '1' }),
+    }),
     201,
   )
   const id = String(created.id)
   await answer('GET /admin/v1/accounts/{id}', await gw.admin(`/accounts/${id}`), 200)
   await answer(
     'POST /admin/v1/accounts/{id}/credits',
-    await gw.admin(`/accounts/${id}/credits`, { method: 'POST', body: { amount_usd: '2.5' } }),
+    await gw.admin(`/accounts/${id}/credits`, {
+      method: 'POST',
+      body: sent('POST /admin/v1/accounts/{id}/credits', { amount_usd: '2.5' }),
+    }),
     200,
   )
   await answer(
     'PATCH /admin/v1/accounts/{id}',
-    await gw.admin(`/accounts/${id}`, { method: 'PATCH', body: { daily_spend_limit_usd: '3' } }),
+    await gw.admin(`/accounts/${id}`, {
+      method: 'PATCH',
+      body: sent('PATCH /admin/v1/accounts/{id}', { daily_spend_limit_usd: '3' }),
+    }),
     200,
   )
   const made = await answer(
     'POST /admin/v1/accounts/{id}/keys',
-    await gw.admin(`/accounts/${id}/keys`, { method: 'POST', body: { scopes: ['read'] } }),
+    await gw.admin(`/accounts/${id}/keys`, {
+      method: 'POST',
+      body: sent('POST /admin/v1/accounts/{id}/keys', { scopes: ['read'] }),
+    }),
     201,
   )
   await answer(
@@ -183,6 +203,17 @@ test('the admin API: account, credit, settings, keys', async () => {
     200,
   )
   await refusal('GET /admin/v1/accounts/{id}', await gw.admin('/accounts/acct_none'))
+  // What the document refuses, the route refuses: a credit as a number, an unknown field.
+  for (const bad of [
+    { name: 'x', credit_usd: 5 },
+    { name: 'x', colour: 'red' },
+  ]) {
+    expect(check.requestProblems('POST /admin/v1/accounts', bad).length).toBeGreaterThan(0)
+    await refusal(
+      'POST /admin/v1/accounts',
+      await gw.admin('/accounts', { method: 'POST', body: bad }),
+    )
+  }
 })
 
 test('webhooks: create, list, enable, deliveries, delete', async () => {
@@ -195,7 +226,10 @@ test('webhooks: create, list, enable, deliveries, delete', async () => {
     })
   const created = await answer(
     'POST /v1/webhooks',
-    await post('/v1/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['batch.completed'] }),
+    await post(
+      '/v1/webhooks',
+      sent('POST /v1/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['batch.completed'] }),
+    ),
     201,
   )
   const id = String(created.id)
@@ -236,7 +270,7 @@ test('the OpenAI facade: a file uploaded, a batch run, its output file, the list
     'POST /openai/v1/batches',
     await gw.request('/openai/v1/batches', key, {
       method: 'POST',
-      body: JSON.stringify(create),
+      body: JSON.stringify(sent('POST /openai/v1/batches', create)),
       headers: { 'content-type': 'application/json' },
     }),
     200,
@@ -276,7 +310,11 @@ test('the OpenAI facade: a file uploaded, a batch run, its output file, the list
 test('the Anthropic API: a message, a count, a message batch and its results', async () => {
   const headers = { 'x-api-key': key, 'content-type': 'application/json' }
   const post = (path: string, body: unknown) =>
-    fetch(`${gw.url}/anthropic/v1${path}`, { method: 'POST', headers, body: JSON.stringify(body) })
+    fetch(`${gw.url}/anthropic/v1${path}`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(sent(`POST /anthropic/v1${path}`, body)),
+    })
   const params = { model: 'sim/chat', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }
   await answer('POST /anthropic/v1/messages', await post('/messages', params), 200)
   const { max_tokens: _, ...count } = params

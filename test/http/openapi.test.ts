@@ -113,3 +113,32 @@ test("the request schemas are the routes' own zod schemas", () => {
     document.paths['/openai/v1/files']!.post!.requestBody!.content['multipart/form-data'],
   ).toBeDefined()
 })
+
+test("the facade's objects are OpenAI's, and what they add is the documented deviation", async () => {
+  const { $defs: openai } = (await Bun.file(
+    `${import.meta.dir}/../contracts/openai-batch-files.schema.json`,
+  ).json()) as { $defs: Record<string, { properties: object; required: string[] }> }
+  const ours = document.components.schemas as Record<
+    string,
+    { properties: object; required: string[] }
+  >
+  for (const [theirs, mine, added] of [
+    ['Batch', 'OpenAiBatch', ['multigrid']],
+    ['OpenAIFile', 'OpenAiFile', []],
+    ['ListFilesResponse', 'OpenAiFileList', []],
+    ['DeleteFileResponse', 'OpenAiFileDeleted', []],
+  ] as const) {
+    const their = Object.keys(openai[theirs]!.properties)
+    const my = Object.keys(ours[mine]!.properties)
+    expect({ mine, missing: their.filter((name) => !my.includes(name)) }).toEqual({
+      mine,
+      missing: [],
+    })
+    expect({ mine, added: my.filter((name) => !their.includes(name)) }).toEqual({
+      mine,
+      added: [...added],
+    })
+    const required = openai[theirs]!.required.filter((name) => !ours[mine]!.required.includes(name))
+    expect({ mine, notRequired: required }).toEqual({ mine, notRequired: [] })
+  }
+})
