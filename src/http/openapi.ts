@@ -6,8 +6,6 @@
 import { Elysia } from 'elysia'
 import { buildOpenApi, type RouteEntry } from './openapi/build-openapi.ts'
 
-export { buildOpenApi }
-
 /** The route, reading the application's routes when first asked. */
 export function openApiRoutes(routes: () => readonly RouteEntry[]) {
   let document: ReturnType<typeof buildOpenApi> | null = null

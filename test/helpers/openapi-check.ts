@@ -21,7 +21,10 @@ export interface OperationObject {
   requestBody?: { content: Record<string, { schema: unknown }> }
   responses: Record<
     string,
-    { content?: Record<string, { schema: unknown; 'x-multigrid-line-schema'?: unknown }> }
+    {
+      content?: Record<string, { schema: unknown; 'x-multigrid-line-schema'?: unknown }>
+      headers?: Record<string, unknown>
+    }
   >
 }
 
@@ -101,5 +104,12 @@ export function openApiChecker(document: OpenApiDocument) {
     )
   }
 
-  return { problems, lineProblems, componentProblems, requestProblems }
+  /** The headers the document names for the answer that the real answer lacks. */
+  function missingHeaders(operation: string, status: number, headers: Headers): string[] {
+    const [method, path] = operation.split(' ') as [string, string]
+    const answer = document.paths[path]?.[method.toLowerCase()]?.responses[String(status)]
+    return Object.keys(answer?.headers ?? {}).filter((name) => !headers.has(name))
+  }
+
+  return { problems, lineProblems, componentProblems, requestProblems, missingHeaders }
 }

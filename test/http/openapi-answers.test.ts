@@ -35,6 +35,7 @@ async function answer(operation: string, response: Response, expected: number) {
   const body = await response.json()
   expect({ status: response.status, body }).toMatchObject({ status: expected })
   expect(check.problems(operation, expected, body)).toEqual([])
+  expect(check.missingHeaders(operation, expected, response.headers)).toEqual([])
   return body as Record<string, unknown>
 }
 
@@ -88,6 +89,7 @@ test('a native batch: quote, submit, read, list, results, events, retry, refusal
 
   const results = await gw.request(`/v1/batches/${id}/results`, key)
   expect(results.status).toBe(200)
+  expect(check.missingHeaders('GET /v1/batches/{id}/results', 200, results.headers)).toEqual([])
   const text = await results.text()
   expect(text.split('\n').filter(Boolean)).toHaveLength(3)
   expect(check.lineProblems('GET /v1/batches/{id}/results', 200, text)).toEqual([])

@@ -93,7 +93,31 @@ const securityOf = (security: Security) => {
 const oneOrMore = (names: string | string[]) =>
   Array.isArray(names) ? { anyOf: names.map((name) => ref(name as never)) } : ref(names as never)
 
-function answerOf(answer: Answer) {
+/** docs/native-api.md "Rate limits": on every answer to a key. */
+const RATE_LIMIT_HEADERS = {
+  'X-RateLimit-Limit': "the key's requests per minute",
+  'X-RateLimit-Remaining': "what is left of this minute's budget",
+  'X-RateLimit-Reset': 'seconds until the budget is back',
+}
+
+const headersOf = (headers: Record<string, string>) =>
+  Object.fromEntries(
+    Object.entries(headers).map(([name, description]) => [
+      name,
+      { description, schema: { type: 'string' } },
+    ]),
+  )
+
+function answerOf(answer: Answer, security: Security) {
+  const headers = {
+    ...(security === 'key' || security === 'anthropicKey' ? RATE_LIMIT_HEADERS : {}),
+    ...answer.headers,
+  }
+  const body = answerBodyOf(answer)
+  return Object.keys(headers).length > 0 ? { ...body, headers: headersOf(headers) } : body
+}
+
+function answerBodyOf(answer: Answer) {
   if ('json' in answer)
     return {
       description: answer.description,
@@ -183,7 +207,7 @@ function operationOf(path: string, method: string, spec: Operation | undefined) 
     })
   const responses: Record<string, unknown> = {}
   for (const [status, answer] of Object.entries(spec?.answers ?? {}))
-    responses[status] = answerOf(answer)
+    responses[status] = answerOf(answer, spec?.security ?? 'key')
   responses.default = {
     description: refusal.description,
     content: { 'application/json': { schema: ref(refusal.schema) } },

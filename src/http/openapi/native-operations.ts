@@ -183,9 +183,10 @@ export const NATIVE_OPERATIONS: Operations = {
     answers: {
       200: {
         description:
-          'JSONL, one NativeResultLine per input line (docs/schemas/native-result-line.schema.json); with format=input, the original input lines. `X-Multigrid-Batch-Status` carries the batch status.',
+          'JSONL, one NativeResultLine per input line (docs/schemas/native-result-line.schema.json); with format=input, the original input lines.',
         jsonl: ['NativeResultLine', 'NativeInputLine'],
         media: 'application/jsonl',
+        headers: { 'X-Multigrid-Batch-Status': "the batch's status as the lines were read" },
       },
     },
   },

@@ -15,7 +15,12 @@ export type Body =
   | { form: Record<string, unknown>; description?: string }
 
 /** One answer: JSON by a component's name, JSONL lines of one, an event stream, HTML or text. */
-export type Answer =
+export type Answer = AnswerBody & {
+  /** Headers of its own, each with what it says (the rate-limit headers are added for keys). */
+  headers?: Record<string, string>
+}
+
+type AnswerBody =
   | {
       description: string
       json: SchemaName | SchemaName[]
