@@ -72,6 +72,13 @@ export function openApiChecker(document: OpenApiDocument) {
     )
   }
 
+  /** A refusal against the document's answer for its status, or `default` when it has none. */
+  function refusalProblems(operation: string, status: number, value: unknown): string[] {
+    const [method, path] = operation.split(' ') as [string, string]
+    const listed = document.paths[path]?.[method.toLowerCase()]?.responses[String(status)]
+    return problems(operation, listed ? status : 'default', value)
+  }
+
   /** Each line of a JSONL answer against its line schema. */
   function lineProblems(operation: string, status: number, text: string, media?: string) {
     return text
@@ -111,5 +118,12 @@ export function openApiChecker(document: OpenApiDocument) {
     return Object.keys(answer?.headers ?? {}).filter((name) => !headers.has(name))
   }
 
-  return { problems, lineProblems, componentProblems, requestProblems, missingHeaders }
+  return {
+    problems,
+    refusalProblems,
+    lineProblems,
+    componentProblems,
+    requestProblems,
+    missingHeaders,
+  }
 }

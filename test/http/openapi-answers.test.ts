@@ -64,7 +64,7 @@ function sent<T>(operation: string, body: T): T {
 
 const refusal = async (operation: string, response: Response) => {
   expect(response.status).toBeGreaterThanOrEqual(400)
-  expect(check.problems(operation, 'default', await response.json())).toEqual([])
+  expect(check.refusalProblems(operation, response.status, await response.json())).toEqual([])
 }
 
 test('a native batch: quote, submit, read, list, results, events, retry, refusals', async () => {
@@ -121,7 +121,7 @@ test('a native batch: quote, submit, read, list, results, events, retry, refusal
   expect(bad.status).toBe(400)
   const envelope = await bad.json()
   expect(envelope.issues.length).toBeGreaterThan(0)
-  expect(check.problems('POST /v1/batches', 'default', envelope)).toEqual([])
+  expect(check.refusalProblems('POST /v1/batches', 400, envelope)).toEqual([])
   await refusal('GET /v1/batches/{id}', await gw.request('/v1/batches/batch_none', key))
   await refusal('GET /v1/batches', await gw.request('/v1/batches', null))
 })

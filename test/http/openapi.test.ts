@@ -71,7 +71,7 @@ test('operationIds are unique; tags and security schemes are declared; answers a
     expect({ path, method, tag: tags.has(operation.tags[0]!) }).toEqual({ path, method, tag: true })
     for (const requirement of operation.security)
       for (const scheme of Object.keys(requirement)) expect(schemes.has(scheme)).toBe(true)
-    const statuses = Object.keys(operation.responses).filter((status) => status !== 'default')
+    const statuses = Object.keys(operation.responses).filter((status) => /^[23]/.test(status))
     expect({ path, method, answers: statuses.length > 0 }).toEqual({ path, method, answers: true })
   }
   expect(document.paths['/admin/v1/accounts']!.post!.security).toEqual([{ admin: [] }])

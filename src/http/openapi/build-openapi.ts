@@ -4,12 +4,19 @@
  * tables still appears (with only the error envelope), which the test of the document refuses.
  * Every schema in it is converted from a zod schema the gateway validates or renders with.
  */
-import type { z } from 'zod'
 import { ADMIN_OPERATIONS, DASHBOARD_OPERATIONS } from './admin-operations.ts'
-import { componentSchemas, inputSchema, ref } from './components.ts'
+import { componentSchemas, ref } from './components.ts'
 import { ANTHROPIC_OPERATIONS, OPENAI_OPERATIONS } from './facade-operations.ts'
 import { NATIVE_OPERATIONS } from './native-operations.ts'
-import type { Answer, Body, Operation, Operations, Security } from './operation.ts'
+import type { Operation, Operations } from './operation.ts'
+import {
+  answerOf,
+  commonRefusals,
+  queryParameters,
+  requestBodyOf,
+  SECURITY_SCHEMES,
+  securityOf,
+} from './operation-parts.ts'
 
 export interface RouteEntry {
   method: string
@@ -51,144 +58,6 @@ const tagOf = (path: string) =>
         ([prefix]) => path === prefix || path.startsWith(`${prefix === '/' ? '' : prefix}/`),
       )![1]
 
-const SECURITY_SCHEMES = {
-  key: {
-    type: 'http',
-    scheme: 'bearer',
-    description:
-      'An API key of an account (mg_…), with the scope the route needs (docs/native-api.md#keys-and-scopes)',
-  },
-  anthropicKey: {
-    type: 'apiKey',
-    in: 'header',
-    name: 'x-api-key',
-    description:
-      'The same API key as the Anthropic SDK sends it; `Authorization: Bearer` works too',
-  },
-  admin: {
-    type: 'http',
-    scheme: 'bearer',
-    description: 'MULTIGRID_ADMIN_TOKEN (docs/operations.md)',
-  },
-  metrics: {
-    type: 'http',
-    scheme: 'bearer',
-    description: 'MULTIGRID_METRICS_TOKEN, when it is set; open otherwise',
-  },
-  session: {
-    type: 'apiKey',
-    in: 'cookie',
-    name: 'multigrid_session',
-    description: "The dashboard's session, made by POST /dashboard/sign-in",
-  },
-} as const
-
-const securityOf = (security: Security) => {
-  if (security === 'none') return []
-  if (security === 'anthropicKey') return [{ anthropicKey: [] }, { key: [] }]
-  if (security === 'metrics') return [{ metrics: [] }, {}]
-  return [{ [security]: [] }]
-}
-
-const oneOrMore = (names: string | string[]) =>
-  Array.isArray(names) ? { anyOf: names.map((name) => ref(name as never)) } : ref(names as never)
-
-/** docs/native-api.md "Rate limits": on every answer to a key. */
-const RATE_LIMIT_HEADERS = {
-  'X-RateLimit-Limit': "the key's requests per minute",
-  'X-RateLimit-Remaining': "what is left of this minute's budget",
-  'X-RateLimit-Reset': 'seconds until the budget is back',
-}
-
-const headersOf = (headers: Record<string, string>) =>
-  Object.fromEntries(
-    Object.entries(headers).map(([name, description]) => [
-      name,
-      { description, schema: { type: 'string' } },
-    ]),
-  )
-
-function answerOf(answer: Answer, security: Security) {
-  const headers = {
-    ...(security === 'key' || security === 'anthropicKey' ? RATE_LIMIT_HEADERS : {}),
-    ...answer.headers,
-  }
-  const body = answerBodyOf(answer)
-  return Object.keys(headers).length > 0 ? { ...body, headers: headersOf(headers) } : body
-}
-
-function answerBodyOf(answer: Answer) {
-  if ('json' in answer)
-    return {
-      description: answer.description,
-      content: {
-        'application/json': { schema: oneOrMore(answer.json) },
-        ...(answer.streams ? { 'text/event-stream': { schema: { type: 'string' } } } : {}),
-      },
-    }
-  if ('jsonl' in answer)
-    return {
-      description: answer.description,
-      content: {
-        [answer.media ?? 'application/jsonl']: {
-          // OpenAPI 3.1 has no schema for the items of a line-delimited body: the text is a
-          // string, and each of its lines is one of these (x-multigrid-line-schema).
-          schema: { type: 'string' },
-          'x-multigrid-line-schema': oneOrMore(answer.jsonl),
-        },
-      },
-    }
-  if ('media' in answer)
-    return {
-      description: answer.description,
-      content: { [answer.media]: { schema: { type: 'string' } } },
-    }
-  return { description: answer.description }
-}
-
-const JSONL_TYPES = ['application/jsonl', 'application/x-ndjson', 'text/plain']
-
-function requestBodyOf(body: Body) {
-  if ('json' in body)
-    return {
-      required: body.required ?? true,
-      ...(body.description ? { description: body.description } : {}),
-      content: { 'application/json': { schema: inputSchema(body.json) } },
-    }
-  if ('jsonl' in body) {
-    const media = { schema: { type: 'string' }, 'x-multigrid-line-schema': ref(body.jsonl) }
-    return {
-      required: true,
-      description: body.description,
-      content: Object.fromEntries(JSONL_TYPES.map((type) => [type, media])),
-    }
-  }
-  const [type, schema] =
-    'multipart' in body
-      ? ['multipart/form-data', body.multipart]
-      : ['application/x-www-form-urlencoded', body.form]
-  return {
-    required: true,
-    ...(body.description ? { description: body.description } : {}),
-    content: { [type]: { schema } },
-  }
-}
-
-/** The query's fields as parameters, each with its JSON Schema from the zod object. */
-function queryParameters(query: z.ZodObject) {
-  const schema = inputSchema(query) as {
-    properties?: Record<string, Record<string, unknown>>
-    required?: string[]
-  }
-  return Object.entries(schema.properties ?? {}).map(([name, property]) => ({
-    name,
-    in: 'query',
-    required: schema.required?.includes(name) ?? false,
-    ...(typeof property.description === 'string' ? { description: property.description } : {}),
-    schema: property,
-  }))
-}
-
 function operationOf(path: string, method: string, spec: Operation | undefined) {
   const refusal = path.startsWith('/anthropic/')
     ? { description: "a refusal, in Anthropic's error shape", schema: 'AnthropicError' as const }
@@ -208,10 +77,19 @@ function operationOf(path: string, method: string, spec: Operation | undefined) 
   const responses: Record<string, unknown> = {}
   for (const [status, answer] of Object.entries(spec?.answers ?? {}))
     responses[status] = answerOf(answer, spec?.security ?? 'key')
-  responses.default = {
-    description: refusal.description,
+  const refused = (description: string) => ({
+    description,
     content: { 'application/json': { schema: ref(refusal.schema) } },
-  }
+  })
+  if (!isDashboard(path))
+    for (const [status, description] of commonRefusals(path, spec))
+      responses[status] ??= refused(description)
+  responses.default = isDashboard(path)
+    ? {
+        description: 'a refusal, as a page',
+        content: { 'text/html': { schema: { type: 'string' } } },
+      }
+    : refused(refusal.description)
   return {
     tags: [tagOf(path)],
     operationId: spec?.id ?? `${method}${path.replace(/[^A-Za-z0-9]+/g, '_')}`,
@@ -223,6 +101,8 @@ function operationOf(path: string, method: string, spec: Operation | undefined) 
     responses,
   }
 }
+
+const isDashboard = (path: string) => tagOf(path) === 'Dashboard'
 
 /** The route table's "METHOD /path/{param}" keys, without wildcards and the document itself. */
 export function routeKeys(routes: readonly RouteEntry[]) {
