@@ -30,7 +30,20 @@ export const waitingSchema = z
 export const routingViewSchema = z.strictObject({
   providers: z.record(
     z.string(),
-    z.strictObject({ succeeded: count, failed: count, running: count, cost_usd: usdText }),
+    z.strictObject({
+      succeeded: count,
+      failed: count,
+      running: count,
+      cost_usd: usdText,
+      provider_batches: count
+        .optional()
+        .describe(
+          "a batch lane's provider batches its running lines wait in (docs/batch-lanes.md)",
+        ),
+      fallback_at: seconds
+        .optional()
+        .describe('when the live lanes take over the lines those batches have not ended'),
+    }),
   ),
   eta: seconds.nullable().describe("the planner's projected finish; null before it can tell"),
 })
@@ -52,6 +65,8 @@ export const requestCountsSchema = z.strictObject({
   cancelled: count,
   expired: count,
 })
+
+export type RoutingView = z.infer<typeof routingViewSchema>
 
 /** The native batch object (docs/native-api.md "The batch object"). */
 export const batchObjectSchema = z
