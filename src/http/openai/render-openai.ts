@@ -63,7 +63,10 @@ export function renderOpenAiBatch(batch: BatchRecord, extras?: FacadeExtras): Op
  * OpenAI's `usage` and `model`, and Multigrid's own view under `multigrid`: why the batch waits,
  * where its lines went, what it cost and may cost (docs/openai-facade.md). The SDKs keep unknown fields.
  */
-function renderExtras(batch: BatchRecord, { summary, shares }: FacadeExtras) {
+function renderExtras(
+  batch: BatchRecord,
+  { summary, shares }: FacadeExtras,
+): Pick<OpenAiBatchObject, 'usage' | 'model' | 'multigrid'> {
   return {
     usage: summary.usage,
     model: summary.model,
