@@ -8,6 +8,7 @@ import {
   type ProviderShare,
 } from '../domain.ts'
 import { Money, moneyText, usd } from '../money/decimal.ts'
+import type { BatchObject, RoutingView } from '../schemas/native-objects.ts'
 
 /**
  * The planner's projected finish of a batch (docs/routing.md `routing.eta`, Unix seconds), or null
@@ -20,17 +21,7 @@ export function batchEta(batch: BatchRecord): number | null {
 
 /** `routing.providers`: per provider, what ended there, what it cost and what runs there now. */
 export function renderProviders(shares: Record<string, ProviderShare> | undefined) {
-  const providers: Record<
-    string,
-    {
-      succeeded: number
-      failed: number
-      running: number
-      cost_usd: string
-      provider_batches?: number
-      fallback_at?: number
-    }
-  > = {}
+  const providers: RoutingView['providers'] = {}
   for (const [name, share] of Object.entries(shares ?? {})) {
     providers[name] = {
       succeeded: share.succeeded,
@@ -50,7 +41,10 @@ export function renderProviders(shares: Record<string, ProviderShare> | undefine
 }
 
 /** `shares`: the batch's providerShares entry (none yet: an empty breakdown). */
-export function renderBatch(batch: BatchRecord, shares?: Record<string, ProviderShare>) {
+export function renderBatch(
+  batch: BatchRecord,
+  shares?: Record<string, ProviderShare>,
+): BatchObject {
   return {
     id: batch.id,
     object: 'batch',
