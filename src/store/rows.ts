@@ -11,7 +11,6 @@ import type {
   Scope,
   WaitingCode,
 } from '../domain.ts'
-import type { AdapterRecord, AdapterStatus } from '../catalog/adapters.ts'
 import { Money, moneyText } from '../money/decimal.ts'
 import type { ClaimedLine, FileView, RunnableBatch } from './store.ts'
 
@@ -265,19 +264,4 @@ export function lineCeiling(line: { lineNo: number; ceilingUsd?: string }): stri
   if (line.ceilingUsd === undefined)
     throw new Error(`line ${line.lineNo} of a batch with max_cost_usd has no ceiling`)
   return line.ceilingUsd
-}
-
-export function rowToAdapter(row: Row): AdapterRecord {
-  return {
-    id: row.id as string,
-    accountId: row.account_id as string,
-    baseModel: row.base_model as string,
-    name: row.name as string,
-    rank: Number(row.rank),
-    sizeMib: Number(row.size_mib),
-    source: row.source as string,
-    status: row.status as AdapterStatus,
-    createdAt: Number(row.created_at),
-    deactivatedAt: num(row.deactivated_at),
-  }
 }

@@ -8,6 +8,7 @@
  * Times: `*At` fields are Unix seconds; lease and retry times are Unix milliseconds.
  */
 import type { ChunkStore } from './batch-chunks/chunk-store.ts'
+import type { AdapterStore } from './fine-tunes/fine-tune-store.ts'
 import type {
   AccountRecord,
   BatchEndpoint,
@@ -23,7 +24,15 @@ import type {
   WaitingCode,
   WebhookEventType,
 } from '../domain.ts'
-import type { AdapterRecord } from '../catalog/adapters.ts'
+
+// The roles that have a folder of their own (src/store/<role>/): interface, both dialects, rows.
+export type { AdapterStore, CreateAdapterResult, NewAdapter } from './fine-tunes/fine-tune-store.ts'
+
+/**
+ * Every role with a folder of its own, as one type: each store class sets them on itself from the
+ * roles' factories (the connection is all a role is given), beside its batch calls.
+ */
+export type RoleStores = AdapterStore
 
 export interface NewAccount {
   id: string
@@ -565,26 +574,6 @@ export interface SessionStore {
   deleteExpiredSessions(now: number): Promise<number>
 }
 
-/** A fine-tuned adapter to register (docs/open-models.md); it starts active. */
-export type NewAdapter = Omit<AdapterRecord, 'status' | 'deactivatedAt'>
-
-export type CreateAdapterResult =
-  | { kind: 'created'; adapter: AdapterRecord }
-  /** An adapter with this id exists already (active or not). */
-  | { kind: 'duplicate'; adapter: AdapterRecord }
-  | { kind: 'no_account' }
-
-/** Accounts' fine-tuned adapters: registered by the operator, named by lines in `body.model`. */
-export interface AdapterStore {
-  createAdapter(adapter: NewAdapter): Promise<CreateAdapterResult>
-  /** Any account's, active or not; null when there is none with this id. */
-  getAdapter(id: string): Promise<AdapterRecord | null>
-  /** The account's adapters, oldest first; only the active ones with `activeOnly`. */
-  listAdapters(accountId: string, options?: { activeOnly?: boolean }): Promise<AdapterRecord[]>
-  /** Marks it inactive (the first deactivation's time is kept); null when there is none. */
-  deactivateAdapter(id: string, at: number): Promise<AdapterRecord | null>
-}
-
 /**
  * An account's webhook endpoint (docs/events-and-webhooks.md). `secret` (whsec_…) signs its deliveries, so it is
  * kept as it is; it leaves the store only to sign and in the answer to the create.
@@ -727,7 +716,7 @@ export interface Store
     UploadStore,
     SessionStore,
     LiveCreditStore,
-    AdapterStore,
+    RoleStores,
     WebhookStore,
     UsageStore {
   readonly kind: 'sqlite' | 'postgres'

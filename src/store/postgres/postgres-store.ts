@@ -30,7 +30,6 @@ import {
 import type {
   FileLimits,
   FileQuotaDefaults,
-  NewAdapter,
   NewSession,
   NewUpload,
   AccountView,
@@ -42,6 +41,7 @@ import type {
   FileRecord,
   OpenedStore,
   RejectedBatch,
+  RoleStores,
   Store,
   DeliveryResult,
   WebhookRecord,
@@ -60,7 +60,7 @@ import { migrate } from './migrate.ts'
 import * as retention from './retention.ts'
 import * as sessions from './sessions.ts'
 import * as usage from './usage.ts'
-import * as adapters from './adapters.ts'
+import { createPostgresFineTuneStore } from '../fine-tunes/postgres-fine-tunes.ts'
 import * as uploads from './uploads.ts'
 import * as webhooks from './webhooks.ts'
 import { storableJson } from './storable.ts'
@@ -127,6 +127,14 @@ async function accountView(db: Db, id: string): Promise<AccountView | null> {
   return row ? { ...rowToAccount(row), openBatches: Number(row.open_batches) } : null
 }
 
+/** The roles' calls (src/store/<role>/), each given the connection only. */
+const postgresRoles = (sql: postgres.Sql): RoleStores => ({
+  ...createPostgresFineTuneStore(sql),
+})
+
+// The roles' calls are set on the store by its constructor (postgresRoles).
+interface PostgresStore extends RoleStores {}
+
 /** Everything but the dispatcher's calls (postgres-dispatch.ts); it closes their thread. */
 class PostgresStore implements Store {
   readonly kind = 'postgres' as const
@@ -134,7 +142,9 @@ class PostgresStore implements Store {
     private readonly sql: postgres.Sql,
     private readonly dispatchThread: DispatchThread,
     private readonly collectGarbage?: () => void,
-  ) {}
+  ) {
+    Object.assign(this, postgresRoles(sql))
+  }
 
   async ping() {
     await this.sql`SELECT 1`
@@ -483,24 +493,6 @@ class PostgresStore implements Store {
 
   setFileQuota(accountId: string, limits: FileLimits) {
     return uploads.setFileQuota(this.sql, accountId, limits)
-  }
-
-  // ── fine-tuned adapters (docs/open-models.md): adapters.ts ─────────────────────────────────────────
-
-  createAdapter(adapter: NewAdapter) {
-    return adapters.createAdapter(this.sql, adapter)
-  }
-
-  getAdapter(id: string) {
-    return adapters.getAdapter(this.sql, id)
-  }
-
-  listAdapters(accountId: string, options: { activeOnly?: boolean } = {}) {
-    return adapters.listAdapters(this.sql, accountId, options.activeOnly ?? false)
-  }
-
-  deactivateAdapter(id: string, at: number) {
-    return adapters.deactivateAdapter(this.sql, id, at)
   }
 
   createSession(session: NewSession) {

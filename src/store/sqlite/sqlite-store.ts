@@ -23,7 +23,6 @@ import {
 import type {
   FileLimits,
   FileQuotaDefaults,
-  NewAdapter,
   NewSession,
   NewUpload,
   AccountView,
@@ -36,6 +35,7 @@ import type {
   NewKey,
   NewLine,
   OpenedStore,
+  RoleStores,
   Store,
   DeliveryResult,
   WebhookRecord,
@@ -52,7 +52,7 @@ import { openSqliteDatabase } from './open-database.ts'
 import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
 import * as sessions from './sessions.ts'
 import * as usage from './usage.ts'
-import * as adapters from './adapters.ts'
+import { createSqliteFineTuneStore } from '../fine-tunes/sqlite-fine-tunes.ts'
 import * as uploads from './uploads.ts'
 import * as webhooks from './webhooks.ts'
 
@@ -98,6 +98,14 @@ export const VISIBLE_FILE = `(f.batch_id IS NULL OR (b.status IN ${sqlWordList(E
 const FILE_SELECT = `SELECT f.*, b.status AS batch_status, b.succeeded, b.failed, b.cancelled, b.expired
   FROM files f LEFT JOIN batches b ON b.id = f.batch_id`
 
+/** The roles' calls (src/store/<role>/), each given the connection only. */
+const sqliteRoles = (db: Database): RoleStores => ({
+  ...createSqliteFineTuneStore(db),
+})
+
+// The roles' calls are set on the store by its constructor (sqliteRoles).
+interface SqliteStore extends RoleStores {}
+
 /** Everything but the dispatcher's calls (sqlite-dispatch.ts); it closes their thread. */
 class SqliteStore implements Store {
   readonly kind = 'sqlite' as const
@@ -105,7 +113,9 @@ class SqliteStore implements Store {
     private readonly db: Database,
     private readonly dispatchThread: DispatchThread | null,
     private readonly checkpoints: CheckpointThread | null,
-  ) {}
+  ) {
+    Object.assign(this, sqliteRoles(db))
+  }
 
   private q(sql: string) {
     return this.db.query<Row, any[]>(sql)
@@ -486,24 +496,6 @@ class SqliteStore implements Store {
 
   async setFileQuota(accountId: string, limits: FileLimits) {
     return uploads.setFileQuota(this.db, accountId, limits)
-  }
-
-  // ── fine-tuned adapters (docs/open-models.md): adapters.ts ─────────────────────────────────────────
-
-  async createAdapter(adapter: NewAdapter) {
-    return this.tx(() => adapters.createAdapter(this.db, adapter))
-  }
-
-  async getAdapter(id: string) {
-    return adapters.getAdapter(this.db, id)
-  }
-
-  async listAdapters(accountId: string, options: { activeOnly?: boolean } = {}) {
-    return adapters.listAdapters(this.db, accountId, options.activeOnly ?? false)
-  }
-
-  async deactivateAdapter(id: string, at: number) {
-    return adapters.deactivateAdapter(this.db, id, at)
   }
 
   async createSession(session: NewSession) {

@@ -1,11 +1,31 @@
 /** Fine-tuned adapters on bun:sqlite: a row per adapter, keyed by its `ft:` id. */
-import type { Database } from 'bun:sqlite'
-import { rowToAdapter } from '../rows.ts'
-import type { CreateAdapterResult, NewAdapter } from '../store.ts'
+import { sqliteQuery as q, type SqliteConnection } from '../connection.ts'
+import {
+  rowToAdapter,
+  type AdapterStore,
+  type CreateAdapterResult,
+  type NewAdapter,
+} from './fine-tune-store.ts'
 
-type Row = Record<string, any>
+type Database = SqliteConnection
 
-const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
+/** The fine-tune store on bun:sqlite. */
+export function createSqliteFineTuneStore(db: SqliteConnection): AdapterStore {
+  return {
+    async createAdapter(adapter) {
+      return db.transaction(() => createAdapter(db, adapter)).immediate()
+    },
+    async getAdapter(id) {
+      return getAdapter(db, id)
+    },
+    async listAdapters(accountId, options = {}) {
+      return listAdapters(db, accountId, options.activeOnly ?? false)
+    },
+    async deactivateAdapter(id, at) {
+      return deactivateAdapter(db, id, at)
+    },
+  }
+}
 
 const byId = (db: Database, id: string) => {
   const row = q(db, 'SELECT * FROM adapters WHERE id = ?').get(id)

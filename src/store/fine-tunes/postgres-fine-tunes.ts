@@ -1,9 +1,24 @@
 /** Fine-tuned adapters on PostgreSQL: a row per adapter, keyed by its `ft:` id. */
-import type postgres from 'postgres'
-import { rowToAdapter } from '../rows.ts'
-import type { CreateAdapterResult, NewAdapter } from '../store.ts'
+import type { PostgresPool } from '../connection.ts'
+import {
+  rowToAdapter,
+  type AdapterStore,
+  type CreateAdapterResult,
+  type NewAdapter,
+} from './fine-tune-store.ts'
 
-type Sql = postgres.Sql
+type Sql = PostgresPool
+
+/** The fine-tune store on PostgreSQL. */
+export function createPostgresFineTuneStore(sql: PostgresPool): AdapterStore {
+  return {
+    createAdapter: (adapter) => createAdapter(sql, adapter),
+    getAdapter: (id) => getAdapter(sql, id),
+    listAdapters: (accountId, options = {}) =>
+      listAdapters(sql, accountId, options.activeOnly ?? false),
+    deactivateAdapter: (id, at) => deactivateAdapter(sql, id, at),
+  }
+}
 
 async function byId(sql: Sql, id: string) {
   const [row] = await sql`SELECT * FROM adapters WHERE id = ${id}`
