@@ -8,68 +8,49 @@
  * Times: `*At` fields are Unix seconds; lease and retry times are Unix milliseconds.
  */
 import type { ChunkStore } from './batch-chunks/chunk-store.ts'
+import type { AccountStore, SessionStore } from './accounts/account-store.ts'
 import type { AdapterStore } from './fine-tunes/fine-tune-store.ts'
+import type { WebhookStore } from './webhooks/webhook-store.ts'
 import type {
-  AccountRecord,
   BatchEndpoint,
   BatchRecord,
   BatchStatus,
   BatchWaiting,
-  KeyRecord,
   LineError,
   LineRecord,
   LineStatus,
   ProviderShare,
-  Scope,
   WaitingCode,
   WebhookEventType,
 } from '../domain.ts'
 
 // The roles that have a folder of their own (src/store/<role>/): interface, both dialects, rows.
+export type {
+  AccountStore,
+  AccountView,
+  NewAccount,
+  NewKey,
+  NewSession,
+  SessionStore,
+} from './accounts/account-store.ts'
 export type { AdapterStore, CreateAdapterResult, NewAdapter } from './fine-tunes/fine-tune-store.ts'
+export type {
+  ClaimedDelivery,
+  DeliveryRecord,
+  DeliveryResult,
+  DeliveryStatus,
+  WebhookRecord,
+  WebhookStore,
+} from './webhooks/webhook-store.ts'
 
 /**
  * Every role with a folder of its own, as one type: each store class sets them on itself from the
  * roles' factories (the connection is all a role is given), beside its batch calls.
  */
-export type RoleStores = AdapterStore
+export type RoleStores = AccountStore & SessionStore & AdapterStore & WebhookStore
 
-export interface NewAccount {
-  id: string
-  name: string
-  creditUsd: string
-  maxOpenBatches: number
-  rateLimitPerMinute: number
-  createdAt: number
-}
-
-export interface NewKey {
-  id: string
-  accountId: string
-  hash: string
-  prefix: string
-  name: string | null
-  scopes: Scope[]
-  rateLimitPerMinute: number | null
-  createdAt: number
-}
-
-export interface AccountView extends AccountRecord {
-  openBatches: number
-}
-
-export interface AccountStore {
-  createAccount(account: NewAccount): Promise<AccountView>
-  getAccount(id: string): Promise<AccountView | null>
-  /** Whether any account exists yet (a fresh install has none: start-up says how to make one). */
-  hasAccounts(): Promise<boolean>
-  /** Adds (or with a negative amount, removes, never below zero) credit. */
-  addCredit(id: string, amountUsd: string): Promise<AccountView | null>
-  createKey(key: NewKey): Promise<KeyRecord | null>
-  /** Also ends the key's dashboard sessions. */
-  revokeKey(id: string, at: number): Promise<KeyRecord | null>
-  /** The live (not revoked) key with this hash, and its account. */
-  findKey(hash: string): Promise<{ key: KeyRecord; account: AccountRecord } | null>
+/** The daily spend limit (docs/money-and-limits.md). */
+export interface DailySpendStore {
   /**
    * The account's daily spend limit (null: none) and what counts against it on the UTC day of
    * `nowMs` (docs/money-and-limits.md): the holds and charges of that day's batches (a batch waiting for
@@ -504,14 +485,6 @@ export interface FileLimits {
   maxStoredBytes?: number | null
 }
 
-export interface NewSession {
-  /** SHA-256 of the cookie's id. */
-  hash: string
-  keyId: string
-  createdAt: number
-  expiresAt: number
-}
-
 /** An account's file limits (null: the default applies) and what its uploads use now. */
 export interface FileQuotaView {
   maxFiles: number | null
@@ -564,121 +537,6 @@ export interface UploadStore {
   setFileQuota(accountId: string, limits: FileLimits): Promise<boolean>
 }
 
-/** Dashboard sign-ins, kept server-side so signing out (or revoking the key) ends them. */
-export interface SessionStore {
-  createSession(session: NewSession): Promise<void>
-  /** The session's live key and its account; null when unknown, expired or its key revoked. */
-  findSession(hash: string, now: number): Promise<{ key: KeyRecord; account: AccountRecord } | null>
-  deleteSession(hash: string): Promise<void>
-  /** Deletes sessions expired before `now`; returns how many. */
-  deleteExpiredSessions(now: number): Promise<number>
-}
-
-/**
- * An account's webhook endpoint (docs/events-and-webhooks.md). `secret` (whsec_…) signs its deliveries, so it is
- * kept as it is; it leaves the store only to sign and in the answer to the create.
- */
-export interface WebhookRecord {
-  id: string
-  accountId: string
-  url: string
-  events: WebhookEventType[]
-  secret: string
-  createdAt: number
-  /**
-   * When it was disabled (Unix s; docs/structured-outputs.md): every attempt for 24 h failed. Null while enabled;
-   * a new webhook is enabled whatever this says.
-   */
-  disabledAt: number | null
-}
-
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed'
-
-/**
- * One event for one webhook: a row of the outbox, written in the transaction that gave its batch
- * a terminal status. `eventId` is the event's id (evt_…) and the `webhook-id` of every attempt.
- * Times are Unix seconds but for `nextAttemptAtMs`.
- */
-export interface DeliveryRecord {
-  webhookId: string
-  eventId: string
-  type: WebhookEventType
-  batchId: string
-  /** When the batch took its terminal status: the event's `created_at`. */
-  createdAt: number
-  status: DeliveryStatus
-  /** Attempts made or under way. */
-  attempts: number
-  /** When a pending delivery is due (while one is under way: when its lease runs out); else null. */
-  nextAttemptAtMs: number | null
-  lastAttemptAt: number | null
-  lastStatusCode: number | null
-  lastError: string | null
-  deliveredAt: number | null
-}
-
-/** A delivery leased to one instance, with what it needs to send and sign it. */
-export interface ClaimedDelivery extends DeliveryRecord {
-  url: string
-  secret: string
-}
-
-/** How an attempt ended. */
-export type DeliveryResult =
-  | { kind: 'delivered'; statusCode: number }
-  | { kind: 'retry'; atMs: number; statusCode: number | null; error: string }
-  /** Given up: the next attempt would fall past the retry window. */
-  | { kind: 'failed'; statusCode: number | null; error: string }
-
-/**
- * Webhooks and their outbox. Deliveries are enqueued by the store itself, in the transaction that
- * gives a batch its terminal status (every path: finishing, cancelling, expiring, a facade batch
- * refused at validation), for each of the account's webhooks that asks for that event.
- */
-export interface WebhookStore {
-  /** False when the account has `maxPerAccount` webhooks already. */
-  createWebhook(webhook: WebhookRecord, maxPerAccount: number): Promise<boolean>
-  /** The account's webhooks, newest first. */
-  listWebhooks(accountId: string): Promise<WebhookRecord[]>
-  /** Deletes the webhook and its deliveries; false when it is not the account's. */
-  deleteWebhook(accountId: string, id: string): Promise<boolean>
-  /** The webhook's deliveries, newest first; null when the webhook is not the account's. */
-  listDeliveries(
-    accountId: string,
-    webhookId: string,
-    page: { limit: number; after: string | null },
-  ): Promise<{ deliveries: DeliveryRecord[]; hasMore: boolean } | null>
-  /**
-   * Leases up to `limit` due deliveries to `owner` until `leaseUntilMs`, counting an attempt for
-   * each; another instance's live lease is never taken, an expired one is. Fair (docs/structured-outputs.md): at
-   * most `MAX_IN_FLIGHT_PER_WEBHOOK` live leases per webhook across every instance sharing the
-   * store, each webhook's first due delivery before any webhook's second, the webhooks claimed
-   * longest ago first; a disabled webhook's deliveries are not claimed.
-   */
-  claimDeliveries(
-    owner: string,
-    limit: number,
-    nowMs: number,
-    leaseUntilMs: number,
-  ): Promise<ClaimedDelivery[]>
-  /**
-   * Records an attempt, only while `owner` still holds its lease; false otherwise. A failed one
-   * disables its webhook when every attempt since its first failure, `disableAfterMs` or more ago
-   * (default 24 h), has failed (docs/webhooks-and-streams.md); a delivered one clears that count.
-   */
-  finishDelivery(
-    owner: string,
-    delivery: { webhookId: string; eventId: string },
-    result: DeliveryResult,
-    nowMs: number,
-    disableAfterMs?: number,
-  ): Promise<boolean>
-  /** Enables a disabled webhook again (its failures forgotten); null when not the account's. */
-  enableWebhook(accountId: string, id: string): Promise<WebhookRecord | null>
-  /** Graceful stop: hands back `owner`'s deliveries, due at once, the attempt not counted. */
-  releaseDeliveries(owner: string, nowMs: number): Promise<number>
-}
-
 /** One instance's additions to an account's usage of one UTC day, model and provider (docs/operations.md). */
 export interface UsageAddition {
   accountId: string
@@ -709,15 +567,13 @@ export interface UsageStore {
 /** Everything but the dispatcher's calls, which come apart (OpenedStore). */
 export interface Store
   extends
-    AccountStore,
     BatchStore,
+    DailySpendStore,
     FileStore,
     RetentionStore,
     UploadStore,
-    SessionStore,
     LiveCreditStore,
     RoleStores,
-    WebhookStore,
     UsageStore {
   readonly kind: 'sqlite' | 'postgres'
   ping(): Promise<void>

@@ -16,7 +16,7 @@ import {
   rowHold,
 } from '../daily-spend.ts'
 import type { DailySpend, WaitingPass } from '../store.ts'
-import { enqueueWebhookEvents } from './webhooks.ts'
+import { enqueueWebhookEvents } from '../webhooks/postgres-webhooks.ts'
 
 type Row = Record<string, any>
 type Db = postgres.ISql

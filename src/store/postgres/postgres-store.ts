@@ -19,32 +19,19 @@ import { createPostgresChunkStore } from '../batch-chunks/postgres-chunks.ts'
 import type postgres from 'postgres'
 import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { batchHold, Money, moneyText, ZERO } from '../../money/decimal.ts'
-import {
-  rowToAccount,
-  rowToBatch,
-  rowToCaller,
-  rowToKey,
-  rowToLine,
-  rowsToShares,
-} from '../rows.ts'
+import { rowToBatch, rowToLine, rowsToShares } from '../rows.ts'
 import type {
   FileLimits,
   FileQuotaDefaults,
-  NewSession,
   NewUpload,
-  AccountView,
   AdmitResult,
   CancelResult,
-  NewAccount,
   NewBatch,
-  NewKey,
   FileRecord,
   OpenedStore,
   RejectedBatch,
   RoleStores,
   Store,
-  DeliveryResult,
-  WebhookRecord,
   UsageAddition,
 } from '../store.ts'
 import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
@@ -58,11 +45,11 @@ import { failUnstartedBatches } from './start-in-time.ts'
 import * as liveCredit from './live-credit.ts'
 import { migrate } from './migrate.ts'
 import * as retention from './retention.ts'
-import * as sessions from './sessions.ts'
 import * as usage from './usage.ts'
+import { createPostgresAccountStore } from '../accounts/postgres-accounts.ts'
 import { createPostgresFineTuneStore } from '../fine-tunes/postgres-fine-tunes.ts'
 import * as uploads from './uploads.ts'
-import * as webhooks from './webhooks.ts'
+import * as webhooks from '../webhooks/postgres-webhooks.ts'
 import { storableJson } from './storable.ts'
 
 type Db = postgres.ISql
@@ -115,21 +102,11 @@ const OPEN_STATUSES = [...OPEN_BATCH_STATUSES]
 // happens sooner than asked (postgres-dispatch.ts rounds stored deadlines up).
 const earlier = Math.floor
 
-async function accountView(db: Db, id: string): Promise<AccountView | null> {
-  // Live leases are holds too: held_usd shows them, so available_usd is what may still be spent.
-  const [row] = await db`
-    SELECT a.id, a.name, a.balance_usd, a.max_open_batches, a.rate_limit_per_minute, a.created_at,
-      a.held_usd + (SELECT coalesce(sum(l.amount_usd), 0) FROM credit_leases l
-                    WHERE l.account_id = a.id AND l.expires_at_ms > ${Date.now()}) AS held_usd,
-      (SELECT count(*) FROM batches b
-       WHERE b.account_id = a.id AND b.status = ANY(${OPEN_STATUSES}::text[])) AS open_batches
-    FROM accounts a WHERE a.id = ${id}`
-  return row ? { ...rowToAccount(row), openBatches: Number(row.open_batches) } : null
-}
-
 /** The roles' calls (src/store/<role>/), each given the connection only. */
 const postgresRoles = (sql: postgres.Sql): RoleStores => ({
+  ...createPostgresAccountStore(sql),
   ...createPostgresFineTuneStore(sql),
+  ...webhooks.createPostgresWebhookStore(sql),
 })
 
 // The roles' calls are set on the store by its constructor (postgresRoles).
@@ -171,26 +148,6 @@ class PostgresStore implements Store {
     await this.sql.end({ timeout: 5 })
   }
 
-  // ── accounts and keys ─────────────────────────────────────────────────────────────────────
-
-  async createAccount(account: NewAccount) {
-    await this.sql`
-      INSERT INTO accounts (id, name, balance_usd, held_usd, max_open_batches,
-        rate_limit_per_minute, created_at)
-      VALUES (${account.id}, ${account.name}, ${moneyText(account.creditUsd)}::numeric, 0,
-        ${account.maxOpenBatches}, ${account.rateLimitPerMinute}, ${account.createdAt})`
-    return (await accountView(this.sql, account.id))!
-  }
-
-  async getAccount(id: string) {
-    return accountView(this.sql, id)
-  }
-
-  async hasAccounts() {
-    const rows = await this.sql`SELECT 1 FROM accounts LIMIT 1`
-    return rows.length > 0
-  }
-
   // ── usage (usage.ts) ──────────────────────────────────────────────────────────────────────
 
   async addUsage(rows: readonly UsageAddition[]) {
@@ -199,35 +156,6 @@ class PostgresStore implements Store {
 
   async usageRows(accountId: string, fromDay: string, toDay: string) {
     return usage.usageRows(this.sql, accountId, fromDay, toDay)
-  }
-
-  async addCredit(id: string, amountUsd: string) {
-    const [row] = await this.sql`
-      UPDATE accounts SET balance_usd = GREATEST(0, balance_usd + ${moneyText(amountUsd)}::numeric)
-      WHERE id = ${id} RETURNING id`
-    return row ? accountView(this.sql, id) : null
-  }
-
-  async createKey(key: NewKey) {
-    const [row] = await this.sql`
-      INSERT INTO api_keys (id, account_id, hash, prefix, name, scopes, rate_limit_per_minute,
-        created_at)
-      SELECT ${key.id}, ${key.accountId}, ${key.hash}, ${key.prefix}, ${key.name},
-        ${key.scopes.join(',')}, ${key.rateLimitPerMinute}::int, ${key.createdAt}
-      WHERE EXISTS (SELECT 1 FROM accounts WHERE id = ${key.accountId})
-      RETURNING *`
-    return row ? rowToKey(row) : null
-  }
-
-  async revokeKey(id: string, at: number) {
-    // The key's dashboard sessions end with it (they are refused anyway once it is revoked).
-    const [row] = await this.sql`
-      WITH revoked AS (
-        UPDATE api_keys SET revoked_at = coalesce(revoked_at, ${earlier(at)}) WHERE id = ${id}
-        RETURNING *),
-      ended AS (DELETE FROM dashboard_sessions WHERE key_id = ${id})
-      SELECT * FROM revoked`
-    return row ? rowToKey(row) : null
   }
 
   // ── live credit (docs/live.md): live-credit.ts ────────────────────────────────────────────────
@@ -268,17 +196,6 @@ class PostgresStore implements Store {
 
   admitWaitingBatches(nowMs: number) {
     return creditWaits.admitWaitingBatches(this.sql, nowMs)
-  }
-
-  /** One round trip: this runs on every authenticated request. */
-  async findKey(hash: string) {
-    const [row] = await this.sql`
-      SELECT k.*, a.name AS account_name, a.balance_usd, a.held_usd, a.max_open_batches,
-        a.rate_limit_per_minute AS account_rate_limit_per_minute,
-        a.created_at AS account_created_at
-      FROM api_keys k JOIN accounts a ON a.id = k.account_id
-      WHERE k.hash = ${hash} AND k.revoked_at IS NULL`
-    return row ? rowToCaller(row) : null
   }
 
   // ── batches ───────────────────────────────────────────────────────────────────────────────
@@ -493,66 +410,6 @@ class PostgresStore implements Store {
 
   setFileQuota(accountId: string, limits: FileLimits) {
     return uploads.setFileQuota(this.sql, accountId, limits)
-  }
-
-  createSession(session: NewSession) {
-    return sessions.createSession(this.sql, session)
-  }
-
-  findSession(hash: string, now: number) {
-    return sessions.findSession(this.sql, hash, now)
-  }
-
-  deleteSession(hash: string) {
-    return sessions.deleteSession(this.sql, hash)
-  }
-
-  deleteExpiredSessions(now: number) {
-    return sessions.deleteExpiredSessions(this.sql, now)
-  }
-
-  // ── webhooks and their outbox (webhooks.ts) ──────────────────────────────────────────────
-
-  createWebhook(webhook: WebhookRecord, maxPerAccount: number) {
-    return webhooks.createWebhook(this.sql, webhook, maxPerAccount)
-  }
-
-  listWebhooks(accountId: string) {
-    return webhooks.listWebhooks(this.sql, accountId)
-  }
-
-  deleteWebhook(accountId: string, id: string) {
-    return webhooks.deleteWebhook(this.sql, accountId, id)
-  }
-
-  listDeliveries(
-    accountId: string,
-    webhookId: string,
-    page: { limit: number; after: string | null },
-  ) {
-    return webhooks.listDeliveries(this.sql, accountId, webhookId, page)
-  }
-
-  claimDeliveries(owner: string, limit: number, nowMs: number, leaseUntilMs: number) {
-    return webhooks.claimDeliveries(this.sql, owner, limit, nowMs, leaseUntilMs)
-  }
-
-  finishDelivery(
-    owner: string,
-    delivery: { webhookId: string; eventId: string },
-    result: DeliveryResult,
-    nowMs: number,
-    disableAfterMs?: number,
-  ) {
-    return webhooks.finishDelivery(this.sql, owner, delivery, result, nowMs, disableAfterMs)
-  }
-
-  enableWebhook(accountId: string, id: string) {
-    return webhooks.enableWebhook(this.sql, accountId, id)
-  }
-
-  releaseDeliveries(owner: string, nowMs: number) {
-    return webhooks.releaseDeliveries(this.sql, owner, nowMs)
   }
 
   // ── files ─────────────────────────────────────────────────────────────────────────────────

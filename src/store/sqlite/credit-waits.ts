@@ -17,8 +17,8 @@ import {
   rowHold,
 } from '../daily-spend.ts'
 import type { DailySpend, WaitingPass } from '../store.ts'
-import { leasedUsd } from './leases.ts'
-import { enqueueWebhookEvents } from './webhooks.ts'
+import { leasedUsd } from '../credit/sqlite-leases.ts'
+import { enqueueWebhookEvents } from '../webhooks/sqlite-webhooks.ts'
 
 type Row = Record<string, any>
 const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)

@@ -8,7 +8,7 @@ import { minMoney, Money, moneyText, ZERO } from '../../money/decimal.ts'
 import { liveSpentOn, utcDay } from '../daily-spend.ts'
 import { GROUP_MEMORY_MS, liveAvailable, liveGrant } from '../live-grant.ts'
 import { dailyUsed } from './credit-waits.ts'
-import { leasedUsd } from './leases.ts'
+import { leasedUsd } from '../credit/sqlite-leases.ts'
 import type { Store } from '../store.ts'
 
 type Row = Record<string, any>

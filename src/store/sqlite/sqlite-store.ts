@@ -11,34 +11,21 @@ import { join } from 'node:path'
 import { ENDED_BATCH_STATUSES, OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { sqlWordList } from './sql-word-list.ts'
 import { batchHold, Money, moneyText, ZERO } from '../../money/decimal.ts'
-import {
-  rowToAccount,
-  rowToBatch,
-  rowToFile,
-  rowToKey,
-  rowToLine,
-  rowsToShares,
-  lineCeiling,
-} from '../rows.ts'
+import { rowToBatch, rowToFile, rowToLine, rowsToShares, lineCeiling } from '../rows.ts'
 import type {
   FileLimits,
   FileQuotaDefaults,
-  NewSession,
   NewUpload,
   AccountView,
   AdmitResult,
   CancelResult,
   FileRecord,
   RejectedBatch,
-  NewAccount,
   NewBatch,
-  NewKey,
   NewLine,
   OpenedStore,
   RoleStores,
   Store,
-  DeliveryResult,
-  WebhookRecord,
   UsageAddition,
 } from '../store.ts'
 import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.ts'
@@ -50,11 +37,11 @@ import * as startInTime from './start-in-time.ts'
 import * as liveCredit from './live-credit.ts'
 import { openSqliteDatabase } from './open-database.ts'
 import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
-import * as sessions from './sessions.ts'
 import * as usage from './usage.ts'
+import { accountView, createSqliteAccountStore } from '../accounts/sqlite-accounts.ts'
 import { createSqliteFineTuneStore } from '../fine-tunes/sqlite-fine-tunes.ts'
 import * as uploads from './uploads.ts'
-import * as webhooks from './webhooks.ts'
+import * as webhooks from '../webhooks/sqlite-webhooks.ts'
 
 type Row = Record<string, any>
 
@@ -100,7 +87,9 @@ const FILE_SELECT = `SELECT f.*, b.status AS batch_status, b.succeeded, b.failed
 
 /** The roles' calls (src/store/<role>/), each given the connection only. */
 const sqliteRoles = (db: Database): RoleStores => ({
+  ...createSqliteAccountStore(db),
   ...createSqliteFineTuneStore(db),
+  ...webhooks.createSqliteWebhookStore(db),
 })
 
 // The roles' calls are set on the store by its constructor (sqliteRoles).
@@ -125,6 +114,11 @@ class SqliteStore implements Store {
     return this.db.transaction(fn).immediate()
   }
 
+  /** The account with what it holds now (accounts/sqlite-accounts.ts), for admission. */
+  private accountView(id: string): AccountView | null {
+    return accountView(this.db, id)
+  }
+
   async ping() {
     this.q('SELECT 1').get()
   }
@@ -135,43 +129,6 @@ class SqliteStore implements Store {
     this.db.close()
   }
 
-  // ── accounts and keys ─────────────────────────────────────────────────────────────────────
-
-  private accountView(id: string): AccountView | null {
-    const row = this.q(
-      `SELECT a.*, (SELECT count(*) FROM batches b WHERE b.account_id = a.id AND b.status IN ${OPEN})
-         AS open_batches FROM accounts a WHERE a.id = ?`,
-    ).get(id)
-    if (!row) return null
-    // Live leases are holds too: held_usd shows them, so available_usd is what may still be spent.
-    const account = rowToAccount(row)
-    const held = new Money(account.heldUsd).plus(liveCredit.leasedUsd(this.db, id, Date.now()))
-    return { ...account, heldUsd: moneyText(held), openBatches: Number(row.open_batches) }
-  }
-
-  async createAccount(account: NewAccount) {
-    this.q(
-      `INSERT INTO accounts (id, name, balance_usd, held_usd, max_open_batches, rate_limit_per_minute, created_at)
-       VALUES (?, ?, ?, '0', ?, ?, ?)`,
-    ).run(
-      account.id,
-      account.name,
-      moneyText(account.creditUsd),
-      account.maxOpenBatches,
-      account.rateLimitPerMinute,
-      account.createdAt,
-    )
-    return this.accountView(account.id)!
-  }
-
-  async getAccount(id: string) {
-    return this.accountView(id)
-  }
-
-  async hasAccounts() {
-    return this.q('SELECT 1 FROM accounts LIMIT 1').get() != null
-  }
-
   // ── usage (usage.ts) ──────────────────────────────────────────────────────────────────────
 
   async addUsage(rows: readonly UsageAddition[]) {
@@ -180,43 +137,6 @@ class SqliteStore implements Store {
 
   async usageRows(accountId: string, fromDay: string, toDay: string) {
     return usage.usageRows(this.db, accountId, fromDay, toDay)
-  }
-
-  async addCredit(id: string, amountUsd: string) {
-    return this.tx(() => {
-      const row = this.q('SELECT balance_usd FROM accounts WHERE id = ?').get(id)
-      if (!row) return null
-      const next = Money.max(ZERO, new Money(row.balance_usd).plus(amountUsd))
-      this.q('UPDATE accounts SET balance_usd = ? WHERE id = ?').run(moneyText(next), id)
-      return this.accountView(id)
-    })
-  }
-
-  async createKey(key: NewKey) {
-    if (!this.q('SELECT 1 FROM accounts WHERE id = ?').get(key.accountId)) return null
-    this.q(
-      `INSERT INTO api_keys (id, account_id, hash, prefix, name, scopes, rate_limit_per_minute, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(
-      key.id,
-      key.accountId,
-      key.hash,
-      key.prefix,
-      key.name,
-      key.scopes.join(','),
-      key.rateLimitPerMinute,
-      key.createdAt,
-    )
-    return rowToKey(this.q('SELECT * FROM api_keys WHERE id = ?').get(key.id)!)
-  }
-
-  async revokeKey(id: string, at: number) {
-    this.tx(() => {
-      this.q('UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?').run(at, id)
-      sessions.deleteKeySessions(this.db, id)
-    })
-    const row = this.q('SELECT * FROM api_keys WHERE id = ?').get(id)
-    return row ? rowToKey(row) : null
   }
 
   // ── live credit (docs/live.md): live-credit.ts ────────────────────────────────────────────────
@@ -270,13 +190,6 @@ class SqliteStore implements Store {
     // A read first, as for the credit waits: the write lock is the dispatcher's.
     if (!startInTime.anyUnstarted(this.db, now)) return []
     return this.tx(() => startInTime.failUnstartedBatches(this.db, now))
-  }
-
-  async findKey(hash: string) {
-    const key = this.q('SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL').get(hash)
-    if (!key) return null
-    const account = this.q('SELECT * FROM accounts WHERE id = ?').get(key.account_id)!
-    return { key: rowToKey(key), account: rowToAccount(account) }
   }
 
   // ── batches ───────────────────────────────────────────────────────────────────────────────
@@ -496,66 +409,6 @@ class SqliteStore implements Store {
 
   async setFileQuota(accountId: string, limits: FileLimits) {
     return uploads.setFileQuota(this.db, accountId, limits)
-  }
-
-  async createSession(session: NewSession) {
-    sessions.createSession(this.db, session)
-  }
-
-  async findSession(hash: string, now: number) {
-    return sessions.findSession(this.db, hash, now)
-  }
-
-  async deleteSession(hash: string) {
-    sessions.deleteSession(this.db, hash)
-  }
-
-  async deleteExpiredSessions(now: number) {
-    return sessions.deleteExpiredSessions(this.db, now)
-  }
-
-  // ── webhooks and their outbox (webhooks.ts) ──────────────────────────────────────────────
-
-  async createWebhook(webhook: WebhookRecord, maxPerAccount: number) {
-    return webhooks.createWebhook(this.db, webhook, maxPerAccount)
-  }
-
-  async listWebhooks(accountId: string) {
-    return webhooks.listWebhooks(this.db, accountId)
-  }
-
-  async deleteWebhook(accountId: string, id: string) {
-    return webhooks.deleteWebhook(this.db, accountId, id)
-  }
-
-  async listDeliveries(
-    accountId: string,
-    webhookId: string,
-    page: { limit: number; after: string | null },
-  ) {
-    return webhooks.listDeliveries(this.db, accountId, webhookId, page)
-  }
-
-  async claimDeliveries(owner: string, limit: number, nowMs: number, leaseUntilMs: number) {
-    return webhooks.claimDeliveries(this.db, owner, limit, nowMs, leaseUntilMs)
-  }
-
-  async finishDelivery(
-    owner: string,
-    delivery: { webhookId: string; eventId: string },
-    result: DeliveryResult,
-    nowMs: number,
-    disableAfterMs?: number,
-  ) {
-    return webhooks.finishDelivery(this.db, owner, delivery, result, nowMs, disableAfterMs)
-  }
-
-  async enableWebhook(accountId: string, id: string) {
-    return webhooks.enableWebhook(this.db, accountId, id)
-  }
-
-  async releaseDeliveries(owner: string, nowMs: number) {
-    return webhooks.releaseDeliveries(this.db, owner, nowMs)
   }
 
   // ── files ─────────────────────────────────────────────────────────────────────────────────

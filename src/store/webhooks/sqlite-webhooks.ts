@@ -3,9 +3,9 @@
  * writes the file, so a claim is plain reads and UPDATEs inside an IMMEDIATE transaction: nothing
  * else claims between its count of a webhook's live leases and its own.
  */
-import type { Database } from 'bun:sqlite'
 import { newId, webhookEventOf, type WebhookEventType } from '../../domain.ts'
-import type { DeliveryResult, WebhookRecord } from '../store.ts'
+import { sqliteQuery as q, type Row, type SqliteConnection } from '../connection.ts'
+import type { DeliveryResult, WebhookRecord, WebhookStore } from './webhook-store.ts'
 import {
   deliveryResultColumns,
   DISABLE_AFTER_MS,
@@ -14,11 +14,39 @@ import {
   rowToClaimed,
   rowToDelivery,
   rowToWebhook,
-} from '../webhook-rows.ts'
+} from './webhook-rows.ts'
 
-type Row = Record<string, any>
+type Database = SqliteConnection
 
-const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
+/** The webhook store on bun:sqlite. */
+export function createSqliteWebhookStore(db: SqliteConnection): WebhookStore {
+  return {
+    async createWebhook(webhook, maxPerAccount) {
+      return createWebhook(db, webhook, maxPerAccount)
+    },
+    async listWebhooks(accountId) {
+      return listWebhooks(db, accountId)
+    },
+    async deleteWebhook(accountId, id) {
+      return deleteWebhook(db, accountId, id)
+    },
+    async listDeliveries(accountId, webhookId, page) {
+      return listDeliveries(db, accountId, webhookId, page)
+    },
+    async claimDeliveries(owner, limit, nowMs, leaseUntilMs) {
+      return claimDeliveries(db, owner, limit, nowMs, leaseUntilMs)
+    },
+    async finishDelivery(owner, delivery, result, nowMs, disableAfterMs) {
+      return finishDelivery(db, owner, delivery, result, nowMs, disableAfterMs)
+    },
+    async enableWebhook(accountId, id) {
+      return enableWebhook(db, accountId, id)
+    },
+    async releaseDeliveries(owner, nowMs) {
+      return releaseDeliveries(db, owner, nowMs)
+    },
+  }
+}
 
 /**
  * Called in the transaction that gives a batch its terminal status: one delivery per webhook of

@@ -1,9 +1,9 @@
 /** Dashboard sessions on PostgreSQL: a row per sign-in, keyed by the SHA-256 of its cookie. */
-import type postgres from 'postgres'
-import { rowToCaller } from '../rows.ts'
-import type { NewSession } from '../store.ts'
+import type { PostgresPool } from '../connection.ts'
+import { rowToCaller } from './account-rows.ts'
+import type { NewSession } from './account-store.ts'
 
-type Sql = postgres.Sql
+type Sql = PostgresPool
 
 export async function createSession(sql: Sql, session: NewSession) {
   await sql`

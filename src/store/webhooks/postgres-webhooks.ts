@@ -5,7 +5,8 @@
  */
 import type postgres from 'postgres'
 import { newId, webhookEventOf } from '../../domain.ts'
-import type { DeliveryResult, WebhookRecord } from '../store.ts'
+import type { PostgresPool } from '../connection.ts'
+import type { DeliveryResult, WebhookRecord, WebhookStore } from './webhook-store.ts'
 import {
   deliveryResultColumns,
   DISABLE_AFTER_MS,
@@ -14,9 +15,25 @@ import {
   rowToClaimed,
   rowToDelivery,
   rowToWebhook,
-} from '../webhook-rows.ts'
+} from './webhook-rows.ts'
 
-type Sql = postgres.Sql
+type Sql = PostgresPool
+
+/** The webhook store on PostgreSQL. */
+export function createPostgresWebhookStore(sql: PostgresPool): WebhookStore {
+  return {
+    createWebhook: (webhook, maxPerAccount) => createWebhook(sql, webhook, maxPerAccount),
+    listWebhooks: (accountId) => listWebhooks(sql, accountId),
+    deleteWebhook: (accountId, id) => deleteWebhook(sql, accountId, id),
+    listDeliveries: (accountId, webhookId, page) => listDeliveries(sql, accountId, webhookId, page),
+    claimDeliveries: (owner, limit, nowMs, leaseUntilMs) =>
+      claimDeliveries(sql, owner, limit, nowMs, leaseUntilMs),
+    finishDelivery: (owner, delivery, result, nowMs, disableAfterMs) =>
+      finishDelivery(sql, owner, delivery, result, nowMs, disableAfterMs),
+    enableWebhook: (accountId, id) => enableWebhook(sql, accountId, id),
+    releaseDeliveries: (owner, nowMs) => releaseDeliveries(sql, owner, nowMs),
+  }
+}
 type Status = Parameters<typeof webhookEventOf>[0]
 
 /**

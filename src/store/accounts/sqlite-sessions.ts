@@ -1,11 +1,9 @@
 /** Dashboard sessions on bun:sqlite: a row per sign-in, keyed by the SHA-256 of its cookie. */
-import type { Database } from 'bun:sqlite'
-import { rowToAccount, rowToKey } from '../rows.ts'
-import type { NewSession } from '../store.ts'
+import { sqliteQuery as q, type SqliteConnection } from '../connection.ts'
+import { rowToAccount, rowToKey } from './account-rows.ts'
+import type { NewSession } from './account-store.ts'
 
-type Row = Record<string, any>
-
-const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
+type Database = SqliteConnection
 
 export function createSession(db: Database, session: NewSession) {
   q(

@@ -1,7 +1,12 @@
 /** Row → record mapping of webhooks and their deliveries, shared by both stores. */
-import type { WebhookEventType } from '../domain.ts'
-import type { ClaimedDelivery, DeliveryRecord, DeliveryResult, WebhookRecord } from './store.ts'
-import { num } from './rows.ts'
+import type { WebhookEventType } from '../../domain.ts'
+import type {
+  ClaimedDelivery,
+  DeliveryRecord,
+  DeliveryResult,
+  WebhookRecord,
+} from './webhook-store.ts'
+import { num } from '../connection.ts'
 
 type Row = Record<string, unknown>
 
