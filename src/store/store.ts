@@ -9,6 +9,7 @@
  */
 import type { ChunkStore } from './batch-chunks/chunk-store.ts'
 import type { AccountStore, SessionStore } from './accounts/account-store.ts'
+import type { DailyLimitRefusal, DailySpendStore, LiveCreditStore } from './credit/credit-store.ts'
 import type { AdapterStore } from './fine-tunes/fine-tune-store.ts'
 import type { WebhookStore } from './webhooks/webhook-store.ts'
 import type {
@@ -33,6 +34,12 @@ export type {
   NewSession,
   SessionStore,
 } from './accounts/account-store.ts'
+export type {
+  DailyLimitRefusal,
+  DailySpend,
+  DailySpendStore,
+  LiveCreditStore,
+} from './credit/credit-store.ts'
 export type { AdapterStore, CreateAdapterResult, NewAdapter } from './fine-tunes/fine-tune-store.ts'
 export type {
   ClaimedDelivery,
@@ -47,87 +54,12 @@ export type {
  * Every role with a folder of its own, as one type: each store class sets them on itself from the
  * roles' factories (the connection is all a role is given), beside its batch calls.
  */
-export type RoleStores = AccountStore & SessionStore & AdapterStore & WebhookStore
-
-/** The daily spend limit (docs/money-and-limits.md). */
-export interface DailySpendStore {
-  /**
-   * The account's daily spend limit (null: none) and what counts against it on the UTC day of
-   * `nowMs` (docs/money-and-limits.md): the holds and charges of that day's batches (a batch waiting for
-   * credit counts its hold), the live charges written that day, and the live leases held now.
-   * Null for a missing account.
-   */
-  getDailySpend(accountId: string, nowMs: number): Promise<DailySpend | null>
-  /** Sets the daily spend limit (null: none); false for a missing account. */
-  setDailySpendLimit(accountId: string, limitUsd: string | null): Promise<boolean>
-}
-
-/** Decimal strings. */
-export interface DailySpend {
-  limitUsd: string | null
-  usedUsd: string
-}
-
-/** A submit or live call the daily limit refuses: the limit and what the day has used. */
-export interface DailyLimitRefusal {
-  limitUsd: string
-  usedUsd: string
-}
-
-/**
- * Credit an instance leases for an account's live calls (docs/live.md): a hold in the store, like a
- * batch's, so available credit is balance − batch holds − unexpired leases on every instance.
- * Amounts are decimal strings; times Unix milliseconds.
- */
-export interface LiveCreditStore {
-  /**
-   * Atomically, against admissions and other instances: deletes the account's expired leases,
-   * then grows this instance's lease by `max(need, min(want, available / 2))` when at least
-   * `need` is available, else by nothing (half, so another instance can still serve the account).
-   * Renews the lease to `expiresAtMs` either way. `leaseUsd` is this instance's lease after it;
-   * `lostUsd` is what an expired lease of this instance held when it was deleted here;
-   * `availableUsd` is what is left for anyone after the grant. With a daily spend limit, what is
-   * available is also at most the limit less the day's use (getDailySpend); `dailyLimit` is set
-   * when that, not the credit, is what bounds it.
-   */
-  takeLiveCredit(request: {
-    instanceId: string
-    accountId: string
-    needUsd: string
-    wantUsd: string
-    nowMs: number
-    expiresAtMs: number
-  }): Promise<{
-    grantedUsd: string
-    leaseUsd: string
-    availableUsd: string
-    lostUsd: string
-    dailyLimit?: DailyLimitRefusal
-  }>
-  /**
-   * Extends this instance's unexpired leases of these accounts (an expired one is not brought
-   * back: another instance may have counted it as gone); returns those renewed and their amounts.
-   */
-  renewLiveCredit(
-    instanceId: string,
-    accountIds: readonly string[],
-    nowMs: number,
-    expiresAtMs: number,
-  ): Promise<{ accountId: string; leaseUsd: string }[]>
-  /**
-   * In one transaction: debits each account by `chargeUsd` (never below zero) and shrinks this
-   * instance's lease by `chargeUsd + releaseUsd` (a lease at zero is deleted). Idempotent by
-   * `id`: a group already written is skipped and answers false.
-   */
-  writeLiveCharges(group: {
-    id: string
-    instanceId: string
-    nowMs: number
-    entries: readonly { accountId: string; chargeUsd: string; releaseUsd: string }[]
-  }): Promise<boolean>
-  /** Graceful stop: deletes every lease of this instance. */
-  dropLiveCredit(instanceId: string): Promise<void>
-}
+export type RoleStores = AccountStore &
+  SessionStore &
+  DailySpendStore &
+  LiveCreditStore &
+  AdapterStore &
+  WebhookStore
 
 export interface NewLine {
   lineNo: number
@@ -566,15 +498,7 @@ export interface UsageStore {
 
 /** Everything but the dispatcher's calls, which come apart (OpenedStore). */
 export interface Store
-  extends
-    BatchStore,
-    DailySpendStore,
-    FileStore,
-    RetentionStore,
-    UploadStore,
-    LiveCreditStore,
-    RoleStores,
-    UsageStore {
+  extends BatchStore, FileStore, RetentionStore, UploadStore, RoleStores, UsageStore {
   readonly kind: 'sqlite' | 'postgres'
   ping(): Promise<void>
   /** Closes its connections, the dispatch part's (and its thread) included. */

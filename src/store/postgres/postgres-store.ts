@@ -39,10 +39,10 @@ import { finishBatches } from './advance-batches.ts'
 import { connectPostgres, type PostgresConnection } from './connect.ts'
 import { copyLines } from './copy-lines.ts'
 import * as files from './files.ts'
-import { creditWaitColumns } from '../daily-spend.ts'
+import { creditWaitColumns } from '../credit/daily-spend.ts'
 import * as creditWaits from './credit-waits.ts'
 import { failUnstartedBatches } from './start-in-time.ts'
-import * as liveCredit from './live-credit.ts'
+import { createPostgresCreditStore } from '../credit/postgres-credit.ts'
 import { migrate } from './migrate.ts'
 import * as retention from './retention.ts'
 import * as usage from './usage.ts'
@@ -105,6 +105,7 @@ const earlier = Math.floor
 /** The roles' calls (src/store/<role>/), each given the connection only. */
 const postgresRoles = (sql: postgres.Sql): RoleStores => ({
   ...createPostgresAccountStore(sql),
+  ...createPostgresCreditStore(sql),
   ...createPostgresFineTuneStore(sql),
   ...webhooks.createPostgresWebhookStore(sql),
 })
@@ -158,41 +159,7 @@ class PostgresStore implements Store {
     return usage.usageRows(this.sql, accountId, fromDay, toDay)
   }
 
-  // ── live credit (docs/live.md): live-credit.ts ────────────────────────────────────────────────
-
-  takeLiveCredit(request: Parameters<Store['takeLiveCredit']>[0]) {
-    return liveCredit.takeLiveCredit(this.sql, request)
-  }
-
-  renewLiveCredit(
-    instanceId: string,
-    accountIds: readonly string[],
-    nowMs: number,
-    expiresAtMs: number,
-  ) {
-    return liveCredit.renewLiveCredit(this.sql, instanceId, accountIds, nowMs, expiresAtMs)
-  }
-
-  writeLiveCharges(group: Parameters<Store['writeLiveCharges']>[0]) {
-    return liveCredit.writeLiveCharges(this.sql, group)
-  }
-
-  async dropLiveCredit(instanceId: string) {
-    await this.sql`DELETE FROM credit_leases WHERE instance_id = ${instanceId}`
-  }
-
-  // ── daily spend limit and batches waiting for credit (docs/money-and-limits.md, docs/open-models.md): credit-waits.ts ────
-
-  getDailySpend(accountId: string, nowMs: number) {
-    return creditWaits.getDailySpend(this.sql, accountId, nowMs)
-  }
-
-  async setDailySpendLimit(accountId: string, limitUsd: string | null) {
-    const rows = await this.sql`
-      UPDATE accounts SET daily_spend_limit_usd = ${limitUsd === null ? null : moneyText(limitUsd)}::numeric
-      WHERE id = ${accountId} RETURNING id`
-    return rows.length > 0
-  }
+  // ── batches waiting for credit (credit-waits.ts) and starting in time (start-in-time.ts) ──
 
   admitWaitingBatches(nowMs: number) {
     return creditWaits.admitWaitingBatches(this.sql, nowMs)

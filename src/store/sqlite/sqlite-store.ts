@@ -31,10 +31,10 @@ import type {
 import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.ts'
 import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
 import { migrateSqlite } from './migrate.ts'
-import { creditWaitColumns } from '../daily-spend.ts'
+import { creditWaitColumns } from '../credit/daily-spend.ts'
 import * as creditWaits from './credit-waits.ts'
 import * as startInTime from './start-in-time.ts'
-import * as liveCredit from './live-credit.ts'
+import { createSqliteCreditStore } from '../credit/sqlite-credit.ts'
 import { openSqliteDatabase } from './open-database.ts'
 import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
 import * as usage from './usage.ts'
@@ -88,6 +88,7 @@ const FILE_SELECT = `SELECT f.*, b.status AS batch_status, b.succeeded, b.failed
 /** The roles' calls (src/store/<role>/), each given the connection only. */
 const sqliteRoles = (db: Database): RoleStores => ({
   ...createSqliteAccountStore(db),
+  ...createSqliteCreditStore(db),
   ...createSqliteFineTuneStore(db),
   ...webhooks.createSqliteWebhookStore(db),
 })
@@ -139,45 +140,7 @@ class SqliteStore implements Store {
     return usage.usageRows(this.db, accountId, fromDay, toDay)
   }
 
-  // ── live credit (docs/live.md): live-credit.ts ────────────────────────────────────────────────
-
-  async takeLiveCredit(request: Parameters<Store['takeLiveCredit']>[0]) {
-    return this.tx(() => liveCredit.takeLiveCredit(this.db, request))
-  }
-
-  async renewLiveCredit(
-    instanceId: string,
-    accountIds: readonly string[],
-    nowMs: number,
-    expiresAtMs: number,
-  ) {
-    return this.tx(() =>
-      liveCredit.renewLiveCredit(this.db, instanceId, accountIds, nowMs, expiresAtMs),
-    )
-  }
-
-  async writeLiveCharges(group: Parameters<Store['writeLiveCharges']>[0]) {
-    return this.tx(() => liveCredit.writeLiveCharges(this.db, group))
-  }
-
-  async dropLiveCredit(instanceId: string) {
-    this.q('DELETE FROM credit_leases WHERE instance_id = ?').run(instanceId)
-  }
-
-  // ── daily spend limit and batches waiting for credit (docs/money-and-limits.md, docs/open-models.md): credit-waits.ts ────
-
-  async getDailySpend(accountId: string, nowMs: number) {
-    return creditWaits.getDailySpend(this.db, accountId, nowMs)
-  }
-
-  async setDailySpendLimit(accountId: string, limitUsd: string | null) {
-    return (
-      this.q('UPDATE accounts SET daily_spend_limit_usd = ? WHERE id = ?').run(
-        limitUsd === null ? null : moneyText(limitUsd),
-        accountId,
-      ).changes > 0
-    )
-  }
+  // ── batches waiting for credit (credit-waits.ts) and starting in time (start-in-time.ts) ──
 
   async admitWaitingBatches(nowMs: number) {
     // A read first: every instance runs this every second, and the write lock is the dispatcher's.

@@ -2,8 +2,8 @@
  * The rules both stores apply for the daily spend limit and the wait for credit (docs/money-and-limits.md, docs/open-models.md),
  * so the two cannot disagree.
  */
-import { batchHold as holdOf, Money, moneyText, usd, ZERO } from '../money/decimal.ts'
-import type { DailySpend } from './store.ts'
+import { batchHold as holdOf, Money, moneyText, usd, ZERO } from '../../money/decimal.ts'
+import type { DailySpend } from './credit-store.ts'
 
 /** A row of either store, with the column names of sql/. */
 type Row = Record<string, any>

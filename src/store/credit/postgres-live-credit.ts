@@ -1,15 +1,17 @@
 /**
- * Live credit leases and charge groups on PostgreSQL (LiveCreditStore in store.ts; the rules are
+ * Live credit leases and charge groups on PostgreSQL (LiveCreditStore in credit-store.ts; the rules are
  * sql/0004_live_credit.sql's). Every change locks the account row first (FOR UPDATE), as
  * admission does, so a lease and a batch hold, or two instances' leases, never both take the
  * same credit; a group write locks its accounts in id order, so two never deadlock.
  */
 import type postgres from 'postgres'
 import { minMoney, Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { utcDay } from '../daily-spend.ts'
-import { GROUP_MEMORY_MS, liveAvailable, liveGrant } from '../live-grant.ts'
-import { dailyUsed } from './credit-waits.ts'
-import type { Store } from '../store.ts'
+import type { LiveCreditStore } from './credit-store.ts'
+import { utcDay } from './daily-spend.ts'
+import { GROUP_MEMORY_MS, liveAvailable, liveGrant } from './live-grant.ts'
+import { dailyUsed } from './postgres-credit.ts'
+
+type Store = LiveCreditStore
 
 export async function takeLiveCredit(
   sql: postgres.Sql,

@@ -1,7 +1,7 @@
 /** The one rule both stores apply when an instance asks for more live credit (LiveCreditStore). */
-import { Money, moneyText } from '../money/decimal.ts'
+import { Money, moneyText } from '../../money/decimal.ts'
 import { dailyRoom } from './daily-spend.ts'
-import type { DailyLimitRefusal } from './store.ts'
+import type { DailyLimitRefusal } from './credit-store.ts'
 
 /** Charge groups remembered for idempotency: a retried write comes seconds later, never a day. */
 export const GROUP_MEMORY_MS = 86_400_000

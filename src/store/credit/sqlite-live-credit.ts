@@ -1,20 +1,18 @@
 /**
- * Live credit leases and charge groups on the embedded store (LiveCreditStore in store.ts; the
+ * Live credit leases and charge groups on the embedded store (LiveCreditStore in credit-store.ts; the
  * rules are sql/0004_live_credit.sql's). Each function runs inside the caller's IMMEDIATE
  * transaction, so a lease and a batch hold never both take the same credit.
  */
-import type { Database } from 'bun:sqlite'
 import { minMoney, Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { liveSpentOn, utcDay } from '../daily-spend.ts'
-import { GROUP_MEMORY_MS, liveAvailable, liveGrant } from '../live-grant.ts'
-import { dailyUsed } from './credit-waits.ts'
-import { leasedUsd } from '../credit/sqlite-leases.ts'
-import type { Store } from '../store.ts'
+import { sqliteQuery as q, type Row, type SqliteConnection } from '../connection.ts'
+import type { LiveCreditStore } from './credit-store.ts'
+import { liveSpentOn, utcDay } from './daily-spend.ts'
+import { GROUP_MEMORY_MS, liveAvailable, liveGrant } from './live-grant.ts'
+import { dailyUsed } from './sqlite-credit.ts'
+import { leasedUsd } from './sqlite-leases.ts'
 
-type Row = Record<string, any>
-const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
-
-export { leasedUsd }
+type Database = SqliteConnection
+type Store = LiveCreditStore
 
 export function takeLiveCredit(db: Database, request: Parameters<Store['takeLiveCredit']>[0]) {
   const { instanceId, accountId, nowMs, expiresAtMs } = request
