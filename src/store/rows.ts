@@ -12,7 +12,7 @@ import type {
   WaitingCode,
 } from '../domain.ts'
 import { Money, moneyText } from '../money/decimal.ts'
-import type { ClaimedLine, FileView, RunnableBatch } from './store.ts'
+import type { ClaimedLine, RunnableBatch } from './store.ts'
 
 type Row = Record<string, unknown>
 
@@ -84,28 +84,6 @@ function rowToWaiting(row: Row): BatchWaiting | null {
   const until = num(row.waiting_until)
   if (until !== null) waiting.until = until
   return waiting
-}
-
-export function rowToFile(row: Row): FileView {
-  return {
-    id: row.id as string,
-    accountId: row.account_id as string,
-    purpose: row.purpose as FileView['purpose'],
-    filename: row.filename as string,
-    bytes: num(row.bytes),
-    createdAt: Number(row.created_at),
-    lastUsedAt: Number(row.last_used_at),
-    batchId: (row.batch_id as string | null) ?? null,
-    kind: row.kind as FileView['kind'],
-    batchStatus: (row.batch_status as FileView['batchStatus']) ?? null,
-    batchCounts:
-      row.batch_status === null || row.batch_status === undefined
-        ? null
-        : {
-            succeeded: Number(row.succeeded),
-            unsuccessful: Number(row.failed) + Number(row.cancelled) + Number(row.expired),
-          },
-  }
 }
 
 const CANNED_MESSAGES: Partial<Record<LineErrorCode, string>> = {

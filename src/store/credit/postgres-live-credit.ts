@@ -9,7 +9,7 @@ import { minMoney, Money, moneyText, ZERO } from '../../money/decimal.ts'
 import type { LiveCreditStore } from './credit-store.ts'
 import { utcDay } from './daily-spend.ts'
 import { GROUP_MEMORY_MS, liveAvailable, liveGrant } from './live-grant.ts'
-import { dailyUsed } from './postgres-credit.ts'
+import { dailyUsed } from './postgres-daily-spend.ts'
 
 type Store = LiveCreditStore
 

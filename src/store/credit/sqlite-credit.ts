@@ -1,17 +1,14 @@
 /**
- * Credit on bun:sqlite: the daily spend limit's reads and writes here, live leases and charge
- * groups in sqlite-live-credit.ts, what leases hold in sqlite-leases.ts. What a live lease or
- * charge changes runs in an IMMEDIATE transaction, so a lease and a batch hold never both take
- * the same credit.
+ * Credit on bun:sqlite: the daily spend limit (its reads in sqlite-daily-spend.ts), live leases
+ * and charge groups (sqlite-live-credit.ts), what leases hold (sqlite-leases.ts). A live lease or
+ * charge runs in an IMMEDIATE transaction, so a lease and a batch hold never both take the same
+ * credit.
  */
-import { Money, moneyText } from '../../money/decimal.ts'
-import { sqliteQuery as q, type Row, type SqliteConnection } from '../connection.ts'
-import type { DailySpend, DailySpendStore, LiveCreditStore } from './credit-store.ts'
-import { batchDailyUse, dailySpendOf, dayStartSeconds, liveSpentOn } from './daily-spend.ts'
-import { leasedUsd } from './sqlite-leases.ts'
+import { moneyText } from '../../money/decimal.ts'
+import { sqliteQuery as q, type SqliteConnection } from '../connection.ts'
+import type { DailySpendStore, LiveCreditStore } from './credit-store.ts'
+import { getDailySpend } from './sqlite-daily-spend.ts'
 import * as liveCredit from './sqlite-live-credit.ts'
-
-type Database = SqliteConnection
 
 /** The credit store on bun:sqlite. */
 export function createSqliteCreditStore(db: SqliteConnection): DailySpendStore & LiveCreditStore {
@@ -41,23 +38,4 @@ export function createSqliteCreditStore(db: SqliteConnection): DailySpendStore &
       q(db, 'DELETE FROM credit_leases WHERE instance_id = ?').run(instanceId)
     },
   }
-}
-
-/** What counts against the daily limit on the day of `nowMs` (getDailySpend in store.ts). */
-export function dailyUsed(db: Database, account: Row, nowMs: number): Money {
-  let used = liveSpentOn(account, nowMs).plus(leasedUsd(db, account.id, nowMs))
-  for (const row of q(
-    db,
-    `SELECT status, waiting_code, cost_ceiling_usd, max_cost_usd, cost_usd, held_usd FROM batches
-     WHERE account_id = ? AND created_at >= ?`,
-  ).all(account.id, dayStartSeconds(nowMs))) {
-    used = used.plus(batchDailyUse(row))
-  }
-  return used
-}
-
-export function getDailySpend(db: Database, accountId: string, nowMs: number): DailySpend | null {
-  const account = q(db, 'SELECT * FROM accounts WHERE id = ?').get(accountId)
-  if (!account) return null
-  return dailySpendOf(account, dailyUsed(db, account, nowMs))
 }

@@ -8,7 +8,7 @@ import { sqliteQuery as q, type Row, type SqliteConnection } from '../connection
 import type { LiveCreditStore } from './credit-store.ts'
 import { liveSpentOn, utcDay } from './daily-spend.ts'
 import { GROUP_MEMORY_MS, liveAvailable, liveGrant } from './live-grant.ts'
-import { dailyUsed } from './sqlite-credit.ts'
+import { dailyUsed } from './sqlite-daily-spend.ts'
 import { leasedUsd } from './sqlite-leases.ts'
 
 type Database = SqliteConnection

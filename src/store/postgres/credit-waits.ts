@@ -14,7 +14,7 @@ type Row = Record<string, any>
 type Db = postgres.ISql
 
 // The daily spend limit's reads are the credit role's; admission reads them through here.
-export { dailyUsed } from '../credit/postgres-credit.ts'
+export { dailyUsed } from '../credit/postgres-daily-spend.ts'
 
 /** The holds of the account's batches waiting for credit (inside admission's transaction). */
 export async function waitingHolds(db: Db, accountId: string): Promise<Money[]> {

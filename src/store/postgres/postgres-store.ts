@@ -21,13 +21,9 @@ import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { batchHold, Money, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToBatch, rowToLine, rowsToShares } from '../rows.ts'
 import type {
-  FileLimits,
-  FileQuotaDefaults,
-  NewUpload,
   AdmitResult,
   CancelResult,
   NewBatch,
-  FileRecord,
   OpenedStore,
   RejectedBatch,
   RoleStores,
@@ -38,7 +34,7 @@ import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts
 import { finishBatches } from './advance-batches.ts'
 import { connectPostgres, type PostgresConnection } from './connect.ts'
 import { copyLines } from './copy-lines.ts'
-import * as files from './files.ts'
+import { createPostgresFileStore } from '../files/postgres-files.ts'
 import { creditWaitColumns } from '../credit/daily-spend.ts'
 import * as creditWaits from './credit-waits.ts'
 import { failUnstartedBatches } from './start-in-time.ts'
@@ -48,7 +44,6 @@ import * as retention from './retention.ts'
 import * as usage from './usage.ts'
 import { createPostgresAccountStore } from '../accounts/postgres-accounts.ts'
 import { createPostgresFineTuneStore } from '../fine-tunes/postgres-fine-tunes.ts'
-import * as uploads from './uploads.ts'
 import * as webhooks from '../webhooks/postgres-webhooks.ts'
 import { storableJson } from './storable.ts'
 
@@ -106,6 +101,7 @@ const earlier = Math.floor
 const postgresRoles = (sql: postgres.Sql): RoleStores => ({
   ...createPostgresAccountStore(sql),
   ...createPostgresCreditStore(sql),
+  ...createPostgresFileStore(sql),
   ...createPostgresFineTuneStore(sql),
   ...webhooks.createPostgresWebhookStore(sql),
 })
@@ -337,71 +333,5 @@ class PostgresStore implements Store {
       SELECT * FROM lines WHERE batch_id = ${batchId} AND line_no > ${query.afterLineNo} ${filter}
       ORDER BY line_no LIMIT ${query.limit}`
     return rows.map(rowToLine)
-  }
-
-  // ── file quotas, uploads in progress (uploads.ts), dashboard sessions (sessions.ts) ──────
-
-  reserveUpload(upload: NewUpload, defaults: FileQuotaDefaults) {
-    return uploads.reserveUpload(this.sql, upload, defaults)
-  }
-
-  growUpload(
-    fileId: string,
-    need: number,
-    want: number,
-    nowMs: number,
-    defaults: FileQuotaDefaults,
-  ) {
-    return uploads.growUpload(this.sql, fileId, need, want, nowMs, defaults)
-  }
-
-  commitUpload(file: FileRecord) {
-    return uploads.commitUpload(this.sql, file)
-  }
-
-  releaseUpload(fileId: string) {
-    return uploads.releaseUpload(this.sql, fileId)
-  }
-
-  expireUploads(staleBeforeMs: number, limit: number) {
-    return uploads.expireUploads(this.sql, staleBeforeMs, limit)
-  }
-
-  knownFileIds(ids: readonly string[]) {
-    return uploads.knownFileIds(this.sql, ids)
-  }
-
-  getFileQuota(accountId: string) {
-    return uploads.getFileQuota(this.sql, accountId)
-  }
-
-  setFileQuota(accountId: string, limits: FileLimits) {
-    return uploads.setFileQuota(this.sql, accountId, limits)
-  }
-
-  // ── files ─────────────────────────────────────────────────────────────────────────────────
-
-  createFile(file: FileRecord) {
-    return files.createFile(this.sql, file)
-  }
-
-  getFile(accountId: string, id: string) {
-    return files.getFile(this.sql, accountId, id)
-  }
-
-  listFiles(accountId: string, page: Parameters<Store['listFiles']>[1]) {
-    return files.listFiles(this.sql, accountId, page)
-  }
-
-  deleteFile(accountId: string, id: string) {
-    return files.deleteFile(this.sql, accountId, id)
-  }
-
-  setFileBytes(id: string, bytes: number) {
-    return files.setFileBytes(this.sql, id, bytes)
-  }
-
-  touchFile(id: string, at: number) {
-    return files.touchFile(this.sql, id, at)
   }
 }

@@ -16,7 +16,7 @@ type Row = Record<string, any>
 const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
 
 // The daily spend limit's reads are the credit role's; admission reads them through here.
-export { dailyUsed } from '../credit/sqlite-credit.ts'
+export { dailyUsed } from '../credit/sqlite-daily-spend.ts'
 
 const WAITING = `status = 'validating' AND waiting_code = 'insufficient_credit'`
 

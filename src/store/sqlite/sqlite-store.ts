@@ -8,18 +8,14 @@ import { createSqliteChunkStore } from '../batch-chunks/sqlite-chunks.ts'
 import type { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { ENDED_BATCH_STATUSES, OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
+import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { sqlWordList } from './sql-word-list.ts'
 import { batchHold, Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { rowToBatch, rowToFile, rowToLine, rowsToShares, lineCeiling } from '../rows.ts'
+import { rowToBatch, rowToLine, rowsToShares, lineCeiling } from '../rows.ts'
 import type {
-  FileLimits,
-  FileQuotaDefaults,
-  NewUpload,
   AccountView,
   AdmitResult,
   CancelResult,
-  FileRecord,
   RejectedBatch,
   NewBatch,
   NewLine,
@@ -40,7 +36,7 @@ import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
 import * as usage from './usage.ts'
 import { accountView, createSqliteAccountStore } from '../accounts/sqlite-accounts.ts'
 import { createSqliteFineTuneStore } from '../fine-tunes/sqlite-fine-tunes.ts'
-import * as uploads from './uploads.ts'
+import { createSqliteFileStore } from '../files/sqlite-files.ts'
 import * as webhooks from '../webhooks/sqlite-webhooks.ts'
 
 type Row = Record<string, any>
@@ -79,16 +75,11 @@ const ROWS_PER_INSERT = 100
 
 const OPEN = sqlWordList(OPEN_BATCH_STATUSES)
 
-/** A rendered output or error file exists once its batch has ended with lines of its kind. */
-export const VISIBLE_FILE = `(f.batch_id IS NULL OR (b.status IN ${sqlWordList(ENDED_BATCH_STATUSES)}
-  AND ((f.kind = 'output' AND b.succeeded > 0) OR (f.kind = 'error' AND b.failed + b.cancelled + b.expired > 0))))`
-const FILE_SELECT = `SELECT f.*, b.status AS batch_status, b.succeeded, b.failed, b.cancelled, b.expired
-  FROM files f LEFT JOIN batches b ON b.id = f.batch_id`
-
 /** The roles' calls (src/store/<role>/), each given the connection only. */
 const sqliteRoles = (db: Database): RoleStores => ({
   ...createSqliteAccountStore(db),
   ...createSqliteCreditStore(db),
+  ...createSqliteFileStore(db),
   ...createSqliteFineTuneStore(db),
   ...webhooks.createSqliteWebhookStore(db),
 })
@@ -332,86 +323,6 @@ class SqliteStore implements Store {
     )
       .all(cutoff, limit)
       .map((row) => row.id as string)
-  }
-
-  // ── file quotas, uploads in progress (uploads.ts), dashboard sessions (sessions.ts) ──────
-
-  async reserveUpload(upload: NewUpload, defaults: FileQuotaDefaults) {
-    return uploads.reserveUpload(this.db, upload, defaults)
-  }
-
-  async growUpload(
-    fileId: string,
-    need: number,
-    want: number,
-    nowMs: number,
-    defaults: FileQuotaDefaults,
-  ) {
-    return uploads.growUpload(this.db, fileId, need, want, nowMs, defaults)
-  }
-
-  async commitUpload(file: FileRecord) {
-    return uploads.commitUpload(this.db, file)
-  }
-
-  async releaseUpload(fileId: string) {
-    uploads.releaseUpload(this.db, fileId)
-  }
-
-  async expireUploads(staleBeforeMs: number, limit: number) {
-    return uploads.expireUploads(this.db, staleBeforeMs, limit)
-  }
-
-  async knownFileIds(ids: readonly string[]) {
-    return uploads.knownFileIds(this.db, ids)
-  }
-
-  async getFileQuota(accountId: string) {
-    return uploads.getFileQuota(this.db, accountId)
-  }
-
-  async setFileQuota(accountId: string, limits: FileLimits) {
-    return uploads.setFileQuota(this.db, accountId, limits)
-  }
-
-  // ── files ─────────────────────────────────────────────────────────────────────────────────
-
-  async createFile(file: FileRecord) {
-    uploads.insertFile(this.db, file)
-  }
-
-  async getFile(accountId: string, id: string) {
-    const row = this.q(
-      `${FILE_SELECT} WHERE f.id = ? AND f.account_id = ? AND ${VISIBLE_FILE}`,
-    ).get(id, accountId)
-    return row ? rowToFile(row) : null
-  }
-
-  async listFiles(
-    accountId: string,
-    page: { limit: number; after: string | null; purpose: string | null; order: 'asc' | 'desc' },
-  ) {
-    const direction = page.order === 'asc' ? 'ASC' : 'DESC'
-    const rows = this.q(
-      `${FILE_SELECT} WHERE f.account_id = ? AND ${VISIBLE_FILE}
-         AND (? IS NULL OR f.purpose = ?) AND (? IS NULL OR f.id ${page.order === 'asc' ? '>' : '<'} ?)
-       ORDER BY f.id ${direction} LIMIT ?`,
-    ).all(accountId, page.purpose, page.purpose, page.after, page.after, page.limit + 1)
-    return { files: rows.slice(0, page.limit).map(rowToFile), hasMore: rows.length > page.limit }
-  }
-
-  async deleteFile(accountId: string, id: string) {
-    return (
-      this.q('DELETE FROM files WHERE id = ? AND account_id = ?').run(id, accountId).changes > 0
-    )
-  }
-
-  async setFileBytes(id: string, bytes: number) {
-    this.q('UPDATE files SET bytes = ? WHERE id = ?').run(bytes, id)
-  }
-
-  async touchFile(id: string, at: number) {
-    this.q('UPDATE files SET last_used_at = ? WHERE id = ?').run(at, id)
   }
 
   /** Many rows per statement: one statement per line spent more time binding than writing. */

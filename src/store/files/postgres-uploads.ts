@@ -4,7 +4,7 @@
  * charges lock), so uploads racing on several instances are counted one after another.
  */
 import type postgres from 'postgres'
-import { decideQuota } from '../file-quota.ts'
+import { decideQuota } from './file-quota.ts'
 import type {
   FileLimits,
   FileQuotaDefaults,
@@ -12,7 +12,7 @@ import type {
   FileRecord,
   NewUpload,
   ReserveResult,
-} from '../store.ts'
+} from './file-store.ts'
 
 type Db = postgres.ISql
 type Sql = postgres.Sql

@@ -5,12 +5,40 @@
  */
 import type postgres from 'postgres'
 import { ENDED_BATCH_STATUSES } from '../../domain.ts'
-import { rowToFile } from '../rows.ts'
-import type { FileRecord, FileView } from '../store.ts'
+import type { PostgresPool } from '../connection.ts'
+import {
+  rowToFile,
+  type FileRecord,
+  type FileStore,
+  type FileView,
+  type UploadStore,
+} from './file-store.ts'
+import * as uploads from './postgres-uploads.ts'
 
 type Db = postgres.ISql
 
 const ENDED_STATUSES = [...ENDED_BATCH_STATUSES]
+
+/** The file and upload store on PostgreSQL. */
+export function createPostgresFileStore(sql: PostgresPool): FileStore & UploadStore {
+  return {
+    createFile: (file) => createFile(sql, file),
+    getFile: (accountId, id) => getFile(sql, accountId, id),
+    listFiles: (accountId, page) => listFiles(sql, accountId, page),
+    deleteFile: (accountId, id) => deleteFile(sql, accountId, id),
+    setFileBytes: (id, bytes) => setFileBytes(sql, id, bytes),
+    touchFile: (id, at) => touchFile(sql, id, at),
+    reserveUpload: (upload, defaults) => uploads.reserveUpload(sql, upload, defaults),
+    growUpload: (fileId, need, want, nowMs, defaults) =>
+      uploads.growUpload(sql, fileId, need, want, nowMs, defaults),
+    commitUpload: (file) => uploads.commitUpload(sql, file),
+    releaseUpload: (fileId) => uploads.releaseUpload(sql, fileId),
+    expireUploads: (staleBeforeMs, limit) => uploads.expireUploads(sql, staleBeforeMs, limit),
+    knownFileIds: (ids) => uploads.knownFileIds(sql, ids),
+    getFileQuota: (accountId) => uploads.getFileQuota(sql, accountId),
+    setFileQuota: (accountId, limits) => uploads.setFileQuota(sql, accountId, limits),
+  }
+}
 
 const select = (db: Db) => db`
   SELECT f.*, b.status AS batch_status, b.succeeded, b.failed, b.cancelled, b.expired

@@ -3,7 +3,7 @@
  * account's other files and uploads use, may this upload count one more file, and how many
  * bytes may it reserve?
  */
-import type { FileQuotaDefaults, ReserveResult } from './store.ts'
+import type { FileQuotaDefaults, ReserveResult } from './file-store.ts'
 
 export interface QuotaInput {
   /** The account's own limits; null where the default applies. */

@@ -2,8 +2,8 @@
  * File quotas and uploads in progress on bun:sqlite. Every check-and-write
  * runs in one IMMEDIATE transaction, so racing uploads are counted one after another.
  */
-import type { Database } from 'bun:sqlite'
-import { decideQuota } from '../file-quota.ts'
+import { sqliteQuery as q, type SqliteConnection } from '../connection.ts'
+import { decideQuota } from './file-quota.ts'
 import type {
   FileLimits,
   FileQuotaDefaults,
@@ -11,11 +11,9 @@ import type {
   FileRecord,
   NewUpload,
   ReserveResult,
-} from '../store.ts'
+} from './file-store.ts'
 
-type Row = Record<string, any>
-
-const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
+type Database = SqliteConnection
 const tx = <T>(db: Database, fn: () => T): T => db.transaction(fn).immediate()
 
 function ownLimits(db: Database, accountId: string) {
