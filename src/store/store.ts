@@ -12,6 +12,7 @@ import type { AccountStore, SessionStore } from './accounts/account-store.ts'
 import type { DailyLimitRefusal, DailySpendStore, LiveCreditStore } from './credit/credit-store.ts'
 import type { FileStore, UploadStore } from './files/file-store.ts'
 import type { AdapterStore } from './fine-tunes/fine-tune-store.ts'
+import type { PurgeStore, RetentionStore } from './retention/retention-store.ts'
 import type { WebhookStore } from './webhooks/webhook-store.ts'
 import type {
   BatchEndpoint,
@@ -53,6 +54,7 @@ export type {
   UploadStore,
 } from './files/file-store.ts'
 export type { AdapterStore, CreateAdapterResult, NewAdapter } from './fine-tunes/fine-tune-store.ts'
+export type { PurgeStore, RetentionStore } from './retention/retention-store.ts'
 export type {
   ClaimedDelivery,
   DeliveryRecord,
@@ -73,7 +75,8 @@ export type RoleStores = AccountStore &
   FileStore &
   UploadStore &
   AdapterStore &
-  WebhookStore
+  WebhookStore &
+  PurgeStore
 
 export interface NewLine {
   lineNo: number
@@ -362,18 +365,6 @@ export interface BatchErrorEntry {
   message: string
   param: string | null
   line: number | null
-}
-
-/** Retention. Safe to run on every instance at once: each item is taken by one of them. */
-export interface RetentionStore {
-  /** Deletes the lines and rendered files of batches that ended before `cutoff`; returns their ids. */
-  purgeResults(cutoff: number, limit: number, now: number): Promise<string[]>
-  /** Deletes the records of uploads unused since `cutoff`; returns their ids, for their content. */
-  deleteStaleUploads(cutoff: number, limit: number): Promise<string[]>
-  /** Deletes reservations not renewed since `staleBeforeMs` (their upload died); returns their ids. */
-  expireUploads(staleBeforeMs: number, limit: number): Promise<string[]>
-  knownFileIds(ids: readonly string[]): Promise<Set<string>>
-  deleteExpiredSessions(now: number): Promise<number>
 }
 
 /** One instance's additions to an account's usage of one UTC day, model and provider (docs/operations.md). */

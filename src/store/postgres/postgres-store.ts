@@ -40,7 +40,8 @@ import * as creditWaits from './credit-waits.ts'
 import { failUnstartedBatches } from './start-in-time.ts'
 import { createPostgresCreditStore } from '../credit/postgres-credit.ts'
 import { migrate } from './migrate.ts'
-import * as retention from './retention.ts'
+import * as retention from './delete-ended-batch.ts'
+import { createPostgresRetentionStore } from '../retention/postgres-retention.ts'
 import * as usage from './usage.ts'
 import { createPostgresAccountStore } from '../accounts/postgres-accounts.ts'
 import { createPostgresFineTuneStore } from '../fine-tunes/postgres-fine-tunes.ts'
@@ -102,6 +103,7 @@ const postgresRoles = (sql: postgres.Sql): RoleStores => ({
   ...createPostgresAccountStore(sql),
   ...createPostgresCreditStore(sql),
   ...createPostgresFileStore(sql),
+  ...createPostgresRetentionStore(sql),
   ...createPostgresFineTuneStore(sql),
   ...webhooks.createPostgresWebhookStore(sql),
 })
@@ -130,14 +132,6 @@ class PostgresStore implements Store {
 
   deleteEndedBatch(accountId: string, id: string) {
     return retention.deleteEndedBatch(this.sql, accountId, id)
-  }
-
-  purgeResults(cutoff: number, limit: number, now: number) {
-    return retention.purgeResults(this.sql, cutoff, limit, now)
-  }
-
-  deleteStaleUploads(cutoff: number, limit: number) {
-    return retention.deleteStaleUploads(this.sql, cutoff, limit)
   }
 
   async close() {

@@ -37,6 +37,7 @@ import * as usage from './usage.ts'
 import { accountView, createSqliteAccountStore } from '../accounts/sqlite-accounts.ts'
 import { createSqliteFineTuneStore } from '../fine-tunes/sqlite-fine-tunes.ts'
 import { createSqliteFileStore } from '../files/sqlite-files.ts'
+import { createSqliteRetentionStore } from '../retention/sqlite-retention.ts'
 import * as webhooks from '../webhooks/sqlite-webhooks.ts'
 
 type Row = Record<string, any>
@@ -80,6 +81,7 @@ const sqliteRoles = (db: Database): RoleStores => ({
   ...createSqliteAccountStore(db),
   ...createSqliteCreditStore(db),
   ...createSqliteFileStore(db),
+  ...createSqliteRetentionStore(db),
   ...createSqliteFineTuneStore(db),
   ...webhooks.createSqliteWebhookStore(db),
 })
@@ -281,25 +283,7 @@ class SqliteStore implements Store {
     )
   }
 
-  // ── retention ───────────────────────────────────────────────────────────────────────────
-
-  async purgeResults(cutoff: number, limit: number, now: number) {
-    return this.tx(() => {
-      const ids = this.q(
-        `SELECT id FROM batches WHERE finished_at < ? AND purged_at IS NULL ORDER BY finished_at LIMIT ?`,
-      )
-        .all(cutoff, limit)
-        .map((row) => row.id as string)
-      for (const id of ids) {
-        this.q('DELETE FROM lines WHERE batch_id = ?').run(id)
-        this.q('DELETE FROM files WHERE batch_id = ?').run(id)
-        // The webhook delivery log is kept as long as the results (its retries ended long ago).
-        this.q('DELETE FROM webhook_deliveries WHERE batch_id = ?').run(id)
-        this.q('UPDATE batches SET purged_at = ? WHERE id = ?').run(now, id)
-      }
-      return ids
-    })
-  }
+  // ── deleting an ended batch ───────────────────────────────────────────────────────────────────────────
 
   async deleteEndedBatch(accountId: string, id: string) {
     return this.tx(() => {
@@ -314,15 +298,6 @@ class SqliteStore implements Store {
       this.q('DELETE FROM batches WHERE id = ?').run(id)
       return true
     })
-  }
-
-  async deleteStaleUploads(cutoff: number, limit: number) {
-    return this.q(
-      `DELETE FROM files WHERE id IN (
-         SELECT id FROM files WHERE kind = 'upload' AND last_used_at < ? LIMIT ?) RETURNING id`,
-    )
-      .all(cutoff, limit)
-      .map((row) => row.id as string)
   }
 
   /** Many rows per statement: one statement per line spent more time binding than writing. */

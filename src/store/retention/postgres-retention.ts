@@ -2,9 +2,18 @@
  * Retention on PostgreSQL. Every instance runs the janitor; `FOR UPDATE SKIP LOCKED` hands each
  * batch or file to exactly one of them, so the work is never done twice.
  */
-import type postgres from 'postgres'
+import type { PostgresPool } from '../connection.ts'
+import type { PurgeStore } from './retention-store.ts'
 
-type Db = postgres.Sql
+type Db = PostgresPool
+
+/** Retention's own deletes on PostgreSQL. */
+export function createPostgresRetentionStore(sql: PostgresPool): PurgeStore {
+  return {
+    purgeResults: (cutoff, limit, now) => purgeResults(sql, cutoff, limit, now),
+    deleteStaleUploads: (cutoff, limit) => deleteStaleUploads(sql, cutoff, limit),
+  }
+}
 
 export async function purgeResults(
   sql: Db,
@@ -30,23 +39,6 @@ export async function purgeResults(
       await tx`DELETE FROM webhook_deliveries WHERE batch_id = ANY(${ids}::text[])`
     }
     return ids
-  })
-}
-
-/** An ended batch of the account and everything of it (docs/openai-facade.md's delete); false if none. */
-export async function deleteEndedBatch(sql: Db, accountId: string, id: string): Promise<boolean> {
-  return sql.begin(async (tx) => {
-    const found = await tx`
-      SELECT id FROM batches
-      WHERE id = ${id} AND account_id = ${accountId} AND finished_at IS NOT NULL
-      FOR UPDATE`
-    if (found.length === 0) return false
-    await tx`DELETE FROM lines WHERE batch_id = ${id}`
-    await tx`DELETE FROM files WHERE batch_id = ${id}`
-    await tx`DELETE FROM webhook_deliveries WHERE batch_id = ${id}`
-    await tx`DELETE FROM batch_providers WHERE batch_id = ${id}`
-    await tx`DELETE FROM batches WHERE id = ${id}`
-    return true
   })
 }
 
