@@ -3,8 +3,12 @@
  * one PostgreSQL. Each consumer sees only the narrow part it needs: HTTP ingest admits batches,
  * the read side lists and streams them, the dispatcher leases and settles lines.
  *
- * Two implementations run the same contract suite (test/store/contract.ts): bun:sqlite (the
- * embedded default) and PostgreSQL. Money crosses this boundary as decimal strings.
+ * The store is split by role: accounts, credit, files, fine-tunes, webhooks, retention and usage each
+ * have a folder (src/store/<role>/) with their interface, both dialects, their rows and their own
+ * contract suite (test/store/<role>.test.ts), given only a connection (connection.ts). The
+ * batch and dispatch calls, still in this file and the store classes, run the batch contract
+ * (test/store/contract.ts). Two dialects: bun:sqlite (the embedded default) and PostgreSQL.
+ * Money crosses this boundary as decimal strings.
  * Times: `*At` fields are Unix seconds; lease and retry times are Unix milliseconds.
  */
 import type { ChunkStore } from './batch-chunks/chunk-store.ts'
@@ -13,6 +17,7 @@ import type { DailyLimitRefusal, DailySpendStore, LiveCreditStore } from './cred
 import type { FileStore, UploadStore } from './files/file-store.ts'
 import type { AdapterStore } from './fine-tunes/fine-tune-store.ts'
 import type { PurgeStore, RetentionStore } from './retention/retention-store.ts'
+import type { UsageStore } from './usage/usage-store.ts'
 import type { WebhookStore } from './webhooks/webhook-store.ts'
 import type {
   BatchEndpoint,
@@ -55,6 +60,7 @@ export type {
 } from './files/file-store.ts'
 export type { AdapterStore, CreateAdapterResult, NewAdapter } from './fine-tunes/fine-tune-store.ts'
 export type { PurgeStore, RetentionStore } from './retention/retention-store.ts'
+export type { UsageAddition, UsageRow, UsageStore } from './usage/usage-store.ts'
 export type {
   ClaimedDelivery,
   DeliveryRecord,
@@ -76,7 +82,8 @@ export type RoleStores = AccountStore &
   UploadStore &
   AdapterStore &
   WebhookStore &
-  PurgeStore
+  PurgeStore &
+  UsageStore
 
 export interface NewLine {
   lineNo: number
@@ -367,36 +374,8 @@ export interface BatchErrorEntry {
   line: number | null
 }
 
-/** One instance's additions to an account's usage of one UTC day, model and provider (docs/operations.md). */
-export interface UsageAddition {
-  accountId: string
-  /** YYYY-MM-DD, UTC. */
-  day: string
-  model: string
-  provider: string
-  lines: number
-  liveCalls: number
-  inputTokens: number
-  cachedInputTokens: number
-  outputTokens: number
-  costUsd: string
-  /** The same usage priced on the model's first listed offering (what routing saved against). */
-  firstOfferingCostUsd: string
-}
-
-/** A stored usage row: the sums of every instance's additions. */
-export type UsageRow = Omit<UsageAddition, 'accountId'>
-
-export interface UsageStore {
-  /** Adds to the rows (creating them), in one transaction. */
-  addUsage(rows: readonly UsageAddition[]): Promise<void>
-  /** The account's rows from `fromDay` to `toDay` (YYYY-MM-DD, both inclusive), by day. */
-  usageRows(accountId: string, fromDay: string, toDay: string): Promise<UsageRow[]>
-}
-
 /** Everything but the dispatcher's calls, which come apart (OpenedStore). */
-export interface Store
-  extends BatchStore, FileStore, RetentionStore, UploadStore, RoleStores, UsageStore {
+export interface Store extends BatchStore, RetentionStore, RoleStores {
   readonly kind: 'sqlite' | 'postgres'
   ping(): Promise<void>
   /** Closes its connections, the dispatch part's (and its thread) included. */

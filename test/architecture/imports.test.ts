@@ -121,6 +121,7 @@ const STORE_LAYERS: Layer[] = [
   { name: 'webhooks', paths: ['src/store/webhooks/'] },
   // The janitor's view names the files' and the accounts' expiries.
   { name: 'retention', paths: ['src/store/retention/'] },
+  { name: 'usage', paths: ['src/store/usage/'] },
   {
     name: 'batches and dispatch',
     paths: [
@@ -141,7 +142,7 @@ const STORE_LAYERS: Layer[] = [
 ]
 
 /** The role folders, each of which must have its own contract suite. */
-const STORE_ROLES = ['accounts', 'credit', 'files', 'fine-tunes', 'webhooks', 'retention']
+const STORE_ROLES = ['accounts', 'credit', 'files', 'fine-tunes', 'webhooks', 'retention', 'usage']
 
 const tree = await readTree(ROOT, ['src/**/*.ts', 'providers/**/*.ts'])
 const edges = importGraph(tree)

@@ -1,8 +1,10 @@
 /**
- * The one contract every Store implementation runs (hono's `runTest({ newRouter })` pattern):
- * test/store/sqlite.test.ts and test/store/postgres.test.ts call it with their factory. Each test
- * gets a store of its own, so the dispatcher's store-wide calls (advance, reap) see only its data.
- * Longer than most files because it is the whole interface's specification, method by method.
+ * The batch and dispatch contract every Store implementation runs (hono's `runTest({ newRouter })`
+ * pattern): test/store/sqlite.test.ts and test/store/postgres.test.ts call it with their factory.
+ * Each test gets a store of its own, so the dispatcher's store-wide calls (advance, reap) see only
+ * its data. The roles with a folder of their own have their own suites (test/store/<role>.test.ts,
+ * run by every-store.ts). Longer than most files because it is the batch and dispatch calls'
+ * specification, method by method, until they too are split by role.
  */
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import type { LineError } from '../../src/domain.ts'

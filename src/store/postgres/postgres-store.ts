@@ -11,9 +11,9 @@
  * Money stays `numeric` in SQL and decimal strings in code; bigint columns come back as strings
  * and are turned into numbers by rows.ts.
  *
- * Past 400 lines (about 590) because it still implements the whole Store interface in one class;
- * the bigger pieces live beside it: postgres-dispatch (the dispatcher's calls, run on a thread of
- * their own), copy-lines, files, webhooks. Splitting the store by role is the open structural work.
+ * The roles with a folder of their own (src/store/<role>/) are set on the store by its constructor
+ * (postgresRoles); this class keeps the batch calls, and the bigger pieces live beside it:
+ * postgres-dispatch (the dispatcher's calls, run on a thread of their own), copy-lines.
  */
 import { createPostgresChunkStore } from '../batch-chunks/postgres-chunks.ts'
 import type postgres from 'postgres'
@@ -28,7 +28,6 @@ import type {
   RejectedBatch,
   RoleStores,
   Store,
-  UsageAddition,
 } from '../store.ts'
 import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
 import { finishBatches } from './advance-batches.ts'
@@ -42,7 +41,7 @@ import { createPostgresCreditStore } from '../credit/postgres-credit.ts'
 import { migrate } from './migrate.ts'
 import * as retention from './delete-ended-batch.ts'
 import { createPostgresRetentionStore } from '../retention/postgres-retention.ts'
-import * as usage from './usage.ts'
+import { createPostgresUsageStore } from '../usage/postgres-usage.ts'
 import { createPostgresAccountStore } from '../accounts/postgres-accounts.ts'
 import { createPostgresFineTuneStore } from '../fine-tunes/postgres-fine-tunes.ts'
 import * as webhooks from '../webhooks/postgres-webhooks.ts'
@@ -104,6 +103,7 @@ const postgresRoles = (sql: postgres.Sql): RoleStores => ({
   ...createPostgresCreditStore(sql),
   ...createPostgresFileStore(sql),
   ...createPostgresRetentionStore(sql),
+  ...createPostgresUsageStore(sql),
   ...createPostgresFineTuneStore(sql),
   ...webhooks.createPostgresWebhookStore(sql),
 })
@@ -137,16 +137,6 @@ class PostgresStore implements Store {
   async close() {
     await this.dispatchThread.close()
     await this.sql.end({ timeout: 5 })
-  }
-
-  // ── usage (usage.ts) ──────────────────────────────────────────────────────────────────────
-
-  async addUsage(rows: readonly UsageAddition[]) {
-    await usage.addUsage(this.sql, rows)
-  }
-
-  async usageRows(accountId: string, fromDay: string, toDay: string) {
-    return usage.usageRows(this.sql, accountId, fromDay, toDay)
   }
 
   // ── batches waiting for credit (credit-waits.ts) and starting in time (start-in-time.ts) ──

@@ -1,10 +1,17 @@
 /** Usage rows on PostgreSQL (docs/operations.md): one multi-row upsert, sums in numeric. */
-import type postgres from 'postgres'
 import { moneyText } from '../../money/decimal.ts'
-import { toUsageRow } from '../sqlite/usage.ts'
-import type { UsageAddition, UsageRow } from '../store.ts'
+import type { PostgresPool } from '../connection.ts'
+import { toUsageRow, type UsageAddition, type UsageRow, type UsageStore } from './usage-store.ts'
 
-type Sql = postgres.Sql
+type Sql = PostgresPool
+
+/** The usage store on PostgreSQL. */
+export function createPostgresUsageStore(sql: PostgresPool): UsageStore {
+  return {
+    addUsage: (rows) => addUsage(sql, rows),
+    usageRows: (accountId, fromDay, toDay) => usageRows(sql, accountId, fromDay, toDay),
+  }
+}
 
 export async function addUsage(sql: Sql, rows: readonly UsageAddition[]) {
   if (rows.length === 0) return

@@ -1,9 +1,21 @@
 /** Usage rows on bun:sqlite (docs/operations.md): sums added in one immediate transaction, money as text. */
-import type { Database } from 'bun:sqlite'
 import { Money, moneyText } from '../../money/decimal.ts'
-import type { UsageAddition, UsageRow } from '../store.ts'
+import type { Row, SqliteConnection } from '../connection.ts'
+import { toUsageRow, type UsageAddition, type UsageRow, type UsageStore } from './usage-store.ts'
 
-type Row = Record<string, any>
+type Database = SqliteConnection
+
+/** The usage store on bun:sqlite. */
+export function createSqliteUsageStore(db: SqliteConnection): UsageStore {
+  return {
+    async addUsage(rows) {
+      addUsage(db, rows)
+    },
+    async usageRows(accountId, fromDay, toDay) {
+      return usageRows(db, accountId, fromDay, toDay)
+    },
+  }
+}
 
 export function addUsage(db: Database, rows: readonly UsageAddition[]) {
   if (rows.length === 0) return
@@ -54,16 +66,3 @@ export function usageRows(db: Database, accountId: string, from: string, to: str
     .all(accountId, from, to)
     .map(toUsageRow)
 }
-
-export const toUsageRow = (row: Row): UsageRow => ({
-  day: String(row.day),
-  model: row.model,
-  provider: row.provider,
-  lines: Number(row.lines),
-  liveCalls: Number(row.live_calls),
-  inputTokens: Number(row.input_tokens),
-  cachedInputTokens: Number(row.cached_input_tokens),
-  outputTokens: Number(row.output_tokens),
-  costUsd: moneyText(String(row.cost_usd)),
-  firstOfferingCostUsd: moneyText(String(row.first_offering_cost_usd)),
-})
