@@ -4,7 +4,7 @@
  * process can be killed at any point without half-written state. One process only: several
  * instances need PostgreSQL.
  *
- * Past 400 lines (about 430) because the batch calls still live here (admission with its line
+ * Past 400 lines (about 420) because the batch calls still live here (admission with its line
  * inserts, cancel, reads); the roles with a folder of their own (src/store/<role>/) are set on
  * the store by its constructor (sqliteRoles).
  */
