@@ -12,7 +12,7 @@ import { LONG_WINDOW_HOURS, type Admission } from '../../admission/submit-batch.
 import type { Authenticator } from '../../auth/authenticate.ts'
 import { BATCH_URLS, newId, nowSeconds, type BatchRecord } from '../../domain.ts'
 import { badRequest, notFound } from '../../errors.ts'
-import type { BlobStore } from '../../files/blob-store.ts'
+import type { BlobStore } from '../../store/files/blob-store.ts'
 import { describeZodIssue } from '../../ingest/issues.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
 import { readJsonBody, type BodyLimit } from '../../ingest/read-body.ts'

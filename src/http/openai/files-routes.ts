@@ -4,7 +4,7 @@ import { z } from 'zod'
 import type { Authenticator } from '../../auth/authenticate.ts'
 import { newId, nowSeconds } from '../../domain.ts'
 import { badRequest, notFound, refuse } from '../../errors.ts'
-import { FileTooLarge, type BlobStore } from '../../files/blob-store.ts'
+import { FileTooLarge, type BlobStore } from '../../store/files/blob-store.ts'
 import { refuseByHeaders, type BodyLimit } from '../../ingest/read-body.ts'
 import type {
   BatchStore,

@@ -9,7 +9,7 @@ import type postgres from 'postgres'
 import { moneyText } from '../../money/decimal.ts'
 import { capEndedWaiting } from '../cap-waiting.ts'
 import { terminalStatus } from '../rows.ts'
-import { enqueueWebhookEvents } from './webhooks.ts'
+import { enqueueWebhookEvents } from '../webhooks/postgres-webhooks.ts'
 
 type Row = Record<string, any>
 

@@ -12,7 +12,7 @@ import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToClaimedLine, rowToRunnable, terminalStatus } from '../rows.ts'
 import { ShareTally } from './provider-shares.ts'
 import { CAP_ROOM_BACK, claimCapped, endOverCap } from './spend-cap.ts'
-import { enqueueWebhookEvents } from './webhooks.ts'
+import { enqueueWebhookEvents } from '../webhooks/sqlite-webhooks.ts'
 import {
   OPEN_BATCH_STATUSES,
   WAITING_CODES,
