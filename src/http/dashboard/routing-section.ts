@@ -59,6 +59,17 @@ export function duration(seconds: number): string {
   return `${s} s`
 }
 
+/** A batch lane's running lines: in how many provider batches, and when the live lanes take over. */
+function laneNote(share: ProviderShare): Html | string {
+  const batches = share.providerBatches
+  if (!batches) return ''
+  const plural = batches.count === 1 ? '' : 'es'
+  return html`<span class="dim small provider-batches">
+    in ${batches.count} provider batch${plural}; live lanes from ${utc(batches.fallbackAt)} for
+    lines not ended by then</span
+  >`
+}
+
 export function routingSection(batch: BatchRecord, shares: Record<string, ProviderShare>): Html {
   const entries = Object.entries(shares)
   const waiting = currentWaiting(batch.waiting, nowSeconds())
@@ -95,18 +106,7 @@ export function routingSection(batch: BatchRecord, shares: Record<string, Provid
                       <td><span class="swatch p${i % COLOURS}"></span> ${name}</td>
                       <td>${s.succeeded}</td>
                       <td>${s.failed}</td>
-                      <td>
-                        ${s.running}${
-                          s.providerBatches
-                            ? html`<span class="dim small provider-batches">
-                                in ${s.providerBatches.count} provider
-                                batch${s.providerBatches.count === 1 ? '' : 'es'}; live lanes from
-                                ${utc(s.providerBatches.fallbackAt)} for lines not ended by
-                                then</span
-                              >`
-                            : ''
-                        }
-                      </td>
+                      <td>${s.running}${laneNote(s)}</td>
                       <td>$${usd(s.costUsd)}</td>
                     </tr>`,
                 )}
