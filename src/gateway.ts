@@ -205,22 +205,23 @@ export async function startGateway(
     schemaChecks,
   })
   const admission = createAdmission(
-    store,
-    validator,
-    config.limits,
-    (batch) => {
-      logger.info('batch.admitted', {
-        batch_id: batch.id,
-        account_id: batch.accountId,
-        lines: batch.counts.total,
-        cost_ceiling_usd: batch.costCeilingUsd,
-        source: batch.source,
-      })
-      nudges.publish()
+    {
+      store,
+      validator,
+      onAdmitted: (batch) => {
+        logger.info('batch.admitted', {
+          batch_id: batch.id,
+          account_id: batch.accountId,
+          lines: batch.counts.total,
+          cost_ceiling_usd: batch.costCeilingUsd,
+          source: batch.source,
+        })
+        nudges.publish()
+      },
+      telemetry,
+      adapters: adapterDirectory.active,
     },
-    telemetry,
-    adapterDirectory.active,
-    options.clock,
+    { limits: config.limits, now: options.clock },
   )
   // A key revoked through this instance is refused here at once; elsewhere within the cache TTL.
   const accounts = createAccounts(
