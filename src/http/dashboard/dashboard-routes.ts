@@ -75,7 +75,7 @@ interface Page {
 }
 
 export function dashboardRoutes(deps: DashboardDeps) {
-  const { auth, store, bodyLimits, sessionHours, events, flushUsage, onCancelled } = deps
+  const { auth, store, flushUsage, onCancelled } = deps
 
   return new Elysia({ name: 'dashboard' })
     .use(signedInMacro({ auth, store }))
@@ -104,47 +104,7 @@ export function dashboardRoutes(deps: DashboardDeps) {
       },
       { signedIn: 'read' },
     )
-    .post(
-      '/dashboard/sign-in',
-      async ({ request }) => {
-        if (!fromThisOrigin(request)) return forbiddenOrigin()
-        let fields: FormData | null
-        try {
-          fields = await readFormBody(request, bodyLimits.signIn)
-        } catch (error) {
-          return refusalPage(error, request, {})
-        }
-        const form = signInForm.safeParse(fields ? textFields(fields) : {})
-        if (!form.success)
-          return htmlResponse(
-            400,
-            signInPage({ kind: 'error', text: 'Paste an API key to sign in.' }),
-          )
-        const headers: HeaderMap = {}
-        let caller: Caller
-        try {
-          // The one key read from a form, not a session: the sign-in itself.
-          caller = await auth.authenticate(`Bearer ${form.data.key}`, 'read', headers)
-        } catch (error) {
-          if (error instanceof GatewayError && error.status === 403) {
-            const text =
-              'This key can neither read nor submit batches (it has only the "inference" scope).'
-            return htmlResponse(403, signInPage({ kind: 'error', text }), headers)
-          }
-          return refusalPage(error, request, headers)
-        }
-        const session = newSession()
-        const now = nowSeconds()
-        await store.createSession({
-          hash: session.hash,
-          keyId: caller.key.id,
-          createdAt: now,
-          expiresAt: now + sessionHours * 3600,
-        })
-        return seeOther('/', { 'set-cookie': sessionCookie(session.id, request) })
-      },
-      { parse: 'none' },
-    )
+    .post('/dashboard/sign-in', ({ request }) => signIn(deps, request), { parse: 'none' })
     .post(
       '/dashboard/sign-out',
       async ({ request }) => {
@@ -188,30 +148,7 @@ export function dashboardRoutes(deps: DashboardDeps) {
     })
     .get(
       '/dashboard/batches/:id/events',
-      async ({ request, params, server, caller, pageHeaders }) => {
-        const accountId = caller.account.id
-        const batch = await store.getBatch(accountId, params.id)
-        if (!batch)
-          return refusalPage(notFound(`batch ${excerpt(params.id)}`), request, pageHeaders)
-        // The session ends with its key (revoked) or its sign-out: so does the stream.
-        const session = sessionHash(readSessionId(request)!)
-        try {
-          return await eventStreamResponse(request, server, batch, {
-            ...events,
-            read: () => store.getBatch(accountId, batch.id),
-            render: async (latest) =>
-              renderBatch(latest, (await store.providerShares([latest.id])).get(latest.id)),
-            headers: pageHeaders,
-            keyId: caller.key.id,
-            check: {
-              id: `session:${session}`,
-              stillValid: async () => (await store.findSession(session, nowSeconds())) !== null,
-            },
-          })
-        } catch (error) {
-          return refusalPage(error, request, pageHeaders)
-        }
-      },
+      (page) => batchEvents(deps, page, page.params.id, page.server),
       { signedIn: 'read' },
     )
     .post(
@@ -219,36 +156,110 @@ export function dashboardRoutes(deps: DashboardDeps) {
       async (page) => retryFromForm(deps, page, page.params.id),
       { parse: 'none', signedIn: 'batches' },
     )
-    .get(
-      '/dashboard/batches/:id/results',
-      async ({ request, params, caller, pageHeaders }) => {
-        let query
-        try {
-          query = parseQuery(resultsQuery, request.url)
-        } catch (error) {
-          return refusalPage(error, request, pageHeaders)
-        }
-        const batch = await store.getBatch(caller.account.id, params.id)
-        if (!batch)
-          return refusalPage(notFound(`batch ${excerpt(params.id)}`), request, pageHeaders)
-        const statuses = query.filter ? FILTERS[query.filter] : null
-        const render =
-          query.format === 'input' ? (line: { input: string }) => line.input : renderResultLine
-        const suffix = [query.filter, query.format === 'input' ? 'input' : 'results']
-          .filter(Boolean)
-          .join('-')
-        return new Response(streamLines(store, batch.id, statuses, render), {
-          headers: {
-            ...pageHeaders,
-            'content-type': 'application/jsonl',
-            'content-disposition': `attachment; filename="${batch.id}-${suffix}.jsonl"`,
-            'x-multigrid-batch-status': batch.status,
-            'cache-control': 'no-store',
-          },
-        })
+    .get('/dashboard/batches/:id/results', (page) => resultsDownload(store, page, page.params.id), {
+      signedIn: 'read',
+    })
+}
+
+/** A sign-in: the key checked as an API request would be, then a session for its cookie. */
+async function signIn(deps: DashboardDeps, request: Request): Promise<Response> {
+  const { auth, store, bodyLimits, sessionHours } = deps
+  if (!fromThisOrigin(request)) return forbiddenOrigin()
+  let fields: FormData | null
+  try {
+    fields = await readFormBody(request, bodyLimits.signIn)
+  } catch (error) {
+    return refusalPage(error, request, {})
+  }
+  const form = signInForm.safeParse(fields ? textFields(fields) : {})
+  if (!form.success)
+    return htmlResponse(400, signInPage({ kind: 'error', text: 'Paste an API key to sign in.' }))
+  const headers: HeaderMap = {}
+  let caller: Caller
+  try {
+    // The one key read from a form, not a session: the sign-in itself.
+    caller = await auth.authenticate(`Bearer ${form.data.key}`, 'read', headers)
+  } catch (error) {
+    if (error instanceof GatewayError && error.status === 403) {
+      const text =
+        'This key can neither read nor submit batches (it has only the "inference" scope).'
+      return htmlResponse(403, signInPage({ kind: 'error', text }), headers)
+    }
+    return refusalPage(error, request, headers)
+  }
+  const session = newSession()
+  const now = nowSeconds()
+  await store.createSession({
+    hash: session.hash,
+    keyId: caller.key.id,
+    createdAt: now,
+    expiresAt: now + sessionHours * 3600,
+  })
+  return seeOther('/', { 'set-cookie': sessionCookie(session.id, request) })
+}
+
+/** A batch's progress stream for its page, ended with the session (sign-out or a revoked key). */
+async function batchEvents(
+  deps: DashboardDeps,
+  page: Page,
+  id: string,
+  server: Parameters<typeof eventStreamResponse>[1],
+): Promise<Response> {
+  const { store, events } = deps
+  const { caller, request, pageHeaders } = page
+  const accountId = caller.account.id
+  const batch = await store.getBatch(accountId, id)
+  if (!batch) return refusalPage(notFound(`batch ${excerpt(id)}`), request, pageHeaders)
+  // The session ends with its key (revoked) or its sign-out: so does the stream.
+  const session = sessionHash(readSessionId(request)!)
+  try {
+    return await eventStreamResponse(request, server, batch, {
+      ...events,
+      read: () => store.getBatch(accountId, batch.id),
+      render: async (latest) =>
+        renderBatch(latest, (await store.providerShares([latest.id])).get(latest.id)),
+      headers: pageHeaders,
+      keyId: caller.key.id,
+      check: {
+        id: `session:${session}`,
+        stillValid: async () => (await store.findSession(session, nowSeconds())) !== null,
       },
-      { signedIn: 'read' },
-    )
+    })
+  } catch (error) {
+    return refusalPage(error, request, pageHeaders)
+  }
+}
+
+/** A batch's results (or its input, or only the failed lines) as a JSONL download. */
+async function resultsDownload(
+  store: DashboardDeps['store'],
+  page: Page,
+  id: string,
+): Promise<Response> {
+  const { caller, request, pageHeaders } = page
+  let query
+  try {
+    query = parseQuery(resultsQuery, request.url)
+  } catch (error) {
+    return refusalPage(error, request, pageHeaders)
+  }
+  const batch = await store.getBatch(caller.account.id, id)
+  if (!batch) return refusalPage(notFound(`batch ${excerpt(id)}`), request, pageHeaders)
+  const statuses = query.filter ? FILTERS[query.filter] : null
+  const render =
+    query.format === 'input' ? (line: { input: string }) => line.input : renderResultLine
+  const suffix = [query.filter, query.format === 'input' ? 'input' : 'results']
+    .filter(Boolean)
+    .join('-')
+  return new Response(streamLines(store, batch.id, statuses, render), {
+    headers: {
+      ...pageHeaders,
+      'content-type': 'application/jsonl',
+      'content-disposition': `attachment; filename="${batch.id}-${suffix}.jsonl"`,
+      'x-multigrid-batch-status': batch.status,
+      'cache-control': 'no-store',
+    },
+  })
 }
 
 /** The list of batches, with a notice or a file's issues above it. */
@@ -375,7 +386,11 @@ async function batchPageResponse(store: DashboardDeps['store'], page: Page, id: 
     }
   return htmlResponse(
     200,
-    batchPage(account!, batch, caller.key.scopes.includes('batches'), notice, shares.get(batch.id)),
+    batchPage(account!, batch, {
+      canChange: caller.key.scopes.includes('batches'),
+      message: notice,
+      shares: shares.get(batch.id),
+    }),
     pageHeaders,
   )
 }
