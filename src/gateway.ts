@@ -145,10 +145,7 @@ export async function startGateway(
   const schemaChecks = createSchemaChecks({ budgetMs: config.schemaCheckMs })
   const dispatcher: Dispatcher | null = config.dispatch.enabled
     ? createDispatcher(
-        announceChanges(dispatch, batchChanges.publish),
-        catalog,
-        upstreams,
-        logger,
+        { store: announceChanges(dispatch, batchChanges.publish), catalog, upstreams, logger },
         {
           owner: instanceId,
           leaseSeconds: config.dispatch.leaseSeconds,

@@ -19,7 +19,6 @@ const MAX_PARAMETERS = 4
 const LEFT = new Map<string, { lines: number; parameters: number }>([
   ['src/simulator/server.ts startSimulator', { lines: 413, parameters: 1 }],
   ['src/gateway.ts startGateway', { lines: 352, parameters: 2 }],
-  ['src/dispatch/dispatcher.ts createDispatcher', { lines: 325, parameters: 5 }],
   ['src/live/live-credit.ts createLiveCredit', { lines: 265, parameters: 2 }],
   ['providers/pool.ts createReplicaPool', { lines: 245, parameters: 1 }],
   ['src/http/live.ts liveService', { lines: 231, parameters: 1 }],
