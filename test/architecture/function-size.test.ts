@@ -34,7 +34,6 @@ const LEFT = new Map<string, { lines: number; parameters: number }>([
   ['src/store/sqlite/webhooks.ts claimDeliveries', { lines: 69, parameters: 5 }],
   ['src/store/postgres/record-outcomes.ts recordOutcomes', { lines: 66, parameters: 5 }],
   ['src/ingest/describe-zod-issue.ts describeUnion', { lines: 65, parameters: 5 }],
-  ['src/store/sqlite/spend-cap.ts claimCapped', { lines: 64, parameters: 7 }],
   ['src/store/postgres/postgres-dispatch.ts claimLines', { lines: 60, parameters: 5 }],
   ['src/store/postgres/copy-lines.ts copyLines', { lines: 55, parameters: 5 }],
   ['src/store/sqlite/webhooks.ts finishDelivery', { lines: 44, parameters: 6 }],
