@@ -25,7 +25,6 @@ const LEFT = new Map<string, { lines: number; parameters: number }>([
   ['src/simulator/openai-batch-api.ts createOpenAIBatchApi', { lines: 224, parameters: 3 }],
   ['providers/lora-residency.ts createLoraResidency', { lines: 201, parameters: 4 }],
   ['src/telemetry/telemetry.ts createActive', { lines: 185, parameters: 3 }],
-  ['src/dispatch/spill-planner.ts createSpillPlanner', { lines: 170, parameters: 1 }],
   ['src/ingest/validate-batch-file.ts checkLines', { lines: 165, parameters: 4 }],
   ['src/upstream/fleet-gate.ts createFleetGate', { lines: 159, parameters: 4 }],
   ['src/ingest/parallel-validation.ts createFileValidator', { lines: 154, parameters: 3 }],
