@@ -28,7 +28,6 @@ const LEFT = new Map<string, { lines: number; parameters: number }>([
   ['src/ingest/validate-batch-file.ts checkLines', { lines: 165, parameters: 4 }],
   ['src/upstream/fleet-gate.ts createFleetGate', { lines: 159, parameters: 4 }],
   ['src/ingest/parallel-validation.ts createFileValidator', { lines: 154, parameters: 3 }],
-  ['src/webhooks/deliver-webhooks.ts createWebhookDeliverer', { lines: 154, parameters: 2 }],
   ['src/store/postgres/webhooks.ts claimDeliveries', { lines: 69, parameters: 5 }],
   ['src/store/sqlite/webhooks.ts claimDeliveries', { lines: 69, parameters: 5 }],
   ['src/store/postgres/record-outcomes.ts recordOutcomes', { lines: 66, parameters: 5 }],
