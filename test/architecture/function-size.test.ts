@@ -27,7 +27,6 @@ const LEFT = new Map<string, { lines: number; parameters: number }>([
   ['src/telemetry/telemetry.ts createActive', { lines: 185, parameters: 3 }],
   ['src/ingest/validate-batch-file.ts checkLines', { lines: 165, parameters: 4 }],
   ['src/upstream/fleet-gate.ts createFleetGate', { lines: 159, parameters: 4 }],
-  ['src/ingest/parallel-validation.ts createFileValidator', { lines: 154, parameters: 3 }],
   ['src/store/postgres/webhooks.ts claimDeliveries', { lines: 69, parameters: 5 }],
   ['src/store/sqlite/webhooks.ts claimDeliveries', { lines: 69, parameters: 5 }],
   ['src/store/postgres/record-outcomes.ts recordOutcomes', { lines: 66, parameters: 5 }],
@@ -42,10 +41,6 @@ const LEFT = new Map<string, { lines: number; parameters: number }>([
   ['src/store/sqlite/sqlite-dispatch.ts claimLines', { lines: 33, parameters: 5 }],
   ['src/store/postgres/uploads.ts growUpload', { lines: 30, parameters: 6 }],
   ['src/store/sqlite/uploads.ts growUpload', { lines: 30, parameters: 6 }],
-  [
-    'src/ingest/parallel-validation.ts createFileValidator/checkOnThread',
-    { lines: 29, parameters: 5 },
-  ],
   ['src/store/postgres/postgres-dispatch.ts noteCap', { lines: 27, parameters: 5 }],
   ['src/ingest/describe-zod-issue.ts fixForType', { lines: 25, parameters: 5 }],
   ['src/store/sqlite/sqlite-store.ts insertRows', { lines: 22, parameters: 5 }],
