@@ -25,6 +25,7 @@ import { createWakeSignal, type WakeSignal } from './wake-signal.ts'
 import { BatchPace } from './batch-pace.ts'
 import { createWaitingReporter, type WaitingReporter } from './waiting-reporter.ts'
 import { pauseMsAfter } from '../upstream/upstreams.ts'
+import type { LaneBatches } from './batch-lane/lane-batches.ts'
 
 const RUNNABLE_REUSE_MS = 200
 /** A batch none of whose lines was launched here for this long is forgotten by the planner. */
@@ -49,6 +50,8 @@ export interface DispatcherOptions {
   schemaChecks?: SchemaChecks
   /** In a fleet (REDIS_URL): the planner's rates shared with the other instances. */
   fleetRates?: FleetRates
+  /** With batch lanes (docs/batch-lanes.md): the batches their engine serves are left to it. */
+  laneBatches?: LaneBatches
 }
 
 export interface Dispatcher {
@@ -283,11 +286,12 @@ async function writeProjection(state: DispatchState) {
 }
 
 async function runnableBatches(state: DispatchState, now: number): Promise<RunnableBatch[]> {
-  const { store, knownPending } = state
+  const { store, knownPending, options } = state
   if (state.runnable && now < state.runnable.until) return state.runnable.batches
-  const batches = await store.runnableBatches(now, 100)
+  const listed = await store.runnableBatches(now, 100)
+  const batches = options.laneBatches ? await options.laneBatches.liveOnly(listed, now) : listed
   // A batch known here and absent now has no line pending (a full list may leave some out).
-  if (batches.length < 100) for (const id of knownPending.keys()) knownPending.set(id, 0)
+  if (listed.length < 100) for (const id of knownPending.keys()) knownPending.set(id, 0)
   for (const b of batches) knownPending.set(b.id, b.pending)
   state.runnable = batches.length > 0 ? { batches, until: now + RUNNABLE_REUSE_MS } : null
   return batches

@@ -27,7 +27,7 @@ import { createBatchSummaries } from './batch-usage.ts'
 import { errorFileId, outputFileId, renderOpenAiBatch } from './render-openai.ts'
 import { renderPage } from '../render-page.ts'
 
-const createBody = z.looseObject({
+export const createBody = z.looseObject({
   input_file_id: z.string().min(1),
   endpoint: z.enum(BATCH_URLS),
   completion_window: windowHoursText(),
@@ -45,7 +45,7 @@ const createBody = z.looseObject({
   max_cost_usd: maxCostUsdJson().nullable().optional(),
 })
 
-const listQuery = z.object({
+export const listQuery = z.object({
   limit: wholeNumberText(1, 100, 20).default(20),
   after: z.string().min(1).optional(),
 })

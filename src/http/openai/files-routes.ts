@@ -22,7 +22,7 @@ import { readMultipartUpload } from './read-multipart-upload.ts'
 import { receiveUpload } from './receive-upload.ts'
 import { renderOpenAiFile, renderOpenAiResultLine } from './render-openai.ts'
 
-const listQuery = z.object({
+export const listQuery = z.object({
   limit: wholeNumberText(1, 10_000, 100).default(10_000),
   after: z.string().min(1).optional(),
   order: z.enum(['asc', 'desc']).default('desc'),
