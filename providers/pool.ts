@@ -109,8 +109,20 @@ const probeTimeoutMs = 5_000
 // A replica whose /metrics is not vLLM's (404, no gauge) is asked again only this seldom.
 const metricsRetryMs = 60_000
 
+/** What the pool's steps share: its replicas, their probes and whose turn it is. */
+interface PoolState {
+  options: ReplicaPoolOptions
+  replicas: Replica[]
+  probes: Map<Replica, Timer>
+  closed: boolean
+  turn: number
+  adaptive: ReplicaPoolOptions['adaptive']
+  now: () => number
+  createClient: NonNullable<ReplicaPoolOptions['createClient']>
+  probeIntervalMs: number
+}
+
 export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
-  const probeIntervalMs = options.probeIntervalMs ?? 5_000
   const createClient = options.createClient ?? createHttpClient
   const replicas: Replica[] = options.baseUrls.map((baseUrl) => ({
     baseUrl,
@@ -130,153 +142,19 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
       : null,
     outSince: null,
   }))
-  const probes = new Map<Replica, Timer>()
-  let closed = false
-  let turn = 0
   const adaptive = options.adaptive
-  const now = adaptive?.now ?? Date.now
-  const metrics = adaptive ? watchMetrics() : null
-
-  function scheduleProbe(replica: Replica): void {
-    if (closed || probes.has(replica)) return
-    const timer = setTimeout(() => void probe(replica), probeIntervalMs)
-    // A pool waiting to probe must not keep the process alive on its own.
-    timer.unref?.()
-    probes.set(replica, timer)
+  const state: PoolState = {
+    options,
+    replicas,
+    probes: new Map(),
+    closed: false,
+    turn: 0,
+    adaptive,
+    now: adaptive?.now ?? Date.now,
+    createClient,
+    probeIntervalMs: options.probeIntervalMs ?? 5_000,
   }
-
-  async function probe(replica: Replica): Promise<void> {
-    probes.delete(replica)
-    if (closed) return
-    const deadline = createDeadline(Math.min(options.timeoutMs, probeTimeoutMs))
-    let up = false
-    try {
-      const response = await replica.client.request({
-        method: 'GET',
-        path: options.probePath,
-        headers: options.probeHeaders,
-        signal: deadline,
-      })
-      response.discard()
-      up = response.status < 500
-    } catch {
-      up = false
-    } finally {
-      deadline.done()
-    }
-    if (up) bringBack(replica)
-    else {
-      replica.unreachable = true
-      scheduleProbe(replica)
-    }
-  }
-
-  function bringBack(replica: Replica): void {
-    replica.healthy = true
-    replica.unreachable = false
-    replica.outSince = null
-    replica.consecutiveFailures = 0
-    const timer = probes.get(replica)
-    if (timer !== undefined) clearTimeout(timer)
-    probes.delete(replica)
-    // Its working point counts again: the provider's gate may serve more.
-    adaptive?.onChange?.()
-  }
-
-  function takeOut(replica: Replica): void {
-    replica.healthy = false
-    replica.outSince = Date.now()
-    scheduleProbe(replica)
-  }
-
-  /** Adaptive: the healthy replica (any, when none is) with the most room under its working point. */
-  function roomiest(tried: readonly Replica[] | null): Replica | null {
-    let chosen: Replica | null = null
-    let best = -Infinity
-    for (let i = 0; i < replicas.length; i++) {
-      const replica = replicas[(turn + i) % replicas.length]
-      if (tried?.includes(replica)) continue
-      const room = replica.limiter!.limit - replica.inFlight
-      const score = replica.healthy ? room : room - 1e9
-      if (score > best) {
-        best = score
-        chosen = replica
-      }
-    }
-    turn = (turn + 1) % replicas.length
-    return chosen
-  }
-
-  function feed(replica: Replica, load: CallLoad): void {
-    const limiter = replica.limiter!
-    const before = limiter.limit
-    const at = now()
-    if (load === 'congested') limiter.congested(at)
-    else {
-      if (load.waiting !== null) limiter.reported(load.waiting, at)
-      limiter.answered(load.latencyMs, replica.inFlight + 1, at)
-    }
-    if (limiter.limit > before) adaptive!.onChange?.()
-  }
-
-  /** Reads each replica's vLLM queue gauge every interval (unref'd: it keeps nothing alive). */
-  function watchMetrics() {
-    const intervalMs = options.adaptive!.metricsIntervalMs ?? 1_000
-    const clients = new Map<Replica, HttpClient>()
-    const nextAt = new Map<Replica, number>()
-    let polling = false
-    const timer = setInterval(() => void poll(), intervalMs)
-    timer.unref?.()
-    async function poll() {
-      if (closed || polling) return
-      polling = true
-      try {
-        await Promise.all(replicas.map(read))
-      } finally {
-        polling = false
-      }
-    }
-    async function read(replica: Replica) {
-      if (!replica.healthy || (nextAt.get(replica) ?? 0) > now()) return
-      let client = clients.get(replica)
-      if (!client) {
-        // /metrics sits at the server's root, beside /v1.
-        client = createClient(new URL(replica.baseUrl).origin, {
-          connections: 1,
-          connectTimeoutMs: Math.min(options.timeoutMs, 10_000),
-        })
-        clients.set(replica, client)
-      }
-      const deadline = createDeadline(Math.min(intervalMs * 2, probeTimeoutMs))
-      let waiting: number | null = null
-      try {
-        const response = await client.request({
-          method: 'GET',
-          path: '/metrics',
-          headers: options.probeHeaders,
-          signal: deadline,
-        })
-        if (response.status === 200) waiting = waitingFromMetrics(await response.text())
-        else response.discard()
-      } catch {
-        waiting = null
-      } finally {
-        deadline.done()
-      }
-      if (waiting === null) nextAt.set(replica, now() + metricsRetryMs)
-      else if (!closed) {
-        const before = replica.limiter!.limit
-        replica.limiter!.reported(waiting, now())
-        if (replica.limiter!.limit > before) adaptive!.onChange?.()
-      }
-    }
-    return {
-      async close() {
-        clearInterval(timer)
-        await Promise.all([...clients.values()].map((client) => client.close()))
-      },
-    }
-  }
+  const metrics = adaptive ? watchMetrics(state) : null
 
   return {
     size: replicas.length,
@@ -285,52 +163,9 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
     take(replica) {
       replica.inFlight++
     },
-    acquire() {
-      if (adaptive) {
-        const chosen = roomiest(null)!
-        chosen.inFlight++
-        return chosen
-      }
-      let chosen = replicas[turn]
-      // Start at a rotating index so ties spread across replicas instead of piling on the first.
-      turn = (turn + 1) % replicas.length
-      for (let i = 0; i < replicas.length; i++) {
-        const replica = replicas[(turn + i) % replicas.length]
-        const better =
-          replica.healthy !== chosen.healthy ? replica.healthy : replica.inFlight < chosen.inFlight
-        if (better) chosen = replica
-      }
-      chosen.inFlight++
-      return chosen
-    },
-    another(tried) {
-      let chosen: Replica | null = null
-      if (adaptive) {
-        chosen = roomiest(tried)
-        if (chosen && (!chosen.healthy || chosen.limiter!.limit <= chosen.inFlight)) chosen = null
-      } else {
-        for (const replica of replicas) {
-          if (!replica.healthy || tried.includes(replica)) continue
-          if (!chosen || replica.inFlight < chosen.inFlight) chosen = replica
-        }
-      }
-      if (chosen) chosen.inFlight++
-      return chosen
-    },
-    release(replica, health, load) {
-      replica.inFlight--
-      if (load !== undefined && replica.limiter) feed(replica, load)
-      if (health === 'ok') {
-        if (replica.healthy) replica.consecutiveFailures = 0
-        else bringBack(replica)
-      } else if (health === 'down') {
-        replica.unreachable = true
-        takeOut(replica)
-      } else if (health === 'failure') {
-        replica.consecutiveFailures++
-        if (replica.consecutiveFailures >= failuresBeforeOut && replica.healthy) takeOut(replica)
-      }
-    },
+    acquire: () => acquire(state),
+    another: (tried) => another(state, tried),
+    release: (replica, health, load) => release(state, replica, health, load),
     workingLimit() {
       if (!adaptive) return Number.POSITIVE_INFINITY
       const healthy = replicas.filter((replica) => replica.healthy)
@@ -346,11 +181,211 @@ export function createReplicaPool(options: ReplicaPoolOptions): ReplicaPool {
     unhealthy: () => replicas.filter((r) => !r.healthy).map((r) => r.baseUrl),
     unreachable: () => replicas.every((r) => !r.healthy && r.unreachable),
     async close() {
-      closed = true
-      for (const timer of probes.values()) clearTimeout(timer)
-      probes.clear()
+      state.closed = true
+      for (const timer of state.probes.values()) clearTimeout(timer)
+      state.probes.clear()
       await metrics?.close()
       await Promise.all(replicas.map((replica) => replica.client.close()))
+    },
+  }
+}
+
+function scheduleProbe(state: PoolState, replica: Replica): void {
+  if (state.closed || state.probes.has(replica)) return
+  const timer = setTimeout(() => void probe(state, replica), state.probeIntervalMs)
+  // A pool waiting to probe must not keep the process alive on its own.
+  timer.unref?.()
+  state.probes.set(replica, timer)
+}
+
+async function probe(state: PoolState, replica: Replica): Promise<void> {
+  const { options } = state
+  state.probes.delete(replica)
+  if (state.closed) return
+  const deadline = createDeadline(Math.min(options.timeoutMs, probeTimeoutMs))
+  let up = false
+  try {
+    const response = await replica.client.request({
+      method: 'GET',
+      path: options.probePath,
+      headers: options.probeHeaders,
+      signal: deadline,
+    })
+    response.discard()
+    up = response.status < 500
+  } catch {
+    up = false
+  } finally {
+    deadline.done()
+  }
+  if (up) bringBack(state, replica)
+  else {
+    replica.unreachable = true
+    scheduleProbe(state, replica)
+  }
+}
+
+function bringBack(state: PoolState, replica: Replica): void {
+  replica.healthy = true
+  replica.unreachable = false
+  replica.outSince = null
+  replica.consecutiveFailures = 0
+  const timer = state.probes.get(replica)
+  if (timer !== undefined) clearTimeout(timer)
+  state.probes.delete(replica)
+  // Its working point counts again: the provider's gate may serve more.
+  state.adaptive?.onChange?.()
+}
+
+function takeOut(state: PoolState, replica: Replica): void {
+  replica.healthy = false
+  replica.outSince = Date.now()
+  scheduleProbe(state, replica)
+}
+
+/** Adaptive: the healthy replica (any, when none is) with the most room under its working point. */
+function roomiest(state: PoolState, tried: readonly Replica[] | null): Replica | null {
+  const { replicas } = state
+  let chosen: Replica | null = null
+  let best = -Infinity
+  for (let i = 0; i < replicas.length; i++) {
+    const replica = replicas[(state.turn + i) % replicas.length]
+    if (tried?.includes(replica)) continue
+    const room = replica.limiter!.limit - replica.inFlight
+    const score = replica.healthy ? room : room - 1e9
+    if (score > best) {
+      best = score
+      chosen = replica
+    }
+  }
+  state.turn = (state.turn + 1) % replicas.length
+  return chosen
+}
+
+function feed(state: PoolState, replica: Replica, load: CallLoad): void {
+  const limiter = replica.limiter!
+  const before = limiter.limit
+  const at = state.now()
+  if (load === 'congested') limiter.congested(at)
+  else {
+    if (load.waiting !== null) limiter.reported(load.waiting, at)
+    limiter.answered(load.latencyMs, replica.inFlight + 1, at)
+  }
+  if (limiter.limit > before) state.adaptive!.onChange?.()
+}
+
+function acquire(state: PoolState): Replica {
+  const { replicas } = state
+  if (state.adaptive) {
+    const chosen = roomiest(state, null)!
+    chosen.inFlight++
+    return chosen
+  }
+  let chosen = replicas[state.turn]
+  // Start at a rotating index so ties spread across replicas instead of piling on the first.
+  state.turn = (state.turn + 1) % replicas.length
+  for (let i = 0; i < replicas.length; i++) {
+    const replica = replicas[(state.turn + i) % replicas.length]
+    const better =
+      replica.healthy !== chosen.healthy ? replica.healthy : replica.inFlight < chosen.inFlight
+    if (better) chosen = replica
+  }
+  chosen.inFlight++
+  return chosen
+}
+
+function another(state: PoolState, tried: readonly Replica[]): Replica | null {
+  let chosen: Replica | null = null
+  if (state.adaptive) {
+    chosen = roomiest(state, tried)
+    if (chosen && (!chosen.healthy || chosen.limiter!.limit <= chosen.inFlight)) chosen = null
+  } else {
+    for (const replica of state.replicas) {
+      if (!replica.healthy || tried.includes(replica)) continue
+      if (!chosen || replica.inFlight < chosen.inFlight) chosen = replica
+    }
+  }
+  if (chosen) chosen.inFlight++
+  return chosen
+}
+
+function release(
+  state: PoolState,
+  replica: Replica,
+  health: Parameters<ReplicaPool['release']>[1],
+  load: Parameters<ReplicaPool['release']>[2],
+): void {
+  replica.inFlight--
+  if (load !== undefined && replica.limiter) feed(state, replica, load)
+  if (health === 'ok') {
+    if (replica.healthy) replica.consecutiveFailures = 0
+    else bringBack(state, replica)
+  } else if (health === 'down') {
+    replica.unreachable = true
+    takeOut(state, replica)
+  } else if (health === 'failure') {
+    replica.consecutiveFailures++
+    if (replica.consecutiveFailures >= failuresBeforeOut && replica.healthy) takeOut(state, replica)
+  }
+}
+
+/** Reads each replica's vLLM queue gauge every interval (unref'd: it keeps nothing alive). */
+function watchMetrics(state: PoolState) {
+  const { options, replicas, createClient, now } = state
+  const adaptive = state.adaptive!
+  const intervalMs = adaptive.metricsIntervalMs ?? 1_000
+  const clients = new Map<Replica, HttpClient>()
+  const nextAt = new Map<Replica, number>()
+  let polling = false
+  const timer = setInterval(() => void poll(), intervalMs)
+  timer.unref?.()
+  async function poll() {
+    if (state.closed || polling) return
+    polling = true
+    try {
+      await Promise.all(replicas.map(read))
+    } finally {
+      polling = false
+    }
+  }
+  async function read(replica: Replica) {
+    if (!replica.healthy || (nextAt.get(replica) ?? 0) > now()) return
+    let client = clients.get(replica)
+    if (!client) {
+      // /metrics sits at the server's root, beside /v1.
+      client = createClient(new URL(replica.baseUrl).origin, {
+        connections: 1,
+        connectTimeoutMs: Math.min(options.timeoutMs, 10_000),
+      })
+      clients.set(replica, client)
+    }
+    const deadline = createDeadline(Math.min(intervalMs * 2, probeTimeoutMs))
+    let waiting: number | null = null
+    try {
+      const response = await client.request({
+        method: 'GET',
+        path: '/metrics',
+        headers: options.probeHeaders,
+        signal: deadline,
+      })
+      if (response.status === 200) waiting = waitingFromMetrics(await response.text())
+      else response.discard()
+    } catch {
+      waiting = null
+    } finally {
+      deadline.done()
+    }
+    if (waiting === null) nextAt.set(replica, now() + metricsRetryMs)
+    else if (!state.closed) {
+      const before = replica.limiter!.limit
+      replica.limiter!.reported(waiting, now())
+      if (replica.limiter!.limit > before) adaptive.onChange?.()
+    }
+  }
+  return {
+    async close() {
+      clearInterval(timer)
+      await Promise.all([...clients.values()].map((client) => client.close()))
     },
   }
 }

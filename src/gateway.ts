@@ -164,28 +164,31 @@ export async function startGateway(
         )
       : null
   const dispatcher: Dispatcher | null = config.dispatch.enabled
-    ? createDispatcher(announced, catalog, upstreams, logger, {
-        owner: instanceId,
-        leaseSeconds: config.dispatch.leaseSeconds,
-        pollMs: config.dispatch.pollMs,
-        retry,
-        drainMs: 10_000,
-        onOutcome: (outcome, line) => {
-          observed(outcome)
-          counted(outcome, line)
+    ? createDispatcher(
+        { store: announced, catalog, upstreams, logger },
+        {
+          owner: instanceId,
+          leaseSeconds: config.dispatch.leaseSeconds,
+          pollMs: config.dispatch.pollMs,
+          retry,
+          drainMs: 10_000,
+          onOutcome: (outcome, line) => {
+            observed(outcome)
+            counted(outcome, line)
+          },
+          spillMargin: config.dispatch.spillMargin,
+          adapters: adapterDirectory.byId,
+          schemaChecks,
+          fleetRates: redis
+            ? createRedisFleetRates(redis, {
+                instance: instanceId,
+                prefix: `${config.redisPrefix}rates:`,
+                logger,
+              })
+            : undefined,
+          laneBatches: lanes?.laneBatches,
         },
-        spillMargin: config.dispatch.spillMargin,
-        adapters: adapterDirectory.byId,
-        schemaChecks,
-        fleetRates: redis
-          ? createRedisFleetRates(redis, {
-              instance: instanceId,
-              prefix: `${config.redisPrefix}rates:`,
-              logger,
-            })
-          : undefined,
-        laneBatches: lanes?.laneBatches,
-      })
+      )
     : null
   // Batches waiting for a top-up start on any instance once a deposit covers them.
   let nudges: Nudges | null = null
@@ -220,22 +223,23 @@ export async function startGateway(
     schemaChecks,
   })
   const admission = createAdmission(
-    store,
-    validator,
-    config.limits,
-    (batch) => {
-      logger.info('batch.admitted', {
-        batch_id: batch.id,
-        account_id: batch.accountId,
-        lines: batch.counts.total,
-        cost_ceiling_usd: batch.costCeilingUsd,
-        source: batch.source,
-      })
-      nudges.publish()
+    {
+      store,
+      validator,
+      onAdmitted: (batch) => {
+        logger.info('batch.admitted', {
+          batch_id: batch.id,
+          account_id: batch.accountId,
+          lines: batch.counts.total,
+          cost_ceiling_usd: batch.costCeilingUsd,
+          source: batch.source,
+        })
+        nudges.publish()
+      },
+      telemetry,
+      adapters: adapterDirectory.active,
     },
-    telemetry,
-    adapterDirectory.active,
-    options.clock,
+    { limits: config.limits, now: options.clock },
   )
   // A key revoked through this instance is refused here at once; elsewhere within the cache TTL.
   const accounts = createAccounts(

@@ -136,16 +136,30 @@ export function dailyLimitRefusal(
   )
 }
 
-export function createAdmission(
-  store: BatchStore & AccountStore,
-  validator: FileValidator,
-  limits: FileLimits,
-  onAdmitted: (batch: BatchRecord) => void = () => {},
-  telemetry: Telemetry = noTelemetry,
-  adapters: AdapterSource = async () => NO_ADAPTERS,
+/** What admission works with: where batches go, who validates, who hears of a new batch. */
+export interface AdmissionDeps {
+  store: BatchStore & AccountStore
+  validator: FileValidator
+  /** Called with each batch admitted (a log line, the dispatcher's nudge). */
+  onAdmitted?: (batch: BatchRecord) => void
+  telemetry?: Telemetry
+  /** An account's active adapters; none when absent. */
+  adapters?: AdapterSource
+}
+
+export interface AdmissionOptions {
+  limits: FileLimits
   /** Unix ms; the clock the daily limit's day is read from. */
-  now: () => number = Date.now,
-): Admission {
+  now?: () => number
+}
+
+export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions): Admission {
+  const { store, validator } = deps
+  const onAdmitted = deps.onAdmitted ?? (() => {})
+  const telemetry = deps.telemetry ?? noTelemetry
+  const adapters: AdapterSource = deps.adapters ?? (async () => NO_ADAPTERS)
+  const { limits } = options
+  const now = options.now ?? Date.now
   /** Every line valid, and of the declared endpoint when there is one. */
   async function check(bytes: Uint8Array, options: QuoteOptions) {
     const lookup = mentionsAdapter(bytes) ? await adapters(options.accountId) : NO_ADAPTERS

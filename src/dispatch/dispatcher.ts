@@ -13,17 +13,17 @@ import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../
 import type { Logger } from '../telemetry/logger.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
 import { maintainBatches } from './batch-maintenance.ts'
-import { createClaimPlanner } from './claim-planner.ts'
-import { createPeriodicTask } from './periodic-task.ts'
+import { createClaimPlanner, type ClaimPlanner } from './claim-planner.ts'
+import { createPeriodicTask, type PeriodicTask } from './periodic-task.ts'
 import { plannedSend } from './planned-send.ts'
-import { createRecorder } from './recorder.ts'
+import { createRecorder, type Recorder } from './recorder.ts'
 import type { RetryPolicy } from './retry-policy.ts'
 import { runLine } from './run-line.ts'
-import { createSpillPlanner } from './spill-planner.ts'
+import { createSpillPlanner, type SpillPlanner } from './spill-planner.ts'
 import { Tally } from './tally.ts'
-import { createWakeSignal } from './wake-signal.ts'
+import { createWakeSignal, type WakeSignal } from './wake-signal.ts'
 import { BatchPace } from './batch-pace.ts'
-import { createWaitingReporter } from './waiting-reporter.ts'
+import { createWaitingReporter, type WaitingReporter } from './waiting-reporter.ts'
 import { pauseMsAfter } from '../upstream/upstreams.ts'
 import type { LaneBatches } from './batch-lane/lane-batches.ts'
 
@@ -63,16 +63,63 @@ export interface Dispatcher {
   readonly inFlight: number
 }
 
-export function createDispatcher(
-  store: DispatchStore,
-  catalog: Catalog,
-  upstreams: Upstreams,
-  logger: Logger,
-  options: DispatcherOptions,
-): Dispatcher {
+/** What the dispatcher works with. */
+export interface DispatcherDeps {
+  store: DispatchStore
+  catalog: Catalog
+  upstreams: Upstreams
+  logger: Logger
+}
+
+/**
+ * What the dispatcher's steps share: its parts, and the state that changes as lines run. One
+ * dispatcher has one; the steps below are module functions over it, so each can be read (and
+ * reached) on its own.
+ */
+interface DispatchState extends DispatcherDeps {
+  options: DispatcherOptions
+  leaseMs: number
+  abort: AbortController
+  planner: ClaimPlanner
+  spill: SpillPlanner
+  wake: WakeSignal
+  running: boolean
+  loop: Promise<void> | null
+  inFlight: number
+  /** Batches with lines in flight here, and those of them that stopped dispatching. */
+  active: Tally
+  stopped: Set<string>
+  /**
+   * Accounts with a line over its ceiling seen here and not yet recorded: none of their lines is
+   * claimed, and those claimed but not yet sent are handed back unsent, until the store has the
+   * charge and its claim can tell whether the account's balance still covers its holds.
+   */
+  overrunning: Tally
+  /** Each batch's lines pending in the store, as the claims last saw them (for the ETA). */
+  knownPending: Map<string, number>
+  /** What was last written of each batch's ETA. */
+  lastEta: Map<string, number | null>
+  // The planner's projection, written when it moved by more than a little (not on every pass),
+  // and why a batch's lines wait as far as the planner knows (all of its providers unreachable,
+  // or full with other batches' lines); the reporter clears it once a line of the batch ends.
+  pace: BatchPace
+  maintenance: PeriodicTask
+  /** Set when a batch's last line in flight here ended; the recorder's next write then asks for maintenance. */
+  lastLineOut: boolean
+  recorder: Recorder
+  waiting: WaitingReporter
+  spillSend: ReturnType<typeof plannedSend>
+  /**
+   * The last list of runnable batches, reused for a short while: the list only changes when a
+   * batch is admitted (a nudge clears it) or runs short of lines (a claim that comes back short
+   * clears it). Saves a store round trip on most claims.
+   */
+  runnable: { batches: RunnableBatch[]; until: number } | null
+}
+
+export function createDispatcher(deps: DispatcherDeps, options: DispatcherOptions): Dispatcher {
+  const { store, upstreams, logger } = deps
   const leaseMs = options.leaseSeconds * 1000
-  const abort = new AbortController()
-  const planner = createClaimPlanner({ capacity: upstreams.capacity() })
   const spill = createSpillPlanner({
     marginShare: options.spillMargin,
     available: upstreams.available,
@@ -80,19 +127,8 @@ export function createDispatcher(
     limit: (provider) => upstreams.gate(provider).limit,
     fleet: options.fleetRates !== undefined,
   })
-  const wake = createWakeSignal()
-  let running = false
-  let loop: Promise<void> | null = null
-  let inFlight = 0
-  /** Batches with lines in flight here, and those of them that stopped dispatching. */
   const active = new Tally()
   const stopped = new Set<string>()
-  /**
-   * Accounts with a line over its ceiling seen here and not yet recorded: none of their lines is
-   * claimed, and those claimed but not yet sent are handed back unsent, until the store has the
-   * charge and its claim can tell whether the account's balance still covers its holds.
-   */
-  const overrunning = new Tally()
 
   const every = (ms: number, task: () => Promise<unknown>, name: string) =>
     createPeriodicTask(task, {
@@ -120,75 +156,12 @@ export function createDispatcher(
     () => maintainBatches(store, logger, active, stopped),
     'maintenance',
   )
-  /** Each batch's lines pending in the store, as the claims last saw them (for the ETA). */
-  const knownPending = new Map<string, number>()
-  /** What was last written of each batch's ETA. */
-  const lastEta = new Map<string, number | null>()
-  // The planner's projection, written when it moved by more than a little (not on every pass),
-  // and why a batch's lines wait as far as the planner knows (all of its providers unreachable,
-  // or full with other batches' lines); the reporter clears it once a line of the batch ends.
-  const pace = new BatchPace()
-  /**
-   * The batch's finish at the pace its lines end here, with what the other instances measure
-   * added (docs/routing.md eta, Unix seconds); null before the first of them ended.
-   */
-  const projectEta = (batchId: string, remaining: number, now: number): number | null => {
-    // None left that this instance can see (all claimed elsewhere, or held back by a cap): it
-    // cannot tell.
-    if (remaining === 0) return null
-    const mine = pace.rate(batchId, now)
-    // Before a stretch of answers to measure: the planner's rates of the offerings.
-    if (mine === null) return spill.eta(batchId, remaining, now)
-    const rate = mine + spill.othersRate(batchId, now)
-    return rate > 0 ? Math.ceil((now + (remaining / rate) * 1000) / 1000) : null
-  }
-  const projection = every(
-    1000,
-    async () => {
-      const now = Date.now()
-      // The pending counts as the claims last saw them. Not the claims' cached list: it is
-      // cleared after every short claim, and a batch whose lines are all claimed is not in it,
-      // which left the ETA unwritten for whole runs.
-      const pending = knownPending
-      const etas: { batchId: string; eta: number | null }[] = []
-      for (const id of spill.batchIds()) {
-        // Gone from here: no line in flight here, none claimed for a while.
-        if (!active.has(id) && spill.lastSeen(id) < now - FORGET_AFTER_MS) {
-          lastEta.delete(id)
-          spill.forget(id)
-          pace.forget(id)
-          knownPending.delete(id)
-        }
-      }
-      if (options.fleetRates) {
-        const mine: Shares = new Map(spill.batchIds().map((id) => [id, spill.localShares(id, now)]))
-        const others = await options.fleetRates.exchange(mine, now)
-        for (const [id, shares] of others) spill.fleetShares(id, shares, now)
-      }
-      for (const id of spill.batchIds()) {
-        const eta = pending && projectEta(id, (pending.get(id) ?? 0) + active.count(id), now)
-        const last = lastEta.get(id)
-        if (
-          pending &&
-          (last === undefined || (last === null) !== (eta === null) || Math.abs(eta! - last!) > 1)
-        )
-          etas.push({ batchId: id, eta })
-        const reason = spill.waiting(id, now)
-        if (reason?.code === 'provider_unavailable') waiting.unavailable(id, reason.providers)
-        else if (reason?.code === 'capacity_busy') waiting.capacityBusy(id, reason.providers)
-      }
-      if (etas.length > 0) await store.recordEtas(etas)
-      for (const { batchId, eta } of etas) lastEta.set(batchId, eta)
-    },
-    'projection',
-  )
+  const projection = every(1000, () => writeProjection(state), 'projection')
   const tasks = [heartbeat, reaper, maintenance, projection]
 
-  /** Set when a batch's last line in flight here ended; the recorder's next write then asks for maintenance. */
-  let lastLineOut = false
   const recorder = createRecorder(store, options.owner, logger, () => {
-    if (!lastLineOut) return
-    lastLineOut = false
+    if (!state.lastLineOut) return
+    state.lastLineOut = false
     maintenance.soon()
   })
   const waiting = createWaitingReporter(store, logger)
@@ -207,185 +180,273 @@ export function createDispatcher(
     },
   })
 
-  /**
-   * The last list of runnable batches, reused for a short while: the list only changes when a
-   * batch is admitted (a nudge clears it) or runs short of lines (a claim that comes back short
-   * clears it). Saves a store round trip on most claims.
-   */
-  let runnable: { batches: RunnableBatch[]; until: number } | null = null
-
-  async function runnableBatches(now: number): Promise<RunnableBatch[]> {
-    if (runnable && now < runnable.until) return runnable.batches
-    const listed = await store.runnableBatches(now, 100)
-    const batches = options.laneBatches ? await options.laneBatches.liveOnly(listed, now) : listed
-    // A batch known here and absent now has no line pending (a full list may leave some out).
-    if (listed.length < 100) for (const id of knownPending.keys()) knownPending.set(id, 0)
-    for (const b of batches) knownPending.set(b.id, b.pending)
-    runnable = batches.length > 0 ? { batches, until: now + RUNNABLE_REUSE_MS } : null
-    return batches
-  }
-
-  async function tick(): Promise<number> {
-    // The room as it was before the store was asked: lines that end meanwhile leave theirs to the next turn.
-    const inFlightNow = inFlight
-    if (!planner.hasRoom(inFlightNow)) return 0
-    const now = Date.now()
-    const batches = await runnableBatches(now)
-    let claimed = 0
-    for (const { batch, count } of planner.plan({
-      now,
-      batches,
-      inFlight: inFlightNow,
-      heldBack: overrunning,
-    })) {
-      const lines = await store.claimLines(batch.id, options.owner, count, now, now + leaseMs)
-      batch.pending -= lines.length
-      knownPending.set(batch.id, batch.pending)
-      if (lines.length < count) runnable = null
-      claimed += lines.length
-      // Each line's offering is chosen as it is launched: the lines after it are not sent yet.
-      for (let i = 0; i < lines.length; i++)
-        launch(lines[i], batch, batch.pending + lines.length - i)
-    }
-    return claimed
-  }
-
-  /** Runs one claimed line to its outcome, in the background. */
-  function launch(line: ClaimedLine, batch: RunnableBatch, unsent: number) {
-    inFlight++
-    active.add(line.batchId)
-    pace.started(line.batchId, Date.now())
-    // Checked again once a slot is free: the line may have waited at the gate (claimed ahead,
-    // or the provider paused by a 429) past a cancel or its batch's deadline.
-    const proceed = () =>
-      running &&
-      !stopped.has(line.batchId) &&
-      !overrunning.has(line.accountId) &&
-      Date.now() < line.deadlineAt * 1000
-    runLine(line, {
-      catalog,
-      upstreams,
-      retry: options.retry,
-      signal: abort.signal,
-      proceed,
-      plan: { planner: spill, upstreams: spillSend, batch, unsent },
-      adapters: options.adapters,
-      schemaChecks: options.schemaChecks,
-    })
-      .then((outcome) => {
-        // After shutdown's abort the line is handed back untouched, not failed.
-        if (abort.signal.aborted) return
-        if (outcome.kind !== 'retry') {
-          pace.completed(line.batchId, Date.now())
-          waiting.progressed(line.batchId, outcome.provider)
-        } else {
-          // Back to pending: still to do, as the ETA counts (until the next list says).
-          knownPending.set(line.batchId, (knownPending.get(line.batchId) ?? 0) + 1)
-        }
-        if (outcome.kind === 'succeeded' && outcome.ceilingUsd !== undefined) {
-          // Billed in full all the same; the account stops being dispatched once its credit
-          // no longer covers what it holds (the store's claim checks that).
-          logger.warn('line.cost_overrun', {
-            batch_id: line.batchId,
-            account_id: line.accountId,
-            line: line.lineNo,
-            provider: outcome.provider,
-            ceiling_usd: outcome.ceilingUsd,
-            cost_usd: outcome.costUsd,
-          })
-          holdBackUntilRecorded(line.accountId, outcome)
-        } else recorder.add(outcome)
-        options.onOutcome?.(outcome, line)
-      })
-      .catch((error) => {
-        logger.error('dispatch.line_crashed', {
-          batch_id: line.batchId,
-          line: line.lineNo,
-          error: String(error),
-        })
-        if (abort.signal.aborted) return
-        // A bug must not leave the line running forever under a lease this instance keeps
-        // renewing (its batch would never finish); it would crash again if retried.
-        recorder.add({
-          batchId: line.batchId,
-          lineNo: line.lineNo,
-          kind: 'failed',
-          error: {
-            code: 'upstream_error',
-            message:
-              'the gateway failed while running this line (logged as dispatch.line_crashed); nothing was billed',
-          },
-          responseStatus: null,
-          costUsd: '0',
-          provider: null,
-          latencyMs: null,
-        })
-      })
-      .finally(() => {
-        // Its last line here: once recorded, the batch may be done.
-        if (active.remove(line.batchId)) lastLineOut = true
-        inFlight--
-        // Wakes the claim loop once a claim's worth of room is free, not on every line.
-        if (planner.hasRoom(inFlight)) wake.poke()
-      })
-  }
-
-  /** Records an overrunning line's outcome at once, the account's other lines held back meanwhile. */
-  function holdBackUntilRecorded(accountId: string, outcome: LineOutcome) {
-    overrunning.add(accountId)
-    recorder.add(outcome)
-    recorder.flush().finally(() => {
-      overrunning.remove(accountId)
-      runnable = null
-      wake.poke()
-    })
-  }
-
-  async function run() {
-    while (running) {
-      let claimed = 0
-      // A poke from before this turn is answered by it.
-      wake.takePoke()
-      try {
-        claimed = await tick()
-      } catch (error) {
-        logger.warn('dispatch.tick_failed', { reason: (error as Error).message })
-      }
-      if (!running) break
-      // Full: wait for a slot. Idle: wait for a nudge or the poll interval.
-      if ((claimed === 0 || planner.isFull(inFlight)) && !wake.takePoke())
-        await wake.sleep(options.pollMs)
-    }
+  const state: DispatchState = {
+    ...deps,
+    options,
+    leaseMs,
+    abort: new AbortController(),
+    planner: createClaimPlanner({ capacity: upstreams.capacity() }),
+    spill,
+    wake: createWakeSignal(),
+    running: false,
+    loop: null,
+    inFlight: 0,
+    active,
+    stopped,
+    overrunning: new Tally(),
+    knownPending: new Map(),
+    lastEta: new Map(),
+    pace: new BatchPace(),
+    maintenance,
+    lastLineOut: false,
+    recorder,
+    waiting,
+    spillSend,
+    runnable: null,
   }
 
   return {
     get inFlight() {
-      return inFlight
+      return state.inFlight
     },
     start() {
-      if (running) return
-      running = true
-      loop = run()
+      if (state.running) return
+      state.running = true
+      state.loop = run(state)
       for (const task of tasks) task.start()
     },
     nudge() {
-      runnable = null
-      wake.poke()
+      state.runnable = null
+      state.wake.poke()
     },
     cancelled(batchId) {
       stopped.add(batchId)
     },
-    async stop() {
-      running = false
-      wake.poke()
-      await loop
-      const deadline = Date.now() + options.drainMs
-      while (inFlight > 0 && Date.now() < deadline) await Bun.sleep(20)
-      abort.abort(new Error('gateway shutting down'))
-      await recorder.flush()
-      for (const task of tasks) task.stop()
-      const released = await store.releaseLeases(options.owner)
-      logger.info('dispatch.stopped', { released, abandoned: inFlight })
-    },
+    stop: () => stopDispatcher(state, tasks),
   }
+}
+
+/**
+ * The batch's finish at the pace its lines end here, with what the other instances measure
+ * added (docs/routing.md eta, Unix seconds); null before the first of them ended.
+ */
+function projectEta(
+  { spill, pace }: DispatchState,
+  batchId: string,
+  remaining: number,
+  now: number,
+): number | null {
+  // None left that this instance can see (all claimed elsewhere, or held back by a cap): it
+  // cannot tell.
+  if (remaining === 0) return null
+  const mine = pace.rate(batchId, now)
+  // Before a stretch of answers to measure: the planner's rates of the offerings.
+  if (mine === null) return spill.eta(batchId, remaining, now)
+  const rate = mine + spill.othersRate(batchId, now)
+  return rate > 0 ? Math.ceil((now + (remaining / rate) * 1000) / 1000) : null
+}
+
+/** The projection task: each batch's ETA when it moved, and why its lines wait. */
+async function writeProjection(state: DispatchState) {
+  const { spill, active, lastEta, pace, knownPending, options, waiting, store } = state
+  const now = Date.now()
+  // The pending counts as the claims last saw them. Not the claims' cached list: it is
+  // cleared after every short claim, and a batch whose lines are all claimed is not in it,
+  // which left the ETA unwritten for whole runs.
+  const pending = knownPending
+  const etas: { batchId: string; eta: number | null }[] = []
+  for (const id of spill.batchIds()) {
+    // Gone from here: no line in flight here, none claimed for a while.
+    if (!active.has(id) && spill.lastSeen(id) < now - FORGET_AFTER_MS) {
+      lastEta.delete(id)
+      spill.forget(id)
+      pace.forget(id)
+      knownPending.delete(id)
+    }
+  }
+  if (options.fleetRates) {
+    const mine: Shares = new Map(spill.batchIds().map((id) => [id, spill.localShares(id, now)]))
+    const others = await options.fleetRates.exchange(mine, now)
+    for (const [id, shares] of others) spill.fleetShares(id, shares, now)
+  }
+  for (const id of spill.batchIds()) {
+    const eta = pending && projectEta(state, id, (pending.get(id) ?? 0) + active.count(id), now)
+    const last = lastEta.get(id)
+    if (
+      pending &&
+      (last === undefined || (last === null) !== (eta === null) || Math.abs(eta! - last!) > 1)
+    )
+      etas.push({ batchId: id, eta })
+    const reason = spill.waiting(id, now)
+    if (reason?.code === 'provider_unavailable') waiting.unavailable(id, reason.providers)
+    else if (reason?.code === 'capacity_busy') waiting.capacityBusy(id, reason.providers)
+  }
+  if (etas.length > 0) await store.recordEtas(etas)
+  for (const { batchId, eta } of etas) lastEta.set(batchId, eta)
+}
+
+async function runnableBatches(state: DispatchState, now: number): Promise<RunnableBatch[]> {
+  const { store, knownPending, options } = state
+  if (state.runnable && now < state.runnable.until) return state.runnable.batches
+  const listed = await store.runnableBatches(now, 100)
+  const batches = options.laneBatches ? await options.laneBatches.liveOnly(listed, now) : listed
+  // A batch known here and absent now has no line pending (a full list may leave some out).
+  if (listed.length < 100) for (const id of knownPending.keys()) knownPending.set(id, 0)
+  for (const b of batches) knownPending.set(b.id, b.pending)
+  state.runnable = batches.length > 0 ? { batches, until: now + RUNNABLE_REUSE_MS } : null
+  return batches
+}
+
+async function tick(state: DispatchState): Promise<number> {
+  const { planner, store, options, leaseMs, knownPending, overrunning } = state
+  // The room as it was before the store was asked: lines that end meanwhile leave theirs to the next turn.
+  const inFlightNow = state.inFlight
+  if (!planner.hasRoom(inFlightNow)) return 0
+  const now = Date.now()
+  const batches = await runnableBatches(state, now)
+  let claimed = 0
+  for (const { batch, count } of planner.plan({
+    now,
+    batches,
+    inFlight: inFlightNow,
+    heldBack: overrunning,
+  })) {
+    const lines = await store.claimLines(batch.id, options.owner, count, now, now + leaseMs)
+    batch.pending -= lines.length
+    knownPending.set(batch.id, batch.pending)
+    if (lines.length < count) state.runnable = null
+    claimed += lines.length
+    // Each line's offering is chosen as it is launched: the lines after it are not sent yet.
+    for (let i = 0; i < lines.length; i++)
+      launch(state, lines[i], batch, batch.pending + lines.length - i)
+  }
+  return claimed
+}
+
+/** Runs one claimed line to its outcome, in the background. */
+function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, unsent: number) {
+  const { catalog, upstreams, options, abort, active, stopped, overrunning, pace } = state
+  const { knownPending, waiting, recorder, logger, spill, spillSend, planner, wake } = state
+  state.inFlight++
+  active.add(line.batchId)
+  pace.started(line.batchId, Date.now())
+  // Checked again once a slot is free: the line may have waited at the gate (claimed ahead,
+  // or the provider paused by a 429) past a cancel or its batch's deadline.
+  const proceed = () =>
+    state.running &&
+    !stopped.has(line.batchId) &&
+    !overrunning.has(line.accountId) &&
+    Date.now() < line.deadlineAt * 1000
+  runLine(line, {
+    catalog,
+    upstreams,
+    retry: options.retry,
+    signal: abort.signal,
+    proceed,
+    plan: { planner: spill, upstreams: spillSend, batch, unsent },
+    adapters: options.adapters,
+    schemaChecks: options.schemaChecks,
+  })
+    .then((outcome) => {
+      // After shutdown's abort the line is handed back untouched, not failed.
+      if (abort.signal.aborted) return
+      if (outcome.kind !== 'retry') {
+        pace.completed(line.batchId, Date.now())
+        waiting.progressed(line.batchId, outcome.provider)
+      } else {
+        // Back to pending: still to do, as the ETA counts (until the next list says).
+        knownPending.set(line.batchId, (knownPending.get(line.batchId) ?? 0) + 1)
+      }
+      if (outcome.kind === 'succeeded' && outcome.ceilingUsd !== undefined) {
+        // Billed in full all the same; the account stops being dispatched once its credit
+        // no longer covers what it holds (the store's claim checks that).
+        logger.warn('line.cost_overrun', {
+          batch_id: line.batchId,
+          account_id: line.accountId,
+          line: line.lineNo,
+          provider: outcome.provider,
+          ceiling_usd: outcome.ceilingUsd,
+          cost_usd: outcome.costUsd,
+        })
+        holdBackUntilRecorded(state, line.accountId, outcome)
+      } else recorder.add(outcome)
+      options.onOutcome?.(outcome, line)
+    })
+    .catch((error) => {
+      logger.error('dispatch.line_crashed', {
+        batch_id: line.batchId,
+        line: line.lineNo,
+        error: String(error),
+      })
+      if (abort.signal.aborted) return
+      // A bug must not leave the line running forever under a lease this instance keeps
+      // renewing (its batch would never finish); it would crash again if retried.
+      recorder.add({
+        batchId: line.batchId,
+        lineNo: line.lineNo,
+        kind: 'failed',
+        error: {
+          code: 'upstream_error',
+          message:
+            'the gateway failed while running this line (logged as dispatch.line_crashed); nothing was billed',
+        },
+        responseStatus: null,
+        costUsd: '0',
+        provider: null,
+        latencyMs: null,
+      })
+    })
+    .finally(() => {
+      // Its last line here: once recorded, the batch may be done.
+      if (active.remove(line.batchId)) state.lastLineOut = true
+      state.inFlight--
+      // Wakes the claim loop once a claim's worth of room is free, not on every line.
+      if (planner.hasRoom(state.inFlight)) wake.poke()
+    })
+}
+
+/** Records an overrunning line's outcome at once, the account's other lines held back meanwhile. */
+function holdBackUntilRecorded(state: DispatchState, accountId: string, outcome: LineOutcome) {
+  const { overrunning, recorder } = state
+  overrunning.add(accountId)
+  recorder.add(outcome)
+  recorder.flush().finally(() => {
+    overrunning.remove(accountId)
+    state.runnable = null
+    state.wake.poke()
+  })
+}
+
+/** The claim loop. */
+async function run(state: DispatchState) {
+  const { wake, logger, planner, options } = state
+  while (state.running) {
+    let claimed = 0
+    // A poke from before this turn is answered by it.
+    wake.takePoke()
+    try {
+      claimed = await tick(state)
+    } catch (error) {
+      logger.warn('dispatch.tick_failed', { reason: (error as Error).message })
+    }
+    if (!state.running) break
+    // Full: wait for a slot. Idle: wait for a nudge or the poll interval.
+    if ((claimed === 0 || planner.isFull(state.inFlight)) && !wake.takePoke())
+      await wake.sleep(options.pollMs)
+  }
+}
+
+/** SIGTERM: stop claiming, let lines in flight finish within drainMs, hand the rest back. */
+async function stopDispatcher(state: DispatchState, tasks: PeriodicTask[]) {
+  const { options, abort, recorder, store, logger } = state
+  state.running = false
+  state.wake.poke()
+  await state.loop
+  const deadline = Date.now() + options.drainMs
+  while (state.inFlight > 0 && Date.now() < deadline) await Bun.sleep(20)
+  abort.abort(new Error('gateway shutting down'))
+  await recorder.flush()
+  for (const task of tasks) task.stop()
+  const released = await store.releaseLeases(options.owner)
+  logger.info('dispatch.stopped', { released, abandoned: state.inFlight })
 }

@@ -136,6 +136,7 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       )
     return s
   }
+  const planning: Planning = { options, meter, batches, held, key }
 
   return {
     choose(batch, providers, unsent, nowMs) {
@@ -158,24 +159,7 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       // a fifth of a batch the pool could finish in two thirds of its window.
       const settling =
         options.fleet === true && (s.fleetSince === null || nowMs - s.fleetSince < FLEET_SETTLE_MS)
-      const views: OfferingView[] = providers.map((provider) => {
-        const mine = meter.rate(key(batch.id, provider), nowMs).perSecond
-        const others = otherShare(s, provider, nowMs)
-        const unknown =
-          settling || (others !== null && others.perSecond === null && others.queued > 0)
-        const perSecond = unknown ? null : together(mine, others)
-        return {
-          available: options.available(provider, nowMs),
-          // A round of lines waiting beyond the slots: a slot that frees is taken at once from the
-          // provider's own queue, not a claim later (measured: without it a spilling batch left
-          // the pool's slots idle between claims, read the idle time as a lower rate, and spilled
-          // 3–4% of its lines more than it needed to).
-          hasRoom: (held.get(provider) ?? 0) < 2 * options.limit(provider),
-          queued: (s.queued.get(provider) ?? 0) + (others?.queued ?? 0),
-          slots: options.limit(provider),
-          perSecond,
-        }
-      })
+      const views = offeringViews(planning, s, batch.id, { settling, nowMs })
       const choice = chooseOffering({ nowMs, targetMs, unsent, offerings: views })
       s.heldSince = choice.kind === 'hold' ? (s.heldSince ?? nowMs) : null
       return choice
@@ -210,32 +194,7 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       const finish = projectFinish(nowMs, remaining, rates)
       return finish === null ? null : Math.ceil(finish / 1000)
     },
-    waiting(batchId, nowMs) {
-      const s = batches.get(batchId)
-      if (!s || s.providers.length === 0) return null
-      const providers = s.providers.join(', ')
-      // Held back unsent: every provider it may go to is out and unreachable (a pause is the
-      // 429's own reason).
-      if (s.heldSince !== null && s.providers.every((p) => options.unreachable(p)))
-        return { code: 'provider_unavailable', providers }
-      // Lines handed to available providers, none of them in service, while lines of batches due
-      // no later than this one hold those providers: they wait behind them (docs/routing.md). Behind a
-      // batch due later it is the fair share between accounts, not a full offering: no reason.
-      let queued = 0
-      let running = 0
-      for (const p of s.providers) {
-        if (!options.available(p, nowMs)) return null
-        queued += s.queued.get(p) ?? 0
-        running += meter.rate(key(batchId, p), nowMs).running
-      }
-      if (queued === 0 || running > 0) return null
-      for (const [otherId, other] of batches) {
-        if (otherId === batchId || other.deadlineAt > s.deadlineAt) continue
-        for (const p of s.providers)
-          if ((other.queued.get(p) ?? 0) > 0) return { code: 'capacity_busy', providers }
-      }
-      return null
-    },
+    waiting: (batchId, nowMs) => waitingReason(planning, batchId, nowMs),
     localShares(batchId, nowMs) {
       const shares = new Map<string, ProviderShare>()
       const s = batches.get(batchId)
@@ -272,6 +231,75 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       keys.delete(batchId)
     },
   }
+}
+
+/** What the planner's steps share: its options, its meter and what it knows of each batch. */
+interface Planning {
+  options: SpillPlannerOptions
+  meter: ThroughputMeter
+  batches: Map<string, BatchState>
+  /** Provider → lines of every batch held there. */
+  held: Map<string, number>
+  /** The meter's key of a batch and provider. */
+  key: (batchId: string, provider: string) => string
+}
+
+/** Each of the batch's offerings as the choice weighs it: up, room, queue, slots and rate. */
+function offeringViews(
+  { options, meter, held, key }: Planning,
+  s: BatchState,
+  batchId: string,
+  { settling, nowMs }: { settling: boolean; nowMs: number },
+): OfferingView[] {
+  return s.providers.map((provider) => {
+    const mine = meter.rate(key(batchId, provider), nowMs).perSecond
+    const others = otherShare(s, provider, nowMs)
+    const unknown = settling || (others !== null && others.perSecond === null && others.queued > 0)
+    const perSecond = unknown ? null : together(mine, others)
+    return {
+      available: options.available(provider, nowMs),
+      // A round of lines waiting beyond the slots: a slot that frees is taken at once from the
+      // provider's own queue, not a claim later (measured: without it a spilling batch left
+      // the pool's slots idle between claims, read the idle time as a lower rate, and spilled
+      // 3–4% of its lines more than it needed to).
+      hasRoom: (held.get(provider) ?? 0) < 2 * options.limit(provider),
+      queued: (s.queued.get(provider) ?? 0) + (others?.queued ?? 0),
+      slots: options.limit(provider),
+      perSecond,
+    }
+  })
+}
+
+/** Why a batch's lines wait, as far as the planner knows; null when they do not (or it cannot tell). */
+function waitingReason(
+  { options, meter, batches, key }: Planning,
+  batchId: string,
+  nowMs: number,
+): ReturnType<SpillPlanner['waiting']> {
+  const s = batches.get(batchId)
+  if (!s || s.providers.length === 0) return null
+  const providers = s.providers.join(', ')
+  // Held back unsent: every provider it may go to is out and unreachable (a pause is the
+  // 429's own reason).
+  if (s.heldSince !== null && s.providers.every((p) => options.unreachable(p)))
+    return { code: 'provider_unavailable', providers }
+  // Lines handed to available providers, none of them in service, while lines of batches due
+  // no later than this one hold those providers: they wait behind them (docs/routing.md). Behind a
+  // batch due later it is the fair share between accounts, not a full offering: no reason.
+  let queued = 0
+  let running = 0
+  for (const p of s.providers) {
+    if (!options.available(p, nowMs)) return null
+    queued += s.queued.get(p) ?? 0
+    running += meter.rate(key(batchId, p), nowMs).running
+  }
+  if (queued === 0 || running > 0) return null
+  for (const [otherId, other] of batches) {
+    if (otherId === batchId || other.deadlineAt > s.deadlineAt) continue
+    for (const p of s.providers)
+      if ((other.queued.get(p) ?? 0) > 0) return { code: 'capacity_busy', providers }
+  }
+  return null
 }
 
 /** This instance's rate there and the other instances' together; null while none has one. */

@@ -9,6 +9,7 @@ import { excerpt } from '../excerpt.ts'
 import { BodyAborted } from '../ingest/read-body.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
+import { responseHeaders } from './caller-macro.ts'
 import { headTooLarge } from './head-limit.ts'
 import { observeRequests } from './observe-requests.ts'
 import { openApiRoutes } from './openapi.ts'
@@ -21,7 +22,7 @@ export function createApp(
   // Observed first, so its error hook sees the route before the handler below answers.
   const app = observeRequests(new Elysia(), logger, telemetry).onError(
     ({ error, code, set, request }) => {
-      const headers = set.headers as Record<string, string>
+      const headers = responseHeaders(set)
       if (error instanceof BodyAborted) {
         // No one is there to read the answer; an ordinary event, not a fault of the gateway.
         logger.info('http.aborted', {

@@ -1,8 +1,15 @@
 /** The native raw-JSONL batch API (docs/native-api.md): submit, read, list, cancel, results. */
 import { Elysia } from 'elysia'
 import { z } from 'zod'
-import { answerOf, unanswered } from '../admission/admission-answer.ts'
-import { LONG_WINDOW_HOURS, type Admission, type SubmitOptions } from '../admission/submit-batch.ts'
+import { answerOf, unanswered, type AdmissionAnswer } from '../admission/admission-answer.ts'
+import { LONG_WINDOW_HOURS, type Admission } from '../admission/submit-batch.ts'
+import {
+  isDryRun,
+  isGzipped,
+  submitFile,
+  type FileSubmit,
+  type FileSubmitResult,
+} from '../admission/submit-file.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { BatchRecord, LineStatus } from '../domain.ts'
 import { badRequest, notFound, refuse } from '../errors.ts'
@@ -19,6 +26,7 @@ import { renderBatch, renderResultLine } from './render-native.ts'
 import { streamLines } from './stream-lines.ts'
 import { eventStreamResponse, type EventStreamSettings } from './event-stream-response.ts'
 import { renderPage } from './render-page.ts'
+import { callerMacro, type Caller } from './caller-macro.ts'
 
 /** A submit's options, as query parameters here and as form fields on the dashboard. */
 export const submitOptions = z.object({
@@ -74,164 +82,67 @@ export interface NativeDeps {
   events: EventStreamSettings
 }
 
-export function nativeBatchRoutes({
-  auth,
-  store,
-  admission,
-  bodyLimit,
-  retryLimit,
-  fileBuffers,
-  onCancelled,
-  events,
-}: NativeDeps) {
+export function nativeBatchRoutes(deps: NativeDeps) {
+  const { auth, store, admission, onCancelled, events } = deps
   const renderWithShares = async (batch: BatchRecord) =>
     renderBatch(batch, (await store.providerShares([batch.id])).get(batch.id))
+  /** A new batch as it was made; one an idempotency key found, with its shares so far. */
+  const renderAnswer = (answer: Extract<AdmissionAnswer, { kind: 'batch' }>, set: Settable) => {
+    set.status = answer.status
+    return answer.status === 201 ? renderBatch(answer.batch) : renderWithShares(answer.batch)
+  }
 
   return new Elysia({ name: 'native-batches' })
+    .use(callerMacro(auth))
     .post(
       '/v1/batches',
-      async ({ request, set }) => {
-        const caller = await auth.authenticate(
-          request.headers.get('authorization'),
-          'batches',
-          set.headers as Record<string, string>,
-        )
-        const query = parseQuery(submitOptions, request.url)
-        const type = (request.headers.get('content-type') ?? 'application/jsonl')
-          .split(';')[0]
-          .trim()
-          .toLowerCase()
-        if (type.startsWith('multipart/')) {
-          throw refuse(
-            'unsupported_media_type',
-            'this endpoint takes the JSONL file itself as the body, not a form upload: send it with curl --data-binary @requests.jsonl -H "Content-Type: application/jsonl" (multipart uploads belong to /openai/v1/files)',
-            { param: 'content-type' },
-          )
-        }
-        if (!ACCEPTED_TYPES.includes(type)) {
-          throw refuse(
-            'unsupported_media_type',
-            `Content-Type ${excerpt(type)} is not accepted; send the file as application/jsonl`,
-            { param: 'content-type' },
-          )
-        }
-        // A declared Content-Encoding other than identity is refused (415) before reading.
-        const bytes = await readBody(request, bodyLimit, { into: fileBuffers })
-        if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
-          throw badRequest(
-            'the body is compressed; send the JSONL file uncompressed (curl --data-binary @requests.jsonl)',
-            null,
-            'compressed_body',
-          )
-        }
-        if (type === 'application/json') rejectOpenAiShapedCreate(bytes)
-        const name = query.name ?? request.headers.get('x-multigrid-batch-name')
-        if (name !== null && name.length > 256)
-          throw badRequest('name must be at most 256 characters', 'name')
-        // As for custom_id: PostgreSQL text cannot hold U+0000, and no one means it in a label.
-        if (name?.includes('\u0000'))
-          throw badRequest('name must not contain the NUL character (%00); remove it', 'name')
-        const options: SubmitOptions = {
-          accountId: caller.account.id,
-          name: name ?? null,
-          completionWindowHours: query.completion_window_hours,
-          idempotencyKey: request.headers.get('idempotency-key'),
-          source: 'native',
-          metadata: null,
-          inputFileId: null,
-          // docs/open-models.md: a window of 72 hours or more waits for a top-up unless told not to.
-          waitForCredit:
-            query.wait_for_credit === undefined
-              ? query.completion_window_hours >= LONG_WINDOW_HOURS
-              : query.wait_for_credit === 'true' || query.wait_for_credit === '1',
-          maxCostUsd: query.max_cost_usd ?? null,
-        }
-        const dryRun = query.dry_run === 'true' || query.dry_run === '1'
-        const result = dryRun
-          ? await admission.quote(bytes, options)
-          : await admission.submit(bytes, options)
-        if (result.kind === 'quote') {
-          return {
-            object: 'batch.quote',
-            dry_run: true,
-            line_count: result.lineCount,
-            cost_ceiling_usd: result.costCeilingUsd,
-            max_cost_usd: result.maxCostUsd,
-            available_usd: result.availableUsd,
-            credit_sufficient: result.creditSufficient,
-            warnings: result.warnings,
-            warnings_omitted: result.warningsOmitted,
-          }
-        }
-        const answer = answerOf(result)
+      async ({ request, set, caller }) => {
+        const { bytes, submit } = await readSubmit(request, caller, deps)
+        const answer = await submitFile(admission, bytes, submit)
         switch (answer.kind) {
-          case 'invalid': {
-            const count = answer.issues.length + answer.omitted
-            throw refuse(
-              'invalid_batch_file',
-              `${count} problem${count === 1 ? '' : 's'} in the file; nothing was submitted`,
-              { extra: { issues: answer.issues, issues_omitted: answer.omitted } },
-            )
-          }
+          case 'quote':
+            return renderQuote(answer)
+          case 'invalid':
+            throw invalidFile(answer, problemsInFile)
           case 'refused':
             throw answer.error
           case 'batch':
-            set.status = answer.status
-            return answer.status === 201
-              ? renderBatch(answer.batch)
-              : renderWithShares(answer.batch)
+            return renderAnswer(answer, set)
           default:
             return unanswered(answer)
         }
       },
-      { parse: 'none' },
+      { parse: 'none', caller: 'batches' },
     )
-    .get('/v1/batches', async ({ request, set }) => {
-      const caller = await auth.authenticate(
-        request.headers.get('authorization'),
-        'read',
-        set.headers as Record<string, string>,
-      )
-      const query = parseQuery(listQuery, request.url)
-      const page = await store.listBatches(caller.account.id, {
-        limit: query.limit,
-        after: query.after ?? null,
-      })
-      const shares = await store.providerShares(page.batches.map((batch) => batch.id))
-      const data = page.batches.map((batch) => renderBatch(batch, shares.get(batch.id)))
-      return renderPage(data, page.hasMore, (item) => item.id)
-    })
-    .get('/v1/batches/:id', async ({ request, set, params }) => {
-      const caller = await auth.authenticate(
-        request.headers.get('authorization'),
-        'read',
-        set.headers as Record<string, string>,
-      )
-      const batch = await store.getBatch(caller.account.id, params.id)
-      if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
-      return renderWithShares(batch)
-    })
+    .get(
+      '/v1/batches',
+      async ({ request, caller }) => {
+        const query = parseQuery(listQuery, request.url)
+        const page = await store.listBatches(caller.account.id, {
+          limit: query.limit,
+          after: query.after ?? null,
+        })
+        const shares = await store.providerShares(page.batches.map((batch) => batch.id))
+        const data = page.batches.map((batch) => renderBatch(batch, shares.get(batch.id)))
+        return renderPage(data, page.hasMore, (item) => item.id)
+      },
+      { caller: 'read' },
+    )
+    .get(
+      '/v1/batches/:id',
+      async ({ params, caller }) => renderWithShares(await findBatch(store, caller, params.id)),
+      { caller: 'read' },
+    )
     .delete(
       '/v1/batches/:id',
-      async ({ request, set, params }) => {
-        const caller = await auth.authenticate(
-          request.headers.get('authorization'),
-          'batches',
-          set.headers as Record<string, string>,
-        )
-        return renderWithShares(await cancelBatch(store, caller.account.id, params.id, onCancelled))
-      },
-      { parse: 'none' },
+      async ({ params, caller }) =>
+        renderWithShares(await cancelBatch(store, caller.account.id, params.id, onCancelled)),
+      { parse: 'none', caller: 'batches' },
     )
     .post(
       '/v1/batches/:id/retry',
-      async ({ request, set, params }) => {
-        const caller = await auth.authenticate(
-          request.headers.get('authorization'),
-          'batches',
-          set.headers as Record<string, string>,
-        )
-        const options = await readRetryOptions(request, retryLimit)
+      async ({ request, set, params, caller }) => {
+        const options = await readRetryOptions(request, deps.retryLimit)
         const result = await retryBatch(store, admission, params.id, {
           accountId: caller.account.id,
           completionWindowHours: options.completion_window_hours ?? null,
@@ -240,75 +151,159 @@ export function nativeBatchRoutes({
         })
         const answer = answerOf(result)
         switch (answer.kind) {
-          case 'invalid': {
-            const count = answer.issues.length + answer.omitted
-            throw refuse(
-              'invalid_batch_file',
-              `${count} of the lines to retry ${count === 1 ? 'is' : 'are'} no longer valid (line numbers are the batch's own); nothing was submitted`,
-              { extra: { issues: answer.issues, issues_omitted: answer.omitted } },
-            )
-          }
+          case 'invalid':
+            throw invalidFile(answer, problemsInRetry)
           case 'refused':
             throw answer.error
           case 'batch':
-            set.status = answer.status
-            return answer.status === 201
-              ? renderBatch(answer.batch)
-              : renderWithShares(answer.batch)
+            return renderAnswer(answer, set)
           default:
             return unanswered(answer)
         }
       },
-      { parse: 'none' },
+      { parse: 'none', caller: 'batches' },
     )
-    .get('/v1/batches/:id/events', async ({ request, set, params, server }) => {
-      const caller = await auth.authenticate(
-        request.headers.get('authorization'),
-        'read',
-        set.headers as Record<string, string>,
-      )
-      const accountId = caller.account.id
-      const batch = await store.getBatch(accountId, params.id)
-      if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
-      const authorization = request.headers.get('authorization')
-      return eventStreamResponse(request, server, batch, {
-        ...events,
-        read: () => store.getBatch(accountId, batch.id),
-        render: renderWithShares,
-        headers: set.headers as Record<string, string>,
-        keyId: caller.key.id,
-        check: {
-          id: `key:${caller.key.id}`,
-          stillValid: () => auth.stillValid(authorization, caller.key.id),
-        },
-      })
-    })
-    .get('/v1/batches/:id/results', async ({ request, set, params }) => {
-      const caller = await auth.authenticate(
-        request.headers.get('authorization'),
-        'read',
-        set.headers as Record<string, string>,
-      )
-      const query = parseQuery(resultsQuery, request.url)
-      const batch = await store.getBatch(caller.account.id, params.id)
-      if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
-      if (batch.purgedAt !== null) {
-        throw refuse(
-          'results_expired',
-          `the results of batch ${batch.id} were deleted when its retention period ended; the batch's counts and cost remain`,
-        )
-      }
-      const statuses = query.filter ? FILTERS[query.filter] : null
-      const render =
-        query.format === 'input' ? (line: { input: string }) => line.input : renderResultLine
-      return new Response(streamLines(store, batch.id, statuses, render), {
-        headers: {
-          ...(set.headers as Record<string, string>),
-          'content-type': 'application/jsonl',
-          'x-multigrid-batch-status': batch.status,
-        },
-      })
-    })
+    .get(
+      '/v1/batches/:id/events',
+      async ({ request, params, server, caller, answerHeaders }) => {
+        const batch = await findBatch(store, caller, params.id)
+        const authorization = request.headers.get('authorization')
+        return eventStreamResponse(request, server, batch, {
+          ...events,
+          read: () => store.getBatch(caller.account.id, batch.id),
+          render: renderWithShares,
+          headers: answerHeaders,
+          keyId: caller.key.id,
+          check: {
+            id: `key:${caller.key.id}`,
+            stillValid: () => auth.stillValid(authorization, caller.key.id),
+          },
+        })
+      },
+      { caller: 'read' },
+    )
+    .get(
+      '/v1/batches/:id/results',
+      async ({ request, params, caller, answerHeaders }) => {
+        const query = parseQuery(resultsQuery, request.url)
+        const batch = await findBatch(store, caller, params.id)
+        if (batch.purgedAt !== null) {
+          throw refuse(
+            'results_expired',
+            `the results of batch ${batch.id} were deleted when its retention period ended; the batch's counts and cost remain`,
+          )
+        }
+        const statuses = query.filter ? FILTERS[query.filter] : null
+        const render =
+          query.format === 'input' ? (line: { input: string }) => line.input : renderResultLine
+        return new Response(streamLines(store, batch.id, statuses, render), {
+          headers: {
+            ...answerHeaders,
+            'content-type': 'application/jsonl',
+            'x-multigrid-batch-status': batch.status,
+          },
+        })
+      },
+      { caller: 'read' },
+    )
+}
+
+const problemsInFile = (count: number) =>
+  `${count} problem${count === 1 ? '' : 's'} in the file; nothing was submitted`
+const problemsInRetry = (count: number) =>
+  `${count} of the lines to retry ${count === 1 ? 'is' : 'are'} no longer valid (line numbers are the batch's own); nothing was submitted`
+
+type Settable = { status?: number | string }
+
+/** The caller's batch, or 404. */
+async function findBatch(store: BatchStore, caller: Caller, id: string) {
+  const batch = await store.getBatch(caller.account.id, id)
+  if (!batch) throw notFound(`batch ${excerpt(id)}`)
+  return batch
+}
+
+/** The 400 that lists a file's (or a retry's) line-numbered issues; nothing was submitted. */
+function invalidFile(
+  answer: Extract<AdmissionAnswer, { kind: 'invalid' }>,
+  say: (count: number) => string,
+) {
+  return refuse('invalid_batch_file', say(answer.issues.length + answer.omitted), {
+    extra: { issues: answer.issues, issues_omitted: answer.omitted },
+  })
+}
+
+function renderQuote(quote: Extract<FileSubmitResult, { kind: 'quote' }>) {
+  return {
+    object: 'batch.quote',
+    dry_run: true,
+    line_count: quote.lineCount,
+    cost_ceiling_usd: quote.costCeilingUsd,
+    max_cost_usd: quote.maxCostUsd,
+    available_usd: quote.availableUsd,
+    credit_sufficient: quote.creditSufficient,
+    warnings: quote.warnings,
+    warnings_omitted: quote.warningsOmitted,
+  }
+}
+
+/**
+ * A submit's file and options: the type is checked before the body is read, the body within its
+ * limit, and the name (query or X-Multigrid-Batch-Name) by the rule every stored label obeys.
+ */
+async function readSubmit(
+  request: Request,
+  caller: Caller,
+  deps: Pick<NativeDeps, 'bodyLimit' | 'fileBuffers'>,
+): Promise<{ bytes: Uint8Array; submit: FileSubmit }> {
+  const query = parseQuery(submitOptions, request.url)
+  const type = (request.headers.get('content-type') ?? 'application/jsonl')
+    .split(';')[0]
+    .trim()
+    .toLowerCase()
+  if (type.startsWith('multipart/')) {
+    throw refuse(
+      'unsupported_media_type',
+      'this endpoint takes the JSONL file itself as the body, not a form upload: send it with curl --data-binary @requests.jsonl -H "Content-Type: application/jsonl" (multipart uploads belong to /openai/v1/files)',
+      { param: 'content-type' },
+    )
+  }
+  if (!ACCEPTED_TYPES.includes(type)) {
+    throw refuse(
+      'unsupported_media_type',
+      `Content-Type ${excerpt(type)} is not accepted; send the file as application/jsonl`,
+      { param: 'content-type' },
+    )
+  }
+  // A declared Content-Encoding other than identity is refused (415) before reading.
+  const bytes = await readBody(request, deps.bodyLimit, { into: deps.fileBuffers })
+  if (isGzipped(bytes)) {
+    throw badRequest(
+      'the body is compressed; send the JSONL file uncompressed (curl --data-binary @requests.jsonl)',
+      null,
+      'compressed_body',
+    )
+  }
+  if (type === 'application/json') rejectOpenAiShapedCreate(bytes)
+  const name = query.name ?? request.headers.get('x-multigrid-batch-name')
+  if (name !== null && name.length > 256)
+    throw badRequest('name must be at most 256 characters', 'name')
+  // As for custom_id: PostgreSQL text cannot hold U+0000, and no one means it in a label.
+  if (name?.includes('\u0000'))
+    throw badRequest('name must not contain the NUL character (%00); remove it', 'name')
+  const submit: FileSubmit = {
+    accountId: caller.account.id,
+    name: name ?? null,
+    completionWindowHours: query.completion_window_hours,
+    idempotencyKey: request.headers.get('idempotency-key'),
+    // docs/open-models.md: a window of 72 hours or more waits for a top-up unless told not to.
+    waitForCredit:
+      query.wait_for_credit === undefined
+        ? query.completion_window_hours >= LONG_WINDOW_HOURS
+        : query.wait_for_credit === 'true' || query.wait_for_credit === '1',
+    maxCostUsd: query.max_cost_usd ?? null,
+    dryRun: isDryRun(query.dry_run),
+  }
+  return { bytes, submit }
 }
 
 /**

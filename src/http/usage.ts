@@ -8,6 +8,7 @@ import { refuse } from '../errors.ts'
 import type { UsageStore } from '../store/store.ts'
 import type { PrometheusMetrics } from '../telemetry/prometheus.ts'
 import { readUsageQuery, renderUsage } from './usage-report.ts'
+import { callerMacro } from './caller-macro.ts'
 
 export interface UsageRouteDeps {
   auth: Authenticator
@@ -17,17 +18,16 @@ export interface UsageRouteDeps {
 }
 
 export function usageRoutes(deps: UsageRouteDeps) {
-  return new Elysia({ name: 'usage' }).get('/v1/usage', async ({ request, set }) => {
-    const caller = await deps.auth.authenticate(
-      request.headers.get('authorization'),
-      'read',
-      set.headers as Record<string, string>,
-    )
-    const query = readUsageQuery(new URL(request.url).searchParams)
-    await deps.flush()
-    const rows = await deps.store.usageRows(caller.account.id, query.from, query.to)
-    return renderUsage(rows, query)
-  })
+  return new Elysia({ name: 'usage' }).use(callerMacro(deps.auth)).get(
+    '/v1/usage',
+    async ({ request, caller }) => {
+      const query = readUsageQuery(new URL(request.url).searchParams)
+      await deps.flush()
+      const rows = await deps.store.usageRows(caller.account.id, query.from, query.to)
+      return renderUsage(rows, query)
+    },
+    { caller: 'read' },
+  )
 }
 
 export interface MetricsRouteDeps {

@@ -17,6 +17,7 @@ import { webhookUrlProblem } from '../webhooks/check-webhook-url.ts'
 import { newWebhookSecret } from '../webhooks/sign-webhook.ts'
 import { parseQuery } from './parse-query.ts'
 import { renderPage } from './render-page.ts'
+import { callerMacro } from './caller-macro.ts'
 
 /** Webhooks per account: enough for every receiver a team runs, few enough to list whole. */
 export const MAX_WEBHOOKS_PER_ACCOUNT = 20
@@ -58,17 +59,13 @@ export const renderDelivery = (delivery: DeliveryRecord): WebhookDeliveryObject 
 })
 
 export function webhookRoutes({ auth, store, bodyLimit, allowPrivate }: WebhookDeps) {
-  const caller = (request: Request, set: { headers: unknown }) =>
-    auth.authenticate(
-      request.headers.get('authorization'),
-      'batches',
-      set.headers as Record<string, string>,
-    )
   return new Elysia({ name: 'webhooks' })
+    .use(callerMacro(auth))
+    .guard({ caller: 'batches' })
     .post(
       '/v1/webhooks',
-      async ({ request, set }) => {
-        const { account } = await caller(request, set)
+      async ({ request, set, caller }) => {
+        const { account } = caller
         const body = await parseCreate(request, bodyLimit)
         const problem = await webhookUrlProblem(body.url, allowPrivate)
         if (problem) throw badRequest(problem, 'url')
@@ -101,15 +98,15 @@ export function webhookRoutes({ auth, store, bodyLimit, allowPrivate }: WebhookD
       },
       { parse: 'none' },
     )
-    .get('/v1/webhooks', async ({ request, set }) => {
-      const { account } = await caller(request, set)
+    .get('/v1/webhooks', async ({ caller }) => {
+      const { account } = caller
       const webhooks = await store.listWebhooks(account.id)
       return { object: 'list', data: webhooks.map(renderWebhook) }
     })
     .delete(
       '/v1/webhooks/:id',
-      async ({ request, set, params }) => {
-        const { account } = await caller(request, set)
+      async ({ params, caller }) => {
+        const { account } = caller
         if (!(await store.deleteWebhook(account.id, params.id)))
           throw notFound(`webhook ${excerpt(params.id)}`)
         return { id: params.id, object: 'webhook.deleted', deleted: true }
@@ -118,16 +115,16 @@ export function webhookRoutes({ auth, store, bodyLimit, allowPrivate }: WebhookD
     )
     .post(
       '/v1/webhooks/:id/enable',
-      async ({ request, set, params }) => {
-        const { account } = await caller(request, set)
+      async ({ params, caller }) => {
+        const { account } = caller
         const webhook = await store.enableWebhook(account.id, params.id)
         if (!webhook) throw notFound(`webhook ${excerpt(params.id)}`)
         return renderWebhook(webhook)
       },
       { parse: 'none' },
     )
-    .get('/v1/webhooks/:id/deliveries', async ({ request, set, params }) => {
-      const { account } = await caller(request, set)
+    .get('/v1/webhooks/:id/deliveries', async ({ request, params, caller }) => {
+      const { account } = caller
       const query = parseQuery(deliveriesQuery, request.url)
       const page = await store.listDeliveries(account.id, params.id, {
         limit: query.limit,

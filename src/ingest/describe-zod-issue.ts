@@ -49,11 +49,8 @@ export function describeZodIssue(issue: Issue, prefix: string): Described {
     case 'invalid_type':
       // zod names a wrong type of z.int() "number"; our integer fields say so (src/schemas/requests.ts).
       return describeWrongType(
-        path,
-        field,
-        name,
+        { path, field, name, input },
         issue.message === 'must be an integer' ? 'int' : issue.expected,
-        input,
       )
     case 'too_big': {
       const max = String(issue.maximum)
@@ -107,7 +104,7 @@ export function describeZodIssue(issue: Issue, prefix: string): Described {
       }
     }
     case 'invalid_union':
-      return describeUnion(issue, path, field, prefix, input)
+      return describeUnion(issue, { path, field, input }, prefix)
     case 'invalid_key': {
       const parent = joinPath(issue.path.slice(0, -1))
       const reason = issue.issues[0]?.message ?? 'is not accepted'
@@ -150,12 +147,16 @@ export function describeZodIssue(issue: Issue, prefix: string): Described {
   }
 }
 
+/** Where an issue is (its path, and the field as a message names it) and what was there. */
+interface Spot {
+  path: string
+  field: string
+  input: unknown
+}
+
 function describeWrongType(
-  path: string,
-  field: string,
-  name: string,
+  { path, field, name, input }: Spot & { name: string },
   expected: string,
-  input: unknown,
 ): Described {
   const wanted = expectedName(expected)
   const example = EXAMPLES[name]
@@ -182,17 +183,14 @@ function describeWrongType(
   return {
     path,
     message: `must be ${wanted}; got ${kindOf(input)}`,
-    fix: fixForType(field, expected, wanted, input, example),
+    fix: fixForType({ field, input }, { expected, wanted, example }),
   }
 }
 
 /** The fix for a wrong type: the value as it should be written when it is only quoted wrongly. */
 function fixForType(
-  field: string,
-  expected: string,
-  wanted: string,
-  input: unknown,
-  example?: string,
+  { field, input }: Pick<Spot, 'field' | 'input'>,
+  { expected, wanted, example }: { expected: string; wanted: string; example?: string },
 ) {
   if (typeof input === 'string') {
     const trimmed = input.trim()
@@ -220,10 +218,8 @@ function fixForType(
  */
 function describeUnion(
   issue: Extract<Issue, { code: 'invalid_union' }>,
-  path: string,
-  field: string,
+  { path, field, input }: Spot,
   prefix: string,
-  input: unknown,
 ): Described {
   const discriminator = (issue as { discriminator?: string }).discriminator
   if (discriminator) {

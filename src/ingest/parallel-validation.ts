@@ -13,7 +13,7 @@ import { NO_ADAPTERS, type AdapterLookup } from '../catalog/adapters.ts'
 import type { CatalogFile } from '../catalog/catalog-file.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { Money } from '../money/decimal.ts'
-import { createThreadCalls } from '../threads/thread-calls.ts'
+import { createThreadCalls, type ThreadCalls } from '../threads/thread-calls.ts'
 import type { NewLine } from '../store/store.ts'
 import { inlineSchemaChecks } from '../schemas/inline-checks.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
@@ -104,37 +104,6 @@ export function createFileValidator(
       )
     : null
 
-  /** The second segment, checked on the thread; null if the thread failed or was closed. */
-  const checkOnThread = (
-    bytes: Uint8Array,
-    firstLineNo: number,
-    limits: FileLimits,
-    adapters: AdapterLookup,
-    lineCeilings: boolean,
-  ): Promise<SegmentReply | null> => {
-    // Shared: the thread reads the body where it is. Otherwise a copy of its own, handed over
-    // rather than copied again.
-    const shared = bytes.buffer instanceof SharedArrayBuffer
-    const sent = shared ? bytes : bytes.slice()
-    return (
-      thread!
-        .call(
-          // Only the account's adapters travel, and only when it has some: a few records at most.
-          {
-            kind: 'check',
-            bytes: sent,
-            firstLineNo,
-            limits,
-            adapters: adapters.size > 0 ? [...adapters.values()] : undefined,
-            lineCeilings,
-          },
-          shared ? [] : [sent.buffer as ArrayBuffer],
-        )
-        // A thread that failed answers nothing: the caller validates in one pass instead.
-        .catch(() => null)
-    )
-  }
-
   return {
     bodyBuffers: sharedBodiesFrom(parallel ? minBytes : Infinity),
     async validate(
@@ -167,13 +136,12 @@ export function createFileValidator(
       return onePass()
     }
     const secondFirstLine = countLines(bytes, split) + 1
-    const second = checkOnThread(
-      bytes.subarray(split),
-      secondFirstLine,
+    const second = checkOnThread(thread!, bytes.subarray(split), {
+      firstLineNo: secondFirstLine,
       limits,
       adapters,
       lineCeilings,
-    )
+    })
     const first = checkLines(bytes, catalog, limits, {
       segment: { from: 0, to: split - 1, firstLineNo: 1 },
       collectGarbage,
@@ -231,6 +199,40 @@ export function createFileValidator(
       schemas: joinSchemas(first.schemas, other.schemas),
     })
   }
+}
+
+/** The second segment, checked on the thread; null if the thread failed or was closed. */
+function checkOnThread(
+  thread: ThreadCalls<SegmentReply>,
+  bytes: Uint8Array,
+  {
+    firstLineNo,
+    limits,
+    adapters,
+    lineCeilings,
+  }: { firstLineNo: number; limits: FileLimits; adapters: AdapterLookup; lineCeilings: boolean },
+): Promise<SegmentReply | null> {
+  // Shared: the thread reads the body where it is. Otherwise a copy of its own, handed over
+  // rather than copied again.
+  const shared = bytes.buffer instanceof SharedArrayBuffer
+  const sent = shared ? bytes : bytes.slice()
+  return (
+    thread
+      .call(
+        // Only the account's adapters travel, and only when it has some: a few records at most.
+        {
+          kind: 'check',
+          bytes: sent,
+          firstLineNo,
+          limits,
+          adapters: adapters.size > 0 ? [...adapters.values()] : undefined,
+          lineCeilings,
+        },
+        shared ? [] : [sent.buffer as ArrayBuffer],
+      )
+      // A thread that failed answers nothing: the caller validates in one pass instead.
+      .catch(() => null)
+  )
 }
 
 /** The first half's schemas with the second's added, each text once, its lines in order. */

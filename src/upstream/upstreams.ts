@@ -102,180 +102,38 @@ export const pauseMsAfter = (error: Pick<UpstreamError, 'retryAfterMs'>) =>
 /** Makes a provider's gate: in-process by default, fleet-wide with Redis (fleet-gate.ts). */
 export type GateFactory = (provider: string, limit: number) => ProviderGate
 
+/** The providers' adapters and gates, by provider name: the state every step below shares. */
+interface Providers {
+  adapters: Map<string, ProviderAdapter>
+  gates: Map<string, ProviderGate>
+  handOvers: Map<string, SlotHandOver>
+  /** Provider → until when (Unix ms) a 429 paused it. */
+  pausedUntil: Map<string, number>
+  telemetry: Telemetry
+}
+
 export function createUpstreams(
   config: Pick<Config, 'catalog' | 'providerKeys'>,
   telemetry: Telemetry = noTelemetry,
   makeGate: GateFactory = (_, limit) => createProviderGate(limit),
 ): Upstreams {
-  const adapters = new Map<string, ProviderAdapter>()
-  const gates = new Map<string, ProviderGate>()
-  const handOvers = new Map<string, SlotHandOver>()
-  /** Provider → until when (Unix ms) a 429 paused it. */
-  const pausedUntil = new Map<string, number>()
+  const providers: Providers = {
+    adapters: new Map(),
+    gates: new Map(),
+    handOvers: new Map(),
+    pausedUntil: new Map(),
+    telemetry,
+  }
   for (const [name, provider] of Object.entries(config.catalog.providers)) {
     if (provider.api_key_env && !config.providerKeys[name]) continue // not usable; never called
-    const base = makeGate(name, provider.max_concurrency)
-    // Adaptive: the replicas' working points bound the provider below max_concurrency.
-    const adaptiveGate = provider.adaptive_concurrency
-      ? createAdaptiveGate(base, () => adapter.workingLimit())
-      : null
-    const gate = adaptiveGate ?? base
-    const handOver = createSlotHandOver(gate)
-    const baseUrls = Array.isArray(provider.base_url) ? provider.base_url : [provider.base_url]
-    const adapter = createProvider({
-      name,
-      kind: provider.kind,
-      baseUrls,
-      apiKey: config.providerKeys[name] ?? null,
-      timeoutMs: provider.timeout_s * 1000,
-      maxLoras: provider.lora ? provider.max_loras : undefined,
-      serviceTier: provider.service_tier,
-      // Enough keep-alive connections per replica for the provider's whole concurrency.
-      connections: provider.max_concurrency,
-      createClient: (baseUrl, options) =>
-        createHttpClient(baseUrl, { ...options, onAnswered: handOver.answered }),
-      adaptive: adaptiveGate
-        ? { maxConcurrency: provider.max_concurrency, onChange: () => adaptiveGate.serve() }
-        : undefined,
-    })
-    adapters.set(name, adapter)
-    gates.set(name, gate)
-    handOvers.set(name, handOver)
+    addProvider(providers, name, provider, { apiKey: config.providerKeys[name] ?? null, makeGate })
   }
-
-  // The one place a 429 pauses a provider: nothing new goes to it until it said it may.
-  const pauseOn429 = (provider: string, gate: ProviderGate, outcome: Outcome | StreamOutcome) => {
-    if (!outcome.ok && outcome.error.kind === 'rate_limited') {
-      const until = Date.now() + pauseMsAfter(outcome.error)
-      gate.pause(until)
-      if (until > (pausedUntil.get(provider) ?? 0)) pausedUntil.set(provider, until)
-    }
-  }
-
-  const lookup = (provider: string) => {
-    const adapter = adapters.get(provider)
-    const gate = gates.get(provider)
-    const handOver = handOvers.get(provider)
-    if (!adapter || !gate || !handOver) throw new Error(`provider ${provider} is not configured`)
-    return { adapter, gate, handOver }
-  }
-
-  const requestFor = ({
-    endpoint,
-    body,
-    offering,
-    signal,
-    lora,
-    passThrough,
-  }: Omit<SendOptions, 'proceed' | 'line'>): UpstreamRequest => ({
-    endpoint,
-    body,
-    // An adapter is the server's model by its own name, loaded beside its base.
-    model: lora ? lora.name : offering.upstream_model,
-    maxTokensParam: offering.max_tokens_param,
-    signal,
-    lora,
-    passThrough,
-  })
-
-  /**
-   * Every replica answered busy (503, a full queue): the call waits and is sent again, with no
-   * attempt counted, while the patience lasts and `proceed` agrees (the batch's deadline, a
-   * cancel). With adaptive concurrency the working points fell meanwhile, so the gate holds it
-   * until a call ends; without, the backoff paces it. Bounded in rounds too.
-   */
-  async function waitWhileBusy(options: SendOptions, first: Outcome): Promise<Outcome | null> {
-    const until = Date.now() + options.busyPatienceMs!
-    const again = { ...options, busyPatienceMs: 0 }
-    let outcome: Outcome | null = first
-    for (let round = 0; round < MAX_BUSY_ROUNDS; round++) {
-      if (outcome === null || outcome.ok || outcome.error.kind !== 'busy') return outcome
-      const backoff = Math.min(BUSY_MAX_DELAY_MS, BUSY_BASE_DELAY_MS * 2 ** Math.min(round, 6))
-      const delay = Math.max(outcome.error.retryAfterMs ?? 0, backoff * (0.5 + Math.random() / 2))
-      if (Date.now() + delay > until || options.signal?.aborted) return outcome
-      await sleep(delay, options.signal)
-      outcome = await send(again)
-    }
-    return outcome
-  }
-
-  /** One call within the provider's gate; null when `proceed` said no. */
-  async function send(options: SendOptions): Promise<Outcome | null> {
-    const { offering, endpoint } = options
-    const { adapter, gate, handOver } = lookup(offering.provider)
-    const call = {
-      provider: offering.provider,
-      model: offering.upstream_model,
-      endpoint,
-      ...options.line,
-    }
-    // Sent the moment the slot is taken, often from inside the answer that handed it on
-    // (slot-hand-over.ts), so that it takes that answer's connection at once.
-    const sent: { outcome?: Promise<Outcome>; error?: unknown } = {}
-    const start = () => {
-      try {
-        if (options.proceed && !options.proceed()) return
-        sent.outcome = telemetry.upstream(
-          call,
-          () => adapter.send(requestFor(options)),
-          describeOutcome,
-        )
-        handOver.sent()
-      } catch (error) {
-        sent.error = error
-      }
-    }
-    await gate.acquire(options.signal, start)
-    if (!sent.outcome) {
-      gate.release()
-      if (sent.error !== undefined) throw sent.error
-      return null
-    }
-    let outcome: Outcome
-    try {
-      outcome = await sent.outcome
-      pauseOn429(offering.provider, gate, outcome)
-    } finally {
-      handOver.ended()
-    }
-    if (!outcome.ok && outcome.error.kind === 'busy' && options.busyPatienceMs) {
-      return waitWhileBusy(options, outcome)
-    }
-    return outcome
-  }
+  const { adapters, gates, pausedUntil } = providers
 
   return {
-    send,
-    async stream(options) {
-      const { offering, endpoint } = options
-      const { adapter, gate } = lookup(offering.provider)
-      await gate.acquire(options.signal)
-      const done = releaseOnce(gate)
-      try {
-        const started = performance.now()
-        const call = { provider: offering.provider, model: offering.upstream_model, endpoint }
-        const outcome = await telemetry.upstream(
-          call,
-          () => adapter.stream(requestFor(options)),
-          (opened) =>
-            opened.ok
-              ? opened.usage.then((usage) => ({
-                  status: 200,
-                  latencyMs: performance.now() - started,
-                  errorKind: null,
-                  usage,
-                }))
-              : describeOutcome(opened),
-        )
-        pauseOn429(offering.provider, gate, outcome)
-        if (!outcome.ok) done()
-        return { outcome, done }
-      } catch (error) {
-        done()
-        throw error
-      }
-    },
-    gate: (provider) => lookup(provider).gate,
+    send: (options) => send(providers, options),
+    stream: (options) => stream(providers, options),
+    gate: (provider) => lookup(providers, provider).gate,
     available(provider, nowMs) {
       const adapter = adapters.get(provider)
       if (!adapter) return false
@@ -284,24 +142,205 @@ export function createUpstreams(
     },
     unreachable: (provider) => adapters.get(provider)?.unreachable() ?? true,
     capacity: () => [...gates.values()].reduce((sum, gate) => sum + gate.limit, 0),
-    health() {
-      const result: ReturnType<Upstreams['health']> = {}
-      for (const [name, adapter] of adapters) {
-        const gate = gates.get(name)!
-        result[name] = {
-          in_flight: gate.inFlight,
-          limit: gate.limit,
-          unhealthy_replicas: adapter.unhealthyReplicas(),
-        }
-        const points = adapter.workingPoints()
-        if (Object.keys(points).length > 0) result[name].working_points = points
-      }
-      return result
-    },
+    health: () => health(providers),
     async close() {
       await Promise.all([...adapters.values()].map((adapter) => adapter.close()))
     },
   }
+}
+
+/** One provider of the catalog: its adapter, behind its gate (adaptive when it says so). */
+function addProvider(
+  providers: Providers,
+  name: string,
+  provider: Config['catalog']['providers'][string],
+  { apiKey, makeGate }: { apiKey: string | null; makeGate: GateFactory },
+) {
+  const base = makeGate(name, provider.max_concurrency)
+  // Adaptive: the replicas' working points bound the provider below max_concurrency.
+  const adaptiveGate = provider.adaptive_concurrency
+    ? createAdaptiveGate(base, () => adapter.workingLimit())
+    : null
+  const gate = adaptiveGate ?? base
+  const handOver = createSlotHandOver(gate)
+  const baseUrls = Array.isArray(provider.base_url) ? provider.base_url : [provider.base_url]
+  const adapter = createProvider({
+    name,
+    kind: provider.kind,
+    baseUrls,
+    apiKey,
+    timeoutMs: provider.timeout_s * 1000,
+    maxLoras: provider.lora ? provider.max_loras : undefined,
+    serviceTier: provider.service_tier,
+    // Enough keep-alive connections per replica for the provider's whole concurrency.
+    connections: provider.max_concurrency,
+    createClient: (baseUrl, options) =>
+      createHttpClient(baseUrl, { ...options, onAnswered: handOver.answered }),
+    adaptive: adaptiveGate
+      ? { maxConcurrency: provider.max_concurrency, onChange: () => adaptiveGate.serve() }
+      : undefined,
+  })
+  providers.adapters.set(name, adapter)
+  providers.gates.set(name, gate)
+  providers.handOvers.set(name, handOver)
+}
+
+// The one place a 429 pauses a provider: nothing new goes to it until it said it may.
+function pauseOn429(
+  { pausedUntil }: Providers,
+  provider: string,
+  gate: ProviderGate,
+  outcome: Outcome | StreamOutcome,
+) {
+  if (!outcome.ok && outcome.error.kind === 'rate_limited') {
+    const until = Date.now() + pauseMsAfter(outcome.error)
+    gate.pause(until)
+    if (until > (pausedUntil.get(provider) ?? 0)) pausedUntil.set(provider, until)
+  }
+}
+
+function lookup(providers: Providers, provider: string) {
+  const adapter = providers.adapters.get(provider)
+  const gate = providers.gates.get(provider)
+  const handOver = providers.handOvers.get(provider)
+  if (!adapter || !gate || !handOver) throw new Error(`provider ${provider} is not configured`)
+  return { adapter, gate, handOver }
+}
+
+const requestFor = ({
+  endpoint,
+  body,
+  offering,
+  signal,
+  lora,
+  passThrough,
+}: Omit<SendOptions, 'proceed' | 'line'>): UpstreamRequest => ({
+  endpoint,
+  body,
+  // An adapter is the server's model by its own name, loaded beside its base.
+  model: lora ? lora.name : offering.upstream_model,
+  maxTokensParam: offering.max_tokens_param,
+  signal,
+  lora,
+  passThrough,
+})
+
+/**
+ * Every replica answered busy (503, a full queue): the call waits and is sent again, with no
+ * attempt counted, while the patience lasts and `proceed` agrees (the batch's deadline, a
+ * cancel). With adaptive concurrency the working points fell meanwhile, so the gate holds it
+ * until a call ends; without, the backoff paces it. Bounded in rounds too.
+ */
+async function waitWhileBusy(
+  providers: Providers,
+  options: SendOptions,
+  first: Outcome,
+): Promise<Outcome | null> {
+  const until = Date.now() + options.busyPatienceMs!
+  const again = { ...options, busyPatienceMs: 0 }
+  let outcome: Outcome | null = first
+  for (let round = 0; round < MAX_BUSY_ROUNDS; round++) {
+    if (outcome === null || outcome.ok || outcome.error.kind !== 'busy') return outcome
+    const backoff = Math.min(BUSY_MAX_DELAY_MS, BUSY_BASE_DELAY_MS * 2 ** Math.min(round, 6))
+    const delay = Math.max(outcome.error.retryAfterMs ?? 0, backoff * (0.5 + Math.random() / 2))
+    if (Date.now() + delay > until || options.signal?.aborted) return outcome
+    await sleep(delay, options.signal)
+    outcome = await send(providers, again)
+  }
+  return outcome
+}
+
+/** One call within the provider's gate; null when `proceed` said no. */
+async function send(providers: Providers, options: SendOptions): Promise<Outcome | null> {
+  const { telemetry } = providers
+  const { offering, endpoint } = options
+  const { adapter, gate, handOver } = lookup(providers, offering.provider)
+  const call = {
+    provider: offering.provider,
+    model: offering.upstream_model,
+    endpoint,
+    ...options.line,
+  }
+  // Sent the moment the slot is taken, often from inside the answer that handed it on
+  // (slot-hand-over.ts), so that it takes that answer's connection at once.
+  const sent: { outcome?: Promise<Outcome>; error?: unknown } = {}
+  const start = () => {
+    try {
+      if (options.proceed && !options.proceed()) return
+      sent.outcome = telemetry.upstream(
+        call,
+        () => adapter.send(requestFor(options)),
+        describeOutcome,
+      )
+      handOver.sent()
+    } catch (error) {
+      sent.error = error
+    }
+  }
+  await gate.acquire(options.signal, start)
+  if (!sent.outcome) {
+    gate.release()
+    if (sent.error !== undefined) throw sent.error
+    return null
+  }
+  let outcome: Outcome
+  try {
+    outcome = await sent.outcome
+    pauseOn429(providers, offering.provider, gate, outcome)
+  } finally {
+    handOver.ended()
+  }
+  if (!outcome.ok && outcome.error.kind === 'busy' && options.busyPatienceMs) {
+    return waitWhileBusy(providers, options, outcome)
+  }
+  return outcome
+}
+
+/** A streamed call: the slot is held until the caller's `done`, or given back on a refusal. */
+async function stream(providers: Providers, options: Parameters<Upstreams['stream']>[0]) {
+  const { telemetry } = providers
+  const { offering, endpoint } = options
+  const { adapter, gate } = lookup(providers, offering.provider)
+  await gate.acquire(options.signal)
+  const done = releaseOnce(gate)
+  try {
+    const started = performance.now()
+    const call = { provider: offering.provider, model: offering.upstream_model, endpoint }
+    const outcome = await telemetry.upstream(
+      call,
+      () => adapter.stream(requestFor(options)),
+      (opened) =>
+        opened.ok
+          ? opened.usage.then((usage) => ({
+              status: 200,
+              latencyMs: performance.now() - started,
+              errorKind: null,
+              usage,
+            }))
+          : describeOutcome(opened),
+    )
+    pauseOn429(providers, offering.provider, gate, outcome)
+    if (!outcome.ok) done()
+    return { outcome, done }
+  } catch (error) {
+    done()
+    throw error
+  }
+}
+
+function health({ adapters, gates }: Providers) {
+  const result: ReturnType<Upstreams['health']> = {}
+  for (const [name, adapter] of adapters) {
+    const gate = gates.get(name)!
+    result[name] = {
+      in_flight: gate.inFlight,
+      limit: gate.limit,
+      unhealthy_replicas: adapter.unhealthyReplicas(),
+    }
+    const points = adapter.workingPoints()
+    if (Object.keys(points).length > 0) result[name].working_points = points
+  }
+  return result
 }
 
 /** Gives the slot back the first time it is called; later calls do nothing. */

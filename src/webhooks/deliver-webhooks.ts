@@ -83,58 +83,10 @@ export function createWebhookDeliverer(
   /** The attempts under way, to end them at a stop. */
   const attempts = new Set<AbortController>()
 
-  /** How the attempt went; `stopped` when a stop ended it before an answer. */
-  async function send(
-    delivery: ClaimedDelivery,
-  ): Promise<{ statusCode: number | null; error: string | null; stopped?: true }> {
-    // The rules of the create, again: the host may resolve elsewhere now. Within the attempt's
-    // time, so that the whole attempt ends well inside its lease.
-    const startedAt = Date.now()
-    const problem = await webhookUrlProblem(delivery.url, options.allowPrivate, timeoutMs)
-    if (problem) return { statusCode: null, error: `not sent: ${problem}` }
-    const body = eventBody(delivery)
-    const headers = {
-      'content-type': 'application/json',
-      'user-agent': 'Multigrid-Webhooks/1',
-      ...signedHeaders(delivery.secret, { id: delivery.eventId, timestamp: nowSeconds(), body }),
-    }
-    // One controller per attempt, aborted by the timeout or a stop and by nothing once the attempt
-    // has ended: undici fails a finished request's body with an unhandled error if its signal fires.
-    const controller = new AbortController()
-    const timer = setTimeout(
-      () => controller.abort(new Error('timeout')),
-      Math.max(0, startedAt + timeoutMs - Date.now()),
-    )
-    attempts.add(controller)
-    try {
-      const response = await request(delivery.url, {
-        dispatcher: agent,
-        method: 'POST',
-        headers,
-        body,
-        signal: controller.signal,
-      })
-      const ok = response.statusCode >= 200 && response.statusCode < 300
-      const answer = ok ? '' : await readSome(response.body)
-      if (ok) await response.body.dump().catch(() => {})
-      return {
-        statusCode: response.statusCode,
-        error: ok ? null : `HTTP ${response.statusCode}${answer ? `: ${answer}` : ''}`,
-      }
-    } catch (error) {
-      if (controller.signal.aborted) {
-        if (stopping) return { statusCode: null, error: 'stopped', stopped: true }
-        return { statusCode: null, error: `no answer within ${timeoutMs} ms` }
-      }
-      return { statusCode: null, error: describeFailure(error) }
-    } finally {
-      clearTimeout(timer)
-      attempts.delete(controller)
-    }
-  }
+  const sender: Sender = { agent, options, attempts, stopping: () => stopping }
 
   async function attempt(delivery: ClaimedDelivery) {
-    const sent = await send(delivery)
+    const sent = await sendDelivery(sender, delivery)
     // Ended by a stop: the delivery is handed back whole (releaseDeliveries), the attempt not
     // counted. An attempt that got its answer is recorded, stop or not.
     if (sent.stopped) return
@@ -214,6 +166,68 @@ export function createWebhookDeliverer(
       await store.releaseDeliveries(owner, Date.now()).catch(() => 0)
       await agent.close()
     },
+  }
+}
+
+/** What one attempt is sent with: the guarded agent, the options, the attempts under way. */
+interface Sender {
+  agent: Agent
+  options: WebhookDelivererOptions
+  /** The attempts under way, to end them at a stop. */
+  attempts: Set<AbortController>
+  stopping: () => boolean
+}
+
+/** How the attempt went; `stopped` when a stop ended it before an answer. */
+async function sendDelivery(
+  sender: Sender,
+  delivery: ClaimedDelivery,
+): Promise<{ statusCode: number | null; error: string | null; stopped?: true }> {
+  const { agent, options, attempts } = sender
+  const { timeoutMs } = options
+  // The rules of the create, again: the host may resolve elsewhere now. Within the attempt's
+  // time, so that the whole attempt ends well inside its lease.
+  const startedAt = Date.now()
+  const problem = await webhookUrlProblem(delivery.url, options.allowPrivate, timeoutMs)
+  if (problem) return { statusCode: null, error: `not sent: ${problem}` }
+  const body = eventBody(delivery)
+  const headers = {
+    'content-type': 'application/json',
+    'user-agent': 'Multigrid-Webhooks/1',
+    ...signedHeaders(delivery.secret, { id: delivery.eventId, timestamp: nowSeconds(), body }),
+  }
+  // One controller per attempt, aborted by the timeout or a stop and by nothing once the attempt
+  // has ended: undici fails a finished request's body with an unhandled error if its signal fires.
+  const controller = new AbortController()
+  const timer = setTimeout(
+    () => controller.abort(new Error('timeout')),
+    Math.max(0, startedAt + timeoutMs - Date.now()),
+  )
+  attempts.add(controller)
+  try {
+    const response = await request(delivery.url, {
+      dispatcher: agent,
+      method: 'POST',
+      headers,
+      body,
+      signal: controller.signal,
+    })
+    const ok = response.statusCode >= 200 && response.statusCode < 300
+    const answer = ok ? '' : await readSome(response.body)
+    if (ok) await response.body.dump().catch(() => {})
+    return {
+      statusCode: response.statusCode,
+      error: ok ? null : `HTTP ${response.statusCode}${answer ? `: ${answer}` : ''}`,
+    }
+  } catch (error) {
+    if (controller.signal.aborted) {
+      if (sender.stopping()) return { statusCode: null, error: 'stopped', stopped: true }
+      return { statusCode: null, error: `no answer within ${timeoutMs} ms` }
+    }
+    return { statusCode: null, error: describeFailure(error) }
+  } finally {
+    clearTimeout(timer)
+    attempts.delete(controller)
   }
 }
 

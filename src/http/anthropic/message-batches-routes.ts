@@ -10,7 +10,7 @@ import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
 import { refusalOf, type Admission } from '../../admission/submit-batch.ts'
-import type { Authenticator } from '../../auth/authenticate.ts'
+import type { Authenticator, Caller } from '../../auth/authenticate.ts'
 import { badRequest, notFound, refuse } from '../../errors.ts'
 import { excerpt } from '../../excerpt.ts'
 import { MAX_ISSUES, type Issue } from '../../ingest/issues.ts'
@@ -21,7 +21,12 @@ import { parseWholeNumber, wholeNumberText } from '../../schemas/whole-number.ts
 import type { AccountStore, BatchStore } from '../../store/store.ts'
 import { parseQuery } from '../parse-query.ts'
 import { streamLines } from '../stream-lines.ts'
-import { anthropicAuthorization, inAnthropicShape } from './anthropic-errors.ts'
+import { callerMacro } from '../caller-macro.ts'
+import {
+  anthropicAuthorization,
+  anthropicErrorResponse,
+  inAnthropicShape,
+} from './anthropic-errors.ts'
 import { convertMessageBatch, inRequestTerms } from './convert-message-batch.ts'
 import { listMessageBatches } from './list-message-batches.ts'
 import { ANTHROPIC_PREFIX } from './messages-routes.ts'
@@ -54,124 +59,112 @@ export const listQuery = z.object({
 const WINDOW_HOURS = 24
 
 export function anthropicBatchRoutes(deps: MessageBatchDeps) {
-  const { auth, store } = deps
-  const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
+  const { store } = deps
   const origin = (request: Request) => new URL(request.url).origin
-  const caller = (request: Request, scope: 'batches' | 'read', headers: Record<string, string>) =>
-    auth.authenticate(anthropicAuthorization(request), scope, headers)
-
-  async function find(request: Request, headers: Record<string, string>, id: string) {
-    const { account } = await caller(request, 'read', headers)
-    const native = nativeBatchId(id)
-    const batch = native ? await store.getBatch(account.id, native) : null
-    if (!batch) throw notFound(`message batch ${excerpt(id)}`)
-    return { account, batch }
-  }
-
-  const create = (request: Request, headers: Record<string, string>) =>
-    createMessageBatch(deps, request, headers)
-
-  const route = (
-    handler: (request: Request, headers: Record<string, string>, id: string) => Promise<unknown>,
-  ) => {
-    return ({
-      request,
-      set,
-      params,
-    }: {
-      request: Request
-      set: { headers: unknown }
-      params?: Record<string, string>
-    }) => inAnthropicShape(headersOf(set), () => handler(request, headersOf(set), params?.id ?? ''))
-  }
 
   return new Elysia({ name: 'anthropic-batches', prefix: `${ANTHROPIC_PREFIX}/messages/batches` })
-    .post('', route(create), { parse: 'none' })
+    .use(
+      callerMacro(deps.auth, {
+        authorization: anthropicAuthorization,
+        refusal: anthropicErrorResponse,
+      }),
+    )
+    .post(
+      '',
+      ({ request, caller, answerHeaders }) =>
+        inAnthropicShape(answerHeaders, () => createMessageBatch(deps, request, caller)),
+      { parse: 'none', caller: 'batches' },
+    )
     .get(
       '',
-      route(async (request, headers) => {
-        const { account } = await caller(request, 'read', headers)
-        const query = parseQuery(listQuery, request.url)
-        const native = (id: string | undefined) => (id ? (nativeBatchId(id) ?? id) : null)
-        const page = await listMessageBatches(store, account.id, {
-          limit: query.limit,
-          afterId: native(query.after_id),
-          beforeId: native(query.before_id),
-        })
-        const data = page.batches.map((batch) => renderMessageBatch(batch, origin(request)))
-        return {
-          data,
-          has_more: page.hasMore,
-          first_id: data[0]?.id ?? null,
-          last_id: data.at(-1)?.id ?? null,
-        }
-      }),
+      ({ request, caller, answerHeaders }) =>
+        inAnthropicShape(answerHeaders, async () => {
+          const query = parseQuery(listQuery, request.url)
+          const native = (id: string | undefined) => (id ? (nativeBatchId(id) ?? id) : null)
+          const page = await listMessageBatches(store, caller.account.id, {
+            limit: query.limit,
+            afterId: native(query.after_id),
+            beforeId: native(query.before_id),
+          })
+          const data = page.batches.map((batch) => renderMessageBatch(batch, origin(request)))
+          return {
+            data,
+            has_more: page.hasMore,
+            first_id: data[0]?.id ?? null,
+            last_id: data.at(-1)?.id ?? null,
+          }
+        }),
+      { caller: 'read' },
     )
     .get(
       '/:id',
-      route(async (request, headers, id) =>
-        renderMessageBatch((await find(request, headers, id)).batch, origin(request)),
-      ),
+      ({ request, params, caller, answerHeaders }) =>
+        inAnthropicShape(answerHeaders, async () =>
+          renderMessageBatch(await findMessageBatch(store, caller, params.id), origin(request)),
+        ),
+      { caller: 'read' },
     )
     .post(
       '/:id/cancel',
-      route(async (request, headers, id) => {
-        const { account } = await caller(request, 'batches', headers)
-        const native = nativeBatchId(id)
-        if (!native) throw notFound(`message batch ${excerpt(id)}`)
-        const batch = await cancelBatch(store, account.id, native, deps.onCancelled)
-        return renderMessageBatch(batch, origin(request))
-      }),
-      { parse: 'none' },
+      ({ request, params, caller, answerHeaders }) =>
+        inAnthropicShape(answerHeaders, async () => {
+          const native = nativeBatchId(params.id)
+          if (!native) throw notFound(`message batch ${excerpt(params.id)}`)
+          const batch = await cancelBatch(store, caller.account.id, native, deps.onCancelled)
+          return renderMessageBatch(batch, origin(request))
+        }),
+      { parse: 'none', caller: 'batches' },
     )
     .get(
       '/:id/results',
-      route(async (request, headers, id) => {
-        const { batch } = await find(request, headers, id)
-        if (processingStatus(batch) !== 'ended')
-          throw refuse(
-            'batch_not_ended',
-            `message batch ${id} is still ${processingStatus(batch)}; its results are ready once processing_status is ended (the native /v1/batches/${batch.id}/results has them line by line now)`,
-          )
-        if (batch.purgedAt !== null)
-          throw refuse('results_expired', `the results of message batch ${id} were deleted`)
-        return new Response(streamLines(store, batch.id, ENDED_LINES, renderMessageResultLine), {
-          headers: { ...headers, 'content-type': 'application/x-jsonl' },
-        })
-      }),
+      ({ params, caller, answerHeaders }) =>
+        inAnthropicShape(answerHeaders, async () => {
+          const id = params.id
+          const batch = await findMessageBatch(store, caller, id)
+          if (processingStatus(batch) !== 'ended')
+            throw refuse(
+              'batch_not_ended',
+              `message batch ${id} is still ${processingStatus(batch)}; its results are ready once processing_status is ended (the native /v1/batches/${batch.id}/results has them line by line now)`,
+            )
+          if (batch.purgedAt !== null)
+            throw refuse('results_expired', `the results of message batch ${id} were deleted`)
+          return new Response(streamLines(store, batch.id, ENDED_LINES, renderMessageResultLine), {
+            headers: { ...answerHeaders, 'content-type': 'application/x-jsonl' },
+          })
+        }),
+      { caller: 'read' },
     )
     .delete(
       '/:id',
-      route(async (request, headers, id) => {
-        const { account } = await caller(request, 'batches', headers)
-        const native = nativeBatchId(id)
-        const batch = native ? await store.getBatch(account.id, native) : null
-        if (!batch) throw notFound(`message batch ${excerpt(id)}`)
-        if (processingStatus(batch) !== 'ended')
-          throw refuse(
-            'batch_not_ended',
-            `message batch ${id} is ${processingStatus(batch)}; cancel it and delete it once it has ended`,
-          )
-        await store.deleteEndedBatch(account.id, batch.id)
-        return { id: messageBatchId(batch.id), type: 'message_batch_deleted' }
-      }),
-      { parse: 'none' },
+      ({ params, caller, answerHeaders }) =>
+        inAnthropicShape(answerHeaders, async () => {
+          const id = params.id
+          const batch = await findMessageBatch(store, caller, id)
+          if (processingStatus(batch) !== 'ended')
+            throw refuse(
+              'batch_not_ended',
+              `message batch ${id} is ${processingStatus(batch)}; cancel it and delete it once it has ended`,
+            )
+          await store.deleteEndedBatch(caller.account.id, batch.id)
+          return { id: messageBatchId(batch.id), type: 'message_batch_deleted' }
+        }),
+      { parse: 'none', caller: 'batches' },
     )
 }
 
+/** The caller's batch by its Anthropic id, or Anthropic's 404. */
+async function findMessageBatch(store: BatchStore, caller: Caller, id: string) {
+  const native = nativeBatchId(id)
+  const batch = native ? await store.getBatch(caller.account.id, native) : null
+  if (!batch) throw notFound(`message batch ${excerpt(id)}`)
+  return batch
+}
+
 /** A create: the requests as a native file, admitted as any native submit (docs/clients/anthropic-sdk.md). */
-async function createMessageBatch(
-  deps: MessageBatchDeps,
-  request: Request,
-  headers: Record<string, string>,
-) {
+async function createMessageBatch(deps: MessageBatchDeps, request: Request, caller: Caller) {
   const { store, admission } = deps
   const origin = new URL(request.url).origin
-  const { account } = await deps.auth.authenticate(
-    anthropicAuthorization(request),
-    'batches',
-    headers,
-  )
+  const { account } = caller
   const read = await readJsonBody(request, deps.bodyLimit)
   if (!read.ok) throw badRequest('the body is not valid JSON; send {"requests": [...]}')
   // The translation walks every request: bounded before it does.

@@ -13,6 +13,7 @@ import { validateBody } from '../../ingest/validate-body.ts'
 import { sendWithFallback } from '../../upstream/send-with-fallback.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
 import type { LiveDeps, LiveService, StreamRender } from '../live.ts'
+import { responseHeaders } from '../caller-macro.ts'
 import { anthropicAuthorization, inAnthropicShape } from './anthropic-errors.ts'
 import { convertChatToMessage } from './convert-chat-to-message.ts'
 import { convertMessagesToChat } from './convert-messages-to-chat.ts'
@@ -57,8 +58,6 @@ const rawEvents = (): StreamRender => ({
 })
 
 export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
-  const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
-
   async function messages(request: Request, headers: Record<string, string>) {
     const input = await live.readJson(request, headers, anthropicAuthorization(request))
     const params = input.raw as { model?: unknown; stream?: unknown } | null
@@ -119,13 +118,13 @@ export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
     .post(
       '/messages',
       ({ request, set }) =>
-        inAnthropicShape(headersOf(set), () => messages(request, headersOf(set))),
+        inAnthropicShape(responseHeaders(set), () => messages(request, responseHeaders(set))),
       { parse: 'none' },
     )
     .post(
       '/messages/count_tokens',
       ({ request, set }) =>
-        inAnthropicShape(headersOf(set), () => countTokens(request, headersOf(set))),
+        inAnthropicShape(responseHeaders(set), () => countTokens(request, responseHeaders(set))),
       { parse: 'none' },
     )
 }

@@ -161,14 +161,18 @@ function issuesSection(issues: Issue[], omitted: number): Html {
   </section>`
 }
 
-/** `shares`: where the batch's lines went, per provider (BatchStore.providerShares). */
-export function batchPage(
-  account: AccountView,
-  batch: BatchRecord,
-  canChange: boolean,
-  message?: Notice,
-  shares: Record<string, ProviderShare> = {},
-): Html {
+/** What a batch's page shows beside the batch itself. */
+export interface BatchPageView {
+  /** Whether the key may cancel and retry (the `batches` scope). */
+  canChange: boolean
+  message?: Notice
+  /** Where the batch's lines went, per provider (BatchStore.providerShares). */
+  shares?: Record<string, ProviderShare>
+}
+
+export function batchPage(account: AccountView, batch: BatchRecord, view: BatchPageView): Html {
+  const { canChange, message } = view
+  const shares = view.shares ?? {}
   const open = isOpenBatch(batch.status)
   const c = batch.counts
   const base = `${batchHref(batch.id)}/results`

@@ -9,7 +9,8 @@ import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
 import { answerOf, unanswered } from '../../admission/admission-answer.ts'
 import { LONG_WINDOW_HOURS, type Admission } from '../../admission/submit-batch.ts'
-import type { Authenticator } from '../../auth/authenticate.ts'
+import type { Authenticator, Caller } from '../../auth/authenticate.ts'
+import { callerMacro } from '../caller-macro.ts'
 import { BATCH_URLS, newId, nowSeconds, type BatchRecord } from '../../domain.ts'
 import { badRequest, notFound } from '../../errors.ts'
 import type { BlobStore } from '../../store/files/blob-store.ts'
@@ -59,15 +60,8 @@ export interface FacadeBatchDeps {
   onCancelled?: (batchId: string) => void
 }
 
-export function openAiBatchRoutes({
-  auth,
-  store,
-  blobs,
-  admission,
-  bodyLimit,
-  onCancelled,
-}: FacadeBatchDeps) {
-  const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
+export function openAiBatchRoutes(deps: FacadeBatchDeps) {
+  const { auth, store, onCancelled } = deps
   const summaryOf = createBatchSummaries(store)
   /** The batch objects with what the facade adds (usage, model, multigrid), in one shares read. */
   const render = async (batches: BatchRecord[]) => {
@@ -80,149 +74,144 @@ export function openAiBatchRoutes({
   }
   const renderOne = async (batch: BatchRecord) => (await render([batch]))[0]
 
-  async function create(request: Request, headers: Record<string, string>) {
-    const caller = await auth.authenticate(request.headers.get('authorization'), 'batches', headers)
-    const read = await readJsonBody(request, bodyLimit)
-    if (!read.ok || read.value === undefined) {
-      throw badRequest(
-        'the body must be a JSON object such as {"input_file_id": …, "endpoint": …, "completion_window": "24h"}',
-      )
-    }
-    let raw = read.value
-    // The body is hashed below (JSON.stringify), which a deep enough value would overflow.
-    if (nestsDeeperThan(raw))
-      throw badRequest(
-        `the body nests more than ${MAX_JSON_DEPTH} levels deep; send a plain create`,
-      )
-    // The Python SDK merges `extra_body` into the body; the Node SDK sends unknown params as
-    // they are, so `extra_body` can also arrive as a field of its own. Both mean the same.
-    if (raw && typeof raw === 'object' && 'extra_body' in raw) {
-      const { extra_body: extra, ...rest } = raw as { extra_body?: unknown }
-      if (extra && typeof extra === 'object' && !Array.isArray(extra)) raw = { ...rest, ...extra }
-    }
-    const parsed = createBody.safeParse(raw, { reportInput: true })
-    if (!parsed.success) {
-      const issue = describeZodIssue(parsed.error.issues[0], '')
-      throw badRequest(
-        `${issue.path || 'the body'} ${issue.message}; ${issue.fix}`,
-        issue.path || null,
-      )
-    }
-    const body = parsed.data
-    const hours = body.completion_window
+  return new Elysia({ name: 'openai-batches', prefix: '/openai/v1' })
+    .use(callerMacro(auth))
+    .post(
+      '/batches',
+      async ({ request, caller }) => renderOne(await createFacadeBatch(deps, request, caller)),
+      {
+        parse: 'none',
+        caller: 'batches',
+      },
+    )
+    .get(
+      '/batches',
+      async ({ request, caller }) => {
+        const query = parseQuery(listQuery, request.url)
+        const page = await store.listBatches(caller.account.id, {
+          limit: query.limit,
+          after: query.after ?? null,
+        })
+        const data = await render(page.batches)
+        return renderPage(data, page.hasMore, (item) => item.id)
+      },
+      { caller: 'read' },
+    )
+    .get(
+      '/batches/:id',
+      async ({ params, caller }) => {
+        const batch = await store.getBatch(caller.account.id, params.id)
+        if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
+        return renderOne(batch)
+      },
+      { caller: 'read' },
+    )
+    .post(
+      '/batches/:id/cancel',
+      async ({ params, caller }) =>
+        renderOne(await cancelBatch(store, caller.account.id, params.id, onCancelled)),
+      { parse: 'none', caller: 'batches' },
+    )
+}
 
-    // The SDKs retry a timed-out create without an idempotency key: a retry of the same body
-    // returns the batch the first attempt made.
-    const requestKey = `openai:${createHash('sha256').update(JSON.stringify(raw)).digest('hex')}`
-    const explicitKey = request.headers.get('idempotency-key')
-    const retry =
-      (parseWholeNumber(request.headers.get('x-stainless-retry-count') ?? '0', 0, 1_000) ?? 0) > 0
-    if (explicitKey || retry) {
-      const earlier = await store.findByIdempotencyKey(caller.account.id, explicitKey ?? requestKey)
-      if (earlier) return earlier
-    }
-    const file = await store.getFile(caller.account.id, body.input_file_id)
-    if (!file || file.kind !== 'upload') throw notFound(`file ${excerpt(body.input_file_id)}`)
-    await store.touchFile(file.id, nowSeconds())
-    const bytes = await blobs.readAll(file.id)
-    const reject = (errors: BatchErrorEntry[]) =>
-      store.recordRejectedBatch({
-        id: newId('batch_'),
-        accountId: caller.account.id,
-        name: file.filename,
-        endpoint: body.endpoint,
-        completionWindowHours: hours,
-        createdAt: nowSeconds(),
-        source: 'openai',
-        metadata: body.metadata ?? null,
-        inputFileId: file.id,
-        errors,
-      })
-    const idempotencyKey =
-      explicitKey ??
-      ((await store.findByIdempotencyKey(caller.account.id, requestKey)) ? null : requestKey)
-    const result = await admission.submit(bytes, {
+/** A create: the uploaded file admitted as a native submit, or a `failed` batch carrying its issues. */
+async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller: Caller) {
+  const { store, blobs, admission, bodyLimit } = deps
+  const read = await readJsonBody(request, bodyLimit)
+  if (!read.ok || read.value === undefined) {
+    throw badRequest(
+      'the body must be a JSON object such as {"input_file_id": …, "endpoint": …, "completion_window": "24h"}',
+    )
+  }
+  let raw = read.value
+  // The body is hashed below (JSON.stringify), which a deep enough value would overflow.
+  if (nestsDeeperThan(raw))
+    throw badRequest(`the body nests more than ${MAX_JSON_DEPTH} levels deep; send a plain create`)
+  // The Python SDK merges `extra_body` into the body; the Node SDK sends unknown params as
+  // they are, so `extra_body` can also arrive as a field of its own. Both mean the same.
+  if (raw && typeof raw === 'object' && 'extra_body' in raw) {
+    const { extra_body: extra, ...rest } = raw as { extra_body?: unknown }
+    if (extra && typeof extra === 'object' && !Array.isArray(extra)) raw = { ...rest, ...extra }
+  }
+  const parsed = createBody.safeParse(raw, { reportInput: true })
+  if (!parsed.success) {
+    const issue = describeZodIssue(parsed.error.issues[0], '')
+    throw badRequest(
+      `${issue.path || 'the body'} ${issue.message}; ${issue.fix}`,
+      issue.path || null,
+    )
+  }
+  const body = parsed.data
+  const hours = body.completion_window
+
+  // The SDKs retry a timed-out create without an idempotency key: a retry of the same body
+  // returns the batch the first attempt made.
+  const requestKey = `openai:${createHash('sha256').update(JSON.stringify(raw)).digest('hex')}`
+  const explicitKey = request.headers.get('idempotency-key')
+  const retry =
+    (parseWholeNumber(request.headers.get('x-stainless-retry-count') ?? '0', 0, 1_000) ?? 0) > 0
+  if (explicitKey || retry) {
+    const earlier = await store.findByIdempotencyKey(caller.account.id, explicitKey ?? requestKey)
+    if (earlier) return earlier
+  }
+  const file = await store.getFile(caller.account.id, body.input_file_id)
+  if (!file || file.kind !== 'upload') throw notFound(`file ${excerpt(body.input_file_id)}`)
+  await store.touchFile(file.id, nowSeconds())
+  const bytes = await blobs.readAll(file.id)
+  const reject = (errors: BatchErrorEntry[]) =>
+    store.recordRejectedBatch({
+      id: newId('batch_'),
       accountId: caller.account.id,
       name: file.filename,
+      endpoint: body.endpoint,
       completionWindowHours: hours,
-      idempotencyKey,
+      createdAt: nowSeconds(),
       source: 'openai',
       metadata: body.metadata ?? null,
       inputFileId: file.id,
-      endpoint: body.endpoint,
-      // docs/open-models.md: a window of 72 hours or more waits for a top-up unless told not to.
-      waitForCredit: body.wait_for_credit ?? hours >= LONG_WINDOW_HOURS,
-      maxCostUsd: body.max_cost_usd ?? null,
+      errors,
     })
-    const answer = answerOf(result)
-    switch (answer.kind) {
-      case 'invalid':
-        return reject(
-          answer.issues.map((issue) => ({
-            code: issue.code ?? 'invalid_request',
-            message: `${issue.path ? `${issue.path} ` : ''}${issue.message}; ${issue.fix}`,
-            param: issue.path || null,
-            line: issue.line,
-          })),
-        )
-      case 'refused':
-        // As OpenAI does: a batch the credit cannot cover fails at validation (unless it may
-        // wait); the limits are refused as on the native API.
-        if (answer.refusal.kind === 'insufficient_quota')
-          return reject([
-            { code: 'insufficient_quota', message: answer.error.message, param: null, line: null },
-          ])
-        throw answer.error
-      case 'batch':
-        if (answer.status === 201) await registerResultFiles(store, answer.batch)
-        return answer.batch
-      default:
-        return unanswered(answer)
-    }
+  const idempotencyKey =
+    explicitKey ??
+    ((await store.findByIdempotencyKey(caller.account.id, requestKey)) ? null : requestKey)
+  const result = await admission.submit(bytes, {
+    accountId: caller.account.id,
+    name: file.filename,
+    completionWindowHours: hours,
+    idempotencyKey,
+    source: 'openai',
+    metadata: body.metadata ?? null,
+    inputFileId: file.id,
+    endpoint: body.endpoint,
+    // docs/open-models.md: a window of 72 hours or more waits for a top-up unless told not to.
+    waitForCredit: body.wait_for_credit ?? hours >= LONG_WINDOW_HOURS,
+    maxCostUsd: body.max_cost_usd ?? null,
+  })
+  const answer = answerOf(result)
+  switch (answer.kind) {
+    case 'invalid':
+      return reject(
+        answer.issues.map((issue) => ({
+          code: issue.code ?? 'invalid_request',
+          message: `${issue.path ? `${issue.path} ` : ''}${issue.message}; ${issue.fix}`,
+          param: issue.path || null,
+          line: issue.line,
+        })),
+      )
+    case 'refused':
+      // As OpenAI does: a batch the credit cannot cover fails at validation (unless it may
+      // wait); the limits are refused as on the native API.
+      if (answer.refusal.kind === 'insufficient_quota')
+        return reject([
+          { code: 'insufficient_quota', message: answer.error.message, param: null, line: null },
+        ])
+      throw answer.error
+    case 'batch':
+      if (answer.status === 201) await registerResultFiles(store, answer.batch)
+      return answer.batch
+    default:
+      return unanswered(answer)
   }
-
-  return new Elysia({ name: 'openai-batches', prefix: '/openai/v1' })
-    .post(
-      '/batches',
-      async ({ request, set }) => renderOne(await create(request, headersOf(set))),
-      { parse: 'none' },
-    )
-    .get('/batches', async ({ request, set }) => {
-      const caller = await auth.authenticate(
-        request.headers.get('authorization'),
-        'read',
-        headersOf(set),
-      )
-      const query = parseQuery(listQuery, request.url)
-      const page = await store.listBatches(caller.account.id, {
-        limit: query.limit,
-        after: query.after ?? null,
-      })
-      const data = await render(page.batches)
-      return renderPage(data, page.hasMore, (item) => item.id)
-    })
-    .get('/batches/:id', async ({ request, set, params }) => {
-      const caller = await auth.authenticate(
-        request.headers.get('authorization'),
-        'read',
-        headersOf(set),
-      )
-      const batch = await store.getBatch(caller.account.id, params.id)
-      if (!batch) throw notFound(`batch ${excerpt(params.id)}`)
-      return renderOne(batch)
-    })
-    .post(
-      '/batches/:id/cancel',
-      async ({ request, set, params }) => {
-        const caller = await auth.authenticate(
-          request.headers.get('authorization'),
-          'batches',
-          headersOf(set),
-        )
-        return renderOne(await cancelBatch(store, caller.account.id, params.id, onCancelled))
-      },
-      { parse: 'none' },
-    )
 }
 
 /** The output and error files of a batch, listed as the account's files once the batch ends. */

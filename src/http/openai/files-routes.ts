@@ -2,6 +2,7 @@
 import { Elysia } from 'elysia'
 import { z } from 'zod'
 import type { Authenticator } from '../../auth/authenticate.ts'
+import { callerMacro } from '../caller-macro.ts'
 import { newId, nowSeconds } from '../../domain.ts'
 import { badRequest, notFound, refuse } from '../../errors.ts'
 import { FileTooLarge, type BlobStore } from '../../store/files/blob-store.ts'
@@ -49,8 +50,6 @@ export function openAiFilesRoutes({
   quotaDefaults,
   bodyLimit,
 }: FilesDeps) {
-  const headersOf = (set: { headers: unknown }) => set.headers as Record<string, string>
-
   /** A rendered file's content, streamed from the stored results. */
   const renderedContent = (file: FileView) =>
     streamLines(
@@ -72,14 +71,10 @@ export function openAiFilesRoutes({
   }
 
   return new Elysia({ name: 'openai-files', prefix: '/openai/v1' })
+    .use(callerMacro(auth))
     .post(
       '/files',
-      async ({ request, set }) => {
-        const caller = await auth.authenticate(
-          request.headers.get('authorization'),
-          'batches',
-          headersOf(set),
-        )
+      async ({ request, caller }) => {
         // Before reading: a declared size over the limit (413), a compressed body (415). The file
         // part is limited again as it is stored, so a chunked upload stops at the limit too.
         refuseByHeaders(request, bodyLimit)
@@ -124,69 +119,65 @@ export function openAiFilesRoutes({
         )
         return renderOpenAiFile({ ...file, batchStatus: null, batchCounts: null })
       },
-      { parse: 'none' },
+      { parse: 'none', caller: 'batches' },
     )
-    .get('/files', async ({ request, set }) => {
-      const caller = await auth.authenticate(
-        request.headers.get('authorization'),
-        'read',
-        headersOf(set),
-      )
-      const query = parseQuery(listQuery, request.url)
-      const page = await store.listFiles(caller.account.id, {
-        limit: query.limit,
-        after: query.after ?? null,
-        purpose: query.purpose ?? null,
-        order: query.order,
-      })
-      const data = await Promise.all(
-        page.files.map(async (file) => renderOpenAiFile(await withSize(file))),
-      )
-      // OpenAI's schema requires first_id and last_id as strings, also on an empty page.
-      return {
-        object: 'list',
-        data,
-        first_id: data[0]?.id ?? '',
-        last_id: data.at(-1)?.id ?? '',
-        has_more: page.hasMore,
-      }
-    })
-    .get('/files/:id', async ({ request, set, params }) => {
-      const caller = await auth.authenticate(
-        request.headers.get('authorization'),
-        'read',
-        headersOf(set),
-      )
-      const file = await store.getFile(caller.account.id, params.id)
-      if (!file) throw notFound(`file ${excerpt(params.id)}`)
-      return renderOpenAiFile(await withSize(file))
-    })
-    .delete('/files/:id', async ({ request, set, params }) => {
-      const caller = await auth.authenticate(
-        request.headers.get('authorization'),
-        'batches',
-        headersOf(set),
-      )
-      const file = await store.getFile(caller.account.id, params.id)
-      if (!file || !(await store.deleteFile(caller.account.id, params.id)))
-        throw notFound(`file ${excerpt(params.id)}`)
-      if (file.kind === 'upload') await blobs.delete(file.id)
-      return { id: params.id, object: 'file', deleted: true }
-    })
-    .get('/files/:id/content', async ({ request, set, params }) => {
-      const caller = await auth.authenticate(
-        request.headers.get('authorization'),
-        'read',
-        headersOf(set),
-      )
-      const file = await store.getFile(caller.account.id, params.id)
-      if (!file) throw notFound(`file ${excerpt(params.id)}`)
-      await store.touchFile(file.id, nowSeconds())
-      const body = file.kind === 'upload' ? blobs.read(file.id) : renderedContent(file)
-      return new Response(body, {
-        headers: { ...headersOf(set), 'content-type': 'application/jsonl' },
-      })
-    })
+    .get(
+      '/files',
+      async ({ request, caller }) => {
+        const query = parseQuery(listQuery, request.url)
+        const page = await store.listFiles(caller.account.id, {
+          limit: query.limit,
+          after: query.after ?? null,
+          purpose: query.purpose ?? null,
+          order: query.order,
+        })
+        const data = await Promise.all(
+          page.files.map(async (file) => renderOpenAiFile(await withSize(file))),
+        )
+        // OpenAI's schema requires first_id and last_id as strings, also on an empty page.
+        return {
+          object: 'list',
+          data,
+          first_id: data[0]?.id ?? '',
+          last_id: data.at(-1)?.id ?? '',
+          has_more: page.hasMore,
+        }
+      },
+      { caller: 'read' },
+    )
+    .get(
+      '/files/:id',
+      async ({ params, caller }) => {
+        const file = await store.getFile(caller.account.id, params.id)
+        if (!file) throw notFound(`file ${excerpt(params.id)}`)
+        return renderOpenAiFile(await withSize(file))
+      },
+      { caller: 'read' },
+    )
+    .delete(
+      '/files/:id',
+      async ({ params, caller }) => {
+        const file = await store.getFile(caller.account.id, params.id)
+        if (!file || !(await store.deleteFile(caller.account.id, params.id)))
+          throw notFound(`file ${excerpt(params.id)}`)
+        if (file.kind === 'upload') await blobs.delete(file.id)
+        return { id: params.id, object: 'file', deleted: true }
+      },
+      { caller: 'batches' },
+    )
+    .get(
+      '/files/:id/content',
+      async ({ params, caller, answerHeaders }) => {
+        const file = await store.getFile(caller.account.id, params.id)
+        if (!file) throw notFound(`file ${excerpt(params.id)}`)
+        await store.touchFile(file.id, nowSeconds())
+        const body = file.kind === 'upload' ? blobs.read(file.id) : renderedContent(file)
+        return new Response(body, {
+          headers: { ...answerHeaders, 'content-type': 'application/jsonl' },
+        })
+      },
+      { caller: 'read' },
+    )
 }
 
 function fileTooLarge(limit: number) {

@@ -12,6 +12,7 @@ import type { LiveService, StreamRender } from '../live.ts'
 import { convertChatToResponse } from '../../../providers/responses/convert-chat-to-response.ts'
 import { convertResponsesToChat } from '../../../providers/responses/convert-responses-to-chat.ts'
 import { responseStreamRender } from './render-response-stream.ts'
+import { responseHeaders } from '../caller-macro.ts'
 
 /** The request as chat completions, or the 400 that names the field it cannot translate. */
 export function chatBodyOfResponses(raw: unknown, lenient = false): Record<string, unknown> {
@@ -50,7 +51,7 @@ export function responsesRoutes(prefix: string, live: LiveService, catalog: Cata
   return new Elysia({ name: `responses${prefix}`, prefix }).post(
     '/v1/responses',
     async ({ request, set }) => {
-      const headers = set.headers as Record<string, string>
+      const headers = responseHeaders(set)
       const input = await live.readJson(request, headers)
       const params = input.raw as Record<string, unknown>
       const through = passesThrough(catalog, (params as { model?: unknown } | null)?.model)

@@ -23,16 +23,18 @@ const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
 export const CAP_ROOM_BACK = `waiting_code = CASE WHEN waiting_code = 'max_cost_reached' THEN NULL ELSE waiting_code END,
   waiting_message = CASE WHEN waiting_code = 'max_cost_reached' THEN NULL ELSE waiting_message END`
 
+/** What a claim asks for: DispatchStore.claimLines' arguments. */
+export interface CappedClaim {
+  batchId: string
+  owner: string
+  limit: number
+  nowMs: number
+  leaseUntilMs: number
+}
+
 /** claimLines for a batch with a spend cap (see DispatchStore.claimLines); inside its transaction. */
-export function claimCapped(
-  db: Database,
-  batchId: string,
-  batch: Row,
-  owner: string,
-  limit: number,
-  nowMs: number,
-  leaseUntilMs: number,
-): ClaimedLine[] {
+export function claimCapped(db: Database, batch: Row, asked: CappedClaim): ClaimedLine[] {
+  const { batchId, owner, limit, nowMs, leaseUntilMs } = asked
   let room = new Money(batch.max_cost_usd).minus(batch.cost_usd).minus(batch.reserved_usd)
   // Ceilings are decimal TEXT: SQL narrows the candidates as REAL with a margin, and the
   // exact comparison below decides.

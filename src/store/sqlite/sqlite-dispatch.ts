@@ -74,7 +74,7 @@ export class SqliteDispatch implements DispatchStore {
       ).get(batchId)
       if (!batch || !coversHolds(batch)) return []
       if (batch.max_cost_usd !== null)
-        return claimCapped(this.db, batchId, batch, owner, limit, nowMs, leaseUntilMs)
+        return claimCapped(this.db, batch, { batchId, owner, limit, nowMs, leaseUntilMs })
       const rows = this.q(
         `UPDATE lines SET status = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1
          WHERE batch_id = ? AND line_no IN (

@@ -1,0 +1,119 @@
+/**
+ * Named steps instead of long closures (issue 24 item 4): no function in src/ or providers/ runs
+ * over 150 lines or takes more than four positional parameters; a factory with more inputs takes
+ * `(deps, options)`. Measured from the TypeScript AST (function-size.ts), nested functions each on
+ * their own.
+ *
+ * LEFT holds the functions still over a bound, each with its figures as they stand: one may
+ * shrink, never grow, and a new function over a bound fails at once. One that comes within both
+ * bounds must leave the list, so the list only gets shorter.
+ */
+import { describe, expect, test } from 'bun:test'
+import { join } from 'node:path'
+import { measureFunctions, measureTree, type FunctionSize } from './function-size.ts'
+
+const MAX_LINES = 150
+const MAX_PARAMETERS = 4
+
+/** `file name` → the figures it may not pass while it is being taken apart. */
+const LEFT = new Map<string, { lines: number; parameters: number }>([
+  ['src/simulator/server.ts startSimulator', { lines: 413, parameters: 1 }],
+  ['src/gateway.ts startGateway', { lines: 377, parameters: 2 }],
+  ['src/live/live-credit.ts createLiveCredit', { lines: 265, parameters: 2 }],
+  ['src/http/live.ts liveService', { lines: 231, parameters: 1 }],
+  ['src/ingest/validate-body.ts validateBody', { lines: 230, parameters: 5 }],
+  ['src/simulator/openai-batch-api.ts createOpenAIBatchApi', { lines: 224, parameters: 3 }],
+  ['providers/lora-residency.ts createLoraResidency', { lines: 201, parameters: 4 }],
+  ['src/telemetry/telemetry.ts createActive', { lines: 185, parameters: 3 }],
+  ['src/ingest/validate-batch-file.ts checkLines', { lines: 165, parameters: 4 }],
+  ['src/upstream/fleet-gate.ts createFleetGate', { lines: 159, parameters: 4 }],
+  ['src/store/postgres/webhooks.ts claimDeliveries', { lines: 69, parameters: 5 }],
+  ['src/store/sqlite/webhooks.ts claimDeliveries', { lines: 69, parameters: 5 }],
+  ['src/store/postgres/record-outcomes.ts recordOutcomes', { lines: 66, parameters: 5 }],
+  ['src/store/postgres/postgres-dispatch.ts claimLines', { lines: 60, parameters: 5 }],
+  ['src/store/postgres/copy-lines.ts copyLines', { lines: 55, parameters: 5 }],
+  ['src/store/sqlite/webhooks.ts finishDelivery', { lines: 44, parameters: 6 }],
+  ['src/simulator/batch-lines.ts answerLine', { lines: 35, parameters: 7 }],
+  ['src/simulator/server.ts startSimulator/answer', { lines: 34, parameters: 5 }],
+  ['src/store/postgres/webhooks.ts finishDelivery', { lines: 34, parameters: 6 }],
+  ['src/store/sqlite/sqlite-dispatch.ts claimLines', { lines: 33, parameters: 5 }],
+  ['src/store/postgres/uploads.ts growUpload', { lines: 30, parameters: 6 }],
+  ['src/store/sqlite/uploads.ts growUpload', { lines: 30, parameters: 6 }],
+  ['src/store/postgres/postgres-dispatch.ts noteCap', { lines: 27, parameters: 5 }],
+  ['src/store/sqlite/sqlite-store.ts insertRows', { lines: 22, parameters: 5 }],
+  ['src/dispatch/batch-lane/chunk-lifecycle.ts recordResults', { lines: 20, parameters: 5 }],
+  ['src/dispatch/batch-lane/chunk-lifecycle.ts abandon', { lines: 19, parameters: 5 }],
+  ['src/store/postgres/advance-batches.ts endPending', { lines: 19, parameters: 5 }],
+  ['src/store/sqlite/live-credit.ts renewLiveCredit', { lines: 19, parameters: 5 }],
+  ['src/dispatch/run-line.ts fail', { lines: 18, parameters: 5 }],
+  ['src/live/live-credit.ts createLiveCredit/learnLease', { lines: 18, parameters: 5 }],
+  ['src/store/postgres/live-credit.ts renewLiveCredit', { lines: 17, parameters: 5 }],
+  ['src/store/sqlite/provider-shares.ts add', { lines: 16, parameters: 5 }],
+  [
+    'providers/anthropic/prepare-anthropic-body.ts prepareAnthropicBody',
+    { lines: 14, parameters: 5 },
+  ],
+  ['src/simulator/respond.ts errorResponse', { lines: 14, parameters: 6 }],
+  ['src/dispatch/run-line.ts overrun', { lines: 12, parameters: 5 }],
+  ['src/ingest/validate-batch-file.ts constructor', { lines: 9, parameters: 6 }],
+  ['src/store/postgres/postgres-store.ts growUpload', { lines: 9, parameters: 5 }],
+  ['src/store/postgres/postgres-store.ts finishDelivery', { lines: 9, parameters: 5 }],
+  ['src/store/sqlite/sqlite-store.ts growUpload', { lines: 9, parameters: 5 }],
+  ['src/store/sqlite/sqlite-store.ts finishDelivery', { lines: 9, parameters: 5 }],
+  ['src/dispatch/spill-planner.ts createSpillPlanner/ended', { lines: 3, parameters: 5 }],
+])
+
+const ROOT = join(import.meta.dir, '../..')
+const keyOf = (size: FunctionSize) => `${size.file} ${size.name}`
+const over = (size: { lines: number; parameters: number }) =>
+  size.lines > MAX_LINES || size.parameters > MAX_PARAMETERS
+
+describe('function sizes', () => {
+  const sizes = measureTree(ROOT, ['src', 'providers'])
+
+  test('the measure counts lines first to last and parameters by position, nested ones apart', () => {
+    const text = [
+      'function outer(this: unknown, a: number, { b, c }: { b: 1; c: 2 }) {',
+      '  const inner = (x: number) => x',
+      '  return inner',
+      '}',
+    ].join('\n')
+    expect(measureFunctions('x.ts', text)).toEqual([
+      { file: 'x.ts', name: 'outer', line: 1, lines: 4, parameters: 2 },
+      { file: 'x.ts', name: 'outer/inner', line: 2, lines: 1, parameters: 1 },
+    ])
+    expect(sizes.length).toBeGreaterThan(1000)
+  })
+
+  test(`no function over ${MAX_LINES} lines or ${MAX_PARAMETERS} positional parameters, but those LEFT, none grown`, () => {
+    const problems: string[] = []
+    for (const size of sizes) {
+      const left = LEFT.get(keyOf(size))
+      const bound = left ?? { lines: MAX_LINES, parameters: MAX_PARAMETERS }
+      if (
+        size.lines > Math.max(bound.lines, MAX_LINES) ||
+        size.parameters > Math.max(bound.parameters, MAX_PARAMETERS)
+      )
+        problems.push(
+          `${size.file}:${size.line} ${size.name}: ${size.lines} lines, ${size.parameters} parameters`,
+        )
+    }
+    expect(problems).toEqual([])
+  })
+
+  test('every function LEFT is still over a bound (one that came within both leaves the list)', () => {
+    const measured = new Map<string, { lines: number; parameters: number }>()
+    for (const size of sizes) {
+      const seen = measured.get(keyOf(size))
+      measured.set(keyOf(size), {
+        lines: Math.max(seen?.lines ?? 0, size.lines),
+        parameters: Math.max(seen?.parameters ?? 0, size.parameters),
+      })
+    }
+    const done = [...LEFT.keys()].filter((key) => {
+      const size = measured.get(key)
+      return size === undefined || !over(size)
+    })
+    expect(done).toEqual([])
+  })
+})
