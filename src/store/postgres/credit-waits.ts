@@ -17,6 +17,7 @@ import {
 } from '../daily-spend.ts'
 import type { DailySpend, WaitingPass } from '../store.ts'
 import { enqueueWebhookEvents } from './webhooks.ts'
+import { progressJoin } from './batch-progress.ts'
 
 type Row = Record<string, any>
 type Db = postgres.ISql
@@ -24,8 +25,11 @@ type Db = postgres.ISql
 /** What counts against the daily limit on the day of `nowMs`, for an account row as read. */
 export async function dailyUsed(db: Db, account: Row, nowMs: number): Promise<Money> {
   const batches = await db`
-    SELECT status, waiting_code, cost_ceiling_usd, max_cost_usd, cost_usd, held_usd FROM batches
-    WHERE account_id = ${account.id} AND created_at >= ${dayStartSeconds(nowMs)}`
+    SELECT b.status, b.waiting_code, b.cost_ceiling_usd, b.max_cost_usd,
+      b.cost_usd + coalesce(p.p_cost_usd, 0) AS cost_usd,
+      b.held_usd + coalesce(p.p_held_usd, 0) AS held_usd
+    FROM batches b ${progressJoin(db)}
+    WHERE b.account_id = ${account.id} AND b.created_at >= ${dayStartSeconds(nowMs)}`
   const [leased] = await db`
     SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases
     WHERE account_id = ${account.id} AND expires_at_ms > ${nowMs}`
