@@ -47,12 +47,18 @@ const PROGRESS_MONEY = ['cost_usd', 'held_usd', 'reserved_usd', 'usage_uncached_
 export function withProgress(row: Row): Row {
   if (row.p_changes === null || row.p_changes === undefined) return row
   const merged: Row = { ...row, version: Number(row.version ?? 0) + Number(row.p_changes) }
-  for (const column of PROGRESS_COUNTS)
+  delete merged.p_changes
+  for (const column of PROGRESS_COUNTS) {
     merged[column] = Number(row[column] ?? 0) + Number(row[`p_${column}`] ?? 0)
-  for (const column of PROGRESS_MONEY)
+    delete merged[`p_${column}`]
+  }
+  for (const column of PROGRESS_MONEY) {
     merged[column] = moneyText(
       new Money(String(row[column] ?? '0')).plus(String(row[`p_${column}`] ?? '0')),
     )
+    delete merged[`p_${column}`]
+  }
+  // Added once: the result has no shard sums of its own.
   return merged
 }
 

@@ -9,10 +9,7 @@ import type postgres from 'postgres'
 
 type Db = postgres.ISql
 
-/** The shard of an instance's claims; its settlements and retries write the shard named `owner`. */
-export const claimShard = (owner: string) => `${owner}/claim`
-/** The shard of lines handed back by the reaper or a stopping instance (their batch rows locked). */
-export const RETURNED_SHARD = 'returned'
+export { claimShard, RETURNED_SHARD } from '../progress-shards.ts'
 
 /**
  * A LEFT JOIN LATERAL of the shards' sums of batch `b`, as `p_*` columns (null when it has none):

@@ -5,6 +5,7 @@
  * inside the caller's IMMEDIATE transaction, so what it reads is what the account holds when it
  * writes.
  */
+import { current } from './batch-progress.ts'
 import type { Database } from 'bun:sqlite'
 import { Money, moneyText } from '../../money/decimal.ts'
 import {
@@ -28,9 +29,11 @@ export function dailyUsed(db: Database, account: Row, nowMs: number): Money {
   let used = liveSpentOn(account, nowMs).plus(leasedUsd(db, account.id, nowMs))
   for (const row of q(
     db,
-    `SELECT status, waiting_code, cost_ceiling_usd, max_cost_usd, cost_usd, held_usd FROM batches
-     WHERE account_id = ? AND created_at >= ?`,
-  ).all(account.id, dayStartSeconds(nowMs))) {
+    `SELECT id, status, waiting_code, cost_ceiling_usd, max_cost_usd, cost_usd, held_usd
+     FROM batches WHERE account_id = ? AND created_at >= ?`,
+  )
+    .all(account.id, dayStartSeconds(nowMs))
+    .map((row) => current(db, row)!)) {
     used = used.plus(batchDailyUse(row))
   }
   return used
