@@ -9,6 +9,7 @@ import postgres from 'postgres'
 import { migrate, readMigrations } from '../../src/store/postgres/migrate.ts'
 import { createPostgresStore } from '../../src/store/postgres/postgres-store.ts'
 import { contractFailed, runStoreContract } from './contract.ts'
+import { runProgressContract } from './progress-contract.ts'
 import { runWebhookStoreContract } from './webhook-contract.ts'
 import { runWebhookFairnessContract } from './webhook-fairness-contract.ts'
 
@@ -62,6 +63,7 @@ if (!url) {
     return createPostgresStore(url, { schema, max: 4 })
   }
   runStoreContract('postgres', emptyStore)
+  runProgressContract('postgres', emptyStore)
   runWebhookStoreContract('postgres', emptyStore)
   runWebhookFairnessContract('postgres', emptyStore)
 }
