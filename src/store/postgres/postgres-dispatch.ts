@@ -123,11 +123,14 @@ export class PostgresDispatch implements DispatchStore {
   }
 
   async renewLeases(owner: string, leaseUntilMs: number) {
-    // Rows are locked in key order, as recordOutcomes locks them, so the two cannot deadlock.
+    // Rows are locked in key order, as recordOutcomes locks them, so the two cannot deadlock. A
+    // line locked meanwhile is being recorded (it is about to end) or reaped, and needs no
+    // renewal: it is skipped rather than waited for, as the heartbeat otherwise queued behind
+    // every settlement in flight (sampled lock waits with three instances, docs/scale.md).
     const result = await this.sql`
       WITH leased AS (
         SELECT batch_id, line_no FROM lines WHERE lease_owner = ${owner} AND status = 'running'
-        ORDER BY batch_id, line_no FOR UPDATE)
+        ORDER BY batch_id, line_no FOR UPDATE SKIP LOCKED)
       UPDATE lines l SET lease_until = ${later(leaseUntilMs)}
       FROM leased WHERE l.batch_id = leased.batch_id AND l.line_no = leased.line_no`
     return result.count
