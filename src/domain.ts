@@ -196,9 +196,11 @@ export interface BatchRecord {
 export interface ProviderShare {
   succeeded: number
   failed: number
-  /** Calls to this provider in flight now. */
+  /** Calls to this provider in flight now; for a batch lane, the lines inside its provider batches. */
   running: number
   costUsd: string
+  /** A batch lane only (docs/batch-lanes.md): the provider batches its lines wait in now. */
+  providerBatches?: { count: number; fallbackAt: number }
 }
 
 export interface AccountRecord {

@@ -40,6 +40,9 @@ import { nativeBatchRoutes } from './http/native-batches.ts'
 import { createStreamSlots } from './http/stream-slots.ts'
 import { webhookRoutes } from './http/webhooks.ts'
 import { createDispatcher, type Dispatcher } from './dispatch/dispatcher.ts'
+import { createBatchLanes, tickMsFor, type BatchLanes } from './dispatch/batch-lane/batch-lanes.ts'
+import { createBatchClients } from './upstream/batch-clients.ts'
+import { withChunkShares } from './store/batch-chunks/shares-with-chunks.ts'
 import { DEFAULT_RETRY } from './dispatch/retry-policy.ts'
 import { createWaitingBatches } from './dispatch/waiting-batches.ts'
 import { newId } from './domain.ts'
@@ -98,7 +101,9 @@ export async function startGateway(
     metrics,
   )
   // The dispatcher's part of the store apart: on a SQLite file or PostgreSQL it runs on a thread.
-  const { store, dispatch } = await openStore(config, { collectGarbage: collectYoungGarbage })
+  const { store, dispatch, chunks } = await openStore(config, {
+    collectGarbage: collectYoungGarbage,
+  })
   const blobs = await openBlobStore(config)
   const usage = createUsageRecorder(store, { everyMs: 1_000, logger })
   const observed = observeLines(logger, telemetry)
@@ -143,34 +148,44 @@ export async function startGateway(
   // Tenants' json_schemas are compiled and judged on threads of their own, each within a budget
   // (docs/structured-outputs.md): nothing on the event loop waits for one.
   const schemaChecks = createSchemaChecks({ budgetMs: config.schemaCheckMs })
-  const dispatcher: Dispatcher | null = config.dispatch.enabled
-    ? createDispatcher(
-        announceChanges(dispatch, batchChanges.publish),
-        catalog,
-        upstreams,
-        logger,
-        {
-          owner: instanceId,
-          leaseSeconds: config.dispatch.leaseSeconds,
-          pollMs: config.dispatch.pollMs,
-          retry: { ...DEFAULT_RETRY, maxAttempts: config.dispatch.maxAttempts },
-          drainMs: 10_000,
-          onOutcome: (outcome, line) => {
-            observed(outcome)
-            counted(outcome, line)
+  const announced = announceChanges(dispatch, batchChanges.publish)
+  const retry = { ...DEFAULT_RETRY, maxAttempts: config.dispatch.maxAttempts }
+  // The providers' batch APIs as lanes (docs/batch-lanes.md), beside the live dispatcher.
+  const batchClients = config.dispatch.enabled ? createBatchClients(config) : new Map()
+  const lanes: BatchLanes | null =
+    batchClients.size > 0
+      ? createBatchLanes(
+          { store, dispatch: announced, chunks, catalog, clients: batchClients, retry, logger },
+          {
+            holder: instanceId,
+            leaseMs: Math.min(config.dispatch.leaseSeconds * 1000, 30_000),
+            tickMs: tickMsFor(catalog),
           },
-          spillMargin: config.dispatch.spillMargin,
-          adapters: adapterDirectory.byId,
-          schemaChecks,
-          fleetRates: redis
-            ? createRedisFleetRates(redis, {
-                instance: instanceId,
-                prefix: `${config.redisPrefix}rates:`,
-                logger,
-              })
-            : undefined,
+        )
+      : null
+  const dispatcher: Dispatcher | null = config.dispatch.enabled
+    ? createDispatcher(announced, catalog, upstreams, logger, {
+        owner: instanceId,
+        leaseSeconds: config.dispatch.leaseSeconds,
+        pollMs: config.dispatch.pollMs,
+        retry,
+        drainMs: 10_000,
+        onOutcome: (outcome, line) => {
+          observed(outcome)
+          counted(outcome, line)
         },
-      )
+        spillMargin: config.dispatch.spillMargin,
+        adapters: adapterDirectory.byId,
+        schemaChecks,
+        fleetRates: redis
+          ? createRedisFleetRates(redis, {
+              instance: instanceId,
+              prefix: `${config.redisPrefix}rates:`,
+              logger,
+            })
+          : undefined,
+        laneBatches: lanes?.laneBatches,
+      })
     : null
   // Batches waiting for a top-up start on any instance once a deposit covers them.
   let nudges: Nudges | null = null
@@ -243,6 +258,11 @@ export async function startGateway(
   const onCancelled = (id: string) => {
     dispatcher?.cancelled(id)
     batchChanges.publish([id])
+    lanes
+      ?.cancelled(id)
+      .catch((error: Error) =>
+        logger.warn('batch_lanes.cancel_failed', { batch_id: id, reason: error.message }),
+      )
   }
   // With Redis the per-key stream limit holds for the fleet (docs/webhooks-and-streams.md), else per instance.
   const slots = createStreamSlots({
@@ -272,6 +292,8 @@ export async function startGateway(
   const queueDepth = async () =>
     (await dispatch.runnableBatches(Date.now(), 10_000)).reduce((sum, b) => sum + b.pending, 0)
   const liveCalls = liveService(live)
+  // The batch routes show the lines inside the lanes' provider batches (docs/batch-lanes.md).
+  const batchView = lanes ? withChunkShares(store, chunks) : store
   const groups = [
     healthRoutes(
       readinessChecks({
@@ -281,7 +303,7 @@ export async function startGateway(
     ),
     nativeBatchRoutes({
       auth,
-      store,
+      store: batchView,
       admission,
       maxBodyBytes: config.limits.maxBodyBytes,
       bodyLimit: bodies.nativeSubmit,
@@ -324,7 +346,7 @@ export async function startGateway(
     }),
     openAiBatchRoutes({
       auth,
-      store,
+      store: batchView,
       blobs,
       admission,
       bodyLimit: bodies.batchCreate,
@@ -338,7 +360,7 @@ export async function startGateway(
     }),
     dashboardRoutes({
       auth,
-      store,
+      store: batchView,
       admission,
       maxBodyBytes: config.limits.maxBodyBytes,
       bodyLimits: bodies,
@@ -370,6 +392,7 @@ export async function startGateway(
       reason: `Bun's own limit on a request's head is ${parserHeadBytes()} bytes: heads over it get Bun's bare 431, not the error envelope. Start the gateway with \`npm start\` or \`bun ${GATEWAY_BUN_ARGS.join(' ')} src/main.ts\`.`,
     })
   dispatcher?.start()
+  lanes?.start()
   waiting.start()
   const janitor = createJanitor(store, blobs, logger, config.retention)
   janitor.start(config.retention.intervalMs, { singleInstance: store.kind === 'sqlite' })
@@ -416,6 +439,8 @@ export async function startGateway(
       // Charges of answered live calls written, leases handed back.
       await credit.stop()
       await validator.close()
+      // Before the dispatcher: a tick under way ends while the store is open.
+      await lanes?.stop()
       await dispatcher?.stop()
       await schemaChecks.close()
       // After the dispatcher: the lines it finished while draining are counted too.

@@ -1,7 +1,8 @@
 /**
  * Anthropic's Message Batches API (docs/batch-lanes.md): create with the chunk's requests, read, read the
- * results once ended, cancel. One HTTP call a method; failures as values. Anthropic batches
- * carry no metadata, so a create a crash cut off cannot be found again (docs/batch-lanes.md).
+ * results once ended, cancel, list. One HTTP call a method; failures as values. Anthropic
+ * batches carry no metadata, so a create a crash cut off cannot be adopted: the list only serves
+ * to recognise such a copy, so that it is cancelled (docs/batch-lanes.md).
  */
 import { createHttpClient } from '../http-client.ts'
 import { upstreamError } from '../classify-error.ts'
@@ -29,12 +30,29 @@ export interface AnthropicBatchInput {
   refused: ChunkLineResult[]
 }
 
-/** The Anthropic batch client: the base methods plus create and results. */
+/** A message batch as its list shows it: enough to recognise a copy a crash left unobserved. */
+export interface AnthropicBatchSummary {
+  id: string
+  status: ProviderBatchStatus
+  /** Unix ms; null when the provider sent none. */
+  createdAtMs: number | null
+  /** Its requests, every state counted. */
+  requests: number
+}
+
+/** The Anthropic batch client: the base methods plus create, results and list. */
 export interface AnthropicBatchClient extends BatchClientBase {
   readonly kind: 'anthropic'
   create(input: AnthropicBatchInput): Promise<BatchCall<ProviderBatch>>
   /** The results JSONL of an ended batch. */
   readResults(id: string): Promise<BatchCall<string>>
+  /** One page of the key's message batches, newest first; `afterId`: the last id of the page before. */
+  list(
+    afterId: string | null,
+    limit?: number,
+  ): Promise<
+    BatchCall<{ batches: AnthropicBatchSummary[]; hasMore: boolean; lastId: string | null }>
+  >
 }
 
 /** Builds the create body; each line converted exactly as the live adapter converts it. */
@@ -73,6 +91,18 @@ export function toProviderBatch(json: Record<string, unknown>): ProviderBatch {
   }
 }
 
+function toSummary(json: Record<string, unknown>): AnthropicBatchSummary {
+  const counts = (json.request_counts ?? {}) as Record<string, unknown>
+  const requests = Object.values(counts).reduce<number>((sum, n) => sum + (Number(n) || 0), 0)
+  const created = typeof json.created_at === 'string' ? Date.parse(json.created_at) : NaN
+  return {
+    id: String(json.id),
+    status: statusOf(String(json.processing_status)),
+    createdAtMs: Number.isFinite(created) ? created : null,
+    requests,
+  }
+}
+
 /** A client for kind `anthropic`; the base URL names the host (a trailing /v1 is accepted). */
 export function createAnthropicBatchClient(options: BatchClientOptions): AnthropicBatchClient {
   const base = options.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '')
@@ -101,6 +131,20 @@ export function createAnthropicBatchClient(options: BatchClientOptions): Anthrop
     readResults(id) {
       const path = `${prefix}/${encodeURIComponent(id)}/results`
       return callText(client, { method: 'GET', path, headers }, timeoutMs, apiKey)
+    },
+    async list(afterId, limit = 100) {
+      const query = new URLSearchParams({ limit: String(limit) })
+      if (afterId !== null) query.set('after_id', afterId)
+      const call = { method: 'GET' as const, path: `${prefix}?${query}`, headers }
+      const result = await callJson(client, call, timeoutMs, apiKey)
+      if (!result.ok) return result
+      const data = Array.isArray(result.value.data) ? result.value.data : []
+      const batches = data.map((item) => toSummary(item as Record<string, unknown>))
+      const lastId =
+        typeof result.value.last_id === 'string'
+          ? result.value.last_id
+          : (batches.at(-1)?.id ?? null)
+      return { ok: true, value: { batches, hasMore: result.value.has_more === true, lastId } }
     },
     close: () => client.close(),
   }

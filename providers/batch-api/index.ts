@@ -4,6 +4,7 @@ export {
   anthropicBatchInput,
   createAnthropicBatchClient,
   type AnthropicBatchClient,
+  type AnthropicBatchSummary,
   type AnthropicBatchInput,
 } from './anthropic-batch-client.ts'
 export { mapAnthropicBatchResults } from './map-anthropic-batch-results.ts'

@@ -6,6 +6,7 @@ import type {
   AccountStore,
   AccountView,
   DailySpend,
+  DailySpendStore,
   FileLimits,
   FileQuotaDefaults,
   UploadStore,
@@ -47,7 +48,7 @@ export interface Accounts {
 }
 
 export function createAccounts(
-  store: AccountStore & UploadStore,
+  store: AccountStore & DailySpendStore & UploadStore,
   defaults: { maxOpenBatches: number; rateLimitPerMinute: number } & FileQuotaDefaults,
   /**
    * `onKeyRevoked`: e.g. the gateway's key cache, so the instance that revoked a key refuses it at

@@ -66,9 +66,9 @@ export const longContextSchema = z.strictObject({
 })
 
 /**
- * The lanes an offering may be (docs/pricing.md): `live` (default) and `flex` (OpenAI's flex tier,
- * sent `service_tier: "flex"`). The providers' batch APIs (`batch`) are not served yet: the
- * catalog check refuses them with a message saying so.
+ * The lanes an offering may be (docs/pricing.md): `live` (default), `flex` (OpenAI's flex tier,
+ * sent `service_tier: "flex"`) and `batch` (the providers' batch APIs, for batch lines only:
+ * docs/batch-lanes.md).
  */
 export const LANES = ['live', 'flex', 'batch'] as const
 export type Lane = (typeof LANES)[number]
@@ -184,10 +184,6 @@ export function checkCatalog(catalog: CatalogFile): string[] {
         problems.push(`${at}.provider: "${offering.provider}" is not in providers`)
       }
       problems.push(...batchLaneProblems(at, offering, provider?.kind))
-      if (offering.lane === 'batch')
-        problems.push(
-          `${at}.lane: "batch" (the providers' batch APIs) is not supported yet; use "live" or "flex"`,
-        )
       if (offering.timeout_s !== undefined && laneOf(offering) !== 'flex')
         problems.push(
           `${at}.timeout_s: an offering's own timeout is for its flex lane; set the provider's timeout_s for the live lane`,
@@ -204,6 +200,11 @@ export function checkCatalog(catalog: CatalogFile): string[] {
         )
       lanes.add(key)
     })
+    // A batch lane never serves live calls, and its lines fall back to the live lanes in time.
+    if (model.offerings.length > 0 && model.offerings.every((o) => laneOf(o) === 'batch'))
+      problems.push(
+        `models[${index}].offerings: a batch lane needs a "live" or "flex" offering beside it, for live calls and the fallback before the deadline; add one`,
+      )
   })
   return problems
 }

@@ -19,7 +19,14 @@ export interface BatchView {
   routing?: {
     providers?: Record<
       string,
-      { succeeded: number; failed: number; running: number; cost_usd: string }
+      {
+        succeeded: number
+        failed: number
+        running: number
+        cost_usd: string
+        provider_batches?: number
+        fallback_at?: number
+      }
     >
     eta: number | null
   }
@@ -165,7 +172,10 @@ function providerLines(batch: BatchView): string[] {
   const entries = Object.entries(batch.routing?.providers ?? {})
   return entries.map(
     ([name, p], i) =>
-      `  ${i === 0 ? 'providers' : '         '} ${name}: ${p.succeeded} ok, ${p.failed} failed, ${p.running} running, $${p.cost_usd}`,
+      `  ${i === 0 ? 'providers' : '         '} ${name}: ${p.succeeded} ok, ${p.failed} failed, ${p.running} running, $${p.cost_usd}` +
+      (p.provider_batches === undefined
+        ? ''
+        : ` (in ${p.provider_batches} provider batch${p.provider_batches === 1 ? '' : 'es'}; live lanes from ${utc(p.fallback_at!)} for lines not ended by then)`),
   )
 }
 

@@ -25,6 +25,7 @@ import { createWakeSignal } from './wake-signal.ts'
 import { BatchPace } from './batch-pace.ts'
 import { createWaitingReporter } from './waiting-reporter.ts'
 import { pauseMsAfter } from '../upstream/upstreams.ts'
+import type { LaneBatches } from './batch-lane/lane-batches.ts'
 
 const RUNNABLE_REUSE_MS = 200
 /** A batch none of whose lines was launched here for this long is forgotten by the planner. */
@@ -49,6 +50,8 @@ export interface DispatcherOptions {
   schemaChecks?: SchemaChecks
   /** In a fleet (REDIS_URL): the planner's rates shared with the other instances. */
   fleetRates?: FleetRates
+  /** With batch lanes (docs/batch-lanes.md): the batches their engine serves are left to it. */
+  laneBatches?: LaneBatches
 }
 
 export interface Dispatcher {
@@ -213,9 +216,10 @@ export function createDispatcher(
 
   async function runnableBatches(now: number): Promise<RunnableBatch[]> {
     if (runnable && now < runnable.until) return runnable.batches
-    const batches = await store.runnableBatches(now, 100)
+    const listed = await store.runnableBatches(now, 100)
+    const batches = options.laneBatches ? await options.laneBatches.liveOnly(listed, now) : listed
     // A batch known here and absent now has no line pending (a full list may leave some out).
-    if (batches.length < 100) for (const id of knownPending.keys()) knownPending.set(id, 0)
+    if (listed.length < 100) for (const id of knownPending.keys()) knownPending.set(id, 0)
     for (const b of batches) knownPending.set(b.id, b.pending)
     runnable = batches.length > 0 ? { batches, until: now + RUNNABLE_REUSE_MS } : null
     return batches

@@ -29,7 +29,7 @@ const dailyLimit = decimal
   .refine((text) => !text.startsWith('-'), 'must not be negative')
   .nullable()
 
-const createAccountBody = z.strictObject({
+export const createAccountBody = z.strictObject({
   name: z.string().min(1).max(256),
   // A new account starts at zero or above: the balance never goes below zero.
   credit_usd: decimal.refine((text) => !text.startsWith('-'), 'must not be negative').optional(),
@@ -40,13 +40,13 @@ const createAccountBody = z.strictObject({
   daily_spend_limit_usd: dailyLimit.optional(),
 })
 /** Account settings; null puts a file limit back to the configured default, and lifts the daily limit. */
-const patchAccountBody = z.strictObject({
+export const patchAccountBody = z.strictObject({
   max_files: maxFiles.nullable().optional(),
   max_stored_bytes: maxStoredBytes.nullable().optional(),
   daily_spend_limit_usd: dailyLimit.optional(),
 })
-const creditBody = z.strictObject({ amount_usd: decimal })
-const createKeyBody = z.strictObject({
+export const creditBody = z.strictObject({ amount_usd: decimal })
+export const createKeyBody = z.strictObject({
   name: z.string().max(256).optional(),
   scopes: z
     .array(z.enum(ALL_SCOPES as [string, ...string[]]))
@@ -55,7 +55,7 @@ const createKeyBody = z.strictObject({
   rate_limit_per_minute: count.optional(),
 })
 
-const createAdapterBody = z.strictObject({
+export const createAdapterBody = z.strictObject({
   base_model: z.string().min(1).max(256),
   name: z.string().min(1).max(64),
   rank: z.int().min(1).max(100_000),

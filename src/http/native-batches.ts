@@ -31,7 +31,7 @@ export const submitOptions = z.object({
   max_cost_usd: maxCostUsdText().optional(),
 })
 
-const listQuery = z.object({
+export const listQuery = z.object({
   limit: wholeNumberText(1, 100, 100).default(100),
   after: z.string().min(1).optional(),
 })
@@ -315,7 +315,7 @@ export function nativeBatchRoutes({
  * A retry's options (docs/events-and-webhooks.md), from a JSON body or the query (as a submit takes them); the
  * body's win. Unknown fields are refused, so a misspelt one is not silently ignored.
  */
-const retryOptions = z.object({
+export const retryOptions = z.object({
   completion_window_hours: wholeNumberText(1, MAX_WINDOW_HOURS, 24).optional(),
   // The child's own spend cap (docs/money-and-limits.md), by the submit's rule.
   max_cost_usd: maxCostUsdText().optional(),

@@ -3,9 +3,10 @@ import type { AdapterRecord } from '../catalog/adapters.ts'
 import type { KeyRecord } from '../domain.ts'
 import { availableUsd, usd } from '../money/decimal.ts'
 import type { AdminAccountView } from '../accounts/accounts.ts'
+import type { AccountObject, AdapterObject, ApiKeyObject } from '../schemas/admin-objects.ts'
 import { renderAdapterModel } from './render-model.ts'
 
-export function renderAccount(account: AdminAccountView) {
+export function renderAccount(account: AdminAccountView): AccountObject {
   const available = availableUsd(account)
   return {
     id: account.id,
@@ -27,7 +28,7 @@ export function renderAccount(account: AdminAccountView) {
   }
 }
 
-export function renderKey(key: KeyRecord) {
+export function renderKey(key: KeyRecord): ApiKeyObject {
   return {
     id: key.id,
     object: 'api_key',
@@ -42,7 +43,7 @@ export function renderKey(key: KeyRecord) {
 }
 
 /** A model object (OpenAI's `id`, `object`, `created`, `owned_by`) with what the operator set. */
-export function renderAdapter(adapter: AdapterRecord) {
+export function renderAdapter(adapter: AdapterRecord): AdapterObject {
   return {
     ...renderAdapterModel(adapter),
     account_id: adapter.accountId,

@@ -8,7 +8,7 @@ import type { AdapterRecord } from '../catalog/adapters.ts'
 export function renderAdapterModel(adapter: AdapterRecord) {
   return {
     id: adapter.id,
-    object: 'model',
+    object: 'model' as const,
     created: adapter.createdAt,
     owned_by: adapter.accountId,
     parent: adapter.baseModel,

@@ -8,6 +8,7 @@ import {
   type ProviderShare,
 } from '../domain.ts'
 import { Money, moneyText, usd } from '../money/decimal.ts'
+import type { BatchObject, RoutingView } from '../schemas/native-objects.ts'
 
 /**
  * The planner's projected finish of a batch (docs/routing.md `routing.eta`, Unix seconds), or null
@@ -20,10 +21,7 @@ export function batchEta(batch: BatchRecord): number | null {
 
 /** `routing.providers`: per provider, what ended there, what it cost and what runs there now. */
 export function renderProviders(shares: Record<string, ProviderShare> | undefined) {
-  const providers: Record<
-    string,
-    { succeeded: number; failed: number; running: number; cost_usd: string }
-  > = {}
+  const providers: RoutingView['providers'] = {}
   for (const [name, share] of Object.entries(shares ?? {})) {
     providers[name] = {
       succeeded: share.succeeded,
@@ -32,12 +30,21 @@ export function renderProviders(shares: Record<string, ProviderShare> | undefine
       // A free pool's share reads "0", as docs/routing.md shows it; others are in micro-dollars.
       cost_usd: new Money(share.costUsd).isZero() ? '0' : usd(share.costUsd),
     }
+    // A batch lane (docs/batch-lanes.md): the provider batches its running lines wait in, and
+    // when the live lanes take over those not ended by then.
+    if (share.providerBatches) {
+      providers[name].provider_batches = share.providerBatches.count
+      providers[name].fallback_at = share.providerBatches.fallbackAt
+    }
   }
   return providers
 }
 
 /** `shares`: the batch's providerShares entry (none yet: an empty breakdown). */
-export function renderBatch(batch: BatchRecord, shares?: Record<string, ProviderShare>) {
+export function renderBatch(
+  batch: BatchRecord,
+  shares?: Record<string, ProviderShare>,
+): BatchObject {
   return {
     id: batch.id,
     object: 'batch',

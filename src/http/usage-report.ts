@@ -2,9 +2,11 @@
  * GET /v1/usage (docs/operations.md): the query read and checked, and the account's usage rows grouped by
  * day, model or provider. Pure: the route and the dashboard's usage page both use it.
  */
+import { z } from 'zod'
 import { badRequest } from '../errors.ts'
 import { Money, usd, ZERO } from '../money/decimal.ts'
 import type { UsageRow } from '../store/store.ts'
+import type { UsageBucketObject } from '../schemas/native-objects.ts'
 
 export const MAX_USAGE_DAYS = 400
 export const GROUPINGS = ['day', 'model', 'provider'] as const
@@ -27,6 +29,19 @@ export function dayMs(text: string): number | null {
 }
 
 export const dayText = (ms: number) => new Date(ms).toISOString().slice(0, 10)
+
+/**
+ * The query's fields as GET /openapi.json publishes them, from the same rule and groupings;
+ * readUsageQuery below is the check, with a message that names today's date in its fix.
+ */
+export const usageQueryFields = z.object({
+  from: z.string().regex(DATE).describe('the first UTC day, YYYY-MM-DD'),
+  to: z
+    .string()
+    .regex(DATE)
+    .describe(`the last UTC day, inclusive; at most ${MAX_USAGE_DAYS} days from \`from\``),
+  group_by: z.enum(GROUPINGS).default('day'),
+})
 
 /** The query's `from`, `to` (UTC dates, `to` inclusive) and `group_by` (default day), or a 400. */
 export function readUsageQuery(params: URLSearchParams, todayMs = Date.now()): UsageQuery {
@@ -63,18 +78,8 @@ export function readUsageQuery(params: URLSearchParams, todayMs = Date.now()): U
   return { from, to, groupBy: groupBy as Grouping }
 }
 
-/** One row of the answer: the grouping's key, the others absent. */
-export interface UsageBucket {
-  start?: string
-  model?: string
-  provider?: string
-  lines: number
-  live_calls: number
-  input_tokens: number
-  cached_input_tokens: number
-  output_tokens: number
-  cost_usd: string
-}
+/** One row of the answer: the grouping's key, the others absent (native-objects.ts). */
+export type UsageBucket = UsageBucketObject
 
 interface Sum {
   lines: number

@@ -11,6 +11,7 @@ import { excerpt } from '../excerpt.ts'
 import { describeZodIssue } from '../ingest/issues.ts'
 import { readJsonBody, type BodyLimit } from '../ingest/read-body.ts'
 import { createWebhookBody, deliveriesQuery } from '../schemas/webhooks.ts'
+import type { WebhookDeliveryObject, WebhookObject } from '../schemas/native-objects.ts'
 import type { DeliveryRecord, WebhookRecord, WebhookStore } from '../store/store.ts'
 import { webhookUrlProblem } from '../webhooks/check-webhook-url.ts'
 import { newWebhookSecret } from '../webhooks/sign-webhook.ts'
@@ -28,7 +29,7 @@ export interface WebhookDeps {
 }
 
 /** A webhook as answered: never its secret, but in the create's answer. */
-export const renderWebhook = (webhook: WebhookRecord) => ({
+export const renderWebhook = (webhook: WebhookRecord): WebhookObject => ({
   id: webhook.id,
   object: 'webhook',
   url: webhook.url,
@@ -39,7 +40,7 @@ export const renderWebhook = (webhook: WebhookRecord) => ({
   disabled_at: webhook.disabledAt,
 })
 
-export const renderDelivery = (delivery: DeliveryRecord) => ({
+export const renderDelivery = (delivery: DeliveryRecord): WebhookDeliveryObject => ({
   object: 'webhook.delivery',
   webhook_id: delivery.webhookId,
   event_id: delivery.eventId,

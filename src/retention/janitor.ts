@@ -9,8 +9,8 @@
  * and its content). An upload still arriving on another instance holds a renewed reservation
  * from before its first byte was stored, so it is never taken. Expired dashboard sessions go too.
  */
-import type { BlobStore } from '../files/blob-store.ts'
-import { UPLOAD_STALE_MS } from '../files/upload-lease.ts'
+import type { BlobStore } from '../store/files/blob-store.ts'
+import { UPLOAD_STALE_MS } from '../store/files/upload-lease.ts'
 import type { RetentionStore } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 

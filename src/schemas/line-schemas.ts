@@ -10,7 +10,7 @@ import { BATCH_URLS, LINE_STATUSES } from '../domain.ts'
 import { chatBodySchema, embeddingsBodySchema } from './requests.ts'
 
 /** A Responses API request (docs/clients/responses.md); its fields are checked on translation. */
-const responsesBodySchema = z.looseObject({ model: z.string().min(1), input: z.unknown() })
+export const responsesBodySchema = z.looseObject({ model: z.string().min(1), input: z.unknown() })
 
 /** One line of a file sent to `POST /v1/batches`. */
 export const inputLineSchema = z

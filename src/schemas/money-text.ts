@@ -22,6 +22,7 @@ export function parsePositiveUsd(text: string): string | null {
 export const maxCostUsdText = () =>
   z
     .string()
+    .describe(EXPECTED)
     .transform((text, ctx) => parsePositiveUsd(text) ?? refuse(ctx, text, EXPECTED, EXAMPLE))
 
 /** A spend cap in a JSON body: a decimal string, or a number written in plain notation. */

@@ -37,8 +37,10 @@ export function refuse(
 /** A query or form value that must be a whole number from `min` to `max`, such as `example`. */
 export function wholeNumberText(min: number, max: number, example: number) {
   const expected = `a whole number from ${min} to ${max} in decimal digits`
+  // The description is what GET /openapi.json says of the parameter; the check is the transform.
   return z
     .string()
+    .describe(expected)
     .transform(
       (text, ctx) =>
         parseWholeNumber(text, min, max) ?? refuse(ctx, text, expected, String(example)),
@@ -49,8 +51,9 @@ export function wholeNumberText(min: number, max: number, example: number) {
 export const MAX_WINDOW_HOURS = 168
 
 /** A completion window in the OpenAI form, "24h": N hours, N a whole number from 1 to 168. */
+const hoursText = () => z.string().describe(`"Nh": N hours, N from 1 to ${MAX_WINDOW_HOURS}`)
 export const windowHoursText = () =>
-  z.string().transform((text, ctx) => {
+  hoursText().transform((text, ctx) => {
     const hours = text.endsWith('h')
       ? parseWholeNumber(text.slice(0, -1), 1, MAX_WINDOW_HOURS)
       : null

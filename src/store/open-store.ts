@@ -5,8 +5,8 @@
  * Every PostgreSQL connection is opened through postgres/connect.ts, with the same settings.
  */
 import type { Config } from '../config.ts'
-import type { BlobStore } from '../files/blob-store.ts'
-import { createDiskBlobStore } from '../files/disk-blob-store.ts'
+import type { BlobStore } from './files/blob-store.ts'
+import { createDiskBlobStore } from './files/disk-blob-store.ts'
 import { createSqliteStore } from './sqlite/sqlite-store.ts'
 import type { StoreChannel } from './store-channel.ts'
 import type { OpenedStore } from './store.ts'
@@ -33,7 +33,7 @@ export async function openBlobStore(config: StoreConfig): Promise<BlobStore> {
     const { url, schema } = splitSchema(config.databaseUrl)
     const [{ connectPostgres }, { createPostgresBlobStore }] = await Promise.all([
       import('./postgres/connect.ts'),
-      import('../files/postgres-blob-store.ts'),
+      import('./files/postgres-blob-store.ts'),
     ])
     return createPostgresBlobStore(connectPostgres({ url, schema, max: 4 }))
   }

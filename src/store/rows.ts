@@ -11,9 +11,8 @@ import type {
   Scope,
   WaitingCode,
 } from '../domain.ts'
-import type { AdapterRecord, AdapterStatus } from '../catalog/adapters.ts'
 import { Money, moneyText } from '../money/decimal.ts'
-import type { ClaimedLine, FileView, RunnableBatch } from './store.ts'
+import type { ClaimedLine, RunnableBatch } from './store.ts'
 
 type Row = Record<string, unknown>
 
@@ -121,70 +120,6 @@ function rowToWaiting(row: Row): BatchWaiting | null {
   const until = num(row.waiting_until)
   if (until !== null) waiting.until = until
   return waiting
-}
-
-export function rowToFile(row: Row): FileView {
-  return {
-    id: row.id as string,
-    accountId: row.account_id as string,
-    purpose: row.purpose as FileView['purpose'],
-    filename: row.filename as string,
-    bytes: num(row.bytes),
-    createdAt: Number(row.created_at),
-    lastUsedAt: Number(row.last_used_at),
-    batchId: (row.batch_id as string | null) ?? null,
-    kind: row.kind as FileView['kind'],
-    batchStatus: (row.batch_status as FileView['batchStatus']) ?? null,
-    batchCounts:
-      row.batch_status === null || row.batch_status === undefined
-        ? null
-        : {
-            succeeded: Number(row.succeeded),
-            unsuccessful: Number(row.failed) + Number(row.cancelled) + Number(row.expired),
-          },
-  }
-}
-
-export function rowToAccount(row: Row): AccountRecord {
-  return {
-    id: row.id as string,
-    name: row.name as string,
-    balanceUsd: moneyText(row.balance_usd as string),
-    heldUsd: moneyText(row.held_usd as string),
-    maxOpenBatches: Number(row.max_open_batches),
-    rateLimitPerMinute: Number(row.rate_limit_per_minute),
-    createdAt: Number(row.created_at),
-  }
-}
-
-export function rowToKey(row: Row): KeyRecord {
-  return {
-    id: row.id as string,
-    accountId: row.account_id as string,
-    name: (row.name as string | null) ?? null,
-    scopes: String(row.scopes).split(',').filter(Boolean) as Scope[],
-    rateLimitPerMinute: num(row.rate_limit_per_minute),
-    createdAt: Number(row.created_at),
-    revokedAt: num(row.revoked_at),
-    prefix: row.prefix as string,
-  }
-}
-
-/**
- * A key and its account read in one query (key columns as they are, the account's prefixed as
- * findKey and findSession select them): the caller of an authenticated request.
- */
-export function rowToCaller(row: Row): { key: KeyRecord; account: AccountRecord } {
-  const account = rowToAccount({
-    id: row.account_id,
-    name: row.account_name,
-    balance_usd: row.balance_usd,
-    held_usd: row.held_usd,
-    max_open_batches: row.max_open_batches,
-    rate_limit_per_minute: row.account_rate_limit_per_minute,
-    created_at: row.account_created_at,
-  })
-  return { key: rowToKey(row), account }
 }
 
 const CANNED_MESSAGES: Partial<Record<LineErrorCode, string>> = {
@@ -301,19 +236,4 @@ export function lineCeiling(line: { lineNo: number; ceilingUsd?: string }): stri
   if (line.ceilingUsd === undefined)
     throw new Error(`line ${line.lineNo} of a batch with max_cost_usd has no ceiling`)
   return line.ceilingUsd
-}
-
-export function rowToAdapter(row: Row): AdapterRecord {
-  return {
-    id: row.id as string,
-    accountId: row.account_id as string,
-    baseModel: row.base_model as string,
-    name: row.name as string,
-    rank: Number(row.rank),
-    sizeMib: Number(row.size_mib),
-    source: row.source as string,
-    status: row.status as AdapterStatus,
-    createdAt: Number(row.created_at),
-    deactivatedAt: num(row.deactivated_at),
-  }
 }

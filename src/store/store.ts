@@ -3,141 +3,87 @@
  * one PostgreSQL. Each consumer sees only the narrow part it needs: HTTP ingest admits batches,
  * the read side lists and streams them, the dispatcher leases and settles lines.
  *
- * Two implementations run the same contract suite (test/store/contract.ts): bun:sqlite (the
- * embedded default) and PostgreSQL. Money crosses this boundary as decimal strings.
+ * The store is split by role: accounts, credit, files, fine-tunes, webhooks, retention and usage each
+ * have a folder (src/store/<role>/) with their interface, both dialects, their rows and their own
+ * contract suite (test/store/<role>.test.ts), given only a connection (connection.ts). The
+ * batch and dispatch calls, still in this file and the store classes, run the batch contract
+ * (test/store/contract.ts). Two dialects: bun:sqlite (the embedded default) and PostgreSQL.
+ * Money crosses this boundary as decimal strings.
  * Times: `*At` fields are Unix seconds; lease and retry times are Unix milliseconds.
  */
 import type { ChunkStore } from './batch-chunks/chunk-store.ts'
+import type { AccountStore, SessionStore } from './accounts/account-store.ts'
+import type { DailyLimitRefusal, DailySpendStore, LiveCreditStore } from './credit/credit-store.ts'
+import type { FileStore, UploadStore } from './files/file-store.ts'
+import type { AdapterStore } from './fine-tunes/fine-tune-store.ts'
+import type { PurgeStore, RetentionStore } from './retention/retention-store.ts'
+import type { UsageStore } from './usage/usage-store.ts'
+import type { WebhookStore } from './webhooks/webhook-store.ts'
 import type {
-  AccountRecord,
   BatchEndpoint,
   BatchRecord,
   BatchStatus,
   BatchWaiting,
-  KeyRecord,
   LineError,
   LineRecord,
   LineStatus,
   ProviderShare,
-  Scope,
   WaitingCode,
   WebhookEventType,
 } from '../domain.ts'
-import type { AdapterRecord } from '../catalog/adapters.ts'
 
-export interface NewAccount {
-  id: string
-  name: string
-  creditUsd: string
-  maxOpenBatches: number
-  rateLimitPerMinute: number
-  createdAt: number
-}
-
-export interface NewKey {
-  id: string
-  accountId: string
-  hash: string
-  prefix: string
-  name: string | null
-  scopes: Scope[]
-  rateLimitPerMinute: number | null
-  createdAt: number
-}
-
-export interface AccountView extends AccountRecord {
-  openBatches: number
-}
-
-export interface AccountStore {
-  createAccount(account: NewAccount): Promise<AccountView>
-  getAccount(id: string): Promise<AccountView | null>
-  /** Whether any account exists yet (a fresh install has none: start-up says how to make one). */
-  hasAccounts(): Promise<boolean>
-  /** Adds (or with a negative amount, removes, never below zero) credit. */
-  addCredit(id: string, amountUsd: string): Promise<AccountView | null>
-  createKey(key: NewKey): Promise<KeyRecord | null>
-  /** Also ends the key's dashboard sessions. */
-  revokeKey(id: string, at: number): Promise<KeyRecord | null>
-  /** The live (not revoked) key with this hash, and its account. */
-  findKey(hash: string): Promise<{ key: KeyRecord; account: AccountRecord } | null>
-  /**
-   * The account's daily spend limit (null: none) and what counts against it on the UTC day of
-   * `nowMs` (docs/money-and-limits.md): the holds and charges of that day's batches (a batch waiting for
-   * credit counts its hold), the live charges written that day, and the live leases held now.
-   * Null for a missing account.
-   */
-  getDailySpend(accountId: string, nowMs: number): Promise<DailySpend | null>
-  /** Sets the daily spend limit (null: none); false for a missing account. */
-  setDailySpendLimit(accountId: string, limitUsd: string | null): Promise<boolean>
-}
-
-/** Decimal strings. */
-export interface DailySpend {
-  limitUsd: string | null
-  usedUsd: string
-}
-
-/** A submit or live call the daily limit refuses: the limit and what the day has used. */
-export interface DailyLimitRefusal {
-  limitUsd: string
-  usedUsd: string
-}
+// The roles that have a folder of their own (src/store/<role>/): interface, both dialects, rows.
+export type {
+  AccountStore,
+  AccountView,
+  NewAccount,
+  NewKey,
+  NewSession,
+  SessionStore,
+} from './accounts/account-store.ts'
+export type {
+  DailyLimitRefusal,
+  DailySpend,
+  DailySpendStore,
+  LiveCreditStore,
+} from './credit/credit-store.ts'
+export type {
+  FileLimits,
+  FileQuotaDefaults,
+  FileQuotaView,
+  FileRecord,
+  FileStore,
+  FileView,
+  NewUpload,
+  ReserveResult,
+  UploadStore,
+} from './files/file-store.ts'
+export type { AdapterStore, CreateAdapterResult, NewAdapter } from './fine-tunes/fine-tune-store.ts'
+export type { PurgeStore, RetentionStore } from './retention/retention-store.ts'
+export type { UsageAddition, UsageRow, UsageStore } from './usage/usage-store.ts'
+export type {
+  ClaimedDelivery,
+  DeliveryRecord,
+  DeliveryResult,
+  DeliveryStatus,
+  WebhookRecord,
+  WebhookStore,
+} from './webhooks/webhook-store.ts'
 
 /**
- * Credit an instance leases for an account's live calls (docs/live.md): a hold in the store, like a
- * batch's, so available credit is balance − batch holds − unexpired leases on every instance.
- * Amounts are decimal strings; times Unix milliseconds.
+ * Every role with a folder of its own, as one type: each store class sets them on itself from the
+ * roles' factories (the connection is all a role is given), beside its batch calls.
  */
-export interface LiveCreditStore {
-  /**
-   * Atomically, against admissions and other instances: deletes the account's expired leases,
-   * then grows this instance's lease by `max(need, min(want, available / 2))` when at least
-   * `need` is available, else by nothing (half, so another instance can still serve the account).
-   * Renews the lease to `expiresAtMs` either way. `leaseUsd` is this instance's lease after it;
-   * `lostUsd` is what an expired lease of this instance held when it was deleted here;
-   * `availableUsd` is what is left for anyone after the grant. With a daily spend limit, what is
-   * available is also at most the limit less the day's use (getDailySpend); `dailyLimit` is set
-   * when that, not the credit, is what bounds it.
-   */
-  takeLiveCredit(request: {
-    instanceId: string
-    accountId: string
-    needUsd: string
-    wantUsd: string
-    nowMs: number
-    expiresAtMs: number
-  }): Promise<{
-    grantedUsd: string
-    leaseUsd: string
-    availableUsd: string
-    lostUsd: string
-    dailyLimit?: DailyLimitRefusal
-  }>
-  /**
-   * Extends this instance's unexpired leases of these accounts (an expired one is not brought
-   * back: another instance may have counted it as gone); returns those renewed and their amounts.
-   */
-  renewLiveCredit(
-    instanceId: string,
-    accountIds: readonly string[],
-    nowMs: number,
-    expiresAtMs: number,
-  ): Promise<{ accountId: string; leaseUsd: string }[]>
-  /**
-   * In one transaction: debits each account by `chargeUsd` (never below zero) and shrinks this
-   * instance's lease by `chargeUsd + releaseUsd` (a lease at zero is deleted). Idempotent by
-   * `id`: a group already written is skipped and answers false.
-   */
-  writeLiveCharges(group: {
-    id: string
-    instanceId: string
-    nowMs: number
-    entries: readonly { accountId: string; chargeUsd: string; releaseUsd: string }[]
-  }): Promise<boolean>
-  /** Graceful stop: deletes every lease of this instance. */
-  dropLiveCredit(instanceId: string): Promise<void>
-}
+export type RoleStores = AccountStore &
+  SessionStore &
+  DailySpendStore &
+  LiveCreditStore &
+  FileStore &
+  UploadStore &
+  AdapterStore &
+  WebhookStore &
+  PurgeStore &
+  UsageStore
 
 export interface NewLine {
   lineNo: number
@@ -415,41 +361,6 @@ export interface DispatchStore {
   recordEtas(etas: readonly { batchId: string; eta: number | null }[]): Promise<void>
 }
 
-/** A file's metadata. Uploaded content lives in a BlobStore; rendered files have none. */
-export interface FileRecord {
-  id: string
-  accountId: string
-  purpose: 'batch' | 'batch_output'
-  filename: string
-  /** null for a rendered file whose size is not known yet. */
-  bytes: number | null
-  createdAt: number
-  lastUsedAt: number
-  /** For rendered files: the batch whose results they show, and which of them. */
-  batchId: string | null
-  kind: 'upload' | 'output' | 'error'
-}
-
-/** A rendered file with the state of its batch, which decides whether it exists yet. */
-export interface FileView extends FileRecord {
-  batchStatus: BatchStatus | null
-  batchCounts: { succeeded: number; unsuccessful: number } | null
-}
-
-export interface FileStore {
-  createFile(file: FileRecord): Promise<void>
-  /** Another account's file is null. */
-  getFile(accountId: string, id: string): Promise<FileView | null>
-  /** Newest first (or oldest first with order 'asc'); `after` is the last id of the previous page. */
-  listFiles(
-    accountId: string,
-    page: { limit: number; after: string | null; purpose: string | null; order: 'asc' | 'desc' },
-  ): Promise<{ files: FileView[]; hasMore: boolean }>
-  deleteFile(accountId: string, id: string): Promise<boolean>
-  setFileBytes(id: string, bytes: number): Promise<void>
-  touchFile(id: string, at: number): Promise<void>
-}
-
 /** A batch refused at validation on the OpenAI surface: stored as `failed`, with its errors. */
 export type RejectedBatch = Pick<
   NewBatch,
@@ -463,273 +374,8 @@ export interface BatchErrorEntry {
   line: number | null
 }
 
-/** Retention. Safe to run on every instance at once: each item is taken by one of them. */
-export interface RetentionStore {
-  /** Deletes the lines and rendered files of batches that ended before `cutoff`; returns their ids. */
-  purgeResults(cutoff: number, limit: number, now: number): Promise<string[]>
-  /** Deletes the records of uploads unused since `cutoff`; returns their ids, for their content. */
-  deleteStaleUploads(cutoff: number, limit: number): Promise<string[]>
-  /** Deletes reservations not renewed since `staleBeforeMs` (their upload died); returns their ids. */
-  expireUploads(staleBeforeMs: number, limit: number): Promise<string[]>
-  knownFileIds(ids: readonly string[]): Promise<Set<string>>
-  deleteExpiredSessions(now: number): Promise<number>
-}
-
-/** The limits an upload is checked against: the account's own, or these defaults. */
-export interface FileQuotaDefaults {
-  maxFiles: number
-  maxStoredBytes: number
-}
-
-/** An upload about to stream: one file and `bytes` to reserve. `nowMs` stamps its renewal. */
-export interface NewUpload {
-  fileId: string
-  accountId: string
-  bytes: number
-  nowMs: number
-}
-
-/** File limits to set; null puts one back to the default, undefined leaves it as it is. */
-export interface FileLimits {
-  maxFiles?: number | null
-  maxStoredBytes?: number | null
-}
-
-export interface NewSession {
-  /** SHA-256 of the cookie's id. */
-  hash: string
-  keyId: string
-  createdAt: number
-  expiresAt: number
-}
-
-/** An account's file limits (null: the default applies) and what its uploads use now. */
-export interface FileQuotaView {
-  maxFiles: number | null
-  maxStoredBytes: number | null
-  /** Uploads stored plus uploads being received. */
-  filesInUse: number
-  /** Bytes of uploads stored plus bytes reserved by uploads being received. */
-  storedBytes: number
-}
-
-export type ReserveResult =
-  /** `bytes`: what the upload may now grow to without asking again. */
-  | { kind: 'reserved'; bytes: number }
-  | {
-      kind: 'limit_exceeded'
-      limit: { files: number; in_use: number } | { stored_bytes: number; in_use: number }
-    }
-  /** The reservation is gone (the janitor took it for a dead upload's). */
-  | { kind: 'gone' }
-
-/**
- * Per-account file quotas (docs/money-and-limits.md), held under racing uploads: an upload reserves its place
- * before its first byte is stored and grows its reservation as it streams, each step checked
- * atomically against what the account's other files and uploads use.
- */
-export interface UploadStore {
-  /** Reserves one file and `bytes` for an upload about to stream. */
-  reserveUpload(upload: NewUpload, defaults: FileQuotaDefaults): Promise<ReserveResult>
-  /**
-   * Grows (and renews) an upload's reservation to `want` bytes if that fits, else to `need`;
-   * refuses when even `need` does not fit.
-   */
-  growUpload(
-    fileId: string,
-    need: number,
-    want: number,
-    nowMs: number,
-    defaults: FileQuotaDefaults,
-  ): Promise<ReserveResult>
-  /** Replaces the reservation by the file's record, in one transaction; false when it is gone. */
-  commitUpload(file: FileRecord): Promise<boolean>
-  releaseUpload(fileId: string): Promise<void>
-  /** Deletes reservations not renewed since `staleBeforeMs` (their upload died); returns their ids. */
-  expireUploads(staleBeforeMs: number, limit: number): Promise<string[]>
-  /** Which of these ids have a file record or an upload reservation. */
-  knownFileIds(ids: readonly string[]): Promise<Set<string>>
-  /** The account's file limits and usage; null for a missing account. */
-  getFileQuota(accountId: string): Promise<FileQuotaView | null>
-  /** Sets the given limits (null: back to the default); false for a missing account. */
-  setFileQuota(accountId: string, limits: FileLimits): Promise<boolean>
-}
-
-/** Dashboard sign-ins, kept server-side so signing out (or revoking the key) ends them. */
-export interface SessionStore {
-  createSession(session: NewSession): Promise<void>
-  /** The session's live key and its account; null when unknown, expired or its key revoked. */
-  findSession(hash: string, now: number): Promise<{ key: KeyRecord; account: AccountRecord } | null>
-  deleteSession(hash: string): Promise<void>
-  /** Deletes sessions expired before `now`; returns how many. */
-  deleteExpiredSessions(now: number): Promise<number>
-}
-
-/** A fine-tuned adapter to register (docs/open-models.md); it starts active. */
-export type NewAdapter = Omit<AdapterRecord, 'status' | 'deactivatedAt'>
-
-export type CreateAdapterResult =
-  | { kind: 'created'; adapter: AdapterRecord }
-  /** An adapter with this id exists already (active or not). */
-  | { kind: 'duplicate'; adapter: AdapterRecord }
-  | { kind: 'no_account' }
-
-/** Accounts' fine-tuned adapters: registered by the operator, named by lines in `body.model`. */
-export interface AdapterStore {
-  createAdapter(adapter: NewAdapter): Promise<CreateAdapterResult>
-  /** Any account's, active or not; null when there is none with this id. */
-  getAdapter(id: string): Promise<AdapterRecord | null>
-  /** The account's adapters, oldest first; only the active ones with `activeOnly`. */
-  listAdapters(accountId: string, options?: { activeOnly?: boolean }): Promise<AdapterRecord[]>
-  /** Marks it inactive (the first deactivation's time is kept); null when there is none. */
-  deactivateAdapter(id: string, at: number): Promise<AdapterRecord | null>
-}
-
-/**
- * An account's webhook endpoint (docs/events-and-webhooks.md). `secret` (whsec_…) signs its deliveries, so it is
- * kept as it is; it leaves the store only to sign and in the answer to the create.
- */
-export interface WebhookRecord {
-  id: string
-  accountId: string
-  url: string
-  events: WebhookEventType[]
-  secret: string
-  createdAt: number
-  /**
-   * When it was disabled (Unix s; docs/structured-outputs.md): every attempt for 24 h failed. Null while enabled;
-   * a new webhook is enabled whatever this says.
-   */
-  disabledAt: number | null
-}
-
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed'
-
-/**
- * One event for one webhook: a row of the outbox, written in the transaction that gave its batch
- * a terminal status. `eventId` is the event's id (evt_…) and the `webhook-id` of every attempt.
- * Times are Unix seconds but for `nextAttemptAtMs`.
- */
-export interface DeliveryRecord {
-  webhookId: string
-  eventId: string
-  type: WebhookEventType
-  batchId: string
-  /** When the batch took its terminal status: the event's `created_at`. */
-  createdAt: number
-  status: DeliveryStatus
-  /** Attempts made or under way. */
-  attempts: number
-  /** When a pending delivery is due (while one is under way: when its lease runs out); else null. */
-  nextAttemptAtMs: number | null
-  lastAttemptAt: number | null
-  lastStatusCode: number | null
-  lastError: string | null
-  deliveredAt: number | null
-}
-
-/** A delivery leased to one instance, with what it needs to send and sign it. */
-export interface ClaimedDelivery extends DeliveryRecord {
-  url: string
-  secret: string
-}
-
-/** How an attempt ended. */
-export type DeliveryResult =
-  | { kind: 'delivered'; statusCode: number }
-  | { kind: 'retry'; atMs: number; statusCode: number | null; error: string }
-  /** Given up: the next attempt would fall past the retry window. */
-  | { kind: 'failed'; statusCode: number | null; error: string }
-
-/**
- * Webhooks and their outbox. Deliveries are enqueued by the store itself, in the transaction that
- * gives a batch its terminal status (every path: finishing, cancelling, expiring, a facade batch
- * refused at validation), for each of the account's webhooks that asks for that event.
- */
-export interface WebhookStore {
-  /** False when the account has `maxPerAccount` webhooks already. */
-  createWebhook(webhook: WebhookRecord, maxPerAccount: number): Promise<boolean>
-  /** The account's webhooks, newest first. */
-  listWebhooks(accountId: string): Promise<WebhookRecord[]>
-  /** Deletes the webhook and its deliveries; false when it is not the account's. */
-  deleteWebhook(accountId: string, id: string): Promise<boolean>
-  /** The webhook's deliveries, newest first; null when the webhook is not the account's. */
-  listDeliveries(
-    accountId: string,
-    webhookId: string,
-    page: { limit: number; after: string | null },
-  ): Promise<{ deliveries: DeliveryRecord[]; hasMore: boolean } | null>
-  /**
-   * Leases up to `limit` due deliveries to `owner` until `leaseUntilMs`, counting an attempt for
-   * each; another instance's live lease is never taken, an expired one is. Fair (docs/structured-outputs.md): at
-   * most `MAX_IN_FLIGHT_PER_WEBHOOK` live leases per webhook across every instance sharing the
-   * store, each webhook's first due delivery before any webhook's second, the webhooks claimed
-   * longest ago first; a disabled webhook's deliveries are not claimed.
-   */
-  claimDeliveries(
-    owner: string,
-    limit: number,
-    nowMs: number,
-    leaseUntilMs: number,
-  ): Promise<ClaimedDelivery[]>
-  /**
-   * Records an attempt, only while `owner` still holds its lease; false otherwise. A failed one
-   * disables its webhook when every attempt since its first failure, `disableAfterMs` or more ago
-   * (default 24 h), has failed (docs/webhooks-and-streams.md); a delivered one clears that count.
-   */
-  finishDelivery(
-    owner: string,
-    delivery: { webhookId: string; eventId: string },
-    result: DeliveryResult,
-    nowMs: number,
-    disableAfterMs?: number,
-  ): Promise<boolean>
-  /** Enables a disabled webhook again (its failures forgotten); null when not the account's. */
-  enableWebhook(accountId: string, id: string): Promise<WebhookRecord | null>
-  /** Graceful stop: hands back `owner`'s deliveries, due at once, the attempt not counted. */
-  releaseDeliveries(owner: string, nowMs: number): Promise<number>
-}
-
-/** One instance's additions to an account's usage of one UTC day, model and provider (docs/operations.md). */
-export interface UsageAddition {
-  accountId: string
-  /** YYYY-MM-DD, UTC. */
-  day: string
-  model: string
-  provider: string
-  lines: number
-  liveCalls: number
-  inputTokens: number
-  cachedInputTokens: number
-  outputTokens: number
-  costUsd: string
-  /** The same usage priced on the model's first listed offering (what routing saved against). */
-  firstOfferingCostUsd: string
-}
-
-/** A stored usage row: the sums of every instance's additions. */
-export type UsageRow = Omit<UsageAddition, 'accountId'>
-
-export interface UsageStore {
-  /** Adds to the rows (creating them), in one transaction. */
-  addUsage(rows: readonly UsageAddition[]): Promise<void>
-  /** The account's rows from `fromDay` to `toDay` (YYYY-MM-DD, both inclusive), by day. */
-  usageRows(accountId: string, fromDay: string, toDay: string): Promise<UsageRow[]>
-}
-
 /** Everything but the dispatcher's calls, which come apart (OpenedStore). */
-export interface Store
-  extends
-    AccountStore,
-    BatchStore,
-    FileStore,
-    RetentionStore,
-    UploadStore,
-    SessionStore,
-    LiveCreditStore,
-    AdapterStore,
-    WebhookStore,
-    UsageStore {
+export interface Store extends BatchStore, RetentionStore, RoleStores {
   readonly kind: 'sqlite' | 'postgres'
   ping(): Promise<void>
   /** Closes its connections, the dispatch part's (and its thread) included. */

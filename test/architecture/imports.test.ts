@@ -49,8 +49,7 @@ const LAYERS: Layer[] = [
   {
     name: 'store',
     paths: [
-      'src/store/',
-      'src/files/', // the bytes of uploaded files, kept beside the store's rows
+      'src/store/', // the bytes of uploaded files too (src/store/files/), beside their rows
       'src/coordination/nudges.ts', // a NOTIFY on the store's own schema (issue 15 item 4 moves it into the store)
     ],
   },
@@ -98,6 +97,52 @@ const LAYERS: Layer[] = [
  * violation fails the test; so does an entry here that no longer happens (delete it then).
  */
 const KNOWN_VIOLATIONS: { from: string; to: string; removedBy: string }[] = []
+
+/**
+ * Inside the store, lowest first (issue 24 item 1): the connection a role is given, the roles
+ * (each a folder with its interface, both dialects, its rows and its contract suite in
+ * test/store/<role>.test.ts), the batch and dispatch code and the types of store.ts, then the
+ * composition: the store classes that set the roles on themselves, and openStore. A role imports
+ * the connection and the roles below it, never a store class nor store.ts.
+ */
+const STORE_LAYERS: Layer[] = [
+  {
+    name: 'connection',
+    paths: [
+      'src/store/connection.ts',
+      'src/store/sqlite/sql-word-list.ts', // a list of words as SQL text; imports nothing
+    ],
+  },
+  { name: 'credit', paths: ['src/store/credit/'] },
+  // An account's view shows what its live leases hold (credit's sqlite-leases.ts).
+  { name: 'accounts', paths: ['src/store/accounts/'] },
+  { name: 'files', paths: ['src/store/files/'] },
+  { name: 'fine-tunes', paths: ['src/store/fine-tunes/'] },
+  { name: 'webhooks', paths: ['src/store/webhooks/'] },
+  // The janitor's view names the files' and the accounts' expiries.
+  { name: 'retention', paths: ['src/store/retention/'] },
+  { name: 'usage', paths: ['src/store/usage/'] },
+  {
+    name: 'batches and dispatch',
+    paths: [
+      'src/store/', // store.ts, rows.ts, the dispatch thread, migrations
+      'src/store/batch-chunks/',
+      'src/store/sqlite/',
+      'src/store/postgres/',
+    ],
+  },
+  {
+    name: 'composition',
+    paths: [
+      'src/store/sqlite/sqlite-store.ts',
+      'src/store/postgres/postgres-store.ts',
+      'src/store/open-store.ts',
+    ],
+  },
+]
+
+/** The role folders, each of which must have its own contract suite. */
+const STORE_ROLES = ['accounts', 'credit', 'files', 'fine-tunes', 'webhooks', 'retention', 'usage']
 
 const tree = await readTree(ROOT, ['src/**/*.ts', 'providers/**/*.ts'])
 const edges = importGraph(tree)
@@ -155,6 +200,47 @@ describe('layers', () => {
 
   test('no import cycle, type-only imports included', () => {
     expect(importCycles(edges)).toEqual([])
+  })
+})
+
+describe('inside the store', () => {
+  const inner = edges.filter(
+    (edge) => edge.from.startsWith('src/store/') && edge.to.startsWith('src/store/'),
+  )
+
+  test('every store file has an inner layer', () => {
+    const storeFiles = Object.fromEntries(
+      Object.entries(tree).filter(([file]) => file.startsWith('src/store/')),
+    )
+    expect(Object.keys(storeFiles).length).toBeGreaterThan(50)
+    expect(unplaced(storeFiles, STORE_LAYERS)).toEqual([])
+  })
+
+  test('no store file imports from a higher inner layer: roles see the connection, not a store class', () => {
+    expect(layerViolations(inner, STORE_LAYERS).map((violation) => violation.why)).toEqual([])
+  })
+
+  test('each role folder holds its interface and both dialects, and has a contract suite of its own', async () => {
+    for (const role of STORE_ROLES) {
+      const files = Object.keys(tree).filter((file) => file.startsWith(`src/store/${role}/`))
+      expect(files.some((file) => file.endsWith('-store.ts'))).toBe(true)
+      expect(files.some((file) => file.split('/').at(-1)!.startsWith('sqlite-'))).toBe(true)
+      expect(files.some((file) => file.split('/').at(-1)!.startsWith('postgres-'))).toBe(true)
+      expect(await Bun.file(join(ROOT, `test/store/${role}.test.ts`)).exists()).toBe(true)
+    }
+  })
+
+  test('the checker sees a role reaching up to a store class', () => {
+    const wrong = {
+      'src/store/connection.ts': `export type Row = Record<string, unknown>\n`,
+      'src/store/webhooks/sqlite-webhooks.ts': `import type { Row } from '../connection.ts'\nimport { createSqliteStore } from '../sqlite/sqlite-store.ts'\nexport const x = (row: Row) => [row, createSqliteStore]\n`,
+      'src/store/sqlite/sqlite-store.ts': `export const createSqliteStore = () => null\n`,
+    }
+    expect(
+      layerViolations(importGraph(wrong), STORE_LAYERS).map((violation) => violation.why),
+    ).toEqual([
+      'src/store/webhooks/sqlite-webhooks.ts (webhooks) → src/store/sqlite/sqlite-store.ts (composition)',
+    ])
   })
 })
 

@@ -78,11 +78,25 @@ describe('batch-lane offerings in the catalog (docs/batch-lanes.md)', () => {
     ).not.toContain(expect.stringContaining('chunk_lines'))
   })
 
-  test('until the lane engine serves them, a batch lane is refused with a message saying so', () => {
-    const problems = checkCatalog(catalog({ lane: 'batch' }))
-    expect(problems).toEqual([
-      `models[0].offerings[1].lane: "batch" (the providers' batch APIs) is not supported yet; use "live" or "flex"`,
-    ])
+  test('a batch lane beside a live offering is accepted; alone it is refused with the fix', () => {
+    expect(checkCatalog(catalog({ lane: 'batch' }))).toEqual([])
     expect(() => catalog({ lane: 'batch', chunk_lines: 0 })).toThrow()
+    const alone = catalogSchema.parse({
+      providers: { up: { kind: 'openai', base_url: 'http://127.0.0.1:1/v1' } },
+      models: [
+        {
+          id: 'm',
+          endpoints: ['chat'],
+          context_tokens: 8192,
+          max_output_tokens: 1024,
+          offerings: [
+            { provider: 'up', upstream_model: 'u', input_usd_per_mtok: '1', lane: 'batch' },
+          ],
+        },
+      ],
+    })
+    expect(checkCatalog(alone)).toEqual([
+      'models[0].offerings: a batch lane needs a "live" or "flex" offering beside it, for live calls and the fallback before the deadline; add one',
+    ])
   })
 })

@@ -80,8 +80,11 @@ describe('catalog rules for rates and lanes', () => {
     expect(checkCatalog(file([offering(), offering()]))[0]).toContain('list it once per lane')
   })
 
-  test('a batch lane is refused as not supported yet; flex only for kind openai', () => {
-    expect(checkCatalog(file([offering({ lane: 'batch' })]))[0]).toContain('not supported yet')
+  test('a batch lane needs a live offering beside it; flex only for kind openai', () => {
+    expect(checkCatalog(file([offering(), offering({ lane: 'batch' })]))).toEqual([])
+    expect(checkCatalog(file([offering({ lane: 'batch' })]))[0]).toContain(
+      'needs a "live" or "flex"',
+    )
     expect(checkCatalog(file([offering({ provider: 'anthropic', lane: 'flex' })]))[0]).toContain(
       'only a provider of kind "openai"',
     )

@@ -247,6 +247,49 @@ describe('the batch-lane engine', () => {
     expect(sim.batches().created).toBe(created)
   })
 
+  test('an Anthropic create a crash cut off is found and cancelled; the lines run once more, in a new chunk', async () => {
+    sim.configure({ batchTurnaroundMs: 5_000 })
+    const id = await admit('claude-lane', 4)
+    const before = sim.batches()
+    // The first instance dies right after its create reached Anthropic, before it wrote the id.
+    const real = clients.anthropic as AnthropicBatchClient
+    const dying: AnthropicBatchClient = {
+      ...real,
+      async create(input) {
+        await real.create(input)
+        throw new Error('killed')
+      },
+    }
+    const first = createBatchLaneEngine(
+      {
+        chunks: opened.chunks,
+        dispatch: opened.dispatch,
+        catalog,
+        client: (provider) => (provider === 'anthropic' ? dying : clients[provider]),
+        retry: DEFAULT_RETRY,
+      },
+      { holder: 'inst-a', leaseMs: 300 },
+    )
+    await expect(first.tick()).rejects.toThrow('killed')
+    await Bun.sleep(350)
+    const copy = sim.batches().jobs.at(-1)!
+    expect(sim.batches().created - before.created).toBe(1)
+    sim.configure({ batchTurnaroundMs: 200 })
+    const taker = engineFor('inst-b', 300)
+    for (let i = 0; i < 400; i++) {
+      await taker.tick()
+      const lines = await readAll(id)
+      if (lines.every((line) => line.status === 'succeeded')) break
+      await Bun.sleep(20)
+    }
+    expect((await readAll(id)).map((line) => line.status)).toEqual(Array(4).fill('succeeded'))
+    const after = sim.batches()
+    expect(after.cancelled - before.cancelled).toBe(1)
+    expect(after.jobs.find((job) => job.id === copy.id)?.status).toBe('cancelled')
+    // The copy and one new chunk: nothing else was sent.
+    expect(after.created - before.created).toBe(2)
+  })
+
   test('the live dispatcher is left the batches the lane does not serve, and the rest after the lane closes', async () => {
     const laneId = await admit('gpt-lane', 3)
     const liveId = await admit('gpt-live', 3)

@@ -11,6 +11,7 @@ import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { chatLine, jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
 import { shortenWindow } from '../helpers/shorten-window.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
+import { nativeClient } from '../helpers/native-client.ts'
 
 const MODEL = 'sim/planned'
 const POOL_SLOTS = 4
@@ -107,33 +108,10 @@ for (const storeKind of STORES) {
       await pool?.stop()
     })
 
-    async function submit(file: string): Promise<Batch> {
-      const response = await gw.request('/v1/batches', key, {
-        method: 'POST',
-        body: file,
-        headers: { 'content-type': 'application/jsonl' },
-      })
-      expect(response.status).toBe(201)
-      return (await response.json()) as Batch
-    }
-    const read = async (id: string) =>
-      (await (await gw.request(`/v1/batches/${id}`, key)).json()) as Batch
-    const finished = (id: string, timeoutMs = 30_000) =>
-      waitFor(
-        `batch ${id} to finish`,
-        async () => {
-          const batch = await read(id)
-          return FINAL_BATCH.includes(batch.status) ? batch : null
-        },
-        timeoutMs,
-      )
-    async function results(id: string): Promise<Row[]> {
-      const text = await (await gw.request(`/v1/batches/${id}/results`, key)).text()
-      return text
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line) as Row)
-    }
+    const { submit, read, finished, results } = nativeClient<Batch, Row>(
+      () => gw,
+      () => key,
+    )
     const count = (rows: Row[], provider: string) =>
       rows.filter((row) => row.provider === provider).length
 

@@ -165,6 +165,43 @@ export function runChunkStoreContract(name: string, makeStore: () => Promise<Ope
       expect((await chunks.getChunk('chk_c'))?.state).toBe('intent')
     })
 
+    test('open chunks are summed per batch and offering, with the earliest fallback', async () => {
+      await chunks.createChunk(intent('chk_a'), T0)
+      await chunks.createChunk({ ...intent('chk_b'), fallbackAtMs: T0 + 60_000, lineNos: [2] }, T0)
+      await chunks.createChunk(intent('chk_c'), T0)
+      await chunks.createChunk(intent('chk_d', 'batch_2'), T0)
+      await chunks.createChunk(intent('chk_e', 'batch_3'), T0)
+      await chunks.claimChunks('one', 5, T0, T0 + 1)
+      await chunks.updateChunk('one', 'chk_c', { state: 'ended' }, T0)
+      const open = await chunks.openChunks(['batch_1', 'batch_2', 'batch_none'])
+      expect(open.sort((a, b) => a.batchId.localeCompare(b.batchId))).toEqual([
+        {
+          batchId: 'batch_1',
+          offering: 'openai:batch',
+          chunks: 2,
+          lines: 4,
+          fallbackAtMs: T0 + 60_000,
+        },
+        {
+          batchId: 'batch_2',
+          offering: 'openai:batch',
+          chunks: 1,
+          lines: 3,
+          fallbackAtMs: T0 + 3_600_000,
+        },
+      ])
+      expect(await chunks.openChunks([])).toEqual([])
+    })
+
+    test('a provider batch id tells which chunk follows it, per provider', async () => {
+      await chunks.createChunk(intent('chk_a'), T0)
+      await chunks.claimChunks('one', 1, T0, T0 + 1)
+      await chunks.updateChunk('one', 'chk_a', { state: 'submitted', providerBatchId: 'pb_1' }, T0)
+      expect(await chunks.chunkOfProviderBatch('openai', 'pb_1')).toBe('chk_a')
+      expect(await chunks.chunkOfProviderBatch('anthropic', 'pb_1')).toBeNull()
+      expect(await chunks.chunkOfProviderBatch('openai', 'pb_2')).toBeNull()
+    })
+
     test('a chunk of many lines is stored whole', async () => {
       const lineNos = Array.from({ length: 25_000 }, (_, i) => 2 * i + 1)
       await chunks.createChunk(intent('chk_big', 'batch_1', lineNos), T0)

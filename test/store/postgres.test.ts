@@ -10,8 +10,6 @@ import { migrate, readMigrations } from '../../src/store/postgres/migrate.ts'
 import { createPostgresStore } from '../../src/store/postgres/postgres-store.ts'
 import { contractFailed, runStoreContract } from './contract.ts'
 import { runProgressContract } from './progress-contract.ts'
-import { runWebhookStoreContract } from './webhook-contract.ts'
-import { runWebhookFairnessContract } from './webhook-fairness-contract.ts'
 
 const url = process.env.TEST_DATABASE_URL
 
@@ -64,6 +62,4 @@ if (!url) {
   }
   runStoreContract('postgres', emptyStore)
   runProgressContract('postgres', emptyStore)
-  runWebhookStoreContract('postgres', emptyStore)
-  runWebhookFairnessContract('postgres', emptyStore)
 }

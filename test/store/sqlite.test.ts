@@ -6,19 +6,11 @@ import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { newBatch, runStoreContract } from './contract.ts'
 import { runProgressContract } from './progress-contract.ts'
-import { runWebhookStoreContract } from './webhook-contract.ts'
-import { runWebhookFairnessContract } from './webhook-fairness-contract.ts'
 
 // In memory: one connection, the dispatcher's statements on the calling thread.
 runStoreContract('sqlite', async () => createSqliteStore(null))
 // On disk, as the gateway runs it: the dispatcher's statements on their own thread and connection.
 runStoreContract('sqlite file', async () =>
-  createSqliteStore(mkdtempSync(join(tmpdir(), 'mg-contract-'))),
-)
-runWebhookStoreContract('sqlite', async () => createSqliteStore(null))
-runWebhookFairnessContract('sqlite', async () => createSqliteStore(null))
-// On disk the dispatcher's thread finishes batches, and so enqueues their deliveries.
-runWebhookStoreContract('sqlite file', async () =>
   createSqliteStore(mkdtempSync(join(tmpdir(), 'mg-contract-'))),
 )
 

@@ -1,7 +1,6 @@
 /**
- * The webhook part of the store contract (docs/events-and-webhooks.md), run by test/store/sqlite.test.ts and
- * test/store/postgres.test.ts beside contract.ts: endpoints per account, the outbox written with
- * each terminal status, and deliveries leased to one instance at a time.
+ * The webhook part of the store contract (docs/events-and-webhooks.md), run by test/store/webhooks.test.ts on
+ * every store: endpoints per account, the outbox written with each terminal status, and deliveries leased to one instance at a time.
  */
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import type { WebhookEventType } from '../../src/domain.ts'

@@ -1,6 +1,6 @@
 /**
- * Fair webhook shares in the store (docs/webhooks-and-streams.md), run by test/store/sqlite.test.ts and
- * test/store/postgres.test.ts beside webhook-contract.ts: claims go round-robin across webhooks,
+ * Fair webhook shares in the store (docs/webhooks-and-streams.md), run by test/store/webhooks.test.ts on every
+ * store beside webhook-contract.ts: claims go round-robin across webhooks,
  * at most 2 live leases per webhook whoever claims, and a webhook whose every attempt failed for
  * the window is disabled — no new deliveries, none claimed — until it is enabled again.
  */

@@ -25,7 +25,7 @@ export const OTHER_MODEL_WAIT_MS = 5_000
 export interface EngineDeps {
   chunks: ChunkStore
   dispatch: Pick<DispatchStore, 'runnableBatches' | 'claimLines' | 'renewLeases' | 'recordOutcomes'>
-  catalog: Pick<Catalog, 'models' | 'find' | 'routeBatch' | 'provider'>
+  catalog: Pick<Catalog, 'models' | 'find' | 'routeWithLanes' | 'provider'>
   /** The batch client of a provider with a batch lane. */
   client(provider: string): OpenAIBatchClient | AnthropicBatchClient | undefined
   retry: RetryPolicy
@@ -58,7 +58,7 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     const parsed = JSON.parse(line.input) as Parsed
     const model = deps.catalog.find(String(parsed.body.model))
     if (!model) return null
-    const ordered = deps.catalog.routeBatch(model, parsed.body.provider as never)
+    const ordered = deps.catalog.routeWithLanes(model, parsed.body.provider as never)
     const kindOf = (name: string) => deps.catalog.provider(name)?.kind
     const choice = chooseBatchLane(ordered, batch.deadlineAt * 1000, now(), kindOf)
     return choice && deps.client(choice.offering.provider) ? choice : null
@@ -87,7 +87,7 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     const owner = lineOwnerOf(chunkId)
     const at = now()
     // One line first: its model says whether the batch goes to a batch lane at all.
-    const [first] = await deps.dispatch.claimLines(batch.id, owner, 1, at, at + 60_000)
+    const [first] = await deps.dispatch.claimLines(batch.id, owner, 1, at, at + 2 * options.leaseMs)
     if (!first) return false
     const choice = laneOf(first, batch)
     if (!choice) {
@@ -96,15 +96,19 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
       return false
     }
     const cd = chunkDeps(choice)
+    const fallbackAtMs = batch.deadlineAt * 1000 - choice.settings.fallbackMs
+    // Short until the chunk's intent is stored (submitChunk lengthens it): lines claimed by an
+    // instance that dies before come back soon.
+    const leaseUntil = at + cd.lineLeaseMs
     const rest = await deps.dispatch.claimLines(
       batch.id,
       owner,
       choice.settings.chunkLines - 1,
       at,
-      at + cd.lineLeaseMs,
+      leaseUntil,
     )
     const lines = [first, ...rest]
-    await deps.dispatch.renewLeases(owner, at + cd.lineLeaseMs)
+    await deps.dispatch.renewLeases(owner, leaseUntil)
     const model = String((JSON.parse(first.input) as Parsed).body.model)
     const mine = lines.filter((line) => (JSON.parse(line.input) as Parsed).body.model === model)
     const chosen = new Set(mine)
@@ -136,7 +140,7 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
       id: chunkId,
       batchId: batch.id,
       endpoint: planned.endpoint,
-      fallbackAtMs: batch.deadlineAt * 1000 - choice.settings.fallbackMs,
+      fallbackAtMs,
       lines: planned.lineNos.map((lineNo) => byNo.get(lineNo)!),
     })
     return true

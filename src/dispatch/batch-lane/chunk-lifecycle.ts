@@ -23,7 +23,7 @@ import { offeringName } from '../../catalog/lanes.ts'
 import type { ChunkLineRef, ChunkRecord, ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
 import type { ClaimedLine, DispatchStore, LineOutcome } from '../../store/store.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
-import { findChunk } from './find-chunk.ts'
+import { findAnthropicCopies, findChunk } from './find-chunk.ts'
 import { followAction, nextPollAt } from './follow-schedule.ts'
 import { mapChunkResults } from './map-chunk-results.ts'
 
@@ -38,10 +38,26 @@ export interface ChunkDeps {
   /** This instance: it holds chunk leases under this name. */
   holder: string
   leaseMs: number
-  /** Each look renews the lines' leases this far: past a chunk lease, so a taker renews in time. */
+  /**
+   * Each look renews the lines' leases this far past the later of now and the chunk's fallback
+   * time (lineLeaseUntil): past a chunk lease, so a taker renews in time.
+   */
   lineLeaseMs: number
   now: () => number
 }
+
+/**
+ * Until when a chunk's lines are leased. The chunk is in the store and any instance follows it,
+ * so its lines stay leased until its fallback time and a look past it, however long the
+ * instances are down: a lease run out sooner would send the lines again, in another provider
+ * batch or live, beside the copy upstream. At the fallback the chunk is cancelled and its lines
+ * recorded; if nothing follows it by then, the lease runs out and the live lanes take the lines.
+ */
+export const lineLeaseUntil = (
+  deps: Pick<ChunkDeps, 'lineLeaseMs'>,
+  fallbackAtMs: number,
+  nowMs: number,
+): number => Math.max(nowMs, fallbackAtMs) + deps.lineLeaseMs
 
 /** The dispatch-store owner of a chunk's lines. */
 export const lineOwnerOf = (chunkId: string): string => `chunk:${chunkId}`
@@ -79,6 +95,8 @@ export async function submitChunk(
     now,
     { owner: holder, untilMs: now + deps.leaseMs },
   )
+  // The intent is stored: whoever follows it answers for the lines now (lineLeaseUntil).
+  await deps.lines.renewLeases(lineOwnerOf(chunk.id), lineLeaseUntil(deps, chunk.fallbackAtMs, now))
   const request: ChunkRequest = {
     chunkId: chunk.id,
     endpoint: chunk.endpoint,
@@ -104,7 +122,9 @@ export async function submitChunk(
   const input = anthropicBatchInput(request, offering.provider)
   await recordResults(deps, record, states, input.refused, true)
   const created = await client.create(input)
-  if (!created.ok) return abandon(deps, record, states, created.error)
+  // A create that may have reached Anthropic (a timeout, a 5xx) is looked at again: a copy
+  // made meanwhile is cancelled before the lines go back (resumeIntent).
+  if (!created.ok) return createFailed(deps, record, states, created.error)
   return submitted(deps, record, created.value.id)
 }
 
@@ -112,7 +132,7 @@ export async function submitChunk(
 export async function followChunk(deps: ChunkDeps, chunk: ChunkRecord): Promise<void> {
   const { fallbackAtMs } = chunk
   const now = deps.now()
-  await deps.lines.renewLeases(lineOwnerOf(chunk.id), now + deps.lineLeaseMs)
+  await deps.lines.renewLeases(lineOwnerOf(chunk.id), lineLeaseUntil(deps, fallbackAtMs, now))
   const states = await deps.chunks.chunkLines(chunk.id)
   if (chunk.providerBatchId === null) return resumeIntent(deps, chunk, states)
   const read = await deps.client.getBatch(chunk.providerBatchId)
@@ -223,8 +243,8 @@ async function submitted(deps: ChunkDeps, chunk: ChunkRecord, providerBatchId: s
  */
 async function resumeIntent(deps: ChunkDeps, chunk: ChunkRecord, states: ChunkLineRef[]) {
   const client = deps.client
-  if (client.kind !== 'openai' || chunk.inputFileId === null)
-    return abandon(deps, chunk, states, null)
+  if (client.kind === 'anthropic') return cancelCopies(deps, client, chunk, states)
+  if (chunk.inputFileId === null) return abandon(deps, chunk, states, null)
   const found = await findChunk(client, chunk.id)
   if (!found.ok) return createFailed(deps, chunk, states, found.error)
   if (found.value !== null) return submitted(deps, chunk, found.value.id)
@@ -234,6 +254,46 @@ async function resumeIntent(deps: ChunkDeps, chunk: ChunkRecord, states: ChunkLi
   )
   if (!created.ok) return createFailed(deps, chunk, states, created.error)
   return submitted(deps, chunk, created.value.id)
+}
+
+/** How long after its intent a lost create may have reached the provider, with the clocks' skew. */
+export const COPY_WINDOW_MS = 10 * 60_000
+const CLOCK_SKEW_MS = 60_000
+/** Failed looks for copies before the lines go back anyway. */
+const COPY_LOOKS = 3
+
+/**
+ * An Anthropic intent without a provider batch id (docs/batch-lanes.md): its create may have
+ * reached Anthropic before a crash or a timeout. Such a copy is cancelled, then the lines go
+ * back to pending; what the copy finished before its cancel is not recorded (its lines run again).
+ */
+async function cancelCopies(
+  deps: ChunkDeps,
+  client: AnthropicBatchClient,
+  chunk: ChunkRecord,
+  states: ChunkLineRef[],
+) {
+  const copies = await findAnthropicCopies(client, {
+    fromMs: chunk.createdAt - CLOCK_SKEW_MS,
+    toMs: Math.max(chunk.createdAt, chunk.updatedAt) + COPY_WINDOW_MS,
+    maxRequests: chunk.lineCount,
+    followed: async (id) => (await deps.chunks.chunkOfProviderBatch(chunk.provider, id)) !== null,
+  })
+  let failed = copies.ok ? null : copies.error
+  for (const copy of copies.ok ? copies.value : []) {
+    const cancelled = await client.cancelBatch(copy.id)
+    if (!cancelled.ok) failed = cancelled.error
+  }
+  if (failed !== null && chunk.pollFailures + 1 < COPY_LOOKS) {
+    const times = { pollMs: deps.settings.pollMs, fallbackAtMs: chunk.fallbackAtMs }
+    const next = nextPollAt(times, chunk.pollFailures + 1, deps.now())
+    return done(deps, chunk, {
+      nextPollAt: next,
+      pollFailures: chunk.pollFailures + 1,
+      error: failed.message,
+    })
+  }
+  return abandon(deps, chunk, states, null)
 }
 
 /** A failed look (5xx, lost connection): the next one backs off, the fallback time kept. */

@@ -18,7 +18,7 @@ type Parsed = { body: { model?: unknown; provider?: unknown } }
 
 export function createLaneBatches(
   store: Pick<Store, 'readLines'>,
-  catalog: Pick<Catalog, 'find' | 'routeBatch' | 'provider'>,
+  catalog: Pick<Catalog, 'find' | 'routeWithLanes' | 'provider'>,
   hasClient: (provider: string) => boolean,
 ): LaneBatches {
   /** Batch id → until when (ms) the lane serves it; 0: never. */
@@ -34,7 +34,7 @@ export function createLaneBatches(
     const parsed = JSON.parse(line.input) as Parsed
     const model = catalog.find(String(parsed.body.model))
     if (!model) return 0
-    const ordered = catalog.routeBatch(model, parsed.body.provider as never)
+    const ordered = catalog.routeWithLanes(model, parsed.body.provider as never)
     const deadlineMs = batch.deadlineAt * 1000
     const choice = chooseBatchLane(
       ordered,

@@ -44,7 +44,7 @@ export interface MessageBatchDeps {
   onCancelled?: (batchId: string) => void
 }
 
-const listQuery = z.object({
+export const listQuery = z.object({
   limit: wholeNumberText(1, 1000, 20).default(20),
   after_id: z.string().min(1).optional(),
   before_id: z.string().min(1).optional(),

@@ -3,6 +3,7 @@
  * underneath. The ids name each other: `msgbatch_<x>` is the native `batch_<x>`.
  */
 import { isOpenBatch, type BatchRecord, type LineRecord } from '../../domain.ts'
+import type { MessageBatchObject } from '../../schemas/facade-objects.ts'
 import { convertChatToMessage } from './convert-chat-to-message.ts'
 
 const NATIVE_PREFIX = 'batch_'
@@ -17,8 +18,11 @@ export function nativeBatchId(id: string): string | null {
 }
 
 /** Anthropic writes times as RFC 3339 strings; the store keeps Unix seconds. */
-const rfc3339 = (seconds: number | null) =>
-  seconds === null ? null : new Date(seconds * 1000).toISOString()
+function rfc3339(seconds: number): string
+function rfc3339(seconds: number | null): string | null
+function rfc3339(seconds: number | null) {
+  return seconds === null ? null : new Date(seconds * 1000).toISOString()
+}
 
 export function processingStatus(batch: BatchRecord): 'in_progress' | 'canceling' | 'ended' {
   if (!isOpenBatch(batch.status)) return 'ended'
@@ -26,7 +30,7 @@ export function processingStatus(batch: BatchRecord): 'in_progress' | 'canceling
 }
 
 /** `origin` is the gateway's address as the caller reached it: results_url is absolute. */
-export function renderMessageBatch(batch: BatchRecord, origin: string) {
+export function renderMessageBatch(batch: BatchRecord, origin: string): MessageBatchObject {
   const counts = batch.counts
   const id = messageBatchId(batch.id)
   const ended = processingStatus(batch) === 'ended'

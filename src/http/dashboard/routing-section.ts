@@ -95,7 +95,18 @@ export function routingSection(batch: BatchRecord, shares: Record<string, Provid
                       <td><span class="swatch p${i % COLOURS}"></span> ${name}</td>
                       <td>${s.succeeded}</td>
                       <td>${s.failed}</td>
-                      <td>${s.running}</td>
+                      <td>
+                        ${s.running}${
+                          s.providerBatches
+                            ? html`<span class="dim small provider-batches">
+                                in ${s.providerBatches.count} provider
+                                batch${s.providerBatches.count === 1 ? '' : 'es'}; live lanes from
+                                ${utc(s.providerBatches.fallbackAt)} for lines not ended by
+                                then</span
+                              >`
+                            : ''
+                        }
+                      </td>
                       <td>$${usd(s.costUsd)}</td>
                     </tr>`,
                 )}

@@ -12,7 +12,7 @@ import { LONG_WINDOW_HOURS, type Admission } from '../../admission/submit-batch.
 import type { Authenticator } from '../../auth/authenticate.ts'
 import { BATCH_URLS, newId, nowSeconds, type BatchRecord } from '../../domain.ts'
 import { badRequest, notFound } from '../../errors.ts'
-import type { BlobStore } from '../../files/blob-store.ts'
+import type { BlobStore } from '../../store/files/blob-store.ts'
 import { describeZodIssue } from '../../ingest/issues.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
 import { readJsonBody, type BodyLimit } from '../../ingest/read-body.ts'
@@ -26,7 +26,7 @@ import { createBatchSummaries } from './batch-usage.ts'
 import { errorFileId, outputFileId, renderOpenAiBatch } from './render-openai.ts'
 import { renderPage } from '../render-page.ts'
 
-const createBody = z.looseObject({
+export const createBody = z.looseObject({
   input_file_id: z.string().min(1),
   endpoint: z.enum(BATCH_URLS),
   completion_window: windowHoursText(),
@@ -44,7 +44,7 @@ const createBody = z.looseObject({
   max_cost_usd: maxCostUsdJson().nullable().optional(),
 })
 
-const listQuery = z.object({
+export const listQuery = z.object({
   limit: wholeNumberText(1, 100, 20).default(20),
   after: z.string().min(1).optional(),
 })

@@ -4,7 +4,7 @@ import { z } from 'zod'
 import type { Authenticator } from '../../auth/authenticate.ts'
 import { newId, nowSeconds } from '../../domain.ts'
 import { badRequest, notFound, refuse } from '../../errors.ts'
-import { FileTooLarge, type BlobStore } from '../../files/blob-store.ts'
+import { FileTooLarge, type BlobStore } from '../../store/files/blob-store.ts'
 import { refuseByHeaders, type BodyLimit } from '../../ingest/read-body.ts'
 import type {
   BatchStore,
@@ -21,7 +21,7 @@ import { readMultipartUpload } from './read-multipart-upload.ts'
 import { receiveUpload } from './receive-upload.ts'
 import { renderOpenAiFile, renderOpenAiResultLine } from './render-openai.ts'
 
-const listQuery = z.object({
+export const listQuery = z.object({
   limit: wholeNumberText(1, 10_000, 100).default(10_000),
   after: z.string().min(1).optional(),
   order: z.enum(['asc', 'desc']).default('desc'),

@@ -12,8 +12,8 @@
  * - A crash leaves a reservation that stops being renewed: the janitor deletes it and its content.
  */
 import { refuse, type GatewayError } from '../../errors.ts'
-import type { BlobStore } from '../../files/blob-store.ts'
-import { UPLOAD_RENEW_MS } from '../../files/upload-lease.ts'
+import type { BlobStore } from '../../store/files/blob-store.ts'
+import { UPLOAD_RENEW_MS } from '../../store/files/upload-lease.ts'
 import type {
   FileQuotaDefaults,
   FileRecord,

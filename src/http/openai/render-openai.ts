@@ -13,6 +13,7 @@ import { usd } from '../../money/decimal.ts'
 import type { FileView } from '../../store/store.ts'
 import { batchEta, renderProviders } from '../render-native.ts'
 import type { BatchSummary } from './batch-usage.ts'
+import type { OpenAiBatchObject, OpenAiFileObject } from '../../schemas/facade-objects.ts'
 
 /** What the facade adds to OpenAI's batch object (docs/openai-facade.md): read from the lines and shares. */
 export interface FacadeExtras {
@@ -26,7 +27,7 @@ export const errorFileId = (batchId: string) => `file-${batchId.slice('batch_'.l
 
 const FINAL = new Set(['completed', 'failed', 'cancelled', 'expired'])
 
-export function renderOpenAiBatch(batch: BatchRecord, extras?: FacadeExtras) {
+export function renderOpenAiBatch(batch: BatchRecord, extras?: FacadeExtras): OpenAiBatchObject {
   const counts = batch.counts
   const unsuccessful = counts.failed + counts.cancelled + counts.expired
   const final = FINAL.has(batch.status)
@@ -62,7 +63,10 @@ export function renderOpenAiBatch(batch: BatchRecord, extras?: FacadeExtras) {
  * OpenAI's `usage` and `model`, and Multigrid's own view under `multigrid`: why the batch waits,
  * where its lines went, what it cost and may cost (docs/openai-facade.md). The SDKs keep unknown fields.
  */
-function renderExtras(batch: BatchRecord, { summary, shares }: FacadeExtras) {
+function renderExtras(
+  batch: BatchRecord,
+  { summary, shares }: FacadeExtras,
+): Pick<OpenAiBatchObject, 'usage' | 'model' | 'multigrid'> {
   return {
     usage: summary.usage,
     model: summary.model,
@@ -75,7 +79,7 @@ function renderExtras(batch: BatchRecord, { summary, shares }: FacadeExtras) {
   }
 }
 
-export function renderOpenAiFile(file: FileView) {
+export function renderOpenAiFile(file: FileView): OpenAiFileObject {
   return {
     id: file.id,
     object: 'file' as const,

@@ -107,7 +107,29 @@ export interface ChunkStore {
   chunksOfBatch(batchId: string): Promise<ChunkRecord[]>
   /** Asks every still-followed chunk of the batch to be cancelled at its next look: due now. */
   requestCancel(batchId: string, nowMs: number): Promise<number>
+  /** The chunk that follows this provider batch, if any (to tell a lost copy from a chunk's own). */
+  chunkOfProviderBatch(provider: string, providerBatchId: string): Promise<string | null>
+  /** The still-followed chunks of these batches, summed per batch and offering (what is shown). */
+  openChunks(batchIds: readonly string[]): Promise<OpenChunks[]>
 }
+
+/** A batch's lines inside provider batches of one offering, as shown on the batch object. */
+export interface OpenChunks {
+  batchId: string
+  offering: string
+  chunks: number
+  lines: number
+  /** The earliest fallback time among them (ms). */
+  fallbackAtMs: number
+}
+
+export const rowToOpenChunks = (row: Row): OpenChunks => ({
+  batchId: String(row.batch_id),
+  offering: String(row.offering),
+  chunks: Number(row.chunks),
+  lines: Number(row.lines),
+  fallbackAtMs: Number(row.fallback_at),
+})
 
 type Row = Record<string, unknown>
 

@@ -4,7 +4,7 @@
  * once each get other chunks, and one whose lease is live is never taken.
  */
 import type postgres from 'postgres'
-import { rowToChunk, type ChunkPatch, type ChunkStore } from './chunk-store.ts'
+import { rowToChunk, rowToOpenChunks, type ChunkPatch, type ChunkStore } from './chunk-store.ts'
 
 type Sql = postgres.Sql
 
@@ -81,6 +81,22 @@ export function createPostgresChunkStore(sql: Sql): ChunkStore {
       const rows = await sql`
         SELECT * FROM batch_chunks WHERE batch_id = ${batchId} ORDER BY created_at, id`
       return rows.map(rowToChunk)
+    },
+    async chunkOfProviderBatch(provider, providerBatchId) {
+      const [row] = await sql`
+        SELECT id FROM batch_chunks
+        WHERE provider = ${provider} AND provider_batch_id = ${providerBatchId}`
+      return row ? String(row.id) : null
+    },
+    async openChunks(batchIds) {
+      if (batchIds.length === 0) return []
+      const rows = await sql`
+        SELECT batch_id, offering, count(*) AS chunks, sum(line_count) AS lines,
+          min(fallback_at) AS fallback_at
+        FROM batch_chunks
+        WHERE batch_id IN ${sql(batchIds as string[])} AND state NOT IN ('ended', 'abandoned')
+        GROUP BY batch_id, offering`
+      return rows.map(rowToOpenChunks)
     },
     async requestCancel(batchId, nowMs) {
       const rows = await sql`

@@ -3,7 +3,7 @@
  * UPDATE of the rows a sub-select picked, inside an IMMEDIATE transaction.
  */
 import type { Database } from 'bun:sqlite'
-import { rowToChunk, type ChunkPatch, type ChunkStore } from './chunk-store.ts'
+import { rowToChunk, rowToOpenChunks, type ChunkPatch, type ChunkStore } from './chunk-store.ts'
 
 type Row = Record<string, any>
 
@@ -108,6 +108,25 @@ export function createSqliteChunkStore(db: Database): ChunkStore {
       return q('SELECT * FROM batch_chunks WHERE batch_id = ? ORDER BY created_at, id')
         .all(batchId)
         .map(rowToChunk)
+    },
+    async chunkOfProviderBatch(provider, providerBatchId) {
+      const row = q('SELECT id FROM batch_chunks WHERE provider = ? AND provider_batch_id = ?').get(
+        provider,
+        providerBatchId,
+      )
+      return row ? String(row.id) : null
+    },
+    async openChunks(batchIds) {
+      if (batchIds.length === 0) return []
+      return q(
+        `SELECT batch_id, offering, count(*) AS chunks, sum(line_count) AS lines,
+           min(fallback_at) AS fallback_at
+         FROM batch_chunks
+         WHERE batch_id IN (${batchIds.map(() => '?').join(', ')}) AND ${FOLLOWED}
+         GROUP BY batch_id, offering`,
+      )
+        .all(...batchIds)
+        .map(rowToOpenChunks)
     },
     async requestCancel(batchId, nowMs) {
       const changed = q(

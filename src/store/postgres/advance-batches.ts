@@ -10,7 +10,7 @@ import { moneyText } from '../../money/decimal.ts'
 import { capEndedWaiting } from '../cap-waiting.ts'
 import { terminalStatus, withProgress } from '../rows.ts'
 import { current, foldedColumns, foldedShards, progressJoin } from './batch-progress.ts'
-import { enqueueWebhookEvents } from './webhooks.ts'
+import { enqueueWebhookEvents } from '../webhooks/postgres-webhooks.ts'
 
 type Row = Record<string, any>
 

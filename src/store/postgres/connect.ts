@@ -1,6 +1,6 @@
 /**
  * Every PostgreSQL connection the gateway opens is opened here, set up the same way: the store's
- * pool, its dispatch thread's pool, the file content pool (src/files/postgres-blob-store.ts) and
+ * pool, its dispatch thread's pool, the file content pool (src/store/files/postgres-blob-store.ts) and
  * the LISTEN/NOTIFY connection (channel.ts).
  */
 import postgres from 'postgres'

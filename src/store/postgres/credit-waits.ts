@@ -6,48 +6,15 @@
  */
 import type postgres from 'postgres'
 import { Money, moneyText } from '../../money/decimal.ts'
-import {
-  batchDailyUse,
-  creditWaitFailure,
-  dailySpendOf,
-  dayStartSeconds,
-  liveSpentOn,
-  planCreditWaits,
-  rowHold,
-} from '../daily-spend.ts'
-import type { DailySpend, WaitingPass } from '../store.ts'
-import { enqueueWebhookEvents } from './webhooks.ts'
-import { progressJoin } from './batch-progress.ts'
+import { creditWaitFailure, planCreditWaits, rowHold } from '../credit/daily-spend.ts'
+import type { WaitingPass } from '../store.ts'
+import { enqueueWebhookEvents } from '../webhooks/postgres-webhooks.ts'
 
 type Row = Record<string, any>
 type Db = postgres.ISql
 
-/** What counts against the daily limit on the day of `nowMs`, for an account row as read. */
-export async function dailyUsed(db: Db, account: Row, nowMs: number): Promise<Money> {
-  const batches = await db`
-    SELECT b.status, b.waiting_code, b.cost_ceiling_usd, b.max_cost_usd,
-      b.cost_usd + coalesce(p.p_cost_usd, 0) AS cost_usd,
-      b.held_usd + coalesce(p.p_held_usd, 0) AS held_usd
-    FROM batches b ${progressJoin(db)}
-    WHERE b.account_id = ${account.id} AND b.created_at >= ${dayStartSeconds(nowMs)}`
-  const [leased] = await db`
-    SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases
-    WHERE account_id = ${account.id} AND expires_at_ms > ${nowMs}`
-  return batches.reduce<Money>(
-    (sum, row) => sum.plus(batchDailyUse(row)),
-    liveSpentOn(account, nowMs).plus(leased!.total),
-  )
-}
-
-export async function getDailySpend(
-  db: Db,
-  accountId: string,
-  nowMs: number,
-): Promise<DailySpend | null> {
-  const [account] = await db`SELECT * FROM accounts WHERE id = ${accountId}`
-  if (!account) return null
-  return dailySpendOf(account, await dailyUsed(db, account, nowMs))
-}
+// The daily spend limit's reads are the credit role's; admission reads them through here.
+export { dailyUsed } from '../credit/postgres-daily-spend.ts'
 
 /** The holds of the account's batches waiting for credit (inside admission's transaction). */
 export async function waitingHolds(db: Db, accountId: string): Promise<Money[]> {

@@ -11,60 +11,41 @@
  * Money stays `numeric` in SQL and decimal strings in code; bigint columns come back as strings
  * and are turned into numbers by rows.ts.
  *
- * Past 400 lines (about 590) because it still implements the whole Store interface in one class;
- * the bigger pieces live beside it: postgres-dispatch (the dispatcher's calls, run on a thread of
- * their own), copy-lines, files, webhooks. Splitting the store by role is the open structural work.
+ * The roles with a folder of their own (src/store/<role>/) are set on the store by its constructor
+ * (postgresRoles); this class keeps the batch calls, and the bigger pieces live beside it:
+ * postgres-dispatch (the dispatcher's calls, run on a thread of their own), copy-lines.
  */
 import { createPostgresChunkStore } from '../batch-chunks/postgres-chunks.ts'
 import { progressJoin } from './batch-progress.ts'
 import type postgres from 'postgres'
 import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { batchHold, Money, moneyText, ZERO } from '../../money/decimal.ts'
-import {
-  rowToAccount,
-  rowToBatch,
-  rowToCaller,
-  rowToKey,
-  rowToLine,
-  rowsToShares,
-  withProgress,
-} from '../rows.ts'
+import { rowToBatch, rowToLine, rowsToShares, withProgress } from '../rows.ts'
 import type {
-  FileLimits,
-  FileQuotaDefaults,
-  NewAdapter,
-  NewSession,
-  NewUpload,
-  AccountView,
   AdmitResult,
   CancelResult,
-  NewAccount,
   NewBatch,
-  NewKey,
-  FileRecord,
   OpenedStore,
   RejectedBatch,
+  RoleStores,
   Store,
-  DeliveryResult,
-  WebhookRecord,
-  UsageAddition,
 } from '../store.ts'
 import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
 import { finishBatches } from './advance-batches.ts'
 import { connectPostgres, type PostgresConnection } from './connect.ts'
 import { copyLines } from './copy-lines.ts'
-import * as files from './files.ts'
-import { creditWaitColumns } from '../daily-spend.ts'
+import { createPostgresFileStore } from '../files/postgres-files.ts'
+import { creditWaitColumns } from '../credit/daily-spend.ts'
 import * as creditWaits from './credit-waits.ts'
 import { failUnstartedBatches } from './start-in-time.ts'
-import * as liveCredit from './live-credit.ts'
+import { createPostgresCreditStore } from '../credit/postgres-credit.ts'
 import { migrate } from './migrate.ts'
-import * as retention from './retention.ts'
-import * as sessions from './sessions.ts'
-import * as usage from './usage.ts'
-import * as adapters from './adapters.ts'
-import * as uploads from './uploads.ts'
-import * as webhooks from './webhooks.ts'
+import * as retention from './delete-ended-batch.ts'
+import { createPostgresRetentionStore } from '../retention/postgres-retention.ts'
+import { createPostgresUsageStore } from '../usage/postgres-usage.ts'
+import { createPostgresAccountStore } from '../accounts/postgres-accounts.ts'
+import { createPostgresFineTuneStore } from '../fine-tunes/postgres-fine-tunes.ts'
+import * as webhooks from '../webhooks/postgres-webhooks.ts'
 import { storableJson } from './storable.ts'
 
 type Db = postgres.ISql
@@ -117,17 +98,19 @@ const OPEN_STATUSES = [...OPEN_BATCH_STATUSES]
 // happens sooner than asked (postgres-dispatch.ts rounds stored deadlines up).
 const earlier = Math.floor
 
-async function accountView(db: Db, id: string): Promise<AccountView | null> {
-  // Live leases are holds too: held_usd shows them, so available_usd is what may still be spent.
-  const [row] = await db`
-    SELECT a.id, a.name, a.balance_usd, a.max_open_batches, a.rate_limit_per_minute, a.created_at,
-      a.held_usd + (SELECT coalesce(sum(l.amount_usd), 0) FROM credit_leases l
-                    WHERE l.account_id = a.id AND l.expires_at_ms > ${Date.now()}) AS held_usd,
-      (SELECT count(*) FROM batches b
-       WHERE b.account_id = a.id AND b.status = ANY(${OPEN_STATUSES}::text[])) AS open_batches
-    FROM accounts a WHERE a.id = ${id}`
-  return row ? { ...rowToAccount(row), openBatches: Number(row.open_batches) } : null
-}
+/** The roles' calls (src/store/<role>/), each given the connection only. */
+const postgresRoles = (sql: postgres.Sql): RoleStores => ({
+  ...createPostgresAccountStore(sql),
+  ...createPostgresCreditStore(sql),
+  ...createPostgresFileStore(sql),
+  ...createPostgresRetentionStore(sql),
+  ...createPostgresUsageStore(sql),
+  ...createPostgresFineTuneStore(sql),
+  ...webhooks.createPostgresWebhookStore(sql),
+})
+
+// The roles' calls are set on the store by its constructor (postgresRoles).
+interface PostgresStore extends RoleStores {}
 
 /** Everything but the dispatcher's calls (postgres-dispatch.ts); it closes their thread. */
 class PostgresStore implements Store {
@@ -136,7 +119,9 @@ class PostgresStore implements Store {
     private readonly sql: postgres.Sql,
     private readonly dispatchThread: DispatchThread,
     private readonly collectGarbage?: () => void,
-  ) {}
+  ) {
+    Object.assign(this, postgresRoles(sql))
+  }
 
   async ping() {
     await this.sql`SELECT 1`
@@ -150,127 +135,15 @@ class PostgresStore implements Store {
     return retention.deleteEndedBatch(this.sql, accountId, id)
   }
 
-  purgeResults(cutoff: number, limit: number, now: number) {
-    return retention.purgeResults(this.sql, cutoff, limit, now)
-  }
-
-  deleteStaleUploads(cutoff: number, limit: number) {
-    return retention.deleteStaleUploads(this.sql, cutoff, limit)
-  }
-
   async close() {
     await this.dispatchThread.close()
     await this.sql.end({ timeout: 5 })
   }
 
-  // ── accounts and keys ─────────────────────────────────────────────────────────────────────
-
-  async createAccount(account: NewAccount) {
-    await this.sql`
-      INSERT INTO accounts (id, name, balance_usd, held_usd, max_open_batches,
-        rate_limit_per_minute, created_at)
-      VALUES (${account.id}, ${account.name}, ${moneyText(account.creditUsd)}::numeric, 0,
-        ${account.maxOpenBatches}, ${account.rateLimitPerMinute}, ${account.createdAt})`
-    return (await accountView(this.sql, account.id))!
-  }
-
-  async getAccount(id: string) {
-    return accountView(this.sql, id)
-  }
-
-  async hasAccounts() {
-    const rows = await this.sql`SELECT 1 FROM accounts LIMIT 1`
-    return rows.length > 0
-  }
-
-  // ── usage (usage.ts) ──────────────────────────────────────────────────────────────────────
-
-  async addUsage(rows: readonly UsageAddition[]) {
-    await usage.addUsage(this.sql, rows)
-  }
-
-  async usageRows(accountId: string, fromDay: string, toDay: string) {
-    return usage.usageRows(this.sql, accountId, fromDay, toDay)
-  }
-
-  async addCredit(id: string, amountUsd: string) {
-    const [row] = await this.sql`
-      UPDATE accounts SET balance_usd = GREATEST(0, balance_usd + ${moneyText(amountUsd)}::numeric)
-      WHERE id = ${id} RETURNING id`
-    return row ? accountView(this.sql, id) : null
-  }
-
-  async createKey(key: NewKey) {
-    const [row] = await this.sql`
-      INSERT INTO api_keys (id, account_id, hash, prefix, name, scopes, rate_limit_per_minute,
-        created_at)
-      SELECT ${key.id}, ${key.accountId}, ${key.hash}, ${key.prefix}, ${key.name},
-        ${key.scopes.join(',')}, ${key.rateLimitPerMinute}::int, ${key.createdAt}
-      WHERE EXISTS (SELECT 1 FROM accounts WHERE id = ${key.accountId})
-      RETURNING *`
-    return row ? rowToKey(row) : null
-  }
-
-  async revokeKey(id: string, at: number) {
-    // The key's dashboard sessions end with it (they are refused anyway once it is revoked).
-    const [row] = await this.sql`
-      WITH revoked AS (
-        UPDATE api_keys SET revoked_at = coalesce(revoked_at, ${earlier(at)}) WHERE id = ${id}
-        RETURNING *),
-      ended AS (DELETE FROM dashboard_sessions WHERE key_id = ${id})
-      SELECT * FROM revoked`
-    return row ? rowToKey(row) : null
-  }
-
-  // ── live credit (docs/live.md): live-credit.ts ────────────────────────────────────────────────
-
-  takeLiveCredit(request: Parameters<Store['takeLiveCredit']>[0]) {
-    return liveCredit.takeLiveCredit(this.sql, request)
-  }
-
-  renewLiveCredit(
-    instanceId: string,
-    accountIds: readonly string[],
-    nowMs: number,
-    expiresAtMs: number,
-  ) {
-    return liveCredit.renewLiveCredit(this.sql, instanceId, accountIds, nowMs, expiresAtMs)
-  }
-
-  writeLiveCharges(group: Parameters<Store['writeLiveCharges']>[0]) {
-    return liveCredit.writeLiveCharges(this.sql, group)
-  }
-
-  async dropLiveCredit(instanceId: string) {
-    await this.sql`DELETE FROM credit_leases WHERE instance_id = ${instanceId}`
-  }
-
-  // ── daily spend limit and batches waiting for credit (docs/money-and-limits.md, docs/open-models.md): credit-waits.ts ────
-
-  getDailySpend(accountId: string, nowMs: number) {
-    return creditWaits.getDailySpend(this.sql, accountId, nowMs)
-  }
-
-  async setDailySpendLimit(accountId: string, limitUsd: string | null) {
-    const rows = await this.sql`
-      UPDATE accounts SET daily_spend_limit_usd = ${limitUsd === null ? null : moneyText(limitUsd)}::numeric
-      WHERE id = ${accountId} RETURNING id`
-    return rows.length > 0
-  }
+  // ── batches waiting for credit (credit-waits.ts) and starting in time (start-in-time.ts) ──
 
   admitWaitingBatches(nowMs: number) {
     return creditWaits.admitWaitingBatches(this.sql, nowMs)
-  }
-
-  /** One round trip: this runs on every authenticated request. */
-  async findKey(hash: string) {
-    const [row] = await this.sql`
-      SELECT k.*, a.name AS account_name, a.balance_usd, a.held_usd, a.max_open_batches,
-        a.rate_limit_per_minute AS account_rate_limit_per_minute,
-        a.created_at AS account_created_at
-      FROM api_keys k JOIN accounts a ON a.id = k.account_id
-      WHERE k.hash = ${hash} AND k.revoked_at IS NULL`
-    return row ? rowToCaller(row) : null
   }
 
   // ── batches ───────────────────────────────────────────────────────────────────────────────
@@ -453,149 +326,5 @@ class PostgresStore implements Store {
       SELECT * FROM lines WHERE batch_id = ${batchId} AND line_no > ${query.afterLineNo} ${filter}
       ORDER BY line_no LIMIT ${query.limit}`
     return rows.map(rowToLine)
-  }
-
-  // ── file quotas, uploads in progress (uploads.ts), dashboard sessions (sessions.ts) ──────
-
-  reserveUpload(upload: NewUpload, defaults: FileQuotaDefaults) {
-    return uploads.reserveUpload(this.sql, upload, defaults)
-  }
-
-  growUpload(
-    fileId: string,
-    need: number,
-    want: number,
-    nowMs: number,
-    defaults: FileQuotaDefaults,
-  ) {
-    return uploads.growUpload(this.sql, fileId, need, want, nowMs, defaults)
-  }
-
-  commitUpload(file: FileRecord) {
-    return uploads.commitUpload(this.sql, file)
-  }
-
-  releaseUpload(fileId: string) {
-    return uploads.releaseUpload(this.sql, fileId)
-  }
-
-  expireUploads(staleBeforeMs: number, limit: number) {
-    return uploads.expireUploads(this.sql, staleBeforeMs, limit)
-  }
-
-  knownFileIds(ids: readonly string[]) {
-    return uploads.knownFileIds(this.sql, ids)
-  }
-
-  getFileQuota(accountId: string) {
-    return uploads.getFileQuota(this.sql, accountId)
-  }
-
-  setFileQuota(accountId: string, limits: FileLimits) {
-    return uploads.setFileQuota(this.sql, accountId, limits)
-  }
-
-  // ── fine-tuned adapters (docs/open-models.md): adapters.ts ─────────────────────────────────────────
-
-  createAdapter(adapter: NewAdapter) {
-    return adapters.createAdapter(this.sql, adapter)
-  }
-
-  getAdapter(id: string) {
-    return adapters.getAdapter(this.sql, id)
-  }
-
-  listAdapters(accountId: string, options: { activeOnly?: boolean } = {}) {
-    return adapters.listAdapters(this.sql, accountId, options.activeOnly ?? false)
-  }
-
-  deactivateAdapter(id: string, at: number) {
-    return adapters.deactivateAdapter(this.sql, id, at)
-  }
-
-  createSession(session: NewSession) {
-    return sessions.createSession(this.sql, session)
-  }
-
-  findSession(hash: string, now: number) {
-    return sessions.findSession(this.sql, hash, now)
-  }
-
-  deleteSession(hash: string) {
-    return sessions.deleteSession(this.sql, hash)
-  }
-
-  deleteExpiredSessions(now: number) {
-    return sessions.deleteExpiredSessions(this.sql, now)
-  }
-
-  // ── webhooks and their outbox (webhooks.ts) ──────────────────────────────────────────────
-
-  createWebhook(webhook: WebhookRecord, maxPerAccount: number) {
-    return webhooks.createWebhook(this.sql, webhook, maxPerAccount)
-  }
-
-  listWebhooks(accountId: string) {
-    return webhooks.listWebhooks(this.sql, accountId)
-  }
-
-  deleteWebhook(accountId: string, id: string) {
-    return webhooks.deleteWebhook(this.sql, accountId, id)
-  }
-
-  listDeliveries(
-    accountId: string,
-    webhookId: string,
-    page: { limit: number; after: string | null },
-  ) {
-    return webhooks.listDeliveries(this.sql, accountId, webhookId, page)
-  }
-
-  claimDeliveries(owner: string, limit: number, nowMs: number, leaseUntilMs: number) {
-    return webhooks.claimDeliveries(this.sql, owner, limit, nowMs, leaseUntilMs)
-  }
-
-  finishDelivery(
-    owner: string,
-    delivery: { webhookId: string; eventId: string },
-    result: DeliveryResult,
-    nowMs: number,
-    disableAfterMs?: number,
-  ) {
-    return webhooks.finishDelivery(this.sql, owner, delivery, result, nowMs, disableAfterMs)
-  }
-
-  enableWebhook(accountId: string, id: string) {
-    return webhooks.enableWebhook(this.sql, accountId, id)
-  }
-
-  releaseDeliveries(owner: string, nowMs: number) {
-    return webhooks.releaseDeliveries(this.sql, owner, nowMs)
-  }
-
-  // ── files ─────────────────────────────────────────────────────────────────────────────────
-
-  createFile(file: FileRecord) {
-    return files.createFile(this.sql, file)
-  }
-
-  getFile(accountId: string, id: string) {
-    return files.getFile(this.sql, accountId, id)
-  }
-
-  listFiles(accountId: string, page: Parameters<Store['listFiles']>[1]) {
-    return files.listFiles(this.sql, accountId, page)
-  }
-
-  deleteFile(accountId: string, id: string) {
-    return files.deleteFile(this.sql, accountId, id)
-  }
-
-  setFileBytes(id: string, bytes: number) {
-    return files.setFileBytes(this.sql, id, bytes)
-  }
-
-  touchFile(id: string, at: number) {
-    return files.touchFile(this.sql, id, at)
   }
 }

@@ -12,7 +12,7 @@ import {
   LONG_WINDOW_HOURS,
   startBySeconds,
 } from '../start-in-time.ts'
-import { enqueueWebhookEvents } from './webhooks.ts'
+import { enqueueWebhookEvents } from '../webhooks/postgres-webhooks.ts'
 
 const LONG_START_BY = startBySeconds(LONG_WINDOW_HOURS)
 

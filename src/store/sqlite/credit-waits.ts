@@ -5,45 +5,18 @@
  * inside the caller's IMMEDIATE transaction, so what it reads is what the account holds when it
  * writes.
  */
-import { current } from './batch-progress.ts'
 import type { Database } from 'bun:sqlite'
 import { Money, moneyText } from '../../money/decimal.ts'
-import {
-  batchDailyUse,
-  creditWaitFailure,
-  dailySpendOf,
-  dayStartSeconds,
-  liveSpentOn,
-  planCreditWaits,
-  rowHold,
-} from '../daily-spend.ts'
-import type { DailySpend, WaitingPass } from '../store.ts'
-import { leasedUsd } from './leases.ts'
-import { enqueueWebhookEvents } from './webhooks.ts'
+import { creditWaitFailure, planCreditWaits, rowHold } from '../credit/daily-spend.ts'
+import type { WaitingPass } from '../store.ts'
+import { leasedUsd } from '../credit/sqlite-leases.ts'
+import { enqueueWebhookEvents } from '../webhooks/sqlite-webhooks.ts'
 
 type Row = Record<string, any>
 const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
 
-/** What counts against the daily limit on the day of `nowMs` (getDailySpend in store.ts). */
-export function dailyUsed(db: Database, account: Row, nowMs: number): Money {
-  let used = liveSpentOn(account, nowMs).plus(leasedUsd(db, account.id, nowMs))
-  for (const row of q(
-    db,
-    `SELECT id, status, waiting_code, cost_ceiling_usd, max_cost_usd, cost_usd, held_usd
-     FROM batches WHERE account_id = ? AND created_at >= ?`,
-  )
-    .all(account.id, dayStartSeconds(nowMs))
-    .map((row) => current(db, row)!)) {
-    used = used.plus(batchDailyUse(row))
-  }
-  return used
-}
-
-export function getDailySpend(db: Database, accountId: string, nowMs: number): DailySpend | null {
-  const account = q(db, 'SELECT * FROM accounts WHERE id = ?').get(accountId)
-  if (!account) return null
-  return dailySpendOf(account, dailyUsed(db, account, nowMs))
-}
+// The daily spend limit's reads are the credit role's; admission reads them through here.
+export { dailyUsed } from '../credit/sqlite-daily-spend.ts'
 
 const WAITING = `status = 'validating' AND waiting_code = 'insufficient_credit'`
 

@@ -14,7 +14,7 @@ import { ShareTally } from './provider-shares.ts'
 import { RETURNED_SHARD } from '../progress-shards.ts'
 import { addProgress, current, currentCount, foldProgress } from './batch-progress.ts'
 import { capRoomBack, claimCapped, endOverCap, noteClaimed } from './spend-cap.ts'
-import { enqueueWebhookEvents } from './webhooks.ts'
+import { enqueueWebhookEvents } from '../webhooks/sqlite-webhooks.ts'
 import {
   OPEN_BATCH_STATUSES,
   WAITING_CODES,

@@ -3,59 +3,46 @@
  * for the dispatcher's writes. Every multi-row change runs in one IMMEDIATE transaction, so the
  * process can be killed at any point without half-written state. One process only: several
  * instances need PostgreSQL.
+ *
+ * Past 400 lines (about 420) because the batch calls still live here (admission with its line
+ * inserts, cancel, reads); the roles with a folder of their own (src/store/<role>/) are set on
+ * the store by its constructor (sqliteRoles).
  */
 import { current, readCurrent } from './batch-progress.ts'
 import { createSqliteChunkStore } from '../batch-chunks/sqlite-chunks.ts'
 import type { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { ENDED_BATCH_STATUSES, OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
+import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { sqlWordList } from './sql-word-list.ts'
 import { batchHold, Money, moneyText, ZERO } from '../../money/decimal.ts'
-import {
-  rowToAccount,
-  rowToBatch,
-  rowToFile,
-  rowToKey,
-  rowToLine,
-  rowsToShares,
-  lineCeiling,
-} from '../rows.ts'
+import { rowToBatch, rowToLine, rowsToShares, lineCeiling } from '../rows.ts'
 import type {
-  FileLimits,
-  FileQuotaDefaults,
-  NewAdapter,
-  NewSession,
-  NewUpload,
   AccountView,
   AdmitResult,
   CancelResult,
-  FileRecord,
   RejectedBatch,
-  NewAccount,
   NewBatch,
-  NewKey,
   NewLine,
   OpenedStore,
+  RoleStores,
   Store,
-  DeliveryResult,
-  WebhookRecord,
-  UsageAddition,
 } from '../store.ts'
 import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.ts'
 import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
 import { migrateSqlite } from './migrate.ts'
-import { creditWaitColumns } from '../daily-spend.ts'
+import { creditWaitColumns } from '../credit/daily-spend.ts'
 import * as creditWaits from './credit-waits.ts'
 import * as startInTime from './start-in-time.ts'
-import * as liveCredit from './live-credit.ts'
+import { createSqliteCreditStore } from '../credit/sqlite-credit.ts'
 import { openSqliteDatabase } from './open-database.ts'
 import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
-import * as sessions from './sessions.ts'
-import * as usage from './usage.ts'
-import * as adapters from './adapters.ts'
-import * as uploads from './uploads.ts'
-import * as webhooks from './webhooks.ts'
+import { createSqliteUsageStore } from '../usage/sqlite-usage.ts'
+import { accountView, createSqliteAccountStore } from '../accounts/sqlite-accounts.ts'
+import { createSqliteFineTuneStore } from '../fine-tunes/sqlite-fine-tunes.ts'
+import { createSqliteFileStore } from '../files/sqlite-files.ts'
+import { createSqliteRetentionStore } from '../retention/sqlite-retention.ts'
+import * as webhooks from '../webhooks/sqlite-webhooks.ts'
 
 type Row = Record<string, any>
 
@@ -93,11 +80,19 @@ const ROWS_PER_INSERT = 100
 
 const OPEN = sqlWordList(OPEN_BATCH_STATUSES)
 
-/** A rendered output or error file exists once its batch has ended with lines of its kind. */
-export const VISIBLE_FILE = `(f.batch_id IS NULL OR (b.status IN ${sqlWordList(ENDED_BATCH_STATUSES)}
-  AND ((f.kind = 'output' AND b.succeeded > 0) OR (f.kind = 'error' AND b.failed + b.cancelled + b.expired > 0))))`
-const FILE_SELECT = `SELECT f.*, b.status AS batch_status, b.succeeded, b.failed, b.cancelled, b.expired
-  FROM files f LEFT JOIN batches b ON b.id = f.batch_id`
+/** The roles' calls (src/store/<role>/), each given the connection only. */
+const sqliteRoles = (db: Database): RoleStores => ({
+  ...createSqliteAccountStore(db),
+  ...createSqliteCreditStore(db),
+  ...createSqliteFileStore(db),
+  ...createSqliteRetentionStore(db),
+  ...createSqliteUsageStore(db),
+  ...createSqliteFineTuneStore(db),
+  ...webhooks.createSqliteWebhookStore(db),
+})
+
+// The roles' calls are set on the store by its constructor (sqliteRoles).
+interface SqliteStore extends RoleStores {}
 
 /** Everything but the dispatcher's calls (sqlite-dispatch.ts); it closes their thread. */
 class SqliteStore implements Store {
@@ -106,7 +101,9 @@ class SqliteStore implements Store {
     private readonly db: Database,
     private readonly dispatchThread: DispatchThread | null,
     private readonly checkpoints: CheckpointThread | null,
-  ) {}
+  ) {
+    Object.assign(this, sqliteRoles(db))
+  }
 
   private q(sql: string) {
     return this.db.query<Row, any[]>(sql)
@@ -114,6 +111,11 @@ class SqliteStore implements Store {
 
   private tx<T>(fn: () => T): T {
     return this.db.transaction(fn).immediate()
+  }
+
+  /** The account with what it holds now (accounts/sqlite-accounts.ts), for admission. */
+  private accountView(id: string): AccountView | null {
+    return accountView(this.db, id)
   }
 
   async ping() {
@@ -126,129 +128,7 @@ class SqliteStore implements Store {
     this.db.close()
   }
 
-  // ── accounts and keys ─────────────────────────────────────────────────────────────────────
-
-  private accountView(id: string): AccountView | null {
-    const row = this.q(
-      `SELECT a.*, (SELECT count(*) FROM batches b WHERE b.account_id = a.id AND b.status IN ${OPEN})
-         AS open_batches FROM accounts a WHERE a.id = ?`,
-    ).get(id)
-    if (!row) return null
-    // Live leases are holds too: held_usd shows them, so available_usd is what may still be spent.
-    const account = rowToAccount(row)
-    const held = new Money(account.heldUsd).plus(liveCredit.leasedUsd(this.db, id, Date.now()))
-    return { ...account, heldUsd: moneyText(held), openBatches: Number(row.open_batches) }
-  }
-
-  async createAccount(account: NewAccount) {
-    this.q(
-      `INSERT INTO accounts (id, name, balance_usd, held_usd, max_open_batches, rate_limit_per_minute, created_at)
-       VALUES (?, ?, ?, '0', ?, ?, ?)`,
-    ).run(
-      account.id,
-      account.name,
-      moneyText(account.creditUsd),
-      account.maxOpenBatches,
-      account.rateLimitPerMinute,
-      account.createdAt,
-    )
-    return this.accountView(account.id)!
-  }
-
-  async getAccount(id: string) {
-    return this.accountView(id)
-  }
-
-  async hasAccounts() {
-    return this.q('SELECT 1 FROM accounts LIMIT 1').get() != null
-  }
-
-  // ── usage (usage.ts) ──────────────────────────────────────────────────────────────────────
-
-  async addUsage(rows: readonly UsageAddition[]) {
-    usage.addUsage(this.db, rows)
-  }
-
-  async usageRows(accountId: string, fromDay: string, toDay: string) {
-    return usage.usageRows(this.db, accountId, fromDay, toDay)
-  }
-
-  async addCredit(id: string, amountUsd: string) {
-    return this.tx(() => {
-      const row = this.q('SELECT balance_usd FROM accounts WHERE id = ?').get(id)
-      if (!row) return null
-      const next = Money.max(ZERO, new Money(row.balance_usd).plus(amountUsd))
-      this.q('UPDATE accounts SET balance_usd = ? WHERE id = ?').run(moneyText(next), id)
-      return this.accountView(id)
-    })
-  }
-
-  async createKey(key: NewKey) {
-    if (!this.q('SELECT 1 FROM accounts WHERE id = ?').get(key.accountId)) return null
-    this.q(
-      `INSERT INTO api_keys (id, account_id, hash, prefix, name, scopes, rate_limit_per_minute, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(
-      key.id,
-      key.accountId,
-      key.hash,
-      key.prefix,
-      key.name,
-      key.scopes.join(','),
-      key.rateLimitPerMinute,
-      key.createdAt,
-    )
-    return rowToKey(this.q('SELECT * FROM api_keys WHERE id = ?').get(key.id)!)
-  }
-
-  async revokeKey(id: string, at: number) {
-    this.tx(() => {
-      this.q('UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?').run(at, id)
-      sessions.deleteKeySessions(this.db, id)
-    })
-    const row = this.q('SELECT * FROM api_keys WHERE id = ?').get(id)
-    return row ? rowToKey(row) : null
-  }
-
-  // ── live credit (docs/live.md): live-credit.ts ────────────────────────────────────────────────
-
-  async takeLiveCredit(request: Parameters<Store['takeLiveCredit']>[0]) {
-    return this.tx(() => liveCredit.takeLiveCredit(this.db, request))
-  }
-
-  async renewLiveCredit(
-    instanceId: string,
-    accountIds: readonly string[],
-    nowMs: number,
-    expiresAtMs: number,
-  ) {
-    return this.tx(() =>
-      liveCredit.renewLiveCredit(this.db, instanceId, accountIds, nowMs, expiresAtMs),
-    )
-  }
-
-  async writeLiveCharges(group: Parameters<Store['writeLiveCharges']>[0]) {
-    return this.tx(() => liveCredit.writeLiveCharges(this.db, group))
-  }
-
-  async dropLiveCredit(instanceId: string) {
-    this.q('DELETE FROM credit_leases WHERE instance_id = ?').run(instanceId)
-  }
-
-  // ── daily spend limit and batches waiting for credit (docs/money-and-limits.md, docs/open-models.md): credit-waits.ts ────
-
-  async getDailySpend(accountId: string, nowMs: number) {
-    return creditWaits.getDailySpend(this.db, accountId, nowMs)
-  }
-
-  async setDailySpendLimit(accountId: string, limitUsd: string | null) {
-    return (
-      this.q('UPDATE accounts SET daily_spend_limit_usd = ? WHERE id = ?').run(
-        limitUsd === null ? null : moneyText(limitUsd),
-        accountId,
-      ).changes > 0
-    )
-  }
+  // ── batches waiting for credit (credit-waits.ts) and starting in time (start-in-time.ts) ──
 
   async admitWaitingBatches(nowMs: number) {
     // A read first: every instance runs this every second, and the write lock is the dispatcher's.
@@ -261,13 +141,6 @@ class SqliteStore implements Store {
     // A read first, as for the credit waits: the write lock is the dispatcher's.
     if (!startInTime.anyUnstarted(this.db, now)) return []
     return this.tx(() => startInTime.failUnstartedBatches(this.db, now))
-  }
-
-  async findKey(hash: string) {
-    const key = this.q('SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL').get(hash)
-    if (!key) return null
-    const account = this.q('SELECT * FROM accounts WHERE id = ?').get(key.account_id)!
-    return { key: rowToKey(key), account: rowToAccount(account) }
   }
 
   // ── batches ───────────────────────────────────────────────────────────────────────────────
@@ -409,25 +282,7 @@ class SqliteStore implements Store {
     )
   }
 
-  // ── retention ───────────────────────────────────────────────────────────────────────────
-
-  async purgeResults(cutoff: number, limit: number, now: number) {
-    return this.tx(() => {
-      const ids = this.q(
-        `SELECT id FROM batches WHERE finished_at < ? AND purged_at IS NULL ORDER BY finished_at LIMIT ?`,
-      )
-        .all(cutoff, limit)
-        .map((row) => row.id as string)
-      for (const id of ids) {
-        this.q('DELETE FROM lines WHERE batch_id = ?').run(id)
-        this.q('DELETE FROM files WHERE batch_id = ?').run(id)
-        // The webhook delivery log is kept as long as the results (its retries ended long ago).
-        this.q('DELETE FROM webhook_deliveries WHERE batch_id = ?').run(id)
-        this.q('UPDATE batches SET purged_at = ? WHERE id = ?').run(now, id)
-      }
-      return ids
-    })
-  }
+  // ── deleting an ended batch ───────────────────────────────────────────────────────────────────────────
 
   async deleteEndedBatch(accountId: string, id: string) {
     return this.tx(() => {
@@ -442,173 +297,6 @@ class SqliteStore implements Store {
       this.q('DELETE FROM batches WHERE id = ?').run(id)
       return true
     })
-  }
-
-  async deleteStaleUploads(cutoff: number, limit: number) {
-    return this.q(
-      `DELETE FROM files WHERE id IN (
-         SELECT id FROM files WHERE kind = 'upload' AND last_used_at < ? LIMIT ?) RETURNING id`,
-    )
-      .all(cutoff, limit)
-      .map((row) => row.id as string)
-  }
-
-  // ── file quotas, uploads in progress (uploads.ts), dashboard sessions (sessions.ts) ──────
-
-  async reserveUpload(upload: NewUpload, defaults: FileQuotaDefaults) {
-    return uploads.reserveUpload(this.db, upload, defaults)
-  }
-
-  async growUpload(
-    fileId: string,
-    need: number,
-    want: number,
-    nowMs: number,
-    defaults: FileQuotaDefaults,
-  ) {
-    return uploads.growUpload(this.db, fileId, need, want, nowMs, defaults)
-  }
-
-  async commitUpload(file: FileRecord) {
-    return uploads.commitUpload(this.db, file)
-  }
-
-  async releaseUpload(fileId: string) {
-    uploads.releaseUpload(this.db, fileId)
-  }
-
-  async expireUploads(staleBeforeMs: number, limit: number) {
-    return uploads.expireUploads(this.db, staleBeforeMs, limit)
-  }
-
-  async knownFileIds(ids: readonly string[]) {
-    return uploads.knownFileIds(this.db, ids)
-  }
-
-  async getFileQuota(accountId: string) {
-    return uploads.getFileQuota(this.db, accountId)
-  }
-
-  async setFileQuota(accountId: string, limits: FileLimits) {
-    return uploads.setFileQuota(this.db, accountId, limits)
-  }
-
-  // ── fine-tuned adapters (docs/open-models.md): adapters.ts ─────────────────────────────────────────
-
-  async createAdapter(adapter: NewAdapter) {
-    return this.tx(() => adapters.createAdapter(this.db, adapter))
-  }
-
-  async getAdapter(id: string) {
-    return adapters.getAdapter(this.db, id)
-  }
-
-  async listAdapters(accountId: string, options: { activeOnly?: boolean } = {}) {
-    return adapters.listAdapters(this.db, accountId, options.activeOnly ?? false)
-  }
-
-  async deactivateAdapter(id: string, at: number) {
-    return adapters.deactivateAdapter(this.db, id, at)
-  }
-
-  async createSession(session: NewSession) {
-    sessions.createSession(this.db, session)
-  }
-
-  async findSession(hash: string, now: number) {
-    return sessions.findSession(this.db, hash, now)
-  }
-
-  async deleteSession(hash: string) {
-    sessions.deleteSession(this.db, hash)
-  }
-
-  async deleteExpiredSessions(now: number) {
-    return sessions.deleteExpiredSessions(this.db, now)
-  }
-
-  // ── webhooks and their outbox (webhooks.ts) ──────────────────────────────────────────────
-
-  async createWebhook(webhook: WebhookRecord, maxPerAccount: number) {
-    return webhooks.createWebhook(this.db, webhook, maxPerAccount)
-  }
-
-  async listWebhooks(accountId: string) {
-    return webhooks.listWebhooks(this.db, accountId)
-  }
-
-  async deleteWebhook(accountId: string, id: string) {
-    return webhooks.deleteWebhook(this.db, accountId, id)
-  }
-
-  async listDeliveries(
-    accountId: string,
-    webhookId: string,
-    page: { limit: number; after: string | null },
-  ) {
-    return webhooks.listDeliveries(this.db, accountId, webhookId, page)
-  }
-
-  async claimDeliveries(owner: string, limit: number, nowMs: number, leaseUntilMs: number) {
-    return webhooks.claimDeliveries(this.db, owner, limit, nowMs, leaseUntilMs)
-  }
-
-  async finishDelivery(
-    owner: string,
-    delivery: { webhookId: string; eventId: string },
-    result: DeliveryResult,
-    nowMs: number,
-    disableAfterMs?: number,
-  ) {
-    return webhooks.finishDelivery(this.db, owner, delivery, result, nowMs, disableAfterMs)
-  }
-
-  async enableWebhook(accountId: string, id: string) {
-    return webhooks.enableWebhook(this.db, accountId, id)
-  }
-
-  async releaseDeliveries(owner: string, nowMs: number) {
-    return webhooks.releaseDeliveries(this.db, owner, nowMs)
-  }
-
-  // ── files ─────────────────────────────────────────────────────────────────────────────────
-
-  async createFile(file: FileRecord) {
-    uploads.insertFile(this.db, file)
-  }
-
-  async getFile(accountId: string, id: string) {
-    const row = this.q(
-      `${FILE_SELECT} WHERE f.id = ? AND f.account_id = ? AND ${VISIBLE_FILE}`,
-    ).get(id, accountId)
-    return row ? rowToFile(row) : null
-  }
-
-  async listFiles(
-    accountId: string,
-    page: { limit: number; after: string | null; purpose: string | null; order: 'asc' | 'desc' },
-  ) {
-    const direction = page.order === 'asc' ? 'ASC' : 'DESC'
-    const rows = this.q(
-      `${FILE_SELECT} WHERE f.account_id = ? AND ${VISIBLE_FILE}
-         AND (? IS NULL OR f.purpose = ?) AND (? IS NULL OR f.id ${page.order === 'asc' ? '>' : '<'} ?)
-       ORDER BY f.id ${direction} LIMIT ?`,
-    ).all(accountId, page.purpose, page.purpose, page.after, page.after, page.limit + 1)
-    return { files: rows.slice(0, page.limit).map(rowToFile), hasMore: rows.length > page.limit }
-  }
-
-  async deleteFile(accountId: string, id: string) {
-    return (
-      this.q('DELETE FROM files WHERE id = ? AND account_id = ?').run(id, accountId).changes > 0
-    )
-  }
-
-  async setFileBytes(id: string, bytes: number) {
-    this.q('UPDATE files SET bytes = ? WHERE id = ?').run(bytes, id)
-  }
-
-  async touchFile(id: string, at: number) {
-    this.q('UPDATE files SET last_used_at = ? WHERE id = ?').run(at, id)
   }
 
   /** Many rows per statement: one statement per line spent more time binding than writing. */

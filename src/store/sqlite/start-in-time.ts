@@ -12,7 +12,7 @@ import {
   START_BY_SQL,
   startBySeconds,
 } from '../start-in-time.ts'
-import { enqueueWebhookEvents } from './webhooks.ts'
+import { enqueueWebhookEvents } from '../webhooks/sqlite-webhooks.ts'
 
 type Row = Record<string, any>
 const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)

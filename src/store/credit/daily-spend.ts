@@ -1,0 +1,136 @@
+/**
+ * The rules both stores apply for the daily spend limit and the wait for credit (docs/money-and-limits.md, docs/open-models.md),
+ * so the two cannot disagree.
+ */
+import { batchHold as holdOf, Money, moneyText, usd, ZERO } from '../../money/decimal.ts'
+import type { DailySpend } from './credit-store.ts'
+
+/** A row of either store, with the column names of sql/. */
+type Row = Record<string, any>
+
+const DAY_MS = 86_400_000
+
+/** The UTC day of a time in Unix ms, as a day number: days reset at 00:00 UTC. */
+export const utcDay = (ms: number) => Math.floor(ms / DAY_MS)
+
+/** 00:00 UTC of the day of `ms`, in Unix seconds (batches' created_at). */
+export const dayStartSeconds = (ms: number) => utcDay(ms) * 86_400
+
+/**
+ * What one of the day's batches counts against the limit: while it waits for credit, the hold it
+ * will take; otherwise what it holds plus what it was charged (its ceiling while it runs, its
+ * cost once it ends).
+ */
+export function batchDailyUse(row: Row): Money {
+  if (isWaitingForCredit(row)) return rowHold(row)
+  return new Money(String(row.cost_usd)).plus(String(row.held_usd))
+}
+
+/** What a stored batch holds once it runs: money/decimal.ts's batchHold of its row's columns. */
+export const rowHold = (row: Row): Money =>
+  new Money(
+    holdOf(
+      String(row.cost_ceiling_usd),
+      row.max_cost_usd === null || row.max_cost_usd === undefined ? null : String(row.max_cost_usd),
+    ),
+  )
+
+/** Admitted with wait_for_credit=true and still waiting: it holds nothing yet (docs/open-models.md). */
+export const isWaitingForCredit = (row: Row) =>
+  row.status === 'validating' && row.waiting_code === 'insufficient_credit'
+
+const utc = (seconds: number) =>
+  new Date(seconds * 1000).toISOString().replace('T', ' ').replace('.000Z', ' UTC')
+
+/**
+ * `waiting.message` of a batch waiting for credit: what it holds, the deposit it needs now
+ * (its own hold plus those of the account's batches waiting before it, less what is available),
+ * and when it fails if that does not come.
+ */
+export function creditWaitMessage(holdUsd: string | Money, neededUsd: Money, until: number) {
+  const what = neededUsd.greaterThan(0)
+    ? `the account's available credit does not cover it; deposit at least $${usd(neededUsd)} to start it`
+    : 'the credit covers it now: it starts within seconds'
+  return `waiting for credit: the batch holds up to $${usd(holdUsd)} before it runs and ${what}. Unless it starts by ${utc(until)}, it fails with insufficient_quota and nothing is run or charged`
+}
+
+/** Live charges of the day of `nowMs`: the account's counter belongs to one day only. */
+export const liveSpentOn = (row: Row, nowMs: number) =>
+  Number(row.live_spend_day) === utcDay(nowMs) ? new Money(String(row.live_spent_usd)) : ZERO
+
+/** What is left under the limit; null limit: no bound. */
+export const dailyRoom = (limit: unknown, used: Money): Money | null =>
+  limit === null || limit === undefined
+    ? null
+    : Money.max(ZERO, new Money(String(limit)).minus(used))
+
+/** The error a batch that waited for credit in vain ends with (batch errors and its lines). */
+export function creditWaitFailure(holdUsd: string, until: number) {
+  return `the account's available credit did not cover the batch's hold of $${usd(holdUsd)} by ${new Date(until * 1000).toISOString().replace('.000Z', 'Z')} (half its completion window); nothing was run or charged. Add credit and submit it again`
+}
+
+/**
+ * The waiting columns of a batch admitted to wait for credit: its hold queues behind the holds
+ * of the account's batches already waiting (`ahead`), against what is available now.
+ */
+export function creditWaitColumns(
+  hold: string,
+  ahead: readonly Money[],
+  available: Money,
+  until: number,
+) {
+  const needed = ahead.reduce((sum, h) => sum.plus(h), new Money(hold)).minus(available)
+  return {
+    code: 'insufficient_credit' as const,
+    message: creditWaitMessage(hold, Money.max(ZERO, needed), until),
+    until,
+  }
+}
+
+/** getDailySpend's answer: an account row as read and what counts against its limit today. */
+export const dailySpendOf = (account: Row, used: Money): DailySpend => ({
+  limitUsd:
+    account.daily_spend_limit_usd === null ? null : moneyText(account.daily_spend_limit_usd),
+  usedUsd: moneyText(used),
+})
+
+/** What a pass over one account's batches waiting for credit does (planCreditWaits). */
+export interface CreditWaitPlan {
+  /** Batches that start now, each holding `hold`. */
+  start: { id: string; hold: Money }[]
+  /** Batches that go on waiting whose `waiting.message` changes. */
+  messages: { id: string; message: string }[]
+  /** The sum of the holds of those that start: the account holds this much more. */
+  taken: Money
+}
+
+/**
+ * Starts an account's waiting batches, earliest first, while `available` covers each one's
+ * hold; from the first that does not fit, the rest stay waiting in order, each told the deposit
+ * it needs, which includes the holds of those before it still waiting. `waiting`: the rows
+ * (id, cost_ceiling_usd, max_cost_usd, waiting_until, waiting_message) whose wait is not over,
+ * ordered by created_at, then id.
+ */
+export function planCreditWaits(waiting: readonly Row[], available: Money): CreditWaitPlan {
+  const plan: CreditWaitPlan = { start: [], messages: [], taken: ZERO }
+  let ahead = ZERO
+  let blocked = false
+  for (const batch of waiting) {
+    const hold = rowHold(batch)
+    if (!blocked && hold.lessThanOrEqualTo(available)) {
+      available = available.minus(hold)
+      plan.taken = plan.taken.plus(hold)
+      plan.start.push({ id: batch.id, hold })
+    } else {
+      blocked = true
+      ahead = ahead.plus(hold)
+      const message = creditWaitMessage(
+        hold,
+        Money.max(ZERO, ahead.minus(available)),
+        Number(batch.waiting_until),
+      )
+      if (batch.waiting_message !== message) plan.messages.push({ id: batch.id, message })
+    }
+  }
+  return plan
+}

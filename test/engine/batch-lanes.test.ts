@@ -1,0 +1,318 @@
+/**
+ * The providers' batch APIs as lanes, end to end (docs/batch-lanes.md): a real gateway whose catalog
+ * has batch-lane offerings, against the simulator's OpenAI Files + Batches and Anthropic Message
+ * Batches APIs, over HTTP. A batch with ample time runs wholly through provider batches at the
+ * lane's prices, in chunks of at most chunk_lines, with upstream ids of the gateway's own and
+ * results arriving while it runs; a provider batch not ended by the fallback time is cancelled and
+ * what it did not finish runs live; errored lines are retried and expired ones rerun; a cancel
+ * reaches the provider.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import Decimal from 'decimal.js'
+import OpenAI, { toFile } from 'openai'
+import { summary } from '../../src/cli/progress.ts'
+import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import { jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
+import { waitFor } from '../helpers/wait.ts'
+import { dashboardCookie, nativeClient } from '../helpers/native-client.ts'
+import { CHUNK_LINES, FALLBACK_AFTER_S, laneCatalog } from '../helpers/lane-catalog.ts'
+
+interface Batch {
+  id: string
+  status: string
+  created_at: number
+  deadline_at: number
+  request_counts: Record<string, number>
+  cost_usd: string
+  routing: { providers: Record<string, Record<string, unknown>> }
+}
+interface Row {
+  custom_id: string
+  line: number
+  status: string
+  provider: string | null
+  attempts: number
+  cost_usd: string
+  response: { status_code: number; body: any } | null
+}
+
+const lines = (modelId: string, count: number) =>
+  Array.from({ length: count }, (_, i) => ({
+    custom_id: `user-${modelId}-${i}`,
+    method: 'POST',
+    url: '/v1/chat/completions',
+    body: {
+      model: modelId,
+      max_tokens: 16,
+      messages: [{ role: 'user', content: `question ${i}` }],
+    },
+  }))
+
+/** A line's cost from its own usage at these prices per million tokens, to the decimal. */
+function priced(
+  usage: { prompt_tokens: number; completion_tokens: number },
+  input: string,
+  output: string,
+) {
+  return new Decimal(usage.prompt_tokens)
+    .times(input)
+    .plus(new Decimal(usage.completion_tokens).times(output))
+    .div(1_000_000)
+}
+
+const liveChats = (sim: Simulator) => sim.stats().byPath['/v1/chat/completions'] ?? 0
+const liveMessages = (sim: Simulator) => sim.stats().byPath['/v1/messages'] ?? 0
+
+for (const storeKind of STORES) {
+  describe(`batch lanes over HTTP (${storeKind})`, () => {
+    let openai: Simulator
+    let anthropic: Simulator
+    let gw: TestGateway
+    let key: string
+
+    beforeAll(async () => {
+      openai = await startSimulator({ latencyMs: 2 })
+      anthropic = await startSimulator({ latencyMs: 2, requireApiKey: 'sk-ant-test-secret' })
+      gw = await startTestGateway({
+        store: storeKind,
+        catalog: laneCatalog(openai.url, anthropic.url),
+        env: { MULTIGRID_POLL_MS: '20' },
+      })
+      ;({ key } = await gw.newAccount('100', { rate_limit_per_minute: 100_000 }))
+    })
+    beforeEach(() => {
+      for (const sim of [openai, anthropic]) {
+        sim.configure({ batchTurnaroundMs: 300, batchErrorRate: 0, batchExpireMs: null })
+        sim.resetStats()
+      }
+    })
+    afterAll(async () => {
+      await gw?.stop()
+      await openai?.stop()
+      await anthropic?.stop()
+    })
+
+    const { submit, read, finished, results } = nativeClient<Batch, Row>(
+      () => gw,
+      () => key,
+    )
+    test('ample time: every line through OpenAI batches at the lane prices, results while it runs', async () => {
+      // The first provider batches end in 300 ms, the later ones take 5 s: results of the first
+      // must be readable while the later ones still run.
+      const before = openai.batches().jobs.length
+      const batch = await submit(jsonl(lines('lane/chat', 22)))
+      await waitFor('the first provider batch', async () => openai.batches().jobs.length > before)
+      openai.configure({ batchTurnaroundMs: 5_000 })
+      const early = await waitFor('a first result', async () => {
+        const done = await results(batch.id, '?filter=succeeded')
+        return done.length > 0 ? done : null
+      })
+      const running = openai
+        .batches()
+        .jobs.slice(before)
+        .filter((job) => job.status === 'in_progress')
+      expect(early.length).toBeLessThan(22)
+      expect(running.length).toBeGreaterThan(0)
+
+      const ended = await finished(batch.id)
+      expect(ended.status).toBe('completed')
+      expect(ended.request_counts.succeeded).toBe(22)
+      expect(liveChats(openai)).toBe(0)
+      const jobs = openai.batches().jobs.slice(before)
+      expect(jobs.length).toBe(Math.ceil(22 / CHUNK_LINES))
+      const userIds = new Set(lines('lane/chat', 22).map((line) => line.custom_id))
+      for (const job of jobs) {
+        expect(job.customIds.length).toBeLessThanOrEqual(CHUNK_LINES)
+        for (const id of job.customIds) {
+          expect(userIds.has(id)).toBe(false)
+          expect(id).toMatch(/^mg-\d+$/)
+        }
+        expect(job.metadata?.mg_chunk).toMatch(/^chk_/)
+      }
+      const rows = await results(batch.id)
+      expect(rows.map((row) => row.line)).toEqual(Array.from({ length: 22 }, (_, i) => i + 1))
+      let total = new Decimal(0)
+      for (const row of rows) {
+        expect(row.status).toBe('succeeded')
+        expect(row.provider).toBe('sim:batch')
+        expect(row.cost_usd).toBe(priced(row.response!.body.usage, '0.5', '1').toFixed())
+        total = total.plus(row.cost_usd)
+      }
+      expect(new Decimal(ended.cost_usd).eq(total)).toBe(true)
+      expect(ended.routing.providers['sim:batch']?.succeeded).toBe(22)
+      // format=input and filter work on these lines as on any other.
+      const inputs = await results(batch.id, '?format=input&filter=succeeded')
+      expect(inputs.length).toBe(22)
+    }, 60_000)
+
+    test('Anthropic Message Batches: lines at the lane prices, never live', async () => {
+      const before = anthropic.batches().jobs.length
+      const batch = await submit(jsonl(lines('lane/claude', 6)))
+      const ended = await finished(batch.id)
+      expect(ended.status).toBe('completed')
+      expect(liveMessages(anthropic)).toBe(0)
+      const jobs = anthropic.batches().jobs.slice(before)
+      expect(jobs.length).toBe(2)
+      for (const job of jobs) for (const id of job.customIds) expect(id).toMatch(/^mg-\d+$/)
+      for (const row of await results(batch.id)) {
+        expect(row.provider).toBe('claude:batch')
+        const usage = row.response!.body.usage
+        expect(row.cost_usd).toBe(priced(usage, '1.5', '7.5').toFixed())
+      }
+    }, 60_000)
+
+    test('the OpenAI SDK unchanged: a facade batch runs through the lane like any other', async () => {
+      const before = openai.batches().jobs.length
+      const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/openai/v1`, maxRetries: 0 })
+      const file = await client.files.create({
+        file: await toFile(Buffer.from(jsonl(lines('lane/chat', 5))), 'requests.jsonl'),
+        purpose: 'batch',
+      })
+      const created = await client.batches.create({
+        input_file_id: file.id,
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+      })
+      const batch = await waitFor('the facade batch', async () => {
+        const view = await client.batches.retrieve(created.id)
+        return ['completed', 'failed', 'cancelled', 'expired'].includes(view.status) ? view : null
+      })
+      expect(batch.status).toBe('completed')
+      expect(batch.request_counts).toEqual({ total: 5, completed: 5, failed: 0 })
+      const output = (await (await client.files.content(batch.output_file_id!)).text())
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+      expect(output.map((line) => line.custom_id).sort()).toEqual(
+        lines('lane/chat', 5)
+          .map((line) => line.custom_id)
+          .sort(),
+      )
+      expect(openai.batches().jobs.length - before).toBe(2)
+      expect(liveChats(openai)).toBe(0)
+    }, 60_000)
+
+    test('live calls and lines that ignore the lane never go to it', async () => {
+      const before = openai.batches().jobs.length
+      const kept = lines('lane/chat', 3).map((line) => ({
+        ...line,
+        body: { ...line.body, provider: { ignore: ['sim:batch'] } },
+      }))
+      const batch = await submit(jsonl(kept))
+      expect((await finished(batch.id)).status).toBe('completed')
+      for (const row of await results(batch.id)) {
+        expect(row.provider).toBe('sim')
+        expect(row.cost_usd).toBe(priced(row.response!.body.usage, '1', '2').toFixed())
+      }
+      const call = await gw.request('/v1/chat/completions', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(lines('lane/chat', 1)[0]!.body),
+      })
+      expect(call.status).toBe(200)
+      expect(liveChats(openai)).toBe(4)
+      expect(openai.batches().jobs.length).toBe(before)
+    }, 60_000)
+
+    test('a provider batch not ended at the fallback time is cancelled: what it finished is kept, the rest runs live', async () => {
+      // 10 s for a chunk: of its 4 lines one is due every 2.5 s, so at the fallback (3–4 s after
+      // the chunk's create, created_at being whole seconds) one is done.
+      openai.configure({ batchTurnaroundMs: 10_000 })
+      const before = openai.batches()
+      const batch = await submit(jsonl(lines('lane/soon', CHUNK_LINES)))
+      const ended = await finished(batch.id, 30_000)
+      expect(ended.status).toBe('completed')
+      const after = openai.batches()
+      expect(after.cancelled - before.cancelled).toBe(1)
+      const rows = await results(batch.id)
+      const byLane = rows.filter((row) => row.provider === 'sim:batch')
+      const byLive = rows.filter((row) => row.provider === 'sim')
+      expect(byLane.length).toBe(1)
+      expect(byLive.length).toBe(3)
+      expect(liveChats(openai)).toBe(3)
+      for (const row of byLane)
+        expect(row.cost_usd).toBe(priced(row.response!.body.usage, '0.5', '1').toFixed())
+      for (const row of byLive) {
+        expect(row.cost_usd).toBe(priced(row.response!.body.usage, '1', '2').toFixed())
+        // Returned to pending without an attempt: the live call is its first.
+        expect(row.attempts).toBe(1)
+      }
+      // The lines went live only after the fallback time.
+      expect(Date.now() / 1000 - batch.created_at).toBeGreaterThanOrEqual(FALLBACK_AFTER_S - 1)
+    }, 60_000)
+
+    test('errored lines are retried and expired ones rerun, in new provider batches', async () => {
+      openai.configure({ batchErrorRate: 1 })
+      const before = openai.batches().jobs.length
+      const failing = await submit(jsonl(lines('lane/chat', 3)))
+      await waitFor('the errored chunk to be read', async () => {
+        const jobs = openai.batches().jobs.slice(before)
+        return jobs.length > 0 && jobs[0]!.status === 'completed'
+      })
+      openai.configure({ batchErrorRate: 0 })
+      const retried = await finished(failing.id)
+      expect(retried.request_counts.succeeded).toBe(3)
+      for (const row of await results(failing.id)) {
+        expect(row.provider).toBe('sim:batch')
+        expect(row.attempts).toBe(2)
+      }
+
+      // Expires after 200 of 800 ms: one of four lines done, the rest again without an attempt.
+      openai.configure({ batchTurnaroundMs: 800, batchExpireMs: 200 })
+      const mark = openai.batches().jobs.length
+      const expiring = await submit(jsonl(lines('lane/chat', 4)))
+      await waitFor('the expired chunk', async () =>
+        openai
+          .batches()
+          .jobs.slice(mark)
+          .some((job) => job.status === 'expired'),
+      )
+      openai.configure({ batchExpireMs: null, batchTurnaroundMs: 200 })
+      const rerun = await finished(expiring.id)
+      expect(rerun.request_counts.succeeded).toBe(4)
+      expect(openai.batches().jobs.length - mark).toBeGreaterThanOrEqual(2)
+      for (const row of await results(expiring.id)) expect(row.attempts).toBe(1)
+      expect(liveChats(openai)).toBe(0)
+    }, 60_000)
+
+    test('cancelling the batch cancels its provider batches', async () => {
+      openai.configure({ batchTurnaroundMs: 60_000 })
+      const before = openai.batches()
+      const batch = await submit(jsonl(lines('lane/chat', 8)))
+      await waitFor(
+        'both provider batches',
+        async () => openai.batches().jobs.length - before.jobs.length === 2,
+      )
+      // Seen while they wait: running in the lane, in how many provider batches, live from when.
+      const waiting = await waitFor('both chunks shown', async () => {
+        const view = await read(batch.id)
+        return view.routing.providers['sim:batch']?.provider_batches === 2 ? view : null
+      })
+      const fallbackAt = waiting.deadline_at - 0.5 * 3600
+      expect(waiting.routing.providers['sim:batch']).toEqual({
+        succeeded: 0,
+        failed: 0,
+        running: 8,
+        cost_usd: '0',
+        provider_batches: 2,
+        fallback_at: fallbackAt,
+      })
+      const when = new Date(fallbackAt * 1000).toISOString().slice(0, 16).replace('T', ' ')
+      expect(summary(waiting as never)).toContain('sim:batch: 0 ok, 0 failed, 8 running')
+      expect(summary(waiting as never)).toContain(`in 2 provider batches; live lanes from ${when}`)
+      const cookie = await dashboardCookie(gw.url, key)
+      const page = await (
+        await fetch(`${gw.url}/dashboard/batches/${batch.id}`, { headers: { cookie } })
+      ).text()
+      expect(page.replace(/\s+/g, ' ')).toContain('in 2 provider batches; live lanes from')
+
+      const cancel = await gw.request(`/v1/batches/${batch.id}`, key, { method: 'DELETE' })
+      expect(cancel.status).toBe(200)
+      const ended = await finished(batch.id)
+      expect(ended.status).toBe('cancelled')
+      expect(openai.batches().cancelled - before.cancelled).toBe(2)
+      expect(ended.request_counts.cancelled).toBe(8)
+      expect(liveChats(openai)).toBe(0)
+    }, 60_000)
+  })
+}

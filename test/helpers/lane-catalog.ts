@@ -1,0 +1,58 @@
+/**
+ * A catalog with batch lanes (docs/batch-lanes.md) for the end-to-end tests: `lane/chat` (OpenAI
+ * Files + Batches), `lane/claude` (Anthropic Message Batches), each beside its live offering at
+ * twice the price, and `lane/soon`, whose lane falls back FALLBACK_AFTER_S after the batch starts.
+ */
+export const CHUNK_LINES = 4
+/** A fallback this long after the batch's creation: deadline (24 h) − fallback_hours. */
+export const FALLBACK_AFTER_S = 4
+
+const live = (provider: string, upstream: string, input: string, output: string) => ({
+  provider,
+  upstream_model: upstream,
+  input_usd_per_mtok: input,
+  output_usd_per_mtok: output,
+})
+
+const model = (id: string, offerings: unknown[]) => ({
+  id,
+  endpoints: ['chat'],
+  context_tokens: 32_000,
+  max_output_tokens: 1024,
+  offerings,
+})
+
+export function laneCatalog(openaiUrl: string, anthropicUrl: string) {
+  const lane = { lane: 'batch', chunk_lines: CHUNK_LINES, poll_s: 0.05, min_hours_left: 1 }
+  return {
+    providers: {
+      sim: { kind: 'openai', base_url: `${openaiUrl}/v1`, max_concurrency: 16, timeout_s: 10 },
+      claude: {
+        kind: 'anthropic',
+        base_url: anthropicUrl,
+        api_key_env: 'MG_TEST_ANTHROPIC_KEY',
+        max_concurrency: 16,
+        timeout_s: 10,
+      },
+    },
+    models: [
+      model('lane/chat', [
+        live('sim', 'sim-chat', '1', '2'),
+        { ...live('sim', 'sim-chat', '0.5', '1'), ...lane, fallback_hours: 0.5 },
+      ]),
+      model('lane/claude', [
+        live('claude', 'claude-sim', '3', '15'),
+        { ...live('claude', 'claude-sim', '1.5', '7.5'), ...lane, fallback_hours: 0.5 },
+      ]),
+      model('lane/soon', [
+        live('sim', 'sim-soon', '1', '2'),
+        {
+          ...live('sim', 'sim-soon', '0.5', '1'),
+          ...lane,
+          min_hours_left: 0,
+          fallback_hours: 24 - FALLBACK_AFTER_S / 3600,
+        },
+      ]),
+    ],
+  }
+}
