@@ -124,7 +124,8 @@ export async function spawnGateway(
     },
   )
   const url = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 100; i++) {
+  // Up to 30 s: on a busy machine a gateway applying migrations took longer than 5 s to listen.
+  for (let i = 0; i < 600; i++) {
     try {
       if ((await fetch(`${url}/healthz`)).ok) break
     } catch {}
