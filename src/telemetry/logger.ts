@@ -31,12 +31,8 @@ export function createLogger(level: LogLevel, write?: (line: string) => void): L
   const urgent = write ? sink : (line: string) => stdoutLines().write(line, true)
   const at = (name: Level) => {
     if (RANK[name] < RANK[level]) return () => {}
-    const head = `{"time":"`
-    const middle = `","level":"${name}","event":`
     const out = name === 'error' ? urgent : sink
-    return (event: string, fields?: Record<string, unknown>) => {
-      out(formatLine(head, middle, name, event, fields))
-    }
+    return (event: string, fields?: Record<string, unknown>) => out(formatLine(name, event, fields))
   }
   return {
     debug: at('debug'),
@@ -52,15 +48,10 @@ export function createLogger(level: LogLevel, write?: (line: string) => void): L
  * object, without building it. A field named time, level or event takes that key's place, as the
  * spread always did.
  */
-function formatLine(
-  head: string,
-  middle: string,
-  level: Level,
-  event: string,
-  fields: Record<string, unknown> | undefined,
-): string {
+function formatLine(level: Level, event: string, fields: Record<string, unknown> | undefined) {
   const time = isoNow()
-  if (fields === undefined) return `${head}${time}${middle}${JSON.stringify(event)}}\n`
+  const head = `{"time":"${time}","level":"${level}","event":${JSON.stringify(event)}`
+  if (fields === undefined) return `${head}}\n`
   if (
     Object.hasOwn(fields, 'time') ||
     Object.hasOwn(fields, 'level') ||
@@ -69,8 +60,7 @@ function formatLine(
     return JSON.stringify({ time, level, event, ...fields }) + '\n'
   const rest = JSON.stringify(fields)
   // '{}': no field to write (none, or only undefined ones).
-  if (rest.length === 2) return `${head}${time}${middle}${JSON.stringify(event)}}\n`
-  return `${head}${time}${middle}${JSON.stringify(event)},${rest.slice(1)}\n`
+  return rest.length === 2 ? `${head}}\n` : `${head},${rest.slice(1)}\n`
 }
 
 let lastMs = -1
