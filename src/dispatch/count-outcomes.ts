@@ -29,17 +29,17 @@ export function countLineOutcomes(usage: UsageRecorder, metrics: PrometheusMetri
   }
 }
 
-/** The live routes' `charged`: the same two counts for a live call. */
+/** The live routes' `charged`: the same two counts for a live call, its costs in units (money/fixed-point.ts). */
 export function countLiveCharges(usage: UsageRecorder, metrics: PrometheusMetrics) {
   return (charge: {
     accountId: string
     model: string
     provider: string
     usage: { input_tokens: number; cached_input_tokens?: number; output_tokens: number }
-    costUsd: string
-    firstOfferingCostUsd: string
+    costUnits: bigint
+    firstOfferingCostUnits: bigint
   }) => {
-    metrics.liveCharged(charge.provider, charge.costUsd)
+    metrics.liveCharged(charge.provider, charge.costUnits)
     usage.add({
       accountId: charge.accountId,
       kind: 'live',
@@ -48,8 +48,8 @@ export function countLiveCharges(usage: UsageRecorder, metrics: PrometheusMetric
       inputTokens: charge.usage.input_tokens,
       cachedInputTokens: charge.usage.cached_input_tokens ?? 0,
       outputTokens: charge.usage.output_tokens,
-      costUsd: charge.costUsd,
-      firstOfferingCostUsd: charge.firstOfferingCostUsd,
+      costUsd: charge.costUnits,
+      firstOfferingCostUsd: charge.firstOfferingCostUnits,
       atMs: Date.now(),
     })
   }

@@ -5,7 +5,8 @@
  * that second of figures, not the charges, which the store wrote with the answers; `flush()`
  * before a report makes this instance's own figures exact.
  */
-import { Money, moneyText } from '../money/decimal.ts'
+import { Money, moneyText, ZERO } from '../money/decimal.ts'
+import { unitsText } from '../money/fixed-point.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import type { UsageAddition, UsageStore } from '../store/store.ts'
 
@@ -18,8 +19,12 @@ export interface UsageEntry {
   inputTokens: number
   cachedInputTokens: number
   outputTokens: number
-  costUsd: string
-  firstOfferingCostUsd: string
+  /**
+   * A decimal string, or units of money/fixed-point.ts (a live call's, priced in them: summed
+   * as integers, with no decimal parsed on the call's path).
+   */
+  costUsd: string | bigint
+  firstOfferingCostUsd: string | bigint
   /** Unix ms of the answer: its UTC day is the row's. */
   atMs: number
 }
@@ -35,7 +40,15 @@ export interface UsageRecorder {
 interface Sums extends Omit<UsageAddition, 'costUsd' | 'firstOfferingCostUsd'> {
   cost: Money
   first: Money
+  /** What was added in units (live calls), beside `cost` and `first`. */
+  costUnits: bigint
+  firstUnits: bigint
 }
+
+const decimalOf = (cost: string | bigint) => (typeof cost === 'bigint' ? ZERO : new Money(cost))
+const unitsOf = (cost: string | bigint) => (typeof cost === 'bigint' ? cost : 0n)
+const total = (money: Money, units: bigint) =>
+  moneyText(units === 0n ? money : money.plus(unitsText(units)))
 
 export function createUsageRecorder(
   store: UsageStore,
@@ -53,18 +66,20 @@ export function createUsageRecorder(
     at.inputTokens += sums.inputTokens
     at.cachedInputTokens += sums.cachedInputTokens
     at.outputTokens += sums.outputTokens
-    at.cost = at.cost.plus(sums.cost)
-    at.first = at.first.plus(sums.first)
+    if (sums.cost !== ZERO) at.cost = at.cost.plus(sums.cost)
+    if (sums.first !== ZERO) at.first = at.first.plus(sums.first)
+    at.costUnits += sums.costUnits
+    at.firstUnits += sums.firstUnits
   }
 
   async function write() {
     if (pending.size === 0) return
     const taken = pending
     pending = new Map()
-    const rows = [...taken.values()].map(({ cost, first, ...rest }) => ({
+    const rows = [...taken.values()].map(({ cost, first, costUnits, firstUnits, ...rest }) => ({
       ...rest,
-      costUsd: moneyText(cost),
-      firstOfferingCostUsd: moneyText(first),
+      costUsd: total(cost, costUnits),
+      firstOfferingCostUsd: total(first, firstUnits),
     }))
     try {
       await store.addUsage(rows)
@@ -76,7 +91,7 @@ export function createUsageRecorder(
 
   return {
     add(entry) {
-      const day = new Date(entry.atMs).toISOString().slice(0, 10)
+      const day = utcDay(entry.atMs)
       const key = `${entry.accountId}\u0000${day}\u0000${entry.model}\u0000${entry.provider}`
       merge(pending, key, {
         accountId: entry.accountId,
@@ -88,8 +103,10 @@ export function createUsageRecorder(
         inputTokens: entry.inputTokens,
         cachedInputTokens: entry.cachedInputTokens,
         outputTokens: entry.outputTokens,
-        cost: new Money(entry.costUsd),
-        first: new Money(entry.firstOfferingCostUsd),
+        cost: decimalOf(entry.costUsd),
+        first: decimalOf(entry.firstOfferingCostUsd),
+        costUnits: unitsOf(entry.costUsd),
+        firstUnits: unitsOf(entry.firstOfferingCostUsd),
       })
     },
     // One write at a time: a report's flush waits for the timer's write under way.
@@ -106,4 +123,17 @@ export function createUsageRecorder(
       await this.flush()
     },
   }
+}
+
+const DAY_MS = 86_400_000
+let dayStart = 0
+let dayText = ''
+
+/** The UTC day of `atMs` ("2026-12-01"), formatted once per day rather than once per entry. */
+function utcDay(atMs: number): string {
+  if (atMs < dayStart || atMs >= dayStart + DAY_MS) {
+    dayStart = atMs - (atMs % DAY_MS)
+    dayText = new Date(dayStart).toISOString().slice(0, 10)
+  }
+  return dayText
 }

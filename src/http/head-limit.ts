@@ -20,14 +20,24 @@ export const GATEWAY_BUN_ARGS = [`--max-http-header-size=${PARSER_HEAD_BYTES}`]
 /** Bun's own limit in this process (node:http reports the flag's value). */
 export const parserHeadBytes = (): number => http.maxHeaderSize
 
-/** The refusal for a head over MAX_HEAD_BYTES, or undefined. About 0.4 µs for eight headers. */
+/**
+ * The refusal for a head over MAX_HEAD_BYTES, or undefined. The headers are read in one call
+ * (Bun's Headers.toJSON), not one callback per header (forEach): 0.15 against 0.6 µs for a live
+ * call's, on every request.
+ */
 export function headTooLarge(request: Request): Response | undefined {
   // "METHOD URL HTTP/1.1\r\n", then "name: value\r\n" per header: the URL's path and query are
   // what the client sent (the origin Bun adds is a few bytes more, on the safe side).
   let bytes = request.method.length + request.url.length + 11
-  request.headers.forEach((value, name) => {
-    bytes += name.length + value.length + 4
-  })
+  const headers = (
+    request.headers as unknown as { toJSON(): Record<string, string | string[]> }
+  ).toJSON()
+  for (const name in headers) {
+    const value = headers[name]
+    // set-cookie comes as a list: one line each.
+    if (typeof value === 'string') bytes += name.length + value.length + 4
+    else for (const one of value) bytes += name.length + one.length + 4
+  }
   if (bytes <= MAX_HEAD_BYTES) return undefined
   return refuse(
     'headers_too_large',

@@ -30,7 +30,7 @@ export function observeRequests(app: Elysia, logger: Logger, telemetry: Telemetr
   app.onError({ as: 'global' }, remember)
   const quietLogged = logger.enabled('debug')
   const log = (request: Request, response: Response, started: number) => {
-    const path = new URL(request.url).pathname
+    const path = pathOf(request.url)
     const quiet = QUIET_PATHS.has(path)
     if (quiet && !quietLogged) return
     const fields = {
@@ -59,4 +59,23 @@ export function observeRequests(app: Elysia, logger: Logger, telemetry: Telemetr
       })
     }) as never)
   return app
+}
+
+/** A path of plain characters, which URL would leave as it is: no dot segment, escape or backslash to resolve. */
+const PLAIN_PATH = /^\/[A-Za-z0-9_\-~/]*$/
+
+/**
+ * `new URL(url).pathname`, without parsing the URL when its path is plain (a URL parse cost
+ * about a microsecond, on every request logged).
+ */
+export function pathOf(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  if (start > 0) {
+    const query = url.indexOf('?', start)
+    const hash = url.indexOf('#', start)
+    const end = Math.min(query < 0 ? url.length : query, hash < 0 ? url.length : hash)
+    const path = url.slice(start, end)
+    if (PLAIN_PATH.test(path)) return path
+  }
+  return new URL(url).pathname
 }

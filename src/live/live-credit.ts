@@ -102,18 +102,45 @@ const MAX_GROWTH = 16
 const free = (a: AccountCredit) => a.lease - a.reserved - a.pending - a.writing - a.releasing
 
 export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOptions): LiveCredit {
-  const { instanceId, logger } = options
-  const now = options.now ?? Date.now
-  const accounts = new Map<string, AccountCredit>()
-  // A lease is used only while its confirmed expiry is more than a third of the TTL away, so a
-  // missed heartbeat stops this instance well before another may count the lease as gone.
-  const margin = Math.floor(options.leaseTtlMs / 3)
-  let writing: Promise<void> | null = null
-  let retry: Group | null = null
-  let stopped = false
+  return new LiveCreditLedger(store, options)
+}
 
-  const account = (id: string) => {
-    let a = accounts.get(id)
+/** The ledger's state and its steps, each a method: reserve and settle on the call's path, the rest on timers. */
+class LiveCreditLedger implements LiveCredit {
+  private readonly accounts = new Map<string, AccountCredit>()
+  private readonly now: () => number
+  private readonly logger: Logger
+  /**
+   * A lease is used only while its confirmed expiry is more than a third of the TTL away, so a
+   * missed heartbeat stops this instance well before another may count the lease as gone.
+   */
+  private readonly margin: number
+  private writing: Promise<void> | null = null
+  private retry: Group | null = null
+  private stopped = false
+  private readonly charging: ReturnType<typeof setInterval>
+  private readonly heartbeat: ReturnType<typeof setInterval>
+
+  constructor(
+    private readonly store: LiveCreditStore,
+    private readonly options: LiveCreditOptions,
+  ) {
+    this.now = options.now ?? Date.now
+    this.logger = options.logger
+    this.margin = Math.floor(options.leaseTtlMs / 3)
+    this.charging = setInterval(() => {
+      if (!this.writing) void this.flushGroup(false)
+    }, options.chargeIntervalMs)
+    this.heartbeat = setInterval(
+      () => void this.renew(),
+      Math.max(50, Math.floor(options.leaseTtlMs / 3)),
+    )
+    this.charging.unref?.()
+    this.heartbeat.unref?.()
+  }
+
+  private account(id: string): AccountCredit {
+    let a = this.accounts.get(id)
     if (!a) {
       a = {
         id,
@@ -123,37 +150,32 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
         writing: 0n,
         releasing: 0n,
         calls: 0,
-        lastUsedMs: now(),
+        lastUsedMs: this.now(),
         confirmedUntilMs: 0,
         topUp: null,
-        block: options.blockCalls,
+        block: this.options.blockCalls,
         changes: 0,
       }
-      accounts.set(id, a)
+      this.accounts.set(id, a)
     }
     return a
   }
-
-  /** No other store call touched the account since `changes` was read: the store's amount is the truth. */
-  const quiet = (a: AccountCredit, changes: number) =>
-    a.changes === changes && a.writing === 0n && a.releasing === 0n
 
   /**
    * Takes the store's word for the lease when no group write overlapped the call (so none can
    * be counted twice or not at all); else applies the change alone. Either way a lease the store
    * no longer has (expired, then deleted by another instance) stops serving here.
    */
-  function learnLease(
+  private learnLease(
     a: AccountCredit,
-    changes: number,
-    wasQuiet: boolean,
+    seen: { changes: number; wasQuiet: boolean },
     leaseUsd: string,
     delta: bigint,
   ) {
-    if (wasQuiet && quiet(a, changes)) {
+    if (seen.wasQuiet && quiet(a, seen.changes)) {
       const lease = toUnits(leaseUsd, 'down')
       if (lease < a.lease)
-        logger.warn('live.lease_shrunk', {
+        this.logger.warn('live.lease_shrunk', {
           account_id: a.id,
           expected_usd: unitsText(a.lease),
           lease_usd: leaseUsd,
@@ -162,17 +184,17 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
     } else a.lease = a.lease + delta > 0n ? a.lease + delta : 0n
   }
 
-  function startTopUp(a: AccountCredit, need: bigint): Promise<bigint> {
+  private startTopUp(a: AccountCredit, need: bigint): Promise<bigint> {
     const shortfall = need > free(a) ? need - (free(a) > 0n ? free(a) : 0n) : 0n
     const want = need * BigInt(a.block)
-    a.block = Math.min(a.block * 2, options.blockCalls * MAX_GROWTH)
-    const at = now()
-    const expiresAtMs = at + options.leaseTtlMs
+    a.block = Math.min(a.block * 2, this.options.blockCalls * MAX_GROWTH)
+    const at = this.now()
+    const expiresAtMs = at + this.options.leaseTtlMs
     const changes = ++a.changes
-    const wasQuiet = quiet(a, changes)
-    const call = store
+    const seen = { changes, wasQuiet: quiet(a, changes) }
+    const call = this.store
       .takeLiveCredit({
-        instanceId,
+        instanceId: this.options.instanceId,
         accountId: a.id,
         needUsd: unitsText(shortfall),
         wantUsd: unitsText(want > shortfall ? want : shortfall),
@@ -184,8 +206,8 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
         // Not renewed in time (the store out of reach longer than the TTL): another instance may
         // have counted it as gone, so what it held serves nothing more.
         if (lost > 0n)
-          logger.warn('live.lease_expired', { account_id: a.id, lost_usd: taken.lostUsd })
-        learnLease(a, changes, wasQuiet, taken.leaseUsd, toUnits(taken.grantedUsd, 'down') - lost)
+          this.logger.warn('live.lease_expired', { account_id: a.id, lost_usd: taken.lostUsd })
+        this.learnLease(a, seen, taken.leaseUsd, toUnits(taken.grantedUsd, 'down') - lost)
         a.dailyLimit = taken.dailyLimit
         if (a.lease > 0n) a.confirmedUntilMs = expiresAtMs
         return toUnits(taken.availableUsd, 'down')
@@ -197,42 +219,42 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
     return call
   }
 
-  async function reserve(accountId: string, need: bigint): Promise<ReserveResult> {
-    const a = account(accountId)
+  async reserve(accountId: string, need: bigint): Promise<ReserveResult> {
+    const a = this.account(accountId)
     let known: bigint | null = null
     for (let round = 0; ; round++) {
       // A $0 ceiling (a free offering) holds nothing, so it needs no lease: one is never taken
       // for it (the store grants nothing for nothing), and waiting for one would refuse the call.
-      const fits = need === 0n || (free(a) >= need && now() < a.confirmedUntilMs - margin)
-      if (!stopped && fits) {
+      const fits = need === 0n || (free(a) >= need && this.now() < a.confirmedUntilMs - this.margin)
+      if (!this.stopped && fits) {
         a.reserved += need
         a.calls++
-        a.lastUsedMs = now()
+        a.lastUsedMs = this.now()
         return { ok: true, reservation: { accountId, units: need, settled: false } }
       }
       const here = free(a) > 0n ? free(a) : 0n
       // The store said what it had left a moment ago: not enough, so no second ask.
-      if (stopped || (known !== null && (here + known < need || round >= MAX_ROUNDS))) {
+      if (this.stopped || (known !== null && (here + known < need || round >= MAX_ROUNDS))) {
         return {
           ok: false,
           availableUsd: unitsText(here + (known ?? 0n)),
           ...(a.dailyLimit && { dailyLimit: a.dailyLimit }),
         }
       }
-      known = await (a.topUp ?? startTopUp(a, need))
+      known = await (a.topUp ?? this.startTopUp(a, need))
     }
   }
 
-  function settle(reservation: Reservation, cost: bigint | null) {
+  settle(reservation: Reservation, cost: bigint | null) {
     if (reservation.settled) return
     reservation.settled = true
-    const a = account(reservation.accountId)
+    const a = this.account(reservation.accountId)
     a.reserved -= reservation.units
     a.calls--
-    a.lastUsedMs = now()
+    a.lastUsedMs = this.now()
     if (cost === null) return
     if (cost > reservation.units) {
-      logger.warn('live.cost_over_hold', {
+      this.logger.warn('live.cost_over_hold', {
         account_id: a.id,
         cost_usd: unitsText(cost),
         held_usd: unitsText(reservation.units),
@@ -242,15 +264,16 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
   }
 
   /** The next group: every account's pending charges, and the free lease of idle accounts. */
-  function nextGroup(all: boolean): Group | null {
-    const at = now()
+  private nextGroup(all: boolean): Group | null {
+    const at = this.now()
     const entries: Group['entries'] = []
-    for (const a of accounts.values()) {
-      const idle = all || (a.calls === 0 && a.topUp === null && at - a.lastUsedMs >= options.idleMs)
+    for (const a of this.accounts.values()) {
+      const idle =
+        all || (a.calls === 0 && a.topUp === null && at - a.lastUsedMs >= this.options.idleMs)
       const release = idle && free(a) > 0n ? free(a) : 0n
       if (a.pending === 0n && release === 0n) {
         if (idle && a.lease === 0n && a.writing === 0n && a.calls === 0 && a.topUp === null)
-          accounts.delete(a.id)
+          this.accounts.delete(a.id)
         continue
       }
       a.writing = a.pending
@@ -262,10 +285,10 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
     return entries.length > 0 ? { id: newId('lcg_'), entries } : null
   }
 
-  async function write(all: boolean) {
-    const group = retry ?? nextGroup(all)
+  private async write(all: boolean) {
+    const group = this.retry ?? this.nextGroup(all)
     if (!group) return
-    retry = group
+    this.retry = group
     try {
       const entries = group.entries.map(({ account: a, chargeUsd, releaseUsd }) => ({
         accountId: a.id,
@@ -273,8 +296,13 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
         releaseUsd,
       }))
       // false: an earlier attempt of this very group was written (its answer was lost).
-      await store.writeLiveCharges({ id: group.id, instanceId, nowMs: now(), entries })
-      retry = null
+      await this.store.writeLiveCharges({
+        id: group.id,
+        instanceId: this.options.instanceId,
+        nowMs: this.now(),
+        entries,
+      })
+      this.retry = null
       for (const { account: a } of group.entries) {
         a.lease -= a.writing + a.releasing
         if (a.lease < 0n) a.lease = 0n
@@ -283,7 +311,7 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
       }
     } catch (error) {
       // Kept, with its id, and tried again next time: written at most once whatever happened.
-      logger.warn('live.charge_write_failed', {
+      this.logger.warn('live.charge_write_failed', {
         group_id: group.id,
         accounts: group.entries.length,
         reason: String(error),
@@ -291,78 +319,78 @@ export function createLiveCredit(store: LiveCreditStore, options: LiveCreditOpti
     }
   }
 
-  function flush(all = false): Promise<void> {
+  private flushGroup(all: boolean): Promise<void> {
     // A caller who asks while a group is being written wants what settled since written too.
-    if (writing) return writing.then(() => flush(all))
-    writing = write(all).finally(() => {
-      writing = null
+    if (this.writing) return this.writing.then(() => this.flushGroup(all))
+    this.writing = this.write(all).finally(() => {
+      this.writing = null
     })
-    return writing
+    return this.writing
   }
 
-  async function renew() {
-    const renewing = [...accounts.values()].filter((a) => a.lease > 0n && a.topUp === null)
+  flush(): Promise<void> {
+    return this.flushGroup(false)
+  }
+
+  private async renew() {
+    const renewing = [...this.accounts.values()].filter((a) => a.lease > 0n && a.topUp === null)
     if (renewing.length === 0) return
-    const at = now()
-    const expiresAtMs = at + options.leaseTtlMs
+    const at = this.now()
+    const expiresAtMs = at + this.options.leaseTtlMs
     const before = renewing.map((a) => ({ a, changes: a.changes, wasQuiet: quiet(a, a.changes) }))
     try {
       const renewed = new Map(
         (
-          await store.renewLiveCredit(
-            instanceId,
+          await this.store.renewLiveCredit(
+            this.options.instanceId,
             renewing.map((a) => a.id),
             at,
             expiresAtMs,
           )
         ).map((r) => [r.accountId, r.leaseUsd]),
       )
-      for (const { a, changes, wasQuiet } of before) {
+      for (const seen of before) {
+        const { a } = seen
         const lease = renewed.get(a.id)
         if (lease !== undefined) {
-          learnLease(a, changes, wasQuiet, lease, 0n)
+          this.learnLease(a, seen, lease, 0n)
           a.confirmedUntilMs = expiresAtMs
-        } else if (wasQuiet && quiet(a, changes)) {
-          logger.warn('live.lease_gone', { account_id: a.id, expected_usd: unitsText(a.lease) })
+        } else if (seen.wasQuiet && quiet(a, seen.changes)) {
+          this.logger.warn('live.lease_gone', {
+            account_id: a.id,
+            expected_usd: unitsText(a.lease),
+          })
           a.lease = 0n
           a.confirmedUntilMs = 0
         }
       }
     } catch (error) {
-      logger.warn('live.lease_renew_failed', { accounts: renewing.length, reason: String(error) })
+      this.logger.warn('live.lease_renew_failed', {
+        accounts: renewing.length,
+        reason: String(error),
+      })
     }
   }
 
-  const charging = setInterval(() => {
-    if (!writing) void flush()
-  }, options.chargeIntervalMs)
-  const heartbeat = setInterval(
-    () => void renew(),
-    Math.max(50, Math.floor(options.leaseTtlMs / 3)),
-  )
-  charging.unref?.()
-  heartbeat.unref?.()
-
-  return {
-    reserve,
-    settle,
-    flush: () => flush(),
-    async stop() {
-      stopped = true
-      clearInterval(charging)
-      clearInterval(heartbeat)
-      // Calls still running were cut off with the server; what they held comes back here.
-      for (
-        let attempt = 0;
-        attempt < 3 &&
-        (retry || [...accounts.values()].some((a) => a.pending > 0n || a.lease > 0n));
-        attempt++
-      ) {
-        await flush(true)
-      }
-      await store
-        .dropLiveCredit(instanceId)
-        .catch((error) => logger.warn('live.lease_drop_failed', { reason: String(error) }))
-    },
+  async stop() {
+    this.stopped = true
+    clearInterval(this.charging)
+    clearInterval(this.heartbeat)
+    // Calls still running were cut off with the server; what they held comes back here.
+    for (
+      let attempt = 0;
+      attempt < 3 &&
+      (this.retry || [...this.accounts.values()].some((a) => a.pending > 0n || a.lease > 0n));
+      attempt++
+    ) {
+      await this.flushGroup(true)
+    }
+    await this.store
+      .dropLiveCredit(this.options.instanceId)
+      .catch((error) => this.logger.warn('live.lease_drop_failed', { reason: String(error) }))
   }
 }
+
+/** No other store call touched the account since `changes` was read: the store's amount is the truth. */
+const quiet = (a: AccountCredit, changes: number) =>
+  a.changes === changes && a.writing === 0n && a.releasing === 0n

@@ -14,8 +14,8 @@ const LATENCY_BUCKETS = [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 export interface PrometheusMetrics {
   /** A batch line reached `status` on `provider` (null: it never reached one), costing `costUsd`. */
   lineFinished(status: 'succeeded' | 'failed', provider: string | null, costUsd: string): void
-  /** A live call was charged `costUsd` on `provider`. */
-  liveCharged(provider: string, costUsd: string): void
+  /** A live call was charged `costUnits` (10⁻¹⁸ USD, money/fixed-point.ts) on `provider`. */
+  liveCharged(provider: string, costUnits: bigint): void
   upstreamLatency(provider: string, seconds: number): void
   webhookAttempt(result: 'delivered' | 'retry' | 'failed'): void
   /** The text of one scrape; the gauges are read by the caller (queue depth, lines in flight). */
@@ -32,6 +32,8 @@ export function createPrometheusMetrics(): PrometheusMetrics {
   const lines = new Map<string, number>()
   const liveCalls = new Map<string, number>()
   const spend = new Map<string, Decimal>()
+  // Live calls' spend in units, summed as integers on the call's path, added to `spend` when shown.
+  const liveSpend = new Map<string, bigint>()
   const latency = new Map<string, Histogram>()
   const webhooks = new Map<string, number>()
   const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1)
@@ -46,9 +48,9 @@ export function createPrometheusMetrics(): PrometheusMetrics {
       bump(lines, `${status}\u0000${name}`)
       addSpend(name, costUsd)
     },
-    liveCharged(provider, costUsd) {
+    liveCharged(provider, costUnits) {
       bump(liveCalls, provider)
-      addSpend(provider, costUsd)
+      liveSpend.set(provider, (liveSpend.get(provider) ?? 0n) + costUnits)
     },
     upstreamLatency(provider, seconds) {
       let h = latency.get(provider)
@@ -83,7 +85,7 @@ export function createPrometheusMetrics(): PrometheusMetrics {
         'counter',
         'USD charged for batch lines and live calls, by provider.',
       )
-      for (const [provider, usd] of spend)
+      for (const [provider, usd] of spendByProvider(spend, liveSpend))
         out.push(`multigrid_spend_usd_total{provider="${label(provider)}"} ${usd.toNumber()}`)
       family('multigrid_queue_depth', 'gauge', 'Batch lines waiting to be dispatched (pending).')
       out.push(`multigrid_queue_depth ${queueDepth}`)
@@ -115,6 +117,14 @@ export function createPrometheusMetrics(): PrometheusMetrics {
       return out.join('\n') + '\n'
     },
   }
+}
+
+/** Batch lines' spend and live calls' spend together, by provider, in the order first seen. */
+function spendByProvider(spend: Map<string, Decimal>, live: Map<string, bigint>) {
+  const all = new Map(spend)
+  for (const [provider, units] of live)
+    all.set(provider, (all.get(provider) ?? new Decimal(0)).plus(new Decimal(`${units}e-18`)))
+  return all
 }
 
 /** A label value as the format escapes it: backslash, double quote and newline. */

@@ -61,7 +61,6 @@ const LAYERS: Layer[] = [
       'src/auth/', // who is asking, checked before anything is admitted
       'src/limits/', // per-key request rates, checked with the key
       'src/accounts/', // accounts, keys and credit: what admission checks against
-      'src/live/', // credit held for a live call: the admission of a live call
     ],
   },
   {
@@ -71,6 +70,8 @@ const LAYERS: Layer[] = [
       'src/coordination/', // the instance's one Redis connection, for the fleet-wide provider gates (and the rate limiter, given it by the gateway)
     ],
   },
+  // A live call: validated, held, sent over the upstreams, settled (routes only read and render).
+  { name: 'live', paths: ['src/live/'] },
   {
     name: 'dispatch',
     paths: [

@@ -1,0 +1,94 @@
+/**
+ * The live call (docs/live.md): the caller authenticated before its body is read, the body
+ * validated, priced and held (hold-call.ts), sent over the model's offerings, and settled from
+ * usage when the answer arrives (settle-call.ts); a call that failed releases its hold. Streams:
+ * stream-call.ts. The routes of every surface (chat, the Responses API, Anthropic's Messages)
+ * parse and render around this.
+ */
+import type { Endpoint } from '../../providers/types.ts'
+import { badRequest } from '../errors.ts'
+import { readJsonBody } from '../ingest/read-body.ts'
+import { sendWithFallback } from '../upstream/send-with-fallback.ts'
+import { holdCall } from './hold-call.ts'
+import type { LiveDeps, LiveInput, StreamRender } from './live-types.ts'
+import { billedUsage, releaseCall, settleCall } from './settle-call.ts'
+import { streamCall } from './stream-call.ts'
+import { upstreamFailure } from './upstream-failure.ts'
+
+/**
+ * Who is calling, and the body as JSON. `authorization` is the header's value, or what another
+ * surface's key header amounts to.
+ */
+export async function readLiveInput(
+  deps: Pick<LiveDeps, 'auth' | 'bodyLimit'>,
+  request: Request,
+  headers: Record<string, string>,
+  authorization: string | null = request.headers.get('authorization'),
+): Promise<LiveInput> {
+  // The key first: an unknown caller's body is never read.
+  const caller = await deps.auth.authenticate(authorization, 'inference', headers)
+  const read = await readJsonBody(request, deps.bodyLimit)
+  if (!read.ok || read.value === undefined)
+    throw badRequest('the body must be a JSON object: the request for this endpoint')
+  return { caller, raw: read.value }
+}
+
+/** A whole answer: held, sent, settled; the upstream's object, which the route renders. */
+export async function callLive(
+  deps: LiveDeps,
+  request: Request,
+  input: LiveInput,
+  endpoint: Endpoint,
+): Promise<Record<string, unknown>> {
+  const held = await holdCall(deps, input, endpoint)
+  try {
+    // Never null: a live call has no proceed() that could skip it.
+    const { outcome, offering } = (await sendWithFallback(deps.upstreams, {
+      endpoint,
+      body: input.passThrough?.body ?? held.body,
+      passThrough: input.passThrough?.api,
+      offerings: held.offerings,
+      signal: request.signal,
+      lora: held.lora,
+    }))!
+    if (!outcome.ok) throw upstreamFailure(outcome.error)
+    settleCall(deps, held, billedUsage(deps, held, outcome, offering), offering)
+    // The object, not the upstream's own text in a Response: Elysia rebuilds a returned
+    // Response to add the rate-limit headers, its body as a stream, and that cost more than
+    // the serialization it saved (bench:proxy, issue 15). Nor as a string with its content
+    // type: Bun's Response of the text cost as much as Response.json of the object (0.65
+    // against 0.67 µs), so passing the text through saved nothing.
+    return outcome.body
+  } finally {
+    // Failed upstream, or threw: the whole hold comes back (a settled one is left alone).
+    releaseCall(deps, held)
+  }
+}
+
+/** The live call itself (read, call, stream), for the live routes and the other surfaces' routes. */
+export interface LiveService {
+  readJson(
+    request: Request,
+    headers: Record<string, string>,
+    authorization?: string | null,
+  ): Promise<LiveInput>
+  call(request: Request, input: LiveInput, endpoint: Endpoint): Promise<Record<string, unknown>>
+  stream(
+    request: Request,
+    headers: Record<string, string>,
+    input: LiveInput,
+    asked?: StreamRender,
+  ): Promise<Response>
+}
+
+export function liveService(deps: LiveDeps): LiveService {
+  return {
+    readJson: (request, headers, authorization) =>
+      authorization === undefined
+        ? readLiveInput(deps, request, headers)
+        : readLiveInput(deps, request, headers, authorization),
+    call: (request, input, endpoint) => callLive(deps, request, input, endpoint),
+    stream: (request, headers, input, asked) =>
+      streamCall(deps, { request, headers, input }, asked),
+  }
+}

@@ -1,0 +1,21 @@
+/** A live call's upstream failure as the refusal its caller gets (docs/errors.md). */
+import type { UpstreamError } from '../../providers/types.ts'
+import { refuse, type GatewayError } from '../errors.ts'
+
+export function upstreamFailure(error: UpstreamError): GatewayError {
+  switch (error.kind) {
+    case 'rate_limited':
+      return refuse('upstream_rate_limited', 'the provider is rate-limiting; retry later', {
+        headers: error.retryAfterMs
+          ? { 'retry-after': String(Math.ceil(error.retryAfterMs / 1000)) }
+          : {},
+      })
+    case 'invalid_request':
+    case 'context_length_exceeded':
+      return refuse(error.kind, `the provider refused the request: ${error.message}`)
+    case 'timeout':
+      return refuse('upstream_timeout', 'the provider did not answer in time')
+    default:
+      return refuse('upstream_error', `the provider failed: ${error.message}`)
+  }
+}
