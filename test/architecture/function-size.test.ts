@@ -19,8 +19,6 @@ const MAX_PARAMETERS = 4
 const LEFT = new Map<string, { lines: number; parameters: number }>([
   ['src/simulator/server.ts startSimulator', { lines: 413, parameters: 1 }],
   ['src/gateway.ts startGateway', { lines: 377, parameters: 2 }],
-  ['src/live/live-credit.ts createLiveCredit', { lines: 265, parameters: 2 }],
-  ['src/http/live.ts liveService', { lines: 231, parameters: 1 }],
   ['src/ingest/validate-body.ts validateBody', { lines: 230, parameters: 5 }],
   ['src/simulator/openai-batch-api.ts createOpenAIBatchApi', { lines: 224, parameters: 3 }],
   ['providers/lora-residency.ts createLoraResidency', { lines: 201, parameters: 4 }],
@@ -46,7 +44,6 @@ const LEFT = new Map<string, { lines: number; parameters: number }>([
   ['src/store/postgres/advance-batches.ts endPending', { lines: 19, parameters: 5 }],
   ['src/store/credit/sqlite-live-credit.ts renewLiveCredit', { lines: 19, parameters: 5 }],
   ['src/dispatch/run-line.ts fail', { lines: 18, parameters: 5 }],
-  ['src/live/live-credit.ts createLiveCredit/learnLease', { lines: 18, parameters: 5 }],
   ['src/store/credit/postgres-live-credit.ts renewLiveCredit', { lines: 17, parameters: 5 }],
   ['src/store/sqlite/provider-shares.ts add', { lines: 16, parameters: 5 }],
   [
