@@ -8,7 +8,6 @@
  * inserts, cancel, reads); the roles with a folder of their own (src/store/<role>/) are set on
  * the store by its constructor (sqliteRoles).
  */
-import { current, readCurrent } from './batch-progress.ts'
 import { createSqliteChunkStore } from '../batch-chunks/sqlite-chunks.ts'
 import type { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
@@ -148,13 +147,9 @@ class SqliteStore implements Store {
   async admitBatch(batch: NewBatch): Promise<AdmitResult> {
     return this.tx((): AdmitResult => {
       if (batch.idempotencyKey) {
-        const existing = current(
-          this.db,
-          this.q('SELECT * FROM batches WHERE account_id = ? AND idempotency_key = ?').get(
-            batch.accountId,
-            batch.idempotencyKey,
-          ),
-        )
+        const existing = this.q(
+          'SELECT * FROM batches WHERE account_id = ? AND idempotency_key = ?',
+        ).get(batch.accountId, batch.idempotencyKey)
         if (existing) return { kind: 'duplicate', batch: rowToBatch(existing) }
       }
       const account = this.accountView(batch.accountId)
@@ -356,19 +351,15 @@ class SqliteStore implements Store {
   }
 
   async findByIdempotencyKey(accountId: string, key: string) {
-    const [row] = readCurrent(this.db, () =>
-      this.q('SELECT * FROM batches WHERE account_id = ? AND idempotency_key = ?').all(
-        accountId,
-        key,
-      ),
+    const row = this.q('SELECT * FROM batches WHERE account_id = ? AND idempotency_key = ?').get(
+      accountId,
+      key,
     )
     return row ? rowToBatch(row) : null
   }
 
   async getBatch(accountId: string, id: string) {
-    const [row] = readCurrent(this.db, () =>
-      this.q('SELECT * FROM batches WHERE id = ? AND account_id = ?').all(id, accountId),
-    )
+    const row = this.q('SELECT * FROM batches WHERE id = ? AND account_id = ?').get(id, accountId)
     return row ? rowToBatch(row) : null
   }
 
@@ -381,25 +372,20 @@ class SqliteStore implements Store {
   }
 
   async listBatches(accountId: string, page: { limit: number; after: string | null }) {
-    const rows = readCurrent(this.db, () =>
-      page.after
-        ? this.q(
-            'SELECT * FROM batches WHERE account_id = ? AND id < ? ORDER BY id DESC LIMIT ?',
-          ).all(accountId, page.after, page.limit + 1)
-        : this.q('SELECT * FROM batches WHERE account_id = ? ORDER BY id DESC LIMIT ?').all(
-            accountId,
-            page.limit + 1,
-          ),
-    )
+    const rows = page.after
+      ? this.q(
+          'SELECT * FROM batches WHERE account_id = ? AND id < ? ORDER BY id DESC LIMIT ?',
+        ).all(accountId, page.after, page.limit + 1)
+      : this.q('SELECT * FROM batches WHERE account_id = ? ORDER BY id DESC LIMIT ?').all(
+          accountId,
+          page.limit + 1,
+        )
     return { batches: rows.slice(0, page.limit).map(rowToBatch), hasMore: rows.length > page.limit }
   }
 
   async cancelBatch(accountId: string, id: string, now: number): Promise<CancelResult> {
     return this.tx((): CancelResult => {
-      const row = current(
-        this.db,
-        this.q('SELECT * FROM batches WHERE id = ? AND account_id = ?').get(id, accountId),
-      )
+      const row = this.q('SELECT * FROM batches WHERE id = ? AND account_id = ?').get(id, accountId)
       if (!row) return { kind: 'not_found' }
       if (row.status === 'cancelling') return { kind: 'cancelled', batch: rowToBatch(row) }
       if (row.status !== 'in_progress' && row.status !== 'validating') {
@@ -416,7 +402,7 @@ class SqliteStore implements Store {
       finishBatch(this.db, id, now)
       return {
         kind: 'cancelled',
-        batch: rowToBatch(current(this.db, this.q('SELECT * FROM batches WHERE id = ?').get(id))!),
+        batch: rowToBatch(this.q('SELECT * FROM batches WHERE id = ?').get(id)!),
       }
     })
   }
