@@ -7,7 +7,7 @@
 import { createHttpClient } from '../http-client.ts'
 import { upstreamError } from '../classify-error.ts'
 import { prepareAnthropicBody } from '../anthropic/prepare-anthropic-body.ts'
-import { callJson, callText, upstreamIdOf } from './batch-http.ts'
+import { callJson, callText, listPage, upstreamIdOf } from './batch-http.ts'
 import type {
   BatchCall,
   BatchClientBase,
@@ -138,13 +138,7 @@ export function createAnthropicBatchClient(options: BatchClientOptions): Anthrop
       const call = { method: 'GET' as const, path: `${prefix}?${query}`, headers }
       const result = await callJson(client, call, timeoutMs, apiKey)
       if (!result.ok) return result
-      const data = Array.isArray(result.value.data) ? result.value.data : []
-      const batches = data.map((item) => toSummary(item as Record<string, unknown>))
-      const lastId =
-        typeof result.value.last_id === 'string'
-          ? result.value.last_id
-          : (batches.at(-1)?.id ?? null)
-      return { ok: true, value: { batches, hasMore: result.value.has_more === true, lastId } }
+      return { ok: true, value: listPage(result.value, toSummary) }
     },
     close: () => client.close(),
   }

@@ -78,3 +78,17 @@ export function positionOf(upstreamId: unknown): number | null {
 }
 
 export const upstreamIdOf = (position: number): string => `mg-${position}`
+
+/**
+ * One page of a provider's list of batches (both APIs answer `data`, `has_more`, `last_id`),
+ * each item mapped by `toItem`; the last id falls back to the last item's.
+ */
+export function listPage<T extends { id: string }>(
+  json: Record<string, unknown>,
+  toItem: (item: Record<string, unknown>) => T,
+): { batches: T[]; hasMore: boolean; lastId: string | null } {
+  const data = Array.isArray(json.data) ? json.data : []
+  const batches = data.map((item) => toItem(item as Record<string, unknown>))
+  const lastId = typeof json.last_id === 'string' ? json.last_id : (batches.at(-1)?.id ?? null)
+  return { batches, hasMore: json.has_more === true, lastId }
+}

@@ -5,7 +5,7 @@
  */
 import { createHttpClient } from '../http-client.ts'
 import { prepareOpenAIBody } from '../openai/prepare-openai-body.ts'
-import { callJson, callText, upstreamIdOf } from './batch-http.ts'
+import { callJson, callText, listPage, upstreamIdOf } from './batch-http.ts'
 import type {
   BatchCall,
   BatchClientBase,
@@ -125,13 +125,7 @@ export function createOpenAIBatchClient(options: BatchClientOptions): OpenAIBatc
       const call = { method: 'GET' as const, path: `/batches?${query}`, headers: json }
       const result = await callJson(client, call, timeoutMs, apiKey)
       if (!result.ok) return result
-      const data = Array.isArray(result.value.data) ? result.value.data : []
-      const batches = data.map((item) => toProviderBatch(item as Record<string, unknown>))
-      const lastId =
-        typeof result.value.last_id === 'string'
-          ? result.value.last_id
-          : (batches.at(-1)?.id ?? null)
-      return { ok: true, value: { batches, hasMore: result.value.has_more === true, lastId } }
+      return { ok: true, value: listPage(result.value, toProviderBatch) }
     },
     getBatch: (id) => batchCall('GET', `/batches/${encodeURIComponent(id)}`),
     cancelBatch: (id) => batchCall('POST', `/batches/${encodeURIComponent(id)}/cancel`),
