@@ -128,7 +128,7 @@ export async function spawnGateway(
     },
   )
   const url = `http://127.0.0.1:${port}`
-  // Up to 30 s: a gateway starting on a loaded box takes seconds.
+  // Up to 30 s: on a busy machine a gateway applying migrations took longer than 5 s to listen.
   let ready = false
   for (let i = 0; i < 600 && !ready; i++) {
     try {

@@ -11,6 +11,11 @@
  *   bun bench/scale.ts [--lines 20000] [--concurrency 256] [--latency-ms 50] [--instances 1,2,3]
  *     [--poll-ms 100] [--gate-ops 200000]
  *
+ * Beside the rate, what the batch cost the database: how many times its `batches` row was
+ * updated (pg_stat_user_tables, read when the fleet's backends are idle long enough to have
+ * reported) and how often a statement of the fleet was waiting on a lock, sampled every 20 ms
+ * from pg_stat_activity during the run (docs/scale.md).
+ *
  * Needs PostgreSQL and Redis: TEST_DATABASE_URL and TEST_REDIS_URL, or the local defaults.
  */
 import { readdirSync, readFileSync } from 'node:fs'
@@ -176,6 +181,44 @@ interface FleetResult {
   elapsedMs: number
   peakInFlight: number
   redisCallsPerLine: number
+  batchRowUpdates: number
+  lockSamples: number
+  lockWaits: number
+  lockWaitsBy: Map<string, number>
+}
+
+/** Updates of the schema's `batches` rows so far, once the backends have flushed their counts. */
+async function batchUpdates(sql: postgres.Sql, schema: string) {
+  // A backend reports its table counts at most once a second, and once idle only after 10 s
+  // (PGSTAT_IDLE_INTERVAL): the fleet's connections are given that long.
+  await Bun.sleep(11_000)
+  const [row] = await sql`
+    SELECT n_tup_upd FROM pg_stat_user_tables WHERE schemaname = ${schema} AND relname = 'batches'`
+  return Number(row?.n_tup_upd ?? 0)
+}
+
+/** Samples, every 20 ms until stopped, the backends waiting on a lock, by their statement's start. */
+function sampleLockWaits(sql: postgres.Sql) {
+  const by = new Map<string, number>()
+  let samples = 0
+  let waits = 0
+  let running = true
+  const done = (async () => {
+    while (running) {
+      const rows = await sql`
+        SELECT left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 60) AS query FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`
+      samples++
+      waits += rows.length
+      for (const row of rows) by.set(row.query, (by.get(row.query) ?? 0) + 1)
+      await Bun.sleep(20)
+    }
+  })()
+  return async () => {
+    running = false
+    await done
+    return { samples, waits, by }
+  }
 }
 
 async function runFleet(size: number, redis: Redis): Promise<FleetResult> {
@@ -192,6 +235,7 @@ async function runFleet(size: number, redis: Redis): Promise<FleetResult> {
   // The server may be shared (other test runs): only the backends that appear from here on,
   // the fleet's connections, are counted as its PostgreSQL.
   const foreignPostgres = new Set((await cpuOfCommand('postgres')).keys())
+  const stats = postgres(databaseUrl, { max: 1, onnotice: () => {} })
   try {
     // One first, so it applies the migrations alone; the others join it.
     gateways.push(await spawnGateway(env, randomPort(18_000)))
@@ -208,6 +252,7 @@ async function runFleet(size: number, redis: Redis): Promise<FleetResult> {
     )
     if (warm.status !== 'completed') throw new Error(`warm-up batch ended ${warm.status}`)
     await fetch(`${simulator.url}/sim/reset`, { method: 'POST' })
+    const updatesBefore = await batchUpdates(stats, schema)
 
     const before = {
       gateways: await Promise.all(gateways.map((g) => cpuMs(g.pid))),
@@ -218,11 +263,13 @@ async function runFleet(size: number, redis: Redis): Promise<FleetResult> {
       machine: await machineTicks(),
       calls: await evalCalls(redis),
     }
+    const stopSampling = sampleLockWaits(stats)
     const t0 = performance.now()
     const id = await submit(gateways[0].url, key, measured)
     const done = await waitDone(gateways[0].url, key, id, maxMs)
     const elapsedMs = performance.now() - t0
     const machine = await machineTicks()
+    const locks = await stopSampling()
     const result: FleetResult = {
       instances: size,
       rate: lineCount / (elapsedMs / 1000),
@@ -239,14 +286,18 @@ async function runFleet(size: number, redis: Redis): Promise<FleetResult> {
         (await (await fetch(`${simulator.url}/sim/stats`)).json()) as { peakInFlight: number }
       ).peakInFlight,
       redisCallsPerLine: ((await evalCalls(redis)) - before.calls) / lineCount,
+      // The bench's own polling reads the row; only updates count.
+      batchRowUpdates: (await batchUpdates(stats, schema)) - updatesBefore,
+      lockSamples: locks.samples,
+      lockWaits: locks.waits,
+      lockWaitsBy: locks.by,
     }
     if (done.status !== 'completed') throw new Error(`batch ended ${done.status}`)
     return result
   } finally {
     await Promise.all(gateways.map((g) => g.stop().catch(() => {})))
-    const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} })
-    await sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`
-    await sql.end()
+    await stats`DROP SCHEMA IF EXISTS ${stats(schema)} CASCADE`
+    await stats.end()
   }
 }
 
@@ -318,3 +369,11 @@ row('CPU µs per line: gateways', (r) =>
 row('  PostgreSQL', (r) => n((r.postgresMs * 1000) / lineCount))
 row('  simulator', (r) => n((r.simulatorMs * 1000) / lineCount))
 row('Redis calls per line (fleet gate)', (r) => r.redisCallsPerLine.toFixed(3))
+row('batches row updates (the batch)', (r) => n(r.batchRowUpdates))
+row('lock waits: samples waiting', (r) => `${r.lockWaits}/${r.lockSamples}`)
+row('  mean backends waiting', (r) => (r.lockWaits / Math.max(1, r.lockSamples)).toFixed(3))
+for (const r of results) {
+  const top = [...r.lockWaitsBy].sort((a, b) => b[1] - a[1]).slice(0, 4)
+  for (const [query, count] of top)
+    console.log(`  ${r.instances} instance(s), ${count}× waiting: ${query}`)
+}

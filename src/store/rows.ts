@@ -26,7 +26,43 @@ const json = <T>(value: unknown): T | null =>
       ? (JSON.parse(value) as T)
       : (value as T)
 
-export function rowToBatch(row: Row): BatchRecord {
+const PROGRESS_COUNTS = [
+  'pending',
+  'running',
+  'succeeded',
+  'failed',
+  'usage_input_tokens',
+  'usage_cached_input_tokens',
+  'usage_cache_write_tokens',
+  'usage_output_tokens',
+] as const
+const PROGRESS_MONEY = ['cost_usd', 'held_usd', 'reserved_usd', 'usage_uncached_cost_usd'] as const
+
+/**
+ * A batch row with its progress shards added (docs/scale.md): the sums arrive beside the row as
+ * `p_<column>` (null when it has none), `p_changes` adding to its version. Other rows pass as
+ * they are.
+ */
+export function withProgress(row: Row): Row {
+  if (row.p_changes === null || row.p_changes === undefined) return row
+  const merged: Row = { ...row, version: Number(row.version ?? 0) + Number(row.p_changes) }
+  delete merged.p_changes
+  for (const column of PROGRESS_COUNTS) {
+    merged[column] = Number(row[column] ?? 0) + Number(row[`p_${column}`] ?? 0)
+    delete merged[`p_${column}`]
+  }
+  for (const column of PROGRESS_MONEY) {
+    merged[column] = moneyText(
+      new Money(String(row[column] ?? '0')).plus(String(row[`p_${column}`] ?? '0')),
+    )
+    delete merged[`p_${column}`]
+  }
+  // Added once: the result has no shard sums of its own.
+  return merged
+}
+
+export function rowToBatch(stored: Row): BatchRecord {
+  const row = withProgress(stored)
   return {
     id: row.id as string,
     accountId: row.account_id as string,

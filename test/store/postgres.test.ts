@@ -9,6 +9,7 @@ import postgres from 'postgres'
 import { migrate, readMigrations } from '../../src/store/postgres/migrate.ts'
 import { createPostgresStore } from '../../src/store/postgres/postgres-store.ts'
 import { contractFailed, runStoreContract } from './contract.ts'
+import { runProgressContract } from './progress-contract.ts'
 
 const url = process.env.TEST_DATABASE_URL
 
@@ -60,4 +61,5 @@ if (!url) {
     return createPostgresStore(url, { schema, max: 4 })
   }
   runStoreContract('postgres', emptyStore)
+  runProgressContract('postgres', emptyStore)
 }

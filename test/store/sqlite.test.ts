@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { newBatch, runStoreContract } from './contract.ts'
+import { runProgressContract } from './progress-contract.ts'
 
 // In memory: one connection, the dispatcher's statements on the calling thread.
 runStoreContract('sqlite', async () => createSqliteStore(null))
@@ -48,3 +49,7 @@ describe('sqlite file: checkpoints', () => {
     }
   })
 })
+runProgressContract('sqlite', async () => createSqliteStore(null))
+runProgressContract('sqlite file', async () =>
+  createSqliteStore(mkdtempSync(join(tmpdir(), 'mg-contract-'))),
+)

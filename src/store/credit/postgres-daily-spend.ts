@@ -11,9 +11,14 @@ type Db = PostgresQueries
 
 /** What counts against the daily limit on the day of `nowMs`, for an account row as read. */
 export async function dailyUsed(db: Db, account: Row, nowMs: number): Promise<Money> {
+  // A batch's cost and hold are its row plus its progress shards (docs/scale.md).
   const batches = await db`
-    SELECT status, waiting_code, cost_ceiling_usd, max_cost_usd, cost_usd, held_usd FROM batches
-    WHERE account_id = ${account.id} AND created_at >= ${dayStartSeconds(nowMs)}`
+    SELECT b.status, b.waiting_code, b.cost_ceiling_usd, b.max_cost_usd,
+      b.cost_usd + coalesce(p.cost_usd, 0) AS cost_usd, b.held_usd + coalesce(p.held_usd, 0) AS held_usd
+    FROM batches b LEFT JOIN LATERAL (
+      SELECT sum(cost_usd) AS cost_usd, sum(held_usd) AS held_usd FROM batch_progress
+      WHERE batch_id = b.id) p ON true
+    WHERE b.account_id = ${account.id} AND b.created_at >= ${dayStartSeconds(nowMs)}`
   const [leased] = await db`
     SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases
     WHERE account_id = ${account.id} AND expires_at_ms > ${nowMs}`

@@ -8,7 +8,8 @@
 import type postgres from 'postgres'
 import { moneyText } from '../../money/decimal.ts'
 import { capEndedWaiting } from '../cap-waiting.ts'
-import { terminalStatus } from '../rows.ts'
+import { terminalStatus, withProgress } from '../rows.ts'
+import { current, foldedColumns, foldedShards, progressJoin } from './batch-progress.ts'
 import { enqueueWebhookEvents } from '../webhooks/postgres-webhooks.ts'
 
 type Row = Record<string, any>
@@ -16,30 +17,43 @@ type Row = Record<string, any>
 export async function advanceBatches(tx: postgres.TransactionSql, now: number): Promise<string[]> {
   // Past the deadline: lines not yet run end `expired`; running ones may still finish.
   const overdue = await tx`
-    SELECT id FROM batches
-    WHERE status IN ('in_progress', 'cancelling') AND deadline_at <= ${now} AND pending > 0
-    ORDER BY id FOR UPDATE SKIP LOCKED`
+    SELECT b.id FROM batches b ${progressJoin(tx)}
+    WHERE b.status IN ('in_progress', 'cancelling') AND b.deadline_at <= ${now}
+      AND ${current(tx, 'pending')} > 0
+    ORDER BY b.id FOR UPDATE OF b SKIP LOCKED`
   await endPending(tx, ids(overdue), 'expired', 'batch_expired', now)
   // A cancelling batch dispatches nothing more: lines that came back to pending (a retry, a
   // reaped or released lease) end cancelled rather than waiting for the deadline.
   const cancelling = await tx`
-    SELECT id FROM batches WHERE status = 'cancelling' AND pending > 0
-    ORDER BY id FOR UPDATE SKIP LOCKED`
+    SELECT b.id FROM batches b ${progressJoin(tx)}
+    WHERE b.status = 'cancelling' AND ${current(tx, 'pending')} > 0
+    ORDER BY b.id FOR UPDATE OF b SKIP LOCKED`
   await endPending(tx, ids(cancelling), 'cancelled', 'batch_cancelled', now)
   // A capped batch with nothing in flight: every pending line that does not fit what is left of
   // its cap never will, and ends cancelled (docs/money-and-limits.md).
   const capped = await tx`
-    SELECT id, max_cost_usd, max_cost_usd - cost_usd - reserved_usd AS room, cancelled FROM batches
-    WHERE status = 'in_progress' AND max_cost_usd IS NOT NULL AND running = 0 AND pending > 0
-    ORDER BY id FOR UPDATE SKIP LOCKED`
+    SELECT b.id, b.max_cost_usd, b.cancelled,
+      b.max_cost_usd - ${current(tx, 'cost_usd')} - ${current(tx, 'reserved_usd')} AS room
+    FROM batches b ${progressJoin(tx)}
+    WHERE b.status = 'in_progress' AND b.max_cost_usd IS NOT NULL
+      AND ${current(tx, 'running')} = 0 AND ${current(tx, 'pending')} > 0
+    ORDER BY b.id FOR UPDATE OF b SKIP LOCKED`
   if (capped.length > 0) await endOverCap(tx, capped, now)
   // `finalizing` lasts one tick between a batch's last line and its terminal status.
-  const finalizing = await tx`
-    SELECT * FROM batches WHERE status = 'finalizing' ORDER BY id FOR UPDATE SKIP LOCKED`
-  const idle = await tx`
-    SELECT * FROM batches
-    WHERE status IN ('in_progress', 'cancelling') AND pending = 0 AND running = 0
-    ORDER BY id FOR UPDATE SKIP LOCKED`
+  const finalizing = (
+    await tx`
+      SELECT b.*, p.* FROM batches b ${progressJoin(tx)}
+      WHERE b.status = 'finalizing' ORDER BY b.id FOR UPDATE OF b SKIP LOCKED`
+  ).map(withProgress)
+  // Counted in this statement's snapshot, the lines and their shards agree: no line is pending
+  // or running in it, and none can become so (a line only goes back to pending from running).
+  const idle = (
+    await tx`
+      SELECT b.*, p.* FROM batches b ${progressJoin(tx)}
+      WHERE b.status IN ('in_progress', 'cancelling') AND ${current(tx, 'pending')} = 0
+        AND ${current(tx, 'running')} = 0
+      ORDER BY b.id FOR UPDATE OF b SKIP LOCKED`
+  ).map(withProgress)
   const finished = await finishBatches(
     tx,
     [...finalizing, ...idle.filter((row) => row.status === 'cancelling')],
@@ -55,8 +69,9 @@ export async function advanceBatches(tx: postgres.TransactionSql, now: number): 
 }
 
 /**
- * Moves idle batches (locked by the caller) to their terminal status, releases what they still
- * hold and enqueues their webhook deliveries. Returns the ids that changed. An ended batch waits
+ * Moves idle batches (locked by the caller, rows with their progress added: withProgress) to
+ * their terminal status, folding their progress shards into their rows, releases what they
+ * still hold and enqueues their webhook deliveries. Returns the ids that changed. An ended batch waits
  * for nothing: its `waiting` is cleared, except a cap that stopped lines (it says why they were
  * cancelled, docs/money-and-limits.md). Every path to a terminal status but a refused facade batch comes here.
  */
@@ -77,19 +92,23 @@ export async function finishBatches(
   await tx`SELECT id FROM accounts WHERE id = ANY(${accountIds}::text[]) ORDER BY id FOR UPDATE`
   await tx`
     UPDATE accounts a SET held_usd = GREATEST(0, a.held_usd - t.held)
-    FROM (SELECT account_id, sum(held_usd) AS held FROM batches
-          WHERE id = ANY(${batchIds}::text[]) GROUP BY account_id) t
+    FROM (SELECT b.account_id, sum(b.held_usd + coalesce(p.p_held_usd, 0)) AS held
+          FROM batches b ${progressJoin(tx)}
+          WHERE b.id = ANY(${batchIds}::text[]) GROUP BY b.account_id) t
     WHERE a.id = t.account_id`
   const statuses = done.map((row) => ({
     id: row.id,
     status: terminalStatus(row as Parameters<typeof terminalStatus>[0]),
   }))
   await tx`
+    WITH ${foldedShards(tx, batchIds)}
     UPDATE batches b SET status = t.status, finished_at = ${now}, held_usd = 0,
       waiting_code = CASE WHEN b.waiting_code = 'max_cost_reached' THEN b.waiting_code END,
       waiting_message = CASE WHEN b.waiting_code = 'max_cost_reached' THEN b.waiting_message END,
-      waiting_until = CASE WHEN b.waiting_code = 'max_cost_reached' THEN b.waiting_until END
+      waiting_until = CASE WHEN b.waiting_code = 'max_cost_reached' THEN b.waiting_until END,
+      ${foldedColumns(tx)}
     FROM jsonb_to_recordset(${tx.json(statuses)}) AS t (id text, status text)
+      LEFT JOIN folded f ON f.batch_id = t.id
     WHERE b.id = t.id`
   // The webhooks' outbox, in the same transaction: the event exists exactly when the status does.
   await enqueueWebhookEvents(

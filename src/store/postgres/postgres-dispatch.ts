@@ -24,6 +24,7 @@ import type {
   RunnableBatch,
 } from '../store.ts'
 import { advanceBatches } from './advance-batches.ts'
+import { addProgress, claimShard, current, movedDeltas, progressJoin } from './batch-progress.ts'
 import { recordOutcomes } from './record-outcomes.ts'
 import { returnToPending } from './return-to-pending.ts'
 
@@ -33,6 +34,9 @@ const later = Math.ceil
 const earlier = Math.floor
 
 export class PostgresDispatch implements DispatchStore {
+  /** Batches seen with a spend cap (it is set at admission and never changes). */
+  private readonly capped = new Set<string>()
+
   constructor(private readonly sql: postgres.Sql) {}
 
   async runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]> {
@@ -40,9 +44,11 @@ export class PostgresDispatch implements DispatchStore {
     // is not dispatched until a deposit covers them again; the claim checks it again below. A
     // batch held back by its cap is left out until a reserved ceiling ends (capRoomBack).
     const rows = await this.sql`
-      SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint, b.pending
-      FROM batches b JOIN accounts a ON a.id = b.account_id
-      WHERE b.status = 'in_progress' AND b.pending > 0 AND b.deadline_at > ${earlier(nowMs / 1000)}
+      SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint,
+        ${current(this.sql, 'pending')} AS pending
+      FROM batches b JOIN accounts a ON a.id = b.account_id ${progressJoin(this.sql)}
+      WHERE b.status = 'in_progress' AND ${current(this.sql, 'pending')} > 0
+        AND b.deadline_at > ${earlier(nowMs / 1000)}
         AND b.waiting_code IS DISTINCT FROM 'max_cost_reached'
         AND a.balance_usd >= a.held_usd
       ORDER BY b.deadline_at, b.id LIMIT ${limit}`
@@ -56,57 +62,23 @@ export class PostgresDispatch implements DispatchStore {
     nowMs: number,
     leaseUntilMs: number,
   ): Promise<ClaimedLine[]> {
-    const now = earlier(nowMs)
-    const until = later(leaseUntilMs)
-    // One statement, so one round trip, and the batch row is locked only while it runs: claims
-    // and recorded results of a batch queue on that row, and a transaction of four round trips
-    // held it four times as long. The batch row is locked first (lock order, and the counters
-    // need it anyway): a cancel or expiry that committed before is seen, one running is waited
-    // for. The pick is a CTE, not an `IN (subquery)`: a subquery with LIMIT and SKIP LOCKED may
-    // be re-run by the planner for each outer row and then lock and return more than `limit`.
-    //
-    // A capped batch (max_cost_usd set) takes, among the picked lines whose ceiling fits in its
-    // room on its own, the line-order prefix whose ceilings fit together; the room is read from
-    // the locked batch row, so two instances' claims of it are checked one after the other.
-    // Lines of an uncapped batch have no ceiling and pass both conditions as they are.
-    const rows = await this.sql`
-      WITH batch AS (
-        SELECT account_id, deadline_at, max_cost_usd,
-          max_cost_usd - cost_usd - reserved_usd AS room FROM batches b
-        WHERE id = ${batchId} AND status = 'in_progress'
-          AND EXISTS (SELECT 1 FROM accounts a WHERE a.id = b.account_id AND a.balance_usd >= a.held_usd)
-        FOR UPDATE OF b),
-      picked AS (
-        SELECT line_no, ceiling_usd FROM lines
-        WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${now}
-          AND EXISTS (SELECT 1 FROM batch)
-          AND (ceiling_usd IS NULL OR ceiling_usd <= (SELECT room FROM batch))
-        ORDER BY line_no LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED),
-      fitting AS (
-        SELECT line_no FROM (
-          SELECT line_no, sum(ceiling_usd) OVER (ORDER BY line_no) AS together FROM picked) p
-        WHERE together IS NULL OR together <= (SELECT room FROM batch)),
-      claimed AS (
-        UPDATE lines l SET status = 'running', lease_owner = ${owner},
-          lease_until = ${until}, attempts = l.attempts + 1
-        FROM fitting WHERE l.batch_id = ${batchId} AND l.line_no = fitting.line_no
-        RETURNING l.line_no, l.custom_id, l.input, l.attempts, l.ceiling_usd),
-      counted AS (
-        UPDATE batches SET pending = pending - n, running = running + n,
-          reserved_usd = reserved_usd + c.reserved,
-          started_at = coalesce(started_at, ${earlier(now / 1000)})
-        FROM (SELECT count(*)::int AS n, coalesce(sum(ceiling_usd), 0) AS reserved FROM claimed) c
-        WHERE id = ${batchId} AND c.n > 0)
-      SELECT claimed.*, batch.account_id, batch.deadline_at, batch.max_cost_usd, batch.room
-      FROM batch LEFT JOIN claimed ON true`
+    const claim = { batchId, owner, limit, now: earlier(nowMs), until: later(leaseUntilMs) }
+    // A capped batch's room is decided one claim at a time, under its row's lock (claimStatement).
+    let rows = this.capped.has(batchId) ? [] : await claimStatement(this.sql, claim, false)
+    if (this.capped.has(batchId) || (rows[0] && rows[0].max_cost_usd !== null)) {
+      this.capped.add(batchId)
+      rows = await this.sql.begin(async (tx) => {
+        await tx`SELECT 1 FROM batches WHERE id = ${batchId} FOR UPDATE`
+        return claimStatement(tx, claim, true)
+      })
+    }
     const claimed = rows
       .filter((row) => row.line_no !== null)
       .map((row) => rowToClaimedLine(batchId, row, row))
       .sort((a, b) => a.lineNo - b.lineNo)
     const batch = rows[0]
     if (batch && batch.max_cost_usd !== null)
-      await this.noteCap(batchId, batch, claimed, limit, now)
+      await this.noteCap(batchId, batch, claimed, limit, claim.now)
     return claimed
   }
 
@@ -151,11 +123,14 @@ export class PostgresDispatch implements DispatchStore {
   }
 
   async renewLeases(owner: string, leaseUntilMs: number) {
-    // Rows are locked in key order, as recordOutcomes locks them, so the two cannot deadlock.
+    // Rows are locked in key order, as recordOutcomes locks them, so the two cannot deadlock. A
+    // line locked meanwhile is being recorded (it is about to end) or reaped, and needs no
+    // renewal: it is skipped rather than waited for, as the heartbeat otherwise queued behind
+    // every settlement in flight (sampled lock waits with three instances, docs/scale.md).
     const result = await this.sql`
       WITH leased AS (
         SELECT batch_id, line_no FROM lines WHERE lease_owner = ${owner} AND status = 'running'
-        ORDER BY batch_id, line_no FOR UPDATE)
+        ORDER BY batch_id, line_no FOR UPDATE SKIP LOCKED)
       UPDATE lines l SET lease_until = ${later(leaseUntilMs)}
       FROM leased WHERE l.batch_id = leased.batch_id AND l.line_no = leased.line_no`
     return result.count
@@ -211,4 +186,70 @@ export class PostgresDispatch implements DispatchStore {
           OR waiting_until IS DISTINCT FROM ${until}::bigint)`
     return result.count > 0
   }
+}
+
+interface Claim {
+  batchId: string
+  owner: string
+  limit: number
+  /** ms, rounded down; the lease runs to `until` (ms, rounded up). */
+  now: number
+  until: number
+}
+
+/**
+ * One statement, so one round trip, and no lock on the batch row: the lines are taken with
+ * SKIP LOCKED, and what they moved goes to the instance's claim shard (batch-progress.ts). A
+ * cancel or expiry that committed before is seen; one that commits meanwhile ends only the lines
+ * it locks first, and the claimed ones run. The pick is a CTE, not an `IN (subquery)`: a subquery
+ * with LIMIT and SKIP LOCKED may be re-run by the planner for each outer row and then lock and
+ * return more than `limit`.
+ *
+ * A capped batch (max_cost_usd set; `capped`) is claimed by the caller's transaction after it
+ * locked the batch row: settlements of capped batches lock it too, so the room read here, in a
+ * snapshot taken after that lock, holds every committed claim and charge. Among the picked lines
+ * whose ceiling fits in the room on its own it takes the line-order prefix whose ceilings fit
+ * together. An uncapped batch is claimed only with `capped` false, and its lines have no ceiling.
+ */
+function claimStatement(db: postgres.Sql | postgres.TransactionSql, claim: Claim, capped: boolean) {
+  const { batchId, now } = claim
+  return db`
+    WITH batch AS (
+      SELECT b.account_id, b.deadline_at, b.max_cost_usd, b.started_at,
+        b.max_cost_usd - ${current(db, 'cost_usd')} - ${current(db, 'reserved_usd')} AS room
+      FROM batches b ${progressJoin(db)}
+      WHERE b.id = ${batchId} AND b.status = 'in_progress'
+        AND EXISTS (SELECT 1 FROM accounts a WHERE a.id = b.account_id AND a.balance_usd >= a.held_usd)),
+    picked AS (
+      SELECT line_no, ceiling_usd FROM lines
+      WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${now}
+        AND EXISTS (SELECT 1 FROM batch WHERE (max_cost_usd IS NOT NULL) = ${capped})
+        AND (ceiling_usd IS NULL OR ceiling_usd <= (SELECT room FROM batch))
+      ORDER BY line_no LIMIT ${claim.limit}
+      FOR UPDATE SKIP LOCKED),
+    fitting AS (
+      SELECT line_no FROM (
+        SELECT line_no, sum(ceiling_usd) OVER (ORDER BY line_no) AS together FROM picked) p
+      WHERE together IS NULL OR together <= (SELECT room FROM batch)),
+    claimed AS (
+      UPDATE lines l SET status = 'running', lease_owner = ${claim.owner},
+        lease_until = ${claim.until}, attempts = l.attempts + 1
+      FROM fitting WHERE l.batch_id = ${batchId} AND l.line_no = fitting.line_no
+      RETURNING l.line_no, l.custom_id, l.input, l.attempts, l.ceiling_usd),
+    counted AS (
+      ${addProgress(
+        db,
+        claimShard(claim.owner),
+        movedDeltas(
+          db,
+          db`SELECT ${batchId}::text AS batch_id, count(*)::int AS n,
+               coalesce(sum(ceiling_usd), 0) AS reserved
+             FROM claimed HAVING count(*) > 0`,
+        ),
+      )}),
+    started AS (
+      UPDATE batches SET started_at = ${earlier(now / 1000)}
+      WHERE id = ${batchId} AND started_at IS NULL AND EXISTS (SELECT 1 FROM claimed))
+    SELECT claimed.*, batch.account_id, batch.deadline_at, batch.max_cost_usd, batch.room
+    FROM batch LEFT JOIN claimed ON true`
 }

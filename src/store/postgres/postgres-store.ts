@@ -16,10 +16,11 @@
  * postgres-dispatch (the dispatcher's calls, run on a thread of their own), copy-lines.
  */
 import { createPostgresChunkStore } from '../batch-chunks/postgres-chunks.ts'
+import { progressJoin } from './batch-progress.ts'
 import type postgres from 'postgres'
 import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { batchHold, Money, moneyText, ZERO } from '../../money/decimal.ts'
-import { rowToBatch, rowToLine, rowsToShares } from '../rows.ts'
+import { rowToBatch, rowToLine, rowsToShares, withProgress } from '../rows.ts'
 import type {
   AdmitResult,
   CancelResult,
@@ -158,7 +159,7 @@ class PostgresStore implements Store {
       if (!account) throw new Error(`account ${batch.accountId} vanished during admission`)
       if (batch.idempotencyKey) {
         const [existing] = await tx`
-          SELECT * FROM batches
+          SELECT b.*, p.* FROM batches b ${progressJoin(tx)}
           WHERE account_id = ${batch.accountId} AND idempotency_key = ${batch.idempotencyKey}`
         if (existing) return { kind: 'duplicate', batch: rowToBatch(existing) }
       }
@@ -254,13 +255,15 @@ class PostgresStore implements Store {
 
   async findByIdempotencyKey(accountId: string, key: string) {
     const [row] = await this.sql`
-      SELECT * FROM batches WHERE account_id = ${accountId} AND idempotency_key = ${key}`
+      SELECT b.*, p.* FROM batches b ${progressJoin(this.sql)}
+      WHERE account_id = ${accountId} AND idempotency_key = ${key}`
     return row ? rowToBatch(row) : null
   }
 
   async getBatch(accountId: string, id: string) {
-    const [row] = await this
-      .sql`SELECT * FROM batches WHERE id = ${id} AND account_id = ${accountId}`
+    const [row] = await this.sql`
+      SELECT b.*, p.* FROM batches b ${progressJoin(this.sql)}
+      WHERE id = ${id} AND account_id = ${accountId}`
     return row ? rowToBatch(row) : null
   }
 
@@ -274,7 +277,8 @@ class PostgresStore implements Store {
   async listBatches(accountId: string, page: { limit: number; after: string | null }) {
     const after = page.after ? this.sql`AND id < ${page.after}` : this.sql``
     const rows = await this.sql`
-      SELECT * FROM batches WHERE account_id = ${accountId} ${after}
+      SELECT b.*, p.* FROM batches b ${progressJoin(this.sql)}
+      WHERE account_id = ${accountId} ${after}
       ORDER BY id DESC LIMIT ${page.limit + 1}`
     return { batches: rows.slice(0, page.limit).map(rowToBatch), hasMore: rows.length > page.limit }
   }
@@ -283,13 +287,14 @@ class PostgresStore implements Store {
     const now = earlier(at)
     return this.sql.begin(async (tx): Promise<CancelResult> => {
       const [row] = await tx`
-        SELECT * FROM batches WHERE id = ${id} AND account_id = ${accountId} FOR UPDATE`
+        SELECT b.*, p.* FROM batches b ${progressJoin(tx)}
+        WHERE id = ${id} AND account_id = ${accountId} FOR UPDATE OF b`
       if (!row) return { kind: 'not_found' }
       if (row.status === 'cancelling') return { kind: 'cancelled', batch: rowToBatch(row) }
       if (row.status !== 'in_progress' && row.status !== 'validating') {
         return { kind: 'conflict', batch: rowToBatch(row) }
       }
-      const [cancelling] = await tx`
+      await tx`
         WITH cancelled AS (
           UPDATE lines SET status = 'cancelled', error_code = 'batch_cancelled',
             finished_at = ${now}
@@ -299,9 +304,13 @@ class PostgresStore implements Store {
           pending = pending - (SELECT count(*) FROM cancelled),
           cancelled = cancelled + (SELECT count(*) FROM cancelled)
         WHERE id = ${id}
-        RETURNING *`
-      await finishBatches(tx, [cancelling!], now)
-      const [latest] = await tx`SELECT * FROM batches WHERE id = ${id}`
+        RETURNING id`
+      // Claims do not lock the row: the counters are read again once the pending lines are
+      // ended, in a snapshot that holds any claim that took a line first.
+      const [cancelling] = await tx`
+        SELECT b.*, p.* FROM batches b ${progressJoin(tx)} WHERE id = ${id}`
+      await finishBatches(tx, [withProgress(cancelling!)], now)
+      const [latest] = await tx`SELECT b.*, p.* FROM batches b ${progressJoin(tx)} WHERE id = ${id}`
       return { kind: 'cancelled', batch: rowToBatch(latest!) }
     })
   }

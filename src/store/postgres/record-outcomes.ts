@@ -17,6 +17,7 @@
 import type postgres from 'postgres'
 import { Money, moneyText } from '../../money/decimal.ts'
 import type { CallsChange, LineOutcome } from '../store.ts'
+import { addProgress } from './batch-progress.ts'
 import { capRoomBack, movedBackCounts } from './return-to-pending.ts'
 import { storableString } from './storable.ts'
 
@@ -40,13 +41,15 @@ export async function recordOutcomes(
     if (calls.length > 0) await callsStatement(tx, owner, calls)
   }
   if (outcomes.length === 0) return writeCalls().then(() => 0)
-  // Lock order: the lines, then their batches, then accounts. The batch row is what every claim
-  // of the batch waits for, so it is taken as late as it can be and held for the fewest round
-  // trips. Other transactions that take a batch first do not then wait for these lines: claims
-  // skip locked lines, and cancel and expiry touch only pending ones (these are running). The
-  // reaper could, for a line whose lease ran out while this owner stalled; PostgreSQL then
-  // aborts one of the two, and each is retried (the recorder keeps its outcomes, the reaper
-  // runs again), the line ending once either way.
+  // Lock order: the lines, then their batches if capped, then accounts. The counters go to this
+  // owner's progress shard (batch-progress.ts), so an uncapped batch's row is not locked at all;
+  // a capped one's is, as its claims lock it, so a charge over a line's ceiling is seen by the
+  // next claim's room. Settlements of one account still queue on its row (the balance), which
+  // is held for one round trip and the commit. Other transactions that take a batch first do
+  // not then wait for these lines: claims skip locked lines, and cancel and expiry touch only
+  // pending ones (these are running). The reaper could, for a line whose lease ran out while
+  // this owner stalled; PostgreSQL then aborts one of the two, and each is retried (the
+  // recorder keeps its outcomes, the reaper runs again), the line ending once either way.
   //
   // The lines are looked up by primary key alone, and whether they are still running under this
   // owner's lease is checked here: with that condition in the query, the planner may go through
@@ -79,23 +82,24 @@ export async function recordOutcomes(
   const rows = settlementRows(settled)
   // Sent together, one after another in this order (execute() starts each one now; postgres.js
   // pipelines what a transaction has not awaited yet) and run by the server in that order: the
-  // batch rows, which every claim of those batches waits for, stay locked for one round trip and
-  // the commit instead of four.
+  // rows locked stay locked for one round trip and the commit instead of four. Each statement
+  // reads in a snapshot taken after the ones before it, so after the locks.
   await Promise.all([
-    tx`SELECT id FROM batches WHERE id = ANY(${batchIds}::text[]) ORDER BY id FOR UPDATE`.execute(),
+    tx`SELECT id FROM batches WHERE id = ANY(${batchIds}::text[]) AND max_cost_usd IS NOT NULL
+       ORDER BY id FOR UPDATE`.execute(),
     rows.length > 0
       ? tx`SELECT id FROM accounts
            WHERE id IN (SELECT account_id FROM batches WHERE id = ANY(${settledBatchIds}::text[]))
            ORDER BY id FOR UPDATE`.execute()
       : null,
-    retries.length > 0 ? retryStatement(tx, retries).execute() : null,
+    retries.length > 0 ? retryStatement(tx, retries, owner).execute() : null,
     rows.length > 0 ? settleStatement(tx, rows, now, owner).execute() : null,
     calls.length > 0 ? callsStatement(tx, owner, calls).execute() : null,
   ])
   return retries.length + settled.length
 }
 
-function retryStatement(tx: postgres.TransactionSql, retries: Retry[]) {
+function retryStatement(tx: postgres.TransactionSql, retries: Retry[], owner: string) {
   return tx`
     WITH retry AS (
       SELECT * FROM unnest(${retries.map((r) => r.batchId)}::text[],
@@ -107,8 +111,8 @@ function retryStatement(tx: postgres.TransactionSql, retries: Retry[]) {
       UPDATE lines l SET status = 'pending', lease_owner = NULL, lease_until = NULL,
         not_before = retry.not_before, attempts = l.attempts - retry.unsent
       FROM retry WHERE l.batch_id = retry.batch_id AND l.line_no = retry.line_no
-      RETURNING l.batch_id, l.ceiling_usd),
-    ${movedBackCounts(tx)}`
+      RETURNING l.batch_id, l.ceiling_usd)
+    ${movedBackCounts(tx, owner)}`
 }
 
 /** The outcomes as the settlement statement reads them; throws on a negative cost. */
@@ -184,7 +188,9 @@ function settleStatement(
           error_code, error_message, error_upstream, provider, latency_ms, input_tokens,
           cached_tokens, written_tokens, output_tokens, uncached_cost, ord)),
     priced AS (
-      SELECT outcome.*, b.account_id, a.balance_usd, b.held_usd AS batch_held,
+      SELECT outcome.*, b.account_id, a.balance_usd,
+        b.held_usd + coalesce((SELECT sum(held_usd) FROM batch_progress p WHERE p.batch_id = b.id), 0)
+          AS batch_held,
         coalesce(sum(outcome.cost) OVER (PARTITION BY b.account_id ORDER BY outcome.ord
           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS cost_before
       FROM outcome
@@ -209,28 +215,28 @@ function settleStatement(
       RETURNING l.batch_id, l.ceiling_usd),
     unreserved AS (
       SELECT batch_id, coalesce(sum(ceiling_usd), 0) AS reserved FROM line_update GROUP BY batch_id),
-    batch_update AS (
-      UPDATE batches b SET running = b.running - t.n, succeeded = b.succeeded + t.succeeded,
-        failed = b.failed + t.failed, cost_usd = b.cost_usd + t.charged,
-        held_usd = b.held_usd - t.released,
-        usage_input_tokens = b.usage_input_tokens + t.input_tokens,
-        usage_cached_input_tokens = b.usage_cached_input_tokens + t.cached_tokens,
-        usage_cache_write_tokens = b.usage_cache_write_tokens + t.written_tokens,
-        usage_output_tokens = b.usage_output_tokens + t.output_tokens,
-        usage_uncached_cost_usd = b.usage_uncached_cost_usd + t.uncached_cost,
-        reserved_usd = GREATEST(0, b.reserved_usd - coalesce(u.reserved, 0)),
-        ${capRoomBack(tx, tx`coalesce(u.reserved, 0)`)}
-      FROM (SELECT batch_id, count(*)::int AS n,
-              count(*) FILTER (WHERE kind = 'succeeded')::int AS succeeded,
-              count(*) FILTER (WHERE kind = 'failed')::int AS failed,
-              sum(charged) AS charged, sum(released) AS released,
-              sum(input_tokens) AS input_tokens, sum(cached_tokens) AS cached_tokens,
-              sum(written_tokens) AS written_tokens, sum(output_tokens) AS output_tokens,
-              sum(uncached_cost) AS uncached_cost
-            FROM billed GROUP BY batch_id) t
-        LEFT JOIN unreserved u ON u.batch_id = t.batch_id
-      WHERE b.id = t.batch_id
+    progress AS (
+      ${addProgress(
+        tx,
+        owner,
+        tx`SELECT t.batch_id, 0 AS pending, -t.n AS running, t.succeeded, t.failed,
+             t.charged AS cost_usd, -t.released AS held_usd,
+             -coalesce(u.reserved, 0) AS reserved_usd, t.input_tokens AS usage_input_tokens,
+             t.cached_tokens AS usage_cached_input_tokens,
+             t.written_tokens AS usage_cache_write_tokens, t.output_tokens AS usage_output_tokens,
+             t.uncached_cost AS usage_uncached_cost_usd
+           FROM (SELECT batch_id, count(*)::int AS n,
+                   count(*) FILTER (WHERE kind = 'succeeded')::int AS succeeded,
+                   count(*) FILTER (WHERE kind = 'failed')::int AS failed,
+                   sum(charged) AS charged, sum(released) AS released,
+                   sum(input_tokens) AS input_tokens, sum(cached_tokens) AS cached_tokens,
+                   sum(written_tokens) AS written_tokens, sum(output_tokens) AS output_tokens,
+                   sum(uncached_cost) AS uncached_cost
+                 FROM billed GROUP BY batch_id) t
+             LEFT JOIN unreserved u ON u.batch_id = t.batch_id`,
+      )}
       RETURNING 1),
+    room_back AS (${capRoomBack(tx, tx`unreserved`)}),
     share_update AS (
       INSERT INTO batch_providers (batch_id, provider, owner, succeeded, failed, cost_usd)
       SELECT batch_id, provider, ${owner}, count(*) FILTER (WHERE kind = 'succeeded')::int,

@@ -1,9 +1,11 @@
 /**
  * Gives running lines back to pending, untouched (a released or expired lease), and moves their
- * batches' counters with them, a capped batch's reserved ceilings too. Batches are locked first, in id order; recording results locks
- * its lines before their batches (record-outcomes.ts says why, and what that costs).
+ * batches' counters with them, a capped batch's reserved ceilings too (batch-progress.ts).
+ * Batches are locked first, in id order; recording results locks its lines before their capped
+ * batches (record-outcomes.ts says why, and what that costs).
  */
 import type postgres from 'postgres'
+import { addProgress, movedDeltas, RETURNED_SHARD } from './batch-progress.ts'
 
 export async function returnToPending(tx: postgres.TransactionSql, where: postgres.Fragment) {
   const batches = await tx`
@@ -19,9 +21,8 @@ export async function returnToPending(tx: postgres.TransactionSql, where: postgr
     moved AS (
       UPDATE lines l SET status = 'pending', lease_owner = NULL, lease_until = NULL
       FROM leased WHERE l.batch_id = leased.batch_id AND l.line_no = leased.line_no
-      RETURNING l.batch_id, l.ceiling_usd),
-    ${movedBackCounts(tx)}
-    RETURNING counts.n`
+      RETURNING l.batch_id, l.ceiling_usd)
+    ${movedBackCounts(tx, RETURNED_SHARD)}`
   // Their owner died or stopped: it has no call in flight for these batches any more.
   await tx`
     UPDATE batch_providers p SET running = 0
@@ -32,26 +33,29 @@ export async function returnToPending(tx: postgres.TransactionSql, where: postgr
 }
 
 /**
- * The end of a statement that defined `moved` (batch_id, ceiling_usd of the lines it gave back
- * to pending): each batch's counters move with its lines, its reserved ceilings too, as one CTE
- * `counts` (batch_id, n, reserved) and the batches' UPDATE. Retries (record-outcomes.ts) end so.
+ * The end of a statement whose CTE `moved` (batch_id, ceiling_usd) gave lines back to pending:
+ * the batches' counters move with them in `shard`, their reserved ceilings too, and a capped
+ * batch that waited for room is runnable again (capRoomBack); the statement answers how many
+ * lines moved per batch, as `n`. Retries (record-outcomes.ts) end so.
  */
-export const movedBackCounts = (tx: postgres.TransactionSql) => tx`
+export const movedBackCounts = (tx: postgres.TransactionSql, shard: string) => tx`,
     counts AS (
-      SELECT batch_id, count(*)::int AS n, sum(ceiling_usd) AS reserved
-      FROM moved GROUP BY batch_id)
-    UPDATE batches b SET running = b.running - counts.n, pending = b.pending + counts.n,
-      reserved_usd = GREATEST(0, b.reserved_usd - coalesce(counts.reserved, 0)),
-      ${capRoomBack(tx, tx`coalesce(counts.reserved, 0)`)}
-    FROM counts WHERE b.id = counts.batch_id`
+      SELECT batch_id, count(*)::int AS n, coalesce(sum(ceiling_usd), 0) AS reserved
+      FROM moved GROUP BY batch_id),
+    progress AS (
+      ${addProgress(tx, shard, movedDeltas(tx, tx`SELECT batch_id, -n AS n, -reserved AS reserved FROM counts`))}
+      RETURNING 1),
+    room_back AS (${capRoomBack(tx, tx`counts`)})
+    SELECT n FROM counts`
 
 /**
- * Assignments for a batch row whose reserved ceilings went down by `reserved` (a column or
- * expression of the statement): room came back under its cap, so a `max_cost_reached` wait
- * ends and the batch is runnable again; the next claim decides whether the cap still holds.
+ * An UPDATE of the batches in `freed` (a relation of batch_id and `reserved`, the ceilings no
+ * longer reserved): room came back under a cap, so a `max_cost_reached` wait ends and the batch
+ * is runnable again; the next claim decides whether the cap still holds. Only waiting rows are
+ * written.
  */
-export const capRoomBack = (tx: postgres.TransactionSql, reserved: postgres.Fragment) => tx`
-  waiting_code = CASE WHEN b.waiting_code = 'max_cost_reached' AND ${reserved} > 0 THEN NULL
-    ELSE b.waiting_code END,
-  waiting_message = CASE WHEN b.waiting_code = 'max_cost_reached' AND ${reserved} > 0 THEN NULL
-    ELSE b.waiting_message END`
+export const capRoomBack = (tx: postgres.TransactionSql, freed: postgres.Fragment) => tx`
+  UPDATE batches b SET waiting_code = NULL, waiting_message = NULL
+  FROM ${freed} f
+  WHERE b.id = f.batch_id AND f.reserved > 0 AND b.waiting_code = 'max_cost_reached'
+  RETURNING 1`

@@ -7,7 +7,9 @@ import type { Database } from 'bun:sqlite'
 import type { BatchWaiting } from '../../domain.ts'
 import { Money, moneyText } from '../../money/decimal.ts'
 import { capEndedWaiting, capWaiting } from '../cap-waiting.ts'
+import { claimShard } from '../progress-shards.ts'
 import { rowToClaimedLine } from '../rows.ts'
+import { addProgress, current, currentCount } from './batch-progress.ts'
 import type { ClaimedLine } from '../store.ts'
 
 type Row = Record<string, any>
@@ -18,10 +20,37 @@ const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
  * Room came back under a batch's cap (a reserved ceiling ended): its lines may fit again, so it
  * is runnable again and the next claim decides whether the cap still holds them back. Meanwhile a
  * batch waiting `max_cost_reached` is left out of runnableBatches, so its lines are not looked
- * over on every turn while nothing can change.
+ * over on every turn while nothing can change. Only a waiting row is written.
  */
-export const CAP_ROOM_BACK = `waiting_code = CASE WHEN waiting_code = 'max_cost_reached' THEN NULL ELSE waiting_code END,
-  waiting_message = CASE WHEN waiting_code = 'max_cost_reached' THEN NULL ELSE waiting_message END`
+export function capRoomBack(db: Database, batchId: string) {
+  q(
+    db,
+    `UPDATE batches SET waiting_code = NULL, waiting_message = NULL
+     WHERE id = ? AND waiting_code = 'max_cost_reached'`,
+  ).run(batchId)
+}
+
+/**
+ * `n` lines of the batch (a row with its shards: `current`) were claimed, reserving `reserved`:
+ * counted in the claiming instance's shard, and the batch started if it was not yet.
+ */
+export function noteClaimed(
+  db: Database,
+  batch: Row,
+  owner: string,
+  claimed: { n: number; nowMs: number; reserved?: Money },
+) {
+  addProgress(db, batch.id, claimShard(owner), {
+    pending: -claimed.n,
+    running: claimed.n,
+    reserved_usd: claimed.reserved ?? '0',
+  })
+  if (batch.started_at === null)
+    q(db, 'UPDATE batches SET started_at = ? WHERE id = ? AND started_at IS NULL').run(
+      Math.floor(claimed.nowMs / 1000),
+      batch.id,
+    )
+}
 
 /** What a claim asks for: DispatchStore.claimLines' arguments. */
 export interface CappedClaim {
@@ -63,19 +92,7 @@ export function claimCapped(db: Database, batch: Row, asked: CappedClaim): Claim
        RETURNING line_no, custom_id, input, attempts, ceiling_usd`,
   )
   const rows = chosen.map((row) => claim.get(owner, leaseUntilMs, batchId, row.line_no)!)
-  if (rows.length > 0) {
-    q(
-      db,
-      `UPDATE batches SET pending = pending - ?, running = running + ?, reserved_usd = ?,
-           started_at = coalesce(started_at, ?) WHERE id = ?`,
-    ).run(
-      rows.length,
-      rows.length,
-      moneyText(reserved.plus(batch.reserved_usd)),
-      Math.floor(nowMs / 1000),
-      batchId,
-    )
-  }
+  if (rows.length > 0) noteClaimed(db, batch, owner, { n: rows.length, nowMs, reserved })
   // Short of lines: is a due line left that no longer fits? Then the cap is what holds it.
   const dearest =
     rows.length < limit
@@ -115,9 +132,12 @@ function setCapWaiting(db: Database, batchId: string, waiting: BatchWaiting | nu
 export function endOverCap(db: Database, now: number) {
   const capped = q(
     db,
-    `SELECT id, max_cost_usd, cost_usd, reserved_usd FROM batches
-     WHERE status = 'in_progress' AND max_cost_usd IS NOT NULL AND running = 0 AND pending > 0`,
-  ).all()
+    `SELECT * FROM batches b
+     WHERE status = 'in_progress' AND max_cost_usd IS NOT NULL
+       AND ${currentCount('running')} = 0 AND ${currentCount('pending')} > 0`,
+  )
+    .all()
+    .map((row) => current(db, row)!)
   for (const batch of capped) {
     const room = new Money(batch.max_cost_usd).minus(batch.cost_usd).minus(batch.reserved_usd)
     // Ceilings are decimal TEXT: narrowed as REAL with a margin, decided exactly.

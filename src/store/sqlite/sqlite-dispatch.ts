@@ -11,7 +11,9 @@ import type { Database } from 'bun:sqlite'
 import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToClaimedLine, rowToRunnable, terminalStatus } from '../rows.ts'
 import { ShareTally } from './provider-shares.ts'
-import { CAP_ROOM_BACK, claimCapped, endOverCap } from './spend-cap.ts'
+import { RETURNED_SHARD } from '../progress-shards.ts'
+import { addProgress, current, currentCount, foldProgress } from './batch-progress.ts'
+import { capRoomBack, claimCapped, endOverCap, noteClaimed } from './spend-cap.ts'
 import { enqueueWebhookEvents } from '../webhooks/sqlite-webhooks.ts'
 import {
   OPEN_BATCH_STATUSES,
@@ -48,9 +50,10 @@ export class SqliteDispatch implements DispatchStore {
     // SQL compares it as REAL with a margin far above REAL's rounding (it never leaves out an
     // account that is covered) and coversHolds decides exactly.
     const rows = this.q(
-      `SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint, b.pending, a.balance_usd, a.held_usd
+      `SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint,
+         ${PENDING} AS pending, a.balance_usd, a.held_usd
        FROM batches b JOIN accounts a ON a.id = b.account_id
-       WHERE b.status = 'in_progress' AND b.pending > 0 AND b.deadline_at > ?
+       WHERE b.status = 'in_progress' AND ${PENDING} > 0 AND b.deadline_at > ?
          AND (b.waiting_code IS NULL OR b.waiting_code <> 'max_cost_reached')
          AND CAST(a.balance_usd AS REAL) >= CAST(a.held_usd AS REAL) * (1 - 1e-9) - 1e-9
        ORDER BY b.deadline_at, b.id LIMIT ?`,
@@ -66,13 +69,20 @@ export class SqliteDispatch implements DispatchStore {
     leaseUntilMs: number,
   ): Promise<ClaimedLine[]> {
     return this.tx(() => {
-      const batch = this.q(
-        `SELECT b.account_id, b.deadline_at, b.max_cost_usd, b.cost_usd, b.reserved_usd,
-           a.balance_usd, a.held_usd
-         FROM batches b JOIN accounts a ON a.id = b.account_id
-         WHERE b.id = ? AND b.status = 'in_progress'`,
-      ).get(batchId)
-      if (!batch || !coversHolds(batch)) return []
+      const batch = current(
+        this.db,
+        this.q(
+          `SELECT b.id, b.account_id, b.deadline_at, b.started_at, b.max_cost_usd, b.cost_usd,
+             b.reserved_usd, a.balance_usd, a.held_usd AS account_held_usd
+           FROM batches b JOIN accounts a ON a.id = b.account_id
+           WHERE b.id = ? AND b.status = 'in_progress'`,
+        ).get(batchId),
+      )
+      if (
+        !batch ||
+        !coversHolds({ balance_usd: batch.balance_usd, held_usd: batch.account_held_usd })
+      )
+        return []
       if (batch.max_cost_usd !== null)
         return claimCapped(this.db, batch, { batchId, owner, limit, nowMs, leaseUntilMs })
       const rows = this.q(
@@ -83,10 +93,7 @@ export class SqliteDispatch implements DispatchStore {
          RETURNING line_no, custom_id, input, attempts`,
       ).all(owner, leaseUntilMs, batchId, batchId, nowMs, limit)
       if (rows.length === 0) return []
-      this.q(
-        `UPDATE batches SET pending = pending - ?, running = running + ?,
-           started_at = coalesce(started_at, ?) WHERE id = ?`,
-      ).run(rows.length, rows.length, Math.floor(nowMs / 1000), batchId)
+      noteClaimed(this.db, batch, owner, { n: rows.length, nowMs })
       rows.sort((a, b) => a.line_no - b.line_no)
       return rows.map((row) => rowToClaimedLine(batchId, row, batch))
     })
@@ -139,7 +146,7 @@ export class SqliteDispatch implements DispatchStore {
        WHERE batch_id = ? AND line_no = ? AND status = 'running' AND lease_owner = ?`,
     )
     return this.tx(() => {
-      const ledger = new Ledger(this.db)
+      const ledger = new Ledger(this.db, owner)
       const shares = new ShareTally(this.db, owner)
       for (const change of calls)
         shares.add(change.batchId, change.provider, 'running', change.delta)
@@ -231,16 +238,13 @@ export class SqliteDispatch implements DispatchStore {
         entry.ceilings = (entry.ceilings ?? new Money(0)).plus(line.ceiling_usd)
       perBatch.set(row.batch_id, entry)
     }
-    const move = this.q(
-      'UPDATE batches SET running = running - ?, pending = pending + ? WHERE id = ?',
-    )
-    const unreserve = this.q('SELECT reserved_usd FROM batches WHERE id = ?')
-    const setReserved = this.q(`UPDATE batches SET reserved_usd = ?, ${CAP_ROOM_BACK} WHERE id = ?`)
     for (const [batchId, { n, ceilings }] of perBatch) {
-      move.run(n, n, batchId)
-      if (ceilings === null) continue
-      const before = new Money(unreserve.get(batchId)!.reserved_usd)
-      setReserved.run(moneyText(Money.max(before.minus(ceilings), ZERO)), batchId)
+      addProgress(this.db, batchId, RETURNED_SHARD, {
+        pending: n,
+        running: -n,
+        reserved_usd: ceilings === null ? '0' : ceilings.negated(),
+      })
+      if (ceilings !== null && ceilings.isPositive()) capRoomBack(this.db, batchId)
     }
     // Their owner died or stopped: it has no call in flight for these batches any more.
     const idle = this.q('UPDATE batch_providers SET running = 0 WHERE batch_id = ? AND owner = ?')
@@ -266,7 +270,8 @@ export class SqliteDispatch implements DispatchStore {
       const changed: string[] = []
       // Past the deadline: lines not yet run end `expired`; running ones may still finish.
       const overdue = this.q(
-        `SELECT id FROM batches WHERE status IN ('in_progress', 'cancelling') AND deadline_at <= ? AND pending > 0`,
+        `SELECT id FROM batches b WHERE status IN ('in_progress', 'cancelling') AND deadline_at <= ?
+           AND ${PENDING} > 0`,
       ).all(now)
       for (const { id } of overdue) {
         const n = this.q(
@@ -281,7 +286,7 @@ export class SqliteDispatch implements DispatchStore {
       }
       // Lines handed back to a cancelling batch (a retry, an expired lease) end cancelled too.
       const cancelling = this.q(
-        `SELECT id FROM batches WHERE status = 'cancelling' AND pending > 0`,
+        `SELECT id FROM batches b WHERE status = 'cancelling' AND ${PENDING} > 0`,
       ).all()
       for (const { id } of cancelling) {
         const n = this.q(
@@ -299,8 +304,8 @@ export class SqliteDispatch implements DispatchStore {
         if (finishBatch(this.db, id, now)) changed.push(id)
       }
       const idle = this.q(
-        `SELECT id, status FROM batches WHERE status IN ('in_progress', 'cancelling')
-           AND pending = 0 AND running = 0`,
+        `SELECT id, status FROM batches b WHERE status IN ('in_progress', 'cancelling')
+           AND ${PENDING} = 0 AND ${RUNNING} = 0`,
       ).all()
       for (const { id, status } of idle) {
         if (status === 'cancelling') {
@@ -338,6 +343,8 @@ export class SqliteDispatch implements DispatchStore {
 }
 
 const OPEN = `(${OPEN_BATCH_STATUSES.map((status) => `'${status}'`).join(', ')})`
+const PENDING = currentCount('pending')
+const RUNNING = currentCount('running')
 
 /**
  * Whether an account's balance still covers what it holds. Only a line that cost more than its
@@ -362,7 +369,8 @@ export const KEEP_ENDED_WAITING = `waiting_code = CASE WHEN waiting_code = 'max_
  * webhook deliveries. Every path to a terminal status but a refused facade batch comes here.
  */
 export function finishBatch(db: Database, id: string, now: number): boolean {
-  const row = db.query<Row, any[]>('SELECT * FROM batches WHERE id = ?').get(id)
+  const stored = db.query<Row, any[]>('SELECT * FROM batches WHERE id = ?').get(id)
+  const row = current(db, stored)
   if (!row || row.pending !== 0 || row.running !== 0) return false
   if (!['in_progress', 'finalizing', 'cancelling'].includes(row.status)) return false
   const account = db
@@ -373,9 +381,30 @@ export function finishBatch(db: Database, id: string, now: number): boolean {
     row.account_id,
   )
   const status = terminalStatus(row as Parameters<typeof terminalStatus>[0])
+  // The shards are folded into the row with the status: an ended batch is its row alone.
+  const f = foldProgress(db, stored!)
   db.query<Row, any[]>(
-    `UPDATE batches SET status = ?, finished_at = ?, held_usd = '0', ${KEEP_ENDED_WAITING} WHERE id = ?`,
-  ).run(status, now, id)
+    `UPDATE batches SET status = ?, finished_at = ?, held_usd = '0', ${KEEP_ENDED_WAITING},
+       pending = ?, running = ?, succeeded = ?, failed = ?, cost_usd = ?, reserved_usd = ?,
+       usage_input_tokens = ?, usage_cached_input_tokens = ?, usage_cache_write_tokens = ?,
+       usage_output_tokens = ?, usage_uncached_cost_usd = ?, version = ? WHERE id = ?`,
+  ).run(
+    status,
+    now,
+    f.pending,
+    f.running,
+    f.succeeded,
+    f.failed,
+    moneyText(f.cost_usd),
+    moneyText(Money.max(new Money(f.reserved_usd), ZERO)),
+    f.usage_input_tokens,
+    f.usage_cached_input_tokens,
+    f.usage_cache_write_tokens,
+    f.usage_output_tokens,
+    moneyText(f.usage_uncached_cost_usd),
+    f.version,
+    id,
+  )
   // The webhooks' outbox, in the same transaction: the event exists exactly when the status does.
   enqueueWebhookEvents(db, { id, accountId: row.account_id, status }, now)
   return true
@@ -395,6 +424,9 @@ class Ledger {
       accountId: string
       cost: Money
       held: Money
+      /** cost and held as read (the row with its shards): what is written is the change. */
+      costBefore: Money
+      heldBefore: Money
       /** It has a spend cap: its lines, and only they, have ceilings (set at admission). */
       capped: boolean
       /** Ceilings of its lines in flight (a capped batch's); null while unchanged. */
@@ -406,21 +438,30 @@ class Ledger {
   >()
   private readonly accounts = new Map<string, { balance: Money; held: Money }>()
 
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    /** The dispatcher whose outcomes these are: its progress shard (batch-progress.ts). */
+    private readonly owner: string,
+  ) {}
 
   private batch(id: string) {
     let entry = this.batches.get(id)
     if (!entry) {
-      const row = this.db
-        .query<Row, [string]>(
-          `SELECT account_id, cost_usd, held_usd, reserved_usd, max_cost_usd, usage_uncached_cost_usd
-           FROM batches WHERE id = ?`,
-        )
-        .get(id)!
+      const row = current(
+        this.db,
+        this.db
+          .query<Row, [string]>(
+            `SELECT id, account_id, cost_usd, held_usd, reserved_usd, max_cost_usd
+             FROM batches WHERE id = ?`,
+          )
+          .get(id),
+      )!
       entry = {
         accountId: row.account_id,
         cost: new Money(row.cost_usd),
         held: new Money(row.held_usd),
+        costBefore: new Money(row.cost_usd),
+        heldBefore: new Money(row.held_usd),
         capped: row.max_cost_usd !== null,
         reserved: null,
         reservedBefore: row.reserved_usd,
@@ -430,7 +471,7 @@ class Ledger {
           cached: 0,
           written: 0,
           output: 0,
-          uncached: new Money(row.usage_uncached_cost_usd),
+          uncached: new Money(0),
         },
       }
       this.batches.set(id, entry)
@@ -512,33 +553,25 @@ class Ledger {
   }
 
   write() {
-    const batchUpdate = this.db.query(
-      `UPDATE batches SET cost_usd = ?, held_usd = ?, running = running - ?, pending = pending + ?,
-         succeeded = succeeded + ?, failed = failed + ?, usage_input_tokens = usage_input_tokens + ?,
-         usage_cached_input_tokens = usage_cached_input_tokens + ?,
-         usage_cache_write_tokens = usage_cache_write_tokens + ?,
-         usage_output_tokens = usage_output_tokens + ?, usage_uncached_cost_usd = ? WHERE id = ?`,
-    )
-    const reservedUpdate = this.db.query(
-      `UPDATE batches SET reserved_usd = ?, ${CAP_ROOM_BACK} WHERE id = ?`,
-    )
     for (const [id, b] of this.batches) {
       const { succeeded, failed, retry } = b.counts
-      if (b.reserved !== null) reservedUpdate.run(moneyText(Money.max(b.reserved, ZERO)), id)
-      batchUpdate.run(
-        moneyText(b.cost),
-        moneyText(b.held),
-        succeeded + failed + retry,
-        retry,
+      const reserved =
+        b.reserved === null ? new Money(0) : Money.max(b.reserved, ZERO).minus(b.reservedBefore)
+      addProgress(this.db, id, this.owner, {
+        pending: retry,
+        running: -(succeeded + failed + retry),
         succeeded,
         failed,
-        b.usage.input,
-        b.usage.cached,
-        b.usage.written,
-        b.usage.output,
-        moneyText(b.usage.uncached),
-        id,
-      )
+        cost_usd: b.cost.minus(b.costBefore),
+        held_usd: b.held.minus(b.heldBefore),
+        reserved_usd: reserved,
+        usage_input_tokens: b.usage.input,
+        usage_cached_input_tokens: b.usage.cached,
+        usage_cache_write_tokens: b.usage.written,
+        usage_output_tokens: b.usage.output,
+        usage_uncached_cost_usd: b.usage.uncached,
+      })
+      if (reserved.isNegative()) capRoomBack(this.db, id)
     }
     const accountUpdate = this.db.query(
       'UPDATE accounts SET balance_usd = ?, held_usd = ? WHERE id = ?',

@@ -8,6 +8,7 @@
  * inserts, cancel, reads); the roles with a folder of their own (src/store/<role>/) are set on
  * the store by its constructor (sqliteRoles).
  */
+import { current, readCurrent } from './batch-progress.ts'
 import { createSqliteChunkStore } from '../batch-chunks/sqlite-chunks.ts'
 import type { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
@@ -147,9 +148,13 @@ class SqliteStore implements Store {
   async admitBatch(batch: NewBatch): Promise<AdmitResult> {
     return this.tx((): AdmitResult => {
       if (batch.idempotencyKey) {
-        const existing = this.q(
-          'SELECT * FROM batches WHERE account_id = ? AND idempotency_key = ?',
-        ).get(batch.accountId, batch.idempotencyKey)
+        const existing = current(
+          this.db,
+          this.q('SELECT * FROM batches WHERE account_id = ? AND idempotency_key = ?').get(
+            batch.accountId,
+            batch.idempotencyKey,
+          ),
+        )
         if (existing) return { kind: 'duplicate', batch: rowToBatch(existing) }
       }
       const account = this.accountView(batch.accountId)
@@ -351,15 +356,19 @@ class SqliteStore implements Store {
   }
 
   async findByIdempotencyKey(accountId: string, key: string) {
-    const row = this.q('SELECT * FROM batches WHERE account_id = ? AND idempotency_key = ?').get(
-      accountId,
-      key,
+    const [row] = readCurrent(this.db, () =>
+      this.q('SELECT * FROM batches WHERE account_id = ? AND idempotency_key = ?').all(
+        accountId,
+        key,
+      ),
     )
     return row ? rowToBatch(row) : null
   }
 
   async getBatch(accountId: string, id: string) {
-    const row = this.q('SELECT * FROM batches WHERE id = ? AND account_id = ?').get(id, accountId)
+    const [row] = readCurrent(this.db, () =>
+      this.q('SELECT * FROM batches WHERE id = ? AND account_id = ?').all(id, accountId),
+    )
     return row ? rowToBatch(row) : null
   }
 
@@ -372,20 +381,25 @@ class SqliteStore implements Store {
   }
 
   async listBatches(accountId: string, page: { limit: number; after: string | null }) {
-    const rows = page.after
-      ? this.q(
-          'SELECT * FROM batches WHERE account_id = ? AND id < ? ORDER BY id DESC LIMIT ?',
-        ).all(accountId, page.after, page.limit + 1)
-      : this.q('SELECT * FROM batches WHERE account_id = ? ORDER BY id DESC LIMIT ?').all(
-          accountId,
-          page.limit + 1,
-        )
+    const rows = readCurrent(this.db, () =>
+      page.after
+        ? this.q(
+            'SELECT * FROM batches WHERE account_id = ? AND id < ? ORDER BY id DESC LIMIT ?',
+          ).all(accountId, page.after, page.limit + 1)
+        : this.q('SELECT * FROM batches WHERE account_id = ? ORDER BY id DESC LIMIT ?').all(
+            accountId,
+            page.limit + 1,
+          ),
+    )
     return { batches: rows.slice(0, page.limit).map(rowToBatch), hasMore: rows.length > page.limit }
   }
 
   async cancelBatch(accountId: string, id: string, now: number): Promise<CancelResult> {
     return this.tx((): CancelResult => {
-      const row = this.q('SELECT * FROM batches WHERE id = ? AND account_id = ?').get(id, accountId)
+      const row = current(
+        this.db,
+        this.q('SELECT * FROM batches WHERE id = ? AND account_id = ?').get(id, accountId),
+      )
       if (!row) return { kind: 'not_found' }
       if (row.status === 'cancelling') return { kind: 'cancelled', batch: rowToBatch(row) }
       if (row.status !== 'in_progress' && row.status !== 'validating') {
@@ -402,7 +416,7 @@ class SqliteStore implements Store {
       finishBatch(this.db, id, now)
       return {
         kind: 'cancelled',
-        batch: rowToBatch(this.q('SELECT * FROM batches WHERE id = ?').get(id)!),
+        batch: rowToBatch(current(this.db, this.q('SELECT * FROM batches WHERE id = ?').get(id))!),
       }
     })
   }
