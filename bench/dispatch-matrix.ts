@@ -3,11 +3,14 @@
  * on SQLite and on PostgreSQL (BENCH_DATABASE_URL: TEST_DATABASE_URL or the local server), each
  * beside the plain client straight to the simulator in the same run, then one table of the
  * ratios: POST → completed against the ideal (concurrency ÷ latency) and against the plain
- * client. Every other argument is passed on (`--runs 5`, `--latency-ms 50`, ...).
+ * client. Every other argument is passed on (`--runs 5`, `--latency-ms 50`, ...). Before the first
+ * row and after the last, wrk (where installed) drives the same simulator straight, at the same
+ * concurrency and latency: the table gives each row against the mean of the two.
  *
  *   bun bench/dispatch-matrix.ts [--sizes 20000,50000] [--stores sqlite,postgres] [dispatch.ts options]
  */
 import { join } from 'node:path'
+import { wrkToSimulator, type WrkResult } from './wrk.ts'
 
 const OWN = ['--sizes', '--stores']
 const values: Record<string, string> = { sizes: '20000,50000', stores: 'sqlite,postgres' }
@@ -28,6 +31,17 @@ interface Row {
   ofPlain: string
   cpu: string
 }
+
+/** A value dispatch.ts is given, or its default there. */
+const passedValue = (name: string, fallback: number) => {
+  const at = passed.findIndex((arg) => arg === name || arg.startsWith(`${name}=`))
+  if (at < 0) return fallback
+  return Number(passed[at]!.includes('=') ? passed[at]!.split('=')[1] : passed[at + 1])
+}
+const concurrency = passedValue('--concurrency', 256)
+const latencyMs = passedValue('--latency-ms', 50)
+const wrk = () => wrkToSimulator({ latencyMs, concurrency, seconds: 10 })
+const wrkRuns: (WrkResult | null)[] = [await wrk()]
 
 const rows: Row[] = []
 for (const store of String(values.stores).split(','))
@@ -65,9 +79,26 @@ for (const store of String(values.stores).split(','))
     })
   }
 
+wrkRuns.push(await wrk())
+const measured = wrkRuns.filter((run): run is WrkResult => run !== null)
+const wrkRate = measured.length
+  ? measured.reduce((sum, run) => sum + run.rate, 0) / measured.length
+  : null
+const ideal = concurrency / (latencyMs / 1000)
+const n = (value: number) => Math.round(value).toLocaleString('en-US')
+
 console.log('dispatch, POST → completed, median per row:')
-console.log('  store     lines    lines/s  of ideal  of plain client  gateway CPU µs/line')
-for (const row of rows)
+console.log('  store     lines    lines/s  of ideal  of plain client   of wrk  gateway CPU µs/line')
+for (const row of rows) {
+  const rate = Number(row.rate.replaceAll(',', ''))
+  const ofWrk = wrkRate && Number.isFinite(rate) ? `${Math.round((rate / wrkRate) * 100)}%` : '–'
   console.log(
-    `  ${row.store.padEnd(9)} ${row.lines.toLocaleString('en-US').padStart(6)} ${row.rate.padStart(10)} ${row.ofIdeal.padStart(9)} ${row.ofPlain.padStart(16)} ${row.cpu.padStart(20)}`,
+    `  ${row.store.padEnd(9)} ${row.lines.toLocaleString('en-US').padStart(6)} ${row.rate.padStart(10)} ${row.ofIdeal.padStart(9)} ${row.ofPlain.padStart(16)} ${ofWrk.padStart(8)} ${row.cpu.padStart(20)}`,
   )
+}
+console.log(`  ideal (concurrency ÷ latency): ${n(ideal)} requests/s`)
+console.log(
+  wrkRate === null
+    ? '  wrk: not installed (Debian package wrk), so no column against it'
+    : `  wrk straight to the simulator, ${concurrency} connections, before and after the rows: ${measured.map((run) => `${n(run.rate)} requests/s (mean ${run.meanMs.toFixed(1)} ms)`).join(', ')}: ${Math.round((wrkRate / ideal) * 100)}% of ideal`,
+)
