@@ -16,12 +16,10 @@ const CUSTOM_ID = /^[a-zA-Z0-9_-]{1,64}$/
 const PREFIX = '/v1/messages/batches'
 
 const invalid = (message: string, status = 400) =>
-  errorResponse(
-    'anthropic',
-    status,
-    status === 404 ? 'not_found_error' : 'invalid_request_error',
+  errorResponse('anthropic', status, {
+    type: status === 404 ? 'not_found_error' : 'invalid_request_error',
     message,
-  )
+  })
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
@@ -120,7 +118,14 @@ export function createAnthropicBatchApi(
         return invalid(`requests.${index}.params: Field required`)
       const id = `msg_${job.id}_${index}`
       const params = item.params as Record<string, unknown>
-      job.lines.push(await answerLine('anthropic', job.endpoint, customId, params, o, draw, id))
+      const line = {
+        dialect: 'anthropic' as const,
+        endpoint: job.endpoint,
+        customId,
+        body: params,
+        id,
+      }
+      job.lines.push(await answerLine(line, o, draw))
     }
     return jsonResponse(batchObject(book.add(job)))
   }

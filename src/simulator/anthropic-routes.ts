@@ -19,7 +19,7 @@ import {
 const stopReasons = { stop: 'end_turn', stop_sequence: 'stop_sequence', length: 'max_tokens' }
 
 function invalid(message: string): Response {
-  return errorResponse('anthropic', 400, 'invalid_request_error', message)
+  return errorResponse('anthropic', 400, { type: 'invalid_request_error', message })
 }
 
 export function prepareMessages(

@@ -6,26 +6,27 @@ import { prepareMessages } from './anthropic-routes.ts'
 import type { JobLine } from './batch-jobs.ts'
 import { prepareChat, prepareEmbeddings } from './openai-routes.ts'
 import type { ResolvedSimulatorOptions } from './options.ts'
-import type { Dialect } from './respond.ts'
+import { errorBody, type Dialect } from './respond.ts'
 
 /** A `[sim:batch-invalid]` marker in a line's prompt makes that line a 400 invalid_request. */
 const INVALID_MARKER = '[sim:batch-invalid]'
 
-function errorBody(dialect: Dialect, type: string, message: string, code: string | null) {
-  return dialect === 'openai'
-    ? { error: { message, type, param: null, code } }
-    : { type: 'error', error: { type, message } }
+/** One request of a provider batch, as its job read it. */
+export interface BatchLineRequest {
+  dialect: Dialect
+  /** The job's endpoint (`/v1/chat/completions`, `/v1/embeddings`, `/v1/messages`). */
+  endpoint: string
+  customId: string
+  body: Record<string, unknown>
+  /** The id its answer carries (`chatcmpl-…`, `msg_…`). */
+  id: string
 }
 
 /** One line's answer: a 200 with the live body, or an error status with the live envelope. */
 export async function answerLine(
-  dialect: Dialect,
-  endpoint: string,
-  customId: string,
-  body: Record<string, unknown>,
+  { dialect, endpoint, customId, body, id }: BatchLineRequest,
   options: ResolvedSimulatorOptions,
   draw: () => number,
-  id: string,
 ): Promise<JobLine> {
   // Drawn first and always, so one seed fails the same lines whatever their bodies.
   const serverError = draw() < options.batchErrorRate
@@ -33,12 +34,16 @@ export async function answerLine(
   if (model.startsWith('fail-400') || JSON.stringify(body).includes(INVALID_MARKER)) {
     const message = `The simulator refuses this request (model '${model}')`
     const type = 'invalid_request_error'
-    return { customId, status: 400, body: errorBody(dialect, type, message, 'invalid_value') }
+    return {
+      customId,
+      status: 400,
+      body: errorBody(dialect, { type, message, code: 'invalid_value' }),
+    }
   }
   if (serverError) {
     const type = dialect === 'openai' ? 'server_error' : 'api_error'
     const message = 'The server had an error processing this request (simulated)'
-    return { customId, status: 500, body: errorBody(dialect, type, message, null) }
+    return { customId, status: 500, body: errorBody(dialect, { type, message }) }
   }
   // A batch line never streams: the stream flag is dropped as the providers require.
   const { stream: _stream, ...plain } = body

@@ -24,7 +24,7 @@ import {
 const finishReasons = { stop: 'stop', stop_sequence: 'stop', length: 'length' } as const
 
 function invalid(message: string): Response {
-  return errorResponse('openai', 400, 'invalid_request_error', message)
+  return errorResponse('openai', 400, { type: 'invalid_request_error', message })
 }
 
 function optionalCount(value: unknown): number | null {

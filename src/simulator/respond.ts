@@ -22,20 +22,29 @@ export function payloadResponse(payload: Payload, requestId: string): Response {
   return new Response(payload.text, { status: 200, headers })
 }
 
+/** What an error says: its vendor type, message and (OpenAI only) code. */
+export interface ErrorFields {
+  type: string
+  message: string
+  /** OpenAI's `code`; null when left out. Anthropic's envelope has none. */
+  code?: string | null
+}
+
+/** An error body in the dialect's envelope. */
+export function errorBody(dialect: Dialect, { type, message, code = null }: ErrorFields) {
+  return dialect === 'openai'
+    ? { error: { message, type, param: null, code } }
+    : { type: 'error', error: { type, message } }
+}
+
 /** Error bodies in each vendor's envelope. */
 export function errorResponse(
   dialect: Dialect,
   status: number,
-  type: string,
-  message: string,
-  code: string | null = null,
+  error: ErrorFields,
   headers: Record<string, string> = {},
 ): Response {
-  const body =
-    dialect === 'openai'
-      ? { error: { message, type, param: null, code } }
-      : { type: 'error', error: { type, message } }
-  return jsonResponse(body, status, headers)
+  return jsonResponse(errorBody(dialect, error), status, headers)
 }
 
 /** 200 with a body cut in half: valid HTTP, invalid JSON (or a broken SSE event). */

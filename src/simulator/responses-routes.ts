@@ -8,7 +8,7 @@ import { countPromptTokens, makeReply, promptKey, streamPieces, type MessageText
 import { errorResponse } from './respond.ts'
 
 function invalid(message: string): Response {
-  return errorResponse('openai', 400, 'invalid_request_error', message)
+  return errorResponse('openai', 400, { type: 'invalid_request_error', message })
 }
 
 function partsText(content: unknown): string {

@@ -147,178 +147,33 @@ export function createTelemetry(config: TelemetryConfig): Telemetry {
   return createActive(sdk, trace.getTracer('multigrid'), metrics.getMeter('multigrid'))
 }
 
+/** What an active telemetry's spans need: the SDK's tracer, the instruments, the admissions it remembers. */
+interface ActiveState {
+  tracer: Tracer
+  instruments: Instruments
+  /** Admission spans by batch id, for the links of the batch's upstream calls. */
+  admitted: Map<string, SpanContext>
+}
+
 function createActive(sdk: NodeSDK, tracer: Tracer, meter: Meter): Telemetry {
   const instruments = createInstruments(meter)
-  const admitted = new Map<string, SpanContext>()
+  const state: ActiveState = { tracer, instruments, admitted: new Map() }
   let stopped: Promise<void> | null = null
-
-  const remember = (batchId: string, span: SpanContext) => {
-    admitted.set(batchId, span)
-    if (admitted.size > REMEMBERED_BATCHES) admitted.delete(admitted.keys().next().value!)
-  }
-
-  const fail = (span: Span, error: unknown) => {
-    const code = (error as { code?: unknown } | null)?.code
-    span.setAttribute(
-      'error.type',
-      typeof code === 'string' ? code : ((error as Error)?.name ?? 'Error'),
-    )
-    span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message })
-  }
-
   return {
     enabled: true,
     tracer,
     meter,
     instruments,
-    async request(request, handle, routeOf) {
-      const started = performance.now()
-      const method = request.method
-      // A caller that traces itself (traceparent) gets our spans inside its own trace.
-      const parent = propagation.extract(ROOT_CONTEXT, request.headers, HEADER_GETTER)
-      const span = tracer.startSpan(
-        method,
-        {
-          kind: SpanKind.SERVER,
-          attributes: { 'http.request.method': method, 'url.path': new URL(request.url).pathname },
-        },
-        parent,
-      )
-      try {
-        const response = await context.with(trace.setSpan(parent, span), handle)
-        const route = routeOf()
-        if (route) {
-          span.updateName(`${method} ${route}`)
-          span.setAttribute('http.route', route)
-        }
-        span.setAttribute('http.response.status_code', response.status)
-        if (response.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR })
-        instruments.httpDuration.record((performance.now() - started) / 1000, {
-          'http.request.method': method,
-          'http.route': route ?? 'unmatched',
-          'http.response.status_code': response.status,
-        })
-        return response
-      } catch (error) {
-        fail(span, error)
-        throw error
-      } finally {
-        span.end()
-      }
-    },
-    async admission(attributes, run, describe) {
-      return tracer.startActiveSpan('batch.admit', { attributes }, async (span) => {
-        try {
-          const result = await run()
-          const described = describe(result)
-          span.setAttributes(described)
-          const batchId = described['batch.id']
-          // A retried submit (same Idempotency-Key) keeps the link to the admission that made it.
-          if (typeof batchId === 'string' && !admitted.has(batchId))
-            remember(batchId, span.spanContext())
-          return result
-        } catch (error) {
-          fail(span, error)
-          throw error
-        } finally {
-          span.end()
-        }
-      })
-    },
-    async upstream(call, run, describe) {
-      const attributes: Attributes = {
-        'gen_ai.operation.name': call.endpoint,
-        'gen_ai.provider.name': call.provider,
-        'gen_ai.request.model': call.model,
-      }
-      const batchLink = call.batchId ? admitted.get(call.batchId) : undefined
-      if (call.batchId) {
-        attributes['batch.id'] = call.batchId
-        attributes['batch.line'] = call.lineNo
-      }
-      attributes['line.attempt'] = call.attempt ?? 1
-      // A batch's calls happen long after its request ended: they start their own trace.
-      const parent = call.batchId ? ROOT_CONTEXT : context.active()
-      const span = tracer.startSpan(
-        `${call.endpoint} ${call.model}`,
-        {
-          kind: SpanKind.CLIENT,
-          attributes,
-          links: batchLink
-            ? [{ context: batchLink, attributes: { 'link.kind': 'batch.admit' } }]
-            : [],
-        },
-        parent,
-      )
-      let value
-      try {
-        value = await run()
-      } catch (error) {
-        fail(span, error)
-        span.end()
-        throw error
-      }
-      const finish = (result: UpstreamResult) => {
-        const labels = {
-          'gen_ai.provider.name': call.provider,
-          'gen_ai.operation.name': call.endpoint,
-        }
-        if (result.status !== null) span.setAttribute('http.response.status_code', result.status)
-        if (result.usage) {
-          span.setAttribute('gen_ai.usage.input_tokens', result.usage.input_tokens)
-          span.setAttribute('gen_ai.usage.output_tokens', result.usage.output_tokens)
-          instruments.upstreamTokens.add(result.usage.input_tokens, {
-            ...labels,
-            'token.type': 'input',
-          })
-          instruments.upstreamTokens.add(result.usage.output_tokens, {
-            ...labels,
-            'token.type': 'output',
-          })
-        }
-        if (result.errorKind) {
-          span.setAttribute('error.type', result.errorKind)
-          span.setStatus({ code: SpanStatusCode.ERROR })
-          instruments.upstreamErrors.add(1, { ...labels, 'error.type': result.errorKind })
-        }
-        instruments.upstreamDuration.record(result.latencyMs / 1000, {
-          ...labels,
-          outcome: result.errorKind ?? 'ok',
-        })
-        span.end()
-      }
-      // A stream is described once it ended (its usage comes last); the caller has it at once.
-      const described = describe(value)
-      if (described instanceof Promise) described.then(finish, () => span.end())
-      else finish(described)
-      return value
-    },
+    request: (request, handle, routeOf) => traceRequest(state, request, handle, routeOf),
+    admission: (attributes, run, describe) => traceAdmission(state, attributes, run, describe),
+    upstream: (call, run, describe) => traceUpstream(state, call, run, describe),
     lineFinished(status) {
       instruments.linesCompleted.add(1, { status })
     },
     rateLimited(limit) {
       instruments.rateLimitRejections.add(1, { limit })
     },
-    observe({ pendingLines, linesInFlight }) {
-      meter
-        .createObservableGauge('multigrid.queue.pending_lines', {
-          description: 'Lines waiting to be dispatched (queue depth)',
-          unit: '{line}',
-        })
-        .addCallback(async (result) => {
-          try {
-            result.observe(await pendingLines())
-          } catch {
-            // The store is unreachable: no value rather than a wrong one; /readyz says why.
-          }
-        })
-      meter
-        .createObservableGauge('multigrid.lines.in_flight', {
-          description: 'Lines being sent upstream by this instance',
-          unit: '{line}',
-        })
-        .addCallback((result) => result.observe(linesInFlight()))
-    },
+    observe: (gauges) => observeGauges(meter, gauges),
     shutdown() {
       stopped ??= sdk.shutdown().finally(() => {
         // NodeSDK leaves its providers registered; clear them so a later start can register.
@@ -331,6 +186,197 @@ function createActive(sdk: NodeSDK, tracer: Tracer, meter: Meter): Telemetry {
       return stopped
     },
   }
+}
+
+function remember(state: ActiveState, batchId: string, span: SpanContext) {
+  state.admitted.set(batchId, span)
+  if (state.admitted.size > REMEMBERED_BATCHES)
+    state.admitted.delete(state.admitted.keys().next().value!)
+}
+
+function failSpan(span: Span, error: unknown) {
+  const code = (error as { code?: unknown } | null)?.code
+  span.setAttribute(
+    'error.type',
+    typeof code === 'string' ? code : ((error as Error)?.name ?? 'Error'),
+  )
+  span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message })
+}
+
+async function traceRequest(
+  { tracer, instruments }: ActiveState,
+  request: Request,
+  handle: () => Promise<Response>,
+  routeOf: () => string | null,
+): Promise<Response> {
+  const started = performance.now()
+  const method = request.method
+  // A caller that traces itself (traceparent) gets our spans inside its own trace.
+  const parent = propagation.extract(ROOT_CONTEXT, request.headers, HEADER_GETTER)
+  const span = tracer.startSpan(
+    method,
+    {
+      kind: SpanKind.SERVER,
+      attributes: { 'http.request.method': method, 'url.path': new URL(request.url).pathname },
+    },
+    parent,
+  )
+  try {
+    const response = await context.with(trace.setSpan(parent, span), handle)
+    const route = routeOf()
+    if (route) {
+      span.updateName(`${method} ${route}`)
+      span.setAttribute('http.route', route)
+    }
+    span.setAttribute('http.response.status_code', response.status)
+    if (response.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR })
+    instruments.httpDuration.record((performance.now() - started) / 1000, {
+      'http.request.method': method,
+      'http.route': route ?? 'unmatched',
+      'http.response.status_code': response.status,
+    })
+    return response
+  } catch (error) {
+    failSpan(span, error)
+    throw error
+  } finally {
+    span.end()
+  }
+}
+
+async function traceAdmission<T>(
+  state: ActiveState,
+  attributes: Attributes,
+  run: () => Promise<T>,
+  describe: (result: T) => Attributes,
+): Promise<T> {
+  return state.tracer.startActiveSpan('batch.admit', { attributes }, async (span) => {
+    try {
+      const result = await run()
+      const described = describe(result)
+      span.setAttributes(described)
+      const batchId = described['batch.id']
+      // A retried submit (same Idempotency-Key) keeps the link to the admission that made it.
+      if (typeof batchId === 'string' && !state.admitted.has(batchId))
+        remember(state, batchId, span.spanContext())
+      return result
+    } catch (error) {
+      failSpan(span, error)
+      throw error
+    } finally {
+      span.end()
+    }
+  })
+}
+
+async function traceUpstream<T>(
+  state: ActiveState,
+  call: UpstreamCall,
+  run: () => Promise<T>,
+  describe: (result: T) => UpstreamResult | Promise<UpstreamResult>,
+): Promise<T> {
+  const span = startUpstreamSpan(state, call)
+  let value
+  try {
+    value = await run()
+  } catch (error) {
+    failSpan(span, error)
+    span.end()
+    throw error
+  }
+  const finish = (result: UpstreamResult) => finishUpstream(state.instruments, span, call, result)
+  // A stream is described once it ended (its usage comes last); the caller has it at once.
+  const described = describe(value)
+  if (described instanceof Promise) described.then(finish, () => span.end())
+  else finish(described)
+  return value
+}
+
+/** A client span; a batch line's is a root span linked to its batch's admission when known. */
+function startUpstreamSpan({ tracer, admitted }: ActiveState, call: UpstreamCall): Span {
+  const attributes: Attributes = {
+    'gen_ai.operation.name': call.endpoint,
+    'gen_ai.provider.name': call.provider,
+    'gen_ai.request.model': call.model,
+  }
+  const batchLink = call.batchId ? admitted.get(call.batchId) : undefined
+  if (call.batchId) {
+    attributes['batch.id'] = call.batchId
+    attributes['batch.line'] = call.lineNo
+  }
+  attributes['line.attempt'] = call.attempt ?? 1
+  // A batch's calls happen long after its request ended: they start their own trace.
+  const parent = call.batchId ? ROOT_CONTEXT : context.active()
+  return tracer.startSpan(
+    `${call.endpoint} ${call.model}`,
+    {
+      kind: SpanKind.CLIENT,
+      attributes,
+      links: batchLink ? [{ context: batchLink, attributes: { 'link.kind': 'batch.admit' } }] : [],
+    },
+    parent,
+  )
+}
+
+/** Ends an upstream call's span with what it came to, and records its metrics. */
+function finishUpstream(
+  instruments: Instruments,
+  span: Span,
+  call: UpstreamCall,
+  result: UpstreamResult,
+) {
+  const labels = {
+    'gen_ai.provider.name': call.provider,
+    'gen_ai.operation.name': call.endpoint,
+  }
+  if (result.status !== null) span.setAttribute('http.response.status_code', result.status)
+  if (result.usage) {
+    span.setAttribute('gen_ai.usage.input_tokens', result.usage.input_tokens)
+    span.setAttribute('gen_ai.usage.output_tokens', result.usage.output_tokens)
+    instruments.upstreamTokens.add(result.usage.input_tokens, { ...labels, 'token.type': 'input' })
+    instruments.upstreamTokens.add(result.usage.output_tokens, {
+      ...labels,
+      'token.type': 'output',
+    })
+  }
+  if (result.errorKind) {
+    span.setAttribute('error.type', result.errorKind)
+    span.setStatus({ code: SpanStatusCode.ERROR })
+    instruments.upstreamErrors.add(1, { ...labels, 'error.type': result.errorKind })
+  }
+  instruments.upstreamDuration.record(result.latencyMs / 1000, {
+    ...labels,
+    outcome: result.errorKind ?? 'ok',
+  })
+  span.end()
+}
+
+/** The gauges read at each export: queue depth and lines in flight. */
+function observeGauges(
+  meter: Meter,
+  {
+    pendingLines,
+    linesInFlight,
+  }: { pendingLines: () => Promise<number>; linesInFlight: () => number },
+) {
+  meter
+    .createObservableGauge('multigrid.queue.pending_lines', {
+      description: 'Lines waiting to be dispatched (queue depth)',
+      unit: '{line}',
+    })
+    .addCallback(async (result) => {
+      try {
+        result.observe(await pendingLines())
+      } catch {
+        // The store is unreachable: no value rather than a wrong one; /readyz says why.
+      }
+    })
+  meter
+    .createObservableGauge('multigrid.lines.in_flight', {
+      description: 'Lines being sent upstream by this instance',
+      unit: '{line}',
+    })
+    .addCallback((result) => result.observe(linesInFlight()))
 }
 
 function createInstruments(meter: Meter): Instruments {

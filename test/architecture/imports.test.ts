@@ -86,6 +86,7 @@ const LAYERS: Layer[] = [
     name: 'gateway',
     paths: [
       'src/gateway.ts',
+      'src/gateway/', // the composition root's steps: stores, upstreams, dispatch, app, loops, stop
       'src/main.ts',
       'src/cli/', // the admin and user CLIs: programs of their own, composed like the gateway
       'src/simulator/', // the test upstream: a program of its own

@@ -1,0 +1,32 @@
+/** The composition root's first steps: the stores, and the Redis connection with the rate limiter. */
+import type Redis from 'ioredis'
+import type { Config } from '../config.ts'
+import { connectRedis } from '../coordination/redis.ts'
+import { createMemoryLimiter, type RateLimiter } from '../limits/rate-limiter.ts'
+import { createRedisLimiter } from '../limits/redis-limiter.ts'
+import { collectYoungGarbage } from '../memory/young-garbage.ts'
+import type { BlobStore } from '../store/files/blob-store.ts'
+import { openBlobStore, openStore } from '../store/open-store.ts'
+import type { OpenedStore } from '../store/store.ts'
+import type { Logger } from '../telemetry/logger.ts'
+
+/** The store (its dispatcher's part apart: on a SQLite file or PostgreSQL it runs on a thread) and the file content. */
+export async function openStores(config: Config): Promise<OpenedStore & { blobs: BlobStore }> {
+  const { store, dispatch, chunks } = await openStore(config, {
+    collectGarbage: collectYoungGarbage,
+  })
+  const blobs = await openBlobStore(config)
+  return { store, dispatch, chunks, blobs }
+}
+
+/** One Redis connection, for the shared rate limits and the fleet-wide provider gates. */
+export async function openRedis(
+  config: Config,
+  logger: Logger,
+): Promise<{ redis: Redis | null; limiter: RateLimiter }> {
+  const redis = config.redisUrl ? await connectRedis(config.redisUrl) : null
+  const limiter: RateLimiter = redis
+    ? createRedisLimiter(redis, { prefix: `${config.redisPrefix}rl:`, logger })
+    : createMemoryLimiter()
+  return { redis, limiter }
+}

@@ -1,0 +1,57 @@
+/** The stop sequence: each part stops after what still uses it and before what it uses. */
+import type { BatchChanges } from '../coordination/batch-changes.ts'
+import type { FileValidator } from '../ingest/parallel-validation.ts'
+import type { LiveCredit } from '../live/live-credit.ts'
+import type { Janitor } from '../retention/janitor.ts'
+import type { SchemaChecks } from '../schemas/schema-checks.ts'
+import type { FleetGates } from '../upstream/fleet-gate.ts'
+import type { Upstreams } from '../upstream/upstreams.ts'
+import type { WebhookDeliverer } from '../webhooks/deliver-webhooks.ts'
+import type { ListeningApp } from './build-app.ts'
+import type { Dispatching } from './build-dispatch.ts'
+import type { GatewayCore } from './gateway-core.ts'
+
+/** Every part of a running gateway that has something to stop or close. */
+export interface RunningParts {
+  core: GatewayCore
+  dispatching: Dispatching
+  http: ListeningApp
+  janitor: Janitor
+  webhooks: WebhookDeliverer
+  credit: LiveCredit
+  schemaChecks: SchemaChecks
+  batchChanges: BatchChanges
+  fleet: FleetGates | null
+  upstreams: Upstreams
+}
+
+export async function stopGateway(parts: RunningParts): Promise<void> {
+  const { core, dispatching, http } = parts
+  await dispatching.waiting.stop()
+  await parts.janitor.stop()
+  // Attempts under way end, their deliveries handed back for another instance or the next start.
+  await parts.webhooks.stop()
+  // Progress streams end first: app.stop waits for open responses.
+  http.slots.close()
+  // Stop taking requests, let in-flight lines finish (bounded), hand the rest back.
+  await http.app.stop(true)
+  // Charges of answered live calls written, leases handed back.
+  await parts.credit.stop()
+  await http.validator.close()
+  // Before the dispatcher: a tick under way ends while the store is open.
+  await dispatching.lanes?.stop()
+  await dispatching.dispatcher?.stop()
+  await parts.schemaChecks.close()
+  // After the dispatcher: the lines it finished while draining are counted too.
+  await core.usage.stop()
+  await dispatching.nudges.close()
+  await parts.batchChanges.close()
+  await parts.fleet?.close()
+  // Before the store closes: the last metric export still reads the queue depth from it.
+  await core.telemetry.shutdown()
+  await parts.upstreams.close()
+  await core.blobs.close()
+  await core.limiter.close()
+  core.redis?.disconnect()
+  await core.store.close()
+}
