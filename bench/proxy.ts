@@ -21,7 +21,7 @@
  * at both log levels, on stores of its own, printed as lines of their own: before and after in
  * alternating runs (each run reverses the order of the targets).
  *
- * --profile writes the warn gateway's and the minimal proxy's CPU profiles to bench/out/prof/
+ * --profile writes the warn and info gateways' and the minimal proxy's CPU profiles to bench/out/prof/
  * (see bench/prof-summary.ts).
  *
  * The warn gateway is also measured on the clients' APIs (docs/openai-facade.md), the same prompt
@@ -117,7 +117,11 @@ const warn = await startGateway('warn', {
   port: randomPort(18_700),
   bunArgs: values.profile ? profileArgs(`proxy-${values.store}`) : [],
 })
-const info = await startGateway('info', { logLevel: 'info', port: randomPort(17_300) })
+const info = await startGateway('info', {
+  logLevel: 'info',
+  port: randomPort(17_300),
+  bunArgs: values.profile ? profileArgs(`proxy-${values.store}-info`) : [],
+})
 const baseWarn = values.baseline
   ? await startGateway('baseline-warn', {
       logLevel: 'warn',
