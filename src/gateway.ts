@@ -3,8 +3,8 @@
  * `main.ts` runs it as a process; tests start it in-process on a random port.
  */
 import { createAccounts } from './accounts/accounts.ts'
-import { createAdapterDirectory } from './accounts/adapter-directory.ts'
-import { createAdapters } from './accounts/adapters.ts'
+import { createFineTuneDirectory } from './accounts/fine-tune-directory.ts'
+import { createFineTunes } from './accounts/fine-tunes.ts'
 import { createAdmission } from './admission/submit-batch.ts'
 import { createFileValidator } from './ingest/parallel-validation.ts'
 import { createSchemaChecks } from './schemas/schema-checks.ts'
@@ -137,8 +137,8 @@ export async function startGateway(
     : null
   const upstreams = createUpstreams(config, telemetry, fleet?.gate)
   // Registered and deactivated through this instance: seen here at once, elsewhere within 5 s.
-  const adapterDirectory = createAdapterDirectory(store, { ttlMs: 5_000 })
-  const adapters = createAdapters(store, catalog, { onChanged: adapterDirectory.forget })
+  const fineTuneDirectory = createFineTuneDirectory(store, { ttlMs: 5_000 })
+  const fineTunes = createFineTunes(store, catalog, { onChanged: fineTuneDirectory.forget })
   // Every batch the dispatcher moves is announced to the progress streams of every instance.
   const batchChanges = await openBatchChanges(
     await openStoreChannel(config, BATCH_CHANGES_CHANNEL),
@@ -177,7 +177,7 @@ export async function startGateway(
             counted(outcome, line)
           },
           spillMargin: config.dispatch.spillMargin,
-          adapters: adapterDirectory.byId,
+          fineTunes: fineTuneDirectory.byId,
           schemaChecks,
           fleetRates: redis
             ? createRedisFleetRates(redis, {
@@ -237,7 +237,7 @@ export async function startGateway(
         nudges.publish()
       },
       telemetry,
-      adapters: adapterDirectory.active,
+      fineTunes: fineTuneDirectory.active,
     },
     { limits: config.limits, now: options.clock },
   )
@@ -289,7 +289,7 @@ export async function startGateway(
     logger,
     createdAt: Math.floor(Date.now() / 1000),
     bodyLimit: bodies.live,
-    adapters: adapterDirectory.active,
+    fineTunes: fineTuneDirectory.active,
     schemaChecks,
     charged: countLiveCharges(usage, metrics),
   }
@@ -375,7 +375,7 @@ export async function startGateway(
     }),
   ]
   if (config.adminToken)
-    groups.push(adminRoutes(config.adminToken, accounts, bodies.admin, adapters) as never)
+    groups.push(adminRoutes(config.adminToken, accounts, bodies.admin, fineTunes) as never)
   const app = createApp(logger, groups as never, telemetry)
   app.listen({
     port: config.port,

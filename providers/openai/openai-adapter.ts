@@ -52,7 +52,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
       headers: callHeaders,
       body: JSON.stringify(tier(prepareOpenAIBody(request.body, request), request.endpoint)),
       signal: request.signal,
-      lora: request.lora,
+      fineTune: request.fineTune,
     })
     if (!result.ok) return result
     const list = requiredList[request.endpoint]
@@ -82,7 +82,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
       headers,
       body: JSON.stringify(tier(prepareOpenAIStreamBody(request.body, request), 'chat')),
       signal: request.signal,
-      lora: request.lora,
+      fineTune: request.fineTune,
     })
     if (!result.ok) return result
     const events = result.events

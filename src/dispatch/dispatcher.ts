@@ -5,7 +5,7 @@
  * gate in Upstreams). Polling is the source of truth; a nudge only wakes it sooner. Leases are
  * renewed, expired ones reaped and batches moved on by periodic tasks beside the claim loop.
  */
-import type { AdapterRecord } from '../catalog/adapters.ts'
+import type { FineTuneRecord } from '../catalog/fine-tunes.ts'
 import type { FleetRates, Shares } from '../coordination/fleet-rates.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
@@ -44,8 +44,8 @@ export interface DispatcherOptions {
   onOutcome?: (outcome: LineOutcome, line: ClaimedLine) => void
   /** The spill planner's safety margin, a share of each batch's window (MULTIGRID_SPILL_MARGIN). */
   spillMargin: number
-  /** Adapters by `ft:` id, for lines that name one (docs/open-models.md). */
-  adapters?: (id: string) => Promise<AdapterRecord | null>
+  /** Fine-tunes by `ft:` id, for lines that name one (docs/open-models.md). */
+  fineTunes?: (id: string) => Promise<FineTuneRecord | null>
   /** Where answers are judged against their line's json_schema (docs/structured-outputs.md); unset: in-process. */
   schemaChecks?: SchemaChecks
   /** In a fleet (REDIS_URL): the planner's rates shared with the other instances. */
@@ -344,7 +344,7 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
     signal: abort.signal,
     proceed,
     plan: { planner: spill, upstreams: spillSend, batch, unsent },
-    adapters: options.adapters,
+    fineTunes: options.fineTunes,
     schemaChecks: options.schemaChecks,
   })
     .then((outcome) => {

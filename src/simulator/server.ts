@@ -47,11 +47,11 @@ export interface Simulator {
   resetStats(): void
   /** The latest inference requests as received (path and body text), oldest first; see keepBodies. */
   received(): ReceivedRequest[]
-  /** LoRA mode's counters (maxLoras): loads, unloads and answers per adapter, most held at once. */
+  /** LoRA mode's counters (maxLoras): loads, unloads and answers per fine-tune, most held at once. */
   lora(): LoraStats
   /**
    * A replica restart: the listener and every connection close, nothing answers for `downMs`,
-   * then it listens again on the same port holding no adapter. Counters are kept.
+   * then it listens again on the same port holding no fine-tune. Counters are kept.
    */
   restart(downMs?: number): Promise<void>
   /** Every provider batch (both batch APIs) as it stands now, oldest first, plus the counts. */
@@ -242,8 +242,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     stats.inference(prepared.key, Date.now())
 
     const model = String((body as { model: unknown }).model)
-    const adapter = o.maxLoras !== null && lora.has(model)
-    if (o.maxLoras !== null && !adapter && !o.models.includes(model)) {
+    const fineTune = o.maxLoras !== null && lora.has(model)
+    if (o.maxLoras !== null && !fineTune && !o.models.includes(model)) {
       lora.missing()
       return modelMissing(model)
     }
@@ -283,7 +283,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       o.gpuCapacity !== null
         ? inferOnPool(request, dialect, prepared, id)
         : answer(request, dialect, prepared, id, o)
-    if (!adapter) return answered
+    if (!fineTune) return answered
     const response = await answered
     if (response.status === 200) lora.served(model)
     return response
@@ -413,7 +413,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         created: 0,
         owned_by: 'sim',
       }))
-      // vLLM lists each loaded adapter as a model of its own, its base as `parent`.
+      // vLLM lists each loaded fine-tune (LoRA adapter) as a model of its own, its base as `parent`.
       for (const [id, root] of lora.entries()) {
         data.push({
           id,
