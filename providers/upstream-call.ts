@@ -12,11 +12,11 @@ import {
 import { createDeadline, type Deadline } from './deadline.ts'
 import type { HttpResponse } from './http-client.ts'
 import {
-  createLoraResidency,
-  type LoraCalls,
-  type LoraLease,
-  type LoraResidency,
-} from './lora-residency.ts'
+  createFineTuneResidency,
+  type FineTuneCalls,
+  type FineTuneLease,
+  type FineTuneResidency,
+} from './fine-tune-residency.ts'
 import { LOAD_REPORT_HEADER, waitingFromLoadHeader } from './load-report.ts'
 import {
   createReplicaPool,
@@ -36,7 +36,7 @@ export interface CallContext {
   timeoutMs: number
   apiKey: string | null
   /** Which fine-tunes each replica holds; null for a provider that serves none. */
-  residency: LoraResidency | null
+  residency: FineTuneResidency | null
 }
 
 /**
@@ -47,7 +47,7 @@ export function createCallContext(
   options: ProviderOptions,
   replicas: { baseUrls: string[]; probePath: string; probeHeaders: Record<string, string> },
   /** How this kind of server loads fine-tunes; used when options.maxLoras is set. */
-  loraCalls?: LoraCalls,
+  fineTuneCalls?: FineTuneCalls,
 ): CallContext {
   const pool = createReplicaPool({
     ...replicas,
@@ -58,8 +58,8 @@ export function createCallContext(
     adaptive: options.adaptive,
   })
   const residency =
-    options.maxLoras !== undefined && loraCalls
-      ? createLoraResidency(pool, options.maxLoras, loraCalls)
+    options.maxLoras !== undefined && fineTuneCalls
+      ? createFineTuneResidency({ pool, calls: fineTuneCalls }, { maxLoras: options.maxLoras })
       : null
   return {
     name: options.name,
@@ -144,7 +144,7 @@ const MODEL_MISSING = /does not exist/i
  * room, at most once per replica, the busy one left in the pool (busy is not broken).
  * Everything else (timeouts, statuses, errors mid-body) is the retry policy's to decide.
  *
- * A call for a fine-tune goes where the fine-tune is held (lora-residency.ts), loaded there first if
+ * A call for a fine-tune goes where the fine-tune is held (fine-tune-residency.ts), loaded there first if
  * need be. A 404 saying the replica does not hold it (it restarted and lost its fine-tunes) loads
  * it again and re-sends, at most once per replica: part of this one call, not a failed attempt.
  */
@@ -162,7 +162,7 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
   let busy: Replica[] | null = null
   for (let attempt = 0; ; attempt++) {
     let replica: Replica
-    let lease: LoraLease | null = null
+    let lease: FineTuneLease | null = null
     if (residency) {
       const acquired = await residency.acquire(spec.fineTune!, deadline.signal, skip)
       if (!acquired.ok) {

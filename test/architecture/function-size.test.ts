@@ -21,7 +21,6 @@ const LEFT = new Map<string, { lines: number; parameters: number }>([
   ['src/gateway.ts startGateway', { lines: 377, parameters: 2 }],
   ['src/ingest/validate-body.ts validateBody', { lines: 230, parameters: 5 }],
   ['src/simulator/openai-batch-api.ts createOpenAIBatchApi', { lines: 224, parameters: 3 }],
-  ['providers/lora-residency.ts createLoraResidency', { lines: 201, parameters: 4 }],
   ['src/telemetry/telemetry.ts createActive', { lines: 185, parameters: 3 }],
   ['src/ingest/validate-batch-file.ts checkLines', { lines: 165, parameters: 4 }],
   ['src/upstream/fleet-gate.ts createFleetGate', { lines: 159, parameters: 4 }],

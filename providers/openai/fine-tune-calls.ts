@@ -10,17 +10,17 @@ import {
   upstreamError,
 } from '../classify-error.ts'
 import { createDeadline } from '../deadline.ts'
-import type { LoraCalls } from '../lora-residency.ts'
+import type { FineTuneCalls } from '../fine-tune-residency.ts'
 import type { Replica } from '../pool.ts'
 
 // vLLM answers a load of a fine-tune it holds already with a 400 that says so: it is loaded.
 const ALREADY_LOADED = /already been loaded|already loaded/i
 
-export function createLoraCalls(options: {
+export function createFineTuneCalls(options: {
   headers: Record<string, string>
   timeoutMs: number
   apiKey: string | null
-}): LoraCalls {
+}): FineTuneCalls {
   async function post(replica: Replica, path: string, body: unknown) {
     const deadline = createDeadline(options.timeoutMs)
     try {

@@ -1,16 +1,16 @@
 /**
- * Which fine-tunes each replica holds and where a call for one goes (providers/lora-residency.ts),
+ * Which fine-tunes each replica holds and where a call for one goes (providers/fine-tune-residency.ts),
  * on a real replica pool; the load and unload requests are recorded instead of sent, so each
  * rule can be checked step by step (the same rules over HTTP: test/engine/lora-pool.test.ts).
  */
 import { afterEach, describe, expect, test } from 'bun:test'
 import { upstreamError } from '../../providers/classify-error.ts'
 import {
-  createLoraResidency,
+  createFineTuneResidency,
   type LoadResult,
-  type LoraCalls,
-  type LoraLease,
-} from '../../providers/lora-residency.ts'
+  type FineTuneCalls,
+  type FineTuneLease,
+} from '../../providers/fine-tune-residency.ts'
 import { createReplicaPool, type Replica, type ReplicaPool } from '../../providers/pool.ts'
 
 const fineTune = (name: string) => ({ name, path: `/adapters/${name}` })
@@ -19,7 +19,7 @@ const fineTune = (name: string) => ({ name, path: `/adapters/${name}` })
 function recordingCalls(options: { manual?: boolean } = {}) {
   const log: string[] = []
   const pending: { name: string; resolve: (result: LoadResult) => void }[] = []
-  const calls: LoraCalls = {
+  const calls: FineTuneCalls = {
     load(replica, lora) {
       log.push(`load ${lora.name} @${replica.baseUrl}`)
       if (!options.manual) return Promise.resolve({ ok: true })
@@ -51,14 +51,14 @@ const twoReplicas = () => replicas(2)
 
 const never = new AbortController().signal
 
-async function leaseOf(result: Promise<Awaited<ReturnType<LoraCallsResidency['acquire']>>>) {
+async function leaseOf(result: Promise<Awaited<ReturnType<Residency['acquire']>>>) {
   const acquired = await result
   if (!acquired.ok) throw new Error(`not acquired: ${acquired.error.message}`)
   return acquired.lease
 }
-type LoraCallsResidency = ReturnType<typeof createLoraResidency>
+type Residency = ReturnType<typeof createFineTuneResidency>
 
-function done(lease: LoraLease) {
+function done(lease: FineTuneLease) {
   lease.release()
   pool.release(lease.replica, 'ok')
 }
@@ -67,7 +67,7 @@ describe('LoRA residency', () => {
   test('loads a fine-tune once, then sends its calls to the replica that holds it', async () => {
     const [a, b] = twoReplicas()
     const { calls, log } = recordingCalls()
-    const residency = createLoraResidency(pool, 2, calls)
+    const residency = createFineTuneResidency({ pool, calls }, { maxLoras: 2 })
     const first = await leaseOf(residency.acquire(fineTune('x'), never))
     done(first)
     // The other replica is idler now, but it does not hold x.
@@ -83,7 +83,7 @@ describe('LoRA residency', () => {
   test('calls that want a fine-tune while it loads share the one load', async () => {
     twoReplicas()
     const { calls, log, pending } = recordingCalls({ manual: true })
-    const residency = createLoraResidency(pool, 2, calls)
+    const residency = createFineTuneResidency({ pool, calls }, { maxLoras: 2 })
     const waiting = [1, 2, 3].map(() => leaseOf(residency.acquire(fineTune('x'), never)))
     await Bun.sleep(5)
     expect(log).toEqual([expect.stringMatching(/^load x @/)])
@@ -97,7 +97,7 @@ describe('LoRA residency', () => {
   test('a full replica unloads its least recently used fine-tune no call is using, before the load', async () => {
     const [only] = replicas(1)
     const { calls, log } = recordingCalls()
-    const residency = createLoraResidency(pool, 2, calls)
+    const residency = createFineTuneResidency({ pool, calls }, { maxLoras: 2 })
     done(await leaseOf(residency.acquire(fineTune('x'), never)))
     done(await leaseOf(residency.acquire(fineTune('y'), never)))
     // x used again: y is now the least recently used.
@@ -116,10 +116,10 @@ describe('LoRA residency', () => {
   test('a fine-tune in use is never unloaded: the next one waits for a place to come free', async () => {
     const [a, b] = twoReplicas()
     const { calls, log } = recordingCalls()
-    const residency = createLoraResidency(pool, 1, calls)
+    const residency = createFineTuneResidency({ pool, calls }, { maxLoras: 1 })
     const x = await leaseOf(residency.acquire(fineTune('x'), never))
     const y = await leaseOf(residency.acquire(fineTune('y'), never))
-    let zGot: LoraLease | null = null
+    let zGot: FineTuneLease | null = null
     const z = leaseOf(residency.acquire(fineTune('z'), never)).then((lease) => (zGot = lease))
     await Bun.sleep(20)
     expect(zGot).toBeNull()
@@ -139,7 +139,7 @@ describe('LoRA residency', () => {
   test('waiting for a place ends with the call deadline, a timeout for the retry policy', async () => {
     twoReplicas()
     const { calls } = recordingCalls()
-    const residency = createLoraResidency(pool, 1, calls)
+    const residency = createFineTuneResidency({ pool, calls }, { maxLoras: 1 })
     const x = await leaseOf(residency.acquire(fineTune('x'), never))
     const y = await leaseOf(residency.acquire(fineTune('y'), never))
     const result = await residency.acquire(fineTune('z'), AbortSignal.timeout(30))
@@ -152,7 +152,7 @@ describe('LoRA residency', () => {
   test('a fine-tune a replica lost is loaded again on the next call', async () => {
     twoReplicas()
     const { calls, log } = recordingCalls()
-    const residency = createLoraResidency(pool, 2, calls)
+    const residency = createFineTuneResidency({ pool, calls }, { maxLoras: 2 })
     const first = await leaseOf(residency.acquire(fineTune('x'), never))
     first.lost()
     pool.release(first.replica, 'ok')
@@ -164,7 +164,7 @@ describe('LoRA residency', () => {
   test('a load that fails gives the replica back and says which, with its health', async () => {
     const [a, b] = twoReplicas()
     const { calls } = recordingCalls({ manual: true })
-    const failing: LoraCalls = {
+    const failing: FineTuneCalls = {
       ...calls,
       load: async () => ({
         ok: false,
@@ -172,7 +172,7 @@ describe('LoRA residency', () => {
         health: 'down',
       }),
     }
-    const residency = createLoraResidency(pool, 2, failing)
+    const residency = createFineTuneResidency({ pool, calls: failing }, { maxLoras: 2 })
     const result = await residency.acquire(fineTune('x'), never)
     expect(result.ok).toBe(false)
     expect(!result.ok && result.health).toBe('down')
@@ -188,7 +188,7 @@ describe('LoRA residency', () => {
   test("a fine-tune whose replica was just taken out is not moved into another fine-tune's place", async () => {
     const [a, b] = twoReplicas()
     const { calls, log } = recordingCalls()
-    const residency = createLoraResidency(pool, 1, calls, { migrateAfterMs: 50 })
+    const residency = createFineTuneResidency({ pool, calls }, { maxLoras: 1, migrateAfterMs: 50 })
     const x = await leaseOf(residency.acquire(fineTune('x'), never))
     done(x)
     const other = x.replica === a ? b : a
