@@ -1,5 +1,6 @@
 /**
- * Which fine-tunes (LoRA adapters) each replica of a pool holds (docs/open-models.md), and where a call for one goes.
+ * Which fine-tunes (LoRA adapters) each replica of a pool holds (docs/open-models.md), and
+ * where a call for one goes.
  *
  * - A healthy replica that holds the fine-tune (or is loading it) is preferred; among several,
  *   the one with the fewest in flight.

@@ -163,7 +163,8 @@ export interface ProviderOptions {
   /** Upper bound on connections per replica (sized by the caller from max_concurrency). */
   connections: number
   /**
-   * Set for a pool whose servers load fine-tunes (LoRA adapters) at runtime (vLLM with runtime LoRA updating):
+   * Set for a pool whose servers load fine-tunes (LoRA adapters) at runtime (vLLM with runtime
+   * LoRA updating):
    * how many one replica holds at once (its --max-loras).
    */
   maxLoras?: number

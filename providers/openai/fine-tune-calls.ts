@@ -1,5 +1,6 @@
 /**
- * Loading and unloading a fine-tune (a LoRA adapter) on one replica, as vLLM does with runtime LoRA updating
+ * Loading and unloading a fine-tune (a LoRA adapter) on one replica, as vLLM does with runtime
+ * LoRA updating
  * (VLLM_ALLOW_RUNTIME_LORA_UPDATING=True): `POST {base_url}/load_lora_adapter`
  * {"lora_name", "lora_path"} and `POST {base_url}/unload_lora_adapter` {"lora_name"}.
  */

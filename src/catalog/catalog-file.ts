@@ -26,7 +26,8 @@ export const providerConfigSchema = z.strictObject({
    */
   adaptive_concurrency: z.boolean().default(false),
   /**
-   * Whether this provider's servers load fine-tunes (LoRA adapters) at runtime (vLLM with --enable-lora and
+   * Whether this provider's servers load fine-tunes (LoRA adapters) at runtime (vLLM with
+   * --enable-lora and
    * VLLM_ALLOW_RUNTIME_LORA_UPDATING=True): only such providers serve `ft:` models (docs/open-models.md).
    */
   lora: z.boolean().default(false),

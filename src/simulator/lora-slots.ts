@@ -1,5 +1,6 @@
 /**
- * Fine-tunes loaded at runtime (LoRA adapters) on a simulated vLLM replica (vLLM with --enable-lora, --max-loras and
+ * Fine-tunes (LoRA adapters) loaded at runtime on a simulated vLLM replica (vLLM with
+ * --enable-lora, --max-loras and
  * VLLM_ALLOW_RUNTIME_LORA_UPDATING=True): POST /v1/load_lora_adapter and /v1/unload_lora_adapter,
  * at most maxLoras held at once (a load past that is refused, not queued), all lost on restart.
  * Counts what a test asks about: loads and unloads per fine-tune, the most held at once, and the
