@@ -13,7 +13,13 @@ import { chatLine, jsonl, startTestGateway, STORES, type TestGateway } from '../
 import { LORA_BASE, LORA_UPSTREAM_MODEL, loraCatalog } from '../helpers/lora-catalog.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
 
-type Adapter = { id: string; object: string; parent: string; status: string; [k: string]: unknown }
+type FineTuneModel = {
+  id: string
+  object: string
+  parent: string
+  status: string
+  [k: string]: unknown
+}
 type Issue = { line: number; path: string; message: string; fix: string; code?: string }
 
 for (const storeKind of STORES) {
@@ -45,7 +51,7 @@ for (const storeKind of STORES) {
     const registered = async (accountId: string, body: Record<string, unknown>) => {
       const response = await register(accountId, body)
       expect(response.status).toBe(201)
-      return (await response.json()) as Adapter
+      return (await response.json()) as FineTuneModel
     }
     const submit = (key: string, lines: unknown[], query = '') =>
       gw.request(`/v1/batches${query}`, key, {
@@ -74,7 +80,7 @@ for (const storeKind of STORES) {
         source: '/srv/lora/x',
       })
       const listed = (await (await gw.admin(`/accounts/${accountId}/adapters`)).json()) as {
-        data: Adapter[]
+        data: FineTuneModel[]
       }
       expect(listed.data.map((a) => a.id)).toEqual([fineTune.id])
 
@@ -82,9 +88,9 @@ for (const storeKind of STORES) {
         method: 'DELETE',
       })
       expect(gone.status).toBe(200)
-      expect(((await gone.json()) as Adapter).status).toBe('inactive')
+      expect(((await gone.json()) as FineTuneModel).status).toBe('inactive')
       const after = (await (await gw.admin(`/accounts/${accountId}/adapters`)).json()) as {
-        data: Adapter[]
+        data: FineTuneModel[]
       }
       expect(after.data.map((a) => [a.id, a.status])).toEqual([[fineTune.id, 'inactive']])
       const unknown = await gw.admin(`/adapters/${encodeURIComponent('ft:nope:0:x')}`, {
