@@ -1,14 +1,14 @@
 /**
- * LoRA: what adapter switching costs on a pool (docs/open-models.md). A gateway process sends batches to a
+ * LoRA: what fine-tune switching costs on a pool (docs/open-models.md). A gateway process sends batches to a
  * pool of two simulated vLLM replicas (processes of their own) with --max-loras 2: the same
- * batch on the base model alone, then mixing the base with 8 adapters, round robin, in lines/s
+ * batch on the base model alone, then mixing the base with 8 fine-tunes, round robin, in lines/s
  * from the POST to `completed`, with the loads and unloads it took. Reference: the ideal,
  * concurrency ÷ latency, that the base-only batch approaches.
  *
  *   bun bench/lora.ts [--lines 3000] [--concurrency 64] [--latency-ms 50] [--load-ms 200]
- *     [--max-loras 2] [--adapters 8] [--runs 1]
+ *     [--max-loras 2] [--fine-tunes 8] [--runs 1]
  *
- * --load-ms is how long one replica takes to load an adapter (vLLM loads a 7B rank-16 adapter
+ * --load-ms is how long one replica takes to load a fine-tune (vLLM loads a 7B rank-16 fine-tune
  * from local disk in a few hundred milliseconds).
  */
 import { parseArgs } from 'node:util'
@@ -22,7 +22,7 @@ const { values } = parseArgs({
     'latency-ms': { type: 'string', default: '50' },
     'load-ms': { type: 'string', default: '200' },
     'max-loras': { type: 'string', default: '2' },
-    adapters: { type: 'string', default: '8' },
+    'fine-tunes': { type: 'string', default: '8' },
     runs: { type: 'string', default: '1' },
   },
 })
@@ -30,7 +30,7 @@ const lines = Number(values.lines)
 const concurrency = Number(values.concurrency)
 const latencyMs = Number(values['latency-ms'])
 const maxLoras = Number(values['max-loras'])
-const adapterCount = Number(values.adapters)
+const fineTuneCount = Number(values['fine-tunes'])
 const runs = Number(values.runs)
 const BASE = 'bench/lora-base'
 const ADMIN = {
@@ -106,8 +106,8 @@ try {
     rate_limit_per_minute: 1_000_000,
   })
   const { key } = await admin(`/accounts/${account.id}/keys`, {})
-  const adapters: string[] = []
-  for (let i = 0; i < adapterCount; i++) {
+  const fineTunes: string[] = []
+  for (let i = 0; i < fineTuneCount; i++) {
     const made = await admin(`/accounts/${account.id}/adapters`, {
       base_model: BASE,
       name: `tenant-${i}`,
@@ -115,7 +115,7 @@ try {
       size_mib: 64,
       source: `/srv/lora/tenant-${i}`,
     })
-    adapters.push(made.id)
+    fineTunes.push(made.id)
   }
   const file = (models: string[]) =>
     Array.from({ length: lines }, (_, i) =>
@@ -182,11 +182,11 @@ try {
   for (let r = 0; r < runs; r++) {
     const base = await run([BASE])
     baseRates.push(base.rate)
-    const mix = await run([BASE, ...adapters])
+    const mix = await run([BASE, ...fineTunes])
     mixedRates.push(mix.rate)
     mixed = mix
     console.log(
-      `run ${r + 1}: base alone ${base.rate.toFixed(0)} lines/s; base + ${adapterCount} adapters ${mix.rate.toFixed(0)} lines/s (${mix.loads} loads, ${mix.unloads} unloads, ${mix.failed} failed)`,
+      `run ${r + 1}: base alone ${base.rate.toFixed(0)} lines/s; base + ${fineTuneCount} fine-tunes ${mix.rate.toFixed(0)} lines/s (${mix.loads} loads, ${mix.unloads} unloads, ${mix.failed} failed)`,
     )
   }
   const ideal = (concurrency / latencyMs) * 1000
@@ -194,7 +194,7 @@ try {
     [
       `lora: ${lines} lines, 2 replicas × max_loras ${maxLoras}, concurrency ${concurrency}, latency ${latencyMs} ms, load ${values['load-ms']} ms`,
       `  base model alone:               ${median(baseRates).toFixed(0)} lines/s (ideal ${ideal.toFixed(0)})`,
-      `  base + ${adapterCount} adapters, round robin: ${median(mixedRates).toFixed(0)} lines/s (${(median(mixedRates) / median(baseRates)).toFixed(2)}× the base alone), ${mixed.loads} loads, ${mixed.unloads} unloads in the last run`,
+      `  base + ${fineTuneCount} fine-tunes, round robin: ${median(mixedRates).toFixed(0)} lines/s (${(median(mixedRates) / median(baseRates)).toFixed(2)}× the base alone), ${mixed.loads} loads, ${mixed.unloads} unloads in the last run`,
     ].join('\n'),
   )
 } finally {

@@ -8,7 +8,7 @@
  * window. A fifth window, 0.9×, is the one the pool alone fits with the margin kept.
  *
  * The windows are hours long, so they run in simulated time: the dispatcher's own decision code
- * (the claim planner, the spill planner and its throughput meter, src/dispatch/) driven by a
+ * (the claim allocator, the spill planner and its throughput meter, src/dispatch/) driven by a
  * discrete-event model of the two providers (a FIFO gate of `max_concurrency` slots, a service
  * time with jitter). One small scenario also runs end to end in real time: a gateway process,
  * a simulator in GPU-pool mode as the free pool and a plain simulator as the paid provider, the
@@ -19,7 +19,7 @@
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { createClaimPlanner } from '../src/dispatch/claim-planner.ts'
+import { createClaimAllocator } from '../src/dispatch/claim-allocator.ts'
 import { HOLD_MS } from '../src/dispatch/run-line.ts'
 import { createSpillPlanner } from '../src/dispatch/spill-planner.ts'
 import { priceUsage } from '../src/pricing/price-usage.ts'
@@ -118,7 +118,7 @@ class Events<T> {
 
 /**
  * One batch of `lines` through the dispatcher's decisions in simulated time: claims as the claim
- * planner makes them, each line's offering chosen by the spill planner when it is launched, the
+ * allocator makes them, each line's offering chosen by the spill planner when it is launched, the
  * providers' slots and service times modelled, their completions fed back to the planner.
  */
 function simulate(
@@ -129,7 +129,7 @@ function simulate(
 ): Outcome {
   const random = createRandom(seed)
   const names = providers.map((p) => p.name)
-  const claims = createClaimPlanner({ capacity: providers[0].limit + providers[1].limit })
+  const claims = createClaimAllocator({ capacity: providers[0].limit + providers[1].limit })
   const planner = createSpillPlanner({
     marginShare: MARGIN,
     available: () => true,
@@ -182,7 +182,12 @@ function simulate(
     }
   }
   const claim = () => {
-    for (const { count } of claims.plan({ now, batches: [batch], inFlight, heldBack: new Set() })) {
+    for (const { count } of claims.allocate({
+      now,
+      batches: [batch],
+      inFlight,
+      heldBack: new Set(),
+    })) {
       batch.pending -= count
       for (let i = 0; i < count; i++) {
         const choice = planner.choose(batch, names, batch.pending + count - i, now)

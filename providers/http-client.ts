@@ -37,7 +37,7 @@ export interface HttpRequest {
   /** Aborts the request and the reading of its body. */
   signal: AbortSource
   /**
-   * The gateway's own request on the side of a call (loading a LoRA adapter): its answer is not
+   * The gateway's own request on the side of a call (loading a fine-tune): its answer is not
    * the call's, so it never fires onAnswered.
    */
   control?: boolean

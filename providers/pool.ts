@@ -69,7 +69,7 @@ export interface ReplicaPool {
   workingPoints(): Record<string, number>
   /** Every replica, healthy or not, in the order of the base URLs. */
   readonly replicas: readonly Replica[]
-  /** Raises this replica's in-flight count: a call chosen for it by its caller (lora-residency.ts). */
+  /** Raises this replica's in-flight count: a call chosen for it by its caller (fine-tune-residency.ts). */
   take(replica: Replica): void
   unhealthy(): string[]
   /** Every replica is out and unreachable (see Replica.unreachable): the provider is down. */

@@ -16,10 +16,10 @@ export type MaxTokensParam = 'max_tokens' | 'max_completion_tokens'
 export type Endpoint = 'chat' | 'embeddings'
 
 /**
- * A fine-tuned LoRA adapter a request is for (docs/open-models.md): the pool loads it on a replica before
+ * A fine-tune (a LoRA adapter) a request is for (docs/open-models.md): the pool loads it on a replica before
  * the request goes there, and the request names it as its model.
  */
-export interface LoraAdapter {
+export interface FineTune {
   /** What the server calls it once loaded (vLLM's lora_name): the gateway's `ft:` id. */
   name: string
   /** Where the server loads it from (vLLM's lora_path). */
@@ -43,8 +43,8 @@ export interface UpstreamRequest {
   maxTokensParam?: MaxTokensParam
   /** Aborts the call (cancel, shutdown). The per-provider timeout is applied by the adapter. */
   signal?: AbortSignal
-  /** The adapter to serve it with; `model` is then its name. Only providers with maxLoras take one. */
-  lora?: LoraAdapter
+  /** The fine-tune to serve it with; `model` is then its name. Only providers with maxLoras take one. */
+  fineTune?: FineTune
   /**
    * The body is in the provider's own API, passed through (docs/openai-facade.md) and answered as the provider
    * answered it (the object, or its stream events): `responses` — a Responses API request to an
@@ -163,7 +163,8 @@ export interface ProviderOptions {
   /** Upper bound on connections per replica (sized by the caller from max_concurrency). */
   connections: number
   /**
-   * Set for a pool whose servers load LoRA adapters at runtime (vLLM with runtime LoRA updating):
+   * Set for a pool whose servers load fine-tunes (LoRA adapters) at runtime (vLLM with runtime
+   * LoRA updating):
    * how many one replica holds at once (its --max-loras).
    */
   maxLoras?: number

@@ -12,11 +12,11 @@ import {
 import { createDeadline, type Deadline } from './deadline.ts'
 import type { HttpResponse } from './http-client.ts'
 import {
-  createLoraResidency,
-  type LoraCalls,
-  type LoraLease,
-  type LoraResidency,
-} from './lora-residency.ts'
+  createFineTuneResidency,
+  type FineTuneCalls,
+  type FineTuneLease,
+  type FineTuneResidency,
+} from './fine-tune-residency.ts'
 import { LOAD_REPORT_HEADER, waitingFromLoadHeader } from './load-report.ts'
 import {
   createReplicaPool,
@@ -26,7 +26,7 @@ import {
   type ReplicaPool,
 } from './pool.ts'
 import { readSseEvents, type SseEvent } from './read-sse-events.ts'
-import type { LoraAdapter, ProviderOptions, UpstreamError } from './types.ts'
+import type { FineTune, ProviderOptions, UpstreamError } from './types.ts'
 import { UpstreamStreamError } from './upstream-stream-error.ts'
 
 export interface CallContext {
@@ -35,8 +35,8 @@ export interface CallContext {
   pool: ReplicaPool
   timeoutMs: number
   apiKey: string | null
-  /** Which adapters each replica holds; null for a provider that serves none. */
-  residency: LoraResidency | null
+  /** Which fine-tunes each replica holds; null for a provider that serves none. */
+  residency: FineTuneResidency | null
 }
 
 /**
@@ -46,8 +46,8 @@ export interface CallContext {
 export function createCallContext(
   options: ProviderOptions,
   replicas: { baseUrls: string[]; probePath: string; probeHeaders: Record<string, string> },
-  /** How this kind of server loads adapters; used when options.maxLoras is set. */
-  loraCalls?: LoraCalls,
+  /** How this kind of server loads fine-tunes; used when options.maxLoras is set. */
+  fineTuneCalls?: FineTuneCalls,
 ): CallContext {
   const pool = createReplicaPool({
     ...replicas,
@@ -58,8 +58,8 @@ export function createCallContext(
     adaptive: options.adaptive,
   })
   const residency =
-    options.maxLoras !== undefined && loraCalls
-      ? createLoraResidency(pool, options.maxLoras, loraCalls)
+    options.maxLoras !== undefined && fineTuneCalls
+      ? createFineTuneResidency({ pool, calls: fineTuneCalls }, { maxLoras: options.maxLoras })
       : null
   return {
     name: options.name,
@@ -75,8 +75,8 @@ export interface CallSpec {
   headers: Record<string, string>
   body: string
   signal?: AbortSignal
-  /** The adapter the request names as its model: it goes to a replica that holds it. */
-  lora?: LoraAdapter
+  /** The fine-tune the request names as its model: it goes to a replica that holds it. */
+  fineTune?: FineTune
 }
 
 export type Failure = { ok: false; error: UpstreamError; latencyMs: number }
@@ -124,7 +124,7 @@ type Opened =
       deadline: Deadline
       response: HttpResponse
       started: number
-      /** Ends the call on its replica (and its use of an adapter there): once. */
+      /** Ends the call on its replica (and its use of a fine-tune there): once. */
       release(health: CallHealth, load?: CallLoad): void
     }
   | Failure
@@ -144,8 +144,8 @@ const MODEL_MISSING = /does not exist/i
  * room, at most once per replica, the busy one left in the pool (busy is not broken).
  * Everything else (timeouts, statuses, errors mid-body) is the retry policy's to decide.
  *
- * A call for an adapter goes where the adapter is held (lora-residency.ts), loaded there first if
- * need be. A 404 saying the replica does not hold it (it restarted and lost its adapters) loads
+ * A call for a fine-tune goes where the fine-tune is held (fine-tune-residency.ts), loaded there first if
+ * need be. A 404 saying the replica does not hold it (it restarted and lost its fine-tunes) loads
  * it again and re-sends, at most once per replica: part of this one call, not a failed attempt.
  */
 async function open(context: CallContext, spec: CallSpec, accept: string): Promise<Opened> {
@@ -154,7 +154,7 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
   const deadline = createDeadline(context.timeoutMs, spec.signal)
   const body = spec.body
   const headers = { 'content-type': 'application/json', accept, ...spec.headers }
-  const residency = spec.lora ? context.residency : null
+  const residency = spec.fineTune ? context.residency : null
   const skip = new Set<Replica>()
   let reloads = 0
   let busyError: UpstreamError | null = null
@@ -162,9 +162,9 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
   let busy: Replica[] | null = null
   for (let attempt = 0; ; attempt++) {
     let replica: Replica
-    let lease: LoraLease | null = null
+    let lease: FineTuneLease | null = null
     if (residency) {
-      const acquired = await residency.acquire(spec.lora!, deadline.signal, skip)
+      const acquired = await residency.acquire(spec.fineTune!, deadline.signal, skip)
       if (!acquired.ok) {
         // Its load could not reach that replica: another may hold or load it.
         if (acquired.replica && acquired.health === 'down' && attempt < context.pool.size) {
@@ -243,7 +243,7 @@ async function open(context: CallContext, spec: CallSpec, accept: string): Promi
       text,
       context.apiKey,
     )
-    // An adapter's call stays where the adapter is held: its busy answer is returned.
+    // A fine-tune's call stays where the fine-tune is held: its busy answer is returned.
     if (error.kind === 'busy' && !lease && !deadline.callerAborted && context.pool.size > 1) {
       release('neutral', context.pool.adaptive ? 'congested' : undefined)
       ;(busy ??= []).push(replica)

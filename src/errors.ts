@@ -60,7 +60,7 @@ export const REFUSALS = {
   batch_not_cancellable: { status: 409, type: 'invalid_request_error' },
   /** A retry of a batch that is still running (docs/events-and-webhooks.md). */
   batch_not_ended: { status: 409, type: 'invalid_request_error' },
-  /** An adapter registered again under the same base model and name. */
+  /** A fine-tune registered again under the same base model and name. */
   adapter_exists: { status: 409, type: 'conflict_error' },
   results_expired: { status: 410, type: 'invalid_request_error' },
   request_too_large: { status: 413, type: 'invalid_request_error' },

@@ -3,8 +3,8 @@
  * `main.ts` runs it as a process; tests start it in-process on a random port. Each step is a
  * module of src/gateway/; this file keeps their order, which is the start order.
  */
-import { createAdapterDirectory } from './accounts/adapter-directory.ts'
-import { createAdapters } from './accounts/adapters.ts'
+import { createFineTuneDirectory } from './accounts/fine-tune-directory.ts'
+import { createFineTunes } from './accounts/fine-tunes.ts'
 import { createCatalog } from './catalog/catalog.ts'
 import {
   BATCH_CHANGES_CHANNEL,
@@ -67,8 +67,8 @@ export async function startGateway(
   const { keys, auth, credit } = buildAccess(core)
   const { fleet, upstreams } = buildUpstreams(core)
   // Registered and deactivated through this instance: seen here at once, elsewhere within 5 s.
-  const adapterDirectory = createAdapterDirectory(store, { ttlMs: 5_000 })
-  const adapters = createAdapters(store, core.catalog, { onChanged: adapterDirectory.forget })
+  const fineTuneDirectory = createFineTuneDirectory(store, { ttlMs: 5_000 })
+  const fineTunes = createFineTunes(store, core.catalog, { onChanged: fineTuneDirectory.forget })
   // Every batch the dispatcher moves is announced to the progress streams of every instance.
   const batchChanges = await openBatchChanges(
     await openStoreChannel(config, BATCH_CHANGES_CHANNEL),
@@ -80,7 +80,7 @@ export async function startGateway(
   const schemaChecks = createSchemaChecks({ budgetMs: config.schemaCheckMs })
   const dispatching = await buildDispatch(core, {
     upstreams,
-    adapterDirectory,
+    fineTuneDirectory,
     batchChanges,
     schemaChecks,
   })
@@ -89,8 +89,8 @@ export async function startGateway(
     auth,
     credit,
     upstreams,
-    adapterDirectory,
-    adapters,
+    fineTuneDirectory,
+    fineTunes,
     batchChanges,
     schemaChecks,
     dispatching,

@@ -15,7 +15,7 @@ import type {
 } from '../types.ts'
 import { createCallContext, postJson, postStream } from '../upstream-call.ts'
 import { UpstreamStreamError } from '../upstream-stream-error.ts'
-import { createLoraCalls } from './lora-calls.ts'
+import { createFineTuneCalls } from './fine-tune-calls.ts'
 import { mapOpenAIUsage } from './map-openai-usage.ts'
 import { prepareOpenAIBody, prepareOpenAIStreamBody } from './prepare-openai-body.ts'
 import { sendResponses, streamResponses } from './responses-calls.ts'
@@ -36,7 +36,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
   const context = createCallContext(
     options,
     { baseUrls: options.baseUrls, probePath: '/models', probeHeaders: headers },
-    createLoraCalls({ headers, timeoutMs: options.timeoutMs, apiKey: options.apiKey }),
+    createFineTuneCalls({ headers, timeoutMs: options.timeoutMs, apiKey: options.apiKey }),
   )
   const { pool } = context
   // The flex lane (docs/pricing.md): OpenAI's cheaper, slower tier, asked for on every chat call.
@@ -52,7 +52,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
       headers: callHeaders,
       body: JSON.stringify(tier(prepareOpenAIBody(request.body, request), request.endpoint)),
       signal: request.signal,
-      lora: request.lora,
+      fineTune: request.fineTune,
     })
     if (!result.ok) return result
     const list = requiredList[request.endpoint]
@@ -82,7 +82,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
       headers,
       body: JSON.stringify(tier(prepareOpenAIStreamBody(request.body, request), 'chat')),
       signal: request.signal,
-      lora: request.lora,
+      fineTune: request.fineTune,
     })
     if (!result.ok) return result
     const events = result.events

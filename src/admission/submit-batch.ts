@@ -2,7 +2,7 @@
  * Admission of a batch file: validate every line, price the ceiling, then hold and store it in
  * one store transaction. Plain values in, a result out, refusals included; each surface renders it.
  */
-import { NO_ADAPTERS, type AdapterLookup } from '../catalog/adapters.ts'
+import { NO_FINE_TUNES, type FineTuneLookup } from '../catalog/fine-tunes.ts'
 import { newId, type BatchEndpoint, type BatchRecord } from '../domain.ts'
 import { refuse, type GatewayError } from '../errors.ts'
 import type { Issue, Warning } from '../ingest/issues.ts'
@@ -110,14 +110,14 @@ export function refusalOf(result: Refused): GatewayError {
   }
 }
 
-/** An account's active adapters (the gateway's adapter directory). */
-export type AdapterSource = (accountId: string) => Promise<AdapterLookup>
+/** An account's active fine-tunes (the gateway's fine-tune directory). */
+export type FineTuneSource = (accountId: string) => Promise<FineTuneLookup>
 
 /**
- * Whether a file may name an adapter: an `ft:` id is a JSON string, so its text starts `"ft:`.
- * Most files name none, and their admission does not read the account's adapters at all.
+ * Whether a file may name a fine-tune: an `ft:` id is a JSON string, so its text starts `"ft:`.
+ * Most files name none, and their admission does not read the account's fine-tunes at all.
  */
-function mentionsAdapter(bytes: Uint8Array): boolean {
+function mentionsFineTune(bytes: Uint8Array): boolean {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).indexOf('"ft:') >= 0
 }
 
@@ -143,8 +143,8 @@ export interface AdmissionDeps {
   /** Called with each batch admitted (a log line, the dispatcher's nudge). */
   onAdmitted?: (batch: BatchRecord) => void
   telemetry?: Telemetry
-  /** An account's active adapters; none when absent. */
-  adapters?: AdapterSource
+  /** An account's active fine-tunes; none when absent. */
+  fineTunes?: FineTuneSource
 }
 
 export interface AdmissionOptions {
@@ -157,12 +157,12 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
   const { store, validator } = deps
   const onAdmitted = deps.onAdmitted ?? (() => {})
   const telemetry = deps.telemetry ?? noTelemetry
-  const adapters: AdapterSource = deps.adapters ?? (async () => NO_ADAPTERS)
+  const fineTunes: FineTuneSource = deps.fineTunes ?? (async () => NO_FINE_TUNES)
   const { limits } = options
   const now = options.now ?? Date.now
   /** Every line valid, and of the declared endpoint when there is one. */
   async function check(bytes: Uint8Array, options: QuoteOptions) {
-    const lookup = mentionsAdapter(bytes) ? await adapters(options.accountId) : NO_ADAPTERS
+    const lookup = mentionsFineTune(bytes) ? await fineTunes(options.accountId) : NO_FINE_TUNES
     // A capped batch stores each line's own ceiling, which the claim checks against the cap.
     const verdict = await validator.validate(bytes, limits, lookup, {
       lineCeilings: Boolean(options.maxCostUsd),

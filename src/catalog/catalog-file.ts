@@ -26,11 +26,12 @@ export const providerConfigSchema = z.strictObject({
    */
   adaptive_concurrency: z.boolean().default(false),
   /**
-   * Whether this provider's servers load LoRA adapters at runtime (vLLM with --enable-lora and
+   * Whether this provider's servers load fine-tunes (LoRA adapters) at runtime (vLLM with
+   * --enable-lora and
    * VLLM_ALLOW_RUNTIME_LORA_UPDATING=True): only such providers serve `ft:` models (docs/open-models.md).
    */
   lora: z.boolean().default(false),
-  /** Adapters one replica holds at once (vLLM's --max-loras; its default is 1). */
+  /** Fine-tunes one replica holds at once (vLLM's --max-loras; its default is 1). */
   max_loras: z.number().int().min(1).max(1024).default(1),
   /**
    * Kind openai: every chat call asks for this service tier. Set by the gateway on the provider
@@ -111,9 +112,9 @@ export const modelSchema = z.strictObject({
    */
   image_input_tokens: z.number().int().min(0).max(1_000_000).optional(),
   /**
-   * Present when a pool can serve fine-tuned adapters of this model: what one batch may name of
-   * them (docs/open-models.md). `limits_by_rank` maps a rank to how many adapters above the next lower rank
-   * listed a batch may name ({"64": 4, "32": 8}: at most 4 of rank 33–64, 8 in all); an adapter
+   * Present when a pool can serve fine-tunes of this model: what one batch may name of
+   * them (docs/open-models.md). `limits_by_rank` maps a rank to how many fine-tunes above the next lower rank
+   * listed a batch may name ({"64": 4, "32": 8}: at most 4 of rank 33–64, 8 in all); a fine-tune
    * of a rank above the highest listed cannot be registered.
    */
   adapters: z
@@ -162,9 +163,9 @@ export type CatalogFile = z.infer<typeof catalogSchema>
 export function checkCatalog(catalog: CatalogFile): string[] {
   const problems: string[] = []
   for (const [name, provider] of Object.entries(catalog.providers)) {
-    // Runtime adapter loading is vLLM's API (load_lora_adapter), spoken by kind openai only.
+    // Loading fine-tunes at runtime is vLLM's API (load_lora_adapter), spoken by kind openai only.
     if (provider.lora && provider.kind !== 'openai')
-      problems.push(`providers.${name}.lora: only a provider of kind "openai" can load adapters`)
+      problems.push(`providers.${name}.lora: only a provider of kind "openai" can load fine-tunes`)
     if (provider.responses_api && provider.kind !== 'openai')
       problems.push(
         `providers.${name}.responses_api: only a provider of kind "openai" serves the Responses API`,

@@ -4,12 +4,12 @@
  */
 import { parseArgs } from 'node:util'
 import { createAccounts } from '../accounts/accounts.ts'
-import { createAdapters } from '../accounts/adapters.ts'
+import { createFineTunes } from '../accounts/fine-tunes.ts'
 import { createCatalog } from '../catalog/catalog.ts'
 import { ConfigError, loadConfig } from '../config.ts'
 import { ALL_SCOPES, type Scope } from '../domain.ts'
 import { creditAmountProblem } from '../money/credit-amount.ts'
-import { renderAccount, renderAdapter, renderKey } from '../http/render-admin.ts'
+import { renderAccount, renderFineTune, renderKey } from '../http/render-admin.ts'
 import { parseWholeNumber } from '../schemas/whole-number.ts'
 import { NUDGE_CHANNEL } from '../coordination/nudges.ts'
 import { openStore, openStoreChannel } from '../store/open-store.ts'
@@ -25,7 +25,7 @@ const USAGE = `usage: npm run mg -- <command>   (the store of MULTIGRID_DATA_DIR
   keys revoke <key-id>
   adapters register <account-id> <base-model> <name> --rank N --size-mib N --source PATH
   adapters list <account-id>
-  adapters deactivate <adapter-id>
+  adapters deactivate <fine-tune-id>
   help`
 
 /** The commands USAGE lists, as "group command": anything else is refused before the store opens. */
@@ -126,7 +126,7 @@ const accounts = createAccounts(store, {
   maxFiles: config.limits.defaultMaxFiles,
   maxStoredBytes: config.limits.defaultMaxStoredBytes,
 })
-const adapters = createAdapters(store, createCatalog(config.catalog, config.providerKeys))
+const fineTunes = createFineTunes(store, createCatalog(config.catalog, config.providerKeys))
 const [group, command, first, second, third] = positionals
 
 /** A nudge on the store's channel (PostgreSQL): the running instances look for work now. */
@@ -191,7 +191,7 @@ try {
     print(renderKey(key))
   } else if (group === 'adapters' && command === 'register' && first && second && third) {
     if (!values.source) fail('--source is required: the path or URI the pool loads it from')
-    const result = await adapters.register(first, {
+    const result = await fineTunes.register(first, {
       baseModel: second,
       name: third,
       rank: int(values.rank, 'rank') ?? fail('--rank is required'),
@@ -202,15 +202,15 @@ try {
       if (result.kind === 'no_account') fail(`no account ${first}`)
       fail(result.kind === 'duplicate' ? result.message : `${result.param} ${result.message}`)
     }
-    print(renderAdapter(result))
+    print(renderFineTune(result))
   } else if (group === 'adapters' && command === 'list' && first) {
-    const list = await adapters.list(first)
+    const list = await fineTunes.list(first)
     if (!list) fail(`no account ${first}`)
-    print(list.map(renderAdapter))
+    print(list.map(renderFineTune))
   } else if (group === 'adapters' && command === 'deactivate' && first) {
-    const adapter = await adapters.deactivate(first)
-    if (!adapter) fail(`no adapter ${first}`)
-    print(renderAdapter(adapter))
+    const fineTune = await fineTunes.deactivate(first)
+    if (!fineTune) fail(`no fine-tune ${first}`)
+    print(renderFineTune(fineTune))
   } else {
     fail(USAGE)
   }

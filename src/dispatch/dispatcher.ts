@@ -1,11 +1,11 @@
 /**
  * The dispatcher: claims pending lines through the store with leases and runs them upstream.
- * What to claim is the claim planner's choice (earliest deadline first, round-robin between
+ * What to claim is the claim allocator's choice (earliest deadline first, round-robin between
  * accounts, bounded by the total concurrency of the providers; each provider's own bound is its
  * gate in Upstreams). Polling is the source of truth; a nudge only wakes it sooner. Leases are
  * renewed, expired ones reaped and batches moved on by periodic tasks beside the claim loop.
  */
-import type { AdapterRecord } from '../catalog/adapters.ts'
+import type { FineTuneRecord } from '../catalog/fine-tunes.ts'
 import type { FleetRates, Shares } from '../coordination/fleet-rates.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
@@ -13,7 +13,7 @@ import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../
 import type { Logger } from '../telemetry/logger.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
 import { maintainBatches } from './batch-maintenance.ts'
-import { createClaimPlanner, type ClaimPlanner } from './claim-planner.ts'
+import { createClaimAllocator, type ClaimAllocator } from './claim-allocator.ts'
 import { createPeriodicTask, type PeriodicTask } from './periodic-task.ts'
 import { plannedSend } from './planned-send.ts'
 import { createRecorder, type Recorder } from './recorder.ts'
@@ -44,8 +44,8 @@ export interface DispatcherOptions {
   onOutcome?: (outcome: LineOutcome, line: ClaimedLine) => void
   /** The spill planner's safety margin, a share of each batch's window (MULTIGRID_SPILL_MARGIN). */
   spillMargin: number
-  /** Adapters by `ft:` id, for lines that name one (docs/open-models.md). */
-  adapters?: (id: string) => Promise<AdapterRecord | null>
+  /** Fine-tunes by `ft:` id, for lines that name one (docs/open-models.md). */
+  fineTunes?: (id: string) => Promise<FineTuneRecord | null>
   /** Where answers are judged against their line's json_schema (docs/structured-outputs.md); unset: in-process. */
   schemaChecks?: SchemaChecks
   /** In a fleet (REDIS_URL): the planner's rates shared with the other instances. */
@@ -80,7 +80,7 @@ interface DispatchState extends DispatcherDeps {
   options: DispatcherOptions
   leaseMs: number
   abort: AbortController
-  planner: ClaimPlanner
+  allocator: ClaimAllocator
   spill: SpillPlanner
   wake: WakeSignal
   running: boolean
@@ -185,7 +185,7 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
     options,
     leaseMs,
     abort: new AbortController(),
-    planner: createClaimPlanner({ capacity: upstreams.capacity() }),
+    allocator: createClaimAllocator({ capacity: upstreams.capacity() }),
     spill,
     wake: createWakeSignal(),
     running: false,
@@ -298,14 +298,14 @@ async function runnableBatches(state: DispatchState, now: number): Promise<Runna
 }
 
 async function tick(state: DispatchState): Promise<number> {
-  const { planner, store, options, leaseMs, knownPending, overrunning } = state
+  const { allocator, store, options, leaseMs, knownPending, overrunning } = state
   // The room as it was before the store was asked: lines that end meanwhile leave theirs to the next turn.
   const inFlightNow = state.inFlight
-  if (!planner.hasRoom(inFlightNow)) return 0
+  if (!allocator.hasRoom(inFlightNow)) return 0
   const now = Date.now()
   const batches = await runnableBatches(state, now)
   let claimed = 0
-  for (const { batch, count } of planner.plan({
+  for (const { batch, count } of allocator.allocate({
     now,
     batches,
     inFlight: inFlightNow,
@@ -326,7 +326,7 @@ async function tick(state: DispatchState): Promise<number> {
 /** Runs one claimed line to its outcome, in the background. */
 function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, unsent: number) {
   const { catalog, upstreams, options, abort, active, stopped, overrunning, pace } = state
-  const { knownPending, waiting, recorder, logger, spill, spillSend, planner, wake } = state
+  const { knownPending, waiting, recorder, logger, spill, spillSend, allocator, wake } = state
   state.inFlight++
   active.add(line.batchId)
   pace.started(line.batchId, Date.now())
@@ -344,7 +344,7 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
     signal: abort.signal,
     proceed,
     plan: { planner: spill, upstreams: spillSend, batch, unsent },
-    adapters: options.adapters,
+    fineTunes: options.fineTunes,
     schemaChecks: options.schemaChecks,
   })
     .then((outcome) => {
@@ -401,7 +401,7 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
       if (active.remove(line.batchId)) state.lastLineOut = true
       state.inFlight--
       // Wakes the claim loop once a claim's worth of room is free, not on every line.
-      if (planner.hasRoom(state.inFlight)) wake.poke()
+      if (allocator.hasRoom(state.inFlight)) wake.poke()
     })
 }
 
@@ -419,7 +419,7 @@ function holdBackUntilRecorded(state: DispatchState, accountId: string, outcome:
 
 /** The claim loop. */
 async function run(state: DispatchState) {
-  const { wake, logger, planner, options } = state
+  const { wake, logger, allocator, options } = state
   while (state.running) {
     let claimed = 0
     // A poke from before this turn is answered by it.
@@ -431,7 +431,7 @@ async function run(state: DispatchState) {
     }
     if (!state.running) break
     // Full: wait for a slot. Idle: wait for a nudge or the poll interval.
-    if ((claimed === 0 || planner.isFull(state.inFlight)) && !wake.takePoke())
+    if ((claimed === 0 || allocator.isFull(state.inFlight)) && !wake.takePoke())
       await wake.sleep(options.pollMs)
   }
 }

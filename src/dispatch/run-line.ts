@@ -3,7 +3,7 @@
  * retryable failure when the line allows it) and turns what happened into an outcome to record. Failures that belong to the line are returned as data, never thrown.
  */
 import type { Outcome, Usage, UpstreamError } from '../../providers/types.ts'
-import { isAdapterId, loraOfferings, type AdapterRecord } from '../catalog/adapters.ts'
+import { isFineTuneId, loraOfferings, type FineTuneRecord } from '../catalog/fine-tunes.ts'
 import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf, upstreamTargets } from '../catalog/catalog.ts'
@@ -53,8 +53,8 @@ export interface RunLineDeps {
   proceed?: () => boolean
   /** The planner's choice of offering (batch lines); without it the line goes in catalog order. */
   plan?: LinePlan
-  /** An adapter by its `ft:` id (the gateway's adapter directory); unset, no line names one. */
-  adapters?: (id: string) => Promise<AdapterRecord | null>
+  /** A fine-tune by its `ft:` id (the gateway's fine-tune directory); unset, no line names one. */
+  fineTunes?: (id: string) => Promise<FineTuneRecord | null>
   /** Where answers are judged against their line's json_schema; unset, in-process (inline-checks.ts). */
   schemaChecks?: SchemaChecks
 }
@@ -70,10 +70,10 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   const parsed = { url: input.url, body: request.body }
   const endpoint = endpointOf(parsed.url)
   const named = String(parsed.body.model)
-  // An adapter's line runs on its base's LoRA offerings, the adapter loaded where it goes.
-  const found = isAdapterId(named) && deps.adapters ? await deps.adapters(named) : null
-  const adapter = found?.accountId === line.accountId ? found : null
-  const model = deps.catalog.find(adapter ? adapter.baseModel : named)
+  // A fine-tune's line runs on its base's LoRA offerings, the fine-tune loaded where it goes.
+  const found = isFineTuneId(named) && deps.fineTunes ? await deps.fineTunes(named) : null
+  const fineTune = found?.accountId === line.accountId ? found : null
+  const model = deps.catalog.find(fineTune ? fineTune.baseModel : named)
   const routing = parsed.body.provider as never
   const plan = deps.plan
   const routed = !model
@@ -81,8 +81,8 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     : plan
       ? deps.catalog.routeBatch(model, routing)
       : deps.catalog.route(model, routing)
-  const offerings = adapter ? loraOfferings(deps.catalog, routed) : routed
-  if (!model || offerings.length === 0 || (isAdapterId(named) && !adapter)) {
+  const offerings = fineTune ? loraOfferings(deps.catalog, routed) : routed
+  if (!model || offerings.length === 0 || (isFineTuneId(named) && !fineTune)) {
     return fail(
       line,
       {
@@ -115,7 +115,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     signal: deps.signal,
     proceed: deps.proceed,
     line: { batchId, lineNo, attempt: line.attempts },
-    lora: adapter ? { name: adapter.id, path: adapter.source } : undefined,
+    fineTune: fineTune ? { name: fineTune.id, path: fineTune.source } : undefined,
   })
   // Not sent (cancelled, or its provider went down while it waited): handed back as it was,
   // its attempt unused; a cancelled batch ends it.

@@ -3,8 +3,8 @@
  * progress streams' slots, and the app listening on its port.
  */
 import { createAccounts, type Accounts } from '../accounts/accounts.ts'
-import type { AdapterDirectory } from '../accounts/adapter-directory.ts'
-import type { Adapters } from '../accounts/adapters.ts'
+import type { FineTuneDirectory } from '../accounts/fine-tune-directory.ts'
+import type { FineTunes } from '../accounts/fine-tunes.ts'
 import { createAdmission, type Admission } from '../admission/submit-batch.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { KeyCache } from '../auth/key-cache.ts'
@@ -32,8 +32,8 @@ export interface AppParts {
   auth: Authenticator
   credit: LiveCredit
   upstreams: Upstreams
-  adapterDirectory: AdapterDirectory
-  adapters: Adapters
+  fineTuneDirectory: FineTuneDirectory
+  fineTunes: FineTunes
   batchChanges: BatchChanges
   schemaChecks: SchemaChecks
   dispatching: Dispatching
@@ -77,7 +77,7 @@ export function buildApp(core: GatewayCore, parts: AppParts): ListeningApp {
     logger,
     createdAt: Math.floor(Date.now() / 1000),
     bodyLimit: bodies.live,
-    adapters: parts.adapterDirectory.active,
+    fineTunes: parts.fineTuneDirectory.active,
     schemaChecks: parts.schemaChecks,
     charged: countLiveCharges(core.usage, core.metrics),
   }
@@ -86,7 +86,7 @@ export function buildApp(core: GatewayCore, parts: AppParts): ListeningApp {
     admission,
     validator,
     accounts,
-    adapters: parts.adapters,
+    fineTunes: parts.fineTunes,
     live,
     // The batch routes show the lines inside the lanes' provider batches (docs/batch-lanes.md).
     batchView: dispatching.lanes ? withChunkShares(core.store, core.chunks) : core.store,
@@ -124,7 +124,7 @@ function buildAdmission(
         nudges.publish()
       },
       telemetry: core.telemetry,
-      adapters: parts.adapterDirectory.active,
+      fineTunes: parts.fineTuneDirectory.active,
     },
     { limits: config.limits, now: clock },
   )

@@ -3,7 +3,7 @@
  * batches waiting for credit and the nudges that wake them. Built, not started: start-loops.ts
  * starts them once the HTTP server listens.
  */
-import type { AdapterDirectory } from '../accounts/adapter-directory.ts'
+import type { FineTuneDirectory } from '../accounts/fine-tune-directory.ts'
 import type { BatchChanges } from '../coordination/batch-changes.ts'
 import { createRedisFleetRates } from '../coordination/fleet-rates.ts'
 import { NUDGE_CHANNEL, openNudges, type Nudges } from '../coordination/nudges.ts'
@@ -23,7 +23,7 @@ import type { GatewayCore } from './gateway-core.ts'
 /** What the dispatching side is built from, beyond the core. */
 export interface DispatchParts {
   upstreams: Upstreams
-  adapterDirectory: AdapterDirectory
+  fineTuneDirectory: FineTuneDirectory
   batchChanges: BatchChanges
   schemaChecks: SchemaChecks
 }
@@ -97,7 +97,7 @@ function buildDispatcher(
         counted(outcome, line)
       },
       spillMargin: config.dispatch.spillMargin,
-      adapters: parts.adapterDirectory.byId,
+      fineTunes: parts.fineTuneDirectory.byId,
       schemaChecks: parts.schemaChecks,
       fleetRates: redis
         ? createRedisFleetRates(redis, {

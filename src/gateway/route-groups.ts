@@ -1,7 +1,7 @@
 /** The HTTP route groups, one Elysia instance each, in the order the app mounts them. */
 import { Elysia } from 'elysia'
 import type { Accounts } from '../accounts/accounts.ts'
-import type { Adapters } from '../accounts/adapters.ts'
+import type { FineTunes } from '../accounts/fine-tunes.ts'
 import type { Admission } from '../admission/submit-batch.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Dispatcher } from '../dispatch/dispatcher.ts'
@@ -30,7 +30,7 @@ export interface RouteServices {
   admission: Admission
   validator: FileValidator
   accounts: Accounts
-  adapters: Adapters
+  fineTunes: FineTunes
   live: LiveDeps
   /** The batch routes' store: with lanes, it shows the lines inside their provider batches. */
   batchView: Store
@@ -82,7 +82,7 @@ export function routeGroups(core: GatewayCore, services: RouteServices): Group[]
   ]
   if (config.adminToken)
     groups.push(
-      adminRoutes(config.adminToken, services.accounts, bodies.admin, services.adapters) as never,
+      adminRoutes(config.adminToken, services.accounts, bodies.admin, services.fineTunes) as never,
     )
   return groups as never
 }

@@ -3,14 +3,14 @@ import { timingSafeEqual } from 'node:crypto'
 import { Elysia } from 'elysia'
 import { z } from 'zod'
 import type { Accounts } from '../accounts/accounts.ts'
-import type { Adapters } from '../accounts/adapters.ts'
+import type { FineTunes } from '../accounts/fine-tunes.ts'
 import { ALL_SCOPES } from '../domain.ts'
 import { badRequest, notFound, refuse } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
 import { describeZodIssue } from '../ingest/issues.ts'
 import { creditAmountProblem } from '../money/credit-amount.ts'
 import { readJsonBody, type BodyLimit } from '../ingest/read-body.ts'
-import { renderAccount, renderAdapter, renderKey } from './render-admin.ts'
+import { renderAccount, renderFineTune, renderKey } from './render-admin.ts'
 
 /** A bounded, exact credit amount (src/money/credit-amount.ts). */
 const decimal = z.string().superRefine((text, context) => {
@@ -55,7 +55,7 @@ export const createKeyBody = z.strictObject({
   rate_limit_per_minute: count.optional(),
 })
 
-export const createAdapterBody = z.strictObject({
+export const createFineTuneBody = z.strictObject({
   base_model: z.string().min(1).max(256),
   name: z.string().min(1).max(64),
   rank: z.int().min(1).max(100_000),
@@ -83,7 +83,7 @@ export function adminRoutes(
   token: string,
   accounts: Accounts,
   bodyLimit: BodyLimit,
-  adapters: Adapters,
+  fineTunes: FineTunes,
 ) {
   const expected = Buffer.from(token)
   const check = (authorization: string | null) => {
@@ -164,8 +164,8 @@ export function adminRoutes(
       .post(
         '/accounts/:id/adapters',
         async ({ params, request, set }) => {
-          const input = await parseBody(createAdapterBody, request, bodyLimit)
-          const result = await adapters.register(params.id, {
+          const input = await parseBody(createFineTuneBody, request, bodyLimit)
+          const result = await fineTunes.register(params.id, {
             baseModel: input.base_model,
             name: input.name,
             rank: input.rank,
@@ -174,7 +174,7 @@ export function adminRoutes(
           })
           if ('id' in result) {
             set.status = 201
-            return renderAdapter(result)
+            return renderFineTune(result)
           }
           if (result.kind === 'no_account') throw notFound(result.message)
           if (result.kind === 'duplicate')
@@ -184,17 +184,17 @@ export function adminRoutes(
         { parse: 'none' },
       )
       .get('/accounts/:id/adapters', async ({ params }) => {
-        const list = await adapters.list(params.id)
+        const list = await fineTunes.list(params.id)
         if (!list) throw notFound(`account ${excerpt(params.id)}`)
-        return { object: 'list', data: list.map(renderAdapter) }
+        return { object: 'list', data: list.map(renderFineTune) }
       })
       // The id is URL-encoded (its ':' are %3A); Elysia hands the parameter over decoded.
       .delete(
         '/adapters/:id',
         async ({ params }) => {
-          const adapter = await adapters.deactivate(params.id)
-          if (!adapter) throw notFound(`adapter ${excerpt(params.id)}`)
-          return renderAdapter(adapter)
+          const fineTune = await fineTunes.deactivate(params.id)
+          if (!fineTune) throw notFound(`fine-tune ${excerpt(params.id)}`)
+          return renderFineTune(fineTune)
         },
         { parse: 'none' },
       )

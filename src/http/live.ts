@@ -5,12 +5,12 @@
  * Mounted at the root and under /openai/v1.
  */
 import { Elysia } from 'elysia'
-import { loraOfferings } from '../catalog/adapters.ts'
+import { loraOfferings } from '../catalog/fine-tunes.ts'
 import type { Offering } from '../catalog/catalog-file.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
 import { liveService } from '../live/live-call.ts'
 import type { LiveDeps } from '../live/live-types.ts'
-import { renderAdapterModel } from './render-model.ts'
+import { renderFineTuneModel } from './render-model.ts'
 
 export { liveService, type LiveService } from '../live/live-call.ts'
 export type { LiveCharge, LiveDeps, LiveInput, StreamRender } from '../live/live-types.ts'
@@ -44,10 +44,10 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
       )
       // The caller's own fine-tuned models, after the catalog's, each with its base as `parent`
       // and what it inherits from it: endpoints, limits, and its prices (its LoRA offerings').
-      const adapters = [...(await deps.adapters(caller.account.id)).values()].map((adapter) => {
-        const base = catalog.find(adapter.baseModel)
+      const fineTunes = [...(await deps.fineTunes(caller.account.id)).values()].map((fineTune) => {
+        const base = catalog.find(fineTune.baseModel)
         return {
-          ...renderAdapterModel(adapter),
+          ...renderFineTuneModel(fineTune),
           endpoints: base?.endpoints ?? [],
           context_tokens: base?.context_tokens ?? null,
           max_output_tokens: base?.max_output_tokens ?? null,
@@ -56,7 +56,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
       })
       return {
         object: 'list',
-        data: [...catalogModels(), ...adapters],
+        data: [...catalogModels(), ...fineTunes],
       }
     })
     .post(

@@ -1,10 +1,10 @@
 /** Admin API objects. */
-import type { AdapterRecord } from '../catalog/adapters.ts'
+import type { FineTuneRecord } from '../catalog/fine-tunes.ts'
 import type { KeyRecord } from '../domain.ts'
 import { availableUsd, usd } from '../money/decimal.ts'
 import type { AdminAccountView } from '../accounts/accounts.ts'
-import type { AccountObject, AdapterObject, ApiKeyObject } from '../schemas/admin-objects.ts'
-import { renderAdapterModel } from './render-model.ts'
+import type { AccountObject, FineTuneObject, ApiKeyObject } from '../schemas/admin-objects.ts'
+import { renderFineTuneModel } from './render-model.ts'
 
 export function renderAccount(account: AdminAccountView): AccountObject {
   const available = availableUsd(account)
@@ -43,15 +43,15 @@ export function renderKey(key: KeyRecord): ApiKeyObject {
 }
 
 /** A model object (OpenAI's `id`, `object`, `created`, `owned_by`) with what the operator set. */
-export function renderAdapter(adapter: AdapterRecord): AdapterObject {
+export function renderFineTune(fineTune: FineTuneRecord): FineTuneObject {
   return {
-    ...renderAdapterModel(adapter),
-    account_id: adapter.accountId,
-    name: adapter.name,
-    rank: adapter.rank,
-    size_mib: adapter.sizeMib,
-    source: adapter.source,
-    created_at: adapter.createdAt,
-    deactivated_at: adapter.deactivatedAt,
+    ...renderFineTuneModel(fineTune),
+    account_id: fineTune.accountId,
+    name: fineTune.name,
+    rank: fineTune.rank,
+    size_mib: fineTune.sizeMib,
+    source: fineTune.source,
+    created_at: fineTune.createdAt,
+    deactivated_at: fineTune.deactivatedAt,
   }
 }

@@ -1,17 +1,17 @@
 /**
- * An adapter as an OpenAI model object (`id`, `object`, `created`, `owned_by`) with its `parent`
+ * A fine-tune as an OpenAI model object (`id`, `object`, `created`, `owned_by`) with its `parent`
  * and `status` (docs/open-models.md): what GET /v1/models lists for the caller and the admin API answers,
  * each adding its own fields after these.
  */
-import type { AdapterRecord } from '../catalog/adapters.ts'
+import type { FineTuneRecord } from '../catalog/fine-tunes.ts'
 
-export function renderAdapterModel(adapter: AdapterRecord) {
+export function renderFineTuneModel(fineTune: FineTuneRecord) {
   return {
-    id: adapter.id,
+    id: fineTune.id,
     object: 'model' as const,
-    created: adapter.createdAt,
-    owned_by: adapter.accountId,
-    parent: adapter.baseModel,
-    status: adapter.status,
+    created: fineTune.createdAt,
+    owned_by: fineTune.accountId,
+    parent: fineTune.baseModel,
+    status: fineTune.status,
   }
 }

@@ -9,7 +9,7 @@
  * those of validateBatchFile (a file with issues is refused, and its speed matters less).
  */
 import { availableParallelism } from 'node:os'
-import { NO_ADAPTERS, type AdapterLookup } from '../catalog/adapters.ts'
+import { NO_FINE_TUNES, type FineTuneLookup } from '../catalog/fine-tunes.ts'
 import type { CatalogFile } from '../catalog/catalog-file.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { Money } from '../money/decimal.ts'
@@ -17,7 +17,7 @@ import { createThreadCalls, type ThreadCalls } from '../threads/thread-calls.ts'
 import type { NewLine } from '../store/store.ts'
 import { inlineSchemaChecks } from '../schemas/inline-checks.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
-import { adaptersOverLimits } from './adapter-tally.ts'
+import { fineTunesOverLimits } from './fine-tune-tally.ts'
 import { compileFileSchemas } from './file-schemas.ts'
 import { MAX_WARNINGS } from './issues.ts'
 import type { BodyBuffers } from './read-body.ts'
@@ -35,14 +35,14 @@ import type { SegmentReply, ValidationRequest } from './validation-worker.ts'
 
 export interface FileValidator {
   /**
-   * `adapters`: the submitting account's active adapters (none unless given). `options`: also
+   * `fineTunes`: the submitting account's active fine-tunes (none unless given). `options`: also
    * each line's own ceiling (a batch with a spend cap); `owner`, the submitting account, whose
    * schemas wait their turn on the schema threads with every other account's.
    */
   validate(
     bytes: Uint8Array,
     limits: FileLimits,
-    adapters?: AdapterLookup,
+    fineTunes?: FineTuneLookup,
     options?: Pick<CheckOptions, 'lineCeilings'> & { owner?: string },
   ): Promise<FileVerdict>
   /**
@@ -109,10 +109,10 @@ export function createFileValidator(
     async validate(
       bytes,
       limits,
-      adapters = NO_ADAPTERS,
+      fineTunes = NO_FINE_TUNES,
       { lineCeilings = false, owner = '' } = {},
     ) {
-      const verdict = await check(bytes, limits, adapters, lineCeilings)
+      const verdict = await check(bytes, limits, fineTunes, lineCeilings)
       return compileFileSchemas(verdict, schemaChecks, owner)
     },
     async close() {
@@ -125,12 +125,12 @@ export function createFileValidator(
   async function check(
     bytes: Uint8Array,
     limits: FileLimits,
-    adapters: AdapterLookup,
+    fineTunes: FineTuneLookup,
     lineCeilings: boolean,
   ): Promise<FileVerdict> {
     const split = parallel && !closed && bytes.byteLength >= minBytes ? splitPoint(bytes) : -1
     const onePass = () =>
-      validateBatchFile(bytes, catalog, limits, { collectGarbage, adapters, lineCeilings })
+      validateBatchFile(bytes, catalog, limits, { collectGarbage, fineTunes, lineCeilings })
     if (split < 0) {
       observe('one_pass')
       return onePass()
@@ -139,13 +139,13 @@ export function createFileValidator(
     const second = checkOnThread(thread!, bytes.subarray(split), {
       firstLineNo: secondFirstLine,
       limits,
-      adapters,
+      fineTunes,
       lineCeilings,
     })
     const first = checkLines(bytes, catalog, limits, {
       segment: { from: 0, to: split - 1, firstLineNo: 1 },
       collectGarbage,
-      adapters,
+      fineTunes,
       lineCeilings,
     })
     const other = await second
@@ -158,10 +158,10 @@ export function createFileValidator(
       (other.endpoint === null || other.endpoint === first.endpoint) &&
       first.count + other.count <= limits.maxLines &&
       other.customIds.every((id) => !first.customIds.has(id)) &&
-      // Each half within the base's adapter limits, and the two together too.
-      (other.adapterIds.length === 0 ||
-        !adaptersOverLimits(
-          [...first.adapters, ...other.adapterIds.map((id) => adapters.get(id)!)],
+      // Each half within the base's fine-tune limits, and the two together too.
+      (other.fineTuneIds.length === 0 ||
+        !fineTunesOverLimits(
+          [...first.fineTunes, ...other.fineTuneIds.map((id) => fineTunes.get(id)!)],
           catalog.find,
         ))
     if (!clean) {
@@ -208,9 +208,9 @@ function checkOnThread(
   {
     firstLineNo,
     limits,
-    adapters,
+    fineTunes,
     lineCeilings,
-  }: { firstLineNo: number; limits: FileLimits; adapters: AdapterLookup; lineCeilings: boolean },
+  }: { firstLineNo: number; limits: FileLimits; fineTunes: FineTuneLookup; lineCeilings: boolean },
 ): Promise<SegmentReply | null> {
   // Shared: the thread reads the body where it is. Otherwise a copy of its own, handed over
   // rather than copied again.
@@ -219,13 +219,13 @@ function checkOnThread(
   return (
     thread
       .call(
-        // Only the account's adapters travel, and only when it has some: a few records at most.
+        // Only the account's fine-tunes travel, and only when it has some: a few records at most.
         {
           kind: 'check',
           bytes: sent,
           firstLineNo,
           limits,
-          adapters: adapters.size > 0 ? [...adapters.values()] : undefined,
+          fineTunes: fineTunes.size > 0 ? [...fineTunes.values()] : undefined,
           lineCeilings,
         },
         shared ? [] : [sent.buffer as ArrayBuffer],

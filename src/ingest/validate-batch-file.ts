@@ -4,7 +4,7 @@
  * are none, the lines to store and the batch's cost ceiling.
  */
 import { z } from 'zod'
-import { NO_ADAPTERS, type AdapterLookup, type AdapterRecord } from '../catalog/adapters.ts'
+import { NO_FINE_TUNES, type FineTuneLookup, type FineTuneRecord } from '../catalog/fine-tunes.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf } from '../catalog/catalog.ts'
 import { BATCH_URLS, isBatchUrl, RESPONSES_URL, type BatchEndpoint } from '../domain.ts'
@@ -27,7 +27,7 @@ import {
 } from './issues.ts'
 import { MAX_JSON_DEPTH } from './json-depth.ts'
 import { readJsonlLines, type FileSegment } from './read-jsonl-lines.ts'
-import { AdapterTally } from './adapter-tally.ts'
+import { FineTuneTally } from './fine-tune-tally.ts'
 import { validateBody } from './validate-body.ts'
 
 /** Each distinct json_schema text of a file, and the lines that use it (file-schemas.ts compiles them). */
@@ -69,8 +69,8 @@ export interface CheckOptions {
    * cap stores every line's ceiling, which the claim checks against the cap (docs/money-and-limits.md).
    */
   lineCeilings?: boolean
-  /** The submitting account's active adapters, which `ft:` model ids are looked up in. */
-  adapters?: AdapterLookup
+  /** The submitting account's active fine-tunes, which `ft:` model ids are looked up in. */
+  fineTunes?: FineTuneLookup
 }
 
 export function lineEnvelopeSchema(maxCustomIdLength: number) {
@@ -131,8 +131,8 @@ export interface LinesChecked {
   /** The ceiling of the valid lines, exact (not yet rounded up to the micro-dollar). */
   ceiling: Money
   customIds: Map<string, number>
-  /** The distinct adapters the valid lines name, in order of first use. */
-  adapters: AdapterRecord[]
+  /** The distinct fine-tunes the valid lines name, in order of first use. */
+  fineTunes: FineTuneRecord[]
   /** The valid lines' warnings, the first MAX_WARNINGS of them, and how many more. */
   warnings: Warning[]
   warningsOmitted: number
@@ -144,7 +144,7 @@ export function validateBatchFile(
   bytes: Uint8Array,
   catalog: Catalog,
   limits: FileLimits,
-  options: Pick<CheckOptions, 'collectGarbage' | 'adapters' | 'lineCeilings'> = {},
+  options: Pick<CheckOptions, 'collectGarbage' | 'fineTunes' | 'lineCeilings'> = {},
 ): FileVerdict {
   const checked = checkLines(bytes, catalog, limits, options)
   if (checked.count === 0) {
@@ -160,7 +160,7 @@ export function validateBatchFile(
 }
 
 /** The verdict on a whole file from what checking all its lines found. */
-export function fileVerdict(checked: Omit<LinesChecked, 'customIds' | 'adapters'>): FileVerdict {
+export function fileVerdict(checked: Omit<LinesChecked, 'customIds' | 'fineTunes'>): FileVerdict {
   const { issues, omitted, count, endpoint, schemas } = checked
   if (issues.length > 0 || !endpoint)
     return { ok: false, issues, omitted, lineCount: count, schemas }
@@ -186,8 +186,8 @@ export function checkLines(
   options: CheckOptions = {},
 ): LinesChecked {
   const { segment, collectGarbage, lineCeilings } = options
-  const adapterLookup = options.adapters ?? NO_ADAPTERS
-  const adapters = new AdapterTally()
+  const fineTuneLookup = options.fineTunes ?? NO_FINE_TUNES
+  const fineTunes = new FineTuneTally()
   const envelope = envelopeFor(limits.maxCustomIdLength)
   const issues: Issue[] = []
   let omitted = 0
@@ -293,7 +293,7 @@ export function checkLines(
       }
       const body = validateBody(request, endpointOf(url), catalog, 'body', {
         shallow,
-        adapters: adapterLookup,
+        fineTunes: fineTuneLookup,
       })
       if (!body.ok) {
         for (const problem of body.problems)
@@ -301,12 +301,12 @@ export function checkLines(
         continue
       }
       if (bad) continue
-      const { adapter, model } = body.value
-      if (adapter) {
-        // The base's limits on one batch's adapters, each named once, at the line that passes it.
-        const passed = adapters.add(adapter, model)
+      const { fineTune, model } = body.value
+      if (fineTune) {
+        // The base's limits on one batch's fine-tunes, each named once, at the line that passes it.
+        const passed = fineTunes.add(fineTune, model)
         if (passed) lineIssue({ path: 'body.model', ...passed })
-        if (passed || adapters.over(model)) continue
+        if (passed || fineTunes.over(model)) continue
       }
       for (const warning of body.value.warnings) {
         if (warnings.length >= MAX_WARNINGS) warningsOmitted++
@@ -338,7 +338,7 @@ export function checkLines(
     lines,
     ceiling: tally.exactTotal(),
     customIds: seen,
-    adapters: adapters.all(),
+    fineTunes: fineTunes.all(),
     warnings,
     warningsOmitted,
     schemas,

@@ -4,13 +4,13 @@
  * gateway would refuse.
  */
 import {
-  ADAPTER_NOT_FOUND,
-  isAdapterId,
+  FINE_TUNE_NOT_FOUND,
+  isFineTuneId,
   loraOfferings,
-  NO_ADAPTERS,
-  type AdapterLookup,
-  type AdapterRecord,
-} from '../catalog/adapters.ts'
+  NO_FINE_TUNES,
+  type FineTuneLookup,
+  type FineTuneRecord,
+} from '../catalog/fine-tunes.ts'
 import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
 import type { Endpoint } from '../../providers/types.ts'
 import { upstreamTargets, type Catalog } from '../catalog/catalog.ts'
@@ -36,10 +36,10 @@ const embeddingsSchema = compileSchema(embeddingsBodySchema)
 export type { BodyProblem } from './issues.ts'
 
 export interface AcceptedBody {
-  /** The base model, when the body names an adapter. */
+  /** The base model, when the body names a fine-tune. */
   model: ModelEntry
-  /** The adapter `body.model` names, or null for a catalog model. */
-  adapter: AdapterRecord | null
+  /** The fine-tune `body.model` names, or null for a catalog model. */
+  fineTune: FineTuneRecord | null
   offerings: Offering[]
   inputTokens: number
   outputTokens: number
@@ -63,9 +63,9 @@ export function validateBody(
   prefix: string,
   /**
    * `shallow`: the caller knows the body cannot nest too deep (its text is too short to).
-   * `adapters`: the caller's active adapters, which `ft:` model ids are looked up in.
+   * `fineTunes`: the caller's active fine-tunes, which `ft:` model ids are looked up in.
    */
-  options: { live?: boolean; shallow?: boolean; adapters?: AdapterLookup } = {},
+  options: { live?: boolean; shallow?: boolean; fineTunes?: FineTuneLookup } = {},
 ): { ok: true; value: AcceptedBody } | { ok: false; problems: BodyProblem[] } {
   const at = (field: string) => [prefix, field].filter(Boolean).join('.')
   const problems: BodyProblem[] = []
@@ -111,22 +111,22 @@ export function validateBody(
   }
   if (endpoint === 'chat') problems.push(...guidedProblems(record, at))
   const named = typeof record.model === 'string' ? record.model : null
-  // An `ft:` id is the caller's adapter or nothing: one answer for unknown, another account's and
+  // An `ft:` id is the caller's fine-tune or nothing: one answer for unknown, another account's and
   // inactive ids, so that ids cannot be probed (docs/open-models.md).
-  const adapter = named !== null && isAdapterId(named) ? resolveAdapter(named, options) : null
+  const fineTune = named !== null && isFineTuneId(named) ? resolveFineTune(named, options) : null
   const model =
     named === null
       ? undefined
-      : isAdapterId(named)
-        ? adapter
-          ? catalog.find(adapter.baseModel)
+      : isFineTuneId(named)
+        ? fineTune
+          ? catalog.find(fineTune.baseModel)
           : undefined
         : catalog.find(named)
-  if (named !== null && isAdapterId(named) && !model) {
+  if (named !== null && isFineTuneId(named) && !model) {
     problems.push({
       path: at('model'),
       code: 'model_not_found',
-      message: ADAPTER_NOT_FOUND,
+      message: FINE_TUNE_NOT_FOUND,
       fix: 'use the id of one of your active fine-tuned models, as GET /v1/models lists them',
     })
   } else if (typeof record.model === 'string' && !model) {
@@ -213,15 +213,15 @@ export function validateBody(
   const route = (routing: typeof body.provider) =>
     options.live ? catalog.route(model, routing) : catalog.routeBatch(model, routing)
   const routed = route(body.provider)
-  // Only providers that load adapters serve an adapter's lines, at its base's prices.
-  const offerings = adapter ? loraOfferings(catalog, routed) : routed
-  if (adapter && offerings.length === 0) {
+  // Only providers that load fine-tunes serve a fine-tune's lines, at its base's prices.
+  const offerings = fineTune ? loraOfferings(catalog, routed) : routed
+  if (fineTune && offerings.length === 0) {
     return {
       ok: false,
       problems: [
         {
           path: at('model'),
-          message: `no provider of ${model.id} that serves fine-tuned adapters is configured${routed.length > 0 ? ' among those the provider object allows' : ''}`,
+          message: `no provider of ${model.id} that serves fine-tunes is configured${routed.length > 0 ? ' among those the provider object allows' : ''}`,
           fix: `ask the operator for a provider with "lora": true offering ${model.id}, or use ${model.id} itself`,
         },
       ],
@@ -257,7 +257,7 @@ export function validateBody(
       ok: true,
       value: {
         model,
-        adapter,
+        fineTune,
         offerings,
         body,
         inputTokens,
@@ -276,7 +276,7 @@ export function validateBody(
     ok: true,
     value: {
       model,
-      adapter,
+      fineTune,
       offerings,
       body,
       inputTokens,
@@ -287,8 +287,8 @@ export function validateBody(
   }
 }
 
-function resolveAdapter(id: string, options: { adapters?: AdapterLookup }) {
-  return (options.adapters ?? NO_ADAPTERS).get(id) ?? null
+function resolveFineTune(id: string, options: { fineTunes?: FineTuneLookup }) {
+  return (options.fineTunes ?? NO_FINE_TUNES).get(id) ?? null
 }
 
 /**

@@ -4,7 +4,7 @@
  * sent, or only that there were issues (the caller then validates the whole file itself, so the
  * issues it reports are exactly those of one pass).
  */
-import type { AdapterRecord } from '../catalog/adapters.ts'
+import type { FineTuneRecord } from '../catalog/fine-tunes.ts'
 import type { CatalogFile } from '../catalog/catalog-file.ts'
 import { createCatalog, type Catalog } from '../catalog/catalog.ts'
 import type { BatchEndpoint } from '../domain.ts'
@@ -31,8 +31,8 @@ export type ValidationRequest =
       limits: FileLimits
       /** CheckOptions.lineCeilings */
       lineCeilings: boolean
-      /** The submitting account's active adapters; absent when it has none. */
-      adapters?: AdapterRecord[]
+      /** The submitting account's active fine-tunes; absent when it has none. */
+      fineTunes?: FineTuneRecord[]
     }
 
 /** The valid lines as offsets, or only that the segment was not clean (or the thread failed). */
@@ -48,8 +48,8 @@ export type SegmentReply =
       customIds: string[]
       /** Each valid line's own ceiling, when asked for (CheckOptions.lineCeilings). */
       ceilings: string[] | null
-      /** The distinct adapters the valid lines name (the caller checks both halves' together). */
-      adapterIds: string[]
+      /** The distinct fine-tunes the valid lines name (the caller checks both halves' together). */
+      fineTuneIds: string[]
       /** The valid lines' ceiling, exact, as decimal text. */
       ceiling: string
       /** The segment's warnings (its first MAX_WARNINGS), and how many more. */
@@ -84,7 +84,7 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
     const checked = checkLines(bytes, catalog!, limits, {
       segment: { from: 0, to: bytes.byteLength, firstLineNo },
       collectGarbage,
-      adapters: request.adapters ? new Map(request.adapters.map((a) => [a.id, a])) : undefined,
+      fineTunes: request.fineTunes ? new Map(request.fineTunes.map((a) => [a.id, a])) : undefined,
       lineCeilings,
     })
     if (checked.issues.length > 0) {
@@ -115,7 +115,7 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
       ends,
       customIds,
       ceilings,
-      adapterIds: checked.adapters.map((adapter) => adapter.id),
+      fineTuneIds: checked.fineTunes.map((fineTune) => fineTune.id),
       ceiling: checked.ceiling.toFixed(),
       warnings: checked.warnings,
       warningsOmitted: checked.warningsOmitted,

@@ -3,9 +3,9 @@
  * its ceiling priced, and that ceiling held from the instance's credit ledger (live-credit.ts) —
  * 402 when it does not fit, 429 when it would pass the account's daily spend limit.
  */
-import { isAdapterId, NO_ADAPTERS } from '../catalog/adapters.ts'
+import { isFineTuneId, NO_FINE_TUNES } from '../catalog/fine-tunes.ts'
 import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
-import type { Endpoint } from '../../providers/types.ts'
+import type { Endpoint, FineTune } from '../../providers/types.ts'
 import { dailyLimitRefusal } from '../admission/submit-batch.ts'
 import { badRequest, refuse } from '../errors.ts'
 import { compileProblems } from '../ingest/check-structured.ts'
@@ -25,23 +25,23 @@ export interface HeldCall {
   inputTokens: number
   outputTokens: number
   reservation: Reservation
-  lora?: { name: string; path: string }
+  fineTune?: FineTune
 }
 
 /** Validates `input` for `endpoint` and holds its ceiling; throws the refusal otherwise. */
 export async function holdCall(
-  deps: Pick<LiveDeps, 'catalog' | 'adapters' | 'schemaChecks' | 'credit'>,
+  deps: Pick<LiveDeps, 'catalog' | 'fineTunes' | 'schemaChecks' | 'credit'>,
   input: LiveInput,
   endpoint: Endpoint,
 ): Promise<HeldCall> {
   const { caller, raw } = input
-  // Only a call that names an `ft:` model looks the account's adapters up.
+  // Only a call that names an `ft:` model looks the account's fine-tunes up.
   const named = (raw as { model?: unknown } | null)?.model
-  const adapters =
-    typeof named === 'string' && isAdapterId(named)
-      ? await deps.adapters(caller.account.id)
-      : NO_ADAPTERS
-  const checked = validateBody(raw, endpoint, deps.catalog, '', { live: true, adapters })
+  const fineTunes =
+    typeof named === 'string' && isFineTuneId(named)
+      ? await deps.fineTunes(caller.account.id)
+      : NO_FINE_TUNES
+  const checked = validateBody(raw, endpoint, deps.catalog, '', { live: true, fineTunes })
   // Within its bounds (checked above): compiled on a schema thread, refused past the budget.
   const schemaText = checked.ok ? checked.value.schemaText : undefined
   if (schemaText !== undefined) {
@@ -51,7 +51,7 @@ export async function holdCall(
       throw badRequest(`${problem.path} ${problem.message}; ${problem.fix}`, problem.path)
   }
   if (!checked.ok) throw bodyRefusal(checked.problems[0])
-  const { offerings, inputTokens, outputTokens, adapter, rates } = checked.value
+  const { offerings, inputTokens, outputTokens, fineTune, rates } = checked.value
   // The same pessimistic arithmetic as a batch's ceiling (priceOf at ceilingRates), so the two
   // can never disagree, in integers: this runs on every call.
   const ceiling = ceilingUnits({ input: inputTokens, output: outputTokens }, rates)
@@ -75,7 +75,7 @@ export async function holdCall(
     inputTokens,
     outputTokens,
     reservation: held.reservation,
-    lora: adapter ? { name: adapter.id, path: adapter.source } : undefined,
+    fineTune: fineTune ? { name: fineTune.id, path: fineTune.source } : undefined,
   }
 }
 

@@ -49,7 +49,7 @@ export async function callLive(
       passThrough: input.passThrough?.api,
       offerings: held.offerings,
       signal: request.signal,
-      lora: held.lora,
+      fineTune: held.fineTune,
     }))!
     if (!outcome.ok) throw upstreamFailure(outcome.error)
     settleCall(deps, held, billedUsage(deps, held, outcome, offering), offering)

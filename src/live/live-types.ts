@@ -2,7 +2,7 @@
  * The live call's types (docs/live.md): what the service is given, what a route hands it, what
  * it reports per charge, and how a stream is written for each surface.
  */
-import type { AdapterLookup } from '../catalog/adapters.ts'
+import type { FineTuneLookup } from '../catalog/fine-tunes.ts'
 import type { PassThrough, Usage } from '../../providers/types.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Catalog } from '../catalog/catalog.ts'
@@ -21,8 +21,8 @@ export interface LiveDeps {
   createdAt: number
   /** The body limit of a live call (MULTIGRID_MAX_LIVE_BODY_BYTES, body-limits.ts). */
   bodyLimit: BodyLimit
-  /** An account's active fine-tuned adapters (the adapter directory: cached). */
-  adapters: (accountId: string) => Promise<AdapterLookup>
+  /** An account's active fine-tunes (the fine-tune directory: cached). */
+  fineTunes: (accountId: string) => Promise<FineTuneLookup>
   /** Where a call's json_schema is compiled, within its budget (docs/structured-outputs.md). */
   schemaChecks: SchemaChecks
   /** Told of each call's charge: the usage report and the metrics count it (docs/operations.md). */

@@ -45,7 +45,7 @@ export async function streamCall(
       passThrough: input.passThrough?.api,
       offerings: held.offerings,
       signal: request.signal,
-      lora: held.lora,
+      fineTune: held.fineTune,
     })
     if (!outcome.ok) throw upstreamFailure(outcome.error)
     streaming = true

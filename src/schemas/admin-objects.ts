@@ -45,8 +45,8 @@ export type ApiKeyObject = z.infer<typeof apiKeySchema>
 /** The create's answer: the one time the key itself is shown. */
 export const apiKeyCreatedSchema = apiKeySchema.extend({ key: z.string() })
 
-/** An adapter as a model object with what the operator set (docs/open-models.md). */
-export const adapterSchema = z.strictObject({
+/** A fine-tune as a model object with what the operator set (docs/open-models.md). */
+export const fineTuneSchema = z.strictObject({
   id: z.string(),
   object: z.literal('model'),
   created: seconds,
@@ -61,9 +61,9 @@ export const adapterSchema = z.strictObject({
   created_at: seconds,
   deactivated_at: seconds.nullable(),
 })
-export type AdapterObject = z.infer<typeof adapterSchema>
+export type FineTuneObject = z.infer<typeof fineTuneSchema>
 
-export const adapterListSchema = z.strictObject({
+export const fineTuneListSchema = z.strictObject({
   object: z.literal('list'),
-  data: z.array(adapterSchema),
+  data: z.array(fineTuneSchema),
 })

@@ -196,8 +196,8 @@ export async function infer(state: SimState, request: Request, path: string): Pr
   state.stats.inference(prepared.key, Date.now())
 
   const model = String(body.model)
-  const adapter = o.maxLoras !== null && state.lora.has(model)
-  if (o.maxLoras !== null && !adapter && !o.models.includes(model)) {
+  const fineTune = o.maxLoras !== null && state.lora.has(model)
+  if (o.maxLoras !== null && !fineTune && !o.models.includes(model)) {
     state.lora.missing()
     return modelMissing(model)
   }
@@ -207,7 +207,7 @@ export async function infer(state: SimState, request: Request, path: string): Pr
   if (flex && o.flexLatencyMs > 0) await Bun.sleep(o.flexLatencyMs)
   const call = { request, dialect, prepared, id }
   const answered = o.gpuCapacity !== null ? inferOnPool(state, call) : answer(state, call, o)
-  if (!adapter) return answered
+  if (!fineTune) return answered
   const response = await answered
   if (response.status === 200) state.lora.served(model)
   return response

@@ -1,18 +1,19 @@
 /**
- * Runtime LoRA adapters on a simulated vLLM replica (vLLM with --enable-lora, --max-loras and
+ * Fine-tunes (LoRA adapters) loaded at runtime on a simulated vLLM replica (vLLM with
+ * --enable-lora, --max-loras and
  * VLLM_ALLOW_RUNTIME_LORA_UPDATING=True): POST /v1/load_lora_adapter and /v1/unload_lora_adapter,
  * at most maxLoras held at once (a load past that is refused, not queued), all lost on restart.
- * Counts what a test asks about: loads and unloads per adapter, the most held at once, and the
- * answers served per adapter.
+ * Counts what a test asks about: loads and unloads per fine-tune, the most held at once, and the
+ * answers served per fine-tune.
  */
 export interface LoraStats {
   /** Held now, in the order they were loaded. */
   loaded: string[]
   loads: Record<string, number>
   unloads: Record<string, number>
-  /** Answers served per adapter. */
+  /** Answers served per fine-tune. */
   served: Record<string, number>
-  /** The most adapters held at once (loads under way included). */
+  /** The most fine-tunes held at once (loads under way included). */
   maxLoaded: number
   /** Loads refused because maxLoras were held. */
   refusedFull: number
@@ -25,7 +26,7 @@ const bump = (counts: Record<string, number>, name: string) => {
 }
 
 export class LoraSlots {
-  /** Adapter name → its path; a load under way holds its place already. */
+  /** Fine-tune name → its path; a load under way holds its place already. */
   private readonly held = new Map<string, string>()
   private stats: Omit<LoraStats, 'loaded'> = LoraSlots.empty()
   /** Raised by a restart: a load that was under way then did not happen. */
@@ -51,7 +52,7 @@ export class LoraSlots {
     this.stats.missing++
   }
 
-  /** A restart: every adapter is gone. */
+  /** A restart: every fine-tune is gone. */
   clear() {
     this.held.clear()
     this.generation++

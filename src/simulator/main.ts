@@ -44,7 +44,7 @@ const usage = [
   'in a FIFO queue (503 beyond M waiting; unbounded without --max-queued), GET /metrics serves',
   'vLLM\'s gauges; POST /sim/config {"gpuCapacity": N} changes it while running.',
   '--max-loras N loads LoRA adapters at runtime as vLLM does (POST /v1/load_lora_adapter), at most',
-  'N at once; GET /sim/lora counts loads per adapter.',
+  'N at once; GET /sim/lora counts loads per fine-tune.',
   '--structured: what requests with response_format get back (default valid JSON for the schema);',
   'a [sim:valid], [sim:not_json] or [sim:off_schema] marker in the last user message picks per request;',
   'after a [sim:answer] marker, the rest of that message is the answer, as it is.',

@@ -68,12 +68,12 @@ export interface SimulatorOptions {
   /**
    * Runtime LoRA mode, off while null (the default): the simulator plays a vLLM replica started
    * with --enable-lora --max-loras N and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True. It loads and
-   * unloads adapters (POST /v1/load_lora_adapter, /v1/unload_lora_adapter), refuses a load past
-   * N, lists loaded adapters in GET /v1/models with their `parent`, and answers a request for a
+   * unloads fine-tunes (POST /v1/load_lora_adapter, /v1/unload_lora_adapter), refuses a load past
+   * N, lists loaded fine-tunes in GET /v1/models with their `parent`, and answers a request for a
    * model it neither serves (`models`) nor holds 404 "The model `x` does not exist.".
    */
   maxLoras?: number | null
-  /** How long loading one adapter takes in LoRA mode. Default 0. */
+  /** How long loading one fine-tune takes in LoRA mode. Default 0. */
   loraLoadMs?: number
   /**
    * What a structured request (`response_format` json_object/json_schema, Anthropic's

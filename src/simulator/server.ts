@@ -38,11 +38,11 @@ export interface Simulator {
   resetStats(): void
   /** The latest inference requests as received (path and body text), oldest first; see keepBodies. */
   received(): ReceivedRequest[]
-  /** LoRA mode's counters (maxLoras): loads, unloads and answers per adapter, most held at once. */
+  /** LoRA mode's counters (maxLoras): loads, unloads and answers per fine-tune, most held at once. */
   lora(): LoraStats
   /**
    * A replica restart: the listener and every connection close, nothing answers for `downMs`,
-   * then it listens again on the same port holding no adapter. Counters are kept.
+   * then it listens again on the same port holding no fine-tune. Counters are kept.
    */
   restart(downMs?: number): Promise<void>
   /** Every provider batch (both batch APIs) as it stands now, oldest first, plus the counts. */
@@ -180,7 +180,7 @@ function listModels(state: SimState): Response {
     created: 0,
     owned_by: 'sim',
   }))
-  // vLLM lists each loaded adapter as a model of its own, its base as `parent`.
+  // vLLM lists each loaded fine-tune (LoRA adapter) as a model of its own, its base as `parent`.
   for (const [id, root] of state.lora.entries()) {
     data.push({
       id,

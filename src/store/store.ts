@@ -15,7 +15,7 @@ import type { ChunkStore } from './batch-chunks/chunk-store.ts'
 import type { AccountStore, SessionStore } from './accounts/account-store.ts'
 import type { DailyLimitRefusal, DailySpendStore, LiveCreditStore } from './credit/credit-store.ts'
 import type { FileStore, UploadStore } from './files/file-store.ts'
-import type { AdapterStore } from './fine-tunes/fine-tune-store.ts'
+import type { FineTuneStore } from './fine-tunes/fine-tune-store.ts'
 import type { PurgeStore, RetentionStore } from './retention/retention-store.ts'
 import type { UsageStore } from './usage/usage-store.ts'
 import type { WebhookStore } from './webhooks/webhook-store.ts'
@@ -58,7 +58,11 @@ export type {
   ReserveResult,
   UploadStore,
 } from './files/file-store.ts'
-export type { AdapterStore, CreateAdapterResult, NewAdapter } from './fine-tunes/fine-tune-store.ts'
+export type {
+  FineTuneStore,
+  CreateFineTuneResult,
+  NewFineTune,
+} from './fine-tunes/fine-tune-store.ts'
 export type { PurgeStore, RetentionStore } from './retention/retention-store.ts'
 export type { UsageAddition, UsageRow, UsageStore } from './usage/usage-store.ts'
 export type {
@@ -80,7 +84,7 @@ export type RoleStores = AccountStore &
   LiveCreditStore &
   FileStore &
   UploadStore &
-  AdapterStore &
+  FineTuneStore &
   WebhookStore &
   PurgeStore &
   UsageStore

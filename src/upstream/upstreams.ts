@@ -11,7 +11,7 @@ import { createProvider } from '../../providers/index.ts'
 import { createHttpClient } from '../../providers/http-client.ts'
 import type {
   Endpoint,
-  LoraAdapter,
+  FineTune,
   PassThrough,
   Outcome,
   ProviderAdapter,
@@ -39,8 +39,8 @@ export interface SendOptions {
   body: Record<string, unknown>
   offering: Offering
   signal?: AbortSignal
-  /** The fine-tuned adapter the request is for: sent with its name as the model (docs/open-models.md). */
-  lora?: LoraAdapter
+  /** The fine-tune the request is for: sent with its name as the model (docs/open-models.md). */
+  fineTune?: FineTune
   /** A body in the provider's own API, passed through (UpstreamRequest.passThrough). */
   passThrough?: PassThrough
   /**
@@ -212,16 +212,16 @@ const requestFor = ({
   body,
   offering,
   signal,
-  lora,
+  fineTune,
   passThrough,
 }: Omit<SendOptions, 'proceed' | 'line'>): UpstreamRequest => ({
   endpoint,
   body,
-  // An adapter is the server's model by its own name, loaded beside its base.
-  model: lora ? lora.name : offering.upstream_model,
+  // A fine-tune is the server's model by its own name, loaded beside its base.
+  model: fineTune ? fineTune.name : offering.upstream_model,
   maxTokensParam: offering.max_tokens_param,
   signal,
-  lora,
+  fineTune,
   passThrough,
 })
 

@@ -149,7 +149,7 @@ test('accounts create/set take file quotas; credit amounts are bounded and exact
   })
 })
 
-test('adapters register, list, deactivate: the ids the gateway accepts in lines', async () => {
+test('adapters register, list, deactivate (fine-tunes): the ids the gateway accepts in lines', async () => {
   await withCliGateway({ catalog: loraCatalog('http://127.0.0.1:9/v1') }, async (env, gw) => {
     const { accountId, key } = await gw.newAccount('1')
     const flags = ['--rank', '32', '--size-mib', '160', '--source', '/srv/lora/support-v3']

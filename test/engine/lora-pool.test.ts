@@ -1,9 +1,9 @@
 /**
  * A pool of two simulated vLLM replicas with max_loras 2 serving a batch that mixes a base model
- * and three adapters (docs/open-models.md): every line answered by a replica that held its adapter (a
- * replica answers an adapter it does not hold 404), no replica over max_loras (a load past it is
- * refused and counted), each adapter loaded no more often than needed; and one replica restarted
- * mid-batch, losing its adapters, with every line still succeeding.
+ * and three fine-tunes (docs/open-models.md): every line answered by a replica that held its fine-tune (a
+ * replica answers a fine-tune it does not hold 404), no replica over max_loras (a load past it is
+ * refused and counted), each fine-tune loaded no more often than needed; and one replica restarted
+ * mid-batch, losing its fine-tunes, with every line still succeeding.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
@@ -43,10 +43,10 @@ for (const storeKind of STORES) {
       await Promise.all(sims.map((sim) => sim.stop()))
     })
 
-    /** A new account with three adapters, and a batch mixing them with the base, round robin. */
+    /** A new account with three fine-tunes, and a batch mixing them with the base, round robin. */
     async function mixedBatch(lines: number) {
       const { accountId, key } = await gw.newAccount('10')
-      const adapters: string[] = []
+      const fineTunes: string[] = []
       for (const name of ['alpha', 'beta', 'gamma']) {
         const response = await gw.admin(`/accounts/${accountId}/adapters`, {
           body: {
@@ -57,9 +57,9 @@ for (const storeKind of STORES) {
             source: `/srv/lora/${name}`,
           },
         })
-        adapters.push(((await response.json()) as { id: string }).id)
+        fineTunes.push(((await response.json()) as { id: string }).id)
       }
-      const models = [LORA_BASE, ...adapters]
+      const models = [LORA_BASE, ...fineTunes]
       const file = Array.from({ length: lines }, (_, i) =>
         chatLine(`l${i}`, `line ${i}`, {}, models[i % models.length]),
       )
@@ -70,7 +70,7 @@ for (const storeKind of STORES) {
       })
       expect(created.status).toBe(201)
       const { id } = (await created.json()) as { id: string }
-      return { key, id, adapters }
+      return { key, id, fineTunes }
     }
     const batchOf = async (key: string, id: string) =>
       (await (await gw.request(`/v1/batches/${id}`, key)).json()) as {
@@ -96,9 +96,9 @@ for (const storeKind of STORES) {
     const servedOf = (name: string) =>
       sims.reduce((sum, sim) => sum + (sim.lora().served[name] ?? 0), 0)
 
-    test('every line answered by a replica holding its adapter, none over max_loras, each adapter loaded once', async () => {
+    test('every line answered by a replica holding its fine-tune, none over max_loras, each fine-tune loaded once', async () => {
       for (const sim of sims) sim.resetStats()
-      const { key, id, adapters } = await mixedBatch(80)
+      const { key, id, fineTunes } = await mixedBatch(80)
       const batch = await finished(key, id)
       expect(batch.status).toBe('completed')
       expect(batch.request_counts).toMatchObject({ total: 80, succeeded: 80, failed: 0 })
@@ -106,25 +106,25 @@ for (const storeKind of STORES) {
       results.forEach((result, i) => {
         expect(result.status).toBe('succeeded')
         expect(result.response.body.model).toBe(
-          i % 4 === 0 ? LORA_UPSTREAM_MODEL : adapters[(i % 4) - 1],
+          i % 4 === 0 ? LORA_UPSTREAM_MODEL : fineTunes[(i % 4) - 1],
         )
       })
       for (const sim of sims) {
         const lora = sim.lora()
         expect(lora.maxLoaded).toBeLessThanOrEqual(MAX_LORAS)
         expect(lora.refusedFull).toBe(0)
-        // No request for an adapter reached a replica that did not hold it.
+        // No request for a fine-tune reached a replica that did not hold it.
         expect(lora.missing).toBe(0)
       }
-      // Three adapters fit the pool's four places: each is loaded once and stays.
-      for (const adapter of adapters) {
-        expect(loadsOf(adapter)).toBe(1)
-        expect(unloadsOf(adapter)).toBe(0)
-        expect(servedOf(adapter)).toBe(20)
+      // Three fine-tunes fit the pool's four places: each is loaded once and stays.
+      for (const fineTune of fineTunes) {
+        expect(loadsOf(fineTune)).toBe(1)
+        expect(unloadsOf(fineTune)).toBe(0)
+        expect(servedOf(fineTune)).toBe(20)
       }
     })
 
-    test('a replica that restarted between batches answers 404 for its adapter: loaded again, not a failed attempt', async () => {
+    test('a replica that restarted between batches answers 404 for its fine-tune: loaded again, not a failed attempt', async () => {
       const first = await mixedBatch(8)
       expect((await finished(first.key, first.id)).status).toBe('completed')
       for (const sim of sims) sim.resetStats()
@@ -133,7 +133,9 @@ for (const storeKind of STORES) {
       const { key, id } = await gw
         .request('/v1/batches', first.key, {
           method: 'POST',
-          body: jsonl(first.adapters.map((model, i) => chatLine(`again-${i}`, 'again', {}, model))),
+          body: jsonl(
+            first.fineTunes.map((model, i) => chatLine(`again-${i}`, 'again', {}, model)),
+          ),
           headers: { 'content-type': 'application/jsonl' },
         })
         .then(async (response) => ({
@@ -143,27 +145,27 @@ for (const storeKind of STORES) {
       expect((await finished(key, id)).status).toBe('completed')
       const results = await resultsOf(key, id)
       expect(results.map((r) => [r.status, r.attempts])).toEqual(
-        first.adapters.map(() => ['succeeded', 1]),
+        first.fineTunes.map(() => ['succeeded', 1]),
       )
       // Each was asked for where it had been, refused 404, loaded there again: once.
       expect(sims.reduce((sum, sim) => sum + sim.lora().missing, 0)).toBe(3)
-      for (const adapter of first.adapters) expect(loadsOf(adapter)).toBe(1)
+      for (const fineTune of first.fineTunes) expect(loadsOf(fineTune)).toBe(1)
     })
 
-    test('a replica restarted mid-batch loses its adapters: they are loaded again, and every line succeeds', async () => {
+    test('a replica restarted mid-batch loses its fine-tunes: they are loaded again, and every line succeeds', async () => {
       for (const sim of sims) sim.resetStats()
-      const { key, id, adapters } = await mixedBatch(160)
+      const { key, id, fineTunes } = await mixedBatch(160)
       await waitFor('a quarter of the batch', async () => {
         const batch = await batchOf(key, id)
         return batch.request_counts.succeeded >= 40
       })
-      // A replica holding at least one of this batch's adapters (earlier tests' may be there too).
-      const holding = (sim: Simulator) => sim.lora().loaded.filter((a) => adapters.includes(a))
-      const restarted = await waitFor('a replica holding an adapter', async () =>
+      // A replica holding at least one of this batch's fine-tunes (earlier tests' may be there too).
+      const holding = (sim: Simulator) => sim.lora().loaded.filter((a) => fineTunes.includes(a))
+      const restarted = await waitFor('a replica holding a fine-tune', async () =>
         sims.find((sim) => holding(sim).length > 0),
       )
       const lost = holding(restarted)
-      const loadsBefore = Object.fromEntries(adapters.map((a) => [a, loadsOf(a)]))
+      const loadsBefore = Object.fromEntries(fineTunes.map((a) => [a, loadsOf(a)]))
       await restarted.restart(50)
       const batch = await finished(key, id)
       expect(batch.status).toBe('completed')
@@ -174,13 +176,13 @@ for (const storeKind of STORES) {
         expect(sim.lora().maxLoaded).toBeLessThanOrEqual(MAX_LORAS)
         expect(sim.lora().refusedFull).toBe(0)
       }
-      // Every load past the first is explained: the adapter was lost in the restart, or
+      // Every load past the first is explained: the fine-tune was lost in the restart, or
       // unloaded to make room while its replica was out (it moved to the other one meanwhile).
-      for (const adapter of adapters) {
+      for (const fineTune of fineTunes) {
         // Loaded once before the restart, or (a slow load) not yet.
-        expect(loadsBefore[adapter]).toBeLessThanOrEqual(1)
-        const explained = 1 + unloadsOf(adapter) + (lost.includes(adapter) ? 1 : 0)
-        expect(loadsOf(adapter)).toBeLessThanOrEqual(explained)
+        expect(loadsBefore[fineTune]).toBeLessThanOrEqual(1)
+        const explained = 1 + unloadsOf(fineTune) + (lost.includes(fineTune) ? 1 : 0)
+        expect(loadsOf(fineTune)).toBeLessThanOrEqual(explained)
       }
     })
   })

@@ -1,6 +1,6 @@
 /**
  * A providers file with a LoRA pool: the test catalog plus provider `pool` (`"lora": true`) and
- * model `sim/lora-base`, whose entry declares the adapter limits of docs/open-models.md's example.
+ * model `sim/lora-base`, whose entry declares the fine-tune limits of docs/open-models.md's example.
  */
 import { testCatalog, type TestUpstreams } from './catalog.ts'
 

@@ -4,7 +4,7 @@
  */
 import {
   createAccountBody,
-  createAdapterBody,
+  createFineTuneBody,
   createKeyBody,
   creditBody,
   patchAccountBody,
@@ -60,25 +60,25 @@ export const ADMIN_OPERATIONS: Operations = {
   },
   'POST /admin/v1/accounts/{id}/adapters': {
     id: 'adminRegisterAdapter',
-    summary: 'Register a LoRA adapter for an account',
+    summary: 'Register a fine-tune (a LoRA adapter) for an account',
     docs: 'docs/open-models.md',
     security: 'admin',
-    body: { json: createAdapterBody },
-    answers: { 201: { description: 'the adapter', json: 'Adapter' } },
+    body: { json: createFineTuneBody },
+    answers: { 201: { description: 'the fine-tune', json: 'Adapter' } },
   },
   'GET /admin/v1/accounts/{id}/adapters': {
     id: 'adminListAdapters',
-    summary: "An account's adapters",
+    summary: "An account's fine-tunes",
     docs: 'docs/open-models.md',
     security: 'admin',
-    answers: { 200: { description: 'the adapters', json: 'AdapterList' } },
+    answers: { 200: { description: 'the fine-tunes', json: 'AdapterList' } },
   },
   'DELETE /admin/v1/adapters/{id}': {
     id: 'adminDeactivateAdapter',
-    summary: 'Deactivate an adapter (its id URL-encoded)',
+    summary: 'Deactivate a fine-tune (its id URL-encoded)',
     docs: 'docs/open-models.md',
     security: 'admin',
-    answers: { 200: { description: 'the adapter, inactive', json: 'Adapter' } },
+    answers: { 200: { description: 'the fine-tune, inactive', json: 'Adapter' } },
   },
 }
 

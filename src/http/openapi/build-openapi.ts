@@ -40,7 +40,7 @@ const SURFACES: [prefix: string, tag: string, description: string][] = [
     'Anthropic API',
     "Anthropic's Messages and Message Batches (docs/clients/anthropic-sdk.md)",
   ],
-  ['/admin/v1', 'Admin API', 'Accounts, credit, keys and adapters (docs/operations.md)'],
+  ['/admin/v1', 'Admin API', 'Accounts, credit, keys and fine-tunes (docs/operations.md)'],
   ['/dashboard', 'Dashboard', 'HTML pages for a browser (docs/dashboard-and-cli.md)'],
   ['/v1/webhooks', 'Webhooks', 'Signed deliveries when a batch ends (docs/events-and-webhooks.md)'],
   ['/v1/batches', 'Native batches', 'The raw-JSONL batch API (docs/native-api.md)'],

@@ -6,8 +6,8 @@
 import { z } from 'zod'
 import {
   accountSchema,
-  adapterListSchema,
-  adapterSchema,
+  fineTuneListSchema,
+  fineTuneSchema,
   apiKeyCreatedSchema,
   apiKeySchema,
 } from '../../schemas/admin-objects.ts'
@@ -71,8 +71,8 @@ export const ANSWERS = {
   Account: accountSchema,
   ApiKey: apiKeySchema,
   ApiKeyCreated: apiKeyCreatedSchema,
-  Adapter: adapterSchema,
-  AdapterList: adapterListSchema,
+  Adapter: fineTuneSchema,
+  AdapterList: fineTuneListSchema,
   OpenAiBatch: openAiBatchSchema,
   OpenAiBatchList: pageOf(openAiBatchSchema),
   OpenAiFile: openAiFileSchema,

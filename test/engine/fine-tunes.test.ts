@@ -1,23 +1,29 @@
 /**
- * Fine-tuned adapters (docs/open-models.md) over real HTTP: the admin API that registers, lists and
+ * Fine-tunes (docs/open-models.md) over real HTTP: the admin API that registers, lists and
  * deactivates them; `ft:` ids in lines and live calls (one model_not_found for unknown, another
- * account's and inactive ids); the base model's limits on one batch; the model lists; adapter
+ * account's and inactive ids); the base model's limits on one batch; the model lists; fine-tune
  * lines run on the LoRA pool and priced as their base.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Decimal from 'decimal.js'
 import OpenAI, { toFile } from 'openai'
-import { accountTag } from '../../src/catalog/adapters.ts'
+import { accountTag } from '../../src/catalog/fine-tunes.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { chatLine, jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
 import { LORA_BASE, LORA_UPSTREAM_MODEL, loraCatalog } from '../helpers/lora-catalog.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
 
-type Adapter = { id: string; object: string; parent: string; status: string; [k: string]: unknown }
+type FineTuneModel = {
+  id: string
+  object: string
+  parent: string
+  status: string
+  [k: string]: unknown
+}
 type Issue = { line: number; path: string; message: string; fix: string; code?: string }
 
 for (const storeKind of STORES) {
-  describe(`fine-tuned adapters (${storeKind})`, () => {
+  describe(`fine-tunes (${storeKind})`, () => {
     let sims: Simulator[]
     let gw: TestGateway
 
@@ -45,7 +51,7 @@ for (const storeKind of STORES) {
     const registered = async (accountId: string, body: Record<string, unknown>) => {
       const response = await register(accountId, body)
       expect(response.status).toBe(201)
-      return (await response.json()) as Adapter
+      return (await response.json()) as FineTuneModel
     }
     const submit = (key: string, lines: unknown[], query = '') =>
       gw.request(`/v1/batches${query}`, key, {
@@ -61,10 +67,10 @@ for (const storeKind of STORES) {
     }
     const line = (id: string, model: string) => chatLine(id, `hello ${id}`, {}, model)
 
-    test('registers an adapter: 201 with its ft: id and parent, listed, deactivated by its URL-encoded id', async () => {
+    test('registers a fine-tune: 201 with its ft: id and parent, listed, deactivated by its URL-encoded id', async () => {
       const { accountId } = await gw.newAccount('1')
-      const adapter = await registered(accountId, { name: 'support-v3', rank: 32, size_mib: 160 })
-      expect(adapter).toMatchObject({
+      const fineTune = await registered(accountId, { name: 'support-v3', rank: 32, size_mib: 160 })
+      expect(fineTune).toMatchObject({
         id: `ft:lora-base:${accountTag(accountId)}:support-v3`,
         object: 'model',
         parent: LORA_BASE,
@@ -74,19 +80,19 @@ for (const storeKind of STORES) {
         source: '/srv/lora/x',
       })
       const listed = (await (await gw.admin(`/accounts/${accountId}/adapters`)).json()) as {
-        data: Adapter[]
+        data: FineTuneModel[]
       }
-      expect(listed.data.map((a) => a.id)).toEqual([adapter.id])
+      expect(listed.data.map((a) => a.id)).toEqual([fineTune.id])
 
-      const gone = await gw.admin(`/adapters/${encodeURIComponent(adapter.id)}`, {
+      const gone = await gw.admin(`/adapters/${encodeURIComponent(fineTune.id)}`, {
         method: 'DELETE',
       })
       expect(gone.status).toBe(200)
-      expect(((await gone.json()) as Adapter).status).toBe('inactive')
+      expect(((await gone.json()) as FineTuneModel).status).toBe('inactive')
       const after = (await (await gw.admin(`/accounts/${accountId}/adapters`)).json()) as {
-        data: Adapter[]
+        data: FineTuneModel[]
       }
-      expect(after.data.map((a) => [a.id, a.status])).toEqual([[adapter.id, 'inactive']])
+      expect(after.data.map((a) => [a.id, a.status])).toEqual([[fineTune.id, 'inactive']])
       const unknown = await gw.admin(`/adapters/${encodeURIComponent('ft:nope:0:x')}`, {
         method: 'DELETE',
       })
@@ -114,7 +120,7 @@ for (const storeKind of STORES) {
       })
       expect(await refusal({ name: 'a', base_model: 'sim/chat' }, 400)).toMatchObject({
         param: 'base_model',
-        message: expect.stringContaining('not served with adapters'),
+        message: expect.stringContaining('not served with fine-tunes'),
       })
       expect(await refusal({ name: 'a', rank: 128 }, 400)).toMatchObject({
         param: 'rank',
@@ -136,7 +142,7 @@ for (const storeKind of STORES) {
       })
     })
 
-    test("a line naming an unknown, another account's or an inactive adapter: model_not_found, one message for all three", async () => {
+    test("a line naming an unknown, another account's or an inactive fine-tune: model_not_found, one message for all three", async () => {
       const mine = await gw.newAccount('1')
       const theirs = await gw.newAccount('1')
       const inactive = await registered(mine.accountId, { name: 'old' })
@@ -178,7 +184,7 @@ for (const storeKind of STORES) {
         expect(issues).toHaveLength(1)
         expect(issues[0]).toMatchObject({ path: 'body.model' })
         // model_not_found is docs/open-models.md's code for an id that does not exist, is another account's
-        // or is inactive; these adapters are the account's own and active.
+        // or is inactive; these fine-tunes are the account's own and active.
         expect(issues[0]!.code).toBeUndefined()
         return issues[0]
       }
@@ -193,10 +199,10 @@ for (const storeKind of STORES) {
       }
     })
 
-    test('adapter lines run on the LoRA pool under their own id, priced as the base', async () => {
+    test('fine-tune lines run on the LoRA pool under their own id, priced as the base', async () => {
       const { accountId, key } = await gw.newAccount('1')
-      const adapter = await registered(accountId, { name: 'priced', source: '/srv/lora/priced' })
-      const created = await submit(key, [line('a', adapter.id), line('b', LORA_BASE)])
+      const fineTune = await registered(accountId, { name: 'priced', source: '/srv/lora/priced' })
+      const created = await submit(key, [line('a', fineTune.id), line('b', LORA_BASE)])
       expect(created.status).toBe(201)
       const { id } = (await created.json()) as { id: string }
       const batch = await waitFor(`batch ${id}`, async () => {
@@ -210,7 +216,7 @@ for (const storeKind of STORES) {
         .map((l) => JSON.parse(l))
       const [a, b] = results
       expect(a.status).toBe('succeeded')
-      expect(a.response.body.model).toBe(adapter.id)
+      expect(a.response.body.model).toBe(fineTune.id)
       expect(b.response.body.model).toBe(LORA_UPSTREAM_MODEL)
       for (const result of results) {
         const usage = result.response.body.usage
@@ -222,10 +228,10 @@ for (const storeKind of STORES) {
       }
       // Loaded from where the operator said, under its id.
       const loaded = sims.flatMap((sim) => sim.lora().loaded)
-      expect(loaded).toContain(adapter.id)
+      expect(loaded).toContain(fineTune.id)
     })
 
-    test("GET /v1/models and /openai/v1/models list the caller's active adapters with parent, in OpenAI's shape", async () => {
+    test("GET /v1/models and /openai/v1/models list the caller's active fine-tunes with parent, in OpenAI's shape", async () => {
       const { accountId, key } = await gw.newAccount('1')
       const other = await gw.newAccount('1')
       const active = await registered(accountId, { name: 'listed' })
@@ -258,10 +264,10 @@ for (const storeKind of STORES) {
       expect(listed.map((m) => m.id)).not.toContain(foreign.id)
     })
 
-    test('a live call names an adapter by its id; an id it cannot use is 404 model_not_found', async () => {
+    test('a live call names a fine-tune by its id; an id it cannot use is 404 model_not_found', async () => {
       const { accountId, key } = await gw.newAccount('1')
       const other = await gw.newAccount('1')
-      const adapter = await registered(accountId, { name: 'live' })
+      const fineTune = await registered(accountId, { name: 'live' })
       const foreign = await registered(other.accountId, { name: 'live-theirs' })
       const call = (model: string) =>
         gw.request('/v1/chat/completions', key, {
@@ -273,14 +279,14 @@ for (const storeKind of STORES) {
             max_tokens: 8,
           }),
         })
-      const answered = await call(adapter.id)
+      const answered = await call(fineTune.id)
       expect(answered.status).toBe(200)
-      expect(((await answered.json()) as { model: string }).model).toBe(adapter.id)
+      expect(((await answered.json()) as { model: string }).model).toBe(fineTune.id)
       const streamed = await gw.request('/v1/chat/completions', key, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({
-          model: adapter.id,
+          model: fineTune.id,
           stream: true,
           messages: [{ role: 'user', content: 'hi' }],
           max_tokens: 8,
@@ -289,7 +295,7 @@ for (const storeKind of STORES) {
       expect(streamed.status).toBe(200)
       const events = (await streamed.text()).split('\n').filter((l) => l.startsWith('data: {'))
       expect(events.length).toBeGreaterThan(0)
-      expect(events.every((e) => JSON.parse(e.slice(6)).model === adapter.id)).toBe(true)
+      expect(events.every((e) => JSON.parse(e.slice(6)).model === fineTune.id)).toBe(true)
       const refusals = await Promise.all([foreign.id, 'ft:lora-base:000000000000:none'].map(call))
       const bodies = await Promise.all(refusals.map((r) => r.json() as Promise<any>))
       expect(refusals.map((r) => r.status)).toEqual([404, 404])
@@ -297,7 +303,7 @@ for (const storeKind of STORES) {
       expect(bodies[0].error.message).toBe(bodies[1].error.message)
     })
 
-    test("the facade's batch errors carry model_not_found for a line naming another account's adapter", async () => {
+    test("the facade's batch errors carry model_not_found for a line naming another account's fine-tune", async () => {
       const { key } = await gw.newAccount('1')
       const other = await gw.newAccount('1')
       const foreign = await registered(other.accountId, { name: 'facade-theirs' })

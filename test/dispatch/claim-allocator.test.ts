@@ -1,9 +1,9 @@
 /**
- * The claim planner (src/dispatch/claim-planner.ts): earliest deadline first within an account,
+ * The claim allocator (src/dispatch/claim-allocator.ts): earliest deadline first within an account,
  * round-robin between accounts, never more than the room under what the instance keeps in flight.
  */
 import { describe, expect, test } from 'bun:test'
-import { createClaimPlanner, spreadOverAccounts } from '../../src/dispatch/claim-planner.ts'
+import { createClaimAllocator, spreadOverAccounts } from '../../src/dispatch/claim-allocator.ts'
 import type { RunnableBatch } from '../../src/store/store.ts'
 
 const batch = (
@@ -23,62 +23,62 @@ const none = new Set<string>()
 const claimed = (claims: { batch: RunnableBatch; count: number }[]) =>
   claims.map(({ batch, count }) => `${batch.id}:${count}`)
 
-describe('claim planner', () => {
+describe('claim allocator', () => {
   test('keeps half the slots again in flight, and claims only once a claim’s worth of room is free', () => {
     // 256 slots: 384 kept in flight, claims of at least 64.
-    const planner = createClaimPlanner({ capacity: 256 })
+    const allocator = createClaimAllocator({ capacity: 256 })
     const batches = [batch('b1', 'a1', 100, 10_000)]
-    expect(claimed(planner.plan({ now: 0, batches, inFlight: 0, heldBack: none }))).toEqual([
+    expect(claimed(allocator.allocate({ now: 0, batches, inFlight: 0, heldBack: none }))).toEqual([
       'b1:384',
     ])
-    expect(claimed(planner.plan({ now: 0, batches, inFlight: 320, heldBack: none }))).toEqual([
-      'b1:64',
-    ])
-    expect(planner.plan({ now: 0, batches, inFlight: 321, heldBack: none })).toEqual([])
-    expect(planner.hasRoom(320)).toBe(true)
-    expect(planner.hasRoom(321)).toBe(false)
-    expect(planner.isFull(383)).toBe(false)
-    expect(planner.isFull(384)).toBe(true)
+    expect(claimed(allocator.allocate({ now: 0, batches, inFlight: 320, heldBack: none }))).toEqual(
+      ['b1:64'],
+    )
+    expect(allocator.allocate({ now: 0, batches, inFlight: 321, heldBack: none })).toEqual([])
+    expect(allocator.hasRoom(320)).toBe(true)
+    expect(allocator.hasRoom(321)).toBe(false)
+    expect(allocator.isFull(383)).toBe(false)
+    expect(allocator.isFull(384)).toBe(true)
     // A small capacity claims in a quarter of its slots: 8 slots, 12 kept, claims of at least 2.
-    const small = createClaimPlanner({ capacity: 8 })
+    const small = createClaimAllocator({ capacity: 8 })
     expect(small.hasRoom(10)).toBe(true)
     expect(small.hasRoom(11)).toBe(false)
   })
 
   test('within an account, the earliest deadline first, whatever the order the batches came in', () => {
-    const planner = createClaimPlanner({ capacity: 8 })
+    const allocator = createClaimAllocator({ capacity: 8 })
     const batches = [
       batch('late', 'a1', 300, 50),
       batch('soon', 'a1', 100, 5),
       batch('middle', 'a1', 200, 50),
     ]
-    expect(claimed(planner.plan({ now: 0, batches, inFlight: 0, heldBack: none }))).toEqual([
+    expect(claimed(allocator.allocate({ now: 0, batches, inFlight: 0, heldBack: none }))).toEqual([
       'soon:5',
       'middle:7',
     ])
   })
 
   test('batches due at the same second keep the order they came in', () => {
-    const planner = createClaimPlanner({ capacity: 8 })
+    const allocator = createClaimAllocator({ capacity: 8 })
     const batches = [batch('b2', 'a1', 100, 3), batch('b1', 'a1', 100, 50)]
-    expect(claimed(planner.plan({ now: 0, batches, inFlight: 0, heldBack: none }))).toEqual([
+    expect(claimed(allocator.allocate({ now: 0, batches, inFlight: 0, heldBack: none }))).toEqual([
       'b2:3',
       'b1:9',
     ])
   })
 
   test('a huge batch does not starve another account: each account an equal share, the first turn moving round', () => {
-    const planner = createClaimPlanner({ capacity: 64 })
+    const allocator = createClaimAllocator({ capacity: 64 })
     // 96 free lines over two accounts: 48 each, although a1's batch is due first and could take all.
     const batches = [
       batch('huge', 'a1', 100, 50_000),
       batch('small', 'a2', 200, 30),
       batch('other', 'a2', 300, 1000),
     ]
-    const first = planner.plan({ now: 0, batches, inFlight: 0, heldBack: none })
+    const first = allocator.allocate({ now: 0, batches, inFlight: 0, heldBack: none })
     expect(claimed(first)).toEqual(['huge:48', 'small:30', 'other:18'])
-    // The next plan starts with the other account.
-    const second = planner.plan({ now: 0, batches, inFlight: 0, heldBack: none })
+    // The next allocation starts with the other account.
+    const second = allocator.allocate({ now: 0, batches, inFlight: 0, heldBack: none })
     expect(claimed(second)).toEqual(['small:30', 'other:18', 'huge:48'])
     expect(second.reduce((sum, claim) => sum + claim.count, 0)).toBeLessThanOrEqual(96)
   })
@@ -104,17 +104,17 @@ describe('claim planner', () => {
   })
 
   test('the accounts held back get nothing, and the turn does not move when nothing is left to claim', () => {
-    const planner = createClaimPlanner({ capacity: 8 })
+    const allocator = createClaimAllocator({ capacity: 8 })
     const batches = [batch('b1', 'a1', 100, 50), batch('b2', 'a2', 200, 50)]
     expect(
-      claimed(planner.plan({ now: 0, batches, inFlight: 0, heldBack: new Set(['a1']) })),
+      claimed(allocator.allocate({ now: 0, batches, inFlight: 0, heldBack: new Set(['a1']) })),
     ).toEqual(['b2:12'])
-    expect(planner.plan({ now: 0, batches, inFlight: 0, heldBack: new Set(['a1', 'a2']) })).toEqual(
-      [],
-    )
-    expect(planner.plan({ now: 0, batches: [], inFlight: 0, heldBack: none })).toEqual([])
-    // One plan that served an account so far: this one starts with the second account.
-    expect(claimed(planner.plan({ now: 0, batches, inFlight: 0, heldBack: none }))).toEqual([
+    expect(
+      allocator.allocate({ now: 0, batches, inFlight: 0, heldBack: new Set(['a1', 'a2']) }),
+    ).toEqual([])
+    expect(allocator.allocate({ now: 0, batches: [], inFlight: 0, heldBack: none })).toEqual([])
+    // One allocation that served an account so far: this one starts with the second account.
+    expect(claimed(allocator.allocate({ now: 0, batches, inFlight: 0, heldBack: none }))).toEqual([
       'b2:6',
       'b1:6',
     ])

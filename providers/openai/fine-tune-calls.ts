@@ -1,5 +1,6 @@
 /**
- * Loading and unloading a LoRA adapter on one replica, as vLLM does with runtime LoRA updating
+ * Loading and unloading a fine-tune (a LoRA adapter) on one replica, as vLLM does with runtime
+ * LoRA updating
  * (VLLM_ALLOW_RUNTIME_LORA_UPDATING=True): `POST {base_url}/load_lora_adapter`
  * {"lora_name", "lora_path"} and `POST {base_url}/unload_lora_adapter` {"lora_name"}.
  */
@@ -10,17 +11,17 @@ import {
   upstreamError,
 } from '../classify-error.ts'
 import { createDeadline } from '../deadline.ts'
-import type { LoraCalls } from '../lora-residency.ts'
+import type { FineTuneCalls } from '../fine-tune-residency.ts'
 import type { Replica } from '../pool.ts'
 
-// vLLM answers a load of an adapter it holds already with a 400 that says so: it is loaded.
+// vLLM answers a load of a fine-tune it holds already with a 400 that says so: it is loaded.
 const ALREADY_LOADED = /already been loaded|already loaded/i
 
-export function createLoraCalls(options: {
+export function createFineTuneCalls(options: {
   headers: Record<string, string>
   timeoutMs: number
   apiKey: string | null
-}): LoraCalls {
+}): FineTuneCalls {
   async function post(replica: Replica, path: string, body: unknown) {
     const deadline = createDeadline(options.timeoutMs)
     try {
@@ -50,10 +51,10 @@ export function createLoraCalls(options: {
   }
 
   return {
-    async load(replica, adapter) {
+    async load(replica, fineTune) {
       const answer = await post(replica, '/load_lora_adapter', {
-        lora_name: adapter.name,
-        lora_path: adapter.path,
+        lora_name: fineTune.name,
+        lora_path: fineTune.path,
       })
       if (!answer.ok) {
         const health = isConnectFailure(answer.cause) ? 'down' : 'failure'
@@ -63,9 +64,9 @@ export function createLoraCalls(options: {
         return { ok: true }
       }
       const refused = classifyStatus(answer.status, answer.header, answer.text, options.apiKey)
-      // Retried, even a 4xx: a replica full of another instance's adapters refuses a load that
+      // Retried, even a 4xx: a replica full of another instance's fine-tunes refuses a load that
       // a later try may get in. A source that cannot be loaded fails once its tries are spent.
-      const message = `replica ${replica.baseUrl} could not load adapter ${adapter.name}: ${refused.message}`
+      const message = `replica ${replica.baseUrl} could not load fine-tune ${fineTune.name}: ${refused.message}`
       const error = upstreamError('server_error', message, {
         status: refused.status,
         retryAfterMs: refused.retryAfterMs,
@@ -74,7 +75,7 @@ export function createLoraCalls(options: {
       return { ok: false, error, health: answer.status >= 500 ? 'failure' : 'ok' }
     },
     async unload(replica, name) {
-      // An adapter the replica does not hold (it restarted) is as good as unloaded.
+      // A fine-tune the replica does not hold (it restarted) is as good as unloaded.
       await post(replica, '/unload_lora_adapter', { lora_name: name })
     },
   }

@@ -1,12 +1,11 @@
 /**
- * Claim planning: which runnable batches to claim lines from, and how many, on each turn of the
+ * Claim allocation: which runnable batches to claim lines from, and how many, on each turn of the
  * dispatcher's loop. Earliest deadline first within an account, round-robin between accounts (so
  * one huge batch cannot starve a small one), bounded by the room left under what this instance
  * keeps in flight. No I/O and no clock of its own: the dispatcher passes in what it read.
  *
- * It grows into the planner of docs/routing.md (offerings chosen by price, capacity and deadline): that
- * one reads the same input plus each offering's measured throughput, and a claim then also names
- * the offering its lines go to.
+ * It says how many lines of which batch, not where they go: each line's offering is the planner's
+ * (spill-planner.ts, docs/routing.md), chosen as the line is launched.
  */
 import type { RunnableBatch } from '../store/store.ts'
 
@@ -16,8 +15,8 @@ export interface Claim {
   count: number
 }
 
-export interface PlanInput {
-  /** The tick's clock (ms). Today's rule does not read it; a deadline-aware plan does. */
+export interface AllocationInput {
+  /** The tick's clock (ms). Today's rule does not read it. */
   now: number
   /** Batches with pending lines, in any order. */
   batches: readonly RunnableBatch[]
@@ -27,13 +26,13 @@ export interface PlanInput {
   heldBack: { has(accountId: string): boolean }
 }
 
-export interface ClaimPlanner {
+export interface ClaimAllocator {
   /** Whether a claim's worth of room is free: the loop is woken for no less. */
   hasRoom(inFlight: number): boolean
-  /** Whether as many lines are in flight as the planner keeps. */
+  /** Whether as many lines are in flight as the allocator keeps. */
   isFull(inFlight: number): boolean
   /** The claims to make now; none without a claim's worth of room or a batch to claim from. */
-  plan(input: PlanInput): Claim[]
+  allocate(input: AllocationInput): Claim[]
 }
 
 /**
@@ -42,20 +41,20 @@ export interface ClaimPlanner {
  * Half the slots again covers a claim that waits its turn for the batch row on a busy PostgreSQL
  * (measured: a quarter left 20–25% of the slots idle there; SQLite does as well with either).
  */
-export function createClaimPlanner({ capacity }: { capacity: number }): ClaimPlanner {
+export function createClaimAllocator({ capacity }: { capacity: number }): ClaimAllocator {
   const target = capacity + Math.ceil(capacity / 2)
   // Claim in sizeable groups: one claim per line would make the store the bottleneck, and each
   // claim is a message that wakes the SQLite thread (or a PostgreSQL round trip holding the batch
   // row). A quarter of the slots still leaves a quarter waiting at the gate (measured, 256 slots:
   // 64 rather than 32 gave 1.5% more lines/s in each of five alternating pairs of runs).
   const minClaim = Math.min(64, Math.ceil(capacity / 4))
-  /** Which account goes first; moves on by one on every plan that has an account to serve. */
+  /** Which account goes first; moves on by one on every allocation that has an account to serve. */
   let turn = 0
   const hasRoom = (inFlight: number) => target - inFlight >= minClaim
   return {
     hasRoom,
     isFull: (inFlight) => inFlight >= target,
-    plan({ batches, inFlight, heldBack }) {
+    allocate({ batches, inFlight, heldBack }) {
       if (!hasRoom(inFlight)) return []
       const byAccount = groupByAccount(batches, heldBack)
       if (byAccount.length === 0) return []
@@ -67,7 +66,7 @@ export function createClaimPlanner({ capacity }: { capacity: number }): ClaimPla
 /** Each account's batches, earliest deadline first; the accounts in order of their earliest deadline. */
 export function groupByAccount(
   batches: readonly RunnableBatch[],
-  heldBack: PlanInput['heldBack'],
+  heldBack: AllocationInput['heldBack'],
 ): RunnableBatch[][] {
   // A stable sort: batches due at the same second keep the store's order (by id).
   const byDeadline = [...batches].sort((a, b) => a.deadlineAt - b.deadlineAt)

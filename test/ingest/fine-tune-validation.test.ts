@@ -1,10 +1,10 @@
 /**
- * Adapters in a file validated on two cores (src/ingest/parallel-validation.ts): the account's
- * adapters reach the validation thread, a clean file is put together from the halves, and the
+ * Fine-tunes in a file validated on two cores (src/ingest/parallel-validation.ts): the account's
+ * fine-tunes reach the validation thread, a clean file is put together from the halves, and the
  * base's limits hold for the two halves together, with the verdict of one pass in every case.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
-import type { AdapterRecord } from '../../src/catalog/adapters.ts'
+import type { FineTuneRecord } from '../../src/catalog/fine-tunes.ts'
 import { validateBatchFile } from '../../src/ingest/validate-batch-file.ts'
 import { chatLine, jsonl } from '../helpers/gateway.ts'
 import { LORA_BASE, loraCatalog } from '../helpers/lora-catalog.ts'
@@ -14,7 +14,7 @@ const { catalog, validator, paths } = splitValidator(loraCatalog('http://127.0.0
 afterAll(() => validator.close())
 const LIMITS = { maxLines: 1000, maxCustomIdLength: 64 }
 
-const adapter = (n: number): AdapterRecord => ({
+const fineTune = (n: number): FineTuneRecord => ({
   id: `ft:lora-base:abc:a${n}`,
   accountId: 'acct_1',
   baseModel: LORA_BASE,
@@ -26,25 +26,25 @@ const adapter = (n: number): AdapterRecord => ({
   createdAt: 0,
   deactivatedAt: null,
 })
-const lookup = new Map(Array.from({ length: 12 }, (_, n) => [adapter(n).id, adapter(n)]))
-/** A line of the base, then two lines for each of these adapters. */
+const lookup = new Map(Array.from({ length: 12 }, (_, n) => [fineTune(n).id, fineTune(n)]))
+/** A line of the base, then two lines for each of these fine-tunes. */
 const file = (ids: number[]) =>
   new TextEncoder().encode(
     jsonl([
       chatLine('base', 'x', {}, LORA_BASE),
-      ...ids.flatMap((n) => [0, 1].map((k) => chatLine(`l${n}-${k}`, 'x', {}, adapter(n).id))),
+      ...ids.flatMap((n) => [0, 1].map((k) => chatLine(`l${n}-${k}`, 'x', {}, fineTune(n).id))),
     ]),
   )
 
 async function bothWays(bytes: Uint8Array) {
   paths.length = 0
   const split = await validator.validate(bytes, LIMITS, lookup)
-  const onePass = validateBatchFile(bytes, catalog, LIMITS, { adapters: lookup })
+  const onePass = validateBatchFile(bytes, catalog, LIMITS, { fineTunes: lookup })
   return { split, onePass, path: paths[0] }
 }
 
-describe('adapters in a file validated on two cores', () => {
-  test("the account's adapters reach the validation thread: a clean file is put together from the halves", async () => {
+describe('fine-tunes in a file validated on two cores', () => {
+  test("the account's fine-tunes reach the validation thread: a clean file is put together from the halves", async () => {
     const { split, onePass, path } = await bothWays(file([0, 1, 2, 3, 4, 5, 6, 7]))
     expect(path).toBe('split')
     expect(split.ok).toBe(true)

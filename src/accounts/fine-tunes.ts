@@ -1,21 +1,21 @@
 /**
- * Registering, listing and deactivating an account's fine-tuned adapters (docs/open-models.md), shared by
+ * Registering, listing and deactivating an account's fine-tunes (docs/open-models.md), shared by
  * the admin API and the CLI. A registration is checked against the catalog: the base model must
- * be one a LoRA pool serves, and the adapter within what its entry says a batch may stage.
+ * be one a LoRA pool serves, and the fine-tune within what its entry says a batch may stage.
  */
 import {
-  ADAPTER_NAME,
-  adapterId,
+  FINE_TUNE_NAME,
+  fineTuneId,
   loraOfferings,
   maxRank,
-  type AdapterRecord,
-} from '../catalog/adapters.ts'
+  type FineTuneRecord,
+} from '../catalog/fine-tunes.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { nowSeconds } from '../domain.ts'
 import { excerpt } from '../excerpt.ts'
-import type { AccountStore, AdapterStore } from '../store/store.ts'
+import type { AccountStore, FineTuneStore } from '../store/store.ts'
 
-export interface AdapterInput {
+export interface FineTuneInput {
   baseModel: string
   name: string
   rank: number
@@ -24,35 +24,35 @@ export interface AdapterInput {
 }
 
 /** Why a registration was refused: which field, what was wrong and what to send instead. */
-export interface AdapterRefusal {
+export interface FineTuneRefusal {
   kind: 'invalid' | 'no_account' | 'duplicate'
   param: string | null
   message: string
 }
 
-export interface Adapters {
-  register(accountId: string, input: AdapterInput): Promise<AdapterRecord | AdapterRefusal>
+export interface FineTunes {
+  register(accountId: string, input: FineTuneInput): Promise<FineTuneRecord | FineTuneRefusal>
   /** Null for an unknown account. */
-  list(accountId: string): Promise<AdapterRecord[] | null>
-  deactivate(id: string): Promise<AdapterRecord | null>
+  list(accountId: string): Promise<FineTuneRecord[] | null>
+  deactivate(id: string): Promise<FineTuneRecord | null>
 }
 
 /** The highest rank any vLLM release loads (its --max-lora-rank choices end at 512). */
 const MAX_RANK = 512
 
-export function createAdapters(
-  store: AdapterStore & Pick<AccountStore, 'getAccount'>,
+export function createFineTunes(
+  store: FineTuneStore & Pick<AccountStore, 'getAccount'>,
   catalog: Catalog,
-  /** `onChanged`: told the account whose adapters changed (the gateway's adapter directory). */
+  /** `onChanged`: told the account whose fine-tunes changed (the gateway's fine-tune directory). */
   hooks: { onChanged?: (accountId: string) => void } = {},
-): Adapters {
-  const invalid = (param: string, message: string): AdapterRefusal => ({
+): FineTunes {
+  const invalid = (param: string, message: string): FineTuneRefusal => ({
     kind: 'invalid',
     param,
     message,
   })
 
-  function check(input: AdapterInput): AdapterRefusal | string {
+  function check(input: FineTuneInput): FineTuneRefusal | string {
     const model = catalog.find(input.baseModel)
     if (!model) {
       const examples = catalog.models.filter((m) => m.adapters).map((m) => m.id)
@@ -64,10 +64,10 @@ export function createAdapters(
     if (!model.adapters || loraOfferings(catalog, catalog.usable(model)).length === 0) {
       return invalid(
         'base_model',
-        `${model.id} is not served with adapters on this gateway: its catalog entry needs "adapters" and an offering on a provider with "lora": true`,
+        `${model.id} is not served with fine-tunes on this gateway: its catalog entry needs "adapters" and an offering on a provider with "lora": true`,
       )
     }
-    if (!ADAPTER_NAME.test(input.name)) {
+    if (!FINE_TUNE_NAME.test(input.name)) {
       return invalid(
         'name',
         'must be 1–64 lowercase letters, digits, ".", "_" or "-", starting with a letter or digit',
@@ -81,7 +81,7 @@ export function createAdapters(
     if (cap !== undefined && input.sizeMib > cap) {
       return invalid(
         'size_mib',
-        `must be at most ${cap} for ${model.id}: a batch stages at most ${cap} MiB of adapters (max_total_mib)`,
+        `must be at most ${cap} for ${model.id}: a batch stages at most ${cap} MiB of fine-tunes (max_total_mib)`,
       )
     }
     return model.id
@@ -91,8 +91,8 @@ export function createAdapters(
     async register(accountId, input) {
       const checked = check(input)
       if (typeof checked !== 'string') return checked
-      const id = adapterId(checked, accountId, input.name)
-      const result = await store.createAdapter({
+      const id = fineTuneId(checked, accountId, input.name)
+      const result = await store.createFineTune({
         id,
         accountId,
         baseModel: checked,
@@ -109,21 +109,21 @@ export function createAdapters(
           return {
             kind: 'duplicate',
             param: 'name',
-            message: `the account already has an adapter ${id} (${result.adapter.status}); register it under another name`,
+            message: `the account already has a fine-tune ${id} (${result.fineTune.status}); register it under another name`,
           }
         case 'created':
           hooks.onChanged?.(accountId)
-          return result.adapter
+          return result.fineTune
       }
     },
     async list(accountId) {
       if (!(await store.getAccount(accountId))) return null
-      return store.listAdapters(accountId)
+      return store.listFineTunes(accountId)
     },
     async deactivate(id) {
-      const adapter = await store.deactivateAdapter(id, nowSeconds())
-      if (adapter) hooks.onChanged?.(adapter.accountId)
-      return adapter
+      const fineTune = await store.deactivateFineTune(id, nowSeconds())
+      if (fineTune) hooks.onChanged?.(fineTune.accountId)
+      return fineTune
     },
   }
 }

@@ -1,6 +1,6 @@
-/** The base model's limits on one batch's adapters (src/catalog/adapters.ts), rule by rule. */
+/** The base model's limits on one batch's fine-tunes (src/catalog/fine-tunes.ts), rule by rule. */
 import { describe, expect, test } from 'bun:test'
-import { adapterLimitProblem } from '../../src/catalog/adapters.ts'
+import { fineTuneLimitProblem } from '../../src/catalog/fine-tunes.ts'
 import { modelSchema } from '../../src/catalog/catalog-file.ts'
 
 const base = modelSchema.parse({
@@ -13,10 +13,10 @@ const base = modelSchema.parse({
 })
 const of = (rank: number, count: number, sizeMib = 100) =>
   Array.from({ length: count }, () => ({ rank, sizeMib }))
-const limitOf = (adapters: { rank: number; sizeMib: number }[]) =>
-  adapterLimitProblem(base, adapters)?.limit ?? null
+const limitOf = (fineTunes: { rank: number; sizeMib: number }[]) =>
+  fineTuneLimitProblem(base, fineTunes)?.limit ?? null
 
-describe('adapter limits of a base model', () => {
+describe('fine-tune limits of a base model', () => {
   test('up to each limit passes: 8 of rank 32 or lower, 4 of rank 64, 1,008 MiB', () => {
     expect(limitOf(of(32, 8))).toBeNull()
     expect(limitOf(of(8, 8))).toBeNull()
@@ -30,11 +30,11 @@ describe('adapter limits of a base model', () => {
     expect(limitOf(of(64, 5))).toBe('limits_by_rank')
     expect(limitOf([...of(33, 3), ...of(64, 2)])).toBe('limits_by_rank')
     expect(limitOf(of(16, 7, 160))).toBe('max_total_mib')
-    expect(adapterLimitProblem(base, of(64, 5))!.message).toContain('at most 4 of rank 64')
+    expect(fineTuneLimitProblem(base, of(64, 5))!.message).toContain('at most 4 of rank 64')
   })
 
-  test('a base without an adapters entry sets no limit here (registration refuses its adapters)', () => {
+  test('a base without an "adapters" entry sets no limit here (registration refuses its fine-tunes)', () => {
     const plain = modelSchema.parse({ ...base, adapters: undefined })
-    expect(adapterLimitProblem(plain, of(64, 20))).toBeNull()
+    expect(fineTuneLimitProblem(plain, of(64, 20))).toBeNull()
   })
 })

@@ -1,25 +1,25 @@
 /**
- * Which adapters each replica holds and where a call for one goes (providers/lora-residency.ts),
+ * Which fine-tunes each replica holds and where a call for one goes (providers/fine-tune-residency.ts),
  * on a real replica pool; the load and unload requests are recorded instead of sent, so each
  * rule can be checked step by step (the same rules over HTTP: test/engine/lora-pool.test.ts).
  */
 import { afterEach, describe, expect, test } from 'bun:test'
 import { upstreamError } from '../../providers/classify-error.ts'
 import {
-  createLoraResidency,
+  createFineTuneResidency,
   type LoadResult,
-  type LoraCalls,
-  type LoraLease,
-} from '../../providers/lora-residency.ts'
+  type FineTuneCalls,
+  type FineTuneLease,
+} from '../../providers/fine-tune-residency.ts'
 import { createReplicaPool, type Replica, type ReplicaPool } from '../../providers/pool.ts'
 
-const adapter = (name: string) => ({ name, path: `/adapters/${name}` })
+const fineTune = (name: string) => ({ name, path: `/adapters/${name}` })
 
 /** Loads and unloads as they are asked for, each answered when the test says (or at once). */
 function recordingCalls(options: { manual?: boolean } = {}) {
   const log: string[] = []
   const pending: { name: string; resolve: (result: LoadResult) => void }[] = []
-  const calls: LoraCalls = {
+  const calls: FineTuneCalls = {
     load(replica, lora) {
       log.push(`load ${lora.name} @${replica.baseUrl}`)
       if (!options.manual) return Promise.resolve({ ok: true })
@@ -51,40 +51,40 @@ const twoReplicas = () => replicas(2)
 
 const never = new AbortController().signal
 
-async function leaseOf(result: Promise<Awaited<ReturnType<LoraCallsResidency['acquire']>>>) {
+async function leaseOf(result: Promise<Awaited<ReturnType<Residency['acquire']>>>) {
   const acquired = await result
   if (!acquired.ok) throw new Error(`not acquired: ${acquired.error.message}`)
   return acquired.lease
 }
-type LoraCallsResidency = ReturnType<typeof createLoraResidency>
+type Residency = ReturnType<typeof createFineTuneResidency>
 
-function done(lease: LoraLease) {
+function done(lease: FineTuneLease) {
   lease.release()
   pool.release(lease.replica, 'ok')
 }
 
 describe('LoRA residency', () => {
-  test('loads an adapter once, then sends its calls to the replica that holds it', async () => {
+  test('loads a fine-tune once, then sends its calls to the replica that holds it', async () => {
     const [a, b] = twoReplicas()
     const { calls, log } = recordingCalls()
-    const residency = createLoraResidency(pool, 2, calls)
-    const first = await leaseOf(residency.acquire(adapter('x'), never))
+    const residency = createFineTuneResidency({ pool, calls }, { maxLoras: 2 })
+    const first = await leaseOf(residency.acquire(fineTune('x'), never))
     done(first)
     // The other replica is idler now, but it does not hold x.
     b.inFlight = 0
     a.inFlight = 5
-    const second = await leaseOf(residency.acquire(adapter('x'), never))
+    const second = await leaseOf(residency.acquire(fineTune('x'), never))
     expect(second.replica).toBe(first.replica)
     expect(log).toEqual([`load x @${first.replica.baseUrl}`])
     done(second)
     a.inFlight = 0
   })
 
-  test('calls that want an adapter while it loads share the one load', async () => {
+  test('calls that want a fine-tune while it loads share the one load', async () => {
     twoReplicas()
     const { calls, log, pending } = recordingCalls({ manual: true })
-    const residency = createLoraResidency(pool, 2, calls)
-    const waiting = [1, 2, 3].map(() => leaseOf(residency.acquire(adapter('x'), never)))
+    const residency = createFineTuneResidency({ pool, calls }, { maxLoras: 2 })
+    const waiting = [1, 2, 3].map(() => leaseOf(residency.acquire(fineTune('x'), never)))
     await Bun.sleep(5)
     expect(log).toEqual([expect.stringMatching(/^load x @/)])
     pending[0].resolve({ ok: true })
@@ -94,15 +94,15 @@ describe('LoRA residency', () => {
     leases.forEach(done)
   })
 
-  test('a full replica unloads its least recently used adapter no call is using, before the load', async () => {
+  test('a full replica unloads its least recently used fine-tune no call is using, before the load', async () => {
     const [only] = replicas(1)
     const { calls, log } = recordingCalls()
-    const residency = createLoraResidency(pool, 2, calls)
-    done(await leaseOf(residency.acquire(adapter('x'), never)))
-    done(await leaseOf(residency.acquire(adapter('y'), never)))
+    const residency = createFineTuneResidency({ pool, calls }, { maxLoras: 2 })
+    done(await leaseOf(residency.acquire(fineTune('x'), never)))
+    done(await leaseOf(residency.acquire(fineTune('y'), never)))
     // x used again: y is now the least recently used.
-    done(await leaseOf(residency.acquire(adapter('x'), never)))
-    const z = await leaseOf(residency.acquire(adapter('z'), never))
+    done(await leaseOf(residency.acquire(fineTune('x'), never)))
+    const z = await leaseOf(residency.acquire(fineTune('z'), never))
     expect(log).toEqual([
       `load x @${only.baseUrl}`,
       `load y @${only.baseUrl}`,
@@ -113,14 +113,14 @@ describe('LoRA residency', () => {
     done(z)
   })
 
-  test('an adapter in use is never unloaded: the next one waits for a place to come free', async () => {
+  test('a fine-tune in use is never unloaded: the next one waits for a place to come free', async () => {
     const [a, b] = twoReplicas()
     const { calls, log } = recordingCalls()
-    const residency = createLoraResidency(pool, 1, calls)
-    const x = await leaseOf(residency.acquire(adapter('x'), never))
-    const y = await leaseOf(residency.acquire(adapter('y'), never))
-    let zGot: LoraLease | null = null
-    const z = leaseOf(residency.acquire(adapter('z'), never)).then((lease) => (zGot = lease))
+    const residency = createFineTuneResidency({ pool, calls }, { maxLoras: 1 })
+    const x = await leaseOf(residency.acquire(fineTune('x'), never))
+    const y = await leaseOf(residency.acquire(fineTune('y'), never))
+    let zGot: FineTuneLease | null = null
+    const z = leaseOf(residency.acquire(fineTune('z'), never)).then((lease) => (zGot = lease))
     await Bun.sleep(20)
     expect(zGot).toBeNull()
     expect(log.filter((l) => l.startsWith('unload'))).toEqual([])
@@ -139,32 +139,32 @@ describe('LoRA residency', () => {
   test('waiting for a place ends with the call deadline, a timeout for the retry policy', async () => {
     twoReplicas()
     const { calls } = recordingCalls()
-    const residency = createLoraResidency(pool, 1, calls)
-    const x = await leaseOf(residency.acquire(adapter('x'), never))
-    const y = await leaseOf(residency.acquire(adapter('y'), never))
-    const result = await residency.acquire(adapter('z'), AbortSignal.timeout(30))
+    const residency = createFineTuneResidency({ pool, calls }, { maxLoras: 1 })
+    const x = await leaseOf(residency.acquire(fineTune('x'), never))
+    const y = await leaseOf(residency.acquire(fineTune('y'), never))
+    const result = await residency.acquire(fineTune('z'), AbortSignal.timeout(30))
     expect(result.ok).toBe(false)
     expect(!result.ok && result.error).toMatchObject({ kind: 'timeout', retryable: true })
     done(x)
     done(y)
   })
 
-  test('an adapter a replica lost is loaded again on the next call', async () => {
+  test('a fine-tune a replica lost is loaded again on the next call', async () => {
     twoReplicas()
     const { calls, log } = recordingCalls()
-    const residency = createLoraResidency(pool, 2, calls)
-    const first = await leaseOf(residency.acquire(adapter('x'), never))
+    const residency = createFineTuneResidency({ pool, calls }, { maxLoras: 2 })
+    const first = await leaseOf(residency.acquire(fineTune('x'), never))
     first.lost()
     pool.release(first.replica, 'ok')
     expect(residency.held(first.replica)).toEqual([])
-    done(await leaseOf(residency.acquire(adapter('x'), never)))
+    done(await leaseOf(residency.acquire(fineTune('x'), never)))
     expect(log.filter((l) => l.startsWith('load x'))).toHaveLength(2)
   })
 
   test('a load that fails gives the replica back and says which, with its health', async () => {
     const [a, b] = twoReplicas()
     const { calls } = recordingCalls({ manual: true })
-    const failing: LoraCalls = {
+    const failing: FineTuneCalls = {
       ...calls,
       load: async () => ({
         ok: false,
@@ -172,8 +172,8 @@ describe('LoRA residency', () => {
         health: 'down',
       }),
     }
-    const residency = createLoraResidency(pool, 2, failing)
-    const result = await residency.acquire(adapter('x'), never)
+    const residency = createFineTuneResidency({ pool, calls: failing }, { maxLoras: 2 })
+    const result = await residency.acquire(fineTune('x'), never)
     expect(result.ok).toBe(false)
     expect(!result.ok && result.health).toBe('down')
     expect(!result.ok && [a, b].includes(result.replica!)).toBe(true)
@@ -181,27 +181,27 @@ describe('LoRA residency', () => {
     expect([residency.held(a), residency.held(b)].flat()).toEqual([])
     // Told to skip it, the next try goes to the other replica.
     const skipped = !result.ok ? result.replica! : a
-    const other = await residency.acquire(adapter('x'), never, new Set([skipped]))
+    const other = await residency.acquire(fineTune('x'), never, new Set([skipped]))
     expect(!other.ok && other.replica).toBe(skipped === a ? b : a)
   })
 
-  test("an adapter whose replica was just taken out is not moved into another adapter's place", async () => {
+  test("a fine-tune whose replica was just taken out is not moved into another fine-tune's place", async () => {
     const [a, b] = twoReplicas()
     const { calls, log } = recordingCalls()
-    const residency = createLoraResidency(pool, 1, calls, { migrateAfterMs: 50 })
-    const x = await leaseOf(residency.acquire(adapter('x'), never))
+    const residency = createFineTuneResidency({ pool, calls }, { maxLoras: 1, migrateAfterMs: 50 })
+    const x = await leaseOf(residency.acquire(fineTune('x'), never))
     done(x)
     const other = x.replica === a ? b : a
-    done(await leaseOf(residency.acquire(adapter('y'), never)))
+    done(await leaseOf(residency.acquire(fineTune('y'), never)))
     expect(residency.held(other)).toEqual(['y'])
     // x's replica could not be reached just now: the call fails retryably, y stays.
-    const refused = await residency.acquire(adapter('x'), never, new Set([x.replica]))
+    const refused = await residency.acquire(fineTune('x'), never, new Set([x.replica]))
     expect(!refused.ok && refused.error).toMatchObject({ kind: 'connection', retryable: true })
     expect(residency.held(other)).toEqual(['y'])
     // Out for longer than a restart takes: x moves in y's place.
     x.replica.healthy = false
     x.replica.outSince = Date.now() - 100
-    const moved = await leaseOf(residency.acquire(adapter('x'), never, new Set([x.replica])))
+    const moved = await leaseOf(residency.acquire(fineTune('x'), never, new Set([x.replica])))
     expect(moved.replica).toBe(other)
     expect(log.slice(-2)).toEqual([`unload y @${other.baseUrl}`, `load x @${other.baseUrl}`])
     done(moved)
