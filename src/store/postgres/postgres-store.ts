@@ -16,7 +16,7 @@
  * postgres-dispatch (the dispatcher's calls, run on a thread of their own), copy-lines.
  */
 import { createPostgresChunkStore } from '../batch-chunks/postgres-chunks.ts'
-import { progressJoin } from './batch-progress.ts'
+import { progressJoin } from '../dispatch/postgres-batch-progress.ts'
 import type postgres from 'postgres'
 import { OPEN_BATCH_STATUSES, type LineStatus } from '../../domain.ts'
 import { batchHold, Money, moneyText, ZERO } from '../../money/decimal.ts'
@@ -30,17 +30,17 @@ import type {
   RoleStores,
   Store,
 } from '../store.ts'
-import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
-import { finishBatches } from './advance-batches.ts'
+import { createDispatchThread, type DispatchThread } from '../dispatch/dispatch-thread.ts'
+import { finishBatches } from '../dispatch/postgres-advance-batches.ts'
 import { connectPostgres, type PostgresConnection } from './connect.ts'
-import { copyLines } from './copy-lines.ts'
+import { copyLines } from '../batches/postgres-copy-lines.ts'
 import { createPostgresFileStore } from '../files/postgres-files.ts'
 import { creditWaitColumns } from '../credit/daily-spend.ts'
-import * as creditWaits from './credit-waits.ts'
-import { failUnstartedBatches } from './start-in-time.ts'
+import * as creditWaits from '../batches/postgres-credit-waits.ts'
+import { failUnstartedBatches } from '../batches/postgres-start-in-time.ts'
 import { createPostgresCreditStore } from '../credit/postgres-credit.ts'
 import { migrate } from './migrate.ts'
-import * as retention from './delete-ended-batch.ts'
+import * as retention from '../batches/postgres-delete-ended-batch.ts'
 import { createPostgresRetentionStore } from '../retention/postgres-retention.ts'
 import { createPostgresUsageStore } from '../usage/postgres-usage.ts'
 import { createPostgresAccountStore } from '../accounts/postgres-accounts.ts'
@@ -85,9 +85,10 @@ export async function createPostgresStore(
     throw error
   }
   const connection: PostgresConnection = { url, schema, max: DISPATCH_CONNECTIONS }
-  const dispatch = createDispatchThread(new URL('./dispatch-worker.ts', import.meta.url), [
-    connection,
-  ])
+  const dispatch = createDispatchThread(
+    new URL('../dispatch/postgres-dispatch-worker.ts', import.meta.url),
+    [connection],
+  )
   const store = new PostgresStore(sql, dispatch, options.collectGarbage)
   return { store, dispatch, chunks: createPostgresChunkStore(sql) }
 }

@@ -8,7 +8,7 @@
  * inserts, cancel, reads); the roles with a folder of their own (src/store/<role>/) are set on
  * the store by its constructor (sqliteRoles).
  */
-import { current, readCurrent } from './batch-progress.ts'
+import { current, readCurrent } from '../dispatch/sqlite-batch-progress.ts'
 import { createSqliteChunkStore } from '../batch-chunks/sqlite-chunks.ts'
 import type { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
@@ -29,14 +29,14 @@ import type {
   Store,
 } from '../store.ts'
 import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.ts'
-import { createDispatchThread, type DispatchThread } from '../dispatch-thread.ts'
+import { createDispatchThread, type DispatchThread } from '../dispatch/dispatch-thread.ts'
 import { migrateSqlite } from './migrate.ts'
 import { creditWaitColumns } from '../credit/daily-spend.ts'
-import * as creditWaits from './credit-waits.ts'
-import * as startInTime from './start-in-time.ts'
+import * as creditWaits from '../batches/sqlite-credit-waits.ts'
+import * as startInTime from '../batches/sqlite-start-in-time.ts'
 import { createSqliteCreditStore } from '../credit/sqlite-credit.ts'
 import { openSqliteDatabase } from './open-database.ts'
-import { finishBatch, SqliteDispatch } from './sqlite-dispatch.ts'
+import { finishBatch, SqliteDispatch } from '../dispatch/sqlite-dispatch.ts'
 import { createSqliteUsageStore } from '../usage/sqlite-usage.ts'
 import { accountView, createSqliteAccountStore } from '../accounts/sqlite-accounts.ts'
 import { createSqliteFineTuneStore } from '../fine-tunes/sqlite-fine-tunes.ts'
@@ -71,7 +71,10 @@ export function createSqliteStore(dataDir: string | null): OpenedStore {
     db.close()
     throw error
   }
-  const dispatch = createDispatchThread(new URL('./dispatch-worker.ts', import.meta.url), [path])
+  const dispatch = createDispatchThread(
+    new URL('../dispatch/sqlite-dispatch-worker.ts', import.meta.url),
+    [path],
+  )
   const store = new SqliteStore(db, dispatch, startCheckpointThread(path))
   return { store, dispatch, chunks: createSqliteChunkStore(db) }
 }

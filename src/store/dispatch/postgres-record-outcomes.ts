@@ -17,9 +17,9 @@
 import type postgres from 'postgres'
 import { Money, moneyText } from '../../money/decimal.ts'
 import type { CallsChange, LineOutcome } from '../store.ts'
-import { addProgress } from './batch-progress.ts'
-import { capRoomBack, movedBackCounts } from './return-to-pending.ts'
-import { storableString } from './storable.ts'
+import { addProgress } from './postgres-batch-progress.ts'
+import { capRoomBack, movedBackCounts } from './postgres-return-to-pending.ts'
+import { storableString } from '../postgres/storable.ts'
 
 type Settled = Exclude<LineOutcome, { kind: 'retry' }>
 type Retry = Extract<LineOutcome, { kind: 'retry' }>

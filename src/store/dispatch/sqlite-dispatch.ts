@@ -10,10 +10,10 @@
 import type { Database } from 'bun:sqlite'
 import { Money, minMoney, moneyText, ZERO } from '../../money/decimal.ts'
 import { rowToClaimedLine, rowToRunnable, terminalStatus } from '../rows.ts'
-import { ShareTally } from './provider-shares.ts'
-import { RETURNED_SHARD } from '../progress-shards.ts'
-import { addProgress, current, currentCount, foldProgress } from './batch-progress.ts'
-import { capRoomBack, claimCapped, endOverCap, noteClaimed } from './spend-cap.ts'
+import { ShareTally } from './sqlite-provider-shares.ts'
+import { RETURNED_SHARD } from './progress-shards.ts'
+import { addProgress, current, currentCount, foldProgress } from './sqlite-batch-progress.ts'
+import { capRoomBack, claimCapped, endOverCap, noteClaimed } from './sqlite-spend-cap.ts'
 import { enqueueWebhookEvents } from '../webhooks/sqlite-webhooks.ts'
 import {
   OPEN_BATCH_STATUSES,

@@ -1,6 +1,6 @@
 /** The SQLite dispatch thread (../dispatch-thread.ts): SqliteDispatch on a connection of its own. */
-import { serveDispatch } from '../dispatch-worker-host.ts'
-import { openSqliteDatabase } from './open-database.ts'
+import { serveDispatch } from './dispatch-worker-host.ts'
+import { openSqliteDatabase } from '../sqlite/open-database.ts'
 import { SqliteDispatch } from './sqlite-dispatch.ts'
 
 serveDispatch(([path]) => {

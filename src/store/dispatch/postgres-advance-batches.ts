@@ -7,9 +7,9 @@
  */
 import type postgres from 'postgres'
 import { moneyText } from '../../money/decimal.ts'
-import { capEndedWaiting } from '../cap-waiting.ts'
+import { capEndedWaiting } from './cap-waiting.ts'
 import { terminalStatus, withProgress } from '../rows.ts'
-import { current, foldedColumns, foldedShards, progressJoin } from './batch-progress.ts'
+import { current, foldedColumns, foldedShards, progressJoin } from './postgres-batch-progress.ts'
 import { enqueueWebhookEvents } from '../webhooks/postgres-webhooks.ts'
 
 type Row = Record<string, any>

@@ -1,6 +1,6 @@
 /** The PostgreSQL dispatch thread (../dispatch-thread.ts): PostgresDispatch on a pool of its own. */
-import { serveDispatch } from '../dispatch-worker-host.ts'
-import { connectPostgres, type PostgresConnection } from './connect.ts'
+import { serveDispatch } from './dispatch-worker-host.ts'
+import { connectPostgres, type PostgresConnection } from '../postgres/connect.ts'
 import { PostgresDispatch } from './postgres-dispatch.ts'
 
 serveDispatch(([connection]) => {

@@ -6,10 +6,10 @@
 import type { Database } from 'bun:sqlite'
 import type { BatchWaiting } from '../../domain.ts'
 import { Money, moneyText } from '../../money/decimal.ts'
-import { capEndedWaiting, capWaiting } from '../cap-waiting.ts'
-import { claimShard } from '../progress-shards.ts'
+import { capEndedWaiting, capWaiting } from './cap-waiting.ts'
+import { claimShard } from './progress-shards.ts'
 import { rowToClaimedLine } from '../rows.ts'
-import { addProgress, current, currentCount } from './batch-progress.ts'
+import { addProgress, current, currentCount } from './sqlite-batch-progress.ts'
 import type { ClaimedLine } from '../store.ts'
 
 type Row = Record<string, any>

@@ -5,7 +5,7 @@
  * batches (record-outcomes.ts says why, and what that costs).
  */
 import type postgres from 'postgres'
-import { addProgress, movedDeltas, RETURNED_SHARD } from './batch-progress.ts'
+import { addProgress, movedDeltas, RETURNED_SHARD } from './postgres-batch-progress.ts'
 
 export async function returnToPending(tx: postgres.TransactionSql, where: postgres.Fragment) {
   const batches = await tx`

@@ -11,7 +11,7 @@ import {
   capacityUnavailableMessage,
   START_BY_SQL,
   startBySeconds,
-} from '../start-in-time.ts'
+} from './start-in-time.ts'
 import { enqueueWebhookEvents } from '../webhooks/sqlite-webhooks.ts'
 
 type Row = Record<string, any>

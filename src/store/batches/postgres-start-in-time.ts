@@ -11,7 +11,7 @@ import {
   capacityUnavailableMessage,
   LONG_WINDOW_HOURS,
   startBySeconds,
-} from '../start-in-time.ts'
+} from './start-in-time.ts'
 import { enqueueWebhookEvents } from '../webhooks/postgres-webhooks.ts'
 
 const LONG_START_BY = startBySeconds(LONG_WINDOW_HOURS)

@@ -14,7 +14,7 @@ import {
   type WaitingCode,
 } from '../../domain.ts'
 import { Money, moneyText } from '../../money/decimal.ts'
-import { capWaiting } from '../cap-waiting.ts'
+import { capWaiting } from './cap-waiting.ts'
 import { rowToClaimedLine, rowToRunnable } from '../rows.ts'
 import type {
   CallsChange,
@@ -23,10 +23,16 @@ import type {
   LineOutcome,
   RunnableBatch,
 } from '../store.ts'
-import { advanceBatches } from './advance-batches.ts'
-import { addProgress, claimShard, current, movedDeltas, progressJoin } from './batch-progress.ts'
-import { recordOutcomes } from './record-outcomes.ts'
-import { returnToPending } from './return-to-pending.ts'
+import { advanceBatches } from './postgres-advance-batches.ts'
+import {
+  addProgress,
+  claimShard,
+  current,
+  movedDeltas,
+  progressJoin,
+} from './postgres-batch-progress.ts'
+import { recordOutcomes } from './postgres-record-outcomes.ts'
+import { returnToPending } from './postgres-return-to-pending.ts'
 
 // Times are bigint columns, and callers' times may carry fractions (a jittered delay, a lease of
 // 2.5 s): stored deadlines round up, "now" rounds down, so nothing happens sooner than asked.
