@@ -4,7 +4,7 @@
  * failed unbilled, their holds given back to their accounts. Runs inside the caller's IMMEDIATE
  * transaction, so a claim cannot start one of them meanwhile.
  */
-import type { Database } from 'bun:sqlite'
+import type { SqliteConnection as Database } from '../connection.ts'
 import { Money, moneyText } from '../../money/decimal.ts'
 import {
   CAPACITY_UNAVAILABLE,

@@ -8,7 +8,7 @@
  */
 import { createThreadCalls } from '../../threads/thread-calls.ts'
 import type { DispatchReply, DispatchRequest } from './dispatch-worker-host.ts'
-import type { DispatchStore } from '../store.ts'
+import type { DispatchStore } from './dispatch-store.ts'
 
 export type DispatchThread = DispatchStore & { close(): Promise<void> }
 

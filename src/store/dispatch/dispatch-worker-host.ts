@@ -3,7 +3,7 @@
  * the store's connection on `open`, runs each call and posts its result or its error back.
  */
 import { lowerThreadPriority } from '../../threads/background-priority.ts'
-import type { DispatchStore } from '../store.ts'
+import type { DispatchStore } from './dispatch-store.ts'
 
 export interface DispatchRequest {
   id: number

@@ -1,261 +1,47 @@
 /**
- * The dispatcher's side of the shared store: claiming lines under leases, recording their
- * outcomes with their charges, reaping leases and moving batches on. Runs on any connection pool
- * to the database; in the gateway on a thread of its own (postgres-store.ts), so the driver's
- * work for thousands of lines a second (rows parsed, outcomes serialized) does not hold up the
- * event loop that reads upstream answers.
+ * The dispatch role on PostgreSQL, composed from one file per query family: claims
+ * (postgres-claim-lines.ts), outcomes (postgres-record-outcomes.ts), leases (postgres-leases.ts),
+ * the batch life cycle (postgres-advance-batches.ts), waiting (postgres-waiting.ts) and ETAs
+ * (postgres-etas.ts). Runs on any connection pool to the database; in the gateway on a thread of
+ * its own (dispatch-thread.ts), so the driver's work for thousands of lines a second (rows parsed,
+ * outcomes serialized) does not hold up the event loop that reads upstream answers.
  */
 import type postgres from 'postgres'
-import {
-  OPEN_BATCH_STATUSES,
-  WAITING_CODES,
-  type BatchStatus,
-  type BatchWaiting,
-  type WaitingCode,
-} from '../../domain.ts'
-import { Money, moneyText } from '../../money/decimal.ts'
-import { capWaiting } from './cap-waiting.ts'
-import { rowToClaimedLine, rowToRunnable } from '../rows.ts'
-import type {
-  CallsChange,
-  ClaimedLine,
-  DispatchStore,
-  LineOutcome,
-  RunnableBatch,
-} from '../store.ts'
+import type { BatchStatus } from '../../domain.ts'
+import type { DispatchStore } from './dispatch-store.ts'
 import { advanceBatches } from './postgres-advance-batches.ts'
-import {
-  addProgress,
-  claimShard,
-  current,
-  movedDeltas,
-  progressJoin,
-} from './postgres-batch-progress.ts'
+import { createPostgresClaims, runnableBatches } from './postgres-claim-lines.ts'
+import { recordEtas } from './postgres-etas.ts'
+import { reapExpiredLeases, releaseLeases, renewLeases } from './postgres-leases.ts'
 import { recordOutcomes } from './postgres-record-outcomes.ts'
-import { returnToPending } from './postgres-return-to-pending.ts'
+import { setWaiting } from './postgres-waiting.ts'
 
-// Times are bigint columns, and callers' times may carry fractions (a jittered delay, a lease of
-// 2.5 s): stored deadlines round up, "now" rounds down, so nothing happens sooner than asked.
-const later = Math.ceil
+// "now" rounds down, so nothing happens sooner than asked.
 const earlier = Math.floor
 
-export class PostgresDispatch implements DispatchStore {
-  /** Batches seen with a spend cap (it is set at admission and never changes). */
-  private readonly capped = new Set<string>()
-
-  constructor(private readonly sql: postgres.Sql) {}
-
-  async runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]> {
-    // An account whose balance no longer covers its holds (a line cost more than its ceiling)
-    // is not dispatched until a deposit covers them again; the claim checks it again below. A
-    // batch held back by its cap is left out until a reserved ceiling ends (capRoomBack).
-    const rows = await this.sql`
-      SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint,
-        ${current(this.sql, 'pending')} AS pending
-      FROM batches b JOIN accounts a ON a.id = b.account_id ${progressJoin(this.sql)}
-      WHERE b.status = 'in_progress' AND ${current(this.sql, 'pending')} > 0
-        AND b.deadline_at > ${earlier(nowMs / 1000)}
-        AND b.waiting_code IS DISTINCT FROM 'max_cost_reached'
-        AND a.balance_usd >= a.held_usd
-      ORDER BY b.deadline_at, b.id LIMIT ${limit}`
-    return rows.map(rowToRunnable)
-  }
-
-  async claimLines(
-    batchId: string,
-    owner: string,
-    limit: number,
-    nowMs: number,
-    leaseUntilMs: number,
-  ): Promise<ClaimedLine[]> {
-    const claim = { batchId, owner, limit, now: earlier(nowMs), until: later(leaseUntilMs) }
-    // A capped batch's room is decided one claim at a time, under its row's lock (claimStatement).
-    let rows = this.capped.has(batchId) ? [] : await claimStatement(this.sql, claim, false)
-    if (this.capped.has(batchId) || (rows[0] && rows[0].max_cost_usd !== null)) {
-      this.capped.add(batchId)
-      rows = await this.sql.begin(async (tx) => {
-        await tx`SELECT 1 FROM batches WHERE id = ${batchId} FOR UPDATE`
-        return claimStatement(tx, claim, true)
-      })
-    }
-    const claimed = rows
-      .filter((row) => row.line_no !== null)
-      .map((row) => rowToClaimedLine(batchId, row, row))
-      .sort((a, b) => a.lineNo - b.lineNo)
-    const batch = rows[0]
-    if (batch && batch.max_cost_usd !== null)
-      await this.noteCap(batchId, batch, claimed, limit, claim.now)
-    return claimed
-  }
-
-  /**
-   * After a capped claim: waiting `max_cost_reached` when a due line is left that no longer fits,
-   * cleared when lines were taken and none is held back (the cap's own code only).
-   */
-  private async noteCap(
-    batchId: string,
-    batch: Record<string, any>,
-    claimed: ClaimedLine[],
-    limit: number,
-    now: number,
-  ) {
-    const room = claimed.reduce(
-      (left, line) => left.minus(line.ceilingUsd ?? 0),
-      new Money(batch.room as string),
-    )
-    let blocked = false
-    if (claimed.length < limit) {
-      const [dearest] = await this.sql`
-        SELECT 1 FROM lines WHERE batch_id = ${batchId} AND status = 'pending'
-          AND not_before <= ${now} AND ceiling_usd > ${moneyText(room)}::numeric LIMIT 1`
-      blocked = dearest !== undefined
-    }
-    if (!blocked && claimed.length === 0) return
-    const waiting = blocked ? capWaiting(moneyText(batch.max_cost_usd)) : null
-    await this.sql`
-      UPDATE batches SET waiting_code = ${waiting?.code ?? null},
-        waiting_message = ${waiting?.message ?? null}, waiting_until = NULL
-      WHERE id = ${batchId} AND (waiting_code IS NULL OR waiting_code = 'max_cost_reached')
-        AND (waiting_code IS DISTINCT FROM ${waiting?.code ?? null}::text
-          OR waiting_message IS DISTINCT FROM ${waiting?.message ?? null}::text)`
-  }
-
-  async batchStatuses(ids: readonly string[]) {
-    const statuses: Record<string, BatchStatus> = {}
-    if (ids.length === 0) return statuses
-    const rows = await this.sql`SELECT id, status FROM batches WHERE id = ANY(${[...ids]}::text[])`
-    for (const row of rows) statuses[row.id] = row.status
-    return statuses
-  }
-
-  async renewLeases(owner: string, leaseUntilMs: number) {
-    // Rows are locked in key order, as recordOutcomes locks them, so the two cannot deadlock. A
-    // line locked meanwhile is being recorded (it is about to end) or reaped, and needs no
-    // renewal: it is skipped rather than waited for, as the heartbeat otherwise queued behind
-    // every settlement in flight (sampled lock waits with three instances, docs/scale.md).
-    const result = await this.sql`
-      WITH leased AS (
-        SELECT batch_id, line_no FROM lines WHERE lease_owner = ${owner} AND status = 'running'
-        ORDER BY batch_id, line_no FOR UPDATE SKIP LOCKED)
-      UPDATE lines l SET lease_until = ${later(leaseUntilMs)}
-      FROM leased WHERE l.batch_id = leased.batch_id AND l.line_no = leased.line_no`
-    return result.count
-  }
-
-  async recordOutcomes(
-    owner: string,
-    outcomes: readonly LineOutcome[],
-    nowMs: number,
-    calls: readonly CallsChange[] = [],
-  ) {
-    if (outcomes.length === 0 && calls.length === 0) return 0
-    return this.sql.begin((tx) => recordOutcomes(tx, owner, outcomes, nowMs, calls))
-  }
-
-  async releaseLeases(owner: string) {
-    return this.sql.begin((tx) => returnToPending(tx, tx`lease_owner = ${owner}`))
-  }
-
-  async reapExpiredLeases(nowMs: number) {
-    return this.sql.begin((tx) => returnToPending(tx, tx`lease_until < ${later(nowMs)}`))
-  }
-
-  async recordEtas(etas: readonly { batchId: string; eta: number | null }[]) {
-    if (etas.length === 0) return
-    await this.sql`
-      UPDATE batches b SET eta = e.eta
-      FROM unnest(${etas.map((e) => e.batchId)}::text[],
-                  ${etas.map((e) => (e.eta === null ? null : Math.ceil(e.eta)))}::bigint[]) AS e (id, eta)
-      WHERE b.id = e.id AND b.status IN ('in_progress', 'cancelling')
-        AND b.eta IS DISTINCT FROM e.eta`
-  }
-
-  async advanceBatches(now: number) {
-    return this.sql.begin((tx) => advanceBatches(tx, earlier(now)))
-  }
-
-  async setWaiting(
-    batchId: string,
-    waiting: BatchWaiting | null,
-    replaces: readonly WaitingCode[] = WAITING_CODES,
-  ) {
-    const code = waiting?.code ?? null
-    const message = waiting?.message ?? null
-    const until = waiting?.until ?? null
-    const result = await this.sql`
-      UPDATE batches SET waiting_code = ${code}, waiting_message = ${message},
-        waiting_until = ${until}
-      WHERE id = ${batchId} AND status = ANY(${[...OPEN_BATCH_STATUSES]}::text[])
-        AND (waiting_code IS NULL OR waiting_code = ANY(${[...replaces]}::text[]))
-        AND (waiting_code IS DISTINCT FROM ${code}::text
-          OR waiting_message IS DISTINCT FROM ${message}::text
-          OR waiting_until IS DISTINCT FROM ${until}::bigint)`
-    return result.count > 0
+/** The dispatch store on PostgreSQL. */
+export function createPostgresDispatch(sql: postgres.Sql): DispatchStore {
+  return {
+    runnableBatches: (nowMs, limit) => runnableBatches(sql, nowMs, limit),
+    claimLines: createPostgresClaims(sql),
+    batchStatuses: (ids) => batchStatuses(sql, ids),
+    renewLeases: (owner, leaseUntilMs) => renewLeases(sql, owner, leaseUntilMs),
+    async recordOutcomes(owner, outcomes, nowMs, calls = []) {
+      if (outcomes.length === 0 && calls.length === 0) return 0
+      return sql.begin((tx) => recordOutcomes(tx, { owner, outcomes, nowMs, calls }))
+    },
+    releaseLeases: (owner) => releaseLeases(sql, owner),
+    reapExpiredLeases: (nowMs) => reapExpiredLeases(sql, nowMs),
+    advanceBatches: (now) => sql.begin((tx) => advanceBatches(tx, earlier(now))),
+    setWaiting: (batchId, waiting, replaces) => setWaiting(sql, { batchId, waiting, replaces }),
+    recordEtas: (etas) => recordEtas(sql, etas),
   }
 }
 
-interface Claim {
-  batchId: string
-  owner: string
-  limit: number
-  /** ms, rounded down; the lease runs to `until` (ms, rounded up). */
-  now: number
-  until: number
-}
-
-/**
- * One statement, so one round trip, and no lock on the batch row: the lines are taken with
- * SKIP LOCKED, and what they moved goes to the instance's claim shard (batch-progress.ts). A
- * cancel or expiry that committed before is seen; one that commits meanwhile ends only the lines
- * it locks first, and the claimed ones run. The pick is a CTE, not an `IN (subquery)`: a subquery
- * with LIMIT and SKIP LOCKED may be re-run by the planner for each outer row and then lock and
- * return more than `limit`.
- *
- * A capped batch (max_cost_usd set; `capped`) is claimed by the caller's transaction after it
- * locked the batch row: settlements of capped batches lock it too, so the room read here, in a
- * snapshot taken after that lock, holds every committed claim and charge. Among the picked lines
- * whose ceiling fits in the room on its own it takes the line-order prefix whose ceilings fit
- * together. An uncapped batch is claimed only with `capped` false, and its lines have no ceiling.
- */
-function claimStatement(db: postgres.Sql | postgres.TransactionSql, claim: Claim, capped: boolean) {
-  const { batchId, now } = claim
-  return db`
-    WITH batch AS (
-      SELECT b.account_id, b.deadline_at, b.max_cost_usd, b.started_at,
-        b.max_cost_usd - ${current(db, 'cost_usd')} - ${current(db, 'reserved_usd')} AS room
-      FROM batches b ${progressJoin(db)}
-      WHERE b.id = ${batchId} AND b.status = 'in_progress'
-        AND EXISTS (SELECT 1 FROM accounts a WHERE a.id = b.account_id AND a.balance_usd >= a.held_usd)),
-    picked AS (
-      SELECT line_no, ceiling_usd FROM lines
-      WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${now}
-        AND EXISTS (SELECT 1 FROM batch WHERE (max_cost_usd IS NOT NULL) = ${capped})
-        AND (ceiling_usd IS NULL OR ceiling_usd <= (SELECT room FROM batch))
-      ORDER BY line_no LIMIT ${claim.limit}
-      FOR UPDATE SKIP LOCKED),
-    fitting AS (
-      SELECT line_no FROM (
-        SELECT line_no, sum(ceiling_usd) OVER (ORDER BY line_no) AS together FROM picked) p
-      WHERE together IS NULL OR together <= (SELECT room FROM batch)),
-    claimed AS (
-      UPDATE lines l SET status = 'running', lease_owner = ${claim.owner},
-        lease_until = ${claim.until}, attempts = l.attempts + 1
-      FROM fitting WHERE l.batch_id = ${batchId} AND l.line_no = fitting.line_no
-      RETURNING l.line_no, l.custom_id, l.input, l.attempts, l.ceiling_usd),
-    counted AS (
-      ${addProgress(
-        db,
-        claimShard(claim.owner),
-        movedDeltas(
-          db,
-          db`SELECT ${batchId}::text AS batch_id, count(*)::int AS n,
-               coalesce(sum(ceiling_usd), 0) AS reserved
-             FROM claimed HAVING count(*) > 0`,
-        ),
-      )}),
-    started AS (
-      UPDATE batches SET started_at = ${earlier(now / 1000)}
-      WHERE id = ${batchId} AND started_at IS NULL AND EXISTS (SELECT 1 FROM claimed))
-    SELECT claimed.*, batch.account_id, batch.deadline_at, batch.max_cost_usd, batch.room
-    FROM batch LEFT JOIN claimed ON true`
+async function batchStatuses(sql: postgres.Sql, ids: readonly string[]) {
+  const statuses: Record<string, BatchStatus> = {}
+  if (ids.length === 0) return statuses
+  const rows = await sql`SELECT id, status FROM batches WHERE id = ANY(${[...ids]}::text[])`
+  for (const row of rows) statuses[row.id] = row.status
+  return statuses
 }

@@ -16,7 +16,7 @@
  */
 import type postgres from 'postgres'
 import { Money, moneyText } from '../../money/decimal.ts'
-import type { CallsChange, LineOutcome } from '../store.ts'
+import type { CallsChange, LineOutcome, OutcomesRecord } from './dispatch-store.ts'
 import { addProgress } from './postgres-batch-progress.ts'
 import { capRoomBack, movedBackCounts } from './postgres-return-to-pending.ts'
 import { storableString } from '../postgres/storable.ts'
@@ -31,10 +31,7 @@ const lineKey = (batchId: string, lineNo: number) => `${batchId}\u0000${lineNo}`
 
 export async function recordOutcomes(
   tx: postgres.TransactionSql,
-  owner: string,
-  outcomes: readonly LineOutcome[],
-  nowMs: number,
-  calls: readonly CallsChange[] = [],
+  { owner, outcomes, nowMs, calls = [] }: OutcomesRecord,
 ): Promise<number> {
   const now = Math.floor(nowMs / 1000)
   const writeCalls = async () => {

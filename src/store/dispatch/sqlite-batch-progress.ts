@@ -6,9 +6,9 @@
  * either way: the point is one code shape and one set of contract tests for both stores. Money is
  * decimal TEXT, so the shards' money is summed with decimal.js, never by SQL.
  */
-import type { Database } from 'bun:sqlite'
+import type { SqliteConnection as Database } from '../connection.ts'
 import { Money, moneyText } from '../../money/decimal.ts'
-import { withProgress } from '../rows.ts'
+import { withProgress } from './dispatch-rows.ts'
 
 type Row = Record<string, any>
 
