@@ -101,7 +101,7 @@ export interface BatchStore {
   admitWaitingBatches(nowMs: number): Promise<WaitingPass>
   /**
    * Starting in time (docs/open-models.md): fails the in-progress batches none of whose lines has started
-   * by their start-by time (store/start-in-time.ts) with capacity_unavailable, holds released,
+   * by their start-by time (start-in-time.ts) with capacity_unavailable, holds released,
    * nothing charged; returns their ids. Safe on every instance at once.
    */
   failUnstartedBatches(nowMs: number): Promise<string[]>

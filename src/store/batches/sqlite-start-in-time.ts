@@ -1,5 +1,5 @@
 /**
- * Starting in time on the embedded store (docs/open-models.md; the rule is ../start-in-time.ts's): the
+ * Starting in time on the embedded store (docs/open-models.md; the rule is start-in-time.ts's): the
  * in-progress batches that have not started a line by their start-by time fail, every line
  * failed unbilled, their holds given back to their accounts. Runs inside the caller's IMMEDIATE
  * transaction, so a claim cannot start one of them meanwhile.

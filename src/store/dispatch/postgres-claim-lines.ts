@@ -128,7 +128,7 @@ interface Claim {
 
 /**
  * One statement, so one round trip, and no lock on the batch row: the lines are taken with
- * SKIP LOCKED, and what they moved goes to the instance's claim shard (batch-progress.ts). A
+ * SKIP LOCKED, and what they moved goes to the instance's claim shard (postgres-batch-progress.ts). A
  * cancel or expiry that committed before is seen; one that commits meanwhile ends only the lines
  * it locks first, and the claimed ones run. The pick is a CTE, not an `IN (subquery)`: a subquery
  * with LIMIT and SKIP LOCKED may be re-run by the planner for each outer row and then lock and

@@ -39,7 +39,7 @@ export async function recordOutcomes(
   }
   if (outcomes.length === 0) return writeCalls().then(() => 0)
   // Lock order: the lines, then their batches if capped, then accounts. The counters go to this
-  // owner's progress shard (batch-progress.ts), so an uncapped batch's row is not locked at all;
+  // owner's progress shard (postgres-batch-progress.ts), so an uncapped batch's row is not locked at all;
   // a capped one's is, as its claims lock it, so a charge over a line's ceiling is seen by the
   // next claim's room. Settlements of one account still queue on its row (the balance), which
   // is held for one round trip and the commit. Other transactions that take a batch first do

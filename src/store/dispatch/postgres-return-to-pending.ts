@@ -1,6 +1,6 @@
 /**
  * Gives running lines back to pending, untouched (a released or expired lease), and moves their
- * batches' counters with them, a capped batch's reserved ceilings too (batch-progress.ts).
+ * batches' counters with them, a capped batch's reserved ceilings too (postgres-batch-progress.ts).
  * Batches are locked first, in id order; recording results locks its lines before their capped
  * batches (record-outcomes.ts says why, and what that costs).
  */

@@ -37,7 +37,7 @@ export class Ledger {
 
   constructor(
     private readonly db: Database,
-    /** The dispatcher whose outcomes these are: its progress shard (batch-progress.ts). */
+    /** The dispatcher whose outcomes these are: its progress shard (sqlite-batch-progress.ts). */
     private readonly owner: string,
   ) {}
 
