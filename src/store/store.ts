@@ -108,7 +108,7 @@ export interface Store extends RetentionStore, RoleStores {
 
 /**
  * A store as opened: the dispatcher's part apart from the rest. For a SQLite file and for
- * PostgreSQL `dispatch` runs on a thread with a connection of its own (dispatch-thread.ts), so
+ * PostgreSQL `dispatch` runs on a thread with a connection of its own (dispatch/dispatch-thread.ts), so
  * claiming and recording do not hold up the event loop; in memory it shares the connection.
  */
 export interface OpenedStore {

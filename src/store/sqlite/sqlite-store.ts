@@ -27,7 +27,7 @@ import { openSqliteDatabase } from './open-database.ts'
 /**
  * Opens (creating if needed) `<dataDir>/multigrid.sqlite`, or `:memory:` when dataDir is null,
  * and applies pending migrations (migrate.ts). With a file, the dispatcher's statements run on a
- * thread of their own (dispatch-thread.ts), and so do checkpoints (checkpoint-thread.ts); in
+ * thread of their own (dispatch/dispatch-thread.ts), and so do checkpoints (checkpoint-thread.ts); in
  * memory they run on the same connection. Closing the store closes both.
  */
 export function createSqliteStore(dataDir: string | null): OpenedStore {
