@@ -122,7 +122,13 @@ try {
   while (done < texts.length) {
     while (running.length < inFlightTarget) {
       const claimed = await timed('claimLines', done, claimSize, () =>
-        dispatch.claimLines(batchId, owner, claimSize, Date.now(), Date.now() + 30_000),
+        dispatch.claimLines({
+          batchId,
+          owner,
+          limit: claimSize,
+          nowMs: Date.now(),
+          leaseUntilMs: Date.now() + 30_000,
+        }),
       )
       if (claimed.length === 0) break
       running.push(...claimed)

@@ -37,7 +37,7 @@ export interface SubmitOptions {
  * From this window on (72 hours, docs/open-models.md) a submit waits for credit unless it says
  * wait_for_credit=false, and must start within 48 hours.
  */
-export { LONG_WINDOW_HOURS } from '../store/start-in-time.ts'
+export { LONG_WINDOW_HOURS } from '../store/batches/start-in-time.ts'
 
 /** A dry run needs only whose credit to compare with, what the lines must be and the cap. */
 export type QuoteOptions = Pick<SubmitOptions, 'accountId' | 'source' | 'endpoint' | 'maxCostUsd'>

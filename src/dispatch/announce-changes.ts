@@ -14,9 +14,9 @@ export function announceChanges(
 ): DispatchStore {
   return {
     runnableBatches: (...args) => store.runnableBatches(...args),
-    async claimLines(...args) {
-      const lines = await store.claimLines(...args)
-      if (lines.length > 0) changed([args[0]])
+    async claimLines(claim) {
+      const lines = await store.claimLines(claim)
+      if (lines.length > 0) changed([claim.batchId])
       return lines
     },
     batchStatuses: (...args) => store.batchStatuses(...args),

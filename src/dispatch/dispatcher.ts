@@ -311,7 +311,13 @@ async function tick(state: DispatchState): Promise<number> {
     inFlight: inFlightNow,
     heldBack: overrunning,
   })) {
-    const lines = await store.claimLines(batch.id, options.owner, count, now, now + leaseMs)
+    const lines = await store.claimLines({
+      batchId: batch.id,
+      owner: options.owner,
+      limit: count,
+      nowMs: now,
+      leaseUntilMs: now + leaseMs,
+    })
     batch.pending -= lines.length
     knownPending.set(batch.id, batch.pending)
     if (lines.length < count) state.runnable = null

@@ -101,18 +101,21 @@ const LAYERS: Layer[] = [
 const KNOWN_VIOLATIONS: { from: string; to: string; removedBy: string }[] = []
 
 /**
- * Inside the store, lowest first (issue 24 item 1): the connection a role is given, the roles
- * (each a folder with its interface, both dialects, its rows and its contract suite in
- * test/store/<role>.test.ts), the batch and dispatch code and the types of store.ts, then the
- * composition: the store classes that set the roles on themselves, and openStore. A role imports
- * the connection and the roles below it, never a store class nor store.ts.
+ * Inside the store, lowest first (issue 24 item 1): the connection a role is given (with each
+ * dialect's connecting and migrations), the roles (each a folder with its interface, both
+ * dialects, its rows and its contract suite in test/store/<role>.test.ts), then the composition:
+ * store.ts's types, the store classes that set the roles on themselves, and openStore. A role
+ * imports the connection and the roles below it, never a store class nor store.ts.
  */
 const STORE_LAYERS: Layer[] = [
   {
     name: 'connection',
     paths: [
       'src/store/connection.ts',
-      'src/store/sqlite/sql-word-list.ts', // a list of words as SQL text; imports nothing
+      'src/store/read-migrations.ts', // the migration files, read for either dialect
+      'src/store/store-channel.ts', // the nudge channel's interface
+      'src/store/sqlite/', // opening the database file, its migrations and checkpoints
+      'src/store/postgres/', // connecting, migrations, the NOTIFY channel, storable text
     ],
   },
   { name: 'credit', paths: ['src/store/credit/'] },
@@ -124,27 +127,34 @@ const STORE_LAYERS: Layer[] = [
   // The janitor's view names the files' and the accounts' expiries.
   { name: 'retention', paths: ['src/store/retention/'] },
   { name: 'usage', paths: ['src/store/usage/'] },
-  {
-    name: 'batches and dispatch',
-    paths: [
-      'src/store/', // store.ts, rows.ts, the dispatch thread, migrations
-      'src/store/batch-chunks/',
-      'src/store/sqlite/',
-      'src/store/postgres/',
-    ],
-  },
+  // Ending a batch enqueues its webhooks' deliveries; the progress shards are the dispatcher's.
+  { name: 'dispatch', paths: ['src/store/dispatch/'] },
+  // A batch is read with the dispatcher's progress shards, and a cancel ends it the dispatcher's way.
+  { name: 'batches', paths: ['src/store/batches/'] },
+  // The batch lanes' chunks add their lines to a batch's provider shares.
+  { name: 'batch-chunks', paths: ['src/store/batch-chunks/'] },
   {
     name: 'composition',
     paths: [
+      'src/store/', // store.ts (the roles' types as one), open-store.ts
       'src/store/sqlite/sqlite-store.ts',
       'src/store/postgres/postgres-store.ts',
-      'src/store/open-store.ts',
     ],
   },
 ]
 
 /** The role folders, each of which must have its own contract suite. */
-const STORE_ROLES = ['accounts', 'credit', 'files', 'fine-tunes', 'webhooks', 'retention', 'usage']
+const STORE_ROLES = [
+  'accounts',
+  'credit',
+  'files',
+  'fine-tunes',
+  'webhooks',
+  'retention',
+  'usage',
+  'dispatch',
+  'batches',
+]
 
 const tree = await readTree(ROOT, ['src/**/*.ts', 'providers/**/*.ts'])
 const edges = importGraph(tree)

@@ -119,7 +119,13 @@ async function claimedBatch(texts: string[], chunkId: string) {
   })
   expect(admitted.kind).toBe('created')
   const now = Date.now()
-  const claimed = await opened.dispatch.claimLines(id, lineOwnerOf(chunkId), 100, now, now + 60_000)
+  const claimed = await opened.dispatch.claimLines({
+    batchId: id,
+    owner: lineOwnerOf(chunkId),
+    limit: 100,
+    nowMs: now,
+    leaseUntilMs: now + 60_000,
+  })
   return { id, claimed }
 }
 
@@ -287,13 +293,13 @@ describe('a chunk through Anthropic', () => {
       ['pending', 0],
     ])
     sim.configure({ batchTurnaroundMs: 0, batchExpireMs: null, batchErrorRate: 1 })
-    const again = await opened.dispatch.claimLines(
-      id,
-      lineOwnerOf('chk_a2'),
-      100,
-      Date.now(),
-      Date.now() + 60_000,
-    )
+    const again = await opened.dispatch.claimLines({
+      batchId: id,
+      owner: lineOwnerOf('chk_a2'),
+      limit: 100,
+      nowMs: Date.now(),
+      leaseUntilMs: Date.now() + 60_000,
+    })
     expect(again).toHaveLength(3)
     await submitChunk(deps, {
       id: 'chk_a2',

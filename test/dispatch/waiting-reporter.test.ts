@@ -8,7 +8,7 @@ import type { OpenedStore } from '../../src/store/store.ts'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { createLogger } from '../../src/telemetry/logger.ts'
 import { createWaitingReporter } from '../../src/dispatch/waiting-reporter.ts'
-import { newBatch } from '../store/contract.ts'
+import { newBatch } from '../store/batch-fixtures.ts'
 
 const T0 = 1_764_460_000_000 // ms
 let opened: OpenedStore

@@ -11,7 +11,7 @@ import { validateBatchFile } from '../../src/ingest/validate-batch-file.ts'
 import { createPostgresStore } from '../../src/store/postgres/postgres-store.ts'
 import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
 import { chatLine, dropTestSchema, freshSchemaUrl, TEST_DATABASE_URL } from '../helpers/gateway.ts'
-import { newBatch } from '../store/contract.ts'
+import { newBatch } from '../store/batch-fixtures.ts'
 
 const config = loadConfig({
   MULTIGRID_CONFIG: writeCatalog(testCatalog({ openai: 'http://127.0.0.1:9/v1' })),

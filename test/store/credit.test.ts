@@ -2,12 +2,12 @@
  * The credit store's contract (src/store/credit/), on every store (every-store.ts): live credit
  * leased as a hold on the balance, seen by admission, gone once expired; live charges written in
  * idempotent groups; concurrent leases never past the balance. The daily spend limit's refusals
- * at admission are the batch contract's (contract.ts).
+ * at admission are the batch contract's (batches.test.ts).
  */
 import { afterEach, beforeEach, describe, expect } from 'bun:test'
 import { Money } from '../../src/money/decimal.ts'
 import type { NewAccount, Store } from '../../src/store/store.ts'
-import { newBatch } from './contract.ts'
+import { newBatch } from './batch-fixtures.ts'
 import { MS, newAccount, onEveryStore } from './every-store.ts'
 
 onEveryStore(({ name, makeStore, it }) => {

@@ -11,7 +11,7 @@ import type {
   NewAccount,
   Store,
 } from '../../src/store/store.ts'
-import { newBatch } from './contract.ts'
+import { newBatch } from './batch-fixtures.ts'
 import { MS, newAccount, onEveryStore, T0 } from './every-store.ts'
 
 const succeeded = (batchId: string, lineNo: number, costUsd: string): LineOutcome => ({
@@ -45,7 +45,7 @@ onEveryStore(({ name, makeStore, it }) => {
       return result.batch
     }
     const claim = (batchId: string, owner: string, limit: number) =>
-      dispatch.claimLines(batchId, owner, limit, MS, MS + 60_000)
+      dispatch.claimLines({ batchId, owner, limit, nowMs: MS, leaseUntilMs: MS + 60_000 })
 
     describe('files', () => {
       const file = (id: string, extra: Partial<FileRecord> = {}): FileRecord => ({

@@ -1,15 +1,13 @@
 /**
- * The store contract on PostgreSQL, when TEST_DATABASE_URL names one (skipped otherwise). This
- * file works in a schema of its own, `t_<random>`, emptied before each test and dropped at the
- * end unless a test failed (then it is kept for a look, and its name printed).
+ * PostgreSQL's migrations, when TEST_DATABASE_URL names one (skipped otherwise), in a schema of
+ * this file's own, `t_<random>_m`, dropped at the end. The roles' contracts run on PostgreSQL from
+ * their own files (test/store/<role>.test.ts, every-store.ts).
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, describe, expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
 import postgres from 'postgres'
 import { migrate, readMigrations } from '../../src/store/postgres/migrate.ts'
 import { createPostgresStore } from '../../src/store/postgres/postgres-store.ts'
-import { contractFailed, runStoreContract } from './contract.ts'
-import { runProgressContract } from './progress-contract.ts'
 
 const url = process.env.TEST_DATABASE_URL
 
@@ -21,15 +19,7 @@ if (!url) {
   const schema = `t_${randomBytes(6).toString('hex')}`
   const admin = postgres(url, { max: 1, onnotice: () => {} })
 
-  beforeAll(async () => {
-    // Migrates the fresh schema once; each test then starts from empty tables.
-    const { store } = await createPostgresStore(url, { schema, max: 1 })
-    await store.close()
-  })
-
   afterAll(async () => {
-    if (contractFailed('postgres')) console.error(`kept schema ${schema} for a look`)
-    else await admin`DROP SCHEMA ${admin(schema)} CASCADE`
     await admin.end()
   })
 
@@ -51,15 +41,4 @@ if (!url) {
       await admin`DROP SCHEMA ${admin(fresh)} CASCADE`
     })
   })
-
-  const emptyStore = async () => {
-    // Every table but the migrations' record, so tables added by later migrations are emptied too.
-    const tables = await admin`
-      SELECT tablename FROM pg_tables
-      WHERE schemaname = ${schema} AND tablename <> 'schema_migrations'`
-    await admin`TRUNCATE ${admin(tables.map((row) => `${schema}.${row.tablename}`))}`
-    return createPostgresStore(url, { schema, max: 4 })
-  }
-  runStoreContract('postgres', emptyStore)
-  runProgressContract('postgres', emptyStore)
 }

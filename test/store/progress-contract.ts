@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import type { BatchRecord, LineRecord } from '../../src/domain.ts'
 import { Money, moneyText } from '../../src/money/decimal.ts'
 import type { DispatchStore, LineOutcome, OpenedStore, Store } from '../../src/store/store.ts'
-import { newBatch } from './contract.ts'
+import { newBatch } from './batch-fixtures.ts'
 
 const T0 = 1_764_460_000
 const MS = T0 * 1000
@@ -110,7 +110,15 @@ export function runProgressContract(name: string, makeStore: () => Promise<Opene
       // Three instances claim side by side, then settle what they took, outcomes of all kinds.
       const owners = ['a', 'b', 'c']
       const claimed = await Promise.all(
-        owners.map((owner) => dispatch.claimLines('batch_01', owner, 30, MS, MS + 60_000)),
+        owners.map((owner) =>
+          dispatch.claimLines({
+            batchId: 'batch_01',
+            owner,
+            limit: 30,
+            nowMs: MS,
+            leaseUntilMs: MS + 60_000,
+          }),
+        ),
       )
       expect(claimed.flat()).toHaveLength(90)
       await expectAgrees(await read())
@@ -128,14 +136,26 @@ export function runProgressContract(name: string, makeStore: () => Promise<Opene
       const summed = await store.getBatch('acct_1', 'batch_01')
       expect(summed!.usage.outputTokens).toBe(3 * settled.counts.succeeded)
       // One instance dies with lines leased: they come back to pending when its lease runs out.
-      await dispatch.claimLines('batch_01', 'd', 10, MS + 2_000, MS + 3_000)
+      await dispatch.claimLines({
+        batchId: 'batch_01',
+        owner: 'd',
+        limit: 10,
+        nowMs: MS + 2_000,
+        leaseUntilMs: MS + 3_000,
+      })
       expect(await dispatch.reapExpiredLeases(MS + 4_000)).toBe(10)
       await expectAgrees(await read())
       // A listing says the same as a read.
       const listed = await store.listBatches('acct_1', { limit: 10, after: null })
       expect(listed.batches[0]!.counts).toEqual((await read()).counts)
       // Cancelled with lines running: those finish and are billed, the rest end cancelled.
-      const running = await dispatch.claimLines('batch_01', 'a', 5, MS + 5_000, MS + 65_000)
+      const running = await dispatch.claimLines({
+        batchId: 'batch_01',
+        owner: 'a',
+        limit: 5,
+        nowMs: MS + 5_000,
+        leaseUntilMs: MS + 65_000,
+      })
       const cancelled = await store.cancelBatch('acct_1', 'batch_01', T0 + 5)
       expect(cancelled.kind).toBe('cancelled')
       await expectAgrees(await read())

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect } from 'bun:test'
 import type { FileRecord, Store } from '../../src/store/store.ts'
-import { newBatch } from './contract.ts'
+import { newBatch } from './batch-fixtures.ts'
 import { newAccount, onEveryStore, T0 } from './every-store.ts'
 
 const file = (id: string, extra: Partial<FileRecord> = {}): FileRecord => ({

@@ -1,7 +1,7 @@
 /**
  * Both dialects' migrations end with the same schema: the same numbered files, and, read from the
  * databases themselves, the same tables with the same columns of the same broad types
- * (schema-columns.ts). rows.ts maps rows of both stores with one set of names, so a column added
+ * (schema-columns.ts). each role's rows file maps rows of both stores with one set of names, so a column added
  * to one dialect only would be a bug of the other. The PostgreSQL half needs TEST_DATABASE_URL.
  */
 import { describe, expect, test } from 'bun:test'

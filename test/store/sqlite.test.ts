@@ -4,15 +4,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { waitFor } from '../helpers/wait.ts'
-import { newBatch, runStoreContract } from './contract.ts'
-import { runProgressContract } from './progress-contract.ts'
+import { newBatch } from './batch-fixtures.ts'
 
-// In memory: one connection, the dispatcher's statements on the calling thread.
-runStoreContract('sqlite', async () => createSqliteStore(null))
-// On disk, as the gateway runs it: the dispatcher's statements on their own thread and connection.
-runStoreContract('sqlite file', async () =>
-  createSqliteStore(mkdtempSync(join(tmpdir(), 'mg-contract-'))),
-)
+// The batch and dispatch contracts run on every store: batches.test.ts, dispatch.test.ts.
 
 describe('sqlite file: checkpoints', () => {
   test('the checkpoint thread copies the write-ahead log into the database file within seconds', async () => {
@@ -49,7 +43,3 @@ describe('sqlite file: checkpoints', () => {
     }
   })
 })
-runProgressContract('sqlite', async () => createSqliteStore(null))
-runProgressContract('sqlite file', async () =>
-  createSqliteStore(mkdtempSync(join(tmpdir(), 'mg-contract-'))),
-)

@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import type { WebhookEventType } from '../../src/domain.ts'
 import type { DispatchStore, OpenedStore, Store, WebhookRecord } from '../../src/store/store.ts'
-import { newBatch } from './contract.ts'
+import { newBatch } from './batch-fixtures.ts'
 
 const T0 = 1_764_460_000
 const MS = T0 * 1000
@@ -44,7 +44,13 @@ export function runWebhookStoreContract(name: string, makeStore: () => Promise<O
   async function finish(accountId: string, batchId: string, outcome: 'succeeded' | 'failed') {
     const admitted = await store.admitBatch(newBatch(accountId, batchId, 1))
     if (admitted.kind !== 'created') throw new Error(admitted.kind)
-    await dispatch.claimLines(batchId, 'line-owner', 1, MS, MS + 60_000)
+    await dispatch.claimLines({
+      batchId,
+      owner: 'line-owner',
+      limit: 1,
+      nowMs: MS,
+      leaseUntilMs: MS + 60_000,
+    })
     await dispatch.recordOutcomes(
       'line-owner',
       [

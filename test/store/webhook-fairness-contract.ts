@@ -6,7 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import type { OpenedStore, Store, WebhookRecord } from '../../src/store/store.ts'
-import { newBatch } from './contract.ts'
+import { newBatch } from './batch-fixtures.ts'
 
 const T0 = 1_764_460_000
 const NOW = (T0 + 10) * 1000

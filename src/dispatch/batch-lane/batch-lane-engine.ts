@@ -87,7 +87,9 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     const owner = lineOwnerOf(chunkId)
     const at = now()
     // One line first: its model says whether the batch goes to a batch lane at all.
-    const [first] = await deps.dispatch.claimLines(batch.id, owner, 1, at, at + 2 * options.leaseMs)
+    const claim = (limit: number, leaseUntilMs: number) =>
+      deps.dispatch.claimLines({ batchId: batch.id, owner, limit, nowMs: at, leaseUntilMs })
+    const [first] = await claim(1, at + 2 * options.leaseMs)
     if (!first) return false
     const choice = laneOf(first, batch)
     if (!choice) {
@@ -100,13 +102,7 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     // Short until the chunk's intent is stored (submitChunk lengthens it): lines claimed by an
     // instance that dies before come back soon.
     const leaseUntil = at + cd.lineLeaseMs
-    const rest = await deps.dispatch.claimLines(
-      batch.id,
-      owner,
-      choice.settings.chunkLines - 1,
-      at,
-      leaseUntil,
-    )
+    const rest = await claim(choice.settings.chunkLines - 1, leaseUntil)
     const lines = [first, ...rest]
     await deps.dispatch.renewLeases(owner, leaseUntil)
     const model = String((JSON.parse(first.input) as Parsed).body.model)

@@ -4,10 +4,10 @@
  * and when the live lanes take over. Read from the chunk store beside the batch's own shares.
  */
 import type { ProviderShare } from '../../domain.ts'
-import type { Store } from '../store.ts'
+import type { BatchStore } from '../batches/batch-store.ts'
 import type { ChunkStore } from './chunk-store.ts'
 
-type Shares = Store['providerShares']
+type Shares = BatchStore['providerShares']
 
 /** providerShares of `shares`, with the open chunks of the same batches added. */
 export function sharesWithChunks(shares: Shares, chunks: Pick<ChunkStore, 'openChunks'>): Shares {
@@ -33,7 +33,10 @@ export function sharesWithChunks(shares: Shares, chunks: Pick<ChunkStore, 'openC
 }
 
 /** The store as the batch routes read it: providerShares with the open chunks, the rest as is. */
-export function withChunkShares(store: Store, chunks: Pick<ChunkStore, 'openChunks'>): Store {
+export function withChunkShares<S extends Pick<BatchStore, 'providerShares'>>(
+  store: S,
+  chunks: Pick<ChunkStore, 'openChunks'>,
+): S {
   const providerShares = sharesWithChunks(store.providerShares.bind(store), chunks)
   return new Proxy(store, {
     get(target, key) {

@@ -7,9 +7,9 @@
  */
 import type postgres from 'postgres'
 import { moneyText } from '../../money/decimal.ts'
-import { capEndedWaiting } from '../cap-waiting.ts'
-import { terminalStatus, withProgress } from '../rows.ts'
-import { current, foldedColumns, foldedShards, progressJoin } from './batch-progress.ts'
+import { capEndedWaiting } from './cap-waiting.ts'
+import { terminalStatus, withProgress } from './dispatch-rows.ts'
+import { current, foldedColumns, foldedShards, progressJoin } from './postgres-batch-progress.ts'
 import { enqueueWebhookEvents } from '../webhooks/postgres-webhooks.ts'
 
 type Row = Record<string, any>
@@ -21,14 +21,14 @@ export async function advanceBatches(tx: postgres.TransactionSql, now: number): 
     WHERE b.status IN ('in_progress', 'cancelling') AND b.deadline_at <= ${now}
       AND ${current(tx, 'pending')} > 0
     ORDER BY b.id FOR UPDATE OF b SKIP LOCKED`
-  await endPending(tx, ids(overdue), 'expired', 'batch_expired', now)
+  await endPending(tx, ids(overdue), 'expired', now)
   // A cancelling batch dispatches nothing more: lines that came back to pending (a retry, a
   // reaped or released lease) end cancelled rather than waiting for the deadline.
   const cancelling = await tx`
     SELECT b.id FROM batches b ${progressJoin(tx)}
     WHERE b.status = 'cancelling' AND ${current(tx, 'pending')} > 0
     ORDER BY b.id FOR UPDATE OF b SKIP LOCKED`
-  await endPending(tx, ids(cancelling), 'cancelled', 'batch_cancelled', now)
+  await endPending(tx, ids(cancelling), 'cancelled', now)
   // A capped batch with nothing in flight: every pending line that does not fit what is left of
   // its cap never will, and ends cancelled (docs/money-and-limits.md).
   const capped = await tx`
@@ -127,10 +127,10 @@ async function endPending(
   tx: postgres.TransactionSql,
   batchIds: string[],
   status: 'cancelled' | 'expired',
-  code: 'batch_cancelled' | 'batch_expired',
   now: number,
 ) {
   if (batchIds.length === 0) return
+  const code = status === 'expired' ? 'batch_expired' : 'batch_cancelled'
   await tx`
     WITH ended AS (
       UPDATE lines SET status = ${status}, error_code = ${code}, finished_at = ${now}

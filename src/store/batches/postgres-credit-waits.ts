@@ -7,7 +7,7 @@
 import type postgres from 'postgres'
 import { Money, moneyText } from '../../money/decimal.ts'
 import { creditWaitFailure, planCreditWaits, rowHold } from '../credit/daily-spend.ts'
-import type { WaitingPass } from '../store.ts'
+import type { WaitingPass } from './batch-store.ts'
 import { enqueueWebhookEvents } from '../webhooks/postgres-webhooks.ts'
 
 type Row = Record<string, any>

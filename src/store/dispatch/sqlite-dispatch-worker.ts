@@ -1,7 +1,7 @@
-/** The SQLite dispatch thread (../dispatch-thread.ts): SqliteDispatch on a connection of its own. */
-import { serveDispatch } from '../dispatch-worker-host.ts'
-import { openSqliteDatabase } from './open-database.ts'
-import { SqliteDispatch } from './sqlite-dispatch.ts'
+/** The SQLite dispatch thread (../dispatch-thread.ts): the SQLite dispatch role on a connection of its own. */
+import { serveDispatch } from './dispatch-worker-host.ts'
+import { openSqliteDatabase } from '../sqlite/open-database.ts'
+import { createSqliteDispatch } from './sqlite-dispatch.ts'
 
 serveDispatch(([path]) => {
   const db = openSqliteDatabase(path as string)
@@ -11,5 +11,5 @@ serveDispatch(([path]) => {
   // are small; the largest, expiring a batch's pending lines, holds about 0.5 KB a line while it
   // runs.
   db.exec('PRAGMA temp_store = MEMORY')
-  return { dispatch: new SqliteDispatch(db), close: () => db.close() }
+  return { dispatch: createSqliteDispatch(db), close: () => db.close() }
 })

@@ -2,8 +2,8 @@
  * What a capped batch says while its cap holds lines back, and once it has ended them (docs/money-and-limits.md,
  * §13 `max_cost_reached`): the same words from both stores.
  */
-import type { BatchWaiting } from '../domain.ts'
-import { usd } from '../money/decimal.ts'
+import type { BatchWaiting } from '../../domain.ts'
+import { usd } from '../../money/decimal.ts'
 
 /** Why a capped batch waits while its lines in flight finish (docs/money-and-limits.md, docs/routing.md). */
 export function capWaiting(maxCostUsd: string): BatchWaiting {

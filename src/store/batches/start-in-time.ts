@@ -2,7 +2,7 @@
  * Starting in time (docs/open-models.md): a batch none of whose lines has started by half its window — by
  * 48 hours for a window of 72 hours or more, so that a batch that starts has at least 24 hours
  * left — ends `failed` with `capacity_unavailable`: nothing run, its hold released, nothing
- * charged. The rule is here; each dialect applies it in one transaction (start-in-time.ts there).
+ * charged. The rule is here; each dialect applies it in one transaction (sqlite-start-in-time.ts, postgres-start-in-time.ts).
  */
 
 /** From this window on, a batch must start within 48 hours. */

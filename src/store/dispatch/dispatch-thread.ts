@@ -6,9 +6,9 @@
  * they overlap with the HTTP work. The thread keeps the process alive only while a call is under
  * way. `script` is a module that calls serveDispatch (dispatch-worker-host.ts).
  */
-import { createThreadCalls } from '../threads/thread-calls.ts'
+import { createThreadCalls } from '../../threads/thread-calls.ts'
 import type { DispatchReply, DispatchRequest } from './dispatch-worker-host.ts'
-import type { DispatchStore } from './store.ts'
+import type { DispatchStore } from './dispatch-store.ts'
 
 export type DispatchThread = DispatchStore & { close(): Promise<void> }
 

@@ -1,17 +1,17 @@
 /**
- * Starting in time on the embedded store (docs/open-models.md; the rule is ../start-in-time.ts's): the
+ * Starting in time on the embedded store (docs/open-models.md; the rule is start-in-time.ts's): the
  * in-progress batches that have not started a line by their start-by time fail, every line
  * failed unbilled, their holds given back to their accounts. Runs inside the caller's IMMEDIATE
  * transaction, so a claim cannot start one of them meanwhile.
  */
-import type { Database } from 'bun:sqlite'
+import type { SqliteConnection as Database } from '../connection.ts'
 import { Money, moneyText } from '../../money/decimal.ts'
 import {
   CAPACITY_UNAVAILABLE,
   capacityUnavailableMessage,
   START_BY_SQL,
   startBySeconds,
-} from '../start-in-time.ts'
+} from './start-in-time.ts'
 import { enqueueWebhookEvents } from '../webhooks/sqlite-webhooks.ts'
 
 type Row = Record<string, any>

@@ -1,5 +1,5 @@
 /** The embedded store's batch_providers writes (routing.providers, docs/routing.md). */
-import type { Database } from 'bun:sqlite'
+import type { SqliteConnection as Database } from '../connection.ts'
 import { Money, moneyText } from '../../money/decimal.ts'
 
 type Row = Record<string, any>
@@ -27,8 +27,7 @@ export class ShareTally {
   ) {}
 
   add(
-    batchId: string,
-    provider: string,
+    { batchId, provider }: { batchId: string; provider: string },
     field: 'succeeded' | 'failed' | 'running',
     n: number,
     costUsd = '0',

@@ -9,8 +9,17 @@
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type postgres from 'postgres'
-import { lineCeiling } from '../rows.ts'
-import type { NewLine } from '../store.ts'
+import { lineCeiling } from './batch-rows.ts'
+import type { NewLine } from './batch-store.ts'
+
+/** What copyLines writes: a batch's lines. */
+export interface LinesCopy {
+  batchId: string
+  lines: Iterable<NewLine>
+  collectGarbage?: () => void
+  /** Also each line's own ceiling (a batch with a spend cap). */
+  withCeilings?: boolean
+}
 
 /** About this much COPY data per write. */
 const CHUNK_BYTES = 256 * 1024
@@ -51,11 +60,7 @@ function putEscaped(target: Buffer, at: number, source: Uint8Array): number {
  */
 export async function copyLines(
   tx: postgres.TransactionSql,
-  batchId: string,
-  lines: Iterable<NewLine>,
-  collectGarbage?: () => void,
-  /** Also each line's own ceiling (a batch with a spend cap). */
-  withCeilings = false,
+  { batchId, lines, collectGarbage, withCeilings = false }: LinesCopy,
 ): Promise<number> {
   let count = 0
   const batchBytes = Buffer.from(batchId, 'utf8')

@@ -9,7 +9,7 @@ import type postgres from 'postgres'
 
 type Db = postgres.ISql
 
-export { claimShard, RETURNED_SHARD } from '../progress-shards.ts'
+export { claimShard, RETURNED_SHARD } from './progress-shards.ts'
 
 /**
  * A LEFT JOIN LATERAL of the shards' sums of batch `b`, as `p_*` columns (null when it has none):

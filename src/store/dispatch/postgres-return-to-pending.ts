@@ -1,11 +1,11 @@
 /**
  * Gives running lines back to pending, untouched (a released or expired lease), and moves their
- * batches' counters with them, a capped batch's reserved ceilings too (batch-progress.ts).
+ * batches' counters with them, a capped batch's reserved ceilings too (postgres-batch-progress.ts).
  * Batches are locked first, in id order; recording results locks its lines before their capped
  * batches (record-outcomes.ts says why, and what that costs).
  */
 import type postgres from 'postgres'
-import { addProgress, movedDeltas, RETURNED_SHARD } from './batch-progress.ts'
+import { addProgress, movedDeltas, RETURNED_SHARD } from './postgres-batch-progress.ts'
 
 export async function returnToPending(tx: postgres.TransactionSql, where: postgres.Fragment) {
   const batches = await tx`

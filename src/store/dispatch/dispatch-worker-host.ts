@@ -2,8 +2,8 @@
  * The worker side of a dispatch thread (dispatch-thread.ts): lowers the thread's priority, opens
  * the store's connection on `open`, runs each call and posts its result or its error back.
  */
-import { lowerThreadPriority } from '../threads/background-priority.ts'
-import type { DispatchStore } from './store.ts'
+import { lowerThreadPriority } from '../../threads/background-priority.ts'
+import type { DispatchStore } from './dispatch-store.ts'
 
 export interface DispatchRequest {
   id: number

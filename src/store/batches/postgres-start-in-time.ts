@@ -1,5 +1,5 @@
 /**
- * Starting in time on PostgreSQL (docs/open-models.md; the rule is ../start-in-time.ts's): the in-progress
+ * Starting in time on PostgreSQL (docs/open-models.md; the rule is start-in-time.ts's): the in-progress
  * batches that have not started a line by their start-by time fail, every line failed unbilled,
  * their holds given back. Each batch row is locked (SKIP LOCKED: another instance, or a claim,
  * has it) and checked again under the lock, so a batch that a claim starts is left alone and
@@ -11,7 +11,7 @@ import {
   capacityUnavailableMessage,
   LONG_WINDOW_HOURS,
   startBySeconds,
-} from '../start-in-time.ts'
+} from './start-in-time.ts'
 import { enqueueWebhookEvents } from '../webhooks/postgres-webhooks.ts'
 
 const LONG_START_BY = startBySeconds(LONG_WINDOW_HOURS)

@@ -16,10 +16,10 @@
  */
 import type postgres from 'postgres'
 import { Money, moneyText } from '../../money/decimal.ts'
-import type { CallsChange, LineOutcome } from '../store.ts'
-import { addProgress } from './batch-progress.ts'
-import { capRoomBack, movedBackCounts } from './return-to-pending.ts'
-import { storableString } from './storable.ts'
+import type { CallsChange, LineOutcome, OutcomesRecord } from './dispatch-store.ts'
+import { addProgress } from './postgres-batch-progress.ts'
+import { capRoomBack, movedBackCounts } from './postgres-return-to-pending.ts'
+import { storableString } from '../postgres/storable.ts'
 
 type Settled = Exclude<LineOutcome, { kind: 'retry' }>
 type Retry = Extract<LineOutcome, { kind: 'retry' }>
@@ -31,10 +31,7 @@ const lineKey = (batchId: string, lineNo: number) => `${batchId}\u0000${lineNo}`
 
 export async function recordOutcomes(
   tx: postgres.TransactionSql,
-  owner: string,
-  outcomes: readonly LineOutcome[],
-  nowMs: number,
-  calls: readonly CallsChange[] = [],
+  { owner, outcomes, nowMs, calls = [] }: OutcomesRecord,
 ): Promise<number> {
   const now = Math.floor(nowMs / 1000)
   const writeCalls = async () => {
@@ -42,7 +39,7 @@ export async function recordOutcomes(
   }
   if (outcomes.length === 0) return writeCalls().then(() => 0)
   // Lock order: the lines, then their batches if capped, then accounts. The counters go to this
-  // owner's progress shard (batch-progress.ts), so an uncapped batch's row is not locked at all;
+  // owner's progress shard (postgres-batch-progress.ts), so an uncapped batch's row is not locked at all;
   // a capped one's is, as its claims lock it, so a charge over a line's ceiling is seen by the
   // next claim's room. Settlements of one account still queue on its row (the balance), which
   // is held for one round trip and the commit. Other transactions that take a batch first do

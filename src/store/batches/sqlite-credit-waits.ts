@@ -5,10 +5,10 @@
  * inside the caller's IMMEDIATE transaction, so what it reads is what the account holds when it
  * writes.
  */
-import type { Database } from 'bun:sqlite'
+import type { SqliteConnection as Database } from '../connection.ts'
 import { Money, moneyText } from '../../money/decimal.ts'
 import { creditWaitFailure, planCreditWaits, rowHold } from '../credit/daily-spend.ts'
-import type { WaitingPass } from '../store.ts'
+import type { WaitingPass } from './batch-store.ts'
 import { leasedUsd } from '../credit/sqlite-leases.ts'
 import { enqueueWebhookEvents } from '../webhooks/sqlite-webhooks.ts'
 

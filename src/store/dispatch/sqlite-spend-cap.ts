@@ -3,14 +3,14 @@
  * they fit its cap with the ceilings in flight, ending the lines that never can, and the batch's
  * `max_cost_reached` wait. Runs inside the dispatch store's transactions (sqlite-dispatch.ts).
  */
-import type { Database } from 'bun:sqlite'
+import type { SqliteConnection as Database } from '../connection.ts'
 import type { BatchWaiting } from '../../domain.ts'
 import { Money, moneyText } from '../../money/decimal.ts'
-import { capEndedWaiting, capWaiting } from '../cap-waiting.ts'
-import { claimShard } from '../progress-shards.ts'
-import { rowToClaimedLine } from '../rows.ts'
-import { addProgress, current, currentCount } from './batch-progress.ts'
-import type { ClaimedLine } from '../store.ts'
+import { capEndedWaiting, capWaiting } from './cap-waiting.ts'
+import { claimShard } from './progress-shards.ts'
+import { rowToClaimedLine } from './dispatch-rows.ts'
+import { addProgress, current, currentCount } from './sqlite-batch-progress.ts'
+import type { ClaimedLine } from './dispatch-store.ts'
 
 type Row = Record<string, any>
 

@@ -1,14 +1,14 @@
 /**
  * A batch's progress off its row on the embedded store, in the same shape as PostgreSQL's
- * (src/store/postgres/batch-progress.ts, docs/scale.md): claims, settlements and lines handed
+ * (postgres-batch-progress.ts, docs/scale.md): claims, settlements and lines handed
  * back add what they moved to a shard row of `batch_progress`; reads add the shards to the row;
  * the end of the batch folds them into it. SQLite has one writer, so nothing contends here
  * either way: the point is one code shape and one set of contract tests for both stores. Money is
  * decimal TEXT, so the shards' money is summed with decimal.js, never by SQL.
  */
-import type { Database } from 'bun:sqlite'
+import type { SqliteConnection as Database } from '../connection.ts'
 import { Money, moneyText } from '../../money/decimal.ts'
-import { withProgress } from '../rows.ts'
+import { withProgress } from './dispatch-rows.ts'
 
 type Row = Record<string, any>
 
@@ -49,7 +49,7 @@ export function addProgress(db: Database, batchId: string, shard: string, delta:
   ).run(batchId, shard, ...counts, ...money, Number(before?.changes ?? 0) + 1)
 }
 
-/** The sums of a batch's shards as `p_<column>` (rows.ts adds them), or null when it has none. */
+/** The sums of a batch's shards as `p_<column>` (dispatch-rows.ts adds them), or null when it has none. */
 function shardSums(db: Database, batchId: string): Row | null {
   const shards = db
     .query<Row, [string]>('SELECT * FROM batch_progress WHERE batch_id = ?')

@@ -1,4 +1,4 @@
-/** Row ↔ record mapping shared by both stores; their column names are the same. */
+/** A batch's rows ↔ records, for both dialects; their column names are the same. */
 import type {
   AccountRecord,
   BatchRecord,
@@ -10,56 +10,19 @@ import type {
   ProviderShare,
   Scope,
   WaitingCode,
-} from '../domain.ts'
-import { Money, moneyText } from '../money/decimal.ts'
-import type { ClaimedLine, RunnableBatch } from './store.ts'
+} from '../../domain.ts'
+import { Money, moneyText } from '../../money/decimal.ts'
+import { num } from '../connection.ts'
+import { withProgress } from '../dispatch/dispatch-rows.ts'
 
 type Row = Record<string, unknown>
 
-/** A nullable number column as a number or null (bigint and numeric columns arrive as strings). */
-export const num = (value: unknown) =>
-  value === null || value === undefined ? null : Number(value)
 const json = <T>(value: unknown): T | null =>
   value === null || value === undefined
     ? null
     : typeof value === 'string'
       ? (JSON.parse(value) as T)
       : (value as T)
-
-const PROGRESS_COUNTS = [
-  'pending',
-  'running',
-  'succeeded',
-  'failed',
-  'usage_input_tokens',
-  'usage_cached_input_tokens',
-  'usage_cache_write_tokens',
-  'usage_output_tokens',
-] as const
-const PROGRESS_MONEY = ['cost_usd', 'held_usd', 'reserved_usd', 'usage_uncached_cost_usd'] as const
-
-/**
- * A batch row with its progress shards added (docs/scale.md): the sums arrive beside the row as
- * `p_<column>` (null when it has none), `p_changes` adding to its version. Other rows pass as
- * they are.
- */
-export function withProgress(row: Row): Row {
-  if (row.p_changes === null || row.p_changes === undefined) return row
-  const merged: Row = { ...row, version: Number(row.version ?? 0) + Number(row.p_changes) }
-  delete merged.p_changes
-  for (const column of PROGRESS_COUNTS) {
-    merged[column] = Number(row[column] ?? 0) + Number(row[`p_${column}`] ?? 0)
-    delete merged[`p_${column}`]
-  }
-  for (const column of PROGRESS_MONEY) {
-    merged[column] = moneyText(
-      new Money(String(row[column] ?? '0')).plus(String(row[`p_${column}`] ?? '0')),
-    )
-    delete merged[`p_${column}`]
-  }
-  // Added once: the result has no shard sums of its own.
-  return merged
-}
 
 export function rowToBatch(stored: Row): BatchRecord {
   const row = withProgress(stored)
@@ -153,53 +116,6 @@ export function rowToLine(row: Row): LineRecord {
     attempts: Number(row.attempts),
     latencyMs: num(row.latency_ms),
   }
-}
-
-/** The terminal status a batch takes once no line is pending or running. */
-export function terminalStatus(row: {
-  cancel_requested_at: unknown
-  expired: unknown
-  succeeded: unknown
-  cancelled: unknown
-  line_count: unknown
-}): 'cancelled' | 'expired' | 'failed' | 'completed' {
-  if (row.cancel_requested_at !== null && row.cancel_requested_at !== undefined) return 'cancelled'
-  if (Number(row.expired) > 0) return 'expired'
-  // `failed` only when nothing could run: not one line succeeded. Lines cancelled in a batch no
-  // one cancelled are its spend cap's, and a batch its cap stopped ends completed (docs/money-and-limits.md).
-  if (Number(row.succeeded) === 0 && Number(row.cancelled) === 0 && Number(row.line_count) > 0)
-    return 'failed'
-  return 'completed'
-}
-
-export function rowToRunnable(row: Row): RunnableBatch {
-  return {
-    id: row.id as string,
-    accountId: row.account_id as string,
-    createdAt: Number(row.created_at),
-    deadlineAt: Number(row.deadline_at),
-    endpoint: row.endpoint as RunnableBatch['endpoint'],
-    pending: Number(row.pending),
-  }
-}
-
-/**
- * A line a claim leased, from the line's row and its batch's (account_id, deadline_at; the same
- * row where the claim joined them). A line of a capped batch carries its ceiling_usd.
- */
-export function rowToClaimedLine(batchId: string, row: Row, batch: Row): ClaimedLine {
-  const line: ClaimedLine = {
-    batchId,
-    accountId: batch.account_id as string,
-    lineNo: Number(row.line_no),
-    customId: row.custom_id as string,
-    input: row.input as string,
-    attempts: Number(row.attempts),
-    deadlineAt: Number(batch.deadline_at),
-  }
-  if (row.ceiling_usd !== null && row.ceiling_usd !== undefined)
-    line.ceilingUsd = moneyText(row.ceiling_usd as string)
-  return line
 }
 
 /** batch_providers rows (one per batch, provider and instance) summed per batch and provider. */

@@ -1,0 +1,79 @@
+/**
+ * The batch life cycle after admission on the embedded store: pending lines past the deadline
+ * end expired, pending lines of a cancelling batch end cancelled, a capped batch ends the lines
+ * that can no longer fit, a batch with nothing left to run spends one tick in `finalizing`, then
+ * takes its terminal status (sqlite-finish-batch.ts). One IMMEDIATE transaction a pass.
+ */
+import { sqliteQuery as q, type SqliteConnection as Database } from '../connection.ts'
+import { currentCount } from './sqlite-batch-progress.ts'
+import { finishBatch } from './sqlite-finish-batch.ts'
+import { endOverCap } from './sqlite-spend-cap.ts'
+
+const PENDING = currentCount('pending')
+const RUNNING = currentCount('running')
+
+const immediate = <T>(db: Database, fn: () => T): T => db.transaction(fn).immediate()
+
+export async function advanceBatches(db: Database, now: number) {
+  return immediate(db, () => {
+    const changed: string[] = []
+    // Past the deadline: lines not yet run end `expired`; running ones may still finish.
+    const overdue = q(
+      db,
+      `SELECT id FROM batches b WHERE status IN ('in_progress', 'cancelling') AND deadline_at <= ?
+         AND ${PENDING} > 0`,
+    ).all(now)
+    for (const { id } of overdue) {
+      const n = q(
+        db,
+        `UPDATE lines SET status = 'expired', error_code = 'batch_expired', finished_at = ?
+         WHERE batch_id = ? AND status = 'pending'`,
+      ).run(now, id).changes
+      q(db, 'UPDATE batches SET pending = pending - ?, expired = expired + ? WHERE id = ?').run(
+        n,
+        n,
+        id,
+      )
+    }
+    // Lines handed back to a cancelling batch (a retry, an expired lease) end cancelled too.
+    const cancelling = q(
+      db,
+      `SELECT id FROM batches b WHERE status = 'cancelling' AND ${PENDING} > 0`,
+    ).all()
+    for (const { id } of cancelling) {
+      const n = q(
+        db,
+        `UPDATE lines SET status = 'cancelled', error_code = 'batch_cancelled', finished_at = ?
+         WHERE batch_id = ? AND status = 'pending'`,
+      ).run(now, id).changes
+      q(db, 'UPDATE batches SET pending = pending - ?, cancelled = cancelled + ? WHERE id = ?').run(
+        n,
+        n,
+        id,
+      )
+    }
+    // A capped batch with nothing in flight ends the lines that can no longer fit (docs/money-and-limits.md).
+    endOverCap(db, now)
+    // A batch is `finalizing` for one tick between its last line and its terminal status.
+    for (const { id } of q(db, `SELECT id FROM batches WHERE status = 'finalizing'`).all()) {
+      if (finishBatch(db, id, now)) changed.push(id)
+    }
+    const idle = q(
+      db,
+      `SELECT id, status FROM batches b WHERE status IN ('in_progress', 'cancelling')
+         AND ${PENDING} = 0 AND ${RUNNING} = 0`,
+    ).all()
+    for (const { id, status } of idle) {
+      if (status === 'cancelling') {
+        if (finishBatch(db, id, now)) changed.push(id)
+      } else {
+        q(db, `UPDATE batches SET status = 'finalizing', finalizing_at = ? WHERE id = ?`).run(
+          now,
+          id,
+        )
+        changed.push(id)
+      }
+    }
+    return changed
+  })
+}
