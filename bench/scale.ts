@@ -197,7 +197,10 @@ async function batchUpdates(sql: postgres.Sql, schema: string) {
   return Number(row?.n_tup_upd ?? 0)
 }
 
-/** Samples, every 20 ms until stopped, the backends waiting on a lock, by their statement's start. */
+/**
+ * Samples, every 20 ms until stopped, the backends waiting on a lock, by what they wait for (a
+ * row's `transactionid` or `tuple`, a `relation`...) and their statement's start.
+ */
 function sampleLockWaits(sql: postgres.Sql) {
   const by = new Map<string, number>()
   let samples = 0
@@ -206,7 +209,8 @@ function sampleLockWaits(sql: postgres.Sql) {
   const done = (async () => {
     while (running) {
       const rows = await sql`
-        SELECT left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 60) AS query FROM pg_stat_activity
+        SELECT wait_event || ': ' || left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 60) AS query
+        FROM pg_stat_activity
         WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`
       samples++
       waits += rows.length
