@@ -46,26 +46,46 @@ export async function runnableBatches(
  * The claim call (DispatchStore.claimLines) on `sql`, with the batches seen with a spend cap
  * remembered (it is set at admission and never changes).
  */
-export function createPostgresClaims(sql: postgres.Sql) {
-  const capped = new Set<string>()
-  return (claim: LineClaim) => claimLines(sql, capped, claim)
+/** What the claims of one store have seen of batches: those with a cap, those started. */
+interface SeenBatches {
+  capped: Set<string>
+  started: Set<string>
 }
+
+export function createPostgresClaims(sql: postgres.Sql) {
+  const seen: SeenBatches = { capped: new Set(), started: new Set() }
+  return (claim: LineClaim) => claimLines(sql, seen, claim)
+}
+
+/** One claim under its batch's row lock, taken first as every batch change takes it. */
+const underBatchLock = (sql: postgres.Sql, claim: Claim, capped: boolean) =>
+  sql.begin(async (tx) => {
+    await tx`SELECT 1 FROM batches WHERE id = ${claim.batchId} FOR UPDATE`
+    return claimStatement(tx, claim, capped)
+  })
 
 async function claimLines(
   sql: postgres.Sql,
-  capped: Set<string>,
+  seen: SeenBatches,
   { batchId, owner, limit, nowMs, leaseUntilMs }: LineClaim,
 ): Promise<ClaimedLine[]> {
   const claim = { batchId, owner, limit, now: earlier(nowMs), until: later(leaseUntilMs) }
+  // A claim that starts a batch writes its row's started_at after locking lines: taken bare,
+  // it would lock in the order lines → batch, against a cancel's batch → lines, and the two
+  // deadlock. So until the batch is seen started, its claims take its row first.
+  const started = seen.started.has(batchId)
+  let rows = seen.capped.has(batchId)
+    ? []
+    : started
+      ? await claimStatement(sql, claim, false)
+      : await underBatchLock(sql, claim, false)
   // A capped batch's room is decided one claim at a time, under its row's lock (claimStatement).
-  let rows = capped.has(batchId) ? [] : await claimStatement(sql, claim, false)
-  if (capped.has(batchId) || (rows[0] && rows[0].max_cost_usd !== null)) {
-    capped.add(batchId)
-    rows = await sql.begin(async (tx) => {
-      await tx`SELECT 1 FROM batches WHERE id = ${batchId} FOR UPDATE`
-      return claimStatement(tx, claim, true)
-    })
+  if (seen.capped.has(batchId) || (rows[0] && rows[0].max_cost_usd !== null)) {
+    seen.capped.add(batchId)
+    rows = await underBatchLock(sql, claim, true)
   }
+  if (rows[0] && (rows[0].started_at !== null || rows.some((row) => row.line_no !== null)))
+    seen.started.add(batchId)
   const claimed = rows
     .filter((row) => row.line_no !== null)
     .map((row) => rowToClaimedLine(batchId, row, row))
@@ -179,6 +199,7 @@ function claimStatement(db: postgres.Sql | postgres.TransactionSql, claim: Claim
     started AS (
       UPDATE batches SET started_at = ${earlier(now / 1000)}
       WHERE id = ${batchId} AND started_at IS NULL AND EXISTS (SELECT 1 FROM claimed))
-    SELECT claimed.*, batch.account_id, batch.deadline_at, batch.max_cost_usd, batch.room
+    SELECT claimed.*, batch.account_id, batch.deadline_at, batch.max_cost_usd, batch.room,
+      batch.started_at
     FROM batch LEFT JOIN claimed ON true`
 }
