@@ -33,19 +33,14 @@ const LEFT = new Map<string, { lines: number; parameters: number }>([
   ['src/store/sqlite/sqlite-dispatch.ts claimLines', { lines: 33, parameters: 5 }],
   ['src/store/postgres/postgres-dispatch.ts noteCap', { lines: 27, parameters: 5 }],
   ['src/store/sqlite/sqlite-store.ts insertRows', { lines: 22, parameters: 5 }],
-  ['src/dispatch/batch-lane/chunk-lifecycle.ts recordResults', { lines: 20, parameters: 5 }],
-  ['src/dispatch/batch-lane/chunk-lifecycle.ts abandon', { lines: 19, parameters: 5 }],
   ['src/store/postgres/advance-batches.ts endPending', { lines: 19, parameters: 5 }],
-  ['src/dispatch/run-line.ts fail', { lines: 18, parameters: 5 }],
   ['src/store/sqlite/provider-shares.ts add', { lines: 16, parameters: 5 }],
   [
     'providers/anthropic/prepare-anthropic-body.ts prepareAnthropicBody',
     { lines: 14, parameters: 5 },
   ],
   ['src/simulator/respond.ts errorResponse', { lines: 14, parameters: 6 }],
-  ['src/dispatch/run-line.ts overrun', { lines: 12, parameters: 5 }],
   ['src/ingest/validate-batch-file.ts constructor', { lines: 9, parameters: 6 }],
-  ['src/dispatch/spill-planner.ts createSpillPlanner/ended', { lines: 3, parameters: 5 }],
 ])
 
 const ROOT = join(import.meta.dir, '../..')
