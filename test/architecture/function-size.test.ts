@@ -35,10 +35,6 @@ const LEFT = new Map<string, { lines: number; parameters: number }>([
   ['src/store/sqlite/sqlite-store.ts insertRows', { lines: 22, parameters: 5 }],
   ['src/store/postgres/advance-batches.ts endPending', { lines: 19, parameters: 5 }],
   ['src/store/sqlite/provider-shares.ts add', { lines: 16, parameters: 5 }],
-  [
-    'providers/anthropic/prepare-anthropic-body.ts prepareAnthropicBody',
-    { lines: 14, parameters: 5 },
-  ],
   ['src/simulator/respond.ts errorResponse', { lines: 14, parameters: 6 }],
   ['src/ingest/validate-batch-file.ts constructor', { lines: 9, parameters: 6 }],
 ])

@@ -186,7 +186,7 @@ function sentBody(
   const stream = body.stream === true
   if (kind === 'openai')
     return stream ? prepareOpenAIStreamBody(body, target) : prepareOpenAIBody(body, target)
-  const converted = prepareAnthropicBody('chat', body, target, stream)
+  const converted = prepareAnthropicBody('chat', body, target, { stream })
   return converted.ok ? converted.body : null
 }
 
