@@ -24,7 +24,6 @@ const LEFT = new Map<string, { lines: number; parameters: number }>([
   ['providers/lora-residency.ts createLoraResidency', { lines: 201, parameters: 4 }],
   ['src/telemetry/telemetry.ts createActive', { lines: 185, parameters: 3 }],
   ['src/ingest/validate-batch-file.ts checkLines', { lines: 165, parameters: 4 }],
-  ['src/upstream/fleet-gate.ts createFleetGate', { lines: 159, parameters: 4 }],
   ['src/store/postgres/record-outcomes.ts recordOutcomes', { lines: 66, parameters: 5 }],
   ['src/store/postgres/postgres-dispatch.ts claimLines', { lines: 60, parameters: 5 }],
   ['src/store/postgres/copy-lines.ts copyLines', { lines: 55, parameters: 5 }],
