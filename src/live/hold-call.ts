@@ -41,7 +41,7 @@ export async function holdCall(
     typeof named === 'string' && isAdapterId(named)
       ? await deps.adapters(caller.account.id)
       : NO_ADAPTERS
-  const checked = validateBody(raw, endpoint, deps.catalog, '', { live: true, adapters })
+  const checked = validateBody(raw, endpoint, deps.catalog, { live: true, adapters })
   // Within its bounds (checked above): compiled on a schema thread, refused past the budget.
   const schemaText = checked.ok ? checked.value.schemaText : undefined
   if (schemaText !== undefined) {

@@ -19,11 +19,9 @@ const MAX_PARAMETERS = 4
 const LEFT = new Map<string, { lines: number; parameters: number }>([
   ['src/simulator/server.ts startSimulator', { lines: 413, parameters: 1 }],
   ['src/gateway.ts startGateway', { lines: 377, parameters: 2 }],
-  ['src/ingest/validate-body.ts validateBody', { lines: 230, parameters: 5 }],
   ['src/simulator/openai-batch-api.ts createOpenAIBatchApi', { lines: 224, parameters: 3 }],
   ['providers/lora-residency.ts createLoraResidency', { lines: 201, parameters: 4 }],
   ['src/telemetry/telemetry.ts createActive', { lines: 185, parameters: 3 }],
-  ['src/ingest/validate-batch-file.ts checkLines', { lines: 165, parameters: 4 }],
   ['src/store/postgres/record-outcomes.ts recordOutcomes', { lines: 66, parameters: 5 }],
   ['src/store/postgres/postgres-dispatch.ts claimLines', { lines: 60, parameters: 5 }],
   ['src/store/postgres/copy-lines.ts copyLines', { lines: 55, parameters: 5 }],
@@ -35,7 +33,6 @@ const LEFT = new Map<string, { lines: number; parameters: number }>([
   ['src/store/postgres/advance-batches.ts endPending', { lines: 19, parameters: 5 }],
   ['src/store/sqlite/provider-shares.ts add', { lines: 16, parameters: 5 }],
   ['src/simulator/respond.ts errorResponse', { lines: 14, parameters: 6 }],
-  ['src/ingest/validate-batch-file.ts constructor', { lines: 9, parameters: 6 }],
 ])
 
 const ROOT = join(import.meta.dir, '../..')

@@ -194,7 +194,7 @@ test('what each adapter sends is within the ceiling the validator counted', () =
   let checked = 0
   fc.assert(
     fc.property(body, (raw) => {
-      const verdict = validateBody(raw, 'chat', catalog, 'body', { live: true })
+      const verdict = validateBody(raw, 'chat', catalog, { prefix: 'body', live: true })
       if (!verdict.ok) return // not admitted: nothing is sent
       const { model, offerings, inputTokens, outputTokens } = verdict.value
       for (const offering of offerings) {
