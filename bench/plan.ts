@@ -228,7 +228,7 @@ function simulate(
       const s = state.get(provider)!
       s.running--
       inFlight--
-      planner.ended(batch.id, provider, now, now - startedAt, true)
+      planner.ended(batch.id, provider, { nowMs: now, serviceMs: now - startedAt, ok: true })
       planner.leave(batch.id, provider)
       done.set(provider, done.get(provider)! + 1)
       finished++

@@ -36,8 +36,18 @@ export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapte
   })
   const { pool } = context
 
+  // The two ways a body is sent, made once rather than on every call.
+  const sends = {
+    streamed: { stream: true, providerName: options.name },
+    unstreamed: { stream: false, providerName: options.name },
+  }
   const convert = (request: UpstreamRequest, stream: boolean) =>
-    prepareAnthropicBody(request.endpoint, request.body, request, stream, options.name)
+    prepareAnthropicBody(
+      request.endpoint,
+      request.body,
+      request,
+      stream ? sends.streamed : sends.unstreamed,
+    )
 
   async function send(request: UpstreamRequest): Promise<Outcome> {
     if (request.passThrough === 'messages') return sendMessages(context, request, headers)

@@ -9,12 +9,23 @@ import {
   type AnthropicRequestConversion,
 } from './convert-to-anthropic-messages.ts'
 
+/** How the body is sent: streamed or not, and the provider's name for a refusal's message. */
+export interface AnthropicSend {
+  stream: boolean
+  /** Default: Anthropic. */
+  providerName?: string
+}
+
+/** Sent without streaming, by the provider named Anthropic. */
+export const UNSTREAMED: AnthropicSend = Object.freeze({ stream: false })
+/** Streamed, by the provider named Anthropic. */
+export const STREAMED: AnthropicSend = Object.freeze({ stream: true })
+
 export function prepareAnthropicBody(
   endpoint: Endpoint,
   body: Record<string, unknown>,
   target: UpstreamTarget,
-  stream: boolean,
-  providerName = 'Anthropic',
+  { stream, providerName = 'Anthropic' }: AnthropicSend,
 ): AnthropicRequestConversion {
   if (endpoint !== 'chat') {
     return { ok: false, message: `${providerName} (Anthropic) does not serve embeddings` }

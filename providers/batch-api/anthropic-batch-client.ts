@@ -63,8 +63,9 @@ export function anthropicBatchInput(
   const target = { model: chunk.model, maxTokensParam: chunk.maxTokensParam }
   const requests: { custom_id: string; params: Record<string, unknown> }[] = []
   const refused: ChunkLineResult[] = []
+  const send = { stream: false, providerName }
   for (const line of chunk.lines) {
-    const converted = prepareAnthropicBody(chunk.endpoint, line.body, target, false, providerName)
+    const converted = prepareAnthropicBody(chunk.endpoint, line.body, target, send)
     if (!converted.ok) {
       const error = upstreamError('invalid_request', converted.message)
       refused.push({ position: line.position, type: 'errored', error })

@@ -60,7 +60,11 @@ export function plannedSend(
         if (startedAt !== null) {
           observer.ended(line, provider, outcome)
           const end = now()
-          planner.ended(batchId, provider, end, end - startedAt, outcome?.ok ?? false)
+          planner.ended(batchId, provider, {
+            nowMs: end,
+            serviceMs: end - startedAt,
+            ok: outcome?.ok ?? false,
+          })
         }
         planner.leave(batchId, provider)
       }

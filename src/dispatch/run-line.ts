@@ -25,7 +25,7 @@ import { inlineSchemaChecks } from '../schemas/inline-checks.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import { answerChoices, answerFormat, judgeChoices } from '../schemas/structured-answer.ts'
 import type { ClaimedLine, LineOutcome, LineUsage } from '../store/store.ts'
-import { sendWithFallback } from '../upstream/send-with-fallback.ts'
+import { sendWithFallback, type Tried } from '../upstream/send-with-fallback.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
 import { answerFor, lineRequest } from './responses-line.ts'
 import { retryDelay, type RetryPolicy } from './retry-policy.ts'
@@ -65,8 +65,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   const { batchId, lineNo } = line
   const input = JSON.parse(line.input) as { url: string; body: Record<string, unknown> }
   const request = lineRequest(input)
-  if ('problem' in request)
-    return fail(line, { code: 'invalid_request', message: request.problem }, null, null, null)
+  if ('problem' in request) return fail(line, { code: 'invalid_request', message: request.problem })
   const parsed = { url: input.url, body: request.body }
   const endpoint = endpointOf(parsed.url)
   const named = String(parsed.body.model)
@@ -83,16 +82,10 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       : deps.catalog.route(model, routing)
   const offerings = fineTune ? loraOfferings(deps.catalog, routed) : routed
   if (!model || offerings.length === 0 || (isFineTuneId(named) && !fineTune)) {
-    return fail(
-      line,
-      {
-        code: 'invalid_request',
-        message: `model ${String(parsed.body.model)} is no longer served by this gateway`,
-      },
-      null,
-      null,
-      null,
-    )
+    return fail(line, {
+      code: 'invalid_request',
+      message: `model ${String(parsed.body.model)} is no longer served by this gateway`,
+    })
   }
   // Past the deadline nothing new is sent: hand the line back, the batch's expiry ends it.
   const now = Date.now()
@@ -131,9 +124,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       return fail(
         line,
         { code: 'structured_output_invalid', message: judged.problem, upstream: outcome.body },
-        outcome.status,
-        offering.provider,
-        outcome.latencyMs,
+        tried,
       )
     }
     const bounds = lineBounds(
@@ -144,6 +135,8 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     )
     const usage = outcome.usage ?? usageOnBound(bounds, answerBytes(outcome.body))
     const costUsd = priceUsage(usage, offering)
+    // Past a bound, the ceiling the upstream's report may overrun; within both, none.
+    const over = passesBounds(usage, bounds) ? overrun(costUsd, bounds, offerings, parsed.body) : {}
     const answer = {
       batchId,
       lineNo,
@@ -166,8 +159,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     // One whose check passed the budget (docs/webhooks-and-streams.md): failed, and billed as the answer it is (the
     // upstream answered; the schema is the caller's), never past its ceiling.
     if (judged?.checked === false) {
-      const ceiling =
-        line.ceilingUsd ?? overrun(usage, costUsd, bounds, offerings, parsed.body).ceilingUsd
+      const ceiling = line.ceilingUsd ?? over.ceilingUsd
       return {
         ...fail(
           line,
@@ -176,9 +168,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
             message: judged.unchecked,
             upstream: outcome.body,
           },
-          outcome.status,
-          offering.provider,
-          outcome.latencyMs,
+          tried,
         ),
         costUsd: ceiling !== undefined && new Money(ceiling).lessThan(costUsd) ? ceiling : costUsd,
         usage: answer.usage,
@@ -189,9 +179,9 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     // cost never passes max_cost_usd (docs/money-and-limits.md), whatever the upstream reports.
     if (line.ceilingUsd !== undefined && new Money(line.ceilingUsd).lessThan(costUsd))
       return { ...answer, costUsd: line.ceilingUsd, ceilingUsd: line.ceilingUsd }
-    return { ...answer, costUsd, ...overrun(usage, costUsd, bounds, offerings, parsed.body) }
+    return { ...answer, costUsd, ...over }
   }
-  const { error, latencyMs } = outcome
+  const { error } = outcome
   // The provider failed as a whole (its last replica became unreachable with this call): the line
   // was not served, and waits for it, or for another offering, without using an attempt. A 429
   // is an answer: it counts (and pauses the provider).
@@ -204,7 +194,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     return { batchId, lineNo, kind: 'retry', notBefore: Date.now() + HOLD_MS, unsent: true }
   const delay = retryDelay(deps.retry, error, line.attempts)
   if (delay !== null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() + delay }
-  return fail(line, lineError(error, line.attempts), error.status, offering.provider, latencyMs)
+  return fail(line, lineError(error, line.attempts), tried)
 }
 /**
  * The answer judged against the line's response_format (docs/open-models.md): JSON alone on this thread (a
@@ -264,22 +254,23 @@ function storedResponse(outcome: Extract<Outcome, { ok: true }>): string {
 
 const LINE_BREAK = /[\r\n]/
 
+/** The line failed with `error`: after the call `tried`, or before any was made (none). */
 function fail(
   line: ClaimedLine,
   error: LineError,
-  status: number | null,
-  provider: string | null,
-  latencyMs: number | null,
+  tried?: Tried<Outcome>,
 ): Extract<LineOutcome, { kind: 'failed' }> {
+  const outcome = tried?.outcome
   return {
     batchId: line.batchId,
     lineNo: line.lineNo,
     kind: 'failed',
     error,
-    responseStatus: status,
+    responseStatus:
+      outcome === undefined ? null : outcome.ok ? outcome.status : outcome.error.status,
     costUsd: '0',
-    provider,
-    latencyMs: latencyMs === null ? null : Math.round(latencyMs),
+    provider: tried === undefined ? null : tried.offering.provider,
+    latencyMs: outcome === undefined ? null : Math.round(outcome.latencyMs),
   }
 }
 
@@ -324,17 +315,20 @@ function lineBounds(
  * ceiling, so the line is billed its real cost, the overrun is logged and settlement takes the
  * excess from the account's free credit, not from what is held for other lines. Tokens within
  * both bounds cannot cost more than the ceiling (priced at the dearest offering), so the decimal
- * arithmetic runs only when a bound is passed.
+ * arithmetic runs only when a bound is passed: asked only then (passesBounds).
  */
 function overrun(
-  usage: Usage,
   costUsd: string,
   bounds: { input: number; output: number },
   offerings: readonly Offering[],
   body: Record<string, unknown>,
 ): { ceilingUsd?: string } {
-  if (usage.input_tokens <= bounds.input && usage.output_tokens <= bounds.output) return {}
   const facts = { promptBound: bounds.input, ttl1h: asksOneHourCache(body) }
   const ceiling = priceOf(bounds, highestPrices(offerings, facts))
   return ceiling.lessThan(costUsd) ? { ceilingUsd: ceiling.toFixed() } : {}
+}
+
+/** Whether the usage reported passes a bound of the line's ceiling (only then can it cost more). */
+function passesBounds(usage: Usage, bounds: { input: number; output: number }): boolean {
+  return !(usage.input_tokens <= bounds.input && usage.output_tokens <= bounds.output)
 }

@@ -33,6 +33,13 @@ export interface SpillPlannerOptions {
   fleet?: boolean
 }
 
+/** A call that ended at `nowMs` after `serviceMs` in service; `ok` when it succeeded. */
+export interface EndedCall {
+  nowMs: number
+  serviceMs: number
+  ok: boolean
+}
+
 export interface SpillPlanner {
   /** Which of `providers` (in preference order) takes the batch's next line, `unsent` lines of it not sent anywhere yet. */
   choose(
@@ -45,8 +52,8 @@ export interface SpillPlanner {
   enter(batchId: string, provider: string): void
   /** It took a slot and was sent. */
   started(batchId: string, provider: string, nowMs: number): void
-  /** Its call there ended after `serviceMs` (only for lines that started). */
-  ended(batchId: string, provider: string, nowMs: number, serviceMs: number, ok: boolean): void
+  /** Its call there ended (only for lines that started). */
+  ended(batchId: string, provider: string, call: EndedCall): void
   /** It left the provider (ended, or gave up its place unsent). */
   leave(batchId: string, provider: string): void
   available(provider: string, nowMs: number): boolean
@@ -172,8 +179,8 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
     started(batchId, provider, nowMs) {
       meter.started(key(batchId, provider), nowMs)
     },
-    ended(batchId, provider, nowMs, serviceMs, ok) {
-      meter.ended(key(batchId, provider), nowMs, serviceMs, ok)
+    ended(batchId, provider, call) {
+      meter.ended(key(batchId, provider), call.nowMs, call.serviceMs, call.ok)
     },
     leave(batchId, provider) {
       const s = batches.get(batchId)

@@ -170,17 +170,13 @@ export function createFileValidator(
     }
     observe('split')
     const lines: NewLine[] = first.lines
+    // One place for every line: FileLine copies it.
+    const place = { lineNo: 0, start: 0, end: 0 }
     for (let i = 0; i < other.lineNos.length; i++) {
-      lines.push(
-        new FileLine(
-          other.lineNos[i],
-          other.customIds[i],
-          bytes,
-          split + other.starts[i],
-          split + other.ends[i],
-          other.ceilings?.[i],
-        ),
-      )
+      place.lineNo = other.lineNos[i]
+      place.start = split + other.starts[i]
+      place.end = split + other.ends[i]
+      lines.push(new FileLine(bytes, place, other.customIds[i], other.ceilings?.[i]))
     }
     const ceiling = first.ceiling.plus(new Money(other.ceiling))
     // In line order, as one pass lists them: the first half's, then the second's.

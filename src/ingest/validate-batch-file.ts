@@ -26,7 +26,7 @@ import {
   type Warning,
 } from './issues.ts'
 import { MAX_JSON_DEPTH } from './json-depth.ts'
-import { readJsonlLines, type FileSegment } from './read-jsonl-lines.ts'
+import { readJsonlLines, type FileSegment, type RawLine } from './read-jsonl-lines.ts'
 import { FineTuneTally } from './fine-tune-tally.ts'
 import { validateBody } from './validate-body.ts'
 
@@ -98,15 +98,25 @@ function envelopeFor(maxCustomIdLength: number) {
  * lines would hold the file's size again, twice over for text outside Latin-1.
  */
 export class FileLine implements NewLine {
+  readonly lineNo: number
+  readonly start: number
+  readonly end: number
+
+  /**
+   * `place`: the line's number and where its bytes are in `file`, copied (so one object may be
+   * reused for many lines). `ceilingUsd`: its own ceiling, exact, when asked for
+   * (CheckOptions.lineCeilings).
+   */
   constructor(
-    readonly lineNo: number,
-    readonly customId: string,
     private readonly file: Uint8Array,
-    readonly start: number,
-    readonly end: number,
-    /** This line's own ceiling, exact, when asked for (CheckOptions.lineCeilings). */
+    place: Pick<RawLine, 'lineNo' | 'start' | 'end'>,
+    readonly customId: string,
     readonly ceilingUsd?: string,
-  ) {}
+  ) {
+    this.lineNo = place.lineNo
+    this.start = place.start
+    this.end = place.end
+  }
 
   get inputBytes(): Uint8Array {
     return this.file.subarray(this.start, this.end)
@@ -203,8 +213,12 @@ export function checkLines(
   const tally = new CeilingTally()
   let endpoint: { url: BatchEndpoint; line: number } | null = null
   let count = 0
+  // Built once for the whole check: a line's body check allocates no options of its own.
+  const deepOptions = { prefix: 'body', shallow: false, fineTunes: fineTuneLookup }
+  const shallowOptions = { prefix: 'body', shallow: true, fineTunes: fineTuneLookup }
 
-  for (const { lineNo, text, start, end } of readJsonlLines(bytes, segment)) {
+  for (const line of readJsonlLines(bytes, segment)) {
+    const { lineNo, text } = line
     count++
     if (collectGarbage && count % COLLECT_EVERY === 0) collectGarbage()
     if (count > limits.maxLines) {
@@ -217,47 +231,15 @@ export function checkLines(
       })
       break
     }
-    if (text === null) {
-      report({
-        line: lineNo,
-        custom_id: null,
-        path: '',
-        message: 'is not valid UTF-8',
-        fix: 'save the file as UTF-8',
-      })
-      continue
-    }
-    let json: unknown
-    try {
-      json = JSON.parse(text)
-    } catch (error) {
-      report({
-        line: lineNo,
-        custom_id: null,
-        path: '',
-        message: `is not valid JSON (${(error as Error).message})`,
-        fix: 'put exactly one complete JSON object on each line',
-      })
-      continue
-    }
-    if (typeof json !== 'object' || json === null || Array.isArray(json)) {
-      report({
-        line: lineNo,
-        custom_id: null,
-        path: '',
-        message: `must be a JSON object; got ${kindOf(json)}`,
-        fix: 'write each line as {"custom_id": …, "method": "POST", "url": …, "body": {…}}',
-      })
-      continue
-    }
-    const record = json as Record<string, unknown>
+    const record = readObject(text, lineNo, report)
+    if (record === null) continue
     const customId = typeof record.custom_id === 'string' ? record.custom_id : null
     // An issue names its line's custom_id so it zips against the input; one too long to be valid
     // is cut to an excerpt, so a refusal never carries a megabyte of it back.
     const shownId = customId === null ? null : excerpt(customId, limits.maxCustomIdLength)
     const lineIssue = (p: { path: string; message: string; fix: string; code?: string }) =>
       report({ line: lineNo, custom_id: shownId, ...p })
-    const parsed = envelope.check(json)
+    const parsed = envelope.check(record)
     let bad = !parsed.success
     if (!parsed.success) for (const issue of parsed.issues) lineIssue(describeZodIssue(issue, ''))
     if (customId !== null && customId.length > 0) {
@@ -283,18 +265,16 @@ export function checkLines(
         })
         continue
       }
-      // Nesting deeper than the limit takes two brackets a level: most lines are too short to.
-      const shallow = text.length <= 2 * MAX_JSON_DEPTH
       // A Responses line is held to the rules of the chat call it translates to (docs/clients/responses.md).
       const request = url === RESPONSES_URL ? responsesAsChat(record.body) : record.body
       if (request instanceof ResponsesProblem) {
         lineIssue(request.problem)
         continue
       }
-      const body = validateBody(request, endpointOf(url), catalog, 'body', {
-        shallow,
-        fineTunes: fineTuneLookup,
-      })
+      // Nesting deeper than the limit takes two brackets a level: most lines are too short to.
+      // (`text` is a string here: readObject parsed it.)
+      const options = text!.length <= 2 * MAX_JSON_DEPTH ? shallowOptions : deepOptions
+      const body = validateBody(request, endpointOf(url), catalog, options)
       if (!body.ok) {
         for (const problem of body.problems)
           lineIssue(url === RESPONSES_URL ? inResponsesTerms(problem) : problem)
@@ -320,13 +300,9 @@ export function checkLines(
       const ceiling = lineCeilings
         ? unitsText(ceilingUnits({ input: inputTokens, output: outputTokens }, rates))
         : undefined
-      lines.push(new FileLine(lineNo, customId!, bytes, start, end, ceiling))
+      lines.push(new FileLine(bytes, line, customId!, ceiling))
       const schemaText = body.value.schemaText
-      if (schemaText !== undefined) {
-        const using = schemas.get(schemaText)
-        if (using) using.push({ line: lineNo, customId: shownId })
-        else schemas.set(schemaText, [{ line: lineNo, customId: shownId }])
-      }
+      if (schemaText !== undefined) noteSchema(schemas, schemaText, lineNo, shownId)
     }
   }
 
@@ -343,4 +319,56 @@ export function checkLines(
     warningsOmitted,
     schemas,
   }
+}
+
+/**
+ * A line's text as a JSON object, or null when it is not one (not UTF-8, not JSON, or another
+ * JSON value), which is reported.
+ */
+function readObject(
+  text: string | null,
+  lineNo: number,
+  report: (issue: Issue) => void,
+): Record<string, unknown> | null {
+  if (text === null) {
+    report({
+      line: lineNo,
+      custom_id: null,
+      path: '',
+      message: 'is not valid UTF-8',
+      fix: 'save the file as UTF-8',
+    })
+    return null
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (error) {
+    report({
+      line: lineNo,
+      custom_id: null,
+      path: '',
+      message: `is not valid JSON (${(error as Error).message})`,
+      fix: 'put exactly one complete JSON object on each line',
+    })
+    return null
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+    report({
+      line: lineNo,
+      custom_id: null,
+      path: '',
+      message: `must be a JSON object; got ${kindOf(json)}`,
+      fix: 'write each line as {"custom_id": …, "method": "POST", "url": …, "body": {…}}',
+    })
+    return null
+  }
+  return json as Record<string, unknown>
+}
+
+/** A valid line's json_schema text, under the lines that use it (compiled once per text). */
+function noteSchema(schemas: FileSchemas, text: string, lineNo: number, customId: string | null) {
+  const using = schemas.get(text)
+  if (using) using.push({ line: lineNo, customId })
+  else schemas.set(text, [{ line: lineNo, customId }])
 }

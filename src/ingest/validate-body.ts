@@ -55,61 +55,35 @@ export interface AcceptedBody {
   schemaText?: string
 }
 
-/** `prefix` is where the body sits in the caller's document ("body" for a batch line). */
+/**
+ * How a body is checked. `prefix`: where the body sits in the caller's document ("body" for a
+ * batch line; default: the document is the body). `live`: a live call (it may stream; routed in
+ * catalog order). `shallow`: the caller knows the body cannot nest too deep (its text is too
+ * short to). `fineTunes`: the caller's active fine-tunes, which `ft:` model ids are looked up in.
+ * A batch builds its options once, not once a line.
+ */
+export interface BodyOptions {
+  prefix?: string
+  live?: boolean
+  shallow?: boolean
+  fineTunes?: FineTuneLookup
+}
+
+export type BodyVerdict = { ok: true; value: AcceptedBody } | { ok: false; problems: BodyProblem[] }
+
 export function validateBody(
   raw: unknown,
   endpoint: Endpoint,
   catalog: Catalog,
-  prefix: string,
-  /**
-   * `shallow`: the caller knows the body cannot nest too deep (its text is too short to).
-   * `fineTunes`: the caller's active fine-tunes, which `ft:` model ids are looked up in.
-   */
-  options: { live?: boolean; shallow?: boolean; fineTunes?: FineTuneLookup } = {},
-): { ok: true; value: AcceptedBody } | { ok: false; problems: BodyProblem[] } {
-  const at = (field: string) => [prefix, field].filter(Boolean).join('.')
-  const problems: BodyProblem[] = []
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    return {
-      ok: false,
-      problems: [
-        {
-          path: prefix,
-          message: 'must be a JSON object',
-          fix: `set ${prefix || 'the body'} to the request you would send to ${ENDPOINT_URLS[endpoint]}`,
-        },
-      ],
-    }
-  }
-  if (!options.shallow && nestsDeeperThan(raw)) {
-    return {
-      ok: false,
-      problems: [
-        {
-          path: prefix,
-          message: `nests more than ${MAX_JSON_DEPTH} levels deep`,
-          fix: 'flatten the request: no endpoint takes values nested this deep',
-        },
-      ],
-    }
-  }
+  options: BodyOptions = {},
+): BodyVerdict {
+  const prefix = options.prefix ?? ''
+  const refused = shapeRefusal(raw, endpoint, prefix, options.shallow === true)
+  if (refused) return refused
   const record = raw as Record<string, unknown>
+  const at = pathsUnder(prefix)
   // Refusals first, with their own words, before the generic schema errors.
-  if (endpoint === 'chat' && record.stream === true && !options.live) {
-    problems.push({
-      path: at('stream'),
-      message: 'a batch line cannot stream',
-      fix: 'remove stream or set it to false',
-    })
-  }
-  if (endpoint === 'chat' && typeof record.n === 'number' && record.n > 8) {
-    problems.push({
-      path: at('n'),
-      message: 'must be at most 8',
-      fix: 'set n to 8 or less, or split the request into several lines',
-    })
-  }
-  if (endpoint === 'chat') problems.push(...guidedProblems(record, at))
+  const problems = ownRefusals(record, endpoint, options.live === true, at)
   const named = typeof record.model === 'string' ? record.model : null
   // An `ft:` id is the caller's fine-tune or nothing: one answer for unknown, another account's and
   // inactive ids, so that ids cannot be probed (docs/open-models.md).
@@ -122,24 +96,7 @@ export function validateBody(
           ? catalog.find(fineTune.baseModel)
           : undefined
         : catalog.find(named)
-  if (named !== null && isFineTuneId(named) && !model) {
-    problems.push({
-      path: at('model'),
-      code: 'model_not_found',
-      message: FINE_TUNE_NOT_FOUND,
-      fix: 'use the id of one of your active fine-tuned models, as GET /v1/models lists them',
-    })
-  } else if (typeof record.model === 'string' && !model) {
-    const examples = catalog.models
-      .filter((m) => m.endpoints.includes(endpoint))
-      .slice(0, 3)
-      .map((m) => m.id)
-    problems.push({
-      path: at('model'),
-      message: `unknown model ${JSON.stringify(excerpt(record.model))}`,
-      fix: `use a model from GET /v1/models${examples.length ? `, for example ${examples.join(', ')}` : ''}`,
-    })
-  }
+  if (named !== null && !model) problems.push(unknownModel(catalog, endpoint, named, at))
   const parsed = (endpoint === 'chat' ? chatSchema : embeddingsSchema).check(raw)
   if (!parsed.success) {
     for (const issue of parsed.issues) {
@@ -164,89 +121,29 @@ export function validateBody(
   }
   if (!model) return { ok: false, problems }
   if (!model.endpoints.includes(endpoint)) {
-    const url = ENDPOINT_URLS[model.endpoints[0]]
-    problems.push({
-      path: at('model'),
-      message: `${model.id} does not serve ${ENDPOINT_URLS[endpoint]}`,
-      fix: `use a ${endpoint} model, or send ${model.id} lines to ${url}`,
-    })
+    problems.push(wrongEndpoint(model, endpoint, at))
     return { ok: false, problems }
   }
-  for (const param of model.unsupported_params) {
-    const value = record[param]
-    if (value === undefined || value === null || (param === 'n' && value === 1)) continue
-    problems.push({
-      path: at(param),
-      message: `is not supported by ${model.id}`,
-      fix: `remove ${param}; ${model.id} would refuse or ignore it`,
-    })
-  }
-  if (endpoint === 'chat') {
-    for (const param of ['max_tokens', 'max_completion_tokens'] as const) {
-      const value = record[param]
-      if (typeof value === 'number' && value > model.max_output_tokens) {
-        problems.push({
-          path: at(param),
-          message: `must be at most ${model.max_output_tokens} for ${model.id}`,
-          fix: `set ${param} to ${model.max_output_tokens} or less`,
-        })
-      }
-    }
-  }
+  unsupportedParams(problems, record, model, at)
+  if (endpoint === 'chat') outputCaps(problems, record, model, at)
   if (!parsed.success || problems.length > 0) return { ok: false, problems }
   const body = parsed.data
-  if (catalog.usable(model).length === 0) {
-    const missing = model.offerings.map((o) => catalog.missingKey(o.provider)).filter(Boolean)
-    return {
-      ok: false,
-      problems: [
-        {
-          path: at('model'),
-          message: `no provider of ${model.id} is configured on this gateway`,
-          fix: `ask the operator to set ${[...new Set(missing)].join(' or ')}, or use another model`,
-        },
-      ],
-    }
-  }
+  if (catalog.usable(model).length === 0)
+    return { ok: false, problems: [noProviderConfigured(catalog, model, at)] }
   // A batch line goes where the planner sends it (cheapest first), a live call in catalog order:
   // with allow_fallbacks false that is not always the same offering, nor the same ceiling.
-  const route = (routing: typeof body.provider) =>
-    options.live ? catalog.route(model, routing) : catalog.routeBatch(model, routing)
-  const routed = route(body.provider)
+  const live = options.live === true
+  const routed = routeFor(catalog, model, body.provider, live)
   // Only providers that load fine-tunes serve a fine-tune's lines, at its base's prices.
   const offerings = fineTune ? loraOfferings(catalog, routed) : routed
-  if (fineTune && offerings.length === 0) {
-    return {
-      ok: false,
-      problems: [
-        {
-          path: at('model'),
-          message: `no provider of ${model.id} that serves fine-tunes is configured${routed.length > 0 ? ' among those the provider object allows' : ''}`,
-          fix: `ask the operator for a provider with "lora": true offering ${model.id}, or use ${model.id} itself`,
-        },
-      ],
-    }
-  }
+  if (fineTune && offerings.length === 0)
+    return { ok: false, problems: [noLoraProvider(model, routed.length > 0, at)] }
   if (offerings.length === 0 && body.provider?.max_price) {
     // The other routing fields left some: it is the price cap that leaves none.
-    const uncapped = route({ ...body.provider, max_price: undefined })
+    const uncapped = routeFor(catalog, model, { ...body.provider, max_price: undefined }, live)
     if (uncapped.length > 0) return { ok: false, problems: [priceCapIssue(at, model, uncapped)] }
   }
-  if (offerings.length === 0) {
-    return {
-      ok: false,
-      problems: [
-        {
-          path: at('provider'),
-          message: `leaves no configured provider for ${model.id}`,
-          fix: `allow one of: ${catalog
-            .usable(model)
-            .map((o) => o.provider)
-            .join(', ')}`,
-        },
-      ],
-    }
-  }
+  if (offerings.length === 0) return { ok: false, problems: [noProviderLeft(catalog, model, at)] }
   if (endpoint === 'chat') {
     const chat = body as ChatBody
     const targets = upstreamTargets(catalog, offerings)
@@ -287,6 +184,191 @@ export function validateBody(
   }
 }
 
+/** A field's path under the body's prefix. */
+type PathOf = (field: string) => string
+
+// One path function a prefix, made once: a batch asks for one on each of its lines.
+const pathFunctions = new Map<string, PathOf>()
+function pathsUnder(prefix: string): PathOf {
+  let at = pathFunctions.get(prefix)
+  if (!at) {
+    at = (field: string) => [prefix, field].filter(Boolean).join('.')
+    pathFunctions.set(prefix, at)
+  }
+  return at
+}
+
+/** A body that is not a JSON object, or nests too deep to be read; null when it is neither. */
+function shapeRefusal(
+  raw: unknown,
+  endpoint: Endpoint,
+  prefix: string,
+  shallow: boolean,
+): { ok: false; problems: BodyProblem[] } | null {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    return {
+      ok: false,
+      problems: [
+        {
+          path: prefix,
+          message: 'must be a JSON object',
+          fix: `set ${prefix || 'the body'} to the request you would send to ${ENDPOINT_URLS[endpoint]}`,
+        },
+      ],
+    }
+  }
+  if (!shallow && nestsDeeperThan(raw)) {
+    return {
+      ok: false,
+      problems: [
+        {
+          path: prefix,
+          message: `nests more than ${MAX_JSON_DEPTH} levels deep`,
+          fix: 'flatten the request: no endpoint takes values nested this deep',
+        },
+      ],
+    }
+  }
+  return null
+}
+
+/** What the gateway refuses in its own words: a batch line that streams, n past 8, guided decoding. */
+function ownRefusals(
+  record: Record<string, unknown>,
+  endpoint: Endpoint,
+  live: boolean,
+  at: PathOf,
+): BodyProblem[] {
+  const problems: BodyProblem[] = []
+  if (endpoint === 'chat' && record.stream === true && !live) {
+    problems.push({
+      path: at('stream'),
+      message: 'a batch line cannot stream',
+      fix: 'remove stream or set it to false',
+    })
+  }
+  if (endpoint === 'chat' && typeof record.n === 'number' && record.n > 8) {
+    problems.push({
+      path: at('n'),
+      message: 'must be at most 8',
+      fix: 'set n to 8 or less, or split the request into several lines',
+    })
+  }
+  if (endpoint === 'chat') problems.push(...guidedProblems(record, at))
+  return problems
+}
+
+/** A model id the catalog does not have, or an `ft:` id that is not one of the caller's fine-tunes. */
+function unknownModel(
+  catalog: Catalog,
+  endpoint: Endpoint,
+  named: string,
+  at: PathOf,
+): BodyProblem {
+  if (isFineTuneId(named)) {
+    return {
+      path: at('model'),
+      code: 'model_not_found',
+      message: FINE_TUNE_NOT_FOUND,
+      fix: 'use the id of one of your active fine-tuned models, as GET /v1/models lists them',
+    }
+  }
+  const examples = catalog.models
+    .filter((m) => m.endpoints.includes(endpoint))
+    .slice(0, 3)
+    .map((m) => m.id)
+  return {
+    path: at('model'),
+    message: `unknown model ${JSON.stringify(excerpt(named))}`,
+    fix: `use a model from GET /v1/models${examples.length ? `, for example ${examples.join(', ')}` : ''}`,
+  }
+}
+
+function wrongEndpoint(model: ModelEntry, endpoint: Endpoint, at: PathOf): BodyProblem {
+  const url = ENDPOINT_URLS[model.endpoints[0]]
+  return {
+    path: at('model'),
+    message: `${model.id} does not serve ${ENDPOINT_URLS[endpoint]}`,
+    fix: `use a ${endpoint} model, or send ${model.id} lines to ${url}`,
+  }
+}
+
+/** The parameters the model does not take, each one a problem (n of 1 is no parameter). */
+function unsupportedParams(
+  problems: BodyProblem[],
+  record: Record<string, unknown>,
+  model: ModelEntry,
+  at: PathOf,
+): void {
+  for (const param of model.unsupported_params) {
+    const value = record[param]
+    if (value === undefined || value === null || (param === 'n' && value === 1)) continue
+    problems.push({
+      path: at(param),
+      message: `is not supported by ${model.id}`,
+      fix: `remove ${param}; ${model.id} would refuse or ignore it`,
+    })
+  }
+}
+
+/** A chat body's output limits past the model's own. */
+function outputCaps(
+  problems: BodyProblem[],
+  record: Record<string, unknown>,
+  model: ModelEntry,
+  at: PathOf,
+): void {
+  for (const param of ['max_tokens', 'max_completion_tokens'] as const) {
+    const value = record[param]
+    if (typeof value === 'number' && value > model.max_output_tokens) {
+      problems.push({
+        path: at(param),
+        message: `must be at most ${model.max_output_tokens} for ${model.id}`,
+        fix: `set ${param} to ${model.max_output_tokens} or less`,
+      })
+    }
+  }
+}
+
+/** The offerings a body's routing leaves: a live call's in catalog order, a batch line's cheapest first. */
+function routeFor(
+  catalog: Catalog,
+  model: ModelEntry,
+  routing: ChatBody['provider'],
+  live: boolean,
+): Offering[] {
+  return live ? catalog.route(model, routing) : catalog.routeBatch(model, routing)
+}
+
+function noProviderConfigured(catalog: Catalog, model: ModelEntry, at: PathOf): BodyProblem {
+  const missing = model.offerings.map((o) => catalog.missingKey(o.provider)).filter(Boolean)
+  return {
+    path: at('model'),
+    message: `no provider of ${model.id} is configured on this gateway`,
+    fix: `ask the operator to set ${[...new Set(missing)].join(' or ')}, or use another model`,
+  }
+}
+
+/** A fine-tune's line with no LoRA provider among its base's offerings (`routedSome`: the routing left some). */
+function noLoraProvider(model: ModelEntry, routedSome: boolean, at: PathOf): BodyProblem {
+  return {
+    path: at('model'),
+    message: `no provider of ${model.id} that serves fine-tunes is configured${routedSome ? ' among those the provider object allows' : ''}`,
+    fix: `ask the operator for a provider with "lora": true offering ${model.id}, or use ${model.id} itself`,
+  }
+}
+
+function noProviderLeft(catalog: Catalog, model: ModelEntry, at: PathOf): BodyProblem {
+  return {
+    path: at('provider'),
+    message: `leaves no configured provider for ${model.id}`,
+    fix: `allow one of: ${catalog
+      .usable(model)
+      .map((o) => o.provider)
+      .join(', ')}`,
+  }
+}
+
 function resolveFineTune(id: string, options: { fineTunes?: FineTuneLookup }) {
   return (options.fineTunes ?? NO_FINE_TUNES).get(id) ?? null
 }
@@ -295,11 +377,7 @@ function resolveFineTune(id: string, options: { fineTunes?: FineTuneLookup }) {
  * A price cap no offering meets: the fix names the cheapest one's prices (lowest prompt plus
  * completion price, exactly), the cap that would let the line through.
  */
-function priceCapIssue(
-  at: (field: string) => string,
-  model: ModelEntry,
-  offerings: readonly Offering[],
-): BodyProblem {
+function priceCapIssue(at: PathOf, model: ModelEntry, offerings: readonly Offering[]): BodyProblem {
   const total = (o: Offering) => new Money(o.input_usd_per_mtok).plus(o.output_usd_per_mtok)
   const cheapest = offerings.reduce((best, o) => (total(o).lt(total(best)) ? o : best))
   // As the catalog (and GET /v1/models) writes them: "0.40", not "0.4".

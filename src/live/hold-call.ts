@@ -41,7 +41,7 @@ export async function holdCall(
     typeof named === 'string' && isFineTuneId(named)
       ? await deps.fineTunes(caller.account.id)
       : NO_FINE_TUNES
-  const checked = validateBody(raw, endpoint, deps.catalog, '', { live: true, fineTunes })
+  const checked = validateBody(raw, endpoint, deps.catalog, { live: true, fineTunes })
   // Within its bounds (checked above): compiled on a schema thread, refused past the budget.
   const schemaText = checked.ok ? checked.value.schemaText : undefined
   if (schemaText !== undefined) {

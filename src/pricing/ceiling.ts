@@ -19,7 +19,11 @@
  * The price is the highest among the offerings the request may be routed to, for the highest
  * token class the line can incur (ceiling-rates.ts, docs/pricing.md).
  */
-import { prepareAnthropicBody } from '../../providers/anthropic/prepare-anthropic-body.ts'
+import {
+  prepareAnthropicBody,
+  STREAMED,
+  UNSTREAMED,
+} from '../../providers/anthropic/prepare-anthropic-body.ts'
 import { defaultAnthropicMaxTokens } from '../../providers/anthropic/convert-to-anthropic-messages.ts'
 import { imageInputTokens, type ModelEntry, type Offering } from '../catalog/catalog-file.ts'
 import {
@@ -100,7 +104,7 @@ export function upstreamBodyText(
       : prepareOpenAIBody(body, offering)
     return JSON.stringify(sent)
   }
-  const converted = prepareAnthropicBody('chat', body, offering, stream)
+  const converted = prepareAnthropicBody('chat', body, offering, stream ? STREAMED : UNSTREAMED)
   return converted.ok ? JSON.stringify(converted.body) : null
 }
 

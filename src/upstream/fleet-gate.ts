@@ -17,7 +17,7 @@ import type Redis from 'ioredis'
 import type { Logger } from '../telemetry/logger.ts'
 import type { ProviderGate } from './provider-gate.ts'
 import { defineSlotScripts, redisSlots, type FleetView, type RedisSlots } from './redis-slots.ts'
-import { createSlotQueue } from './slot-queue.ts'
+import { createSlotQueue, type SlotQueue } from './slot-queue.ts'
 
 /** A ProviderGate backed by the fleet's semaphore. */
 export interface FleetGate extends ProviderGate {
@@ -38,7 +38,15 @@ export interface RedisHealth {
   failed(error: unknown): void
 }
 
+/** What a fleet gate calls on: its provider's slots in Redis and the connection's health. */
+export interface FleetGateDeps {
+  slots: RedisSlots
+  health: RedisHealth
+}
+
 export interface FleetGateOptions {
+  /** The provider's concurrency bound across the fleet. */
+  limit: number
   /** Slots taken per Redis call when the lease grows; default limit ÷ 8. */
   block?: number
   /** How soon to ask again when Redis had fewer slots free than wanted. */
@@ -49,164 +57,204 @@ export interface FleetGateOptions {
 // While Redis is down, how often a gate with waiting requests checks whether it is back.
 const DEGRADED_RETRY_MS = 1_000
 
-export function createFleetGate(
-  slots: RedisSlots,
-  limit: number,
-  health: RedisHealth,
-  options: FleetGateOptions = {},
-): FleetGate {
-  const block = Math.max(1, Math.min(limit, options.block ?? Math.ceil(limit / 8)))
-  const retryMs = options.retryMs ?? 50
-  let held: string[] = []
-  let share = limit
-  let othersWanting = false
-  let fetching = false
-  let fetchTimer: ReturnType<typeof setTimeout> | null = null
-  let backoff = 0
-  let returning: string[] = []
-  let usedSinceBeat = false
-  let redisCalls = 0
-  let closed = false
-  let beating = false
+/** One gate's lease of slots and what it knows of the fleet: the state its steps share. */
+interface Lease {
+  readonly deps: FleetGateDeps
+  readonly limit: number
+  readonly block: number
+  readonly retryMs: number
+  readonly queue: SlotQueue
+  /** The slot tokens held from Redis. */
+  held: string[]
+  /** The last fair share seen: limit ÷ instances holding or wanting slots. */
+  share: number
+  othersWanting: boolean
+  fetching: boolean
+  fetchTimer: ReturnType<typeof setTimeout> | null
+  backoff: number
+  /** Slots freed in this tick, given back together. */
+  returning: string[]
+  usedSinceBeat: boolean
+  redisCalls: number
+  closed: boolean
+  beating: boolean
+}
 
-  const capacity = () => (health.degraded ? Math.max(held.length, share) : held.length)
-  const queue = createSlotQueue({
-    capacity,
-    onTaken: () => {
-      usedSinceBeat = true
-    },
-    onShort: () => fetchSoon(),
-    now: options.now,
-  })
-  const learn = (view: FleetView) => {
-    share = Math.max(1, Math.ceil(limit / Math.max(1, view.active)))
-    othersWanting = view.othersWanting
-  }
-
-  function fetchSoon() {
-    if (closed || fetching || fetchTimer) return
-    // A full lease cannot grow; the heartbeat keeps the view fresh.
-    if (held.length >= limit && !health.degraded) return
-    if (backoff === 0) void fetch()
-    else {
-      fetchTimer = setTimeout(() => {
-        fetchTimer = null
-        void fetch()
-      }, backoff)
-    }
-  }
-
-  async function fetch() {
-    if (queue.waiting === 0) return
-    fetching = true
-    try {
-      const short = queue.waiting - Math.max(0, capacity() - queue.inFlight)
-      let wanted = Math.min(limit - held.length, Math.max(block, short))
-      // Above the fair share while others wait: only refresh the view (wanted 0).
-      if (othersWanting) wanted = Math.min(wanted, Math.max(0, share - held.length))
-      redisCalls++
-      const result = await slots.acquire(wanted, held.length, true)
-      health.ok()
-      learn(result)
-      if (closed) void slots.release(result.tokens, 0, false).catch(() => {})
-      else held.push(...result.tokens)
-      backoff = wanted > 0 && result.tokens.length === wanted ? 0 : retryMs
-    } catch (error) {
-      health.failed(error)
-      backoff = DEGRADED_RETRY_MS
-    } finally {
-      fetching = false
-    }
-    queue.serve()
-  }
-
-  function giveBack(count: number) {
-    if (count <= 0) return
-    const first = returning.length === 0
-    returning.push(...held.splice(held.length - count, count))
-    // Slots freed in the same tick go back in one call.
-    if (first) queueMicrotask(flushReturns)
-  }
-
-  function flushReturns() {
-    const tokens = returning
-    returning = []
-    if (tokens.length === 0) return
-    redisCalls++
-    // A failed release is harmless: the slots expire after one TTL.
-    slots.release(tokens, held.length, queue.waiting > 0).then(
-      (view) => {
-        health.ok()
-        learn(view)
+export function createFleetGate(deps: FleetGateDeps, options: FleetGateOptions): FleetGate {
+  const { limit } = options
+  const lease: Lease = {
+    deps,
+    limit,
+    block: Math.max(1, Math.min(limit, options.block ?? Math.ceil(limit / 8))),
+    retryMs: options.retryMs ?? 50,
+    queue: createSlotQueue({
+      capacity: () => capacity(lease),
+      onTaken: () => {
+        lease.usedSinceBeat = true
       },
-      (error) => health.failed(error),
-    )
+      onShort: () => fetchSoon(lease),
+      now: options.now,
+    }),
+    held: [],
+    share: limit,
+    othersWanting: false,
+    fetching: false,
+    fetchTimer: null,
+    backoff: 0,
+    returning: [],
+    usedSinceBeat: false,
+    redisCalls: 0,
+    closed: false,
+    beating: false,
   }
-
+  const queue = lease.queue
   return {
     get inFlight() {
       return queue.inFlight
     },
     limit,
     get held() {
-      return held.length
+      return lease.held.length
     },
     get redisCalls() {
-      return redisCalls
+      return lease.redisCalls
     },
     acquire: (signal, granted) => queue.take(signal, granted),
-    release() {
-      // Above the fair share while others wait: this slot goes back to the fleet, not to a waiter.
-      if (
-        !health.degraded &&
-        othersWanting &&
-        held.length > share &&
-        held.length > queue.inFlight - 1
-      ) {
-        giveBack(1)
-      }
-      queue.give()
-    },
+    release: () => release(lease),
     pause: (untilMs) => queue.pause(untilMs),
-    async heartbeat() {
-      if (closed || beating) return
-      const waiting = queue.waiting
-      const idle = held.length - queue.inFlight
-      if (waiting === 0) {
-        // Keep one block for a steady trickle; an instance that sent nothing keeps nothing.
-        giveBack(idle - (usedSinceBeat ? block : 0))
-      } else if (othersWanting && held.length > share) {
-        giveBack(Math.min(idle, held.length - share))
-      }
-      usedSinceBeat = false
-      if (held.length === 0 && waiting === 0) return
-      redisCalls++
-      beating = true
-      try {
-        const result = await slots.renew([...held], waiting > 0)
-        health.ok()
-        learn(result)
-        if (result.lost.length > 0) {
-          const lost = new Set(result.lost)
-          held = held.filter((token) => !lost.has(token))
-        }
-      } catch (error) {
-        health.failed(error)
-      } finally {
-        beating = false
-      }
-      queue.serve()
-    },
-    async releaseAll() {
-      closed = true
-      if (fetchTimer) clearTimeout(fetchTimer)
-      queue.close()
-      const tokens = [...returning, ...held]
-      returning = []
-      held = []
-      if (tokens.length > 0) await slots.release(tokens, 0, false).catch(() => {})
-    },
+    heartbeat: () => heartbeat(lease),
+    releaseAll: () => releaseAll(lease),
   }
+}
+
+/** The slots requests may use: those held, or while Redis is down up to the last fair share. */
+function capacity(lease: Lease): number {
+  const held = lease.held.length
+  return lease.deps.health.degraded ? Math.max(held, lease.share) : held
+}
+
+function learn(lease: Lease, view: FleetView) {
+  lease.share = Math.max(1, Math.ceil(lease.limit / Math.max(1, view.active)))
+  lease.othersWanting = view.othersWanting
+}
+
+/** Requests wait that the slots held cannot serve: grow the lease, now or after the backoff. */
+function fetchSoon(lease: Lease) {
+  if (lease.closed || lease.fetching || lease.fetchTimer) return
+  // A full lease cannot grow; the heartbeat keeps the view fresh.
+  if (lease.held.length >= lease.limit && !lease.deps.health.degraded) return
+  if (lease.backoff === 0) void fetchSlots(lease)
+  else {
+    lease.fetchTimer = setTimeout(() => {
+      lease.fetchTimer = null
+      void fetchSlots(lease)
+    }, lease.backoff)
+  }
+}
+
+async function fetchSlots(lease: Lease) {
+  const { queue, deps, limit } = lease
+  if (queue.waiting === 0) return
+  lease.fetching = true
+  try {
+    const short = queue.waiting - Math.max(0, capacity(lease) - queue.inFlight)
+    let wanted = Math.min(limit - lease.held.length, Math.max(lease.block, short))
+    // Above the fair share while others wait: only refresh the view (wanted 0).
+    if (lease.othersWanting) wanted = Math.min(wanted, Math.max(0, lease.share - lease.held.length))
+    lease.redisCalls++
+    const result = await deps.slots.acquire(wanted, lease.held.length, true)
+    deps.health.ok()
+    learn(lease, result)
+    if (lease.closed) void deps.slots.release(result.tokens, 0, false).catch(() => {})
+    else lease.held.push(...result.tokens)
+    lease.backoff = wanted > 0 && result.tokens.length === wanted ? 0 : lease.retryMs
+  } catch (error) {
+    deps.health.failed(error)
+    lease.backoff = DEGRADED_RETRY_MS
+  } finally {
+    lease.fetching = false
+  }
+  queue.serve()
+}
+
+function giveBack(lease: Lease, count: number) {
+  if (count <= 0) return
+  const first = lease.returning.length === 0
+  lease.returning.push(...lease.held.splice(lease.held.length - count, count))
+  // Slots freed in the same tick go back in one call.
+  if (first) queueMicrotask(() => flushReturns(lease))
+}
+
+function flushReturns(lease: Lease) {
+  const tokens = lease.returning
+  lease.returning = []
+  if (tokens.length === 0) return
+  lease.redisCalls++
+  const { health, slots } = lease.deps
+  // A failed release is harmless: the slots expire after one TTL.
+  slots.release(tokens, lease.held.length, lease.queue.waiting > 0).then(
+    (view) => {
+      health.ok()
+      learn(lease, view)
+    },
+    (error) => health.failed(error),
+  )
+}
+
+function release(lease: Lease) {
+  const { held, queue } = lease
+  // Above the fair share while others wait: this slot goes back to the fleet, not to a waiter.
+  if (
+    !lease.deps.health.degraded &&
+    lease.othersWanting &&
+    held.length > lease.share &&
+    held.length > queue.inFlight - 1
+  ) {
+    giveBack(lease, 1)
+  }
+  queue.give()
+}
+
+/** Renews the lease, gives back idle slots, refreshes the fair share. */
+async function heartbeat(lease: Lease) {
+  if (lease.closed || lease.beating) return
+  const { queue, deps } = lease
+  const waiting = queue.waiting
+  const idle = lease.held.length - queue.inFlight
+  if (waiting === 0) {
+    // Keep one block for a steady trickle; an instance that sent nothing keeps nothing.
+    giveBack(lease, idle - (lease.usedSinceBeat ? lease.block : 0))
+  } else if (lease.othersWanting && lease.held.length > lease.share) {
+    giveBack(lease, Math.min(idle, lease.held.length - lease.share))
+  }
+  lease.usedSinceBeat = false
+  if (lease.held.length === 0 && waiting === 0) return
+  lease.redisCalls++
+  lease.beating = true
+  try {
+    const result = await deps.slots.renew([...lease.held], waiting > 0)
+    deps.health.ok()
+    learn(lease, result)
+    if (result.lost.length > 0) {
+      const lost = new Set(result.lost)
+      lease.held = lease.held.filter((token) => !lost.has(token))
+    }
+  } catch (error) {
+    deps.health.failed(error)
+  } finally {
+    lease.beating = false
+  }
+  queue.serve()
+}
+
+async function releaseAll(lease: Lease) {
+  lease.closed = true
+  if (lease.fetchTimer) clearTimeout(lease.fetchTimer)
+  lease.queue.close()
+  const tokens = [...lease.returning, ...lease.held]
+  lease.returning = []
+  lease.held = []
+  if (tokens.length > 0) await lease.deps.slots.release(tokens, 0, false).catch(() => {})
 }
 
 /** The fleet gates of one instance: one heartbeat for all providers, on the instance's Redis connection. */
@@ -271,7 +319,7 @@ export function createFleetGates(redis: Redis, options: FleetGatesOptions): Flee
         limit,
         ttlMs: options.ttlMs,
       })
-      const gate = createFleetGate(slots, limit, health, { block: options.block })
+      const gate = createFleetGate({ slots, health }, { limit, block: options.block })
       gates.push(gate)
       return gate
     },

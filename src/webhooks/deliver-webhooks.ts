@@ -106,13 +106,8 @@ export function createWebhookDeliverer(
           ? { kind: 'failed', statusCode: sent.statusCode, error: sent.error }
           : { kind: 'retry', atMs: at, statusCode: sent.statusCode, error: sent.error }
     }
-    const recorded = await store.finishDelivery(
-      owner,
-      delivery,
-      result,
-      nowMs,
-      options.disableAfterMs,
-    )
+    const by = { owner, nowMs, disableAfterMs: options.disableAfterMs }
+    const recorded = await store.finishDelivery(by, delivery, result)
     // Never the URL or the secret: the log names the webhook and the event.
     const fields = {
       webhook_id: delivery.webhookId,

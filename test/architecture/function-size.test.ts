@@ -16,42 +16,7 @@ const MAX_LINES = 150
 const MAX_PARAMETERS = 4
 
 /** `file name` → the figures it may not pass while it is being taken apart. */
-const LEFT = new Map<string, { lines: number; parameters: number }>([
-  ['src/ingest/validate-body.ts validateBody', { lines: 230, parameters: 5 }],
-  ['src/ingest/validate-batch-file.ts checkLines', { lines: 165, parameters: 4 }],
-  ['src/upstream/fleet-gate.ts createFleetGate', { lines: 159, parameters: 4 }],
-  ['src/store/webhooks/postgres-webhooks.ts claimDeliveries', { lines: 69, parameters: 5 }],
-  ['src/store/webhooks/sqlite-webhooks.ts claimDeliveries', { lines: 69, parameters: 5 }],
-  ['src/store/webhooks/sqlite-webhooks.ts finishDelivery', { lines: 44, parameters: 6 }],
-  ['src/store/webhooks/postgres-webhooks.ts finishDelivery', { lines: 34, parameters: 6 }],
-  ['src/store/files/postgres-uploads.ts growUpload', { lines: 30, parameters: 6 }],
-  ['src/store/files/sqlite-uploads.ts growUpload', { lines: 30, parameters: 6 }],
-  ['src/dispatch/batch-lane/chunk-lifecycle.ts recordResults', { lines: 20, parameters: 5 }],
-  ['src/dispatch/batch-lane/chunk-lifecycle.ts abandon', { lines: 19, parameters: 5 }],
-  ['src/store/credit/sqlite-live-credit.ts renewLiveCredit', { lines: 19, parameters: 5 }],
-  ['src/dispatch/run-line.ts fail', { lines: 18, parameters: 5 }],
-  ['src/store/credit/postgres-live-credit.ts renewLiveCredit', { lines: 17, parameters: 5 }],
-  [
-    'providers/anthropic/prepare-anthropic-body.ts prepareAnthropicBody',
-    { lines: 14, parameters: 5 },
-  ],
-  ['src/dispatch/run-line.ts overrun', { lines: 12, parameters: 5 }],
-  ['src/ingest/validate-batch-file.ts constructor', { lines: 9, parameters: 6 }],
-  [
-    'src/store/files/postgres-files.ts createPostgresFileStore/growUpload',
-    { lines: 2, parameters: 5 },
-  ],
-  [
-    'src/store/webhooks/postgres-webhooks.ts createPostgresWebhookStore/finishDelivery',
-    { lines: 2, parameters: 5 },
-  ],
-  ['src/store/files/sqlite-files.ts createSqliteFileStore/growUpload', { lines: 3, parameters: 5 }],
-  [
-    'src/store/webhooks/sqlite-webhooks.ts createSqliteWebhookStore/finishDelivery',
-    { lines: 3, parameters: 5 },
-  ],
-  ['src/dispatch/spill-planner.ts createSpillPlanner/ended', { lines: 3, parameters: 5 }],
-])
+const LEFT = new Map<string, { lines: number; parameters: number }>([])
 
 const ROOT = join(import.meta.dir, '../..')
 const keyOf = (size: FunctionSize) => `${size.file} ${size.name}`

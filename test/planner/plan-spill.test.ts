@@ -246,7 +246,7 @@ describe('spill planner', () => {
   const keepPoolFull = (planner: ReturnType<typeof createSpillPlanner>) => {
     planner.enter('b1', 'pool')
     planner.started('b1', 'pool', 0)
-    planner.ended('b1', 'pool', 1_000, 1_000, true)
+    planner.ended('b1', 'pool', { nowMs: 1_000, serviceMs: 1_000, ok: true })
     planner.leave('b1', 'pool')
     planner.enter('b1', 'pool')
     planner.started('b1', 'pool', 1_000)
@@ -321,7 +321,7 @@ describe('spill planner', () => {
     for (let i = 0; i < 4; i++) planner.enter('late', 'pool')
     planner.started('late', 'pool', 0)
     planner.started('late', 'pool', 0)
-    planner.ended('late', 'pool', 1_000, 1_000, true)
+    planner.ended('late', 'pool', { nowMs: 1_000, serviceMs: 1_000, ok: true })
     planner.leave('late', 'pool')
     planner.enter('late', 'pool')
     planner.started('late', 'pool', 1_000)
@@ -329,7 +329,7 @@ describe('spill planner', () => {
     // and do not queue in front of `late`'s.
     planner.enter('soon', 'pool')
     planner.started('soon', 'pool', 0)
-    planner.ended('soon', 'pool', 1_000, 1_000, true)
+    planner.ended('soon', 'pool', { nowMs: 1_000, serviceMs: 1_000, ok: true })
     planner.leave('soon', 'pool')
     planner.enter('soon', 'pool')
     planner.started('soon', 'pool', 1_000)

@@ -35,12 +35,14 @@ test('ephemeral, with or without a 5m/1h ttl, on a part or a tool, for Anthropic
       { type: 'ephemeral', ttl: '1h' },
     ])
       for (const on of ['part', 'tool'] as const)
-        expect(validateBody(line(model, cache, on), 'chat', catalog, 'body').ok).toBe(true)
+        expect(validateBody(line(model, cache, on), 'chat', catalog, { prefix: 'body' }).ok).toBe(
+          true,
+        )
 })
 
 test('anything else is refused with its path and the fix', () => {
   const problem = (cache: unknown, on: 'part' | 'tool' = 'part') => {
-    const verdict = validateBody(line('sim/claude', cache, on), 'chat', catalog, 'body')
+    const verdict = validateBody(line('sim/claude', cache, on), 'chat', catalog, { prefix: 'body' })
     return verdict.ok ? null : verdict.problems[0]
   }
   expect(problem({ type: 'ephemeral', ttl: '2h' })).toMatchObject({

@@ -186,7 +186,7 @@ function sentBody(
   const stream = body.stream === true
   if (kind === 'openai')
     return stream ? prepareOpenAIStreamBody(body, target) : prepareOpenAIBody(body, target)
-  const converted = prepareAnthropicBody('chat', body, target, stream)
+  const converted = prepareAnthropicBody('chat', body, target, { stream })
   return converted.ok ? converted.body : null
 }
 
@@ -194,7 +194,7 @@ test('what each adapter sends is within the ceiling the validator counted', () =
   let checked = 0
   fc.assert(
     fc.property(body, (raw) => {
-      const verdict = validateBody(raw, 'chat', catalog, 'body', { live: true })
+      const verdict = validateBody(raw, 'chat', catalog, { prefix: 'body', live: true })
       if (!verdict.ok) return // not admitted: nothing is sent
       const { model, offerings, inputTokens, outputTokens } = verdict.value
       for (const offering of offerings) {

@@ -105,9 +105,17 @@ if (!redisUrl) {
       defineSlotScripts(redis)
       const health = { degraded: false, ok() {}, failed() {} }
       const dead = createFleetGate(
-        redisSlots(redis, { prefix, provider: 'crash', instance: 'dead', limit: 8, ttlMs: 1000 }),
-        8,
-        health,
+        {
+          slots: redisSlots(redis, {
+            prefix,
+            provider: 'crash',
+            instance: 'dead',
+            limit: 8,
+            ttlMs: 1000,
+          }),
+          health,
+        },
+        { limit: 8 },
       )
       await Promise.all(Array.from({ length: 8 }, () => dead.acquire()))
       expect(dead.held).toBe(8)

@@ -236,19 +236,36 @@ onEveryStore(({ name, makeStore, it }) => {
         await reserve('file_1', 0)
         await store.commitUpload(upload('file_1', 500))
         await reserve('file_2', 100)
-        expect(await store.growUpload('file_2', 200, 300, MS + 1, defaults)).toEqual({
+        expect(
+          await store.growUpload(
+            { fileId: 'file_2', need: 200, want: 300, nowMs: MS + 1 },
+            defaults,
+          ),
+        ).toEqual({
           kind: 'reserved',
           bytes: 300,
         })
-        expect(await store.growUpload('file_2', 450, 1450, MS + 2, defaults)).toEqual({
+        expect(
+          await store.growUpload(
+            { fileId: 'file_2', need: 450, want: 1450, nowMs: MS + 2 },
+            defaults,
+          ),
+        ).toEqual({
           kind: 'reserved',
           bytes: 450,
         })
-        expect(await store.growUpload('file_2', 501, 600, MS + 3, defaults)).toEqual({
+        expect(
+          await store.growUpload(
+            { fileId: 'file_2', need: 501, want: 600, nowMs: MS + 3 },
+            defaults,
+          ),
+        ).toEqual({
           kind: 'limit_exceeded',
           limit: { stored_bytes: 1000, in_use: 500 },
         })
-        expect(await store.growUpload('file_missing', 1, 1, MS, defaults)).toEqual({ kind: 'gone' })
+        expect(
+          await store.growUpload({ fileId: 'file_missing', need: 1, want: 1, nowMs: MS }, defaults),
+        ).toEqual({ kind: 'gone' })
         expect(await store.getFileQuota('acct_1')).toMatchObject({
           filesInUse: 2,
           storedBytes: 950,
@@ -271,7 +288,10 @@ onEveryStore(({ name, makeStore, it }) => {
         await account('acct_1')
         await reserve('file_old', 10, 'acct_1', MS)
         await reserve('file_new', 10, 'acct_1', MS)
-        await store.growUpload('file_new', 10, 10, MS + 60_000, defaults)
+        await store.growUpload(
+          { fileId: 'file_new', need: 10, want: 10, nowMs: MS + 60_000 },
+          defaults,
+        )
         await reserve('file_done', 10, 'acct_1', MS)
         await store.commitUpload(upload('file_done', 10))
         expect(

@@ -214,15 +214,16 @@ export function runWebhookStoreContract(name: string, makeStore: () => Promise<O
       const key = { webhookId: 'whe_a', eventId: claimed!.eventId }
       // inst-a's late answer is not recorded over inst-b's claim.
       expect(
-        await store.finishDelivery('inst-a', key, { kind: 'delivered', statusCode: 200 }, now),
+        await store.finishDelivery({ owner: 'inst-a', nowMs: now }, key, {
+          kind: 'delivered',
+          statusCode: 200,
+        }),
       ).toBe(false)
       expect(
-        await store.finishDelivery(
-          'inst-b',
-          key,
-          { kind: 'delivered', statusCode: 204 },
-          now + 31_000,
-        ),
+        await store.finishDelivery({ owner: 'inst-b', nowMs: now + 31_000 }, key, {
+          kind: 'delivered',
+          statusCode: 204,
+        }),
       ).toBe(true)
       expect((await deliveries('acct_1', 'whe_a'))[0]).toMatchObject({
         status: 'delivered',
@@ -248,18 +249,17 @@ export function runWebhookStoreContract(name: string, makeStore: () => Promise<O
       expect(claimed.map((d) => d.batchId).sort()).toEqual(['batch_01', 'batch_02'])
       const one = claimed.find((d) => d.batchId === 'batch_01')!
       const two = claimed.find((d) => d.batchId === 'batch_02')!
-      await store.finishDelivery(
-        'inst-a',
-        one,
-        { kind: 'retry', atMs: now + 5_000, statusCode: 500, error: 'HTTP 500' },
-        now + 100,
-      )
-      await store.finishDelivery(
-        'inst-a',
-        two,
-        { kind: 'failed', statusCode: null, error: 'connection refused' },
-        now + 100,
-      )
+      await store.finishDelivery({ owner: 'inst-a', nowMs: now + 100 }, one, {
+        kind: 'retry',
+        atMs: now + 5_000,
+        statusCode: 500,
+        error: 'HTTP 500',
+      })
+      await store.finishDelivery({ owner: 'inst-a', nowMs: now + 100 }, two, {
+        kind: 'failed',
+        statusCode: null,
+        error: 'connection refused',
+      })
       expect(await store.claimDeliveries('inst-a', 10, now + 4_999, now + 40_000)).toEqual([])
       const listed = Object.fromEntries(
         (await deliveries('acct_1', 'whe_a')).map((d) => [d.batchId, d]),

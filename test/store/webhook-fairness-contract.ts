@@ -76,7 +76,10 @@ export function runWebhookFairnessContract(name: string, makeStore: () => Promis
       // One attempt ends: that webhook may take one more, and only one.
       const done = first[0]!
       expect(
-        await store.finishDelivery('inst-1', done, { kind: 'delivered', statusCode: 200 }, NOW + 3),
+        await store.finishDelivery({ owner: 'inst-1', nowMs: NOW + 3 }, done, {
+          kind: 'delivered',
+          statusCode: 200,
+        }),
       ).toBe(true)
       const third = await store.claimDeliveries('inst-3', 10, NOW + 4, NOW + LEASE)
       expect(third.map((d) => d.webhookId)).toEqual(['whe_a1'])
@@ -127,11 +130,19 @@ export function runWebhookFairnessContract(name: string, makeStore: () => Promis
       const window = 24 * HOUR
       const [one] = await store.claimDeliveries('inst-1', 1, NOW, NOW + LEASE)
       expect(one!.webhookId).toBe('whe_a1')
-      await store.finishDelivery('inst-1', one!, fail(NOW), NOW, window)
+      await store.finishDelivery(
+        { owner: 'inst-1', nowMs: NOW, disableAfterMs: window },
+        one!,
+        fail(NOW),
+      )
       // A success in between forgets the failures: whe_a2's count starts again after it.
       const [a2] = await store.claimDeliveries('inst-1', 1, NOW, NOW + LEASE)
       expect(a2!.webhookId).toBe('whe_a2')
-      await store.finishDelivery('inst-1', a2!, fail(NOW), NOW, window)
+      await store.finishDelivery(
+        { owner: 'inst-1', nowMs: NOW, disableAfterMs: window },
+        a2!,
+        fail(NOW),
+      )
       // Almost the window later: still enabled.
       let at = NOW + window - 1
       const retried = await store.claimDeliveries('inst-1', 10, at, at + LEASE)
@@ -144,14 +155,24 @@ export function runWebhookFairnessContract(name: string, makeStore: () => Promis
       for (const d of retried) {
         const result =
           d.webhookId === 'whe_a2' ? { kind: 'delivered' as const, statusCode: 200 } : fail(at)
-        await store.finishDelivery('inst-1', d, result, at, window)
+        await store.finishDelivery(
+          { owner: 'inst-1', nowMs: at, disableAfterMs: window },
+          d,
+          result,
+        )
       }
       expect((await store.listWebhooks('acct_a')).every((w) => w.disabledAt === null)).toBe(true)
       // The window reached, every attempt of whe_a1 failed: disabled at that time.
       at = NOW + window + 5_000
       const [again] = await store.claimDeliveries('inst-1', 1, at, at + LEASE)
       expect(again!.webhookId).toBe('whe_a1')
-      expect(await store.finishDelivery('inst-1', again!, fail(at), at, window)).toBe(true)
+      expect(
+        await store.finishDelivery(
+          { owner: 'inst-1', nowMs: at, disableAfterMs: window },
+          again!,
+          fail(at),
+        ),
+      ).toBe(true)
       const hooks = Object.fromEntries((await store.listWebhooks('acct_a')).map((w) => [w.id, w]))
       expect(hooks.whe_a1!.disabledAt).toBe(Math.floor(at / 1000))
       expect(hooks.whe_a2!.disabledAt).toBeNull()
@@ -171,7 +192,11 @@ export function runWebhookFairnessContract(name: string, makeStore: () => Promis
       expect(resumed.map((d) => d.webhookId)).toContain('whe_a1')
       // Its failures were forgotten: one more failure does not disable it again.
       const mine = resumed.find((d) => d.webhookId === 'whe_a1')!
-      await store.finishDelivery('inst-1', mine, fail(at + 1_000_000), at + 1_000_000, window)
+      await store.finishDelivery(
+        { owner: 'inst-1', nowMs: at + 1_000_000, disableAfterMs: window },
+        mine,
+        fail(at + 1_000_000),
+      )
       expect((await store.listWebhooks('acct_a')).find((w) => w.id === 'whe_a1')!.disabledAt).toBe(
         null,
       )

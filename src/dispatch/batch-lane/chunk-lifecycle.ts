@@ -113,14 +113,16 @@ export async function submitChunk(
   const client = deps.client
   if (client.kind === 'openai') {
     const file = await client.upload(chunk.id, openAIBatchInput(request))
-    if (!file.ok) return abandon(deps, record, states, file.error)
+    if (!file.ok) return abandon(deps, record, states, file.error.message)
     await chunks.updateChunk(holder, chunk.id, { inputFileId: file.value }, deps.now())
     const created = await client.create(request, file.value)
     if (!created.ok) return createFailed(deps, record, states, created.error)
     return submitted(deps, record, created.value.id)
   }
   const input = anthropicBatchInput(request, offering.provider)
-  await recordResults(deps, record, states, input.refused, true)
+  // The lines refused before the upload are settled now; the others wait for the batch.
+  if (input.refused.length > 0)
+    await recordResults(deps, record, reportedIn(states, input.refused), input.refused)
   const created = await client.create(input)
   // A create that may have reached Anthropic (a timeout, a 5xx) is looked at again: a copy
   // made meanwhile is cancelled before the lines go back (resumeIntent).
@@ -145,7 +147,8 @@ export async function followChunk(deps: ChunkDeps, chunk: ChunkRecord): Promise<
   const times = { pollMs: deps.settings.pollMs, fallbackAtMs }
   if (action === 'wait')
     return done(deps, chunk, { nextPollAt: nextPollAt(times, 0, now), pollFailures: 0 })
-  if (action === 'return_all') return abandon(deps, chunk, states, null, read.value.failureCode)
+  if (action === 'return_all')
+    return abandon(deps, chunk, states, batchFailed(read.value.failureCode))
   if (action === 'cancel') {
     const cancelled = await deps.client.cancelBatch(chunk.providerBatchId)
     if (!cancelled.ok) return lookFailed(deps, chunk, cancelled.error, fallbackAtMs)
@@ -156,7 +159,7 @@ export async function followChunk(deps: ChunkDeps, chunk: ChunkRecord): Promise<
   const results = await readResults(deps, read.value)
   if (!results.ok) return lookFailed(deps, chunk, results.error, fallbackAtMs)
   // Every line of an ended batch is settled now: one it did not report goes back to pending.
-  await recordResults(deps, chunk, states, results.value, false)
+  await recordResults(deps, chunk, states, results.value)
   return done(deps, chunk, { state: 'ended' })
 }
 
@@ -168,15 +171,16 @@ function statesOf(lines: readonly ClaimedLine[]): ChunkLineRef[] {
   }))
 }
 
-/** Records the outcomes of these results (lines not among them are left as they are). */
+/**
+ * Records an outcome for each of these lines from the results: one the results do not report
+ * goes back to pending (mapChunkResults).
+ */
 async function recordResults(
   deps: ChunkDeps,
   chunk: Pick<ChunkRecord, 'id' | 'batchId' | 'createdAt'>,
   states: readonly ChunkLineRef[],
   results: readonly ChunkLineResult[],
-  onlyReported: boolean,
 ): Promise<void> {
-  if (onlyReported && results.length === 0) return
   const now = deps.now()
   const outcomes = mapChunkResults(withBatch(chunk.batchId, states), results, {
     offering: deps.offering,
@@ -184,22 +188,31 @@ async function recordResults(
     nowMs: now,
     latencyMs: now - chunk.createdAt,
   })
+  await deps.lines.recordOutcomes(lineOwnerOf(chunk.id), outcomes, now)
+}
+
+/** The lines these results report (each line's outcome depends on its own result alone). */
+function reportedIn(
+  states: readonly ChunkLineRef[],
+  results: readonly ChunkLineResult[],
+): ChunkLineRef[] {
   const reported = new Set(results.map((result) => result.position))
-  const lineNos = new Set(states.filter((s) => reported.has(s.position)).map((s) => s.lineNo))
-  const kept = onlyReported ? outcomes.filter((outcome) => lineNos.has(outcome.lineNo)) : outcomes
-  await deps.lines.recordOutcomes(lineOwnerOf(chunk.id), kept, now)
+  return states.filter((state) => reported.has(state.position))
 }
 
 const withBatch = (batchId: string, states: readonly ChunkLineRef[]) =>
   states.map((state) => ({ ...state, batchId }))
 
-/** Every line back to pending without an attempt, and the chunk given up. */
+/** Why a chunk whose provider batch failed as a whole is given up. */
+const batchFailed = (code: string | null) =>
+  code ? `the provider batch failed: ${code}` : 'not sent'
+
+/** Every line back to pending without an attempt, and the chunk given up for `reason`. */
 async function abandon(
   deps: ChunkDeps,
   chunk: Pick<ChunkRecord, 'id' | 'batchId'>,
   states: readonly ChunkLineRef[],
-  error: UpstreamError | null,
-  code: string | null = null,
+  reason = 'not sent',
 ): Promise<void> {
   const now = deps.now()
   const outcomes: LineOutcome[] = states.map((state) => ({
@@ -210,7 +223,6 @@ async function abandon(
     unsent: true,
   }))
   await deps.lines.recordOutcomes(lineOwnerOf(chunk.id), outcomes, now)
-  const reason = error?.message ?? (code ? `the provider batch failed: ${code}` : 'not sent')
   await done(deps, chunk, { state: 'abandoned', error: reason })
 }
 
@@ -221,7 +233,7 @@ async function createFailed(
   states: readonly ChunkLineRef[],
   error: UpstreamError,
 ): Promise<void> {
-  if (!error.retryable) return abandon(deps, chunk, states, error)
+  if (!error.retryable) return abandon(deps, chunk, states, error.message)
   const next = deps.now() + deps.settings.pollMs
   return done(deps, chunk, { nextPollAt: next, pollFailures: 1, error: error.message })
 }
@@ -244,7 +256,7 @@ async function submitted(deps: ChunkDeps, chunk: ChunkRecord, providerBatchId: s
 async function resumeIntent(deps: ChunkDeps, chunk: ChunkRecord, states: ChunkLineRef[]) {
   const client = deps.client
   if (client.kind === 'anthropic') return cancelCopies(deps, client, chunk, states)
-  if (chunk.inputFileId === null) return abandon(deps, chunk, states, null)
+  if (chunk.inputFileId === null) return abandon(deps, chunk, states)
   const found = await findChunk(client, chunk.id)
   if (!found.ok) return createFailed(deps, chunk, states, found.error)
   if (found.value !== null) return submitted(deps, chunk, found.value.id)
@@ -293,7 +305,7 @@ async function cancelCopies(
       error: failed.message,
     })
   }
-  return abandon(deps, chunk, states, null)
+  return abandon(deps, chunk, states)
 }
 
 /** A failed look (5xx, lost connection): the next one backs off, the fallback time kept. */

@@ -93,7 +93,7 @@ export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
         ? { ...raw, max_tokens: 1 }
         : raw,
     )
-    const checked = validateBody(body, 'chat', deps.catalog, '', { live: true })
+    const checked = validateBody(body, 'chat', deps.catalog, { live: true })
     if (!checked.ok) {
       const problem = checked.problems[0]
       const message = `${problem.path || 'body'} ${problem.message}; ${problem.fix}`

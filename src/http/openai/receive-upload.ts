@@ -58,7 +58,10 @@ export async function receiveUpload(
   let size = 0
   let failure: unknown = null
   const grow = async (need: number, want: number) => {
-    const result = await store.growUpload(id, need, want, Date.now(), quotaDefaults)
+    const result = await store.growUpload(
+      { fileId: id, need, want, nowMs: Date.now() },
+      quotaDefaults,
+    )
     if (result.kind !== 'reserved') throw refusal(result)
     reserved = result.bytes
   }

@@ -87,3 +87,9 @@ export interface LiveCreditStore {
   /** Graceful stop: deletes every lease of this instance. */
   dropLiveCredit(instanceId: string): Promise<void>
 }
+
+/** When a renewal of live leases happens and until when the leases then run (Unix ms). */
+export interface LeaseRenewal {
+  nowMs: number
+  expiresAtMs: number
+}

@@ -22,7 +22,7 @@ export function createPostgresCreditStore(sql: PostgresPool): DailySpendStore & 
     },
     takeLiveCredit: (request) => liveCredit.takeLiveCredit(sql, request),
     renewLiveCredit: (instanceId, accountIds, nowMs, expiresAtMs) =>
-      liveCredit.renewLiveCredit(sql, instanceId, accountIds, nowMs, expiresAtMs),
+      liveCredit.renewLiveCredit(sql, instanceId, accountIds, { nowMs, expiresAtMs }),
     writeLiveCharges: (group) => liveCredit.writeLiveCharges(sql, group),
     async dropLiveCredit(instanceId) {
       await sql`DELETE FROM credit_leases WHERE instance_id = ${instanceId}`

@@ -6,7 +6,7 @@
  */
 import type postgres from 'postgres'
 import { minMoney, Money, moneyText, ZERO } from '../../money/decimal.ts'
-import type { LiveCreditStore } from './credit-store.ts'
+import type { LeaseRenewal, LiveCreditStore } from './credit-store.ts'
 import { utcDay } from './daily-spend.ts'
 import { GROUP_MEMORY_MS, liveAvailable, liveGrant } from './live-grant.ts'
 import { dailyUsed } from './postgres-daily-spend.ts'
@@ -52,12 +52,12 @@ export async function takeLiveCredit(
   })
 }
 
+/** Renews this instance's live leases of these accounts, at `nowMs`, until `expiresAtMs`. */
 export async function renewLiveCredit(
   sql: postgres.Sql,
   instanceId: string,
   accountIds: readonly string[],
-  nowMs: number,
-  expiresAtMs: number,
+  { nowMs, expiresAtMs }: LeaseRenewal,
 ) {
   // An expired lease is not brought back: another instance may already have counted it as gone.
   const rows = await sql`

@@ -29,7 +29,9 @@ export function createSqliteCreditStore(db: SqliteConnection): DailySpendStore &
       return tx(() => liveCredit.takeLiveCredit(db, request))
     },
     async renewLiveCredit(instanceId, accountIds, nowMs, expiresAtMs) {
-      return tx(() => liveCredit.renewLiveCredit(db, instanceId, accountIds, nowMs, expiresAtMs))
+      return tx(() =>
+        liveCredit.renewLiveCredit(db, instanceId, accountIds, { nowMs, expiresAtMs }),
+      )
     },
     async writeLiveCharges(group) {
       return tx(() => liveCredit.writeLiveCharges(db, group))

@@ -5,7 +5,7 @@
  */
 import { minMoney, Money, moneyText, ZERO } from '../../money/decimal.ts'
 import { sqliteQuery as q, type Row, type SqliteConnection } from '../connection.ts'
-import type { LiveCreditStore } from './credit-store.ts'
+import type { LeaseRenewal, LiveCreditStore } from './credit-store.ts'
 import { liveSpentOn, utcDay } from './daily-spend.ts'
 import { GROUP_MEMORY_MS, liveAvailable, liveGrant } from './live-grant.ts'
 import { dailyUsed } from './sqlite-daily-spend.ts'
@@ -58,12 +58,12 @@ export function takeLiveCredit(db: Database, request: Parameters<Store['takeLive
   }
 }
 
+/** Renews this instance's live leases of these accounts, at `nowMs`, until `expiresAtMs`. */
 export function renewLiveCredit(
   db: Database,
   instanceId: string,
   accountIds: readonly string[],
-  nowMs: number,
-  expiresAtMs: number,
+  { nowMs, expiresAtMs }: LeaseRenewal,
 ) {
   // An expired lease is not brought back: another instance may already have counted it as gone.
   const renew = q(

@@ -73,6 +73,14 @@ export interface FileQuotaView {
   storedBytes: number
 }
 
+/** An upload's reservation to grow: to `want` bytes if that fits, else to `need`, renewed at `nowMs`. */
+export interface UploadGrowth {
+  fileId: string
+  need: number
+  want: number
+  nowMs: number
+}
+
 export type ReserveResult =
   /** `bytes`: what the upload may now grow to without asking again. */
   | { kind: 'reserved'; bytes: number }
@@ -95,13 +103,7 @@ export interface UploadStore {
    * Grows (and renews) an upload's reservation to `want` bytes if that fits, else to `need`;
    * refuses when even `need` does not fit.
    */
-  growUpload(
-    fileId: string,
-    need: number,
-    want: number,
-    nowMs: number,
-    defaults: FileQuotaDefaults,
-  ): Promise<ReserveResult>
+  growUpload(growth: UploadGrowth, defaults: FileQuotaDefaults): Promise<ReserveResult>
   /** Replaces the reservation by the file's record, in one transaction; false when it is gone. */
   commitUpload(file: FileRecord): Promise<boolean>
   releaseUpload(fileId: string): Promise<void>

@@ -29,8 +29,7 @@ export function createPostgresFileStore(sql: PostgresPool): FileStore & UploadSt
     setFileBytes: (id, bytes) => setFileBytes(sql, id, bytes),
     touchFile: (id, at) => touchFile(sql, id, at),
     reserveUpload: (upload, defaults) => uploads.reserveUpload(sql, upload, defaults),
-    growUpload: (fileId, need, want, nowMs, defaults) =>
-      uploads.growUpload(sql, fileId, need, want, nowMs, defaults),
+    growUpload: (growth, defaults) => uploads.growUpload(sql, growth, defaults),
     commitUpload: (file) => uploads.commitUpload(sql, file),
     releaseUpload: (fileId) => uploads.releaseUpload(sql, fileId),
     expireUploads: (staleBeforeMs, limit) => uploads.expireUploads(sql, staleBeforeMs, limit),

@@ -12,6 +12,7 @@ import type {
   FileRecord,
   NewUpload,
   ReserveResult,
+  UploadGrowth,
 } from './file-store.ts'
 
 type Db = postgres.ISql
@@ -71,10 +72,7 @@ export function reserveUpload(
 
 export async function growUpload(
   sql: Sql,
-  fileId: string,
-  need: number,
-  want: number,
-  nowMs: number,
+  { fileId, need, want, nowMs }: UploadGrowth,
   defaults: FileQuotaDefaults,
 ): Promise<ReserveResult> {
   const [found] = await sql`SELECT account_id FROM upload_reservations WHERE file_id = ${fileId}`

@@ -52,8 +52,8 @@ export function createSqliteFileStore(db: SqliteConnection): FileStore & UploadS
     async reserveUpload(upload, defaults) {
       return uploads.reserveUpload(db, upload, defaults)
     },
-    async growUpload(fileId, need, want, nowMs, defaults) {
-      return uploads.growUpload(db, fileId, need, want, nowMs, defaults)
+    async growUpload(growth, defaults) {
+      return uploads.growUpload(db, growth, defaults)
     },
     async commitUpload(file) {
       return uploads.commitUpload(db, file)

@@ -11,6 +11,7 @@ import type {
   FileRecord,
   NewUpload,
   ReserveResult,
+  UploadGrowth,
 } from './file-store.ts'
 
 type Database = SqliteConnection
@@ -69,10 +70,7 @@ export function reserveUpload(
 
 export function growUpload(
   db: Database,
-  fileId: string,
-  need: number,
-  want: number,
-  nowMs: number,
+  { fileId, need, want, nowMs }: UploadGrowth,
   defaults: FileQuotaDefaults,
 ): ReserveResult {
   return tx(db, (): ReserveResult => {

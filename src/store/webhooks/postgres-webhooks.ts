@@ -6,7 +6,13 @@
 import type postgres from 'postgres'
 import { newId, webhookEventOf } from '../../domain.ts'
 import type { PostgresPool } from '../connection.ts'
-import type { DeliveryResult, WebhookRecord, WebhookStore } from './webhook-store.ts'
+import type {
+  DeliveryClaim,
+  DeliveryFinish,
+  DeliveryResult,
+  WebhookRecord,
+  WebhookStore,
+} from './webhook-store.ts'
 import {
   deliveryResultColumns,
   DISABLE_AFTER_MS,
@@ -27,9 +33,8 @@ export function createPostgresWebhookStore(sql: PostgresPool): WebhookStore {
     deleteWebhook: (accountId, id) => deleteWebhook(sql, accountId, id),
     listDeliveries: (accountId, webhookId, page) => listDeliveries(sql, accountId, webhookId, page),
     claimDeliveries: (owner, limit, nowMs, leaseUntilMs) =>
-      claimDeliveries(sql, owner, limit, nowMs, leaseUntilMs),
-    finishDelivery: (owner, delivery, result, nowMs, disableAfterMs) =>
-      finishDelivery(sql, owner, delivery, result, nowMs, disableAfterMs),
+      claimDeliveries(sql, { owner, limit, nowMs, leaseUntilMs }),
+    finishDelivery: (by, delivery, result) => finishDelivery(sql, by, delivery, result),
     enableWebhook: (accountId, id) => enableWebhook(sql, accountId, id),
     releaseDeliveries: (owner, nowMs) => releaseDeliveries(sql, owner, nowMs),
   }
@@ -120,10 +125,7 @@ export async function listDeliveries(
  */
 export async function claimDeliveries(
   sql: Sql,
-  owner: string,
-  limit: number,
-  nowMs: number,
-  leaseUntilMs: number,
+  { owner, limit, nowMs, leaseUntilMs }: DeliveryClaim,
 ) {
   const now = Math.floor(nowMs)
   return sql.begin(async (tx) => {
@@ -190,11 +192,9 @@ export async function claimDeliveries(
 
 export async function finishDelivery(
   sql: Sql,
-  owner: string,
+  { owner, nowMs, disableAfterMs = DISABLE_AFTER_MS }: DeliveryFinish,
   delivery: { webhookId: string; eventId: string },
   result: DeliveryResult,
-  nowMs: number,
-  disableAfterMs = DISABLE_AFTER_MS,
 ) {
   const { status, nextAttemptAtMs, error, deliveredAt } = deliveryResultColumns(result, nowMs)
   // A bigint column: a retry is due no sooner than asked.

@@ -5,7 +5,13 @@
  */
 import { newId, webhookEventOf, type WebhookEventType } from '../../domain.ts'
 import { sqliteQuery as q, type Row, type SqliteConnection } from '../connection.ts'
-import type { DeliveryResult, WebhookRecord, WebhookStore } from './webhook-store.ts'
+import type {
+  DeliveryClaim,
+  DeliveryFinish,
+  DeliveryResult,
+  WebhookRecord,
+  WebhookStore,
+} from './webhook-store.ts'
 import {
   deliveryResultColumns,
   DISABLE_AFTER_MS,
@@ -34,10 +40,10 @@ export function createSqliteWebhookStore(db: SqliteConnection): WebhookStore {
       return listDeliveries(db, accountId, webhookId, page)
     },
     async claimDeliveries(owner, limit, nowMs, leaseUntilMs) {
-      return claimDeliveries(db, owner, limit, nowMs, leaseUntilMs)
+      return claimDeliveries(db, { owner, limit, nowMs, leaseUntilMs })
     },
-    async finishDelivery(owner, delivery, result, nowMs, disableAfterMs) {
-      return finishDelivery(db, owner, delivery, result, nowMs, disableAfterMs)
+    async finishDelivery(by, delivery, result) {
+      return finishDelivery(db, by, delivery, result)
     },
     async enableWebhook(accountId, id) {
       return enableWebhook(db, accountId, id)
@@ -132,10 +138,7 @@ export function listDeliveries(
 
 export function claimDeliveries(
   db: Database,
-  owner: string,
-  limit: number,
-  nowMs: number,
-  leaseUntilMs: number,
+  { owner, limit, nowMs, leaseUntilMs }: DeliveryClaim,
 ) {
   // The deliverer asks every poll interval; most of the time nothing is due, or only deliveries
   // of webhooks at their cap or disabled. A plain read (no lock) answers that, so the poll only
@@ -202,11 +205,9 @@ export function claimDeliveries(
 
 export function finishDelivery(
   db: Database,
-  owner: string,
+  { owner, nowMs, disableAfterMs = DISABLE_AFTER_MS }: DeliveryFinish,
   delivery: { webhookId: string; eventId: string },
   result: DeliveryResult,
-  nowMs: number,
-  disableAfterMs = DISABLE_AFTER_MS,
 ) {
   const { status, nextAttemptAtMs, error, deliveredAt } = deliveryResultColumns(result, nowMs)
   return db

@@ -64,6 +64,22 @@ export type DeliveryResult =
   /** Given up: the next attempt would fall past the retry window. */
   | { kind: 'failed'; statusCode: number | null; error: string }
 
+/** A claim of due deliveries: up to `limit`, leased to `owner` from `nowMs` until `leaseUntilMs`. */
+export interface DeliveryClaim {
+  owner: string
+  limit: number
+  nowMs: number
+  leaseUntilMs: number
+}
+
+/** Who records an attempt (only the holder of its lease may) and when. */
+export interface DeliveryFinish {
+  owner: string
+  nowMs: number
+  /** Failing this long or more disables the webhook; default 24 h (DISABLE_AFTER_MS). */
+  disableAfterMs?: number
+}
+
 /**
  * Webhooks and their outbox. Deliveries are enqueued by the store itself, in the transaction that
  * gives a batch its terminal status (every path: finishing, cancelling, expiring, a facade batch
@@ -101,11 +117,9 @@ export interface WebhookStore {
    * (default 24 h), has failed (docs/webhooks-and-streams.md); a delivered one clears that count.
    */
   finishDelivery(
-    owner: string,
+    by: DeliveryFinish,
     delivery: { webhookId: string; eventId: string },
     result: DeliveryResult,
-    nowMs: number,
-    disableAfterMs?: number,
   ): Promise<boolean>
   /** Enables a disabled webhook again (its failures forgotten); null when not the account's. */
   enableWebhook(accountId: string, id: string): Promise<WebhookRecord | null>
