@@ -4,7 +4,8 @@
  * `(deps, options)`. Measured from the TypeScript AST (function-size.ts), nested functions each on
  * their own.
  *
- * LEFT holds the functions still over a bound, each with its figures as they stand: one may
+ * LEFT holds the functions still over a bound (none now; the list stays so a known offender can be
+ * named while it is taken apart), each with its figures as they stand: one may
  * shrink, never grow, and a new function over a bound fails at once. One that comes within both
  * bounds must leave the list, so the list only gets shorter.
  */

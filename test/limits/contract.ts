@@ -1,5 +1,5 @@
 /**
- * The one contract every RateLimiter runs (as test/store/contract.ts is for the stores):
+ * The one contract every RateLimiter runs (as test/store/<role>.test.ts is for each store role):
  * test/limits/memory-limiter.test.ts and test/limits/redis-limiter.test.ts call it with their
  * factory. Each test gets a limiter of its own on a clock it moves, and key ids of its own, so
  * runs sharing one Redis do not count each other's hits.

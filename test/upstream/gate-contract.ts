@@ -1,6 +1,6 @@
 /**
- * The one contract every provider concurrency gate runs (as test/store/contract.ts is for the
- * stores): at most `limit` requests in flight, served in the order they asked, a waiter able to
+ * The one contract every provider concurrency gate runs (as test/store/<role>.test.ts is for each
+ * store role): at most `limit` requests in flight, served in the order they asked, a waiter able to
  * give up, and nothing new sent while the provider has asked for a pause. The gates are made by
  * test/upstream/gates.ts; the test files that run this contract take their factory from there.
  */
