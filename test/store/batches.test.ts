@@ -6,7 +6,7 @@
  * the dispatch role where a batch must have moved on (its own contract: dispatch.test.ts).
  * Longer than most files: it is the batch calls' specification, method by method.
  */
-import { afterEach, beforeEach, describe, expect } from 'bun:test'
+import { describe, expect } from 'bun:test'
 import type { DispatchStore, LineOutcome, NewBatch, NewLine, Store } from '../../src/store/store.ts'
 import {
   failed,
@@ -18,7 +18,7 @@ import {
   storeHelpers,
   succeeded,
 } from './batch-fixtures.ts'
-import { DAY, MS, onEveryStore, T0 } from './every-store.ts'
+import { DAY, MS, freshStoreEachTest, onEveryStore, T0 } from './every-store.ts'
 
 onEveryStore(({ name, makeStore, it }) => {
   let store: Store
@@ -30,13 +30,9 @@ onEveryStore(({ name, makeStore, it }) => {
   }))
 
   describe.serial(`batch store contract: ${name}`, () => {
-    beforeEach(async () => {
-      const opened = await makeStore()
+    freshStoreEachTest(makeStore, (opened) => {
       store = opened.store
       dispatch = opened.dispatch
-    })
-    afterEach(async () => {
-      await store.close()
     })
 
     it('pings and says which kind it is', async () => {

@@ -6,7 +6,7 @@
  * its own, so the dispatcher's store-wide calls (advance, reap) see only its data. Longer than
  * most files: it is the dispatcher's calls' specification, method by method.
  */
-import { afterEach, beforeEach, describe, expect } from 'bun:test'
+import { describe, expect } from 'bun:test'
 import type { LineError } from '../../src/domain.ts'
 import { Money, moneyText } from '../../src/money/decimal.ts'
 import type { DispatchStore, LineOutcome, LineUsage, Store } from '../../src/store/store.ts'
@@ -19,7 +19,7 @@ import {
   storeHelpers,
   succeeded,
 } from './batch-fixtures.ts'
-import { MS, onEveryStore, T0 } from './every-store.ts'
+import { freshStoreEachTest, MS, onEveryStore, T0 } from './every-store.ts'
 import { runProgressContract } from './progress-contract.ts'
 
 onEveryStore(({ name, makeStore, it }) => {
@@ -32,13 +32,9 @@ onEveryStore(({ name, makeStore, it }) => {
   }))
 
   describe.serial(`dispatch store contract: ${name}`, () => {
-    beforeEach(async () => {
-      const opened = await makeStore()
+    freshStoreEachTest(makeStore, (opened) => {
       store = opened.store
       dispatch = opened.dispatch
-    })
-    afterEach(async () => {
-      await store.close()
     })
 
     describe('dispatch', () => {

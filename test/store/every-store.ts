@@ -6,7 +6,7 @@
  * each test and dropped at the end unless a test failed (then it is kept for a look, and its name
  * printed).
  */
-import { afterAll, beforeAll, describe, test } from 'bun:test'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -90,6 +90,24 @@ export function onEveryStore(
         },
         timeout,
       ),
+  })
+}
+
+/**
+ * A fresh store for each test of the describe this is called in: `take` gets it before the test,
+ * and it is closed after.
+ */
+export function freshStoreEachTest(
+  makeStore: StoreSuite['makeStore'],
+  take: (opened: OpenedStore) => void,
+) {
+  let opened: OpenedStore | null = null
+  beforeEach(async () => {
+    opened = await makeStore()
+    take(opened)
+  })
+  afterEach(async () => {
+    await opened?.store.close()
   })
 }
 

@@ -3,7 +3,7 @@
  * uploads and rendered files (a rendered file exists once its batch has ended with lines of its
  * kind), file quotas held under racing uploads, reservations that expire.
  */
-import { afterEach, beforeEach, describe, expect } from 'bun:test'
+import { describe, expect } from 'bun:test'
 import type {
   DispatchStore,
   FileRecord,
@@ -12,7 +12,7 @@ import type {
   Store,
 } from '../../src/store/store.ts'
 import { newBatch } from './batch-fixtures.ts'
-import { MS, newAccount, onEveryStore, T0 } from './every-store.ts'
+import { freshStoreEachTest, MS, newAccount, onEveryStore, T0 } from './every-store.ts'
 
 const succeeded = (batchId: string, lineNo: number, costUsd: string): LineOutcome => ({
   batchId,
@@ -29,13 +29,9 @@ onEveryStore(({ name, makeStore, it }) => {
   describe.serial(`file store contract: ${name}`, () => {
     let store: Store
     let dispatch: DispatchStore
-    beforeEach(async () => {
-      const opened = await makeStore()
+    freshStoreEachTest(makeStore, (opened) => {
       store = opened.store
       dispatch = opened.dispatch
-    })
-    afterEach(async () => {
-      await store.close()
     })
     const account = (id: string, creditUsd = '100', extra: Partial<NewAccount> = {}) =>
       store.createAccount(newAccount(id, creditUsd, extra))

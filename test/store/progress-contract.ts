@@ -4,11 +4,12 @@
  * shards) says exactly what its lines say — counts by status, cost, usage — while it runs and
  * once it has ended and its shards were folded into its row. Both stores run it.
  */
-import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import type { BatchRecord, LineRecord } from '../../src/domain.ts'
 import { Money, moneyText } from '../../src/money/decimal.ts'
 import type { DispatchStore, LineOutcome, OpenedStore, Store } from '../../src/store/store.ts'
 import { newBatch } from './batch-fixtures.ts'
+import { freshStoreEachTest } from './every-store.ts'
 
 const T0 = 1_764_460_000
 const MS = T0 * 1000
@@ -62,13 +63,9 @@ export function runProgressContract(name: string, makeStore: () => Promise<Opene
   let dispatch: DispatchStore
 
   describe.serial(`batch progress: ${name}`, () => {
-    beforeEach(async () => {
-      const opened = await makeStore()
+    freshStoreEachTest(makeStore, (opened) => {
       store = opened.store
       dispatch = opened.dispatch
-    })
-    afterEach(async () => {
-      await store.close()
     })
 
     const expectAgrees = async (batch: BatchRecord) => {

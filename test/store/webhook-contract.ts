@@ -2,10 +2,11 @@
  * The webhook part of the store contract (docs/events-and-webhooks.md), run by test/store/webhooks.test.ts on
  * every store: endpoints per account, the outbox written with each terminal status, and deliveries leased to one instance at a time.
  */
-import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import type { WebhookEventType } from '../../src/domain.ts'
 import type { DispatchStore, OpenedStore, Store, WebhookRecord } from '../../src/store/store.ts'
 import { newBatch } from './batch-fixtures.ts'
+import { freshStoreEachTest } from './every-store.ts'
 
 const T0 = 1_764_460_000
 const MS = T0 * 1000
@@ -86,13 +87,9 @@ export function runWebhookStoreContract(name: string, makeStore: () => Promise<O
     (await store.listDeliveries(accountId, webhookId, { limit: 100, after: null }))!.deliveries
 
   describe.serial(`webhook store contract: ${name}`, () => {
-    beforeEach(async () => {
-      const opened = await makeStore()
+    freshStoreEachTest(makeStore, (opened) => {
       store = opened.store
       dispatch = opened.dispatch
-    })
-    afterEach(async () => {
-      await store.close()
     })
 
     test('creates, lists newest first and deletes an account’s webhooks; another account’s are not there', async () => {

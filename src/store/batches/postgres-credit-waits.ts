@@ -8,6 +8,7 @@ import type postgres from 'postgres'
 import { Money, moneyText } from '../../money/decimal.ts'
 import { creditWaitFailure, planCreditWaits, rowHold } from '../credit/daily-spend.ts'
 import type { WaitingPass } from './batch-store.ts'
+import { failUnstartedBatch } from './postgres-fail-unstarted.ts'
 import { enqueueWebhookEvents } from '../webhooks/postgres-webhooks.ts'
 
 type Row = Record<string, any>
@@ -97,16 +98,6 @@ async function failWaitingBatch(
   now: number,
 ) {
   const message = creditWaitFailure(moneyText(rowHold(batch)), Number(batch.waiting_until))
-  const ended = await tx`
-    UPDATE lines SET status = 'failed', error_code = 'insufficient_quota',
-      error_message = ${message}, cost_usd = 0, finished_at = ${now}
-    WHERE batch_id = ${batch.id} AND status = 'pending'`
-  const errors = [{ code: 'insufficient_quota', message, param: null, line: null }]
-  await tx`
-    UPDATE batches SET status = 'failed', pending = pending - ${ended.count},
-      failed = failed + ${ended.count}, finished_at = ${now}, held_usd = 0,
-      waiting_code = NULL, waiting_message = NULL, waiting_until = NULL,
-      errors = ${tx.json(errors)}
-    WHERE id = ${batch.id}`
+  await failUnstartedBatch(tx, { batchId: batch.id, code: 'insufficient_quota', message, now })
   await enqueueWebhookEvents(tx, [{ id: batch.id, accountId, status: 'failed' }], now)
 }

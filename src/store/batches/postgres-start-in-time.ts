@@ -13,6 +13,7 @@ import {
   startBySeconds,
 } from './start-in-time.ts'
 import { enqueueWebhookEvents } from '../webhooks/postgres-webhooks.ts'
+import { failUnstartedBatch } from './postgres-fail-unstarted.ts'
 
 const LONG_START_BY = startBySeconds(LONG_WINDOW_HOURS)
 
@@ -35,17 +36,12 @@ export async function failUnstartedBatches(sql: postgres.Sql, now: number): Prom
         hours,
         Number(batch.created_at) + startBySeconds(hours),
       )
-      const ended = await tx`
-        UPDATE lines SET status = 'failed', error_code = ${CAPACITY_UNAVAILABLE},
-          error_message = ${message}, cost_usd = 0, finished_at = ${now}
-        WHERE batch_id = ${batch.id} AND status = 'pending'`
-      const errors = [{ code: CAPACITY_UNAVAILABLE, message, param: null, line: null }]
-      await tx`
-        UPDATE batches SET status = 'failed', pending = pending - ${ended.count},
-          failed = failed + ${ended.count}, finished_at = ${now}, held_usd = 0,
-          waiting_code = NULL, waiting_message = NULL, waiting_until = NULL,
-          errors = ${tx.json(errors)}
-        WHERE id = ${batch.id}`
+      await failUnstartedBatch(tx, {
+        batchId: batch.id,
+        code: CAPACITY_UNAVAILABLE,
+        message,
+        now,
+      })
       await tx`
         UPDATE accounts SET held_usd = greatest(held_usd - ${batch.held_usd}::numeric, 0)
         WHERE id = ${batch.account_id}`

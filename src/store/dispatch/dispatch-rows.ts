@@ -1,20 +1,9 @@
 /** The dispatch role's rows: runnable batches, claimed lines, a batch with its progress shards. */
 import { moneyText, Money } from '../../money/decimal.ts'
 import type { ClaimedLine, RunnableBatch } from './dispatch-store.ts'
+import { PROGRESS_COUNTS, PROGRESS_MONEY } from './progress-shards.ts'
 
 type Row = Record<string, unknown>
-
-const PROGRESS_COUNTS = [
-  'pending',
-  'running',
-  'succeeded',
-  'failed',
-  'usage_input_tokens',
-  'usage_cached_input_tokens',
-  'usage_cache_write_tokens',
-  'usage_output_tokens',
-] as const
-const PROGRESS_MONEY = ['cost_usd', 'held_usd', 'reserved_usd', 'usage_uncached_cost_usd'] as const
 
 /**
  * A batch row with its progress shards added (docs/scale.md): the sums arrive beside the row as

@@ -14,6 +14,20 @@ const RUNNING = currentCount('running')
 
 const immediate = <T>(db: Database, fn: () => T): T => db.transaction(fn).immediate()
 
+/** Ends a batch's pending lines `expired` or `cancelled`, its counters moved with them. */
+function endPending(db: Database, id: string, now: number, status: 'expired' | 'cancelled') {
+  const n = q(
+    db,
+    `UPDATE lines SET status = '${status}', error_code = 'batch_${status}', finished_at = ?
+     WHERE batch_id = ? AND status = 'pending'`,
+  ).run(now, id).changes
+  q(db, `UPDATE batches SET pending = pending - ?, ${status} = ${status} + ? WHERE id = ?`).run(
+    n,
+    n,
+    id,
+  )
+}
+
 export async function advanceBatches(db: Database, now: number) {
   return immediate(db, () => {
     const changed: string[] = []
@@ -23,35 +37,13 @@ export async function advanceBatches(db: Database, now: number) {
       `SELECT id FROM batches b WHERE status IN ('in_progress', 'cancelling') AND deadline_at <= ?
          AND ${PENDING} > 0`,
     ).all(now)
-    for (const { id } of overdue) {
-      const n = q(
-        db,
-        `UPDATE lines SET status = 'expired', error_code = 'batch_expired', finished_at = ?
-         WHERE batch_id = ? AND status = 'pending'`,
-      ).run(now, id).changes
-      q(db, 'UPDATE batches SET pending = pending - ?, expired = expired + ? WHERE id = ?').run(
-        n,
-        n,
-        id,
-      )
-    }
+    for (const { id } of overdue) endPending(db, id, now, 'expired')
     // Lines handed back to a cancelling batch (a retry, an expired lease) end cancelled too.
     const cancelling = q(
       db,
       `SELECT id FROM batches b WHERE status = 'cancelling' AND ${PENDING} > 0`,
     ).all()
-    for (const { id } of cancelling) {
-      const n = q(
-        db,
-        `UPDATE lines SET status = 'cancelled', error_code = 'batch_cancelled', finished_at = ?
-         WHERE batch_id = ? AND status = 'pending'`,
-      ).run(now, id).changes
-      q(db, 'UPDATE batches SET pending = pending - ?, cancelled = cancelled + ? WHERE id = ?').run(
-        n,
-        n,
-        id,
-      )
-    }
+    for (const { id } of cancelling) endPending(db, id, now, 'cancelled')
     // A capped batch with nothing in flight ends the lines that can no longer fit (docs/money-and-limits.md).
     endOverCap(db, now)
     // A batch is `finalizing` for one tick between its last line and its terminal status.

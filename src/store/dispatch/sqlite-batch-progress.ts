@@ -9,20 +9,12 @@
 import type { SqliteConnection as Database } from '../connection.ts'
 import { Money, moneyText } from '../../money/decimal.ts'
 import { withProgress } from './dispatch-rows.ts'
+import { PROGRESS_COUNTS, PROGRESS_MONEY } from './progress-shards.ts'
 
 type Row = Record<string, any>
 
-const COUNTS = [
-  'pending',
-  'running',
-  'succeeded',
-  'failed',
-  'usage_input_tokens',
-  'usage_cached_input_tokens',
-  'usage_cache_write_tokens',
-  'usage_output_tokens',
-] as const
-const MONEY = ['cost_usd', 'held_usd', 'reserved_usd', 'usage_uncached_cost_usd'] as const
+const COUNTS = PROGRESS_COUNTS
+const MONEY = PROGRESS_MONEY
 
 /** What one write moves: counts as numbers, money as Money (or decimal text); absent is 0. */
 export type ProgressDelta = Partial<Record<(typeof COUNTS)[number], number>> &

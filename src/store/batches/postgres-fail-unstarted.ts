@@ -1,0 +1,24 @@
+/**
+ * Ending a batch before any line ran, on PostgreSQL: every pending line failed unbilled with the
+ * reason, and the batch `failed` with it as its error, its own hold set to nothing. The caller
+ * holds the batch's row and settles the account's hold and webhooks.
+ */
+import type postgres from 'postgres'
+
+export async function failUnstartedBatch(
+  tx: postgres.TransactionSql,
+  failure: { batchId: string; code: string; message: string; now: number },
+) {
+  const { batchId, code, message, now } = failure
+  const ended = await tx`
+    UPDATE lines SET status = 'failed', error_code = ${code},
+      error_message = ${message}, cost_usd = 0, finished_at = ${now}
+    WHERE batch_id = ${batchId} AND status = 'pending'`
+  const errors = [{ code, message, param: null, line: null }]
+  await tx`
+    UPDATE batches SET status = 'failed', pending = pending - ${ended.count},
+      failed = failed + ${ended.count}, finished_at = ${now}, held_usd = 0,
+      waiting_code = NULL, waiting_message = NULL, waiting_until = NULL,
+      errors = ${tx.json(errors)}
+    WHERE id = ${batchId}`
+}
