@@ -7,6 +7,7 @@ import { moneyText } from '../../money/decimal.ts'
 import type { PostgresPool, PostgresQueries } from '../connection.ts'
 import { rowToAccount, rowToCaller, rowToKey } from './account-rows.ts'
 import type { AccountStore, AccountView, SessionStore } from './account-store.ts'
+import { drawn } from './postgres-account-ledger.ts'
 import * as sessions from './postgres-sessions.ts'
 
 const OPEN_STATUSES = [...OPEN_BATCH_STATUSES]
@@ -15,8 +16,9 @@ const OPEN_STATUSES = [...OPEN_BATCH_STATUSES]
 export async function accountView(db: PostgresQueries, id: string): Promise<AccountView | null> {
   // Live leases are holds too: held_usd shows them, so available_usd is what may still be spent.
   const [row] = await db`
-    SELECT a.id, a.name, a.balance_usd, a.max_open_batches, a.rate_limit_per_minute, a.created_at,
-      a.held_usd + (SELECT coalesce(sum(l.amount_usd), 0) FROM credit_leases l
+    SELECT a.id, a.name, a.balance_usd - ${drawn(db)} AS balance_usd, a.max_open_batches,
+      a.rate_limit_per_minute, a.created_at,
+      a.held_usd - ${drawn(db)} + (SELECT coalesce(sum(l.amount_usd), 0) FROM credit_leases l
                     WHERE l.account_id = a.id AND l.expires_at_ms > ${Date.now()}) AS held_usd,
       (SELECT count(*) FROM batches b
        WHERE b.account_id = a.id AND b.status = ANY(${OPEN_STATUSES}::text[])) AS open_batches
@@ -41,9 +43,15 @@ export function createPostgresAccountStore(sql: PostgresPool): AccountStore & Se
       return rows.length > 0
     },
     async addCredit(id, amountUsd) {
-      const [row] = await sql`
-        UPDATE accounts SET balance_usd = GREATEST(0, balance_usd + ${moneyText(amountUsd)}::numeric)
-        WHERE id = ${id} RETURNING id`
+      // Locked FOR UPDATE, so no settlement moves the balance meanwhile (postgres-account-ledger.ts);
+      // never below zero: the row's balance never below what its shards have drawn.
+      const [row] = await sql.begin(async (tx) => {
+        await tx`SELECT id FROM accounts WHERE id = ${id} FOR UPDATE`
+        return tx`
+          UPDATE accounts a
+          SET balance_usd = GREATEST(${drawn(tx)}, a.balance_usd + ${moneyText(amountUsd)}::numeric)
+          WHERE a.id = ${id} RETURNING a.id`
+      })
       return row ? accountView(sql, id) : null
     },
     async createKey(key) {
@@ -70,7 +78,8 @@ export function createPostgresAccountStore(sql: PostgresPool): AccountStore & Se
     /** One round trip: this runs on every authenticated request. */
     async findKey(hash) {
       const [row] = await sql`
-        SELECT k.*, a.name AS account_name, a.balance_usd, a.held_usd, a.max_open_batches,
+        SELECT k.*, a.name AS account_name, a.balance_usd - ${drawn(sql)} AS balance_usd,
+          a.held_usd - ${drawn(sql)} AS held_usd, a.max_open_batches,
           a.rate_limit_per_minute AS account_rate_limit_per_minute,
           a.created_at AS account_created_at
         FROM api_keys k JOIN accounts a ON a.id = k.account_id

@@ -1,6 +1,7 @@
 /** Dashboard sessions on PostgreSQL: a row per sign-in, keyed by the SHA-256 of its cookie. */
 import type { PostgresPool } from '../connection.ts'
 import { rowToCaller } from './account-rows.ts'
+import { drawn } from './postgres-account-ledger.ts'
 import type { NewSession } from './account-store.ts'
 
 type Sql = PostgresPool
@@ -14,7 +15,8 @@ export async function createSession(sql: Sql, session: NewSession) {
 /** One round trip: this runs on every dashboard page. */
 export async function findSession(sql: Sql, hash: string, now: number) {
   const [row] = await sql`
-    SELECT k.*, a.name AS account_name, a.balance_usd, a.held_usd, a.max_open_batches,
+    SELECT k.*, a.name AS account_name, a.balance_usd - ${drawn(sql)} AS balance_usd,
+      a.held_usd - ${drawn(sql)} AS held_usd, a.max_open_batches,
       a.rate_limit_per_minute AS account_rate_limit_per_minute, a.created_at AS account_created_at
     FROM dashboard_sessions s
     JOIN api_keys k ON k.id = s.key_id

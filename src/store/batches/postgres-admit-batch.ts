@@ -28,7 +28,8 @@ export async function admitBatch(
   return sql.begin(async (tx): Promise<AdmitResult> => {
     // The account lock comes first: the checks below then see every batch another instance
     // admitted before us, and no other admission for this account runs until we commit.
-    const [account] = await tx`SELECT * FROM accounts WHERE id = ${batch.accountId} FOR UPDATE`
+    const [account] =
+      await tx`SELECT * FROM accounts WHERE id = ${batch.accountId} FOR NO KEY UPDATE`
     if (!account) throw new Error(`account ${batch.accountId} vanished during admission`)
     if (batch.idempotencyKey) {
       const [existing] = await tx`

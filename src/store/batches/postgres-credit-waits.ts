@@ -65,7 +65,7 @@ async function admitAccount(
   }
   if (live.length === 0) return pass
   const [account] =
-    await tx`SELECT balance_usd, held_usd FROM accounts WHERE id = ${accountId} FOR UPDATE`
+    await tx`SELECT balance_usd, held_usd FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
   const [leased] = await tx`
     SELECT coalesce(sum(amount_usd), 0) AS total FROM credit_leases
     WHERE account_id = ${accountId} AND expires_at_ms > ${nowMs}`

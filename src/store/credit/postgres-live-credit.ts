@@ -1,8 +1,10 @@
 /**
  * Live credit leases and charge groups on PostgreSQL (LiveCreditStore in credit-store.ts; the rules are
- * sql/0004_live_credit.sql's). Every change locks the account row first (FOR UPDATE), as
- * admission does, so a lease and a batch hold, or two instances' leases, never both take the
- * same credit; a group write locks its accounts in id order, so two never deadlock.
+ * sql/0004_live_credit.sql's). Every change locks the account row first, as admission does, so
+ * a lease and a batch hold, or two instances' leases, never both take the same credit: a lease
+ * FOR NO KEY UPDATE (it compares balance − held only, which settlements do not move), a group
+ * write FOR UPDATE (its charges lower the balance: settlements wait, postgres-account-ledger.ts);
+ * a group write locks its accounts in id order, so two never deadlock.
  */
 import type postgres from 'postgres'
 import { minMoney, Money, moneyText, ZERO } from '../../money/decimal.ts'
@@ -10,6 +12,7 @@ import type { LeaseRenewal, LiveCreditStore } from './credit-store.ts'
 import { utcDay } from './daily-spend.ts'
 import { GROUP_MEMORY_MS, liveAvailable, liveGrant } from './live-grant.ts'
 import { dailyUsed } from './postgres-daily-spend.ts'
+import { drawn } from '../accounts/postgres-account-ledger.ts'
 
 type Store = LiveCreditStore
 
@@ -19,7 +22,7 @@ export async function takeLiveCredit(
 ) {
   const { instanceId, accountId, nowMs, expiresAtMs } = request
   return sql.begin(async (tx) => {
-    const [account] = await tx`SELECT * FROM accounts WHERE id = ${accountId} FOR UPDATE`
+    const [account] = await tx`SELECT * FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
     if (!account) return { grantedUsd: '0', leaseUsd: '0', availableUsd: '0', lostUsd: '0' }
     const expired = await tx`
       DELETE FROM credit_leases WHERE account_id = ${accountId} AND expires_at_ms <= ${nowMs}
@@ -85,8 +88,8 @@ export async function writeLiveCharges(
       ON CONFLICT (id) DO NOTHING RETURNING id`
     if (!fresh) return false
     // Account rows in id order, as every multi-account transaction here takes them.
-    const locked =
-      await tx`SELECT id, balance_usd FROM accounts WHERE id = ANY(${ids}::text[]) ORDER BY id FOR UPDATE`
+    const locked = await tx`SELECT a.id, a.balance_usd - ${drawn(tx)} AS balance_usd FROM accounts a
+        WHERE a.id = ANY(${ids}::text[]) ORDER BY a.id FOR UPDATE OF a`
     const balances = new Map(locked.map((row) => [row.id as string, new Money(row.balance_usd)]))
     // Never below zero: a lease is at most the balance, but a negative deposit may have come since.
     const charged = entries.map((entry) =>

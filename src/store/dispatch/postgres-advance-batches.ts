@@ -7,6 +7,7 @@
  */
 import type postgres from 'postgres'
 import { moneyText } from '../../money/decimal.ts'
+import { foldLedger } from '../accounts/postgres-account-ledger.ts'
 import { capEndedWaiting } from './cap-waiting.ts'
 import { terminalStatus, withProgress } from './dispatch-rows.ts'
 import { current, foldedColumns, foldedShards, progressJoin } from './postgres-batch-progress.ts'
@@ -90,6 +91,9 @@ export async function finishBatches(
   const batchIds = ids(done)
   const accountIds = [...new Set(done.map((row) => row.account_id as string))].sort()
   await tx`SELECT id FROM accounts WHERE id = ANY(${accountIds}::text[]) ORDER BY id FOR UPDATE`
+  // No settlement of these accounts runs now: their ledger shards go into their rows, so the
+  // release below is exact against what they hold.
+  await foldLedger(tx, accountIds)
   await tx`
     UPDATE accounts a SET held_usd = GREATEST(0, a.held_usd - t.held)
     FROM (SELECT b.account_id, sum(b.held_usd + coalesce(p.p_held_usd, 0)) AS held

@@ -13,7 +13,7 @@ import { advanceBatches } from './postgres-advance-batches.ts'
 import { createPostgresClaims, runnableBatches } from './postgres-claim-lines.ts'
 import { recordEtas } from './postgres-etas.ts'
 import { reapExpiredLeases, releaseLeases, renewLeases } from './postgres-leases.ts'
-import { recordOutcomes } from './postgres-record-outcomes.ts'
+import { LEDGER_SHORT, recordOutcomes } from './postgres-record-outcomes.ts'
 import { setWaiting } from './postgres-waiting.ts'
 
 // "now" rounds down, so nothing happens sooner than asked.
@@ -28,7 +28,15 @@ export function createPostgresDispatch(sql: postgres.Sql): DispatchStore {
     renewLeases: (owner, leaseUntilMs) => renewLeases(sql, owner, leaseUntilMs),
     async recordOutcomes(owner, outcomes, nowMs, calls = []) {
       if (outcomes.length === 0 && calls.length === 0) return 0
-      return sql.begin((tx) => recordOutcomes(tx, { owner, outcomes, nowMs, calls }))
+      const record = { owner, outcomes, nowMs, calls }
+      try {
+        return await sql.begin((tx) => recordOutcomes(tx, record))
+      } catch (error) {
+        // A charge the shared lock cannot settle exactly (postgres-record-outcomes.ts): again,
+        // with the accounts locked FOR UPDATE. Nothing of the first try was kept.
+        if (!String((error as Error)?.message).includes(LEDGER_SHORT)) throw error
+        return sql.begin((tx) => recordOutcomes(tx, record, true))
+      }
     },
     releaseLeases: (owner) => releaseLeases(sql, owner),
     reapExpiredLeases: (nowMs) => reapExpiredLeases(sql, nowMs),

@@ -20,6 +20,7 @@ import type { CallsChange, LineOutcome, OutcomesRecord } from './dispatch-store.
 import { addProgress } from './postgres-batch-progress.ts'
 import { capRoomBack, movedBackCounts } from './postgres-return-to-pending.ts'
 import { storableString } from '../postgres/storable.ts'
+import { drawn } from '../accounts/postgres-account-ledger.ts'
 
 type Settled = Exclude<LineOutcome, { kind: 'retry' }>
 type Retry = Extract<LineOutcome, { kind: 'retry' }>
@@ -32,6 +33,7 @@ const lineKey = (batchId: string, lineNo: number) => `${batchId}\u0000${lineNo}`
 export async function recordOutcomes(
   tx: postgres.TransactionSql,
   { owner, outcomes, nowMs, calls = [] }: OutcomesRecord,
+  exclusive = false,
 ): Promise<number> {
   const now = Math.floor(nowMs / 1000)
   const writeCalls = async () => {
@@ -77,6 +79,11 @@ export async function recordOutcomes(
   const batchIds = [...new Set([...retries, ...settled].map((outcome) => outcome.batchId))].sort()
   const settledBatchIds = [...new Set(settled.map((outcome) => outcome.batchId))]
   const rows = settlementRows(settled)
+  // A charge past a line's ceiling takes the excess from the account's balance on its row: the
+  // accounts of those batches (of every batch, when retried `exclusive`) are locked FOR UPDATE.
+  const exclusiveBatchIds = exclusive
+    ? settledBatchIds
+    : [...new Set(rows.filter((row) => row.ceiling !== null).map((row) => row.batch_id))]
   // Sent together, one after another in this order (execute() starts each one now; postgres.js
   // pipelines what a transaction has not awaited yet) and run by the server in that order: the
   // rows locked stay locked for one round trip and the commit instead of four. Each statement
@@ -84,13 +91,18 @@ export async function recordOutcomes(
   await Promise.all([
     tx`SELECT id FROM batches WHERE id = ANY(${batchIds}::text[]) AND max_cost_usd IS NOT NULL
        ORDER BY id FOR UPDATE`.execute(),
+    exclusiveBatchIds.length > 0
+      ? tx`SELECT id FROM accounts
+           WHERE id IN (SELECT account_id FROM batches WHERE id = ANY(${exclusiveBatchIds}::text[]))
+           ORDER BY id FOR UPDATE`.execute()
+      : null,
     rows.length > 0
       ? tx`SELECT id FROM accounts
            WHERE id IN (SELECT account_id FROM batches WHERE id = ANY(${settledBatchIds}::text[]))
-           ORDER BY id FOR UPDATE`.execute()
+           ORDER BY id FOR KEY SHARE`.execute()
       : null,
     retries.length > 0 ? retryStatement(tx, retries, owner).execute() : null,
-    rows.length > 0 ? settleStatement(tx, rows, now, owner).execute() : null,
+    rows.length > 0 ? settleStatement(tx, rows, now, owner, exclusiveBatchIds).execute() : null,
     calls.length > 0 ? callsStatement(tx, owner, calls).execute() : null,
   ])
   return retries.length + settled.length
@@ -173,6 +185,7 @@ function settleStatement(
   rows: ReturnType<typeof settlementRows>,
   now: number,
   owner: string,
+  exclusiveBatchIds: readonly string[],
 ) {
   return tx`
     WITH outcome AS (
@@ -185,7 +198,9 @@ function settleStatement(
           error_code, error_message, error_upstream, provider, latency_ms, input_tokens,
           cached_tokens, written_tokens, output_tokens, uncached_cost, ord)),
     priced AS (
-      SELECT outcome.*, b.account_id, a.balance_usd,
+      SELECT outcome.*, b.account_id, a.balance_usd - ${drawn(tx)} AS balance_usd,
+        a.balance_usd < a.held_usd AS short_of_held,
+        b.id = ANY(${[...exclusiveBatchIds]}::text[]) AS exclusive,
         b.held_usd + coalesce((SELECT sum(held_usd) FROM batch_progress p WHERE p.batch_id = b.id), 0)
           AS batch_held,
         coalesce(sum(outcome.cost) OVER (PARTITION BY b.account_id ORDER BY outcome.ord
@@ -243,10 +258,36 @@ function settleStatement(
         succeeded = batch_providers.succeeded + excluded.succeeded,
         failed = batch_providers.failed + excluded.failed,
         cost_usd = batch_providers.cost_usd + excluded.cost_usd
+      RETURNING 1),
+    per_account AS (
+      SELECT account_id, sum(released) AS released, sum(charged) - sum(released) AS excess,
+        ${ledgerGuard(tx)} AS guard
+      FROM billed GROUP BY account_id),
+    ledger AS (
+      INSERT INTO account_ledger AS al (account_id, owner, drawn_usd)
+      SELECT account_id, ${owner}, released FROM per_account WHERE guard AND released > 0
+      ORDER BY account_id
+      ON CONFLICT (account_id, owner) DO UPDATE SET drawn_usd = al.drawn_usd + excluded.drawn_usd
       RETURNING 1)
-    UPDATE accounts a SET balance_usd = a.balance_usd - t.charged,
-      held_usd = a.held_usd - t.released
-    FROM (SELECT account_id, sum(charged) AS charged, sum(released) AS released
-          FROM billed GROUP BY account_id) t
-    WHERE a.id = t.account_id`
+    UPDATE accounts a SET balance_usd = a.balance_usd - t.excess
+    FROM per_account t WHERE a.id = t.account_id AND t.guard AND t.excess > 0`
 }
+
+/** Marks the error ledgerGuard raises: the settlement is to be retried `exclusive`. */
+export const LEDGER_SHORT = 'account_ledger_short'
+
+/**
+ * True for an account of `billed` (grouped by account) whose settlement may go on under the
+ * shared lock; an error for one that may not. Concurrent settlements of one account under that
+ * lock each take from the batch's hold at most the ceilings of their own lines, which the hold
+ * covers (a capped batch's row is locked anyway), and the balance covers the held credit: so
+ * they need no order among them while every charge is in the hold (released = charged) and the
+ * balance is not below the held credit. Otherwise (a hold drained, the balance below it) the
+ * charge must be exact against the balance others are changing: the error (raised per row, so
+ * the planner cannot fold it) rolls this settlement back, and the caller runs it again with the
+ * account locked FOR UPDATE.
+ */
+const ledgerGuard = (db: postgres.TransactionSql) => db`
+  CASE WHEN bool_or(exclusive) OR (sum(charged) = sum(released) AND NOT bool_or(short_of_held))
+    THEN true
+    ELSE CAST(${LEDGER_SHORT + ': '} || account_id AS int) = 0 END`
