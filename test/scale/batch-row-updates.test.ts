@@ -45,6 +45,13 @@ describeScale('scale: batch progress off its row', () => {
         const [shards] =
           await fleet.sql`SELECT count(*)::int AS n FROM batch_progress WHERE batch_id = ${id}`
         expect(shards.n).toBe(0)
+        // And the account's ledger shards into its row (sql/0018_account_ledger.sql): its row
+        // alone is its balance, nothing held.
+        const [ledger] =
+          await fleet.sql`SELECT count(*)::int AS n FROM account_ledger WHERE account_id = ${accountId}`
+        expect(ledger.n).toBe(0)
+        const [held] = await fleet.sql`SELECT held_usd FROM accounts WHERE id = ${accountId}`
+        expect(new Decimal(held.held_usd).isZero()).toBe(true)
         await Promise.all(fleet.processes.map((p) => p.kill('SIGTERM')))
         // Their backends report their counts as they exit, a moment after the processes: read
         // until two reads a second apart agree (bounded), so a late report is not missed.

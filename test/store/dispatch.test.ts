@@ -497,6 +497,99 @@ onEveryStore(({ name, makeStore, it }) => {
         expect((await claim('batch_01', 'owner-a', 1, MS + 200)).map((l) => l.lineNo)).toEqual([2])
       })
 
+      it('keeps the money exact when two owners settle one account, within holds and past a ceiling', async () => {
+        await account('acct_1', '10')
+        await admit('acct_1', 'batch_01', 5, { costCeilingUsd: '1' })
+        await admit('acct_1', 'batch_02', 2, { costCeilingUsd: '0.6' })
+        await claim('batch_01', 'owner-a', 3)
+        await claim('batch_01', 'owner-b', 2)
+        await claim('batch_02', 'owner-b', 2)
+        const record = (owner: string, outcomes: LineOutcome[], at: number) =>
+          dispatch.recordOutcomes(owner, outcomes, MS + at)
+        expect(await record('owner-a', [succeeded('batch_01', 1, '0.1')], 100)).toBe(1)
+        expect(await record('owner-b', [succeeded('batch_01', 4, '0.2')], 110)).toBe(1)
+        expect(
+          await record(
+            'owner-a',
+            [succeeded('batch_01', 2, '0.15'), succeeded('batch_01', 3, '0.05')],
+            120,
+          ),
+        ).toBe(2)
+        // Ceiling 0.3, billed 0.5: 0.3 from batch_02's hold, 0.2 from free credit.
+        const over = { ...succeeded('batch_02', 2, '0.5'), ceilingUsd: '0.3' } as LineOutcome
+        expect(
+          await record(
+            'owner-b',
+            [succeeded('batch_01', 5, '0.12'), succeeded('batch_02', 1, '0.3'), over],
+            130,
+          ),
+        ).toBe(3)
+        // Recorded twice: billed once.
+        expect(await record('owner-a', [succeeded('batch_01', 1, '0.1')], 140)).toBe(0)
+        const costs = [...(await allLines('batch_01')), ...(await allLines('batch_02'))].map(
+          (line) => line.costUsd,
+        )
+        expect(costs).toEqual(['0.1', '0.15', '0.05', '0.2', '0.12', '0.3', '0.5'])
+        const total = costs.reduce((sum, cost) => sum.plus(cost!), new Money(0))
+        // Held: 1.6 admitted, 0.62 and 0.6 of it released. Charged 1.42, the lines' sum.
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '8.58',
+          heldUsd: '0.38',
+        })
+        expect(moneyText(new Money('10').minus('8.58'))).toBe(moneyText(total))
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          costUsd: '0.62',
+          heldUsd: '0.38',
+        })
+        expect(await batchOf('acct_1', 'batch_02')).toMatchObject({ costUsd: '0.8', heldUsd: '0' })
+        // What is free: a deposit and a hold computed against it see the true balance.
+        expect((await store.addCredit('acct_1', '-8.5'))!).toMatchObject({
+          balanceUsd: '0.08',
+          heldUsd: '0.38',
+        })
+        expect((await store.addCredit('acct_1', '-1'))!).toMatchObject({
+          balanceUsd: '0',
+          heldUsd: '0.38',
+        })
+        expect((await store.addCredit('acct_1', '8.58'))!.balanceUsd).toBe('8.58')
+        await dispatch.advanceBatches(T0 + 1)
+        await dispatch.advanceBatches(T0 + 2)
+        expect(await store.getAccount('acct_1')).toMatchObject({
+          balanceUsd: '8.58',
+          heldUsd: '0',
+          openBatches: 0,
+        })
+      })
+
+      it('never takes the balance below zero when owners settle past a ceiling and past the balance', async () => {
+        await account('acct_1', '1.5')
+        await admit('acct_1', 'batch_01', 3, { costCeilingUsd: '1.5' })
+        await claim('batch_01', 'owner-a', 1)
+        await claim('batch_01', 'owner-b', 1)
+        await claim('batch_01', 'owner-a', 1)
+        expect(
+          await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.4')], MS + 1),
+        ).toBe(1)
+        // Ceiling 0.5, billed 1.5: only the 1.1 left is charged, 0.5 of it from the hold.
+        const over = { ...succeeded('batch_01', 2, '1.5'), ceilingUsd: '0.5' } as LineOutcome
+        expect(await dispatch.recordOutcomes('owner-b', [over], MS + 2)).toBe(1)
+        expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '0', heldUsd: '0.6' })
+        // Within its hold, but the balance is gone: nothing is charged.
+        expect(
+          await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 3, '0.2')], MS + 3),
+        ).toBe(1)
+        expect((await allLines('batch_01')).map((line) => line.costUsd)).toEqual([
+          '0.4',
+          '1.1',
+          '0',
+        ])
+        expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '0', heldUsd: '0.6' })
+        expect((await batchOf('acct_1', 'batch_01')).costUsd).toBe('1.5')
+        await dispatch.advanceBatches(T0 + 1)
+        await dispatch.advanceBatches(T0 + 2)
+        expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '0', heldUsd: '0' })
+      })
+
       it('an account whose balance no longer covers its holds is not dispatched until a deposit covers them', async () => {
         await account('acct_1', '1')
         await admit('acct_1', 'batch_01', 3, { costCeilingUsd: '0.3' })
