@@ -43,8 +43,11 @@ export async function recordOutcomes(
   // Lock order: the lines, then their batches if capped, then accounts. The counters go to this
   // owner's progress shard (postgres-batch-progress.ts), so an uncapped batch's row is not locked at all;
   // a capped one's is, as its claims lock it, so a charge over a line's ceiling is seen by the
-  // next claim's room. Settlements of one account still queue on its row (the balance), which
-  // is held for one round trip and the commit. Other transactions that take a batch first do
+  // next claim's room. The part of each charge its hold covers goes to this owner's shard of the
+  // account's ledger (postgres-account-ledger.ts) under a FOR KEY SHARE lock of the account row,
+  // which settlements of other owners do not wait for; only accounts with a charge past a line's
+  // ceiling are locked FOR UPDATE, for the excess taken from the balance on the row (and every
+  // account, when the guard in settleStatement sent the settlement back). Other transactions that take a batch first do
   // not then wait for these lines: claims skip locked lines, and cancel and expiry touch only
   // pending ones (these are running). The reaper could, for a line whose lease ran out while
   // this owner stalled; PostgreSQL then aborts one of the two, and each is retried (the
