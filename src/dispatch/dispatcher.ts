@@ -130,10 +130,11 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
   const active = new Tally()
   const stopped = new Set<string>()
 
-  const every = (ms: number, task: () => Promise<unknown>, name: string) =>
+  const every = (ms: number, task: () => Promise<unknown>, name: string, chainGapMs?: number) =>
     createPeriodicTask(task, {
       everyMs: ms,
       earlyGapMs: EARLY_GAP_MS,
+      chainGapMs,
       onError: (error) => logger.warn(`dispatch.${name}_failed`, { reason: error.message }),
     })
   const heartbeat = every(
@@ -150,11 +151,13 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
   // Bounded below too: a fast poll interval must not turn maintenance into a busy loop. Also run
   // soon after a batch's last line here was recorded, and again after each pass that moved a
   // batch (which takes `finalizing` on to its end), so a finished batch completes within
-  // milliseconds instead of up to two intervals later.
+  // milliseconds instead of up to two intervals later. The pass after one that moved a batch runs
+  // at once: a batch's `finalizing` lasts one pass, not one pass and a gap.
   const maintenance = every(
     Math.min(Math.max(options.pollMs, 200), 1000),
     () => maintainBatches(store, logger, active, stopped),
     'maintenance',
+    0,
   )
   const projection = every(1000, () => writeProjection(state), 'projection')
   const tasks = [heartbeat, reaper, maintenance, projection]
@@ -404,7 +407,12 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
     })
     .finally(() => {
       // Its last line here: once recorded, the batch may be done.
-      if (active.remove(line.batchId)) state.lastLineOut = true
+      // Written at once rather than at the recorder's next tick: nothing else of the batch is
+      // coming from here to share the write with.
+      if (active.remove(line.batchId)) {
+        state.lastLineOut = true
+        recorder.flushSoon()
+      }
       state.inFlight--
       // Wakes the claim loop once a claim's worth of room is free, not on every line.
       if (allocator.hasRoom(state.inFlight)) wake.poke()

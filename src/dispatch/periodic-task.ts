@@ -20,6 +20,11 @@ export interface PeriodicTaskOptions {
   everyMs: number
   /** The shortest gap between a run and an early one asked for by `soon()`. */
   earlyGapMs: number
+  /**
+   * The gap before the run asked for by a run that resolved `true` (a chain of steps); defaults to
+   * `earlyGapMs`. 0 takes each step right after the one before it.
+   */
+  chainGapMs?: number
   /** Told of a run that threw or rejected; the task keeps its schedule. */
   onError: (error: Error) => void
 }
@@ -46,23 +51,27 @@ export function createPeriodicTask(
     if (busy) return
     busy = true
     lastRun = performance.now()
+    let chained = false
     try {
-      if ((await task()) === true) again = true
+      chained = (await task()) === true
     } catch (error) {
       options.onError(error instanceof Error ? error : new Error(String(error)))
     } finally {
       busy = false
     }
-    if (again) {
+    if (chained) {
+      again = false
+      soon(options.chainGapMs ?? options.earlyGapMs)
+    } else if (again) {
       again = false
       soon()
     }
   }
 
-  const soon = () => {
+  const soon = (gapMs = options.earlyGapMs) => {
     if (!started || stopped) return
     if (busy) again = true
-    else early ??= setTimeout(run, Math.max(0, lastRun + options.earlyGapMs - performance.now()))
+    else early ??= setTimeout(run, Math.max(0, lastRun + gapMs - performance.now()))
   }
 
   return {
@@ -71,7 +80,7 @@ export function createPeriodicTask(
       started = true
       interval = setInterval(run, options.everyMs)
     },
-    soon,
+    soon: () => soon(),
     stop() {
       stopped = true
       if (interval) clearInterval(interval)

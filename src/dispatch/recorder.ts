@@ -13,6 +13,8 @@ export interface Recorder {
   call(batchId: string, provider: string, delta: 1 | -1): void
   /** Writes everything buffered; resolves once it is stored (retrying while the store is down). */
   flush(): Promise<void>
+  /** Starts the next write now instead of at the end of the flush interval (if none is under way). */
+  flushSoon(): void
   readonly pending: number
 }
 
@@ -98,6 +100,11 @@ export function createRecorder(
       if (timer) clearTimeout(timer)
       timer = null
       while (buffer.length > 0 || calls.size > 0 || writing) await (writing ?? start())
+    },
+    flushSoon() {
+      if (timer) clearTimeout(timer)
+      timer = null
+      if (buffer.length > 0 || calls.size > 0) start()
     },
     get pending() {
       return buffer.length

@@ -159,4 +159,19 @@ describe('periodic task', () => {
     await Bun.sleep(120)
     expect(runs).toBe(atStop)
   })
+
+  test('a run that resolves true is followed after chainGapMs, not the early gap', async () => {
+    // Early gap of 10 s, interval of 1 s: three runs within one interval come from the chain.
+    const times: number[] = []
+    const task = createPeriodicTask(async () => times.push(performance.now()) < 3, {
+      everyMs: 1000,
+      earlyGapMs: 10_000,
+      chainGapMs: 0,
+      onError: noErrors,
+    })
+    task.start()
+    await waitFor('three runs', async () => times.length >= 3, 3000, 5)
+    task.stop()
+    expect(times[2]! - times[0]!).toBeLessThan(1000)
+  })
 })
