@@ -7,7 +7,7 @@ import { moneyText } from '../../money/decimal.ts'
 import type { PostgresPool, PostgresQueries } from '../connection.ts'
 import { rowToAccount, rowToCaller, rowToKey } from './account-rows.ts'
 import type { AccountStore, AccountView, SessionStore } from './account-store.ts'
-import { drawn } from './postgres-account-ledger.ts'
+import { drawn } from '../credit/postgres-account-ledger.ts'
 import * as sessions from './postgres-sessions.ts'
 
 const OPEN_STATUSES = [...OPEN_BATCH_STATUSES]

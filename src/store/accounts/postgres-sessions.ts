@@ -1,7 +1,7 @@
 /** Dashboard sessions on PostgreSQL: a row per sign-in, keyed by the SHA-256 of its cookie. */
 import type { PostgresPool } from '../connection.ts'
 import { rowToCaller } from './account-rows.ts'
-import { drawn } from './postgres-account-ledger.ts'
+import { drawn } from '../credit/postgres-account-ledger.ts'
 import type { NewSession } from './account-store.ts'
 
 type Sql = PostgresPool

@@ -12,7 +12,7 @@ import type { LeaseRenewal, LiveCreditStore } from './credit-store.ts'
 import { utcDay } from './daily-spend.ts'
 import { GROUP_MEMORY_MS, liveAvailable, liveGrant } from './live-grant.ts'
 import { dailyUsed } from './postgres-daily-spend.ts'
-import { drawn } from '../accounts/postgres-account-ledger.ts'
+import { drawn } from './postgres-account-ledger.ts'
 
 type Store = LiveCreditStore
 

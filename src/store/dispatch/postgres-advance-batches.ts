@@ -7,7 +7,7 @@
  */
 import type postgres from 'postgres'
 import { moneyText } from '../../money/decimal.ts'
-import { foldLedger } from '../accounts/postgres-account-ledger.ts'
+import { foldLedger } from '../credit/postgres-account-ledger.ts'
 import { capEndedWaiting } from './cap-waiting.ts'
 import { terminalStatus, withProgress } from './dispatch-rows.ts'
 import { current, foldedColumns, foldedShards, progressJoin } from './postgres-batch-progress.ts'

@@ -20,7 +20,7 @@ import type { CallsChange, LineOutcome, OutcomesRecord } from './dispatch-store.
 import { addProgress } from './postgres-batch-progress.ts'
 import { capRoomBack, movedBackCounts } from './postgres-return-to-pending.ts'
 import { storableString } from '../postgres/storable.ts'
-import { drawn } from '../accounts/postgres-account-ledger.ts'
+import { drawn } from '../credit/postgres-account-ledger.ts'
 
 type Settled = Exclude<LineOutcome, { kind: 'retry' }>
 type Retry = Extract<LineOutcome, { kind: 'retry' }>
@@ -105,7 +105,7 @@ export async function recordOutcomes(
            ORDER BY id FOR KEY SHARE`.execute()
       : null,
     retries.length > 0 ? retryStatement(tx, retries, owner).execute() : null,
-    rows.length > 0 ? settleStatement(tx, rows, now, owner, exclusiveBatchIds).execute() : null,
+    rows.length > 0 ? settleStatement(tx, rows, { now, owner, exclusiveBatchIds }).execute() : null,
     calls.length > 0 ? callsStatement(tx, owner, calls).execute() : null,
   ])
   return retries.length + settled.length
@@ -186,10 +186,9 @@ function callsStatement(tx: postgres.TransactionSql, owner: string, calls: reado
 function settleStatement(
   tx: postgres.TransactionSql,
   rows: ReturnType<typeof settlementRows>,
-  now: number,
-  owner: string,
-  exclusiveBatchIds: readonly string[],
+  pass: { now: number; owner: string; exclusiveBatchIds: readonly string[] },
 ) {
+  const { now, owner, exclusiveBatchIds } = pass
   return tx`
     WITH outcome AS (
       SELECT * FROM ROWS FROM (jsonb_to_recordset(${tx.json(rows)}) AS (
