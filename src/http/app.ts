@@ -19,7 +19,7 @@ export function createApp(
   groups: Elysia<any, any, any, any, any, any, any>[],
   telemetry: Telemetry = noTelemetry,
 ) {
-  // Observed first, so its error hook sees the route before the handler below answers.
+  // Observed outermost: the wrapper sees the answer each request is sent, the error handler's too.
   const app = observeRequests(new Elysia(), logger, telemetry).onError(
     ({ error, code, set, request }) => {
       const headers = responseHeaders(set)

@@ -10,6 +10,7 @@
 import type { Elysia } from 'elysia'
 import type { Logger } from '../telemetry/logger.ts'
 import type { Telemetry } from '../telemetry/telemetry.ts'
+import { routeMatcher } from './route-matcher.ts'
 
 /** Probes hit every few seconds; at info level they would drown the requests that matter. */
 const QUIET_PATHS = new Set(['/healthz', '/readyz'])
@@ -20,14 +21,8 @@ export function observeRequests(app: Elysia, logger: Logger, telemetry: Telemetr
   // Neither a log line nor a span would be made (LOG_LEVEL above info, no exporter): nothing
   // to observe, so no hook on every route and no wrapper around every request.
   if (!telemetry.enabled && !logger.enabled('info')) return app
-  // The route pattern (`/v1/batches/:id`) is known once the router matched; the request object
-  // is the same one the wrapper sees, so it is the key.
-  const routes = new WeakMap<Request, string>()
-  const remember = ({ request, route }: { request: Request; route?: string }) => {
-    if (route) routes.set(request, route)
-  }
-  app.onTransform({ as: 'global' }, remember)
-  app.onError({ as: 'global' }, remember)
+  // The route pattern (`/v1/batches/:id`), looked up in the route table only for what is logged.
+  const routeOf = routeMatcher(() => app.routes)
   const quietLogged = logger.enabled('debug')
   const log = (request: Request, response: Response, started: number) => {
     const path = pathOf(request.url)
@@ -35,7 +30,7 @@ export function observeRequests(app: Elysia, logger: Logger, telemetry: Telemetr
     if (quiet && !quietLogged) return
     const fields = {
       method: request.method,
-      route: routes.get(request) ?? null,
+      route: routeOf(request.method, path),
       path,
       status: response.status,
       duration_ms: Math.round((performance.now() - started) * 10) / 10,
@@ -50,9 +45,13 @@ export function observeRequests(app: Elysia, logger: Logger, telemetry: Telemetr
         ? telemetry.request(
             request,
             async () => handle(...args),
-            () => routes.get(request) ?? null,
+            () => routeOf(request.method, pathOf(request.url)),
           )
-        : new Promise<Response>((resolve) => resolve(handle(...args)))
+        : handle(...args)
+      if (!(answered instanceof Promise)) {
+        log(request, answered, started)
+        return answered
+      }
       return answered.then((response) => {
         log(request, response, started)
         return response

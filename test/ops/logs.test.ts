@@ -116,6 +116,13 @@ describe('logs at LOG_LEVEL=debug', () => {
       ),
     ).toBe(true)
     expect(events.some((e) => e.event === 'http.request' && e.status === 401)).toBe(true)
+    // A path with an id logs its route's pattern, not the id.
+    expect(
+      events.find((e) => e.event === 'http.request' && e.path === `/v1/batches/${batchId}`),
+    ).toMatchObject({ method: 'GET', route: '/v1/batches/:id', status: 200 })
+    expect(
+      events.find((e) => e.event === 'http.request' && e.path === `/v1/batches/${batchId}/results`),
+    ).toMatchObject({ route: '/v1/batches/:id/results' })
   })
 
   test('no line holds the API key, the admin token, the provider key or a prompt', () => {
