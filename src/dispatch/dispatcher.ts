@@ -163,7 +163,9 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
   const tasks = [heartbeat, reaper, maintenance, projection]
 
   const recorder = createRecorder(store, options.owner, logger, () => {
-    if (!state.lastLineOut) return
+    // Not while outcomes wait for the recorder's next write (the write under way when the last
+    // line ended took the ones before it): the batch's last outcome may be among them.
+    if (!state.lastLineOut || recorder.pending > 0) return
     state.lastLineOut = false
     maintenance.soon()
   })
