@@ -57,12 +57,26 @@ export function createPostgresClaims(sql: postgres.Sql) {
   return (claim: LineClaim) => claimLines(sql, seen, claim)
 }
 
-/** One claim under its batch's row lock, taken first as every batch change takes it. */
+/**
+ * One claim under its batch's row lock, taken first as every batch change takes it. A capped
+ * claim notes what its cap now holds back under the same lock: the maintenance pass that ends the
+ * cap's lines (endOverCap) locks the row too, so its words about them are never overwritten by a
+ * claim that read the lines before they ended.
+ */
 const underBatchLock = (sql: postgres.Sql, claim: Claim, capped: boolean) =>
   sql.begin(async (tx) => {
     await tx`SELECT 1 FROM batches WHERE id = ${claim.batchId} FOR UPDATE`
-    return claimStatement(tx, claim, capped)
+    const rows = await claimStatement(tx, claim, capped)
+    if (capped && rows[0] && rows[0].max_cost_usd !== null)
+      await noteCap(tx, { ...claim, batch: rows[0], claimed: claimedOf(claim.batchId, rows) })
+    return rows
   })
+
+const claimedOf = (batchId: string, rows: readonly Record<string, any>[]): ClaimedLine[] =>
+  rows
+    .filter((row) => row.line_no !== null)
+    .map((row) => rowToClaimedLine(batchId, row, row))
+    .sort((a, b) => a.lineNo - b.lineNo)
 
 async function claimLines(
   sql: postgres.Sql,
@@ -86,14 +100,7 @@ async function claimLines(
   }
   if (rows[0] && (rows[0].started_at !== null || rows.some((row) => row.line_no !== null)))
     seen.started.add(batchId)
-  const claimed = rows
-    .filter((row) => row.line_no !== null)
-    .map((row) => rowToClaimedLine(batchId, row, row))
-    .sort((a, b) => a.lineNo - b.lineNo)
-  const batch = rows[0]
-  if (batch && batch.max_cost_usd !== null)
-    await noteCap(sql, { batchId, batch, claimed, limit, now: claim.now })
-  return claimed
+  return claimedOf(batchId, rows)
 }
 
 /**
@@ -101,7 +108,7 @@ async function claimLines(
  * cleared when lines were taken and none is held back (the cap's own code only).
  */
 async function noteCap(
-  sql: postgres.Sql,
+  sql: postgres.TransactionSql,
   {
     batchId,
     batch,
