@@ -302,23 +302,32 @@ describe.skipIf(!TEST_DATABASE_URL)(
     test('racing live calls and submits on both instances never pass it together', async () => {
       const broke = await a.newAccount('0')
       const probe = await liveCall(a.url, broke.key, issueRequest(false))
-      const ceiling = new Decimal(probe.error!.cost_ceiling_usd!)
-      const limit = ceiling.times(4.5).toDecimalPlaces(6, Decimal.ROUND_DOWN)
+      const liveCeiling = new Decimal(probe.error!.cost_ceiling_usd!)
+      // Batches about as big as a live call's ceiling, so each race is for the same room.
+      const file = jsonl([chatLine('big', 'x', { max_tokens: 600 })])
+      const quoter = await a.newAccount('100')
+      const quote = await a.request('/v1/batches?dry_run=true', quoter.key, {
+        method: 'POST',
+        body: file,
+      })
+      const batchCeiling = new Decimal(
+        ((await quote.json()) as { cost_ceiling_usd: string }).cost_ceiling_usd,
+      )
+      // Room for the three batches and one and a half live calls: whoever wins each race, the
+      // batches cannot take the last live call's room, so at least one live call is answered.
+      const limit = batchCeiling
+        .times(3)
+        .plus(liveCeiling.times(1.5))
+        .toDecimalPlaces(6, Decimal.ROUND_DOWN)
       const { accountId, key } = await a.newAccount(
         '100',
         { rate_limit_per_minute: 100_000 },
         { daily_spend_limit_usd: limit.toFixed(), max_open_batches: 100 },
       )
-      // Batches about as big as a live call's ceiling, so each race is for the same room.
-      const file = jsonl([chatLine('big', 'x', { max_tokens: 600 })])
-      const quote = await a.request('/v1/batches?dry_run=true', key, { method: 'POST', body: file })
-      const batchCeiling = new Decimal(
-        ((await quote.json()) as { cost_ceiling_usd: string }).cost_ceiling_usd,
-      )
       const live = Array.from({ length: 30 }, (_, i) =>
         liveCall((i % 2 ? b : a).url, key, issueRequest(false, i)),
       )
-      const batches = Array.from({ length: 6 }, (_, i) =>
+      const batches = Array.from({ length: 3 }, (_, i) =>
         (i % 2 ? a : b).request('/v1/batches', key, { method: 'POST', body: file }),
       )
       const [answers, submits] = await Promise.all([Promise.all(live), Promise.all(batches)])

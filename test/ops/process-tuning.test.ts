@@ -227,7 +227,12 @@ describe('process tuning', () => {
           },
           10_000,
         )
-        expect(workers.map((t) => t.policy).sort()).toEqual([0, 3, 3, 3, 3])
+        // The validation thread is the one Worker left as it was. The dispatch thread and the
+        // three schema threads are lowered, and so is any Worker a lowered thread starts later
+        // (it inherits the policy), so four is the least count, not the exact one.
+        expect(workers.filter((t) => t.policy === 0)).toHaveLength(1)
+        expect(workers.filter((t) => t.policy === 3).length).toBeGreaterThanOrEqual(4)
+        expect(workers.every((t) => t.policy === 0 || t.policy === 3)).toBe(true)
         for (const worker of workers.filter((t) => t.policy === 3))
           expect(worker.nice).toBe(Math.min(19, ours + BACKGROUND_NICE_STEP))
         expect(workers.find((t) => t.policy === 0)!.nice).toBe(ours)
