@@ -182,8 +182,20 @@ export const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 export const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`
 
-/** A random port in a range the benches keep to themselves. */
-export const randomPort = (base: number) => base + Math.floor(Math.random() * 500)
+const portsHandedOut = new Set<number>()
+
+/**
+ * A random port in a range the benches keep to themselves, never one this process was already
+ * given: a bench's ranges overlap (a gateway's and its simulator's), and a repeat made the
+ * gateway find its port taken.
+ */
+export function randomPort(base: number): number {
+  let port: number
+  do port = base + Math.floor(Math.random() * 500)
+  while (portsHandedOut.has(port))
+  portsHandedOut.add(port)
+  return port
+}
 
 export interface SimulatorProcess {
   url: string
