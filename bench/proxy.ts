@@ -27,8 +27,8 @@
  * The warn gateway is also measured on the clients' APIs (docs/openai-facade.md), the same prompt
  * each time, translated to the same chat call: POST /v1/responses ("responses") and POST
  * /anthropic/v1/messages ("messages"); their CPU µs/req beside chat's is the translation's cost
- * end to end. Last, the translations alone (request in, answer out) are timed in this process,
- * µs per call, a steadier figure on a shared box.
+ * end to end. Last, the info level's log line alone and the translations alone (request in,
+ * answer out) are timed in this process, µs per call, steadier figures on a shared box.
  *
  * Every loop is bounded in count and in time; everything listens on 127.0.0.1.
  */
@@ -57,6 +57,7 @@ import {
   type GatewayProcess,
 } from './lib.ts'
 import { timeTranslations } from './translation-cost.ts'
+import { timeLogLine } from './log-line-cost.ts'
 
 const { values } = parseArgs({
   options: {
@@ -305,6 +306,17 @@ const completion = (await (
   })
 ).json()) as Record<string, unknown>
 
+// The gateway's own route table, for timing its log line below (OpenAPI's `{id}` is Elysia's `:id`).
+const openapi = (await (await fetch(`${warn.gateway.url}/openapi.json`)).json()) as {
+  paths: Record<string, Record<string, unknown>>
+}
+const routeTable = Object.entries(openapi.paths).flatMap(([path, methods]) =>
+  Object.keys(methods).map((method) => ({
+    method: method.toUpperCase(),
+    path: path.replace(/\{([^}]+)\}/g, ':$1'),
+  })),
+)
+
 const results = new Map<number, Record<TargetName, Measure[]>>()
 try {
   // Past JSC's compiling of the hot paths (see --settle), each target alike.
@@ -412,6 +424,9 @@ const translations = timeTranslations(
   JSON.parse(targets.responses!.body),
   JSON.parse(targets.messages!.body),
   completion,
+)
+console.log(
+  `the info log line alone, in this process (one http.request line of ${n(routeTable.length)} routes, batched writes to /dev/null): ${timeLogLine(routeTable, `${warn.gateway.url}/v1/chat/completions`).toFixed(2)} µs/request`,
 )
 console.log(
   `translations alone, in this process (request into chat and the chat answer back, median of 5 rounds of ${n(translations.calls)} calls): responses ${translations.responsesUs.toFixed(2)} µs/call, messages ${translations.messagesUs.toFixed(2)} µs/call`,

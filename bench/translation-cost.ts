@@ -16,7 +16,7 @@ const ROUNDS = 5
 const MAX_ROUND_MS = 5_000
 
 /** µs per call of `work`, the median of ROUNDS rounds of CALLS calls. */
-function timeOf(work: () => unknown): number {
+export function timeOf(work: () => unknown): number {
   const rounds: number[] = []
   for (let round = 0; round < ROUNDS; round++) {
     const started = performance.now()

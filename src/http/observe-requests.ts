@@ -10,7 +10,7 @@
 import type { Elysia } from 'elysia'
 import type { Logger } from '../telemetry/logger.ts'
 import type { Telemetry } from '../telemetry/telemetry.ts'
-import { routeMatcher } from './route-matcher.ts'
+import { routeMatcher, type RouteMatcher } from './route-matcher.ts'
 
 /** Probes hit every few seconds; at info level they would drown the requests that matter. */
 const QUIET_PATHS = new Set(['/healthz', '/readyz'])
@@ -21,10 +21,40 @@ export function observeRequests(app: Elysia, logger: Logger, telemetry: Telemetr
   // Neither a log line nor a span would be made (LOG_LEVEL above info, no exporter): nothing
   // to observe, so no hook on every route and no wrapper around every request.
   if (!telemetry.enabled && !logger.enabled('info')) return app
-  // The route pattern (`/v1/batches/:id`), looked up in the route table only for what is logged.
-  const routeOf = routeMatcher(() => app.routes)
+  const log = requestLog(
+    logger,
+    routeMatcher(() => app.routes),
+  )
+  app.wrap(((handle: Handler, request: Request) =>
+    (...args: unknown[]) => {
+      const started = performance.now()
+      const answered = telemetry.enabled
+        ? telemetry.request(
+            request,
+            async () => handle(...args),
+            () => log.routeOf(request.method, pathOf(request.url)),
+          )
+        : handle(...args)
+      if (!(answered instanceof Promise)) {
+        log.line(request, answered, started)
+        return answered
+      }
+      return answered.then((response) => {
+        log.line(request, response, started)
+        return response
+      })
+    }) as never)
+  return app
+}
+
+/**
+ * The `http.request` line of one answered request, made once the answer is there; the route
+ * pattern (`/v1/batches/:id`) is looked up only for a line that is written. Its own function so
+ * bench/proxy.ts can time a line alone (about 1.5 µs, formatting and the batched write included).
+ */
+export function requestLog(logger: Logger, routeOf: RouteMatcher) {
   const quietLogged = logger.enabled('debug')
-  const log = (request: Request, response: Response, started: number) => {
+  const line = (request: Request, response: Response, started: number) => {
     const path = pathOf(request.url)
     const quiet = QUIET_PATHS.has(path)
     if (quiet && !quietLogged) return
@@ -38,26 +68,7 @@ export function observeRequests(app: Elysia, logger: Logger, telemetry: Telemetr
     if (quiet) logger.debug('http.request', fields)
     else logger.info('http.request', fields)
   }
-  app.wrap(((handle: Handler, request: Request) =>
-    (...args: unknown[]) => {
-      const started = performance.now()
-      const answered = telemetry.enabled
-        ? telemetry.request(
-            request,
-            async () => handle(...args),
-            () => routeOf(request.method, pathOf(request.url)),
-          )
-        : handle(...args)
-      if (!(answered instanceof Promise)) {
-        log(request, answered, started)
-        return answered
-      }
-      return answered.then((response) => {
-        log(request, response, started)
-        return response
-      })
-    }) as never)
-  return app
+  return { line, routeOf }
 }
 
 /** A path of plain characters, which URL would leave as it is: no dot segment, escape or backslash to resolve. */
