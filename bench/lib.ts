@@ -182,6 +182,27 @@ export const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 export const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`
 
+/** How many calls `timeOf` times in each of its rounds. */
+export const TIMED_CALLS = 20_000
+const TIMED_ROUNDS = 5
+/** A round is cut short past this, so the timing cannot hang a bench. */
+const MAX_ROUND_MS = 5_000
+
+/** µs per call of `work` in this process, the median of 5 rounds of TIMED_CALLS calls. */
+export function timeOf(work: () => unknown): number {
+  const rounds: number[] = []
+  for (let round = 0; round < TIMED_ROUNDS; round++) {
+    const started = performance.now()
+    let calls = 0
+    while (calls < TIMED_CALLS && performance.now() - started < MAX_ROUND_MS) {
+      for (let i = 0; i < 100; i++) work()
+      calls += 100
+    }
+    rounds.push(((performance.now() - started) * 1000) / calls)
+  }
+  return median(rounds)
+}
+
 const portsHandedOut = new Set<number>()
 
 /**

@@ -8,27 +8,7 @@ import { chatBodyOf } from '../src/http/anthropic/messages-routes.ts'
 import { convertChatToMessage } from '../src/http/anthropic/convert-chat-to-message.ts'
 import { chatBodyOfResponses } from '../src/http/responses/responses-routes.ts'
 import { convertChatToResponse } from '../providers/responses/convert-chat-to-response.ts'
-import { median } from './lib.ts'
-
-const CALLS = 20_000
-const ROUNDS = 5
-/** A round is cut short past this, so the timing cannot hang a bench. */
-const MAX_ROUND_MS = 5_000
-
-/** µs per call of `work`, the median of ROUNDS rounds of CALLS calls. */
-export function timeOf(work: () => unknown): number {
-  const rounds: number[] = []
-  for (let round = 0; round < ROUNDS; round++) {
-    const started = performance.now()
-    let calls = 0
-    while (calls < CALLS && performance.now() - started < MAX_ROUND_MS) {
-      for (let i = 0; i < 100; i++) work()
-      calls += 100
-    }
-    rounds.push(((performance.now() - started) * 1000) / calls)
-  }
-  return median(rounds)
-}
+import { TIMED_CALLS, timeOf } from './lib.ts'
 
 /** µs per call over chat's own work, for a Responses request and a Messages request. */
 export function timeTranslations(
@@ -50,7 +30,7 @@ export function timeTranslations(
   for (const work of [chat, responses, messages]) timeOf(work)
   const chatUs = timeOf(chat)
   return {
-    calls: CALLS,
+    calls: TIMED_CALLS,
     responsesUs: timeOf(responses) - chatUs,
     messagesUs: timeOf(messages) - chatUs,
   }
