@@ -59,8 +59,12 @@ export interface FileValidatorOptions {
   minParallelBytes?: number
   /** Off: always one pass, as on a machine with one core. */
   parallel?: boolean
-  /** Told how each file was validated: in one pass, split in two, or split and then again in one pass. */
-  observe?: (how: ValidationPath) => void
+  /**
+   * Told how each file was validated: in one pass; split in two; split, and then again in one pass
+   * because the halves were not clean together; or split, and then in one pass because the thread
+   * failed (`why`).
+   */
+  observe?: (how: ValidationPath, why?: string) => void
   /**
    * Called every few thousand lines on the event loop (CheckOptions.collectGarbage); when set, the
    * thread collects its own too (validation-worker.ts). Unset: neither collects.
@@ -73,7 +77,7 @@ export interface FileValidatorOptions {
   schemaChecks?: SchemaChecks
 }
 
-export type ValidationPath = 'one_pass' | 'split' | 'split_then_one_pass'
+export type ValidationPath = 'one_pass' | 'split' | 'split_then_one_pass' | 'thread_failed'
 
 const NEWLINE = 0x0a
 const DEFAULT_MIN_PARALLEL_BYTES = 1024 * 1024
@@ -149,9 +153,12 @@ export function createFileValidator(
       lineCeilings,
     })
     const other = await second
+    const failed = 'failed' in other ? other.failed : undefined
+    if (failed !== undefined || closed) {
+      observe('thread_failed', failed ?? 'the validator was closed')
+      return onePass()
+    }
     const clean =
-      other !== null &&
-      !closed &&
       other.clean &&
       first.issues.length === 0 &&
       first.endpoint !== null &&
@@ -197,7 +204,7 @@ export function createFileValidator(
   }
 }
 
-/** The second segment, checked on the thread; null if the thread failed or was closed. */
+/** The second segment, checked on the thread; `failed` if the thread threw, died or was closed. */
 function checkOnThread(
   thread: ThreadCalls<SegmentReply>,
   bytes: Uint8Array,
@@ -207,7 +214,7 @@ function checkOnThread(
     fineTunes,
     lineCeilings,
   }: { firstLineNo: number; limits: FileLimits; fineTunes: FineTuneLookup; lineCeilings: boolean },
-): Promise<SegmentReply | null> {
+): Promise<SegmentReply> {
   // Shared: the thread reads the body where it is. Otherwise a copy of its own, handed over
   // rather than copied again.
   const shared = bytes.buffer instanceof SharedArrayBuffer
@@ -226,8 +233,8 @@ function checkOnThread(
         },
         shared ? [] : [sent.buffer as ArrayBuffer],
       )
-      // A thread that failed answers nothing: the caller validates in one pass instead.
-      .catch(() => null)
+      // A thread that died answers nothing: the caller validates in one pass instead.
+      .catch((error: Error) => ({ id: -1, clean: false, failed: error.message }))
   )
 }
 

@@ -35,7 +35,10 @@ export type ValidationRequest =
       fineTunes?: FineTuneRecord[]
     }
 
-/** The valid lines as offsets, or only that the segment was not clean (or the thread failed). */
+/**
+ * The valid lines as offsets; or that the segment was not clean; or, with `failed`, that checking
+ * it threw (the caller validates in one pass either way).
+ */
 export type SegmentReply =
   | {
       id: number
@@ -58,7 +61,7 @@ export type SegmentReply =
       /** The valid lines' json_schemas (FileSchemas as entries), compiled by the caller. */
       schemas: [string, { line: number; customId: string | null }[]][]
     }
-  | { id: number; clean: false }
+  | { id: number; clean: false; failed?: string }
 
 declare const self: Worker
 let catalog: Catalog | null = null
@@ -122,8 +125,8 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
       schemas: [...checked.schemas],
     }
     self.postMessage(reply, [lineNos.buffer, starts.buffer, ends.buffer])
-  } catch {
+  } catch (error) {
     // The caller validates the whole file in one pass, and reports what that finds.
-    self.postMessage({ id, clean: false } satisfies SegmentReply)
+    self.postMessage({ id, clean: false, failed: String(error) } satisfies SegmentReply)
   }
 }

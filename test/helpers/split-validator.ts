@@ -1,6 +1,6 @@
 /**
  * The two-thread file validator as the split-validation tests use it: every file split (no size
- * threshold), each verdict's path recorded, beside the catalog a one-pass validateBatchFile needs.
+ * threshold), each verdict's path (and why, when the thread failed) recorded, beside the catalog a one-pass validateBatchFile needs.
  * The caller closes `validator` when its tests are done.
  */
 import { createCatalog } from '../../src/catalog/catalog.ts'
@@ -14,10 +14,14 @@ export function splitValidator(
   const config = loadConfig({ MULTIGRID_CONFIG: writeCatalog(catalogFile) })
   const catalog = createCatalog(config.catalog, config.providerKeys)
   const paths: ValidationPath[] = []
+  const reasons: (string | undefined)[] = []
   const validator = createFileValidator(catalog, config, {
     minParallelBytes: 0,
     parallel: true,
-    observe: (how) => paths.push(how),
+    observe: (how, why) => {
+      paths.push(how)
+      reasons.push(why)
+    },
   })
-  return { config, catalog, validator, paths }
+  return { config, catalog, validator, paths, reasons }
 }
