@@ -137,7 +137,7 @@ const connectCodes = new Set([
   'EAI_AGAIN',
   'EHOSTUNREACH',
   'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
+  'CONNECT_TIMEOUT',
 ])
 
 function errorCode(error: unknown): string {
@@ -150,7 +150,7 @@ export function isConnectFailure(error: unknown): boolean {
   return connectCodes.has(errorCode(error))
 }
 
-const closedCodes = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE'])
+const closedCodes = new Set(['ECONNRESET', 'EPIPE'])
 
 /**
  * True when the socket closed under a request: before the status line, this is mostly a
@@ -178,9 +178,6 @@ export function classifyException(
   }
   if (cause.callerAborted) return upstreamError('connection', 'request aborted by the caller')
   const code = errorCode(error)
-  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
-    return upstreamError('timeout', `upstream timed out (${code})`)
-  }
   const text = error instanceof Error ? error.message : String(error)
   const detail = redactKey(`${code ? `${code}: ` : ''}${text}`, apiKey).slice(0, 300)
   return upstreamError('connection', `connection failed: ${detail}`)

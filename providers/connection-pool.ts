@@ -1,26 +1,22 @@
 /**
- * Keep-alive connections to one origin, one undici Client each, at most one request on a
- * connection at a time; a request that finds none free waits its turn here.
+ * Keep-alive connections to one origin (h1-connection.ts), at most one request on a connection at
+ * a time; a request that finds none free waits its turn here.
  *
- * Why not undici's Pool: before it reuses a connection, undici waits one turn of the event loop
- * (a check for bytes or a close the server sent while the socket sat idle, and the Pool's own
- * wait for the connection to drain). Under load a turn of the loop is about a millisecond, and
- * every request paid it on top of the upstream's own latency: at 256 in flight against the
- * simulator at 50 ms, 1.2 ms of the 52.7 ms recorded (bench/dispatch), so 2% fewer lines a
- * second than the slots allowed. A request dispatched while a response is being completed —
- * from inside that response's end, which is where a provider's slot is handed on
- * (HttpClientOptions.onAnswered) — is taken by the same connection as soon as the answer is
- * complete, the way undici itself sends a request queued behind another: no idle check is due,
- * since the socket was never idle.
- *
- * Requests are never pipelined: a connection is given a request only when it has none, or in
- * that hand-over, when undici holds the new one back until the last answer is complete (it never
- * sends a request that is not idempotent behind another). `pipelining: 2` only lets undici send
- * it at once then rather than a loop turn later. A server that closes the connection after all
- * fails that request before any answer, which the caller retries (upstream-call.ts).
+ * A connection is reused the moment its answer is complete, before the caller hears of the end:
+ * a request dispatched from inside that end — which is where a provider's slot is handed on
+ * (HttpClientOptions.onAnswered) — goes out on the same connection before the event loop turns.
+ * (undici's Pool waited a turn of the loop before reusing a socket, about a millisecond under
+ * load on top of every upstream call.) A connection the upstream closes while idle leaves the
+ * pool at once; one it closes under a request fails that request before any answer, which the
+ * caller retries (upstream-call.ts).
  */
-import type { IncomingHttpHeaders } from 'node:http'
-import { Client, type Dispatcher } from 'undici/index.js'
+import {
+  H1Connection,
+  H1Error,
+  type ExchangeHandler,
+  type H1Request,
+  type H1Target,
+} from './h1-connection.ts'
 
 export interface ConnectionPoolOptions {
   /** Most connections to keep. */
@@ -28,55 +24,63 @@ export interface ConnectionPoolOptions {
   connectTimeoutMs: number
 }
 
+/** An exchange as the pool runs it: told its connection first, and may decline it. */
+export interface PooledExchange extends ExchangeHandler {
+  /** The request is about to go out on `connection`; false: it was aborted meanwhile, send nothing. */
+  onRequestStart(connection: H1Connection): boolean
+}
+
 interface Waiting {
-  options: Dispatcher.DispatchOptions
-  handler: Dispatcher.DispatchHandler
+  request: H1Request
+  handler: PooledExchange
 }
 
 export class ConnectionPool {
-  private readonly all: Client[] = []
+  private readonly all = new Set<H1Connection>()
   /** Free connections, the most recently used last: it is taken first, its socket warm. */
-  private readonly idle: Client[] = []
+  private readonly idle: H1Connection[] = []
   private readonly waiting: Waiting[] = []
   private waitingFrom = 0
   private destroyed = false
+  private readonly target: H1Target
+  private readonly onClosed = (connection: H1Connection) => this.closed(connection)
 
   constructor(
-    private readonly origin: string,
+    origin: URL,
     private readonly options: ConnectionPoolOptions,
-  ) {}
+  ) {
+    const tls = origin.protocol === 'https:'
+    this.target = {
+      hostname: origin.hostname.replace(/^\[(.*)\]$/, '$1'),
+      port: Number(origin.port) || (tls ? 443 : 80),
+      tls,
+      host: origin.host,
+    }
+  }
 
-  dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): void {
-    if (this.destroyed)
-      return handler.onResponseError?.(null as never, new Error('the connection pool is closed'))
-    const client = this.idle.pop() ?? this.open()
-    if (client) this.run(client, options, handler)
-    else this.waiting.push({ options, handler })
+  dispatch(request: H1Request, handler: PooledExchange): void {
+    if (this.destroyed) return handler.onResponseError(poolClosed())
+    const connection = this.idle.pop() ?? this.open()
+    if (connection) this.run(connection, request, handler)
+    else this.waiting.push({ request, handler })
   }
 
   /** Closes every connection: requests on them fail, and so do those still waiting. */
   async destroy(): Promise<void> {
     this.destroyed = true
-    const clients = this.all.splice(0)
     this.idle.length = 0
+    for (const connection of [...this.all]) connection.close()
+    this.all.clear()
     for (let waiting = this.next(); waiting; waiting = this.next()) {
-      waiting.handler.onResponseError?.(null as never, new Error('the connection pool is closed'))
+      waiting.handler.onResponseError(poolClosed())
     }
-    await Promise.all(clients.map((client) => client.destroy()))
   }
 
-  private open(): Client | null {
-    if (this.all.length >= Math.max(1, this.options.connections)) return null
-    const client = new Client(this.origin, {
-      pipelining: 2,
-      connectTimeout: this.options.connectTimeoutMs,
-      // The caller's deadline covers the whole call, body included; undici's own per-phase
-      // timers (300 s by default) would only fire later and less precisely.
-      headersTimeout: 0,
-      bodyTimeout: 0,
-    })
-    this.all.push(client)
-    return client
+  private open(): H1Connection | null {
+    if (this.all.size >= Math.max(1, this.options.connections)) return null
+    const connection = new H1Connection(this.target, this.options.connectTimeoutMs, this.onClosed)
+    this.all.add(connection)
+    return connection
   }
 
   private next(): Waiting | undefined {
@@ -90,81 +94,67 @@ export class ConnectionPool {
     return item
   }
 
-  private run(
-    client: Client,
-    options: Dispatcher.DispatchOptions,
-    handler: Dispatcher.DispatchHandler,
-  ): void {
-    const pooled = new PooledHandler(this, client, handler)
+  private run(connection: H1Connection, request: H1Request, handler: PooledExchange): void {
+    if (!handler.onRequestStart(connection)) return this.release(connection)
     try {
-      client.dispatch(options, pooled)
+      connection.send(request, new PooledHandler(this, connection, handler))
     } catch (error) {
-      pooled.free()
-      throw error
+      // A request that cannot be sent (a header with a line break): the connection is untouched.
+      this.release(connection)
+      handler.onResponseError(error as Error)
     }
   }
 
-  /** `client` has ended its request: it goes to the first waiting request, or back to the free ones. */
-  release(client: Client): void {
-    if (this.destroyed) return
+  /** `connection` has ended its request: it goes to the first waiting request, or back to the free ones. */
+  release(connection: H1Connection): void {
+    if (this.destroyed || !connection.usable) return
     const waiting = this.next()
-    if (!waiting) {
-      this.idle.push(client)
-      return
-    }
-    try {
-      this.run(client, waiting.options, waiting.handler)
-    } catch (error) {
-      // Its own failure, not that of the request whose end freed the connection.
-      waiting.handler.onResponseError?.(null as never, error as Error)
-    }
+    if (waiting) this.run(connection, waiting.request, waiting.handler)
+    else this.idle.push(connection)
   }
+
+  /** A connection can no longer be used: it leaves the pool, and a waiting request may open another. */
+  private closed(connection: H1Connection): void {
+    this.all.delete(connection)
+    const at = this.idle.indexOf(connection)
+    if (at >= 0) this.idle.splice(at, 1)
+    if (this.destroyed || this.waitingFrom >= this.waiting.length) return
+    const fresh = this.open()
+    const waiting = fresh && this.next()
+    if (waiting) this.run(fresh, waiting.request, waiting.handler)
+  }
+}
+
+function poolClosed(): Error {
+  return new H1Error('the connection pool is closed', 'ECONNRESET')
 }
 
 /**
  * The caller's handler, with the connection freed when the request ends: before the caller hears
- * of the end, so that what it dispatches from there takes this connection. Passes on the hooks
- * http-client.ts uses.
+ * of the end, so that what it dispatches from there takes this connection.
  */
-class PooledHandler implements Dispatcher.DispatchHandler {
-  private freed = false
-
+class PooledHandler implements ExchangeHandler {
   constructor(
     private readonly pool: ConnectionPool,
-    private readonly client: Client,
-    private readonly handler: Dispatcher.DispatchHandler,
+    private readonly connection: H1Connection,
+    private readonly handler: ExchangeHandler,
   ) {}
 
-  free(): void {
-    if (this.freed) return
-    this.freed = true
-    this.pool.release(this.client)
+  onResponseStart(status: number, headers: Record<string, string>): void {
+    this.handler.onResponseStart(status, headers)
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
-    this.handler.onRequestStart?.(controller, context)
+  onResponseData(chunk: Buffer): void {
+    this.handler.onResponseData(chunk)
   }
 
-  onResponseStart(
-    controller: Dispatcher.DispatchController,
-    status: number,
-    headers: IncomingHttpHeaders,
-    message?: string,
-  ): void {
-    this.handler.onResponseStart?.(controller, status, headers, message)
+  onResponseEnd(): void {
+    this.pool.release(this.connection)
+    this.handler.onResponseEnd()
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.handler.onResponseData?.(controller, chunk)
-  }
-
-  onResponseEnd(controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
-    this.free()
-    this.handler.onResponseEnd?.(controller, trailers)
-  }
-
-  onResponseError(controller: Dispatcher.DispatchController, error: Error): void {
-    this.free()
-    this.handler.onResponseError?.(controller, error)
+  onResponseError(error: Error): void {
+    this.pool.release(this.connection)
+    this.handler.onResponseError(error)
   }
 }

@@ -1,21 +1,16 @@
 /**
  * The only module that makes upstream HTTP calls: one pool of keep-alive connections per
- * replica (connection-pool.ts), each request through undici's dispatch API.
+ * replica (connection-pool.ts) over Bun's own sockets (h1-connection.ts).
  *
- * undici, not Bun's fetch. Measured against the simulator on this 2-core box (load
- * generator and simulator in two processes, `bun bench/simulator-load.ts --client undici|fetch`):
- * - 256 in flight, 0 ms latency: fetch ≈ 20–22k requests/s, undici ≈ 18–19k; fetch spends
- *   less client CPU per request, but closes and reopens sockets past its 64 idle ones;
- * - 256 in flight, 50 ms latency: undici 4,911/s, fetch 5,000/s (the ceiling is 5,120);
- * - 512 in flight, 50 ms latency: undici 8,969/s, fetch 5,016/s — Bun's fetch runs at most
- *   256 requests at once per process (BUN_CONFIG_MAX_HTTP_REQUESTS, read at start-up only;
- *   setting it from code had no effect) and queues the rest.
- * LLM calls take seconds, so thousands in flight are normal: the hard 256 cap decides it.
- * (Those undici figures are from its Pool, before connection-pool.ts.)
- * The bare 'undici' specifier resolves to Bun's stand-in; 'undici/index.js' is the real package.
+ * Not Bun's fetch: it runs at most 256 requests at once per process
+ * (BUN_CONFIG_MAX_HTTP_REQUESTS, read at start-up only; setting it from code had no effect) and
+ * queues the rest, and LLM calls take seconds, so thousands in flight are normal. Measured against
+ * the simulator at 512 in flight, 50 ms latency: fetch 5,016 requests/s, undici 8,969/s. Not undici
+ * either, since an earlier version of this module: on Bun it cost 7 times the CPU per request of a
+ * socket of Bun's own (h1-connection.ts), and that was most of the gateway's CPU per batch line.
  */
-import type { Dispatcher } from 'undici/index.js'
-import { ConnectionPool } from './connection-pool.ts'
+import { ConnectionPool, type PooledExchange } from './connection-pool.ts'
+import type { H1Connection } from './h1-connection.ts'
 
 /**
  * What aborts a request: an AbortSignal, or a call's deadline, which stands in for one without
@@ -80,7 +75,7 @@ export type HttpClientFactory = (baseUrl: string, options: HttpClientOptions) =>
 export function createHttpClient(baseUrl: string, options: HttpClientOptions): HttpClient {
   const url = new URL(baseUrl)
   const basePath = url.pathname.replace(/\/+$/, '')
-  const pool = new ConnectionPool(url.origin, {
+  const pool = new ConnectionPool(url, {
     connections: options.connections,
     connectTimeoutMs: options.connectTimeoutMs,
   })
@@ -101,12 +96,7 @@ export function createHttpClient(baseUrl: string, options: HttpClientOptions): H
   }
 }
 
-/**
- * One request through undici's dispatch API, the layer its own `request()` is built on, without
- * the Node stream that `request()` wraps every body in: on Bun that stream cost about a fifth of
- * the client's CPU per call (bench/simulator-load.ts, `--client undici` against `dispatch`).
- * Resolves at the status line; the body is then read whole or as it arrives.
- */
+/** Resolves at the status line; the body is then read whole or as it arrives. */
 function exchange(
   pool: ConnectionPool,
   path: string,
@@ -117,15 +107,10 @@ function exchange(
   if (signal.aborted) return Promise.reject(signal.reason)
   return new Promise((resolve, reject) => {
     const exchange = new Exchange(signal, resolve, reject, onAnswered)
-    try {
-      pool.dispatch(
-        { path, method: request.method, headers: request.headers, body: request.body ?? null },
-        exchange,
-      )
-    } catch (error) {
-      exchange.unhook()
-      reject(error)
-    }
+    pool.dispatch(
+      { path, method: request.method, headers: request.headers, body: request.body ?? null },
+      exchange,
+    )
   })
 }
 
@@ -140,16 +125,16 @@ function answersWhole(request: HttpRequest): boolean {
 const MAX_UNREAD_CHUNKS = 64
 
 /**
- * One exchange: undici's handler, the listener of the caller's signal, and, from the status line
- * on, the response itself. One object with its methods on the prototype rather than a handler,
- * a listener and a body made of closures: this runs on every upstream call.
+ * One exchange: the pool's handler, the listener of the caller's signal, and, from the status
+ * line on, the response itself. One object with its methods on the prototype rather than a
+ * handler, a listener and a body made of closures: this runs on every upstream call.
  */
-class Exchange implements Dispatcher.DispatchHandler, HttpResponse {
+class Exchange implements PooledExchange, HttpResponse {
   status = 0
-  private headers: Record<string, string | string[] | undefined> = {}
-  private controller: Dispatcher.DispatchController | null = null
+  private headers: Record<string, string> = {}
+  private connection: H1Connection | null = null
   /** Aborted while still waiting for a connection: the request is dropped at its start. */
-  private abortedEarly: unknown = null
+  private abortedEarly = false
   private started = false
   private unread: Buffer[] = []
   private finished = false
@@ -170,39 +155,30 @@ class Exchange implements Dispatcher.DispatchHandler, HttpResponse {
 
   /** The caller's signal aborted (EventListener). */
   handleEvent(): void {
-    if (this.controller) return this.controller.abort(this.signal.reason as Error)
+    if (this.connection) return this.connection.abort(this.signal.reason as Error)
     // Still waiting for a connection: the caller is told now.
-    this.abortedEarly = this.signal.reason
+    this.abortedEarly = true
     this.reject(this.signal.reason)
   }
 
-  unhook(): void {
-    this.signal.removeEventListener('abort', this)
+  onRequestStart(connection: H1Connection): boolean {
+    if (this.abortedEarly) return false
+    this.connection = connection
+    return true
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    if (this.abortedEarly !== null) return controller.abort(this.abortedEarly as Error)
-    this.controller = controller
-  }
-
-  onResponseStart(
-    controller: Dispatcher.DispatchController,
-    status: number,
-    headers: Record<string, string | string[] | undefined>,
-  ): void {
-    if (status < 200) return // 1xx: the real status line follows
-    this.controller = controller
+  onResponseStart(status: number, headers: Record<string, string>): void {
     this.status = status
     this.headers = headers
     this.started = true
     this.resolve(this)
   }
 
-  onResponseData(_: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(chunk: Buffer): void {
     if (this.discarded) return
     this.unread.push(chunk)
-    if (this.streaming && this.unread.length >= MAX_UNREAD_CHUNKS && !this.controller!.paused)
-      this.controller!.pause()
+    if (this.streaming && this.unread.length >= MAX_UNREAD_CHUNKS && !this.connection!.paused)
+      this.connection!.pause()
     if (this.wake) this.wake()
   }
 
@@ -216,16 +192,18 @@ class Exchange implements Dispatcher.DispatchHandler, HttpResponse {
     this.end(null)
   }
 
-  onResponseError(_: Dispatcher.DispatchController, error: Error): void {
+  onResponseError(error: Error): void {
     this.unhook()
     if (this.started) this.end(error)
     else this.reject(error)
   }
 
   header(name: string): string | null {
-    const value = this.headers[name]
-    if (value === undefined) return null
-    return Array.isArray(value) ? value.join(', ') : value
+    return this.headers[name.toLowerCase()] ?? null
+  }
+
+  private unhook(): void {
+    this.signal.removeEventListener('abort', this)
   }
 
   private end(error: Error | null): void {
@@ -271,7 +249,8 @@ class Exchange implements Dispatcher.DispatchHandler, HttpResponse {
       if (this.unread.length > 0) {
         const parts = this.unread
         this.unread = []
-        if (this.controller!.paused) this.controller!.resume()
+        // Once the answer is complete the connection may be another exchange's: leave it be.
+        if (!this.finished && this.connection!.paused) this.connection!.resume()
         yield* parts
         continue
       }
@@ -284,6 +263,6 @@ class Exchange implements Dispatcher.DispatchHandler, HttpResponse {
   discard(): void {
     this.discarded = true
     this.unread = []
-    if (!this.finished) this.controller!.abort(new Error('response body discarded'))
+    if (!this.finished) this.connection?.abort(new Error('response body discarded'))
   }
 }

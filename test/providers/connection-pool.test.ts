@@ -1,11 +1,11 @@
 /**
  * The upstream connections (providers/connection-pool.ts, through createHttpClient): at most
  * `connections` requests at once, the rest in order, and a request started from inside an answer
- * sent on that answer's connection before the event loop turns — where undici's own pool waited a
- * turn before reusing a socket. Against a real HTTP server on 127.0.0.1.
+ * sent on that answer's connection before the event loop turns (undici's own pool waited a turn
+ * before reusing a socket). Against a real HTTP server on 127.0.0.1.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { channel } from 'node:diagnostics_channel'
+import { requestSent } from '../../providers/h1-connection.ts'
 import { createHttpClient, type HttpClient } from '../../providers/http-client.ts'
 
 let server: ReturnType<typeof Bun.serve>
@@ -82,13 +82,11 @@ const post = (
 describe('upstream connections', () => {
   test('a request started from inside an answer goes out on its connection before the event loop turns', async () => {
     const http = client(1)
-    await post(http, '/warm') // the connection is open and has been used: undici would check it first
+    await post(http, '/warm') // the connection is open and has been used
     seen = []
     const order: string[] = []
-    const sendHeaders = channel('undici:client:sendHeaders')
-    const onSent = (message: unknown) =>
-      order.push(`sent ${(message as { request: { path: string } }).request.path}`)
-    sendHeaders.subscribe(onSent)
+    const onSent = (message: unknown) => order.push(`sent ${(message as { path: string }).path}`)
+    requestSent.subscribe(onSent)
     try {
       const second: Promise<unknown>[] = []
       const first = await post(http, '/first', () => {
@@ -99,7 +97,7 @@ describe('upstream connections', () => {
       expect(second).toHaveLength(1)
       expect(await second[0]).toEqual({ status: 200, body: { path: '/second' } })
     } finally {
-      sendHeaders.unsubscribe(onSent)
+      requestSent.unsubscribe(onSent)
     }
     expect(order.slice(0, 3)).toEqual(['sent /first', 'sent /second', 'next turn'])
     expect(seen.map((s) => s.path)).toEqual(['/first', '/second'])
