@@ -84,6 +84,8 @@ const HANDLERS = {
   end: (socket: Socket<H1Connection>) => socket.data.lost(null),
   close: (socket: Socket<H1Connection>, error?: Error) => socket.data.lost(error ?? null),
   error: (socket: Socket<H1Connection>, error: Error) => socket.data.lost(error),
+  handshake: (socket: Socket<H1Connection>, success: boolean, refusal: Error | null) =>
+    socket.data.handshook(success, refusal),
 }
 
 export class H1Connection {
@@ -95,6 +97,9 @@ export class H1Connection {
   private method = ''
   /** Bytes of the request the socket did not take yet. */
   private unsent: Buffer | null = null
+  /** TLS, while connecting: ends the wait for the handshake. */
+  private settleHandshake: ((error: Error | null) => void) | null = null
+  private lostConnecting: H1Error | null = null
 
   // The answer being read.
   private state = Body.Head
@@ -159,21 +164,21 @@ export class H1Connection {
   private async connect(): Promise<void> {
     const { hostname, port, tls } = this.target
     let timer: ReturnType<typeof setTimeout> | undefined
-    const opening = Bun.connect({ hostname, port, tls, data: this, socket: HANDLERS })
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new H1Error(
-              `no connection to ${hostname}:${port} within ${this.connectTimeoutMs} ms`,
-              'CONNECT_TIMEOUT',
-            ),
-          ),
-        this.connectTimeoutMs,
-      )
+      const why = `no connection to ${hostname}:${port} within ${this.connectTimeoutMs} ms`
+      timer = setTimeout(() => reject(new H1Error(why, 'CONNECT_TIMEOUT')), this.connectTimeoutMs)
     })
+    const handshake = tls
+      ? new Promise<void>((resolve, reject) => {
+          this.settleHandshake = (error) => (error ? reject(error) : resolve())
+        })
+      : null
+    const opening = Bun.connect({ hostname, port, tls, data: this, socket: HANDLERS })
     try {
       const socket = await Promise.race([opening, timeout])
+      // Nothing is written before the upstream's certificate verified.
+      if (handshake) await Promise.race([handshake, timeout])
+      if (this.lostConnecting) throw this.lostConnecting
       if (this.closed) {
         socket.terminate()
         return
@@ -181,11 +186,12 @@ export class H1Connection {
       socket.setNoDelay(true)
       this.socket = socket
     } catch (error) {
-      // A socket that opens after its timeout is closed at once.
+      // A socket that opens after its timeout, or whose certificate did not verify, is closed.
       opening.then(
         (late) => late.terminate(),
         () => {},
       )
+      this.settleHandshake = null
       this.closeNow()
       throw error
     } finally {
@@ -248,6 +254,17 @@ export class H1Connection {
 
   /** The socket ended or failed: an answer read to its close is complete; anything else fails. */
   lost(error: Error | null): void {
+    if (this.socket === null) {
+      // A socket closed here (or one that opened late) says nothing more.
+      if (this.closed) return
+      // Still connecting: connect() reports it (the TLS refusal, if that came first).
+      const code = (error as { code?: string } | null)?.code ?? 'ECONNRESET'
+      this.lostConnecting ??= new H1Error(
+        `the connection to the upstream was lost while opening: ${error?.message ?? 'closed'}`,
+        code,
+      )
+      return this.handshook(false, this.lostConnecting)
+    }
     if (this.handler && this.state === Body.UntilClose && error === null) this.complete(false)
     const code = (error as { code?: string } | null)?.code ?? 'ECONNRESET'
     this.fail(
@@ -259,6 +276,18 @@ export class H1Connection {
       ),
     )
     this.closeNow()
+  }
+
+  /** TLS: the handshake is over; the request goes out only once the certificate verified. */
+  handshook(success: boolean, refusal: Error | null): void {
+    const settle = this.settleHandshake
+    this.settleHandshake = null
+    if (!settle) return
+    if (success && !refusal) return settle(null)
+    if (refusal instanceof H1Error) return settle(refusal)
+    const code = (refusal as { code?: string } | null)?.code ?? 'TLS_HANDSHAKE'
+    const why = refusal?.message ?? 'the handshake failed'
+    settle(new H1Error(`TLS with the upstream failed: ${why}`, code))
   }
 
   /** Reads the head from data[at…]; returns where the body starts, or data's end. */
