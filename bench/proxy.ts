@@ -2,7 +2,8 @@
  * Live proxy: POST /v1/chat/completions through a gateway process (auth, rate limit, hold and
  * billing all on) at LOG_LEVEL=warn and, a second gateway process, at LOG_LEVEL=info (one
  * `http.request` line per call, written to a file as a log collector would take it), through a
- * minimal Elysia proxy that parses JSON both ways (bench/minimal-proxy.ts), and straight to the
+ * minimal Elysia proxy that parses JSON both ways (bench/minimal-proxy.ts; upstream through Bun's
+ * fetch unless --minimal-client undici), and straight to the
  * upstream simulator (its own process, 0 ms latency), same run, same client (an undici Pool with
  * one connection per request in flight), at several concurrency levels. Prints p50 latency and
  * requests/s of each, each gateway's share of the minimal proxy's requests/s, and CPU time per
@@ -10,6 +11,7 @@
  *
  *   bun bench/proxy.ts [--levels 1,16,64] [--requests 5000] [--warmup 500] [--settle 30000] [--runs 3]
  *     [--store sqlite|postgres] [--profile] [--baseline /path/to/another/checkout]
+ *     [--minimal-client fetch|undici]
  *
  * --settle: requests each target serves once, at 64 in flight, before anything is measured. JSC
  * compiles hot code on its own threads (JITWorker) for the first tens of thousands of calls: after
@@ -69,6 +71,7 @@ const { values } = parseArgs({
     store: { type: 'string', default: 'sqlite' },
     profile: { type: 'boolean', default: false },
     baseline: { type: 'string' },
+    'minimal-client': { type: 'string', default: 'fetch' },
   },
 })
 const levels = values.levels.split(',').map(Number)
@@ -148,6 +151,8 @@ const minimalChild = Bun.spawn(
     String(minimalPort),
     '--upstream',
     simulator.url,
+    '--client',
+    values['minimal-client'],
   ],
   { env: serverProcessEnv(), stdout: 'inherit', stderr: 'inherit' },
 )
