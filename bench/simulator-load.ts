@@ -1,11 +1,14 @@
 /**
  * A closed-loop load generator for the simulator: `bun bench/simulator-load.ts --url
  * http://127.0.0.1:8090 --concurrency 256 --seconds 5 --client undici|fetch`. Prints requests/s
- * and latency percentiles. Used to size the simulator and to choose the gateway's HTTP client;
- * `--client adapter` goes through the OpenAI provider adapter, as the dispatcher does.
+ * latency percentiles and this process's CPU per request. Used to size the simulator and to choose
+ * the gateway's HTTP client: `--client http-client` is the gateway's own (providers/http-client.ts),
+ * `undici` its Pool, `dispatch` undici's dispatch API, `fetch` Bun's; `--client adapter` goes
+ * through the OpenAI provider adapter, as the dispatcher does.
  */
 import { parseArgs } from 'node:util'
 import { Pool } from 'undici/index.js'
+import { createHttpClient } from '../providers/http-client.ts'
 import { createProvider } from '../providers/index.ts'
 
 const { values } = parseArgs({
@@ -43,6 +46,8 @@ const adapter = createProvider({
   connections,
 })
 const parsedBody = JSON.parse(body) as Record<string, unknown>
+const httpClient = createHttpClient(`${url.origin}/v1`, { connections, connectTimeoutMs: 5_000 })
+const signal = new AbortController().signal
 
 async function once(): Promise<boolean> {
   if (client === 'adapter') {
@@ -74,6 +79,17 @@ async function once(): Promise<boolean> {
         },
       )
     })
+  }
+  if (client === 'http-client') {
+    const response = await httpClient.request({
+      method: 'POST',
+      path: '/chat/completions',
+      headers,
+      body,
+      signal,
+    })
+    JSON.parse(await response.text())
+    return response.status === 200
   }
   if (client === 'fetch') {
     const response = await fetch(`${url.origin}/v1/chat/completions`, {
@@ -117,13 +133,16 @@ async function worker(): Promise<void> {
   }
 }
 
+const cpuFrom = process.cpuUsage()
 await Promise.all(Array.from({ length: concurrency }, worker))
-await Promise.all([pool.close(), adapter.close()])
+const cpu = process.cpuUsage(cpuFrom)
+await Promise.all([pool.close(), adapter.close(), httpClient.close()])
 latencies.sort((a, b) => a - b)
 const pick = (q: number) => latencies[Math.floor(q * (latencies.length - 1))]?.toFixed(1)
 const measured = seconds - 1
 console.log(
   `${client} concurrency=${concurrency} connections=${connections}: ` +
     `${Math.round(ok / measured)} ok/s, ${failed} failed, ` +
-    `p50 ${pick(0.5)} ms, p99 ${pick(0.99)} ms`,
+    `p50 ${pick(0.5)} ms, p99 ${pick(0.99)} ms, ` +
+    `${Math.round((cpu.user + cpu.system) / (ok + failed))} µs CPU/request (warm-up included)`,
 )
