@@ -370,7 +370,9 @@ export class H1Connection {
     const handler = this.handler!
     this.handler = null
     this.state = Body.Head
-    if (!this.keepAlive || moreBytes) this.closeNow()
+    // An answer that came before the whole request went out (a 413 at the head) leaves the
+    // connection mid-request: it cannot carry another.
+    if (!this.keepAlive || moreBytes || this.unsent) this.closeNow()
     if (this.paused) this.resume()
     handler.onResponseEnd()
   }

@@ -188,6 +188,43 @@ describe('the upstream transport', () => {
     expect(await (await post(http, '/ok')).text()).toBe('ok')
   })
 
+  test('an answer that comes before the whole request went out ends the exchange and its connection', async () => {
+    // The test server answers once it has read everything; this one answers at the head.
+    const early = Bun.listen<{ answered: boolean }>({
+      hostname: '127.0.0.1',
+      port: 0,
+      socket: {
+        open(socket) {
+          socket.data = { answered: false }
+        },
+        data(socket, data) {
+          if (socket.data.answered || !data.toString('latin1').includes('\r\n\r\n')) return
+          socket.data.answered = true
+          socket.write('HTTP/1.1 413 Payload Too Large\r\ncontent-length: 8\r\n\r\ntoo big!')
+        },
+      },
+    })
+    try {
+      const http = createHttpClient(`http://127.0.0.1:${early.port}`, {
+        connections: 1,
+        connectTimeoutMs: 2_000,
+      })
+      clients.push(http)
+      const big = 'x'.repeat(32 * 1024 * 1024)
+      const send = (body: string) =>
+        http.request({ method: 'POST', path: '/x', headers: {}, body, signal })
+      const first = await send(big)
+      expect(first.status).toBe(413)
+      expect(await first.text()).toBe('too big!')
+      // Had the connection been kept, the rest of the big body would reach the server as the next request.
+      const second = await send('{}')
+      expect(second.status).toBe(413)
+      expect(await second.text()).toBe('too big!')
+    } finally {
+      early.stop(true)
+    }
+  })
+
   test('a connection the server closes while idle leaves the pool: the next request opens a new one and succeeds', async () => {
     answers.set('/then-idle-close', (socket) => {
       socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok')
