@@ -248,7 +248,8 @@ describe('the upstream transport', () => {
   })
 
   test('a streamed body read slowly arrives whole, in order', async () => {
-    const chunk = (i: number) => `${String(i).padStart(6, '0')}${'x'.repeat(4090)}`
+    const chunk = (i: number) =>
+      `${String(i).padStart(6, '0')}${String.fromCharCode(97 + (i % 26)).repeat(4090)}`
     answers.set('/big', async (socket) => {
       socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n')
       for (let i = 0; i < 400; i++) {
@@ -264,9 +265,9 @@ describe('the upstream transport', () => {
       text += Buffer.from(part).toString('latin1')
       await Bun.sleep(0)
     }
+    // Every byte as sent: the chunks kept unread across reads were not overwritten by later ones.
     expect(text.length).toBe(400 * 4096)
-    for (let i = 0; i < 400; i += 37)
-      expect(text.slice(i * 4096, i * 4096 + 6)).toBe(String(i).padStart(6, '0'))
+    expect(text === Array.from({ length: 400 }, (_, i) => chunk(i)).join('')).toBe(true)
   })
 })
 
