@@ -3,7 +3,7 @@
  * upstream simulator in a process of its own, in lines/s from the POST to `completed`, beside
  * the raw limits of the same work measured in the same run:
  * - the ideal, concurrency ÷ latency (256 / 0.05 s = 5,120 lines/s);
- * - the simulator's own capacity: a plain undici client, the same concurrency, the same bodies,
+ * - the simulator's own capacity: the gateway's own HTTP client alone (providers/http-client.ts), the same concurrency, the same bodies,
  *   straight to the simulator.
  * Also: the gateway's CPU time per line (from /proc), and Little's law on what the gateway
  * recorded — mean lines in flight = rate × mean upstream latency — to tell slots left idle
@@ -134,7 +134,7 @@ async function simulatorCapacity(): Promise<{
   clientUs: number
   machineBusy: number
 }> {
-  // The gateway's own HTTP client module (undici underneath), nothing else around it.
+  // The gateway's own HTTP client module (its own HTTP/1.1 transport underneath), nothing else around it.
   // The hook does not say whose answer arrived: it hands on for the oldest request not yet handed on.
   const handOns: (() => void)[] = []
   const client = createHttpClient(`${simulator.url}/v1`, {

@@ -52,6 +52,9 @@ const label = (node: Node) => {
 const interval =
   [...profile.timeDeltas].sort((a, b) => a - b)[profile.timeDeltas.length >> 1] || 1000
 /** Where a sample's time belongs: the library or layer of the nearest frame with a source file. */
+/** The gateway's upstream HTTP client: its transport, pool and response. */
+const UPSTREAM_CLIENT = /\/providers\/(h1-connection|connection-pool|http-client)\.ts/
+
 function category(leaf: number): string {
   let id: number | undefined = leaf
   while (id !== undefined) {
@@ -59,7 +62,8 @@ function category(leaf: number): string {
     if (url) {
       const frame = label(byId.get(id)!)
       selfByFrame.set(frame, (selfByFrame.get(frame) ?? 0) + currentUs)
-      if (url.includes('node_modules/undici')) return 'HTTP client (undici)'
+      if (url.includes('node_modules/undici') || UPSTREAM_CLIENT.test(url))
+        return 'HTTP client (providers/ transport, or undici)'
       if (url.startsWith('bun:sqlite') || url.includes('/src/store/'))
         return 'store (SQL, bun:sqlite / postgres.js)'
       if (url.includes('node_modules/postgres/')) return 'store (SQL, bun:sqlite / postgres.js)'
