@@ -60,7 +60,7 @@ export class ConnectionPool {
 
   dispatch(request: H1Request, handler: PooledExchange): void {
     if (this.destroyed) return handler.onResponseError(poolClosed())
-    const connection = this.idle.pop() ?? this.open()
+    const connection = this.freshIdle() ?? this.open()
     if (connection) this.run(connection, request, handler)
     else this.waiting.push({ request, handler })
   }
@@ -74,6 +74,17 @@ export class ConnectionPool {
     for (let waiting = this.next(); waiting; waiting = this.next()) {
       waiting.handler.onResponseError(poolClosed())
     }
+  }
+
+  /** The most recently used free connection that has not sat idle too long; stale ones are closed. */
+  private freshIdle(): H1Connection | undefined {
+    if (this.idle.length === 0) return undefined
+    const now = performance.now()
+    for (let connection = this.idle.pop(); connection; connection = this.idle.pop()) {
+      if (!connection.stale(now)) return connection
+      connection.close()
+    }
+    return undefined
   }
 
   private open(): H1Connection | null {

@@ -54,6 +54,12 @@ export class H1Error extends Error {
 /** Told each request as it is written: for tests that check when a request went out. */
 export const requestSent = channel('multigrid:upstream:request-sent')
 
+/**
+ * A connection idle longer than this is closed rather than reused, as undici does by default: an
+ * upstream's own idle timeout is often 5 s, and a request sent as it closes is lost.
+ */
+const DEFAULT_IDLE_MS = 4_000
+
 /** An answer's head may be this long at most (undici's default too). */
 const MAX_HEAD_BYTES = 64 * 1024
 const CRLF_CRLF = Buffer.from('\r\n\r\n')
@@ -107,6 +113,9 @@ export class H1Connection {
   private remaining = 0
   private line = ''
   private keepAlive = true
+  /** How long it may sit idle after an answer (idleTimeout), and until when that is. */
+  private idleMs = DEFAULT_IDLE_MS
+  private reusableUntil = Infinity
 
   constructor(
     private readonly target: H1Target,
@@ -118,6 +127,14 @@ export class H1Connection {
   /** Whether a request may be sent on it now: open (or opening) and not busy. */
   get usable(): boolean {
     return !this.closed && this.handler === null
+  }
+
+  /**
+   * Whether it has sat idle too long to be trusted with a request (`now`: performance.now()): the
+   * upstream may be closing it right then, and a request sent into that close is lost.
+   */
+  stale(now: number): boolean {
+    return now > this.reusableUntil
   }
 
   /** Whether reading is paused (pause()). */
@@ -313,6 +330,7 @@ export class H1Connection {
     if (status < 200) return at + consumed
     const connection = headers.connection?.toLowerCase() ?? ''
     this.keepAlive = http10 ? connection.includes('keep-alive') : !connection.includes('close')
+    this.idleMs = idleTimeout(headers['keep-alive'])
     const handler = this.handler!
     handler.onResponseStart(status, headers)
     if (this.handler !== handler) return data.byteLength // aborted from there
@@ -373,6 +391,7 @@ export class H1Connection {
     // An answer that came before the whole request went out (a 413 at the head) leaves the
     // connection mid-request: it cannot carry another.
     if (!this.keepAlive || moreBytes || this.unsent) this.closeNow()
+    else this.reusableUntil = performance.now() + this.idleMs
     if (this.paused) this.resume()
     handler.onResponseEnd()
   }
@@ -400,6 +419,14 @@ export class H1Connection {
     socket?.terminate()
     if (first) this.onClosed(this)
   }
+}
+
+/** How long to keep a connection idle: a second less than the upstream's `keep-alive: timeout=N`, if it says. */
+function idleTimeout(keepAlive: string | undefined): number {
+  const said = keepAlive && /(?:^|[\s,])timeout=(\d+)/i.exec(keepAlive)
+  return said
+    ? Math.min(DEFAULT_IDLE_MS, Math.max(0, Number(said[1]) * 1000 - 1000))
+    : DEFAULT_IDLE_MS
 }
 
 /** The request as one string: request line, headers, then the body. */

@@ -238,6 +238,21 @@ describe('the upstream transport', () => {
     expect(b.conn).not.toBe(a.conn)
   })
 
+  test('a connection idle past the keep-alive timeout the upstream gives, less a second, is not reused', async () => {
+    answers.set('/keep-2s', (socket) => {
+      socket.write('HTTP/1.1 200 OK\r\nkeep-alive: timeout=2\r\ncontent-length: 2\r\n\r\nok')
+    })
+    const http = client()
+    expect(await (await post(http, '/keep-2s')).text()).toBe('ok')
+    await Bun.sleep(300)
+    expect(await (await post(http, '/keep-2s')).text()).toBe('ok')
+    await Bun.sleep(1_200)
+    expect(await (await post(http, '/keep-2s')).text()).toBe('ok')
+    const [a, b, c] = seen.slice(-3).map((s) => s.conn)
+    expect(b).toBe(a)
+    expect(c).not.toBe(b)
+  })
+
   test('a refused connection is a connect failure (the replica is down)', async () => {
     const closed = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
     const port = closed.port
