@@ -4,10 +4,9 @@
  * run, its hold released, nothing charged; the facade shows the same errors entry. With no
  * dispatcher (MULTIGRID_DISPATCH=0) no line ever starts, and the batches are aged in the store.
  */
-import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
 import { chatLine, jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
+import { openStoreFile } from '../helpers/store-file.ts'
 import { waitFor } from '../helpers/wait.ts'
 
 /** Moves a batch's creation and deadline `seconds` into the past, in the gateway's own store. */
@@ -23,9 +22,8 @@ async function age(gw: TestGateway, batchId: string, seconds: number) {
     }
     return
   }
-  const db = new Database(join(gw.env.MULTIGRID_DATA_DIR, 'multigrid.sqlite'))
+  const db = openStoreFile(gw.env.MULTIGRID_DATA_DIR)
   try {
-    db.exec('PRAGMA busy_timeout = 5000')
     db.query(
       'UPDATE batches SET created_at = created_at - ?, deadline_at = deadline_at - ? WHERE id = ?',
     ).run(seconds, seconds, batchId)

@@ -9,6 +9,7 @@ import { startSimulator } from '../../src/simulator/server.ts'
 import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
 import { ADMIN_TOKEN, chatLine, jsonl, startTestGateway } from '../helpers/gateway.ts'
 import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
+import { openStoreFile } from '../helpers/store-file.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
 
 type Batch = {
@@ -131,7 +132,7 @@ describe('cancel and expiry', () => {
             .request_counts.succeeded >= 2,
       )
       // Bring the deadline to now: the shortest real window is an hour.
-      const db = new Database(join(gw.env.MULTIGRID_DATA_DIR, 'multigrid.sqlite'))
+      const db = openStoreFile(gw.env.MULTIGRID_DATA_DIR)
       db.query('UPDATE batches SET deadline_at = ? WHERE id = ?').run(
         Math.floor(Date.now() / 1000),
         created.id,

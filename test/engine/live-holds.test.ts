@@ -23,6 +23,7 @@ import {
   expectKillCostWithinOneInterval,
 } from '../helpers/live-calls.ts'
 import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
+import { openStoreFile } from '../helpers/store-file.ts'
 import { waitFor } from '../helpers/wait.ts'
 
 type AccountView = { balance_usd: string; held_usd: string; available_usd: string }
@@ -39,8 +40,7 @@ async function countGroups(gw: TestGateway): Promise<number> {
       await sql.end()
     }
   }
-  const { Database } = await import('bun:sqlite')
-  const db = new Database(join(gw.env.MULTIGRID_DATA_DIR!, 'multigrid.sqlite'), { readonly: true })
+  const db = openStoreFile(gw.env.MULTIGRID_DATA_DIR!, { readonly: true })
   try {
     return (db.query('SELECT count(*) AS n FROM live_charge_groups').get() as { n: number }).n
   } finally {

@@ -5,9 +5,8 @@
  * The dispatcher reads the deadline from the store on every claim (its list of runnable batches
  * is at most 200 ms old), so the lines it decided before the change are at most that old.
  */
-import { Database } from 'bun:sqlite'
-import { join } from 'node:path'
 import type { TestGateway } from './gateway.ts'
+import { openStoreFile } from './store-file.ts'
 
 export async function shortenWindow(gw: TestGateway, batchId: string, seconds: number) {
   if (gw.env.DATABASE_URL) {
@@ -20,9 +19,8 @@ export async function shortenWindow(gw: TestGateway, batchId: string, seconds: n
     }
     return
   }
-  const db = new Database(join(gw.env.MULTIGRID_DATA_DIR, 'multigrid.sqlite'))
+  const db = openStoreFile(gw.env.MULTIGRID_DATA_DIR)
   try {
-    db.exec('PRAGMA busy_timeout = 5000')
     db.query('UPDATE batches SET deadline_at = created_at + ? WHERE id = ?').run(seconds, batchId)
   } finally {
     db.close()

@@ -22,6 +22,7 @@ import {
 } from '../helpers/gateway.ts'
 import { usd } from '../../src/money/decimal.ts'
 import { contractProblems, schemaFor } from '../helpers/openai-contract.ts'
+import { openStoreFile } from '../helpers/store-file.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
 
 /** 0.000093 a line (test/native/batches-api.test.ts says why). */
@@ -53,10 +54,8 @@ async function endWaitNow(gw: TestGateway, batchId: string) {
     }
     return
   }
-  const { Database } = await import('bun:sqlite')
-  const db = new Database(join(gw.env.MULTIGRID_DATA_DIR!, 'multigrid.sqlite'))
+  const db = openStoreFile(gw.env.MULTIGRID_DATA_DIR!)
   try {
-    db.exec('PRAGMA busy_timeout = 5000')
     db.query('UPDATE batches SET waiting_until = ? WHERE id = ?').run(now, batchId)
   } finally {
     db.close()
