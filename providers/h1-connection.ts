@@ -243,10 +243,7 @@ export class H1Connection {
           break
         }
         case Body.Length: {
-          const take = Math.min(this.remaining, data.byteLength - at)
-          this.remaining -= take
-          this.handler.onResponseData(data.subarray(at, at + take))
-          at += take
+          at = this.takeBody(data, at)
           if (this.remaining === 0) this.complete(at < data.byteLength)
           break
         }
@@ -256,10 +253,7 @@ export class H1Connection {
           break
         }
         case Body.ChunkData: {
-          const take = Math.min(this.remaining, data.byteLength - at)
-          this.remaining -= take
-          this.handler.onResponseData(data.subarray(at, at + take))
-          at += take
+          at = this.takeBody(data, at)
           if (this.remaining === 0) this.state = Body.ChunkEnd
           break
         }
@@ -267,6 +261,14 @@ export class H1Connection {
           at = this.readChunkLines(data, at)
       }
     }
+  }
+
+  /** Hands the handler up to `remaining` body bytes from `at`; answers where reading goes on. */
+  private takeBody(data: Buffer, at: number): number {
+    const take = Math.min(this.remaining, data.byteLength - at)
+    this.remaining -= take
+    this.handler!.onResponseData(data.subarray(at, at + take))
+    return at + take
   }
 
   /** The socket ended or failed: an answer read to its close is complete; anything else fails. */
