@@ -1,12 +1,13 @@
 /**
- * Validates a big file on two cores: the event loop checks the first half while a thread of its
- * own (validation-worker.ts) checks the second. Parsing 50,000 lines is most of an admission's
- * time, and the other core is usually idle while a file arrives.
+ * Validates a big file on two cores, off the event loop: two threads of their own
+ * (validation-worker.ts) check one half each. Parsing 50,000 lines is most of an admission's
+ * time; on the event loop, half of it held every other call for about 100 ms a 16 MiB file.
  *
  * Only a file that turns out clean is put together from the halves: both halves without issues,
  * one endpoint, no custom_id in both, at most the line limit. Anything else is validated again
- * in one pass on the event loop, so the issues reported, their order and their count are exactly
- * those of validateBatchFile (a file with issues is refused, and its speed matters less).
+ * in one pass, on a thread too, so the issues reported, their order and their count are exactly
+ * those of validateBatchFile (an invalid file costs its sender nothing, so it must not cost the
+ * event loop either). Only when a thread fails is a file checked on the event loop.
  */
 import { availableParallelism } from 'node:os'
 import { NO_FINE_TUNES, type FineTuneLookup } from '../catalog/fine-tunes.ts'
@@ -22,7 +23,6 @@ import { compileFileSchemas } from './file-schemas.ts'
 import { MAX_WARNINGS } from './issues.ts'
 import type { BodyBuffers } from './read-body.ts'
 import {
-  checkLines,
   FileLine,
   fileVerdict,
   validateBatchFile,
@@ -93,20 +93,20 @@ export function createFileValidator(
   const collectGarbage = options.collectGarbage
   const schemaChecks = options.schemaChecks ?? inlineSchemaChecks()
   let closed = false
-  // Started now: loading its modules takes longer than validating half a file.
-  const thread = parallel
-    ? createThreadCalls<SegmentReply>(
-        new URL('./validation-worker.ts', import.meta.url),
-        'validation',
-        (worker) =>
-          worker.postMessage({
-            kind: 'init',
-            catalog: source.catalog,
-            providerKeys: source.providerKeys,
-            collectGarbage: options.collectGarbage !== undefined,
-          } satisfies ValidationRequest),
-      )
-    : null
+  // Started now: loading their modules takes longer than validating half a file.
+  const startThread = () =>
+    createThreadCalls<SegmentReply>(
+      new URL('./validation-worker.ts', import.meta.url),
+      'validation',
+      (worker) =>
+        worker.postMessage({
+          kind: 'init',
+          catalog: source.catalog,
+          providerKeys: source.providerKeys,
+          collectGarbage: options.collectGarbage !== undefined,
+        } satisfies ValidationRequest),
+    )
+  const threads = parallel ? [startThread(), startThread()] : null
 
   return {
     bodyBuffers: sharedBodiesFrom(parallel ? minBytes : Infinity),
@@ -122,7 +122,7 @@ export function createFileValidator(
     async close() {
       // Validations under way finish in one pass; later ones are one pass from the start.
       closed = true
-      thread?.terminate()
+      for (const thread of threads ?? []) thread.terminate()
     },
   }
 
@@ -140,73 +140,98 @@ export function createFileValidator(
       return onePass()
     }
     const secondFirstLine = countLines(bytes, split) + 1
-    const second = checkOnThread(thread!, bytes.subarray(split), {
-      firstLineNo: secondFirstLine,
-      limits,
-      fineTunes,
-      lineCeilings,
-    })
-    const first = checkLines(bytes, catalog, limits, {
-      segment: { from: 0, to: split - 1, firstLineNo: 1 },
-      collectGarbage,
-      fineTunes,
-      lineCeilings,
-    })
-    const other = await second
-    const failed = 'failed' in other ? other.failed : undefined
+    const asked = { limits, fineTunes, lineCeilings }
+    const [first, second] = await Promise.all([
+      checkOnThread(threads![0], 'check', bytes.subarray(0, split), { firstLineNo: 1, ...asked }),
+      checkOnThread(threads![1], 'check', bytes.subarray(split), {
+        firstLineNo: secondFirstLine,
+        ...asked,
+      }),
+    ])
+    const failed = 'failed' in first ? first.failed : 'failed' in second ? second.failed : undefined
     if (failed !== undefined || closed) {
       observe('thread_failed', failed ?? 'the validator was closed')
       return onePass()
     }
-    const clean =
-      other.clean &&
-      first.issues.length === 0 &&
-      first.endpoint !== null &&
-      (other.endpoint === null || other.endpoint === first.endpoint) &&
-      first.count + other.count <= limits.maxLines &&
-      other.customIds.every((id) => !first.customIds.has(id)) &&
-      // Each half within the base's fine-tune limits, and the two together too.
-      (other.fineTuneIds.length === 0 ||
-        !fineTunesOverLimits(
-          [...first.fineTunes, ...other.fineTuneIds.map((id) => fineTunes.get(id)!)],
-          catalog.find,
-        ))
-    if (!clean) {
+    if (
+      !('lineNos' in first) ||
+      !('lineNos' in second) ||
+      !cleanTogether(first, second, limits, fineTunes)
+    ) {
       observe('split_then_one_pass')
-      return onePass()
+      // The issues of one pass, listed on a thread; on the event loop only if that thread failed.
+      const listed = await checkOnThread(threads![0], 'issues', bytes, { firstLineNo: 1, ...asked })
+      if (!('issues' in listed) || closed) return onePass()
+      const { issues, omitted, lineCount } = listed
+      return { ok: false, issues, omitted, lineCount, schemas: new Map(listed.schemas) }
     }
     observe('split')
-    const lines: NewLine[] = first.lines
-    // One place for every line: FileLine copies it.
-    const place = { lineNo: 0, start: 0, end: 0 }
-    for (let i = 0; i < other.lineNos.length; i++) {
-      place.lineNo = other.lineNos[i]
-      place.start = split + other.starts[i]
-      place.end = split + other.ends[i]
-      lines.push(new FileLine(bytes, place, other.customIds[i], other.ceilings?.[i]))
-    }
-    const ceiling = first.ceiling.plus(new Money(other.ceiling))
+    const lines: NewLine[] = new Array(first.lineNos.length + second.lineNos.length)
+    addLines(lines, 0, bytes, 0, first)
+    addLines(lines, first.lineNos.length, bytes, split, second)
+    const ceiling = new Money(first.ceiling).plus(new Money(second.ceiling))
     // In line order, as one pass lists them: the first half's, then the second's.
-    const warnings = [...first.warnings, ...other.warnings]
+    const warnings = [...first.warnings, ...second.warnings]
     const listed = warnings.slice(0, MAX_WARNINGS)
     return fileVerdict({
       issues: [],
       omitted: 0,
-      count: first.count + other.count,
+      count: first.count + second.count,
       endpoint: first.endpoint,
       lines,
       ceiling,
       warnings: listed,
       warningsOmitted:
-        first.warningsOmitted + other.warningsOmitted + warnings.length - listed.length,
-      schemas: joinSchemas(first.schemas, other.schemas),
+        first.warningsOmitted + second.warningsOmitted + warnings.length - listed.length,
+      schemas: joinSchemas(new Map(first.schemas), second.schemas),
     })
+  }
+
+  /** Two clean halves make a clean file: one endpoint, no custom_id in both, the limits kept. */
+  function cleanTogether(
+    first: CleanHalf,
+    second: CleanHalf,
+    limits: FileLimits,
+    fineTunes: FineTuneLookup,
+  ): boolean {
+    if (first.endpoint === null) return false
+    if (second.endpoint !== null && second.endpoint !== first.endpoint) return false
+    if (first.count + second.count > limits.maxLines) return false
+    const ids = new Set(first.customIds)
+    if (second.customIds.some((id) => ids.has(id))) return false
+    // Each half within the base's fine-tune limits, and the two together too.
+    const named = [...first.fineTuneIds, ...second.fineTuneIds]
+    return (
+      second.fineTuneIds.length === 0 ||
+      !fineTunesOverLimits(
+        named.map((id) => fineTunes.get(id)!),
+        catalog.find,
+      )
+    )
   }
 }
 
-/** The second segment, checked on the thread; `failed` if the thread threw, died or was closed. */
+type CleanHalf = Extract<SegmentReply, { clean: true }>
+
+/** A half's valid lines, as offsets from `base` in the file's bytes, into `lines` from `at`. */
+function addLines(lines: NewLine[], at: number, bytes: Uint8Array, base: number, half: CleanHalf) {
+  // One place for every line: FileLine copies it.
+  const place = { lineNo: 0, start: 0, end: 0 }
+  for (let i = 0; i < half.lineNos.length; i++) {
+    place.lineNo = half.lineNos[i]
+    place.start = base + half.starts[i]
+    place.end = base + half.ends[i]
+    lines[at + i] = new FileLine(bytes, place, half.customIds[i], half.ceilings?.[i])
+  }
+}
+
+/**
+ * A segment checked on a thread (`check`), or a whole file's issues listed there (`issues`);
+ * `failed` if the thread threw, died or was closed.
+ */
 function checkOnThread(
   thread: ThreadCalls<SegmentReply>,
+  kind: 'check' | 'issues',
   bytes: Uint8Array,
   {
     firstLineNo,
@@ -224,7 +249,7 @@ function checkOnThread(
       .call(
         // Only the account's fine-tunes travel, and only when it has some: a few records at most.
         {
-          kind: 'check',
+          kind,
           bytes: sent,
           firstLineNo,
           limits,

@@ -1,16 +1,16 @@
 /**
- * The validation thread (parallel-validation.ts): checks the second half of a big file while the
- * event loop checks the first. Replies with the valid lines as offsets into the bytes it was
- * sent, or only that there were issues (the caller then validates the whole file itself, so the
- * issues it reports are exactly those of one pass).
+ * A validation thread (parallel-validation.ts): two of them check the halves of a big file while
+ * the event loop stays free. Replies to a `check` with the valid lines as offsets into the bytes
+ * it was sent, or only that there were issues; to an `issues` request (the whole file, once the
+ * halves were not clean together) with the issues of one pass.
  */
 import type { FineTuneRecord } from '../catalog/fine-tunes.ts'
 import type { CatalogFile } from '../catalog/catalog-file.ts'
 import { createCatalog, type Catalog } from '../catalog/catalog.ts'
 import type { BatchEndpoint } from '../domain.ts'
 import { collectYoungGarbage } from '../memory/young-garbage.ts'
-import type { Warning } from './issues.ts'
-import { checkLines, FileLine, type FileLimits } from './validate-batch-file.ts'
+import type { Issue, Warning } from './issues.ts'
+import { checkLines, FileLine, validateBatchFile, type FileLimits } from './validate-batch-file.ts'
 
 export type ValidationRequest =
   | {
@@ -32,6 +32,15 @@ export type ValidationRequest =
       /** CheckOptions.lineCeilings */
       lineCeilings: boolean
       /** The submitting account's active fine-tunes; absent when it has none. */
+      fineTunes?: FineTuneRecord[]
+    }
+  | {
+      /** A whole file whose halves were not clean together: its issues in one pass. */
+      kind: 'issues'
+      id: number
+      bytes: Uint8Array
+      limits: FileLimits
+      lineCeilings: boolean
       fineTunes?: FineTuneRecord[]
     }
 
@@ -62,6 +71,15 @@ export type SegmentReply =
       schemas: [string, { line: number; customId: string | null }[]][]
     }
   | { id: number; clean: false; failed?: string }
+  | {
+      id: number
+      clean: false
+      /** The whole file's issues in one pass (an `issues` request), as validateBatchFile lists them. */
+      issues: Issue[]
+      omitted: number
+      lineCount: number
+      schemas: [string, { line: number; customId: string | null }[]][]
+    }
 
 declare const self: Worker
 let catalog: Catalog | null = null
@@ -74,7 +92,8 @@ self.onmessage = (event: MessageEvent<ValidationRequest>) => {
     if (request.collectGarbage) collectGarbage = collectYoungGarbage
     return
   }
-  check(request)
+  if (request.kind === 'issues') listIssues(request)
+  else check(request)
   // The bytes may be the caller's shared body: collected once this handler has returned (nothing
   // on the stack then holds them), not at this idle thread's next allocation, so that a body is
   // not kept alive here after its batch was stored. Only for a caller that collects garbage.
@@ -127,6 +146,38 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
     self.postMessage(reply, [lineNos.buffer, starts.buffer, ends.buffer])
   } catch (error) {
     // The caller validates the whole file in one pass, and reports what that finds.
+    self.postMessage({ id, clean: false, failed: String(error) } satisfies SegmentReply)
+  }
+}
+
+/** The whole file in one pass: its issues, or `failed` if it has none (the caller then checks it itself). */
+function listIssues(request: Extract<ValidationRequest, { kind: 'issues' }>) {
+  const { id, bytes, limits, lineCeilings } = request
+  try {
+    const verdict = validateBatchFile(bytes, catalog!, limits, {
+      collectGarbage,
+      fineTunes: request.fineTunes ? new Map(request.fineTunes.map((a) => [a.id, a])) : undefined,
+      lineCeilings,
+    })
+    if (verdict.ok) {
+      self.postMessage({
+        id,
+        clean: false,
+        failed: 'the file is clean in one pass',
+      } satisfies SegmentReply)
+      return
+    }
+    const { issues, omitted, lineCount } = verdict
+    const schemas = [...(verdict.schemas ?? [])]
+    self.postMessage({
+      id,
+      clean: false,
+      issues,
+      omitted,
+      lineCount,
+      schemas,
+    } satisfies SegmentReply)
+  } catch (error) {
     self.postMessage({ id, clean: false, failed: String(error) } satisfies SegmentReply)
   }
 }

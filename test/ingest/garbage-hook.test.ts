@@ -33,7 +33,7 @@ describe('the garbage hook', () => {
     expect(calls).toBe(2)
   })
 
-  test('the validator passes its hook to the line loop, in one pass and on its half of a split file', async () => {
+  test('the validator passes its hook to the line loop in one pass; a split file is checked on the threads, which collect their own', async () => {
     let onePass = 0
     const single = createFileValidator(catalog, config, {
       parallel: false,
@@ -54,8 +54,17 @@ describe('the garbage hook', () => {
     try {
       expect((await parallel.validate(file(8200), LIMITS)).ok).toBe(true)
       expect(paths).toEqual(['split'])
-      // The event loop checks about half the lines: 4,100, so two calls (the thread collects its own).
-      expect(split).toBe(2)
+      // Both halves are checked on the threads (validation-worker.ts collects there): no line on the event loop.
+      expect(split).toBe(0)
+      // A file clean in each half but not as a whole (a custom_id in both) is listed again in one
+      // pass, on a thread too: an invalid file costs its sender nothing, nor the event loop.
+      const text = new TextDecoder().decode(file(8200))
+      const twice = new TextEncoder().encode(text + JSON.stringify(chatLine('r0')) + '\n')
+      const verdict = await parallel.validate(twice, LIMITS)
+      expect(paths).toEqual(['split', 'split_then_one_pass'])
+      expect(verdict.ok).toBe(false)
+      if (!verdict.ok) expect(verdict.issues[0]).toMatchObject({ line: 8201, custom_id: 'r0' })
+      expect(split).toBe(0)
     } finally {
       await parallel.close()
     }
