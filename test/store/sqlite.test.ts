@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { waitFor } from '../helpers/wait.ts'
-import { newBatch } from './batch-fixtures.ts'
+import type { NewLine } from '../../src/store/store.ts'
+import { lineList, newBatch } from './batch-fixtures.ts'
 
 // The batch and dispatch contracts run on every store: batches.test.ts, dispatch.test.ts.
 
@@ -39,6 +40,91 @@ describe('sqlite file: checkpoints', () => {
     } finally {
       // A second close (a test closing the store, then the gateway's stop) returns at once.
       await store.close()
+      await store.close()
+    }
+  })
+})
+
+describe('sqlite file: admission', () => {
+  const account = {
+    id: 'acct_1',
+    name: 'a',
+    creditUsd: '100',
+    maxOpenBatches: 10,
+    rateLimitPerMinute: 600,
+    createdAt: 1,
+  }
+
+  /** The lines of `lines` as the gateway hands them over: their inputs in one shared body. */
+  function inSharedBody(lines: NewLine[], ceilingUsd?: string): NewLine[] {
+    const encoded = lines.map((line) => Buffer.from(line.input, 'utf8'))
+    const body = new Uint8Array(
+      new SharedArrayBuffer(encoded.reduce((sum, bytes) => sum + bytes.byteLength + 1, 0)),
+    )
+    let at = 0
+    return lines.map((line, i) => {
+      body.set(encoded[i], at)
+      const inputBytes = body.subarray(at, (at += encoded[i].byteLength))
+      at++
+      return {
+        lineNo: line.lineNo,
+        customId: line.customId,
+        input: line.input,
+        inputBytes,
+        ceilingUsd,
+      }
+    })
+  }
+
+  test("a batch's lines are stored on a thread of their own: the event loop turns meanwhile, and every line reads back as given", async () => {
+    const { store } = createSqliteStore(mkdtempSync(join(tmpdir(), 'mg-admission-')))
+    try {
+      await store.createAccount(account)
+      const plain = lineList(20_000)
+      let turns = 0
+      const ticking = setInterval(() => turns++, 1)
+      const admitted = await store.admitBatch(
+        newBatch('acct_1', 'batch_01', 20_000, { lines: plain }),
+      )
+      clearInterval(ticking)
+      expect(admitted.kind).toBe('created')
+      // On the event loop the insert would have run to its end before any timer fired.
+      expect(turns).toBeGreaterThan(0)
+      const shared = inSharedBody(lineList(3_000), '0.000123')
+      const capped = await store.admitBatch(
+        newBatch('acct_1', 'batch_02', 3_000, { lines: shared, maxCostUsd: '0.5' }),
+      )
+      expect(capped.kind).toBe('created')
+      for (const [id, given] of [
+        ['batch_01', plain],
+        ['batch_02', shared],
+      ] as const) {
+        const stored = await store.readLines(id, { afterLineNo: 0, limit: 100_000, statuses: null })
+        expect(stored.map((line) => [line.lineNo, line.customId, line.input])).toEqual(
+          given.map((line) => [line.lineNo, line.customId, line.input]),
+        )
+      }
+    } finally {
+      await store.close()
+    }
+  })
+
+  test('a refusal and an error come back from the thread as they would on the event loop', async () => {
+    const { store } = createSqliteStore(mkdtempSync(join(tmpdir(), 'mg-admission-')))
+    try {
+      await store.createAccount({ ...account, creditUsd: '0.5' })
+      const refused = await store.admitBatch(
+        newBatch('acct_1', 'batch_01', 5, { costCeilingUsd: '2' }),
+      )
+      expect(refused).toEqual({ kind: 'insufficient_quota', availableUsd: '0.5' })
+      const failed = await store.admitBatch(newBatch('acct_none', 'batch_02', 5)).then(
+        () => null,
+        (error: Error) => error.message,
+      )
+      expect(failed).toBe('account acct_none vanished during admission')
+      // Nothing of either was stored.
+      expect(await store.getBatch('acct_1', 'batch_01')).toBeNull()
+    } finally {
       await store.close()
     }
   })

@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { createSqliteAccountStore } from '../accounts/sqlite-accounts.ts'
 import { createSqliteChunkStore } from '../batch-chunks/sqlite-chunks.ts'
 import { createSqliteBatchStore } from '../batches/sqlite-batches.ts'
+import { createAdmissionThread, type AdmissionThread } from '../batches/sqlite-admission-thread.ts'
 import { createSqliteCreditStore } from '../credit/sqlite-credit.ts'
 import { createDispatchThread, type DispatchThread } from '../dispatch/dispatch-thread.ts'
 import { createSqliteDispatch } from '../dispatch/sqlite-dispatch.ts'
@@ -27,15 +28,16 @@ import { openSqliteDatabase } from './open-database.ts'
 /**
  * Opens (creating if needed) `<dataDir>/multigrid.sqlite`, or `:memory:` when dataDir is null,
  * and applies pending migrations (migrate.ts). With a file, the dispatcher's statements run on a
- * thread of their own (dispatch/dispatch-thread.ts), and so do checkpoints (checkpoint-thread.ts); in
- * memory they run on the same connection. Closing the store closes both.
+ * thread of their own (dispatch/dispatch-thread.ts), and so do admissions
+ * (batches/sqlite-admission-thread.ts) and checkpoints (checkpoint-thread.ts); in memory they run
+ * on the same connection. Closing the store closes them all.
  */
 export function createSqliteStore(dataDir: string | null): OpenedStore {
   if (!dataDir) {
     const db = openSqliteDatabase(':memory:')
     migrateSqlite(db)
     return {
-      store: new SqliteStore(db, null, null),
+      store: new SqliteStore(db, null, null, null),
       dispatch: createSqliteDispatch(db),
       chunks: createSqliteChunkStore(db),
     }
@@ -53,7 +55,8 @@ export function createSqliteStore(dataDir: string | null): OpenedStore {
     new URL('../dispatch/sqlite-dispatch-worker.ts', import.meta.url),
     [path],
   )
-  const store = new SqliteStore(db, dispatch, startCheckpointThread(path))
+  const admission = createAdmissionThread(path)
+  const store = new SqliteStore(db, dispatch, admission, startCheckpointThread(path))
   return { store, dispatch, chunks: createSqliteChunkStore(db) }
 }
 
@@ -78,9 +81,11 @@ class SqliteStore implements Store {
   constructor(
     private readonly db: Database,
     private readonly dispatchThread: DispatchThread | null,
+    private readonly admission: AdmissionThread | null,
     private readonly checkpoints: CheckpointThread | null,
   ) {
     Object.assign(this, sqliteRoles(db))
+    if (admission) this.admitBatch = (batch) => admission.admitBatch(batch)
   }
 
   async ping() {
@@ -89,6 +94,7 @@ class SqliteStore implements Store {
 
   async close() {
     await this.dispatchThread?.close()
+    await this.admission?.close()
     await this.checkpoints?.close()
     this.db.close()
   }
