@@ -166,9 +166,7 @@ export function createFileValidator(
       return { ok: false, issues, omitted, lineCount, schemas: new Map(listed.schemas) }
     }
     observe('split')
-    const lines: NewLine[] = new Array(first.lineNos.length + second.lineNos.length)
-    addLines(lines, 0, bytes, 0, first)
-    addLines(lines, first.lineNos.length, bytes, split, second)
+    const lines = halfLines(bytes, 0, first).concat(halfLines(bytes, split, second))
     const ceiling = new Money(first.ceiling).plus(new Money(second.ceiling))
     // In line order, as one pass lists them: the first half's, then the second's.
     const warnings = [...first.warnings, ...second.warnings]
@@ -213,16 +211,18 @@ export function createFileValidator(
 
 type CleanHalf = Extract<SegmentReply, { clean: true }>
 
-/** A half's valid lines, as offsets from `base` in the file's bytes, into `lines` from `at`. */
-function addLines(lines: NewLine[], at: number, bytes: Uint8Array, base: number, half: CleanHalf) {
+/** A half's valid lines, its offsets counted from `base` in the file's bytes. */
+function halfLines(bytes: Uint8Array, base: number, half: CleanHalf): NewLine[] {
+  const lines = new Array<NewLine>(half.lineNos.length)
   // One place for every line: FileLine copies it.
   const place = { lineNo: 0, start: 0, end: 0 }
-  for (let i = 0; i < half.lineNos.length; i++) {
+  for (let i = 0; i < lines.length; i++) {
     place.lineNo = half.lineNos[i]
     place.start = base + half.starts[i]
     place.end = base + half.ends[i]
-    lines[at + i] = new FileLine(bytes, place, half.customIds[i], half.ceilings?.[i])
+    lines[i] = new FileLine(bytes, place, half.customIds[i], half.ceilings?.[i])
   }
+  return lines
 }
 
 /**

@@ -176,7 +176,7 @@ describe('process tuning', () => {
       )
   })
 
-  test('the SQLite threads (dispatch, checkpoints) run under SCHED_BATCH, 10 nicer than the process; the event loop and the validation thread are left as they were', async () => {
+  test('the SQLite threads (dispatch, admission, checkpoints) run under SCHED_BATCH, 10 nicer than the process; the event loop and the validation threads are left as they were', async () => {
     const gateway = await spawnGatewayProcess(gatewayEnv())
     try {
       const threads = threadsOf(gateway.pid)
@@ -185,9 +185,9 @@ describe('process tuning', () => {
       // The gateway inherits this test's nice; its event loop keeps it.
       const ours = threadsOf(process.pid).find((t) => t.tid === process.pid)!.nice
       expect(main.nice).toBe(ours)
-      // Six Worker threads: the two SQLite ones, the three schema threads (two and a spare,
-      // src/schemas/schema-threads.ts), and the validation thread (a request waits for its work,
-      // so it keeps the process's priority).
+      // Eight Worker threads: the three SQLite ones, the three schema threads (two and a spare,
+      // src/schemas/schema-threads.ts), and the two validation threads (a request waits for
+      // their work, so they keep the process's priority).
       const background = Math.min(19, ours + BACKGROUND_NICE_STEP)
       // A thread sets its policy, then its nice: wait for both, or a read between them sees half.
       const workers = await waitFor(
@@ -195,15 +195,15 @@ describe('process tuning', () => {
         async () => {
           const found = threadsOf(gateway.pid).filter((t) => t.name === 'Worker')
           const lowered = found.filter((t) => t.policy === 3 && t.nice === background)
-          return lowered.length >= 5 ? found : null
+          return lowered.length >= 6 ? found : null
         },
         10_000,
       )
-      expect(workers.map((t) => t.policy).sort()).toEqual([0, 3, 3, 3, 3, 3])
+      expect(workers.map((t) => t.policy).sort()).toEqual([0, 0, 3, 3, 3, 3, 3, 3])
       expect(workers.filter((t) => t.policy === 3).map((t) => t.nice)).toEqual(
-        Array(5).fill(background),
+        Array(6).fill(background),
       )
-      expect(workers.filter((t) => t.policy === 0).map((t) => t.nice)).toEqual([ours])
+      expect(workers.filter((t) => t.policy === 0).map((t) => t.nice)).toEqual([ours, ours])
       // Threads the dispatch thread starts afterwards (its heap's collector) inherit the policy.
       expect(threads.filter((t) => t.policy === 3).length).toBeLessThan(threads.length / 2)
     } finally {
@@ -213,7 +213,7 @@ describe('process tuning', () => {
 
   // The PostgreSQL store runs the dispatcher's calls on a thread too, with a pool of its own.
   for (const store of STORES.filter((kind) => kind === 'postgres')) {
-    test(`on ${store}: the dispatch thread runs under SCHED_BATCH, 10 nicer; the validation thread is left as it was`, async () => {
+    test(`on ${store}: the dispatch thread runs under SCHED_BATCH, 10 nicer; the validation threads are left as they were`, async () => {
       const { url } = freshSchemaUrl(TEST_DATABASE_URL!)
       const gateway = await spawnGatewayProcess(gatewayEnv({ DATABASE_URL: url }))
       try {
@@ -235,15 +235,15 @@ describe('process tuning', () => {
           },
           10_000,
         )
-        // The validation thread is the one Worker left as it was. The dispatch thread and the
+        // The two validation threads are the Workers left as they were. The dispatch thread and the
         // three schema threads are lowered, and so is any Worker a lowered thread starts later
         // (it inherits the policy), so four is the least count, not the exact one.
-        expect(workers.filter((t) => t.policy === 0)).toHaveLength(1)
+        expect(workers.filter((t) => t.policy === 0)).toHaveLength(2)
         expect(workers.filter((t) => t.policy === 3).length).toBeGreaterThanOrEqual(4)
         expect(workers.every((t) => t.policy === 0 || t.policy === 3)).toBe(true)
         for (const worker of workers.filter((t) => t.policy === 3))
           expect(worker.nice).toBe(background)
-        expect(workers.find((t) => t.policy === 0)!.nice).toBe(ours)
+        for (const worker of workers.filter((t) => t.policy === 0)) expect(worker.nice).toBe(ours)
       } finally {
         expect(await gateway.kill('SIGTERM')).toBe(0)
         await dropTestSchema(url)
