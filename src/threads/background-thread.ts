@@ -1,7 +1,7 @@
 /**
- * A Worker for background work (the stores' dispatch threads, SQLite's checkpoint thread, the
- * second half of a big file's validation): it does not keep the process alive by itself, and
- * `onLost` hears once if it dies (an uncaught error, or it closed).
+ * A Worker for background work (the stores' dispatch threads, SQLite's checkpoint and admission
+ * threads, the halves of a big file's validation): it does not keep the process alive by itself,
+ * and `onLost` hears once if it dies (an uncaught error, or it closed).
  */
 export function startBackgroundThread(script: URL, onLost: (reason: string) => void): Bun.Worker {
   // DOM's Worker type (tsconfig lib) lacks Bun's ref/unref.

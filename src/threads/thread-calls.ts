@@ -1,8 +1,8 @@
 /**
  * Calls to a background thread (background-thread.ts) that answers each message with one reply
- * carrying the message's `id`: the stores' dispatch threads and the validation thread. The thread
- * starts at once, and again on the next call after one died, which fails the calls it held. It
- * keeps the process alive only while a call is under way.
+ * carrying the message's `id`: the stores' dispatch threads, SQLite's admission thread and the
+ * validation threads. The thread starts at once, and again on the next call after one died,
+ * which fails the calls it held. It keeps the process alive only while a call is under way.
  */
 import { startBackgroundThread } from './background-thread.ts'
 
