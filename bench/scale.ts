@@ -15,7 +15,7 @@
  * file, up to what the measured batch leaves), so that every instance's JIT has compiled the hot
  * paths before the measured batch, as bench/dispatch.ts does for one. With 2,000 lines for the
  * whole fleet, one instance used 262 µs of gateway CPU a line in the measured batch, against
- * 178–219 after 10,000 (docs/scale.md).
+ * 178–214 after 10,000 (docs/scale.md).
  *
  * Beside the rate, what the batch cost the database: how many times its `batches` row was
  * updated (pg_stat_user_tables, read when the fleet's backends are idle long enough to have
