@@ -192,28 +192,28 @@ type Counts = {
   expired: number
 }
 
+/** POSTs `body` as a batch file, with `query` ("" or "?…"), as a client would. */
+const postFile = (url: string, key: string, body: string, query = '') =>
+  fetch(`${url}/v1/batches${query}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/jsonl' },
+    body,
+  })
+
 /**
  * The measured file's dry run: upload, validation and quote, the part of ingest that must end
  * before a line may run (a file with a bad last line costs nothing); the rest is the store's.
  */
 async function dryRun(url: string, key: string, body: string): Promise<number> {
   const t0 = performance.now()
-  const response = await fetch(`${url}/v1/batches?dry_run=true`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/jsonl' },
-    body,
-  })
+  const response = await postFile(url, key, body, '?dry_run=true')
   await response.arrayBuffer()
   if (response.status !== 200) throw new Error(`the dry run answered ${response.status}`)
   return performance.now() - t0
 }
 
 async function submit(url: string, key: string, body: string): Promise<string> {
-  const response = await fetch(`${url}/v1/batches`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/jsonl' },
-    body,
-  })
+  const response = await postFile(url, key, body)
   if (response.status !== 201)
     throw new Error(`submit answered ${response.status}: ${(await response.text()).slice(0, 300)}`)
   return ((await response.json()) as { id: string }).id
