@@ -7,7 +7,9 @@
  * upstream simulator (its own process, 0 ms latency), same run, same client (an undici Pool with
  * one connection per request in flight), at several concurrency levels. Prints p50 latency and
  * requests/s of each, each gateway's share of the minimal proxy's requests/s, and CPU time per
- * request of the gateways and the minimal proxy.
+ * request of the gateways and the minimal proxy, and of the warn gateway and the minimal proxy by
+ * thread (the minimal proxy's upstream calls run on Bun's HTTP client thread, the gateway's on its
+ * JS thread).
  *
  *   bun bench/proxy.ts [--levels 1,16,64] [--requests 5000] [--warmup 500] [--settle 30000] [--runs 3]
  *     [--store sqlite|postgres] [--profile] [--baseline /path/to/another/checkout]
@@ -248,6 +250,8 @@ interface Measure {
   /** Share of the wall time the target's JS thread ran, and waited for a core while runnable. */
   busy: number
   waiting: number
+  /** CPU µs/req by thread name (the JS thread is "main (JS)"). */
+  threads: Map<string, number>
 }
 
 /** The first refused answer of each target, for the message when a level fails. */
@@ -276,18 +280,23 @@ const failed = (name: TargetName, what: string, count: number) =>
     `${name} ${what}: ${count} requests failed; first: ${firstFailure.get(name) ?? 'no answer (a connection error)'}`,
   )
 
-const jitMs = async (pid: number) => (await threadCpuMs(pid)).get('JITWorker') ?? 0
+/** CPU ms used by each thread between two readings of threadCpuMs. */
+function threadsBetween(before: Map<string, number>, after: Map<string, number>) {
+  const used = new Map<string, number>()
+  for (const [name, ms] of after) used.set(name, ms - (before.get(name) ?? 0))
+  return used
+}
 
 async function measure(name: TargetName, concurrency: number): Promise<Measure> {
   const { pool, send } = sender(name, concurrency)
   await closedLoop({ concurrency, total: warmup, maxMs: 60_000, send })
   const pid = targets[name]!.pid
   const before = await cpuMs(pid)
-  const jitBefore = await jitMs(pid)
+  const threadsBefore = await threadCpuMs(pid)
   const schedBefore = await schedMs(pid)
   const result = await closedLoop({ concurrency, total: requests, maxMs: 120_000, send })
   const cpu = (await cpuMs(pid)) - before
-  const jit = (await jitMs(pid)) - jitBefore
+  const threads = threadsBetween(threadsBefore, await threadCpuMs(pid))
   const schedAfter = await schedMs(pid)
   await pool.close()
   if (result.failed > 0) throw failed(name, `at ${concurrency}`, result.failed)
@@ -296,7 +305,8 @@ async function measure(name: TargetName, concurrency: number): Promise<Measure> 
     p99: quantile(result.latencies, 0.99) * 1000,
     rate: result.ok / (result.elapsedMs / 1000),
     cpuUs: (cpu * 1000) / result.ok,
-    jitUs: (jit * 1000) / result.ok,
+    jitUs: ((threads.get('JITWorker') ?? 0) * 1000) / result.ok,
+    threads: new Map([...threads].map(([name, ms]) => [name, (ms * 1000) / result.ok])),
     busy: (schedAfter.runMs - schedBefore.runMs) / result.elapsedMs,
     waiting: (schedAfter.waitMs - schedBefore.waitMs) / result.elapsedMs,
   }
@@ -416,6 +426,20 @@ for (const [level, entry] of results) {
     return `${name} p50 ${n(m(name, (x) => x.p50))} µs, ${n(rate(name))} req/s, CPU ${n(cpu)} µs/req (${delta >= 0 ? '+' : '−'}${Math.abs(delta).toFixed(1)} vs chat)`
   }
   console.log(`  ${' '.repeat(9)} │ translated: ${client('responses')}; ${client('messages')}`)
+  // Where each process spends its CPU: the minimal proxy's upstream calls run on Bun's HTTP
+  // client thread, the gateway's on its JS thread (providers/http-client.ts says why).
+  const byThread = (name: TargetName) => {
+    const names = new Set(entry[name].flatMap((x) => [...x.threads.keys()]))
+    return [...names]
+      .map((thread) => [thread, m(name, (x) => x.threads.get(thread) ?? 0)] as const)
+      .filter(([, us]) => us >= 1)
+      .sort((a, b) => b[1] - a[1])
+      .map(([thread, us]) => `${thread} ${n(us)}`)
+      .join(', ')
+  }
+  console.log(
+    `  ${' '.repeat(9)} │ CPU µs/req by thread: warn ${byThread('warn')}; minimal ${byThread('minimal')}`,
+  )
   if (targets.baseWarn) {
     const line = (name: 'baseWarn' | 'baseInfo') =>
       `p50 ${n(m(name, (x) => x.p50))} µs, ${n(rate(name))} req/s, CPU ${n(m(name, (x) => x.cpuUs))} µs/req, ${ratio(rate(name) / mrate)} the minimal proxy`
