@@ -456,18 +456,23 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 function parseHead(
   text: string,
 ): { status: number; headers: Record<string, string>; http10: boolean } | null {
-  const lines = text.split('\r\n')
-  const statusLine = /^HTTP\/1\.([01]) (\d{3})(?: |$)/.exec(lines[0])
+  // One pass with indexOf, no array of lines: this runs on every upstream answer.
+  let lineEnd = text.indexOf('\r\n')
+  if (lineEnd < 0) lineEnd = text.length
+  const statusLine = STATUS_LINE.exec(lineEnd === text.length ? text : text.slice(0, lineEnd))
   if (!statusLine) return null
   const headers: Record<string, string> = {}
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i]
-    const colon = line.indexOf(':')
-    if (colon <= 0) return null
-    const name = line.slice(0, colon).trim().toLowerCase()
-    const value = line.slice(colon + 1).trim()
+  for (let at = lineEnd + 2; at < text.length; at = lineEnd + 2) {
+    lineEnd = text.indexOf('\r\n', at)
+    if (lineEnd < 0) lineEnd = text.length
+    const colon = text.indexOf(':', at)
+    if (colon <= at || colon > lineEnd) return null
+    const name = text.slice(at, colon).trim().toLowerCase()
+    const value = text.slice(colon + 1, lineEnd).trim()
     const before = headers[name]
     headers[name] = before === undefined ? value : `${before}, ${value}`
   }
   return { status: Number(statusLine[2]), headers, http10: statusLine[1] === '0' }
 }
+
+const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: |$)/

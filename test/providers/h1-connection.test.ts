@@ -175,6 +175,31 @@ describe('the upstream transport', () => {
     expect(garbage?.message).toBe('the upstream sent an answer that is not HTTP/1.x')
   })
 
+  test('header names are read case-blind and trimmed, repeats joined; a header line without a name is a protocol error', async () => {
+    answers.set('/heads', (socket) => {
+      socket.write(
+        'HTTP/1.1 201 Created\r\nX-Limit : 5\r\nx-limit:  7 \r\nContent-Length: 2\r\nRetry-After:3\r\n\r\nok',
+      )
+    })
+    answers.set('/nameless', (socket) => {
+      socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n: no name\r\n\r\nok')
+    })
+    answers.set('/colonless', (socket) => {
+      socket.write('HTTP/1.1 200 OK\r\ncontent-length 2\r\n\r\nok')
+    })
+    const http = client()
+    const heads = await post(http, '/heads')
+    expect(heads.status).toBe(201)
+    expect(heads.header('X-LIMIT')).toBe('5, 7')
+    expect(heads.header('retry-after')).toBe('3')
+    expect(await heads.text()).toBe('ok')
+    for (const path of ['/nameless', '/colonless']) {
+      const refused = await failure(post(http, path))
+      expect(refused?.code).toBe('HPE_INVALID')
+      expect(refused?.message).toBe('the upstream sent an answer that is not HTTP/1.x')
+    }
+  })
+
   test('a header that would split the request is refused before anything is sent; the connection goes on', async () => {
     answers.set('/ok', (socket) => {
       socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok')
