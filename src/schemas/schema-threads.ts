@@ -8,7 +8,8 @@
  * the event loop's priority, and waiting for a core is no work of the schema's. It is never
  * waited past WALL_FACTOR times in wall time. One sweep looks at the busy threads, rather than a
  * timer per job: a timer set and cleared for every answer cost the event loop more than the
- * message itself (bench/schema-check.ts).
+ * message itself (bench/schema-check.ts). The sweep runs while any thread is busy and stops when
+ * none is.
  */
 import { startBackgroundThread } from '../threads/background-thread.ts'
 import type { SchemaReply, SchemaRequest } from './schema-worker.ts'
@@ -51,6 +52,8 @@ export interface SchemaThreads {
   /** Gives idle threads the jobs `take` hands out, until it has none. */
   pump(): void
   readonly replaced: number
+  /** Whether the budget sweep is running: only while a thread is busy. */
+  readonly sweeping: boolean
   close(): void
 }
 
@@ -68,6 +71,10 @@ export function createSchemaThreads(options: {
   let nextId = 0
   let replaced = 0
   let closed = false
+  // The sweep runs only while a thread is busy: an idle gateway's event loop is not woken 40
+  // times a second for it.
+  const sweepMs = Math.min(50, Math.max(5, judgeMs / 4))
+  let sweep: ReturnType<typeof setInterval> | null = null
 
   const pump = () => {
     for (const slot of slots) {
@@ -87,6 +94,10 @@ export function createSchemaThreads(options: {
     slot.worker.postMessage({ ...job.request, id: slot.jobId })
     const known = job.request.kind === 'judge' && slot.known.has(job.request.text)
     arm(slot, known ? judgeMs : compileMs)
+    if (sweep === null) {
+      sweep = setInterval(sweepBusy, sweepMs)
+      sweep.unref()
+    }
   }
 
   const settle = (slot: Slot, reply: SchemaReply | null) => {
@@ -110,16 +121,16 @@ export function createSchemaThreads(options: {
     }
     replace(slot)
   }
-  const sweep = setInterval(
-    () => {
-      const now = performance.now()
-      for (const slot of [...slots]) {
-        if (slot.state === 'busy' && now >= slot.phase.dueMs) expired(slot, now)
-      }
-    },
-    Math.min(50, Math.max(5, judgeMs / 4)),
-  )
-  sweep.unref()
+  const sweepBusy = () => {
+    const now = performance.now()
+    for (const slot of [...slots]) {
+      if (slot.state === 'busy' && now >= slot.phase.dueMs) expired(slot, now)
+    }
+    if (sweep !== null && !slots.some((slot) => slot.state === 'busy')) {
+      clearInterval(sweep)
+      sweep = null
+    }
+  }
 
   /** The thread is terminated mid-job (or died): its job ends without a verdict. */
   const replace = (slot: Slot) => {
@@ -166,9 +177,13 @@ export function createSchemaThreads(options: {
     get replaced() {
       return replaced
     },
+    get sweeping() {
+      return sweep !== null
+    },
     close() {
       closed = true
-      clearInterval(sweep)
+      if (sweep !== null) clearInterval(sweep)
+      sweep = null
       spare?.worker.terminate()
       spare = null
       for (const slot of slots.splice(0)) {

@@ -7,6 +7,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config.ts'
 import { createSchemaChecks } from '../../src/schemas/schema-checks.ts'
+import { createSchemaThreads, type Job } from '../../src/schemas/schema-threads.ts'
 import { bombSchema } from './hostile.ts'
 
 const choices = (content: string) => [{ finishReason: 'stop', content, refusal: null }]
@@ -85,5 +86,41 @@ describe('schema threads', () => {
     const pending = pool.compile(ORDINARY, 'a')
     await pool.close()
     expect(await pending).toMatchObject({ ok: false, reason: 'budget' })
+  })
+})
+
+describe('the budget sweep', () => {
+  test('runs while a thread is busy and stops when none is, also after a thread was cut', async () => {
+    const queue: Job[] = []
+    const threads = createSchemaThreads({
+      threads: 1,
+      judgeMs: 50,
+      compileMs: 50,
+      take: () => queue.shift() ?? null,
+    })
+    try {
+      const run = (request: Job['request']) =>
+        new Promise<unknown>((resolve) => {
+          queue.push({ request, finish: (reply) => resolve(reply) })
+          threads.pump()
+        })
+      expect(threads.sweeping).toBe(false)
+      const ordinary = run({ kind: 'compile', text: ORDINARY })
+      // Not before the thread has started: the job waits in the queue until then.
+      for (let i = 0; i < 200 && !threads.sweeping; i++) await Bun.sleep(10)
+      expect(threads.sweeping).toBe(true)
+      expect(await ordinary).toMatchObject({ kind: 'compiled', ok: true })
+      // The next sweep sees no busy thread and stops itself (50 ms budget: every 12.5 ms).
+      await Bun.sleep(100)
+      expect(threads.sweeping).toBe(false)
+      // An answer whose judging runs past its budget is cut by the sweep, which then stops too.
+      const bomb = { kind: 'judge', text: BOMB, name: 'bomb', choices: choices('"x"') } as const
+      expect(await run(bomb)).toBeNull()
+      expect(threads.replaced).toBe(1)
+      await Bun.sleep(100)
+      expect(threads.sweeping).toBe(false)
+    } finally {
+      threads.close()
+    }
   })
 })
