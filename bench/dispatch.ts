@@ -42,6 +42,7 @@ import {
   spawnSimulator,
   standardFile,
   threadCpuMs,
+  threadCpuMsBetween,
   benchCatalog,
   BENCH_MODEL,
 } from './lib.ts'
@@ -325,8 +326,7 @@ async function oneRun(run: number): Promise<RunResult> {
       last.t > first.t ? ((last.done - first.done) / (last.t - first.t)) * 1000 : NaN
     const rampEnd = done.polls.find((p) => p.done >= lineCount * 0.05)!
     const tailStart = done.polls.findLast((p) => p.done <= lineCount * 0.95) ?? done.polls[0]
-    const threads = new Map<string, number>()
-    for (const [name, ms] of threadsAfter) threads.set(name, ms - (threadsBefore.get(name) ?? 0))
+    const threads = threadCpuMsBetween(threadsBefore, threadsAfter)
     const cpu = cpuAfter - cpuBefore
     const main = threads.get('main (JS)') ?? 0
     const memory = await memoryOf(gateway.pid)

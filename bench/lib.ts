@@ -285,6 +285,13 @@ export async function threadCpuMs(pid: number): Promise<Map<string, number>> {
   return threads
 }
 
+/** CPU ms each thread used between two readings of threadCpuMs. */
+export function threadCpuMsBetween(before: Map<string, number>, after: Map<string, number>) {
+  const used = new Map<string, number>()
+  for (const [name, ms] of after) used.set(name, ms - (before.get(name) ?? 0))
+  return used
+}
+
 function statCpuMs(stat: string): number {
   if (ticksPerSecond === 0) {
     const out = Bun.spawnSync(['getconf', 'CLK_TCK']).stdout.toString().trim()

@@ -51,6 +51,7 @@ import {
   quantile,
   randomPort,
   threadCpuMs,
+  threadCpuMsBetween,
   ROOT,
   schedMs,
   spawnGateway,
@@ -245,12 +246,10 @@ interface Measure {
   p99: number
   rate: number
   cpuUs: number
-  /** Of cpuUs, what JSC's compiler threads (JITWorker) used. */
-  jitUs: number
   /** Share of the wall time the target's JS thread ran, and waited for a core while runnable. */
   busy: number
   waiting: number
-  /** CPU µs/req by thread name (the JS thread is "main (JS)"). */
+  /** CPU µs/req by thread name (the JS thread is "main (JS)"; JSC's compiler threads "JITWorker"). */
   threads: Map<string, number>
 }
 
@@ -280,13 +279,6 @@ const failed = (name: TargetName, what: string, count: number) =>
     `${name} ${what}: ${count} requests failed; first: ${firstFailure.get(name) ?? 'no answer (a connection error)'}`,
   )
 
-/** CPU ms used by each thread between two readings of threadCpuMs. */
-function threadsBetween(before: Map<string, number>, after: Map<string, number>) {
-  const used = new Map<string, number>()
-  for (const [name, ms] of after) used.set(name, ms - (before.get(name) ?? 0))
-  return used
-}
-
 async function measure(name: TargetName, concurrency: number): Promise<Measure> {
   const { pool, send } = sender(name, concurrency)
   await closedLoop({ concurrency, total: warmup, maxMs: 60_000, send })
@@ -296,7 +288,7 @@ async function measure(name: TargetName, concurrency: number): Promise<Measure> 
   const schedBefore = await schedMs(pid)
   const result = await closedLoop({ concurrency, total: requests, maxMs: 120_000, send })
   const cpu = (await cpuMs(pid)) - before
-  const threads = threadsBetween(threadsBefore, await threadCpuMs(pid))
+  const threads = threadCpuMsBetween(threadsBefore, await threadCpuMs(pid))
   const schedAfter = await schedMs(pid)
   await pool.close()
   if (result.failed > 0) throw failed(name, `at ${concurrency}`, result.failed)
@@ -305,7 +297,6 @@ async function measure(name: TargetName, concurrency: number): Promise<Measure> 
     p99: quantile(result.latencies, 0.99) * 1000,
     rate: result.ok / (result.elapsedMs / 1000),
     cpuUs: (cpu * 1000) / result.ok,
-    jitUs: ((threads.get('JITWorker') ?? 0) * 1000) / result.ok,
     threads: new Map([...threads].map(([name, ms]) => [name, (ms * 1000) / result.ok])),
     busy: (schedAfter.runMs - schedBefore.runMs) / result.elapsedMs,
     waiting: (schedAfter.waitMs - schedBefore.waitMs) / result.elapsedMs,
@@ -365,6 +356,8 @@ try {
 const logLines = (await Bun.file(join(logDir, 'info.log')).text()).split('\n').length - 1
 rmSync(logDir, { recursive: true, force: true })
 
+/** Of a measure's CPU µs/req, what JSC's compiler threads used. */
+const jitUs = (x: Measure) => x.threads.get('JITWorker') ?? 0
 const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 0 })
 const col = (x: number, width: number) => n(x).padStart(width)
 const share = (x: number) => `${(x * 100).toFixed(0)}%`.padStart(4)
@@ -400,14 +393,14 @@ for (const [level, entry] of results) {
       )} ${col(mrate, 7)} ${col(
         m('minimal', (x) => x.cpuUs),
         6,
-      )} ${`(${n(m('minimal', (x) => x.jitUs))})`.padStart(5)}`,
+      )} ${`(${n(m('minimal', jitUs))})`.padStart(5)}`,
       ` ${col(
         m('warn', (x) => x.p50),
         11,
       )} ${col(rate('warn'), 7)} ${col(
         m('warn', (x) => x.cpuUs),
         6,
-      )} ${`(${n(m('warn', (x) => x.jitUs))})`.padStart(5)} ${ratio(share1).padStart(8)}`,
+      )} ${`(${n(m('warn', jitUs))})`.padStart(5)} ${ratio(share1).padStart(8)}`,
       ` ${col(
         m('info', (x) => x.p50),
         11,

@@ -459,7 +459,7 @@ function parseHead(
   // One pass with indexOf, no array of lines: this runs on every upstream answer.
   let lineEnd = text.indexOf('\r\n')
   if (lineEnd < 0) lineEnd = text.length
-  const statusLine = STATUS_LINE.exec(lineEnd === text.length ? text : text.slice(0, lineEnd))
+  const statusLine = STATUS_LINE.exec(text.slice(0, lineEnd))
   if (!statusLine) return null
   const headers: Record<string, string> = {}
   for (let at = lineEnd + 2; at < text.length; at = lineEnd + 2) {
