@@ -5,7 +5,12 @@
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { z } from 'zod'
-import { catalogSchema, checkCatalog, type CatalogFile } from './catalog/catalog-file.ts'
+import {
+  catalogSchema,
+  checkCatalog,
+  withBillableRates,
+  type CatalogFile,
+} from './catalog/catalog-file.ts'
 import { withLanes } from './catalog/lanes.ts'
 
 const DEFAULT_CATALOG = resolve(import.meta.dir, '../providers/catalog.default.json')
@@ -226,7 +231,7 @@ function loadCatalog(path: string): CatalogFile {
   }
   const problems = checkCatalog(parsed.data)
   if (problems.length > 0) throw new ConfigError(`${path}: ${problems[0]}`)
-  return withLanes(parsed.data)
+  return withLanes(withBillableRates(parsed.data))
 }
 
 /**

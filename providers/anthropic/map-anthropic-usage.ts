@@ -26,7 +26,8 @@ export function mapAnthropicUsage(usage: unknown): Usage | null {
     input_tokens: count(u.input_tokens) + read + written5m + written1h,
     output_tokens: count(u.output_tokens),
   }
-  if (read > 0) mapped.cached_input_tokens = read
+  // Reported, even as 0: the translated usage then shows its prompt_tokens_details (docs/pricing.md).
+  if (typeof u.cache_read_input_tokens === 'number') mapped.cached_input_tokens = read
   if (written5m > 0) mapped.cache_write_tokens = written5m
   if (written1h > 0) mapped.cache_write_1h_tokens = written1h
   return mapped

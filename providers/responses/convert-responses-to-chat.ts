@@ -51,19 +51,22 @@ type Item = Record<string, unknown>
 const NOTHING_STORED =
   'this gateway stores no responses, so there is nothing to continue from; send the whole conversation in input'
 
-/** Refusals that hold whatever the offering: the gateway keeps nothing to refer back to. */
+/**
+ * Refusals that hold whatever the offering: the gateway keeps nothing to refer back to. Like every
+ * refusal here, the message reads after the field's name (the live 400 and the issue put it first).
+ */
 export function storageRefusal(body: Record<string, unknown>): ResponsesConversion | null {
   if (body.store === true)
     return {
       ok: false,
       param: 'store',
-      message: `store: true is not supported: ${NOTHING_STORED} (set store to false or leave it out)`,
+      message: `true is not supported: ${NOTHING_STORED} (set store to false or leave it out)`,
     }
   if (body.previous_response_id !== undefined && body.previous_response_id !== null)
     return {
       ok: false,
       param: 'previous_response_id',
-      message: `previous_response_id is not supported: ${NOTHING_STORED}`,
+      message: `is not supported: ${NOTHING_STORED}`,
     }
   return null
 }

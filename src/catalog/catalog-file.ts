@@ -209,3 +209,27 @@ export function checkCatalog(catalog: CatalogFile): string[] {
   })
   return problems
 }
+
+/**
+ * The catalog with each 1-hour cache-write rate kept only where it can be billed: on Anthropic's
+ * offerings. The other adapters drop `cache_control`, so no line there writes to a 1-hour cache,
+ * and the rate would only raise the ceilings of lines that ask for one (docs/pricing.md).
+ */
+export function withBillableRates(file: CatalogFile): CatalogFile {
+  const unbillable = (offering: Offering) =>
+    file.providers[offering.provider]?.kind !== 'anthropic' &&
+    (offering.cache_write_1h_usd_per_mtok !== undefined ||
+      offering.long_context?.cache_write_1h_usd_per_mtok !== undefined)
+  if (!file.models.some((model) => model.offerings.some(unbillable))) return file
+  const models = file.models.map((model) => ({
+    ...model,
+    offerings: model.offerings.map((offering) => {
+      if (!unbillable(offering)) return offering
+      const { cache_write_1h_usd_per_mtok: _, ...rest } = offering
+      if (!rest.long_context) return rest
+      const { cache_write_1h_usd_per_mtok: __, ...long } = rest.long_context
+      return { ...rest, long_context: long }
+    }),
+  }))
+  return { ...file, models }
+}

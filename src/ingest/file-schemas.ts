@@ -11,7 +11,8 @@
  */
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import { compileProblems } from './check-structured.ts'
-import { MAX_ISSUES, MAX_WARNINGS, type Issue, type Warning } from './issues.ts'
+import { MAX_ISSUES, MAX_WARNINGS, type BodyProblem, type Issue, type Warning } from './issues.ts'
+import { inResponsesTerms } from './responses-line.ts'
 import type { FileVerdict } from './validate-batch-file.ts'
 
 /** Distinct schemas one file may carry. */
@@ -52,10 +53,12 @@ export async function compileFileSchemas(
         spent += verdict.ms
         found = compileProblems(verdict, at)
       }
-      for (const { line, customId } of users) {
-        if (found.problem) issues.push({ line, custom_id: customId, ...found.problem })
+      for (const { line, customId, responses } of users) {
+        // A Responses line is told in its own names (text.format, not response_format).
+        const terms = responses ? inResponsesTerms : (problem: BodyProblem) => problem
+        if (found.problem) issues.push({ line, custom_id: customId, ...terms(found.problem) })
         if (found.warning) {
-          const { path: param, message, fix } = found.warning
+          const { path: param, message, fix } = terms(found.warning)
           warnings.push({ line, custom_id: customId, param, message, fix })
         }
       }

@@ -23,17 +23,24 @@ export function responsesAsChat(
   })
 }
 
+/** Text about the translated chat body, with the chat fields under their Responses names. */
+export const inResponsesNames = (text: string) =>
+  text
+    .replace(/\bmax_(completion_)?tokens\b/g, 'max_output_tokens')
+    .replace(/\bresponse_format(\.json_schema)?\b/g, 'text.format')
+
+/** A field of the translated chat body (`messages[2].content`), as the Responses body's field. */
+export const responsesParam = (param: string) =>
+  inResponsesNames(param.replace(/^messages\b.*/, 'input'))
+
 /** A problem found in the translated chat body, named as the Responses body's field. */
 export function inResponsesTerms(problem: BodyProblem): BodyProblem {
-  const rename = (text: string) =>
-    text
-      .replace(/\bmax_(completion_)?tokens\b/g, 'max_output_tokens')
-      .replace(/\bresponse_format\b/g, 'text.format')
-  const path = problem.path.replace(/^body\.messages\b.*/, 'body.input')
   return {
     ...problem,
-    path: rename(path),
-    message: rename(problem.message),
-    fix: rename(problem.fix),
+    path: problem.path.startsWith('body.')
+      ? `body.${responsesParam(problem.path.slice(5))}`
+      : problem.path,
+    message: inResponsesNames(problem.message),
+    fix: inResponsesNames(problem.fix),
   }
 }

@@ -30,8 +30,15 @@ import { readJsonlLines, type FileSegment, type RawLine } from './read-jsonl-lin
 import { FineTuneTally } from './fine-tune-tally.ts'
 import { validateBody } from './validate-body.ts'
 
+/** A line that uses a json_schema; `responses` when it is a Responses line (named text.format). */
+export interface SchemaUser {
+  line: number
+  customId: string | null
+  responses?: true
+}
+
 /** Each distinct json_schema text of a file, and the lines that use it (file-schemas.ts compiles them). */
-export type FileSchemas = Map<string, { line: number; customId: string | null }[]>
+export type FileSchemas = Map<string, SchemaUser[]>
 
 export interface FileLimits {
   maxLines: number
@@ -302,7 +309,11 @@ export function checkLines(
         : undefined
       lines.push(new FileLine(bytes, line, customId!, ceiling))
       const schemaText = body.value.schemaText
-      if (schemaText !== undefined) noteSchema(schemas, schemaText, lineNo, shownId)
+      if (schemaText !== undefined) {
+        const user: SchemaUser = { line: lineNo, customId: shownId }
+        if (url === RESPONSES_URL) user.responses = true
+        noteSchema(schemas, schemaText, user)
+      }
     }
   }
 
@@ -367,8 +378,8 @@ function readObject(
 }
 
 /** A valid line's json_schema text, under the lines that use it (compiled once per text). */
-function noteSchema(schemas: FileSchemas, text: string, lineNo: number, customId: string | null) {
+function noteSchema(schemas: FileSchemas, text: string, user: SchemaUser) {
   const using = schemas.get(text)
-  if (using) using.push({ line: lineNo, customId })
-  else schemas.set(text, [{ line: lineNo, customId }])
+  if (using) using.push(user)
+  else schemas.set(text, [user])
 }

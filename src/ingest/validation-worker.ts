@@ -10,7 +10,13 @@ import { createCatalog, type Catalog } from '../catalog/catalog.ts'
 import type { BatchEndpoint } from '../domain.ts'
 import { collectYoungGarbage } from '../memory/young-garbage.ts'
 import type { Issue, Warning } from './issues.ts'
-import { checkLines, FileLine, validateBatchFile, type FileLimits } from './validate-batch-file.ts'
+import {
+  checkLines,
+  FileLine,
+  validateBatchFile,
+  type FileLimits,
+  type SchemaUser,
+} from './validate-batch-file.ts'
 
 export type ValidationRequest =
   | {
@@ -68,7 +74,7 @@ export type SegmentReply =
       warnings: Warning[]
       warningsOmitted: number
       /** The valid lines' json_schemas (FileSchemas as entries), compiled by the caller. */
-      schemas: [string, { line: number; customId: string | null }[]][]
+      schemas: [string, SchemaUser[]][]
     }
   | { id: number; clean: false; failed?: string }
   | {
@@ -78,7 +84,7 @@ export type SegmentReply =
       issues: Issue[]
       omitted: number
       lineCount: number
-      schemas: [string, { line: number; customId: string | null }[]][]
+      schemas: [string, SchemaUser[]][]
     }
 
 declare const self: Worker

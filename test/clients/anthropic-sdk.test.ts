@@ -22,7 +22,8 @@ function suite(store: (typeof STORES)[number]) {
     gw = await startTestGateway({
       store,
       upstreams: { openai: `${sim.url}/v1`, anthropic: sim.url },
-      env: { MULTIGRID_POLL_MS: '50' },
+      // A low line limit, so that a create over it is a small body.
+      env: { MULTIGRID_POLL_MS: '50', MULTIGRID_MAX_LINES: '100' },
     })
     const account = await gw.newAccount('10')
     key = account.key
@@ -105,6 +106,20 @@ function suite(store: (typeof STORES)[number]) {
       // A translated model gets the gateway's pessimistic bound: never below the real count.
       const bound = await client.messages.countTokens({ model: 'sim/chat', messages })
       expect(bound.input_tokens).toBeGreaterThan(counted.input_tokens)
+    })
+
+    test("countTokens passes a Claude model's own fields through, as create does", async () => {
+      const counted = await client.messages.countTokens({
+        model: 'sim/claude',
+        messages: [{ role: 'user', content: 'Think first, then say hello.' }],
+        thinking: { type: 'enabled', budget_tokens: 1024 },
+      })
+      // Anthropic's count: the translation's subset (which has no thinking) is not asked for.
+      const plain = await client.messages.countTokens({
+        model: 'sim/claude',
+        messages: [{ role: 'user', content: 'Think first, then say hello.' }],
+      })
+      expect(counted.input_tokens).toBe(plain.input_tokens)
     })
 
     test('errors come in Anthropic shape, with the SDK error class', async () => {
@@ -247,6 +262,17 @@ function suite(store: (typeof STORES)[number]) {
         [3, 'requests[2].custom_id'],
         [4, 'requests[3].params.max_tokens'],
       ])
+    })
+
+    test('more requests than a batch holds: an issue at the first one over, as a native file', async () => {
+      const requests = Array.from({ length: 101 }, (_, i) => ({
+        custom_id: `r-${i}`,
+        params: ask('sim/chat'),
+      }))
+      const error = await client.messages.batches.create({ requests }).catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(Anthropic.BadRequestError)
+      const body = (error as { error: { issues: { line: number; path: string }[] } }).error
+      expect(body.issues.map((issue) => [issue.line, issue.path])).toEqual([[101, 'requests']])
     })
   })
 }

@@ -104,12 +104,55 @@ test('native: what a line cannot translate is an issue, nothing submitted', asyn
   ])
 })
 
+test("native: a schema's problems are named where a Responses body has it, text.format", async () => {
+  const { key } = await gw.newAccount('5')
+  const format = (schema: Record<string, unknown>) => ({
+    text: { format: { type: 'json_schema', name: 'answer', schema } },
+  })
+  const properties = Object.fromEntries(
+    Array.from({ length: 1001 }, (_, i) => [`p${i}`, { type: 'string' }]),
+  )
+  const response = await gw.request('/v1/batches', key, {
+    method: 'POST',
+    headers: { 'content-type': 'application/jsonl' },
+    body: jsonl([
+      responsesLine('wide', 'sim/chat', format({ type: 'object', properties })),
+      responsesLine('backreference', 'sim/chat', format({ type: 'string', pattern: '(a)\\1' })),
+    ]),
+  })
+  expect(response.status).toBe(400)
+  const body = (await response.json()) as { issues: { line: number; path: string }[] }
+  expect(body.issues.map((issue) => [issue.line, issue.path])).toEqual([
+    [1, 'body.text.format.schema'],
+    [2, 'body.text.format'],
+  ])
+  // The live call names the same field.
+  const live = await gw.request('/v1/responses', key, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      model: 'sim/chat',
+      input: 'hi',
+      ...format({ type: 'object', properties }),
+    }),
+  })
+  expect(live.status).toBe(400)
+  expect(((await live.json()) as { error: { param: string } }).error.param).toBe(
+    'text.format.schema',
+  )
+})
+
 test('facade: endpoint /v1/responses, output file in the Response shape, usage reported', async () => {
   const { key } = await gw.newAccount('5')
   const client = new OpenAI({ baseURL: `${gw.url}/openai/v1`, apiKey: key, maxRetries: 0 })
   const file = await client.files.create({
     file: await toFile(
-      Buffer.from(jsonl([responsesLine('f-1', 'sim/chat'), responsesLine('f-2', 'sim/chat')])),
+      Buffer.from(
+        jsonl([
+          responsesLine('f-1', 'sim/chat', { input: 'Question f-1 [sim:cache read=3]' }),
+          responsesLine('f-2', 'sim/chat', { input: 'Question f-2 [sim:cache read=3]' }),
+        ]),
+      ),
       'requests.jsonl',
     ),
     purpose: 'batch',
@@ -127,6 +170,12 @@ test('facade: endpoint /v1/responses, output file in the Response shape, usage r
   expect(done.endpoint).toBe('/v1/responses')
   expect(done.usage!.total_tokens).toBeGreaterThan(0)
   expect(done.model).toBe('sim/chat')
+  // Read from the Response bodies' own names (input_tokens_details), as the native batch counts them.
+  const native = (await (await gw.request(`/v1/batches/${done.id}`, key)).json()) as {
+    usage: { cached_input_tokens: number }
+  }
+  expect(native.usage.cached_input_tokens).toBe(6)
+  expect(done.usage!.input_tokens_details.cached_tokens).toBe(6)
   const output = (await (await client.files.content(done.output_file_id!)).text())
     .trim()
     .split('\n')

@@ -131,10 +131,29 @@ describe('the openai package', () => {
       expect(error).toBeInstanceOf(OpenAI.BadRequestError)
       return (error as { error: { message: string; param: string } }).error
     }
-    expect((await refused({ store: true })).message).toContain('stores no responses')
+    const stored = await refused({ store: true })
+    expect(stored.message).toStartWith('store true is not supported')
+    expect(stored.message).toContain('stores no responses')
     expect((await refused({ previous_response_id: 'resp_1' })).param).toBe('previous_response_id')
     expect((await refused({ reasoning: { effort: 'low' } })).param).toBe('reasoning')
+    // The translated body's own checks speak of the fields the caller sent.
+    const tooLong = await refused({ max_output_tokens: 999_999 })
+    expect(tooLong.param).toBe('max_output_tokens')
+    expect(tooLong.message).toContain('max_output_tokens')
+    expect(tooLong.message).not.toContain('max_tokens')
   })
+
+  for (const model of ['sim/chat', 'sim/claude'])
+    test(`cached prompt tokens are reported streamed as whole (${model})`, async () => {
+      const input = 'Say hello. [sim:cache read=4 write=2]'
+      const whole = await client.responses.create({ model, input, max_output_tokens: 32 })
+      expect(whole.usage!.input_tokens_details.cached_tokens).toBe(4)
+      const stream = client.responses.stream({ model, input, max_output_tokens: 32 })
+      for await (const _ of stream);
+      const streamed = (await stream.finalResponse()).usage!
+      expect(streamed.input_tokens_details.cached_tokens).toBe(4)
+      expect(streamed.input_tokens).toBe(whole.usage!.input_tokens)
+    })
 
   test('also at the root /v1/responses, with a json_schema text format', async () => {
     const root = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 })

@@ -40,6 +40,29 @@ test('ephemeral, with or without a 5m/1h ttl, on a part or a tool, for Anthropic
         )
 })
 
+test('a 1-hour TTL raises the ceiling only where Anthropic bills it, whatever an OpenAI offering lists', () => {
+  const file = testCatalog({ openai: 'http://127.0.0.1:9/v1' })
+  // A 1-hour write rate on every offering: OpenAI's can never be billed (its adapter drops cache_control).
+  for (const model of file.models)
+    for (const offering of model.offerings as Record<string, unknown>[])
+      offering.cache_write_1h_usd_per_mtok = '50'
+  const rated = loadConfig({
+    MULTIGRID_CONFIG: writeCatalog(file),
+    MG_TEST_ANTHROPIC_KEY: 'sk-ant-test-secret',
+  })
+  const withRates = createCatalog(rated.catalog, rated.providerKeys)
+  const inputRate = (model: string, ttl: string) => {
+    const verdict = validateBody(line(model, { type: 'ephemeral', ttl }), 'chat', withRates, {
+      prefix: 'body',
+    })
+    if (!verdict.ok) throw new Error(verdict.problems[0].message)
+    return verdict.value.rates.input.toFixed()
+  }
+  expect(inputRate('sim/chat', '1h')).toBe(inputRate('sim/chat', '5m'))
+  expect(inputRate('sim/claude', '1h')).toBe('50')
+  expect(inputRate('sim/claude', '5m')).not.toBe('50')
+})
+
 test('anything else is refused with its path and the fix', () => {
   const problem = (cache: unknown, on: 'part' | 'tool' = 'part') => {
     const verdict = validateBody(line('sim/claude', cache, on), 'chat', catalog, { prefix: 'body' })

@@ -307,6 +307,32 @@ describe('prompt caching (docs/pricing.md)', () => {
     ).toEqual({ input_tokens: 10, output_tokens: 2, cache_write_tokens: 9 })
   })
 
+  test('cache fields reported as 0 still give the translated usage its prompt_tokens_details', () => {
+    const converted = convertAnthropicResponse(
+      {
+        id: 'msg_1',
+        model: 'claude-x',
+        content: [{ type: 'text', text: 'hi' }],
+        stop_reason: 'end_turn',
+        usage: {
+          input_tokens: 11,
+          cache_read_input_tokens: 0,
+          cache_creation_input_tokens: 0,
+          cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+          output_tokens: 8,
+        },
+      },
+      1,
+    )
+    if (!converted.ok) throw new Error(converted.message)
+    expect(converted.body.usage).toEqual({
+      prompt_tokens: 11,
+      completion_tokens: 8,
+      total_tokens: 19,
+      prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
+    })
+  })
+
   test('cache_control on content parts, system parts and tools is passed on to Anthropic', () => {
     const converted = convertToAnthropicMessages({
       model: 'claude',

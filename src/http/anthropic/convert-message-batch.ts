@@ -20,7 +20,7 @@ export type MessageBatchFile =
       /** What kept the other requests out, in request order. */
       issues: Issue[]
     }
-  | { ok: false; envelope: string }
+  | { ok: false; envelope: string; issues?: Issue[] }
 
 /** Where request `index`'s field sits in the caller's document. */
 export const requestPath = (index: number, path: string) =>
@@ -34,11 +34,23 @@ export function convertMessageBatch(body: unknown, maxRequests: number): Message
       envelope:
         'the body must be {"requests": [{"custom_id": "…", "params": {…a Messages request…}}, …]} with at least one request',
     }
-  if (requests.length > maxRequests)
+  if (requests.length > maxRequests) {
+    // As the native submit says it of a file with too many lines: an issue at the first one over.
+    const fix = `split it into batches of at most ${maxRequests} requests and create each`
     return {
       ok: false,
-      envelope: `a batch holds at most ${maxRequests} requests and this one has ${requests.length}; split it into several batches`,
+      envelope: `a batch holds at most ${maxRequests} requests and this one has ${requests.length}; ${fix}`,
+      issues: [
+        {
+          line: maxRequests + 1,
+          custom_id: null,
+          path: 'requests',
+          message: `has more than ${maxRequests} requests`,
+          fix,
+        },
+      ],
     }
+  }
   const issues: Issue[] = []
   const seen = new Set<string>()
   const lines: string[] = []

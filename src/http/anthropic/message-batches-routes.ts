@@ -171,7 +171,11 @@ async function createMessageBatch(deps: MessageBatchDeps, request: Request, call
   if (nestsDeeperThan(read.value))
     throw badRequest(`the body nests more than ${MAX_JSON_DEPTH} levels deep; flatten it`)
   const file = convertMessageBatch(read.value, deps.limits.maxLines)
-  if (!file.ok) throw badRequest(file.envelope, 'requests')
+  if (!file.ok) {
+    if (!file.issues) throw badRequest(file.envelope, 'requests')
+    const extra = { issues: file.issues, issues_omitted: 0 }
+    throw refuse('invalid_batch_file', file.envelope, { param: 'requests', extra })
+  }
   if (file.issues.length > 0) {
     // Every invalid request at once: the engine's verdict on the others joins these.
     const others =
@@ -227,11 +231,12 @@ async function createMessageBatch(deps: MessageBatchDeps, request: Request, call
 /** Every invalid request at once (docs/clients/anthropic-sdk.md): Anthropic's error, with the native issues beside it. */
 function invalidRequests(issues: Issue[], omitted = 0) {
   const shown = issues.slice(0, MAX_ISSUES)
+  // Issues, not requests: one request can have several.
   const count = issues.length + omitted
   const first = shown[0]
   return refuse(
     'invalid_batch_file',
-    `${count} invalid request${count === 1 ? '' : 's'}; nothing was submitted. First: ${first ? `${first.path} ${first.message}; ${first.fix}` : ''}`,
+    `${count} issue${count === 1 ? '' : 's'} in the requests; nothing was submitted. First: ${first ? `${first.path} ${first.message}; ${first.fix}` : ''}`,
     { extra: { issues: shown, issues_omitted: omitted + issues.length - shown.length } },
   )
 }

@@ -88,10 +88,13 @@ export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
     const input = await live.readJson(request, headers, anthropicAuthorization(request))
     // count_tokens takes no max_tokens; one output token lets the body pass as a request.
     const raw = input.raw as Record<string, unknown> | null
+    // Passed through, Anthropic's own fields (thinking, documents, …) are Anthropic's to count.
+    const through = passesThrough(deps.catalog, raw?.model)
     const body = chatBodyOf(
       typeof raw === 'object' && raw !== null && !Array.isArray(raw)
         ? { ...raw, max_tokens: 1 }
         : raw,
+      through,
     )
     const checked = validateBody(body, 'chat', deps.catalog, { live: true })
     if (!checked.ok) {
@@ -101,7 +104,7 @@ export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
         throw refuse('model_not_found', message, { param: problem.path || null })
       throw badRequest(message, problem.path || null)
     }
-    if (passesThrough(deps.catalog, raw?.model)) {
+    if (through) {
       const tried = await sendWithFallback(deps.upstreams, {
         endpoint: 'chat',
         body: raw as Record<string, unknown>,

@@ -33,6 +33,8 @@ interface ChatUsage {
   completion_tokens_details?: { reasoning_tokens?: number }
   input_tokens?: number
   output_tokens?: number
+  input_tokens_details?: { cached_tokens?: number }
+  output_tokens_details?: { reasoning_tokens?: number }
 }
 
 const count = (value: unknown) => (typeof value === 'number' && value >= 0 ? value : 0)
@@ -66,8 +68,13 @@ async function summarize(store: BatchStore, batchId: string): Promise<BatchSumma
       // Chat and embeddings name them prompt/completion; a Response names them input/output.
       input += count(usage.prompt_tokens ?? usage.input_tokens)
       output += count(usage.completion_tokens ?? usage.output_tokens)
-      cached += count(usage.prompt_tokens_details?.cached_tokens)
-      reasoning += count(usage.completion_tokens_details?.reasoning_tokens)
+      cached += count(
+        usage.prompt_tokens_details?.cached_tokens ?? usage.input_tokens_details?.cached_tokens,
+      )
+      reasoning += count(
+        usage.completion_tokens_details?.reasoning_tokens ??
+          usage.output_tokens_details?.reasoning_tokens,
+      )
     }
     if (lines.length < PAGE) break
     after = lines[lines.length - 1].lineNo

@@ -43,6 +43,8 @@ export function responseStreamRender(request: Record<string, unknown>): StreamRe
   let started = false
   let open: Open | null = null
   let finishReason: unknown = null
+  /** Reasoning tokens, from the chunk that carries the usage (the gateway's Usage has none). */
+  let reasoningTokens = 0
   const event = (type: string, data: Record<string, unknown>) =>
     `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}\n\n`
 
@@ -110,6 +112,10 @@ export function responseStreamRender(request: Record<string, unknown>): StreamRe
   return {
     chunk(value) {
       let out = started ? '' : start()
+      const usage = value.usage as
+        { completion_tokens_details?: { reasoning_tokens?: unknown } } | null | undefined
+      const reasoning = usage?.completion_tokens_details?.reasoning_tokens
+      if (typeof reasoning === 'number') reasoningTokens = reasoning
       const choice = (value.choices as Record<string, unknown>[] | undefined)?.[0]
       if (!choice) return out
       const delta = (choice.delta ?? {}) as { content?: unknown; tool_calls?: ToolDelta[] }
@@ -149,9 +155,9 @@ export function responseStreamRender(request: Record<string, unknown>): StreamRe
       const output = usage?.output_tokens ?? 0
       response.usage = {
         input_tokens: input,
-        input_tokens_details: { cached_tokens: 0 },
+        input_tokens_details: { cached_tokens: usage?.cached_input_tokens ?? 0 },
         output_tokens: output,
-        output_tokens_details: { reasoning_tokens: 0 },
+        output_tokens_details: { reasoning_tokens: reasoningTokens },
         total_tokens: input + output,
       }
       const type = finish.status === 'completed' ? 'response.completed' : 'response.incomplete'

@@ -6,8 +6,9 @@
  */
 import { Elysia } from 'elysia'
 import type { Catalog } from '../../catalog/catalog.ts'
-import { badRequest } from '../../errors.ts'
+import { badRequest, GatewayError } from '../../errors.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
+import { inResponsesNames, responsesParam } from '../../ingest/responses-line.ts'
 import type { LiveService, StreamRender } from '../live.ts'
 import { convertChatToResponse } from '../../../providers/responses/convert-chat-to-response.ts'
 import { convertResponsesToChat } from '../../../providers/responses/convert-responses-to-chat.ts'
@@ -39,6 +40,19 @@ export function passesThrough(catalog: Catalog, model: unknown): boolean {
   )
 }
 
+/**
+ * A refusal of the translated chat body (its validation, the hold), told in the Responses body's
+ * names: the caller sent max_output_tokens and input, not max_tokens and messages.
+ */
+function inResponsesTermsError(error: unknown): unknown {
+  if (!(error instanceof GatewayError)) return error
+  const { param } = error.options
+  return new GatewayError(error.refusal, inResponsesNames(error.message), {
+    ...error.options,
+    param: param ? responsesParam(param) : param,
+  })
+}
+
 /** A passed-through stream: the provider's events as they came, under their own names. */
 const rawEvents = (): StreamRender => ({
   chunk: (event) => `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`,
@@ -63,9 +77,13 @@ export function responsesRoutes(prefix: string, live: LiveService, catalog: Cata
         if (params.stream === true) return live.stream(request, headers, passed, rawEvents())
         return live.call(request, passed, 'chat')
       }
-      if (params.stream === true)
-        return live.stream(request, headers, chat, responseStreamRender(params))
-      return convertChatToResponse(await live.call(request, chat, 'chat'), params)
+      try {
+        if (params.stream === true)
+          return await live.stream(request, headers, chat, responseStreamRender(params))
+        return convertChatToResponse(await live.call(request, chat, 'chat'), params)
+      } catch (error) {
+        throw inResponsesTermsError(error)
+      }
     },
     { parse: 'none' },
   )
