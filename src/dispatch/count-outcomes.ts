@@ -6,9 +6,12 @@ import type { ClaimedLine, LineOutcome } from '../store/store.ts'
 import type { PrometheusMetrics } from '../telemetry/prometheus.ts'
 import type { UsageRecorder } from './usage-recorder.ts'
 
-/** The dispatcher's onOutcome for the usage report and /metrics. */
+/**
+ * The dispatchers' onOutcome for the usage report and /metrics: the live lanes' with the claimed
+ * line, the batch lanes' with its account (their outcomes always name their model).
+ */
 export function countLineOutcomes(usage: UsageRecorder, metrics: PrometheusMetrics) {
-  return (outcome: LineOutcome, line: ClaimedLine) => {
+  return (outcome: LineOutcome, line: Pick<ClaimedLine, 'accountId'> & { input?: string }) => {
     if (outcome.kind === 'retry') return
     metrics.lineFinished(outcome.kind, outcome.provider, outcome.costUsd)
     const accounting =
@@ -17,7 +20,7 @@ export function countLineOutcomes(usage: UsageRecorder, metrics: PrometheusMetri
       accountId: line.accountId,
       kind: 'line',
       // A failed line's model is read back from its input: rare, unlike a success's.
-      model: accounting?.model ?? modelOf(line.input),
+      model: accounting?.model ?? modelOf(line.input ?? ''),
       provider: outcome.provider ?? 'none',
       inputTokens: accounting?.inputTokens ?? 0,
       cachedInputTokens: accounting?.cachedInputTokens ?? 0,

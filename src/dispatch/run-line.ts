@@ -24,9 +24,10 @@ import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import { inlineSchemaChecks } from '../schemas/inline-checks.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import { answerChoices, answerFormat, judgeChoices } from '../schemas/structured-answer.ts'
-import type { ClaimedLine, LineOutcome, LineUsage } from '../store/store.ts'
+import type { ClaimedLine, LineOutcome } from '../store/store.ts'
 import { sendWithFallback, type Tried } from '../upstream/send-with-fallback.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
+import { lineAccounting, lineUsage } from './billed-usage.ts'
 import { answerFor, lineRequest } from './responses-line.ts'
 import { retryDelay, type RetryPolicy } from './retry-policy.ts'
 import type { PlannedBatch, SpillPlanner } from './spill-planner.ts'
@@ -146,15 +147,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       provider: offering.provider,
       latencyMs: Math.round(outcome.latencyMs),
       usage: lineUsage(usage, offering, costUsd),
-      accounting: {
-        model: model.id,
-        inputTokens: usage.input_tokens,
-        cachedInputTokens: usage.cached_input_tokens ?? 0,
-        outputTokens: usage.output_tokens,
-        // The planner's saving (docs/routing.md) is measured against the first listed offering.
-        firstOfferingCostUsd:
-          model.offerings[0] === offering ? costUsd : priceUsage(usage, model.offerings[0]),
-      },
+      accounting: lineAccounting(model, usage, offering, costUsd),
     }
     // One whose check passed the budget (docs/webhooks-and-streams.md): failed, and billed as the answer it is (the
     // upstream answered; the schema is the caller's), never past its ceiling.
@@ -214,24 +207,6 @@ async function judgeAnswer(
     return { checked: true as const, problem: judgeChoices(format.type, null, choices, null) }
   const job = { text: JSON.stringify(format.schema), name: format.name, choices }
   return (deps.schemaChecks ?? inline).judge(job, line.accountId)
-}
-
-/** The tokens a line was billed for, by class, for its batch's usage (docs/pricing.md). */
-function lineUsage(usage: Usage, offering: Offering, costUsd: string): LineUsage {
-  const cacheClasses =
-    (usage.cached_input_tokens ?? 0) +
-      (usage.cache_write_tokens ?? 0) +
-      (usage.cache_write_1h_tokens ?? 0) >
-    0
-  const uncached = { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens }
-  return {
-    input: usage.input_tokens,
-    cached: usage.cached_input_tokens ?? 0,
-    written: (usage.cache_write_tokens ?? 0) + (usage.cache_write_1h_tokens ?? 0),
-    output: usage.output_tokens,
-    // Without cache classes the line's cost is its uncached cost: priced once.
-    uncachedCostUsd: cacheClasses ? priceUsage(uncached, offering) : costUsd,
-  }
 }
 
 const providerNames = new WeakMap<readonly Offering[], string[]>()

@@ -15,6 +15,7 @@ import { DEFAULT_RETRY, type RetryPolicy } from '../dispatch/retry-policy.ts'
 import { createWaitingBatches, type WaitingBatches } from '../dispatch/waiting-batches.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import { openStoreChannel } from '../store/open-store.ts'
+import type { LineOutcome } from '../store/store.ts'
 import { observeLines } from '../telemetry/observe-lines.ts'
 import { createBatchClients } from '../upstream/batch-clients.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
@@ -66,8 +67,10 @@ function buildLanes(
   const clients = config.dispatch.enabled ? createBatchClients(config) : new Map()
   if (clients.size === 0) return null
   const { store, chunks, logger } = core
+  const counted = countLineOutcomes(core.usage, core.metrics)
+  const onOutcome = (outcome: LineOutcome, accountId: string) => counted(outcome, { accountId })
   return createBatchLanes(
-    { store, dispatch: announced, chunks, catalog, clients, retry, logger },
+    { store, dispatch: announced, chunks, catalog, clients, retry, logger, onOutcome },
     {
       holder: core.instanceId,
       leaseMs: Math.min(config.dispatch.leaseSeconds * 1000, 30_000),

@@ -14,7 +14,7 @@ import {
   type OpenAIBatchClient,
 } from '../../providers/batch-api/index.ts'
 import { batchLaneSettings } from '../../src/catalog/batch-lane.ts'
-import { offeringSchema } from '../../src/catalog/catalog-file.ts'
+import { modelSchema, offeringSchema } from '../../src/catalog/catalog-file.ts'
 import {
   followChunk,
   lineOwnerOf,
@@ -69,6 +69,13 @@ function depsFor(client: OpenAIBatchClient | AnthropicBatchClient, holder: strin
     lines: opened.dispatch,
     client,
     offering: lane(client.kind, model),
+    model: modelSchema.parse({
+      id: `sim/${model}`,
+      endpoints: ['chat'],
+      context_tokens: 128_000,
+      max_output_tokens: 16_384,
+      offerings: [lane(client.kind, model)],
+    }),
     settings: batchLaneSettings({ poll_s: 0.05 }, client.kind),
     retry: DEFAULT_RETRY,
     holder,
@@ -160,6 +167,7 @@ describe('a chunk through OpenAI', () => {
     await submitChunk(deps, {
       id: 'chk_o1',
       batchId: id,
+      accountId: 'acct',
       endpoint: 'chat',
       fallbackAtMs: later(),
       lines: claimed,
@@ -190,6 +198,7 @@ describe('a chunk through OpenAI', () => {
     await submitChunk(deps, {
       id: 'chk_o2',
       batchId: id,
+      accountId: 'acct',
       endpoint: 'chat',
       fallbackAtMs: Date.now(),
       lines: claimed,
@@ -258,6 +267,7 @@ describe('a chunk through OpenAI', () => {
     await submitChunk(deps, {
       id: 'chk_o4',
       batchId: id,
+      accountId: 'acct',
       endpoint: 'chat',
       fallbackAtMs: later(),
       lines: claimed,
@@ -278,6 +288,7 @@ describe('a chunk through Anthropic', () => {
     await submitChunk(deps, {
       id: 'chk_a1',
       batchId: id,
+      accountId: 'acct',
       endpoint: 'chat',
       fallbackAtMs: later(),
       lines: claimed,
@@ -304,6 +315,7 @@ describe('a chunk through Anthropic', () => {
     await submitChunk(deps, {
       id: 'chk_a2',
       batchId: id,
+      accountId: 'acct',
       endpoint: 'chat',
       fallbackAtMs: later(),
       lines: again,

@@ -15,7 +15,7 @@ import {
   type ChunkLineResult,
   type ChunkRequest,
 } from '../../providers/batch-api/index.ts'
-import { offeringSchema } from '../../src/catalog/catalog-file.ts'
+import { modelSchema, offeringSchema } from '../../src/catalog/catalog-file.ts'
 import { chooseBatchLane, liveOfferings } from '../../src/dispatch/batch-lane/choose-batch-lane.ts'
 import { followAction, nextPollAt } from '../../src/dispatch/batch-lane/follow-schedule.ts'
 import { groupIntoChunks, type ChunkCandidate } from '../../src/dispatch/batch-lane/group-chunks.ts'
@@ -100,6 +100,19 @@ describe('mapping back', () => {
     input_usd_per_mtok: '0.075',
     output_usd_per_mtok: '0.3',
   })
+  const live = offeringSchema.parse({
+    provider: 'openai',
+    upstream_model: 'gpt-sim',
+    input_usd_per_mtok: '0.15',
+    output_usd_per_mtok: '0.6',
+  })
+  const model = modelSchema.parse({
+    id: 'sim/gpt',
+    endpoints: ['chat'],
+    context_tokens: 128_000,
+    max_output_tokens: 16_384,
+    offerings: [live, lane],
+  })
   const chunk = (model: string): ChunkRequest => ({
     chunkId: 'chk_map',
     endpoint: 'chat',
@@ -145,6 +158,7 @@ describe('mapping back', () => {
     const results = await openAIResults()
     const outcomes = mapChunkResults(states, results, {
       offering: lane,
+      model,
       retry: DEFAULT_RETRY,
       nowMs: 1000,
       latencyMs: 5,
@@ -163,6 +177,21 @@ describe('mapping back', () => {
       .plus(new Decimal(usage.completion_tokens).mul('0.3'))
       .div(1_000_000)
     expect(new Decimal(first.costUsd).equals(expected)).toBe(true)
+    // Its tokens join its batch's usage, and the usage report counts it under its model.
+    expect(first.usage).toMatchObject({
+      input: usage.prompt_tokens,
+      output: usage.completion_tokens,
+    })
+    expect(first.accounting).toMatchObject({
+      model: 'sim/gpt',
+      inputTokens: usage.prompt_tokens,
+      outputTokens: usage.completion_tokens,
+      firstOfferingCostUsd: new Decimal(usage.prompt_tokens)
+        .mul('0.15')
+        .plus(new Decimal(usage.completion_tokens).mul('0.6'))
+        .div(1_000_000)
+        .toFixed(),
+    })
     const failed = outcomes[1]
     expect(failed.kind === 'failed' && failed.error.code).toBe('invalid_request')
   })
@@ -195,7 +224,7 @@ describe('mapping back', () => {
     const outcomes = mapChunkResults(
       [...states, { position: 4, batchId: 'b', lineNo: 11, attempts: 1 }],
       [...results, { ...errored, position: 3 }],
-      { offering: lane, retry: DEFAULT_RETRY, nowMs: 1000, latencyMs: 5, random: () => 0.5 },
+      { offering: lane, model, retry: DEFAULT_RETRY, nowMs: 1000, latencyMs: 5, random: () => 0.5 },
     )
     expect(outcomes[0]).toEqual({
       batchId: 'b',
@@ -225,6 +254,7 @@ describe('mapping back', () => {
       [{ ...errored, position: 3 }],
       {
         offering: lane,
+        model,
         retry: DEFAULT_RETRY,
         nowMs: 1000,
         latencyMs: 5,

@@ -161,6 +161,39 @@ for (const storeKind of STORES) {
       }
     }, 60_000)
 
+    test("two models on one upstream model: each line at its own model's lane price, in the batch's usage and the usage report", async () => {
+      const batch = await submit(jsonl(lines('lane/twin', 3)))
+      const ended = (await finished(batch.id)) as Batch & {
+        usage: { input_tokens: number; output_tokens: number }
+      }
+      expect(ended.status).toBe('completed')
+      const rows = await results(batch.id)
+      let input = 0
+      let output = 0
+      for (const row of rows) {
+        expect(row.provider).toBe('sim:batch')
+        const usage = row.response!.body.usage
+        expect(row.cost_usd).toBe(priced(usage, '0.25', '0.5').toFixed())
+        input += usage.prompt_tokens
+        output += usage.completion_tokens
+      }
+      expect(input).toBeGreaterThan(0)
+      expect(ended.usage).toMatchObject({ input_tokens: input, output_tokens: output })
+      const today = new Date().toISOString().slice(0, 10)
+      const reported = await waitFor('the lines in the usage report', async () => {
+        const answer = await gw.request(`/v1/usage?from=${today}&to=${today}&group_by=model`, key)
+        const body = (await answer.json()) as {
+          data: { model: string; lines: number; input_tokens: number; cost_usd: string }[]
+        }
+        const row = body.data.find((entry) => entry.model === 'lane/twin')
+        return row?.lines === 3 ? row : null
+      })
+      expect(reported.input_tokens).toBe(input)
+      expect(new Decimal(reported.cost_usd).eq(ended.cost_usd)).toBe(true)
+      const metrics = await (await fetch(`${gw.url}/metrics`)).text()
+      expect(metrics).toMatch(/multigrid_lines_total\{[^}]*provider="sim:batch"[^}]*\} \d+/)
+    }, 60_000)
+
     test('the OpenAI SDK unchanged: a facade batch runs through the lane like any other', async () => {
       const before = openai.batches().jobs.length
       const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/openai/v1`, maxRetries: 0 })

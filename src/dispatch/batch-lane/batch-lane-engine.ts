@@ -9,6 +9,7 @@
  */
 import type { AnthropicBatchClient, OpenAIBatchClient } from '../../../providers/batch-api/index.ts'
 import { batchLaneSettings } from '../../catalog/batch-lane.ts'
+import type { ModelEntry } from '../../catalog/catalog-file.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
 import { newId } from '../../domain.ts'
 import type { ChunkRecord, ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
@@ -29,7 +30,12 @@ export interface EngineDeps {
   /** The batch client of a provider with a batch lane. */
   client(provider: string): OpenAIBatchClient | AnthropicBatchClient | undefined
   retry: RetryPolicy
+  /** Told each recorded line's outcome and its batch's account (the usage report, /metrics). */
+  onOutcome?: (outcome: LineOutcome, accountId: string) => void
 }
+
+/** A batch lane and the catalog model whose offering it is. */
+type Lane = BatchLaneChoice & { model: ModelEntry }
 
 export interface EngineOptions {
   /** This instance's name for chunk leases. */
@@ -54,24 +60,26 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
   // batch that ended is never listed again; the set only needs bounding.
   const LIVE_REMEMBERED = 10_000
 
-  function laneOf(line: ClaimedLine, batch: RunnableBatch): BatchLaneChoice | null {
+  function laneOf(line: ClaimedLine, batch: RunnableBatch): Lane | null {
     const parsed = JSON.parse(line.input) as Parsed
     const model = deps.catalog.find(String(parsed.body.model))
     if (!model) return null
     const ordered = deps.catalog.routeWithLanes(model, parsed.body.provider as never)
     const kindOf = (name: string) => deps.catalog.provider(name)?.kind
     const choice = chooseBatchLane(ordered, batch.deadlineAt * 1000, now(), kindOf)
-    return choice && deps.client(choice.offering.provider) ? choice : null
+    return choice && deps.client(choice.offering.provider) ? { ...choice, model } : null
   }
 
-  function chunkDeps(choice: BatchLaneChoice): ChunkDeps {
+  function chunkDeps(choice: Lane): ChunkDeps {
     const pollMs = choice.settings.pollMs
     return {
       chunks: deps.chunks,
       lines: deps.dispatch,
       client: deps.client(choice.offering.provider)!,
       offering: choice.offering,
+      model: choice.model,
       settings: choice.settings,
+      onOutcome: deps.onOutcome,
       retry: deps.retry,
       holder: options.holder,
       leaseMs: options.leaseMs,
@@ -135,6 +143,7 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     await submitChunk(cd, {
       id: chunkId,
       batchId: batch.id,
+      accountId: batch.accountId,
       endpoint: planned.endpoint,
       fallbackAtMs,
       lines: planned.lineNos.map((lineNo) => byNo.get(lineNo)!),
@@ -154,15 +163,21 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     await deps.dispatch.recordOutcomes(owner, outcomes, now())
   }
 
-  /** The lane of a chunk taken over from another instance, from the catalog. */
-  function choiceOf(chunk: ChunkRecord): BatchLaneChoice | null {
-    for (const model of deps.catalog.models)
+  /**
+   * The lane a chunk is followed on, from the catalog: its model's batch offering of that
+   * provider and upstream model (two models may list the same one, each at its own price). A
+   * chunk stored before its model was has the first model listing it.
+   */
+  function choiceOf(chunk: ChunkRecord): Lane | null {
+    const named = chunk.model === null ? undefined : deps.catalog.find(chunk.model)
+    const models = named ? [named] : chunk.model === null ? deps.catalog.models : []
+    for (const model of models)
       for (const offering of model.offerings) {
         if (offering.lane !== 'batch' || offering.provider !== chunk.provider) continue
         if (offering.upstream_model !== chunk.upstreamModel) continue
         const kind = deps.catalog.provider(offering.provider)?.kind
         if (!kind || !deps.client(offering.provider)) continue
-        return { offering, settings: batchLaneSettings(offering, kind) }
+        return { offering, model, settings: batchLaneSettings(offering, kind) }
       }
     return null
   }

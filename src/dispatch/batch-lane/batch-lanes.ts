@@ -5,7 +5,7 @@
  */
 import type { Catalog } from '../../catalog/catalog.ts'
 import type { ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
-import type { DispatchStore, Store } from '../../store/store.ts'
+import type { DispatchStore, LineOutcome, Store } from '../../store/store.ts'
 import type { Logger } from '../../telemetry/logger.ts'
 import type { BatchClient } from '../../upstream/batch-clients.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
@@ -20,6 +20,8 @@ export interface BatchLanesDeps {
   clients: ReadonlyMap<string, BatchClient>
   retry: RetryPolicy
   logger: Logger
+  /** Told each recorded line's outcome and its batch's account (the usage report, /metrics). */
+  onOutcome?: (outcome: LineOutcome, accountId: string) => void
 }
 
 export interface BatchLanesOptions {
@@ -53,6 +55,7 @@ export function createBatchLanes(deps: BatchLanesDeps, options: BatchLanesOption
       catalog: deps.catalog,
       client,
       retry: deps.retry,
+      onOutcome: deps.onOutcome,
     },
     { holder: options.holder, leaseMs: options.leaseMs },
   )

@@ -18,7 +18,7 @@ import {
 } from '../../../providers/batch-api/index.ts'
 import type { UpstreamError } from '../../../providers/types.ts'
 import type { BatchLaneSettings } from '../../catalog/batch-lane.ts'
-import type { Offering } from '../../catalog/catalog-file.ts'
+import type { ModelEntry, Offering } from '../../catalog/catalog-file.ts'
 import { offeringName } from '../../catalog/lanes.ts'
 import type { ChunkLineRef, ChunkRecord, ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
 import type { ClaimedLine, DispatchStore, LineOutcome } from '../../store/store.ts'
@@ -33,7 +33,11 @@ export interface ChunkDeps {
   lines: Pick<DispatchStore, 'renewLeases' | 'recordOutcomes'>
   client: OpenAIBatchClient | AnthropicBatchClient
   offering: Offering
+  /** The catalog model the offering is of: the chunk's lines name it. */
+  model: ModelEntry
   settings: BatchLaneSettings
+  /** Told each recorded line's outcome and its batch's account (the usage report, /metrics). */
+  onOutcome?: (outcome: LineOutcome, accountId: string) => void
   retry: RetryPolicy
   /** This instance: it holds chunk leases under this name. */
   holder: string
@@ -72,6 +76,7 @@ export async function submitChunk(
   chunk: {
     id: string
     batchId: string
+    accountId: string
     endpoint: 'chat' | 'embeddings'
     /** deadline_at − fallback_hours of the batch (ms). */
     fallbackAtMs: number
@@ -88,6 +93,8 @@ export async function submitChunk(
       provider: offering.provider,
       upstreamModel: offering.upstream_model,
       endpoint: chunk.endpoint,
+      model: deps.model.id,
+      accountId: chunk.accountId,
       fallbackAtMs: chunk.fallbackAtMs,
       lineNos: chunk.lines.map((line) => line.lineNo),
       attempts: chunk.lines.map((line) => line.attempts),
@@ -177,18 +184,23 @@ function statesOf(lines: readonly ClaimedLine[]): ChunkLineRef[] {
  */
 async function recordResults(
   deps: ChunkDeps,
-  chunk: Pick<ChunkRecord, 'id' | 'batchId' | 'createdAt'>,
+  chunk: Pick<ChunkRecord, 'id' | 'batchId' | 'accountId' | 'createdAt'>,
   states: readonly ChunkLineRef[],
   results: readonly ChunkLineResult[],
 ): Promise<void> {
   const now = deps.now()
   const outcomes = mapChunkResults(withBatch(chunk.batchId, states), results, {
     offering: deps.offering,
+    model: deps.model,
     retry: deps.retry,
     nowMs: now,
     latencyMs: now - chunk.createdAt,
   })
-  await deps.lines.recordOutcomes(lineOwnerOf(chunk.id), outcomes, now)
+  const recorded = await deps.lines.recordOutcomes(lineOwnerOf(chunk.id), outcomes, now)
+  // Counted once they are recorded: a lease lost to a takeover records (and counts) nothing.
+  const { accountId } = chunk
+  if (recorded === 0 || accountId === null || !deps.onOutcome) return
+  for (const outcome of outcomes) deps.onOutcome(outcome, accountId)
 }
 
 /** The lines these results report (each line's outcome depends on its own result alone). */

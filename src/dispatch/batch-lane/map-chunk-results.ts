@@ -6,10 +6,11 @@
  * to pending without using an attempt, for the other lanes.
  */
 import type { ChunkLineResult } from '../../../providers/batch-api/types.ts'
-import type { Offering } from '../../catalog/catalog-file.ts'
+import type { ModelEntry, Offering } from '../../catalog/catalog-file.ts'
 import { offeringName } from '../../catalog/lanes.ts'
 import { priceUsage } from '../../pricing/price-usage.ts'
 import type { LineOutcome } from '../../store/store.ts'
+import { lineAccounting, lineUsage } from '../billed-usage.ts'
 import { retryDelay, type RetryPolicy } from '../retry-policy.ts'
 import { lineError } from '../run-line.ts'
 
@@ -24,6 +25,8 @@ export interface ChunkLineState {
 
 export interface MapDeps {
   offering: Offering
+  /** The catalog model whose batch offering this is, for the usage report. */
+  model: ModelEntry
   retry: RetryPolicy
   nowMs: number
   /** How long the provider batch took, shown as each line's latency. */
@@ -50,15 +53,18 @@ export function mapChunkResults(
         // No usage, no honest bill: retried like a live answer without usage.
         return { batchId, lineNo, kind: 'retry', notBefore: deps.nowMs, unsent: true }
       }
+      const costUsd = priceUsage(usage, deps.offering)
       return {
         batchId,
         lineNo,
         kind: 'succeeded',
         responseStatus: 200,
         response: JSON.stringify(result.body),
-        costUsd: priceUsage(usage, deps.offering),
+        costUsd,
         provider,
         latencyMs: Math.round(deps.latencyMs),
+        usage: lineUsage(usage, deps.offering, costUsd),
+        accounting: lineAccounting(deps.model, usage, deps.offering, costUsd),
       }
     }
     if (result.type !== 'errored')
@@ -74,6 +80,14 @@ export function mapChunkResults(
       costUsd: '0',
       provider,
       latencyMs: Math.round(deps.latencyMs),
+      // Counted in the usage report under its model, with no tokens billed.
+      accounting: {
+        model: deps.model.id,
+        inputTokens: 0,
+        cachedInputTokens: 0,
+        outputTokens: 0,
+        firstOfferingCostUsd: '0',
+      },
     }
   })
 }

@@ -26,6 +26,10 @@ export interface ChunkIntent {
   provider: string
   upstreamModel: string
   endpoint: 'chat' | 'embeddings'
+  /** The catalog model its lines name: its batch offering prices them. */
+  model?: string
+  /** Its batch's account, for the usage report. */
+  accountId?: string
   /** deadline_at − fallback_hours of its batch (ms). */
   fallbackAtMs: number
   /** Line numbers of the Multigrid batch, in chunk order: position n is `lineNos[n - 1]`. */
@@ -42,6 +46,9 @@ export interface ChunkRecord {
   provider: string
   upstreamModel: string
   endpoint: 'chat' | 'embeddings'
+  /** Null in a chunk made before the column was (sql/0019_chunk_model.sql). */
+  model: string | null
+  accountId: string | null
   state: ChunkState
   fallbackAtMs: number
   inputFileId: string | null
@@ -145,6 +152,8 @@ export function rowToChunk(row: Row): ChunkRecord {
     provider: String(row.provider),
     upstreamModel: String(row.upstream_model),
     endpoint: row.endpoint === 'embeddings' ? 'embeddings' : 'chat',
+    model: orNull(row.model, String),
+    accountId: orNull(row.account_id, String),
     state: String(row.state) as ChunkState,
     fallbackAtMs: Number(row.fallback_at),
     inputFileId: orNull(row.input_file_id, String),

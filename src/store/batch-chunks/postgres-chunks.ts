@@ -14,10 +14,11 @@ export function createPostgresChunkStore(sql: Sql): ChunkStore {
       await sql.begin(async (tx) => {
         await tx`
           INSERT INTO batch_chunks (id, batch_id, offering, provider, upstream_model, endpoint,
-            state, line_count, fallback_at, next_poll_at, created_at, updated_at, lease_owner,
-            lease_until)
+            model, account_id, state, line_count, fallback_at, next_poll_at, created_at,
+            updated_at, lease_owner, lease_until)
           VALUES (${intent.id}, ${intent.batchId}, ${intent.offering}, ${intent.provider},
-            ${intent.upstreamModel}, ${intent.endpoint}, 'intent', ${intent.lineNos.length}, ${intent.fallbackAtMs},
+            ${intent.upstreamModel}, ${intent.endpoint}, ${intent.model ?? null},
+            ${intent.accountId ?? null}, 'intent', ${intent.lineNos.length}, ${intent.fallbackAtMs},
             ${nowMs}, ${nowMs}, ${nowMs}, ${lease?.owner ?? null}, ${lease?.untilMs ?? null})`
         const rows = intent.lineNos.map((lineNo, index) => ({
           chunk_id: intent.id,

@@ -16,9 +16,9 @@ export function createSqliteChunkStore(db: Database): ChunkStore {
       db.transaction(() => {
         q(
           `INSERT INTO batch_chunks (id, batch_id, offering, provider, upstream_model, endpoint,
-             state, line_count, fallback_at, next_poll_at, created_at, updated_at, lease_owner,
-             lease_until)
-           VALUES (?, ?, ?, ?, ?, ?, 'intent', ?, ?, ?, ?, ?, ?, ?)`,
+             model, account_id, state, line_count, fallback_at, next_poll_at, created_at,
+             updated_at, lease_owner, lease_until)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'intent', ?, ?, ?, ?, ?, ?, ?)`,
         ).run(
           intent.id,
           intent.batchId,
@@ -26,6 +26,8 @@ export function createSqliteChunkStore(db: Database): ChunkStore {
           intent.provider,
           intent.upstreamModel,
           intent.endpoint,
+          intent.model ?? null,
+          intent.accountId ?? null,
           intent.lineNos.length,
           intent.fallbackAtMs,
           nowMs,
