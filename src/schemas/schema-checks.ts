@@ -10,13 +10,16 @@
  * machine, and an ordinary schema must never be refused for it). A judgement whose schema its
  * thread has not compiled yet gets the compile's budget first, then the answer's.
  *
- * Jobs wait in one queue per owner (an account), taken round-robin: an account with many schemas
- * to compile, or many answers to judge against a slow schema, delays only its own jobs, never by
- * more than one budget per thread the others'.
+ * Jobs wait in one queue per owner (an account), taken round-robin, and no owner holds every
+ * thread while another's job waits or after one of its jobs took a budget (schema-turns.ts): an
+ * account with many schemas to compile, or many answers to judge against a slow schema, delays
+ * only its own jobs; another account's wait at most for the jobs already running, and mostly
+ * start at once on the thread kept free.
  */
 import { availableParallelism } from 'node:os'
 import type { AnswerChoice } from './structured-answer.ts'
 import { createSchemaThreads, type Job } from './schema-threads.ts'
+import { createTurns } from './schema-turns.ts'
 
 /** Compiling a schema may take this many budgets. */
 export const COMPILE_BUDGETS = 10
@@ -51,35 +54,28 @@ export interface SchemaChecks {
 export function createSchemaChecks(options: { budgetMs: number; threads?: number }): SchemaChecks {
   const { budgetMs } = options
   const compileMs = budgetMs * COMPILE_BUDGETS
-  const queues = new Map<string, Job[]>()
-  /** Owners with jobs waiting, in turn order. */
-  const turn: string[] = []
+  const count = options.threads ?? Math.max(1, Math.min(2, availableParallelism()))
+  // A job that held its thread for a whole answer's budget is one another account should not have
+  // to wait behind; an ordinary answer takes well under a millisecond, a compile a few.
+  const turns = createTurns<Job>({ threads: count, slowMs: budgetMs })
   let closed = false
 
-  const take = (): Job | null => {
-    const owner = turn.shift()
-    if (owner === undefined) return null
-    const queue = queues.get(owner)!
-    const job = queue.shift()!
-    if (queue.length > 0) turn.push(owner)
-    else queues.delete(owner)
-    return job
-  }
   const threads = createSchemaThreads({
-    threads: options.threads ?? Math.max(1, Math.min(2, availableParallelism())),
+    threads: count,
     judgeMs: budgetMs,
     compileMs,
-    take,
+    take: turns.take,
   })
 
   const enqueue = (owner: string, job: Job) => {
     if (closed) return job.finish(null, 0)
-    let queue = queues.get(owner)
-    if (!queue) {
-      queues.set(owner, (queue = []))
-      turn.push(owner)
-    }
-    queue.push(job)
+    turns.push(owner, {
+      request: job.request,
+      finish(reply, ms) {
+        turns.finished(owner, ms)
+        job.finish(reply, ms)
+      },
+    })
     threads.pump()
   }
 
@@ -126,9 +122,7 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
       ),
     async close() {
       closed = true
-      for (const job of [...queues.values()].flat()) job.finish(null, 0)
-      queues.clear()
-      turn.length = 0
+      for (const job of turns.drain()) job.finish(null, 0)
       threads.close()
     },
   }

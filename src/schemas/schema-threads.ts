@@ -15,7 +15,13 @@ import { startBackgroundThread } from '../threads/background-thread.ts'
 import type { SchemaReply, SchemaRequest } from './schema-worker.ts'
 import { cpuNsOf } from './thread-cpu.ts'
 
-/** A budget of CPU time is cut in any case once this many times its length has passed. */
+/**
+ * A budget of CPU time is cut in any case once this many times its length has passed. Not less:
+ * on the loaded 2-core machine a bomb's 100 ms of CPU took about 1 s of wall time (the threads
+ * run at SCHED_BATCH, nice +10), so a factor near 10 would cut honest schemas for the machine's
+ * load. A long wall time delays the owner's own jobs; others start on the thread it leaves free
+ * (schema-turns.ts).
+ */
 const WALL_FACTOR = 20
 /**
  * A thread's `known` texts are forgotten at this many: all of them are then still in its cache

@@ -1,8 +1,9 @@
 /**
  * The schema threads themselves (src/schemas/schema-checks.ts): an answer past its budget is
  * unchecked and its thread replaced, after which the pool judges as before; one account's queue
- * of bombs does not hold another account's answer back behind it (round-robin by owner); a closed
- * pool answers what it still held.
+ * of bombs does not hold another account's answers back behind it (turns by owner on one thread,
+ * a thread kept free on two: src/schemas/schema-turns.ts); a closed pool answers what it still
+ * held.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config.ts'
@@ -123,4 +124,33 @@ describe('the budget sweep', () => {
       threads.close()
     }
   })
+})
+
+describe('two threads, one owner with a queue of bombs', () => {
+  test("another owner's answers, one after another, start at once on the thread kept free", async () => {
+    const pool = createSchemaChecks({ budgetMs: 50, threads: 2 })
+    try {
+      let bombed = 0
+      const bombs = Array.from({ length: 10 }, () =>
+        pool
+          .judge({ text: BOMB, name: 'bomb', choices: choices('"x"') }, 'attacker')
+          .then((verdict) => (bombed++, verdict)),
+      )
+      // Once a bomb has held a thread for its budget, its owner keeps to one thread.
+      await Promise.race(bombs)
+      const before = bombed
+      const job = { text: ORDINARY, name: 'o', choices: choices('{"a": "ok"}') }
+      for (let i = 0; i < 5; i++)
+        expect(await pool.judge(job, 'other')).toEqual({ checked: true, problem: null })
+      // Round-robin alone had each of these wait for one of the attacker's bombs (two threads, two
+      // bombs through per answer), and the attacker's queue was through first. Now the first
+      // waits at most for the bomb still running, and the others for none.
+      expect(bombed - before).toBeLessThanOrEqual(3)
+      await pool.close()
+      for (const verdict of await Promise.all(bombs))
+        expect(verdict).toMatchObject({ checked: false })
+    } finally {
+      await pool.close()
+    }
+  }, 30_000)
 })
