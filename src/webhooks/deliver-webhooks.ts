@@ -14,6 +14,7 @@ import { nowSeconds } from '../domain.ts'
 import { excerpt } from '../excerpt.ts'
 import { createPeriodicTask } from '../dispatch/periodic-task.ts'
 import type { ClaimedDelivery, DeliveryResult, WebhookStore } from '../store/store.ts'
+import { DISABLE_AFTER_MS } from '../store/webhooks/webhook-rows.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import { guardedLookup, webhookUrlProblem } from './check-webhook-url.ts'
 import { nextAttemptAt } from './retry-schedule.ts'
@@ -91,21 +92,7 @@ export function createWebhookDeliverer(
     // counted. An attempt that got its answer is recorded, stop or not.
     if (sent.stopped) return
     const nowMs = Date.now()
-    let result: DeliveryResult
-    if (sent.error === null) {
-      result = { kind: 'delivered', statusCode: sent.statusCode! }
-    } else {
-      const at = nextAttemptAt({
-        attempts: delivery.attempts,
-        createdAtMs: delivery.createdAt * 1000,
-        nowMs,
-        baseMs: options.retryBaseMs,
-      })
-      result =
-        at === null
-          ? { kind: 'failed', statusCode: sent.statusCode, error: sent.error }
-          : { kind: 'retry', atMs: at, statusCode: sent.statusCode, error: sent.error }
-    }
+    const result = attemptResult(delivery, sent, nowMs, options)
     const by = { owner, nowMs, disableAfterMs: options.disableAfterMs }
     const recorded = await store.finishDelivery(by, delivery, result)
     // Never the URL or the secret: the log names the webhook and the event.
@@ -162,6 +149,31 @@ export function createWebhookDeliverer(
       await agent.close()
     },
   }
+}
+
+/**
+ * What an attempt that got its answer (or failed to) records at `nowMs`: delivered, a retry
+ * (retry-schedule.ts), or given up.
+ */
+export function attemptResult(
+  delivery: ClaimedDelivery,
+  sent: { statusCode: number | null; error: string | null },
+  nowMs: number,
+  options: Pick<WebhookDelivererOptions, 'retryBaseMs' | 'disableAfterMs'>,
+): DeliveryResult {
+  if (sent.error === null) return { kind: 'delivered', statusCode: sent.statusCode! }
+  // Failing since the store's record of it, or since this failure if it is the first.
+  const failingSinceMs = delivery.failingSinceMs ?? nowMs
+  const at = nextAttemptAt({
+    attempts: delivery.attempts,
+    createdAtMs: delivery.createdAt * 1000,
+    nowMs,
+    baseMs: options.retryBaseMs,
+    disableAtMs: failingSinceMs + (options.disableAfterMs ?? DISABLE_AFTER_MS),
+  })
+  return at === null
+    ? { kind: 'failed', statusCode: sent.statusCode, error: sent.error }
+    : { kind: 'retry', atMs: at, statusCode: sent.statusCode, error: sent.error }
 }
 
 /** What one attempt is sent with: the guarded agent, the options, the attempts under way. */

@@ -95,6 +95,42 @@ describe('the retry schedule', () => {
     expect(attempts).toBeGreaterThanOrEqual(30)
     expect(attempts).toBeLessThanOrEqual(40)
   })
+
+  /** Every attempt's time, failing from the first at `firstMs`, given when a failure disables. */
+  const attemptTimes = (firstMs: number, disableAtMs: number | null, random = () => 0.5) => {
+    const times = [firstMs]
+    for (let attempts = 1; attempts <= 100; attempts++) {
+      const next = nextAttemptAt({
+        attempts,
+        createdAtMs: 0,
+        nowMs: times.at(-1)!,
+        baseMs: 5_000,
+        disableAtMs,
+        random,
+      })
+      if (next === null) return times
+      times.push(next)
+    }
+    throw new Error('the schedule did not end')
+  }
+
+  test('a webhook failing only this event gets a last attempt when a failure disables it', () => {
+    for (const random of [() => 0, () => 0.5, () => 1]) {
+      const plain = attemptTimes(300, null, random)
+      // First failed 300 ms after the event: a failure from 24 h later on disables the webhook.
+      const disableAt = 300 + RETRY_WINDOW_MS
+      const times = attemptTimes(300, disableAt, random)
+      // The ordinary retries are the same; one more attempt follows, just past the window.
+      expect(plain.at(-1)!).toBeLessThan(disableAt)
+      expect(times).toEqual([...plain, disableAt])
+    }
+  })
+
+  test('no last attempt when a failure disables already, or not within an hour of the window', () => {
+    const plain = attemptTimes(300, null)
+    expect(attemptTimes(300, 10_000)).toEqual(plain)
+    expect(attemptTimes(300, RETRY_WINDOW_MS + MAX_RETRY_DELAY_MS + 1)).toEqual(plain)
+  })
 })
 
 describe('signing', () => {

@@ -174,7 +174,7 @@ export async function claimDeliveries(
         webhooks w
       WHERE d.webhook_id = p.webhook_id AND d.event_id = p.event_id AND w.id = p.webhook_id
         AND d.status = 'pending' AND d.next_attempt_at <= ${now}
-      RETURNING d.*, w.url, w.secret`
+      RETURNING d.*, w.url, w.secret, w.failing_since`
     await tx`
       UPDATE webhooks SET last_claimed_at = ${now}
       WHERE id IN (SELECT DISTINCT webhook_id FROM jsonb_to_recordset(${tx.json(picked)})

@@ -191,7 +191,8 @@ export function claimDeliveries(
       const touch = q(db, 'UPDATE webhooks SET last_claimed_at = ? WHERE id = ?')
       const read = q(
         db,
-        `SELECT d.*, w.url, w.secret FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+        `SELECT d.*, w.url, w.secret, w.failing_since
+         FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
          WHERE d.webhook_id = ? AND d.event_id = ?`,
       )
       return roundRobin(due, limit).map((row) => {

@@ -67,7 +67,12 @@ export function rowToDelivery(row: Row): DeliveryRecord {
 }
 
 export function rowToClaimed(row: Row): ClaimedDelivery {
-  return { ...rowToDelivery(row), url: row.url as string, secret: row.secret as string }
+  return {
+    ...rowToDelivery(row),
+    url: row.url as string,
+    secret: row.secret as string,
+    failingSinceMs: num(row.failing_since),
+  }
 }
 
 /**

@@ -51,10 +51,15 @@ export interface DeliveryRecord {
   deliveredAt: number | null
 }
 
-/** A delivery leased to one instance, with what it needs to send and sign it. */
+/** A delivery leased to one instance, with what it needs to send, sign and schedule it. */
 export interface ClaimedDelivery extends DeliveryRecord {
   url: string
   secret: string
+  /**
+   * The webhook's first failed attempt since its last delivered one (Unix ms) when claimed; null
+   * while it is not failing. The retry schedule's last attempt is timed from it.
+   */
+  failingSinceMs: number | null
 }
 
 /** How an attempt ended. */
