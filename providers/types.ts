@@ -43,6 +43,8 @@ export interface UpstreamRequest {
   maxTokensParam?: MaxTokensParam
   /** Aborts the call (cancel, shutdown). The per-provider timeout is applied by the adapter. */
   signal?: AbortSignal
+  /** This call's timeout in place of the provider's (an offering's own, on the flex lane). */
+  timeoutMs?: number
   /** The fine-tune to serve it with; `model` is then its name. Only providers with maxLoras take one. */
   fineTune?: FineTune
   /**

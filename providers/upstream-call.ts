@@ -75,6 +75,8 @@ export interface CallSpec {
   headers: Record<string, string>
   body: string
   signal?: AbortSignal
+  /** In place of the provider's timeout (UpstreamRequest.timeoutMs). */
+  timeoutMs?: number
   /** The fine-tune the request names as its model: it goes to a replica that holds it. */
   fineTune?: FineTune
 }
@@ -151,7 +153,7 @@ const MODEL_MISSING = /does not exist/i
 async function open(context: CallContext, spec: CallSpec, accept: string): Promise<Opened> {
   const started = performance.now()
   const elapsed = () => Math.round(performance.now() - started)
-  const deadline = createDeadline(context.timeoutMs, spec.signal)
+  const deadline = createDeadline(spec.timeoutMs ?? context.timeoutMs, spec.signal)
   const body = spec.body
   const headers = { 'content-type': 'application/json', accept, ...spec.headers }
   const residency = spec.fineTune ? context.residency : null

@@ -61,6 +61,7 @@ export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapte
       headers,
       body: JSON.stringify(converted.body),
       signal: request.signal,
+      timeoutMs: request.timeoutMs,
     })
     if (!result.ok) return result
     const response = convertAnthropicResponse(result.json, Math.floor(Date.now() / 1000))
@@ -83,6 +84,7 @@ export function createAnthropicAdapter(options: ProviderOptions): ProviderAdapte
       headers,
       body: JSON.stringify(converted.body),
       signal: request.signal,
+      timeoutMs: request.timeoutMs,
     })
     if (!result.ok) return result
     const state: AnthropicStreamState = { usage: null }

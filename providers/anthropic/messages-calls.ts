@@ -28,6 +28,7 @@ export async function countMessageTokens(
     headers,
     body: JSON.stringify(body),
     signal: request.signal,
+    timeoutMs: request.timeoutMs,
   })
   if (!result.ok) return result
   if (typeof result.json.input_tokens !== 'number') {
@@ -54,6 +55,7 @@ export async function sendMessages(
     headers,
     body: JSON.stringify(prepareForOffering(request.body, request, ['stream'])),
     signal: request.signal,
+    timeoutMs: request.timeoutMs,
   })
   if (!result.ok) return result
   if (!Array.isArray(result.json.content)) {
@@ -76,6 +78,7 @@ export async function streamMessages(
     headers,
     body: JSON.stringify({ ...prepareForOffering(request.body, request), stream: true }),
     signal: request.signal,
+    timeoutMs: request.timeoutMs,
   })
   if (!result.ok) return result
   const events = result.events

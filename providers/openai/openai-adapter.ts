@@ -52,6 +52,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
       headers: callHeaders,
       body: JSON.stringify(tier(prepareOpenAIBody(request.body, request), request.endpoint)),
       signal: request.signal,
+      timeoutMs: request.timeoutMs,
       fineTune: request.fineTune,
     })
     if (!result.ok) return result
@@ -82,6 +83,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
       headers,
       body: JSON.stringify(tier(prepareOpenAIStreamBody(request.body, request), 'chat')),
       signal: request.signal,
+      timeoutMs: request.timeoutMs,
       fineTune: request.fineTune,
     })
     if (!result.ok) return result

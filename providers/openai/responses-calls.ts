@@ -30,6 +30,7 @@ export async function sendResponses(
     headers,
     body: JSON.stringify(prepareForOffering(request.body, request, STREAM_FIELDS)),
     signal: request.signal,
+    timeoutMs: request.timeoutMs,
   })
   if (!result.ok) return result
   if (!Array.isArray(result.json.output)) {
@@ -57,6 +58,7 @@ export async function streamResponses(
     headers,
     body: JSON.stringify({ ...prepareForOffering(request.body, request), stream: true }),
     signal: request.signal,
+    timeoutMs: request.timeoutMs,
   })
   if (!result.ok) return result
   const events = result.events

@@ -37,7 +37,8 @@ export function withLanes(file: CatalogFile): CatalogFile {
         service_tier: 'flex',
         timeout_s: Math.max(timeout, existing?.timeout_s ?? 0),
       }
-      return { ...offering, provider: name }
+      // Each call takes its own offering's timeout (upstreams.ts), not the longest of the lane's.
+      return { ...offering, provider: name, timeout_s: timeout }
     }),
   }))
   return { ...file, providers, models }

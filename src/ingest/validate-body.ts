@@ -11,7 +11,8 @@ import {
   type FineTuneLookup,
   type FineTuneRecord,
 } from '../catalog/fine-tunes.ts'
-import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
+import { laneOf, type ModelEntry, type Offering } from '../catalog/catalog-file.ts'
+import { offeringName } from '../catalog/lanes.ts'
 import type { Endpoint } from '../../providers/types.ts'
 import { upstreamTargets, type Catalog } from '../catalog/catalog.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
@@ -358,14 +359,18 @@ function noLoraProvider(model: ModelEntry, routedSome: boolean, at: PathOf): Bod
   }
 }
 
+/**
+ * The fix names the offerings a line can be routed to, by the names routing takes ("openai",
+ * "openai:flex"): not a batch lane, which needs a live or flex offering beside it to fall back on.
+ */
 function noProviderLeft(catalog: Catalog, model: ModelEntry, at: PathOf): BodyProblem {
+  const usable = catalog.usable(model)
+  const names = usable.filter((offering) => laneOf(offering) !== 'batch').map(offeringName)
+  const lanes = names.length < usable.length ? ' (a batch lane alone cannot serve a line)' : ''
   return {
     path: at('provider'),
-    message: `leaves no configured provider for ${model.id}`,
-    fix: `allow one of: ${catalog
-      .usable(model)
-      .map((o) => o.provider)
-      .join(', ')}`,
+    message: `leaves no configured provider for ${model.id}${lanes}`,
+    fix: `allow one of: ${[...new Set(names)].join(', ')}`,
   }
 }
 

@@ -223,6 +223,8 @@ const requestFor = ({
   signal,
   fineTune,
   passThrough,
+  // A flex offering's own timeout (docs/pricing.md): several share the lane's derived provider.
+  ...(offering.timeout_s !== undefined && { timeoutMs: offering.timeout_s * 1000 }),
 })
 
 /**

@@ -245,6 +245,21 @@ for (const storeKind of STORES) {
       expect(call.status).toBe(200)
       expect(liveChats(openai)).toBe(4)
       expect(openai.batches().jobs.length).toBe(before)
+      // The lane alone cannot serve a line: the fix names what routing can, by its names.
+      const only = lines('lane/chat', 1).map((line) => ({
+        ...line,
+        body: { ...line.body, provider: { only: ['sim:batch'] } },
+      }))
+      const refused = await gw.request('/v1/batches?dry_run=true', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/jsonl' },
+        body: jsonl(only),
+      })
+      expect(refused.status).toBe(400)
+      const issue = ((await refused.json()) as { issues: { path: string; fix: string }[] })
+        .issues[0]
+      expect(issue.path).toBe('body.provider')
+      expect(issue.fix).toBe('allow one of: sim')
     }, 60_000)
 
     test('a provider batch not ended at the fallback time is cancelled: what it finished is kept, the rest runs live', async () => {

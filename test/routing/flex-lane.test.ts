@@ -32,6 +32,17 @@ function catalog(sim: Simulator) {
           { provider: 'openai', upstream_model: 'sim-chat', lane: 'flex', timeout_s: 30, ...FLEX },
         ],
       },
+      {
+        // On the same flex lane, with a timeout of its own far below sim/chat's.
+        id: 'sim/short',
+        endpoints: ['chat'],
+        context_tokens: 32000,
+        max_output_tokens: 1024,
+        offerings: [
+          { provider: 'openai', upstream_model: 'sim-short', ...LIVE },
+          { provider: 'openai', upstream_model: 'sim-short', lane: 'flex', timeout_s: 1, ...FLEX },
+        ],
+      },
     ],
   }
 }
@@ -123,6 +134,40 @@ for (const storeKind of STORES) {
       }
       expect(new Decimal(account.balance_usd).equals(new Decimal(10).minus(total))).toBe(true)
     })
+
+    test("each flex offering's own timeout applies, not the longest on its lane", async () => {
+      const { key } = await gw.newAccount('10')
+      sim.configure({ flexLatencyMs: 3_000 })
+      try {
+        const line = chatLine('short', 'slow flex', {}, 'sim/short')
+        const submitted = await gw.request('/v1/batches', key, {
+          method: 'POST',
+          headers: { 'content-type': 'application/jsonl' },
+          body: jsonl([line]),
+        })
+        expect(submitted.status).toBe(201)
+        const { id } = (await submitted.json()) as { id: string }
+        await waitFor(
+          'the batch to end',
+          async () => {
+            const batch = (await (await gw.request(`/v1/batches/${id}`, key)).json()) as {
+              status: string
+            }
+            return FINAL_BATCH.includes(batch.status)
+          },
+          30_000,
+        )
+        const [row] = (await (await gw.request(`/v1/batches/${id}/results`, key)).text())
+          .trim()
+          .split('\n')
+          .map((text) => JSON.parse(text) as { status: string; provider: string })
+        // Cut at its 1 s, where sim/chat's 30 s would have waited the 3 s out on flex.
+        expect(row.status).toBe('succeeded')
+        expect(row.provider).toBe('openai')
+      } finally {
+        sim.configure({ flexLatencyMs: 20 })
+      }
+    }, 40_000)
 
     test('a live call keeps the first offering: the live lane, at its prices', async () => {
       const { key } = await gw.newAccount('10')
