@@ -194,6 +194,24 @@ for (const storeKind of STORES) {
       expect(metrics).toMatch(/multigrid_lines_total\{[^}]*provider="sim:batch"[^}]*\} \d+/)
     }, 60_000)
 
+    test('Responses lines run live, translated, never sent raw to a provider batch', async () => {
+      const before = openai.batches().jobs.length
+      const responses = Array.from({ length: 2 }, (_, i) => ({
+        custom_id: `r-${i}`,
+        method: 'POST',
+        url: '/v1/responses',
+        body: { model: 'lane/chat', input: `question ${i}`, max_output_tokens: 16 },
+      }))
+      const batch = await submit(jsonl(responses))
+      expect((await finished(batch.id)).status).toBe('completed')
+      for (const row of await results(batch.id)) {
+        expect(row.status).toBe('succeeded')
+        expect(row.provider).toBe('sim')
+        expect(row.response!.body.object).toBe('response')
+      }
+      expect(openai.batches().jobs.length).toBe(before)
+    }, 60_000)
+
     test('the OpenAI SDK unchanged: a facade batch runs through the lane like any other', async () => {
       const before = openai.batches().jobs.length
       const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/openai/v1`, maxRetries: 0 })

@@ -15,7 +15,7 @@ import { newId } from '../../domain.ts'
 import type { ChunkRecord, ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
 import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../../store/store.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
-import { chooseBatchLane, type BatchLaneChoice } from './choose-batch-lane.ts'
+import { chooseBatchLane, laneTakes, type BatchLaneChoice } from './choose-batch-lane.ts'
 import { followChunk, lineOwnerOf, submitChunk, type ChunkDeps } from './chunk-lifecycle.ts'
 import { MAX_BACKOFF } from './follow-schedule.ts'
 import { groupIntoChunks } from './group-chunks.ts'
@@ -62,6 +62,7 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
 
   function laneOf(line: ClaimedLine, batch: RunnableBatch): Lane | null {
     const parsed = JSON.parse(line.input) as Parsed
+    if (!laneTakes(parsed.url)) return null
     const model = deps.catalog.find(String(parsed.body.model))
     if (!model) return null
     const ordered = deps.catalog.routeWithLanes(model, parsed.body.provider as never)

@@ -11,6 +11,7 @@ import {
   type BatchLaneSettings,
 } from '../../catalog/batch-lane.ts'
 import { laneOf, type Offering } from '../../catalog/catalog-file.ts'
+import { RESPONSES_URL } from '../../domain.ts'
 
 type Kind = 'openai' | 'anthropic'
 
@@ -18,6 +19,12 @@ export interface BatchLaneChoice {
   offering: Offering
   settings: BatchLaneSettings
 }
+
+/**
+ * Whether a batch of lines to this URL may go to a batch lane: chat completions and embeddings.
+ * A Responses line runs live, where it is translated or passed through (docs/clients/responses.md).
+ */
+export const laneTakes = (url: string): boolean => url !== RESPONSES_URL
 
 /** The batch lane a line of this batch goes to now, or null for the live lanes. */
 export function chooseBatchLane(

@@ -7,14 +7,14 @@
  */
 import type { Catalog } from '../../catalog/catalog.ts'
 import type { Store, RunnableBatch } from '../../store/store.ts'
-import { chooseBatchLane } from './choose-batch-lane.ts'
+import { chooseBatchLane, laneTakes } from './choose-batch-lane.ts'
 
 export interface LaneBatches {
   /** The batches of `batches` the live dispatcher may claim from now. */
   liveOnly(batches: readonly RunnableBatch[], nowMs: number): Promise<RunnableBatch[]>
 }
 
-type Parsed = { body: { model?: unknown; provider?: unknown } }
+type Parsed = { url: string; body: { model?: unknown; provider?: unknown } }
 
 export function createLaneBatches(
   store: Pick<Store, 'readLines'>,
@@ -32,6 +32,7 @@ export function createLaneBatches(
     })
     if (!line) return 0
     const parsed = JSON.parse(line.input) as Parsed
+    if (!laneTakes(parsed.url)) return 0
     const model = catalog.find(String(parsed.body.model))
     if (!model) return 0
     const ordered = catalog.routeWithLanes(model, parsed.body.provider as never)
