@@ -4,6 +4,7 @@
  * its usage read for billing.
  */
 import { upstreamError } from '../classify-error.ts'
+import { mapOpenAIUsage } from './map-openai-usage.ts'
 import { prepareForOffering } from '../prepare-for-offering.ts'
 import { toStreamOutcome } from '../stream-outcome.ts'
 import type { Outcome, StreamOutcome, UpstreamRequest, Usage } from '../types.ts'
@@ -13,11 +14,25 @@ import { UpstreamStreamError } from '../upstream-stream-error.ts'
 const PATH = '/responses'
 const STREAM_FIELDS = ['stream']
 
-/** A Response's usage (input_tokens, output_tokens) in the gateway's terms. */
+/**
+ * A Response's usage in the gateway's terms (docs/pricing.md): as chat's, with the cache classes
+ * under `input_tokens_details` (cached_tokens, cache_write_tokens), parts of input_tokens.
+ */
 export function mapResponsesUsage(usage: unknown): Usage | null {
-  const u = usage as { input_tokens?: unknown; output_tokens?: unknown } | null | undefined
+  const u = usage as
+    | {
+        input_tokens?: unknown
+        output_tokens?: unknown
+        input_tokens_details?: { cached_tokens?: unknown; cache_write_tokens?: unknown } | null
+      }
+    | null
+    | undefined
   if (typeof u?.input_tokens !== 'number' || typeof u.output_tokens !== 'number') return null
-  return { input_tokens: u.input_tokens, output_tokens: u.output_tokens }
+  return mapOpenAIUsage({
+    prompt_tokens: u.input_tokens,
+    completion_tokens: u.output_tokens,
+    prompt_tokens_details: u.input_tokens_details,
+  })
 }
 
 export async function sendResponses(

@@ -3,6 +3,7 @@
  * reply is the one the same prompt gets from chat completions, as a message item with one
  * output_text part, and the stream carries OpenAI's events with their sequence numbers.
  */
+import { cacheUsageOf, openAICacheDetails } from './cache-usage.ts'
 import type { Prepared } from './prepared.ts'
 import { countPromptTokens, makeReply, promptKey, streamPieces, type MessageText } from './reply.ts'
 import { errorResponse } from './respond.ts'
@@ -45,9 +46,11 @@ export function prepareResponses(
   const reply = makeReply({ messages: texts, key, model, choice: 0, maxTokens, stop: [] })
   const input = Math.ceil(countPromptTokens(texts) * usageFactor)
   const output = Math.ceil(reply.words * usageFactor)
+  // OpenAI's Responses usage names prompt-cache reads (and writes) under input_tokens_details.
+  const cache = cacheUsageOf(texts, input)
   const usage = {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: 0 },
+    input_tokens_details: cache ? openAICacheDetails(cache) : { cached_tokens: 0 },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: input + output,

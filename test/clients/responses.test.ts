@@ -8,6 +8,7 @@ import { createAnthropic } from '@ai-sdk/anthropic'
 import { createOpenAI } from '@ai-sdk/openai'
 import { generateText, streamText } from 'ai'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import Decimal from 'decimal.js'
 import OpenAI from 'openai'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { testCatalog } from '../helpers/catalog.ts'
@@ -42,6 +43,7 @@ beforeAll(async () => {
         provider: 'sim-responses',
         upstream_model: 'sim-responses-model',
         input_usd_per_mtok: '1',
+        cached_input_usd_per_mtok: '0.1',
         output_usd_per_mtok: '2',
       },
     ],
@@ -199,6 +201,24 @@ describe('passed through to a provider with responses_api', () => {
     expect(response.output_text.length).toBeGreaterThan(0)
     const after = await balance()
     expect(Number(after.balance_usd)).toBeLessThan(Number(before.balance_usd))
+  })
+
+  test('its cached input tokens are billed at the cached rate', async () => {
+    const before = await balance()
+    const response = await client.responses.create({
+      model: 'sim/responses',
+      input: 'Say hello to the team. [sim:cache read=4]',
+      max_output_tokens: 64,
+    })
+    const usage = response.usage!
+    expect(usage.input_tokens_details.cached_tokens).toBe(4)
+    const cost = new Decimal(usage.input_tokens - 4)
+      .times(1)
+      .plus(new Decimal(4).times('0.1'))
+      .plus(new Decimal(usage.output_tokens).times(2))
+      .div(1_000_000)
+    const after = await balance()
+    expect(new Decimal(before.balance_usd).minus(after.balance_usd).equals(cost)).toBe(true)
   })
 
   test('responses.stream relays the provider events', async () => {
