@@ -65,7 +65,7 @@ const inline = inlineSchemaChecks()
 export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<LineOutcome> {
   const { batchId, lineNo } = line
   const input = JSON.parse(line.input) as { url: string; body: Record<string, unknown> }
-  const request = lineRequest(input)
+  const request = lineRequest(input, deps.catalog)
   if ('problem' in request) return fail(line, { code: 'invalid_request', message: request.problem })
   const parsed = { url: input.url, body: request.body }
   const endpoint = endpointOf(parsed.url)
@@ -104,7 +104,8 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   }
   const tried = await sendWithFallback(plan ? plan.upstreams : deps.upstreams, {
     endpoint,
-    body: parsed.body,
+    body: request.passedThrough ?? parsed.body,
+    passThrough: request.passedThrough ? 'responses' : undefined,
     offerings: targets,
     signal: deps.signal,
     proceed: deps.proceed,
@@ -143,7 +144,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       lineNo,
       kind: 'succeeded' as const,
       responseStatus: outcome.status,
-      response: storedResponse(answerFor(outcome, request.responses)),
+      response: storedResponse(answerFor(outcome, request)),
       provider: offering.provider,
       latencyMs: Math.round(outcome.latencyMs),
       usage: lineUsage(usage, offering, costUsd),

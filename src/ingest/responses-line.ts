@@ -8,13 +8,21 @@ export class ResponsesProblem {
   constructor(readonly problem: BodyProblem) {}
 }
 
+/**
+ * `passedThrough`: every offering of the line's model serves the Responses API, which takes the
+ * body as it came; only what can be priced and routed is read from it (the live rule,
+ * catalog/responses-api.ts).
+ */
 export function responsesAsChat(
   body: unknown,
+  passedThrough = false,
 ): Record<string, unknown> | ResponsesProblem | unknown {
   // Not an object, or nested too deep to translate: validateBody says so in its own words.
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return body
   if (nestsDeeperThan(body)) return body
-  const converted = convertResponsesToChat(body as Record<string, unknown>)
+  const converted = convertResponsesToChat(body as Record<string, unknown>, {
+    lenient: passedThrough,
+  })
   if (converted.ok) return converted.body
   return new ResponsesProblem({
     path: converted.param ? `body.${converted.param}` : 'body',

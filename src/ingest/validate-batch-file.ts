@@ -7,6 +7,7 @@ import { z } from 'zod'
 import { NO_FINE_TUNES, type FineTuneLookup, type FineTuneRecord } from '../catalog/fine-tunes.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf } from '../catalog/catalog.ts'
+import { servesResponses } from '../catalog/responses-api.ts'
 import { BATCH_URLS, isBatchUrl, RESPONSES_URL, type BatchEndpoint } from '../domain.ts'
 import { inResponsesTerms, ResponsesProblem, responsesAsChat } from './responses-line.ts'
 import { CeilingTally } from '../pricing/ceiling.ts'
@@ -273,7 +274,13 @@ export function checkLines(
         continue
       }
       // A Responses line is held to the rules of the chat call it translates to (docs/clients/responses.md).
-      const request = url === RESPONSES_URL ? responsesAsChat(record.body) : record.body
+      const request =
+        url === RESPONSES_URL
+          ? responsesAsChat(
+              record.body,
+              servesResponses(catalog, (record.body as { model?: unknown } | null)?.model),
+            )
+          : record.body
       if (request instanceof ResponsesProblem) {
         lineIssue(request.problem)
         continue

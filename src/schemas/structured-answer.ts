@@ -18,6 +18,7 @@ export interface AnswerChoice {
 }
 
 export function answerChoices(response: Record<string, unknown>): AnswerChoice[] {
+  if (response.object === 'response') return [responseChoice(response)]
   const choices = Array.isArray(response.choices) ? response.choices : []
   return choices.map((raw) => {
     const choice = raw as { finish_reason?: unknown; message?: Record<string, unknown> } | null
@@ -28,6 +29,27 @@ export function answerChoices(response: Record<string, unknown>): AnswerChoice[]
       refusal: message.refusal,
     }
   })
+}
+
+/**
+ * A Response object (a Responses line passed through) as the one choice it amounts to: its
+ * message items' output text, a refusal part's text, and "length" when it was cut at
+ * max_output_tokens, as chat says it.
+ */
+function responseChoice(response: Record<string, unknown>): AnswerChoice {
+  let content: string | null = null
+  let refusal: string | null = null
+  const output = Array.isArray(response.output) ? response.output : []
+  for (const item of output as { type?: unknown; content?: unknown }[]) {
+    if (item?.type !== 'message' || !Array.isArray(item.content)) continue
+    for (const part of item.content as { type?: unknown; text?: unknown; refusal?: unknown }[]) {
+      if (part?.type === 'output_text' && typeof part.text === 'string')
+        content = (content ?? '') + part.text
+      if (part?.type === 'refusal' && typeof part.refusal === 'string') refusal = part.refusal
+    }
+  }
+  const cut = response.status === 'incomplete'
+  return { finishReason: cut ? 'length' : 'stop', content, refusal }
 }
 
 /** The line's response_format as judging reads it: null when the answer is not checked. */

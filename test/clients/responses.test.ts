@@ -13,6 +13,7 @@ import OpenAI from 'openai'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { testCatalog } from '../helpers/catalog.ts'
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts'
+import { waitFor } from '../helpers/wait.ts'
 
 let sim: Simulator
 let gw: TestGateway
@@ -219,6 +220,70 @@ describe('passed through to a provider with responses_api', () => {
       .div(1_000_000)
     const after = await balance()
     expect(new Decimal(before.balance_usd).minus(after.balance_usd).equals(cost)).toBe(true)
+  })
+
+  test('batch lines are passed through as the live call is, their fields outside the subset kept', async () => {
+    const before = sim.received().length
+    const lines = [1, 2].map((n) => ({
+      custom_id: `p-${n}`,
+      method: 'POST',
+      url: '/v1/responses',
+      body: {
+        model: 'sim/responses',
+        input: `Say hello ${n}. [sim:cache read=2]`,
+        max_output_tokens: 32,
+        truncation: 'auto',
+      },
+    }))
+    const submitted = await gw.request('/v1/batches', key, {
+      method: 'POST',
+      headers: { 'content-type': 'application/jsonl' },
+      body: lines.map((line) => JSON.stringify(line)).join('\n'),
+    })
+    expect(submitted.status).toBe(201)
+    const { id } = (await submitted.json()) as { id: string }
+    const ended = await waitFor('the batch to end', async () => {
+      const batch = (await (await gw.request(`/v1/batches/${id}`, key)).json()) as {
+        status: string
+        usage: { cached_input_tokens: number }
+      }
+      return batch.status === 'completed' ? batch : null
+    })
+    const sent = sim.received().slice(before)
+    expect(sent.map((request) => request.path)).toEqual(['/v1/responses', '/v1/responses'])
+    for (const request of sent) {
+      const body = JSON.parse(request.text) as Record<string, unknown>
+      expect(body.truncation).toBe('auto')
+      expect(body.store).toBe(false)
+    }
+    const rows = (await (await gw.request(`/v1/batches/${id}/results`, key)).text())
+      .trim()
+      .split('\n')
+      .map(
+        (row) =>
+          JSON.parse(row) as {
+            cost_usd: string
+            response: {
+              body: {
+                id: string
+                object: string
+                usage: { input_tokens: number; output_tokens: number }
+              }
+            }
+          },
+      )
+    for (const row of rows) {
+      // The provider's own Response object, billed with its cached tokens at the cached rate.
+      expect(row.response.body.object).toBe('response')
+      expect(row.response.body.id).toStartWith('resp_sim')
+      const { input_tokens: input, output_tokens: output } = row.response.body.usage
+      const cost = new Decimal(input - 2)
+        .plus(new Decimal(2).times('0.1'))
+        .plus(new Decimal(output).times(2))
+        .div(1_000_000)
+      expect(new Decimal(row.cost_usd).equals(cost)).toBe(true)
+    }
+    expect(ended.usage.cached_input_tokens).toBe(4)
   })
 
   test('responses.stream relays the provider events', async () => {

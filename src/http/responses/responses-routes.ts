@@ -6,6 +6,7 @@
  */
 import { Elysia } from 'elysia'
 import type { Catalog } from '../../catalog/catalog.ts'
+import { servesResponses } from '../../catalog/responses-api.ts'
 import { badRequest, GatewayError } from '../../errors.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
 import { inResponsesNames, responsesParam } from '../../ingest/responses-line.ts'
@@ -24,20 +25,6 @@ export function chatBodyOfResponses(raw: unknown, lenient = false): Record<strin
   const converted = convertResponsesToChat(raw as Record<string, unknown>, { lenient })
   if (!converted.ok) throw badRequest(`${converted.param} ${converted.message}`, converted.param)
   return converted.body
-}
-
-/**
- * Whether every offering the model may be routed to serves the Responses API (`responses_api`):
- * then the call passes through as it came. A model with any chat-only offering is translated
- * for all of them, so that a fallback never meets a body it cannot take.
- */
-export function passesThrough(catalog: Catalog, model: unknown): boolean {
-  const entry = typeof model === 'string' ? catalog.find(model) : undefined
-  const offerings = entry ? catalog.usable(entry) : []
-  return (
-    offerings.length > 0 &&
-    offerings.every((offering) => catalog.provider(offering.provider)?.responses_api === true)
-  )
 }
 
 /**
@@ -68,7 +55,7 @@ export function responsesRoutes(prefix: string, live: LiveService, catalog: Cata
       const headers = responseHeaders(set)
       const input = await live.readJson(request, headers)
       const params = input.raw as Record<string, unknown>
-      const through = passesThrough(catalog, (params as { model?: unknown } | null)?.model)
+      const through = servesResponses(catalog, (params as { model?: unknown } | null)?.model)
       const chat = { ...input, raw: chatBodyOfResponses(params, through) }
       if (through) {
         // OpenAI stores a response unless told not to; the gateway promises nothing is stored.
