@@ -194,6 +194,14 @@ for (const storeKind of STORES) {
       expect(metrics).toMatch(/multigrid_lines_total\{[^}]*provider="sim:batch"[^}]*\} \d+/)
     }, 60_000)
 
+    test("a mixed batch: the lane takes its model's lines, the others run live once it has", async () => {
+      const batch = await submit(jsonl([...lines('lane/chat', 2), ...lines('lane/none', 2)]))
+      const ended = await finished(batch.id)
+      expect(ended.status).toBe('completed')
+      const rows = await results(batch.id)
+      expect(rows.map((row) => row.provider)).toEqual(['sim:batch', 'sim:batch', 'sim', 'sim'])
+    }, 60_000)
+
     test('Responses lines run live, translated, never sent raw to a provider batch', async () => {
       const before = openai.batches().jobs.length
       const responses = Array.from({ length: 2 }, (_, i) => ({

@@ -1,8 +1,8 @@
 /**
  * A catalog with batch lanes (docs/batch-lanes.md) for the end-to-end tests: `lane/chat` (OpenAI
  * Files + Batches), `lane/claude` (Anthropic Message Batches), each beside its live offering at
- * twice the price, `lane/twin` (lane/chat's upstream model, its lane at half lane/chat's price)
- * and `lane/soon`, whose lane falls back FALLBACK_AFTER_S after the batch starts.
+ * twice the price, `lane/twin` (lane/chat's upstream model, its lane at half lane/chat's price),
+ * `lane/none` (live only) and `lane/soon`, whose lane falls back FALLBACK_AFTER_S after the batch starts.
  */
 export const CHUNK_LINES = 4
 /** A fallback this long after the batch's creation: deadline (24 h) − fallback_hours. */
@@ -46,6 +46,8 @@ export function laneCatalog(openaiUrl: string, anthropicUrl: string) {
         live('sim', 'sim-chat', '1', '2'),
         { ...live('sim', 'sim-chat', '0.25', '0.5'), ...lane, fallback_hours: 0.5 },
       ]),
+      // No batch lane: a mixed batch's lines of it run live.
+      model('lane/none', [live('sim', 'sim-none', '1', '2')]),
       model('lane/claude', [
         live('claude', 'claude-sim', '3', '15'),
         { ...live('claude', 'claude-sim', '1.5', '7.5'), ...lane, fallback_hours: 0.5 },
