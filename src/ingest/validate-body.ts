@@ -145,6 +145,9 @@ export function validateBody(
     if (uncapped.length > 0) return { ok: false, problems: [priceCapIssue(at, model, uncapped)] }
   }
   if (offerings.length === 0) return { ok: false, problems: [noProviderLeft(catalog, model, at)] }
+  // A batch line may also go to a provider's batch API (docs/batch-lanes.md): its ceiling counts
+  // those lanes' prices too, whichever is dearer.
+  const priced = live || fineTune ? offerings : catalog.routeWithLanes(model, body.provider)
   if (endpoint === 'chat') {
     const chat = body as ChatBody
     const targets = upstreamTargets(catalog, offerings)
@@ -160,7 +163,7 @@ export function validateBody(
         body,
         inputTokens,
         outputTokens: chatOutputBound(chat, model, targets),
-        rates: ceilingRates(offerings, {
+        rates: ceilingRates(priced, {
           promptBound: inputTokens,
           ttl1h: asksOneHourCache(chat as Record<string, unknown>),
         }),
@@ -179,7 +182,7 @@ export function validateBody(
       body,
       inputTokens,
       outputTokens: 0,
-      rates: ceilingRates(offerings, { promptBound: inputTokens, ttl1h: false }),
+      rates: ceilingRates(priced, { promptBound: inputTokens, ttl1h: false }),
       warnings,
     },
   }
