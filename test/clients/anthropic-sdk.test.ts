@@ -264,6 +264,27 @@ function suite(store: (typeof STORES)[number]) {
       ])
     })
 
+    test('a native batch of another endpoint is no message batch: a 404', async () => {
+      const submitted = await gw.request('/v1/batches', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/jsonl' },
+        body: JSON.stringify({
+          custom_id: 'e-1',
+          method: 'POST',
+          url: '/v1/embeddings',
+          body: { model: 'sim/embed', input: 'hello' },
+        }),
+      })
+      expect(submitted.status).toBe(201)
+      const { id } = (await submitted.json()) as { id: string }
+      const asMessages = `msgbatch_${id.slice('batch_'.length)}`
+      for (const call of [
+        () => client.messages.batches.retrieve(asMessages),
+        () => client.messages.batches.cancel(asMessages),
+      ])
+        expect(await call().catch((e: unknown) => e)).toBeInstanceOf(Anthropic.NotFoundError)
+    })
+
     test('more requests than a batch holds: an issue at the first one over, as a native file', async () => {
       const requests = Array.from({ length: 101 }, (_, i) => ({
         custom_id: `r-${i}`,

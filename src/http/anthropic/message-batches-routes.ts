@@ -11,6 +11,7 @@ import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
 import { refusalOf, type Admission } from '../../admission/submit-batch.ts'
 import type { Authenticator, Caller } from '../../auth/authenticate.ts'
+import { ENDPOINT_URLS } from '../../domain.ts'
 import { badRequest, notFound, refuse } from '../../errors.ts'
 import { excerpt } from '../../excerpt.ts'
 import { MAX_ISSUES, type Issue } from '../../ingest/issues.ts'
@@ -108,9 +109,8 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
       '/:id/cancel',
       ({ request, params, caller, answerHeaders }) =>
         inAnthropicShape(answerHeaders, async () => {
-          const native = nativeBatchId(params.id)
-          if (!native) throw notFound(`message batch ${excerpt(params.id)}`)
-          const batch = await cancelBatch(store, caller.account.id, native, deps.onCancelled)
+          const found = await findMessageBatch(store, caller, params.id)
+          const batch = await cancelBatch(store, caller.account.id, found.id, deps.onCancelled)
           return renderMessageBatch(batch, origin(request))
         }),
       { parse: 'none', caller: 'batches' },
@@ -152,11 +152,15 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
     )
 }
 
-/** The caller's batch by its Anthropic id, or Anthropic's 404. */
+/**
+ * The caller's batch by its Anthropic id, or Anthropic's 404: a chat completions batch, what a
+ * Messages batch is underneath (an embeddings or Responses batch is none, whatever its id).
+ */
 async function findMessageBatch(store: BatchStore, caller: Caller, id: string) {
   const native = nativeBatchId(id)
   const batch = native ? await store.getBatch(caller.account.id, native) : null
-  if (!batch) throw notFound(`message batch ${excerpt(id)}`)
+  if (!batch || batch.endpoint !== ENDPOINT_URLS.chat)
+    throw notFound(`message batch ${excerpt(id)}`)
   return batch
 }
 
