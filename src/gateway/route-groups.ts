@@ -89,7 +89,7 @@ export function routeGroups(core: GatewayCore, services: RouteServices): Group[]
 
 /** Anthropic's and OpenAI's batch and file routes, webhooks and the dashboard. */
 function batchRouteGroups(core: GatewayCore, services: RouteServices) {
-  const { config, store, blobs } = core
+  const { config, store, blobs, catalog } = core
   const { auth, admission, bodies, onCancelled, batchView } = services
   return [
     anthropicBatchRoutes({
@@ -121,6 +121,7 @@ function batchRouteGroups(core: GatewayCore, services: RouteServices) {
       admission,
       bodyLimit: bodies.batchCreate,
       onCancelled,
+      modelId: (name) => catalog.find(name)?.id ?? name,
     }),
     webhookRoutes({
       auth,

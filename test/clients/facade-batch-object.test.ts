@@ -86,6 +86,32 @@ test('usage, model and multigrid on a finished batch, within the OpenAI schema',
   expect((page.data[0] as unknown as Extras).usage.total_tokens).toBe(extras.usage.total_tokens)
 })
 
+test("model: one catalog model named by its id and an alias is that model's id", async () => {
+  const { key } = await gw.newAccount('10')
+  const client = new OpenAI({ baseURL: `${gw.url}/openai/v1`, apiKey: key, maxRetries: 0 })
+  const created = await submit(
+    client,
+    jsonl([chatLine('a', 'Hello.'), chatLine('b', 'Hi.', {}, 'chat-small')]),
+    '24h',
+  )
+  const done = await waitFor('the batch to complete', async () => {
+    const batch = await client.batches.retrieve(created.id)
+    return batch.status === 'completed' ? batch : null
+  })
+  expect((done as unknown as Extras).model).toBe('sim/chat')
+  // Two models: none.
+  const mixed = await submit(
+    client,
+    jsonl([chatLine('a', 'Hello.'), chatLine('b', 'Hi.', {}, 'sim/strict')]),
+    '24h',
+  )
+  const ended = await waitFor('the mixed batch to complete', async () => {
+    const batch = await client.batches.retrieve(mixed.id)
+    return batch.status === 'completed' ? batch : null
+  })
+  expect((ended as unknown as Extras).model).toBeNull()
+})
+
 test('a 72-hour window waits for a top-up by default and shows why', async () => {
   const { key, accountId } = await gw.newAccount('0.000001')
   const client = new OpenAI({ baseURL: `${gw.url}/openai/v1`, apiKey: key, maxRetries: 0 })

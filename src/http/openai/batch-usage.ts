@@ -1,6 +1,7 @@
 /**
  * What the facade's batch object reports beyond the native one (docs/openai-facade.md): OpenAI's `usage`,
- * summed over the answers recorded so far, and `model` when every line names the same one.
+ * summed over the answers recorded so far, and `model` when every line names the same one (by
+ * one name, or by several of one catalog model: then its id).
  * Both are read from the batch's lines, a page at a time, and kept per batch version: a poll of
  * a batch that has not moved costs nothing, an ended batch is read once. (The store keeps no
  * token totals per batch; reading the lines is linear in the batch, bounded by its 50,000.)
@@ -48,11 +49,16 @@ function modelOf(input: string): string | null {
   }
 }
 
-async function summarize(store: BatchStore, batchId: string): Promise<BatchSummary> {
+async function summarize(
+  store: BatchStore,
+  batchId: string,
+  modelId: (name: string) => string,
+): Promise<BatchSummary> {
   let input = 0
   let cached = 0
   let output = 0
   let reasoning = 0
+  /** The name the lines use while they all use one; the catalog's id once they use two of one. */
   let model: string | null | undefined
   for (let after = 0; ;) {
     const lines = await store.readLines(batchId, {
@@ -62,7 +68,10 @@ async function summarize(store: BatchStore, batchId: string): Promise<BatchSumma
     })
     for (const line of lines) {
       const named = modelOf(line.input)
-      model = model === undefined || model === named ? named : null
+      if (model === undefined || model === named) model = named
+      else if (model !== null && named !== null && modelId(model) === modelId(named))
+        model = modelId(named)
+      else model = null
       if (line.response === null) continue
       const usage = ((JSON.parse(line.response) as { usage?: ChatUsage }).usage ?? {}) as ChatUsage
       // Chat and embeddings name them prompt/completion; a Response names them input/output.
@@ -92,12 +101,15 @@ async function summarize(store: BatchStore, batchId: string): Promise<BatchSumma
 }
 
 /** A summary per batch, recomputed only when the batch's version moved. */
-export function createBatchSummaries(store: BatchStore) {
+export function createBatchSummaries(
+  store: BatchStore,
+  modelId: (name: string) => string = (name) => name,
+) {
   const kept = new Map<string, { version: number; summary: BatchSummary }>()
   return async function summaryOf(batch: BatchRecord): Promise<BatchSummary> {
     const hit = kept.get(batch.id)
     if (hit && hit.version === batch.version) return hit.summary
-    const summary = await summarize(store, batch.id)
+    const summary = await summarize(store, batch.id, modelId)
     kept.delete(batch.id)
     kept.set(batch.id, { version: batch.version, summary })
     if (kept.size > KEPT) kept.delete(kept.keys().next().value!)

@@ -58,11 +58,13 @@ export interface FacadeBatchDeps {
   /** The create's body limit (body-limits.ts): it names a file, it does not carry one. */
   bodyLimit: BodyLimit
   onCancelled?: (batchId: string) => void
+  /** The catalog's id of a model name (an alias's model), for the batch object's `model`. */
+  modelId?: (name: string) => string
 }
 
 export function openAiBatchRoutes(deps: FacadeBatchDeps) {
   const { auth, store, onCancelled } = deps
-  const summaryOf = createBatchSummaries(store)
+  const summaryOf = createBatchSummaries(store, deps.modelId)
   /** The batch objects with what the facade adds (usage, model, multigrid), in one shares read. */
   const render = async (batches: BatchRecord[]) => {
     const shares = await store.providerShares(batches.map((batch) => batch.id))
