@@ -25,10 +25,10 @@ export function createAdaptiveGate(base: ProviderGate, workingLimit: () => numbe
       return local.inFlight
     },
     limit: base.limit,
-    async acquire(signal, granted) {
-      await local.take(signal)
+    async acquire(signal, granted, rank) {
+      await local.take(signal, undefined, rank)
       try {
-        await base.acquire(signal, granted)
+        await base.acquire(signal, granted, rank)
       } catch (error) {
         local.give()
         throw error

@@ -119,7 +119,7 @@ export function createFleetGate(deps: FleetGateDeps, options: FleetGateOptions):
     get redisCalls() {
       return lease.redisCalls
     },
-    acquire: (signal, granted) => queue.take(signal, granted),
+    acquire: (signal, granted, rank) => queue.take(signal, granted, rank),
     release: () => release(lease),
     pause: (untilMs) => queue.pause(untilMs),
     heartbeat: () => heartbeat(lease),

@@ -10,9 +10,9 @@ export interface ProviderGate {
    * Resolves once a slot is taken; rejects when `signal` aborts first. `granted` runs the moment
    * it is taken, inside the call that freed it (release(), often from a connection finishing an
    * answer): a request started there can take that connection at once rather than a turn of the
-   * event loop later. It must not throw.
+   * event loop later. It must not throw. `rank`: waiters are served lowest first (wait-queue.ts).
    */
-  acquire(signal?: AbortSignal, granted?: () => void): Promise<void>
+  acquire(signal?: AbortSignal, granted?: () => void, rank?: number): Promise<void>
   release(): void
   /** After a 429: nothing new is sent before `untilMs`. */
   pause(untilMs: number): void
@@ -28,7 +28,7 @@ export function createProviderGate(limit: number, now: () => number = Date.now):
       return queue.inFlight
     },
     limit,
-    acquire: (signal, granted) => queue.take(signal, granted),
+    acquire: (signal, granted, rank) => queue.take(signal, granted, rank),
     release: () => queue.give(),
     pause: (untilMs) => queue.pause(untilMs),
   }

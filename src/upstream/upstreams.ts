@@ -51,6 +51,11 @@ export interface SendOptions {
   proceed?: () => boolean
   line?: LineCall
   /**
+   * Where the call queues at a full provider: lowest first (wait-queue.ts). A batch line's
+   * deadline (ms), so that lines due earlier get capacity first; unset, 0: a live call, first.
+   */
+  rank?: number
+  /**
    * How long a call every replica answers busy (503, a full queue) may wait and be sent again
    * before the busy answer is returned; unset or 0: returned at once. Batch lines wait (docs/routing.md:
    * busy is not an attempt), live calls fall back at once.
@@ -279,7 +284,7 @@ async function send(providers: Providers, options: SendOptions): Promise<Outcome
       sent.error = error
     }
   }
-  await gate.acquire(options.signal, start)
+  await gate.acquire(options.signal, start, options.rank)
   if (!sent.outcome) {
     gate.release()
     if (sent.error !== undefined) throw sent.error

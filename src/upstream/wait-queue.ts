@@ -1,7 +1,15 @@
-/** A queue of callers waiting for a slot, each able to give up through its AbortSignal. */
+/**
+ * A queue of callers waiting for a slot, each able to give up through its AbortSignal, served by
+ * rank: the lowest first, callers of one rank in the order they asked. A batch line's rank is its
+ * deadline (ms), so lines due earlier get a provider's capacity first (docs/routing.md), and a live
+ * call's is 0: it is served before any line queued at the same provider.
+ */
 import { followAbort } from '../../providers/follow-abort.ts'
 
-export type Waiter = () => void
+export interface Waiter {
+  (): void
+  rank: number
+}
 
 /**
  * Queues a waiter and resolves when it is served, or rejects when `signal` aborts first.
@@ -12,14 +20,18 @@ export function waitInQueue(
   signal: AbortSignal | undefined,
   kick: () => void,
   granted?: () => void,
+  rank = 0,
 ): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason)
   return new Promise<void>((resolve, reject) => {
-    const waiter = () => {
-      unfollow?.()
-      granted?.()
-      resolve()
-    }
+    const waiter: Waiter = Object.assign(
+      () => {
+        unfollow?.()
+        granted?.()
+        resolve()
+      },
+      { rank },
+    )
     const unfollow = signal
       ? followAbort(signal, () => {
           const index = waiters.indexOf(waiter)
@@ -27,7 +39,10 @@ export function waitInQueue(
           reject(signal.reason)
         })
       : null
-    waiters.push(waiter)
+    // After every waiter of its rank or lower: most arrive in rank order, found from the end.
+    let at = waiters.length
+    while (at > 0 && waiters[at - 1].rank > rank) at--
+    waiters.splice(at, 0, waiter)
     kick()
   })
 }
