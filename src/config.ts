@@ -12,6 +12,7 @@ import {
   type CatalogFile,
 } from './catalog/catalog-file.ts'
 import { withLanes } from './catalog/lanes.ts'
+import { otlpFromEnv } from './telemetry/otlp-env.ts'
 
 const DEFAULT_CATALOG = resolve(import.meta.dir, '../providers/catalog.default.json')
 
@@ -124,7 +125,6 @@ const envSchema = z.object({
    */
   MULTIGRID_SCHEMA_CHECK_MS: intFrom(10, 60_000, 100),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
 })
 
 /** The configuration as loadConfig makes it: its shape is the object built there from `envSchema`. */
@@ -133,15 +133,32 @@ export type Config = ReturnType<typeof loadConfig>
 /** A configuration problem; start-up prints `message` alone and exits. */
 export class ConfigError extends Error {}
 
+/**
+ * A variable as a configuration error shows it: a secret's value never (a token, a key, a
+ * password), a URL's with its password masked.
+ */
+function shown(name: string, value: string | undefined): string {
+  if (/TOKEN|SECRET|PASSWORD|API_KEY/.test(name)) return `${name} (its value not shown)`
+  if (value !== undefined && /_URL$/.test(name) && URL.canParse(value)) {
+    const url = new URL(value)
+    if (url.password) url.password = '***'
+    return `${name}=${JSON.stringify(url.href)}`
+  }
+  if (/_URL$/.test(name)) return `${name} (its value not shown)`
+  return `${name}=${JSON.stringify(value)}`
+}
+
 /** Reads and validates the configuration. Throws ConfigError naming the variable or file path. */
 export function loadConfig(env: Record<string, string | undefined> = process.env) {
   const parsed = envSchema.safeParse(env)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
     const name = String(issue.path[0])
-    throw new ConfigError(`invalid ${name}=${JSON.stringify(env[name])}: ${issue.message}`)
+    throw new ConfigError(`invalid ${shown(name, env[name])}: ${issue.message}`)
   }
   const e = parsed.data
+  const otlp = otlpFromEnv(env)
+  if (typeof otlp === 'string') throw new ConfigError(otlp)
   const catalogPath = resolve(e.MULTIGRID_CONFIG ?? DEFAULT_CATALOG)
   const catalog = loadCatalog(catalogPath)
   const providerKeys: Record<string, string | null> = {}
@@ -207,7 +224,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     schemaCheckMs: e.MULTIGRID_SCHEMA_CHECK_MS,
     logLevel: e.LOG_LEVEL,
-    otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT ?? null,
+    otlp,
   })
 }
 

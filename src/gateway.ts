@@ -139,7 +139,7 @@ async function openCore(
   // GET /metrics counts in memory what happens here, beside the OpenTelemetry export (docs/operations.md).
   const metrics = createPrometheusMetrics()
   const telemetry = timeUpstreamCalls(
-    createTelemetry({ otlpEndpoint: config.otlpEndpoint, serviceName: 'multigrid', logger }),
+    createTelemetry({ otlp: config.otlp, serviceName: 'multigrid', logger }),
     metrics,
   )
   const { store, dispatch, chunks, blobs } = await openStores(config)

@@ -28,17 +28,19 @@ import {
   type Tracer,
 } from '@opentelemetry/api'
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http'
+import { OTLPMetricExporter as ProtoMetricExporter } from '@opentelemetry/exporter-metrics-otlp-proto'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
+import { OTLPTraceExporter as ProtoTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto'
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources'
 import { PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics'
 import { NodeSDK } from '@opentelemetry/sdk-node'
 import type { Logger } from './logger.ts'
+import type { OtlpConfig } from './otlp-env.ts'
 
 export interface TelemetryConfig {
-  otlpEndpoint: string | null
+  /** Where traces and metrics go (otlp-env.ts); null: no telemetry. */
+  otlp: OtlpConfig | null
   serviceName: string
-  /** How often metrics are exported; the SDK's 60 s by default. */
-  metricIntervalMs?: number
   /** Receives the SDK's own errors (a collector that cannot be reached), as warnings. */
   logger?: Logger
 }
@@ -124,22 +126,33 @@ const REMEMBERED_BATCHES = 10_000
 
 /** Starts the SDK when an endpoint is configured; otherwise returns the shared no-op. */
 export function createTelemetry(config: TelemetryConfig): Telemetry {
-  if (!config.otlpEndpoint) return noTelemetry
-  const base = config.otlpEndpoint.replace(/\/+$/, '')
+  const { otlp } = config
+  if (!otlp) return noTelemetry
   if (config.logger) diag.setLogger(diagToLogger(config.logger))
+  const { traces, metrics: exported } = otlp
   const sdk = new NodeSDK({
     // service.name defaults to ours; OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES still win.
     resource: defaultResource().merge(
       resourceFromAttributes({ 'service.name': config.serviceName }),
     ),
-    // The JSON flavour of OTLP/HTTP: every collector accepts it on :4318.
-    traceExporter: new OTLPTraceExporter({ url: `${base}/v1/traces` }),
-    metricReaders: [
-      new PeriodicExportingMetricReader({
-        exporter: new OTLPMetricExporter({ url: `${base}/v1/metrics` }),
-        exportIntervalMillis: config.metricIntervalMs ?? 60_000,
-      }),
-    ],
+    // Without an endpoint of its own, a signal goes nowhere (the SDK would try localhost).
+    spanProcessors: traces ? undefined : [],
+    traceExporter: traces
+      ? traces.protocol === 'http/protobuf'
+        ? new ProtoTraceExporter({ url: traces.url })
+        : new OTLPTraceExporter({ url: traces.url })
+      : undefined,
+    metricReaders: exported
+      ? [
+          new PeriodicExportingMetricReader({
+            exporter:
+              exported.protocol === 'http/protobuf'
+                ? new ProtoMetricExporter({ url: exported.url })
+                : new OTLPMetricExporter({ url: exported.url }),
+            exportIntervalMillis: otlp.metricIntervalMs,
+          }),
+        ]
+      : [],
     logRecordProcessors: [],
     instrumentations: [],
   })

@@ -264,7 +264,7 @@ describe('telemetry', () => {
 
 describe('telemetry switched off', () => {
   test('without an endpoint no SDK is started: the shared no-op, which only runs what it is given', async () => {
-    const telemetry = createTelemetry({ otlpEndpoint: null, serviceName: 'multigrid' })
+    const telemetry = createTelemetry({ otlp: null, serviceName: 'multigrid' })
     expect(telemetry).toBe(noTelemetry)
     expect(telemetry.enabled).toBe(false)
     const response = new Response('ok')
