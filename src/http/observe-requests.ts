@@ -10,6 +10,7 @@
 import type { Elysia } from 'elysia'
 import type { Logger } from '../telemetry/logger.ts'
 import type { Telemetry } from '../telemetry/telemetry.ts'
+import { withoutKeys } from '../telemetry/without-keys.ts'
 import { routeMatcher, type RouteMatcher } from './route-matcher.ts'
 
 /** Probes hit every few seconds; at info level they would drown the requests that matter. */
@@ -59,7 +60,7 @@ export function requestLog(logger: Logger, routeOf: RouteMatcher) {
     const fields = {
       method: request.method,
       route: routeOf(request.method, path),
-      path,
+      path: withoutKeys(path),
       status: response.status,
       duration_ms: Math.round((performance.now() - started) * 10) / 10,
     }

@@ -36,6 +36,7 @@ import { PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics'
 import { NodeSDK } from '@opentelemetry/sdk-node'
 import type { Logger } from './logger.ts'
 import type { OtlpConfig } from './otlp-env.ts'
+import { withoutKeys } from './without-keys.ts'
 
 export interface TelemetryConfig {
   /** Where traces and metrics go (otlp-env.ts); null: no telemetry. */
@@ -230,7 +231,10 @@ async function traceRequest(
     method,
     {
       kind: SpanKind.SERVER,
-      attributes: { 'http.request.method': method, 'url.path': new URL(request.url).pathname },
+      attributes: {
+        'http.request.method': method,
+        'url.path': withoutKeys(new URL(request.url).pathname),
+      },
     },
     parent,
   )

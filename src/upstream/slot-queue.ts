@@ -76,7 +76,7 @@ export function createSlotQueue(options: SlotQueueOptions): SlotQueue {
         granted?.()
         return Promise.resolve()
       }
-      return waitInQueue(waiters, signal, serve, granted, rank)
+      return waitInQueue(waiters, signal, serve, { granted, rank })
     },
     give() {
       inFlight--

@@ -13,14 +13,14 @@ export interface Waiter {
 
 /**
  * Queues a waiter and resolves when it is served, or rejects when `signal` aborts first.
- * `granted` runs the moment it is served, inside the call that served it (see ProviderGate).
+ * `granted` runs the moment it is served, inside the call that served it (see ProviderGate);
+ * `rank` places it (0 unless given).
  */
 export function waitInQueue(
   waiters: Waiter[],
   signal: AbortSignal | undefined,
   kick: () => void,
-  granted?: () => void,
-  rank = 0,
+  { granted, rank = 0 }: { granted?: () => void; rank?: number } = {},
 ): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason)
   return new Promise<void>((resolve, reject) => {

@@ -63,6 +63,8 @@ describe('logs at LOG_LEVEL=debug', () => {
     expect(live.status).toBe(200)
     // A bad key, a sign-in through the dashboard's form: keys in headers and in bodies.
     expect((await gw.request('/v1/batches', `${key}x`)).status).toBe(401)
+    // And a key pasted into a path by mistake.
+    expect((await gw.request(`/v1/batches/${key}`, key)).status).toBe(404)
     const signIn = await fetch(`${gw.url}/dashboard/sign-in`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },

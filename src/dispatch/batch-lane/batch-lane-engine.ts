@@ -164,25 +164,6 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     await deps.dispatch.recordOutcomes(owner, outcomes, now())
   }
 
-  /**
-   * The lane a chunk is followed on, from the catalog: its model's batch offering of that
-   * provider and upstream model (two models may list the same one, each at its own price). A
-   * chunk stored before its model was has the first model listing it.
-   */
-  function choiceOf(chunk: ChunkRecord): Lane | null {
-    const named = chunk.model === null ? undefined : deps.catalog.find(chunk.model)
-    const models = named ? [named] : chunk.model === null ? deps.catalog.models : []
-    for (const model of models)
-      for (const offering of model.offerings) {
-        if (offering.lane !== 'batch' || offering.provider !== chunk.provider) continue
-        if (offering.upstream_model !== chunk.upstreamModel) continue
-        const kind = deps.catalog.provider(offering.provider)?.kind
-        if (!kind || !deps.client(offering.provider)) continue
-        return { offering, model, settings: batchLaneSettings(offering, kind) }
-      }
-    return null
-  }
-
   return {
     async tick() {
       let submitted = 0
@@ -196,7 +177,7 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
       let followed = 0
       const due = await deps.chunks.claimChunks(options.holder, 16, now(), now() + options.leaseMs)
       for (const chunk of due) {
-        const choice = choiceOf(chunk)
+        const choice = choiceOf(deps, chunk)
         if (!choice) {
           await deps.chunks.releaseChunk(options.holder, chunk.id)
           continue
@@ -207,4 +188,23 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
       return { submitted, followed }
     },
   }
+}
+
+/**
+ * The lane a chunk is followed on, from the catalog: its model's batch offering of that
+ * provider and upstream model (two models may list the same one, each at its own price). A
+ * chunk stored before its model was has the first model listing it.
+ */
+function choiceOf(deps: EngineDeps, chunk: ChunkRecord): Lane | null {
+  const named = chunk.model === null ? undefined : deps.catalog.find(chunk.model)
+  const models = named ? [named] : chunk.model === null ? deps.catalog.models : []
+  for (const model of models)
+    for (const offering of model.offerings) {
+      if (offering.lane !== 'batch' || offering.provider !== chunk.provider) continue
+      if (offering.upstream_model !== chunk.upstreamModel) continue
+      const kind = deps.catalog.provider(offering.provider)?.kind
+      if (!kind || !deps.client(offering.provider)) continue
+      return { offering, model, settings: batchLaneSettings(offering, kind) }
+    }
+  return null
 }
