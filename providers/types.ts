@@ -128,6 +128,11 @@ export type StreamOutcome =
       chunks: AsyncIterable<Record<string, unknown>>
       /** Resolves after `chunks` ends, with the usage the upstream reported (null if none). */
       usage: Promise<Usage | null>
+      /**
+       * Resolves with `usage`: the failure that broke the stream after it opened, or null when
+       * it ended (or the caller stopped reading). What the upstream metrics count it as.
+       */
+      broken: Promise<UpstreamError | null>
     }
   | { ok: false; error: UpstreamError; latencyMs: number }
 

@@ -318,10 +318,11 @@ async function stream(providers: Providers, options: Parameters<Upstreams['strea
       () => adapter.stream(requestFor(options)),
       (opened) =>
         opened.ok
-          ? opened.usage.then((usage) => ({
+          ? Promise.all([opened.usage, opened.broken]).then(([usage, broken]) => ({
               status: 200,
               latencyMs: performance.now() - started,
-              errorKind: null,
+              // A stream that broke after it opened is an error of its provider's all the same.
+              errorKind: broken?.kind ?? null,
               usage,
             }))
           : describeOutcome(opened),

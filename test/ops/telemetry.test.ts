@@ -131,6 +131,20 @@ describe('telemetry', () => {
       }),
     })
     expect(await streamed.text()).toContain('data: [DONE]')
+    // A stream that breaks after it opened: an error of its provider's all the same.
+    sim.configure({ malformedRate: 1 })
+    const broken = await gw.request('/v1/chat/completions', key, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'sim/chat',
+        messages: [{ role: 'user', content: 'broken' }],
+        max_tokens: 16,
+        stream: true,
+      }),
+    })
+    expect(await broken.text()).toContain('upstream_error')
+    sim.configure({ malformedRate: 0 })
     // A key allowed one request a minute: its second request is a rate-limit rejection.
     const { key: slow } = await gw.newAccount('1', { rate_limit_per_minute: 1 })
     expect((await gw.request('/v1/batches', slow)).status).toBe(200)
@@ -220,15 +234,17 @@ describe('telemetry', () => {
   test('a live call, streamed or not, is a child of its HTTP request span, with its tokens', () => {
     const spans = receiver.spans()
     const requests = spans.filter((s) => s.name === 'POST /v1/chat/completions')
-    expect(requests).toHaveLength(2)
-    for (const request of requests) {
+    expect(requests).toHaveLength(3)
+    const calls = requests.map((request) => {
       const call = spans.find((s) => s.kind === 3 && s.parentSpanId === request.spanId)!
       expect(call).toBeDefined()
       expect(call.traceId).toBe(request.traceId)
-      const a = attrs(call.attributes)
-      expect(a['batch.id']).toBeUndefined()
-      expect(a['gen_ai.usage.output_tokens']).toBeGreaterThan(0)
-    }
+      expect(attrs(call.attributes)['batch.id']).toBeUndefined()
+      return attrs(call.attributes)
+    })
+    // The two that answered carry their tokens; the stream that broke says what broke it.
+    expect(calls.filter((a) => Number(a['gen_ai.usage.output_tokens']) > 0)).toHaveLength(2)
+    expect(calls.filter((a) => a['error.type'] === 'malformed_response')).toHaveLength(1)
   })
 
   test('metrics: lines completed, upstream latency and errors by provider, rate-limit rejections, queue gauges', () => {
@@ -243,13 +259,16 @@ describe('telemetry', () => {
       return totals
     }
     expect(sumBy('multigrid.lines.completed', 'status')).toEqual({ succeeded: 2, failed: 1 })
-    expect(sumBy('multigrid.upstream.errors', 'error.type')).toEqual({ invalid_request: 1 })
+    expect(sumBy('multigrid.upstream.errors', 'error.type')).toEqual({
+      invalid_request: 1,
+      malformed_response: 1,
+    })
     expect(sumBy('multigrid.rate_limit.rejections', 'limit')).toEqual({ requests_per_minute: 1 })
     const latency = receiver.metric('multigrid.upstream.duration').at(-1)!
     const bySim = latency.histogram!.dataPoints.filter(
       (p) => attrs(p.attributes)['gen_ai.provider.name'] === 'sim',
     )
-    expect(bySim.reduce((n, p) => n + pointValue(p), 0)).toBe(5) // three batch lines, two live calls
+    expect(bySim.reduce((n, p) => n + pointValue(p), 0)).toBe(6) // three batch lines, three live calls
     expect(
       latency.histogram!.dataPoints.some((p) => attrs(p.attributes).outcome === 'invalid_request'),
     ).toBe(true)
