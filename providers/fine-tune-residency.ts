@@ -17,9 +17,12 @@
  * - A replica that answered that it does not hold a fine-tune (it restarted and lost it) is
  *   forgotten as holding it (lost()), and the next acquire loads it again.
  *
+ * - A load the replica refuses while it is full of fine-tunes this instance did not load (a
+ *   gateway that ran before this one, another instance of a fleet) unloads one of those and is
+ *   tried once more: the replica's list is the truth, this bookkeeping only one instance's view.
+ *
  * The HTTP of loading and unloading is the caller's (FineTuneCalls), so this is plain bookkeeping,
- * unit-tested on its own (test/providers/fine-tune-residency.test.ts). One gateway instance's view:
- * it assumes no one else loads fine-tunes on the same replicas.
+ * unit-tested on its own (test/providers/fine-tune-residency.test.ts).
  */
 import { upstreamError } from './classify-error.ts'
 import type { CallHealth, Replica, ReplicaPool } from './pool.ts'
@@ -32,6 +35,8 @@ export interface FineTuneCalls {
   load(replica: Replica, fineTune: FineTune): Promise<LoadResult>
   /** Best effort: the place is counted free once this settles, whatever the replica said. */
   unload(replica: Replica, name: string): Promise<void>
+  /** The fine-tunes the replica says it holds (vLLM's /v1/models); null when it cannot say. */
+  held(replica: Replica): Promise<string[] | null>
 }
 
 /** One call's use of a fine-tune on a replica. */
@@ -217,9 +222,18 @@ function startLoad(state: Residency, replica: Replica, fineTune: FineTune): Plac
   return place
 }
 
-/** The load itself; a call that throws is a failed load, as a refused one is. */
+/**
+ * The load itself; a call that throws is a failed load, as a refused one is. Refused with an
+ * answer (the replica is up), it is tried once more after a fine-tune this instance does not
+ * know of is unloaded there, if the replica holds one.
+ */
 async function load(state: Residency, replica: Replica, fineTune: FineTune): Promise<LoadResult> {
   try {
+    const result = await state.calls.load(replica, fineTune)
+    if (result.ok || result.error.status === null || result.error.status >= 500) return result
+    const foreign = await foreignOn(state, replica, fineTune.name)
+    if (foreign === null) return result
+    await unloadOn(state, replica, foreign)
     return await state.calls.load(replica, fineTune)
   } catch (error) {
     return {
@@ -228,6 +242,13 @@ async function load(state: Residency, replica: Replica, fineTune: FineTune): Pro
       health: 'failure',
     }
   }
+}
+
+/** A fine-tune the replica holds that this instance neither holds there nor is loading. */
+async function foreignOn(state: Residency, replica: Replica, loading: string) {
+  const held = await state.calls.held(replica)
+  const known = placesOf(state, replica)
+  return held?.find((name) => name !== loading && !known.has(name)) ?? null
 }
 
 function unloadOn(state: Residency, replica: Replica, name: string): Promise<void> {

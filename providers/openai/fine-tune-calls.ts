@@ -78,5 +78,29 @@ export function createFineTuneCalls(options: {
       // A fine-tune the replica does not hold (it restarted) is as good as unloaded.
       await post(replica, '/unload_lora_adapter', { lora_name: name })
     },
+    async held(replica) {
+      // vLLM lists each fine-tune it holds as a model of its own, its base model as `parent`.
+      const deadline = createDeadline(options.timeoutMs)
+      try {
+        const response = await replica.client.request({
+          method: 'GET',
+          path: '/models',
+          headers: options.headers,
+          signal: deadline,
+          control: true,
+        })
+        if (response.status !== 200) return null
+        const listed = JSON.parse(await response.text()) as {
+          data?: { id?: unknown; parent?: unknown }[]
+        }
+        return (listed.data ?? [])
+          .filter((model) => typeof model.id === 'string' && typeof model.parent === 'string')
+          .map((model) => model.id as string)
+      } catch {
+        return null
+      } finally {
+        deadline.done()
+      }
+    },
   }
 }

@@ -185,5 +185,26 @@ for (const storeKind of STORES) {
         expect(loadsOf(fineTune)).toBeLessThanOrEqual(explained)
       }
     })
+
+    test('replicas full of fine-tunes another gateway loaded: one of those makes room, every line succeeds', async () => {
+      for (const sim of sims) await sim.restart(0)
+      // Another instance (or the gateway before a restart) filled every place.
+      for (const sim of sims)
+        for (const name of ['foreign-a', 'foreign-b']) {
+          const loaded = await fetch(`${sim.url}/v1/load_lora_adapter`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ lora_name: name, lora_path: `/srv/lora/${name}` }),
+          })
+          expect(loaded.status).toBe(200)
+        }
+      for (const sim of sims) sim.resetStats()
+      const { key, id } = await mixedBatch(8)
+      const batch = await finished(key, id)
+      expect(batch.status).toBe('completed')
+      expect(batch.request_counts).toMatchObject({ total: 8, succeeded: 8, failed: 0 })
+      expect(unloadsOf('foreign-a') + unloadsOf('foreign-b')).toBeGreaterThan(0)
+      for (const sim of sims) expect(sim.lora().maxLoaded).toBeLessThanOrEqual(MAX_LORAS)
+    })
   })
 }

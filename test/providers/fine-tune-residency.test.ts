@@ -28,9 +28,41 @@ function recordingCalls(options: { manual?: boolean } = {}) {
     async unload(replica, name) {
       log.push(`unload ${name} @${replica.baseUrl}`)
     },
+    // What a replica holds beyond this instance's view: nothing, unless a test says.
+    async held() {
+      return []
+    },
   }
   return { calls, log, pending }
 }
+
+test('a replica full of fine-tunes another instance loaded: one of those is unloaded, the load tried again', async () => {
+  const [replica] = replicas(1)
+  const log: string[] = []
+  // The replica holds two fine-tunes this residency never loaded, and refuses a third until one goes.
+  const onReplica = new Set(['other-1', 'other-2'])
+  const calls: FineTuneCalls = {
+    async load(_, lora) {
+      log.push(`load ${lora.name}`)
+      if (onReplica.size >= 2) {
+        const error = upstreamError('server_error', 'max_loras loaded already', { status: 400 })
+        return { ok: false, error, health: 'ok' }
+      }
+      onReplica.add(lora.name)
+      return { ok: true }
+    },
+    async unload(_, name) {
+      log.push(`unload ${name}`)
+      onReplica.delete(name)
+    },
+    held: async () => [...onReplica],
+  }
+  const residency = createFineTuneResidency({ pool, calls }, { maxLoras: 2 })
+  const lease = await leaseOf(residency.acquire(fineTune('mine'), never))
+  expect(lease.replica).toBe(replica)
+  expect(log).toEqual(['load mine', 'unload other-1', 'load mine'])
+  lease.release()
+})
 
 let pool: ReplicaPool
 afterEach(async () => {
