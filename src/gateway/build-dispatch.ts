@@ -64,7 +64,7 @@ function buildLanes(
   retry: RetryPolicy,
 ): BatchLanes | null {
   const { config, catalog } = core
-  const clients = config.dispatch.enabled ? createBatchClients(config) : new Map()
+  const clients = config.dispatch.enabled ? createBatchClients(config, core.telemetry) : new Map()
   if (clients.size === 0) return null
   const { store, chunks, logger } = core
   const counted = countLineOutcomes(core.usage, core.metrics)

@@ -8,13 +8,16 @@ import {
   type AnthropicBatchClient,
   type OpenAIBatchClient,
 } from '../../providers/batch-api/index.ts'
+import type { BatchCall } from '../../providers/batch-api/types.ts'
 import { laneOf } from '../catalog/catalog-file.ts'
 import type { Config } from '../config.ts'
+import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 
 export type BatchClient = OpenAIBatchClient | AnthropicBatchClient
 
 export function createBatchClients(
   config: Pick<Config, 'catalog' | 'providerKeys'>,
+  telemetry: Telemetry = noTelemetry,
 ): Map<string, BatchClient> {
   const clients = new Map<string, BatchClient>()
   const { providers, models } = config.catalog
@@ -30,12 +33,36 @@ export function createBatchClients(
         apiKey: config.providerKeys[name] ?? null,
         timeoutMs: provider.timeout_s * 1000,
       }
-      clients.set(
-        name,
+      const client =
         provider.kind === 'anthropic'
           ? createAnthropicBatchClient(options)
-          : createOpenAIBatchClient(options),
-      )
+          : createOpenAIBatchClient(options)
+      clients.set(name, traced(client, `${name}:batch`, telemetry))
     }
   return clients
+}
+
+/**
+ * The client with each of its calls (upload, create, poll, read, cancel) an upstream call of its
+ * lane's (`openai:batch`) in the spans and the latency and error metrics, as a line's call is.
+ */
+function traced<C extends BatchClient>(client: C, provider: string, telemetry: Telemetry): C {
+  const wrapped: Record<string, unknown> = { ...client }
+  for (const [method, call] of Object.entries(client)) {
+    if (typeof call !== 'function' || method === 'close') continue
+    wrapped[method] = (...args: unknown[]) => {
+      const started = performance.now()
+      return telemetry.upstream(
+        { provider, model: '', endpoint: `batch.${method}` },
+        () => call.apply(client, args) as Promise<BatchCall<unknown>>,
+        (result) => ({
+          status: result.ok ? 200 : result.error.status,
+          latencyMs: performance.now() - started,
+          errorKind: result.ok ? null : result.error.kind,
+          usage: null,
+        }),
+      )
+    }
+  }
+  return wrapped as C
 }

@@ -192,6 +192,10 @@ for (const storeKind of STORES) {
       expect(new Decimal(reported.cost_usd).eq(ended.cost_usd)).toBe(true)
       const metrics = await (await fetch(`${gw.url}/metrics`)).text()
       expect(metrics).toMatch(/multigrid_lines_total\{[^}]*provider="sim:batch"[^}]*\} \d+/)
+      // The lane's own calls (upload, create, polls, the results) are timed as its upstream calls.
+      expect(metrics).toMatch(
+        /multigrid_upstream_latency_seconds_count\{provider="sim:batch"\} [1-9]/,
+      )
     }, 60_000)
 
     test("a mixed batch: the lane takes its model's lines, the others run live once it has", async () => {
