@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Decimal from 'decimal.js'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { chatLine, jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
+import { nativeClient } from '../helpers/native-client.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
 
 const LIVE = { input_usd_per_mtok: '1.25', output_usd_per_mtok: '10' }
@@ -137,30 +138,18 @@ for (const storeKind of STORES) {
 
     test("each flex offering's own timeout applies, not the longest on its lane", async () => {
       const { key } = await gw.newAccount('10')
+      const native = nativeClient<
+        { id: string; status: string },
+        { status: string; provider: string }
+      >(
+        () => gw,
+        () => key,
+      )
       sim.configure({ flexLatencyMs: 3_000 })
       try {
-        const line = chatLine('short', 'slow flex', {}, 'sim/short')
-        const submitted = await gw.request('/v1/batches', key, {
-          method: 'POST',
-          headers: { 'content-type': 'application/jsonl' },
-          body: jsonl([line]),
-        })
-        expect(submitted.status).toBe(201)
-        const { id } = (await submitted.json()) as { id: string }
-        await waitFor(
-          'the batch to end',
-          async () => {
-            const batch = (await (await gw.request(`/v1/batches/${id}`, key)).json()) as {
-              status: string
-            }
-            return FINAL_BATCH.includes(batch.status)
-          },
-          30_000,
-        )
-        const [row] = (await (await gw.request(`/v1/batches/${id}/results`, key)).text())
-          .trim()
-          .split('\n')
-          .map((text) => JSON.parse(text) as { status: string; provider: string })
+        const batch = await native.submit(jsonl([chatLine('short', 'slow flex', {}, 'sim/short')]))
+        await native.finished(batch.id)
+        const [row] = await native.results(batch.id)
         // Cut at its 1 s, where sim/chat's 30 s would have waited the 3 s out on flex.
         expect(row.status).toBe('succeeded')
         expect(row.provider).toBe('openai')
