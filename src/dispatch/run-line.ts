@@ -110,7 +110,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     signal: deps.signal,
     proceed: deps.proceed,
     line: { batchId, lineNo, attempt: line.attempts },
-    // Lines due earlier are served first where a provider's capacity is short (docs/routing.md).
+    // Lines due earlier are served first where a provider's capacity is short (docs/open-models.md).
     rank: line.deadlineAt * 1000,
     fineTune: fineTune ? { name: fineTune.id, path: fineTune.source } : undefined,
   })

@@ -1,7 +1,7 @@
 /**
  * A queue of callers waiting for a slot, each able to give up through its AbortSignal, served by
  * rank: the lowest first, callers of one rank in the order they asked. A batch line's rank is its
- * deadline (ms), so lines due earlier get a provider's capacity first (docs/routing.md), and a live
+ * deadline (ms), so lines due earlier get a provider's capacity first (docs/open-models.md), and a live
  * call's is 0: it is served before any line queued at the same provider.
  */
 import { followAbort } from '../../providers/follow-abort.ts'
