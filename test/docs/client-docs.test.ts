@@ -1,5 +1,6 @@
 /**
- * The client pages in docs/clients run word for word (only the address changes) against a real
+ * The client pages in docs/clients run word for word (the gateway's port from PORT, as the
+ * walk-through's bash has it) against a real
  * gateway serving the offline catalog (providers/catalog.simulator.json) from the simulator:
  * the Anthropic SDK, the Vercel AI SDK and the OpenAI SDK's Responses API.
  */
@@ -34,13 +35,14 @@ async function runPage(page: string) {
   const code = /```ts\n([\s\S]*?)```/.exec(text)?.[1]
   expect(code).toBeString()
   const dir = mkdtempSync(join(tmpdir(), 'mg-client-doc-'))
-  writeFileSync(join(dir, 'example.ts'), code!.replaceAll('http://localhost:8080', gw.url))
+  writeFileSync(join(dir, 'example.ts'), code!)
   const { key } = await gw.newAccount('10')
   const child = Bun.spawn([process.execPath, join(dir, 'example.ts')], {
     cwd: dir,
     env: {
       PATH: process.env.PATH ?? '',
       MULTIGRID_API_KEY: key,
+      PORT: new URL(gw.url).port,
       NODE_PATH: join(ROOT, 'node_modules'),
     },
     stdout: 'pipe',
