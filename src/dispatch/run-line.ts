@@ -110,8 +110,8 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     signal: deps.signal,
     proceed: deps.proceed,
     line: { batchId, lineNo, attempt: line.attempts },
-    // Lines due earlier are served first where a provider's capacity is short (docs/open-models.md).
-    rank: line.deadlineAt * 1000,
+    // An account's lines due earlier are served first where a provider is full (docs/open-models.md).
+    place: { account: line.accountId, deadlineMs: line.deadlineAt * 1000 },
     fineTune: fineTune ? { name: fineTune.id, path: fineTune.source } : undefined,
   })
   // Not sent (cancelled, or its provider went down while it waited): handed back as it was,

@@ -25,10 +25,10 @@ export function createAdaptiveGate(base: ProviderGate, workingLimit: () => numbe
       return local.inFlight
     },
     limit: base.limit,
-    async acquire(signal, granted, rank) {
-      await local.take(signal, undefined, rank)
+    async acquire(signal, granted, place) {
+      await local.take(signal, undefined, place)
       try {
-        await base.acquire(signal, granted, rank)
+        await base.acquire(signal, granted, place)
       } catch (error) {
         local.give()
         throw error

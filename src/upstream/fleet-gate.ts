@@ -119,7 +119,7 @@ export function createFleetGate(deps: FleetGateDeps, options: FleetGateOptions):
     get redisCalls() {
       return lease.redisCalls
     },
-    acquire: (signal, granted, rank) => queue.take(signal, granted, rank),
+    acquire: (signal, granted, place) => queue.take(signal, granted, place),
     release: () => release(lease),
     pause: (untilMs) => queue.pause(untilMs),
     heartbeat: () => heartbeat(lease),

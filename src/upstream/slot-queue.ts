@@ -1,17 +1,17 @@
 /**
  * The queue-and-serve both provider gates are made of (in-process and fleet-wide): slots handed
- * to waiters by rank, then in the order they asked (wait-queue.ts), never more in flight than `capacity()`, nothing handed out
+ * to waiters in the order wait-queue.ts keeps (live calls first, an account's lines by deadline), never more in flight than `capacity()`, nothing handed out
  * while the provider has asked for a pause (a 429). What differs between the gates is only where
  * the capacity comes from: a fixed limit, or the slots leased from the fleet's Redis semaphore.
  */
-import { waitInQueue, type Waiter } from './wait-queue.ts'
+import { waitInQueue, type QueuePlace, type Waiter } from './wait-queue.ts'
 
 export interface SlotQueue {
   /**
-   * Resolves once a slot is taken; rejects when `signal` aborts first. `granted`, `rank`: see
+   * Resolves once a slot is taken; rejects when `signal` aborts first. `granted`, `place`: see
    * ProviderGate.acquire.
    */
-  take(signal?: AbortSignal, granted?: () => void, rank?: number): Promise<void>
+  take(signal?: AbortSignal, granted?: () => void, place?: QueuePlace): Promise<void>
   /** A slot given back; the next waiter is served. */
   give(): void
   /** After a 429: nothing new is handed out before `untilMs`. A shorter pause never cuts a longer one. */
@@ -69,14 +69,14 @@ export function createSlotQueue(options: SlotQueueOptions): SlotQueue {
     get waiting() {
       return waiters.length
     },
-    take(signal, granted, rank) {
+    take(signal, granted, place) {
       if (waiters.length === 0 && inFlight < options.capacity() && now() >= pausedUntil) {
         inFlight++
         options.onTaken?.()
         granted?.()
         return Promise.resolve()
       }
-      return waitInQueue(waiters, signal, serve, { granted, rank })
+      return waitInQueue(waiters, signal, serve, { granted, place })
     },
     give() {
       inFlight--

@@ -24,6 +24,7 @@ import { noTelemetry, type Telemetry, type UpstreamResult } from '../telemetry/t
 import { createAdaptiveGate } from './adaptive-gate.ts'
 import { createProviderGate, type ProviderGate } from './provider-gate.ts'
 import { createSlotHandOver, type SlotHandOver } from './slot-hand-over.ts'
+import type { QueuePlace } from './wait-queue.ts'
 
 /** Which batch line a call is for: its span carries these and links to the batch. */
 export interface LineCall {
@@ -51,10 +52,10 @@ export interface SendOptions {
   proceed?: () => boolean
   line?: LineCall
   /**
-   * Where the call queues at a full provider: lowest first (wait-queue.ts). A batch line's
-   * deadline (ms), so that lines due earlier get capacity first; unset, 0: a live call, first.
+   * A batch line's place where it queues at a full provider (wait-queue.ts): its account's lines
+   * due earlier go first. Unset: a live call, before any line.
    */
-  rank?: number
+  place?: QueuePlace
   /**
    * How long a call every replica answers busy (503, a full queue) may wait and be sent again
    * before the busy answer is returned; unset or 0: returned at once. Batch lines wait (docs/routing.md:
@@ -284,7 +285,7 @@ async function send(providers: Providers, options: SendOptions): Promise<Outcome
       sent.error = error
     }
   }
-  await gate.acquire(options.signal, start, options.rank)
+  await gate.acquire(options.signal, start, options.place)
   if (!sent.outcome) {
     gate.release()
     if (sent.error !== undefined) throw sent.error

@@ -1,26 +1,36 @@
 /**
- * A queue of callers waiting for a slot, each able to give up through its AbortSignal, served by
- * rank: the lowest first, callers of one rank in the order they asked. A batch line's rank is its
- * deadline (ms), so lines due earlier get a provider's capacity first (docs/open-models.md), and a live
- * call's is 0: it is served before any line queued at the same provider.
+ * A queue of callers waiting for a slot, each able to give up through its AbortSignal.
+ *
+ * Where a caller waits: a live call (no place) after the live calls already waiting, before any
+ * batch line; a batch line at the end, then moved ahead of its own account's lines that are due
+ * later, into their positions. So a provider's capacity goes to an account's lines due earlier
+ * first (docs/open-models.md: a 24-hour batch before a 72-hour one), while the accounts keep the
+ * turns their claims gave them (docs/routing.md): one account's lines never pass another's.
  */
 import { followAbort } from '../../providers/follow-abort.ts'
 
+/** A batch line's place in a queue: its account, and its batch's deadline. */
+export interface QueuePlace {
+  account: string
+  deadlineMs: number
+}
+
 export interface Waiter {
   (): void
-  rank: number
+  /** Null for a live call. */
+  place: QueuePlace | null
 }
 
 /**
  * Queues a waiter and resolves when it is served, or rejects when `signal` aborts first.
  * `granted` runs the moment it is served, inside the call that served it (see ProviderGate);
- * `rank` places it (0 unless given).
+ * `place` says where it waits (above; none: a live call's).
  */
 export function waitInQueue(
   waiters: Waiter[],
   signal: AbortSignal | undefined,
   kick: () => void,
-  { granted, rank = 0 }: { granted?: () => void; rank?: number } = {},
+  { granted, place = null }: { granted?: () => void; place?: QueuePlace | null } = {},
 ): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason)
   return new Promise<void>((resolve, reject) => {
@@ -30,7 +40,7 @@ export function waitInQueue(
         granted?.()
         resolve()
       },
-      { rank },
+      { place },
     )
     const unfollow = signal
       ? followAbort(signal, () => {
@@ -39,10 +49,28 @@ export function waitInQueue(
           reject(signal.reason)
         })
       : null
-    // After every waiter of its rank or lower: most arrive in rank order, found from the end.
-    let at = waiters.length
-    while (at > 0 && waiters[at - 1].rank > rank) at--
-    waiters.splice(at, 0, waiter)
+    enqueue(waiters, waiter)
     kick()
   })
+}
+
+function enqueue(waiters: Waiter[], waiter: Waiter): void {
+  const { place } = waiter
+  if (place === null) {
+    let at = 0
+    while (at < waiters.length && waiters[at].place === null) at++
+    waiters.splice(at, 0, waiter)
+    return
+  }
+  waiters.push(waiter)
+  // Its account's waiters, in their positions: the one just added moves ahead of those due later.
+  let at = waiters.length - 1
+  for (let i = at - 1; i >= 0; i--) {
+    const other = waiters[i].place
+    if (other === null || other.account !== place.account) continue
+    if (other.deadlineMs <= place.deadlineMs) break
+    waiters[at] = waiters[i]
+    at = i
+  }
+  waiters[at] = waiter
 }
