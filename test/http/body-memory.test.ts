@@ -146,7 +146,9 @@ test('four 150 MB posts at once to routes that must not read them: refused, and 
     `4 × 150 MiB in ${seconds.toFixed(1)} s: gateway RSS ${before.toFixed(0)} → ${after.toFixed(0)} MiB`,
   )
   expect(statuses).toEqual([413, 413, 401, 413])
-  expect(after - before).toBeLessThan(64)
+  // Less than one body: a route that buffered any of the four would grow RSS by 150 MiB or more.
+  // The runtime's own growth under four such uploads at once is 55–70 MiB on the 2-core box.
+  expect(after - before).toBeLessThan(96)
   // The gateway still answers.
   expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200)
 }, 120_000)
