@@ -12,6 +12,7 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
 import { validateBody } from '../../ingest/validate-body.ts'
 import { sendWithFallback } from '../../upstream/send-with-fallback.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
+import { servedOnlyBy } from '../../catalog/served-only-by.ts'
 import type { LiveDeps, LiveService, StreamRender } from '../live.ts'
 import { responseHeaders } from '../caller-macro.ts'
 import { anthropicAuthorization, inAnthropicShape } from './anthropic-errors.ts'
@@ -35,19 +36,9 @@ export function chatBodyOf(params: unknown, lenient = false) {
   return converted.body
 }
 
-/**
- * Whether every offering the model may be routed to is Anthropic's: then a Messages request
- * passes through as it came. A model with any other offering is translated for all of them, so
- * that a fallback never meets a body it cannot take.
- */
-export function passesThrough(catalog: Catalog, model: unknown): boolean {
-  const entry = typeof model === 'string' ? catalog.find(model) : undefined
-  const offerings = entry ? catalog.usable(entry) : []
-  return (
-    offerings.length > 0 &&
-    offerings.every((offering) => catalog.provider(offering.provider)?.kind === 'anthropic')
-  )
-}
+/** Whether a Messages request passes through as it came: every offering of its model is Anthropic's. */
+export const passesThrough = (catalog: Catalog, model: unknown): boolean =>
+  servedOnlyBy(catalog, model, (provider) => provider.kind === 'anthropic')
 
 /** A passed-through stream: Anthropic's events as they came, under their own names. */
 const rawEvents = (): StreamRender => ({
