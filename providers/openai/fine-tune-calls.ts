@@ -22,14 +22,21 @@ export function createFineTuneCalls(options: {
   timeoutMs: number
   apiKey: string | null
 }): FineTuneCalls {
-  async function post(replica: Replica, path: string, body: unknown) {
+  /** One control call to a replica within the timeout: its answer read whole, or what failed. */
+  async function call(
+    replica: Replica,
+    request: { method: 'GET' | 'POST'; path: string; body?: unknown },
+  ) {
     const deadline = createDeadline(options.timeoutMs)
     try {
       const response = await replica.client.request({
-        method: 'POST',
-        path,
-        headers: { 'content-type': 'application/json', ...options.headers },
-        body: JSON.stringify(body),
+        method: request.method,
+        path: request.path,
+        headers:
+          request.body === undefined
+            ? options.headers
+            : { 'content-type': 'application/json', ...options.headers },
+        body: request.body === undefined ? undefined : JSON.stringify(request.body),
         signal: deadline,
         control: true,
       })
@@ -49,6 +56,9 @@ export function createFineTuneCalls(options: {
       deadline.done()
     }
   }
+
+  const post = (replica: Replica, path: string, body: unknown) =>
+    call(replica, { method: 'POST', path, body })
 
   return {
     async load(replica, fineTune) {
@@ -80,26 +90,15 @@ export function createFineTuneCalls(options: {
     },
     async held(replica) {
       // vLLM lists each fine-tune it holds as a model of its own, its base model as `parent`.
-      const deadline = createDeadline(options.timeoutMs)
+      const answer = await call(replica, { method: 'GET', path: '/models' })
+      if (!answer.ok || answer.status !== 200) return null
       try {
-        const response = await replica.client.request({
-          method: 'GET',
-          path: '/models',
-          headers: options.headers,
-          signal: deadline,
-          control: true,
-        })
-        if (response.status !== 200) return null
-        const listed = JSON.parse(await response.text()) as {
-          data?: { id?: unknown; parent?: unknown }[]
-        }
+        const listed = JSON.parse(answer.text) as { data?: { id?: unknown; parent?: unknown }[] }
         return (listed.data ?? [])
           .filter((model) => typeof model.id === 'string' && typeof model.parent === 'string')
           .map((model) => model.id as string)
       } catch {
         return null
-      } finally {
-        deadline.done()
       }
     },
   }
