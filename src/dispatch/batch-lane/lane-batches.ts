@@ -16,7 +16,7 @@ export interface LaneBatches {
 }
 
 /** How often a batch the lane serves is looked at again (one read of its first pending line). */
-export const LOOK_AGAIN_MS = 5_000
+const LOOK_AGAIN_MS = 5_000
 
 type Parsed = { url: string; body: { model?: unknown; provider?: unknown } }
 
