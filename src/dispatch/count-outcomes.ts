@@ -7,11 +7,20 @@ import type { PrometheusMetrics } from '../telemetry/prometheus.ts'
 import type { UsageRecorder } from './usage-recorder.ts'
 
 /**
- * The dispatchers' onOutcome for the usage report and /metrics: the live lanes' with the claimed
- * line, the batch lanes' with its account (their outcomes always name their model).
+ * The line an outcome is counted for: its account, and its model, asked for only when the
+ * outcome does not name it (a failure's), since finding it may mean parsing the line.
  */
+export type CountedLine = { accountId: string; model: () => string }
+
+/** A claimed line as counted: its model read back from its input. */
+export const countedClaim = (line: Pick<ClaimedLine, 'accountId' | 'input'>): CountedLine => ({
+  accountId: line.accountId,
+  model: () => modelOf(line.input),
+})
+
+/** The dispatchers' onOutcome for the usage report and /metrics. */
 export function countLineOutcomes(usage: UsageRecorder, metrics: PrometheusMetrics) {
-  return (outcome: LineOutcome, line: Pick<ClaimedLine, 'accountId'> & { input?: string }) => {
+  return (outcome: LineOutcome, line: CountedLine) => {
     if (outcome.kind === 'retry') return
     metrics.lineFinished(outcome.kind, outcome.provider, outcome.costUsd)
     const accounting =
@@ -19,8 +28,7 @@ export function countLineOutcomes(usage: UsageRecorder, metrics: PrometheusMetri
     usage.add({
       accountId: line.accountId,
       kind: 'line',
-      // A failed line's model is read back from its input: rare, unlike a success's.
-      model: accounting?.model ?? modelOf(line.input ?? ''),
+      model: accounting?.model ?? line.model(),
       provider: outcome.provider ?? 'none',
       inputTokens: accounting?.inputTokens ?? 0,
       cachedInputTokens: accounting?.cachedInputTokens ?? 0,

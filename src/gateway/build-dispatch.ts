@@ -9,13 +9,12 @@ import { createRedisFleetRates } from '../coordination/fleet-rates.ts'
 import { NUDGE_CHANNEL, openNudges, type Nudges } from '../coordination/nudges.ts'
 import { announceChanges } from '../dispatch/announce-changes.ts'
 import { createBatchLanes, tickMsFor, type BatchLanes } from '../dispatch/batch-lane/batch-lanes.ts'
-import { countLineOutcomes } from '../dispatch/count-outcomes.ts'
+import { countedClaim, countLineOutcomes } from '../dispatch/count-outcomes.ts'
 import { createDispatcher, type Dispatcher } from '../dispatch/dispatcher.ts'
 import { DEFAULT_RETRY, type RetryPolicy } from '../dispatch/retry-policy.ts'
 import { createWaitingBatches, type WaitingBatches } from '../dispatch/waiting-batches.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import { openStoreChannel } from '../store/open-store.ts'
-import type { LineOutcome } from '../store/store.ts'
 import { observeLines } from '../telemetry/observe-lines.ts'
 import { createBatchClients } from '../upstream/batch-clients.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
@@ -67,8 +66,7 @@ function buildLanes(
   const clients = config.dispatch.enabled ? createBatchClients(config, core.telemetry) : new Map()
   if (clients.size === 0) return null
   const { store, chunks, logger } = core
-  const counted = countLineOutcomes(core.usage, core.metrics)
-  const onOutcome = (outcome: LineOutcome, accountId: string) => counted(outcome, { accountId })
+  const onOutcome = countLineOutcomes(core.usage, core.metrics)
   return createBatchLanes(
     { store, dispatch: announced, chunks, catalog, clients, retry, logger, onOutcome },
     {
@@ -97,7 +95,7 @@ function buildDispatcher(
       drainMs: 10_000,
       onOutcome: (outcome, line) => {
         observed(outcome)
-        counted(outcome, line)
+        counted(outcome, countedClaim(line))
       },
       spillMargin: config.dispatch.spillMargin,
       fineTunes: parts.fineTuneDirectory.byId,

@@ -14,6 +14,7 @@ import type { Catalog } from '../../catalog/catalog.ts'
 import { newId } from '../../domain.ts'
 import type { ChunkRecord, ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
 import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../../store/store.ts'
+import type { CountedLine } from '../count-outcomes.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
 import { chooseBatchLane, laneTakes, type BatchLaneChoice } from './choose-batch-lane.ts'
 import { followChunk, lineOwnerOf, submitChunk, type ChunkDeps } from './chunk-lifecycle.ts'
@@ -30,8 +31,8 @@ export interface EngineDeps {
   /** The batch client of a provider with a batch lane. */
   client(provider: string): OpenAIBatchClient | AnthropicBatchClient | undefined
   retry: RetryPolicy
-  /** Told each recorded line's outcome and its batch's account (the usage report, /metrics). */
-  onOutcome?: (outcome: LineOutcome, accountId: string) => void
+  /** Told each recorded line's outcome, its batch's account and model (the usage report, /metrics). */
+  onOutcome?: (outcome: LineOutcome, line: CountedLine) => void
 }
 
 /** A batch lane and the catalog model whose offering it is. */

@@ -6,6 +6,7 @@
 import type { Catalog } from '../../catalog/catalog.ts'
 import type { ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
 import type { DispatchStore, LineOutcome, Store } from '../../store/store.ts'
+import type { CountedLine } from '../count-outcomes.ts'
 import type { Logger } from '../../telemetry/logger.ts'
 import type { BatchClient } from '../../upstream/batch-clients.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
@@ -20,8 +21,8 @@ export interface BatchLanesDeps {
   clients: ReadonlyMap<string, BatchClient>
   retry: RetryPolicy
   logger: Logger
-  /** Told each recorded line's outcome and its batch's account (the usage report, /metrics). */
-  onOutcome?: (outcome: LineOutcome, accountId: string) => void
+  /** Told each recorded line's outcome, its batch's account and model (the usage report, /metrics). */
+  onOutcome?: (outcome: LineOutcome, line: CountedLine) => void
 }
 
 export interface BatchLanesOptions {

@@ -22,6 +22,7 @@ import type { ModelEntry, Offering } from '../../catalog/catalog-file.ts'
 import { offeringName } from '../../catalog/lanes.ts'
 import type { ChunkLineRef, ChunkRecord, ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
 import type { ClaimedLine, DispatchStore, LineOutcome } from '../../store/store.ts'
+import type { CountedLine } from '../count-outcomes.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
 import { findAnthropicCopies, findChunk } from './find-chunk.ts'
 import { followAction, nextPollAt } from './follow-schedule.ts'
@@ -36,8 +37,8 @@ export interface ChunkDeps {
   /** The catalog model the offering is of: the chunk's lines name it. */
   model: ModelEntry
   settings: BatchLaneSettings
-  /** Told each recorded line's outcome and its batch's account (the usage report, /metrics). */
-  onOutcome?: (outcome: LineOutcome, accountId: string) => void
+  /** Told each recorded line's outcome, its batch's account and model (the usage report, /metrics). */
+  onOutcome?: (outcome: LineOutcome, line: CountedLine) => void
   retry: RetryPolicy
   /** This instance: it holds chunk leases under this name. */
   holder: string
@@ -200,7 +201,8 @@ async function recordResults(
   // Counted once they are recorded: a lease lost to a takeover records (and counts) nothing.
   const { accountId } = chunk
   if (recorded === 0 || accountId === null || !deps.onOutcome) return
-  for (const outcome of outcomes) deps.onOutcome(outcome, accountId)
+  const line = { accountId, model: () => deps.model.id }
+  for (const outcome of outcomes) deps.onOutcome(outcome, line)
 }
 
 /** The lines these results report (each line's outcome depends on its own result alone). */
