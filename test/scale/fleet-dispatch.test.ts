@@ -92,13 +92,16 @@ describeScale('scale: fleet dispatch', () => {
   }, 110_000)
 
   test('an instance killed mid-batch: the others finish its lines, each recorded and billed once', async () => {
-    // Short leases, so the dead instance's lines and slots come back within seconds.
+    // Short leases, so the dead instance's lines and slots come back within seconds. Three, not
+    // two: renewed every third of a lease, a 2 s lease is lost by a live instance whose renewals
+    // stall 1.3 s, and then its line goes upstream once more. In one full run on two busy cores a
+    // line went up three times here; a 3 s lease takes a 2 s stall.
     await withSimFleet(
       { latencyMs: 40 },
       {
         instances: 3,
         maxConcurrency: 48,
-        env: { MULTIGRID_POLL_MS: '100', MULTIGRID_LEASE_SECONDS: '2' },
+        env: { MULTIGRID_POLL_MS: '100', MULTIGRID_LEASE_SECONDS: '3' },
       },
       async (fleet, sim) => {
         const { accountId, key } = await fleet.newAccount('100')
