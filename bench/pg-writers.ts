@@ -6,10 +6,12 @@
  * writer records the group it claimed two claims before, as answers come back later. Reads the
  * backends' CPU from /proc (the server must be on this machine). docs/scale.md reads it.
  *
- *   bun bench/pg-writers.ts [--lines 20000] [--writers 1,2,3] [--rounds 3] [--serial]
+ *   bun bench/pg-writers.ts [--lines 20000] [--writers 1,2,3] [--rounds 3] [--serial] [--stripes]
  *
  * --serial: the writers take turns, one statement at a time across all of them, so that what is
  * left is the cost of the work moving between backends, without any two running at once.
+ * --stripes: writer i of n claims from line i/n of the batch on, each after the last line it
+ * took, so that no two touch the same lines' pages (then from the start, for what is left).
  * Every loop is bounded by the lines; the server is BENCH_DATABASE_URL (127.0.0.1).
  */
 import { parseArgs } from 'node:util'
@@ -22,6 +24,7 @@ const { values } = parseArgs({
     writers: { type: 'string', default: '1,2,3' },
     rounds: { type: 'string', default: '3' },
     serial: { type: 'boolean', default: false },
+    stripes: { type: 'boolean', default: false },
   },
 })
 const LINES = Number(values.lines)
@@ -55,11 +58,12 @@ async function freshLines() {
   await admin.unsafe(`ANALYZE ${SCHEMA}.lines`)
 }
 
-/** One writer's loop: claim, and record what it claimed two claims before. */
+/** One writer's loop from line `from` on: claim, and record what it claimed two claims before. */
 async function write(
   sql: postgres.Sql,
   owner: string,
   turn: <T>(f: () => Promise<T>) => Promise<T>,
+  from: number,
 ) {
   const groups: number[][] = []
   for (;;) {
@@ -67,14 +71,20 @@ async function write(
       () => sql`
         WITH picked AS (
           SELECT line_no FROM ${sql(SCHEMA)}.lines WHERE batch_id = 'b' AND status = 'pending'
-            AND not_before <= 1
+            AND not_before <= 1 AND line_no >= ${from}
           ORDER BY line_no LIMIT ${CLAIM} FOR UPDATE SKIP LOCKED)
         UPDATE ${sql(SCHEMA)}.lines l SET status = 'running', lease_owner = ${owner},
           lease_until = 1, attempts = l.attempts + 1
         FROM picked WHERE l.batch_id = 'b' AND l.line_no = picked.line_no
         RETURNING l.line_no, l.input`,
     )
-    if (rows.length > 0) groups.push(rows.map((row) => row.line_no as number))
+    if (rows.length > 0) {
+      groups.push(rows.map((row) => row.line_no as number))
+      if (values.stripes) from = groups.at(-1)!.at(-1)! + 1
+    } else if (from > 1 && groups.length === 0) {
+      from = 1
+      continue
+    }
     if (groups.length > 2 || (rows.length === 0 && groups.length > 0)) {
       const group = groups.shift()!
       await turn(
@@ -106,7 +116,8 @@ async function measure(count: number): Promise<number> {
   }
   const cpu = async () => (await Promise.all(pids.map(cpuMs))).reduce((a, b) => a + b, 0)
   const before = await cpu()
-  await Promise.all(writers.map((sql, i) => write(sql, `w${i}`, turn)))
+  const start = (i: number) => (values.stripes ? Math.floor((i * LINES) / count) + 1 : 1)
+  await Promise.all(writers.map((sql, i) => write(sql, `w${i}`, turn, start(i))))
   const used = (await cpu()) - before
   const [{ n }] = await admin.unsafe(
     `SELECT count(*)::int AS n FROM ${SCHEMA}.lines WHERE status = 'succeeded'`,
@@ -124,7 +135,7 @@ try {
     for (const count of counts) results.get(count)!.push(await measure(count))
   console.log(
     `PostgreSQL CPU per line, ${LINES.toLocaleString('en-US')} lines claimed ${CLAIM} at a time and recorded, ` +
-      `median of ${values.rounds}${values.serial ? ', writers taking turns' : ''}:`,
+      `median of ${values.rounds}${values.serial ? ', writers taking turns' : ''}${values.stripes ? ', each on a stripe of its own' : ''}:`,
   )
   for (const [count, list] of results)
     console.log(
