@@ -74,6 +74,7 @@ export const REFUSALS = {
   internal_error: { status: 500, type: 'server_error' },
   upstream_error: { status: 502, type: 'server_error' },
   upstream_timeout: { status: 504, type: 'server_error' },
+  not_ready: { status: 503, type: 'server_error' },
 } as const satisfies Record<string, RefusalKind>
 
 export type RefusalCode = keyof typeof REFUSALS

@@ -1,5 +1,6 @@
 /** Liveness and readiness. */
 import { Elysia } from 'elysia'
+import { refuse } from '../errors.ts'
 
 /** A dependency that hangs is as unready as one that refuses; a probe must answer in time. */
 const CHECK_TIMEOUT_MS = 2_000
@@ -9,9 +10,16 @@ export function healthRoutes(ready: () => Promise<Record<string, 'ok' | string>>
     .get('/healthz', () => ({ status: 'ok' }))
     .get('/readyz', async ({ set }) => {
       const checks = await ready()
-      const ok = Object.values(checks).every((v) => v === 'ok')
-      set.status = ok ? 200 : 503
-      return { status: ok ? 'ok' : 'unavailable', checks }
+      const failing = Object.entries(checks).filter(([, result]) => result !== 'ok')
+      if (failing.length === 0) return { status: 'ok', checks }
+      // A refusal like any other (docs/errors.md), with the probes' own fields beside it.
+      const why = failing.map(([name, result]) => `${name}: ${result}`).join('; ')
+      const refusal = refuse(
+        'not_ready',
+        `not ready to serve: ${why}; the gateway keeps trying, and /healthz says whether the process itself answers`,
+      )
+      set.status = refusal.status
+      return { status: 'unavailable', checks, ...refusal.toBody() }
     })
 }
 

@@ -2,7 +2,11 @@
 import { describe, expect, test } from 'bun:test'
 import { startTestGateway, TEST_REDIS_URL } from '../helpers/gateway.ts'
 
-type Ready = { status: string; checks: Record<string, string> }
+type Ready = {
+  status: string
+  checks: Record<string, string>
+  error?: { message: string; type: string; param: null; code: string }
+}
 
 describe('health', () => {
   test('/healthz is 200; /readyz is 200 with the store checked and no Redis when none is configured', async () => {
@@ -29,6 +33,9 @@ describe('health', () => {
       expect(body.status).toBe('unavailable')
       expect(body.checks.store).not.toBe('ok')
       expect(body.checks.store.length).toBeGreaterThan(0)
+      // In the error envelope too, naming the failing check.
+      expect(body.error).toMatchObject({ type: 'server_error', param: null, code: 'not_ready' })
+      expect(body.error!.message).toContain(`store: ${body.checks.store}`)
       expect((await fetch(`${gw.url}/healthz`)).status).toBe(200)
     } finally {
       await gw.stop()
@@ -44,6 +51,9 @@ describe('health', () => {
       const body = (await ready.json()) as Ready
       expect(body.checks.store).toBe('ok')
       expect(body.checks.redis).not.toBe('ok')
+      expect(body.error?.code).toBe('not_ready')
+      expect(body.error!.message).toContain('redis: ')
+      expect(body.error!.message).not.toContain('store: ')
       expect(Date.now() - started).toBeLessThan(5_000) // bounded, never a hung probe
     } finally {
       await gw.stop()
