@@ -110,39 +110,24 @@ describe('telemetry', () => {
       }
       return FINAL_BATCH.includes(b.status) ? b : null
     })
-    const live = await gw.request('/v1/chat/completions', key, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        model: 'sim/chat',
-        messages: [{ role: 'user', content: 'live' }],
-        max_tokens: 16,
-      }),
-    })
+    const chat = (content: string, stream: boolean) =>
+      gw.request('/v1/chat/completions', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'sim/chat',
+          messages: [{ role: 'user', content }],
+          max_tokens: 16,
+          ...(stream ? { stream } : {}),
+        }),
+      })
+    const live = await chat('live', false)
     expect(live.status).toBe(200)
-    const streamed = await gw.request('/v1/chat/completions', key, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        model: 'sim/chat',
-        messages: [{ role: 'user', content: 'stream' }],
-        max_tokens: 16,
-        stream: true,
-      }),
-    })
+    const streamed = await chat('stream', true)
     expect(await streamed.text()).toContain('data: [DONE]')
     // A stream that breaks after it opened: an error of its provider's all the same.
     sim.configure({ malformedRate: 1 })
-    const broken = await gw.request('/v1/chat/completions', key, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        model: 'sim/chat',
-        messages: [{ role: 'user', content: 'broken' }],
-        max_tokens: 16,
-        stream: true,
-      }),
-    })
+    const broken = await chat('broken', true)
     expect(await broken.text()).toContain('upstream_error')
     sim.configure({ malformedRate: 0 })
     // A key allowed one request a minute: its second request is a rate-limit rejection.
