@@ -28,15 +28,15 @@ export function createFineTuneCalls(options: {
     request: { method: 'GET' | 'POST'; path: string; body?: unknown },
   ) {
     const deadline = createDeadline(options.timeoutMs)
+    const json = request.body === undefined ? undefined : JSON.stringify(request.body)
     try {
       const response = await replica.client.request({
         method: request.method,
         path: request.path,
-        headers:
-          request.body === undefined
-            ? options.headers
-            : { 'content-type': 'application/json', ...options.headers },
-        body: request.body === undefined ? undefined : JSON.stringify(request.body),
+        headers: json
+          ? { 'content-type': 'application/json', ...options.headers }
+          : options.headers,
+        body: json,
         signal: deadline,
         control: true,
       })
