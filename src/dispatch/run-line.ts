@@ -27,6 +27,7 @@ import { answerChoices, answerFormat, judgeChoices } from '../schemas/structured
 import type { ClaimedLine, LineOutcome } from '../store/store.ts'
 import { sendWithFallback, type Tried } from '../upstream/send-with-fallback.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
+import { heldForLane } from './batch-lane/choose-batch-lane.ts'
 import { lineAccounting, lineUsage } from './billed-usage.ts'
 import { answerFor, lineRequest } from './responses-line.ts'
 import { retryDelay, type RetryPolicy } from './retry-policy.ts'
@@ -97,6 +98,11 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   // offerings after that one, one at a time.
   let targets = offerings
   if (plan) {
+    // A line kept to its batch lane alone is never sent live (allow_fallbacks false).
+    const held = fineTune
+      ? null
+      : heldForLane(deps.catalog, { url: parsed.url, model, routing }, plan.batch, now)
+    if (held !== null) return { batchId, lineNo, kind: 'retry', notBefore: held, unsent: true }
     const choice = plan.planner.choose(plan.batch, providersOf(offerings), plan.unsent, now)
     if (choice.kind === 'hold')
       return { batchId, lineNo, kind: 'retry', notBefore: now + HOLD_MS, unsent: true }

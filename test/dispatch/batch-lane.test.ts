@@ -16,13 +16,18 @@ import {
   type ChunkRequest,
 } from '../../providers/batch-api/index.ts'
 import { modelSchema, offeringSchema } from '../../src/catalog/catalog-file.ts'
-import { chooseBatchLane, liveOfferings } from '../../src/dispatch/batch-lane/choose-batch-lane.ts'
+import {
+  chooseBatchLane,
+  heldForLane,
+  liveOfferings,
+} from '../../src/dispatch/batch-lane/choose-batch-lane.ts'
 import { followAction, nextPollAt } from '../../src/dispatch/batch-lane/follow-schedule.ts'
 import { groupIntoChunks, type ChunkCandidate } from '../../src/dispatch/batch-lane/group-chunks.ts'
 import { mapChunkResults } from '../../src/dispatch/batch-lane/map-chunk-results.ts'
 import { DEFAULT_RETRY } from '../../src/dispatch/retry-policy.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 
+const CHAT = '/v1/chat/completions'
 const limits = { chunkLines: 3, maxLines: 50_000, maxBytes: 1000 }
 const candidate = (lineNo: number, upstreamModel = 'a', bytes = 10): ChunkCandidate => ({
   lineNo,
@@ -294,5 +299,39 @@ describe('choosing the batch lane', () => {
     expect(chooseBatchLane([pool, lane], deadline, 0, kindOf)).toBeNull()
     expect(chooseBatchLane([{ ...lane, provider: 'other' }], deadline, 0, kindOf)).toBeNull()
     expect(liveOfferings([lane, pool])).toEqual([pool])
+  })
+
+  test('allow_fallbacks false keeps a line to the lane that was open for its batch, then to the deadline', () => {
+    const lane = offering('batch', '0.5', { min_hours_left: 4, fallback_hours: 2 })
+    const live = offering(undefined, '1')
+    const catalog = {
+      routeWithLanes: (_model: unknown, routing: { allow_fallbacks?: boolean } | undefined) =>
+        routing?.allow_fallbacks === false ? [lane] : [lane, live],
+      provider: (name: string) => (name === 'openai' ? ({ kind: 'openai' } as never) : undefined),
+    }
+    const model = modelSchema.parse({
+      id: 'm',
+      endpoints: ['chat'],
+      context_tokens: 8192,
+      max_output_tokens: 1024,
+      offerings: [live, lane],
+    })
+    const held = (routing: object | undefined, createdAtMs: number, nowMs: number, url = CHAT) =>
+      heldForLane(
+        catalog as never,
+        { url, model, routing: routing as never },
+        { createdAt: createdAtMs / 1000, deadlineAt: deadline / 1000 },
+        nowMs,
+      )
+    const strict = { allow_fallbacks: false }
+    const day = deadline - 24 * HOUR
+    // While the lane takes lines: looked at again soon, for the lane to take it.
+    expect(held(strict, day, day + HOUR)).toBe(day + HOUR + 1_000)
+    // Once it no longer does: not before the deadline, which ends it.
+    expect(held(strict, day, deadline - 3 * HOUR)).toBe(deadline)
+    // Fallbacks allowed, a window the lane was never open for, a Responses line: live.
+    expect(held(undefined, day, deadline - 3 * HOUR)).toBeNull()
+    expect(held(strict, deadline - 3 * HOUR, deadline - 3 * HOUR)).toBeNull()
+    expect(held(strict, day, day, '/v1/responses')).toBeNull()
   })
 })

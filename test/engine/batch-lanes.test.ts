@@ -319,6 +319,91 @@ for (const storeKind of STORES) {
       expect(Date.now() / 1000 - batch.created_at).toBeGreaterThanOrEqual(FALLBACK_AFTER_S - 1)
     }, 60_000)
 
+    const strict = (modelId: string, count: number) =>
+      lines(modelId, count).map((line) => ({
+        ...line,
+        body: { ...line.body, provider: { allow_fallbacks: false } },
+      }))
+
+    test('allow_fallbacks false keeps lines to their batch lane: past the fallback time none goes live', async () => {
+      openai.configure({ batchTurnaroundMs: 10_000 })
+      const before = openai.batches()
+      const batch = await submit(jsonl(strict('lane/soon', CHUNK_LINES)))
+      await waitFor(
+        'the provider batch cancelled at the fallback time',
+        async () => openai.batches().cancelled > before.cancelled,
+        15_000,
+      )
+      const done = await waitFor('what it finished recorded', async () => {
+        const view = await read(batch.id)
+        return view.request_counts.succeeded === 1 ? view : null
+      })
+      // Long enough for the live dispatcher (polling every 20 ms) to have sent them, had it.
+      await Bun.sleep(1_500)
+      const view = await read(batch.id)
+      expect(view.status).toBe('in_progress')
+      expect(view.request_counts).toEqual(done.request_counts)
+      expect(view.request_counts.succeeded).toBe(1)
+      expect(liveChats(openai)).toBe(0)
+      expect(openai.batches().jobs.length - before.jobs.length).toBe(1)
+      const [kept] = await results(batch.id, '?filter=succeeded')
+      expect(kept!.provider).toBe('sim:batch')
+      expect(kept!.cost_usd).toBe(priced(kept!.response!.body.usage, '0.5', '1').toFixed())
+      // The rest wait for the deadline; cancelling ends them unsent.
+      await gw.request(`/v1/batches/${batch.id}`, key, { method: 'DELETE' })
+      const ended = await finished(batch.id)
+      expect(ended.status).toBe('cancelled')
+      expect(ended.request_counts.cancelled).toBe(CHUNK_LINES - 1)
+      expect(ended.cost_usd).toBe(kept!.cost_usd)
+      expect(liveChats(openai)).toBe(0)
+    }, 60_000)
+
+    test('allow_fallbacks false with a window too short for the lane: its first live offering alone', async () => {
+      const before = openai.batches().jobs.length
+      // lane/soon's lane needs almost 24 h left; a 1 h batch never had it open.
+      const response = await gw.request('/v1/batches?completion_window_hours=1', key, {
+        method: 'POST',
+        body: jsonl(strict('lane/soon', 3)),
+        headers: { 'content-type': 'application/jsonl' },
+      })
+      expect(response.status).toBe(201)
+      const batch = (await response.json()) as Batch
+      expect((await finished(batch.id)).status).toBe('completed')
+      for (const row of await results(batch.id)) {
+        expect(row.provider).toBe('sim')
+        expect(row.cost_usd).toBe(priced(row.response!.body.usage, '1', '2').toFixed())
+      }
+      expect(liveChats(openai)).toBe(3)
+      expect(openai.batches().jobs.length).toBe(before)
+    }, 60_000)
+
+    test("allow_fallbacks false: the ceiling covers the live offering's price as well as the lane's", async () => {
+      const quote = async (file: string) => {
+        const response = await gw.request('/v1/batches?dry_run=true', key, {
+          method: 'POST',
+          body: file,
+          headers: { 'content-type': 'application/jsonl' },
+        })
+        expect(response.status).toBe(200)
+        return new Decimal(
+          ((await response.json()) as { cost_ceiling_usd: string }).cost_ceiling_usd,
+        )
+      }
+      const onlyLive = lines('lane/chat', 5).map((line) => ({
+        ...line,
+        body: { ...line.body, provider: { only: ['sim'] } },
+      }))
+      const onlyLane = lines('lane/chat', 5).map((line) => ({
+        ...line,
+        body: { ...line.body, provider: { order: ['sim:batch'], allow_fallbacks: false } },
+      }))
+      const live = await quote(jsonl(onlyLive))
+      expect(live.gt(0)).toBe(true)
+      // Which one serves depends on the batch's window, which the quote of a file cannot know.
+      expect((await quote(jsonl(strict('lane/chat', 5)))).toFixed()).toBe(live.toFixed())
+      expect((await quote(jsonl(onlyLane))).toFixed()).toBe(live.toFixed())
+    }, 60_000)
+
     test('errored lines are retried and expired ones rerun, in new provider batches', async () => {
       openai.configure({ batchErrorRate: 1 })
       const before = openai.batches().jobs.length

@@ -10,8 +10,10 @@ import {
   batchLaneSettings,
   type BatchLaneSettings,
 } from '../../catalog/batch-lane.ts'
-import { laneOf, type Offering } from '../../catalog/catalog-file.ts'
+import { laneOf, type ModelEntry, type Offering } from '../../catalog/catalog-file.ts'
+import type { Catalog } from '../../catalog/catalog.ts'
 import { RESPONSES_URL } from '../../domain.ts'
+import type { Routing } from '../../schemas/requests.ts'
 
 type Kind = 'openai' | 'anthropic'
 
@@ -44,4 +46,29 @@ export function chooseBatchLane(
 /** The offerings a live call or a live-lane line may use: every lane but the batch APIs'. */
 export function liveOfferings(ordered: readonly Offering[]): Offering[] {
   return ordered.filter((offering) => laneOf(offering) !== 'batch')
+}
+
+/** While its lane still takes lines, a line kept for it is looked at again after this long (ms). */
+const LANE_RETAKE_MS = 1_000
+
+/**
+ * With `allow_fallbacks: false` a batch line keeps to one offering (docs/routing.md). When that is a
+ * batch lane — first in the planner's order, and open when the line's batch was created — the live
+ * lanes never send the line: while the lane still takes lines it waits for the lane, after that
+ * for the deadline, which ends it `expired`. Returns when the line may be looked at again (ms), or
+ * null when the live lanes may send it (fallbacks allowed, another offering first, or a window too
+ * short for the lane from the start, so the first live offering is the one).
+ */
+export function heldForLane(
+  catalog: Pick<Catalog, 'routeWithLanes' | 'provider'>,
+  line: { url: string; model: ModelEntry; routing: Routing | undefined },
+  batch: { createdAt: number; deadlineAt: number },
+  nowMs: number,
+): number | null {
+  if (line.routing?.allow_fallbacks !== false || !laneTakes(line.url)) return null
+  const ordered = catalog.routeWithLanes(line.model, line.routing)
+  const kindOf = (name: string) => catalog.provider(name)?.kind
+  const deadlineMs = batch.deadlineAt * 1000
+  if (!chooseBatchLane(ordered, deadlineMs, batch.createdAt * 1000, kindOf)) return null
+  return chooseBatchLane(ordered, deadlineMs, nowMs, kindOf) ? nowMs + LANE_RETAKE_MS : deadlineMs
 }
