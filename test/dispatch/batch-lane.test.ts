@@ -15,7 +15,8 @@ import {
   type ChunkLineResult,
   type ChunkRequest,
 } from '../../providers/batch-api/index.ts'
-import { modelSchema, offeringSchema } from '../../src/catalog/catalog-file.ts'
+import { catalogSchema, modelSchema, offeringSchema } from '../../src/catalog/catalog-file.ts'
+import { createCatalog } from '../../src/catalog/catalog.ts'
 import {
   chooseBatchLane,
   heldForLane,
@@ -302,23 +303,27 @@ describe('choosing the batch lane', () => {
   })
 
   test('allow_fallbacks false keeps a line to the lane that was open for its batch, then to the deadline', () => {
-    const lane = offering('batch', '0.5', { min_hours_left: 4, fallback_hours: 2 })
-    const live = offering(undefined, '1')
-    const catalog = {
-      routeWithLanes: (_model: unknown, routing: { allow_fallbacks?: boolean } | undefined) =>
-        routing?.allow_fallbacks === false ? [lane] : [lane, live],
-      provider: (name: string) => (name === 'openai' ? ({ kind: 'openai' } as never) : undefined),
-    }
-    const model = modelSchema.parse({
-      id: 'm',
-      endpoints: ['chat'],
-      context_tokens: 8192,
-      max_output_tokens: 1024,
-      offerings: [live, lane],
-    })
+    const catalog = createCatalog(
+      catalogSchema.parse({
+        providers: { openai: { kind: 'openai', base_url: 'http://127.0.0.1:1/v1' } },
+        models: [
+          {
+            id: 'm',
+            endpoints: ['chat'],
+            context_tokens: 8192,
+            max_output_tokens: 1024,
+            offerings: [
+              offering(undefined, '1'),
+              offering('batch', '0.5', { min_hours_left: 4, fallback_hours: 2 }),
+            ],
+          },
+        ],
+      }),
+    )
+    const model = catalog.find('m')!
     const held = (routing: object | undefined, createdAtMs: number, nowMs: number, url = CHAT) =>
       heldForLane(
-        catalog as never,
+        catalog,
         { url, model, routing: routing as never },
         { createdAt: createdAtMs / 1000, deadlineAt: deadline / 1000 },
         nowMs,
@@ -333,5 +338,7 @@ describe('choosing the batch lane', () => {
     expect(held(undefined, day, deadline - 3 * HOUR)).toBeNull()
     expect(held(strict, deadline - 3 * HOUR, deadline - 3 * HOUR)).toBeNull()
     expect(held(strict, day, day, '/v1/responses')).toBeNull()
+    // Its live offering named first: that one alone.
+    expect(held({ ...strict, order: ['openai'] }, day, day + HOUR)).toBeNull()
   })
 })
