@@ -319,6 +319,7 @@ describe('choosing the batch lane', () => {
           },
         ],
       }),
+      {},
     )
     const model = catalog.find('m')!
     const held = (routing: object | undefined, createdAtMs: number, nowMs: number, url = CHAT) =>
