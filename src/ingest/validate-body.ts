@@ -211,7 +211,11 @@ const pathFunctions = new Map<string, PathOf>()
 function pathsUnder(prefix: string): PathOf {
   let at = pathFunctions.get(prefix)
   if (!at) {
-    at = (field: string) => [prefix, field].filter(Boolean).join('.')
+    // Called several times a line: a concatenation, not an array filtered and joined.
+    at =
+      prefix === ''
+        ? (field: string) => field
+        : (field: string) => (field === '' ? prefix : `${prefix}.${field}`)
     pathFunctions.set(prefix, at)
   }
   return at
