@@ -199,6 +199,8 @@ function withLanes(
   live: Offering[],
 ): Offering[] {
   const all = catalog.routeWithLanes(model, routing)
+  // With fallbacks allowed the lane order holds every live offering too.
+  if (routing?.allow_fallbacks !== false) return all
   const besides = live.filter((offering) => !all.includes(offering))
   return besides.length === 0 ? all : [...all, ...besides]
 }
