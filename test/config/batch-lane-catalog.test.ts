@@ -1,29 +1,9 @@
 import { describe, expect, test } from 'bun:test'
 import { batchLaneOpen, batchLaneSettings, BATCH_API_CAPS } from '../../src/catalog/batch-lane.ts'
-import { catalogSchema, checkCatalog } from '../../src/catalog/catalog-file.ts'
+import { checkCatalog } from '../../src/catalog/catalog-file.ts'
+import { oneLaneCatalog } from '../helpers/lane-catalog.ts'
 
-function catalog(offering: Record<string, unknown>, kind = 'openai') {
-  return catalogSchema.parse({
-    providers: { up: { kind, base_url: 'http://127.0.0.1:1/v1' } },
-    models: [
-      {
-        id: 'm',
-        endpoints: ['chat'],
-        context_tokens: 8192,
-        max_output_tokens: 1024,
-        offerings: [
-          {
-            provider: 'up',
-            upstream_model: 'u',
-            input_usd_per_mtok: '1',
-            output_usd_per_mtok: '2',
-          },
-          { provider: 'up', upstream_model: 'u', input_usd_per_mtok: '0.5', ...offering },
-        ],
-      },
-    ],
-  })
-}
+const catalog = oneLaneCatalog
 
 describe('batch-lane offerings in the catalog (docs/batch-lanes.md)', () => {
   test('the settings default to 1,000 lines, 4 h left, 2 h fallback, 60 s polls', () => {
@@ -81,20 +61,7 @@ describe('batch-lane offerings in the catalog (docs/batch-lanes.md)', () => {
   test('a batch lane beside a live offering is accepted; alone it is refused with the fix', () => {
     expect(checkCatalog(catalog({ lane: 'batch' }))).toEqual([])
     expect(() => catalog({ lane: 'batch', chunk_lines: 0 })).toThrow()
-    const alone = catalogSchema.parse({
-      providers: { up: { kind: 'openai', base_url: 'http://127.0.0.1:1/v1' } },
-      models: [
-        {
-          id: 'm',
-          endpoints: ['chat'],
-          context_tokens: 8192,
-          max_output_tokens: 1024,
-          offerings: [
-            { provider: 'up', upstream_model: 'u', input_usd_per_mtok: '1', lane: 'batch' },
-          ],
-        },
-      ],
-    })
+    const alone = oneLaneCatalog({ lane: 'batch' }, 'openai', false)
     expect(checkCatalog(alone)).toEqual([
       'models[0].offerings: a batch lane needs a "live" or "flex" offering beside it, for live calls and the fallback before the deadline; add one',
     ])

@@ -15,7 +15,7 @@ import {
   type ChunkLineResult,
   type ChunkRequest,
 } from '../../providers/batch-api/index.ts'
-import { catalogSchema, modelSchema, offeringSchema } from '../../src/catalog/catalog-file.ts'
+import { modelSchema, offeringSchema } from '../../src/catalog/catalog-file.ts'
 import { createCatalog } from '../../src/catalog/catalog.ts'
 import {
   chooseBatchLane,
@@ -27,6 +27,7 @@ import { groupIntoChunks, type ChunkCandidate } from '../../src/dispatch/batch-l
 import { mapChunkResults } from '../../src/dispatch/batch-lane/map-chunk-results.ts'
 import { DEFAULT_RETRY } from '../../src/dispatch/retry-policy.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import { oneLaneCatalog } from '../helpers/lane-catalog.ts'
 
 const CHAT = '/v1/chat/completions'
 const limits = { chunkLines: 3, maxLines: 50_000, maxBytes: 1000 }
@@ -304,21 +305,7 @@ describe('choosing the batch lane', () => {
 
   test('allow_fallbacks false keeps a line to the lane that was open for its batch, then to the deadline', () => {
     const catalog = createCatalog(
-      catalogSchema.parse({
-        providers: { openai: { kind: 'openai', base_url: 'http://127.0.0.1:1/v1' } },
-        models: [
-          {
-            id: 'm',
-            endpoints: ['chat'],
-            context_tokens: 8192,
-            max_output_tokens: 1024,
-            offerings: [
-              offering(undefined, '1'),
-              offering('batch', '0.5', { min_hours_left: 4, fallback_hours: 2 }),
-            ],
-          },
-        ],
-      }),
+      oneLaneCatalog({ lane: 'batch', min_hours_left: 4, fallback_hours: 2 }),
       {},
     )
     const model = catalog.find('m')!
@@ -340,6 +327,6 @@ describe('choosing the batch lane', () => {
     expect(held(strict, deadline - 3 * HOUR, deadline - 3 * HOUR)).toBeNull()
     expect(held(strict, day, day, '/v1/responses')).toBeNull()
     // Its live offering named first: that one alone.
-    expect(held({ ...strict, order: ['openai'] }, day, day + HOUR)).toBeNull()
+    expect(held({ ...strict, order: ['up'] }, day, day + HOUR)).toBeNull()
   })
 })

@@ -4,6 +4,8 @@
  * twice the price, `lane/twin` (lane/chat's upstream model, its lane at half lane/chat's price),
  * `lane/none` (live only) and `lane/soon`, whose lane falls back FALLBACK_AFTER_S after the batch starts.
  */
+import { catalogSchema } from '../../src/catalog/catalog-file.ts'
+
 export const CHUNK_LINES = 4
 /** A fallback this long after the batch's creation: deadline (24 h) − fallback_hours. */
 export const FALLBACK_AFTER_S = 4
@@ -63,4 +65,25 @@ export function laneCatalog(openaiUrl: string, anthropicUrl: string) {
       ]),
     ],
   }
+}
+
+/**
+ * A catalog file of one provider `up` (of `kind`) and one chat model `m`: its live offering at 1 /
+ * 2 USD per million tokens (unless `withLive` is false), and a second offering of the same
+ * upstream model at 0.5 with `fields` (its lane and the lane's settings).
+ */
+export function oneLaneCatalog(fields: Record<string, unknown>, kind = 'openai', withLive = true) {
+  const lane = { provider: 'up', upstream_model: 'u', input_usd_per_mtok: '0.5', ...fields }
+  return catalogSchema.parse({
+    providers: { up: { kind, base_url: 'http://127.0.0.1:1/v1' } },
+    models: [
+      {
+        id: 'm',
+        endpoints: ['chat'],
+        context_tokens: 8192,
+        max_output_tokens: 1024,
+        offerings: withLive ? [live('up', 'u', '1', '2'), lane] : [lane],
+      },
+    ],
+  })
 }
