@@ -63,6 +63,11 @@ const envSchema = z.object({
   /** Poll interval of the dispatcher when no nudge arrives. */
   MULTIGRID_POLL_MS: intFrom(10, 60_000, 500),
   /**
+   * PostgreSQL connections of each instance's dispatch thread (docs/scale.md): one, because the
+   * same claims and settlements cost the server more CPU a line over more backends.
+   */
+  MULTIGRID_DISPATCH_CONNECTIONS: intFrom(1, 64, 1),
+  /**
    * How often each instance looks for batches waiting for credit (docs/open-models.md) when no deposit's
    * nudge arrives: a deposit made where no nudge is sent is noticed within this.
    */
@@ -171,6 +176,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: e.HOST,
     dataDir: resolve(e.MULTIGRID_DATA_DIR),
     databaseUrl: e.DATABASE_URL ?? null,
+    dispatchConnections: e.MULTIGRID_DISPATCH_CONNECTIONS,
     redisUrl: e.REDIS_URL ?? null,
     redisPrefix: e.MULTIGRID_REDIS_PREFIX,
     adminToken: e.MULTIGRID_ADMIN_TOKEN ?? null,

@@ -11,7 +11,8 @@ import { createSqliteStore } from './sqlite/sqlite-store.ts'
 import type { StoreChannel } from './store-channel.ts'
 import type { OpenedStore } from './store.ts'
 
-type StoreConfig = Pick<Config, 'databaseUrl' | 'dataDir'>
+type StoreConfig = Pick<Config, 'databaseUrl' | 'dataDir'> &
+  Partial<Pick<Config, 'dispatchConnections'>>
 
 /** The store, and apart from it the dispatcher's part (see OpenedStore). `collectGarbage`: called in
  * the bulk write of a batch's lines, where that makes much garbage (PostgreSQL's COPY). */
@@ -22,7 +23,11 @@ export async function openStore(
   if (config.databaseUrl) {
     const { url, schema } = splitSchema(config.databaseUrl)
     const { createPostgresStore } = await import('./postgres/postgres-store.ts')
-    return createPostgresStore(url, { schema, collectGarbage: hooks.collectGarbage })
+    return createPostgresStore(url, {
+      schema,
+      collectGarbage: hooks.collectGarbage,
+      dispatchConnections: config.dispatchConnections,
+    })
   }
   return createSqliteStore(config.dataDir)
 }

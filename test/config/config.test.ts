@@ -96,6 +96,15 @@ describe('loadConfig', () => {
       )
   })
 
+  test("the dispatch thread's PostgreSQL connections: one by default, a whole number from 1 to 64", () => {
+    expect(loadConfig({}).dispatchConnections).toBe(1)
+    expect(loadConfig({ MULTIGRID_DISPATCH_CONNECTIONS: '4' }).dispatchConnections).toBe(4)
+    for (const bad of ['0', '65', 'four', '1.5'])
+      expect(() => loadConfig({ MULTIGRID_DISPATCH_CONNECTIONS: bad })).toThrow(
+        `invalid MULTIGRID_DISPATCH_CONNECTIONS="${bad}"`,
+      )
+  })
+
   test('provider keys are read from the variables the catalog names', () => {
     expect(loadConfig({ OPENAI_API_KEY: 'sk-x' }).providerKeys.openai).toBe('sk-x')
   })

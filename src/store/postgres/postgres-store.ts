@@ -27,12 +27,11 @@ export interface PostgresStoreOptions {
   max?: number
   /** Called every few megabytes of a batch's COPY data (batches/postgres-copy-lines.ts). */
   collectGarbage?: () => void
+  /** The dispatch thread's pool size; default 1 (MULTIGRID_DISPATCH_CONNECTIONS, docs/scale.md). */
+  dispatchConnections?: number
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
-
-/** The dispatch thread's pool: claims, recorded outcomes and maintenance, a few at a time. */
-const DISPATCH_CONNECTIONS = 4
 
 /**
  * Connects, applies pending migrations, and returns the store and, apart, the dispatcher's calls,
@@ -54,7 +53,8 @@ export async function createPostgresStore(
     await sql.end({ timeout: 1 })
     throw error
   }
-  const connection: PostgresConnection = { url, schema, max: DISPATCH_CONNECTIONS }
+  // The dispatch thread's pool: claims, recorded outcomes and maintenance.
+  const connection: PostgresConnection = { url, schema, max: options.dispatchConnections ?? 1 }
   const dispatch = createDispatchThread(
     new URL('../dispatch/postgres-dispatch-worker.ts', import.meta.url),
     [connection],
