@@ -28,7 +28,11 @@ export interface Catalog {
    * lanes are left out: these are the offerings the live dispatcher sends to.
    */
   routeBatch(model: ModelEntry, routing: Routing | undefined): Offering[]
-  /** routeBatch with the batch lanes in (docs/batch-lanes.md): what the batch-lane engine chooses from. */
+  /**
+   * routeBatch with the batch lanes in (docs/batch-lanes.md): what the batch-lane engine chooses
+   * from, and what a batch line's ceiling prices. With `allow_fallbacks: false` and a batch lane
+   * first, the first live offering stays beside it: it serves a batch the lane was never open for.
+   */
   routeWithLanes(model: ModelEntry, routing: Routing | undefined): Offering[]
   /** The environment variable a provider is missing, if any. */
   missingKey(providerName: string): string | null
@@ -160,6 +164,11 @@ export function createCatalog(
       const price = (o: Offering) => new Money(o.input_usd_per_mtok).plus(o.output_usd_per_mtok)
       offerings = [...offerings].sort((a, b) => price(a).comparedTo(price(b)))
     }
-    return routing.allow_fallbacks === false ? offerings.slice(0, 1) : offerings
+    if (routing.allow_fallbacks !== false) return offerings
+    // The first alone. A batch lane first keeps the first live offering beside it: a batch whose
+    // window never opens the lane runs there instead (docs/batch-lanes.md).
+    const [first] = offerings
+    const live = first && !notBatchLane(first) ? offerings.find(notBatchLane) : undefined
+    return live ? [first, live] : offerings.slice(0, 1)
   }
 }

@@ -23,7 +23,6 @@ import {
   embeddingsBodySchema,
   type ChatBody,
   type EmbeddingsBody,
-  type Routing,
 } from '../schemas/requests.ts'
 import { compileSchema } from '../schemas/compile.ts'
 import { excerpt } from '../excerpt.ts'
@@ -147,10 +146,8 @@ export function validateBody(
   }
   if (offerings.length === 0) return { ok: false, problems: [noProviderLeft(catalog, model, at)] }
   // A batch line may also go to a provider's batch API (docs/batch-lanes.md): its ceiling counts
-  // those lanes' prices too, whichever is dearer. With allow_fallbacks false the lane-first order
-  // keeps one offering and the live one another: which serves it depends on the batch's window,
-  // not known here, so both are priced.
-  const priced = live || fineTune ? offerings : withLanes(catalog, model, body.provider, offerings)
+  // those lanes' prices too, whichever is dearer.
+  const priced = live || fineTune ? offerings : catalog.routeWithLanes(model, body.provider)
   if (endpoint === 'chat') {
     const chat = body as ChatBody
     const targets = upstreamTargets(catalog, offerings)
@@ -189,20 +186,6 @@ export function validateBody(
       warnings,
     },
   }
-}
-
-/** A batch line's offerings with the batch lanes it may also go to (catalog.routeWithLanes). */
-function withLanes(
-  catalog: Catalog,
-  model: ModelEntry,
-  routing: Routing | undefined,
-  live: Offering[],
-): Offering[] {
-  const all = catalog.routeWithLanes(model, routing)
-  // With fallbacks allowed the lane order holds every live offering too.
-  if (routing?.allow_fallbacks !== false) return all
-  const besides = live.filter((offering) => !all.includes(offering))
-  return besides.length === 0 ? all : [...all, ...besides]
 }
 
 /** A field's path under the body's prefix. */

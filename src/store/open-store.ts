@@ -11,8 +11,7 @@ import { createSqliteStore } from './sqlite/sqlite-store.ts'
 import type { StoreChannel } from './store-channel.ts'
 import type { OpenedStore } from './store.ts'
 
-type StoreConfig = Pick<Config, 'databaseUrl' | 'dataDir'> &
-  Partial<Pick<Config, 'dispatchConnections'>>
+type StoreConfig = Pick<Config, 'databaseUrl' | 'dataDir' | 'dispatchConnections'>
 
 /** The store, and apart from it the dispatcher's part (see OpenedStore). `collectGarbage`: called in
  * the bulk write of a batch's lines, where that makes much garbage (PostgreSQL's COPY). */
