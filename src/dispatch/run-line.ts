@@ -29,7 +29,7 @@ import { sendWithFallback, type Tried } from '../upstream/send-with-fallback.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
 import { heldForLane } from './batch-lane/choose-batch-lane.ts'
 import { lineAccounting, lineUsage } from './billed-usage.ts'
-import { answerFor, lineRequest } from './responses-line.ts'
+import { answerFor, lineOfferings, lineRequest } from './responses-line.ts'
 import { retryDelay, type RetryPolicy } from './retry-policy.ts'
 import type { PlannedBatch, SpillPlanner } from './spill-planner.ts'
 
@@ -66,7 +66,7 @@ const inline = inlineSchemaChecks()
 export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<LineOutcome> {
   const { batchId, lineNo } = line
   const input = JSON.parse(line.input) as { url: string; body: Record<string, unknown> }
-  const request = lineRequest(input, deps.catalog)
+  const request = lineRequest(input)
   if ('problem' in request) return fail(line, { code: 'invalid_request', message: request.problem })
   const parsed = { url: input.url, body: request.body }
   const endpoint = endpointOf(parsed.url)
@@ -82,13 +82,16 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     : plan
       ? deps.catalog.routeBatch(model, routing)
       : deps.catalog.route(model, routing)
-  const offerings = fineTune ? loraOfferings(deps.catalog, routed) : routed
-  if (!model || offerings.length === 0 || (isFineTuneId(named) && !fineTune)) {
+  const served = fineTune ? loraOfferings(deps.catalog, routed) : routed
+  if (!model || served.length === 0 || (isFineTuneId(named) && !fineTune)) {
     return fail(line, {
       code: 'invalid_request',
       message: `model ${String(parsed.body.model)} is no longer served by this gateway`,
     })
   }
+  const offerings = lineOfferings(deps.catalog, request, served)
+  if (offerings === null)
+    return fail(line, { code: 'invalid_request', message: request.untranslated! })
   // Past the deadline nothing new is sent: hand the line back, the batch's expiry ends it.
   const now = Date.now()
   if (now >= line.deadlineAt * 1000)
@@ -110,8 +113,8 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   }
   const tried = await sendWithFallback(plan ? plan.upstreams : deps.upstreams, {
     endpoint,
-    body: request.passedThrough ?? parsed.body,
-    passThrough: request.passedThrough ? 'responses' : undefined,
+    body: parsed.body,
+    passThrough: request.native,
     offerings: targets,
     signal: deps.signal,
     proceed: deps.proceed,
@@ -152,7 +155,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       lineNo,
       kind: 'succeeded' as const,
       responseStatus: outcome.status,
-      response: storedResponse(answerFor(outcome, request)),
+      response: storedResponse(answerFor(outcome, request, deps.catalog, offering)),
       provider: offering.provider,
       latencyMs: Math.round(outcome.latencyMs),
       usage: lineUsage(usage, offering, costUsd),

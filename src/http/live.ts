@@ -13,7 +13,13 @@ import type { LiveDeps } from '../live/live-types.ts'
 import { renderFineTuneModel } from './render-model.ts'
 
 export { liveService, type LiveService } from '../live/live-call.ts'
-export type { LiveCharge, LiveDeps, LiveInput, StreamRender } from '../live/live-types.ts'
+export type {
+  LiveCharge,
+  LiveDeps,
+  LiveInput,
+  NativeCall,
+  StreamRender,
+} from '../live/live-types.ts'
 
 export function liveRoutes(prefix: string, deps: LiveDeps) {
   const { auth, catalog } = deps

@@ -1,5 +1,8 @@
 /** A batch line's Responses body (docs/clients/responses.md) as the chat body its rules and ceiling are read from. */
 import { convertResponsesToChat } from '../../providers/responses/convert-responses-to-chat.ts'
+import type { Offering } from '../catalog/catalog-file.ts'
+import type { Catalog } from '../catalog/catalog.ts'
+import { offeringsSpeaking, spokenBySome } from '../catalog/speaks-api.ts'
 import type { BodyProblem } from './issues.ts'
 import { nestsDeeperThan } from './json-depth.ts'
 
@@ -9,20 +12,17 @@ export class ResponsesProblem {
 }
 
 /**
- * `passedThrough`: every offering of the line's model serves the Responses API, which takes the
- * body as it came; only what can be priced and routed is read from it (the live rule,
- * catalog/responses-api.ts).
+ * A Responses body as the chat body it translates to (the subset every offering takes), or with
+ * `lenient` the chat body that only prices and routes it, fields outside the subset left out.
  */
 export function responsesAsChat(
   body: unknown,
-  passedThrough = false,
+  lenient = false,
 ): Record<string, unknown> | ResponsesProblem | unknown {
   // Not an object, or nested too deep to translate: validateBody says so in its own words.
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return body
   if (nestsDeeperThan(body)) return body
-  const converted = convertResponsesToChat(body as Record<string, unknown>, {
-    lenient: passedThrough,
-  })
+  const converted = convertResponsesToChat(body as Record<string, unknown>, { lenient })
   if (converted.ok) return converted.body
   return new ResponsesProblem({
     path: converted.param ? `body.${converted.param}` : 'body',
@@ -30,6 +30,30 @@ export function responsesAsChat(
     fix: 'send a Responses request within the subset a batch line translates (see the message), or a /v1/chat/completions line',
   })
 }
+
+/**
+ * A Responses line's body as the chat body it is validated by (the live rule,
+ * catalog/speaks-api.ts). A body outside the translated subset may still go as it came to the
+ * model's offerings with `responses_api`: `untranslated` is then what is reported when the line's
+ * routing leaves none of them.
+ */
+export function responsesLineAsChat(
+  body: unknown,
+  catalog: Pick<Catalog, 'find' | 'usable' | 'provider'>,
+): { body: unknown; untranslated?: ResponsesProblem } | ResponsesProblem {
+  const strict = responsesAsChat(body)
+  if (!(strict instanceof ResponsesProblem)) return { body: strict }
+  if (!spokenBySome(catalog, (body as { model?: unknown }).model, 'responses')) return strict
+  const lenient = responsesAsChat(body, true)
+  if (lenient instanceof ResponsesProblem) return lenient
+  return { body: lenient, untranslated: strict }
+}
+
+/** Whether any of a line's offerings takes a Responses request as it came. */
+export const spokenByAny = (
+  catalog: Pick<Catalog, 'provider'>,
+  offerings: readonly Offering[],
+): boolean => offeringsSpeaking(catalog, offerings, 'responses').length > 0
 
 /** Text about the translated chat body, with the chat fields under their Responses names. */
 export const inResponsesNames = (text: string) =>

@@ -7,9 +7,13 @@ import { z } from 'zod'
 import { NO_FINE_TUNES, type FineTuneLookup, type FineTuneRecord } from '../catalog/fine-tunes.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf } from '../catalog/catalog.ts'
-import { servesResponses } from '../catalog/responses-api.ts'
 import { BATCH_URLS, isBatchUrl, RESPONSES_URL, type BatchEndpoint } from '../domain.ts'
-import { inResponsesTerms, ResponsesProblem, responsesAsChat } from './responses-line.ts'
+import {
+  inResponsesTerms,
+  ResponsesProblem,
+  responsesLineAsChat,
+  spokenByAny,
+} from './responses-line.ts'
 import { CeilingTally } from '../pricing/ceiling.ts'
 import { ceilingUnits } from '../pricing/ceiling-rates.ts'
 import { unitsText } from '../money/fixed-point.ts'
@@ -274,16 +278,15 @@ export function checkLines(
         continue
       }
       // A Responses line is held to the rules of the chat call it translates to (docs/clients/responses.md).
-      const request =
-        url === RESPONSES_URL
-          ? responsesAsChat(
-              record.body,
-              servesResponses(catalog, (record.body as { model?: unknown } | null)?.model),
-            )
-          : record.body
-      if (request instanceof ResponsesProblem) {
-        lineIssue(request.problem)
-        continue
+      let request = record.body
+      let untranslated: ResponsesProblem | undefined
+      if (url === RESPONSES_URL) {
+        const asChat = responsesLineAsChat(record.body, catalog)
+        if (asChat instanceof ResponsesProblem) {
+          lineIssue(asChat.problem)
+          continue
+        }
+        ;({ body: request, untranslated } = asChat)
       }
       // Nesting deeper than the limit takes two brackets a level: most lines are too short to.
       // (`text` is a string here: readObject parsed it.)
@@ -292,6 +295,11 @@ export function checkLines(
       if (!body.ok) {
         for (const problem of body.problems)
           lineIssue(url === RESPONSES_URL ? inResponsesTerms(problem) : problem)
+        continue
+      }
+      // Outside the translated subset, a line needs an offering that takes it as it came.
+      if (untranslated && !spokenByAny(catalog, body.value.offerings)) {
+        lineIssue(untranslated.problem)
         continue
       }
       if (bad) continue

@@ -6,11 +6,12 @@
  * parse and render around this.
  */
 import type { Endpoint } from '../../providers/types.ts'
+import { offeringSpeaks } from '../catalog/speaks-api.ts'
 import { badRequest } from '../errors.ts'
 import { readJsonBody } from '../ingest/read-body.ts'
 import { sendWithFallback } from '../upstream/send-with-fallback.ts'
 import { holdCall } from './hold-call.ts'
-import type { LiveDeps, LiveInput, StreamRender } from './live-types.ts'
+import type { LiveDeps, LiveInput } from './live-types.ts'
 import { billedUsage, releaseCall, settleCall } from './settle-call.ts'
 import { streamCall } from './stream-call.ts'
 import { upstreamFailure } from './upstream-failure.ts'
@@ -33,7 +34,10 @@ export async function readLiveInput(
   return { caller, raw: read.value }
 }
 
-/** A whole answer: held, sent, settled; the upstream's object, which the route renders. */
+/**
+ * A whole answer: held, sent, settled; the upstream's object, which the route renders. A call in
+ * a provider's own API gets its answer in that API's shape from whichever offering answered.
+ */
 export async function callLive(
   deps: LiveDeps,
   request: Request,
@@ -41,12 +45,13 @@ export async function callLive(
   endpoint: Endpoint,
 ): Promise<Record<string, unknown>> {
   const held = await holdCall(deps, input, endpoint)
+  const native = input.passThrough
   try {
     // Never null: a live call has no proceed() that could skip it.
     const { outcome, offering } = (await sendWithFallback(deps.upstreams, {
       endpoint,
-      body: input.passThrough?.body ?? held.body,
-      passThrough: input.passThrough?.api,
+      body: held.body,
+      passThrough: native,
       offerings: held.offerings,
       signal: request.signal,
       fineTune: held.fineTune,
@@ -58,6 +63,8 @@ export async function callLive(
     // the serialization it saved (bench:proxy, issue 15). Nor as a string with its content
     // type: Bun's Response of the text cost as much as Response.json of the object (0.65
     // against 0.67 µs), so passing the text through saved nothing.
+    if (native && !offeringSpeaks(deps.catalog, offering, native.api))
+      return native.fromChat(outcome.body)
     return outcome.body
   } finally {
     // Failed upstream, or threw: the whole hold comes back (a settled one is left alone).
@@ -73,12 +80,7 @@ export interface LiveService {
     authorization?: string | null,
   ): Promise<LiveInput>
   call(request: Request, input: LiveInput, endpoint: Endpoint): Promise<Record<string, unknown>>
-  stream(
-    request: Request,
-    headers: Record<string, string>,
-    input: LiveInput,
-    asked?: StreamRender,
-  ): Promise<Response>
+  stream(request: Request, headers: Record<string, string>, input: LiveInput): Promise<Response>
 }
 
 export function liveService(deps: LiveDeps): LiveService {
@@ -88,7 +90,6 @@ export function liveService(deps: LiveDeps): LiveService {
         ? readLiveInput(deps, request, headers)
         : readLiveInput(deps, request, headers, authorization),
     call: (request, input, endpoint) => callLive(deps, request, input, endpoint),
-    stream: (request, headers, input, asked) =>
-      streamCall(deps, { request, headers, input }, asked),
+    stream: (request, headers, input) => streamCall(deps, { request, headers, input }),
   }
 }

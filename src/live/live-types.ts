@@ -3,13 +3,13 @@
  * it reports per charge, and how a stream is written for each surface.
  */
 import type { FineTuneLookup } from '../catalog/fine-tunes.ts'
-import type { PassThrough, Usage } from '../../providers/types.ts'
+import type { Usage } from '../../providers/types.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import type { BodyLimit } from '../ingest/read-body.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import type { Logger } from '../telemetry/logger.ts'
-import type { Upstreams } from '../upstream/upstreams.ts'
+import type { NativeRequest, Upstreams } from '../upstream/upstreams.ts'
 import type { LiveCredit } from './live-credit.ts'
 
 export interface LiveDeps {
@@ -55,12 +55,25 @@ export interface StreamRender {
 
 /**
  * A call as read: who, and the chat body that is validated, priced and held. `passThrough` is set
- * for a call in a provider's own API sent as it came to providers that speak it (docs/openai-facade.md: the
- * Responses API, Anthropic's Messages API): that body goes upstream instead, and its answer
- * comes back untranslated.
+ * for a call in a provider's own API (the Responses API, Anthropic's Messages): sent as it came to
+ * the offerings that speak that API, as the chat body to the others, and answered in that API's
+ * shape either way (catalog/speaks-api.ts).
  */
 export interface LiveInput {
   caller: Awaited<ReturnType<Authenticator['authenticate']>>
   raw: unknown
-  passThrough?: { body: Record<string, unknown>; api: PassThrough }
+  passThrough?: NativeCall
+}
+
+/** A call in a provider's own API, and how a chat answer to it is written in that API. */
+export interface NativeCall extends NativeRequest {
+  /**
+   * Set when the chat body leaves out fields of `body` it cannot translate: only offerings that
+   * speak `api` may take the call, and this is the refusal when none of its offerings does.
+   */
+  untranslated?: Error
+  /** A chat completion from an offering that does not speak `api`, as that API's answer. */
+  fromChat(answer: Record<string, unknown>): Record<string, unknown>
+  /** A stream from an offering that speaks `api` (its events as they came), and one translated from chat chunks. */
+  streams: { native: StreamRender; chat: StreamRender }
 }

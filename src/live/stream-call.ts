@@ -5,6 +5,7 @@
  * reported by then, or gives the hold back when it reported nothing.
  */
 import type { Usage } from '../../providers/types.ts'
+import { offeringSpeaks } from '../catalog/speaks-api.ts'
 import { streamWithFallback } from '../upstream/send-with-fallback.ts'
 import { holdCall, type HeldCall } from './hold-call.ts'
 import type { LiveDeps, LiveInput, StreamRender } from './live-types.ts'
@@ -28,26 +29,34 @@ export const openAiSse = (wantsUsage: boolean): StreamRender => ({
     `data: ${JSON.stringify({ error: { message: 'the upstream stream broke off', type: 'server_error', code: 'upstream_error', param: null } })}\n\n`,
 })
 
-/** The call streamed as `render` writes it (OpenAI's chunks unless told), with `headers`. */
+/**
+ * The call streamed with `headers`: OpenAI's chunks, or for a call in another API (NativeCall)
+ * that API's events, as the answering offering sent them or translated from its chat chunks.
+ */
 export async function streamCall(
   deps: LiveDeps,
   call: { request: Request; headers: Record<string, string>; input: LiveInput },
-  asked?: StreamRender,
 ): Promise<Response> {
   const { request, headers, input } = call
   const held = await holdCall(deps, input, 'chat')
-  const render = asked ?? openAiSse(streamOptions(input.raw)?.include_usage === true)
+  const native = input.passThrough
   let streaming = false
   try {
     const { outcome, offering, done } = await streamWithFallback(deps.upstreams, {
       endpoint: 'chat',
-      body: input.passThrough?.body ?? held.body,
-      passThrough: input.passThrough?.api,
+      body: held.body,
+      passThrough: native,
       offerings: held.offerings,
       signal: request.signal,
       fineTune: held.fineTune,
     })
     if (!outcome.ok) throw upstreamFailure(outcome.error)
+    // In the surface's own API: its events as they came, or translated from chat chunks.
+    const render = native
+      ? offeringSpeaks(deps.catalog, offering, native.api)
+        ? native.streams.native
+        : native.streams.chat
+      : openAiSse(streamOptions(input.raw)?.include_usage === true)
     streaming = true
     const progress = { ended: false, outputBytes: 0 }
     outcome.usage

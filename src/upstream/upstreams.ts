@@ -7,6 +7,7 @@
  * (adaptive-gate.ts); a batch line every replica answers busy waits here, no attempt counted.
  */
 import type { Offering } from '../catalog/catalog-file.ts'
+import { speaksApi } from '../catalog/speaks-api.ts'
 import { createProvider } from '../../providers/index.ts'
 import { createHttpClient } from '../../providers/http-client.ts'
 import type {
@@ -33,6 +34,12 @@ export interface LineCall {
   attempt: number
 }
 
+/** A request in a provider's own API, and which API (UpstreamRequest.passThrough). */
+export interface NativeRequest {
+  api: PassThrough
+  body: Record<string, unknown>
+}
+
 /** One call to one offering. */
 export interface SendOptions {
   endpoint: Endpoint
@@ -42,8 +49,11 @@ export interface SendOptions {
   signal?: AbortSignal
   /** The fine-tune the request is for: sent with its name as the model (docs/open-models.md). */
   fineTune?: FineTune
-  /** A body in the provider's own API, passed through (UpstreamRequest.passThrough). */
-  passThrough?: PassThrough
+  /**
+   * The request in a provider's own API (the Responses API, Anthropic's Messages): sent as it came
+   * to an offering that speaks it (catalog/speaks-api.ts), `body` to the others.
+   */
+  passThrough?: NativeRequest
   /**
    * Asked once a slot is free, right before the call: false (the line's batch was cancelled or
    * reached its deadline while it waited, or the provider became unavailable) skips the call,
@@ -115,6 +125,8 @@ interface Providers {
   handOvers: Map<string, SlotHandOver>
   /** Provider → until when (Unix ms) a 429 paused it. */
   pausedUntil: Map<string, number>
+  /** Provider → the APIs other than chat it takes as they came (catalog/speaks-api.ts). */
+  speaks: Map<string, PassThrough[]>
   telemetry: Telemetry
 }
 
@@ -128,6 +140,7 @@ export function createUpstreams(
     gates: new Map(),
     handOvers: new Map(),
     pausedUntil: new Map(),
+    speaks: new Map(),
     telemetry,
   }
   for (const [name, provider] of Object.entries(config.catalog.providers)) {
@@ -189,7 +202,13 @@ function addProvider(
   providers.adapters.set(name, adapter)
   providers.gates.set(name, gate)
   providers.handOvers.set(name, handOver)
+  providers.speaks.set(
+    name,
+    NATIVE_APIS.filter((api) => speaksApi(provider, api)),
+  )
 }
+
+const NATIVE_APIS: PassThrough[] = ['responses', 'messages', 'count_tokens']
 
 // The one place a 429 pauses a provider: nothing new goes to it until it said it may.
 function pauseOn429(
@@ -213,25 +232,35 @@ function lookup(providers: Providers, provider: string) {
   return { adapter, gate, handOver }
 }
 
-const requestFor = ({
-  endpoint,
-  body,
-  offering,
-  signal,
-  fineTune,
-  passThrough,
-}: Omit<SendOptions, 'proceed' | 'line'>): UpstreamRequest => ({
-  endpoint,
-  body,
-  // A fine-tune is the server's model by its own name, loaded beside its base.
-  model: fineTune ? fineTune.name : offering.upstream_model,
-  maxTokensParam: offering.max_tokens_param,
-  signal,
-  fineTune,
-  passThrough,
-  // A flex offering's own timeout (docs/pricing.md): several share the lane's derived provider.
-  ...(offering.timeout_s !== undefined && { timeoutMs: offering.timeout_s * 1000 }),
-})
+function requestFor(
+  providers: Providers,
+  {
+    endpoint,
+    body,
+    offering,
+    signal,
+    fineTune,
+    passThrough,
+  }: Omit<SendOptions, 'proceed' | 'line'>,
+): UpstreamRequest {
+  // In the provider's own API where it speaks it; the chat body everywhere else.
+  const native =
+    passThrough && providers.speaks.get(offering.provider)?.includes(passThrough.api)
+      ? passThrough
+      : undefined
+  return {
+    endpoint,
+    body: native ? native.body : body,
+    // A fine-tune is the server's model by its own name, loaded beside its base.
+    model: fineTune ? fineTune.name : offering.upstream_model,
+    maxTokensParam: offering.max_tokens_param,
+    signal,
+    fineTune,
+    passThrough: native?.api,
+    // A flex offering's own timeout (docs/pricing.md): several share the lane's derived provider.
+    ...(offering.timeout_s !== undefined && { timeoutMs: offering.timeout_s * 1000 }),
+  }
+}
 
 /**
  * Every replica answered busy (503, a full queue): the call waits and is sent again, with no
@@ -277,7 +306,7 @@ async function send(providers: Providers, options: SendOptions): Promise<Outcome
       if (options.proceed && !options.proceed()) return
       sent.outcome = telemetry.upstream(
         call,
-        () => adapter.send(requestFor(options)),
+        () => adapter.send(requestFor(providers, options)),
         describeOutcome,
       )
       handOver.sent()
@@ -316,7 +345,7 @@ async function stream(providers: Providers, options: Parameters<Upstreams['strea
     const call = { provider: offering.provider, model: offering.upstream_model, endpoint }
     const outcome = await telemetry.upstream(
       call,
-      () => adapter.stream(requestFor(options)),
+      () => adapter.stream(requestFor(providers, options)),
       (opened) =>
         opened.ok
           ? Promise.all([opened.usage, opened.broken]).then(([usage, broken]) => ({

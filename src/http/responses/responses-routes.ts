@@ -1,16 +1,17 @@
 /**
  * `POST /v1/responses` (also under /openai/v1), docs/clients/responses.md: the Responses API on the live call path
- * (live.ts), so a call is held, routed and settled exactly as a chat call is. The request is
- * translated into chat completions for the common subset and the answer back into a Response
- * object, or OpenAI's Responses stream events.
+ * (live.ts), so a call is held, routed and settled exactly as a chat call is. Offerings with
+ * `responses_api` get the request as it came; the others get it translated into chat completions
+ * for the common subset, and their answer back into a Response object, or OpenAI's Responses
+ * stream events (catalog/speaks-api.ts).
  */
 import { Elysia } from 'elysia'
 import type { Catalog } from '../../catalog/catalog.ts'
-import { servesResponses } from '../../catalog/responses-api.ts'
+import { translateCall } from '../../live/translate-call.ts'
 import { badRequest, GatewayError } from '../../errors.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
 import { inResponsesNames, responsesParam } from '../../ingest/responses-line.ts'
-import type { LiveService, StreamRender } from '../live.ts'
+import type { LiveService, NativeCall, StreamRender } from '../live.ts'
 import { convertChatToResponse } from '../../../providers/responses/convert-chat-to-response.ts'
 import { convertResponsesToChat } from '../../../providers/responses/convert-responses-to-chat.ts'
 import { responseStreamRender } from './render-response-stream.ts'
@@ -18,13 +19,47 @@ import { responseHeaders } from '../caller-macro.ts'
 
 /** The request as chat completions, or the 400 that names the field it cannot translate. */
 export function chatBodyOfResponses(raw: unknown, lenient = false): Record<string, unknown> {
+  const body = translated(raw, lenient)
+  if (body instanceof GatewayError) throw body
+  return body
+}
+
+function translated(raw: unknown, lenient: boolean) {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw badRequest('the body must be a JSON object: a Responses API request')
   if (nestsDeeperThan(raw))
     throw badRequest(`the body nests more than ${MAX_JSON_DEPTH} levels deep; flatten it`)
   const converted = convertResponsesToChat(raw as Record<string, unknown>, { lenient })
-  if (!converted.ok) throw badRequest(`${converted.param} ${converted.message}`, converted.param)
+  if (!converted.ok) return badRequest(`${converted.param} ${converted.message}`, converted.param)
   return converted.body
+}
+
+/**
+ * A Responses request as the live path takes it (docs/clients/responses.md): the chat body it
+ * translates to, validated, priced and sent to chat-only offerings, and the request itself for
+ * offerings with `responses_api`. A field outside the translated subset keeps the call to those;
+ * with none among the model's offerings it is the 400 that names the field.
+ */
+export function responsesCall(
+  params: Record<string, unknown>,
+  catalog: Catalog,
+): { raw: Record<string, unknown>; passThrough: NativeCall } {
+  const { chat, untranslated } = translateCall(
+    catalog,
+    { model: params.model, api: 'responses' },
+    (lenient) => translated(params, lenient),
+  )
+  return {
+    raw: chat,
+    passThrough: {
+      api: 'responses',
+      // OpenAI stores a response unless told not to; the gateway promises nothing is stored.
+      body: { ...params, store: false },
+      untranslated,
+      fromChat: (answer) => convertChatToResponse(answer, params),
+      streams: { native: rawEvents(), chat: responseStreamRender(params) },
+    },
+  }
 }
 
 /**
@@ -54,20 +89,10 @@ export function responsesRoutes(prefix: string, live: LiveService, catalog: Cata
     async ({ request, set }) => {
       const headers = responseHeaders(set)
       const input = await live.readJson(request, headers)
-      const params = input.raw as Record<string, unknown>
-      const through = servesResponses(catalog, (params as { model?: unknown } | null)?.model)
-      const chat = { ...input, raw: chatBodyOfResponses(params, through) }
-      if (through) {
-        // OpenAI stores a response unless told not to; the gateway promises nothing is stored.
-        const body = { ...params, store: false }
-        const passed = { ...chat, passThrough: { body, api: 'responses' as const } }
-        if (params.stream === true) return live.stream(request, headers, passed, rawEvents())
-        return live.call(request, passed, 'chat')
-      }
+      const call = { ...input, ...responsesCall(input.raw as Record<string, unknown>, catalog) }
       try {
-        if (params.stream === true)
-          return await live.stream(request, headers, chat, responseStreamRender(params))
-        return convertChatToResponse(await live.call(request, chat, 'chat'), params)
+        if (call.passThrough.body.stream === true) return await live.stream(request, headers, call)
+        return await live.call(request, call, 'chat')
       } catch (error) {
         throw inResponsesTermsError(error)
       }
