@@ -74,6 +74,9 @@ export interface NativeCall extends NativeRequest {
   untranslated?: Error
   /** A chat completion from an offering that does not speak `api`, as that API's answer. */
   fromChat(answer: Record<string, unknown>): Record<string, unknown>
-  /** A stream from an offering that speaks `api` (its events as they came), and one translated from chat chunks. */
-  streams: { native: StreamRender; chat: StreamRender }
+  /**
+   * How a stream is written: an offering that speaks `api` sent its own events (`native`), the
+   * others chat chunks, translated into that API's events. Made once the stream is open.
+   */
+  streamRender(native: boolean): StreamRender
 }

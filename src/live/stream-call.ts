@@ -53,9 +53,7 @@ export async function streamCall(
     if (!outcome.ok) throw upstreamFailure(outcome.error)
     // In the surface's own API: its events as they came, or translated from chat chunks.
     const render = native
-      ? offeringSpeaks(deps.catalog, offering, native.api)
-        ? native.streams.native
-        : native.streams.chat
+      ? native.streamRender(offeringSpeaks(deps.catalog, offering, native.api))
       : openAiSse(streamOptions(input.raw)?.include_usage === true)
     streaming = true
     const progress = { ended: false, outputBytes: 0 }

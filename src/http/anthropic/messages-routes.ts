@@ -66,7 +66,7 @@ function messagesCall(
       body: params,
       untranslated,
       fromChat: (answer) => convertChatToMessage(answer, model),
-      streams: { native: rawEvents(), chat: anthropicStreamRender(model) },
+      streamRender: (native) => (native ? rawEvents() : anthropicStreamRender(model)),
     },
   }
 }

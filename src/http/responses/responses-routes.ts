@@ -57,7 +57,7 @@ export function responsesCall(
       body: { ...params, store: false },
       untranslated,
       fromChat: (answer) => convertChatToResponse(answer, params),
-      streams: { native: rawEvents(), chat: responseStreamRender(params) },
+      streamRender: (native) => (native ? rawEvents() : responseStreamRender(params)),
     },
   }
 }
