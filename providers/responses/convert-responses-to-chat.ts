@@ -3,7 +3,8 @@
  * (docs/clients/responses.md), for the common subset: `input` (text, or message items with text parts, and the
  * function_call / function_call_output items of a tool loop), `instructions`,
  * `max_output_tokens`, `temperature`, `top_p`, `text.format` (json_schema, json_object, text),
- * function `tools`, `tool_choice`, `metadata`. Any other field is refused, naming it; `store:
+ * function `tools`, `tool_choice`, `metadata`, and the gateway's `provider` routing object. Any
+ * other field is refused, naming it; `store:
  * true` and `previous_response_id` are refused because the gateway stores no response.
  */
 
@@ -26,6 +27,8 @@ export const RESPONSES_FIELDS = new Set([
   'stream',
   'store',
   'previous_response_id',
+  // The gateway's routing object (docs/routing.md), as on a chat call.
+  'provider',
 ])
 
 /**
@@ -198,6 +201,7 @@ export function convertResponsesToChat(
     set('temperature', 'temperature')
     set('top_p', 'top_p')
     set('parallel_tool_calls', 'parallel_tool_calls')
+    set('provider', 'provider')
     if (body.text !== undefined && body.text !== null) convertFormat(body.text, out, lenient)
     if (body.tools !== undefined && body.tools !== null)
       out.tools = convertTools(body.tools, lenient)

@@ -115,6 +115,14 @@ const sentSince = (from: number) =>
       body: JSON.parse(request.text) as Record<string, unknown>,
     }))
 
+/** A JSON POST to the gateway with the account's key. */
+const postJson = (path: string, body: unknown) =>
+  gw.request(path, key, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
+
 /** Cost in USD of `usage` at `rates` (per million tokens). */
 const costAt = (
   usage: { input_tokens: number; output_tokens: number },
@@ -192,12 +200,41 @@ describe('a Responses call', () => {
     expect(response.id).toStartWith('resp_sim')
   })
 
+  test('routed by the provider object to the offering with responses_api, goes as it came', async () => {
+    const from = sim.received().length
+    const answer = await postJson('/v1/responses', {
+      model: 'mix/chat-first',
+      input: 'Say hello.',
+      provider: { only: ['sim-responses'] },
+    })
+    expect(answer.status).toBe(200)
+    const sent = sentSince(from)
+    expect(sent.map((request) => request.path)).toEqual(['/v1/responses'])
+    // The routing object is the gateway's: never sent upstream.
+    expect(sent[0].body.provider).toBeUndefined()
+    expect(((await answer.json()) as { id: string }).id).toStartWith('resp_sim')
+  })
+
+  test('with such a field and a routing that leaves no offering with responses_api is a 400 naming it', async () => {
+    const from = sim.received().length
+    const answer = await postJson('/v1/responses', {
+      model: 'mix/chat-first',
+      input: 'Say hello.',
+      truncation: 'auto',
+      provider: { only: ['sim'] },
+    })
+    expect(answer.status).toBe(400)
+    const { error } = (await answer.json()) as { error: { param: string } }
+    expect(error.param).toBe('truncation')
+    expect(sentSince(from)).toEqual([])
+  })
+
   test('with such a field and no offering with responses_api is a 400 naming it, sent nowhere', async () => {
     const from = sim.received().length
-    const answer = await gw.request('/v1/responses', key, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'sim/chat', input: 'Say hello.', truncation: 'auto' }),
+    const answer = await postJson('/v1/responses', {
+      model: 'sim/chat',
+      input: 'Say hello.',
+      truncation: 'auto',
     })
     expect(answer.status).toBe(400)
     const { error } = (await answer.json()) as { error: { param: string; message: string } }
@@ -238,6 +275,28 @@ describe('Responses batch lines', () => {
         costAt(truncated.response.body.usage, RESPONSES_RATES),
       ),
     ).toBe(true)
+  })
+
+  test('outside the subset with a routing that leaves no offering with responses_api are refused at once', async () => {
+    const line = {
+      custom_id: 'routed-to-chat',
+      method: 'POST',
+      url: '/v1/responses',
+      body: {
+        model: 'mix/chat-first',
+        input: 'Say hello.',
+        truncation: 'auto',
+        provider: { only: ['sim'] },
+      },
+    }
+    const submitted = await gw.request('/v1/batches', key, {
+      method: 'POST',
+      headers: { 'content-type': 'application/jsonl' },
+      body: JSON.stringify(line),
+    })
+    expect(submitted.status).toBe(400)
+    const { issues } = (await submitted.json()) as { issues: { line: number; path: string }[] }
+    expect(issues).toEqual([expect.objectContaining({ line: 1, path: 'body.truncation' })])
   })
 
   test('outside the subset for a model with no offering with responses_api are refused at once', async () => {
@@ -295,6 +354,19 @@ describe('a Messages call', () => {
     expect(sent.map((request) => request.path)).toEqual(['/v1/messages'])
     expect(sent[0].body.top_k).toBe(5)
     expect(message.model).toBe('claude-multi')
+  })
+
+  test('with such a field and a routing that leaves no Anthropic offering is a 400 naming it', async () => {
+    const from = sim.received().length
+    const answer = await postJson(
+      '/anthropic/v1/messages',
+      ask('sim/multi', { top_k: 5, provider: { only: ['sim'] } }),
+    )
+    expect(answer.status).toBe(400)
+    const body = (await answer.json()) as { type: string; error: { type: string; message: string } }
+    expect(body.type).toBe('error')
+    expect(body.error.message).toContain('top_k')
+    expect(sentSince(from)).toEqual([])
   })
 
   test('without one goes to the first offering as chat completions', async () => {

@@ -26,6 +26,8 @@ const KNOWN = new Set([
   'tools',
   'tool_choice',
   'metadata',
+  // The gateway's routing object (docs/routing.md), as on a chat call.
+  'provider',
 ])
 
 class Refusal extends Error {
@@ -193,6 +195,7 @@ export function convertMessagesToChat(
       convertToolChoice(body.tool_choice as Record<string, unknown>, out)
     const user = (body.metadata as { user_id?: unknown } | null | undefined)?.user_id
     if (typeof user === 'string') out.user = user
+    if (body.provider !== undefined) out.provider = body.provider
     if (body.stream === true) out.stream = true
     return { ok: true, body: out }
   } catch (error) {
