@@ -277,42 +277,30 @@ describe('Responses batch lines', () => {
     ).toBe(true)
   })
 
-  test('outside the subset with a routing that leaves no offering with responses_api are refused at once', async () => {
-    const line = {
-      custom_id: 'routed-to-chat',
-      method: 'POST',
-      url: '/v1/responses',
-      body: {
-        model: 'mix/chat-first',
-        input: 'Say hello.',
-        truncation: 'auto',
-        provider: { only: ['sim'] },
-      },
-    }
+  /** The issues of a one-line file of a Responses line with `body`: refused whole, with a 400. */
+  async function issuesOf(body: Record<string, unknown>) {
+    const line = { custom_id: 'only', method: 'POST', url: '/v1/responses', body }
     const submitted = await gw.request('/v1/batches', key, {
       method: 'POST',
       headers: { 'content-type': 'application/jsonl' },
       body: JSON.stringify(line),
     })
     expect(submitted.status).toBe(400)
-    const { issues } = (await submitted.json()) as { issues: { line: number; path: string }[] }
+    return ((await submitted.json()) as { issues: { line: number; path: string }[] }).issues
+  }
+
+  test('outside the subset with a routing that leaves no offering with responses_api are refused at once', async () => {
+    const issues = await issuesOf({
+      model: 'mix/chat-first',
+      input: 'Say hello.',
+      truncation: 'auto',
+      provider: { only: ['sim'] },
+    })
     expect(issues).toEqual([expect.objectContaining({ line: 1, path: 'body.truncation' })])
   })
 
   test('outside the subset for a model with no offering with responses_api are refused at once', async () => {
-    const line = {
-      custom_id: 'only-chat',
-      method: 'POST',
-      url: '/v1/responses',
-      body: { model: 'sim/chat', input: 'Say hello.', truncation: 'auto' },
-    }
-    const submitted = await gw.request('/v1/batches', key, {
-      method: 'POST',
-      headers: { 'content-type': 'application/jsonl' },
-      body: JSON.stringify(line),
-    })
-    expect(submitted.status).toBe(400)
-    const { issues } = (await submitted.json()) as { issues: { line: number; path: string }[] }
+    const issues = await issuesOf({ model: 'sim/chat', input: 'Say hello.', truncation: 'auto' })
     expect(issues).toEqual([expect.objectContaining({ line: 1, path: 'body.truncation' })])
   })
 })
