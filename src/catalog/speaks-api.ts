@@ -21,17 +21,46 @@ export const offeringSpeaks = (
   api: PassThrough,
 ): boolean => speaksApi(catalog.provider(offering.provider), api)
 
-/**
- * The offerings that take `api` as it came: where a request with fields its chat translation
- * leaves out may go. Returns `offerings` itself when all of them do.
- */
-export function offeringsSpeaking(
+/** The offerings that take `api` as it came. */
+export const offeringsSpeaking = (
   catalog: Pick<Catalog, 'provider'>,
   offerings: readonly Offering[],
   api: PassThrough,
-): readonly Offering[] {
-  if (offerings.every((offering) => offeringSpeaks(catalog, offering, api))) return offerings
-  return offerings.filter((offering) => offeringSpeaks(catalog, offering, api))
+): Offering[] => offerings.filter((offering) => offeringSpeaks(catalog, offering, api))
+
+/**
+ * The offerings a request in `api` may go to: all of them, unless its chat body left fields out
+ * (`untranslated`), when only those that take it as it came; null when that leaves none.
+ */
+export function offeringsTaking(
+  catalog: Pick<Catalog, 'provider'>,
+  offerings: Offering[],
+  request: { api: PassThrough; untranslated?: unknown } | undefined,
+): Offering[] | null {
+  if (!request?.untranslated) return offerings
+  const speaking = offeringsSpeaking(catalog, offerings, request.api)
+  return speaking.length > 0 ? speaking : null
+}
+
+/**
+ * A request in a provider's own API as the chat body it is validated, priced and held by: its
+ * translation for the common subset; else, when a field lies outside it and some usable offering
+ * of its model takes the request as it came, the lenient translation that only prices and routes
+ * it, with the strict one's problem as `untranslated` (what keeps it to those offerings). The
+ * same rule for live calls and batch lines; `P` is each one's problem.
+ */
+export function chatBodyFor<T, P extends T>(
+  catalog: Pick<Catalog, 'find' | 'usable' | 'provider'>,
+  request: { model: unknown; api: PassThrough },
+  translate: (lenient: boolean) => T,
+  isProblem: (translated: T) => translated is P,
+): { chat: Exclude<T, P>; untranslated?: P } | P {
+  const strict = translate(false)
+  if (!isProblem(strict)) return { chat: strict as Exclude<T, P> }
+  if (!spokenBySome(catalog, request.model, request.api)) return strict
+  const lenient = translate(true)
+  if (isProblem(lenient)) return lenient
+  return { chat: lenient as Exclude<T, P>, untranslated: strict }
 }
 
 /** Whether any usable offering of `model` takes `api` as it came. An unknown model: none. */

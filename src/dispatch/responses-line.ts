@@ -8,7 +8,7 @@ import { convertChatToResponse } from '../../providers/responses/convert-chat-to
 import { convertResponsesToChat } from '../../providers/responses/convert-responses-to-chat.ts'
 import type { Outcome } from '../../providers/types.ts'
 import type { Offering } from '../catalog/catalog-file.ts'
-import { offeringSpeaks, offeringsSpeaking } from '../catalog/speaks-api.ts'
+import { offeringSpeaks } from '../catalog/speaks-api.ts'
 import type { NativeRequest } from '../upstream/upstreams.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { RESPONSES_URL } from '../domain.ts'
@@ -20,10 +20,11 @@ export interface LineRequest {
   body: Record<string, unknown>
   /** The Responses request it stands for; null for a chat or embeddings line. */
   responses: Record<string, unknown> | null
-  /** The Responses request as sent to offerings with `responses_api` (nothing stored there). */
-  native?: NativeRequest
-  /** Set when `body` left fields of the request out: why only those offerings may take it. */
-  untranslated?: string
+  /**
+   * The Responses request as sent to offerings with `responses_api` (nothing stored there);
+   * `untranslated` is set when `body` left fields of it out: why only those offerings may take it.
+   */
+  native?: NativeRequest & { untranslated?: string }
 }
 
 /** What a line sends; a message when the body no longer translates. */
@@ -40,21 +41,7 @@ export function lineRequest(parsed: {
   const lenient = convertResponsesToChat(parsed.body, { lenient: true })
   if (!lenient.ok) return { problem: `body.${lenient.param} ${lenient.message}` }
   const untranslated = `body.${strict.param} ${strict.message}`
-  return { body: lenient.body, responses: parsed.body, native, untranslated }
-}
-
-/**
- * The offerings a line may go to: those with `responses_api` alone when its chat body left fields
- * out; null when none of its offerings is one (the catalog changed since it was validated).
- */
-export function lineOfferings(
-  catalog: Pick<Catalog, 'provider'>,
-  request: LineRequest,
-  offerings: readonly Offering[],
-): readonly Offering[] | null {
-  if (!request.untranslated) return offerings
-  const speaking = offeringsSpeaking(catalog, offerings, 'responses')
-  return speaking.length > 0 ? speaking : null
+  return { body: lenient.body, responses: parsed.body, native: { ...native, untranslated } }
 }
 
 /**

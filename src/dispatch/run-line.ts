@@ -27,9 +27,10 @@ import { answerChoices, answerFormat, judgeChoices } from '../schemas/structured
 import type { ClaimedLine, LineOutcome } from '../store/store.ts'
 import { sendWithFallback, type Tried } from '../upstream/send-with-fallback.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
+import { offeringsTaking } from '../catalog/speaks-api.ts'
 import { heldForLane } from './batch-lane/choose-batch-lane.ts'
 import { lineAccounting, lineUsage } from './billed-usage.ts'
-import { answerFor, lineOfferings, lineRequest } from './responses-line.ts'
+import { answerFor, lineRequest } from './responses-line.ts'
 import { retryDelay, type RetryPolicy } from './retry-policy.ts'
 import type { PlannedBatch, SpillPlanner } from './spill-planner.ts'
 
@@ -89,9 +90,10 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       message: `model ${String(parsed.body.model)} is no longer served by this gateway`,
     })
   }
-  const offerings = lineOfferings(deps.catalog, request, served)
+  // Fields its chat body left out keep a Responses line to offerings that take it as it came.
+  const offerings = offeringsTaking(deps.catalog, served, request.native)
   if (offerings === null)
-    return fail(line, { code: 'invalid_request', message: request.untranslated! })
+    return fail(line, { code: 'invalid_request', message: request.native!.untranslated! })
   // Past the deadline nothing new is sent: hand the line back, the batch's expiry ends it.
   const now = Date.now()
   if (now >= line.deadlineAt * 1000)

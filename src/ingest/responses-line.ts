@@ -1,8 +1,7 @@
 /** A batch line's Responses body (docs/clients/responses.md) as the chat body its rules and ceiling are read from. */
 import { convertResponsesToChat } from '../../providers/responses/convert-responses-to-chat.ts'
-import type { Offering } from '../catalog/catalog-file.ts'
 import type { Catalog } from '../catalog/catalog.ts'
-import { offeringsSpeaking, spokenBySome } from '../catalog/speaks-api.ts'
+import { chatBodyFor } from '../catalog/speaks-api.ts'
 import type { BodyProblem } from './issues.ts'
 import { nestsDeeperThan } from './json-depth.ts'
 
@@ -32,28 +31,20 @@ export function responsesAsChat(
 }
 
 /**
- * A Responses line's body as the chat body it is validated by (the live rule,
- * catalog/speaks-api.ts). A body outside the translated subset may still go as it came to the
- * model's offerings with `responses_api`: `untranslated` is then what is reported when the line's
- * routing leaves none of them.
+ * A Responses line's body as the chat body it is validated by, by the live calls' rule
+ * (chatBodyFor, catalog/speaks-api.ts): outside the translated subset, `untranslated` is what is
+ * reported when the line's routing leaves no offering that takes it as it came.
  */
-export function responsesLineAsChat(
+export const responsesLineAsChat = (
   body: unknown,
   catalog: Pick<Catalog, 'find' | 'usable' | 'provider'>,
-): { body: unknown; untranslated?: ResponsesProblem } | ResponsesProblem {
-  const strict = responsesAsChat(body)
-  if (!(strict instanceof ResponsesProblem)) return { body: strict }
-  if (!spokenBySome(catalog, (body as { model?: unknown }).model, 'responses')) return strict
-  const lenient = responsesAsChat(body, true)
-  if (lenient instanceof ResponsesProblem) return lenient
-  return { body: lenient, untranslated: strict }
-}
-
-/** Whether any of a line's offerings takes a Responses request as it came. */
-export const spokenByAny = (
-  catalog: Pick<Catalog, 'provider'>,
-  offerings: readonly Offering[],
-): boolean => offeringsSpeaking(catalog, offerings, 'responses').length > 0
+): { chat: unknown; untranslated?: ResponsesProblem } | ResponsesProblem =>
+  chatBodyFor(
+    catalog,
+    { model: (body as { model?: unknown } | null)?.model, api: 'responses' },
+    (lenient) => responsesAsChat(body, lenient),
+    (translated): translated is ResponsesProblem => translated instanceof ResponsesProblem,
+  )
 
 /** Text about the translated chat body, with the chat fields under their Responses names. */
 export const inResponsesNames = (text: string) =>

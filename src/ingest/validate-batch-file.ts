@@ -7,13 +7,9 @@ import { z } from 'zod'
 import { NO_FINE_TUNES, type FineTuneLookup, type FineTuneRecord } from '../catalog/fine-tunes.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf } from '../catalog/catalog.ts'
+import { offeringsTaking } from '../catalog/speaks-api.ts'
 import { BATCH_URLS, isBatchUrl, RESPONSES_URL, type BatchEndpoint } from '../domain.ts'
-import {
-  inResponsesTerms,
-  ResponsesProblem,
-  responsesLineAsChat,
-  spokenByAny,
-} from './responses-line.ts'
+import { inResponsesTerms, ResponsesProblem, responsesLineAsChat } from './responses-line.ts'
 import { CeilingTally } from '../pricing/ceiling.ts'
 import { ceilingUnits } from '../pricing/ceiling-rates.ts'
 import { unitsText } from '../money/fixed-point.ts'
@@ -286,7 +282,7 @@ export function checkLines(
           lineIssue(asChat.problem)
           continue
         }
-        ;({ body: request, untranslated } = asChat)
+        ;({ chat: request, untranslated } = asChat)
       }
       // Nesting deeper than the limit takes two brackets a level: most lines are too short to.
       // (`text` is a string here: readObject parsed it.)
@@ -298,7 +294,11 @@ export function checkLines(
         continue
       }
       // Outside the translated subset, a line needs an offering that takes it as it came.
-      if (untranslated && !spokenByAny(catalog, body.value.offerings)) {
+      const { offerings } = body.value
+      if (
+        untranslated &&
+        !offeringsTaking(catalog, offerings, { api: 'responses', untranslated })
+      ) {
         lineIssue(untranslated.problem)
         continue
       }

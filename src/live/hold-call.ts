@@ -13,7 +13,7 @@ import { validateBody, type BodyProblem } from '../ingest/validate-body.ts'
 import { usd } from '../money/decimal.ts'
 import { unitsText } from '../money/fixed-point.ts'
 import { ceilingUnits } from '../pricing/ceiling-rates.ts'
-import { offeringsSpeaking } from '../catalog/speaks-api.ts'
+import { offeringsTaking } from '../catalog/speaks-api.ts'
 import type { Reservation } from './live-credit.ts'
 import type { LiveDeps, LiveInput } from './live-types.ts'
 
@@ -53,7 +53,9 @@ export async function holdCall(
   }
   if (!checked.ok) throw bodyRefusal(checked.problems[0])
   const { inputTokens, outputTokens, fineTune, rates } = checked.value
-  const offerings = reachable(deps.catalog, checked.value.offerings, input.passThrough)
+  // Priced on all of the routing's offerings, the ceiling covers the fewer a call may be kept to.
+  const offerings = offeringsTaking(deps.catalog, checked.value.offerings, input.passThrough)
+  if (!offerings) throw input.passThrough!.untranslated
   // The same pessimistic arithmetic as a batch's ceiling (priceOf at ceilingRates), so the two
   // can never disagree, in integers: this runs on every call.
   const ceiling = ceilingUnits({ input: inputTokens, output: outputTokens }, rates)
@@ -88,20 +90,4 @@ export function bodyRefusal(problem: BodyProblem) {
   if (problem.code === 'model_not_found')
     return refuse('model_not_found', message, { param: problem.path || null })
   return badRequest(message, problem.path || null)
-}
-
-/**
- * The offerings a call may go to: all of its routing's, unless its chat body left fields out
- * (NativeCall.untranslated), when only those that take it as it came. Priced on all of them, the
- * ceiling covers the fewer.
- */
-function reachable(
-  catalog: LiveDeps['catalog'],
-  offerings: Offering[],
-  native: LiveInput['passThrough'],
-): Offering[] {
-  if (!native?.untranslated) return offerings
-  const speaking = offeringsSpeaking(catalog, offerings, native.api)
-  if (speaking.length === 0) throw native.untranslated
-  return speaking as Offering[]
 }

@@ -1,12 +1,11 @@
 /**
- * The chat body a call in a provider's own API (the Responses API, Anthropic's Messages) is
- * validated, priced and held by (NativeCall): its translation for the common subset; else, when a
- * field lies outside it and the model has offerings that take the request as it came, the lenient
- * translation that only prices it, and the refusal that keeps the call to those offerings.
+ * The chat body a live call in a provider's own API (the Responses API, Anthropic's Messages) is
+ * validated, priced and held by (NativeCall), by the rule of catalog/speaks-api.ts (chatBodyFor);
+ * a request no offering of its model can take is the refusal its translation gave.
  */
 import type { PassThrough } from '../../providers/types.ts'
 import type { Catalog } from '../catalog/catalog.ts'
-import { spokenBySome } from '../catalog/speaks-api.ts'
+import { chatBodyFor } from '../catalog/speaks-api.ts'
 import { GatewayError } from '../errors.ts'
 
 export function translateCall(
@@ -14,10 +13,10 @@ export function translateCall(
   request: { model: unknown; api: PassThrough },
   translate: (lenient: boolean) => Record<string, unknown> | GatewayError,
 ): { chat: Record<string, unknown>; untranslated?: GatewayError } {
-  const strict = translate(false)
-  if (!(strict instanceof GatewayError)) return { chat: strict }
-  if (!spokenBySome(catalog, request.model, request.api)) throw strict
-  const lenient = translate(true)
-  if (lenient instanceof GatewayError) throw lenient
-  return { chat: lenient, untranslated: strict }
+  const body = chatBodyFor(catalog, request, translate, isRefusal)
+  if (body instanceof GatewayError) throw body
+  return body
 }
+
+const isRefusal = (translated: unknown): translated is GatewayError =>
+  translated instanceof GatewayError

@@ -125,8 +125,8 @@ interface Providers {
   handOvers: Map<string, SlotHandOver>
   /** Provider → until when (Unix ms) a 429 paused it. */
   pausedUntil: Map<string, number>
-  /** Provider → the APIs other than chat it takes as they came (catalog/speaks-api.ts). */
-  speaks: Map<string, PassThrough[]>
+  /** The catalog's providers: which API each takes as it came (catalog/speaks-api.ts). */
+  configs: Config['catalog']['providers']
   telemetry: Telemetry
 }
 
@@ -140,7 +140,7 @@ export function createUpstreams(
     gates: new Map(),
     handOvers: new Map(),
     pausedUntil: new Map(),
-    speaks: new Map(),
+    configs: config.catalog.providers,
     telemetry,
   }
   for (const [name, provider] of Object.entries(config.catalog.providers)) {
@@ -202,13 +202,7 @@ function addProvider(
   providers.adapters.set(name, adapter)
   providers.gates.set(name, gate)
   providers.handOvers.set(name, handOver)
-  providers.speaks.set(
-    name,
-    NATIVE_APIS.filter((api) => speaksApi(provider, api)),
-  )
 }
-
-const NATIVE_APIS: PassThrough[] = ['responses', 'messages', 'count_tokens']
 
 // The one place a 429 pauses a provider: nothing new goes to it until it said it may.
 function pauseOn429(
@@ -245,7 +239,7 @@ function requestFor(
 ): UpstreamRequest {
   // In the provider's own API where it speaks it; the chat body everywhere else.
   const native =
-    passThrough && providers.speaks.get(offering.provider)?.includes(passThrough.api)
+    passThrough && speaksApi(providers.configs[offering.provider], passThrough.api)
       ? passThrough
       : undefined
   return {

@@ -134,27 +134,27 @@ const costAt = (
     .div(1_000_000)
 
 describe('a Responses call', () => {
-  test('goes as it came to a first offering with responses_api', async () => {
+  /** A Responses call through the openai package, and what the simulator was sent for it. */
+  async function respond(model: string, extra: { truncation?: 'auto' } = {}) {
     const from = sim.received().length
     const response = await openai.responses.create({
-      model: 'mix/responses-first',
+      model,
       input: 'Say hello.',
       max_output_tokens: 32,
+      ...extra,
     })
-    const sent = sentSince(from)
+    return { response, sent: sentSince(from) }
+  }
+
+  test('goes as it came to a first offering with responses_api', async () => {
+    const { response, sent } = await respond('mix/responses-first')
     expect(sent.map((request) => request.path)).toEqual(['/v1/responses'])
     expect(sent[0].body.store).toBe(false)
     expect(response.id).toStartWith('resp_sim')
   })
 
   test('goes as chat completions to a chat-only first offering, answered as a Response', async () => {
-    const from = sim.received().length
-    const response = await openai.responses.create({
-      model: 'mix/chat-first',
-      input: 'Say hello.',
-      max_output_tokens: 32,
-    })
-    const sent = sentSince(from)
+    const { response, sent } = await respond('mix/chat-first')
     expect(sent.map((request) => request.path)).toEqual(['/v1/chat/completions'])
     expect(sent[0].body.messages).toEqual([{ role: 'user', content: 'Say hello.' }])
     expect(response.object).toBe('response')
@@ -162,14 +162,9 @@ describe('a Responses call', () => {
   })
 
   test('falls back from an offering with responses_api to a chat-only one, translated there', async () => {
-    const from = sim.received().length
-    const response = await openai.responses.create({
-      model: 'mix/dead-responses',
-      input: 'Say hello.',
-      max_output_tokens: 32,
-    })
+    const { response, sent } = await respond('mix/dead-responses')
     // The refused offering never reached the simulator; the fallback got chat completions.
-    expect(sentSince(from).map((request) => request.path)).toEqual(['/v1/chat/completions'])
+    expect(sent.map((request) => request.path)).toEqual(['/v1/chat/completions'])
     expect(response.object).toBe('response')
     expect(response.output_text.length).toBeGreaterThan(0)
     expect(response.usage!.output_tokens).toBeGreaterThan(0)
@@ -187,14 +182,7 @@ describe('a Responses call', () => {
   })
 
   test('with a field outside the translated subset goes only to the offering with responses_api', async () => {
-    const from = sim.received().length
-    const response = await openai.responses.create({
-      model: 'mix/chat-first',
-      input: 'Say hello.',
-      max_output_tokens: 32,
-      truncation: 'auto',
-    })
-    const sent = sentSince(from)
+    const { response, sent } = await respond('mix/chat-first', { truncation: 'auto' })
     expect(sent.map((request) => request.path)).toEqual(['/v1/responses'])
     expect(sent[0].body.truncation).toBe('auto')
     expect(response.id).toStartWith('resp_sim')
