@@ -5,7 +5,7 @@
  * gateways' CPU per request on a shared box, which it complements.
  */
 import { chatBodyOf } from '../src/http/anthropic/messages-routes.ts'
-import { convertChatToMessage } from '../src/http/anthropic/convert-chat-to-message.ts'
+import { convertChatToMessage } from '../providers/anthropic/convert-chat-to-message.ts'
 import { chatBodyOfResponses } from '../src/http/responses/responses-routes.ts'
 import { convertChatToResponse } from '../providers/responses/convert-chat-to-response.ts'
 import { TIMED_CALLS, timeOf } from './lib.ts'

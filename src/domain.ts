@@ -78,15 +78,25 @@ export const ENDPOINT_URLS = {
 } as const satisfies Record<Endpoint, string>
 /** Batch lines may also be Responses API requests, run as the chat calls they translate to (docs/clients/responses.md). */
 export const RESPONSES_URL = '/v1/responses'
-export type BatchEndpoint = (typeof ENDPOINT_URLS)[Endpoint] | typeof RESPONSES_URL
-/** The URLs a batch line may name, as a list, for `z.enum`. */
-export const BATCH_URLS: [BatchEndpoint, ...BatchEndpoint[]] = [
+/**
+ * A Message Batches create's lines are Messages API requests (docs/clients/anthropic-sdk.md): passed
+ * through to Anthropic offerings, translated for the others. Only such a batch (and its retry) names it.
+ */
+export const MESSAGES_URL = '/v1/messages'
+type PublicBatchUrl = (typeof ENDPOINT_URLS)[Endpoint] | typeof RESPONSES_URL
+export type BatchEndpoint = PublicBatchUrl | typeof MESSAGES_URL
+/** The URLs a batch file or a facade create may name, as a list, for `z.enum`. */
+export const BATCH_URLS: [PublicBatchUrl, ...PublicBatchUrl[]] = [
   ENDPOINT_URLS.chat,
   ENDPOINT_URLS.embeddings,
   RESPONSES_URL,
 ]
+/** Every endpoint a stored batch can have, for `z.enum` in the objects that show it. */
+export const BATCH_ENDPOINTS: [BatchEndpoint, ...BatchEndpoint[]] = [...BATCH_URLS, MESSAGES_URL]
 const BATCH_URL_SET: ReadonlySet<unknown> = new Set(BATCH_URLS)
-export const isBatchUrl = (url: unknown): url is BatchEndpoint => BATCH_URL_SET.has(url)
+/** Whether a line may name `url`; `messages`: the file is a Message Batches create's. */
+export const isBatchUrl = (url: unknown, messages = false): url is BatchEndpoint =>
+  BATCH_URL_SET.has(url) || (messages && url === MESSAGES_URL)
 export type Scope = 'batches' | 'inference' | 'read'
 export const ALL_SCOPES: readonly Scope[] = ['batches', 'inference', 'read']
 

@@ -7,6 +7,7 @@
 import { createHttpClient } from '../http-client.ts'
 import { upstreamError } from '../classify-error.ts'
 import { prepareAnthropicBody } from '../anthropic/prepare-anthropic-body.ts'
+import { prepareForOffering } from '../prepare-for-offering.ts'
 import { callJson, callText, listPage, upstreamIdOf } from './batch-http.ts'
 import type {
   BatchCall,
@@ -65,6 +66,12 @@ export function anthropicBatchInput(
   const refused: ChunkLineResult[] = []
   const send = { stream: false, providerName }
   for (const line of chunk.lines) {
+    if (line.native) {
+      // A Messages request goes as it came, with the offering's model id (messages-calls.ts).
+      const params = prepareForOffering(line.native, target, ['stream'])
+      requests.push({ custom_id: upstreamIdOf(line.position), params })
+      continue
+    }
     const converted = prepareAnthropicBody(chunk.endpoint, line.body, target, send)
     if (!converted.ok) {
       const error = upstreamError('invalid_request', converted.message)

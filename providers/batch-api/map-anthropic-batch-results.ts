@@ -1,6 +1,6 @@
 /**
  * Anthropic's batch results → one result a line (docs/batch-lanes.md): `succeeded` converts the message as
- * the live adapter does; `errored` is classified from its error type as a live answer would be
+ * the live adapter does, and keeps it as it came; `errored` is classified from its error type as a live answer would be
  * (`invalid_request_error` final, `api_error` / `overloaded_error` retryable); `canceled` and
  * `expired` did not run.
  */
@@ -36,12 +36,11 @@ export function mapAnthropicBatchResults(
       continue
     }
     if (result.type === 'succeeded') {
-      const converted = convertAnthropicResponse(
-        (result.message ?? {}) as Record<string, unknown>,
-        created,
-      )
+      const message = (result.message ?? {}) as Record<string, unknown>
+      const converted = convertAnthropicResponse(message, created)
       if (converted.ok) {
-        results.push({ position, type: 'succeeded', body: converted.body, usage: converted.usage })
+        const { body, usage } = converted
+        results.push({ position, type: 'succeeded', body, native: message, usage })
       } else {
         const error = upstreamError('malformed_response', converted.message)
         results.push({ position, type: 'errored', error })

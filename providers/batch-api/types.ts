@@ -13,6 +13,11 @@ export interface ChunkLine {
   /** 1-based position within the chunk; the upstream id is `mg-<position>`. */
   position: number
   body: Record<string, unknown>
+  /**
+   * A Messages API request, for an Anthropic batch to take as it came in place of `body` (its
+   * chat translation): a Message Batch's line (docs/clients/anthropic-sdk.md).
+   */
+  native?: Record<string, unknown>
 }
 
 /** A chunk to send: one upstream model and one endpoint (docs/batch-lanes.md grouping). */
@@ -52,6 +57,8 @@ export type ChunkLineResult =
       type: 'succeeded'
       /** OpenAI-shaped (chat.completion or embeddings list), as a live call's body. */
       body: Record<string, unknown>
+      /** The provider's own answer when it is not `body` (Anthropic's message), as it came. */
+      native?: Record<string, unknown>
       usage: Usage | null
     }
   /** The provider answered the line with an error: the live retry rules apply to it. */

@@ -3,7 +3,7 @@
  * one store transaction. Plain values in, a result out, refusals included; each surface renders it.
  */
 import { NO_FINE_TUNES, type FineTuneLookup } from '../catalog/fine-tunes.ts'
-import { newId, type BatchEndpoint, type BatchRecord } from '../domain.ts'
+import { MESSAGES_URL, newId, type BatchEndpoint, type BatchRecord } from '../domain.ts'
 import { refuse, type GatewayError } from '../errors.ts'
 import type { Issue, Warning } from '../ingest/issues.ts'
 import type { FileValidator } from '../ingest/parallel-validation.ts'
@@ -164,7 +164,9 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
   async function check(bytes: Uint8Array, options: QuoteOptions) {
     const lookup = mentionsFineTune(bytes) ? await fineTunes(options.accountId) : NO_FINE_TUNES
     // A capped batch stores each line's own ceiling, which the claim checks against the cap.
-    const verdict = await validator.validate(bytes, limits, lookup, {
+    // Messages API lines only where the batch is declared a Message Batches one (or its retry).
+    const fileLimits = options.endpoint === MESSAGES_URL ? { ...limits, messagesUrl: true } : limits
+    const verdict = await validator.validate(bytes, fileLimits, lookup, {
       lineCeilings: Boolean(options.maxCostUsd),
       owner: options.accountId,
     })

@@ -30,7 +30,7 @@ import type { Upstreams } from '../upstream/upstreams.ts'
 import { offeringsTaking } from '../catalog/speaks-api.ts'
 import { heldForLane } from './batch-lane/choose-batch-lane.ts'
 import { lineAccounting, lineUsage } from './billed-usage.ts'
-import { answerFor, lineRequest } from './responses-line.ts'
+import { answerFor, lineRequest } from './line-request.ts'
 import { retryDelay, type RetryPolicy } from './retry-policy.ts'
 import type { PlannedBatch, SpillPlanner } from './spill-planner.ts'
 
@@ -90,7 +90,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       message: `model ${String(parsed.body.model)} is no longer served by this gateway`,
     })
   }
-  // Fields its chat body left out keep a Responses line to offerings that take it as it came.
+  // Fields its chat body left out keep a Responses or Messages line to offerings that take it as it came.
   const offerings = offeringsTaking(deps.catalog, served, request.native)
   if (offerings === null)
     return fail(line, { code: 'invalid_request', message: request.native!.untranslated! })

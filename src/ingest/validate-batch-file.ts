@@ -8,8 +8,15 @@ import { NO_FINE_TUNES, type FineTuneLookup, type FineTuneRecord } from '../cata
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf } from '../catalog/catalog.ts'
 import { offeringsTaking } from '../catalog/speaks-api.ts'
-import { BATCH_URLS, isBatchUrl, RESPONSES_URL, type BatchEndpoint } from '../domain.ts'
-import { inResponsesTerms, ResponsesProblem, responsesLineAsChat } from './responses-line.ts'
+import {
+  BATCH_URLS,
+  isBatchUrl,
+  MESSAGES_URL,
+  RESPONSES_URL,
+  type BatchEndpoint,
+} from '../domain.ts'
+import { inResponsesTerms } from './responses-line.ts'
+import { askedAsChat, TranslationProblem, type AskedApi } from './asked-as-chat.ts'
 import { CeilingTally } from '../pricing/ceiling.ts'
 import { ceilingUnits } from '../pricing/ceiling-rates.ts'
 import { unitsText } from '../money/fixed-point.ts'
@@ -44,6 +51,8 @@ export type FileSchemas = Map<string, SchemaUser[]>
 export interface FileLimits {
   maxLines: number
   maxCustomIdLength: number
+  /** Lines may be Messages API requests (`/v1/messages`): a Message Batches create, or its retry. */
+  messagesUrl?: boolean
 }
 
 export type FileVerdict =
@@ -81,25 +90,30 @@ export interface CheckOptions {
   fineTunes?: FineTuneLookup
 }
 
-export function lineEnvelopeSchema(maxCustomIdLength: number) {
+export function lineEnvelopeSchema(maxCustomIdLength: number, messagesUrl = false) {
   return z.strictObject({
     // PostgreSQL text cannot hold U+0000, and no one means it in an id.
     custom_id: storableText().min(1).max(maxCustomIdLength),
     method: z.literal('POST'),
-    url: z.enum(BATCH_URLS),
+    url: messagesUrl ? z.enum([...BATCH_URLS, MESSAGES_URL]) : z.enum(BATCH_URLS),
     body: z.unknown(),
   })
 }
 
-const compiledEnvelopes = new Map<number, ReturnType<typeof compileSchema>>()
-function envelopeFor(maxCustomIdLength: number) {
-  let compiled = compiledEnvelopes.get(maxCustomIdLength)
+const compiledEnvelopes = new Map<string, ReturnType<typeof compileSchema>>()
+function envelopeFor({ maxCustomIdLength, messagesUrl = false }: FileLimits) {
+  const key = `${maxCustomIdLength}:${messagesUrl}`
+  let compiled = compiledEnvelopes.get(key)
   if (!compiled) {
-    compiled = compileSchema(lineEnvelopeSchema(maxCustomIdLength))
-    compiledEnvelopes.set(maxCustomIdLength, compiled)
+    compiled = compileSchema(lineEnvelopeSchema(maxCustomIdLength, messagesUrl))
+    compiledEnvelopes.set(key, compiled)
   }
   return compiled
 }
+
+/** The API a line in a provider's own API came in (asked-as-chat.ts); null for chat and embeddings. */
+const askedApi = (url: BatchEndpoint): AskedApi | null =>
+  url === RESPONSES_URL ? 'responses' : url === MESSAGES_URL ? 'messages' : null
 
 /**
  * A valid line, kept as its place in the submitted body rather than as a string: 50,000 decoded
@@ -206,7 +220,7 @@ export function checkLines(
   const { segment, collectGarbage, lineCeilings } = options
   const fineTuneLookup = options.fineTunes ?? NO_FINE_TUNES
   const fineTunes = new FineTuneTally()
-  const envelope = envelopeFor(limits.maxCustomIdLength)
+  const envelope = envelopeFor(limits)
   const issues: Issue[] = []
   let omitted = 0
   const report = (issue: Issue) => {
@@ -262,7 +276,7 @@ export function checkLines(
       } else seen.set(customId, lineNo)
     }
     const url = record.url
-    if (isBatchUrl(url)) {
+    if (isBatchUrl(url, limits.messagesUrl)) {
       if (!endpoint) endpoint = { url, line: lineNo }
       else if (url !== endpoint.url) {
         bad = true
@@ -273,17 +287,16 @@ export function checkLines(
         })
         continue
       }
-      // A Responses line is held to the rules of the chat call it translates to (docs/clients/responses.md).
-      let request = record.body
-      let untranslated: ResponsesProblem | undefined
-      if (url === RESPONSES_URL) {
-        const asChat = responsesLineAsChat(record.body, catalog)
-        if (asChat instanceof ResponsesProblem) {
-          lineIssue(asChat.problem)
-          continue
-        }
-        ;({ chat: request, untranslated } = asChat)
+      // A Responses or Messages line is held to the rules of the chat call it translates to
+      // (docs/clients/responses.md, docs/clients/anthropic-sdk.md).
+      const api = askedApi(url)
+      const asked = api ? askedAsChat(api, record.body, catalog) : null
+      if (asked instanceof TranslationProblem) {
+        lineIssue(asked.problem)
+        continue
       }
+      const request = asked ? asked.chat : record.body
+      const untranslated = asked?.untranslated
       // Nesting deeper than the limit takes two brackets a level: most lines are too short to.
       // (`text` is a string here: readObject parsed it.)
       const options = text!.length <= 2 * MAX_JSON_DEPTH ? shallowOptions : deepOptions
@@ -295,10 +308,7 @@ export function checkLines(
       }
       // Outside the translated subset, a line needs an offering that takes it as it came.
       const { offerings } = body.value
-      if (
-        untranslated &&
-        !offeringsTaking(catalog, offerings, { api: 'responses', untranslated })
-      ) {
+      if (untranslated && !offeringsTaking(catalog, offerings, { api: api!, untranslated })) {
         lineIssue(untranslated.problem)
         continue
       }

@@ -1,7 +1,7 @@
 /**
  * The Anthropic API's request shapes under /anthropic (docs/clients/anthropic-sdk.md), as published
  * in GET /openapi.json. A request is checked field by field where it is translated
- * (src/http/anthropic/convert-messages-to-chat.ts) and then as the chat body it becomes
+ * (providers/anthropic/convert-messages-to-chat.ts) and then as the chat body it becomes
  * (requests.ts), so these name only the fields every request has; the others pass on.
  */
 import { z } from 'zod'

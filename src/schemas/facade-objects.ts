@@ -5,7 +5,7 @@
  * (docs/clients/anthropic-sdk.md). The renderers return these types; GET /openapi.json publishes them.
  */
 import { z } from 'zod'
-import { BATCH_STATUSES, BATCH_URLS } from '../domain.ts'
+import { BATCH_STATUSES, BATCH_ENDPOINTS } from '../domain.ts'
 import {
   batchErrorEntrySchema,
   routingViewSchema,
@@ -40,7 +40,7 @@ export const openAiBatchSchema = z
   .strictObject({
     id: z.string(),
     object: z.literal('batch'),
-    endpoint: z.enum(BATCH_URLS),
+    endpoint: z.enum(BATCH_ENDPOINTS),
     errors: z
       .strictObject({ object: z.literal('list'), data: z.array(batchErrorEntrySchema) })
       .nullable(),

@@ -6,7 +6,7 @@
  * against the published document.
  */
 import { z } from 'zod'
-import { BATCH_STATUSES, BATCH_URLS, WAITING_CODES, WEBHOOK_EVENT_TYPES } from '../domain.ts'
+import { BATCH_STATUSES, BATCH_ENDPOINTS, WAITING_CODES, WEBHOOK_EVENT_TYPES } from '../domain.ts'
 
 /** Money on the wire: a decimal string in USD, never a float (docs/money-and-limits.md). */
 export const usdText = z
@@ -74,7 +74,7 @@ export const batchObjectSchema = z
     id: z.string(),
     object: z.literal('batch'),
     name: z.string().nullable(),
-    endpoint: z.enum(BATCH_URLS),
+    endpoint: z.enum(BATCH_ENDPOINTS),
     status: z.enum(BATCH_STATUSES),
     completion_window_hours: z.int().min(1),
     created_at: seconds,

@@ -125,7 +125,7 @@ export function createAnthropicBatchApi(
         body: params,
         id,
       }
-      job.lines.push(await answerLine(line, o, draw))
+      job.lines.push({ ...(await answerLine(line, o, draw)), request: params })
     }
     return jsonResponse(batchObject(book.add(job)))
   }

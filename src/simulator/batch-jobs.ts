@@ -15,6 +15,8 @@ export interface JobLine {
   status: number
   /** The answer body (success) or the error envelope, as the live endpoint would send it. */
   body: unknown
+  /** The request's body as received. */
+  request?: unknown
 }
 
 /** How a job ends, decided from the clock each time the job is read. */

@@ -32,6 +32,8 @@ export interface SimBatches {
     id: string
     dialect: 'openai' | 'anthropic'
     customIds: string[]
+    /** Each request's body as received (Anthropic's params), in the same order. */
+    requests: unknown[]
     status: string
     metadata: Record<string, string> | null
   }[]
@@ -164,6 +166,7 @@ export function batchesOf(state: SimState): SimBatches {
         id: job.id,
         dialect: job.dialect,
         customIds: job.lines.map((line) => line.customId),
+        requests: job.lines.map((line) => line.request),
         status: view.end ?? (view.cancelling ? 'cancelling' : 'in_progress'),
         metadata: job.metadata,
       }

@@ -41,6 +41,14 @@ function suite(store: (typeof STORES)[number]) {
     messages: [{ role: 'user' as const, content: 'Say hello.' }],
   })
 
+  /** A native submit of a one-line file. */
+  const submitNative = (line: Record<string, unknown>) =>
+    gw.request('/v1/batches', key, {
+      method: 'POST',
+      headers: { 'content-type': 'application/jsonl' },
+      body: JSON.stringify(line),
+    })
+
   describe('messages', () => {
     for (const model of ['sim/claude', 'sim/chat']) {
       test(`create answers an Anthropic message (${model})`, async () => {
@@ -215,6 +223,94 @@ function suite(store: (typeof STORES)[number]) {
       ).toBeInstanceOf(Anthropic.NotFoundError)
     })
 
+    test("a Claude model takes each request as it came: fields outside the subset pass, the answer is Anthropic's message", async () => {
+      const from = sim.received().length
+      const params = {
+        ...ask('sim/claude'),
+        top_k: 3,
+        // A cached system prompt: the simulator reports 4 of its tokens read from the cache.
+        system: [
+          {
+            type: 'text',
+            text: 'Answer briefly. [sim:cache read=4]',
+            cache_control: { type: 'ephemeral' },
+          },
+        ],
+      }
+      const created = await client.messages.batches.create({
+        requests: [{ custom_id: 'as-it-came', params } as never],
+      })
+      await waitFor(
+        'the batch to end',
+        async () =>
+          (await client.messages.batches.retrieve(created.id)).processing_status === 'ended',
+        20_000,
+      )
+      const sent = sim
+        .received()
+        .slice(from)
+        .filter((request) => request.path === '/v1/messages')
+        .map((request) => JSON.parse(request.text) as Record<string, unknown>)
+      expect(sent.length).toBe(1)
+      expect(sent[0].top_k).toBe(3)
+      expect(sent[0].system).toEqual(params.system)
+      expect(sent[0].model).toBe('claude-sim')
+      const results = []
+      for await (const entry of await client.messages.batches.results(created.id))
+        results.push(entry)
+      expect(results.length).toBe(1)
+      const result = results[0].result
+      if (result.type !== 'succeeded') throw new Error(`the request ${result.type}`)
+      // Anthropic's own message, kept as it came: its model id and its cache counts.
+      expect(result.message.model).toBe('claude-sim')
+      expect(result.message.usage.cache_read_input_tokens).toBe(4)
+      // Natively a batch of Messages lines, its result the same message, billed for every
+      // prompt token it reports (sim/claude has no cache rate: cached ones at the input rate).
+      const nativeId = `batch_${created.id.slice('msgbatch_'.length)}`
+      const native = (await (await gw.request(`/v1/batches/${nativeId}`, key)).json()) as {
+        endpoint: string
+      }
+      expect(native.endpoint).toBe('/v1/messages')
+      const [row] = (await (await gw.request(`/v1/batches/${nativeId}/results`, key)).text())
+        .trim()
+        .split('\n')
+        .map((text) => JSON.parse(text) as { cost_usd: string; response: { body: unknown } })
+      expect(row.response.body).toEqual(result.message)
+      const { input_tokens, cache_read_input_tokens, output_tokens } = result.message.usage
+      const prompt = input_tokens + (cache_read_input_tokens ?? 0)
+      expect(Number(row.cost_usd)).toBeCloseTo((prompt * 3 + output_tokens * 15) / 1e6, 12)
+    })
+
+    test('outside the subset on a model no Anthropic offering serves: an issue naming the field, nothing submitted', async () => {
+      const before = (await client.messages.batches.list({ limit: 100 })).data.length
+      const error = await client.messages.batches
+        .create({
+          requests: [
+            { custom_id: 'plain', params: ask('sim/chat') },
+            { custom_id: 'top-k', params: { ...ask('sim/chat'), top_k: 3 } as never },
+          ],
+        })
+        .catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(Anthropic.BadRequestError)
+      const body = (error as { error: { issues: { line: number; path: string }[] } }).error
+      expect(body.issues.map((issue) => [issue.line, issue.path])).toEqual([
+        [2, 'requests[1].params.top_k'],
+      ])
+      expect((await client.messages.batches.list({ limit: 100 })).data.length).toBe(before)
+    })
+
+    test('a native file cannot name /v1/messages: only a Message Batches create makes such lines', async () => {
+      const submitted = await submitNative({
+        custom_id: 'm-1',
+        method: 'POST',
+        url: '/v1/messages',
+        body: ask('sim/claude'),
+      })
+      expect(submitted.status).toBe(400)
+      const body = (await submitted.json()) as { issues: { path: string }[] }
+      expect(body.issues.map((issue) => issue.path)).toEqual(['url'])
+    })
+
     test('cancel ends a batch, every request succeeded or canceled', async () => {
       const slow = await client.messages.batches.create({
         requests: Array.from({ length: 3 }, (_, i) => ({
@@ -265,15 +361,11 @@ function suite(store: (typeof STORES)[number]) {
     })
 
     test('a native batch of another endpoint is no message batch: a 404', async () => {
-      const submitted = await gw.request('/v1/batches', key, {
+      const submitted = await submitNative({
+        custom_id: 'e-1',
         method: 'POST',
-        headers: { 'content-type': 'application/jsonl' },
-        body: JSON.stringify({
-          custom_id: 'e-1',
-          method: 'POST',
-          url: '/v1/embeddings',
-          body: { model: 'sim/embed', input: 'hello' },
-        }),
+        url: '/v1/embeddings',
+        body: { model: 'sim/embed', input: 'hello' },
       })
       expect(submitted.status).toBe(201)
       const { id } = (await submitted.json()) as { id: string }

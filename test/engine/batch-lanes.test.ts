@@ -7,6 +7,7 @@
  * what it did not finish runs live; errored lines are retried and expired ones rerun; a cancel
  * reaches the provider.
  */
+import Anthropic from '@anthropic-ai/sdk'
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import Decimal from 'decimal.js'
 import OpenAI, { toFile } from 'openai'
@@ -159,6 +160,83 @@ for (const storeKind of STORES) {
         const usage = row.response!.body.usage
         expect(row.cost_usd).toBe(priced(usage, '1.5', '7.5').toFixed())
       }
+    }, 60_000)
+
+    test("the Anthropic SDK's Message Batches: each request into Anthropic's batch as it came, kept as its message at the lane prices", async () => {
+      const client = new Anthropic({ baseURL: `${gw.url}/anthropic`, apiKey: key, maxRetries: 0 })
+      const before = anthropic.batches().jobs.length
+      const params = (i: number) => ({
+        model: 'lane/claude',
+        max_tokens: 16,
+        top_k: 5,
+        system: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }],
+        messages: [{ role: 'user', content: `question ${i}` }],
+      })
+      const created = await client.messages.batches.create({
+        requests: [0, 1].map((i) => ({ custom_id: `m-${i}`, params: params(i) as never })),
+      })
+      await waitFor(
+        'the message batch to end',
+        async () =>
+          (await client.messages.batches.retrieve(created.id)).processing_status === 'ended',
+        30_000,
+      )
+      expect(liveMessages(anthropic)).toBe(0)
+      const jobs = anthropic.batches().jobs.slice(before)
+      expect(jobs.length).toBe(1)
+      // As it came, with the upstream's model id and without the gateway's own fields.
+      expect(jobs[0].requests).toEqual([0, 1].map((i) => ({ ...params(i), model: 'claude-sim' })))
+      const messages = []
+      for await (const entry of await client.messages.batches.results(created.id)) {
+        if (entry.result.type !== 'succeeded')
+          throw new Error(`${entry.custom_id} ${entry.result.type}`)
+        messages.push(entry.result.message)
+      }
+      expect(messages.map((message) => message.model)).toEqual(['claude-sim', 'claude-sim'])
+      const nativeId = `batch_${created.id.slice('msgbatch_'.length)}`
+      for (const [i, row] of (await results(nativeId)).entries()) {
+        expect(row.provider).toBe('claude:batch')
+        expect(row.response!.body).toEqual(messages[i])
+        const { input_tokens, output_tokens } = messages[i].usage
+        const usage = { prompt_tokens: input_tokens, completion_tokens: output_tokens }
+        expect(row.cost_usd).toBe(priced(usage, '1.5', '7.5').toFixed())
+      }
+    }, 60_000)
+
+    test("a Message Batch's errored requests retry natively, still Messages requests", async () => {
+      const client = new Anthropic({ baseURL: `${gw.url}/anthropic`, apiKey: key, maxRetries: 0 })
+      const params = (text: string) => ({
+        model: 'lane/claude',
+        max_tokens: 16,
+        top_k: 5,
+        messages: [{ role: 'user', content: text }],
+      })
+      const created = await client.messages.batches.create({
+        requests: [
+          { custom_id: 'fine', params: params('question') as never },
+          { custom_id: 'refused', params: params('question [sim:batch-invalid]') as never },
+        ],
+      })
+      const ended = await waitFor(
+        'the message batch to end',
+        async () => {
+          const batch = await client.messages.batches.retrieve(created.id)
+          return batch.processing_status === 'ended' ? batch : null
+        },
+        30_000,
+      )
+      expect(ended.request_counts.errored).toBe(1)
+      const nativeId = `batch_${created.id.slice('msgbatch_'.length)}`
+      const retried = await gw.request(`/v1/batches/${nativeId}/retry`, key, { method: 'POST' })
+      expect(retried.status).toBe(201)
+      const child = (await retried.json()) as { id: string; endpoint: string; line_count: number }
+      expect(child.endpoint).toBe('/v1/messages')
+      expect(child.line_count).toBe(1)
+      // The retry is a Message Batch too, under its own msgbatch_ id.
+      const asMessages = await client.messages.batches.retrieve(
+        `msgbatch_${child.id.slice('batch_'.length)}`,
+      )
+      expect(asMessages.type).toBe('message_batch')
     }, 60_000)
 
     test("two models on one upstream model: each line at its own model's lane price, in the batch's usage and the usage report", async () => {

@@ -6,6 +6,7 @@
 import { expect, test } from 'bun:test'
 import { createCatalog } from '../../src/catalog/catalog.ts'
 import { loadConfig } from '../../src/config.ts'
+import { convertMessagesToChat } from '../../providers/anthropic/convert-messages-to-chat.ts'
 import { validateBody } from '../../src/ingest/validate-body.ts'
 import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
 
@@ -40,9 +41,9 @@ test('ephemeral, with or without a 5m/1h ttl, on a part or a tool, for Anthropic
         )
 })
 
-test('a 1-hour TTL raises the ceiling only where Anthropic bills it, whatever an OpenAI offering lists', () => {
+/** The test catalog with a 1-hour write rate of 50 on every offering. */
+function withOneHourRates() {
   const file = testCatalog({ openai: 'http://127.0.0.1:9/v1' })
-  // A 1-hour write rate on every offering: OpenAI's can never be billed (its adapter drops cache_control).
   for (const model of file.models)
     for (const offering of model.offerings as Record<string, unknown>[])
       offering.cache_write_1h_usd_per_mtok = '50'
@@ -50,17 +51,58 @@ test('a 1-hour TTL raises the ceiling only where Anthropic bills it, whatever an
     MULTIGRID_CONFIG: writeCatalog(file),
     MG_TEST_ANTHROPIC_KEY: 'sk-ant-test-secret',
   })
-  const withRates = createCatalog(rated.catalog, rated.providerKeys)
-  const inputRate = (model: string, ttl: string) => {
-    const verdict = validateBody(line(model, { type: 'ephemeral', ttl }), 'chat', withRates, {
-      prefix: 'body',
-    })
-    if (!verdict.ok) throw new Error(verdict.problems[0].message)
-    return verdict.value.rates.input.toFixed()
-  }
+  return createCatalog(rated.catalog, rated.providerKeys)
+}
+
+/** The input rate the ceiling of a chat body takes. */
+function ceilingInputRate(body: unknown, catalog: ReturnType<typeof withOneHourRates>) {
+  const verdict = validateBody(body, 'chat', catalog, { prefix: 'body' })
+  if (!verdict.ok) throw new Error(verdict.problems[0].message)
+  return verdict.value.rates.input.toFixed()
+}
+
+test('a 1-hour TTL raises the ceiling only where Anthropic bills it, whatever an OpenAI offering lists', () => {
+  // A 1-hour write rate on every offering: OpenAI's can never be billed (its adapter drops cache_control).
+  const withRates = withOneHourRates()
+  const inputRate = (model: string, ttl: string) =>
+    ceilingInputRate(line(model, { type: 'ephemeral', ttl }), withRates)
   expect(inputRate('sim/chat', '1h')).toBe(inputRate('sim/chat', '5m'))
   expect(inputRate('sim/claude', '1h')).toBe('50')
   expect(inputRate('sim/claude', '5m')).not.toBe('50')
+})
+
+test("a Messages request's 1-hour cache, on a system block, a text block or a tool, raises its ceiling as a chat line's does", () => {
+  const withRates = withOneHourRates()
+  const oneHour = { type: 'ephemeral', ttl: '1h' }
+  const request = (on: 'system' | 'text' | 'tool' | 'none') => ({
+    model: 'sim/claude',
+    max_tokens: 16,
+    system: [
+      { type: 'text', text: 'Be brief.', ...(on === 'system' ? { cache_control: oneHour } : {}) },
+    ],
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'x', ...(on === 'text' ? { cache_control: oneHour } : {}) },
+        ],
+      },
+    ],
+    tools: [
+      {
+        name: 'f',
+        input_schema: { type: 'object' },
+        ...(on === 'tool' ? { cache_control: oneHour } : {}),
+      },
+    ],
+  })
+  const rateOf = (on: 'system' | 'text' | 'tool' | 'none') => {
+    const chat = convertMessagesToChat(request(on))
+    if (!chat.ok) throw new Error(chat.message)
+    return ceilingInputRate(chat.body, withRates)
+  }
+  for (const on of ['system', 'text', 'tool'] as const) expect(rateOf(on)).toBe('50')
+  expect(rateOf('none')).not.toBe('50')
 })
 
 test('anything else is refused with its path and the fix', () => {

@@ -16,7 +16,12 @@ import type { ChunkRecord, ChunkStore } from '../../store/batch-chunks/chunk-sto
 import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../../store/store.ts'
 import type { CountedLine } from '../count-outcomes.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
-import { chooseBatchLane, laneTakes, type BatchLaneChoice } from './choose-batch-lane.ts'
+import {
+  chooseBatchLane,
+  chunkEndpoint,
+  laneTakes,
+  type BatchLaneChoice,
+} from './choose-batch-lane.ts'
 import { followChunk, lineOwnerOf, submitChunk, type ChunkDeps } from './chunk-lifecycle.ts'
 import { MAX_BACKOFF } from './follow-schedule.ts'
 import { groupIntoChunks } from './group-chunks.ts'
@@ -120,9 +125,7 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     const chosen = new Set(mine)
     const others = lines.filter((line) => !chosen.has(line))
     await handBack(owner, others, at + OTHER_MODEL_WAIT_MS)
-    const endpoint = (JSON.parse(first.input) as Parsed).url.endsWith('/embeddings')
-      ? 'embeddings'
-      : 'chat'
+    const endpoint = chunkEndpoint((JSON.parse(first.input) as Parsed).url)
     const { chunks } = groupIntoChunks(
       mine.map((line) => ({
         lineNo: line.lineNo,

@@ -12,7 +12,8 @@ import {
 } from '../../catalog/batch-lane.ts'
 import { laneOf, type ModelEntry, type Offering } from '../../catalog/catalog-file.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
-import { RESPONSES_URL } from '../../domain.ts'
+import { ENDPOINT_URLS, MESSAGES_URL, RESPONSES_URL } from '../../domain.ts'
+import type { ChunkEndpoint } from '../../store/batch-chunks/chunk-store.ts'
 import type { Routing } from '../../schemas/requests.ts'
 
 type Kind = 'openai' | 'anthropic'
@@ -27,6 +28,10 @@ export interface BatchLaneChoice {
  * A Responses line runs live, where it is translated or passed through (docs/clients/responses.md).
  */
 export const laneTakes = (url: string): boolean => url !== RESPONSES_URL
+
+/** What a chunk of a batch's lines holds, by the URL they name (ChunkEndpoint). */
+export const chunkEndpoint = (url: string): ChunkEndpoint =>
+  url === ENDPOINT_URLS.embeddings ? 'embeddings' : url === MESSAGES_URL ? 'messages' : 'chat'
 
 /** The batch lane a line of this batch goes to now, or null for the live lanes. */
 export function chooseBatchLane(

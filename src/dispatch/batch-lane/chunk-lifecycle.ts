@@ -16,13 +16,21 @@ import {
   type ChunkRequest,
   type OpenAIBatchClient,
 } from '../../../providers/batch-api/index.ts'
-import type { UpstreamError } from '../../../providers/types.ts'
+import type { ChunkLine } from '../../../providers/batch-api/types.ts'
+import { upstreamError } from '../../../providers/classify-error.ts'
+import type { Endpoint, UpstreamError } from '../../../providers/types.ts'
 import type { BatchLaneSettings } from '../../catalog/batch-lane.ts'
 import type { ModelEntry, Offering } from '../../catalog/catalog-file.ts'
 import { offeringName } from '../../catalog/lanes.ts'
-import type { ChunkLineRef, ChunkRecord, ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
+import type {
+  ChunkEndpoint,
+  ChunkLineRef,
+  ChunkRecord,
+  ChunkStore,
+} from '../../store/batch-chunks/chunk-store.ts'
 import type { ClaimedLine, DispatchStore, LineOutcome } from '../../store/store.ts'
 import type { CountedLine } from '../count-outcomes.ts'
+import { lineRequest } from '../line-request.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
 import { findAnthropicCopies, findChunk } from './find-chunk.ts'
 import { followAction, nextPollAt } from './follow-schedule.ts'
@@ -78,7 +86,7 @@ export async function submitChunk(
     id: string
     batchId: string
     accountId: string
-    endpoint: 'chat' | 'embeddings'
+    endpoint: ChunkEndpoint
     /** deadline_at − fallback_hours of the batch (ms). */
     fallbackAtMs: number
     lines: ClaimedLine[]
@@ -105,20 +113,22 @@ export async function submitChunk(
   )
   // The intent is stored: whoever follows it answers for the lines now (lineLeaseUntil).
   await deps.lines.renewLeases(lineOwnerOf(chunk.id), lineLeaseUntil(deps, chunk.fallbackAtMs, now))
+  const client = deps.client
+  const built = chunk.lines.map((line, index) => chunkLine(line, index + 1, client.kind))
+  const refused = built.filter((line): line is ChunkLineResult => 'type' in line)
   const request: ChunkRequest = {
     chunkId: chunk.id,
-    endpoint: chunk.endpoint,
+    endpoint: providerEndpoint(chunk.endpoint),
     model: offering.upstream_model,
     maxTokensParam: offering.max_tokens_param,
-    lines: chunk.lines.map((line, index) => ({
-      position: index + 1,
-      body: (JSON.parse(line.input) as { body: Record<string, unknown> }).body,
-    })),
+    lines: built.filter((line): line is ChunkLine => !('type' in line)),
   }
   const states = statesOf(chunk.lines)
   const record = await chunks.getChunk(chunk.id)
   if (record === null) return
-  const client = deps.client
+  // Lines this provider's batch API cannot take are settled now; the others go.
+  if (refused.length > 0) await recordResults(deps, record, reportedIn(states, refused), refused)
+  if (request.lines.length === 0) return done(deps, record, { state: 'ended' })
   if (client.kind === 'openai') {
     const file = await client.upload(chunk.id, openAIBatchInput(request))
     if (!file.ok) return abandon(deps, record, states, file.error.message)
@@ -128,7 +138,7 @@ export async function submitChunk(
     return submitted(deps, record, created.value.id)
   }
   const input = anthropicBatchInput(request, offering.provider)
-  // The lines refused before the upload are settled now; the others wait for the batch.
+  // The lines its translation refused are settled now; the others wait for the batch.
   if (input.refused.length > 0)
     await recordResults(deps, record, reportedIn(states, input.refused), input.refused)
   const created = await client.create(input)
@@ -137,6 +147,37 @@ export async function submitChunk(
   if (!created.ok) return createFailed(deps, record, states, created.error)
   return submitted(deps, record, created.value.id)
 }
+
+/**
+ * A claimed line as a chunk's line: its chat body, and a Messages line's request as it came for
+ * an Anthropic batch (docs/clients/anthropic-sdk.md). A line the provider's batch API cannot take
+ * as it is — one whose fields only an Anthropic offering takes, bound for another kind — is
+ * refused: a final `invalid_request`, as the live lanes refuse it (run-line.ts).
+ */
+function chunkLine(
+  line: ClaimedLine,
+  position: number,
+  kind: 'openai' | 'anthropic',
+): ChunkLine | ChunkLineResult {
+  const request = lineRequest(
+    JSON.parse(line.input) as { url: string; body: Record<string, unknown> },
+  )
+  const refuse = (message: string): ChunkLineResult => ({
+    position,
+    type: 'errored',
+    error: upstreamError('invalid_request', message),
+  })
+  if ('problem' in request) return refuse(request.problem)
+  const native = request.native
+  if (native?.api === 'messages' && kind === 'anthropic')
+    return { position, body: request.body, native: native.body }
+  if (native?.untranslated) return refuse(native.untranslated)
+  return { position, body: request.body }
+}
+
+/** The provider endpoint a chunk's lines go to: a Message Batch's as chat, unless passed through. */
+const providerEndpoint = (endpoint: ChunkEndpoint): Endpoint =>
+  endpoint === 'embeddings' ? 'embeddings' : 'chat'
 
 /** Looks at a chunk this instance holds (claimed from the chunk store) and moves it on. */
 export async function followChunk(deps: ChunkDeps, chunk: ChunkRecord): Promise<void> {
@@ -185,12 +226,13 @@ function statesOf(lines: readonly ClaimedLine[]): ChunkLineRef[] {
  */
 async function recordResults(
   deps: ChunkDeps,
-  chunk: Pick<ChunkRecord, 'id' | 'batchId' | 'accountId' | 'createdAt'>,
+  chunk: Pick<ChunkRecord, 'id' | 'batchId' | 'accountId' | 'createdAt' | 'endpoint'>,
   states: readonly ChunkLineRef[],
   results: readonly ChunkLineResult[],
 ): Promise<void> {
   const now = deps.now()
   const outcomes = mapChunkResults(withBatch(chunk.batchId, states), results, {
+    messages: chunk.endpoint === 'messages',
     offering: deps.offering,
     model: deps.model,
     retry: deps.retry,
@@ -275,7 +317,7 @@ async function resumeIntent(deps: ChunkDeps, chunk: ChunkRecord, states: ChunkLi
   if (!found.ok) return createFailed(deps, chunk, states, found.error)
   if (found.value !== null) return submitted(deps, chunk, found.value.id)
   const created = await client.create(
-    { chunkId: chunk.id, endpoint: chunk.endpoint },
+    { chunkId: chunk.id, endpoint: providerEndpoint(chunk.endpoint) },
     chunk.inputFileId,
   )
   if (!created.ok) return createFailed(deps, chunk, states, created.error)

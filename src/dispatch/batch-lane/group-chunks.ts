@@ -4,12 +4,13 @@
  * caps on lines and bytes. Lines keep their submitted order within a chunk, and chunks are cut
  * in that order, so the earliest lines' results come back first.
  */
+import type { ChunkEndpoint } from '../../store/batch-chunks/chunk-store.ts'
 
 /** One line about to join a chunk. */
 export interface ChunkCandidate {
   lineNo: number
   upstreamModel: string
-  endpoint: 'chat' | 'embeddings'
+  endpoint: ChunkEndpoint
   /** Bytes of the line as the provider's input will hold it (its JSONL row or request object). */
   bytes: number
 }
@@ -23,7 +24,7 @@ export interface ChunkLimits {
 /** A chunk: one model, one endpoint, its lines in submitted order. */
 export interface PlannedChunk {
   upstreamModel: string
-  endpoint: 'chat' | 'embeddings'
+  endpoint: ChunkEndpoint
   lineNos: number[]
   bytes: number
 }

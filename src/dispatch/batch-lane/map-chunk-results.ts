@@ -12,6 +12,7 @@ import { priceUsage } from '../../pricing/price-usage.ts'
 import type { LineOutcome } from '../../store/store.ts'
 import { lineAccounting, lineUsage } from '../billed-usage.ts'
 import { retryDelay, type RetryPolicy } from '../retry-policy.ts'
+import { fromChat } from '../line-request.ts'
 import { lineError } from '../run-line.ts'
 
 /** A line of the chunk as the engine holds it: its position is its upstream id mg-<n>. */
@@ -24,6 +25,8 @@ export interface ChunkLineState {
 }
 
 export interface MapDeps {
+  /** The lines are a Message Batch's: each answer is kept as a message (docs/clients/anthropic-sdk.md). */
+  messages?: boolean
   offering: Offering
   /** The catalog model whose batch offering this is, for the usage report. */
   model: ModelEntry
@@ -59,7 +62,7 @@ export function mapChunkResults(
         lineNo,
         kind: 'succeeded',
         responseStatus: 200,
-        response: JSON.stringify(result.body),
+        response: JSON.stringify(deps.messages ? messageOf(result, deps.model) : result.body),
         costUsd,
         provider,
         latencyMs: Math.round(deps.latencyMs),
@@ -90,4 +93,12 @@ export function mapChunkResults(
       },
     }
   })
+}
+
+/** A Message Batch line's answer: the provider's message as it came, else translated from chat. */
+function messageOf(
+  result: Extract<ChunkLineResult, { type: 'succeeded' }>,
+  model: ModelEntry,
+): Record<string, unknown> {
+  return result.native ?? fromChat({ api: 'messages', asked: { model: model.id } }, result.body)
 }

@@ -1,11 +1,12 @@
 /**
  * A Message Batches create (`{"requests": [{"custom_id", "params"}]}`) → the native JSONL file it
- * amounts to (docs/clients/anthropic-sdk.md): one chat line per request, in order, so line N is request N-1 and the
- * native admission validates, prices and holds it as any other file. What cannot become a chat
- * line is an issue of its own; every one is reported at once, with the native issues' shape.
+ * amounts to (docs/clients/anthropic-sdk.md): one `/v1/messages` line per request, its params as they came, in
+ * order, so line N is request N-1 and the native admission validates (by the chat call it
+ * translates to), prices and holds it as any other file. What cannot become a line is an issue of
+ * its own; every one is reported at once, with the native issues' shape.
  */
+import { MESSAGES_URL } from '../../domain.ts'
 import type { Issue } from '../../ingest/issues.ts'
-import { convertMessagesToChat } from './convert-messages-to-chat.ts'
 
 /** Anthropic's rule for a batch request's custom_id. */
 const CUSTOM_ID = /^[a-zA-Z0-9_-]{1,64}$/
@@ -81,26 +82,23 @@ export function convertMessageBatch(body: unknown, maxRequests: number): Message
         'give every request its own custom_id',
       )
     else seen.add(customId)
-    const params = request?.params as { stream?: unknown } | undefined
-    if (params?.stream === true)
-      issue('params.stream', 'a batch request cannot stream', 'remove stream or set it to false')
-    const converted = convertMessagesToChat(params)
-    if (!converted.ok) {
+    const params = request?.params
+    if (typeof params !== 'object' || params === null || Array.isArray(params))
       issue(
-        ['params', converted.param].filter(Boolean).join('.'),
-        converted.message,
-        'send a Messages API request this gateway translates (see the message)',
+        'params',
+        'must be a JSON object: a Messages API request',
+        'send {"model", "max_tokens", "messages", …} as params',
       )
-      return
-    }
+    else if ((params as { stream?: unknown }).stream === true)
+      issue('params.stream', 'a batch request cannot stream', 'remove stream or set it to false')
     if (!valid) return
     requestIndex.push(index)
     lines.push(
       JSON.stringify({
         custom_id: customId ?? `request-${index}`,
         method: 'POST',
-        url: '/v1/chat/completions',
-        body: converted.body,
+        url: MESSAGES_URL,
+        body: params,
       }),
     )
   })

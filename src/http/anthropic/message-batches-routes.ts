@@ -1,9 +1,10 @@
 /**
  * Anthropic's Message Batches under /anthropic/v1/messages/batches (docs/clients/anthropic-sdk.md), on the native
- * engine: a create becomes a native JSONL file of chat lines (convert-message-batch.ts) and goes
+ * engine: a create becomes a native JSONL file of Messages lines (convert-message-batch.ts) and goes
  * through the same admission as a native submit, so it is listed in /v1/batches, routed by the
- * catalog, capped, evented and webhooked like any other batch. Results are rendered back into
- * Anthropic's result lines.
+ * catalog, capped, evented and webhooked like any other batch. Each line goes as it came to an
+ * Anthropic offering and translated to any other, and is kept as the message it got back; the
+ * results wrap those messages in Anthropic's result lines.
  */
 import { createHash } from 'node:crypto'
 import { Elysia } from 'elysia'
@@ -11,7 +12,7 @@ import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
 import { refusalOf, type Admission } from '../../admission/submit-batch.ts'
 import type { Authenticator, Caller } from '../../auth/authenticate.ts'
-import { ENDPOINT_URLS } from '../../domain.ts'
+import { ENDPOINT_URLS, MESSAGES_URL } from '../../domain.ts'
 import { badRequest, notFound, refuse } from '../../errors.ts'
 import { excerpt } from '../../excerpt.ts'
 import { MAX_ISSUES, type Issue } from '../../ingest/issues.ts'
@@ -153,13 +154,14 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
 }
 
 /**
- * The caller's batch by its Anthropic id, or Anthropic's 404: a chat completions batch, what a
- * Messages batch is underneath (an embeddings or Responses batch is none, whatever its id).
+ * The caller's batch by its Anthropic id, or Anthropic's 404: a batch of Messages lines, what a
+ * Message Batch is underneath, or of chat lines, as a create stored them before (an embeddings
+ * or Responses batch is none, whatever its id).
  */
 async function findMessageBatch(store: BatchStore, caller: Caller, id: string) {
   const native = nativeBatchId(id)
   const batch = native ? await store.getBatch(caller.account.id, native) : null
-  if (!batch || batch.endpoint !== ENDPOINT_URLS.chat)
+  if (!batch || (batch.endpoint !== MESSAGES_URL && batch.endpoint !== ENDPOINT_URLS.chat))
     throw notFound(`message batch ${excerpt(id)}`)
   return batch
 }
@@ -184,7 +186,11 @@ async function createMessageBatch(deps: MessageBatchDeps, request: Request, call
     // Every invalid request at once: the engine's verdict on the others joins these.
     const others =
       file.requestIndex.length > 0
-        ? await admission.quote(file.bytes, { accountId: account.id, source: 'anthropic' })
+        ? await admission.quote(file.bytes, {
+            accountId: account.id,
+            source: 'anthropic',
+            endpoint: MESSAGES_URL,
+          })
         : null
     const found = others?.kind === 'invalid' ? others.issues : []
     const issues = [...file.issues, ...found.map((i) => inRequestTerms(i, file.requestIndex))]
@@ -214,7 +220,7 @@ async function createMessageBatch(deps: MessageBatchDeps, request: Request, call
     source: 'anthropic',
     metadata: null,
     inputFileId: null,
-    endpoint: '/v1/chat/completions',
+    endpoint: MESSAGES_URL,
   })
   switch (result.kind) {
     case 'invalid':

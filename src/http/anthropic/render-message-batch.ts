@@ -4,7 +4,7 @@
  */
 import { isOpenBatch, type BatchRecord, type LineRecord } from '../../domain.ts'
 import type { MessageBatchObject } from '../../schemas/facade-objects.ts'
-import { convertChatToMessage } from './convert-chat-to-message.ts'
+import { convertChatToMessage } from '../../../providers/anthropic/convert-chat-to-message.ts'
 
 const NATIVE_PREFIX = 'batch_'
 const ANTHROPIC_PREFIX = 'msgbatch_'
@@ -78,10 +78,7 @@ export function renderMessageResultLine(line: LineRecord): string {
   let result: Record<string, unknown>
   switch (line.status) {
     case 'succeeded':
-      result = {
-        type: 'succeeded',
-        message: convertChatToMessage(JSON.parse(line.response ?? '{}'), modelOf(line.input)),
-      }
+      result = { type: 'succeeded', message: messageOf(line) }
       break
     case 'failed':
       result = {
@@ -102,6 +99,17 @@ export function renderMessageResultLine(line: LineRecord): string {
       result = { type: 'expired' }
   }
   return JSON.stringify({ custom_id: line.customId, result })
+}
+
+/**
+ * A succeeded line's message: as it was kept (a Messages line's answer, docs/clients/anthropic-sdk.md), or
+ * translated from the chat completion a create of an earlier version kept.
+ */
+function messageOf(line: LineRecord): Record<string, unknown> {
+  const response = JSON.parse(line.response ?? '{}') as Record<string, unknown>
+  return response.type === 'message'
+    ? response
+    : convertChatToMessage(response, modelOf(line.input))
 }
 
 /** The model the request named (the chat line's body.model): Anthropic's answers echo it. */

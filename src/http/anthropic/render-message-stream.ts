@@ -6,7 +6,7 @@
  */
 import type { Usage } from '../../../providers/types.ts'
 import type { StreamRender } from '../live.ts'
-import { messageIdOf, stopReasonOf } from './convert-chat-to-message.ts'
+import { messageIdOf, stopReasonOf } from '../../../providers/anthropic/convert-chat-to-message.ts'
 
 const event = (type: string, data: Record<string, unknown>) =>
   `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`

@@ -36,6 +36,8 @@ interface ChatUsage {
   output_tokens?: number
   input_tokens_details?: { cached_tokens?: number }
   output_tokens_details?: { reasoning_tokens?: number }
+  cache_read_input_tokens?: number
+  cache_creation_input_tokens?: number
 }
 
 const count = (value: unknown) => (typeof value === 'number' && value >= 0 ? value : 0)
@@ -74,11 +76,16 @@ async function summarize(
       else model = null
       if (line.response === null) continue
       const usage = ((JSON.parse(line.response) as { usage?: ChatUsage }).usage ?? {}) as ChatUsage
-      // Chat and embeddings name them prompt/completion; a Response names them input/output.
+      // Chat and embeddings name them prompt/completion; a Response names them input/output; an
+      // Anthropic message (a Message Batch's line) counts its cache reads and writes beside input.
+      const read = count(usage.cache_read_input_tokens)
       input += count(usage.prompt_tokens ?? usage.input_tokens)
+      input += read + count(usage.cache_creation_input_tokens)
       output += count(usage.completion_tokens ?? usage.output_tokens)
       cached += count(
-        usage.prompt_tokens_details?.cached_tokens ?? usage.input_tokens_details?.cached_tokens,
+        usage.prompt_tokens_details?.cached_tokens ??
+          usage.input_tokens_details?.cached_tokens ??
+          read,
       )
       reasoning += count(
         usage.completion_tokens_details?.reasoning_tokens ??

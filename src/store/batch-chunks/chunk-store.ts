@@ -17,6 +17,13 @@ export type ChunkState = (typeof CHUNK_STATES)[number]
 export const FINISHED_CHUNK_STATES: readonly ChunkState[] = ['ended', 'abandoned']
 
 /** A chunk as the engine writes it before its upload. */
+/**
+ * What a chunk's lines are: chat or embeddings requests, or a Message Batch's Messages requests
+ * (docs/clients/anthropic-sdk.md), which go to the provider as chat ones or as they came and are
+ * kept as messages.
+ */
+export type ChunkEndpoint = 'chat' | 'embeddings' | 'messages'
+
 export interface ChunkIntent {
   id: string
   batchId: string
@@ -25,7 +32,7 @@ export interface ChunkIntent {
   /** The catalog's provider key. */
   provider: string
   upstreamModel: string
-  endpoint: 'chat' | 'embeddings'
+  endpoint: ChunkEndpoint
   /** The catalog model its lines name: its batch offering prices them. */
   model?: string
   /** Its batch's account, for the usage report. */
@@ -45,7 +52,7 @@ export interface ChunkRecord {
   offering: string
   provider: string
   upstreamModel: string
-  endpoint: 'chat' | 'embeddings'
+  endpoint: ChunkEndpoint
   /** Null in a chunk made before the column was (sql/0019_chunk_model.sql). */
   model: string | null
   accountId: string | null
@@ -151,7 +158,7 @@ export function rowToChunk(row: Row): ChunkRecord {
     offering: String(row.offering),
     provider: String(row.provider),
     upstreamModel: String(row.upstream_model),
-    endpoint: row.endpoint === 'embeddings' ? 'embeddings' : 'chat',
+    endpoint: row.endpoint === 'embeddings' || row.endpoint === 'messages' ? row.endpoint : 'chat',
     model: orNull(row.model, String),
     accountId: orNull(row.account_id, String),
     state: String(row.state) as ChunkState,

@@ -6,8 +6,10 @@
  * text and image blocks; assistant tool_use blocks → tool_calls; user tool_result blocks → tool
  * messages; max_tokens; stop_sequences → stop; temperature, top_p; tools (input_schema →
  * parameters) and tool_choice (any → required, disable_parallel_tool_use →
- * parallel_tool_calls false); metadata.user_id → user. A field outside this subset is refused,
- * naming it, rather than dropped: the caller would otherwise get an answer that ignored it.
+ * parallel_tool_calls false); metadata.user_id → user; `cache_control` on system, text and image
+ * blocks and on tools, where the chat form keeps it (docs/pricing.md: the ceiling reads its ttl).
+ * A field outside this subset is refused, naming it, rather than dropped: the caller would
+ * otherwise get an answer that ignored it.
  */
 
 export type ChatConversion =
@@ -52,6 +54,22 @@ function blocksOf(content: unknown, where: string): Block[] {
   })
 }
 
+/** `part` with the block's cache_control, when it has one. */
+function cached(part: Block, block: Block): Block {
+  return block.cache_control === undefined ? part : { ...part, cache_control: block.cache_control }
+}
+
+/** The system prompt: one string, or text parts when a block asks to be cached. */
+function systemOf(system: unknown): string | Block[] {
+  const blocks = blocksOf(system, 'system')
+  if (!blocks.some((block) => block.cache_control !== undefined)) return textOf(system, 'system')
+  return blocks.map((block, index) => {
+    if (block.type !== 'text' || typeof block.text !== 'string')
+      throw new Refusal('only text blocks are accepted here', `system[${index}]`)
+    return cached({ type: 'text', text: block.text }, block)
+  })
+}
+
 function textOf(content: unknown, where: string): string {
   return blocksOf(content, where)
     .map((block, index) => {
@@ -87,10 +105,10 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
     switch (block.type) {
       case 'text':
         if (typeof block.text !== 'string') throw new Refusal('text must be a string', path)
-        parts.push({ type: 'text', text: block.text })
+        parts.push(cached({ type: 'text', text: block.text }, block))
         break
       case 'image':
-        parts.push(imagePart(block, path))
+        parts.push(cached(imagePart(block, path), block))
         break
       case 'tool_use':
         if (m.role !== 'assistant') throw new Refusal('tool_use belongs to assistant turns', path)
@@ -120,9 +138,9 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
         )
     }
   })
-  // A lone text part goes as a plain string, the form every chat server accepts.
-  const content =
-    parts.length === 1 && parts[0].type === 'text' ? parts[0].text : parts.length ? parts : null
+  // A lone text part goes as a plain string, the form every chat server accepts (unless cached).
+  const plain = parts.length === 1 && parts[0].type === 'text' && !parts[0].cache_control
+  const content = plain ? parts[0].text : parts.length ? parts : null
   if (m.role === 'assistant') {
     const turn: Block = { role: 'assistant', content: content ?? '' }
     if (toolCalls.length) turn.tool_calls = toolCalls
@@ -138,7 +156,7 @@ function convertTools(tools: unknown): Block[] {
       throw new Refusal('a tool needs a name and an input_schema', `tools[${index}]`)
     const fn: Block = { name: tool.name, parameters: tool.input_schema ?? { type: 'object' } }
     if (typeof tool.description === 'string') fn.description = tool.description
-    return { type: 'function', function: fn }
+    return cached({ type: 'function', function: fn }, tool)
   })
 }
 
@@ -177,8 +195,7 @@ export function convertMessagesToChat(
     if (typeof body.max_tokens !== 'number')
       throw new Refusal('is required: the most tokens the answer may have', 'max_tokens')
     const messages: Block[] = []
-    if (body.system !== undefined)
-      messages.push({ role: 'system', content: textOf(body.system, 'system') })
+    if (body.system !== undefined) messages.push({ role: 'system', content: systemOf(body.system) })
     body.messages.forEach((message, index) =>
       messages.push(...convertTurn(message, index, lenient)),
     )

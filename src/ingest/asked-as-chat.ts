@@ -1,0 +1,66 @@
+/**
+ * A batch line in a provider's own API — a Responses request (docs/clients/responses.md) or a
+ * Message Batch's Messages request (docs/clients/anthropic-sdk.md) — as the chat body its rules
+ * and ceiling are read from, by the live calls' rule (chatBodyFor, catalog/speaks-api.ts): the
+ * translation for the common subset, or, outside it, the lenient one when the line's model has
+ * an offering that takes the request as it came.
+ */
+import { convertMessagesToChat } from '../../providers/anthropic/convert-messages-to-chat.ts'
+import { convertResponsesToChat } from '../../providers/responses/convert-responses-to-chat.ts'
+import type { Catalog } from '../catalog/catalog.ts'
+import { chatBodyFor } from '../catalog/speaks-api.ts'
+import type { BodyProblem } from './issues.ts'
+import { nestsDeeperThan } from './json-depth.ts'
+
+/** The APIs a batch line can come in besides chat and embeddings. */
+export type AskedApi = 'responses' | 'messages'
+
+/** Why such a line cannot run, as the line's issue. */
+export class TranslationProblem {
+  constructor(readonly problem: BodyProblem) {}
+}
+
+const TRANSLATIONS = {
+  responses: {
+    translate: (body: Record<string, unknown>, lenient: boolean) =>
+      convertResponsesToChat(body, { lenient }),
+    fix: 'send a Responses request within the subset a batch line translates (see the message), or a /v1/chat/completions line',
+  },
+  messages: {
+    translate: (body: Record<string, unknown>, lenient: boolean) =>
+      convertMessagesToChat(body, { lenient }),
+    fix: 'send a Messages request within the subset the gateway translates (see the message), or name a model with an Anthropic offering',
+  },
+}
+
+/**
+ * The body as the chat body it translates to, or with `lenient` the chat body that only prices
+ * and routes it, fields outside the subset left out.
+ */
+function asChat(api: AskedApi, body: unknown, lenient: boolean): unknown {
+  // Not an object, or nested too deep to translate: validateBody says so in its own words.
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return body
+  if (nestsDeeperThan(body)) return body
+  const { translate, fix } = TRANSLATIONS[api]
+  const converted = translate(body as Record<string, unknown>, lenient)
+  if (converted.ok) return converted.body
+  const path = converted.param ? `body.${converted.param}` : 'body'
+  return new TranslationProblem({ path, message: converted.message, fix })
+}
+
+/**
+ * A line's body as the chat body it is validated by: outside the translated subset,
+ * `untranslated` is what is reported when the line's routing leaves no offering that takes it
+ * as it came.
+ */
+export const askedAsChat = (
+  api: AskedApi,
+  body: unknown,
+  catalog: Pick<Catalog, 'find' | 'usable' | 'provider'>,
+): { chat: unknown; untranslated?: TranslationProblem } | TranslationProblem =>
+  chatBodyFor(
+    catalog,
+    { model: (body as { model?: unknown } | null)?.model, api },
+    (lenient) => asChat(api, body, lenient),
+    (translated): translated is TranslationProblem => translated instanceof TranslationProblem,
+  )
