@@ -269,8 +269,10 @@ function suite(store: (typeof STORES)[number]) {
       const nativeId = `batch_${created.id.slice('msgbatch_'.length)}`
       const native = (await (await gw.request(`/v1/batches/${nativeId}`, key)).json()) as {
         endpoint: string
+        usage: { input_tokens: number; cached_input_tokens: number }
       }
       expect(native.endpoint).toBe('/v1/messages')
+      expect(native.usage.cached_input_tokens).toBe(4)
       const [row] = (await (await gw.request(`/v1/batches/${nativeId}/results`, key)).text())
         .trim()
         .split('\n')
