@@ -10,6 +10,7 @@ import { adminRoutes } from '../http/admin.ts'
 import { unknownAnthropicRoute } from '../http/anthropic/anthropic-errors.ts'
 import { anthropicBatchRoutes } from '../http/anthropic/message-batches-routes.ts'
 import { anthropicMessagesRoutes } from '../http/anthropic/messages-routes.ts'
+import { anthropicModelRoutes } from '../http/anthropic/models-routes.ts'
 import type { BodyLimits } from '../http/body-limits.ts'
 import { dashboardRoutes } from '../http/dashboard/dashboard-routes.ts'
 import type { EventStreamSettings } from '../http/event-stream-response.ts'
@@ -78,6 +79,7 @@ export function routeGroups(core: GatewayCore, services: RouteServices): Group[]
     responsesRoutes('', liveCalls, catalog),
     responsesRoutes('/openai', liveCalls, catalog),
     anthropicMessagesRoutes(live, liveCalls),
+    anthropicModelRoutes(live),
     ...batchRouteGroups(core, services),
   ]
   if (config.adminToken)

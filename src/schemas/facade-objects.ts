@@ -139,6 +139,22 @@ export const messageBatchListSchema = z.strictObject({
   last_id: z.string().nullable(),
 })
 
+/** Anthropic's model object (`GET /anthropic/v1/models/{id}`). */
+export const anthropicModelSchema = z.strictObject({
+  type: z.literal('model'),
+  id: z.string(),
+  display_name: z.string(),
+  created_at: rfc3339,
+})
+export type AnthropicModelObject = z.infer<typeof anthropicModelSchema>
+
+export const anthropicModelListSchema = z.strictObject({
+  data: z.array(anthropicModelSchema),
+  has_more: z.boolean(),
+  first_id: z.string().nullable(),
+  last_id: z.string().nullable(),
+})
+
 export const messageBatchDeletedSchema = z.strictObject({
   id: z.string(),
   type: z.literal('message_batch_deleted'),

@@ -140,7 +140,8 @@ function suite(store: (typeof STORES)[number]) {
       expect(body.type).toBe('error')
       expect(body.error.type).toBe('invalid_request_error')
       expect(body.error.message).toContain('top_k')
-      const unknown = await client.models.list().catch((e: unknown) => e)
+      // A route this gateway does not serve (Anthropic's Files API).
+      const unknown = await client.beta.files.list().catch((e: unknown) => e)
       expect(unknown).toBeInstanceOf(Anthropic.NotFoundError)
       const bad = new Anthropic({
         baseURL: `${gw.url}/anthropic`,
@@ -148,6 +149,46 @@ function suite(store: (typeof STORES)[number]) {
         maxRetries: 0,
       })
       expect(await bad.messages.create(ask('sim/chat')).catch((e: unknown) => e)).toBeInstanceOf(
+        Anthropic.AuthenticationError,
+      )
+    })
+  })
+
+  describe('models', () => {
+    test('list: the chat models the Messages API here can call, in pages as Anthropic pages them', async () => {
+      const all = []
+      for await (const model of client.models.list({ limit: 1000 })) all.push(model)
+      const ids = all.map((model) => model.id)
+      expect(ids).toContain('sim/claude')
+      expect(ids).toContain('sim/chat')
+      // An embeddings-only model is no Messages model.
+      expect(ids).not.toContain('sim/embed')
+      for (const model of all) {
+        expect(model.type).toBe('model')
+        expect(model.created_at).toMatch(/^\d{4}-\d\d-\d\dT/)
+      }
+      // Two at a time, the SDK follows after_id to the end: the same models, in the same order.
+      const first = await client.models.list({ limit: 2 })
+      expect(first.data.map((model) => model.id)).toEqual(ids.slice(0, 2))
+      expect(first.has_more).toBe(ids.length > 2)
+      const paged = []
+      for await (const model of client.models.list({ limit: 2 })) paged.push(model.id)
+      expect(paged).toEqual(ids)
+      const before = await client.models.list({ limit: 2, before_id: ids[3] })
+      expect(before.data.map((model) => model.id)).toEqual(ids.slice(1, 3))
+    })
+
+    test('retrieve: one model by its id; an unknown one is a 404 in Anthropic shape', async () => {
+      const model = await client.models.retrieve('sim/claude')
+      expect(model).toMatchObject({ type: 'model', id: 'sim/claude', display_name: 'sim/claude' })
+      const missing = await client.models.retrieve('sim/nope').catch((e: unknown) => e)
+      expect(missing).toBeInstanceOf(Anthropic.NotFoundError)
+      const wrongKey = new Anthropic({
+        baseURL: `${gw.url}/anthropic`,
+        apiKey: 'mg_nope',
+        maxRetries: 0,
+      })
+      expect(await wrongKey.models.list().catch((e: unknown) => e)).toBeInstanceOf(
         Anthropic.AuthenticationError,
       )
     })

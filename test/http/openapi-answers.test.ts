@@ -309,7 +309,7 @@ test('the OpenAI facade: a file uploaded, a batch run, its output file, the list
   )
 })
 
-test('the Anthropic API: a message, a count, a message batch and its results', async () => {
+test('the Anthropic API: a message, a count, a message batch and its results, the models', async () => {
   const headers = { 'x-api-key': key, 'content-type': 'application/json' }
   const post = (path: string, body: unknown) =>
     fetch(`${gw.url}/anthropic/v1${path}`, {
@@ -365,4 +365,8 @@ test('the Anthropic API: a message, a count, a message batch and its results', a
     200,
   )
   await refusal('GET /anthropic/v1/messages/batches/{id}', await read('/msgbatch_none'))
+  const models = (path: string) => fetch(`${gw.url}/anthropic/v1/models${path}`, { headers })
+  await answer('GET /anthropic/v1/models', await models('?limit=2'), 200)
+  await answer('GET /anthropic/v1/models/{id}', await models('/sim%2Fchat'), 200)
+  await refusal('GET /anthropic/v1/models/{id}', await models('/sim%2Fnone'))
 })

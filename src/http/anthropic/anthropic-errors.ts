@@ -62,7 +62,7 @@ export const unknownAnthropicRoute = (request: Request) =>
   anthropicErrorResponse(
     refuse(
       'unknown_route',
-      `no route for ${excerpt(request.method)} ${excerpt(new URL(request.url).pathname)}; this gateway's Anthropic API serves /anthropic/v1/messages, /anthropic/v1/messages/count_tokens and /anthropic/v1/messages/batches`,
+      `no route for ${excerpt(request.method)} ${excerpt(new URL(request.url).pathname)}; this gateway's Anthropic API serves /anthropic/v1/messages, /anthropic/v1/messages/count_tokens, /anthropic/v1/messages/batches and /anthropic/v1/models`,
     ),
     {},
   )

@@ -38,7 +38,7 @@ const SURFACES: [prefix: string, tag: string, description: string][] = [
   [
     '/anthropic/v1',
     'Anthropic API',
-    "Anthropic's Messages and Message Batches (docs/clients/anthropic-sdk.md)",
+    "Anthropic's Messages, Message Batches and Models (docs/clients/anthropic-sdk.md)",
   ],
   ['/admin/v1', 'Admin API', 'Accounts, credit, keys and fine-tunes (docs/operations.md)'],
   ['/dashboard', 'Dashboard', 'HTML pages for a browser (docs/dashboard-and-cli.md)'],

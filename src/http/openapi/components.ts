@@ -14,6 +14,8 @@ import {
 import { anthropicErrorSchema, errorEnvelopeSchema } from '../../schemas/error-envelope.ts'
 import {
   anthropicMessageSchema,
+  anthropicModelListSchema,
+  anthropicModelSchema,
   countTokensSchema,
   messageBatchDeletedSchema,
   messageBatchListSchema,
@@ -82,6 +84,8 @@ export const ANSWERS = {
   MessageBatch: messageBatchSchema,
   MessageBatchList: messageBatchListSchema,
   MessageBatchDeleted: messageBatchDeletedSchema,
+  AnthropicModel: anthropicModelSchema,
+  AnthropicModelList: anthropicModelListSchema,
   MessageBatchResultLine: messageBatchResultLineSchema,
   AnthropicMessage: anthropicMessageSchema,
   CountTokens: countTokensSchema,

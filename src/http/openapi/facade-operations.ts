@@ -187,6 +187,21 @@ export const ANTHROPIC_OPERATIONS: Operations = {
     security: 'anthropicKey',
     answers: { 200: { description: 'the message batch', json: 'MessageBatch' } },
   },
+  'GET /anthropic/v1/models': {
+    id: 'anthropicListModels',
+    summary: "The chat models this key can call here, with Anthropic's paging",
+    docs: 'docs/clients/anthropic-sdk.md',
+    security: 'anthropicKey',
+    query: messageBatchListQuery,
+    answers: { 200: { description: 'a page', json: 'AnthropicModelList' } },
+  },
+  'GET /anthropic/v1/models/{id}': {
+    id: 'anthropicGetModel',
+    summary: 'One model by its id (URL-encoded)',
+    docs: 'docs/clients/anthropic-sdk.md',
+    security: 'anthropicKey',
+    answers: { 200: { description: 'the model', json: 'AnthropicModel' } },
+  },
   'GET /anthropic/v1/messages/batches/{id}/results': {
     id: 'anthropicGetMessageBatchResults',
     summary: 'The results of an ended message batch, in request order',
