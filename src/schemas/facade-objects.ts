@@ -132,12 +132,16 @@ export const messageBatchSchema = z.strictObject({
 })
 export type MessageBatchObject = z.infer<typeof messageBatchSchema>
 
-export const messageBatchListSchema = z.strictObject({
-  data: z.array(messageBatchSchema),
-  has_more: z.boolean(),
-  first_id: z.string().nullable(),
-  last_id: z.string().nullable(),
-})
+/** Anthropic's page of a list: its items, whether more follow, the first and last ids. */
+const anthropicPage = <T extends z.ZodType>(item: T) =>
+  z.strictObject({
+    data: z.array(item),
+    has_more: z.boolean(),
+    first_id: z.string().nullable(),
+    last_id: z.string().nullable(),
+  })
+
+export const messageBatchListSchema = anthropicPage(messageBatchSchema)
 
 /** Anthropic's model object (`GET /anthropic/v1/models/{id}`). */
 export const anthropicModelSchema = z.strictObject({
@@ -148,12 +152,7 @@ export const anthropicModelSchema = z.strictObject({
 })
 export type AnthropicModelObject = z.infer<typeof anthropicModelSchema>
 
-export const anthropicModelListSchema = z.strictObject({
-  data: z.array(anthropicModelSchema),
-  has_more: z.boolean(),
-  first_id: z.string().nullable(),
-  last_id: z.string().nullable(),
-})
+export const anthropicModelListSchema = anthropicPage(anthropicModelSchema)
 
 export const messageBatchDeletedSchema = z.strictObject({
   id: z.string(),
