@@ -65,14 +65,23 @@ export function anthropicBatchInput(
   const requests: { custom_id: string; params: Record<string, unknown> }[] = []
   const refused: ChunkLineResult[] = []
   const send = { stream: false, providerName }
+  const endpoint = chunk.endpoint
   for (const line of chunk.lines) {
+    if (endpoint === 'responses') {
+      const error = upstreamError(
+        'invalid_request',
+        "Anthropic's batch API takes no Responses requests",
+      )
+      refused.push({ position: line.position, type: 'errored', error })
+      continue
+    }
     if (line.native) {
       // A Messages request goes as it came, with the offering's model id (messages-calls.ts).
       const params = prepareForOffering(line.native, target, ['stream'])
       requests.push({ custom_id: upstreamIdOf(line.position), params })
       continue
     }
-    const converted = prepareAnthropicBody(chunk.endpoint, line.body, target, send)
+    const converted = prepareAnthropicBody(endpoint, line.body, target, send)
     if (!converted.ok) {
       const error = upstreamError('invalid_request', converted.message)
       refused.push({ position: line.position, type: 'errored', error })

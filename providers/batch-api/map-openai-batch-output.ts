@@ -1,10 +1,12 @@
 /**
- * OpenAI's output and error files → one result a line (docs/batch-lanes.md): a 200 response succeeds; any
+ * OpenAI's output and error files → one result a line (docs/batch-lanes.md): a 200 response succeeds (a
+ * Response object kept as it came); any
  * other status is `errored`, classified as the live call's answer would be (a 400 is
  * invalid_request, final; a 5xx retryable); `batch_expired` / `batch_cancelled` lines did not run.
  */
 import { classifyStatus, upstreamError } from '../classify-error.ts'
 import { mapOpenAIUsage } from '../openai/map-openai-usage.ts'
+import { mapResponsesUsage } from '../openai/responses-calls.ts'
 import { parseJsonl, positionOf } from './batch-http.ts'
 import type { ChunkLineResult } from './types.ts'
 
@@ -29,6 +31,12 @@ export function mapOpenAIBatchOutput(text: string, apiKey: string | null): Chunk
     }
     const status = Number(response.status_code)
     const body = response.body as Record<string, unknown> | null
+    if (status >= 200 && status < 300 && body?.object === 'response') {
+      // A Responses line's answer: kept as it came, its usage in the Responses API's names.
+      const usage = mapResponsesUsage(body.usage)
+      results.push({ position, type: 'succeeded', body, native: body, usage })
+      continue
+    }
     if (
       status >= 200 &&
       status < 300 &&

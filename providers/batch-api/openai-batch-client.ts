@@ -5,6 +5,7 @@
  */
 import { createHttpClient } from '../http-client.ts'
 import { prepareOpenAIBody } from '../openai/prepare-openai-body.ts'
+import { prepareForOffering } from '../prepare-for-offering.ts'
 import { callJson, callText, listPage, upstreamIdOf } from './batch-http.ts'
 import type {
   BatchCall,
@@ -18,7 +19,11 @@ import type {
 
 export const OPENAI_MAX_LINES = 50_000
 export const OPENAI_MAX_BYTES = 200 * 1024 * 1024
-const urls = { chat: '/v1/chat/completions', embeddings: '/v1/embeddings' } as const
+const urls = {
+  chat: '/v1/chat/completions',
+  embeddings: '/v1/embeddings',
+  responses: '/v1/responses',
+} as const
 
 /** The OpenAI batch client: the base methods plus upload, create and list. */
 export interface OpenAIBatchClient extends BatchClientBase {
@@ -44,7 +49,10 @@ export function openAIBatchInput(chunk: ChunkRequest): string {
       custom_id: upstreamIdOf(line.position),
       method: 'POST',
       url: urls[chunk.endpoint],
-      body: prepareOpenAIBody(line.body, target),
+      // A Responses request goes as it came, with the offering's model id (responses-calls.ts).
+      body: line.native
+        ? prepareForOffering(line.native, target, ['stream'])
+        : prepareOpenAIBody(line.body, target),
     }
     text += JSON.stringify(row) + '\n'
   }

@@ -14,17 +14,24 @@ export interface ChunkLine {
   position: number
   body: Record<string, unknown>
   /**
-   * A Messages API request, for an Anthropic batch to take as it came in place of `body` (its
-   * chat translation): a Message Batch's line (docs/clients/anthropic-sdk.md).
+   * The request in the provider's own API, sent as it came in place of `body` (its chat
+   * translation): a Message Batch's Messages request to an Anthropic batch
+   * (docs/clients/anthropic-sdk.md), a Responses request to an OpenAI one (docs/clients/responses.md).
    */
   native?: Record<string, unknown>
 }
+
+/**
+ * The endpoint a chunk's lines go to: chat or embeddings, or OpenAI's Responses API, whose lines
+ * go as they came (`native`).
+ */
+export type ChunkApiEndpoint = Endpoint | 'responses'
 
 /** A chunk to send: one upstream model and one endpoint (docs/batch-lanes.md grouping). */
 export interface ChunkRequest {
   /** The gateway's chunk id, carried as `metadata.mg_chunk` (OpenAI) to find a create again. */
   chunkId: string
-  endpoint: Endpoint
+  endpoint: ChunkApiEndpoint
   /** The offering's `upstream_model`. */
   model: string
   maxTokensParam?: MaxTokensParam
@@ -57,7 +64,7 @@ export type ChunkLineResult =
       type: 'succeeded'
       /** OpenAI-shaped (chat.completion or embeddings list), as a live call's body. */
       body: Record<string, unknown>
-      /** The provider's own answer when it is not `body` (Anthropic's message), as it came. */
+      /** The provider's own answer (Anthropic's message, a Response), as it came. */
       native?: Record<string, unknown>
       usage: Usage | null
     }

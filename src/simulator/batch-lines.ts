@@ -5,6 +5,7 @@
 import { prepareMessages } from './anthropic-routes.ts'
 import type { JobLine } from './batch-jobs.ts'
 import { prepareChat, prepareEmbeddings } from './openai-routes.ts'
+import { prepareResponses } from './responses-routes.ts'
 import type { ResolvedSimulatorOptions } from './options.ts'
 import { errorBody, type Dialect } from './respond.ts'
 
@@ -52,7 +53,9 @@ export async function answerLine(
       ? prepareMessages(plain, id, options.usageFactor, options.structuredAnswers)
       : endpoint === '/v1/embeddings'
         ? prepareEmbeddings(plain, options.embeddingDims)
-        : prepareChat(plain, id, options.usageFactor, options.structuredAnswers)
+        : endpoint === '/v1/responses'
+          ? prepareResponses(plain, id, options.usageFactor)
+          : prepareChat(plain, id, options.usageFactor, options.structuredAnswers)
   if (prepared instanceof Response) {
     return { customId, status: prepared.status, body: await prepared.json() }
   }

@@ -264,7 +264,7 @@ async function readLines(state: OpenAIBatchState, job: Job, text: string) {
       body: lineBody,
       id,
     }
-    job.lines.push(await answerLine(request, o, state.draw))
+    job.lines.push({ ...(await answerLine(request, o, state.draw)), request: request.body })
   }
   if (models.size > 1)
     return { code: 'mismatched_model', message: 'every line of a batch must use one model' }

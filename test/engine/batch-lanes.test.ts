@@ -284,22 +284,59 @@ for (const storeKind of STORES) {
       expect(rows.map((row) => row.provider)).toEqual(['sim:batch', 'sim:batch', 'sim', 'sim'])
     }, 60_000)
 
-    test('Responses lines run live, translated, never sent raw to a provider batch', async () => {
-      const before = openai.batches().jobs.length
-      const responses = Array.from({ length: 2 }, (_, i) => ({
+    const responsesLines = (modelId: string, count: number) =>
+      Array.from({ length: count }, (_, i) => ({
         custom_id: `r-${i}`,
         method: 'POST',
         url: '/v1/responses',
-        body: { model: 'lane/chat', input: `question ${i}`, max_output_tokens: 16 },
+        body: { model: modelId, input: `question ${i}`, max_output_tokens: 16, truncation: 'auto' },
       }))
-      const batch = await submit(jsonl(responses))
+
+    test('Responses lines go into OpenAI batches as they came, each answer its Response at the lane prices', async () => {
+      const before = openai.batches().jobs.length
+      const batch = await submit(jsonl(responsesLines('lane/chat', 5)))
+      expect((await finished(batch.id)).status).toBe('completed')
+      expect(liveChats(openai)).toBe(0)
+      expect(openai.stats().byPath['/v1/responses'] ?? 0).toBe(0)
+      const jobs = openai.batches().jobs.slice(before)
+      expect(jobs.length).toBe(Math.ceil(5 / CHUNK_LINES))
+      // As they came (truncation, outside the translated subset, included), with the upstream's
+      // model id and nothing stored upstream.
+      expect(jobs.flatMap((job) => job.requests)).toEqual(
+        responsesLines('lane/chat', 5).map((line) => ({
+          ...line.body,
+          model: 'sim-chat',
+          store: false,
+        })),
+      )
+      for (const row of await results(batch.id)) {
+        expect(row.status).toBe('succeeded')
+        expect(row.provider).toBe('sim:batch')
+        const body = row.response!.body
+        expect(body.object).toBe('response')
+        const usage = {
+          prompt_tokens: body.usage.input_tokens,
+          completion_tokens: body.usage.output_tokens,
+        }
+        expect(row.cost_usd).toBe(priced(usage, '0.5', '1').toFixed())
+      }
+    }, 60_000)
+
+    test('Responses lines on a lane whose provider does not speak the Responses API run live, translated', async () => {
+      const before = anthropic.batches().jobs.length
+      const lines = responsesLines('lane/claude', 2).map((line) => {
+        const { truncation: _, ...body } = line.body
+        return { ...line, body }
+      })
+      const batch = await submit(jsonl(lines))
       expect((await finished(batch.id)).status).toBe('completed')
       for (const row of await results(batch.id)) {
         expect(row.status).toBe('succeeded')
-        expect(row.provider).toBe('sim')
+        expect(row.provider).toBe('claude')
         expect(row.response!.body.object).toBe('response')
       }
-      expect(openai.batches().jobs.length).toBe(before)
+      expect(anthropic.batches().jobs.length).toBe(before)
+      expect(liveMessages(anthropic)).toBe(2)
     }, 60_000)
 
     test('the OpenAI SDK unchanged: a facade batch runs through the lane like any other', async () => {

@@ -1,6 +1,6 @@
 /**
  * A catalog with batch lanes (docs/batch-lanes.md) for the end-to-end tests: `lane/chat` (OpenAI
- * Files + Batches), `lane/claude` (Anthropic Message Batches), each beside its live offering at
+ * Files + Batches, on a provider that speaks the Responses API), `lane/claude` (Anthropic Message Batches), each beside its live offering at
  * twice the price, `lane/twin` (lane/chat's upstream model, its lane at half lane/chat's price),
  * `lane/none` (live only) and `lane/soon`, whose lane falls back FALLBACK_AFTER_S after the batch starts.
  */
@@ -29,7 +29,14 @@ export function laneCatalog(openaiUrl: string, anthropicUrl: string) {
   const lane = { lane: 'batch', chunk_lines: CHUNK_LINES, poll_s: 0.05, min_hours_left: 1 }
   return {
     providers: {
-      sim: { kind: 'openai', base_url: `${openaiUrl}/v1`, max_concurrency: 16, timeout_s: 10 },
+      sim: {
+        kind: 'openai',
+        base_url: `${openaiUrl}/v1`,
+        max_concurrency: 16,
+        timeout_s: 10,
+        // As OpenAI's own: its batch lane takes Responses lines as they came.
+        responses_api: true,
+      },
       claude: {
         kind: 'anthropic',
         base_url: anthropicUrl,

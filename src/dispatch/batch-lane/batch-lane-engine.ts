@@ -68,13 +68,15 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
 
   function laneOf(line: ClaimedLine, batch: RunnableBatch): Lane | null {
     const parsed = JSON.parse(line.input) as Parsed
-    if (!laneTakes(parsed.url)) return null
     const model = deps.catalog.find(String(parsed.body.model))
     if (!model) return null
     const ordered = deps.catalog.routeWithLanes(model, parsed.body.provider as never)
     const kindOf = (name: string) => deps.catalog.provider(name)?.kind
     const choice = chooseBatchLane(ordered, batch.deadlineAt * 1000, now(), kindOf)
-    return choice && deps.client(choice.offering.provider) ? { ...choice, model } : null
+    if (!choice || !deps.client(choice.offering.provider)) return null
+    return laneTakes(parsed.url, deps.catalog.provider(choice.offering.provider))
+      ? { ...choice, model }
+      : null
   }
 
   function chunkDeps(choice: Lane): ChunkDeps {

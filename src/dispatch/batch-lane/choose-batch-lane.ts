@@ -10,7 +10,13 @@ import {
   batchLaneSettings,
   type BatchLaneSettings,
 } from '../../catalog/batch-lane.ts'
-import { laneOf, type ModelEntry, type Offering } from '../../catalog/catalog-file.ts'
+import {
+  laneOf,
+  type ModelEntry,
+  type Offering,
+  type ProviderConfig,
+} from '../../catalog/catalog-file.ts'
+import { speaksApi } from '../../catalog/speaks-api.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
 import { ENDPOINT_URLS, MESSAGES_URL, RESPONSES_URL } from '../../domain.ts'
 import type { ChunkEndpoint } from '../../store/batch-chunks/chunk-store.ts'
@@ -24,14 +30,20 @@ export interface BatchLaneChoice {
 }
 
 /**
- * Whether a batch of lines to this URL may go to a batch lane: chat completions and embeddings.
- * A Responses line runs live, where it is translated or passed through (docs/clients/responses.md).
+ * Whether a batch lane on `provider` takes lines to this URL: chat completions, embeddings and a
+ * Message Batch's requests on any; Responses requests only where the provider speaks the
+ * Responses API (docs/clients/responses.md), which takes them as they came. Elsewhere they run
+ * live, translated.
  */
-export const laneTakes = (url: string): boolean => url !== RESPONSES_URL
+export const laneTakes = (url: string, provider: ProviderConfig | undefined): boolean =>
+  url !== RESPONSES_URL || speaksApi(provider, 'responses')
 
 /** What a chunk of a batch's lines holds, by the URL they name (ChunkEndpoint). */
-export const chunkEndpoint = (url: string): ChunkEndpoint =>
-  url === ENDPOINT_URLS.embeddings ? 'embeddings' : url === MESSAGES_URL ? 'messages' : 'chat'
+export function chunkEndpoint(url: string): ChunkEndpoint {
+  if (url === ENDPOINT_URLS.embeddings) return 'embeddings'
+  if (url === MESSAGES_URL) return 'messages'
+  return url === RESPONSES_URL ? 'responses' : 'chat'
+}
 
 /** The batch lane a line of this batch goes to now, or null for the live lanes. */
 export function chooseBatchLane(
@@ -70,10 +82,11 @@ export function heldForLane(
   batch: { createdAt: number; deadlineAt: number },
   nowMs: number,
 ): number | null {
-  if (line.routing?.allow_fallbacks !== false || !laneTakes(line.url)) return null
+  if (line.routing?.allow_fallbacks !== false) return null
   const ordered = catalog.routeWithLanes(line.model, line.routing)
   const kindOf = (name: string) => catalog.provider(name)?.kind
   const deadlineMs = batch.deadlineAt * 1000
-  if (!chooseBatchLane(ordered, deadlineMs, batch.createdAt * 1000, kindOf)) return null
+  const lane = chooseBatchLane(ordered, deadlineMs, batch.createdAt * 1000, kindOf)
+  if (!lane || !laneTakes(line.url, catalog.provider(lane.offering.provider))) return null
   return chooseBatchLane(ordered, deadlineMs, nowMs, kindOf) ? nowMs + LANE_RETAKE_MS : deadlineMs
 }

@@ -16,9 +16,9 @@ import {
   type ChunkRequest,
   type OpenAIBatchClient,
 } from '../../../providers/batch-api/index.ts'
-import type { ChunkLine } from '../../../providers/batch-api/types.ts'
+import type { ChunkApiEndpoint, ChunkLine } from '../../../providers/batch-api/types.ts'
 import { upstreamError } from '../../../providers/classify-error.ts'
-import type { Endpoint, UpstreamError } from '../../../providers/types.ts'
+import type { UpstreamError } from '../../../providers/types.ts'
 import type { BatchLaneSettings } from '../../catalog/batch-lane.ts'
 import type { ModelEntry, Offering } from '../../catalog/catalog-file.ts'
 import { offeringName } from '../../catalog/lanes.ts'
@@ -149,10 +149,12 @@ export async function submitChunk(
 }
 
 /**
- * A claimed line as a chunk's line: its chat body, and a Messages line's request as it came for
- * an Anthropic batch (docs/clients/anthropic-sdk.md). A line the provider's batch API cannot take
- * as it is — one whose fields only an Anthropic offering takes, bound for another kind — is
- * refused: a final `invalid_request`, as the live lanes refuse it (run-line.ts).
+ * A claimed line as a chunk's line: its chat body, and the request as it came where the
+ * provider's batch API speaks its API — a Messages line's for an Anthropic batch
+ * (docs/clients/anthropic-sdk.md), a Responses line's for an OpenAI one (the lane takes those only
+ * where the provider speaks it, laneTakes). A line the provider's batch API cannot take as it is —
+ * one whose fields only another kind takes — is refused: a final `invalid_request`, as the live
+ * lanes refuse it (run-line.ts).
  */
 function chunkLine(
   line: ClaimedLine,
@@ -169,15 +171,15 @@ function chunkLine(
   })
   if ('problem' in request) return refuse(request.problem)
   const native = request.native
-  if (native?.api === 'messages' && kind === 'anthropic')
-    return { position, body: request.body, native: native.body }
+  const spoken = kind === 'anthropic' ? 'messages' : 'responses'
+  if (native?.api === spoken) return { position, body: request.body, native: native.body }
   if (native?.untranslated) return refuse(native.untranslated)
   return { position, body: request.body }
 }
 
 /** The provider endpoint a chunk's lines go to: a Message Batch's as chat, unless passed through. */
-const providerEndpoint = (endpoint: ChunkEndpoint): Endpoint =>
-  endpoint === 'embeddings' ? 'embeddings' : 'chat'
+const providerEndpoint = (endpoint: ChunkEndpoint): ChunkApiEndpoint =>
+  endpoint === 'messages' ? 'chat' : endpoint
 
 /** Looks at a chunk this instance holds (claimed from the chunk store) and moves it on. */
 export async function followChunk(deps: ChunkDeps, chunk: ChunkRecord): Promise<void> {
@@ -232,7 +234,7 @@ async function recordResults(
 ): Promise<void> {
   const now = deps.now()
   const outcomes = mapChunkResults(withBatch(chunk.batchId, states), results, {
-    messages: chunk.endpoint === 'messages',
+    asked: chunk.endpoint === 'messages' || chunk.endpoint === 'responses' ? chunk.endpoint : null,
     offering: deps.offering,
     model: deps.model,
     retry: deps.retry,

@@ -36,7 +36,6 @@ export function createLaneBatches(
     })
     if (!line) return 0
     const parsed = JSON.parse(line.input) as Parsed
-    if (!laneTakes(parsed.url)) return 0
     const model = catalog.find(String(parsed.body.model))
     if (!model) return 0
     const ordered = catalog.routeWithLanes(model, parsed.body.provider as never)
@@ -48,6 +47,7 @@ export function createLaneBatches(
       (name) => catalog.provider(name)?.kind,
     )
     if (!choice || !hasClient(choice.offering.provider)) return 0
+    if (!laneTakes(parsed.url, catalog.provider(choice.offering.provider))) return 0
     return deadlineMs - Math.max(choice.settings.minLeftMs, choice.settings.fallbackMs)
   }
 

@@ -25,8 +25,11 @@ export interface ChunkLineState {
 }
 
 export interface MapDeps {
-  /** The lines are a Message Batch's: each answer is kept as a message (docs/clients/anthropic-sdk.md). */
-  messages?: boolean
+  /**
+   * The lines are in a provider's own API: each answer is kept in its shape, a Message Batch's as
+   * a message (docs/clients/anthropic-sdk.md), a Responses line's as its Response.
+   */
+  asked?: 'messages' | 'responses' | null
   offering: Offering
   /** The catalog model whose batch offering this is, for the usage report. */
   model: ModelEntry
@@ -62,7 +65,7 @@ export function mapChunkResults(
         lineNo,
         kind: 'succeeded',
         responseStatus: 200,
-        response: JSON.stringify(deps.messages ? messageOf(result, deps.model) : result.body),
+        response: JSON.stringify(answerOf(result, deps)),
         costUsd,
         provider,
         latencyMs: Math.round(deps.latencyMs),
@@ -95,10 +98,17 @@ export function mapChunkResults(
   })
 }
 
-/** A Message Batch line's answer: the provider's message as it came, else translated from chat. */
-function messageOf(
+/**
+ * A line's answer as kept: a chat or embeddings body as it is; the provider's own answer as it
+ * came when the line is in its API; a Message Batch's chat answer translated into a message.
+ */
+function answerOf(
   result: Extract<ChunkLineResult, { type: 'succeeded' }>,
-  model: ModelEntry,
+  deps: Pick<MapDeps, 'asked' | 'model'>,
 ): Record<string, unknown> {
-  return result.native ?? fromChat({ api: 'messages', asked: { model: model.id } }, result.body)
+  if (!deps.asked) return result.body
+  if (result.native) return result.native
+  // Responses lines go only to lanes that answer them as they came (laneTakes).
+  if (deps.asked === 'responses') return result.body
+  return fromChat({ api: 'messages', asked: { model: deps.model.id } }, result.body)
 }

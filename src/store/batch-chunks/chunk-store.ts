@@ -18,11 +18,14 @@ export const FINISHED_CHUNK_STATES: readonly ChunkState[] = ['ended', 'abandoned
 
 /** A chunk as the engine writes it before its upload. */
 /**
- * What a chunk's lines are: chat or embeddings requests, or a Message Batch's Messages requests
+ * What a chunk's lines are: chat or embeddings requests; a Message Batch's Messages requests
  * (docs/clients/anthropic-sdk.md), which go to the provider as chat ones or as they came and are
- * kept as messages.
+ * kept as messages; or Responses requests (docs/clients/responses.md), which go as they came and
+ * are kept as Responses.
  */
-export type ChunkEndpoint = 'chat' | 'embeddings' | 'messages'
+export type ChunkEndpoint = 'chat' | 'embeddings' | 'messages' | 'responses'
+
+const CHUNK_ENDPOINTS: ReadonlySet<unknown> = new Set(['embeddings', 'messages', 'responses'])
 
 export interface ChunkIntent {
   id: string
@@ -158,7 +161,7 @@ export function rowToChunk(row: Row): ChunkRecord {
     offering: String(row.offering),
     provider: String(row.provider),
     upstreamModel: String(row.upstream_model),
-    endpoint: row.endpoint === 'embeddings' || row.endpoint === 'messages' ? row.endpoint : 'chat',
+    endpoint: CHUNK_ENDPOINTS.has(row.endpoint) ? (row.endpoint as ChunkEndpoint) : 'chat',
     model: orNull(row.model, String),
     accountId: orNull(row.account_id, String),
     state: String(row.state) as ChunkState,
