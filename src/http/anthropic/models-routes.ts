@@ -30,19 +30,17 @@ export interface AnthropicModelDeps {
   fineTunes: (accountId: string) => Promise<FineTuneLookup>
 }
 
-type ModelInfo = AnthropicModelObject
-
 const rfc3339 = (seconds: number) => new Date(seconds * 1000).toISOString()
 
 export function anthropicModelRoutes(deps: AnthropicModelDeps) {
   const { catalog } = deps
 
   /** Every model the caller can send a Messages request for, in the order they are listed. */
-  async function modelsOf(accountId: string): Promise<ModelInfo[]> {
+  async function modelsOf(accountId: string): Promise<AnthropicModelObject[]> {
     const chat = catalog.models.filter(
       (model) => model.endpoints.includes('chat') && catalog.usable(model).length > 0,
     )
-    const models: ModelInfo[] = chat.map((model) => ({
+    const models: AnthropicModelObject[] = chat.map((model) => ({
       type: 'model',
       id: model.id,
       display_name: model.id,
@@ -95,9 +93,9 @@ export function anthropicModelRoutes(deps: AnthropicModelDeps) {
 
 /** Anthropic's paging over the list: after `after_id`, else just before `before_id`, else the first. */
 function pageOf(
-  models: ModelInfo[],
+  models: AnthropicModelObject[],
   query: { limit: number; after_id?: string; before_id?: string },
-): { models: ModelInfo[]; hasMore: boolean } {
+): { models: AnthropicModelObject[]; hasMore: boolean } {
   const at = (id: string) => models.findIndex((model) => model.id === id)
   if (query.after_id !== undefined || query.before_id === undefined) {
     const start = query.after_id === undefined ? 0 : at(query.after_id) + 1
