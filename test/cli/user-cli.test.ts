@@ -174,7 +174,8 @@ describe('multigrid (user CLI)', () => {
   })
 
   test('the progress line shows the ETA once known and the reason while the batch waits', () => {
-    const now = Math.floor(Date.now() / 1000)
+    // Noon UTC, so that the ETA ten minutes on is shown as a time of the same day.
+    const now = Date.UTC(2026, 0, 15, 12, 0, 0) / 1000
     const batch = {
       id: 'batch_1',
       name: null,
@@ -201,12 +202,20 @@ describe('multigrid (user CLI)', () => {
         until: now + 10,
       },
     }
-    const eta = new Date((now + 600) * 1000).toISOString()
-    const clock =
-      eta.slice(0, 10) === new Date().toISOString().slice(0, 10) ? eta.slice(11, 16) : ''
     const line = progressLine(batch, { now })
     // The finish as a time and, apart, the time until then; the window's time left named as such.
-    if (clock) expect(line).toContain(` · in_progress · ETA ${clock} UTC (in 10 min) · `)
+    expect(line).toContain(` · in_progress · ETA 12:10 UTC (in 10 min) · `)
+    // A finish on another day than now carries its date.
+    const late = now + 11 * 3600 + 55 * 60
+    const tomorrow = {
+      ...batch,
+      created_at: late,
+      deadline_at: late + 3 * 3600,
+      routing: { eta: late + 600 },
+    }
+    expect(progressLine(tomorrow, { now: late })).toContain(
+      ' · ETA 2026-01-16 00:05:00 UTC (in 10 min) · ',
+    )
     expect(line).toContain(
       ' · waiting: provider_rate_limited (sim answered 429; dispatch resumes at 12:04:10 UTC. Nothing to do: do not resubmit.) · window 3 h 2 min left',
     )
