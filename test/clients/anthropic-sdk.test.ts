@@ -7,7 +7,7 @@ import Anthropic from '@anthropic-ai/sdk'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { STORES, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
-import { waitFor } from '../helpers/wait.ts'
+import { messageBatchEnded } from '../helpers/message-batches.ts'
 
 for (const store of STORES) describe(store, () => suite(store))
 
@@ -217,14 +217,7 @@ function suite(store: (typeof STORES)[number]) {
       expect(native.status).toBe(200)
       expect(((await native.json()) as { line_count: number }).line_count).toBe(3)
 
-      const ended = await waitFor(
-        'the batch to end',
-        async () => {
-          const batch = await client.messages.batches.retrieve(created.id)
-          return batch.processing_status === 'ended' ? batch : null
-        },
-        20_000,
-      )
+      const ended = await messageBatchEnded(client, created.id)
       expect(ended.request_counts).toEqual({
         processing: 0,
         succeeded: 3,
@@ -281,12 +274,7 @@ function suite(store: (typeof STORES)[number]) {
       const created = await client.messages.batches.create({
         requests: [{ custom_id: 'as-it-came', params } as never],
       })
-      await waitFor(
-        'the batch to end',
-        async () =>
-          (await client.messages.batches.retrieve(created.id)).processing_status === 'ended',
-        20_000,
-      )
+      await messageBatchEnded(client, created.id)
       const sent = sim
         .received()
         .slice(from)
@@ -363,14 +351,7 @@ function suite(store: (typeof STORES)[number]) {
       })
       const cancelling = await client.messages.batches.cancel(slow.id)
       expect(['canceling', 'ended']).toContain(cancelling.processing_status)
-      const ended = await waitFor(
-        'the cancelled batch to end',
-        async () => {
-          const batch = await client.messages.batches.retrieve(slow.id)
-          return batch.processing_status === 'ended' ? batch : null
-        },
-        20_000,
-      )
+      const ended = await messageBatchEnded(client, slow.id)
       expect(ended.cancel_initiated_at).not.toBeNull()
       const counts = ended.request_counts
       expect(counts.succeeded + counts.canceled).toBe(3)

@@ -15,6 +15,7 @@ import { summary } from '../../src/cli/progress.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
 import { waitFor } from '../helpers/wait.ts'
+import { messageBatchEnded } from '../helpers/message-batches.ts'
 import { dashboardCookie, nativeClient } from '../helpers/native-client.ts'
 import { CHUNK_LINES, FALLBACK_AFTER_S, laneCatalog } from '../helpers/lane-catalog.ts'
 
@@ -175,12 +176,7 @@ for (const storeKind of STORES) {
       const created = await client.messages.batches.create({
         requests: [0, 1].map((i) => ({ custom_id: `m-${i}`, params: params(i) as never })),
       })
-      await waitFor(
-        'the message batch to end',
-        async () =>
-          (await client.messages.batches.retrieve(created.id)).processing_status === 'ended',
-        30_000,
-      )
+      await messageBatchEnded(client, created.id, 30_000)
       expect(liveMessages(anthropic)).toBe(0)
       const jobs = anthropic.batches().jobs.slice(before)
       expect(jobs.length).toBe(1)
@@ -217,14 +213,7 @@ for (const storeKind of STORES) {
           { custom_id: 'refused', params: params('question [sim:batch-invalid]') as never },
         ],
       })
-      const ended = await waitFor(
-        'the message batch to end',
-        async () => {
-          const batch = await client.messages.batches.retrieve(created.id)
-          return batch.processing_status === 'ended' ? batch : null
-        },
-        30_000,
-      )
+      const ended = await messageBatchEnded(client, created.id, 30_000)
       expect(ended.request_counts.errored).toBe(1)
       const nativeId = `batch_${created.id.slice('msgbatch_'.length)}`
       const retried = await gw.request(`/v1/batches/${nativeId}/retry`, key, { method: 'POST' })

@@ -30,6 +30,7 @@ import {
   inAnthropicShape,
 } from './anthropic-errors.ts'
 import { convertMessageBatch, inRequestTerms } from './convert-message-batch.ts'
+import { anthropicPage } from './anthropic-page.ts'
 import { listMessageBatches } from './list-message-batches.ts'
 import { ANTHROPIC_PREFIX } from './messages-routes.ts'
 import {
@@ -89,12 +90,7 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
             beforeId: native(query.before_id),
           })
           const data = page.batches.map((batch) => renderMessageBatch(batch, origin(request)))
-          return {
-            data,
-            has_more: page.hasMore,
-            first_id: data[0]?.id ?? null,
-            last_id: data.at(-1)?.id ?? null,
-          }
+          return anthropicPage(data, page.hasMore)
         }),
       { caller: 'read' },
     )

@@ -19,6 +19,7 @@ import {
   anthropicErrorResponse,
   inAnthropicShape,
 } from './anthropic-errors.ts'
+import { anthropicPage } from './anthropic-page.ts'
 import { listQuery } from './message-batches-routes.ts'
 import { ANTHROPIC_PREFIX } from './messages-routes.ts'
 
@@ -66,14 +67,8 @@ export function anthropicModelRoutes(deps: AnthropicModelDeps) {
       ({ request, caller, answerHeaders }) =>
         inAnthropicShape(answerHeaders, async () => {
           const query = parseQuery(listQuery, request.url)
-          const all = await modelsOf(caller.account.id)
-          const data = pageOf(all, query)
-          return {
-            data: data.models,
-            has_more: data.hasMore,
-            first_id: data.models[0]?.id ?? null,
-            last_id: data.models.at(-1)?.id ?? null,
-          }
+          const page = pageOf(await modelsOf(caller.account.id), query)
+          return anthropicPage(page.models, page.hasMore)
         }),
       { caller: 'read' },
     )
