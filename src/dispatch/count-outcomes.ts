@@ -2,6 +2,7 @@
  * What each answered line and live call adds to the usage report and the metrics (docs/operations.md): one
  * place that turns a line's outcome or a live charge into both.
  */
+import type { Catalog } from '../catalog/catalog.ts'
 import type { ClaimedLine, LineOutcome } from '../store/store.ts'
 import type { PrometheusMetrics } from '../telemetry/prometheus.ts'
 import type { UsageRecorder } from './usage-recorder.ts'
@@ -12,10 +13,19 @@ import type { UsageRecorder } from './usage-recorder.ts'
  */
 export type CountedLine = { accountId: string; model: () => string }
 
-/** A claimed line as counted: its model read back from its input. */
-export const countedClaim = (line: Pick<ClaimedLine, 'accountId' | 'input'>): CountedLine => ({
+/**
+ * A claimed line as counted: its model read back from its input, under its catalog id when it
+ * names one by an alias, as its billed lines are counted (lineAccounting).
+ */
+export const countedClaim = (
+  line: Pick<ClaimedLine, 'accountId' | 'input'>,
+  catalog: Pick<Catalog, 'find'>,
+): CountedLine => ({
   accountId: line.accountId,
-  model: () => modelOf(line.input),
+  model: () => {
+    const named = modelOf(line.input)
+    return catalog.find(named)?.id ?? named
+  },
 })
 
 /** The dispatchers' onOutcome for the usage report and /metrics. */

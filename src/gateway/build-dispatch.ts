@@ -95,7 +95,7 @@ function buildDispatcher(
       drainMs: 10_000,
       onOutcome: (outcome, line) => {
         observed(outcome)
-        counted(outcome, countedClaim(line))
+        counted(outcome, countedClaim(line, catalog))
       },
       spillMargin: config.dispatch.spillMargin,
       fineTunes: parts.fineTuneDirectory.byId,

@@ -29,6 +29,10 @@ export function usageCatalog(simUrl: string) {
       },
     ],
   })
+  // The test catalog's model the simulator refuses (a 400), by an alias too: failed lines.
+  catalog.models.find((model: { id: string }) => model.id === 'sim/refused').aliases = [
+    'refused-alias',
+  ]
   return catalog
 }
 

@@ -191,6 +191,30 @@ for (const storeKind of STORES) {
         sampleValue(metrics, 'multigrid_webhook_attempts_total', { result: 'delivered' }),
       ).toBeGreaterThanOrEqual(1)
     })
+
+    test('a failed line is counted under its catalog model when it names it by an alias', async () => {
+      const { key } = await gw.newAccount('1')
+      const lines = [
+        chatLine('by-alias', 'refused', {}, 'refused-alias'),
+        chatLine('by-id', 'refused too', {}, 'sim/refused'),
+        chatLine('ok-alias', 'answered', {}, 'chat-small'),
+      ]
+      const submitted = await gw.request('/v1/batches', key, { method: 'POST', body: jsonl(lines) })
+      expect(submitted.status).toBe(201)
+      const { id } = (await submitted.json()) as { id: string }
+      await waitFor('the batch to end', async () => {
+        const batch = (await (await gw.request(`/v1/batches/${id}`, key)).json()) as any
+        return batch.status === 'completed' && batch.request_counts.failed === 2
+      })
+      await Bun.sleep(50)
+      const day = today()
+      const response = await gw.request(`/v1/usage?from=${day}&to=${day}&group_by=model`, key)
+      const rows = ((await response.json()) as { data: any[] }).data
+      expect(rows.map((row) => [row.model, row.lines])).toEqual([
+        ['sim/chat', 1],
+        ['sim/refused', 2],
+      ])
+    })
   })
 }
 
