@@ -18,7 +18,13 @@ export function mapAnthropicUsage(usage: unknown): Usage | null {
   let written5m = count(u.cache_creation_input_tokens)
   let written1h = 0
   const split = u.cache_creation as Record<string, unknown> | null | undefined
-  if (typeof split === 'object' && split !== null) {
+  // The split only when it has one: an object without either figure leaves the total at 5 minutes.
+  if (
+    typeof split === 'object' &&
+    split !== null &&
+    (typeof split.ephemeral_5m_input_tokens === 'number' ||
+      typeof split.ephemeral_1h_input_tokens === 'number')
+  ) {
     written5m = count(split.ephemeral_5m_input_tokens)
     written1h = count(split.ephemeral_1h_input_tokens)
   }
@@ -26,7 +32,6 @@ export function mapAnthropicUsage(usage: unknown): Usage | null {
     input_tokens: count(u.input_tokens) + read + written5m + written1h,
     output_tokens: count(u.output_tokens),
   }
-  // Reported, even as 0: the translated usage then shows its prompt_tokens_details (docs/pricing.md).
   if (typeof u.cache_read_input_tokens === 'number') mapped.cached_input_tokens = read
   if (written5m > 0) mapped.cache_write_tokens = written5m
   if (written1h > 0) mapped.cache_write_1h_tokens = written1h

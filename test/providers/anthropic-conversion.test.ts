@@ -305,6 +305,41 @@ describe('prompt caching (docs/pricing.md)', () => {
     expect(
       mapAnthropicUsage({ input_tokens: 1, cache_creation_input_tokens: 9, output_tokens: 2 }),
     ).toEqual({ input_tokens: 10, output_tokens: 2, cache_write_tokens: 9 })
+    // A cache_creation object without either figure is no split: the total stays.
+    expect(
+      mapAnthropicUsage({
+        input_tokens: 10,
+        cache_read_input_tokens: 0,
+        cache_creation_input_tokens: 1000,
+        cache_creation: {},
+        output_tokens: 5,
+      }),
+    ).toEqual({
+      input_tokens: 1010,
+      output_tokens: 5,
+      cached_input_tokens: 0,
+      cache_write_tokens: 1000,
+    })
+  })
+
+  test('an answer without cache fields still gets prompt_tokens_details, as zeros', () => {
+    const converted = convertAnthropicResponse(
+      {
+        id: 'msg_2',
+        model: 'claude-x',
+        content: [{ type: 'text', text: 'hi' }],
+        stop_reason: 'end_turn',
+        usage: { input_tokens: 9, output_tokens: 8 },
+      },
+      1,
+    )
+    if (!converted.ok) throw new Error(converted.message)
+    expect(converted.body.usage).toEqual({
+      prompt_tokens: 9,
+      completion_tokens: 8,
+      total_tokens: 17,
+      prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
+    })
   })
 
   test('cache fields reported as 0 still give the translated usage its prompt_tokens_details', () => {
