@@ -19,6 +19,7 @@ export function announceChanges(
       if (lines.length > 0) changed([claim.batchId])
       return lines
     },
+    nextLine: (...args) => store.nextLine(...args),
     batchStatuses: (...args) => store.batchStatuses(...args),
     renewLeases: (...args) => store.renewLeases(...args),
     async recordOutcomes(...args) {

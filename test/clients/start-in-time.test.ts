@@ -5,7 +5,9 @@
  * dispatcher (MULTIGRID_DISPATCH=0) no line ever starts, and the batches are aged in the store.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { chatLine, jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
+import { laneCatalog } from '../helpers/lane-catalog.ts'
 import { openStoreFile } from '../helpers/store-file.ts'
 import { waitFor } from '../helpers/wait.ts'
 
@@ -105,5 +107,72 @@ for (const store of STORES) {
       await waitFor('the late one to fail', async () => (await read(key, late)).status === 'failed')
       expect((await read(key, early)).status).toBe('in_progress')
     })
+  })
+}
+
+/**
+ * With batch lanes in the catalog the lane engine looks at every runnable batch's first line to
+ * choose its lane; looking must not start it. A batch kept waiting behind an earlier one's lines
+ * (every slot busy for seconds) is still unstarted, and fails at half its window.
+ */
+for (const store of STORES) {
+  describe(`${store}, with batch lanes`, () => {
+    let sim: Simulator
+    let gw: TestGateway
+    beforeAll(async () => {
+      sim = await startSimulator({ latencyMs: 3_000 })
+      const catalog = laneCatalog(sim.url, sim.url)
+      // Three lines in flight at most (one slot each, and half again): the first batch's.
+      catalog.providers.sim.max_concurrency = 1
+      catalog.providers.claude.max_concurrency = 1
+      gw = await startTestGateway({
+        store,
+        catalog,
+        env: { MULTIGRID_POLL_MS: '20', MULTIGRID_CREDIT_WAIT_POLL_MS: '100' },
+      })
+    })
+    afterAll(async () => {
+      await gw.stop()
+      await sim.stop()
+    })
+
+    test('a batch that waited while the lanes looked at it is unstarted: capacity_unavailable', async () => {
+      const { key } = await gw.newAccount('5')
+      const submit = async (hours: number, count: number) => {
+        const lines = Array.from({ length: count }, (_, i) =>
+          chatLine(`l-${i}`, 'q', {}, 'lane/none'),
+        )
+        const response = await gw.request(`/v1/batches?completion_window_hours=${hours}`, key, {
+          method: 'POST',
+          body: jsonl(lines),
+        })
+        expect(response.status).toBe(201)
+        return ((await response.json()) as { id: string }).id
+      }
+      const read = async (id: string) =>
+        (await (await gw.request(`/v1/batches/${id}`, key)).json()) as {
+          status: string
+          started_at: number | null
+          errors: { code: string }[] | null
+          request_counts: { running: number }
+        }
+      const first = await submit(1, 6)
+      await waitFor(
+        'the first batch to hold the slot',
+        async () => (await read(first)).request_counts.running > 0,
+      )
+      const waiting = await submit(24, 1)
+      // Many turns of the lane engine (every 100 ms here) while the slot stays busy.
+      await Bun.sleep(1_000)
+      expect((await read(first)).status).toBe('in_progress')
+      expect((await read(waiting)).started_at).toBeNull()
+      await age(gw, waiting, 12 * HOUR + 5)
+      const failed = await waitFor('the waiting batch to fail', async () => {
+        const batch = await read(waiting)
+        return batch.status === 'failed' ? batch : null
+      })
+      expect(JSON.stringify(failed.errors)).toContain('capacity_unavailable')
+      await gw.request(`/v1/batches/${first}`, key, { method: 'DELETE' })
+    }, 30_000)
   })
 }

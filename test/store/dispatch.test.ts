@@ -94,6 +94,25 @@ onEveryStore(({ name, makeStore, it }) => {
         expect(await dispatch.batchStatuses([])).toEqual({})
       })
 
+      it('looks at the first due pending line without claiming it or starting the batch', async () => {
+        await account('acct_1')
+        await admit('acct_1', 'batch_01', 3)
+        expect(await dispatch.nextLine('batch_01', MS)).toBe(inputOf(1))
+        expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
+          startedAt: null,
+          counts: { pending: 3, running: 0 },
+        })
+        // Line 1 claimed, then back with a later not_before: line 2 is next until then.
+        await claim('batch_01', 'owner-a', 1)
+        expect(await dispatch.nextLine('batch_01', MS)).toBe(inputOf(2))
+        await dispatch.recordOutcomes('owner-a', [retry('batch_01', 1, MS + 5000)], MS)
+        expect(await dispatch.nextLine('batch_01', MS + 1000)).toBe(inputOf(2))
+        expect(await dispatch.nextLine('batch_01', MS + 5000)).toBe(inputOf(1))
+        await claim('batch_01', 'owner-a', 3, MS + 5000)
+        expect(await dispatch.nextLine('batch_01', MS + 5000)).toBeNull()
+        expect(await dispatch.nextLine('batch_99', MS)).toBeNull()
+      })
+
       it('claims pending lines in line order, leased, counted, once', async () => {
         await account('acct_1')
         await admit('acct_1', 'batch_01', 5, { deadlineAt: T0 + 7200 })

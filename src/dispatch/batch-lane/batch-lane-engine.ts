@@ -31,7 +31,15 @@ export const OTHER_MODEL_WAIT_MS = 5_000
 
 export interface EngineDeps {
   chunks: ChunkStore
-  dispatch: Pick<DispatchStore, 'runnableBatches' | 'claimLines' | 'renewLeases' | 'recordOutcomes'>
+  dispatch: Pick<
+    DispatchStore,
+    | 'runnableBatches'
+    | 'nextLine'
+    | 'claimLines'
+    | 'batchStatuses'
+    | 'renewLeases'
+    | 'recordOutcomes'
+  >
   catalog: Pick<Catalog, 'models' | 'find' | 'routeWithLanes' | 'provider'>
   /** The batch client of a provider with a batch lane. */
   client(provider: string): OpenAIBatchClient | AnthropicBatchClient | undefined
@@ -66,8 +74,8 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
   // batch that ended is never listed again; the set only needs bounding.
   const LIVE_REMEMBERED = 10_000
 
-  function laneOf(line: ClaimedLine, batch: RunnableBatch): Lane | null {
-    const parsed = JSON.parse(line.input) as Parsed
+  function laneOf(input: string, batch: RunnableBatch): Lane | null {
+    const parsed = JSON.parse(input) as Parsed
     const model = deps.catalog.find(String(parsed.body.model))
     if (!model) return null
     const ordered = deps.catalog.routeWithLanes(model, parsed.body.provider as never)
@@ -103,15 +111,14 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     const chunkId = newId('chk_')
     const owner = lineOwnerOf(chunkId)
     const at = now()
-    // One line first: its model says whether the batch goes to a batch lane at all.
-    const claim = (limit: number, leaseUntilMs: number) =>
-      deps.dispatch.claimLines({ batchId: batch.id, owner, limit, nowMs: at, leaseUntilMs })
-    const [first] = await claim(1, at + 2 * options.leaseMs)
-    if (!first) return false
+    // The first line, looked at and not claimed: its model says whether the batch goes to a
+    // batch lane at all. A claim would start the batch, and one that runs live or not at all
+    // would then never end capacity_unavailable (docs/open-models.md).
+    const first = await deps.dispatch.nextLine(batch.id, at)
+    if (first === null) return false
     const choice = laneOf(first, batch)
     if (!choice) {
       live.add(batch.id)
-      await handBack(owner, [first], at)
       return false
     }
     const cd = chunkDeps(choice)
@@ -119,15 +126,20 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     // Short until the chunk's intent is stored (submitChunk lengthens it): lines claimed by an
     // instance that dies before come back soon.
     const leaseUntil = at + cd.lineLeaseMs
-    const rest = await claim(choice.settings.chunkLines - 1, leaseUntil)
-    const lines = [first, ...rest]
-    await deps.dispatch.renewLeases(owner, leaseUntil)
-    const model = String((JSON.parse(first.input) as Parsed).body.model)
+    const lines = await deps.dispatch.claimLines({
+      batchId: batch.id,
+      owner,
+      limit: choice.settings.chunkLines,
+      nowMs: at,
+      leaseUntilMs: leaseUntil,
+    })
+    if (lines.length === 0) return false
+    const model = String((JSON.parse(first) as Parsed).body.model)
     const mine = lines.filter((line) => (JSON.parse(line.input) as Parsed).body.model === model)
     const chosen = new Set(mine)
     const others = lines.filter((line) => !chosen.has(line))
     await handBack(owner, others, at + OTHER_MODEL_WAIT_MS)
-    const endpoint = chunkEndpoint((JSON.parse(first.input) as Parsed).url)
+    const endpoint = chunkEndpoint((JSON.parse(first) as Parsed).url)
     const { chunks } = groupIntoChunks(
       mine.map((line) => ({
         lineNo: line.lineNo,

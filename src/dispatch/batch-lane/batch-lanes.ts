@@ -5,17 +5,17 @@
  */
 import type { Catalog } from '../../catalog/catalog.ts'
 import type { ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
-import type { DispatchStore, LineOutcome, Store } from '../../store/store.ts'
+import type { LineOutcome, Store } from '../../store/store.ts'
 import type { CountedLine } from '../count-outcomes.ts'
 import type { Logger } from '../../telemetry/logger.ts'
 import type { BatchClient } from '../../upstream/batch-clients.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
-import { createBatchLaneEngine } from './batch-lane-engine.ts'
+import { createBatchLaneEngine, type EngineDeps } from './batch-lane-engine.ts'
 import { createLaneBatches, type LaneBatches } from './lane-batches.ts'
 
 export interface BatchLanesDeps {
   store: Pick<Store, 'readLines'>
-  dispatch: Pick<DispatchStore, 'runnableBatches' | 'claimLines' | 'renewLeases' | 'recordOutcomes'>
+  dispatch: EngineDeps['dispatch']
   chunks: ChunkStore
   catalog: Catalog
   clients: ReadonlyMap<string, BatchClient>

@@ -155,6 +155,12 @@ export interface DispatchStore {
    * the batch waiting `max_cost_reached`, and one that takes lines with room to spare clears it.
    */
   claimLines(claim: LineClaim): Promise<ClaimedLine[]>
+  /**
+   * The input of the batch's first pending line due by `nowMs`, or null: what a claim would take
+   * first, read without claiming it, so looking does not start the batch (the batch lanes ask
+   * which lane a batch goes to this way).
+   */
+  nextLine(batchId: string, nowMs: number): Promise<string | null>
   /** The statuses of these batches (missing ids are left out). */
   batchStatuses(ids: readonly string[]): Promise<Record<string, BatchStatus>>
   /** Extends every lease `owner` holds. */

@@ -34,6 +34,7 @@ export function createDispatchThread(script: URL, openArgs: unknown[]): Dispatch
   return {
     runnableBatches: (...args) => call('runnableBatches', args),
     claimLines: (...args) => call('claimLines', args),
+    nextLine: (...args) => call('nextLine', args),
     batchStatuses: (...args) => call('batchStatuses', args),
     renewLeases: (...args) => call('renewLeases', args),
     recordOutcomes: (...args) => call('recordOutcomes', args),

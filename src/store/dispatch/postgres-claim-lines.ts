@@ -42,6 +42,17 @@ export async function runnableBatches(
   return rows.map(rowToRunnable)
 }
 
+export async function nextLine(
+  sql: postgres.Sql,
+  batchId: string,
+  nowMs: number,
+): Promise<string | null> {
+  const [row] = await sql`SELECT input FROM lines
+    WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${earlier(nowMs)}
+    ORDER BY line_no LIMIT 1`
+  return row ? (row.input as string) : null
+}
+
 /**
  * The claim call (DispatchStore.claimLines) on `sql`, with the batches seen with a spend cap
  * remembered (it is set at admission and never changes).

@@ -74,6 +74,19 @@ export async function claimLines(db: Database, claim: LineClaim): Promise<Claime
   })
 }
 
+export async function nextLine(
+  db: Database,
+  batchId: string,
+  nowMs: number,
+): Promise<string | null> {
+  const row = q(
+    db,
+    `SELECT input FROM lines WHERE batch_id = ? AND status = 'pending' AND not_before <= ?
+     ORDER BY line_no LIMIT 1`,
+  ).get(batchId, nowMs)
+  return row ? (row.input as string) : null
+}
+
 /**
  * Whether an account's balance still covers what it holds. Only a line that cost more than its
  * ceiling (or credit taken away by an operator) can make it fall short; until a deposit makes it
