@@ -90,6 +90,7 @@ export function createAnthropicBatchApi(
       return invalid('requests: at least one request is required')
     if (requests.length > ANTHROPIC_BATCH_MAX_REQUESTS)
       return invalid('requests: at most 100,000 requests per batch')
+    if (options().batchCreateMs > 0) await Bun.sleep(options().batchCreateMs)
     const o = options()
     const job: Job = {
       id: book.nextId('msgbatch_sim'),

@@ -214,6 +214,7 @@ async function create(state: OpenAIBatchState, request: Request): Promise<Respon
   const file = state.files.get(String(body.input_file_id))
   if (!file || file.purpose !== 'batch')
     return invalid(`No such File object: ${String(body.input_file_id)}`, 404)
+  if (state.options().batchCreateMs > 0) await Bun.sleep(state.options().batchCreateMs)
   const o = state.options()
   const job: Job = {
     id: state.book.nextId('batch_sim'),

@@ -101,6 +101,11 @@ export interface SimulatorOptions {
   batchErrorRate?: number
   /** A provider batch created now expires this long after, with what was due kept. Default null. */
   batchExpireMs?: number | null
+  /**
+   * How long a provider batch's create takes to answer (both APIs); the batch exists from its
+   * answer on. Default 0.
+   */
+  batchCreateMs?: number
   /** How long a cancelled provider batch stays `cancelling` / `canceling`. Default 0. */
   batchCancelMs?: number
   /** OpenAI batches created now go `failed` with this error code (`token_limit_exceeded`). */
@@ -141,6 +146,7 @@ export const defaultSimulatorOptions: ResolvedSimulatorOptions = {
   batchTurnaroundMs: 1000,
   batchErrorRate: 0,
   batchExpireMs: null,
+  batchCreateMs: 0,
   batchCancelMs: 0,
   batchFailCode: null,
 }

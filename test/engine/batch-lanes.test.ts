@@ -581,5 +581,31 @@ for (const storeKind of STORES) {
       expect(ended.request_counts.cancelled).toBe(8)
       expect(liveChats(openai)).toBe(0)
     }, 60_000)
+
+    test('a cancel while a provider batch is still being created reaches it too', async () => {
+      // Each create takes a second: the cancel comes while the first is under way.
+      openai.configure({ batchTurnaroundMs: 60_000, batchCreateMs: 1_000 })
+      try {
+        const before = openai.batches()
+        const batch = await submit(jsonl(lines('lane/chat', 8)))
+        await waitFor('the first chunk claimed', async () => {
+          const view = await read(batch.id)
+          return (view.routing.providers['sim:batch']?.running as number) > 0
+        })
+        expect(openai.batches().jobs.length).toBe(before.jobs.length)
+        const cancel = await gw.request(`/v1/batches/${batch.id}`, key, { method: 'DELETE' })
+        expect(cancel.status).toBe(200)
+        // Not at the provider batch's end a minute later: once the create answered, it is cancelled.
+        const ended = await finished(batch.id, 15_000)
+        expect(ended.status).toBe('cancelled')
+        expect(ended.request_counts.succeeded).toBe(0)
+        const made = openai.batches().jobs.slice(before.jobs.length)
+        expect(made.length).toBeGreaterThan(0)
+        expect(openai.batches().cancelled - before.cancelled).toBe(made.length)
+        expect(liveChats(openai)).toBe(0)
+      } finally {
+        openai.configure({ batchCreateMs: 0 })
+      }
+    }, 30_000)
   })
 }

@@ -39,7 +39,7 @@ import { mapChunkResults } from './map-chunk-results.ts'
 /** What a chunk's life needs: its stores, its provider's batch client and the lane. */
 export interface ChunkDeps {
   chunks: ChunkStore
-  lines: Pick<DispatchStore, 'renewLeases' | 'recordOutcomes'>
+  lines: Pick<DispatchStore, 'renewLeases' | 'recordOutcomes' | 'batchStatuses'>
   client: OpenAIBatchClient | AnthropicBatchClient
   offering: Offering
   /** The catalog model the offering is of: the chunk's lines name it. */
@@ -181,19 +181,30 @@ function chunkLine(
 const providerEndpoint = (endpoint: ChunkEndpoint): ChunkApiEndpoint =>
   endpoint === 'messages' ? 'chat' : endpoint
 
+/**
+ * Whether the chunk's Multigrid batch still runs. A cancel asks the lanes to cancel its chunks
+ * (requestCancel), but a chunk still being uploaded or created then, or a cancel made on an
+ * instance without lanes, would miss it: each look asks the batch itself too.
+ */
+async function batchRuns(deps: ChunkDeps, batchId: string): Promise<boolean> {
+  const statuses = await deps.lines.batchStatuses([batchId])
+  return statuses[batchId] === 'in_progress'
+}
+
 /** Looks at a chunk this instance holds (claimed from the chunk store) and moves it on. */
 export async function followChunk(deps: ChunkDeps, chunk: ChunkRecord): Promise<void> {
   const { fallbackAtMs } = chunk
   const now = deps.now()
   await deps.lines.renewLeases(lineOwnerOf(chunk.id), lineLeaseUntil(deps, fallbackAtMs, now))
   const states = await deps.chunks.chunkLines(chunk.id)
-  if (chunk.providerBatchId === null) return resumeIntent(deps, chunk, states)
+  const stopped = chunk.state === 'cancelling' || !(await batchRuns(deps, chunk.batchId))
+  if (chunk.providerBatchId === null) return resumeIntent(deps, chunk, states, stopped)
   const read = await deps.client.getBatch(chunk.providerBatchId)
   if (!read.ok) return lookFailed(deps, chunk, read.error, fallbackAtMs)
   const action = followAction(read.value.status.unified, {
     nowMs: now,
     fallbackAtMs,
-    cancelRequested: chunk.state === 'cancelling',
+    cancelRequested: stopped,
   })
   const times = { pollMs: deps.settings.pollMs, fallbackAtMs }
   if (action === 'wait')
@@ -297,7 +308,9 @@ async function createFailed(
 }
 
 async function submitted(deps: ChunkDeps, chunk: ChunkRecord, providerBatchId: string) {
-  const next = deps.now() + deps.settings.pollMs
+  // A batch cancelled while its chunk was being created: the next look, now, cancels it.
+  const now = deps.now()
+  const next = (await batchRuns(deps, chunk.batchId)) ? now + deps.settings.pollMs : now
   await done(deps, chunk, {
     state: 'submitted',
     providerBatchId,
@@ -308,16 +321,23 @@ async function submitted(deps: ChunkDeps, chunk: ChunkRecord, providerBatchId: s
 
 /**
  * An intent without a provider batch id: its holder died or its create failed. OpenAI: the
- * create is looked for by `metadata.mg_chunk` and adopted when found, made from the uploaded file
- * when not. Without an upload (or on Anthropic, which has no metadata) the lines go back.
+ * create is looked for by `metadata.mg_chunk` and adopted when found (to be cancelled if the batch
+ * has `stopped`), made from the uploaded file when not, unless it has. Without an upload (or on
+ * Anthropic, which has no metadata) the lines go back.
  */
-async function resumeIntent(deps: ChunkDeps, chunk: ChunkRecord, states: ChunkLineRef[]) {
+async function resumeIntent(
+  deps: ChunkDeps,
+  chunk: ChunkRecord,
+  states: ChunkLineRef[],
+  stopped: boolean,
+) {
   const client = deps.client
   if (client.kind === 'anthropic') return cancelCopies(deps, client, chunk, states)
   if (chunk.inputFileId === null) return abandon(deps, chunk, states)
   const found = await findChunk(client, chunk.id)
   if (!found.ok) return createFailed(deps, chunk, states, found.error)
   if (found.value !== null) return submitted(deps, chunk, found.value.id)
+  if (stopped) return abandon(deps, chunk, states, 'the batch stopped before its chunk was sent')
   const created = await client.create(
     { chunkId: chunk.id, endpoint: providerEndpoint(chunk.endpoint) },
     chunk.inputFileId,
