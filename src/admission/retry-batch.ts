@@ -8,7 +8,12 @@ import { isOpenBatch } from '../domain.ts'
 import { notFound, refuse } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
 import type { BatchStore } from '../store/store.ts'
-import type { Admission, SubmitOptions, SubmitResult } from './submit-batch.ts'
+import {
+  LONG_WINDOW_HOURS,
+  type Admission,
+  type SubmitOptions,
+  type SubmitResult,
+} from './submit-batch.ts'
 
 /** The line statuses a retry runs again: every one that did not succeed. */
 export const UNSUCCESSFUL = ['failed', 'cancelled', 'expired'] as const
@@ -23,6 +28,11 @@ export interface RetryOptions {
   /** The child's spend cap (docs/money-and-limits.md), canonical decimal text; null for none. */
   maxCostUsd: string | null
   idempotencyKey: string | null
+  /**
+   * A hold the credit does not cover waits for a deposit (docs/open-models.md) instead of a 402.
+   * Null: as a submit's default, when the child's window is 72 hours or more.
+   */
+  waitForCredit?: boolean | null
 }
 
 /**
@@ -63,10 +73,12 @@ export async function retryBatch(
     )
   }
   const { bytes, lineNos } = await unsuccessfulInput(store, parent.id)
+  const hours = options.completionWindowHours ?? parent.completionWindowHours
   const submit: SubmitOptions = {
     accountId: options.accountId,
     name: parent.name,
-    completionWindowHours: options.completionWindowHours ?? parent.completionWindowHours,
+    completionWindowHours: hours,
+    waitForCredit: options.waitForCredit ?? hours >= LONG_WINDOW_HOURS,
     idempotencyKey: options.idempotencyKey,
     source: 'native',
     metadata: null,

@@ -148,6 +148,10 @@ export function nativeBatchRoutes(deps: NativeDeps) {
           completionWindowHours: options.completion_window_hours ?? null,
           maxCostUsd: options.max_cost_usd ?? null,
           idempotencyKey: request.headers.get('idempotency-key'),
+          waitForCredit:
+            options.wait_for_credit === undefined
+              ? null
+              : options.wait_for_credit === 'true' || options.wait_for_credit === '1',
         })
         const answer = answerOf(result)
         switch (answer.kind) {
@@ -314,6 +318,8 @@ export const retryOptions = z.object({
   completion_window_hours: wholeNumberText(1, MAX_WINDOW_HOURS, 24).optional(),
   // The child's own spend cap (docs/money-and-limits.md), by the submit's rule.
   max_cost_usd: maxCostUsdText().optional(),
+  // As a submit's (docs/open-models.md): unset, a window of 72 hours or more waits for a top-up.
+  wait_for_credit: submitOptions.shape.wait_for_credit,
 })
 
 async function readRetryOptions(request: Request, limit: BodyLimit) {
@@ -334,13 +340,14 @@ async function readRetryOptions(request: Request, limit: BodyLimit) {
   const unknown = Object.keys(fields).find((name) => !(name in retryOptions.shape))
   if (unknown !== undefined) {
     throw badRequest(
-      `a retry takes no ${excerpt(unknown)}: send only completion_window_hours and max_cost_usd (the lines and their bodies come from the batch retried)`,
+      `a retry takes no ${excerpt(unknown)}: send only completion_window_hours, max_cost_usd and wait_for_credit (the lines and their bodies come from the batch retried)`,
       excerpt(unknown),
     )
   }
-  // A number in JSON is held to the rule its text in a query is: 24, not 24.5 or 1e1.
+  // A number or boolean in JSON is held to the rule its text in a query is: 24, not 24.5 or 1e1.
   for (const [name, value] of Object.entries(fields)) {
-    if (typeof value === 'number') (fields as Record<string, unknown>)[name] = String(value)
+    if (typeof value === 'number' || typeof value === 'boolean')
+      (fields as Record<string, unknown>)[name] = String(value)
   }
   const options = parseFields(retryOptions, fields as Record<string, string>)
   return options

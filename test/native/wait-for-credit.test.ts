@@ -306,6 +306,44 @@ for (const store of STORES) {
       expect(await account(accountId)).toMatchObject({ balance_usd: '1.000000', open_batches: 0 })
     })
 
+    test('a retry waits for a top-up as a submit does: by default at 72 hours or more, or when asked', async () => {
+      const { accountId, key } = await gw.newAccount('0')
+      // A parent whose lines did not succeed: it waited for credit and was cancelled.
+      const { id: parent } = (await (await submit(key, lines(2))).json()) as Batch
+      await gw.request(`/v1/batches/${parent}`, key, { method: 'DELETE' })
+      expect((await done(key, parent)).status).toBe('cancelled')
+      const retry = (body: unknown) =>
+        gw.request(`/v1/batches/${parent}/retry`, key, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+      expect((await retry({})).status).toBe(402)
+      expect((await retry({ completion_window_hours: 72, wait_for_credit: false })).status).toBe(
+        402,
+      )
+      const long = await retry({ completion_window_hours: 72 })
+      expect(long.status).toBe(201)
+      const asked = await retry({ wait_for_credit: true })
+      expect(asked.status).toBe(201)
+      for (const child of [(await long.json()) as Batch, (await asked.json()) as Batch]) {
+        expect(child).toMatchObject({
+          status: 'validating',
+          waiting: { code: 'insufficient_credit' },
+        })
+        await gw.request(`/v1/batches/${child.id}`, key, { method: 'DELETE' })
+      }
+      await deposit(accountId, '1')
+      // A query parameter says the same; with the credit there it starts at once, and runs.
+      const queried = await gw.request(`/v1/batches/${parent}/retry?wait_for_credit=1`, key, {
+        method: 'POST',
+      })
+      expect(queried.status).toBe(201)
+      const ran = await done(key, ((await queried.json()) as Batch).id)
+      expect(ran.status).toBe('completed')
+      expect(ran.request_counts.succeeded).toBe(2)
+    })
+
     test('the daily spend limit is not waited for: 429 limit_exceeded', async () => {
       const { key } = await gw.newAccount('0', {}, { daily_spend_limit_usd: '0.0001' })
       const refused = await submit(key, lines(2))
