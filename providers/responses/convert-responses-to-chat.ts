@@ -94,13 +94,14 @@ function textOf(content: unknown, where: string, lenient: boolean): string {
     .join('')
 }
 
-function convertInput(input: unknown, lenient: boolean): Item[] {
+/** `input`, or `instructions` given as items (`field`), as chat messages. */
+function convertInput(input: unknown, lenient: boolean, field = 'input'): Item[] {
   if (typeof input === 'string') return [{ role: 'user', content: input }]
   if (!Array.isArray(input) || input.length === 0)
-    throw new Refusal('must be text or a non-empty array of input items', 'input')
+    throw new Refusal('must be text or a non-empty array of input items', field)
   const messages: Item[] = []
   input.forEach((item: Item, index) => {
-    const where = `input[${index}]`
+    const where = `${field}[${index}]`
     const type = item?.type ?? 'message'
     if (type === 'message') {
       const role = item.role
@@ -130,6 +131,18 @@ function convertInput(input: unknown, lenient: boolean): Item[] {
     }
   })
   return messages
+}
+
+/**
+ * `instructions`: text is a system message; OpenAI also takes a list of input items there, each
+ * kept as its message. Never dropped without a word: anything else is refused.
+ */
+function instructionMessages(instructions: unknown, lenient: boolean): Item[] {
+  if (instructions === undefined || instructions === null) return []
+  if (typeof instructions === 'string') return [{ role: 'system', content: instructions }]
+  if (Array.isArray(instructions) && instructions.length > 0)
+    return convertInput(instructions, lenient, 'instructions')
+  throw new Refusal('must be text or a non-empty array of input items', 'instructions')
 }
 
 function convertFormat(text: unknown, out: Record<string, unknown>, lenient: boolean) {
@@ -190,9 +203,10 @@ export function convertResponsesToChat(
           `is not supported for this model's offerings, which take chat completions; remove it (supported: ${[...RESPONSES_FIELDS].join(', ')})`,
           name,
         )
-    const messages = convertInput(body.input, lenient)
-    if (typeof body.instructions === 'string')
-      messages.unshift({ role: 'system', content: body.instructions })
+    const messages = [
+      ...instructionMessages(body.instructions, lenient),
+      ...convertInput(body.input, lenient),
+    ]
     const out: Record<string, unknown> = { model: body.model, messages }
     const set = (from: string, to: string) => {
       if (body[from] !== undefined && body[from] !== null) out[to] = body[from]

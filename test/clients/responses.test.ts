@@ -146,6 +146,30 @@ describe('the openai package', () => {
     expect(tooLong.message).not.toContain('max_tokens')
   })
 
+  test('instructions as a list of items reach a translated offering as its messages, never dropped', async () => {
+    const response = await client.responses.create({
+      model: 'sim/chat',
+      instructions: [
+        { role: 'system', content: 'Be terse.' },
+        { role: 'developer', content: [{ type: 'input_text', text: 'Use French.' }] },
+      ],
+      input: 'Say hello.',
+      max_output_tokens: 32,
+    } as never)
+    expect(response.status).toBe('completed')
+    expect(JSON.parse(sim.received().at(-1)!.text).messages).toEqual([
+      { role: 'system', content: 'Be terse.' },
+      { role: 'developer', content: 'Use French.' },
+      { role: 'user', content: 'Say hello.' },
+    ])
+    // Neither text nor items: a 400 naming it.
+    const error = await client.responses
+      .create({ model: 'sim/chat', input: 'hi', instructions: { text: 'x' } } as never)
+      .catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+    expect((error as { error: { param: string } }).error.param).toBe('instructions')
+  })
+
   for (const model of ['sim/chat', 'sim/claude'])
     test(`cached prompt tokens are reported streamed as whole (${model})`, async () => {
       const input = 'Say hello. [sim:cache read=4 write=2]'
