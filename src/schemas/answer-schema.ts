@@ -12,7 +12,7 @@
 import Ajv, { type ValidateFunction } from 'ajv'
 import Ajv2019 from 'ajv/dist/2019'
 import Ajv2020 from 'ajv/dist/2020'
-import { PatternError, re2Engine } from './re2-patterns.ts'
+import { checkPatterns, PatternError, re2Engine } from './re2-patterns.ts'
 import { findRecursion } from './schema-recursion.ts'
 
 /** A schema as the gateway uses it: how to judge an answer, and whether it recurses. */
@@ -117,6 +117,7 @@ function compileUncached(schema: Record<string, unknown>): CompiledAnswerSchema 
     }
   }
   try {
+    checkPatterns(schema)
     return answerSchema(ajv, ajv.compile(schema), schema)
   } catch (error) {
     if (error instanceof PatternError) return { ok: false, message: error.message, pattern: true }

@@ -36,6 +36,33 @@ function re2(pattern: string): { test(s: string): boolean; toString(): string } 
   }
 }
 
+/** Keywords whose values are data, not schemas: a `pattern` under them is no pattern. */
+const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples'])
+
+/**
+ * Compiles every `pattern` and `patternProperties` key of the schema, reached or not, and throws
+ * PatternError at the first RE2 cannot take: Ajv compiles only the subschemas something refers
+ * to, so one under an unused `$defs` entry would pass unseen.
+ */
+export function checkPatterns(schema: unknown): void {
+  const stack: unknown[] = [schema]
+  while (stack.length > 0) {
+    const node = stack.pop()
+    if (typeof node !== 'object' || node === null) continue
+    if (Array.isArray(node)) {
+      for (const item of node) stack.push(item)
+      continue
+    }
+    for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
+      if (DATA_KEYWORDS.has(key)) continue
+      if (key === 'pattern' && typeof value === 'string') re2(value)
+      if (key === 'patternProperties' && typeof value === 'object' && value !== null)
+        for (const name of Object.keys(value)) re2(name)
+      if (typeof value === 'object' && value !== null) stack.push(value)
+    }
+  }
+}
+
 /** The engine for Ajv's `code.regExp`; `code` names it only for standalone code, never made here. */
 export const re2Engine: RegExpEngine = Object.assign((pattern: string) => re2(pattern), {
   code: 're2js',

@@ -47,6 +47,25 @@ describe('schema threads', () => {
       ok: false,
       reason: 'pattern',
     })
+    // Also where nothing refers to it (Ajv compiles only what is reached), and as a
+    // patternProperties key; a "pattern" that is data (a const, a property's name) is none.
+    const unused = { $defs: { u: { type: 'string', pattern: '(?=x)' } }, type: 'object' }
+    expect(await checks.compile(JSON.stringify(unused), 'a')).toMatchObject({
+      ok: false,
+      reason: 'pattern',
+    })
+    const keyed = { $defs: { u: { patternProperties: { '(?!a)': {} } } } }
+    expect(await checks.compile(JSON.stringify(keyed), 'a')).toMatchObject({
+      ok: false,
+      reason: 'pattern',
+    })
+    const data = {
+      type: 'object',
+      properties: { pattern: { type: 'string' } },
+      default: { pattern: '(?=x)' },
+      examples: [{ pattern: '(?=x)' }],
+    }
+    expect(await checks.compile(JSON.stringify(data), 'a')).toMatchObject({ ok: true })
   })
 
   test('a bomb is unchecked and its thread replaced; the next answers are judged as before', async () => {
