@@ -226,6 +226,9 @@ for (const storeKind of STORES) {
         `msgbatch_${child.id.slice('batch_'.length)}`,
       )
       expect(asMessages.type).toBe('message_batch')
+      // And listed with the Message Batches, newest first.
+      const listed = await client.messages.batches.list({ limit: 2 })
+      expect(listed.data.map((batch) => batch.id)).toEqual([asMessages.id, created.id])
     }, 60_000)
 
     test("two models on one upstream model: each line at its own model's lane price, in the batch's usage and the usage report", async () => {

@@ -1,10 +1,11 @@
 /**
  * Anthropic's batch list paging (`limit`, `after_id`, `before_id`; newest first) over the
- * account's native batches, keeping those made through the Anthropic API. The store pages by
+ * account's native batches, keeping the Message Batches: those made through the Anthropic API, and
+ * native retries of them, which keep their `/v1/messages` endpoint. The store pages by
  * `after` only, so a page is gathered from its pages; the scan is bounded, and a list deeper than
  * the bound ends there (has_more false) rather than reading without end.
  */
-import type { BatchRecord } from '../../domain.ts'
+import { MESSAGES_URL, type BatchRecord } from '../../domain.ts'
 import type { BatchStore } from '../../store/store.ts'
 
 /** The most batches one list reads from the store, whatever it keeps. */
@@ -20,7 +21,8 @@ async function* anthropicBatches(store: BatchStore, accountId: string, after: st
   let cursor = after
   for (let scanned = 0; scanned < SCAN_LIMIT; scanned += STORE_PAGE) {
     const page = await store.listBatches(accountId, { limit: STORE_PAGE, after: cursor })
-    for (const batch of page.batches) if (batch.source === 'anthropic') yield batch
+    for (const batch of page.batches)
+      if (batch.source === 'anthropic' || batch.endpoint === MESSAGES_URL) yield batch
     if (!page.hasMore || page.batches.length === 0) return
     cursor = page.batches[page.batches.length - 1].id
   }
