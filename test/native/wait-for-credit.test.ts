@@ -199,33 +199,30 @@ for (const store of STORES) {
       console.log(`wait for credit (${store}): started ${startMs} ms after the deposit`)
     })
 
-    test('a deposit that covers only some starts the earliest first and none twice', async () => {
+    test('a deposit starts each batch whose hold it makes fit, earliest first, and none twice', async () => {
       const { accountId, key } = await gw.newAccount('0')
       const first = (await (await submit(key, lines(2, 'a'))).json()) as Batch
       const second = (await (await submit(key, lines(3, 'b'))).json()) as Batch
       const third = (await (await submit(key, lines(1, 'c'))).json()) as Batch
-      // The third would fit this, but the first and second came earlier.
+      // Ceilings 0.000186, 0.000279 and 0.000093: this covers the third alone, the latest.
       await deposit(accountId, '0.00015')
-      await Bun.sleep(700)
-      for (const batch of [first, second, third])
+      expect((await done(key, third.id)).status).toBe('completed')
+      for (const batch of [first, second])
         expect((await batchOf(key, batch.id)).status).toBe('validating')
-      // Exactly the first's ceiling.
-      await deposit(accountId, '0.000036')
-      expect((await done(key, first.id)).status).toBe('completed')
-      const spent = new Decimal((await batchOf(key, first.id)).cost_usd)
-      // What the first did not spend, against the second's ceiling and then the third's.
-      const left = new Decimal('0.000186').minus(spent)
-      const needs = (lines: number) => `$${usd(LINE_USD.times(lines).minus(left))}`
+      // What is left; the first needs the rest of its ceiling, the second its own and the
+      // first's, which a deposit covering it reaches first.
+      const left = new Decimal('0.00015').minus((await batchOf(key, third.id)).cost_usd)
+      const needs = (ceiling: Decimal) => `$${usd(ceiling.minus(left))}`
+      const firstNeeds = needs(LINE_USD.times(2))
       await waitFor(
         'the deposits still needed',
         async () =>
-          (await batchOf(key, second.id)).waiting?.message.includes(needs(3)) &&
-          (await batchOf(key, third.id)).waiting?.message.includes(needs(4)),
+          (await batchOf(key, first.id)).waiting?.message.includes(firstNeeds) &&
+          (await batchOf(key, second.id)).waiting?.message.includes(needs(LINE_USD.times(5))),
         5_000,
       )
-      expect((await batchOf(key, second.id)).status).toBe('validating')
       await deposit(accountId, '1')
-      for (const batch of [second, third])
+      for (const batch of [first, second])
         expect((await done(key, batch.id)).status).toBe('completed')
       // Each line ran once; the account paid exactly what the three batches cost.
       let total = new Decimal(0)
@@ -240,7 +237,17 @@ for (const store of STORES) {
         total = total.plus((await batchOf(key, batch.id)).cost_usd)
       }
       const balance = new Decimal((await account(accountId)).balance_usd!)
-      expect(new Decimal('1.000186').minus(balance).equals(total)).toBe(true)
+      expect(new Decimal('1.00015').minus(balance).equals(total)).toBe(true)
+    })
+
+    test('a submit whose hold fits starts at once, though an earlier one waits', async () => {
+      const { key } = await gw.newAccount('0.0001')
+      const waiting = (await (await submit(key, lines(2, 'a'))).json()) as Batch
+      expect(waiting.status).toBe('validating')
+      const fits = (await (await submit(key, lines(1, 'b'))).json()) as Batch
+      expect(fits).toMatchObject({ status: 'in_progress', waiting: null })
+      expect((await done(key, fits.id)).status).toBe('completed')
+      expect((await batchOf(key, waiting.id)).status).toBe('validating')
     })
 
     test('still short after half its window: failed insufficient_quota, nothing run, nothing charged, nothing held', async () => {

@@ -788,39 +788,39 @@ onEveryStore(({ name, makeStore, it }) => {
         )
       })
 
-      it('starts the earliest first: a deposit that covers only some starts them in order, and a later batch never takes the credit an earlier one waits for', async () => {
+      it('starts each batch whose hold the credit left covers, earliest first, also past an earlier one it does not', async () => {
         await account('acct_1', '0')
         await waitFor('batch_a', '2', { createdAt: T0 })
         await waitFor('batch_b', '1', { createdAt: T0 + 1 })
         await waitFor('batch_c', '1', { createdAt: T0 + 2 })
         await store.addCredit('acct_1', '1.5')
-        // B and C would fit, but A came first.
-        expect(await store.admitWaitingBatches(MS + 3000)).toEqual({ started: [], failed: [] })
+        // A does not fit; B does, and takes it; what is left does not cover C.
+        expect(await store.admitWaitingBatches(MS + 3000)).toEqual({
+          started: ['batch_b'],
+          failed: [],
+        })
         const needed = async () =>
           Promise.all(
-            ['batch_a', 'batch_b', 'batch_c'].map(
+            ['batch_a', 'batch_c'].map(
               async (id) =>
                 /deposit at least \$([\d.]+)/.exec(
                   (await batchOf('acct_1', id)).waiting?.message ?? '',
                 )?.[1],
             ),
           )
-        expect(await needed()).toEqual(['0.500000', '1.500000', '2.500000'])
-        // A waiting submit queues behind them even though its own hold fits.
+        // 0.5 is left: A needs 1.5; 0.5 starts C, as A would still not fit.
+        expect(await needed()).toEqual(['1.500000', '0.500000'])
+        // A submit that may wait starts at once when its own hold fits.
         await waitFor('batch_d', '0.1', { createdAt: T0 + 3 })
-        expect((await batchOf('acct_1', 'batch_d')).status).toBe('validating')
+        expect((await batchOf('acct_1', 'batch_d')).status).toBe('in_progress')
         await store.addCredit('acct_1', '1')
         expect(await store.admitWaitingBatches(MS + 4000)).toEqual({
-          started: ['batch_a'],
+          started: ['batch_c'],
           failed: [],
         })
-        expect(await needed()).toEqual([undefined, '0.500000', '1.500000'])
+        expect(await needed()).toEqual(['1.600000', undefined])
         await store.addCredit('acct_1', '10')
-        expect((await store.admitWaitingBatches(MS + 5000)).started).toEqual([
-          'batch_b',
-          'batch_c',
-          'batch_d',
-        ])
+        expect((await store.admitWaitingBatches(MS + 5000)).started).toEqual(['batch_a'])
         expect(await store.getAccount('acct_1')).toMatchObject({
           heldUsd: '4.1',
           balanceUsd: '12.5',

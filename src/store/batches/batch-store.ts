@@ -92,9 +92,9 @@ export interface BatchStore {
    */
   admitBatch(batch: NewBatch): Promise<AdmitResult>
   /**
-   * Batches waiting for credit, each account's earliest first: those whose hold now fits the
-   * available credit start (held, `in_progress`), stopping at the first that does not fit, so a
-   * later one never takes the credit an earlier one waits for; those whose wait is over fail.
+   * Batches waiting for credit, each account's earliest first: each whose hold the credit left
+   * covers starts (held, `in_progress`), also past an earlier one it does not cover
+   * (planCreditWaits); those whose wait is over fail.
    * Also refreshes the deposit each still waiting one needs. Safe on every instance at once: a
    * batch is started or failed once.
    */

@@ -60,9 +60,11 @@ export async function admitBatch(
     }
     const available = new Money(account.balance_usd).minus(account.held_usd).minus(leased!.total)
     const waitUntil = batch.creditWaitUntil ?? null
-    // A batch that may wait queues behind the account's batches already waiting.
-    const ahead = waitUntil === null ? [] : await creditWaits.waitingHolds(tx, batch.accountId)
-    const waits = available.lessThan(hold) || ahead.length > 0
+    // Waits only when its hold does not fit; the deposit it then asks for counts the batches
+    // waiting before it, which a deposit reaches first.
+    const waits = available.lessThan(hold)
+    const ahead =
+      waits && waitUntil !== null ? await creditWaits.waitingHolds(tx, batch.accountId) : []
     if (waits && waitUntil === null) {
       return { kind: 'insufficient_quota', availableUsd: moneyText(Money.max(available, ZERO)) }
     }

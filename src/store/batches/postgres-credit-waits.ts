@@ -17,11 +17,15 @@ type Db = postgres.ISql
 // The daily spend limit's reads are the credit role's; admission reads them through here.
 export { dailyUsed } from '../credit/postgres-daily-spend.ts'
 
-/** The holds of the account's batches waiting for credit (inside admission's transaction). */
+/**
+ * The holds of the account's batches waiting for credit, oldest first (inside admission's
+ * transaction).
+ */
 export async function waitingHolds(db: Db, accountId: string): Promise<Money[]> {
   const rows = await db`
     SELECT cost_ceiling_usd, max_cost_usd FROM batches
-    WHERE account_id = ${accountId} AND status = 'validating' AND waiting_code = 'insufficient_credit'`
+    WHERE account_id = ${accountId} AND status = 'validating' AND waiting_code = 'insufficient_credit'
+    ORDER BY created_at, id`
   return rows.map(rowHold)
 }
 

@@ -47,9 +47,10 @@ export function admitBatch(db: SqliteConnection, batch: NewBatch): AdmitResult {
       }
       const available = new Money(account.balanceUsd).minus(account.heldUsd)
       const waitUntil = batch.creditWaitUntil ?? null
-      // A batch that may wait queues behind the account's batches already waiting.
-      const ahead = waitUntil === null ? [] : creditWaits.waitingHolds(db, batch.accountId)
-      const waits = available.lessThan(hold) || ahead.length > 0
+      // Waits only when its hold does not fit; the deposit it then asks for counts the batches
+      // waiting before it, which a deposit reaches first.
+      const waits = available.lessThan(hold)
+      const ahead = waits && waitUntil !== null ? creditWaits.waitingHolds(db, batch.accountId) : []
       if (waits && waitUntil === null) {
         return { kind: 'insufficient_quota', availableUsd: moneyText(Money.max(available, ZERO)) }
       }

@@ -24,9 +24,13 @@ const WAITING = `status = 'validating' AND waiting_code = 'insufficient_credit'`
 export const anyWaiting = (db: Database) =>
   q(db, `SELECT 1 FROM batches WHERE ${WAITING} LIMIT 1`).get() !== null
 
-/** The holds of the account's batches waiting for credit. */
+/** The holds of the account's batches waiting for credit, oldest first. */
 export const waitingHolds = (db: Database, accountId: string) =>
-  q(db, `SELECT cost_ceiling_usd, max_cost_usd FROM batches WHERE account_id = ? AND ${WAITING}`)
+  q(
+    db,
+    `SELECT cost_ceiling_usd, max_cost_usd FROM batches WHERE account_id = ? AND ${WAITING}
+     ORDER BY created_at, id`,
+  )
     .all(accountId)
     .map(rowHold)
 

@@ -70,8 +70,9 @@ export function creditWaitFailure(holdUsd: string, until: number) {
 }
 
 /**
- * The waiting columns of a batch admitted to wait for credit: its hold queues behind the holds
- * of the account's batches already waiting (`ahead`), against what is available now.
+ * The waiting columns of a batch admitted to wait for credit, against what is available now and
+ * the holds of the account's batches already waiting (`ahead`, oldest first): the deposit its
+ * message asks for is what starts it (depositNeeded).
  */
 export function creditWaitColumns(
   hold: string,
@@ -79,12 +80,30 @@ export function creditWaitColumns(
   available: Money,
   until: number,
 ) {
-  const needed = ahead.reduce((sum, h) => sum.plus(h), new Money(hold)).minus(available)
   return {
     code: 'insufficient_credit' as const,
-    message: creditWaitMessage(hold, Money.max(ZERO, needed), until),
+    message: creditWaitMessage(hold, depositNeeded(ahead, new Money(hold), available), until),
     until,
   }
+}
+
+/**
+ * The least deposit that starts a batch holding `hold`, behind the holds of batches waiting
+ * before it (`earlier`, oldest first), with `available` now: a pass starts each in turn whose
+ * hold the credit left covers (planCreditWaits), so a deposit first goes to the earlier ones
+ * it covers. Raised by each shortfall until the pass reaches this one; a bounded number of
+ * rounds, then what covers every earlier hold too.
+ */
+export function depositNeeded(earlier: readonly Money[], hold: Money, available: Money): Money {
+  let deposit = Money.max(ZERO, hold.minus(available))
+  for (let round = 0; round <= earlier.length; round++) {
+    let left = available.plus(deposit)
+    for (const h of earlier) if (h.lessThanOrEqualTo(left)) left = left.minus(h)
+    if (hold.lessThanOrEqualTo(left)) return deposit
+    deposit = deposit.plus(hold.minus(left))
+  }
+  const all = earlier.reduce((sum, h) => sum.plus(h), hold)
+  return Money.max(ZERO, all.minus(available))
 }
 
 /** getDailySpend's answer: an account row as read and what counts against its limit today. */
@@ -105,32 +124,28 @@ export interface CreditWaitPlan {
 }
 
 /**
- * Starts an account's waiting batches, earliest first, while `available` covers each one's
- * hold; from the first that does not fit, the rest stay waiting in order, each told the deposit
- * it needs, which includes the holds of those before it still waiting. `waiting`: the rows
- * (id, cost_ceiling_usd, max_cost_usd, waiting_until, waiting_message) whose wait is not over,
- * ordered by created_at, then id.
+ * Starts an account's waiting batches, earliest first, each whose hold the credit left covers
+ * (docs/open-models.md: a batch starts as soon as a deposit makes its hold fit, also past an
+ * earlier one it does not cover); the others stay waiting, each told the deposit that starts it
+ * (depositNeeded). `waiting`: the rows (id, cost_ceiling_usd, max_cost_usd, waiting_until,
+ * waiting_message) whose wait is not over, ordered by created_at, then id.
  */
 export function planCreditWaits(waiting: readonly Row[], available: Money): CreditWaitPlan {
   const plan: CreditWaitPlan = { start: [], messages: [], taken: ZERO }
-  let ahead = ZERO
-  let blocked = false
+  const left: { batch: Row; hold: Money }[] = []
   for (const batch of waiting) {
     const hold = rowHold(batch)
-    if (!blocked && hold.lessThanOrEqualTo(available)) {
+    if (hold.lessThanOrEqualTo(available)) {
       available = available.minus(hold)
       plan.taken = plan.taken.plus(hold)
       plan.start.push({ id: batch.id, hold })
-    } else {
-      blocked = true
-      ahead = ahead.plus(hold)
-      const message = creditWaitMessage(
-        hold,
-        Money.max(ZERO, ahead.minus(available)),
-        Number(batch.waiting_until),
-      )
-      if (batch.waiting_message !== message) plan.messages.push({ id: batch.id, message })
-    }
+    } else left.push({ batch, hold })
   }
+  left.forEach(({ batch, hold }, index) => {
+    const earlier = left.slice(0, index).map((one) => one.hold)
+    const needed = depositNeeded(earlier, hold, available)
+    const message = creditWaitMessage(hold, needed, Number(batch.waiting_until))
+    if (batch.waiting_message !== message) plan.messages.push({ id: batch.id, message })
+  })
   return plan
 }
