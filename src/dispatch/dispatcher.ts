@@ -115,6 +115,8 @@ interface DispatchState extends DispatcherDeps {
    * clears it). Saves a store round trip on most claims.
    */
   runnable: { batches: RunnableBatch[]; until: number } | null
+  /** Batches this instance said wait `capacity_busy` with none of their lines claimed anywhere. */
+  busyUnclaimed: Set<string>
 }
 
 export function createDispatcher(deps: DispatcherDeps, options: DispatcherOptions): Dispatcher {
@@ -208,6 +210,7 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
     waiting,
     spillSend,
     runnable: null,
+    busyUnclaimed: new Set(),
   }
 
   return {
@@ -288,6 +291,32 @@ async function writeProjection(state: DispatchState) {
   }
   if (etas.length > 0) await store.recordEtas(etas)
   for (const { batchId, eta } of etas) lastEta.set(batchId, eta)
+  await reportUnclaimed(state, now)
+}
+
+/**
+ * Batches none of whose lines could be claimed at all while this instance has no room for more,
+ * its room taken by lines of batches due no later: they wait `capacity_busy` as surely as lines
+ * waiting at a full provider's gate (docs/routing.md), though the planner has none of them to
+ * see. Cleared once their lines run anywhere (the store's count of running lines tells of
+ * other instances), or nothing here is ahead of them any more.
+ */
+async function reportUnclaimed(state: DispatchState, now: number) {
+  const { allocator, spill, active, waiting } = state
+  const still = new Set<string>()
+  if (!allocator.hasRoom(state.inFlight)) {
+    for (const batch of await runnableBatches(state, now)) {
+      if (batch.running > 0 || active.has(batch.id)) continue
+      const ahead = spill.busyAhead(batch.id, batch.deadlineAt)
+      if (ahead === null) continue
+      still.add(batch.id)
+      waiting.capacityBusy(batch.id, ahead)
+    }
+  }
+  // The planner's own reason, once its lines wait at a gate here, is left standing.
+  for (const id of state.busyUnclaimed)
+    if (!still.has(id) && spill.waiting(id, now) === null) waiting.progressed(id, null)
+  state.busyUnclaimed = still
 }
 
 async function runnableBatches(state: DispatchState, now: number): Promise<RunnableBatch[]> {

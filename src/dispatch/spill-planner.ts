@@ -78,6 +78,11 @@ export interface SpillPlanner {
   fleetShares(batchId: string, others: ReadonlyMap<string, ProviderShare>, nowMs: number): void
   /** What the other instances measure of the batch, lines per second (0 without a fleet). */
   othersRate(batchId: string, nowMs: number): number
+  /**
+   * The providers holding this instance's lines of other batches due no later than
+   * `deadlineAt` (Unix seconds), named for a waiting message; null when there are none.
+   */
+  busyAhead(batchId: string, deadlineAt: number): string | null
   /** The batches it has state of. */
   batchIds(): string[]
   /** When it last chose for a line of the batch (Unix ms; 0 for a batch it does not know). */
@@ -226,6 +231,14 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       let total = 0
       for (const p of s.providers) total += otherShare(s, p, nowMs)?.perSecond ?? 0
       return total
+    },
+    busyAhead(batchId, deadlineAt) {
+      const providers = new Set<string>()
+      for (const [id, s] of batches) {
+        if (id === batchId || s.deadlineAt > deadlineAt) continue
+        for (const [p, n] of s.queued) if (n > 0) providers.add(p)
+      }
+      return providers.size > 0 ? [...providers].sort().join(', ') : null
     },
     batchIds: () => [...batches.keys()],
     lastSeen: (batchId) => batches.get(batchId)?.seenAt ?? 0,

@@ -18,6 +18,7 @@ const batch = (
   deadlineAt,
   endpoint: '/v1/chat/completions',
   pending,
+  running: 0,
 })
 const none = new Set<string>()
 const claimed = (claims: { batch: RunnableBatch; count: number }[]) =>

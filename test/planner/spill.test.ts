@@ -283,3 +283,63 @@ for (const storeKind of STORES) {
     })
   })
 }
+
+/**
+ * A batch none of whose lines can be claimed at all, the instance's room taken by an earlier
+ * batch's lines (docs/routing.md, why a batch waits): capacity_busy too, though no line of it
+ * waits at a gate the planner sees; cleared when its lines run.
+ */
+for (const storeKind of STORES) {
+  describe(`waiting unclaimed (${storeKind})`, () => {
+    let sim: Simulator
+    let gw: TestGateway
+    beforeAll(async () => {
+      sim = await startSimulator({ latencyMs: 1_000 })
+      // Two slots: three lines in flight at most (the slots and half again), all the first batch's.
+      const small = catalog(sim.url, sim.url)
+      small.providers = { pool: { ...small.providers.pool, max_concurrency: 2 } } as never
+      small.models[0]!.offerings = [small.models[0]!.offerings[1]!]
+      gw = await startTestGateway({
+        store: storeKind,
+        catalog: small,
+        env: { MULTIGRID_POLL_MS: '20' },
+      })
+    })
+    afterAll(async () => {
+      await gw?.stop()
+      await sim?.stop()
+    })
+
+    test('a later batch none of whose lines could be claimed waits capacity_busy, then runs', async () => {
+      const { key } = await gw.newAccount('100', { rate_limit_per_minute: 100_000 })
+      const { submit, read, finished } = nativeClient<Batch, Row>(
+        () => gw,
+        () => key,
+      )
+      const urgent = await gw.request('/v1/batches?completion_window_hours=1', key, {
+        method: 'POST',
+        body: jsonl(lines(12)),
+        headers: { 'content-type': 'application/jsonl' },
+      })
+      expect(urgent.status).toBe(201)
+      const first = (await urgent.json()) as Batch
+      await waitFor('the first batch to take the room', async () => {
+        const batch = await read(first.id)
+        return batch.request_counts.running === 3
+      })
+      const second = await submit(jsonl(lines(2)))
+      const busy = await waitFor('the second batch to say it waits', async () => {
+        const batch = await read(second.id)
+        return batch.waiting ? batch : null
+      })
+      expect(busy.request_counts).toMatchObject({ pending: 2, running: 0 })
+      expect(busy.waiting!.code).toBe('capacity_busy')
+      expect(busy.waiting!.message).toContain('pool')
+      // The first cancelled, the second runs, and its reason is gone.
+      await gw.request(`/v1/batches/${first.id}`, key, { method: 'DELETE' })
+      const done = await finished(second.id, 20_000)
+      expect(done.status).toBe('completed')
+      expect(done.waiting).toBeNull()
+    }, 30_000)
+  })
+}

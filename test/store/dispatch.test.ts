@@ -56,6 +56,7 @@ onEveryStore(({ name, makeStore, it }) => {
             deadlineAt: T0 + 3600,
             endpoint: '/v1/chat/completions',
             pending: 3,
+            running: 0,
           },
           {
             id: 'batch_03',
@@ -64,6 +65,7 @@ onEveryStore(({ name, makeStore, it }) => {
             deadlineAt: T0 + 7200,
             endpoint: '/v1/chat/completions',
             pending: 1,
+            running: 0,
           },
           {
             id: 'batch_01',
@@ -72,6 +74,7 @@ onEveryStore(({ name, makeStore, it }) => {
             deadlineAt: T0 + 10_800,
             endpoint: '/v1/chat/completions',
             pending: 2,
+            running: 0,
           },
         ])
         expect((await dispatch.runnableBatches(MS, 1)).map((b) => b.id)).toEqual(['batch_02'])

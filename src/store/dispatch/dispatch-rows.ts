@@ -53,6 +53,7 @@ export function rowToRunnable(row: Row): RunnableBatch {
     deadlineAt: Number(row.deadline_at),
     endpoint: row.endpoint as RunnableBatch['endpoint'],
     pending: Number(row.pending),
+    running: Number(row.running),
   }
 }
 

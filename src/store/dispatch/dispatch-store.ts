@@ -49,6 +49,8 @@ export interface RunnableBatch {
   deadlineAt: number
   endpoint: BatchEndpoint
   pending: number
+  /** Lines claimed and not yet recorded, on every instance. */
+  running: number
 }
 
 /** A line's tokens by class: input counts every prompt token, cached and written are parts of it. */

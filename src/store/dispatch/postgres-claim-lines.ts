@@ -32,7 +32,7 @@ export async function runnableBatches(
   // batch held back by its cap is left out until a reserved ceiling ends (capRoomBack).
   const rows = await sql`
     SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint,
-      ${current(sql, 'pending')} AS pending
+      ${current(sql, 'pending')} AS pending, ${current(sql, 'running')} AS running
     FROM batches b JOIN accounts a ON a.id = b.account_id ${progressJoin(sql)}
     WHERE b.status = 'in_progress' AND ${current(sql, 'pending')} > 0
       AND b.deadline_at > ${earlier(nowMs / 1000)}

@@ -14,6 +14,7 @@ import { claimCapped, noteClaimed } from './sqlite-spend-cap.ts'
 type Row = Record<string, any>
 
 const PENDING = currentCount('pending')
+const RUNNING = currentCount('running')
 
 const immediate = <T>(db: Database, fn: () => T): T => db.transaction(fn).immediate()
 
@@ -29,7 +30,7 @@ export async function runnableBatches(
   const rows = q(
     db,
     `SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint,
-       ${PENDING} AS pending, a.balance_usd, a.held_usd
+       ${PENDING} AS pending, ${RUNNING} AS running, a.balance_usd, a.held_usd
      FROM batches b JOIN accounts a ON a.id = b.account_id
      WHERE b.status = 'in_progress' AND ${PENDING} > 0 AND b.deadline_at > ?
        AND (b.waiting_code IS NULL OR b.waiting_code <> 'max_cost_reached')
