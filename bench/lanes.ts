@@ -104,7 +104,7 @@ await store.admitBatch({
 })
 
 const engine = createBatchLaneEngine(
-  { chunks, dispatch, catalog, client: () => client, retry: DEFAULT_RETRY },
+  { chunks, dispatch, batches: store, catalog, client: () => client, retry: DEFAULT_RETRY },
   { holder: 'bench', leaseMs: 60_000 },
 )
 const started = performance.now()

@@ -25,6 +25,7 @@ import { DEFAULT_RETRY } from '../../src/dispatch/retry-policy.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import type { OpenedStore } from '../../src/store/store.ts'
+import { askedBodies } from '../../src/dispatch/batch-lane/asked-bodies.ts'
 
 let sim: Simulator
 let opened: OpenedStore
@@ -68,6 +69,8 @@ function depsFor(client: OpenAIBatchClient | AnthropicBatchClient, holder: strin
     chunks: opened.chunks,
     lines: opened.dispatch,
     client,
+    speaks: client.kind === 'anthropic' ? 'messages' : 'responses',
+    askedBodies: (batchId, lineNos) => askedBodies(opened.store, batchId, lineNos),
     offering: lane(client.kind, model),
     model: modelSchema.parse({
       id: `sim/${model}`,

@@ -141,6 +141,7 @@ const engineFor = (holder: string, leaseMs = 60_000) =>
     {
       chunks: opened.chunks,
       dispatch: opened.dispatch,
+      batches: opened.store,
       catalog,
       client: (provider) => clients[provider],
       retry: DEFAULT_RETRY,
@@ -264,6 +265,7 @@ describe('the batch-lane engine', () => {
       {
         chunks: opened.chunks,
         dispatch: opened.dispatch,
+        batches: opened.store,
         catalog,
         client: (provider) => (provider === 'anthropic' ? dying : clients[provider]),
         retry: DEFAULT_RETRY,

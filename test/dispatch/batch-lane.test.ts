@@ -309,10 +309,17 @@ describe('choosing the batch lane', () => {
       {},
     )
     const model = catalog.find('m')!
-    const held = (routing: object | undefined, createdAtMs: number, nowMs: number, url = CHAT) =>
+    const chat = { model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }
+    const held = (
+      routing: object | undefined,
+      createdAtMs: number,
+      nowMs: number,
+      url = CHAT,
+      body: Record<string, unknown> = chat,
+    ) =>
       heldForLane(
         catalog,
-        { url, model, routing: routing as never },
+        { url, body, model, routing: routing as never },
         { createdAt: createdAtMs / 1000, deadlineAt: deadline / 1000 },
         nowMs,
       )
@@ -322,10 +329,15 @@ describe('choosing the batch lane', () => {
     expect(held(strict, day, day + HOUR)).toBe(day + HOUR + 1_000)
     // Once it no longer does: not before the deadline, which ends it.
     expect(held(strict, day, deadline - 3 * HOUR)).toBe(deadline)
-    // Fallbacks allowed, a window the lane was never open for, a Responses line: live.
+    // Fallbacks allowed, a window the lane was never open for: live.
     expect(held(undefined, day, deadline - 3 * HOUR)).toBeNull()
     expect(held(strict, deadline - 3 * HOUR, deadline - 3 * HOUR)).toBeNull()
-    expect(held(strict, day, day, '/v1/responses')).toBeNull()
+    // A Responses line goes to the lane as its chat translation, unless it has fields outside
+    // it, which only an offering speaking the Responses API takes: this provider does not.
+    const responses = { model: 'm', input: 'hi', max_output_tokens: 8 }
+    expect(held(strict, day, day + HOUR, '/v1/responses', responses)).toBe(day + HOUR + 1_000)
+    const reasoning = { ...responses, reasoning: { effort: 'low' } }
+    expect(held(strict, day, day + HOUR, '/v1/responses', reasoning)).toBeNull()
     // Its live offering named first: that one alone.
     expect(held({ ...strict, order: ['up'] }, day, day + HOUR)).toBeNull()
   })

@@ -314,21 +314,42 @@ for (const storeKind of STORES) {
       }
     }, 60_000)
 
-    test('Responses lines on a lane whose provider does not speak the Responses API run live, translated', async () => {
+    test('Responses lines on a lane whose provider does not speak the Responses API go as chat, each answer its Response at the lane prices', async () => {
       const before = anthropic.batches().jobs.length
-      const lines = responsesLines('lane/claude', 2).map((line) => {
+      const lines = responsesLines('lane/claude', 2).map((line, i) => {
         const { truncation: _, ...body } = line.body
-        return { ...line, body }
+        return { ...line, body: { ...body, instructions: 'Be brief.', metadata: { n: String(i) } } }
       })
       const batch = await submit(jsonl(lines))
       expect((await finished(batch.id)).status).toBe('completed')
-      for (const row of await results(batch.id)) {
+      expect(liveMessages(anthropic)).toBe(0)
+      const jobs = anthropic.batches().jobs.slice(before)
+      expect(jobs.length).toBe(1)
+      // Translated: Anthropic's Messages request of each, its instructions the system prompt.
+      expect(jobs[0]!.requests.map((request: any) => request.system)).toEqual([
+        'Be brief.',
+        'Be brief.',
+      ])
+      const rows = await results(batch.id)
+      rows.forEach((row, i) => {
         expect(row.status).toBe('succeeded')
-        expect(row.provider).toBe('claude')
-        expect(row.response!.body.object).toBe('response')
-      }
-      expect(anthropic.batches().jobs.length).toBe(before)
-      expect(liveMessages(anthropic)).toBe(2)
+        expect(row.provider).toBe('claude:batch')
+        const body = row.response!.body
+        // The Response of its own request: the request's fields echoed, the answer's text.
+        expect(body).toMatchObject({
+          object: 'response',
+          status: 'completed',
+          instructions: 'Be brief.',
+          metadata: { n: String(i) },
+          max_output_tokens: 16,
+        })
+        expect(body.output[0].content[0].text).toContain(`question ${i}`)
+        const usage = {
+          prompt_tokens: body.usage.input_tokens,
+          completion_tokens: body.usage.output_tokens,
+        }
+        expect(row.cost_usd).toBe(priced(usage, '1.5', '7.5').toFixed())
+      })
     }, 60_000)
 
     test('the OpenAI SDK unchanged: a facade batch runs through the lane like any other', async () => {

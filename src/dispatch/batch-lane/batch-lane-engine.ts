@@ -13,12 +13,20 @@ import type { ModelEntry } from '../../catalog/catalog-file.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
 import { newId } from '../../domain.ts'
 import type { ChunkRecord, ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
-import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../../store/store.ts'
+import type {
+  ClaimedLine,
+  DispatchStore,
+  LineOutcome,
+  RunnableBatch,
+  Store,
+} from '../../store/store.ts'
+import { askedBodies } from './asked-bodies.ts'
 import type { CountedLine } from '../count-outcomes.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
 import {
   chooseBatchLane,
   chunkEndpoint,
+  laneSpeaks,
   laneTakes,
   type BatchLaneChoice,
 } from './choose-batch-lane.ts'
@@ -40,6 +48,8 @@ export interface EngineDeps {
     | 'renewLeases'
     | 'recordOutcomes'
   >
+  /** Lines as stored, read back for the request a translated answer answers (asked-bodies.ts). */
+  batches: Pick<Store, 'readLines'>
   catalog: Pick<Catalog, 'models' | 'find' | 'routeWithLanes' | 'provider'>
   /** The batch client of a provider with a batch lane. */
   client(provider: string): OpenAIBatchClient | AnthropicBatchClient | undefined
@@ -82,7 +92,7 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     const kindOf = (name: string) => deps.catalog.provider(name)?.kind
     const choice = chooseBatchLane(ordered, batch.deadlineAt * 1000, now(), kindOf)
     if (!choice || !deps.client(choice.offering.provider)) return null
-    return laneTakes(parsed.url, deps.catalog.provider(choice.offering.provider))
+    return laneTakes(parsed, deps.catalog.provider(choice.offering.provider))
       ? { ...choice, model }
       : null
   }
@@ -93,6 +103,8 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
       chunks: deps.chunks,
       lines: deps.dispatch,
       client: deps.client(choice.offering.provider)!,
+      speaks: laneSpeaks(deps.catalog.provider(choice.offering.provider)),
+      askedBodies: (batchId, lineNos) => askedBodies(deps.batches, batchId, lineNos),
       offering: choice.offering,
       model: choice.model,
       settings: choice.settings,

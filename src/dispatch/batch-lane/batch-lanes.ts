@@ -53,6 +53,7 @@ export function createBatchLanes(deps: BatchLanesDeps, options: BatchLanesOption
     {
       chunks: deps.chunks,
       dispatch: deps.dispatch,
+      batches: deps.store,
       catalog: deps.catalog,
       client,
       retry: deps.retry,

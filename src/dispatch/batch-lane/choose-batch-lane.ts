@@ -17,6 +17,7 @@ import {
   type ProviderConfig,
 } from '../../catalog/catalog-file.ts'
 import { speaksApi } from '../../catalog/speaks-api.ts'
+import { lineRequest } from '../line-request.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
 import { ENDPOINT_URLS, MESSAGES_URL, RESPONSES_URL } from '../../domain.ts'
 import type { ChunkEndpoint } from '../../store/batch-chunks/chunk-store.ts'
@@ -30,13 +31,29 @@ export interface BatchLaneChoice {
 }
 
 /**
- * Whether a batch lane on `provider` takes lines to this URL: chat completions, embeddings and a
- * Message Batch's requests on any; Responses requests only where the provider speaks the
- * Responses API (docs/clients/responses.md), which takes them as they came. Elsewhere they run
- * live, translated.
+ * Whether a batch lane on `provider` takes this line: chat completions and embeddings always; a
+ * line in a provider's own API (Responses, a Message Batch's request) as it came where the
+ * provider speaks that API, and as its chat translation elsewhere, unless it has fields outside
+ * the translation (lineRequest's `untranslated`), which only the offerings speaking it take.
  */
-export const laneTakes = (url: string, provider: ProviderConfig | undefined): boolean =>
-  url !== RESPONSES_URL || speaksApi(provider, 'responses')
+export function laneTakes(
+  line: { url: string; body: Record<string, unknown> },
+  provider: ProviderConfig | undefined,
+): boolean {
+  const request = lineRequest(line)
+  if ('problem' in request) return false
+  const native = request.native
+  return native?.untranslated === undefined || speaksApi(provider, native.api)
+}
+
+/**
+ * The API a batch lane on `provider` takes requests in as they came, besides chat completions:
+ * Anthropic's Messages, or the Responses API where the provider speaks it; null for neither.
+ */
+export function laneSpeaks(provider: ProviderConfig | undefined): 'messages' | 'responses' | null {
+  if (speaksApi(provider, 'messages')) return 'messages'
+  return speaksApi(provider, 'responses') ? 'responses' : null
+}
 
 /** What a chunk of a batch's lines holds, by the URL they name (ChunkEndpoint). */
 export function chunkEndpoint(url: string): ChunkEndpoint {
@@ -78,7 +95,12 @@ const LANE_RETAKE_MS = 1_000
  */
 export function heldForLane(
   catalog: Pick<Catalog, 'routeWithLanes' | 'provider'>,
-  line: { url: string; model: ModelEntry; routing: Routing | undefined },
+  line: {
+    url: string
+    body: Record<string, unknown>
+    model: ModelEntry
+    routing: Routing | undefined
+  },
   batch: { createdAt: number; deadlineAt: number },
   nowMs: number,
 ): number | null {
@@ -87,6 +109,6 @@ export function heldForLane(
   const kindOf = (name: string) => catalog.provider(name)?.kind
   const deadlineMs = batch.deadlineAt * 1000
   const lane = chooseBatchLane(ordered, deadlineMs, batch.createdAt * 1000, kindOf)
-  if (!lane || !laneTakes(line.url, catalog.provider(lane.offering.provider))) return null
+  if (!lane || !laneTakes(line, catalog.provider(lane.offering.provider))) return null
   return chooseBatchLane(ordered, deadlineMs, nowMs, kindOf) ? nowMs + LANE_RETAKE_MS : deadlineMs
 }

@@ -41,6 +41,16 @@ export interface ChunkDeps {
   chunks: ChunkStore
   lines: Pick<DispatchStore, 'renewLeases' | 'recordOutcomes' | 'batchStatuses'>
   client: OpenAIBatchClient | AnthropicBatchClient
+  /** The API the lane's provider takes lines in as they came, besides chat (laneSpeaks). */
+  speaks: 'messages' | 'responses' | null
+  /**
+   * The bodies of these lines of the batch as the caller wrote them: a Responses line's answer
+   * from a lane that does not speak the Responses API is translated into its Response with them.
+   */
+  askedBodies(
+    batchId: string,
+    lineNos: readonly number[],
+  ): Promise<Map<number, Record<string, unknown>>>
   offering: Offering
   /** The catalog model the offering is of: the chunk's lines name it. */
   model: ModelEntry
@@ -114,11 +124,11 @@ export async function submitChunk(
   // The intent is stored: whoever follows it answers for the lines now (lineLeaseUntil).
   await deps.lines.renewLeases(lineOwnerOf(chunk.id), lineLeaseUntil(deps, chunk.fallbackAtMs, now))
   const client = deps.client
-  const built = chunk.lines.map((line, index) => chunkLine(line, index + 1, client.kind))
+  const built = chunk.lines.map((line, index) => chunkLine(line, index + 1, deps.speaks))
   const refused = built.filter((line): line is ChunkLineResult => 'type' in line)
   const request: ChunkRequest = {
     chunkId: chunk.id,
-    endpoint: providerEndpoint(chunk.endpoint),
+    endpoint: providerEndpoint(chunk.endpoint, deps.speaks),
     model: offering.upstream_model,
     maxTokensParam: offering.max_tokens_param,
     lines: built.filter((line): line is ChunkLine => !('type' in line)),
@@ -150,16 +160,16 @@ export async function submitChunk(
 
 /**
  * A claimed line as a chunk's line: its chat body, and the request as it came where the
- * provider's batch API speaks its API — a Messages line's for an Anthropic batch
- * (docs/clients/anthropic-sdk.md), a Responses line's for an OpenAI one (the lane takes those only
- * where the provider speaks it, laneTakes). A line the provider's batch API cannot take as it is —
- * one whose fields only another kind takes — is refused: a final `invalid_request`, as the live
- * lanes refuse it (run-line.ts).
+ * provider's batch API speaks its API (`speaks`) — a Messages line's for an Anthropic batch
+ * (docs/clients/anthropic-sdk.md), a Responses line's for an OpenAI one whose provider speaks the
+ * Responses API; elsewhere it goes as its chat translation. A line the provider's batch API
+ * cannot take as it is — one whose fields only another kind takes (laneTakes keeps such batches
+ * live) — is refused: a final `invalid_request`, as the live lanes refuse it (run-line.ts).
  */
 function chunkLine(
   line: ClaimedLine,
   position: number,
-  kind: 'openai' | 'anthropic',
+  speaks: ChunkDeps['speaks'],
 ): ChunkLine | ChunkLineResult {
   const request = lineRequest(
     JSON.parse(line.input) as { url: string; body: Record<string, unknown> },
@@ -171,15 +181,23 @@ function chunkLine(
   })
   if ('problem' in request) return refuse(request.problem)
   const native = request.native
-  const spoken = kind === 'anthropic' ? 'messages' : 'responses'
-  if (native?.api === spoken) return { position, body: request.body, native: native.body }
+  if (native && native.api === speaks) return { position, body: request.body, native: native.body }
   if (native?.untranslated) return refuse(native.untranslated)
   return { position, body: request.body }
 }
 
-/** The provider endpoint a chunk's lines go to: a Message Batch's as chat, unless passed through. */
-const providerEndpoint = (endpoint: ChunkEndpoint): ChunkApiEndpoint =>
-  endpoint === 'messages' ? 'chat' : endpoint
+/**
+ * The provider endpoint a chunk's lines go to: a Message Batch's as chat (each passed through in
+ * its ChunkLine.native where the provider speaks Messages), a Responses chunk's as chat where the
+ * provider does not speak the Responses API.
+ */
+const providerEndpoint = (
+  endpoint: ChunkEndpoint,
+  speaks: ChunkDeps['speaks'],
+): ChunkApiEndpoint =>
+  endpoint === 'messages' || (endpoint === 'responses' && speaks !== 'responses')
+    ? 'chat'
+    : endpoint
 
 /**
  * Whether the chunk's Multigrid batch still runs. A cancel asks the lanes to cancel its chunks
@@ -243,9 +261,18 @@ async function recordResults(
   states: readonly ChunkLineRef[],
   results: readonly ChunkLineResult[],
 ): Promise<void> {
+  // Responses lines sent as chat: each answer becomes its Response, with the request it answers.
+  const translated = chunk.endpoint === 'responses' && deps.speaks !== 'responses'
+  const askedBodies = translated
+    ? await deps.askedBodies(
+        chunk.batchId,
+        states.map((state) => state.lineNo),
+      )
+    : undefined
   const now = deps.now()
   const outcomes = mapChunkResults(withBatch(chunk.batchId, states), results, {
     asked: chunk.endpoint === 'messages' || chunk.endpoint === 'responses' ? chunk.endpoint : null,
+    askedBodies,
     offering: deps.offering,
     model: deps.model,
     retry: deps.retry,
@@ -339,7 +366,7 @@ async function resumeIntent(
   if (found.value !== null) return submitted(deps, chunk, found.value.id)
   if (stopped) return abandon(deps, chunk, states, 'the batch stopped before its chunk was sent')
   const created = await client.create(
-    { chunkId: chunk.id, endpoint: providerEndpoint(chunk.endpoint) },
+    { chunkId: chunk.id, endpoint: providerEndpoint(chunk.endpoint, deps.speaks) },
     chunk.inputFileId,
   )
   if (!created.ok) return createFailed(deps, chunk, states, created.error)

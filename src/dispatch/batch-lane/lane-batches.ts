@@ -47,7 +47,7 @@ export function createLaneBatches(
       (name) => catalog.provider(name)?.kind,
     )
     if (!choice || !hasClient(choice.offering.provider)) return 0
-    if (!laneTakes(parsed.url, catalog.provider(choice.offering.provider))) return 0
+    if (!laneTakes(parsed, catalog.provider(choice.offering.provider))) return 0
     return deadlineMs - Math.max(choice.settings.minLeftMs, choice.settings.fallbackMs)
   }
 

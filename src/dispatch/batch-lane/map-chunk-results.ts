@@ -30,6 +30,11 @@ export interface MapDeps {
    * a message (docs/clients/anthropic-sdk.md), a Responses line's as its Response.
    */
   asked?: 'messages' | 'responses' | null
+  /**
+   * Responses lines sent as their chat translation (a lane that does not speak the Responses
+   * API): each line's body as the caller wrote it, by line number, to build its Response from.
+   */
+  askedBodies?: ReadonlyMap<number, Record<string, unknown>>
   offering: Offering
   /** The catalog model whose batch offering this is, for the usage report. */
   model: ModelEntry
@@ -65,7 +70,7 @@ export function mapChunkResults(
         lineNo,
         kind: 'succeeded',
         responseStatus: 200,
-        response: JSON.stringify(answerOf(result, deps)),
+        response: JSON.stringify(answerOf(result, deps, lineNo)),
         costUsd,
         provider,
         latencyMs: Math.round(deps.latencyMs),
@@ -100,15 +105,20 @@ export function mapChunkResults(
 
 /**
  * A line's answer as kept: a chat or embeddings body as it is; the provider's own answer as it
- * came when the line is in its API; a Message Batch's chat answer translated into a message.
+ * came when the line is in its API; a chat answer to a line in another API translated into that
+ * API's shape (a Message Batch's into a message, a Responses line's into its Response).
  */
 function answerOf(
   result: Extract<ChunkLineResult, { type: 'succeeded' }>,
-  deps: Pick<MapDeps, 'asked' | 'model'>,
+  deps: Pick<MapDeps, 'asked' | 'askedBodies' | 'model'>,
+  lineNo: number,
 ): Record<string, unknown> {
   if (!deps.asked) return result.body
+  // Sent as chat: its chat answer (an Anthropic batch's message translated) becomes its Response.
+  const asked = deps.askedBodies?.get(lineNo)
+  if (asked) return fromChat({ api: 'responses', asked }, result.body)
   if (result.native) return result.native
-  // Responses lines go only to lanes that answer them as they came (laneTakes).
+  // From a lane that speaks the Responses API the body is the Response already.
   if (deps.asked === 'responses') return result.body
   return fromChat({ api: 'messages', asked: { model: deps.model.id } }, result.body)
 }
