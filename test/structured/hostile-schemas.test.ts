@@ -15,7 +15,11 @@ import { bombSchema, schemaFormat, watchHealth } from './hostile.ts'
 interface ResultLine {
   custom_id: string
   status: string
-  error: { code: string; message: string; upstream?: { choices: unknown[] } } | null
+  error: {
+    code: string
+    message: string
+    upstream?: { choices: unknown[]; usage: Record<string, number> }
+  } | null
   cost_usd: string
 }
 
@@ -106,6 +110,18 @@ for (const storeKind of STORES) {
       }
       const billed = results.reduce((sum, r) => sum.plus(r.cost_usd), new Decimal(0))
       expect(before.minus(await balance(attacker.accountId)).toFixed(6)).toBe(billed.toFixed(6))
+      // Billed, so counted in the facade's usage too: the tokens of the answers kept.
+      const facade = (await (
+        await gw.request(`/openai/v1/batches/${id}`, attacker.key)
+      ).json()) as { usage: { input_tokens: number; output_tokens: number } }
+      const upstream = results.map((r) => r.error!.upstream!.usage)
+      expect(facade.usage.input_tokens).toBe(
+        upstream.reduce((sum, usage) => sum + usage.prompt_tokens, 0),
+      )
+      expect(facade.usage.output_tokens).toBe(
+        upstream.reduce((sum, usage) => sum + usage.completion_tokens, 0),
+      )
+      expect(facade.usage.output_tokens).toBeGreaterThan(0)
       // The old judging held the event loop 2.7–5.2 s per bomb line (issue 23).
       expect(worstHealthMs).toBeLessThan(1000)
       expect(liveMs).toBeLessThan(1000)

@@ -6,7 +6,7 @@
  * a batch that has not moved costs nothing, an ended batch is read once. (The store keeps no
  * token totals per batch; reading the lines is linear in the batch, bounded by its 50,000.)
  */
-import type { BatchRecord } from '../../domain.ts'
+import type { BatchRecord, LineRecord } from '../../domain.ts'
 import type { BatchStore } from '../../store/store.ts'
 
 export interface BatchUsage {
@@ -51,6 +51,16 @@ function modelOf(input: string): string | null {
   }
 }
 
+/**
+ * The answer a line was billed for: its response, or the one kept in its error when a failure is
+ * billed (structured_output_unchecked: the upstream answered, the check ran out of time).
+ */
+function billedAnswer(line: Pick<LineRecord, 'response' | 'error'>): { usage?: unknown } | null {
+  if (line.response !== null) return JSON.parse(line.response) as { usage?: unknown }
+  const kept = line.error?.code === 'structured_output_unchecked' ? line.error.upstream : null
+  return typeof kept === 'object' && kept !== null ? (kept as { usage?: unknown }) : null
+}
+
 async function summarize(
   store: BatchStore,
   batchId: string,
@@ -74,8 +84,9 @@ async function summarize(
       else if (model !== null && named !== null && modelId(model) === modelId(named))
         model = modelId(named)
       else model = null
-      if (line.response === null) continue
-      const usage = ((JSON.parse(line.response) as { usage?: ChatUsage }).usage ?? {}) as ChatUsage
+      const answer = billedAnswer(line)
+      if (answer === null) continue
+      const usage = (answer.usage ?? {}) as ChatUsage
       // Chat and embeddings name them prompt/completion; a Response names them input/output; an
       // Anthropic message (a Message Batch's line) counts its cache reads and writes beside input.
       const read = count(usage.cache_read_input_tokens)
