@@ -102,7 +102,12 @@ function convertInput(input: unknown, lenient: boolean, field = 'input'): Item[]
   const messages: Item[] = []
   input.forEach((item: Item, index) => {
     const where = `${field}[${index}]`
-    const type = item?.type ?? 'message'
+    if (typeof item !== 'object' || item === null || Array.isArray(item))
+      throw new Refusal(
+        'must be an input item object, such as {"role": "user", "content": "…"}',
+        where,
+      )
+    const type = item.type ?? 'message'
     if (type === 'message') {
       const role = item.role
       if (role !== 'user' && role !== 'assistant' && role !== 'system' && role !== 'developer')

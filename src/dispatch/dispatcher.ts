@@ -315,7 +315,7 @@ async function reportUnclaimed(state: DispatchState, now: number) {
   }
   // The planner's own reason, once its lines wait at a gate here, is left standing.
   for (const id of state.busyUnclaimed)
-    if (!still.has(id) && spill.waiting(id, now) === null) waiting.progressed(id, null)
+    if (!still.has(id) && spill.waiting(id, now) === null) waiting.capacityFreed(id)
   state.busyUnclaimed = still
 }
 

@@ -106,12 +106,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     // A line kept to its batch lane alone is never sent live (allow_fallbacks false).
     const held = fineTune
       ? null
-      : heldForLane(
-          deps.catalog,
-          { url: input.url, body: input.body, model, routing },
-          plan.batch,
-          now,
-        )
+      : heldForLane(deps.catalog, { request, model, routing }, plan.batch, now)
     if (held !== null) return { batchId, lineNo, kind: 'retry', notBefore: held, unsent: true }
     const choice = plan.planner.choose(plan.batch, providersOf(offerings), plan.unsent, now)
     if (choice.kind === 'hold')

@@ -26,6 +26,8 @@ export interface WaitingReporter {
    * with other batches' lines.
    */
   capacityBusy(batchId: string, providers: string): void
+  /** The batch no longer waits for capacity: clears that reason, and no other this instance gave. */
+  capacityFreed(batchId: string): void
   /**
    * A line of the batch ended on `provider` (null: without reaching one): it moves, unless that
    * is the provider still paused.
@@ -119,6 +121,11 @@ export function createWaitingReporter(
       const before = said.get(batchId)?.waiting.code
       if (before === 'provider_rate_limited' || before === 'provider_unavailable') return
       say(batchId, providers, capacityBusyWaiting(providers), 0)
+    },
+    capacityFreed(batchId) {
+      if (said.get(batchId)?.waiting.code !== 'capacity_busy') return
+      said.delete(batchId)
+      void write(batchId, null, ['capacity_busy'])
     },
     progressed(batchId, provider) {
       const before = said.get(batchId)

@@ -38,6 +38,15 @@ function re2(pattern: string): { test(s: string): boolean; toString(): string } 
 
 /** Keywords whose values are data, not schemas: a `pattern` under them is no pattern. */
 const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples'])
+/** Keywords whose value maps names to schemas: a name there (`default`, `pattern`) is no keyword. */
+const MAP_KEYWORDS = new Set([
+  'properties',
+  'patternProperties',
+  'dependentSchemas',
+  'dependencies',
+  '$defs',
+  'definitions',
+])
 
 /**
  * Compiles every `pattern` and `patternProperties` key of the schema, reached or not, and throws
@@ -54,11 +63,14 @@ export function checkPatterns(schema: unknown): void {
       continue
     }
     for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
-      if (DATA_KEYWORDS.has(key)) continue
-      if (key === 'pattern' && typeof value === 'string') re2(value)
-      if (key === 'patternProperties' && typeof value === 'object' && value !== null)
-        for (const name of Object.keys(value)) re2(name)
-      if (typeof value === 'object' && value !== null) stack.push(value)
+      if (DATA_KEYWORDS.has(key) || typeof value !== 'object' || value === null) {
+        if (key === 'pattern' && typeof value === 'string') re2(value)
+        continue
+      }
+      if (key === 'patternProperties') for (const name of Object.keys(value)) re2(name)
+      // A map's values are schemas; its names are not keywords, so they are not looked at.
+      if (MAP_KEYWORDS.has(key) && !Array.isArray(value)) stack.push(...Object.values(value))
+      else stack.push(value)
     }
   }
 }

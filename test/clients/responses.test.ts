@@ -168,6 +168,17 @@ describe('the openai package', () => {
       .catch((e: unknown) => e)
     expect(error).toBeInstanceOf(OpenAI.BadRequestError)
     expect((error as { error: { param: string } }).error.param).toBe('instructions')
+    // An item that is no object: a 400 naming it, never a 500.
+    for (const [field, param] of [
+      ['instructions', 'instructions[0]'],
+      ['input', 'input[0]'],
+    ]) {
+      const nulled = await client.responses
+        .create({ model: 'sim/chat', input: 'hi', [field!]: [null] } as never)
+        .catch((e: unknown) => e)
+      expect(nulled).toBeInstanceOf(OpenAI.BadRequestError)
+      expect((nulled as { error: { param: string } }).error.param).toBe(param)
+    }
   })
 
   for (const model of ['sim/chat', 'sim/claude'])

@@ -70,8 +70,36 @@ const catalog = createCatalog(
     providers: {
       openai: { kind: 'openai', base_url: 'http://127.0.0.1:1/v1' },
       anthropic: { kind: 'anthropic', base_url: 'http://127.0.0.1:1' },
+      'openai-responses': {
+        kind: 'openai',
+        base_url: 'http://127.0.0.1:1/v1',
+        responses_api: true,
+      },
     },
     models: [
+      // Live where the Responses API is spoken, its batch lane on Anthropic's Message Batches.
+      {
+        id: 'responses-mixed',
+        endpoints: ['chat'],
+        context_tokens: 8192,
+        max_output_tokens: 1024,
+        offerings: [
+          {
+            provider: 'openai-responses',
+            upstream_model: 'gpt-sim',
+            input_usd_per_mtok: '1',
+            output_usd_per_mtok: '5',
+          },
+          {
+            provider: 'anthropic',
+            upstream_model: 'claude-sim',
+            lane: 'batch',
+            input_usd_per_mtok: '0.5',
+            output_usd_per_mtok: '2.5',
+            poll_s: 0.05,
+          },
+        ],
+      },
       {
         id: 'gpt-lane',
         endpoints: ['chat'],
@@ -290,6 +318,52 @@ describe('the batch-lane engine', () => {
     expect(after.jobs.find((job) => job.id === copy.id)?.status).toBe('cancelled')
     // The copy and one new chunk: nothing else was sent.
     expect(after.created - before.created).toBe(2)
+  })
+
+  test("a Responses line with fields only the Responses API takes is left to the live lanes, not refused by Anthropic's", async () => {
+    const bodies = [
+      { model: 'responses-mixed', input: 'q1', max_output_tokens: 16 },
+      {
+        model: 'responses-mixed',
+        input: 'q2',
+        max_output_tokens: 16,
+        reasoning: { effort: 'low' },
+      },
+    ]
+    const lines = bodies.map((body, i) => ({
+      lineNo: i + 1,
+      customId: `c${i}`,
+      input: JSON.stringify({ custom_id: `c${i}`, method: 'POST', url: '/v1/responses', body }),
+    }))
+    const admitted = await opened.store.admitBatch({
+      id: 'batch_resp',
+      accountId: 'acct',
+      name: null,
+      endpoint: '/v1/responses',
+      completionWindowHours: 24,
+      createdAt: NOW,
+      deadlineAt: NOW + 86_400,
+      costCeilingUsd: '1',
+      lineCount: 2,
+      source: 'native',
+      metadata: null,
+      inputFileId: null,
+      idempotencyKey: null,
+      lines,
+    })
+    expect(admitted.kind).toBe('created')
+    const engine = engineFor('inst-a')
+    for (let i = 0; i < 200; i++) {
+      await engine.tick()
+      if ((await readAll('batch_resp'))[0]!.status === 'succeeded') break
+      await Bun.sleep(20)
+    }
+    const [first, second] = await readAll('batch_resp')
+    // The first as its chat translation through Anthropic's batch, kept as its Response.
+    expect(first).toMatchObject({ status: 'succeeded', provider: 'anthropic:batch' })
+    expect(JSON.parse(first!.response!).object).toBe('response')
+    // The second back to pending, unsent, for an offering that speaks the Responses API.
+    expect(second).toMatchObject({ status: 'pending', attempts: 0, error: null })
   })
 
   test('the live dispatcher is left the batches the lane does not serve, and the rest after the lane closes', async () => {

@@ -26,6 +26,7 @@ import { followAction, nextPollAt } from '../../src/dispatch/batch-lane/follow-s
 import { groupIntoChunks, type ChunkCandidate } from '../../src/dispatch/batch-lane/group-chunks.ts'
 import { mapChunkResults } from '../../src/dispatch/batch-lane/map-chunk-results.ts'
 import { DEFAULT_RETRY } from '../../src/dispatch/retry-policy.ts'
+import { lineRequest, type LineRequest } from '../../src/dispatch/line-request.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { oneLaneCatalog } from '../helpers/lane-catalog.ts'
 
@@ -319,7 +320,7 @@ describe('choosing the batch lane', () => {
     ) =>
       heldForLane(
         catalog,
-        { url, body, model, routing: routing as never },
+        { request: lineRequest({ url, body }) as LineRequest, model, routing: routing as never },
         { createdAt: createdAtMs / 1000, deadlineAt: deadline / 1000 },
         nowMs,
       )

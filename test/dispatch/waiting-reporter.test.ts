@@ -56,6 +56,21 @@ describe('waiting reporter', () => {
     expect(await waitingOf()).toBeNull()
   })
 
+  test('capacity freed clears capacity_busy only: a 429 said since stays', async () => {
+    const reporter = createWaitingReporter(opened.dispatch, logger, () => now)
+    reporter.capacityBusy('batch_01', 'pool')
+    await settle()
+    expect((await waitingOf())!.code).toBe('capacity_busy')
+    reporter.capacityFreed('batch_01')
+    await settle()
+    expect(await waitingOf()).toBeNull()
+    reporter.capacityBusy('batch_01', 'pool')
+    reporter.rateLimited('batch_01', 'pool', T0 + 30_000)
+    reporter.capacityFreed('batch_01')
+    await settle()
+    expect((await waitingOf())!.code).toBe('provider_rate_limited')
+  })
+
   test('429s on both providers: a line ending on either while it is paused leaves the reason', async () => {
     const reporter = createWaitingReporter(opened.dispatch, logger, () => now)
     reporter.rateLimited('batch_01', 'openai', T0 + 2_000)

@@ -40,18 +40,23 @@ describe('depositNeeded', () => {
   test('the least deposit, over many mixes of holds, against the pass itself', () => {
     let seed = 7
     const next = () => (seed = (seed * 48271) % 2147483647) / 2147483647
-    for (let round = 0; round < 300; round++) {
-      const holds = Array.from({ length: 1 + Math.floor(next() * 5) }, () =>
-        String(1 + Math.floor(next() * 9)),
+    for (let round = 0; round < 2000; round++) {
+      const holds = Array.from({ length: 1 + Math.floor(next() * 7) }, () =>
+        String(1 + Math.floor(next() * 20)),
       )
-      const available = String(Math.floor(next() * 6))
+      const available = String(Math.floor(next() * 10))
       const last = holds.length - 1
       const needed = depositNeeded(holds.slice(0, last).map(m), m(holds[last]!), m(available))
-      const reach = (deposit: Money) =>
+      const reach = (deposit: number) =>
         started(holds, m(available).plus(deposit).toString()).includes(`b${last}`)
-      expect(reach(needed)).toBe(true)
-      // Whole-dollar holds: a dollar less never starts it (when it needed any).
-      if (needed.greaterThan(0)) expect(reach(Money.max(m('0'), needed.minus(1)))).toBe(false)
+      expect(reach(needed.toNumber())).toBe(true)
+      // Whole-dollar holds: no smaller whole deposit starts it.
+      for (let less = 0; less < needed.toNumber(); less++) expect(reach(less)).toBe(false)
     }
+  })
+
+  test('past several earlier holds it skips and one it covers', () => {
+    // 6 available: the 5 and 2 start first out of any deposit that covers them; 14 is the least.
+    expect(depositNeeded(['10', '15', '5', '2'].map(m), m('3'), m('6')).toString()).toBe('14')
   })
 })

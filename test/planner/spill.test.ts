@@ -327,16 +327,21 @@ for (const storeKind of STORES) {
         const batch = await read(first.id)
         return batch.request_counts.running === 3
       })
-      const second = await submit(jsonl(lines(2)))
+      const second = await submit(jsonl(lines(6)))
       const busy = await waitFor('the second batch to say it waits', async () => {
         const batch = await read(second.id)
         return batch.waiting ? batch : null
       })
-      expect(busy.request_counts).toMatchObject({ pending: 2, running: 0 })
+      expect(busy.request_counts).toMatchObject({ pending: 6, running: 0 })
       expect(busy.waiting!.code).toBe('capacity_busy')
       expect(busy.waiting!.message).toContain('pool')
-      // The first cancelled, the second runs, and its reason is gone.
+      // The first cancelled, the second runs, and its reason is gone while it does.
       await gw.request(`/v1/batches/${first.id}`, key, { method: 'DELETE' })
+      await waitFor('the second batch to run without a reason', async () => {
+        const batch = await read(second.id)
+        expect(batch.status).toBe('in_progress')
+        return batch.request_counts.running > 0 && batch.waiting === null
+      })
       const done = await finished(second.id, 20_000)
       expect(done.status).toBe('completed')
       expect(done.waiting).toBeNull()

@@ -82,12 +82,17 @@ export function runAdapterContract(setup: ContractSetup): void {
       expect(choice.message.content).toMatch(/^sim reply to Hello there #[0-9a-f]{8}$/)
       expect(choice.finish_reason).toBe('stop')
       expect(outcome.usage).toEqual({ input_tokens: promptTokens, output_tokens: 6 })
-      // A translated answer's usage carries prompt_tokens_details too (zeros here).
       expect(outcome.body.usage).toMatchObject({
         prompt_tokens: 11,
         completion_tokens: 6,
         total_tokens: 17,
       })
+      // A translated answer (Anthropic's) carries prompt_tokens_details always, zeros here.
+      if (setup.kind === 'anthropic')
+        expect((outcome.body.usage as Record<string, unknown>).prompt_tokens_details).toEqual({
+          cached_tokens: 0,
+          cache_write_tokens: 0,
+        })
       expect(outcome.latencyMs).toBeGreaterThanOrEqual(0)
     })
 

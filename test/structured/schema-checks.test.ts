@@ -54,6 +54,11 @@ describe('schema threads', () => {
       ok: false,
       reason: 'pattern',
     })
+    const named = { $defs: { default: { type: 'string', pattern: '(?=x)' } } }
+    expect(await checks.compile(JSON.stringify(named), 'a')).toMatchObject({
+      ok: false,
+      reason: 'pattern',
+    })
     const keyed = { $defs: { u: { patternProperties: { '(?!a)': {} } } } }
     expect(await checks.compile(JSON.stringify(keyed), 'a')).toMatchObject({
       ok: false,

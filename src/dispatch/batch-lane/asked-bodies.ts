@@ -8,6 +8,7 @@ import type { Store } from '../../store/store.ts'
 
 const PAGE = 1000
 
+/** The bodies of the batch's `lineNos` that are running, by line number. */
 export async function askedBodies(
   store: Pick<Store, 'readLines'>,
   batchId: string,

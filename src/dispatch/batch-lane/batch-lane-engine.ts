@@ -9,7 +9,7 @@
  */
 import type { AnthropicBatchClient, OpenAIBatchClient } from '../../../providers/batch-api/index.ts'
 import { batchLaneSettings } from '../../catalog/batch-lane.ts'
-import type { ModelEntry } from '../../catalog/catalog-file.ts'
+import type { ModelEntry, ProviderConfig } from '../../catalog/catalog-file.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
 import { newId } from '../../domain.ts'
 import type { ChunkRecord, ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
@@ -20,6 +20,7 @@ import type {
   RunnableBatch,
   Store,
 } from '../../store/store.ts'
+import { lineRequest } from '../line-request.ts'
 import { askedBodies } from './asked-bodies.ts'
 import type { CountedLine } from '../count-outcomes.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
@@ -92,7 +93,7 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     const kindOf = (name: string) => deps.catalog.provider(name)?.kind
     const choice = chooseBatchLane(ordered, batch.deadlineAt * 1000, now(), kindOf)
     if (!choice || !deps.client(choice.offering.provider)) return null
-    return laneTakes(parsed, deps.catalog.provider(choice.offering.provider))
+    return laneTakes(lineRequest(parsed), deps.catalog.provider(choice.offering.provider))
       ? { ...choice, model }
       : null
   }
@@ -146,10 +147,9 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
       leaseUntilMs: leaseUntil,
     })
     if (lines.length === 0) return false
-    const model = String((JSON.parse(first) as Parsed).body.model)
-    const mine = lines.filter((line) => (JSON.parse(line.input) as Parsed).body.model === model)
-    const chosen = new Set(mine)
-    const others = lines.filter((line) => !chosen.has(line))
+    const provider = deps.catalog.provider(choice.offering.provider)
+    const { mine, others } = laneLines(lines, (JSON.parse(first) as Parsed).body.model, provider)
+    // Back for the live lanes, once this lane has taken its own (lane-batches.ts looks again).
     await handBack(owner, others, at + OTHER_MODEL_WAIT_MS)
     const endpoint = chunkEndpoint((JSON.parse(first) as Parsed).url)
     const { chunks } = groupIntoChunks(
@@ -218,6 +218,25 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
       return { submitted, followed }
     },
   }
+}
+
+/**
+ * The claimed lines a lane takes: those of its model, in a form its provider's batch API takes
+ * (laneTakes: a line with fields only another API takes is not); the others go back.
+ */
+function laneLines(
+  lines: readonly ClaimedLine[],
+  model: unknown,
+  provider: ProviderConfig | undefined,
+): { mine: ClaimedLine[]; others: ClaimedLine[] } {
+  const mine: ClaimedLine[] = []
+  const others: ClaimedLine[] = []
+  for (const line of lines) {
+    const parsed = JSON.parse(line.input) as Parsed & { body: Record<string, unknown> }
+    const takes = parsed.body.model === model && laneTakes(lineRequest(parsed), provider)
+    ;(takes ? mine : others).push(line)
+  }
+  return { mine, others }
 }
 
 /**

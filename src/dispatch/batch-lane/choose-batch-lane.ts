@@ -17,7 +17,7 @@ import {
   type ProviderConfig,
 } from '../../catalog/catalog-file.ts'
 import { speaksApi } from '../../catalog/speaks-api.ts'
-import { lineRequest } from '../line-request.ts'
+import type { LineRequest } from '../line-request.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
 import { ENDPOINT_URLS, MESSAGES_URL, RESPONSES_URL } from '../../domain.ts'
 import type { ChunkEndpoint } from '../../store/batch-chunks/chunk-store.ts'
@@ -37,10 +37,9 @@ export interface BatchLaneChoice {
  * the translation (lineRequest's `untranslated`), which only the offerings speaking it take.
  */
 export function laneTakes(
-  line: { url: string; body: Record<string, unknown> },
+  request: LineRequest | { problem: string },
   provider: ProviderConfig | undefined,
 ): boolean {
-  const request = lineRequest(line)
   if ('problem' in request) return false
   const native = request.native
   return native?.untranslated === undefined || speaksApi(provider, native.api)
@@ -95,12 +94,7 @@ const LANE_RETAKE_MS = 1_000
  */
 export function heldForLane(
   catalog: Pick<Catalog, 'routeWithLanes' | 'provider'>,
-  line: {
-    url: string
-    body: Record<string, unknown>
-    model: ModelEntry
-    routing: Routing | undefined
-  },
+  line: { request: LineRequest; model: ModelEntry; routing: Routing | undefined },
   batch: { createdAt: number; deadlineAt: number },
   nowMs: number,
 ): number | null {
@@ -109,6 +103,6 @@ export function heldForLane(
   const kindOf = (name: string) => catalog.provider(name)?.kind
   const deadlineMs = batch.deadlineAt * 1000
   const lane = chooseBatchLane(ordered, deadlineMs, batch.createdAt * 1000, kindOf)
-  if (!lane || !laneTakes(line, catalog.provider(lane.offering.provider))) return null
+  if (!lane || !laneTakes(line.request, catalog.provider(lane.offering.provider))) return null
   return chooseBatchLane(ordered, deadlineMs, nowMs, kindOf) ? nowMs + LANE_RETAKE_MS : deadlineMs
 }

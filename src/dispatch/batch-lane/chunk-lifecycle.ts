@@ -139,6 +139,9 @@ export async function submitChunk(
   // Lines this provider's batch API cannot take are settled now; the others go.
   if (refused.length > 0) await recordResults(deps, record, reportedIn(states, refused), refused)
   if (request.lines.length === 0) return done(deps, record, { state: 'ended' })
+  // Cancelled since its lines were claimed: nothing is uploaded or created for it.
+  if (!(await batchRuns(deps, chunk.batchId)))
+    return abandon(deps, record, states, 'the batch stopped before its chunk was sent')
   if (client.kind === 'openai') {
     const file = await client.upload(chunk.id, openAIBatchInput(request))
     if (!file.ok) return abandon(deps, record, states, file.error.message)

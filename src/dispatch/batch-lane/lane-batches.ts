@@ -8,6 +8,7 @@
  */
 import type { Catalog } from '../../catalog/catalog.ts'
 import type { Store, RunnableBatch } from '../../store/store.ts'
+import { lineRequest } from '../line-request.ts'
 import { chooseBatchLane, laneTakes } from './choose-batch-lane.ts'
 
 export interface LaneBatches {
@@ -47,7 +48,7 @@ export function createLaneBatches(
       (name) => catalog.provider(name)?.kind,
     )
     if (!choice || !hasClient(choice.offering.provider)) return 0
-    if (!laneTakes(parsed, catalog.provider(choice.offering.provider))) return 0
+    if (!laneTakes(lineRequest(parsed), catalog.provider(choice.offering.provider))) return 0
     return deadlineMs - Math.max(choice.settings.minLeftMs, choice.settings.fallbackMs)
   }
 

@@ -114,9 +114,12 @@ function answerOf(
   lineNo: number,
 ): Record<string, unknown> {
   if (!deps.asked) return result.body
-  // Sent as chat: its chat answer (an Anthropic batch's message translated) becomes its Response.
-  const asked = deps.askedBodies?.get(lineNo)
-  if (asked) return fromChat({ api: 'responses', asked }, result.body)
+  // Sent as chat: its chat answer (an Anthropic batch's message translated) becomes its Response,
+  // of the request read back (or, were it not found, of its model alone).
+  if (deps.askedBodies) {
+    const asked = deps.askedBodies.get(lineNo) ?? { model: deps.model.id }
+    return fromChat({ api: 'responses', asked }, result.body)
+  }
   if (result.native) return result.native
   // From a lane that speaks the Responses API the body is the Response already.
   if (deps.asked === 'responses') return result.body

@@ -43,9 +43,8 @@ const utc = (seconds: number) =>
   new Date(seconds * 1000).toISOString().replace('T', ' ').replace('.000Z', ' UTC')
 
 /**
- * `waiting.message` of a batch waiting for credit: what it holds, the deposit it needs now
- * (its own hold plus those of the account's batches waiting before it, less what is available),
- * and when it fails if that does not come.
+ * `waiting.message` of a batch waiting for credit: what it holds, the deposit that starts it now
+ * (depositNeeded), and when it fails if that does not come.
  */
 export function creditWaitMessage(holdUsd: string | Money, neededUsd: Money, until: number) {
   const what = neededUsd.greaterThan(0)
@@ -91,19 +90,20 @@ export function creditWaitColumns(
  * The least deposit that starts a batch holding `hold`, behind the holds of batches waiting
  * before it (`earlier`, oldest first), with `available` now: a pass starts each in turn whose
  * hold the credit left covers (planCreditWaits), so a deposit first goes to the earlier ones
- * it covers. Raised by each shortfall until the pass reaches this one; a bounded number of
- * rounds, then what covers every earlier hold too.
+ * it covers. Raised by each shortfall until the pass reaches this one (the least that does, as
+ * test/money/deposit-needed.test.ts checks against the pass itself); covering every earlier hold
+ * too always does, which bounds it.
  */
 export function depositNeeded(earlier: readonly Money[], hold: Money, available: Money): Money {
+  const all = Money.max(ZERO, earlier.reduce((sum, h) => sum.plus(h), hold).minus(available))
   let deposit = Money.max(ZERO, hold.minus(available))
-  for (let round = 0; round <= earlier.length; round++) {
+  while (deposit.lessThan(all)) {
     let left = available.plus(deposit)
     for (const h of earlier) if (h.lessThanOrEqualTo(left)) left = left.minus(h)
     if (hold.lessThanOrEqualTo(left)) return deposit
     deposit = deposit.plus(hold.minus(left))
   }
-  const all = earlier.reduce((sum, h) => sum.plus(h), hold)
-  return Money.max(ZERO, all.minus(available))
+  return all
 }
 
 /** getDailySpend's answer: an account row as read and what counts against its limit today. */
