@@ -9,6 +9,7 @@
  */
 import type { RegExpEngine } from 'ajv/dist/types'
 import { RE2JS } from 're2js'
+import { DATA_KEYWORDS, MAP_KEYWORDS } from './schema-keywords.ts'
 
 /** A pattern RE2 cannot take; `pattern` is the schema's own text of it. */
 export class PatternError extends Error {
@@ -35,18 +36,6 @@ function re2(pattern: string): { test(s: string): boolean; toString(): string } 
     toString: () => `re2:${pattern}`,
   }
 }
-
-/** Keywords whose values are data, not schemas: a `pattern` under them is no pattern. */
-const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples'])
-/** Keywords whose value maps names to schemas: a name there (`default`, `pattern`) is no keyword. */
-const MAP_KEYWORDS = new Set([
-  'properties',
-  'patternProperties',
-  'dependentSchemas',
-  'dependencies',
-  '$defs',
-  'definitions',
-])
 
 /**
  * Compiles every `pattern` and `patternProperties` key of the schema, reached or not, and throws

@@ -7,6 +7,7 @@
  *
  * The walk is iterative (an explicit stack), so no schema, however deep, can overflow it.
  */
+import { DATA_KEYWORDS, MAP_KEYWORDS } from './schema-keywords.ts'
 
 export const SCHEMA_BOUNDS = {
   /** Serialized, in UTF-8 bytes. */
@@ -28,18 +29,6 @@ export interface BoundProblem {
   message: string
   fix: string
 }
-
-/** Keywords whose values are data, not schemas: nothing under them is counted or nested. */
-const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples'])
-/** Keywords whose value maps names to schemas: the name is no level of nesting. */
-const MAP_KEYWORDS = new Set([
-  'properties',
-  'patternProperties',
-  'dependentSchemas',
-  'dependencies',
-  '$defs',
-  'definitions',
-])
 
 const number = (n: number) => n.toLocaleString('en-US')
 

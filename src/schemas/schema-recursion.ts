@@ -7,22 +7,12 @@
  * References are followed inside the schema only: `#`, JSON pointers (`#/$defs/node`), anchors
  * (`#node`) and ids of subschemas. An external reference is no cycle of this schema's.
  */
+import { DATA_KEYWORDS, MAP_KEYWORDS } from './schema-keywords.ts'
 
 type Node = Record<string, unknown>
 
-/** Keywords whose values are data, not schemas: a "$ref" key in them is no reference. */
-const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples'])
 /** Keywords that hold schemas reached only by reference, not by the instance's shape. */
 const DEFINITION_KEYWORDS = new Set(['$defs', 'definitions'])
-/** Keywords whose value maps names (which may be any word, "enum" too) to schemas. */
-const MAP_KEYWORDS = new Set([
-  'properties',
-  'patternProperties',
-  'dependentSchemas',
-  'dependencies',
-  '$defs',
-  'definitions',
-])
 const REFERENCE_KEYWORDS = ['$ref', '$recursiveRef', '$dynamicRef'] as const
 
 interface Located {
