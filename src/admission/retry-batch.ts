@@ -8,12 +8,7 @@ import { isOpenBatch } from '../domain.ts'
 import { notFound, refuse } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
 import type { BatchStore } from '../store/store.ts'
-import {
-  LONG_WINDOW_HOURS,
-  type Admission,
-  type SubmitOptions,
-  type SubmitResult,
-} from './submit-batch.ts'
+import type { Admission, SubmitOptions, SubmitResult } from './submit-batch.ts'
 
 /** The line statuses a retry runs again: every one that did not succeed. */
 export const UNSUCCESSFUL = ['failed', 'cancelled', 'expired'] as const
@@ -30,9 +25,9 @@ export interface RetryOptions {
   idempotencyKey: string | null
   /**
    * A hold the credit does not cover waits for a deposit (docs/open-models.md) instead of a 402.
-   * Null: as a submit's default, when the child's window is 72 hours or more.
+   * Absent: as a submit's default (submit-batch.ts).
    */
-  waitForCredit?: boolean | null
+  waitForCredit?: boolean
 }
 
 /**
@@ -78,7 +73,7 @@ export async function retryBatch(
     accountId: options.accountId,
     name: parent.name,
     completionWindowHours: hours,
-    waitForCredit: options.waitForCredit ?? hours >= LONG_WINDOW_HOURS,
+    waitForCredit: options.waitForCredit,
     idempotencyKey: options.idempotencyKey,
     source: 'native',
     metadata: null,

@@ -9,6 +9,7 @@ import type { Issue, Warning } from '../ingest/issues.ts'
 import type { FileValidator } from '../ingest/parallel-validation.ts'
 import type { FileLimits } from '../ingest/validate-batch-file.ts'
 import { availableUsd, batchHold, Money, moneyText, usd } from '../money/decimal.ts'
+import { LONG_WINDOW_HOURS } from '../store/batches/start-in-time.ts'
 import type { AccountStore, BatchStore } from '../store/store.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 
@@ -26,18 +27,13 @@ export interface SubmitOptions {
   parentBatchId?: string | null
   /**
    * wait_for_credit=true (docs/open-models.md): a hold that does not fit waits up to half the window for a
-   * deposit, as a `validating` batch, instead of being refused 402.
+   * deposit, as a `validating` batch, instead of being refused 402. Absent: true for a window of
+   * LONG_WINDOW_HOURS or more, on every surface that submits.
    */
   waitForCredit?: boolean
   /** The batch's spend cap (docs/money-and-limits.md), canonical decimal text; null or absent for none. */
   maxCostUsd?: string | null
 }
-
-/**
- * From this window on (72 hours, docs/open-models.md) a submit waits for credit unless it says
- * wait_for_credit=false, and must start within 48 hours.
- */
-export { LONG_WINDOW_HOURS } from '../store/batches/start-in-time.ts'
 
 /** A dry run needs only whose credit to compare with, what the lines must be and the cap. */
 export type QuoteOptions = Pick<SubmitOptions, 'accountId' | 'source' | 'endpoint' | 'maxCostUsd'>
@@ -226,9 +222,8 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
     const ceiling = verdict.ceiling.toFixed()
     const createdAt = Math.floor(now() / 1000)
     // Half the window (docs/open-models.md): the rest is left for the batch to run once credit comes.
-    const creditWaitUntil = options.waitForCredit
-      ? createdAt + options.completionWindowHours * 1800
-      : null
+    const waits = options.waitForCredit ?? options.completionWindowHours >= LONG_WINDOW_HOURS
+    const creditWaitUntil = waits ? createdAt + options.completionWindowHours * 1800 : null
     const result = await store.admitBatch({
       id: newId('batch_'),
       accountId: options.accountId,

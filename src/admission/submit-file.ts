@@ -52,3 +52,7 @@ export async function submitFile(
 
 /** The query's or the form's dry_run flag. */
 export const isDryRun = (flag: string | undefined) => flag === 'true' || flag === '1'
+
+/** A flag as isDryRun reads it, or undefined when it was not sent (the option's default then). */
+export const optionalFlag = (flag: string | undefined) =>
+  flag === undefined ? undefined : isDryRun(flag)

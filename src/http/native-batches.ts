@@ -2,9 +2,10 @@
 import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { answerOf, unanswered, type AdmissionAnswer } from '../admission/admission-answer.ts'
-import { LONG_WINDOW_HOURS, type Admission } from '../admission/submit-batch.ts'
+import type { Admission } from '../admission/submit-batch.ts'
 import {
   isDryRun,
+  optionalFlag,
   isGzipped,
   submitFile,
   type FileSubmit,
@@ -148,10 +149,7 @@ export function nativeBatchRoutes(deps: NativeDeps) {
           completionWindowHours: options.completion_window_hours ?? null,
           maxCostUsd: options.max_cost_usd ?? null,
           idempotencyKey: request.headers.get('idempotency-key'),
-          waitForCredit:
-            options.wait_for_credit === undefined
-              ? null
-              : options.wait_for_credit === 'true' || options.wait_for_credit === '1',
+          waitForCredit: optionalFlag(options.wait_for_credit),
         })
         const answer = answerOf(result)
         switch (answer.kind) {
@@ -299,11 +297,8 @@ async function readSubmit(
     name: name ?? null,
     completionWindowHours: query.completion_window_hours,
     idempotencyKey: request.headers.get('idempotency-key'),
-    // docs/open-models.md: a window of 72 hours or more waits for a top-up unless told not to.
-    waitForCredit:
-      query.wait_for_credit === undefined
-        ? query.completion_window_hours >= LONG_WINDOW_HOURS
-        : query.wait_for_credit === 'true' || query.wait_for_credit === '1',
+    // Unset: admission's default (a window of 72 hours or more waits for a top-up).
+    waitForCredit: optionalFlag(query.wait_for_credit),
     maxCostUsd: query.max_cost_usd ?? null,
     dryRun: isDryRun(query.dry_run),
   }

@@ -545,6 +545,24 @@ describe('dashboard: why a batch waits', () => {
     expect(batch.max_cost_usd).toBe('0.000001')
   })
 
+  test('a 72-hour upload the credit does not cover waits for a top-up, as the API does by default', async () => {
+    const { key } = await gw.newAccount('0')
+    const cookie = await sessionCookie(key)
+    const form = new FormData()
+    form.set('file', new Blob([jsonl([chatLine('t-1')])]), 'later.jsonl')
+    form.set('completion_window_hours', '72')
+    const made = await fetch(`${gw.url}/dashboard/batches`, {
+      method: 'POST',
+      headers: { cookie, origin: gw.url },
+      body: form,
+      redirect: 'manual',
+    })
+    expect(made.status).toBe(303)
+    const id = /batch_[0-9a-f]+/.exec(made.headers.get('location')!)![0]
+    const batch = (await (await gw.request(`/v1/batches/${id}`, key)).json()) as Batch
+    expect(batch).toMatchObject({ status: 'validating', waiting: { code: 'insufficient_credit' } })
+  })
+
   test('a batch that waits shows why on its page, with what to do', async () => {
     const { key } = await gw.newAccount('5')
     const lines = Array.from({ length: 4 }, (_, i) => chatLine(`w-${i}`, `waiting line ${i}`))

@@ -8,7 +8,7 @@ import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
 import { answerOf, unanswered } from '../../admission/admission-answer.ts'
-import { LONG_WINDOW_HOURS, type Admission } from '../../admission/submit-batch.ts'
+import type { Admission } from '../../admission/submit-batch.ts'
 import type { Authenticator, Caller } from '../../auth/authenticate.ts'
 import { callerMacro } from '../caller-macro.ts'
 import { BATCH_URLS, newId, nowSeconds, type BatchRecord } from '../../domain.ts'
@@ -185,8 +185,8 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
     metadata: body.metadata ?? null,
     inputFileId: file.id,
     endpoint: body.endpoint,
-    // docs/open-models.md: a window of 72 hours or more waits for a top-up unless told not to.
-    waitForCredit: body.wait_for_credit ?? hours >= LONG_WINDOW_HOURS,
+    // Unset: admission's default (a window of 72 hours or more waits for a top-up).
+    waitForCredit: body.wait_for_credit,
     maxCostUsd: body.max_cost_usd ?? null,
   })
   const answer = answerOf(result)
