@@ -65,6 +65,16 @@ afterEach(async () => {
   await opened.store.close()
 })
 
+/** Anthropic's Message Batches as a lane at half the live price. */
+const CLAUDE_LANE = {
+  provider: 'anthropic',
+  upstream_model: 'claude-sim',
+  lane: 'batch',
+  input_usd_per_mtok: '0.5',
+  output_usd_per_mtok: '2.5',
+  poll_s: 0.05,
+}
+
 const catalog = createCatalog(
   catalogSchema.parse({
     providers: {
@@ -90,14 +100,7 @@ const catalog = createCatalog(
             input_usd_per_mtok: '1',
             output_usd_per_mtok: '5',
           },
-          {
-            provider: 'anthropic',
-            upstream_model: 'claude-sim',
-            lane: 'batch',
-            input_usd_per_mtok: '0.5',
-            output_usd_per_mtok: '2.5',
-            poll_s: 0.05,
-          },
+          CLAUDE_LANE,
         ],
       },
       {
@@ -149,14 +152,7 @@ const catalog = createCatalog(
             input_usd_per_mtok: '1',
             output_usd_per_mtok: '5',
           },
-          {
-            provider: 'anthropic',
-            upstream_model: 'claude-sim',
-            lane: 'batch',
-            input_usd_per_mtok: '0.5',
-            output_usd_per_mtok: '2.5',
-            poll_s: 0.05,
-          },
+          CLAUDE_LANE,
         ],
       },
     ],
@@ -177,32 +173,38 @@ const engineFor = (holder: string, leaseMs = 60_000) =>
     { holder, leaseMs },
   )
 
-async function admit(model: string, count: number) {
+/** A batch of chat lines of `model`, admitted as the gateway would. */
+const admit = (model: string, count: number) =>
+  admitLines(
+    '/v1/chat/completions',
+    Array.from({ length: count }, (_, index) => ({
+      model,
+      max_tokens: 16,
+      messages: [{ role: 'user', content: `question ${index + 1}` }],
+    })),
+  )
+
+/** A batch of these bodies, each a line to `url`; its id. */
+async function admitLines(
+  url: '/v1/chat/completions' | '/v1/responses',
+  bodies: readonly Record<string, unknown>[],
+) {
   const id = `batch_e${++batchNo}`
-  const lines = Array.from({ length: count }, (_, index) => ({
+  const lines = bodies.map((body, index) => ({
     lineNo: index + 1,
     customId: `user-line-${index + 1}`,
-    input: JSON.stringify({
-      custom_id: `user-line-${index + 1}`,
-      method: 'POST',
-      url: '/v1/chat/completions',
-      body: {
-        model,
-        max_tokens: 16,
-        messages: [{ role: 'user', content: `question ${index + 1}` }],
-      },
-    }),
+    input: JSON.stringify({ custom_id: `user-line-${index + 1}`, method: 'POST', url, body }),
   }))
   const admitted = await opened.store.admitBatch({
     id,
     accountId: 'acct',
     name: null,
-    endpoint: '/v1/chat/completions',
+    endpoint: url,
     completionWindowHours: 24,
     createdAt: NOW,
     deadlineAt: NOW + 86_400,
     costCeilingUsd: '1',
-    lineCount: count,
+    lineCount: lines.length,
     source: 'native',
     metadata: null,
     inputFileId: null,
@@ -330,35 +332,14 @@ describe('the batch-lane engine', () => {
         reasoning: { effort: 'low' },
       },
     ]
-    const lines = bodies.map((body, i) => ({
-      lineNo: i + 1,
-      customId: `c${i}`,
-      input: JSON.stringify({ custom_id: `c${i}`, method: 'POST', url: '/v1/responses', body }),
-    }))
-    const admitted = await opened.store.admitBatch({
-      id: 'batch_resp',
-      accountId: 'acct',
-      name: null,
-      endpoint: '/v1/responses',
-      completionWindowHours: 24,
-      createdAt: NOW,
-      deadlineAt: NOW + 86_400,
-      costCeilingUsd: '1',
-      lineCount: 2,
-      source: 'native',
-      metadata: null,
-      inputFileId: null,
-      idempotencyKey: null,
-      lines,
-    })
-    expect(admitted.kind).toBe('created')
+    const id = await admitLines('/v1/responses', bodies)
     const engine = engineFor('inst-a')
     for (let i = 0; i < 200; i++) {
       await engine.tick()
-      if ((await readAll('batch_resp'))[0]!.status === 'succeeded') break
+      if ((await readAll(id))[0]!.status === 'succeeded') break
       await Bun.sleep(20)
     }
-    const [first, second] = await readAll('batch_resp')
+    const [first, second] = await readAll(id)
     // The first as its chat translation through Anthropic's batch, kept as its Response.
     expect(first).toMatchObject({ status: 'succeeded', provider: 'anthropic:batch' })
     expect(JSON.parse(first!.response!).object).toBe('response')

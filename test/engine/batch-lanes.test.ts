@@ -62,6 +62,18 @@ function priced(
     .div(1_000_000)
 }
 
+/** A Response's cost from its own usage (input and output tokens), as priced(). */
+const pricedResponse = (
+  body: { usage: { input_tokens: number; output_tokens: number } },
+  input: string,
+  output: string,
+) =>
+  priced(
+    { prompt_tokens: body.usage.input_tokens, completion_tokens: body.usage.output_tokens },
+    input,
+    output,
+  )
+
 const liveChats = (sim: Simulator) => sim.stats().byPath['/v1/chat/completions'] ?? 0
 const liveMessages = (sim: Simulator) => sim.stats().byPath['/v1/messages'] ?? 0
 
@@ -306,11 +318,7 @@ for (const storeKind of STORES) {
         expect(row.provider).toBe('sim:batch')
         const body = row.response!.body
         expect(body.object).toBe('response')
-        const usage = {
-          prompt_tokens: body.usage.input_tokens,
-          completion_tokens: body.usage.output_tokens,
-        }
-        expect(row.cost_usd).toBe(priced(usage, '0.5', '1').toFixed())
+        expect(row.cost_usd).toBe(pricedResponse(body, '0.5', '1').toFixed())
       }
     }, 60_000)
 
@@ -344,11 +352,7 @@ for (const storeKind of STORES) {
           max_output_tokens: 16,
         })
         expect(body.output[0].content[0].text).toContain(`question ${i}`)
-        const usage = {
-          prompt_tokens: body.usage.input_tokens,
-          completion_tokens: body.usage.output_tokens,
-        }
-        expect(row.cost_usd).toBe(priced(usage, '1.5', '7.5').toFixed())
+        expect(row.cost_usd).toBe(pricedResponse(body, '1.5', '7.5').toFixed())
       })
     }, 60_000)
 

@@ -25,7 +25,7 @@ import { askedBodies } from './asked-bodies.ts'
 import type { CountedLine } from '../count-outcomes.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
 import {
-  chooseBatchLane,
+  laneForLine,
   chunkEndpoint,
   laneSpeaks,
   laneTakes,
@@ -85,18 +85,12 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
   // batch that ended is never listed again; the set only needs bounding.
   const LIVE_REMEMBERED = 10_000
 
-  function laneOf(input: string, batch: RunnableBatch): Lane | null {
-    const parsed = JSON.parse(input) as Parsed
-    const model = deps.catalog.find(String(parsed.body.model))
-    if (!model) return null
-    const ordered = deps.catalog.routeWithLanes(model, parsed.body.provider as never)
-    const kindOf = (name: string) => deps.catalog.provider(name)?.kind
-    const choice = chooseBatchLane(ordered, batch.deadlineAt * 1000, now(), kindOf)
-    if (!choice || !deps.client(choice.offering.provider)) return null
-    return laneTakes(lineRequest(parsed), deps.catalog.provider(choice.offering.provider))
-      ? { ...choice, model }
-      : null
-  }
+  const laneOf = (input: string, batch: RunnableBatch): Lane | null =>
+    laneForLine(deps.catalog, input, {
+      deadlineMs: batch.deadlineAt * 1000,
+      nowMs: now(),
+      hasClient: (provider) => deps.client(provider) !== undefined,
+    })
 
   function chunkDeps(choice: Lane): ChunkDeps {
     const pollMs = choice.settings.pollMs

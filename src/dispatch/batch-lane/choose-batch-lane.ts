@@ -17,7 +17,7 @@ import {
   type ProviderConfig,
 } from '../../catalog/catalog-file.ts'
 import { speaksApi } from '../../catalog/speaks-api.ts'
-import type { LineRequest } from '../line-request.ts'
+import { lineRequest, type LineRequest } from '../line-request.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
 import { ENDPOINT_URLS, MESSAGES_URL, RESPONSES_URL } from '../../domain.ts'
 import type { ChunkEndpoint } from '../../store/batch-chunks/chunk-store.ts'
@@ -52,6 +52,29 @@ export function laneTakes(
 export function laneSpeaks(provider: ProviderConfig | undefined): 'messages' | 'responses' | null {
   if (speaksApi(provider, 'messages')) return 'messages'
   return speaksApi(provider, 'responses') ? 'responses' : null
+}
+
+/**
+ * The batch lane a batch goes to now, judged by one of its lines (its first pending one): the
+ * first offering of the line's model in the planner's order, when it is a batch lane open for
+ * the batch, its provider has a batch client, and the lane takes the line (laneTakes); null
+ * for the live lanes. The lane engine and the live dispatcher's filter (lane-batches.ts) both ask
+ * this, so they never disagree.
+ */
+export function laneForLine(
+  catalog: Pick<Catalog, 'find' | 'routeWithLanes' | 'provider'>,
+  input: string,
+  at: { deadlineMs: number; nowMs: number; hasClient: (provider: string) => boolean },
+): (BatchLaneChoice & { model: ModelEntry }) | null {
+  const parsed = JSON.parse(input) as { url: string; body: Record<string, unknown> }
+  const model = catalog.find(String(parsed.body.model))
+  if (!model) return null
+  const ordered = catalog.routeWithLanes(model, parsed.body.provider as never)
+  const kindOf = (name: string) => catalog.provider(name)?.kind
+  const choice = chooseBatchLane(ordered, at.deadlineMs, at.nowMs, kindOf)
+  if (!choice || !at.hasClient(choice.offering.provider)) return null
+  const provider = catalog.provider(choice.offering.provider)
+  return laneTakes(lineRequest(parsed), provider) ? { ...choice, model } : null
 }
 
 /** What a chunk of a batch's lines holds, by the URL they name (ChunkEndpoint). */

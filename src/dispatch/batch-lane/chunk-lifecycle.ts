@@ -166,8 +166,9 @@ export async function submitChunk(
  * provider's batch API speaks its API (`speaks`) — a Messages line's for an Anthropic batch
  * (docs/clients/anthropic-sdk.md), a Responses line's for an OpenAI one whose provider speaks the
  * Responses API; elsewhere it goes as its chat translation. A line the provider's batch API
- * cannot take as it is — one whose fields only another kind takes (laneTakes keeps such batches
- * live) — is refused: a final `invalid_request`, as the live lanes refuse it (run-line.ts).
+ * cannot take as it is — one whose fields only another kind takes — never gets here (the engine
+ * hands it back, laneTakes) unless the catalog changed since: then it is refused, a final
+ * `invalid_request`, as the live lanes refuse it (run-line.ts).
  */
 function chunkLine(
   line: ClaimedLine,
@@ -265,7 +266,8 @@ async function recordResults(
   results: readonly ChunkLineResult[],
 ): Promise<void> {
   // Responses lines sent as chat: each answer becomes its Response, with the request it answers.
-  const translated = chunk.endpoint === 'responses' && deps.speaks !== 'responses'
+  const translated =
+    chunk.endpoint === 'responses' && providerEndpoint(chunk.endpoint, deps.speaks) === 'chat'
   const askedBodies = translated
     ? await deps.askedBodies(
         chunk.batchId,

@@ -8,8 +8,7 @@
  */
 import type { Catalog } from '../../catalog/catalog.ts'
 import type { Store, RunnableBatch } from '../../store/store.ts'
-import { lineRequest } from '../line-request.ts'
-import { chooseBatchLane, laneTakes } from './choose-batch-lane.ts'
+import { laneForLine } from './choose-batch-lane.ts'
 
 export interface LaneBatches {
   /** The batches of `batches` the live dispatcher may claim from now. */
@@ -18,8 +17,6 @@ export interface LaneBatches {
 
 /** How often a batch the lane serves is looked at again (one read of its first pending line). */
 const LOOK_AGAIN_MS = 5_000
-
-type Parsed = { url: string; body: { model?: unknown; provider?: unknown } }
 
 export function createLaneBatches(
   store: Pick<Store, 'readLines'>,
@@ -36,19 +33,9 @@ export function createLaneBatches(
       statuses: ['pending'],
     })
     if (!line) return 0
-    const parsed = JSON.parse(line.input) as Parsed
-    const model = catalog.find(String(parsed.body.model))
-    if (!model) return 0
-    const ordered = catalog.routeWithLanes(model, parsed.body.provider as never)
     const deadlineMs = batch.deadlineAt * 1000
-    const choice = chooseBatchLane(
-      ordered,
-      deadlineMs,
-      nowMs,
-      (name) => catalog.provider(name)?.kind,
-    )
-    if (!choice || !hasClient(choice.offering.provider)) return 0
-    if (!laneTakes(lineRequest(parsed), catalog.provider(choice.offering.provider))) return 0
+    const choice = laneForLine(catalog, line.input, { deadlineMs, nowMs, hasClient })
+    if (!choice) return 0
     return deadlineMs - Math.max(choice.settings.minLeftMs, choice.settings.fallbackMs)
   }
 
