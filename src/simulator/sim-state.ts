@@ -35,6 +35,8 @@ export interface SimBatches {
     /** Each request's body as received (Anthropic's params), in the same order. */
     requests: unknown[]
     status: string
+    /** How many of its lines it has finished (work stops at a cancel request). */
+    done: number
     metadata: Record<string, string> | null
   }[]
 }
@@ -168,6 +170,7 @@ export function batchesOf(state: SimState): SimBatches {
         customIds: job.lines.map((line) => line.customId),
         requests: job.lines.map((line) => line.request),
         status: view.end ?? (view.cancelling ? 'cancelling' : 'in_progress'),
+        done: view.done,
         metadata: job.metadata,
       }
     }),
