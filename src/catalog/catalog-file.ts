@@ -79,6 +79,10 @@ export const FLEX_TIMEOUT_S = 900
 
 export const laneOf = (offering: { lane?: Lane }): Lane => offering.lane ?? 'live'
 
+/** Whether a model lists a batch-lane offering: its batch lines are marked for the lane engine. */
+export const hasBatchLane = (model: { offerings: readonly { lane?: Lane }[] }): boolean =>
+  model.offerings.some((offering) => laneOf(offering) === 'batch')
+
 export const offeringSchema = z.strictObject({
   provider: z.string().min(1),
   upstream_model: z.string().min(1),

@@ -20,6 +20,7 @@ export function announceChanges(
       return lines
     },
     nextLine: (...args) => store.nextLine(...args),
+    leaveLane: (...args) => store.leaveLane(...args),
     batchStatuses: (...args) => store.batchStatuses(...args),
     renewLeases: (...args) => store.renewLeases(...args),
     async recordOutcomes(...args) {

@@ -351,6 +351,7 @@ async function tick(state: DispatchState): Promise<number> {
       limit: count,
       nowMs: now,
       leaseUntilMs: now + leaseMs,
+      lanes: batch.leaveToLanes ? { except: batch.leaveToLanes } : undefined,
     })
     batch.pending -= lines.length
     knownPending.set(batch.id, batch.pending)

@@ -7,6 +7,7 @@ import { z } from 'zod'
 import { NO_FINE_TUNES, type FineTuneLookup, type FineTuneRecord } from '../catalog/fine-tunes.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf } from '../catalog/catalog.ts'
+import { hasBatchLane } from '../catalog/catalog-file.ts'
 import { offeringsTaking } from '../catalog/speaks-api.ts'
 import {
   BATCH_URLS,
@@ -124,20 +125,25 @@ export class FileLine implements NewLine {
   readonly start: number
   readonly end: number
 
+  readonly ceilingUsd?: string
+  readonly laneModel?: string
+
   /**
    * `place`: the line's number and where its bytes are in `file`, copied (so one object may be
-   * reused for many lines). `ceilingUsd`: its own ceiling, exact, when asked for
-   * (CheckOptions.lineCeilings).
+   * reused for many lines). `own`: its own ceiling, exact, when asked for
+   * (CheckOptions.lineCeilings), and its batch-lane model (NewLine.laneModel).
    */
   constructor(
     private readonly file: Uint8Array,
     place: Pick<RawLine, 'lineNo' | 'start' | 'end'>,
     readonly customId: string,
-    readonly ceilingUsd?: string,
+    own?: { ceilingUsd?: string; laneModel?: string },
   ) {
     this.lineNo = place.lineNo
     this.start = place.start
     this.end = place.end
+    if (own?.ceilingUsd !== undefined) this.ceilingUsd = own.ceilingUsd
+    if (own?.laneModel !== undefined) this.laneModel = own.laneModel
   }
 
   get inputBytes(): Uint8Array {
@@ -148,6 +154,18 @@ export class FileLine implements NewLine {
     const bytes = this.inputBytes
     return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
   }
+}
+
+/** A valid line, with its own ceiling and batch-lane model where it has them. */
+export function fileLine(
+  file: Uint8Array,
+  place: Pick<RawLine, 'lineNo' | 'start' | 'end'>,
+  customId: string,
+  own: { ceilingUsd?: string; laneModel?: string },
+): FileLine {
+  return own.ceilingUsd === undefined && own.laneModel === undefined
+    ? new FileLine(file, place, customId)
+    : new FileLine(file, place, customId, own)
 }
 
 /**
@@ -332,7 +350,9 @@ export function checkLines(
       const ceiling = lineCeilings
         ? unitsText(ceilingUnits({ input: inputTokens, output: outputTokens }, rates))
         : undefined
-      lines.push(new FileLine(bytes, line, customId!, ceiling))
+      // A line of a model with a batch lane is marked for it; a fine-tune's never goes there.
+      const laneModel = fineTune === null && hasBatchLane(model) ? model.id : undefined
+      lines.push(fileLine(bytes, line, customId!, { ceilingUsd: ceiling, laneModel }))
       const schemaText = body.value.schemaText
       if (schemaText !== undefined) {
         const user: SchemaUser = { line: lineNo, customId: shownId }

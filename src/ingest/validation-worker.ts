@@ -66,6 +66,8 @@ export type SegmentReply =
       customIds: string[]
       /** Each valid line's own ceiling, when asked for (CheckOptions.lineCeilings). */
       ceilings: string[] | null
+      /** Each valid line's batch-lane model (NewLine.laneModel); null when no line has one. */
+      laneModels: (string | undefined)[] | null
       /** The distinct fine-tunes the valid lines name (the caller checks both halves' together). */
       fineTuneIds: string[]
       /** The valid lines' ceiling, exact, as decimal text. */
@@ -125,6 +127,7 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
     const ends = new Int32Array(n)
     const customIds = new Array<string>(n)
     const ceilings = lineCeilings ? new Array<string>(n) : null
+    let laneModels: (string | undefined)[] | null = null
     for (let i = 0; i < n; i++) {
       const line = checked.lines[i] as FileLine
       lineNos[i] = line.lineNo
@@ -132,6 +135,7 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
       ends[i] = line.end
       customIds[i] = line.customId
       if (ceilings) ceilings[i] = line.ceilingUsd!
+      if (line.laneModel !== undefined) (laneModels ??= new Array(n))[i] = line.laneModel
     }
     const reply: SegmentReply = {
       id,
@@ -143,6 +147,7 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
       ends,
       customIds,
       ceilings,
+      laneModels,
       fineTuneIds: checked.fineTunes.map((fineTune) => fineTune.id),
       ceiling: checked.ceiling.toFixed(),
       warnings: checked.warnings,

@@ -78,9 +78,11 @@ export type {
   CallsChange,
   ClaimedLine,
   DispatchStore,
+  LaneFilter,
   LineAccounting,
   LineClaim,
   LineOutcome,
+  NextLine,
   LineUsage,
   RunnableBatch,
 } from './dispatch/dispatch-store.ts'

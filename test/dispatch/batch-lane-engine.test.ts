@@ -13,7 +13,7 @@ import {
   type AnthropicBatchClient,
   type OpenAIBatchClient,
 } from '../../providers/batch-api/index.ts'
-import { catalogSchema } from '../../src/catalog/catalog-file.ts'
+import { catalogSchema, hasBatchLane } from '../../src/catalog/catalog-file.ts'
 import { createCatalog } from '../../src/catalog/catalog.ts'
 import { createBatchLaneEngine } from '../../src/dispatch/batch-lane/batch-lane-engine.ts'
 import { createLaneBatches } from '../../src/dispatch/batch-lane/lane-batches.ts'
@@ -185,6 +185,12 @@ const admit = (model: string, count: number) =>
   )
 
 /** A batch of these bodies, each a line to `url`; its id. */
+/** A line's mark for a batch lane, as admission sets it: the model, when it lists one. */
+function laneModelOf(body: Record<string, unknown>): string | undefined {
+  const model = catalog.find(String(body.model))
+  return model && hasBatchLane(model) ? model.id : undefined
+}
+
 async function admitLines(
   url: '/v1/chat/completions' | '/v1/responses',
   bodies: readonly Record<string, unknown>[],
@@ -194,6 +200,7 @@ async function admitLines(
     lineNo: index + 1,
     customId: `user-line-${index + 1}`,
     input: JSON.stringify({ custom_id: `user-line-${index + 1}`, method: 'POST', url, body }),
+    laneModel: laneModelOf(body),
   }))
   const admitted = await opened.store.admitBatch({
     id,
@@ -350,14 +357,18 @@ describe('the batch-lane engine', () => {
   test('the live dispatcher is left the batches the lane does not serve, and the rest after the lane closes', async () => {
     const laneId = await admit('gpt-lane', 3)
     const liveId = await admit('gpt-live', 3)
-    const lanes = createLaneBatches(opened.store, catalog, (provider) => provider in clients)
+    const lanes = createLaneBatches(opened.dispatch, catalog, (provider) => provider in clients)
     const runnable = await opened.dispatch.runnableBatches(Date.now(), 100)
     const ids = (list: { id: string }[]) => list.map((batch) => batch.id).sort()
     expect(ids(runnable)).toEqual([laneId, liveId].sort())
-    expect(ids(await lanes.liveOnly(runnable, Date.now()))).toEqual([liveId])
-    // Four hours before the deadline (min_hours_left) the lane takes no more of its lines.
+    const [live] = await lanes.liveOnly(runnable, Date.now())
+    // Its claims leave the lines marked for open lanes to the engine.
+    expect(live).toMatchObject({ id: liveId, leaveToLanes: expect.arrayContaining(['gpt-lane']) })
+    // Four hours before the deadline (min_hours_left) the lane takes its last lines.
     const closes = (NOW + 86_400) * 1000 - 4 * 3_600_000
-    expect(ids(await lanes.liveOnly(runnable, closes - 1))).toEqual([liveId])
-    expect(ids(await lanes.liveOnly(runnable, closes))).toEqual([laneId, liveId].sort())
+    expect(ids(await lanes.liveOnly(runnable, closes - 10_000))).toEqual([liveId])
+    expect(ids(await lanes.liveOnly(runnable, closes + 1))).toEqual([laneId, liveId].sort())
+    for (const batch of await lanes.liveOnly(runnable, closes + 1))
+      expect(batch.leaveToLanes ?? []).not.toContain('gpt-lane')
   })
 })

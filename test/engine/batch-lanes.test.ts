@@ -288,6 +288,42 @@ for (const storeKind of STORES) {
       expect(rows.map((row) => row.provider)).toEqual(['sim:batch', 'sim:batch', 'sim', 'sim'])
     }, 60_000)
 
+    test('a mixed batch whose lane lines come later: the lane takes them wherever they stand, the others run live at once', async () => {
+      const before = openai.batches().jobs.length
+      // Live-only lines first, lane lines after and between them, and one lane/chat line that
+      // keeps itself to the live offering (its own routing): it runs live too.
+      const pinned = {
+        ...lines('lane/chat', 1)[0]!,
+        custom_id: 'pinned',
+        body: { ...lines('lane/chat', 1)[0]!.body, provider: { only: ['sim'] } },
+      }
+      const file = [
+        ...lines('lane/none', 2),
+        ...lines('lane/chat', 2),
+        lines('lane/none', 3)[2]!,
+        pinned,
+        lines('lane/chat', 3)[2]!,
+      ]
+      const batch = await submit(jsonl(file))
+      const ended = await finished(batch.id)
+      expect(ended.status).toBe('completed')
+      const rows = await results(batch.id)
+      expect(rows.map((row) => row.provider)).toEqual([
+        'sim',
+        'sim',
+        'sim:batch',
+        'sim:batch',
+        'sim',
+        'sim',
+        'sim:batch',
+      ])
+      expect(liveChats(openai)).toBe(4)
+      const jobs = openai.batches().jobs.slice(before)
+      expect(jobs.flatMap((job) => job.customIds).length).toBe(3)
+      for (const row of rows.filter((row) => row.provider === 'sim:batch'))
+        expect(row.cost_usd).toBe(priced(row.response!.body.usage, '0.5', '1').toFixed())
+    }, 60_000)
+
     const responsesLines = (modelId: string, count: number) =>
       Array.from({ length: count }, (_, i) => ({
         custom_id: `r-${i}`,

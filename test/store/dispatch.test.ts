@@ -9,7 +9,14 @@
 import { describe, expect } from 'bun:test'
 import type { LineError } from '../../src/domain.ts'
 import { Money, moneyText } from '../../src/money/decimal.ts'
-import type { DispatchStore, LineOutcome, LineUsage, Store } from '../../src/store/store.ts'
+import type {
+  DispatchStore,
+  LineClaim,
+  LineOutcome,
+  LineUsage,
+  NewLine,
+  Store,
+} from '../../src/store/store.ts'
 import {
   failed,
   inputOf,
@@ -100,20 +107,77 @@ onEveryStore(({ name, makeStore, it }) => {
       it('looks at the first due pending line without claiming it or starting the batch', async () => {
         await account('acct_1')
         await admit('acct_1', 'batch_01', 3)
-        expect(await dispatch.nextLine('batch_01', MS)).toBe(inputOf(1))
+        const next = (lineNo: number) => ({ lineNo, input: inputOf(lineNo), laneModel: null })
+        expect(await dispatch.nextLine('batch_01', MS)).toEqual(next(1))
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
           startedAt: null,
           counts: { pending: 3, running: 0 },
         })
         // Line 1 claimed, then back with a later not_before: line 2 is next until then.
         await claim('batch_01', 'owner-a', 1)
-        expect(await dispatch.nextLine('batch_01', MS)).toBe(inputOf(2))
+        expect(await dispatch.nextLine('batch_01', MS)).toEqual(next(2))
         await dispatch.recordOutcomes('owner-a', [retry('batch_01', 1, MS + 5000)], MS)
-        expect(await dispatch.nextLine('batch_01', MS + 1000)).toBe(inputOf(2))
-        expect(await dispatch.nextLine('batch_01', MS + 5000)).toBe(inputOf(1))
+        expect(await dispatch.nextLine('batch_01', MS + 1000)).toEqual(next(2))
+        expect(await dispatch.nextLine('batch_01', MS + 5000)).toEqual(next(1))
         await claim('batch_01', 'owner-a', 3, MS + 5000)
         expect(await dispatch.nextLine('batch_01', MS + 5000)).toBeNull()
         expect(await dispatch.nextLine('batch_99', MS)).toBeNull()
+      })
+
+      it('keeps a look or a claim to lines marked for a batch lane, or to the others, and unmarks lines', async () => {
+        await account('acct_1')
+        // Lines 2, 3 and 5 of model m-lane, marked for its batch lane; 1 and 4 not.
+        const marked = new Set([2, 3, 5])
+        const lanes = (own: Partial<NewLine> = {}) =>
+          lineList(5).map((line) => ({
+            ...line,
+            ...own,
+            ...(marked.has(line.lineNo) ? { laneModel: 'm-lane' } : {}),
+          }))
+        await admit('acct_1', 'batch_01', 5, { lines: lanes() })
+        const nos = (lines: { lineNo: number }[]) => lines.map((line) => line.lineNo)
+        expect(await dispatch.nextLine('batch_01', MS)).toEqual({
+          lineNo: 1,
+          input: inputOf(1),
+          laneModel: null,
+        })
+        expect(await dispatch.nextLine('batch_01', MS, ['m-lane'])).toEqual({
+          lineNo: 2,
+          input: inputOf(2),
+          laneModel: 'm-lane',
+        })
+        expect(await dispatch.nextLine('batch_01', MS, ['other'])).toBeNull()
+        const lane = (limit: number, lanes: LineClaim['lanes'], owner = 'owner-a') =>
+          dispatch.claimLines({
+            batchId: 'batch_01',
+            owner,
+            limit,
+            nowMs: MS,
+            leaseUntilMs: MS + 60_000,
+            lanes,
+          })
+        expect(nos(await lane(2, { only: 'm-lane' }))).toEqual([2, 3])
+        // Line 5 is the lane's no more: a live claim leaving m-lane's lines now takes it.
+        await dispatch.leaveLane('batch_01', [5])
+        expect(await dispatch.nextLine('batch_01', MS, ['m-lane'])).toBeNull()
+        expect(nos(await lane(10, { except: ['m-lane'] }, 'owner-b'))).toEqual([1, 4, 5])
+        expect(nos(await lane(10, undefined))).toEqual([])
+        // A capped batch's claims keep to them too.
+        await admit('acct_1', 'batch_02', 5, {
+          maxCostUsd: '10',
+          lines: lanes({ ceilingUsd: '0.1' }),
+        })
+        const capped = (lanes: LineClaim['lanes']) =>
+          dispatch.claimLines({
+            batchId: 'batch_02',
+            owner: 'owner-c',
+            limit: 10,
+            nowMs: MS,
+            leaseUntilMs: MS + 60_000,
+            lanes,
+          })
+        expect(nos(await capped({ except: ['m-lane'] }))).toEqual([1, 4])
+        expect(nos(await capped({ only: 'm-lane' }))).toEqual([2, 3, 5])
       })
 
       it('claims pending lines in line order, leased, counted, once', async () => {

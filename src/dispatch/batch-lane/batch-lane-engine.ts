@@ -4,12 +4,18 @@
  * their leases (chunk-lifecycle.ts). It holds nothing a crash would lose: the chunks and their
  * lines' leases are in the store, and a takeover needs only them.
  *
- * A batch's lane is decided from its first pending line's model: a line of another model in it
- * is handed back unsent and waits a few seconds, so the engine does not claim it again at once.
+ * The lines it claims are those marked at admission for a model whose batch lane is open
+ * (NewLine.laneModel, openLaneModels), one model at a time, wherever they stand in the batch; the
+ * live lanes claim the others meanwhile. Each claimed line is judged on its own (laneForLine): one
+ * whose routing or form keeps it from the lane is released to the live lanes.
  */
 import type { AnthropicBatchClient, OpenAIBatchClient } from '../../../providers/batch-api/index.ts'
 import { batchLaneSettings } from '../../catalog/batch-lane.ts'
-import type { ModelEntry, ProviderConfig } from '../../catalog/catalog-file.ts'
+import {
+  laneOf as offeringLane,
+  type ModelEntry,
+  type Offering,
+} from '../../catalog/catalog-file.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
 import { newId } from '../../domain.ts'
 import type { ChunkRecord, ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
@@ -20,7 +26,6 @@ import type {
   RunnableBatch,
   Store,
 } from '../../store/store.ts'
-import { lineRequest } from '../line-request.ts'
 import { askedBodies } from './asked-bodies.ts'
 import type { CountedLine } from '../count-outcomes.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
@@ -28,15 +33,12 @@ import {
   laneForLine,
   chunkEndpoint,
   laneSpeaks,
-  laneTakes,
+  openLaneModels,
   type BatchLaneChoice,
 } from './choose-batch-lane.ts'
 import { followChunk, lineOwnerOf, submitChunk, type ChunkDeps } from './chunk-lifecycle.ts'
 import { MAX_BACKOFF } from './follow-schedule.ts'
 import { groupIntoChunks } from './group-chunks.ts'
-
-/** How long a line of another model than its batch's lane waits before it is claimed again. */
-export const OTHER_MODEL_WAIT_MS = 5_000
 
 export interface EngineDeps {
   chunks: ChunkStore
@@ -44,6 +46,7 @@ export interface EngineDeps {
     DispatchStore,
     | 'runnableBatches'
     | 'nextLine'
+    | 'leaveLane'
     | 'claimLines'
     | 'batchStatuses'
     | 'renewLeases'
@@ -79,11 +82,6 @@ type Parsed = { url: string; body: { model?: unknown; provider?: unknown } }
 
 export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions): BatchLaneEngine {
   const now = options.now ?? Date.now
-  /** Batches whose first line showed they go live: not looked at again by this instance. */
-  const live = new Set<string>()
-  // Forgotten now and then: a batch decided live stays so (its window only shrinks), and a
-  // batch that ended is never listed again; the set only needs bounding.
-  const LIVE_REMEMBERED = 10_000
 
   const laneOf = (input: string, batch: RunnableBatch): Lane | null =>
     laneForLine(deps.catalog, input, {
@@ -113,39 +111,52 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     }
   }
 
-  /** Claims one chunk's worth of a batch's lines, if its lane is a batch lane; false if not. */
+  /**
+   * Claims one chunk's worth of a batch's lane lines (NewLine.laneModel) of one lane, wherever
+   * they stand in the batch; false if it has none due.
+   */
   async function formChunk(batch: RunnableBatch): Promise<boolean> {
+    const at = now()
+    const open = openLaneModels(deps.catalog, {
+      deadlineMs: batch.deadlineAt * 1000,
+      nowMs: at,
+      hasClient: (provider) => deps.client(provider) !== undefined,
+    })
+    if (open.length === 0) return false
+    // The first lane line, looked at and not claimed: a claim would start the batch, and one
+    // that runs live or not at all would then never end capacity_unavailable (docs/open-models.md).
+    const first = await deps.dispatch.nextLine(batch.id, at, open)
+    if (first === null) return false
+    const choice = laneOf(first.input, batch)
+    if (!choice) {
+      // Its own routing or form keeps it from the lane: the live lanes take it.
+      await deps.dispatch.leaveLane(batch.id, [first.lineNo])
+      return true
+    }
     const chunkId = newId('chk_')
     const owner = lineOwnerOf(chunkId)
-    const at = now()
-    // The first line, looked at and not claimed: its model says whether the batch goes to a
-    // batch lane at all. A claim would start the batch, and one that runs live or not at all
-    // would then never end capacity_unavailable (docs/open-models.md).
-    const first = await deps.dispatch.nextLine(batch.id, at)
-    if (first === null) return false
-    const choice = laneOf(first, batch)
-    if (!choice) {
-      live.add(batch.id)
-      return false
-    }
     const cd = chunkDeps(choice)
     const fallbackAtMs = batch.deadlineAt * 1000 - choice.settings.fallbackMs
     // Short until the chunk's intent is stored (submitChunk lengthens it): lines claimed by an
     // instance that dies before come back soon.
-    const leaseUntil = at + cd.lineLeaseMs
     const lines = await deps.dispatch.claimLines({
       batchId: batch.id,
       owner,
       limit: choice.settings.chunkLines,
       nowMs: at,
-      leaseUntilMs: leaseUntil,
+      leaseUntilMs: at + cd.lineLeaseMs,
+      lanes: { only: first.laneModel! },
     })
     if (lines.length === 0) return false
-    const provider = deps.catalog.provider(choice.offering.provider)
-    const { mine, others } = laneLines(lines, (JSON.parse(first) as Parsed).body.model, provider)
-    // Back for the live lanes, once this lane has taken its own (lane-batches.ts looks again).
-    await handBack(owner, others, at + OTHER_MODEL_WAIT_MS)
-    const endpoint = chunkEndpoint((JSON.parse(first) as Parsed).url)
+    const { mine, others, unlaned } = laneLines(lines, choice, (input) => laneOf(input, batch))
+    // Another lane of the same model (its own routing) takes its lines on the next tick; lines no
+    // lane takes go to the live lanes.
+    await deps.dispatch.leaveLane(
+      batch.id,
+      unlaned.map((line) => line.lineNo),
+    )
+    await handBack(owner, [...others, ...unlaned], at)
+    const endpoint = chunkEndpoint((JSON.parse(first.input) as Parsed).url)
     const { chunks } = groupIntoChunks(
       mine.map((line) => ({
         lineNo: line.lineNo,
@@ -192,9 +203,7 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     async tick() {
       let submitted = 0
       const batches = await deps.dispatch.runnableBatches(now(), 100)
-      if (live.size > LIVE_REMEMBERED) live.clear()
       for (const batch of batches) {
-        if (live.has(batch.id)) continue
         // One chunk a batch a tick: chunks of every batch come out in turn.
         if (await formChunk(batch)) submitted++
       }
@@ -215,23 +224,32 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
 }
 
 /**
- * The claimed lines a lane takes: those of its model, in a form its provider's batch API takes
- * (laneTakes: a line with fields only another API takes is not); the others go back.
+ * The claimed lines (all marked for one model's lanes) this lane takes, each judged on its own
+ * (laneForLine: its routing and its form count): `mine`; those another batch lane takes:
+ * `others`; those none takes: `unlaned`.
  */
 function laneLines(
   lines: readonly ClaimedLine[],
-  model: unknown,
-  provider: ProviderConfig | undefined,
-): { mine: ClaimedLine[]; others: ClaimedLine[] } {
+  lane: Lane,
+  laneOfLine: (input: string) => Lane | null,
+): { mine: ClaimedLine[]; others: ClaimedLine[]; unlaned: ClaimedLine[] } {
   const mine: ClaimedLine[] = []
   const others: ClaimedLine[] = []
+  const unlaned: ClaimedLine[] = []
   for (const line of lines) {
-    const parsed = JSON.parse(line.input) as Parsed & { body: Record<string, unknown> }
-    const takes = parsed.body.model === model && laneTakes(lineRequest(parsed), provider)
-    ;(takes ? mine : others).push(line)
+    const choice = laneOfLine(line.input)
+    if (choice === null) unlaned.push(line)
+    else if (sameOffering(choice.offering, lane.offering)) mine.push(line)
+    else others.push(line)
   }
-  return { mine, others }
+  return { mine, others, unlaned }
 }
+
+const sameOffering = (a: Offering, b: Offering) =>
+  a === b ||
+  (a.provider === b.provider &&
+    a.upstream_model === b.upstream_model &&
+    offeringLane(a) === offeringLane(b))
 
 /**
  * The lane a chunk is followed on, from the catalog: its model's batch offering of that

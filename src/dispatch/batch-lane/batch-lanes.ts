@@ -61,7 +61,7 @@ export function createBatchLanes(deps: BatchLanesDeps, options: BatchLanesOption
     },
     { holder: options.holder, leaseMs: options.leaseMs },
   )
-  const laneBatches = createLaneBatches(deps.store, deps.catalog, (p) => deps.clients.has(p))
+  const laneBatches = createLaneBatches(deps.dispatch, deps.catalog, (p) => deps.clients.has(p))
   let timer: ReturnType<typeof setTimeout> | null = null
   let running: Promise<void> | null = null
   let stopped = false

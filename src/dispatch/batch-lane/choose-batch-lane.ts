@@ -11,6 +11,7 @@ import {
   type BatchLaneSettings,
 } from '../../catalog/batch-lane.ts'
 import {
+  hasBatchLane,
   laneOf,
   type ModelEntry,
   type Offering,
@@ -75,6 +76,32 @@ export function laneForLine(
   if (!choice || !at.hasClient(choice.offering.provider)) return null
   const provider = catalog.provider(choice.offering.provider)
   return laneTakes(lineRequest(parsed), provider) ? { ...choice, model } : null
+}
+
+/** A catalog's models that list a batch-lane offering, found once per catalog. */
+const laneModelsOf = new WeakMap<readonly ModelEntry[], readonly ModelEntry[]>()
+
+/**
+ * The models whose lines (marked at admission, NewLine.laneModel) a batch lane takes now, for a
+ * batch with this deadline: those whose batch lane is first in their planner order and open, on a
+ * provider with a batch client. The lane engine claims those lines; the live lanes leave them to
+ * it. A line whose own routing or form keeps it from the lane is released by the engine
+ * (DispatchStore.leaveLane), so no line waits on a lane that will not take it.
+ */
+export function openLaneModels(
+  catalog: Pick<Catalog, 'models' | 'routeWithLanes' | 'provider'>,
+  at: { deadlineMs: number; nowMs: number; hasClient: (provider: string) => boolean },
+): string[] {
+  let models = laneModelsOf.get(catalog.models)
+  if (!models) laneModelsOf.set(catalog.models, (models = catalog.models.filter(hasBatchLane)))
+  const kindOf = (name: string) => catalog.provider(name)?.kind
+  const open: string[] = []
+  for (const model of models) {
+    const ordered = catalog.routeWithLanes(model, undefined)
+    const choice = chooseBatchLane(ordered, at.deadlineMs, at.nowMs, kindOf)
+    if (choice && at.hasClient(choice.offering.provider)) open.push(model.id)
+  }
+  return open
 }
 
 /** What a chunk of a batch's lines holds, by the URL they name (ChunkEndpoint). */

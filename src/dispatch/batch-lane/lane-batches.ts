@@ -1,55 +1,62 @@
 /**
- * Which runnable batches the batch lane serves now (docs/batch-lanes.md), for the live dispatcher to leave
- * alone: a batch whose first pending line's model has an open batch lane first in the planner's
- * order, until deadline − max(min_hours_left, fallback_hours), when the lane stops taking its
- * lines and what is left runs live. Decided from the store and the catalog only, so every
- * instance of a fleet decides the same; a batch the lane serves is looked at again every
- * LOOK_AGAIN_MS, so that lines of another model in it run live once the lane has taken its own.
+ * What the live dispatcher may claim of the runnable batches while batch lanes run
+ * (docs/batch-lanes.md). A line marked for a batch lane (NewLine.laneModel) is the lane engine's
+ * while its lane is open (openLaneModels): until deadline − max(min_hours_left, fallback_hours),
+ * when the lane stops taking lines and what is left runs live. So the live dispatcher claims a
+ * batch's other lines and leaves those (RunnableBatch.leaveToLanes), and leaves alone a batch whose
+ * first due line is the lane's: its lines are mostly the lane's, and a claim would walk past them
+ * all. That batch is looked at again every LOOK_AGAIN_MS, so its other lines run once the lane has
+ * taken its own. Decided from the store and the catalog only, so every instance decides the same.
  */
 import type { Catalog } from '../../catalog/catalog.ts'
-import type { Store, RunnableBatch } from '../../store/store.ts'
-import { laneForLine } from './choose-batch-lane.ts'
+import type { DispatchStore, RunnableBatch } from '../../store/store.ts'
+import { laneForLine, openLaneModels } from './choose-batch-lane.ts'
 
 export interface LaneBatches {
-  /** The batches of `batches` the live dispatcher may claim from now. */
+  /** The batches of `batches` the live dispatcher may claim from now, each with what it leaves. */
   liveOnly(batches: readonly RunnableBatch[], nowMs: number): Promise<RunnableBatch[]>
 }
 
-/** How often a batch the lane serves is looked at again (one read of its first pending line). */
+/** How often a batch's first due line is looked at again (one read). */
 const LOOK_AGAIN_MS = 5_000
 
 export function createLaneBatches(
-  store: Pick<Store, 'readLines'>,
-  catalog: Pick<Catalog, 'find' | 'routeWithLanes' | 'provider'>,
+  dispatch: Pick<DispatchStore, 'nextLine'>,
+  catalog: Pick<Catalog, 'models' | 'find' | 'routeWithLanes' | 'provider'>,
   hasClient: (provider: string) => boolean,
 ): LaneBatches {
-  /** Batch id → until when (ms) the lane serves it (0: never), and when that was decided. */
-  const laneUntil = new Map<string, { until: number; at: number }>()
+  /** Batch id → whether its first due line was the lane's, and when that was looked at. */
+  const looked = new Map<string, { lanes: boolean; at: number }>()
 
-  async function decide(batch: RunnableBatch, nowMs: number): Promise<number> {
-    const [line] = await store.readLines(batch.id, {
-      afterLineNo: 0,
-      limit: 1,
-      statuses: ['pending'],
-    })
-    if (!line) return 0
+  /** Whether the batch's first due line is one the lane engine takes now. */
+  async function firstIsLanes(batch: RunnableBatch, open: readonly string[], nowMs: number) {
+    const first = await dispatch.nextLine(batch.id, nowMs)
+    if (first === null || first.laneModel === null || !open.includes(first.laneModel)) return false
     const deadlineMs = batch.deadlineAt * 1000
-    const choice = laneForLine(catalog, line.input, { deadlineMs, nowMs, hasClient })
-    if (!choice) return 0
-    return deadlineMs - Math.max(choice.settings.minLeftMs, choice.settings.fallbackMs)
+    return laneForLine(catalog, first.input, { deadlineMs, nowMs, hasClient }) !== null
   }
 
   return {
     async liveOnly(batches, nowMs) {
-      if (laneUntil.size > 10_000) laneUntil.clear()
+      if (looked.size > 10_000) looked.clear()
       const live: RunnableBatch[] = []
       for (const batch of batches) {
-        let decided = laneUntil.get(batch.id)
-        // Looked at again while the lane serves it: once its lane lines are all in provider
-        // batches, its first pending line is of another model, and the rest runs live now.
-        if (decided === undefined || (nowMs < decided.until && nowMs - decided.at >= LOOK_AGAIN_MS))
-          laneUntil.set(batch.id, (decided = { until: await decide(batch, nowMs), at: nowMs }))
-        if (nowMs >= decided.until) live.push(batch)
+        const open = openLaneModels(catalog, {
+          deadlineMs: batch.deadlineAt * 1000,
+          nowMs,
+          hasClient,
+        })
+        if (open.length === 0) {
+          live.push(batch)
+          continue
+        }
+        let seen = looked.get(batch.id)
+        if (seen === undefined || nowMs - seen.at >= LOOK_AGAIN_MS)
+          looked.set(
+            batch.id,
+            (seen = { lanes: await firstIsLanes(batch, open, nowMs), at: nowMs }),
+          )
+        if (!seen.lanes) live.push({ ...batch, leaveToLanes: open })
       }
       return live
     },

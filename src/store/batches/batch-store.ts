@@ -28,6 +28,12 @@ export interface NewLine {
   readonly inputBytes?: Uint8Array
   /** The line's own ceiling, exact: stored for a batch with a spend cap (NewBatch.maxCostUsd). */
   readonly ceilingUsd?: string
+  /**
+   * The catalog model, for a line whose model lists a batch-lane offering (docs/batch-lanes.md):
+   * the lane engine claims such lines wherever they stand in the batch, and the live lanes leave
+   * them to it while the lane is open.
+   */
+  readonly laneModel?: string
 }
 
 export interface NewBatch {

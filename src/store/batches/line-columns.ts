@@ -13,6 +13,8 @@ export interface LineColumns {
   lineNos: Int32Array
   customIds: string[]
   ceilings: (string | undefined)[]
+  /** Each line's batch-lane model (NewLine.laneModel); null when no line has one. */
+  laneModels: (string | undefined)[] | null
 }
 
 /** The columns of `lines`, and the buffers to transfer with them. */
@@ -27,10 +29,12 @@ export function toColumns(given: Iterable<NewLine>): {
   const lineNos = new Int32Array(n)
   const customIds = new Array<string>(n)
   const ceilings = new Array<string | undefined>(n)
+  let laneModels: (string | undefined)[] | null = null
   for (let i = 0; i < n; i++) {
     lineNos[i] = lines[i].lineNo
     customIds[i] = lines[i].customId
     ceilings[i] = lines[i].ceilingUsd
+    if (lines[i].laneModel !== undefined) (laneModels ??= new Array(n))[i] = lines[i].laneModel
   }
   const shared = sharedBody(lines)
   let bytes: Uint8Array
@@ -53,7 +57,7 @@ export function toColumns(given: Iterable<NewLine>): {
   }
   const transfer = [starts.buffer, ends.buffer, lineNos.buffer]
   if (!shared) transfer.push(bytes.buffer as ArrayBuffer)
-  return { columns: { bytes, starts, ends, lineNos, customIds, ceilings }, transfer }
+  return { columns: { bytes, starts, ends, lineNos, customIds, ceilings, laneModels }, transfer }
 }
 
 /** The shared buffer every line's input bytes lie in, or null. */
@@ -75,6 +79,7 @@ class ColumnLine implements NewLine {
   readonly lineNo: number
   readonly customId: string
   readonly ceilingUsd?: string
+  readonly laneModel?: string
   constructor(
     private readonly columns: LineColumns,
     private readonly at: number,
@@ -82,6 +87,7 @@ class ColumnLine implements NewLine {
     this.lineNo = columns.lineNos[at]
     this.customId = columns.customIds[at]
     this.ceilingUsd = columns.ceilings[at]
+    this.laneModel = columns.laneModels?.[at]
   }
 
   get inputBytes(): Uint8Array {

@@ -31,6 +31,8 @@ const COLLECT_EVERY_CHUNKS = 16
 const BACKSLASH = 0x5c
 const TAB = 0x09
 const NEWLINE = 0x0a
+/** COPY's text format for NULL. */
+const NULL_FIELD = Buffer.from('\\N', 'latin1')
 /** The letter after the backslash for each byte COPY escapes; 0 for bytes copied as they are. */
 const ESCAPED_BYTE = new Uint8Array(256)
 ESCAPED_BYTE[0x5c] = 0x5c
@@ -73,10 +75,11 @@ export async function copyLines(
         throw new Error(`line number ${line.lineNo} is not an integer`)
       const customId = Buffer.from(line.customId, 'utf8')
       const input = line.inputBytes ?? Buffer.from(line.input, 'utf8')
+      const lane = line.laneModel === undefined ? null : Buffer.from(line.laneModel, 'utf8')
       // Every text byte may double when escaped; a line number is at most 16 digits.
       const ceiling = withCeilings ? lineCeiling(line) : ''
-      const worst =
-        (batchBytes.length + customId.length + input.length) * 2 + 16 + 5 + ceiling.length
+      const texts = batchBytes.length + customId.length + input.length + (lane?.length ?? 2)
+      const worst = texts * 2 + 16 + 6 + ceiling.length
       if (used + worst > chunk.length) {
         if (used > 0) yield chunk.subarray(0, used)
         if (++yielded % COLLECT_EVERY_CHUNKS === 0) collectGarbage?.()
@@ -90,6 +93,8 @@ export async function copyLines(
       used = putEscaped(chunk, used, customId)
       chunk[used++] = TAB
       used = putEscaped(chunk, used, input)
+      chunk[used++] = TAB
+      used = lane === null ? used + NULL_FIELD.copy(chunk, used) : putEscaped(chunk, used, lane)
       if (withCeilings) {
         chunk[used++] = TAB
         used += chunk.write(ceiling, used, 'latin1')
@@ -100,8 +105,8 @@ export async function copyLines(
     if (used > 0) yield chunk.subarray(0, used)
   }
   const query = withCeilings
-    ? tx`COPY lines (batch_id, line_no, custom_id, input, ceiling_usd) FROM STDIN`
-    : tx`COPY lines (batch_id, line_no, custom_id, input) FROM STDIN`
+    ? tx`COPY lines (batch_id, line_no, custom_id, input, lane_model, ceiling_usd) FROM STDIN`
+    : tx`COPY lines (batch_id, line_no, custom_id, input, lane_model) FROM STDIN`
   const rejected = serverRejection(query)
   const writable = await query.writable()
   const copied = pipeline(Readable.from(chunks()), writable)

@@ -65,9 +65,7 @@ export function admitBatch(db: SqliteConnection, batch: NewBatch): AdmitResult {
         ? creditWaitColumns(moneyText(hold), ahead, available, waitUntil!)
         : { code: null, message: null, until: null }
       insertBatch(db, batch, { status: waits ? 'validating' : 'in_progress', hold, wait })
-      const count = batch.maxCostUsd
-        ? insertCappedLines(db, batch.id, batch.lines)
-        : insertLines(db, batch.id, batch.lines)
+      const count = insertLines(db, batch.id, batch.lines, Boolean(batch.maxCostUsd))
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
       }
@@ -137,35 +135,30 @@ function addRetry(db: SqliteConnection, batch: NewBatch) {
   )
 }
 
-/** Many rows per statement: one statement per line spent more time binding than writing. */
-function insertLines(db: SqliteConnection, batchId: string, lines: Iterable<NewLine>): number {
+/**
+ * Many rows per statement: one statement per line spent more time binding than writing. Each
+ * line's batch-lane model goes with it (null for most), and for a batch with a spend cap
+ * (`capped`) its own ceiling.
+ */
+function insertLines(
+  db: SqliteConnection,
+  batchId: string,
+  lines: Iterable<NewLine>,
+  capped: boolean,
+): number {
   // The input goes in as the body's own UTF-8 bytes where there are some: CAST(blob AS TEXT)
   // relabels them as text (the database's encoding is UTF-8), with no decoding on the way.
+  const ceiling = capped ? ', ceiling_usd' : ''
   return insertRows(db, {
-    columns: 'INSERT INTO lines (batch_id, line_no, custom_id, input) VALUES ',
-    row: '(?, ?, ?, CAST(? AS TEXT))',
-    width: 4,
+    columns: `INSERT INTO lines (batch_id, line_no, custom_id, input, lane_model${ceiling}) VALUES `,
+    row: capped ? '(?, ?, ?, CAST(? AS TEXT), ?, ?)' : '(?, ?, ?, CAST(? AS TEXT), ?)',
+    width: capped ? 6 : 5,
     lines,
-    push: (params, line) =>
-      params.push(batchId, line.lineNo, line.customId, line.inputBytes ?? line.input),
-  })
-}
-
-/** insertLines with each line's own ceiling, for a batch with a spend cap. */
-function insertCappedLines(db: SqliteConnection, batchId: string, lines: Iterable<NewLine>) {
-  return insertRows(db, {
-    columns: 'INSERT INTO lines (batch_id, line_no, custom_id, input, ceiling_usd) VALUES ',
-    row: '(?, ?, ?, CAST(? AS TEXT), ?)',
-    width: 5,
-    lines,
-    push: (params, line) =>
-      params.push(
-        batchId,
-        line.lineNo,
-        line.customId,
-        line.inputBytes ?? line.input,
-        moneyText(lineCeiling(line)),
-      ),
+    push(params, line) {
+      const input = line.inputBytes ?? line.input
+      params.push(batchId, line.lineNo, line.customId, input, line.laneModel ?? null)
+      if (capped) params.push(moneyText(lineCeiling(line)))
+    },
   })
 }
 

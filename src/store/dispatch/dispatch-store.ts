@@ -22,6 +22,22 @@ export interface LineClaim {
   limit: number
   nowMs: number
   leaseUntilMs: number
+  /** Only some of the batch's lines, by their batch-lane model (NewLine.laneModel). */
+  lanes?: LaneFilter
+}
+
+/**
+ * The lines of a batch a claim takes by their batch-lane model: those of one model (the lane
+ * engine's), or all but those of these models (the live lanes', leaving them to the lane engine).
+ */
+export type LaneFilter = { only: string } | { except: readonly string[] }
+
+/** A batch's first due line as nextLine reads it. */
+export interface NextLine {
+  lineNo: number
+  input: string
+  /** Its batch-lane model (NewLine.laneModel), null for a line no batch lane may take. */
+  laneModel: string | null
 }
 
 /** A line leased to one dispatcher instance. */
@@ -51,6 +67,11 @@ export interface RunnableBatch {
   pending: number
   /** Lines claimed and not yet recorded, on every instance. */
   running: number
+  /**
+   * Set by the batch lanes for the live dispatcher (lane-batches.ts): the batch-lane models whose
+   * lines it leaves to the lane engine, claiming the others.
+   */
+  leaveToLanes?: readonly string[]
 }
 
 /** A line's tokens by class: input counts every prompt token, cached and written are parts of it. */
@@ -158,11 +179,16 @@ export interface DispatchStore {
    */
   claimLines(claim: LineClaim): Promise<ClaimedLine[]>
   /**
-   * The input of the batch's first pending line due by `nowMs`, or null: what a claim would take
-   * first, read without claiming it, so looking does not start the batch (the batch lanes ask
-   * which lane a batch goes to this way).
+   * The batch's first pending line due by `nowMs` (of these batch-lane models, if given), or
+   * null: what a claim would take first, read without claiming it, so looking does not start the
+   * batch (the batch lanes ask which lane a batch goes to this way).
    */
-  nextLine(batchId: string, nowMs: number): Promise<string | null>
+  nextLine(batchId: string, nowMs: number, lanes?: readonly string[]): Promise<NextLine | null>
+  /**
+   * These pending lines no batch lane takes after all (their own routing or form, or a catalog
+   * changed since they were stored): their batch-lane model is cleared, for the live lanes.
+   */
+  leaveLane(batchId: string, lineNos: readonly number[]): Promise<void>
   /** The statuses of these batches (missing ids are left out). */
   batchStatuses(ids: readonly string[]): Promise<Record<string, BatchStatus>>
   /** Extends every lease `owner` holds. */

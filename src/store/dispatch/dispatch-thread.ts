@@ -35,6 +35,7 @@ export function createDispatchThread(script: URL, openArgs: unknown[]): Dispatch
     runnableBatches: (...args) => call('runnableBatches', args),
     claimLines: (...args) => call('claimLines', args),
     nextLine: (...args) => call('nextLine', args),
+    leaveLane: (...args) => call('leaveLane', args),
     batchStatuses: (...args) => call('batchStatuses', args),
     renewLeases: (...args) => call('renewLeases', args),
     recordOutcomes: (...args) => call('recordOutcomes', args),

@@ -8,7 +8,13 @@ import type postgres from 'postgres'
 import { Money, moneyText } from '../../money/decimal.ts'
 import { capWaiting } from './cap-waiting.ts'
 import { rowToClaimedLine, rowToRunnable } from './dispatch-rows.ts'
-import type { ClaimedLine, LineClaim, RunnableBatch } from './dispatch-store.ts'
+import type {
+  ClaimedLine,
+  LaneFilter,
+  LineClaim,
+  NextLine,
+  RunnableBatch,
+} from './dispatch-store.ts'
 import {
   addProgress,
   claimShard,
@@ -46,11 +52,45 @@ export async function nextLine(
   sql: postgres.Sql,
   batchId: string,
   nowMs: number,
-): Promise<string | null> {
-  const [row] = await sql`SELECT input FROM lines
+  lanes?: readonly string[],
+): Promise<NextLine | null> {
+  const [row] = await sql`SELECT line_no, input, lane_model FROM lines
     WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${earlier(nowMs)}
+      ${lanes ? laneCondition(sql, { among: lanes }) : sql``}
     ORDER BY line_no LIMIT 1`
-  return row ? (row.input as string) : null
+  return row
+    ? {
+        lineNo: row.line_no as number,
+        input: row.input as string,
+        laneModel: row.lane_model ?? null,
+      }
+    : null
+}
+
+export async function leaveLane(
+  sql: postgres.Sql,
+  batchId: string,
+  lineNos: readonly number[],
+): Promise<void> {
+  if (lineNos.length === 0) return
+  await sql`UPDATE lines SET lane_model = NULL
+    WHERE batch_id = ${batchId} AND status = 'pending' AND line_no = ANY(${lineNos as number[]}::int[])`
+}
+
+/**
+ * The condition on `lines` (after an AND) that keeps a claim or a look to these batch-lane models
+ * (LaneFilter; `among`: any of several). Those that take lane lines name `lane_model IS NOT
+ * NULL`, so the partial index of pending lane lines serves them.
+ */
+function laneCondition(
+  db: postgres.Sql | postgres.TransactionSql,
+  lanes: LaneFilter | { among: readonly string[] } | undefined,
+) {
+  if (!lanes) return db``
+  if ('only' in lanes) return db`AND lane_model IS NOT NULL AND lane_model = ${lanes.only}`
+  if ('among' in lanes)
+    return db`AND lane_model IS NOT NULL AND lane_model = ANY(${lanes.among as string[]}::text[])`
+  return db`AND (lane_model IS NULL OR lane_model <> ALL(${lanes.except as string[]}::text[]))`
 }
 
 /**
@@ -92,9 +132,9 @@ const claimedOf = (batchId: string, rows: readonly Record<string, any>[]): Claim
 async function claimLines(
   sql: postgres.Sql,
   seen: SeenBatches,
-  { batchId, owner, limit, nowMs, leaseUntilMs }: LineClaim,
+  { batchId, owner, limit, nowMs, leaseUntilMs, lanes }: LineClaim,
 ): Promise<ClaimedLine[]> {
-  const claim = { batchId, owner, limit, now: earlier(nowMs), until: later(leaseUntilMs) }
+  const claim = { batchId, owner, limit, now: earlier(nowMs), until: later(leaseUntilMs), lanes }
   // A claim that starts a batch writes its row's started_at after locking lines: taken bare,
   // it would lock in the order lines → batch, against a cancel's batch → lines, and the two
   // deadlock. So until the batch is seen started, its claims take its row first.
@@ -126,12 +166,14 @@ async function noteCap(
     claimed,
     limit,
     now,
+    lanes,
   }: {
     batchId: string
     batch: Record<string, any>
     claimed: ClaimedLine[]
     limit: number
     now: number
+    lanes?: LaneFilter
   },
 ) {
   const room = claimed.reduce(
@@ -142,7 +184,8 @@ async function noteCap(
   if (claimed.length < limit) {
     const [dearest] = await sql`
       SELECT 1 FROM lines WHERE batch_id = ${batchId} AND status = 'pending'
-        AND not_before <= ${now} AND ceiling_usd > ${moneyText(room)}::numeric LIMIT 1`
+        AND not_before <= ${now} ${laneCondition(sql, lanes)}
+        AND ceiling_usd > ${moneyText(room)}::numeric LIMIT 1`
     blocked = dearest !== undefined
   }
   if (!blocked && claimed.length === 0) return
@@ -162,6 +205,7 @@ interface Claim {
   /** ms, rounded down; the lease runs to `until` (ms, rounded up). */
   now: number
   until: number
+  lanes?: LaneFilter
 }
 
 /**
@@ -190,6 +234,7 @@ function claimStatement(db: postgres.Sql | postgres.TransactionSql, claim: Claim
     picked AS (
       SELECT line_no, ceiling_usd FROM lines
       WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${now}
+        ${laneCondition(db, claim.lanes)}
         AND EXISTS (SELECT 1 FROM batch WHERE (max_cost_usd IS NOT NULL) = ${capped})
         AND (ceiling_usd IS NULL OR ceiling_usd <= (SELECT room FROM batch))
       ORDER BY line_no LIMIT ${claim.limit}

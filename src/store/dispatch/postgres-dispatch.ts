@@ -10,7 +10,12 @@ import type postgres from 'postgres'
 import type { BatchStatus } from '../../domain.ts'
 import type { DispatchStore } from './dispatch-store.ts'
 import { advanceBatches } from './postgres-advance-batches.ts'
-import { createPostgresClaims, nextLine, runnableBatches } from './postgres-claim-lines.ts'
+import {
+  createPostgresClaims,
+  leaveLane,
+  nextLine,
+  runnableBatches,
+} from './postgres-claim-lines.ts'
 import { recordEtas } from './postgres-etas.ts'
 import { reapExpiredLeases, releaseLeases, renewLeases } from './postgres-leases.ts'
 import { LEDGER_SHORT, recordOutcomes } from './postgres-record-outcomes.ts'
@@ -24,7 +29,8 @@ export function createPostgresDispatch(sql: postgres.Sql): DispatchStore {
   return {
     runnableBatches: (nowMs, limit) => runnableBatches(sql, nowMs, limit),
     claimLines: createPostgresClaims(sql),
-    nextLine: (batchId, nowMs) => nextLine(sql, batchId, nowMs),
+    nextLine: (batchId, nowMs, lanes) => nextLine(sql, batchId, nowMs, lanes),
+    leaveLane: (batchId, lineNos) => leaveLane(sql, batchId, lineNos),
     batchStatuses: (ids) => batchStatuses(sql, ids),
     renewLeases: (owner, leaseUntilMs) => renewLeases(sql, owner, leaseUntilMs),
     async recordOutcomes(owner, outcomes, nowMs, calls = []) {

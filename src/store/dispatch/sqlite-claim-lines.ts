@@ -6,10 +6,11 @@
  */
 import { Money } from '../../money/decimal.ts'
 import { sqliteQuery as q, type SqliteConnection as Database } from '../connection.ts'
-import type { ClaimedLine, LineClaim, RunnableBatch } from './dispatch-store.ts'
+import type { ClaimedLine, LineClaim, NextLine, RunnableBatch } from './dispatch-store.ts'
 import { rowToClaimedLine, rowToRunnable } from './dispatch-rows.ts'
 import { current, currentCount } from './sqlite-batch-progress.ts'
 import { claimCapped, noteClaimed } from './sqlite-spend-cap.ts'
+import { laneCondition } from './sqlite-lane-filter.ts'
 
 type Row = Record<string, any>
 
@@ -41,7 +42,7 @@ export async function runnableBatches(
 }
 
 export async function claimLines(db: Database, claim: LineClaim): Promise<ClaimedLine[]> {
-  const { batchId, owner, limit, nowMs, leaseUntilMs } = claim
+  const { batchId, owner, limit, nowMs, leaseUntilMs, lanes } = claim
   return immediate(db, () => {
     const batch = current(
       db,
@@ -59,15 +60,16 @@ export async function claimLines(db: Database, claim: LineClaim): Promise<Claime
     )
       return []
     if (batch.max_cost_usd !== null)
-      return claimCapped(db, batch, { batchId, owner, limit, nowMs, leaseUntilMs })
+      return claimCapped(db, batch, { batchId, owner, limit, nowMs, leaseUntilMs, lanes })
+    const lane = laneCondition(lanes)
     const rows = q(
       db,
       `UPDATE lines SET status = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1
        WHERE batch_id = ? AND line_no IN (
          SELECT line_no FROM lines WHERE batch_id = ? AND status = 'pending' AND not_before <= ?
-         ORDER BY line_no LIMIT ?)
+           ${lane.sql} ORDER BY line_no LIMIT ?)
        RETURNING line_no, custom_id, input, attempts`,
-    ).all(owner, leaseUntilMs, batchId, batchId, nowMs, limit)
+    ).all(owner, leaseUntilMs, batchId, batchId, nowMs, ...lane.params, limit)
     if (rows.length === 0) return []
     noteClaimed(db, batch, owner, { n: rows.length, nowMs })
     rows.sort((a, b) => a.line_no - b.line_no)
@@ -79,13 +81,31 @@ export async function nextLine(
   db: Database,
   batchId: string,
   nowMs: number,
-): Promise<string | null> {
+  lanes?: readonly string[],
+): Promise<NextLine | null> {
+  const lane = lanes ? laneCondition({ among: lanes }) : { sql: '', params: [] }
   const row = q(
     db,
-    `SELECT input FROM lines WHERE batch_id = ? AND status = 'pending' AND not_before <= ?
+    `SELECT line_no, input, lane_model FROM lines
+     WHERE batch_id = ? AND status = 'pending' AND not_before <= ? ${lane.sql}
      ORDER BY line_no LIMIT 1`,
-  ).get(batchId, nowMs)
-  return row ? (row.input as string) : null
+  ).get(batchId, nowMs, ...lane.params)
+  return row
+    ? { lineNo: row.line_no, input: row.input as string, laneModel: row.lane_model ?? null }
+    : null
+}
+
+export async function leaveLane(
+  db: Database,
+  batchId: string,
+  lineNos: readonly number[],
+): Promise<void> {
+  if (lineNos.length === 0) return
+  q(
+    db,
+    `UPDATE lines SET lane_model = NULL WHERE batch_id = ? AND status = 'pending'
+       AND line_no IN (SELECT value FROM json_each(?))`,
+  ).run(batchId, JSON.stringify(lineNos))
 }
 
 /**

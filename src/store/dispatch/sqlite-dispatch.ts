@@ -10,7 +10,7 @@ import type { BatchStatus } from '../../domain.ts'
 import { sqliteQuery as q, type SqliteConnection as Database } from '../connection.ts'
 import type { DispatchStore } from './dispatch-store.ts'
 import { advanceBatches } from './sqlite-advance-batches.ts'
-import { claimLines, nextLine, runnableBatches } from './sqlite-claim-lines.ts'
+import { claimLines, leaveLane, nextLine, runnableBatches } from './sqlite-claim-lines.ts'
 import { recordEtas } from './sqlite-etas.ts'
 import { reapExpiredLeases, releaseLeases, renewLeases } from './sqlite-leases.ts'
 import { recordOutcomes } from './sqlite-record-outcomes.ts'
@@ -21,7 +21,8 @@ export function createSqliteDispatch(db: Database): DispatchStore {
   return {
     runnableBatches: (nowMs, limit) => runnableBatches(db, nowMs, limit),
     claimLines: (claim) => claimLines(db, claim),
-    nextLine: (batchId, nowMs) => nextLine(db, batchId, nowMs),
+    nextLine: (batchId, nowMs, lanes) => nextLine(db, batchId, nowMs, lanes),
+    leaveLane: (batchId, lineNos) => leaveLane(db, batchId, lineNos),
     batchStatuses: (ids) => batchStatuses(db, ids),
     renewLeases: (owner, leaseUntilMs) => renewLeases(db, owner, leaseUntilMs),
     recordOutcomes: (owner, outcomes, nowMs, calls) =>

@@ -10,7 +10,8 @@ import { capEndedWaiting, capWaiting } from './cap-waiting.ts'
 import { claimShard } from './progress-shards.ts'
 import { rowToClaimedLine } from './dispatch-rows.ts'
 import { addProgress, current, currentCount } from './sqlite-batch-progress.ts'
-import type { ClaimedLine } from './dispatch-store.ts'
+import type { ClaimedLine, LaneFilter } from './dispatch-store.ts'
+import { laneCondition } from './sqlite-lane-filter.ts'
 
 type Row = Record<string, any>
 
@@ -59,11 +60,13 @@ export interface CappedClaim {
   limit: number
   nowMs: number
   leaseUntilMs: number
+  lanes?: LaneFilter
 }
 
 /** claimLines for a batch with a spend cap (see DispatchStore.claimLines); inside its transaction. */
 export function claimCapped(db: Database, batch: Row, asked: CappedClaim): ClaimedLine[] {
   const { batchId, owner, limit, nowMs, leaseUntilMs } = asked
+  const lane = laneCondition(asked.lanes)
   let room = new Money(batch.max_cost_usd).minus(batch.cost_usd).minus(batch.reserved_usd)
   // Ceilings are decimal TEXT: SQL narrows the candidates as REAL with a margin, and the
   // exact comparison below decides.
@@ -71,9 +74,9 @@ export function claimCapped(db: Database, batch: Row, asked: CappedClaim): Claim
     ? q(
         db,
         `SELECT line_no, ceiling_usd FROM lines
-           WHERE batch_id = ? AND status = 'pending' AND not_before <= ?
+           WHERE batch_id = ? AND status = 'pending' AND not_before <= ? ${lane.sql}
              AND CAST(ceiling_usd AS REAL) <= ? ORDER BY line_no LIMIT ?`,
-      ).all(batchId, nowMs, room.toNumber() * (1 + 1e-9) + 1e-12, limit)
+      ).all(batchId, nowMs, ...lane.params, room.toNumber() * (1 + 1e-9) + 1e-12, limit)
     : []
   const chosen: Row[] = []
   let reserved = new Money(0)
@@ -99,8 +102,8 @@ export function claimCapped(db: Database, batch: Row, asked: CappedClaim): Claim
       ? q(
           db,
           `SELECT ceiling_usd FROM lines WHERE batch_id = ? AND status = 'pending' AND not_before <= ?
-             ORDER BY CAST(ceiling_usd AS REAL) DESC LIMIT 1`,
-        ).get(batchId, nowMs)
+             ${lane.sql} ORDER BY CAST(ceiling_usd AS REAL) DESC LIMIT 1`,
+        ).get(batchId, nowMs, ...lane.params)
       : null
   const blocked = dearest !== null && room.lessThan(dearest.ceiling_usd)
   if (blocked) setCapWaiting(db, batchId, capWaiting(moneyText(batch.max_cost_usd)))

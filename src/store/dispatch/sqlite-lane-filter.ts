@@ -1,0 +1,25 @@
+/** The embedded store's SQL for a claim or a look kept to some batch-lane models (LaneFilter). */
+import type { LaneFilter } from './dispatch-store.ts'
+
+/**
+ * The condition on `lines` (after an AND) that keeps a claim or a look to these batch-lane models
+ * (LaneFilter; `among`: any of several), and its parameters. Those that take lane lines name
+ * `lane_model IS NOT NULL`, so the partial index of pending lane lines serves them.
+ */
+export function laneCondition(lanes: LaneFilter | { among: readonly string[] } | undefined): {
+  sql: string
+  params: unknown[]
+} {
+  if (!lanes) return { sql: '', params: [] }
+  if ('only' in lanes)
+    return { sql: 'AND lane_model IS NOT NULL AND lane_model = ?', params: [lanes.only] }
+  if ('among' in lanes)
+    return {
+      sql: 'AND lane_model IS NOT NULL AND lane_model IN (SELECT value FROM json_each(?))',
+      params: [JSON.stringify(lanes.among)],
+    }
+  return {
+    sql: 'AND (lane_model IS NULL OR lane_model NOT IN (SELECT value FROM json_each(?)))',
+    params: [JSON.stringify(lanes.except)],
+  }
+}
