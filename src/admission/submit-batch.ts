@@ -9,7 +9,7 @@ import type { Issue, Warning } from '../ingest/issues.ts'
 import type { FileValidator } from '../ingest/parallel-validation.ts'
 import type { FileLimits } from '../ingest/validate-batch-file.ts'
 import { availableUsd, batchHold, Money, moneyText, usd } from '../money/decimal.ts'
-import { LONG_WINDOW_HOURS } from '../store/batches/start-in-time.ts'
+import { LONG_WINDOW_HOURS, startBySeconds } from '../store/batches/start-in-time.ts'
 import type { AccountStore, BatchStore } from '../store/store.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 
@@ -221,9 +221,12 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
     if ('kind' in verdict) return verdict
     const ceiling = verdict.ceiling.toFixed()
     const createdAt = Math.floor(now() / 1000)
-    // Half the window (docs/open-models.md): the rest is left for the batch to run once credit comes.
+    // Half the window (docs/open-models.md): the rest is left for the batch to run once credit
+    // comes. Never past the time by which it must start (48 hours from a 72-hour window on):
+    // credit that came later would start a batch the start-in-time rule ends at once.
     const waits = options.waitForCredit ?? options.completionWindowHours >= LONG_WINDOW_HOURS
-    const creditWaitUntil = waits ? createdAt + options.completionWindowHours * 1800 : null
+    const hours = options.completionWindowHours
+    const creditWaitUntil = waits ? createdAt + Math.min(hours * 1800, startBySeconds(hours)) : null
     const result = await store.admitBatch({
       id: newId('batch_'),
       accountId: options.accountId,

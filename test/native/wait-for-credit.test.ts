@@ -136,6 +136,22 @@ for (const store of STORES) {
       expect(list.data[0]!.waiting!.code).toBe('insufficient_credit')
     })
 
+    test('a long window waits for credit until half of it, but never past the 48 hours by which it must start', async () => {
+      const { key } = await gw.newAccount('0.0001')
+      const until = async (hours: number) => {
+        const admitted = await submit(key, lines(2), `?completion_window_hours=${hours}`)
+        expect(admitted.status).toBe(201)
+        const batch = (await admitted.json()) as Batch
+        expect(batch.status).toBe('validating')
+        return (batch.waiting!.until! - batch.created_at) / 3600
+      }
+      // At 72 hours and more it waits by default, wait_for_credit not given.
+      expect(await until(72)).toBe(36)
+      expect(await until(96)).toBe(48)
+      // Credit at hour 60 would start a batch already past its start-by time.
+      expect(await until(120)).toBe(48)
+    })
+
     test('a capped batch waits for its cap, not its ceiling: a deposit covering max_cost_usd starts it, and it spends within the cap', async () => {
       const { accountId, key } = await gw.newAccount('0')
       // Ceiling 0.000930 for 10 lines; the cap holds 0.0005 instead.
