@@ -85,6 +85,8 @@ const lines = Array.from({ length: LINES }, (_, index) => ({
       messages: [{ role: 'user', content: `Summarise ticket ${index + 1} in one line.` }],
     },
   }),
+  // Marked for the model's batch lane, as admission marks them (NewLine.laneModel).
+  laneModel: 'gpt-lane',
 }))
 await store.admitBatch({
   id: 'batch_bench',
