@@ -1,5 +1,5 @@
--- Batch lanes (docs/batch-lanes.md) per line, not per batch: the catalog model of a line that may go
--- to a batch lane (its model lists a batch-lane offering; null for every other line), so the lane
+-- Batch lanes (docs/batch-lanes.md) per line, not per batch: the catalog model of a line that goes
+-- to a batch lane (its own planner order puts one first; null for every other line), so the lane
 -- engine claims a mixed batch's lane lines wherever they stand and the live lanes leave them to
 -- it. The partial index holds only pending lane lines: a batch without any costs it nothing.
 -- src/store/sqlite/migrations/0020_line_lanes.sql is the twin.

@@ -21,6 +21,7 @@ export function announceChanges(
     },
     nextLine: (...args) => store.nextLine(...args),
     leaveLane: (...args) => store.leaveLane(...args),
+    laneLinesPending: (...args) => store.laneLinesPending(...args),
     batchStatuses: (...args) => store.batchStatuses(...args),
     renewLeases: (...args) => store.renewLeases(...args),
     async recordOutcomes(...args) {

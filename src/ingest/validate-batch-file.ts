@@ -7,7 +7,8 @@ import { z } from 'zod'
 import { NO_FINE_TUNES, type FineTuneLookup, type FineTuneRecord } from '../catalog/fine-tunes.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf } from '../catalog/catalog.ts'
-import { hasBatchLane } from '../catalog/catalog-file.ts'
+import { laneMark } from '../catalog/lane-mark.ts'
+import type { Routing } from '../schemas/requests.ts'
 import { offeringsTaking } from '../catalog/speaks-api.ts'
 import {
   BATCH_URLS,
@@ -315,6 +316,7 @@ export function checkLines(
       }
       const request = asked ? asked.chat : record.body
       const untranslated = asked?.untranslated
+      const untranslatedApi = untranslated ? api! : null
       // Nesting deeper than the limit takes two brackets a level: most lines are too short to.
       // (`text` is a string here: readObject parsed it.)
       const options = text!.length <= 2 * MAX_JSON_DEPTH ? shallowOptions : deepOptions
@@ -350,8 +352,9 @@ export function checkLines(
       const ceiling = lineCeilings
         ? unitsText(ceilingUnits({ input: inputTokens, output: outputTokens }, rates))
         : undefined
-      // A line of a model with a batch lane is marked for it; a fine-tune's never goes there.
-      const laneModel = fineTune === null && hasBatchLane(model) ? model.id : undefined
+      // A line its own routing sends to a batch lane is marked for it; a fine-tune's never goes there.
+      const routing = (body.value.body as { provider?: Routing }).provider
+      const laneModel = fineTune ? undefined : laneMark(catalog, model, routing, untranslatedApi)
       lines.push(fileLine(bytes, line, customId!, { ceilingUsd: ceiling, laneModel }))
       const schemaText = body.value.schemaText
       if (schemaText !== undefined) {

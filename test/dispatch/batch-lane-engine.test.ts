@@ -363,12 +363,45 @@ describe('the batch-lane engine', () => {
     expect(ids(runnable)).toEqual([laneId, liveId].sort())
     const [live] = await lanes.liveOnly(runnable, Date.now())
     // Its claims leave the lines marked for open lanes to the engine.
-    expect(live).toMatchObject({ id: liveId, leaveToLanes: expect.arrayContaining(['gpt-lane']) })
+    expect(live?.id).toBe(liveId)
+    expect(live?.leaveToLanes).toContain('gpt-lane')
     // Four hours before the deadline (min_hours_left) the lane takes its last lines.
     const closes = (NOW + 86_400) * 1000 - 4 * 3_600_000
     expect(ids(await lanes.liveOnly(runnable, closes - 10_000))).toEqual([liveId])
     expect(ids(await lanes.liveOnly(runnable, closes + 1))).toEqual([laneId, liveId].sort())
     for (const batch of await lanes.liveOnly(runnable, closes + 1))
       expect(batch.leaveToLanes ?? []).not.toContain('gpt-lane')
+  })
+
+  test('a batch whose first line is live is the live dispatcher’s, counting only the lines the lanes do not hold', async () => {
+    const body = (model: string) => ({
+      model,
+      max_tokens: 16,
+      messages: [{ role: 'user', content: 'question' }],
+    })
+    const id = await admitLines('/v1/chat/completions', [
+      body('gpt-live'),
+      body('gpt-lane'),
+      body('gpt-live'),
+      body('gpt-lane'),
+      body('gpt-lane'),
+    ])
+    const lanes = createLaneBatches(opened.dispatch, catalog, (provider) => provider in clients)
+    const runnable = await opened.dispatch.runnableBatches(Date.now(), 100)
+    expect(runnable.find((batch) => batch.id === id)?.pending).toBe(5)
+    const live = (await lanes.liveOnly(runnable, Date.now())).find((batch) => batch.id === id)
+    expect(live?.pending).toBe(2)
+    const leave = live!.leaveToLanes!
+    expect(leave).toContain('gpt-lane')
+    // Its live claims take the two live lines, never the lane's.
+    const claimed = await opened.dispatch.claimLines({
+      batchId: id,
+      owner: 'live',
+      limit: 10,
+      nowMs: Date.now(),
+      leaseUntilMs: Date.now() + 60_000,
+      lanes: { except: leave },
+    })
+    expect(claimed.map((line) => line.lineNo)).toEqual([1, 3])
   })
 })

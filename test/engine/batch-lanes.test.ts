@@ -324,6 +324,21 @@ for (const storeKind of STORES) {
         expect(row.cost_usd).toBe(priced(row.response!.body.usage, '0.5', '1').toFixed())
     }, 60_000)
 
+    test("a line whose own routing puts a batch lane first goes there, though its model's order does not", async () => {
+      const [plain, routed] = lines('lane/dear', 2)
+      const file = [
+        plain!,
+        { ...routed!, body: { ...routed!.body, provider: { order: ['sim:batch'] } } },
+      ]
+      const batch = await submit(jsonl(file))
+      const ended = await finished(batch.id)
+      expect(ended.status).toBe('completed')
+      const rows = await results(batch.id)
+      expect(rows.map((row) => row.provider)).toEqual(['sim', 'sim:batch'])
+      expect(rows[0]!.cost_usd).toBe(priced(rows[0]!.response!.body.usage, '0.5', '1').toFixed())
+      expect(rows[1]!.cost_usd).toBe(priced(rows[1]!.response!.body.usage, '1', '2').toFixed())
+    }, 60_000)
+
     const responsesLines = (modelId: string, count: number) =>
       Array.from({ length: count }, (_, i) => ({
         custom_id: `r-${i}`,

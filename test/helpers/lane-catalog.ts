@@ -2,7 +2,7 @@
  * A catalog with batch lanes (docs/batch-lanes.md) for the end-to-end tests: `lane/chat` (OpenAI
  * Files + Batches, on a provider that speaks the Responses API), `lane/claude` (Anthropic Message Batches), each beside its live offering at
  * twice the price, `lane/twin` (lane/chat's upstream model, its lane at half lane/chat's price),
- * `lane/none` (live only) and `lane/soon`, whose lane falls back FALLBACK_AFTER_S after the batch starts.
+ * `lane/none` (live only), `lane/dear` (its lane dearer than its live offering) and `lane/soon`, whose lane falls back FALLBACK_AFTER_S after the batch starts.
  */
 import { catalogSchema } from '../../src/catalog/catalog-file.ts'
 
@@ -57,6 +57,12 @@ export function laneCatalog(openaiUrl: string, anthropicUrl: string) {
       ]),
       // No batch lane: a mixed batch's lines of it run live.
       model('lane/none', [live('sim', 'sim-none', '1', '2')]),
+      // Its batch lane dearer than its live offering: only a line whose own routing puts the
+      // lane first goes there.
+      model('lane/dear', [
+        live('sim', 'sim-dear', '0.5', '1'),
+        { ...live('sim', 'sim-dear', '1', '2'), ...lane, fallback_hours: 0.5 },
+      ]),
       model('lane/claude', [
         live('claude', 'claude-sim', '3', '15'),
         { ...live('claude', 'claude-sim', '1.5', '7.5'), ...lane, fallback_hours: 0.5 },

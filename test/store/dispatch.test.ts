@@ -157,10 +157,12 @@ onEveryStore(({ name, makeStore, it }) => {
             lanes,
           })
         expect(nos(await lane(2, { only: 'm-lane' }))).toEqual([2, 3])
-        // Line 5 is the lane's no more: a live claim leaving m-lane's lines now takes it.
-        await dispatch.leaveLane('batch_01', [5])
+        // Line 5 is the lane's no more, nor line 3, claimed meanwhile and handed back: a live
+        // claim leaving m-lane's lines now takes them.
+        await dispatch.leaveLane('batch_01', [5, 3])
+        await dispatch.recordOutcomes('owner-a', [retry('batch_01', 3, MS)], MS)
         expect(await dispatch.nextLine('batch_01', MS, ['m-lane'])).toBeNull()
-        expect(nos(await lane(10, { except: ['m-lane'] }, 'owner-b'))).toEqual([1, 4, 5])
+        expect(nos(await lane(10, { except: ['m-lane'] }, 'owner-b'))).toEqual([1, 3, 4, 5])
         expect(nos(await lane(10, undefined))).toEqual([])
         // A capped batch's claims keep to them too.
         await admit('acct_1', 'batch_02', 5, {
@@ -178,6 +180,23 @@ onEveryStore(({ name, makeStore, it }) => {
           })
         expect(nos(await capped({ except: ['m-lane'] }))).toEqual([1, 4])
         expect(nos(await capped({ only: 'm-lane' }))).toEqual([2, 3, 5])
+      })
+
+      it('looks for the earliest line marked for any of several batch-lane models', async () => {
+        await account('acct_1')
+        const model = (lineNo: number) => (lineNo === 2 ? 'm-b' : lineNo === 4 ? 'm-a' : undefined)
+        const lines = lineList(4).map((line) => {
+          const laneModel = model(line.lineNo)
+          return laneModel ? { ...line, laneModel } : line
+        })
+        await admit('acct_1', 'batch_01', 4, { lines })
+        const first = (models: string[]) =>
+          dispatch
+            .nextLine('batch_01', MS, models)
+            .then((line) => line && [line.lineNo, line.laneModel])
+        expect(await first(['m-a', 'm-b'])).toEqual([2, 'm-b'])
+        expect(await first(['m-a'])).toEqual([4, 'm-a'])
+        expect(await first([])).toBeNull()
       })
 
       it('claims pending lines in line order, leased, counted, once', async () => {

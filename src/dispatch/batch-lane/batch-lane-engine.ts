@@ -7,7 +7,7 @@
  * The lines it claims are those marked at admission for a model whose batch lane is open
  * (NewLine.laneModel, openLaneModels), one model at a time, wherever they stand in the batch; the
  * live lanes claim the others meanwhile. Each claimed line is judged on its own (laneForLine): one
- * whose routing or form keeps it from the lane is released to the live lanes.
+ * no lane takes after all is released to the live lanes.
  */
 import type { AnthropicBatchClient, OpenAIBatchClient } from '../../../providers/batch-api/index.ts'
 import { batchLaneSettings } from '../../catalog/batch-lane.ts'
@@ -47,6 +47,7 @@ export interface EngineDeps {
     | 'runnableBatches'
     | 'nextLine'
     | 'leaveLane'
+    | 'laneLinesPending'
     | 'claimLines'
     | 'batchStatuses'
     | 'renewLeases'
@@ -129,7 +130,8 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     if (first === null) return false
     const choice = laneOf(first.input, batch)
     if (!choice) {
-      // Its own routing or form keeps it from the lane: the live lanes take it.
+      // No lane takes it after all (its own lane closed, or the catalog changed): the live
+      // lanes take it once its mark is given back.
       await deps.dispatch.leaveLane(batch.id, [first.lineNo])
       return true
     }
@@ -150,7 +152,7 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     if (lines.length === 0) return false
     const { mine, others, unlaned } = laneLines(lines, choice, (input) => laneOf(input, batch))
     // Another lane of the same model (its own routing) takes its lines on the next tick; lines no
-    // lane takes go to the live lanes.
+    // lane takes go to the live lanes, their marks given back.
     await deps.dispatch.leaveLane(
       batch.id,
       unlaned.map((line) => line.lineNo),

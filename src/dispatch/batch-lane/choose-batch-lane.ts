@@ -82,24 +82,27 @@ export function laneForLine(
 const laneModelsOf = new WeakMap<readonly ModelEntry[], readonly ModelEntry[]>()
 
 /**
- * The models whose lines (marked at admission, NewLine.laneModel) a batch lane takes now, for a
- * batch with this deadline: those whose batch lane is first in their planner order and open, on a
- * provider with a batch client. The lane engine claims those lines; the live lanes leave them to
- * it. A line whose own routing or form keeps it from the lane is released by the engine
- * (DispatchStore.leaveLane), so no line waits on a lane that will not take it.
+ * The models whose marked lines (NewLine.laneModel: their own planner order puts a batch lane
+ * first) a batch lane may take now, for a batch with this deadline: those with a batch-lane
+ * offering open for it on a provider with a batch client. The lane engine claims those lines and
+ * judges each on its own (laneForLine), giving back the mark of one no lane takes after all
+ * (DispatchStore.leaveLane); the live lanes leave them to it.
  */
 export function openLaneModels(
-  catalog: Pick<Catalog, 'models' | 'routeWithLanes' | 'provider'>,
+  catalog: Pick<Catalog, 'models' | 'provider'>,
   at: { deadlineMs: number; nowMs: number; hasClient: (provider: string) => boolean },
 ): string[] {
   let models = laneModelsOf.get(catalog.models)
   if (!models) laneModelsOf.set(catalog.models, (models = catalog.models.filter(hasBatchLane)))
-  const kindOf = (name: string) => catalog.provider(name)?.kind
   const open: string[] = []
   for (const model of models) {
-    const ordered = catalog.routeWithLanes(model, undefined)
-    const choice = chooseBatchLane(ordered, at.deadlineMs, at.nowMs, kindOf)
-    if (choice && at.hasClient(choice.offering.provider)) open.push(model.id)
+    const takes = model.offerings.some((offering) => {
+      if (laneOf(offering) !== 'batch' || !at.hasClient(offering.provider)) return false
+      const kind = catalog.provider(offering.provider)?.kind
+      if (kind === undefined) return false
+      return batchLaneOpen(batchLaneSettings(offering, kind), at.deadlineMs, at.nowMs)
+    })
+    if (takes) open.push(model.id)
   }
   return open
 }

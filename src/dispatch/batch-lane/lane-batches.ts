@@ -21,12 +21,21 @@ export interface LaneBatches {
 const LOOK_AGAIN_MS = 5_000
 
 export function createLaneBatches(
-  dispatch: Pick<DispatchStore, 'nextLine'>,
+  dispatch: Pick<DispatchStore, 'nextLine' | 'laneLinesPending'>,
   catalog: Pick<Catalog, 'models' | 'find' | 'routeWithLanes' | 'provider'>,
   hasClient: (provider: string) => boolean,
 ): LaneBatches {
-  /** Batch id → whether its first due line was the lane's, and when that was looked at. */
-  const looked = new Map<string, { lanes: boolean; at: number }>()
+  /**
+   * Batch id → whether its first due line was the lane's, how many of its pending lines the
+   * lanes hold (left out of what the live dispatcher counts on), and when that was looked at.
+   */
+  const looked = new Map<string, { lanes: boolean; marked: number; at: number }>()
+
+  async function look(batch: RunnableBatch, open: readonly string[], nowMs: number) {
+    const lanes = await firstIsLanes(batch, open, nowMs)
+    const marked = lanes ? 0 : await dispatch.laneLinesPending(batch.id, open)
+    return { lanes, marked, at: nowMs }
+  }
 
   /** Whether the batch's first due line is one the lane engine takes now. */
   async function firstIsLanes(batch: RunnableBatch, open: readonly string[], nowMs: number) {
@@ -52,11 +61,12 @@ export function createLaneBatches(
         }
         let seen = looked.get(batch.id)
         if (seen === undefined || nowMs - seen.at >= LOOK_AGAIN_MS)
-          looked.set(
-            batch.id,
-            (seen = { lanes: await firstIsLanes(batch, open, nowMs), at: nowMs }),
-          )
-        if (!seen.lanes) live.push({ ...batch, leaveToLanes: open })
+          looked.set(batch.id, (seen = await look(batch, open, nowMs)))
+        if (seen.lanes) continue
+        // Its pending lines the lanes hold are not the live lanes' to plan for or share out (as
+        // counted at the last look: the lanes take theirs meanwhile, so never below one).
+        const pending = Math.max(1, batch.pending - seen.marked)
+        live.push({ ...batch, pending, leaveToLanes: open })
       }
       return live
     },

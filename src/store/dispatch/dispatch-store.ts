@@ -185,10 +185,12 @@ export interface DispatchStore {
    */
   nextLine(batchId: string, nowMs: number, lanes?: readonly string[]): Promise<NextLine | null>
   /**
-   * These pending lines no batch lane takes after all (their own routing or form, or a catalog
-   * changed since they were stored): their batch-lane model is cleared, for the live lanes.
+   * These lines no batch lane takes after all (a catalog changed since they were stored, or a
+   * provider without a batch client here): their batch-lane model is cleared, for the live lanes.
    */
   leaveLane(batchId: string, lineNos: readonly number[]): Promise<void>
+  /** How many of the batch's pending lines are marked for these batch-lane models. */
+  laneLinesPending(batchId: string, lanes: readonly string[]): Promise<number>
   /** The statuses of these batches (missing ids are left out). */
   batchStatuses(ids: readonly string[]): Promise<Record<string, BatchStatus>>
   /** Extends every lease `owner` holds. */

@@ -36,6 +36,7 @@ export function createDispatchThread(script: URL, openArgs: unknown[]): Dispatch
     claimLines: (...args) => call('claimLines', args),
     nextLine: (...args) => call('nextLine', args),
     leaveLane: (...args) => call('leaveLane', args),
+    laneLinesPending: (...args) => call('laneLinesPending', args),
     batchStatuses: (...args) => call('batchStatuses', args),
     renewLeases: (...args) => call('renewLeases', args),
     recordOutcomes: (...args) => call('recordOutcomes', args),

@@ -54,10 +54,19 @@ export async function nextLine(
   nowMs: number,
   lanes?: readonly string[],
 ): Promise<NextLine | null> {
-  const [row] = await sql`SELECT line_no, input, lane_model FROM lines
-    WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${earlier(nowMs)}
-      ${lanes ? laneCondition(sql, { among: lanes }) : sql``}
-    ORDER BY line_no LIMIT 1`
+  const first = async (lane: LaneFilter | undefined) => {
+    const [found] = await sql`SELECT line_no, input, lane_model FROM lines
+      WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${earlier(nowMs)}
+        ${laneCondition(sql, lane)}
+      ORDER BY line_no LIMIT 1`
+    return found
+  }
+  // One look a model, each along the index of pending lane lines, and the earliest of them.
+  const rows = lanes
+    ? await Promise.all(lanes.map((only) => first({ only })))
+    : [await first(undefined)]
+  let row: Record<string, any> | undefined
+  for (const found of rows) if (found && (!row || found.line_no < row.line_no)) row = found
   return row
     ? {
         lineNo: row.line_no as number,
@@ -67,6 +76,20 @@ export async function nextLine(
     : null
 }
 
+export async function laneLinesPending(
+  sql: postgres.Sql,
+  batchId: string,
+  lanes: readonly string[],
+): Promise<number> {
+  let sum = 0
+  for (const only of lanes) {
+    const [row] = await sql`SELECT count(*)::int AS n FROM lines
+      WHERE batch_id = ${batchId} AND status = 'pending' ${laneCondition(sql, { only })}`
+    sum += row!.n as number
+  }
+  return sum
+}
+
 export async function leaveLane(
   sql: postgres.Sql,
   batchId: string,
@@ -74,22 +97,17 @@ export async function leaveLane(
 ): Promise<void> {
   if (lineNos.length === 0) return
   await sql`UPDATE lines SET lane_model = NULL
-    WHERE batch_id = ${batchId} AND status = 'pending' AND line_no = ANY(${lineNos as number[]}::int[])`
+    WHERE batch_id = ${batchId} AND line_no = ANY(${lineNos as number[]}::int[])`
 }
 
 /**
  * The condition on `lines` (after an AND) that keeps a claim or a look to these batch-lane models
- * (LaneFilter; `among`: any of several). Those that take lane lines name `lane_model IS NOT
- * NULL`, so the partial index of pending lane lines serves them.
+ * (LaneFilter). One model's names `lane_model IS NOT NULL`, so the partial index of pending lane
+ * lines serves it.
  */
-function laneCondition(
-  db: postgres.Sql | postgres.TransactionSql,
-  lanes: LaneFilter | { among: readonly string[] } | undefined,
-) {
+function laneCondition(db: postgres.Sql | postgres.TransactionSql, lanes: LaneFilter | undefined) {
   if (!lanes) return db``
   if ('only' in lanes) return db`AND lane_model IS NOT NULL AND lane_model = ${lanes.only}`
-  if ('among' in lanes)
-    return db`AND lane_model IS NOT NULL AND lane_model = ANY(${lanes.among as string[]}::text[])`
   return db`AND (lane_model IS NULL OR lane_model <> ALL(${lanes.except as string[]}::text[]))`
 }
 

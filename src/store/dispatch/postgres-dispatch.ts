@@ -12,6 +12,7 @@ import type { DispatchStore } from './dispatch-store.ts'
 import { advanceBatches } from './postgres-advance-batches.ts'
 import {
   createPostgresClaims,
+  laneLinesPending,
   leaveLane,
   nextLine,
   runnableBatches,
@@ -31,6 +32,7 @@ export function createPostgresDispatch(sql: postgres.Sql): DispatchStore {
     claimLines: createPostgresClaims(sql),
     nextLine: (batchId, nowMs, lanes) => nextLine(sql, batchId, nowMs, lanes),
     leaveLane: (batchId, lineNos) => leaveLane(sql, batchId, lineNos),
+    laneLinesPending: (batchId, lanes) => laneLinesPending(sql, batchId, lanes),
     batchStatuses: (ids) => batchStatuses(sql, ids),
     renewLeases: (owner, leaseUntilMs) => renewLeases(sql, owner, leaseUntilMs),
     async recordOutcomes(owner, outcomes, nowMs, calls = []) {

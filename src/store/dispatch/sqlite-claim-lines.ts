@@ -83,16 +83,35 @@ export async function nextLine(
   nowMs: number,
   lanes?: readonly string[],
 ): Promise<NextLine | null> {
-  const lane = lanes ? laneCondition({ among: lanes }) : { sql: '', params: [] }
-  const row = q(
-    db,
-    `SELECT line_no, input, lane_model FROM lines
-     WHERE batch_id = ? AND status = 'pending' AND not_before <= ? ${lane.sql}
-     ORDER BY line_no LIMIT 1`,
-  ).get(batchId, nowMs, ...lane.params)
+  const first = (lane: { sql: string; params: unknown[] }) =>
+    q(
+      db,
+      `SELECT line_no, input, lane_model FROM lines
+       WHERE batch_id = ? AND status = 'pending' AND not_before <= ? ${lane.sql}
+       ORDER BY line_no LIMIT 1`,
+    ).get(batchId, nowMs, ...lane.params)
+  // One look a model, each along the index of pending lane lines, and the earliest of them.
+  const rows = lanes
+    ? lanes.map((only) => first(laneCondition({ only })))
+    : [first(laneCondition(undefined))]
+  let row: Record<string, any> | null = null
+  for (const found of rows) if (found && (row === null || found.line_no < row.line_no)) row = found
   return row
     ? { lineNo: row.line_no, input: row.input as string, laneModel: row.lane_model ?? null }
     : null
+}
+
+export async function laneLinesPending(
+  db: Database,
+  batchId: string,
+  lanes: readonly string[],
+): Promise<number> {
+  const count = q(
+    db,
+    `SELECT count(*) AS n FROM lines WHERE batch_id = ? AND status = 'pending'
+       AND lane_model IS NOT NULL AND lane_model = ?`,
+  )
+  return lanes.reduce((sum, only) => sum + (count.get(batchId, only)!.n as number), 0)
 }
 
 export async function leaveLane(
@@ -103,7 +122,7 @@ export async function leaveLane(
   if (lineNos.length === 0) return
   q(
     db,
-    `UPDATE lines SET lane_model = NULL WHERE batch_id = ? AND status = 'pending'
+    `UPDATE lines SET lane_model = NULL WHERE batch_id = ?
        AND line_no IN (SELECT value FROM json_each(?))`,
   ).run(batchId, JSON.stringify(lineNos))
 }

@@ -10,7 +10,13 @@ import type { BatchStatus } from '../../domain.ts'
 import { sqliteQuery as q, type SqliteConnection as Database } from '../connection.ts'
 import type { DispatchStore } from './dispatch-store.ts'
 import { advanceBatches } from './sqlite-advance-batches.ts'
-import { claimLines, leaveLane, nextLine, runnableBatches } from './sqlite-claim-lines.ts'
+import {
+  claimLines,
+  laneLinesPending,
+  leaveLane,
+  nextLine,
+  runnableBatches,
+} from './sqlite-claim-lines.ts'
 import { recordEtas } from './sqlite-etas.ts'
 import { reapExpiredLeases, releaseLeases, renewLeases } from './sqlite-leases.ts'
 import { recordOutcomes } from './sqlite-record-outcomes.ts'
@@ -23,6 +29,7 @@ export function createSqliteDispatch(db: Database): DispatchStore {
     claimLines: (claim) => claimLines(db, claim),
     nextLine: (batchId, nowMs, lanes) => nextLine(db, batchId, nowMs, lanes),
     leaveLane: (batchId, lineNos) => leaveLane(db, batchId, lineNos),
+    laneLinesPending: (batchId, lanes) => laneLinesPending(db, batchId, lanes),
     batchStatuses: (ids) => batchStatuses(db, ids),
     renewLeases: (owner, leaseUntilMs) => renewLeases(db, owner, leaseUntilMs),
     recordOutcomes: (owner, outcomes, nowMs, calls) =>

@@ -3,21 +3,16 @@ import type { LaneFilter } from './dispatch-store.ts'
 
 /**
  * The condition on `lines` (after an AND) that keeps a claim or a look to these batch-lane models
- * (LaneFilter; `among`: any of several), and its parameters. Those that take lane lines name
- * `lane_model IS NOT NULL`, so the partial index of pending lane lines serves them.
+ * (LaneFilter), and its parameters. One model's names `lane_model IS NOT NULL`, so the partial
+ * index of pending lane lines serves it.
  */
-export function laneCondition(lanes: LaneFilter | { among: readonly string[] } | undefined): {
+export function laneCondition(lanes: LaneFilter | undefined): {
   sql: string
   params: unknown[]
 } {
   if (!lanes) return { sql: '', params: [] }
   if ('only' in lanes)
     return { sql: 'AND lane_model IS NOT NULL AND lane_model = ?', params: [lanes.only] }
-  if ('among' in lanes)
-    return {
-      sql: 'AND lane_model IS NOT NULL AND lane_model IN (SELECT value FROM json_each(?))',
-      params: [JSON.stringify(lanes.among)],
-    }
   return {
     sql: 'AND (lane_model IS NULL OR lane_model NOT IN (SELECT value FROM json_each(?)))',
     params: [JSON.stringify(lanes.except)],
