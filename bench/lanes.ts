@@ -9,6 +9,7 @@
  * Usage: bun bench/lanes.ts [lines] [chunk_lines]
  */
 import Decimal from 'decimal.js'
+import { laneKey } from '../src/catalog/lane-mark.ts'
 import { createOpenAIBatchClient } from '../providers/batch-api/index.ts'
 import { catalogSchema, type Offering } from '../src/catalog/catalog-file.ts'
 import { createCatalog } from '../src/catalog/catalog.ts'
@@ -85,8 +86,8 @@ const lines = Array.from({ length: LINES }, (_, index) => ({
       messages: [{ role: 'user', content: `Summarise ticket ${index + 1} in one line.` }],
     },
   }),
-  // Marked for the model's batch lane, as admission marks them (NewLine.laneModel).
-  laneModel: 'gpt-lane',
+  // Marked for the model's batch lane, as admission marks them (NewLine.batchLane, laneKey).
+  batchLane: laneKey('gpt-lane', 'openai'),
 }))
 await store.admitBatch({
   id: 'batch_bench',

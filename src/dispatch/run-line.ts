@@ -103,10 +103,12 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   // offerings after that one, one at a time.
   let targets = offerings
   if (plan) {
-    // A line kept to its batch lane alone is never sent live (allow_fallbacks false).
-    const held = fineTune
-      ? null
-      : heldForLane(deps.catalog, { request, model, routing }, plan.batch, now)
+    // A line kept to the batch lane it was marked for is never sent live (allow_fallbacks
+    // false); an unmarked one never went to a lane, so its first live offering is the one.
+    const held =
+      fineTune || line.batchLane === undefined
+        ? null
+        : heldForLane(deps.catalog, { request, model, routing }, plan.batch, now)
     if (held !== null) return { batchId, lineNo, kind: 'retry', notBefore: held, unsent: true }
     const choice = plan.planner.choose(plan.batch, providersOf(offerings), plan.unsent, now)
     if (choice.kind === 'hold')

@@ -222,7 +222,7 @@ function halfLines(bytes: Uint8Array, base: number, half: CleanHalf): NewLine[] 
     place.end = base + half.ends[i]
     lines[i] = fileLine(bytes, place, half.customIds[i], {
       ceilingUsd: half.ceilings?.[i],
-      laneModel: half.laneModels?.[i],
+      batchLane: half.batchLanes?.[i],
     })
   }
   return lines

@@ -127,24 +127,24 @@ export class FileLine implements NewLine {
   readonly end: number
 
   readonly ceilingUsd?: string
-  readonly laneModel?: string
+  readonly batchLane?: string
 
   /**
    * `place`: the line's number and where its bytes are in `file`, copied (so one object may be
    * reused for many lines). `own`: its own ceiling, exact, when asked for
-   * (CheckOptions.lineCeilings), and its batch-lane model (NewLine.laneModel).
+   * (CheckOptions.lineCeilings), and its batch-lane model (NewLine.batchLane).
    */
   constructor(
     private readonly file: Uint8Array,
     place: Pick<RawLine, 'lineNo' | 'start' | 'end'>,
     readonly customId: string,
-    own?: { ceilingUsd?: string; laneModel?: string },
+    own?: { ceilingUsd?: string; batchLane?: string },
   ) {
     this.lineNo = place.lineNo
     this.start = place.start
     this.end = place.end
     if (own?.ceilingUsd !== undefined) this.ceilingUsd = own.ceilingUsd
-    if (own?.laneModel !== undefined) this.laneModel = own.laneModel
+    if (own?.batchLane !== undefined) this.batchLane = own.batchLane
   }
 
   get inputBytes(): Uint8Array {
@@ -162,9 +162,9 @@ export function fileLine(
   file: Uint8Array,
   place: Pick<RawLine, 'lineNo' | 'start' | 'end'>,
   customId: string,
-  own: { ceilingUsd?: string; laneModel?: string },
+  own: { ceilingUsd?: string; batchLane?: string },
 ): FileLine {
-  return own.ceilingUsd === undefined && own.laneModel === undefined
+  return own.ceilingUsd === undefined && own.batchLane === undefined
     ? new FileLine(file, place, customId)
     : new FileLine(file, place, customId, own)
 }
@@ -354,8 +354,8 @@ export function checkLines(
         : undefined
       // A line its own routing sends to a batch lane is marked for it; a fine-tune's never goes there.
       const routing = (body.value.body as { provider?: Routing }).provider
-      const laneModel = fineTune ? undefined : laneMark(catalog, model, routing, untranslatedApi)
-      lines.push(fileLine(bytes, line, customId!, { ceilingUsd: ceiling, laneModel }))
+      const batchLane = fineTune ? undefined : laneMark(catalog, model, routing, untranslatedApi)
+      lines.push(fileLine(bytes, line, customId!, { ceilingUsd: ceiling, batchLane }))
       const schemaText = body.value.schemaText
       if (schemaText !== undefined) {
         const user: SchemaUser = { line: lineNo, customId: shownId }

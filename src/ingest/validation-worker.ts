@@ -66,8 +66,8 @@ export type SegmentReply =
       customIds: string[]
       /** Each valid line's own ceiling, when asked for (CheckOptions.lineCeilings). */
       ceilings: string[] | null
-      /** Each valid line's batch-lane model (NewLine.laneModel); null when no line has one. */
-      laneModels: (string | undefined)[] | null
+      /** Each valid line's batch-lane model (NewLine.batchLane); null when no line has one. */
+      batchLanes: (string | undefined)[] | null
       /** The distinct fine-tunes the valid lines name (the caller checks both halves' together). */
       fineTuneIds: string[]
       /** The valid lines' ceiling, exact, as decimal text. */
@@ -127,7 +127,7 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
     const ends = new Int32Array(n)
     const customIds = new Array<string>(n)
     const ceilings = lineCeilings ? new Array<string>(n) : null
-    let laneModels: (string | undefined)[] | null = null
+    let batchLanes: (string | undefined)[] | null = null
     for (let i = 0; i < n; i++) {
       const line = checked.lines[i] as FileLine
       lineNos[i] = line.lineNo
@@ -135,7 +135,7 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
       ends[i] = line.end
       customIds[i] = line.customId
       if (ceilings) ceilings[i] = line.ceilingUsd!
-      if (line.laneModel !== undefined) (laneModels ??= new Array(n))[i] = line.laneModel
+      if (line.batchLane !== undefined) (batchLanes ??= new Array(n))[i] = line.batchLane
     }
     const reply: SegmentReply = {
       id,
@@ -147,7 +147,7 @@ function check(request: Extract<ValidationRequest, { kind: 'check' }>) {
       ends,
       customIds,
       ceilings,
-      laneModels,
+      batchLanes,
       fineTuneIds: checked.fineTunes.map((fineTune) => fineTune.id),
       ceiling: checked.ceiling.toFixed(),
       warnings: checked.warnings,

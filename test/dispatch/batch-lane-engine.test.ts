@@ -13,10 +13,12 @@ import {
   type AnthropicBatchClient,
   type OpenAIBatchClient,
 } from '../../providers/batch-api/index.ts'
-import { catalogSchema, hasBatchLane } from '../../src/catalog/catalog-file.ts'
+import { catalogSchema } from '../../src/catalog/catalog-file.ts'
+import { laneMark } from '../../src/catalog/lane-mark.ts'
 import { createCatalog } from '../../src/catalog/catalog.ts'
 import { createBatchLaneEngine } from '../../src/dispatch/batch-lane/batch-lane-engine.ts'
 import { createLaneBatches } from '../../src/dispatch/batch-lane/lane-batches.ts'
+import { openBatchLanes } from '../../src/dispatch/batch-lane/choose-batch-lane.ts'
 import { DEFAULT_RETRY } from '../../src/dispatch/retry-policy.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
@@ -140,6 +142,30 @@ const catalog = createCatalog(
           },
         ],
       },
+      // Two batch lanes, each opening and closing on its own.
+      {
+        id: 'two-lanes',
+        endpoints: ['chat'],
+        context_tokens: 8192,
+        max_output_tokens: 1024,
+        offerings: [
+          {
+            provider: 'openai',
+            upstream_model: 'gpt-sim',
+            input_usd_per_mtok: '1',
+            output_usd_per_mtok: '2',
+          },
+          { ...CLAUDE_LANE, upstream_model: 'claude-sim', min_hours_left: 1 },
+          {
+            provider: 'openai',
+            upstream_model: 'gpt-sim',
+            lane: 'batch',
+            input_usd_per_mtok: '0.1',
+            output_usd_per_mtok: '0.2',
+            min_hours_left: 10,
+          },
+        ],
+      },
       {
         id: 'claude-lane',
         endpoints: ['chat'],
@@ -185,10 +211,10 @@ const admit = (model: string, count: number) =>
   )
 
 /** A batch of these bodies, each a line to `url`; its id. */
-/** A line's mark for a batch lane, as admission sets it: the model, when it lists one. */
-function laneModelOf(body: Record<string, unknown>): string | undefined {
+/** A line's mark for a batch lane, as admission sets it (laneMark). */
+function batchLaneOf(body: Record<string, unknown>): string | undefined {
   const model = catalog.find(String(body.model))
-  return model && hasBatchLane(model) ? model.id : undefined
+  return model ? laneMark(catalog, model, body.provider as never, null) : undefined
 }
 
 async function admitLines(
@@ -200,7 +226,7 @@ async function admitLines(
     lineNo: index + 1,
     customId: `user-line-${index + 1}`,
     input: JSON.stringify({ custom_id: `user-line-${index + 1}`, method: 'POST', url, body }),
-    laneModel: laneModelOf(body),
+    batchLane: batchLaneOf(body),
   }))
   const admitted = await opened.store.admitBatch({
     id,
@@ -364,13 +390,28 @@ describe('the batch-lane engine', () => {
     const [live] = await lanes.liveOnly(runnable, Date.now())
     // Its claims leave the lines marked for open lanes to the engine.
     expect(live?.id).toBe(liveId)
-    expect(live?.leaveToLanes).toContain('gpt-lane')
+    expect(live?.leaveToLanes).toContain('gpt-lane|openai')
     // Four hours before the deadline (min_hours_left) the lane takes its last lines.
     const closes = (NOW + 86_400) * 1000 - 4 * 3_600_000
     expect(ids(await lanes.liveOnly(runnable, closes - 10_000))).toEqual([liveId])
     expect(ids(await lanes.liveOnly(runnable, closes + 1))).toEqual([laneId, liveId].sort())
     for (const batch of await lanes.liveOnly(runnable, closes + 1))
-      expect(batch.leaveToLanes ?? []).not.toContain('gpt-lane')
+      expect(batch.leaveToLanes ?? []).not.toContain('gpt-lane|openai')
+  })
+
+  test('a line is marked for the first batch lane of its order, and each of a model’s batch lanes opens and closes on its own', () => {
+    const model = catalog.find('two-lanes')!
+    // The cheapest lane first: its lines are marked for OpenAI's batch lane.
+    expect(laneMark(catalog, model, undefined, null)).toBe('two-lanes|openai')
+    const open = (hoursLeft: number) =>
+      openBatchLanes(catalog, {
+        deadlineMs: NOW * 1000 + hoursLeft * 3_600_000,
+        nowMs: NOW * 1000,
+        hasClient: () => true,
+      }).filter((lane) => lane.startsWith('two-lanes|'))
+    expect(open(12).sort()).toEqual(['two-lanes|anthropic', 'two-lanes|openai'])
+    expect(open(5)).toEqual(['two-lanes|anthropic'])
+    expect(open(0.5)).toEqual([])
   })
 
   test('a batch whose first line is live is the live dispatcher’s, counting only the lines the lanes do not hold', async () => {
@@ -392,7 +433,7 @@ describe('the batch-lane engine', () => {
     const live = (await lanes.liveOnly(runnable, Date.now())).find((batch) => batch.id === id)
     expect(live?.pending).toBe(2)
     const leave = live!.leaveToLanes!
-    expect(leave).toContain('gpt-lane')
+    expect(leave).toContain('gpt-lane|openai')
     // Its live claims take the two live lines, never the lane's.
     const claimed = await opened.dispatch.claimLines({
       batchId: id,

@@ -107,7 +107,7 @@ onEveryStore(({ name, makeStore, it }) => {
       it('looks at the first due pending line without claiming it or starting the batch', async () => {
         await account('acct_1')
         await admit('acct_1', 'batch_01', 3)
-        const next = (lineNo: number) => ({ lineNo, input: inputOf(lineNo), laneModel: null })
+        const next = (lineNo: number) => ({ lineNo, input: inputOf(lineNo), batchLane: null })
         expect(await dispatch.nextLine('batch_01', MS)).toEqual(next(1))
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
           startedAt: null,
@@ -132,19 +132,19 @@ onEveryStore(({ name, makeStore, it }) => {
           lineList(5).map((line) => ({
             ...line,
             ...own,
-            ...(marked.has(line.lineNo) ? { laneModel: 'm-lane' } : {}),
+            ...(marked.has(line.lineNo) ? { batchLane: 'm-lane' } : {}),
           }))
         await admit('acct_1', 'batch_01', 5, { lines: lanes() })
         const nos = (lines: { lineNo: number }[]) => lines.map((line) => line.lineNo)
         expect(await dispatch.nextLine('batch_01', MS)).toEqual({
           lineNo: 1,
           input: inputOf(1),
-          laneModel: null,
+          batchLane: null,
         })
         expect(await dispatch.nextLine('batch_01', MS, ['m-lane'])).toEqual({
           lineNo: 2,
           input: inputOf(2),
-          laneModel: 'm-lane',
+          batchLane: 'm-lane',
         })
         expect(await dispatch.nextLine('batch_01', MS, ['other'])).toBeNull()
         const lane = (limit: number, lanes: LineClaim['lanes'], owner = 'owner-a') =>
@@ -186,14 +186,14 @@ onEveryStore(({ name, makeStore, it }) => {
         await account('acct_1')
         const model = (lineNo: number) => (lineNo === 2 ? 'm-b' : lineNo === 4 ? 'm-a' : undefined)
         const lines = lineList(4).map((line) => {
-          const laneModel = model(line.lineNo)
-          return laneModel ? { ...line, laneModel } : line
+          const batchLane = model(line.lineNo)
+          return batchLane ? { ...line, batchLane } : line
         })
         await admit('acct_1', 'batch_01', 4, { lines })
         const first = (models: string[]) =>
           dispatch
             .nextLine('batch_01', MS, models)
-            .then((line) => line && [line.lineNo, line.laneModel])
+            .then((line) => line && [line.lineNo, line.batchLane])
         expect(await first(['m-a', 'm-b'])).toEqual([2, 'm-b'])
         expect(await first(['m-a'])).toEqual([4, 'm-a'])
         expect(await first([])).toBeNull()

@@ -4,18 +4,15 @@
  * their leases (chunk-lifecycle.ts). It holds nothing a crash would lose: the chunks and their
  * lines' leases are in the store, and a takeover needs only them.
  *
- * The lines it claims are those marked at admission for a model whose batch lane is open
- * (NewLine.laneModel, openLaneModels), one model at a time, wherever they stand in the batch; the
- * live lanes claim the others meanwhile. Each claimed line is judged on its own (laneForLine): one
- * no lane takes after all is released to the live lanes.
+ * The lines it claims are those marked at admission for a batch lane that is open now
+ * (NewLine.batchLane, openBatchLanes), one lane at a time, wherever they stand in the batch; the
+ * live lanes claim the others meanwhile. Each claimed line is judged again (laneForLine): one the
+ * catalog no longer sends to that lane is released to the live lanes.
  */
 import type { AnthropicBatchClient, OpenAIBatchClient } from '../../../providers/batch-api/index.ts'
 import { batchLaneSettings } from '../../catalog/batch-lane.ts'
-import {
-  laneOf as offeringLane,
-  type ModelEntry,
-  type Offering,
-} from '../../catalog/catalog-file.ts'
+import type { ModelEntry } from '../../catalog/catalog-file.ts'
+import { laneKey } from '../../catalog/lane-mark.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
 import { newId } from '../../domain.ts'
 import type { ChunkRecord, ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
@@ -33,7 +30,7 @@ import {
   laneForLine,
   chunkEndpoint,
   laneSpeaks,
-  openLaneModels,
+  openBatchLanes,
   type BatchLaneChoice,
 } from './choose-batch-lane.ts'
 import { followChunk, lineOwnerOf, submitChunk, type ChunkDeps } from './chunk-lifecycle.ts'
@@ -84,12 +81,15 @@ type Parsed = { url: string; body: { model?: unknown; provider?: unknown } }
 export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions): BatchLaneEngine {
   const now = options.now ?? Date.now
 
-  const laneOf = (input: string, batch: RunnableBatch): Lane | null =>
-    laneForLine(deps.catalog, input, {
+  /** The line's lane now, if it is still the one it was marked for (laneKey). */
+  const laneFor = (input: string, mark: string, batch: RunnableBatch): Lane | null => {
+    const choice = laneForLine(deps.catalog, input, {
       deadlineMs: batch.deadlineAt * 1000,
       nowMs: now(),
       hasClient: (provider) => deps.client(provider) !== undefined,
     })
+    return choice && laneKey(choice.model.id, choice.offering.provider) === mark ? choice : null
+  }
 
   function chunkDeps(choice: Lane): ChunkDeps {
     const pollMs = choice.settings.pollMs
@@ -113,12 +113,12 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
   }
 
   /**
-   * Claims one chunk's worth of a batch's lane lines (NewLine.laneModel) of one lane, wherever
+   * Claims one chunk's worth of a batch's lane lines (NewLine.batchLane) of one lane, wherever
    * they stand in the batch; false if it has none due.
    */
   async function formChunk(batch: RunnableBatch): Promise<boolean> {
     const at = now()
-    const open = openLaneModels(deps.catalog, {
+    const open = openBatchLanes(deps.catalog, {
       deadlineMs: batch.deadlineAt * 1000,
       nowMs: at,
       hasClient: (provider) => deps.client(provider) !== undefined,
@@ -128,10 +128,10 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     // that runs live or not at all would then never end capacity_unavailable (docs/open-models.md).
     const first = await deps.dispatch.nextLine(batch.id, at, open)
     if (first === null) return false
-    const choice = laneOf(first.input, batch)
+    const mark = first.batchLane!
+    const choice = laneFor(first.input, mark, batch)
     if (!choice) {
-      // No lane takes it after all (its own lane closed, or the catalog changed): the live
-      // lanes take it once its mark is given back.
+      // The catalog changed since it was marked: the live lanes take it once its mark is back.
       await deps.dispatch.leaveLane(batch.id, [first.lineNo])
       return true
     }
@@ -147,17 +147,18 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
       limit: choice.settings.chunkLines,
       nowMs: at,
       leaseUntilMs: at + cd.lineLeaseMs,
-      lanes: { only: first.laneModel! },
+      lanes: { only: mark },
     })
     if (lines.length === 0) return false
-    const { mine, others, unlaned } = laneLines(lines, choice, (input) => laneOf(input, batch))
-    // Another lane of the same model (its own routing) takes its lines on the next tick; lines no
-    // lane takes go to the live lanes, their marks given back.
+    const mine: ClaimedLine[] = []
+    const changed: ClaimedLine[] = []
+    for (const line of lines) (laneFor(line.input, mark, batch) ? mine : changed).push(line)
+    // Lines the catalog no longer sends to this lane go to the live lanes, their marks given back.
     await deps.dispatch.leaveLane(
       batch.id,
-      unlaned.map((line) => line.lineNo),
+      changed.map((line) => line.lineNo),
     )
-    await handBack(owner, [...others, ...unlaned], at)
+    await handBack(owner, changed, at)
     const endpoint = chunkEndpoint((JSON.parse(first.input) as Parsed).url)
     const { chunks } = groupIntoChunks(
       mine.map((line) => ({
@@ -224,34 +225,6 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
     },
   }
 }
-
-/**
- * The claimed lines (all marked for one model's lanes) this lane takes, each judged on its own
- * (laneForLine: its routing and its form count): `mine`; those another batch lane takes:
- * `others`; those none takes: `unlaned`.
- */
-function laneLines(
-  lines: readonly ClaimedLine[],
-  lane: Lane,
-  laneOfLine: (input: string) => Lane | null,
-): { mine: ClaimedLine[]; others: ClaimedLine[]; unlaned: ClaimedLine[] } {
-  const mine: ClaimedLine[] = []
-  const others: ClaimedLine[] = []
-  const unlaned: ClaimedLine[] = []
-  for (const line of lines) {
-    const choice = laneOfLine(line.input)
-    if (choice === null) unlaned.push(line)
-    else if (sameOffering(choice.offering, lane.offering)) mine.push(line)
-    else others.push(line)
-  }
-  return { mine, others, unlaned }
-}
-
-const sameOffering = (a: Offering, b: Offering) =>
-  a === b ||
-  (a.provider === b.provider &&
-    a.upstream_model === b.upstream_model &&
-    offeringLane(a) === offeringLane(b))
 
 /**
  * The lane a chunk is followed on, from the catalog: its model's batch offering of that

@@ -17,6 +17,7 @@ import {
   type Offering,
   type ProviderConfig,
 } from '../../catalog/catalog-file.ts'
+import { laneKey } from '../../catalog/lane-mark.ts'
 import { speaksApi } from '../../catalog/speaks-api.ts'
 import { lineRequest, type LineRequest } from '../line-request.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
@@ -82,28 +83,26 @@ export function laneForLine(
 const laneModelsOf = new WeakMap<readonly ModelEntry[], readonly ModelEntry[]>()
 
 /**
- * The models whose marked lines (NewLine.laneModel: their own planner order puts a batch lane
- * first) a batch lane may take now, for a batch with this deadline: those with a batch-lane
- * offering open for it on a provider with a batch client. The lane engine claims those lines and
- * judges each on its own (laneForLine), giving back the mark of one no lane takes after all
- * (DispatchStore.leaveLane); the live lanes leave them to it.
+ * The batch lanes (laneKey) open now for a batch with this deadline, on a provider with a batch
+ * client: the lane engine claims the lines marked for them (NewLine.batchLane), and the live
+ * lanes leave those lines to it. A line whose lane closed is the live lanes' from then on.
  */
-export function openLaneModels(
+export function openBatchLanes(
   catalog: Pick<Catalog, 'models' | 'provider'>,
   at: { deadlineMs: number; nowMs: number; hasClient: (provider: string) => boolean },
 ): string[] {
   let models = laneModelsOf.get(catalog.models)
   if (!models) laneModelsOf.set(catalog.models, (models = catalog.models.filter(hasBatchLane)))
   const open: string[] = []
-  for (const model of models) {
-    const takes = model.offerings.some((offering) => {
-      if (laneOf(offering) !== 'batch' || !at.hasClient(offering.provider)) return false
+  for (const model of models)
+    for (const offering of model.offerings) {
+      if (laneOf(offering) !== 'batch' || !at.hasClient(offering.provider)) continue
       const kind = catalog.provider(offering.provider)?.kind
-      if (kind === undefined) return false
-      return batchLaneOpen(batchLaneSettings(offering, kind), at.deadlineMs, at.nowMs)
-    })
-    if (takes) open.push(model.id)
-  }
+      if (kind === undefined) continue
+      const settings = batchLaneSettings(offering, kind)
+      if (batchLaneOpen(settings, at.deadlineMs, at.nowMs))
+        open.push(laneKey(model.id, offering.provider))
+    }
   return open
 }
 

@@ -1,7 +1,7 @@
 /**
  * What the live dispatcher may claim of the runnable batches while batch lanes run
- * (docs/batch-lanes.md). A line marked for a batch lane (NewLine.laneModel) is the lane engine's
- * while its lane is open (openLaneModels): until deadline − max(min_hours_left, fallback_hours),
+ * (docs/batch-lanes.md). A line marked for a batch lane (NewLine.batchLane) is the lane engine's
+ * while its lane is open (openBatchLanes): until deadline − max(min_hours_left, fallback_hours),
  * when the lane stops taking lines and what is left runs live. So the live dispatcher claims a
  * batch's other lines and leaves those (RunnableBatch.leaveToLanes), and leaves alone a batch whose
  * first due line is the lane's: its lines are mostly the lane's, and a claim would walk past them
@@ -10,7 +10,7 @@
  */
 import type { Catalog } from '../../catalog/catalog.ts'
 import type { DispatchStore, RunnableBatch } from '../../store/store.ts'
-import { laneForLine, openLaneModels } from './choose-batch-lane.ts'
+import { openBatchLanes } from './choose-batch-lane.ts'
 
 export interface LaneBatches {
   /** The batches of `batches` the live dispatcher may claim from now, each with what it leaves. */
@@ -22,27 +22,20 @@ const LOOK_AGAIN_MS = 5_000
 
 export function createLaneBatches(
   dispatch: Pick<DispatchStore, 'nextLine' | 'laneLinesPending'>,
-  catalog: Pick<Catalog, 'models' | 'find' | 'routeWithLanes' | 'provider'>,
+  catalog: Pick<Catalog, 'models' | 'provider'>,
   hasClient: (provider: string) => boolean,
 ): LaneBatches {
   /**
-   * Batch id → whether its first due line was the lane's, how many of its pending lines the
-   * lanes hold (left out of what the live dispatcher counts on), and when that was looked at.
+   * Batch id → whether its first due line was an open lane's, how many of its pending lines were
+   * then the live lanes' (not marked for an open lane), and when that was looked at.
    */
-  const looked = new Map<string, { lanes: boolean; marked: number; at: number }>()
+  const looked = new Map<string, { lanes: boolean; live: number; at: number }>()
 
   async function look(batch: RunnableBatch, open: readonly string[], nowMs: number) {
-    const lanes = await firstIsLanes(batch, open, nowMs)
-    const marked = lanes ? 0 : await dispatch.laneLinesPending(batch.id, open)
-    return { lanes, marked, at: nowMs }
-  }
-
-  /** Whether the batch's first due line is one the lane engine takes now. */
-  async function firstIsLanes(batch: RunnableBatch, open: readonly string[], nowMs: number) {
     const first = await dispatch.nextLine(batch.id, nowMs)
-    if (first === null || first.laneModel === null || !open.includes(first.laneModel)) return false
-    const deadlineMs = batch.deadlineAt * 1000
-    return laneForLine(catalog, first.input, { deadlineMs, nowMs, hasClient }) !== null
+    const lanes = first?.batchLane != null && open.includes(first.batchLane)
+    const live = lanes ? 0 : batch.pending - (await dispatch.laneLinesPending(batch.id, open))
+    return { lanes, live, at: nowMs }
   }
 
   return {
@@ -50,7 +43,7 @@ export function createLaneBatches(
       if (looked.size > 10_000) looked.clear()
       const live: RunnableBatch[] = []
       for (const batch of batches) {
-        const open = openLaneModels(catalog, {
+        const open = openBatchLanes(catalog, {
           deadlineMs: batch.deadlineAt * 1000,
           nowMs,
           hasClient,
@@ -62,10 +55,10 @@ export function createLaneBatches(
         let seen = looked.get(batch.id)
         if (seen === undefined || nowMs - seen.at >= LOOK_AGAIN_MS)
           looked.set(batch.id, (seen = await look(batch, open, nowMs)))
-        if (seen.lanes) continue
-        // Its pending lines the lanes hold are not the live lanes' to plan for or share out (as
-        // counted at the last look: the lanes take theirs meanwhile, so never below one).
-        const pending = Math.max(1, batch.pending - seen.marked)
+        if (seen.lanes || seen.live <= 0) continue
+        // Its lines the lanes hold are not the live lanes' to plan for or share out. The lanes take
+        // theirs meanwhile, so the live lanes' part is at most what it was at the look.
+        const pending = Math.max(1, Math.min(batch.pending, seen.live))
         live.push({ ...batch, pending, leaveToLanes: open })
       }
       return live

@@ -29,11 +29,12 @@ export interface NewLine {
   /** The line's own ceiling, exact: stored for a batch with a spend cap (NewBatch.maxCostUsd). */
   readonly ceilingUsd?: string
   /**
-   * The catalog model, for a line whose model lists a batch-lane offering (docs/batch-lanes.md):
-   * the lane engine claims such lines wherever they stand in the batch, and the live lanes leave
-   * them to it while the lane is open.
+   * The batch lane this line goes to while it is open (docs/batch-lanes.md, laneMark): its model
+   * and the lane's provider (laneKey), for a line whose own planner order puts a batch lane
+   * first. The lane engine claims such lines wherever they stand in the batch; the live lanes
+   * leave them to it while the lane is open.
    */
-  readonly laneModel?: string
+  readonly batchLane?: string
 }
 
 export interface NewBatch {

@@ -13,8 +13,8 @@ export interface LineColumns {
   lineNos: Int32Array
   customIds: string[]
   ceilings: (string | undefined)[]
-  /** Each line's batch-lane model (NewLine.laneModel); null when no line has one. */
-  laneModels: (string | undefined)[] | null
+  /** Each line's batch-lane model (NewLine.batchLane); null when no line has one. */
+  batchLanes: (string | undefined)[] | null
 }
 
 /** The columns of `lines`, and the buffers to transfer with them. */
@@ -29,12 +29,12 @@ export function toColumns(given: Iterable<NewLine>): {
   const lineNos = new Int32Array(n)
   const customIds = new Array<string>(n)
   const ceilings = new Array<string | undefined>(n)
-  let laneModels: (string | undefined)[] | null = null
+  let batchLanes: (string | undefined)[] | null = null
   for (let i = 0; i < n; i++) {
     lineNos[i] = lines[i].lineNo
     customIds[i] = lines[i].customId
     ceilings[i] = lines[i].ceilingUsd
-    if (lines[i].laneModel !== undefined) (laneModels ??= new Array(n))[i] = lines[i].laneModel
+    if (lines[i].batchLane !== undefined) (batchLanes ??= new Array(n))[i] = lines[i].batchLane
   }
   const shared = sharedBody(lines)
   let bytes: Uint8Array
@@ -57,7 +57,7 @@ export function toColumns(given: Iterable<NewLine>): {
   }
   const transfer = [starts.buffer, ends.buffer, lineNos.buffer]
   if (!shared) transfer.push(bytes.buffer as ArrayBuffer)
-  return { columns: { bytes, starts, ends, lineNos, customIds, ceilings, laneModels }, transfer }
+  return { columns: { bytes, starts, ends, lineNos, customIds, ceilings, batchLanes }, transfer }
 }
 
 /** The shared buffer every line's input bytes lie in, or null. */
@@ -79,7 +79,7 @@ class ColumnLine implements NewLine {
   readonly lineNo: number
   readonly customId: string
   readonly ceilingUsd?: string
-  readonly laneModel?: string
+  readonly batchLane?: string
   constructor(
     private readonly columns: LineColumns,
     private readonly at: number,
@@ -87,7 +87,7 @@ class ColumnLine implements NewLine {
     this.lineNo = columns.lineNos[at]
     this.customId = columns.customIds[at]
     this.ceilingUsd = columns.ceilings[at]
-    this.laneModel = columns.laneModels?.[at]
+    this.batchLane = columns.batchLanes?.[at]
   }
 
   get inputBytes(): Uint8Array {

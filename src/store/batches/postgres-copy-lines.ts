@@ -75,7 +75,7 @@ export async function copyLines(
         throw new Error(`line number ${line.lineNo} is not an integer`)
       const customId = Buffer.from(line.customId, 'utf8')
       const input = line.inputBytes ?? Buffer.from(line.input, 'utf8')
-      const lane = line.laneModel === undefined ? null : Buffer.from(line.laneModel, 'utf8')
+      const lane = line.batchLane === undefined ? null : Buffer.from(line.batchLane, 'utf8')
       // Every text byte may double when escaped; a line number is at most 16 digits.
       const ceiling = withCeilings ? lineCeiling(line) : ''
       const texts = batchBytes.length + customId.length + input.length + (lane?.length ?? 2)
@@ -105,8 +105,8 @@ export async function copyLines(
     if (used > 0) yield chunk.subarray(0, used)
   }
   const query = withCeilings
-    ? tx`COPY lines (batch_id, line_no, custom_id, input, lane_model, ceiling_usd) FROM STDIN`
-    : tx`COPY lines (batch_id, line_no, custom_id, input, lane_model) FROM STDIN`
+    ? tx`COPY lines (batch_id, line_no, custom_id, input, batch_lane, ceiling_usd) FROM STDIN`
+    : tx`COPY lines (batch_id, line_no, custom_id, input, batch_lane) FROM STDIN`
   const rejected = serverRejection(query)
   const writable = await query.writable()
   const copied = pipeline(Readable.from(chunks()), writable)

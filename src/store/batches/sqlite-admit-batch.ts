@@ -150,13 +150,13 @@ function insertLines(
   // relabels them as text (the database's encoding is UTF-8), with no decoding on the way.
   const ceiling = capped ? ', ceiling_usd' : ''
   return insertRows(db, {
-    columns: `INSERT INTO lines (batch_id, line_no, custom_id, input, lane_model${ceiling}) VALUES `,
+    columns: `INSERT INTO lines (batch_id, line_no, custom_id, input, batch_lane${ceiling}) VALUES `,
     row: capped ? '(?, ?, ?, CAST(? AS TEXT), ?, ?)' : '(?, ?, ?, CAST(? AS TEXT), ?)',
     width: capped ? 6 : 5,
     lines,
     push(params, line) {
       const input = line.inputBytes ?? line.input
-      params.push(batchId, line.lineNo, line.customId, input, line.laneModel ?? null)
+      params.push(batchId, line.lineNo, line.customId, input, line.batchLane ?? null)
       if (capped) params.push(moneyText(lineCeiling(line)))
     },
   })

@@ -73,5 +73,6 @@ export function rowToClaimedLine(batchId: string, row: Row, batch: Row): Claimed
   }
   if (row.ceiling_usd !== null && row.ceiling_usd !== undefined)
     line.ceilingUsd = moneyText(row.ceiling_usd as string)
+  if (row.batch_lane) line.batchLane = row.batch_lane as string
   return line
 }

@@ -22,13 +22,13 @@ export interface LineClaim {
   limit: number
   nowMs: number
   leaseUntilMs: number
-  /** Only some of the batch's lines, by their batch-lane model (NewLine.laneModel). */
+  /** Only some of the batch's lines, by the batch lane they are marked for (NewLine.batchLane). */
   lanes?: LaneFilter
 }
 
 /**
- * The lines of a batch a claim takes by their batch-lane model: those of one model (the lane
- * engine's), or all but those of these models (the live lanes', leaving them to the lane engine).
+ * The lines of a batch a claim takes by the batch lane they are marked for: those of one lane (the
+ * lane engine's), or all but those of these lanes (the live lanes', leaving them to the engine).
  */
 export type LaneFilter = { only: string } | { except: readonly string[] }
 
@@ -36,8 +36,8 @@ export type LaneFilter = { only: string } | { except: readonly string[] }
 export interface NextLine {
   lineNo: number
   input: string
-  /** Its batch-lane model (NewLine.laneModel), null for a line no batch lane may take. */
-  laneModel: string | null
+  /** The batch lane it is marked for (NewLine.batchLane), null for none. */
+  batchLane: string | null
 }
 
 /** A line leased to one dispatcher instance. */
@@ -55,6 +55,8 @@ export interface ClaimedLine {
    * reserved this much of the cap for it).
    */
   ceilingUsd?: string
+  /** The batch lane it is marked for (NewLine.batchLane), if any. */
+  batchLane?: string
 }
 
 export interface RunnableBatch {
@@ -68,7 +70,7 @@ export interface RunnableBatch {
   /** Lines claimed and not yet recorded, on every instance. */
   running: number
   /**
-   * Set by the batch lanes for the live dispatcher (lane-batches.ts): the batch-lane models whose
+   * Set by the batch lanes for the live dispatcher (lane-batches.ts): the batch lanes whose
    * lines it leaves to the lane engine, claiming the others.
    */
   leaveToLanes?: readonly string[]
@@ -179,17 +181,17 @@ export interface DispatchStore {
    */
   claimLines(claim: LineClaim): Promise<ClaimedLine[]>
   /**
-   * The batch's first pending line due by `nowMs` (of these batch-lane models, if given), or
+   * The batch's first pending line due by `nowMs` (marked for one of these batch lanes, if given), or
    * null: what a claim would take first, read without claiming it, so looking does not start the
    * batch (the batch lanes ask which lane a batch goes to this way).
    */
   nextLine(batchId: string, nowMs: number, lanes?: readonly string[]): Promise<NextLine | null>
   /**
-   * These lines no batch lane takes after all (a catalog changed since they were stored, or a
-   * provider without a batch client here): their batch-lane model is cleared, for the live lanes.
+   * These lines their batch lane does not take after all (the catalog changed since they were
+   * stored): their mark is cleared, for the live lanes.
    */
   leaveLane(batchId: string, lineNos: readonly number[]): Promise<void>
-  /** How many of the batch's pending lines are marked for these batch-lane models. */
+  /** How many of the batch's pending lines are marked for these batch lanes. */
   laneLinesPending(batchId: string, lanes: readonly string[]): Promise<number>
   /** The statuses of these batches (missing ids are left out). */
   batchStatuses(ids: readonly string[]): Promise<Record<string, BatchStatus>>

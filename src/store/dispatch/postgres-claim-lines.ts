@@ -54,24 +54,24 @@ export async function nextLine(
   nowMs: number,
   lanes?: readonly string[],
 ): Promise<NextLine | null> {
-  const first = async (lane: LaneFilter | undefined) => {
-    const [found] = await sql`SELECT line_no, input, lane_model FROM lines
-      WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${earlier(nowMs)}
-        ${laneCondition(sql, lane)}
-      ORDER BY line_no LIMIT 1`
-    return found
-  }
-  // One look a model, each along the index of pending lane lines, and the earliest of them.
-  const rows = lanes
-    ? await Promise.all(lanes.map((only) => first({ only })))
-    : [await first(undefined)]
-  let row: Record<string, any> | undefined
-  for (const found of rows) if (found && (!row || found.line_no < row.line_no)) row = found
+  const now = earlier(nowMs)
+  // Of several lanes: each one's first line along the index of pending lane lines, the earliest.
+  const [row] = lanes
+    ? await sql`SELECT l.line_no, l.input, l.batch_lane
+        FROM unnest(${lanes as string[]}::text[]) AS k(lane)
+        CROSS JOIN LATERAL (SELECT line_no, input, batch_lane FROM lines
+          WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${now}
+            AND batch_lane IS NOT NULL AND batch_lane = k.lane
+          ORDER BY line_no LIMIT 1) l
+        ORDER BY l.line_no LIMIT 1`
+    : await sql`SELECT line_no, input, batch_lane FROM lines
+        WHERE batch_id = ${batchId} AND status = 'pending' AND not_before <= ${now}
+        ORDER BY line_no LIMIT 1`
   return row
     ? {
         lineNo: row.line_no as number,
         input: row.input as string,
-        laneModel: row.lane_model ?? null,
+        batchLane: row.batch_lane ?? null,
       }
     : null
 }
@@ -81,13 +81,10 @@ export async function laneLinesPending(
   batchId: string,
   lanes: readonly string[],
 ): Promise<number> {
-  let sum = 0
-  for (const only of lanes) {
-    const [row] = await sql`SELECT count(*)::int AS n FROM lines
-      WHERE batch_id = ${batchId} AND status = 'pending' ${laneCondition(sql, { only })}`
-    sum += row!.n as number
-  }
-  return sum
+  const [row] = await sql`SELECT count(*)::int AS n FROM lines
+    WHERE batch_id = ${batchId} AND status = 'pending'
+      AND batch_lane IS NOT NULL AND batch_lane = ANY(${lanes as string[]}::text[])`
+  return row!.n as number
 }
 
 export async function leaveLane(
@@ -96,19 +93,19 @@ export async function leaveLane(
   lineNos: readonly number[],
 ): Promise<void> {
   if (lineNos.length === 0) return
-  await sql`UPDATE lines SET lane_model = NULL
+  await sql`UPDATE lines SET batch_lane = NULL
     WHERE batch_id = ${batchId} AND line_no = ANY(${lineNos as number[]}::int[])`
 }
 
 /**
  * The condition on `lines` (after an AND) that keeps a claim or a look to these batch-lane models
- * (LaneFilter). One model's names `lane_model IS NOT NULL`, so the partial index of pending lane
+ * (LaneFilter). One model's names `batch_lane IS NOT NULL`, so the partial index of pending lane
  * lines serves it.
  */
 function laneCondition(db: postgres.Sql | postgres.TransactionSql, lanes: LaneFilter | undefined) {
   if (!lanes) return db``
-  if ('only' in lanes) return db`AND lane_model IS NOT NULL AND lane_model = ${lanes.only}`
-  return db`AND (lane_model IS NULL OR lane_model <> ALL(${lanes.except as string[]}::text[]))`
+  if ('only' in lanes) return db`AND batch_lane IS NOT NULL AND batch_lane = ${lanes.only}`
+  return db`AND (batch_lane IS NULL OR batch_lane <> ALL(${lanes.except as string[]}::text[]))`
 }
 
 /**
@@ -265,7 +262,7 @@ function claimStatement(db: postgres.Sql | postgres.TransactionSql, claim: Claim
       UPDATE lines l SET status = 'running', lease_owner = ${claim.owner},
         lease_until = ${claim.until}, attempts = l.attempts + 1
       FROM fitting WHERE l.batch_id = ${batchId} AND l.line_no = fitting.line_no
-      RETURNING l.line_no, l.custom_id, l.input, l.attempts, l.ceiling_usd),
+      RETURNING l.line_no, l.custom_id, l.input, l.attempts, l.ceiling_usd, l.batch_lane),
     counted AS (
       ${addProgress(
         db,

@@ -68,7 +68,7 @@ export async function claimLines(db: Database, claim: LineClaim): Promise<Claime
        WHERE batch_id = ? AND line_no IN (
          SELECT line_no FROM lines WHERE batch_id = ? AND status = 'pending' AND not_before <= ?
            ${lane.sql} ORDER BY line_no LIMIT ?)
-       RETURNING line_no, custom_id, input, attempts`,
+       RETURNING line_no, custom_id, input, attempts, batch_lane`,
     ).all(owner, leaseUntilMs, batchId, batchId, nowMs, ...lane.params, limit)
     if (rows.length === 0) return []
     noteClaimed(db, batch, owner, { n: rows.length, nowMs })
@@ -83,21 +83,20 @@ export async function nextLine(
   nowMs: number,
   lanes?: readonly string[],
 ): Promise<NextLine | null> {
-  const first = (lane: { sql: string; params: unknown[] }) =>
-    q(
-      db,
-      `SELECT line_no, input, lane_model FROM lines
-       WHERE batch_id = ? AND status = 'pending' AND not_before <= ? ${lane.sql}
-       ORDER BY line_no LIMIT 1`,
-    ).get(batchId, nowMs, ...lane.params)
-  // One look a model, each along the index of pending lane lines, and the earliest of them.
-  const rows = lanes
-    ? lanes.map((only) => first(laneCondition({ only })))
-    : [first(laneCondition(undefined))]
-  let row: Record<string, any> | null = null
-  for (const found of rows) if (found && (row === null || found.line_no < row.line_no)) row = found
+  const due = `SELECT line_no, input, batch_lane FROM lines
+    WHERE batch_id = ?1 AND status = 'pending' AND not_before <= ?2`
+  // Of several lanes: each one's first line along the index of pending lane lines, the earliest.
+  const row = lanes
+    ? q(
+        db,
+        `${due} AND line_no = (SELECT min((
+           SELECT line_no FROM lines WHERE batch_id = ?1 AND status = 'pending' AND not_before <= ?2
+             AND batch_lane IS NOT NULL AND batch_lane = k.value ORDER BY line_no LIMIT 1))
+         FROM json_each(?3) k)`,
+      ).get(batchId, nowMs, JSON.stringify(lanes))
+    : q(db, `${due} ORDER BY line_no LIMIT 1`).get(batchId, nowMs)
   return row
-    ? { lineNo: row.line_no, input: row.input as string, laneModel: row.lane_model ?? null }
+    ? { lineNo: row.line_no, input: row.input as string, batchLane: row.batch_lane ?? null }
     : null
 }
 
@@ -106,12 +105,12 @@ export async function laneLinesPending(
   batchId: string,
   lanes: readonly string[],
 ): Promise<number> {
-  const count = q(
+  const row = q(
     db,
     `SELECT count(*) AS n FROM lines WHERE batch_id = ? AND status = 'pending'
-       AND lane_model IS NOT NULL AND lane_model = ?`,
-  )
-  return lanes.reduce((sum, only) => sum + (count.get(batchId, only)!.n as number), 0)
+       AND batch_lane IS NOT NULL AND batch_lane IN (SELECT value FROM json_each(?))`,
+  ).get(batchId, JSON.stringify(lanes))
+  return row!.n as number
 }
 
 export async function leaveLane(
@@ -122,7 +121,7 @@ export async function leaveLane(
   if (lineNos.length === 0) return
   q(
     db,
-    `UPDATE lines SET lane_model = NULL WHERE batch_id = ?
+    `UPDATE lines SET batch_lane = NULL WHERE batch_id = ?
        AND line_no IN (SELECT value FROM json_each(?))`,
   ).run(batchId, JSON.stringify(lineNos))
 }

@@ -3,7 +3,7 @@ import type { LaneFilter } from './dispatch-store.ts'
 
 /**
  * The condition on `lines` (after an AND) that keeps a claim or a look to these batch-lane models
- * (LaneFilter), and its parameters. One model's names `lane_model IS NOT NULL`, so the partial
+ * (LaneFilter), and its parameters. One model's names `batch_lane IS NOT NULL`, so the partial
  * index of pending lane lines serves it.
  */
 export function laneCondition(lanes: LaneFilter | undefined): {
@@ -12,9 +12,9 @@ export function laneCondition(lanes: LaneFilter | undefined): {
 } {
   if (!lanes) return { sql: '', params: [] }
   if ('only' in lanes)
-    return { sql: 'AND lane_model IS NOT NULL AND lane_model = ?', params: [lanes.only] }
+    return { sql: 'AND batch_lane IS NOT NULL AND batch_lane = ?', params: [lanes.only] }
   return {
-    sql: 'AND (lane_model IS NULL OR lane_model NOT IN (SELECT value FROM json_each(?)))',
+    sql: 'AND (batch_lane IS NULL OR batch_lane NOT IN (SELECT value FROM json_each(?)))',
     params: [JSON.stringify(lanes.except)],
   }
 }

@@ -92,7 +92,7 @@ export function claimCapped(db: Database, batch: Row, asked: CappedClaim): Claim
     db,
     `UPDATE lines SET status = 'running', lease_owner = ?, lease_until = ?, attempts = attempts + 1
        WHERE batch_id = ? AND line_no = ? AND status = 'pending'
-       RETURNING line_no, custom_id, input, attempts, ceiling_usd`,
+       RETURNING line_no, custom_id, input, attempts, ceiling_usd, batch_lane`,
   )
   const rows = chosen.map((row) => claim.get(owner, leaseUntilMs, batchId, row.line_no)!)
   if (rows.length > 0) noteClaimed(db, batch, owner, { n: rows.length, nowMs, reserved })
