@@ -132,7 +132,7 @@ export class FileLine implements NewLine {
   /**
    * `place`: the line's number and where its bytes are in `file`, copied (so one object may be
    * reused for many lines). `own`: its own ceiling, exact, when asked for
-   * (CheckOptions.lineCeilings), and its batch-lane model (NewLine.batchLane).
+   * (CheckOptions.lineCeilings), and the batch lane it is marked for (NewLine.batchLane).
    */
   constructor(
     private readonly file: Uint8Array,
@@ -157,7 +157,7 @@ export class FileLine implements NewLine {
   }
 }
 
-/** A valid line, with its own ceiling and batch-lane model where it has them. */
+/** A valid line, with its own ceiling and its batch-lane mark where it has them. */
 export function fileLine(
   file: Uint8Array,
   place: Pick<RawLine, 'lineNo' | 'start' | 'end'>,

@@ -66,7 +66,7 @@ export type SegmentReply =
       customIds: string[]
       /** Each valid line's own ceiling, when asked for (CheckOptions.lineCeilings). */
       ceilings: string[] | null
-      /** Each valid line's batch-lane model (NewLine.batchLane); null when no line has one. */
+      /** Each valid line's batch-lane mark (NewLine.batchLane); null when no line has one. */
       batchLanes: (string | undefined)[] | null
       /** The distinct fine-tunes the valid lines name (the caller checks both halves' together). */
       fineTuneIds: string[]

@@ -13,7 +13,7 @@ export interface LineColumns {
   lineNos: Int32Array
   customIds: string[]
   ceilings: (string | undefined)[]
-  /** Each line's batch-lane model (NewLine.batchLane); null when no line has one. */
+  /** Each line's batch-lane mark (NewLine.batchLane); null when no line has one. */
   batchLanes: (string | undefined)[] | null
 }
 

@@ -137,7 +137,7 @@ function addRetry(db: SqliteConnection, batch: NewBatch) {
 
 /**
  * Many rows per statement: one statement per line spent more time binding than writing. Each
- * line's batch-lane model goes with it (null for most), and for a batch with a spend cap
+ * line's batch-lane mark goes with it (null for most), and for a batch with a spend cap
  * (`capped`) its own ceiling.
  */
 function insertLines(

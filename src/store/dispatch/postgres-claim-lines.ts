@@ -98,8 +98,8 @@ export async function leaveLane(
 }
 
 /**
- * The condition on `lines` (after an AND) that keeps a claim or a look to these batch-lane models
- * (LaneFilter). One model's names `batch_lane IS NOT NULL`, so the partial index of pending lane
+ * The condition on `lines` (after an AND) that keeps a claim or a look to these batch lanes
+ * (LaneFilter). One lane's names `batch_lane IS NOT NULL`, so the partial index of pending lane
  * lines serves it.
  */
 function laneCondition(db: postgres.Sql | postgres.TransactionSql, lanes: LaneFilter | undefined) {

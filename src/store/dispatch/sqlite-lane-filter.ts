@@ -1,9 +1,9 @@
-/** The embedded store's SQL for a claim or a look kept to some batch-lane models (LaneFilter). */
+/** The embedded store's SQL for a claim or a look kept to some batch lanes (LaneFilter). */
 import type { LaneFilter } from './dispatch-store.ts'
 
 /**
- * The condition on `lines` (after an AND) that keeps a claim or a look to these batch-lane models
- * (LaneFilter), and its parameters. One model's names `batch_lane IS NOT NULL`, so the partial
+ * The condition on `lines` (after an AND) that keeps a claim or a look to these batch lanes
+ * (LaneFilter), and its parameters. One lane's names `batch_lane IS NOT NULL`, so the partial
  * index of pending lane lines serves it.
  */
 export function laneCondition(lanes: LaneFilter | undefined): {
