@@ -23,7 +23,7 @@ import { compileFileSchemas } from './file-schemas.ts'
 import { MAX_WARNINGS } from './issues.ts'
 import type { BodyBuffers } from './read-body.ts'
 import {
-  fileLine,
+  FileLine,
   fileVerdict,
   validateBatchFile,
   type CheckOptions,
@@ -220,7 +220,7 @@ function halfLines(bytes: Uint8Array, base: number, half: CleanHalf): NewLine[] 
     place.lineNo = half.lineNos[i]
     place.start = base + half.starts[i]
     place.end = base + half.ends[i]
-    lines[i] = fileLine(bytes, place, half.customIds[i], {
+    lines[i] = new FileLine(bytes, place, half.customIds[i], {
       ceilingUsd: half.ceilings?.[i],
       batchLane: half.batchLanes?.[i],
     })

@@ -157,18 +157,6 @@ export class FileLine implements NewLine {
   }
 }
 
-/** A valid line, with its own ceiling and its batch-lane mark where it has them. */
-export function fileLine(
-  file: Uint8Array,
-  place: Pick<RawLine, 'lineNo' | 'start' | 'end'>,
-  customId: string,
-  own: { ceilingUsd?: string; batchLane?: string },
-): FileLine {
-  return own.ceilingUsd === undefined && own.batchLane === undefined
-    ? new FileLine(file, place, customId)
-    : new FileLine(file, place, customId, own)
-}
-
 /**
  * What checking some lines of a file found: its issues (the first MAX_ISSUES, and how many more),
  * its valid lines, their ceiling before rounding, the first endpoint and each custom_id's line.
@@ -355,7 +343,7 @@ export function checkLines(
       // A line its own routing sends to a batch lane is marked for it; a fine-tune's never goes there.
       const routing = (body.value.body as { provider?: Routing }).provider
       const batchLane = fineTune ? undefined : laneMark(catalog, model, routing, untranslatedApi)
-      lines.push(fileLine(bytes, line, customId!, { ceilingUsd: ceiling, batchLane }))
+      lines.push(new FileLine(bytes, line, customId!, { ceilingUsd: ceiling, batchLane }))
       const schemaText = body.value.schemaText
       if (schemaText !== undefined) {
         const user: SchemaUser = { line: lineNo, customId: shownId }

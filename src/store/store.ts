@@ -82,7 +82,6 @@ export type {
   LineAccounting,
   LineClaim,
   LineOutcome,
-  NextLine,
   LineUsage,
   RunnableBatch,
 } from './dispatch/dispatch-store.ts'

@@ -44,7 +44,6 @@ export interface EngineDeps {
     | 'runnableBatches'
     | 'nextLine'
     | 'leaveLane'
-    | 'laneLinesPending'
     | 'claimLines'
     | 'batchStatuses'
     | 'renewLeases'

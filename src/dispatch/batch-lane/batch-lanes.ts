@@ -5,7 +5,7 @@
  */
 import type { Catalog } from '../../catalog/catalog.ts'
 import type { ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
-import type { LineOutcome, Store } from '../../store/store.ts'
+import type { DispatchStore, LineOutcome, Store } from '../../store/store.ts'
 import type { CountedLine } from '../count-outcomes.ts'
 import type { Logger } from '../../telemetry/logger.ts'
 import type { BatchClient } from '../../upstream/batch-clients.ts'
@@ -15,7 +15,8 @@ import { createLaneBatches, type LaneBatches } from './lane-batches.ts'
 
 export interface BatchLanesDeps {
   store: Pick<Store, 'readLines'>
-  dispatch: EngineDeps['dispatch']
+  /** The engine's calls, and the count the live dispatcher's filter needs (lane-batches.ts). */
+  dispatch: EngineDeps['dispatch'] & Pick<DispatchStore, 'laneLinesPending'>
   chunks: ChunkStore
   catalog: Catalog
   clients: ReadonlyMap<string, BatchClient>

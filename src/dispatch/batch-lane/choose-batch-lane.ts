@@ -38,7 +38,7 @@ export interface BatchLaneChoice {
  * provider speaks that API, and as its chat translation elsewhere, unless it has fields outside
  * the translation (lineRequest's `untranslated`), which only the offerings speaking it take.
  */
-export function laneTakes(
+function laneTakes(
   request: LineRequest | { problem: string },
   provider: ProviderConfig | undefined,
 ): boolean {
