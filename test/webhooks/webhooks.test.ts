@@ -474,9 +474,12 @@ for (const storeKind of STORES) {
           await waitFor('the delivery', async () => receiver.received.some((r) => r.acked))
           const [held, sent] = receiver.received
           expect(sent!.headers['webhook-id']).toBe(held!.headers['webhook-id'])
-          const log = (await (
-            await second.request(`/v1/webhooks/${webhook.id}/deliveries`, key)
-          ).json()) as { data: Delivery[] }
+          // The receiver's 2xx is recorded once the gateway has read it: a moment after the ack.
+          const log = await waitFor('the delivery recorded', async () => {
+            const answer = await second.request(`/v1/webhooks/${webhook.id}/deliveries`, key)
+            const body = (await answer.json()) as { data: Delivery[] }
+            return body.data.every((entry) => entry.status !== 'pending') && body
+          })
           expect(log.data).toHaveLength(1)
           expect(log.data[0]).toMatchObject({ status: 'delivered', attempts: 1 })
           expect(receiver.received).toHaveLength(2)
