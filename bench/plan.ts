@@ -143,6 +143,7 @@ function simulate(
     deadlineAt: windowMs / 1000,
     endpoint: '/v1/chat/completions',
     pending: lines,
+    laneLines: false,
     running: 0,
   }
   const state = new Map(

@@ -210,13 +210,13 @@ const admit = (model: string, count: number) =>
     })),
   )
 
-/** A batch of these bodies, each a line to `url`; its id. */
 /** A line's mark for a batch lane, as admission sets it (laneMark). */
 function batchLaneOf(body: Record<string, unknown>): string | undefined {
   const model = catalog.find(String(body.model))
   return model ? laneMark(catalog, model, body.provider as never, null) : undefined
 }
 
+/** A batch of these bodies, each a line to `url`; its id. */
 async function admitLines(
   url: '/v1/chat/completions' | '/v1/responses',
   bodies: readonly Record<string, unknown>[],
@@ -388,15 +388,56 @@ describe('the batch-lane engine', () => {
     const ids = (list: { id: string }[]) => list.map((batch) => batch.id).sort()
     expect(ids(runnable)).toEqual([laneId, liveId].sort())
     const [live] = await lanes.liveOnly(runnable, Date.now())
-    // Its claims leave the lines marked for open lanes to the engine.
     expect(live?.id).toBe(liveId)
-    expect(live?.leaveToLanes).toContain('gpt-lane|openai')
+    // Admission marked none of its lines: its claims need leave nothing to the lanes.
+    expect(runnable.find((batch) => batch.id === laneId)?.laneLines).toBe(true)
+    expect(live?.laneLines).toBe(false)
+    expect(live?.leaveToLanes).toBeUndefined()
     // Four hours before the deadline (min_hours_left) the lane takes its last lines.
     const closes = (NOW + 86_400) * 1000 - 4 * 3_600_000
     expect(ids(await lanes.liveOnly(runnable, closes - 10_000))).toEqual([liveId])
     expect(ids(await lanes.liveOnly(runnable, closes + 1))).toEqual([laneId, liveId].sort())
     for (const batch of await lanes.liveOnly(runnable, closes + 1))
       expect(batch.leaveToLanes ?? []).not.toContain('gpt-lane|openai')
+  })
+
+  test('a batch without marked lines costs the lanes no look at its lines, from the engine or the live dispatcher’s filter', async () => {
+    const liveId = await admit('gpt-live', 3)
+    const looked: string[] = []
+    const dispatch = {
+      ...opened.dispatch,
+      nextLine: (...args: Parameters<typeof opened.dispatch.nextLine>) => {
+        looked.push(args[0])
+        return opened.dispatch.nextLine(...args)
+      },
+      laneLinesPending: (...args: Parameters<typeof opened.dispatch.laneLinesPending>) => {
+        looked.push(args[0])
+        return opened.dispatch.laneLinesPending(...args)
+      },
+    }
+    const engine = createBatchLaneEngine(
+      {
+        chunks: opened.chunks,
+        dispatch,
+        batches: opened.store,
+        catalog,
+        client: (provider) => clients[provider],
+        retry: DEFAULT_RETRY,
+      },
+      { holder: 'inst-a', leaseMs: 60_000 },
+    )
+    expect(await engine.tick()).toEqual({ submitted: 0, followed: 0 })
+    const lanes = createLaneBatches(dispatch, catalog, (provider) => provider in clients)
+    const runnable = await opened.dispatch.runnableBatches(Date.now(), 100)
+    expect(await lanes.liveOnly(runnable, Date.now())).toEqual(runnable)
+    expect(looked).toEqual([])
+    // A batch with a marked line is looked at by both.
+    const laneId = await admit('gpt-lane', 1)
+    await engine.tick()
+    await lanes.liveOnly(await opened.dispatch.runnableBatches(Date.now(), 100), Date.now())
+    expect(looked.length).toBeGreaterThan(0)
+    expect(new Set(looked)).toEqual(new Set([laneId]))
+    expect((await readAll(liveId)).map((line) => line.status)).toEqual(Array(3).fill('pending'))
   })
 
   test('a line is marked for the first batch lane of its order, and each of a model’s batch lanes opens and closes on its own', () => {

@@ -18,6 +18,7 @@ const batch = (
   deadlineAt,
   endpoint: '/v1/chat/completions',
   pending,
+  laneLines: false,
   running: 0,
 })
 const none = new Set<string>()

@@ -64,6 +64,7 @@ onEveryStore(({ name, makeStore, it }) => {
             endpoint: '/v1/chat/completions',
             pending: 3,
             running: 0,
+            laneLines: false,
           },
           {
             id: 'batch_03',
@@ -73,6 +74,7 @@ onEveryStore(({ name, makeStore, it }) => {
             endpoint: '/v1/chat/completions',
             pending: 1,
             running: 0,
+            laneLines: false,
           },
           {
             id: 'batch_01',
@@ -82,6 +84,7 @@ onEveryStore(({ name, makeStore, it }) => {
             endpoint: '/v1/chat/completions',
             pending: 2,
             running: 0,
+            laneLines: false,
           },
         ])
         expect((await dispatch.runnableBatches(MS, 1)).map((b) => b.id)).toEqual(['batch_02'])
@@ -135,6 +138,13 @@ onEveryStore(({ name, makeStore, it }) => {
             ...(marked.has(line.lineNo) ? { batchLane: 'm-lane' } : {}),
           }))
         await admit('acct_1', 'batch_01', 5, { lines: lanes() })
+        await admit('acct_1', 'batch_03', 2)
+        // The batch says whether admission marked any of its lines.
+        const runnable = await dispatch.runnableBatches(MS, 10)
+        expect(runnable.map((batch) => [batch.id, batch.laneLines])).toEqual([
+          ['batch_01', true],
+          ['batch_03', false],
+        ])
         const nos = (lines: { lineNo: number }[]) => lines.map((line) => line.lineNo)
         expect(await dispatch.nextLine('batch_01', MS)).toEqual({
           lineNo: 1,

@@ -15,6 +15,8 @@ const POSTGRES_TYPES: Record<string, string> = {
   smallint: 'integer',
   integer: 'integer',
   bigint: 'integer',
+  // SQLite keeps a flag as 0 or 1.
+  boolean: 'integer',
   text: 'text',
   numeric: 'text',
   jsonb: 'text',

@@ -116,6 +116,7 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
    * they stand in the batch; false if it has none due.
    */
   async function formChunk(batch: RunnableBatch): Promise<boolean> {
+    if (!batch.laneLines) return false
     const at = now()
     const open = openBatchLanes(deps.catalog, {
       deadlineMs: batch.deadlineAt * 1000,

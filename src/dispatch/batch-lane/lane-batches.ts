@@ -43,11 +43,10 @@ export function createLaneBatches(
       if (looked.size > 10_000) looked.clear()
       const live: RunnableBatch[] = []
       for (const batch of batches) {
-        const open = openBatchLanes(catalog, {
-          deadlineMs: batch.deadlineAt * 1000,
-          nowMs,
-          hasClient,
-        })
+        // A batch without marked lines is all the live lanes': nothing to look up or leave.
+        const open = batch.laneLines
+          ? openBatchLanes(catalog, { deadlineMs: batch.deadlineAt * 1000, nowMs, hasClient })
+          : []
         if (open.length === 0) {
           live.push(batch)
           continue

@@ -89,7 +89,7 @@ export async function admitBatch(
         ${batch.inputFileId}, ${batch.idempotencyKey}, ${wait.code}, ${wait.message},
         ${wait.until}, ${cap}::numeric, ${batch.parentBatchId ?? null})
       RETURNING *`
-    const count = await copyLines(tx, {
+    const { count, laneLines } = await copyLines(tx, {
       batchId: batch.id,
       lines: batch.lines,
       collectGarbage,
@@ -98,6 +98,7 @@ export async function admitBatch(
     if (count !== batch.lineCount) {
       throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
     }
+    if (laneLines) await tx`UPDATE batches SET lane_lines = true WHERE id = ${batch.id}`
     if (batch.parentBatchId) {
       // The parent has ended (the caller checked), so no dispatch transaction holds its row:
       // locking it after the account cannot close a cycle with one that locks batch, then account.

@@ -63,8 +63,9 @@ function putEscaped(target: Buffer, at: number, source: Uint8Array): number {
 export async function copyLines(
   tx: postgres.TransactionSql,
   { batchId, lines, collectGarbage, withCeilings = false }: LinesCopy,
-): Promise<number> {
+): Promise<{ count: number; laneLines: boolean }> {
   let count = 0
+  let laneLines = false
   const batchBytes = Buffer.from(batchId, 'utf8')
   function* chunks(): Generator<Buffer> {
     let chunk = Buffer.allocUnsafe(CHUNK_BYTES)
@@ -76,6 +77,7 @@ export async function copyLines(
       const customId = Buffer.from(line.customId, 'utf8')
       const input = line.inputBytes ?? Buffer.from(line.input, 'utf8')
       const lane = line.batchLane === undefined ? null : Buffer.from(line.batchLane, 'utf8')
+      if (lane !== null) laneLines = true
       // Every text byte may double when escaped; a line number is at most 16 digits.
       const ceiling = withCeilings ? lineCeiling(line) : ''
       const texts = batchBytes.length + customId.length + input.length + (lane?.length ?? 2)
@@ -112,7 +114,7 @@ export async function copyLines(
   const copied = pipeline(Readable.from(chunks()), writable)
   copied.catch(() => {}) // may settle after the race below: handled there or moot
   await Promise.race([copied, rejected])
-  return count
+  return { count, laneLines }
 }
 
 /**

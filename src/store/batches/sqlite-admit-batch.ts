@@ -65,10 +65,11 @@ export function admitBatch(db: SqliteConnection, batch: NewBatch): AdmitResult {
         ? creditWaitColumns(moneyText(hold), ahead, available, waitUntil!)
         : { code: null, message: null, until: null }
       insertBatch(db, batch, { status: waits ? 'validating' : 'in_progress', hold, wait })
-      const count = insertLines(db, batch.id, batch.lines, Boolean(batch.maxCostUsd))
+      const { count, laneLines } = insertLines(db, batch.id, batch.lines, Boolean(batch.maxCostUsd))
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
       }
+      if (laneLines) q(db, 'UPDATE batches SET lane_lines = 1 WHERE id = ?').run(batch.id)
       if (batch.parentBatchId) addRetry(db, batch)
       return {
         kind: 'created',
@@ -138,18 +139,19 @@ function addRetry(db: SqliteConnection, batch: NewBatch) {
 /**
  * Many rows per statement: one statement per line spent more time binding than writing. Each
  * line's batch-lane mark goes with it (null for most), and for a batch with a spend cap
- * (`capped`) its own ceiling.
+ * (`capped`) its own ceiling. Says how many lines there were and whether any had a mark.
  */
 function insertLines(
   db: SqliteConnection,
   batchId: string,
   lines: Iterable<NewLine>,
   capped: boolean,
-): number {
+): { count: number; laneLines: boolean } {
+  let laneLines = false
   // The input goes in as the body's own UTF-8 bytes where there are some: CAST(blob AS TEXT)
   // relabels them as text (the database's encoding is UTF-8), with no decoding on the way.
   const ceiling = capped ? ', ceiling_usd' : ''
-  return insertRows(db, {
+  const count = insertRows(db, {
     columns: `INSERT INTO lines (batch_id, line_no, custom_id, input, batch_lane${ceiling}) VALUES `,
     row: capped ? '(?, ?, ?, CAST(? AS TEXT), ?, ?)' : '(?, ?, ?, CAST(? AS TEXT), ?)',
     width: capped ? 6 : 5,
@@ -157,9 +159,11 @@ function insertLines(
     push(params, line) {
       const input = line.inputBytes ?? line.input
       params.push(batchId, line.lineNo, line.customId, input, line.batchLane ?? null)
+      if (line.batchLane !== undefined) laneLines = true
       if (capped) params.push(moneyText(lineCeiling(line)))
     },
   })
+  return { count, laneLines }
 }
 
 /** Inserts ROWS_PER_INSERT rows per statement, the rest one by one; `width` values a row. */

@@ -54,6 +54,7 @@ export function rowToRunnable(row: Row): RunnableBatch {
     endpoint: row.endpoint as RunnableBatch['endpoint'],
     pending: Number(row.pending),
     running: Number(row.running),
+    laneLines: Boolean(row.lane_lines),
   }
 }
 

@@ -69,6 +69,8 @@ export interface RunnableBatch {
   pending: number
   /** Lines claimed and not yet recorded, on every instance. */
   running: number
+  /** Whether admission marked any of its lines for a batch lane (NewLine.batchLane). */
+  laneLines: boolean
   /**
    * Set by the batch lanes for the live dispatcher (lane-batches.ts): the batch lanes whose
    * lines it leaves to the lane engine, claiming the others.

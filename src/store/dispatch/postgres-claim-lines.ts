@@ -37,7 +37,7 @@ export async function runnableBatches(
   // is not dispatched until a deposit covers them again; the claim checks it again below. A
   // batch held back by its cap is left out until a reserved ceiling ends (capRoomBack).
   const rows = await sql`
-    SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint,
+    SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint, b.lane_lines,
       ${current(sql, 'pending')} AS pending, ${current(sql, 'running')} AS running
     FROM batches b JOIN accounts a ON a.id = b.account_id ${progressJoin(sql)}
     WHERE b.status = 'in_progress' AND ${current(sql, 'pending')} > 0

@@ -30,7 +30,7 @@ export async function runnableBatches(
   // account that is covered) and coversHolds decides exactly.
   const rows = q(
     db,
-    `SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint,
+    `SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint, b.lane_lines,
        ${PENDING} AS pending, ${RUNNING} AS running, a.balance_usd, a.held_usd
      FROM batches b JOIN accounts a ON a.id = b.account_id
      WHERE b.status = 'in_progress' AND ${PENDING} > 0 AND b.deadline_at > ?
