@@ -8,12 +8,32 @@
  */
 import type { PassThrough } from '../../providers/types.ts'
 import type { Catalog } from './catalog.ts'
-import { hasBatchLane, laneOf, type ModelEntry } from './catalog-file.ts'
+import { hasBatchLane, laneOf, type ModelEntry, type Offering } from './catalog-file.ts'
 import type { Routing } from '../schemas/requests.ts'
 import { speaksApi } from './speaks-api.ts'
 
 /** A batch lane's name in a line's mark: its model and its provider (one batch lane each). */
 export const laneKey = (modelId: string, provider: string): string => `${modelId}|${provider}`
+
+/**
+ * The batch lane a line goes to while that lane is open: the first offering of its own planner
+ * order (its routing counts), when that is a batch lane that takes the line in its form
+ * (`untranslated`: the API of a line outside its chat translation, or null). The one rule by which
+ * admission marks a line (laneMark) and dispatch checks the mark (laneForLine, heldForLane).
+ */
+export function firstBatchLane(
+  catalog: Pick<Catalog, 'routeWithLanes' | 'provider'>,
+  model: ModelEntry,
+  routing: Routing | undefined,
+  untranslated: PassThrough | null,
+): Offering | null {
+  if (!hasBatchLane(model)) return null
+  const [first] = catalog.routeWithLanes(model, routing)
+  if (!first || laneOf(first) !== 'batch') return null
+  if (untranslated !== null && !speaksApi(catalog.provider(first.provider), untranslated))
+    return null
+  return first
+}
 
 export function laneMark(
   catalog: Pick<Catalog, 'routeWithLanes' | 'provider'>,
@@ -21,10 +41,6 @@ export function laneMark(
   routing: Routing | undefined,
   untranslated: PassThrough | null,
 ): string | undefined {
-  if (!hasBatchLane(model)) return undefined
-  const [first] = catalog.routeWithLanes(model, routing)
-  if (!first || laneOf(first) !== 'batch') return undefined
-  if (untranslated !== null && !speaksApi(catalog.provider(first.provider), untranslated))
-    return undefined
-  return laneKey(model.id, first.provider)
+  const lane = firstBatchLane(catalog, model, routing, untranslated)
+  return lane ? laneKey(model.id, lane.provider) : undefined
 }

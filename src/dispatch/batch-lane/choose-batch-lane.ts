@@ -17,13 +17,14 @@ import {
   type Offering,
   type ProviderConfig,
 } from '../../catalog/catalog-file.ts'
-import { laneKey } from '../../catalog/lane-mark.ts'
+import { firstBatchLane, laneKey } from '../../catalog/lane-mark.ts'
 import { speaksApi } from '../../catalog/speaks-api.ts'
 import { lineRequest, type LineRequest } from '../line-request.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
 import { ENDPOINT_URLS, MESSAGES_URL, RESPONSES_URL } from '../../domain.ts'
 import type { ChunkEndpoint } from '../../store/batch-chunks/chunk-store.ts'
 import type { Routing } from '../../schemas/requests.ts'
+import type { PassThrough } from '../../../providers/types.ts'
 
 type Kind = 'openai' | 'anthropic'
 
@@ -32,19 +33,9 @@ export interface BatchLaneChoice {
   settings: BatchLaneSettings
 }
 
-/**
- * Whether a batch lane on `provider` takes this line: chat completions and embeddings always; a
- * line in a provider's own API (Responses, a Message Batch's request) as it came where the
- * provider speaks that API, and as its chat translation elsewhere, unless it has fields outside
- * the translation (lineRequest's `untranslated`), which only the offerings speaking it take.
- */
-function laneTakes(
-  request: LineRequest | { problem: string },
-  provider: ProviderConfig | undefined,
-): boolean {
-  if ('problem' in request) return false
-  const native = request.native
-  return native?.untranslated === undefined || speaksApi(provider, native.api)
+/** The API of a line outside its chat translation (LineRequest's `untranslated`), or null. */
+function untranslatedApi(request: LineRequest): PassThrough | null {
+  return request.native?.untranslated === undefined ? null : request.native.api
 }
 
 /**
@@ -57,11 +48,9 @@ export function laneSpeaks(provider: ProviderConfig | undefined): 'messages' | '
 }
 
 /**
- * The batch lane a batch goes to now, judged by one of its lines (its first pending one): the
- * first offering of the line's model in the planner's order, when it is a batch lane open for
- * the batch, its provider has a batch client, and the lane takes the line (laneTakes); null
- * for the live lanes. The lane engine and the live dispatcher's filter (lane-batches.ts) both ask
- * this, so they never disagree.
+ * The batch lane a line goes to now: the one it is marked for by the same rule
+ * (firstBatchLane), when that lane is open for the line's batch and its provider has a batch
+ * client; null for the live lanes.
  */
 export function laneForLine(
   catalog: Pick<Catalog, 'find' | 'routeWithLanes' | 'provider'>,
@@ -70,13 +59,14 @@ export function laneForLine(
 ): (BatchLaneChoice & { model: ModelEntry }) | null {
   const parsed = JSON.parse(input) as { url: string; body: Record<string, unknown> }
   const model = catalog.find(String(parsed.body.model))
-  if (!model) return null
-  const ordered = catalog.routeWithLanes(model, parsed.body.provider as never)
+  const request = lineRequest(parsed)
+  if (!model || 'problem' in request) return null
+  const routing = parsed.body.provider as Routing | undefined
+  const lane = firstBatchLane(catalog, model, routing, untranslatedApi(request))
+  if (!lane || !at.hasClient(lane.provider)) return null
   const kindOf = (name: string) => catalog.provider(name)?.kind
-  const choice = chooseBatchLane(ordered, at.deadlineMs, at.nowMs, kindOf)
-  if (!choice || !at.hasClient(choice.offering.provider)) return null
-  const provider = catalog.provider(choice.offering.provider)
-  return laneTakes(lineRequest(parsed), provider) ? { ...choice, model } : null
+  const choice = chooseBatchLane([lane], at.deadlineMs, at.nowMs, kindOf)
+  return choice && { ...choice, model }
 }
 
 /** A catalog's models that list a batch-lane offering, found once per catalog. */
@@ -151,10 +141,10 @@ export function heldForLane(
   nowMs: number,
 ): number | null {
   if (line.routing?.allow_fallbacks !== false) return null
-  const ordered = catalog.routeWithLanes(line.model, line.routing)
+  const first = firstBatchLane(catalog, line.model, line.routing, untranslatedApi(line.request))
+  if (!first) return null
   const kindOf = (name: string) => catalog.provider(name)?.kind
   const deadlineMs = batch.deadlineAt * 1000
-  const lane = chooseBatchLane(ordered, deadlineMs, batch.createdAt * 1000, kindOf)
-  if (!lane || !laneTakes(line.request, catalog.provider(lane.offering.provider))) return null
-  return chooseBatchLane(ordered, deadlineMs, nowMs, kindOf) ? nowMs + LANE_RETAKE_MS : deadlineMs
+  if (!chooseBatchLane([first], deadlineMs, batch.createdAt * 1000, kindOf)) return null
+  return chooseBatchLane([first], deadlineMs, nowMs, kindOf) ? nowMs + LANE_RETAKE_MS : deadlineMs
 }

@@ -167,7 +167,7 @@ export async function submitChunk(
  * (docs/clients/anthropic-sdk.md), a Responses line's for an OpenAI one whose provider speaks the
  * Responses API; elsewhere it goes as its chat translation. A line the provider's batch API
  * cannot take as it is — one whose fields only another kind takes — never gets here (the engine
- * hands it back, laneTakes) unless the catalog changed since: then it is refused, a final
+ * hands it back, laneForLine) unless the catalog changed since: then it is refused, a final
  * `invalid_request`, as the live lanes refuse it (run-line.ts).
  */
 function chunkLine(
