@@ -20,6 +20,7 @@ import { createCatalog } from '../../src/catalog/catalog.ts'
 import {
   chooseBatchLane,
   heldForLane,
+  laneForLine,
   liveOfferings,
 } from '../../src/dispatch/batch-lane/choose-batch-lane.ts'
 import { followAction, nextPollAt } from '../../src/dispatch/batch-lane/follow-schedule.ts'
@@ -302,6 +303,41 @@ describe('choosing the batch lane', () => {
     expect(chooseBatchLane([pool, lane], deadline, 0, kindOf)).toBeNull()
     expect(chooseBatchLane([{ ...lane, provider: 'other' }], deadline, 0, kindOf)).toBeNull()
     expect(liveOfferings([lane, pool])).toEqual([pool])
+  })
+
+  test("a claimed line's lane is its mark's while the lane is open, its provider has a batch client and it takes the line's form", () => {
+    const catalog = createCatalog(
+      oneLaneCatalog({ lane: 'batch', min_hours_left: 4, fallback_hours: 2 }),
+      {},
+    )
+    const chat = { model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }
+    const day = deadline - 24 * HOUR
+    const lane = (
+      body: Record<string, unknown>,
+      options: { url?: string; nowMs?: number; client?: boolean } = {},
+    ) =>
+      laneForLine(catalog, JSON.stringify({ url: options.url ?? CHAT, body }), {
+        deadlineMs: deadline,
+        nowMs: options.nowMs ?? day,
+        hasClient: () => options.client ?? true,
+      })
+    const taken = lane(chat)
+    expect(taken?.offering.lane).toBe('batch')
+    expect(taken?.model.id).toBe('m')
+    // The lane has closed, or no batch client for its provider: the live lanes'.
+    expect(lane(chat, { nowMs: deadline - 3 * HOUR })).toBeNull()
+    expect(lane(chat, { client: false })).toBeNull()
+    // Its routing names the live offering first, or its model is no longer in the catalog.
+    expect(lane({ ...chat, provider: { order: ['up'], allow_fallbacks: false } })).toBeNull()
+    expect(lane({ ...chat, model: 'gone' })).toBeNull()
+    // A Responses line goes as its chat translation, unless it has fields outside it that this
+    // provider's API does not take, or no longer translates at all.
+    const responses = { model: 'm', input: 'hi', max_output_tokens: 8 }
+    expect(lane(responses, { url: '/v1/responses' })?.offering.lane).toBe('batch')
+    expect(
+      lane({ ...responses, reasoning: { effort: 'low' } }, { url: '/v1/responses' }),
+    ).toBeNull()
+    expect(lane({ ...responses, input: 42 }, { url: '/v1/responses' })).toBeNull()
   })
 
   test('allow_fallbacks false keeps a line to the lane that was open for its batch, then to the deadline', () => {

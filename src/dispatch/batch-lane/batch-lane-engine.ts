@@ -1,6 +1,6 @@
 /**
  * The batch-lane engine (docs/batch-lanes.md): on each tick it forms chunks from the runnable batches whose
- * lines go to a batch lane (chooseBatchLane), and follows the due chunks of every instance under
+ * lines go to a batch lane (their marks, laneForLine), and follows the due chunks of every instance under
  * their leases (chunk-lifecycle.ts). It holds nothing a crash would lose: the chunks and their
  * lines' leases are in the store, and a takeover needs only them.
  *

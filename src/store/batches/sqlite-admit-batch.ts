@@ -69,6 +69,7 @@ export function admitBatch(db: SqliteConnection, batch: NewBatch): AdmitResult {
       if (count !== batch.lineCount) {
         throw new Error(`batch ${batch.id}: ${count} lines given, ${batch.lineCount} declared`)
       }
+      // Stored 0 above: 1 once a line is marked (the column's default is the safe side).
       if (laneLines) q(db, 'UPDATE batches SET lane_lines = 1 WHERE id = ?').run(batch.id)
       if (batch.parentBatchId) addRetry(db, batch)
       return {
@@ -95,8 +96,8 @@ function insertBatch(
     `INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
        created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
        metadata, input_file_id, idempotency_key, waiting_code, waiting_message, waiting_until,
-       max_cost_usd, parent_batch_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       max_cost_usd, parent_batch_id, lane_lines)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`,
   ).run(
     batch.id,
     batch.accountId,
