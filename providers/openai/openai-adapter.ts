@@ -39,14 +39,18 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
     createFineTuneCalls({ headers, timeoutMs: options.timeoutMs, apiKey: options.apiKey }),
   )
   const { pool } = context
-  // The flex lane (docs/pricing.md): OpenAI's cheaper, slower tier, asked for on every chat call.
+  // The flex lane (docs/pricing.md): OpenAI's cheaper, slower tier, asked for on every chat call
+  // and every Responses call passed through, which it bills at the flex lane's prices.
+  const withTier = (body: Record<string, unknown>) =>
+    options.serviceTier ? { ...body, service_tier: options.serviceTier } : body
   const tier = (body: Record<string, unknown>, endpoint: UpstreamRequest['endpoint']) =>
-    options.serviceTier && endpoint === 'chat'
-      ? { ...body, service_tier: options.serviceTier }
-      : body
+    endpoint === 'chat' ? withTier(body) : body
+  const tiered = (request: UpstreamRequest): UpstreamRequest =>
+    options.serviceTier ? { ...request, body: withTier(request.body) } : request
 
   async function send(request: UpstreamRequest): Promise<Outcome> {
-    if (request.passThrough === 'responses') return sendResponses(context, request, callHeaders)
+    if (request.passThrough === 'responses')
+      return sendResponses(context, tiered(request), callHeaders)
     const result = await postJson(context, {
       path: paths[request.endpoint],
       headers: callHeaders,
@@ -73,7 +77,8 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
   }
 
   async function stream(request: UpstreamRequest): Promise<StreamOutcome> {
-    if (request.passThrough === 'responses') return streamResponses(context, request, headers)
+    if (request.passThrough === 'responses')
+      return streamResponses(context, tiered(request), headers)
     if (request.endpoint !== 'chat') {
       const error = upstreamError('invalid_request', 'only chat completions can stream')
       return { ok: false, error, latencyMs: 0 }

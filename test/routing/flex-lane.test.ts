@@ -20,7 +20,14 @@ const LINES = 24
 function catalog(sim: Simulator) {
   return {
     providers: {
-      openai: { kind: 'openai', base_url: `${sim.url}/v1`, max_concurrency: 8, timeout_s: 10 },
+      // As OpenAI's own: Responses requests go to it as they came, on either lane.
+      openai: {
+        kind: 'openai',
+        base_url: `${sim.url}/v1`,
+        max_concurrency: 8,
+        timeout_s: 10,
+        responses_api: true,
+      },
     },
     models: [
       {
@@ -134,6 +141,45 @@ for (const storeKind of STORES) {
         balance_usd: string
       }
       expect(new Decimal(account.balance_usd).equals(new Decimal(10).minus(total))).toBe(true)
+    })
+
+    test('a Responses line goes to the flex lane as it came, asking for flex, at the flex prices', async () => {
+      const { key } = await gw.newAccount('10')
+      const native = nativeClient<
+        { id: string; status: string },
+        { status: string; provider: string; cost_usd: string; response: { body: unknown } }
+      >(
+        () => gw,
+        () => key,
+      )
+      const before = sim.received().length
+      const line = {
+        custom_id: 'r-1',
+        method: 'POST',
+        url: '/v1/responses',
+        body: { model: 'sim/chat', input: 'a flex question', max_output_tokens: 16 },
+      }
+      const batch = await native.submit(jsonl([line]))
+      await native.finished(batch.id)
+      const [row] = await native.results(batch.id)
+      expect(row.status).toBe('succeeded')
+      expect(row.provider).toBe('openai:flex')
+      const body = row.response.body as {
+        object: string
+        usage: { input_tokens: number; output_tokens: number }
+      }
+      expect(body.object).toBe('response')
+      const usage = {
+        prompt_tokens: body.usage.input_tokens,
+        completion_tokens: body.usage.output_tokens,
+      }
+      expect(new Decimal(row.cost_usd).equals(priceAt(FLEX, usage))).toBe(true)
+      const sent = sim.received().slice(before)
+      expect(sent.length).toBeGreaterThan(0)
+      for (const request of sent) {
+        expect(request.path).toBe('/v1/responses')
+        expect(JSON.parse(request.text).service_tier).toBe('flex')
+      }
     })
 
     test("each flex offering's own timeout applies, not the longest on its lane", async () => {
