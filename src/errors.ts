@@ -120,11 +120,21 @@ export class GatewayError extends Error {
     }
   }
 
+  /**
+   * Its own headers. A 409 says `x-should-retry: false`: here it means the batch's state forbids
+   * the call (it has ended, or not yet), which asking again in a second does not change, and the
+   * OpenAI and Anthropic SDKs retry a 409 (a lock timeout, to them) unless told not to.
+   */
+  ownHeaders(): Record<string, string> {
+    const final = this.status === 409 ? { 'x-should-retry': 'false' } : undefined
+    return { ...final, ...this.options.headers }
+  }
+
   /** The refusal as a JSON answer; `headers` are the route's own (rate-limit counters, …). */
   toResponse(headers: Record<string, string> = {}): Response {
     return new Response(JSON.stringify(this.toBody()), {
       status: this.status,
-      headers: { ...headers, 'content-type': 'application/json', ...this.options.headers },
+      headers: { ...headers, 'content-type': 'application/json', ...this.ownHeaders() },
     })
   }
 }

@@ -357,6 +357,30 @@ function suite(store: (typeof STORES)[number]) {
       expect(counts.succeeded + counts.canceled).toBe(3)
     })
 
+    test("a call the batch's state refuses is a 409 the SDK does not retry: cancelling an ended batch", async () => {
+      const done = await client.messages.batches.create({
+        requests: [{ custom_id: 'ends', params: ask('sim/chat') }],
+      })
+      await messageBatchEnded(client, done.id)
+      // The SDK's default retries, counted at its fetch: a 409 is a lock timeout to it.
+      let sent = 0
+      const retrying = new Anthropic({
+        baseURL: `${gw.url}/anthropic`,
+        apiKey: key,
+        maxRetries: 2,
+        fetch: (input: string | URL | Request, init?: RequestInit) => {
+          sent++
+          return fetch(input, init)
+        },
+      })
+      const refused = await retrying.messages.batches.cancel(done.id).catch((e: unknown) => e)
+      expect(refused).toBeInstanceOf(Anthropic.ConflictError)
+      expect(
+        (refused as InstanceType<typeof Anthropic.ConflictError>).headers.get('x-should-retry'),
+      ).toBe('false')
+      expect(sent).toBe(1)
+    })
+
     test('every invalid request is reported at once, nothing submitted', async () => {
       const error = await client.messages.batches
         .create({

@@ -37,7 +37,7 @@ export function anthropicErrorResponse(
   }
   return new Response(JSON.stringify(body), {
     status: refusal.status,
-    headers: { ...headers, 'content-type': 'application/json', ...refusal.options.headers },
+    headers: { ...headers, 'content-type': 'application/json', ...refusal.ownHeaders() },
   })
 }
 
