@@ -128,7 +128,7 @@ const envSchema = z.object({
    * take on a schema thread. Past it the schema is refused (validation) or the answer ends
    * structured_output_unchecked, billed (result time), and the thread is replaced.
    */
-  MULTIGRID_SCHEMA_CHECK_MS: intFrom(10, 60_000, 100),
+  MULTIGRID_SCHEMA_CHECK_MS: intFrom(1, 60_000, 100),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 })
 
