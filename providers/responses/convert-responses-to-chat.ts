@@ -5,8 +5,10 @@
  * `max_output_tokens`, `temperature`, `top_p`, `text.format` (json_schema, json_object, text),
  * function `tools`, `tool_choice`, `metadata`, and the gateway's `provider` routing object. Any
  * other field is refused, naming it; `store:
- * true` and `previous_response_id` are refused because the gateway stores no response.
+ * true` and `previous_response_id` are refused because the gateway stores no response, and a
+ * `service_tier` other than the default because each offering's lane sets it (service-tier.ts).
  */
+import { tierRefusal } from '../service-tier.ts'
 
 export type ResponsesConversion =
   { ok: true; body: Record<string, unknown> } | { ok: false; message: string; param: string }
@@ -55,10 +57,11 @@ const NOTHING_STORED =
   'this gateway stores no responses, so there is nothing to continue from; send the whole conversation in input'
 
 /**
- * Refusals that hold whatever the offering: the gateway keeps nothing to refer back to. Like every
+ * Refusals that hold whatever the offering: the gateway keeps nothing to refer back to, and the
+ * service tier is the offering's lane's (service-tier.ts). Like every
  * refusal here, the message reads after the field's name (the live 400 and the issue put it first).
  */
-export function storageRefusal(body: Record<string, unknown>): ResponsesConversion | null {
+export function offeringlessRefusal(body: Record<string, unknown>): ResponsesConversion | null {
   if (body.store === true)
     return {
       ok: false,
@@ -71,7 +74,8 @@ export function storageRefusal(body: Record<string, unknown>): ResponsesConversi
       param: 'previous_response_id',
       message: `is not supported: ${NOTHING_STORED}`,
     }
-  return null
+  const tier = tierRefusal(body.service_tier)
+  return tier ? { ok: false, param: 'service_tier', message: tier } : null
 }
 
 function textOf(content: unknown, where: string, lenient: boolean): string {
@@ -199,7 +203,7 @@ export function convertResponsesToChat(
   options: ConvertOptions = {},
 ): ResponsesConversion {
   const lenient = options.lenient === true
-  const stored = storageRefusal(body)
+  const stored = offeringlessRefusal(body)
   if (stored) return stored
   try {
     for (const [name, value] of Object.entries(body))

@@ -30,6 +30,7 @@ import { Money } from '../money/decimal.ts'
 import { describeZodIssue, type BodyProblem } from './issues.ts'
 import { guidedProblems, jsonObjectProblem, structuredProblems } from './check-structured.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.ts'
+import { tierRefusal, TIER_FIX } from '../../providers/service-tier.ts'
 
 const chatSchema = compileSchema(chatBodySchema)
 const embeddingsSchema = compileSchema(embeddingsBodySchema)
@@ -240,7 +241,10 @@ function shapeRefusal(
   return null
 }
 
-/** What the gateway refuses in its own words: a batch line that streams, n past 8, guided decoding. */
+/**
+ * What the gateway refuses in its own words: a batch line that streams, n past 8, guided decoding,
+ * a service tier other than the default.
+ */
 function ownRefusals(
   record: Record<string, unknown>,
   endpoint: Endpoint,
@@ -263,6 +267,8 @@ function ownRefusals(
     })
   }
   if (endpoint === 'chat') problems.push(...guidedProblems(record, at))
+  const tier = tierRefusal(record.service_tier)
+  if (tier) problems.push({ path: at('service_tier'), message: tier, fix: TIER_FIX })
   return problems
 }
 

@@ -239,6 +239,28 @@ describe('passed through to a provider with responses_api', () => {
     expect(Number(after.balance_usd)).toBeLessThan(Number(before.balance_usd))
   })
 
+  test("a service tier other than the default is a 400 naming it, passed through or not: the offering's lane sets it", async () => {
+    const before = sim.received().length
+    for (const model of ['sim/responses', 'sim/chat']) {
+      const error = await client.responses
+        .create({ model, input: 'hi', max_output_tokens: 16, service_tier: 'priority' })
+        .catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+      const { param, message } = (error as { error: { param: string; message: string } }).error
+      expect(param).toBe('service_tier')
+      expect(message).toContain('provider.only')
+    }
+    expect(sim.received().length).toBe(before)
+    // The provider's default tier, asked for by name, goes as it came.
+    await client.responses.create({
+      model: 'sim/responses',
+      input: 'hi',
+      max_output_tokens: 16,
+      service_tier: 'default',
+    })
+    expect(lastSent().body.service_tier).toBe('default')
+  })
+
   test('its cached input tokens are billed at the cached rate', async () => {
     const before = await balance()
     const response = await client.responses.create({

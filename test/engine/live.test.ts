@@ -155,6 +155,16 @@ describe('live endpoints', () => {
     })
     expect(bad.status).toBe(400)
     expect(((await bad.json()) as any).error.param).toBe('messages')
+    // A tier billed at other rates than the offering's list prices: the lane sets it.
+    const { key: richKey } = await gw.newAccount('1')
+    const priority = await post(richKey, '/v1/chat/completions', {
+      model: 'sim/chat',
+      messages: [{ role: 'user', content: 'hello' }],
+      max_tokens: 5,
+      service_tier: 'priority',
+    })
+    expect(priority.status).toBe(400)
+    expect(((await priority.json()) as any).error.param).toBe('service_tier')
     const batchesOnly = (await (
       await gw.admin(`/accounts/${accountId}/keys`, { body: { scopes: ['batches'] } })
     ).json()) as { key: string }

@@ -137,6 +137,23 @@ for (const storeKind of STORES) {
       ])
     })
 
+    test("a service tier other than the provider's default is refused: the offering's lane sets it", async () => {
+      const json = await rejected(
+        jsonl([
+          chatLine('a', 'hi', { service_tier: 'priority' }),
+          chatLine('b', 'hi', { service_tier: 'flex' }),
+          chatLine('c', 'hi', { service_tier: 'default' }),
+          chatLine('d', 'hi', { service_tier: 'auto' }),
+        ]),
+      )
+      expect(json.issues.map((issue) => [issue.line, issue.path])).toEqual([
+        [1, 'body.service_tier'],
+        [2, 'body.service_tier'],
+      ])
+      expect(json.issues[0].message).toContain('"priority"')
+      expect(json.issues[1].fix).toContain('provider.only')
+    })
+
     test('a model whose provider has no key names the variable to set', async () => {
       const json = await rejected(jsonl([chatLine('a', 'hi', {}, 'paid/chat')]))
       expect(json.issues[0]).toMatchObject({ line: 1, path: 'body.model' })
