@@ -11,8 +11,12 @@ import type { Logger } from '../telemetry/logger.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 import { responseHeaders } from './caller-macro.ts'
 import { headTooLarge } from './head-limit.ts'
+import { anthropicErrorResponse } from './anthropic/anthropic-errors.ts'
 import { observeRequests } from './observe-requests.ts'
 import { openApiRoutes } from './openapi.ts'
+
+/** Where Anthropic's API is served: its errors go in Anthropic's shape (docs/clients/anthropic-sdk.md). */
+const ANTHROPIC_SURFACE = '/anthropic'
 
 export function createApp(
   logger: Logger,
@@ -31,42 +35,57 @@ export function createApp(
           reason: error.reason,
         })
       }
-      if (error instanceof GatewayError) return error.toResponse(headers)
-      if (code === 'NOT_FOUND') {
-        const path = new URL(request.url).pathname
-        return refuse(
-          'unknown_route',
-          `no route for ${excerpt(request.method)} ${excerpt(path)}`,
-        ).toResponse(headers)
-      }
-      if (code === 'PARSE' || code === 'VALIDATION') {
-        const message =
-          code === 'PARSE'
-            ? 'the body is not valid JSON'
-            : 'the request does not match the expected shape'
-        return badRequest(message).toResponse(headers)
-      }
-      // PostgreSQL text cannot hold U+0000 (SQLSTATE 22021). Only a caller's input carries one (an
-      // id in the path, a cursor, a field), so it is a bad request wherever it reached the store.
-      if ((error as { code?: unknown } | null)?.code === '22021') {
-        return badRequest(
-          'the request contains a NUL character (%00 or \\u0000), which no id, name or field may hold; remove it',
-        ).toResponse(headers)
-      }
-      logger.error('http.unhandled', {
-        method: request.method,
-        path: new URL(request.url).pathname,
-        error: (error as Error)?.stack ?? String(error),
-      })
-      return refuse('internal_error', 'internal error; the request was not completed').toResponse(
-        headers,
-      )
+      return answer(refusalFor(error, code, request, logger), request, headers)
     },
   )
   // Before routing: a head over the limit is refused whatever the route.
-  app.onRequest(({ request }) => headTooLarge(request))
+  app.onRequest(({ request }) => {
+    const refusal = headTooLarge(request)
+    return refusal && answer(refusal, request, {})
+  })
   for (const group of groups) app.use(group)
   // The document of every route above, read from the route table itself.
   app.use(openApiRoutes(() => app.routes))
   return app
+}
+
+/** The refusal an error amounts to; anything not a refusal is a bug, logged and answered 500. */
+function refusalFor(error: unknown, code: unknown, request: Request, logger: Logger): GatewayError {
+  if (error instanceof GatewayError) return error
+  if (code === 'NOT_FOUND') {
+    const path = new URL(request.url).pathname
+    return refuse('unknown_route', `no route for ${excerpt(request.method)} ${excerpt(path)}`)
+  }
+  if (code === 'PARSE' || code === 'VALIDATION') {
+    const message =
+      code === 'PARSE'
+        ? 'the body is not valid JSON'
+        : 'the request does not match the expected shape'
+    return badRequest(message)
+  }
+  // PostgreSQL text cannot hold U+0000 (SQLSTATE 22021). Only a caller's input carries one (an
+  // id in the path, a cursor, a field), so it is a bad request wherever it reached the store.
+  if ((error as { code?: unknown } | null)?.code === '22021') {
+    return badRequest(
+      'the request contains a NUL character (%00 or \\u0000), which no id, name or field may hold; remove it',
+    )
+  }
+  logger.error('http.unhandled', {
+    method: request.method,
+    path: new URL(request.url).pathname,
+    error: (error as Error)?.stack ?? String(error),
+  })
+  return refuse('internal_error', 'internal error; the request was not completed')
+}
+
+/** A refusal in the shape of the surface asked: Anthropic's under /anthropic, the gateway's elsewhere. */
+function answer(
+  refusal: GatewayError,
+  request: Request,
+  headers: Record<string, string>,
+): Response {
+  const path = request.url.slice(request.url.indexOf('/', request.url.indexOf('//') + 2))
+  return path.startsWith(`${ANTHROPIC_SURFACE}/`)
+    ? anthropicErrorResponse(refusal, headers)
+    : refusal.toResponse(headers)
 }

@@ -9,7 +9,7 @@
  * a head in memory until it is whole, per connection.
  */
 import http from 'node:http'
-import { refuse } from '../errors.ts'
+import { refuse, type GatewayError } from '../errors.ts'
 
 export const MAX_HEAD_BYTES = 16 * 1024
 /** The Bun limit the gateway is meant to run with; bun --max-http-header-size. */
@@ -25,7 +25,7 @@ export const parserHeadBytes = (): number => http.maxHeaderSize
  * (Bun's Headers.toJSON), not one callback per header (forEach): 0.15 against 0.6 µs for a live
  * call's, on every request.
  */
-export function headTooLarge(request: Request): Response | undefined {
+export function headTooLarge(request: Request): GatewayError | undefined {
   // "METHOD URL HTTP/1.1\r\n", then "name: value\r\n" per header: the URL's path and query are
   // what the client sent (the origin Bun adds is a few bytes more, on the safe side).
   let bytes = request.method.length + request.url.length + 11
@@ -42,5 +42,5 @@ export function headTooLarge(request: Request): Response | undefined {
   return refuse(
     'headers_too_large',
     `the request line and headers are about ${bytes} bytes, over the limit of ${MAX_HEAD_BYTES}; send fewer or shorter headers (a long query belongs in a body)`,
-  ).toResponse()
+  )
 }

@@ -58,6 +58,21 @@ describe('request heads', () => {
     expect(url).toContain('"headers_too_large"')
   })
 
+  test("under /anthropic the 431 comes in Anthropic's error shape, as every refusal there does", async () => {
+    const answer = await rawWire(
+      gateway.url,
+      `POST /anthropic/v1/messages HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nX-Big: ${'a'.repeat(MAX_HEAD_BYTES + 1_000)}\r\n\r\n{}`,
+    )
+    expect(answer).toStartWith('HTTP/1.1 431')
+    const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as {
+      type: string
+      error: { type: string; message: string }
+    }
+    expect(body.type).toBe('error')
+    expect(body.error.type).toBe('invalid_request_error')
+    expect(body.error.message).toContain(String(MAX_HEAD_BYTES))
+  })
+
   test('over Bun’s own limit, Bun answers itself, bare; the gateway keeps serving', async () => {
     const answer = await rawWire(gateway.url, withHeader(PARSER_HEAD_BYTES + 1_000))
     expect(answer).toMatch(/^HTTP\/1.1 431 [^\r]+\r\nConnection: close\r\n\r\n$/)
