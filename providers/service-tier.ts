@@ -11,8 +11,8 @@ const DEFAULT_TIERS: readonly unknown[] = ['auto', 'default']
 export const TIER_FIX =
   'remove service_tier; for a cheaper, slower tier name the model\'s flex offering in provider.only (e.g. "openai:flex"; GET /v1/models lists each offering\'s lane and prices)'
 
-/** Why this `service_tier` is refused (a message that reads after the field's name), or null. */
+/** Why this `service_tier` is refused (a message that reads after the field's name; TIER_FIX says what to send), or null. */
 export function tierRefusal(tier: unknown): string | null {
   if (tier === undefined || tier === null || DEFAULT_TIERS.includes(tier)) return null
-  return `${JSON.stringify(tier)} is a tier billed at other rates than the model's offerings: each offering's lane sets the tier, at its own list prices; ${TIER_FIX}`
+  return `${JSON.stringify(tier)} is a tier billed at other rates than the model's offerings: each offering's lane sets the tier, at its own list prices`
 }

@@ -8,7 +8,7 @@
  * true` and `previous_response_id` are refused because the gateway stores no response, and a
  * `service_tier` other than the default because each offering's lane sets it (service-tier.ts).
  */
-import { tierRefusal } from '../service-tier.ts'
+import { tierRefusal, TIER_FIX } from '../service-tier.ts'
 
 export type ResponsesConversion =
   { ok: true; body: Record<string, unknown> } | { ok: false; message: string; param: string }
@@ -75,7 +75,7 @@ export function offeringlessRefusal(body: Record<string, unknown>): ResponsesCon
       message: `is not supported: ${NOTHING_STORED}`,
     }
   const tier = tierRefusal(body.service_tier)
-  return tier ? { ok: false, param: 'service_tier', message: tier } : null
+  return tier ? { ok: false, param: 'service_tier', message: `${tier}; ${TIER_FIX}` } : null
 }
 
 function textOf(content: unknown, where: string, lenient: boolean): string {
