@@ -54,7 +54,7 @@ export async function answerLine(
       : endpoint === '/v1/embeddings'
         ? prepareEmbeddings(plain, options.embeddingDims)
         : endpoint === '/v1/responses'
-          ? prepareResponses(plain, id, options.usageFactor)
+          ? prepareResponses(plain, id, options.usageFactor, options.structuredAnswers)
           : prepareChat(plain, id, options.usageFactor, options.structuredAnswers)
   if (prepared instanceof Response) {
     return { customId, status: prepared.status, body: await prepared.json() }

@@ -103,7 +103,8 @@ function prepare(
   if (path === '/v1/chat/completions')
     return prepareChat(body, `chatcmpl-sim${id}`, o.usageFactor, o.structuredAnswers)
   if (path === '/v1/embeddings') return prepareEmbeddings(body, o.embeddingDims)
-  if (path === '/v1/responses') return prepareResponses(body, `sim${id}`, o.usageFactor)
+  if (path === '/v1/responses')
+    return prepareResponses(body, `sim${id}`, o.usageFactor, o.structuredAnswers)
   return prepareMessages(body, `msg_sim${id}`, o.usageFactor, o.structuredAnswers)
 }
 

@@ -1,12 +1,27 @@
 /**
  * OpenAI's Responses API (`POST /v1/responses`), plain and streamed, as OpenAI answers it: the
- * reply is the one the same prompt gets from chat completions, as a message item with one
- * output_text part, and the stream carries OpenAI's events with their sequence numbers.
+ * reply is the one the same prompt gets from chat completions (JSON for a `text.format` schema, as
+ * chat's for `response_format`), as a message item with one output_text part, and the stream carries OpenAI's events with their sequence numbers.
  */
 import { cacheUsageOf, openAICacheDetails } from './cache-usage.ts'
 import type { Prepared } from './prepared.ts'
-import { countPromptTokens, makeReply, promptKey, streamPieces, type MessageText } from './reply.ts'
+import {
+  countPromptTokens,
+  countWords,
+  makeReply,
+  promptKey,
+  streamPieces,
+  type MessageText,
+  type Reply,
+} from './reply.ts'
 import { errorResponse } from './respond.ts'
+import {
+  chosenAnswer,
+  responsesAnswerShape,
+  structuredMode,
+  structuredReply,
+  type StructuredAnswers,
+} from './structured-reply.ts'
 
 function invalid(message: string): Response {
   return errorResponse('openai', 400, { type: 'invalid_request_error', message })
@@ -32,10 +47,27 @@ function inputTexts(body: Record<string, unknown>): MessageText[] | null {
   return texts
 }
 
+/** The reply to a request: JSON for the schema `text.format` asks for (structured-reply.ts), else prose. */
+function replyTo(
+  body: Record<string, unknown>,
+  asked: { texts: MessageText[]; key: string; model: string; maxTokens: number | null },
+  structuredAnswers: StructuredAnswers,
+): Reply {
+  const { texts, key, model, maxTokens } = asked
+  const shape = responsesAnswerShape(body.text)
+  if (!shape) return makeReply({ messages: texts, key, model, choice: 0, maxTokens, stop: [] })
+  const chosen = chosenAnswer(texts)
+  if (chosen !== null)
+    return { text: chosen, words: countWords(chosen), end: 'stop', stopSequence: null }
+  const plain = makeReply({ messages: texts, key, model, choice: 0, maxTokens: null, stop: [] })
+  return structuredReply(shape, structuredMode(texts, structuredAnswers), plain.text, maxTokens)
+}
+
 export function prepareResponses(
   body: Record<string, unknown>,
   id: string,
   usageFactor = 1,
+  structuredAnswers: StructuredAnswers = 'valid',
 ): Prepared | Response {
   const { model } = body
   if (typeof model !== 'string') return invalid('you must provide a model parameter')
@@ -43,7 +75,7 @@ export function prepareResponses(
   if (!texts) return invalid("'input' must be a string or a non-empty array")
   const maxTokens = typeof body.max_output_tokens === 'number' ? body.max_output_tokens : null
   const key = promptKey(texts)
-  const reply = makeReply({ messages: texts, key, model, choice: 0, maxTokens, stop: [] })
+  const reply = replyTo(body, { texts, key, model, maxTokens }, structuredAnswers)
   const input = Math.ceil(countPromptTokens(texts) * usageFactor)
   const output = Math.ceil(reply.words * usageFactor)
   // OpenAI's Responses usage names prompt-cache reads (and writes) under input_tokens_details.

@@ -1,6 +1,7 @@
 /**
  * Structured answers, as a vLLM replica with guided decoding gives them: a request with
- * `response_format` (OpenAI) or `output_config.format` (Anthropic) is answered with JSON — an
+ * `response_format` (OpenAI chat), `text.format` (OpenAI's Responses API) or
+ * `output_config.format` (Anthropic) is answered with JSON — an
  * instance of its schema built from the schema itself, or `{"reply": …}` for json_object — cut
  * at max_tokens like any reply. A test steers what comes back: the `structuredAnswers` option for
  * every request, or a marker in the last user message for that request alone:
@@ -49,6 +50,14 @@ export function openaiAnswerShape(format: unknown): AnswerShape {
   const f = format as { type?: unknown; json_schema?: { schema?: unknown } } | null | undefined
   if (f?.type === 'json_schema') return { schema: f.json_schema?.schema ?? {} }
   if (f?.type === 'json_object') return { object: true }
+  return null
+}
+
+/** The Responses API's `text.format`: the schema sits in the format itself. */
+export function responsesAnswerShape(text: unknown): AnswerShape {
+  const format = (text as { format?: { type?: unknown; schema?: unknown } } | null)?.format
+  if (format?.type === 'json_schema') return { schema: format.schema ?? {} }
+  if (format?.type === 'json_object') return { object: true }
   return null
 }
 

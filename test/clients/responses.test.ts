@@ -6,7 +6,8 @@
  */
 import { createAnthropic } from '@ai-sdk/anthropic'
 import { createOpenAI } from '@ai-sdk/openai'
-import { generateText, streamText } from 'ai'
+import { generateObject, generateText, streamText } from 'ai'
+import { z } from 'zod'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Decimal from 'decimal.js'
 import OpenAI from 'openai'
@@ -380,6 +381,25 @@ describe('the Vercel AI SDK', () => {
     for await (const delta of streamed.textStream) text += delta
     expect(text.length).toBeGreaterThan(0)
     expect(await streamed.finishReason).toBe('stop')
+  })
+
+  test("generateObject with @ai-sdk/openai defaults: a text.format schema's object, translated or passed through", async () => {
+    const openai = createOpenAI({ baseURL: `${gw.url}/v1`, apiKey: key })
+    const schema = z.object({ name: z.string(), tags: z.array(z.string()) })
+    for (const model of ['sim/chat', 'sim/responses']) {
+      const before = sim.received().length
+      const generated = await generateObject({
+        model: openai(model),
+        schema,
+        prompt: 'Name a cat.',
+      })
+      expect(schema.safeParse(generated.object).success).toBe(true)
+      const sent = sim.received().slice(before)
+      // Passed through as the Responses API asks, or as chat's response_format.
+      expect(sent.map((request) => request.path)).toEqual([
+        model === 'sim/responses' ? '/v1/responses' : '/v1/chat/completions',
+      ])
+    }
   })
 
   test('generateText and streamText with @ai-sdk/anthropic through /anthropic/v1', async () => {
