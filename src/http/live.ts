@@ -8,6 +8,8 @@ import { Elysia } from 'elysia'
 import { loraOfferings } from '../catalog/fine-tunes.ts'
 import type { Offering } from '../catalog/catalog-file.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
+import { refuse } from '../errors.ts'
+import { excerpt } from '../excerpt.ts'
 import { liveService } from '../live/live-call.ts'
 import type { LiveDeps } from '../live/live-types.ts'
 import { renderFineTuneModel } from './render-model.ts'
@@ -41,46 +43,81 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         pricing: pricingOf(catalog.usable(model)),
       }))
 
-  return new Elysia({ name: `live${prefix}`, prefix })
-    .get('/v1/models', async ({ request, set }) => {
-      const caller = await auth.authenticate(
-        request.headers.get('authorization'),
-        'any',
-        set.headers as Record<string, string>,
-      )
-      // The caller's own fine-tuned models, after the catalog's, each with its base as `parent`
-      // and what it inherits from it: endpoints, limits, and its prices (its LoRA offerings').
-      const fineTunes = [...(await deps.fineTunes(caller.account.id)).values()].map((fineTune) => {
-        const base = catalog.find(fineTune.baseModel)
-        return {
-          ...renderFineTuneModel(fineTune),
-          endpoints: base?.endpoints ?? [],
-          context_tokens: base?.context_tokens ?? null,
-          max_output_tokens: base?.max_output_tokens ?? null,
-          pricing: base ? pricingOf(loraOfferings(catalog, catalog.usable(base))) : [],
-        }
-      })
+  /**
+   * The caller's own fine-tuned models, after the catalog's, each with its base as `parent` and
+   * what it inherits from it: endpoints, limits, and its prices (its LoRA offerings').
+   */
+  const fineTuneModels = async (accountId: string) =>
+    [...(await deps.fineTunes(accountId)).values()].map((fineTune) => {
+      const base = catalog.find(fineTune.baseModel)
       return {
-        object: 'list',
-        data: [...catalogModels(), ...fineTunes],
+        ...renderFineTuneModel(fineTune),
+        endpoints: base?.endpoints ?? [],
+        context_tokens: base?.context_tokens ?? null,
+        max_output_tokens: base?.max_output_tokens ?? null,
+        pricing: base ? pricingOf(loraOfferings(catalog, catalog.usable(base))) : [],
       }
     })
-    .post(
-      ENDPOINT_URLS.chat,
-      async ({ request, set }) => {
-        const headers = set.headers as Record<string, string>
-        const input = await readJson(request, headers)
-        const wantsStream = (input.raw as { stream?: unknown } | null)?.stream === true
-        return wantsStream ? stream(request, headers, input) : call(request, input, 'chat')
-      },
-      { parse: 'none' },
+
+  const caller = (request: Request, headers: unknown) =>
+    auth.authenticate(
+      request.headers.get('authorization'),
+      'any',
+      headers as Record<string, string>,
     )
-    .post(
-      ENDPOINT_URLS.embeddings,
-      async ({ request, set }) =>
-        call(request, await readJson(request, set.headers as Record<string, string>), 'embeddings'),
-      { parse: 'none' },
+
+  async function oneModel(request: Request, headers: unknown, id: string) {
+    const { account } = await caller(request, headers)
+    const model = catalog.find(id)
+    const listed = model
+      ? catalogModels().find((entry) => entry.id === model.id)
+      : (await fineTuneModels(account.id)).find((entry) => entry.id === id)
+    if (listed) return listed
+    throw refuse(
+      'model_not_found',
+      `the model ${JSON.stringify(excerpt(id))} does not exist or is not yours; GET ${prefix}/v1/models lists the models you can call`,
+      { param: 'model' },
     )
+  }
+
+  return (
+    new Elysia({ name: `live${prefix}`, prefix })
+      .get('/v1/models', async ({ request, set }) => {
+        const { account } = await caller(request, set.headers)
+        return {
+          object: 'list',
+          data: [...catalogModels(), ...(await fineTuneModels(account.id))],
+        }
+      })
+      // One model, as the list has it: by its id or an alias (`models.retrieve` in OpenAI's SDK). A
+      // catalog id holds a "/": sent URL-encoded by the SDKs, or as it is by hand.
+      .get('/v1/models/:id', ({ request, set, params }) =>
+        oneModel(request, set.headers, params.id),
+      )
+      .get('/v1/models/*', ({ request, set, params }) =>
+        oneModel(request, set.headers, decodeURIComponent(params['*'])),
+      )
+      .post(
+        ENDPOINT_URLS.chat,
+        async ({ request, set }) => {
+          const headers = set.headers as Record<string, string>
+          const input = await readJson(request, headers)
+          const wantsStream = (input.raw as { stream?: unknown } | null)?.stream === true
+          return wantsStream ? stream(request, headers, input) : call(request, input, 'chat')
+        },
+        { parse: 'none' },
+      )
+      .post(
+        ENDPOINT_URLS.embeddings,
+        async ({ request, set }) =>
+          call(
+            request,
+            await readJson(request, set.headers as Record<string, string>),
+            'embeddings',
+          ),
+        { parse: 'none' },
+      )
+  )
 }
 
 /** Each offering's prices: the class rates and long-context tier it sets (docs/pricing.md), its lane. */

@@ -182,17 +182,18 @@ export const webhookDeliverySchema = z.strictObject({
 })
 export type WebhookDeliveryObject = z.infer<typeof webhookDeliverySchema>
 
-/** `GET /v1/models`: OpenAI's model objects, with the catalog's endpoints, limits and prices. */
+/** OpenAI's model object, with the catalog's endpoints, limits and prices (`GET /v1/models/{id}`). */
+export const modelSchema = z.looseObject({
+  id: z.string(),
+  object: z.literal('model'),
+  created: z.int(),
+  owned_by: z.string(),
+})
+
+/** `GET /v1/models`: the model objects. */
 export const modelListSchema = z.strictObject({
   object: z.literal('list'),
-  data: z.array(
-    z.looseObject({
-      id: z.string(),
-      object: z.literal('model'),
-      created: z.int(),
-      owned_by: z.string(),
-    }),
-  ),
+  data: z.array(modelSchema),
 })
 
 /** `GET /healthz` and `GET /readyz`. */

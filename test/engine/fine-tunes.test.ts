@@ -262,6 +262,20 @@ for (const storeKind of STORES) {
       expect(typeof mine.created).toBe('number')
       expect(typeof mine.owned_by).toBe('string')
       expect(listed.map((m) => m.id)).not.toContain(foreign.id)
+      // One by its id, as listed; another account's is not found, as an unknown one.
+      expect(await client.models.retrieve(active.id)).toMatchObject({
+        id: active.id,
+        parent: LORA_BASE,
+      })
+      expect(await client.models.retrieve(LORA_BASE)).toMatchObject({
+        id: LORA_BASE,
+        object: 'model',
+      })
+      for (const id of [foreign.id, inactive.id]) {
+        const error = await client.models.retrieve(id).catch((e: unknown) => e)
+        expect(error).toBeInstanceOf(OpenAI.NotFoundError)
+        expect((error as { code: string }).code).toBe('model_not_found')
+      }
     })
 
     test('a live call names a fine-tune by its id; an id it cannot use is 404 model_not_found', async () => {

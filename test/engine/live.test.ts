@@ -137,6 +137,23 @@ describe('live endpoints', () => {
     }
     expect(models.data.map((m) => m.id)).toContain('sim/chat')
     expect(models.data.map((m) => m.id)).not.toContain('paid/chat') // no key: not offered
+    // One model as the list has it: its id URL-encoded, as the SDKs send it, or as it is.
+    const listed = models.data.find((m) => m.id === 'sim/chat')
+    for (const path of [
+      '/v1/models/sim%2Fchat',
+      '/v1/models/sim/chat',
+      '/openai/v1/models/sim%2Fchat',
+    ]) {
+      const one = await gw.request(path, key)
+      expect(one.status).toBe(200)
+      expect(await one.json()).toEqual(listed)
+    }
+    for (const id of ['no%2Fsuch', 'paid%2Fchat']) {
+      const missing = await gw.request(`/v1/models/${id}`, key)
+      expect(missing.status).toBe(404)
+      expect(((await missing.json()) as any).error.code).toBe('model_not_found')
+    }
+    expect((await gw.request('/v1/models/sim%2Fchat', null)).status).toBe(401)
   })
 
   test('the balance check uses the ceiling arithmetic; bad requests and scopes are refused', async () => {

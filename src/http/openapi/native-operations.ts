@@ -27,6 +27,14 @@ function live(prefix: '' | '/openai'): Operations {
       security: 'key',
       answers: { 200: { description: 'the models', json: 'ModelList' } },
     },
+    [`GET ${prefix}/v1/models/{id}`]: {
+      id: id('getModel'),
+      summary:
+        'One model as the list has it, by its id (URL-encoded, or with its "/" as it is) or an alias',
+      docs: 'docs/live.md',
+      security: 'key',
+      answers: { 200: { description: 'the model', json: 'Model' } },
+    },
     [`POST ${prefix}/v1/chat/completions`]: {
       id: id('createChatCompletion'),
       summary: 'A live chat completion, held, routed and settled as a batch line is',
