@@ -181,6 +181,10 @@ function suite(store: (typeof STORES)[number]) {
     test('retrieve: one model by its id; an unknown one is a 404 in Anthropic shape', async () => {
       const model = await client.models.retrieve('sim/claude')
       expect(model).toMatchObject({ type: 'model', id: 'sim/claude', display_name: 'sim/claude' })
+      // By hand, the id's "/" as it is.
+      const byHand = await gw.request('/anthropic/v1/models/sim/claude', key)
+      expect(byHand.status).toBe(200)
+      expect(await byHand.json()).toEqual(model)
       const missing = await client.models.retrieve('sim/nope').catch((e: unknown) => e)
       expect(missing).toBeInstanceOf(Anthropic.NotFoundError)
       const wrongKey = new Anthropic({

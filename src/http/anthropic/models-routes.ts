@@ -55,35 +55,47 @@ export function anthropicModelRoutes(deps: AnthropicModelDeps) {
     return models
   }
 
-  return new Elysia({ name: 'anthropic-models', prefix: `${ANTHROPIC_PREFIX}/models` })
-    .use(
-      callerMacro(deps.auth, {
-        authorization: anthropicAuthorization,
-        refusal: anthropicErrorResponse,
-      }),
-    )
-    .get(
-      '',
-      ({ request, caller, answerHeaders }) =>
-        inAnthropicShape(answerHeaders, async () => {
-          const query = parseQuery(listQuery, request.url)
-          const page = pageOf(await modelsOf(caller.account.id), query)
-          return anthropicPage(page.models, page.hasMore)
+  async function oneModel(accountId: string, id: string): Promise<AnthropicModelObject> {
+    const model = (await modelsOf(accountId)).find((m) => m.id === id)
+    if (!model) throw notFound(`model ${excerpt(id)}`)
+    return model
+  }
+
+  return (
+    new Elysia({ name: 'anthropic-models', prefix: `${ANTHROPIC_PREFIX}/models` })
+      .use(
+        callerMacro(deps.auth, {
+          authorization: anthropicAuthorization,
+          refusal: anthropicErrorResponse,
         }),
-      { caller: 'read' },
-    )
-    .get(
-      '/:id',
-      ({ params, caller, answerHeaders }) =>
-        inAnthropicShape(answerHeaders, async () => {
-          // An id with a "/" (the catalog's `vendor/model`) comes URL-encoded, as the SDK sends it.
-          const id = params.id
-          const model = (await modelsOf(caller.account.id)).find((m) => m.id === id)
-          if (!model) throw notFound(`model ${excerpt(id)}`)
-          return model
-        }),
-      { caller: 'read' },
-    )
+      )
+      .get(
+        '',
+        ({ request, caller, answerHeaders }) =>
+          inAnthropicShape(answerHeaders, async () => {
+            const query = parseQuery(listQuery, request.url)
+            const page = pageOf(await modelsOf(caller.account.id), query)
+            return anthropicPage(page.models, page.hasMore)
+          }),
+        { caller: 'read' },
+      )
+      // An id with a "/" (the catalog's `vendor/model`) comes URL-encoded, as the SDK sends it, or
+      // as it is by hand.
+      .get(
+        '/:id',
+        ({ params, caller, answerHeaders }) =>
+          inAnthropicShape(answerHeaders, () => oneModel(caller.account.id, params.id)),
+        { caller: 'read' },
+      )
+      .get(
+        '/*',
+        ({ params, caller, answerHeaders }) =>
+          inAnthropicShape(answerHeaders, () =>
+            oneModel(caller.account.id, decodeURIComponent(params['*'])),
+          ),
+        { caller: 'read' },
+      )
+  )
 }
 
 /** Anthropic's paging over the list: after `after_id`, else just before `before_id`, else the first. */
