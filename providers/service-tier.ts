@@ -7,6 +7,7 @@
 
 /** What `service_tier` may be when a caller sends it: the provider's default either way. */
 const DEFAULT_TIERS: readonly unknown[] = ['auto', 'default']
+const SHOWN_CHARS = 40
 
 export const TIER_FIX =
   'remove service_tier; for a cheaper, slower tier name the model\'s flex offering in provider.only (e.g. "openai:flex"; GET /v1/models lists each offering\'s lane and prices)'
@@ -14,5 +15,8 @@ export const TIER_FIX =
 /** Why this `service_tier` is refused (a message that reads after the field's name; TIER_FIX says what to send), or null. */
 export function tierRefusal(tier: unknown): string | null {
   if (tier === undefined || tier === null || DEFAULT_TIERS.includes(tier)) return null
-  return `${JSON.stringify(tier)} is a tier billed at other rates than the model's offerings: each offering's lane sets the tier, at its own list prices`
+  // The caller's value, at most a few dozen characters of it: it is echoed in every issue.
+  const said = JSON.stringify(tier) ?? String(tier)
+  const shown = said.length > SHOWN_CHARS ? `${said.slice(0, SHOWN_CHARS)}…` : said
+  return `${shown} is a tier billed at other rates than the model's offerings: each offering's lane sets the tier, at its own list prices`
 }

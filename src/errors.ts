@@ -121,9 +121,10 @@ export class GatewayError extends Error {
   }
 
   /**
-   * Its own headers. A 409 says `x-should-retry: false`: here it means the batch's state forbids
-   * the call (it has ended, or not yet), which asking again in a second does not change, and the
-   * OpenAI and Anthropic SDKs retry a 409 (a lock timeout, to them) unless told not to.
+   * Its own headers. A 409 says `x-should-retry: false`: here it means the state of what the call
+   * names forbids it (a batch that has ended, or not yet; an adapter that exists), which asking
+   * again in a second does not change, and the OpenAI and Anthropic SDKs retry a 409 (a lock
+   * timeout, to them) unless told not to.
    */
   ownHeaders(): Record<string, string> {
     const final = this.status === 409 ? { 'x-should-retry': 'false' } : undefined

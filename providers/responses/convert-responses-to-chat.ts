@@ -26,6 +26,8 @@ export const RESPONSES_FIELDS = new Set([
   'tool_choice',
   'metadata',
   'parallel_tool_calls',
+  // Only the provider's default tier gets here (offeringlessRefusal refuses the others).
+  'service_tier',
   'stream',
   'store',
   'previous_response_id',
@@ -224,6 +226,7 @@ export function convertResponsesToChat(
     set('temperature', 'temperature')
     set('top_p', 'top_p')
     set('parallel_tool_calls', 'parallel_tool_calls')
+    set('service_tier', 'service_tier')
     set('provider', 'provider')
     if (body.text !== undefined && body.text !== null) convertFormat(body.text, out, lenient)
     if (body.tools !== undefined && body.tools !== null)

@@ -85,7 +85,9 @@ function answer(
   headers: Record<string, string>,
 ): Response {
   const path = request.url.slice(request.url.indexOf('/', request.url.indexOf('//') + 2))
-  return path.startsWith(`${ANTHROPIC_SURFACE}/`)
-    ? anthropicErrorResponse(refusal, headers)
-    : refusal.toResponse(headers)
+  const anthropic =
+    path.startsWith(`${ANTHROPIC_SURFACE}/`) ||
+    path === ANTHROPIC_SURFACE ||
+    path.startsWith(`${ANTHROPIC_SURFACE}?`)
+  return anthropic ? anthropicErrorResponse(refusal, headers) : refusal.toResponse(headers)
 }

@@ -12,6 +12,7 @@ import { refuse } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
 import { liveService } from '../live/live-call.ts'
 import type { LiveDeps } from '../live/live-types.ts'
+import { pathId } from './path-id.ts'
 import { renderFineTuneModel } from './render-model.ts'
 
 export { liveService, type LiveService } from '../live/live-call.ts'
@@ -95,7 +96,7 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         oneModel(request, set.headers, params.id),
       )
       .get('/v1/models/*', ({ request, set, params }) =>
-        oneModel(request, set.headers, decodeURIComponent(params['*'])),
+        oneModel(request, set.headers, pathId(params['*'])),
       )
       .post(
         ENDPOINT_URLS.chat,

@@ -143,6 +143,14 @@ function suite(store: (typeof STORES)[number]) {
       // A route this gateway does not serve (Anthropic's Files API).
       const unknown = await client.beta.files.list().catch((e: unknown) => e)
       expect(unknown).toBeInstanceOf(Anthropic.NotFoundError)
+      // The gateway's own refusals are Anthropic's shape on its surface alone.
+      const shapeOf = async (path: string) => {
+        const answer = await gw.request(path, key)
+        const body = (await answer.json()) as { type?: string; error: { code?: string } }
+        return [answer.status, body.type ?? 'native']
+      }
+      expect(await shapeOf('/anthropic')).toEqual([404, 'error'])
+      expect(await shapeOf('/anthropicx')).toEqual([404, 'native'])
       const bad = new Anthropic({
         baseURL: `${gw.url}/anthropic`,
         apiKey: 'mg_nope',
@@ -185,6 +193,10 @@ function suite(store: (typeof STORES)[number]) {
       const byHand = await gw.request('/anthropic/v1/models/sim/claude', key)
       expect(byHand.status).toBe(200)
       expect(await byHand.json()).toEqual(model)
+      // Not URL-encoding at all: not found, never an error of the gateway's.
+      const garbled = await gw.request('/anthropic/v1/models/sim/%zz', key)
+      expect(garbled.status).toBe(404)
+      expect(((await garbled.json()) as { type: string }).type).toBe('error')
       const missing = await client.models.retrieve('sim/nope').catch((e: unknown) => e)
       expect(missing).toBeInstanceOf(Anthropic.NotFoundError)
       const wrongKey = new Anthropic({

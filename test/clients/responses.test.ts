@@ -252,14 +252,19 @@ describe('passed through to a provider with responses_api', () => {
       expect(message).toContain('provider.only')
     }
     expect(sim.received().length).toBe(before)
-    // The provider's default tier, asked for by name, goes as it came.
-    await client.responses.create({
-      model: 'sim/responses',
-      input: 'hi',
-      max_output_tokens: 16,
-      service_tier: 'default',
-    })
-    expect(lastSent().body.service_tier).toBe('default')
+    // The provider's default tier, asked for by name, goes as it came, or in its chat translation.
+    for (const [model, path] of [
+      ['sim/responses', '/v1/responses'],
+      ['sim/chat', '/v1/chat/completions'],
+    ]) {
+      await client.responses.create({
+        model,
+        input: 'hi',
+        max_output_tokens: 16,
+        service_tier: 'default',
+      })
+      expect(lastSent()).toMatchObject({ path, body: { service_tier: 'default' } })
+    }
   })
 
   test('its cached input tokens are billed at the cached rate', async () => {

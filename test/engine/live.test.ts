@@ -148,7 +148,7 @@ describe('live endpoints', () => {
       expect(one.status).toBe(200)
       expect(await one.json()).toEqual(listed)
     }
-    for (const id of ['no%2Fsuch', 'paid%2Fchat']) {
+    for (const id of ['no%2Fsuch', 'paid%2Fchat', 'sim/%zz']) {
       const missing = await gw.request(`/v1/models/${id}`, key)
       expect(missing.status).toBe(404)
       expect(((await missing.json()) as any).error.code).toBe('model_not_found')

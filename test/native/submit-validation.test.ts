@@ -144,12 +144,16 @@ for (const storeKind of STORES) {
           chatLine('b', 'hi', { service_tier: 'flex' }),
           chatLine('c', 'hi', { service_tier: 'default' }),
           chatLine('d', 'hi', { service_tier: 'auto' }),
+          chatLine('e', 'hi', { service_tier: 'x'.repeat(10_000) }),
         ]),
       )
       expect(json.issues.map((issue) => [issue.line, issue.path])).toEqual([
         [1, 'body.service_tier'],
         [2, 'body.service_tier'],
+        [5, 'body.service_tier'],
       ])
+      // What the caller sent is echoed in a few dozen characters, not whole.
+      expect(json.issues[2].message.length).toBeLessThan(300)
       expect(json.issues[0].message).toContain('"priority"')
       expect(json.issues[1].fix).toContain('provider.only')
     })

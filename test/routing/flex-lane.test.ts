@@ -216,6 +216,16 @@ for (const storeKind of STORES) {
       const sent = sim.received().slice(before)
       expect(sent).toHaveLength(1)
       expect(JSON.parse(sent[0].text).service_tier).toBeUndefined()
+      // A Responses call too, passed through to the live lane: no tier asked for.
+      const responses = await gw.request('/v1/responses', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'sim/chat', input: 'hi', max_output_tokens: 16 }),
+      })
+      expect(responses.status).toBe(200)
+      const [passed] = sim.received().slice(before + 1)
+      expect(passed.path).toBe('/v1/responses')
+      expect(JSON.parse(passed.text).service_tier).toBeUndefined()
       // The model list shows both lanes with their own prices.
       const models = (await (await gw.request('/v1/models', key)).json()) as {
         data: { id: string; pricing: Record<string, unknown>[] }[]

@@ -19,6 +19,7 @@ import {
   anthropicErrorResponse,
   inAnthropicShape,
 } from './anthropic-errors.ts'
+import { pathId } from '../path-id.ts'
 import { anthropicPage } from './anthropic-page.ts'
 import { listQuery } from './message-batches-routes.ts'
 import { ANTHROPIC_PREFIX } from './messages-routes.ts'
@@ -90,9 +91,7 @@ export function anthropicModelRoutes(deps: AnthropicModelDeps) {
       .get(
         '/*',
         ({ params, caller, answerHeaders }) =>
-          inAnthropicShape(answerHeaders, () =>
-            oneModel(caller.account.id, decodeURIComponent(params['*'])),
-          ),
+          inAnthropicShape(answerHeaders, () => oneModel(caller.account.id, pathId(params['*']))),
         { caller: 'read' },
       )
   )
