@@ -77,6 +77,23 @@ const CLAUDE_LANE = {
   poll_s: 0.05,
 }
 
+/** A chat model of the test catalog, with these offerings. */
+const chatModel = (id: string, offerings: unknown[]) => ({
+  id,
+  endpoints: ['chat'],
+  context_tokens: 8192,
+  max_output_tokens: 1024,
+  offerings,
+})
+
+/** OpenAI's live offering of gpt-sim. */
+const GPT_LIVE = {
+  provider: 'openai',
+  upstream_model: 'gpt-sim',
+  input_usd_per_mtok: '0.15',
+  output_usd_per_mtok: '0.6',
+}
+
 const catalog = createCatalog(
   catalogSchema.parse({
     providers: {
@@ -90,97 +107,48 @@ const catalog = createCatalog(
     },
     models: [
       // Live where the Responses API is spoken, its batch lane on Anthropic's Message Batches.
-      {
-        id: 'responses-mixed',
-        endpoints: ['chat'],
-        context_tokens: 8192,
-        max_output_tokens: 1024,
-        offerings: [
-          {
-            provider: 'openai-responses',
-            upstream_model: 'gpt-sim',
-            input_usd_per_mtok: '1',
-            output_usd_per_mtok: '5',
-          },
-          CLAUDE_LANE,
-        ],
-      },
-      {
-        id: 'gpt-lane',
-        endpoints: ['chat'],
-        context_tokens: 8192,
-        max_output_tokens: 1024,
-        offerings: [
-          {
-            provider: 'openai',
-            upstream_model: 'gpt-sim',
-            input_usd_per_mtok: '0.15',
-            output_usd_per_mtok: '0.6',
-          },
-          {
-            provider: 'openai',
-            upstream_model: 'gpt-sim',
-            lane: 'batch',
-            input_usd_per_mtok: '0.075',
-            output_usd_per_mtok: '0.3',
-            chunk_lines: 10,
-            poll_s: 0.05,
-          },
-        ],
-      },
-      {
-        id: 'gpt-live',
-        endpoints: ['chat'],
-        context_tokens: 8192,
-        max_output_tokens: 1024,
-        offerings: [
-          {
-            provider: 'openai',
-            upstream_model: 'gpt-sim',
-            input_usd_per_mtok: '0.15',
-            output_usd_per_mtok: '0.6',
-          },
-        ],
-      },
+      chatModel('responses-mixed', [
+        {
+          provider: 'openai-responses',
+          upstream_model: 'gpt-sim',
+          input_usd_per_mtok: '1',
+          output_usd_per_mtok: '5',
+        },
+        CLAUDE_LANE,
+      ]),
+      chatModel('gpt-lane', [
+        GPT_LIVE,
+        {
+          ...GPT_LIVE,
+          lane: 'batch',
+          input_usd_per_mtok: '0.075',
+          output_usd_per_mtok: '0.3',
+          chunk_lines: 10,
+          poll_s: 0.05,
+        },
+      ]),
+      chatModel('gpt-live', [GPT_LIVE]),
       // Two batch lanes, each opening and closing on its own.
-      {
-        id: 'two-lanes',
-        endpoints: ['chat'],
-        context_tokens: 8192,
-        max_output_tokens: 1024,
-        offerings: [
-          {
-            provider: 'openai',
-            upstream_model: 'gpt-sim',
-            input_usd_per_mtok: '1',
-            output_usd_per_mtok: '2',
-          },
-          { ...CLAUDE_LANE, upstream_model: 'claude-sim', min_hours_left: 1 },
-          {
-            provider: 'openai',
-            upstream_model: 'gpt-sim',
-            lane: 'batch',
-            input_usd_per_mtok: '0.1',
-            output_usd_per_mtok: '0.2',
-            min_hours_left: 10,
-          },
-        ],
-      },
-      {
-        id: 'claude-lane',
-        endpoints: ['chat'],
-        context_tokens: 8192,
-        max_output_tokens: 1024,
-        offerings: [
-          {
-            provider: 'anthropic',
-            upstream_model: 'claude-sim',
-            input_usd_per_mtok: '1',
-            output_usd_per_mtok: '5',
-          },
-          CLAUDE_LANE,
-        ],
-      },
+      chatModel('two-lanes', [
+        { ...GPT_LIVE, input_usd_per_mtok: '1', output_usd_per_mtok: '2' },
+        { ...CLAUDE_LANE, upstream_model: 'claude-sim', min_hours_left: 1 },
+        {
+          ...GPT_LIVE,
+          lane: 'batch',
+          input_usd_per_mtok: '0.1',
+          output_usd_per_mtok: '0.2',
+          min_hours_left: 10,
+        },
+      ]),
+      chatModel('claude-lane', [
+        {
+          provider: 'anthropic',
+          upstream_model: 'claude-sim',
+          input_usd_per_mtok: '1',
+          output_usd_per_mtok: '5',
+        },
+        CLAUDE_LANE,
+      ]),
     ],
   }),
   {},
