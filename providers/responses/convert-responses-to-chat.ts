@@ -5,10 +5,10 @@
  * `max_output_tokens`, `temperature`, `top_p`, `text.format` (json_schema, json_object, text),
  * function `tools`, `tool_choice`, `metadata`, and the gateway's `provider` routing object. Any
  * other field is refused, naming it; `store:
- * true` and `previous_response_id` are refused because the gateway stores no response, and a
- * `service_tier` other than the default because each offering's lane sets it (service-tier.ts).
+ * true` and `previous_response_id` are refused because the gateway stores no response.
+ * `service_tier` is carried into the chat body, whose validation refuses a tier other than the
+ * default (src/ingest/service-tier.ts), passed through or not.
  */
-import { tierRefusal, TIER_FIX } from '../service-tier.ts'
 
 export type ResponsesConversion =
   { ok: true; body: Record<string, unknown> } | { ok: false; message: string; param: string }
@@ -26,7 +26,7 @@ export const RESPONSES_FIELDS = new Set([
   'tool_choice',
   'metadata',
   'parallel_tool_calls',
-  // Only the provider's default tier gets here (offeringlessRefusal refuses the others).
+  // Carried into the chat body, whose validation refuses all but the default tier.
   'service_tier',
   'stream',
   'store',
@@ -59,11 +59,10 @@ const NOTHING_STORED =
   'this gateway stores no responses, so there is nothing to continue from; send the whole conversation in input'
 
 /**
- * Refusals that hold whatever the offering: the gateway keeps nothing to refer back to, and the
- * service tier is the offering's lane's (service-tier.ts). Like every
+ * Refusals that hold whatever the offering: the gateway keeps nothing to refer back to. Like every
  * refusal here, the message reads after the field's name (the live 400 and the issue put it first).
  */
-export function offeringlessRefusal(body: Record<string, unknown>): ResponsesConversion | null {
+export function storageRefusal(body: Record<string, unknown>): ResponsesConversion | null {
   if (body.store === true)
     return {
       ok: false,
@@ -76,8 +75,7 @@ export function offeringlessRefusal(body: Record<string, unknown>): ResponsesCon
       param: 'previous_response_id',
       message: `is not supported: ${NOTHING_STORED}`,
     }
-  const tier = tierRefusal(body.service_tier)
-  return tier ? { ok: false, param: 'service_tier', message: `${tier}; ${TIER_FIX}` } : null
+  return null
 }
 
 function textOf(content: unknown, where: string, lenient: boolean): string {
@@ -205,7 +203,7 @@ export function convertResponsesToChat(
   options: ConvertOptions = {},
 ): ResponsesConversion {
   const lenient = options.lenient === true
-  const stored = offeringlessRefusal(body)
+  const stored = storageRefusal(body)
   if (stored) return stored
   try {
     for (const [name, value] of Object.entries(body))

@@ -7,7 +7,6 @@ import type { Authenticator } from '../auth/authenticate.ts'
 import type { Dispatcher } from '../dispatch/dispatcher.ts'
 import type { FileValidator } from '../ingest/parallel-validation.ts'
 import { adminRoutes } from '../http/admin.ts'
-import { unknownAnthropicRoute } from '../http/anthropic/anthropic-errors.ts'
 import { anthropicBatchRoutes } from '../http/anthropic/message-batches-routes.ts'
 import { anthropicMessagesRoutes } from '../http/anthropic/messages-routes.ts'
 import { anthropicModelRoutes } from '../http/anthropic/models-routes.ts'
@@ -102,9 +101,6 @@ function batchRouteGroups(core: GatewayCore, services: RouteServices) {
       bodyLimit: bodies.nativeSubmit,
       onCancelled,
     }),
-    new Elysia({ name: 'anthropic-unknown' }).all('/anthropic/*', ({ request }) =>
-      unknownAnthropicRoute(request),
-    ),
     openAiFilesRoutes({
       auth,
       store,

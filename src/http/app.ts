@@ -11,8 +11,8 @@ import type { Logger } from '../telemetry/logger.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 import { responseHeaders } from './caller-macro.ts'
 import { headTooLarge } from './head-limit.ts'
-import { anthropicErrorResponse } from './anthropic/anthropic-errors.ts'
-import { observeRequests } from './observe-requests.ts'
+import { anthropicErrorResponse, unknownAnthropicRoute } from './anthropic/anthropic-errors.ts'
+import { observeRequests, pathOf } from './observe-requests.ts'
 import { openApiRoutes } from './openapi.ts'
 
 /** Where Anthropic's API is served: its errors go in Anthropic's shape (docs/clients/anthropic-sdk.md). */
@@ -53,7 +53,8 @@ export function createApp(
 function refusalFor(error: unknown, code: unknown, request: Request, logger: Logger): GatewayError {
   if (error instanceof GatewayError) return error
   if (code === 'NOT_FOUND') {
-    const path = new URL(request.url).pathname
+    const path = pathOf(request.url)
+    if (onAnthropicSurface(path)) return unknownAnthropicRoute(request, path)
     return refuse('unknown_route', `no route for ${excerpt(request.method)} ${excerpt(path)}`)
   }
   if (code === 'PARSE' || code === 'VALIDATION') {
@@ -78,16 +79,17 @@ function refusalFor(error: unknown, code: unknown, request: Request, logger: Log
   return refuse('internal_error', 'internal error; the request was not completed')
 }
 
+/** Whether a path is Anthropic's API here, whose refusals come in Anthropic's shape. */
+const onAnthropicSurface = (path: string) =>
+  path === ANTHROPIC_SURFACE || path.startsWith(`${ANTHROPIC_SURFACE}/`)
+
 /** A refusal in the shape of the surface asked: Anthropic's under /anthropic, the gateway's elsewhere. */
 function answer(
   refusal: GatewayError,
   request: Request,
   headers: Record<string, string>,
 ): Response {
-  const path = request.url.slice(request.url.indexOf('/', request.url.indexOf('//') + 2))
-  const anthropic =
-    path.startsWith(`${ANTHROPIC_SURFACE}/`) ||
-    path === ANTHROPIC_SURFACE ||
-    path.startsWith(`${ANTHROPIC_SURFACE}?`)
-  return anthropic ? anthropicErrorResponse(refusal, headers) : refusal.toResponse(headers)
+  return onAnthropicSurface(pathOf(request.url))
+    ? anthropicErrorResponse(refusal, headers)
+    : refusal.toResponse(headers)
 }

@@ -5,8 +5,8 @@
  * Mounted at the root and under /openai/v1.
  */
 import { Elysia } from 'elysia'
-import { loraOfferings } from '../catalog/fine-tunes.ts'
-import type { Offering } from '../catalog/catalog-file.ts'
+import { loraOfferings, type FineTuneRecord } from '../catalog/fine-tunes.ts'
+import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
 import { refuse } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
@@ -28,37 +28,36 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
   const { auth, catalog } = deps
   const { readJson, call, stream } = liveService(deps)
 
-  /** The catalog's models that can be called here, OpenAI's model objects with their prices. */
-  const catalogModels = () =>
-    catalog.models
-      .filter((model) => catalog.usable(model).length > 0)
-      .map((model) => ({
-        id: model.id,
-        object: 'model',
-        created: deps.createdAt,
-        owned_by: model.offerings[0].provider,
-        endpoints: model.endpoints,
-        aliases: model.aliases,
-        context_tokens: model.context_tokens,
-        max_output_tokens: model.max_output_tokens,
-        pricing: pricingOf(catalog.usable(model)),
-      }))
+  /** A catalog model, OpenAI's model object with its prices. */
+  const catalogModel = (model: ModelEntry) => ({
+    id: model.id,
+    object: 'model',
+    created: deps.createdAt,
+    owned_by: model.offerings[0].provider,
+    endpoints: model.endpoints,
+    aliases: model.aliases,
+    context_tokens: model.context_tokens,
+    max_output_tokens: model.max_output_tokens,
+    pricing: pricingOf(catalog.usable(model)),
+  })
+
+  /** Whether a catalog model can be called here: some offering has its provider configured. */
+  const callable = (model: ModelEntry) => catalog.usable(model).length > 0
 
   /**
-   * The caller's own fine-tuned models, after the catalog's, each with its base as `parent` and
-   * what it inherits from it: endpoints, limits, and its prices (its LoRA offerings').
+   * The caller's own fine-tuned model, with its base as `parent` and what it inherits from it:
+   * endpoints, limits, and its prices (its LoRA offerings').
    */
-  const fineTuneModels = async (accountId: string) =>
-    [...(await deps.fineTunes(accountId)).values()].map((fineTune) => {
-      const base = catalog.find(fineTune.baseModel)
-      return {
-        ...renderFineTuneModel(fineTune),
-        endpoints: base?.endpoints ?? [],
-        context_tokens: base?.context_tokens ?? null,
-        max_output_tokens: base?.max_output_tokens ?? null,
-        pricing: base ? pricingOf(loraOfferings(catalog, catalog.usable(base))) : [],
-      }
-    })
+  const fineTuneModel = (fineTune: FineTuneRecord) => {
+    const base = catalog.find(fineTune.baseModel)
+    return {
+      ...renderFineTuneModel(fineTune),
+      endpoints: base?.endpoints ?? [],
+      context_tokens: base?.context_tokens ?? null,
+      max_output_tokens: base?.max_output_tokens ?? null,
+      pricing: base ? pricingOf(loraOfferings(catalog, catalog.usable(base))) : [],
+    }
+  }
 
   const caller = (request: Request, headers: unknown) =>
     auth.authenticate(
@@ -70,10 +69,9 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
   async function oneModel(request: Request, headers: unknown, id: string) {
     const { account } = await caller(request, headers)
     const model = catalog.find(id)
-    const listed = model
-      ? catalogModels().find((entry) => entry.id === model.id)
-      : (await fineTuneModels(account.id)).find((entry) => entry.id === id)
-    if (listed) return listed
+    if (model && callable(model)) return catalogModel(model)
+    const fineTune = model ? undefined : (await deps.fineTunes(account.id)).get(id)
+    if (fineTune) return fineTuneModel(fineTune)
     throw refuse(
       'model_not_found',
       `the model ${JSON.stringify(excerpt(id))} does not exist or is not yours; GET ${prefix}/v1/models lists the models you can call`,
@@ -87,7 +85,11 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
         const { account } = await caller(request, set.headers)
         return {
           object: 'list',
-          data: [...catalogModels(), ...(await fineTuneModels(account.id))],
+          // The catalog's, then the caller's own fine-tunes.
+          data: [
+            ...catalog.models.filter(callable).map(catalogModel),
+            ...[...(await deps.fineTunes(account.id)).values()].map(fineTuneModel),
+          ],
         }
       })
       // One model, as the list has it: by its id or an alias (`models.retrieve` in OpenAI's SDK). A

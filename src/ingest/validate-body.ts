@@ -30,7 +30,7 @@ import { Money } from '../money/decimal.ts'
 import { describeZodIssue, type BodyProblem } from './issues.ts'
 import { guidedProblems, jsonObjectProblem, structuredProblems } from './check-structured.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.ts'
-import { tierRefusal, TIER_FIX } from '../../providers/service-tier.ts'
+import { tierRefusal, TIER_FIX } from './service-tier.ts'
 
 const chatSchema = compileSchema(chatBodySchema)
 const embeddingsSchema = compileSchema(embeddingsBodySchema)

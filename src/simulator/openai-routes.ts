@@ -13,13 +13,7 @@ import {
   type Reply,
 } from './reply.ts'
 import { errorResponse, sseText } from './respond.ts'
-import {
-  openaiAnswerShape,
-  chosenAnswer,
-  structuredMode,
-  structuredReply,
-  type StructuredAnswers,
-} from './structured-reply.ts'
+import { openaiAnswerShape, shapedReply, type StructuredAnswers } from './structured-reply.ts'
 
 const finishReasons = { stop: 'stop', stop_sequence: 'stop', length: 'length' } as const
 
@@ -54,16 +48,12 @@ export function prepareChat(
   const key = promptKey(texts)
   const stop = stopList(body.stop)
   const shape = openaiAnswerShape(body.response_format)
-  const mode = shape ? structuredMode(texts, structuredAnswers) : 'valid'
-  const chosen = shape ? chosenAnswer(texts) : null
   const replies: Reply[] = []
   for (let choice = 0; choice < n; choice++) {
-    if (chosen !== null) {
-      const words = chosen.split(/\s+/).filter(Boolean).length
-      replies.push({ text: chosen, words, end: 'stop', stopSequence: null })
-    } else if (shape) {
-      const plain = makeReply({ messages: texts, key, model, choice, maxTokens: null, stop: [] })
-      replies.push(structuredReply(shape, mode, plain.text, maxTokens))
+    if (shape) {
+      const plain = () =>
+        makeReply({ messages: texts, key, model, choice, maxTokens: null, stop: [] }).text
+      replies.push(shapedReply(shape, texts, { fallback: structuredAnswers, maxTokens }, plain))
     } else replies.push(makeReply({ messages: texts, key, model, choice, maxTokens, stop }))
   }
   const promptTokens = Math.ceil(countPromptTokens(texts) * usageFactor)

@@ -1,13 +1,13 @@
 /**
  * OpenAI's Responses API (`POST /v1/responses`), plain and streamed, as OpenAI answers it: the
  * reply is the one the same prompt gets from chat completions (JSON for a `text.format` schema, as
- * chat's for `response_format`), as a message item with one output_text part, and the stream carries OpenAI's events with their sequence numbers.
+ * chat's for `response_format`), as a message item with one output_text part, and the stream
+ * carries OpenAI's events with their sequence numbers.
  */
 import { cacheUsageOf, openAICacheDetails } from './cache-usage.ts'
 import type { Prepared } from './prepared.ts'
 import {
   countPromptTokens,
-  countWords,
   makeReply,
   promptKey,
   streamPieces,
@@ -15,13 +15,7 @@ import {
   type Reply,
 } from './reply.ts'
 import { errorResponse } from './respond.ts'
-import {
-  chosenAnswer,
-  responsesAnswerShape,
-  structuredMode,
-  structuredReply,
-  type StructuredAnswers,
-} from './structured-reply.ts'
+import { responsesAnswerShape, shapedReply, type StructuredAnswers } from './structured-reply.ts'
 
 function invalid(message: string): Response {
   return errorResponse('openai', 400, { type: 'invalid_request_error', message })
@@ -56,11 +50,9 @@ function replyTo(
   const { texts, key, model, maxTokens } = asked
   const shape = responsesAnswerShape(body.text)
   if (!shape) return makeReply({ messages: texts, key, model, choice: 0, maxTokens, stop: [] })
-  const chosen = chosenAnswer(texts)
-  if (chosen !== null)
-    return { text: chosen, words: countWords(chosen), end: 'stop', stopSequence: null }
-  const plain = makeReply({ messages: texts, key, model, choice: 0, maxTokens: null, stop: [] })
-  return structuredReply(shape, structuredMode(texts, structuredAnswers), plain.text, maxTokens)
+  const plain = () =>
+    makeReply({ messages: texts, key, model, choice: 0, maxTokens: null, stop: [] }).text
+  return shapedReply(shape, texts, { fallback: structuredAnswers, maxTokens }, plain)
 }
 
 export function prepareResponses(

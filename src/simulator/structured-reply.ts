@@ -34,7 +34,7 @@ export function structuredMode(
 const ANSWER_MARKER = '[sim:answer]'
 
 /** The content a request chose for its answer (`[sim:answer]` in its last user message), or null. */
-export function chosenAnswer(messages: readonly MessageText[]): string | null {
+function chosenAnswer(messages: readonly MessageText[]): string | null {
   for (let i = messages.length - 1; i >= 0; i--) {
     if (messages[i].role !== 'user') continue
     const at = messages[i].text.indexOf(ANSWER_MARKER)
@@ -64,6 +64,25 @@ export function responsesAnswerShape(text: unknown): AnswerShape {
 export function anthropicAnswerShape(outputConfig: unknown): AnswerShape {
   const format = (outputConfig as { format?: { type?: unknown; schema?: unknown } } | null)?.format
   return format?.type === 'json_schema' ? { schema: format.schema ?? {} } : null
+}
+
+/**
+ * The reply to a request that asks for structured output: the answer its last user message
+ * chose (`[sim:answer]`), else JSON for its shape in the mode it asks for, built around the prose
+ * `plain` makes.
+ */
+export function shapedReply(
+  shape: Exclude<AnswerShape, null>,
+  messages: readonly MessageText[],
+  asked: { fallback: StructuredAnswers; maxTokens: number | null },
+  plain: () => string,
+): Reply {
+  const chosen = chosenAnswer(messages)
+  if (chosen !== null) {
+    const words = chosen.split(/\s+/).filter(Boolean).length
+    return { text: chosen, words, end: 'stop', stopSequence: null }
+  }
+  return structuredReply(shape, structuredMode(messages, asked.fallback), plain(), asked.maxTokens)
 }
 
 /** The structured reply for one choice; `plain` is the simulator's ordinary reply text. */

@@ -65,7 +65,7 @@ export function laneForLine(
   const lane = firstBatchLane(catalog, model, routing, untranslatedApi(request))
   if (!lane || !at.hasClient(lane.provider)) return null
   const kindOf = (name: string) => catalog.provider(name)?.kind
-  const choice = chooseBatchLane([lane], at.deadlineMs, at.nowMs, kindOf)
+  const choice = openLane(lane, at.deadlineMs, at.nowMs, kindOf)
   return choice && { ...choice, model }
 }
 
@@ -83,14 +83,12 @@ export function openBatchLanes(
 ): string[] {
   let models = laneModelsOf.get(catalog.models)
   if (!models) laneModelsOf.set(catalog.models, (models = catalog.models.filter(hasBatchLane)))
+  const kindOf = (name: string) => catalog.provider(name)?.kind
   const open: string[] = []
   for (const model of models)
     for (const offering of model.offerings) {
       if (laneOf(offering) !== 'batch' || !at.hasClient(offering.provider)) continue
-      const kind = catalog.provider(offering.provider)?.kind
-      if (kind === undefined) continue
-      const settings = batchLaneSettings(offering, kind)
-      if (batchLaneOpen(settings, at.deadlineMs, at.nowMs))
+      if (openLane(offering, at.deadlineMs, at.nowMs, kindOf))
         open.push(laneKey(model.id, offering.provider))
     }
   return open
@@ -112,10 +110,20 @@ export function chooseBatchLane(
 ): BatchLaneChoice | null {
   const first = ordered[0]
   if (!first || laneOf(first) !== 'batch') return null
-  const kind = kindOf(first.provider)
+  return openLane(first, deadlineMs, nowMs, kindOf)
+}
+
+/** A batch-lane offering with its settings, when it takes lines now (a kind with a batch API). */
+function openLane(
+  lane: Offering,
+  deadlineMs: number,
+  nowMs: number,
+  kindOf: (provider: string) => Kind | undefined,
+): BatchLaneChoice | null {
+  const kind = kindOf(lane.provider)
   if (kind === undefined) return null
-  const settings = batchLaneSettings(first, kind)
-  return batchLaneOpen(settings, deadlineMs, nowMs) ? { offering: first, settings } : null
+  const settings = batchLaneSettings(lane, kind)
+  return batchLaneOpen(settings, deadlineMs, nowMs) ? { offering: lane, settings } : null
 }
 
 /** The offerings a live call or a live-lane line may use: every lane but the batch APIs'. */
@@ -145,6 +153,6 @@ export function heldForLane(
   if (!first) return null
   const kindOf = (name: string) => catalog.provider(name)?.kind
   const deadlineMs = batch.deadlineAt * 1000
-  if (!chooseBatchLane([first], deadlineMs, batch.createdAt * 1000, kindOf)) return null
-  return chooseBatchLane([first], deadlineMs, nowMs, kindOf) ? nowMs + LANE_RETAKE_MS : deadlineMs
+  if (!openLane(first, deadlineMs, batch.createdAt * 1000, kindOf)) return null
+  return openLane(first, deadlineMs, nowMs, kindOf) ? nowMs + LANE_RETAKE_MS : deadlineMs
 }

@@ -57,14 +57,11 @@ export async function inAnthropicShape(
   }
 }
 
-/** A route under /anthropic that does not exist, answered as Anthropic answers one. */
-export const unknownAnthropicRoute = (request: Request) =>
-  anthropicErrorResponse(
-    refuse(
-      'unknown_route',
-      `no route for ${excerpt(request.method)} ${excerpt(new URL(request.url).pathname)}; this gateway's Anthropic API serves /anthropic/v1/messages, /anthropic/v1/messages/count_tokens, /anthropic/v1/messages/batches and /anthropic/v1/models`,
-    ),
-    {},
+/** A route under /anthropic that does not exist: the refusal names the routes there are. */
+export const unknownAnthropicRoute = (request: Request, path: string) =>
+  refuse(
+    'unknown_route',
+    `no route for ${excerpt(request.method)} ${excerpt(path)}; this gateway's Anthropic API serves /anthropic/v1/messages, /anthropic/v1/messages/count_tokens, /anthropic/v1/messages/batches and /anthropic/v1/models`,
   )
 
 /** The caller's key: Anthropic's `x-api-key` header, or a Bearer key as every other surface takes. */

@@ -4,6 +4,7 @@
  * rates than the offering's (priority dearer, flex cheaper), so the tier is the offering's lane's
  * to set (docs/pricing.md): the flex lane sends `service_tier: "flex"` itself.
  */
+import { excerpt } from '../excerpt.ts'
 
 /** What `service_tier` may be when a caller sends it: the provider's default either way. */
 const DEFAULT_TIERS: readonly unknown[] = ['auto', 'default']
@@ -16,7 +17,6 @@ export const TIER_FIX =
 export function tierRefusal(tier: unknown): string | null {
   if (tier === undefined || tier === null || DEFAULT_TIERS.includes(tier)) return null
   // The caller's value, at most a few dozen characters of it: it is echoed in every issue.
-  const said = JSON.stringify(tier) ?? String(tier)
-  const shown = said.length > SHOWN_CHARS ? `${said.slice(0, SHOWN_CHARS)}…` : said
+  const shown = excerpt(JSON.stringify(tier) ?? String(tier), SHOWN_CHARS)
   return `${shown} is a tier billed at other rates than the model's offerings: each offering's lane sets the tier, at its own list prices`
 }
