@@ -13,7 +13,9 @@
  */
 
 export type ChatConversion =
-  { ok: true; body: Record<string, unknown> } | { ok: false; message: string; param: string }
+  | { ok: true; body: Record<string, unknown> }
+  /** `outside`: a valid Messages request, outside the subset translated; else an invalid one. */
+  | { ok: false; message: string; param: string; outside: boolean }
 
 /** The Messages fields translated; `stream` is read by the route. */
 const KNOWN = new Set([
@@ -36,6 +38,8 @@ class Refusal extends Error {
   constructor(
     message: string,
     readonly param: string,
+    /** The request is valid Messages, but outside the subset translated. */
+    readonly outside = false,
   ) {
     super(message)
   }
@@ -65,7 +69,7 @@ function systemOf(system: unknown): string | Block[] {
   if (!blocks.some((block) => block.cache_control !== undefined)) return textOf(system, 'system')
   return blocks.map((block, index) => {
     if (block.type !== 'text' || typeof block.text !== 'string')
-      throw new Refusal('only text blocks are accepted here', `system[${index}]`)
+      throw new Refusal('only text blocks are accepted here', `system[${index}]`, true)
     return cached({ type: 'text', text: block.text }, block)
   })
 }
@@ -74,7 +78,7 @@ function textOf(content: unknown, where: string): string {
   return blocksOf(content, where)
     .map((block, index) => {
       if (block.type !== 'text' || typeof block.text !== 'string')
-        throw new Refusal('only text blocks are accepted here', `${where}[${index}]`)
+        throw new Refusal('only text blocks are accepted here', `${where}[${index}]`, true)
       return block.text
     })
     .join('')
@@ -96,7 +100,7 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
   const where = `messages[${index}]`
   const m = (message ?? {}) as Record<string, unknown>
   if (m.role !== 'user' && m.role !== 'assistant')
-    throw new Refusal('role must be "user" or "assistant"', `${where}.role`)
+    throw new Refusal('must be "user" or "assistant"', `${where}.role`)
   const parts: Block[] = []
   const toolCalls: Block[] = []
   const toolResults: Block[] = []
@@ -104,7 +108,7 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
     const path = `${where}.content[${at}]`
     switch (block.type) {
       case 'text':
-        if (typeof block.text !== 'string') throw new Refusal('text must be a string', path)
+        if (typeof block.text !== 'string') throw new Refusal('must be a string', `${path}.text`)
         parts.push(cached({ type: 'text', text: block.text }, block))
         break
       case 'image':
@@ -135,6 +139,7 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
         throw new Refusal(
           `content block type ${JSON.stringify(block.type)} is not supported here; send text, image, tool_use or tool_result blocks`,
           `${path}.type`,
+          true,
         )
     }
   })
@@ -166,7 +171,7 @@ function convertToolChoice(choice: Record<string, unknown>, out: Record<string, 
   else if (choice.type === 'none') out.tool_choice = 'none'
   else if (choice.type === 'tool')
     out.tool_choice = { type: 'function', function: { name: choice.name } }
-  else throw new Refusal('type must be auto, any, tool or none', 'tool_choice.type')
+  else throw new Refusal('must be auto, any, tool or none', 'tool_choice.type')
   if (choice.disable_parallel_tool_use === true) out.parallel_tool_calls = false
 }
 
@@ -189,6 +194,7 @@ export function convertMessagesToChat(
         throw new Refusal(
           `is not supported by this gateway's Messages API; remove it (supported: ${[...KNOWN].join(', ')})`,
           name,
+          true,
         )
     if (!Array.isArray(body.messages) || body.messages.length === 0)
       throw new Refusal('must be a non-empty array of messages', 'messages')
@@ -216,7 +222,8 @@ export function convertMessagesToChat(
     if (body.stream === true) out.stream = true
     return { ok: true, body: out }
   } catch (error) {
-    if (error instanceof Refusal) return { ok: false, message: error.message, param: error.param }
+    if (error instanceof Refusal)
+      return { ok: false, message: error.message, param: error.param, outside: error.outside }
     throw error
   }
 }

@@ -22,19 +22,32 @@ function hex(): string {
 export const newResponseId = () => `resp_${hex()}`
 export const newItemId = (prefix: 'msg' | 'fc') => `${prefix}_${hex()}`
 
+/**
+ * OpenAI's input_tokens_details, and the prompt tokens written to the cache where the provider
+ * reports them, as the chat usage has them (docs/pricing.md).
+ */
+export function inputDetails(cached: number | undefined, written: number | undefined) {
+  return written
+    ? { cached_tokens: cached ?? 0, cache_write_tokens: written }
+    : { cached_tokens: cached ?? 0 }
+}
+
 /** Responses usage from chat usage (prompt_tokens, completion_tokens and their details). */
 export function responsesUsage(usage: unknown) {
   const u = (usage ?? {}) as {
     prompt_tokens?: number
     completion_tokens?: number
-    prompt_tokens_details?: { cached_tokens?: number }
+    prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number }
     completion_tokens_details?: { reasoning_tokens?: number }
   }
   const input = u.prompt_tokens ?? 0
   const output = u.completion_tokens ?? 0
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: u.prompt_tokens_details?.cached_tokens ?? 0 },
+    input_tokens_details: inputDetails(
+      u.prompt_tokens_details?.cached_tokens,
+      u.prompt_tokens_details?.cache_write_tokens,
+    ),
     output_tokens: output,
     output_tokens_details: {
       reasoning_tokens: u.completion_tokens_details?.reasoning_tokens ?? 0,
@@ -100,6 +113,10 @@ export function functionCallItem(
   }
 }
 
+/** The status of the answer's last item: cut short with the Response, or whole. */
+export const lastItemStatus = (finishReason: unknown) =>
+  finishStatus(finishReason).status === 'incomplete' ? 'incomplete' : 'completed'
+
 /** A finish reason's effect on the Response's status. */
 export function finishStatus(finishReason: unknown) {
   return finishReason === 'length'
@@ -124,7 +141,7 @@ export function convertChatToResponse(
   const response = responseShell(request, newResponseId(), createdAt)
   const text = choice.message?.content
   if (typeof text === 'string' && text !== '')
-    response.output.push(messageItem(newItemId('msg'), text))
+    response.output.push(messageItem(newItemId('msg'), text, lastItemStatus(choice.finish_reason)))
   for (const call of choice.message?.tool_calls ?? [])
     response.output.push(functionCallItem(newItemId('fc'), { id: call.id, ...call.function }))
   Object.assign(response, finishStatus(choice.finish_reason))

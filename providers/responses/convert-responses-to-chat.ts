@@ -11,7 +11,9 @@
  */
 
 export type ResponsesConversion =
-  { ok: true; body: Record<string, unknown> } | { ok: false; message: string; param: string }
+  | { ok: true; body: Record<string, unknown> }
+  /** `outside`: a valid Responses request, outside the subset translated; else one refused as it is. */
+  | { ok: false; message: string; param: string; outside: boolean }
 
 /** The fields translated. `stream` is read by the route; `store: false` changes nothing. */
 export const RESPONSES_FIELDS = new Set([
@@ -35,6 +37,32 @@ export const RESPONSES_FIELDS = new Set([
   'provider',
 ])
 
+/** The fields a refusal lists as supported: store only as false, previous_response_id never. */
+const SUPPORTED_TEXT = [...RESPONSES_FIELDS]
+  .filter((name) => name !== 'previous_response_id')
+  .map((name) => (name === 'store' ? 'store (false)' : name))
+  .join(', ')
+
+/** OpenAI's bounds on `metadata`: a map of strings, echoed in the Response. */
+const METADATA = { pairs: 16, keyChars: 64, valueChars: 512 }
+
+function metadataRefusal(metadata: unknown): Refusal | null {
+  if (metadata === undefined || metadata === null) return null
+  const wanted = `must be an object of at most ${METADATA.pairs} string values, keys up to ${METADATA.keyChars} characters and values up to ${METADATA.valueChars}`
+  if (typeof metadata !== 'object' || Array.isArray(metadata))
+    return new Refusal(wanted, 'metadata')
+  const entries = Object.entries(metadata)
+  if (entries.length > METADATA.pairs) return new Refusal(wanted, 'metadata')
+  for (const [key, value] of entries)
+    if (
+      key.length > METADATA.keyChars ||
+      typeof value !== 'string' ||
+      value.length > METADATA.valueChars
+    )
+      return new Refusal(wanted, `metadata.${key.slice(0, METADATA.keyChars)}`)
+  return null
+}
+
 /**
  * `lenient`: the call is passed through to a provider that serves the Responses API, and the chat
  * body only prices and holds it. Fields outside the subset are left out of it, and input it
@@ -48,6 +76,8 @@ class Refusal extends Error {
   constructor(
     message: string,
     readonly param: string,
+    /** The request is valid Responses, but outside the subset translated. */
+    readonly outside = false,
   ) {
     super(message)
   }
@@ -67,12 +97,14 @@ export function storageRefusal(body: Record<string, unknown>): ResponsesConversi
     return {
       ok: false,
       param: 'store',
+      outside: false,
       message: `true is not supported: ${NOTHING_STORED} (set store to false or leave it out)`,
     }
   if (body.previous_response_id !== undefined && body.previous_response_id !== null)
     return {
       ok: false,
       param: 'previous_response_id',
+      outside: false,
       message: `is not supported: ${NOTHING_STORED}`,
     }
   return null
@@ -92,6 +124,7 @@ function textOf(content: unknown, where: string, lenient: boolean): string {
         throw new Refusal(
           `part type ${JSON.stringify(part?.type)} is not supported here; send input_text parts`,
           `${where}[${index}]`,
+          true,
         )
       return part.text
     })
@@ -115,7 +148,7 @@ function convertInput(input: unknown, lenient: boolean, field = 'input'): Item[]
     if (type === 'message') {
       const role = item.role
       if (role !== 'user' && role !== 'assistant' && role !== 'system' && role !== 'developer')
-        throw new Refusal('role must be user, assistant, system or developer', `${where}.role`)
+        throw new Refusal('must be user, assistant, system or developer', `${where}.role`)
       messages.push({ role, content: textOf(item.content, `${where}.content`, lenient) })
     } else if (type === 'function_call') {
       const call = {
@@ -136,6 +169,7 @@ function convertInput(input: unknown, lenient: boolean, field = 'input'): Item[]
       throw new Refusal(
         `item type ${JSON.stringify(type)} is not supported here; send message, function_call or function_call_output items`,
         `${where}.type`,
+        true,
       )
     }
   })
@@ -158,7 +192,7 @@ function convertFormat(text: unknown, out: Record<string, unknown>, lenient: boo
   if (typeof text !== 'object' || text === null) throw new Refusal('must be an object', 'text')
   for (const name of Object.keys(text))
     if (name !== 'format' && !lenient)
-      throw new Refusal('is not supported here; send only text.format', `text.${name}`)
+      throw new Refusal('is not supported here; send only text.format', `text.${name}`, true)
   const format = (text as { format?: Record<string, unknown> }).format
   if (format === undefined || format === null || format.type === 'text') return
   if (format.type === 'json_object') out.response_format = { type: 'json_object' }
@@ -180,6 +214,7 @@ function convertTools(tools: unknown, lenient: boolean): Item[] {
       throw new Refusal(
         `tool type ${JSON.stringify(tool?.type)} is not supported here; send function tools`,
         `tools[${index}].type`,
+        true,
       )
     const fn: Item = { name: tool.name, parameters: tool.parameters ?? { type: 'object' } }
     if (tool.description !== undefined && tool.description !== null)
@@ -209,9 +244,12 @@ export function convertResponsesToChat(
     for (const [name, value] of Object.entries(body))
       if (!lenient && !RESPONSES_FIELDS.has(name) && value !== null && value !== undefined)
         throw new Refusal(
-          `is not supported for this model's offerings, which take chat completions; remove it (supported: ${[...RESPONSES_FIELDS].join(', ')})`,
+          `is not supported for this model's offerings, which take chat completions; remove it (supported: ${SUPPORTED_TEXT})`,
           name,
+          true,
         )
+    const badMetadata = metadataRefusal(body.metadata)
+    if (badMetadata) throw badMetadata
     const messages = [
       ...instructionMessages(body.instructions, lenient),
       ...convertInput(body.input, lenient),
@@ -236,7 +274,8 @@ export function convertResponsesToChat(
     if (body.stream === true) out.stream = true
     return { ok: true, body: out }
   } catch (error) {
-    if (error instanceof Refusal) return { ok: false, message: error.message, param: error.param }
+    if (error instanceof Refusal)
+      return { ok: false, message: error.message, param: error.param, outside: error.outside }
     throw error
   }
 }

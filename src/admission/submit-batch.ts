@@ -74,8 +74,12 @@ export interface Admission {
   quote(bytes: Uint8Array, options: QuoteOptions): Promise<QuoteResult>
 }
 
-/** A refusal in the words every surface uses (docs/money-and-limits.md): the ceiling against the credit, or the limit. */
-export function refusalOf(result: Refused): GatewayError {
+/**
+ * A refusal in the words every surface uses (docs/money-and-limits.md): the ceiling against the
+ * credit, or the limit. `capped`: the surface takes a max_cost_usd (Anthropic's Message Batches
+ * have no field for it, so their refusal does not suggest one).
+ */
+export function refusalOf(result: Refused, capped = true): GatewayError {
   switch (result.kind) {
     case 'insufficient_quota':
       if (result.maxCostUsd !== undefined)
@@ -92,7 +96,7 @@ export function refusalOf(result: Refused): GatewayError {
         )
       return refuse(
         'insufficient_quota',
-        `the batch's cost ceiling of $${result.costCeilingUsd} exceeds the account's available credit of $${result.availableUsd}; add credit, set a max_cost_usd the credit covers, or submit fewer lines or a lower max_tokens`,
+        `the batch's cost ceiling of $${result.costCeilingUsd} exceeds the account's available credit of $${result.availableUsd}; add credit, ${capped ? 'set a max_cost_usd the credit covers, ' : ''}or submit fewer lines or a lower max_tokens`,
         { detail: { cost_ceiling_usd: result.costCeilingUsd, available_usd: result.availableUsd } },
       )
     case 'limit_exceeded':

@@ -20,16 +20,26 @@ export class TranslationProblem {
   constructor(readonly problem: BodyProblem) {}
 }
 
+/**
+ * Per API, its translation and the fixes of its refusals: `outside` for a valid request outside
+ * the subset translated, `invalid` for one its own API would refuse too (a missing max_tokens).
+ */
 const TRANSLATIONS = {
   responses: {
     translate: (body: Record<string, unknown>, lenient: boolean) =>
       convertResponsesToChat(body, { lenient }),
-    fix: 'send a Responses request within the subset a batch line translates (see the message), or a /v1/chat/completions line',
+    outside:
+      'send a Responses request within the subset a batch line translates (see the message), or a /v1/chat/completions line',
+    invalid:
+      'correct it as the message says: the Responses API request (docs/clients/responses.md)',
   },
   messages: {
     translate: (body: Record<string, unknown>, lenient: boolean) =>
       convertMessagesToChat(body, { lenient }),
-    fix: 'send a Messages request within the subset the gateway translates (see the message), or name a model with an Anthropic offering',
+    outside:
+      'send a Messages request within the subset the gateway translates (see the message), or name a model with an Anthropic offering',
+    invalid:
+      'correct it as the message says: the Messages API request (docs/clients/anthropic-sdk.md)',
   },
 }
 
@@ -41,10 +51,11 @@ function asChat(api: AskedApi, body: unknown, lenient: boolean): unknown {
   // Not an object, or nested too deep to translate: validateBody says so in its own words.
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return body
   if (nestsDeeperThan(body)) return body
-  const { translate, fix } = TRANSLATIONS[api]
-  const converted = translate(body as Record<string, unknown>, lenient)
+  const translation = TRANSLATIONS[api]
+  const converted = translation.translate(body as Record<string, unknown>, lenient)
   if (converted.ok) return converted.body
   const path = converted.param ? `body.${converted.param}` : 'body'
+  const fix = converted.outside ? translation.outside : translation.invalid
   return new TranslationProblem({ path, message: converted.message, fix })
 }
 

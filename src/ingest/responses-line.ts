@@ -7,7 +7,14 @@ import type { BodyProblem } from './issues.ts'
 /** Text about the translated chat body, with the chat fields under their Responses names. */
 export const inResponsesNames = (text: string) =>
   text
+    .replace(/\bmax_tokens \(or max_completion_tokens\)/g, 'max_output_tokens')
     .replace(/\bmax_(completion_)?tokens\b/g, 'max_output_tokens')
+    // A schema format as chat nests it, {"type": "json_schema", "json_schema": {"name", "schema"}},
+    // is flat in text.format.
+    .replace(
+      /\{"type": "json_schema", "json_schema": \{(.*?\})\}\}/g,
+      '{"type": "json_schema", $1}',
+    )
     .replace(/\bresponse_format(\.json_schema)?\b/g, 'text.format')
 
 /** A field of the translated chat body (`messages[2].content`), as the Responses body's field. */

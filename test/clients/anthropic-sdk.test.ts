@@ -395,6 +395,66 @@ function suite(store: (typeof STORES)[number]) {
         (refused as InstanceType<typeof Anthropic.ConflictError>).headers.get('x-should-retry'),
       ).toBe('false')
       expect(sent).toBe(1)
+      // In this API's terms: its id and processing status, not the native batch's.
+      const error = (refused as { error: { error: Record<string, unknown> } }).error.error
+      expect(error.message).toBe(
+        `message batch ${done.id} has ended and can no longer be cancelled`,
+      )
+      expect(error.processing_status).toBe('ended')
+    })
+
+    test("an invalid request's fix says what to correct, not to leave the translated subset", async () => {
+      const { max_tokens: _, ...noLimit } = ask('sim/claude')
+      const error = await client.messages.batches
+        .create({
+          requests: [
+            { custom_id: 'no-limit', params: noLimit as never },
+            {
+              custom_id: 'no-role',
+              params: { ...ask('sim/chat'), messages: [{ content: 'hi' }] as never },
+            },
+            { custom_id: 'outside', params: { ...ask('sim/chat'), top_k: 3 } as never },
+          ],
+        })
+        .catch((e: unknown) => e)
+      const issues = (
+        error as { error: { issues: { path: string; message: string; fix: string }[] } }
+      ).error.issues
+      expect(issues.map((issue) => issue.path)).toEqual([
+        'requests[0].params.max_tokens',
+        'requests[1].params.messages[0].role',
+        'requests[2].params.top_k',
+      ])
+      // sim/claude has an Anthropic offering, and Anthropic needs max_tokens too.
+      expect(issues[0].fix).toContain('correct it as the message says')
+      expect(issues[0].fix).not.toContain('Anthropic offering')
+      expect(issues[1].message).toBe('must be "user" or "assistant"')
+      expect(issues[2].fix).toContain('within the subset the gateway translates')
+    })
+
+    test('a create over the credit is a 402 that suggests nothing this API cannot send', async () => {
+      const poor = await gw.newAccount('0.000001')
+      const poorClient = new Anthropic({
+        baseURL: `${gw.url}/anthropic`,
+        apiKey: poor.key,
+        maxRetries: 0,
+      })
+      const error = await poorClient.messages.batches
+        .create({ requests: [{ custom_id: 'r', params: ask('sim/chat') }] })
+        .catch((e: unknown) => e)
+      expect((error as { status: number }).status).toBe(402)
+      const message = (error as { error: { error: { message: string } } }).error.error.message
+      expect(message).toContain('add credit')
+      // Message Batches have no max_cost_usd to set.
+      expect(message).not.toContain('max_cost_usd')
+    })
+
+    test('no key at all: a 401 that names the header the SDK sends', async () => {
+      const answer = await fetch(`${gw.url}/anthropic/v1/messages/batches`)
+      expect(answer.status).toBe(401)
+      const body = (await answer.json()) as { type: string; error: { message: string } }
+      expect(body.type).toBe('error')
+      expect(body.error.message).toContain('x-api-key')
     })
 
     test('every invalid request is reported at once, nothing submitted', async () => {

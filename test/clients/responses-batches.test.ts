@@ -93,15 +93,29 @@ test('native: what a line cannot translate is an issue, nothing submitted', asyn
       responsesLine('stored', 'sim/chat', { store: true }),
       responsesLine('reasoning', 'sim/chat', { reasoning: { effort: 'low' } }),
       responsesLine('long', 'sim/chat', { max_output_tokens: 999_999 }),
+      responsesLine('unbounded', 'sim/chat', {
+        max_output_tokens: undefined,
+        text: { format: { type: 'json_object' } },
+      }),
+      responsesLine('any-json', 'sim/claude', { text: { format: { type: 'json_object' } } }),
     ]),
   })
   expect(response.status).toBe(400)
-  const body = (await response.json()) as { issues: { line: number; path: string }[] }
+  const body = (await response.json()) as {
+    issues: { line: number; path: string; fix: string }[]
+  }
   expect(body.issues.map((issue) => [issue.line, issue.path])).toEqual([
     [2, 'body.store'],
     [3, 'body.reasoning'],
     [4, 'body.max_output_tokens'],
+    [5, 'body.max_output_tokens'],
+    [6, 'body.text.format.type'],
   ])
+  // The fixes in the Responses body's own terms.
+  expect(body.issues[3].fix).toStartWith('set max_output_tokens to the most tokens')
+  expect(body.issues[4].fix).toStartWith(
+    'use {"type": "json_schema", "name": "answer", "schema": {…}}',
+  )
 })
 
 test("native: a schema's problems are named where a Responses body has it, text.format", async () => {

@@ -145,7 +145,44 @@ describe('the openai package', () => {
     expect(tooLong.param).toBe('max_output_tokens')
     expect(tooLong.message).toContain('max_output_tokens')
     expect(tooLong.message).not.toContain('max_tokens')
+    // The fields a refusal lists are those a request may send.
+    const outside = await refused({ truncation: 'auto' })
+    expect(outside.message).toContain('store (false)')
+    expect(outside.message).not.toContain('previous_response_id')
+    // metadata is OpenAI's map of strings, echoed back: anything else is refused, not echoed.
+    for (const metadata of [5, 'x', { a: 5 }, { a: { b: '1' } }, { ['k'.repeat(65)]: 'v' }])
+      expect((await refused({ metadata })).param).toStartWith('metadata')
+    // A chat check's fix, told in the Responses shape: the schema format is flat in text.format.
+    const error = await client.responses
+      .create({
+        model: 'sim/claude',
+        input: 'hi',
+        max_output_tokens: 16,
+        text: { format: { type: 'json_object' } },
+      })
+      .catch((e: unknown) => e)
+    const jsonObject = (error as { error: { message: string; param: string } }).error
+    expect(jsonObject.param).toBe('text.format.type')
+    expect(jsonObject.message).toContain(
+      'use {"type": "json_schema", "name": "answer", "schema": {…}}',
+    )
   })
+
+  for (const stream of [false, true])
+    test(`an answer cut at max_output_tokens is incomplete, its message item too (${stream ? 'streamed' : 'whole'})`, async () => {
+      const ask = { model: 'sim/claude', input: 'Tell a long story.', max_output_tokens: 2 }
+      let response: OpenAI.Responses.Response
+      if (stream) {
+        const events = client.responses.stream(ask)
+        for await (const _ of events);
+        response = await events.finalResponse()
+      } else response = await client.responses.create(ask)
+      expect(response.status).toBe('incomplete')
+      expect(response.incomplete_details).toEqual({ reason: 'max_output_tokens' })
+      expect(response.output.map((item) => (item as { status?: string }).status)).toEqual([
+        'incomplete',
+      ])
+    })
 
   test('instructions as a list of items reach a translated offering as its messages, never dropped', async () => {
     const response = await client.responses.create({
@@ -186,11 +223,15 @@ describe('the openai package', () => {
     test(`cached prompt tokens are reported streamed as whole (${model})`, async () => {
       const input = 'Say hello. [sim:cache read=4 write=2]'
       const whole = await client.responses.create({ model, input, max_output_tokens: 32 })
-      expect(whole.usage!.input_tokens_details.cached_tokens).toBe(4)
+      // The tokens written to the cache too, as the chat usage reports them (docs/pricing.md).
+      expect(whole.usage!.input_tokens_details).toEqual({
+        cached_tokens: 4,
+        cache_write_tokens: 2,
+      } as never)
       const stream = client.responses.stream({ model, input, max_output_tokens: 32 })
       for await (const _ of stream);
       const streamed = (await stream.finalResponse()).usage!
-      expect(streamed.input_tokens_details.cached_tokens).toBe(4)
+      expect(streamed.input_tokens_details).toEqual(whole.usage!.input_tokens_details)
       expect(streamed.input_tokens).toBe(whole.usage!.input_tokens)
     })
 

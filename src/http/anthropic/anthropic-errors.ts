@@ -4,7 +4,7 @@
  * inside `error`, and extra top-level fields (a batch's `issues`) beside it: Anthropic's SDK
  * reads only `error.type` and `error.message`, so more does no harm and says more.
  */
-import { GatewayError, refuse, type ErrorType } from '../../errors.ts'
+import { GatewayError, invalidApiKey, refuse, type ErrorType } from '../../errors.ts'
 import { excerpt } from '../../excerpt.ts'
 
 /** The gateway's error types → Anthropic's (their API reference, "Errors"). */
@@ -65,7 +65,11 @@ export const unknownAnthropicRoute = (request: Request, path: string) =>
   )
 
 /** The caller's key: Anthropic's `x-api-key` header, or a Bearer key as every other surface takes. */
-export function anthropicAuthorization(request: Request): string | null {
+export function anthropicAuthorization(request: Request): string {
   const key = request.headers.get('x-api-key')
-  return key ? `Bearer ${key}` : request.headers.get('authorization')
+  if (key) return `Bearer ${key}`
+  const authorization = request.headers.get('authorization')
+  if (!authorization)
+    throw invalidApiKey('no API key: send "x-api-key: <key>" (or "Authorization: Bearer <key>")')
+  return authorization
 }

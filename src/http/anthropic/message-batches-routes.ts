@@ -107,6 +107,13 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
       ({ request, params, caller, answerHeaders }) =>
         inAnthropicShape(answerHeaders, async () => {
           const found = await findMessageBatch(store, caller, params.id)
+          // In this API's terms; one that ends meanwhile gets the native refusal (same code).
+          if (processingStatus(found) === 'ended')
+            throw refuse(
+              'batch_not_cancellable',
+              `message batch ${excerpt(params.id)} has ended and can no longer be cancelled`,
+              { detail: { processing_status: 'ended' } },
+            )
           const batch = await cancelBatch(store, caller.account.id, found.id, deps.onCancelled)
           return renderMessageBatch(batch, origin(request))
         }),
@@ -227,7 +234,7 @@ async function createMessageBatch(deps: MessageBatchDeps, request: Request, call
     case 'insufficient_quota':
     case 'limit_exceeded':
     case 'daily_limit_exceeded':
-      throw refusalOf(result)
+      throw refusalOf(result, false)
     case 'created':
     case 'duplicate':
       return renderMessageBatch(result.batch, origin)

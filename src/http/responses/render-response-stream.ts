@@ -11,6 +11,8 @@ import type { Usage } from '../../../providers/types.ts'
 import type { StreamRender } from '../live.ts'
 import {
   finishStatus,
+  inputDetails,
+  lastItemStatus,
   functionCallItem,
   messageItem,
   newItemId,
@@ -58,7 +60,8 @@ export function responseStreamRender(request: Record<string, unknown>): StreamRe
     let out: string
     let item: Record<string, unknown>
     if (open.kind === 'text') {
-      item = messageItem(open.id, open.text)
+      // Closed by the end (finishReason known) or by the next item (whole).
+      item = messageItem(open.id, open.text, lastItemStatus(finishReason))
       out =
         event('response.output_text.done', {
           ...at,
@@ -155,7 +158,10 @@ export function responseStreamRender(request: Record<string, unknown>): StreamRe
       const output = usage?.output_tokens ?? 0
       response.usage = {
         input_tokens: input,
-        input_tokens_details: { cached_tokens: usage?.cached_input_tokens ?? 0 },
+        input_tokens_details: inputDetails(
+          usage?.cached_input_tokens,
+          (usage?.cache_write_tokens ?? 0) + (usage?.cache_write_1h_tokens ?? 0),
+        ),
         output_tokens: output,
         output_tokens_details: { reasoning_tokens: reasoningTokens },
         total_tokens: input + output,
