@@ -245,6 +245,23 @@ function suite(store: (typeof STORES)[number]) {
         `${gw.url}/anthropic/v1/messages/batches/${created.id}/results`,
       )
       expect(ended.ended_at).not.toBeNull()
+      // Behind a proxy that ends TLS: the address the client used, from the proxy's headers.
+      const resultsUrl = async (headers: Record<string, string>) => {
+        const answer = await gw.request(`/anthropic/v1/messages/batches/${created.id}`, key, {
+          headers,
+        })
+        return ((await answer.json()) as { results_url: string }).results_url
+      }
+      expect(
+        await resultsUrl({ 'x-forwarded-proto': 'https', 'x-forwarded-host': 'gw.example.com' }),
+      ).toBe(`https://gw.example.com/anthropic/v1/messages/batches/${created.id}/results`)
+      expect(await resultsUrl({ 'x-forwarded-proto': 'https, http' })).toStartWith(
+        `https://${new URL(gw.url).host}/`,
+      )
+      // A host header value that is no host is not used.
+      expect(await resultsUrl({ 'x-forwarded-host': 'evil.example/x?' })).toStartWith(
+        `${gw.url}/anthropic/`,
+      )
 
       const results = []
       for await (const entry of await client.messages.batches.results(created.id))

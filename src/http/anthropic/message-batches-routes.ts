@@ -22,6 +22,7 @@ import type { FileLimits } from '../../ingest/validate-batch-file.ts'
 import { parseWholeNumber, wholeNumberText } from '../../schemas/whole-number.ts'
 import type { AccountStore, BatchStore } from '../../store/store.ts'
 import { parseQuery } from '../parse-query.ts'
+import { publicOrigin } from '../public-origin.ts'
 import { streamLines } from '../stream-lines.ts'
 import { callerMacro } from '../caller-macro.ts'
 import {
@@ -63,7 +64,6 @@ const WINDOW_HOURS = 24
 
 export function anthropicBatchRoutes(deps: MessageBatchDeps) {
   const { store } = deps
-  const origin = (request: Request) => new URL(request.url).origin
 
   return new Elysia({ name: 'anthropic-batches', prefix: `${ANTHROPIC_PREFIX}/messages/batches` })
     .use(
@@ -89,7 +89,7 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
             afterId: native(query.after_id),
             beforeId: native(query.before_id),
           })
-          const data = page.batches.map((batch) => renderMessageBatch(batch, origin(request)))
+          const data = page.batches.map((batch) => renderMessageBatch(batch, publicOrigin(request)))
           return anthropicPage(data, page.hasMore)
         }),
       { caller: 'read' },
@@ -98,7 +98,10 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
       '/:id',
       ({ request, params, caller, answerHeaders }) =>
         inAnthropicShape(answerHeaders, async () =>
-          renderMessageBatch(await findMessageBatch(store, caller, params.id), origin(request)),
+          renderMessageBatch(
+            await findMessageBatch(store, caller, params.id),
+            publicOrigin(request),
+          ),
         ),
       { caller: 'read' },
     )
@@ -115,7 +118,7 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
               { detail: { processing_status: 'ended' } },
             )
           const batch = await cancelBatch(store, caller.account.id, found.id, deps.onCancelled)
-          return renderMessageBatch(batch, origin(request))
+          return renderMessageBatch(batch, publicOrigin(request))
         }),
       { parse: 'none', caller: 'batches' },
     )
@@ -172,7 +175,7 @@ async function findMessageBatch(store: BatchStore, caller: Caller, id: string) {
 /** A create: the requests as a native file, admitted as any native submit (docs/clients/anthropic-sdk.md). */
 async function createMessageBatch(deps: MessageBatchDeps, request: Request, caller: Caller) {
   const { store, admission } = deps
-  const origin = new URL(request.url).origin
+  const origin = publicOrigin(request)
   const { account } = caller
   const read = await readJsonBody(request, deps.bodyLimit)
   if (!read.ok) throw badRequest('the body is not valid JSON; send {"requests": [...]}')
