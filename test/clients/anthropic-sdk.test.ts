@@ -466,6 +466,30 @@ function suite(store: (typeof STORES)[number]) {
       expect(message).not.toContain('max_cost_usd')
     })
 
+    test('a field the create does not take is refused, never dropped unread', async () => {
+      const create = async (body: Record<string, unknown>) => {
+        const answer = await gw.request('/anthropic/v1/messages/batches', key, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+        return {
+          status: answer.status,
+          body: (await answer.json()) as {
+            error: { message: string }
+            issues?: { path: string }[]
+          },
+        }
+      }
+      const request = { custom_id: 'r', params: ask('sim/chat') }
+      const outer = await create({ requests: [request], priority: 'high' })
+      expect(outer.status).toBe(400)
+      expect(outer.body.error.message).toStartWith('priority: this field is not accepted here')
+      const inner = await create({ requests: [request, { ...request, custom_id: 's', note: 1 }] })
+      expect(inner.status).toBe(400)
+      expect(inner.body.issues!.map((issue) => issue.path)).toEqual(['requests[1].note'])
+    })
+
     test('no key at all: a 401 that names the header the SDK sends', async () => {
       const answer = await fetch(`${gw.url}/anthropic/v1/messages/batches`)
       expect(answer.status).toBe(401)

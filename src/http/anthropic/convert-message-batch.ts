@@ -6,6 +6,7 @@
  * its own; every one is reported at once, with the native issues' shape.
  */
 import { MESSAGES_URL } from '../../domain.ts'
+import { excerpt } from '../../excerpt.ts'
 import type { Issue } from '../../ingest/issues.ts'
 
 /** Anthropic's rule for a batch request's custom_id. */
@@ -29,11 +30,16 @@ export const requestPath = (index: number, path: string) =>
 
 export function convertMessageBatch(body: unknown, maxRequests: number): MessageBatchFile {
   const requests = (body as { requests?: unknown } | null)?.requests
+  const shape =
+    '{"requests": [{"custom_id": "…", "params": {…a Messages request…}}, …]} with at least one request'
   if (!Array.isArray(requests) || requests.length === 0)
+    return { ok: false, envelope: `the body must be ${shape}` }
+  // As Anthropic refuses them: a field here would otherwise be dropped unread.
+  const extra = Object.keys(body as object).find((name) => name !== 'requests')
+  if (extra !== undefined)
     return {
       ok: false,
-      envelope:
-        'the body must be {"requests": [{"custom_id": "…", "params": {…a Messages request…}}, …]} with at least one request',
+      envelope: `${excerpt(extra)}: this field is not accepted here; the body is ${shape}, nothing else`,
     }
   if (requests.length > maxRequests) {
     // As the native submit says it of a file with too many lines: an issue at the first one over.
@@ -82,6 +88,14 @@ export function convertMessageBatch(body: unknown, maxRequests: number): Message
         'give every request its own custom_id',
       )
     else seen.add(customId)
+    if (typeof request === 'object' && request !== null)
+      for (const name of Object.keys(request))
+        if (name !== 'custom_id' && name !== 'params')
+          issue(
+            excerpt(name),
+            'is not a field of a batch request',
+            'send only custom_id and params; the Messages request itself goes in params',
+          )
     const params = request?.params
     if (typeof params !== 'object' || params === null || Array.isArray(params))
       issue(
