@@ -10,7 +10,8 @@ import type { FileValidator } from '../ingest/parallel-validation.ts'
 import type { FileLimits } from '../ingest/validate-batch-file.ts'
 import { availableUsd, batchHold, Money, moneyText, usd } from '../money/decimal.ts'
 import { LONG_WINDOW_HOURS, startBySeconds } from '../store/batches/start-in-time.ts'
-import type { AccountStore, BatchStore } from '../store/store.ts'
+import type { AccountStore, BatchStore, FileStore } from '../store/store.ts'
+import { registerResultFiles } from './result-files.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 
 export interface SubmitOptions {
@@ -138,7 +139,7 @@ export function dailyLimitRefusal(
 
 /** What admission works with: where batches go, who validates, who hears of a new batch. */
 export interface AdmissionDeps {
-  store: BatchStore & AccountStore
+  store: BatchStore & AccountStore & Pick<FileStore, 'createFile'>
   validator: FileValidator
   /** Called with each batch admitted (a log line, the dispatcher's nudge). */
   onAdmitted?: (batch: BatchRecord) => void
@@ -252,6 +253,7 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
     })
     switch (result.kind) {
       case 'created':
+        await registerResultFiles(store, result.batch)
         onAdmitted(result.batch)
         return result
       case 'duplicate':

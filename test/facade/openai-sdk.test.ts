@@ -255,6 +255,31 @@ for (const storeKind of STORES) {
       }
     })
 
+    test('a native batch is a facade batch too: its output and error files download', async () => {
+      const { key } = await gw.newAccount('1')
+      const openai = client(key)
+      const submitted = await gw.request('/v1/batches', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/jsonl' },
+        body: jsonl([chatLine('ok'), chatLine('refused', 'x', {}, 'sim/refused')]),
+      })
+      expect(submitted.status).toBe(201)
+      const { id } = (await submitted.json()) as { id: string }
+      const done = await poll(openai, id)
+      expect(done.request_counts).toMatchObject({ total: 2, completed: 1, failed: 1 })
+      const lines = async (fileId: string) =>
+        (await (await openai.files.content(fileId)).text())
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as { custom_id: string })
+      expect((await lines(done.output_file_id!)).map((line) => line.custom_id)).toEqual(['ok'])
+      expect((await lines(done.error_file_id!)).map((line) => line.custom_id)).toEqual(['refused'])
+      const listed = await openai.files.list({ purpose: 'batch_output' })
+      expect(listed.data.map((file) => file.id).sort()).toEqual(
+        [done.output_file_id!, done.error_file_id!].sort(),
+      )
+    })
+
     test('list with after/limit paging', async () => {
       const { key } = await gw.newAccount('1', {}, { max_open_batches: 20 })
       const openai = client(key)

@@ -24,7 +24,7 @@ import { excerpt } from '../../excerpt.ts'
 import { maxCostUsdJson } from '../../schemas/money-text.ts'
 import { parseQuery } from '../parse-query.ts'
 import { createBatchSummaries } from './batch-usage.ts'
-import { errorFileId, outputFileId, renderOpenAiBatch } from './render-openai.ts'
+import { renderOpenAiBatch } from './render-openai.ts'
 import { renderPage } from '../render-page.ts'
 
 export const createBody = z.looseObject({
@@ -209,29 +209,8 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
         ])
       throw answer.error
     case 'batch':
-      if (answer.status === 201) await registerResultFiles(store, answer.batch)
       return answer.batch
     default:
       return unanswered(answer)
-  }
-}
-
-/** The output and error files of a batch, listed as the account's files once the batch ends. */
-async function registerResultFiles(store: FileStore, batch: BatchRecord) {
-  for (const [id, kind, suffix] of [
-    [outputFileId(batch.id), 'output', 'output'],
-    [errorFileId(batch.id), 'error', 'errors'],
-  ] as const) {
-    await store.createFile({
-      id,
-      accountId: batch.accountId,
-      purpose: 'batch_output',
-      filename: `${batch.id}_${suffix}.jsonl`,
-      bytes: null,
-      createdAt: batch.createdAt,
-      lastUsedAt: batch.createdAt,
-      batchId: batch.id,
-      kind,
-    })
   }
 }

@@ -12,6 +12,7 @@ import {
 import { usd } from '../../money/decimal.ts'
 import type { FileView } from '../../store/store.ts'
 import { batchEta, renderProviders } from '../render-native.ts'
+import { errorFileId, outputFileId } from '../../admission/result-files.ts'
 import type { BatchSummary } from './batch-usage.ts'
 import type { OpenAiBatchObject, OpenAiFileObject } from '../../schemas/facade-objects.ts'
 
@@ -20,10 +21,6 @@ export interface FacadeExtras {
   summary: BatchSummary
   shares?: Record<string, ProviderShare>
 }
-
-/** Output and error files are named after their batch, so they need no lookup to find. */
-export const outputFileId = (batchId: string) => `file-${batchId.slice('batch_'.length)}-output`
-export const errorFileId = (batchId: string) => `file-${batchId.slice('batch_'.length)}-errors`
 
 const FINAL = new Set(['completed', 'failed', 'cancelled', 'expired'])
 
