@@ -293,7 +293,9 @@ function unknownModel(
     .map((m) => m.id)
   return {
     path: at('model'),
-    message: `unknown model ${JSON.stringify(excerpt(named))}`,
+    // As OpenAI answers an unknown model: a live call's 404 (hold-call.ts), the issue's code.
+    code: 'model_not_found',
+    message: `names an unknown model, ${JSON.stringify(excerpt(named))}`,
     fix: `use a model from GET /v1/models${examples.length ? `, for example ${examples.join(', ')}` : ''}`,
   }
 }

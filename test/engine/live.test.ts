@@ -154,6 +154,23 @@ describe('live endpoints', () => {
       expect(((await missing.json()) as any).error.code).toBe('model_not_found')
     }
     expect((await gw.request('/v1/models/sim%2Fchat', null)).status).toBe(401)
+    // A call naming a model there is not: OpenAI's 404 model_not_found, on either endpoint.
+    for (const [path, body] of [
+      ['/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }] }],
+      ['/v1/embeddings', { input: 'hi' }],
+    ] as const) {
+      const call = await gw.request(path, key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'no/such-model', ...body }),
+      })
+      expect(call.status).toBe(404)
+      expect(((await call.json()) as any).error).toMatchObject({
+        code: 'model_not_found',
+        param: 'model',
+        message: expect.stringMatching(/^model names an unknown model, "no\/such-model"; use /),
+      })
+    }
   })
 
   test('the balance check uses the ceiling arithmetic; bad requests and scopes are refused', async () => {

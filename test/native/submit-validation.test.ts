@@ -127,7 +127,8 @@ for (const storeKind of STORES) {
         expect.objectContaining({
           line: 1,
           path: 'body.model',
-          message: 'unknown model "no/such-model"',
+          code: 'model_not_found',
+          message: 'names an unknown model, "no/such-model"',
         }),
         expect.objectContaining({
           line: 2,
