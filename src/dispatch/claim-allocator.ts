@@ -24,6 +24,11 @@ export interface AllocationInput {
   inFlight: number
   /** Accounts none of whose lines may be claimed now (a cost overrun not yet recorded). */
   heldBack: { has(accountId: string): boolean }
+  /**
+   * The most lines of the batch its offerings can take now (the planner's room); null: no bound
+   * of its own. A batch waiting for a full pool leaves its share to the account's next batch.
+   */
+  room?: (batch: RunnableBatch) => number | null
 }
 
 export interface ClaimAllocator {
@@ -54,11 +59,14 @@ export function createClaimAllocator({ capacity }: { capacity: number }): ClaimA
   return {
     hasRoom,
     isFull: (inFlight) => inFlight >= target,
-    allocate({ batches, inFlight, heldBack }) {
+    allocate({ batches, inFlight, heldBack, room }) {
       if (!hasRoom(inFlight)) return []
       const byAccount = groupByAccount(batches, heldBack)
       if (byAccount.length === 0) return []
-      return spreadOverAccounts(byAccount, target - inFlight, turn++)
+      // A batch the planner has not seen yet: one claim's worth, until its offerings are known
+      // (all of the room to a batch for a slow pool would wait there, the rest starved).
+      const bound = room && ((batch: RunnableBatch) => room(batch) ?? minClaim)
+      return spreadOverAccounts(byAccount, target - inFlight, turn++, bound)
     },
   }
 }
@@ -82,12 +90,14 @@ export function groupByAccount(
 
 /**
  * Spreads `free` lines over the accounts in turn, starting at `turn` (mod their number): each
- * account at most an equal share of them, taken from its batches by deadline.
+ * account at most an equal share of them, taken from its batches by deadline, each batch at most
+ * its `room`.
  */
 export function spreadOverAccounts(
   accounts: readonly (readonly RunnableBatch[])[],
   free: number,
   turn: number,
+  room: AllocationInput['room'] = () => null,
 ): Claim[] {
   const start = turn % accounts.length
   const share = Math.max(1, Math.ceil(free / accounts.length))
@@ -97,7 +107,7 @@ export function spreadOverAccounts(
     let quota = Math.min(share, left)
     for (const batch of accounts[(start + i) % accounts.length]) {
       if (quota === 0) break
-      const count = Math.min(quota, batch.pending)
+      const count = Math.min(quota, batch.pending, room(batch) ?? Infinity)
       if (count === 0) continue
       claims.push({ batch, count })
       quota -= count

@@ -344,6 +344,7 @@ async function tick(state: DispatchState): Promise<number> {
     batches,
     inFlight: inFlightNow,
     heldBack: overrunning,
+    room: (batch) => state.spill.room(batch, batch.pending, now),
   })) {
     const lines = await store.claimLines({
       batchId: batch.id,

@@ -48,6 +48,15 @@ export interface SpillPlanner {
     unsent: number,
     nowMs: number,
   ): SpillChoice
+  /**
+   * How many more of the batch's lines its next choice (its providers as last chosen among,
+   * `unsent` lines of it pending) can take: the room left at that offering under its slots and
+   * one more round waiting, of every batch's lines. 0 while nothing can take one (every provider
+   * down, or the offering it waits for is full); null for a batch not planned here yet.
+   * The claim allocator claims no more: lines beyond would wait in this instance's memory, not
+   * the store, holding room other batches' providers could use (docs/routing.md).
+   */
+  room(batch: PlannedBatch, unsent: number, nowMs: number): number | null
   /** A line of the batch was handed to the provider (it waits for a slot there, or runs). */
   enter(batchId: string, provider: string): void
   /** It took a slot and was sent. */
@@ -156,25 +165,17 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       s.providers = providers
       s.seenAt = nowMs
       s.deadlineAt = batch.deadlineAt
-      // One offering (allow_fallbacks false, or a model with one): nothing to weigh.
-      if (providers.length === 1) {
-        const up = options.available(providers[0], nowMs)
-        s.heldSince = up ? null : (s.heldSince ?? nowMs)
-        return up ? SEND_FIRST : HOLD
-      }
-      const windowMs = (batch.deadlineAt - batch.createdAt) * 1000
-      const targetMs = batch.deadlineAt * 1000 - options.marginShare * windowMs
-      // In a fleet a provider's rate for the batch is every instance's together, and so are the
-      // lines held there. It is not known (the line waits, as before any answer) until every
-      // instance had an exchange to tell its own, nor while another holds lines there with no
-      // rate yet: measured, an instance that planned from its own half of the pool's rate spilled
-      // a fifth of a batch the pool could finish in two thirds of its window.
-      const settling =
-        options.fleet === true && (s.fleetSince === null || nowMs - s.fleetSince < FLEET_SETTLE_MS)
-      const views = offeringViews(planning, s, batch.id, { settling, nowMs })
-      const choice = chooseOffering({ nowMs, targetMs, unsent, offerings: views })
+      const choice = decide(planning, s, batch, unsent, nowMs)
       s.heldSince = choice.kind === 'hold' ? (s.heldSince ?? nowMs) : null
       return choice
+    },
+    room(batch, unsent, nowMs) {
+      const s = batches.get(batch.id)
+      if (!s || s.providers.length === 0) return null
+      const choice = decide(planning, s, batch, unsent, nowMs)
+      if (choice.kind === 'hold') return 0
+      const provider = s.providers[choice.index]
+      return Math.max(0, 2 * options.limit(provider) - (held.get(provider) ?? 0))
     },
     enter(batchId, provider) {
       const s = state(batchId)
@@ -262,6 +263,30 @@ interface Planning {
   held: Map<string, number>
   /** The meter's key of a batch and provider. */
   key: (batchId: string, provider: string) => string
+}
+
+/** Which of the batch's providers (as last told) takes its next line: chooseOffering's rule. */
+function decide(
+  planning: Planning,
+  s: BatchState,
+  batch: PlannedBatch,
+  unsent: number,
+  nowMs: number,
+): SpillChoice {
+  const { options } = planning
+  // One offering (allow_fallbacks false, or a model with one): nothing to weigh.
+  if (s.providers.length === 1) return options.available(s.providers[0], nowMs) ? SEND_FIRST : HOLD
+  const windowMs = (batch.deadlineAt - batch.createdAt) * 1000
+  const targetMs = batch.deadlineAt * 1000 - options.marginShare * windowMs
+  // In a fleet a provider's rate for the batch is every instance's together, and so are the
+  // lines held there. It is not known (the line waits, as before any answer) until every
+  // instance had an exchange to tell its own, nor while another holds lines there with no
+  // rate yet: measured, an instance that planned from its own half of the pool's rate spilled
+  // a fifth of a batch the pool could finish in two thirds of its window.
+  const settling =
+    options.fleet === true && (s.fleetSince === null || nowMs - s.fleetSince < FLEET_SETTLE_MS)
+  const views = offeringViews(planning, s, batch.id, { settling, nowMs })
+  return chooseOffering({ nowMs, targetMs, unsent, offerings: views })
 }
 
 /** Each of the batch's offerings as the choice weighs it: up, room, queue, slots and rate. */

@@ -243,11 +243,12 @@ for (const storeKind of STORES) {
     })
 
     test('lines queued behind another batch’s at a full pool: capacity_busy, then they run', async () => {
-      pool.configure({ latencyMs: 400 })
+      pool.configure({ latencyMs: 1_500 })
       try {
-        // The first batch fills the pool (4 slots and its queue); the second, of another account,
-        // waits behind it at the pool's gate, allowed the pool alone.
-        const first = await submit(jsonl(lines(60, { allow_fallbacks: false })))
+        // The first batch fills the pool (4 slots and a round waiting: no more of it is claimed,
+        // docs/routing.md); the second, of another account, waits behind that round at the
+        // pool's gate, allowed the pool alone, for longer than the 1 s between projections.
+        const first = await submit(jsonl(lines(12, { allow_fallbacks: false })))
         await waitFor('the pool to be busy', async () => inference(pool) >= POOL_SLOTS)
         const other = await gw.newAccount('100', { rate_limit_per_minute: 100_000 })
         const response = await gw.request('/v1/batches', other.key, {
