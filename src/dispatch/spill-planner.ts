@@ -165,14 +165,14 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       s.providers = providers
       s.seenAt = nowMs
       s.deadlineAt = batch.deadlineAt
-      const choice = decide(planning, s, batch, unsent, nowMs)
+      const choice = decide(planning, s, batch, { unsent, nowMs })
       s.heldSince = choice.kind === 'hold' ? (s.heldSince ?? nowMs) : null
       return choice
     },
     room(batch, unsent, nowMs) {
       const s = batches.get(batch.id)
       if (!s || s.providers.length === 0) return null
-      const choice = decide(planning, s, batch, unsent, nowMs)
+      const choice = decide(planning, s, batch, { unsent, nowMs })
       if (choice.kind === 'hold') return 0
       const provider = s.providers[choice.index]
       return Math.max(0, 2 * options.limit(provider) - (held.get(provider) ?? 0))
@@ -270,8 +270,7 @@ function decide(
   planning: Planning,
   s: BatchState,
   batch: PlannedBatch,
-  unsent: number,
-  nowMs: number,
+  { unsent, nowMs }: { unsent: number; nowMs: number },
 ): SpillChoice {
   const { options } = planning
   // One offering (allow_fallbacks false, or a model with one): nothing to weigh.
