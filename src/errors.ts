@@ -124,10 +124,15 @@ export class GatewayError extends Error {
    * Its own headers. A 409 says `x-should-retry: false`: here it means the state of what the call
    * names forbids it (a batch that has ended, or not yet; an adapter that exists), which asking
    * again in a second does not change, and the OpenAI and Anthropic SDKs retry a 409 (a lock
-   * timeout, to them) unless told not to.
+   * timeout, to them) unless told not to. So does a 429 `limit_exceeded`: an account's limit (the
+   * day's spend, open batches, files, open streams) is not freed by the SDKs' backoff of a second
+   * or two, where the per-minute rate limit's 429 is, with its Retry-After.
    */
   ownHeaders(): Record<string, string> {
-    const final = this.status === 409 ? { 'x-should-retry': 'false' } : undefined
+    const final =
+      this.status === 409 || this.code === 'limit_exceeded'
+        ? { 'x-should-retry': 'false' }
+        : undefined
     return { ...final, ...this.options.headers }
   }
 

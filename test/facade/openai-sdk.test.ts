@@ -278,6 +278,18 @@ for (const storeKind of STORES) {
       expect(listed.data.map((file) => file.id).sort()).toEqual(
         [done.output_file_id!, done.error_file_id!].sort(),
       )
+      // A batch's output is no input: a 400 that says which file to send, not a 404.
+      const refused = await failure(
+        openai.batches.create({
+          input_file_id: done.output_file_id!,
+          endpoint: '/v1/chat/completions',
+          completion_window: '24h',
+        }),
+      )
+      expect(refused).toBeInstanceOf(OpenAI.BadRequestError)
+      expect((refused as InstanceType<typeof OpenAI.BadRequestError>).message).toContain(
+        'purpose "batch"',
+      )
     })
 
     test('list with after/limit paging', async () => {

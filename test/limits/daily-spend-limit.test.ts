@@ -143,13 +143,25 @@ for (const store of STORES) {
         daily_spend_usd: '0.0001',
         used_usd: '0.000000',
       })
-      // A live call through the facade that would pass it: the same refusal.
-      const live = await openai.chat.completions.create(issueRequest(false) as never).then(
+      // A live call through the facade that would pass it: the same refusal, which the SDK does
+      // not retry (its backoff of a second would not free the day's limit).
+      let sent = 0
+      const retrying = new OpenAI({
+        apiKey: key,
+        baseURL: `${gw.url}/openai/v1`,
+        maxRetries: 2,
+        fetch: (input: string | URL | Request, init?: RequestInit) => {
+          sent++
+          return fetch(input, init)
+        },
+      })
+      const live = await retrying.chat.completions.create(issueRequest(false) as never).then(
         () => null,
         (e: unknown) => e,
       )
       expect(live).toBeInstanceOf(OpenAI.RateLimitError)
       expect((live as InstanceType<typeof OpenAI.RateLimitError>).code).toBe('limit_exceeded')
+      expect(sent).toBe(1)
     })
 
     test('live calls count and are held to it: concurrent calls never pass it, and a batch sees what they used', async () => {

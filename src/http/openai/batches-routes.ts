@@ -157,7 +157,12 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
     if (earlier) return earlier
   }
   const file = await store.getFile(caller.account.id, body.input_file_id)
-  if (!file || file.kind !== 'upload') throw notFound(`file ${excerpt(body.input_file_id)}`)
+  if (!file) throw notFound(`file ${excerpt(body.input_file_id)}`)
+  if (file.kind !== 'upload')
+    throw badRequest(
+      `file ${excerpt(body.input_file_id)} is a batch's ${file.kind} file (purpose batch_output); send the id of a file uploaded with purpose "batch"`,
+      'input_file_id',
+    )
   await store.touchFile(file.id, nowSeconds())
   const bytes = await blobs.readAll(file.id)
   const reject = (errors: BatchErrorEntry[]) =>
