@@ -34,6 +34,7 @@ const EXAMPLES: Record<string, string> = {
   json_schema: '{"name": "answer", "schema": {"type": "object"}}',
   custom_id: '"request-1"',
   input: '"hello"',
+  body: '{"model": "…", "messages": [{"role": "user", "content": "hello"}]}',
 }
 
 /** A path segment is a caller's key when the object is a record (logit_bias, metadata). */
@@ -289,6 +290,9 @@ function expectedName(expected: string) {
     case 'record':
     case 'object':
       return 'an object'
+    // Any value but none (a line's body, z.unknown()): what it must be is the endpoint's request.
+    case 'nonoptional':
+      return "the request for the line's url, a JSON object"
     default:
       return /^[aeiou]/.test(expected) ? `an ${expected}` : `a ${expected}`
   }

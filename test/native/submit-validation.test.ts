@@ -113,6 +113,20 @@ for (const storeKind of STORES) {
       ])
     })
 
+    test('a line without a body: one issue, whose fix shows a body', async () => {
+      const { body: _, ...bodiless } = chatLine('nobody')
+      const json = await rejected(jsonl([chatLine('a'), bodiless]))
+      expect(json.issues).toEqual([
+        {
+          line: 2,
+          custom_id: 'nobody',
+          path: 'body',
+          message: 'is required',
+          fix: `add body (the request for the line's url, a JSON object, such as {"model": "…", "messages": [{"role": "user", "content": "hello"}]})`,
+        },
+      ])
+    })
+
     test('every line must use the same url', async () => {
       const json = await rejected(jsonl([chatLine('a'), embedLine('b'), chatLine('c')]))
       expect(json.issues).toEqual([expect.objectContaining({ line: 2, path: 'url' })])
