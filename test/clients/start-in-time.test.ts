@@ -122,7 +122,9 @@ for (const store of STORES) {
     beforeAll(async () => {
       sim = await startSimulator({ latencyMs: 3_000 })
       const catalog = laneCatalog(sim.url, sim.url)
-      // Three lines in flight at most (one slot each, and half again): the first batch's.
+      // Three lines in flight at most (one slot each, and half again): the first batch's, whose
+      // lines go to both providers (a batch takes no more than its providers' slots and a round
+      // waiting, so one provider's alone would leave the third place to the next batch).
       catalog.providers.sim.max_concurrency = 1
       catalog.providers.claude.max_concurrency = 1
       gw = await startTestGateway({
@@ -140,7 +142,7 @@ for (const store of STORES) {
       const { key } = await gw.newAccount('5')
       const submit = async (hours: number, count: number) => {
         const lines = Array.from({ length: count }, (_, i) =>
-          chatLine(`l-${i}`, 'q', {}, 'lane/none'),
+          chatLine(`l-${i}`, 'q', {}, i % 2 === 0 ? 'lane/none' : 'lane/claude'),
         )
         const response = await gw.request(`/v1/batches?completion_window_hours=${hours}`, key, {
           method: 'POST',
