@@ -10,7 +10,7 @@ import { dailyLimitRefusal } from '../admission/submit-batch.ts'
 import { badRequest, refuse } from '../errors.ts'
 import { compileProblems } from '../ingest/check-structured.ts'
 import { validateBody, type BodyProblem } from '../ingest/validate-body.ts'
-import { usd } from '../money/decimal.ts'
+import { Money, usd } from '../money/decimal.ts'
 import { unitsText } from '../money/fixed-point.ts'
 import { ceilingUnits } from '../pricing/ceiling-rates.ts'
 import { offeringsTaking } from '../catalog/speaks-api.ts'
@@ -64,7 +64,8 @@ export async function holdCall(
   const held = await deps.credit.reserve(caller.account.id, ceiling)
   if (!held.ok && held.dailyLimit) throw dailyLimitRefusal(held.dailyLimit, 'this request')
   if (!held.ok) {
-    const ceilingUsd = usd(unitsText(ceiling))
+    // Shown as a batch's ceiling is: rounded up to a millionth of a dollar (the hold is exact).
+    const ceilingUsd = usd(new Money(unitsText(ceiling)).toDecimalPlaces(6, Money.ROUND_UP))
     throw refuse(
       'insufficient_quota',
       `this request may cost up to $${ceilingUsd} and the account has $${usd(held.availableUsd)} available; add credit or lower max_tokens`,

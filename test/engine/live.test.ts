@@ -182,6 +182,18 @@ describe('live endpoints', () => {
     })
     expect(poor.status).toBe(402)
     expect(((await poor.json()) as any).error.code).toBe('insufficient_quota')
+    // (89 × 0.5 + 8 × 1.5) / 1e6 = 0.0000565 (the prompt's bound is the body's bytes and more):
+    // shown as a batch's ceiling is, rounded up to a millionth.
+    const odd = await post(key, '/v1/chat/completions', {
+      model: 'sim/chat',
+      messages: [{ role: 'user', content: 'hello' }],
+      max_tokens: 8,
+    })
+    expect(odd.status).toBe(402)
+    expect(((await odd.json()) as any).error).toMatchObject({
+      cost_ceiling_usd: '0.000057',
+      available_usd: '0.000010',
+    })
     const bad = await post(key, '/v1/chat/completions', {
       model: 'sim/chat',
       messages: [],
