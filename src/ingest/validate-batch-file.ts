@@ -192,7 +192,8 @@ export function validateBatchFile(
       custom_id: null,
       path: '',
       message: 'the file has no requests',
-      fix: 'send the JSONL file as the request body, e.g. curl --data-binary @requests.jsonl',
+      // Said for every surface: the native body, an uploaded file (the facade's).
+      fix: 'put one request per line, {"custom_id": …, "method": "POST", "url": …, "body": {…}}; an empty file or blank lines hold none',
     })
   }
   return fileVerdict(checked)

@@ -285,6 +285,8 @@ for (const storeKind of STORES) {
           path: '',
           message: 'the file has no requests',
         })
+        // Said for the native body and an uploaded file alike.
+        expect(json.issues[0].fix).toStartWith('put one request per line')
       }
     })
 
