@@ -187,8 +187,10 @@ export function nativeBatchRoutes(deps: NativeDeps) {
     .get(
       '/v1/batches/:id/results',
       async ({ request, params, caller, answerHeaders }) => {
-        const query = parseQuery(resultsQuery, request.url)
         const batch = await findBatch(store, caller, params.id)
+        // On every answer about the batch, a refused query or deleted results included.
+        answerHeaders['x-multigrid-batch-status'] = batch.status
+        const query = parseQuery(resultsQuery, request.url)
         if (batch.purgedAt !== null) {
           throw refuse(
             'results_expired',
@@ -199,11 +201,7 @@ export function nativeBatchRoutes(deps: NativeDeps) {
         const render =
           query.format === 'input' ? (line: { input: string }) => line.input : renderResultLine
         return new Response(streamLines(store, batch.id, statuses, render), {
-          headers: {
-            ...answerHeaders,
-            'content-type': 'application/jsonl',
-            'x-multigrid-batch-status': batch.status,
-          },
+          headers: { ...answerHeaders, 'content-type': 'application/jsonl' },
         })
       },
       { caller: 'read' },

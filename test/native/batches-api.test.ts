@@ -253,6 +253,10 @@ for (const storeKind of STORES) {
       await gw.request(`/v1/batches/${batch.id}`, key, { method: 'DELETE' })
       const failed = await gw.request(`/v1/batches/${batch.id}/results?filter=failed`, key)
       expect(failed.headers.get('x-multigrid-batch-status')).toBe('cancelled')
+      // Every answer about the batch says its status, a refused filter's too.
+      const refused = await gw.request(`/v1/batches/${batch.id}/results?filter=bogus`, key)
+      expect(refused.status).toBe(400)
+      expect(refused.headers.get('x-multigrid-batch-status')).toBe('cancelled')
       const failedRows = (await failed.text())
         .trim()
         .split('\n')
