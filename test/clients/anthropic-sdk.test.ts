@@ -525,21 +525,28 @@ function suite(store: (typeof STORES)[number]) {
       ])
     })
 
-    test('a native batch of another endpoint is no message batch: a 404', async () => {
-      const submitted = await submitNative({
-        custom_id: 'e-1',
-        method: 'POST',
-        url: '/v1/embeddings',
-        body: { model: 'sim/embed', input: 'hello' },
-      })
-      expect(submitted.status).toBe(201)
-      const { id } = (await submitted.json()) as { id: string }
-      const asMessages = `msgbatch_${id.slice('batch_'.length)}`
-      for (const call of [
-        () => client.messages.batches.retrieve(asMessages),
-        () => client.messages.batches.cancel(asMessages),
-      ])
-        expect(await call().catch((e: unknown) => e)).toBeInstanceOf(Anthropic.NotFoundError)
+    test('a native batch is no message batch, chat or embeddings: a 404, as the list leaves it out', async () => {
+      for (const line of [
+        {
+          custom_id: 'e-1',
+          method: 'POST',
+          url: '/v1/embeddings',
+          body: { model: 'sim/embed', input: 'hello' },
+        },
+        { custom_id: 'c-1', method: 'POST', url: '/v1/chat/completions', body: ask('sim/chat') },
+      ]) {
+        const submitted = await submitNative(line)
+        expect(submitted.status).toBe(201)
+        const { id } = (await submitted.json()) as { id: string }
+        const asMessages = `msgbatch_${id.slice('batch_'.length)}`
+        for (const call of [
+          () => client.messages.batches.retrieve(asMessages),
+          () => client.messages.batches.cancel(asMessages),
+        ])
+          expect(await call().catch((e: unknown) => e)).toBeInstanceOf(Anthropic.NotFoundError)
+        const listed = await client.messages.batches.list({ limit: 1000 })
+        expect(listed.data.map((batch) => batch.id)).not.toContain(asMessages)
+      }
     })
 
     test('more requests than a batch holds: an issue at the first one over, as a native file', async () => {

@@ -17,12 +17,15 @@ export interface MessageBatchPage {
   hasMore: boolean
 }
 
+/** A Message Batch: made through the Anthropic API, or a native retry of one (docs/clients/anthropic-sdk.md). */
+export const isMessageBatch = (batch: BatchRecord) =>
+  batch.source === 'anthropic' || batch.endpoint === MESSAGES_URL
+
 async function* anthropicBatches(store: BatchStore, accountId: string, after: string | null) {
   let cursor = after
   for (let scanned = 0; scanned < SCAN_LIMIT; scanned += STORE_PAGE) {
     const page = await store.listBatches(accountId, { limit: STORE_PAGE, after: cursor })
-    for (const batch of page.batches)
-      if (batch.source === 'anthropic' || batch.endpoint === MESSAGES_URL) yield batch
+    for (const batch of page.batches) if (isMessageBatch(batch)) yield batch
     if (!page.hasMore || page.batches.length === 0) return
     cursor = page.batches[page.batches.length - 1].id
   }

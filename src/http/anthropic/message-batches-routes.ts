@@ -12,7 +12,7 @@ import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
 import { refusalOf, type Admission } from '../../admission/submit-batch.ts'
 import type { Authenticator, Caller } from '../../auth/authenticate.ts'
-import { ENDPOINT_URLS, MESSAGES_URL } from '../../domain.ts'
+import { MESSAGES_URL } from '../../domain.ts'
 import { badRequest, notFound, refuse } from '../../errors.ts'
 import { excerpt } from '../../excerpt.ts'
 import { MAX_ISSUES, type Issue } from '../../ingest/issues.ts'
@@ -32,7 +32,7 @@ import {
 } from './anthropic-errors.ts'
 import { convertMessageBatch, inRequestTerms } from './convert-message-batch.ts'
 import { anthropicPage } from './anthropic-page.ts'
-import { listMessageBatches } from './list-message-batches.ts'
+import { isMessageBatch, listMessageBatches } from './list-message-batches.ts'
 import { ANTHROPIC_PREFIX } from './messages-routes.ts'
 import {
   ENDED_LINES,
@@ -167,8 +167,8 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
 async function findMessageBatch(store: BatchStore, caller: Caller, id: string) {
   const native = nativeBatchId(id)
   const batch = native ? await store.getBatch(caller.account.id, native) : null
-  if (!batch || (batch.endpoint !== MESSAGES_URL && batch.endpoint !== ENDPOINT_URLS.chat))
-    throw notFound(`message batch ${excerpt(id)}`)
+  // Listed or not, the same batches: a native batch of any endpoint is no message batch.
+  if (!batch || !isMessageBatch(batch)) throw notFound(`message batch ${excerpt(id)}`)
   return batch
 }
 
