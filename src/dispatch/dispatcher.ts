@@ -185,6 +185,11 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
         waiting.unavailable(line.batchId, provider)
       }
     },
+    // A 429 that is busy, not a rate limit (flex out of capacity): the lines wait on it all the
+    // same, and say so. A pool's 503 is its queue, as full slots are: no reason of its own.
+    busy(line, provider, error, retryAtMs) {
+      if (error.status === 429) waiting.rateLimited(line.batchId, provider, retryAtMs)
+    },
   })
 
   const state: DispatchState = {

@@ -10,7 +10,7 @@
  * One wrapper for both, not one each: a wrapper is an async frame, a copy of the options and a
  * closure on every line (bench:dispatch). Live calls do not come through here.
  */
-import type { Outcome } from '../../providers/types.ts'
+import type { Outcome, UpstreamError } from '../../providers/types.ts'
 import type { LineCall, SendOptions, Upstreams } from '../upstream/upstreams.ts'
 import type { SpillPlanner } from './spill-planner.ts'
 
@@ -19,6 +19,8 @@ export interface CallObserver {
   started(line: LineCall, provider: string): void
   /** `outcome` is null when the call threw (a bug, or the shutdown's abort). */
   ended(line: LineCall, provider: string, outcome: Outcome | null): void
+  /** The provider answered busy (a full pool, flex out of capacity): sent again at `retryAtMs`. */
+  busy(line: LineCall, provider: string, error: UpstreamError, retryAtMs: number): void
 }
 
 export function plannedSend(
@@ -27,6 +29,8 @@ export function plannedSend(
   observer: CallObserver,
   now: () => number = Date.now,
 ): Pick<Upstreams, 'send'> {
+  const onBusy: SendOptions['onBusy'] = (sent, error, retryAtMs) =>
+    observer.busy(sent.line!, sent.offering.provider, error, retryAtMs)
   return {
     async send(options: SendOptions) {
       const line = options.line
@@ -53,7 +57,7 @@ export function plannedSend(
       planner.enter(batchId, provider)
       let outcome: Outcome | null = null
       try {
-        outcome = await upstreams.send({ ...options, proceed })
+        outcome = await upstreams.send({ ...options, proceed, onBusy })
         return outcome
       } finally {
         // A call that threw still leaves service, as a failure.

@@ -295,8 +295,7 @@ export function checkLines(
         })
         continue
       }
-      // No body at all: the envelope said so; the body's own checks would say it again.
-      if (record.body === undefined) continue
+      if (record.body === undefined) continue // the envelope said it is required
       // A Responses or Messages line is held to the rules of the chat call it translates to
       // (docs/clients/responses.md, docs/clients/anthropic-sdk.md).
       const api = askedApi(url)

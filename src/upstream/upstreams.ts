@@ -72,6 +72,12 @@ export interface SendOptions {
    * busy is not an attempt), live calls fall back at once.
    */
   busyPatienceMs?: number
+  /**
+   * Told each time a busy answer makes the call wait to be sent again at `retryAtMs`: a batch's
+   * reason to wait (src/dispatch/dispatcher.ts). One function for every call, handed the call's
+   * options, so a line costs no closure of its own.
+   */
+  onBusy?: (options: SendOptions, error: UpstreamError, retryAtMs: number) => void
 }
 
 export interface Upstreams {
@@ -275,6 +281,7 @@ async function waitWhileBusy(
     const backoff = Math.min(BUSY_MAX_DELAY_MS, BUSY_BASE_DELAY_MS * 2 ** Math.min(round, 6))
     const delay = Math.max(outcome.error.retryAfterMs ?? 0, backoff * (0.5 + Math.random() / 2))
     if (Date.now() + delay > until || options.signal?.aborted) return outcome
+    options.onBusy?.(options, outcome.error, Date.now() + delay)
     await sleep(delay, options.signal)
     outcome = await send(providers, again)
   }

@@ -143,6 +143,46 @@ for (const storeKind of STORES) {
       expect(new Decimal(account.balance_usd).equals(new Decimal(10).minus(total))).toBe(true)
     })
 
+    test('while flex refuses every call, the batch says it waits: provider_rate_limited, then null once it runs', async () => {
+      const { key } = await gw.newAccount('10')
+      sim.configure({ flexUnavailableRate: 1 })
+      type Batch = {
+        status: string
+        waiting: { code: string; message: string; until: number } | null
+      }
+      const read = async (id: string) =>
+        (await (await gw.request(`/v1/batches/${id}`, key)).json()) as Batch
+      try {
+        // The flex lane alone: the lines wait for it rather than spill.
+        const lines = Array.from({ length: 4 }, (_, i) =>
+          chatLine(`w-${i}`, `wait ${i}`, { provider: { only: ['openai:flex'] } }),
+        )
+        const created = await gw.request('/v1/batches', key, { method: 'POST', body: jsonl(lines) })
+        expect(created.status).toBe(201)
+        const { id } = (await created.json()) as { id: string }
+        const waiting = await waitFor('the batch to say why it waits', async () => {
+          const batch = await read(id)
+          return batch.waiting ? batch : null
+        })
+        expect(waiting.status).toBe('in_progress')
+        expect(waiting.waiting!.code).toBe('provider_rate_limited')
+        expect(waiting.waiting!.message).toStartWith('openai:flex answered 429')
+        sim.configure({ flexUnavailableRate: 0 })
+        const done = await waitFor(
+          'the batch to finish',
+          async () => {
+            const batch = await read(id)
+            return FINAL_BATCH.includes(batch.status) && batch
+          },
+          30_000,
+        )
+        expect(done.status).toBe('completed')
+        expect(done.waiting).toBeNull()
+      } finally {
+        sim.configure({ flexUnavailableRate: 0.3 })
+      }
+    })
+
     test('a Responses line goes to the flex lane as it came, asking for flex, at the flex prices', async () => {
       const { key } = await gw.newAccount('10')
       const native = nativeClient<
