@@ -189,6 +189,8 @@ function simulate(
       batches: [batch],
       inFlight,
       heldBack: new Set(),
+      // As the dispatcher bounds it: no further ahead than the next line's offering takes.
+      room: (b) => planner.room(b, b.pending, now),
     })) {
       batch.pending -= count
       for (let i = 0; i < count; i++) {

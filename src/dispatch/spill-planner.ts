@@ -49,10 +49,11 @@ export interface SpillPlanner {
     nowMs: number,
   ): SpillChoice
   /**
-   * How many more of the batch's lines its next choice (its providers as last chosen among,
-   * `unsent` lines of it pending) can take: the room left at that offering under its slots and
-   * one more round waiting, of every batch's lines. 0 while nothing can take one (every provider
-   * down, or the offering it waits for is full); null for a batch not planned here yet.
+   * How many more of the batch's lines the offerings its next lines would go to can take (for
+   * each list of providers its lines were chosen among, `unsent` lines of it pending): the room
+   * left there under their slots and one more round waiting, of every batch's lines. 0 while
+   * nothing can take one (every provider down, or the offering it waits for is full); null for a
+   * batch not planned here yet.
    * The claim allocator claims no more: lines beyond would wait in this instance's memory, not
    * the store, holding room other batches' providers could use (docs/routing.md).
    */
@@ -105,6 +106,11 @@ interface BatchState {
   queued: Map<string, number>
   /** Providers it was last told to choose among (for the ETA and the waiting reason). */
   providers: readonly string[]
+  /**
+   * Every list of providers its lines were chosen among (a batch that mixes models or routings
+   * has several), for its room: one model's provider paused must not stop the others' lines.
+   */
+  lists: (readonly string[])[]
   /** Set when nothing could take its last line: every allowed provider unavailable. */
   heldSince: number | null
   seenAt: number
@@ -147,6 +153,7 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
         (s = {
           queued: new Map(),
           providers: [],
+          lists: [],
           heldSince: null,
           seenAt: 0,
           deadlineAt: -Infinity,
@@ -162,20 +169,18 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
   return {
     choose(batch, providers, unsent, nowMs) {
       const s = state(batch.id)
+      if (!sameList(s.providers, providers)) remember(s, providers)
       s.providers = providers
       s.seenAt = nowMs
       s.deadlineAt = batch.deadlineAt
-      const choice = decide(planning, s, batch, { unsent, nowMs })
+      const choice = decide(planning, s, batch, { providers, unsent, nowMs })
       s.heldSince = choice.kind === 'hold' ? (s.heldSince ?? nowMs) : null
       return choice
     },
     room(batch, unsent, nowMs) {
       const s = batches.get(batch.id)
-      if (!s || s.providers.length === 0) return null
-      const choice = decide(planning, s, batch, { unsent, nowMs })
-      if (choice.kind === 'hold') return 0
-      const provider = s.providers[choice.index]
-      return Math.max(0, 2 * options.limit(provider) - (held.get(provider) ?? 0))
+      if (!s || s.lists.length === 0 || s.lists.length > MAX_LISTS) return null
+      return batchRoom(planning, s, batch, { unsent, nowMs })
     },
     enter(batchId, provider) {
       const s = state(batchId)
@@ -265,16 +270,80 @@ interface Planning {
   key: (batchId: string, provider: string) => string
 }
 
-/** Which of the batch's providers (as last told) takes its next line: chooseOffering's rule. */
-function decide(
+/** A batch with more lists than this (lines routed every which way) gets no room of its own. */
+const MAX_LISTS = 8
+
+const sameList = (a: readonly string[], b: readonly string[]) =>
+  a === b || (a.length === b.length && a.every((provider, i) => provider === b[i]))
+
+/** Keeps `providers` among the batch's lists (one more than MAX_LISTS marks it as too many). */
+function remember(s: BatchState, providers: readonly string[]) {
+  if (s.lists.length > MAX_LISTS || s.lists.some((list) => sameList(list, providers))) return
+  s.lists.push(providers)
+}
+
+/**
+ * The lines of the batch its offerings take now (SpillPlanner.room): the room of each offering
+ * its lists' next lines go to, each offering counted once.
+ */
+function batchRoom(
   planning: Planning,
   s: BatchState,
   batch: PlannedBatch,
   { unsent, nowMs }: { unsent: number; nowMs: number },
+): number {
+  const takers = new Set<string>()
+  for (const providers of s.lists) {
+    const first = decide(planning, s, batch, { providers, unsent, nowMs })
+    if (first.kind === 'hold') continue
+    takers.add(providers[first.index])
+    // The lines past that offering's room meet it full: where those go (a spill, when the batch
+    // needs one) takes its room too, or the planner would never see the pool full.
+    const past = decide(planning, s, batch, {
+      providers,
+      unsent,
+      nowMs,
+      full: providers[first.index],
+    })
+    if (past.kind === 'send') takers.add(providers[past.index])
+  }
+  let room = 0
+  for (const provider of takers) room += roomAt(planning, provider)
+  return room
+}
+
+/**
+ * An offering's room: its slots and one more round waiting, less every batch's lines there;
+ * under half its slots, none, so a batch is claimed in rounds rather than a line each time one
+ * ends (a store round trip per claim).
+ */
+function roomAt({ options, held }: Planning, provider: string): number {
+  const limit = options.limit(provider)
+  const room = 2 * limit - (held.get(provider) ?? 0)
+  return room >= Math.ceil(limit / 2) ? room : 0
+}
+
+/** Which of `providers` takes the batch's next line: chooseOffering's rule. */
+function decide(
+  planning: Planning,
+  s: BatchState,
+  batch: PlannedBatch,
+  {
+    providers,
+    unsent,
+    nowMs,
+    full,
+  }: {
+    providers: readonly string[]
+    unsent: number
+    nowMs: number
+    /** A provider taken as full, whatever it holds (what its room leaves over). */
+    full?: string
+  },
 ): SpillChoice {
   const { options } = planning
   // One offering (allow_fallbacks false, or a model with one): nothing to weigh.
-  if (s.providers.length === 1) return options.available(s.providers[0], nowMs) ? SEND_FIRST : HOLD
+  if (providers.length === 1) return options.available(providers[0], nowMs) ? SEND_FIRST : HOLD
   const windowMs = (batch.deadlineAt - batch.createdAt) * 1000
   const targetMs = batch.deadlineAt * 1000 - options.marginShare * windowMs
   // In a fleet a provider's rate for the batch is every instance's together, and so are the
@@ -284,7 +353,7 @@ function decide(
   // a fifth of a batch the pool could finish in two thirds of its window.
   const settling =
     options.fleet === true && (s.fleetSince === null || nowMs - s.fleetSince < FLEET_SETTLE_MS)
-  const views = offeringViews(planning, s, batch.id, { settling, nowMs })
+  const views = offeringViews(planning, s, batch.id, { providers, settling, nowMs, full })
   return chooseOffering({ nowMs, targetMs, unsent, offerings: views })
 }
 
@@ -293,9 +362,14 @@ function offeringViews(
   { options, meter, held, key }: Planning,
   s: BatchState,
   batchId: string,
-  { settling, nowMs }: { settling: boolean; nowMs: number },
+  {
+    providers,
+    settling,
+    nowMs,
+    full,
+  }: { providers: readonly string[]; settling: boolean; nowMs: number; full?: string },
 ): OfferingView[] {
-  return s.providers.map((provider) => {
+  return providers.map((provider) => {
     const mine = meter.rate(key(batchId, provider), nowMs).perSecond
     const others = otherShare(s, provider, nowMs)
     const unknown = settling || (others !== null && others.perSecond === null && others.queued > 0)
@@ -306,7 +380,7 @@ function offeringViews(
       // provider's own queue, not a claim later (measured: without it a spilling batch left
       // the pool's slots idle between claims, read the idle time as a lower rate, and spilled
       // 3–4% of its lines more than it needed to).
-      hasRoom: (held.get(provider) ?? 0) < 2 * options.limit(provider),
+      hasRoom: provider !== full && (held.get(provider) ?? 0) < 2 * options.limit(provider),
       queued: (s.queued.get(provider) ?? 0) + (others?.queued ?? 0),
       slots: options.limit(provider),
       perSecond,

@@ -160,8 +160,8 @@ for (const store of STORES) {
         }
       const first = await submit(1, 6)
       await waitFor(
-        'the first batch to hold the slot',
-        async () => (await read(first)).request_counts.running > 0,
+        'the first batch to fill the room',
+        async () => (await read(first)).request_counts.running === 3,
       )
       const waiting = await submit(24, 1)
       // Many turns of the lane engine (every 100 ms here) while the slot stays busy.

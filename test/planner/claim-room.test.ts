@@ -1,0 +1,145 @@
+/**
+ * A batch is claimed no further ahead than its offerings can take (docs/routing.md: their slots
+ * and one round waiting). A batch waiting for a slow pool leaves the rest of the instance's room
+ * to another batch of the same account, due later, on a provider that is idle: it runs at once
+ * instead of behind the pool's queue. And a batch that mixes models is claimed by the room of
+ * each: one model's provider paused on a 429 does not stop the other model's lines, though the
+ * paused model's lines, handed back unsent, come first in the batch again and again.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import { chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
+import { waitFor } from '../helpers/wait.ts'
+
+/** A gateway with one chat model `<name>/chat` per provider, each on its own simulator. */
+function gatewayOver(providers: Record<string, { sim: () => Simulator; slots: number }>) {
+  const state = { gw: null as TestGateway | null }
+  beforeAll(async () => {
+    const entries = Object.entries(providers)
+    state.gw = await startTestGateway({
+      catalog: {
+        providers: Object.fromEntries(
+          entries.map(([name, { sim, slots }]) => [
+            name,
+            { kind: 'openai', base_url: `${sim().url}/v1`, max_concurrency: slots },
+          ]),
+        ),
+        models: entries.map(([name]) => ({
+          id: `${name}/chat`,
+          endpoints: ['chat'],
+          context_tokens: 32000,
+          max_output_tokens: 1024,
+          offerings: [
+            {
+              provider: name,
+              upstream_model: 'sim-chat',
+              input_usd_per_mtok: '1',
+              output_usd_per_mtok: '2',
+            },
+          ],
+        })),
+      },
+      env: { MULTIGRID_POLL_MS: '20' },
+    })
+  })
+  afterAll(() => state.gw?.stop())
+  return () => state.gw!
+}
+
+async function submit(gw: TestGateway, key: string, hours: number, lines: unknown[]) {
+  const answer = await gw.request(`/v1/batches?completion_window_hours=${hours}`, key, {
+    method: 'POST',
+    headers: { 'content-type': 'application/jsonl' },
+    body: jsonl(lines),
+  })
+  expect(answer.status).toBe(201)
+  return ((await answer.json()) as { id: string }).id
+}
+
+const read = async (gw: TestGateway, key: string, id: string) =>
+  (await (await gw.request(`/v1/batches/${id}`, key)).json()) as {
+    status: string
+    request_counts: { running: number; succeeded: number }
+  }
+
+describe('a slow pool', () => {
+  let pool: Simulator
+  let paid: Simulator
+  beforeAll(async () => {
+    pool = await startSimulator({ latencyMs: 1_000 })
+    paid = await startSimulator({ latencyMs: 5 })
+  })
+  afterAll(async () => {
+    await pool.stop()
+    await paid.stop()
+  })
+  const gateway = gatewayOver({
+    pool: { sim: () => pool, slots: 2 },
+    paid: { sim: () => paid, slots: 64 },
+  })
+
+  test("a slow pool's batch leaves the room it cannot use to a batch on an idle provider", async () => {
+    const gw = gateway()
+    const { key } = await gw.newAccount('10')
+    // Due first, so its account's claims go to it first: 200 lines at 2 × 1 s a round.
+    const slow = await submit(
+      gw,
+      key,
+      1,
+      Array.from({ length: 200 }, (_, i) => chatLine(`slow-${i}`, `q ${i}`, {}, 'pool/chat')),
+    )
+    await waitFor('the pool to be busy', async () => pool.stats().requests >= 2)
+    const started = performance.now()
+    const quick = await submit(
+      gw,
+      key,
+      2,
+      Array.from({ length: 3 }, (_, i) => chatLine(`quick-${i}`, `q ${i}`, {}, 'paid/chat')),
+    )
+    await waitFor(
+      'the batch on the idle provider',
+      async () => (await read(gw, key, quick)).status === 'completed',
+    )
+    // Behind the pool's queue it would wait for the lines claimed ahead of it: ~50 rounds of 1 s.
+    expect(performance.now() - started).toBeLessThan(5_000)
+    const waiting = await read(gw, key, slow)
+    expect(waiting.status).toBe('in_progress')
+    // Claimed here: a first claim's worth, not the whole room of every provider's slots.
+    expect(waiting.request_counts.running).toBeLessThanOrEqual(20)
+    expect((await gw.request(`/v1/batches/${slow}`, key, { method: 'DELETE' })).status).toBe(200)
+  })
+})
+
+describe('a batch of two models', () => {
+  let paused: Simulator
+  let healthy: Simulator
+  beforeAll(async () => {
+    // Every call refused 429 with a minute to wait: the provider is paused all the while.
+    paused = await startSimulator({ latencyMs: 5, rate429: 1, retryAfterSeconds: 60 })
+    healthy = await startSimulator({ latencyMs: 5 })
+  })
+  afterAll(async () => {
+    await paused.stop()
+    await healthy.stop()
+  })
+  const gateway = gatewayOver({
+    paused: { sim: () => paused, slots: 4 },
+    healthy: { sim: () => healthy, slots: 4 },
+  })
+
+  test("one model's provider paused: the batch's other model's lines run all the same", async () => {
+    const gw = gateway()
+    const { key } = await gw.newAccount('10')
+    const lines = Array.from({ length: 40 }, (_, i) =>
+      chatLine(`m-${i}`, `q ${i}`, {}, i % 2 === 0 ? 'paused/chat' : 'healthy/chat'),
+    )
+    const id = await submit(gw, key, 24, lines)
+    await waitFor(
+      "the healthy model's 20 lines",
+      async () => (await read(gw, key, id)).request_counts.succeeded === 20,
+      5_000,
+    )
+    expect(paused.stats().requests).toBeGreaterThan(0)
+    expect((await gw.request(`/v1/batches/${id}`, key, { method: 'DELETE' })).status).toBe(200)
+  })
+})
