@@ -188,7 +188,7 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
     // A 429 that is busy, not a rate limit (flex out of capacity): the lines wait on it all the
     // same, and say so. A pool's 503 is its queue, as full slots are: no reason of its own.
     busy(line, provider, error, retryAtMs) {
-      if (error.status === 429) waiting.rateLimited(line.batchId, provider, retryAtMs)
+      if (error.status === 429) waiting.busy(line.batchId, provider, retryAtMs)
     },
   })
 

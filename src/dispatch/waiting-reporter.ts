@@ -19,6 +19,12 @@ const OURS: readonly WaitingCode[] = [
 export interface WaitingReporter {
   /** `provider` answered 429 for a line of the batch; nothing goes to it before `untilMs`. */
   rateLimited(batchId: string, provider: string, untilMs: number): void
+  /**
+   * `provider` answered a line of the batch 429 busy (a flex lane out of capacity): sent again at
+   * `untilMs`. Said only while none of the batch's lines ended here lately (lines that move are
+   * no reason to wait), and cleared by the next that does.
+   */
+  busy(batchId: string, provider: string, untilMs: number): void
   /** Every replica of `provider` is failing; the batch's lines for it wait. */
   unavailable(batchId: string, provider: string): void
   /**
@@ -37,6 +43,8 @@ export interface WaitingReporter {
 
 /** Batches whose reason this instance remembers, to clear it later. */
 const MAX_REMEMBERED = 10_000
+/** A batch one of whose lines ended here this recently is moving, whatever is busy. */
+const MOVING_MS = 5_000
 
 /** "12:04:10 UTC" */
 const clock = (ms: number) => `${new Date(ms).toISOString().slice(11, 19)} UTC`
@@ -82,6 +90,8 @@ export function createWaitingReporter(
    * pause's doing, not progress, and leaves the reason as it is.
    */
   const paused = new Map<string, Map<string, number>>()
+  /** Per batch, when a line of it last ended here (for `busy`). */
+  const moved = new Map<string, number>()
 
   const write = (batchId: string, waiting: BatchWaiting | null, replaces: readonly WaitingCode[]) =>
     store
@@ -113,6 +123,13 @@ export function createWaitingReporter(
       if (before?.waiting.code === 'provider_rate_limited' && before.untilMs >= untilMs) return
       say(batchId, provider, rateLimitedWaiting(provider, untilMs), untilMs)
     },
+    busy(batchId, provider, untilMs) {
+      if (now() - (moved.get(batchId) ?? -Infinity) < MOVING_MS) return
+      const before = said.get(batchId)?.waiting.code
+      if (before === 'provider_rate_limited' || before === 'provider_unavailable') return
+      // Not a pause: the next line that ends, here or anywhere, clears it.
+      say(batchId, provider, rateLimitedWaiting(provider, untilMs), 0)
+    },
     unavailable(batchId, provider) {
       if (said.get(batchId)?.waiting.code === 'provider_rate_limited') return
       say(batchId, provider, unavailableWaiting(provider), 0)
@@ -128,6 +145,9 @@ export function createWaitingReporter(
       void write(batchId, null, ['capacity_busy'])
     },
     progressed(batchId, provider) {
+      if (moved.size >= MAX_REMEMBERED && !moved.has(batchId))
+        moved.delete(moved.keys().next().value!)
+      moved.set(batchId, now())
       const before = said.get(batchId)
       if (!before) return
       if (provider === before.provider && now() < before.untilMs) return

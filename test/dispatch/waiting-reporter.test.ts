@@ -101,3 +101,30 @@ describe('waiting reporter', () => {
     expect(await waitingOf()).toEqual({ code: 'max_cost_reached', message: 'cap' })
   })
 })
+
+describe('waiting reporter, busy (flex out of capacity)', () => {
+  test('said while no line of the batch moves, cleared by the next that does, silent while lines move', async () => {
+    const reporter = createWaitingReporter(opened.dispatch, logger, () => now)
+    reporter.busy('batch_01', 'openai:flex', T0 + 1_000)
+    await settle()
+    expect(await waitingOf()).toMatchObject({
+      code: 'provider_rate_limited',
+      message: expect.stringMatching(/^openai:flex answered 429/),
+    })
+    // A line that ends, on that very provider too: no pause to wait out, the batch moves.
+    now += 100
+    reporter.progressed('batch_01', 'openai:flex')
+    await settle()
+    expect(await waitingOf()).toBeNull()
+    // Busy answers among lines that move (some refused, most served): nothing to say.
+    now += 1_000
+    reporter.busy('batch_01', 'openai:flex', now + 1_000)
+    await settle()
+    expect(await waitingOf()).toBeNull()
+    // Once nothing has moved for a while, it is said again.
+    now += 6_000
+    reporter.busy('batch_01', 'openai:flex', now + 1_000)
+    await settle()
+    expect((await waitingOf())?.code).toBe('provider_rate_limited')
+  })
+})
