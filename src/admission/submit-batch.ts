@@ -11,6 +11,7 @@ import type { FileLimits } from '../ingest/validate-batch-file.ts'
 import { availableUsd, batchHold, Money, moneyText, usd } from '../money/decimal.ts'
 import { LONG_WINDOW_HOURS, startBySeconds } from '../store/batches/start-in-time.ts'
 import type { AccountStore, BatchStore, FileStore } from '../store/store.ts'
+import type { Logger } from '../telemetry/logger.ts'
 import { registerResultFiles } from './result-files.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 
@@ -146,6 +147,7 @@ export interface AdmissionDeps {
   telemetry?: Telemetry
   /** An account's active fine-tunes; none when absent. */
   fineTunes?: FineTuneSource
+  logger?: Logger
 }
 
 export interface AdmissionOptions {
@@ -253,7 +255,14 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
     })
     switch (result.kind) {
       case 'created':
-        await registerResultFiles(store, result.batch)
+        // After the batch's own transaction: a store that fails here leaves the batch admitted
+        // (its answer a 201, not a 500 that would be submitted again), its files unlisted.
+        await registerResultFiles(store, result.batch).catch((error: Error) =>
+          deps.logger?.warn('batch.result_files_failed', {
+            batch_id: result.batch.id,
+            reason: error.message,
+          }),
+        )
         onAdmitted(result.batch)
         return result
       case 'duplicate':

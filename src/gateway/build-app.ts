@@ -125,6 +125,7 @@ function buildAdmission(
       },
       telemetry: core.telemetry,
       fineTunes: parts.fineTuneDirectory.active,
+      logger,
     },
     { limits: config.limits, now: clock },
   )
