@@ -141,9 +141,12 @@ export function convertChatToResponse(
   const response = responseShell(request, newResponseId(), createdAt)
   const text = choice.message?.content
   if (typeof text === 'string' && text !== '')
-    response.output.push(messageItem(newItemId('msg'), text, lastItemStatus(choice.finish_reason)))
+    response.output.push(messageItem(newItemId('msg'), text))
   for (const call of choice.message?.tool_calls ?? [])
     response.output.push(functionCallItem(newItemId('fc'), { id: call.id, ...call.function }))
+  // An answer cut short: its last item is.
+  const last = response.output.at(-1)
+  if (last) last.status = lastItemStatus(choice.finish_reason)
   Object.assign(response, finishStatus(choice.finish_reason))
   response.usage = responsesUsage(completion.usage)
   return response

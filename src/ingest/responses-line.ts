@@ -10,7 +10,8 @@ export const inResponsesNames = (text: string) =>
     .replace(/\bmax_tokens \(or max_completion_tokens\)/g, 'max_output_tokens')
     .replace(/\bmax_(completion_)?tokens\b/g, 'max_output_tokens')
     // A schema format as chat nests it, {"type": "json_schema", "json_schema": {"name", "schema"}},
-    // is flat in text.format.
+    // is flat in text.format. For the fixes check-structured.ts writes, whose json_schema object
+    // ends with its schema ({…}}}); one with a field after the schema would need a parser.
     .replace(
       /\{"type": "json_schema", "json_schema": \{(.*?\})\}\}/g,
       '{"type": "json_schema", $1}',

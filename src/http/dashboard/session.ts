@@ -11,6 +11,7 @@
  * come from this very origin, checked on Sec-Fetch-Site or Origin.
  */
 import { createHash, randomBytes } from 'node:crypto'
+import { publicOrigin } from '../public-origin.ts'
 
 export const SESSION_COOKIE = 'multigrid_session'
 const SESSION_PREFIX = 'mgs_'
@@ -37,8 +38,7 @@ export function readSessionId(request: Request): string | null {
   return null
 }
 
-const secure = (request: Request) =>
-  new URL(request.url).protocol === 'https:' || request.headers.get('x-forwarded-proto') === 'https'
+const secure = (request: Request) => publicOrigin(request).startsWith('https:')
 
 export function sessionCookie(id: string, request: Request): string {
   // Ids are `mgs_` + base64url: nothing in them needs quoting in a cookie value.
@@ -55,9 +55,8 @@ export function fromThisOrigin(request: Request): boolean {
   if (site) return site === 'same-origin' || site === 'none'
   const origin = request.headers.get('origin')
   if (!origin) return true
-  const host = request.headers.get('x-forwarded-host') ?? request.headers.get('host')
   try {
-    return new URL(origin).host === host
+    return new URL(origin).host === new URL(publicOrigin(request)).host
   } catch {
     return false
   }

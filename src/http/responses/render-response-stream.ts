@@ -71,7 +71,11 @@ export function responseStreamRender(request: Record<string, unknown>): StreamRe
         }) +
         event('response.content_part.done', { ...at, content_index: 0, part: textPart(open.text) })
     } else {
-      item = functionCallItem(open.id, { id: open.callId, name: open.name, arguments: open.args })
+      item = functionCallItem(
+        open.id,
+        { id: open.callId, name: open.name, arguments: open.args },
+        lastItemStatus(finishReason),
+      )
       out = event('response.function_call_arguments.done', { ...at, arguments: open.args })
     }
     response.output.push(item)
