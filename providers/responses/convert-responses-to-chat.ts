@@ -46,21 +46,20 @@ const SUPPORTED_TEXT = [...RESPONSES_FIELDS]
 /** OpenAI's bounds on `metadata`: a map of strings, echoed in the Response. */
 const METADATA = { pairs: 16, keyChars: 64, valueChars: 512 }
 
-function metadataRefusal(metadata: unknown): Refusal | null {
-  if (metadata === undefined || metadata === null) return null
+/** Refuses a `metadata` OpenAI would not take. */
+function checkMetadata(metadata: unknown): void {
+  if (metadata === undefined || metadata === null) return
   const wanted = `must be an object of at most ${METADATA.pairs} string values, keys up to ${METADATA.keyChars} characters and values up to ${METADATA.valueChars}`
-  if (typeof metadata !== 'object' || Array.isArray(metadata))
-    return new Refusal(wanted, 'metadata')
+  if (typeof metadata !== 'object' || Array.isArray(metadata)) throw new Refusal(wanted, 'metadata')
   const entries = Object.entries(metadata)
-  if (entries.length > METADATA.pairs) return new Refusal(wanted, 'metadata')
+  if (entries.length > METADATA.pairs) throw new Refusal(wanted, 'metadata')
   for (const [key, value] of entries)
     if (
       key.length > METADATA.keyChars ||
       typeof value !== 'string' ||
       value.length > METADATA.valueChars
     )
-      return new Refusal(wanted, `metadata.${key.slice(0, METADATA.keyChars)}`)
-  return null
+      throw new Refusal(wanted, `metadata.${key.slice(0, METADATA.keyChars)}`)
 }
 
 /**
@@ -248,8 +247,7 @@ export function convertResponsesToChat(
           name,
           true,
         )
-    const badMetadata = metadataRefusal(body.metadata)
-    if (badMetadata) throw badMetadata
+    checkMetadata(body.metadata)
     const messages = [
       ...instructionMessages(body.instructions, lenient),
       ...convertInput(body.input, lenient),

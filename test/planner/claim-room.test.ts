@@ -8,20 +8,26 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import type { SimulatorOptions } from '../../src/simulator/options.ts'
 import { chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
 import { waitFor } from '../helpers/wait.ts'
 
-/** A gateway with one chat model `<name>/chat` per provider, each on its own simulator. */
-function gatewayOver(providers: Record<string, { sim: () => Simulator; slots: number }>) {
-  const state = { gw: null as TestGateway | null }
+/**
+ * A gateway with one chat model `<name>/chat` per provider, each provider a simulator of its own
+ * (started and stopped with the describe block): the gateway, and each simulator by name.
+ */
+function gatewayOver(providers: Record<string, { sim: SimulatorOptions; slots: number }>) {
+  const sims = new Map<string, Simulator>()
+  let gw: TestGateway | null = null
   beforeAll(async () => {
     const entries = Object.entries(providers)
-    state.gw = await startTestGateway({
+    for (const [name, { sim }] of entries) sims.set(name, await startSimulator(sim))
+    gw = await startTestGateway({
       catalog: {
         providers: Object.fromEntries(
-          entries.map(([name, { sim, slots }]) => [
+          entries.map(([name, { slots }]) => [
             name,
-            { kind: 'openai', base_url: `${sim().url}/v1`, max_concurrency: slots },
+            { kind: 'openai', base_url: `${sims.get(name)!.url}/v1`, max_concurrency: slots },
           ]),
         ),
         models: entries.map(([name]) => ({
@@ -42,8 +48,11 @@ function gatewayOver(providers: Record<string, { sim: () => Simulator; slots: nu
       env: { MULTIGRID_POLL_MS: '20' },
     })
   })
-  afterAll(() => state.gw?.stop())
-  return () => state.gw!
+  afterAll(async () => {
+    await gw?.stop()
+    for (const sim of sims.values()) await sim.stop()
+  })
+  return { gateway: () => gw!, sim: (name: string) => sims.get(name)! }
 }
 
 async function submit(gw: TestGateway, key: string, hours: number, lines: unknown[]) {
@@ -63,19 +72,9 @@ const read = async (gw: TestGateway, key: string, id: string) =>
   }
 
 describe('a slow pool', () => {
-  let pool: Simulator
-  let paid: Simulator
-  beforeAll(async () => {
-    pool = await startSimulator({ latencyMs: 1_000 })
-    paid = await startSimulator({ latencyMs: 5 })
-  })
-  afterAll(async () => {
-    await pool.stop()
-    await paid.stop()
-  })
-  const gateway = gatewayOver({
-    pool: { sim: () => pool, slots: 2 },
-    paid: { sim: () => paid, slots: 64 },
+  const { gateway, sim } = gatewayOver({
+    pool: { sim: { latencyMs: 1_000 }, slots: 2 },
+    paid: { sim: { latencyMs: 5 }, slots: 64 },
   })
 
   test("a slow pool's batch leaves the room it cannot use to a batch on an idle provider", async () => {
@@ -88,7 +87,7 @@ describe('a slow pool', () => {
       1,
       Array.from({ length: 200 }, (_, i) => chatLine(`slow-${i}`, `q ${i}`, {}, 'pool/chat')),
     )
-    await waitFor('the pool to be busy', async () => pool.stats().requests >= 2)
+    await waitFor('the pool to be busy', async () => sim('pool').stats().requests >= 2)
     const started = performance.now()
     const quick = await submit(
       gw,
@@ -111,20 +110,10 @@ describe('a slow pool', () => {
 })
 
 describe('a batch of two models', () => {
-  let paused: Simulator
-  let healthy: Simulator
-  beforeAll(async () => {
+  const { gateway, sim } = gatewayOver({
     // Every call refused 429 with a minute to wait: the provider is paused all the while.
-    paused = await startSimulator({ latencyMs: 5, rate429: 1, retryAfterSeconds: 60 })
-    healthy = await startSimulator({ latencyMs: 5 })
-  })
-  afterAll(async () => {
-    await paused.stop()
-    await healthy.stop()
-  })
-  const gateway = gatewayOver({
-    paused: { sim: () => paused, slots: 4 },
-    healthy: { sim: () => healthy, slots: 4 },
+    paused: { sim: { latencyMs: 5, rate429: 1, retryAfterSeconds: 60 }, slots: 4 },
+    healthy: { sim: { latencyMs: 5 }, slots: 4 },
   })
 
   test("one model's provider paused: the batch's other model's lines run all the same", async () => {
@@ -139,7 +128,7 @@ describe('a batch of two models', () => {
       async () => (await read(gw, key, id)).request_counts.succeeded === 20,
       5_000,
     )
-    expect(paused.stats().requests).toBeGreaterThan(0)
+    expect(sim('paused').stats().requests).toBeGreaterThan(0)
     expect((await gw.request(`/v1/batches/${id}`, key, { method: 'DELETE' })).status).toBe(200)
   })
 })
