@@ -41,6 +41,11 @@ export interface UpstreamRequest {
    * `max_completion_tokens`); unset, the limit keeps the name it came under.
    */
   maxTokensParam?: MaxTokensParam
+  /**
+   * The model's output limit (the catalog's `max_output_tokens`): sent where the body sets none
+   * and the upstream requires one (Anthropic), as the cost ceiling counts it. Unset: 4096.
+   */
+  outputLimit?: number
   /** Aborts the call (cancel, shutdown). The per-provider timeout is applied by the adapter. */
   signal?: AbortSignal
   /** This call's timeout in place of the provider's (an offering's own, on the flex lane). */

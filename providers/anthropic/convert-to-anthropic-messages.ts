@@ -4,9 +4,9 @@
  * Mapped: system/developer messages → `system`; user/assistant content (text, image_url);
  * assistant tool_calls → tool_use blocks; tool messages → tool_result blocks; consecutive turns
  * of one role merged, as Anthropic alternates roles; stop → stop_sequences; the output limit,
- * read as the cost ceiling reads it (providers/output-limit.ts), else 4096 (Anthropic requires
- * one); temperature, top_p; tools and tool_choice; user → metadata.user_id; response_format
- * json_schema → output_config.format (Anthropic's JSON outputs; json_object has no counterpart,
+ * read as the cost ceiling reads it (providers/output-limit.ts), else the model's own, which the
+ * ceiling counts then (Anthropic requires one); temperature, top_p; tools and tool_choice; user →
+ * metadata.user_id; response_format json_schema → output_config.format (Anthropic's JSON outputs; json_object has no counterpart,
  * as they take a schema, and is refused). Parameters with no
  * Anthropic meaning are left out; the catalog lists them as unsupported so ingest refuses them
  * before they get here.
@@ -14,6 +14,7 @@
 
 import { requestedOutputTokens } from '../output-limit.ts'
 
+/** Sent when the body sets no limit and the caller names no model limit either. */
 export const defaultAnthropicMaxTokens = 4096
 
 export type AnthropicRequestConversion =
@@ -189,8 +190,10 @@ function systemOf(messages: Block[][]): string | Block[] {
   return blocks
 }
 
+/** `modelLimit`: the model's output limit, sent when the body sets none. */
 export function convertToAnthropicMessages(
   body: Record<string, unknown>,
+  modelLimit = defaultAnthropicMaxTokens,
 ): AnthropicRequestConversion {
   try {
     if (!Array.isArray(body.messages)) throw new ConversionError('messages must be an array')
@@ -200,7 +203,7 @@ export function convertToAnthropicMessages(
     const { system, turns } = convertMessages(body.messages)
     const out: Record<string, unknown> = {
       model: body.model,
-      max_tokens: requestedOutputTokens(body) ?? defaultAnthropicMaxTokens,
+      max_tokens: requestedOutputTokens(body) ?? modelLimit,
       messages: turns.map(({ role, content }) => ({
         role,
         // A lone text block goes as a plain string, the form Anthropic's own examples use

@@ -61,7 +61,11 @@ export function anthropicBatchInput(
   chunk: ChunkRequest,
   providerName: string,
 ): AnthropicBatchInput {
-  const target = { model: chunk.model, maxTokensParam: chunk.maxTokensParam }
+  const target = {
+    model: chunk.model,
+    maxTokensParam: chunk.maxTokensParam,
+    outputLimit: chunk.outputLimit,
+  }
   const requests: { custom_id: string; params: Record<string, unknown> }[] = []
   const refused: ChunkLineResult[] = []
   const send = { stream: false, providerName }

@@ -35,6 +35,8 @@ export interface ChunkRequest {
   /** The offering's `upstream_model`. */
   model: string
   maxTokensParam?: MaxTokensParam
+  /** The model's output limit, sent where a body sets none and the API requires one (Anthropic). */
+  outputLimit?: number
   lines: ChunkLine[]
 }
 

@@ -120,6 +120,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     body: parsed.body,
     passThrough: request.native,
     offerings: targets,
+    outputLimit: model.max_output_tokens,
     signal: deps.signal,
     proceed: deps.proceed,
     line: { batchId, lineNo, attempt: line.attempts },
@@ -297,7 +298,7 @@ function lineBounds(
   const chat = body as ChatBody
   return {
     input: chatInputBound(chat, model, targets),
-    output: chatOutputBound(chat, model, targets),
+    output: chatOutputBound(chat, model),
   }
 }
 

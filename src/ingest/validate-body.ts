@@ -163,7 +163,7 @@ export function validateBody(
         offerings,
         body,
         inputTokens,
-        outputTokens: chatOutputBound(chat, model, targets),
+        outputTokens: chatOutputBound(chat, model),
         rates: ceilingRates(priced, {
           promptBound: inputTokens,
           ttl1h: asksOneHourCache(chat as Record<string, unknown>),

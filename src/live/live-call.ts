@@ -53,6 +53,7 @@ export async function callLive(
       body: held.body,
       passThrough: native,
       offerings: held.offerings,
+      outputLimit: held.model.max_output_tokens,
       signal: request.signal,
       fineTune: held.fineTune,
     }))!

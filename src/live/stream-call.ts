@@ -47,6 +47,7 @@ export async function streamCall(
       body: held.body,
       passThrough: native,
       offerings: held.offerings,
+      outputLimit: held.model.max_output_tokens,
       signal: request.signal,
       fineTune: held.fineTune,
     })

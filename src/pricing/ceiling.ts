@@ -24,7 +24,6 @@ import {
   STREAMED,
   UNSTREAMED,
 } from '../../providers/anthropic/prepare-anthropic-body.ts'
-import { defaultAnthropicMaxTokens } from '../../providers/anthropic/convert-to-anthropic-messages.ts'
 import { imageInputTokens, type ModelEntry, type Offering } from '../catalog/catalog-file.ts'
 import {
   prepareOpenAIBody,
@@ -87,16 +86,21 @@ export function withoutImagePayloads(body: Record<string, unknown>): {
   return { body: copied ? { ...body, messages: copied } : body, images }
 }
 
-/** The body a target's adapter sends, serialized as it sends it; null when it sends nothing. */
+/**
+ * The body a target's adapter sends, serialized as it sends it; null when it sends nothing.
+ * `outputLimit`: the model's, which Anthropic is sent when the body sets none.
+ */
 export function upstreamBodyText(
   body: Record<string, unknown>,
   target: UpstreamTarget,
+  outputLimit: number,
 ): string | null {
   const stream = body.stream === true
   // What the upstream request carries for this offering (src/upstream/upstreams.ts, requestFor).
   const offering = {
     model: target.offering.upstream_model,
     maxTokensParam: target.offering.max_tokens_param,
+    outputLimit,
   }
   if (target.kind === 'openai') {
     const sent = stream
@@ -124,13 +128,13 @@ function distinctTargets(targets: readonly UpstreamTarget[]): readonly UpstreamT
 /** `targets`: every offering the request may be sent to (an empty list measures the body as it is). */
 export function chatInputBound(
   body: ChatBody,
-  model: Pick<ModelEntry, 'image_input_tokens'>,
+  model: Pick<ModelEntry, 'image_input_tokens' | 'max_output_tokens'>,
   targets: readonly UpstreamTarget[],
 ): number {
   const { body: text, images } = withoutImagePayloads(body)
   let largest = targets.length === 0 ? bytes(JSON.stringify(text)) : 0
   for (const target of distinctTargets(targets)) {
-    const sent = upstreamBodyText(text, target)
+    const sent = upstreamBodyText(text, target, model.max_output_tokens)
     if (sent !== null) largest = Math.max(largest, bytes(sent))
   }
   let tokens = largest + REPLY_PRIMING + PER_MESSAGE * body.messages.length
@@ -141,26 +145,15 @@ export function chatInputBound(
   return tokens
 }
 
-/** The most output tokens a target's upstream may produce per choice. */
-function outputLimitFor(
-  body: Record<string, unknown>,
-  model: Pick<ModelEntry, 'max_output_tokens'>,
-  target: UpstreamTarget,
-): number {
-  const requested = requestedOutputTokens(body)
-  if (requested !== undefined) return requested
-  // Anthropic requires a limit and is sent its default; an OpenAI upstream may use the model's own.
-  return target.kind === 'anthropic' ? defaultAnthropicMaxTokens : model.max_output_tokens
-}
-
+/**
+ * Every upstream is sent the body's limit, or where it sets none may use the model's own (an
+ * Anthropic upstream, which requires one, is sent it: providers/prepare-for-offering.ts).
+ */
 export function chatOutputBound(
   body: ChatBody,
   model: Pick<ModelEntry, 'max_output_tokens'>,
-  targets: readonly UpstreamTarget[],
 ): number {
-  let perChoice =
-    targets.length === 0 ? (requestedOutputTokens(body) ?? model.max_output_tokens) : 0
-  for (const target of targets) perChoice = Math.max(perChoice, outputLimitFor(body, model, target))
+  let perChoice = requestedOutputTokens(body) ?? model.max_output_tokens
   const prediction = (body as { prediction?: unknown }).prediction
   if (prediction !== undefined && prediction !== null)
     perChoice += bytes(JSON.stringify(prediction))

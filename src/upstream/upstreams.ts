@@ -46,6 +46,8 @@ export interface SendOptions {
   /** OpenAI-shaped, as the gateway validated it; the adapter makes it the upstream's. */
   body: Record<string, unknown>
   offering: Offering
+  /** The model's output limit, sent where the body sets none and the upstream requires one. */
+  outputLimit: number
   signal?: AbortSignal
   /** The fine-tune the request is for: sent with its name as the model (docs/open-models.md). */
   fineTune?: FineTune
@@ -238,6 +240,7 @@ function requestFor(
     endpoint,
     body,
     offering,
+    outputLimit,
     signal,
     fineTune,
     passThrough,
@@ -254,6 +257,7 @@ function requestFor(
     // A fine-tune is the server's model by its own name, loaded beside its base.
     model: fineTune ? fineTune.name : offering.upstream_model,
     maxTokensParam: offering.max_tokens_param,
+    outputLimit,
     signal,
     fineTune,
     passThrough: native?.api,

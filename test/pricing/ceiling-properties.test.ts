@@ -203,6 +203,7 @@ test('what each adapter sends is within the ceiling the validator counted', () =
         const sent = sentBody(kind, verdict.value.body, {
           model: offering.upstream_model,
           maxTokensParam: offering.max_tokens_param,
+          outputLimit: model.max_output_tokens,
         })
         if (sent === null) continue // the adapter refuses it unsent (e.g. n > 1 to Anthropic)
         const measured = measureSent(JSON.parse(JSON.stringify(sent)), kind)

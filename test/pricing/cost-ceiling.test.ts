@@ -113,6 +113,11 @@ const cases: [string, string, Record<string, unknown>][] = [
     },
   ],
   [
+    "no token limit, to Anthropic: the model's output limit is sent and priced",
+    'sim/claude',
+    { model: 'sim/claude', messages: [{ role: 'user', content: 'Say a lot.' }] },
+  ],
+  [
     'both token parameters, to an OpenAI-compatible server',
     'sim/chat',
     {
@@ -229,6 +234,11 @@ for (const storeKind of STORES) {
         expect(new Decimal(created.cost_ceiling_usd).equals(quote)).toBe(true)
         if (name.startsWith('both token parameters')) expect(sent.limit).toBe(1) // max_completion_tokens wins
         if (name.startsWith('images')) expect(sent.images).toBeGreaterThan(0)
+        if (name.startsWith('no token limit')) {
+          // SPEC §5: the model's output limit when the line sets none, sent and priced alike.
+          expect(sent.limit).toBe(maxOutput)
+          expect(quote).toBe(bound.toDecimalPlaces(6, Decimal.ROUND_UP).toFixed(6))
+        }
       })
     }
 

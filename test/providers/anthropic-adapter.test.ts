@@ -47,8 +47,16 @@ describe('anthropic adapter specifics', () => {
     expect(sim.stats().byPath['/v1/messages']).toBe(1)
   })
 
-  test('max_tokens defaults to 4096 (Anthropic requires one); max_completion_tokens is read', async () => {
-    expect((await anthropic.send(forUpstream({ endpoint: 'chat', body: prompt }))).ok).toBe(true)
+  test("without a limit the model's is sent (Anthropic requires one); max_completion_tokens is read", async () => {
+    sim.configure({ keepBodies: 2 })
+    const sent = async (outputLimit?: number) => {
+      const request = forUpstream({ endpoint: 'chat' as const, body: prompt, outputLimit })
+      expect((await anthropic.send(request)).ok).toBe(true)
+      return JSON.parse(sim.received().at(-1)!.text).max_tokens
+    }
+    expect(await sent(8192)).toBe(8192)
+    expect(await sent()).toBe(4096) // an adapter told no model limit
+    sim.configure({ keepBodies: 0 })
     const outcome = await anthropic.send(
       forUpstream({
         endpoint: 'chat',

@@ -131,6 +131,7 @@ export async function submitChunk(
     endpoint: providerEndpoint(chunk.endpoint, deps.speaks),
     model: offering.upstream_model,
     maxTokensParam: offering.max_tokens_param,
+    outputLimit: deps.model.max_output_tokens,
     lines: built.filter((line): line is ChunkLine => !('type' in line)),
   }
   const states = statesOf(chunk.lines)

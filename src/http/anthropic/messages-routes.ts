@@ -119,6 +119,7 @@ export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
         body,
         passThrough: { api: 'count_tokens', body: raw as Record<string, unknown> },
         offerings: counting,
+        outputLimit: checked.value.model.max_output_tokens,
         signal: request.signal,
       })
       if (tried?.outcome.ok) return { input_tokens: tried.outcome.body.input_tokens }
