@@ -4,8 +4,8 @@
  * function_call / function_call_output items of a tool loop), `instructions`,
  * `max_output_tokens`, `temperature`, `top_p`, `text.format` (json_schema, json_object, text),
  * function `tools`, `tool_choice`, `metadata`, and the gateway's `provider` routing object. Any
- * other field is refused, naming it; `store:
- * true` and `previous_response_id` are refused because the gateway stores no response.
+ * other field is refused, naming it; `store: true`, `previous_response_id`, `conversation` and
+ * `background: true` are refused because the gateway stores no response.
  * `service_tier` is carried into the chat body, whose validation refuses a tier other than the
  * default (src/ingest/service-tier.ts), passed through or not.
  */
@@ -88,24 +88,31 @@ const NOTHING_STORED =
   'this gateway stores no responses, so there is nothing to continue from; send the whole conversation in input'
 
 /**
- * Refusals that hold whatever the offering: the gateway keeps nothing to refer back to. Like every
+ * Refusals that hold whatever the offering: the gateway keeps nothing to refer back to or fetch
+ * later (`conversation` is OpenAI's stored one, `background` needs `store: true`). Like every
  * refusal here, the message reads after the field's name (the live 400 and the issue put it first).
  */
 export function storageRefusal(body: Record<string, unknown>): ResponsesConversion | null {
+  const refused = (param: string, message: string): ResponsesConversion => ({
+    ok: false,
+    param,
+    outside: false,
+    message,
+  })
+  const present = (name: string) => body[name] !== undefined && body[name] !== null
   if (body.store === true)
-    return {
-      ok: false,
-      param: 'store',
-      outside: false,
-      message: `true is not supported: ${NOTHING_STORED} (set store to false or leave it out)`,
-    }
-  if (body.previous_response_id !== undefined && body.previous_response_id !== null)
-    return {
-      ok: false,
-      param: 'previous_response_id',
-      outside: false,
-      message: `is not supported: ${NOTHING_STORED}`,
-    }
+    return refused(
+      'store',
+      `true is not supported: ${NOTHING_STORED} (set store to false or leave it out)`,
+    )
+  if (present('previous_response_id'))
+    return refused('previous_response_id', `is not supported: ${NOTHING_STORED}`)
+  if (present('conversation')) return refused('conversation', `is not supported: ${NOTHING_STORED}`)
+  if (body.background === true)
+    return refused(
+      'background',
+      'true is not supported: this gateway stores no responses, so there is none to fetch later; leave it out and wait for the answer, or send the requests as a batch (POST /v1/batches)',
+    )
   return null
 }
 

@@ -140,6 +140,12 @@ function suite(store: (typeof STORES)[number]) {
       expect(body.type).toBe('error')
       expect(body.error.type).toBe('invalid_request_error')
       expect(body.error.message).toContain('top_k')
+      // An unknown model: a 404 and, as Anthropic pairs them, not_found_error.
+      const model = await client.messages.create(ask('sim/nope')).catch((e: unknown) => e)
+      expect(model).toBeInstanceOf(Anthropic.NotFoundError)
+      expect((model as InstanceType<typeof Anthropic.NotFoundError>).error).toMatchObject({
+        error: { type: 'not_found_error' },
+      })
       // A route this gateway does not serve (Anthropic's Files API).
       const unknown = await client.beta.files.list().catch((e: unknown) => e)
       expect(unknown).toBeInstanceOf(Anthropic.NotFoundError)

@@ -281,6 +281,40 @@ describe('passed through to a provider with responses_api', () => {
     expect(Number(after.balance_usd)).toBeLessThan(Number(before.balance_usd))
   })
 
+  test('conversation and background are 400s, passed through or not: nothing is stored to use them', async () => {
+    const before = sim.received().length
+    for (const model of ['sim/responses', 'sim/chat'])
+      for (const [field, value] of [
+        ['conversation', 'conv_1'],
+        ['background', true],
+      ] as const) {
+        const error = await client.responses
+          .create({ model, input: 'hi', max_output_tokens: 16, [field]: value } as never)
+          .catch((e: unknown) => e)
+        expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+        const { param, message } = (error as { error: { param: string; message: string } }).error
+        expect(param).toBe(field)
+        expect(message).toContain('stores no responses')
+      }
+    expect(sim.received().length).toBe(before)
+  })
+
+  test('a stored response is asked for: a 404 saying none is stored, on every route OpenAI has for one', async () => {
+    const asks = [
+      client.responses.retrieve('resp_1'),
+      client.responses.delete('resp_1'),
+      client.responses.cancel('resp_1'),
+      client.responses.inputItems.list('resp_1'),
+    ]
+    for (const ask of asks) {
+      const error = await (ask as Promise<unknown>).catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(OpenAI.NotFoundError)
+      expect((error as { error: { message: string } }).error.message).toContain(
+        'stores no responses',
+      )
+    }
+  })
+
   test("a service tier other than the default is a 400 naming it, passed through or not: the offering's lane sets it", async () => {
     const before = sim.received().length
     for (const model of ['sim/responses', 'sim/chat']) {

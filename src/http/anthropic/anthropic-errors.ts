@@ -21,6 +21,9 @@ const TYPES: Record<ErrorType, string> = {
 
 export function anthropicErrorType(error: GatewayError): string {
   if (error.status === 413) return 'request_too_large'
+  // Anthropic pairs every 404 with not_found_error, an unknown model's too, where OpenAI (and so
+  // the gateway's own type) says invalid_request_error.
+  if (error.status === 404) return 'not_found_error'
   return TYPES[error.type]
 }
 

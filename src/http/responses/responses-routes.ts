@@ -8,7 +8,8 @@
 import { Elysia } from 'elysia'
 import type { Catalog } from '../../catalog/catalog.ts'
 import { translateCall } from '../../live/translate-call.ts'
-import { badRequest, GatewayError } from '../../errors.ts'
+import { badRequest, GatewayError, refuse } from '../../errors.ts'
+import { excerpt } from '../../excerpt.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
 import { inResponsesNames, responsesParam } from '../../ingest/responses-line.ts'
 import type { LiveService, NativeCall, StreamRender } from '../live.ts'
@@ -84,19 +85,33 @@ const rawEvents = (): StreamRender => ({
 })
 
 export function responsesRoutes(prefix: string, live: LiveService, catalog: Catalog) {
-  return new Elysia({ name: `responses${prefix}`, prefix }).post(
-    '/v1/responses',
-    async ({ request, set }) => {
-      const headers = responseHeaders(set)
-      const input = await live.readJson(request, headers)
-      const call = { ...input, ...responsesCall(input.raw as Record<string, unknown>, catalog) }
-      try {
-        if (call.passThrough.body.stream === true) return await live.stream(request, headers, call)
-        return await live.call(request, call, 'chat')
-      } catch (error) {
-        throw inResponsesTermsError(error)
-      }
-    },
-    { parse: 'none' },
-  )
+  // OpenAI's routes for a stored response: none is stored here, so each is a 404 that says so,
+  // the same for any id and any caller (it tells nothing of an account).
+  const notStored = ({ params }: { params: { id: string } }) => {
+    throw refuse(
+      'not_found',
+      `response ${JSON.stringify(excerpt(params.id))} not found: this gateway stores no responses, so none can be read back, cancelled or deleted; keep the answer POST ${prefix}/v1/responses returned`,
+    )
+  }
+  return new Elysia({ name: `responses${prefix}`, prefix })
+    .get('/v1/responses/:id', notStored)
+    .delete('/v1/responses/:id', notStored)
+    .get('/v1/responses/:id/input_items', notStored)
+    .post('/v1/responses/:id/cancel', notStored)
+    .post(
+      '/v1/responses',
+      async ({ request, set }) => {
+        const headers = responseHeaders(set)
+        const input = await live.readJson(request, headers)
+        const call = { ...input, ...responsesCall(input.raw as Record<string, unknown>, catalog) }
+        try {
+          if (call.passThrough.body.stream === true)
+            return await live.stream(request, headers, call)
+          return await live.call(request, call, 'chat')
+        } catch (error) {
+          throw inResponsesTermsError(error)
+        }
+      },
+      { parse: 'none' },
+    )
 }
