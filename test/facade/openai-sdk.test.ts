@@ -15,6 +15,7 @@ import {
 } from '../helpers/gateway.ts'
 import { contractProblems, schemaFor } from '../helpers/openai-contract.ts'
 import { waitFor } from '../helpers/wait.ts'
+import { ageCreate } from '../helpers/age-create.ts'
 
 const FINAL = ['completed', 'failed', 'cancelled', 'expired']
 
@@ -432,6 +433,37 @@ for (const storeKind of STORES) {
         completion_window: '24h',
       })
       expect(again.id).not.toBe(batch.id)
+    })
+
+    test('a retry finds a create of the last half hour or so, never an older batch of the same body', async () => {
+      const { key } = await gw.newAccount('1')
+      const openai = client(key)
+      const file = await upload(openai, [chatLine('a')])
+      const body = JSON.stringify({
+        input_file_id: file.id,
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+      })
+      const create = async (headers: Record<string, string> = {}) => {
+        const response = await gw.request('/openai/v1/batches', key, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body,
+        })
+        expect(response.status).toBe(200)
+        return ((await response.json()) as { id: string }).id
+      }
+      const retry = { 'x-stainless-retry-count': '1' }
+      const first = await create()
+      // Made 30 to 40 minutes ago: within the SDKs' retries (a 10-minute timeout, twice).
+      await ageCreate(gw, first, 3)
+      expect(await create(retry)).toBe(first)
+      // 50 minutes ago and more: no retry of today's, so a batch of its own.
+      await ageCreate(gw, first, 2)
+      const later = await create(retry)
+      expect(later).not.toBe(first)
+      // Which its own retries find.
+      expect(await create(retry)).toBe(later)
     })
 
     test('typed errors: AuthenticationError, PermissionDeniedError, NotFoundError, RateLimitError, BadRequestError', async () => {

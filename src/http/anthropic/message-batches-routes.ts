@@ -6,20 +6,20 @@
  * Anthropic offering and translated to any other, and is kept as the message it got back; the
  * results wrap those messages in Anthropic's result lines.
  */
-import { createHash } from 'node:crypto'
 import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
+import { createKeys, earlierCreate, keyToStore } from '../../admission/repeated-create.ts'
 import { refusalOf, type Admission } from '../../admission/submit-batch.ts'
 import type { Authenticator, Caller } from '../../auth/authenticate.ts'
-import { MESSAGES_URL } from '../../domain.ts'
+import { MESSAGES_URL, nowSeconds } from '../../domain.ts'
 import { badRequest, notFound, refuse } from '../../errors.ts'
 import { excerpt } from '../../excerpt.ts'
 import { MAX_ISSUES, type Issue } from '../../ingest/issues.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
 import { readJsonBody, type BodyLimit } from '../../ingest/read-body.ts'
 import type { FileLimits } from '../../ingest/validate-batch-file.ts'
-import { parseWholeNumber, wholeNumberText } from '../../schemas/whole-number.ts'
+import { wholeNumberText } from '../../schemas/whole-number.ts'
 import type { AccountStore, BatchStore } from '../../store/store.ts'
 import { parseQuery } from '../parse-query.ts'
 import { publicOrigin } from '../public-origin.ts'
@@ -206,18 +206,10 @@ async function createMessageBatch(deps: MessageBatchDeps, request: Request, call
     )
   }
   // The SDK retries a timed-out create without a key: the retry returns the first one's batch.
-  const hash = createHash('sha256').update(file.bytes).digest('hex')
-  const retried =
-    (parseWholeNumber(request.headers.get('x-stainless-retry-count') ?? '0', 0, 1_000) ?? 0) > 0
-  const requestKey = `anthropic:${hash}`
-  const explicitKey = request.headers.get('idempotency-key')
-  if (explicitKey || retried) {
-    const earlier = await store.findByIdempotencyKey(account.id, explicitKey ?? requestKey)
-    if (earlier) return renderMessageBatch(earlier, origin)
-  }
-  // The first create of a body keeps its hash as its key, for its retries to find.
-  const idempotencyKey =
-    explicitKey ?? ((await store.findByIdempotencyKey(account.id, requestKey)) ? null : requestKey)
+  const keys = createKeys(request, 'anthropic', file.bytes, nowSeconds())
+  const earlier = await earlierCreate(store, account.id, keys)
+  if (earlier) return renderMessageBatch(earlier, origin)
+  const idempotencyKey = await keyToStore(store, account.id, keys)
   const result = await admission.submit(file.bytes, {
     accountId: account.id,
     name: null,

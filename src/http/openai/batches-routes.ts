@@ -3,10 +3,10 @@
  * visible and cancellable on both surfaces. A file that fails validation makes a `failed` batch
  * whose `errors` carry the line-numbered issues, as OpenAI reports them.
  */
-import { createHash } from 'node:crypto'
 import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
+import { createKeys, earlierCreate, keyToStore } from '../../admission/repeated-create.ts'
 import { answerOf, unanswered } from '../../admission/admission-answer.ts'
 import type { Admission } from '../../admission/submit-batch.ts'
 import type { Authenticator, Caller } from '../../auth/authenticate.ts'
@@ -19,7 +19,7 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
 import { readJsonBody, type BodyLimit } from '../../ingest/read-body.ts'
 import type { AccountStore, BatchErrorEntry, BatchStore, FileStore } from '../../store/store.ts'
 import { storableText } from '../../schemas/text.ts'
-import { parseWholeNumber, wholeNumberText, windowHoursText } from '../../schemas/whole-number.ts'
+import { wholeNumberText, windowHoursText } from '../../schemas/whole-number.ts'
 import { excerpt } from '../../excerpt.ts'
 import { maxCostUsdJson } from '../../schemas/money-text.ts'
 import { parseQuery } from '../parse-query.ts'
@@ -148,14 +148,9 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
 
   // The SDKs retry a timed-out create without an idempotency key: a retry of the same body
   // returns the batch the first attempt made.
-  const requestKey = `openai:${createHash('sha256').update(JSON.stringify(raw)).digest('hex')}`
-  const explicitKey = request.headers.get('idempotency-key')
-  const retry =
-    (parseWholeNumber(request.headers.get('x-stainless-retry-count') ?? '0', 0, 1_000) ?? 0) > 0
-  if (explicitKey || retry) {
-    const earlier = await store.findByIdempotencyKey(caller.account.id, explicitKey ?? requestKey)
-    if (earlier) return earlier
-  }
+  const keys = createKeys(request, 'openai', JSON.stringify(raw), nowSeconds())
+  const earlier = await earlierCreate(store, caller.account.id, keys)
+  if (earlier) return earlier
   const file = await store.getFile(caller.account.id, body.input_file_id)
   if (!file) throw notFound(`file ${excerpt(body.input_file_id)}`)
   if (file.kind !== 'upload')
@@ -178,9 +173,7 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
       inputFileId: file.id,
       errors,
     })
-  const idempotencyKey =
-    explicitKey ??
-    ((await store.findByIdempotencyKey(caller.account.id, requestKey)) ? null : requestKey)
+  const idempotencyKey = await keyToStore(store, caller.account.id, keys)
   const result = await admission.submit(bytes, {
     accountId: caller.account.id,
     name: file.filename,

@@ -1,0 +1,71 @@
+/**
+ * A create repeated (docs/openai-facade.md, docs/clients/anthropic-sdk.md): with an
+ * `Idempotency-Key`, the batch that key first made; without one, the official SDKs' retry of a
+ * timed-out create (`x-stainless-retry-count` above 0) gets the batch its first attempt made,
+ * found by the body's hash.
+ *
+ * The hash names a body only within a window of 10-minute buckets, the bucket of the create in
+ * the key: the SDKs give up on a create within about 30 minutes (a 10-minute timeout, two
+ * retries), so a retry looks at the last four buckets, newest first, and never finds the batch
+ * the same body made last week. Two creates of one body within one bucket: the first keeps the
+ * key, and a retry of the second gets the first.
+ */
+import { createHash } from 'node:crypto'
+import type { BatchRecord } from '../domain.ts'
+import { parseWholeNumber } from '../schemas/whole-number.ts'
+import type { BatchStore } from '../store/store.ts'
+
+const BUCKET_S = 600
+const BUCKETS = 4
+
+export interface CreateKeys {
+  /** The caller's `Idempotency-Key`, if it sent one. */
+  explicit: string | null
+  /** Sent by an SDK's retry. */
+  retried: boolean
+  /** The body's key in this create's bucket, then in the earlier buckets a retry may come from. */
+  hashed: string[]
+}
+
+/** `surface` keeps the facade's and the Anthropic API's hashes apart. */
+export function createKeys(
+  request: Request,
+  surface: 'openai' | 'anthropic',
+  body: string | Uint8Array,
+  nowS: number,
+): CreateKeys {
+  const hash = createHash('sha256').update(body).digest('hex')
+  const bucket = Math.floor(nowS / BUCKET_S)
+  const retryCount = request.headers.get('x-stainless-retry-count') ?? '0'
+  return {
+    explicit: request.headers.get('idempotency-key'),
+    retried: (parseWholeNumber(retryCount, 0, 1_000) ?? 0) > 0,
+    hashed: Array.from({ length: BUCKETS }, (_, back) => `${surface}:${hash}:${bucket - back}`),
+  }
+}
+
+/** The batch an earlier create of this one made, or null when it is a create of its own. */
+export async function earlierCreate(
+  store: Pick<BatchStore, 'findByIdempotencyKey'>,
+  accountId: string,
+  keys: CreateKeys,
+): Promise<BatchRecord | null> {
+  if (keys.explicit) return store.findByIdempotencyKey(accountId, keys.explicit)
+  if (!keys.retried) return null
+  for (const key of keys.hashed) {
+    const earlier = await store.findByIdempotencyKey(accountId, key)
+    if (earlier) return earlier
+  }
+  return null
+}
+
+/** The key the new batch is stored with: the caller's, else the body's in this bucket if free. */
+export async function keyToStore(
+  store: Pick<BatchStore, 'findByIdempotencyKey'>,
+  accountId: string,
+  keys: CreateKeys,
+): Promise<string | null> {
+  if (keys.explicit) return keys.explicit
+  const own = keys.hashed[0]
+  return (await store.findByIdempotencyKey(accountId, own)) ? null : own
+}
