@@ -1,3 +1,4 @@
+import { upstreamError } from './classify-error.ts'
 import type { UpstreamError } from './types.ts'
 
 /**
@@ -12,3 +13,12 @@ export class UpstreamStreamError extends Error {
     this.name = 'UpstreamStreamError'
   }
 }
+
+/**
+ * A stream that closed before the event its API ends with (`marker`): cut off, not over. Told
+ * as a break, so the client hears the answer is incomplete rather than a clean end.
+ */
+export const cutOff = (marker: string) =>
+  new UpstreamStreamError(
+    upstreamError('server_error', `the upstream stream closed before ${marker}: it was cut off`),
+  )

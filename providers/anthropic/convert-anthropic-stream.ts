@@ -10,7 +10,7 @@ import { upstreamError } from '../classify-error.ts'
 import type { SseEvent } from '../read-sse-events.ts'
 import type { Usage } from '../types.ts'
 import { openAIUsageShape } from '../usage-shape.ts'
-import { UpstreamStreamError } from '../upstream-stream-error.ts'
+import { cutOff, UpstreamStreamError } from '../upstream-stream-error.ts'
 import { mapAnthropicStopReason } from './map-anthropic-stop-reason.ts'
 import { mapAnthropicUsage } from './map-anthropic-usage.ts'
 
@@ -65,6 +65,7 @@ export async function* convertAnthropicStream(
     choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
   })
 
+  let over = false
   for await (const event of events) {
     const data = parse(event)
     switch (data.type) {
@@ -107,6 +108,7 @@ export async function* convertAnthropicStream(
         yield chunk({}, mapAnthropicStopReason(data.delta?.stop_reason).unified)
         break
       case 'message_stop':
+        over = true
         if (state.usage) {
           const usage = openAIUsageShape(state.usage)
           yield { id, object: 'chat.completion.chunk', created, model, choices: [], usage }
@@ -118,4 +120,5 @@ export async function* convertAnthropicStream(
       // ping, content_block_stop and event types added later carry nothing to translate.
     }
   }
+  if (!over) throw cutOff('message_stop')
 }

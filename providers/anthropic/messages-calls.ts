@@ -8,7 +8,7 @@ import { prepareForOffering } from '../prepare-for-offering.ts'
 import { toStreamOutcome } from '../stream-outcome.ts'
 import type { Outcome, StreamOutcome, UpstreamRequest, Usage } from '../types.ts'
 import { postJson, postStream, type CallContext } from '../upstream-call.ts'
-import { UpstreamStreamError } from '../upstream-stream-error.ts'
+import { cutOff, UpstreamStreamError } from '../upstream-stream-error.ts'
 import { mapAnthropicUsage } from './map-anthropic-usage.ts'
 
 const PATH = '/v1/messages'
@@ -85,6 +85,7 @@ export async function streamMessages(
   let raw: Record<string, unknown> = {}
   let usage: Usage | null = null
   async function* chunks(): AsyncGenerator<Record<string, unknown>> {
+    let over = false
     for await (const { data } of events) {
       let event: unknown
       try {
@@ -108,8 +109,10 @@ export async function streamMessages(
       if (object.type === 'message_start') raw = { ...(object.message?.usage ?? {}) }
       if (object.type === 'message_delta') raw = { ...raw, ...(object.usage ?? {}) }
       usage = mapAnthropicUsage(raw) ?? usage
+      over ||= object.type === 'message_stop'
       yield object as Record<string, unknown>
     }
+    if (!over) throw cutOff('message_stop')
   }
   return toStreamOutcome(chunks(), result.cancel, () => usage)
 }

@@ -14,7 +14,7 @@ import type {
   Usage,
 } from '../types.ts'
 import { createCallContext, postJson, postStream } from '../upstream-call.ts'
-import { UpstreamStreamError } from '../upstream-stream-error.ts'
+import { cutOff, UpstreamStreamError } from '../upstream-stream-error.ts'
 import { createFineTuneCalls } from './fine-tune-calls.ts'
 import { mapOpenAIUsage } from './map-openai-usage.ts'
 import { prepareOpenAIBody, prepareOpenAIStreamBody } from './prepare-openai-body.ts'
@@ -96,8 +96,13 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
     let usage: Usage | null = null
 
     async function* chunks(): AsyncGenerator<Record<string, unknown>> {
+      // Over at [DONE], or once a choice has finished (its usage chunk may be all that is lost).
+      let over = false
       for await (const { data } of events) {
-        if (data === '[DONE]') continue
+        if (data === '[DONE]') {
+          over = true
+          continue
+        }
         let chunk: unknown
         try {
           chunk = JSON.parse(data)
@@ -115,8 +120,10 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
           throw new UpstreamStreamError(upstreamError('server_error', message, { body: object }))
         }
         usage = mapOpenAIUsage(object.usage) ?? usage
+        over ||= finishes(object)
         yield object
       }
+      if (!over) throw cutOff('[DONE]')
     }
     return toStreamOutcome(chunks(), result.cancel, () => usage)
   }
@@ -132,3 +139,8 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
     close: () => pool.close(),
   }
 }
+
+/** Whether a chat chunk ends a choice. */
+const finishes = (chunk: Record<string, unknown>) =>
+  Array.isArray(chunk.choices) &&
+  chunk.choices.some((choice: { finish_reason?: unknown }) => choice?.finish_reason != null)

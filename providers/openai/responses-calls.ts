@@ -9,7 +9,7 @@ import { prepareForOffering } from '../prepare-for-offering.ts'
 import { toStreamOutcome } from '../stream-outcome.ts'
 import type { Outcome, StreamOutcome, UpstreamRequest, Usage } from '../types.ts'
 import { postJson, postStream, type CallContext } from '../upstream-call.ts'
-import { UpstreamStreamError } from '../upstream-stream-error.ts'
+import { cutOff, UpstreamStreamError } from '../upstream-stream-error.ts'
 
 const PATH = '/responses'
 const STREAM_FIELDS = ['stream']
@@ -62,6 +62,9 @@ export async function sendResponses(
   }
 }
 
+/** The events a Responses stream ends with. */
+const ENDS = new Set(['response.completed', 'response.incomplete', 'response.failed'])
+
 /** The stream's events, each as the object it is; usage from response.completed (or incomplete). */
 export async function streamResponses(
   context: CallContext,
@@ -79,6 +82,7 @@ export async function streamResponses(
   const events = result.events
   let usage: Usage | null = null
   async function* chunks(): AsyncGenerator<Record<string, unknown>> {
+    let over = false
     for await (const { data } of events) {
       let event: unknown
       try {
@@ -96,8 +100,10 @@ export async function streamResponses(
         throw new UpstreamStreamError(upstreamError('server_error', message, { body: object }))
       }
       usage = mapResponsesUsage(object.response?.usage) ?? usage
+      over ||= ENDS.has(object.type as string)
       yield object as Record<string, unknown>
     }
+    if (!over) throw cutOff('response.completed')
   }
   return toStreamOutcome(chunks(), result.cancel, () => usage)
 }

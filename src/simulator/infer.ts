@@ -15,6 +15,7 @@ import {
   malformedResponse,
   payloadResponse,
   resetResponse,
+  cutResponse,
   trickleResponse,
   type Dialect,
 } from './respond.ts'
@@ -264,6 +265,8 @@ async function answer(
       return resetResponse(prepared.build(false))
     case 'malformed':
       return malformedResponse(prepared.build(false))
+    case 'cut':
+      return cutResponse(prepared.build(false))
     case 'no_usage':
       return payloadResponse(prepared.build(true), requestId)
     case 'trickle':

@@ -18,6 +18,7 @@ const numberFlags = {
   'timeout-rate': 'timeoutRate',
   'reset-rate': 'resetRate',
   'malformed-rate': 'malformedRate',
+  'cut-rate': 'cutRate',
   'no-usage-rate': 'noUsageRate',
   'trickle-rate': 'trickleRate',
   'trickle-ms': 'trickleMs',
@@ -35,7 +36,7 @@ const numberFlags = {
 const usage = [
   'usage: bun run sim [--port 8090] [--hostname 127.0.0.1] [--retry-after SECONDS]',
   '  [--require-api-key KEY] [--latency-ms N] [--jitter-ms N] [--max-concurrency N] [--max-rps N]',
-  '  [--error-rate F] [--rate-429 F] [--timeout-rate F] [--reset-rate F] [--malformed-rate F]',
+  '  [--error-rate F] [--rate-429 F] [--timeout-rate F] [--reset-rate F] [--malformed-rate F] [--cut-rate F]',
   '  [--no-usage-rate F] [--trickle-rate F] [--trickle-ms N] [--seed N] [--embedding-dims N]',
   '  [--usage-factor X] [--capacity N [--max-queued M]] [--max-loras N [--lora-load-ms N]]',
   '  [--structured valid|not_json|off_schema] [--flex-latency-ms N] [--flex-unavailable-rate F]',

@@ -33,6 +33,12 @@ export interface SimulatorOptions {
   resetRate?: number
   /** Fraction answered 200 with a body that is not valid JSON (or a broken SSE event). */
   malformedRate?: number
+  /**
+   * Fraction whose stream ends cleanly halfway, without the event that ends it ([DONE],
+   * message_stop, response.completed): an upstream that stopped short. A whole answer is cut as
+   * malformedRate cuts it.
+   */
+  cutRate?: number
   /** Fraction answered 200 without `usage`. */
   noUsageRate?: number
   /** Fraction whose body is sent in small pieces spread over trickleMs. */
@@ -127,6 +133,7 @@ export const defaultSimulatorOptions: ResolvedSimulatorOptions = {
   timeoutRate: 0,
   resetRate: 0,
   malformedRate: 0,
+  cutRate: 0,
   noUsageRate: 0,
   trickleRate: 0,
   trickleMs: 1000,

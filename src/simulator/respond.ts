@@ -56,6 +56,14 @@ export function malformedResponse(payload: Payload): Response {
   return new Response(text, { headers: payload.sse ? sseHeaders : jsonHeaders })
 }
 
+/** A stream's first half of events, then a clean end: no [DONE] or last event. A body: malformed. */
+export function cutResponse(payload: Payload): Response {
+  if (!payload.sse) return malformedResponse(payload)
+  const events = payload.text.split('\n\n').filter((event) => event !== '')
+  const kept = events.slice(0, Math.max(1, events.length >> 1))
+  return new Response(kept.map((event) => `${event}\n\n`).join(''), { headers: sseHeaders })
+}
+
 /** Sends the headers and half the body, then resets the connection. */
 export function resetResponse(payload: Payload): Response {
   const half = encodeUtf8(payload.text.slice(0, Math.max(1, payload.text.length >> 1)))

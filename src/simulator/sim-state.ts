@@ -98,6 +98,7 @@ function faultTableOf(o: ResolvedSimulatorOptions): [FaultKind, number][] {
     ['timeout', o.timeoutRate],
     ['reset', o.resetRate],
     ['malformed', o.malformedRate],
+    ['cut', o.cutRate],
     ['no_usage', o.noUsageRate],
     ['trickle', o.trickleRate],
   ]

@@ -5,6 +5,7 @@ export type FaultKind =
   | 'timeout'
   | 'reset'
   | 'malformed'
+  | 'cut'
   | 'no_usage'
   | 'trickle'
   | 'concurrency_cap'

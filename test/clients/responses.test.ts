@@ -315,6 +315,30 @@ describe('passed through to a provider with responses_api', () => {
     }
   })
 
+  test('a stream the upstream closes before its end is told as failed, not completed, and not billed', async () => {
+    const before = await balance()
+    sim.configure({ cutRate: 1 })
+    try {
+      for (const model of ['sim/responses', 'sim/chat']) {
+        const response = await gw.request('/v1/responses', key, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model, input: 'Say hello.', max_output_tokens: 64, stream: true }),
+        })
+        expect(response.status).toBe(200)
+        const types = [...(await response.text()).matchAll(/^event: (\S+)$/gm)].map((m) => m[1])
+        expect(types).not.toContain('response.completed')
+        // Passed through: OpenAI's error event; translated: the Response, failed.
+        expect(types.at(-1)).toBe(model === 'sim/responses' ? 'error' : 'response.failed')
+      }
+    } finally {
+      sim.configure({ cutRate: 0 })
+    }
+    const after = await balance()
+    expect(after.balance_usd).toBe(before.balance_usd)
+    expect(after.held_usd).toBe(before.held_usd)
+  })
+
   test("a service tier other than the default is a 400 naming it, passed through or not: the offering's lane sets it", async () => {
     const before = sim.received().length
     for (const model of ['sim/responses', 'sim/chat']) {
