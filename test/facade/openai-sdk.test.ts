@@ -466,6 +466,32 @@ for (const storeKind of STORES) {
       expect(await create(retry)).toBe(later)
     })
 
+    test('a create that failed validation, retried or repeated with its key, is the same failed batch', async () => {
+      const { key } = await gw.newAccount('1')
+      const openai = client(key)
+      const file = await upload(openai, [{ custom_id: 'a', method: 'POST' }])
+      const create = async (headers: Record<string, string>) => {
+        const response = await gw.request('/openai/v1/batches', key, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: JSON.stringify({
+            input_file_id: file.id,
+            endpoint: '/v1/chat/completions',
+            completion_window: '24h',
+          }),
+        })
+        const batch = (await response.json()) as { id: string; status: string }
+        expect(batch.status).toBe('failed')
+        return batch.id
+      }
+      const first = await create({})
+      expect(await create({ 'x-stainless-retry-count': '1' })).toBe(first)
+      const keyed = await create({ 'idempotency-key': 'k-1' })
+      expect(keyed).not.toBe(first)
+      expect(await create({ 'idempotency-key': 'k-1' })).toBe(keyed)
+      expect((await openai.batches.list()).data).toHaveLength(2)
+    })
+
     test('typed errors: AuthenticationError, PermissionDeniedError, NotFoundError, RateLimitError, BadRequestError', async () => {
       const owner = await gw.newAccount('1')
       const file = await upload(client(owner.key), [chatLine('a')])

@@ -619,6 +619,7 @@ onEveryStore(({ name, makeStore, it }) => {
           source: 'openai',
           metadata: { k: 'v' },
           inputFileId: 'file_1',
+          idempotencyKey: null,
           errors,
         })
         expect(batch).toMatchObject({
@@ -643,6 +644,32 @@ onEveryStore(({ name, makeStore, it }) => {
         // It counts against nothing: the one open batch allowed is still free.
         expect((await store.admitBatch(newBatch('acct_1', 'batch_02'))).kind).toBe('created')
         expect(await dispatch.advanceBatches(T0 + 1)).toEqual([])
+      })
+
+      it('keeps its idempotency key: a second record with it is the first batch, not another', async () => {
+        await account('acct_1', '10')
+        const rejected = (id: string) => ({
+          id,
+          accountId: 'acct_1',
+          name: null,
+          endpoint: '/v1/chat/completions' as const,
+          completionWindowHours: 24,
+          createdAt: T0,
+          source: 'openai' as const,
+          metadata: null,
+          inputFileId: 'file_1',
+          idempotencyKey: 'openai:abc:1',
+          errors: [{ code: 'invalid_request', message: 'bad', param: null, line: 1 }],
+        })
+        // Two creates racing past the key check: one batch.
+        const [first, second] = await Promise.all([
+          store.recordRejectedBatch(rejected('batch_01')),
+          store.recordRejectedBatch(rejected('batch_02')),
+        ])
+        expect(second.id).toBe(first.id)
+        expect(await store.findByIdempotencyKey('acct_1', 'openai:abc:1')).toEqual(first)
+        const { batches } = await store.listBatches('acct_1', { limit: 10, after: null })
+        expect(batches.map((batch) => batch.id)).toEqual([first.id])
       })
     })
 

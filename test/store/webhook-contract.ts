@@ -173,6 +173,7 @@ export function runWebhookStoreContract(name: string, makeStore: () => Promise<O
         endpoint: '/v1/chat/completions',
         completionWindowHours: 24,
         createdAt: T0 + 70,
+        idempotencyKey: null,
         source: 'openai',
         metadata: null,
         inputFileId: 'file_1',

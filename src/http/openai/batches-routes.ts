@@ -160,8 +160,11 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
     )
   await store.touchFile(file.id, nowSeconds())
   const bytes = await blobs.readAll(file.id)
+  const idempotencyKey = await keyToStore(store, caller.account.id, keys)
+  // A rejected create keeps the key too: its retry gets the same failed batch, not another.
   const reject = (errors: BatchErrorEntry[]) =>
     store.recordRejectedBatch({
+      idempotencyKey,
       id: newId('batch_'),
       accountId: caller.account.id,
       name: file.filename,
@@ -173,7 +176,6 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
       inputFileId: file.id,
       errors,
     })
-  const idempotencyKey = await keyToStore(store, caller.account.id, keys)
   const result = await admission.submit(bytes, {
     accountId: caller.account.id,
     name: file.filename,

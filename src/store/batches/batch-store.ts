@@ -143,7 +143,14 @@ export interface BatchStore {
 /** A batch refused at validation on the OpenAI surface: stored as `failed`, with its errors. */
 export type RejectedBatch = Pick<
   NewBatch,
-  'id' | 'accountId' | 'name' | 'endpoint' | 'completionWindowHours' | 'createdAt' | 'metadata'
+  | 'id'
+  | 'accountId'
+  | 'name'
+  | 'endpoint'
+  | 'completionWindowHours'
+  | 'createdAt'
+  | 'metadata'
+  | 'idempotencyKey'
 > & { source: 'openai'; inputFileId: string; errors: BatchErrorEntry[] }
 
 export interface BatchErrorEntry {

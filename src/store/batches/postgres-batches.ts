@@ -50,13 +50,21 @@ export function createPostgresBatchStore(
         const [row] = await tx`
         INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
           created_at, deadline_at, finished_at, line_count, pending, cost_ceiling_usd, held_usd,
-          source, metadata, input_file_id, errors)
+          source, metadata, input_file_id, errors, idempotency_key)
         VALUES (${batch.id}, ${batch.accountId}, ${batch.name}, ${batch.endpoint}, 'failed',
           ${batch.completionWindowHours}, ${batch.createdAt},
           ${batch.createdAt + batch.completionWindowHours * 3600}, ${batch.createdAt}, 0, 0, 0, 0,
           ${batch.source}, ${batch.metadata ? sql.json(storableJson(batch.metadata)) : null},
-          ${batch.inputFileId}, ${sql.json(storableJson(batch.errors))})
+          ${batch.inputFileId}, ${sql.json(storableJson(batch.errors))}, ${batch.idempotencyKey})
+        ON CONFLICT DO NOTHING
         RETURNING *`
+        // A create racing one with its idempotency key: the batch that one recorded.
+        if (!row) {
+          const [held] = await tx`
+            SELECT * FROM batches
+            WHERE account_id = ${batch.accountId} AND idempotency_key = ${batch.idempotencyKey}`
+          return rowToBatch(held!)
+        }
         // Failed at once: its webhooks hear of it like any other failed batch.
         await enqueueWebhookEvents(
           tx,

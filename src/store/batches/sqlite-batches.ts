@@ -35,7 +35,14 @@ export function createSqliteBatchStore(db: SqliteConnection): BatchStore {
     },
     async recordRejectedBatch(batch) {
       return tx(() => {
-        insertRejectedBatch(db, batch)
+        // A create racing one with its idempotency key: the batch that one recorded.
+        if (!insertRejectedBatch(db, batch))
+          return rowToBatch(
+            q(db, 'SELECT * FROM batches WHERE account_id = ? AND idempotency_key = ?').get(
+              batch.accountId,
+              batch.idempotencyKey,
+            )!,
+          )
         // Failed at once: its webhooks hear of it like any other failed batch.
         enqueueWebhookEvents(
           db,
@@ -97,13 +104,15 @@ export function createSqliteBatchStore(db: SqliteConnection): BatchStore {
   }
 }
 
-function insertRejectedBatch(db: SqliteConnection, batch: RejectedBatch) {
-  q(
+/** False when a batch already holds its idempotency key: nothing is inserted then. */
+function insertRejectedBatch(db: SqliteConnection, batch: RejectedBatch): boolean {
+  const { changes } = q(
     db,
     `INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
        created_at, deadline_at, finished_at, line_count, pending, cost_ceiling_usd, held_usd,
-       source, metadata, input_file_id, errors)
-     VALUES (?, ?, ?, ?, 'failed', ?, ?, ?, ?, 0, 0, '0', '0', ?, ?, ?, ?)`,
+       source, metadata, input_file_id, errors, idempotency_key)
+     VALUES (?, ?, ?, ?, 'failed', ?, ?, ?, ?, 0, 0, '0', '0', ?, ?, ?, ?, ?)
+     ON CONFLICT DO NOTHING`,
   ).run(
     batch.id,
     batch.accountId,
@@ -117,7 +126,9 @@ function insertRejectedBatch(db: SqliteConnection, batch: RejectedBatch) {
     batch.metadata ? JSON.stringify(batch.metadata) : null,
     batch.inputFileId,
     JSON.stringify(batch.errors),
+    batch.idempotencyKey,
   )
+  return changes > 0
 }
 
 /** Inside the caller's transaction: the ended batch with its lines, files, shares and deliveries. */
