@@ -466,6 +466,15 @@ for (const storeKind of STORES) {
       expect(await create(retry)).toBe(later)
     })
 
+    test('a file keeps its name as sent, beyond ASCII too', async () => {
+      const { key } = await gw.newAccount('1')
+      const openai = client(key)
+      const name = 'é rapport 日本.jsonl'
+      const file = await upload(openai, [chatLine('a')], name)
+      expect(file.filename).toBe(name)
+      expect((await openai.files.retrieve(file.id)).filename).toBe(name)
+    })
+
     test('a create that failed validation, retried or repeated with its key, is the same failed batch', async () => {
       const { key } = await gw.newAccount('1')
       const openai = client(key)

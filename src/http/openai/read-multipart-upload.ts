@@ -31,6 +31,9 @@ export async function readMultipartUpload<T>(
   try {
     parser = busboy({
       headers: { 'content-type': type },
+      // The SDKs and curl send a filename's UTF-8 bytes as they are; busboy reads them as latin1
+      // unless told (an RFC 5987 filename* is decoded by its own charset either way).
+      defParamCharset: 'utf8',
       limits: { files: 1, fields: 10, fieldSize: 1024 },
     })
   } catch (error) {
