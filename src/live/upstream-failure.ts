@@ -12,10 +12,18 @@ export function upstreamFailure(error: UpstreamError): GatewayError {
       })
     case 'invalid_request':
     case 'context_length_exceeded':
-      return refuse(error.kind, `the provider refused the request: ${error.message}`)
+      // The field the provider named (OpenAI's error.param), as it named it.
+      return refuse(error.kind, `the provider refused the request: ${error.message}`, {
+        param: upstreamParam(error.body),
+      })
     case 'timeout':
       return refuse('upstream_timeout', 'the provider did not answer in time')
     default:
       return refuse('upstream_error', `the provider failed: ${error.message}`)
   }
+}
+
+function upstreamParam(body: unknown): string | null {
+  const param = (body as { error?: { param?: unknown } } | null)?.error?.param
+  return typeof param === 'string' ? param : null
 }

@@ -151,6 +151,7 @@ function refuseModel(dialect: Dialect, model: string): Response | null {
       type: 'invalid_request_error',
       message,
       code: 'invalid_value',
+      param: 'model',
     })
   }
   if (model.startsWith('ctx-overflow')) {

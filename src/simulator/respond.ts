@@ -28,12 +28,17 @@ export interface ErrorFields {
   message: string
   /** OpenAI's `code`; null when left out. Anthropic's envelope has none. */
   code?: string | null
+  /** OpenAI's `param`, the field refused; null when left out. */
+  param?: string | null
 }
 
 /** An error body in the dialect's envelope. */
-export function errorBody(dialect: Dialect, { type, message, code = null }: ErrorFields) {
+export function errorBody(
+  dialect: Dialect,
+  { type, message, code = null, param = null }: ErrorFields,
+) {
   return dialect === 'openai'
-    ? { error: { message, type, param: null, code } }
+    ? { error: { message, type, param, code } }
     : { type: 'error', error: { type, message } }
 }
 

@@ -257,6 +257,8 @@ for (const store of STORES) {
         }),
       })
       expect(refused.status).toBe(400)
+      // The field the provider named, as it named it.
+      expect(((await refused.json()) as { error: { param: string } }).error.param).toBe('model')
       await gw.credit.flush()
       await waitFor(
         'the lease handed back',
