@@ -17,6 +17,10 @@ export const inResponsesNames = (text: string) =>
       '{"type": "json_schema", $1}',
     )
     .replace(/\bresponse_format(\.json_schema)?\b/g, 'text.format')
+    // Where a message names the schema by chat's place for it, it is text.format's `schema`.
+    .replace(/\bjson_schema\.schema\b/g, 'schema')
+    // The endpoint the caller called.
+    .replace(/\/v1\/chat\/completions\b/g, '/v1/responses')
 
 /** A field of the translated chat body (`messages[2].content`), as the Responses body's field. */
 export const responsesParam = (param: string) =>

@@ -41,7 +41,7 @@ export function schemaBoundProblem(schema: unknown, text: string): BoundProblem 
   if (bytes > SCHEMA_BOUNDS.bytes) {
     return {
       bound: 'bytes',
-      message: `json_schema.schema is ${number(bytes)} bytes serialized, past the bound of 64 KiB (${SCHEMA_BOUNDS.bytes} bytes)`,
+      message: `is ${number(bytes)} bytes serialized, past the bound of 64 KiB (${SCHEMA_BOUNDS.bytes} bytes)`,
       fix: `send a schema of at most 64 KiB (${SCHEMA_BOUNDS.bytes} bytes): move long descriptions into the prompt and share repeated parts through $defs`,
     }
   }
@@ -60,7 +60,7 @@ export function schemaBoundProblem(schema: unknown, text: string): BoundProblem 
     if (level > SCHEMA_BOUNDS.nesting) {
       return {
         bound: 'nesting',
-        message: `json_schema.schema nests subschemas more than ${SCHEMA_BOUNDS.nesting} levels deep, past the bound of ${SCHEMA_BOUNDS.nesting} levels of nesting`,
+        message: `nests subschemas more than ${SCHEMA_BOUNDS.nesting} levels deep, past the bound of ${SCHEMA_BOUNDS.nesting} levels of nesting`,
         fix: `flatten the schema to at most ${SCHEMA_BOUNDS.nesting} levels of nesting: define deep parts once under $defs and refer to them with $ref`,
       }
     }
@@ -80,21 +80,21 @@ export function schemaBoundProblem(schema: unknown, text: string): BoundProblem 
     if (properties > SCHEMA_BOUNDS.properties) {
       return {
         bound: 'properties',
-        message: `json_schema.schema has more than ${SCHEMA_BOUNDS.properties} properties in all, past the bound of ${number(SCHEMA_BOUNDS.properties)} properties`,
+        message: `has more than ${SCHEMA_BOUNDS.properties} properties in all, past the bound of ${number(SCHEMA_BOUNDS.properties)} properties`,
         fix: `keep the schema to at most ${SCHEMA_BOUNDS.properties} properties in all (every "properties" object counted): split the request into several lines with smaller schemas`,
       }
     }
     if (enumValues > SCHEMA_BOUNDS.enumValues) {
       return {
         bound: 'enumValues',
-        message: `json_schema.schema has more than ${SCHEMA_BOUNDS.enumValues} enum values in all, past the bound of ${number(SCHEMA_BOUNDS.enumValues)} enum values`,
+        message: `has more than ${SCHEMA_BOUNDS.enumValues} enum values in all, past the bound of ${number(SCHEMA_BOUNDS.enumValues)} enum values`,
         fix: `keep the schema to at most ${SCHEMA_BOUNDS.enumValues} enum values in all: use a string with a pattern, or check long lists of choices after the answer`,
       }
     }
     if (definitions > SCHEMA_BOUNDS.definitions) {
       return {
         bound: 'definitions',
-        message: `json_schema.schema has more than ${SCHEMA_BOUNDS.definitions} $defs (definitions included), past the bound of ${SCHEMA_BOUNDS.definitions} $defs`,
+        message: `has more than ${SCHEMA_BOUNDS.definitions} $defs (definitions included), past the bound of ${SCHEMA_BOUNDS.definitions} $defs`,
         fix: `keep the schema to at most ${SCHEMA_BOUNDS.definitions} entries under $defs and definitions together: merge definitions that are alike`,
       }
     }

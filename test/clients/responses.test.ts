@@ -149,6 +149,21 @@ describe('the openai package', () => {
     const outside = await refused({ truncation: 'auto' })
     expect(outside.message).toContain('store (false)')
     expect(outside.message).not.toContain('previous_response_id')
+    // The endpoint and the schema's place are the Responses API's.
+    const embeddings = await client.responses
+      .create({ model: 'sim/embed', input: 'hi' })
+      .catch((e: unknown) => e as { error: { message: string } })
+    expect(embeddings.error.message).toStartWith('model sim/embed does not serve /v1/responses;')
+    let deep: Record<string, unknown> = { type: 'string' }
+    for (let level = 0; level < 12; level++)
+      deep = { type: 'object', properties: { a: deep }, required: ['a'] }
+    const nested = await refused({
+      max_output_tokens: 64,
+      text: { format: { type: 'json_schema', name: 'deep', schema: deep } },
+    })
+    expect(nested.param).toBe('text.format.schema')
+    expect(nested.message).toStartWith('text.format.schema nests subschemas more than 10 levels')
+    expect(nested.message).not.toContain('json_schema')
     // metadata is OpenAI's map of strings, echoed back: anything else is refused, not echoed.
     for (const metadata of [5, 'x', { a: 5 }, { a: { b: '1' } }, { ['k'.repeat(65)]: 'v' }])
       expect((await refused({ metadata })).param).toStartWith('metadata')
