@@ -100,6 +100,8 @@ export function storageRefusal(body: Record<string, unknown>): ResponsesConversi
     message,
   })
   const present = (name: string) => body[name] !== undefined && body[name] !== null
+  if (present('store') && typeof body.store !== 'boolean')
+    return refused('store', 'must be a boolean: set it to false or leave it out')
   if (body.store === true)
     return refused(
       'store',

@@ -138,6 +138,9 @@ describe('the openai package', () => {
     const stored = await refused({ store: true })
     expect(stored.message).toStartWith('store true is not supported')
     expect(stored.message).toContain('stores no responses')
+    expect((await refused({ store: 'yes' })).message).toBe(
+      'store must be a boolean: set it to false or leave it out',
+    )
     expect((await refused({ previous_response_id: 'resp_1' })).param).toBe('previous_response_id')
     expect((await refused({ reasoning: { effort: 'low' } })).param).toBe('reasoning')
     // The translated body's own checks speak of the fields the caller sent.
@@ -150,9 +153,9 @@ describe('the openai package', () => {
     expect(outside.message).toContain('store (false)')
     expect(outside.message).not.toContain('previous_response_id')
     // The endpoint and the schema's place are the Responses API's.
-    const embeddings = await client.responses
+    const embeddings = (await client.responses
       .create({ model: 'sim/embed', input: 'hi' })
-      .catch((e: unknown) => e as { error: { message: string } })
+      .catch((e: unknown) => e)) as { error: { message: string } }
     expect(embeddings.error.message).toStartWith('model sim/embed does not serve /v1/responses;')
     let deep: Record<string, unknown> = { type: 'string' }
     for (let level = 0; level < 12; level++)
