@@ -512,13 +512,19 @@ function suite(store: (typeof STORES)[number]) {
             { custom_id: 'has space', params: ask('sim/chat') },
             { custom_id: 'ok-1', params: ask('sim/chat') },
             { custom_id: 'ok-4', params: { ...ask('sim/chat'), max_tokens: 999_999 } },
+            // A wrong custom_id does not hide what is wrong in its params.
+            { custom_id: 'a b', params: { ...ask('sim/chat'), max_tokens: 999_999 } },
           ],
         })
         .catch((e: unknown) => e)
       expect(error).toBeInstanceOf(Anthropic.BadRequestError)
       const body = (
         error as {
-          error: { type: string; error: { type: string }; issues: { line: number; path: string }[] }
+          error: {
+            type: string
+            error: { type: string }
+            issues: { line: number; path: string; custom_id: string | null }[]
+          }
         }
       ).error
       expect(body.type).toBe('error')
@@ -528,6 +534,15 @@ function suite(store: (typeof STORES)[number]) {
         [2, 'requests[1].custom_id'],
         [3, 'requests[2].custom_id'],
         [4, 'requests[3].params.max_tokens'],
+        [5, 'requests[4].custom_id'],
+        [5, 'requests[4].params.max_tokens'],
+      ])
+      expect(body.issues.map((issue) => issue.custom_id)).toEqual([
+        'has space',
+        'ok-1',
+        'ok-4',
+        'a b',
+        null,
       ])
     })
 

@@ -12,10 +12,16 @@ import type { Issue } from '../../ingest/issues.ts'
 /** Anthropic's rule for a batch request's custom_id. */
 const CUSTOM_ID = /^[a-zA-Z0-9_-]{1,64}$/
 
+/** Begins the line's custom_id of a request whose own is not valid, which no valid one can. */
+const PLACEHOLDER = '#'
+
 export type MessageBatchFile =
   | {
       ok: true
-      /** The native file of the requests that could be translated, one line each. */
+      /**
+       * The native file of the requests that could be translated, one line each. With issues it
+       * is only checked, never submitted: the create is refused with them and what it finds.
+       */
       bytes: Uint8Array
       /** Line N of `bytes` is request `requestIndex[N - 1]`. */
       requestIndex: number[]
@@ -64,9 +70,7 @@ export function convertMessageBatch(body: unknown, maxRequests: number): Message
   const requestIndex: number[] = []
   requests.forEach((request: { custom_id?: unknown; params?: unknown } | null, index) => {
     const customId = typeof request?.custom_id === 'string' ? request.custom_id : null
-    let valid = true
     const issue = (path: string, message: string, fix: string) => {
-      valid = false
       issues.push({
         line: index + 1,
         custom_id: customId,
@@ -75,6 +79,7 @@ export function convertMessageBatch(body: unknown, maxRequests: number): Message
         fix,
       })
     }
+    const idValid = customId !== null && CUSTOM_ID.test(customId) && !seen.has(customId)
     if (customId === null || !CUSTOM_ID.test(customId))
       issue(
         'custom_id',
@@ -98,18 +103,23 @@ export function convertMessageBatch(body: unknown, maxRequests: number): Message
           )
     const params = request?.params
     if (typeof params !== 'object' || params === null || Array.isArray(params))
-      issue(
+      return issue(
         'params',
         'must be a JSON object: a Messages API request',
         'send {"model", "max_tokens", "messages", …} as params',
       )
-    else if ((params as { stream?: unknown }).stream === true)
-      issue('params.stream', 'a batch request cannot stream', 'remove stream or set it to false')
-    if (!valid) return
+    if ((params as { stream?: unknown }).stream === true)
+      return issue(
+        'params.stream',
+        'a batch request cannot stream',
+        'remove stream or set it to false',
+      )
+    // A request whose custom_id or fields are wrong still has its params checked, so that every
+    // problem is told at once; its line carries an id no valid custom_id can equal (PLACEHOLDER).
     requestIndex.push(index)
     lines.push(
       JSON.stringify({
-        custom_id: customId ?? `request-${index}`,
+        custom_id: idValid ? customId : `${PLACEHOLDER}${index}`,
         method: 'POST',
         url: MESSAGES_URL,
         body: params,
@@ -126,5 +136,7 @@ export function convertMessageBatch(body: unknown, maxRequests: number): Message
 export function inRequestTerms(issue: Issue, requestIndex: readonly number[]): Issue {
   const index = requestIndex[issue.line - 1] ?? issue.line - 1
   const path = issue.path.replace(/^body(?=\.|$)/, 'params').replace(/^url$/, '')
-  return { ...issue, line: index + 1, path: requestPath(index, path) }
+  // A request with an invalid custom_id: the issue about that id shows it.
+  const custom_id = issue.custom_id?.startsWith(PLACEHOLDER) ? null : issue.custom_id
+  return { ...issue, custom_id, line: index + 1, path: requestPath(index, path) }
 }
