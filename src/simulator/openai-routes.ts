@@ -1,4 +1,7 @@
-/** OpenAI-compatible bodies: chat completions (plain and streamed) and embeddings. */
+/**
+ * OpenAI-compatible bodies: chat completions (plain and streamed; text, structured, or a forced
+ * tool call, tool-calls.ts) and embeddings.
+ */
 import { cacheUsageOf, openAICacheDetails } from './cache-usage.ts'
 import type { Prepared } from './prepared.ts'
 import {
@@ -14,6 +17,7 @@ import {
 } from './reply.ts'
 import { errorResponse, sseText } from './respond.ts'
 import { openaiAnswerShape, shapedReply, type StructuredAnswers } from './structured-reply.ts'
+import { chatForcedTool, forcedCall } from './tool-calls.ts'
 
 const finishReasons = { stop: 'stop', stop_sequence: 'stop', length: 'length' } as const
 
@@ -28,6 +32,100 @@ function optionalCount(value: unknown): number | null {
 function stopList(stop: unknown): string[] {
   if (typeof stop === 'string') return [stop]
   return Array.isArray(stop) ? stop.filter((s): s is string => typeof s === 'string') : []
+}
+
+/** One choice's answer: the reply, or the forced call whose arguments are the reply's text. */
+interface ChatAnswer {
+  reply: Reply
+  call: { id: string; name: string } | null
+}
+
+/** What a chat completion is rendered from, plain or streamed. */
+interface ChatRender {
+  id: string
+  created: number
+  model: string
+  answers: ChatAnswer[]
+  usage: Record<string, unknown>
+  includeUsage: boolean
+}
+
+function finishOf({ reply, call }: ChatAnswer): string {
+  return call !== null && reply.end === 'stop' ? 'tool_calls' : finishReasons[reply.end]
+}
+
+function chatMessage({ reply, call }: ChatAnswer): Record<string, unknown> {
+  if (call === null) return { role: 'assistant', content: reply.text, refusal: null }
+  const { id, name } = call
+  const toolCall = { id, type: 'function', function: { name, arguments: reply.text } }
+  return { role: 'assistant', content: null, tool_calls: [toolCall], refusal: null }
+}
+
+function chatCompletion(render: ChatRender, noUsage: boolean): string {
+  const { id, created, model, answers, usage } = render
+  const completion: Record<string, unknown> = {
+    id,
+    object: 'chat.completion',
+    created,
+    model,
+    choices: answers.map((answer, index) => ({
+      index,
+      message: chatMessage(answer),
+      logprobs: null,
+      finish_reason: finishOf(answer),
+    })),
+    system_fingerprint: 'fp_sim',
+  }
+  if (!noUsage) completion.usage = usage
+  return JSON.stringify(completion)
+}
+
+/**
+ * A choice's deltas: role, then content pieces; or, as OpenAI streams a call, its id and name,
+ * then its arguments in pieces.
+ */
+function chatDeltas({ reply, call }: ChatAnswer): Record<string, unknown>[] {
+  const pieces = streamPieces(reply.text)
+  if (call === null) {
+    return [{ role: 'assistant', content: '' }, ...pieces.map((content) => ({ content }))]
+  }
+  const opening = {
+    index: 0,
+    id: call.id,
+    type: 'function',
+    function: { name: call.name, arguments: '' },
+  }
+  return [
+    { role: 'assistant', content: null, tool_calls: [opening], refusal: null },
+    ...pieces.map((piece) => ({ tool_calls: [{ index: 0, function: { arguments: piece } }] })),
+  ]
+}
+
+function chatStream(render: ChatRender, noUsage: boolean): string {
+  const { id, created, model, answers, usage, includeUsage } = render
+  const chunk = (choices: unknown[]) => {
+    const base: Record<string, unknown> = {
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model,
+      system_fingerprint: 'fp_sim',
+      choices,
+    }
+    // OpenAI sends usage: null on every chunk before the last when usage was asked for.
+    if (includeUsage) base.usage = null
+    return [null, base] as [null, unknown]
+  }
+  const events: [null, unknown][] = []
+  answers.forEach((answer, index) => {
+    for (const delta of chatDeltas(answer))
+      events.push(chunk([{ index, delta, logprobs: null, finish_reason: null }]))
+    events.push(chunk([{ index, delta: {}, logprobs: null, finish_reason: finishOf(answer) }]))
+  })
+  if (includeUsage && !noUsage) {
+    events.push([null, { id, object: 'chat.completion.chunk', created, model, choices: [], usage }])
+  }
+  return sseText(events, true)
 }
 
 export function prepareChat(
@@ -48,17 +146,26 @@ export function prepareChat(
   const key = promptKey(texts)
   const stop = stopList(body.stop)
   const shape = openaiAnswerShape(body.response_format)
-  const replies: Reply[] = []
+  const forced = chatForcedTool(body.tools, body.tool_choice)
+  const answers: ChatAnswer[] = []
   for (let choice = 0; choice < n; choice++) {
-    if (shape) {
-      const plain = () =>
-        makeReply({ messages: texts, key, model, choice, maxTokens: null, stop: [] }).text
-      replies.push(shapedReply(shape, texts, { fallback: structuredAnswers, maxTokens }, plain))
-    } else replies.push(makeReply({ messages: texts, key, model, choice, maxTokens, stop }))
+    const plain = () =>
+      makeReply({ messages: texts, key, model, choice, maxTokens: null, stop: [] }).text
+    if (forced) {
+      const call = forcedCall(forced, plain(), maxTokens)
+      const callId = `call_${hashText(`${id}\u0000${choice}`)}`
+      answers.push({ reply: call.arguments, call: { id: callId, name: call.name } })
+    } else if (shape) {
+      const asked = { fallback: structuredAnswers, maxTokens }
+      answers.push({ reply: shapedReply(shape, texts, asked, plain), call: null })
+    } else {
+      const reply = makeReply({ messages: texts, key, model, choice, maxTokens, stop })
+      answers.push({ reply, call: null })
+    }
   }
   const promptTokens = Math.ceil(countPromptTokens(texts) * usageFactor)
   let completionTokens = 0
-  for (const reply of replies) completionTokens += reply.words
+  for (const { reply } of answers) completionTokens += reply.words
   completionTokens = Math.ceil(completionTokens * usageFactor)
   const cache = cacheUsageOf(texts, promptTokens)
   const usage = {
@@ -71,60 +178,12 @@ export function prepareChat(
   const streamOptions = body.stream_options as { include_usage?: unknown } | undefined
   const stream = body.stream === true
   const includeUsage = stream && streamOptions?.include_usage === true
-
+  const render: ChatRender = { id, created, model, answers, usage, includeUsage }
   return {
     key,
     build(noUsage) {
-      if (!stream) {
-        const completion: Record<string, unknown> = {
-          id,
-          object: 'chat.completion',
-          created,
-          model,
-          choices: replies.map((reply, index) => ({
-            index,
-            message: { role: 'assistant', content: reply.text, refusal: null },
-            logprobs: null,
-            finish_reason: finishReasons[reply.end],
-          })),
-          system_fingerprint: 'fp_sim',
-        }
-        if (!noUsage) completion.usage = usage
-        return { text: JSON.stringify(completion), sse: false }
-      }
-      const chunk = (choices: unknown[]) => {
-        const base: Record<string, unknown> = {
-          id,
-          object: 'chat.completion.chunk',
-          created,
-          model,
-          system_fingerprint: 'fp_sim',
-          choices,
-        }
-        // OpenAI sends usage: null on every chunk before the last when usage was asked for.
-        if (includeUsage) base.usage = null
-        return [null, base] as [null, unknown]
-      }
-      const events: [null, unknown][] = []
-      replies.forEach((reply, index) => {
-        const delta = (content: string, role?: string) => ({
-          index,
-          delta: role ? { role, content } : { content },
-          logprobs: null,
-          finish_reason: null,
-        })
-        events.push(chunk([delta('', 'assistant')]))
-        for (const piece of streamPieces(reply.text)) events.push(chunk([delta(piece)]))
-        const end = { index, delta: {}, logprobs: null, finish_reason: finishReasons[reply.end] }
-        events.push(chunk([end]))
-      })
-      if (includeUsage && !noUsage) {
-        events.push([
-          null,
-          { id, object: 'chat.completion.chunk', created, model, choices: [], usage },
-        ])
-      }
-      return { text: sseText(events, true), sse: true }
+      if (!stream) return { text: chatCompletion(render, noUsage), sse: false }
+      return { text: chatStream(render, noUsage), sse: true }
     },
   }
 }

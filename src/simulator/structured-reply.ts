@@ -97,6 +97,11 @@ export function structuredReply(
   if (mode === 'off_schema') value = wantsObject(schema) ? ['off', 'schema'] : { off_schema: true }
   let text = spaced(JSON.stringify(value))
   if (mode === 'not_json') text = `Sure! Here is the JSON you asked for: ${text}`
+  return cutAtWords(text, maxTokens)
+}
+
+/** `text` as a reply, cut after `maxTokens` words (ended by length) as a model would cut it. */
+export function cutAtWords(text: string, maxTokens: number | null): Reply {
   if (maxTokens !== null && countWords(text) > maxTokens) {
     return {
       text: firstWords(text, maxTokens),
@@ -109,7 +114,7 @@ export function structuredReply(
 }
 
 /** A space after each `:` and `,` between JSON tokens, so words stand in for tokens. */
-function spaced(json: string): string {
+export function spaced(json: string): string {
   let out = ''
   let inString = false
   for (let i = 0; i < json.length; i++) {
@@ -156,8 +161,8 @@ const MAX_DEPTH = 4
 /** A schema that requires itself has no finite instance: given up on (null) this deep. */
 const GIVE_UP_DEPTH = 32
 
-/** A small instance of `schema`; strings are the ordinary reply's text. */
-function instanceOf(schema: unknown, root: unknown, text: string, depth: number): unknown {
+/** A small instance of `schema` (`$ref`s resolved in `root`); strings are the reply's text. */
+export function instanceOf(schema: unknown, root: unknown, text: string, depth: number): unknown {
   if (typeof schema !== 'object' || schema === null) return text
   const s = schema as Schema
   if (typeof s.$ref === 'string') {
