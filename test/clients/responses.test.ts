@@ -6,7 +6,7 @@
  */
 import { createAnthropic } from '@ai-sdk/anthropic'
 import { createOpenAI } from '@ai-sdk/openai'
-import { generateObject, generateText, streamText } from 'ai'
+import { generateObject, generateText, streamText, tool } from 'ai'
 import { z } from 'zod'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Decimal from 'decimal.js'
@@ -520,6 +520,39 @@ describe('the Vercel AI SDK', () => {
       // Passed through as the Responses API asks, or as chat's response_format.
       expect(sent.map((request) => request.path)).toEqual([
         model === 'sim/responses' ? '/v1/responses' : '/v1/chat/completions',
+      ])
+    }
+  })
+
+  test('a tool call the model must make, on every surface, passed through or translated', async () => {
+    const openai = createOpenAI({ baseURL: `${gw.url}/v1`, apiKey: key })
+    const anthropic = createAnthropic({ baseURL: `${gw.url}/anthropic/v1`, apiKey: key })
+    const tools = {
+      weather: tool({
+        description: 'The weather in a city.',
+        inputSchema: z.object({ city: z.string() }),
+      }),
+    }
+    const models = [
+      ['responses, translated to chat', openai('sim/chat')],
+      ['responses, translated to Anthropic', openai('sim/claude')],
+      ['responses, passed through', openai('sim/responses')],
+      ['chat completions, translated to Anthropic', openai.chat('sim/claude')],
+      ['messages, passed through', anthropic('sim/claude')],
+      ['messages, translated to chat', anthropic('sim/chat')],
+    ] as const
+    for (const [surface, model] of models) {
+      const ask = { model, tools, toolChoice: 'required' as const, prompt: 'Weather in Oslo?' }
+      const generated = await generateText({ ...ask, maxOutputTokens: 64 })
+      expect([surface, generated.finishReason]).toEqual([surface, 'tool-calls'])
+      expect(generated.toolCalls).toHaveLength(1)
+      expect(generated.toolCalls[0]!.toolName).toBe('weather')
+      expect(typeof (generated.toolCalls[0]!.input as { city: unknown }).city).toBe('string')
+      const streamed = streamText({ ...ask, maxOutputTokens: 64 })
+      const calls = await streamed.toolCalls
+      expect([surface, calls.map((call) => call.input)]).toEqual([
+        surface,
+        generated.toolCalls.map((call) => call.input),
       ])
     }
   })
