@@ -28,6 +28,6 @@ export function demoText(info: DemoInfo): string {
     `  export MULTIGRID_ADMIN_TOKEN=${info.adminToken}`,
     `  curl -s ${info.url}/v1/chat/completions -H "Authorization: Bearer ${info.key}" -H 'Content-Type: application/json' -d '${body}'`,
     '',
-    `Dashboard: ${info.url}/dashboard (sign in with the key). Ctrl-C stops both.`,
+    `Dashboard: ${info.url}/ (sign in with the key). Ctrl-C stops both.`,
   ].join('\n')
 }

@@ -6,6 +6,8 @@
  *
  *   npm run demo -- [--port 8080] [--sim-port 8090] [--data-dir ./data/demo] [--credit 10]
  *                   [--latency-ms 50]
+ *
+ * The ports default to PORT and SIM_PORT when set, as `npm start` and the walk-through read them.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
@@ -21,7 +23,8 @@ import { demoText } from './demo-text.ts'
 const USAGE = `usage: npm run demo -- [--port 8080] [--sim-port 8090] [--data-dir ./data/demo]
                        [--credit USD] [--latency-ms 50]
 Starts the upstream simulator and a gateway on it (SQLite in --data-dir), makes an account with
---credit (default 10) and a key, prints them; Ctrl-C stops both.`
+--credit (default 10) and a key, prints them; Ctrl-C stops both. The ports default to PORT and
+SIM_PORT when they are set.`
 
 const SIM_CATALOG = resolve(import.meta.dir, '../../providers/catalog.simulator.json')
 /** The address catalog.simulator.json gives the simulator; the demo's may be another port. */
@@ -37,8 +40,8 @@ function readOptions() {
   try {
     values = parseArgs({
       options: {
-        port: { type: 'string', default: '8080' },
-        'sim-port': { type: 'string', default: '8090' },
+        port: { type: 'string', default: process.env.PORT || '8080' },
+        'sim-port': { type: 'string', default: process.env.SIM_PORT || '8090' },
         'data-dir': { type: 'string', default: './data/demo' },
         credit: { type: 'string', default: '10' },
         'latency-ms': { type: 'string', default: '50' },
@@ -55,7 +58,7 @@ function readOptions() {
   const port = (flag: 'port' | 'sim-port') => {
     const text = values[flag]!
     if (!/^\d{1,5}$/.test(text) || Number(text) > 65535)
-      fail(`--${flag} must be a port, 0 to 65535`)
+      fail(`--${flag} (or ${flag === 'port' ? 'PORT' : 'SIM_PORT'}) must be a port, 0 to 65535`)
     return Number(text)
   }
   const problem = creditAmountProblem(values.credit!)

@@ -35,7 +35,7 @@ const refused = (port: number) =>
     () => true,
   )
 
-test('npm run demo prints a working key and a curl line; SIGINT stops the gateway and the simulator', async () => {
+test('npm run demo (on PORT and SIM_PORT) prints a working key and a curl line; SIGINT stops the gateway and the simulator', async () => {
   const script = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.demo
   expect(script).toContain(`bun ${GATEWAY_BUN_ARGS.join(' ')} src/cli/demo.ts`)
   const port = freePort()
@@ -46,9 +46,15 @@ test('npm run demo prints a working key and a curl line; SIGINT stops the gatewa
       process.execPath,
       ...GATEWAY_BUN_ARGS,
       join(ROOT, 'src/cli/demo.ts'),
-      ...['--port', String(port), '--sim-port', String(simPort), '--data-dir', dataDir],
+      ...['--data-dir', dataDir],
     ],
-    { cwd: ROOT, env: { PATH: process.env.PATH ?? '' }, stdout: 'pipe', stderr: 'pipe' },
+    {
+      cwd: ROOT,
+      // The ports as npm start and the walk-through take them (--port and --sim-port also do).
+      env: { PATH: process.env.PATH ?? '', PORT: String(port), SIM_PORT: String(simPort) },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    },
   )
   try {
     const out = await readUntil(child.stdout, (text) => text.includes('Ctrl-C stops both'))
