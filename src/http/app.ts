@@ -14,6 +14,7 @@ import { headTooLarge } from './head-limit.ts'
 import { anthropicErrorResponse, unknownAnthropicRoute } from './anthropic/anthropic-errors.ts'
 import { observeRequests, pathOf } from './observe-requests.ts'
 import { openApiRoutes } from './openapi.ts'
+import { storedResponseRefusal } from './responses/responses-routes.ts'
 
 /** Where Anthropic's API is served: its errors go in Anthropic's shape (docs/clients/anthropic-sdk.md). */
 const ANTHROPIC_SURFACE = '/anthropic'
@@ -55,6 +56,8 @@ function refusalFor(error: unknown, code: unknown, request: Request, logger: Log
   if (code === 'NOT_FOUND') {
     const path = pathOf(request.url)
     if (onAnthropicSurface(path)) return unknownAnthropicRoute(request, path)
+    const stored = storedResponseRefusal(path)
+    if (stored) return stored
     return refuse('unknown_route', `no route for ${excerpt(request.method)} ${excerpt(path)}`)
   }
   if (code === 'PARSE' || code === 'VALIDATION') {

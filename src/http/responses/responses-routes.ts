@@ -84,34 +84,46 @@ const rawEvents = (): StreamRender => ({
     `event: error\ndata: ${JSON.stringify({ type: 'error', code: 'server_error', message: 'the upstream stream broke off', param: null })}\n\n`,
 })
 
-export function responsesRoutes(prefix: string, live: LiveService, catalog: Catalog) {
-  // OpenAI's routes for a stored response: none is stored here, so each is a 404 that says so,
-  // the same for any id and any caller (it tells nothing of an account).
-  const notStored = ({ params }: { params: { id: string } }) => {
-    throw refuse(
-      'not_found',
-      `response ${JSON.stringify(excerpt(params.id))} not found: this gateway stores no responses, so none can be read back, cancelled or deleted; keep the answer POST ${prefix}/v1/responses returned`,
-    )
+/** OpenAI's routes for one stored response: retrieve, delete, cancel, input_items. */
+const STORED_RESPONSE = /^((?:\/openai)?\/v1\/responses)\/([^/]+)(?:\/input_items|\/cancel)?$/
+
+/**
+ * A call to one of OpenAI's routes for a stored response: none is stored here, so it is a 404
+ * that says so, the same for any id and any caller (it tells nothing of an account). Null for
+ * any other path. Answered where unknown routes are (app.ts), as no route here serves it.
+ */
+export function storedResponseRefusal(path: string): GatewayError | null {
+  const asked = STORED_RESPONSE.exec(path)
+  if (!asked) return null
+  const id = safeDecode(asked[2]!)
+  return refuse(
+    'not_found',
+    `response ${JSON.stringify(excerpt(id))} not found: this gateway stores no responses, so none can be read back, cancelled or deleted; keep the answer POST ${asked[1]} returned`,
+  )
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
   }
-  return new Elysia({ name: `responses${prefix}`, prefix })
-    .get('/v1/responses/:id', notStored)
-    .delete('/v1/responses/:id', notStored)
-    .get('/v1/responses/:id/input_items', notStored)
-    .post('/v1/responses/:id/cancel', notStored)
-    .post(
-      '/v1/responses',
-      async ({ request, set }) => {
-        const headers = responseHeaders(set)
-        const input = await live.readJson(request, headers)
-        const call = { ...input, ...responsesCall(input.raw as Record<string, unknown>, catalog) }
-        try {
-          if (call.passThrough.body.stream === true)
-            return await live.stream(request, headers, call)
-          return await live.call(request, call, 'chat')
-        } catch (error) {
-          throw inResponsesTermsError(error)
-        }
-      },
-      { parse: 'none' },
-    )
+}
+
+export function responsesRoutes(prefix: string, live: LiveService, catalog: Catalog) {
+  return new Elysia({ name: `responses${prefix}`, prefix }).post(
+    '/v1/responses',
+    async ({ request, set }) => {
+      const headers = responseHeaders(set)
+      const input = await live.readJson(request, headers)
+      const call = { ...input, ...responsesCall(input.raw as Record<string, unknown>, catalog) }
+      try {
+        if (call.passThrough.body.stream === true) return await live.stream(request, headers, call)
+        return await live.call(request, call, 'chat')
+      } catch (error) {
+        throw inResponsesTermsError(error)
+      }
+    },
+    { parse: 'none' },
+  )
 }
