@@ -26,6 +26,7 @@ import type { LiveCredit } from './live/live-credit.ts'
 import type { Janitor } from './retention/janitor.ts'
 import { createSchemaChecks } from './schemas/schema-checks.ts'
 import { openStoreChannel } from './store/open-store.ts'
+import { KEY_REVOCATIONS_CHANNEL, openKeyRevocations } from './coordination/key-revocations.ts'
 import type { DispatchStore, Store } from './store/store.ts'
 import { createLogger, type Logger } from './telemetry/logger.ts'
 import { createPrometheusMetrics, timeUpstreamCalls } from './telemetry/prometheus.ts'
@@ -65,6 +66,12 @@ export async function startGateway(
   const core = await openCore(config, options)
   const { logger, store, instanceId } = core
   const { keys, auth, credit } = buildAccess(core)
+  // A key revoked on any instance, or by the CLI, is forgotten by every instance's cache at once.
+  const revocations = await openKeyRevocations(
+    await openStoreChannel(config, KEY_REVOCATIONS_CHANNEL),
+    logger,
+    keys.forgetKey,
+  )
   const { fleet, upstreams } = buildUpstreams(core)
   // Registered and deactivated through this instance: seen here at once, elsewhere within 5 s.
   const fineTuneDirectory = createFineTuneDirectory(store, { ttlMs: 5_000 })
@@ -86,6 +93,7 @@ export async function startGateway(
   })
   const http = buildApp(core, {
     keys,
+    revocations,
     auth,
     credit,
     upstreams,
@@ -110,6 +118,7 @@ export async function startGateway(
     credit,
     schemaChecks,
     batchChanges,
+    revocations,
     fleet,
     upstreams,
   }

@@ -2,10 +2,10 @@
  * Key lookups cached per instance, so an authenticated request does no store read (the live
  * path's budget is tens of microseconds; a PostgreSQL round trip is hundreds). An entry serves
  * for `ttlMs` after it was read; past half of that the next request refreshes it in the
- * background, and past all of it the request waits for the store. So a key revoked on any
- * instance is refused everywhere within `ttlMs` plus one store read (SPEC: within 2 s), and at
- * once on the instance that revoked it (`forgetKey`). Unknown keys are not cached: they are
- * asked for every time, as before.
+ * background, and past all of it the request waits for the store. A key revoked on any instance
+ * or by the CLI is forgotten by every instance at once (`forgetKey`, told on the store's channel
+ * by coordination/key-revocations.ts); were that message lost, within `ttlMs` plus one store
+ * read. Unknown keys are not cached: they are asked for every time, as before.
  */
 import type { AccountRecord, KeyRecord } from '../domain.ts'
 

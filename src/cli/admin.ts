@@ -11,6 +11,7 @@ import { ALL_SCOPES, type Scope } from '../domain.ts'
 import { creditAmountProblem } from '../money/credit-amount.ts'
 import { renderAccount, renderFineTune, renderKey } from '../http/render-admin.ts'
 import { parseWholeNumber } from '../schemas/whole-number.ts'
+import { KEY_REVOCATIONS_CHANNEL } from '../coordination/key-revocations.ts'
 import { NUDGE_CHANNEL } from '../coordination/nudges.ts'
 import { openStore, openStoreChannel } from '../store/open-store.ts'
 
@@ -129,12 +130,15 @@ const accounts = createAccounts(store, {
 const fineTunes = createFineTunes(store, createCatalog(config.catalog, config.providerKeys))
 const [group, command, first, second, third] = positionals
 
-/** A nudge on the store's channel (PostgreSQL): the running instances look for work now. */
-async function nudgeInstances() {
-  const channel = await openStoreChannel(config!, NUDGE_CHANNEL)
+/**
+ * A message on the store's channel (PostgreSQL) to the running instances: a nudge (look for
+ * work now), or a key revoked (forget it now).
+ */
+async function tellInstances(name: string, payload: string) {
+  const channel = await openStoreChannel(config!, name)
   if (!channel) return
   try {
-    await channel.send('cli')
+    await channel.send(payload)
   } finally {
     await channel.close()
   }
@@ -173,7 +177,7 @@ try {
     if (!account) fail(`no account ${first}`)
     print(renderAccount(account))
     // Batches waiting for credit start at once on every instance, not at their next poll.
-    if (!second.startsWith('-')) await nudgeInstances()
+    if (!second.startsWith('-')) await tellInstances(NUDGE_CHANNEL, 'cli')
   } else if (group === 'keys' && command === 'create' && first) {
     const scopes = (values.scopes?.split(',').map((s) => s.trim()) ?? [...ALL_SCOPES]) as Scope[]
     const unknown = scopes.filter((s) => !ALL_SCOPES.includes(s))
@@ -188,6 +192,7 @@ try {
   } else if (group === 'keys' && command === 'revoke' && first) {
     const key = await accounts.revokeKey(first)
     if (!key) fail(`no key ${first}`)
+    await tellInstances(KEY_REVOCATIONS_CHANNEL, key.id)
     print(renderKey(key))
   } else if (group === 'adapters' && command === 'register' && first && second && third) {
     if (!values.source) fail('--source is required: the path or URI the pool loads it from')

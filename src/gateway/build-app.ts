@@ -9,6 +9,7 @@ import { createAdmission, type Admission } from '../admission/submit-batch.ts'
 import type { Authenticator } from '../auth/authenticate.ts'
 import type { KeyCache } from '../auth/key-cache.ts'
 import type { BatchChanges } from '../coordination/batch-changes.ts'
+import type { KeyRevocations } from '../coordination/key-revocations.ts'
 import { createRedisFleetStreams } from '../coordination/fleet-streams.ts'
 import { countLiveCharges } from '../dispatch/count-outcomes.ts'
 import { createApp } from '../http/app.ts'
@@ -29,6 +30,7 @@ import { routeGroups } from './route-groups.ts'
 /** What the HTTP side is built from, beyond the core. */
 export interface AppParts {
   keys: KeyCache
+  revocations: KeyRevocations
   auth: Authenticator
   credit: LiveCredit
   upstreams: Upstreams
@@ -129,7 +131,8 @@ function buildAdmission(
     },
     { limits: config.limits, now: clock },
   )
-  // A key revoked through this instance is refused here at once; elsewhere within the cache TTL.
+  // A key revoked through this instance is refused at once here and, told on the store's
+  // channel, everywhere else (coordination/key-revocations.ts).
   const accounts = createAccounts(
     store,
     {
@@ -138,7 +141,7 @@ function buildAdmission(
       maxFiles: config.limits.defaultMaxFiles,
       maxStoredBytes: config.limits.defaultMaxStoredBytes,
     },
-    { onKeyRevoked: parts.keys.forgetKey, onDeposit: () => nudges.publish(), now: clock },
+    { onKeyRevoked: parts.revocations.publish, onDeposit: () => nudges.publish(), now: clock },
   )
   return { admission, accounts }
 }

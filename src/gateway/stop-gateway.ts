@@ -1,5 +1,6 @@
 /** The stop sequence: each part stops after what still uses it and before what it uses. */
 import type { BatchChanges } from '../coordination/batch-changes.ts'
+import type { KeyRevocations } from '../coordination/key-revocations.ts'
 import type { FileValidator } from '../ingest/parallel-validation.ts'
 import type { LiveCredit } from '../live/live-credit.ts'
 import type { Janitor } from '../retention/janitor.ts'
@@ -21,6 +22,7 @@ export interface RunningParts {
   credit: LiveCredit
   schemaChecks: SchemaChecks
   batchChanges: BatchChanges
+  revocations: KeyRevocations
   fleet: FleetGates | null
   upstreams: Upstreams
 }
@@ -46,6 +48,7 @@ export async function stopGateway(parts: RunningParts): Promise<void> {
   await core.usage.stop()
   await dispatching.nudges.close()
   await parts.batchChanges.close()
+  await parts.revocations.close()
   await parts.fleet?.close()
   // Before the store closes: the last metric export still reads the queue depth from it.
   await core.telemetry.shutdown()

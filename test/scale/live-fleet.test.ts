@@ -3,7 +3,7 @@
  * Redis. The credit an instance leases is a hold every instance sees, so concurrent calls spread
  * over the fleet get at most what the credit covers; a killed instance's lease expires by itself;
  * a SIGKILL during traffic loses at most one group interval of charges of answers already
- * delivered and never charges twice; a key revoked on one instance is refused on another within 2 s.
+ * delivered and never charges twice; a key revoked on one instance is refused on another at once.
  */
 import { afterAll, beforeAll, expect } from 'bun:test'
 import Decimal from 'decimal.js'
@@ -94,41 +94,46 @@ describeScale('scale: live holds across a fleet', () => {
     )
   }
 
-  withFleet('a key revoked on one instance is refused on another within 2 s', async () => {
-    const { accountId } = await fleet.newAccount('1')
-    const made = (await (await fleet.admin(`/accounts/${accountId}/keys`, {})).json()) as {
-      id: string
-      key: string
-    }
-    const models = () =>
-      fetch(`${fleet.urls[1]}/v1/models`, { headers: { authorization: `Bearer ${made.key}` } })
-    // Looked up on instance 1, so it is in that instance's cache.
-    expect((await models()).status).toBe(200)
-    expect((await models()).status).toBe(200)
-    const revoked = await fetch(`${fleet.urls[0]}/admin/v1/keys/${made.id}`, {
-      method: 'DELETE',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    })
-    expect(revoked.status).toBe(200)
-    const started = performance.now()
-    // Refused at once where it was revoked.
-    expect(
-      (
-        await fetch(`${fleet.urls[0]}/v1/models`, {
-          headers: { authorization: `Bearer ${made.key}` },
-        })
-      ).status,
-    ).toBe(401)
-    await waitFor(
-      'instance 1 to refuse the revoked key',
-      async () => (await models()).status === 401,
-      5_000,
-      20,
-    )
-    const elapsed = performance.now() - started
-    expect(elapsed).toBeLessThan(2_000)
-    console.log(`revocation: refused on the other instance after ${Math.round(elapsed)} ms`)
-  })
+  withFleet(
+    'a key revoked on one instance is refused on another at once, not when its cache entry is due',
+    async () => {
+      const { accountId } = await fleet.newAccount('1')
+      const made = (await (await fleet.admin(`/accounts/${accountId}/keys`, {})).json()) as {
+        id: string
+        key: string
+      }
+      const models = () =>
+        fetch(`${fleet.urls[1]}/v1/models`, { headers: { authorization: `Bearer ${made.key}` } })
+      // Looked up on instance 1, so it is in that instance's cache.
+      expect((await models()).status).toBe(200)
+      expect((await models()).status).toBe(200)
+      const revoked = await fetch(`${fleet.urls[0]}/admin/v1/keys/${made.id}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      })
+      expect(revoked.status).toBe(200)
+      const started = performance.now()
+      // Refused at once where it was revoked.
+      expect(
+        (
+          await fetch(`${fleet.urls[0]}/v1/models`, {
+            headers: { authorization: `Bearer ${made.key}` },
+          })
+        ).status,
+      ).toBe(401)
+      await waitFor(
+        'instance 1 to refuse the revoked key',
+        async () => (await models()).status === 401,
+        5_000,
+        20,
+      )
+      const elapsed = performance.now() - started
+      // Told on the store's channel: a NOTIFY away, where the cache alone would serve it up to
+      // MULTIGRID_KEY_CACHE_MS (1 s) after the lookups above.
+      expect(elapsed).toBeLessThan(300)
+      console.log(`revocation: refused on the other instance after ${Math.round(elapsed)} ms`)
+    },
+  )
 
   withFleet('the lease of a SIGKILLed instance expires by itself', async () => {
     const { key, accountId } = await fleet.newAccount('10')
