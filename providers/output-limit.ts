@@ -10,7 +10,7 @@
  * range-checked at validation (src/ingest/validate-body.ts), as each would be by OpenAI.
  */
 
-import type { MaxTokensParam } from './types.ts'
+import type { MaxTokensParam, ModelLimits } from './types.ts'
 
 export type { MaxTokensParam }
 
@@ -39,4 +39,29 @@ export function withOneOutputLimit(
   if (body[other] === undefined && body[target] === limit) return body
   const { [other]: _dropped, ...rest } = body
   return { ...rest, [target]: limit }
+}
+
+/** Anthropic's tool-use system prompt is 313–346 tokens (Claude 4 models); OpenAI's wrapper less. */
+export const TOOLS_PROMPT = 1_000
+
+/** Sent by an upstream that requires a limit when neither the body nor the caller names one. */
+export const UNSET_LIMIT_FALLBACK = 4096
+
+/**
+ * The limit an upstream that requires one (Anthropic) is sent for a body that sets none: the
+ * model's own, as OpenAI's API lets such a request run to it and the cost ceiling counts it,
+ * lowered where the prompt might fill the context window, since Anthropic refuses a request whose
+ * input and max_tokens together pass it. The prompt is counted as the ceiling counts it (a byte a
+ * token at most, plus the tool-use prompt). Never below 4,096 (or the model's limit, if lower),
+ * what was sent before the model's limit was known.
+ */
+export function unsetOutputLimit(
+  promptBytes: number,
+  tools: boolean,
+  limits: ModelLimits | undefined,
+): number {
+  if (!limits) return UNSET_LIMIT_FALLBACK
+  const room = limits.contextTokens - promptBytes - (tools ? TOOLS_PROMPT : 0)
+  const floor = Math.min(UNSET_LIMIT_FALLBACK, limits.outputTokens)
+  return Math.max(floor, Math.min(limits.outputTokens, room))
 }

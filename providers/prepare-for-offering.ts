@@ -8,7 +8,7 @@ import { withOneOutputLimit } from './output-limit.ts'
 import type { UpstreamRequest } from './types.ts'
 
 /** What of a request decides its upstream body besides the adapter's kind. */
-export type UpstreamTarget = Pick<UpstreamRequest, 'model' | 'maxTokensParam' | 'outputLimit'>
+export type UpstreamTarget = Pick<UpstreamRequest, 'model' | 'maxTokensParam' | 'modelLimits'>
 
 /**
  * `without`: fields the adapter drops too (OpenAI's non-streaming call drops `stream`), so that

@@ -30,6 +30,12 @@ export interface FineTune {
  * One request for one offering. The adapter makes the upstream's body of it (prepare-for-offering.ts
  * first, then its own translation); the gateway hands it over as it validated it.
  */
+/** A model's limits as the catalog gives them (`max_output_tokens`, `context_tokens`). */
+export interface ModelLimits {
+  outputTokens: number
+  contextTokens: number
+}
+
 export interface UpstreamRequest {
   endpoint: Endpoint
   /** OpenAI-shaped, as the gateway validated it: its routing object and its own model id included. */
@@ -42,10 +48,11 @@ export interface UpstreamRequest {
    */
   maxTokensParam?: MaxTokensParam
   /**
-   * The model's output limit (the catalog's `max_output_tokens`): sent where the body sets none
-   * and the upstream requires one (Anthropic), as the cost ceiling counts it. Unset: 4096.
+   * The model's limits, for an upstream that requires an output limit where the body sets none
+   * (Anthropic): it is sent the model's, within the context window (convert-to-anthropic-messages.ts).
+   * Unset: 4096.
    */
-  outputLimit?: number
+  modelLimits?: ModelLimits
   /** Aborts the call (cancel, shutdown). The per-provider timeout is applied by the adapter. */
   signal?: AbortSignal
   /** This call's timeout in place of the provider's (an offering's own, on the flex lane). */

@@ -4,18 +4,16 @@
  * Mapped: system/developer messages → `system`; user/assistant content (text, image_url);
  * assistant tool_calls → tool_use blocks; tool messages → tool_result blocks; consecutive turns
  * of one role merged, as Anthropic alternates roles; stop → stop_sequences; the output limit,
- * read as the cost ceiling reads it (providers/output-limit.ts), else the model's own, which the
- * ceiling counts then (Anthropic requires one); temperature, top_p; tools and tool_choice; user →
+ * read as the cost ceiling reads it, else the model's own within its context window
+ * (providers/output-limit.ts, unsetOutputLimit; Anthropic requires one); temperature, top_p; tools and tool_choice; user →
  * metadata.user_id; response_format json_schema → output_config.format (Anthropic's JSON outputs; json_object has no counterpart,
  * as they take a schema, and is refused). Parameters with no
  * Anthropic meaning are left out; the catalog lists them as unsupported so ingest refuses them
  * before they get here.
  */
 
-import { requestedOutputTokens } from '../output-limit.ts'
-
-/** Sent when the body sets no limit and the caller names no model limit either. */
-export const defaultAnthropicMaxTokens = 4096
+import { requestedOutputTokens, unsetOutputLimit } from '../output-limit.ts'
+import type { ModelLimits } from '../types.ts'
 
 export type AnthropicRequestConversion =
   { ok: true; body: Record<string, unknown> } | { ok: false; message: string }
@@ -190,10 +188,10 @@ function systemOf(messages: Block[][]): string | Block[] {
   return blocks
 }
 
-/** `modelLimit`: the model's output limit, sent when the body sets none. */
+/** `limits`: the model's, within which a body that sets no output limit is sent one. */
 export function convertToAnthropicMessages(
   body: Record<string, unknown>,
-  modelLimit = defaultAnthropicMaxTokens,
+  limits?: ModelLimits,
 ): AnthropicRequestConversion {
   try {
     if (!Array.isArray(body.messages)) throw new ConversionError('messages must be an array')
@@ -201,9 +199,11 @@ export function convertToAnthropicMessages(
       throw new ConversionError('n above 1 is not supported by Anthropic')
     }
     const { system, turns } = convertMessages(body.messages)
+    const requested = requestedOutputTokens(body)
     const out: Record<string, unknown> = {
       model: body.model,
-      max_tokens: requestedOutputTokens(body) ?? modelLimit,
+      // Where the body names none, set below once the prompt is known; here for the key order.
+      max_tokens: requested ?? 0,
       messages: turns.map(({ role, content }) => ({
         role,
         // A lone text block goes as a plain string, the form Anthropic's own examples use
@@ -226,6 +226,10 @@ export function convertToAnthropicMessages(
     if (typeof body.user === 'string') out.metadata = { user_id: body.user }
     const format = convertResponseFormat(body.response_format)
     if (format) out.output_config = { format }
+    if (requested === undefined) {
+      const prompt = Buffer.byteLength(JSON.stringify(out), 'utf8')
+      out.max_tokens = unsetOutputLimit(prompt, out.tools !== undefined, limits)
+    }
     return { ok: true, body: out }
   } catch (error) {
     if (error instanceof ConversionError) return { ok: false, message: error.message }

@@ -30,7 +30,7 @@ export function prepareAnthropicBody(
   if (endpoint !== 'chat') {
     return { ok: false, message: `${providerName} (Anthropic) does not serve embeddings` }
   }
-  const converted = convertToAnthropicMessages(prepareForOffering(body, target), target.outputLimit)
+  const converted = convertToAnthropicMessages(prepareForOffering(body, target), target.modelLimits)
   if (converted.ok && stream) converted.body.stream = true
   return converted
 }

@@ -64,7 +64,7 @@ export function anthropicBatchInput(
   const target = {
     model: chunk.model,
     maxTokensParam: chunk.maxTokensParam,
-    outputLimit: chunk.outputLimit,
+    modelLimits: chunk.modelLimits,
   }
   const requests: { custom_id: string; params: Record<string, unknown> }[] = []
   const refused: ChunkLineResult[] = []

@@ -7,6 +7,7 @@
  * *upstream id* is `mg-<n>`, n its 1-based position within the chunk, never the user's custom_id.
  */
 import type { Endpoint, MaxTokensParam, UpstreamError, Usage } from '../types.ts'
+import type { ModelLimits } from '../types.ts'
 
 /** One line of a chunk, as the gateway validated it. */
 export interface ChunkLine {
@@ -35,8 +36,8 @@ export interface ChunkRequest {
   /** The offering's `upstream_model`. */
   model: string
   maxTokensParam?: MaxTokensParam
-  /** The model's output limit, sent where a body sets none and the API requires one (Anthropic). */
-  outputLimit?: number
+  /** The model's limits, for a body that sets no output limit where the API requires one (Anthropic). */
+  modelLimits?: ModelLimits
   lines: ChunkLine[]
 }
 

@@ -160,6 +160,12 @@ export const catalogSchema = z.strictObject({
 
 export type ProviderConfig = z.infer<typeof providerConfigSchema>
 export type Offering = z.infer<typeof offeringSchema>
+
+/** A model's limits as an upstream request carries them (providers/types.ts ModelLimits). */
+export const limitsOf = (model: Pick<ModelEntry, 'max_output_tokens' | 'context_tokens'>) => ({
+  outputTokens: model.max_output_tokens,
+  contextTokens: model.context_tokens,
+})
 export type ModelEntry = z.infer<typeof modelSchema>
 export type CatalogFile = z.infer<typeof catalogSchema>
 

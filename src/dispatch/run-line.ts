@@ -33,6 +33,7 @@ import { lineAccounting, lineUsage } from './billed-usage.ts'
 import { answerFor, lineRequest } from './line-request.ts'
 import { retryDelay, type RetryPolicy } from './retry-policy.ts'
 import type { PlannedBatch, SpillPlanner } from './spill-planner.ts'
+import { limitsOf } from '../catalog/catalog-file.ts'
 
 /** A line no allowed provider can take now is claimed again after this long (ms). */
 export const HOLD_MS = 1_000
@@ -120,7 +121,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     body: parsed.body,
     passThrough: request.native,
     offerings: targets,
-    outputLimit: model.max_output_tokens,
+    modelLimits: limitsOf(model),
     signal: deps.signal,
     proceed: deps.proceed,
     line: { batchId, lineNo, attempt: line.attempts },

@@ -15,6 +15,7 @@ import type { LiveDeps, LiveInput } from './live-types.ts'
 import { billedUsage, releaseCall, settleCall } from './settle-call.ts'
 import { streamCall } from './stream-call.ts'
 import { upstreamFailure } from './upstream-failure.ts'
+import { limitsOf } from '../catalog/catalog-file.ts'
 
 /**
  * Who is calling, and the body as JSON. `authorization` is the header's value, or what another
@@ -53,7 +54,7 @@ export async function callLive(
       body: held.body,
       passThrough: native,
       offerings: held.offerings,
-      outputLimit: held.model.max_output_tokens,
+      modelLimits: limitsOf(held.model),
       signal: request.signal,
       fineTune: held.fineTune,
     }))!

@@ -11,6 +11,7 @@ import { holdCall, type HeldCall } from './hold-call.ts'
 import type { LiveDeps, LiveInput, StreamRender } from './live-types.ts'
 import { releaseCall, settleCall, usageOnCallBound } from './settle-call.ts'
 import { upstreamFailure } from './upstream-failure.ts'
+import { limitsOf } from '../catalog/catalog-file.ts'
 
 const encoder = new TextEncoder()
 
@@ -47,7 +48,7 @@ export async function streamCall(
       body: held.body,
       passThrough: native,
       offerings: held.offerings,
-      outputLimit: held.model.max_output_tokens,
+      modelLimits: limitsOf(held.model),
       signal: request.signal,
       fineTune: held.fineTune,
     })

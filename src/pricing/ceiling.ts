@@ -24,21 +24,25 @@ import {
   STREAMED,
   UNSTREAMED,
 } from '../../providers/anthropic/prepare-anthropic-body.ts'
-import { imageInputTokens, type ModelEntry, type Offering } from '../catalog/catalog-file.ts'
+import {
+  imageInputTokens,
+  limitsOf,
+  type ModelEntry,
+  type Offering,
+} from '../catalog/catalog-file.ts'
 import {
   prepareOpenAIBody,
   prepareOpenAIStreamBody,
 } from '../../providers/openai/prepare-openai-body.ts'
-import { requestedOutputTokens } from '../../providers/output-limit.ts'
+import { requestedOutputTokens, TOOLS_PROMPT } from '../../providers/output-limit.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import type Decimal from 'decimal.js'
 import { Money } from '../money/decimal.ts'
 import { ceilingRates, type CeilingFacts, type CeilingRates } from './ceiling-rates.ts'
+import type { ModelLimits } from '../../providers/types.ts'
 
 const PER_MESSAGE = 4
 const REPLY_PRIMING = 3
-/** Anthropic's tool-use system prompt is 313–346 tokens (Claude 4 models); OpenAI's wrapper less. */
-export const TOOLS_PROMPT = 1_000
 const MILLION = new Money(1_000_000)
 
 const bytes = (text: string) => Buffer.byteLength(text, 'utf8')
@@ -88,19 +92,19 @@ export function withoutImagePayloads(body: Record<string, unknown>): {
 
 /**
  * The body a target's adapter sends, serialized as it sends it; null when it sends nothing.
- * `outputLimit`: the model's, which Anthropic is sent when the body sets none.
+ * `limits`: the model's, within which Anthropic is sent an output limit when the body sets none.
  */
 export function upstreamBodyText(
   body: Record<string, unknown>,
   target: UpstreamTarget,
-  outputLimit: number,
+  limits: ModelLimits,
 ): string | null {
   const stream = body.stream === true
   // What the upstream request carries for this offering (src/upstream/upstreams.ts, requestFor).
   const offering = {
     model: target.offering.upstream_model,
     maxTokensParam: target.offering.max_tokens_param,
-    outputLimit,
+    modelLimits: limits,
   }
   if (target.kind === 'openai') {
     const sent = stream
@@ -128,13 +132,13 @@ function distinctTargets(targets: readonly UpstreamTarget[]): readonly UpstreamT
 /** `targets`: every offering the request may be sent to (an empty list measures the body as it is). */
 export function chatInputBound(
   body: ChatBody,
-  model: Pick<ModelEntry, 'image_input_tokens' | 'max_output_tokens'>,
+  model: Pick<ModelEntry, 'image_input_tokens' | 'max_output_tokens' | 'context_tokens'>,
   targets: readonly UpstreamTarget[],
 ): number {
   const { body: text, images } = withoutImagePayloads(body)
   let largest = targets.length === 0 ? bytes(JSON.stringify(text)) : 0
   for (const target of distinctTargets(targets)) {
-    const sent = upstreamBodyText(text, target, model.max_output_tokens)
+    const sent = upstreamBodyText(text, target, limitsOf(model))
     if (sent !== null) largest = Math.max(largest, bytes(sent))
   }
   let tokens = largest + REPLY_PRIMING + PER_MESSAGE * body.messages.length

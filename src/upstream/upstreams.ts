@@ -26,6 +26,7 @@ import { createAdaptiveGate } from './adaptive-gate.ts'
 import { createProviderGate, type ProviderGate } from './provider-gate.ts'
 import { createSlotHandOver, type SlotHandOver } from './slot-hand-over.ts'
 import type { QueuePlace } from './wait-queue.ts'
+import type { ModelLimits } from '../../providers/types.ts'
 
 /** Which batch line a call is for: its span carries these and links to the batch. */
 export interface LineCall {
@@ -46,8 +47,8 @@ export interface SendOptions {
   /** OpenAI-shaped, as the gateway validated it; the adapter makes it the upstream's. */
   body: Record<string, unknown>
   offering: Offering
-  /** The model's output limit, sent where the body sets none and the upstream requires one. */
-  outputLimit: number
+  /** The model's limits: an upstream that requires an output limit is sent one within them. */
+  modelLimits: ModelLimits
   signal?: AbortSignal
   /** The fine-tune the request is for: sent with its name as the model (docs/open-models.md). */
   fineTune?: FineTune
@@ -240,7 +241,7 @@ function requestFor(
     endpoint,
     body,
     offering,
-    outputLimit,
+    modelLimits,
     signal,
     fineTune,
     passThrough,
@@ -257,7 +258,7 @@ function requestFor(
     // A fine-tune is the server's model by its own name, loaded beside its base.
     model: fineTune ? fineTune.name : offering.upstream_model,
     maxTokensParam: offering.max_tokens_param,
-    outputLimit,
+    modelLimits,
     signal,
     fineTune,
     passThrough: native?.api,

@@ -18,7 +18,7 @@ import {
   prepareOpenAIBody,
   prepareOpenAIStreamBody,
 } from '../../providers/openai/prepare-openai-body.ts'
-import { imageInputTokens } from '../../src/catalog/catalog-file.ts'
+import { imageInputTokens, limitsOf } from '../../src/catalog/catalog-file.ts'
 import type { UpstreamTarget } from '../../providers/prepare-for-offering.ts'
 import { createCatalog } from '../../src/catalog/catalog.ts'
 import { loadConfig } from '../../src/config.ts'
@@ -203,7 +203,7 @@ test('what each adapter sends is within the ceiling the validator counted', () =
         const sent = sentBody(kind, verdict.value.body, {
           model: offering.upstream_model,
           maxTokensParam: offering.max_tokens_param,
-          outputLimit: model.max_output_tokens,
+          modelLimits: limitsOf(model),
         })
         if (sent === null) continue // the adapter refuses it unsent (e.g. n > 1 to Anthropic)
         const measured = measureSent(JSON.parse(JSON.stringify(sent)), kind)

@@ -47,15 +47,23 @@ describe('anthropic adapter specifics', () => {
     expect(sim.stats().byPath['/v1/messages']).toBe(1)
   })
 
-  test("without a limit the model's is sent (Anthropic requires one); max_completion_tokens is read", async () => {
+  test("without a limit the model's is sent, within its context window (Anthropic requires one); max_completion_tokens is read", async () => {
     sim.configure({ keepBodies: 2 })
-    const sent = async (outputLimit?: number) => {
-      const request = forUpstream({ endpoint: 'chat' as const, body: prompt, outputLimit })
+    const sent = async (modelLimits?: { outputTokens: number; contextTokens: number }) => {
+      const request = forUpstream({ endpoint: 'chat' as const, body: prompt, modelLimits })
       expect((await anthropic.send(request)).ok).toBe(true)
-      return JSON.parse(sim.received().at(-1)!.text).max_tokens
+      const text = sim.received().at(-1)!.text
+      return { limit: JSON.parse(text).max_tokens as number, bytes: Buffer.byteLength(text) }
     }
-    expect(await sent(8192)).toBe(8192)
-    expect(await sent()).toBe(4096) // an adapter told no model limit
+    expect((await sent({ outputTokens: 8192, contextTokens: 200_000 })).limit).toBe(8192)
+    // Within the context window, which Anthropic refuses prompt and limit together to pass.
+    const tight = await sent({ outputTokens: 8192, contextTokens: 8_250 })
+    expect(tight.limit).toBeLessThan(8192)
+    // The prompt, a byte a token at most, was measured with a one-digit limit in its place.
+    expect(tight.limit + tight.bytes).toBe(8_250 + String(tight.limit).length - 1)
+    // Never below 4,096, what was sent before the model's limit was known.
+    expect((await sent({ outputTokens: 8192, contextTokens: 1_000 })).limit).toBe(4096)
+    expect((await sent()).limit).toBe(4096) // an adapter told no model limit
     sim.configure({ keepBodies: 0 })
     const outcome = await anthropic.send(
       forUpstream({

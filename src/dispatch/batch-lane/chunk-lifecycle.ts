@@ -35,6 +35,7 @@ import type { RetryPolicy } from '../retry-policy.ts'
 import { findAnthropicCopies, findChunk } from './find-chunk.ts'
 import { followAction, nextPollAt } from './follow-schedule.ts'
 import { mapChunkResults } from './map-chunk-results.ts'
+import { limitsOf } from '../../catalog/catalog-file.ts'
 
 /** What a chunk's life needs: its stores, its provider's batch client and the lane. */
 export interface ChunkDeps {
@@ -131,7 +132,7 @@ export async function submitChunk(
     endpoint: providerEndpoint(chunk.endpoint, deps.speaks),
     model: offering.upstream_model,
     maxTokensParam: offering.max_tokens_param,
-    outputLimit: deps.model.max_output_tokens,
+    modelLimits: limitsOf(deps.model),
     lines: built.filter((line): line is ChunkLine => !('type' in line)),
   }
   const states = statesOf(chunk.lines)

@@ -21,6 +21,7 @@ import { anthropicAuthorization, inAnthropicShape } from './anthropic-errors.ts'
 import { convertChatToMessage } from '../../../providers/anthropic/convert-chat-to-message.ts'
 import { convertMessagesToChat } from '../../../providers/anthropic/convert-messages-to-chat.ts'
 import { anthropicStreamRender } from './render-message-stream.ts'
+import { limitsOf } from '../../catalog/catalog-file.ts'
 
 export const ANTHROPIC_PREFIX = '/anthropic/v1'
 
@@ -119,7 +120,7 @@ export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
         body,
         passThrough: { api: 'count_tokens', body: raw as Record<string, unknown> },
         offerings: counting,
-        outputLimit: checked.value.model.max_output_tokens,
+        modelLimits: limitsOf(checked.value.model),
         signal: request.signal,
       })
       if (tried?.outcome.ok) return { input_tokens: tried.outcome.body.input_tokens }
