@@ -4,8 +4,13 @@
  * finish_reason as stop_reason, usage as Anthropic counts it.
  */
 
-/** OpenAI finish_reason → Anthropic stop_reason (map-anthropic-stop-reason.ts, read backwards). */
-export function stopReasonOf(finishReason: unknown): string {
+/**
+ * OpenAI finish_reason → Anthropic stop_reason (map-anthropic-stop-reason.ts, read backwards).
+ * `calledTools`: the answer holds tool calls. OpenAI ends a call to a function named in
+ * tool_choice with `stop`, where Anthropic's clients read `tool_use` to run the tool.
+ */
+export function stopReasonOf(finishReason: unknown, calledTools: boolean): string {
+  if (finishReason === 'stop' && calledTools) return 'tool_use'
   switch (finishReason) {
     case 'length':
       return 'max_tokens'
@@ -64,7 +69,8 @@ export function convertChatToMessage(completion: Record<string, unknown>, model?
   const text = choice.message?.content
   if (typeof text === 'string' && text !== '') content.push({ type: 'text', text })
   type Call = { id?: unknown; function?: { name?: unknown; arguments?: unknown } }
-  for (const call of (choice.message?.tool_calls ?? []) as Call[]) {
+  const toolCalls = (choice.message?.tool_calls ?? []) as Call[]
+  for (const call of toolCalls) {
     content.push({
       type: 'tool_use',
       id: call.id,
@@ -78,7 +84,7 @@ export function convertChatToMessage(completion: Record<string, unknown>, model?
     role: 'assistant',
     model: model ?? completion.model,
     content,
-    stop_reason: stopReasonOf(choice.finish_reason),
+    stop_reason: stopReasonOf(choice.finish_reason, toolCalls.length > 0),
     stop_sequence: null,
     usage: anthropicUsage(completion.usage),
   }

@@ -3,9 +3,9 @@
  * path's budget is tens of microseconds; a PostgreSQL round trip is hundreds). An entry serves
  * for `ttlMs` after it was read; past half of that the next request refreshes it in the
  * background, and past all of it the request waits for the store. A key revoked on any instance
- * or by the CLI is forgotten by every instance at once (`forgetKey`, told on the store's channel
- * by coordination/key-revocations.ts); were that message lost, within `ttlMs` plus one store
- * read. Unknown keys are not cached: they are asked for every time, as before.
+ * (or, on PostgreSQL, by the CLI) is forgotten by every instance at once (`forgetKey`, told on
+ * the store's channel by coordination/key-revocations.ts); were that message lost, or the CLI run
+ * beside an SQLite gateway, within `ttlMs` plus one store read. Unknown keys are not cached: they are asked for every time, as before.
  */
 import type { AccountRecord, KeyRecord } from '../domain.ts'
 

@@ -192,8 +192,13 @@ try {
   } else if (group === 'keys' && command === 'revoke' && first) {
     const key = await accounts.revokeKey(first)
     if (!key) fail(`no key ${first}`)
-    await tellInstances(KEY_REVOCATIONS_CHANNEL, key.id)
     print(renderKey(key))
+    // Revoked whatever happens next; a lost message leaves each instance's key cache as the bound.
+    await tellInstances(KEY_REVOCATIONS_CHANNEL, key.id).catch((error: Error) =>
+      console.error(
+        `warning: the running instances were not told (${error.message}); they refuse the key within MULTIGRID_KEY_CACHE_MS`,
+      ),
+    )
   } else if (group === 'adapters' && command === 'register' && first && second && third) {
     if (!values.source) fail('--source is required: the path or URI the pool loads it from')
     const result = await fineTunes.register(first, {

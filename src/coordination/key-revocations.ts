@@ -5,7 +5,8 @@
  * PostgreSQL a revocation is a message on the store's channel (NOTIFY), sent by the instance or
  * the operator's CLI that revoked the key; with SQLite there is one process. Best effort like
  * every signal on the channel: one lost while the database restarts leaves the cache's TTL as
- * the bound.
+ * the bound. With SQLite the operator's CLI is another process with no channel: a gateway
+ * running then refuses the key within that TTL.
  */
 import type { StoreChannel } from '../store/store-channel.ts'
 import type { Logger } from '../telemetry/logger.ts'
@@ -19,6 +20,7 @@ export interface KeyRevocations {
   close(): Promise<void>
 }
 
+/** Listens on `channel` (null: one process) and forgets each key revoked anywhere. */
 export async function openKeyRevocations(
   channel: StoreChannel | null,
   logger: Logger,

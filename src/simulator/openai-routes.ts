@@ -37,7 +37,8 @@ function stopList(stop: unknown): string[] {
 /** One choice's answer: the reply, or the forced call whose arguments are the reply's text. */
 interface ChatAnswer {
   reply: Reply
-  call: { id: string; name: string } | null
+  /** `named`: forced by its name, which OpenAI ends with `stop` (required ends with tool_calls). */
+  call: { id: string; name: string; named: boolean } | null
 }
 
 /** What a chat completion is rendered from, plain or streamed. */
@@ -51,7 +52,8 @@ interface ChatRender {
 }
 
 function finishOf({ reply, call }: ChatAnswer): string {
-  return call !== null && reply.end === 'stop' ? 'tool_calls' : finishReasons[reply.end]
+  if (call === null || reply.end !== 'stop') return finishReasons[reply.end]
+  return call.named ? 'stop' : 'tool_calls'
 }
 
 function chatMessage({ reply, call }: ChatAnswer): Record<string, unknown> {
@@ -154,7 +156,8 @@ export function prepareChat(
     if (forced) {
       const call = forcedCall(forced, plain(), maxTokens)
       const callId = `call_${hashText(`${id}\u0000${choice}`)}`
-      answers.push({ reply: call.arguments, call: { id: callId, name: call.name } })
+      const named = forced.named
+      answers.push({ reply: call.arguments, call: { id: callId, name: call.name, named } })
     } else if (shape) {
       const asked = { fallback: structuredAnswers, maxTokens }
       answers.push({ reply: shapedReply(shape, texts, asked, plain), call: null })

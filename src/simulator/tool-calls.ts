@@ -16,6 +16,8 @@ import { cutAtWords, instanceOf, spaced } from './structured-reply.ts'
 export interface ForcedTool {
   name: string
   parameters: unknown
+  /** Forced by its name, not by "required"/"any": OpenAI then ends the choice with `stop`. */
+  named: boolean
 }
 
 /** One forced call, as every dialect renders it. */
@@ -39,9 +41,9 @@ function isObject(value: unknown): value is Fields {
 }
 
 /** The tool named among those offered, or the first one when `name` is null. */
-function pick(tools: ForcedTool[], name: string | null): ForcedTool | null {
-  if (name === null) return tools[0] ?? null
-  return tools.find((tool) => tool.name === name) ?? null
+function pick(tools: Omit<ForcedTool, 'named'>[], name: string | null): ForcedTool | null {
+  const tool = name === null ? tools[0] : tools.find((offered) => offered.name === name)
+  return tool ? { ...tool, named: name !== null } : null
 }
 
 /**

@@ -331,6 +331,9 @@ describe('passed through to a provider with responses_api', () => {
         'stores no responses',
       )
     }
+    // OpenAI's routes there that are no response are plain unknown routes.
+    const counted = await gw.request('/openai/v1/responses/input_tokens', key, { method: 'POST' })
+    expect(((await counted.json()) as { error: { code: string } }).error.code).toBe('unknown_route')
   })
 
   test('a stream the upstream closes before its end is told as failed, not completed, and not billed', async () => {
@@ -541,20 +544,22 @@ describe('the Vercel AI SDK', () => {
       ['messages, passed through', anthropic('sim/claude')],
       ['messages, translated to chat', anthropic('sim/chat')],
     ] as const
-    for (const [surface, model] of models) {
-      const ask = { model, tools, toolChoice: 'required' as const, prompt: 'Weather in Oslo?' }
-      const generated = await generateText({ ...ask, maxOutputTokens: 64 })
-      expect([surface, generated.finishReason]).toEqual([surface, 'tool-calls'])
-      expect(generated.toolCalls).toHaveLength(1)
-      expect(generated.toolCalls[0]!.toolName).toBe('weather')
-      expect(typeof (generated.toolCalls[0]!.input as { city: unknown }).city).toBe('string')
-      const streamed = streamText({ ...ask, maxOutputTokens: 64 })
-      const calls = await streamed.toolCalls
-      expect([surface, calls.map((call) => call.input)]).toEqual([
-        surface,
-        generated.toolCalls.map((call) => call.input),
-      ])
-    }
+    const choices = ['required', { type: 'tool', toolName: 'weather' }] as const
+    for (const [surface, model] of models)
+      for (const toolChoice of choices) {
+        const ask = { model, tools, toolChoice, prompt: 'Weather in Oslo?' }
+        const generated = await generateText({ ...ask, maxOutputTokens: 64 })
+        expect([surface, generated.finishReason]).toEqual([surface, 'tool-calls'])
+        expect(generated.toolCalls).toHaveLength(1)
+        expect(generated.toolCalls[0]!.toolName).toBe('weather')
+        expect(typeof (generated.toolCalls[0]!.input as { city: unknown }).city).toBe('string')
+        const streamed = streamText({ ...ask, maxOutputTokens: 64 })
+        const calls = await streamed.toolCalls
+        expect([surface, calls.map((call) => call.input)]).toEqual([
+          surface,
+          generated.toolCalls.map((call) => call.input),
+        ])
+      }
   })
 
   test('generateText and streamText with @ai-sdk/anthropic through /anthropic/v1', async () => {

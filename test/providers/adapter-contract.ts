@@ -290,13 +290,16 @@ export function runAdapterContract(setup: ContractSetup): void {
       expect((garbled.error as UpstreamStreamError).error.kind).toBe('malformed_response')
       // Closed cleanly halfway, without its end event: cut off, not over.
       sim.configure({ malformedRate: 0, cutRate: 1 })
-      const cut = await collect(
-        await adapter().stream(forUpstream({ endpoint: 'chat', body: prompt })),
-      )
-      expect(cut.chunks.length).toBeGreaterThan(0)
-      expect((cut.error as UpstreamStreamError).error.message).toContain('was cut off')
-      expect(cut.usage).toBeNull()
-      sim.configure({ cutRate: 0 })
+      try {
+        const cut = await collect(
+          await adapter().stream(forUpstream({ endpoint: 'chat', body: prompt })),
+        )
+        expect(cut.chunks.length).toBeGreaterThan(0)
+        expect((cut.error as UpstreamStreamError).error.message).toContain('was cut off')
+        expect(cut.usage).toBeNull()
+      } finally {
+        sim.configure({ cutRate: 0 })
+      }
     })
 
     test('an abandoned stream settles usage and frees its connection', async () => {

@@ -100,12 +100,12 @@ describe('OpenAI chat completions', () => {
     expect(body.usage.total_tokens).toBe(body.usage.prompt_tokens + body.usage.completion_tokens)
   })
 
-  test('a named function choice calls that function, in every choice', async () => {
+  test('a named function choice calls that function, in every choice, ending it stop as OpenAI does', async () => {
     const tool_choice = { type: 'function', function: { name: 'get_time' } }
     const body = await postJson('/v1/chat/completions', { ...chat, tool_choice, n: 2 })
     expect(body.choices).toHaveLength(2)
     for (const choice of body.choices) {
-      expect(choice.finish_reason).toBe('tool_calls')
+      expect(choice.finish_reason).toBe('stop')
       expect(choice.message.tool_calls[0].function).toEqual({
         name: 'get_time',
         arguments: '{"zone": "UTC"}',

@@ -21,6 +21,7 @@ interface ToolDelta {
 export function anthropicStreamRender(model: string): StreamRender {
   let started = false
   let stopReason = 'end_turn'
+  let calledTools = false
   // The open content block: its Anthropic index and what it is (text, or a chat tool call's index).
   let open: { index: number; kind: 'text' | number } | null = null
   let nextIndex = 0
@@ -65,6 +66,7 @@ export function anthropicStreamRender(model: string): StreamRender {
         })
       }
       for (const call of delta.tool_calls ?? []) {
+        calledTools = true
         const callIndex = call.index ?? 0
         if (open?.kind !== callIndex) {
           out += openBlock(callIndex, {
@@ -80,7 +82,7 @@ export function anthropicStreamRender(model: string): StreamRender {
             delta: { type: 'input_json_delta', partial_json: call.function.arguments },
           })
       }
-      if (choice.finish_reason) stopReason = stopReasonOf(choice.finish_reason)
+      if (choice.finish_reason) stopReason = stopReasonOf(choice.finish_reason, calledTools)
       return out
     },
     end(usage: Usage | null) {

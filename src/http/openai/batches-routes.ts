@@ -161,10 +161,11 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
   await store.touchFile(file.id, nowSeconds())
   const bytes = await blobs.readAll(file.id)
   const idempotencyKey = await keyToStore(store, caller.account.id, keys)
-  // A rejected create keeps the key too: its retry gets the same failed batch, not another.
-  const reject = (errors: BatchErrorEntry[]) =>
+  // A file refused keeps the key too: a retry of its create gets the same failed batch, not
+  // another. One refused for credit does not: once topped up, the same create may run.
+  const reject = (errors: BatchErrorEntry[], keep: boolean) =>
     store.recordRejectedBatch({
-      idempotencyKey,
+      idempotencyKey: keep ? idempotencyKey : null,
       id: newId('batch_'),
       accountId: caller.account.id,
       name: file.filename,
@@ -199,14 +200,16 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
           param: issue.path || null,
           line: issue.line,
         })),
+        true,
       )
     case 'refused':
       // As OpenAI does: a batch the credit cannot cover fails at validation (unless it may
       // wait); the limits are refused as on the native API.
       if (answer.refusal.kind === 'insufficient_quota')
-        return reject([
-          { code: 'insufficient_quota', message: answer.error.message, param: null, line: null },
-        ])
+        return reject(
+          [{ code: 'insufficient_quota', message: answer.error.message, param: null, line: null }],
+          false,
+        )
       throw answer.error
     case 'batch':
       return answer.batch

@@ -84,8 +84,12 @@ const rawEvents = (): StreamRender => ({
     `event: error\ndata: ${JSON.stringify({ type: 'error', code: 'server_error', message: 'the upstream stream broke off', param: null })}\n\n`,
 })
 
-/** OpenAI's routes for one stored response: retrieve, delete, cancel, input_items. */
-const STORED_RESPONSE = /^((?:\/openai)?\/v1\/responses)\/([^/]+)(?:\/input_items|\/cancel)?$/
+/**
+ * OpenAI's routes for one stored response: retrieve, delete, cancel, input_items. Not its routes
+ * under /v1/responses that are no response (input_tokens, compact): those are plain unknown routes.
+ */
+const STORED_RESPONSE =
+  /^((?:\/openai)?\/v1\/responses)\/(?!(?:input_tokens|compact)(?:\/|$))([^/]+)(?:\/input_items|\/cancel)?$/
 
 /**
  * A call to one of OpenAI's routes for a stored response: none is stored here, so it is a 404

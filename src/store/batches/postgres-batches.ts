@@ -47,6 +47,9 @@ export function createPostgresBatchStore(
     },
     async recordRejectedBatch(batch: RejectedBatch) {
       return sql.begin(async (tx) => {
+        // The account's lock, as admission takes it: an admission with the same key then either
+        // committed before (and the insert below finds its key) or checks the key after us.
+        await tx`SELECT 1 FROM accounts WHERE id = ${batch.accountId} FOR NO KEY UPDATE`
         const [row] = await tx`
         INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
           created_at, deadline_at, finished_at, line_count, pending, cost_ceiling_usd, held_usd,
@@ -56,12 +59,12 @@ export function createPostgresBatchStore(
           ${batch.createdAt + batch.completionWindowHours * 3600}, ${batch.createdAt}, 0, 0, 0, 0,
           ${batch.source}, ${batch.metadata ? sql.json(storableJson(batch.metadata)) : null},
           ${batch.inputFileId}, ${sql.json(storableJson(batch.errors))}, ${batch.idempotencyKey})
-        ON CONFLICT DO NOTHING
+        ON CONFLICT (account_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING *`
-        // A create racing one with its idempotency key: the batch that one recorded.
+        // A create racing one with its idempotency key: the batch that one made, as read.
         if (!row) {
           const [held] = await tx`
-            SELECT * FROM batches
+            SELECT b.*, p.* FROM batches b ${progressJoin(tx)}
             WHERE account_id = ${batch.accountId} AND idempotency_key = ${batch.idempotencyKey}`
           return rowToBatch(held!)
         }

@@ -35,14 +35,16 @@ export function createSqliteBatchStore(db: SqliteConnection): BatchStore {
     },
     async recordRejectedBatch(batch) {
       return tx(() => {
-        // A create racing one with its idempotency key: the batch that one recorded.
-        if (!insertRejectedBatch(db, batch))
-          return rowToBatch(
-            q(db, 'SELECT * FROM batches WHERE account_id = ? AND idempotency_key = ?').get(
+        // A create racing one with its idempotency key: the batch that one made, as read.
+        if (!insertRejectedBatch(db, batch)) {
+          const [held] = readCurrent(db, () =>
+            q(db, 'SELECT * FROM batches WHERE account_id = ? AND idempotency_key = ?').all(
               batch.accountId,
               batch.idempotencyKey,
-            )!,
+            ),
           )
+          return rowToBatch(held!)
+        }
         // Failed at once: its webhooks hear of it like any other failed batch.
         enqueueWebhookEvents(
           db,
@@ -112,7 +114,7 @@ function insertRejectedBatch(db: SqliteConnection, batch: RejectedBatch): boolea
        created_at, deadline_at, finished_at, line_count, pending, cost_ceiling_usd, held_usd,
        source, metadata, input_file_id, errors, idempotency_key)
      VALUES (?, ?, ?, ?, 'failed', ?, ?, ?, ?, 0, 0, '0', '0', ?, ?, ?, ?, ?)
-     ON CONFLICT DO NOTHING`,
+     ON CONFLICT (account_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
   ).run(
     batch.id,
     batch.accountId,
