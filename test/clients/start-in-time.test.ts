@@ -178,3 +178,87 @@ for (const store of STORES) {
     }, 30_000)
   })
 }
+
+/**
+ * A batch counts as started once a line of it has run: in flight upstream, or ended. A claim
+ * alone does not start it: a batch whose only provider is unreachable has its lines claimed,
+ * tried and handed back, none of them ever running there, and still fails at half its window.
+ */
+for (const store of STORES) {
+  describe(`${store}, with the dispatcher running`, () => {
+    let sim: Simulator
+    let down: TestGateway
+    let slow: TestGateway
+    beforeAll(async () => {
+      sim = await startSimulator({ latencyMs: 4_000 })
+      const env = { MULTIGRID_POLL_MS: '20', MULTIGRID_CREDIT_WAIT_POLL_MS: '100' }
+      // The test catalog's default upstream is 127.0.0.1:9, where nothing listens.
+      down = await startTestGateway({ store, env })
+      slow = await startTestGateway({ store, env, upstreams: { openai: `${sim.url}/v1` } })
+    })
+    afterAll(async () => {
+      await down.stop()
+      await slow.stop()
+      await sim.stop()
+    })
+
+    const submit = async (gw: TestGateway, key: string) => {
+      const response = await gw.request('/v1/batches?completion_window_hours=24', key, {
+        method: 'POST',
+        body: jsonl([chatLine('a'), chatLine('b')]),
+      })
+      expect(response.status).toBe(201)
+      return ((await response.json()) as { id: string }).id
+    }
+    const read = async (gw: TestGateway, key: string, id: string) =>
+      (await (await gw.request(`/v1/batches/${id}`, key)).json()) as {
+        status: string
+        started_at: number | null
+        cost_usd: string
+        waiting: { code: string } | null
+        errors: { code: string }[] | null
+        request_counts: { running: number; succeeded: number; failed: number }
+      }
+
+    test('its only provider unreachable: claimed and handed back, still failed capacity_unavailable', async () => {
+      const { key, accountId } = await down.newAccount('5')
+      const id = await submit(down, key)
+      await waitFor('its lines to be tried and held back', async () => {
+        const batch = await read(down, key, id)
+        return batch.started_at !== null && batch.waiting?.code === 'provider_unavailable'
+      })
+      await age(down, id, 12 * HOUR + 5)
+      const failed = await waitFor('the batch to fail', async () => {
+        const batch = await read(down, key, id)
+        return batch.status === 'failed' ? batch : null
+      })
+      expect(failed.errors?.map((error) => error.code)).toEqual(['capacity_unavailable'])
+      expect(failed.request_counts.failed).toBe(2)
+      expect(failed.cost_usd).toBe('0.000000')
+      const after = (await (await down.admin(`/accounts/${accountId}`)).json()) as {
+        balance_usd: string
+        held_usd: string
+      }
+      expect(Number(after.held_usd)).toBe(0)
+      expect(Number(after.balance_usd)).toBe(5)
+    }, 30_000)
+
+    test('a line in flight has started it: past half its window it runs on', async () => {
+      const { key } = await slow.newAccount('5')
+      const id = await submit(slow, key)
+      await waitFor(
+        'its lines to be upstream',
+        async () => (await read(slow, key, id)).request_counts.running === 2,
+      )
+      await age(slow, id, 12 * HOUR + 5)
+      // Several turns of the check (every 100 ms here) while the lines are upstream.
+      await Bun.sleep(1_000)
+      expect((await read(slow, key, id)).status).toBe('in_progress')
+      const done = await waitFor('the batch to complete', async () => {
+        const batch = await read(slow, key, id)
+        return batch.status === 'completed' ? batch : null
+      })
+      expect(done.request_counts.succeeded).toBe(2)
+    }, 30_000)
+  })
+}

@@ -1,7 +1,8 @@
 /**
  * Ending a batch before any line ran, on PostgreSQL: every pending line failed unbilled with the
- * reason, and the batch `failed` with it as its error, its own hold set to nothing. The caller
- * holds the batch's row and settles the account's hold and webhooks.
+ * reason, and the batch `failed` with it as its error, its own hold set to nothing (and no
+ * start: lines claimed and handed back unsent did not start it). The caller holds the batch's
+ * row and its pending lines, and settles the account's hold and webhooks.
  */
 import type postgres from 'postgres'
 
@@ -17,7 +18,7 @@ export async function failUnstartedBatch(
   const errors = [{ code, message, param: null, line: null }]
   await tx`
     UPDATE batches SET status = 'failed', pending = pending - ${ended.count},
-      failed = failed + ${ended.count}, finished_at = ${now}, held_usd = 0,
+      failed = failed + ${ended.count}, finished_at = ${now}, started_at = NULL, held_usd = 0,
       waiting_code = NULL, waiting_message = NULL, waiting_until = NULL,
       errors = ${tx.json(errors)}
     WHERE id = ${batchId}`

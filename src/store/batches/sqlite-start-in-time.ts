@@ -9,6 +9,7 @@ import { Money, moneyText } from '../../money/decimal.ts'
 import {
   CAPACITY_UNAVAILABLE,
   capacityUnavailableMessage,
+  NO_LINE_STARTED_SQL,
   START_BY_SQL,
   startBySeconds,
 } from './start-in-time.ts'
@@ -17,7 +18,8 @@ import { enqueueWebhookEvents } from '../webhooks/sqlite-webhooks.ts'
 type Row = Record<string, any>
 const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
 
-const UNSTARTED = `status = 'in_progress' AND started_at IS NULL AND created_at + ${START_BY_SQL} <= ?`
+const UNSTARTED = `status = 'in_progress' AND created_at + ${START_BY_SQL} <= ?
+  AND ${NO_LINE_STARTED_SQL}`
 
 /** Whether any batch is past its start-by time unstarted (a read, before taking the write lock). */
 export const anyUnstarted = (db: Database, now: number) =>
@@ -43,7 +45,7 @@ export function failUnstartedBatches(db: Database, now: number): string[] {
     q(
       db,
       `UPDATE batches SET status = 'failed', pending = pending - ?, failed = failed + ?,
-         finished_at = ?, held_usd = '0', waiting_code = NULL, waiting_message = NULL,
+         finished_at = ?, started_at = NULL, held_usd = '0', waiting_code = NULL, waiting_message = NULL,
          waiting_until = NULL, errors = ? WHERE id = ?`,
     ).run(n, n, now, JSON.stringify(errors), batch.id)
     const account = q(db, 'SELECT held_usd FROM accounts WHERE id = ?').get(batch.account_id)!

@@ -2,7 +2,10 @@
  * Starting in time (docs/open-models.md): a batch none of whose lines has started by half its window — by
  * 48 hours for a window of 72 hours or more, so that a batch that starts has at least 24 hours
  * left — ends `failed` with `capacity_unavailable`: nothing run, its hold released, nothing
- * charged. The rule is here; each dialect applies it in one transaction (sqlite-start-in-time.ts, postgres-start-in-time.ts).
+ * charged. A line has started once it is in flight or ended: every line still `pending` means
+ * none has, also when lines were claimed and handed back unsent or untaken (an unreachable
+ * provider), which `started_at` alone cannot tell. The rule is here; each dialect applies it in
+ * one transaction (sqlite-start-in-time.ts, postgres-start-in-time.ts).
  */
 
 /** From this window on, a batch must start within 48 hours. */
@@ -16,6 +19,10 @@ export function startBySeconds(windowHours: number): number {
 
 /** The same offset as an SQL expression over the batches table, for the dialects' queries. */
 export const START_BY_SQL = `CASE WHEN completion_window_hours >= ${LONG_WINDOW_HOURS} THEN ${LONG_START_BY_SECONDS} ELSE completion_window_hours * 1800 END`
+
+/** No line of the batch (the outer query's `batches` row) is in flight or ended. */
+export const NO_LINE_STARTED_SQL = `NOT EXISTS (
+  SELECT 1 FROM lines l WHERE l.batch_id = batches.id AND l.status <> 'pending')`
 
 export const CAPACITY_UNAVAILABLE = 'capacity_unavailable'
 
