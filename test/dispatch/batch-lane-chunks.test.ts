@@ -4,6 +4,7 @@
  * cancelled at the fallback time with what it finished kept; resumed by another instance after a
  * crash without a second create; errored and expired lines back to pending.
  */
+import { createLaneFailures } from '../../src/dispatch/batch-lane/lane-failures.ts'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import Decimal from 'decimal.js'
 import {
@@ -83,6 +84,7 @@ function depsFor(client: OpenAIBatchClient | AnthropicBatchClient, holder: strin
     retry: DEFAULT_RETRY,
     holder,
     leaseMs: 60_000,
+    failures: createLaneFailures(),
     lineLeaseMs: 120_000,
     now: () => Date.now(),
   }

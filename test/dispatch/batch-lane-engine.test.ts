@@ -61,7 +61,12 @@ beforeEach(async () => {
     rateLimitPerMinute: 600,
     createdAt: NOW,
   })
-  sim.configure({ batchTurnaroundMs: 300, batchErrorRate: 0, batchExpireMs: null })
+  sim.configure({
+    batchTurnaroundMs: 300,
+    batchErrorRate: 0,
+    batchExpireMs: null,
+    batchFailCode: null,
+  })
 })
 afterEach(async () => {
   await opened.store.close()
@@ -256,6 +261,37 @@ describe('the batch-lane engine', () => {
     }
     const batch = await opened.store.getBatch('acct', id)
     expect(new Decimal(batch!.costUsd).equals(total)).toBe(true)
+  })
+
+  test('a provider batch failed as a whole: its lines wait longer each time, then run on the lane', async () => {
+    sim.configure({ batchTurnaroundMs: 100, batchFailCode: 'token_limit_exceeded' })
+    const id = await admit('gpt-lane', 5)
+    const engine = engineFor('inst-a')
+    const before = sim.batches().created
+    const started = Date.now()
+    // 2 s of ticks every 20 ms; without a wait each failure was uploaded again a poll (50 ms) later.
+    while (Date.now() - started < 2_000) {
+      await engine.tick()
+      await Bun.sleep(20)
+    }
+    const failedCreates = sim.batches().created - before
+    // Waits of 2, 4, 8 and 16 × poll_s after the failures in a row: five creates in 2 s.
+    expect(failedCreates).toBeGreaterThanOrEqual(2)
+    expect(failedCreates).toBeLessThanOrEqual(6)
+    const waiting = await readAll(id)
+    expect(waiting.map((line) => [line.status, line.attempts])).toEqual(
+      Array(5).fill(['pending', 0]),
+    )
+    sim.configure({ batchFailCode: null })
+    for (let i = 0; i < 300; i++) {
+      await engine.tick()
+      if ((await readAll(id)).every((line) => line.status === 'succeeded')) break
+      await Bun.sleep(20)
+    }
+    const lines = await readAll(id)
+    expect(lines.map((line) => [line.status, line.provider, line.attempts])).toEqual(
+      Array(5).fill(['succeeded', 'openai:batch', 1]),
+    )
   })
 
   test('another instance takes over the chunks of one that stopped, creating none twice', async () => {

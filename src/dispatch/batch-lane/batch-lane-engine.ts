@@ -36,6 +36,7 @@ import {
 import { followChunk, lineOwnerOf, submitChunk, type ChunkDeps } from './chunk-lifecycle.ts'
 import { MAX_BACKOFF } from './follow-schedule.ts'
 import { groupIntoChunks } from './group-chunks.ts'
+import { createLaneFailures } from './lane-failures.ts'
 
 export interface EngineDeps {
   chunks: ChunkStore
@@ -79,6 +80,7 @@ type Parsed = { url: string; body: { model?: unknown; provider?: unknown } }
 
 export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions): BatchLaneEngine {
   const now = options.now ?? Date.now
+  const failures = createLaneFailures()
 
   /** The line's lane now, if it is still the one it was marked for (laneKey). */
   const laneFor = (input: string, mark: string, batch: RunnableBatch): Lane | null => {
@@ -105,6 +107,7 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
       retry: deps.retry,
       holder: options.holder,
       leaseMs: options.leaseMs,
+      failures,
       // Past the longest gap between two looks (the backoff's) and a takeover's lease.
       lineLeaseMs: pollMs * (MAX_BACKOFF + 1) + 2 * options.leaseMs,
       now,

@@ -35,6 +35,7 @@ import type { RetryPolicy } from '../retry-policy.ts'
 import { findAnthropicCopies, findChunk } from './find-chunk.ts'
 import { followAction, nextPollAt } from './follow-schedule.ts'
 import { mapChunkResults } from './map-chunk-results.ts'
+import type { LaneFailures } from './lane-failures.ts'
 import { limitsOf } from '../../catalog/catalog-file.ts'
 
 /** What a chunk's life needs: its stores, its provider's batch client and the lane. */
@@ -62,6 +63,8 @@ export interface ChunkDeps {
   /** This instance: it holds chunk leases under this name. */
   holder: string
   leaseMs: number
+  /** Whole failures of this lane's provider batches, per Multigrid batch: the lines wait longer. */
+  failures: LaneFailures
   /**
    * Each look renews the lines' leases this far past the later of now and the chunk's fallback
    * time (lineLeaseUntil): past a chunk lease, so a taker renews in time.
@@ -143,10 +146,10 @@ export async function submitChunk(
   if (request.lines.length === 0) return done(deps, record, { state: 'ended' })
   // Cancelled since its lines were claimed: nothing is uploaded or created for it.
   if (!(await batchRuns(deps, chunk.batchId)))
-    return abandon(deps, record, states, 'the batch stopped before its chunk was sent')
+    return abandon(deps, record, states, { reason: STOPPED })
   if (client.kind === 'openai') {
     const file = await client.upload(chunk.id, openAIBatchInput(request))
-    if (!file.ok) return abandon(deps, record, states, file.error.message)
+    if (!file.ok) return refusedWhole(deps, record, states, file.error.message)
     await chunks.updateChunk(holder, chunk.id, { inputFileId: file.value }, deps.now())
     const created = await client.create(request, file.value)
     if (!created.ok) return createFailed(deps, record, states, created.error)
@@ -234,7 +237,7 @@ export async function followChunk(deps: ChunkDeps, chunk: ChunkRecord): Promise<
   if (action === 'wait')
     return done(deps, chunk, { nextPollAt: nextPollAt(times, 0, now), pollFailures: 0 })
   if (action === 'return_all')
-    return abandon(deps, chunk, states, batchFailed(read.value.failureCode))
+    return refusedWhole(deps, chunk, states, batchFailed(read.value.failureCode))
   if (action === 'cancel') {
     const cancelled = await deps.client.cancelBatch(chunk.providerBatchId)
     if (!cancelled.ok) return lookFailed(deps, chunk, cancelled.error, fallbackAtMs)
@@ -246,6 +249,7 @@ export async function followChunk(deps: ChunkDeps, chunk: ChunkRecord): Promise<
   if (!results.ok) return lookFailed(deps, chunk, results.error, fallbackAtMs)
   // Every line of an ended batch is settled now: one it did not report goes back to pending.
   await recordResults(deps, chunk, states, results.value)
+  deps.failures.worked(chunk.batchId, chunk.offering)
   return done(deps, chunk, { state: 'ended' })
 }
 
@@ -306,27 +310,51 @@ function reportedIn(
 const withBatch = (batchId: string, states: readonly ChunkLineRef[]) =>
   states.map((state) => ({ ...state, batchId }))
 
+/** Why a chunk is given up whose Multigrid batch was cancelled or ended before it was sent. */
+const STOPPED = 'the batch stopped before its chunk was sent'
+
 /** Why a chunk whose provider batch failed as a whole is given up. */
 const batchFailed = (code: string | null) =>
   code ? `the provider batch failed: ${code}` : 'not sent'
 
-/** Every line back to pending without an attempt, and the chunk given up for `reason`. */
+/**
+ * Every line back to pending without an attempt, and the chunk given up for `reason` (else "not
+ * sent"); the lines are due again at `notBefore` (ms; else now).
+ */
 async function abandon(
   deps: ChunkDeps,
   chunk: Pick<ChunkRecord, 'id' | 'batchId'>,
   states: readonly ChunkLineRef[],
-  reason = 'not sent',
+  { reason = 'not sent', notBefore = deps.now() }: { reason?: string; notBefore?: number } = {},
 ): Promise<void> {
   const now = deps.now()
   const outcomes: LineOutcome[] = states.map((state) => ({
     batchId: chunk.batchId,
     lineNo: state.lineNo,
     kind: 'retry',
-    notBefore: now,
+    notBefore,
     unsent: true,
   }))
   await deps.lines.recordOutcomes(lineOwnerOf(chunk.id), outcomes, now)
   await done(deps, chunk, { state: 'abandoned', error: reason })
+}
+
+/**
+ * The provider refused the chunk as a whole (its batch `failed`, its upload or create refused):
+ * given up, its lines back to pending without an attempt, due after a wait that doubles with each
+ * such failure of the lane for their batch in a row (2, 4, 8, 16 × poll_s), never past the
+ * fallback time, when the live lanes may take them. Retried at once, a failure that lasts would
+ * upload the lines again every poll_s.
+ */
+function refusedWhole(
+  deps: ChunkDeps,
+  chunk: Pick<ChunkRecord, 'id' | 'batchId' | 'offering' | 'fallbackAtMs'>,
+  states: readonly ChunkLineRef[],
+  reason: string,
+): Promise<void> {
+  const inARow = deps.failures.failed(chunk.batchId, chunk.offering)
+  const times = { pollMs: deps.settings.pollMs, fallbackAtMs: chunk.fallbackAtMs }
+  return abandon(deps, chunk, states, { reason, notBefore: nextPollAt(times, inARow, deps.now()) })
 }
 
 /** A create that failed after the upload: retried on the next look if it may work, else given up. */
@@ -336,7 +364,7 @@ async function createFailed(
   states: readonly ChunkLineRef[],
   error: UpstreamError,
 ): Promise<void> {
-  if (!error.retryable) return abandon(deps, chunk, states, error.message)
+  if (!error.retryable) return refusedWhole(deps, chunk, states, error.message)
   const next = deps.now() + deps.settings.pollMs
   return done(deps, chunk, { nextPollAt: next, pollFailures: 1, error: error.message })
 }
@@ -371,7 +399,7 @@ async function resumeIntent(
   const found = await findChunk(client, chunk.id)
   if (!found.ok) return createFailed(deps, chunk, states, found.error)
   if (found.value !== null) return submitted(deps, chunk, found.value.id)
-  if (stopped) return abandon(deps, chunk, states, 'the batch stopped before its chunk was sent')
+  if (stopped) return abandon(deps, chunk, states, { reason: STOPPED })
   const created = await client.create(
     { chunkId: chunk.id, endpoint: providerEndpoint(chunk.endpoint, deps.speaks) },
     chunk.inputFileId,
