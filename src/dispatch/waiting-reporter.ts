@@ -125,8 +125,15 @@ export function createWaitingReporter(
     },
     busy(batchId, provider, untilMs) {
       if (now() - (moved.get(batchId) ?? -Infinity) < MOVING_MS) return
-      const before = said.get(batchId)?.waiting.code
-      if (before === 'provider_rate_limited' || before === 'provider_unavailable') return
+      const before = said.get(batchId)
+      if (before?.waiting.code === 'provider_unavailable') return
+      // A pause stands until its own time; a busy answer said before is moved on once the time
+      // it gave has gone by, so the batch never shows a resume time in the past.
+      if (
+        before?.waiting.code === 'provider_rate_limited' &&
+        (before.untilMs > 0 || (before.waiting.until ?? 0) * 1000 > now())
+      )
+        return
       // Not a pause: the next line that ends, here or anywhere, clears it.
       say(batchId, provider, rateLimitedWaiting(provider, untilMs), 0)
     },

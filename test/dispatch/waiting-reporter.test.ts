@@ -127,4 +127,22 @@ describe('waiting reporter, busy (flex out of capacity)', () => {
     await settle()
     expect((await waitingOf())?.code).toBe('provider_rate_limited')
   })
+
+  test('while it stays busy, the resume time said moves on once it has passed', async () => {
+    const reporter = createWaitingReporter(opened.dispatch, logger, () => now)
+    reporter.busy('batch_01', 'openai:flex', T0 + 1_000)
+    await settle()
+    expect((await waitingOf())?.until).toBe(T0 / 1000 + 1)
+    // Busy again before that time: nothing new to say.
+    now += 500
+    reporter.busy('batch_01', 'openai:flex', now + 1_000)
+    await settle()
+    expect((await waitingOf())?.until).toBe(T0 / 1000 + 1)
+    // Past it, still busy: the time said is the next one, not one gone by.
+    now += 1_500
+    reporter.busy('batch_01', 'openai:flex', now + 1_000)
+    await settle()
+    expect((await waitingOf())?.until).toBe(Math.ceil((now + 1_000) / 1000))
+    expect((await waitingOf())?.code).toBe('provider_rate_limited')
+  })
 })
