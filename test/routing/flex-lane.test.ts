@@ -167,6 +167,13 @@ for (const storeKind of STORES) {
         expect(waiting.status).toBe('in_progress')
         expect(waiting.waiting!.code).toBe('provider_rate_limited')
         expect(waiting.waiting!.message).toStartWith('openai:flex answered 429')
+        // Still said while flex keeps refusing, its resume time moved on, not gone by.
+        for (let i = 0; i < 12; i++) {
+          await Bun.sleep(500)
+          const batch = await read(id)
+          expect(batch.waiting?.code).toBe('provider_rate_limited')
+          expect(batch.waiting!.until).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000) - 2)
+        }
         sim.configure({ flexUnavailableRate: 0 })
         const done = await waitFor(
           'the batch to finish',
