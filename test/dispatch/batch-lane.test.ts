@@ -369,6 +369,10 @@ describe('choosing the batch lane', () => {
     // Fallbacks allowed, a window the lane was never open for: live.
     expect(held(undefined, day, deadline - 3 * HOUR)).toBeNull()
     expect(held(strict, deadline - 3 * HOUR, deadline - 3 * HOUR)).toBeNull()
+    // A window of just min_hours_left: the lane is open at the instant of creation only, too
+    // short for it to take a line, so the first live offering is the one (as without the flag).
+    const exact = deadline - 4 * HOUR
+    expect(held(strict, exact, exact + 5)).toBeNull()
     // A Responses line goes to the lane as its chat translation, unless it has fields outside
     // it, which only an offering speaking the Responses API takes: this provider does not.
     const responses = { model: 'm', input: 'hi', max_output_tokens: 8 }
