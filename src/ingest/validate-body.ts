@@ -143,9 +143,13 @@ export function validateBody(
   if (offerings.length === 0 && body.provider?.max_price) {
     // The other routing fields left some: it is the price cap that leaves none.
     const uncapped = routeFor(catalog, model, { ...body.provider, max_price: undefined }, live)
-    if (uncapped.length > 0) return { ok: false, problems: [priceCapIssue(at, model, uncapped)] }
+    if (uncapped.length > 0) {
+      const laneMeetsCap = !live && catalog.routeWithLanes(model, body.provider).length > 0
+      return { ok: false, problems: [priceCapIssue(at, model, uncapped, laneMeetsCap)] }
+    }
   }
-  if (offerings.length === 0) return { ok: false, problems: [noProviderLeft(catalog, model, at)] }
+  if (offerings.length === 0)
+    return { ok: false, problems: [noProviderLeft(catalog, model, body.provider, at)] }
   // A batch line may also go to a provider's batch API (docs/batch-lanes.md): its ceiling counts
   // those lanes' prices too, whichever is dearer.
   const priced = live || fineTune ? offerings : catalog.routeWithLanes(model, body.provider)
@@ -376,12 +380,19 @@ function noLoraProvider(model: ModelEntry, routedSome: boolean, at: PathOf): Bod
 
 /**
  * The fix names the offerings a line can be routed to, by the names routing takes ("openai",
- * "openai:flex"): not a batch lane, which needs a live or flex offering beside it to fall back on.
+ * "openai:flex"): not a batch lane, which needs a live or flex offering beside it to fall back on
+ * (said when the routing leaves one alone).
  */
-function noProviderLeft(catalog: Catalog, model: ModelEntry, at: PathOf): BodyProblem {
+function noProviderLeft(
+  catalog: Catalog,
+  model: ModelEntry,
+  routing: ChatBody['provider'],
+  at: PathOf,
+): BodyProblem {
   const usable = catalog.usable(model)
   const names = usable.filter((offering) => laneOf(offering) !== 'batch').map(offeringName)
-  const lanes = names.length < usable.length ? ' (a batch lane alone cannot serve a line)' : ''
+  const laneLeft = catalog.routeWithLanes(model, routing).length > 0
+  const lanes = laneLeft ? ' but a batch lane, which cannot serve a line alone' : ''
   return {
     path: at('provider'),
     message: `leaves no configured provider for ${model.id}${lanes}`,
@@ -394,10 +405,16 @@ function resolveFineTune(id: string, options: { fineTunes?: FineTuneLookup }) {
 }
 
 /**
- * A price cap no offering meets: the fix names the cheapest one's prices (lowest prompt plus
- * completion price, exactly), the cap that would let the line through.
+ * A price cap no offering meets (`laneMeetsCap`: but a batch lane, which cannot serve a line
+ * alone): the fix names the cheapest one's prices (lowest prompt plus completion price, exactly),
+ * the cap that would let the line through.
  */
-function priceCapIssue(at: PathOf, model: ModelEntry, offerings: readonly Offering[]): BodyProblem {
+function priceCapIssue(
+  at: PathOf,
+  model: ModelEntry,
+  offerings: readonly Offering[],
+  laneMeetsCap: boolean,
+): BodyProblem {
   const total = (o: Offering) => new Money(o.input_usd_per_mtok).plus(o.output_usd_per_mtok)
   const cheapest = offerings.reduce((best, o) => (total(o).lt(total(best)) ? o : best))
   // As the catalog (and GET /v1/models) writes them: "0.40", not "0.4".
@@ -405,7 +422,9 @@ function priceCapIssue(at: PathOf, model: ModelEntry, offerings: readonly Offeri
   const completion = cheapest.output_usd_per_mtok
   return {
     path: at('provider.max_price'),
-    message: `leaves no offering of ${model.id}: every one is dearer on prompt or completion`,
+    message: laneMeetsCap
+      ? `leaves no offering of ${model.id} but a batch lane, which cannot serve a line alone: every live or flex one is dearer on prompt or completion`
+      : `leaves no offering of ${model.id}: every one is dearer on prompt or completion`,
     fix: `raise max_price to at least {"prompt": "${prompt}", "completion": "${completion}"} (USD per million tokens), the prices of ${model.id}'s cheapest offering (${cheapest.provider})`,
   }
 }

@@ -28,6 +28,13 @@ const config = loadConfig({
         // An unusual catalog: the batch lane dearer than the live lane.
         offerings: [offering('0.5', '1'), offering('1', '2', 'batch')],
       },
+      {
+        id: 'lane/cheap',
+        endpoints: ['chat'],
+        context_tokens: 32_000,
+        max_output_tokens: 1024,
+        offerings: [offering('1', '4'), offering('0.5', '2', 'batch')],
+      },
     ],
   }),
 })
@@ -42,4 +49,32 @@ test("a batch line's ceiling counts its batch lane's prices; a live call's does 
   }
   expect(rates(false)).toEqual(['1', '2'])
   expect(rates(true)).toEqual(['0.5', '1'])
+})
+
+test('a routing that leaves a batch lane alone is refused for that, and only then', () => {
+  const problem = (provider: object, model = 'lane/cheap') => {
+    const verdict = validateBody({ ...body, model, provider }, 'chat', catalog, { prefix: 'body' })
+    if (verdict.ok) throw new Error('accepted')
+    return verdict.problems[0]
+  }
+  // A price cap the live lane (1/4) misses: the batch lane (0.5/2) meets the first, not the second.
+  const laneOnly = problem({ max_price: { prompt: '0.5', completion: '2' } })
+  expect(laneOnly.path).toBe('body.provider.max_price')
+  expect(laneOnly.message).toBe(
+    'leaves no offering of lane/cheap but a batch lane, which cannot serve a line alone: every live or flex one is dearer on prompt or completion',
+  )
+  expect(laneOnly.fix).toStartWith('raise max_price to at least {"prompt": "1", "completion": "4"}')
+  const none = problem({ max_price: { prompt: '0.4', completion: '2' } })
+  expect(none.message).toBe(
+    'leaves no offering of lane/cheap: every one is dearer on prompt or completion',
+  )
+  // Names that leave no offering at all are not told of a batch lane.
+  const unknown = problem({ only: ['sim:turbo'] })
+  expect(unknown.path).toBe('body.provider')
+  expect(unknown.message).toBe('leaves no configured provider for lane/cheap')
+  expect(unknown.fix).toBe('allow one of: sim')
+  const lane = problem({ only: ['sim:batch'] })
+  expect(lane.message).toBe(
+    'leaves no configured provider for lane/cheap but a batch lane, which cannot serve a line alone',
+  )
 })
