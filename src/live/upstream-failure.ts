@@ -3,13 +3,24 @@ import type { UpstreamError } from '../../providers/types.ts'
 import { refuse, type GatewayError } from '../errors.ts'
 
 export function upstreamFailure(error: UpstreamError): GatewayError {
+  const retryAfter: Record<string, string> = error.retryAfterMs
+    ? { 'retry-after': String(Math.ceil(error.retryAfterMs / 1000)) }
+    : {}
   switch (error.kind) {
     case 'rate_limited':
       return refuse('upstream_rate_limited', 'the provider is rate-limiting; retry later', {
-        headers: error.retryAfterMs
-          ? { 'retry-after': String(Math.ceil(error.retryAfterMs / 1000)) }
-          : {},
+        headers: retryAfter,
       })
+    case 'busy':
+      // At capacity, not failing (OpenAI's flex out of capacity, a full pool, Anthropic's 529):
+      // the same call may well go through in a moment.
+      return refuse(
+        'upstream_busy',
+        `the provider is at capacity; retry later (${error.message})`,
+        {
+          headers: retryAfter,
+        },
+      )
     case 'invalid_request':
     case 'context_length_exceeded':
       // The field the provider named (OpenAI's error.param), as it named it.

@@ -251,6 +251,43 @@ for (const storeKind of STORES) {
       }
     }, 40_000)
 
+    test('a live call flex refuses as out of capacity is a 503 upstream_busy (overloaded_error under /anthropic), nothing charged', async () => {
+      const { key, accountId } = await gw.newAccount('10')
+      sim.configure({ flexUnavailableRate: 1 })
+      try {
+        const body = {
+          model: 'sim/chat',
+          max_tokens: 16,
+          messages: [{ role: 'user', content: 'hi' }],
+          provider: { only: ['openai:flex'] },
+        }
+        const answer = await gw.request('/v1/chat/completions', key, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+        expect(answer.status).toBe(503)
+        const refused = (await answer.json()) as { error: { code: string; message: string } }
+        expect(refused.error.code).toBe('upstream_busy')
+        expect(refused.error.message).toContain('at capacity')
+        const messages = await gw.request('/anthropic/v1/messages', key, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+          body: JSON.stringify(body),
+        })
+        expect(messages.status).toBe(503)
+        expect(((await messages.json()) as { error: { type: string } }).error.type).toBe(
+          'overloaded_error',
+        )
+        const account = (await (await gw.admin(`/accounts/${accountId}`)).json()) as {
+          balance_usd: string
+        }
+        expect(Number(account.balance_usd)).toBe(10)
+      } finally {
+        sim.configure({ flexUnavailableRate: 0.3 })
+      }
+    })
+
     test('a live call keeps the first offering: the live lane, at its prices', async () => {
       const { key } = await gw.newAccount('10')
       const before = sim.received().length
