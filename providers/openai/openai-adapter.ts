@@ -95,9 +95,12 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
     const events = result.events
     let usage: Usage | null = null
 
+    const choices = choiceCount(request.body)
     async function* chunks(): AsyncGenerator<Record<string, unknown>> {
-      // Over at [DONE], or once a choice has finished (its usage chunk may be all that is lost).
+      // Over at [DONE], or once every choice has finished (its usage chunk may be all that is
+      // lost): with n > 1 the first choice to finish does not end the answer.
       let over = false
+      const finished = new Set<unknown>()
       for await (const { data } of events) {
         if (data === '[DONE]') {
           over = true
@@ -120,7 +123,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
           throw new UpstreamStreamError(upstreamError('server_error', message, { body: object }))
         }
         usage = mapOpenAIUsage(object.usage) ?? usage
-        over ||= finishes(object)
+        over ||= finishes(object, finished) >= choices
         yield object
       }
       if (!over) throw cutOff('[DONE]')
@@ -140,7 +143,14 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
   }
 }
 
-/** Whether a chat chunk ends a choice. */
-const finishes = (chunk: Record<string, unknown>) =>
-  Array.isArray(chunk.choices) &&
-  chunk.choices.some((choice: { finish_reason?: unknown }) => choice?.finish_reason != null)
+/** Adds the choices a chat chunk ends to `finished` (their indexes); how many have ended. */
+function finishes(chunk: Record<string, unknown>, finished: Set<unknown>): number {
+  if (Array.isArray(chunk.choices))
+    for (const choice of chunk.choices as { index?: unknown; finish_reason?: unknown }[])
+      if (choice?.finish_reason != null) finished.add(choice.index ?? 0)
+  return finished.size
+}
+
+/** How many choices a chat body asks for (`n`, 1 when absent). */
+const choiceCount = (body: Record<string, unknown>) =>
+  typeof body.n === 'number' && Number.isInteger(body.n) && body.n > 1 ? body.n : 1

@@ -48,6 +48,33 @@ describe('openai adapter specifics', () => {
     expect(outcome.usage).toEqual({ input_tokens: 5, output_tokens: 0 })
   })
 
+  test('a stream of n choices cut off after the first finished is cut off, not over', async () => {
+    sim.configure({ cutRate: 1 })
+    try {
+      const cut = await collect(
+        await adapter.stream(forUpstream({ endpoint: 'chat', body: { ...prompt, n: 2 } })),
+      )
+      // The simulator streams choice by choice and keeps half the events: the first choice's end.
+      const ended = cut.chunks.flatMap((chunk) =>
+        (chunk.choices as { index: number; finish_reason: string | null }[])
+          .filter((choice) => choice.finish_reason !== null)
+          .map((choice) => choice.index),
+      )
+      expect(ended).toEqual([0])
+      expect((cut.error as { error?: { message: string } } | null)?.error?.message).toContain(
+        'was cut off',
+      )
+      expect(cut.usage).toBeNull()
+    } finally {
+      sim.configure({ cutRate: 0 })
+    }
+    // Whole, both choices end and it is over.
+    const whole = await collect(
+      await adapter.stream(forUpstream({ endpoint: 'chat', body: { ...prompt, n: 2 } })),
+    )
+    expect(whole.error).toBeNull()
+  })
+
   test('n choices are all counted', async () => {
     const outcome = await adapter.send(
       forUpstream({
