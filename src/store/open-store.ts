@@ -39,7 +39,9 @@ export async function openBlobStore(config: StoreConfig): Promise<BlobStore> {
       import('./postgres/connect.ts'),
       import('./files/postgres-blob-store.ts'),
     ])
-    return createPostgresBlobStore(connectPostgres({ url, schema, max: 4 }))
+    return createPostgresBlobStore(
+      connectPostgres({ url, schema, max: 4, name: 'multigrid files' }),
+    )
   }
   return createDiskBlobStore(config.dataDir)
 }

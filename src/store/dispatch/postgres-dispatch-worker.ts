@@ -4,6 +4,9 @@ import { connectPostgres, type PostgresConnection } from '../postgres/connect.ts
 import { createPostgresDispatch } from './postgres-dispatch.ts'
 
 serveDispatch(([connection]) => {
-  const sql = connectPostgres(connection as PostgresConnection)
+  const sql = connectPostgres({
+    ...(connection as PostgresConnection),
+    name: 'multigrid dispatch',
+  })
   return { dispatch: createPostgresDispatch(sql), close: () => sql.end({ timeout: 5 }) }
 })

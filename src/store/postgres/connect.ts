@@ -12,6 +12,8 @@ export interface PostgresConnection {
   max: number
   /** Seconds before an unused connection is closed; by default they stay open. */
   idleTimeoutSeconds?: number
+  /** Its `application_name`, so pg_stat_activity tells the pools apart; postgres.js's by default. */
+  name?: string
 }
 
 /** A connection pool set up the same way on every thread. */
@@ -20,6 +22,7 @@ export function connectPostgres({
   schema,
   max,
   idleTimeoutSeconds,
+  name,
 }: PostgresConnection): postgres.Sql {
   // postgres.js reconnects by itself: a query issued while the server is away fails, the next
   // one after it is back opens a new connection (checked by terminating the backend).
@@ -27,7 +30,10 @@ export function connectPostgres({
     max,
     onnotice: () => {},
     transform: { undefined: null },
-    connection: schema ? { search_path: schema } : {},
+    connection: {
+      ...(schema ? { search_path: schema } : {}),
+      ...(name ? { application_name: name } : {}),
+    },
     ...(idleTimeoutSeconds === undefined ? {} : { idle_timeout: idleTimeoutSeconds }),
   })
 }

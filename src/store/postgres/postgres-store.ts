@@ -46,7 +46,7 @@ export async function createPostgresStore(
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
     throw new Error(`schema ${JSON.stringify(schema)}: use lower-case letters, digits and _`)
   }
-  const sql = connectPostgres({ url, schema, max: options.max ?? 10 })
+  const sql = connectPostgres({ url, schema, max: options.max ?? 10, name: 'multigrid store' })
   try {
     await migrate(sql, { schema })
   } catch (error) {
