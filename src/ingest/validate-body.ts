@@ -393,6 +393,17 @@ function noProviderLeft(
   const names = usable.filter((offering) => laneOf(offering) !== 'batch').map(offeringName)
   const laneLeft = catalog.routeWithLanes(model, routing).length > 0
   const lanes = laneLeft ? ' but a batch lane, which cannot serve a line alone' : ''
+  // Offerings the routing names whose provider has no key on this gateway: the key is the fix.
+  const unkeyed = model.offerings
+    .filter((offering) => routing?.only?.includes(offeringName(offering)))
+    .map((offering) => catalog.missingKey(offering.provider))
+    .filter((key): key is string => key !== null)
+  if (unkeyed.length > 0)
+    return {
+      path: at('provider'),
+      message: `leaves no configured provider for ${model.id}: ${routing!.only!.join(', ')} has no API key on this gateway`,
+      fix: `ask the operator to set ${[...new Set(unkeyed)].join(' or ')}, or allow one of: ${[...new Set(names)].join(', ')}`,
+    }
   return {
     path: at('provider'),
     message: `leaves no configured provider for ${model.id}${lanes}`,
