@@ -1,8 +1,9 @@
 /**
  * Claim allocation: which runnable batches to claim lines from, and how many, on each turn of the
- * dispatcher's loop. Earliest deadline first within an account, round-robin between accounts (so
- * one huge batch cannot starve a small one), bounded by the room left under what this instance
- * keeps in flight. No I/O and no clock of its own: the dispatcher passes in what it read.
+ * dispatcher's loop. Earliest deadline first within an account, round-robin between accounts due
+ * about as soon (so one huge batch cannot starve a small one) and before the accounts due later,
+ * bounded by the room left under what this instance keeps in flight and by the room of each
+ * batch's offerings, none counted twice. No I/O and no clock of its own: the dispatcher passes in what it read.
  *
  * It says how many lines of which batch, not where they go: each line's offering is the planner's
  * (spill-planner.ts, docs/routing.md), chosen as the line is launched.
@@ -29,6 +30,11 @@ export interface AllocationInput {
    * of its own. A batch waiting for a full pool leaves its share to the account's next batch.
    */
   room?: (batch: RunnableBatch) => number | null
+  /**
+   * `count` lines of the batch are claimed on its `room`: batches after it in this allocation
+   * that share its offerings have that much less (room never counts a slot twice).
+   */
+  took?: (batch: RunnableBatch, count: number) => void
 }
 
 export interface ClaimAllocator {
@@ -59,14 +65,14 @@ export function createClaimAllocator({ capacity }: { capacity: number }): ClaimA
   return {
     hasRoom,
     isFull: (inFlight) => inFlight >= target,
-    allocate({ batches, inFlight, heldBack, room }) {
+    allocate({ batches, inFlight, heldBack, room, took }) {
       if (!hasRoom(inFlight)) return []
       const byAccount = groupByAccount(batches, heldBack)
       if (byAccount.length === 0) return []
-      // A batch the planner has not seen yet: one claim's worth, until its offerings are known
-      // (all of the room to a batch for a slow pool would wait there, the rest starved).
+      // A batch with no room of its own (lines routed every which way): one claim's worth (all
+      // of the room to a batch for a slow pool would wait there, the rest starved).
       const bound = room && ((batch: RunnableBatch) => room(batch) ?? minClaim)
-      return spreadOverAccounts(byAccount, target - inFlight, turn++, bound)
+      return spreadOverAccounts(byAccount, target - inFlight, turn++, { room: bound, took })
     },
   }
 }
@@ -89,27 +95,41 @@ export function groupByAccount(
 }
 
 /**
- * Spreads `free` lines over the accounts in turn, starting at `turn` (mod their number): each
- * account at most an equal share of them, taken from its batches by deadline, each batch at most
- * its `room`.
+ * Accounts whose earliest batch is due within this long of the earliest of all take turns; the
+ * others come after them, earliest first: a batch due hours earlier gets capacity first (a
+ * 24-hour batch before a 72-hour one), while batches due about the same time share it by account.
+ */
+export const SAME_TURN_SECONDS = 3600
+
+/**
+ * Spreads `free` lines over the accounts (in order of their earliest deadline, groupByAccount):
+ * those due about first take turns, starting at `turn` (mod their number), then the others by
+ * deadline; each account at most an equal share of them, taken from its batches by deadline, each
+ * batch at most its `room`, told to `took`.
  */
 export function spreadOverAccounts(
   accounts: readonly (readonly RunnableBatch[])[],
   free: number,
   turn: number,
-  room: AllocationInput['room'] = () => null,
+  { room = () => null, took }: Pick<AllocationInput, 'room' | 'took'> = {},
 ): Claim[] {
-  const start = turn % accounts.length
+  const first = accounts[0]?.[0]?.deadlineAt ?? 0
+  let front = 0
+  while (front < accounts.length && accounts[front][0].deadlineAt <= first + SAME_TURN_SECONDS)
+    front++
+  const start = turn % Math.max(1, front)
+  const order = (i: number) => (i < front ? accounts[(start + i) % front] : accounts[i])
   const share = Math.max(1, Math.ceil(free / accounts.length))
   const claims: Claim[] = []
   let left = free
   for (let i = 0; i < accounts.length && left > 0; i++) {
     let quota = Math.min(share, left)
-    for (const batch of accounts[(start + i) % accounts.length]) {
+    for (const batch of order(i)) {
       if (quota === 0) break
       const count = Math.min(quota, batch.pending, room(batch) ?? Infinity)
       if (count === 0) continue
       claims.push({ batch, count })
+      took?.(batch, count)
       quota -= count
       left -= count
     }

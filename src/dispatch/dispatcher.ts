@@ -19,7 +19,7 @@ import { plannedSend } from './planned-send.ts'
 import { createRecorder, type Recorder } from './recorder.ts'
 import type { RetryPolicy } from './retry-policy.ts'
 import { runLine } from './run-line.ts'
-import { createSpillPlanner, type SpillPlanner } from './spill-planner.ts'
+import { createSpillPlanner, type SpillPlanner, type TakenRoom } from './spill-planner.ts'
 import { Tally } from './tally.ts'
 import { createWakeSignal, type WakeSignal } from './wake-signal.ts'
 import { BatchPace } from './batch-pace.ts'
@@ -336,6 +336,9 @@ async function runnableBatches(state: DispatchState, now: number): Promise<Runna
   return batches
 }
 
+/** Lines claimed of a batch before the planner has seen one of its lines. */
+const FIRST_CLAIM = 1
+
 async function tick(state: DispatchState): Promise<number> {
   const { allocator, store, options, leaseMs, knownPending, overrunning } = state
   // The room as it was before the store was asked: lines that end meanwhile leave theirs to the next turn.
@@ -344,12 +347,22 @@ async function tick(state: DispatchState): Promise<number> {
   const now = Date.now()
   const batches = await runnableBatches(state, now)
   let claimed = 0
+  // The offerings' room given to each batch, so the batches after it do not count it again.
+  const taken: TakenRoom = new Map()
   for (const { batch, count } of allocator.allocate({
     now,
     batches,
     inFlight: inFlightNow,
     heldBack: overrunning,
-    room: (batch) => state.spill.room(batch, batch.pending, now),
+    // A batch not planned here yet: one line, whose launch tells the planner its offerings, and
+    // the next turn (at once) claims the room they have. More lines taken blind could fill the
+    // gate of a pool that lines of batches due earlier are waiting for.
+    room: (batch) =>
+      state.spill.lastSeen(batch.id) === 0
+        ? FIRST_CLAIM
+        : state.spill.room(batch, batch.pending, now, taken),
+    took: (batch, count) =>
+      state.spill.take(batch, count, { unsent: batch.pending, nowMs: now }, taken),
   })) {
     const lines = await store.claimLines({
       batchId: batch.id,

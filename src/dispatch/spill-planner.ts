@@ -40,6 +40,12 @@ export interface EndedCall {
   ok: boolean
 }
 
+/**
+ * Room at each provider given to batches earlier in one claim allocation, not yet held there
+ * (their lines are launched after the allocation): by provider.
+ */
+export type TakenRoom = Map<string, number>
+
 export interface SpillPlanner {
   /** Which of `providers` (in preference order) takes the batch's next line, `unsent` lines of it not sent anywhere yet. */
   choose(
@@ -57,7 +63,17 @@ export interface SpillPlanner {
    * The claim allocator claims no more: lines beyond would wait in this instance's memory, not
    * the store, holding room other batches' providers could use (docs/routing.md).
    */
-  room(batch: PlannedBatch, unsent: number, nowMs: number): number | null
+  room(batch: PlannedBatch, unsent: number, nowMs: number, taken?: TakenRoom): number | null
+  /**
+   * `count` of the batch's lines are claimed on the room `room` gave (with the same `taken`):
+   * noted in `taken`, so a batch after it in the same allocation does not count that room again.
+   */
+  take(
+    batch: PlannedBatch,
+    count: number,
+    at: { unsent: number; nowMs: number },
+    taken: TakenRoom,
+  ): void
   /** A line of the batch was handed to the provider (it waits for a slot there, or runs). */
   enter(batchId: string, provider: string): void
   /** It took a slot and was sent. */
@@ -177,10 +193,25 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       s.heldSince = choice.kind === 'hold' ? (s.heldSince ?? nowMs) : null
       return choice
     },
-    room(batch, unsent, nowMs) {
+    room(batch, unsent, nowMs, taken) {
       const s = batches.get(batch.id)
       if (!s || s.lists.length === 0 || s.lists.length > MAX_LISTS) return null
-      return batchRoom(planning, s, batch, { unsent, nowMs })
+      let room = 0
+      for (const provider of roomTakers(planning, s, batch, { unsent, nowMs }))
+        room += roomAt(planning, provider, taken)
+      return room
+    },
+    take(batch, count, at, taken) {
+      const s = batches.get(batch.id)
+      if (!s || s.lists.length === 0 || s.lists.length > MAX_LISTS) return
+      // The providers' room in the order the batch's lists reach them: the first fills first.
+      let left = count
+      for (const provider of roomTakers(planning, s, batch, at)) {
+        if (left === 0) break
+        const used = Math.min(left, roomAt(planning, provider, taken))
+        taken.set(provider, (taken.get(provider) ?? 0) + used)
+        left -= used
+      }
     },
     enter(batchId, provider) {
       const s = state(batchId)
@@ -283,15 +314,15 @@ function remember(s: BatchState, providers: readonly string[]) {
 }
 
 /**
- * The lines of the batch its offerings take now (SpillPlanner.room): the room of each offering
- * its lists' next lines go to, each offering counted once.
+ * The offerings the batch's next lines go to now (SpillPlanner.room takes their room): for each
+ * of its lists the one its next line goes to, each offering once.
  */
-function batchRoom(
+function roomTakers(
   planning: Planning,
   s: BatchState,
   batch: PlannedBatch,
   { unsent, nowMs }: { unsent: number; nowMs: number },
-): number {
+): Set<string> {
   const takers = new Set<string>()
   for (const providers of s.lists) {
     const first = decide(planning, s, batch, { providers, unsent, nowMs })
@@ -307,19 +338,17 @@ function batchRoom(
     })
     if (past.kind === 'send') takers.add(providers[past.index])
   }
-  let room = 0
-  for (const provider of takers) room += roomAt(planning, provider)
-  return room
+  return takers
 }
 
 /**
- * An offering's room: its slots and one more round waiting, less every batch's lines there;
- * under half its slots, none, so a batch is claimed in rounds rather than a line each time one
- * ends (a store round trip per claim).
+ * An offering's room: its slots and one more round waiting, less every batch's lines there and
+ * the room given in this allocation already (`taken`); under half its slots, none, so a batch is
+ * claimed in rounds rather than a line each time one ends (a store round trip per claim).
  */
-function roomAt({ options, held }: Planning, provider: string): number {
+function roomAt({ options, held }: Planning, provider: string, taken?: TakenRoom): number {
   const limit = options.limit(provider)
-  const room = 2 * limit - (held.get(provider) ?? 0)
+  const room = 2 * limit - (held.get(provider) ?? 0) - (taken?.get(provider) ?? 0)
   return room >= Math.ceil(limit / 2) ? room : 0
 }
 

@@ -121,4 +121,35 @@ describe('claim allocator', () => {
       'b1:6',
     ])
   })
+
+  test('an account due hours later comes after those due first, whatever the turn; room taken is told', () => {
+    const allocator = createClaimAllocator({ capacity: 8 })
+    const HOUR = 3600
+    // a2's batch is due 71 hours after a1's: a1 first on every turn; a3 is due with a1 and takes turns.
+    const batches = [
+      batch('later', 'a2', 72 * HOUR, 50),
+      batch('soon', 'a1', HOUR, 50),
+      batch('soon-too', 'a3', HOUR + 60, 50),
+    ]
+    const room = new Map([
+      ['soon', 3],
+      ['soon-too', 3],
+      ['later', 50],
+    ])
+    const told: string[] = []
+    const allocate = () =>
+      claimed(
+        allocator.allocate({
+          now: 0,
+          batches,
+          inFlight: 0,
+          heldBack: none,
+          room: (b) => room.get(b.id)!,
+          took: (b, count) => told.push(`${b.id}:${count}`),
+        }),
+      )
+    expect(allocate()).toEqual(['soon:3', 'soon-too:3', 'later:4'])
+    expect(allocate()).toEqual(['soon-too:3', 'soon:3', 'later:4'])
+    expect(told).toEqual(['soon:3', 'soon-too:3', 'later:4', 'soon-too:3', 'soon:3', 'later:4'])
+  })
 })

@@ -1,7 +1,9 @@
 /**
  * Batches due earlier get capacity first (docs/open-models.md), also once their lines wait at a
  * full provider: a 72-hour batch's lines already queued for a one-slot provider let a 24-hour
- * batch's lines, submitted after, go first; a live call goes before both.
+ * batch's lines, submitted after, go first; a live call goes before both. And while a batch due
+ * earlier has lines for a provider, one due days later (the same account's or another's) takes
+ * none of its slots.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
@@ -21,6 +23,7 @@ beforeAll(async () => {
         // Unused here, but the dispatcher claims ahead for every provider's slots: the 72-hour
         // batch's lines are all claimed, and wait at narrow's gate, before the 24-hour one comes.
         wide: { kind: 'openai', base_url: `${sim.url}/v1`, max_concurrency: 64, timeout_s: 10 },
+        four: { kind: 'openai', base_url: `${sim.url}/v1`, max_concurrency: 4, timeout_s: 10 },
       },
       models: [
         {
@@ -31,6 +34,20 @@ beforeAll(async () => {
           offerings: [
             {
               provider: 'narrow',
+              upstream_model: 'sim-chat',
+              input_usd_per_mtok: '1',
+              output_usd_per_mtok: '2',
+            },
+          ],
+        },
+        {
+          id: 'four/chat',
+          endpoints: ['chat'],
+          context_tokens: 32000,
+          max_output_tokens: 1024,
+          offerings: [
+            {
+              provider: 'four',
               upstream_model: 'sim-chat',
               input_usd_per_mtok: '1',
               output_usd_per_mtok: '2',
@@ -98,3 +115,44 @@ test('at a full provider: a live call goes first, and a 24-hour batch submitted 
   expect(await status(late)).toBe('in_progress')
   await waitFor('the 72-hour batch to complete', async () => (await status(late)) === 'completed')
 })
+
+for (const accounts of ['one account', 'two accounts'])
+  test(`${accounts}: a 72-hour batch submitted after a 1-hour one takes no slot of their provider until it is done`, async () => {
+    const first = await gw.newAccount('10')
+    const second = accounts === 'one account' ? first : await gw.newAccount('10')
+    const submit = async (key: string, hours: number, count: number, prefix: string) => {
+      const lines = Array.from({ length: count }, (_, i) =>
+        chatLine(`${prefix}-${i}`, `question ${i}`, {}, 'four/chat'),
+      )
+      const answer = await gw.request(`/v1/batches?completion_window_hours=${hours}`, key, {
+        method: 'POST',
+        body: jsonl(lines),
+      })
+      expect(answer.status).toBe(201)
+      return ((await answer.json()) as { id: string }).id
+    }
+    const read = async (key: string, id: string) =>
+      (await (await gw.request(`/v1/batches/${id}`, key)).json()) as {
+        status: string
+        request_counts: { succeeded: number }
+      }
+    // 60 lines at 4 slots and 100 ms: 1.5 s of work, the later batch there from its first lines.
+    const soon = await submit(first.key, 1, 60, 'soon')
+    await waitFor(
+      'the first lines to run',
+      async () => (await read(first.key, soon)).request_counts.succeeded > 0,
+    )
+    const later = await submit(second.key, 72, 20, 'later')
+    let laterDone = 0
+    await waitFor('the 1-hour batch to complete', async () => {
+      // Read the later one first: what it had done by the time the first is seen complete.
+      laterDone = (await read(second.key, later)).request_counts.succeeded
+      return (await read(first.key, soon)).status === 'completed'
+    })
+    // Lines it had claimed before the first's took the room may run, a round at most.
+    expect(laterDone).toBeLessThanOrEqual(4)
+    await waitFor(
+      'the 72-hour batch to complete',
+      async () => (await read(second.key, later)).status === 'completed',
+    )
+  })

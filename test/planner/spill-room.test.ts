@@ -92,3 +92,23 @@ test("past the cheap offering's room: the offering a spill goes to adds its room
   // In 8 the pool finishes them: its own room alone.
   expect(room(8 * 3600)).toBe(3)
 })
+
+test('room given to one batch in an allocation is not given again to the next on the same offering', () => {
+  const spill = planner({ pool: 4, paid: 16 })
+  const other = { ...batch, id: 'batch_b' }
+  const elsewhere = { ...batch, id: 'batch_c' }
+  spill.choose(batch, ['pool'], 10, NOW)
+  spill.choose(other, ['pool'], 10, NOW)
+  spill.choose(elsewhere, ['paid'], 10, NOW)
+  const taken = new Map<string, number>()
+  expect(spill.room(batch, 10, NOW, taken)).toBe(8)
+  spill.take(batch, 5, { unsent: 10, nowMs: NOW }, taken)
+  expect(spill.room(other, 10, NOW, taken)).toBe(3)
+  spill.take(other, 2, { unsent: 10, nowMs: NOW }, taken)
+  // 1 left at the pool: under half its slots, so none for a batch after them there.
+  expect(spill.room(batch, 10, NOW, taken)).toBe(0)
+  // Another offering's room is its own.
+  expect(spill.room(elsewhere, 10, NOW, taken)).toBe(32)
+  // Without the allocation's tally, each batch sees the pool's whole room, as before.
+  expect(spill.room(other, 10, NOW)).toBe(8)
+})
