@@ -126,6 +126,7 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
     marginShare: options.spillMargin,
     available: upstreams.available,
     unreachable: upstreams.unreachable,
+    pausedUntil: upstreams.pausedUntil,
     limit: (provider) => upstreams.gate(provider).limit,
     fleet: options.fleetRates !== undefined,
   })
@@ -292,6 +293,8 @@ async function writeProjection(state: DispatchState) {
       etas.push({ batchId: id, eta })
     const reason = spill.waiting(id, now)
     if (reason?.code === 'provider_unavailable') waiting.unavailable(id, reason.providers)
+    else if (reason?.code === 'provider_rate_limited')
+      waiting.rateLimited(id, reason.providers, reason.untilMs)
     else if (reason?.code === 'capacity_busy') waiting.capacityBusy(id, reason.providers)
   }
   if (etas.length > 0) await store.recordEtas(etas)

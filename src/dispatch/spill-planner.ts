@@ -26,6 +26,8 @@ export interface SpillPlannerOptions {
   unreachable(provider: string): boolean
   /** The provider's concurrency: more lines than this sent there wait for a slot. */
   limit(provider: string): number
+  /** Until when (Unix ms) a 429 paused the provider, 0 when it is not paused: a batch waits for it. */
+  pausedUntil?(provider: string, nowMs: number): number
   /**
    * In a fleet (rates shared through fleetRates): a batch's own rates are not acted on before
    * the fleet's first came, since alone they read each provider as slower than it is.
@@ -93,7 +95,10 @@ export interface SpillPlanner {
   waiting(
     batchId: string,
     nowMs: number,
-  ): { code: 'provider_unavailable' | 'capacity_busy'; providers: string } | null
+  ):
+    | { code: 'provider_unavailable' | 'capacity_busy'; providers: string }
+    | { code: 'provider_rate_limited'; providers: string; untilMs: number }
+    | null
   /** This instance's figures of the batch on each provider it knows of (for the other instances). */
   localShares(batchId: string, nowMs: number): Map<string, ProviderShare>
   /**
@@ -430,6 +435,16 @@ function waitingReason(
   // 429's own reason).
   if (s.heldSince !== null && s.providers.every((p) => options.unreachable(p)))
     return { code: 'provider_unavailable', providers }
+  // Held back unsent while every provider it may go to is out or paused on a 429, another
+  // batch's 429 maybe: it waits for the first pause to end.
+  if (s.heldSince !== null && !s.providers.some((p) => options.available(p, nowMs))) {
+    const pauses = s.providers
+      .map((p) => [p, options.pausedUntil?.(p, nowMs) ?? 0] as const)
+      .filter(([, until]) => until > 0)
+      .sort((a, b) => a[1] - b[1])
+    if (pauses.length > 0)
+      return { code: 'provider_rate_limited', providers: pauses[0][0], untilMs: pauses[0][1] }
+  }
   // Lines handed to available providers, none of them in service, while lines of batches due
   // no later than this one hold those providers: they wait behind them (docs/routing.md). Behind a
   // batch due later it is the fair share between accounts, not a full offering: no reason.

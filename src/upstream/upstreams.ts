@@ -98,6 +98,8 @@ export interface Upstreams {
   available(provider: string, nowMs: number): boolean
   /** Every replica is out and unreachable: a call now would not be served (part of `available`). */
   unreachable(provider: string): boolean
+  /** Until when (Unix ms) a 429 paused the provider: 0 when it is not paused now. */
+  pausedUntil(provider: string, nowMs: number): number
   /** Total concurrency across providers that can be called. */
   capacity(): number
   health(): Record<string, ProviderHealth>
@@ -169,6 +171,10 @@ export function createUpstreams(
       return !adapter.unreachable()
     },
     unreachable: (provider) => adapters.get(provider)?.unreachable() ?? true,
+    pausedUntil(provider, nowMs) {
+      const until = pausedUntil.get(provider) ?? 0
+      return until > nowMs ? until : 0
+    },
     capacity: () => [...gates.values()].reduce((sum, gate) => sum + gate.limit, 0),
     health: () => health(providers),
     async close() {

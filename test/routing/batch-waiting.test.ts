@@ -59,6 +59,50 @@ for (const storeKind of STORES) {
     const read = async (id: string) =>
       (await (await gw.request(`/v1/batches/${id}`, key)).json()) as NativeBatch
 
+    test("a batch held back by a pause another batch's 429 caused waits provider_rate_limited too", async () => {
+      sim.configure({ rate429: 1, retryAfterSeconds: 4 })
+      try {
+        const first = await submit(1)
+        await waitFor('the pause', async () => (sim.stats().byStatus['429'] ?? 0) > 0)
+        const refused = sim.stats().byStatus['429']
+        // Another account's batch, after the pause began: none of its lines is sent meanwhile.
+        const other = await gw.newAccount('10')
+        const response = await gw.request('/v1/batches', other.key, {
+          method: 'POST',
+          body: jsonl([chatLine('o', 'other')]),
+        })
+        const { id } = (await response.json()) as { id: string }
+        const waiting = await waitFor(
+          'the second batch to say why it waits',
+          async () => {
+            const batch = (await (
+              await gw.request(`/v1/batches/${id}`, other.key)
+            ).json()) as NativeBatch
+            return batch.waiting ? batch : null
+          },
+          3_000,
+        )
+        expect(sim.stats().byStatus['429']).toBe(refused)
+        expect(waiting.waiting!.code).toBe('provider_rate_limited')
+        expect(waiting.waiting!.message).toContain('sim answered 429')
+        expect(waiting.waiting!.until! * 1000).toBeGreaterThan(Date.now())
+        sim.configure({ rate429: 0 })
+        for (const [batchId, owner] of [
+          [first.id, key],
+          [id, other.key],
+        ])
+          await waitFor(
+            'both to finish',
+            async () =>
+              ((await (await gw.request(`/v1/batches/${batchId}`, owner)).json()) as NativeBatch)
+                .status === 'completed',
+            30_000,
+          )
+      } finally {
+        sim.configure({ rate429: 0, retryAfterSeconds: null })
+      }
+    })
+
     test('a 429 with Retry-After makes the batch wait provider_rate_limited until it resumes', async () => {
       sim.configure({ rate429: 1, retryAfterSeconds: 3 })
       const created = await submit(4)
