@@ -131,7 +131,7 @@ export function createWaitingReporter(
       // it gave has gone by, so the batch never shows a resume time in the past.
       if (
         before?.waiting.code === 'provider_rate_limited' &&
-        (before.untilMs > 0 || (before.waiting.until ?? 0) * 1000 > now())
+        (before.untilMs > now() || (before.waiting.until ?? 0) * 1000 > now())
       )
         return
       // Not a pause: the next line that ends, here or anywhere, clears it.

@@ -393,17 +393,18 @@ function noProviderLeft(
   const names = usable.filter((offering) => laneOf(offering) !== 'batch').map(offeringName)
   const laneLeft = catalog.routeWithLanes(model, routing).length > 0
   const lanes = laneLeft ? ' but a batch lane, which cannot serve a line alone' : ''
-  // Offerings the routing names whose provider has no key on this gateway: the key is the fix.
-  const unkeyed = model.offerings
-    .filter((offering) => routing?.only?.includes(offeringName(offering)))
-    .map((offering) => catalog.missingKey(offering.provider))
-    .filter((key): key is string => key !== null)
-  if (unkeyed.length > 0)
+  // Every offering the routing names has a provider without its key here: the key is the fix.
+  const named = model.offerings.filter((o) => routing?.only?.includes(offeringName(o)))
+  const unkeyed = named.filter((o) => catalog.missingKey(o.provider) !== null)
+  if (named.length > 0 && unkeyed.length === named.length) {
+    const keys = [...new Set(unkeyed.map((o) => catalog.missingKey(o.provider)!))]
+    const others = names.length > 0 ? `, or allow one of: ${[...new Set(names)].join(', ')}` : ''
     return {
       path: at('provider'),
-      message: `leaves no configured provider for ${model.id}: ${routing!.only!.join(', ')} has no API key on this gateway`,
-      fix: `ask the operator to set ${[...new Set(unkeyed)].join(' or ')}, or allow one of: ${[...new Set(names)].join(', ')}`,
+      message: `leaves no configured provider for ${model.id}: ${[...new Set(unkeyed.map(offeringName))].join(', ')} has no API key on this gateway`,
+      fix: `ask the operator to set ${keys.join(' or ')}${others}`,
     }
+  }
   return {
     path: at('provider'),
     message: `leaves no configured provider for ${model.id}${lanes}`,

@@ -187,19 +187,29 @@ for (const store of STORES) {
 for (const store of STORES) {
   describe(`${store}, with the dispatcher running`, () => {
     let sim: Simulator
+    let erring: Simulator
     let down: TestGateway
     let slow: TestGateway
+    let failing: TestGateway
     beforeAll(async () => {
       sim = await startSimulator({ latencyMs: 4_000 })
+      erring = await startSimulator({ errorRate: 1 })
       const env = { MULTIGRID_POLL_MS: '20', MULTIGRID_CREDIT_WAIT_POLL_MS: '100' }
       // The test catalog's default upstream is 127.0.0.1:9, where nothing listens.
       down = await startTestGateway({ store, env })
       slow = await startTestGateway({ store, env, upstreams: { openai: `${sim.url}/v1` } })
+      failing = await startTestGateway({
+        store,
+        env: { ...env, MULTIGRID_MAX_ATTEMPTS: '100' },
+        upstreams: { openai: `${erring.url}/v1` },
+      })
     })
     afterAll(async () => {
       await down.stop()
       await slow.stop()
+      await failing.stop()
       await sim.stop()
+      await erring.stop()
     })
 
     const submit = async (gw: TestGateway, key: string) => {
@@ -259,6 +269,20 @@ for (const store of STORES) {
         return batch.status === 'completed' ? batch : null
       })
       expect(done.request_counts.succeeded).toBe(2)
+    }, 30_000)
+
+    test('lines tried upstream and waiting to be tried again have started it: it runs on', async () => {
+      const { key } = await failing.newAccount('5')
+      const id = await submit(failing, key)
+      // Every call answered 500: each line is tried, then waits its backoff, pending.
+      await waitFor('the lines to be tried', async () => erring.stats().requests >= 2)
+      await age(failing, id, 12 * HOUR + 5)
+      // Several turns of the check (every 100 ms here) while the lines wait for their retries.
+      await Bun.sleep(1_000)
+      const batch = await read(failing, key, id)
+      expect(batch.status).toBe('in_progress')
+      expect(batch.errors).toBeNull()
+      await failing.request(`/v1/batches/${id}`, key, { method: 'DELETE' })
     }, 30_000)
   })
 }

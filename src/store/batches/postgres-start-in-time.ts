@@ -34,10 +34,12 @@ export async function failUnstartedBatches(sql: postgres.Sql, now: number): Prom
       WHERE ${unstarted(tx)} ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED`
     const failed: string[] = []
     for (const batch of batches) {
+      // Its pending lines held (the count is only for the locks), no claim can start it now.
       await tx`SELECT count(*) FROM (
         SELECT 1 FROM lines WHERE batch_id = ${batch.id} AND status = 'pending' FOR UPDATE) held`
       const [started] = await tx`
-        SELECT 1 FROM lines WHERE batch_id = ${batch.id} AND status <> 'pending' LIMIT 1`
+        SELECT 1 FROM lines WHERE batch_id = ${batch.id} AND (status <> 'pending' OR attempts > 0)
+        LIMIT 1`
       if (started) continue
       const hours = Number(batch.completion_window_hours)
       const message = capacityUnavailableMessage(

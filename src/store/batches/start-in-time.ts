@@ -2,9 +2,9 @@
  * Starting in time (docs/open-models.md): a batch none of whose lines has started by half its window — by
  * 48 hours for a window of 72 hours or more, so that a batch that starts has at least 24 hours
  * left — ends `failed` with `capacity_unavailable`: nothing run, its hold released, nothing
- * charged. A line has started once it is in flight or ended: every line still `pending` means
- * none has, also when lines were claimed and handed back unsent or untaken (an unreachable
- * provider), which `started_at` alone cannot tell. The rule is here; each dialect applies it in
+ * charged. A line has started once it is in flight, has ended, or was tried upstream (an
+ * attempt used): lines claimed and handed back unsent (an unreachable provider) use none, so a
+ * batch of such lines has not started, which `started_at` alone cannot tell. The rule is here; each dialect applies it in
  * one transaction (sqlite-start-in-time.ts, postgres-start-in-time.ts).
  */
 
@@ -20,9 +20,12 @@ export function startBySeconds(windowHours: number): number {
 /** The same offset as an SQL expression over the batches table, for the dialects' queries. */
 export const START_BY_SQL = `CASE WHEN completion_window_hours >= ${LONG_WINDOW_HOURS} THEN ${LONG_START_BY_SECONDS} ELSE completion_window_hours * 1800 END`
 
-/** No line of the batch (the outer query's `batches` row) is in flight or ended. */
+/**
+ * No line of the batch (the outer query's `batches` row) has started: in flight, ended, or tried
+ * upstream and waiting to be tried again (an attempt used; a line handed back unsent uses none).
+ */
 export const NO_LINE_STARTED_SQL = `NOT EXISTS (
-  SELECT 1 FROM lines l WHERE l.batch_id = batches.id AND l.status <> 'pending')`
+  SELECT 1 FROM lines l WHERE l.batch_id = batches.id AND (l.status <> 'pending' OR l.attempts > 0))`
 
 export const CAPACITY_UNAVAILABLE = 'capacity_unavailable'
 
