@@ -102,10 +102,11 @@ export function groupByAccount(
 export const SAME_TURN_SECONDS = 3600
 
 /**
- * Spreads `free` lines over the accounts (in order of their earliest deadline, groupByAccount):
- * those due about first take turns, starting at `turn` (mod their number), then the others by
- * deadline; each account at most an equal share of them, taken from its batches by deadline, each
- * batch at most its `room`, told to `took`.
+ * Spreads `free` lines over the accounts (in order of their earliest deadline, groupByAccount).
+ * The accounts with a batch due about first (within SAME_TURN_SECONDS of the earliest) take
+ * turns, starting at `turn` (mod their number), each at most an equal share, with those batches
+ * by deadline; then every batch due later, whoever's, earliest first, in what is left. Each batch
+ * at most its `room`, told to `took`.
  */
 export function spreadOverAccounts(
   accounts: readonly (readonly RunnableBatch[])[],
@@ -113,26 +114,34 @@ export function spreadOverAccounts(
   turn: number,
   { room = () => null, took }: Pick<AllocationInput, 'room' | 'took'> = {},
 ): Claim[] {
-  const first = accounts[0]?.[0]?.deadlineAt ?? 0
-  let front = 0
-  while (front < accounts.length && accounts[front][0].deadlineAt <= first + SAME_TURN_SECONDS)
-    front++
-  const start = turn % Math.max(1, front)
-  const order = (i: number) => (i < front ? accounts[(start + i) % front] : accounts[i])
-  const share = Math.max(1, Math.ceil(free / accounts.length))
+  const band = (accounts[0]?.[0]?.deadlineAt ?? 0) + SAME_TURN_SECONDS
+  const front = accounts.filter((batches) => batches[0].deadlineAt <= band)
   const claims: Claim[] = []
   let left = free
-  for (let i = 0; i < accounts.length && left > 0; i++) {
+  const claim = (batch: RunnableBatch, quota: number) => {
+    const count = Math.min(quota, batch.pending, room(batch) ?? Infinity)
+    if (count === 0) return 0
+    claims.push({ batch, count })
+    took?.(batch, count)
+    left -= count
+    return count
+  }
+  const start = turn % Math.max(1, front.length)
+  const share = Math.max(1, Math.ceil(free / Math.max(1, front.length)))
+  for (let i = 0; i < front.length && left > 0; i++) {
     let quota = Math.min(share, left)
-    for (const batch of order(i)) {
-      if (quota === 0) break
-      const count = Math.min(quota, batch.pending, room(batch) ?? Infinity)
-      if (count === 0) continue
-      claims.push({ batch, count })
-      took?.(batch, count)
-      quota -= count
-      left -= count
+    for (const batch of front[(start + i) % front.length]) {
+      if (quota === 0 || batch.deadlineAt > band) break
+      quota -= claim(batch, quota)
     }
+  }
+  // A stable sort: batches due at the same second keep their accounts' order.
+  const later = accounts
+    .flatMap((batches) => batches.filter((batch) => batch.deadlineAt > band))
+    .sort((a, b) => a.deadlineAt - b.deadlineAt)
+  for (const batch of later) {
+    if (left === 0) break
+    claim(batch, left)
   }
   return claims
 }

@@ -81,6 +81,8 @@ interface DispatchState extends DispatcherDeps {
   leaseMs: number
   abort: AbortController
   allocator: ClaimAllocator
+  /** Batches given their first claim before the planner saw one of their lines (bounded). */
+  firstClaims: Set<string>
   spill: SpillPlanner
   wake: WakeSignal
   running: boolean
@@ -199,6 +201,7 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
     leaseMs,
     abort: new AbortController(),
     allocator: createClaimAllocator({ capacity: upstreams.capacity() }),
+    firstClaims: new Set(),
     spill,
     wake: createWakeSignal(),
     running: false,
@@ -341,6 +344,13 @@ async function runnableBatches(state: DispatchState, now: number): Promise<Runna
 
 /** Lines claimed of a batch before the planner has seen one of its lines. */
 const FIRST_CLAIM = 1
+const MAX_FIRST_CLAIMS = 10_000
+
+/** Notes a batch's first claim; the oldest notes go first past the bound. */
+function rememberFirstClaim(firstClaims: Set<string>, batchId: string) {
+  if (firstClaims.size >= MAX_FIRST_CLAIMS) firstClaims.delete(firstClaims.values().next().value!)
+  firstClaims.add(batchId)
+}
 
 async function tick(state: DispatchState): Promise<number> {
   const { allocator, store, options, leaseMs, knownPending, overrunning } = state
@@ -361,11 +371,15 @@ async function tick(state: DispatchState): Promise<number> {
     // the next turn (at once) claims the room they have. More lines taken blind could fill the
     // gate of a pool that lines of batches due earlier are waiting for.
     room: (batch) =>
-      state.spill.lastSeen(batch.id) === 0
+      state.spill.lastSeen(batch.id) === 0 && !state.firstClaims.has(batch.id)
         ? FIRST_CLAIM
         : state.spill.room(batch, batch.pending, now, taken),
-    took: (batch, count) =>
-      state.spill.take(batch, count, { unsent: batch.pending, nowMs: now }, taken),
+    took(batch, count) {
+      // Once: lines that never reach the planner (kept for a lane, refused) must not leave the
+      // batch claimed a line a turn.
+      if (state.spill.lastSeen(batch.id) === 0) rememberFirstClaim(state.firstClaims, batch.id)
+      state.spill.take(batch, count, { unsent: batch.pending, nowMs: now }, taken)
+    },
   })) {
     const lines = await store.claimLines({
       batchId: batch.id,

@@ -148,8 +148,23 @@ describe('claim allocator', () => {
           took: (b, count) => told.push(`${b.id}:${count}`),
         }),
       )
-    expect(allocate()).toEqual(['soon:3', 'soon-too:3', 'later:4'])
-    expect(allocate()).toEqual(['soon-too:3', 'soon:3', 'later:4'])
-    expect(told).toEqual(['soon:3', 'soon-too:3', 'later:4', 'soon-too:3', 'soon:3', 'later:4'])
+    // The later account takes what the first ones leave, not an equal share beside them.
+    expect(allocate()).toEqual(['soon:3', 'soon-too:3', 'later:6'])
+    expect(allocate()).toEqual(['soon-too:3', 'soon:3', 'later:6'])
+    expect(told).toEqual(['soon:3', 'soon-too:3', 'later:6', 'soon-too:3', 'soon:3', 'later:6'])
+  })
+
+  test("an account due first has its batches due later served after another account's due before them", () => {
+    const HOUR = 3600
+    // a1: due in 1 hour and in 72; a2: due in 3 hours. The order: a1's first, a2's, a1's last.
+    const accounts = [
+      [batch('x-soon', 'a1', HOUR, 5), batch('x-late', 'a1', 72 * HOUR, 50)],
+      [batch('y-mid', 'a2', 3 * HOUR, 5)],
+    ]
+    expect(claimed(spreadOverAccounts(accounts, 100, 0))).toEqual([
+      'x-soon:5',
+      'y-mid:5',
+      'x-late:50',
+    ])
   })
 })
