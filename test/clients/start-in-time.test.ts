@@ -34,6 +34,30 @@ async function age(gw: TestGateway, batchId: string, seconds: number) {
   }
 }
 
+/** How many progress shards of the batch the store holds (an ended batch is its row alone). */
+async function shardsOf(gw: TestGateway, batchId: string): Promise<number> {
+  if (gw.env.DATABASE_URL) {
+    const { default: postgres } = await import('postgres')
+    const sql = postgres(gw.env.DATABASE_URL, { max: 1, onnotice: () => {} })
+    try {
+      const [row] =
+        await sql`SELECT count(*)::int AS n FROM batch_progress WHERE batch_id = ${batchId}`
+      return row.n
+    } finally {
+      await sql.end()
+    }
+  }
+  const db = openStoreFile(gw.env.MULTIGRID_DATA_DIR)
+  try {
+    const row = db
+      .query<{ n: number }, [string]>('SELECT count(*) AS n FROM batch_progress WHERE batch_id = ?')
+      .get(batchId)
+    return row!.n
+  } finally {
+    db.close()
+  }
+}
+
 const HOUR = 3600
 
 for (const store of STORES) {
@@ -244,7 +268,10 @@ for (const store of STORES) {
       })
       expect(failed.errors?.map((error) => error.code)).toEqual(['capacity_unavailable'])
       expect(failed.request_counts.failed).toBe(2)
+      expect(failed.request_counts.running).toBe(0)
       expect(failed.cost_usd).toBe('0.000000')
+      // Its claims and hand-backs were folded into its row with its end.
+      expect(await shardsOf(down, id)).toBe(0)
       const after = (await (await down.admin(`/accounts/${accountId}`)).json()) as {
         balance_usd: string
         held_usd: string

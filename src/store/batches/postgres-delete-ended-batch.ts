@@ -17,6 +17,8 @@ export async function deleteEndedBatch(
     await tx`DELETE FROM files WHERE batch_id = ${id}`
     await tx`DELETE FROM webhook_deliveries WHERE batch_id = ${id}`
     await tx`DELETE FROM batch_providers WHERE batch_id = ${id}`
+    // None should be left once it ended (folded); none may outlive it either way.
+    await tx`DELETE FROM batch_progress WHERE batch_id = ${id}`
     await tx`DELETE FROM batches WHERE id = ${id}`
     return true
   })

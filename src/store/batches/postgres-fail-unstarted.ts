@@ -5,12 +5,18 @@
  * row and its pending lines, and settles the account's hold and webhooks.
  */
 import type postgres from 'postgres'
+import { foldedColumns, foldedShards } from '../dispatch/postgres-batch-progress.ts'
 
 export async function failUnstartedBatch(
   tx: postgres.TransactionSql,
   failure: { batchId: string; code: string; message: string; now: number },
 ) {
   const { batchId, code, message, now } = failure
+  // Lines taken up and handed back left shards (netting to nothing): folded, as at any end.
+  await tx`
+    WITH ${foldedShards(tx, [batchId])}
+    UPDATE batches b SET ${foldedColumns(tx)}
+    FROM folded f WHERE b.id = f.batch_id`
   const ended = await tx`
     UPDATE lines SET status = 'failed', error_code = ${code},
       error_message = ${message}, cost_usd = 0, finished_at = ${now}

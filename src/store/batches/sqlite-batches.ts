@@ -144,6 +144,8 @@ function deleteEndedBatch(db: SqliteConnection, accountId: string, id: string): 
   q(db, 'DELETE FROM files WHERE batch_id = ?').run(id)
   q(db, 'DELETE FROM webhook_deliveries WHERE batch_id = ?').run(id)
   q(db, 'DELETE FROM batch_providers WHERE batch_id = ?').run(id)
+  // None should be left once it ended (folded); none may outlive it either way.
+  q(db, 'DELETE FROM batch_progress WHERE batch_id = ?').run(id)
   q(db, 'DELETE FROM batches WHERE id = ?').run(id)
   return true
 }

@@ -14,6 +14,7 @@ import {
   startBySeconds,
 } from './start-in-time.ts'
 import { enqueueWebhookEvents } from '../webhooks/sqlite-webhooks.ts'
+import { foldIntoRow } from '../dispatch/sqlite-batch-progress.ts'
 
 type Row = Record<string, any>
 const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
@@ -36,6 +37,8 @@ export function failUnstartedBatches(db: Database, now: number): string[] {
     const hours = Number(batch.completion_window_hours)
     const startBy = Number(batch.created_at) + startBySeconds(hours)
     const message = capacityUnavailableMessage(hours, startBy)
+    // Lines taken up and handed back left shards (netting to nothing): folded, as at any end.
+    foldIntoRow(db, batch.id)
     const n = q(
       db,
       `UPDATE lines SET status = 'failed', error_code = ?, error_message = ?, cost_usd = '0',

@@ -78,6 +78,25 @@ export function foldProgress(db: Database, row: Row): Row {
 }
 
 /**
+ * Folds the batch's shards into its row now, outside finishBatch (a batch failed before any line
+ * of it started, whose lines were taken up and handed back): an ended batch is its row alone.
+ */
+export function foldIntoRow(db: Database, batchId: string): void {
+  const stored = db.query<Row, [string]>('SELECT * FROM batches WHERE id = ?').get(batchId)
+  if (!stored || !shardSums(db, batchId)) return
+  const f = foldProgress(db, stored)
+  db.query(
+    `UPDATE batches SET ${[...COUNTS, ...MONEY].map((column) => `${column} = ?`).join(', ')},
+       version = ? WHERE id = ?`,
+  ).run(
+    ...COUNTS.map((column) => Number(f[column])),
+    ...MONEY.map((column) => moneyText(f[column])),
+    f.version,
+    batchId,
+  )
+}
+
+/**
  * Batch rows as `read` selects them, each with its shards added, read in one transaction: the
  * dispatch thread writes on a connection of its own, and a row and its shards read in two
  * snapshots could straddle a fold and count a batch's lines twice or not at all.
