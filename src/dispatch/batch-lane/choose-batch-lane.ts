@@ -133,13 +133,11 @@ export function liveOfferings(ordered: readonly Offering[]): Offering[] {
 
 /** While its lane still takes lines, a line kept for it is looked at again after this long (ms). */
 const LANE_RETAKE_MS = 1_000
-/** How long a lane must stay open after a batch's creation to be that batch's one offering (ms). */
-const LANE_MIN_OPEN_MS = 60_000
 
 /**
  * With `allow_fallbacks: false` a batch line keeps to one offering (docs/routing.md). When that is a
  * batch lane — first in the planner's order, and open when the line's batch was created (still a
- * minute later) — the live lanes never send the line: while the lane still takes lines it waits
+ * moment later) — the live lanes never send the line: while the lane still takes lines it waits
  * for the lane, after that for the deadline, which ends it `expired`. Returns when the line may be looked at again (ms), or
  * null when the live lanes may send it (fallbacks allowed, another offering first, or a window too
  * short for the lane from the start, so the first live offering is the one).
@@ -155,8 +153,9 @@ export function heldForLane(
   if (!first) return null
   const kindOf = (name: string) => catalog.provider(name)?.kind
   const deadlineMs = batch.deadlineAt * 1000
-  // Open a while after creation too: a window of just (or barely over) min_hours_left opens the
-  // lane for moments the lane engine may not use, and the line would wait for nothing.
-  if (!openLane(first, deadlineMs, batch.createdAt * 1000 + LANE_MIN_OPEN_MS, kindOf)) return null
+  // Open a retake after creation too: a window of just min_hours_left opens the lane for an
+  // instant the lane engine cannot use, and the line would wait for nothing. (A lane open for
+  // seconds does take lines: a longer bound would send them live.)
+  if (!openLane(first, deadlineMs, batch.createdAt * 1000 + LANE_RETAKE_MS, kindOf)) return null
   return openLane(first, deadlineMs, nowMs, kindOf) ? nowMs + LANE_RETAKE_MS : deadlineMs
 }
