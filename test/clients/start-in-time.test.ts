@@ -60,6 +60,28 @@ async function shardsOf(gw: TestGateway, batchId: string): Promise<number> {
 
 const HOUR = 3600
 
+/** A batch of two chat lines with this window; its id. */
+async function submitPair(gw: TestGateway, key: string, hours: number): Promise<string> {
+  const response = await gw.request(`/v1/batches?completion_window_hours=${hours}`, key, {
+    method: 'POST',
+    headers: { 'content-type': 'application/jsonl' },
+    body: jsonl([chatLine('a'), chatLine('b')]),
+  })
+  expect(response.status).toBe(201)
+  return ((await response.json()) as { id: string }).id
+}
+
+/** The native batch object, as far as these tests read it. */
+const readBatch = async (gw: TestGateway, key: string, id: string) =>
+  (await (await gw.request(`/v1/batches/${id}`, key)).json()) as {
+    status: string
+    started_at: number | null
+    cost_usd: string
+    waiting: { code: string } | null
+    errors: { code: string }[] | null
+    request_counts: { running: number; succeeded: number; failed: number }
+  }
+
 for (const store of STORES) {
   describe(store, () => {
     let gw: TestGateway
@@ -71,21 +93,8 @@ for (const store of STORES) {
     })
     afterAll(() => gw.stop())
 
-    async function submit(key: string, hours: number) {
-      const response = await gw.request(`/v1/batches?completion_window_hours=${hours}`, key, {
-        method: 'POST',
-        headers: { 'content-type': 'application/jsonl' },
-        body: jsonl([chatLine('a'), chatLine('b')]),
-      })
-      expect(response.status).toBe(201)
-      return ((await response.json()) as { id: string }).id
-    }
-    const read = async (key: string, id: string) =>
-      (await (await gw.request(`/v1/batches/${id}`, key)).json()) as {
-        status: string
-        cost_usd: string
-        request_counts: { failed: number }
-      }
+    const submit = (key: string, hours: number) => submitPair(gw, key, hours)
+    const read = (key: string, id: string) => readBatch(gw, key, id)
     const account = async (id: string) =>
       (await (await gw.admin(`/accounts/${id}`)).json()) as {
         balance_usd: string
@@ -204,9 +213,9 @@ for (const store of STORES) {
 }
 
 /**
- * A batch counts as started once a line of it has run: in flight upstream, or ended. A claim
- * alone does not start it: a batch whose only provider is unreachable has its lines claimed,
- * tried and handed back, none of them ever running there, and still fails at half its window.
+ * A batch counts as started once a line of it is in flight, has ended, or was tried upstream (an
+ * attempt used). A claim alone does not start it: a batch whose only provider is unreachable has
+ * its lines claimed and handed back unsent, and still fails at half its window.
  */
 for (const store of STORES) {
   describe(`${store}, with the dispatcher running`, () => {
@@ -236,23 +245,8 @@ for (const store of STORES) {
       await erring.stop()
     })
 
-    const submit = async (gw: TestGateway, key: string) => {
-      const response = await gw.request('/v1/batches?completion_window_hours=24', key, {
-        method: 'POST',
-        body: jsonl([chatLine('a'), chatLine('b')]),
-      })
-      expect(response.status).toBe(201)
-      return ((await response.json()) as { id: string }).id
-    }
-    const read = async (gw: TestGateway, key: string, id: string) =>
-      (await (await gw.request(`/v1/batches/${id}`, key)).json()) as {
-        status: string
-        started_at: number | null
-        cost_usd: string
-        waiting: { code: string } | null
-        errors: { code: string }[] | null
-        request_counts: { running: number; succeeded: number; failed: number }
-      }
+    const submit = (gw: TestGateway, key: string) => submitPair(gw, key, 24)
+    const read = readBatch
 
     test('its only provider unreachable: claimed and handed back, still failed capacity_unavailable', async () => {
       const { key, accountId } = await down.newAccount('5')
