@@ -102,6 +102,10 @@ interface RunResult {
   /** 201 → the first 5% of lines done, and the last 5% → completed, in ms. */
   rampMs: number
   tailMs: number
+  /** 201 → the simulator's first request, and its `concurrency`-th; its last request → completed. */
+  firstSendMs: number
+  fullMs: number
+  lastSendToDoneMs: number
   cpuUsPerLine: number
   mainUsPerLine: number
   cpuShare: number
@@ -224,7 +228,13 @@ async function submit(url: string, key: string, body: string): Promise<string> {
  * Polls every 50 ms until the batch ends (a poll is a cheap GET; a coarser one would add up to its
  * interval to the measured time); returns each poll's time and finished-line count.
  */
-async function waitDone(url: string, key: string, id: string, maxMs: number) {
+async function waitDone(
+  url: string,
+  key: string,
+  id: string,
+  maxMs: number,
+  onPoll?: (done: number) => void,
+) {
   const polls: { t: number; done: number }[] = []
   const endAt = performance.now() + maxMs
   while (performance.now() < endAt) {
@@ -241,6 +251,7 @@ async function waitDone(url: string, key: string, id: string, maxMs: number) {
     const batch = (await response.json()) as { status: string; request_counts: Counts }
     const c = batch.request_counts
     polls.push({ t: performance.now(), done: c.succeeded + c.failed + c.cancelled + c.expired })
+    onPoll?.(polls.at(-1)!.done)
     if (!['validating', 'in_progress', 'finalizing', 'cancelling'].includes(batch.status))
       return { status: batch.status, counts: c, polls }
     await Bun.sleep(50)
@@ -274,6 +285,10 @@ async function recorded(
   return { latencies, attempts: rows.reduce((sum, row) => sum + row.attempts, 0) }
 }
 
+/** The simulator's latest arrival times (ms since the epoch), oldest first. */
+const simArrivals = async () =>
+  ((await (await fetch(`${simulator.url}/sim/stats`)).json()) as { arrivals: number[] }).arrivals
+
 async function oneRun(run: number): Promise<RunResult> {
   const raw = await simulatorCapacity()
 
@@ -304,8 +319,16 @@ async function oneRun(run: number): Promise<RunResult> {
     const t0 = performance.now()
     const id = await submit(gateway.url, key, measured)
     const t1 = performance.now()
-    const done = await waitDone(gateway.url, key, id, maxMs)
+    const created = Date.now()
+    // The simulator keeps the latest 10,000 arrivals: the first ones are read a few waves in.
+    let early: Promise<number[]> | null = null
+    const done = await waitDone(gateway.url, key, id, maxMs, (count) => {
+      if (count >= concurrency * 2 && !early) early = simArrivals()
+    })
     const t2 = done.polls.at(-1)!.t
+    const completedAt = Date.now() - (performance.now() - t2)
+    const firstArrivals = (await (early as Promise<number[]> | null)) ?? []
+    const lastArrival = (await simArrivals()).at(-1) ?? NaN
     const cpuAfter = await cpuMs(gateway.pid)
     const threadsAfter = await threadCpuMs(gateway.pid)
     const simCpu = (await cpuMs(simulator.pid)) - simBefore
@@ -353,6 +376,9 @@ async function oneRun(run: number): Promise<RunResult> {
       dispatchRate: lineCount / ((t2 - t1) / 1000),
       steadyRate,
       rampMs: rampEnd.t - t1,
+      firstSendMs: (firstArrivals[0] ?? NaN) - created,
+      fullMs: (firstArrivals[concurrency - 1] ?? NaN) - created,
+      lastSendToDoneMs: completedAt - lastArrival,
       tailMs: t2 - tailStart.t,
       cpuUsPerLine: (cpu * 1000) / lineCount,
       mainUsPerLine: (main * 1000) / lineCount,
@@ -418,6 +444,9 @@ console.log(
 const fivePercentMs = ((lineCount * 0.05) / steady) * 1000
 console.log(
   `    first 5% of lines (from the 201) ${n(m((r) => r.rampMs))} ms, last 5% (to completed) ${n(m((r) => r.tailMs))} ms; ${n(fivePercentMs)} ms each at the steady rate`,
+)
+console.log(
+  `    201 → the first upstream request ${n(m((r) => r.firstSendMs))} ms, → the ${concurrency}th ${n(m((r) => r.fullMs))} ms; the last upstream request → completed ${n(m((r) => r.lastSendToDoneMs))} ms (a latency is ${latencyMs} ms; the bench polls every 50 ms)`,
 )
 console.log(`  ideal (concurrency ÷ latency)  ${n(ideal).padStart(6)} lines/s`)
 console.log(
