@@ -173,6 +173,7 @@ export type CatalogFile = z.infer<typeof catalogSchema>
 export function checkCatalog(catalog: CatalogFile): string[] {
   const problems: string[] = []
   for (const [name, provider] of Object.entries(catalog.providers)) {
+    problems.push(...replicaProblems(name, provider.base_url))
     // Loading fine-tunes at runtime is vLLM's API (load_lora_adapter), spoken by kind openai only.
     if (provider.lora && provider.kind !== 'openai')
       problems.push(`providers.${name}.lora: only a provider of kind "openai" can load fine-tunes`)
@@ -187,6 +188,7 @@ export function checkCatalog(catalog: CatalogFile): string[] {
       if (seen.has(name)) problems.push(`models[${index}]: "${name}" is used by two models`)
       seen.add(name)
     }
+    problems.push(...modelProblems(catalog, model, `models[${index}]`))
     const lanes = new Set<string>()
     model.offerings.forEach((offering, o) => {
       const at = `models[${index}].offerings[${o}]`
@@ -217,6 +219,50 @@ export function checkCatalog(catalog: CatalogFile): string[] {
         `models[${index}].offerings: a batch lane needs a "live" or "flex" offering beside it, for live calls and the fallback before the deadline; add one`,
       )
   })
+  return problems
+}
+
+/**
+ * A provider's replicas: each an http(s) URL (an upstream is spoken HTTP to), each listed once (a
+ * replica twice would get twice its share of the pool's lines and be counted as two in its health).
+ */
+function replicaProblems(name: string, baseUrl: string | string[]): string[] {
+  const problems: string[] = []
+  const urls = typeof baseUrl === 'string' ? [baseUrl] : baseUrl
+  const seen = new Set<string>()
+  urls.forEach((url, i) => {
+    const at =
+      typeof baseUrl === 'string'
+        ? `providers.${name}.base_url`
+        : `providers.${name}.base_url[${i}]`
+    const parsed = new URL(url)
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+      problems.push(
+        `${at}: "${url}" is not an http:// or https:// URL; upstreams are reached over HTTP`,
+      )
+    // Trailing slashes aside, the same URL names the same replica.
+    const same = parsed.href.replace(/\/+$/, '')
+    if (seen.has(same)) problems.push(`${at}: "${url}" is listed twice; list each replica once`)
+    seen.add(same)
+  })
+  return problems
+}
+
+/** A model's own limits hold together, and its fine-tune limits have a pool to serve them. */
+function modelProblems(catalog: CatalogFile, model: ModelEntry, at: string): string[] {
+  const problems: string[] = []
+  // The output is part of the context: a request can never be given more than the context.
+  if (model.max_output_tokens > model.context_tokens)
+    problems.push(
+      `${at}.max_output_tokens: ${model.max_output_tokens} is more than its context_tokens (${model.context_tokens}); output tokens count toward the context, so set it at most that`,
+    )
+  const loraOffering = model.offerings.some(
+    (offering) => catalog.providers[offering.provider]?.lora === true,
+  )
+  if (model.adapters && !loraOffering)
+    problems.push(
+      `${at}.adapters: none of its offerings is on a provider with "lora": true, so no fine-tune of it could be served; set "lora": true on the pool that loads them, or remove "adapters"`,
+    )
   return problems
 }
 

@@ -162,6 +162,57 @@ describe('loadConfig', () => {
     )
   })
 
+  test('a replica that is not http(s), or is listed twice, is refused with the place it sits', () => {
+    const pool = (base_url: unknown) =>
+      writeCatalog({ providers: { pool: { kind: 'openai', base_url } }, models: [] })
+    const ftp = pool('ftp://127.0.0.1:9/v1')
+    expect(() => loadConfig({ MULTIGRID_CONFIG: ftp })).toThrow(
+      `${ftp}: providers.pool.base_url: "ftp://127.0.0.1:9/v1" is not an http:// or https:// URL`,
+    )
+    const twice = pool([
+      'http://127.0.0.1:9/v1',
+      'http://127.0.0.1:10/v1',
+      'http://127.0.0.1:9/v1/',
+    ])
+    expect(() => loadConfig({ MULTIGRID_CONFIG: twice })).toThrow(
+      `${twice}: providers.pool.base_url[2]: "http://127.0.0.1:9/v1/" is listed twice; list each replica once`,
+    )
+    const two = pool(['http://127.0.0.1:9/v1', 'https://127.0.0.1:10/v1'])
+    expect(loadConfig({ MULTIGRID_CONFIG: two }).catalog.providers.pool.base_url).toHaveLength(2)
+  })
+
+  test('a model whose max_output_tokens exceeds its context, or with adapters no pool can load, is refused', () => {
+    const catalog = (model: Record<string, unknown>, lora: boolean) =>
+      writeCatalog({
+        providers: { pool: { kind: 'openai', base_url: 'http://127.0.0.1:9/v1', lora } },
+        models: [
+          {
+            id: 'm',
+            endpoints: ['chat'],
+            context_tokens: 8192,
+            max_output_tokens: 4096,
+            offerings: [{ provider: 'pool', upstream_model: 'm', input_usd_per_mtok: '0' }],
+            ...model,
+          },
+        ],
+      })
+    const over = catalog({ max_output_tokens: 8193 }, false)
+    expect(() => loadConfig({ MULTIGRID_CONFIG: over })).toThrow(
+      `${over}: models[0].max_output_tokens: 8193 is more than its context_tokens (8192)`,
+    )
+    expect(
+      loadConfig({ MULTIGRID_CONFIG: catalog({ max_output_tokens: 8192 }, false) }).catalog
+        .models[0].max_output_tokens,
+    ).toBe(8192)
+    const adapters = { adapters: { max_per_batch: 4 } }
+    const noLora = catalog(adapters, false)
+    expect(() => loadConfig({ MULTIGRID_CONFIG: noLora })).toThrow(
+      `${noLora}: models[0].adapters: none of its offerings is on a provider with "lora": true`,
+    )
+    const withLora = loadConfig({ MULTIGRID_CONFIG: catalog(adapters, true) })
+    expect(withLora.catalog.models[0].adapters?.max_per_batch).toBe(4)
+  })
+
   test('adaptive_concurrency: off unless set, true turns it on, anything but a boolean is refused', () => {
     const pool = (extra: Record<string, unknown>) =>
       writeCatalog({
