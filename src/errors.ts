@@ -56,6 +56,7 @@ export const REFUSALS = {
   /** A live call naming a model the caller cannot use: unknown, another account's or inactive `ft:` id. */
   model_not_found: { status: 404, type: 'invalid_request_error' },
   unknown_route: { status: 404, type: 'not_found_error' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error' },
   upload_timeout: { status: 408, type: 'invalid_request_error' },
   batch_not_cancellable: { status: 409, type: 'invalid_request_error' },
   /** A retry of a batch that is still running (docs/events-and-webhooks.md). */

@@ -13,6 +13,7 @@ import { responseHeaders } from './caller-macro.ts'
 import { headTooLarge } from './head-limit.ts'
 import { anthropicErrorResponse, unknownAnthropicRoute } from './anthropic/anthropic-errors.ts'
 import { observeRequests, pathOf } from './observe-requests.ts'
+import { pathMethods } from './route-matcher.ts'
 import { openApiRoutes } from './openapi.ts'
 import { storedResponseRefusal } from './responses/responses-routes.ts'
 
@@ -25,6 +26,7 @@ export function createApp(
   telemetry: Telemetry = noTelemetry,
 ) {
   // Observed outermost: the wrapper sees the answer each request is sent, the error handler's too.
+  const methodsOf = pathMethods(() => app.routes)
   const app = observeRequests(new Elysia(), logger, telemetry).onError(
     ({ error, code, set, request }) => {
       const headers = responseHeaders(set)
@@ -36,7 +38,8 @@ export function createApp(
           reason: error.reason,
         })
       }
-      return answer(refusalFor(error, code, request, logger), request, headers)
+      const unrouted = code === 'NOT_FOUND' ? noRoute(request, methodsOf) : null
+      return answer(unrouted ?? refusalFor(error, code, request, logger), request, headers)
     },
   )
   // Before routing: a head over the limit is refused whatever the route.
@@ -50,16 +53,28 @@ export function createApp(
   return app
 }
 
+/**
+ * A request no route took: a 405 naming the methods the path does take, or a 404 (under
+ * /anthropic, naming the routes there are).
+ */
+function noRoute(request: Request, methodsOf: (path: string) => string[]): GatewayError {
+  const path = pathOf(request.url)
+  const stored = storedResponseRefusal(path)
+  if (stored) return stored
+  const allowed = methodsOf(path)
+  if (allowed.length > 0)
+    return refuse(
+      'method_not_allowed',
+      `${excerpt(request.method)} is not allowed on ${excerpt(path)}; it takes ${allowed.join(' or ')}`,
+      { headers: { allow: allowed.join(', ') } },
+    )
+  if (onAnthropicSurface(path)) return unknownAnthropicRoute(request, path)
+  return refuse('unknown_route', `no route for ${excerpt(request.method)} ${excerpt(path)}`)
+}
+
 /** The refusal an error amounts to; anything not a refusal is a bug, logged and answered 500. */
 function refusalFor(error: unknown, code: unknown, request: Request, logger: Logger): GatewayError {
   if (error instanceof GatewayError) return error
-  if (code === 'NOT_FOUND') {
-    const path = pathOf(request.url)
-    if (onAnthropicSurface(path)) return unknownAnthropicRoute(request, path)
-    const stored = storedResponseRefusal(path)
-    if (stored) return stored
-    return refuse('unknown_route', `no route for ${excerpt(request.method)} ${excerpt(path)}`)
-  }
   if (code === 'PARSE' || code === 'VALIDATION') {
     const message =
       code === 'PARSE'

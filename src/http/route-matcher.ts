@@ -35,3 +35,20 @@ function routerOf(routes: readonly RouteEntry[]): Memoirist<string> {
   for (const { method, path } of routes) router.add(method, path, path)
   return router
 }
+
+/**
+ * The methods a path has routes for, in the table's order (GET, POST, …): for a 405's Allow
+ * header when a request's method has none. HEAD goes with GET, as Elysia serves it.
+ */
+export function pathMethods(routes: () => readonly RouteEntry[]): (path: string) => string[] {
+  let table: { methods: string[]; router: Memoirist<string> } | null = null
+  return (path) => {
+    if (!table) {
+      const all = routes()
+      table = { methods: [...new Set(all.map((route) => route.method))], router: routerOf(all) }
+    }
+    const { methods, router } = table
+    const loose = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path
+    return methods.filter((method) => method !== 'ALL' && router.find(method, loose) !== null)
+  }
+}

@@ -3,7 +3,7 @@
  * app's: static segments before parameters before a trailing wildcard, by method.
  */
 import { expect, test } from 'bun:test'
-import { routeMatcher } from '../../src/http/route-matcher.ts'
+import { pathMethods, routeMatcher } from '../../src/http/route-matcher.ts'
 
 const routes = [
   { method: 'GET', path: '/v1/batches' },
@@ -42,4 +42,12 @@ test('no route, a wrong method or an empty parameter is null', () => {
   expect(routeOf('DELETE', '/v1/batches/b_1')).toBeNull()
   expect(routeOf('GET', '/v1/batches/b_1/results/more')).toBeNull()
   expect(routeOf('POST', '/v1/batches//cancel')).toBeNull()
+})
+
+test('the methods a path takes, for a 405: each method with a route matching it', () => {
+  const methodsOf = pathMethods(() => routes)
+  expect(methodsOf('/v1/batches')).toEqual(['GET', 'POST'])
+  expect(methodsOf('/v1/batches/b_1/')).toEqual(['GET'])
+  expect(methodsOf('/v1/batches/b_1/cancel')).toEqual(['POST'])
+  expect(methodsOf('/v1/elsewhere')).toEqual([])
 })

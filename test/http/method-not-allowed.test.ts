@@ -1,0 +1,62 @@
+/**
+ * A method a path does not take is a 405 whose `Allow` header and message name the methods it
+ * does take (in the Anthropic shape under /anthropic); a path no route has stays a 404.
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { startTestGateway, type TestGateway } from '../helpers/gateway.ts'
+
+let gw: TestGateway
+beforeAll(async () => {
+  gw = await startTestGateway()
+})
+afterAll(() => gw.stop())
+
+const ask = async (method: string, path: string) => {
+  const response = await fetch(`${gw.url}${path}`, { method })
+  return {
+    status: response.status,
+    allow: response.headers.get('allow'),
+    body: await response.json(),
+  }
+}
+
+test('a known path asked with a method it does not take answers 405, naming the ones it takes', async () => {
+  const chat = await ask('GET', '/v1/chat/completions')
+  expect(chat).toEqual({
+    status: 405,
+    allow: 'POST',
+    body: {
+      error: {
+        message: 'GET is not allowed on /v1/chat/completions; it takes POST',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'method_not_allowed',
+      },
+    },
+  })
+  const batches = await ask('DELETE', '/v1/batches')
+  expect([batches.status, batches.allow]).toEqual([405, 'GET, POST'])
+  // A path with a parameter, and a trailing slash, as routing reads them.
+  const batch = await ask('PUT', '/v1/batches/b_x/')
+  expect(batch.status).toBe(405)
+  expect(batch.allow!.split(', ')).toContain('GET')
+  expect(batch.body.error.message).toStartWith('PUT is not allowed on /v1/batches/b_x/; it takes ')
+})
+
+test('under /anthropic the 405 comes in Anthropic’s error shape', async () => {
+  const messages = await ask('GET', '/anthropic/v1/messages')
+  expect(messages.status).toBe(405)
+  expect(messages.allow).toBe('POST')
+  expect(messages.body.type).toBe('error')
+  expect(messages.body.error.type).toBe('invalid_request_error')
+  expect(messages.body.error.message).toBe(
+    'GET is not allowed on /anthropic/v1/messages; it takes POST',
+  )
+})
+
+test('a path no route has is still a 404 unknown_route', async () => {
+  const nothing = await ask('GET', '/v1/nothing-here')
+  expect(nothing.status).toBe(404)
+  expect(nothing.allow).toBeNull()
+  expect(nothing.body.error.code).toBe('unknown_route')
+})
