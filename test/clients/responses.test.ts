@@ -360,6 +360,43 @@ describe('passed through to a provider with responses_api', () => {
     expect(after.held_usd).toBe(before.held_usd)
   })
 
+  test('a stream broken off, after some events or at its first, numbers every event in order, the error too; a translated one opens with response.created', async () => {
+    for (const fault of ['cutRate', 'malformedRate'] as const) {
+      sim.configure({ [fault]: 1 })
+      try {
+        for (const model of ['sim/responses', 'sim/chat']) {
+          const response = await gw.request('/v1/responses', key, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({
+              model,
+              input: 'Say hello.',
+              max_output_tokens: 64,
+              stream: true,
+            }),
+          })
+          expect(response.status).toBe(200)
+          const text = await response.text()
+          const types = [...text.matchAll(/^event: (\S+)$/gm)].map((m) => m[1])
+          const numbers = [...text.matchAll(/^data: (.+)$/gm)].map(
+            (m) => (JSON.parse(m[1]!) as { sequence_number?: number }).sequence_number,
+          )
+          expect({ fault, model, last: types.at(-1) }).toEqual({
+            fault,
+            model,
+            last: model === 'sim/responses' ? 'error' : 'response.failed',
+          })
+          // As OpenAI numbers a stream's events: 0, 1, 2, …
+          expect(numbers).toEqual(numbers.map((_, i) => i))
+          if (model === 'sim/chat')
+            expect(types.slice(0, 2)).toEqual(['response.created', 'response.in_progress'])
+        }
+      } finally {
+        sim.configure({ [fault]: 0 })
+      }
+    }
+  })
+
   test("a service tier other than the default is a 400 naming it, passed through or not: the offering's lane sets it", async () => {
     const before = sim.received().length
     for (const model of ['sim/responses', 'sim/chat']) {

@@ -174,11 +174,13 @@ export function responseStreamRender(request: Record<string, unknown>): StreamRe
       return head + event(type, { response })
     },
     broken: () => {
+      // A stream broken before its first chunk still opens as every Responses stream does.
+      const head = started ? '' : start()
       Object.assign(response, {
         status: 'failed',
         error: { code: 'server_error', message: 'the upstream stream broke off' },
       })
-      return event('response.failed', { response })
+      return head + event('response.failed', { response })
     },
   }
 }

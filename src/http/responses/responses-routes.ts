@@ -76,13 +76,23 @@ function inResponsesTermsError(error: unknown): unknown {
   })
 }
 
-/** A passed-through stream: the provider's events as they came, under their own names. */
-const rawEvents = (): StreamRender => ({
-  chunk: (event) => `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`,
-  end: () => '',
-  broken: () =>
-    `event: error\ndata: ${JSON.stringify({ type: 'error', code: 'server_error', message: 'the upstream stream broke off', param: null })}\n\n`,
-})
+/**
+ * A passed-through stream: the provider's events as they came, under their own names. The error
+ * that ends a stream broken off is numbered next after the last event passed on, as OpenAI
+ * numbers every event of a stream.
+ */
+function rawEvents(): StreamRender {
+  let next = 0
+  return {
+    chunk(event) {
+      if (typeof event.sequence_number === 'number') next = event.sequence_number + 1
+      return `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`
+    },
+    end: () => '',
+    broken: () =>
+      `event: error\ndata: ${JSON.stringify({ type: 'error', code: 'server_error', message: 'the upstream stream broke off', param: null, sequence_number: next })}\n\n`,
+  }
+}
 
 /**
  * OpenAI's routes for one stored response: retrieve, delete, cancel, input_items. Not its routes
