@@ -203,6 +203,8 @@ function suite(store: (typeof STORES)[number]) {
       const garbled = await gw.request('/anthropic/v1/models/sim/%zz', key)
       expect(garbled.status).toBe(404)
       expect(((await garbled.json()) as { type: string }).type).toBe('error')
+      // By an alias, as a Messages request may name it: the model under its id.
+      expect(await client.models.retrieve('chat-small')).toMatchObject({ id: 'sim/chat' })
       const missing = await client.models.retrieve('sim/nope').catch((e: unknown) => e)
       expect(missing).toBeInstanceOf(Anthropic.NotFoundError)
       const wrongKey = new Anthropic({

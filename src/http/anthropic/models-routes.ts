@@ -56,9 +56,11 @@ export function anthropicModelRoutes(deps: AnthropicModelDeps) {
     return models
   }
 
-  async function oneModel(accountId: string, id: string): Promise<AnthropicModelObject> {
+  async function oneModel(accountId: string, asked: string): Promise<AnthropicModelObject> {
+    // An alias names its model here as it does in a Messages request (`claude-haiku-4-5`).
+    const id = catalog.find(asked)?.id ?? asked
     const model = (await modelsOf(accountId)).find((m) => m.id === id)
-    if (!model) throw notFound(`model ${excerpt(id)}`)
+    if (!model) throw notFound(`model ${excerpt(asked)}`)
     return model
   }
 
