@@ -319,6 +319,42 @@ for (const storeKind of STORES) {
       expect(all).toEqual([...ids].reverse())
     })
 
+    test('a batch that ran and whose every request failed is completed, as OpenAI has it, its answers in the error file', async () => {
+      const { key } = await gw.newAccount('1')
+      const openai = client(key)
+      const file = await upload(openai, [
+        chatLine('r-1', 'one', {}, 'sim/refused'),
+        chatLine('r-2', 'two', {}, 'sim/refused'),
+      ])
+      const created = await openai.batches.create({
+        input_file_id: file.id,
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+      })
+      const batch = await poll(openai, created.id)
+      expect(batch).toMatchObject({
+        status: 'completed',
+        errors: null,
+        failed_at: null,
+        output_file_id: null,
+        request_counts: { total: 2, completed: 0, failed: 2 },
+      })
+      expect(batch.completed_at).toBeNumber()
+      const errors = (await (await openai.files.content(batch.error_file_id!)).text())
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number } })
+      expect(errors.map((e) => [e.custom_id, e.response.status_code])).toEqual([
+        ['r-1', 400],
+        ['r-2', 400],
+      ])
+      // The native API says it in its own terms: not one line succeeded.
+      const native = (await (await gw.request(`/v1/batches/${batch.id}`, key)).json()) as {
+        status: string
+      }
+      expect(native.status).toBe('failed')
+    })
+
     test('a file with problems makes a failed batch with line-numbered errors', async () => {
       const { key, accountId } = await gw.newAccount('1')
       const openai = client(key)

@@ -24,11 +24,21 @@ export interface FacadeExtras {
 
 const FINAL = new Set(['completed', 'failed', 'cancelled', 'expired'])
 
+/**
+ * The status in OpenAI's terms: there a batch is `failed` only when it could not run (its file
+ * failed validation; here also no credit, no capacity in time), each reason in `errors`. One that
+ * ran and whose every request failed is `completed`, its answers in the error file, where the
+ * native API calls it `failed` (not one line succeeded).
+ */
+const openAiStatus = (batch: BatchRecord) =>
+  batch.status === 'failed' && !batch.errors ? 'completed' : batch.status
+
 export function renderOpenAiBatch(batch: BatchRecord, extras?: FacadeExtras): OpenAiBatchObject {
   const counts = batch.counts
   const unsuccessful = counts.failed + counts.cancelled + counts.expired
-  const final = FINAL.has(batch.status)
-  const at = (status: string) => (batch.status === status ? batch.finishedAt : null)
+  const status = openAiStatus(batch)
+  const final = FINAL.has(status)
+  const at = (when: string) => (status === when ? batch.finishedAt : null)
   return {
     id: batch.id,
     object: 'batch' as const,
@@ -36,7 +46,7 @@ export function renderOpenAiBatch(batch: BatchRecord, extras?: FacadeExtras): Op
     errors: batch.errors ? { object: 'list', data: batch.errors } : null,
     input_file_id: batch.inputFileId ?? '',
     completion_window: `${batch.completionWindowHours}h`,
-    status: batch.status,
+    status,
     output_file_id: final && counts.succeeded > 0 ? outputFileId(batch.id) : null,
     error_file_id: final && unsuccessful > 0 ? errorFileId(batch.id) : null,
     created_at: batch.createdAt,
