@@ -6,7 +6,7 @@
  * shown as a float, as the format has no other number.
  */
 import Decimal from 'decimal.js'
-import type { Telemetry } from './telemetry.ts'
+import type { Telemetry, UpstreamResult } from './telemetry.ts'
 
 /** Upper bounds of the upstream latency buckets, in seconds (a 50 ms simulator to a 60 s timeout). */
 const LATENCY_BUCKETS = [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
@@ -17,6 +17,8 @@ export interface PrometheusMetrics {
   /** A live call was charged `costUnits` (10⁻¹⁸ USD, money/fixed-point.ts) on `provider`. */
   liveCharged(provider: string, costUnits: bigint): void
   upstreamLatency(provider: string, seconds: number): void
+  /** An upstream call failed on `provider`, classified as `kind` (rate_limited, timeout, …). */
+  upstreamError(provider: string, kind: string): void
   webhookAttempt(result: 'delivered' | 'retry' | 'failed'): void
   /** The text of one scrape; the gauges are read by the caller (queue depth, lines in flight). */
   render(gauges: { queueDepth: number; inFlight: number }): string
@@ -36,6 +38,7 @@ export function createPrometheusMetrics(): PrometheusMetrics {
   const liveSpend = new Map<string, bigint>()
   const latency = new Map<string, Histogram>()
   const webhooks = new Map<string, number>()
+  const upstreamErrors = new Map<string, number>()
   const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1)
   const addSpend = (provider: string, costUsd: string) => {
     if (costUsd === '0') return void spend.set(provider, spend.get(provider) ?? new Decimal(0))
@@ -60,6 +63,9 @@ export function createPrometheusMetrics(): PrometheusMetrics {
         if (seconds <= LATENCY_BUCKETS[i]) h.buckets[i]++
       h.count++
       h.sum += seconds
+    },
+    upstreamError(provider, kind) {
+      bump(upstreamErrors, `${kind}\u0000${provider}`)
     },
     webhookAttempt(result) {
       bump(webhooks, result)
@@ -108,6 +114,17 @@ export function createPrometheusMetrics(): PrometheusMetrics {
         out.push(`multigrid_upstream_latency_seconds_count{provider="${p}"} ${h.count}`)
       }
       family(
+        'multigrid_upstream_errors_total',
+        'counter',
+        'Failed upstream calls (batch and live), by provider and kind.',
+      )
+      for (const [key, n] of upstreamErrors) {
+        const [kind, provider] = key.split('\u0000')
+        out.push(
+          `multigrid_upstream_errors_total{provider="${label(provider)}",kind="${label(kind)}"} ${n}`,
+        )
+      }
+      family(
         'multigrid_webhook_attempts_total',
         'counter',
         'Webhook delivery attempts, by result (delivered, retry, failed).',
@@ -131,14 +148,29 @@ function spendByProvider(spend: Map<string, Decimal>, live: Map<string, bigint>)
 const label = (value: string) =>
   value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n')
 
-/** The telemetry with every upstream call's time also counted in `metrics` (OpenTelemetry on or off). */
+/**
+ * The telemetry with every upstream call's time and failure also counted in `metrics`
+ * (OpenTelemetry on or off). A stream's failure is known at its end: counted then.
+ */
 export function timeUpstreamCalls(telemetry: Telemetry, metrics: PrometheusMetrics): Telemetry {
   return {
     ...telemetry,
     async upstream(call, run, describe) {
       const started = performance.now()
+      const counted = (result: Parameters<typeof describe>[0]) => {
+        const described = describe(result)
+        const count = (done: UpstreamResult) => {
+          if (done.errorKind) metrics.upstreamError(call.provider, done.errorKind)
+        }
+        if (described instanceof Promise) described.then(count, () => {})
+        else count(described)
+        return described
+      }
       try {
-        return await telemetry.upstream(call, run, describe)
+        if (telemetry.enabled) return await telemetry.upstream(call, run, counted)
+        const result = await run()
+        counted(result)
+        return result
       } finally {
         metrics.upstreamLatency(call.provider, (performance.now() - started) / 1000)
       }

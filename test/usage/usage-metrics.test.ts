@@ -214,6 +214,15 @@ for (const storeKind of STORES) {
         ['sim/chat', 1],
         ['sim/refused', 2],
       ])
+      // Their upstream refusals are counted by provider and kind, once each (no retry of a 400).
+      const metrics = parsePrometheusText(await (await fetch(`${gw.url}/metrics`)).text())
+      expect(metrics.types.get('multigrid_upstream_errors_total')).toBe('counter')
+      expect(
+        sampleValue(metrics, 'multigrid_upstream_errors_total', {
+          provider: 'sim',
+          kind: 'invalid_request',
+        }),
+      ).toBe(2)
     })
   })
 }
