@@ -384,14 +384,21 @@ function suite(store: (typeof STORES)[number]) {
     })
 
     test('cancel ends a batch, every request succeeded or canceled', async () => {
-      const slow = await client.messages.batches.create({
-        requests: Array.from({ length: 3 }, (_, i) => ({
-          custom_id: `slow-${i}`,
-          params: ask('sim/chat'),
-        })),
-      })
-      const cancelling = await client.messages.batches.cancel(slow.id)
-      expect(['canceling', 'ended']).toContain(cancelling.processing_status)
+      // Answers slow enough that the cancel always finds the batch still running.
+      sim.configure({ latencyMs: 1500 })
+      let slow
+      try {
+        slow = await client.messages.batches.create({
+          requests: Array.from({ length: 3 }, (_, i) => ({
+            custom_id: `slow-${i}`,
+            params: ask('sim/chat'),
+          })),
+        })
+        const cancelling = await client.messages.batches.cancel(slow.id)
+        expect(['canceling', 'ended']).toContain(cancelling.processing_status)
+      } finally {
+        sim.configure({ latencyMs: 1 })
+      }
       const ended = await messageBatchEnded(client, slow.id)
       expect(ended.cancel_initiated_at).not.toBeNull()
       const counts = ended.request_counts
