@@ -10,7 +10,7 @@ import type { FileValidator } from '../ingest/parallel-validation.ts'
 import type { FileLimits } from '../ingest/validate-batch-file.ts'
 import { availableUsd, batchHold, Money, moneyText, usd } from '../money/decimal.ts'
 import { LONG_WINDOW_HOURS, startBySeconds } from '../store/batches/start-in-time.ts'
-import type { AccountStore, BatchStore, FileStore } from '../store/store.ts'
+import type { AccountStore, BatchStore, DailySpendStore, FileStore } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import { registerResultFiles } from './result-files.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
@@ -64,6 +64,8 @@ export type QuoteResult =
       maxCostUsd: string | null
       creditSufficient: boolean
       availableUsd: string
+      /** Whether the hold fits the account's daily spend limit today (true without a limit). */
+      dailyLimitSufficient: boolean
       /** What the file's valid lines may run into (docs/open-models.md: a schema that recurses without end). */
       warnings: Warning[]
       warningsOmitted: number
@@ -140,7 +142,10 @@ export function dailyLimitRefusal(
 
 /** What admission works with: where batches go, who validates, who hears of a new batch. */
 export interface AdmissionDeps {
-  store: BatchStore & AccountStore & Pick<FileStore, 'createFile'>
+  store: BatchStore &
+    AccountStore &
+    Pick<FileStore, 'createFile'> &
+    Pick<DailySpendStore, 'getDailySpend'>
   validator: FileValidator
   /** Called with each batch admitted (a log line, the dispatcher's nudge). */
   onAdmitted?: (batch: BatchRecord) => void
@@ -207,6 +212,11 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
     const account = await store.getAccount(options.accountId)
     const free = account ? availableUsd(account) : new Money(0)
     const hold = batchHold(verdict.ceiling.toFixed(), options.maxCostUsd)
+    // The submit's own check (the store's admission): the day's use and this hold within the limit.
+    const daily = await store.getDailySpend(options.accountId, now())
+    const dailyLimitSufficient =
+      daily?.limitUsd == null ||
+      new Money(daily.usedUsd).plus(hold).lessThanOrEqualTo(daily.limitUsd)
     return {
       kind: 'quote',
       lineCount: verdict.lines.length,
@@ -214,6 +224,7 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
       maxCostUsd: options.maxCostUsd ? moneyText(options.maxCostUsd) : null,
       creditSufficient: free.greaterThanOrEqualTo(hold),
       availableUsd: usd(free),
+      dailyLimitSufficient,
       warnings: verdict.warnings,
       warningsOmitted: verdict.warningsOmitted,
     }

@@ -138,11 +138,12 @@ async function submit(api: Api, file: string, flags: Flags): Promise<number> {
   const created = (await response.json()) as BatchView & {
     line_count?: number
     credit_sufficient?: boolean
+    daily_limit_sufficient?: boolean
     waiting?: { message: string } | null
   }
   if (flags['dry-run']) {
     process.stdout.write(JSON.stringify(created, null, 2) + '\n')
-    return created.credit_sufficient === false ? 1 : 0
+    return created.credit_sufficient === false || created.daily_limit_sufficient === false ? 1 : 0
   }
   process.stderr.write(
     `submitted ${created.id}: ${created.request_counts.total} lines, $${created.cost_ceiling_usd} held as the cost ceiling\n`,

@@ -241,6 +241,7 @@ function renderQuote(quote: Extract<FileSubmitResult, { kind: 'quote' }>) {
     max_cost_usd: quote.maxCostUsd,
     available_usd: quote.availableUsd,
     credit_sufficient: quote.creditSufficient,
+    daily_limit_sufficient: quote.dailyLimitSufficient,
     warnings: quote.warnings,
     warnings_omitted: quote.warningsOmitted,
   }

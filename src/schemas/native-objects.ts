@@ -111,6 +111,8 @@ export const batchQuoteSchema = z.strictObject({
   max_cost_usd: usdText.nullable(),
   available_usd: usdText,
   credit_sufficient: z.boolean(),
+  /** The hold within the account's daily spend limit today; true without a limit. */
+  daily_limit_sufficient: z.boolean(),
   warnings: z.array(z.looseObject({})),
   warnings_omitted: count,
 })

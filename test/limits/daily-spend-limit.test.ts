@@ -96,7 +96,14 @@ for (const store of STORES) {
 
     test('a submit that would pass it is 429 limit_exceeded with the limit and what the day used; a deposit does not raise it', async () => {
       const { accountId, key } = await gw.newAccount('10', {}, { daily_spend_limit_usd: '0.0003' })
+      const quote = async (lines: unknown[]) =>
+        ((await (await submit(key, lines, '?dry_run=true')).json()) as Record<string, unknown>)
+          .daily_limit_sufficient
+      expect(await quote(TWO_LINES)).toBe(true)
       expect((await submit(key, TWO_LINES)).status).toBe(201)
+      // The dry run says what the submit then finds: over the limit now, though the credit covers it.
+      expect(await quote(TWO_LINES)).toBe(false)
+      expect(await quote(ONE_LINE)).toBe(true)
       const refused = await submit(key, TWO_LINES)
       expect(refused.status).toBe(429)
       const body = (await refused.json()) as Refusal

@@ -331,10 +331,12 @@ async function submitFromForm(deps: DashboardDeps, page: Page): Promise<Response
   switch (answer.kind) {
     case 'quote': {
       const cap = answer.maxCostUsd ? `, capped at $${answer.maxCostUsd}` : ''
-      const text = `Quote: ${answer.lineCount} lines, cost ceiling $${answer.costCeilingUsd}${cap}, available credit $${answer.availableUsd} — ${answer.creditSufficient ? 'enough' : 'not enough'} to submit it. Nothing was stored.${quoteWarnings(answer.warnings, answer.warningsOmitted)}`
-      return listPage(store, page, 200, {
-        notice: { kind: answer.creditSufficient ? 'info' : 'error', text },
-      })
+      const daily = answer.dailyLimitSufficient
+        ? ''
+        : ' The account’s daily spend limit would refuse it today.'
+      const text = `Quote: ${answer.lineCount} lines, cost ceiling $${answer.costCeilingUsd}${cap}, available credit $${answer.availableUsd} — ${answer.creditSufficient ? 'enough' : 'not enough'} to submit it.${daily} Nothing was stored.${quoteWarnings(answer.warnings, answer.warningsOmitted)}`
+      const fits = answer.creditSufficient && answer.dailyLimitSufficient
+      return listPage(store, page, 200, { notice: { kind: fits ? 'info' : 'error', text } })
     }
     case 'invalid':
       return listPage(store, page, 400, {
