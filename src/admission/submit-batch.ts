@@ -161,6 +161,23 @@ export interface AdmissionOptions {
   now?: () => number
 }
 
+/**
+ * A quote's hold against the account now, as a submit's admission checks it in the store: the
+ * credit available, and the day's use with this hold within the daily spend limit.
+ */
+async function holdFits(
+  store: AccountStore & Pick<DailySpendStore, 'getDailySpend'>,
+  account: { id: string; nowMs: number },
+  hold: string,
+) {
+  const view = await store.getAccount(account.id)
+  const free = view ? availableUsd(view) : new Money(0)
+  const daily = await store.getDailySpend(account.id, account.nowMs)
+  const dailyLimitSufficient =
+    daily?.limitUsd == null || new Money(daily.usedUsd).plus(hold).lessThanOrEqualTo(daily.limitUsd)
+  return { free, creditSufficient: free.greaterThanOrEqualTo(hold), dailyLimitSufficient }
+}
+
 export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions): Admission {
   const { store, validator } = deps
   const onAdmitted = deps.onAdmitted ?? (() => {})
@@ -209,22 +226,16 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
     // The quote needs no per-line ceilings: only the total is compared.
     const verdict = await check(bytes, { ...options, maxCostUsd: null })
     if ('kind' in verdict) return verdict
-    const account = await store.getAccount(options.accountId)
-    const free = account ? availableUsd(account) : new Money(0)
     const hold = batchHold(verdict.ceiling.toFixed(), options.maxCostUsd)
-    // The submit's own check (the store's admission): the day's use and this hold within the limit.
-    const daily = await store.getDailySpend(options.accountId, now())
-    const dailyLimitSufficient =
-      daily?.limitUsd == null ||
-      new Money(daily.usedUsd).plus(hold).lessThanOrEqualTo(daily.limitUsd)
+    const fits = await holdFits(store, { id: options.accountId, nowMs: now() }, hold)
     return {
       kind: 'quote',
       lineCount: verdict.lines.length,
       costCeilingUsd: usd(verdict.ceiling.toFixed()),
       maxCostUsd: options.maxCostUsd ? moneyText(options.maxCostUsd) : null,
-      creditSufficient: free.greaterThanOrEqualTo(hold),
-      availableUsd: usd(free),
-      dailyLimitSufficient,
+      creditSufficient: fits.creditSufficient,
+      availableUsd: usd(fits.free),
+      dailyLimitSufficient: fits.dailyLimitSufficient,
       warnings: verdict.warnings,
       warningsOmitted: verdict.warningsOmitted,
     }
