@@ -60,6 +60,7 @@ const envSchema = z.object({
   MULTIGRID_SESSION_HOURS: intFrom(1, 24 * 365, 12),
   /** How long a claimed line stays leased without a heartbeat before another instance may take it. */
   MULTIGRID_LEASE_SECONDS: intFrom(1, 3600, 30),
+  MULTIGRID_DRAIN_MS: intFrom(0, 600_000, 10_000),
   /** Poll interval of the dispatcher when no nudge arrives. */
   MULTIGRID_POLL_MS: intFrom(10, 60_000, 500),
   /**
@@ -200,6 +201,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dispatch: {
       enabled: e.MULTIGRID_DISPATCH === '1',
       leaseSeconds: e.MULTIGRID_LEASE_SECONDS,
+      drainMs: e.MULTIGRID_DRAIN_MS,
       pollMs: e.MULTIGRID_POLL_MS,
       creditWaitPollMs: e.MULTIGRID_CREDIT_WAIT_POLL_MS,
       maxAttempts: e.MULTIGRID_MAX_ATTEMPTS,

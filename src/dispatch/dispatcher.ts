@@ -21,6 +21,7 @@ import type { RetryPolicy } from './retry-policy.ts'
 import { runLine } from './run-line.ts'
 import { createSpillPlanner, type SpillPlanner, type TakenRoom } from './spill-planner.ts'
 import { Tally } from './tally.ts'
+import { LinesByBatch } from './lines-by-batch.ts'
 import { createWakeSignal, type WakeSignal } from './wake-signal.ts'
 import { BatchPace } from './batch-pace.ts'
 import { createWaitingReporter, type WaitingReporter } from './waiting-reporter.ts'
@@ -119,6 +120,8 @@ interface DispatchState extends DispatcherDeps {
   runnable: { batches: RunnableBatch[]; until: number } | null
   /** Batches this instance said wait `capacity_busy` with none of their lines claimed anywhere. */
   busyUnclaimed: Set<string>
+  /** Lines launched here and not sent yet (waiting for a slot), by batch: handed back unsent at a stop. */
+  unsent: LinesByBatch
 }
 
 export function createDispatcher(deps: DispatcherDeps, options: DispatcherOptions): Dispatcher {
@@ -177,8 +180,12 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
   const waiting = createWaitingReporter(store, logger)
   // Batch lines go through the planner, which tells of their calls: calls in flight per provider
   // for routing.providers, and what makes a batch wait.
+  const unsent = new LinesByBatch()
   const spillSend = plannedSend(upstreams, spill, {
-    started: (line, provider) => recorder.call(line.batchId, provider, 1),
+    started(line, provider) {
+      unsent.delete(line.batchId, line.lineNo)
+      recorder.call(line.batchId, provider, 1)
+    },
     ended(line, provider, outcome) {
       recorder.call(line.batchId, provider, -1)
       if (!outcome || outcome.ok) return
@@ -213,6 +220,7 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
     knownPending: new Map(),
     lastEta: new Map(),
     pace: new BatchPace(),
+    unsent,
     maintenance,
     lastLineOut: false,
     recorder,
@@ -406,6 +414,7 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
   const { knownPending, waiting, recorder, logger, spill, spillSend, allocator, wake } = state
   state.inFlight++
   active.add(line.batchId)
+  state.unsent.add(line.batchId, line.lineNo)
   pace.started(line.batchId, Date.now())
   // Checked again once a slot is free: the line may have waited at the gate (claimed ahead,
   // or the provider paused by a 429) past a cancel or its batch's deadline.
@@ -481,6 +490,7 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
         state.lastLineOut = true
         recorder.flushSoon()
       }
+      state.unsent.delete(line.batchId, line.lineNo)
       state.inFlight--
       // Wakes the claim loop once a claim's worth of room is free, not on every line.
       if (allocator.hasRoom(state.inFlight)) wake.poke()
@@ -526,9 +536,12 @@ async function stopDispatcher(state: DispatchState, tasks: PeriodicTask[]) {
   await state.loop
   const deadline = Date.now() + options.drainMs
   while (state.inFlight > 0 && Date.now() < deadline) await Bun.sleep(20)
+  // Still waiting for a slot when the drain ends: never sent, so the attempt each claim counted
+  // is handed back with the line (the abort leaves them unrecorded).
+  const unsent = state.unsent.keys()
   abort.abort(new Error('gateway shutting down'))
   await recorder.flush()
   for (const task of tasks) task.stop()
-  const released = await store.releaseLeases(options.owner)
+  const released = await store.releaseLeases(options.owner, unsent)
   logger.info('dispatch.stopped', { released, abandoned: state.inFlight })
 }

@@ -92,7 +92,7 @@ function buildDispatcher(
       leaseSeconds: config.dispatch.leaseSeconds,
       pollMs: config.dispatch.pollMs,
       retry: built.retry,
-      drainMs: 10_000,
+      drainMs: config.dispatch.drainMs,
       onOutcome: (outcome, line) => {
         observed(outcome)
         counted(outcome, countedClaim(line, catalog))

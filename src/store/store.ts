@@ -81,6 +81,7 @@ export type {
   LaneFilter,
   LineAccounting,
   LineClaim,
+  LineKey,
   LineOutcome,
   LineUsage,
   RunnableBatch,

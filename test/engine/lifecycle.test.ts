@@ -296,6 +296,49 @@ describe('crash safety', () => {
     }
   })
 
+  test('SIGTERM past the drain: lines still waiting for a slot go back unsent, their attempt unused; lines upstream keep theirs', async () => {
+    // Answers far slower than the drain: the 16 slots stay taken, the lines claimed past them wait.
+    const { sim, env } = await setup(3_000)
+    const gateway = await spawnGatewayProcess({ ...env, MULTIGRID_DRAIN_MS: '200' })
+    const account = (await (
+      await admin(gateway.url, '/accounts', { name: 'unsent', credit_usd: '10' })
+    ).json()) as { id: string }
+    const { key } = (await (
+      await admin(gateway.url, `/accounts/${account.id}/keys`, {})
+    ).json()) as { key: string }
+    const lines = Array.from({ length: 60 }, (_, i) => chatLine(`u-${i}`, `unsent line ${i}`))
+    const created = await fetch(`${gateway.url}/v1/batches`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: jsonl(lines),
+    })
+    const { id } = (await created.json()) as Batch
+    await waitFor('the slots taken', async () => sim.stats().inFlight === 16)
+    // Lines claimed beyond the slots, waiting at the gate.
+    const db = new Database(join(env.MULTIGRID_DATA_DIR, 'multigrid.sqlite'), { readonly: true })
+    const running = () =>
+      db
+        .query<{ n: number }, [string]>(
+          `SELECT count(*) AS n FROM lines WHERE batch_id = ? AND status = 'running'`,
+        )
+        .get(id)!.n
+    await waitFor('lines waiting for a slot', async () => running() > 16)
+    expect(await gateway.kill('SIGTERM')).toBe(0)
+    const attempts = db
+      .query<{ attempts: number; n: number }, [string]>(
+        `SELECT attempts, count(*) AS n FROM lines WHERE batch_id = ? GROUP BY attempts ORDER BY attempts`,
+      )
+      .all(id)
+    db.close()
+    await sim.stop()
+    // Exactly the 16 sent used an attempt; every other line, claimed or not, has none.
+    expect(sim.stats().byPath['/v1/chat/completions']).toBe(16)
+    expect(attempts).toEqual([
+      { attempts: 0, n: 44 },
+      { attempts: 1, n: 16 },
+    ])
+  })
+
   test('SIGTERM drains: in-flight lines are recorded, the rest handed back and run after restart exactly once', async () => {
     const { sim, env } = await setup(150)
     let gateway = await spawnGatewayProcess(env)

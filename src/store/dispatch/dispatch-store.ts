@@ -16,6 +16,12 @@ import type {
 } from '../../domain.ts'
 
 /** What a claim asks for: up to `limit` lines of one batch, leased to `owner` until `leaseUntilMs`. */
+/** One line of one batch. */
+export interface LineKey {
+  batchId: string
+  lineNo: number
+}
+
 export interface LineClaim {
   batchId: string
   owner: string
@@ -211,8 +217,11 @@ export interface DispatchStore {
     nowMs: number,
     calls?: readonly CallsChange[],
   ): Promise<number>
-  /** Graceful shutdown: gives back every line `owner` holds, untouched. */
-  releaseLeases(owner: string): Promise<number>
+  /**
+   * Graceful shutdown: gives back every line `owner` holds, untouched but for `unsent`: lines it
+   * claimed and never sent (they waited for a slot), whose claim's attempt is handed back too.
+   */
+  releaseLeases(owner: string, unsent?: readonly LineKey[]): Promise<number>
   /** Returns lines whose lease ran out to pending. */
   reapExpiredLeases(nowMs: number): Promise<number>
   /** Expires overdue batches and finalizes finished ones; returns the ids that changed status. */

@@ -47,7 +47,7 @@ export function createPostgresDispatch(sql: postgres.Sql): DispatchStore {
         return sql.begin((tx) => recordOutcomes(tx, record, true))
       }
     },
-    releaseLeases: (owner) => releaseLeases(sql, owner),
+    releaseLeases: (owner, unsent) => releaseLeases(sql, owner, unsent),
     reapExpiredLeases: (nowMs) => reapExpiredLeases(sql, nowMs),
     advanceBatches: (now) => sql.begin((tx) => advanceBatches(tx, earlier(now))),
     setWaiting: (batchId, waiting, replaces) => setWaiting(sql, { batchId, waiting, replaces }),

@@ -3,6 +3,7 @@
  * reaped back to pending once they ran out (postgres-return-to-pending.ts).
  */
 import type postgres from 'postgres'
+import type { LineKey } from './dispatch-store.ts'
 import { returnToPending } from './postgres-return-to-pending.ts'
 
 // Stored deadlines round up, so no lease runs out sooner than asked.
@@ -22,8 +23,23 @@ export async function renewLeases(sql: postgres.Sql, owner: string, leaseUntilMs
   return result.count
 }
 
-export async function releaseLeases(sql: postgres.Sql, owner: string) {
-  return sql.begin((tx) => returnToPending(tx, tx`lease_owner = ${owner}`))
+export async function releaseLeases(
+  sql: postgres.Sql,
+  owner: string,
+  unsent: readonly LineKey[] = [],
+) {
+  return sql.begin(async (tx) => {
+    const released = await returnToPending(tx, tx`lease_owner = ${owner}`)
+    // Given back now, and never sent: the claim's attempt was not used (as a retry unsent).
+    if (unsent.length > 0)
+      await tx`
+        UPDATE lines l SET attempts = l.attempts - 1
+        FROM unnest(${unsent.map((line) => line.batchId)}::text[],
+                    ${unsent.map((line) => line.lineNo)}::int[]) AS u (batch_id, line_no)
+        WHERE l.batch_id = u.batch_id AND l.line_no = u.line_no
+          AND l.status = 'pending' AND l.attempts > 0`
+    return released
+  })
 }
 
 export async function reapExpiredLeases(sql: postgres.Sql, nowMs: number) {

@@ -34,7 +34,7 @@ export function createSqliteDispatch(db: Database): DispatchStore {
     renewLeases: (owner, leaseUntilMs) => renewLeases(db, owner, leaseUntilMs),
     recordOutcomes: (owner, outcomes, nowMs, calls) =>
       recordOutcomes(db, { owner, outcomes, nowMs, calls }),
-    releaseLeases: (owner) => releaseLeases(db, owner),
+    releaseLeases: (owner, unsent) => releaseLeases(db, owner, unsent),
     reapExpiredLeases: (nowMs) => reapExpiredLeases(db, nowMs),
     advanceBatches: (now) => advanceBatches(db, now),
     setWaiting: (batchId, waiting, replaces) => setWaiting(db, { batchId, waiting, replaces }),

@@ -7,6 +7,7 @@ import { Money } from '../../money/decimal.ts'
 import { sqliteQuery as q, type SqliteConnection as Database } from '../connection.ts'
 import { RETURNED_SHARD } from './progress-shards.ts'
 import { addProgress } from './sqlite-batch-progress.ts'
+import type { LineKey } from './dispatch-store.ts'
 import { capRoomBack } from './sqlite-spend-cap.ts'
 
 const immediate = <T>(db: Database, fn: () => T): T => db.transaction(fn).immediate()
@@ -18,8 +19,18 @@ export async function renewLeases(db: Database, owner: string, leaseUntilMs: num
   ).changes
 }
 
-export async function releaseLeases(db: Database, owner: string) {
-  return immediate(db, () => returnToPending(db, 'lease_owner = ?', [owner]))
+export async function releaseLeases(db: Database, owner: string, unsent: readonly LineKey[] = []) {
+  return immediate(db, () => {
+    const released = returnToPending(db, 'lease_owner = ?', [owner])
+    // Given back now, and never sent: the claim's attempt was not used (as a retry unsent).
+    const unused = q(
+      db,
+      `UPDATE lines SET attempts = attempts - 1
+       WHERE batch_id = ? AND line_no = ? AND status = 'pending' AND attempts > 0`,
+    )
+    for (const line of unsent) unused.run(line.batchId, line.lineNo)
+    return released
+  })
 }
 
 export async function reapExpiredLeases(db: Database, nowMs: number) {
