@@ -328,6 +328,11 @@ async function oneRun(run: number): Promise<RunResult> {
     const t2 = done.polls.at(-1)!.t
     const completedAt = Date.now() - (performance.now() - t2)
     const firstArrivals = (await (early as Promise<number[]> | null)) ?? []
+    // Read late (the simulator's ring had turned over) or never (a batch of fewer lines): no
+    // figure rather than a wrong one.
+    const rampRead = firstArrivals.length > 0 && firstArrivals.length < 10_000
+    if (!rampRead)
+      console.error('the first upstream requests were not read in time: no ramp figure')
     const lastArrival = (await simArrivals()).at(-1) ?? NaN
     const cpuAfter = await cpuMs(gateway.pid)
     const threadsAfter = await threadCpuMs(gateway.pid)
@@ -376,8 +381,8 @@ async function oneRun(run: number): Promise<RunResult> {
       dispatchRate: lineCount / ((t2 - t1) / 1000),
       steadyRate,
       rampMs: rampEnd.t - t1,
-      firstSendMs: (firstArrivals[0] ?? NaN) - created,
-      fullMs: (firstArrivals[concurrency - 1] ?? NaN) - created,
+      firstSendMs: rampRead ? firstArrivals[0]! - created : NaN,
+      fullMs: rampRead ? (firstArrivals[concurrency - 1] ?? NaN) - created : NaN,
       lastSendToDoneMs: completedAt - lastArrival,
       tailMs: t2 - tailStart.t,
       cpuUsPerLine: (cpu * 1000) / lineCount,

@@ -8,18 +8,23 @@ export async function cancelBatch(
   store: BatchStore,
   accountId: string,
   batchId: string,
-  onCancelled?: (batchId: string) => void,
+  options: {
+    onCancelled?: (batchId: string) => void
+    /** The status as the surface asked shows it (the facade's are OpenAI's). */
+    statusOf?: (batch: BatchRecord) => string
+  } = {},
 ): Promise<BatchRecord> {
   const result = await store.cancelBatch(accountId, batchId, nowSeconds())
   if (result.kind === 'not_found') throw notFound(`batch ${excerpt(batchId)}`)
   if (result.kind === 'conflict') {
+    const status = options.statusOf?.(result.batch) ?? result.batch.status
     throw refuse(
       'batch_not_cancellable',
-      `batch ${batchId} is ${result.batch.status} and can no longer be cancelled`,
-      { detail: { status: result.batch.status } },
+      `batch ${batchId} is ${status} and can no longer be cancelled`,
+      { detail: { status } },
     )
   }
   // This instance's dispatcher hears at once, so lines waiting for a slot are not sent.
-  onCancelled?.(batchId)
+  options.onCancelled?.(batchId)
   return result.batch
 }

@@ -26,7 +26,6 @@ export function createApp(
   telemetry: Telemetry = noTelemetry,
 ) {
   // Observed outermost: the wrapper sees the answer each request is sent, the error handler's too.
-  const methodsOf = pathMethods(() => app.routes)
   const app = observeRequests(new Elysia(), logger, telemetry).onError(
     ({ error, code, set, request }) => {
       const headers = responseHeaders(set)
@@ -42,6 +41,7 @@ export function createApp(
       return answer(unrouted ?? refusalFor(error, code, request, logger), request, headers)
     },
   )
+  const methodsOf = pathMethods(() => app.routes)
   // Before routing: a head over the limit is refused whatever the route.
   app.onRequest(({ request }) => {
     const refusal = headTooLarge(request)

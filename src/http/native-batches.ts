@@ -137,7 +137,7 @@ export function nativeBatchRoutes(deps: NativeDeps) {
     .delete(
       '/v1/batches/:id',
       async ({ params, caller }) =>
-        renderWithShares(await cancelBatch(store, caller.account.id, params.id, onCancelled)),
+        renderWithShares(await cancelBatch(store, caller.account.id, params.id, { onCancelled })),
       { parse: 'none', caller: 'batches' },
     )
     .post(

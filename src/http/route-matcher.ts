@@ -49,6 +49,9 @@ export function pathMethods(routes: () => readonly RouteEntry[]): (path: string)
     }
     const { methods, router } = table
     const loose = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path
-    return methods.filter((method) => method !== 'ALL' && router.find(method, loose) !== null)
+    const found = methods.filter(
+      (method) => method !== 'ALL' && router.find(method, loose) !== null,
+    )
+    return found.includes('GET') && !found.includes('HEAD') ? [...found, 'HEAD'] : found
   }
 }

@@ -348,6 +348,12 @@ for (const storeKind of STORES) {
         ['r-1', 400],
         ['r-2', 400],
       ])
+      // Its cancel's refusal names the same status.
+      const refused = await failure(openai.batches.cancel(batch.id))
+      expect(refused).toBeInstanceOf(OpenAI.ConflictError)
+      expect((refused as { error: { message: string } }).error.message).toContain(
+        'is completed and can no longer be cancelled',
+      )
       // The native API says it in its own terms: not one line succeeded.
       const native = (await (await gw.request(`/v1/batches/${batch.id}`, key)).json()) as {
         status: string

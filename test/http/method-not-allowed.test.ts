@@ -35,12 +35,21 @@ test('a known path asked with a method it does not take answers 405, naming the 
     },
   })
   const batches = await ask('DELETE', '/v1/batches')
-  expect([batches.status, batches.allow]).toEqual([405, 'GET, POST'])
+  expect([batches.status, batches.allow]).toEqual([405, 'GET, POST, HEAD'])
   // A path with a parameter, and a trailing slash, as routing reads them.
   const batch = await ask('PUT', '/v1/batches/b_x/')
   expect(batch.status).toBe(405)
   expect(batch.allow!.split(', ')).toContain('GET')
   expect(batch.body.error.message).toStartWith('PUT is not allowed on /v1/batches/b_x/; it takes ')
+})
+
+test('the OpenAI surface and a wildcard route answer the same way; HEAD is served where GET is', async () => {
+  const files = await ask('PATCH', '/openai/v1/files')
+  expect([files.status, files.allow]).toEqual([405, 'GET, POST, HEAD'])
+  const model = await ask('POST', '/v1/models/vendor/some-model')
+  expect([model.status, model.allow]).toEqual([405, 'GET, HEAD'])
+  const head = await fetch(`${gw.url}/v1/models`, { method: 'HEAD' })
+  expect(head.status).not.toBe(405)
 })
 
 test('under /anthropic the 405 comes in Anthropic’s error shape', async () => {

@@ -46,8 +46,9 @@ test('no route, a wrong method or an empty parameter is null', () => {
 
 test('the methods a path takes, for a 405: each method with a route matching it', () => {
   const methodsOf = pathMethods(() => routes)
-  expect(methodsOf('/v1/batches')).toEqual(['GET', 'POST'])
-  expect(methodsOf('/v1/batches/b_1/')).toEqual(['GET'])
+  // HEAD is served wherever GET is.
+  expect(methodsOf('/v1/batches')).toEqual(['GET', 'POST', 'HEAD'])
+  expect(methodsOf('/v1/batches/b_1/')).toEqual(['GET', 'HEAD'])
   expect(methodsOf('/v1/batches/b_1/cancel')).toEqual(['POST'])
   expect(methodsOf('/v1/elsewhere')).toEqual([])
 })

@@ -117,7 +117,9 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
               `message batch ${excerpt(params.id)} has ended and can no longer be cancelled`,
               { detail: { processing_status: 'ended' } },
             )
-          const batch = await cancelBatch(store, caller.account.id, found.id, deps.onCancelled)
+          const batch = await cancelBatch(store, caller.account.id, found.id, {
+            onCancelled: deps.onCancelled,
+          })
           return renderMessageBatch(batch, publicOrigin(request))
         }),
       { parse: 'none', caller: 'batches' },

@@ -24,7 +24,7 @@ import { excerpt } from '../../excerpt.ts'
 import { maxCostUsdJson } from '../../schemas/money-text.ts'
 import { parseQuery } from '../parse-query.ts'
 import { createBatchSummaries } from './batch-usage.ts'
-import { renderOpenAiBatch } from './render-openai.ts'
+import { openAiStatus, renderOpenAiBatch } from './render-openai.ts'
 import { renderPage } from '../render-page.ts'
 
 export const createBody = z.looseObject({
@@ -111,7 +111,12 @@ export function openAiBatchRoutes(deps: FacadeBatchDeps) {
     .post(
       '/batches/:id/cancel',
       async ({ params, caller }) =>
-        renderOne(await cancelBatch(store, caller.account.id, params.id, onCancelled)),
+        renderOne(
+          await cancelBatch(store, caller.account.id, params.id, {
+            onCancelled,
+            statusOf: openAiStatus,
+          }),
+        ),
       { parse: 'none', caller: 'batches' },
     )
 }

@@ -30,7 +30,7 @@ const FINAL = new Set(['completed', 'failed', 'cancelled', 'expired'])
  * ran and whose every request failed is `completed`, its answers in the error file, where the
  * native API calls it `failed` (not one line succeeded).
  */
-const openAiStatus = (batch: BatchRecord) =>
+export const openAiStatus = (batch: BatchRecord) =>
   batch.status === 'failed' && !batch.errors ? 'completed' : batch.status
 
 export function renderOpenAiBatch(batch: BatchRecord, extras?: FacadeExtras): OpenAiBatchObject {
