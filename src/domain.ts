@@ -63,6 +63,8 @@ export type LineErrorCode =
   | 'max_cost_reached'
   /** A batch waiting for credit (docs/open-models.md) that was still short after half its window. */
   | 'insufficient_quota'
+  /** A fault of the gateway itself while running the line (logged as dispatch.line_crashed); never billed. */
+  | 'internal_error'
 
 export interface LineError {
   code: LineErrorCode

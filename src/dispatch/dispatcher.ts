@@ -472,7 +472,7 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
         lineNo: line.lineNo,
         kind: 'failed',
         error: {
-          code: 'upstream_error',
+          code: 'internal_error',
           message:
             'the gateway failed while running this line (logged as dispatch.line_crashed); nothing was billed',
         },

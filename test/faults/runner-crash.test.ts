@@ -61,6 +61,7 @@ test('a line that crashes the runner ends failed and its batch finishes', async 
       .split('\n')
       .map((l) => JSON.parse(l))
     expect(rows[1]).toMatchObject({ custom_id: 'b', status: 'failed', cost_usd: '0.000000' })
+    expect(rows[1].error.code).toBe('internal_error')
     expect(rows[1].error.message).toContain('gateway')
     expect(logLines.some((line) => line.includes('dispatch.line_crashed'))).toBe(true)
   } finally {
