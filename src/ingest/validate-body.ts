@@ -291,8 +291,9 @@ function unknownModel(
       fix: 'use the id of one of your active fine-tuned models, as GET /v1/models lists them',
     }
   }
+  // Models that can run here: one whose only providers lack their keys is no example to follow.
   const examples = catalog.models
-    .filter((m) => m.endpoints.includes(endpoint))
+    .filter((m) => m.endpoints.includes(endpoint) && catalog.usable(m).length > 0)
     .slice(0, 3)
     .map((m) => m.id)
   return {
@@ -364,7 +365,7 @@ function noProviderConfigured(catalog: Catalog, model: ModelEntry, at: PathOf): 
   const missing = model.offerings.map((o) => catalog.missingKey(o.provider)).filter(Boolean)
   return {
     path: at('model'),
-    message: `no provider of ${model.id} is configured on this gateway`,
+    message: `names ${model.id}, which no provider on this gateway is configured to serve`,
     fix: `ask the operator to set ${[...new Set(missing)].join(' or ')}, or use another model`,
   }
 }
@@ -373,7 +374,7 @@ function noProviderConfigured(catalog: Catalog, model: ModelEntry, at: PathOf): 
 function noLoraProvider(model: ModelEntry, routedSome: boolean, at: PathOf): BodyProblem {
   return {
     path: at('model'),
-    message: `no provider of ${model.id} that serves fine-tunes is configured${routedSome ? ' among those the provider object allows' : ''}`,
+    message: `names a fine-tune of ${model.id}, which no provider on this gateway that serves fine-tunes offers${routedSome ? ' among those the provider object allows' : ''}`,
     fix: `ask the operator for a provider with "lora": true offering ${model.id}, or use ${model.id} itself`,
   }
 }

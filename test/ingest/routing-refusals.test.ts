@@ -33,6 +33,14 @@ const config = loadConfig({
   }),
 })
 const catalog = createCatalog(config.catalog, config.providerKeys)
+// The same model with the keyed provider left out: its only provider has no key.
+const unkeyedOnly = createCatalog(
+  {
+    ...config.catalog,
+    models: [{ ...config.catalog.models[0]!, id: 'paid/chat', offerings: [offering('paid')] }],
+  } as typeof config.catalog,
+  config.providerKeys,
+)
 const body = { model: 'both/chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 }
 const problem = (provider: object) => {
   const verdict = validateBody({ ...body, provider }, 'chat', catalog, { prefix: 'body' })
@@ -51,4 +59,32 @@ test('only a provider without its key: the fix names the variable to set', () =>
   expect(problem({ only: ['elsewhere'] }).fix).toBe('allow one of: pool')
   // The keyed one is served.
   expect(validateBody({ ...body, provider: { only: ['pool'] } }, 'chat', catalog).ok).toBe(true)
+})
+
+test('a model whose only provider has no key: the refusal reads after its path, and names the variable', () => {
+  const verdict = validateBody({ ...body, model: 'paid/chat' }, 'chat', unkeyedOnly, {
+    prefix: 'body',
+  })
+  if (verdict.ok) throw new Error('accepted')
+  const [refused] = verdict.problems
+  // As a live call's message puts it: "<path> <message>; <fix>".
+  expect(`${refused!.path} ${refused!.message}; ${refused!.fix}`).toBe(
+    'body.model names paid/chat, which no provider on this gateway is configured to serve; ask the operator to set MG_TEST_UNSET_KEY, or use another model',
+  )
+})
+
+test('an unknown model is given examples that can run here, not one whose only provider has no key', () => {
+  const both = createCatalog(
+    {
+      ...config.catalog,
+      models: [
+        { ...config.catalog.models[0]!, id: 'paid/chat', offerings: [offering('paid')] },
+        config.catalog.models[0]!,
+      ],
+    } as typeof config.catalog,
+    config.providerKeys,
+  )
+  const verdict = validateBody({ ...body, model: 'nowhere/chat' }, 'chat', both)
+  if (verdict.ok) throw new Error('accepted')
+  expect(verdict.problems[0]!.fix).toBe('use a model from GET /v1/models, for example both/chat')
 })
