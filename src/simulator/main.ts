@@ -1,5 +1,5 @@
 /**
- * `bun run sim [--port 8090] [--latency-ms 50] [--rate-429 0.1 --retry-after 1] …`: the upstream
+ * `npm run sim -- [--port 8090] [--latency-ms 50] [--rate-429 0.1 --retry-after 1] …`: the upstream
  * simulator as a process. Prints one line with its URL. GET /sim/stats, POST /sim/reset and
  * POST /sim/config (a JSON SimulatorOptions) reach a running one from outside. `--capacity N
  * [--max-queued M]` makes it a GPU pool: a vLLM-like replica with a queue and GET /metrics.
@@ -34,7 +34,7 @@ const numberFlags = {
 } as const satisfies Record<string, keyof SimulatorOptions>
 
 const usage = [
-  'usage: bun run sim [--port 8090] [--hostname 127.0.0.1] [--retry-after SECONDS]',
+  'usage: npm run sim -- [--port 8090] [--hostname 127.0.0.1] [--retry-after SECONDS]',
   '  [--require-api-key KEY] [--latency-ms N] [--jitter-ms N] [--max-concurrency N] [--max-rps N]',
   '  [--error-rate F] [--rate-429 F] [--timeout-rate F] [--reset-rate F] [--malformed-rate F] [--cut-rate F]',
   '  [--no-usage-rate F] [--trickle-rate F] [--trickle-ms N] [--seed N] [--embedding-dims N]',
