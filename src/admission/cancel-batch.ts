@@ -9,7 +9,7 @@ export async function cancelBatch(
   accountId: string,
   batchId: string,
   options: {
-    onCancelled?: (batchId: string) => void
+    onCancelled?: (batchId: string, linesCancelled: number) => void
     /** The status as the surface asked shows it (the facade's are OpenAI's). */
     statusOf?: (batch: BatchRecord) => string
   } = {},
@@ -25,6 +25,6 @@ export async function cancelBatch(
     )
   }
   // This instance's dispatcher hears at once, so lines waiting for a slot are not sent.
-  options.onCancelled?.(batchId)
+  options.onCancelled?.(batchId, result.linesCancelled)
   return result.batch
 }

@@ -32,9 +32,9 @@ export function announceChanges(
     releaseLeases: (...args) => store.releaseLeases(...args),
     reapExpiredLeases: (...args) => store.reapExpiredLeases(...args),
     async advanceBatches(...args) {
-      const ids = await store.advanceBatches(...args)
-      if (ids.length > 0) changed(ids)
-      return ids
+      const advanced = await store.advanceBatches(...args)
+      if (advanced.changed.length > 0) changed(advanced.changed)
+      return advanced
     },
     async setWaiting(...args) {
       const set = await store.setWaiting(...args)

@@ -9,7 +9,13 @@ import type { FineTuneRecord } from '../catalog/fine-tunes.ts'
 import type { FleetRates, Shares } from '../coordination/fleet-rates.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
-import type { ClaimedLine, DispatchStore, LineOutcome, RunnableBatch } from '../store/store.ts'
+import type {
+  ClaimedLine,
+  DispatchStore,
+  LineOutcome,
+  LinesEnded,
+  RunnableBatch,
+} from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
 import { maintainBatches } from './batch-maintenance.ts'
@@ -43,6 +49,8 @@ export interface DispatcherOptions {
   drainMs: number
   /** Told of every outcome about to be recorded (metrics and debug logs). */
   onOutcome?: (outcome: LineOutcome, line: ClaimedLine) => void
+  /** Told of the lines a maintenance pass ended without running them (expired, cancelled). */
+  onLinesEnded?: (ended: LinesEnded) => void
   /** The spill planner's safety margin, a share of each batch's window (MULTIGRID_SPILL_MARGIN). */
   spillMargin: number
   /** Fine-tunes by `ft:` id, for lines that name one (docs/open-models.md). */
@@ -163,7 +171,13 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
   // at once: a batch's `finalizing` lasts one pass, not one pass and a gap.
   const maintenance = every(
     Math.min(Math.max(options.pollMs, 200), 1000),
-    () => maintainBatches(store, logger, active, stopped),
+    () =>
+      maintainBatches(store, {
+        logger,
+        here: active,
+        stopped,
+        onLinesEnded: options.onLinesEnded,
+      }),
     'maintenance',
     0,
   )

@@ -15,6 +15,8 @@ export interface WaitingBatchesOptions {
   onStarted: (ids: string[]) => void
   /** Batches failed here (not started in time): their progress streams should hear it. */
   onEnded?: (ids: string[]) => void
+  /** Lines failed with their batches here, none of them run (no credit or no capacity in time). */
+  onLinesFailed?: (count: number) => void
   /** Unix ms. */
   now?: () => number
 }
@@ -38,11 +40,13 @@ export function createWaitingBatches(
       for (const id of pass.failed)
         options.logger.info('batch.credit_wait_ended', { batch_id: id, status: 'failed' })
       if (pass.started.length > 0) options.onStarted(pass.started)
+      if (pass.failedLines > 0) options.onLinesFailed?.(pass.failedLines)
       // Starting in time (docs/open-models.md), in the same pass: the batches no capacity started in time.
       const unstarted = await store.failUnstartedBatches(now())
-      for (const id of unstarted)
+      for (const id of unstarted.failed)
         options.logger.info('batch.not_started_in_time', { batch_id: id, status: 'failed' })
-      if (unstarted.length > 0) options.onEnded?.(unstarted)
+      if (unstarted.failed.length > 0) options.onEnded?.(unstarted.failed)
+      if (unstarted.lines > 0) options.onLinesFailed?.(unstarted.lines)
       return false
     },
     {

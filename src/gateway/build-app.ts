@@ -94,7 +94,7 @@ export function buildApp(core: GatewayCore, parts: AppParts): ListeningApp {
     batchView: dispatching.lanes ? withChunkShares(core.store, core.chunks) : core.store,
     events,
     bodies,
-    onCancelled: (id) => cancelled(core, parts, id),
+    onCancelled: (id, lines) => cancelled(core, parts, id, lines),
     queueDepth: dispatching.queueDepth,
     dispatcher: dispatching.dispatcher,
   })
@@ -147,7 +147,8 @@ function buildAdmission(
 }
 
 /** A cancel moves the batch's counts and status at once: its streams hear it with the dispatcher. */
-function cancelled(core: GatewayCore, parts: AppParts, id: string): void {
+function cancelled(core: GatewayCore, parts: AppParts, id: string, lines: number): void {
+  core.metrics.linesEnded('cancelled', lines)
   parts.dispatching.dispatcher?.cancelled(id)
   parts.batchChanges.publish([id])
   parts.dispatching.lanes

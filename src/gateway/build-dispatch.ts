@@ -97,6 +97,10 @@ function buildDispatcher(
         observed(outcome)
         counted(outcome, countedClaim(line, catalog))
       },
+      onLinesEnded: (ended) => {
+        core.metrics.linesEnded('cancelled', ended.cancelled)
+        core.metrics.linesEnded('expired', ended.expired)
+      },
       spillMargin: config.dispatch.spillMargin,
       fineTunes: parts.fineTuneDirectory.byId,
       schemaChecks: parts.schemaChecks,
@@ -133,6 +137,7 @@ async function openWaiting(
       batchChanges.publish(ids)
     },
     onEnded: (ids) => batchChanges.publish(ids),
+    onLinesFailed: (count) => core.metrics.linesEnded('failed', count),
     now: core.clock,
   })
   nudges = await openNudges(

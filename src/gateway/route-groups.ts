@@ -36,7 +36,8 @@ export interface RouteServices {
   batchView: Store
   events: EventStreamSettings
   bodies: BodyLimits
-  onCancelled: (id: string) => void
+  /** A batch was cancelled here, `lines` of its pending lines with it. */
+  onCancelled: (id: string, lines: number) => void
   queueDepth: () => Promise<number>
   dispatcher: Dispatcher | null
 }

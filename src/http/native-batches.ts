@@ -78,7 +78,7 @@ export interface NativeDeps {
   /** Where the submitted file is read into: the file validator's choice (FileValidator.bodyBuffers). */
   fileBuffers?: BodyBuffers
   /** Tells this instance's dispatcher at once, so lines waiting for a slot are not sent. */
-  onCancelled?: (batchId: string) => void
+  onCancelled?: (batchId: string, linesCancelled: number) => void
   /** The progress streams' change signals and timing (docs/events-and-webhooks.md). */
   events: EventStreamSettings
 }

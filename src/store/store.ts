@@ -83,6 +83,8 @@ export type {
   LineClaim,
   LineKey,
   LineOutcome,
+  LinesEnded,
+  AdvancedBatches,
   LineUsage,
   RunnableBatch,
 } from './dispatch/dispatch-store.ts'

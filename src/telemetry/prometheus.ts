@@ -14,6 +14,8 @@ const LATENCY_BUCKETS = [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 export interface PrometheusMetrics {
   /** A batch line reached `status` on `provider` (null: it never reached one), costing `costUsd`. */
   lineFinished(status: 'succeeded' | 'failed', provider: string | null, costUsd: string): void
+  /** `count` batch lines ended without running (a cancel, a deadline, a cap, no credit or capacity in time). */
+  linesEnded(status: 'cancelled' | 'expired' | 'failed', count: number): void
   /** A live call was charged `costUnits` (10⁻¹⁸ USD, money/fixed-point.ts) on `provider`. */
   liveCharged(provider: string, costUnits: bigint): void
   upstreamLatency(provider: string, seconds: number): void
@@ -50,6 +52,10 @@ export function createPrometheusMetrics(): PrometheusMetrics {
       const name = provider ?? 'none'
       bump(lines, `${status}\u0000${name}`)
       addSpend(name, costUsd)
+    },
+    linesEnded(status, count) {
+      if (count > 0)
+        lines.set(`${status}\u0000none`, (lines.get(`${status}\u0000none`) ?? 0) + count)
     },
     liveCharged(provider, costUnits) {
       bump(liveCalls, provider)

@@ -467,7 +467,7 @@ onEveryStore(({ name, makeStore, it }) => {
         expect(
           await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.25')], MS + 1000),
         ).toBe(1)
-        expect(await dispatch.advanceBatches(T0 + 62)).toEqual(['batch_01'])
+        expect((await dispatch.advanceBatches(T0 + 62)).changed).toEqual(['batch_01'])
         const batch = await batchOf('acct_1', 'batch_01')
         expect(batch).toMatchObject({
           status: 'cancelled',
@@ -643,7 +643,7 @@ onEveryStore(({ name, makeStore, it }) => {
         expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '0', openBatches: 0 })
         // It counts against nothing: the one open batch allowed is still free.
         expect((await store.admitBatch(newBatch('acct_1', 'batch_02'))).kind).toBe('created')
-        expect(await dispatch.advanceBatches(T0 + 1)).toEqual([])
+        expect((await dispatch.advanceBatches(T0 + 1)).changed).toEqual([])
       })
 
       it('keeps its idempotency key: a second record with it is the first batch, not another', async () => {
@@ -790,7 +790,11 @@ onEveryStore(({ name, makeStore, it }) => {
         expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '0', openBatches: 1 })
         // Not claimable while it waits.
         expect(await dispatch.runnableBatches(MS, 10)).toEqual([])
-        expect(await store.admitWaitingBatches(MS)).toEqual({ started: [], failed: [] })
+        expect(await store.admitWaitingBatches(MS)).toEqual({
+          started: [],
+          failed: [],
+          failedLines: 0,
+        })
         await store.addCredit('acct_1', '1.49')
         await store.admitWaitingBatches(MS)
         expect((await batchOf('acct_1', 'batch_01')).waiting!.message).toContain(
@@ -800,6 +804,7 @@ onEveryStore(({ name, makeStore, it }) => {
         expect(await store.admitWaitingBatches(MS + 1)).toEqual({
           started: ['batch_01'],
           failed: [],
+          failedLines: 0,
         })
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
           status: 'in_progress',
@@ -807,7 +812,11 @@ onEveryStore(({ name, makeStore, it }) => {
           waiting: null,
         })
         expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '2.5' })
-        expect(await store.admitWaitingBatches(MS + 2)).toEqual({ started: [], failed: [] })
+        expect(await store.admitWaitingBatches(MS + 2)).toEqual({
+          started: [],
+          failed: [],
+          failedLines: 0,
+        })
         expect((await dispatch.runnableBatches(MS, 10)).map((b) => b.id)).toEqual(['batch_01'])
         // Without wait_for_credit, a hold that does not fit is refused as before.
         expect((await store.admitBatch(newBatch('acct_1', 'batch_02', 1))).kind).toBe(
@@ -825,6 +834,7 @@ onEveryStore(({ name, makeStore, it }) => {
         expect(await store.admitWaitingBatches(MS + 3000)).toEqual({
           started: ['batch_b'],
           failed: [],
+          failedLines: 0,
         })
         const needed = async () =>
           Promise.all(
@@ -844,6 +854,7 @@ onEveryStore(({ name, makeStore, it }) => {
         expect(await store.admitWaitingBatches(MS + 4000)).toEqual({
           started: ['batch_c'],
           failed: [],
+          failedLines: 0,
         })
         expect(await needed()).toEqual(['1.600000', undefined])
         await store.addCredit('acct_1', '10')
@@ -872,10 +883,12 @@ onEveryStore(({ name, makeStore, it }) => {
         expect(await store.admitWaitingBatches((T0 + 599) * 1000)).toEqual({
           started: [],
           failed: [],
+          failedLines: 0,
         })
         expect(await store.admitWaitingBatches((T0 + 600) * 1000)).toEqual({
           started: [],
           failed: ['batch_01'],
+          failedLines: 2,
         })
         const batch = await batchOf('acct_1', 'batch_01')
         expect(batch).toMatchObject({
@@ -910,6 +923,7 @@ onEveryStore(({ name, makeStore, it }) => {
         expect(await store.admitWaitingBatches((T0 + 601) * 1000)).toEqual({
           started: [],
           failed: [],
+          failedLines: 0,
         })
       })
 
@@ -931,7 +945,11 @@ onEveryStore(({ name, makeStore, it }) => {
         const cancelled = await store.cancelBatch('acct_1', 'batch_01', T0 + 5)
         expect(cancelled).toMatchObject({ kind: 'cancelled', batch: { status: 'cancelled' } })
         await store.addCredit('acct_1', '5')
-        expect(await store.admitWaitingBatches(MS + 6000)).toEqual({ started: [], failed: [] })
+        expect(await store.admitWaitingBatches(MS + 6000)).toEqual({
+          started: [],
+          failed: [],
+          failedLines: 0,
+        })
         expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '0', openBatches: 0 })
       })
     })

@@ -474,7 +474,7 @@ onEveryStore(({ name, makeStore, it }) => {
         expect((await claim('batch_01', 'owner-a', 1, MS + 5001)).map((l) => l.lineNo)).toEqual([1])
         await store.cancelBatch('acct_1', 'batch_01', T0 + 10.5)
         await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0')], MS + 6000)
-        expect(await dispatch.advanceBatches(T0 + 11.75)).toEqual(['batch_01'])
+        expect((await dispatch.advanceBatches(T0 + 11.75)).changed).toEqual(['batch_01'])
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({ status: 'cancelled' })
       })
 
@@ -922,7 +922,7 @@ onEveryStore(({ name, makeStore, it }) => {
           MS + 1,
         )
         // 0.15 left: line 4 (0.2) and line 3 (0.5) can never fit.
-        await dispatch.advanceBatches(T0 + 2)
+        expect((await dispatch.advanceBatches(T0 + 2)).ended).toEqual({ cancelled: 2, expired: 0 })
         await dispatch.advanceBatches(T0 + 3)
         const batch = await batchOf('acct_1', 'batch_01')
         expect(batch).toMatchObject({
@@ -1046,7 +1046,7 @@ onEveryStore(({ name, makeStore, it }) => {
         await account('acct_1', '5')
         await admit('acct_1', 'batch_01', 3, { costCeilingUsd: '1' })
         await claim('batch_01', 'owner-a', 3)
-        expect(await dispatch.advanceBatches(T0 + 1)).toEqual([])
+        expect((await dispatch.advanceBatches(T0 + 1)).changed).toEqual([])
         await dispatch.recordOutcomes(
           'owner-a',
           [
@@ -1056,14 +1056,14 @@ onEveryStore(({ name, makeStore, it }) => {
           ],
           MS + 100,
         )
-        expect(await dispatch.advanceBatches(T0 + 2)).toEqual(['batch_01'])
+        expect((await dispatch.advanceBatches(T0 + 2)).changed).toEqual(['batch_01'])
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
           status: 'finalizing',
           finalizingAt: T0 + 2,
           finishedAt: null,
         })
         expect((await store.getAccount('acct_1'))!.openBatches).toBe(1)
-        expect(await dispatch.advanceBatches(T0 + 3)).toEqual(['batch_01'])
+        expect((await dispatch.advanceBatches(T0 + 3)).changed).toEqual(['batch_01'])
         const batch = await batchOf('acct_1', 'batch_01')
         expect(batch).toMatchObject({
           status: 'completed',
@@ -1083,7 +1083,7 @@ onEveryStore(({ name, makeStore, it }) => {
           heldUsd: '0',
           openBatches: 0,
         })
-        expect(await dispatch.advanceBatches(T0 + 4)).toEqual([])
+        expect((await dispatch.advanceBatches(T0 + 4)).changed).toEqual([])
       })
 
       it('fails a batch in which nothing succeeded', async () => {
@@ -1097,7 +1097,7 @@ onEveryStore(({ name, makeStore, it }) => {
           MS,
         )
         await dispatch.advanceBatches(T0 + 1)
-        expect(await dispatch.advanceBatches(T0 + 2)).toEqual(['batch_01'])
+        expect((await dispatch.advanceBatches(T0 + 2)).changed).toEqual(['batch_01'])
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
           status: 'failed',
           heldUsd: '0',
@@ -1111,14 +1111,18 @@ onEveryStore(({ name, makeStore, it }) => {
         await admit('acct_1', 'batch_01', 4, { costCeilingUsd: '1', deadlineAt: deadline })
         await claim('batch_01', 'owner-a', 2)
         await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.01')], MS + 100)
-        expect(await dispatch.advanceBatches(deadline - 1)).toEqual([])
+        expect((await dispatch.advanceBatches(deadline - 1)).changed).toEqual([])
         expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
           pending: 2,
           expired: 0,
         })
 
-        // At the deadline: pending lines expire, the running one may still finish.
-        expect(await dispatch.advanceBatches(deadline)).toEqual([])
+        // At the deadline: pending lines expire, the running one may still finish; the pass says
+        // how many it ended (/metrics counts them).
+        expect(await dispatch.advanceBatches(deadline)).toEqual({
+          changed: [],
+          ended: { cancelled: 0, expired: 2 },
+        })
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
           status: 'in_progress',
           counts: { pending: 0, running: 1, succeeded: 1, expired: 2 },
@@ -1135,9 +1139,12 @@ onEveryStore(({ name, makeStore, it }) => {
           [succeeded('batch_01', 2, '0.02')],
           (deadline + 5) * 1000,
         )
-        expect(await dispatch.advanceBatches(deadline + 10)).toEqual(['batch_01'])
+        expect(await dispatch.advanceBatches(deadline + 10)).toEqual({
+          changed: ['batch_01'],
+          ended: { cancelled: 0, expired: 0 },
+        })
         expect((await batchOf('acct_1', 'batch_01')).status).toBe('finalizing')
-        expect(await dispatch.advanceBatches(deadline + 11)).toEqual(['batch_01'])
+        expect((await dispatch.advanceBatches(deadline + 11)).changed).toEqual(['batch_01'])
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
           status: 'expired',
           finishedAt: deadline + 11,
@@ -1156,12 +1163,12 @@ onEveryStore(({ name, makeStore, it }) => {
         await account('acct_1', '5')
         await admit('acct_1', 'batch_01', 2, { deadlineAt: T0 + 60 })
         await admit('acct_1', 'batch_02', 2, { deadlineAt: T0 + 600 })
-        expect(await dispatch.advanceBatches(T0 + 60)).toEqual(['batch_01'])
+        expect((await dispatch.advanceBatches(T0 + 60)).changed).toEqual(['batch_01'])
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
           status: 'finalizing',
           counts: { pending: 0, expired: 2 },
         })
-        expect(await dispatch.advanceBatches(T0 + 61)).toEqual(['batch_01'])
+        expect((await dispatch.advanceBatches(T0 + 61)).changed).toEqual(['batch_01'])
         expect((await batchOf('acct_1', 'batch_01')).status).toBe('expired')
         expect((await batchOf('acct_1', 'batch_02')).status).toBe('in_progress')
         expect(await store.getAccount('acct_1')).toMatchObject({ heldUsd: '1', openBatches: 1 })

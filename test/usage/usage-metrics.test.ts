@@ -192,6 +192,37 @@ for (const storeKind of STORES) {
       ).toBeGreaterThanOrEqual(1)
     })
 
+    test('lines a cancel ends, at once or handed back later, are counted cancelled with no provider', async () => {
+      const cancelled = async () =>
+        sampleValue(
+          parsePrometheusText(await (await fetch(`${gw.url}/metrics`)).text()),
+          'multigrid_lines_total',
+          { status: 'cancelled', provider: 'none' },
+        ) ?? 0
+      const before = await cancelled()
+      const { key } = await gw.newAccount('1')
+      // Slow answers, 64 slots: some lines in flight, some waiting for a slot, most pending at the cancel.
+      sim.configure({ latencyMs: 1_000 })
+      try {
+        const lines = Array.from({ length: 300 }, (_, i) => chatLine(`c-${i}`, `cancel ${i}`))
+        const submitted = await gw.request('/v1/batches', key, {
+          method: 'POST',
+          body: jsonl(lines),
+        })
+        const { id } = (await submitted.json()) as { id: string }
+        await waitFor('lines in flight', async () => sim.stats().inFlight > 0)
+        expect((await gw.request(`/v1/batches/${id}`, key, { method: 'DELETE' })).status).toBe(200)
+        const batch = await waitFor('the batch to end', async () => {
+          const view = (await (await gw.request(`/v1/batches/${id}`, key)).json()) as any
+          return view.status === 'cancelled' ? view : null
+        })
+        expect(batch.request_counts.cancelled).toBeGreaterThan(0)
+        expect((await cancelled()) - before).toBe(batch.request_counts.cancelled)
+      } finally {
+        sim.configure({ latencyMs: 5 })
+      }
+    })
+
     test('a failed line is counted under its catalog model when it names it by an alias', async () => {
       const { key } = await gw.newAccount('1')
       const lines = [

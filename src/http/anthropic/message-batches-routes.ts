@@ -50,7 +50,7 @@ export interface MessageBatchDeps {
   limits: FileLimits
   /** The create's limit: the native submit's (16 MiB by default). */
   bodyLimit: BodyLimit
-  onCancelled?: (batchId: string) => void
+  onCancelled?: (batchId: string, linesCancelled: number) => void
 }
 
 export const listQuery = z.object({

@@ -129,7 +129,7 @@ export function dashboardRoutes(deps: DashboardDeps) {
         const result = await store.cancelBatch(caller.account.id, params.id, nowSeconds())
         if (result.kind === 'not_found')
           return refusalPage(notFound(`batch ${excerpt(params.id)}`), request, pageHeaders)
-        if (result.kind === 'cancelled') onCancelled?.(result.batch.id)
+        if (result.kind === 'cancelled') onCancelled?.(result.batch.id, result.linesCancelled)
         return seeOther(
           `${batchHref(params.id)}${result.kind === 'cancelled' ? '?cancelled=1' : ''}`,
           pageHeaders,

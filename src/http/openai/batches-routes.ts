@@ -57,7 +57,7 @@ export interface FacadeBatchDeps {
   admission: Admission
   /** The create's body limit (body-limits.ts): it names a file, it does not carry one. */
   bodyLimit: BodyLimit
-  onCancelled?: (batchId: string) => void
+  onCancelled?: (batchId: string, linesCancelled: number) => void
   /** The catalog's id of a model name (an alias's model), for the batch object's `model`. */
   modelId?: (name: string) => string
 }

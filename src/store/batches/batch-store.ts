@@ -85,10 +85,19 @@ export interface WaitingPass {
   started: string[]
   /** Still short at the end of their wait: `failed`, every line failed, nothing charged. */
   failed: string[]
+  /** Their lines, all failed (for /metrics). */
+  failedLines: number
+}
+
+/** Batches failed before any line ran, and their lines, all failed. */
+export interface UnstartedFailed {
+  failed: string[]
+  lines: number
 }
 
 export type CancelResult =
-  | { kind: 'cancelled'; batch: BatchRecord }
+  /** `linesCancelled`: the pending lines this cancel ended (none when it was cancelling already). */
+  | { kind: 'cancelled'; batch: BatchRecord; linesCancelled: number }
   | { kind: 'not_found' }
   | { kind: 'conflict'; batch: BatchRecord }
 
@@ -109,9 +118,10 @@ export interface BatchStore {
   /**
    * Starting in time (docs/open-models.md): fails the in-progress batches none of whose lines has started
    * by their start-by time (start-in-time.ts) with capacity_unavailable, holds released,
-   * nothing charged; returns their ids. Safe on every instance at once.
+   * nothing charged; returns their ids and how many lines failed with them. Safe on every
+   * instance at once.
    */
-  failUnstartedBatches(nowMs: number): Promise<string[]>
+  failUnstartedBatches(nowMs: number): Promise<UnstartedFailed>
   findByIdempotencyKey(accountId: string, key: string): Promise<BatchRecord | null>
   /** Stores a batch that failed validation: no lines, no hold, status `failed`. */
   recordRejectedBatch(batch: RejectedBatch): Promise<BatchRecord>

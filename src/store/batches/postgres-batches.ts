@@ -118,11 +118,12 @@ export function createPostgresBatchStore(
           SELECT b.*, p.* FROM batches b ${progressJoin(tx)}
           WHERE id = ${id} AND account_id = ${accountId} FOR UPDATE OF b`
         if (!row) return { kind: 'not_found' }
-        if (row.status === 'cancelling') return { kind: 'cancelled', batch: rowToBatch(row) }
+        if (row.status === 'cancelling')
+          return { kind: 'cancelled', batch: rowToBatch(row), linesCancelled: 0 }
         if (row.status !== 'in_progress' && row.status !== 'validating') {
           return { kind: 'conflict', batch: rowToBatch(row) }
         }
-        await tx`
+        const [ended] = await tx`
           WITH cancelled AS (
             UPDATE lines SET status = 'cancelled', error_code = 'batch_cancelled',
               finished_at = ${now}
@@ -132,7 +133,7 @@ export function createPostgresBatchStore(
             pending = pending - (SELECT count(*) FROM cancelled),
             cancelled = cancelled + (SELECT count(*) FROM cancelled)
           WHERE id = ${id}
-          RETURNING id`
+          RETURNING (SELECT count(*) FROM cancelled)::int AS n`
         // Claims do not lock the row: the counters are read again once the pending lines are
         // ended, in a snapshot that holds any claim that took a line first.
         const [cancelling] = await tx`
@@ -140,7 +141,7 @@ export function createPostgresBatchStore(
         await finishBatches(tx, [withProgress(cancelling!)], now)
         const [latest] =
           await tx`SELECT b.*, p.* FROM batches b ${progressJoin(tx)} WHERE id = ${id}`
-        return { kind: 'cancelled', batch: rowToBatch(latest!) }
+        return { kind: 'cancelled', batch: rowToBatch(latest!), linesCancelled: Number(ended!.n) }
       })
     },
 

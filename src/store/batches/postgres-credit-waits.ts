@@ -30,7 +30,7 @@ export async function waitingHolds(db: Db, accountId: string): Promise<Money[]> 
 }
 
 export async function admitWaitingBatches(sql: postgres.Sql, nowMs: number): Promise<WaitingPass> {
-  const pass: WaitingPass = { started: [], failed: [] }
+  const pass: WaitingPass = { started: [], failed: [], failedLines: 0 }
   const accounts = await sql`
     SELECT DISTINCT account_id FROM batches
     WHERE status = 'validating' AND waiting_code = 'insufficient_credit'`
@@ -38,6 +38,7 @@ export async function admitWaitingBatches(sql: postgres.Sql, nowMs: number): Pro
     const done = await sql.begin((tx) => admitAccount(tx, accountId, nowMs))
     pass.started.push(...done.started)
     pass.failed.push(...done.failed)
+    pass.failedLines += done.failedLines
   }
   return pass
 }
@@ -53,7 +54,7 @@ async function admitAccount(
   nowMs: number,
 ): Promise<WaitingPass> {
   const now = Math.floor(nowMs / 1000)
-  const pass: WaitingPass = { started: [], failed: [] }
+  const pass: WaitingPass = { started: [], failed: [], failedLines: 0 }
   const waiting = await tx`
     SELECT id, created_at, cost_ceiling_usd, max_cost_usd, waiting_until, waiting_message FROM batches
     WHERE account_id = ${accountId} AND status = 'validating' AND waiting_code = 'insufficient_credit'
@@ -63,7 +64,7 @@ async function admitAccount(
   for (const batch of waiting) {
     if (Number(batch.waiting_until) > now) live.push(batch)
     else {
-      await failWaitingBatch(tx, batch, accountId, now)
+      pass.failedLines += await failWaitingBatch(tx, batch, accountId, now)
       pass.failed.push(batch.id)
     }
   }
@@ -93,7 +94,7 @@ async function admitAccount(
 
 /**
  * Every line failed unbilled, the batch `failed` with the reason (it never held anything), and
- * its webhooks told, as of any batch that ends.
+ * its webhooks told, as of any batch that ends; returns how many lines failed.
  */
 async function failWaitingBatch(
   tx: postgres.TransactionSql,
@@ -102,6 +103,12 @@ async function failWaitingBatch(
   now: number,
 ) {
   const message = creditWaitFailure(moneyText(rowHold(batch)), Number(batch.waiting_until))
-  await failUnstartedBatch(tx, { batchId: batch.id, code: 'insufficient_quota', message, now })
+  const lines = await failUnstartedBatch(tx, {
+    batchId: batch.id,
+    code: 'insufficient_quota',
+    message,
+    now,
+  })
   await enqueueWebhookEvents(tx, [{ id: batch.id, accountId, status: 'failed' }], now)
+  return lines
 }

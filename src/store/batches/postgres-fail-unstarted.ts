@@ -2,7 +2,8 @@
  * Ending a batch before any line ran, on PostgreSQL: every pending line failed unbilled with the
  * reason, and the batch `failed` with it as its error, its own hold set to nothing (and no
  * start: lines claimed and handed back unsent did not start it). The caller holds the batch's
- * row and its pending lines, and settles the account's hold and webhooks.
+ * row and its pending lines, and settles the account's hold and webhooks. Returns how many lines
+ * failed.
  */
 import type postgres from 'postgres'
 import { foldedColumns, foldedShards } from '../dispatch/postgres-batch-progress.ts'
@@ -10,7 +11,7 @@ import { foldedColumns, foldedShards } from '../dispatch/postgres-batch-progress
 export async function failUnstartedBatch(
   tx: postgres.TransactionSql,
   failure: { batchId: string; code: string; message: string; now: number },
-) {
+): Promise<number> {
   const { batchId, code, message, now } = failure
   // Lines taken up and handed back left shards (netting to nothing): folded, as at any end.
   await tx`
@@ -28,4 +29,5 @@ export async function failUnstartedBatch(
       waiting_code = NULL, waiting_message = NULL, waiting_until = NULL,
       errors = ${tx.json(errors)}
     WHERE id = ${batchId}`
+  return ended.count
 }

@@ -16,23 +16,28 @@ import {
 } from './start-in-time.ts'
 import { enqueueWebhookEvents } from '../webhooks/postgres-webhooks.ts'
 import { failUnstartedBatch } from './postgres-fail-unstarted.ts'
+import type { UnstartedFailed } from './batch-store.ts'
 
 const LONG_START_BY = startBySeconds(LONG_WINDOW_HOURS)
 
 /** Fails them; returns their ids. */
-export async function failUnstartedBatches(sql: postgres.Sql, now: number): Promise<string[]> {
+export async function failUnstartedBatches(
+  sql: postgres.Sql,
+  now: number,
+): Promise<UnstartedFailed> {
   // A read first, outside any transaction: every instance runs this every few seconds.
   const unstarted = (db: postgres.Sql | postgres.TransactionSql) => db`
     status = 'in_progress' AND created_at + CASE
       WHEN completion_window_hours >= ${LONG_WINDOW_HOURS} THEN ${LONG_START_BY}::bigint
       ELSE completion_window_hours * 1800 END <= ${now} AND ${db.unsafe(NO_LINE_STARTED_SQL)}`
   const due = await sql`SELECT id FROM batches WHERE ${unstarted(sql)} LIMIT 1`
-  if (due.length === 0) return []
+  if (due.length === 0) return { failed: [], lines: 0 }
   return sql.begin(async (tx) => {
     const batches = await tx`
       SELECT id, account_id, held_usd, created_at, completion_window_hours FROM batches
       WHERE ${unstarted(tx)} ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED`
     const failed: string[] = []
+    let lines = 0
     for (const batch of batches) {
       // Its pending lines held (the count is only for the locks), no claim can start it now.
       await tx`SELECT count(*) FROM (
@@ -46,7 +51,7 @@ export async function failUnstartedBatches(sql: postgres.Sql, now: number): Prom
         hours,
         Number(batch.created_at) + startBySeconds(hours),
       )
-      await failUnstartedBatch(tx, {
+      lines += await failUnstartedBatch(tx, {
         batchId: batch.id,
         code: CAPACITY_UNAVAILABLE,
         message,
@@ -62,6 +67,6 @@ export async function failUnstartedBatches(sql: postgres.Sql, now: number): Prom
       )
       failed.push(batch.id)
     }
-    return failed
+    return { failed, lines }
   })
 }

@@ -24,13 +24,13 @@ export function createSqliteBatchStore(db: SqliteConnection): BatchStore {
     },
     async admitWaitingBatches(nowMs) {
       // A read first: every instance runs this every second, and the write lock is the dispatcher's.
-      if (!creditWaits.anyWaiting(db)) return { started: [], failed: [] }
+      if (!creditWaits.anyWaiting(db)) return { started: [], failed: [], failedLines: 0 }
       return tx(() => creditWaits.admitWaitingBatches(db, nowMs))
     },
     async failUnstartedBatches(nowMs) {
       const now = Math.floor(nowMs / 1000)
       // A read first, as for the credit waits: the write lock is the dispatcher's.
-      if (!startInTime.anyUnstarted(db, now)) return []
+      if (!startInTime.anyUnstarted(db, now)) return { failed: [], lines: 0 }
       return tx(() => startInTime.failUnstartedBatches(db, now))
     },
     async recordRejectedBatch(batch) {
@@ -157,7 +157,8 @@ function cancelBatch(db: SqliteConnection, accountId: string, id: string, now: n
     q(db, 'SELECT * FROM batches WHERE id = ? AND account_id = ?').get(id, accountId),
   )
   if (!row) return { kind: 'not_found' } satisfies CancelResult
-  if (row.status === 'cancelling') return { kind: 'cancelled', batch: rowToBatch(row) } as const
+  if (row.status === 'cancelling')
+    return { kind: 'cancelled', batch: rowToBatch(row), linesCancelled: 0 } as const
   if (row.status !== 'in_progress' && row.status !== 'validating') {
     return { kind: 'conflict', batch: rowToBatch(row) } as const
   }
@@ -175,6 +176,7 @@ function cancelBatch(db: SqliteConnection, accountId: string, id: string, now: n
   return {
     kind: 'cancelled',
     batch: rowToBatch(current(db, q(db, 'SELECT * FROM batches WHERE id = ?').get(id))!),
+    linesCancelled: cancelled,
   } as const
 }
 

@@ -36,7 +36,7 @@ export const waitingHolds = (db: Database, accountId: string) =>
 
 export function admitWaitingBatches(db: Database, nowMs: number): WaitingPass {
   const now = Math.floor(nowMs / 1000)
-  const pass: WaitingPass = { started: [], failed: [] }
+  const pass: WaitingPass = { started: [], failed: [], failedLines: 0 }
   const accounts = q(db, `SELECT DISTINCT account_id FROM batches WHERE ${WAITING}`).all()
   for (const { account_id: accountId } of accounts) {
     const account = q(db, 'SELECT balance_usd, held_usd FROM accounts WHERE id = ?').get(accountId)!
@@ -54,7 +54,7 @@ export function admitWaitingBatches(db: Database, nowMs: number): WaitingPass {
     for (const batch of waiting) {
       if (Number(batch.waiting_until) > now) live.push(batch)
       else {
-        failWaitingBatch(db, batch, accountId, now)
+        pass.failedLines += failWaitingBatch(db, batch, accountId, now)
         pass.failed.push(batch.id)
       }
     }
@@ -77,9 +77,9 @@ export function admitWaitingBatches(db: Database, nowMs: number): WaitingPass {
 
 /**
  * Every line failed unbilled, the batch `failed` with the reason (it never held anything), and
- * its webhooks told, as of any batch that ends.
+ * its webhooks told, as of any batch that ends; returns how many lines failed.
  */
-function failWaitingBatch(db: Database, batch: Row, accountId: string, now: number) {
+function failWaitingBatch(db: Database, batch: Row, accountId: string, now: number): number {
   const message = creditWaitFailure(moneyText(rowHold(batch)), Number(batch.waiting_until))
   const n = q(
     db,
@@ -99,4 +99,5 @@ function failWaitingBatch(db: Database, batch: Row, accountId: string, now: numb
     batch.id,
   )
   enqueueWebhookEvents(db, { id: batch.id, accountId, status: 'failed' }, now)
+  return n
 }

@@ -15,6 +15,7 @@ import {
 } from './start-in-time.ts'
 import { enqueueWebhookEvents } from '../webhooks/sqlite-webhooks.ts'
 import { foldIntoRow } from '../dispatch/sqlite-batch-progress.ts'
+import type { UnstartedFailed } from './batch-store.ts'
 
 type Row = Record<string, any>
 const q = (db: Database, sql: string) => db.query<Row, any[]>(sql)
@@ -27,12 +28,13 @@ export const anyUnstarted = (db: Database, now: number) =>
   q(db, `SELECT 1 FROM batches WHERE ${UNSTARTED} LIMIT 1`).get(now) !== null
 
 /** Fails them; returns their ids. */
-export function failUnstartedBatches(db: Database, now: number): string[] {
+export function failUnstartedBatches(db: Database, now: number): UnstartedFailed {
   const batches = q(
     db,
     `SELECT id, account_id, held_usd, created_at, completion_window_hours FROM batches
      WHERE ${UNSTARTED}`,
   ).all(now)
+  let lines = 0
   for (const batch of batches) {
     const hours = Number(batch.completion_window_hours)
     const startBy = Number(batch.created_at) + startBySeconds(hours)
@@ -44,6 +46,7 @@ export function failUnstartedBatches(db: Database, now: number): string[] {
       `UPDATE lines SET status = 'failed', error_code = ?, error_message = ?, cost_usd = '0',
          finished_at = ? WHERE batch_id = ? AND status = 'pending'`,
     ).run(CAPACITY_UNAVAILABLE, message, now, batch.id).changes
+    lines += n
     const errors = [{ code: CAPACITY_UNAVAILABLE, message, param: null, line: null }]
     q(
       db,
@@ -56,5 +59,5 @@ export function failUnstartedBatches(db: Database, now: number): string[] {
     q(db, 'UPDATE accounts SET held_usd = ? WHERE id = ?').run(moneyText(held), batch.account_id)
     enqueueWebhookEvents(db, { id: batch.id, accountId: batch.account_id, status: 'failed' }, now)
   }
-  return batches.map((batch) => batch.id as string)
+  return { failed: batches.map((batch) => batch.id as string), lines }
 }

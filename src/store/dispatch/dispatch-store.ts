@@ -16,6 +16,19 @@ import type {
 } from '../../domain.ts'
 
 /** What a claim asks for: up to `limit` lines of one batch, leased to `owner` until `leaseUntilMs`. */
+/** Lines ended without running (a deadline, a cancel, a spend cap), by status: for /metrics. */
+export interface LinesEnded {
+  cancelled: number
+  expired: number
+}
+
+/** What a pass of advanceBatches did. */
+export interface AdvancedBatches {
+  /** The batches whose status changed. */
+  changed: string[]
+  ended: LinesEnded
+}
+
 /** One line of one batch. */
 export interface LineKey {
   batchId: string
@@ -224,8 +237,11 @@ export interface DispatchStore {
   releaseLeases(owner: string, unsent?: readonly LineKey[]): Promise<number>
   /** Returns lines whose lease ran out to pending. */
   reapExpiredLeases(nowMs: number): Promise<number>
-  /** Expires overdue batches and finalizes finished ones; returns the ids that changed status. */
-  advanceBatches(nowSeconds: number): Promise<string[]>
+  /**
+   * Expires overdue batches and finalizes finished ones: the ids that changed status, and the
+   * lines the pass ended without running them.
+   */
+  advanceBatches(nowSeconds: number): Promise<AdvancedBatches>
   /**
    * Sets (or with null clears) why an open batch waits, so that every instance serves it. Written
    * only while the batch is open and its current code is none or one of `replaces` (default:

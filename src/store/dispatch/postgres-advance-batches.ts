@@ -9,27 +9,31 @@ import type postgres from 'postgres'
 import { moneyText } from '../../money/decimal.ts'
 import { foldLedger } from '../credit/postgres-account-ledger.ts'
 import { capEndedWaiting } from './cap-waiting.ts'
+import type { AdvancedBatches } from './dispatch-store.ts'
 import { terminalStatus, withProgress } from './dispatch-rows.ts'
 import { current, foldedColumns, foldedShards, progressJoin } from './postgres-batch-progress.ts'
 import { enqueueWebhookEvents } from '../webhooks/postgres-webhooks.ts'
 
 type Row = Record<string, any>
 
-export async function advanceBatches(tx: postgres.TransactionSql, now: number): Promise<string[]> {
+export async function advanceBatches(
+  tx: postgres.TransactionSql,
+  now: number,
+): Promise<AdvancedBatches> {
   // Past the deadline: lines not yet run end `expired`; running ones may still finish.
   const overdue = await tx`
     SELECT b.id FROM batches b ${progressJoin(tx)}
     WHERE b.status IN ('in_progress', 'cancelling') AND b.deadline_at <= ${now}
       AND ${current(tx, 'pending')} > 0
     ORDER BY b.id FOR UPDATE OF b SKIP LOCKED`
-  await endPending(tx, ids(overdue), 'expired', now)
+  const expired = await endPending(tx, ids(overdue), 'expired', now)
   // A cancelling batch dispatches nothing more: lines that came back to pending (a retry, a
   // reaped or released lease) end cancelled rather than waiting for the deadline.
   const cancelling = await tx`
     SELECT b.id FROM batches b ${progressJoin(tx)}
     WHERE b.status = 'cancelling' AND ${current(tx, 'pending')} > 0
     ORDER BY b.id FOR UPDATE OF b SKIP LOCKED`
-  await endPending(tx, ids(cancelling), 'cancelled', now)
+  let cancelled = await endPending(tx, ids(cancelling), 'cancelled', now)
   // A capped batch with nothing in flight: every pending line that does not fit what is left of
   // its cap never will, and ends cancelled (docs/money-and-limits.md).
   const capped = await tx`
@@ -39,7 +43,7 @@ export async function advanceBatches(tx: postgres.TransactionSql, now: number): 
     WHERE b.status = 'in_progress' AND b.max_cost_usd IS NOT NULL
       AND ${current(tx, 'running')} = 0 AND ${current(tx, 'pending')} > 0
     ORDER BY b.id FOR UPDATE OF b SKIP LOCKED`
-  if (capped.length > 0) await endOverCap(tx, capped, now)
+  if (capped.length > 0) cancelled += await endOverCap(tx, capped, now)
   // `finalizing` lasts one tick between a batch's last line and its terminal status.
   const finalizing = (
     await tx`
@@ -66,7 +70,7 @@ export async function advanceBatches(tx: postgres.TransactionSql, now: number): 
       UPDATE batches SET status = 'finalizing', finalizing_at = ${now}
       WHERE id = ANY(${toFinalize}::text[])`
   }
-  return [...finished, ...toFinalize]
+  return { changed: [...finished, ...toFinalize], ended: { cancelled, expired } }
 }
 
 /**
@@ -127,15 +131,16 @@ export async function finishBatches(
   return batchIds
 }
 
+/** Ends these batches' pending lines `status`, their counters moved with them; returns how many. */
 async function endPending(
   tx: postgres.TransactionSql,
   batchIds: string[],
   status: 'cancelled' | 'expired',
   now: number,
-) {
-  if (batchIds.length === 0) return
+): Promise<number> {
+  if (batchIds.length === 0) return 0
   const code = status === 'expired' ? 'batch_expired' : 'batch_cancelled'
-  await tx`
+  const moved = await tx`
     WITH ended AS (
       UPDATE lines SET status = ${status}, error_code = ${code}, finished_at = ${now}
       WHERE batch_id = ANY(${batchIds}::text[]) AND status = 'pending'
@@ -144,11 +149,17 @@ async function endPending(
     UPDATE batches b SET pending = b.pending - counts.n,
       cancelled = b.cancelled + CASE WHEN ${status}::text = 'cancelled' THEN counts.n ELSE 0 END,
       expired = b.expired + CASE WHEN ${status}::text = 'expired' THEN counts.n ELSE 0 END
-    FROM counts WHERE b.id = counts.batch_id`
+    FROM counts WHERE b.id = counts.batch_id
+    RETURNING counts.n`
+  return moved.reduce((total, row) => total + Number(row.n), 0)
 }
 
-/** Cancels the pending lines of these capped batches (locked) whose ceiling passes their room. */
-async function endOverCap(tx: postgres.TransactionSql, batches: readonly Row[], now: number) {
+/** Cancels the pending lines of these capped batches (locked) whose ceiling passes their room; returns how many. */
+async function endOverCap(
+  tx: postgres.TransactionSql,
+  batches: readonly Row[],
+  now: number,
+): Promise<number> {
   const ended = await tx`
     WITH room AS (
       SELECT * FROM unnest(${ids(batches)}::text[], ${batches.map((b) => String(b.room))}::numeric[])
@@ -159,7 +170,7 @@ async function endOverCap(tx: postgres.TransactionSql, batches: readonly Row[], 
         AND l.ceiling_usd > room.room
       RETURNING l.batch_id)
     SELECT batch_id, count(*)::int AS n FROM ended GROUP BY batch_id`
-  if (ended.length === 0) return
+  if (ended.length === 0) return 0
   const byId = new Map(batches.map((batch) => [batch.id as string, batch]))
   const updates = ended.map((row) => {
     const batch = byId.get(row.batch_id)!
@@ -176,6 +187,7 @@ async function endOverCap(tx: postgres.TransactionSql, batches: readonly Row[], 
       waiting_code = t.code, waiting_message = t.message, waiting_until = NULL
     FROM jsonb_to_recordset(${tx.json(updates)}) AS t (id text, n int, code text, message text)
     WHERE b.id = t.id`
+  return updates.reduce((total, update) => total + update.n, 0)
 }
 
 const ids = (rows: readonly Row[]) => rows.map((row) => row.id as string)

@@ -5,6 +5,7 @@
  * takes its terminal status (sqlite-finish-batch.ts). One IMMEDIATE transaction a pass.
  */
 import { sqliteQuery as q, type SqliteConnection as Database } from '../connection.ts'
+import type { AdvancedBatches } from './dispatch-store.ts'
 import { currentCount } from './sqlite-batch-progress.ts'
 import { finishBatch } from './sqlite-finish-batch.ts'
 import { endOverCap } from './sqlite-spend-cap.ts'
@@ -14,7 +15,7 @@ const RUNNING = currentCount('running')
 
 const immediate = <T>(db: Database, fn: () => T): T => db.transaction(fn).immediate()
 
-/** Ends a batch's pending lines `expired` or `cancelled`, its counters moved with them. */
+/** Ends a batch's pending lines `expired` or `cancelled`, its counters moved with them; returns how many. */
 function endPending(db: Database, id: string, now: number, status: 'expired' | 'cancelled') {
   const n = q(
     db,
@@ -26,26 +27,28 @@ function endPending(db: Database, id: string, now: number, status: 'expired' | '
     n,
     id,
   )
+  return n
 }
 
-export async function advanceBatches(db: Database, now: number) {
+export async function advanceBatches(db: Database, now: number): Promise<AdvancedBatches> {
   return immediate(db, () => {
     const changed: string[] = []
+    const ended = { cancelled: 0, expired: 0 }
     // Past the deadline: lines not yet run end `expired`; running ones may still finish.
     const overdue = q(
       db,
       `SELECT id FROM batches b WHERE status IN ('in_progress', 'cancelling') AND deadline_at <= ?
          AND ${PENDING} > 0`,
     ).all(now)
-    for (const { id } of overdue) endPending(db, id, now, 'expired')
+    for (const { id } of overdue) ended.expired += endPending(db, id, now, 'expired')
     // Lines handed back to a cancelling batch (a retry, an expired lease) end cancelled too.
     const cancelling = q(
       db,
       `SELECT id FROM batches b WHERE status = 'cancelling' AND ${PENDING} > 0`,
     ).all()
-    for (const { id } of cancelling) endPending(db, id, now, 'cancelled')
+    for (const { id } of cancelling) ended.cancelled += endPending(db, id, now, 'cancelled')
     // A capped batch with nothing in flight ends the lines that can no longer fit (docs/money-and-limits.md).
-    endOverCap(db, now)
+    ended.cancelled += endOverCap(db, now)
     // A batch is `finalizing` for one tick between its last line and its terminal status.
     for (const { id } of q(db, `SELECT id FROM batches WHERE status = 'finalizing'`).all()) {
       if (finishBatch(db, id, now)) changed.push(id)
@@ -66,6 +69,6 @@ export async function advanceBatches(db: Database, now: number) {
         changed.push(id)
       }
     }
-    return changed
+    return { changed, ended }
   })
 }

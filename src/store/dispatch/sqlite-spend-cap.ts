@@ -130,9 +130,9 @@ function setCapWaiting(db: Database, batchId: string, waiting: BatchWaiting | nu
 /**
  * With nothing of a capped batch in flight, every pending line whose ceiling does not fit what is
  * left of its cap never will: it ends cancelled `max_cost_reached`, and the batch says so. Inside
- * advanceBatches' transaction.
+ * advanceBatches' transaction; returns how many lines it ended.
  */
-export function endOverCap(db: Database, now: number) {
+export function endOverCap(db: Database, now: number): number {
   const capped = q(
     db,
     `SELECT * FROM batches b
@@ -141,6 +141,7 @@ export function endOverCap(db: Database, now: number) {
   )
     .all()
     .map((row) => current(db, row)!)
+  let ended = 0
   for (const batch of capped) {
     const room = new Money(batch.max_cost_usd).minus(batch.cost_usd).minus(batch.reserved_usd)
     // Ceilings are decimal TEXT: narrowed as REAL with a margin, decided exactly.
@@ -166,5 +167,7 @@ export function endOverCap(db: Database, now: number) {
       `UPDATE batches SET pending = pending - ?, cancelled = cancelled + ?,
          waiting_code = ?, waiting_message = ?, waiting_until = NULL WHERE id = ?`,
     ).run(n, n, waiting.code, waiting.message, batch.id)
+    ended += n
   }
+  return ended
 }
