@@ -22,7 +22,12 @@ export interface Tried<O> {
   offering: Offering
 }
 
-/** Tries `offerings` in order; null when a call was not made (SendOptions.proceed said no). */
+/**
+ * Tries `offerings` in order; null when no call was made (SendOptions.proceed said no). One that
+ * fell back from a call made and then could not go on (the next offering paused, down, or the
+ * batch stopped) ends with that call's failure: it was an attempt, retried with its backoff, not
+ * a line handed back unsent as if nothing had gone out. Busy answers are not attempts.
+ */
 async function tryInOrder<O extends { ok: boolean; error?: UpstreamError }>(
   offerings: readonly Offering[],
   attempt: (offering: Offering) => Promise<O | null>,
@@ -30,7 +35,7 @@ async function tryInOrder<O extends { ok: boolean; error?: UpstreamError }>(
   let last: Tried<O> | null = null
   for (const offering of offerings) {
     const outcome = await attempt(offering)
-    if (outcome === null) return null
+    if (outcome === null) return last?.outcome.error?.kind === 'busy' ? null : last
     last = { outcome, offering }
     if (outcome.ok || !fallsBack(outcome.error!)) break
   }
