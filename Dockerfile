@@ -42,7 +42,8 @@ EXPOSE 8080
 # No curl in a slim image: Bun asks /healthz itself.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s \
   CMD ["bun", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# SIGTERM (docker stop): stop claiming, finish in-flight lines (up to 10 s), hand the rest back.
+# SIGTERM (docker stop): stop claiming, finish in-flight lines (MULTIGRID_DRAIN_MS, 10 s), hand
+# the rest back; keep the stop grace period above it (compose.yaml: 15 s).
 STOPSIGNAL SIGTERM
 # Bun's own limit on a request's head raised, so the gateway answers heads over 16 KiB in its
 # envelope (src/http/head-limit.ts).

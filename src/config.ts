@@ -60,6 +60,7 @@ const envSchema = z.object({
   MULTIGRID_SESSION_HOURS: intFrom(1, 24 * 365, 12),
   /** How long a claimed line stays leased without a heartbeat before another instance may take it. */
   MULTIGRID_LEASE_SECONDS: intFrom(1, 3600, 30),
+  /** On SIGTERM, how long lines upstream may take to finish before the rest are handed back. */
   MULTIGRID_DRAIN_MS: intFrom(0, 600_000, 10_000),
   /** Poll interval of the dispatcher when no nudge arrives. */
   MULTIGRID_POLL_MS: intFrom(10, 60_000, 500),

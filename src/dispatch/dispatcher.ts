@@ -448,6 +448,8 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
     schemaChecks: options.schemaChecks,
   })
     .then((outcome) => {
+      // Settled: a stop's hand-back of unsent lines must not count it again.
+      state.unsent.delete(line.batchId, line.lineNo)
       // After shutdown's abort the line is handed back untouched, not failed.
       if (abort.signal.aborted) return
       if (outcome.kind !== 'retry') {
@@ -473,12 +475,13 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
       options.onOutcome?.(outcome, line)
     })
     .catch((error) => {
+      // Shutdown's abort, met waiting for a slot or upstream: handed back, no crash.
+      if (abort.signal.aborted) return
       logger.error('dispatch.line_crashed', {
         batch_id: line.batchId,
         line: line.lineNo,
         error: String(error),
       })
-      if (abort.signal.aborted) return
       // A bug must not leave the line running forever under a lease this instance keeps
       // renewing (its batch would never finish); it would crash again if retried.
       recorder.add({

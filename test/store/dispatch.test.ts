@@ -770,22 +770,26 @@ onEveryStore(({ name, makeStore, it }) => {
 
       it('hands back the attempt of the lines released unsent, and only theirs', async () => {
         await account('acct_1')
-        await admit('acct_1', 'batch_01', 3)
+        await admit('acct_1', 'batch_01', 4)
         await claim('batch_01', 'owner-a', 3)
-        // Line 1 was sent; lines 2 and 3 waited for a slot. Line 9 is no line of the owner's.
+        // Line 4: another owner's, given back by it with its attempt used.
+        await claim('batch_01', 'owner-b', 1)
+        await dispatch.releaseLeases('owner-b')
+        // Line 1 was sent; lines 2 and 3 waited for a slot. Line 4 is no line of owner-a's now.
         const unsent = [
           { batchId: 'batch_01', lineNo: 2 },
           { batchId: 'batch_01', lineNo: 3 },
-          { batchId: 'batch_01', lineNo: 9 },
+          { batchId: 'batch_01', lineNo: 4 },
         ]
         expect(await dispatch.releaseLeases('owner-a', unsent)).toBe(3)
         expect((await allLines('batch_01')).map((l) => [l.status, l.attempts])).toEqual([
           ['pending', 1],
           ['pending', 0],
           ['pending', 0],
+          ['pending', 1],
         ])
         // Released lines claimed again count their attempt from there.
-        expect((await claim('batch_01', 'owner-b', 3)).map((l) => l.attempts)).toEqual([2, 1, 1])
+        expect((await claim('batch_01', 'owner-c', 4)).map((l) => l.attempts)).toEqual([2, 1, 1, 2])
       })
 
       it('reaps only leases that ran out', async () => {

@@ -15,7 +15,6 @@ import type {
   WaitingCode,
 } from '../../domain.ts'
 
-/** What a claim asks for: up to `limit` lines of one batch, leased to `owner` until `leaseUntilMs`. */
 /** Lines ended without running (a deadline, a cancel, a spend cap), by status: for /metrics. */
 export interface LinesEnded {
   cancelled: number
@@ -35,6 +34,7 @@ export interface LineKey {
   lineNo: number
 }
 
+/** What a claim asks for: up to `limit` lines of one batch, leased to `owner` until `leaseUntilMs`. */
 export interface LineClaim {
   batchId: string
   owner: string

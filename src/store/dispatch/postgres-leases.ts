@@ -29,16 +29,16 @@ export async function releaseLeases(
   unsent: readonly LineKey[] = [],
 ) {
   return sql.begin(async (tx) => {
-    const released = await returnToPending(tx, tx`lease_owner = ${owner}`)
-    // Given back now, and never sent: the claim's attempt was not used (as a retry unsent).
+    // Still this owner's and never sent: the claim's attempt was not used (as a retry unsent).
+    // Its own leased lines only, which nothing else writes while it holds them.
     if (unsent.length > 0)
       await tx`
         UPDATE lines l SET attempts = l.attempts - 1
         FROM unnest(${unsent.map((line) => line.batchId)}::text[],
                     ${unsent.map((line) => line.lineNo)}::int[]) AS u (batch_id, line_no)
         WHERE l.batch_id = u.batch_id AND l.line_no = u.line_no
-          AND l.status = 'pending' AND l.attempts > 0`
-    return released
+          AND l.status = 'running' AND l.lease_owner = ${owner} AND l.attempts > 0`
+    return returnToPending(tx, tx`lease_owner = ${owner}`)
   })
 }
 

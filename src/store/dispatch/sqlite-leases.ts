@@ -21,15 +21,14 @@ export async function renewLeases(db: Database, owner: string, leaseUntilMs: num
 
 export async function releaseLeases(db: Database, owner: string, unsent: readonly LineKey[] = []) {
   return immediate(db, () => {
-    const released = returnToPending(db, 'lease_owner = ?', [owner])
-    // Given back now, and never sent: the claim's attempt was not used (as a retry unsent).
+    // Still this owner's and never sent: the claim's attempt was not used (as a retry unsent).
     const unused = q(
       db,
-      `UPDATE lines SET attempts = attempts - 1
-       WHERE batch_id = ? AND line_no = ? AND status = 'pending' AND attempts > 0`,
+      `UPDATE lines SET attempts = attempts - 1 WHERE batch_id = ? AND line_no = ?
+         AND status = 'running' AND lease_owner = ? AND attempts > 0`,
     )
-    for (const line of unsent) unused.run(line.batchId, line.lineNo)
-    return released
+    for (const line of unsent) unused.run(line.batchId, line.lineNo, owner)
+    return returnToPending(db, 'lease_owner = ?', [owner])
   })
 }
 
