@@ -176,7 +176,8 @@ export function classifyException(
   if (cause.timedOut) {
     return upstreamError('timeout', `no complete answer within ${cause.timeoutMs} ms`)
   }
-  if (cause.callerAborted) return upstreamError('connection', 'request aborted by the caller')
+  if (cause.callerAborted)
+    return { ...upstreamError('connection', 'request aborted by the caller'), callerAborted: true }
   const code = errorCode(error)
   const text = error instanceof Error ? error.message : String(error)
   const detail = redactKey(`${code ? `${code}: ` : ''}${text}`, apiKey).slice(0, 300)

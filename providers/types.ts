@@ -110,6 +110,8 @@ export interface UpstreamError {
   message: string
   /** The upstream's parsed error body for 4xx answers, so users see what the provider said. */
   body: unknown
+  /** The caller gave up on it (a client gone, a shutdown): no fault of the provider's. */
+  callerAborted?: true
 }
 
 /** Result of one non-streaming call. */

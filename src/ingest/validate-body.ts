@@ -374,7 +374,7 @@ function noProviderConfigured(catalog: Catalog, model: ModelEntry, at: PathOf): 
 function noLoraProvider(model: ModelEntry, routedSome: boolean, at: PathOf): BodyProblem {
   return {
     path: at('model'),
-    message: `names a fine-tune of ${model.id}, which no provider on this gateway that serves fine-tunes offers${routedSome ? ' among those the provider object allows' : ''}`,
+    message: `names a fine-tune of ${model.id}, and no provider here that serves fine-tunes offers ${model.id}${routedSome ? ' among those the provider object allows' : ''}`,
     fix: `ask the operator for a provider with "lora": true offering ${model.id}, or use ${model.id} itself`,
   }
 }

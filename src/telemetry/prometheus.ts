@@ -166,7 +166,8 @@ export function timeUpstreamCalls(telemetry: Telemetry, metrics: PrometheusMetri
       const counted = (result: Parameters<typeof describe>[0]) => {
         const described = describe(result)
         const count = (done: UpstreamResult) => {
-          if (done.errorKind) metrics.upstreamError(call.provider, done.errorKind)
+          if (done.errorKind && !done.callerAborted)
+            metrics.upstreamError(call.provider, done.errorKind)
         }
         if (described instanceof Promise) described.then(count, () => {})
         else count(described)

@@ -78,6 +78,8 @@ export interface UpstreamResult {
   latencyMs: number
   /** The classified failure (rate_limited, timeout, …); null when the call succeeded. */
   errorKind: string | null
+  /** The caller gave up on the call (a client gone, a shutdown): not the provider's failure. */
+  callerAborted?: boolean
   usage: { input_tokens: number; output_tokens: number } | null
 }
 

@@ -416,6 +416,7 @@ function describeOutcome(outcome: Outcome | Extract<StreamOutcome, { ok: false }
     status: outcome.error.status,
     latencyMs: outcome.latencyMs,
     errorKind: outcome.error.kind,
+    callerAborted: outcome.error.callerAborted === true,
     usage: null,
   }
 }
