@@ -475,6 +475,7 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
       options.onOutcome?.(outcome, line)
     })
     .catch((error) => {
+      state.unsent.delete(line.batchId, line.lineNo)
       // Shutdown's abort, met waiting for a slot or upstream: handed back, no crash.
       if (abort.signal.aborted) return
       logger.error('dispatch.line_crashed', {
@@ -507,7 +508,6 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
         state.lastLineOut = true
         recorder.flushSoon()
       }
-      state.unsent.delete(line.batchId, line.lineNo)
       state.inFlight--
       // Wakes the claim loop once a claim's worth of room is free, not on every line.
       if (allocator.hasRoom(state.inFlight)) wake.poke()

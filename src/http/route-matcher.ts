@@ -20,8 +20,7 @@ export function routeMatcher(routes: () => readonly RouteEntry[]): RouteMatcher 
   let router: Memoirist<string> | null = null
   return (method, path) => {
     router ??= routerOf(routes())
-    // A trailing slash matches the route without it, as Elysia's router does (strictPath off).
-    const loose = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path
+    const loose = loosePath(path)
     const found =
       router.find(method, loose) ??
       (method === 'HEAD' ? router.find('GET', loose) : null) ??
@@ -29,6 +28,10 @@ export function routeMatcher(routes: () => readonly RouteEntry[]): RouteMatcher 
     return found?.store ?? null
   }
 }
+
+/** A trailing slash matches the route without it, as Elysia's router does (strictPath off). */
+const loosePath = (path: string) =>
+  path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path
 
 function routerOf(routes: readonly RouteEntry[]): Memoirist<string> {
   const router = new Memoirist<string>()
@@ -48,7 +51,7 @@ export function pathMethods(routes: () => readonly RouteEntry[]): (path: string)
       table = { methods: [...new Set(all.map((route) => route.method))], router: routerOf(all) }
     }
     const { methods, router } = table
-    const loose = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path
+    const loose = loosePath(path)
     const found = methods.filter(
       (method) => method !== 'ALL' && router.find(method, loose) !== null,
     )

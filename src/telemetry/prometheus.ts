@@ -41,7 +41,8 @@ export function createPrometheusMetrics(): PrometheusMetrics {
   const latency = new Map<string, Histogram>()
   const webhooks = new Map<string, number>()
   const upstreamErrors = new Map<string, number>()
-  const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1)
+  const bump = (map: Map<string, number>, key: string, by = 1) =>
+    map.set(key, (map.get(key) ?? 0) + by)
   const addSpend = (provider: string, costUsd: string) => {
     if (costUsd === '0') return void spend.set(provider, spend.get(provider) ?? new Decimal(0))
     spend.set(provider, (spend.get(provider) ?? new Decimal(0)).plus(costUsd))
@@ -54,8 +55,7 @@ export function createPrometheusMetrics(): PrometheusMetrics {
       addSpend(name, costUsd)
     },
     linesEnded(status, count) {
-      if (count > 0)
-        lines.set(`${status}\u0000none`, (lines.get(`${status}\u0000none`) ?? 0) + count)
+      if (count > 0) bump(lines, `${status}\u0000none`, count)
     },
     liveCharged(provider, costUnits) {
       bump(liveCalls, provider)
@@ -71,7 +71,7 @@ export function createPrometheusMetrics(): PrometheusMetrics {
       h.sum += seconds
     },
     upstreamError(provider, kind) {
-      bump(upstreamErrors, `${kind}\u0000${provider}`)
+      bump(upstreamErrors, `${provider}\u0000${kind}`)
     },
     webhookAttempt(result) {
       bump(webhooks, result)
@@ -80,15 +80,19 @@ export function createPrometheusMetrics(): PrometheusMetrics {
       const out: string[] = []
       const family = (name: string, type: string, help: string) =>
         out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
+      // A counter kept by two labels, its keys `first\u0000second`.
+      const byTwo = (name: string, counts: Map<string, number>, first: string, second: string) => {
+        for (const [key, n] of counts) {
+          const [a, b] = key.split('\u0000')
+          out.push(`${name}{${first}="${label(a!)}",${second}="${label(b!)}"} ${n}`)
+        }
+      }
       family(
         'multigrid_lines_total',
         'counter',
         'Batch lines that reached a final state, by status and provider.',
       )
-      for (const [key, n] of lines) {
-        const [status, provider] = key.split('\u0000')
-        out.push(`multigrid_lines_total{status="${status}",provider="${label(provider)}"} ${n}`)
-      }
+      byTwo('multigrid_lines_total', lines, 'status', 'provider')
       family('multigrid_live_calls_total', 'counter', 'Live calls charged, by provider.')
       for (const [provider, n] of liveCalls)
         out.push(`multigrid_live_calls_total{provider="${label(provider)}"} ${n}`)
@@ -124,12 +128,7 @@ export function createPrometheusMetrics(): PrometheusMetrics {
         'counter',
         'Failed upstream calls (batch and live), by provider and kind.',
       )
-      for (const [key, n] of upstreamErrors) {
-        const [kind, provider] = key.split('\u0000')
-        out.push(
-          `multigrid_upstream_errors_total{provider="${label(provider)}",kind="${label(kind)}"} ${n}`,
-        )
-      }
+      byTwo('multigrid_upstream_errors_total', upstreamErrors, 'provider', 'kind')
       family(
         'multigrid_webhook_attempts_total',
         'counter',

@@ -235,15 +235,21 @@ describe('crash safety', () => {
       body: body ? JSON.stringify(body) : undefined,
     })
 
+  /** An account with $10 and a key for it, made through the admin API. */
+  async function newAccount(url: string, name: string) {
+    const account = (await (await admin(url, '/accounts', { name, credit_usd: '10' })).json()) as {
+      id: string
+    }
+    const { key } = (await (await admin(url, `/accounts/${account.id}/keys`, {})).json()) as {
+      key: string
+    }
+    return { account, key }
+  }
+
   test('SIGKILL mid-batch, restart: every line ends once, recorded once, billed once', async () => {
     const { sim, env } = await setup(60)
     let gateway = await spawnGatewayProcess(env)
-    const account = (await (
-      await admin(gateway.url, '/accounts', { name: 'crash', credit_usd: '10' })
-    ).json()) as { id: string }
-    const { key } = (await (
-      await admin(gateway.url, `/accounts/${account.id}/keys`, {})
-    ).json()) as { key: string }
+    const { account, key } = await newAccount(gateway.url, 'crash')
     const lines = Array.from({ length: 400 }, (_, i) => chatLine(`k-${i}`, `crash line ${i}`))
     const headers = { authorization: `Bearer ${key}` }
     const created = (await (
@@ -300,12 +306,7 @@ describe('crash safety', () => {
     // Answers far slower than the drain: the 16 slots stay taken, the lines claimed past them wait.
     const { sim, env } = await setup(3_000)
     const gateway = await spawnGatewayProcess({ ...env, MULTIGRID_DRAIN_MS: '200' })
-    const account = (await (
-      await admin(gateway.url, '/accounts', { name: 'unsent', credit_usd: '10' })
-    ).json()) as { id: string }
-    const { key } = (await (
-      await admin(gateway.url, `/accounts/${account.id}/keys`, {})
-    ).json()) as { key: string }
+    const { key } = await newAccount(gateway.url, 'unsent')
     const lines = Array.from({ length: 60 }, (_, i) => chatLine(`u-${i}`, `unsent line ${i}`))
     const created = await fetch(`${gateway.url}/v1/batches`, {
       method: 'POST',
@@ -342,12 +343,7 @@ describe('crash safety', () => {
   test('SIGTERM drains: in-flight lines are recorded, the rest handed back and run after restart exactly once', async () => {
     const { sim, env } = await setup(150)
     let gateway = await spawnGatewayProcess(env)
-    const account = (await (
-      await admin(gateway.url, '/accounts', { name: 'drain', credit_usd: '10' })
-    ).json()) as { id: string }
-    const { key } = (await (
-      await admin(gateway.url, `/accounts/${account.id}/keys`, {})
-    ).json()) as { key: string }
+    const { key } = await newAccount(gateway.url, 'drain')
     const headers = { authorization: `Bearer ${key}` }
     const lines = Array.from({ length: 150 }, (_, i) => chatLine(`d-${i}`, `drain line ${i}`))
     const created = (await (
