@@ -144,7 +144,7 @@ try {
       provider: 'bench',
       latencyMs: 50,
     }))
-    const recorded = await timed('recordOutcomes', done, chunk.length, () =>
+    const { recorded } = await timed('recordOutcomes', done, chunk.length, () =>
       dispatch.recordOutcomes(owner, outcomes, Date.now()),
     )
     if (recorded !== chunk.length) throw new Error(`recorded ${recorded} of ${chunk.length}`)

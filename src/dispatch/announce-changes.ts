@@ -26,7 +26,7 @@ export function announceChanges(
     renewLeases: (...args) => store.renewLeases(...args),
     async recordOutcomes(...args) {
       const recorded = await store.recordOutcomes(...args)
-      if (recorded > 0) changed(new Set(args[1].map((outcome) => outcome.batchId)))
+      if (recorded.recorded > 0) changed(new Set(args[1].map((outcome) => outcome.batchId)))
       return recorded
     },
     releaseLeases: (...args) => store.releaseLeases(...args),

@@ -3,6 +3,7 @@
  * place that turns a line's outcome or a live charge into both.
  */
 import type { Catalog } from '../catalog/catalog.ts'
+import { Money, moneyText } from '../money/decimal.ts'
 import type { ClaimedLine, LineOutcome } from '../store/store.ts'
 import type { PrometheusMetrics } from '../telemetry/prometheus.ts'
 import type { UsageRecorder } from './usage-recorder.ts'
@@ -28,11 +29,14 @@ export const countedClaim = (
   },
 })
 
-/** The dispatchers' onOutcome for the usage report and /metrics. */
+/**
+ * The dispatchers' count of a recorded outcome for the usage report and /metrics, at what its line
+ * was charged (`chargedUsd`: its cost, or less where the account's balance ran out).
+ */
 export function countLineOutcomes(usage: UsageRecorder, metrics: PrometheusMetrics) {
-  return (outcome: LineOutcome, line: CountedLine) => {
+  return (outcome: LineOutcome, line: CountedLine, chargedUsd: string) => {
     if (outcome.kind === 'retry') return
-    metrics.lineFinished(outcome.kind, outcome.provider, outcome.costUsd)
+    metrics.lineFinished(outcome.kind, outcome.provider, chargedUsd)
     const accounting =
       outcome.kind === 'succeeded' || outcome.kind === 'failed' ? outcome.accounting : undefined
     usage.add({
@@ -43,8 +47,10 @@ export function countLineOutcomes(usage: UsageRecorder, metrics: PrometheusMetri
       inputTokens: accounting?.inputTokens ?? 0,
       cachedInputTokens: accounting?.cachedInputTokens ?? 0,
       outputTokens: accounting?.outputTokens ?? 0,
-      costUsd: outcome.costUsd,
-      firstOfferingCostUsd: accounting?.firstOfferingCostUsd ?? outcome.costUsd,
+      costUsd: chargedUsd,
+      firstOfferingCostUsd: accounting
+        ? lessShortfall(accounting.firstOfferingCostUsd, outcome.costUsd, chargedUsd)
+        : chargedUsd,
       atMs: Date.now(),
     })
   }
@@ -74,6 +80,16 @@ export function countLiveCharges(usage: UsageRecorder, metrics: PrometheusMetric
       atMs: Date.now(),
     })
   }
+}
+
+/**
+ * The first offering's price less what the balance did not cover, so that what routing saved
+ * (that price less the charge) is the saving of the route alone.
+ */
+function lessShortfall(firstUsd: string, costUsd: string, chargedUsd: string): string {
+  if (chargedUsd === costUsd) return firstUsd
+  const shortfall = new Money(costUsd).minus(chargedUsd)
+  return moneyText(Money.max(chargedUsd, new Money(firstUsd).minus(shortfall)))
 }
 
 function modelOf(input: string): string {

@@ -47,8 +47,13 @@ export interface DispatcherOptions {
   retry: RetryPolicy
   /** SIGTERM: how long in-flight lines may take to finish before they are handed back. */
   drainMs: number
-  /** Told of every outcome about to be recorded (metrics and debug logs). */
+  /** Told of every outcome about to be recorded (traces and debug logs). */
   onOutcome?: (outcome: LineOutcome, line: ClaimedLine) => void
+  /**
+   * Told of every outcome once recorded, with what its line was charged (usage and metrics):
+   * not of one whose lease was lost meanwhile (the instance that has the line now tells of it).
+   */
+  onCharged?: (outcome: LineOutcome, line: ClaimedLine, chargedUsd: string) => void
   /** Told of the lines a maintenance pass ended without running them (expired, cancelled). */
   onLinesEnded?: (ended: LinesEnded) => void
   /** The spill planner's safety margin, a share of each batch's window (MULTIGRID_SPILL_MARGIN). */
@@ -184,12 +189,15 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
   const projection = every(1000, () => writeProjection(state), 'projection')
   const tasks = [heartbeat, reaper, maintenance, projection]
 
-  const recorder = createRecorder(store, options.owner, logger, () => {
-    // Not while outcomes wait for the recorder's next write (the write under way when the last
-    // line ended took the ones before it): the batch's last outcome may be among them.
-    if (!state.lastLineOut || recorder.pending > 0) return
-    state.lastLineOut = false
-    maintenance.soon()
+  const recorder = createRecorder(store, options.owner, logger, {
+    written() {
+      // Not while outcomes wait for the recorder's next write (the write under way when the last
+      // line ended took the ones before it): the batch's last outcome may be among them.
+      if (!state.lastLineOut || recorder.pending > 0) return
+      state.lastLineOut = false
+      maintenance.soon()
+    },
+    charged: options.onCharged,
   })
   const waiting = createWaitingReporter(store, logger)
   // Batch lines go through the planner, which tells of their calls: calls in flight per provider
@@ -470,8 +478,8 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
           ceiling_usd: outcome.ceilingUsd,
           cost_usd: outcome.costUsd,
         })
-        holdBackUntilRecorded(state, line.accountId, outcome)
-      } else recorder.add(outcome)
+        holdBackUntilRecorded(state, line, outcome)
+      } else recorder.add(outcome, line)
       options.onOutcome?.(outcome, line)
     })
     .catch((error) => {
@@ -484,21 +492,25 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
         error: String(error),
       })
       // A bug must not leave the line running forever under a lease this instance keeps
-      // renewing (its batch would never finish); it would crash again if retried.
-      recorder.add({
-        batchId: line.batchId,
-        lineNo: line.lineNo,
-        kind: 'failed',
-        error: {
-          code: 'internal_error',
-          message:
-            'the gateway failed while running this line (logged as dispatch.line_crashed); nothing was billed',
+      // renewing (its batch would never finish); it would crash again if retried. Counted as
+      // any failed line is.
+      recorder.add(
+        {
+          batchId: line.batchId,
+          lineNo: line.lineNo,
+          kind: 'failed',
+          error: {
+            code: 'internal_error',
+            message:
+              'the gateway failed while running this line (logged as dispatch.line_crashed); nothing was billed',
+          },
+          responseStatus: null,
+          costUsd: '0',
+          provider: null,
+          latencyMs: null,
         },
-        responseStatus: null,
-        costUsd: '0',
-        provider: null,
-        latencyMs: null,
-      })
+        line,
+      )
     })
     .finally(() => {
       // Its last line here: once recorded, the batch may be done.
@@ -515,12 +527,12 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
 }
 
 /** Records an overrunning line's outcome at once, the account's other lines held back meanwhile. */
-function holdBackUntilRecorded(state: DispatchState, accountId: string, outcome: LineOutcome) {
+function holdBackUntilRecorded(state: DispatchState, line: ClaimedLine, outcome: LineOutcome) {
   const { overrunning, recorder } = state
-  overrunning.add(accountId)
-  recorder.add(outcome)
+  overrunning.add(line.accountId)
+  recorder.add(outcome, line)
   recorder.flush().finally(() => {
-    overrunning.remove(accountId)
+    overrunning.remove(line.accountId)
     state.runnable = null
     state.wake.poke()
   })

@@ -5,10 +5,11 @@
  * written when it is back; the heartbeat keeps their leases alive meanwhile.
  */
 import type { Logger } from '../telemetry/logger.ts'
-import type { CallsChange, DispatchStore, LineOutcome } from '../store/store.ts'
+import type { CallsChange, ClaimedLine, DispatchStore, LineOutcome } from '../store/store.ts'
 
 export interface Recorder {
-  add(outcome: LineOutcome): void
+  /** An outcome to write; with its line, the `charged` hook hears of it once it is recorded. */
+  add(outcome: LineOutcome, line?: ClaimedLine): void
   /** A call to `provider` for a line of the batch started (+1) or ended (−1); written with the next outcomes. */
   call(batchId: string, provider: string, delta: 1 | -1): void
   /** Writes everything buffered; resolves once it is stored (retrying while the store is down). */
@@ -24,13 +25,25 @@ const MAX_BATCH = 500
 const FLUSH_MS = 20
 const RETRY_MS = 500
 
+export interface RecorderHooks {
+  /** A write ended: `n` outcomes were written (recorded, or dropped as no longer this owner's). */
+  written?(n: number): void
+  /**
+   * An outcome added with its line was recorded, its line charged `chargedUsd` (its cost, or less
+   * where the balance ran out): what usage and metrics count, once, by the instance that billed it.
+   */
+  charged?(outcome: LineOutcome, line: ClaimedLine, chargedUsd: string): void
+}
+
 export function createRecorder(
   store: DispatchStore,
   owner: string,
   logger: Logger,
-  onRecorded: (n: number) => void = () => {},
+  hooks: RecorderHooks = {},
 ): Recorder {
   let buffer: LineOutcome[] = []
+  /** The line of each outcome in `buffer`, where it was added with one. */
+  let lines: (ClaimedLine | undefined)[] = []
   /** Net change of calls in flight per batch and provider since the last write. */
   let calls = new Map<string, Map<string, number>>()
   let timer: ReturnType<typeof setTimeout> | null = null
@@ -46,12 +59,9 @@ export function createRecorder(
       for (const [batchId, byProvider] of changes)
         for (const [provider, delta] of byProvider)
           if (delta !== 0) written.push({ batchId, provider, delta })
+      let charged: (string | null)[]
       try {
-        await store.recordOutcomes(owner, chunk, Date.now(), written)
-        buffer = buffer.slice(chunk.length)
-        onRecorded(chunk.length)
-        if (failing) logger.info('recorder.store_recovered')
-        failing = false
+        charged = (await store.recordOutcomes(owner, chunk, Date.now(), written)).charged
       } catch (error) {
         // Kept for the next try, with whatever changed meanwhile.
         for (const { batchId, provider, delta } of written) addCall(batchId, provider, delta)
@@ -62,7 +72,20 @@ export function createRecorder(
           })
         failing = true
         await Bun.sleep(RETRY_MS)
+        continue
       }
+      const chunkLines = lines.slice(0, chunk.length)
+      buffer = buffer.slice(chunk.length)
+      lines = lines.slice(chunk.length)
+      if (failing) logger.info('recorder.store_recovered')
+      failing = false
+      // Counting must not stop recording: a fault in it is logged, not thrown into the write loop.
+      try {
+        if (hooks.charged) tellCharged(hooks.charged, chunk, chunkLines, charged)
+      } catch (error) {
+        logger.error('recorder.count_failed', { reason: String(error) })
+      }
+      hooks.written?.(chunk.length)
     }
   }
 
@@ -88,8 +111,9 @@ export function createRecorder(
   }
 
   return {
-    add(outcome) {
+    add(outcome, line) {
       buffer.push(outcome)
+      lines.push(line)
       schedule()
     },
     call(batchId, provider, delta) {
@@ -110,4 +134,17 @@ export function createRecorder(
       return buffer.length
     },
   }
+}
+
+function tellCharged(
+  charged: NonNullable<RecorderHooks['charged']>,
+  outcomes: readonly LineOutcome[],
+  lines: readonly (ClaimedLine | undefined)[],
+  amounts: readonly (string | null)[],
+) {
+  outcomes.forEach((outcome, i) => {
+    const line = lines[i]
+    const usd = amounts[i]
+    if (line && usd !== null && usd !== undefined) charged(outcome, line, usd)
+  })
 }

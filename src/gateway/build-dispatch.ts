@@ -93,10 +93,9 @@ function buildDispatcher(
       pollMs: config.dispatch.pollMs,
       retry: built.retry,
       drainMs: config.dispatch.drainMs,
-      onOutcome: (outcome, line) => {
-        observed(outcome)
-        counted(outcome, countedClaim(line, catalog))
-      },
+      onOutcome: observed,
+      onCharged: (outcome, line, chargedUsd) =>
+        counted(outcome, countedClaim(line, catalog), chargedUsd),
       onLinesEnded: (ended) => {
         core.metrics.linesEnded('cancelled', ended.cancelled)
         core.metrics.linesEnded('expired', ended.expired)

@@ -86,6 +86,7 @@ export type {
   LinesEnded,
   AdvancedBatches,
   LineUsage,
+  RecordedOutcomes,
   RunnableBatch,
 } from './dispatch/dispatch-store.ts'
 

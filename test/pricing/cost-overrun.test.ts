@@ -9,6 +9,7 @@ import Decimal from 'decimal.js'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { testCatalog } from '../helpers/catalog.ts'
 import { jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
+import { parsePrometheusText, sampleValue } from '../helpers/prometheus-text.ts'
 import { waitFor } from '../helpers/wait.ts'
 
 type Batch = {
@@ -136,6 +137,52 @@ for (const storeKind of STORES) {
       const all = (await results()).reduce((sum, r) => sum.plus(r.cost_usd!), new Decimal(0))
       expect(credit.plus(1).minus(view.balance_usd).equals(all)).toBe(true)
       expect(new Decimal(view.held_usd).isZero()).toBe(true)
+    }, 60_000)
+
+    test('a line cut short at a zero balance counts in /v1/usage and /metrics at what it was charged', async () => {
+      sim = await startSimulator({ usageFactor: 50 })
+      gw = await startTestGateway({
+        store: storeKind,
+        catalog: testCatalog({ openai: `${sim.url}/v1` }, { maxConcurrency: 1 }),
+        env: { MULTIGRID_POLL_MS: '50' },
+      })
+      const file = jsonl(lines.slice(0, 1))
+      const { key: quoteKey } = await gw.newAccount('1')
+      const quote = (
+        (await (
+          await gw.request('/v1/batches?dry_run=true', quoteKey, { method: 'POST', body: file })
+        ).json()) as Batch
+      ).cost_ceiling_usd
+      // Credit for the hold alone: the line, billed ~10× its ceiling, costs more than all of it.
+      const { key, accountId } = await gw.newAccount(quote)
+      const created = (await (
+        await gw.request('/v1/batches', key, { method: 'POST', body: file })
+      ).json()) as Batch
+      await waitFor(
+        'the balance to reach zero',
+        async () => {
+          const view = (await (await gw!.admin(`/accounts/${accountId}`)).json()) as Account
+          return new Decimal(view.balance_usd).isZero() ? view : null
+        },
+        20_000,
+      )
+      const results = (await (await gw.request(`/v1/batches/${created.id}/results`, key)).text())
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Result)
+      const billed = results.filter((r) => r.status === 'succeeded')
+      expect(billed.length).toBe(1)
+      // Charged the whole balance, less than its list price.
+      expect(billed[0]!.cost_usd).toBe(quote)
+
+      const today = new Date().toISOString().slice(0, 10)
+      const usage = (await (
+        await gw.request(`/v1/usage?from=${today}&to=${today}&group_by=model`, key)
+      ).json()) as { data: { lines: number; cost_usd: string }[] }
+      expect(usage.data.map((row) => [row.lines, row.cost_usd])).toEqual([[1, quote]])
+      const metrics = parsePrometheusText(await (await fetch(`${gw.url}/metrics`)).text())
+      const spend = sampleValue(metrics, 'multigrid_spend_usd_total', { provider: 'sim' })!
+      expect(Math.abs(spend - Number(quote))).toBeLessThan(1e-12)
     }, 60_000)
   })
 }

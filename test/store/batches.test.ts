@@ -466,7 +466,7 @@ onEveryStore(({ name, makeStore, it }) => {
         // The running line finishes upstream: it is recorded and billed.
         expect(
           await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.25')], MS + 1000),
-        ).toBe(1)
+        ).toMatchObject({ recorded: 1 })
         expect((await dispatch.advanceBatches(T0 + 62)).changed).toEqual(['batch_01'])
         const batch = await batchOf('acct_1', 'batch_01')
         expect(batch).toMatchObject({
@@ -492,7 +492,7 @@ onEveryStore(({ name, makeStore, it }) => {
         // One line is retried, the other's instance dies and its lease is reaped.
         expect(
           await dispatch.recordOutcomes('owner-b', [retry('batch_01', 2, MS + 5000)], MS + 500),
-        ).toBe(1)
+        ).toMatchObject({ recorded: 1 })
         expect(await dispatch.reapExpiredLeases(MS + 2000)).toBe(1)
         expect(await claim('batch_01', 'owner-c', 10, MS + 10_000)).toEqual([])
         await dispatch.advanceBatches(T0 + 3)
@@ -966,7 +966,9 @@ onEveryStore(({ name, makeStore, it }) => {
           { batchId: 'batch_01', provider: 'openai', delta: 3 },
           { batchId: 'batch_01', provider: 'gpu-pool', delta: 1 },
         ]
-        expect(await dispatch.recordOutcomes('owner-a', [], MS, calls)).toBe(0)
+        expect(await dispatch.recordOutcomes('owner-a', [], MS, calls)).toMatchObject({
+          recorded: 0,
+        })
         await dispatch.recordOutcomes('owner-b', [], MS, [
           { batchId: 'batch_02', provider: 'openai', delta: 1 },
         ])

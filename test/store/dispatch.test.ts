@@ -315,7 +315,7 @@ onEveryStore(({ name, makeStore, it }) => {
         ])
         expect(
           await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0')], MS + 3000),
-        ).toBe(1)
+        ).toMatchObject({ recorded: 1 })
       })
 
       it('bills a success exactly, from the batch hold first', async () => {
@@ -331,7 +331,7 @@ onEveryStore(({ name, makeStore, it }) => {
           ],
           MS + 2000,
         )
-        expect(recorded).toBe(3)
+        expect(recorded).toMatchObject({ recorded: 3 })
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
           costUsd: '0.100000579',
           heldUsd: '0.399999421',
@@ -351,7 +351,7 @@ onEveryStore(({ name, makeStore, it }) => {
         // A line that costs more than what is left of the hold takes the rest from the balance.
         expect(
           await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 4, '0.45')], MS + 3000),
-        ).toBe(1)
+        ).toMatchObject({ recorded: 1 })
         expect(await batchOf('acct_1', 'batch_01')).toMatchObject({
           costUsd: '0.550000579',
           heldUsd: '0',
@@ -376,7 +376,7 @@ onEveryStore(({ name, makeStore, it }) => {
             ],
             MS + 100,
           ),
-        ).toBe(2)
+        ).toMatchObject({ recorded: 2 })
         const [one, two] = await allLines('batch_01')
         expect(one).toMatchObject({
           status: 'failed',
@@ -403,7 +403,7 @@ onEveryStore(({ name, makeStore, it }) => {
         await claim('batch_01', 'owner-a', 1)
         expect(
           await dispatch.recordOutcomes('owner-a', [retry('batch_01', 1, MS + 5000)], MS + 100),
-        ).toBe(1)
+        ).toMatchObject({ recorded: 1 })
         const [line] = await allLines('batch_01')
         expect(line).toMatchObject({ status: 'pending', attempts: 1, costUsd: null })
         expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
@@ -425,7 +425,7 @@ onEveryStore(({ name, makeStore, it }) => {
         const unsent = { ...retry('batch_01', 1, MS), unsent: true }
         expect(
           await dispatch.recordOutcomes('owner-a', [unsent, retry('batch_01', 2, MS)], MS + 100),
-        ).toBe(2)
+        ).toEqual({ recorded: 2, charged: ['0', '0'] })
         expect((await allLines('batch_01')).map((l) => [l.status, l.attempts])).toEqual([
           ['pending', 0],
           ['pending', 1],
@@ -469,7 +469,7 @@ onEveryStore(({ name, makeStore, it }) => {
         expect(await dispatch.reapExpiredLeases(MS + 2000.25)).toBe(0)
         expect(
           await dispatch.recordOutcomes('owner-a', [retry('batch_01', 1, MS + 5000.5)], MS),
-        ).toBe(1)
+        ).toMatchObject({ recorded: 1 })
         expect(await claim('batch_01', 'owner-a', 1, MS + 5000)).toEqual([])
         expect((await claim('batch_01', 'owner-a', 1, MS + 5001)).map((l) => l.lineNo)).toEqual([1])
         await store.cancelBatch('acct_1', 'batch_01', T0 + 10.5)
@@ -501,7 +501,10 @@ onEveryStore(({ name, makeStore, it }) => {
           uncachedCostUsd: '0.01',
         })
         // The same outcome twice counts once; a failure adds no tokens.
-        expect(await dispatch.recordOutcomes('owner-a', [first, first, second], MS + 1)).toBe(2)
+        expect(await dispatch.recordOutcomes('owner-a', [first, first, second], MS + 1)).toEqual({
+          recorded: 2,
+          charged: ['0.01', null, '0.01'],
+        })
         await dispatch.recordOutcomes(
           'owner-a',
           [failed('batch_01', 3, { code: 'invalid_request', message: 'x' })],
@@ -527,25 +530,29 @@ onEveryStore(({ name, makeStore, it }) => {
         // owner-a comes back from a pause: its result is not recorded, nor billed.
         expect(
           await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.3')], MS + 4000),
-        ).toBe(0)
+        ).toEqual({ recorded: 0, charged: [null] })
         expect(
           await dispatch.recordOutcomes(
             'owner-z',
             [failed('batch_01', 1, { code: 'upstream_error', message: 'x' }, '0.1')],
             MS + 4000,
           ),
-        ).toBe(0)
+        ).toMatchObject({ recorded: 0 })
         expect((await allLines('batch_01'))[0]).toMatchObject({ status: 'running', costUsd: null })
         expect((await store.getAccount('acct_1'))!.balanceUsd).toBe('1')
         // The holder's result counts, once, even when sent twice.
         const twice = [succeeded('batch_01', 1, '0.2'), succeeded('batch_01', 1, '0.2')]
-        expect(await dispatch.recordOutcomes('owner-b', twice, MS + 5000)).toBe(1)
+        expect(await dispatch.recordOutcomes('owner-b', twice, MS + 5000)).toMatchObject({
+          recorded: 1,
+        })
         expect(
           await dispatch.recordOutcomes('owner-b', [succeeded('batch_01', 1, '0.2')], MS + 6000),
-        ).toBe(0)
+        ).toMatchObject({ recorded: 0 })
         expect((await batchOf('acct_1', 'batch_01')).costUsd).toBe('0.2')
         expect((await store.getAccount('acct_1'))!.balanceUsd).toBe('0.8')
-        expect(await dispatch.recordOutcomes('owner-b', [], MS + 7000)).toBe(0)
+        expect(await dispatch.recordOutcomes('owner-b', [], MS + 7000)).toMatchObject({
+          recorded: 0,
+        })
       })
 
       it('never charges more than the balance, in order, across batches', async () => {
@@ -566,7 +573,11 @@ onEveryStore(({ name, makeStore, it }) => {
           ],
           MS + 100,
         )
-        expect(recorded).toBe(4)
+        // What each was charged, in the order given, is what usage and metrics count.
+        expect(recorded).toEqual({
+          recorded: 4,
+          charged: ['0.0000003', '0.0000002', '0', '0'],
+        })
         const costs = async (id: string) => (await allLines(id)).map((l) => l.costUsd)
         expect(await costs('batch_02')).toEqual(['0.0000003', '0'])
         expect(await costs('batch_01')).toEqual(['0.0000002', '0'])
@@ -595,7 +606,9 @@ onEveryStore(({ name, makeStore, it }) => {
           ...succeeded('batch_01', 1, '0.25'),
           ceilingUsd: '0.1',
         } as LineOutcome
-        expect(await dispatch.recordOutcomes('owner-a', [over], MS + 100)).toBe(1)
+        expect(await dispatch.recordOutcomes('owner-a', [over], MS + 100)).toMatchObject({
+          recorded: 1,
+        })
         expect((await allLines('batch_01'))[0]).toMatchObject({
           status: 'succeeded',
           costUsd: '0.25',
@@ -621,15 +634,19 @@ onEveryStore(({ name, makeStore, it }) => {
         await claim('batch_02', 'owner-b', 2)
         const record = (owner: string, outcomes: LineOutcome[], at: number) =>
           dispatch.recordOutcomes(owner, outcomes, MS + at)
-        expect(await record('owner-a', [succeeded('batch_01', 1, '0.1')], 100)).toBe(1)
-        expect(await record('owner-b', [succeeded('batch_01', 4, '0.2')], 110)).toBe(1)
+        expect(await record('owner-a', [succeeded('batch_01', 1, '0.1')], 100)).toMatchObject({
+          recorded: 1,
+        })
+        expect(await record('owner-b', [succeeded('batch_01', 4, '0.2')], 110)).toMatchObject({
+          recorded: 1,
+        })
         expect(
           await record(
             'owner-a',
             [succeeded('batch_01', 2, '0.15'), succeeded('batch_01', 3, '0.05')],
             120,
           ),
-        ).toBe(2)
+        ).toMatchObject({ recorded: 2 })
         // Ceiling 0.3, billed 0.5: 0.3 from batch_02's hold, 0.2 from free credit.
         const over = { ...succeeded('batch_02', 2, '0.5'), ceilingUsd: '0.3' } as LineOutcome
         expect(
@@ -638,9 +655,11 @@ onEveryStore(({ name, makeStore, it }) => {
             [succeeded('batch_01', 5, '0.12'), succeeded('batch_02', 1, '0.3'), over],
             130,
           ),
-        ).toBe(3)
+        ).toMatchObject({ recorded: 3 })
         // Recorded twice: billed once.
-        expect(await record('owner-a', [succeeded('batch_01', 1, '0.1')], 140)).toBe(0)
+        expect(await record('owner-a', [succeeded('batch_01', 1, '0.1')], 140)).toMatchObject({
+          recorded: 0,
+        })
         const costs = [...(await allLines('batch_01')), ...(await allLines('batch_02'))].map(
           (line) => line.costUsd,
         )
@@ -684,15 +703,17 @@ onEveryStore(({ name, makeStore, it }) => {
         await claim('batch_01', 'owner-a', 1)
         expect(
           await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.4')], MS + 1),
-        ).toBe(1)
+        ).toMatchObject({ recorded: 1 })
         // Ceiling 0.5, billed 1.5: only the 1.1 left is charged, 0.5 of it from the hold.
         const over = { ...succeeded('batch_01', 2, '1.5'), ceilingUsd: '0.5' } as LineOutcome
-        expect(await dispatch.recordOutcomes('owner-b', [over], MS + 2)).toBe(1)
+        expect(await dispatch.recordOutcomes('owner-b', [over], MS + 2)).toMatchObject({
+          recorded: 1,
+        })
         expect(await store.getAccount('acct_1')).toMatchObject({ balanceUsd: '0', heldUsd: '0.6' })
         // Within its hold, but the balance is gone: nothing is charged.
         expect(
           await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 3, '0.2')], MS + 3),
-        ).toBe(1)
+        ).toMatchObject({ recorded: 1 })
         expect((await allLines('batch_01')).map((line) => line.costUsd)).toEqual([
           '0.4',
           '1.1',
@@ -716,7 +737,9 @@ onEveryStore(({ name, makeStore, it }) => {
           ...succeeded('batch_01', 1, '0.9'),
           ceilingUsd: '0.1',
         } as LineOutcome
-        expect(await dispatch.recordOutcomes('owner-a', [over], MS + 100)).toBe(1)
+        expect(await dispatch.recordOutcomes('owner-a', [over], MS + 100)).toMatchObject({
+          recorded: 1,
+        })
         expect(await store.getAccount('acct_1')).toMatchObject({
           balanceUsd: '0.1',
           heldUsd: '0.4',
@@ -764,7 +787,7 @@ onEveryStore(({ name, makeStore, it }) => {
         ])
         expect(
           await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '0.1')], MS + 1),
-        ).toBe(0)
+        ).toMatchObject({ recorded: 0 })
         expect((await claim('batch_01', 'owner-c', 10)).map((l) => l.lineNo)).toEqual([1, 2, 3])
       })
 

@@ -70,21 +70,21 @@ if (!url) {
         MS + 110,
       )
       expect(await within(inHold, 3_000)).toBe(true)
-      expect(await inHold).toBe(1)
+      expect(await inHold).toMatchObject({ recorded: 1 })
       // Ceiling 0.25, billed 0.5: the excess comes from the balance, exactly, so it waits.
       const over = { ...succeeded('batch_01', 4, '0.5'), ceilingUsd: '0.25' } as LineOutcome
       const pastCeiling = opened.dispatch.recordOutcomes('owner-a', [over], MS + 120)
       expect(await within(pastCeiling, 700)).toBe(false)
       commit()
-      expect(await openSettlement).toBe(1)
-      expect(await pastCeiling).toBe(1)
+      expect(await openSettlement).toMatchObject({ recorded: 1 })
+      expect(await pastCeiling).toMatchObject({ recorded: 1 })
       expect(
         await opened.dispatch.recordOutcomes(
           'owner-b',
           [succeeded('batch_01', 2, '0.05')],
           MS + 130,
         ),
-      ).toBe(1)
+      ).toMatchObject({ recorded: 1 })
       expect((await allLines('batch_01')).map((line) => line.costUsd)).toEqual([
         '0.1',
         '0.05',

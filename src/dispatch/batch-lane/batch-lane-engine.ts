@@ -56,8 +56,8 @@ export interface EngineDeps {
   /** The batch client of a provider with a batch lane. */
   client(provider: string): OpenAIBatchClient | AnthropicBatchClient | undefined
   retry: RetryPolicy
-  /** Told each recorded line's outcome, its batch's account and model (the usage report, /metrics). */
-  onOutcome?: (outcome: LineOutcome, line: CountedLine) => void
+  /** Told each recorded line's outcome, its batch's account and model, and what it was charged (the usage report, /metrics). */
+  onOutcome?: (outcome: LineOutcome, line: CountedLine, chargedUsd: string) => void
 }
 
 /** A batch lane and the catalog model whose offering it is. */

@@ -22,8 +22,8 @@ export interface BatchLanesDeps {
   clients: ReadonlyMap<string, BatchClient>
   retry: RetryPolicy
   logger: Logger
-  /** Told each recorded line's outcome, its batch's account and model (the usage report, /metrics). */
-  onOutcome?: (outcome: LineOutcome, line: CountedLine) => void
+  /** Told each recorded line's outcome, its batch's account and model, and what it was charged (the usage report, /metrics). */
+  onOutcome?: (outcome: LineOutcome, line: CountedLine, chargedUsd: string) => void
 }
 
 export interface BatchLanesOptions {

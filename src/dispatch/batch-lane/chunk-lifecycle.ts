@@ -57,8 +57,8 @@ export interface ChunkDeps {
   /** The catalog model the offering is of: the chunk's lines name it. */
   model: ModelEntry
   settings: BatchLaneSettings
-  /** Told each recorded line's outcome, its batch's account and model (the usage report, /metrics). */
-  onOutcome?: (outcome: LineOutcome, line: CountedLine) => void
+  /** Told each recorded line's outcome, its batch's account and model, and what it was charged (the usage report, /metrics). */
+  onOutcome?: (outcome: LineOutcome, line: CountedLine, chargedUsd: string) => void
   retry: RetryPolicy
   /** This instance: it holds chunk leases under this name. */
   holder: string
@@ -290,12 +290,15 @@ async function recordResults(
     nowMs: now,
     latencyMs: now - chunk.createdAt,
   })
-  const recorded = await deps.lines.recordOutcomes(lineOwnerOf(chunk.id), outcomes, now)
-  // Counted once they are recorded: a lease lost to a takeover records (and counts) nothing.
+  const { charged } = await deps.lines.recordOutcomes(lineOwnerOf(chunk.id), outcomes, now)
+  // Counted once recorded, at what each was charged: a lease lost to a takeover counts nothing.
   const { accountId } = chunk
-  if (recorded === 0 || accountId === null || !deps.onOutcome) return
+  if (accountId === null || !deps.onOutcome) return
   const line = { accountId, model: () => deps.model.id }
-  for (const outcome of outcomes) deps.onOutcome(outcome, line)
+  outcomes.forEach((outcome, i) => {
+    const usd = charged[i]
+    if (usd !== null && usd !== undefined) deps.onOutcome!(outcome, line, usd)
+  })
 }
 
 /** The lines these results report (each line's outcome depends on its own result alone). */

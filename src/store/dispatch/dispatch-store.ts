@@ -174,6 +174,18 @@ export interface OutcomesRecord {
   calls?: readonly CallsChange[]
 }
 
+/** What one recordOutcomes call stored (DispatchStore.recordOutcomes). */
+export interface RecordedOutcomes {
+  /** How many of the outcomes were recorded. */
+  recorded: number
+  /**
+   * Per outcome, in the order given: what its line was charged, as USD text (its cost, or less
+   * when the account's balance ran out; '0' for a retry), or null when it was not recorded (its
+   * lease lost, or a second outcome for the same line).
+   */
+  charged: (string | null)[]
+}
+
 /** What one setWaiting call is given, as one value (DispatchStore.setWaiting). */
 export interface WaitingChange {
   batchId: string
@@ -222,14 +234,15 @@ export interface DispatchStore {
    * Records outcomes of lines `owner` still leases, billing each in the same transaction, and
    * counts each settled line and its cost for its provider (providerShares). Outcomes for lines
    * whose lease was lost are ignored. `calls`: how the calls `owner` has in flight to each
-   * provider changed since its last write. Returns how many outcomes were recorded.
+   * provider changed since its last write. Answers how many were recorded and what each was
+   * charged, which is what usage and metrics count.
    */
   recordOutcomes(
     owner: string,
     outcomes: readonly LineOutcome[],
     nowMs: number,
     calls?: readonly CallsChange[],
-  ): Promise<number>
+  ): Promise<RecordedOutcomes>
   /**
    * Graceful shutdown: gives back every line `owner` holds, untouched but for `unsent`: lines it
    * claimed and never sent (they waited for a slot), whose claim's attempt is handed back too.

@@ -36,7 +36,7 @@ export function createPostgresDispatch(sql: postgres.Sql): DispatchStore {
     batchStatuses: (ids) => batchStatuses(sql, ids),
     renewLeases: (owner, leaseUntilMs) => renewLeases(sql, owner, leaseUntilMs),
     async recordOutcomes(owner, outcomes, nowMs, calls = []) {
-      if (outcomes.length === 0 && calls.length === 0) return 0
+      if (outcomes.length === 0 && calls.length === 0) return { recorded: 0, charged: [] }
       const record = { owner, outcomes, nowMs, calls }
       try {
         return await sql.begin((tx) => recordOutcomes(tx, record))

@@ -16,7 +16,12 @@
  */
 import type postgres from 'postgres'
 import { Money, moneyText } from '../../money/decimal.ts'
-import type { CallsChange, LineOutcome, OutcomesRecord } from './dispatch-store.ts'
+import type {
+  CallsChange,
+  LineOutcome,
+  OutcomesRecord,
+  RecordedOutcomes,
+} from './dispatch-store.ts'
 import { addProgress } from './postgres-batch-progress.ts'
 import { capRoomBack, movedBackCounts } from './postgres-return-to-pending.ts'
 import { storableString } from '../postgres/storable.ts'
@@ -34,12 +39,14 @@ export async function recordOutcomes(
   tx: postgres.TransactionSql,
   { owner, outcomes, nowMs, calls = [] }: OutcomesRecord,
   exclusive = false,
-): Promise<number> {
+): Promise<RecordedOutcomes> {
   const now = Math.floor(nowMs / 1000)
+  const charged: (string | null)[] = outcomes.map(() => null)
   const writeCalls = async () => {
     if (calls.length > 0) await callsStatement(tx, owner, calls)
+    return { recorded: 0, charged }
   }
-  if (outcomes.length === 0) return writeCalls().then(() => 0)
+  if (outcomes.length === 0) return writeCalls()
   // Lock order: the lines, then their batches if capped, then accounts. The counters go to this
   // owner's progress shard (postgres-batch-progress.ts), so an uncapped batch's row is not locked at all;
   // a capped one's is, as its claims lock it, so a charge over a line's ceiling is seen by the
@@ -71,14 +78,21 @@ export async function recordOutcomes(
   )
   const retries: Retry[] = []
   const settled: Settled[] = []
-  for (const outcome of outcomes) {
+  /** Where each settled outcome is in `outcomes`. */
+  const settledAt: number[] = []
+  outcomes.forEach((outcome, at) => {
     // A line is recorded once: a second outcome for it in the same call is ignored, as it is
     // when it arrives in a later call.
-    if (!open.delete(lineKey(outcome.batchId, outcome.lineNo))) continue
-    if (outcome.kind === 'retry') retries.push(outcome)
-    else settled.push(outcome)
-  }
-  if (retries.length === 0 && settled.length === 0) return writeCalls().then(() => 0)
+    if (!open.delete(lineKey(outcome.batchId, outcome.lineNo))) return
+    if (outcome.kind === 'retry') {
+      retries.push(outcome)
+      charged[at] = '0'
+    } else {
+      settled.push(outcome)
+      settledAt.push(at)
+    }
+  })
+  if (retries.length === 0 && settled.length === 0) return writeCalls()
   const batchIds = [...new Set([...retries, ...settled].map((outcome) => outcome.batchId))].sort()
   const settledBatchIds = [...new Set(settled.map((outcome) => outcome.batchId))]
   const rows = settlementRows(settled)
@@ -91,7 +105,7 @@ export async function recordOutcomes(
   // pipelines what a transaction has not awaited yet) and run by the server in that order: the
   // rows locked stay locked for one round trip and the commit instead of four. Each statement
   // reads in a snapshot taken after the ones before it, so after the locks.
-  await Promise.all([
+  const [, , , , short] = await Promise.all([
     tx`SELECT id FROM batches WHERE id = ANY(${batchIds}::text[]) AND max_cost_usd IS NOT NULL
        ORDER BY id FOR UPDATE`.execute(),
     exclusiveBatchIds.length > 0
@@ -108,7 +122,11 @@ export async function recordOutcomes(
     rows.length > 0 ? settleStatement(tx, rows, { now, owner, exclusiveBatchIds }).execute() : null,
     calls.length > 0 ? callsStatement(tx, owner, calls).execute() : null,
   ])
-  return retries.length + settled.length
+  // Each settled line was charged its cost but those the statement says the balance cut short.
+  rows.forEach((row, i) => (charged[settledAt[i]!] = row.cost))
+  for (const { ord, charged: usd } of short ?? [])
+    charged[settledAt[Number(ord) - 1]!] = moneyText(usd)
+  return { recorded: retries.length + settled.length, charged }
 }
 
 function retryStatement(tx: postgres.TransactionSql, retries: Retry[], owner: string) {
@@ -270,9 +288,12 @@ function settleStatement(
       SELECT account_id, ${owner}, released FROM per_account WHERE guard AND released > 0
       ORDER BY account_id
       ON CONFLICT (account_id, owner) DO UPDATE SET drawn_usd = al.drawn_usd + excluded.drawn_usd
+      RETURNING 1),
+    excess AS (
+      UPDATE accounts a SET balance_usd = a.balance_usd - t.excess
+      FROM per_account t WHERE a.id = t.account_id AND t.guard AND t.excess > 0
       RETURNING 1)
-    UPDATE accounts a SET balance_usd = a.balance_usd - t.excess
-    FROM per_account t WHERE a.id = t.account_id AND t.guard AND t.excess > 0`
+    SELECT ord, charged::text FROM billed WHERE charged < cost`
 }
 
 /** Marks the error ledgerGuard raises: the settlement is to be retried `exclusive`. */

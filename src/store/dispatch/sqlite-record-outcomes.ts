@@ -4,7 +4,7 @@
  * (sqlite-ledger.ts), and counted for its provider (sqlite-provider-shares.ts).
  */
 import { sqliteQuery as q, type SqliteConnection as Database } from '../connection.ts'
-import type { OutcomesRecord } from './dispatch-store.ts'
+import type { OutcomesRecord, RecordedOutcomes } from './dispatch-store.ts'
 import { Ledger } from './sqlite-ledger.ts'
 import { ShareTally } from './sqlite-provider-shares.ts'
 
@@ -13,8 +13,8 @@ const immediate = <T>(db: Database, fn: () => T): T => db.transaction(fn).immedi
 export async function recordOutcomes(
   db: Database,
   { owner, outcomes, nowMs, calls = [] }: OutcomesRecord,
-) {
-  if (outcomes.length === 0 && calls.length === 0) return 0
+): Promise<RecordedOutcomes> {
+  if (outcomes.length === 0 && calls.length === 0) return { recorded: 0, charged: [] }
   const now = Math.floor(nowMs / 1000)
   // One statement per line, its lease check in the WHERE clause; money and counters are summed
   // in memory and written once per batch and account at the end of the transaction.
@@ -46,13 +46,16 @@ export async function recordOutcomes(
     const shares = new ShareTally(db, owner)
     for (const change of calls) shares.add(change, 'running', change.delta)
     let recorded = 0
+    const charged: (string | null)[] = []
     for (const outcome of outcomes) {
       const key = [outcome.batchId, outcome.lineNo, owner] as const
+      charged.push(null)
       if (outcome.kind === 'retry') {
         const changed = retry.run(outcome.notBefore, outcome.unsent ? 1 : 0, ...key).changes
         if (changed === 0) continue // lease lost
         ledger.unreserve(outcome.batchId, outcome.lineNo)
         ledger.count(outcome.batchId, 'retry')
+        charged[charged.length - 1] = '0'
         recorded++
         continue
       }
@@ -100,10 +103,11 @@ export async function recordOutcomes(
           1,
           charge.text,
         )
+      charged[charged.length - 1] = charge.text
       recorded++
     }
     ledger.write()
     shares.write()
-    return recorded
+    return { recorded, charged }
   })
 }
