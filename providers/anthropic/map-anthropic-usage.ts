@@ -8,7 +8,8 @@ function count(value: unknown): number {
  * Anthropic usage → Usage (docs/pricing.md). Anthropic's input_tokens is the uncached part; cache
  * reads (`cache_read_input_tokens`) and writes (`cache_creation_input_tokens`) come on top, so
  * the prompt is their sum, each class kept apart to be priced at its own rate. Writes split by
- * TTL when `cache_creation` says so; without the split they are all 5-minute writes.
+ * TTL when `cache_creation` says so; without the split they are all 5-minute writes, and so is
+ * what a split leaves out of the total.
  */
 export function mapAnthropicUsage(usage: unknown): Usage | null {
   if (typeof usage !== 'object' || usage === null) return null
@@ -19,14 +20,16 @@ export function mapAnthropicUsage(usage: unknown): Usage | null {
   let written1h = 0
   const split = u.cache_creation as Record<string, unknown> | null | undefined
   // The split only when it has one: an object without either figure leaves the total at 5 minutes.
+  // Written tokens the split leaves out of the total are 5-minute writes, the default TTL: a split
+  // that does not add up loses none of them.
   if (
     typeof split === 'object' &&
     split !== null &&
     (typeof split.ephemeral_5m_input_tokens === 'number' ||
       typeof split.ephemeral_1h_input_tokens === 'number')
   ) {
-    written5m = count(split.ephemeral_5m_input_tokens)
     written1h = count(split.ephemeral_1h_input_tokens)
+    written5m = Math.max(count(split.ephemeral_5m_input_tokens), written5m - written1h)
   }
   const mapped: Usage = {
     input_tokens: count(u.input_tokens) + read + written5m + written1h,

@@ -322,6 +322,39 @@ describe('prompt caching (docs/pricing.md)', () => {
     })
   })
 
+  test('a TTL split that does not add up to the total loses no write: the rest are 5-minute writes', () => {
+    // 40 written, the split names 20: the other 20 are billed at the 5-minute rate.
+    expect(
+      mapAnthropicUsage({
+        input_tokens: 100,
+        cache_read_input_tokens: 50,
+        cache_creation_input_tokens: 40,
+        cache_creation: { ephemeral_5m_input_tokens: 10, ephemeral_1h_input_tokens: 10 },
+        output_tokens: 10,
+      }),
+    ).toEqual({
+      input_tokens: 190,
+      output_tokens: 10,
+      cached_input_tokens: 50,
+      cache_write_tokens: 30,
+      cache_write_1h_tokens: 10,
+    })
+    // A split above the total is billed as split: each part was written.
+    expect(
+      mapAnthropicUsage({
+        input_tokens: 1,
+        cache_creation_input_tokens: 5,
+        cache_creation: { ephemeral_5m_input_tokens: 4, ephemeral_1h_input_tokens: 6 },
+        output_tokens: 1,
+      }),
+    ).toEqual({
+      input_tokens: 11,
+      output_tokens: 1,
+      cache_write_tokens: 4,
+      cache_write_1h_tokens: 6,
+    })
+  })
+
   test('an answer without cache fields still gets prompt_tokens_details, as zeros', () => {
     const converted = convertAnthropicResponse(
       {
