@@ -54,6 +54,33 @@ describe('the shipped catalog', () => {
   })
 })
 
+describe('the offline catalog (providers/catalog.simulator.json)', () => {
+  test("charges each model the shipped catalog's live rates, cache rates included", () => {
+    const offline = catalogSchema.parse(
+      JSON.parse(
+        readFileSync(join(import.meta.dir, '../../providers/catalog.simulator.json'), 'utf8'),
+      ),
+    )
+    const RATES = [
+      'input_usd_per_mtok',
+      'cached_input_usd_per_mtok',
+      'cache_write_usd_per_mtok',
+      'cache_write_1h_usd_per_mtok',
+      'output_usd_per_mtok',
+    ] as const
+    const rates = (offering: Record<string, unknown>) =>
+      RATES.map((rate) => (offering[rate] === undefined ? null : Number(offering[rate])))
+    for (const model of offline.models) {
+      const live = shipped.models
+        .find((m) => m.id === model.id)
+        ?.offerings.find((o) => o.lane === undefined)
+      if (!live) continue
+      for (const offering of model.offerings)
+        expect([model.id, ...rates(offering)]).toEqual([model.id, ...rates(live)])
+    }
+  })
+})
+
 describe('catalog rules for rates and lanes', () => {
   const file = (offerings: unknown[]) =>
     catalogSchema.parse({
