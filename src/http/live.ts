@@ -6,6 +6,7 @@
  */
 import { Elysia } from 'elysia'
 import { loraOfferings, type FineTuneRecord } from '../catalog/fine-tunes.ts'
+import { offeringName } from '../catalog/lanes.ts'
 import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
 import { refuse } from '../errors.ts'
@@ -126,7 +127,8 @@ export function liveRoutes(prefix: string, deps: LiveDeps) {
 /** Each offering's prices: the class rates and long-context tier it sets (docs/pricing.md), its lane. */
 function pricingOf(offerings: readonly Offering[]) {
   return offerings.map((o) => ({
-    provider: o.provider,
+    // The name routing.providers and results use, and `provider.only` takes ("openai:batch").
+    provider: offeringName(o),
     lane: o.lane ?? 'live',
     input_usd_per_mtok: o.input_usd_per_mtok,
     output_usd_per_mtok: o.output_usd_per_mtok,

@@ -473,6 +473,15 @@ for (const storeKind of STORES) {
         .issues[0]
       expect(issue.path).toBe('body.provider')
       expect(issue.fix).toBe('allow one of: sim')
+      // The model list names each lane as routing and results do.
+      const models = (await (await gw.request('/v1/models', key)).json()) as {
+        data: { id: string; pricing: { provider: string; lane: string }[] }[]
+      }
+      const pricing = models.data.find((m) => m.id === 'lane/chat')!.pricing
+      expect(pricing.map((p) => [p.provider, p.lane])).toEqual([
+        ['sim', 'live'],
+        ['sim:batch', 'batch'],
+      ])
     }, 60_000)
 
     test('a provider batch not ended at the fallback time is cancelled: what it finished is kept, the rest runs live', async () => {
