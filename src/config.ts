@@ -237,6 +237,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   })
 }
 
+/** A place in the catalog file as checkCatalog names one: `models[1].offerings[0].lane`. */
+const placeIn = (path: readonly PropertyKey[]) =>
+  path
+    .map((key, i) =>
+      typeof key === 'number' ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`,
+    )
+    .join('')
+
 function loadCatalog(path: string): CatalogFile {
   let text: string
   try {
@@ -253,7 +261,7 @@ function loadCatalog(path: string): CatalogFile {
   const parsed = catalogSchema.safeParse(json)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
-    throw new ConfigError(`${path}: ${issue.path.join('.') || '(root)'}: ${issue.message}`)
+    throw new ConfigError(`${path}: ${placeIn(issue.path) || '(root)'}: ${issue.message}`)
   }
   const problems = checkCatalog(parsed.data)
   if (problems.length > 0) throw new ConfigError(`${path}: ${problems[0]}`)

@@ -177,6 +177,24 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ MULTIGRID_CONFIG: twice })).toThrow(
       `${twice}: providers.pool.base_url[2]: "http://127.0.0.1:9/v1/" is listed twice; list each replica once`,
     )
+    // The schema's own refusals name the place the same way.
+    const badLane = writeCatalog({
+      providers: { pool: { kind: 'openai', base_url: 'http://127.0.0.1:9/v1' } },
+      models: [
+        {
+          id: 'm',
+          endpoints: ['chat'],
+          context_tokens: 8,
+          max_output_tokens: 4,
+          offerings: [
+            { provider: 'pool', upstream_model: 'm', input_usd_per_mtok: '0', lane: 'x' },
+          ],
+        },
+      ],
+    })
+    expect(() => loadConfig({ MULTIGRID_CONFIG: badLane })).toThrow(
+      `${badLane}: models[0].offerings[0].lane: `,
+    )
     const two = pool(['http://127.0.0.1:9/v1', 'https://127.0.0.1:10/v1'])
     expect(loadConfig({ MULTIGRID_CONFIG: two }).catalog.providers.pool.base_url).toHaveLength(2)
   })
