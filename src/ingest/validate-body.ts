@@ -139,7 +139,7 @@ export function validateBody(
   // Only providers that load fine-tunes serve a fine-tune's lines, at its base's prices.
   const offerings = fineTune ? loraOfferings(catalog, routed) : routed
   if (fineTune && offerings.length === 0)
-    return { ok: false, problems: [noLoraProvider(model, routed.length > 0, at)] }
+    return { ok: false, problems: [fineTuneUnserved(catalog, model, body.provider, { at, live })] }
   if (offerings.length === 0 && body.provider?.max_price) {
     // The other routing fields left some: it is the price cap that leaves none.
     const uncapped = routeFor(catalog, model, { ...body.provider, max_price: undefined }, live)
@@ -370,12 +370,34 @@ function noProviderConfigured(catalog: Catalog, model: ModelEntry, at: PathOf): 
   }
 }
 
-/** A fine-tune's line with no LoRA provider among its base's offerings (`routedSome`: the routing left some). */
-function noLoraProvider(model: ModelEntry, routedSome: boolean, at: PathOf): BodyProblem {
+/**
+ * A fine-tune's line that no provider loading fine-tunes can serve: none offers its base here (the
+ * operator's to add), or the line's own provider object leaves them out (its to change, as a
+ * base line's routing would be told).
+ */
+function fineTuneUnserved(
+  catalog: Catalog,
+  model: ModelEntry,
+  routing: ChatBody['provider'],
+  { at, live }: { at: PathOf; live: boolean },
+): BodyProblem {
+  const lora = loraOfferings(catalog, catalog.usable(model))
+  if (lora.length === 0)
+    return {
+      path: at('model'),
+      message: `names a fine-tune of ${model.id}, and no provider here that serves fine-tunes offers ${model.id}`,
+      fix: `ask the operator for a provider with "lora": true offering ${model.id}, or use ${model.id} itself`,
+    }
+  if (routing?.max_price) {
+    const uncapped = routeFor(catalog, model, { ...routing, max_price: undefined }, live)
+    const loraUncapped = loraOfferings(catalog, uncapped)
+    if (loraUncapped.length > 0) return priceCapIssue(at, model, loraUncapped, false)
+  }
+  const names = [...new Set(lora.map(offeringName))]
   return {
-    path: at('model'),
-    message: `names a fine-tune of ${model.id}, and no provider here that serves fine-tunes offers ${model.id}${routedSome ? ' among those the provider object allows' : ''}`,
-    fix: `ask the operator for a provider with "lora": true offering ${model.id}, or use ${model.id} itself`,
+    path: at('provider'),
+    message: `leaves out every provider that serves fine-tunes of ${model.id}`,
+    fix: `allow one of: ${names.join(', ')}`,
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * Fine-tunes in a file validated on two cores (src/ingest/parallel-validation.ts): the account's
  * fine-tunes reach the validation thread, a clean file is put together from the halves, and the
- * base's limits hold for the two halves together, with the verdict of one pass in every case.
+ * base's limits hold for the two halves together, with the verdict of one pass in every case; and a
+ * fine-tune line whose provider object leaves out the pools is told what to change in it.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import type { FineTuneRecord } from '../../src/catalog/fine-tunes.ts'
@@ -77,5 +78,34 @@ describe('fine-tunes in a file validated on two cores', () => {
     expect(!split.ok && split.issues.map((i) => [i.line, i.code])).toEqual([
       [11, 'model_not_found'],
     ])
+  })
+})
+
+describe('a fine-tune line whose own routing leaves out the pools that serve fine-tunes', () => {
+  const line = (provider: Record<string, unknown>) => {
+    const ft = chatLine('ft', 'x', {}, fineTune(0).id)
+    return new TextEncoder().encode(jsonl([{ ...ft, body: { ...ft.body, provider } }]))
+  }
+  const issues = (bytes: Uint8Array) => {
+    const verdict = validateBatchFile(bytes, catalog, LIMITS, { fineTunes: lookup })
+    return verdict.ok
+      ? []
+      : verdict.issues.map(({ path, message, fix }) => ({ path, message, fix }))
+  }
+
+  test('is told to change its provider object, as a base line would be, not to ask the operator', () => {
+    expect(issues(line({ ignore: ['pool'] }))).toEqual([
+      {
+        path: 'body.provider',
+        message: `leaves out every provider that serves fine-tunes of ${LORA_BASE}`,
+        fix: 'allow one of: pool',
+      },
+    ])
+  })
+
+  test("a price cap below the pool's prices names them", () => {
+    const [issue] = issues(line({ max_price: { prompt: '0.1' } }))
+    expect(issue!.path).toBe('body.provider.max_price')
+    expect(issue!.fix).toContain('{"prompt": "0.20", "completion": "0.60"}')
   })
 })
