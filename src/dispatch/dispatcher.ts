@@ -66,6 +66,8 @@ export interface DispatcherOptions {
   fleetRates?: FleetRates
   /** With batch lanes (docs/batch-lanes.md): the batches their engine serves are left to it. */
   laneBatches?: LaneBatches
+  /** Why batches wait, shared with the batch lanes, whose reasons a line that ends here clears. */
+  waiting?: WaitingReporter
 }
 
 export interface Dispatcher {
@@ -199,7 +201,7 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
     },
     charged: options.onCharged,
   })
-  const waiting = createWaitingReporter(store, logger)
+  const waiting = options.waiting ?? createWaitingReporter(store, logger)
   // Batch lines go through the planner, which tells of their calls: calls in flight per provider
   // for routing.providers, and what makes a batch wait.
   const unsent = new LinesByBatch()

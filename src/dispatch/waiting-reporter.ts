@@ -6,6 +6,7 @@
  * (`max_cost_reached` is the store's own, set where lines are claimed under the cap.)
  */
 import type { BatchWaiting, WaitingCode } from '../domain.ts'
+import { excerpt } from '../excerpt.ts'
 import type { DispatchStore } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 
@@ -27,6 +28,12 @@ export interface WaitingReporter {
   busy(batchId: string, provider: string, untilMs: number): void
   /** Every replica of `provider` is failing; the batch's lines for it wait. */
   unavailable(batchId: string, provider: string): void
+  /**
+   * A batch lane (`lane`: "openai:batch") refused a provider batch of the batch's lines whole;
+   * they go to it again at `retryAtMs`, and to the live offerings from `fallbackAtMs`. The next
+   * line of the batch that ends anywhere clears it.
+   */
+  laneRefused(batchId: string, lane: string, refusal: LaneRefusal): void
   /**
    * The batch's lines wait for a slot of `providers` (its allowed ones, by the planner), full
    * with other batches' lines.
@@ -65,6 +72,30 @@ export function unavailableWaiting(provider: string): BatchWaiting {
       `${provider} is unavailable: every replica is failing. Its lines are tried again as it ` +
       'comes back, or go to another offering they allow. Nothing to do: do not resubmit; if it ' +
       "stays down, tell the gateway's operator.",
+  }
+}
+
+/** Why a batch lane's provider batch failed whole, and when its lines are next sent. */
+export interface LaneRefusal {
+  reason: string
+  retryAtMs: number
+  fallbackAtMs: number
+}
+
+/** "2026-12-06 14:00:00 UTC" */
+const moment = (ms: number) => `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`
+
+export function laneRefusedWaiting(lane: string, refusal: LaneRefusal): BatchWaiting {
+  const { reason, retryAtMs, fallbackAtMs } = refusal
+  const until = Math.ceil(retryAtMs / 1000)
+  const next =
+    retryAtMs < fallbackAtMs
+      ? `They go to it again at ${moment(until * 1000)}, and run on the live offerings from ${moment(fallbackAtMs)} if it keeps refusing them.`
+      : `They run on the live offerings from ${moment(fallbackAtMs)}.`
+  return {
+    code: 'provider_unavailable',
+    message: `${lane} refused this batch's lines (${excerpt(reason, 200)}). ${next} Nothing to do: do not resubmit.`,
+    until,
   }
 }
 
@@ -140,6 +171,10 @@ export function createWaitingReporter(
     unavailable(batchId, provider) {
       if (said.get(batchId)?.waiting.code === 'provider_rate_limited') return
       say(batchId, provider, unavailableWaiting(provider), 0)
+    },
+    laneRefused(batchId, lane, refusal) {
+      if (said.get(batchId)?.waiting.code === 'provider_rate_limited') return
+      say(batchId, lane, laneRefusedWaiting(lane, refusal), 0)
     },
     capacityBusy(batchId, providers) {
       const before = said.get(batchId)?.waiting.code

@@ -13,6 +13,7 @@ import { countedClaim, countLineOutcomes } from '../dispatch/count-outcomes.ts'
 import { createDispatcher, type Dispatcher } from '../dispatch/dispatcher.ts'
 import { DEFAULT_RETRY, type RetryPolicy } from '../dispatch/retry-policy.ts'
 import { createWaitingBatches, type WaitingBatches } from '../dispatch/waiting-batches.ts'
+import { createWaitingReporter, type WaitingReporter } from '../dispatch/waiting-reporter.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import { openStoreChannel } from '../store/open-store.ts'
 import { observeLines } from '../telemetry/observe-lines.ts'
@@ -42,9 +43,11 @@ export async function buildDispatch(core: GatewayCore, parts: DispatchParts): Pr
   // Every batch the dispatcher moves is announced to the progress streams of every instance.
   const announced = announceChanges(core.dispatch, parts.batchChanges.publish)
   const retry = { ...DEFAULT_RETRY, maxAttempts: config.dispatch.maxAttempts }
-  const lanes = buildLanes(core, announced, retry)
+  // One account of why batches wait: a lane's reason is cleared by a line that ends live.
+  const waitingReasons = createWaitingReporter(announced, core.logger)
+  const lanes = buildLanes(core, { announced, retry, waiting: waitingReasons })
   const dispatcher = config.dispatch.enabled
-    ? buildDispatcher(core, parts, { announced, retry, lanes })
+    ? buildDispatcher(core, parts, { announced, retry, lanes, waiting: waitingReasons })
     : null
   const { waiting, nudges } = await openWaiting(core, parts.batchChanges, dispatcher)
   const queueDepth = async () =>
@@ -56,11 +59,18 @@ export async function buildDispatch(core: GatewayCore, parts: DispatchParts): Pr
   return { lanes, dispatcher, waiting, nudges, queueDepth }
 }
 
+/** What the lanes and the dispatcher share. */
+interface Built {
+  announced: GatewayCore['dispatch']
+  retry: RetryPolicy
+  lanes: BatchLanes | null
+  waiting: WaitingReporter
+}
+
 /** The providers' batch APIs as lanes (docs/batch-lanes.md), beside the live dispatcher. */
 function buildLanes(
   core: GatewayCore,
-  announced: GatewayCore['dispatch'],
-  retry: RetryPolicy,
+  { announced, retry, waiting }: Omit<Built, 'lanes'>,
 ): BatchLanes | null {
   const { config, catalog } = core
   const clients = config.dispatch.enabled ? createBatchClients(config, core.telemetry) : new Map()
@@ -68,7 +78,7 @@ function buildLanes(
   const { store, chunks, logger } = core
   const onOutcome = countLineOutcomes(core.usage, core.metrics)
   return createBatchLanes(
-    { store, dispatch: announced, chunks, catalog, clients, retry, logger, onOutcome },
+    { store, dispatch: announced, chunks, catalog, clients, retry, logger, onOutcome, waiting },
     {
       holder: core.instanceId,
       leaseMs: Math.min(config.dispatch.leaseSeconds * 1000, 30_000),
@@ -77,11 +87,7 @@ function buildLanes(
   )
 }
 
-function buildDispatcher(
-  core: GatewayCore,
-  parts: DispatchParts,
-  built: { announced: GatewayCore['dispatch']; retry: RetryPolicy; lanes: BatchLanes | null },
-): Dispatcher {
+function buildDispatcher(core: GatewayCore, parts: DispatchParts, built: Built): Dispatcher {
   const { config, catalog, logger, redis, instanceId } = core
   const observed = observeLines(logger, core.telemetry)
   const counted = countLineOutcomes(core.usage, core.metrics)
@@ -101,6 +107,7 @@ function buildDispatcher(
         core.metrics.linesEnded('expired', ended.expired)
       },
       spillMargin: config.dispatch.spillMargin,
+      waiting: built.waiting,
       fineTunes: parts.fineTuneDirectory.byId,
       schemaChecks: parts.schemaChecks,
       fleetRates: redis

@@ -20,6 +20,9 @@ import { createBatchLaneEngine } from '../../src/dispatch/batch-lane/batch-lane-
 import { createLaneBatches } from '../../src/dispatch/batch-lane/lane-batches.ts'
 import { openBatchLanes } from '../../src/dispatch/batch-lane/choose-batch-lane.ts'
 import { DEFAULT_RETRY } from '../../src/dispatch/retry-policy.ts'
+import { createWaitingReporter, type WaitingReporter } from '../../src/dispatch/waiting-reporter.ts'
+import { createLogger } from '../../src/telemetry/logger.ts'
+import { waitFor } from '../helpers/wait.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import type { OpenedStore } from '../../src/store/store.ts'
@@ -159,7 +162,7 @@ const catalog = createCatalog(
   {},
 )
 
-const engineFor = (holder: string, leaseMs = 60_000) =>
+const engineFor = (holder: string, leaseMs = 60_000, waiting?: WaitingReporter) =>
   createBatchLaneEngine(
     {
       chunks: opened.chunks,
@@ -168,6 +171,7 @@ const engineFor = (holder: string, leaseMs = 60_000) =>
       catalog,
       client: (provider) => clients[provider],
       retry: DEFAULT_RETRY,
+      waiting,
     },
     { holder, leaseMs },
   )
@@ -266,7 +270,8 @@ describe('the batch-lane engine', () => {
   test('a provider batch failed as a whole: its lines wait longer each time, then run on the lane', async () => {
     sim.configure({ batchTurnaroundMs: 100, batchFailCode: 'token_limit_exceeded' })
     const id = await admit('gpt-lane', 5)
-    const engine = engineFor('inst-a')
+    const waiting = createWaitingReporter(opened.dispatch, createLogger('error'))
+    const engine = engineFor('inst-a', 60_000, waiting)
     const before = sim.batches().created
     const started = Date.now()
     // 2 s of ticks every 20 ms; without a wait each failure was uploaded again a poll (50 ms) later.
@@ -278,10 +283,18 @@ describe('the batch-lane engine', () => {
     // Waits of 2, 4, 8 and 16 × poll_s after the failures in a row: five creates in 2 s.
     expect(failedCreates).toBeGreaterThanOrEqual(2)
     expect(failedCreates).toBeLessThanOrEqual(6)
-    const waiting = await readAll(id)
-    expect(waiting.map((line) => [line.status, line.attempts])).toEqual(
+    const pending = await readAll(id)
+    expect(pending.map((line) => [line.status, line.attempts])).toEqual(
       Array(5).fill(['pending', 0]),
     )
+    // The batch says why it waits, what was refused, and when its lines move.
+    const refused = (await opened.store.getBatch('acct', id))!.waiting
+    expect(refused?.code).toBe('provider_unavailable')
+    expect(refused?.message).toStartWith(
+      "openai:batch refused this batch's lines (the provider batch failed: token_limit_exceeded). They go to it again at ",
+    )
+    expect(refused?.message).toContain('and run on the live offerings from ')
+    expect(refused?.until).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000))
     sim.configure({ batchFailCode: null })
     for (let i = 0; i < 300; i++) {
       await engine.tick()
@@ -291,6 +304,10 @@ describe('the batch-lane engine', () => {
     const lines = await readAll(id)
     expect(lines.map((line) => [line.status, line.provider, line.attempts])).toEqual(
       Array(5).fill(['succeeded', 'openai:batch', 1]),
+    )
+    // Lines that ran on the lane clear the reason.
+    await waitFor('the reason to clear', async () =>
+      (await opened.store.getBatch('acct', id))!.waiting === null ? true : null,
     )
   })
 

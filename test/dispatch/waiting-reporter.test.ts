@@ -56,6 +56,38 @@ describe('waiting reporter', () => {
     expect(await waitingOf()).toBeNull()
   })
 
+  test("a batch lane's refusal says when its lines move, and the next line that ends anywhere clears it", async () => {
+    const reporter = createWaitingReporter(opened.dispatch, logger, () => now)
+    const refusal = { reason: 'the provider batch failed: token_limit_exceeded' }
+    reporter.laneRefused('batch_01', 'openai:batch', {
+      ...refusal,
+      retryAtMs: T0 + 4_000,
+      fallbackAtMs: T0 + 3_600_000,
+    })
+    await settle()
+    expect(await waitingOf()).toEqual({
+      code: 'provider_unavailable',
+      message:
+        "openai:batch refused this batch's lines (the provider batch failed: token_limit_exceeded). " +
+        `They go to it again at ${new Date(T0 + 4_000).toISOString().slice(0, 19).replace('T', ' ')} UTC, ` +
+        `and run on the live offerings from ${new Date(T0 + 3_600_000).toISOString().slice(0, 19).replace('T', ' ')} UTC ` +
+        'if it keeps refusing them. Nothing to do: do not resubmit.',
+      until: (T0 + 4_000) / 1000,
+    })
+    // Sent again at the fallback time: they go live then.
+    reporter.laneRefused('batch_01', 'openai:batch', {
+      ...refusal,
+      retryAtMs: T0 + 3_600_000,
+      fallbackAtMs: T0 + 3_600_000,
+    })
+    await settle()
+    expect((await waitingOf())!.message).toContain('). They run on the live offerings from ')
+    // A line of the batch ending on its live offering.
+    reporter.progressed('batch_01', 'openai')
+    await settle()
+    expect(await waitingOf()).toBeNull()
+  })
+
   test('capacity freed clears capacity_busy only: a 429 said since stays', async () => {
     const reporter = createWaitingReporter(opened.dispatch, logger, () => now)
     reporter.capacityBusy('batch_01', 'pool')

@@ -37,6 +37,7 @@ import { followChunk, lineOwnerOf, submitChunk, type ChunkDeps } from './chunk-l
 import { MAX_BACKOFF } from './follow-schedule.ts'
 import { groupIntoChunks } from './group-chunks.ts'
 import { createLaneFailures } from './lane-failures.ts'
+import type { WaitingReporter } from '../waiting-reporter.ts'
 
 export interface EngineDeps {
   chunks: ChunkStore
@@ -58,6 +59,8 @@ export interface EngineDeps {
   retry: RetryPolicy
   /** Told each recorded line's outcome, its batch's account and model, and what it was charged (the usage report, /metrics). */
   onOutcome?: (outcome: LineOutcome, line: CountedLine, chargedUsd: string) => void
+  /** Told why a batch's lane lines wait (a provider batch refused whole), and when they move. */
+  waiting?: Pick<WaitingReporter, 'laneRefused' | 'progressed'>
 }
 
 /** A batch lane and the catalog model whose offering it is. */
@@ -93,7 +96,6 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
   }
 
   function chunkDeps(choice: Lane): ChunkDeps {
-    const pollMs = choice.settings.pollMs
     return {
       chunks: deps.chunks,
       lines: deps.dispatch,
@@ -104,12 +106,13 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
       model: choice.model,
       settings: choice.settings,
       onOutcome: deps.onOutcome,
+      waiting: deps.waiting,
       retry: deps.retry,
       holder: options.holder,
       leaseMs: options.leaseMs,
       failures,
       // Past the longest gap between two looks (the backoff's) and a takeover's lease.
-      lineLeaseMs: pollMs * (MAX_BACKOFF + 1) + 2 * options.leaseMs,
+      lineLeaseMs: choice.settings.pollMs * (MAX_BACKOFF + 1) + 2 * options.leaseMs,
       now,
     }
   }

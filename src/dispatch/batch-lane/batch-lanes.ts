@@ -12,6 +12,7 @@ import type { BatchClient } from '../../upstream/batch-clients.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
 import { createBatchLaneEngine, type EngineDeps } from './batch-lane-engine.ts'
 import { createLaneBatches, type LaneBatches } from './lane-batches.ts'
+import type { WaitingReporter } from '../waiting-reporter.ts'
 
 export interface BatchLanesDeps {
   store: Pick<Store, 'readLines'>
@@ -24,6 +25,8 @@ export interface BatchLanesDeps {
   logger: Logger
   /** Told each recorded line's outcome, its batch's account and model, and what it was charged (the usage report, /metrics). */
   onOutcome?: (outcome: LineOutcome, line: CountedLine, chargedUsd: string) => void
+  /** Told why a batch's lane lines wait (a provider batch refused whole), and when they move. */
+  waiting?: Pick<WaitingReporter, 'laneRefused' | 'progressed'>
 }
 
 export interface BatchLanesOptions {
@@ -59,6 +62,7 @@ export function createBatchLanes(deps: BatchLanesDeps, options: BatchLanesOption
       client,
       retry: deps.retry,
       onOutcome: deps.onOutcome,
+      waiting: deps.waiting,
     },
     { holder: options.holder, leaseMs: options.leaseMs },
   )

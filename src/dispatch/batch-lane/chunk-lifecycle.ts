@@ -37,6 +37,7 @@ import { followAction, nextPollAt } from './follow-schedule.ts'
 import { mapChunkResults } from './map-chunk-results.ts'
 import type { LaneFailures } from './lane-failures.ts'
 import { limitsOf } from '../../catalog/catalog-file.ts'
+import type { WaitingReporter } from '../waiting-reporter.ts'
 
 /** What a chunk's life needs: its stores, its provider's batch client and the lane. */
 export interface ChunkDeps {
@@ -59,6 +60,8 @@ export interface ChunkDeps {
   settings: BatchLaneSettings
   /** Told each recorded line's outcome, its batch's account and model, and what it was charged (the usage report, /metrics). */
   onOutcome?: (outcome: LineOutcome, line: CountedLine, chargedUsd: string) => void
+  /** Told why a batch's lane lines wait (a provider batch refused whole), and when they move. */
+  waiting?: Pick<WaitingReporter, 'laneRefused' | 'progressed'>
   retry: RetryPolicy
   /** This instance: it holds chunk leases under this name. */
   holder: string
@@ -250,6 +253,7 @@ export async function followChunk(deps: ChunkDeps, chunk: ChunkRecord): Promise<
   // Every line of an ended batch is settled now: one it did not report goes back to pending.
   await recordResults(deps, chunk, states, results.value)
   deps.failures.worked(chunk.batchId, chunk.offering)
+  deps.waiting?.progressed(chunk.batchId, offeringName(deps.offering))
   return done(deps, chunk, { state: 'ended' })
 }
 
@@ -357,7 +361,13 @@ function refusedWhole(
 ): Promise<void> {
   const inARow = deps.failures.failed(chunk.batchId, chunk.offering)
   const times = { pollMs: deps.settings.pollMs, fallbackAtMs: chunk.fallbackAtMs }
-  return abandon(deps, chunk, states, { reason, notBefore: nextPollAt(times, inARow, deps.now()) })
+  const notBefore = nextPollAt(times, inARow, deps.now())
+  deps.waiting?.laneRefused(chunk.batchId, offeringName(deps.offering), {
+    reason,
+    retryAtMs: notBefore,
+    fallbackAtMs: chunk.fallbackAtMs,
+  })
+  return abandon(deps, chunk, states, { reason, notBefore })
 }
 
 /** A create that failed after the upload: retried on the next look if it may work, else given up. */
