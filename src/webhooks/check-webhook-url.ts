@@ -1,7 +1,7 @@
 /**
  * Where a webhook may point (docs/events-and-webhooks.md): `https://` to public addresses; with the operator's
  * opt-in (MULTIGRID_WEBHOOK_ALLOW_PRIVATE=true) also loopback and private addresses, by `http://`
- * or `https://`. The host is resolved and every address it has is judged, so a name cannot be used
+ * or `https://`, and still no other kind (link-local, where cloud metadata answers, and the rest). The host is resolved and every address it has is judged, so a name cannot be used
  * to reach the gateway's own network; the same rule holds again when each attempt connects
  * (`guardedLookup`), so a name that changes its addresses later cannot either.
  */
@@ -33,14 +33,25 @@ function resolveAll(host: string, timeoutMs: number): Promise<string[]> {
   })
 }
 
-/** Why addresses of `host` may not be reached, or null when they all may. */
-function addressProblem(host: string, addresses: readonly string[]): string | null {
+/**
+ * Why addresses of `host` may not be reached, or null when they all may: public ones, and with
+ * the opt-in loopback and private ones, never link-local (cloud metadata), shared, multicast,
+ * unspecified or reserved ones.
+ */
+function addressProblem(
+  host: string,
+  addresses: readonly string[],
+  allowPrivate: boolean,
+): string | null {
   for (const address of addresses) {
     const kind = classifyAddress(address)
-    if (kind === 'public') continue
+    if (kind === 'public' || (allowPrivate && (kind === 'loopback' || kind === 'private'))) continue
     const where = address === host ? address : `${host} resolves to ${address}`
     const article = kind === 'unspecified' ? 'an' : 'a'
-    return `${where}, ${article} ${kind} address: webhooks may not reach the gateway's own network (${OPT_IN})`
+    const rule = allowPrivate
+      ? 'webhooks may reach public, loopback and private addresses, no other kind'
+      : `webhooks may not reach the gateway's own network (${OPT_IN})`
+    return `${where}, ${article} ${kind} address: ${rule}`
   }
   return null
 }
@@ -74,7 +85,8 @@ export async function webhookUrlProblem(
     const code = (error as { code?: string }).code ?? 'no address'
     return `the host ${host} of url could not be resolved (${code}); give a host that resolves`
   }
-  if (!allowPrivate) return addressProblem(host, addresses)
+  const problem = addressProblem(host, addresses, allowPrivate)
+  if (problem || !allowPrivate) return problem
   if (url.protocol === 'http:') {
     const open = addresses.find((address) => classifyAddress(address) === 'public')
     if (open) {
@@ -91,28 +103,28 @@ type LookupCallback = (
 ) => void
 
 /**
- * A `lookup` for the connections that deliver webhooks when private addresses are not allowed: it
- * resolves as usual and fails the connection when any address is not public, so the address
+ * A `lookup` for the connections that deliver webhooks: it resolves as usual and fails the
+ * connection when any address is one a webhook may not reach (addressProblem), so the address
  * connected to is the one judged.
  */
-export function guardedLookup(
-  hostname: string,
-  options: { all?: boolean; family?: number | string },
-  callback: LookupCallback,
-) {
-  const family = options.family === 'IPv6' ? 6 : options.family === 'IPv4' ? 4 : options.family
-  lookup(
-    hostname,
-    { all: true, family: (family as 0 | 4 | 6 | undefined) ?? 0 },
-    (error, found) => {
-      if (error) return callback(error, [])
-      const problem = addressProblem(
-        hostname,
-        found.map((entry) => entry.address),
-      )
-      if (problem) return callback(Object.assign(new Error(problem), { code: 'EPRIVATE' }), [])
-      if (options.all) return callback(null, found)
-      callback(null, found[0]!.address, found[0]!.family)
-    },
-  )
+export function guardedLookup(allowPrivate: boolean) {
+  return (
+    hostname: string,
+    options: { all?: boolean; family?: number | string },
+    callback: LookupCallback,
+  ) => {
+    const family = options.family === 'IPv6' ? 6 : options.family === 'IPv4' ? 4 : options.family
+    lookup(
+      hostname,
+      { all: true, family: (family as 0 | 4 | 6 | undefined) ?? 0 },
+      (error, found) => {
+        if (error) return callback(error, [])
+        const addresses = found.map((entry) => entry.address)
+        const problem = addressProblem(hostname, addresses, allowPrivate)
+        if (problem) return callback(Object.assign(new Error(problem), { code: 'EPRIVATE' }), [])
+        if (options.all) return callback(null, found)
+        callback(null, found[0]!.address, found[0]!.family)
+      },
+    )
+  }
 }

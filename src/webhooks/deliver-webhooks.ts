@@ -70,11 +70,9 @@ export function createWebhookDeliverer(
   const { owner, timeoutMs, logger } = options
   const concurrency = options.concurrency ?? DELIVERY_SLOTS
   const leaseMs = 2 * timeoutMs
-  // Without the opt-in, every connection checks the addresses it is about to use.
+  // Every connection checks the addresses it is about to use, by the rule the URL was taken on.
   const agent = new Agent({
-    connect: options.allowPrivate
-      ? { timeout: timeoutMs }
-      : { timeout: timeoutMs, lookup: guardedLookup as never },
+    connect: { timeout: timeoutMs, lookup: guardedLookup(options.allowPrivate) as never },
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
     keepAliveTimeout: 10_000,

@@ -59,14 +59,40 @@ describe('addresses a webhook may reach', () => {
     expect(await webhookUrlProblem('http://8.8.8.8/hook', true)).toMatch(/use https:\/\//)
   })
 
+  test('the opt-in allows loopback and private addresses only: never cloud metadata or the other kinds', async () => {
+    const refused = {
+      'http://169.254.169.254/latest/meta-data/': 'link-local',
+      'http://[fe80::1]/x': 'link-local',
+      'http://0.0.0.0:8080/x': 'unspecified',
+      'http://224.0.0.1/x': 'multicast',
+      'http://240.0.0.1/x': 'reserved',
+      'http://100.64.0.1/x': 'shared',
+    }
+    for (const [url, kind] of Object.entries(refused))
+      expect(await webhookUrlProblem(url, true)).toMatch(
+        new RegExp(
+          `, an? ${kind} address: webhooks may reach public, loopback and private addresses, no other kind$`,
+        ),
+      )
+    expect(await webhookUrlProblem('http://[fd00::1]/x', true)).toBeNull()
+    expect(await webhookUrlProblem('http://127.0.0.1:9/x', true)).toBeNull()
+  })
+
   test('the lookup made when an attempt connects refuses a name that resolves privately', async () => {
     const lookup = (host: string) =>
       new Promise<{ error: Error | null; addresses: unknown }>((resolve) =>
-        guardedLookup(host, { all: true }, (error, addresses) => resolve({ error, addresses })),
+        guardedLookup(false)(host, { all: true }, (error, addresses) =>
+          resolve({ error, addresses }),
+        ),
       )
     const refused = await lookup('localhost')
     expect(refused.error?.message).toMatch(/localhost resolves to .*, a loopback address/)
     expect((refused.error as { code?: string }).code).toBe('EPRIVATE')
+    // With the opt-in, the same name connects.
+    const allowed = await new Promise<Error | null>((resolve) =>
+      guardedLookup(true)('localhost', { all: true }, (error) => resolve(error)),
+    )
+    expect(allowed).toBeNull()
   })
 })
 
