@@ -150,6 +150,7 @@ async function openCore(
   const telemetry = timeUpstreamCalls(
     createTelemetry({ otlp: config.otlp, serviceName: 'multigrid', logger }),
     metrics,
+    logger,
   )
   const { store, dispatch, chunks, blobs } = await openStores(config)
   const usage = createUsageRecorder(store, { everyMs: 1_000, logger })

@@ -6,6 +6,7 @@
  * shown as a float, as the format has no other number.
  */
 import Decimal from 'decimal.js'
+import type { Logger } from './logger.ts'
 import type { Telemetry, UpstreamResult } from './telemetry.ts'
 
 /** Upper bounds of the upstream latency buckets, in seconds (a 50 ms simulator to a 60 s timeout). */
@@ -153,11 +154,30 @@ function spendByProvider(spend: Map<string, Decimal>, live: Map<string, bigint>)
 const label = (value: string) =>
   value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n')
 
+/** A provider refusing the gateway's credentials is logged at most this often, per provider. */
+const CREDENTIALS_LOG_MS = 60_000
+
 /**
  * The telemetry with every upstream call's time and failure also counted in `metrics`
- * (OpenTelemetry on or off). A stream's failure is known at its end: counted then.
+ * (OpenTelemetry on or off). A stream's failure is known at its end: counted then. A provider
+ * that refuses the gateway's own credentials (401/403) is the operator's to fix, and says nothing
+ * at info level otherwise (each line or call fails on its own): it is a warning, once a minute.
  */
-export function timeUpstreamCalls(telemetry: Telemetry, metrics: PrometheusMetrics): Telemetry {
+export function timeUpstreamCalls(
+  telemetry: Telemetry,
+  metrics: PrometheusMetrics,
+  logger: Logger,
+): Telemetry {
+  const warnedAt = new Map<string, number>()
+  const refusedCredentials = (provider: string) => {
+    const now = Date.now()
+    if (now - (warnedAt.get(provider) ?? -Infinity) < CREDENTIALS_LOG_MS) return
+    warnedAt.set(provider, now)
+    logger.warn('upstream.credentials_refused', {
+      provider,
+      fix: "the provider answered 401 or 403 to the gateway's API key: set a valid key in the variable its api_key_env names, then restart",
+    })
+  }
   return {
     ...telemetry,
     async upstream(call, run, describe) {
@@ -165,8 +185,9 @@ export function timeUpstreamCalls(telemetry: Telemetry, metrics: PrometheusMetri
       const counted = (result: Parameters<typeof describe>[0]) => {
         const described = describe(result)
         const count = (done: UpstreamResult) => {
-          if (done.errorKind && !done.callerAborted)
-            metrics.upstreamError(call.provider, done.errorKind)
+          if (!done.errorKind || done.callerAborted) return
+          metrics.upstreamError(call.provider, done.errorKind)
+          if (done.errorKind === 'auth') refusedCredentials(call.provider)
         }
         if (described instanceof Promise) described.then(count, () => {})
         else count(described)

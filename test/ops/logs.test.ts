@@ -168,3 +168,43 @@ describe('LOG_LEVEL', () => {
     expect(events.some((e) => e.level === 'debug')).toBe(false)
   })
 })
+
+describe('a provider that refuses the gateway credentials', () => {
+  test('is a warning at the default level, once a minute, naming the provider and never the key', async () => {
+    const claude = await startSimulator({ latencyMs: 2, requireApiKey: 'sk-ant-test-secret' })
+    const lines: string[] = []
+    const gw = await startTestGateway({
+      upstreams: { openai: 'http://127.0.0.1:9/v1', anthropic: claude.url },
+      env: {
+        LOG_LEVEL: 'info',
+        MG_TEST_ANTHROPIC_KEY: 'sk-ant-revoked-key',
+        MULTIGRID_POLL_MS: '50',
+      },
+      logLines: lines,
+    })
+    try {
+      const { key } = await gw.newAccount('10')
+      const call = () =>
+        gw.request('/v1/chat/completions', key, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            model: 'sim/claude',
+            messages: [{ role: 'user', content: 'hi' }],
+            max_tokens: 8,
+          }),
+        })
+      expect((await call()).status).toBe(502)
+      expect((await call()).status).toBe(502)
+      const warned = lines
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((e) => e.event === 'upstream.credentials_refused')
+      expect(warned).toHaveLength(1)
+      expect(warned[0]).toMatchObject({ level: 'warn', provider: 'sim-anthropic' })
+      expect(lines.join('\n')).not.toContain('sk-ant-revoked-key')
+    } finally {
+      await gw.stop()
+      await claude.stop()
+    }
+  })
+})
