@@ -145,10 +145,12 @@ async function submit(api: Api, file: string, flags: Flags): Promise<number> {
     process.stdout.write(JSON.stringify(created, null, 2) + '\n')
     return created.credit_sufficient === false || created.daily_limit_sufficient === false ? 1 : 0
   }
-  process.stderr.write(
-    `submitted ${created.id}: ${created.request_counts.total} lines, $${created.cost_ceiling_usd} held as the cost ceiling\n`,
-  )
-  // Admitted to wait for a deposit (docs/open-models.md): say how much.
+  // Admitted to wait for a deposit (docs/open-models.md): nothing is held yet; say how much will be.
+  const held = created.waiting
+    ? `nothing held yet, $${created.cost_ceiling_usd} once the credit covers it`
+    : `$${created.cost_ceiling_usd} held as the cost ceiling`
+  const lines = created.request_counts.total
+  process.stderr.write(`submitted ${created.id}: ${lines} line${lines === 1 ? '' : 's'}, ${held}\n`)
   if (created.waiting) process.stderr.write(`${created.waiting.message}\n`)
   process.stdout.write(created.id + '\n')
   if (!flags.wait) return 0
@@ -188,9 +190,11 @@ async function followStream(
         headers: { accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) },
       })
     } catch (error) {
-      // A gateway without the route answers unknown_route: poll it as before.
+      // A gateway without the route answers unknown_route: poll it as before. So does one whose
+      // streams this key has all open (429): the batch is followed by polling instead.
       if (error instanceof ApiError && error.status === 404 && isUnknownRoute(error.body))
         return null
+      if (error instanceof ApiError && error.status === 429) return null
       if (error instanceof ApiError && error.status !== null && error.status < 500) throw error
       return null
     }

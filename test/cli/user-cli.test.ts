@@ -260,6 +260,7 @@ describe('multigrid (user CLI)', () => {
       MULTIGRID_API_KEY: poorKey,
     })
     expect(code).toBe(0)
+    expect(stderr).toContain(': 1 line, nothing held yet, $0.000093 once the credit covers it')
     expect(stderr).toContain('deposit at least $0.000093 to start it')
     const id = stdout.trim()
     await gw.admin(`/accounts/${accountId}/credits`, { body: { amount_usd: '1' } })
@@ -378,6 +379,41 @@ describe('multigrid --wait and retry, on the progress stream', () => {
     const routes = routesOf(id)
     expect(routes).not.toContain('/v1/batches/:id/events')
     expect(routes.filter((route) => route === '/v1/batches/:id').length).toBeGreaterThanOrEqual(1)
+  })
+
+  test('with every progress stream of its key open, --wait polls instead of giving up', async () => {
+    const { accountId, key: busyKey } = await gw.newAccount('0')
+    const submit = async (file: string, query: string) =>
+      (await (
+        await gw.request(`/v1/batches?${query}`, busyKey, { method: 'POST', body: file })
+      ).json()) as { id: string; cost_ceiling_usd: string }
+    // A batch that waits for more credit than will come: its streams stay open.
+    const big = jsonl([chatLine('big', 'x', { max_tokens: 4096 })])
+    const waiting = await submit(big, 'wait_for_credit=true')
+    const small = jsonl([chatLine('w-1')])
+    const quote = await submit(small, 'dry_run=true')
+    await gw.admin(`/accounts/${accountId}/credits`, {
+      body: { amount_usd: quote.cost_ceiling_usd },
+    })
+    const streams = new AbortController()
+    try {
+      for (let i = 0; i < 20; i++) {
+        const open = await gw.request(`/v1/batches/${waiting.id}/events`, busyKey, {
+          signal: streams.signal,
+        })
+        expect(open.status).toBe(200)
+      }
+      expect((await gw.request(`/v1/batches/${waiting.id}/events`, busyKey)).status).toBe(429)
+      writeFileSync(join(dir, 'busy.jsonl'), small)
+      const { stdout, stderr, code } = await runCli(['submit', 'busy.jsonl', '--wait'], dir, {
+        MULTIGRID_URL: gw.url,
+        MULTIGRID_API_KEY: busyKey,
+      })
+      expect(code).toBe(0)
+      expect(stderr).toContain(`${stdout.trim()}  (unnamed)  completed`)
+    } finally {
+      streams.abort()
+    }
   })
 
   test('retry ID --wait makes the child of the lines that did not succeed and waits for it', async () => {
