@@ -42,6 +42,7 @@ export function bodyLimits(limits: Config['limits']): BodyLimits {
     signIn: { bytes: 4 * 1024, what: 'a sign-in form', fix: 'send only the "key" field' },
     dashboardUpload: {
       bytes: limits.maxBodyBytes + FORM_FRAMING_BYTES,
+      fileBytes: limits.maxBodyBytes,
       what: 'an uploaded batch file',
       fix: file(limits.maxBodyBytes),
       code: 'file_too_large',
@@ -74,6 +75,7 @@ export function bodyLimits(limits: Config['limits']): BodyLimits {
     },
     fileUpload: {
       bytes: limits.maxFileBytes + FORM_FRAMING_BYTES,
+      fileBytes: limits.maxFileBytes,
       what: 'an uploaded file',
       fix: file(limits.maxFileBytes),
       code: 'file_too_large',

@@ -16,6 +16,11 @@ export interface BodyLimit {
   fix: string
   /** The error code; `request_too_large` unless the body is a file. */
   code?: 'request_too_large' | 'file_too_large'
+  /**
+   * A form around one file: the file's own limit, which the refusal names (`bytes` adds room for
+   * the form's framing; the file's size is checked again as it is stored).
+   */
+  fileBytes?: number
 }
 
 const asLimit = (limit: BodyLimit | number): BodyLimit =>
@@ -24,11 +29,12 @@ const asLimit = (limit: BodyLimit | number): BodyLimit =>
     : limit
 
 export function tooLarge(limit: BodyLimit | number) {
-  const { bytes, what, fix, code } = asLimit(limit)
+  const { bytes, what, fix, code, fileBytes } = asLimit(limit)
+  const most = fileBytes ?? bytes
   return refuse(
     code ?? 'request_too_large',
-    `${what} may be at most ${bytes} bytes (${describeBytes(bytes)}) and this one is larger; ${fix}`,
-    { detail: { limit_bytes: bytes } },
+    `${what} may be at most ${most} bytes (${describeBytes(most)}) and this one is larger; ${fix}`,
+    { detail: { limit_bytes: most } },
   )
 }
 

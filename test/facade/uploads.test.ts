@@ -141,6 +141,34 @@ for (const storeKind of STORES) {
       })
     })
 
+    test('two file parts, or a file part sent as a text field, are 400s that say so and leave nothing', async () => {
+      const { key, accountId } = await gw.newAccount('1')
+      const content = jsonl([chatLine('a')])
+      const send = (body: string) =>
+        gw.request('/openai/v1/files', key, {
+          method: 'POST',
+          headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+          body,
+        })
+      const second = `\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="b.jsonl"\r\n\r\n${content}`
+      const twice = await send(PART_HEAD + content + second + PART_TAIL)
+      expect(twice.status).toBe(400)
+      expect(((await twice.json()) as { error: { message: string } }).error.message).toBe(
+        'the upload has more than one file part; send one file per upload',
+      )
+      const noName = PART_HEAD.replace('; filename="big.jsonl"', '')
+      const field = await send(noName + content + PART_TAIL)
+      expect(field.status).toBe(400)
+      expect(((await field.json()) as { error: { message: string } }).error.message).toStartWith(
+        'the "file" part has no filename, so it is a text field, not a file;',
+      )
+      expect(await storedContent(gw.env)).toEqual([])
+      expect(await accountView(gw.admin, accountId)).toMatchObject({
+        files_in_use: 0,
+        stored_bytes: 0,
+      })
+    })
+
     test('a wrong purpose leaves nothing either; a good upload keeps exactly its content', async () => {
       const { key, accountId } = await gw.newAccount('1')
       const content = jsonl([chatLine('a')])

@@ -69,6 +69,10 @@ export async function readMultipartUpload<T>(
         source.destroy()
       })
     })
+    // A second file part: refused rather than left unread (which one was meant is unknown).
+    parser.on('filesLimit', () =>
+      fail(badRequest('the upload has more than one file part; send one file per upload', 'file')),
+    )
     parser.on('close', resolve)
     parser.on('error', (error) =>
       fail(badRequest(`malformed multipart body: ${(error as Error).message}`, 'file')),
@@ -89,7 +93,10 @@ export async function readMultipartUpload<T>(
   }
   if (!stored)
     throw badRequest(
-      'the upload has no "file" part; send the JSONL file as the field "file"',
+      // A part without a filename is a text field to multipart, not a file.
+      fields.file !== undefined
+        ? 'the "file" part has no filename, so it is a text field, not a file; send the JSONL file as a file part (curl -F file=@requests.jsonl, or files.create in the SDKs)'
+        : 'the upload has no "file" part; send the JSONL file as the field "file"',
       'file',
     )
   const { result, filename } = await (stored as Promise<{ result: T; filename: string }>)
