@@ -99,13 +99,28 @@ for (const storeKind of STORES) {
 
     test('a bad max_cost_usd is a 400 that says what to send', async () => {
       const { key } = await gw.newAccount('10')
-      for (const bad of ['0', '-1', 'abc', '1e3', '$5', ' 5', '0.000', '']) {
+      // The bound and the notation are said too: a value above 0 is refused only for them.
+      for (const bad of [
+        '0',
+        '-1',
+        'abc',
+        '1e3',
+        '$5',
+        ' 5',
+        '0.000',
+        '',
+        '1000000000000',
+        '00.5',
+      ]) {
         const response = await submit(key, `?max_cost_usd=${encodeURIComponent(bad)}`)
         expect(response.status).toBe(400)
         const { error } = (await response.json()) as { error: { message: string; param: string } }
         expect(error.param).toBe('max_cost_usd')
         expect(error.message).toContain(
           'max_cost_usd must be a decimal amount of USD greater than 0',
+        )
+        expect(error.message).toContain(
+          'below 1000000000000, in plain notation without leading zeros',
         )
         expect(error.message).toContain('"5"')
         // The example is given once, in the fix, not repeated after it.
