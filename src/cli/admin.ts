@@ -8,7 +8,7 @@ import { createFineTunes } from '../accounts/fine-tunes.ts'
 import { createCatalog } from '../catalog/catalog.ts'
 import { ConfigError, loadConfig } from '../config.ts'
 import { ALL_SCOPES, type Scope } from '../domain.ts'
-import { creditAmountProblem } from '../money/credit-amount.ts'
+import { creditAmountProblem, creditRemovalProblem } from '../money/credit-amount.ts'
 import { renderAccount, renderFineTune, renderKey } from '../http/render-admin.ts'
 import { parseWholeNumber } from '../schemas/whole-number.ts'
 import { KEY_REVOCATIONS_CHANNEL } from '../coordination/key-revocations.ts'
@@ -173,7 +173,12 @@ try {
     if (!account) fail(`no account ${first}`)
     print(renderAccount(account))
   } else if (group === 'accounts' && command === 'credit' && first && second) {
-    const account = await accounts.addCredit(first, decimal(second, 'amount')!)
+    const amount = decimal(second, 'amount')!
+    const before = await accounts.getAccount(first)
+    if (!before) fail(`no account ${first}`)
+    const problem = creditRemovalProblem(before.balanceUsd, amount)
+    if (problem) fail(`the amount ${problem}`)
+    const account = await accounts.addCredit(first, amount)
     if (!account) fail(`no account ${first}`)
     print(renderAccount(account))
     // Batches waiting for credit start at once on every instance, not at their next poll.

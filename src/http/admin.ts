@@ -8,7 +8,7 @@ import { ALL_SCOPES } from '../domain.ts'
 import { badRequest, notFound, refuse } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
 import { describeZodIssue } from '../ingest/issues.ts'
-import { creditAmountProblem } from '../money/credit-amount.ts'
+import { creditAmountProblem, creditRemovalProblem } from '../money/credit-amount.ts'
 import { readJsonBody, type BodyLimit } from '../ingest/read-body.ts'
 import { renderAccount, renderFineTune, renderKey } from './render-admin.ts'
 
@@ -140,6 +140,10 @@ export function adminRoutes(
         '/accounts/:id/credits',
         async ({ params, request }) => {
           const input = await parseBody(creditBody, request, bodyLimit)
+          const before = await accounts.getAccount(params.id)
+          if (!before) throw notFound(`account ${excerpt(params.id)}`)
+          const problem = creditRemovalProblem(before.balanceUsd, input.amount_usd)
+          if (problem) throw badRequest(`amount_usd ${problem}`, 'amount_usd')
           const account = await accounts.addCredit(params.id, input.amount_usd)
           if (!account) throw notFound(`account ${excerpt(params.id)}`)
           return renderAccount(account)

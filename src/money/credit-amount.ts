@@ -21,3 +21,14 @@ export function creditAmountProblem(text: string): string | null {
   }
   return null
 }
+
+/**
+ * null when adding `amountUsd` leaves `balanceUsd` at zero or above; otherwise why not, with the
+ * most that can be removed. (A settlement between the check and the write may still leave less:
+ * the store then stops at zero, as it always does.)
+ */
+export function creditRemovalProblem(balanceUsd: string, amountUsd: string): string | null {
+  if (!new Money(balanceUsd).plus(amountUsd).isNegative()) return null
+  const balance = new Money(balanceUsd).toFixed(6)
+  return `would take the balance below zero: it is ${balance} USD; remove at most that ("-${balance}")`
+}

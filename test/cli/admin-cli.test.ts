@@ -146,6 +146,20 @@ test('accounts create/set take file quotas; credit amounts are bounded and exact
     expect((await mg(env, 'accounts', 'credit', account.json.id, '--', '-100')).json).toMatchObject(
       { balance_usd: '999999999900.000000' },
     )
+    // Removing more than the balance is refused with the most that can be, not cut silently.
+    const over = await mg(env, 'accounts', 'credit', account.json.id, '--', '-999999999999')
+    expect(over.code).not.toBe(0)
+    expect(over.err).toContain(
+      'would take the balance below zero: it is 999999999900.000000 USD; remove at most that',
+    )
+    const viaApi = await gw.admin(`/accounts/${account.json.id}/credits`, {
+      body: { amount_usd: '-999999999999' },
+    })
+    expect(viaApi.status).toBe(400)
+    expect(((await viaApi.json()) as { error: { param: string } }).error.param).toBe('amount_usd')
+    expect(await (await gw.admin(`/accounts/${account.json.id}`)).json()).toMatchObject({
+      balance_usd: '999999999900.000000',
+    })
   })
 })
 

@@ -229,9 +229,13 @@ for (const store of STORES) {
       // The child's ceiling is held: with the credit gone, the next retry is refused 402.
       await idle.request(`/v1/batches/${child.id}`, own, { method: 'DELETE' })
       await ended(idle, own, child.id)
-      expect(
-        (await idle.admin(`/accounts/${accountId}/credits`, { body: { amount_usd: '-1' } })).status,
-      ).toBe(200)
+      const { balance_usd } = (await (await idle.admin(`/accounts/${accountId}`)).json()) as {
+        balance_usd: string
+      }
+      const removed = await idle.admin(`/accounts/${accountId}/credits`, {
+        body: { amount_usd: `-${balance_usd}` },
+      })
+      expect(removed.status).toBe(200)
       const broke = await retry(idle, own, parent.id)
       expect(broke.status).toBe(402)
       expect(((await broke.json()) as Refusal).error.code).toBe('insufficient_quota')
