@@ -106,7 +106,11 @@ export function createPrometheusMetrics(): PrometheusMetrics {
         out.push(`multigrid_spend_usd_total{provider="${label(provider)}"} ${usd.toNumber()}`)
       family('multigrid_queue_depth', 'gauge', 'Batch lines waiting to be dispatched (pending).')
       out.push(`multigrid_queue_depth ${queueDepth}`)
-      family('multigrid_lines_in_flight', 'gauge', 'Batch lines this instance has upstream now.')
+      family(
+        'multigrid_lines_in_flight',
+        'gauge',
+        "Batch lines this instance has taken on: upstream now, or waiting at a provider's gate for a slot.",
+      )
       out.push(`multigrid_lines_in_flight ${inFlight}`)
       family(
         'multigrid_upstream_latency_seconds',
