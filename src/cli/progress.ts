@@ -31,7 +31,12 @@ export interface BatchView {
     eta: number | null
   }
   waiting?: BatchWaiting | null
+  /** Why a batch could not run (a facade file's problems, no credit or capacity in time). */
+  errors?: { code: string; message: string; line: number | null }[] | null
 }
+
+/** Errors `status` prints at most; the batch object has them all. */
+const ERRORS_SHOWN = 10
 
 export const FINAL_STATUSES = ['completed', 'failed', 'cancelled', 'expired']
 
@@ -160,11 +165,27 @@ export function summary(batch: BatchView): string {
         ]
       : []),
     ...(batch.waiting ? [`  waiting   ${batch.waiting.code}: ${batch.waiting.message}`] : []),
+    ...errorLines(batch.errors ?? []),
     `  created   ${utc(batch.created_at)}`,
     `  deadline  ${utc(batch.deadline_at)} (${timeLeft(batch)})`,
     ...(batch.parent_batch_id ? [`  retry of  ${batch.parent_batch_id}`] : []),
     ...(batch.retried_by?.length ? [`  retried   by ${batch.retried_by.join(', ')}`] : []),
   ].join('\n')
+}
+
+/** `  errors    line 3: body.max_tokens must be … (invalid_request)`, one line each, at most ERRORS_SHOWN. */
+function errorLines(errors: NonNullable<BatchView['errors']>): string[] {
+  const lines = errors
+    .slice(0, ERRORS_SHOWN)
+    .map(
+      (e, i) =>
+        `  ${i === 0 ? 'errors   ' : '         '} ${e.line !== null ? `line ${e.line}: ` : ''}${e.message} (${e.code})`,
+    )
+  if (errors.length > ERRORS_SHOWN)
+    lines.push(
+      `            …and ${errors.length - ERRORS_SHOWN} more (status --json shows them all)`,
+    )
+  return lines
 }
 
 /** `  providers gpu-pool: 9000 ok, 0 failed, 24 running, $0.000000` and one line per further provider. */

@@ -251,6 +251,33 @@ describe('multigrid (user CLI)', () => {
     expect(stderr).toContain('fix: set max_tokens to 4096 or less')
   })
 
+  test('status of a batch that could not run says why: its errors, one line each', async () => {
+    const form = new FormData()
+    form.set('purpose', 'batch')
+    const bad = jsonl([chatLine('ok'), chatLine('big', 'x', { max_tokens: 999_999 })])
+    form.set('file', new File([bad], 'bad.jsonl'))
+    const file = (await (
+      await gw.request('/openai/v1/files', key, { method: 'POST', body: form })
+    ).json()) as { id: string }
+    const made = (await (
+      await gw.request('/openai/v1/batches', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          input_file_id: file.id,
+          endpoint: '/v1/chat/completions',
+          completion_window: '24h',
+        }),
+      })
+    ).json()) as { id: string; status: string }
+    expect(made.status).toBe('failed')
+    const { code, stdout } = await run(['status', made.id])
+    expect(code).toBe(0)
+    expect(stdout).toMatch(
+      /\n  errors {4}line 2: body\.max_tokens must be at most 4096.*\(invalid_request\)\n/,
+    )
+  })
+
   test('submit --wait-for-credit: admitted to wait for a deposit, which it says it needs, then runs', async () => {
     const { accountId, key: poorKey } = await gw.newAccount('0')
     writeFileSync(join(dir, 'poor.jsonl'), jsonl([chatLine('p1')]))

@@ -588,4 +588,34 @@ describe('dashboard: why a batch waits', () => {
       '<p id="eta"><span class="dim small">ETA</span> <b>not known yet</b></p>',
     )
   })
+
+  test('a batch that could not run shows why: its errors on its page', async () => {
+    const { key } = await gw.newAccount('5')
+    // A facade file with a problem makes a failed batch whose errors say what.
+    const form = new FormData()
+    form.set('purpose', 'batch')
+    const bad = jsonl([chatLine('ok'), chatLine('big', 'x', { max_tokens: 999_999 })])
+    form.set('file', new File([bad], 'bad.jsonl'))
+    const file = (await (
+      await gw.request('/openai/v1/files', key, { method: 'POST', body: form })
+    ).json()) as { id: string }
+    const made = (await (
+      await gw.request('/openai/v1/batches', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          input_file_id: file.id,
+          endpoint: '/v1/chat/completions',
+          completion_window: '24h',
+        }),
+      })
+    ).json()) as { id: string; status: string }
+    expect(made.status).toBe('failed')
+    const cookie = await sessionCookie(key)
+    const page = await (
+      await fetch(`${gw.url}/dashboard/batches/${made.id}`, { headers: { cookie } })
+    ).text()
+    expect(page).toContain('<h2>Why it did not run</h2>')
+    expect(page).toMatch(/line 2: body\.max_tokens must be at most 4096/)
+  })
 })

@@ -161,6 +161,29 @@ function issuesSection(issues: Issue[], omitted: number): Html {
   </section>`
 }
 
+/** Errors shown at most on a batch's page; the batch object has them all. */
+const ERRORS_SHOWN = 25
+
+/** Why a batch could not run (its `errors`: a facade file's problems, no credit or capacity in time). */
+function errorsSection(batch: BatchRecord): Html | '' {
+  const errors = batch.errors ?? []
+  if (errors.length === 0) return ''
+  const more = errors.length - ERRORS_SHOWN
+  return html`<section id="errors">
+    <h2>Why it did not run</h2>
+    <ul>
+      ${errors.slice(0, ERRORS_SHOWN).map(
+        (e) =>
+          html`<li>
+            ${e.line !== null ? html`line ${e.line}: ` : ''}${e.message}
+            <span class="mono dim small">${e.code}</span>
+          </li>`,
+      )}
+    </ul>
+    ${more > 0 ? html`<p class="dim small">…and ${more} more (GET /v1/batches/${batch.id}).</p>` : ''}
+  </section>`
+}
+
 /** What a batch's page shows beside the batch itself. */
 export interface BatchPageView {
   /** Whether the key may cancel and retry (the `batches` scope). */
@@ -210,7 +233,7 @@ export function batchPage(account: AccountView, batch: BatchRecord, view: BatchP
           <div><span class="dim small">Lines</span><b>${c.total}</b></div>
         </div>
       </section>
-      ${routingSection(batch, shares)}
+      ${errorsSection(batch)} ${routingSection(batch, shares)}
       <section>
         <h2>Cost</h2>
         ${costBar(batch)}
