@@ -184,7 +184,8 @@ try {
     // Batches waiting for credit start at once on every instance, not at their next poll.
     if (!second.startsWith('-')) await tellInstances(NUDGE_CHANNEL, 'cli')
   } else if (group === 'keys' && command === 'create' && first) {
-    const scopes = (values.scopes?.split(',').map((s) => s.trim()) ?? [...ALL_SCOPES]) as Scope[]
+    const named = values.scopes?.split(',').map((s) => s.trim()) ?? [...ALL_SCOPES]
+    const scopes = [...new Set(named)] as Scope[]
     const unknown = scopes.filter((s) => !ALL_SCOPES.includes(s))
     if (unknown.length) fail(`unknown scope ${unknown.join(', ')}; use ${ALL_SCOPES.join(', ')}`)
     const created = await accounts.createKey(first, {

@@ -72,10 +72,12 @@ async function parseBody<S extends z.ZodType>(
 ): Promise<z.output<S>> {
   const read = await readJsonBody(request, limit)
   if (!read.ok)
-    throw badRequest('the body must be a JSON object; send it with Content-Type: application/json')
+    throw badRequest(
+      'the body is not valid JSON; send one JSON object with the fields the endpoint takes',
+    )
   const parsed = schema.safeParse(read.value ?? {}, { reportInput: true })
   if (parsed.success) return parsed.data
-  const issue = describeZodIssue(parsed.error.issues[0], '')
+  const issue = describeZodIssue(parsed.error.issues[0], '', 'the body')
   throw badRequest(`${issue.path || 'body'} ${issue.message}; ${issue.fix}`, issue.path || null)
 }
 
@@ -156,7 +158,8 @@ export function adminRoutes(
           const input = await parseBody(createKeyBody, request, bodyLimit)
           const created = await accounts.createKey(params.id, {
             name: input.name ?? null,
-            scopes: (input.scopes ?? ALL_SCOPES) as (typeof ALL_SCOPES)[number][],
+            // Each scope once, however often it was named.
+            scopes: [...new Set(input.scopes ?? ALL_SCOPES)] as (typeof ALL_SCOPES)[number][],
             rateLimitPerMinute: input.rate_limit_per_minute ?? null,
           })
           if (!created) throw notFound(`account ${excerpt(params.id)}`)

@@ -41,9 +41,10 @@ const EXAMPLES: Record<string, string> = {
 export const joinPath = (path: readonly PropertyKey[]) =>
   path.map((key) => excerpt(String(key))).join('.')
 
-export function describeZodIssue(issue: Issue, prefix: string): Described {
+/** `root`: what the whole value is called when the issue is at it ("the line", "the body"). */
+export function describeZodIssue(issue: Issue, prefix: string, root = 'the line'): Described {
   const path = [prefix, joinPath(issue.path)].filter(Boolean).join('.')
-  const field = path || 'the line'
+  const field = path || root
   const name = String(issue.path.at(-1) ?? '')
   const input = (issue as { input?: unknown }).input
   switch (issue.code) {

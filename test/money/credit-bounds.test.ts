@@ -64,8 +64,15 @@ for (const storeKind of STORES) {
       expect(await credit('999999999999.999999')).toBe('1999999999899.999999')
       expect(await credit('-0.000001')).toBe('1999999999899.999998')
       expect(await credit('-1000000000000')).toBe('999999999899.999998')
-      // Never below zero.
-      expect(await credit('-1000000000000')).toBe('0.000000')
+      // Never below zero: more than the balance is refused, saying how much there is.
+      const over = await gw.admin(`/accounts/${accountId}/credits`, {
+        body: { amount_usd: '-1000000000000' },
+      })
+      expect(over.status).toBe(400)
+      expect(((await over.json()) as { error: { message: string } }).error.message).toContain(
+        'it is 999999999899.999998 USD; remove at most that',
+      )
+      expect(await credit('-999999999899.999998')).toBe('0.000000')
     })
   })
 }

@@ -1,6 +1,13 @@
 /** The native batch API without dispatch: admission, money, read, list, cancel, results, auth, limits. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { chatLine, jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
+import {
+  ADMIN_TOKEN,
+  chatLine,
+  jsonl,
+  startTestGateway,
+  STORES,
+  type TestGateway,
+} from '../helpers/gateway.ts'
 
 type Batch = {
   id: string
@@ -403,6 +410,29 @@ for (const storeKind of STORES) {
       const bad = await gw.admin(`/accounts/${accountId}/credits`, { body: { amount_usd: 12 } })
       expect(bad.status).toBe(400)
       expect((await gw.admin('/accounts/acct_missing')).status).toBe(404)
+      // Refusals speak of the body, not of a batch line; broken JSON is said to be that.
+      const raw = (body: string) =>
+        fetch(`${gw.url}/admin/v1/accounts`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+          body,
+        }).then(async (r) => [
+          r.status,
+          ((await r.json()) as { error: { message: string } }).error.message,
+        ])
+      const [arrayStatus, array] = await raw('[]')
+      expect(arrayStatus).toBe(400)
+      expect(array).toContain('the body')
+      expect(array).not.toContain('the line')
+      expect(await raw('{"name":')).toEqual([
+        400,
+        'the body is not valid JSON; send one JSON object with the fields the endpoint takes',
+      ])
+      // A scope named twice is kept once.
+      const made = await gw.admin(`/accounts/${accountId}/keys`, {
+        body: { scopes: ['read', 'read'] },
+      })
+      expect(((await made.json()) as { scopes: string[] }).scopes).toEqual(['read'])
     })
   })
 }
