@@ -4,6 +4,7 @@
  * check progress and cost, download results. Then the refusals, over plain HTTP.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import Decimal from 'decimal.js'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -587,6 +588,16 @@ describe('dashboard: why a batch waits', () => {
     expect(page).toContain(
       '<p id="eta"><span class="dim small">ETA</span> <b>not known yet</b></p>',
     )
+    // Once it has ended, its cost bar is drawn against the cap, what the batch could spend, not
+    // its higher ceiling.
+    const ended = await waitForBatch(key, created.id, (b) => b.status === 'completed')
+    const { cost_usd } = ended as Batch & { cost_usd: string }
+    expect(Number(cost_usd)).toBeGreaterThan(0)
+    const width = Decimal.min(100, new Decimal(cost_usd).dividedBy(cap.toFixed(6)).times(100))
+    const endPage = await (
+      await fetch(`${gw.url}/dashboard/batches/${created.id}`, { headers: { cookie } })
+    ).text()
+    expect(endPage).toContain(`<span class="cost" style="width:${width.toFixed(2)}%"></span>`)
   })
 
   test('a batch that could not run shows why: its errors on its page', async () => {

@@ -1,7 +1,7 @@
 /** Small pieces of the dashboard's pages: progress, money, times, the upload form. */
 import { randomBytes } from 'node:crypto'
 import type { BatchRecord, RequestCounts } from '../../domain.ts'
-import { Money, usd } from '../../money/decimal.ts'
+import { batchHold, Money, usd } from '../../money/decimal.ts'
 import { html, type Html } from './html.ts'
 
 /** Lines that did not run, as `?filter=failed` counts them. */
@@ -45,9 +45,11 @@ export function progressText(counts: RequestCounts): string {
 }
 
 /** What was spent so far against what was held, as a bar and in words. */
+/** The cost against what the batch may spend: its ceiling, or its spend cap when that is lower. */
 export function costBar(batch: BatchRecord): Html {
+  const most = batchHold(batch.costCeilingUsd, batch.maxCostUsd)
   return html`<div class="bar" role="img" aria-label="cost">
-    <span class="cost" style="width:${percent(batch.costUsd, batch.costCeilingUsd)}%"></span>
+    <span class="cost" style="width:${percent(batch.costUsd, most)}%"></span>
   </div>`
 }
 
