@@ -128,7 +128,7 @@ for (const name of methods) {
       s.ms += ms
       s.max = Math.max(s.max, ms)
       if (name === 'claimLines') s.items += (result as unknown[]).length
-      if (name === 'recordOutcomes') s.items += result as number
+      if (name === 'recordOutcomes') s.items += (result as { recorded: number }).recorded
     }
     return result
   }

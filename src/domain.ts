@@ -131,13 +131,16 @@ export interface BatchWaiting {
 }
 
 /**
- * `waiting` as of `now` (Unix seconds): a 429 pause whose resume time has passed is over, whichever
- * instance saw it (the one that did clears it when the batch moves again; another instance's
- * lines may have moved it first). A new 429 sets a new pause.
+ * `waiting` as of `now` (Unix seconds): a wait with a time it ends (a 429 pause, a batch lane's
+ * refusal until its lines are sent again) is over once that time has passed, whichever instance
+ * saw it (the one that did clears it when the batch moves again; another instance's lines may have
+ * moved it first). A new 429 or refusal sets a new one.
  */
 export function currentWaiting(waiting: BatchWaiting | null, now: number): BatchWaiting | null {
-  if (waiting?.code === 'provider_rate_limited' && waiting.until !== undefined)
-    return now > waiting.until + PAUSE_GRACE_SECONDS ? null : waiting
+  const timed =
+    waiting?.code === 'provider_rate_limited' || waiting?.code === 'provider_unavailable'
+  if (timed && waiting!.until !== undefined)
+    return now > waiting!.until + PAUSE_GRACE_SECONDS ? null : waiting
   return waiting
 }
 /** Lines resume a moment after a pause ends: its wait is shown until then. */

@@ -25,9 +25,9 @@ export function announceChanges(
     batchStatuses: (...args) => store.batchStatuses(...args),
     renewLeases: (...args) => store.renewLeases(...args),
     async recordOutcomes(...args) {
-      const recorded = await store.recordOutcomes(...args)
-      if (recorded.recorded > 0) changed(new Set(args[1].map((outcome) => outcome.batchId)))
-      return recorded
+      const answer = await store.recordOutcomes(...args)
+      if (answer.recorded > 0) changed(new Set(args[1].map((outcome) => outcome.batchId)))
+      return answer
     },
     releaseLeases: (...args) => store.releaseLeases(...args),
     reapExpiredLeases: (...args) => store.reapExpiredLeases(...args),

@@ -87,9 +87,10 @@ export function countLiveCharges(usage: UsageRecorder, metrics: PrometheusMetric
  * (that price less the charge) is the saving of the route alone.
  */
 function lessShortfall(firstUsd: string, costUsd: string, chargedUsd: string): string {
+  // Mostly the same text (both canonical): no decimal arithmetic on every line.
   if (chargedUsd === costUsd) return firstUsd
   const shortfall = new Money(costUsd).minus(chargedUsd)
-  return moneyText(Money.max(chargedUsd, new Money(firstUsd).minus(shortfall)))
+  return shortfall.isZero() ? firstUsd : moneyText(new Money(firstUsd).minus(shortfall))
 }
 
 function modelOf(input: string): string {

@@ -47,7 +47,7 @@ export interface DispatcherOptions {
   retry: RetryPolicy
   /** SIGTERM: how long in-flight lines may take to finish before they are handed back. */
   drainMs: number
-  /** Told of every outcome about to be recorded (traces and debug logs). */
+  /** Told of every outcome about to be recorded (debug logs). */
   onOutcome?: (outcome: LineOutcome, line: ClaimedLine) => void
   /**
    * Told of every outcome once recorded, with what its line was charged (usage and metrics):

@@ -89,7 +89,7 @@ function buildLanes(
 
 function buildDispatcher(core: GatewayCore, parts: DispatchParts, built: Built): Dispatcher {
   const { config, catalog, logger, redis, instanceId } = core
-  const observed = observeLines(logger, core.telemetry)
+  const observed = observeLines(logger)
   const counted = countLineOutcomes(core.usage, core.metrics)
   return createDispatcher(
     { store: built.announced, catalog, upstreams: parts.upstreams, logger },
@@ -100,8 +100,10 @@ function buildDispatcher(core: GatewayCore, parts: DispatchParts, built: Built):
       retry: built.retry,
       drainMs: config.dispatch.drainMs,
       onOutcome: observed,
-      onCharged: (outcome, line, chargedUsd) =>
-        counted(outcome, countedClaim(line, catalog), chargedUsd),
+      onCharged: (outcome, line, chargedUsd) => {
+        if (outcome.kind !== 'retry') core.telemetry.lineFinished(outcome.kind)
+        counted(outcome, countedClaim(line, catalog), chargedUsd)
+      },
       onLinesEnded: (ended) => {
         core.metrics.linesEnded('cancelled', ended.cancelled)
         core.metrics.linesEnded('expired', ended.expired)

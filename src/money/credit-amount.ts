@@ -5,7 +5,7 @@
  * (src/money/decimal.ts), so credits and charges on it stay exact: a 401-digit credit used to be
  * rounded to 40 digits and then lost a −100 debit entirely.
  */
-import { Money } from './decimal.ts'
+import { Money, usd } from './decimal.ts'
 
 export const MAX_CREDIT_USD = '1000000000000'
 const SHAPE = /^-?\d+(\.\d+)?$/
@@ -24,11 +24,13 @@ export function creditAmountProblem(text: string): string | null {
 
 /**
  * null when adding `amountUsd` leaves `balanceUsd` at zero or above; otherwise why not, with the
- * most that can be removed. (A settlement between the check and the write may still leave less:
- * the store then stops at zero, as it always does.)
+ * most that can be removed. (A settlement or another removal between the check and the write may
+ * still leave less: the store then stops at zero, as it always does.)
  */
 export function creditRemovalProblem(balanceUsd: string, amountUsd: string): string | null {
-  if (!new Money(balanceUsd).plus(amountUsd).isNegative()) return null
-  const balance = new Money(balanceUsd).toFixed(6)
-  return `would take the balance below zero: it is ${balance} USD; remove at most that ("-${balance}")`
+  const balance = new Money(balanceUsd)
+  if (!balance.plus(amountUsd).isNegative()) return null
+  // The most an amount (at most 6 decimals) can take: the balance rounded down, never up.
+  const most = balance.toFixed(6, Money.ROUND_DOWN)
+  return `would take the balance below zero: it is ${usd(balance)} USD; remove at most ${most} ("-${most}")`
 }

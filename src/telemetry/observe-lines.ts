@@ -1,12 +1,12 @@
 /**
- * What the dispatcher reports per line: the lines-completed counter and one debug log line per
- * outcome. Ids, codes and numbers only: an upstream's error message may quote the prompt.
+ * What the dispatcher reports per line as it ends: one debug log line per outcome (the counters
+ * count it once it is recorded, count-outcomes.ts). Ids, codes and numbers only: an upstream's
+ * error message may quote the prompt.
  */
 import type { LineOutcome } from '../store/store.ts'
 import type { Logger } from './logger.ts'
-import type { Telemetry } from './telemetry.ts'
 
-export function observeLines(logger: Logger, telemetry: Telemetry): (outcome: LineOutcome) => void {
+export function observeLines(logger: Logger): (outcome: LineOutcome) => void {
   return (outcome) => {
     const fields: Record<string, unknown> = {
       batch_id: outcome.batchId,
@@ -16,7 +16,6 @@ export function observeLines(logger: Logger, telemetry: Telemetry): (outcome: Li
     if (outcome.kind === 'retry') {
       fields.retry_in_ms = Math.max(0, outcome.notBefore - Date.now())
     } else {
-      telemetry.lineFinished(outcome.kind)
       fields.provider = outcome.provider
       fields.latency_ms = outcome.latencyMs
       fields.cost_usd = outcome.costUsd

@@ -104,10 +104,10 @@ type LookupCallback = (
 
 /**
  * A `lookup` for the connections that deliver webhooks: it resolves as usual and fails the
- * connection when any address is one a webhook may not reach (addressProblem), so the address
- * connected to is the one judged.
+ * connection when any address is one a webhook may not reach (addressProblem) or, for `http://`
+ * (`plain`), a public one, so the address connected to is the one judged.
  */
-export function guardedLookup(allowPrivate: boolean) {
+export function guardedLookup(allowPrivate: boolean, plain = false) {
   return (
     hostname: string,
     options: { all?: boolean; family?: number | string },
@@ -120,7 +120,10 @@ export function guardedLookup(allowPrivate: boolean) {
       (error, found) => {
         if (error) return callback(error, [])
         const addresses = found.map((entry) => entry.address)
-        const problem = addressProblem(hostname, addresses, allowPrivate)
+        const open = plain ? addresses.find((a) => classifyAddress(a) === 'public') : undefined
+        const problem = open
+          ? `${hostname} resolves to the public address ${open}: http:// is allowed only to loopback and private addresses`
+          : addressProblem(hostname, addresses, allowPrivate)
         if (problem) return callback(Object.assign(new Error(problem), { code: 'EPRIVATE' }), [])
         if (options.all) return callback(null, found)
         callback(null, found[0]!.address, found[0]!.family)

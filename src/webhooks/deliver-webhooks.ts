@@ -70,19 +70,25 @@ export function createWebhookDeliverer(
   const { owner, timeoutMs, logger } = options
   const concurrency = options.concurrency ?? DELIVERY_SLOTS
   const leaseMs = 2 * timeoutMs
-  // Every connection checks the addresses it is about to use, by the rule the URL was taken on.
-  const agent = new Agent({
-    connect: { timeout: timeoutMs, lookup: guardedLookup(options.allowPrivate) as never },
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-    keepAliveTimeout: 10_000,
-  })
+  // Every connection checks the addresses it is about to use, by the rule the URL was taken on:
+  // an http:// one (the opt-in's) never reaches a public address, whatever its name resolves to.
+  const agentFor = (plain: boolean) =>
+    new Agent({
+      connect: {
+        timeout: timeoutMs,
+        lookup: guardedLookup(options.allowPrivate, plain) as never,
+      },
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      keepAliveTimeout: 10_000,
+    })
+  const agents = { https: agentFor(false), http: agentFor(true) }
   let stopping = false
   const inFlight = new Set<Promise<void>>()
   /** The attempts under way, to end them at a stop. */
   const attempts = new Set<AbortController>()
 
-  const sender: Sender = { agent, options, attempts, stopping: () => stopping }
+  const sender: Sender = { agents, options, attempts, stopping: () => stopping }
 
   async function attempt(delivery: ClaimedDelivery) {
     const sent = await sendDelivery(sender, delivery)
@@ -144,7 +150,7 @@ export function createWebhookDeliverer(
       for (const controller of attempts) controller.abort(new Error('stopping'))
       await Promise.allSettled([...inFlight])
       await store.releaseDeliveries(owner, Date.now()).catch(() => 0)
-      await agent.close()
+      await Promise.all([agents.https.close(), agents.http.close()])
     },
   }
 }
@@ -174,9 +180,9 @@ export function attemptResult(
     : { kind: 'retry', atMs: at, statusCode: sent.statusCode, error: sent.error }
 }
 
-/** What one attempt is sent with: the guarded agent, the options, the attempts under way. */
+/** What one attempt is sent with: the guarded agents, the options, the attempts under way. */
 interface Sender {
-  agent: Agent
+  agents: { https: Agent; http: Agent }
   options: WebhookDelivererOptions
   /** The attempts under way, to end them at a stop. */
   attempts: Set<AbortController>
@@ -188,7 +194,7 @@ async function sendDelivery(
   sender: Sender,
   delivery: ClaimedDelivery,
 ): Promise<{ statusCode: number | null; error: string | null; stopped?: true }> {
-  const { agent, options, attempts } = sender
+  const { agents, options, attempts } = sender
   const { timeoutMs } = options
   // The rules of the create, again: the host may resolve elsewhere now. Within the attempt's
   // time, so that the whole attempt ends well inside its lease.
@@ -211,7 +217,7 @@ async function sendDelivery(
   attempts.add(controller)
   try {
     const response = await request(delivery.url, {
-      dispatcher: agent,
+      dispatcher: new URL(delivery.url).protocol === 'http:' ? agents.http : agents.https,
       method: 'POST',
       headers,
       body,

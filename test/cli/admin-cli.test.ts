@@ -150,7 +150,7 @@ test('accounts create/set take file quotas; credit amounts are bounded and exact
     const over = await mg(env, 'accounts', 'credit', account.json.id, '--', '-999999999999')
     expect(over.code).not.toBe(0)
     expect(over.err).toContain(
-      'would take the balance below zero: it is 999999999900.000000 USD; remove at most that',
+      'would take the balance below zero: it is 999999999900.000000 USD; remove at most 999999999900.000000',
     )
     const viaApi = await gw.admin(`/accounts/${account.json.id}/credits`, {
       body: { amount_usd: '-999999999999' },

@@ -3,6 +3,7 @@
  * stay exact: a 401-digit credit used to be stored rounded to 40 digits, and a −100 debit on it
  * then changed nothing.
  */
+import { creditRemovalProblem } from '../../src/money/credit-amount.ts'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
 
@@ -70,9 +71,17 @@ for (const storeKind of STORES) {
       })
       expect(over.status).toBe(400)
       expect(((await over.json()) as { error: { message: string } }).error.message).toContain(
-        'it is 999999999899.999998 USD; remove at most that',
+        'it is 999999999899.999998 USD; remove at most 999999999899.999998',
       )
       expect(await credit('-999999999899.999998')).toBe('0.000000')
     })
   })
 }
+
+test('a removal past a balance of more than 6 decimals is told the most it can remove, rounded down', () => {
+  expect(creditRemovalProblem('0.100000579', '-1')).toBe(
+    'would take the balance below zero: it is 0.100000579 USD; remove at most 0.100000 ("-0.100000")',
+  )
+  expect(creditRemovalProblem('0.100000579', '-0.100000')).toBeNull()
+  expect(creditRemovalProblem('0', '5')).toBeNull()
+})

@@ -89,10 +89,17 @@ describe('addresses a webhook may reach', () => {
     expect(refused.error?.message).toMatch(/localhost resolves to .*, a loopback address/)
     expect((refused.error as { code?: string }).code).toBe('EPRIVATE')
     // With the opt-in, the same name connects.
-    const allowed = await new Promise<Error | null>((resolve) =>
-      guardedLookup(true)('localhost', { all: true }, (error) => resolve(error)),
+    const withOptIn = (host: string, plain: boolean) =>
+      new Promise<Error | null>((resolve) =>
+        guardedLookup(true, plain)(host, { all: true }, (error) => resolve(error)),
+      )
+    expect(await withOptIn('localhost', false)).toBeNull()
+    expect(await withOptIn('localhost', true)).toBeNull()
+    // An http:// delivery never connects to a public address, whatever its name resolves to now.
+    expect(await withOptIn('8.8.8.8', false)).toBeNull()
+    expect((await withOptIn('8.8.8.8', true))?.message).toBe(
+      '8.8.8.8 resolves to the public address 8.8.8.8: http:// is allowed only to loopback and private addresses',
     )
-    expect(allowed).toBeNull()
   })
 })
 

@@ -105,7 +105,7 @@ export async function recordOutcomes(
   // pipelines what a transaction has not awaited yet) and run by the server in that order: the
   // rows locked stay locked for one round trip and the commit instead of four. Each statement
   // reads in a snapshot taken after the ones before it, so after the locks.
-  const [, , , , short] = await Promise.all([
+  const sent = [
     tx`SELECT id FROM batches WHERE id = ANY(${batchIds}::text[]) AND max_cost_usd IS NOT NULL
        ORDER BY id FOR UPDATE`.execute(),
     exclusiveBatchIds.length > 0
@@ -119,12 +119,15 @@ export async function recordOutcomes(
            ORDER BY id FOR KEY SHARE`.execute()
       : null,
     retries.length > 0 ? retryStatement(tx, retries, owner).execute() : null,
-    rows.length > 0 ? settleStatement(tx, rows, { now, owner, exclusiveBatchIds }).execute() : null,
-    calls.length > 0 ? callsStatement(tx, owner, calls).execute() : null,
-  ])
+  ]
+  // It answers the lines the balance cut short, with what each was charged.
+  const settlement =
+    rows.length > 0 ? settleStatement(tx, rows, { now, owner, exclusiveBatchIds }).execute() : null
+  sent.push(settlement, calls.length > 0 ? callsStatement(tx, owner, calls).execute() : null)
+  await Promise.all(sent)
   // Each settled line was charged its cost but those the statement says the balance cut short.
   rows.forEach((row, i) => (charged[settledAt[i]!] = row.cost))
-  for (const { ord, charged: usd } of short ?? [])
+  for (const { ord, charged: usd } of (await settlement) ?? [])
     charged[settledAt[Number(ord) - 1]!] = moneyText(usd)
   return { recorded: retries.length + settled.length, charged }
 }
