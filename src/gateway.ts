@@ -29,6 +29,7 @@ import { openStoreChannel } from './store/open-store.ts'
 import { KEY_REVOCATIONS_CHANNEL, openKeyRevocations } from './coordination/key-revocations.ts'
 import type { DispatchStore, Store } from './store/store.ts'
 import { createLogger, type Logger } from './telemetry/logger.ts'
+import { warnCredentialsRefused } from './telemetry/credentials-refused.ts'
 import { createPrometheusMetrics, timeUpstreamCalls } from './telemetry/prometheus.ts'
 import { createTelemetry } from './telemetry/telemetry.ts'
 import type { Upstreams } from './upstream/upstreams.ts'
@@ -150,7 +151,7 @@ async function openCore(
   const telemetry = timeUpstreamCalls(
     createTelemetry({ otlp: config.otlp, serviceName: 'multigrid', logger }),
     metrics,
-    logger,
+    warnCredentialsRefused(logger),
   )
   const { store, dispatch, chunks, blobs } = await openStores(config)
   const usage = createUsageRecorder(store, { everyMs: 1_000, logger })

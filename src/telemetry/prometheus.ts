@@ -6,7 +6,6 @@
  * shown as a float, as the format has no other number.
  */
 import Decimal from 'decimal.js'
-import type { Logger } from './logger.ts'
 import type { Telemetry, UpstreamResult } from './telemetry.ts'
 
 /** Upper bounds of the upstream latency buckets, in seconds (a 50 ms simulator to a 60 s timeout). */
@@ -158,30 +157,16 @@ function spendByProvider(spend: Map<string, Decimal>, live: Map<string, bigint>)
 const label = (value: string) =>
   value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n')
 
-/** A provider refusing the gateway's credentials is logged at most this often, per provider. */
-const CREDENTIALS_LOG_MS = 60_000
-
 /**
  * The telemetry with every upstream call's time and failure also counted in `metrics`
- * (OpenTelemetry on or off). A stream's failure is known at its end: counted then. A provider
- * that refuses the gateway's own credentials (401/403) is the operator's to fix, and says nothing
- * at info level otherwise (each line or call fails on its own): it is a warning, once a minute.
+ * (OpenTelemetry on or off), and each failure told to `failed` (a caller's abort is none). A
+ * stream's failure is known at its end: counted then.
  */
 export function timeUpstreamCalls(
   telemetry: Telemetry,
   metrics: PrometheusMetrics,
-  logger: Logger,
+  failed: (provider: string, kind: string) => void = () => {},
 ): Telemetry {
-  const warnedAt = new Map<string, number>()
-  const refusedCredentials = (provider: string) => {
-    const now = Date.now()
-    if (now - (warnedAt.get(provider) ?? -Infinity) < CREDENTIALS_LOG_MS) return
-    warnedAt.set(provider, now)
-    logger.warn('upstream.credentials_refused', {
-      provider,
-      fix: "the provider answered 401 or 403 to the gateway's API key: set a valid key in the variable its api_key_env names, then restart",
-    })
-  }
   return {
     ...telemetry,
     async upstream(call, run, describe) {
@@ -191,7 +176,7 @@ export function timeUpstreamCalls(
         const count = (done: UpstreamResult) => {
           if (!done.errorKind || done.callerAborted) return
           metrics.upstreamError(call.provider, done.errorKind)
-          if (done.errorKind === 'auth') refusedCredentials(call.provider)
+          failed(call.provider, done.errorKind)
         }
         if (described instanceof Promise) described.then(count, () => {})
         else count(described)

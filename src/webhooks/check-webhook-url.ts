@@ -1,8 +1,9 @@
 /**
  * Where a webhook may point (docs/events-and-webhooks.md): `https://` to public addresses; with the operator's
  * opt-in (MULTIGRID_WEBHOOK_ALLOW_PRIVATE=true) also loopback and private addresses, by `http://`
- * or `https://`, and still no other kind (link-local, where cloud metadata answers, and the rest). The host is resolved and every address it has is judged, so a name cannot be used
- * to reach the gateway's own network; the same rule holds again when each attempt connects
+ * or `https://`, and still no other kind (link-local, where cloud metadata answers, and the
+ * rest). The host is resolved and every address it has is judged, so a name cannot be used to
+ * reach the gateway's own network; the same rule holds again when each attempt connects
  * (`guardedLookup`), so a name that changes its addresses later cannot either.
  */
 import { lookup, type LookupAddress } from 'node:dns'
@@ -86,14 +87,17 @@ export async function webhookUrlProblem(
     return `the host ${host} of url could not be resolved (${code}); give a host that resolves`
   }
   const problem = addressProblem(host, addresses, allowPrivate)
-  if (problem || !allowPrivate) return problem
-  if (url.protocol === 'http:') {
-    const open = addresses.find((address) => classifyAddress(address) === 'public')
-    if (open) {
-      return `${host} resolves to the public address ${open}: http:// is allowed only to loopback and private addresses; use https://`
-    }
-  }
-  return null
+  if (problem || url.protocol !== 'http:') return problem
+  const open = plainHttpProblem(host, addresses)
+  return open && `${open}; use https://`
+}
+
+/** Why `http://` may not go to addresses of `host` (a public one), or null. */
+function plainHttpProblem(host: string, addresses: readonly string[]): string | null {
+  const open = addresses.find((address) => classifyAddress(address) === 'public')
+  return open
+    ? `${host} resolves to the public address ${open}: http:// is allowed only to loopback and private addresses`
+    : null
 }
 
 type LookupCallback = (
@@ -120,10 +124,9 @@ export function guardedLookup(allowPrivate: boolean, plain = false) {
       (error, found) => {
         if (error) return callback(error, [])
         const addresses = found.map((entry) => entry.address)
-        const open = plain ? addresses.find((a) => classifyAddress(a) === 'public') : undefined
-        const problem = open
-          ? `${hostname} resolves to the public address ${open}: http:// is allowed only to loopback and private addresses`
-          : addressProblem(hostname, addresses, allowPrivate)
+        const problem =
+          (plain ? plainHttpProblem(hostname, addresses) : null) ??
+          addressProblem(hostname, addresses, allowPrivate)
         if (problem) return callback(Object.assign(new Error(problem), { code: 'EPRIVATE' }), [])
         if (options.all) return callback(null, found)
         callback(null, found[0]!.address, found[0]!.family)

@@ -7,6 +7,7 @@ import { progressLine } from '../../src/cli/progress.ts'
 import { ApiError, createApi, pollDelay } from '../../src/cli/user-api.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
+import { createFacadeBatch } from '../helpers/facade-batch.ts'
 
 const CLI = join(import.meta.dir, '../../src/cli/user.ts')
 
@@ -252,24 +253,8 @@ describe('multigrid (user CLI)', () => {
   })
 
   test('status of a batch that could not run says why: its errors, one line each', async () => {
-    const form = new FormData()
-    form.set('purpose', 'batch')
     const bad = jsonl([chatLine('ok'), chatLine('big', 'x', { max_tokens: 999_999 })])
-    form.set('file', new File([bad], 'bad.jsonl'))
-    const file = (await (
-      await gw.request('/openai/v1/files', key, { method: 'POST', body: form })
-    ).json()) as { id: string }
-    const made = (await (
-      await gw.request('/openai/v1/batches', key, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          input_file_id: file.id,
-          endpoint: '/v1/chat/completions',
-          completion_window: '24h',
-        }),
-      })
-    ).json()) as { id: string; status: string }
+    const made = await createFacadeBatch(gw, key, bad)
     expect(made.status).toBe('failed')
     const { code, stdout } = await run(['status', made.id])
     expect(code).toBe(0)

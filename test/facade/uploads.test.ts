@@ -87,6 +87,13 @@ for (const storeKind of STORES) {
     afterAll(async () => {
       await gw.stop()
     })
+    /** A multipart body, written out, posted to files.create's route. */
+    const upload = (key: string, body: string) =>
+      gw.request('/openai/v1/files', key, {
+        method: 'POST',
+        headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+        body,
+      })
 
     test('an upload the client hangs up on leaves no content, no record and no reservation', async () => {
       const { key, accountId } = await gw.newAccount('1')
@@ -121,12 +128,7 @@ for (const storeKind of STORES) {
 
     test('a malformed multipart body (no closing boundary) is a 400 that leaves nothing', async () => {
       const { key, accountId } = await gw.newAccount('1')
-      const body = PART_HEAD + jsonl([chatLine('a'), chatLine('b')])
-      const response = await gw.request('/openai/v1/files', key, {
-        method: 'POST',
-        headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
-        body,
-      })
+      const response = await upload(key, PART_HEAD + jsonl([chatLine('a'), chatLine('b')]))
       expect(response.status).toBe(400)
       const error = ((await response.json()) as { error: { message: string; param: string } }).error
       expect(error.message).toContain('malformed multipart body')
@@ -144,12 +146,7 @@ for (const storeKind of STORES) {
     test('two file parts, or a file part sent as a text field, are 400s that say so and leave nothing', async () => {
       const { key, accountId } = await gw.newAccount('1')
       const content = jsonl([chatLine('a')])
-      const send = (body: string) =>
-        gw.request('/openai/v1/files', key, {
-          method: 'POST',
-          headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
-          body,
-        })
+      const send = (body: string) => upload(key, body)
       const second = `\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="b.jsonl"\r\n\r\n${content}`
       const twice = await send(PART_HEAD + content + second + PART_TAIL)
       expect(twice.status).toBe(400)
@@ -173,12 +170,10 @@ for (const storeKind of STORES) {
       const { key, accountId } = await gw.newAccount('1')
       const content = jsonl([chatLine('a')])
       const send = (purpose: string) =>
-        gw.request('/openai/v1/files', key, {
-          method: 'POST',
-          headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
-          body:
-            PART_HEAD.replace('\r\n\r\nbatch\r\n', `\r\n\r\n${purpose}\r\n`) + content + PART_TAIL,
-        })
+        upload(
+          key,
+          PART_HEAD.replace('\r\n\r\nbatch\r\n', `\r\n\r\n${purpose}\r\n`) + content + PART_TAIL,
+        )
       expect((await send('fine-tune')).status).toBe(400)
       expect(await storedContent(gw.env)).toEqual([])
       const good = await send('batch')

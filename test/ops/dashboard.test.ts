@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
+import { createFacadeBatch } from '../helpers/facade-batch.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
 const OUT = join(import.meta.dir, '../out')
@@ -603,24 +604,8 @@ describe('dashboard: why a batch waits', () => {
   test('a batch that could not run shows why: its errors on its page', async () => {
     const { key } = await gw.newAccount('5')
     // A facade file with a problem makes a failed batch whose errors say what.
-    const form = new FormData()
-    form.set('purpose', 'batch')
     const bad = jsonl([chatLine('ok'), chatLine('big', 'x', { max_tokens: 999_999 })])
-    form.set('file', new File([bad], 'bad.jsonl'))
-    const file = (await (
-      await gw.request('/openai/v1/files', key, { method: 'POST', body: form })
-    ).json()) as { id: string }
-    const made = (await (
-      await gw.request('/openai/v1/batches', key, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          input_file_id: file.id,
-          endpoint: '/v1/chat/completions',
-          completion_window: '24h',
-        }),
-      })
-    ).json()) as { id: string; status: string }
+    const made = await createFacadeBatch(gw, key, bad)
     expect(made.status).toBe('failed')
     const cookie = await sessionCookie(key)
     const page = await (

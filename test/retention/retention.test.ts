@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { chatLine, jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
+import { createFacadeBatch } from '../helpers/facade-batch.ts'
 
 const DAY = 86_400
 
@@ -25,23 +26,8 @@ for (const storeKind of STORES) {
 
     test('after the retention periods results and uploads are gone, the batch record stays, and no run does the work twice', async () => {
       const { key } = await gw.newAccount('1', {}, { max_open_batches: 20 })
-      const form = new FormData()
-      form.set('purpose', 'batch')
-      form.set('file', new Blob([jsonl([chatLine('a'), chatLine('b')])]), 'in.jsonl')
-      const file = (await (
-        await gw.request('/openai/v1/files', key, { method: 'POST', body: form })
-      ).json()) as { id: string }
-      const facade = (await (
-        await gw.request('/openai/v1/batches', key, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({
-            input_file_id: file.id,
-            endpoint: '/v1/chat/completions',
-            completion_window: '24h',
-          }),
-        })
-      ).json()) as { id: string }
+      const facade = await createFacadeBatch(gw, key, jsonl([chatLine('a'), chatLine('b')]))
+      const file = { id: facade.input_file_id }
       const native = (await (
         await gw.request('/v1/batches', key, { method: 'POST', body: jsonl([chatLine('c')]) })
       ).json()) as { id: string }
