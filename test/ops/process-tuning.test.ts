@@ -204,8 +204,9 @@ describe('process tuning', () => {
         Array(6).fill(background),
       )
       expect(workers.filter((t) => t.policy === 0).map((t) => t.nice)).toEqual([ours, ours])
-      // Threads the dispatch thread starts afterwards (its heap's collector) inherit the policy.
-      expect(threads.filter((t) => t.policy === 3).length).toBeLessThan(threads.length / 2)
+      // Which runtime threads (JIT, pools, collectors) are lowered too depends on which thread
+      // first needed them: a thread starts with its creator's policy. So no count of them is
+      // asserted; the event loop above and the validation threads are what must keep theirs.
     } finally {
       expect(await gateway.kill('SIGTERM')).toBe(0)
     }
