@@ -184,6 +184,11 @@ export interface BatchRecord {
   metadata: Record<string, string> | null
   inputFileId: string | null
   idempotencyKey: string | null
+  /**
+   * The hash of the request that made it under an idempotency key (src/admission/request-hash.ts):
+   * the same key with another request is refused. Null without a key, or stored before the hash was.
+   */
+  requestHash: string | null
   /** When retention deleted its lines; null while its results are kept. */
   purgedAt: number | null
   /** The planner's projected finish (docs/routing.md routing.eta), Unix seconds; null before it can tell. */

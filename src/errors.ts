@@ -68,6 +68,8 @@ export const REFUSALS = {
   file_too_large: { status: 413, type: 'invalid_request_error' },
   unsupported_encoding: { status: 415, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  /** An Idempotency-Key sent again with another request than the one that made its batch. */
+  idempotency_key_reused: { status: 422, type: 'invalid_request_error' },
   headers_too_large: { status: 431, type: 'invalid_request_error' },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
   limit_exceeded: { status: 429, type: 'rate_limit_error' },

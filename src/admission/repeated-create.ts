@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto'
 import type { BatchRecord } from '../domain.ts'
 import { parseWholeNumber } from '../schemas/whole-number.ts'
 import type { BatchStore } from '../store/store.ts'
+import { keyReused } from './request-hash.ts'
 
 const BUCKET_S = 600
 const BUCKETS = 4
@@ -25,6 +26,8 @@ export interface CreateKeys {
   retried: boolean
   /** The body's key in this create's bucket, then in the earlier buckets a retry may come from. */
   hashed: string[]
+  /** The body as request-hash.ts names a request, for the batch an explicit key makes. */
+  requestHash: string
 }
 
 /** `surface` keeps the facade's and the Anthropic API's hashes apart. */
@@ -41,6 +44,7 @@ export function createKeys(
     explicit: request.headers.get('idempotency-key'),
     retried: (parseWholeNumber(retryCount, 0, 1_000) ?? 0) > 0,
     hashed: Array.from({ length: BUCKETS }, (_, back) => `${surface}:${hash}:${bucket - back}`),
+    requestHash: `${surface}:${hash}`,
   }
 }
 
@@ -50,7 +54,12 @@ export async function earlierCreate(
   accountId: string,
   keys: CreateKeys,
 ): Promise<BatchRecord | null> {
-  if (keys.explicit) return store.findByIdempotencyKey(accountId, keys.explicit)
+  if (keys.explicit) {
+    const earlier = await store.findByIdempotencyKey(accountId, keys.explicit)
+    const reused = earlier && keyReused(earlier, keys.requestHash)
+    if (reused) throw reused
+    return earlier
+  }
   if (!keys.retried) return null
   for (const key of keys.hashed) {
     const earlier = await store.findByIdempotencyKey(accountId, key)

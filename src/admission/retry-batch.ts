@@ -8,7 +8,13 @@ import { isOpenBatch } from '../domain.ts'
 import { notFound, refuse } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
 import type { BatchStore } from '../store/store.ts'
-import type { Admission, SubmitOptions, SubmitResult } from './submit-batch.ts'
+import { requestHash } from './request-hash.ts'
+import {
+  sameRequest,
+  type Admission,
+  type SubmitOptions,
+  type SubmitResult,
+} from './submit-batch.ts'
 
 /** The line statuses a retry runs again: every one that did not succeed. */
 export const UNSUCCESSFUL = ['failed', 'cancelled', 'expired'] as const
@@ -43,7 +49,7 @@ export async function retryBatch(
 ): Promise<SubmitResult> {
   if (options.idempotencyKey) {
     const existing = await store.findByIdempotencyKey(options.accountId, options.idempotencyKey)
-    if (existing) return { kind: 'duplicate', batch: existing }
+    if (existing) return sameRequest(existing, retryHash(parentId, options))
   }
   const parent = await store.getBatch(options.accountId, parentId)
   if (!parent) throw notFound(`batch ${excerpt(parentId)}`)
@@ -75,6 +81,7 @@ export async function retryBatch(
     completionWindowHours: hours,
     waitForCredit: options.waitForCredit,
     idempotencyKey: options.idempotencyKey,
+    requestHash: retryHash(parentId, options),
     source: 'native',
     metadata: null,
     inputFileId: null,
@@ -114,3 +121,12 @@ async function unsuccessfulInput(store: BatchStore, batchId: string) {
   }
   return { bytes: encoder.encode(parts.join('\n') + '\n'), lineNos }
 }
+
+/** A retry's request, as request-hash.ts hashes it: the parent and the options, no body. */
+const retryHash = (parentId: string, options: RetryOptions) =>
+  requestHash(null, {
+    retry_of: parentId,
+    completion_window_hours: options.completionWindowHours,
+    max_cost_usd: options.maxCostUsd,
+    wait_for_credit: options.waitForCredit,
+  })

@@ -13,6 +13,7 @@ import { LONG_WINDOW_HOURS, startBySeconds } from '../store/batches/start-in-tim
 import type { AccountStore, BatchStore, DailySpendStore, FileStore } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import { registerResultFiles } from './result-files.ts'
+import { keyReused } from './request-hash.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 
 export interface SubmitOptions {
@@ -20,6 +21,11 @@ export interface SubmitOptions {
   name: string | null
   completionWindowHours: number
   idempotencyKey: string | null
+  /**
+   * With a key: the hash of what the caller sent (request-hash.ts). The key's batch is the answer
+   * only to the same request; another is refused 422 idempotency_key_reused.
+   */
+  requestHash?: string | null
   source: BatchRecord['source']
   metadata: Record<string, string> | null
   inputFileId: string | null
@@ -242,10 +248,9 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
   }
 
   async function submit(bytes: Uint8Array, options: SubmitOptions): Promise<SubmitResult> {
-    if (options.idempotencyKey) {
-      const existing = await store.findByIdempotencyKey(options.accountId, options.idempotencyKey)
-      if (existing) return { kind: 'duplicate', batch: existing }
-    }
+    const key = options.idempotencyKey
+    const existing = key ? await store.findByIdempotencyKey(options.accountId, key) : null
+    if (existing) return sameRequest(existing, options.requestHash)
     const verdict = await check(bytes, options)
     if ('kind' in verdict) return verdict
     const ceiling = verdict.ceiling.toFixed()
@@ -271,6 +276,7 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
       metadata: options.metadata,
       inputFileId: options.inputFileId,
       idempotencyKey: options.idempotencyKey,
+      requestHash: options.requestHash ?? null,
       parentBatchId: options.parentBatchId ?? null,
       lines: verdict.lines,
       creditWaitUntil,
@@ -288,7 +294,7 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
         onAdmitted(result.batch)
         return result
       case 'duplicate':
-        return result
+        return sameRequest(result.batch, options.requestHash)
       case 'insufficient_quota':
         return {
           kind: 'insufficient_quota',
@@ -360,4 +366,17 @@ function describeAdmission(result: SubmitResult | QuoteResult): Record<string, s
     case 'daily_limit_exceeded':
       return { 'batch.result': result.kind }
   }
+}
+
+/**
+ * The batch an idempotency key made (found first, or made meanwhile by a request racing this
+ * one), as the answer to a request with that key: to the same request only, else the refusal.
+ */
+export function sameRequest(
+  existing: BatchRecord,
+  hash: string | null | undefined,
+): { kind: 'duplicate'; batch: BatchRecord } {
+  const reused = keyReused(existing, hash)
+  if (reused) throw reused
+  return { kind: 'duplicate', batch: existing }
 }

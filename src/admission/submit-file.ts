@@ -5,6 +5,7 @@
  * result its own way (JSON, a page).
  */
 import { answerOf, type AdmissionAnswer } from './admission-answer.ts'
+import { requestHash } from './request-hash.ts'
 import type { Admission, QuoteResult, SubmitOptions } from './submit-batch.ts'
 
 /** What a native submit names, from the query or the form's fields. */
@@ -36,6 +37,7 @@ export async function submitFile(
     name: submit.name,
     completionWindowHours: submit.completionWindowHours,
     idempotencyKey: submit.idempotencyKey,
+    requestHash: submit.idempotencyKey ? fileHash(bytes, submit) : null,
     source: 'native',
     metadata: null,
     inputFileId: null,
@@ -56,3 +58,12 @@ export const isDryRun = (flag: string | undefined) => flag === 'true' || flag ==
 /** A flag as isDryRun reads it, or undefined when it was not sent (the option's default then). */
 export const optionalFlag = (flag: string | undefined) =>
   flag === undefined ? undefined : isDryRun(flag)
+
+/** A native submit's request, as request-hash.ts hashes it: the file and the options it names. */
+const fileHash = (bytes: Uint8Array, submit: FileSubmit) =>
+  requestHash(bytes, {
+    name: submit.name,
+    completion_window_hours: submit.completionWindowHours,
+    max_cost_usd: submit.maxCostUsd,
+    wait_for_credit: submit.waitForCredit,
+  })

@@ -543,6 +543,26 @@ for (const storeKind of STORES) {
       expect((await openai.batches.list()).data).toHaveLength(2)
     })
 
+    test('batches.create with an idempotency key made another batch with another file is a 422 the SDK raises, naming that batch', async () => {
+      const { key } = await gw.newAccount('1')
+      const openai = client(key)
+      const files = [await upload(openai, [chatLine('a')]), await upload(openai, [chatLine('b')])]
+      const create = (file: { id: string }) =>
+        openai.batches.create(
+          { input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' },
+          { headers: { 'idempotency-key': 'k-files' } },
+        )
+      const first = await create(files[0])
+      expect((await create(files[0])).id).toBe(first.id)
+      const reused = await failure(create(files[1]))
+      expect(reused).toBeInstanceOf(OpenAI.UnprocessableEntityError)
+      expect((reused as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({
+        code: 'idempotency_key_reused',
+        batch_id: first.id,
+      })
+      expect((await openai.batches.list()).data.map((batch) => batch.id)).toEqual([first.id])
+    })
+
     test('typed errors: AuthenticationError, PermissionDeniedError, NotFoundError, RateLimitError, BadRequestError', async () => {
       const owner = await gw.newAccount('1')
       const file = await upload(client(owner.key), [chatLine('a')])

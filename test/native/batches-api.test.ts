@@ -169,6 +169,50 @@ for (const storeKind of STORES) {
       expect(await account(accountId)).toMatchObject({ held_usd: '0.000093' })
     })
 
+    test('the same Idempotency-Key with another file or other options is 422 idempotency_key_reused naming the first batch; nothing more is stored or held', async () => {
+      const { key, accountId } = await gw.newAccount('1')
+      const headers = { 'idempotency-key': 'k-2' }
+      const first = (await (await submit(key, [chatLine('a')], '', headers)).json()) as Batch
+      const others: [unknown[], string][] = [
+        [[chatLine('b')], ''],
+        [[chatLine('a'), chatLine('b')], ''],
+        [[chatLine('a')], '?name=another'],
+        [[chatLine('a')], '?completion_window_hours=48'],
+        [[chatLine('a')], '?max_cost_usd=0.5'],
+      ]
+      for (const [lines, query] of others) {
+        const again = await submit(key, lines, query, headers)
+        expect(again.status).toBe(422)
+        const { error } = (await again.json()) as { error: Record<string, unknown> }
+        expect(error).toMatchObject({
+          code: 'idempotency_key_reused',
+          type: 'invalid_request_error',
+          batch_id: first.id,
+        })
+        expect(error.message).toContain(first.id)
+      }
+      // The first request, unchanged, still gets its batch; a dry run ignores the key.
+      const same = await submit(key, [chatLine('a')], '', headers)
+      expect(same.status).toBe(200)
+      expect(((await same.json()) as Batch).id).toBe(first.id)
+      expect((await submit(key, [chatLine('b')], '?dry_run=true', headers)).status).toBe(200)
+      const listed = (await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }
+      expect(listed.data.map((batch) => batch.id)).toEqual([first.id])
+      expect(await account(accountId)).toMatchObject({ held_usd: '0.000093' })
+    })
+
+    test('two submits with one Idempotency-Key and different files at once: one batch, the other refused 422', async () => {
+      const { key } = await gw.newAccount('1')
+      const headers = { 'idempotency-key': 'k-race' }
+      const answers = await Promise.all([
+        submit(key, [chatLine('a')], '', headers),
+        submit(key, [chatLine('b')], '', headers),
+      ])
+      expect(answers.map((answer) => answer.status).sort()).toEqual([201, 422])
+      const listed = (await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }
+      expect(listed.data).toHaveLength(1)
+    })
+
     test('open-batch limit: 429 limit_exceeded with error.limit', async () => {
       const { key } = await gw.newAccount('10', {}, { max_open_batches: 2 })
       expect((await submit(key, [chatLine('a')])).status).toBe(201)

@@ -225,6 +225,17 @@ for (const store of STORES) {
       const child = (await first.json()) as Batch
       expect(((await again.json()) as Batch).id).toBe(child.id)
       expect((await read(idle, own, parent.id)).retried_by).toEqual([cappedChild.id, child.id])
+      // The key again with other options: refused, naming the child it made; no child more.
+      const reused = await retry(idle, own, parent.id, {
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ completion_window_hours: 48 }),
+      })
+      expect(reused.status).toBe(422)
+      expect(((await reused.json()) as Refusal).error).toMatchObject({
+        code: 'idempotency_key_reused',
+        batch_id: child.id,
+      })
+      expect((await read(idle, own, parent.id)).retried_by).toEqual([cappedChild.id, child.id])
 
       // The child's ceiling is held: with the credit gone, the next retry is refused 402.
       await idle.request(`/v1/batches/${child.id}`, own, { method: 'DELETE' })

@@ -565,6 +565,35 @@ describe('dashboard: why a batch waits', () => {
     expect(batch).toMatchObject({ status: 'validating', waiting: { code: 'insufficient_credit' } })
   })
 
+  test('the upload form posted twice is one batch; its key sent again with another file says to reload the page', async () => {
+    const { key } = await gw.newAccount('1')
+    const cookie = await sessionCookie(key)
+    const post = (lines: unknown[]) => {
+      const form = new FormData()
+      form.set('file', new Blob([jsonl(lines)]), 'twice.jsonl')
+      form.set('idempotency_key', 'fedcba9876543210')
+      return fetch(`${gw.url}/dashboard/batches`, {
+        method: 'POST',
+        headers: { cookie, origin: gw.url },
+        body: form,
+        redirect: 'manual',
+      })
+    }
+    const first = await post([chatLine('a')])
+    expect(first.status).toBe(303)
+    const again = await post([chatLine('a')])
+    expect(again.status).toBe(303)
+    expect(again.headers.get('location')).toBe(first.headers.get('location'))
+    const id = /batch_[0-9a-f]+/.exec(first.headers.get('location')!)![0]
+    const other = await post([chatLine('b')])
+    expect(other.status).toBe(422)
+    expect(await other.text()).toContain(
+      `this form already submitted another file, which made batch ${id}; reload the page to submit this one`,
+    )
+    const list = (await (await gw.request('/v1/batches', key)).json()) as { data: unknown[] }
+    expect(list.data).toHaveLength(1)
+  })
+
   test('a batch that waits shows why on its page, with what to do', async () => {
     const { key } = await gw.newAccount('5')
     const lines = Array.from({ length: 4 }, (_, i) => chatLine(`w-${i}`, `waiting line ${i}`))

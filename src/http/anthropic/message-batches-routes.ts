@@ -217,6 +217,7 @@ async function createMessageBatch(deps: MessageBatchDeps, request: Request, call
     name: null,
     completionWindowHours: WINDOW_HOURS,
     idempotencyKey,
+    requestHash: keys.requestHash,
     source: 'anthropic',
     metadata: null,
     inputFileId: null,

@@ -320,14 +320,25 @@ async function submitFromForm(deps: DashboardDeps, page: Page): Promise<Response
   }
   const bytes = new Uint8Array(await file.arrayBuffer())
   if (isGzipped(bytes)) return fail(400, 'the file is compressed; upload the JSONL file itself')
-  const answer = await submitFile(admission, bytes, {
-    accountId: caller.account.id,
-    name: form.name || null,
-    completionWindowHours: form.completion_window_hours,
-    idempotencyKey: form.idempotency_key ? `dashboard:${form.idempotency_key}` : null,
-    maxCostUsd: form.max_cost_usd ?? null,
-    dryRun: isDryRun(form.dry_run),
-  })
+  let answer: Awaited<ReturnType<typeof submitFile>>
+  try {
+    answer = await submitFile(admission, bytes, {
+      accountId: caller.account.id,
+      name: form.name || null,
+      completionWindowHours: form.completion_window_hours,
+      idempotencyKey: form.idempotency_key ? `dashboard:${form.idempotency_key}` : null,
+      maxCostUsd: form.max_cost_usd ?? null,
+      dryRun: isDryRun(form.dry_run),
+    })
+  } catch (error) {
+    // The form's hidden key, sent again with another file (a page restored by Back, say).
+    if (!(error instanceof GatewayError) || error.refusal !== 'idempotency_key_reused') throw error
+    const made = error.options.detail?.batch_id
+    return fail(
+      error.status,
+      `this form already submitted another file, which made batch ${made}; reload the page to submit this one`,
+    )
+  }
   switch (answer.kind) {
     case 'quote': {
       const cap = answer.maxCostUsd ? `, capped at $${answer.maxCostUsd}` : ''

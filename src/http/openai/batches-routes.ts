@@ -171,6 +171,7 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
   const reject = (errors: BatchErrorEntry[], keep: boolean) =>
     store.recordRejectedBatch({
       idempotencyKey: keep ? idempotencyKey : null,
+      requestHash: keep ? keys.requestHash : null,
       id: newId('batch_'),
       accountId: caller.account.id,
       name: file.filename,
@@ -187,6 +188,7 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
     name: file.filename,
     completionWindowHours: hours,
     idempotencyKey,
+    requestHash: keys.requestHash,
     source: 'openai',
     metadata: body.metadata ?? null,
     inputFileId: file.id,

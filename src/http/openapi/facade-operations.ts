@@ -17,7 +17,8 @@ import { listQuery as openAiFileListQuery } from '../openai/files-routes.ts'
 import type { Operations } from './operation.ts'
 
 const RETRY = {
-  'Idempotency-Key': 'the same key again returns the batch the first create made',
+  'Idempotency-Key':
+    'the same key with the same body again returns the batch the first create made; with another body, 422 idempotency_key_reused',
   'X-Stainless-Retry-Count':
     "the SDKs' retry header: above 0, a create whose body repeats an earlier one returns that batch",
 }

@@ -13,7 +13,7 @@ import type { Operations } from './operation.ts'
 
 const IDEMPOTENCY = {
   'Idempotency-Key':
-    'the same key again returns the batch the first request made, with its current state',
+    'the same key with the same request again returns the batch the first request made, with its current state; with another request, 422 idempotency_key_reused',
 }
 
 /** The live endpoints, the same under / and /openai (docs/live.md). */

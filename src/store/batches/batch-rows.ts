@@ -55,6 +55,7 @@ export function rowToBatch(stored: Row): BatchRecord {
     metadata: json<Record<string, string>>(row.metadata),
     inputFileId: (row.input_file_id as string | null) ?? null,
     idempotencyKey: (row.idempotency_key as string | null) ?? null,
+    requestHash: (row.request_hash as string | null) ?? null,
     errors: json<BatchRecord['errors']>(row.errors),
     purgedAt: num(row.purged_at),
     parentBatchId: (row.parent_batch_id as string | null) ?? null,

@@ -56,6 +56,8 @@ export interface NewBatch {
   metadata: Record<string, string> | null
   inputFileId: string | null
   idempotencyKey: string | null
+  /** What the request said, hashed (BatchRecord.requestHash); absent or null with no key. */
+  requestHash?: string | null
   /**
    * A retry's parent (docs/events-and-webhooks.md): an ended batch of the same account, which lists the new batch in
    * its `retried_by` from the same transaction on.
@@ -161,6 +163,7 @@ export type RejectedBatch = Pick<
   | 'createdAt'
   | 'metadata'
   | 'idempotencyKey'
+  | 'requestHash'
 > & { source: 'openai'; inputFileId: string; errors: BatchErrorEntry[] }
 
 export interface BatchErrorEntry {

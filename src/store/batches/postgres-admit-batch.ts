@@ -79,7 +79,7 @@ export async function admitBatch(
       INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
         created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
         metadata, input_file_id, idempotency_key, waiting_code, waiting_message, waiting_until,
-        max_cost_usd, parent_batch_id, lane_lines)
+        max_cost_usd, parent_batch_id, lane_lines, request_hash)
       VALUES (${batch.id}, ${batch.accountId}, ${batch.name}, ${batch.endpoint},
         ${waits ? 'validating' : 'in_progress'},
         ${batch.completionWindowHours}, ${batch.createdAt}, ${batch.deadlineAt},
@@ -87,7 +87,8 @@ export async function admitBatch(
         ${waits ? '0' : hold}::numeric,
         ${batch.source}, ${batch.metadata ? tx.json(storableJson(batch.metadata)) : null},
         ${batch.inputFileId}, ${batch.idempotencyKey}, ${wait.code}, ${wait.message},
-        ${wait.until}, ${cap}::numeric, ${batch.parentBatchId ?? null}, false)
+        ${wait.until}, ${cap}::numeric, ${batch.parentBatchId ?? null}, false,
+        ${batch.requestHash ?? null})
       RETURNING *`
     const { count, laneLines } = await copyLines(tx, {
       batchId: batch.id,

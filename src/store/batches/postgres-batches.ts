@@ -53,12 +53,13 @@ export function createPostgresBatchStore(
         const [row] = await tx`
         INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
           created_at, deadline_at, finished_at, line_count, pending, cost_ceiling_usd, held_usd,
-          source, metadata, input_file_id, errors, idempotency_key)
+          source, metadata, input_file_id, errors, idempotency_key, request_hash)
         VALUES (${batch.id}, ${batch.accountId}, ${batch.name}, ${batch.endpoint}, 'failed',
           ${batch.completionWindowHours}, ${batch.createdAt},
           ${batch.createdAt + batch.completionWindowHours * 3600}, ${batch.createdAt}, 0, 0, 0, 0,
           ${batch.source}, ${batch.metadata ? sql.json(storableJson(batch.metadata)) : null},
-          ${batch.inputFileId}, ${sql.json(storableJson(batch.errors))}, ${batch.idempotencyKey})
+          ${batch.inputFileId}, ${sql.json(storableJson(batch.errors))}, ${batch.idempotencyKey},
+          ${batch.requestHash ?? null})
         ON CONFLICT (account_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING *`
         // A create racing one with its idempotency key: the batch that one made, as read.

@@ -96,8 +96,8 @@ function insertBatch(
     `INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
        created_at, deadline_at, line_count, pending, cost_ceiling_usd, held_usd, source,
        metadata, input_file_id, idempotency_key, waiting_code, waiting_message, waiting_until,
-       max_cost_usd, parent_batch_id, lane_lines)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`,
+       max_cost_usd, parent_batch_id, lane_lines, request_hash)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`,
   ).run(
     batch.id,
     batch.accountId,
@@ -120,6 +120,7 @@ function insertBatch(
     admitted.wait.until,
     batch.maxCostUsd ? moneyText(batch.maxCostUsd) : null,
     batch.parentBatchId ?? null,
+    batch.requestHash ?? null,
   )
 }
 

@@ -112,8 +112,8 @@ function insertRejectedBatch(db: SqliteConnection, batch: RejectedBatch): boolea
     db,
     `INSERT INTO batches (id, account_id, name, endpoint, status, completion_window_hours,
        created_at, deadline_at, finished_at, line_count, pending, cost_ceiling_usd, held_usd,
-       source, metadata, input_file_id, errors, idempotency_key)
-     VALUES (?, ?, ?, ?, 'failed', ?, ?, ?, ?, 0, 0, '0', '0', ?, ?, ?, ?, ?)
+       source, metadata, input_file_id, errors, idempotency_key, request_hash)
+     VALUES (?, ?, ?, ?, 'failed', ?, ?, ?, ?, 0, 0, '0', '0', ?, ?, ?, ?, ?, ?)
      ON CONFLICT (account_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
   ).run(
     batch.id,
@@ -129,6 +129,7 @@ function insertRejectedBatch(db: SqliteConnection, batch: RejectedBatch): boolea
     batch.inputFileId,
     JSON.stringify(batch.errors),
     batch.idempotencyKey,
+    batch.requestHash ?? null,
   )
   return changes > 0
 }

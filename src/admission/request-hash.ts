@@ -1,0 +1,46 @@
+/**
+ * The same `Idempotency-Key` sent with another request (docs/native-api.md, "Submitting twice"):
+ * each surface hashes what its caller sent under a key, the batch keeps the hash
+ * (`batches.request_hash`), and a later request with that key and another hash is refused
+ * `422 idempotency_key_reused`, naming the batch the key made, instead of being answered with
+ * that batch as if it were the one asked for. A batch stored without a hash (before there was
+ * one) matches any request, as before.
+ */
+import { createHash } from 'node:crypto'
+import type { BatchRecord } from '../domain.ts'
+import { refuse, type GatewayError } from '../errors.ts'
+import { excerpt } from '../excerpt.ts'
+
+/**
+ * A request's hash: its body's bytes (if it has one) and the options that shape the batch, as
+ * JSON in a fixed order, so the same request always hashes the same.
+ */
+export function requestHash(
+  body: Uint8Array | string | null,
+  options: Record<string, string | number | boolean | null | undefined>,
+): string {
+  const hash = createHash('sha256')
+  if (body !== null) hash.update(body)
+  hash.update('\n')
+  hash.update(
+    JSON.stringify(
+      Object.keys(options)
+        .sort()
+        .map((name) => [name, options[name] ?? null]),
+    ),
+  )
+  return hash.digest('hex')
+}
+
+/** The refusal when `existing` was made by another request than the one hashed `hash`, else null. */
+export function keyReused(
+  existing: BatchRecord,
+  hash: string | null | undefined,
+): GatewayError | null {
+  if (!hash || !existing.requestHash || existing.requestHash === hash) return null
+  return refuse(
+    'idempotency_key_reused',
+    `the Idempotency-Key ${JSON.stringify(excerpt(existing.idempotencyKey ?? ''))} was first sent with another request, which made batch ${existing.id}; send a new key for a new batch, or that first request unchanged to get its batch`,
+    { detail: { batch_id: existing.id } },
+  )
+}
