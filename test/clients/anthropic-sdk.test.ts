@@ -481,6 +481,28 @@ function suite(store: (typeof STORES)[number]) {
       expect(message).not.toContain('max_cost_usd')
     })
 
+    test('an Idempotency-Key returns the batch its create made; with other requests it is a 422 the SDK raises', async () => {
+      const create = (question: string) =>
+        client.messages.batches.create(
+          {
+            requests: [
+              {
+                custom_id: 'r',
+                params: { ...ask('sim/chat'), messages: [{ role: 'user', content: question }] },
+              },
+            ],
+          },
+          { headers: { 'idempotency-key': 'msg-once' } },
+        )
+      const first = await create('the first question')
+      expect((await create('the first question')).id).toBe(first.id)
+      const reused = await create('another question').catch((e: unknown) => e)
+      expect(reused).toBeInstanceOf(Anthropic.UnprocessableEntityError)
+      const { error } = (reused as { error: { error: { type: string; message: string } } }).error
+      expect(error.type).toBe('invalid_request_error')
+      expect(error.message).toContain(`which made batch ${first.id};`)
+    })
+
     test('a field the create does not take is refused, never dropped unread', async () => {
       const create = async (body: Record<string, unknown>) => {
         const answer = await gw.request('/anthropic/v1/messages/batches', key, {

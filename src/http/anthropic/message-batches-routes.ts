@@ -13,7 +13,7 @@ import { createKeys, earlierCreate, keyToStore } from '../../admission/repeated-
 import { refusalOf, type Admission } from '../../admission/submit-batch.ts'
 import type { Authenticator, Caller } from '../../auth/authenticate.ts'
 import { MESSAGES_URL, nowSeconds } from '../../domain.ts'
-import { badRequest, notFound, refuse } from '../../errors.ts'
+import { badRequest, GatewayError, notFound, refuse } from '../../errors.ts'
 import { excerpt } from '../../excerpt.ts'
 import { MAX_ISSUES, type Issue } from '../../ingest/issues.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
@@ -75,7 +75,9 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
     .post(
       '',
       ({ request, caller, answerHeaders }) =>
-        inAnthropicShape(answerHeaders, () => createMessageBatch(deps, request, caller)),
+        inAnthropicShape(answerHeaders, () =>
+          createMessageBatch(deps, request, caller).catch(inMessageBatchTerms),
+        ),
       { parse: 'none', caller: 'batches' },
     )
     .get(
@@ -240,6 +242,15 @@ async function createMessageBatch(deps: MessageBatchDeps, request: Request, call
 }
 
 /** Every invalid request at once (docs/clients/anthropic-sdk.md): Anthropic's error, with the native issues beside it. */
+/** A reused key's refusal names the batch as this API does: `msgbatch_<x>`, not `batch_<x>`. */
+function inMessageBatchTerms(error: unknown): never {
+  if (!(error instanceof GatewayError) || error.refusal !== 'idempotency_key_reused') throw error
+  const made = String(error.options.detail?.batch_id)
+  throw refuse('idempotency_key_reused', error.message.replace(made, messageBatchId(made)), {
+    detail: { batch_id: messageBatchId(made) },
+  })
+}
+
 function invalidRequests(issues: Issue[], omitted = 0) {
   const shown = issues.slice(0, MAX_ISSUES)
   // Issues, not requests: one request can have several.
