@@ -5,7 +5,7 @@
  * result its own way (JSON, a page).
  */
 import { answerOf, type AdmissionAnswer } from './admission-answer.ts'
-import { requestHash } from './request-hash.ts'
+import { bodyDigest, requestHash } from './request-hash.ts'
 import type { Admission, QuoteResult, SubmitOptions } from './submit-batch.ts'
 
 /** What a native submit names, from the query or the form's fields. */
@@ -37,7 +37,8 @@ export async function submitFile(
     name: submit.name,
     completionWindowHours: submit.completionWindowHours,
     idempotencyKey: submit.idempotencyKey,
-    requestHash: submit.idempotencyKey ? fileHash(bytes, submit) : null,
+    // A dry run stores nothing, so no key is kept or compared.
+    requestHash: submit.idempotencyKey && !submit.dryRun ? await fileHash(bytes, submit) : null,
     source: 'native',
     metadata: null,
     inputFileId: null,
@@ -60,8 +61,8 @@ export const optionalFlag = (flag: string | undefined) =>
   flag === undefined ? undefined : isDryRun(flag)
 
 /** A native submit's request, as request-hash.ts hashes it: the file and the options it names. */
-const fileHash = (bytes: Uint8Array, submit: FileSubmit) =>
-  requestHash(bytes, {
+const fileHash = async (bytes: Uint8Array, submit: FileSubmit) =>
+  requestHash(await bodyDigest(bytes), {
     name: submit.name,
     completion_window_hours: submit.completionWindowHours,
     max_cost_usd: submit.maxCostUsd,
