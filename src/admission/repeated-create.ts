@@ -10,11 +10,10 @@
  * the same body made last week. Two creates of one body within one bucket: the first keeps the
  * key, and a retry of the second gets the first.
  */
-import { createHash } from 'node:crypto'
 import type { BatchRecord } from '../domain.ts'
 import { parseWholeNumber } from '../schemas/whole-number.ts'
 import type { BatchStore } from '../store/store.ts'
-import { keyReused } from './request-hash.ts'
+import { bodyDigest, keyReused } from './request-hash.ts'
 
 const BUCKET_S = 600
 const BUCKETS = 4
@@ -31,13 +30,14 @@ export interface CreateKeys {
 }
 
 /** `surface` keeps the facade's and the Anthropic API's hashes apart. */
-export function createKeys(
+export async function createKeys(
   request: Request,
   surface: 'openai' | 'anthropic',
   body: string | Uint8Array,
   nowS: number,
-): CreateKeys {
-  const hash = createHash('sha256').update(body).digest('hex')
+): Promise<CreateKeys> {
+  // A Message Batches body may be megabytes: hashed a slice per turn of the event loop.
+  const hash = await bodyDigest(typeof body === 'string' ? Buffer.from(body) : body)
   const bucket = Math.floor(nowS / BUCKET_S)
   const retryCount = request.headers.get('x-stainless-retry-count') ?? '0'
   return {

@@ -210,7 +210,7 @@ async function createMessageBatch(deps: MessageBatchDeps, request: Request, call
     )
   }
   // The SDK retries a timed-out create without a key: the retry returns the first one's batch.
-  const keys = createKeys(request, 'anthropic', file.bytes, nowSeconds())
+  const keys = await createKeys(request, 'anthropic', file.bytes, nowSeconds())
   const earlier = await earlierCreate(store, account.id, keys)
   if (earlier) return renderMessageBatch(earlier, origin)
   const idempotencyKey = await keyToStore(store, account.id, keys)

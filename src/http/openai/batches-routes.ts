@@ -153,7 +153,7 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
 
   // The SDKs retry a timed-out create without an idempotency key: a retry of the same body
   // returns the batch the first attempt made.
-  const keys = createKeys(request, 'openai', JSON.stringify(raw), nowSeconds())
+  const keys = await createKeys(request, 'openai', JSON.stringify(raw), nowSeconds())
   const earlier = await earlierCreate(store, caller.account.id, keys)
   if (earlier) return earlier
   const file = await store.getFile(caller.account.id, body.input_file_id)
