@@ -1,5 +1,5 @@
 /**
- * The same `Idempotency-Key` sent with another request (docs/native-api.md, "Submitting twice"):
+ * The same `Idempotency-Key` sent with another request (docs/native-api.md, "Submit"):
  * each surface hashes what its caller sent under a key, the batch keeps the hash
  * (`batches.request_hash`), and a later request with that key and another hash is refused
  * `422 idempotency_key_reused`, naming the batch the key made, instead of being answered with
@@ -55,9 +55,13 @@ export function keyReused(
   hash: string | null | undefined,
 ): GatewayError | null {
   if (!hash || !existing.requestHash || existing.requestHash === hash) return null
-  return refuse(
-    'idempotency_key_reused',
-    `the Idempotency-Key ${JSON.stringify(excerpt(existing.idempotencyKey ?? ''))} was first sent with another request, which made batch ${existing.id}; send a new key for a new batch, or that first request unchanged to get its batch`,
-    { detail: { batch_id: existing.id } },
-  )
+  return keyReusedRefusal(existing.idempotencyKey ?? '', existing.id)
 }
+
+/** The refusal naming the batch `key` made as the surface names it (`msgbatch_…` on Anthropic's). */
+export const keyReusedRefusal = (key: string, batchId: string) =>
+  refuse(
+    'idempotency_key_reused',
+    `the Idempotency-Key ${JSON.stringify(excerpt(key))} was first sent with another request, which made batch ${batchId}; send a new key for a new batch, or that first request unchanged to get its batch`,
+    { detail: { batch_id: batchId } },
+  )

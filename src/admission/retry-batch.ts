@@ -4,13 +4,14 @@
  * for byte — admitted like any submit: validated against today's catalog, held, counted against
  * the limits, idempotent by key. The child names its parent; the parent lists the child.
  */
-import { isOpenBatch } from '../domain.ts'
+import { isOpenBatch, type BatchRecord } from '../domain.ts'
 import { notFound, refuse } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
 import type { BatchStore } from '../store/store.ts'
 import { requestHash } from './request-hash.ts'
 import {
   sameRequest,
+  waitsForCredit,
   type Admission,
   type SubmitOptions,
   type SubmitResult,
@@ -47,11 +48,11 @@ export async function retryBatch(
   parentId: string,
   options: RetryOptions,
 ): Promise<SubmitResult> {
+  const parent = await store.getBatch(options.accountId, parentId)
   if (options.idempotencyKey) {
     const existing = await store.findByIdempotencyKey(options.accountId, options.idempotencyKey)
-    if (existing) return sameRequest(existing, retryHash(parentId, options))
+    if (existing) return sameRequest(existing, retryHash(parentId, options, parent))
   }
-  const parent = await store.getBatch(options.accountId, parentId)
   if (!parent) throw notFound(`batch ${excerpt(parentId)}`)
   if (isOpenBatch(parent.status)) {
     throw refuse(
@@ -81,7 +82,7 @@ export async function retryBatch(
     completionWindowHours: hours,
     waitForCredit: options.waitForCredit,
     idempotencyKey: options.idempotencyKey,
-    requestHash: retryHash(parentId, options),
+    requestHash: retryHash(parentId, options, parent),
     source: 'native',
     metadata: null,
     inputFileId: null,
@@ -122,11 +123,17 @@ async function unsuccessfulInput(store: BatchStore, batchId: string) {
   return { bytes: encoder.encode(parts.join('\n') + '\n'), lineNos }
 }
 
-/** A retry's request, as request-hash.ts hashes it: the parent and the options, no body. */
-const retryHash = (parentId: string, options: RetryOptions) =>
-  requestHash(null, {
+/**
+ * A retry's request, as request-hash.ts hashes it: the parent and the options, no body; a
+ * default as what it stands for (the parent's window left out or sent is one request).
+ */
+function retryHash(parentId: string, options: RetryOptions, parent: BatchRecord | null) {
+  const hours = options.completionWindowHours ?? parent?.completionWindowHours ?? null
+  return requestHash(null, {
     retry_of: parentId,
-    completion_window_hours: options.completionWindowHours,
+    completion_window_hours: hours,
     max_cost_usd: options.maxCostUsd,
-    wait_for_credit: options.waitForCredit,
+    wait_for_credit:
+      hours === null ? options.waitForCredit : waitsForCredit(options.waitForCredit, hours),
   })
+}

@@ -258,7 +258,7 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
     // Half the window (docs/open-models.md): the rest is left for the batch to run once credit
     // comes. Never past the time by which it must start (48 hours from a 72-hour window on):
     // credit that came later would start a batch the start-in-time rule ends at once.
-    const waits = options.waitForCredit ?? options.completionWindowHours >= LONG_WINDOW_HOURS
+    const waits = waitsForCredit(options.waitForCredit, options.completionWindowHours)
     const hours = options.completionWindowHours
     const creditWaitUntil = waits ? createdAt + Math.min(hours * 1800, startBySeconds(hours)) : null
     const result = await store.admitBatch({
@@ -380,3 +380,7 @@ export function sameRequest(
   if (reused) throw reused
   return { kind: 'duplicate', batch: existing }
 }
+
+/** Whether a batch waits for a deposit when its hold does not fit: as asked, else by its window. */
+export const waitsForCredit = (asked: boolean | undefined, hours: number) =>
+  asked ?? hours >= LONG_WINDOW_HOURS

@@ -6,7 +6,12 @@
  */
 import { answerOf, type AdmissionAnswer } from './admission-answer.ts'
 import { bodyDigest, requestHash } from './request-hash.ts'
-import type { Admission, QuoteResult, SubmitOptions } from './submit-batch.ts'
+import {
+  waitsForCredit,
+  type Admission,
+  type QuoteResult,
+  type SubmitOptions,
+} from './submit-batch.ts'
 
 /** What a native submit names, from the query or the form's fields. */
 export interface FileSubmit {
@@ -66,5 +71,6 @@ const fileHash = async (bytes: Uint8Array, submit: FileSubmit) =>
     name: submit.name,
     completion_window_hours: submit.completionWindowHours,
     max_cost_usd: submit.maxCostUsd,
-    wait_for_credit: submit.waitForCredit,
+    // Left out or sent as its default, one request.
+    wait_for_credit: waitsForCredit(submit.waitForCredit, submit.completionWindowHours),
   })

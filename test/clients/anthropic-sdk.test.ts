@@ -501,6 +501,9 @@ function suite(store: (typeof STORES)[number]) {
       const { error } = (reused as { error: { error: { type: string; message: string } } }).error
       expect(error.type).toBe('invalid_request_error')
       expect(error.message).toContain(`which made batch ${first.id};`)
+      // Nothing was made by the refused create: the newest batch is still the key's.
+      const newest = await client.messages.batches.list({ limit: 1 })
+      expect(newest.data.map((batch) => batch.id)).toEqual([first.id])
     })
 
     test('a field the create does not take is refused, never dropped unread', async () => {

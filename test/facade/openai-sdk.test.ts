@@ -541,6 +541,22 @@ for (const storeKind of STORES) {
       expect(keyed).not.toBe(first)
       expect(await create({ 'idempotency-key': 'k-1' })).toBe(keyed)
       expect((await openai.batches.list()).data).toHaveLength(2)
+      // The failed batch's key with another create body (its window): refused, naming it.
+      const other = await gw.request('/openai/v1/batches', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': 'k-1' },
+        body: JSON.stringify({
+          input_file_id: file.id,
+          endpoint: '/v1/chat/completions',
+          completion_window: '48h',
+        }),
+      })
+      expect(other.status).toBe(422)
+      expect(((await other.json()) as { error: Record<string, unknown> }).error).toMatchObject({
+        code: 'idempotency_key_reused',
+        batch_id: keyed,
+      })
+      expect((await openai.batches.list()).data).toHaveLength(2)
     })
 
     test('batches.create with an idempotency key made another batch with another file is a 422 the SDK raises, naming that batch', async () => {

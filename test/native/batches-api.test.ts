@@ -1,5 +1,6 @@
 /** The native batch API without dispatch: admission, money, read, list, cancel, results, auth, limits. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { editBatchRow } from '../helpers/edit-batch.ts'
 import {
   ADMIN_TOKEN,
   chatLine,
@@ -191,10 +192,13 @@ for (const storeKind of STORES) {
         })
         expect(error.message).toContain(first.id)
       }
-      // The first request, unchanged, still gets its batch; a dry run ignores the key.
-      const same = await submit(key, [chatLine('a')], '', headers)
-      expect(same.status).toBe(200)
-      expect(((await same.json()) as Batch).id).toBe(first.id)
+      // The first request, unchanged, still gets its batch, also with an option sent as the
+      // default it was left at; a dry run ignores the key.
+      for (const query of ['', '?completion_window_hours=24&wait_for_credit=false']) {
+        const same = await submit(key, [chatLine('a')], query, headers)
+        expect(same.status).toBe(200)
+        expect(((await same.json()) as Batch).id).toBe(first.id)
+      }
       expect((await submit(key, [chatLine('b')], '?dry_run=true', headers)).status).toBe(200)
       const listed = (await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }
       expect(listed.data.map((batch) => batch.id)).toEqual([first.id])
@@ -204,13 +208,27 @@ for (const storeKind of STORES) {
     test('two submits with one Idempotency-Key and different files at once: one batch, the other refused 422', async () => {
       const { key } = await gw.newAccount('1')
       const headers = { 'idempotency-key': 'k-race' }
+      // Files of 2,000 lines: both look the key up before either is validated and stored, so
+      // the second meets the first's batch at its admission.
+      const file = (prefix: string) =>
+        Array.from({ length: 2_000 }, (_, i) => chatLine(`${prefix}-${i}`))
       const answers = await Promise.all([
-        submit(key, [chatLine('a')], '', headers),
-        submit(key, [chatLine('b')], '', headers),
+        submit(key, file('a'), '', headers),
+        submit(key, file('b'), '', headers),
       ])
       expect(answers.map((answer) => answer.status).sort()).toEqual([201, 422])
       const listed = (await (await gw.request('/v1/batches', key)).json()) as { data: Batch[] }
       expect(listed.data).toHaveLength(1)
+    })
+
+    test('a batch made under a key before its request was hashed answers any request with the key, as it did', async () => {
+      const { key } = await gw.newAccount('1')
+      const headers = { 'idempotency-key': 'k-old' }
+      const first = (await (await submit(key, [chatLine('a')], '', headers)).json()) as Batch
+      await editBatchRow(gw, first.id, 'request_hash = NULL')
+      const other = await submit(key, [chatLine('b')], '', headers)
+      expect(other.status).toBe(200)
+      expect(((await other.json()) as Batch).id).toBe(first.id)
     })
 
     test('open-batch limit: 429 limit_exceeded with error.limit', async () => {

@@ -235,6 +235,20 @@ for (const store of STORES) {
         code: 'idempotency_key_reused',
         batch_id: child.id,
       })
+      // The parent's own window sent is the request that left it out: the same child.
+      const sameWindow = await retry(idle, own, parent.id, {
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ completion_window_hours: parent.completion_window_hours }),
+      })
+      expect(sameWindow.status).toBe(200)
+      expect(((await sameWindow.json()) as Batch).id).toBe(child.id)
+      // The key on another batch's retry: refused too.
+      const otherParent = await submit(idle, own, [chatLine('z')])
+      await idle.request(`/v1/batches/${otherParent.id}`, own, { method: 'DELETE' })
+      await ended(idle, own, otherParent.id)
+      const elsewhere = await retry(idle, own, otherParent.id, { headers })
+      expect(elsewhere.status).toBe(422)
+      expect((await read(idle, own, otherParent.id)).retried_by).toEqual([])
       expect((await read(idle, own, parent.id)).retried_by).toEqual([cappedChild.id, child.id])
 
       // The child's ceiling is held: with the credit gone, the next retry is refused 402.

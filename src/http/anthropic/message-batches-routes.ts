@@ -10,6 +10,7 @@ import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
 import { createKeys, earlierCreate, keyToStore } from '../../admission/repeated-create.ts'
+import { keyReusedRefusal } from '../../admission/request-hash.ts'
 import { refusalOf, type Admission } from '../../admission/submit-batch.ts'
 import type { Authenticator, Caller } from '../../auth/authenticate.ts'
 import { MESSAGES_URL, nowSeconds } from '../../domain.ts'
@@ -76,7 +77,9 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
       '',
       ({ request, caller, answerHeaders }) =>
         inAnthropicShape(answerHeaders, () =>
-          createMessageBatch(deps, request, caller).catch(inMessageBatchTerms),
+          createMessageBatch(deps, request, caller).catch((error: unknown) =>
+            inMessageBatchTerms(deps.store, caller.account.id, error),
+          ),
         ),
       { parse: 'none', caller: 'batches' },
     )
@@ -219,7 +222,7 @@ async function createMessageBatch(deps: MessageBatchDeps, request: Request, call
     name: null,
     completionWindowHours: WINDOW_HOURS,
     idempotencyKey,
-    requestHash: keys.requestHash,
+    requestHash: idempotencyKey ? keys.requestHash : null,
     source: 'anthropic',
     metadata: null,
     inputFileId: null,
@@ -241,16 +244,18 @@ async function createMessageBatch(deps: MessageBatchDeps, request: Request, call
   }
 }
 
-/** Every invalid request at once (docs/clients/anthropic-sdk.md): Anthropic's error, with the native issues beside it. */
-/** A reused key's refusal names the batch as this API does: `msgbatch_<x>`, not `batch_<x>`. */
-function inMessageBatchTerms(error: unknown): never {
+/**
+ * A reused key's refusal names the key's batch as this API does, `msgbatch_<x>`, when it is a
+ * Message Batch (another surface's batch keeps its own id, which /anthropic does not know).
+ */
+async function inMessageBatchTerms(store: BatchStore, accountId: string, error: unknown) {
   if (!(error instanceof GatewayError) || error.refusal !== 'idempotency_key_reused') throw error
-  const made = String(error.options.detail?.batch_id)
-  throw refuse('idempotency_key_reused', error.message.replace(made, messageBatchId(made)), {
-    detail: { batch_id: messageBatchId(made) },
-  })
+  const made = await store.getBatch(accountId, String(error.options.detail?.batch_id))
+  if (made?.source !== 'anthropic') throw error
+  throw keyReusedRefusal(made.idempotencyKey ?? '', messageBatchId(made.id))
 }
 
+/** Every invalid request at once (docs/clients/anthropic-sdk.md): Anthropic's error, with the native issues beside it. */
 function invalidRequests(issues: Issue[], omitted = 0) {
   const shown = issues.slice(0, MAX_ISSUES)
   // Issues, not requests: one request can have several.

@@ -8,7 +8,7 @@ import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
 import { createKeys, earlierCreate, keyToStore } from '../../admission/repeated-create.ts'
 import { answerOf, unanswered } from '../../admission/admission-answer.ts'
-import type { Admission } from '../../admission/submit-batch.ts'
+import { sameRequest, type Admission } from '../../admission/submit-batch.ts'
 import type { Authenticator, Caller } from '../../auth/authenticate.ts'
 import { callerMacro } from '../caller-macro.ts'
 import { BATCH_URLS, newId, nowSeconds, type BatchRecord } from '../../domain.ts'
@@ -166,13 +166,15 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
   await store.touchFile(file.id, nowSeconds())
   const bytes = await blobs.readAll(file.id)
   const idempotencyKey = await keyToStore(store, caller.account.id, keys)
+  const requestHash = idempotencyKey ? keys.requestHash : null
   // A file refused keeps the key too: a retry of its create gets the same failed batch, not
   // another. One refused for credit does not: once topped up, the same create may run.
-  const reject = (errors: BatchErrorEntry[], keep: boolean) =>
-    store.recordRejectedBatch({
+  const reject = async (errors: BatchErrorEntry[], keep: boolean) => {
+    const id = newId('batch_')
+    const made = await store.recordRejectedBatch({
       idempotencyKey: keep ? idempotencyKey : null,
-      requestHash: keep ? keys.requestHash : null,
-      id: newId('batch_'),
+      requestHash: keep ? requestHash : null,
+      id,
       accountId: caller.account.id,
       name: file.filename,
       endpoint: body.endpoint,
@@ -183,12 +185,15 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
       inputFileId: file.id,
       errors,
     })
+    // Made by a create racing this one with its key: the answer to the same request only.
+    return made.id === id ? made : sameRequest(made, requestHash).batch
+  }
   const result = await admission.submit(bytes, {
     accountId: caller.account.id,
     name: file.filename,
     completionWindowHours: hours,
     idempotencyKey,
-    requestHash: keys.requestHash,
+    requestHash,
     source: 'openai',
     metadata: body.metadata ?? null,
     inputFileId: file.id,
