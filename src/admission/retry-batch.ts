@@ -4,7 +4,7 @@
  * for byte — admitted like any submit: validated against today's catalog, held, counted against
  * the limits, idempotent by key. The child names its parent; the parent lists the child.
  */
-import { isOpenBatch, type BatchRecord } from '../domain.ts'
+import { isOpenBatch } from '../domain.ts'
 import { notFound, refuse } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
 import type { BatchStore } from '../store/store.ts'
@@ -51,7 +51,11 @@ export async function retryBatch(
   const parent = await store.getBatch(options.accountId, parentId)
   if (options.idempotencyKey) {
     const existing = await store.findByIdempotencyKey(options.accountId, options.idempotencyKey)
-    if (existing) return sameRequest(existing, retryHash(parentId, options, parent))
+    if (existing) {
+      // A parent deleted since: the window the child was made with is the one it stood for.
+      const window = parent?.completionWindowHours ?? existing.completionWindowHours
+      return sameRequest(existing, retryHash(parentId, options, window))
+    }
   }
   if (!parent) throw notFound(`batch ${excerpt(parentId)}`)
   if (isOpenBatch(parent.status)) {
@@ -82,7 +86,7 @@ export async function retryBatch(
     completionWindowHours: hours,
     waitForCredit: options.waitForCredit,
     idempotencyKey: options.idempotencyKey,
-    requestHash: retryHash(parentId, options, parent),
+    requestHash: retryHash(parentId, options, parent.completionWindowHours),
     source: 'native',
     metadata: null,
     inputFileId: null,
@@ -127,13 +131,12 @@ async function unsuccessfulInput(store: BatchStore, batchId: string) {
  * A retry's request, as request-hash.ts hashes it: the parent and the options, no body; a
  * default as what it stands for (the parent's window left out or sent is one request).
  */
-function retryHash(parentId: string, options: RetryOptions, parent: BatchRecord | null) {
-  const hours = options.completionWindowHours ?? parent?.completionWindowHours ?? null
+function retryHash(parentId: string, options: RetryOptions, parentWindow: number) {
+  const hours = options.completionWindowHours ?? parentWindow
   return requestHash(null, {
     retry_of: parentId,
     completion_window_hours: hours,
     max_cost_usd: options.maxCostUsd,
-    wait_for_credit:
-      hours === null ? options.waitForCredit : waitsForCredit(options.waitForCredit, hours),
+    wait_for_credit: waitsForCredit(options.waitForCredit, hours),
   })
 }
