@@ -34,6 +34,7 @@ import { OTLPTraceExporter as ProtoTraceExporter } from '@opentelemetry/exporter
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources'
 import { PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics'
 import { NodeSDK } from '@opentelemetry/sdk-node'
+import { GatewayError } from '../errors.ts'
 import type { Logger } from './logger.ts'
 import type { OtlpConfig } from './otlp-env.ts'
 import { withoutKeys } from './without-keys.ts'
@@ -280,7 +281,10 @@ async function traceAdmission<T>(
         remember(state, batchId, span.spanContext())
       return result
     } catch (error) {
-      failSpan(span, error)
+      // A refusal thrown (an Idempotency-Key sent with another request) is the caller's, as
+      // the refusals returned are: named as the result, the span not failed.
+      if (error instanceof GatewayError) span.setAttribute('batch.result', error.code)
+      else failSpan(span, error)
       throw error
     } finally {
       span.end()

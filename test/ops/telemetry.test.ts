@@ -130,6 +130,23 @@ describe('telemetry', () => {
     const broken = await chat('broken', true)
     expect(await broken.text()).toContain('upstream_error')
     sim.configure({ malformedRate: 0 })
+    // An Idempotency-Key sent again with another file: refused at admission.
+    const keyed = (content: string) =>
+      gw.request('/v1/batches?name=otel-keyed', key, {
+        method: 'POST',
+        body: jsonl([chatLine('k', content)]),
+        headers: { 'idempotency-key': 'otel-once' },
+      })
+    const first = await keyed('first')
+    expect(first.status).toBe(201)
+    expect((await keyed('second')).status).toBe(422)
+    const { id: keyedId } = (await first.json()) as { id: string }
+    await waitFor('the keyed batch to finish', async () => {
+      const b = (await (await gw.request(`/v1/batches/${keyedId}`, key)).json()) as {
+        status: string
+      }
+      return FINAL_BATCH.includes(b.status)
+    })
     // A key allowed one request a minute: its second request is a rate-limit rejection.
     const { key: slow } = await gw.newAccount('1', { rate_limit_per_minute: 1 })
     expect((await gw.request('/v1/batches', slow)).status).toBe(200)
@@ -183,6 +200,16 @@ describe('telemetry', () => {
       'batch.cost_ceiling_usd': batch.cost_ceiling_usd,
       'batch.result': 'created',
     })
+  })
+
+  test('an admission refused by a reused Idempotency-Key names it as the result and is not a failed span', () => {
+    const refused = receiver
+      .spans()
+      .filter((s) => s.name === 'batch.admit')
+      .filter((s) => attrs(s.attributes)['batch.result'] === 'idempotency_key_reused')
+    expect(refused).toHaveLength(1)
+    expect(refused[0].status?.code ?? 0).not.toBe(2) // ERROR
+    expect(attrs(refused[0].attributes)['error.type']).toBeUndefined()
   })
 
   test('one client span per upstream call, linked to the batch, with provider, model, status, attempt and tokens', () => {
@@ -243,7 +270,8 @@ describe('telemetry', () => {
       }
       return totals
     }
-    expect(sumBy('multigrid.lines.completed', 'status')).toEqual({ succeeded: 2, failed: 1 })
+    // The batch's two good lines and the keyed batch's one; the refused line.
+    expect(sumBy('multigrid.lines.completed', 'status')).toEqual({ succeeded: 3, failed: 1 })
     expect(sumBy('multigrid.upstream.errors', 'error.type')).toEqual({
       invalid_request: 1,
       malformed_response: 1,
@@ -253,7 +281,8 @@ describe('telemetry', () => {
     const bySim = latency.histogram!.dataPoints.filter(
       (p) => attrs(p.attributes)['gen_ai.provider.name'] === 'sim',
     )
-    expect(bySim.reduce((n, p) => n + pointValue(p), 0)).toBe(6) // three batch lines, three live calls
+    // Three batch lines, the keyed batch's one, three live calls.
+    expect(bySim.reduce((n, p) => n + pointValue(p), 0)).toBe(7)
     expect(
       latency.histogram!.dataPoints.some((p) => attrs(p.attributes).outcome === 'invalid_request'),
     ).toBe(true)
