@@ -13,7 +13,7 @@
 import type { BatchRecord } from '../domain.ts'
 import { parseWholeNumber } from '../schemas/whole-number.ts'
 import type { BatchStore } from '../store/store.ts'
-import { bodyDigest, keyReused } from './request-hash.ts'
+import { bodyDigest, keysBatch } from './request-hash.ts'
 
 const BUCKET_S = 600
 const BUCKETS = 4
@@ -56,9 +56,7 @@ export async function earlierCreate(
 ): Promise<BatchRecord | null> {
   if (keys.explicit) {
     const earlier = await store.findByIdempotencyKey(accountId, keys.explicit)
-    const reused = earlier && keyReused(earlier, keys.requestHash)
-    if (reused) throw reused
-    return earlier
+    return earlier && keysBatch(earlier, keys.requestHash)
   }
   if (!keys.retried) return null
   for (const key of keys.hashed) {
@@ -68,13 +66,16 @@ export async function earlierCreate(
   return null
 }
 
-/** The key the new batch is stored with: the caller's, else the body's in this bucket if free. */
+/**
+ * The key the new batch is stored with (the caller's, else the body's in this bucket if free)
+ * and, with a key, the request's hash it keeps.
+ */
 export async function keyToStore(
   store: Pick<BatchStore, 'findByIdempotencyKey'>,
   accountId: string,
   keys: CreateKeys,
-): Promise<string | null> {
-  if (keys.explicit) return keys.explicit
+): Promise<{ idempotencyKey: string | null; requestHash: string | null }> {
   const own = keys.hashed[0]
-  return (await store.findByIdempotencyKey(accountId, own)) ? null : own
+  const key = keys.explicit ?? ((await store.findByIdempotencyKey(accountId, own)) ? null : own)
+  return { idempotencyKey: key, requestHash: key ? keys.requestHash : null }
 }

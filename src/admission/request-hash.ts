@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto'
 import type { BatchRecord } from '../domain.ts'
-import { refuse, type GatewayError } from '../errors.ts'
+import { GatewayError, refuse } from '../errors.ts'
 import { excerpt } from '../excerpt.ts'
 
 /**
@@ -49,13 +49,20 @@ export async function bodyDigest(bytes: Uint8Array): Promise<string> {
   return hash.digest('hex')
 }
 
-/** The refusal when `existing` was made by another request than the one hashed `hash`, else null. */
-export function keyReused(
-  existing: BatchRecord,
-  hash: string | null | undefined,
-): GatewayError | null {
-  if (!hash || !existing.requestHash || existing.requestHash === hash) return null
-  return keyReusedRefusal(existing.idempotencyKey ?? '', existing.id)
+/**
+ * The batch an idempotency key made (found first, or made meanwhile by a request racing this
+ * one), as the answer to a request with that key hashed `hash`: to the same request only; to
+ * another, the refusal is thrown.
+ */
+export function keysBatch(existing: BatchRecord, hash: string | null | undefined): BatchRecord {
+  if (!hash || !existing.requestHash || existing.requestHash === hash) return existing
+  throw keyReusedRefusal(existing.idempotencyKey ?? '', existing.id)
+}
+
+/** The id of the batch a refused reused key made, when `error` is that refusal; else null. */
+export function keyReusedBatch(error: unknown): string | null {
+  if (!(error instanceof GatewayError) || error.refusal !== 'idempotency_key_reused') return null
+  return String(error.options.detail?.batch_id)
 }
 
 /** The refusal naming the batch `key` made as the surface names it (`msgbatch_…` on Anthropic's). */

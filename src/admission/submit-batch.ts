@@ -13,7 +13,7 @@ import { LONG_WINDOW_HOURS, startBySeconds } from '../store/batches/start-in-tim
 import type { AccountStore, BatchStore, DailySpendStore, FileStore } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import { registerResultFiles } from './result-files.ts'
-import { keyReused } from './request-hash.ts'
+import { keysBatch } from './request-hash.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 
 export interface SubmitOptions {
@@ -368,18 +368,14 @@ function describeAdmission(result: SubmitResult | QuoteResult): Record<string, s
   }
 }
 
-/**
- * The batch an idempotency key made (found first, or made meanwhile by a request racing this
- * one), as the answer to a request with that key: to the same request only, else the refusal.
- */
-export function sameRequest(
+/** The key's batch as a submit's answer: to the same request only (request-hash.ts keysBatch). */
+export const sameRequest = (
   existing: BatchRecord,
   hash: string | null | undefined,
-): { kind: 'duplicate'; batch: BatchRecord } {
-  const reused = keyReused(existing, hash)
-  if (reused) throw reused
-  return { kind: 'duplicate', batch: existing }
-}
+): { kind: 'duplicate'; batch: BatchRecord } => ({
+  kind: 'duplicate',
+  batch: keysBatch(existing, hash),
+})
 
 /** Whether a batch waits for a deposit when its hold does not fit: as asked, else by its window. */
 export const waitsForCredit = (asked: boolean | undefined, hours: number) =>

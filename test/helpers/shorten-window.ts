@@ -5,24 +5,9 @@
  * The dispatcher reads the deadline from the store on every claim (its list of runnable batches
  * is at most 200 ms old), so the lines it decided before the change are at most that old.
  */
+import { editBatchRow } from './edit-batch.ts'
 import type { TestGateway } from './gateway.ts'
-import { openStoreFile } from './store-file.ts'
 
 export async function shortenWindow(gw: TestGateway, batchId: string, seconds: number) {
-  if (gw.env.DATABASE_URL) {
-    const { default: postgres } = await import('postgres')
-    const sql = postgres(gw.env.DATABASE_URL, { max: 1, onnotice: () => {} })
-    try {
-      await sql`UPDATE batches SET deadline_at = created_at + ${seconds} WHERE id = ${batchId}`
-    } finally {
-      await sql.end()
-    }
-    return
-  }
-  const db = openStoreFile(gw.env.MULTIGRID_DATA_DIR)
-  try {
-    db.query('UPDATE batches SET deadline_at = created_at + ? WHERE id = ?').run(seconds, batchId)
-  } finally {
-    db.close()
-  }
+  await editBatchRow(gw, batchId, `deadline_at = created_at + ${seconds}`)
 }

@@ -22,7 +22,7 @@ import {
 } from '../helpers/gateway.ts'
 import { usd } from '../../src/money/decimal.ts'
 import { contractProblems, schemaFor } from '../helpers/openai-contract.ts'
-import { openStoreFile } from '../helpers/store-file.ts'
+import { editBatchRow } from '../helpers/edit-batch.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
 
 /** 0.000093 a line (test/native/batches-api.test.ts says why). */
@@ -42,25 +42,8 @@ type Batch = {
 }
 
 /** Moves a waiting batch's end of wait to now, in the store itself (both dialects). */
-async function endWaitNow(gw: TestGateway, batchId: string) {
-  const now = Math.floor(Date.now() / 1000)
-  if (gw.env.DATABASE_URL) {
-    const { default: postgres } = await import('postgres')
-    const sql = postgres(gw.env.DATABASE_URL, { max: 1, onnotice: () => {} })
-    try {
-      await sql`UPDATE batches SET waiting_until = ${now} WHERE id = ${batchId}`
-    } finally {
-      await sql.end()
-    }
-    return
-  }
-  const db = openStoreFile(gw.env.MULTIGRID_DATA_DIR!)
-  try {
-    db.query('UPDATE batches SET waiting_until = ? WHERE id = ?').run(now, batchId)
-  } finally {
-    db.close()
-  }
-}
+const endWaitNow = (gw: TestGateway, batchId: string) =>
+  editBatchRow(gw, batchId, `waiting_until = ${Math.floor(Date.now() / 1000)}`)
 
 for (const store of STORES) {
   describe(`waiting for a top-up (${store})`, () => {

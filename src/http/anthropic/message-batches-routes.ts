@@ -10,11 +10,11 @@ import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
 import { createKeys, earlierCreate, keyToStore } from '../../admission/repeated-create.ts'
-import { keyReusedRefusal } from '../../admission/request-hash.ts'
+import { keyReusedBatch, keyReusedRefusal } from '../../admission/request-hash.ts'
 import { refusalOf, type Admission } from '../../admission/submit-batch.ts'
 import type { Authenticator, Caller } from '../../auth/authenticate.ts'
 import { MESSAGES_URL, nowSeconds } from '../../domain.ts'
-import { badRequest, GatewayError, notFound, refuse } from '../../errors.ts'
+import { badRequest, notFound, refuse } from '../../errors.ts'
 import { excerpt } from '../../excerpt.ts'
 import { MAX_ISSUES, type Issue } from '../../ingest/issues.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
@@ -216,13 +216,13 @@ async function createMessageBatch(deps: MessageBatchDeps, request: Request, call
   const keys = await createKeys(request, 'anthropic', file.bytes, nowSeconds())
   const earlier = await earlierCreate(store, account.id, keys)
   if (earlier) return renderMessageBatch(earlier, origin)
-  const idempotencyKey = await keyToStore(store, account.id, keys)
+  const { idempotencyKey, requestHash } = await keyToStore(store, account.id, keys)
   const result = await admission.submit(file.bytes, {
     accountId: account.id,
     name: null,
     completionWindowHours: WINDOW_HOURS,
     idempotencyKey,
-    requestHash: idempotencyKey ? keys.requestHash : null,
+    requestHash,
     source: 'anthropic',
     metadata: null,
     inputFileId: null,
@@ -249,8 +249,8 @@ async function createMessageBatch(deps: MessageBatchDeps, request: Request, call
  * Message Batch (another surface's batch keeps its own id, which /anthropic does not know).
  */
 async function inMessageBatchTerms(store: BatchStore, accountId: string, error: unknown) {
-  if (!(error instanceof GatewayError) || error.refusal !== 'idempotency_key_reused') throw error
-  const made = await store.getBatch(accountId, String(error.options.detail?.batch_id))
+  const reused = keyReusedBatch(error)
+  const made = reused === null ? null : await store.getBatch(accountId, reused)
   if (made?.source !== 'anthropic') throw error
   throw keyReusedRefusal(made.idempotencyKey ?? '', messageBatchId(made.id))
 }

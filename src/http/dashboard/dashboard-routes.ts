@@ -6,11 +6,12 @@
 import { Elysia } from 'elysia'
 import { z } from 'zod'
 import { answerOf, unanswered } from '../../admission/admission-answer.ts'
+import { keyReusedBatch } from '../../admission/request-hash.ts'
 import { isDryRun, isGzipped, submitFile } from '../../admission/submit-file.ts'
 import { retryBatch } from '../../admission/retry-batch.ts'
 import type { Caller } from '../../auth/authenticate.ts'
 import { nowSeconds } from '../../domain.ts'
-import { GatewayError, notFound, refuse } from '../../errors.ts'
+import { GatewayError, notFound, REFUSALS, refuse } from '../../errors.ts'
 import { BodyAborted, readFormBody } from '../../ingest/read-body.ts'
 import type { Warning } from '../../ingest/issues.ts'
 import type { BodyLimits } from '../body-limits.ts'
@@ -332,10 +333,10 @@ async function submitFromForm(deps: DashboardDeps, page: Page): Promise<Response
     })
   } catch (error) {
     // The form's hidden key, sent again with another file (a page restored by Back, say).
-    if (!(error instanceof GatewayError) || error.refusal !== 'idempotency_key_reused') throw error
-    const made = error.options.detail?.batch_id
+    const made = keyReusedBatch(error)
+    if (made === null) throw error
     return fail(
-      error.status,
+      REFUSALS.idempotency_key_reused.status,
       `this form already submitted another file, which made batch ${made}; reload the page to submit this one`,
     )
   }

@@ -8,7 +8,8 @@ import { z } from 'zod'
 import { cancelBatch } from '../../admission/cancel-batch.ts'
 import { createKeys, earlierCreate, keyToStore } from '../../admission/repeated-create.ts'
 import { answerOf, unanswered } from '../../admission/admission-answer.ts'
-import { sameRequest, type Admission } from '../../admission/submit-batch.ts'
+import { keysBatch } from '../../admission/request-hash.ts'
+import type { Admission } from '../../admission/submit-batch.ts'
 import type { Authenticator, Caller } from '../../auth/authenticate.ts'
 import { callerMacro } from '../caller-macro.ts'
 import { BATCH_URLS, newId, nowSeconds, type BatchRecord } from '../../domain.ts'
@@ -165,8 +166,7 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
     )
   await store.touchFile(file.id, nowSeconds())
   const bytes = await blobs.readAll(file.id)
-  const idempotencyKey = await keyToStore(store, caller.account.id, keys)
-  const requestHash = idempotencyKey ? keys.requestHash : null
+  const { idempotencyKey, requestHash } = await keyToStore(store, caller.account.id, keys)
   // A file refused keeps the key too: a retry of its create gets the same failed batch, not
   // another. One refused for credit does not: once topped up, the same create may run.
   const reject = async (errors: BatchErrorEntry[], keep: boolean) => {
@@ -186,7 +186,7 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
       errors,
     })
     // Made by a create racing this one with its key: the answer to the same request only.
-    return made.id === id ? made : sameRequest(made, requestHash).batch
+    return made.id === id ? made : keysBatch(made, requestHash)
   }
   const result = await admission.submit(bytes, {
     accountId: caller.account.id,
