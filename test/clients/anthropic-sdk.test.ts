@@ -298,6 +298,41 @@ function suite(store: (typeof STORES)[number]) {
       ).toBeInstanceOf(Anthropic.NotFoundError)
     })
 
+    test('list pages newest first by after_id and before_id, also from an id deleted since', async () => {
+      // An account of its own, so the list holds only these three.
+      const own = new Anthropic({
+        baseURL: `${gw.url}/anthropic`,
+        apiKey: (await gw.newAccount('1')).key,
+        maxRetries: 0,
+      })
+      for (let i = 0; i < 3; i++)
+        await own.messages.batches.create({
+          requests: [{ custom_id: 'r', params: ask('sim/chat') }],
+        })
+      const all = await own.messages.batches.list({ limit: 10 })
+      const ids = all.data.map((batch) => batch.id)
+      expect(ids.length).toBe(3)
+      expect(all.has_more).toBe(false)
+      const paged: string[] = []
+      for await (const batch of own.messages.batches.list({ limit: 1 })) paged.push(batch.id)
+      expect(paged).toEqual(ids)
+
+      const page = async (query: { after_id?: string; before_id?: string }) => {
+        const answer = await own.messages.batches.list({ limit: 1, ...query })
+        return [answer.data.map((batch) => batch.id), answer.has_more]
+      }
+      expect(await page({ after_id: ids[0] })).toEqual([[ids[1]], true])
+      expect(await page({ before_id: ids[2] })).toEqual([[ids[1]], true])
+      expect(await page({ before_id: ids[1] })).toEqual([[ids[0]], false])
+
+      // The newest deleted: nothing is newer than it, and the rest still follow it.
+      await messageBatchEnded(own, ids[0])
+      await own.messages.batches.delete(ids[0])
+      expect(await page({ before_id: ids[0] })).toEqual([[], false])
+      expect(await page({ before_id: ids[1] })).toEqual([[], false])
+      expect(await page({ after_id: ids[0] })).toEqual([[ids[1]], true])
+    })
+
     test("a Claude model takes each request as it came: fields outside the subset pass, the answer is Anthropic's message", async () => {
       const from = sim.received().length
       const params = {

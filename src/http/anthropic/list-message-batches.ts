@@ -46,10 +46,11 @@ export async function listMessageBatches(
     }
     return { batches, hasMore: false }
   }
-  // before_id: the `limit` batches just newer than it, still newest first.
+  // before_id: the `limit` batches just newer than it, still newest first. Ids order the list
+  // (as `after_id`'s do), so an id no longer listed, deleted say, still marks its place.
   const newer: BatchRecord[] = []
   for await (const batch of anthropicBatches(store, accountId, null)) {
-    if (batch.id === query.beforeId) break
+    if (batch.id <= query.beforeId) break
     newer.push(batch)
   }
   return { batches: newer.slice(-limit), hasMore: newer.length > limit }
