@@ -134,6 +134,8 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   if (tried === null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now(), unsent: true }
   const { outcome, offering } = tried
   if (outcome.ok) {
+    // The answer in the API the line came in: what its result shows, also a failed one's `upstream`.
+    const answered = answerFor(outcome, request, deps.catalog, offering)
     const judged =
       endpoint === 'chat'
         ? await judgeAnswer(parsed.body.response_format, outcome.body, line, deps)
@@ -142,7 +144,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     if (judged?.checked === true && judged.problem !== null) {
       return fail(
         line,
-        { code: 'structured_output_invalid', message: judged.problem, upstream: outcome.body },
+        { code: 'structured_output_invalid', message: judged.problem, upstream: answered.body },
         tried,
       )
     }
@@ -161,7 +163,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       lineNo,
       kind: 'succeeded' as const,
       responseStatus: outcome.status,
-      response: storedResponse(answerFor(outcome, request, deps.catalog, offering)),
+      response: storedResponse(answered),
       provider: offering.provider,
       latencyMs: Math.round(outcome.latencyMs),
       usage: lineUsage(usage, offering, costUsd),
@@ -177,7 +179,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
           {
             code: 'structured_output_unchecked',
             message: judged.unchecked,
-            upstream: outcome.body,
+            upstream: answered.body,
           },
           tried,
         ),

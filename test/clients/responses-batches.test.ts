@@ -83,6 +83,49 @@ test('native: Responses lines run on any offering, results are Response objects'
   }
 })
 
+test("native: an answer that fails its text.format keeps the answer in the Response shape as the error's upstream, on any offering", async () => {
+  const { key } = await gw.newAccount('5')
+  const format = {
+    text: {
+      format: {
+        type: 'json_schema',
+        name: 'answer',
+        schema: { type: 'object', properties: { a: { type: 'string' } } },
+      },
+    },
+  }
+  const submitted = await gw.request('/v1/batches', key, {
+    method: 'POST',
+    headers: { 'content-type': 'application/jsonl' },
+    body: jsonl(
+      ['sim/chat', 'sim/claude'].map((model) =>
+        responsesLine(model, model, { ...format, input: '[sim:not_json] answer in prose' }),
+      ),
+    ),
+  })
+  expect(submitted.status).toBe(201)
+  const { id } = (await submitted.json()) as { id: string }
+  await waitFor('the batch to end', async () => {
+    const read = (await (await gw.request(`/v1/batches/${id}`, key)).json()) as {
+      status: string
+    }
+    return read.status === 'failed'
+  })
+  const lines = (await (await gw.request(`/v1/batches/${id}/results`, key)).text())
+    .trim()
+    .split('\n')
+    .map(
+      (line) =>
+        JSON.parse(line) as { error: { code: string; upstream: ResultLine['response']['body'] } },
+    )
+  expect(lines.length).toBe(2)
+  for (const { error } of lines) {
+    expect(error.code).toBe('structured_output_invalid')
+    expect(error.upstream.object).toBe('response')
+    expect(error.upstream.output[0].content[0].text).toContain('prose')
+  }
+})
+
 test('native: what a line cannot translate is an issue, nothing submitted', async () => {
   const { key } = await gw.newAccount('5')
   const response = await gw.request('/v1/batches', key, {
