@@ -460,6 +460,6 @@ function priceCapIssue(
     message: laneMeetsCap
       ? `leaves no offering of ${model.id} but a batch lane, which cannot serve a line alone: every live or flex one is dearer on prompt or completion`
       : `leaves no offering of ${model.id}: every one is dearer on prompt or completion`,
-    fix: `raise max_price to at least {"prompt": "${prompt}", "completion": "${completion}"} (USD per million tokens), the prices of ${model.id}'s cheapest offering (${cheapest.provider})`,
+    fix: `raise max_price to at least {"prompt": "${prompt}", "completion": "${completion}"} (USD per million tokens), the prices of ${model.id}'s cheapest ${laneMeetsCap ? 'live or flex ' : ''}offering (${offeringName(cheapest)})`,
   }
 }

@@ -63,7 +63,9 @@ test('a routing that leaves a batch lane alone is refused for that, and only the
   expect(laneOnly.message).toBe(
     'leaves no offering of lane/cheap but a batch lane, which cannot serve a line alone: every live or flex one is dearer on prompt or completion',
   )
-  expect(laneOnly.fix).toStartWith('raise max_price to at least {"prompt": "1", "completion": "4"}')
+  expect(laneOnly.fix).toBe(
+    'raise max_price to at least {"prompt": "1", "completion": "4"} (USD per million tokens), the prices of lane/cheap\'s cheapest live or flex offering (sim)',
+  )
   const none = problem({ max_price: { prompt: '0.4', completion: '2' } })
   expect(none.message).toBe(
     'leaves no offering of lane/cheap: every one is dearer on prompt or completion',
