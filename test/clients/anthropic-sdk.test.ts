@@ -583,6 +583,9 @@ function suite(store: (typeof STORES)[number]) {
             { custom_id: 'ok-4', params: { ...ask('sim/chat'), max_tokens: 999_999 } },
             // A wrong custom_id does not hide what is wrong in its params.
             { custom_id: 'a b', params: { ...ask('sim/chat'), max_tokens: 999_999 } },
+            // Nor does a repeated one; and one too long comes back as an excerpt, not whole.
+            { custom_id: 'ok-1', params: { ...ask('sim/chat'), max_tokens: 999_999 } },
+            { custom_id: 'x'.repeat(100_000), params: ask('sim/chat') },
           ],
         })
         .catch((e: unknown) => e)
@@ -605,13 +608,20 @@ function suite(store: (typeof STORES)[number]) {
         [4, 'requests[3].params.max_tokens'],
         [5, 'requests[4].custom_id'],
         [5, 'requests[4].params.max_tokens'],
+        [6, 'requests[5].custom_id'],
+        [6, 'requests[5].params.max_tokens'],
+        [7, 'requests[6].custom_id'],
       ])
+      // Each issue names its request's own custom_id, the one that is wrong included.
       expect(body.issues.map((issue) => issue.custom_id)).toEqual([
         'has space',
         'ok-1',
         'ok-4',
         'a b',
-        null,
+        'a b',
+        'ok-1',
+        'ok-1',
+        `${'x'.repeat(64)}… (100000 characters)`,
       ])
     })
 

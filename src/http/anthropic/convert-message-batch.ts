@@ -25,6 +25,8 @@ export type MessageBatchFile =
       bytes: Uint8Array
       /** Line N of `bytes` is request `requestIndex[N - 1]`. */
       requestIndex: number[]
+      /** Each request's custom_id as its issues name it (an excerpt); null when not a string. */
+      customIds: (string | null)[]
       /** What kept the other requests out, in request order. */
       issues: Issue[]
     }
@@ -68,12 +70,15 @@ export function convertMessageBatch(body: unknown, maxRequests: number): Message
   const seen = new Set<string>()
   const lines: string[] = []
   const requestIndex: number[] = []
+  const customIds: (string | null)[] = []
   requests.forEach((request: { custom_id?: unknown; params?: unknown } | null, index) => {
     const customId = typeof request?.custom_id === 'string' ? request.custom_id : null
+    const shownId = customId === null ? null : excerpt(customId)
+    customIds.push(shownId)
     const issue = (path: string, message: string, fix: string) => {
       issues.push({
         line: index + 1,
-        custom_id: customId,
+        custom_id: shownId,
         path: requestPath(index, path),
         message,
         fix,
@@ -126,17 +131,23 @@ export function convertMessageBatch(body: unknown, maxRequests: number): Message
       }),
     )
   })
-  return { ok: true, bytes: new TextEncoder().encode(lines.join('\n')), requestIndex, issues }
+  const bytes = new TextEncoder().encode(lines.join('\n'))
+  return { ok: true, bytes, requestIndex, customIds, issues }
 }
 
 /**
  * A native issue about line N of the file (`body.…`) in the words of the create: request
- * `requestIndex[N - 1]` (`requests[i].params.…`), numbered from 1 as `line`.
+ * `requestIndex[N - 1]` (`requests[i].params.…`), numbered from 1 as `line`, named by its own
+ * custom_id (also one that is not valid, which its line could not carry).
  */
-export function inRequestTerms(issue: Issue, requestIndex: readonly number[]): Issue {
+export function inRequestTerms(
+  issue: Issue,
+  { requestIndex, customIds }: Pick<MessageBatchFile & { ok: true }, 'requestIndex' | 'customIds'>,
+): Issue {
   const index = requestIndex[issue.line - 1] ?? issue.line - 1
   const path = issue.path.replace(/^body(?=\.|$)/, 'params').replace(/^url$/, '')
-  // A request with an invalid custom_id: the issue about that id shows it.
-  const custom_id = issue.custom_id?.startsWith(PLACEHOLDER) ? null : issue.custom_id
+  const custom_id = issue.custom_id?.startsWith(PLACEHOLDER)
+    ? (customIds[index] ?? null)
+    : issue.custom_id
   return { ...issue, custom_id, line: index + 1, path: requestPath(index, path) }
 }

@@ -206,7 +206,7 @@ async function createMessageBatch(deps: MessageBatchDeps, request: Request, call
           })
         : null
     const found = others?.kind === 'invalid' ? others.issues : []
-    const issues = [...file.issues, ...found.map((i) => inRequestTerms(i, file.requestIndex))]
+    const issues = [...file.issues, ...found.map((i) => inRequestTerms(i, file))]
     throw invalidRequests(
       issues.sort((a, b) => a.line - b.line),
       others?.kind === 'invalid' ? others.omitted : 0,
@@ -231,7 +231,7 @@ async function createMessageBatch(deps: MessageBatchDeps, request: Request, call
   switch (result.kind) {
     case 'invalid':
       throw invalidRequests(
-        result.issues.map((i) => inRequestTerms(i, file.requestIndex)),
+        result.issues.map((i) => inRequestTerms(i, file)),
         result.omitted,
       )
     case 'insufficient_quota':
