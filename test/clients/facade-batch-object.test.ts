@@ -122,10 +122,13 @@ test('a 72-hour window waits for a top-up by default and shows why', async () =>
   const extras = waiting as unknown as Extras
   expect(extras.multigrid.waiting?.code).toBe('insufficient_credit')
   expect(extras.multigrid.waiting?.message.length).toBeGreaterThan(0)
-  // A 24-hour window is refused at once, as OpenAI does: failed with insufficient_quota.
-  const refused = await submit(client, lines, '24h')
-  expect(refused.status).toBe('failed')
-  expect(refused.errors?.data?.[0]?.code).toBe('insufficient_quota')
+  // A 24-hour window is refused at once, as on every admission path: 402, nothing stored.
+  const listed = (await client.batches.list()).data.length
+  const refused = await submit(client, lines, '24h').catch((e: unknown) => e)
+  expect(refused).toBeInstanceOf(OpenAI.APIError)
+  expect((refused as InstanceType<typeof OpenAI.APIError>).status).toBe(402)
+  expect((refused as InstanceType<typeof OpenAI.APIError>).code).toBe('insufficient_quota')
+  expect((await client.batches.list()).data.length).toBe(listed)
   // The deposit starts the waiting one.
   await gw.admin(`/accounts/${accountId}/credits`, { body: { amount_usd: '5' } })
   const done = await waitFor(

@@ -29,7 +29,7 @@ type Path = (typeof PATHS)[number]
 
 /**
  * What each path answers for each kind: the facade fails a file it cannot take as OpenAI does
- * (200, a failed batch), a submit that may wait for credit waits (201, docs/open-models.md), the dashboard's
+ * (200, a failed batch) but refuses credit and limits as the others do (SPEC §19), a submit that may wait for credit waits (201, docs/open-models.md), the dashboard's
  * successes are a 303 to the batch's page.
  */
 const EXPECTED: Record<Kind, Record<Path, number>> = {
@@ -60,7 +60,7 @@ const EXPECTED: Record<Kind, Record<Path, number>> = {
   insufficient_quota: {
     native: 402,
     wait_for_credit: 201,
-    facade: 200,
+    facade: 402,
     dashboard: 402,
     retry: 402,
     dashboard_retry: 402,
@@ -276,6 +276,7 @@ describe('every admission path answers every result kind (sqlite)', () => {
         code: 'limit_exceeded',
         limit: { daily_spend_usd: '0', used_usd: expect.any(String) },
       })
+    expect(bodies.insufficient_quota!.length).toBe(3)
     for (const body of bodies.insufficient_quota!) expect(body.code).toBe('insufficient_quota')
   })
 

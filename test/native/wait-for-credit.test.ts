@@ -391,14 +391,18 @@ for (const store of STORES) {
       expect(created.status).toBe('validating')
       expect(created.errors).toBeNull()
       expect(created.in_progress_at).toBeNull()
-      // Without it, as OpenAI does: failed at validation for the credit.
-      const refused = await openai.batches.create({
-        input_file_id: file.id,
-        endpoint: '/v1/chat/completions',
-        completion_window: '24h',
-      })
-      expect(refused.status).toBe('failed')
-      expect(refused.errors!.data![0]!.code).toBe('insufficient_quota')
+      // Without it, refused for the credit as on every admission path: 402, nothing stored.
+      const refused = await openai.batches
+        .create({
+          input_file_id: file.id,
+          endpoint: '/v1/chat/completions',
+          completion_window: '24h',
+        })
+        .catch((e: unknown) => e)
+      expect(refused).toBeInstanceOf(OpenAI.APIError)
+      expect((refused as InstanceType<typeof OpenAI.APIError>).status).toBe(402)
+      expect((refused as InstanceType<typeof OpenAI.APIError>).code).toBe('insufficient_quota')
+      expect((await openai.batches.list()).data.map((batch) => batch.id)).toEqual([created.id])
       await deposit(accountId, '0.001')
       const finished = await waitFor(
         'the facade batch to complete',

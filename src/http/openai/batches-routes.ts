@@ -168,12 +168,12 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
   const bytes = await blobs.readAll(file.id)
   const { idempotencyKey, requestHash } = await keyToStore(store, caller.account.id, keys)
   // A file refused keeps the key too: a retry of its create gets the same failed batch, not
-  // another. One refused for credit does not: once topped up, the same create may run.
-  const reject = async (errors: BatchErrorEntry[], keep: boolean) => {
+  // another.
+  const reject = async (errors: BatchErrorEntry[]) => {
     const id = newId('batch_')
     const made = await store.recordRejectedBatch({
-      idempotencyKey: keep ? idempotencyKey : null,
-      requestHash: keep ? requestHash : null,
+      idempotencyKey,
+      requestHash,
       id,
       accountId: caller.account.id,
       name: file.filename,
@@ -212,16 +212,10 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
           param: issue.path || null,
           line: issue.line,
         })),
-        true,
       )
     case 'refused':
-      // As OpenAI does: a batch the credit cannot cover fails at validation (unless it may
-      // wait); the limits are refused as on the native API.
-      if (answer.refusal.kind === 'insufficient_quota')
-        return reject(
-          [{ code: 'insufficient_quota', message: answer.error.message, param: null, line: null }],
-          false,
-        )
+      // Credit and limits as on every admission path (a 402 or 429, nothing stored), as OpenAI
+      // answers a create over its quota with an error, not a batch.
       throw answer.error
     case 'batch':
       return answer.batch
