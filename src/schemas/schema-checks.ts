@@ -14,10 +14,12 @@
  * thread while another's job waits or after one of its jobs took a budget (schema-turns.ts): an
  * account with many schemas to compile, or many answers to judge against a slow schema, delays
  * only its own jobs; another account's wait at most for the jobs already running, and mostly
- * start at once on the thread kept free.
+ * start at once on the thread kept free. A text refused is refused again at once for a while,
+ * and one owner's burst of one text compiles it once (compile-memory.ts).
  */
 import { availableParallelism } from 'node:os'
 import type { AnswerChoice } from './structured-answer.ts'
+import { createCompileMemory } from './compile-memory.ts'
 import { createSchemaThreads, type Job } from './schema-threads.ts'
 import { createTurns } from './schema-turns.ts'
 
@@ -59,6 +61,7 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
   // to wait behind; an ordinary answer takes well under a millisecond, a compile a few.
   const turns = createTurns<Job>({ threads: count, slowMs: budgetMs })
   let closed = false
+  const memory = createCompileMemory()
 
   const threads = createSchemaThreads({
     threads: count,
@@ -79,34 +82,37 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
     threads.pump()
   }
 
+  /** A compile on a schema thread, within COMPILE_BUDGETS budgets. */
+  const compileOn = (text: string, owner: string): Promise<CompileVerdict> =>
+    new Promise((resolve) =>
+      enqueue(owner, {
+        request: { kind: 'compile', text },
+        finish(reply, ms) {
+          if (reply?.kind !== 'compiled') {
+            return resolve({
+              ok: false,
+              reason: 'budget',
+              message: `json_schema.schema is too complex: compiling it took more than ${compileMs} ms (${COMPILE_BUDGETS} × MULTIGRID_SCHEMA_CHECK_MS)`,
+              ms,
+            })
+          }
+          if (reply.ok) return resolve({ ok: true, recursion: reply.recursion ?? null, ms })
+          resolve({
+            ok: false,
+            reason: reply.pattern ? 'pattern' : 'invalid',
+            message: reply.message ?? 'does not compile',
+            ms,
+          })
+        },
+      }),
+    )
+
   return {
     budgetMs,
     get replaced() {
       return threads.replaced
     },
-    compile: (text, owner) =>
-      new Promise((resolve) =>
-        enqueue(owner, {
-          request: { kind: 'compile', text },
-          finish(reply, ms) {
-            if (reply?.kind !== 'compiled') {
-              return resolve({
-                ok: false,
-                reason: 'budget',
-                message: `json_schema.schema is too complex: compiling it took more than ${compileMs} ms (${COMPILE_BUDGETS} × MULTIGRID_SCHEMA_CHECK_MS)`,
-                ms,
-              })
-            }
-            if (reply.ok) return resolve({ ok: true, recursion: reply.recursion ?? null, ms })
-            resolve({
-              ok: false,
-              reason: reply.pattern ? 'pattern' : 'invalid',
-              message: reply.message ?? 'does not compile',
-              ms,
-            })
-          },
-        }),
-      ),
+    compile: (text, owner) => memory.once(owner, text, () => compileOn(text, owner)),
     judge: (job, owner) =>
       new Promise((resolve) =>
         enqueue(owner, {

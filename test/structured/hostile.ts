@@ -14,6 +14,19 @@ export function bombSchema(levels: number) {
   return { $defs, anyOf: [{ $ref: '#/$defs/l0' }, { type: 'string' }] }
 }
 
+/**
+ * A compile bomb within every bound of SPEC §19 (about 60 KiB): one definition, an anyOf of
+ * `branches` schemas nothing matches, referred to by each of `items` prefixItems. Ajv spends
+ * seconds generating and compiling its code.
+ */
+export function compileBombSchema(branches = 3000, items = 1400) {
+  return {
+    type: 'array',
+    $defs: { b: { anyOf: Array.from({ length: branches }, () => ({ not: {} })) } },
+    prefixItems: Array.from({ length: items }, () => ({ $ref: '#/$defs/b' })),
+  }
+}
+
 export const schemaFormat = (schema: unknown) => ({
   type: 'json_schema',
   json_schema: { name: 'hostile', schema, strict: true },

@@ -7,9 +7,10 @@
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config.ts'
-import { createSchemaChecks } from '../../src/schemas/schema-checks.ts'
+import { createCompileMemory, REFUSAL_MS } from '../../src/schemas/compile-memory.ts'
+import { createSchemaChecks, type CompileVerdict } from '../../src/schemas/schema-checks.ts'
 import { createSchemaThreads, type Job } from '../../src/schemas/schema-threads.ts'
-import { bombSchema } from './hostile.ts'
+import { bombSchema, compileBombSchema } from './hostile.ts'
 
 const choices = (content: string) => [{ finishReason: 'stop', content, refusal: null }]
 const ORDINARY = JSON.stringify({
@@ -112,6 +113,47 @@ describe('schema threads', () => {
     const pending = pool.compile(ORDINARY, 'a')
     await pool.close()
     expect(await pending).toMatchObject({ ok: false, reason: 'budget' })
+  })
+})
+
+describe('a schema refused once', () => {
+  test('a burst of one owner compiles it once; sent again, by anyone, it is refused at once', async () => {
+    const pool = createSchemaChecks({ budgetMs: 20, threads: 1 })
+    try {
+      const bomb = JSON.stringify(compileBombSchema())
+      const burst = await Promise.all([1, 2, 3].map(() => pool.compile(bomb, 'attacker')))
+      for (const verdict of burst) expect(verdict).toMatchObject({ ok: false, reason: 'budget' })
+      // One compile ran past its budget and had its thread replaced, not three.
+      expect(pool.replaced).toBe(1)
+      const again = await pool.compile(bomb, 'another')
+      expect(again).toMatchObject({ ok: false, reason: 'budget', ms: 0 })
+      expect(again.ok === false && again.message).toBe(burst[0].ok === false && burst[0].message)
+      expect(pool.replaced).toBe(1)
+      // The thread still compiles and judges what it is sent.
+      expect(await pool.compile(ORDINARY, 'another')).toMatchObject({ ok: true })
+    } finally {
+      await pool.close()
+    }
+  })
+
+  test('a refusal is remembered for REFUSAL_MS; a compile that passed is not kept', async () => {
+    let clock = 0
+    const memory = createCompileMemory(() => clock)
+    const compiled: string[] = []
+    const compile = (text: string, verdict: CompileVerdict) => () => {
+      compiled.push(text)
+      return Promise.resolve(verdict)
+    }
+    const refused: CompileVerdict = { ok: false, reason: 'invalid', message: 'no', ms: 3 }
+    const passed: CompileVerdict = { ok: true, recursion: null, ms: 3 }
+    expect(await memory.once('a', 'bad', compile('bad', refused))).toEqual(refused)
+    clock = REFUSAL_MS - 1
+    expect(await memory.once('b', 'bad', compile('bad', refused))).toEqual({ ...refused, ms: 0 })
+    clock = REFUSAL_MS
+    expect(await memory.once('b', 'bad', compile('bad', refused))).toEqual(refused)
+    await memory.once('a', 'good', compile('good', passed))
+    await memory.once('a', 'good', compile('good', passed))
+    expect(compiled).toEqual(['bad', 'bad', 'good', 'good'])
   })
 })
 
