@@ -188,7 +188,6 @@ export function checkCatalog(catalog: CatalogFile): string[] {
       if (seen.has(name)) problems.push(`models[${index}]: "${name}" is used by two models`)
       seen.add(name)
     }
-    problems.push(...modelProblems(catalog, model, `models[${index}]`))
     const lanes = new Set<string>()
     model.offerings.forEach((offering, o) => {
       const at = `models[${index}].offerings[${o}]`
@@ -213,6 +212,9 @@ export function checkCatalog(catalog: CatalogFile): string[] {
         )
       lanes.add(key)
     })
+    // After its offerings: a provider misnamed there is the problem to tell first, not what
+    // the model's other fields make of the missing provider.
+    problems.push(...modelProblems(catalog, model, `models[${index}]`))
     // A batch lane never serves live calls, and its lines fall back to the live lanes in time.
     if (model.offerings.length > 0 && model.offerings.every((o) => laneOf(o) === 'batch'))
       problems.push(

@@ -160,6 +160,23 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ MULTIGRID_CONFIG: unknownProvider })).toThrow(
       'models[0].offerings[0].provider: "ghost" is not in providers',
     )
+    // Told first also where the model's other fields need that provider (its adapters a pool).
+    const withAdapters = writeCatalog({
+      providers: {},
+      models: [
+        {
+          id: 'm',
+          endpoints: ['chat'],
+          context_tokens: 1,
+          max_output_tokens: 1,
+          adapters: { max_per_batch: 4 },
+          offerings: [{ provider: 'ghost', upstream_model: 'm', input_usd_per_mtok: '1' }],
+        },
+      ],
+    })
+    expect(() => loadConfig({ MULTIGRID_CONFIG: withAdapters })).toThrow(
+      `${withAdapters}: models[0].offerings[0].provider: "ghost" is not in providers`,
+    )
   })
 
   test('a replica that is not http(s), or is listed twice, is refused with the place it sits', () => {
