@@ -18,20 +18,28 @@ import { cancelBatch } from '../admission/cancel-batch.ts'
 import { retryBatch, UNSUCCESSFUL } from '../admission/retry-batch.ts'
 import { readBody, readJsonBody, type BodyBuffers, type BodyLimit } from '../ingest/read-body.ts'
 import type { AccountStore, BatchStore } from '../store/store.ts'
-import { storableText } from '../schemas/text.ts'
+import { charactersAtMost, storableText } from '../schemas/text.ts'
 import { MAX_WINDOW_HOURS, wholeNumberText } from '../schemas/whole-number.ts'
 import { maxCostUsdText } from '../schemas/money-text.ts'
 import { excerpt } from '../excerpt.ts'
-import { parseFields, parseQuery } from './parse-query.ts'
+import { parseFields, parseQuery, queryFields } from './parse-query.ts'
 import { renderBatch, renderResultLine } from './render-native.ts'
 import { streamLines } from './stream-lines.ts'
 import { eventStreamResponse, type EventStreamSettings } from './event-stream-response.ts'
 import { renderPage } from './render-page.ts'
 import { callerMacro, type Caller } from './caller-macro.ts'
 
+/** A batch's label, its `name`. */
+const MAX_NAME_CHARACTERS = 256
+
 /** A submit's options, as query parameters here and as form fields on the dashboard. */
 export const submitOptions = z.object({
-  name: storableText().max(256).optional(),
+  name: storableText()
+    .refine((text) => charactersAtMost(text, MAX_NAME_CHARACTERS), {
+      message: `must be at most ${MAX_NAME_CHARACTERS} characters`,
+      params: { fix: `shorten name to ${MAX_NAME_CHARACTERS} characters or fewer` },
+    })
+    .optional(),
   completion_window_hours: wholeNumberText(1, MAX_WINDOW_HOURS, 24).default(24),
   dry_run: z.enum(['true', 'false', '1', '0']).optional(),
   // docs/open-models.md: a hold the credit does not cover yet waits for a deposit instead of a 402.
@@ -39,6 +47,23 @@ export const submitOptions = z.object({
   /** The batch's spend cap (docs/money-and-limits.md). */
   max_cost_usd: maxCostUsdText().optional(),
 })
+
+const nameOnly = submitOptions.pick({ name: true })
+
+/**
+ * A header's value as the client wrote it: headers reach here as Latin-1, so a UTF-8 label sent
+ * raw (curl -H 'X-Multigrid-Batch-Name: été') is decoded again; bytes that are not UTF-8 stay as
+ * they came.
+ */
+function headerText(value: string | null): string | null {
+  if (value === null || !/[\u0080-\u00ff]/.test(value) || /[^\u0000-\u00ff]/.test(value))
+    return value
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(value, 'latin1'))
+  } catch {
+    return value
+  }
+}
 
 export const listQuery = z.object({
   limit: wholeNumberText(1, 100, 100).default(100),
@@ -285,12 +310,10 @@ async function readSubmit(
     )
   }
   if (type === 'application/json') rejectOpenAiShapedCreate(bytes)
-  const name = query.name ?? request.headers.get('x-multigrid-batch-name')
-  if (name !== null && name.length > 256)
-    throw badRequest('name must be at most 256 characters', 'name')
-  // As for custom_id: PostgreSQL text cannot hold U+0000, and no one means it in a label.
-  if (name?.includes('\u0000'))
-    throw badRequest('name must not contain the NUL character (%00); remove it', 'name')
+  // The header does what the query parameter does, held to the same rules.
+  const header = headerText(request.headers.get('x-multigrid-batch-name'))
+  const name =
+    query.name ?? (header === null ? null : parseFields(nameOnly, { name: header }).name!)
   const submit: FileSubmit = {
     accountId: caller.account.id,
     name: name ?? null,
@@ -328,7 +351,7 @@ async function readRetryOptions(request: Request, limit: BodyLimit) {
     )
   }
   const fields = {
-    ...Object.fromEntries(new URL(request.url).searchParams),
+    ...queryFields(new URL(request.url).searchParams),
     ...(read.value as object | undefined),
   }
   const unknown = Object.keys(fields).find((name) => !(name in retryOptions.shape))

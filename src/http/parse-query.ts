@@ -1,6 +1,7 @@
 /** Query strings and form fields through a zod schema, refused with a 400 that names the field. */
 import type { z } from 'zod'
 import { badRequest } from '../errors.ts'
+import { excerpt } from '../excerpt.ts'
 import { describeZodIssue } from '../ingest/issues.ts'
 
 /**
@@ -23,5 +24,24 @@ export function parseFields<S extends z.ZodType>(
 }
 
 export function parseQuery<S extends z.ZodType>(schema: S, url: string): z.output<S> {
-  return parseFields(schema, Object.fromEntries(new URL(url).searchParams), 'query parameter')
+  return parseFields(schema, queryFields(new URL(url).searchParams), 'query parameter')
+}
+
+/**
+ * The query's parameters by name, each given once: a repeated one is refused rather than one of
+ * its values taken (`dry_run=true&dry_run=false` once stored a batch, the last value winning).
+ */
+export function queryFields(params: URLSearchParams): Record<string, string> {
+  const fields: Record<string, string> = {}
+  for (const [name, value] of params) {
+    if (Object.hasOwn(fields, name)) {
+      const shown = excerpt(name)
+      throw badRequest(
+        `query parameter ${shown} is given more than once; send it once, with the one value you mean`,
+        shown,
+      )
+    }
+    fields[name] = value
+  }
+  return fields
 }

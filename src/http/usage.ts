@@ -9,6 +9,7 @@ import type { UsageStore } from '../store/store.ts'
 import type { PrometheusMetrics } from '../telemetry/prometheus.ts'
 import { readUsageQuery, renderUsage } from './usage-report.ts'
 import { callerMacro } from './caller-macro.ts'
+import { queryFields } from './parse-query.ts'
 
 export interface UsageRouteDeps {
   auth: Authenticator
@@ -21,7 +22,9 @@ export function usageRoutes(deps: UsageRouteDeps) {
   return new Elysia({ name: 'usage' }).use(callerMacro(deps.auth)).get(
     '/v1/usage',
     async ({ request, caller }) => {
-      const query = readUsageQuery(new URL(request.url).searchParams)
+      const params = new URL(request.url).searchParams
+      queryFields(params) // a parameter given twice is refused, as on every route
+      const query = readUsageQuery(params)
       await deps.flush()
       const rows = await deps.store.usageRows(caller.account.id, query.from, query.to)
       return renderUsage(rows, query)

@@ -21,3 +21,14 @@ export const storableText = () =>
 /** `text` with each character no store can keep replaced by U+FFFD; the same string when none. */
 export const toStorable = (text: string): string =>
   UNSTORABLE.test(text) ? text.replace(UNSTORABLE_ALL, '\uFFFD') : text
+
+/**
+ * Whether `text` has at most `max` characters, counted as code points, as a custom_id's are (by
+ * the line schema's JSON Schema): an emoji is one character, not two UTF-16 units.
+ */
+export function charactersAtMost(text: string, max: number): boolean {
+  if (text.length <= max) return true
+  let count = 0
+  for (const _ of text) if (++count > max) return false
+  return true
+}

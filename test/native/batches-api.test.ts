@@ -93,6 +93,53 @@ for (const storeKind of STORES) {
       expect(batch.deadline_at - batch.created_at).toBe(24 * 3600)
     })
 
+    test('a name counts characters, not UTF-16 units; the header takes UTF-8 as curl sends it, under the same rules', async () => {
+      const { key } = await gw.newAccount('1')
+      const named = async (query: string, headers: Record<string, string> = {}) => {
+        const response = await submit(key, [chatLine('a')], `?dry_run=true${query}`, headers)
+        return { status: response.status, body: (await response.json()) as Record<string, any> }
+      }
+      // 256 emoji are 512 UTF-16 units and 256 characters: taken; one more is not.
+      expect((await named(`&name=${encodeURIComponent('😀'.repeat(256))}`)).status).toBe(200)
+      const long = await named(`&name=${encodeURIComponent('😀'.repeat(257))}`)
+      expect(long.status).toBe(400)
+      expect(long.body.error.message).toBe(
+        'query parameter name must be at most 256 characters; shorten name to 256 characters or fewer',
+      )
+      // A header's bytes reach the server as Latin-1; raw UTF-8 is what curl -H sends.
+      const raw = (text: string) => Buffer.from(text, 'utf8').toString('latin1')
+      const label = 'été-日本-😀'
+      const stored = (await (
+        await submit(key, [chatLine('a')], '', { 'x-multigrid-batch-name': raw(label) })
+      ).json()) as Batch
+      expect(stored.name).toBe(label)
+      const header = await named('', { 'x-multigrid-batch-name': raw('日'.repeat(257)) })
+      expect(header.status).toBe(400)
+      expect(header.body.error.message).toBe(
+        'name must be at most 256 characters; shorten name to 256 characters or fewer',
+      )
+      expect((await named('', { 'x-multigrid-batch-name': raw('日'.repeat(256)) })).status).toBe(
+        200,
+      )
+    })
+
+    test('a query parameter given twice is refused, never one of its values taken', async () => {
+      const { key, accountId } = await gw.newAccount('1')
+      const twice = await submit(key, [chatLine('a')], '?dry_run=true&dry_run=false')
+      expect(twice.status).toBe(400)
+      const { error } = (await twice.json()) as { error: { message: string; param: string } }
+      expect(error.param).toBe('dry_run')
+      expect(error.message).toBe(
+        'query parameter dry_run is given more than once; send it once, with the one value you mean',
+      )
+      expect((await account(accountId)).held_usd).toBe('0.000000')
+      const listed = await gw.request('/v1/batches?limit=1&limit=2', key)
+      expect(listed.status).toBe(400)
+      const usage = await gw.request('/v1/usage?from=2026-01-01&to=2026-01-02&to=2026-01-03', key)
+      expect(usage.status).toBe(400)
+      expect(((await usage.json()) as { error: { param: string } }).error.param).toBe('to')
+    })
+
     test('the ceiling uses max_tokens × n, or the model limit when absent', async () => {
       const { key } = await gw.newAccount('10')
       const noMax = {
