@@ -16,6 +16,7 @@ import { observeRequests, pathOf } from './observe-requests.ts'
 import { pathMethods } from './route-matcher.ts'
 import { openApiRoutes } from './openapi.ts'
 import { storedResponseRefusal } from './responses/responses-routes.ts'
+import { misroutedRequest } from './misrouted.ts'
 
 /** Where Anthropic's API is served: its errors go in Anthropic's shape (docs/clients/anthropic-sdk.md). */
 const ANTHROPIC_SURFACE = '/anthropic'
@@ -59,7 +60,7 @@ export function createApp(
  */
 function noRoute(request: Request, methodsOf: (path: string) => string[]): GatewayError {
   const path = pathOf(request.url)
-  const stored = storedResponseRefusal(path)
+  const stored = storedResponseRefusal(path) ?? misroutedRequest(request.method, path)
   if (stored) return stored
   const allowed = methodsOf(path)
   if (allowed.length > 0)

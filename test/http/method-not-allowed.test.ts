@@ -69,3 +69,27 @@ test('a path no route has is still a 404 unknown_route', async () => {
   expect(nothing.allow).toBeNull()
   expect(nothing.body.error.code).toBe('unknown_route')
 })
+
+test('what the OpenAI API has and the native API has not: a 404 that says where it is', async () => {
+  for (const [method, path] of [
+    ['POST', '/v1/files'],
+    ['GET', '/v1/files/file-abc/content'],
+  ]) {
+    const files = await ask(method, path)
+    expect([method, path, files.status, files.body.error.code]).toEqual([
+      method,
+      path,
+      404,
+      'unknown_route',
+    ])
+    expect(files.body.error.message).toStartWith(`there is no ${path} on the native API`)
+    expect(files.body.error.message).toContain('/openai/v1')
+  }
+  const cancel = await ask('POST', '/v1/batches/batch_x/cancel')
+  expect(cancel.status).toBe(404)
+  expect(cancel.body.error.message).toStartWith(
+    'the native API cancels a batch with DELETE /v1/batches/batch_x',
+  )
+  // The facade's own routes are where the message says.
+  expect((await ask('POST', '/openai/v1/files')).body.error.code).not.toBe('unknown_route')
+})
