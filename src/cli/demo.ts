@@ -61,7 +61,7 @@ function readOptions() {
       fail(`--${flag} (or ${flag === 'port' ? 'PORT' : 'SIM_PORT'}) must be a port, 0 to 65535`)
     return Number(text)
   }
-  const problem = creditAmountProblem(values.credit!)
+  const problem = creditAmountProblem(values.credit!, false)
   if (problem) fail(`--credit ${problem}`)
   if (!/^\d{1,5}$/.test(values['latency-ms']!)) fail('--latency-ms must be a whole number of ms')
   return {

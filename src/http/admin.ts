@@ -12,11 +12,13 @@ import { creditAmountProblem, creditRemovalProblem } from '../money/credit-amoun
 import { readJsonBody, type BodyLimit } from '../ingest/read-body.ts'
 import { renderAccount, renderFineTune, renderKey } from './render-admin.ts'
 
-/** A bounded, exact credit amount (src/money/credit-amount.ts). */
-const decimal = z.string().superRefine((text, context) => {
-  const problem = creditAmountProblem(text)
-  if (problem) context.addIssue({ code: 'custom', message: problem })
-})
+/** A bounded, exact credit amount (src/money/credit-amount.ts); `signed`: it may be negative. */
+const amount = (signed: boolean) =>
+  z.string().superRefine((text, context) => {
+    const problem = creditAmountProblem(text, signed)
+    if (problem) context.addIssue({ code: 'custom', message: problem })
+  })
+const decimal = amount(true)
 
 // The stores keep these counts as 32-bit integers (PostgreSQL `int`).
 const count = z.int().min(1).max(2_147_483_647)
@@ -25,14 +27,12 @@ const maxFiles = z.int().min(0).max(2_147_483_647)
 const maxStoredBytes = z.int().min(0).max(Number.MAX_SAFE_INTEGER)
 
 /** docs/money-and-limits.md: a decimal string ≥ 0, or null for no daily limit. */
-const dailyLimit = decimal
-  .refine((text) => !text.startsWith('-'), 'must not be negative')
-  .nullable()
+const dailyLimit = amount(false).nullable()
 
 export const createAccountBody = z.strictObject({
   name: z.string().min(1).max(256),
   // A new account starts at zero or above: the balance never goes below zero.
-  credit_usd: decimal.refine((text) => !text.startsWith('-'), 'must not be negative').optional(),
+  credit_usd: amount(false).optional(),
   max_open_batches: count.optional(),
   rate_limit_per_minute: count.optional(),
   max_files: maxFiles.optional(),

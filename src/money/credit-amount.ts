@@ -12,12 +12,19 @@ const SHAPE = /^-?\d+(\.\d+)?$/
 const BOUNDED = /^-?\d{1,13}(\.\d{1,6})?$/
 
 export const CREDIT_RULE = `a decimal string of at most ${MAX_CREDIT_USD} (10^12) USD either way with at most 6 decimals, such as "100" or "-12.50"`
+/** The same for an amount that cannot be negative (a new account's credit, a daily limit). */
+const UNSIGNED_RULE = `a decimal string of at most ${MAX_CREDIT_USD} (10^12) USD, not negative, with at most 6 decimals, such as "100" or "12.50"`
 
-/** null when `text` is a valid credit amount; otherwise what is wrong with it. */
-export function creditAmountProblem(text: string): string | null {
-  if (!SHAPE.test(text)) return `must be ${CREDIT_RULE}`
+/**
+ * null when `text` is a valid credit amount; otherwise what is wrong with it. `signed`: whether it
+ * may be negative (a credit taken away); unsigned, the rule told is the unsigned one.
+ */
+export function creditAmountProblem(text: string, signed = true): string | null {
+  const rule = signed ? CREDIT_RULE : UNSIGNED_RULE
+  if (!SHAPE.test(text)) return `must be ${rule}`
+  if (!signed && text.startsWith('-')) return `must not be negative: ${rule}`
   if (!BOUNDED.test(text) || new Money(text).abs().greaterThan(MAX_CREDIT_USD)) {
-    return `must be ${CREDIT_RULE} (got ${text.length > 24 ? `${text.slice(0, 20)}… (${text.length} characters)` : text})`
+    return `must be ${rule} (got ${text.length > 24 ? `${text.slice(0, 20)}… (${text.length} characters)` : text})`
   }
   return null
 }

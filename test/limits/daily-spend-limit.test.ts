@@ -86,6 +86,11 @@ for (const store of STORES) {
         expect(refused.status).toBe(400)
         const body = (await refused.json()) as Refusal
         expect(body.error.message).toContain('daily_spend_limit_usd')
+        // Its example is one it takes, not a negative amount as a credit's may be.
+        if (bad !== 5)
+          expect(body.error.message).toContain(
+            'not negative, with at most 6 decimals, such as "100" or "12.50"',
+          )
       }
       const created = await gw.admin('/accounts', {
         body: { name: 'x', daily_spend_limit_usd: '-3' },
