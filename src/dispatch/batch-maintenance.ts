@@ -4,6 +4,7 @@
  */
 import type { DispatchStore, LinesEnded } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
+import type { StoppedBatches } from './stopped-batches.ts'
 
 /**
  * `here` are the batches with lines in flight on this instance; `stopped` those of them that stop
@@ -21,7 +22,7 @@ export async function maintainBatches(
   }: {
     logger: Logger
     here: { keys(): string[]; has(batchId: string): boolean }
-    stopped: Set<string>
+    stopped: Pick<StoppedBatches, 'add' | 'delete' | typeof Symbol.iterator>
     onLinesEnded?: (ended: LinesEnded) => void
   },
 ): Promise<boolean> {

@@ -33,6 +33,7 @@ import { BatchPace } from './batch-pace.ts'
 import { createWaitingReporter, type WaitingReporter } from './waiting-reporter.ts'
 import { pauseMsAfter } from '../upstream/upstreams.ts'
 import type { LaneBatches } from './batch-lane/lane-batches.ts'
+import { StoppedBatches } from './stopped-batches.ts'
 
 const RUNNABLE_REUSE_MS = 200
 /** A batch none of whose lines was launched here for this long is forgotten by the planner. */
@@ -106,7 +107,7 @@ interface DispatchState extends DispatcherDeps {
   inFlight: number
   /** Batches with lines in flight here, and those of them that stopped dispatching. */
   active: Tally
-  stopped: Set<string>
+  stopped: StoppedBatches
   /**
    * Accounts with a line over its ceiling seen here and not yet recorded: none of their lines is
    * claimed, and those claimed but not yet sent are handed back unsent, until the store has the
@@ -151,7 +152,8 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
     fleet: options.fleetRates !== undefined,
   })
   const active = new Tally()
-  const stopped = new Set<string>()
+  const abort = new AbortController()
+  const stopped = new StoppedBatches(abort.signal)
 
   const every = (ms: number, task: () => Promise<unknown>, name: string, chainGapMs?: number) =>
     createPeriodicTask(task, {
@@ -230,7 +232,7 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
     ...deps,
     options,
     leaseMs,
-    abort: new AbortController(),
+    abort,
     allocator: createClaimAllocator({ capacity: upstreams.capacity() }),
     firstClaims: new Set(),
     spill,
@@ -452,6 +454,7 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
     upstreams,
     retry: options.retry,
     signal: abort.signal,
+    waitSignal: stopped.waitSignal(line.batchId),
     proceed,
     plan: { planner: spill, upstreams: spillSend, batch, unsent },
     fineTunes: options.fineTunes,
@@ -519,6 +522,7 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
       // Written at once rather than at the recorder's next tick: nothing else of the batch is
       // coming from here to share the write with.
       if (active.remove(line.batchId)) {
+        stopped.settled(line.batchId)
         state.lastLineOut = true
         recorder.flushSoon()
       }

@@ -53,6 +53,8 @@ export interface RunLineDeps {
   upstreams: Upstreams
   retry: RetryPolicy
   signal?: AbortSignal
+  /** Ends the line's wait for a provider's slot, unsent (its batch stopped: stopped-batches.ts). */
+  waitSignal?: AbortSignal
   /** False once the line's batch stopped dispatching (cancelled) or reached its deadline while the line waited. */
   proceed?: () => boolean
   /** The planner's choice of offering (batch lines); without it the line goes in catalog order. */
@@ -123,6 +125,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     offerings: targets,
     modelLimits: limitsOf(model),
     signal: deps.signal,
+    waitSignal: deps.waitSignal,
     proceed: deps.proceed,
     line: { batchId, lineNo, attempt: line.attempts },
     // An account's lines due earlier are served first where a provider is full (docs/open-models.md).

@@ -50,6 +50,11 @@ export interface SendOptions {
   /** The model's limits: an upstream that requires an output limit is sent one within them. */
   modelLimits: ModelLimits
   signal?: AbortSignal
+  /**
+   * Ends the wait for the provider's slot only (a stopped batch: dispatch/stopped-batches.ts):
+   * the call is then not made and send resolves null. Unset: `signal` ends the wait.
+   */
+  waitSignal?: AbortSignal
   /** The fine-tune the request is for: sent with its name as the model (docs/open-models.md). */
   fineTune?: FineTune
   /**
@@ -326,7 +331,13 @@ async function send(providers: Providers, options: SendOptions): Promise<Outcome
       sent.error = error
     }
   }
-  await gate.acquire(options.signal, start, options.place)
+  try {
+    await gate.acquire(options.waitSignal ?? options.signal, start, options.place)
+  } catch (error) {
+    // The wait alone was given up: not sent, as when `proceed` says no.
+    if (options.waitSignal?.aborted && !options.signal?.aborted) return null
+    throw error
+  }
   if (!sent.outcome) {
     gate.release()
     if (sent.error !== undefined) throw sent.error

@@ -113,6 +113,52 @@ describe('cancel and expiry', () => {
     }
   })
 
+  test('cancel: lines waiting at the gate behind another batch leave it at once, never sent', async () => {
+    const sim = await startSimulator({ latencyMs: 2000, keepBodies: 50 })
+    const gw = await startTestGateway({
+      catalog: testCatalog({ openai: `${sim.url}/v1` }, { maxConcurrency: 1 }),
+      env: { MULTIGRID_POLL_MS: '50' },
+    })
+    try {
+      const { key } = await gw.newAccount('1')
+      const submit = async (prefix: string, hours: number) =>
+        (await (
+          await gw.request(`/v1/batches?completion_window_hours=${hours}`, key, {
+            method: 'POST',
+            body: jsonl(Array.from({ length: 4 }, (_, i) => chatLine(`${prefix}-${i}`, prefix))),
+          })
+        ).json()) as Batch
+      const read = async (id: string) =>
+        (await (await gw.request(`/v1/batches/${id}`, key)).json()) as Batch
+      // Due first, it holds the one slot; the later batch's lines are claimed and wait behind it.
+      const first = await submit('first', 1)
+      const later = await submit('later', 24)
+      await waitFor('a line of the later batch waiting at the gate', async () => {
+        const batch = await read(later.id)
+        return batch.request_counts.running > 0 && sim.stats().inFlight === 1
+      })
+      const cancelledAt = performance.now()
+      await gw.request(`/v1/batches/${later.id}`, key, { method: 'DELETE' })
+      const cancelled = await waitFor('cancelled', async () => {
+        const batch = await read(later.id)
+        return batch.status === 'cancelled' ? batch : null
+      })
+      // Well within the one upstream call (2 s) the first batch has running meanwhile.
+      expect(performance.now() - cancelledAt).toBeLessThan(1500)
+      expect(cancelled.request_counts).toMatchObject({ cancelled: 4, succeeded: 0, running: 0 })
+      const sent = sim
+        .received()
+        .map((request) => JSON.parse(request.text).messages[0].content as string)
+      expect(sent.length).toBeGreaterThan(0)
+      expect(sent.filter((content) => content !== 'first')).toEqual([])
+      expect((await read(first.id)).status).toBe('in_progress')
+      await gw.request(`/v1/batches/${first.id}`, key, { method: 'DELETE' })
+    } finally {
+      await gw.stop()
+      await sim.stop()
+    }
+  })
+
   test('expiry: at deadline_at the lines not run end expired, and the batch expired', async () => {
     const sim = await startSimulator({ latencyMs: 300 })
     const gw = await startTestGateway({
