@@ -11,32 +11,38 @@
  * bomb costs one budget a minute. Texts that compiled are not kept here: their threads keep them
  * (answer-schema.ts), and a compile of a known one is quick.
  */
-import type { CompileVerdict } from './schema-checks.ts'
-
 /** How long a refusal is remembered: a text too slow on a loaded machine is tried again after. */
 export const REFUSAL_MS = 60_000
 /** Refusals remembered at most (texts of up to 64 KiB each: a few MiB at worst). */
 const REFUSALS_KEPT = 64
 
-export interface CompileMemory {
-  /** `compile` the text for `owner`, unless a running compile or a refusal already answers it. */
-  once(owner: string, text: string, compile: () => Promise<CompileVerdict>): Promise<CompileVerdict>
+/** What a compile answers (schema-checks.ts CompileVerdict): whether it compiled, in how long. */
+interface Verdict {
+  ok: boolean
+  ms: number
 }
 
-export function createCompileMemory(now: () => number = Date.now): CompileMemory {
-  /** Text → its refusal and when it was made, oldest first. */
-  const refusals = new Map<string, { verdict: CompileVerdict; at: number }>()
-  /** Owner and text → the compile running for them. */
-  const running = new Map<string, Promise<CompileVerdict>>()
+export interface CompileMemory<V extends Verdict> {
+  /** `compile` the text for `owner`, unless a running compile or a refusal already answers it. */
+  once(owner: string, text: string, compile: () => Promise<V>): Promise<V>
+}
 
-  const refusalOf = (text: string): CompileVerdict | null => {
+export function createCompileMemory<V extends Verdict>(
+  now: () => number = Date.now,
+): CompileMemory<V> {
+  /** Text → its refusal and when it was made, oldest first. */
+  const refusals = new Map<string, { verdict: V; at: number }>()
+  /** Owner and text → the compile running for them. */
+  const running = new Map<string, Promise<V>>()
+
+  const refusalOf = (text: string): V | null => {
     const refused = refusals.get(text)
     if (!refused) return null
     if (now() - refused.at < REFUSAL_MS) return { ...refused.verdict, ms: 0 }
     refusals.delete(text)
     return null
   }
-  const remember = (text: string, verdict: CompileVerdict) => {
+  const remember = (text: string, verdict: V) => {
     refusals.delete(text)
     refusals.set(text, { verdict, at: now() })
     if (refusals.size > REFUSALS_KEPT) refusals.delete(refusals.keys().next().value!)

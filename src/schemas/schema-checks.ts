@@ -61,7 +61,7 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
   // to wait behind; an ordinary answer takes well under a millisecond, a compile a few.
   const turns = createTurns<Job>({ threads: count, slowMs: budgetMs })
   let closed = false
-  const memory = createCompileMemory()
+  const memory = createCompileMemory<CompileVerdict>()
 
   const threads = createSchemaThreads({
     threads: count,

@@ -138,7 +138,7 @@ describe('a schema refused once', () => {
 
   test('a refusal is remembered for REFUSAL_MS; a compile that passed is not kept', async () => {
     let clock = 0
-    const memory = createCompileMemory(() => clock)
+    const memory = createCompileMemory<CompileVerdict>(() => clock)
     const compiled: string[] = []
     const compile = (text: string, verdict: CompileVerdict) => () => {
       compiled.push(text)
