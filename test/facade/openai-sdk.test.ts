@@ -391,6 +391,26 @@ for (const storeKind of STORES) {
       })
     })
 
+    test('past 25 problems, the last error says how many more there are', async () => {
+      const openai = client((await gw.newAccount('1')).key)
+      const lines = Array.from({ length: 30 }, (_, i) => chatLine(`bad-${i}`, 'x', { n: 12 }))
+      const file = await upload(openai, lines)
+      const batch = await openai.batches.create({
+        input_file_id: file.id,
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+      })
+      expect(batch.status).toBe('failed')
+      const errors = batch.errors!.data!
+      expect(errors.length).toBe(26)
+      expect(errors.slice(0, 25).map((e) => e.line)).toEqual(
+        Array.from({ length: 25 }, (_, i) => i + 1),
+      )
+      expect(errors[25]).toMatchObject({ code: 'more_errors', line: null, param: null })
+      expect(errors[25].message).toStartWith('5 more problems are not listed')
+      expect(contractProblems('Batch', batch)).toEqual([])
+    })
+
     test('a "72h" window through extra_body', async () => {
       const { key } = await gw.newAccount('1')
       const openai = client(key)

@@ -204,15 +204,23 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
   })
   const answer = answerOf(result)
   switch (answer.kind) {
-    case 'invalid':
-      return reject(
-        answer.issues.map((issue) => ({
-          code: issue.code ?? 'invalid_request',
-          message: `${issue.path ? `${issue.path} ` : ''}${issue.message}; ${issue.fix}`,
-          param: issue.path || null,
-          line: issue.line,
-        })),
-      )
+    case 'invalid': {
+      const errors: BatchErrorEntry[] = answer.issues.map((issue) => ({
+        code: issue.code ?? 'invalid_request',
+        message: `${issue.path ? `${issue.path} ` : ''}${issue.message}; ${issue.fix}`,
+        param: issue.path || null,
+        line: issue.line,
+      }))
+      // The native answer's issues_omitted, in the only place OpenAI's error list has for it.
+      if (answer.omitted > 0)
+        errors.push({
+          code: 'more_errors',
+          message: `${answer.omitted} more ${answer.omitted === 1 ? 'problem is' : 'problems are'} not listed; correct these and create the batch again to see the rest`,
+          param: null,
+          line: null,
+        })
+      return reject(errors)
+    }
     case 'refused':
       // Credit and limits as on every admission path (a 402 or 429, nothing stored), as OpenAI
       // answers a create over its quota with an error, not a batch.
