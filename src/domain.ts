@@ -36,6 +36,12 @@ export const OPEN_BATCH_STATUSES: readonly BatchStatus[] = [
   'cancelling',
 ]
 export const isOpenBatch = (status: BatchStatus) => OPEN_BATCH_STATUSES.includes(status)
+
+/**
+ * The code of the entry that ends a failed facade batch's `errors` when its file had more
+ * problems than are listed: its message says how many (docs/openai-facade.md).
+ */
+export const MORE_ERRORS = 'more_errors'
 /** Statuses a batch never leaves: every other one. */
 export const ENDED_BATCH_STATUSES: readonly BatchStatus[] = BATCH_STATUSES.filter(
   (status) => !isOpenBatch(status),

@@ -1,5 +1,5 @@
 /** How the user CLI shows a batch: a progress line while it runs, a summary when asked. */
-import type { BatchWaiting, RequestCounts } from '../domain.ts'
+import { MORE_ERRORS, type BatchWaiting, type RequestCounts } from '../domain.ts'
 
 export interface BatchView {
   id: string
@@ -174,7 +174,10 @@ export function summary(batch: BatchView): string {
 }
 
 /** `  errors    line 3: body.max_tokens must be … (invalid_request)`, one line each, at most ERRORS_SHOWN. */
-function errorLines(errors: NonNullable<BatchView['errors']>): string[] {
+function errorLines(all: NonNullable<BatchView['errors']>): string[] {
+  // A facade file's problems past its 25th are one entry saying how many: told as it is.
+  const errors = all.filter((e) => e.code !== MORE_ERRORS)
+  const unlisted = all.find((e) => e.code === MORE_ERRORS)
   const lines = errors
     .slice(0, ERRORS_SHOWN)
     .map(
@@ -182,9 +185,8 @@ function errorLines(errors: NonNullable<BatchView['errors']>): string[] {
         `  ${i === 0 ? 'errors   ' : '         '} ${e.line !== null ? `line ${e.line}: ` : ''}${e.message} (${e.code})`,
     )
   if (errors.length > ERRORS_SHOWN)
-    lines.push(
-      `            …and ${errors.length - ERRORS_SHOWN} more (status --json shows them all)`,
-    )
+    lines.push(`            …and ${errors.length - ERRORS_SHOWN} more (status --json shows them)`)
+  if (unlisted) lines.push(`            ${unlisted.message}`)
   return lines
 }
 

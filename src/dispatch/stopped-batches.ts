@@ -9,11 +9,22 @@
  */
 export class StoppedBatches {
   private readonly stopped = new Set<string>()
-  /** Each batch with lines waiting here: what aborts their wait, and that signal with shutdown's. */
-  private readonly waits = new Map<string, { stop: AbortController; signal: AbortSignal }>()
+  /** Each batch with lines waiting here: what aborts their wait. */
+  private readonly waits = new Map<string, AbortController>()
 
-  /** `shutdown`: the dispatcher's stop, which ends every wait too. */
-  constructor(private readonly shutdown: AbortSignal) {}
+  /**
+   * `shutdown`: the dispatcher's stop, which ends every wait too. One listener for all batches,
+   * not a signal combined with it per batch (AbortSignal.any), which it would keep alive.
+   */
+  constructor(private readonly shutdown: AbortSignal) {
+    shutdown.addEventListener(
+      'abort',
+      () => {
+        for (const stop of this.waits.values()) stop.abort(shutdown.reason)
+      },
+      { once: true },
+    )
+  }
 
   has(batchId: string): boolean {
     return this.stopped.has(batchId)
@@ -21,10 +32,10 @@ export class StoppedBatches {
 
   add(batchId: string): void {
     this.stopped.add(batchId)
-    const wait = this.waits.get(batchId)
-    if (!wait) return
+    const stop = this.waits.get(batchId)
+    if (!stop) return
     this.waits.delete(batchId)
-    wait.stop.abort(new Error(`batch ${batchId} stopped`))
+    stop.abort(new Error(`batch ${batchId} stopped`))
   }
 
   delete(batchId: string): void {
@@ -37,14 +48,14 @@ export class StoppedBatches {
 
   /** The signal a line of the batch waits for a slot under: one per batch, not one per line. */
   waitSignal(batchId: string): AbortSignal {
-    let wait = this.waits.get(batchId)
-    if (!wait) {
-      const stop = new AbortController()
-      if (this.stopped.has(batchId)) stop.abort(new Error(`batch ${batchId} stopped`))
-      wait = { stop, signal: AbortSignal.any([this.shutdown, stop.signal]) }
-      this.waits.set(batchId, wait)
+    let stop = this.waits.get(batchId)
+    if (!stop) {
+      stop = new AbortController()
+      if (this.shutdown.aborted) stop.abort(this.shutdown.reason)
+      else if (this.stopped.has(batchId)) stop.abort(new Error(`batch ${batchId} stopped`))
+      this.waits.set(batchId, stop)
     }
-    return wait.signal
+    return stop.signal
   }
 
   /** The batch has no line here any more: its signal is made again when one comes. */

@@ -27,9 +27,17 @@ export interface CompileMemory<V extends Verdict> {
   once(owner: string, text: string, compile: () => Promise<V>): Promise<V>
 }
 
-export function createCompileMemory<V extends Verdict>(
-  now: () => number = Date.now,
-): CompileMemory<V> {
+/**
+ * `kept`: whether a refusal is the text's own, to remember (not a thread that died or a pool
+ * that closed under it); `now`: the clock.
+ */
+export function createCompileMemory<V extends Verdict>({
+  kept,
+  now = Date.now,
+}: {
+  kept: (refusal: V) => boolean
+  now?: () => number
+}): CompileMemory<V> {
   /** Text → its refusal and when it was made, oldest first. */
   const refusals = new Map<string, { verdict: V; at: number }>()
   /** Owner and text → the compile running for them. */
@@ -55,11 +63,12 @@ export function createCompileMemory<V extends Verdict>(
       const key = `${owner}\u0000${text}`
       const already = running.get(key)
       if (already) return already
-      const compiling = compile().then((verdict) => {
-        running.delete(key)
-        if (!verdict.ok) remember(text, verdict)
-        return verdict
-      })
+      const compiling = compile()
+        .then((verdict) => {
+          if (!verdict.ok && kept(verdict)) remember(text, verdict)
+          return verdict
+        })
+        .finally(() => running.delete(key))
       running.set(key, compiling)
       return compiling
     },

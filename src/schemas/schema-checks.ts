@@ -61,7 +61,11 @@ export function createSchemaChecks(options: { budgetMs: number; threads?: number
   // to wait behind; an ordinary answer takes well under a millisecond, a compile a few.
   const turns = createTurns<Job>({ threads: count, slowMs: budgetMs })
   let closed = false
-  const memory = createCompileMemory<CompileVerdict>()
+  // A cut past the budget is the schema's; a reply missing sooner (a thread that died, the pool
+  // closing) is not, and is not remembered against the text.
+  const memory = createCompileMemory<CompileVerdict>({
+    kept: (refusal) => refusal.ok || refusal.reason !== 'budget' || refusal.ms >= compileMs,
+  })
 
   const threads = createSchemaThreads({
     threads: count,

@@ -298,7 +298,8 @@ async function waitWhileBusy(
     const delay = Math.max(outcome.error.retryAfterMs ?? 0, backoff * (0.5 + Math.random() / 2))
     if (Date.now() + delay > until || options.signal?.aborted) return outcome
     options.onBusy?.(options, outcome.error, Date.now() + delay)
-    await sleep(delay, options.signal)
+    // A stopped batch's line stops waiting too; the send below then makes no call.
+    await sleep(delay, options.waitSignal ?? options.signal)
     outcome = await send(providers, again)
   }
   return outcome

@@ -642,5 +642,15 @@ describe('dashboard: why a batch waits', () => {
     ).text()
     expect(page).toContain('<h2>Why it did not run</h2>')
     expect(page).toMatch(/line 2: body\.max_tokens must be at most 4096/)
+    // Past 25 problems: the 25 listed, then how many more there are, as the facade says it.
+    const many = jsonl(Array.from({ length: 30 }, (_, i) => chatLine(`b-${i}`, 'x', { n: 12 })))
+    const failed = await createFacadeBatch(gw, key, many)
+    const manyPage = await (
+      await fetch(`${gw.url}/dashboard/batches/${failed.id}`, { headers: { cookie } })
+    ).text()
+    const section = /<section id="errors">[\s\S]*?<\/section>/.exec(manyPage)![0]
+    expect(section.match(/<li>/g)?.length).toBe(25)
+    expect(section).toContain('5 more problems are not listed')
+    expect(section).not.toContain('…and 1 more')
   })
 })

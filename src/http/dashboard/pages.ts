@@ -1,5 +1,5 @@
 /** The dashboard's pages, rendered on the server from stored records. */
-import { isOpenBatch, type BatchRecord, type ProviderShare } from '../../domain.ts'
+import { isOpenBatch, MORE_ERRORS, type BatchRecord, type ProviderShare } from '../../domain.ts'
 import type { Issue } from '../../ingest/issues.ts'
 import { availableUsd, usd } from '../../money/decimal.ts'
 import type { AccountView } from '../../store/store.ts'
@@ -166,8 +166,11 @@ const ERRORS_SHOWN = 25
 
 /** Why a batch could not run (its `errors`: a facade file's problems, no credit or capacity in time). */
 function errorsSection(batch: BatchRecord): Html | '' {
-  const errors = batch.errors ?? []
-  if (errors.length === 0) return ''
+  const all = batch.errors ?? []
+  if (all.length === 0) return ''
+  // A facade file's problems past its 25th are one entry saying how many: told as it is.
+  const errors = all.filter((e) => e.code !== MORE_ERRORS)
+  const unlisted = all.find((e) => e.code === MORE_ERRORS)
   const more = errors.length - ERRORS_SHOWN
   return html`<section id="errors">
     <h2>Why it did not run</h2>
@@ -181,6 +184,7 @@ function errorsSection(batch: BatchRecord): Html | '' {
       )}
     </ul>
     ${more > 0 ? html`<p class="dim small">…and ${more} more (GET /v1/batches/${batch.id}).</p>` : ''}
+    ${unlisted ? html`<p class="dim small">${unlisted.message}</p>` : ''}
   </section>`
 }
 

@@ -12,7 +12,7 @@ import { keysBatch } from '../../admission/request-hash.ts'
 import type { Admission } from '../../admission/submit-batch.ts'
 import type { Authenticator, Caller } from '../../auth/authenticate.ts'
 import { callerMacro } from '../caller-macro.ts'
-import { BATCH_URLS, newId, nowSeconds, type BatchRecord } from '../../domain.ts'
+import { BATCH_URLS, MORE_ERRORS, newId, nowSeconds, type BatchRecord } from '../../domain.ts'
 import { badRequest, notFound } from '../../errors.ts'
 import type { BlobStore } from '../../store/files/blob-store.ts'
 import { describeZodIssue } from '../../ingest/issues.ts'
@@ -214,7 +214,7 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
       // The native answer's issues_omitted, in the only place OpenAI's error list has for it.
       if (answer.omitted > 0)
         errors.push({
-          code: 'more_errors',
+          code: MORE_ERRORS,
           message: `${answer.omitted} more ${answer.omitted === 1 ? 'problem is' : 'problems are'} not listed; correct these and create the batch again to see the rest`,
           param: null,
           line: null,
