@@ -145,35 +145,27 @@ describe('loadConfig', () => {
       models: [],
     })
     expect(() => loadConfig({ MULTIGRID_CONFIG: path })).toThrow(`${path}: providers.x.base_url`)
-    const unknownProvider = writeCatalog({
-      providers: {},
-      models: [
-        {
-          id: 'm',
-          endpoints: ['chat'],
-          context_tokens: 1,
-          max_output_tokens: 1,
-          offerings: [{ provider: 'ghost', upstream_model: 'm', input_usd_per_mtok: '1' }],
-        },
-      ],
-    })
+    // A model whose one offering names a provider the file does not have.
+    const ghostModel = (fields: Record<string, unknown> = {}) =>
+      writeCatalog({
+        providers: {},
+        models: [
+          {
+            id: 'm',
+            endpoints: ['chat'],
+            context_tokens: 1,
+            max_output_tokens: 1,
+            ...fields,
+            offerings: [{ provider: 'ghost', upstream_model: 'm', input_usd_per_mtok: '1' }],
+          },
+        ],
+      })
+    const unknownProvider = ghostModel()
     expect(() => loadConfig({ MULTIGRID_CONFIG: unknownProvider })).toThrow(
       'models[0].offerings[0].provider: "ghost" is not in providers',
     )
     // Told first also where the model's other fields need that provider (its adapters a pool).
-    const withAdapters = writeCatalog({
-      providers: {},
-      models: [
-        {
-          id: 'm',
-          endpoints: ['chat'],
-          context_tokens: 1,
-          max_output_tokens: 1,
-          adapters: { max_per_batch: 4 },
-          offerings: [{ provider: 'ghost', upstream_model: 'm', input_usd_per_mtok: '1' }],
-        },
-      ],
-    })
+    const withAdapters = ghostModel({ adapters: { max_per_batch: 4 } })
     expect(() => loadConfig({ MULTIGRID_CONFIG: withAdapters })).toThrow(
       `${withAdapters}: models[0].offerings[0].provider: "ghost" is not in providers`,
     )
