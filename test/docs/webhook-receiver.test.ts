@@ -95,11 +95,16 @@ test('the receiver in the webhooks walk-through verifies and prints a real deliv
     await waitFor('the receiver to print the event', async () =>
       out.includes(`batch.completed ${id}`),
     )
-    const [delivery] = (
-      (await (await gw.request(`/v1/webhooks/${webhook.id}/deliveries`, key)).json()) as {
-        data: { status: string; last_status_code: number }[]
-      }
-    ).data
+    // The receiver prints before it answers, and the gateway records the answer after it comes:
+    // the delivery is read once it is no longer pending.
+    const delivery = await waitFor('the delivery to be recorded', async () => {
+      const [latest] = (
+        (await (await gw.request(`/v1/webhooks/${webhook.id}/deliveries`, key)).json()) as {
+          data: { status: string; last_status_code: number }[]
+        }
+      ).data
+      return latest && latest.status !== 'pending' ? latest : null
+    })
     expect(delivery).toMatchObject({ status: 'delivered', last_status_code: 204 })
   } finally {
     child.kill()
