@@ -176,9 +176,13 @@ for (const storeKind of STORES) {
       expect(billed[0]!.cost_usd).toBe(quote)
 
       const today = new Date().toISOString().slice(0, 10)
-      const usage = (await (
-        await gw.request(`/v1/usage?from=${today}&to=${today}&group_by=model`, key)
-      ).json()) as { data: { lines: number; cost_usd: string }[] }
+      // The counters hear of a line just after its write, which the balance shows first.
+      const usage = await waitFor('the line in /v1/usage', async () => {
+        const read = (await (
+          await gw!.request(`/v1/usage?from=${today}&to=${today}&group_by=model`, key)
+        ).json()) as { data: { lines: number; cost_usd: string }[] }
+        return read.data.length > 0 ? read : null
+      })
       expect(usage.data.map((row) => [row.lines, row.cost_usd])).toEqual([[1, quote]])
       const metrics = parsePrometheusText(await (await fetch(`${gw.url}/metrics`)).text())
       const spend = sampleValue(metrics, 'multigrid_spend_usd_total', { provider: 'sim' })!
