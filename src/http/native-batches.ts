@@ -39,6 +39,8 @@ export const submitOptions = z.object({
       message: `must be at most ${MAX_NAME_CHARACTERS} characters`,
       params: { fix: `shorten name to ${MAX_NAME_CHARACTERS} characters or fewer` },
     })
+    // The refinement is invisible to JSON Schema; maxLength counts code points there too.
+    .meta({ maxLength: MAX_NAME_CHARACTERS })
     .optional(),
   completion_window_hours: wholeNumberText(1, MAX_WINDOW_HOURS, 24).default(24),
   dry_run: z.enum(['true', 'false', '1', '0']).optional(),

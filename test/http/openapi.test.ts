@@ -107,6 +107,11 @@ test("the request schemas are the routes' own zod schemas", () => {
   ).toEqual({ $ref: '#/components/schemas/NativeInputLine' })
   const query = submit.parameters!.filter((parameter) => parameter.in === 'query')
   expect(query.map((parameter) => parameter.name)).toEqual(Object.keys(submitOptions.shape))
+  // name's limit is a refinement (it counts code points) yet still published as maxLength
+  expect(query.find((parameter) => parameter.name === 'name')!.schema).toMatchObject({
+    type: 'string',
+    maxLength: 256,
+  })
   const results = document.paths['/v1/batches/{id}/results']!.get!.parameters!
   expect(results.map((parameter) => parameter.name)).toEqual(['id', 'filter', 'format'])
   expect(
