@@ -17,6 +17,7 @@ import { pathMethods } from './route-matcher.ts'
 import { openApiRoutes } from './openapi.ts'
 import { storedResponseRefusal } from './responses/responses-routes.ts'
 import { misroutedRequest } from './misrouted.ts'
+import { answeredRequestId, REQUEST_ID_HEADER, requestIdOf } from './request-id.ts'
 
 /** Where Anthropic's API is served: its errors go in Anthropic's shape (docs/clients/anthropic-sdk.md). */
 const ANTHROPIC_SURFACE = '/anthropic'
@@ -39,14 +40,25 @@ export function createApp(
         })
       }
       const unrouted = code === 'NOT_FOUND' ? noRoute(request, methodsOf) : null
-      return answer(unrouted ?? refusalFor(error, code, request, logger), request, headers)
+      return answer(
+        unrouted ??
+          refusalFor(error, code, { request, logger, requestId: answeredRequestId(headers) }),
+        request,
+        headers,
+      )
     },
   )
   const methodsOf = pathMethods(() => app.routes)
-  // Before routing: a head over the limit is refused whatever the route.
-  app.onRequest(({ request }) => {
+  // Before routing: every answer carries the request's id, and a head over the limit is refused
+  // whatever the route.
+  app.onRequest(({ request, set }) => {
     const refusal = headTooLarge(request)
-    return refusal && answer(refusal, request, {})
+    const id = requestIdOf(request)
+    const headers = responseHeaders(set)
+    headers[REQUEST_ID_HEADER] = id
+    // Anthropic's SDK reads its own header name for the same thing.
+    if (onAnthropicSurface(pathOf(request.url))) headers['request-id'] = id
+    return refusal && answer(refusal, request, headers)
   })
   for (const group of groups) app.use(group)
   // The document of every route above, read from the route table itself.
@@ -74,7 +86,11 @@ function noRoute(request: Request, methodsOf: (path: string) => string[]): Gatew
 }
 
 /** The refusal an error amounts to; anything not a refusal is a bug, logged and answered 500. */
-function refusalFor(error: unknown, code: unknown, request: Request, logger: Logger): GatewayError {
+function refusalFor(
+  error: unknown,
+  code: unknown,
+  { request, logger, requestId }: { request: Request; logger: Logger; requestId?: string },
+): GatewayError {
   if (error instanceof GatewayError) return error
   if (code === 'PARSE' || code === 'VALIDATION') {
     const message =
@@ -93,9 +109,13 @@ function refusalFor(error: unknown, code: unknown, request: Request, logger: Log
   logger.error('http.unhandled', {
     method: request.method,
     path: new URL(request.url).pathname,
+    request_id: requestId,
     error: (error as Error)?.stack ?? String(error),
   })
-  return refuse('internal_error', 'internal error; the request was not completed')
+  return refuse(
+    'internal_error',
+    `internal error; the request was not completed${requestId ? ` (request ${requestId}: quote it to the operator)` : ''}`,
+  )
 }
 
 /** Whether a path is Anthropic's API here, whose refusals come in Anthropic's shape. */

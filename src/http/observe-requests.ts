@@ -12,6 +12,7 @@ import type { Logger } from '../telemetry/logger.ts'
 import type { Telemetry } from '../telemetry/telemetry.ts'
 import { withoutKeys } from '../telemetry/without-keys.ts'
 import { routeMatcher, type RouteMatcher } from './route-matcher.ts'
+import { REQUEST_ID_HEADER } from './request-id.ts'
 
 /** Probes hit every few seconds; at info level they would drown the requests that matter. */
 const QUIET_PATHS = new Set(['/healthz', '/readyz'])
@@ -58,6 +59,7 @@ export function requestLog(logger: Logger, routeOf: RouteMatcher) {
     const quiet = QUIET_PATHS.has(path)
     if (quiet && !quietLogged) return
     const fields = {
+      request_id: response.headers.get(REQUEST_ID_HEADER),
       method: request.method,
       route: routeOf(request.method, path),
       path: withoutKeys(path),
