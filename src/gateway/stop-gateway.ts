@@ -33,16 +33,25 @@ export async function stopGateway(parts: RunningParts): Promise<void> {
   await parts.janitor.stop()
   // Attempts under way end, their deliveries handed back for another instance or the next start.
   await parts.webhooks.stop()
-  // Progress streams end first: app.stop waits for open responses.
+  // Progress streams end first, cleanly: the drain below waits for open responses.
   http.slots.close()
-  // Stop taking requests, let in-flight lines finish (bounded), hand the rest back.
-  await http.app.stop(true)
-  // Charges of answered live calls written, leases handed back.
-  await parts.credit.stop()
-  await http.validator.close()
-  // Before the dispatcher: a tick under way ends while the store is open.
-  await dispatching.lanes?.stop()
-  await dispatching.dispatcher?.stop()
+  const drainMs = core.config.dispatch.drainMs
+  // Requests under way (live calls, uploads, downloads) and lines in flight finish side by side,
+  // each within the drain, so a stop takes one drain, not two.
+  await Promise.all([
+    (async () => {
+      await drainRequests(http.app, drainMs)
+      // Charges of answered live calls written, leases handed back.
+      await parts.credit.stop()
+      await http.validator.close()
+    })(),
+    (async () => {
+      // Before the dispatcher: a tick under way ends while the store is open.
+      await dispatching.lanes?.stop()
+      // Stop claiming, let in-flight lines finish (bounded), hand the rest back.
+      await dispatching.dispatcher?.stop()
+    })(),
+  ])
   await parts.schemaChecks.close()
   // After the dispatcher: the lines it finished while draining are counted too.
   await core.usage.stop()
@@ -57,4 +66,19 @@ export async function stopGateway(parts: RunningParts): Promise<void> {
   await core.limiter.close()
   core.redis?.disconnect()
   await core.store.close()
+}
+
+/**
+ * Stops taking connections at once; requests under way get `drainMs` to finish, as lines in
+ * flight do (a live call cut here would have been sent upstream and never answered), and
+ * whatever is still open after that is cut.
+ */
+async function drainRequests(app: ListeningApp['app'], drainMs: number): Promise<void> {
+  const server = app.server
+  if (!server) return
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const drainEnded = new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs)))
+  await Promise.race([server.stop(false), drainEnded])
+  clearTimeout(timer)
+  await app.stop(true)
 }

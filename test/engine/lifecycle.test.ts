@@ -420,4 +420,69 @@ describe('crash safety', () => {
       await sim.stop()
     }
   })
+
+  test('SIGTERM lets live calls under way finish within the drain, charged; a progress stream ends cleanly; new connections are refused', async () => {
+    const { sim, env } = await setup(1_500)
+    let gateway = await spawnGatewayProcess({ ...env, MULTIGRID_DRAIN_MS: '5000' })
+    const { account, key } = await newAccount(gateway.url, 'live-drain')
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
+    const created = (await (
+      await fetch(`${gateway.url}/v1/batches`, {
+        method: 'POST',
+        headers,
+        body: jsonl([chatLine('s-1', 'one line')]),
+      })
+    ).json()) as Batch
+    const events = await fetch(`${gateway.url}/v1/batches/${created.id}/events`, { headers })
+    const streamed = events.text()
+    const ask = (stream: boolean) =>
+      fetch(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({
+          model: 'sim/chat',
+          messages: [{ role: 'user', content: `live during the drain ${stream}` }],
+          max_tokens: 16,
+          stream,
+        }),
+      }).then(async (answer) => ({ status: answer.status, text: await answer.text() }))
+    const calls = [ask(false), ask(true)]
+    await waitFor('both live calls upstream', async () => sim.stats().inFlight >= 2)
+    const stopped = gateway.kill('SIGTERM')
+    await Bun.sleep(100)
+    const late = await fetch(`${gateway.url}/healthz`).then(
+      () => 'answered',
+      () => 'refused',
+    )
+    const [plain, streaming] = await Promise.all(calls)
+    expect(await stopped).toBe(0)
+    expect(late).toBe('refused')
+    expect(plain.status).toBe(200)
+    const completion = JSON.parse(plain.text) as { usage: { total_tokens: number } }
+    expect(completion.usage.total_tokens).toBeGreaterThan(0)
+    expect(streaming.status).toBe(200)
+    expect(streaming.text.trimEnd().endsWith('data: [DONE]')).toBe(true)
+    // The stream's body ended as a body does, not with a reset.
+    expect(await streamed).toContain('event: batch')
+    gateway = await spawnGatewayProcess(env)
+    try {
+      // Both answered calls were charged: the balance is below the credit by what they cost.
+      const batch = await waitFor('the batch ended', async () => {
+        const b = (await (
+          await fetch(`${gateway.url}/v1/batches/${created.id}`, { headers })
+        ).json()) as Batch
+        return FINAL_BATCH.includes(b.status) ? b : null
+      })
+      const view = (await (await admin(gateway.url, `/accounts/${account.id}`)).json()) as Record<
+        string,
+        string
+      >
+      const live = new Decimal(10).minus(view.balance_usd).minus(batch.cost_usd)
+      expect(live.greaterThan(0)).toBe(true)
+      expect(view.held_usd).toBe('0.000000')
+    } finally {
+      await gateway.kill('SIGTERM')
+      await sim.stop()
+    }
+  })
 })
