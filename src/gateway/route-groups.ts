@@ -101,6 +101,7 @@ function batchRouteGroups(core: GatewayCore, services: RouteServices) {
       limits: config.limits,
       bodyLimit: bodies.nativeSubmit,
       onCancelled,
+      now: core.clock,
     }),
     openAiFilesRoutes({
       auth,

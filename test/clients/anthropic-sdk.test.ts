@@ -16,6 +16,7 @@ function suite(store: (typeof STORES)[number]) {
   let gw: TestGateway
   let client: Anthropic
   let key: string
+  let accountId: string
 
   beforeAll(async () => {
     sim = await startSimulator({ latencyMs: 1, keepBodies: 20 })
@@ -27,6 +28,7 @@ function suite(store: (typeof STORES)[number]) {
     })
     const account = await gw.newAccount('10')
     key = account.key
+    accountId = account.accountId
     client = new Anthropic({ baseURL: `${gw.url}/anthropic`, apiKey: account.key, maxRetries: 0 })
   })
   afterAll(async () => {
@@ -291,8 +293,15 @@ function suite(store: (typeof STORES)[number]) {
       }
       expect(listed.data.map((b) => b.id)).toContain(nativeId)
 
+      // The batch's spend counts against today's limit whether or not the batch is kept.
+      const dailyUsed = async () =>
+        ((await (await gw.admin(`/accounts/${accountId}`)).json()) as Record<string, string>)
+          .daily_spend_used_usd
+      const usedBefore = await dailyUsed()
+      expect(Number(usedBefore)).toBeGreaterThan(0)
       const deleted = await client.messages.batches.delete(created.id)
       expect(deleted).toEqual({ id: created.id, type: 'message_batch_deleted' })
+      expect(await dailyUsed()).toBe(usedBefore)
       expect(
         await client.messages.batches.retrieve(created.id).catch((e: unknown) => e),
       ).toBeInstanceOf(Anthropic.NotFoundError)

@@ -52,6 +52,8 @@ export interface MessageBatchDeps {
   /** The create's limit: the native submit's (16 MiB by default). */
   bodyLimit: BodyLimit
   onCancelled?: (batchId: string, linesCancelled: number) => void
+  /** The clock of the day a delete counts against (the daily spend limit). */
+  now?: () => number
 }
 
 export const listQuery = z.object({
@@ -159,7 +161,7 @@ export function anthropicBatchRoutes(deps: MessageBatchDeps) {
               'batch_not_ended',
               `message batch ${id} is ${processingStatus(batch)}; cancel it and delete it once it has ended`,
             )
-          await store.deleteEndedBatch(caller.account.id, batch.id)
+          await store.deleteEndedBatch(caller.account.id, batch.id, (deps.now ?? Date.now)())
           return { id: messageBatchId(batch.id), type: 'message_batch_deleted' }
         }),
       { parse: 'none', caller: 'batches' },

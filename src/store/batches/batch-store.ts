@@ -139,7 +139,7 @@ export interface BatchStore {
    * Deletes an ended batch of the account with its lines, files, provider shares and delivery
    * log (the Anthropic API's delete, docs/clients/anthropic-sdk.md); false when there is no such ended batch.
    */
-  deleteEndedBatch(accountId: string, id: string): Promise<boolean>
+  deleteEndedBatch(accountId: string, id: string, nowMs?: number): Promise<boolean>
   /**
    * Where each batch's lines went (docs/routing.md `routing.providers`): per provider, lines ended there
    * and their cost, and calls in flight to it now. A batch with none yet is left out.

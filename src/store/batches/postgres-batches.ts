@@ -42,8 +42,8 @@ export function createPostgresBatchStore(
     failUnstartedBatches(nowMs) {
       return failUnstartedBatches(sql, Math.floor(nowMs / 1000))
     },
-    deleteEndedBatch(accountId, id) {
-      return deleteEndedBatch(sql, accountId, id)
+    deleteEndedBatch(accountId, id, nowMs = Date.now()) {
+      return deleteEndedBatch(sql, accountId, id, nowMs)
     },
     async recordRejectedBatch(batch: RejectedBatch) {
       return sql.begin(async (tx) => {

@@ -5,7 +5,9 @@
  * runs in one IMMEDIATE transaction; reads add the batch's progress shards to its row.
  */
 import type { LineStatus } from '../../domain.ts'
-import { sqliteQuery as q, type SqliteConnection } from '../connection.ts'
+import { moneyText } from '../../money/decimal.ts'
+import { sqliteQuery as q, type Row, type SqliteConnection } from '../connection.ts'
+import { deletedBatchDailyUse, liveSpentOn, utcDay } from '../credit/daily-spend.ts'
 import { current, readCurrent } from '../dispatch/sqlite-batch-progress.ts'
 import { finishBatch } from '../dispatch/sqlite-finish-batch.ts'
 import { enqueueWebhookEvents } from '../webhooks/sqlite-webhooks.ts'
@@ -54,8 +56,8 @@ export function createSqliteBatchStore(db: SqliteConnection): BatchStore {
         return rowToBatch(q(db, 'SELECT * FROM batches WHERE id = ?').get(batch.id)!)
       })
     },
-    async deleteEndedBatch(accountId, id) {
-      return tx(() => deleteEndedBatch(db, accountId, id))
+    async deleteEndedBatch(accountId, id, nowMs = Date.now()) {
+      return tx(() => deleteEndedBatch(db, accountId, id, nowMs))
     },
     async findByIdempotencyKey(accountId, key) {
       const [row] = readCurrent(db, () =>
@@ -135,12 +137,18 @@ function insertRejectedBatch(db: SqliteConnection, batch: RejectedBatch): boolea
 }
 
 /** Inside the caller's transaction: the ended batch with its lines, files, shares and deliveries. */
-function deleteEndedBatch(db: SqliteConnection, accountId: string, id: string): boolean {
+function deleteEndedBatch(
+  db: SqliteConnection,
+  accountId: string,
+  id: string,
+  nowMs: number,
+): boolean {
   const found = q(
     db,
-    'SELECT id FROM batches WHERE id = ? AND account_id = ? AND finished_at IS NOT NULL',
+    'SELECT * FROM batches WHERE id = ? AND account_id = ? AND finished_at IS NOT NULL',
   ).get(id, accountId)
   if (!found) return false
+  keepDailyUse(db, accountId, found, nowMs)
   q(db, 'DELETE FROM lines WHERE batch_id = ?').run(id)
   q(db, 'DELETE FROM files WHERE batch_id = ?').run(id)
   q(db, 'DELETE FROM webhook_deliveries WHERE batch_id = ?').run(id)
@@ -149,6 +157,20 @@ function deleteEndedBatch(db: SqliteConnection, accountId: string, id: string): 
   q(db, 'DELETE FROM batch_progress WHERE batch_id = ?').run(id)
   q(db, 'DELETE FROM batches WHERE id = ?').run(id)
   return true
+}
+
+/** A deleted batch admitted today still counts against the daily limit (daily-spend.ts). */
+function keepDailyUse(db: SqliteConnection, accountId: string, batch: Row, nowMs: number) {
+  const use = deletedBatchDailyUse(batch, nowMs)
+  if (use.isZero()) return
+  const account = q(db, 'SELECT live_spend_day, live_spent_usd FROM accounts WHERE id = ?').get(
+    accountId,
+  )!
+  q(db, 'UPDATE accounts SET live_spend_day = ?, live_spent_usd = ? WHERE id = ?').run(
+    utcDay(nowMs),
+    moneyText(liveSpentOn(account, nowMs).plus(use)),
+    accountId,
+  )
 }
 
 /** Inside the caller's transaction: pending lines end cancelled, then the batch if it is idle. */

@@ -53,7 +53,19 @@ export function creditWaitMessage(holdUsd: string | Money, neededUsd: Money, unt
   return `waiting for credit: the batch holds up to $${usd(holdUsd)} before it runs and ${what}. Unless it starts by ${utc(until)}, it fails with insufficient_quota and nothing is run or charged`
 }
 
-/** Live charges of the day of `nowMs`: the account's counter belongs to one day only. */
+/**
+ * What a batch being deleted still counts against the day of `nowMs`: its daily use when it was
+ * admitted that day, else nothing. The limit sums the day's batch rows, so a deleted row's use
+ * goes into the account's day counter (liveSpentOn) instead; without it, deleting ended batches
+ * would give their spend back to the limit.
+ */
+export const deletedBatchDailyUse = (batch: Row, nowMs: number): Money =>
+  Number(batch.created_at) >= dayStartSeconds(nowMs) ? batchDailyUse(batch) : ZERO
+
+/**
+ * The day's spend outside the day's batch rows: live charges and batches deleted that day. The
+ * account's counter (`live_spend_day`, `live_spent_usd`) belongs to one day only.
+ */
 export const liveSpentOn = (row: Row, nowMs: number) =>
   Number(row.live_spend_day) === utcDay(nowMs) ? new Money(String(row.live_spent_usd)) : ZERO
 
