@@ -22,7 +22,7 @@ import { charactersAtMost, storableText } from '../schemas/text.ts'
 import { MAX_WINDOW_HOURS, wholeNumberText } from '../schemas/whole-number.ts'
 import { maxCostUsdText } from '../schemas/money-text.ts'
 import { excerpt } from '../excerpt.ts'
-import { parseFields, parseQuery, queryFields } from './parse-query.ts'
+import { parseFields, parseQuery, queryFields, refuseUnknownFields } from './parse-query.ts'
 import { renderBatch, renderResultLine } from './render-native.ts'
 import { streamLines } from './stream-lines.ts'
 import { eventStreamResponse, type EventStreamSettings } from './event-stream-response.ts'
@@ -283,7 +283,9 @@ async function readSubmit(
   caller: Caller,
   deps: Pick<NativeDeps, 'bodyLimit' | 'fileBuffers'>,
 ): Promise<{ bytes: Uint8Array; submit: FileSubmit }> {
-  const query = parseQuery(submitOptions, request.url)
+  const fields = queryFields(new URL(request.url).searchParams)
+  refuseUnknownFields(fields, Object.keys(submitOptions.shape), 'query parameter')
+  const query = parseFields(submitOptions, fields, 'query parameter')
   const type = (request.headers.get('content-type') ?? 'application/jsonl')
     .split(';')[0]
     .trim()

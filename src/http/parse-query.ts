@@ -45,3 +45,60 @@ export function queryFields(params: URLSearchParams): Record<string, string> {
   }
   return fields
 }
+
+/**
+ * Refuses a parameter `names` does not hold, naming the one it most likely means: on a route
+ * where a parameter changes what is done or spent (a submit), a typo must not pass unnoticed
+ * (`?dryrun=true` once stored and held a batch instead of quoting it).
+ */
+export function refuseUnknownFields(
+  fields: Record<string, string>,
+  names: readonly string[],
+  what: string,
+): void {
+  for (const name of Object.keys(fields)) {
+    if (names.includes(name)) continue
+    const shown = excerpt(name)
+    const meant = likelyMeant(name, names)
+    throw badRequest(
+      `unknown ${what} ${shown}; ${meant ? `did you mean ${meant}? This` : 'this'} route takes ${names.join(', ')}`,
+      shown,
+    )
+  }
+}
+
+/**
+ * The name `typed` stands for: the same letters and digits, the start of one (`max_cost`), or one
+ * or two edits away.
+ */
+function likelyMeant(typed: string, names: readonly string[]): string | null {
+  const plain = (text: string) => text.toLowerCase().replace(/[^a-z0-9]/g, '')
+  const exact = names.find((name) => plain(name) === plain(typed))
+  if (exact) return exact
+  const start =
+    plain(typed).length >= 4 && names.find((name) => plain(name).startsWith(plain(typed)))
+  if (start) return start
+  let best: { name: string; distance: number } | null = null
+  for (const name of names) {
+    const distance = editDistance(plain(typed), plain(name))
+    if (distance <= 2 && (!best || distance < best.distance)) best = { name, distance }
+  }
+  return best?.name ?? null
+}
+
+/** Levenshtein distance, for names of a few dozen characters (a longer one is no near miss). */
+function editDistance(a: string, b: string): number {
+  if (a.length > 64 || b.length > 64) return Infinity
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i)
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i]
+    for (let j = 1; j <= b.length; j++)
+      row[j] = Math.min(
+        previous[j]! + 1,
+        row[j - 1]! + 1,
+        previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
+      )
+    previous = row
+  }
+  return previous[b.length]!
+}

@@ -140,6 +140,30 @@ for (const storeKind of STORES) {
       expect(((await usage.json()) as { error: { param: string } }).error.param).toBe('to')
     })
 
+    test('a submit refuses a query parameter it does not take, naming the one likely meant; nothing is stored or held', async () => {
+      const { key, accountId } = await gw.newAccount('1')
+      for (const [query, meant] of [
+        ['?dryrun=true', 'dry_run'],
+        ['?dry-run=true', 'dry_run'],
+        ['?Dry_Run=1', 'dry_run'],
+        ['?max_cost=0.5', 'max_cost_usd'],
+        ['?bogus=1', null],
+      ] as const) {
+        const refused = await submit(key, [chatLine('a')], query)
+        expect(refused.status).toBe(400)
+        const { error } = (await refused.json()) as { error: { message: string; param: string } }
+        const typed = query.slice(1, query.indexOf('='))
+        expect(error.param).toBe(typed)
+        expect(error.message).toStartWith(`unknown query parameter ${typed}`)
+        if (meant) expect(error.message).toContain(`did you mean ${meant}?`)
+        else expect(error.message).not.toContain('did you mean')
+        expect(error.message).toMatch(/[Tt]his route takes name, completion_window_hours, dry_run/)
+      }
+      expect((await account(accountId)).held_usd).toBe('0.000000')
+      const listed = (await (await gw.request('/v1/batches', key)).json()) as { data: unknown[] }
+      expect(listed.data).toEqual([])
+    })
+
     test('the ceiling uses max_tokens × n, or the model limit when absent', async () => {
       const { key } = await gw.newAccount('10')
       const noMax = {
