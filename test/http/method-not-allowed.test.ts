@@ -93,3 +93,26 @@ test('what the OpenAI API has and the native API has not: a 404 that says where 
   // The facade's own routes are where the message says.
   expect((await ask('POST', '/openai/v1/files')).body.error.code).not.toBe('unknown_route')
 })
+
+test('an SDK given a base URL one segment off: the 404 names the base URL to give it', async () => {
+  for (const [method, path, base] of [
+    ['POST', '/chat/completions', '<this gateway>/v1 '],
+    ['GET', '/models', '<this gateway>/v1 '],
+    ['POST', '/responses', '<this gateway>/v1 '],
+    ['POST', '/files', '<this gateway>/openai/v1 '],
+    ['POST', '/batches', '<this gateway>/openai/v1 '],
+    ['GET', '/batches/batch_x', '<this gateway>/openai/v1 '],
+    ['POST', '/openai/files', '<this gateway>/openai/v1 '],
+    ['POST', '/openai/chat/completions', '<this gateway>/v1 '],
+    ['POST', '/v1/messages', '<this gateway>/anthropic '],
+    ['POST', '/v1/messages/batches', '<this gateway>/anthropic '],
+  ]) {
+    const wrong = await ask(method, path)
+    expect([path, wrong.status, wrong.body.error.code]).toEqual([path, 404, 'unknown_route'])
+    expect(wrong.body.error.message).toStartWith(`there is no ${path}: `)
+    expect(wrong.body.error.message).toContain(`base URL ${base}`)
+  }
+  // The routes themselves are untouched.
+  expect((await ask('GET', '/v1/models')).status).not.toBe(404)
+  expect((await ask('GET', '/openai/v1/models')).status).not.toBe(404)
+})
