@@ -192,7 +192,7 @@ export function convertMessagesToChat(
     for (const name of Object.keys(body))
       if (!KNOWN.has(name) && !lenient)
         throw new Refusal(
-          `is not supported by this gateway's Messages API; remove it (supported: ${[...KNOWN].join(', ')})`,
+          `is not supported for this model's offerings, which take chat completions (a model with an Anthropic offering takes it as sent); remove it (supported: ${[...KNOWN].join(', ')})`,
           name,
           true,
         )

@@ -37,6 +37,22 @@ export const RESPONSES_FIELDS = new Set([
   'provider',
 ])
 
+/**
+ * Fields outside the subset sent at their default, which asks for nothing: taken and left out, as
+ * a client that sends back what a Response shows (`"truncation": "disabled"`, `"background":
+ * false`) expects. Any other value of them is refused like any field outside the subset.
+ */
+const AT_DEFAULT = new Map<string, (value: unknown) => boolean>([
+  ['background', (value) => value === false],
+  ['truncation', (value) => value === 'disabled'],
+  ['top_logprobs', (value) => value === 0],
+  ['include', (value) => Array.isArray(value) && value.length === 0],
+  [
+    'reasoning',
+    (value) => typeof value === 'object' && value !== null && Object.keys(value).length === 0,
+  ],
+])
+
 /** The fields a refusal lists as supported: store only as false, previous_response_id never. */
 const SUPPORTED_TEXT = [...RESPONSES_FIELDS]
   .filter((name) => name !== 'previous_response_id')
@@ -250,7 +266,13 @@ export function convertResponsesToChat(
   if (stored) return stored
   try {
     for (const [name, value] of Object.entries(body))
-      if (!lenient && !RESPONSES_FIELDS.has(name) && value !== null && value !== undefined)
+      if (
+        !lenient &&
+        !RESPONSES_FIELDS.has(name) &&
+        value !== null &&
+        value !== undefined &&
+        !AT_DEFAULT.get(name)?.(value)
+      )
         throw new Refusal(
           `is not supported for this model's offerings, which take chat completions; remove it (supported: ${SUPPORTED_TEXT})`,
           name,

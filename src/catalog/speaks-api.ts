@@ -57,8 +57,14 @@ export function chatBodyFor<T, P extends T>(
 ): { chat: Exclude<T, P>; untranslated?: P } | P {
   const strict = translate(false)
   if (!isProblem(strict)) return { chat: strict as Exclude<T, P> }
-  if (!spokenBySome(catalog, request.model, request.api)) return strict
+  // A model not in the catalog: the lenient body goes on to validation, which says so, rather
+  // than a field the caller would remove only to learn next that the model does not exist. The
+  // strict problem stays with it: an account's adapter, unknown to the catalog, still gets it.
+  const known = typeof request.model === 'string' && catalog.find(request.model) !== undefined
+  if (known && !spokenBySome(catalog, request.model, request.api)) return strict
   const lenient = translate(true)
+  if (!known)
+    return isProblem(lenient) ? strict : { chat: lenient as Exclude<T, P>, untranslated: strict }
   if (isProblem(lenient)) return lenient
   return { chat: lenient as Exclude<T, P>, untranslated: strict }
 }

@@ -141,8 +141,15 @@ function suite(store: (typeof STORES)[number]) {
         .error
       expect(body.type).toBe('error')
       expect(body.error.type).toBe('invalid_request_error')
-      expect(body.error.message).toContain('top_k')
-      // An unknown model: a 404 and, as Anthropic pairs them, not_found_error.
+      expect(body.error.message).toStartWith(
+        "top_k is not supported for this model's offerings, which take chat completions (a model with an Anthropic offering takes it as sent)",
+      )
+      // An unknown model: a 404 and, as Anthropic pairs them, not_found_error; said before a
+      // field its offerings would not take.
+      const unknownFirst = await client.messages
+        .create({ ...ask('sim/nope'), top_k: 3 } as never)
+        .catch((e: unknown) => e)
+      expect(unknownFirst).toBeInstanceOf(Anthropic.NotFoundError)
       const model = await client.messages.create(ask('sim/nope')).catch((e: unknown) => e)
       expect(model).toBeInstanceOf(Anthropic.NotFoundError)
       expect((model as InstanceType<typeof Anthropic.NotFoundError>).error).toMatchObject({

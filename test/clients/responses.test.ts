@@ -299,6 +299,41 @@ describe('passed through to a provider with responses_api', () => {
     expect(Number(after.balance_usd)).toBeLessThan(Number(before.balance_usd))
   })
 
+  test('fields outside the subset sent at their default are taken (a client sending back what a Response shows)', async () => {
+    const response = await client.responses.create({
+      model: 'sim/chat',
+      input: 'hi',
+      max_output_tokens: 16,
+      truncation: 'disabled',
+      background: false,
+      include: [],
+      top_logprobs: 0,
+      reasoning: {},
+    } as never)
+    expect(response.status).toBe('completed')
+    // Another value of one of them is still a 400 naming it.
+    for (const [field, value] of [
+      ['truncation', 'auto'],
+      ['include', ['message.output_text.logprobs']],
+      ['top_logprobs', 2],
+      ['constructor', {}],
+    ] as const) {
+      const error = await client.responses
+        .create({ model: 'sim/chat', input: 'hi', max_output_tokens: 16, [field]: value } as never)
+        .catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+      expect((error as { error: { param: string } }).error.param).toBe(field)
+    }
+  })
+
+  test('a model not in the catalog is said first, before a field its offerings would not take', async () => {
+    const error = await client.responses
+      .create({ model: 'gpt-9', input: 'hi', reasoning: { effort: 'low' } } as never)
+      .catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(OpenAI.NotFoundError)
+    expect((error as { error: { code: string } }).error.code).toBe('model_not_found')
+  })
+
   test('conversation and background are 400s, passed through or not: nothing is stored to use them', async () => {
     const before = sim.received().length
     for (const model of ['sim/responses', 'sim/chat'])
