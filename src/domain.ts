@@ -266,6 +266,8 @@ export interface LineRecord {
   provider: string | null
   attempts: number
   latencyMs: number | null
+  /** The line's own ceiling, stored for a batch with a spend cap only (NewLine.ceilingUsd). */
+  ceilingUsd?: string
 }
 
 export const nowSeconds = () => Math.floor(Date.now() / 1000)

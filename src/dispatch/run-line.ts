@@ -8,19 +8,9 @@ import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf, upstreamTargets } from '../catalog/catalog.ts'
 import type { LineError } from '../domain.ts'
-import {
-  chatInputBound,
-  chatOutputBound,
-  embeddingsInputBound,
-  highestPrices,
-  priceOf,
-  type UpstreamTarget,
-} from '../pricing/ceiling.ts'
 import { Money } from '../money/decimal.ts'
 import { answerBytes, usageOnBound } from '../pricing/bill-on-bound.ts'
-import { asksOneHourCache } from '../pricing/ceiling-rates.ts'
 import { priceUsage } from '../pricing/price-usage.ts'
-import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import { inlineSchemaChecks } from '../schemas/inline-checks.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import { answerChoices, answerFormat, judgeChoices } from '../schemas/structured-answer.ts'
@@ -30,6 +20,7 @@ import type { Upstreams } from '../upstream/upstreams.ts'
 import { offeringsTaking } from '../catalog/speaks-api.ts'
 import { heldForLane } from './batch-lane/choose-batch-lane.ts'
 import { lineAccounting, lineUsage } from './billed-usage.ts'
+import { cappedAt, lineBounds, overrun, passesBounds } from './line-ceiling.ts'
 import { answerFor, lineRequest } from './line-request.ts'
 import { retryDelay, type RetryPolicy } from './retry-policy.ts'
 import type { PlannedBatch, SpillPlanner } from './spill-planner.ts'
@@ -191,11 +182,8 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
         accounting: answer.accounting,
       }
     }
-    // A capped batch's line was let in for its ceiling: it is never billed more, so the batch's
-    // cost never passes max_cost_usd (docs/money-and-limits.md), whatever the upstream reports.
-    if (line.ceilingUsd !== undefined && new Money(line.ceilingUsd).lessThan(costUsd))
-      return { ...answer, costUsd: line.ceilingUsd, ceilingUsd: line.ceilingUsd }
-    return { ...answer, costUsd, ...over }
+    // A capped batch's line is never billed past the ceiling it was let in for (cappedAt).
+    return { ...answer, ...(cappedAt(line.ceilingUsd, costUsd) ?? { costUsd, ...over }) }
   }
   const { error } = outcome
   // The provider failed as a whole (its last replica became unreachable with this call): the line
@@ -290,43 +278,4 @@ export function lineError(error: UpstreamError, attempts: number): LineError {
         message: `${error.message} (gave up after ${attempts} attempt${attempts === 1 ? '' : 's'})`,
       }
   }
-}
-
-/** The line's token bounds, as admission counted them for its ceiling (the same arithmetic). */
-function lineBounds(
-  endpoint: 'chat' | 'embeddings',
-  body: Record<string, unknown>,
-  model: ModelEntry,
-  targets: UpstreamTarget[],
-) {
-  if (endpoint === 'embeddings')
-    return { input: embeddingsInputBound(body as EmbeddingsBody), output: 0 }
-  const chat = body as ChatBody
-  return {
-    input: chatInputBound(chat, model, targets),
-    output: chatOutputBound(chat, model),
-  }
-}
-
-/**
- * An upstream that reported more than the line's ceiling allows: the outcome carries the
- * ceiling, so the line is billed its real cost, the overrun is logged and settlement takes the
- * excess from the account's free credit, not from what is held for other lines. Tokens within
- * both bounds cannot cost more than the ceiling (priced at the dearest offering), so the decimal
- * arithmetic runs only when a bound is passed: asked only then (passesBounds).
- */
-function overrun(
-  costUsd: string,
-  bounds: { input: number; output: number },
-  offerings: readonly Offering[],
-  body: Record<string, unknown>,
-): { ceilingUsd?: string } {
-  const facts = { promptBound: bounds.input, ttl1h: asksOneHourCache(body) }
-  const ceiling = priceOf(bounds, highestPrices(offerings, facts))
-  return ceiling.lessThan(costUsd) ? { ceilingUsd: ceiling.toFixed() } : {}
-}
-
-/** Whether the usage reported passes a bound of the line's ceiling (only then can it cost more). */
-function passesBounds(usage: Usage, bounds: { input: number; output: number }): boolean {
-  return !(usage.input_tokens <= bounds.input && usage.output_tokens <= bounds.output)
 }

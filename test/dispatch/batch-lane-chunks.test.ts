@@ -26,7 +26,7 @@ import { DEFAULT_RETRY } from '../../src/dispatch/retry-policy.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import type { OpenedStore } from '../../src/store/store.ts'
-import { askedBodies } from '../../src/dispatch/batch-lane/asked-bodies.ts'
+import { runningLines } from '../../src/dispatch/batch-lane/running-lines.ts'
 
 let sim: Simulator
 let opened: OpenedStore
@@ -71,7 +71,9 @@ function depsFor(client: OpenAIBatchClient | AnthropicBatchClient, holder: strin
     lines: opened.dispatch,
     client,
     speaks: client.kind === 'anthropic' ? 'messages' : 'responses',
-    askedBodies: (batchId, lineNos) => askedBodies(opened.store, batchId, lineNos),
+    runningLines: (batchId, lineNos) => runningLines(opened.store, batchId, lineNos),
+    // Billed at its price: what a line's ceiling makes of it is the engine tests' (batch-lanes).
+    billed: (_line, _usage, costUsd) => ({ costUsd }),
     offering: lane(client.kind, model),
     model: modelSchema.parse({
       id: `sim/${model}`,

@@ -159,6 +159,45 @@ for (const storeKind of STORES) {
       expect(inputs.length).toBe(22)
     }, 60_000)
 
+    test("usage past a line's ceiling: billed as a live line is, never past a capped batch's cap", async () => {
+      // Every answer reports 50 times the tokens its bounds allow.
+      openai.configure({ usageFactor: 50 })
+      try {
+        const file = jsonl(lines('lane/chat', 4))
+        const quote = (await (
+          await gw.request('/v1/batches?dry_run=true', key, { method: 'POST', body: file })
+        ).json()) as { cost_ceiling_usd: string }
+        const ceiling = new Decimal(quote.cost_ceiling_usd).div(4)
+        // Room for two lines' ceilings: each line let in is billed its ceiling at most.
+        const cap = ceiling.times(2).toFixed()
+        const created = await gw.request(`/v1/batches?max_cost_usd=${cap}`, key, {
+          method: 'POST',
+          body: file,
+        })
+        expect(created.status).toBe(201)
+        const capped = await finished(((await created.json()) as Batch).id)
+        expect(new Decimal(capped.cost_usd).lessThanOrEqualTo(cap)).toBe(true)
+        const billed = (await results(capped.id)).filter((row) => row.status === 'succeeded')
+        expect(billed.length).toBeGreaterThan(0)
+        for (const row of billed) {
+          expect(row.provider).toBe('sim:batch')
+          expect(new Decimal(row.cost_usd).eq(ceiling)).toBe(true)
+          // What the upstream reported is kept; only the bill stops at the ceiling.
+          expect(priced(row.response!.body.usage, '0.5', '1').greaterThan(ceiling)).toBe(true)
+        }
+        // Without a cap, billed in full from its usage.
+        const open = await finished((await submit(jsonl(lines('lane/chat', 2)))).id)
+        for (const row of await results(open.id)) {
+          expect(row.provider).toBe('sim:batch')
+          expect(new Decimal(row.cost_usd).eq(priced(row.response!.body.usage, '0.5', '1'))).toBe(
+            true,
+          )
+        }
+      } finally {
+        openai.configure({ usageFactor: 1 })
+      }
+    }, 60_000)
+
     test('Anthropic Message Batches: lines at the lane prices, never live', async () => {
       const before = anthropic.batches().jobs.length
       const batch = await submit(jsonl(lines('lane/claude', 6)))

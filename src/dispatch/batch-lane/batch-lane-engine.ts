@@ -23,7 +23,9 @@ import type {
   RunnableBatch,
   Store,
 } from '../../store/store.ts'
-import { askedBodies } from './asked-bodies.ts'
+import { runningLines } from './running-lines.ts'
+import { laneLineBilled } from '../line-ceiling.ts'
+import type { Logger } from '../../telemetry/logger.ts'
 import type { CountedLine } from '../count-outcomes.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
 import {
@@ -51,9 +53,9 @@ export interface EngineDeps {
     | 'renewLeases'
     | 'recordOutcomes'
   >
-  /** Lines as stored, read back for the request a translated answer answers (asked-bodies.ts). */
+  /** Lines as stored, read back for their results (running-lines.ts). */
   batches: Pick<Store, 'readLines'>
-  catalog: Pick<Catalog, 'models' | 'find' | 'routeWithLanes' | 'provider'>
+  catalog: Pick<Catalog, 'models' | 'find' | 'routeWithLanes' | 'routeBatch' | 'provider'>
   /** The batch client of a provider with a batch lane. */
   client(provider: string): OpenAIBatchClient | AnthropicBatchClient | undefined
   retry: RetryPolicy
@@ -61,7 +63,15 @@ export interface EngineDeps {
   onOutcome?: (outcome: LineOutcome, line: CountedLine, chargedUsd: string) => void
   /** Told why a batch's lane lines wait (a provider batch refused whole), and when they move. */
   waiting?: Pick<WaitingReporter, 'laneRefused' | 'progressed'>
+  logger?: Logger
 }
+
+/** What a chunk's results are read and billed with: its lines as stored, their ceilings. */
+const resultDeps = (deps: EngineDeps): Pick<ChunkDeps, 'runningLines' | 'billed' | 'logger'> => ({
+  runningLines: (batchId, lineNos) => runningLines(deps.batches, batchId, lineNos),
+  billed: (line, usage, costUsd) => laneLineBilled(deps.catalog, line, usage, costUsd),
+  logger: deps.logger,
+})
 
 /** A batch lane and the catalog model whose offering it is. */
 type Lane = BatchLaneChoice & { model: ModelEntry }
@@ -101,7 +111,7 @@ export function createBatchLaneEngine(deps: EngineDeps, options: EngineOptions):
       lines: deps.dispatch,
       client: deps.client(choice.offering.provider)!,
       speaks: laneSpeaks(deps.catalog.provider(choice.offering.provider)),
-      askedBodies: (batchId, lineNos) => askedBodies(deps.batches, batchId, lineNos),
+      ...resultDeps(deps),
       offering: choice.offering,
       model: choice.model,
       settings: choice.settings,

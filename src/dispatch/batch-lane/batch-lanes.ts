@@ -63,6 +63,7 @@ export function createBatchLanes(deps: BatchLanesDeps, options: BatchLanesOption
       retry: deps.retry,
       onOutcome: deps.onOutcome,
       waiting: deps.waiting,
+      logger: deps.logger,
     },
     { holder: options.holder, leaseMs: options.leaseMs },
   )

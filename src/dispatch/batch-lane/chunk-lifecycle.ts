@@ -18,7 +18,7 @@ import {
 } from '../../../providers/batch-api/index.ts'
 import type { ChunkApiEndpoint, ChunkLine } from '../../../providers/batch-api/types.ts'
 import { upstreamError } from '../../../providers/classify-error.ts'
-import type { UpstreamError } from '../../../providers/types.ts'
+import type { UpstreamError, Usage } from '../../../providers/types.ts'
 import type { BatchLaneSettings } from '../../catalog/batch-lane.ts'
 import type { ModelEntry, Offering } from '../../catalog/catalog-file.ts'
 import { offeringName } from '../../catalog/lanes.ts'
@@ -35,6 +35,10 @@ import type { RetryPolicy } from '../retry-policy.ts'
 import { findAnthropicCopies, findChunk } from './find-chunk.ts'
 import { followAction, nextPollAt } from './follow-schedule.ts'
 import { mapChunkResults } from './map-chunk-results.ts'
+import { askedBody } from './running-lines.ts'
+import type { Billed } from '../line-ceiling.ts'
+import type { LineRecord } from '../../domain.ts'
+import type { Logger } from '../../telemetry/logger.ts'
 import type { LaneFailures } from './lane-failures.ts'
 import { limitsOf } from '../../catalog/catalog-file.ts'
 import type { WaitingReporter } from '../waiting-reporter.ts'
@@ -47,13 +51,15 @@ export interface ChunkDeps {
   /** The API the lane's provider takes lines in as they came, besides chat (laneSpeaks). */
   speaks: 'messages' | 'responses' | null
   /**
-   * The bodies of these lines of the batch as the caller wrote them: a Responses line's answer
-   * from a lane that does not speak the Responses API is translated into its Response with them.
+   * These lines of the batch as stored (running-lines.ts): a Responses line's answer from a lane
+   * that does not speak the Responses API is translated into its Response with its body, and
+   * every answer is billed by the line's own ceiling (`billed`).
    */
-  askedBodies(
-    batchId: string,
-    lineNos: readonly number[],
-  ): Promise<Map<number, Record<string, unknown>>>
+  runningLines(batchId: string, lineNos: readonly number[]): Promise<Map<number, LineRecord>>
+  /** What a line's answer is billed (line-ceiling.ts laneLineBilled). */
+  billed(line: LineRecord, usage: Usage, costUsd: string): Billed
+  /** Where a line billed past its ceiling is told (`line.cost_overrun`), as run here. */
+  logger?: Logger
   offering: Offering
   /** The catalog model the offering is of: the chunk's lines name it. */
   model: ModelEntry
@@ -275,14 +281,15 @@ async function recordResults(
   states: readonly ChunkLineRef[],
   results: readonly ChunkLineResult[],
 ): Promise<void> {
+  const lines = await deps.runningLines(
+    chunk.batchId,
+    states.map((state) => state.lineNo),
+  )
   // Responses lines sent as chat: each answer becomes its Response, with the request it answers.
   const translated =
     chunk.endpoint === 'responses' && providerEndpoint(chunk.endpoint, deps.speaks) === 'chat'
   const askedBodies = translated
-    ? await deps.askedBodies(
-        chunk.batchId,
-        states.map((state) => state.lineNo),
-      )
+    ? new Map([...lines].map(([lineNo, line]) => [lineNo, askedBody(line)]))
     : undefined
   const now = deps.now()
   const outcomes = mapChunkResults(withBatch(chunk.batchId, states), results, {
@@ -293,10 +300,24 @@ async function recordResults(
     retry: deps.retry,
     nowMs: now,
     latencyMs: now - chunk.createdAt,
+    billed: (lineNo, usage, costUsd) => {
+      const line = lines.get(lineNo)
+      return line ? deps.billed(line, usage, costUsd) : { costUsd }
+    },
   })
   const { charged } = await deps.lines.recordOutcomes(lineOwnerOf(chunk.id), outcomes, now)
-  // Counted once recorded, at what each was charged: a lease lost to a takeover counts nothing.
   const { accountId } = chunk
+  for (const outcome of outcomes)
+    if (outcome.kind === 'succeeded' && outcome.ceilingUsd !== undefined)
+      deps.logger?.warn('line.cost_overrun', {
+        batch_id: outcome.batchId,
+        account_id: accountId,
+        line: outcome.lineNo,
+        provider: outcome.provider,
+        ceiling_usd: outcome.ceilingUsd,
+        cost_usd: outcome.costUsd,
+      })
+  // Counted once recorded, at what each was charged: a lease lost to a takeover counts nothing.
   if (accountId === null || !deps.onOutcome) return
   const line = { accountId, model: () => deps.model.id }
   outcomes.forEach((outcome, i) => {

@@ -6,11 +6,13 @@
  * to pending without using an attempt, for the other lanes.
  */
 import type { ChunkLineResult } from '../../../providers/batch-api/types.ts'
+import type { Usage } from '../../../providers/types.ts'
 import type { ModelEntry, Offering } from '../../catalog/catalog-file.ts'
 import { offeringName } from '../../catalog/lanes.ts'
 import { priceUsage } from '../../pricing/price-usage.ts'
 import type { LineOutcome } from '../../store/store.ts'
 import { lineAccounting, lineUsage } from '../billed-usage.ts'
+import type { Billed } from '../line-ceiling.ts'
 import { retryDelay, type RetryPolicy } from '../retry-policy.ts'
 import { fromChat } from '../line-request.ts'
 import { lineError } from '../run-line.ts'
@@ -42,6 +44,11 @@ export interface MapDeps {
   nowMs: number
   /** How long the provider batch took, shown as each line's latency. */
   latencyMs: number
+  /**
+   * What a line's answer is billed by its own ceiling (line-ceiling.ts laneLineBilled): capped
+   * within its batch's cap, or marked past its bounds. Unset: its price as it is.
+   */
+  billed?: (lineNo: number, usage: Usage, costUsd: string) => Billed
   random?: () => number
 }
 
@@ -71,7 +78,7 @@ export function mapChunkResults(
         kind: 'succeeded',
         responseStatus: 200,
         response: JSON.stringify(answerOf(result, deps, lineNo)),
-        costUsd,
+        ...(deps.billed?.(lineNo, usage, costUsd) ?? { costUsd }),
         provider,
         latencyMs: Math.round(deps.latencyMs),
         usage: lineUsage(usage, deps.offering, costUsd),

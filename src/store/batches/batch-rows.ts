@@ -116,6 +116,9 @@ export function rowToLine(row: Row): LineRecord {
     provider: (row.provider as string | null) ?? null,
     attempts: Number(row.attempts),
     latencyMs: num(row.latency_ms),
+    ...(row.ceiling_usd === null || row.ceiling_usd === undefined
+      ? {}
+      : { ceilingUsd: moneyText(row.ceiling_usd as string) }),
   }
 }
 

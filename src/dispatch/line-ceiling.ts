@@ -1,0 +1,104 @@
+/**
+ * A line's ceiling at settlement (docs/money-and-limits.md): the bounds admission priced it by,
+ * and what an answer whose usage passes them is billed. One rule for the lines run here
+ * (run-line.ts) and those a provider's batch API answered (batch-lane/map-chunk-results.ts).
+ */
+import type { Usage } from '../../providers/types.ts'
+import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
+import { endpointOf, upstreamTargets, type Catalog } from '../catalog/catalog.ts'
+import { offeringsTaking } from '../catalog/speaks-api.ts'
+import type { LineRecord } from '../domain.ts'
+import { Money } from '../money/decimal.ts'
+import {
+  chatInputBound,
+  chatOutputBound,
+  embeddingsInputBound,
+  highestPrices,
+  priceOf,
+  type UpstreamTarget,
+} from '../pricing/ceiling.ts'
+import { asksOneHourCache } from '../pricing/ceiling-rates.ts'
+import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
+import { lineRequest } from './line-request.ts'
+
+/** What a line is billed, and its ceiling when the cost passed it (LineOutcome.ceilingUsd). */
+export interface Billed {
+  costUsd: string
+  ceilingUsd?: string
+}
+
+/** The line's token bounds, as admission counted them for its ceiling (the same arithmetic). */
+export function lineBounds(
+  endpoint: 'chat' | 'embeddings',
+  body: Record<string, unknown>,
+  model: ModelEntry,
+  targets: UpstreamTarget[],
+) {
+  if (endpoint === 'embeddings')
+    return { input: embeddingsInputBound(body as EmbeddingsBody), output: 0 }
+  const chat = body as ChatBody
+  return {
+    input: chatInputBound(chat, model, targets),
+    output: chatOutputBound(chat, model),
+  }
+}
+
+/**
+ * An upstream that reported more than the line's ceiling allows: the outcome carries the
+ * ceiling, so the line is billed its real cost, the overrun is logged and settlement takes the
+ * excess from the account's free credit, not from what is held for other lines. Tokens within
+ * both bounds cannot cost more than the ceiling (priced at the dearest offering), so the decimal
+ * arithmetic runs only when a bound is passed: asked only then (passesBounds).
+ */
+export function overrun(
+  costUsd: string,
+  bounds: { input: number; output: number },
+  offerings: readonly Offering[],
+  body: Record<string, unknown>,
+): { ceilingUsd?: string } {
+  const facts = { promptBound: bounds.input, ttl1h: asksOneHourCache(body) }
+  const ceiling = priceOf(bounds, highestPrices(offerings, facts))
+  return ceiling.lessThan(costUsd) ? { ceilingUsd: ceiling.toFixed() } : {}
+}
+
+/** Whether the usage reported passes a bound of the line's ceiling (only then can it cost more). */
+export function passesBounds(usage: Usage, bounds: { input: number; output: number }): boolean {
+  return !(usage.input_tokens <= bounds.input && usage.output_tokens <= bounds.output)
+}
+
+/**
+ * A capped batch's line was let in for its ceiling: it is never billed more, so the batch's cost
+ * never passes max_cost_usd, whatever the upstream reports; null when it is within it.
+ */
+export function cappedAt(ceilingUsd: string | undefined, costUsd: string): Billed | null {
+  return ceilingUsd !== undefined && new Money(ceilingUsd).lessThan(costUsd)
+    ? { costUsd: ceilingUsd, ceilingUsd }
+    : null
+}
+
+/**
+ * What a line a provider's batch API answered is billed, by the rule of a line run here: within
+ * its capped batch's ceiling; past its own ceiling, billed in full with the ceiling marked. The
+ * offerings are the line's as it was routed: its model's batch routing, kept to those that take
+ * it as it came when its chat body left fields out.
+ */
+export function laneLineBilled(
+  catalog: Pick<Catalog, 'find' | 'routeBatch' | 'provider'>,
+  line: Pick<LineRecord, 'input' | 'ceilingUsd'>,
+  usage: Usage,
+  costUsd: string,
+): Billed {
+  const capped = cappedAt(line.ceilingUsd, costUsd)
+  if (capped) return capped
+  const input = JSON.parse(line.input) as { url: string; body: Record<string, unknown> }
+  const request = lineRequest(input)
+  if ('problem' in request) return { costUsd }
+  const model = catalog.find(String(request.body.model))
+  if (!model) return { costUsd }
+  const routed = catalog.routeBatch(model, request.body.provider as never)
+  const offerings = offeringsTaking(catalog, routed, request.native) ?? routed
+  const endpoint = endpointOf(input.url)
+  const bounds = lineBounds(endpoint, request.body, model, upstreamTargets(catalog, offerings))
+  if (!passesBounds(usage, bounds)) return { costUsd }
+  return { costUsd, ...overrun(costUsd, bounds, offerings, request.body) }
+}
