@@ -66,6 +66,11 @@ export interface UpstreamRequest {
    * `count_tokens` — a Messages body whose prompt Anthropic counts (`{"input_tokens"}`, no usage).
    */
   passThrough?: PassThrough
+  /**
+   * Anthropic's beta features the caller asked for (its `anthropic-beta` header), sent on with a
+   * request passed through to Anthropic, whose fields may need them.
+   */
+  anthropicBeta?: string
 }
 
 /** The provider APIs a request can be passed through in (UpstreamRequest.passThrough). */

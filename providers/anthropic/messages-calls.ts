@@ -13,6 +13,12 @@ import { mapAnthropicUsage } from './map-anthropic-usage.ts'
 
 const PATH = '/v1/messages'
 
+/** The adapter's headers, with the betas the caller asked for when it asked for any. */
+const withBetas = (headers: Record<string, string>, request: UpstreamRequest) =>
+  request.anthropicBeta === undefined
+    ? headers
+    : { ...headers, 'anthropic-beta': request.anthropicBeta }
+
 /**
  * Anthropic's count of a Messages request's prompt (`POST /v1/messages/count_tokens`): the body
  * as it came, less what the endpoint does not take, with the offering's model id.
@@ -25,7 +31,7 @@ export async function countMessageTokens(
   const { max_tokens: _max, stream: _stream, ...body } = prepareForOffering(request.body, request)
   const result = await postJson(context, {
     path: `${PATH}/count_tokens`,
-    headers,
+    headers: withBetas(headers, request),
     body: JSON.stringify(body),
     signal: request.signal,
     timeoutMs: request.timeoutMs,
@@ -52,7 +58,7 @@ export async function sendMessages(
 ): Promise<Outcome> {
   const result = await postJson(context, {
     path: PATH,
-    headers,
+    headers: withBetas(headers, request),
     body: JSON.stringify(prepareForOffering(request.body, request, ['stream'])),
     signal: request.signal,
     timeoutMs: request.timeoutMs,
@@ -75,7 +81,7 @@ export async function streamMessages(
 ): Promise<StreamOutcome> {
   const result = await postStream(context, {
     path: PATH,
-    headers,
+    headers: withBetas(headers, request),
     body: JSON.stringify({ ...prepareForOffering(request.body, request), stream: true }),
     signal: request.signal,
     timeoutMs: request.timeoutMs,

@@ -127,7 +127,8 @@ async function readInferenceBody(
   try {
     const text = await request.text()
     if (o.keepBodies > 0) {
-      state.received.push({ path, text })
+      const beta = request.headers.get('anthropic-beta')
+      state.received.push(beta === null ? { path, text } : { path, text, anthropicBeta: beta })
       if (state.received.length > o.keepBodies)
         state.received.splice(0, state.received.length - o.keepBodies)
     }

@@ -22,6 +22,8 @@ export interface ReceivedRequest {
   path: string
   /** The body exactly as sent, UTF-8 decoded. */
   text: string
+  /** Anthropic's `anthropic-beta` header, when one came. */
+  anthropicBeta?: string
 }
 
 /** What reached the simulator's batch APIs (docs/batch-lanes.md). */

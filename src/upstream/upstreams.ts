@@ -39,6 +39,8 @@ export interface LineCall {
 export interface NativeRequest {
   api: PassThrough
   body: Record<string, unknown>
+  /** The caller's `anthropic-beta` header, sent on with a request passed through to Anthropic. */
+  anthropicBeta?: string
 }
 
 /** One call to one offering. */
@@ -273,6 +275,7 @@ function requestFor(
     signal,
     fineTune,
     passThrough: native?.api,
+    ...(native?.anthropicBeta !== undefined && { anthropicBeta: native.anthropicBeta }),
     // A flex offering's own timeout (docs/pricing.md): several share the lane's derived provider.
     ...(offering.timeout_s !== undefined && { timeoutMs: offering.timeout_s * 1000 }),
   }

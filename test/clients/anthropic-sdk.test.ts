@@ -97,6 +97,27 @@ function suite(store: (typeof STORES)[number]) {
       })
     })
 
+    test("the caller's anthropic-beta header goes on to Anthropic offerings, streamed or not, and to no other", async () => {
+      const betas = 'output-128k-2025-02-19, context-1m-2025-08-07'
+      const withBetas = { headers: { 'anthropic-beta': betas } }
+      await client.messages.create(ask('sim/claude'), withBetas)
+      expect(sim.received().at(-1)).toMatchObject({ path: '/v1/messages', anthropicBeta: betas })
+      await client.messages.stream(ask('sim/claude'), withBetas).finalMessage()
+      expect(sim.received().at(-1)).toMatchObject({ path: '/v1/messages', anthropicBeta: betas })
+      // Translated for an OpenAI-compatible offering: the header is Anthropic's alone.
+      await client.messages.create(ask('sim/chat'), withBetas)
+      expect(sim.received().at(-1)!.path).toBe('/v1/chat/completions')
+      expect(sim.received().at(-1)!.anthropicBeta).toBeUndefined()
+      // Without one, none is sent.
+      await client.messages.create(ask('sim/claude'))
+      expect(sim.received().at(-1)!.anthropicBeta).toBeUndefined()
+      // One that is no list of names is refused, not sent.
+      const refused = await client.messages
+        .create(ask('sim/claude'), { headers: { 'anthropic-beta': 'a b;c' } })
+        .catch((e: unknown) => e)
+      expect(refused).toBeInstanceOf(Anthropic.BadRequestError)
+    })
+
     test('a Bearer key works as x-api-key does, anthropic-version or not', async () => {
       const response = await fetch(`${gw.url}/anthropic/v1/messages`, {
         method: 'POST',
@@ -150,6 +171,14 @@ function suite(store: (typeof STORES)[number]) {
         .create({ ...ask('sim/nope'), top_k: 3 } as never)
         .catch((e: unknown) => e)
       expect(unknownFirst).toBeInstanceOf(Anthropic.NotFoundError)
+      const countedUnknown = await client.messages
+        .countTokens({
+          model: 'sim/nope',
+          top_k: 3,
+          messages: [{ role: 'user', content: 'x' }],
+        } as never)
+        .catch((e: unknown) => e)
+      expect(countedUnknown).toBeInstanceOf(Anthropic.NotFoundError)
       const model = await client.messages.create(ask('sim/nope')).catch((e: unknown) => e)
       expect(model).toBeInstanceOf(Anthropic.NotFoundError)
       expect((model as InstanceType<typeof Anthropic.NotFoundError>).error).toMatchObject({

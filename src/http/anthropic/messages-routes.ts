@@ -80,10 +80,26 @@ const rawEvents = (): StreamRender => ({
     `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'the upstream stream broke off' } })}\n\n`,
 })
 
+/**
+ * The caller's `anthropic-beta` header (comma-separated feature names), sent on to Anthropic
+ * offerings with the request passed through; another provider never sees it. One that is not a
+ * plain list of names is refused rather than sent.
+ */
+function anthropicBeta(request: Request): string | undefined {
+  const betas = request.headers.get('anthropic-beta')
+  if (betas === null || betas.trim() === '') return undefined
+  if (betas.length > 1024 || !/^[A-Za-z0-9._-]+(?:\s*,\s*[A-Za-z0-9._-]+)*$/.test(betas.trim()))
+    throw badRequest(
+      'the anthropic-beta header must be a comma-separated list of beta names, such as "output-128k-2025-02-19", at most 1,024 characters',
+    )
+  return betas.trim()
+}
+
 export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
   async function messages(request: Request, headers: Record<string, string>) {
     const input = await live.readJson(request, headers, anthropicAuthorization(request))
     const call = { ...input, ...messagesCall(input.raw as Record<string, unknown>, deps.catalog) }
+    call.passThrough.anthropicBeta = anthropicBeta(request)
     if (call.raw.stream === true) return live.stream(request, headers, call)
     return live.call(request, call, 'chat')
   }
@@ -97,13 +113,15 @@ export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
     const input = await live.readJson(request, headers, anthropicAuthorization(request))
     // count_tokens takes no max_tokens; one output token lets the body pass as a request.
     const raw = input.raw as Record<string, unknown> | null
-    // Where Anthropic counts, its own fields (thinking, documents, …) are Anthropic's to count.
+    // Where Anthropic counts, its own fields (thinking, documents, …) are Anthropic's to count;
+    // for a model not in the catalog, validation says so before any field is judged.
     const through = spokenBySome(deps.catalog, raw?.model, 'count_tokens')
+    const known = typeof raw?.model === 'string' && deps.catalog.find(raw.model) !== undefined
     const body = chatBodyOf(
       typeof raw === 'object' && raw !== null && !Array.isArray(raw)
         ? { ...raw, max_tokens: 1 }
         : raw,
-      through,
+      through || !known,
     )
     const checked = validateBody(body, 'chat', deps.catalog, { live: true })
     if (!checked.ok) {
@@ -118,7 +136,11 @@ export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
       const tried = await sendWithFallback(deps.upstreams, {
         endpoint: 'chat',
         body,
-        passThrough: { api: 'count_tokens', body: raw as Record<string, unknown> },
+        passThrough: {
+          api: 'count_tokens',
+          body: raw as Record<string, unknown>,
+          anthropicBeta: anthropicBeta(request),
+        },
         offerings: counting,
         modelLimits: limitsOf(checked.value.model),
         signal: request.signal,
