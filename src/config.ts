@@ -16,8 +16,16 @@ import { otlpFromEnv } from './telemetry/otlp-env.ts'
 
 const DEFAULT_CATALOG = resolve(import.meta.dir, '../providers/catalog.default.json')
 
-const intFrom = (min: number, max: number, fallback: number) =>
-  z.coerce.number().int().min(min).max(max).default(fallback)
+/** A whole number from the environment, refused in words a person reads ("must be …"). */
+const intFrom = (min: number, max: number, fallback: number) => {
+  const rule = `must be a whole number from ${min} to ${max}`
+  return z.coerce
+    .number({ error: rule })
+    .int({ error: rule })
+    .min(min, { error: rule })
+    .max(max, { error: rule })
+    .default(fallback)
+}
 
 const envSchema = z.object({
   PORT: intFrom(0, 65535, 8080),

@@ -1,7 +1,13 @@
 /** The gateway process: `npm start`. */
 import { ConfigError, loadConfig } from './config.ts'
 import { startGateway } from './gateway.ts'
-import { firstKeyNote, missingKeys, missingKeysNote, OFFLINE_HINT } from './cli/start-up-notes.ts'
+import {
+  dataDirProblem,
+  firstKeyNote,
+  missingKeys,
+  missingKeysNote,
+  OFFLINE_HINT,
+} from './cli/start-up-notes.ts'
 
 let config
 try {
@@ -17,6 +23,11 @@ let gateway
 try {
   gateway = await startGateway(config)
 } catch (error) {
+  const dataDir = dataDirProblem(error, config)
+  if (dataDir) {
+    console.error(`multigrid: configuration error: ${dataDir}`)
+    process.exit(78) // EX_CONFIG
+  }
   if ((error as { code?: unknown }).code === 'EADDRINUSE') {
     console.error(
       `multigrid: port ${config.port} on ${config.host} is in use: stop what is listening there, or set PORT`,

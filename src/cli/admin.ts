@@ -14,6 +14,7 @@ import { parseWholeNumber } from '../schemas/whole-number.ts'
 import { KEY_REVOCATIONS_CHANNEL } from '../coordination/key-revocations.ts'
 import { NUDGE_CHANNEL } from '../coordination/nudges.ts'
 import { openStore, openStoreChannel } from '../store/open-store.ts'
+import { dataDirProblem } from './start-up-notes.ts'
 
 const USAGE = `usage: npm run mg -- <command>   (the store of MULTIGRID_DATA_DIR, or DATABASE_URL)
   accounts create <name> [--credit USD] [--max-open-batches N] [--rate-limit N]
@@ -120,7 +121,11 @@ try {
   if (error instanceof ConfigError) fail(`configuration error: ${error.message}`)
   throw error
 }
-const { store } = await openStore(config)
+const { store } = await openStore(config).catch((error: unknown) => {
+  const dataDir = dataDirProblem(error, config)
+  if (dataDir) fail(`configuration error: ${dataDir}`)
+  throw error
+})
 const accounts = createAccounts(store, {
   maxOpenBatches: config.limits.defaultMaxOpenBatches,
   rateLimitPerMinute: config.limits.defaultRateLimitPerMinute,

@@ -26,6 +26,8 @@ export function demoText(info: DemoInfo): string {
     `  export MULTIGRID_URL=${info.url}`,
     `  export MULTIGRID_API_KEY=${info.key}`,
     `  export MULTIGRID_ADMIN_TOKEN=${info.adminToken}`,
+    // So that `npm run mg -- …` there works on this demo's store, not a new one under ./data.
+    `  export MULTIGRID_DATA_DIR=${info.dataDir}`,
     `  curl -s ${info.url}/v1/chat/completions -H "Authorization: Bearer ${info.key}" -H 'Content-Type: application/json' -d '${body}'`,
     '',
     `Dashboard: ${info.url}/ (sign in with the key). Ctrl-C stops both.`,

@@ -61,3 +61,16 @@ export function firstKeyNote(config: Config, port: number): string[] {
 
 const shellQuote = (text: string) =>
   /^[\w./:@%+=-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`
+
+/**
+ * What went wrong with the data directory, in one line naming the variable, when `error` is the
+ * file system refusing it (a path that cannot be made, a file where a directory belongs, no
+ * permission); null for anything else.
+ */
+export function dataDirProblem(error: unknown, config: Pick<Config, 'dataDir'>): string | null {
+  const { code, path } = (error ?? {}) as { code?: unknown; path?: unknown }
+  const refusals = ['ENOENT', 'ENOTDIR', 'EEXIST', 'EACCES', 'EPERM', 'EROFS']
+  if (typeof code !== 'string' || !refusals.includes(code)) return null
+  if (typeof path !== 'string' || !path.startsWith(config.dataDir)) return null
+  return `MULTIGRID_DATA_DIR: cannot use ${config.dataDir} for the store (${code} at ${path}); set MULTIGRID_DATA_DIR to a directory this user can create and write, such as ./data`
+}

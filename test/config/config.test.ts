@@ -1,6 +1,6 @@
 /** Configuration: defaults, and one clear message naming the variable or the file path. */
 import { describe, expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ConfigError, loadConfig } from '../../src/config.ts'
@@ -266,8 +266,29 @@ describe('loadConfig', () => {
     })
     expect(await child.exited).toBe(78)
     expect((await new Response(child.stderr).text()).trim()).toBe(
-      'multigrid: configuration error: invalid PORT="x": Invalid input: expected number, received NaN',
+      'multigrid: configuration error: invalid PORT="x": must be a whole number from 0 to 65535',
     )
+  })
+
+  test('a data directory that cannot be made or written is one line naming the variable, for the gateway and mg', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'mg-dir-')), 'a-file')
+    writeFileSync(file, 'not a directory')
+    for (const [script, exit] of [
+      ['src/main.ts', 78],
+      ['src/cli/admin.ts', 2],
+    ] as const) {
+      const child = Bun.spawn([process.execPath, script, 'accounts', 'create', 'x'], {
+        cwd: root,
+        env: { PATH: process.env.PATH ?? '', PORT: '0', MULTIGRID_DATA_DIR: file },
+        stderr: 'pipe',
+        stdout: 'pipe',
+      })
+      expect(await child.exited).toBe(exit)
+      const said = (await new Response(child.stderr).text()).trim()
+      expect(said.split('\n')).toHaveLength(1)
+      expect(said).toContain(`MULTIGRID_DATA_DIR: cannot use ${file} for the store (EEXIST`)
+      expect(said).toContain('set MULTIGRID_DATA_DIR to a directory')
+    }
   })
 
   test('a second gateway on a port in use says so in one line and exits; the first keeps serving', async () => {

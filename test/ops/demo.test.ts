@@ -63,6 +63,23 @@ test('npm run demo (on PORT and SIM_PORT) prints a working key and a curl line; 
     expect(out).toContain(`export MULTIGRID_API_KEY=${key}`)
     expect(out).toContain(`export MULTIGRID_URL=http://127.0.0.1:${port}`)
     expect(out).toMatch(/\(\$10 of credit\)/)
+    // mg in the other shell works on this demo's store: its exports name the data dir.
+    const exports = out
+      .split('\n')
+      .filter((line) => line.trim().startsWith('export '))
+      .map((line) => line.trim())
+    expect(exports).toContain(`export MULTIGRID_DATA_DIR=${dataDir}`)
+    const account = /^account\s+(acct_\S+)/m.exec(out)![1]!
+    const shown = Bun.spawn(
+      [
+        'sh',
+        '-c',
+        `${exports.join('; ')}; ${process.execPath} src/cli/admin.ts accounts show ${account}`,
+      ],
+      { cwd: ROOT, env: { PATH: process.env.PATH ?? '' }, stdout: 'pipe', stderr: 'pipe' },
+    )
+    expect(await shown.exited).toBe(0)
+    expect(await new Response(shown.stdout).text()).toContain(account)
 
     // The printed curl line, as pasted into a shell.
     const curl = out.split('\n').find((line) => line.trim().startsWith('curl '))!
