@@ -370,6 +370,46 @@ export function checkLines(
   }
 }
 
+/** How to turn a JSON file into JSONL. */
+const ONE_PER_LINE = "turn it into lines with jq -c '.[]' requests.json > requests.jsonl"
+
+/**
+ * What a line that is not JSON most likely is, when it is a common way to get JSONL wrong: the
+ * start of a JSON array or of an object spread over lines (a pretty-printed file), or several
+ * objects on one line (curl -d, which drops a file's newlines). The issue then says how to send
+ * it, rather than only where the parser stopped.
+ */
+function notJsonlHint(text: string): { message: string; fix: string } | null {
+  const trimmed = text.trim()
+  if (trimmed.startsWith('['))
+    return {
+      message: 'starts a JSON array: a JSONL file has one request object per line, not an array',
+      fix: ONE_PER_LINE,
+    }
+  if (trimmed === '{')
+    return {
+      message: 'starts a JSON object spread over several lines (a pretty-printed file)',
+      fix: 'put each request on one line of its own: jq -c . requests.json > requests.jsonl',
+    }
+  if (trimmed.startsWith('{') && /\}\s*\{/.test(trimmed) && severalObjects(trimmed))
+    return {
+      message:
+        'holds more than one JSON object: the newlines between the requests are missing (curl -d removes them)',
+      fix: 'send the file as it is, with curl --data-binary @requests.jsonl',
+    }
+  return null
+}
+
+/** Whether `text` is JSON objects one after another, with nothing between them but spaces. */
+function severalObjects(text: string): boolean {
+  try {
+    const values = JSON.parse(`[${text.replace(/\}\s*\{/g, '},{')}]`) as unknown[]
+    return values.every((value) => typeof value === 'object' && value !== null)
+  } catch {
+    return false
+  }
+}
+
 /**
  * A line's text as a JSON object, or null when it is not one (not UTF-8, not JSON, or another
  * JSON value), which is reported.
@@ -397,8 +437,10 @@ function readObject(
       line: lineNo,
       custom_id: null,
       path: '',
-      message: `is not valid JSON (${(error as Error).message})`,
-      fix: 'put exactly one complete JSON object on each line',
+      ...(notJsonlHint(text) ?? {
+        message: `is not valid JSON (${(error as Error).message})`,
+        fix: 'put exactly one complete JSON object on each line',
+      }),
     })
     return null
   }
@@ -408,7 +450,9 @@ function readObject(
       custom_id: null,
       path: '',
       message: `must be a JSON object; got ${kindOf(json)}`,
-      fix: 'write each line as {"custom_id": …, "method": "POST", "url": …, "body": {…}}',
+      fix: Array.isArray(json)
+        ? `a JSONL file has one request object per line, not an array of them: ${ONE_PER_LINE}`
+        : 'write each line as {"custom_id": …, "method": "POST", "url": …, "body": {…}}',
     })
     return null
   }

@@ -52,6 +52,31 @@ for (const storeKind of STORES) {
       return list.data.length === 0 && account.held_usd === '0.000000'
     }
 
+    test('a JSON array, a pretty-printed file and requests run together on one line are named as such, with how to send JSONL', async () => {
+      const requests = [chatLine('a'), chatLine('b')]
+      const cases = [
+        [JSON.stringify(requests, null, 2), 'starts a JSON array', "jq -c '.[]'"],
+        [JSON.stringify(requests), 'must be a JSON object; got an array', "jq -c '.[]'"],
+        [
+          requests.map((r) => JSON.stringify(r, null, 2)).join('\n'),
+          'starts a JSON object spread over several lines',
+          'jq -c .',
+        ],
+        [
+          requests.map((r) => JSON.stringify(r)).join(''),
+          'holds more than one JSON object',
+          '--data-binary',
+        ],
+      ] as const
+      for (const [body, message, fix] of cases) {
+        const json = await rejected(body)
+        expect(json.issues[0]).toMatchObject({ line: 1, path: '' })
+        expect(json.issues[0].message).toStartWith(message)
+        expect(json.issues[0].fix).toContain(fix)
+      }
+      expect(await nothingStored()).toBe(true)
+    })
+
     test('bad JSON is reported on its line with an empty path', async () => {
       const json = await rejected(
         jsonl([chatLine('a'), '{"custom_id": "b", "method": "POST",', chatLine('c')]),
