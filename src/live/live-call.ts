@@ -30,8 +30,12 @@ export async function readLiveInput(
   // The key first: an unknown caller's body is never read.
   const caller = await deps.auth.authenticate(authorization, 'inference', headers)
   const read = await readJsonBody(request, deps.bodyLimit)
-  if (!read.ok || read.value === undefined)
-    throw badRequest('the body must be a JSON object: the request for this endpoint')
+  if (!read.ok)
+    throw badRequest(
+      'the body is not valid JSON; send one JSON object, the request for this endpoint (a trailing comma or an unquoted name is a common cause)',
+    )
+  if (read.value === undefined)
+    throw badRequest('the body is empty; send one JSON object, the request for this endpoint')
   return { caller, raw: read.value }
 }
 

@@ -141,6 +141,20 @@ for (const storeKind of STORES) {
       )
     })
 
+    test('the live endpoint tells a body that is not JSON from an empty one', async () => {
+      const send = async (body: string) => {
+        const response = await gw.request('/v1/chat/completions', key, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        })
+        expect(response.status).toBe(400)
+        return ((await response.json()) as Refusal).error.message
+      }
+      expect(await send('{"model": "sim/chat",}')).toStartWith('the body is not valid JSON;')
+      expect(await send('')).toStartWith('the body is empty;')
+    })
+
     test('tool_choice, logit_bias, response_format and tools: bad shapes refused with path and fix, good ones accepted', async () => {
       const bad: [Record<string, unknown>, string, RegExp][] = [
         [
