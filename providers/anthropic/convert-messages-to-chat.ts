@@ -154,9 +154,24 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
   return content === null ? toolResults : [...toolResults, { role: 'user', content }]
 }
 
-function convertTools(tools: unknown): Block[] {
+function convertTools(tools: unknown, lenient: boolean): Block[] {
   if (!Array.isArray(tools)) throw new Refusal('must be an array of tools', 'tools')
   return tools.map((tool: Record<string, unknown>, index) => {
+    // A server tool (web search, code execution, …) runs at Anthropic: no function to translate
+    // it to. Passed through, Anthropic runs it; in the chat body that only prices the call it
+    // counts as its JSON text, as other blocks outside the subset do.
+    if (tool?.type !== undefined && tool.type !== 'custom') {
+      if (lenient) {
+        const name = typeof tool.name === 'string' ? tool.name : `tool_${index}`
+        const fn = { name, parameters: { type: 'object' }, description: JSON.stringify(tool) }
+        return { type: 'function', function: fn }
+      }
+      throw new Refusal(
+        `is ${JSON.stringify(tool.type).slice(0, 80)}, a server tool that only a model with an Anthropic offering runs; this model's offerings take function tools ({"name", "input_schema"}) only`,
+        `tools[${index}].type`,
+        true,
+      )
+    }
     if (typeof tool?.name !== 'string')
       throw new Refusal('a tool needs a name and an input_schema', `tools[${index}]`)
     const fn: Block = { name: tool.name, parameters: tool.input_schema ?? { type: 'object' } }
@@ -213,7 +228,7 @@ export function convertMessagesToChat(
     if (body.stop_sequences !== undefined) out.stop = body.stop_sequences
     if (body.temperature !== undefined) out.temperature = body.temperature
     if (body.top_p !== undefined) out.top_p = body.top_p
-    if (body.tools !== undefined) out.tools = convertTools(body.tools)
+    if (body.tools !== undefined) out.tools = convertTools(body.tools, lenient)
     if (typeof body.tool_choice === 'object' && body.tool_choice !== null)
       convertToolChoice(body.tool_choice as Record<string, unknown>, out)
     const user = (body.metadata as { user_id?: unknown } | null | undefined)?.user_id

@@ -185,7 +185,12 @@ function convertInput(input: unknown, lenient: boolean, field = 'input'): Item[]
       if (last?.role === 'assistant' && Array.isArray(last.tool_calls)) last.tool_calls.push(call)
       else messages.push({ role: 'assistant', content: null, tool_calls: [call] })
     } else if (type === 'function_call_output') {
-      const output = typeof item.output === 'string' ? item.output : JSON.stringify(item.output)
+      // Text, or a list of content parts whose text parts are the result (other parts refused).
+      const output = Array.isArray(item.output)
+        ? textOf(item.output, `${where}.output`, lenient)
+        : typeof item.output === 'string'
+          ? item.output
+          : JSON.stringify(item.output)
       messages.push({ role: 'tool', tool_call_id: item.call_id, content: output })
     } else if (lenient) {
       messages.push({ role: 'user', content: JSON.stringify(item) })
