@@ -61,7 +61,7 @@ export async function retryBatch(
   if (isOpenBatch(parent.status)) {
     throw refuse(
       'batch_not_ended',
-      `batch ${parent.id} is ${parent.status}; a retry takes the lines that did not succeed once it has ended: wait for it to end (GET /v1/batches/${parent.id}/events), or cancel it first`,
+      `batch ${parent.id} is ${parent.status}; a retry takes the lines that did not succeed once it has ended: wait for it to end (GET /v1/batches/${parent.id}/events)${parent.status === 'cancelling' ? ', which it does once its lines in flight finish' : ', or cancel it first'}`,
       { detail: { status: parent.status } },
     )
   }

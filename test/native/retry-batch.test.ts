@@ -117,15 +117,32 @@ for (const store of STORES) {
       expect((await read(gw, key, parent.id)).retried_by).toEqual([child.id])
     })
 
+    test('409 while the parent is cancelling, saying it ends once its lines in flight finish', async () => {
+      sim.configure({ latencyMs: 1_500 })
+      try {
+        const { key: own } = await gw.newAccount('5')
+        const parent = await submit(gw, own, [chatLine('slow-a'), chatLine('slow-b')])
+        await waitFor('a line upstream', async () => sim.stats().inFlight > 0)
+        await gw.request(`/v1/batches/${parent.id}`, own, { method: 'DELETE' })
+        const refused = await retry(gw, own, parent.id)
+        expect(refused.status).toBe(409)
+        const error = ((await refused.json()) as Refusal).error
+        expect(error).toMatchObject({ code: 'batch_not_ended', status: 'cancelling' })
+        expect(error.message).toEndWith('which it does once its lines in flight finish')
+        expect(error.message).not.toContain('cancel it first')
+      } finally {
+        sim.configure({ latencyMs: 0 })
+      }
+    })
+
     test('409 while the parent runs; once cancelled, its cancelled lines are retried', async () => {
       const { key: own } = await idle.newAccount('5')
       const parent = await submit(idle, own, [chatLine('a'), chatLine('b'), chatLine('c')])
       const running = await retry(idle, own, parent.id)
       expect(running.status).toBe(409)
-      expect(((await running.json()) as Refusal).error).toMatchObject({
-        code: 'batch_not_ended',
-        status: 'in_progress',
-      })
+      const runningError = ((await running.json()) as Refusal).error
+      expect(runningError).toMatchObject({ code: 'batch_not_ended', status: 'in_progress' })
+      expect(runningError.message).toEndWith('or cancel it first')
       expect((await read(idle, own, parent.id)).retried_by).toEqual([])
 
       await idle.request(`/v1/batches/${parent.id}`, own, { method: 'DELETE' })
