@@ -18,6 +18,7 @@ import {
   type UpstreamTarget,
 } from '../pricing/ceiling.ts'
 import { asksOneHourCache } from '../pricing/ceiling-rates.ts'
+import { answerBytes, usageOnBound } from '../pricing/bill-on-bound.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import { lineRequest } from './line-request.ts'
 
@@ -83,22 +84,44 @@ export function cappedAt(ceilingUsd: string | undefined, costUsd: string): Bille
  * it as it came when its chat body left fields out.
  */
 export function laneLineBilled(
-  catalog: Pick<Catalog, 'find' | 'routeBatch' | 'provider'>,
+  catalog: LaneCatalog,
   line: Pick<LineRecord, 'input' | 'ceilingUsd'>,
   usage: Usage,
   costUsd: string,
 ): Billed {
   const capped = cappedAt(line.ceilingUsd, costUsd)
   if (capped) return capped
+  const routed = routedLine(catalog, line)
+  if (!routed || !passesBounds(usage, routed.bounds)) return { costUsd }
+  return { costUsd, ...overrun(costUsd, routed.bounds, routed.offerings, routed.body) }
+}
+
+/**
+ * The usage a lane line's answer is billed on when the provider reported none, as a live
+ * answer without usage is (bill-on-bound.ts): the prompt's bound and a token per byte of the
+ * reply; null when the line cannot be read back.
+ */
+export function laneLineUsageOnBound(
+  catalog: LaneCatalog,
+  line: Pick<LineRecord, 'input'>,
+  answer: Record<string, unknown>,
+): Usage | null {
+  const routed = routedLine(catalog, line)
+  return routed && usageOnBound(routed.bounds, answerBytes(answer))
+}
+
+type LaneCatalog = Pick<Catalog, 'find' | 'routeBatch' | 'provider'>
+
+/** A stored line as routing took it: its chat body, its offerings and its bounds. */
+function routedLine(catalog: LaneCatalog, line: Pick<LineRecord, 'input'>) {
   const input = JSON.parse(line.input) as { url: string; body: Record<string, unknown> }
   const request = lineRequest(input)
-  if ('problem' in request) return { costUsd }
+  if ('problem' in request) return null
   const model = catalog.find(String(request.body.model))
-  if (!model) return { costUsd }
+  if (!model) return null
   const routed = catalog.routeBatch(model, request.body.provider as never)
   const offerings = offeringsTaking(catalog, routed, request.native) ?? routed
   const endpoint = endpointOf(input.url)
   const bounds = lineBounds(endpoint, request.body, model, upstreamTargets(catalog, offerings))
-  if (!passesBounds(usage, bounds)) return { costUsd }
-  return { costUsd, ...overrun(costUsd, bounds, offerings, request.body) }
+  return { body: request.body, offerings, bounds }
 }

@@ -59,5 +59,7 @@ export async function answerLine(
   if (prepared instanceof Response) {
     return { customId, status: prepared.status, body: await prepared.json() }
   }
-  return { customId, status: 200, body: JSON.parse(prepared.build(false).text) }
+  // Without usage at the set rate, as the live endpoints answer (drawn only when set).
+  const noUsage = options.noUsageRate > 0 && draw() < options.noUsageRate
+  return { customId, status: 200, body: JSON.parse(prepared.build(noUsage).text) }
 }

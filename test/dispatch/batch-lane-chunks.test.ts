@@ -74,6 +74,7 @@ function depsFor(client: OpenAIBatchClient | AnthropicBatchClient, holder: strin
     runningLines: (batchId, lineNos) => runningLines(opened.store, batchId, lineNos),
     // Billed at its price: what a line's ceiling makes of it is the engine tests' (batch-lanes).
     billed: (_line, _usage, costUsd) => ({ costUsd }),
+    usageOnBound: () => null,
     offering: lane(client.kind, model),
     model: modelSchema.parse({
       id: `sim/${model}`,

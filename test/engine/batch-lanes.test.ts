@@ -198,6 +198,25 @@ for (const storeKind of STORES) {
       }
     }, 60_000)
 
+    test("an answer without usage is billed on the line's bounds, as a live one is, not sent again", async () => {
+      openai.configure({ noUsageRate: 1 })
+      try {
+        const before = openai.batches().jobs.length
+        const batch = await finished((await submit(jsonl(lines('lane/chat', 3)))).id)
+        expect(batch.request_counts.succeeded).toBe(3)
+        // One provider batch: no line went upstream twice.
+        expect(openai.batches().jobs.length - before).toBe(1)
+        for (const row of await results(batch.id)) {
+          expect(row.provider).toBe('sim:batch')
+          expect(row.attempts).toBe(1)
+          expect(row.response!.body.usage).toBeUndefined()
+          expect(new Decimal(row.cost_usd).greaterThan(0)).toBe(true)
+        }
+      } finally {
+        openai.configure({ noUsageRate: 0 })
+      }
+    }, 60_000)
+
     test('Anthropic Message Batches: lines at the lane prices, never live', async () => {
       const before = anthropic.batches().jobs.length
       const batch = await submit(jsonl(lines('lane/claude', 6)))

@@ -24,7 +24,7 @@ import type {
   Store,
 } from '../../store/store.ts'
 import { runningLines } from './running-lines.ts'
-import { laneLineBilled } from '../line-ceiling.ts'
+import { laneLineBilled, laneLineUsageOnBound } from '../line-ceiling.ts'
 import type { Logger } from '../../telemetry/logger.ts'
 import type { CountedLine } from '../count-outcomes.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
@@ -67,9 +67,12 @@ export interface EngineDeps {
 }
 
 /** What a chunk's results are read and billed with: its lines as stored, their ceilings. */
-const resultDeps = (deps: EngineDeps): Pick<ChunkDeps, 'runningLines' | 'billed' | 'logger'> => ({
+const resultDeps = (
+  deps: EngineDeps,
+): Pick<ChunkDeps, 'runningLines' | 'billed' | 'usageOnBound' | 'logger'> => ({
   runningLines: (batchId, lineNos) => runningLines(deps.batches, batchId, lineNos),
   billed: (line, usage, costUsd) => laneLineBilled(deps.catalog, line, usage, costUsd),
+  usageOnBound: (line, answer) => laneLineUsageOnBound(deps.catalog, line, answer),
   logger: deps.logger,
 })
 

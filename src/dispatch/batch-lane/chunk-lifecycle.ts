@@ -58,6 +58,8 @@ export interface ChunkDeps {
   runningLines(batchId: string, lineNos: readonly number[]): Promise<Map<number, LineRecord>>
   /** What a line's answer is billed (line-ceiling.ts laneLineBilled). */
   billed(line: LineRecord, usage: Usage, costUsd: string): Billed
+  /** The usage an answer that reported none is billed on (laneLineUsageOnBound). */
+  usageOnBound(line: LineRecord, answer: Record<string, unknown>): Usage | null
   /** Where a line billed past its ceiling is told (`line.cost_overrun`), as run here. */
   logger?: Logger
   offering: Offering
@@ -303,6 +305,10 @@ async function recordResults(
     billed: (lineNo, usage, costUsd) => {
       const line = lines.get(lineNo)
       return line ? deps.billed(line, usage, costUsd) : { costUsd }
+    },
+    usageOnBound: (lineNo, answer) => {
+      const line = lines.get(lineNo)
+      return line ? deps.usageOnBound(line, answer) : null
     },
   })
   const { charged } = await deps.lines.recordOutcomes(lineOwnerOf(chunk.id), outcomes, now)

@@ -49,6 +49,8 @@ export interface MapDeps {
    * within its batch's cap, or marked past its bounds. Unset: its price as it is.
    */
   billed?: (lineNo: number, usage: Usage, costUsd: string) => Billed
+  /** The usage an answer without any is billed on (line-ceiling.ts laneLineUsageOnBound). */
+  usageOnBound?: (lineNo: number, answer: Record<string, unknown>) => Usage | null
   random?: () => number
 }
 
@@ -66,11 +68,10 @@ export function mapChunkResults(
     if (!result || result.type === 'canceled' || result.type === 'expired')
       return { batchId, lineNo, kind: 'retry', notBefore: deps.nowMs, unsent: true }
     if (result.type === 'succeeded') {
-      const usage = result.usage
-      if (usage === null) {
-        // No usage, no honest bill: retried like a live answer without usage.
+      // No usage reported: billed on the line's bounds, as a live answer without usage is.
+      const usage = result.usage ?? deps.usageOnBound?.(lineNo, result.body) ?? null
+      if (usage === null)
         return { batchId, lineNo, kind: 'retry', notBefore: deps.nowMs, unsent: true }
-      }
       const costUsd = priceUsage(usage, deps.offering)
       return {
         batchId,
