@@ -91,6 +91,8 @@ export function laneLineBilled(
 ): Billed {
   const capped = cappedAt(line.ceilingUsd, costUsd)
   if (capped) return capped
+  // Within the ceiling its capped batch stored for it: within its bounds' price too.
+  if (line.ceilingUsd !== undefined) return { costUsd }
   const routed = routedLine(catalog, line)
   if (!routed || !passesBounds(usage, routed.bounds)) return { costUsd }
   return { costUsd, ...overrun(costUsd, routed.bounds, routed.offerings, routed.body) }

@@ -37,8 +37,9 @@ export async function stopGateway(parts: RunningParts): Promise<void> {
   http.slots.close()
   const drainMs = core.config.dispatch.drainMs
   // Requests under way (live calls, uploads, downloads) and lines in flight finish side by side,
-  // each within the drain, so a stop takes one drain, not two.
-  await Promise.all([
+  // each within the drain, so a stop takes one drain, not two. Both run to their end even when
+  // one fails: the dispatcher always hands its lines back.
+  const drained = await Promise.allSettled([
     (async () => {
       await drainRequests(http.app, drainMs)
       // Charges of answered live calls written, leases handed back.
@@ -52,6 +53,7 @@ export async function stopGateway(parts: RunningParts): Promise<void> {
       await dispatching.dispatcher?.stop()
     })(),
   ])
+  for (const part of drained) if (part.status === 'rejected') throw part.reason
   await parts.schemaChecks.close()
   // After the dispatcher: the lines it finished while draining are counted too.
   await core.usage.stop()

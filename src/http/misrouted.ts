@@ -15,7 +15,7 @@ const CANCEL = /^\/v1\/batches\/([^/]+)\/cancel$/
 const OPENAI_PATH =
   /^\/(?:openai\/)?(files|batches|chat\/completions|completions|embeddings|responses|models)(?:\/|$)/
 /** Anthropic's, as its SDK asks for them below a base URL without /anthropic. */
-const ANTHROPIC_PATH = /^(?:\/v1)?\/messages(?:\/|$)/
+const ANTHROPIC_PATH = /^(?:\/v1){0,2}\/messages(?:\/|$)/
 
 /** The refusal of `method path` when it is such a route; null otherwise. */
 export function misroutedRequest(method: string, path: string): GatewayError | null {

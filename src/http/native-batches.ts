@@ -358,7 +358,7 @@ async function readRetryOptions(request: Request, limit: BodyLimit) {
     ...queryFields(new URL(request.url).searchParams),
     ...(read.value as object | undefined),
   }
-  const unknown = Object.keys(fields).find((name) => !(name in retryOptions.shape))
+  const unknown = Object.keys(fields).find((name) => !Object.hasOwn(retryOptions.shape, name))
   if (unknown !== undefined) {
     throw badRequest(
       `a retry takes no ${excerpt(unknown)}: send only completion_window_hours, max_cost_usd and wait_for_credit (the lines and their bodies come from the batch retried)`,

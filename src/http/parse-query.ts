@@ -32,7 +32,8 @@ export function parseQuery<S extends z.ZodType>(schema: S, url: string): z.outpu
  * its values taken (`dry_run=true&dry_run=false` once stored a batch, the last value winning).
  */
 export function queryFields(params: URLSearchParams): Record<string, string> {
-  const fields: Record<string, string> = {}
+  // No prototype: `?__proto__=1` is a field like any other, which the checks see.
+  const fields: Record<string, string> = Object.create(null)
   for (const [name, value] of params) {
     if (Object.hasOwn(fields, name)) {
       const shown = excerpt(name)

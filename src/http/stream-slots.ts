@@ -92,8 +92,12 @@ export function createStreamSlots(options: {
     }
   }
 
+  /** Stopping: no stream opens any more, so none holds the stop's drain open. */
+  let closed = false
+
   return {
     async open(keyId, { id: checkId, stillValid }) {
+      if (closed) throw stopping()
       const here = () => byKey.get(keyId)?.size ?? 0
       if (here() >= maxPerKey) throw limitReached(maxPerKey, here())
       const streamId = randomUUID()
@@ -104,6 +108,10 @@ export function createStreamSlots(options: {
       if (streams.size >= maxPerKey) {
         fleet?.drop(keyId, streamId)
         throw limitReached(maxPerKey, streams.size)
+      }
+      if (closed) {
+        fleet?.drop(keyId, streamId)
+        throw stopping()
       }
       const controller = new AbortController()
       streams.add(controller)
@@ -133,12 +141,20 @@ export function createStreamSlots(options: {
     },
     openFor: (keyId) => byKey.get(keyId)?.size ?? 0,
     close() {
+      closed = true
       for (const checkId of [...byCheck.keys()]) endAll(checkId)
       stopTimerIfIdle()
       fleet?.close()
     },
   }
 }
+
+const stopping = () =>
+  refuse(
+    'not_ready',
+    'this instance is stopping; open the stream again: another instance (or this one, restarted) serves it',
+    { headers: { 'retry-after': '1' } },
+  )
 
 function limitReached(max: number, used: number) {
   return refuse(

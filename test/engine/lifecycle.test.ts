@@ -444,8 +444,16 @@ describe('crash safety', () => {
           messages: [{ role: 'user', content: `live during the drain ${stream}` }],
           max_tokens: 16,
           stream,
+          ...(stream && { stream_options: { include_usage: true } }),
         }),
       }).then(async (answer) => ({ status: answer.status, text: await answer.text() }))
+    type Tokens = { prompt_tokens: number; completion_tokens: number }
+    // What a call costs at sim/chat's prices (test/helpers/catalog.ts), from its usage.
+    const priced = (usage: Tokens) =>
+      new Decimal(usage.prompt_tokens)
+        .times('0.50')
+        .plus(new Decimal(usage.completion_tokens).times('1.50'))
+        .div(1_000_000)
     const calls = [ask(false), ask(true)]
     await waitFor('both live calls upstream', async () => sim.stats().inFlight >= 2)
     const stopped = gateway.kill('SIGTERM')
@@ -458,10 +466,16 @@ describe('crash safety', () => {
     expect(await stopped).toBe(0)
     expect(late).toBe('refused')
     expect(plain.status).toBe(200)
-    const completion = JSON.parse(plain.text) as { usage: { total_tokens: number } }
-    expect(completion.usage.total_tokens).toBeGreaterThan(0)
+    const completion = JSON.parse(plain.text) as { usage: Tokens }
+    expect(completion.usage.completion_tokens).toBeGreaterThan(0)
     expect(streaming.status).toBe(200)
     expect(streaming.text.trimEnd().endsWith('data: [DONE]')).toBe(true)
+    const streamedUsage = streaming.text
+      .split('\n')
+      .filter((line) => line.startsWith('data: {'))
+      .map((line) => JSON.parse(line.slice(6)) as { usage?: Tokens | null })
+      .findLast((chunk) => chunk.usage)!.usage!
+    const answered = priced(completion.usage).plus(priced(streamedUsage))
     // The stream's body ended as a body does, not with a reset.
     expect(await streamed).toContain('event: batch')
     gateway = await spawnGatewayProcess(env)
@@ -478,7 +492,7 @@ describe('crash safety', () => {
         string
       >
       const live = new Decimal(10).minus(view.balance_usd).minus(batch.cost_usd)
-      expect(live.greaterThan(0)).toBe(true)
+      expect(live.toFixed()).toBe(answered.toFixed())
       expect(view.held_usd).toBe('0.000000')
     } finally {
       await gateway.kill('SIGTERM')

@@ -106,6 +106,7 @@ test('an SDK given a base URL one segment off: the 404 names the base URL to giv
     ['POST', '/openai/chat/completions', '<this gateway>/v1 '],
     ['POST', '/v1/messages', '<this gateway>/anthropic '],
     ['POST', '/v1/messages/batches', '<this gateway>/anthropic '],
+    ['POST', '/v1/v1/messages', '<this gateway>/anthropic '],
   ]) {
     const wrong = await ask(method, path)
     expect([path, wrong.status, wrong.body.error.code]).toEqual([path, 404, 'unknown_route'])

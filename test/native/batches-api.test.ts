@@ -148,6 +148,8 @@ for (const storeKind of STORES) {
         ['?Dry_Run=1', 'dry_run'],
         ['?max_cost=0.5', 'max_cost_usd'],
         ['?bogus=1', null],
+        ['?__proto__=1', null],
+        ['?constructor=1', null],
       ] as const) {
         const refused = await submit(key, [chatLine('a')], query)
         expect(refused.status).toBe(400)

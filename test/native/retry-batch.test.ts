@@ -206,6 +206,9 @@ for (const store of STORES) {
       })
       await bad(json({ completion_window_hours: 0 }), 'completion_window_hours')
       await bad(json({ completion_window: '24h' }), 'completion_window')
+      // Names an object has by its prototype are fields like any other: refused, not taken.
+      await bad(json({ constructor: 1 }), 'constructor')
+      await bad({ ...json({}), body: '{"__proto__": {"x": 1}}' }, '__proto__')
       await bad(json({ max_cost_usd: '0' }), 'max_cost_usd')
       await bad(json({ max_cost_usd: '1e3' }), 'max_cost_usd')
       const notObject = await retry(idle, own, parent.id, json([1]))

@@ -283,18 +283,63 @@ async function recordResults(
   states: readonly ChunkLineRef[],
   results: readonly ChunkLineResult[],
 ): Promise<void> {
-  const lines = await deps.runningLines(
-    chunk.batchId,
-    states.map((state) => state.lineNo),
-  )
+  const byPosition = new Map(results.map((result) => [result.position, result]))
+  const outcomes: LineOutcome[] = []
+  // A slice at a time: a chunk of up to 100,000 lines is read back and billed a page of lines
+  // at a time, the event loop free between pages.
+  for (let start = 0; start < states.length; start += RESULTS_SLICE) {
+    const slice = states.slice(start, start + RESULTS_SLICE)
+    const sliceResults = slice.flatMap((state) => byPosition.get(state.position) ?? [])
+    outcomes.push(...(await sliceOutcomes(deps, chunk, slice, sliceResults)))
+  }
+  const { charged } = await deps.lines.recordOutcomes(lineOwnerOf(chunk.id), outcomes, deps.now())
+  // Told and counted once recorded, at what each was charged: a lease lost to a takeover, whose
+  // holder recorded the line, counts nothing here.
+  const { accountId } = chunk
+  const line = { accountId: accountId ?? '', model: () => deps.model.id }
+  outcomes.forEach((outcome, i) => {
+    const usd = charged[i]
+    if (usd === null || usd === undefined) return
+    if (outcome.kind === 'succeeded' && outcome.ceilingUsd !== undefined)
+      deps.logger?.warn('line.cost_overrun', {
+        batch_id: outcome.batchId,
+        account_id: accountId,
+        line: outcome.lineNo,
+        provider: outcome.provider,
+        ceiling_usd: outcome.ceilingUsd,
+        cost_usd: outcome.costUsd,
+      })
+    if (accountId !== null) deps.onOutcome?.(outcome, line, usd)
+  })
+}
+
+/** Lines whose results are mapped and billed at once (recordResults). */
+const RESULTS_SLICE = 1000
+
+/**
+ * One slice's outcomes. Its lines are read back from the store only when an answer needs them:
+ * to bill it by its own ceiling, or to build a Responses line's Response from its request.
+ */
+async function sliceOutcomes(
+  deps: ChunkDeps,
+  chunk: Pick<ChunkRecord, 'batchId' | 'createdAt' | 'endpoint'>,
+  slice: readonly ChunkLineRef[],
+  results: readonly ChunkLineResult[],
+): Promise<LineOutcome[]> {
   // Responses lines sent as chat: each answer becomes its Response, with the request it answers.
   const translated =
     chunk.endpoint === 'responses' && providerEndpoint(chunk.endpoint, deps.speaks) === 'chat'
+  const lines = results.some((result) => result.type === 'succeeded')
+    ? await deps.runningLines(
+        chunk.batchId,
+        slice.map((state) => state.lineNo),
+      )
+    : new Map<number, LineRecord>()
   const askedBodies = translated
     ? new Map([...lines].map(([lineNo, line]) => [lineNo, askedBody(line)]))
     : undefined
   const now = deps.now()
-  const outcomes = mapChunkResults(withBatch(chunk.batchId, states), results, {
+  return mapChunkResults(withBatch(chunk.batchId, slice), results, {
     asked: chunk.endpoint === 'messages' || chunk.endpoint === 'responses' ? chunk.endpoint : null,
     askedBodies,
     offering: deps.offering,
@@ -310,25 +355,6 @@ async function recordResults(
       const line = lines.get(lineNo)
       return line ? deps.usageOnBound(line, answer) : null
     },
-  })
-  const { charged } = await deps.lines.recordOutcomes(lineOwnerOf(chunk.id), outcomes, now)
-  const { accountId } = chunk
-  for (const outcome of outcomes)
-    if (outcome.kind === 'succeeded' && outcome.ceilingUsd !== undefined)
-      deps.logger?.warn('line.cost_overrun', {
-        batch_id: outcome.batchId,
-        account_id: accountId,
-        line: outcome.lineNo,
-        provider: outcome.provider,
-        ceiling_usd: outcome.ceilingUsd,
-        cost_usd: outcome.costUsd,
-      })
-  // Counted once recorded, at what each was charged: a lease lost to a takeover counts nothing.
-  if (accountId === null || !deps.onOutcome) return
-  const line = { accountId, model: () => deps.model.id }
-  outcomes.forEach((outcome, i) => {
-    const usd = charged[i]
-    if (usd !== null && usd !== undefined) deps.onOutcome!(outcome, line, usd)
   })
 }
 

@@ -82,17 +82,21 @@ const rawEvents = (): StreamRender => ({
 
 /**
  * The caller's `anthropic-beta` header (comma-separated feature names), sent on to Anthropic
- * offerings with the request passed through; another provider never sees it. One that is not a
- * plain list of names is refused rather than sent.
+ * offerings with the request passed through, empty names left out; Anthropic judges the names,
+ * and another provider never sees them. Only its length is bounded here.
  */
 function anthropicBeta(request: Request): string | undefined {
   const betas = request.headers.get('anthropic-beta')
-  if (betas === null || betas.trim() === '') return undefined
-  if (betas.length > 1024 || !/^[A-Za-z0-9._-]+(?:\s*,\s*[A-Za-z0-9._-]+)*$/.test(betas.trim()))
+  if (betas === null) return undefined
+  if (betas.length > 1024)
     throw badRequest(
-      'the anthropic-beta header must be a comma-separated list of beta names, such as "output-128k-2025-02-19", at most 1,024 characters',
+      'the anthropic-beta header is over 1,024 characters; send only the beta names the request needs',
     )
-  return betas.trim()
+  const names = betas
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '')
+  return names.length > 0 ? names.join(',') : undefined
 }
 
 export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
