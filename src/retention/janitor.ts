@@ -66,7 +66,7 @@ export function createJanitor(
       if (ids.length < PER_ROUND) break
     }
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      const ids = await store.deleteStaleUploads(now - retention.fileDays * DAY, PER_ROUND)
+      const ids = await store.deleteStaleUploads(now - retention.fileDays * DAY, PER_ROUND, now)
       // The record is gone first, so no one can start reading content that is being deleted.
       for (const id of ids) await blobs.delete(id)
       deletedFiles.push(...ids)

@@ -189,6 +189,38 @@ for (const storeKind of STORES) {
       )
       expect(await storedContent(gw.env)).toEqual([])
     })
+
+    test("files.create's expires_after: expires_at is set, a bad one is a 400 that leaves nothing, and the janitor deletes the file once it expired", async () => {
+      const { key } = await gw.newAccount('1')
+      const client = new OpenAI({ baseURL: `${gw.url}/openai/v1`, apiKey: key, maxRetries: 0 })
+      const content = () => toFile(Buffer.from(jsonl([chatLine('a')])), 'expiring.jsonl')
+      const created = await client.files.create({
+        file: await content(),
+        purpose: 'batch',
+        expires_after: { anchor: 'created_at', seconds: 3600 },
+      })
+      expect(created.expires_at).toBe(created.created_at + 3600)
+      expect((await client.files.retrieve(created.id)).expires_at).toBe(created.expires_at)
+      const kept = await client.files.create({ file: await content(), purpose: 'batch' })
+      expect(kept.expires_at).toBeNull()
+      for (const seconds of [60, 2_592_001]) {
+        const refused = await failure(
+          client.files.create({
+            file: await content(),
+            purpose: 'batch',
+            expires_after: { anchor: 'created_at', seconds },
+          }),
+        )
+        expect(refused).toBeInstanceOf(OpenAI.BadRequestError)
+        expect((refused as { param: string }).param).toBe('expires_after.seconds')
+      }
+      expect((await storedContent(gw.env)).sort()).toEqual([created.id, kept.id].sort())
+      // An hour on: gone for its account, its content deleted; the other is kept.
+      await gw.janitor.runOnce(created.created_at + 3600)
+      expect(await failure(client.files.retrieve(created.id))).toBeInstanceOf(OpenAI.NotFoundError)
+      expect(await storedContent(gw.env)).toEqual([kept.id])
+      await client.files.delete(kept.id)
+    })
   })
 
   describe(`a killed upload is cleaned up after the restart (${storeKind})`, () => {

@@ -94,11 +94,30 @@ onEveryStore(({ name, makeStore, it }) => {
           kind: 'output',
         }),
       )
-      expect(await store.deleteStaleUploads(T0 + 50, 10)).toEqual(['file_old'])
-      expect(await store.deleteStaleUploads(T0 + 50, 10)).toEqual([])
+      expect(await store.deleteStaleUploads(T0 + 50, 10, T0 + 60)).toEqual(['file_old'])
+      expect(await store.deleteStaleUploads(T0 + 50, 10, T0 + 60)).toEqual([])
       expect(await store.knownFileIds(['file_old', 'file_new', 'file_out'])).toEqual(
         new Set(['file_new', 'file_out']),
       )
+    })
+
+    it('an upload past its own expiry is gone for its account, then deleted; one before it stays', async () => {
+      await store.createAccount(newAccount('acct_1'))
+      const used = { lastUsedAt: T0 + 100 }
+      await store.createFile(file('file_soon', { ...used, expiresAt: T0 + 3600 }))
+      await store.createFile(file('file_later', { ...used, expiresAt: T0 + 7200 }))
+      expect((await store.getFile('acct_1', 'file_soon', T0 + 3599))?.expiresAt).toBe(T0 + 3600)
+      expect(await store.getFile('acct_1', 'file_soon', T0 + 3600)).toBeNull()
+      const listed = await store.listFiles('acct_1', {
+        limit: 10,
+        after: null,
+        purpose: null,
+        order: 'asc',
+        now: T0 + 3600,
+      })
+      expect(listed.files.map((f) => f.id)).toEqual(['file_later'])
+      expect(await store.deleteStaleUploads(T0, 10, T0 + 3600)).toEqual(['file_soon'])
+      expect(await store.knownFileIds(['file_soon', 'file_later'])).toEqual(new Set(['file_later']))
     })
   })
 })

@@ -102,6 +102,7 @@ export function openAiFilesRoutes({
                   'purpose',
                 )
               }
+              const expiresAfter = expiresAfterSeconds(received.fields)
               const now = nowSeconds()
               return {
                 id,
@@ -113,6 +114,7 @@ export function openAiFilesRoutes({
                 lastUsedAt: now,
                 batchId: null,
                 kind: 'upload' as const,
+                expiresAt: expiresAfter === null ? null : now + expiresAfter,
               }
             },
           },
@@ -186,4 +188,29 @@ function fileTooLarge(limit: number) {
     `files may be at most ${limit} bytes; split the requests into several files`,
     { param: 'file', detail: { limit_bytes: limit } },
   )
+}
+
+/** OpenAI's bounds of an upload's `expires_after.seconds`: an hour to 30 days. */
+const EXPIRES_AFTER = { min: 3600, max: 2_592_000 }
+
+/**
+ * The form's `expires_after` (`expires_after[anchor]` and `expires_after[seconds]`, as the SDKs
+ * send the object in a form): seconds after the upload's creation, or null when not sent.
+ */
+function expiresAfterSeconds(fields: Record<string, string>): number | null {
+  const anchor = fields['expires_after[anchor]']
+  const seconds = fields['expires_after[seconds]']
+  if (anchor === undefined && seconds === undefined) return null
+  if (anchor !== 'created_at')
+    throw badRequest(
+      `expires_after.anchor must be "created_at" (got ${JSON.stringify(anchor === undefined ? null : excerpt(anchor))})`,
+      'expires_after.anchor',
+    )
+  const value = /^\d{1,8}$/.test(seconds ?? '') ? Number(seconds) : NaN
+  if (!(value >= EXPIRES_AFTER.min && value <= EXPIRES_AFTER.max))
+    throw badRequest(
+      `expires_after.seconds must be a whole number from ${EXPIRES_AFTER.min} (an hour) to ${EXPIRES_AFTER.max} (30 days); got ${JSON.stringify(seconds === undefined ? null : excerpt(seconds))}`,
+      'expires_after.seconds',
+    )
+  return value
 }

@@ -92,7 +92,7 @@ export function renderOpenAiFile(file: FileView): OpenAiFileObject {
     object: 'file' as const,
     bytes: file.bytes ?? 0,
     created_at: file.createdAt,
-    expires_at: null,
+    expires_at: file.expiresAt ?? null,
     filename: file.filename,
     purpose: file.purpose,
     status: 'processed',

@@ -21,6 +21,11 @@ export interface FileRecord {
   /** For rendered files: the batch whose results they show, and which of them. */
   batchId: string | null
   kind: 'upload' | 'output' | 'error'
+  /**
+   * When an upload expires (Unix seconds; files.create's `expires_after`): from then on it is
+   * gone for its account, and the janitor deletes it. Null or absent: it never expires so.
+   */
+  expiresAt?: number | null
 }
 
 /** A rendered file with the state of its batch, which decides whether it exists yet. */
@@ -29,15 +34,25 @@ export interface FileView extends FileRecord {
   batchCounts: { succeeded: number; unsuccessful: number } | null
 }
 
+/** A page of an account's files: listFiles. */
+export interface FilePage {
+  limit: number
+  after: string | null
+  purpose: string | null
+  order: 'asc' | 'desc'
+  /** Unix seconds; files expired by then are left out (default: now). */
+  now?: number
+}
+
 export interface FileStore {
   createFile(file: FileRecord): Promise<void>
-  /** Another account's file is null. */
-  getFile(accountId: string, id: string): Promise<FileView | null>
-  /** Newest first (or oldest first with order 'asc'); `after` is the last id of the previous page. */
-  listFiles(
-    accountId: string,
-    page: { limit: number; after: string | null; purpose: string | null; order: 'asc' | 'desc' },
-  ): Promise<{ files: FileView[]; hasMore: boolean }>
+  /** Another account's file is null; so is one expired at `nowSeconds` (default: now). */
+  getFile(accountId: string, id: string, nowSeconds?: number): Promise<FileView | null>
+  /**
+   * Newest first (or oldest first with order 'asc'); `after` is the last id of the previous page.
+   * Files expired at `page.now` (Unix seconds, default: now) are left out.
+   */
+  listFiles(accountId: string, page: FilePage): Promise<{ files: FileView[]; hasMore: boolean }>
   deleteFile(accountId: string, id: string): Promise<boolean>
   setFileBytes(id: string, bytes: number): Promise<void>
   touchFile(id: string, at: number): Promise<void>
@@ -129,6 +144,9 @@ export function rowToFile(row: Row): FileView {
     lastUsedAt: Number(row.last_used_at),
     batchId: (row.batch_id as string | null) ?? null,
     kind: row.kind as FileView['kind'],
+    ...(row.expires_at === null || row.expires_at === undefined
+      ? {}
+      : { expiresAt: Number(row.expires_at) }),
     batchStatus: (row.batch_status as FileView['batchStatus']) ?? null,
     batchCounts:
       row.batch_status === null || row.batch_status === undefined

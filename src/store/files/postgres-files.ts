@@ -4,10 +4,11 @@
  * lines of their kind.
  */
 import type postgres from 'postgres'
-import { ENDED_BATCH_STATUSES } from '../../domain.ts'
+import { ENDED_BATCH_STATUSES, nowSeconds } from '../../domain.ts'
 import type { PostgresPool } from '../connection.ts'
 import {
   rowToFile,
+  type FilePage,
   type FileRecord,
   type FileStore,
   type FileView,
@@ -23,7 +24,7 @@ const ENDED_STATUSES = [...ENDED_BATCH_STATUSES]
 export function createPostgresFileStore(sql: PostgresPool): FileStore & UploadStore {
   return {
     createFile: (file) => createFile(sql, file),
-    getFile: (accountId, id) => getFile(sql, accountId, id),
+    getFile: (accountId, id, now) => getFile(sql, accountId, id, now),
     listFiles: (accountId, page) => listFiles(sql, accountId, page),
     deleteFile: (accountId, id) => deleteFile(sql, accountId, id),
     setFileBytes: (id, bytes) => setFileBytes(sql, id, bytes),
@@ -51,22 +52,28 @@ const visible = (db: Db) => db`
 export async function createFile(db: Db, file: FileRecord) {
   await db`
     INSERT INTO files (id, account_id, purpose, filename, bytes, created_at, last_used_at,
-      batch_id, kind)
+      batch_id, kind, expires_at)
     VALUES (${file.id}, ${file.accountId}, ${file.purpose}, ${file.filename}, ${file.bytes},
-      ${file.createdAt}, ${file.lastUsedAt}, ${file.batchId}, ${file.kind})`
+      ${file.createdAt}, ${file.lastUsedAt}, ${file.batchId}, ${file.kind},
+      ${file.expiresAt ?? null})`
 }
 
-export async function getFile(db: Db, accountId: string, id: string): Promise<FileView | null> {
+/** An upload past its own expiry is gone (files.create's expires_after). */
+const notExpired = (db: Db, now: number) => db`(f.expires_at IS NULL OR f.expires_at > ${now})`
+
+export async function getFile(
+  db: Db,
+  accountId: string,
+  id: string,
+  now = nowSeconds(),
+): Promise<FileView | null> {
   const [row] = await db`
-    ${select(db)} WHERE f.id = ${id} AND f.account_id = ${accountId} AND ${visible(db)}`
+    ${select(db)} WHERE f.id = ${id} AND f.account_id = ${accountId} AND ${visible(db)}
+      AND ${notExpired(db, now)}`
   return row ? rowToFile(row) : null
 }
 
-export async function listFiles(
-  db: Db,
-  accountId: string,
-  page: { limit: number; after: string | null; purpose: string | null; order: 'asc' | 'desc' },
-) {
+export async function listFiles(db: Db, accountId: string, page: FilePage) {
   const ascending = page.order === 'asc'
   const purpose = page.purpose === null ? db`` : db`AND f.purpose = ${page.purpose}`
   const after =
@@ -76,7 +83,8 @@ export async function listFiles(
         ? db`AND f.id > ${page.after}`
         : db`AND f.id < ${page.after}`
   const rows = await db`
-    ${select(db)} WHERE f.account_id = ${accountId} AND ${visible(db)} ${purpose} ${after}
+    ${select(db)} WHERE f.account_id = ${accountId} AND ${visible(db)}
+      AND ${notExpired(db, page.now ?? nowSeconds())} ${purpose} ${after}
     ORDER BY f.id ${ascending ? db`ASC` : db`DESC`} LIMIT ${page.limit + 1}`
   return { files: rows.slice(0, page.limit).map(rowToFile), hasMore: rows.length > page.limit }
 }

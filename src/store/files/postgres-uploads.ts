@@ -104,9 +104,10 @@ export function commitUpload(sql: Sql, file: FileRecord): Promise<boolean> {
     if (gone.length === 0) return false
     await tx`
       INSERT INTO files (id, account_id, purpose, filename, bytes, created_at, last_used_at,
-        batch_id, kind)
+        batch_id, kind, expires_at)
       VALUES (${file.id}, ${file.accountId}, ${file.purpose}, ${file.filename}, ${file.bytes},
-        ${file.createdAt}, ${file.lastUsedAt}, ${file.batchId}, ${file.kind})`
+        ${file.createdAt}, ${file.lastUsedAt}, ${file.batchId}, ${file.kind},
+        ${file.expiresAt ?? null})`
     return true
   })
 }

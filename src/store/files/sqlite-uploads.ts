@@ -100,8 +100,8 @@ export function growUpload(
 export function insertFile(db: Database, file: FileRecord) {
   q(
     db,
-    `INSERT INTO files (id, account_id, purpose, filename, bytes, created_at, last_used_at, batch_id, kind)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO files (id, account_id, purpose, filename, bytes, created_at, last_used_at, batch_id, kind, expires_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   ).run(
     file.id,
     file.accountId,
@@ -112,6 +112,7 @@ export function insertFile(db: Database, file: FileRecord) {
     file.lastUsedAt,
     file.batchId,
     file.kind,
+    file.expiresAt ?? null,
   )
 }
 

@@ -11,7 +11,7 @@ type Db = PostgresPool
 export function createPostgresRetentionStore(sql: PostgresPool): PurgeStore {
   return {
     purgeResults: (cutoff, limit, now) => purgeResults(sql, cutoff, limit, now),
-    deleteStaleUploads: (cutoff, limit) => deleteStaleUploads(sql, cutoff, limit),
+    deleteStaleUploads: (cutoff, limit, now) => deleteStaleUploads(sql, cutoff, limit, now),
   }
 }
 
@@ -46,10 +46,12 @@ export async function deleteStaleUploads(
   sql: Db,
   cutoff: number,
   limit: number,
+  now: number,
 ): Promise<string[]> {
   const rows = await sql`
     DELETE FROM files WHERE id IN (
-      SELECT id FROM files WHERE kind = 'upload' AND last_used_at < ${cutoff}
+      SELECT id FROM files WHERE kind = 'upload'
+        AND (last_used_at < ${cutoff} OR expires_at <= ${now})
       LIMIT ${limit} FOR UPDATE SKIP LOCKED)
     RETURNING id`
   return rows.map((row) => row.id as string)

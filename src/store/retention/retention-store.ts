@@ -12,8 +12,11 @@ import type { UploadStore } from '../files/file-store.ts'
 export interface PurgeStore {
   /** Deletes the lines and rendered files of batches that ended before `cutoff`; returns their ids. */
   purgeResults(cutoff: number, limit: number, now: number): Promise<string[]>
-  /** Deletes the records of uploads unused since `cutoff`; returns their ids, for their content. */
-  deleteStaleUploads(cutoff: number, limit: number): Promise<string[]>
+  /**
+   * Deletes the records of uploads unused since `cutoff` or expired at `now` (their own
+   * `expires_at`); returns their ids, for their content.
+   */
+  deleteStaleUploads(cutoff: number, limit: number, now: number): Promise<string[]>
 }
 
 /** Everything the janitor calls. */

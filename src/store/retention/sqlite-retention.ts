@@ -25,13 +25,14 @@ export function createSqliteRetentionStore(db: SqliteConnection): PurgeStore {
         })
         .immediate()
     },
-    async deleteStaleUploads(cutoff, limit) {
+    async deleteStaleUploads(cutoff, limit, now) {
       return q(
         db,
         `DELETE FROM files WHERE id IN (
-           SELECT id FROM files WHERE kind = 'upload' AND last_used_at < ? LIMIT ?) RETURNING id`,
+           SELECT id FROM files WHERE kind = 'upload' AND (last_used_at < ? OR expires_at <= ?)
+           LIMIT ?) RETURNING id`,
       )
-        .all(cutoff, limit)
+        .all(cutoff, now, limit)
         .map((row) => row.id as string)
     },
   }
