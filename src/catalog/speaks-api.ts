@@ -60,7 +60,7 @@ export function chatBodyFor<T, P extends T>(
   // A model not in the catalog: the lenient body goes on to validation, which says so, rather
   // than a field the caller would remove only to learn next that the model does not exist. The
   // strict problem stays with it: an account's adapter, unknown to the catalog, still gets it.
-  const known = typeof request.model === 'string' && catalog.find(request.model) !== undefined
+  const known = inCatalog(catalog, request.model)
   if (known && !spokenBySome(catalog, request.model, request.api)) return strict
   const lenient = translate(true)
   if (!known)
@@ -68,6 +68,10 @@ export function chatBodyFor<T, P extends T>(
   if (isProblem(lenient)) return lenient
   return { chat: lenient as Exclude<T, P>, untranslated: strict }
 }
+
+/** Whether `model` names a model of the catalog (an account's adapter does not). */
+export const inCatalog = (catalog: Pick<Catalog, 'find'>, model: unknown): boolean =>
+  typeof model === 'string' && catalog.find(model) !== undefined
 
 /** Whether any usable offering of `model` takes `api` as it came. An unknown model: none. */
 export function spokenBySome(

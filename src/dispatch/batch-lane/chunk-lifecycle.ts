@@ -296,7 +296,7 @@ async function recordResults(
   // Told and counted once recorded, at what each was charged: a lease lost to a takeover, whose
   // holder recorded the line, counts nothing here.
   const { accountId } = chunk
-  const line = { accountId: accountId ?? '', model: () => deps.model.id }
+  const counted = accountId === null ? null : { accountId, model: () => deps.model.id }
   outcomes.forEach((outcome, i) => {
     const usd = charged[i]
     if (usd === null || usd === undefined) return
@@ -309,7 +309,7 @@ async function recordResults(
         ceiling_usd: outcome.ceilingUsd,
         cost_usd: outcome.costUsd,
       })
-    if (accountId !== null) deps.onOutcome?.(outcome, line, usd)
+    if (counted) deps.onOutcome?.(outcome, counted, usd)
   })
 }
 

@@ -13,7 +13,7 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
 import { validateBody } from '../../ingest/validate-body.ts'
 import { sendWithFallback } from '../../upstream/send-with-fallback.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
-import { offeringsSpeaking, spokenBySome } from '../../catalog/speaks-api.ts'
+import { inCatalog, offeringsSpeaking, spokenBySome } from '../../catalog/speaks-api.ts'
 import { translateCall } from '../../live/translate-call.ts'
 import type { LiveDeps, LiveService, NativeCall, StreamRender } from '../live.ts'
 import { responseHeaders } from '../caller-macro.ts'
@@ -120,12 +120,11 @@ export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
     // Where Anthropic counts, its own fields (thinking, documents, …) are Anthropic's to count;
     // for a model not in the catalog, validation says so before any field is judged.
     const through = spokenBySome(deps.catalog, raw?.model, 'count_tokens')
-    const known = typeof raw?.model === 'string' && deps.catalog.find(raw.model) !== undefined
     const body = chatBodyOf(
       typeof raw === 'object' && raw !== null && !Array.isArray(raw)
         ? { ...raw, max_tokens: 1 }
         : raw,
-      through || !known,
+      through || !inCatalog(deps.catalog, raw?.model),
     )
     const checked = validateBody(body, 'chat', deps.catalog, { live: true })
     if (!checked.ok) {
