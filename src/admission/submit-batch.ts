@@ -133,17 +133,33 @@ function mentionsFineTune(bytes: Uint8Array): boolean {
 
 /**
  * The daily spend limit's refusal (docs/money-and-limits.md), for a submit and for a live call: the limit and
- * what the day has used, in `error.limit` as the other limits say theirs.
+ * what the day has used, in `error.limit` as the other limits say theirs, and in `Retry-After` the
+ * seconds until the limit resets at 00:00 UTC (the SDKs still do not retry it: x-should-retry).
  */
 export function dailyLimitRefusal(
   limit: { limitUsd: string; usedUsd: string },
   what: string,
+  nowMs = Date.now(),
 ): GatewayError {
+  const resetsInSeconds = Math.ceil((DAY_MS - (nowMs % DAY_MS)) / 1000)
   return refuse(
     'limit_exceeded',
-    `${what} would pass the account's daily spend limit of $${limit.limitUsd} ($${usd(limit.usedUsd)} used since 00:00 UTC, batches' holds and live calls included); it resets at 00:00 UTC, and a deposit does not raise it`,
-    { detail: { limit: { daily_spend_usd: limit.limitUsd, used_usd: usd(limit.usedUsd) } } },
+    `${what} would pass the account's daily spend limit of $${limit.limitUsd} ($${usd(limit.usedUsd)} used since 00:00 UTC, batches' holds and live calls included); it resets at 00:00 UTC, in ${resetsIn(resetsInSeconds)}, and a deposit does not raise it`,
+    {
+      detail: { limit: { daily_spend_usd: limit.limitUsd, used_usd: usd(limit.usedUsd) } },
+      headers: { 'retry-after': String(resetsInSeconds) },
+    },
   )
+}
+
+const DAY_MS = 86_400_000
+
+/** "5 h 3 min", "12 min", "40 s". */
+function resetsIn(seconds: number): string {
+  const hours = Math.floor(seconds / 3600)
+  const minutes = Math.floor((seconds % 3600) / 60)
+  if (hours > 0) return `${hours} h ${minutes} min`
+  return minutes > 0 ? `${minutes} min` : `${seconds} s`
 }
 
 /** What admission works with: where batches go, who validates, who hears of a new batch. */

@@ -119,6 +119,10 @@ for (const store of STORES) {
       })
       expect(body.error.message).toContain('00:00 UTC')
       expect(refused.headers.get('x-ratelimit-limit')).not.toBeNull()
+      // Retry-After: the seconds until the limit resets at 00:00 UTC.
+      const untilMidnight = (86_400_000 - (Date.now() % 86_400_000)) / 1000
+      expect(Math.abs(Number(refused.headers.get('retry-after')) - untilMidnight)).toBeLessThan(5)
+      expect(refused.headers.get('x-should-retry')).toBe('false')
       // Nothing was stored.
       const list = (await (await gw.request('/v1/batches', key)).json()) as { data: unknown[] }
       expect(list.data).toHaveLength(1)
@@ -172,7 +176,9 @@ for (const store of STORES) {
         (e: unknown) => e,
       )
       expect(live).toBeInstanceOf(OpenAI.RateLimitError)
-      expect((live as InstanceType<typeof OpenAI.RateLimitError>).code).toBe('limit_exceeded')
+      const refusedLive = live as InstanceType<typeof OpenAI.RateLimitError>
+      expect(refusedLive.code).toBe('limit_exceeded')
+      expect(Number(refusedLive.headers?.get('retry-after'))).toBeGreaterThan(0)
       expect(sent).toBe(1)
     })
 
