@@ -45,6 +45,13 @@ export interface Accounts {
     input: { name: string | null; scopes: Scope[]; rateLimitPerMinute: number | null },
   ): Promise<{ key: string; record: KeyRecord } | null>
   revokeKey(id: string): Promise<KeyRecord | null>
+  /** Newest first, older than `after` when given (the admin list). */
+  listAccounts(page: {
+    after: string | null
+    limit: number
+  }): Promise<{ accounts: AdminAccountView[]; hasMore: boolean }>
+  /** Newest first, revoked ones too; null for a missing account. */
+  listKeys(accountId: string): Promise<KeyRecord[] | null>
 }
 
 export function createAccounts(
@@ -133,5 +140,16 @@ export function createAccounts(
       hooks.onKeyRevoked?.(id)
       return revoked
     },
+    async listAccounts(page) {
+      const { ids, hasMore } = await store.listAccountIds(page)
+      const accounts: AdminAccountView[] = []
+      // One at a time: a page is at most 100, and each view is the same reads as a GET.
+      for (const id of ids) {
+        const account = await withFiles(await store.getAccount(id))
+        if (account) accounts.push(account)
+      }
+      return { accounts, hasMore }
+    },
+    listKeys: (accountId) => store.listKeys(accountId),
   }
 }

@@ -19,11 +19,13 @@ import { dataDirProblem } from './start-up-notes.ts'
 const USAGE = `usage: npm run mg -- <command>   (the store of MULTIGRID_DATA_DIR, or DATABASE_URL)
   accounts create <name> [--credit USD] [--max-open-batches N] [--rate-limit N]
                   [--max-files N] [--max-stored-bytes N] [--daily-limit USD]
+  accounts list
   accounts show <account-id>
   accounts set <account-id> [--max-files N|default] [--max-stored-bytes N|default]
                   [--daily-limit USD|none]
   accounts credit <account-id> <amount-usd>
   keys create <account-id> [--name NAME] [--scopes batches,inference,read] [--rate-limit N]
+  keys list <account-id>
   keys revoke <key-id>
   adapters register <account-id> <base-model> <name> --rank N --size-mib N --source PATH
   adapters list <account-id>
@@ -33,10 +35,12 @@ const USAGE = `usage: npm run mg -- <command>   (the store of MULTIGRID_DATA_DIR
 /** The commands USAGE lists, as "group command": anything else is refused before the store opens. */
 const COMMANDS = new Set([
   'accounts create',
+  'accounts list',
   'accounts show',
   'accounts set',
   'accounts credit',
   'keys create',
+  'keys list',
   'keys revoke',
   'adapters register',
   'adapters list',
@@ -173,6 +177,20 @@ try {
     })
     if (!account) fail(`no account ${first}`)
     print(renderAccount(account))
+  } else if (group === 'accounts' && command === 'list') {
+    // Every account, newest first, a page at a time.
+    const all = []
+    for (let after: string | null = null; ;) {
+      const page = await accounts.listAccounts({ after, limit: 100 })
+      all.push(...page.accounts.map(renderAccount))
+      if (!page.hasMore || page.accounts.length === 0) break
+      after = page.accounts.at(-1)!.id
+    }
+    print(all)
+  } else if (group === 'keys' && command === 'list' && first) {
+    const keys = await accounts.listKeys(first)
+    if (!keys) fail(`no account ${first}`)
+    print(keys.map(renderKey))
   } else if (group === 'accounts' && command === 'show' && first) {
     const account = await accounts.getAccount(first)
     if (!account) fail(`no account ${first}`)

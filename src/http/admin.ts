@@ -10,7 +10,10 @@ import { excerpt } from '../excerpt.ts'
 import { describeZodIssue } from '../ingest/issues.ts'
 import { creditAmountProblem, creditRemovalProblem } from '../money/credit-amount.ts'
 import { readJsonBody, type BodyLimit } from '../ingest/read-body.ts'
+import { wholeNumberText } from '../schemas/whole-number.ts'
+import { parseQuery } from './parse-query.ts'
 import { renderAccount, renderFineTune, renderKey } from './render-admin.ts'
+import { renderPage } from './render-page.ts'
 
 /** A bounded, exact credit amount (src/money/credit-amount.ts); `signed`: it may be negative. */
 const amount = (signed: boolean) =>
@@ -53,6 +56,12 @@ export const createKeyBody = z.strictObject({
     .min(1)
     .optional(),
   rate_limit_per_minute: count.optional(),
+})
+
+/** The accounts list's page: newest first, as the batches list pages. */
+export const listAccountsQuery = z.object({
+  limit: wholeNumberText(1, 100, 100).default(100),
+  after: z.string().min(1).optional(),
 })
 
 export const createFineTuneBody = z.strictObject({
@@ -133,6 +142,16 @@ export function adminRoutes(
         },
         { parse: 'none' },
       )
+      .get('/accounts', async ({ request }) => {
+        const query = parseQuery(listAccountsQuery, request.url)
+        const page = await accounts.listAccounts({ after: query.after ?? null, limit: query.limit })
+        return renderPage(page.accounts.map(renderAccount), page.hasMore, (account) => account.id)
+      })
+      .get('/accounts/:id/keys', async ({ params }) => {
+        const keys = await accounts.listKeys(params.id)
+        if (!keys) throw notFound(`account ${excerpt(params.id)}`)
+        return { object: 'list', data: keys.map(renderKey) }
+      })
       .get('/accounts/:id', async ({ params }) => {
         const account = await accounts.getAccount(params.id)
         if (!account) throw notFound(`account ${excerpt(params.id)}`)

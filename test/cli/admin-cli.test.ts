@@ -85,6 +85,14 @@ test('accounts create, keys create, credit, show, revoke', async () => {
       open_batches: 1,
       held_usd: '0.000093',
     })
+    // An operator who lost the ids finds them again: the accounts, then an account's keys.
+    const other = await mg(env, 'accounts', 'create', 'globex')
+    const listed = await mg(env, 'accounts', 'list')
+    expect(listed.json.map((a: { id: string }) => a.id)).toEqual([other.json.id, account.json.id])
+    const keys = await mg(env, 'keys', 'list', account.json.id)
+    expect(keys.json).toEqual([expect.objectContaining({ id: key.json.id, name: 'ci' })])
+    expect(keys.out).not.toContain(key.json.key)
+    expect((await mg(env, 'keys', 'list', 'acct_missing')).code).toBe(2)
     expect((await mg(env, 'keys', 'revoke', key.json.id)).json.revoked_at).toBeNumber()
     // Revoked by another process: the gateway's key cache honours it within 2 s (SPEC: every instance).
     await waitFor(

@@ -569,5 +569,50 @@ for (const storeKind of STORES) {
       })
       expect(((await made.json()) as { scopes: string[] }).scopes).toEqual(['read'])
     })
+
+    test("the admin API lists accounts newest first, a page at a time, and an account's keys without their secrets", async () => {
+      type Page = { data: { id: string; name: string }[]; has_more: boolean; last_id: string }
+      const list = async (query: string) =>
+        (await (await gw.admin(`/accounts${query}`)).json()) as Page
+      const made: string[] = []
+      for (let i = 0; i < 3; i++) made.push((await gw.newAccount('1')).accountId)
+      const first = await list('?limit=2')
+      // Other tests' accounts are older: the three just made come first, newest first.
+      expect(first.data.map((a) => a.id)).toEqual([made[2]!, made[1]!])
+      expect(first.has_more).toBe(true)
+      expect(first.data[0]).toMatchObject({ object: 'account', balance_usd: '1.000000' })
+      const second = await list(`?limit=2&after=${first.last_id}`)
+      expect(second.data[0]!.id).toBe(made[0]!)
+      // Every account exactly once across all pages.
+      const seen: string[] = []
+      for (let after = '', i = 0; i < 100; i++) {
+        const page = await list(`?limit=1${after}`)
+        seen.push(...page.data.map((a) => a.id))
+        if (!page.has_more) break
+        after = `&after=${page.last_id}`
+      }
+      expect(new Set(seen).size).toBe(seen.length)
+      expect(seen).toEqual(expect.arrayContaining(made))
+      expect((await gw.admin('/accounts?limit=0')).status).toBe(400)
+      expect((await gw.admin('/accounts?limit=101')).status).toBe(400)
+
+      const accountId = made[0]!
+      const key = (await (
+        await gw.admin(`/accounts/${accountId}/keys`, { body: { name: 'ci', scopes: ['read'] } })
+      ).json()) as { id: string; key: string }
+      expect((await gw.admin(`/keys/${key.id}`, { method: 'DELETE' })).status).toBe(200)
+      const keys = await gw.admin(`/accounts/${accountId}/keys`)
+      expect(keys.status).toBe(200)
+      const text = await keys.text()
+      // The secret is shown once, when made, and never again.
+      expect(text).not.toContain(key.key)
+      const { data } = JSON.parse(text) as { data: Record<string, unknown>[] }
+      expect(data[0]).toMatchObject({ id: key.id, name: 'ci', scopes: ['read'] })
+      expect(data[0]!.revoked_at).toBeNumber()
+      // newAccount made a key too: the newest comes first.
+      expect(data).toHaveLength(2)
+      expect(data[1]!.revoked_at).toBeNull()
+      expect((await gw.admin('/accounts/acct_missing/keys')).status).toBe(404)
+    })
   })
 }

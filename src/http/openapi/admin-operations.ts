@@ -7,6 +7,7 @@ import {
   createFineTuneBody,
   createKeyBody,
   creditBody,
+  listAccountsQuery,
   patchAccountBody,
 } from '../admin.ts'
 import type { Operations } from './operation.ts'
@@ -19,6 +20,21 @@ export const ADMIN_OPERATIONS: Operations = {
     security: 'admin',
     body: { json: createAccountBody },
     answers: { 201: { description: 'the account', json: 'Account' } },
+  },
+  'GET /admin/v1/accounts': {
+    id: 'adminListAccounts',
+    summary: 'The accounts, newest first (`after` an account id for the next page)',
+    docs: 'docs/operations.md',
+    security: 'admin',
+    query: listAccountsQuery,
+    answers: { 200: { description: 'a page of accounts', json: 'AccountList' } },
+  },
+  'GET /admin/v1/accounts/{id}/keys': {
+    id: 'adminListKeys',
+    summary: "An account's keys, newest first, revoked ones too (never the keys themselves)",
+    docs: 'docs/operations.md',
+    security: 'admin',
+    answers: { 200: { description: 'the keys', json: 'ApiKeyList' } },
   },
   'GET /admin/v1/accounts/{id}': {
     id: 'adminGetAccount',

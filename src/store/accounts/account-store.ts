@@ -35,6 +35,16 @@ export interface AccountStore {
   getAccount(id: string): Promise<AccountView | null>
   /** Whether any account exists yet (a fresh install has none: start-up says how to make one). */
   hasAccounts(): Promise<boolean>
+  /**
+   * Account ids newest first (ids sort by creation), those older than `after` when given, at most
+   * `limit`, and whether more follow: the admin API's list.
+   */
+  listAccountIds(page: {
+    after: string | null
+    limit: number
+  }): Promise<{ ids: string[]; hasMore: boolean }>
+  /** The account's keys, newest first, revoked ones too; null for a missing account. */
+  listKeys(accountId: string): Promise<KeyRecord[] | null>
   /** Adds (or with a negative amount, removes, never below zero) credit. */
   addCredit(id: string, amountUsd: string): Promise<AccountView | null>
   createKey(key: NewKey): Promise<KeyRecord | null>

@@ -42,6 +42,19 @@ export function createPostgresAccountStore(sql: PostgresPool): AccountStore & Se
       const rows = await sql`SELECT 1 FROM accounts LIMIT 1`
       return rows.length > 0
     },
+    async listAccountIds({ after, limit }) {
+      const rows = await sql`
+        SELECT id FROM accounts WHERE ${after}::text IS NULL OR id < ${after}
+        ORDER BY id DESC LIMIT ${limit + 1}`
+      return { ids: rows.slice(0, limit).map((row) => row.id), hasMore: rows.length > limit }
+    },
+    async listKeys(accountId) {
+      const [account] = await sql`SELECT 1 FROM accounts WHERE id = ${accountId}`
+      if (!account) return null
+      const rows =
+        await sql`SELECT * FROM api_keys WHERE account_id = ${accountId} ORDER BY id DESC`
+      return rows.map(rowToKey)
+    },
     async addCredit(id, amountUsd) {
       // Locked FOR UPDATE, so no settlement moves the balance meanwhile (postgres-account-ledger.ts);
       // never below zero: the row's balance never below what its shards have drawn.

@@ -58,6 +58,19 @@ export function createSqliteAccountStore(db: SqliteConnection): AccountStore & S
     async hasAccounts() {
       return q(db, 'SELECT 1 FROM accounts LIMIT 1').get() != null
     },
+    async listAccountIds({ after, limit }) {
+      const rows = q(
+        db,
+        'SELECT id FROM accounts WHERE (? IS NULL OR id < ?) ORDER BY id DESC LIMIT ?',
+      ).all(after, after, limit + 1)
+      return { ids: rows.slice(0, limit).map((row) => row.id), hasMore: rows.length > limit }
+    },
+    async listKeys(accountId) {
+      if (!q(db, 'SELECT 1 FROM accounts WHERE id = ?').get(accountId)) return null
+      return q(db, 'SELECT * FROM api_keys WHERE account_id = ? ORDER BY id DESC')
+        .all(accountId)
+        .map(rowToKey)
+    },
     async addCredit(id, amountUsd) {
       return tx(() => {
         const row = q(db, 'SELECT balance_usd FROM accounts WHERE id = ?').get(id)
