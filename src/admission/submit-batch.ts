@@ -12,6 +12,7 @@ import { availableUsd, batchHold, Money, moneyText, usd } from '../money/decimal
 import { LONG_WINDOW_HOURS, startBySeconds } from '../store/batches/start-in-time.ts'
 import type { AccountStore, BatchStore, DailySpendStore, FileStore } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
+import { quoteWarnings } from './cap-warnings.ts'
 import { registerResultFiles } from './result-files.ts'
 import { keysBatch } from './request-hash.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
@@ -245,8 +246,8 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
   }
 
   async function quote(bytes: Uint8Array, options: QuoteOptions): Promise<QuoteResult> {
-    // The quote needs no per-line ceilings: only the total is compared.
-    const verdict = await check(bytes, { ...options, maxCostUsd: null })
+    // Under a cap, each line's own ceiling too: a line whose ceiling alone passes the cap is named.
+    const verdict = await check(bytes, options)
     if ('kind' in verdict) return verdict
     const hold = batchHold(verdict.ceiling.toFixed(), options.maxCostUsd)
     const fits = await holdFits(store, { id: options.accountId, nowMs: now() }, hold)
@@ -258,8 +259,7 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
       creditSufficient: fits.creditSufficient,
       availableUsd: usd(fits.free),
       dailyLimitSufficient: fits.dailyLimitSufficient,
-      warnings: verdict.warnings,
-      warningsOmitted: verdict.warningsOmitted,
+      ...quoteWarnings(verdict, options.maxCostUsd),
     }
   }
 

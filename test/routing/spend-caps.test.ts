@@ -131,6 +131,56 @@ for (const storeKind of STORES) {
       expect(list.data).toHaveLength(0)
     })
 
+    test('a dry run names each line whose own ceiling is above the cap (it could never start); the submit is still admitted and those lines end max_cost_reached', async () => {
+      const { key } = await gw.newAccount('10')
+      const lines = [
+        chatLine('small', 'a short answer', { max_tokens: 16 }),
+        chatLine('large', 'a long answer', { max_tokens: 4000 }),
+        chatLine('small-2', 'another short answer', { max_tokens: 16 }),
+      ]
+      const send = (query: string, body: unknown[]) =>
+        gw.request(`/v1/batches${query}`, key, { method: 'POST', body: jsonl(body) })
+      const ceilingAlone = async (line: unknown) =>
+        new Decimal(
+          ((await (await send('?dry_run=true', [line])).json()) as { cost_ceiling_usd: string })
+            .cost_ceiling_usd,
+        )
+      const small = await ceilingAlone(lines[0])
+      const large = await ceilingAlone(lines[1])
+      const cap = small.times(3).toDecimalPlaces(6)
+      expect(cap.lessThan(large)).toBe(true)
+      type Quote = {
+        warnings: { line: number; custom_id: string; param: string; message: string; fix: string }[]
+        warnings_omitted: number
+      }
+      const quote = (await (await send(`?dry_run=true&max_cost_usd=${cap}`, lines)).json()) as Quote
+      expect(quote.warnings).toHaveLength(1)
+      expect(quote.warnings[0]).toMatchObject({
+        line: 2,
+        custom_id: 'large',
+        param: 'max_cost_usd',
+      })
+      expect(quote.warnings[0]!.message).toContain(`$${large.toFixed(6)}`)
+      expect(quote.warnings[0]!.message).toContain('never starts')
+      expect(quote.warnings[0]!.fix).toContain(`at least $${large.toFixed(6)}`)
+      // A cap that each line fits under warns of none; without a cap, none either.
+      const roomy = (await (
+        await send(`?dry_run=true&max_cost_usd=${large}`, lines)
+      ).json()) as Quote
+      expect(roomy.warnings).toEqual([])
+      expect(((await (await send('?dry_run=true', lines)).json()) as Quote).warnings).toEqual([])
+      // What the warning said happens: admitted, the large line cancelled, the others run.
+      const created = await send(`?max_cost_usd=${cap}`, lines)
+      expect(created.status).toBe(201)
+      const batch = await finished(key, ((await created.json()) as NativeBatch).id)
+      const rows = await results(key, batch.id)
+      expect(rows.map((row) => [row.custom_id, row.status, row.error?.code ?? null])).toEqual([
+        ['small', 'succeeded', null],
+        ['large', 'cancelled', 'max_cost_reached'],
+        ['small-2', 'succeeded', null],
+      ])
+    })
+
     test('a cap the credit covers admits a batch whose ceiling it does not, and holds the cap', async () => {
       const probe = await gw.newAccount('100')
       const ceiling = await ceilingOf(probe.key)

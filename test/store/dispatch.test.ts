@@ -1007,6 +1007,55 @@ onEveryStore(({ name, makeStore, it }) => {
           succeeded: 1,
         })
       })
+
+      it('a pass before the first claim cancels nothing while a line still fits: the fitting lines run, the one over the cap ends last', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', ['0.3', '2', '0.3'])
+        // Nothing in flight yet, and line 2 alone is over the cap; lines 1 and 3 fit.
+        await dispatch.advanceBatches(T0 + 1)
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          pending: 3,
+          cancelled: 0,
+        })
+        expect((await dispatch.runnableBatches(MS, 10)).map((b) => b.id)).toEqual(['batch_01'])
+        expect((await claim('batch_01', 'owner-a', 10)).map((l) => l.lineNo)).toEqual([1, 3])
+        await dispatch.recordOutcomes(
+          'owner-a',
+          [succeeded('batch_01', 1, '0.1'), succeeded('batch_01', 3, '0.1')],
+          MS + 1,
+        )
+        expect((await dispatch.advanceBatches(T0 + 2)).ended).toEqual({ cancelled: 1, expired: 0 })
+        await dispatch.advanceBatches(T0 + 3)
+        const batch = await batchOf('acct_1', 'batch_01')
+        expect(batch).toMatchObject({
+          status: 'completed',
+          counts: { succeeded: 2, cancelled: 1, pending: 0 },
+          waiting: { code: 'max_cost_reached' },
+        })
+        expect(batch.waiting?.message).toContain('1 line did not run')
+      })
+
+      it('a batch held back while its one fitting line waits out a retry is made runnable again by the next pass', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', ['0.3', '2'])
+        expect((await claim('batch_01', 'owner-a', 10)).map((l) => l.lineNo)).toEqual([1])
+        await dispatch.recordOutcomes('owner-a', [retry('batch_01', 1, MS + 60_000)], MS + 1)
+        // Line 1 is not due and line 2 never fits: the claim takes nothing and holds the batch back.
+        expect(await claim('batch_01', 'owner-a', 10, MS + 2)).toEqual([])
+        expect(await dispatch.runnableBatches(MS + 2, 10)).toEqual([])
+        // Line 1 still fits: the pass ends nothing and lets the batch be claimed again.
+        await dispatch.advanceBatches(T0 + 1)
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
+          pending: 2,
+          cancelled: 0,
+        })
+        expect((await dispatch.runnableBatches(MS + 60_001, 10)).map((b) => b.id)).toEqual([
+          'batch_01',
+        ])
+        expect((await claim('batch_01', 'owner-a', 10, MS + 60_001)).map((l) => l.lineNo)).toEqual([
+          1,
+        ])
+      })
     })
 
     describe('waiting', () => {

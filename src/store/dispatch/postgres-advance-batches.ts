@@ -34,16 +34,26 @@ export async function advanceBatches(
     WHERE b.status = 'cancelling' AND ${current(tx, 'pending')} > 0
     ORDER BY b.id FOR UPDATE OF b SKIP LOCKED`
   let cancelled = await endPending(tx, ids(cancelling), 'cancelled', now)
-  // A capped batch with nothing in flight: every pending line that does not fit what is left of
-  // its cap never will, and ends cancelled (docs/money-and-limits.md).
+  // A capped batch with nothing in flight and no pending line that fits what is left of its cap:
+  // none ever will, and they end cancelled (docs/money-and-limits.md). While one still fits
+  // (before the first claim, or waiting out a retry's backoff), the claim takes it: the batch is
+  // made runnable again and the others wait for the end.
   const capped = await tx`
-    SELECT b.id, b.max_cost_usd, b.cancelled,
-      b.max_cost_usd - ${current(tx, 'cost_usd')} - ${current(tx, 'reserved_usd')} AS room
-    FROM batches b ${progressJoin(tx)}
+    SELECT b.id, b.max_cost_usd, b.cancelled, b.waiting_code, room.room,
+      EXISTS (SELECT 1 FROM lines l WHERE l.batch_id = b.id AND l.status = 'pending'
+        AND l.ceiling_usd <= room.room) AS fits
+    FROM batches b ${progressJoin(tx)},
+      LATERAL (SELECT b.max_cost_usd - ${current(tx, 'cost_usd')} - ${current(tx, 'reserved_usd')}
+        AS room) room
     WHERE b.status = 'in_progress' AND b.max_cost_usd IS NOT NULL
       AND ${current(tx, 'running')} = 0 AND ${current(tx, 'pending')} > 0
     ORDER BY b.id FOR UPDATE OF b SKIP LOCKED`
-  if (capped.length > 0) cancelled += await endOverCap(tx, capped, now)
+  const stillFit = capped.filter((b) => b.fits && b.waiting_code === 'max_cost_reached')
+  if (stillFit.length > 0)
+    await tx`UPDATE batches SET waiting_code = NULL, waiting_message = NULL
+      WHERE id = ANY(${ids(stillFit)}::text[]) AND waiting_code = 'max_cost_reached'`
+  const overCap = capped.filter((b) => !b.fits)
+  if (overCap.length > 0) cancelled += await endOverCap(tx, overCap, now)
   // `finalizing` lasts one tick between a batch's last line and its terminal status.
   const finalizing = (
     await tx`

@@ -128,9 +128,11 @@ function setCapWaiting(db: Database, batchId: string, waiting: BatchWaiting | nu
 }
 
 /**
- * With nothing of a capped batch in flight, every pending line whose ceiling does not fit what is
- * left of its cap never will: it ends cancelled `max_cost_reached`, and the batch says so. Inside
- * advanceBatches' transaction; returns how many lines it ended.
+ * With nothing of a capped batch in flight and none of its pending lines fitting what is left of
+ * its cap, none ever will: they end cancelled `max_cost_reached`, and the batch says so. While a
+ * pending line still fits (before the first claim, or one waiting out a retry's backoff), the
+ * batch is left runnable for the claim to take it, and the lines that do not fit wait for the end.
+ * Inside advanceBatches' transaction; returns how many lines it ended.
  */
 export function endOverCap(db: Database, now: number): number {
   const capped = q(
@@ -144,6 +146,10 @@ export function endOverCap(db: Database, now: number): number {
   let ended = 0
   for (const batch of capped) {
     const room = new Money(batch.max_cost_usd).minus(batch.cost_usd).minus(batch.reserved_usd)
+    if (pendingLineFits(db, batch.id, room)) {
+      capRoomBack(db, batch.id)
+      continue
+    }
     // Ceilings are decimal TEXT: narrowed as REAL with a margin, decided exactly.
     const over = q(
       db,
@@ -170,4 +176,14 @@ export function endOverCap(db: Database, now: number): number {
     ended += n
   }
   return ended
+}
+
+/** Whether a pending line of the batch fits `room` (narrowed as REAL with a margin, decided exactly). */
+function pendingLineFits(db: Database, batchId: string, room: Money): boolean {
+  const cheapest = q(
+    db,
+    `SELECT ceiling_usd FROM lines WHERE batch_id = ? AND status = 'pending'
+       AND CAST(ceiling_usd AS REAL) <= ? ORDER BY CAST(ceiling_usd AS REAL) LIMIT 1`,
+  ).get(batchId, room.toNumber() * (1 + 1e-9) + 1e-12)
+  return cheapest !== null && !room.lessThan(cheapest.ceiling_usd)
 }
