@@ -1,8 +1,11 @@
 /**
  * A streamed live chat call (docs/live.md): held as a whole call is, each chunk written as it
  * arrives, settled when the usage arrives. A stream that ended without usage is billed on the
- * bound (as a whole answer is); one that broke or was abandoned settles what the upstream
- * reported by then, or gives the hold back when it reported nothing.
+ * bound (as a whole answer is). One the client left after text reached it is billed what it was
+ * sent, on the same bound where the upstream had not yet said (OpenAI reports usage last, so a
+ * client that hangs up at the finish would otherwise get the whole answer free); one that broke
+ * upstream, or was left before any text, settles what the upstream reported by then, or gives
+ * the hold back when it reported nothing.
  */
 import type { Usage } from '../../providers/types.ts'
 import { offeringSpeaks } from '../catalog/speaks-api.ts'
@@ -58,9 +61,14 @@ export async function streamCall(
       ? native.streamRender(offeringSpeaks(deps.catalog, offering, native.api))
       : openAiSse(streamOptions(input.raw)?.include_usage === true)
     streaming = true
-    const progress = { ended: false, outputBytes: 0 }
+    const progress = { ended: false, abandoned: false, outputBytes: 0 }
     outcome.usage
       .then((usage) => {
+        // A client that hangs up aborts the request too, which may break the upstream stream
+        // before the body's cancel() is heard.
+        const left = progress.abandoned || request.signal.aborted
+        if (left && progress.outputBytes > 0)
+          return settleCall(deps, held, usageWhenLeft(held, usage, progress.outputBytes), offering)
         if (usage) return settleCall(deps, held, usage, offering)
         // The usage settles a few microtasks before pull() sees the end: decide after it.
         setImmediate(() => {
@@ -106,7 +114,7 @@ function eventStream(
     chunks: AsyncIterator<Record<string, unknown>>
     usage: Promise<Usage | null>
     render: StreamRender
-    progress: { ended: boolean; outputBytes: number }
+    progress: { ended: boolean; abandoned: boolean; outputBytes: number }
   },
 ) {
   const { chunks, usage, render, progress } = stream
@@ -134,6 +142,8 @@ function eventStream(
       }
     },
     async cancel() {
+      // The client hung up: set before return() settles the usage, which reads it.
+      if (!progress.ended) progress.abandoned = true
       await chunks.return?.()
     },
   })
@@ -153,12 +163,40 @@ function withoutUsage(chunk: Record<string, unknown>): Record<string, unknown> {
   return rest
 }
 
-/** UTF-8 bytes of the content deltas of one streamed chunk. */
+/**
+ * A stream the client left after `outputBytes` of text reached it: the upstream's usage so far,
+ * its output raised to the bound of what was sent (one token a byte, never past the call's output
+ * bound), its input the prompt's bound where the upstream had not said.
+ */
+function usageWhenLeft(held: HeldCall, reported: Usage | null, outputBytes: number): Usage {
+  const bound = usageOnCallBound(held, outputBytes)
+  return {
+    ...reported,
+    input_tokens: reported?.input_tokens || bound.input_tokens,
+    output_tokens: Math.max(reported?.output_tokens ?? 0, bound.output_tokens),
+  }
+}
+
+type Delta = { content?: unknown; tool_calls?: { function?: { arguments?: unknown } }[] }
+
+/**
+ * UTF-8 bytes of the text one streamed chunk carries, in each API's events: a chat chunk's
+ * content and tool-call arguments, an Anthropic `content_block_delta`'s text or tool input, a
+ * Responses `….delta` event's text or arguments.
+ */
 function deltaBytes(chunk: Record<string, unknown>): number {
   let bytes = 0
-  for (const choice of (chunk.choices as { delta?: { content?: unknown } }[] | undefined) ?? []) {
-    if (typeof choice.delta?.content === 'string')
-      bytes += Buffer.byteLength(choice.delta.content, 'utf8')
+  const add = (text: unknown) => {
+    if (typeof text === 'string') bytes += Buffer.byteLength(text, 'utf8')
   }
+  for (const choice of (chunk.choices as { delta?: Delta }[] | undefined) ?? []) {
+    add(choice.delta?.content)
+    for (const call of choice.delta?.tool_calls ?? []) add(call.function?.arguments)
+  }
+  if (chunk.type === 'content_block_delta') {
+    const delta = chunk.delta as { text?: unknown; partial_json?: unknown } | undefined
+    add(delta?.text)
+    add(delta?.partial_json)
+  } else if (typeof chunk.type === 'string' && chunk.type.endsWith('.delta')) add(chunk.delta)
   return bytes
 }
