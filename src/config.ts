@@ -19,11 +19,18 @@ const DEFAULT_CATALOG = resolve(import.meta.dir, '../providers/catalog.default.j
 /** A whole number from the environment, refused in words a person reads ("must be …"). */
 const intFrom = (min: number, max: number, fallback: number) => {
   const rule = `must be a whole number from ${min} to ${max}`
-  return z.coerce
-    .number({ error: rule })
-    .int({ error: rule })
-    .min(min, { error: rule })
-    .max(max, { error: rule })
+  // Set but empty (a compose file's "${VAR}" of an unset VAR) is refused, not read as 0.
+  const blankRefused = (value: unknown) =>
+    typeof value === 'string' && value.trim() === '' ? Number.NaN : value
+  return z
+    .preprocess(
+      blankRefused,
+      z.coerce
+        .number({ error: rule })
+        .int({ error: rule })
+        .min(min, { error: rule })
+        .max(max, { error: rule }),
+    )
     .default(fallback)
 }
 

@@ -93,9 +93,10 @@ const limit = (text: string | undefined, flag: string): number | null | undefine
     fail(`--${flag} must be a whole number (0 or more) or "default"`)
   return n
 }
-const decimal = (text: string | undefined, what: string) => {
+/** A credit amount (src/money/credit-amount.ts); `signed`: it may be negative (credit taken back). */
+const decimal = (text: string | undefined, what: string, signed = true) => {
   if (text === undefined) return undefined
-  const problem = creditAmountProblem(text)
+  const problem = creditAmountProblem(text, signed)
   if (problem) fail(`${what} ${problem}`)
   return text
 }
@@ -104,8 +105,7 @@ const decimal = (text: string | undefined, what: string) => {
 const dailyLimit = (text: string | undefined): string | null | undefined => {
   if (text === undefined) return undefined
   if (text === 'none') return null
-  if (text.startsWith('-')) fail('--daily-limit must not be negative')
-  return decimal(text, '--daily-limit')
+  return decimal(text, '--daily-limit', false)
 }
 
 const { values, positionals } = readArgs()
@@ -160,7 +160,8 @@ try {
       renderAccount(
         await accounts.createAccount({
           name: first,
-          creditUsd: decimal(values.credit, '--credit') ?? '0',
+          // A new account starts at zero or above, as on the admin API.
+          creditUsd: decimal(values.credit, '--credit', false) ?? '0',
           maxOpenBatches: int(values['max-open-batches'], 'max-open-batches'),
           rateLimitPerMinute: int(values['rate-limit'], 'rate-limit'),
           maxFiles: limit(values['max-files'], 'max-files') ?? undefined,

@@ -82,6 +82,12 @@ function noRoute(request: Request, methodsOf: (path: string) => string[]): Gatew
       { headers: { allow: allowed.join(', ') } },
     )
   if (onAnthropicSurface(path)) return unknownAnthropicRoute(request, path)
+  // The admin API is mounted only with MULTIGRID_ADMIN_TOKEN set: say so, not just "no route".
+  if (/^\/admin(?:\/|$)/.test(path) && methodsOf('/admin/v1/accounts').length === 0)
+    return refuse(
+      'unknown_route',
+      `the admin API is off on this gateway: start it with MULTIGRID_ADMIN_TOKEN set (at least 16 characters) and send that token as "Authorization: Bearer …"; without it, npm run mg -- … manages accounts and keys on the same store`,
+    )
   return refuse('unknown_route', `no route for ${excerpt(request.method)} ${excerpt(path)}`)
 }
 

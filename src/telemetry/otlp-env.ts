@@ -30,9 +30,16 @@ export function otlpFromEnv(env: Record<string, string | undefined>): OtlpConfig
   if (set('OTEL_SDK_DISABLED') === 'true') return null
   const base = set('OTEL_EXPORTER_OTLP_ENDPOINT')?.replace(/\/+$/, '')
   const signal = (name: 'TRACES' | 'METRICS', path: string): OtlpExport | null | string => {
-    const url = set(`OTEL_EXPORTER_OTLP_${name}_ENDPOINT`) ?? (base && `${base}/${path}`)
+    const own = set(`OTEL_EXPORTER_OTLP_${name}_ENDPOINT`)
+    const url = own ?? (base && `${base}/${path}`)
     if (!url) return null
-    if (!URL.canParse(url)) return `OTEL_EXPORTER_OTLP_${name}_ENDPOINT must be a URL`
+    // "localhost:4318" parses as a URL of scheme "localhost:": only http(s) is exported to.
+    if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) {
+      const variable = own ? `OTEL_EXPORTER_OTLP_${name}_ENDPOINT` : 'OTEL_EXPORTER_OTLP_ENDPOINT'
+      const given = own ?? base!
+      const shown = given.includes('@') ? '(its value not shown)' : JSON.stringify(given)
+      return `${variable} must be an http:// or https:// URL, such as http://localhost:4318: it is ${shown}`
+    }
     const variable = set(`OTEL_EXPORTER_OTLP_${name}_PROTOCOL`)
       ? `OTEL_EXPORTER_OTLP_${name}_PROTOCOL`
       : 'OTEL_EXPORTER_OTLP_PROTOCOL'

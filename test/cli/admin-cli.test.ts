@@ -115,6 +115,11 @@ test('accounts create, keys create, credit, show, revoke', async () => {
 
 test('accounts create/set take file quotas; credit amounts are bounded and exact', async () => {
   await withCliGateway({}, async (env, gw) => {
+    // A new account starts at zero or above, as on the admin API: no negative balance.
+    const negative = await mg(env, 'accounts', 'create', 'neg', '--credit=-5')
+    expect(negative.code).toBe(2)
+    expect(negative.err).toContain('--credit must not be negative')
+    expect((await mg(env, 'accounts', 'list')).json).toEqual([])
     const account = await mg(
       env,
       'accounts',

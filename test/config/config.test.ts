@@ -112,6 +112,10 @@ describe('loadConfig', () => {
   const cases: [Record<string, string>, string][] = [
     [{ PORT: 'eighty' }, 'invalid PORT="eighty"'],
     [{ PORT: '70000' }, 'invalid PORT="70000"'],
+    // Set but empty (a compose file's "${PORT}" of an unset variable) is refused, not port 0.
+    [{ PORT: '' }, 'invalid PORT="": must be a whole number from 0 to 65535'],
+    [{ MULTIGRID_DEFAULT_MAX_FILES: ' ' }, 'invalid MULTIGRID_DEFAULT_MAX_FILES=" "'],
+    [{ MULTIGRID_DRAIN_MS: '' }, 'invalid MULTIGRID_DRAIN_MS=""'],
     [{ DATABASE_URL: 'mysql://x' }, 'invalid DATABASE_URL'],
     [{ REDIS_URL: 'localhost:6379' }, 'invalid REDIS_URL'],
     [{ MULTIGRID_ADMIN_TOKEN: 'short' }, 'invalid MULTIGRID_ADMIN_TOKEN'],

@@ -58,6 +58,21 @@ test('a protocol or interval it cannot use is an error naming the variable', () 
   expect(() => loadConfig({ ...base, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(ConfigError)
 })
 
+test('an endpoint without http:// or https:// is refused at start-up, naming the variable that was set', () => {
+  // "localhost:4318" parses as a URL (scheme "localhost:"), and every export then failed.
+  expect(otlpFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'localhost:4318' })).toBe(
+    'OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL, such as http://localhost:4318: it is "localhost:4318"',
+  )
+  expect(otlpFromEnv({ OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'ftp://collector/x' })).toContain(
+    'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT must be an http:// or https:// URL',
+  )
+  // Credentials in a bad value are not repeated.
+  const withPassword = otlpFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'user:SECRET@collector' })
+  expect(withPassword).toContain('OTEL_EXPORTER_OTLP_ENDPOINT')
+  expect(withPassword).not.toContain('SECRET')
+  expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'localhost:4318' })).toThrow(ConfigError)
+})
+
 test("a configuration error names a secret but never shows its value; a URL's password is masked", () => {
   const message = (env: Record<string, string>) => {
     try {

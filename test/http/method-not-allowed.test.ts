@@ -117,3 +117,22 @@ test('an SDK given a base URL one segment off: the 404 names the base URL to giv
   expect((await ask('GET', '/v1/models')).status).not.toBe(404)
   expect((await ask('GET', '/openai/v1/models')).status).not.toBe(404)
 })
+
+test('the admin API asked for where it is off (no MULTIGRID_ADMIN_TOKEN) says how to turn it on; where it is on, an unknown admin path is a plain 404', async () => {
+  const off = await startTestGateway({
+    env: { MULTIGRID_ADMIN_TOKEN: undefined } as unknown as Record<string, string>,
+  })
+  try {
+    const response = await fetch(`${off.url}/admin/v1/accounts`, { method: 'POST', body: '{}' })
+    expect(response.status).toBe(404)
+    const { error } = (await response.json()) as { error: { code: string; message: string } }
+    expect(error.code).toBe('unknown_route')
+    expect(error.message).toContain('the admin API is off')
+    expect(error.message).toContain('MULTIGRID_ADMIN_TOKEN')
+  } finally {
+    await off.stop()
+  }
+  const unknown = await ask('GET', '/admin/v1/nothing-here')
+  expect(unknown.status).toBe(404)
+  expect(unknown.body.error.message).toBe('no route for GET /admin/v1/nothing-here')
+})
