@@ -165,6 +165,8 @@ export interface AbortCause {
   timedOut: boolean
   callerAborted: boolean
   timeoutMs: number
+  /** Set when the timeout meant something else than no whole answer in time (a stream's). */
+  timeoutText?: string
 }
 
 /** An exception from the HTTP client: no (complete) response arrived. */
@@ -174,7 +176,10 @@ export function classifyException(
   apiKey: string | null,
 ): UpstreamError {
   if (cause.timedOut) {
-    return upstreamError('timeout', `no complete answer within ${cause.timeoutMs} ms`)
+    return upstreamError(
+      'timeout',
+      cause.timeoutText ?? `no complete answer within ${cause.timeoutMs} ms`,
+    )
   }
   if (cause.callerAborted)
     return { ...upstreamError('connection', 'request aborted by the caller'), callerAborted: true }

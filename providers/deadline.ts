@@ -17,8 +17,17 @@ export interface Deadline extends AbortSource {
   readonly timedOut: boolean
   readonly callerAborted: boolean
   readonly timeoutMs: number
+  /** What the timeout amounted to, once it fired (classify-error.ts words the failure with it). */
+  readonly timeoutText?: string
   /** Runs `listener` once if the deadline fires before done(). */
   onAbort(listener: () => void): void
+  /**
+   * For a stream once its answer has begun: from now on the timeout counts from the last touch()
+   * (a stream still sending is not late), within `totalMs` from now in all.
+   */
+  idleFromNow(totalMs: number): void
+  /** Bytes arrived: an idle timeout starts over. */
+  touch(): void
   /** Clears the timer and unhooks the caller's signal. Safe to call twice. */
   done(): void
 }
@@ -35,8 +44,11 @@ class CallDeadline implements Deadline {
   timedOut = false
   callerAborted = false
   private listeners: Listener[] = []
+  timeoutText?: string
   private controller: AbortController | null = null
-  private readonly timer: ReturnType<typeof setTimeout>
+  private timer: ReturnType<typeof setTimeout>
+  private total: ReturnType<typeof setTimeout> | null = null
+  private idle = false
   private unfollow: (() => void) | null = null
 
   constructor(
@@ -61,9 +73,24 @@ class CallDeadline implements Deadline {
     this.abort(this.outer?.reason ?? new DOMException('the caller aborted', 'AbortError'))
   }
 
-  timedOutNow(): void {
+  timedOutNow(
+    text = this.idle ? `the stream sent nothing for ${this.timeoutMs} ms` : undefined,
+  ): void {
+    if (this.aborted) return
     this.timedOut = true
-    this.abort(new DOMException(`no answer within ${this.timeoutMs} ms`, 'TimeoutError'))
+    this.timeoutText = text
+    this.abort(new DOMException(text ?? `no answer within ${this.timeoutMs} ms`, 'TimeoutError'))
+  }
+
+  idleFromNow(totalMs: number): void {
+    if (this.aborted || this.idle) return
+    this.idle = true
+    this.timer.refresh()
+    this.total = setTimeout(streamTooLong, totalMs, this, totalMs)
+  }
+
+  touch(): void {
+    if (this.idle && !this.aborted) this.timer.refresh()
   }
 
   private abort(reason: unknown): void {
@@ -95,10 +122,15 @@ class CallDeadline implements Deadline {
 
   done(): void {
     clearTimeout(this.timer)
+    if (this.total) clearTimeout(this.total)
     this.unfollow?.()
   }
 }
 
 function timeUp(deadline: CallDeadline) {
   deadline.timedOutNow()
+}
+
+function streamTooLong(deadline: CallDeadline, totalMs: number) {
+  deadline.timedOutNow(`the stream did not end within ${totalMs} ms`)
 }

@@ -295,6 +295,20 @@ export async function postJson(context: CallContext, spec: CallSpec): Promise<Js
   }
 }
 
+/** The longest a stream may last in all, when its provider's timeout is shorter: an hour. */
+export const STREAM_TOTAL_MS = 3_600_000
+
+/** The chunks, each arrival starting the deadline's idle timeout over. */
+async function* touching(
+  chunks: AsyncIterable<Uint8Array>,
+  deadline: Deadline,
+): AsyncGenerator<Uint8Array> {
+  for await (const chunk of chunks) {
+    deadline.touch()
+    yield chunk
+  }
+}
+
 /**
  * POST and read server-sent events. A failure before the 2xx status line is a value; after
  * it, iterating `events` throws UpstreamStreamError. The replica is released when the events
@@ -311,6 +325,9 @@ export async function postStream(context: CallContext, spec: CallSpec): Promise<
     deadline.done()
     opened.release(health)
   }
+  // The answer has begun: a stream may take as long as it keeps sending, up to the provider's
+  // timeout between bytes and STREAM_TOTAL_MS (or the timeout, if longer) in all.
+  deadline.idleFromNow(Math.max(deadline.timeoutMs, STREAM_TOTAL_MS))
   // Nobody may be iterating when the deadline fires; free the replica and the socket anyway.
   deadline.onAbort(() => {
     response.discard()
@@ -320,7 +337,7 @@ export async function postStream(context: CallContext, spec: CallSpec): Promise<
   async function* events(): AsyncGenerator<SseEvent> {
     let finished = false
     try {
-      yield* readSseEvents(response.chunks())
+      yield* readSseEvents(touching(response.chunks(), deadline))
       finished = true
     } catch (cause) {
       const error = classifyException(cause, deadline, context.apiKey)

@@ -315,5 +315,25 @@ export function runAdapterContract(setup: ContractSetup): void {
       // One connection: a second call only works if the first one gave it back.
       expect((await client.send(forUpstream({ endpoint: 'chat', body: prompt }))).ok).toBe(true)
     })
+
+    test('a stream still sending outlasts the timeout: it counts the time between bytes once the answer began', async () => {
+      // 1 s of stream in small pieces, a timeout of 400 ms: a whole-body timeout would cut it.
+      sim.configure({ trickleRate: 1, trickleMs: 1_000 })
+      try {
+        const outcome = await adapter({ timeoutMs: 400 }).stream(
+          forUpstream({ endpoint: 'chat', body: { ...prompt, max_tokens: 200 } }),
+        )
+        if (!outcome.ok) throw new Error(outcome.error.message)
+        const started = performance.now()
+        let chunks = 0
+        for await (const _ of outcome.chunks) chunks++
+        expect(chunks).toBeGreaterThan(1)
+        expect(performance.now() - started).toBeGreaterThan(400)
+        expect(await outcome.broken).toBeNull()
+        expect((await outcome.usage)?.output_tokens).toBeGreaterThan(0)
+      } finally {
+        sim.configure({ trickleRate: 0 })
+      }
+    })
   })
 }
