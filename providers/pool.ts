@@ -91,7 +91,18 @@ export interface ReplicaPoolOptions {
   createClient?: HttpClientFactory
   /** Adaptive concurrency (docs/routing.md); absent: the pool only balances and checks health. */
   adaptive?: AdaptivePoolOptions
+  /** Told when a replica is taken out or comes back (the operator's log line), once per change. */
+  onHealthChange?: ReplicaHealthListener
 }
+
+/** A replica taken out (`healthy` false) or back, why, and how many of the pool are healthy now. */
+export type ReplicaHealthListener = (change: {
+  baseUrl: string
+  healthy: boolean
+  reason: string
+  healthyReplicas: number
+  replicas: number
+}) => void
 
 export interface AdaptivePoolOptions {
   /** The provider's max_concurrency: the upper bound of each replica's working point. */
@@ -226,6 +237,7 @@ async function probe(state: PoolState, replica: Replica): Promise<void> {
 }
 
 function bringBack(state: PoolState, replica: Replica): void {
+  const wasOut = !replica.healthy
   replica.healthy = true
   replica.unreachable = false
   replica.outSince = null
@@ -235,12 +247,25 @@ function bringBack(state: PoolState, replica: Replica): void {
   state.probes.delete(replica)
   // Its working point counts again: the provider's gate may serve more.
   state.adaptive?.onChange?.()
+  if (wasOut) tellHealth(state, replica, 'it answered again')
 }
 
-function takeOut(state: PoolState, replica: Replica): void {
+function takeOut(state: PoolState, replica: Replica, reason: string): void {
+  const wasIn = replica.healthy
   replica.healthy = false
   replica.outSince = Date.now()
   scheduleProbe(state, replica)
+  if (wasIn) tellHealth(state, replica, reason)
+}
+
+function tellHealth(state: PoolState, replica: Replica, reason: string): void {
+  state.options.onHealthChange?.({
+    baseUrl: replica.baseUrl,
+    healthy: replica.healthy,
+    reason,
+    healthyReplicas: state.replicas.filter((r) => r.healthy).length,
+    replicas: state.replicas.length,
+  })
 }
 
 /** Adaptive: the healthy replica (any, when none is) with the most room under its working point. */
@@ -322,10 +347,11 @@ function release(
     else bringBack(state, replica)
   } else if (health === 'down') {
     replica.unreachable = true
-    takeOut(state, replica)
+    takeOut(state, replica, 'no connection could be made')
   } else if (health === 'failure') {
     replica.consecutiveFailures++
-    if (replica.consecutiveFailures >= failuresBeforeOut && replica.healthy) takeOut(state, replica)
+    if (replica.consecutiveFailures >= failuresBeforeOut && replica.healthy)
+      takeOut(state, replica, `${failuresBeforeOut} calls in a row failed`)
   }
 }
 

@@ -7,7 +7,7 @@
  * Nothing under providers/ imports from src/.
  */
 import type { HttpClientFactory } from './http-client.ts'
-import type { AdaptivePoolOptions } from './pool.ts'
+import type { AdaptivePoolOptions, ReplicaHealthListener } from './pool.ts'
 
 /** The two names of the output-token limit in OpenAI's API. */
 export type MaxTokensParam = 'max_tokens' | 'max_completion_tokens'
@@ -202,4 +202,6 @@ export interface ProviderOptions {
   adaptive?: AdaptivePoolOptions
   /** Kind openai: every chat call carries `service_tier` (OpenAI's flex lane, docs/pricing.md). */
   serviceTier?: 'flex'
+  /** Told when one of its replicas is taken out or comes back (pool.ts). */
+  onReplicaHealth?: ReplicaHealthListener
 }

@@ -56,6 +56,7 @@ export function createCallContext(
     probeIntervalMs: options.probeIntervalMs,
     createClient: options.createClient,
     adaptive: options.adaptive,
+    onHealthChange: options.onReplicaHealth,
   })
   const residency =
     options.maxLoras !== undefined && fineTuneCalls

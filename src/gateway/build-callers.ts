@@ -41,6 +41,6 @@ export function buildUpstreams(core: GatewayCore): {
         prefix: `${config.redisPrefix}sem:`,
       })
     : null
-  const upstreams = createUpstreams(config, core.telemetry, fleet?.gate)
+  const upstreams = createUpstreams(config, core.telemetry, fleet?.gate, core.logger)
   return { fleet, upstreams }
 }

@@ -71,6 +71,7 @@ export function routeGroups(core: GatewayCore, services: RouteServices): Group[]
       metrics: core.metrics,
       queueDepth: () => services.queueDepth(),
       inFlight: () => dispatcher?.inFlight ?? 0,
+      replicas: () => live.upstreams.replicaCounts(),
       token: config.metricsToken,
     }),
     liveRoutes('', live),

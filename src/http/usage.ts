@@ -38,6 +38,8 @@ export interface MetricsRouteDeps {
   /** Pending lines (the open batches' counters: no scan of lines) and this instance's in flight. */
   queueDepth: () => Promise<number>
   inFlight: () => number
+  /** Each provider's replicas, healthy and in all. */
+  replicas: () => Record<string, { healthy: number; total: number }>
   /** When set, a scrape must send `Authorization: Bearer <token>`. */
   token: string | null
 }
@@ -52,6 +54,7 @@ export function metricsRoutes(deps: MetricsRouteDeps) {
     const text = deps.metrics.render({
       queueDepth: await deps.queueDepth(),
       inFlight: deps.inFlight(),
+      replicas: deps.replicas(),
     })
     return new Response(text, {
       headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' },

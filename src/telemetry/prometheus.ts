@@ -22,8 +22,12 @@ export interface PrometheusMetrics {
   /** An upstream call failed on `provider`, classified as `kind` (rate_limited, timeout, …). */
   upstreamError(provider: string, kind: string): void
   webhookAttempt(result: 'delivered' | 'retry' | 'failed'): void
-  /** The text of one scrape; the gauges are read by the caller (queue depth, lines in flight). */
-  render(gauges: { queueDepth: number; inFlight: number }): string
+  /** The text of one scrape; the gauges are read by the caller (queue depth, lines in flight, replicas). */
+  render(gauges: {
+    queueDepth: number
+    inFlight: number
+    replicas?: Record<string, { healthy: number; total: number }>
+  }): string
 }
 
 interface Histogram {
@@ -76,7 +80,7 @@ export function createPrometheusMetrics(): PrometheusMetrics {
     webhookAttempt(result) {
       bump(webhooks, result)
     },
-    render({ queueDepth, inFlight }) {
+    render({ queueDepth, inFlight, replicas = {} }) {
       const out: string[] = []
       const family = (name: string, type: string, help: string) =>
         out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
@@ -111,6 +115,16 @@ export function createPrometheusMetrics(): PrometheusMetrics {
         "Batch lines this instance has taken on: upstream now, or waiting at a provider's gate for a slot.",
       )
       out.push(`multigrid_lines_in_flight ${inFlight}`)
+      family(
+        'multigrid_upstream_replicas_healthy',
+        'gauge',
+        "A provider's replicas taking calls now (out: refused a connection or failed 3 calls in a row, until a probe answers).",
+      )
+      for (const [provider, { healthy }] of Object.entries(replicas))
+        out.push(`multigrid_upstream_replicas_healthy{provider="${label(provider)}"} ${healthy}`)
+      family('multigrid_upstream_replicas', 'gauge', "A provider's replicas (its base URLs).")
+      for (const [provider, { total }] of Object.entries(replicas))
+        out.push(`multigrid_upstream_replicas{provider="${label(provider)}"} ${total}`)
       family(
         'multigrid_upstream_latency_seconds',
         'histogram',

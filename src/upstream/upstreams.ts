@@ -22,6 +22,8 @@ import type {
 } from '../../providers/types.ts'
 import type { Config } from '../config.ts'
 import { noTelemetry, type Telemetry, type UpstreamResult } from '../telemetry/telemetry.ts'
+import { createLogger, type Logger } from '../telemetry/logger.ts'
+import type { ReplicaHealthListener } from '../../providers/pool.ts'
 import { createAdaptiveGate } from './adaptive-gate.ts'
 import { createProviderGate, type ProviderGate } from './provider-gate.ts'
 import { createSlotHandOver, type SlotHandOver } from './slot-hand-over.ts'
@@ -110,6 +112,8 @@ export interface Upstreams {
   /** Total concurrency across providers that can be called. */
   capacity(): number
   health(): Record<string, ProviderHealth>
+  /** Each provider's replicas: how many there are and how many are healthy (/metrics). */
+  replicaCounts(): Record<string, { healthy: number; total: number }>
   close(): Promise<void>
 }
 
@@ -146,12 +150,15 @@ interface Providers {
   /** The catalog's providers: which API each takes as it came (catalog/speaks-api.ts). */
   configs: Config['catalog']['providers']
   telemetry: Telemetry
+  /** Where a replica taken out or back is said (the operator's only sign of a dead upstream). */
+  logger: Logger
 }
 
 export function createUpstreams(
   config: Pick<Config, 'catalog' | 'providerKeys'>,
   telemetry: Telemetry = noTelemetry,
   makeGate: GateFactory = (_, limit) => createProviderGate(limit),
+  logger: Logger = createLogger('silent'),
 ): Upstreams {
   const providers: Providers = {
     adapters: new Map(),
@@ -160,6 +167,7 @@ export function createUpstreams(
     pausedUntil: new Map(),
     configs: config.catalog.providers,
     telemetry,
+    logger,
   }
   for (const [name, provider] of Object.entries(config.catalog.providers)) {
     if (provider.api_key_env && !config.providerKeys[name]) continue // not usable; never called
@@ -184,6 +192,15 @@ export function createUpstreams(
     },
     capacity: () => [...gates.values()].reduce((sum, gate) => sum + gate.limit, 0),
     health: () => health(providers),
+    replicaCounts() {
+      const counts: Record<string, { healthy: number; total: number }> = {}
+      for (const [name, adapter] of adapters) {
+        const base = providers.configs[name]!.base_url
+        const total = Array.isArray(base) ? base.length : 1
+        counts[name] = { healthy: total - adapter.unhealthyReplicas().length, total }
+      }
+      return counts
+    },
     async close() {
       await Promise.all([...adapters.values()].map((adapter) => adapter.close()))
     },
@@ -220,10 +237,37 @@ function addProvider(
     adaptive: adaptiveGate
       ? { maxConcurrency: provider.max_concurrency, onChange: () => adaptiveGate.serve() }
       : undefined,
+    onReplicaHealth: (change) => logReplicaHealth(providers.logger, name, change),
   })
   providers.adapters.set(name, adapter)
   providers.gates.set(name, gate)
   providers.handOvers.set(name, handOver)
+}
+
+/**
+ * A replica out or back, at warn and info: lines waiting `provider_unavailable` tell their users
+ * to ask the operator, who sees it here (and in /metrics' multigrid_upstream_replicas_healthy).
+ */
+function logReplicaHealth(
+  logger: Logger,
+  provider: string,
+  change: Parameters<ReplicaHealthListener>[0],
+) {
+  const fields = {
+    provider,
+    replica: replicaOrigin(change.baseUrl),
+    reason: change.reason,
+    healthy_replicas: change.healthyReplicas,
+    replicas: change.replicas,
+  }
+  if (change.healthy) logger.info('upstream.replica_up', fields)
+  else logger.warn('upstream.replica_down', fields)
+}
+
+/** A base URL's scheme, host and path, never credentials or a query that may hold a key. */
+function replicaOrigin(baseUrl: string): string {
+  const url = URL.parse(baseUrl)
+  return url ? `${url.protocol}//${url.host}${url.pathname}` : '(not a URL)'
 }
 
 // The one place a 429 pauses a provider: nothing new goes to it until it said it may.
