@@ -159,6 +159,23 @@ describe('request bodies', () => {
         headers: { ...user, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
         prefix: multipartHead('file', 'a.jsonl', purposeField),
       },
+      // Bytes that are no file part count too: the whole body is bounded as it arrives.
+      {
+        name: 'files upload, a part other than "file"',
+        path: '/openai/v1/files',
+        limit: FILE_LIMIT + FRAMING,
+        partLimit: FILE_LIMIT,
+        headers: { ...user, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+        prefix: multipartHead('other', 'b.jsonl', purposeField),
+      },
+      {
+        name: 'files upload, no boundary line at all',
+        path: '/openai/v1/files',
+        limit: FILE_LIMIT + FRAMING,
+        partLimit: FILE_LIMIT,
+        headers: { ...user, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+        prefix: encoder.encode('aaaa'),
+      },
     ]
   }
 

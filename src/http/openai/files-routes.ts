@@ -89,7 +89,7 @@ export function openAiFilesRoutes({
             receive: async (meter) => {
               let received
               try {
-                received = await readMultipartUpload(request, (content) =>
+                received = await readMultipartUpload(request, bodyLimit, (content) =>
                   blobs.put(id, meter(content), maxFileBytes),
                 )
               } catch (error) {

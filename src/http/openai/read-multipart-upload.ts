@@ -10,10 +10,16 @@
 import busboy from 'busboy'
 import { Readable } from 'node:stream'
 import { badRequest } from '../../errors.ts'
-import { BodyAborted } from '../../ingest/read-body.ts'
+import { BodyAborted, tooLarge, type BodyLimit } from '../../ingest/read-body.ts'
 
+/**
+ * `limit` bounds the whole body as it arrives, whatever its parts: a chunked body declares no
+ * size, and the sink counts only the file part's bytes (a body of other parts, or of no part
+ * busboy recognises, would otherwise be read to its end).
+ */
 export async function readMultipartUpload<T>(
   request: Request,
+  limit: BodyLimit,
   sink: (
     file: AsyncIterable<Uint8Array>,
     filename: string,
@@ -53,6 +59,8 @@ export async function readMultipartUpload<T>(
     })
     parser.on('file', (name, stream, info) => {
       if (name !== 'file' || stored) {
+        // Read past, not kept; a body cut short ends it with an error no one else listens for.
+        stream.on('error', () => {})
         stream.resume()
         return
       }
@@ -82,6 +90,14 @@ export async function readMultipartUpload<T>(
     source.on('error', (error) => {
       fail(new BodyAborted(String((error as Error)?.message ?? error)))
       parser.destroy()
+    })
+    let received = 0
+    source.on('data', (chunk: Uint8Array) => {
+      received += chunk.byteLength
+      if (received <= limit.bytes) return
+      fail(tooLarge(limit))
+      source.unpipe(parser)
+      source.destroy()
     })
   })
   source.pipe(parser)
