@@ -161,24 +161,43 @@ const MAX_DEPTH = 4
 /** A schema that requires itself has no finite instance: given up on (null) this deep. */
 const GIVE_UP_DEPTH = 32
 
+/**
+ * Schema nodes one instance may visit: `allOf` branches that `$ref` the same definitions twice
+ * double at every level, and a caller's schema must not hold the simulator (and a demo's gateway,
+ * which shares its process) for 2^N steps. Past it, what is left is filled in as null.
+ */
+const MAX_NODES = 10_000
+
+interface Build {
+  root: unknown
+  text: string
+  left: number
+}
+
 /** A small instance of `schema` (`$ref`s resolved in `root`); strings are the reply's text. */
 export function instanceOf(schema: unknown, root: unknown, text: string, depth: number): unknown {
+  return build(schema, { root, text, left: MAX_NODES }, depth)
+}
+
+function build(schema: unknown, at: Build, depth: number): unknown {
+  const { root, text } = at
   if (typeof schema !== 'object' || schema === null) return text
+  if (--at.left < 0) return null
   const s = schema as Schema
   if (typeof s.$ref === 'string') {
     if (depth > GIVE_UP_DEPTH) return null
-    return instanceOf(dereference(root, s.$ref), root, text, depth + 1)
+    return build(dereference(root, s.$ref), at, depth + 1)
   }
   if ('const' in s) return s.const
   if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0]
   for (const key of ['anyOf', 'oneOf'] as const) {
     const branches = s[key]
     if (Array.isArray(branches) && branches.length > 0) {
-      return instanceOf(branches[0], root, text, depth)
+      return build(branches[0], at, depth)
     }
   }
   if (Array.isArray(s.allOf) && s.allOf.length > 0) {
-    const parts = s.allOf.map((part) => instanceOf(part, root, text, depth))
+    const parts = s.allOf.map((part) => build(part, at, depth))
     if (parts.every((p) => typeof p === 'object' && p !== null && !Array.isArray(p))) {
       return Object.assign({}, ...parts)
     }
@@ -194,7 +213,7 @@ export function instanceOf(schema: unknown, root: unknown, text: string, depth: 
       const required = new Set(Array.isArray(s.required) ? (s.required as string[]) : [])
       const value: Record<string, unknown> = {}
       for (const [name, sub] of Object.entries(properties)) {
-        if (required.has(name) || depth < 1) value[name] = instanceOf(sub, root, text, depth + 1)
+        if (required.has(name) || depth < 1) value[name] = build(sub, at, depth + 1)
       }
       return value
     }
@@ -204,7 +223,7 @@ export function instanceOf(schema: unknown, root: unknown, text: string, depth: 
       const count = Math.min(Math.max(min, depth < MAX_DEPTH ? 1 : 0), max)
       const prefix = Array.isArray(s.prefixItems) ? s.prefixItems : []
       return Array.from({ length: count }, (_, i) =>
-        instanceOf(prefix[i] ?? s.items ?? {}, root, text, depth + 1),
+        build(prefix[i] ?? s.items ?? {}, at, depth + 1),
       )
     }
     case 'integer':

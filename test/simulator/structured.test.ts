@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { compileAnswerSchema } from '../../src/schemas/answer-schema.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
+import { instanceOf } from '../../src/simulator/structured-reply.ts'
 
 const SCHEMAS: Record<string, Record<string, unknown>> = {
   flat: {
@@ -133,4 +134,21 @@ describe('simulator: structured answers', () => {
     expect(JSON.parse(valid.content[0].text)).toEqual({ label: 'a', score: 3 })
     expect((await message('flat', 1)).stop_reason).toBe('max_tokens')
   })
+})
+
+test('a schema whose $refs double at every level gets an answer at once, not after 2^N steps', () => {
+  // d0 … d99, each the allOf of two $refs to the next: 2^99 paths through the definitions.
+  const $defs: Record<string, unknown> = { d99: { type: 'string' } }
+  for (let i = 0; i < 99; i++)
+    $defs[`d${i}`] = { allOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] }
+  const schema = {
+    type: 'object',
+    properties: { a: { $ref: '#/$defs/d0' } },
+    required: ['a'],
+    $defs,
+  }
+  const started = performance.now()
+  const value = instanceOf(schema, schema, 'text', 0) as Record<string, unknown>
+  expect(performance.now() - started).toBeLessThan(1_000)
+  expect(Object.keys(value)).toEqual(['a'])
 })
