@@ -24,8 +24,9 @@ export function anthropicErrorType(error: GatewayError): string {
   // Anthropic pairs every 404 with not_found_error, an unknown model's too, where OpenAI (and so
   // the gateway's own type) says invalid_request_error.
   if (error.status === 404) return 'not_found_error'
-  // Anthropic's own word for a service at capacity (its 529).
+  // Anthropic's own word for a service at capacity (its 529), and for its 504.
   if (error.refusal === 'upstream_busy') return 'overloaded_error'
+  if (error.status === 504) return 'timeout_error'
   return TYPES[error.type]
 }
 
