@@ -188,6 +188,30 @@ function systemOf(messages: Block[][]): string | Block[] {
   return blocks
 }
 
+/**
+ * The chat fields convertToAnthropicMessages carries over (or refuses, as `n` above 1); any other
+ * would be dropped on the way, so a body that may go to Anthropic is refused it instead
+ * (src/ingest/untranslated-fields.ts). `provider` is the gateway's routing, never sent.
+ */
+export const TRANSLATED_CHAT_FIELDS: ReadonlySet<string> = new Set([
+  'model',
+  'messages',
+  'max_tokens',
+  'max_completion_tokens',
+  'stop',
+  'temperature',
+  'top_p',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'user',
+  'response_format',
+  'stream',
+  'stream_options',
+  'n',
+  'provider',
+])
+
 /** `limits`: the model's, within which a body that sets no output limit is sent one. */
 export function convertToAnthropicMessages(
   body: Record<string, unknown>,
