@@ -85,6 +85,28 @@ function suite(store: (typeof STORES)[number]) {
       })
     }
 
+    test('a translated model counts the cache the same streamed or not: input_tokens the uncached part, the cache fields beside it', async () => {
+      const cachedAsk = {
+        ...ask('sim/chat'),
+        messages: [
+          {
+            role: 'user' as const,
+            content: '[sim:cache read=200 write=100] ' + 'word '.repeat(450),
+          },
+        ],
+      }
+      const whole = await client.messages.create(cachedAsk)
+      const streamed = await client.messages.stream(cachedAsk).finalMessage()
+      expect(whole.usage.cache_read_input_tokens).toBe(200)
+      expect(whole.usage.cache_creation_input_tokens).toBe(100)
+      expect(streamed.usage).toMatchObject({
+        input_tokens: whole.usage.input_tokens,
+        output_tokens: whole.usage.output_tokens,
+        cache_read_input_tokens: 200,
+        cache_creation_input_tokens: 100,
+      })
+    })
+
     test('a Claude model gets the request as it came: fields outside the subset pass', async () => {
       const message = await client.messages.create({ ...ask('sim/claude'), top_k: 3 } as never)
       expect(message.type).toBe('message')

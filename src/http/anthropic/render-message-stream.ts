@@ -92,10 +92,7 @@ export function anthropicStreamRender(model: string): StreamRender {
         close() +
         event('message_delta', {
           delta: { stop_reason: stopReason, stop_sequence: null },
-          usage: {
-            input_tokens: usage?.input_tokens ?? 0,
-            output_tokens: usage?.output_tokens ?? 0,
-          },
+          usage: messageUsage(usage),
         }) +
         event('message_stop', {})
       )
@@ -104,5 +101,20 @@ export function anthropicStreamRender(model: string): StreamRender {
       event('error', {
         error: { type: 'api_error', message: 'the upstream stream broke off' },
       }),
+  }
+}
+
+/**
+ * The stream's usage as Anthropic counts it, as a whole answer's is (anthropicUsage): input_tokens
+ * the uncached part, the cache's reads and writes beside it; the gateway's Usage counts them in.
+ */
+function messageUsage(usage: Usage | null) {
+  const read = usage?.cached_input_tokens ?? 0
+  const written = (usage?.cache_write_tokens ?? 0) + (usage?.cache_write_1h_tokens ?? 0)
+  return {
+    input_tokens: Math.max(0, (usage?.input_tokens ?? 0) - read - written),
+    output_tokens: usage?.output_tokens ?? 0,
+    cache_creation_input_tokens: written,
+    cache_read_input_tokens: read,
   }
 }
