@@ -19,7 +19,7 @@ function suite(store: (typeof STORES)[number]) {
   let accountId: string
 
   beforeAll(async () => {
-    sim = await startSimulator({ latencyMs: 1, keepBodies: 20 })
+    sim = await startSimulator({ latencyMs: 1, keepBodies: 500 })
     gw = await startTestGateway({
       store,
       upstreams: { openai: `${sim.url}/v1`, anthropic: sim.url },
