@@ -2,8 +2,10 @@
 import { ConfigError, loadConfig } from './config.ts'
 import { startGateway } from './gateway.ts'
 import {
+  databaseProblem,
   dataDirProblem,
   firstKeyNote,
+  listenProblem,
   missingKeys,
   missingKeysNote,
   OFFLINE_HINT,
@@ -23,9 +25,10 @@ let gateway
 try {
   gateway = await startGateway(config)
 } catch (error) {
-  const dataDir = dataDirProblem(error, config)
-  if (dataDir) {
-    console.error(`multigrid: configuration error: ${dataDir}`)
+  const problem =
+    dataDirProblem(error, config) ?? databaseProblem(error, config) ?? listenProblem(error, config)
+  if (problem) {
+    console.error(`multigrid: configuration error: ${problem}`)
     process.exit(78) // EX_CONFIG
   }
   if ((error as { code?: unknown }).code === 'EADDRINUSE') {

@@ -14,7 +14,7 @@ import { parseWholeNumber } from '../schemas/whole-number.ts'
 import { KEY_REVOCATIONS_CHANNEL } from '../coordination/key-revocations.ts'
 import { NUDGE_CHANNEL } from '../coordination/nudges.ts'
 import { openStore, openStoreChannel } from '../store/open-store.ts'
-import { dataDirProblem } from './start-up-notes.ts'
+import { databaseProblem, dataDirProblem } from './start-up-notes.ts'
 
 const USAGE = `usage: npm run mg -- <command>   (the store of MULTIGRID_DATA_DIR, or DATABASE_URL)
   accounts create <name> [--credit USD] [--max-open-batches N] [--rate-limit N]
@@ -126,8 +126,8 @@ try {
   throw error
 }
 const { store } = await openStore(config).catch((error: unknown) => {
-  const dataDir = dataDirProblem(error, config)
-  if (dataDir) fail(`configuration error: ${dataDir}`)
+  const problem = dataDirProblem(error, config) ?? databaseProblem(error, config)
+  if (problem) fail(`configuration error: ${problem}`)
   throw error
 })
 const accounts = createAccounts(store, {

@@ -74,3 +74,58 @@ export function dataDirProblem(error: unknown, config: Pick<Config, 'dataDir'>):
   if (typeof path !== 'string' || !path.startsWith(config.dataDir)) return null
   return `MULTIGRID_DATA_DIR: cannot use ${config.dataDir} for the store (${code} at ${path}); set MULTIGRID_DATA_DIR to a directory this user can create and write, such as ./data`
 }
+
+/** The connection errors that mean PostgreSQL could not be reached at all. */
+const UNREACHABLE = [
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ECONNRESET',
+  'CONNECT_TIMEOUT',
+]
+
+/**
+ * A store that could not be opened for a reason DATABASE_URL names (the server down or elsewhere,
+ * a database or role it does not have), in one line: where, what, what to do. Never the URL's
+ * password. null: not such a problem.
+ */
+export function databaseProblem(
+  error: unknown,
+  config: Pick<Config, 'databaseUrl'>,
+): string | null {
+  if (!config.databaseUrl) return null
+  const url = URL.parse(config.databaseUrl)
+  const where = url ? `${url.hostname}:${url.port || 5432}` : 'its address'
+  const { code, name, message } = (error ?? {}) as {
+    code?: unknown
+    name?: unknown
+    message?: unknown
+  }
+  if (typeof code === 'string' && UNREACHABLE.includes(code))
+    return `DATABASE_URL: cannot reach PostgreSQL at ${where} (${code}); start it, or set DATABASE_URL to where it listens, such as postgres://user:password@host:5432/multigrid`
+  if (name !== 'PostgresError' || typeof message !== 'string') return null
+  const database = url?.pathname.slice(1) || 'the database'
+  const fix =
+    code === '3D000'
+      ? `create it (createdb ${database}), or name one that exists in DATABASE_URL`
+      : code === '28000' || code === '28P01'
+        ? 'set the user and password PostgreSQL has, in DATABASE_URL'
+        : 'check the address, user and database in DATABASE_URL'
+  return `DATABASE_URL: PostgreSQL at ${where} refused the connection: ${message} (${String(code)}); ${fix}`
+}
+
+/** An address the server cannot listen on (not this machine's, or not an address): HOST names it. */
+export function listenProblem(
+  error: unknown,
+  config: Pick<Config, 'host' | 'port'>,
+): string | null {
+  const { code, syscall } = (error ?? {}) as { code?: unknown; syscall?: unknown }
+  if (
+    (code !== 'EINVAL' && code !== 'EADDRNOTAVAIL') ||
+    (syscall !== undefined && syscall !== 'listen')
+  )
+    return null
+  return `HOST: cannot listen on ${config.host} port ${config.port} (${code}); set HOST to an address of this machine, such as 0.0.0.0 (every interface) or 127.0.0.1`
+}

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ConfigError, loadConfig } from '../../src/config.ts'
 import { writeCatalog } from '../helpers/catalog.ts'
+import { TEST_DATABASE_URL } from '../helpers/gateway.ts'
 import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
 
 const root = join(import.meta.dir, '../..')
@@ -293,6 +294,52 @@ describe('loadConfig', () => {
       expect(said).toContain(`MULTIGRID_DATA_DIR: cannot use ${file} for the store (EEXIST`)
       expect(said).toContain('set MULTIGRID_DATA_DIR to a directory')
     }
+  })
+
+  test('a PostgreSQL that cannot be reached or refuses, and an address that cannot be listened on, are one line naming the variable, never the password', async () => {
+    const closed = freePort()
+    const cases: [Record<string, string>, string][] = [
+      [
+        { DATABASE_URL: `postgres://mg:SECRETPW@127.0.0.1:${closed}/multigrid` },
+        `multigrid: configuration error: DATABASE_URL: cannot reach PostgreSQL at 127.0.0.1:${closed} (ECONNREFUSED); start it, or set DATABASE_URL`,
+      ],
+      [
+        { HOST: '999.1.1.1' },
+        'multigrid: configuration error: HOST: cannot listen on 999.1.1.1 port 0 (EINVAL); set HOST to an address of this machine',
+      ],
+    ]
+    if (TEST_DATABASE_URL) {
+      const url = new URL(TEST_DATABASE_URL)
+      url.pathname = '/mg_no_such_database'
+      cases.push([
+        { DATABASE_URL: url.href },
+        'refused the connection: database "mg_no_such_database" does not exist (3D000); create it (createdb mg_no_such_database)',
+      ])
+    }
+    for (const [env, line] of cases) {
+      const child = Bun.spawn([process.execPath, 'src/main.ts'], {
+        cwd: root,
+        env: { PATH: process.env.PATH ?? '', PORT: '0', ...env },
+        stderr: 'pipe',
+        stdout: 'pipe',
+      })
+      expect(await child.exited).toBe(78)
+      const said = (await new Response(child.stderr).text()).trim()
+      expect(said.split('\n')).toHaveLength(1)
+      expect(said).toContain(line)
+      expect(said).not.toContain('SECRETPW')
+    }
+    // mg says the same of the store it cannot open.
+    const mg = Bun.spawn([process.execPath, 'src/cli/admin.ts', 'accounts', 'list'], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '', DATABASE_URL: `postgres://mg@127.0.0.1:${closed}/x` },
+      stderr: 'pipe',
+      stdout: 'pipe',
+    })
+    expect(await mg.exited).toBe(2)
+    expect((await new Response(mg.stderr).text()).trim()).toStartWith(
+      `configuration error: DATABASE_URL: cannot reach PostgreSQL at 127.0.0.1:${closed} (ECONNREFUSED)`,
+    )
   })
 
   test('a second gateway on a port in use says so in one line and exits; the first keeps serving', async () => {
