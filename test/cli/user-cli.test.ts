@@ -99,7 +99,10 @@ describe('multigrid (user CLI)', () => {
     const status = await run(['status', batchId])
     expect(status.code).toBe(0)
     expect(status.stdout).toContain(`${batchId}  cli-run  completed`)
-    expect(status.stdout).toMatch(/lines\s+3: 2 succeeded, 1 failed/)
+    // "did not" sums failed, cancelled and expired, each named after it.
+    expect(status.stdout).toMatch(
+      /lines\s+3: 2 succeeded, 1 did not \(1 failed, 0 cancelled, 0 expired\)/,
+    )
     // Where the lines went: every one on the simulator.
     expect(status.stdout).toMatch(/\n  providers sim: 2 ok, 1 failed, 0 running, \$0\.\d{6}/)
     const json = await run(['status', batchId, '--json'])
