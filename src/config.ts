@@ -12,6 +12,7 @@ import {
   type CatalogFile,
 } from './catalog/catalog-file.ts'
 import { withLanes } from './catalog/lanes.ts'
+import { describeZodIssue, joinPath } from './schemas/describe-zod-issue.ts'
 import { otlpFromEnv } from './telemetry/otlp-env.ts'
 
 const DEFAULT_CATALOG = resolve(import.meta.dir, '../providers/catalog.default.json')
@@ -273,10 +274,14 @@ function loadCatalog(path: string): CatalogFile {
   } catch (error) {
     throw new ConfigError(`${path}: not valid JSON (${(error as Error).message})`)
   }
-  const parsed = catalogSchema.safeParse(json)
+  const parsed = catalogSchema.safeParse(json, { reportInput: true })
   if (!parsed.success) {
+    // In words with a fix ("is required; add …"), not zod's ("expected string, received undefined").
     const issue = parsed.error.issues[0]
-    throw new ConfigError(`${path}: ${placeIn(issue.path) || '(root)'}: ${issue.message}`)
+    const { message, fix } = describeZodIssue(issue, '', 'the catalog')
+    const place = placeIn(issue.path)
+    const fixHere = place ? fix.replaceAll(joinPath(issue.path), place) : fix
+    throw new ConfigError(`${path}: ${place || '(root)'}: ${message}; ${fixHere}`)
   }
   const problems = checkCatalog(parsed.data)
   if (problems.length > 0) throw new ConfigError(`${path}: ${problems[0]}`)

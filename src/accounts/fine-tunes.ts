@@ -58,13 +58,13 @@ export function createFineTunes(
       const examples = catalog.models.filter((m) => m.adapters).map((m) => m.id)
       return invalid(
         'base_model',
-        `unknown model ${JSON.stringify(excerpt(input.baseModel))}; use a model of the catalog${examples.length ? `, for example ${examples.slice(0, 3).join(', ')}` : ''}`,
+        `names an unknown model, ${JSON.stringify(excerpt(input.baseModel))}; use a model of the catalog${examples.length ? `, for example ${examples.slice(0, 3).join(', ')}` : ''}`,
       )
     }
     if (!model.adapters || loraOfferings(catalog, catalog.usable(model)).length === 0) {
       return invalid(
         'base_model',
-        `${model.id} is not served with fine-tunes on this gateway: its catalog entry needs "adapters" and an offering on a provider with "lora": true`,
+        `names ${model.id}, which is not served with fine-tunes on this gateway: its catalog entry needs "adapters" and an offering on a provider with "lora": true`,
       )
     }
     if (!FINE_TUNE_NAME.test(input.name)) {

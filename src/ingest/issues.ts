@@ -35,4 +35,4 @@ export const MAX_ISSUES = 25
 /** At most this many warnings are listed; the rest are counted. */
 export const MAX_WARNINGS = 25
 
-export { describeZodIssue, joinPath, kindOf } from './describe-zod-issue.ts'
+export { describeZodIssue, joinPath, kindOf } from '../schemas/describe-zod-issue.ts'

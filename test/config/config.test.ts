@@ -262,6 +262,24 @@ describe('loadConfig', () => {
     )
   })
 
+  test('a catalog field missing or of the wrong type is said in words with the fix, at its place', () => {
+    const path = writeCatalog({
+      providers: { pool: { kind: 'openai', base_url: 'http://127.0.0.1:9/v1' } },
+      models: [
+        {
+          id: 'm',
+          endpoints: ['chat'],
+          context_tokens: 1000,
+          max_output_tokens: 100,
+          offerings: [{ provider: 'pool', input_usd_per_mtok: '1', output_usd_per_mtok: '2' }],
+        },
+      ],
+    })
+    expect(() => loadConfig({ MULTIGRID_CONFIG: path })).toThrow(
+      `${path}: models[0].offerings[0].upstream_model: is required; add models[0].offerings[0].upstream_model (a string)`,
+    )
+  })
+
   test('start-up with a bad value prints one line and exits non-zero', async () => {
     const child = Bun.spawn([process.execPath, 'src/main.ts'], {
       cwd: root,
