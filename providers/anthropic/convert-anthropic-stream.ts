@@ -66,6 +66,14 @@ export async function* convertAnthropicStream(
   })
 
   let over = false
+  // The first delta carries the role, as OpenAI's does: with content "" before text, null before a
+  // tool call (a tool-only answer's message content is null, not ""). Sent with the first block.
+  let roleSent = false
+  const opening = (delta: Record<string, unknown>) => {
+    if (roleSent) return delta
+    roleSent = true
+    return { role: 'assistant', ...delta }
+  }
   for await (const event of events) {
     const data = parse(event)
     switch (data.type) {
@@ -74,7 +82,6 @@ export async function* convertAnthropicStream(
         model = String(data.message?.model ?? '')
         rawUsage = { ...(data.message?.usage ?? {}) }
         state.usage = mapAnthropicUsage(rawUsage)
-        yield chunk({ role: 'assistant', content: '' })
         break
       case 'content_block_start': {
         const block = data.content_block ?? {}
@@ -87,9 +94,11 @@ export async function* convertAnthropicStream(
             type: 'function',
             function: { name: block.name, arguments: '' },
           }
-          yield chunk({ tool_calls: [call] })
-        } else if (block.type === 'text' && block.text) {
-          yield chunk({ content: block.text })
+          yield chunk(
+            opening(roleSent ? { tool_calls: [call] } : { content: null, tool_calls: [call] }),
+          )
+        } else if (block.type === 'text') {
+          if (block.text || !roleSent) yield chunk(opening({ content: block.text ?? '' }))
         }
         break
       }
@@ -105,6 +114,8 @@ export async function* convertAnthropicStream(
       case 'message_delta':
         rawUsage = { ...rawUsage, ...(data.usage ?? {}) }
         state.usage = mapAnthropicUsage(rawUsage)
+        // An answer with no block at all still says whose it is.
+        if (!roleSent) yield chunk(opening({ content: '' }))
         yield chunk({}, mapAnthropicStopReason(data.delta?.stop_reason).unified)
         break
       case 'message_stop':

@@ -252,6 +252,29 @@ describe('Anthropic answers → OpenAI', () => {
       usage: { prompt_tokens: 9, completion_tokens: 12 },
     })
     expect(state.usage).toEqual({ input_tokens: 9, output_tokens: 12 })
+    // The role comes once, with the first block: content "" before text.
+    expect(chunks[0].choices[0].delta).toEqual({ role: 'assistant', content: '' })
+    expect(chunks.filter((chunk) => chunk.choices[0]?.delta.role)).toHaveLength(1)
+
+    // A tool call first: the role with content null, as OpenAI streams a tool-only answer.
+    const toolOnly: any[] = []
+    for await (const chunk of convertAnthropicStream(
+      events([
+        { type: 'message_start', message: { id: 'msg_2', model: 'c', usage: {} } },
+        {
+          type: 'content_block_start',
+          index: 0,
+          content_block: { type: 'tool_use', id: 't2', name: 'weather' },
+        },
+        { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 3 } },
+        { type: 'message_stop' },
+      ]),
+      { usage: null },
+      1,
+    ))
+      toolOnly.push(chunk)
+    expect(toolOnly[0].choices[0].delta).toMatchObject({ role: 'assistant', content: null })
+    expect(toolOnly[0].choices[0].delta.tool_calls[0]).toMatchObject({ id: 't2' })
 
     const failing = events([
       { type: 'error', error: { type: 'overloaded_error', message: 'busy' } },
