@@ -25,13 +25,13 @@ export interface AdminAccountView extends AccountView {
 export interface AccountSettings extends FileLimits {
   /** Decimal string; null: no daily limit. */
   dailySpendLimitUsd?: string | null
+  maxOpenBatches?: number
+  rateLimitPerMinute?: number
 }
 
 export interface NewAccountInput extends AccountSettings {
   name: string
   creditUsd: string
-  maxOpenBatches?: number
-  rateLimitPerMinute?: number
 }
 
 export interface Accounts {
@@ -110,6 +110,8 @@ export function createAccounts(
     getAccount: async (id) => withFiles(await store.getAccount(id)),
     async updateAccount(id, settings) {
       if (!(await store.setFileQuota(id, settings))) return null
+      if (settings.maxOpenBatches !== undefined || settings.rateLimitPerMinute !== undefined)
+        await store.setAccountLimits(id, settings)
       if (settings.dailySpendLimitUsd !== undefined) {
         const limit = settings.dailySpendLimitUsd
         await store.setDailySpendLimit(id, limit === null ? null : moneyText(limit))

@@ -21,8 +21,8 @@ const USAGE = `usage: npm run mg -- <command>   (the store of MULTIGRID_DATA_DIR
                   [--max-files N] [--max-stored-bytes N] [--daily-limit USD]
   accounts list
   accounts show <account-id>
-  accounts set <account-id> [--max-files N|default] [--max-stored-bytes N|default]
-                  [--daily-limit USD|none]
+  accounts set <account-id> [--max-open-batches N] [--rate-limit N]
+                  [--max-files N|default] [--max-stored-bytes N|default] [--daily-limit USD|none]
   accounts credit <account-id> <amount-usd>
   keys create <account-id> [--name NAME] [--scopes batches,inference,read] [--rate-limit N]
   keys list <account-id>
@@ -172,6 +172,8 @@ try {
     )
   } else if (group === 'accounts' && command === 'set' && first) {
     const account = await accounts.updateAccount(first, {
+      maxOpenBatches: int(values['max-open-batches'], 'max-open-batches'),
+      rateLimitPerMinute: int(values['rate-limit'], 'rate-limit'),
       maxFiles: limit(values['max-files'], 'max-files'),
       maxStoredBytes: limit(values['max-stored-bytes'], 'max-stored-bytes'),
       dailySpendLimitUsd: dailyLimit(values['daily-limit']),

@@ -42,8 +42,10 @@ export const createAccountBody = z.strictObject({
   max_stored_bytes: maxStoredBytes.optional(),
   daily_spend_limit_usd: dailyLimit.optional(),
 })
-/** Account settings; null puts a file limit back to the configured default, and lifts the daily limit. */
+/** Account settings; null puts a file limit back to the configured default, and lifts the daily limit. The open-batch and rate limits take a number. */
 export const patchAccountBody = z.strictObject({
+  max_open_batches: count.optional(),
+  rate_limit_per_minute: count.optional(),
   max_files: maxFiles.nullable().optional(),
   max_stored_bytes: maxStoredBytes.nullable().optional(),
   daily_spend_limit_usd: dailyLimit.optional(),
@@ -133,6 +135,8 @@ export function adminRoutes(
         async ({ params, request }) => {
           const input = await parseBody(patchAccountBody, request, bodyLimit)
           const account = await accounts.updateAccount(params.id, {
+            maxOpenBatches: input.max_open_batches,
+            rateLimitPerMinute: input.rate_limit_per_minute,
             maxFiles: input.max_files,
             maxStoredBytes: input.max_stored_bytes,
             dailySpendLimitUsd: input.daily_spend_limit_usd,

@@ -217,6 +217,9 @@ test('accounts create/set take the daily spend limit, and a CLI deposit starts a
     expect((await mg(env, 'accounts', 'set', id, '--daily-limit', '7')).json).toMatchObject({
       daily_spend_limit_usd: '7',
     })
+    expect(
+      (await mg(env, 'accounts', 'set', id, '--max-open-batches', '3', '--rate-limit', '30')).json,
+    ).toMatchObject({ max_open_batches: 3, rate_limit_per_minute: 30, daily_spend_limit_usd: '7' })
     for (const bad of ['-1', 'lots']) {
       const refused = await mg(env, 'accounts', 'set', id, `--daily-limit=${bad}`)
       expect(refused.code).toBe(2)

@@ -570,6 +570,41 @@ for (const storeKind of STORES) {
       expect(((await made.json()) as { scopes: string[] }).scopes).toEqual(['read'])
     })
 
+    test("PATCH changes an account's open-batch and per-minute limits, and they hold from then on", async () => {
+      const { accountId, key } = await gw.newAccount('10')
+      const patched = await gw.admin(`/accounts/${accountId}`, {
+        method: 'PATCH',
+        body: { max_open_batches: 1, rate_limit_per_minute: 5 },
+      })
+      expect(patched.status).toBe(200)
+      expect(await patched.json()).toMatchObject({ max_open_batches: 1, rate_limit_per_minute: 5 })
+      const submit = () =>
+        gw.request('/v1/batches', key, { method: 'POST', body: jsonl([chatLine('a')]) })
+      expect((await submit()).status).toBe(201)
+      const over = await submit()
+      expect(over.status).toBe(429)
+      expect(((await over.json()) as { error: { limit: unknown } }).error.limit).toEqual({
+        open_batches: 1,
+        in_use: 1,
+      })
+      // A value the store cannot hold, or not a number, is refused naming the field.
+      for (const bad of [0, 'ten', 2 ** 31]) {
+        const refused = await gw.admin(`/accounts/${accountId}`, {
+          method: 'PATCH',
+          body: { max_open_batches: bad },
+        })
+        expect([bad, refused.status]).toEqual([bad, 400])
+      }
+      expect(
+        (
+          await gw.admin('/accounts/acct_missing', {
+            method: 'PATCH',
+            body: { max_open_batches: 2 },
+          })
+        ).status,
+      ).toBe(404)
+    })
+
     test("the admin API lists accounts newest first, a page at a time, and an account's keys without their secrets", async () => {
       type Page = { data: { id: string; name: string }[]; has_more: boolean; last_id: string }
       const list = async (query: string) =>

@@ -45,6 +45,11 @@ export interface AccountStore {
   }): Promise<{ ids: string[]; hasMore: boolean }>
   /** The account's keys, newest first, revoked ones too; null for a missing account. */
   listKeys(accountId: string): Promise<KeyRecord[] | null>
+  /** Changes the open-batch limit and the requests-per-minute limit (undefined: left as is); false: no such account. */
+  setAccountLimits(
+    id: string,
+    limits: { maxOpenBatches?: number; rateLimitPerMinute?: number },
+  ): Promise<boolean>
   /** Adds (or with a negative amount, removes, never below zero) credit. */
   addCredit(id: string, amountUsd: string): Promise<AccountView | null>
   createKey(key: NewKey): Promise<KeyRecord | null>

@@ -42,6 +42,13 @@ export function createPostgresAccountStore(sql: PostgresPool): AccountStore & Se
       const rows = await sql`SELECT 1 FROM accounts LIMIT 1`
       return rows.length > 0
     },
+    async setAccountLimits(id, { maxOpenBatches, rateLimitPerMinute }) {
+      const rows = await sql`
+        UPDATE accounts SET max_open_batches = coalesce(${maxOpenBatches ?? null}::int, max_open_batches),
+          rate_limit_per_minute = coalesce(${rateLimitPerMinute ?? null}::int, rate_limit_per_minute)
+        WHERE id = ${id} RETURNING id`
+      return rows.length > 0
+    },
     async listAccountIds({ after, limit }) {
       const rows = await sql`
         SELECT id FROM accounts WHERE ${after}::text IS NULL OR id < ${after}

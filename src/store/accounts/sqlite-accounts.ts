@@ -58,6 +58,14 @@ export function createSqliteAccountStore(db: SqliteConnection): AccountStore & S
     async hasAccounts() {
       return q(db, 'SELECT 1 FROM accounts LIMIT 1').get() != null
     },
+    async setAccountLimits(id, { maxOpenBatches, rateLimitPerMinute }) {
+      const changed = q(
+        db,
+        `UPDATE accounts SET max_open_batches = coalesce(?, max_open_batches),
+           rate_limit_per_minute = coalesce(?, rate_limit_per_minute) WHERE id = ?`,
+      ).run(maxOpenBatches ?? null, rateLimitPerMinute ?? null, id)
+      return changed.changes > 0
+    },
     async listAccountIds({ after, limit }) {
       const rows = q(
         db,
