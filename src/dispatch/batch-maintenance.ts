@@ -30,7 +30,12 @@ export async function maintainBatches(
   for (const [id, status] of Object.entries(statuses)) if (status !== 'in_progress') stopped.add(id)
   for (const id of stopped) if (!here.has(id)) stopped.delete(id)
   const { changed, ended } = await store.advanceBatches(Math.floor(Date.now() / 1000))
-  for (const id of changed) logger.info('batch.status_changed', { batch_id: id })
+  // What each became, read only when the line is written (a batch changes status a few times).
+  if (changed.length > 0 && logger.enabled('info')) {
+    const now = await store.batchStatuses(changed)
+    for (const id of changed)
+      logger.info('batch.status_changed', { batch_id: id, status: now[id] ?? null })
+  }
   if (ended.cancelled > 0 || ended.expired > 0) onLinesEnded?.(ended)
   return changed.length > 0
 }
