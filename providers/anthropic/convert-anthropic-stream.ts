@@ -1,7 +1,8 @@
 /**
  * Anthropic stream events → OpenAI chat.completion.chunk objects.
  *
- * message_start → the role chunk; text deltas → content deltas; tool_use blocks and their JSON
+ * The first block → the role chunk (content "" before text, null before a tool call); text
+ * deltas → content deltas; tool_use blocks and their JSON
  * deltas → tool_calls deltas; message_delta → the finish_reason chunk; message_stop → a usage
  * chunk (choices: []) like OpenAI's include_usage one. Usage is message_start's, updated by
  * message_delta's cumulative counts.

@@ -189,9 +189,12 @@ function systemOf(messages: Block[][]): string | Block[] {
 }
 
 /**
- * The chat fields convertToAnthropicMessages carries over (or refuses, as `n` above 1); any other
- * would be dropped on the way, so a body that may go to Anthropic is refused it instead
- * (src/ingest/untranslated-fields.ts). `provider` is the gateway's routing, never sent.
+ * The chat fields convertToAnthropicMessages carries over (or refuses, as `n` above 1), and those
+ * whose loss changes no answer: `service_tier` (a tier Anthropic has not is refused before,
+ * docs/pricing.md), OpenAI's own storage and cache hints (`store`, `metadata`,
+ * `prompt_cache_key`, `safety_identifier`). Any other would be dropped on the way, so a body that
+ * may go to Anthropic is refused it instead (src/ingest/untranslated-fields.ts). `provider` is
+ * the gateway's routing, never sent.
  */
 export const TRANSLATED_CHAT_FIELDS: ReadonlySet<string> = new Set([
   'model',
@@ -210,6 +213,11 @@ export const TRANSLATED_CHAT_FIELDS: ReadonlySet<string> = new Set([
   'stream_options',
   'n',
   'provider',
+  'service_tier',
+  'store',
+  'metadata',
+  'prompt_cache_key',
+  'safety_identifier',
 ])
 
 /** `limits`: the model's, within which a body that sets no output limit is sent one. */

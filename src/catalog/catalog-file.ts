@@ -238,13 +238,15 @@ function replicaProblems(name: string, baseUrl: string | string[]): string[] {
         ? `providers.${name}.base_url`
         : `providers.${name}.base_url[${i}]`
     const parsed = new URL(url)
+    // Said without its user and password: this goes to a terminal and to logs.
+    const shown = url.includes('@') ? `…@${url.slice(url.lastIndexOf('@') + 1)}` : url
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
       problems.push(
-        `${at}: "${url}" is not an http:// or https:// URL; upstreams are reached over HTTP`,
+        `${at}: "${shown}" is not an http:// or https:// URL; upstreams are reached over HTTP`,
       )
     // Trailing slashes aside, the same URL names the same replica.
     const same = parsed.href.replace(/\/+$/, '')
-    if (seen.has(same)) problems.push(`${at}: "${url}" is listed twice; list each replica once`)
+    if (seen.has(same)) problems.push(`${at}: "${shown}" is listed twice; list each replica once`)
     seen.add(same)
   })
   return problems

@@ -105,7 +105,12 @@ export function databaseProblem(
   }
   if (typeof code === 'string' && UNREACHABLE.includes(code))
     return `DATABASE_URL: cannot reach PostgreSQL at ${where} (${code}); start it, or set DATABASE_URL to where it listens, such as postgres://user:password@host:5432/multigrid`
-  if (name !== 'PostgresError' || typeof message !== 'string') return null
+  // Only what the connection itself was refused for (SQLSTATE class 08, a role or password, a
+  // database, a server starting or full); a failed migration and the like keep their stack.
+  const refusedConnection =
+    typeof code === 'string' &&
+    (code.startsWith('08') || ['28000', '28P01', '3D000', '57P03', '53300'].includes(code))
+  if (name !== 'PostgresError' || typeof message !== 'string' || !refusedConnection) return null
   const database = url?.pathname.slice(1) || 'the database'
   const fix =
     code === '3D000'

@@ -1,7 +1,7 @@
 /**
  * A chat body that may go to an Anthropic offering is translated there
  * (providers/anthropic/convert-to-anthropic-messages.ts), and a field the translation does not
- * carry over would be dropped without a word: `top_k`, `metadata`, `reasoning_effort`. Such a
+ * carry over would be dropped without a word: `top_k`, `reasoning_effort`, `verbosity`. Such a
  * field is refused, as the catalog's unsupported_params are (docs/configuration.md), never dropped.
  */
 import { TRANSLATED_CHAT_FIELDS } from '../../providers/anthropic/convert-to-anthropic-messages.ts'

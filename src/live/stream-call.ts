@@ -15,6 +15,7 @@ import type { LiveDeps, LiveInput, StreamRender } from './live-types.ts'
 import { releaseCall, settleCall, usageOnCallBound } from './settle-call.ts'
 import { upstreamFailure } from './upstream-failure.ts'
 import { limitsOf } from '../catalog/catalog-file.ts'
+import { followAbort } from '../../providers/follow-abort.ts'
 
 const encoder = new TextEncoder()
 
@@ -45,6 +46,15 @@ export async function streamCall(
   const held = await holdCall(deps, input, 'chat')
   const native = input.passThrough
   let streaming = false
+  const progress: Progress = { ended: false, abandoned: false, finished: false, outputBytes: 0 }
+  // The upstream call ends when the client hangs up, unless the answer has finished: then the
+  // rest (OpenAI's usage, after the finish) is still read, so the call is billed what it used.
+  const upstream = new AbortController()
+  const unfollow = followAbort(request.signal, () => {
+    if (!progress.finished) return upstream.abort(request.signal.reason)
+    // Read on by the body's cancel(); should that never come, the call ends here all the same.
+    setTimeout(() => upstream.abort(request.signal.reason), AFTER_FINISH_MS + 500).unref()
+  })
   try {
     const { outcome, offering, done } = await streamWithFallback(deps.upstreams, {
       endpoint: 'chat',
@@ -52,7 +62,7 @@ export async function streamCall(
       passThrough: native,
       offerings: held.offerings,
       modelLimits: limitsOf(held.model),
-      signal: request.signal,
+      signal: upstream.signal,
       fineTune: held.fineTune,
     })
     if (!outcome.ok) throw upstreamFailure(outcome.error)
@@ -61,13 +71,12 @@ export async function streamCall(
       ? native.streamRender(offeringSpeaks(deps.catalog, offering, native.api))
       : openAiSse(streamOptions(input.raw)?.include_usage === true)
     streaming = true
-    const progress = { ended: false, abandoned: false, outputBytes: 0 }
     outcome.usage
       .then((usage) => {
         // A client that hangs up aborts the request too, which may break the upstream stream
-        // before the body's cancel() is heard.
+        // before the body's cancel() is heard. Past the finish, the usage read is the answer's own.
         const left = progress.abandoned || request.signal.aborted
-        if (left && progress.outputBytes > 0)
+        if (left && progress.outputBytes > 0 && !(usage && progress.finished))
           return settleCall(deps, held, usageWhenLeft(held, usage, progress.outputBytes), offering)
         if (usage) return settleCall(deps, held, usage, offering)
         // The usage settles a few microtasks before pull() sees the end: decide after it.
@@ -81,7 +90,10 @@ export async function streamCall(
         })
       })
       .catch((reason) => release(deps, held, reason))
-      .finally(done)
+      .finally(() => {
+        unfollow()
+        done()
+      })
     const sse = eventStream(deps, {
       chunks: outcome.chunks[Symbol.asyncIterator](),
       usage: outcome.usage,
@@ -97,9 +109,23 @@ export async function streamCall(
       },
     })
   } finally {
-    if (!streaming) release(deps, held, undefined)
+    if (!streaming) {
+      unfollow()
+      release(deps, held, undefined)
+    }
   }
 }
+
+/** How far a stream got: written to its end, left by the client, past its finish, text sent. */
+interface Progress {
+  ended: boolean
+  abandoned: boolean
+  finished: boolean
+  outputBytes: number
+}
+
+/** How long a stream left after its finish is still read for its usage. */
+const AFTER_FINISH_MS = 2_000
 
 function release(deps: LiveDeps, held: HeldCall, reason: unknown) {
   releaseCall(deps, held)
@@ -114,7 +140,7 @@ function eventStream(
     chunks: AsyncIterator<Record<string, unknown>>
     usage: Promise<Usage | null>
     render: StreamRender
-    progress: { ended: boolean; abandoned: boolean; outputBytes: number }
+    progress: Progress
   },
 ) {
   const { chunks, usage, render, progress } = stream
@@ -132,6 +158,7 @@ function eventStream(
             return
           }
           progress.outputBytes += deltaBytes(next.value)
+          if (!progress.finished && finishes(next.value)) progress.finished = true
           const text = render.chunk(next.value)
           if (text) return controller.enqueue(encoder.encode(text))
         }
@@ -144,6 +171,7 @@ function eventStream(
     async cancel() {
       // The client hung up: set before return() settles the usage, which reads it.
       if (!progress.ended) progress.abandoned = true
+      if (progress.finished && !progress.ended) await readOn(chunks, AFTER_FINISH_MS)
       await chunks.return?.()
     },
   })
@@ -175,6 +203,32 @@ function usageWhenLeft(held: HeldCall, reported: Usage | null, outputBytes: numb
     input_tokens: reported?.input_tokens || bound.input_tokens,
     output_tokens: Math.max(reported?.output_tokens ?? 0, bound.output_tokens),
   }
+}
+
+/** Reads what is left of a stream nobody reads any more, for at most `ms` (its usage settles). */
+async function readOn(chunks: AsyncIterator<unknown>, ms: number): Promise<void> {
+  const until = performance.now() + ms
+  for (let read = 0; read < 1_000; read++) {
+    const left = until - performance.now()
+    if (left <= 0) return
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const late = new Promise<null>((resolve) => (timer = setTimeout(resolve, left, null)))
+    const next = await Promise.race([chunks.next().catch(() => null), late])
+    clearTimeout(timer)
+    if (next === null || next.done) return
+  }
+}
+
+/**
+ * Whether a chunk finishes the answer, after which only its usage is still to come: a chat
+ * chunk's finish_reason, Anthropic's message_delta, a Response's last event.
+ */
+function finishes(chunk: Record<string, unknown>): boolean {
+  if (chunk.type === 'message_delta' || chunk.type === 'response.completed') return true
+  if (chunk.type === 'response.incomplete') return true
+  for (const choice of (chunk.choices as { finish_reason?: unknown }[] | undefined) ?? [])
+    if (choice.finish_reason) return true
+  return false
 }
 
 type Delta = { content?: unknown; tool_calls?: { function?: { arguments?: unknown } }[] }

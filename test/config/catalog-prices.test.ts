@@ -117,6 +117,22 @@ describe('catalog rules for rates and lanes', () => {
     )
   })
 
+  test("a base_url refused is shown without what comes before its '@' (a user and password)", () => {
+    const withSecret = (base_url: string) =>
+      checkCatalog({
+        ...file([offering()]),
+        providers: {
+          ...file([offering()]).providers,
+          openai: { ...file([offering()]).providers.openai!, base_url },
+        },
+      })
+    for (const url of ['user:s3cret@host:8000/v1', 'ftp://user:s3cret@host/v1']) {
+      const [problem] = withSecret(url)
+      expect(problem).toContain('is not an http:// or https:// URL')
+      expect(problem).not.toContain('s3cret')
+    }
+  })
+
   test('a rate must be a decimal string, a tier names its threshold', () => {
     expect(() => file([offering({ cached_input_usd_per_mtok: 0.1 })])).toThrow()
     expect(() =>

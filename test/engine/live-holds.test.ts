@@ -165,57 +165,76 @@ for (const store of STORES) {
       expect(after.available_usd).toBe(after.balance_usd)
     })
 
-    test('a stream the client leaves after text reached it is billed what it was sent, though the upstream had not yet reported usage', async () => {
-      // The body comes in pieces over 1.5 s: OpenAI's usage, in the last chunk, has not arrived.
+    test('a stream the client leaves is billed: past the finish its real usage, read on for it; before, what it was sent', async () => {
+      // The body comes in pieces over 1.5 s: OpenAI's usage, in the last chunk, is still to come.
       sim.configure({ trickleRate: 1, trickleMs: 1500, keepBodies: 1 })
       try {
-        const { key, accountId } = await gw.newAccount('1', { rate_limit_per_minute: 100_000 })
-        const aborted = new AbortController()
-        const response = await fetch(`${gw.url}/v1/chat/completions`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-          body: JSON.stringify({
-            model: 'sim/chat',
-            messages: [{ role: 'user', content: 'tell me a story' }],
-            max_tokens: 20,
-            stream: true,
-          }),
-          signal: aborted.signal,
-        })
-        expect(response.status).toBe(200)
-        const reader = response.body!.getReader()
-        let read = ''
-        let text = ''
-        while (!text) {
-          const { value, done } = await reader.read()
-          if (done) break
-          read += new TextDecoder().decode(value)
-          for (const event of read.split('\n\n').filter((e) => e.startsWith('data: {')))
-            text += JSON.parse(event.slice(6)).choices?.[0]?.delta?.content ?? ''
+        const body = {
+          model: 'sim/chat',
+          messages: [{ role: 'user', content: 'tell me a story' }],
+          max_tokens: 20,
+          stream: true,
         }
-        expect(text).not.toBe('')
-        aborted.abort()
-        await reader.cancel().catch(() => {})
-        await waitFor(
-          'the call settled',
-          async () => (await account(accountId)).held_usd === '0.000000',
-          10_000,
-          50,
+        /** Reads the stream until `stop` says so (or its end), then hangs up; what it cost. */
+        const charged = async (stop: (text: string, finished: boolean) => boolean) => {
+          const { key, accountId } = await gw.newAccount('1', { rate_limit_per_minute: 100_000 })
+          const aborted = new AbortController()
+          const response = await fetch(`${gw.url}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+            signal: aborted.signal,
+          })
+          expect(response.status).toBe(200)
+          const reader = response.body!.getReader()
+          let read = ''
+          let text = ''
+          let finished = false
+          while (!stop(text, finished)) {
+            const { value, done } = await reader.read()
+            if (done) break
+            read += new TextDecoder().decode(value)
+            const events = read.split('\n\n').filter((e) => e.startsWith('data: {'))
+            text = ''
+            for (const event of events) {
+              const choice = JSON.parse(event.slice(6)).choices?.[0]
+              text += choice?.delta?.content ?? ''
+              if (choice?.finish_reason) finished = true
+            }
+          }
+          aborted.abort()
+          await reader.cancel().catch(() => {})
+          await waitFor(
+            'the call settled',
+            async () => (await account(accountId)).held_usd === '0.000000',
+            10_000,
+            50,
+          )
+          await gw.credit.flush()
+          return { cost: new Decimal(1).minus((await account(accountId)).balance_usd), text }
+        }
+        const whole = await charged(() => false)
+        // Left at finish_reason, before the usage chunk: billed exactly what reading on costs.
+        const atFinish = await charged((_, finished) => finished)
+        expect(atFinish.cost.toFixed()).toBe(whole.cost.toFixed())
+        // Left mid-text: at least the prompt's bound and a token per byte read, at most the ceiling.
+        const early = await charged((text) => text.length > 0)
+        expect(early.text).not.toBe('')
+        const prompt = sentTokens(
+          measureSent(JSON.parse(sim.received().at(-1)!.text), 'openai'),
+          0,
+          0,
         )
-        await gw.credit.flush()
-        const charged = new Decimal(1).minus((await account(accountId)).balance_usd)
-        // At least the prompt's bound and one token per byte the client read; at most the ceiling.
-        const prompt = sentTokens(measureSent(JSON.parse(sim.received()[0]!.text), 'openai'), 0, 0)
         const least = new Decimal(prompt.input)
           .times('0.5')
-          .plus(new Decimal(Math.min(Buffer.byteLength(text), 20)).times('1.5'))
+          .plus(new Decimal(Math.min(Buffer.byteLength(early.text), 20)).times('1.5'))
           .div(1e6)
         const most = new Decimal(prompt.input)
           .times('0.5')
           .plus(new Decimal(20).times('1.5'))
           .div(1e6)
-        expect(charged.greaterThanOrEqualTo(least)).toBe(true)
-        expect(charged.lessThanOrEqualTo(most)).toBe(true)
+        expect(early.cost.greaterThanOrEqualTo(least)).toBe(true)
+        expect(early.cost.lessThanOrEqualTo(most)).toBe(true)
       } finally {
         sim.configure({ trickleRate: 0, keepBodies: 0 })
       }

@@ -23,7 +23,7 @@ const live = (body: Record<string, unknown>) =>
 test('a live call to a model served by Anthropic with a field the translation drops is a 400 naming it', async () => {
   for (const [field, value] of [
     ['top_k', 5],
-    ['metadata', { run: 'a' }],
+    ['verbosity', 'low'],
     ['reasoning_effort', 'low'],
   ] as const) {
     const refused = await live({ model: 'sim/claude', [field]: value })
@@ -46,7 +46,12 @@ test('the fields it carries over are taken, and null counts as absent', async ()
         stop: ['x'],
         user: 'u-1',
         parallel_tool_calls: true,
-        metadata: null,
+        verbosity: null,
+        // What clients send at a default, or for OpenAI's own storage and caching: no answer changes.
+        service_tier: 'default',
+        store: false,
+        metadata: {},
+        prompt_cache_key: 'k',
       }),
     ]),
   })

@@ -1035,6 +1035,17 @@ onEveryStore(({ name, makeStore, it }) => {
         expect(batch.waiting?.message).toContain('1 line did not run')
       })
 
+      it('a free line (a ceiling of 0) still runs once the cap has no room left', async () => {
+        await account('acct_1', '10')
+        await capped('batch_01', '1', ['1', '0'])
+        expect((await claim('batch_01', 'owner-a', 1)).map((l) => l.lineNo)).toEqual([1])
+        await dispatch.recordOutcomes('owner-a', [succeeded('batch_01', 1, '1')], MS + 1)
+        // Room 0: the free line fits it, and is neither cancelled nor left pending.
+        await dispatch.advanceBatches(T0 + 1)
+        expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({ cancelled: 0 })
+        expect((await claim('batch_01', 'owner-a', 10, MS + 2)).map((l) => l.lineNo)).toEqual([2])
+      })
+
       it('a batch held back while its one fitting line waits out a retry is made runnable again by the next pass', async () => {
         await account('acct_1', '10')
         await capped('batch_01', '1', ['0.3', '2'])

@@ -70,7 +70,8 @@ export function claimCapped(db: Database, batch: Row, asked: CappedClaim): Claim
   let room = new Money(batch.max_cost_usd).minus(batch.cost_usd).minus(batch.reserved_usd)
   // Ceilings are decimal TEXT: SQL narrows the candidates as REAL with a margin, and the
   // exact comparison below decides.
-  const candidates = room.isPositive()
+  // No room left still takes a free line (a ceiling of 0), as the PostgreSQL claim does.
+  const candidates = !room.isNegative()
     ? q(
         db,
         `SELECT line_no, ceiling_usd FROM lines
@@ -178,8 +179,12 @@ export function endOverCap(db: Database, now: number): number {
   return ended
 }
 
-/** Whether a pending line of the batch fits `room` (narrowed as REAL with a margin, decided exactly). */
+/**
+ * Whether a pending line of the batch fits `room` (narrowed as REAL with a margin, decided
+ * exactly), as claimCapped decides it: with no room left, only a free line (a ceiling of 0).
+ */
 function pendingLineFits(db: Database, batchId: string, room: Money): boolean {
+  if (room.isNegative()) return false
   const cheapest = q(
     db,
     `SELECT ceiling_usd FROM lines WHERE batch_id = ? AND status = 'pending'
