@@ -1046,15 +1046,16 @@ onEveryStore(({ name, makeStore, it }) => {
         expect((await claim('batch_01', 'owner-a', 10, MS + 2)).map((l) => l.lineNo)).toEqual([2])
       })
 
-      it('a batch held back while its one fitting line waits out a retry is made runnable again by the next pass', async () => {
+      it('while its one fitting line waits out a retry, the cap does not hold the batch back: no max_cost_reached, nothing cancelled, the line claimed once due', async () => {
         await account('acct_1', '10')
         await capped('batch_01', '1', ['0.3', '2'])
         expect((await claim('batch_01', 'owner-a', 10)).map((l) => l.lineNo)).toEqual([1])
         await dispatch.recordOutcomes('owner-a', [retry('batch_01', 1, MS + 60_000)], MS + 1)
-        // Line 1 is not due and line 2 never fits: the claim takes nothing and holds the batch back.
+        // Line 1 is not due and line 2 never fits: the claim takes nothing, and it is the retry's
+        // backoff, not the cap, that holds the batch.
         expect(await claim('batch_01', 'owner-a', 10, MS + 2)).toEqual([])
-        expect(await dispatch.runnableBatches(MS + 2, 10)).toEqual([])
-        // Line 1 still fits: the pass ends nothing and lets the batch be claimed again.
+        expect((await batchOf('acct_1', 'batch_01')).waiting?.code).not.toBe('max_cost_reached')
+        // Line 1 still fits: the pass ends nothing.
         await dispatch.advanceBatches(T0 + 1)
         expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({
           pending: 2,

@@ -202,6 +202,15 @@ async function noteCap(
         AND not_before <= ${now} ${laneCondition(sql, lanes)}
         AND ceiling_usd > ${moneyText(room)}::numeric LIMIT 1`
     blocked = dearest !== undefined
+    // Nothing taken, but a line that fits waits out a retry's backoff: that, not the cap, is
+    // what holds the batch (the next claim after its not_before takes it).
+    if (blocked && claimed.length === 0) {
+      const [waitsForRetry] = await sql`
+        SELECT 1 FROM lines WHERE batch_id = ${batchId} AND status = 'pending'
+          AND not_before > ${now} ${laneCondition(sql, lanes)}
+          AND ceiling_usd <= ${moneyText(room)}::numeric LIMIT 1`
+      if (waitsForRetry) blocked = false
+    }
   }
   if (!blocked && claimed.length === 0) return
   const waiting = blocked ? capWaiting(moneyText(batch.max_cost_usd)) : null

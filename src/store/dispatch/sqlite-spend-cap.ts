@@ -106,7 +106,12 @@ export function claimCapped(db: Database, batch: Row, asked: CappedClaim): Claim
              ${lane.sql} ORDER BY CAST(ceiling_usd AS REAL) DESC LIMIT 1`,
         ).get(batchId, nowMs, ...lane.params)
       : null
-  const blocked = dearest !== null && room.lessThan(dearest.ceiling_usd)
+  // Nothing taken, but a line that fits waits out a retry's backoff: that, not the cap, is what
+  // holds the batch (the next claim after its not_before takes it).
+  const blocked =
+    dearest !== null &&
+    room.lessThan(dearest.ceiling_usd) &&
+    !(rows.length === 0 && pendingLineFits(db, batchId, room))
   if (blocked) setCapWaiting(db, batchId, capWaiting(moneyText(batch.max_cost_usd)))
   else if (rows.length > 0) setCapWaiting(db, batchId, null)
   return rows.map((row) => rowToClaimedLine(batchId, row, batch))
