@@ -83,7 +83,7 @@ export function validateBody(
   const prefix = options.prefix ?? ''
   const refused = shapeRefusal(raw, endpoint, prefix, options.shallow === true)
   if (refused) return refused
-  const record = raw as Record<string, unknown>
+  const record = withoutNulls(raw as Record<string, unknown>)
   const at = pathsUnder(prefix)
   // Refusals first, with their own words, before the generic schema errors.
   const problems = ownRefusals(record, endpoint, options.live === true, at)
@@ -100,7 +100,7 @@ export function validateBody(
           : undefined
         : catalog.find(named)
   if (named !== null && !model) problems.push(unknownModel(catalog, endpoint, named, at))
-  const parsed = (endpoint === 'chat' ? chatSchema : embeddingsSchema).check(raw)
+  const parsed = (endpoint === 'chat' ? chatSchema : embeddingsSchema).check(record)
   if (!parsed.success) {
     for (const issue of parsed.issues) {
       const described = describeZodIssue(issue, prefix)
@@ -194,6 +194,21 @@ export function validateBody(
       warnings,
     },
   }
+}
+
+/**
+ * The body without its top-level fields set to null: OpenAI's optional parameters are nullable,
+ * and null means not set (Python's `max_tokens=None` sends it). `model`, `messages` and `input`
+ * are kept, so a null there is refused as missing. A copy only when there is one.
+ */
+function withoutNulls(record: Record<string, unknown>): Record<string, unknown> {
+  let copy: Record<string, unknown> | null = null
+  for (const key in record) {
+    if (record[key] !== null || key === 'model' || key === 'messages' || key === 'input') continue
+    copy ??= { ...record }
+    delete copy[key]
+  }
+  return copy ?? record
 }
 
 /** A field's path under the body's prefix. */
