@@ -13,6 +13,7 @@ import { streamWithFallback } from '../upstream/send-with-fallback.ts'
 import { holdCall, type HeldCall } from './hold-call.ts'
 import type { LiveDeps, LiveInput, StreamRender } from './live-types.ts'
 import { releaseCall, settleCall, usageOnCallBound } from './settle-call.ts'
+import { deltaBytes } from '../pricing/bill-on-bound.ts'
 import { upstreamFailure } from './upstream-failure.ts'
 import { limitsOf } from '../catalog/catalog-file.ts'
 import { followAbort } from '../../providers/follow-abort.ts'
@@ -229,28 +230,4 @@ function finishes(chunk: Record<string, unknown>): boolean {
   for (const choice of (chunk.choices as { finish_reason?: unknown }[] | undefined) ?? [])
     if (choice.finish_reason) return true
   return false
-}
-
-type Delta = { content?: unknown; tool_calls?: { function?: { arguments?: unknown } }[] }
-
-/**
- * UTF-8 bytes of the text one streamed chunk carries, in each API's events: a chat chunk's
- * content and tool-call arguments, an Anthropic `content_block_delta`'s text or tool input, a
- * Responses `….delta` event's text or arguments.
- */
-function deltaBytes(chunk: Record<string, unknown>): number {
-  let bytes = 0
-  const add = (text: unknown) => {
-    if (typeof text === 'string') bytes += Buffer.byteLength(text, 'utf8')
-  }
-  for (const choice of (chunk.choices as { delta?: Delta }[] | undefined) ?? []) {
-    add(choice.delta?.content)
-    for (const call of choice.delta?.tool_calls ?? []) add(call.function?.arguments)
-  }
-  if (chunk.type === 'content_block_delta') {
-    const delta = chunk.delta as { text?: unknown; partial_json?: unknown } | undefined
-    add(delta?.text)
-    add(delta?.partial_json)
-  } else if (typeof chunk.type === 'string' && chunk.type.endsWith('.delta')) add(chunk.delta)
-  return bytes
 }

@@ -21,9 +21,7 @@ export function usageOnBound(
  */
 export function answerBytes(response: Record<string, unknown>): number {
   let bytes = 0
-  const add = (text: unknown) => {
-    if (typeof text === 'string') bytes += Buffer.byteLength(text, 'utf8')
-  }
+  const add = (text: unknown) => (bytes += textBytes(text))
   for (const choice of listOf(response.choices)) {
     const message = (choice as { message?: Record<string, unknown> }).message
     add(message?.content)
@@ -45,5 +43,30 @@ export function answerBytes(response: Record<string, unknown>): number {
     }
   return bytes
 }
+
+type Delta = { content?: unknown; tool_calls?: { function?: { arguments?: unknown } }[] }
+
+/**
+ * The same for one streamed chunk, in each API's events (src/live/stream-call.ts): a chat
+ * chunk's content and tool-call arguments, an Anthropic `content_block_delta`'s text or tool
+ * input, a Responses `….delta` event's text or arguments.
+ */
+export function deltaBytes(chunk: Record<string, unknown>): number {
+  let bytes = 0
+  const add = (text: unknown) => (bytes += textBytes(text))
+  for (const choice of (chunk.choices as { delta?: Delta }[] | undefined) ?? []) {
+    add(choice.delta?.content)
+    for (const call of choice.delta?.tool_calls ?? []) add(call.function?.arguments)
+  }
+  if (chunk.type === 'content_block_delta') {
+    const delta = chunk.delta as { text?: unknown; partial_json?: unknown } | undefined
+    add(delta?.text)
+    add(delta?.partial_json)
+  } else if (typeof chunk.type === 'string' && chunk.type.endsWith('.delta')) add(chunk.delta)
+  return bytes
+}
+
+const textBytes = (text: unknown) =>
+  typeof text === 'string' ? Buffer.byteLength(text, 'utf8') : 0
 
 const listOf = (value: unknown): unknown[] => (Array.isArray(value) ? value : [])
