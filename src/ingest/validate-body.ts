@@ -30,6 +30,7 @@ import { Money } from '../money/decimal.ts'
 import { describeZodIssue, type BodyProblem } from './issues.ts'
 import { guidedProblems, jsonObjectProblem, structuredProblems } from './check-structured.ts'
 import { untranslatedFields } from './untranslated-fields.ts'
+import { setsNothing } from './no-op-params.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.ts'
 import { tierRefusal, TIER_FIX } from './service-tier.ts'
 
@@ -332,7 +333,7 @@ function wrongEndpoint(model: ModelEntry, endpoint: Endpoint, at: PathOf): BodyP
   }
 }
 
-/** The parameters the model does not take, each one a problem (n of 1 is no parameter). */
+/** The parameters the model does not take, each one a problem (one at its default sets nothing). */
 function unsupportedParams(
   problems: BodyProblem[],
   record: Record<string, unknown>,
@@ -340,8 +341,7 @@ function unsupportedParams(
   at: PathOf,
 ): void {
   for (const param of model.unsupported_params) {
-    const value = record[param]
-    if (value === undefined || value === null || (param === 'n' && value === 1)) continue
+    if (setsNothing(param, record[param])) continue
     problems.push({
       path: at(param),
       message: `is not supported by ${model.id}`,
