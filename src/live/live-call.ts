@@ -7,9 +7,10 @@
  */
 import type { Endpoint } from '../../providers/types.ts'
 import { offeringSpeaks } from '../catalog/speaks-api.ts'
-import { badRequest } from '../errors.ts'
+import { badRequest, refuse } from '../errors.ts'
 import { readJsonBody } from '../ingest/read-body.ts'
 import { sendWithFallback } from '../upstream/send-with-fallback.ts'
+import { callerSignal } from './caller-signal.ts'
 import { holdCall } from './hold-call.ts'
 import type { LiveDeps, LiveInput } from './live-types.ts'
 import { billedUsage, releaseCall, settleCall } from './settle-call.ts'
@@ -52,16 +53,24 @@ export async function callLive(
   const held = await holdCall(deps, input, endpoint)
   const native = input.passThrough
   try {
-    // Never null: a live call has no proceed() that could skip it.
-    const { outcome, offering } = (await sendWithFallback(deps.upstreams, {
+    // Once sent, the call runs to its end and is billed, whether or not its caller is still
+    // there: the provider bills it either way. A caller that hangs up while it waits for a slot
+    // takes it out of the queue unsent, and nothing is spent.
+    const tried = await sendWithFallback(deps.upstreams, {
       endpoint,
       body: held.body,
       passThrough: native,
       offerings: held.offerings,
       modelLimits: limitsOf(held.model),
-      signal: request.signal,
+      waitSignal: callerSignal(request),
       fineTune: held.fineTune,
-    }))!
+    })
+    if (!tried)
+      throw refuse(
+        'request_aborted',
+        'the caller hung up while the request waited for a provider; nothing was sent or billed',
+      )
+    const { outcome, offering } = tried
     if (!outcome.ok) throw upstreamFailure(outcome.error)
     settleCall(deps, held, billedUsage(deps, held, outcome, offering), offering)
     // The object, not the upstream's own text in a Response: Elysia rebuilds a returned
