@@ -4,8 +4,9 @@
  * function_call / function_call_output items of a tool loop), `instructions`,
  * `max_output_tokens`, `temperature`, `top_p`, `text.format` (json_schema, json_object, text),
  * function `tools`, `tool_choice`, `metadata`, and the gateway's `provider` routing object. Any
- * other field is refused, naming it; `store: true`, `previous_response_id`, `conversation` and
- * `background: true` are refused because the gateway stores no response.
+ * other field is refused, naming it; `store: true`, `previous_response_id`, `conversation`,
+ * `background: true` and `item_reference` input items are refused because the gateway stores no
+ * response.
  * `service_tier` is carried into the chat body, whose validation refuses a tier other than the
  * default (src/ingest/service-tier.ts), passed through or not.
  */
@@ -126,6 +127,16 @@ export function storageRefusal(body: Record<string, unknown>): ResponsesConversi
   if (present('previous_response_id'))
     return refused('previous_response_id', `is not supported: ${NOTHING_STORED}`)
   if (present('conversation')) return refused('conversation', `is not supported: ${NOTHING_STORED}`)
+  const reference = Array.isArray(body.input)
+    ? body.input.findIndex((item) => (item as Item | null)?.type === 'item_reference')
+    : -1
+  if (reference !== -1)
+    return refused(
+      `input[${reference}]`,
+      // The Vercel AI SDK's Responses provider sends the model's earlier turns as references
+      // unless told the responses are not stored.
+      'is an item_reference, an item of an earlier response named by its id: this gateway stores no responses, so there is nothing to look it up in; send the item itself (the Vercel AI SDK does with providerOptions: { openai: { store: false } }, or use openai.chat(model))',
+    )
   if (body.background === true)
     return refused(
       'background',

@@ -580,6 +580,45 @@ describe('the Vercel AI SDK', () => {
     expect(await streamed.finishReason).toBe('stop')
   })
 
+  test("a second turn: the SDK's references to earlier items are refused in words that say how to send them; with store false it works", async () => {
+    const openai = createOpenAI({ baseURL: `${gw.url}/v1`, apiKey: key })
+    for (const model of ['sim/chat', 'sim/responses']) {
+      const first = await generateText({
+        model: openai(model),
+        prompt: 'Say hello.',
+        maxOutputTokens: 32,
+      })
+      const messages = [
+        { role: 'user' as const, content: 'Say hello.' },
+        ...first.response.messages,
+        { role: 'user' as const, content: 'Again.' },
+      ]
+      // Unless told the responses are not stored, the SDK names its earlier turn by the item's id.
+      const before = sim.received().length
+      const error = (await generateText({
+        model: openai(model),
+        messages,
+        maxOutputTokens: 32,
+      }).catch((e: unknown) => e)) as { statusCode: number; responseBody: string }
+      expect([model, error.statusCode]).toEqual([model, 400])
+      const refusal = JSON.parse(error.responseBody) as {
+        error: { param: string; message: string }
+      }
+      expect(refusal.error.param).toBe('input[1]')
+      expect(refusal.error.message).toContain('stores no responses')
+      expect(refusal.error.message).toContain('providerOptions: { openai: { store: false } }')
+      // Refused before any call: nothing went upstream (OpenAI could not resolve it either).
+      expect(sim.received().length).toBe(before)
+      const second = await generateText({
+        model: openai(model),
+        messages,
+        maxOutputTokens: 32,
+        providerOptions: { openai: { store: false } },
+      })
+      expect(second.text.length).toBeGreaterThan(0)
+    }
+  })
+
   test("generateObject with @ai-sdk/openai defaults: a text.format schema's object, translated or passed through", async () => {
     const openai = createOpenAI({ baseURL: `${gw.url}/v1`, apiKey: key })
     const schema = z.object({ name: z.string(), tags: z.array(z.string()) })

@@ -66,7 +66,7 @@ function live(prefix: '' | '/openai'): Operations {
       body: {
         json: responsesBodySchema,
         description:
-          'A Responses API request. `store: true` and `previous_response_id` are refused (nothing is stored); a field that cannot be translated for a chat-only offering is a 400 naming it.',
+          'A Responses API request. `store: true`, `previous_response_id` and `item_reference` input items are refused (nothing is stored); a field that cannot be translated for a chat-only offering is a 400 naming it.',
       },
       answers: {
         200: {
