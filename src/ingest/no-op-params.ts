@@ -15,5 +15,10 @@ const DEFAULTS: Readonly<Record<string, unknown>> = {
 
 /** Whether a body's field sets nothing: absent, null, or at OpenAI's default. */
 export function setsNothing(field: string, value: unknown): boolean {
-  return value === undefined || value === null || DEFAULTS[field] === value
+  if (value === undefined || value === null || DEFAULTS[field] === value) return true
+  // No token's bias changed.
+  return field === 'logit_bias' && isEmptyObject(value)
 }
+
+const isEmptyObject = (value: unknown) =>
+  typeof value === 'object' && !Array.isArray(value) && Object.keys(value as object).length === 0

@@ -70,7 +70,14 @@ test('the fields it carries over are taken, and null counts as absent', async ()
 test("a parameter at OpenAI's default is taken where the model does not take it, live and in a batch", async () => {
   // What older clients send unasked: none of it changes an answer, so neither the catalog's
   // unsupported_params (sim/strict refuses temperature and logprobs) nor the translation refuses it.
-  const defaults = { frequency_penalty: 0, presence_penalty: 0, n: 1, top_p: 1, logprobs: false }
+  const defaults = {
+    frequency_penalty: 0,
+    presence_penalty: 0,
+    n: 1,
+    top_p: 1,
+    logprobs: false,
+    logit_bias: {},
+  }
   const claude = await live({ model: 'sim/claude', ...defaults })
   expect(claude.status).toBe(200)
   // Anthropic's API has none of them: the translation leaves them out.
