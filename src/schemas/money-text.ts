@@ -9,7 +9,7 @@ import { refuse } from './whole-number.ts'
 
 const DECIMAL = /^(0|[1-9][0-9]{0,11})(\.[0-9]{1,18})?$/
 const EXPECTED =
-  'a decimal amount of USD greater than 0 and below 1000000000000, in plain notation without leading zeros'
+  'a decimal amount of USD greater than 0 and below 1000000000000, in plain notation with no extra leading zero ("0.25", not "00.25" or "007")'
 const EXAMPLE = '"5" or "0.25"'
 
 /** The canonical text of a positive decimal amount, or null. */

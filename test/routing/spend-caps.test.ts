@@ -120,7 +120,7 @@ for (const storeKind of STORES) {
           'max_cost_usd must be a decimal amount of USD greater than 0',
         )
         expect(error.message).toContain(
-          'below 1000000000000, in plain notation without leading zeros',
+          'below 1000000000000, in plain notation with no extra leading zero ("0.25", not "00.25" or "007")',
         )
         expect(error.message).toContain('"5"')
         // The example is given once, in the fix, not repeated after it.
