@@ -5,7 +5,8 @@
  */
 import { isFineTuneId, NO_FINE_TUNES } from '../catalog/fine-tunes.ts'
 import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
-import type { Endpoint, FineTune } from '../../providers/types.ts'
+import type { Endpoint, FineTune, PassThrough } from '../../providers/types.ts'
+import { requestedOutputTokens } from '../../providers/output-limit.ts'
 import { dailyLimitRefusal } from '../admission/submit-batch.ts'
 import { badRequest, refuse } from '../errors.ts'
 import { compileProblems } from '../ingest/check-structured.ts'
@@ -66,9 +67,17 @@ export async function holdCall(
   if (!held.ok) {
     // Shown as a batch's ceiling is: rounded up to a millionth of a dollar (the hold is exact).
     const ceilingUsd = usd(new Money(unitsText(ceiling)).toDecimalPlaces(6, Money.ROUND_UP))
+    const fix =
+      endpoint === 'chat'
+        ? lowerOutputFix(
+            raw as Record<string, unknown>,
+            checked.value.model,
+            input.passThrough?.api,
+          )
+        : 'add credit or send less input'
     throw refuse(
       'insufficient_quota',
-      `this request may cost up to $${ceilingUsd} and the account has $${usd(held.availableUsd)} available; add credit or lower max_tokens`,
+      `this request may cost up to $${ceilingUsd} and the account has $${usd(held.availableUsd)} available; ${fix}`,
       { detail: { cost_ceiling_usd: ceilingUsd, available_usd: usd(held.availableUsd) } },
     )
   }
@@ -82,6 +91,20 @@ export async function holdCall(
     reservation: held.reservation,
     fineTune: fineTune ? { name: fineTune.id, path: fineTune.source } : undefined,
   }
+}
+
+/**
+ * What lowers a refused call's ceiling. A body that sets no output limit is priced at the model's
+ * own (tens of thousands of tokens for the newer ones): most of the ceiling, and not obvious.
+ */
+function lowerOutputFix(
+  body: Record<string, unknown>,
+  model: ModelEntry,
+  api: PassThrough | undefined,
+): string {
+  const param = api === 'responses' ? 'max_output_tokens' : 'max_tokens'
+  if (requestedOutputTokens(body) !== undefined) return `add credit or lower ${param}`
+  return `the request sets no ${param}, so it is priced at the model's limit of ${model.max_output_tokens} output tokens: set ${param} to what the answer needs, or add credit`
 }
 
 /** The first problem of a body as the refusal a live caller gets. */

@@ -181,7 +181,18 @@ describe('live endpoints', () => {
       messages: [{ role: 'user', content: 'hello' }],
     })
     expect(poor.status).toBe(402)
-    expect(((await poor.json()) as any).error.code).toBe('insufficient_quota')
+    const poorError = ((await poor.json()) as any).error
+    expect(poorError.code).toBe('insufficient_quota')
+    // Most of that ceiling is the model's own output limit, assumed for want of max_tokens.
+    expect(poorError.message).toEndWith(
+      "; the request sets no max_tokens, so it is priced at the model's limit of 4096 output tokens: set max_tokens to what the answer needs, or add credit",
+    )
+    // The Responses API names its limit max_output_tokens.
+    const poorResponses = await post(key, '/v1/responses', { model: 'sim/chat', input: 'hello' })
+    expect(poorResponses.status).toBe(402)
+    expect(((await poorResponses.json()) as any).error.message).toContain(
+      'the request sets no max_output_tokens, so it is priced',
+    )
     // (89 × 0.5 + 8 × 1.5) / 1e6 = 0.0000565 (the prompt's bound is the body's bytes and more):
     // shown as a batch's ceiling is, rounded up to a millionth.
     const odd = await post(key, '/v1/chat/completions', {
@@ -193,6 +204,7 @@ describe('live endpoints', () => {
     expect(((await odd.json()) as any).error).toMatchObject({
       cost_ceiling_usd: '0.000057',
       available_usd: '0.000010',
+      message: expect.stringMatching(/; add credit or lower max_tokens$/),
     })
     const bad = await post(key, '/v1/chat/completions', {
       model: 'sim/chat',
