@@ -32,27 +32,52 @@ const USAGE = `usage: npm run mg -- <command>   (the store of MULTIGRID_DATA_DIR
   adapters deactivate <fine-tune-id>
   help`
 
-/** The commands USAGE lists, as "group command": anything else is refused before the store opens. */
-const COMMANDS = new Set([
-  'accounts create',
-  'accounts list',
-  'accounts show',
-  'accounts set',
-  'accounts credit',
-  'keys create',
-  'keys list',
-  'keys revoke',
-  'adapters register',
-  'adapters list',
-  'adapters deactivate',
+/**
+ * The commands USAGE lists, as "group command", with the arguments each needs: anything else is
+ * refused before the store opens, in words that say what is missing.
+ */
+const COMMANDS = new Map<string, string[]>([
+  ['accounts create', ['<name>']],
+  ['accounts list', []],
+  ['accounts show', ['<account-id>']],
+  ['accounts set', ['<account-id>']],
+  ['accounts credit', ['<account-id>', '<amount-usd>']],
+  ['keys create', ['<account-id>']],
+  ['keys list', ['<account-id>']],
+  ['keys revoke', ['<key-id>']],
+  ['adapters register', ['<account-id>', '<base-model>', '<name>']],
+  ['adapters list', ['<account-id>']],
+  ['adapters deactivate', ['<fine-tune-id>']],
 ])
+
+/** Why `positionals` are not a command USAGE lists, or null when they are. */
+function commandProblem(positionals: string[]): string | null {
+  const asked = positionals.slice(0, 2).join(' ')
+  const needs = COMMANDS.get(asked)
+  if (needs) {
+    const missing = needs.slice(positionals.length - 2)
+    return missing.length === 0
+      ? null
+      : `mg: ${asked} needs ${needs.join(' ')}; missing ${missing.join(' ')}`
+  }
+  if (!asked) return 'mg: no command given'
+  const commands = [...COMMANDS.keys()].filter((c) => c.startsWith(`${positionals[0]} `))
+  if (positionals.length === 1 && commands.length > 0)
+    return `mg: "${asked}" needs a command: ${commands.map((c) => c.split(' ')[1]).join(', ')}`
+  return `mg: unknown command "${asked}"`
+}
 
 function readArgs() {
   try {
     return parseArgs({ allowPositionals: true, options: OPTIONS })
   } catch (error) {
-    // An unknown or malformed flag: say which, with the usage, and no stack trace.
-    fail(`mg: ${(error as Error).message}\n\n${USAGE}`)
+    // An unknown or malformed flag: say which, with the usage, and no stack trace. A negative
+    // amount reads as short flags ("-100": -1, -0, -0) unless it comes after --.
+    const message = (error as Error).message
+    const negative = process.argv.slice(2).some((arg) => /^-\d/.test(arg))
+      ? '\na negative amount goes after --: npm run mg -- accounts credit <account-id> -- -100'
+      : ''
+    fail(`mg: ${message}${negative}\n\n${USAGE}`)
   }
 }
 
@@ -113,10 +138,8 @@ if (values.help || positionals[0] === 'help') {
   console.log(USAGE)
   process.exit(0)
 }
-if (!COMMANDS.has(positionals.slice(0, 2).join(' '))) {
-  const asked = positionals.slice(0, 2).join(' ')
-  fail(`${asked ? `mg: unknown command "${asked}"` : 'mg: no command given'}\n\n${USAGE}`)
-}
+const problem = commandProblem(positionals)
+if (problem) fail(`${problem}\n\n${USAGE}`)
 
 let config
 try {

@@ -264,3 +264,25 @@ test('--help prints the usage and exits 0; an unknown command or flag prints it 
   expect((await mg(env, '--bogus')).err).toContain("'--bogus'")
   expect(existsSync(env.MULTIGRID_DATA_DIR)).toBe(false)
 })
+
+test('a command without its arguments, or a group without its command, says what is missing', async () => {
+  const env = { MULTIGRID_DATA_DIR: join(mkdtempSync(join(tmpdir(), 'mg-args-')), 'none') }
+  const said = async (...args: string[]) => {
+    const { code, err } = await mg(env, ...args)
+    expect([args.join(' '), code]).toEqual([args.join(' '), 2])
+    return err.split('\n')[0]
+  }
+  expect(await said('accounts', 'create')).toBe('mg: accounts create needs <name>; missing <name>')
+  expect(await said('accounts', 'credit', 'acct_1')).toBe(
+    'mg: accounts credit needs <account-id> <amount-usd>; missing <amount-usd>',
+  )
+  expect(await said('keys', 'revoke')).toBe('mg: keys revoke needs <key-id>; missing <key-id>')
+  expect(await said('accounts')).toBe(
+    'mg: "accounts" needs a command: create, list, show, set, credit',
+  )
+  // A negative amount reads as flags unless it comes after --: the message says so.
+  expect((await mg(env, 'accounts', 'credit', 'acct_1', '-100')).err).toContain(
+    'a negative amount goes after --: npm run mg -- accounts credit <account-id> -- -100',
+  )
+  expect(existsSync(env.MULTIGRID_DATA_DIR)).toBe(false)
+})
