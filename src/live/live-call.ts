@@ -31,6 +31,13 @@ export async function readLiveInput(
   // The key first: an unknown caller's body is never read.
   const caller = await deps.auth.authenticate(authorization, 'inference', headers)
   const read = await readJsonBody(request, deps.bodyLimit)
+  // A form (curl -F, a multipart upload) is not JSON at all: say what to send instead.
+  if (!read.ok && request.headers.get('content-type')?.toLowerCase().startsWith('multipart/'))
+    throw refuse(
+      'unsupported_media_type',
+      'this endpoint takes a JSON body, not a form upload: send the request as one JSON object with Content-Type: application/json',
+      { param: 'content-type' },
+    )
   if (!read.ok)
     throw badRequest(
       'the body is not valid JSON; send one JSON object, the request for this endpoint (a trailing comma or an unquoted name is a common cause)',

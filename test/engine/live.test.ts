@@ -173,6 +173,27 @@ describe('live endpoints', () => {
     }
   })
 
+  test('a body that is not JSON is a 400 saying so; a form upload a 415 saying to send JSON', async () => {
+    const { key } = await gw.newAccount('1')
+    const broken = await gw.request('/v1/chat/completions', key, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"model": "sim/chat",}',
+    })
+    expect(broken.status).toBe(400)
+    expect(((await broken.json()) as any).error.message).toContain('a trailing comma')
+    const form = new FormData()
+    form.set('model', 'sim/chat')
+    form.set('messages', '[{"role": "user", "content": "hi"}]')
+    const upload = await gw.request('/v1/chat/completions', key, { method: 'POST', body: form })
+    expect(upload.status).toBe(415)
+    expect(((await upload.json()) as any).error).toMatchObject({
+      code: 'unsupported_media_type',
+      param: 'content-type',
+      message: expect.stringContaining('Content-Type: application/json'),
+    })
+  })
+
   test('the balance check uses the ceiling arithmetic; bad requests and scopes are refused', async () => {
     const { key, accountId } = await gw.newAccount('0.000010')
     // (12 × 0.5 + 4096 × 1.5) / 1e6 > 0.00001
