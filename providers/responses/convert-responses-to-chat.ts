@@ -184,7 +184,12 @@ function convertInput(input: unknown, lenient: boolean, field = 'input'): Item[]
       const role = item.role
       if (role !== 'user' && role !== 'assistant' && role !== 'system' && role !== 'developer')
         throw new Refusal('must be user, assistant, system or developer', `${where}.role`)
-      messages.push({ role, content: textOf(item.content, `${where}.content`, lenient) })
+      // A developer message is the Responses API's system message; chat-only servers do not all
+      // take the role (a Qwen chat template refuses it), every one takes `system`.
+      messages.push({
+        role: role === 'developer' ? 'system' : role,
+        content: textOf(item.content, `${where}.content`, lenient),
+      })
     } else if (type === 'function_call') {
       const call = {
         id: item.call_id,

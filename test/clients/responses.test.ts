@@ -215,7 +215,8 @@ describe('the openai package', () => {
     expect(response.status).toBe('completed')
     expect(JSON.parse(sim.received().at(-1)!.text).messages).toEqual([
       { role: 'system', content: 'Be terse.' },
-      { role: 'developer', content: 'Use French.' },
+      // The developer role as the system role every chat server takes.
+      { role: 'system', content: 'Use French.' },
       { role: 'user', content: 'Say hello.' },
     ])
     // Neither text nor items: a 400 naming it.
