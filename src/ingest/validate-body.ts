@@ -29,7 +29,7 @@ import { excerpt } from '../excerpt.ts'
 import { Money } from '../money/decimal.ts'
 import { describeZodIssue, type BodyProblem } from './issues.ts'
 import { guidedProblems, jsonObjectProblem, structuredProblems } from './check-structured.ts'
-import { untranslatedFields } from './untranslated-fields.ts'
+import { noMessageLeft, untranslatedFields } from './untranslated-fields.ts'
 import { setsNothing } from './no-op-params.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.ts'
 import { tierRefusal, TIER_FIX } from './service-tier.ts'
@@ -158,7 +158,9 @@ export function validateBody(
   if (endpoint === 'chat') {
     const chat = body as ChatBody
     const targets = upstreamTargets(catalog, offerings)
-    const unsendable = jsonObjectProblem(chat, model, targets, at)
+    const unsendable =
+      jsonObjectProblem(chat, model, targets, at) ??
+      noMessageLeft(chat.messages, model, targets, at)
     if (unsendable) return { ok: false, problems: [unsendable] }
     const dropped = untranslatedFields(record, model, targets, at)
     if (dropped.length > 0) return { ok: false, problems: dropped }

@@ -23,6 +23,13 @@ export function upstreamFailure(error: UpstreamError): GatewayError {
       )
     case 'invalid_request':
     case 'context_length_exceeded':
+      // No status: the adapter refused it before sending (a body its translation cannot carry,
+      // providers/anthropic/convert-to-anthropic-messages.ts); the provider never saw it.
+      if (error.status === null)
+        return refuse(
+          error.kind,
+          `the gateway refused the request before sending it: ${error.message}`,
+        )
       // The field the provider named (OpenAI's error.param), as it named it.
       return refuse(error.kind, `the provider refused the request: ${error.message}`, {
         param: upstreamParam(error.body),

@@ -42,7 +42,7 @@ describe('OpenAI chat body → Anthropic Messages body', () => {
     })
     const limited = convertToAnthropicMessages({
       model: 'm',
-      messages: [],
+      messages: [{ role: 'user', content: 'Hi' }],
       max_completion_tokens: 9,
     })
     expect(limited.ok && limited.body.max_tokens).toBe(9)
