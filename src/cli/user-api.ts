@@ -23,8 +23,25 @@ export class ApiError extends Error {
   }
 }
 
-/** Tries per request when the gateway is unreachable, answers 5xx or 429. */
+/**
+ * Tries per request when the gateway answers 5xx or 429, or the connection to a gateway that
+ * has answered before fails: a gateway restarting under a long `--wait` is back within these
+ * (backoff 1 s, 2 s … 16 s, about half a minute in all).
+ */
 const MAX_TRIES = 6
+
+/**
+ * Nothing listens at the URL (refused) or its host has no address, and this gateway has not
+ * answered yet: a wrong or unset MULTIGRID_URL, or a gateway not started, which waiting does
+ * not mend. One quick retry covers a gateway that is just coming up; then the person is told.
+ */
+const WRONG_ADDRESS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused, nothing listens there',
+  ENOTFOUND: 'no such host',
+}
+const WRONG_ADDRESS_RETRY_MS = 500
+
+const backoff = (attempt: number) => Math.min(30_000, 500 * 2 ** attempt)
 
 /**
  * How long to wait before the next poll: the remaining budget spread over the rest of the
@@ -51,6 +68,8 @@ export function createApi(options: ApiOptions) {
   const minMs = options.minIntervalMs ?? 1_000
   const sleep = options.sleep ?? ((ms: number) => Bun.sleep(ms))
   let nextDelay = minMs
+  // Whether the gateway has answered at least once: a refused connection after that is a restart.
+  let reached = false
 
   async function request(path: string, init: RequestInit = {}): Promise<Response> {
     const headers = new Headers(init.headers)
@@ -61,13 +80,16 @@ export function createApi(options: ApiOptions) {
       try {
         response = await fetch(`${base}${path}`, { ...init, headers })
       } catch (error) {
+        const wrong = reached ? undefined : WRONG_ADDRESS[(error as { code?: string }).code ?? '']
         last = new ApiError(
-          `cannot reach the gateway at ${base}: ${(error as Error).message}`,
+          `cannot reach the gateway at ${base}: ${wrong ?? (error as Error).message}`,
           null,
         )
-        await sleep(Math.min(30_000, 500 * 2 ** attempt))
+        if (wrong !== undefined ? attempt >= 2 : attempt === MAX_TRIES) break
+        await sleep(wrong !== undefined ? WRONG_ADDRESS_RETRY_MS : backoff(attempt))
         continue
       }
+      reached = true
       nextDelay = pollDelay(
         header(response, 'x-ratelimit-remaining'),
         header(response, 'x-ratelimit-reset'),
@@ -78,8 +100,9 @@ export function createApi(options: ApiOptions) {
         last = new ApiError(body.message, response.status, body.raw)
         // limit_exceeded (too many open batches) does not pass by waiting a few seconds.
         if (body.code === 'limit_exceeded') throw last
+        if (attempt === MAX_TRIES) break
         const retryAfter = header(response, 'retry-after')
-        await sleep(retryAfter !== null ? retryAfter * 1000 : Math.min(30_000, 500 * 2 ** attempt))
+        await sleep(retryAfter !== null ? retryAfter * 1000 : backoff(attempt))
         continue
       }
       if (!response.ok) {

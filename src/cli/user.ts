@@ -13,6 +13,9 @@ import { ApiError, createApi } from './user-api.ts'
 import { readEvents } from './event-stream.ts'
 import { FINAL_STATUSES, progressLine, summary, table, type BatchView } from './progress.ts'
 
+/** Where the gateway is when MULTIGRID_URL is not set: `npm start`'s own default. */
+const DEFAULT_URL = 'http://127.0.0.1:8080'
+
 const USAGE = `usage: multigrid <command> [options]
 
   submit FILE [--name NAME] [--window-hours N] [--max-cost USD] [--dry-run] [--wait-for-credit]
@@ -33,7 +36,7 @@ const USAGE = `usage: multigrid <command> [options]
                              a new batch of the lines of an ended batch that did not succeed;
                              prints its id. --wait and --out as for submit
 
-environment: MULTIGRID_URL (default http://127.0.0.1:8080), MULTIGRID_API_KEY`
+environment: MULTIGRID_URL (default ${DEFAULT_URL}), MULTIGRID_API_KEY`
 
 const COMMANDS = ['submit', 'status', 'list', 'results', 'cancel', 'retry']
 
@@ -78,7 +81,12 @@ export async function main(
   if (!COMMANDS.includes(command)) return usage(`unknown command ${JSON.stringify(command)}`)
   const key = env.MULTIGRID_API_KEY
   if (!key) return usage('MULTIGRID_API_KEY is not set: export the key your gateway gave you')
-  const api = createApi({ url: env.MULTIGRID_URL || 'http://127.0.0.1:8080', key })
+  const url = env.MULTIGRID_URL || DEFAULT_URL
+  if (!/^https?:\/\/[^/]/.test(url) || !URL.canParse(url))
+    return usage(
+      `MULTIGRID_URL must be the gateway's URL, such as ${DEFAULT_URL}; got ${JSON.stringify(url)}`,
+    )
+  const api = createApi({ url, key })
   try {
     switch (command) {
       case 'submit':
@@ -106,6 +114,7 @@ export async function main(
     if (error instanceof UsageError) return usage(error.message)
     if (!(error instanceof ApiError)) throw error
     process.stderr.write(`multigrid: ${error.message}\n`)
+    if (error.status === null) process.stderr.write(unreachableFix(env.MULTIGRID_URL))
     printIssues(error.body)
     return 1
   }
@@ -328,6 +337,14 @@ async function download(api: Api, id: string, query: string, out: string | undef
   } else {
     await Bun.write(Bun.stdout, response)
   }
+}
+
+/** What to do when no gateway answered at the URL: where that URL came from, and how to set it. */
+function unreachableFix(set: string | undefined): string {
+  const from = set
+    ? 'that URL came from MULTIGRID_URL'
+    : 'MULTIGRID_URL is not set: that URL is the default'
+  return `    fix: start the gateway, or point MULTIGRID_URL at where it listens, e.g. export MULTIGRID_URL=${DEFAULT_URL} (${from})\n`
 }
 
 /** A refused file's line-numbered problems, each with its fix. */

@@ -8,6 +8,7 @@ import { ApiError, createApi, pollDelay } from '../../src/cli/user-api.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
 import { createFacadeBatch } from '../helpers/facade-batch.ts'
+import { freePort } from '../helpers/process-gateway.ts'
 
 const CLI = join(import.meta.dir, '../../src/cli/user.ts')
 
@@ -510,5 +511,52 @@ describe('pacing on X-RateLimit-Remaining', () => {
     } finally {
       await gw.stop()
     }
+  })
+})
+
+describe('a gateway that is not there', () => {
+  test('a refused connection fails within a second or two, naming the URL and MULTIGRID_URL', async () => {
+    const url = `http://127.0.0.1:${freePort()}`
+    const dir = mkdtempSync(join(tmpdir(), 'mg-cli-'))
+    try {
+      const started = Date.now()
+      const { code, stderr } = await runCli(['list'], dir, {
+        MULTIGRID_URL: url,
+        MULTIGRID_API_KEY: 'mg_any',
+      })
+      expect(Date.now() - started).toBeLessThan(2_500)
+      expect(code).toBe(1)
+      expect(stderr).toContain(`cannot reach the gateway at ${url}: connection refused`)
+      expect(stderr).toContain('export MULTIGRID_URL=http://127.0.0.1:8080')
+      expect(stderr).toContain('that URL came from MULTIGRID_URL')
+      // Not a URL at all: said at once, exit 2.
+      const bad = await runCli(['list'], dir, {
+        MULTIGRID_URL: 'localhost:8080',
+        MULTIGRID_API_KEY: 'mg_any',
+      })
+      expect(bad.code).toBe(2)
+      expect(bad.stderr).toContain(`MULTIGRID_URL must be the gateway's URL`)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  test('one quick retry before the gateway ever answered; a gateway that answered and went away gets the backoff', async () => {
+    const sleeps: number[] = []
+    const sleep = async (ms: number) => void sleeps.push(ms)
+    const closed = createApi({ url: `http://127.0.0.1:${freePort()}`, key: 'k', sleep })
+    const refused = await closed.json('/v1/batches').catch((e) => e)
+    expect(refused).toBeInstanceOf(ApiError)
+    expect((refused as ApiError).status).toBeNull()
+    expect(sleeps).toEqual([500])
+
+    // A restart under a long --wait: the same refusal, once it has answered, is waited out.
+    const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => Response.json({}) })
+    const api = createApi({ url: server.url.href, key: 'k', sleep })
+    await api.json('/v1/batches')
+    server.stop(true)
+    sleeps.length = 0
+    expect(await api.json('/v1/batches').catch((e) => e)).toBeInstanceOf(ApiError)
+    expect(sleeps).toEqual([1_000, 2_000, 4_000, 8_000, 16_000])
   })
 })

@@ -19,7 +19,12 @@ test('the walk-through blocks use no bare bun, which is not on the PATH after np
 })
 
 test('the walk-through, pasted whole, runs a batch to completion and downloads its results', async () => {
-  const script = sectionBlocks(readDoc('README.md'), HEADING, 'sh').join('\n')
+  // Then the command line, as the text after the blocks gives it: it finds this gateway through
+  // the MULTIGRID_URL the first block exported, not at the default port.
+  const script =
+    sectionBlocks(readDoc('README.md'), HEADING, 'sh').join('\n') +
+    '\nnpm run --silent multigrid -- list\n'
+  expect(readDoc('README.md')).toContain('`npm run multigrid -- list` is the command line')
   const run = await runWalkthrough(script, 150_000)
   expect(run.stderr).not.toContain('walk-through stopped')
   expect(run.code).toBe(0)
@@ -35,6 +40,7 @@ test('the walk-through, pasted whole, runs a batch to completion and downloads i
     ['ticket-2', 'succeeded'],
   ])
   expect(results.map((r) => r.provider)).toEqual(['sim-openai', 'sim-anthropic'])
+  expect(run.stdout).toMatch(/\nbatch_[0-9a-f]+\s+first-batch\s+completed\s+2\/2\s/)
 }, 180_000)
 
 test('a step that fails stops the walk-through with a message instead of going on', async () => {
