@@ -106,6 +106,7 @@ export async function startGateway(
   })
   const { janitor, webhooks } = startLoops(core, dispatching)
   logger.info('gateway.started', {
+    host: config.host,
     port: http.port,
     store: store.kind,
     rate_limiter: config.redisUrl ? 'redis' : 'memory',

@@ -41,6 +41,13 @@ test('the walk-through, pasted whole, runs a batch to completion and downloads i
   ])
   expect(results.map((r) => r.provider)).toEqual(['sim-openai', 'sim-anthropic'])
   expect(run.stdout).toMatch(/\nbatch_[0-9a-f]+\s+first-batch\s+completed\s+2\/2\s/)
+  // Its admin token is published in the README: the gateway listens on this machine only.
+  const started = readFileSync(join(run.dir, 'gateway.log'), 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { event?: string; host?: string })
+    .find((e) => e.event === 'gateway.started')
+  expect(started?.host).toBe('127.0.0.1')
 }, 180_000)
 
 test('a step that fails stops the walk-through with a message instead of going on', async () => {
