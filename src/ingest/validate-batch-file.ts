@@ -32,6 +32,7 @@ import {
   kindOf,
   MAX_ISSUES,
   MAX_WARNINGS,
+  type BodyProblem,
   type Issue,
   type Warning,
 } from './issues.ts'
@@ -39,6 +40,7 @@ import { MAX_JSON_DEPTH } from './json-depth.ts'
 import { readJsonlLines, type FileSegment, type RawLine } from './read-jsonl-lines.ts'
 import { FineTuneTally } from './fine-tune-tally.ts'
 import { validateBody } from './validate-body.ts'
+import { bareBodyProblem } from './bare-body.ts'
 
 /** A line that uses a json_schema; `responses` when it is a Responses line (named text.format). */
 export interface SchemaUser {
@@ -269,20 +271,17 @@ export function checkLines(
     const shownId = customId === null ? null : excerpt(customId, limits.maxCustomIdLength)
     const lineIssue = (p: { path: string; message: string; fix: string; code?: string }) =>
       report({ line: lineNo, custom_id: shownId, ...p })
+    const bare = bareBodyProblem(record, catalog)
+    if (bare) {
+      lineIssue(bare)
+      continue
+    }
     const parsed = envelope.check(record)
     let bad = !parsed.success
     if (!parsed.success) for (const issue of parsed.issues) lineIssue(describeZodIssue(issue, ''))
-    if (customId !== null && customId.length > 0) {
-      const first = seen.get(customId)
-      if (first !== undefined) {
-        bad = true
-        lineIssue({
-          path: 'custom_id',
-          message: `${JSON.stringify(excerpt(customId))} is already used on line ${first}`,
-          fix: 'give every line its own custom_id',
-        })
-      } else seen.set(customId, lineNo)
-    }
+    const duplicate = customId ? usedBefore(seen, customId, lineNo) : null
+    if (duplicate) lineIssue(duplicate)
+    bad ||= duplicate !== null
     const url = record.url
     if (isBatchUrl(url, limits.messagesUrl)) {
       if (!endpoint) endpoint = { url, line: lineNo }
@@ -367,6 +366,24 @@ export function checkLines(
     warnings,
     warningsOmitted,
     schemas,
+  }
+}
+
+/** The issue for a custom_id an earlier line has, or null (and the id is noted as this line's). */
+function usedBefore(
+  seen: Map<string, number>,
+  customId: string,
+  lineNo: number,
+): BodyProblem | null {
+  const first = seen.get(customId)
+  if (first === undefined) {
+    seen.set(customId, lineNo)
+    return null
+  }
+  return {
+    path: 'custom_id',
+    message: `${JSON.stringify(excerpt(customId))} is already used on line ${first}`,
+    fix: 'give every line its own custom_id',
   }
 }
 

@@ -152,6 +152,43 @@ for (const storeKind of STORES) {
       ])
     })
 
+    test('lines that are request bodies alone: one issue each, saying to wrap them, with the url they read as', async () => {
+      const json = await rejected(
+        jsonl([
+          chatLine('a').body,
+          embedLine('b').body,
+          { model: 'sim/chat', input: 'hello' },
+          { model: 'text-embedding-3-small', input: 'hello' },
+          // Wrapped, but the request left at the top.
+          { custom_id: 'e', method: 'POST', url: '/v1/chat/completions', ...chatLine('e').body },
+        ]),
+      )
+      expect(json.issues.map((i) => [i.line, i.custom_id, i.path])).toEqual([
+        [1, null, ''],
+        [2, null, ''],
+        [3, null, ''],
+        [4, null, ''],
+        [5, 'e', ''],
+      ])
+      const [chat, embeddings, responses, unknownEmbeddings, unnested] = json.issues
+      expect(chat!.message).toBe(
+        'is a request body alone: a batch line wraps it with a custom_id, method and url',
+      )
+      expect(chat!.fix).toStartWith(
+        'write the line as {"custom_id": "request-1", "method": "POST", "url": "/v1/chat/completions", "body": <this line>}',
+      )
+      expect(chat!.fix).toContain(
+        `jq -nc '[inputs] | to_entries[] | {custom_id: "request-\\(.key + 1)", method: "POST", url: "/v1/chat/completions", body: .value}' bodies.jsonl > requests.jsonl`,
+      )
+      expect(embeddings!.fix).toContain('"url": "/v1/embeddings", "body": <this line>}')
+      expect(responses!.fix).toContain('"url": "/v1/responses", "body": <this line>}')
+      expect(unknownEmbeddings!.fix).toContain('"url": "/v1/embeddings", "body": <this line>}')
+      expect(unnested!.message).toBe("has the request's model, messages at its top, outside body")
+      expect(unnested!.fix).toContain("move the request's fields into body")
+      expect(JSON.stringify(json.issues)).not.toContain('unknown field')
+      expect(await nothingStored()).toBe(true)
+    })
+
     test('every line must use the same url', async () => {
       const json = await rejected(jsonl([chatLine('a'), embedLine('b'), chatLine('c')]))
       expect(json.issues).toEqual([expect.objectContaining({ line: 2, path: 'url' })])
