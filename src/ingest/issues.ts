@@ -31,6 +31,9 @@ export interface Warning {
   fix: string
 }
 
+/** What most often makes hand-written JSON invalid, said wherever JSON is refused as not JSON. */
+export const COMMON_JSON_MISTAKES = 'a trailing comma or an unquoted name is a common cause'
+
 export const MAX_ISSUES = 25
 /** At most this many warnings are listed; the rest are counted. */
 export const MAX_WARNINGS = 25

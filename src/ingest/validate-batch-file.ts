@@ -28,6 +28,7 @@ import { Money } from '../money/decimal.ts'
 import type { NewLine } from '../store/store.ts'
 import { excerpt } from '../excerpt.ts'
 import {
+  COMMON_JSON_MISTAKES,
   describeZodIssue,
   kindOf,
   MAX_ISSUES,
@@ -456,7 +457,7 @@ function readObject(
       path: '',
       ...(notJsonlHint(text) ?? {
         message: `is not valid JSON (${(error as Error).message})`,
-        fix: 'put exactly one complete JSON object on each line',
+        fix: `put exactly one complete JSON object on each line (${COMMON_JSON_MISTAKES})`,
       }),
     })
     return null

@@ -9,6 +9,7 @@ import type { Endpoint } from '../../providers/types.ts'
 import { offeringSpeaks } from '../catalog/speaks-api.ts'
 import { badRequest, refuse } from '../errors.ts'
 import { readJsonBody } from '../ingest/read-body.ts'
+import { COMMON_JSON_MISTAKES } from '../ingest/issues.ts'
 import { sendWithFallback } from '../upstream/send-with-fallback.ts'
 import { callerSignal } from './caller-signal.ts'
 import { holdCall } from './hold-call.ts'
@@ -40,7 +41,7 @@ export async function readLiveInput(
     )
   if (!read.ok)
     throw badRequest(
-      'the body is not valid JSON; send one JSON object, the request for this endpoint (a trailing comma or an unquoted name is a common cause)',
+      `the body is not valid JSON; send one JSON object, the request for this endpoint (${COMMON_JSON_MISTAKES})`,
     )
   if (read.value === undefined)
     throw badRequest('the body is empty; send one JSON object, the request for this endpoint')

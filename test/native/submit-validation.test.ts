@@ -87,6 +87,19 @@ for (const storeKind of STORES) {
       expect(await nothingStored()).toBe(true)
     })
 
+    test("bad JSON's fix names the common causes, as the live routes do", async () => {
+      const trailingComma = JSON.stringify(chatLine('b')).replace(/\}$/, ',}')
+      const json = await rejected(jsonl([chatLine('a'), trailingComma]))
+      expect(json.issues).toEqual([
+        expect.objectContaining({
+          line: 2,
+          path: '',
+          fix: 'put exactly one complete JSON object on each line (a trailing comma or an unquoted name is a common cause)',
+        }),
+      ])
+      expect(json.issues[0]!.message).toStartWith('is not valid JSON (')
+    })
+
     test('a UTF-8 BOM, CRLF endings and blank lines are accepted; line numbers count blank lines', async () => {
       const text =
         '\uFEFF' +
