@@ -265,6 +265,7 @@ export function checkLines(
       break
     }
     const record = readObject(text, lineNo, report)
+    if (record === null && opensFileArray(text, count, segment)) break
     if (record === null) continue
     const customId = typeof record.custom_id === 'string' ? record.custom_id : null
     // An issue names its line's custom_id so it zips against the input; one too long to be valid
@@ -386,6 +387,17 @@ function usedBefore(
     message: `${JSON.stringify(excerpt(customId))} is already used on line ${first}`,
     fix: 'give every line its own custom_id',
   }
+}
+
+/**
+ * Whether this line, the file's first, opens a JSON array (`jq -s .` writes one): the file is one
+ * array, not lines, which that line's issue says with its fix; every line after it would only add
+ * issues with wrong fixes (a pretty-printed array's `{` lines are not files of their own).
+ */
+function opensFileArray(text: string | null, count: number, segment: FileSegment | undefined) {
+  return (
+    count === 1 && (segment?.firstLineNo ?? 1) === 1 && text?.trimStart().startsWith('[') === true
+  )
 }
 
 /** How to turn a JSON file into JSONL. */

@@ -158,6 +158,20 @@ describe('validating a file on two cores', () => {
     )
   })
 
+  test('a file that is one JSON array (jq -s .) is that one issue, split or not, and nothing more', async () => {
+    const requests = Array.from({ length: 20 }, (_, i) => chatLine(`a-${i}`))
+    for (const text of [JSON.stringify(requests, null, 2), JSON.stringify(requests)]) {
+      const { split, onePass } = await bothWays(encode(text + '\n'))
+      expect(split).toEqual(onePass)
+      expect(split.ok).toBe(false)
+      if (split.ok) return
+      expect(split.issues).toHaveLength(1)
+      expect(split.omitted).toBe(0)
+      expect(split.issues[0]).toMatchObject({ line: 1, path: '' })
+      expect(split.issues[0]!.fix).toContain("jq -c '.[]' requests.json > requests.jsonl")
+    }
+  })
+
   test('the line limit counts both halves', async () => {
     const lines = Array.from({ length: LIMITS.maxLines + 1 }, (_, i) =>
       JSON.stringify(chatLine(`l-${i}`)),

@@ -74,6 +74,14 @@ for (const storeKind of STORES) {
         expect(json.issues[0].message).toStartWith(message)
         expect(json.issues[0].fix).toContain(fix)
       }
+      // A file that is one array, as jq -s . writes it: that one issue, not one for each line of
+      // it (a pretty-printed array's "{" lines were told to run jq -c ., wrong for an array).
+      const array = await rejected('\n' + JSON.stringify(requests, null, 2) + '\n')
+      expect(array.issues).toEqual([expect.objectContaining({ line: 2, path: '' })])
+      expect(array.issues_omitted).toBe(0)
+      expect(array.issues[0].fix).toBe(
+        "turn it into lines with jq -c '.[]' requests.json > requests.jsonl",
+      )
       expect(await nothingStored()).toBe(true)
     })
 
