@@ -15,6 +15,7 @@ import { laneOf, type ModelEntry, type Offering } from '../catalog/catalog-file.
 import { offeringName } from '../catalog/lanes.ts'
 import type { Endpoint } from '../../providers/types.ts'
 import { upstreamTargets, type Catalog } from '../catalog/catalog.ts'
+import { nearModelNames } from '../catalog/near-model-names.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
 import { chatInputBound, chatOutputBound, embeddingsInputBound } from '../pricing/ceiling.ts'
 import { asksOneHourCache, ceilingRates, type CeilingRates } from '../pricing/ceiling-rates.ts'
@@ -312,6 +313,13 @@ function unknownModel(
       fix: 'use the id of one of your active fine-tuned models, as GET /v1/models lists them',
     }
   }
+  const message = `names an unknown model, ${JSON.stringify(excerpt(named))}`
+  // A near name (another letter case, a typo) is the likelier fix than any example.
+  const near = nearModelNames(catalog, named)
+  if (near.length > 0) {
+    const fix = `did you mean ${near.join(' or ')}? GET /v1/models lists every model`
+    return { path: at('model'), code: 'model_not_found', message, fix }
+  }
   // Models that can run here: one whose only providers lack their keys is no example to follow.
   const examples = catalog.models
     .filter((m) => m.endpoints.includes(endpoint) && catalog.usable(m).length > 0)
@@ -321,7 +329,7 @@ function unknownModel(
     path: at('model'),
     // As OpenAI answers an unknown model: a live call's 404 (hold-call.ts), the issue's code.
     code: 'model_not_found',
-    message: `names an unknown model, ${JSON.stringify(excerpt(named))}`,
+    message,
     fix: `use a model from GET /v1/models${examples.length ? `, for example ${examples.join(', ')}` : ''}`,
   }
 }
