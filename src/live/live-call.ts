@@ -11,7 +11,6 @@ import { badRequest, refuse } from '../errors.ts'
 import { readJsonBody } from '../ingest/read-body.ts'
 import { COMMON_JSON_MISTAKES } from '../ingest/issues.ts'
 import { sendWithFallback } from '../upstream/send-with-fallback.ts'
-import { callerSignal } from './caller-signal.ts'
 import { holdCall } from './hold-call.ts'
 import type { LiveDeps, LiveInput } from './live-types.ts'
 import { billedUsage, releaseCall, settleCall } from './settle-call.ts'
@@ -70,7 +69,7 @@ export async function callLive(
       passThrough: native,
       offerings: held.offerings,
       modelLimits: limitsOf(held.model),
-      waitSignal: callerSignal(request),
+      waitSignal: request.signal,
       fineTune: held.fineTune,
     })
     if (!tried)
