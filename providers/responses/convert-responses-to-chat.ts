@@ -1,6 +1,6 @@
 /**
  * A Responses API request → the chat.completions body the engine validates, prices and routes
- * (docs/clients/responses.md), for the common subset: `input` (text, or message items with text parts, and the
+ * (docs/clients/responses.md), for the common subset: `input` (text, or message items with text and image parts, and the
  * function_call / function_call_output items of a tool loop), `instructions`,
  * `max_output_tokens`, `temperature`, `top_p`, `text.format` (json_schema, json_object, text),
  * function `tools`, `tool_choice`, `metadata`, and the gateway's `provider` routing object. Any
@@ -166,6 +166,40 @@ function textOf(content: unknown, where: string, lenient: boolean): string {
     .join('')
 }
 
+/**
+ * A user message's content: its text, or chat's parts when it holds images (`input_image` →
+ * `image_url`, which chat offerings take, Anthropic's through their translation). An image named
+ * by `file_id` is refused: no file is kept here to read it from.
+ */
+function userContentOf(content: unknown, where: string, lenient: boolean): unknown {
+  const images =
+    !lenient && Array.isArray(content) && content.some((part) => part?.type === 'input_image')
+  if (!images) return textOf(content, where, lenient)
+  return (content as Item[]).map((part, index) => {
+    const at = `${where}[${index}]`
+    if (part?.type === 'input_image') {
+      if (typeof part.image_url !== 'string')
+        throw new Refusal(
+          'must give image_url, a URL or a data: URL; an image by file_id is not supported here, as no file is kept',
+          `${at}.image_url`,
+          true,
+        )
+      const detail = typeof part.detail === 'string' ? { detail: part.detail } : {}
+      return { type: 'image_url', image_url: { url: part.image_url, ...detail } }
+    }
+    if (
+      (part?.type === 'input_text' || part?.type === 'output_text') &&
+      typeof part.text === 'string'
+    )
+      return { type: 'text', text: part.text }
+    throw new Refusal(
+      `part type ${JSON.stringify(part?.type)} is not supported here; send input_text or input_image parts`,
+      at,
+      true,
+    )
+  })
+}
+
 /** `input`, or `instructions` given as items (`field`), as chat messages. */
 function convertInput(input: unknown, lenient: boolean, field = 'input'): Item[] {
   if (typeof input === 'string') return [{ role: 'user', content: input }]
@@ -186,10 +220,11 @@ function convertInput(input: unknown, lenient: boolean, field = 'input'): Item[]
         throw new Refusal('must be user, assistant, system or developer', `${where}.role`)
       // A developer message is the Responses API's system message; chat-only servers do not all
       // take the role (a Qwen chat template refuses it), every one takes `system`.
-      messages.push({
-        role: role === 'developer' ? 'system' : role,
-        content: textOf(item.content, `${where}.content`, lenient),
-      })
+      const content =
+        role === 'user'
+          ? userContentOf(item.content, `${where}.content`, lenient)
+          : textOf(item.content, `${where}.content`, lenient)
+      messages.push({ role: role === 'developer' ? 'system' : role, content })
     } else if (type === 'function_call') {
       const call = {
         id: item.call_id,
@@ -208,6 +243,10 @@ function convertInput(input: unknown, lenient: boolean, field = 'input'): Item[]
           ? item.output
           : JSON.stringify(item.output)
       messages.push({ role: 'tool', tool_call_id: item.call_id, content: output })
+    } else if (type === 'reasoning' && !lenient) {
+      // An earlier turn's reasoning (encrypted, or its summary) is read back only by the model
+      // that wrote it; chat has no place for it, and the answer it led to is in the conversation.
+      // So a conversation begun on a reasoning model goes on here without it.
     } else if (lenient) {
       messages.push({ role: 'user', content: JSON.stringify(item) })
     } else {

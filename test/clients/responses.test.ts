@@ -202,6 +202,49 @@ describe('the openai package', () => {
       ])
     })
 
+  test("an image reaches a translated offering as chat image part, and an earlier turn's reasoning is left out", async () => {
+    const pixel = 'data:image/png;base64,iVBORw0KGgo='
+    const response = await client.responses.create({
+      model: 'sim/claude',
+      input: [
+        { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'opaque' },
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'What is this?' },
+            { type: 'input_image', image_url: pixel, detail: 'low' },
+          ],
+        },
+      ],
+      max_output_tokens: 32,
+    } as never)
+    expect(response.status).toBe('completed')
+    // Anthropic's image block, by way of chat's image_url part; nothing of the reasoning item.
+    expect(JSON.parse(sim.received().at(-1)!.text).messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is this?' },
+          {
+            type: 'image',
+            source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' },
+          },
+        ],
+      },
+    ])
+    // An image by file_id: no file is kept here to read it from.
+    const error = await client.responses
+      .create({
+        model: 'sim/chat',
+        input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file-1' }] }],
+      } as never)
+      .catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+    expect((error as { error: { param: string } }).error.param).toBe(
+      'input[0].content[0].image_url',
+    )
+  })
+
   test('instructions as a list of items reach a translated offering as its messages, never dropped', async () => {
     const response = await client.responses.create({
       model: 'sim/chat',
