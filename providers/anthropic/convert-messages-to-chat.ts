@@ -96,6 +96,8 @@ function imagePart(block: Block, where: string): Block {
   throw new Refusal('an image needs a base64 or url source', `${where}.source`)
 }
 
+const THINKING = new Set(['thinking', 'redacted_thinking'])
+
 function convertTurn(message: unknown, index: number, lenient: boolean): Block[] {
   const where = `messages[${index}]`
   const m = (message ?? {}) as Record<string, unknown>
@@ -131,6 +133,10 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
         })
         break
       default:
+        // An earlier answer's thinking is read back only by the model that wrote it; chat has no
+        // place for it, and the answer it led to is in the turn: left out, the conversation goes
+        // on elsewhere.
+        if (!lenient && m.role === 'assistant' && THINKING.has(block.type as string)) break
         // Passed through, a block the chat form lacks (thinking, documents, …) counts as its text.
         if (lenient) {
           parts.push({ type: 'text', text: JSON.stringify(block) })

@@ -180,6 +180,31 @@ function suite(store: (typeof STORES)[number]) {
       expect(counted.input_tokens).toBe(plain.input_tokens)
     })
 
+    test("an earlier answer's thinking is left out for a model served through chat, its text and calls kept", async () => {
+      const message = await client.messages.create({
+        model: 'sim/chat',
+        max_tokens: 64,
+        messages: [
+          { role: 'user', content: 'Think, then say hello.' },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'thinking', thinking: 'They want a greeting.', signature: 'sig' },
+              { type: 'redacted_thinking', data: 'opaque' },
+              { type: 'text', text: 'Hello.' },
+            ],
+          },
+          { role: 'user', content: 'Again.' },
+        ],
+      })
+      expect(message.type).toBe('message')
+      expect(JSON.parse(sim.received().at(-1)!.text).messages).toEqual([
+        { role: 'user', content: 'Think, then say hello.' },
+        { role: 'assistant', content: 'Hello.' },
+        { role: 'user', content: 'Again.' },
+      ])
+    })
+
     test('errors come in Anthropic shape, with the SDK error class', async () => {
       const error = await client.messages
         .create({ ...ask('sim/chat'), top_k: 3 } as never)
