@@ -70,6 +70,9 @@ export async function callLive(
       offerings: held.offerings,
       modelLimits: limitsOf(held.model),
       waitSignal: request.signal,
+      // A fine-tune may wait, slot taken, for a place on a replica to load into: that wait, with
+      // nothing sent, follows the caller as before (a self-hosted pool bills no one per token).
+      ...(held.fineTune && { signal: request.signal }),
       fineTune: held.fineTune,
     })
     if (!tried)

@@ -376,7 +376,8 @@ class LiveCreditLedger implements LiveCredit {
     this.stopped = true
     clearInterval(this.charging)
     clearInterval(this.heartbeat)
-    // Calls still running were cut off with the server; what they held comes back here.
+    // Calls still running past the drain are cut off when the gateway closes its upstream
+    // connections (stop-gateway.ts); what they held comes back here.
     for (
       let attempt = 0;
       attempt < 3 &&

@@ -368,6 +368,9 @@ async function send(providers: Providers, options: SendOptions): Promise<Outcome
   const sent: { outcome?: Promise<Outcome>; error?: unknown } = {}
   const start = () => {
     try {
+      // Given up before a slot was taken, as when it waited (a live caller gone before its
+      // fallback call): not sent. The free-slot path does not look at the signal itself.
+      if (options.waitSignal?.aborted) return
       if (options.proceed && !options.proceed()) return
       sent.outcome = telemetry.upstream(
         call,

@@ -23,28 +23,47 @@ for (const store of STORES) {
   describe(`a whole live call whose caller hangs up (${store})`, () => {
     let sim: Simulator
     let gw: TestGateway
+    let broken: Simulator
     beforeAll(async () => {
       sim = await startSimulator({ latencyMs: 600 })
+      // Answers 500 after 600 ms: a call to it falls back to sim.
+      broken = await startSimulator({ latencyMs: 600, errorRate: 1 })
+      // One call at a time to the provider: a second one waits for the slot.
+      const catalog = testCatalog({ openai: `${sim.url}/v1` }, { maxConcurrency: 1 }) as {
+        providers: Record<string, unknown>
+        models: { id: string; offerings: unknown[] }[]
+      }
+      catalog.providers['sim-broken'] = { kind: 'openai', base_url: `${broken.url}/v1` }
+      const chat = catalog.models.find((model) => model.id === 'sim/chat')!
+      catalog.models.push({
+        ...chat,
+        id: 'sim/fallback',
+        aliases: [],
+        offerings: [
+          { ...(chat.offerings[0] as object), provider: 'sim-broken' },
+          chat.offerings[0],
+        ],
+      } as never)
       gw = await startTestGateway({
         store,
-        // One call at a time to the provider: a second one waits for the slot.
-        catalog: testCatalog({ openai: `${sim.url}/v1` }, { maxConcurrency: 1 }),
+        catalog,
         env: { MULTIGRID_DISPATCH: '0', MULTIGRID_LIVE_LEASE_IDLE_MS: '300' },
       })
     })
     afterAll(async () => {
       await gw.stop()
       await sim.stop()
+      await broken.stop()
     })
 
     const account = async (id: string) =>
       (await (await gw.admin(`/accounts/${id}`)).json()) as AccountView
     /** Sends the call; `hangUp` decides when the caller leaves (never: it reads the answer). */
-    const call = (key: string, hangUp?: AbortSignal) =>
+    const call = (key: string, hangUp?: AbortSignal, sent = body) =>
       fetch(`${gw.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body,
+        body: sent,
         signal: hangUp,
       }).then(
         async (response) => ({ status: response.status, json: await response.json() }),
@@ -99,6 +118,21 @@ for (const store of STORES) {
       expect(sim.stats().requests - before).toBe(1)
       expect((await charged(waiting.accountId)).toFixed()).toBe('0')
       expect((await charged(first.accountId)).greaterThan(0)).toBe(true)
+    })
+
+    test('a caller gone when its first offering fails gets no fallback call: nothing more sent or billed', async () => {
+      const { key, accountId } = await gw.newAccount('1', { rate_limit_per_minute: 100_000 })
+      const before = { broken: broken.stats().requests, sim: sim.stats().requests }
+      const hangUp = new AbortController()
+      const left = call(key, hangUp.signal, body.replace('sim/chat', 'sim/fallback'))
+      await waitFor('the first call upstream', async () => broken.stats().inFlight === 1, 5_000, 5)
+      hangUp.abort()
+      expect(await left).toBeNull()
+      await waitFor('the first call over', async () => broken.stats().inFlight === 0, 5_000, 5)
+      await Bun.sleep(300)
+      expect(broken.stats().requests - before.broken).toBe(1)
+      expect(sim.stats().requests - before.sim).toBe(0)
+      expect((await charged(accountId)).toFixed()).toBe('0')
     })
   })
 }
