@@ -90,6 +90,9 @@ function contentBlocks(content: unknown, where: string): Block[] {
   content.forEach((part: Record<string, unknown>, index) => {
     if (part?.type === 'text' && typeof part.text === 'string') {
       if (part.text !== '') blocks.push(withCache({ type: 'text', text: part.text }, part))
+      // Left out, an empty part's cache breakpoint moves to what comes before it.
+      else if (part.cache_control !== undefined && blocks.length > 0)
+        blocks.push(withCache(blocks.pop()!, part))
     } else if (part?.type === 'image_url') {
       blocks.push(
         withCache(imageBlock((part.image_url as { url?: unknown } | undefined)?.url, where), part),
@@ -235,6 +238,11 @@ function convertTools(tools: unknown): Block[] | undefined {
  * in parallel is moot, and `parallel_tool_calls: false` sends nothing.
  */
 function convertToolChoice(choice: unknown, parallel: unknown, tools: boolean): Block | undefined {
+  // A call the model must make, with no tool to make it with: OpenAI refuses it too.
+  if (!tools && (choice === 'required' || (typeof choice === 'object' && choice !== null)))
+    throw new ConversionError(
+      'tool_choice asks for a tool call, but the request gives no tools; add tools or remove tool_choice',
+    )
   if (!tools) return undefined
   let converted: Block | undefined
   if (choice === 'auto') converted = { type: 'auto' }
@@ -342,8 +350,11 @@ export function convertToAnthropicMessages(
     if (system.length > 0) out.system = systemOf(system)
     if (typeof body.stop === 'string') out.stop_sequences = [body.stop]
     else if (Array.isArray(body.stop)) out.stop_sequences = body.stop
-    if (typeof body.temperature === 'number') out.temperature = body.temperature
-    if (typeof body.top_p === 'number') out.top_p = body.top_p
+    // At 1, the default of both, each is left out: Claude's newer models refuse the two together,
+    // and older clients send `top_p: 1` beside the temperature they mean.
+    if (typeof body.temperature === 'number' && body.temperature !== 1)
+      out.temperature = body.temperature
+    if (typeof body.top_p === 'number' && body.top_p !== 1) out.top_p = body.top_p
     const tools = convertTools(body.tools)
     // An empty list offers no tool, as none does.
     if (tools && tools.length > 0) out.tools = tools

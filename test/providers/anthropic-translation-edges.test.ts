@@ -345,3 +345,36 @@ test('in a batch each such line is a line-numbered issue; a model served elsewhe
   const openaiOnly = await live({ model: 'sim/chat', messages: leftEmpty[0]![1] })
   expect(openaiOnly.status).toBe(200)
 })
+
+test('temperature and top_p at their default of 1 are left out: Claude refuses the two together', async () => {
+  const hello = [{ role: 'user', content: 'Hello' }]
+  const both = (await sentFor({ messages: hello, temperature: 0.7, top_p: 1 })) as Block
+  expect([both.temperature, both.top_p]).toEqual([0.7, undefined])
+  const nucleus = (await sentFor({ messages: hello, temperature: 1, top_p: 0.9 })) as Block
+  expect([nucleus.temperature, nucleus.top_p]).toEqual([undefined, 0.9])
+})
+
+test('tool_choice that asks for a call with no tools is the gateway refusal; an empty part keeps its cache breakpoint', async () => {
+  const hello = [{ role: 'user', content: 'Hello' }]
+  for (const choice of ['required', { type: 'function', function: { name: 'f' } }]) {
+    const refused = await live({ messages: hello, tool_choice: choice })
+    expect(refused.status).toBe(400)
+    const { error } = (await refused.json()) as { error: { message: string } }
+    expect(error.message).toStartWith('the gateway refused the request before sending it')
+    expect(error.message).toContain('add tools or remove tool_choice')
+  }
+  const cached = await sentFor({
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'A long document.' },
+          { type: 'text', text: '', cache_control: { type: 'ephemeral' } },
+        ],
+      },
+    ],
+  })
+  expect(cached.messages[0]!.content).toEqual([
+    { type: 'text', text: 'A long document.', cache_control: { type: 'ephemeral' } },
+  ])
+})
