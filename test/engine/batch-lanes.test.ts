@@ -269,6 +269,31 @@ for (const storeKind of STORES) {
       }
     }, 60_000)
 
+    test('a Message Batch through an OpenAI batch lane answers in messages that name the model as the caller did', async () => {
+      const client = new Anthropic({ baseURL: `${gw.url}/anthropic`, apiKey: key, maxRetries: 0 })
+      const before = openai.batches().jobs.length
+      const created = await client.messages.batches.create({
+        requests: [0, 1].map((i) => ({
+          custom_id: `alias-${i}`,
+          params: {
+            model: 'chat-lane',
+            max_tokens: 16,
+            messages: [{ role: 'user', content: `q ${i}` }],
+          },
+        })),
+      })
+      await messageBatchEnded(client, created.id, 30_000)
+      // Sent as chat to the OpenAI batch API, not live.
+      expect(openai.batches().jobs.length).toBe(before + 1)
+      const models = []
+      for await (const entry of await client.messages.batches.results(created.id)) {
+        if (entry.result.type !== 'succeeded')
+          throw new Error(`${entry.custom_id} ${entry.result.type}`)
+        models.push(entry.result.message.model)
+      }
+      expect(models).toEqual(['chat-lane', 'chat-lane'])
+    }, 60_000)
+
     test("a Message Batch's errored requests retry natively, still Messages requests", async () => {
       const client = new Anthropic({ baseURL: `${gw.url}/anthropic`, apiKey: key, maxRetries: 0 })
       const params = (text: string) => ({

@@ -46,10 +46,13 @@ export function laneCatalog(openaiUrl: string, anthropicUrl: string) {
       },
     },
     models: [
-      model('lane/chat', [
-        live('sim', 'sim-chat', '1', '2'),
-        { ...live('sim', 'sim-chat', '0.5', '1'), ...lane, fallback_hours: 0.5 },
-      ]),
+      {
+        ...model('lane/chat', [
+          live('sim', 'sim-chat', '1', '2'),
+          { ...live('sim', 'sim-chat', '0.5', '1'), ...lane, fallback_hours: 0.5 },
+        ]),
+        aliases: ['chat-lane'],
+      },
       // The same provider's upstream model as lane/chat, its batch lane at its own price.
       model('lane/twin', [
         live('sim', 'sim-chat', '1', '2'),

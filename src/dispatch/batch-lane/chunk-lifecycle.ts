@@ -326,9 +326,11 @@ async function sliceOutcomes(
   slice: readonly ChunkLineRef[],
   results: readonly ChunkLineResult[],
 ): Promise<LineOutcome[]> {
-  // Responses lines sent as chat: each answer becomes its Response, with the request it answers.
+  // Lines in a provider's own API sent as chat to a lane that does not speak it: each answer
+  // becomes its Response or message, with the request it answers (its model as the caller named it).
   const translated =
-    chunk.endpoint === 'responses' && providerEndpoint(chunk.endpoint, deps.speaks) === 'chat'
+    (chunk.endpoint === 'responses' || chunk.endpoint === 'messages') &&
+    deps.speaks !== chunk.endpoint
   const lines = results.some((result) => result.type === 'succeeded')
     ? await deps.runningLines(
         chunk.batchId,

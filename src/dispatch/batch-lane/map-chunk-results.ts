@@ -33,8 +33,8 @@ export interface MapDeps {
    */
   asked?: 'messages' | 'responses' | null
   /**
-   * Responses lines sent as their chat translation (a lane that does not speak the Responses
-   * API): each line's body as the caller wrote it, by line number, to build its Response from.
+   * Responses or Messages lines sent as their chat translation (a lane that does not speak their
+   * API): each line's body as the caller wrote it, by line number, to build its answer from.
    */
   askedBodies?: ReadonlyMap<number, Record<string, unknown>>
   offering: Offering
@@ -122,11 +122,11 @@ function answerOf(
   lineNo: number,
 ): Record<string, unknown> {
   if (!deps.asked) return result.body
-  // Sent as chat: its chat answer (an Anthropic batch's message translated) becomes its Response,
-  // of the request read back (or, were it not found, of its model alone).
+  // Sent as chat: its chat answer (an Anthropic batch's message translated) becomes its Response
+  // or message, of the request read back (or, were it not found, of its model alone).
   if (deps.askedBodies) {
     const asked = deps.askedBodies.get(lineNo) ?? { model: deps.model.id }
-    return fromChat({ api: 'responses', asked }, result.body)
+    return fromChat({ api: deps.asked, asked }, result.body)
   }
   if (result.native) return result.native
   // From a lane that speaks the Responses API the body is the Response already.
