@@ -22,6 +22,7 @@ import {
   type StructuredAnswers,
 } from './structured-reply.ts'
 import { forcedCall, messagesForcedTool, type ToolCall } from './tool-calls.ts'
+import { anthropicBodyProblem } from './anthropic-body-rules.ts'
 
 const stopReasons = { stop: 'end_turn', stop_sequence: 'stop_sequence', length: 'max_tokens' }
 
@@ -171,6 +172,8 @@ export function prepareMessages(
       return invalid(`messages: Unexpected role "${String(message?.role)}"`)
     }
   }
+  const broken = anthropicBodyProblem(body)
+  if (broken) return invalid(broken)
   const texts = anthropicMessageTexts(body.system, messages)
   const key = promptKey(texts)
   const { reply, call } = replyTo(body, { texts, key, model, maxTokens }, structuredAnswers)

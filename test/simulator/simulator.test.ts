@@ -158,6 +158,70 @@ describe('Anthropic messages', () => {
     expect(body.usage).toEqual({ input_tokens: 25, output_tokens: 11 })
   })
 
+  test("refuses, in Anthropic's words, the bodies Anthropic refuses and OpenAI's chat takes", async () => {
+    const user = (content: unknown) => ({ role: 'user', content })
+    const refused: [string, Record<string, unknown>][] = [
+      ['non-empty content', { messages: [user(''), user('hi')] }],
+      ['non-empty content', { messages: [user([])] }],
+      [
+        'must be non-empty',
+        {
+          messages: [
+            user([
+              { type: 'text', text: 'a' },
+              { type: 'text', text: '' },
+            ]),
+          ],
+        },
+      ],
+      ['non-whitespace text', { messages: [user('   ')] }],
+      ['non-whitespace text', { messages: [user([{ type: 'text', text: ' ' }])] }],
+      ['trailing whitespace', { messages: [user('hi'), { role: 'assistant', content: 'Sure, ' }] }],
+      ['while providing tools', { messages: [user('hi')], tool_choice: { type: 'auto' } }],
+      [
+        'Extra inputs',
+        {
+          messages: [user('hi')],
+          tools: [{ name: 'f', input_schema: { type: 'object' } }],
+          tool_choice: { type: 'none', disable_parallel_tool_use: true },
+        },
+      ],
+      [
+        'should match pattern',
+        {
+          messages: [
+            user('hi'),
+            {
+              role: 'assistant',
+              content: [{ type: 'tool_use', id: 'functions.f:0', name: 'f', input: {} }],
+            },
+            user([{ type: 'tool_result', tool_use_id: 'functions.f:0', content: 'ok' }]),
+          ],
+        },
+      ],
+    ]
+    for (const [said, body] of refused) {
+      const { status, text } = await post('/v1/messages', { ...request, ...body }, anthropicHeaders)
+      expect([said, status]).toEqual([said, 400])
+      expect(JSON.parse(text).error.message).toContain(said)
+    }
+    // Whitespace beside other text, and an empty final assistant turn (a prefill), are taken.
+    for (const messages of [
+      [
+        user([
+          { type: 'text', text: 'a' },
+          { type: 'text', text: ' ' },
+          { type: 'text', text: 'b' },
+        ]),
+      ],
+      [user('hi'), { role: 'assistant', content: '' }],
+    ]) {
+      expect((await post('/v1/messages', { ...request, messages }, anthropicHeaders)).status).toBe(
+        200,
+      )
+    }
+  })
+
   test('stop_reason max_tokens and stop_sequence', async () => {
     const short = JSON.parse(
       (await post('/v1/messages', { ...request, max_tokens: 3 }, anthropicHeaders)).text,
