@@ -4,6 +4,7 @@
  * `claude-haiku-4.5`). Asked only for an unknown model, and remembered per name, so a file of
  * 50,000 lines that all misspell one model measures it once.
  */
+import type { Endpoint } from '../../providers/types.ts'
 import type { Catalog } from './catalog.ts'
 
 /** At most this many suggestions, the nearest first. */
@@ -20,23 +21,26 @@ const remembered = new WeakMap<Catalog, Map<string, string[]>>()
  * nothing is near: a case-insensitive match, else at most one edit (two for a name of ten or
  * more characters), a swap of two neighbours counting as one.
  */
-export function nearModelNames(catalog: Catalog, name: string): string[] {
+export function nearModelNames(catalog: Catalog, name: string, endpoint: Endpoint): string[] {
   if (name.length > MAX_NAME_LENGTH) return []
   let memory = remembered.get(catalog)
   if (!memory) remembered.set(catalog, (memory = new Map()))
-  let near = memory.get(name)
+  const key = `${endpoint} ${name}`
+  let near = memory.get(key)
   if (!near) {
     if (memory.size >= MAX_REMEMBERED) memory.clear()
-    near = measure(catalog, name.toLowerCase())
-    memory.set(name, near)
+    near = measure(catalog, name.toLowerCase(), endpoint)
+    memory.set(key, near)
   }
   return near
 }
 
-function measure(catalog: Catalog, wanted: string): string[] {
+function measure(catalog: Catalog, wanted: string, endpoint: Endpoint): string[] {
   const most = wanted.length >= 10 ? 2 : 1
   const found: { name: string; distance: number }[] = []
+  // Only models that serve the endpoint and can run here, as the examples are.
   for (const model of catalog.models) {
+    if (!model.endpoints.includes(endpoint) || catalog.usable(model).length === 0) continue
     let best: { name: string; distance: number } | null = null
     for (const name of [model.id, ...model.aliases]) {
       const distance = wanted === name.toLowerCase() ? 0 : editDistance(wanted, name, most)

@@ -315,7 +315,7 @@ function unknownModel(
   }
   const message = `names an unknown model, ${JSON.stringify(excerpt(named))}`
   // A near name (another letter case, a typo) is the likelier fix than any example.
-  const near = nearModelNames(catalog, named)
+  const near = nearModelNames(catalog, named, endpoint)
   if (near.length > 0) {
     const fix = `did you mean ${near.join(' or ')}? GET /v1/models lists every model`
     return { path: at('model'), code: 'model_not_found', message, fix }

@@ -44,10 +44,22 @@ test('a typo: the id or alias an edit or two away, only the nearest', () => {
   expect(fixFor('text-embedding-3-smal', 'embeddings')).toStartWith(
     'did you mean text-embedding-3-small?',
   )
-  expect(nearModelNames(catalog, 'claude-sonnet-4-1')).toEqual(['claude-sonnet-4-5'])
-  expect(nearModelNames(catalog, 'gpt5-nano')).toEqual(['gpt-5-nano'])
+  expect(nearModelNames(catalog, 'claude-sonnet-4-1', 'chat')).toEqual(['claude-sonnet-4-5'])
+  expect(nearModelNames(catalog, 'gpt5-nano', 'chat')).toEqual(['gpt-5-nano'])
   // A short name takes one edit only: gpt-4o is two from gpt-5.
-  expect(nearModelNames(catalog, 'gpt-4o')).toEqual([])
+  expect(nearModelNames(catalog, 'gpt-4o', 'chat')).toEqual([])
+  // Only models of the endpoint asked for: an embeddings model is no fix for a chat body.
+  expect(nearModelNames(catalog, 'text-embedding-3-smal', 'chat')).toEqual([])
+})
+
+test('no model that cannot run here is suggested: its provider has no key', () => {
+  const noAnthropicKey = loadConfig({
+    MULTIGRID_CONFIG: join(import.meta.dir, '../../providers/catalog.default.json'),
+    OPENAI_API_KEY: 'sk-test',
+  })
+  const openaiOnly = createCatalog(noAnthropicKey.catalog, noAnthropicKey.providerKeys)
+  expect(nearModelNames(openaiOnly, 'claude-haiku-4.5', 'chat')).toEqual([])
+  expect(nearModelNames(openaiOnly, 'gpt5-nano', 'chat')).toEqual(['gpt-5-nano'])
 })
 
 test('nothing near: the examples of models that can run here', () => {
@@ -67,12 +79,14 @@ test('the edit distance stops as soon as it passes its bound', () => {
 
 test('a file that misspells one model on every line measures it once', () => {
   // Remembered per name: every later line gets the very list the first one measured.
-  const first = nearModelNames(catalog, 'claude-haiku-4.5')
-  for (let i = 0; i < 1_000; i++) expect(nearModelNames(catalog, 'claude-haiku-4.5')).toBe(first)
+  const first = nearModelNames(catalog, 'claude-haiku-4.5', 'chat')
+  for (let i = 0; i < 1_000; i++)
+    expect(nearModelNames(catalog, 'claude-haiku-4.5', 'chat')).toBe(first)
   // Many distinct names far from every model: nothing suggested, and the memory stays bounded
   // (past its size it starts over, so the first name is measured again: an equal, new list).
-  for (let i = 0; i < 600; i++) expect(nearModelNames(catalog, `unknown-model-${i}`)).toEqual([])
-  const again = nearModelNames(catalog, 'claude-haiku-4.5')
+  for (let i = 0; i < 600; i++)
+    expect(nearModelNames(catalog, `unknown-model-${i}`, 'chat')).toEqual([])
+  const again = nearModelNames(catalog, 'claude-haiku-4.5', 'chat')
   expect(again).toEqual(first)
   expect(again).not.toBe(first)
 })
