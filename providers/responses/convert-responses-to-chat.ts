@@ -169,29 +169,36 @@ function textOf(content: unknown, where: string, lenient: boolean): string {
 /**
  * A user message's content: its text, or chat's parts when it holds images (`input_image` →
  * `image_url`, which chat offerings take, Anthropic's through their translation). An image named
- * by `file_id` is refused: no file is kept here to read it from.
+ * by `file_id` is refused: no file is kept here to read it from. Passed through (`lenient`), the
+ * parts only price the call, so every image counts as one there, by file_id too.
  */
 function userContentOf(content: unknown, where: string, lenient: boolean): unknown {
-  const images =
-    !lenient && Array.isArray(content) && content.some((part) => part?.type === 'input_image')
+  const images = Array.isArray(content) && content.some((part) => part?.type === 'input_image')
   if (!images) return textOf(content, where, lenient)
   return (content as Item[]).map((part, index) => {
     const at = `${where}[${index}]`
     if (part?.type === 'input_image') {
-      if (typeof part.image_url !== 'string')
+      const url =
+        typeof part.image_url === 'string' && part.image_url !== ''
+          ? part.image_url
+          : lenient
+            ? 'image'
+            : null
+      if (url === null)
         throw new Refusal(
           'must give image_url, a URL or a data: URL; an image by file_id is not supported here, as no file is kept',
           `${at}.image_url`,
           true,
         )
       const detail = typeof part.detail === 'string' ? { detail: part.detail } : {}
-      return { type: 'image_url', image_url: { url: part.image_url, ...detail } }
+      return { type: 'image_url', image_url: { url, ...detail } }
     }
     if (
       (part?.type === 'input_text' || part?.type === 'output_text') &&
       typeof part.text === 'string'
     )
       return { type: 'text', text: part.text }
+    if (lenient) return { type: 'text', text: JSON.stringify(part) }
     throw new Refusal(
       `part type ${JSON.stringify(part?.type)} is not supported here; send input_text or input_image parts`,
       at,

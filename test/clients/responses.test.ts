@@ -245,6 +245,33 @@ describe('the openai package', () => {
     )
   })
 
+  test('a passed-through call is held for its images too: each prices as an image, by URL or file_id', async () => {
+    const ceiling = async (content: unknown) => {
+      const line = {
+        custom_id: 'r',
+        method: 'POST',
+        url: '/v1/responses',
+        body: { model: 'sim/responses', input: [{ role: 'user', content }], max_output_tokens: 16 },
+      }
+      const dry = await gw.request('/v1/batches?dry_run=true', key, {
+        method: 'POST',
+        body: JSON.stringify(line),
+      })
+      expect(dry.status).toBe(200)
+      return new Decimal(((await dry.json()) as { cost_ceiling_usd: string }).cost_ceiling_usd)
+    }
+    const text = await ceiling([{ type: 'input_text', text: 'What is this?' }])
+    for (const image of [
+      { type: 'input_image', image_url: 'https://example.com/cat.png' },
+      { type: 'input_image', file_id: 'file-1' },
+    ]) {
+      const withImage = await ceiling([{ type: 'input_text', text: 'What is this?' }, image])
+      // The model sets no image_input_tokens: an image is held at the default bound, far above
+      // the few tokens its JSON text would have priced.
+      expect(withImage.minus(text).greaterThan('0.01')).toBe(true)
+    }
+  })
+
   test('instructions as a list of items reach a translated offering as its messages, never dropped', async () => {
     const response = await client.responses.create({
       model: 'sim/chat',
