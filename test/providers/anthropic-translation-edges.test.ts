@@ -5,6 +5,7 @@
  * the gateway itself at validation: a 400 live, a line-numbered issue in a batch.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { anthropicBodyProblem } from '../../src/simulator/anthropic-body-rules.ts'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { chatLine, jsonl, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
 
@@ -54,34 +55,18 @@ async function sentFor(body: Record<string, unknown>): Promise<Sent> {
 }
 
 /**
- * What Anthropic's Messages API would refuse in a body, by its rules: messages not empty; every
- * message's content non-empty but an optional final assistant one, which cannot end in
- * whitespace; text blocks non-empty, and not all whitespace where a message has no other text;
- * tool_choice only with tools, and disable_parallel_tool_use only on auto, any or tool; tool_use
- * ids of [a-zA-Z0-9_-], each tool_result answering one.
+ * What Anthropic's Messages API would refuse in a body: the rules the simulator holds every body
+ * to (src/simulator/anthropic-body-rules.ts), and beside them that tool_use ids are unique and
+ * each tool_result answers one of them.
  */
 function anthropicRefusals(sent: Sent): string[] {
-  const refusals: string[] = []
-  if (sent.messages.length === 0) refusals.push('messages: at least one message is required')
+  const problem = anthropicBodyProblem(sent as unknown as Record<string, unknown>)
+  const refusals = problem ? [problem] : []
   const ids = new Set<string>()
   sent.messages.forEach((message, index) => {
-    const final = index === sent.messages.length - 1 && message.role === 'assistant'
-    const blocks: Block[] =
-      typeof message.content === 'string'
-        ? [{ type: 'text', text: message.content }]
-        : message.content
-    if (blocks.length === 0 && !final) refusals.push(`messages.${index}: empty content`)
-    const texts = blocks.filter((block) => block.type === 'text').map((b) => b.text as string)
-    if (texts.some((text) => text === ''))
-      refusals.push(`messages.${index}: text content blocks must be non-empty`)
-    if (texts.length > 0 && texts.every((text) => text.trim() === '') && !final)
-      refusals.push(`messages.${index}: text content blocks must contain non-whitespace text`)
-    if (final && texts.length > 0 && blocks.at(-1)?.type === 'text' && /\s$/.test(texts.at(-1)!))
-      refusals.push('messages: final assistant content cannot end with trailing whitespace')
-    for (const block of blocks) {
+    if (typeof message.content === 'string') return
+    for (const block of message.content) {
       if (block.type === 'tool_use') {
-        if (!/^[a-zA-Z0-9_-]+$/.test(String(block.id)))
-          refusals.push(`messages.${index}: tool_use.id: String should match pattern`)
         if (ids.has(String(block.id))) refusals.push(`tool_use ids must be unique`)
         ids.add(String(block.id))
       }
@@ -89,10 +74,6 @@ function anthropicRefusals(sent: Sent): string[] {
         refusals.push(`messages.${index}: unexpected tool_use_id ${String(block.tool_use_id)}`)
     }
   })
-  if (sent.tool_choice && !sent.tools?.length)
-    refusals.push('tool_choice may only be specified while providing tools')
-  if (sent.tool_choice?.type === 'none' && 'disable_parallel_tool_use' in sent.tool_choice)
-    refusals.push('tool_choice.none: Extra inputs are not permitted')
   return refusals
 }
 
