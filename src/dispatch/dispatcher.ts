@@ -118,6 +118,8 @@ interface DispatchState extends DispatcherDeps {
   knownPending: Map<string, number>
   /** What was last written of each batch's ETA. */
   lastEta: Map<string, number | null>
+  /** Batches with a line kept for a batch lane that has closed, by deadline (s): their ETA. */
+  heldToDeadline: Map<string, number>
   // The planner's projection, written when it moved by more than a little (not on every pass),
   // and why a batch's lines wait as far as the planner knows (all of its providers unreachable,
   // or full with other batches' lines); the reporter clears it once a line of the batch ends.
@@ -245,6 +247,7 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
     overrunning: new Tally(),
     knownPending: new Map(),
     lastEta: new Map(),
+    heldToDeadline: new Map(),
     pace: new BatchPace(),
     unsent,
     maintenance,
@@ -297,6 +300,29 @@ function projectEta(
   return rate > 0 ? Math.ceil((now + (remaining / rate) * 1000) / 1000) : null
 }
 
+/**
+ * A line of the batch keeps to a batch lane that has closed (run-line.ts): it waits for the
+ * deadline, so the batch ends no sooner. That is its ETA, and why it waits.
+ */
+function heldToDeadline(
+  state: DispatchState,
+  line: ClaimedLine,
+  lane: string,
+  closedAtMs: number,
+): void {
+  const { batchId, deadlineAt } = line
+  state.waiting.laneClosed(batchId, lane, { closedAtMs, deadlineMs: deadlineAt * 1000 })
+  if (state.heldToDeadline.get(batchId) === deadlineAt) return
+  if (state.heldToDeadline.size >= 10_000) state.heldToDeadline.clear()
+  state.heldToDeadline.set(batchId, deadlineAt)
+  state.lastEta.set(batchId, deadlineAt)
+  state.store
+    .recordEtas([{ batchId, eta: deadlineAt }])
+    .catch((error: Error) =>
+      state.logger.warn('dispatch.eta_failed', { batch_id: batchId, reason: error.message }),
+    )
+}
+
 /** The projection task: each batch's ETA when it moved, and why its lines wait. */
 async function writeProjection(state: DispatchState) {
   const { spill, active, lastEta, pace, knownPending, options, waiting, store } = state
@@ -310,6 +336,7 @@ async function writeProjection(state: DispatchState) {
     // Gone from here: no line in flight here, none claimed for a while.
     if (!active.has(id) && spill.lastSeen(id) < now - FORGET_AFTER_MS) {
       lastEta.delete(id)
+      state.heldToDeadline.delete(id)
       spill.forget(id)
       pace.forget(id)
       knownPending.delete(id)
@@ -321,7 +348,10 @@ async function writeProjection(state: DispatchState) {
     for (const [id, shares] of others) spill.fleetShares(id, shares, now)
   }
   for (const id of spill.batchIds()) {
-    const eta = pending && projectEta(state, id, (pending.get(id) ?? 0) + active.count(id), now)
+    const eta =
+      pending &&
+      (state.heldToDeadline.get(id) ??
+        projectEta(state, id, (pending.get(id) ?? 0) + active.count(id), now))
     const last = lastEta.get(id)
     if (
       pending &&
@@ -459,6 +489,7 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
     plan: { planner: spill, upstreams: spillSend, batch, unsent },
     fineTunes: options.fineTunes,
     schemaChecks: options.schemaChecks,
+    laneClosed: (lane, closedAtMs) => heldToDeadline(state, line, lane, closedAtMs),
   })
     .then((outcome) => {
       // Settled: a stop's hand-back of unsent lines must not count it again.

@@ -54,6 +54,11 @@ export interface RunLineDeps {
   fineTunes?: (id: string) => Promise<FineTuneRecord | null>
   /** Where answers are judged against their line's json_schema; unset, in-process (inline-checks.ts). */
   schemaChecks?: SchemaChecks
+  /**
+   * The line keeps to batch lane `lane` (allow_fallbacks false), which took no lines after
+   * `closedAtMs`: it waits for its batch's deadline, which ends it expired.
+   */
+  laneClosed?: (lane: string, closedAtMs: number) => void
 }
 
 const inline = inlineSchemaChecks()
@@ -103,7 +108,8 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       fineTune || line.batchLane === undefined
         ? null
         : heldForLane(deps.catalog, { request, model, routing }, plan.batch, now)
-    if (held !== null) return { batchId, lineNo, kind: 'retry', notBefore: held, unsent: true }
+    if (held?.closed) deps.laneClosed?.(held.closed.lane, held.closed.closedAtMs)
+    if (held) return { batchId, lineNo, kind: 'retry', notBefore: held.untilMs, unsent: true }
     const choice = plan.planner.choose(plan.batch, providersOf(offerings), plan.unsent, now)
     if (choice.kind === 'hold')
       return { batchId, lineNo, kind: 'retry', notBefore: now + HOLD_MS, unsent: true }

@@ -35,6 +35,12 @@ export interface WaitingReporter {
    */
   laneRefused(batchId: string, lane: string, refusal: LaneRefusal): void
   /**
+   * Lines of the batch keep to batch lane `lane` (provider.allow_fallbacks false), which takes no
+   * lines after `closedAtMs`: they wait for the deadline, which ends them expired. Said until then,
+   * whatever other lines of the batch do meanwhile.
+   */
+  laneClosed(batchId: string, lane: string, when: { closedAtMs: number; deadlineMs: number }): void
+  /**
    * The batch's lines wait for a slot of `providers` (its allowed ones, by the planner), full
    * with other batches' lines.
    */
@@ -99,6 +105,24 @@ export function laneRefusedWaiting(lane: string, refusal: LaneRefusal): BatchWai
   }
 }
 
+export function laneClosedWaiting(
+  batchId: string,
+  lane: string,
+  when: { closedAtMs: number; deadlineMs: number },
+): BatchWaiting {
+  const until = Math.ceil(when.deadlineMs / 1000)
+  return {
+    code: 'provider_unavailable',
+    message:
+      `Lines of this batch keep to ${lane} (provider.allow_fallbacks false), which took no lines ` +
+      `after ${moment(when.closedAtMs)}; no other offering may run them, so they end expired at ` +
+      `${moment(until * 1000)}. To run them sooner, cancel the batch and submit its unfinished ` +
+      `lines (GET /v1/batches/${batchId}/results?filter=failed&format=input) with ` +
+      'provider.allow_fallbacks true.',
+    until,
+  }
+}
+
 export function capacityBusyWaiting(providers: string): BatchWaiting {
   return {
     code: 'capacity_busy',
@@ -113,8 +137,14 @@ export function createWaitingReporter(
   logger: Logger,
   now: () => number = Date.now,
 ): WaitingReporter {
-  /** What this instance last wrote per batch, and until when it holds (0: until progress). */
-  const said = new Map<string, { waiting: BatchWaiting; provider: string; untilMs: number }>()
+  /**
+   * What this instance last wrote per batch, and until when it holds (0: until progress); a
+   * `sticky` reason holds until then whatever ends meanwhile.
+   */
+  const said = new Map<
+    string,
+    { waiting: BatchWaiting; provider: string; untilMs: number; sticky?: boolean }
+  >()
   /**
    * Per batch, every provider paused on its 429 and until when: the message names one (the
    * latest to resume), but a line that ends on any of them (given up after its attempts) is the
@@ -131,13 +161,18 @@ export function createWaitingReporter(
         logger.warn('dispatch.waiting_failed', { batch_id: batchId, reason: error.message }),
       )
 
-  const say = (batchId: string, provider: string, waiting: BatchWaiting, untilMs: number) => {
+  const say = (
+    batchId: string,
+    provider: string,
+    waiting: BatchWaiting,
+    { untilMs, sticky = false }: { untilMs: number; sticky?: boolean },
+  ) => {
     const before = said.get(batchId)
     if (before && before.waiting.message === waiting.message) return
     // Bounded: the oldest entries (batches long gone, most likely) are forgotten first.
     if (said.size >= MAX_REMEMBERED) said.delete(said.keys().next().value!)
     said.delete(batchId)
-    said.set(batchId, { waiting, provider, untilMs })
+    said.set(batchId, { waiting, provider, untilMs, sticky })
     void write(batchId, waiting, OURS)
   }
 
@@ -152,7 +187,7 @@ export function createWaitingReporter(
       const before = said.get(batchId)
       // A later pause of the same provider moves the resume time on; an earlier one says nothing new.
       if (before?.waiting.code === 'provider_rate_limited' && before.untilMs >= untilMs) return
-      say(batchId, provider, rateLimitedWaiting(provider, untilMs), untilMs)
+      say(batchId, provider, rateLimitedWaiting(provider, untilMs), { untilMs })
     },
     busy(batchId, provider, untilMs) {
       if (now() - (moved.get(batchId) ?? -Infinity) < MOVING_MS) return
@@ -166,20 +201,27 @@ export function createWaitingReporter(
       )
         return
       // Not a pause: the next line that ends, here or anywhere, clears it.
-      say(batchId, provider, rateLimitedWaiting(provider, untilMs), 0)
+      say(batchId, provider, rateLimitedWaiting(provider, untilMs), { untilMs: 0 })
     },
     unavailable(batchId, provider) {
       if (said.get(batchId)?.waiting.code === 'provider_rate_limited') return
-      say(batchId, provider, unavailableWaiting(provider), 0)
+      say(batchId, provider, unavailableWaiting(provider), { untilMs: 0 })
     },
     laneRefused(batchId, lane, refusal) {
       if (said.get(batchId)?.waiting.code === 'provider_rate_limited') return
-      say(batchId, lane, laneRefusedWaiting(lane, refusal), 0)
+      say(batchId, lane, laneRefusedWaiting(lane, refusal), { untilMs: 0 })
+    },
+    laneClosed(batchId, lane, when) {
+      if (said.get(batchId)?.waiting.code === 'provider_rate_limited') return
+      say(batchId, lane, laneClosedWaiting(batchId, lane, when), {
+        untilMs: when.deadlineMs,
+        sticky: true,
+      })
     },
     capacityBusy(batchId, providers) {
       const before = said.get(batchId)?.waiting.code
       if (before === 'provider_rate_limited' || before === 'provider_unavailable') return
-      say(batchId, providers, capacityBusyWaiting(providers), 0)
+      say(batchId, providers, capacityBusyWaiting(providers), { untilMs: 0 })
     },
     capacityFreed(batchId) {
       if (said.get(batchId)?.waiting.code !== 'capacity_busy') return
@@ -192,7 +234,7 @@ export function createWaitingReporter(
       moved.set(batchId, now())
       const before = said.get(batchId)
       if (!before) return
-      if (provider === before.provider && now() < before.untilMs) return
+      if ((before.sticky || provider === before.provider) && now() < before.untilMs) return
       if (provider !== null && now() < (paused.get(batchId)?.get(provider) ?? 0)) return
       said.delete(batchId)
       paused.delete(batchId)

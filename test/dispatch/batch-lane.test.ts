@@ -363,9 +363,13 @@ describe('choosing the batch lane', () => {
     const strict = { allow_fallbacks: false }
     const day = deadline - 24 * HOUR
     // While the lane takes lines: looked at again soon, for the lane to take it.
-    expect(held(strict, day, day + HOUR)).toBe(day + HOUR + 1_000)
-    // Once it no longer does: not before the deadline, which ends it.
-    expect(held(strict, day, deadline - 3 * HOUR)).toBe(deadline)
+    expect(held(strict, day, day + HOUR)).toEqual({ untilMs: day + HOUR + 1_000 })
+    // Once it no longer does: not before the deadline, which ends it; the lane named, and when
+    // it closed (min_hours_left, the larger of its two bounds, before the deadline).
+    expect(held(strict, day, deadline - 3 * HOUR)).toEqual({
+      untilMs: deadline,
+      closed: { lane: 'up:batch', closedAtMs: deadline - 4 * HOUR },
+    })
     // Fallbacks allowed, a window the lane was never open for: live.
     expect(held(undefined, day, deadline - 3 * HOUR)).toBeNull()
     expect(held(strict, deadline - 3 * HOUR, deadline - 3 * HOUR)).toBeNull()
@@ -376,7 +380,9 @@ describe('choosing the batch lane', () => {
     // A Responses line goes to the lane as its chat translation, unless it has fields outside
     // it, which only an offering speaking the Responses API takes: this provider does not.
     const responses = { model: 'm', input: 'hi', max_output_tokens: 8 }
-    expect(held(strict, day, day + HOUR, '/v1/responses', responses)).toBe(day + HOUR + 1_000)
+    expect(held(strict, day, day + HOUR, '/v1/responses', responses)).toEqual({
+      untilMs: day + HOUR + 1_000,
+    })
     const reasoning = { ...responses, reasoning: { effort: 'low' } }
     expect(held(strict, day, day + HOUR, '/v1/responses', reasoning)).toBeNull()
     // Its live offering named first: that one alone.

@@ -88,6 +88,36 @@ describe('waiting reporter', () => {
     expect(await waitingOf()).toBeNull()
   })
 
+  test('lines kept to a closed batch lane: said until the deadline, whatever other lines do', async () => {
+    const reporter = createWaitingReporter(opened.dispatch, logger, () => now)
+    const at = (ms: number) => `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`
+    const when = { closedAtMs: T0 - 60_000, deadlineMs: T0 + 7_200_000 }
+    reporter.laneClosed('batch_01', 'openai:batch', when)
+    await settle()
+    expect(await waitingOf()).toEqual({
+      code: 'provider_unavailable',
+      message:
+        'Lines of this batch keep to openai:batch (provider.allow_fallbacks false), which took no ' +
+        `lines after ${at(when.closedAtMs)}; no other offering may run them, so they end expired ` +
+        `at ${at(when.deadlineMs)}. To run them sooner, cancel the batch and submit its unfinished ` +
+        'lines (GET /v1/batches/batch_01/results?filter=failed&format=input) with ' +
+        'provider.allow_fallbacks true.',
+      until: when.deadlineMs / 1000,
+    })
+    // Its other lines ending, on the lane or live, do not make it untrue.
+    now = T0 + 1_000
+    reporter.progressed('batch_01', 'openai')
+    reporter.progressed('batch_01', 'openai:batch')
+    reporter.capacityBusy('batch_01', 'openai')
+    await settle()
+    expect((await waitingOf())!.message).toStartWith('Lines of this batch keep to openai:batch')
+    // Past the deadline it is no longer the reason.
+    now = when.deadlineMs + 1
+    reporter.progressed('batch_01', null)
+    await settle()
+    expect(await waitingOf()).toBeNull()
+  })
+
   test('capacity freed clears capacity_busy only: a 429 said since stays', async () => {
     const reporter = createWaitingReporter(opened.dispatch, logger, () => now)
     reporter.capacityBusy('batch_01', 'pool')

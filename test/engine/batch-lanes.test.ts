@@ -26,7 +26,8 @@ interface Batch {
   deadline_at: number
   request_counts: Record<string, number>
   cost_usd: string
-  routing: { providers: Record<string, Record<string, unknown>> }
+  routing: { providers: Record<string, Record<string, unknown>>; eta: number | null }
+  waiting: { code: string; message: string; until?: number } | null
 }
 interface Row {
   custom_id: string
@@ -634,6 +635,17 @@ for (const storeKind of STORES) {
       expect(settled(view.request_counts).unsettled).toBe(CHUNK_LINES - job.done)
       expect(liveChats(openai)).toBe(0)
       expect(openai.batches().jobs.length - before.jobs.length).toBe(1)
+      // Why they wait (said once a live lane has looked at them), and that the batch ends no
+      // sooner than its deadline, which ends them.
+      const told = await waitFor('the reason they wait', async () => {
+        const now = await read(batch.id)
+        return now.waiting ? now : null
+      })
+      expect(told.waiting).toMatchObject({ code: 'provider_unavailable', until: view.deadline_at })
+      expect(told.waiting!.message).toContain('keep to sim:batch (provider.allow_fallbacks false)')
+      expect(told.waiting!.message).toContain(`results?filter=failed&format=input`)
+      expect(told.routing.eta).toBe(view.deadline_at)
+      expect(liveChats(openai)).toBe(0)
       const kept = await results(batch.id, '?filter=succeeded')
       expect(kept.length).toBe(job.done)
       for (const row of kept) {

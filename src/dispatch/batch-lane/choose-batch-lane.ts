@@ -18,6 +18,7 @@ import {
   type ProviderConfig,
 } from '../../catalog/catalog-file.ts'
 import { firstBatchLane, laneKey } from '../../catalog/lane-mark.ts'
+import { offeringName } from '../../catalog/lanes.ts'
 import { speaksApi } from '../../catalog/speaks-api.ts'
 import { lineRequest, type LineRequest } from '../line-request.ts'
 import type { Catalog } from '../../catalog/catalog.ts'
@@ -134,20 +135,27 @@ export function liveOfferings(ordered: readonly Offering[]): Offering[] {
 /** While its lane still takes lines, a line kept for it is looked at again after this long (ms). */
 const LANE_RETAKE_MS = 1_000
 
+/** A line kept for a batch lane (heldForLane): when it is looked at again, and the lane if it has closed. */
+export interface LaneHold {
+  untilMs: number
+  /** Set once the lane takes no more lines: the line then waits for the deadline, which ends it. */
+  closed?: { lane: string; closedAtMs: number }
+}
+
 /**
  * With `allow_fallbacks: false` a batch line keeps to one offering (docs/routing.md). When that is a
  * batch lane — first in the planner's order, and open when the line's batch was created (still a
  * moment later) — the live lanes never send the line: while the lane still takes lines it waits
- * for the lane, after that for the deadline, which ends it `expired`. Returns when the line may be looked at again (ms), or
- * null when the live lanes may send it (fallbacks allowed, another offering first, or a window too
- * short for the lane from the start, so the first live offering is the one).
+ * for the lane, after that for the deadline, which ends it `expired`. Returns when the line may be
+ * looked at again, or null when the live lanes may send it (fallbacks allowed, another offering
+ * first, or a window too short for the lane from the start, so the first live offering is the one).
  */
 export function heldForLane(
   catalog: Pick<Catalog, 'routeWithLanes' | 'provider'>,
   line: { request: LineRequest; model: ModelEntry; routing: Routing | undefined },
   batch: { createdAt: number; deadlineAt: number },
   nowMs: number,
-): number | null {
+): LaneHold | null {
   if (line.routing?.allow_fallbacks !== false) return null
   const first = firstBatchLane(catalog, line.model, line.routing, untranslatedApi(line.request))
   if (!first) return null
@@ -156,6 +164,10 @@ export function heldForLane(
   // Open a retake after creation too: a window of just min_hours_left opens the lane for an
   // instant the lane engine cannot use, and the line would wait for nothing. (A lane open for
   // seconds does take lines: a longer bound would send them live.)
-  if (!openLane(first, deadlineMs, batch.createdAt * 1000 + LANE_RETAKE_MS, kindOf)) return null
-  return openLane(first, deadlineMs, nowMs, kindOf) ? nowMs + LANE_RETAKE_MS : deadlineMs
+  const opened = openLane(first, deadlineMs, batch.createdAt * 1000 + LANE_RETAKE_MS, kindOf)
+  if (!opened) return null
+  if (openLane(first, deadlineMs, nowMs, kindOf)) return { untilMs: nowMs + LANE_RETAKE_MS }
+  const { minLeftMs, fallbackMs } = opened.settings
+  const closedAtMs = deadlineMs - Math.max(minLeftMs, fallbackMs)
+  return { untilMs: deadlineMs, closed: { lane: offeringName(first), closedAtMs } }
 }
