@@ -58,6 +58,8 @@ export async function* convertAnthropicStream(
   let model = ''
   let rawUsage: Record<string, unknown> = {}
   const toolIndexOfBlock = new Map<number, number>()
+  /** Tool blocks whose JSON has had a piece that is not empty. */
+  const withArguments = new Set<number>()
   const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => ({
     id,
     object: 'chat.completion.chunk',
@@ -106,10 +108,19 @@ export async function* convertAnthropicStream(
       case 'content_block_delta': {
         const delta = data.delta ?? {}
         if (delta.type === 'text_delta') yield chunk({ content: delta.text })
-        else if (delta.type === 'input_json_delta') {
+        else if (delta.type === 'input_json_delta' && delta.partial_json) {
           const index = toolIndexOfBlock.get(data.index ?? 0) ?? 0
+          withArguments.add(data.index ?? 0)
           yield chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] })
         }
+        break
+      }
+      case 'content_block_stop': {
+        // A call without arguments streams only an empty piece: its arguments are "{}", as
+        // OpenAI sends them and as the answer that is not streamed says, never "".
+        const index = toolIndexOfBlock.get(data.index ?? 0)
+        if (index !== undefined && !withArguments.has(data.index ?? 0))
+          yield chunk({ tool_calls: [{ index, function: { arguments: '{}' } }] })
         break
       }
       case 'message_delta':
@@ -129,7 +140,7 @@ export async function* convertAnthropicStream(
       case 'error':
         throw streamFailure(data)
       default:
-      // ping, content_block_stop and event types added later carry nothing to translate.
+      // ping and event types added later carry nothing to translate.
     }
   }
   if (!over) throw cutOff('message_stop')

@@ -83,8 +83,10 @@ function blockEvents({ reply, call }: MessageRender): SseEvent[] {
     const deltas = pieces.map((text) => delta({ type: 'text_delta', text }))
     return [start({ type: 'text', text: '' }), ['ping', { type: 'ping' }], ...deltas]
   }
-  // Anthropic opens a tool_use block's JSON with an empty piece.
-  const json = ['', ...pieces].map((partial) =>
+  // Anthropic opens a tool_use block's JSON with an empty piece, and a call without arguments
+  // is that piece alone: no "{}" follows.
+  const empty = reply.text.trim() === '{}'
+  const json = ['', ...(empty ? [] : pieces)].map((partial) =>
     delta({ type: 'input_json_delta', partial_json: partial }),
   )
   const block = { type: 'tool_use', id: call.id, name: call.name, input: {} }
