@@ -176,6 +176,12 @@ export interface AdmissionDeps {
   /** An account's active fine-tunes; none when absent. */
   fineTunes?: FineTuneSource
   logger?: Logger
+  /**
+   * Hands back what this instance's live calls lease of the account's credit and do not use
+   * (LiveCredit.handBack): asked before a hold is weighed, so that a live call just made does
+   * not leave a batch refused for credit it does not use.
+   */
+  releaseLiveLease?: (accountId: string) => Promise<void>
 }
 
 export interface AdmissionOptions {
@@ -208,6 +214,7 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
   const fineTunes: FineTuneSource = deps.fineTunes ?? (async () => NO_FINE_TUNES)
   const { limits } = options
   const now = options.now ?? Date.now
+  const releaseLiveLease = deps.releaseLiveLease ?? (async () => {})
   /** Every line valid, and of the declared endpoint when there is one. */
   async function check(bytes: Uint8Array, options: QuoteOptions) {
     const lookup = mentionsFineTune(bytes) ? await fineTunes(options.accountId) : NO_FINE_TUNES
@@ -250,6 +257,7 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
     const verdict = await check(bytes, options)
     if ('kind' in verdict) return verdict
     const hold = batchHold(verdict.ceiling.toFixed(), options.maxCostUsd)
+    await releaseLiveLease(options.accountId)
     const fits = await holdFits(store, { id: options.accountId, nowMs: now() }, hold)
     return {
       kind: 'quote',
@@ -277,6 +285,7 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
     const waits = waitsForCredit(options.waitForCredit, options.completionWindowHours)
     const hours = options.completionWindowHours
     const creditWaitUntil = waits ? createdAt + Math.min(hours * 1800, startBySeconds(hours)) : null
+    await releaseLiveLease(options.accountId)
     const result = await store.admitBatch({
       id: newId('batch_'),
       accountId: options.accountId,

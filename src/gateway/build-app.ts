@@ -128,6 +128,7 @@ function buildAdmission(
       telemetry: core.telemetry,
       fineTunes: parts.fineTuneDirectory.active,
       logger,
+      releaseLiveLease: (accountId) => parts.credit.handBack(accountId),
     },
     { limits: config.limits, now: clock },
   )

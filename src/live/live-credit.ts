@@ -56,6 +56,12 @@ export interface LiveCredit {
   settle(reservation: Reservation, cost: bigint | null): void
   /** Writes the pending charges now (and hands back idle leases); resolves when written. */
   flush(): Promise<void>
+  /**
+   * Hands back now what this instance holds of the account's credit and no call of its uses
+   * (with the account's pending charges), so that a batch's admission finds it available: the
+   * block a live call leased would otherwise count as held for up to `idleMs` after it.
+   */
+  handBack(accountId: string): Promise<void>
   /** Graceful stop: writes what is pending and returns every lease. */
   stop(): Promise<void>
 }
@@ -80,6 +86,8 @@ interface AccountCredit {
   changes: number
   /** The daily limit the last top-up found in the way, if it was. */
   dailyLimit?: DailyLimitRefusal
+  /** Its free lease goes back with the next group, idle or not (handBack). */
+  handBack: boolean
 }
 
 interface Group {
@@ -155,6 +163,7 @@ class LiveCreditLedger implements LiveCredit {
         topUp: null,
         block: this.options.blockCalls,
         changes: 0,
+        handBack: false,
       }
       this.accounts.set(id, a)
     }
@@ -270,7 +279,9 @@ class LiveCreditLedger implements LiveCredit {
     for (const a of this.accounts.values()) {
       const idle =
         all || (a.calls === 0 && a.topUp === null && at - a.lastUsedMs >= this.options.idleMs)
-      const release = idle && free(a) > 0n ? free(a) : 0n
+      // A lease asked back while calls run: only its free part, what they reserved stays.
+      const release = (idle || a.handBack) && free(a) > 0n ? free(a) : 0n
+      a.handBack = false
       if (a.pending === 0n && release === 0n) {
         if (idle && a.lease === 0n && a.writing === 0n && a.calls === 0 && a.topUp === null)
           this.accounts.delete(a.id)
@@ -330,6 +341,13 @@ class LiveCreditLedger implements LiveCredit {
 
   flush(): Promise<void> {
     return this.flushGroup(false)
+  }
+
+  async handBack(accountId: string): Promise<void> {
+    const a = this.accounts.get(accountId)
+    if (!a || free(a) <= 0n) return
+    a.handBack = true
+    await this.flushGroup(false)
   }
 
   private async renew() {

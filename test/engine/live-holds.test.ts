@@ -11,7 +11,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { measureSent, sentTokens } from '../helpers/sent-bound.ts'
-import { ADMIN_TOKEN, STORES, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
+import {
+  ADMIN_TOKEN,
+  STORES,
+  jsonl,
+  startTestGateway,
+  type TestGateway,
+} from '../helpers/gateway.ts'
 import {
   issueRequest,
   liveCall,
@@ -137,6 +143,40 @@ for (const store of STORES) {
       )
       expect(back.available_usd).toBe(back.balance_usd)
     }, 40_000)
+
+    test("a batch submitted while a live call runs is weighed against the credit the call holds, not the instance's whole block", async () => {
+      const credit = '0.01'
+      const { key, accountId } = await gw.newAccount(credit, { rate_limit_per_minute: 100_000 })
+      const submit = (lines: number, query = '') =>
+        gw.request(`/v1/batches${query}`, key, {
+          method: 'POST',
+          headers: { 'content-type': 'application/jsonl' },
+          body: jsonl(
+            Array.from({ length: lines }, (_, i) => ({
+              custom_id: `l${i}`,
+              method: 'POST',
+              url: '/v1/chat/completions',
+              body: issueRequest(false, i),
+            })),
+          ),
+        })
+      // A line's ceiling is the live call's own (same body, same arithmetic).
+      const quote = (await (await submit(1, '?dry_run=true')).json()) as {
+        cost_ceiling_usd: string
+      }
+      const ceiling = new Decimal(quote.cost_ceiling_usd)
+      // As many lines as fit beside the running call: more than the half of the credit the
+      // instance's block may take, so the block, counted as held, would refuse them.
+      const lines = new Decimal(credit).minus(ceiling).div(ceiling).floor().toNumber()
+      expect(ceiling.times(lines).greaterThan(new Decimal(credit).div(2))).toBe(true)
+      const call = liveCall(gw.url, key, issueRequest(false))
+      await Bun.sleep(200)
+      // The call runs (the upstream answers after 500 ms), and its block is held: more than its ceiling.
+      expect(new Decimal((await account(accountId)).held_usd).greaterThan(ceiling)).toBe(true)
+      const response = await submit(lines)
+      expect(response.status).toBe(201)
+      expect((await call).status).toBe(200)
+    }, 30_000)
 
     test('a stream the client abandons settles what the upstream reported and gives the rest back', async () => {
       const { key, accountId } = await gw.newAccount('0.01', { rate_limit_per_minute: 100_000 })
