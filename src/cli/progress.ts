@@ -156,7 +156,7 @@ export function summary(batch: BatchView): string {
   const c = batch.request_counts
   return [
     `${batch.id}  ${batch.name ?? '(unnamed)'}  ${batch.status}`,
-    `  lines     ${c.total}: ${c.succeeded} succeeded, ${notRun(c)} did not (${c.failed} failed, ${c.cancelled} cancelled, ${c.expired} expired), ${c.pending + c.running} pending`,
+    `  lines     ${c.total}: ${c.succeeded} succeeded, ${notRun(c)} did not (${c.failed} failed, ${c.cancelled} cancelled, ${c.expired} expired), ${c.pending} pending, ${c.running} running`,
     `  cost      $${batch.cost_usd} of $${batch.cost_ceiling_usd} ceiling${batch.max_cost_usd ? `, capped at $${batch.max_cost_usd}` : ''}`,
     ...providerLines(batch),
     ...(batch.routing?.eta != null && batch.finished_at === null

@@ -100,9 +100,9 @@ describe('multigrid (user CLI)', () => {
     const status = await run(['status', batchId])
     expect(status.code).toBe(0)
     expect(status.stdout).toContain(`${batchId}  cli-run  completed`)
-    // "did not" sums failed, cancelled and expired, each named after it.
+    // "did not" sums failed, cancelled and expired, each named after it; then waiting and in flight.
     expect(status.stdout).toMatch(
-      /lines\s+3: 2 succeeded, 1 did not \(1 failed, 0 cancelled, 0 expired\)/,
+      /lines\s+3: 2 succeeded, 1 did not \(1 failed, 0 cancelled, 0 expired\), 0 pending, 0 running\n/,
     )
     // Where the lines went: every one on the simulator.
     expect(status.stdout).toMatch(/\n  providers sim: 2 ok, 1 failed, 0 running, \$0\.\d{6}/)

@@ -766,6 +766,10 @@ for (const storeKind of STORES) {
       })
       const when = new Date(fallbackAt * 1000).toISOString().slice(0, 16).replace('T', ' ')
       expect(summary(waiting as never)).toContain('sim:batch: 0 ok, 0 failed, 8 running')
+      // Lines in a provider batch are running, not pending, in the lines' summary too.
+      expect(summary(waiting as never)).toMatch(
+        /lines\s+8: 0 succeeded, .*\), 0 pending, 8 running\n/,
+      )
       expect(summary(waiting as never)).toContain(`in 2 provider batches; live lanes from ${when}`)
       const cookie = await dashboardCookie(gw.url, key)
       const page = await (
