@@ -46,12 +46,16 @@ function addressProblem(
 ): string | null {
   for (const address of addresses) {
     const kind = classifyAddress(address)
-    if (kind === 'public' || (allowPrivate && (kind === 'loopback' || kind === 'private'))) continue
+    const optable = kind === 'loopback' || kind === 'private'
+    if (kind === 'public' || (allowPrivate && optable)) continue
     const where = address === host ? address : `${host} resolves to ${address}`
     const article = kind === 'unspecified' ? 'an' : 'a'
+    // The opt-in is named only where it would help: it never opens link-local (cloud metadata).
     const rule = allowPrivate
       ? 'webhooks may reach public, loopback and private addresses, no other kind'
-      : `webhooks may not reach the gateway's own network (${OPT_IN})`
+      : optable
+        ? `webhooks may not reach the gateway's own network (${OPT_IN})`
+        : 'webhooks may never reach one, not even with MULTIGRID_WEBHOOK_ALLOW_PRIVATE=true'
     return `${where}, ${article} ${kind} address: ${rule}`
   }
   return null
