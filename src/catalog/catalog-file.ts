@@ -96,6 +96,12 @@ export const offeringSchema = z.strictObject({
   timeout_s: z.number().positive().max(3600).optional(),
   /** OpenAI reasoning models refuse max_tokens and want max_completion_tokens. */
   max_tokens_param: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
+  /**
+   * A reasoning model on the Responses API (OpenAI's gpt-5, o-series): a live Responses call
+   * passed through asks for its reasoning as encrypted content, which a stateless next turn must
+   * send back. Other models refuse that ask (docs/clients/responses.md).
+   */
+  encrypted_reasoning: z.boolean().optional(),
   /** Batch lane only (docs/batch-lanes.md): chunk_lines, min_hours_left, fallback_hours, poll_s. */
   ...batchLaneFields,
 })

@@ -43,6 +43,13 @@ export interface NativeRequest {
   body: Record<string, unknown>
   /** The caller's `anthropic-beta` header, sent on with a request passed through to Anthropic. */
   anthropicBeta?: string
+  /**
+   * A live Responses call: to an offering whose model reasons (`encrypted_reasoning`), it asks for
+   * the reasoning as encrypted content, since nothing is stored upstream (store: false): the
+   * caller can then send the reasoning items back with its next turn, as OpenAI requires of a
+   * reasoning model's stateless conversation.
+   */
+  reasoningBack?: boolean
 }
 
 /** One call to one offering. */
@@ -311,7 +318,7 @@ function requestFor(
       : undefined
   return {
     endpoint,
-    body: native ? native.body : body,
+    body: native ? nativeBody(native, offering) : body,
     // A fine-tune is the server's model by its own name, loaded beside its base.
     model: fineTune ? fineTune.name : offering.upstream_model,
     maxTokensParam: offering.max_tokens_param,
@@ -324,6 +331,16 @@ function requestFor(
     ...(offering.timeout_s !== undefined && { timeoutMs: offering.timeout_s * 1000 }),
   }
 }
+
+/** A passed-through body for `offering` (NativeRequest.reasoningBack). */
+function nativeBody(native: NativeRequest, offering: Offering): Record<string, unknown> {
+  if (!native.reasoningBack || !offering.encrypted_reasoning) return native.body
+  const asked = Array.isArray(native.body.include) ? (native.body.include as unknown[]) : []
+  if (asked.includes(ENCRYPTED_REASONING)) return native.body
+  return { ...native.body, include: [...asked, ENCRYPTED_REASONING] }
+}
+
+const ENCRYPTED_REASONING = 'reasoning.encrypted_content'
 
 /**
  * Every replica answered busy (503, a full queue): the call waits and is sent again, with no

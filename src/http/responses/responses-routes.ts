@@ -56,6 +56,7 @@ export function responsesCall(
       api: 'responses',
       // OpenAI stores a response unless told not to; the gateway promises nothing is stored.
       body: { ...params, store: false },
+      reasoningBack: true,
       untranslated,
       fromChat: (answer) => convertChatToResponse(answer, params),
       streamRender: (native) => (native ? rawEvents() : responseStreamRender(params)),
