@@ -108,7 +108,7 @@ export function compileProblems(
             ? 'write every pattern and patternProperties key in RE2 syntax (https://github.com/google/re2/wiki/Syntax): the gateway checks answers with a linear-time engine, which has no backreferences or lookaround'
             : verdict.reason === 'budget'
               ? 'simplify the schema: fewer distinct subschemas, $ref chains and anyOf/oneOf branches'
-              : 'send a valid JSON Schema (draft 2020-12 unless its $schema names 2019-09 or draft-07) in json_schema.schema, such as {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}; every $ref must point inside the schema',
+              : 'send a valid JSON Schema (draft 2020-12 unless its $schema names 2019-09 or draft-07) in json_schema.schema, such as {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}; every $ref must point inside the schema, and lead back to a schema it is in only through a property or an item (a list\'s next, a tree\'s children)',
       },
       warning: null,
     }

@@ -13,7 +13,7 @@ import Ajv, { type ValidateFunction } from 'ajv'
 import Ajv2019 from 'ajv/dist/2019'
 import Ajv2020 from 'ajv/dist/2020'
 import { checkPatterns, PatternError, re2Engine } from './re2-patterns.ts'
-import { findRecursion } from './schema-recursion.ts'
+import { findLoop, findRecursion } from './schema-recursion.ts'
 
 /** A schema as the gateway uses it: how to judge an answer, and whether it recurses. */
 export interface AnswerSchema {
@@ -114,6 +114,14 @@ function compileUncached(schema: Record<string, unknown>): CompiledAnswerSchema 
     return {
       ok: false,
       message: `$id ${JSON.stringify(id).slice(0, 80)} is a meta-schema's; give the schema an id of its own or none`,
+    }
+  }
+  // Before Ajv, whose compile of such a loop runs until the stack overflows.
+  const loop = findLoop(schema)
+  if (loop) {
+    return {
+      ok: false,
+      message: `${loop.join('.')} leads back to a schema it is in without going into a property or an item, so checking an answer against it would never end`,
     }
   }
   try {

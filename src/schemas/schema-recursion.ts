@@ -25,6 +25,36 @@ interface Located {
 
 /** The keys from the root to the first reference found that closes a cycle, or null. */
 export function findRecursion(root: unknown): string[] | null {
+  return findCycle(root, () => true)
+}
+
+/**
+ * Keywords whose schemas apply to the instance the schema itself applies to (not to a property
+ * or an item of it).
+ */
+const IN_PLACE = new Set([
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'not',
+  'if',
+  'then',
+  'else',
+  'dependentSchemas',
+  'dependencies',
+])
+
+/**
+ * A cycle that never goes into a property or an item (`{"$defs": {"a": {"anyOf": [{"$ref":
+ * "#/$defs/a"}]}}, "$ref": "#/$defs/a"}`): checking any answer against it would apply the same
+ * schema to the same value without end. The keys to the reference that closes it, or null.
+ */
+export function findLoop(root: unknown): string[] | null {
+  return findCycle(root, (keyword) => IN_PLACE.has(keyword))
+}
+
+/** The first cycle of references, following only subschemas under keywords `follows` takes. */
+function findCycle(root: unknown, follows: (keyword: string) => boolean): string[] | null {
   if (!isNode(root)) return null
   const index = indexSchema(root)
   const edges = new Map<string, { site: string[]; target: string }[]>()
@@ -32,7 +62,7 @@ export function findRecursion(root: unknown): string[] | null {
     let found = edges.get(pointer)
     if (!found) {
       found = []
-      collectReferences(index.nodes.get(pointer)!, found, index)
+      collectReferences(index.nodes.get(pointer)!, { into: found, index, follows })
       edges.set(pointer, found)
     }
     return found
@@ -134,15 +164,19 @@ function resolve(reference: string, index: SchemaIndex): string | null {
  */
 function collectReferences(
   at: Located,
-  into: { site: string[]; target: string }[],
-  index: SchemaIndex,
+  walk: {
+    into: { site: string[]; target: string }[]
+    index: SchemaIndex
+    follows: (keyword: string) => boolean
+  },
 ) {
   for (const keyword of REFERENCE_KEYWORDS) {
     const reference = at.node[keyword]
     if (typeof reference !== 'string') continue
     // $recursiveRef is always "#": the root (no $recursiveAnchor scopes are followed).
-    const target = resolve(keyword === '$recursiveRef' ? '#' : reference, index)
-    if (target !== null) into.push({ site: [...at.path, keyword], target })
+    const target = resolve(keyword === '$recursiveRef' ? '#' : reference, walk.index)
+    if (target !== null) walk.into.push({ site: [...at.path, keyword], target })
   }
-  for (const next of subschemas(at, false)) collectReferences(next, into, index)
+  for (const next of subschemas(at, false))
+    if (walk.follows(next.path[at.path.length]!)) collectReferences(next, walk)
 }

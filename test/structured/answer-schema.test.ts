@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { compileAnswerSchema } from '../../src/schemas/answer-schema.ts'
-import { findRecursion } from '../../src/schemas/schema-recursion.ts'
+import { findLoop, findRecursion } from '../../src/schemas/schema-recursion.ts'
 
 const compiled = (schema: Record<string, unknown>) => {
   const result = compileAnswerSchema(schema)
@@ -122,5 +122,49 @@ describe('unbounded recursion', () => {
       '$defs',
       '$ref',
     ])
+  })
+})
+
+describe('loops no answer can be checked against', () => {
+  test('a cycle through anyOf, allOf, not or $ref alone is refused at compile, quickly, naming where it closes', () => {
+    const loops: [Record<string, unknown>, string[]][] = [
+      [
+        { $defs: { a: { anyOf: [{ $ref: '#/$defs/a' }] } }, $ref: '#/$defs/a' },
+        ['$defs', 'a', 'anyOf', '0', '$ref'],
+      ],
+      [{ allOf: [{ $ref: '#' }] }, ['allOf', '0', '$ref']],
+      [{ not: { $ref: '#' } }, ['not', '$ref']],
+      [
+        { $defs: { a: { $ref: '#/$defs/b' }, b: { $ref: '#/$defs/a' } }, $ref: '#/$defs/a' },
+        ['$defs', 'b', '$ref'],
+      ],
+      // A branch that goes into the items does not save one that does not.
+      [{ anyOf: [{ $ref: '#' }, { type: 'array', items: { $ref: '#' } }] }, ['anyOf', '0', '$ref']],
+    ]
+    for (const [schema, site] of loops) {
+      expect(findLoop(schema)).toEqual(site)
+      const started = performance.now()
+      expect(failure(schema)).toBe(
+        `${site.join('.')} leads back to a schema it is in without going into a property or an item, so checking an answer against it would never end`,
+      )
+      expect(performance.now() - started).toBeLessThan(100)
+    }
+  })
+
+  test('recursion through a property or an item is no loop: it compiles', () => {
+    const schemas = [
+      { properties: { next: { $ref: '#' } } },
+      { anyOf: [{ type: 'null' }, { type: 'array', items: { $ref: '#' } }] },
+      {
+        $defs: {
+          node: { type: 'object', properties: { kids: { items: { $ref: '#/$defs/node' } } } },
+        },
+        allOf: [{ $ref: '#/$defs/node' }],
+      },
+    ]
+    for (const schema of schemas) {
+      expect(findLoop(schema)).toBeNull()
+      expect(failure(schema)).toBeNull()
+    }
   })
 })

@@ -197,6 +197,37 @@ for (const storeKind of STORES) {
       expect(error.message).toContain('"(?<=a)b" is not RE2 syntax')
     })
 
+    test('a schema that loops without going into a property or an item is refused at validation, never judged and billed as unchecked', async () => {
+      const { key } = await gw.newAccount('10')
+      const loop = { $defs: { a: { anyOf: [{ $ref: '#/$defs/a' }] } }, $ref: '#/$defs/a' }
+      const response = await submit(key, [
+        chatLine('loop', 'hi', { response_format: schemaFormat(loop), max_tokens: 16 }),
+      ])
+      expect(response.status).toBe(400)
+      const { issues } = (await response.json()) as {
+        issues: { path: string; message: string; fix: string }[]
+      }
+      expect(issues[0].path).toBe('body.response_format')
+      expect(issues[0].message).toContain(
+        '$defs.a.anyOf.0.$ref leads back to a schema it is in without going into a property or an item',
+      )
+      expect(issues[0].fix).toContain('only through a property or an item')
+      const live = await gw.request('/v1/chat/completions', key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'sim/chat',
+          max_tokens: 16,
+          messages: [{ role: 'user', content: 'hi' }],
+          response_format: schemaFormat({ not: { $ref: '#' } }),
+        }),
+      })
+      expect(live.status).toBe(400)
+      const { error } = (await live.json()) as { error: { message: string; param: string } }
+      expect(error.param).toBe('response_format')
+      expect(error.message).toContain('not.$ref leads back to a schema it is in')
+    })
+
     test('a free dry run of 2,000 distinct 30-property schemas is quoted while /healthz keeps answering', async () => {
       const { key } = await gw.newAccount('0')
       const lines = Array.from({ length: 2000 }, (_, i) => {
