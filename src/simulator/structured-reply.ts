@@ -167,6 +167,8 @@ const GIVE_UP_DEPTH = 32
  * which shares its process) for 2^N steps. Past it, what is left is filled in as null.
  */
 const MAX_NODES = 10_000
+/** The longest string a minLength pads to (a longer one makes the instance invalid, not huge). */
+const MAX_STRING = 65_536
 
 interface Build {
   root: unknown
@@ -220,7 +222,8 @@ function build(schema: unknown, at: Build, depth: number): unknown {
     case 'array': {
       const min = typeof s.minItems === 'number' ? s.minItems : 0
       const max = typeof s.maxItems === 'number' ? s.maxItems : Math.max(min, 1)
-      const count = Math.min(Math.max(min, depth < MAX_DEPTH ? 1 : 0), max)
+      // Within the nodes left: a minItems of a billion must not be a billion items.
+      const count = Math.min(Math.max(min, depth < MAX_DEPTH ? 1 : 0), max, Math.max(0, at.left))
       const prefix = Array.isArray(s.prefixItems) ? s.prefixItems : []
       return Array.from({ length: count }, (_, i) =>
         build(prefix[i] ?? s.items ?? {}, at, depth + 1),
@@ -242,7 +245,8 @@ function build(schema: unknown, at: Build, depth: number): unknown {
       return null
     default: {
       let value = text
-      if (typeof s.minLength === 'number') value = value.padEnd(s.minLength, '.')
+      if (typeof s.minLength === 'number')
+        value = value.padEnd(Math.min(s.minLength, MAX_STRING), '.')
       if (typeof s.maxLength === 'number') value = value.slice(0, s.maxLength)
       return value
     }

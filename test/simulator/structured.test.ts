@@ -152,3 +152,13 @@ test('a schema whose $refs double at every level gets an answer at once, not aft
   expect(performance.now() - started).toBeLessThan(1_000)
   expect(Object.keys(value)).toEqual(['a'])
 })
+
+test('a minItems or minLength of a billion gets a bounded answer at once, not a process grown past memory', () => {
+  const started = performance.now()
+  const list = { type: 'array', minItems: 1_000_000_000, items: { type: 'string' } }
+  // Within the node budget; the nodes past it are what is left, null.
+  expect((instanceOf(list, list, 'text', 0) as unknown[]).length).toBeLessThanOrEqual(10_000)
+  const text = { type: 'string', minLength: 1_000_000_000 }
+  expect((instanceOf(text, text, 'text', 0) as string).length).toBe(65_536)
+  expect(performance.now() - started).toBeLessThan(1_000)
+})
