@@ -1,8 +1,11 @@
 /**
  * A chat.completion → an Anthropic `message` (docs/clients/anthropic-sdk.md), the inverse of
- * providers/anthropic/convert-anthropic-response.ts: text and tool calls as content blocks,
- * finish_reason as stop_reason, usage as Anthropic counts it.
+ * providers/anthropic/convert-anthropic-response.ts: text and tool calls as content blocks (their
+ * ids within Anthropic's pattern, map-tool-use-ids.ts), finish_reason as stop_reason, usage as
+ * Anthropic counts it.
  */
+
+import { mapToolUseIds } from './map-tool-use-ids.ts'
 
 /**
  * OpenAI finish_reason → Anthropic stop_reason (map-anthropic-stop-reason.ts, read backwards).
@@ -70,10 +73,12 @@ export function convertChatToMessage(completion: Record<string, unknown>, model?
   if (typeof text === 'string' && text !== '') content.push({ type: 'text', text })
   type Call = { id?: unknown; function?: { name?: unknown; arguments?: unknown } }
   const toolCalls = (choice.message?.tool_calls ?? []) as Call[]
-  for (const call of toolCalls) {
+  // Another model's ids (`functions.get_weather:0`) made ones Anthropic takes, as a request's are.
+  const toolId = mapToolUseIds([choice.message])
+  for (const [index, call] of toolCalls.entries()) {
     content.push({
       type: 'tool_use',
-      id: call.id,
+      id: toolId(call.id) ?? `toolu_${index}`,
       name: call.function?.name,
       input: parseArguments(call.function?.arguments),
     })

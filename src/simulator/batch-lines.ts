@@ -55,7 +55,7 @@ export async function answerLine(
         ? prepareEmbeddings(plain, options.embeddingDims)
         : endpoint === '/v1/responses'
           ? prepareResponses(plain, id, options.usageFactor, options.structuredAnswers)
-          : prepareChat(plain, id, options.usageFactor, options.structuredAnswers)
+          : prepareChat(plain, id, options)
   if (prepared instanceof Response) {
     return { customId, status: prepared.status, body: await prepared.json() }
   }

@@ -101,8 +101,7 @@ function prepare(
   body: Record<string, unknown>,
   id: number,
 ): Prepared | Response {
-  if (path === '/v1/chat/completions')
-    return prepareChat(body, `chatcmpl-sim${id}`, o.usageFactor, o.structuredAnswers)
+  if (path === '/v1/chat/completions') return prepareChat(body, `chatcmpl-sim${id}`, o)
   if (path === '/v1/embeddings') return prepareEmbeddings(body, o.embeddingDims)
   if (path === '/v1/responses')
     return prepareResponses(body, `sim${id}`, o.usageFactor, o.structuredAnswers)

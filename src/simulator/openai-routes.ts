@@ -16,8 +16,9 @@ import {
   type Reply,
 } from './reply.ts'
 import { errorResponse, sseText } from './respond.ts'
-import { openaiAnswerShape, shapedReply, type StructuredAnswers } from './structured-reply.ts'
-import { chatForcedTool, forcedCall } from './tool-calls.ts'
+import { openaiAnswerShape, shapedReply } from './structured-reply.ts'
+import { chatForcedTool, forcedCall, functionsCallId } from './tool-calls.ts'
+import type { ResolvedSimulatorOptions } from './options.ts'
 
 const finishReasons = { stop: 'stop', stop_sequence: 'stop', length: 'length' } as const
 
@@ -130,12 +131,18 @@ function chatStream(render: ChatRender, noUsage: boolean): string {
   return sseText(events, true)
 }
 
+/** The simulator's settings a chat answer reads. */
+export type ChatOptions = Pick<
+  ResolvedSimulatorOptions,
+  'usageFactor' | 'structuredAnswers' | 'toolCallIds'
+>
+
 export function prepareChat(
   body: Record<string, unknown>,
   id: string,
-  usageFactor = 1,
-  structuredAnswers: StructuredAnswers = 'valid',
+  options: ChatOptions,
 ): Prepared | Response {
+  const { usageFactor, structuredAnswers } = options
   const { model, messages } = body
   if (typeof model !== 'string') return invalid('you must provide a model parameter')
   if (!Array.isArray(messages) || messages.length === 0) {
@@ -155,7 +162,10 @@ export function prepareChat(
       makeReply({ messages: texts, key, model, choice, maxTokens: null, stop: [] }).text
     if (forced) {
       const call = forcedCall(forced, plain(), maxTokens)
-      const callId = `call_${hashText(`${id}\u0000${choice}`)}`
+      const callId =
+        options.toolCallIds === 'functions'
+          ? functionsCallId(call.name, messages)
+          : `call_${hashText(`${id}\u0000${choice}`)}`
       const named = forced.named
       answers.push({ reply: call.arguments, call: { id: callId, name: call.name, named } })
     } else if (shape) {

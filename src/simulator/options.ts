@@ -1,4 +1,5 @@
 import type { StructuredAnswers } from './structured-reply.ts'
+import type { ToolCallIds } from './tool-calls.ts'
 
 /**
  * How the upstream simulator behaves. Every fault is a fraction of inference requests (POST
@@ -89,6 +90,11 @@ export interface SimulatorOptions {
    */
   structuredAnswers?: StructuredAnswers
   /**
+   * How a chat completion names its tool calls: `openai` (`call_…`, the default), or `functions`
+   * (`functions.get_weather:0`), as Kimi K2 on vLLM does, ids outside Anthropic's tool_use pattern.
+   */
+  toolCallIds?: ToolCallIds
+  /**
    * Flex mode (docs/pricing.md): a chat request with `service_tier: "flex"` waits this much longer than
    * latencyMs before its answer. Default 0.
    */
@@ -148,6 +154,7 @@ export const defaultSimulatorOptions: ResolvedSimulatorOptions = {
   maxLoras: null,
   loraLoadMs: 0,
   structuredAnswers: 'valid',
+  toolCallIds: 'openai',
   flexLatencyMs: 0,
   flexUnavailableRate: 0,
   batchTurnaroundMs: 1000,

@@ -91,6 +91,21 @@ export function responsesForcedTool(tools: unknown, choice: unknown): ForcedTool
   return pick(functions, named.name)
 }
 
+/**
+ * How a chat server names its tool calls: OpenAI's `call_…`, or `functions.<name>:<n>` as Kimi K2
+ * on vLLM does, n counting the calls made earlier in the conversation.
+ */
+export type ToolCallIds = 'openai' | 'functions'
+
+/** `functions.<name>:<n>`: n the number of tool calls the conversation's messages already hold. */
+export function functionsCallId(name: string, messages: readonly unknown[]): string {
+  let earlier = 0
+  for (const message of objectsIn(messages)) {
+    if (Array.isArray(message.tool_calls)) earlier += message.tool_calls.length
+  }
+  return `functions.${name}:${earlier}`
+}
+
 /** The call to `tool`: arguments built from its schema, strings `plain`, cut at maxTokens. */
 export function forcedCall(tool: ForcedTool, plain: string, maxTokens: number | null): ToolCall {
   const schema = tool.parameters ?? { type: 'object', properties: {} }

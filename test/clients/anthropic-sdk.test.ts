@@ -43,6 +43,18 @@ function suite(store: (typeof STORES)[number]) {
     messages: [{ role: 'user' as const, content: 'Say hello.' }],
   })
 
+  const tools = [
+    {
+      name: 'get_weather',
+      description: 'The weather in a city.',
+      input_schema: {
+        type: 'object' as const,
+        properties: { city: { type: 'string' } },
+        required: ['city'],
+      },
+    },
+  ]
+
   /** A native submit of a one-line file. */
   const submitNative = (line: Record<string, unknown>) =>
     gw.request('/v1/batches', key, {
@@ -203,6 +215,53 @@ function suite(store: (typeof STORES)[number]) {
         { role: 'assistant', content: 'Hello.' },
         { role: 'user', content: 'Again.' },
       ])
+    })
+
+    test("a pool model's tool call ids (functions.get_weather:0) come back as ids Anthropic takes, and a Claude model and the pool take the loop after, streamed or not", async () => {
+      sim.configure({ toolCallIds: 'functions' })
+      try {
+        for (const streamed of [false, true]) {
+          const history: Anthropic.MessageParam[] = [
+            { role: 'user', content: 'What is the weather in Lisbon?' },
+          ]
+          const turn = async (model: string, choice: 'any' | 'auto') => {
+            const params = {
+              model,
+              max_tokens: 64,
+              tools,
+              tool_choice: { type: choice },
+              messages: history,
+            }
+            const message = streamed
+              ? await client.messages.stream(params).finalMessage()
+              : await client.messages.create(params)
+            history.push({ role: 'assistant', content: message.content })
+            return message
+          }
+          const first = await turn('sim/chat', 'any')
+          const call = first.content.find((block) => block.type === 'tool_use')!
+          expect({ streamed, id: call.id }).toEqual({ streamed, id: 'functions_get_weather_0' })
+          history.push({
+            role: 'user',
+            content: [{ type: 'tool_result', tool_use_id: call.id, content: 'Sunny, 24 C.' }],
+          })
+          // Passed through as it came: the simulator refuses a tool_use id as Anthropic does.
+          const claude = await turn('sim/claude', 'auto')
+          expect(claude.content[0]!.type).toBe('text')
+          history.push({ role: 'user', content: 'And in Porto?' })
+          const again = await turn('sim/chat', 'any')
+          const next = again.content.find((block) => block.type === 'tool_use')!
+          expect(next.id).toBe('functions_get_weather_1')
+          // The pool reads its earlier call under the id the client sent back, call and result alike.
+          const sent = JSON.parse(sim.received().at(-1)!.text) as {
+            messages: { tool_calls?: { id: string }[]; tool_call_id?: string }[]
+          }
+          expect(sent.messages[1]!.tool_calls![0]!.id).toBe(call.id)
+          expect(sent.messages[2]!.tool_call_id).toBe(call.id)
+        }
+      } finally {
+        sim.configure({ toolCallIds: 'openai' })
+      }
     })
 
     test('errors come in Anthropic shape, with the SDK error class', async () => {

@@ -168,6 +168,24 @@ describe('OpenAI chat completions', () => {
     expect(chunks.at(-1).usage).toEqual(whole.usage)
   })
 
+  test('toolCallIds "functions" names calls as Kimi K2 on vLLM does: functions.<name>:<n>, n the calls before it, plain and streamed', async () => {
+    sim.configure({ toolCallIds: 'functions' })
+    try {
+      const asked = { ...chat, tool_choice: 'required' }
+      const body = await postJson('/v1/chat/completions', asked)
+      expect(body.choices[0].message.tool_calls[0].id).toBe('functions.get_weather:0')
+      const earlier = [
+        ...messages,
+        { role: 'assistant', content: null, tool_calls: body.choices[0].message.tool_calls },
+        { role: 'tool', tool_call_id: 'functions.get_weather:0', content: 'rain' },
+      ]
+      const events = await postStream('/v1/chat/completions', { ...asked, messages: earlier })
+      expect(events[0]![1].choices[0].delta.tool_calls[0].id).toBe('functions.get_weather:1')
+    } finally {
+      sim.configure({ toolCallIds: 'openai' })
+    }
+  })
+
   test('tool_choice "auto", "none" or absent still answers text', async () => {
     const text = await plainText()
     for (const choice of [{ tool_choice: 'auto' }, { tool_choice: 'none' }, {}]) {

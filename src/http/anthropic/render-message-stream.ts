@@ -7,6 +7,7 @@
 import type { Usage } from '../../../providers/types.ts'
 import type { StreamRender } from '../live.ts'
 import { messageIdOf, stopReasonOf } from '../../../providers/anthropic/convert-chat-to-message.ts'
+import { streamedToolUseIds } from '../../../providers/anthropic/map-tool-use-ids.ts'
 
 const event = (type: string, data: Record<string, unknown>) =>
   `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
@@ -25,6 +26,8 @@ export function anthropicStreamRender(model: string): StreamRender {
   // The open content block: its Anthropic index and what it is (text, or a chat tool call's index).
   let open: { index: number; kind: 'text' | number } | null = null
   let nextIndex = 0
+  // Another model's call ids (`functions.get_weather:0`) named as a whole answer's are.
+  const toolId = streamedToolUseIds()
 
   const start = (id: unknown) => {
     started = true
@@ -71,7 +74,7 @@ export function anthropicStreamRender(model: string): StreamRender {
         if (open?.kind !== callIndex) {
           out += openBlock(callIndex, {
             type: 'tool_use',
-            id: call.id ?? `toolu_${callIndex}`,
+            id: toolId(call.id ?? `toolu_${callIndex}`),
             name: call.function?.name ?? '',
             input: {},
           })
