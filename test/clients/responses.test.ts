@@ -455,8 +455,8 @@ describe('passed through to a provider with responses_api', () => {
         expect(response.status).toBe(200)
         const types = [...(await response.text()).matchAll(/^event: (\S+)$/gm)].map((m) => m[1])
         expect(types).not.toContain('response.completed')
-        // Passed through: OpenAI's error event; translated: the Response, failed.
-        expect(types.at(-1)).toBe(model === 'sim/responses' ? 'error' : 'response.failed')
+        // OpenAI's error event, passed through or translated.
+        expect(types.at(-1)).toBe('error')
       }
     } finally {
       sim.configure({ cutRate: 0 })
@@ -466,7 +466,7 @@ describe('passed through to a provider with responses_api', () => {
     expect(after.held_usd).toBe(before.held_usd)
   })
 
-  test('a stream broken off, after some events or at its first, numbers every event in order, the error too; a translated one opens with response.created', async () => {
+  test('a stream broken off, after some events or at its first, numbers every event in order, the error too, translated as passed through', async () => {
     for (const fault of ['cutRate', 'malformedRate'] as const) {
       sim.configure({ [fault]: 1 })
       try {
@@ -487,19 +487,70 @@ describe('passed through to a provider with responses_api', () => {
           const numbers = [...text.matchAll(/^data: (.+)$/gm)].map(
             (m) => (JSON.parse(m[1]!) as { sequence_number?: number }).sequence_number,
           )
-          expect({ fault, model, last: types.at(-1) }).toEqual({
-            fault,
-            model,
-            last: model === 'sim/responses' ? 'error' : 'response.failed',
-          })
+          expect({ fault, model, last: types.at(-1) }).toEqual({ fault, model, last: 'error' })
           // As OpenAI numbers a stream's events: 0, 1, 2, …
           expect(numbers).toEqual(numbers.map((_, i) => i))
-          if (model === 'sim/chat')
+          // Broken at its first event, a stream is the error alone, translated or not.
+          if (types.length > 1)
             expect(types.slice(0, 2)).toEqual(['response.created', 'response.in_progress'])
         }
       } finally {
         sim.configure({ [fault]: 0 })
       }
+    }
+  })
+
+  test('a stream broken mid-answer ends as OpenAI ends one, translated as passed through: responses.stream().finalResponse() rejects with APIError, the text already sent kept by the client', async () => {
+    sim.configure({ cutRate: 1 })
+    try {
+      const endings: Record<string, unknown>[] = []
+      for (const model of ['sim/responses', 'sim/chat', 'sim/claude']) {
+        const stream = client.responses.stream({
+          model,
+          input: 'Say hello.',
+          max_output_tokens: 64,
+        })
+        const types: string[] = []
+        let text = ''
+        stream.on('event', (event) => types.push(event.type))
+        stream.on('response.output_text.delta', (event) => (text += event.delta))
+        const error = await stream.finalResponse().catch((e: unknown) => e)
+        expect({ model, rejected: error instanceof OpenAI.APIError }).toEqual({
+          model,
+          rejected: true,
+        })
+        expect((error as InstanceType<typeof OpenAI.APIError>).message).toContain(
+          'the upstream stream broke off',
+        )
+        // Text was streamed before the break, and no Response claims to be the answer.
+        expect(text.length).toBeGreaterThan(0)
+        expect(types).not.toContain('response.failed')
+        expect(types).not.toContain('response.completed')
+
+        const raw = await gw.request('/v1/responses', key, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model, input: 'Say hello.', max_output_tokens: 64, stream: true }),
+        })
+        const events = [...(await raw.text()).matchAll(/^data: (.+)$/gm)].map(
+          (m) => JSON.parse(m[1]!) as Record<string, unknown>,
+        )
+        expect(events.map((event) => event.type)).toContain('response.output_text.delta')
+        const { sequence_number, ...ending } = events.at(-1)!
+        expect(sequence_number).toBe(events.length - 1)
+        endings.push(ending)
+      }
+      // The same error event however the model is served.
+      expect(endings).toEqual(
+        Array(3).fill({
+          type: 'error',
+          code: 'server_error',
+          message: 'the upstream stream broke off',
+          param: null,
+        }),
+      )
+    } finally {
+      sim.configure({ cutRate: 0 })
     }
   })
 

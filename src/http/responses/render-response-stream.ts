@@ -5,7 +5,8 @@
  * response.output_text.done, response.content_part.done, response.output_item.done; per tool
  * call response.output_item.added, response.function_call_arguments.delta…,
  * response.function_call_arguments.done, response.output_item.done; then response.completed
- * (or response.incomplete when the answer was cut at max_output_tokens).
+ * (or response.incomplete when the answer was cut at max_output_tokens); an upstream that broke
+ * off ends it with an `error` event (brokenOffEvent).
  */
 import type { Usage } from '../../../providers/types.ts'
 import type { StreamRender } from '../live.ts'
@@ -173,14 +174,24 @@ export function responseStreamRender(request: Record<string, unknown>): StreamRe
       const type = finish.status === 'completed' ? 'response.completed' : 'response.incomplete'
       return head + event(type, { response })
     },
-    broken: () => {
-      // A stream broken before its first chunk still opens as every Responses stream does.
-      const head = started ? '' : start()
-      Object.assign(response, {
-        status: 'failed',
-        error: { code: 'server_error', message: 'the upstream stream broke off' },
-      })
-      return head + event('response.failed', { response })
-    },
+    broken: () => brokenOffEvent(sequence++),
   }
+}
+
+/**
+ * The event that ends a Responses stream the upstream broke off, translated or passed through:
+ * OpenAI's `error`, numbered next after the last event sent. The openai SDK's stream raises it as
+ * an APIError; a `response.failed` it takes as a clean end, and finalResponse() would resolve the
+ * failed Response as the answer. The items begun stay unfinished, as a passed-through stream
+ * leaves them: its upstream never finished them.
+ */
+export function brokenOffEvent(sequence: number): string {
+  const error = {
+    type: 'error',
+    code: 'server_error',
+    message: 'the upstream stream broke off',
+    param: null,
+    sequence_number: sequence,
+  }
+  return `event: error\ndata: ${JSON.stringify(error)}\n\n`
 }

@@ -15,7 +15,7 @@ import { inResponsesNames, responsesParam } from '../../ingest/responses-line.ts
 import type { LiveService, NativeCall, StreamRender } from '../live.ts'
 import { convertChatToResponse } from '../../../providers/responses/convert-chat-to-response.ts'
 import { convertResponsesToChat } from '../../../providers/responses/convert-responses-to-chat.ts'
-import { responseStreamRender } from './render-response-stream.ts'
+import { brokenOffEvent, responseStreamRender } from './render-response-stream.ts'
 import { responseHeaders } from '../caller-macro.ts'
 
 /** The request as chat completions, or the 400 that names the field it cannot translate. */
@@ -90,8 +90,7 @@ function rawEvents(): StreamRender {
       return `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`
     },
     end: () => '',
-    broken: () =>
-      `event: error\ndata: ${JSON.stringify({ type: 'error', code: 'server_error', message: 'the upstream stream broke off', param: null, sequence_number: next })}\n\n`,
+    broken: () => brokenOffEvent(next),
   }
 }
 
