@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import OpenAI from 'openai'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
-import { testCatalog } from '../helpers/catalog.ts'
+import { responsesCatalog } from '../helpers/catalog.ts'
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts'
 
 let sim: Simulator
@@ -34,16 +34,8 @@ const offering = (upstream: string, reasons: boolean) => ({
 
 beforeAll(async () => {
   sim = await startSimulator({ latencyMs: 1, keepBodies: 10 })
-  const catalog = testCatalog({ openai: `${sim.url}/v1`, anthropic: sim.url }) as {
-    providers: Record<string, unknown>
-    models: unknown[]
-  }
-  catalog.providers['sim-responses'] = {
-    kind: 'openai',
-    base_url: `${sim.url}/v1`,
-    max_concurrency: 8,
-    responses_api: true,
-  }
+  // A provider that serves the Responses API itself: its calls pass through (docs/clients/responses.md).
+  const catalog = responsesCatalog(sim.url)
   catalog.models.push(offering('reasoner', true), offering('plain', false))
   gw = await startTestGateway({ catalog, env: { MULTIGRID_DISPATCH: '0' } })
   const { key } = await gw.newAccount('10')

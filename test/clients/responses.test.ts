@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Decimal from 'decimal.js'
 import OpenAI from 'openai'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
-import { testCatalog } from '../helpers/catalog.ts'
+import { responsesCatalog } from '../helpers/catalog.ts'
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts'
 import { waitFor } from '../helpers/wait.ts'
 
@@ -25,16 +25,7 @@ let client: OpenAI
 beforeAll(async () => {
   sim = await startSimulator({ latencyMs: 1, keepBodies: 50 })
   // A provider that serves the Responses API itself: its calls pass through (docs/clients/responses.md).
-  const catalog = testCatalog({ openai: `${sim.url}/v1`, anthropic: sim.url }) as {
-    providers: Record<string, unknown>
-    models: unknown[]
-  }
-  catalog.providers['sim-responses'] = {
-    kind: 'openai',
-    base_url: `${sim.url}/v1`,
-    max_concurrency: 8,
-    responses_api: true,
-  }
+  const catalog = responsesCatalog(sim.url)
   catalog.models.push({
     id: 'sim/responses',
     endpoints: ['chat'],

@@ -150,3 +150,21 @@ export function writeCatalog(catalog: unknown): string {
   writeFileSync(path, JSON.stringify(catalog))
   return path
 }
+
+/**
+ * testCatalog with `sim-responses` beside, a provider that serves the Responses API itself (its
+ * calls pass through: docs/clients/responses.md); the models that use it are the caller's to add.
+ */
+export function responsesCatalog(simUrl: string) {
+  const catalog = testCatalog({ openai: `${simUrl}/v1`, anthropic: simUrl }) as {
+    providers: Record<string, unknown>
+    models: unknown[]
+  }
+  catalog.providers['sim-responses'] = {
+    kind: 'openai',
+    base_url: `${simUrl}/v1`,
+    max_concurrency: 8,
+    responses_api: true,
+  }
+  return catalog
+}
