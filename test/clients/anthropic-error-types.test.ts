@@ -18,6 +18,9 @@ test("each status gets Anthropic's type for it", () => {
     ['upstream_busy', 'overloaded_error'],
     // A 504: Anthropic's timeout_error, not api_error.
     ['upstream_timeout', 'timeout_error'],
+    // A 409 (cancelling an ended batch, deleting a running one): the SDK's conflict_error.
+    ['batch_not_cancellable', 'conflict_error'],
+    ['batch_not_ended', 'conflict_error'],
   ]
   for (const [code, type] of cases)
     expect([code, anthropicErrorType(refuse(code, 'x'))]).toEqual([code, type])

@@ -596,6 +596,26 @@ function suite(store: (typeof STORES)[number]) {
       expect(counts.succeeded + counts.canceled).toBe(3)
     })
 
+    test("a request the provider refuses is errored in Anthropic's ErrorResponse shape, request_id included", async () => {
+      const created = await client.messages.batches.create({
+        requests: [{ custom_id: 'refused', params: ask('sim/refused') }],
+      })
+      await messageBatchEnded(client, created.id)
+      const results = []
+      for await (const entry of await client.messages.batches.results(created.id))
+        results.push(entry)
+      expect(results.length).toBe(1)
+      const result = results[0]!.result
+      expect(result.type).toBe('errored')
+      if (result.type !== 'errored') return
+      expect(result.error).toMatchObject({
+        type: 'error',
+        error: { type: 'invalid_request_error' },
+        request_id: null,
+      })
+      expect(result.error.error.message.length).toBeGreaterThan(0)
+    })
+
     test("a call the batch's state refuses is a 409 the SDK does not retry: cancelling an ended batch", async () => {
       const done = await client.messages.batches.create({
         requests: [{ custom_id: 'ends', params: ask('sim/chat') }],
@@ -624,6 +644,7 @@ function suite(store: (typeof STORES)[number]) {
         `message batch ${done.id} has ended and can no longer be cancelled`,
       )
       expect(error.processing_status).toBe('ended')
+      expect(error.type).toBe('conflict_error')
     })
 
     test("an invalid request's fix says what to correct, not to leave the translated subset", async () => {

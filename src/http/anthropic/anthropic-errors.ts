@@ -15,7 +15,7 @@ const TYPES: Record<ErrorType, string> = {
   not_found_error: 'not_found_error',
   rate_limit_error: 'rate_limit_error',
   insufficient_quota: 'billing_error',
-  conflict_error: 'invalid_request_error',
+  conflict_error: 'conflict_error',
   server_error: 'api_error',
 }
 
@@ -24,6 +24,9 @@ export function anthropicErrorType(error: GatewayError): string {
   // Anthropic pairs every 404 with not_found_error, an unknown model's too, where OpenAI (and so
   // the gateway's own type) says invalid_request_error.
   if (error.status === 404) return 'not_found_error'
+  // A state that refuses the call (cancelling an ended batch, deleting a running one): the SDK's
+  // conflict_error, whatever OpenAI's type for it.
+  if (error.status === 409) return 'conflict_error'
   // Anthropic's own word for a service at capacity (its 529), and for its 504.
   if (error.refusal === 'upstream_busy') return 'overloaded_error'
   if (error.status === 504) return 'timeout_error'

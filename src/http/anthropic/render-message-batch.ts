@@ -89,6 +89,8 @@ export function renderMessageResultLine(line: LineRecord): string {
             type: errorType(line.error?.code ?? ''),
             message: line.error?.message ?? 'the request failed',
           },
+          // Anthropic's ErrorResponse names the request; a line's has none of its own to name.
+          request_id: null,
         },
       }
       break
