@@ -202,6 +202,12 @@ export interface ProviderOptions {
   adaptive?: AdaptivePoolOptions
   /** Kind openai: every chat call carries `service_tier` (OpenAI's flex lane, docs/pricing.md). */
   serviceTier?: 'flex'
+  /**
+   * Kind openai, a server that is not OpenAI's own: a chat call's `developer` messages go as
+   * `system` ones, the role every chat server knows (Qwen's chat template on vLLM refuses the
+   * other, and some templates drop it without a word).
+   */
+  developerAsSystem?: boolean
   /** Told when one of its replicas is taken out or comes back (pool.ts). */
   onReplicaHealth?: ReplicaHealthListener
 }

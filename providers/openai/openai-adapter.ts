@@ -17,7 +17,11 @@ import { createCallContext, postJson, postStream } from '../upstream-call.ts'
 import { cutOff, UpstreamStreamError } from '../upstream-stream-error.ts'
 import { createFineTuneCalls } from './fine-tune-calls.ts'
 import { mapOpenAIUsage } from './map-openai-usage.ts'
-import { prepareOpenAIBody, prepareOpenAIStreamBody } from './prepare-openai-body.ts'
+import {
+  developerAsSystem,
+  prepareOpenAIBody,
+  prepareOpenAIStreamBody,
+} from './prepare-openai-body.ts'
 import { sendResponses, streamResponses } from './responses-calls.ts'
 
 const paths = { chat: '/chat/completions', embeddings: '/embeddings' } as const
@@ -43,8 +47,13 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
   // and every Responses call passed through, which it bills at the flex lane's prices.
   const withTier = (body: Record<string, unknown>) =>
     options.serviceTier ? { ...body, service_tier: options.serviceTier } : body
-  const tier = (body: Record<string, unknown>, endpoint: UpstreamRequest['endpoint']) =>
-    endpoint === 'chat' ? withTier(body) : body
+  // A chat body as this server takes it: the flex tier asked for, developer messages as system
+  // ones for a server that is not OpenAI's own (ProviderOptions.developerAsSystem).
+  const roles = options.developerAsSystem
+    ? developerAsSystem
+    : (body: Record<string, unknown>) => body
+  const forServer = (body: Record<string, unknown>, endpoint: UpstreamRequest['endpoint']) =>
+    endpoint === 'chat' ? withTier(roles(body)) : body
   const tiered = (request: UpstreamRequest): UpstreamRequest =>
     options.serviceTier ? { ...request, body: withTier(request.body) } : request
 
@@ -54,7 +63,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
     const result = await postJson(context, {
       path: paths[request.endpoint],
       headers: callHeaders,
-      body: JSON.stringify(tier(prepareOpenAIBody(request.body, request), request.endpoint)),
+      body: JSON.stringify(forServer(prepareOpenAIBody(request.body, request), request.endpoint)),
       signal: request.signal,
       timeoutMs: request.timeoutMs,
       fineTune: request.fineTune,
@@ -86,7 +95,7 @@ export function createOpenAIAdapter(options: ProviderOptions): ProviderAdapter {
     const result = await postStream(context, {
       path: paths.chat,
       headers,
-      body: JSON.stringify(tier(prepareOpenAIStreamBody(request.body, request), 'chat')),
+      body: JSON.stringify(forServer(prepareOpenAIStreamBody(request.body, request), 'chat')),
       signal: request.signal,
       timeoutMs: request.timeoutMs,
       fineTune: request.fineTune,

@@ -55,3 +55,19 @@ export function withoutCacheControl(body: Record<string, unknown>): Record<strin
     out = { ...out, tools: body.tools.map(dropCache) }
   return out
 }
+
+const isDeveloper = (message: unknown) =>
+  (message as { role?: unknown } | null)?.role === 'developer'
+
+/**
+ * A chat body whose `developer` messages are `system` ones (ProviderOptions.developerAsSystem):
+ * OpenAI reads the two alike. Copies only a body that holds one.
+ */
+export function developerAsSystem(body: Record<string, unknown>): Record<string, unknown> {
+  const messages = body.messages
+  if (!Array.isArray(messages) || !messages.some(isDeveloper)) return body
+  const renamed = messages.map((message) =>
+    isDeveloper(message) ? { ...(message as object), role: 'system' } : message,
+  )
+  return { ...body, messages: renamed }
+}

@@ -237,6 +237,8 @@ function addProvider(
     timeoutMs: provider.timeout_s * 1000,
     maxLoras: provider.lora ? provider.max_loras : undefined,
     serviceTier: provider.service_tier,
+    // OpenAI's own API is the provider that speaks its Responses API (the shipped catalog's).
+    developerAsSystem: provider.kind === 'openai' && provider.responses_api !== true,
     // Enough keep-alive connections per replica for the provider's whole concurrency.
     connections: provider.max_concurrency,
     createClient: (baseUrl, options) =>
