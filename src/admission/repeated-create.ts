@@ -7,8 +7,9 @@
  * The hash names a body only within a window of 10-minute buckets, the bucket of the create in
  * the key: the SDKs give up on a create within about 30 minutes (a 10-minute timeout, two
  * retries), so a retry looks at the last four buckets, newest first, and never finds the batch
- * the same body made last week. Two creates of one body within one bucket: the first keeps the
- * key, and a retry of the second gets the first.
+ * the same body made last week. Creates of one body within one bucket each take the next key of
+ * the bucket (`…:bucket`, `…:bucket#1`, …), and a retry gets the latest: the one its own first
+ * attempt made, not an earlier deliberate create of the same body.
  */
 import type { BatchRecord } from '../domain.ts'
 import { parseWholeNumber } from '../schemas/whole-number.ts'
@@ -17,6 +18,11 @@ import { bodyDigest, keysBatch } from './request-hash.ts'
 
 const BUCKET_S = 600
 const BUCKETS = 4
+/** Creates of one body one bucket tells apart; past them a create keeps no key. */
+const PER_BUCKET = 16
+
+/** The `n`th key of a body in a bucket (`base`): the first keeps the plain form. */
+const nth = (base: string, n: number) => (n === 0 ? base : `${base}#${n}`)
 
 export interface CreateKeys {
   /** The caller's `Idempotency-Key`, if it sent one. */
@@ -59,9 +65,14 @@ export async function earlierCreate(
     return earlier && keysBatch(earlier, keys.requestHash)
   }
   if (!keys.retried) return null
-  for (const key of keys.hashed) {
-    const earlier = await store.findByIdempotencyKey(accountId, key)
-    if (earlier) return earlier
+  for (const base of keys.hashed) {
+    let latest: BatchRecord | null = null
+    for (let n = 0; n < PER_BUCKET; n++) {
+      const earlier = await store.findByIdempotencyKey(accountId, nth(base, n))
+      if (!earlier) break
+      latest = earlier
+    }
+    if (latest) return latest
   }
   return null
 }
@@ -75,7 +86,19 @@ export async function keyToStore(
   accountId: string,
   keys: CreateKeys,
 ): Promise<{ idempotencyKey: string | null; requestHash: string | null }> {
-  const own = keys.hashed[0]
-  const key = keys.explicit ?? ((await store.findByIdempotencyKey(accountId, own)) ? null : own)
+  const key = keys.explicit ?? (await freeKey(store, accountId, keys.hashed[0]!))
   return { idempotencyKey: key, requestHash: key ? keys.requestHash : null }
+}
+
+/** The body's first key in this bucket no batch has yet, or null past PER_BUCKET of them. */
+async function freeKey(
+  store: Pick<BatchStore, 'findByIdempotencyKey'>,
+  accountId: string,
+  base: string,
+): Promise<string | null> {
+  for (let n = 0; n < PER_BUCKET; n++) {
+    const key = nth(base, n)
+    if (!(await store.findByIdempotencyKey(accountId, key))) return key
+  }
+  return null
 }

@@ -497,6 +497,33 @@ for (const storeKind of STORES) {
       expect(again.id).not.toBe(batch.id)
     })
 
+    test('a retry gets the batch its own first attempt made, not an earlier deliberate create of the same body', async () => {
+      const { key } = await gw.newAccount('1')
+      const file = await upload(client(key), [chatLine('a')])
+      const body = {
+        input_file_id: file.id,
+        endpoint: '/v1/chat/completions' as const,
+        completion_window: '24h' as const,
+      }
+      const first = await client(key).batches.create(body)
+      let dropped = false
+      // The second create reaches the gateway but its answer is lost; the SDK retries it.
+      const lossy = (async (input: RequestInfo | URL, init?: RequestInit) => {
+        const response = await fetch(input, init)
+        if (!dropped && init?.method === 'POST' && String(input).endsWith('/batches')) {
+          dropped = true
+          throw new TypeError('fetch failed: connection reset')
+        }
+        return response
+      }) as typeof fetch
+      const second = await client(key, { fetch: lossy }).batches.create(body)
+      expect(dropped).toBe(true)
+      expect(second.id).not.toBe(first.id)
+      // Two batches, both known to the caller: none made behind its back.
+      const all = await client(key).batches.list()
+      expect(all.data.map((b) => b.id).sort()).toEqual([first.id, second.id].sort())
+    })
+
     test('a retry finds a create of the last half hour or so, never an older batch of the same body', async () => {
       const { key } = await gw.newAccount('1')
       const openai = client(key)
@@ -577,6 +604,42 @@ for (const storeKind of STORES) {
         batch_id: keyed,
       })
       expect((await openai.batches.list()).data).toHaveLength(2)
+    })
+
+    test('a create field the facade does not take is a 400 naming it, nothing made; output_expires_after says why', async () => {
+      const { key } = await gw.newAccount('1')
+      const openai = client(key)
+      const file = await upload(openai, [chatLine('a')])
+      const body = {
+        input_file_id: file.id,
+        endpoint: '/v1/chat/completions' as const,
+        completion_window: '24h' as const,
+      }
+      const misspelt = await openai.batches
+        .create({ ...body, max_cost_usdd: '1' } as never)
+        .catch((error: unknown) => error)
+      expect(misspelt).toBeInstanceOf(OpenAI.BadRequestError)
+      const refused = (misspelt as InstanceType<typeof OpenAI.BadRequestError>).error as {
+        message: string
+        param: string
+      }
+      expect(refused.param).toBe('max_cost_usdd')
+      expect(refused.message).toStartWith('unknown field max_cost_usdd; did you mean max_cost_usd?')
+      const expiring = await openai.batches
+        .create({ ...body, output_expires_after: { anchor: 'created_at', seconds: 3600 } })
+        .catch((error: unknown) => error)
+      expect(expiring).toBeInstanceOf(OpenAI.BadRequestError)
+      const why = (expiring as InstanceType<typeof OpenAI.BadRequestError>).error as {
+        message: string
+        param: string
+      }
+      expect(why.param).toBe('output_expires_after')
+      expect(why.message).toContain('output_expires_after is not supported')
+      expect((await openai.batches.list()).data).toHaveLength(0)
+      // Through extra_body, the gateway's own fields are taken.
+      const capped = await openai.batches.create({ ...body, max_cost_usd: '1' } as never)
+      const native = await gw.request(`/v1/batches/${capped.id}`, key)
+      expect(((await native.json()) as { max_cost_usd: string }).max_cost_usd).toBe('1')
     })
 
     test('batches.create with an idempotency key made another batch with another file is a 422 the SDK raises, naming that batch', async () => {

@@ -23,7 +23,7 @@ import { storableText } from '../../schemas/text.ts'
 import { wholeNumberText, windowHoursText } from '../../schemas/whole-number.ts'
 import { excerpt } from '../../excerpt.ts'
 import { maxCostUsdJson } from '../../schemas/money-text.ts'
-import { parseQuery } from '../parse-query.ts'
+import { parseQuery, refuseUnknownFields } from '../parse-query.ts'
 import { createBatchSummaries } from './batch-usage.ts'
 import { openAiStatus, renderOpenAiBatch } from './render-openai.ts'
 import { renderPage } from '../render-page.ts'
@@ -122,6 +122,20 @@ export function openAiBatchRoutes(deps: FacadeBatchDeps) {
     )
 }
 
+/**
+ * A field this create does not take is refused by name, as OpenAI refuses it ("Unrecognized
+ * request argument"): a misspelt max_cost_usd must not make an uncapped batch.
+ * `output_expires_after` is OpenAI's, but its files here live as long as the batch's results.
+ */
+function refuseUnknownCreateFields(raw: object): void {
+  if ('output_expires_after' in raw)
+    throw badRequest(
+      "output_expires_after is not supported: a batch's output and error files are kept as long as its results (MULTIGRID_RESULT_RETENTION_DAYS, 30 days by default, set by the gateway's operator); leave it out",
+      'output_expires_after',
+    )
+  refuseUnknownFields(raw as Record<string, string>, Object.keys(createBody.shape), 'field')
+}
+
 /** A create: the uploaded file admitted as a native submit, or a `failed` batch carrying its issues. */
 async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller: Caller) {
   const { store, blobs, admission, bodyLimit } = deps
@@ -141,6 +155,7 @@ async function createFacadeBatch(deps: FacadeBatchDeps, request: Request, caller
     const { extra_body: extra, ...rest } = raw as { extra_body?: unknown }
     if (extra && typeof extra === 'object' && !Array.isArray(extra)) raw = { ...rest, ...extra }
   }
+  if (raw && typeof raw === 'object' && !Array.isArray(raw)) refuseUnknownCreateFields(raw)
   const parsed = createBody.safeParse(raw, { reportInput: true })
   if (!parsed.success) {
     const issue = describeZodIssue(parsed.error.issues[0], '')
