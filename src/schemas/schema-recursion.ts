@@ -50,11 +50,19 @@ const IN_PLACE = new Set([
  * schema to the same value without end. The keys to the reference that closes it, or null.
  */
 export function findLoop(root: unknown): string[] | null {
-  return findCycle(root, (keyword) => IN_PLACE.has(keyword))
+  // From every schema an answer can meet: a loop under a property is met by that property's value.
+  return findCycle(root, (keyword) => IN_PLACE.has(keyword), reachableSchemas)
 }
 
-/** The first cycle of references, following only subschemas under keywords `follows` takes. */
-function findCycle(root: unknown, follows: (keyword: string) => boolean): string[] | null {
+/**
+ * The first cycle of references, following only subschemas under keywords `follows` takes, from
+ * the schemas `starts` names (the root alone by default).
+ */
+function findCycle(
+  root: unknown,
+  follows: (keyword: string) => boolean,
+  starts: (index: SchemaIndex) => string[] = () => [''],
+): string[] | null {
   if (!isNode(root)) return null
   const index = indexSchema(root)
   const edges = new Map<string, { site: string[]; target: string }[]>()
@@ -82,7 +90,31 @@ function findCycle(root: unknown, follows: (keyword: string) => boolean): string
     done.add(pointer)
     return null
   }
-  return visit('')
+  for (const start of starts(index)) {
+    const found = done.has(start) ? null : visit(start)
+    if (found) return found
+  }
+  return null
+}
+
+/** Every schema an answer can meet: the root, the schemas under it, and those references reach. */
+function reachableSchemas(index: SchemaIndex): string[] {
+  const seen = new Set<string>()
+  const pending = ['']
+  const walk = (at: Located) => {
+    if (seen.has(at.pointer)) return
+    seen.add(at.pointer)
+    for (const keyword of REFERENCE_KEYWORDS) {
+      const target = referenceTarget(at.node, keyword, index)
+      if (target !== null) pending.push(target)
+    }
+    for (const next of subschemas(at, false)) walk(next)
+  }
+  for (let pointer = pending.pop(); pointer !== undefined; pointer = pending.pop()) {
+    const at = index.nodes.get(pointer)
+    if (at) walk(at)
+  }
+  return [...seen]
 }
 
 function isNode(value: unknown): value is Node {
@@ -158,6 +190,14 @@ function resolve(reference: string, index: SchemaIndex): string | null {
   return index.nodes.has(pointer) ? pointer : null
 }
 
+/** The pointer a schema's `keyword` reference names inside the schema, or null. */
+function referenceTarget(node: Node, keyword: string, index: SchemaIndex): string | null {
+  const reference = node[keyword]
+  if (typeof reference !== 'string') return null
+  // $recursiveRef is always "#": the root (no $recursiveAnchor scopes are followed).
+  return resolve(keyword === '$recursiveRef' ? '#' : reference, index)
+}
+
 /**
  * The references in a schema and in the subschemas its instance reaches without one (its
  * definitions are reached only by reference, so they are not part of it).
@@ -171,10 +211,7 @@ function collectReferences(
   },
 ) {
   for (const keyword of REFERENCE_KEYWORDS) {
-    const reference = at.node[keyword]
-    if (typeof reference !== 'string') continue
-    // $recursiveRef is always "#": the root (no $recursiveAnchor scopes are followed).
-    const target = resolve(keyword === '$recursiveRef' ? '#' : reference, walk.index)
+    const target = referenceTarget(at.node, keyword, walk.index)
     if (target !== null) walk.into.push({ site: [...at.path, keyword], target })
   }
   for (const next of subschemas(at, false))

@@ -140,6 +140,22 @@ describe('loops no answer can be checked against', () => {
       ],
       // A branch that goes into the items does not save one that does not.
       [{ anyOf: [{ $ref: '#' }, { type: 'array', items: { $ref: '#' } }] }, ['anyOf', '0', '$ref']],
+      // A loop met only under a property or an item: that value is checked without end.
+      [
+        {
+          type: 'object',
+          properties: { x: { $ref: '#/$defs/a' } },
+          $defs: { a: { anyOf: [{ $ref: '#/$defs/a' }, { type: 'string' }] } },
+        },
+        ['$defs', 'a', 'anyOf', '0', '$ref'],
+      ],
+      [
+        {
+          items: { $ref: '#/$defs/a' },
+          $defs: { a: { $ref: '#/$defs/b' }, b: { $ref: '#/$defs/a' } },
+        },
+        ['$defs', 'b', '$ref'],
+      ],
     ]
     for (const [schema, site] of loops) {
       expect(findLoop(schema)).toEqual(site)
@@ -151,8 +167,9 @@ describe('loops no answer can be checked against', () => {
     }
   })
 
-  test('recursion through a property or an item is no loop: it compiles', () => {
+  test('recursion through a property or an item is no loop: it compiles; nor is a loop no answer meets', () => {
     const schemas = [
+      { $defs: { loop: { anyOf: [{ $ref: '#/$defs/loop' }] } }, type: 'string' },
       { properties: { next: { $ref: '#' } } },
       { anyOf: [{ type: 'null' }, { type: 'array', items: { $ref: '#' } }] },
       {
