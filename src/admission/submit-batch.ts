@@ -178,10 +178,11 @@ export interface AdmissionDeps {
   logger?: Logger
   /**
    * Hands back what this instance's live calls lease of the account's credit and do not use
-   * (LiveCredit.handBack): asked before a hold is weighed, so that a live call just made does
-   * not leave a batch refused for credit it does not use.
+   * (LiveCredit.handBack), true when there was some: asked when a hold does not fit, which is
+   * then weighed again, so that a live call just made does not leave a batch refused for credit
+   * nobody uses.
    */
-  releaseLiveLease?: (accountId: string) => Promise<void>
+  releaseLiveLease?: (accountId: string) => Promise<boolean>
 }
 
 export interface AdmissionOptions {
@@ -214,7 +215,7 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
   const fineTunes: FineTuneSource = deps.fineTunes ?? (async () => NO_FINE_TUNES)
   const { limits } = options
   const now = options.now ?? Date.now
-  const releaseLiveLease = deps.releaseLiveLease ?? (async () => {})
+  const releaseLiveLease = deps.releaseLiveLease ?? (async () => false)
   /** Every line valid, and of the declared endpoint when there is one. */
   async function check(bytes: Uint8Array, options: QuoteOptions) {
     const lookup = mentionsFineTune(bytes) ? await fineTunes(options.accountId) : NO_FINE_TUNES
@@ -257,8 +258,10 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
     const verdict = await check(bytes, options)
     if ('kind' in verdict) return verdict
     const hold = batchHold(verdict.ceiling.toFixed(), options.maxCostUsd)
-    await releaseLiveLease(options.accountId)
-    const fits = await holdFits(store, { id: options.accountId, nowMs: now() }, hold)
+    const weigh = () => holdFits(store, { id: options.accountId, nowMs: now() }, hold)
+    let fits = await weigh()
+    const short = !fits.creditSufficient || !fits.dailyLimitSufficient
+    if (short && (await releaseLiveLease(options.accountId))) fits = await weigh()
     return {
       kind: 'quote',
       lineCount: verdict.lines.length,
@@ -285,27 +288,33 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
     const waits = waitsForCredit(options.waitForCredit, options.completionWindowHours)
     const hours = options.completionWindowHours
     const creditWaitUntil = waits ? createdAt + Math.min(hours * 1800, startBySeconds(hours)) : null
-    await releaseLiveLease(options.accountId)
-    const result = await store.admitBatch({
-      id: newId('batch_'),
-      accountId: options.accountId,
-      name: options.name,
-      endpoint: verdict.endpoint,
-      completionWindowHours: options.completionWindowHours,
-      createdAt,
-      deadlineAt: createdAt + options.completionWindowHours * 3600,
-      costCeilingUsd: ceiling,
-      maxCostUsd: options.maxCostUsd ?? null,
-      lineCount: verdict.lines.length,
-      source: options.source,
-      metadata: options.metadata,
-      inputFileId: options.inputFileId,
-      idempotencyKey: options.idempotencyKey,
-      requestHash: options.requestHash ?? null,
-      parentBatchId: options.parentBatchId ?? null,
-      lines: verdict.lines,
-      creditWaitUntil,
-    })
+    const admit = () =>
+      store.admitBatch({
+        id: newId('batch_'),
+        accountId: options.accountId,
+        name: options.name,
+        endpoint: verdict.endpoint,
+        completionWindowHours: options.completionWindowHours,
+        createdAt,
+        deadlineAt: createdAt + options.completionWindowHours * 3600,
+        costCeilingUsd: ceiling,
+        maxCostUsd: options.maxCostUsd ?? null,
+        lineCount: verdict.lines.length,
+        source: options.source,
+        metadata: options.metadata,
+        inputFileId: options.inputFileId,
+        idempotencyKey: options.idempotencyKey,
+        requestHash: options.requestHash ?? null,
+        parentBatchId: options.parentBatchId ?? null,
+        lines: verdict.lines,
+        creditWaitUntil,
+      })
+    // What this instance's live calls hold of the account unused goes back when the hold does
+    // not fit (and the hold is weighed again), or first for a batch that would wait for credit.
+    if (waits) await releaseLiveLease(options.accountId)
+    let result = await admit()
+    const short = result.kind === 'insufficient_quota' || result.kind === 'daily_limit_exceeded'
+    if (short && !waits && (await releaseLiveLease(options.accountId))) result = await admit()
     switch (result.kind) {
       case 'created':
         // After the batch's own transaction: a store that fails here leaves the batch admitted

@@ -59,9 +59,10 @@ export interface LiveCredit {
   /**
    * Hands back now what this instance holds of the account's credit and no call of its uses
    * (with the account's pending charges), so that a batch's admission finds it available: the
-   * block a live call leased would otherwise count as held for up to `idleMs` after it.
+   * block a live call leased would otherwise count as held for up to `idleMs` after it. Resolves
+   * true when there was such credit to hand back.
    */
-  handBack(accountId: string): Promise<void>
+  handBack(accountId: string): Promise<boolean>
   /** Graceful stop: writes what is pending and returns every lease. */
   stop(): Promise<void>
 }
@@ -280,8 +281,11 @@ class LiveCreditLedger implements LiveCredit {
       const idle =
         all || (a.calls === 0 && a.topUp === null && at - a.lastUsedMs >= this.options.idleMs)
       // A lease asked back while calls run: only its free part, what they reserved stays.
-      const release = (idle || a.handBack) && free(a) > 0n ? free(a) : 0n
-      a.handBack = false
+      // Asked back while a top-up is out: after it lands, else the top-up's grant and this
+      // release cross, and a call waiting on the top-up finds less than it was given.
+      const handing = a.handBack && a.topUp === null
+      if (handing) a.handBack = false
+      const release = (idle || handing) && free(a) > 0n ? free(a) : 0n
       if (a.pending === 0n && release === 0n) {
         if (idle && a.lease === 0n && a.writing === 0n && a.calls === 0 && a.topUp === null)
           this.accounts.delete(a.id)
@@ -343,11 +347,13 @@ class LiveCreditLedger implements LiveCredit {
     return this.flushGroup(false)
   }
 
-  async handBack(accountId: string): Promise<void> {
+  async handBack(accountId: string): Promise<boolean> {
     const a = this.accounts.get(accountId)
-    if (!a || free(a) <= 0n) return
+    if (!a || free(a) <= 0n) return false
+    if (a.topUp) await a.topUp.catch(() => 0n)
     a.handBack = true
     await this.flushGroup(false)
+    return true
   }
 
   private async renew() {

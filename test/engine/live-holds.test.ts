@@ -175,6 +175,9 @@ for (const store of STORES) {
       expect(new Decimal((await account(accountId)).held_usd).greaterThan(ceiling)).toBe(true)
       const response = await submit(lines)
       expect(response.status).toBe(201)
+      // The running call still holds its ceiling beside the batch's hold.
+      const held = new Decimal((await account(accountId)).held_usd)
+      expect(held.greaterThanOrEqualTo(ceiling.times(lines + 1))).toBe(true)
       expect((await call).status).toBe(200)
     }, 30_000)
 
