@@ -117,8 +117,8 @@ export function laneClosedWaiting(
       `Lines of this batch keep to ${lane} (provider.allow_fallbacks false), which took no lines ` +
       `after ${moment(when.closedAtMs)}; no other offering may run them, so they end expired at ` +
       `${moment(until * 1000)}. To run them sooner, cancel the batch and submit its unfinished ` +
-      `lines (GET /v1/batches/${batchId}/results?filter=failed&format=input) with ` +
-      'provider.allow_fallbacks true.',
+      `lines again (GET /v1/batches/${batchId}/results?filter=failed&format=input) after ` +
+      'setting provider.allow_fallbacks to true in each.',
     until,
   }
 }
@@ -169,6 +169,8 @@ export function createWaitingReporter(
   ) => {
     const before = said.get(batchId)
     if (before && before.waiting.message === waiting.message) return
+    // Lines that will expire unsent outweigh any wait of the others: said again by nobody.
+    if (before?.sticky && !sticky && now() < before.untilMs) return
     // Bounded: the oldest entries (batches long gone, most likely) are forgotten first.
     if (said.size >= MAX_REMEMBERED) said.delete(said.keys().next().value!)
     said.delete(batchId)

@@ -100,8 +100,8 @@ describe('waiting reporter', () => {
         'Lines of this batch keep to openai:batch (provider.allow_fallbacks false), which took no ' +
         `lines after ${at(when.closedAtMs)}; no other offering may run them, so they end expired ` +
         `at ${at(when.deadlineMs)}. To run them sooner, cancel the batch and submit its unfinished ` +
-        'lines (GET /v1/batches/batch_01/results?filter=failed&format=input) with ' +
-        'provider.allow_fallbacks true.',
+        'lines again (GET /v1/batches/batch_01/results?filter=failed&format=input) after ' +
+        'setting provider.allow_fallbacks to true in each.',
       until: when.deadlineMs / 1000,
     })
     // Its other lines ending, on the lane or live, do not make it untrue.
@@ -109,6 +109,15 @@ describe('waiting reporter', () => {
     reporter.progressed('batch_01', 'openai')
     reporter.progressed('batch_01', 'openai:batch')
     reporter.capacityBusy('batch_01', 'openai')
+    // Nor do other reasons its other lines wait for, which would then be cleared by progress.
+    reporter.unavailable('batch_01', 'pool')
+    reporter.rateLimited('batch_01', 'openai', now + 5_000)
+    reporter.laneRefused('batch_01', 'openai:batch', {
+      reason: 'failed',
+      retryAtMs: now + 1_000,
+      fallbackAtMs: now + 2_000,
+    })
+    reporter.progressed('batch_01', 'pool')
     await settle()
     expect((await waitingOf())!.message).toStartWith('Lines of this batch keep to openai:batch')
     // Past the deadline it is no longer the reason.
