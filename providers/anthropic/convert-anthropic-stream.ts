@@ -25,7 +25,13 @@ interface Data {
   type?: string
   index?: number
   message?: { id?: string; model?: string; usage?: Record<string, unknown> }
-  content_block?: { type?: string; id?: string; name?: string; text?: string }
+  content_block?: {
+    type?: string
+    id?: string
+    name?: string
+    text?: string
+    input?: Record<string, unknown>
+  }
   delta?: { type?: string; text?: string; partial_json?: string; stop_reason?: string | null }
   usage?: Record<string, unknown>
   error?: { type?: string; message?: string }
@@ -58,8 +64,10 @@ export async function* convertAnthropicStream(
   let model = ''
   let rawUsage: Record<string, unknown> = {}
   const toolIndexOfBlock = new Map<number, number>()
-  /** Tool blocks whose JSON has had a piece that is not empty. */
+  /** Tool blocks whose JSON has had a piece that is not blank. */
   const withArguments = new Set<number>()
+  /** Tool blocks whose start carried a non-empty input, as JSON text. */
+  const startInputs = new Map<number, string>()
   const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => ({
     id,
     object: 'chat.completion.chunk',
@@ -91,6 +99,8 @@ export async function* convertAnthropicStream(
         if (block.type === 'tool_use') {
           const toolIndex = toolIndexOfBlock.size
           toolIndexOfBlock.set(data.index ?? 0, toolIndex)
+          if (block.input && Object.keys(block.input).length > 0)
+            startInputs.set(data.index ?? 0, JSON.stringify(block.input))
           const call = {
             index: toolIndex,
             id: block.id,
@@ -110,17 +120,19 @@ export async function* convertAnthropicStream(
         if (delta.type === 'text_delta') yield chunk({ content: delta.text })
         else if (delta.type === 'input_json_delta' && delta.partial_json) {
           const index = toolIndexOfBlock.get(data.index ?? 0) ?? 0
-          withArguments.add(data.index ?? 0)
+          if (delta.partial_json.trim() !== '') withArguments.add(data.index ?? 0)
           yield chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] })
         }
         break
       }
       case 'content_block_stop': {
         // A call without arguments streams only an empty piece: its arguments are "{}", as
-        // OpenAI sends them and as the answer that is not streamed says, never "".
+        // OpenAI sends them and as the answer that is not streamed says, never "". (A server
+        // that sent the input whole in the block's start, with no pieces: that input.)
         const index = toolIndexOfBlock.get(data.index ?? 0)
-        if (index !== undefined && !withArguments.has(data.index ?? 0))
-          yield chunk({ tool_calls: [{ index, function: { arguments: '{}' } }] })
+        if (index === undefined || withArguments.has(data.index ?? 0)) break
+        const whole = startInputs.get(data.index ?? 0)
+        yield chunk({ tool_calls: [{ index, function: { arguments: whole ?? '{}' } }] })
         break
       }
       case 'message_delta':

@@ -290,6 +290,49 @@ describe('Anthropic answers → OpenAI', () => {
   })
 })
 
+describe('a streamed tool call whose JSON comes in no piece that is not blank', () => {
+  const argumentsOf = async (pieces: string[], input?: Record<string, unknown>) => {
+    const list: object[] = [
+      { type: 'message_start', message: { id: 'msg_1', model: 'c', usage: {} } },
+      {
+        type: 'content_block_start',
+        index: 0,
+        content_block: { type: 'tool_use', id: 't1', name: 'now', input: input ?? {} },
+      },
+      ...pieces.map((partial_json) => ({
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'input_json_delta', partial_json },
+      })),
+      { type: 'content_block_stop', index: 0 },
+      { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 1 } },
+      { type: 'message_stop' },
+    ]
+    async function* source(): AsyncIterable<SseEvent> {
+      for (const event of list)
+        yield { event: (event as { type: string }).type, data: JSON.stringify(event) }
+    }
+    let text = ''
+    for await (const chunk of convertAnthropicStream(
+      source(),
+      { usage: null },
+      1,
+    ) as AsyncIterable<any>)
+      for (const call of chunk.choices[0]?.delta.tool_calls ?? [])
+        text += call.function.arguments ?? ''
+    return text
+  }
+
+  test('no arguments is "{}", a blank piece too; an input sent whole in the start is that input', async () => {
+    expect(await argumentsOf([''])).toBe('{}')
+    expect(await argumentsOf([])).toBe('{}')
+    expect(JSON.parse(await argumentsOf([' ']))).toEqual({})
+    expect(await argumentsOf([], { city: 'Oslo' })).toBe('{"city":"Oslo"}')
+    // Pieces that say something: they alone, nothing added.
+    expect(await argumentsOf(['', '{"city":', '"Oslo"}'])).toBe('{"city":"Oslo"}')
+  })
+})
+
 describe('prompt caching (docs/pricing.md)', () => {
   test('Anthropic usage keeps each class: reads, 5-minute and 1-hour writes, in OpenAI shape too', () => {
     const converted = convertAnthropicResponse(
