@@ -468,24 +468,16 @@ for (const storeKind of STORES) {
 
     test('a create retried by the SDK after a timeout returns the batch the first attempt made', async () => {
       const { key } = await gw.newAccount('1')
-      let dropped = false
       // The first create reaches the gateway but its answer is lost, as on a timed-out connection.
-      const lossy = (async (input: RequestInfo | URL, init?: RequestInit) => {
-        const response = await fetch(input, init)
-        if (!dropped && init?.method === 'POST' && String(input).endsWith('/batches')) {
-          dropped = true
-          throw new TypeError('fetch failed: connection reset')
-        }
-        return response
-      }) as typeof fetch
-      const openai = client(key, { fetch: lossy })
+      const lossy = lossyCreate()
+      const openai = client(key, { fetch: lossy.fetch })
       const file = await upload(openai, [chatLine('a')])
       const batch = await openai.batches.create({
         input_file_id: file.id,
         endpoint: '/v1/chat/completions',
         completion_window: '24h',
       })
-      expect(dropped).toBe(true)
+      expect(lossy.dropped()).toBe(true)
       const all = await openai.batches.list()
       expect(all.data.map((b) => b.id)).toEqual([batch.id])
       // A deliberate second create of the same file is a new batch.
@@ -506,18 +498,10 @@ for (const storeKind of STORES) {
         completion_window: '24h' as const,
       }
       const first = await client(key).batches.create(body)
-      let dropped = false
       // The second create reaches the gateway but its answer is lost; the SDK retries it.
-      const lossy = (async (input: RequestInfo | URL, init?: RequestInit) => {
-        const response = await fetch(input, init)
-        if (!dropped && init?.method === 'POST' && String(input).endsWith('/batches')) {
-          dropped = true
-          throw new TypeError('fetch failed: connection reset')
-        }
-        return response
-      }) as typeof fetch
-      const second = await client(key, { fetch: lossy }).batches.create(body)
-      expect(dropped).toBe(true)
+      const lossy = lossyCreate()
+      const second = await client(key, { fetch: lossy.fetch }).batches.create(body)
+      expect(lossy.dropped()).toBe(true)
       expect(second.id).not.toBe(first.id)
       // Two batches, both known to the caller: none made behind its back.
       const all = await client(key).batches.list()
@@ -745,4 +729,21 @@ for (const storeKind of STORES) {
       expect(models).toContain('sim/chat')
     })
   })
+}
+
+/**
+ * A fetch whose first batch create reaches the gateway but whose answer is lost, as on a
+ * timed-out connection: the SDK retries it.
+ */
+function lossyCreate() {
+  let dropped = false
+  const lossy = (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const response = await fetch(input, init)
+    if (!dropped && init?.method === 'POST' && String(input).endsWith('/batches')) {
+      dropped = true
+      throw new TypeError('fetch failed: connection reset')
+    }
+    return response
+  }) as typeof fetch
+  return { fetch: lossy, dropped: () => dropped }
 }
