@@ -109,7 +109,17 @@ export function describeZodIssue(issue: Issue, prefix: string, root = 'the line'
       return describeUnion(issue, { path, field, input }, prefix)
     case 'invalid_key': {
       const parent = joinPath(issue.path.slice(0, -1))
-      const reason = issue.issues[0]?.message ?? 'is not accepted'
+      const inner = issue.issues[0]
+      // A key too long says so in the words a too long value does, not zod's.
+      if (inner?.code === 'too_big' && inner.origin === 'string') {
+        const max = String(inner.maximum)
+        return {
+          path,
+          message: `is a key of more than ${max} characters`,
+          fix: `shorten the key ${JSON.stringify(excerpt(name))} to ${max} characters or fewer`,
+        }
+      }
+      const reason = inner?.message ?? 'is not accepted'
       const example = EXAMPLES[String(issue.path.at(-2) ?? '')]
       return {
         path,

@@ -626,6 +626,34 @@ for (const storeKind of STORES) {
       expect(((await native.json()) as { max_cost_usd: string }).max_cost_usd).toBe('1')
     })
 
+    test("metadata past OpenAI's limits is a 400 saying which, in plain words", async () => {
+      const { key } = await gw.newAccount('1')
+      const openai = client(key)
+      const file = await upload(openai, [chatLine('a')])
+      const refusal = async (metadata: Record<string, string>) => {
+        const error = await openai.batches
+          .create({
+            input_file_id: file.id,
+            endpoint: '/v1/chat/completions',
+            completion_window: '24h',
+            metadata,
+          })
+          .catch((caught: unknown) => caught)
+        expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+        return (error as InstanceType<typeof OpenAI.BadRequestError>).error as { message: string }
+      }
+      const long = 'k'.repeat(65)
+      expect((await refusal({ [long]: 'v' })).message).toContain(
+        'is a key of more than 64 characters; shorten the key',
+      )
+      expect((await refusal({ team: 'v'.repeat(513) })).message).toStartWith(
+        'metadata.team must be at most 512 characters',
+      )
+      const many = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v']))
+      expect((await refusal(many)).message).toContain('may have at most 16 keys')
+      expect((await openai.batches.list()).data).toHaveLength(0)
+    })
+
     test('batches.create with an idempotency key made another batch with another file is a 422 the SDK raises, naming that batch', async () => {
       const { key } = await gw.newAccount('1')
       const openai = client(key)
