@@ -78,6 +78,8 @@ export const REFUSALS = {
   upstream_error: { status: 502, type: 'server_error' },
   upstream_timeout: { status: 504, type: 'server_error' },
   not_ready: { status: 503, type: 'server_error' },
+  /** The store (PostgreSQL) could not be reached while the request was served: nothing was done. */
+  store_unavailable: { status: 503, type: 'server_error' },
   /** A live call whose last offering answered busy (a full pool's 503, flex out of capacity, 529). */
   upstream_busy: { status: 503, type: 'server_error' },
 } as const satisfies Record<string, RefusalKind>

@@ -112,6 +112,19 @@ function refusalFor(
       'the request contains a NUL character (%00 or \\u0000), which no id, name or field may hold; remove it',
     )
   }
+  if (storeUnreachable(error)) {
+    logger.warn('http.store_unavailable', {
+      method: request.method,
+      path: new URL(request.url).pathname,
+      request_id: requestId,
+      reason: String((error as Error)?.message ?? error),
+    })
+    return refuse(
+      'store_unavailable',
+      "the gateway's store cannot be reached right now, so the request was not completed and nothing was changed; send it again in a few seconds",
+      { headers: { 'retry-after': '5' } },
+    )
+  }
   logger.error('http.unhandled', {
     method: request.method,
     path: new URL(request.url).pathname,
@@ -122,6 +135,32 @@ function refusalFor(
     'internal_error',
     `internal error; the request was not completed${requestId ? ` (request ${requestId}: quote it to the operator)` : ''}`,
   )
+}
+
+/**
+ * The codes of a store connection that failed or could not be made (the socket's, postgres.js's,
+ * and PostgreSQL's own "shutting down", "cannot connect now", "too many connections"): an outage,
+ * not a fault of the gateway, so a 503 the clients retry rather than a 500.
+ */
+const STORE_UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+])
+
+function storeUnreachable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'string' && STORE_UNREACHABLE.has(code)
 }
 
 /** Whether a path is Anthropic's API here, whose refusals come in Anthropic's shape. */
