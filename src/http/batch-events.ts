@@ -32,7 +32,10 @@ export interface EventStreamOptions {
   keepAliveMs: number
   /** The batch is re-read this often without a signal (changes no signal announces). */
   pollMs: number
-  /** Aborted when the stream's key was revoked (stream-slots.ts): the stream ends at once. */
+  /**
+   * Aborted when the stream's key was revoked or the instance stops (stream-slots.ts): the stream
+   * ends at once, its last line the abort's reason.
+   */
   signal?: AbortSignal
   /** Called once when the stream has ended, however it ended (its slot is given back). */
   onEnd?: () => void
@@ -106,11 +109,13 @@ export function batchEventStream(
 
   return new ReadableStream<Uint8Array>({
     start(controller) {
-      // A revoked key: the stream ends now, not at its next event (docs/webhooks-and-streams.md: within 2 s).
+      // A revoked key, or the instance stopping: the stream ends now, not at its next event
+      // (docs/webhooks-and-streams.md: within 2 s), its last line saying which.
       const revoked = () => {
         if (closed) return
+        const why = (options.signal?.reason as Error | undefined)?.message ?? 'the key was revoked'
         try {
-          controller.enqueue(encoder.encode(': the key was revoked\n\n'))
+          controller.enqueue(encoder.encode(`: ${why}\n\n`))
         } catch {}
         end()
         try {

@@ -63,11 +63,12 @@ export function createStreamSlots(options: {
   const byCheck = new Map<string, Checked>()
   let timer: ReturnType<typeof setInterval> | null = null
 
-  function endAll(checkId: string) {
+  /** Ends the streams of one check, saying why (their last line: batch-events.ts). */
+  function endAll(checkId: string, why = 'the key was revoked') {
     const entry = byCheck.get(checkId)
     if (!entry) return
     byCheck.delete(checkId)
-    for (const controller of entry.streams) controller.abort(new Error('the key was revoked'))
+    for (const controller of entry.streams) controller.abort(new Error(why))
   }
 
   function check() {
@@ -142,7 +143,12 @@ export function createStreamSlots(options: {
     openFor: (keyId) => byKey.get(keyId)?.size ?? 0,
     close() {
       closed = true
-      for (const checkId of [...byCheck.keys()]) endAll(checkId)
+      // Not a revocation: the client may reconnect at once, to another instance or this one restarted.
+      for (const checkId of [...byCheck.keys()])
+        endAll(
+          checkId,
+          'this instance is stopping; open the stream again with Last-Event-ID to resume',
+        )
       stopTimerIfIdle()
       fleet?.close()
     },

@@ -112,6 +112,18 @@ for (const store of STORES) {
       expect((await gw.request(`/v1/batches/${id}/events`, key)).status).toBe(401)
     })
 
+    test('a graceful stop ends a stream saying the instance stops, not that the key was revoked', async () => {
+      const stopping = await startTestGateway({ store, env: ENV })
+      const { key } = await stopping.newAccount('10')
+      const sse = await openStream(stopping, key, await submit(stopping, key))
+      const stoppedAt = Date.now()
+      const stopped = stopping.stop()
+      expect(await endsWithin(sse, stoppedAt, 10_000)).toBeLessThan(10_000)
+      await stopped
+      expect(sse.comments.join('\n')).toContain('this instance is stopping')
+      expect(sse.comments).not.toContain('the key was revoked')
+    })
+
     test('the dashboard’s streams count against the same key and end with their session; the key’s revocation ends the rest', async () => {
       const { key, keyId } = await gw.newAccount('10', { rate_limit_per_minute: 10_000 })
       const id = await submit(gw, key)
