@@ -10,7 +10,14 @@ import type { FileValidator } from '../ingest/parallel-validation.ts'
 import type { FileLimits } from '../ingest/validate-batch-file.ts'
 import { availableUsd, batchHold, Money, moneyText, usd } from '../money/decimal.ts'
 import { LONG_WINDOW_HOURS, startBySeconds } from '../store/batches/start-in-time.ts'
-import type { AccountStore, BatchStore, DailySpendStore, FileStore } from '../store/store.ts'
+import type {
+  AccountStore,
+  AdmitResult,
+  BatchStore,
+  DailySpendStore,
+  FileStore,
+  NewBatch,
+} from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import { quoteWarnings } from './cap-warnings.ts'
 import { registerResultFiles } from './result-files.ts'
@@ -182,7 +189,7 @@ export interface AdmissionDeps {
    * then weighed again, so that a live call just made does not leave a batch refused for credit
    * nobody uses.
    */
-  releaseLiveLease?: (accountId: string) => Promise<boolean>
+  releaseLiveLease: (accountId: string) => Promise<boolean>
 }
 
 export interface AdmissionOptions {
@@ -209,13 +216,12 @@ async function holdFits(
 }
 
 export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions): Admission {
-  const { store, validator } = deps
+  const { store, validator, releaseLiveLease } = deps
   const onAdmitted = deps.onAdmitted ?? (() => {})
   const telemetry = deps.telemetry ?? noTelemetry
   const fineTunes: FineTuneSource = deps.fineTunes ?? (async () => NO_FINE_TUNES)
   const { limits } = options
   const now = options.now ?? Date.now
-  const releaseLiveLease = deps.releaseLiveLease ?? (async () => false)
   /** Every line valid, and of the declared endpoint when there is one. */
   async function check(bytes: Uint8Array, options: QuoteOptions) {
     const lookup = mentionsFineTune(bytes) ? await fineTunes(options.accountId) : NO_FINE_TUNES
@@ -259,9 +265,7 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
     if ('kind' in verdict) return verdict
     const hold = batchHold(verdict.ceiling.toFixed(), options.maxCostUsd)
     const weigh = () => holdFits(store, { id: options.accountId, nowMs: now() }, hold)
-    let fits = await weigh()
-    const short = !fits.creditSufficient || !fits.dailyLimitSufficient
-    if (short && (await releaseLiveLease(options.accountId))) fits = await weigh()
+    const fits = await weighOrHandBack(weigh, () => releaseLiveLease(options.accountId))
     return {
       kind: 'quote',
       lineCount: verdict.lines.length,
@@ -288,33 +292,26 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
     const waits = waitsForCredit(options.waitForCredit, options.completionWindowHours)
     const hours = options.completionWindowHours
     const creditWaitUntil = waits ? createdAt + Math.min(hours * 1800, startBySeconds(hours)) : null
-    const admit = () =>
-      store.admitBatch({
-        id: newId('batch_'),
-        accountId: options.accountId,
-        name: options.name,
-        endpoint: verdict.endpoint,
-        completionWindowHours: options.completionWindowHours,
-        createdAt,
-        deadlineAt: createdAt + options.completionWindowHours * 3600,
-        costCeilingUsd: ceiling,
-        maxCostUsd: options.maxCostUsd ?? null,
-        lineCount: verdict.lines.length,
-        source: options.source,
-        metadata: options.metadata,
-        inputFileId: options.inputFileId,
-        idempotencyKey: options.idempotencyKey,
-        requestHash: options.requestHash ?? null,
-        parentBatchId: options.parentBatchId ?? null,
-        lines: verdict.lines,
-        creditWaitUntil,
-      })
-    // What this instance's live calls hold of the account unused goes back when the hold does
-    // not fit (and the hold is weighed again), or first for a batch that would wait for credit.
-    if (waits) await releaseLiveLease(options.accountId)
-    let result = await admit()
-    const short = result.kind === 'insufficient_quota' || result.kind === 'daily_limit_exceeded'
-    if (short && !waits && (await releaseLiveLease(options.accountId))) result = await admit()
+    const result = await admitOrHandBack(store, releaseLiveLease, waits, {
+      id: newId('batch_'),
+      accountId: options.accountId,
+      name: options.name,
+      endpoint: verdict.endpoint,
+      completionWindowHours: options.completionWindowHours,
+      createdAt,
+      deadlineAt: createdAt + options.completionWindowHours * 3600,
+      costCeilingUsd: ceiling,
+      maxCostUsd: options.maxCostUsd ?? null,
+      lineCount: verdict.lines.length,
+      source: options.source,
+      metadata: options.metadata,
+      inputFileId: options.inputFileId,
+      idempotencyKey: options.idempotencyKey,
+      requestHash: options.requestHash ?? null,
+      parentBatchId: options.parentBatchId ?? null,
+      lines: verdict.lines,
+      creditWaitUntil,
+    })
     switch (result.kind) {
       case 'created':
         // After the batch's own transaction: a store that fails here leaves the batch admitted
@@ -367,6 +364,33 @@ export function createAdmission(deps: AdmissionDeps, options: AdmissionOptions):
         describeAdmission,
       ),
   }
+}
+
+/** A quote's `weigh`, done again once the live block was handed back when short (admitOrHandBack). */
+async function weighOrHandBack<
+  T extends { creditSufficient: boolean; dailyLimitSufficient: boolean },
+>(weigh: () => Promise<T>, handBack: () => Promise<boolean>): Promise<T> {
+  const fits = await weigh()
+  if (fits.creditSufficient && fits.dailyLimitSufficient) return fits
+  return (await handBack()) ? weigh() : fits
+}
+
+/**
+ * Admits `batch`. What this instance's live calls hold of the account unused goes back when its
+ * hold does not fit, and the hold is weighed again; a batch that would wait for credit, never
+ * refused, hands it back first.
+ */
+async function admitOrHandBack(
+  store: Pick<BatchStore, 'admitBatch'>,
+  releaseLiveLease: (accountId: string) => Promise<boolean>,
+  waits: boolean,
+  batch: NewBatch,
+): Promise<AdmitResult> {
+  if (waits) await releaseLiveLease(batch.accountId)
+  const result = await store.admitBatch(batch)
+  const short = result.kind === 'insufficient_quota' || result.kind === 'daily_limit_exceeded'
+  if (!short || waits || !(await releaseLiveLease(batch.accountId))) return result
+  return store.admitBatch(batch)
 }
 
 function describeAdmission(result: SubmitResult | QuoteResult): Record<string, string | number> {
