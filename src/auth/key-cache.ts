@@ -25,12 +25,20 @@ interface Entry {
 
 /** Enough for every key a fleet serves at once; the oldest entry goes first past it. */
 const MAX_ENTRIES = 10_000
+/**
+ * How long requests wait on one store lookup of a key. Every request of the key shares it, so a
+ * lookup that never ends (a connection a firewall dropped without a word) would hold the key on
+ * this instance until the kernel gave up on it: past this, it is let go, the waiting requests are
+ * refused as the store's outage (503), and the next request asks again.
+ */
+const LOOKUP_WAIT_MS = 10_000
 
 export function createKeyCache(
   lookup: (hash: string) => Promise<Found | null>,
-  options: { ttlMs: number; now?: () => number },
+  options: { ttlMs: number; now?: () => number; lookupWaitMs?: number },
 ): KeyCache {
   const { ttlMs } = options
+  const lookupWaitMs = options.lookupWaitMs ?? LOOKUP_WAIT_MS
   const now = options.now ?? Date.now
   const entries = new Map<string, Entry>()
   const inFlight = new Map<string, Promise<Found | null>>()
@@ -42,7 +50,7 @@ export function createKeyCache(
     if (pending) return pending
     const startedAt = now()
     const startedIn = generation
-    pending = lookup(hash)
+    pending = bounded(lookup(hash), lookupWaitMs)
       .then((found) => {
         if (!found || startedIn !== generation) entries.delete(hash)
         else {
@@ -52,7 +60,9 @@ export function createKeyCache(
         }
         return found
       })
-      .finally(() => inFlight.delete(hash))
+      .finally(() => {
+        if (inFlight.get(hash) === pending) inFlight.delete(hash)
+      })
     inFlight.set(hash, pending)
     return pending
   }
@@ -75,4 +85,16 @@ export function createKeyCache(
       for (const [hash, entry] of entries) if (entry.found.key.id === keyId) entries.delete(hash)
     },
   }
+}
+
+/** `lookup`, or past `ms` a refusal coded as the store's timeout (app.ts answers it 503). */
+function bounded<T>(lookup: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new Error(`the store did not answer a key lookup within ${ms} ms`)
+      reject(Object.assign(error, { code: 'ETIMEDOUT' }))
+    }, ms)
+  })
+  return Promise.race([lookup, late]).finally(() => clearTimeout(timer))
 }
