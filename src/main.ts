@@ -42,11 +42,20 @@ try {
 // Signals are handled from the moment the server listens: a SIGTERM right after start-up
 // still stops it gracefully.
 let stopping = false
+/** What a stop may take past the drain (writing charges, closing the store) before it gives up. */
+const STOP_GRACE_MS = 10_000
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, async () => {
     if (stopping) return
     stopping = true
     gateway.logger.info('gateway.stopping', { signal })
+    // Bounded (SPEC §6): a part waiting on a store out of reach would hold the stop for good.
+    // What is lost then is what a SIGKILL loses, never a charge twice (docs/live.md).
+    const limitMs = config.dispatch.drainMs + STOP_GRACE_MS
+    setTimeout(() => {
+      gateway.logger.error('gateway.stop_timed_out', { after_ms: limitMs })
+      process.exit(1)
+    }, limitMs).unref()
     await gateway.stop()
     process.exit(0)
   })

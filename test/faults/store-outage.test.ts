@@ -1,11 +1,11 @@
 /**
  * The store (PostgreSQL) out of reach while a request is served: a 503 store_unavailable with
  * Retry-After, which the SDKs retry, and the request done once the store is back; never a 500
- * that calls an outage a fault of the gateway. The outage is played by a TCP proxy in front of
- * PostgreSQL that cuts every connection and refuses new ones.
+ * that calls an outage a fault of the gateway; and a SIGTERM that stops the gateway within its
+ * drain and grace however long the store stays silent. The outage is played by a TCP proxy in
+ * front of PostgreSQL (test/helpers/store-proxy.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import type { Socket, TCPSocketListener } from 'bun'
 import {
   freshSchemaUrl,
   STORES,
@@ -13,63 +13,9 @@ import {
   startTestGateway,
   type TestGateway,
 } from '../helpers/gateway.ts'
+import { freePort, spawnGatewayProcess } from '../helpers/process-gateway.ts'
+import { storeProxy } from '../helpers/store-proxy.ts'
 import { waitFor } from '../helpers/wait.ts'
-
-/**
- * A proxy to `target` on 127.0.0.1 that can be cut: every connection closed and the port shut,
- * so new ones are refused, as while PostgreSQL restarts.
- */
-function storeProxy(target: URL) {
-  type Pair = { server?: Socket<undefined>; early: Buffer[]; client: Socket<Pair> }
-  const pairs = new Set<Pair>()
-  const listen = (port: number) =>
-    Bun.listen<Pair>({
-      hostname: '127.0.0.1',
-      port,
-      socket: {
-        async open(client) {
-          const pair: Pair = { early: [], client }
-          client.data = pair
-          pairs.add(pair)
-          pair.server = await Bun.connect({
-            hostname: target.hostname,
-            port: Number(target.port || 5432),
-            socket: {
-              data: (_server, chunk) => void client.write(chunk),
-              close: () => void client.end(),
-              error: () => void client.end(),
-            },
-          })
-          for (const chunk of pair.early) pair.server.write(chunk)
-        },
-        data(client, chunk) {
-          if (client.data.server) client.data.server.write(chunk)
-          else client.data.early.push(Buffer.from(chunk))
-        },
-        close(client) {
-          client.data?.server?.end()
-          pairs.delete(client.data)
-        },
-      },
-    })
-  let listener: TCPSocketListener<Pair> | null = listen(0)
-  const port = listener.port
-  return {
-    port,
-    cut() {
-      listener?.stop(true)
-      listener = null
-      for (const pair of pairs) {
-        pair.client.end()
-        pair.server?.end()
-      }
-    },
-    restore() {
-      listener ??= listen(port)
-    },
-    stop: () => listener?.stop(true),
-  }
-}
 
 for (const store of STORES.filter((kind) => kind === 'postgres')) {
   describe(`the store out of reach (${store})`, () => {
@@ -115,4 +61,34 @@ for (const store of STORES.filter((kind) => kind === 'postgres')) {
       )
     }, 60_000)
   })
+
+  test(`a SIGTERM while the store is silent stops the process within the drain and its grace (${store})`, async () => {
+    const proxy = storeProxy(new URL(TEST_DATABASE_URL!))
+    const proxied = new URL(freshSchemaUrl(TEST_DATABASE_URL!).url)
+    proxied.hostname = '127.0.0.1'
+    proxied.port = String(proxy.port)
+    const port = freePort()
+    const gateway = await spawnGatewayProcess({
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: proxied.toString(),
+      MULTIGRID_DRAIN_MS: '500',
+      LOG_LEVEL: 'error',
+    })
+    try {
+      proxy.silence()
+      // A request that waits on the store, as clients' requests would.
+      void fetch(`${gateway.url}/readyz`).catch(() => {})
+      await Bun.sleep(500)
+      const signalledAt = performance.now()
+      const code = await gateway.kill('SIGTERM')
+      const tookMs = performance.now() - signalledAt
+      // 500 ms of drain, then at most the 10 s grace: not for as long as the store stays away.
+      expect(tookMs).toBeLessThan(16_000)
+      expect(code).toBe(1)
+    } finally {
+      proxy.restore()
+      proxy.stop()
+    }
+  }, 40_000)
 }
