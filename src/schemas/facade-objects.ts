@@ -172,6 +172,7 @@ export const messageBatchResultLineSchema = z.strictObject({
       error: z.strictObject({
         type: z.literal('error'),
         error: z.strictObject({ type: z.string(), message: z.string() }),
+        request_id: z.string().nullable(),
       }),
     }),
     z.strictObject({ type: z.literal('canceled') }),
