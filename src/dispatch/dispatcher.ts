@@ -24,7 +24,7 @@ import { createPeriodicTask, type PeriodicTask } from './periodic-task.ts'
 import { plannedSend } from './planned-send.ts'
 import { createRecorder, type Recorder } from './recorder.ts'
 import type { RetryPolicy } from './retry-policy.ts'
-import { runLine } from './run-line.ts'
+import { runLine, type RunLineDeps } from './run-line.ts'
 import { createSpillPlanner, type SpillPlanner, type TakenRoom } from './spill-planner.ts'
 import { Tally } from './tally.ts'
 import { LinesByBatch } from './lines-by-batch.ts'
@@ -120,6 +120,8 @@ interface DispatchState extends DispatcherDeps {
   lastEta: Map<string, number | null>
   /** Batches with a line kept for a batch lane that has closed, by deadline (s): their ETA. */
   heldToDeadline: Map<string, number>
+  /** Every line's RunLineDeps.laneClosed, made once. */
+  laneClosed: NonNullable<RunLineDeps['laneClosed']>
   // The planner's projection, written when it moved by more than a little (not on every pass),
   // and why a batch's lines wait as far as the planner knows (all of its providers unreachable,
   // or full with other batches' lines); the reporter clears it once a line of the batch ends.
@@ -257,6 +259,7 @@ export function createDispatcher(deps: DispatcherDeps, options: DispatcherOption
     spillSend,
     runnable: null,
     busyUnclaimed: new Set(),
+    laneClosed: (line, lane, closedAtMs) => heldToDeadline(state, line, lane, closedAtMs),
   }
 
   return {
@@ -489,7 +492,7 @@ function launch(state: DispatchState, line: ClaimedLine, batch: RunnableBatch, u
     plan: { planner: spill, upstreams: spillSend, batch, unsent },
     fineTunes: options.fineTunes,
     schemaChecks: options.schemaChecks,
-    laneClosed: (lane, closedAtMs) => heldToDeadline(state, line, lane, closedAtMs),
+    laneClosed: state.laneClosed,
   })
     .then((outcome) => {
       // Settled: a stop's hand-back of unsent lines must not count it again.

@@ -58,7 +58,7 @@ export interface RunLineDeps {
    * The line keeps to batch lane `lane` (allow_fallbacks false), which took no lines after
    * `closedAtMs`: it waits for its batch's deadline, which ends it expired.
    */
-  laneClosed?: (lane: string, closedAtMs: number) => void
+  laneClosed?: (line: ClaimedLine, lane: string, closedAtMs: number) => void
 }
 
 const inline = inlineSchemaChecks()
@@ -108,7 +108,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
       fineTune || line.batchLane === undefined
         ? null
         : heldForLane(deps.catalog, { request, model, routing }, plan.batch, now)
-    if (held?.closed) deps.laneClosed?.(held.closed.lane, held.closed.closedAtMs)
+    if (held?.closed) deps.laneClosed?.(line, held.closed.lane, held.closed.closedAtMs)
     if (held) return { batchId, lineNo, kind: 'retry', notBefore: held.untilMs, unsent: true }
     const choice = plan.planner.choose(plan.batch, providersOf(offerings), plan.unsent, now)
     if (choice.kind === 'hold')

@@ -599,24 +599,17 @@ for (const storeKind of STORES) {
         endpoint: '/v1/chat/completions' as const,
         completion_window: '24h' as const,
       }
-      const misspelt = await openai.batches
-        .create({ ...body, max_cost_usdd: '1' } as never)
-        .catch((error: unknown) => error)
-      expect(misspelt).toBeInstanceOf(OpenAI.BadRequestError)
-      const refused = (misspelt as InstanceType<typeof OpenAI.BadRequestError>).error as {
-        message: string
-        param: string
-      }
+      const refused = await badRequest(
+        openai.batches.create({ ...body, max_cost_usdd: '1' } as never),
+      )
       expect(refused.param).toBe('max_cost_usdd')
       expect(refused.message).toStartWith('unknown field max_cost_usdd; did you mean max_cost_usd?')
-      const expiring = await openai.batches
-        .create({ ...body, output_expires_after: { anchor: 'created_at', seconds: 3600 } })
-        .catch((error: unknown) => error)
-      expect(expiring).toBeInstanceOf(OpenAI.BadRequestError)
-      const why = (expiring as InstanceType<typeof OpenAI.BadRequestError>).error as {
-        message: string
-        param: string
-      }
+      const why = await badRequest(
+        openai.batches.create({
+          ...body,
+          output_expires_after: { anchor: 'created_at', seconds: 3600 },
+        }),
+      )
       expect(why.param).toBe('output_expires_after')
       expect(why.message).toContain('output_expires_after is not supported')
       expect((await openai.batches.list()).data).toHaveLength(0)
@@ -630,18 +623,15 @@ for (const storeKind of STORES) {
       const { key } = await gw.newAccount('1')
       const openai = client(key)
       const file = await upload(openai, [chatLine('a')])
-      const refusal = async (metadata: Record<string, string>) => {
-        const error = await openai.batches
-          .create({
+      const refusal = (metadata: Record<string, string>) =>
+        badRequest(
+          openai.batches.create({
             input_file_id: file.id,
             endpoint: '/v1/chat/completions',
             completion_window: '24h',
             metadata,
-          })
-          .catch((caught: unknown) => caught)
-        expect(error).toBeInstanceOf(OpenAI.BadRequestError)
-        return (error as InstanceType<typeof OpenAI.BadRequestError>).error as { message: string }
-      }
+          }),
+        )
       const long = 'k'.repeat(65)
       expect((await refusal({ [long]: 'v' })).message).toContain(
         'is a key of more than 64 characters; shorten the key',
@@ -774,4 +764,17 @@ function lossyCreate() {
     return response
   }) as typeof fetch
   return { fetch: lossy, dropped: () => dropped }
+}
+
+/** The error body of a call the SDK must raise as a 400 (BadRequestError). */
+async function badRequest(call: Promise<unknown>): Promise<{ message: string; param: string }> {
+  const error = await call.then(
+    () => null,
+    (caught: unknown) => caught,
+  )
+  expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+  return (error as InstanceType<typeof OpenAI.BadRequestError>).error as {
+    message: string
+    param: string
+  }
 }
