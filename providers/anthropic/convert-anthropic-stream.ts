@@ -13,7 +13,7 @@ import type { Usage } from '../types.ts'
 import { openAIUsageShape } from '../usage-shape.ts'
 import { cutOff, UpstreamStreamError } from '../upstream-stream-error.ts'
 import { mapAnthropicStopReason } from './map-anthropic-stop-reason.ts'
-import { mapAnthropicUsage } from './map-anthropic-usage.ts'
+import { mapAnthropicUsage, withDeltaUsage } from './map-anthropic-usage.ts'
 
 export interface AnthropicStreamState {
   /** Filled in as events arrive; final after the generator ends. */
@@ -136,7 +136,7 @@ export async function* convertAnthropicStream(
         break
       }
       case 'message_delta':
-        rawUsage = { ...rawUsage, ...(data.usage ?? {}) }
+        rawUsage = withDeltaUsage(rawUsage, data.usage)
         state.usage = mapAnthropicUsage(rawUsage)
         // An answer with no block at all still says whose it is.
         if (!roleSent) yield chunk(opening({ content: '' }))

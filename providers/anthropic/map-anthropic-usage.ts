@@ -40,3 +40,18 @@ export function mapAnthropicUsage(usage: unknown): Usage | null {
   if (written1h > 0) mapped.cache_write_1h_tokens = written1h
   return mapped
 }
+
+/**
+ * message_start's usage updated by a message_delta's. The delta's figures are cumulative, and
+ * every one but output_tokens may be null: not reported there, so the start's figure stands
+ * (Anthropic's own SDK reads them so); a null taken as a figure would drop the prompt's classes.
+ */
+export function withDeltaUsage(
+  raw: Record<string, unknown>,
+  delta: Record<string, unknown> | null | undefined,
+): Record<string, unknown> {
+  const merged = { ...raw }
+  for (const [name, value] of Object.entries(delta ?? {}))
+    if (value !== null && value !== undefined) merged[name] = value
+  return merged
+}

@@ -9,7 +9,7 @@ import { toStreamOutcome } from '../stream-outcome.ts'
 import type { Outcome, StreamOutcome, UpstreamRequest, Usage } from '../types.ts'
 import { postJson, postStream, type CallContext } from '../upstream-call.ts'
 import { cutOff, UpstreamStreamError } from '../upstream-stream-error.ts'
-import { mapAnthropicUsage } from './map-anthropic-usage.ts'
+import { mapAnthropicUsage, withDeltaUsage } from './map-anthropic-usage.ts'
 
 const PATH = '/v1/messages'
 
@@ -113,7 +113,7 @@ export async function streamMessages(
         throw new UpstreamStreamError(upstreamError('server_error', message, { body: object }))
       }
       if (object.type === 'message_start') raw = { ...(object.message?.usage ?? {}) }
-      if (object.type === 'message_delta') raw = { ...raw, ...(object.usage ?? {}) }
+      if (object.type === 'message_delta') raw = withDeltaUsage(raw, object.usage)
       usage = mapAnthropicUsage(raw) ?? usage
       over ||= object.type === 'message_stop'
       yield object as Record<string, unknown>
