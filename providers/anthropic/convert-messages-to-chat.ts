@@ -7,7 +7,9 @@
  * messages; max_tokens; stop_sequences → stop; temperature, top_p; tools (input_schema →
  * parameters) and tool_choice (any → required, disable_parallel_tool_use →
  * parallel_tool_calls false); metadata.user_id → user; `cache_control` on system, text and image
- * blocks and on tools, where the chat form keeps it (docs/pricing.md: the ceiling reads its ttl).
+ * blocks and on tools, where the chat form keeps it (docs/pricing.md: the ceiling reads its ttl);
+ * a 1-hour one where it has no place (top level, tool_use, tool_result, other blocks), which
+ * Anthropic's offerings are still sent, is carried on the last message's last part.
  * A field outside this subset is refused, naming it, rather than dropped: the caller would
  * otherwise get an answer that ignored it.
  */
@@ -61,6 +63,49 @@ function blocksOf(content: unknown, where: string): Block[] {
 /** `part` with the block's cache_control, when it has one. */
 function cached(part: Block, block: Block): Block {
   return block.cache_control === undefined ? part : { ...part, cache_control: block.cache_control }
+}
+
+const asksOneHour = (item: unknown) =>
+  (item as { cache_control?: { ttl?: unknown } } | null)?.cache_control?.ttl === '1h'
+const listOf = (value: unknown): unknown[] => (Array.isArray(value) ? value : [])
+/** The blocks whose cache_control the chat form keeps (cached). */
+const KEPT_CACHE = new Set<unknown>(['text', 'image'])
+
+/**
+ * Whether the request asks a 1-hour cache where the chat form keeps no cache_control: on itself
+ * (Anthropic's automatic caching), or on a message block other than text and image (tool_use,
+ * tool_result and what it holds, documents, …). Anthropic's offerings are sent the request as
+ * it came and bill those writes at the 1-hour rate, so the ceiling has to see them.
+ */
+function oneHourLeftOut(body: Block): boolean {
+  if (asksOneHour(body)) return true
+  return listOf(body.messages).some((message) =>
+    listOf((message as Block | null)?.content).some((block) => {
+      const b = block as Block | null
+      if (KEPT_CACHE.has(b?.type)) return false
+      return asksOneHour(b) || listOf(b?.content).some(asksOneHour)
+    }),
+  )
+}
+
+/**
+ * The last part of the last message with content asks the 1-hour cache, where the ceiling reads
+ * it (docs/pricing.md); a string becomes one text part, as a cached one is sent.
+ */
+function carryOneHour(messages: Block[]): void {
+  const hasContent = (m: Block) =>
+    (typeof m.content === 'string' && m.content !== '') ||
+    (Array.isArray(m.content) && m.content.length > 0)
+  const at = messages.findLastIndex(hasContent)
+  if (at < 0) return
+  const content = messages[at].content
+  const parts =
+    typeof content === 'string' ? [{ type: 'text', text: content }] : [...(content as Block[])]
+  parts[parts.length - 1] = {
+    ...parts[parts.length - 1],
+    cache_control: { type: 'ephemeral', ttl: '1h' },
+  }
+  messages[at] = { ...messages[at], content: parts }
 }
 
 /** The system prompt: one string, or text parts when a block asks to be cached. */
@@ -241,6 +286,7 @@ export function convertMessagesToChat(
     if (typeof user === 'string') out.user = user
     if (body.provider !== undefined) out.provider = body.provider
     if (body.stream === true) out.stream = true
+    if (oneHourLeftOut(body)) carryOneHour(messages)
     return { ok: true, body: out }
   } catch (error) {
     if (error instanceof Refusal)

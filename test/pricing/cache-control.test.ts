@@ -119,3 +119,57 @@ test('anything else is refused with its path and the fix', () => {
   })
   expect(problem('yes')?.fix).toBe('set body.messages.0.content.0.cache_control to an object')
 })
+
+test("a Messages request's 1-hour cache where chat has no place for it (top level, tool_use, tool_result, a document) still raises its ceiling", () => {
+  const withRates = withOneHourRates()
+  const oneHour = { type: 'ephemeral', ttl: '1h' }
+  type On = 'top' | 'tool_use' | 'tool_result' | 'document' | 'none'
+  const marked = (on: On, here: On) => (on === here ? { cache_control: oneHour } : {})
+  const request = (on: On) => ({
+    model: 'sim/claude',
+    max_tokens: 16,
+    ...marked(on, 'top'),
+    tools: [{ name: 'f', input_schema: { type: 'object' } }],
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'x' },
+          ...(on === 'document'
+            ? [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'd' } }]
+            : []),
+        ].map((block) =>
+          block.type === 'document' ? { ...block, ...marked(on, 'document') } : block,
+        ),
+      },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'tool_use', id: 'toolu_1', name: 'f', input: {}, ...marked(on, 'tool_use') },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          {
+            type: 'tool_result',
+            tool_use_id: 'toolu_1',
+            content: 'r',
+            ...marked(on, 'tool_result'),
+          },
+        ],
+      },
+    ],
+  })
+  // As the routes take it: the translation, or outside its subset the lenient one (Anthropic's
+  // offerings are sent the request as it came, cache_control and all).
+  const rateOf = (on: On) => {
+    const strict = convertMessagesToChat(request(on))
+    const chat = strict.ok ? strict : convertMessagesToChat(request(on), { lenient: true })
+    if (!chat.ok) throw new Error(chat.message)
+    return ceilingInputRate(chat.body, withRates)
+  }
+  for (const on of ['top', 'tool_use', 'tool_result', 'document'] as const)
+    expect({ on, rate: rateOf(on) }).toEqual({ on, rate: '50' })
+  expect(rateOf('none')).not.toBe('50')
+})
