@@ -335,7 +335,27 @@ async function download(api: Api, id: string, query: string, out: string | undef
       `wrote ${out} (${bytes} bytes, batch ${response.headers.get('x-multigrid-batch-status')})\n`,
     )
   } else {
-    await Bun.write(Bun.stdout, response)
+    await writeToStdout(response)
+  }
+}
+
+/**
+ * The body, chunk by chunk, where the shell pointed standard output: a pipe, a terminal, a file
+ * opened with `>>`. (`Bun.write(Bun.stdout, …)` handles it as a file of its own: it truncates it,
+ * which fails with EINVAL on a pipe or a terminal when there is nothing to write, and pads a file
+ * opened for appending with zero bytes.) A reader that stopped early (`| head`) ends it quietly.
+ */
+async function writeToStdout(response: Response): Promise<void> {
+  const reader = response.body?.getReader()
+  if (!reader) return
+  for (let read = await reader.read(); !read.done; read = await reader.read()) {
+    const error = await new Promise<Error | null | undefined>((resolve) =>
+      process.stdout.write(read.value, resolve),
+    )
+    if (!error) continue
+    await reader.cancel()
+    if ((error as { code?: string }).code === 'EPIPE') return
+    throw error
   }
 }
 

@@ -124,6 +124,41 @@ describe('multigrid (user CLI)', () => {
     )
   })
 
+  test('results to stdout: nothing to print is no crash, and `>>` appends', async () => {
+    // Every line succeeded: `--failed` has nothing to print, to a pipe as to a terminal.
+    writeFileSync(join(dir, 'all-fine.jsonl'), jsonl([chatLine('s-1')]))
+    const fine = (await run(['submit', 'all-fine.jsonl', '--wait'])).stdout.trim()
+    const none = await run(['results', fine, '--failed'])
+    expect(none.stderr).toBe('')
+    expect(none.code).toBe(0)
+    expect(none.stdout).toBe('')
+
+    // Standard output opened for appending, as the shell opens it for `>>`: after what was there.
+    const path = join(dir, 'appended.jsonl')
+    writeFileSync(path, 'earlier\n')
+    const append = Bun.spawn(
+      [
+        'sh',
+        '-c',
+        `exec "$0" "$1" results "$2" --succeeded >> appended.jsonl`,
+        process.execPath,
+        CLI,
+        batchId,
+      ],
+      {
+        cwd: dir,
+        env: { PATH: process.env.PATH ?? '', MULTIGRID_URL: gw.url, MULTIGRID_API_KEY: key },
+        stderr: 'pipe',
+      },
+    )
+    expect(await new Response(append.stderr).text()).toBe('')
+    expect(await append.exited).toBe(0)
+    const expected = await (
+      await gw.request(`/v1/batches/${batchId}/results?filter=succeeded`, key)
+    ).text()
+    expect(readFileSync(path, 'utf8')).toBe(`earlier\n${expected}`)
+  })
+
   test('on a 120-column terminal the bar is redrawn in place and never wraps', async () => {
     writeFileSync(
       join(dir, 'tty.jsonl'),
