@@ -217,7 +217,11 @@ export function nativeBatchRoutes(deps: NativeDeps) {
         const batch = await findBatch(store, caller, params.id)
         // On every answer about the batch, a refused query or deleted results included.
         answerHeaders['x-multigrid-batch-status'] = batch.status
-        const query = parseQuery(resultsQuery, request.url)
+        // A parameter it does not take is refused: `?status=failed&format=input` would otherwise
+        // answer every line, and a resubmit of that file runs and bills them all again.
+        const fields = queryFields(new URL(request.url).searchParams)
+        refuseUnknownFields(fields, Object.keys(resultsQuery.shape), 'query parameter')
+        const query = parseFields(resultsQuery, fields, 'query parameter')
         if (batch.purgedAt !== null) {
           throw refuse(
             'results_expired',

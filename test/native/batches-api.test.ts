@@ -424,6 +424,27 @@ for (const storeKind of STORES) {
       )
     })
 
+    test('results refuse a query parameter they do not take, rather than answer every line', async () => {
+      const { key } = await gw.newAccount('1')
+      const batch = (await (await submit(key, [chatLine('t-1')])).json()) as Batch
+      // `?status=failed&format=input` once gave back every input line, ready to be run and paid again.
+      for (const [query, meant] of [
+        ['?status=failed&format=input', null],
+        ['?filters=failed', 'filter'],
+        ['?Format=input', 'format'],
+      ] as const) {
+        const refused = await gw.request(`/v1/batches/${batch.id}/results${query}`, key)
+        expect(refused.status).toBe(400)
+        expect(refused.headers.get('x-multigrid-batch-status')).toBe(batch.status)
+        const { error } = (await refused.json()) as { error: { message: string; param: string } }
+        const typed = query.slice(1, query.indexOf('='))
+        expect(error.param).toBe(typed)
+        expect(error.message).toStartWith(`unknown query parameter ${typed}`)
+        if (meant) expect(error.message).toContain(`did you mean ${meant}?`)
+        expect(error.message).toMatch(/[Tt]his route takes filter, format$/)
+      }
+    })
+
     test('format=input gives back each line byte for byte, without the BOM and CRs it came with', async () => {
       const { key } = await gw.newAccount('1')
       const lines = [
