@@ -113,6 +113,10 @@ test('an SDK given a base URL one segment off: the 404 names the base URL to giv
     expect(wrong.body.error.message).toStartWith(`there is no ${path}: `)
     expect(wrong.body.error.message).toContain(`base URL ${base}`)
   }
+  // With curl, `/batches` is the native API's `/v1/batches` without its /v1: the 404 says that too.
+  expect((await ask('POST', '/batches')).body.error.message).toContain(
+    'with curl, the native API is POST /v1/batches',
+  )
   // The routes themselves are untouched.
   expect((await ask('GET', '/v1/models')).status).not.toBe(404)
   expect((await ask('GET', '/openai/v1/models')).status).not.toBe(404)
@@ -135,4 +139,22 @@ test('the admin API asked for where it is off (no MULTIGRID_ADMIN_TOKEN) says ho
   const unknown = await ask('GET', '/admin/v1/nothing-here')
   expect(unknown.status).toBe(404)
   expect(unknown.body.error.message).toBe('no route for GET /admin/v1/nothing-here')
+})
+
+test('a path a newcomer gets one step wrong: the 404 names the one meant', async () => {
+  for (const [method, path, meant] of [
+    ['POST', '/v1/batch', 'did you mean /v1/batches?'],
+    ['GET', '/v1/batch/batch_x/results', 'did you mean /v1/batches/batch_x/results?'],
+    // MULTIGRID_URL or a base URL that already ends in /v1.
+    ['GET', '/v1/v1/batches', 'the path has /v1 twice'],
+    ['POST', '/v1/v1/chat/completions', 'the path has /v1 twice'],
+  ]) {
+    const wrong = await ask(method, path)
+    expect([path, wrong.status, wrong.body.error.code]).toEqual([path, 404, 'unknown_route'])
+    expect(wrong.body.error.message).toStartWith(`there is no ${path}: `)
+    expect(wrong.body.error.message).toContain(meant)
+  }
+  expect((await ask('GET', '/v1/batches-x')).body.error.message).toBe(
+    'no route for GET /v1/batches-x',
+  )
 })
