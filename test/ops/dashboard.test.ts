@@ -439,6 +439,20 @@ describe('dashboard refusals', () => {
     }
   })
 
+  test('the address of a form, opened in the address bar, leads back to a page, not a JSON 405', async () => {
+    // A refused sign-in or upload leaves the browser at the form's address; Enter there is a GET.
+    for (const [path, to] of [
+      ['/dashboard/sign-in', '/'],
+      ['/dashboard/sign-out', '/'],
+      ['/dashboard/batches', '/'],
+      ['/dashboard/batches/batch_x/cancel', '/dashboard/batches/batch_x'],
+      ['/dashboard/batches/batch_x/retry', '/dashboard/batches/batch_x'],
+    ]) {
+      const response = await fetch(`${gw.url}${path}`, { redirect: 'manual' })
+      expect([path, response.status, response.headers.get('location')]).toEqual([path, 303, to])
+    }
+  })
+
   test("another account's batch is not found; a revoked key is signed out", async () => {
     const owner = await gw.newAccount('1')
     const created = await gw.request('/v1/batches', owner.key, {

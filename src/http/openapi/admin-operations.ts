@@ -105,6 +105,14 @@ const form = (description: string) => ({
   description,
 })
 
+/** A form's address asked with GET (the address bar, where a refused post leaves the browser). */
+const formAddress = (id: string, to: string) => ({
+  id,
+  summary: `A form's address opened in the address bar: on to ${to}`,
+  security: 'none' as const,
+  answers: seeOther,
+})
+
 export const DASHBOARD_OPERATIONS: Operations = {
   'GET /': {
     id: 'dashboardHome',
@@ -119,6 +127,11 @@ export const DASHBOARD_OPERATIONS: Operations = {
     security: 'none',
     answers: seeOther,
   },
+  'GET /dashboard/sign-in': formAddress('dashboardSignInAddress', '/'),
+  'GET /dashboard/sign-out': formAddress('dashboardSignOutAddress', '/'),
+  'GET /dashboard/batches': formAddress('dashboardSubmitAddress', '/'),
+  'GET /dashboard/batches/{id}/cancel': formAddress('dashboardCancelAddress', "the batch's page"),
+  'GET /dashboard/batches/{id}/retry': formAddress('dashboardRetryAddress', "the batch's page"),
   'GET /dashboard/usage': {
     id: 'dashboardUsage',
     summary: 'The usage page',
