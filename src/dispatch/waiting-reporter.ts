@@ -85,6 +85,7 @@ export function unavailableWaiting(provider: string): BatchWaiting {
 export interface LaneRefusal {
   reason: string
   retryAtMs: number
+  /** When the live lanes take the lines: the lane's close, deadline − max(min_hours_left, fallback_hours). */
   fallbackAtMs: number
 }
 

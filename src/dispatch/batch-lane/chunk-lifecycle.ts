@@ -405,8 +405,9 @@ async function abandon(
  * The provider refused the chunk as a whole (its batch `failed`, its upload or create refused):
  * given up, its lines back to pending without an attempt, due after a wait that doubles with each
  * such failure of the lane for their batch in a row (2, 4, 8, 16 × poll_s), never past the
- * fallback time, when the live lanes may take them. Retried at once, a failure that lasts would
- * upload the lines again every poll_s.
+ * lane's close, deadline − max(min_hours_left, fallback_hours), when the live lanes take them
+ * (at once when it has closed). Retried at once, a failure that lasts would upload the lines
+ * again every poll_s.
  */
 function refusedWhole(
   deps: ChunkDeps,
@@ -415,12 +416,16 @@ function refusedWhole(
   reason: string,
 ): Promise<void> {
   const inARow = deps.failures.failed(chunk.batchId, chunk.offering)
-  const times = { pollMs: deps.settings.pollMs, fallbackAtMs: chunk.fallbackAtMs }
-  const notBefore = nextPollAt(times, inARow, deps.now())
+  const { minLeftMs, fallbackMs, pollMs } = deps.settings
+  // fallbackAtMs is deadline − fallback_hours: the lane takes no line min_hours_left before it.
+  const closesAtMs = chunk.fallbackAtMs - Math.max(0, minLeftMs - fallbackMs)
+  const now = deps.now()
+  const notBefore =
+    now < closesAtMs ? nextPollAt({ pollMs, fallbackAtMs: closesAtMs }, inARow, now) : now
   deps.waiting?.laneRefused(chunk.batchId, offeringName(deps.offering), {
     reason,
     retryAtMs: notBefore,
-    fallbackAtMs: chunk.fallbackAtMs,
+    fallbackAtMs: closesAtMs,
   })
   return abandon(deps, chunk, states, { reason, notBefore })
 }
