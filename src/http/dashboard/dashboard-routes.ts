@@ -78,105 +78,95 @@ interface Page {
 export function dashboardRoutes(deps: DashboardDeps) {
   const { auth, store, flushUsage, onCancelled } = deps
 
-  return (
-    new Elysia({ name: 'dashboard' })
-      .use(signedInMacro({ auth, store }))
-      .get('/', (page) => listPage(store, page, 200), {
-        signedIn: { need: 'read', signedOut: () => htmlResponse(200, signInPage()) },
+  // A form's address opened in the address bar (where a refused sign-in or upload leaves the
+  // browser) leads back to the page the form is on, not to a JSON 405.
+  return new Elysia({ name: 'dashboard' })
+    .use(signedInMacro({ auth, store }))
+    .get('/', (page) => listPage(store, page, 200), {
+      signedIn: { need: 'read', signedOut: () => htmlResponse(200, signInPage()) },
+    })
+    .get('/dashboard', () => seeOther('/'))
+    .get('/dashboard/sign-in', () => seeOther('/'))
+    .get('/dashboard/sign-out', () => seeOther('/'))
+    .get('/dashboard/batches', () => seeOther('/'))
+    .get('/dashboard/batches/:id/cancel', ({ params }) => seeOther(batchHref(params.id)))
+    .get('/dashboard/batches/:id/retry', ({ params }) => seeOther(batchHref(params.id)))
+    .get(
+      '/dashboard/usage',
+      async ({ request, caller, pageHeaders }) => {
+        const params = new URL(request.url).searchParams
+        // Without dates: the last 30 days, today included.
+        if (!params.has('from') && !params.has('to')) {
+          params.set('to', dayText(Date.now()))
+          params.set('from', dayText(Date.now() - 29 * 86_400_000))
+        }
+        const account = await store.getAccount(caller.account.id)
+        try {
+          const query = readUsageQuery(params)
+          await flushUsage()
+          const rows = await store.usageRows(caller.account.id, query.from, query.to)
+          return htmlResponse(200, usagePage(account!, rows, query), pageHeaders)
+        } catch (error) {
+          return refusalPage(error, request, pageHeaders, account!.name)
+        }
+      },
+      { signedIn: 'read' },
+    )
+    .post('/dashboard/sign-in', ({ request }) => signIn(deps, request), { parse: 'none' })
+    .post(
+      '/dashboard/sign-out',
+      async ({ request }) => {
+        if (!fromThisOrigin(request)) return forbiddenOrigin()
+        // Ends the session on the server: the same cookie, copied elsewhere, is refused from now on.
+        const id = readSessionId(request)
+        if (id) await store.deleteSession(sessionHash(id))
+        return seeOther('/', { 'set-cookie': clearedCookie(request) })
+      },
+      { parse: 'none' },
+    )
+    .post('/dashboard/batches', (page) => submitFromForm(deps, page), {
+      parse: 'none',
+      signedIn: 'batches',
+    })
+    .get('/dashboard/batches/:id', async (page) => batchPageResponse(store, page, page.params.id), {
+      signedIn: 'read',
+    })
+    .post(
+      '/dashboard/batches/:id/cancel',
+      async ({ request, params, caller, pageHeaders }) => {
+        const result = await store.cancelBatch(caller.account.id, params.id, nowSeconds())
+        if (result.kind === 'not_found')
+          return refusalPage(notFound(`batch ${excerpt(params.id)}`), request, pageHeaders)
+        if (result.kind === 'cancelled') onCancelled?.(result.batch.id, result.linesCancelled)
+        return seeOther(
+          `${batchHref(params.id)}${result.kind === 'cancelled' ? '?cancelled=1' : ''}`,
+          pageHeaders,
+        )
+      },
+      { parse: 'none', signedIn: 'batches' },
+    )
+    .get(BATCH_PAGE_SCRIPT_PATH, () => {
+      return new Response(BATCH_PAGE_SCRIPT, {
+        headers: {
+          'content-type': 'text/javascript; charset=utf-8',
+          'x-content-type-options': 'nosniff',
+          'cache-control': 'no-cache',
+        },
       })
-      .get('/dashboard', () => seeOther('/'))
-      // A form's address, opened in the address bar (where a refused sign-in or upload leaves the
-      // browser), leads back to the page the form is on rather than to a JSON 405.
-      .get('/dashboard/sign-in', () => seeOther('/'))
-      .get('/dashboard/sign-out', () => seeOther('/'))
-      .get('/dashboard/batches', () => seeOther('/'))
-      .get('/dashboard/batches/:id/cancel', ({ params }) => seeOther(batchHref(params.id)))
-      .get('/dashboard/batches/:id/retry', ({ params }) => seeOther(batchHref(params.id)))
-      .get(
-        '/dashboard/usage',
-        async ({ request, caller, pageHeaders }) => {
-          const params = new URL(request.url).searchParams
-          // Without dates: the last 30 days, today included.
-          if (!params.has('from') && !params.has('to')) {
-            params.set('to', dayText(Date.now()))
-            params.set('from', dayText(Date.now() - 29 * 86_400_000))
-          }
-          const account = await store.getAccount(caller.account.id)
-          try {
-            const query = readUsageQuery(params)
-            await flushUsage()
-            const rows = await store.usageRows(caller.account.id, query.from, query.to)
-            return htmlResponse(200, usagePage(account!, rows, query), pageHeaders)
-          } catch (error) {
-            return refusalPage(error, request, pageHeaders, account!.name)
-          }
-        },
-        { signedIn: 'read' },
-      )
-      .post('/dashboard/sign-in', ({ request }) => signIn(deps, request), { parse: 'none' })
-      .post(
-        '/dashboard/sign-out',
-        async ({ request }) => {
-          if (!fromThisOrigin(request)) return forbiddenOrigin()
-          // Ends the session on the server: the same cookie, copied elsewhere, is refused from now on.
-          const id = readSessionId(request)
-          if (id) await store.deleteSession(sessionHash(id))
-          return seeOther('/', { 'set-cookie': clearedCookie(request) })
-        },
-        { parse: 'none' },
-      )
-      .post('/dashboard/batches', (page) => submitFromForm(deps, page), {
-        parse: 'none',
-        signedIn: 'batches',
-      })
-      .get(
-        '/dashboard/batches/:id',
-        async (page) => batchPageResponse(store, page, page.params.id),
-        {
-          signedIn: 'read',
-        },
-      )
-      .post(
-        '/dashboard/batches/:id/cancel',
-        async ({ request, params, caller, pageHeaders }) => {
-          const result = await store.cancelBatch(caller.account.id, params.id, nowSeconds())
-          if (result.kind === 'not_found')
-            return refusalPage(notFound(`batch ${excerpt(params.id)}`), request, pageHeaders)
-          if (result.kind === 'cancelled') onCancelled?.(result.batch.id, result.linesCancelled)
-          return seeOther(
-            `${batchHref(params.id)}${result.kind === 'cancelled' ? '?cancelled=1' : ''}`,
-            pageHeaders,
-          )
-        },
-        { parse: 'none', signedIn: 'batches' },
-      )
-      .get(BATCH_PAGE_SCRIPT_PATH, () => {
-        return new Response(BATCH_PAGE_SCRIPT, {
-          headers: {
-            'content-type': 'text/javascript; charset=utf-8',
-            'x-content-type-options': 'nosniff',
-            'cache-control': 'no-cache',
-          },
-        })
-      })
-      .get(
-        '/dashboard/batches/:id/events',
-        (page) => batchEvents(deps, page, page.params.id, page.server),
-        { signedIn: 'read' },
-      )
-      .post(
-        '/dashboard/batches/:id/retry',
-        async (page) => retryFromForm(deps, page, page.params.id),
-        { parse: 'none', signedIn: 'batches' },
-      )
-      .get(
-        '/dashboard/batches/:id/results',
-        (page) => resultsDownload(store, page, page.params.id),
-        {
-          signedIn: 'read',
-        },
-      )
-  )
+    })
+    .get(
+      '/dashboard/batches/:id/events',
+      (page) => batchEvents(deps, page, page.params.id, page.server),
+      { signedIn: 'read' },
+    )
+    .post(
+      '/dashboard/batches/:id/retry',
+      async (page) => retryFromForm(deps, page, page.params.id),
+      { parse: 'none', signedIn: 'batches' },
+    )
+    .get('/dashboard/batches/:id/results', (page) => resultsDownload(store, page, page.params.id), {
+      signedIn: 'read',
+    })
 }
 
 /** A sign-in: the key checked as an API request would be, then a session for its cookie. */
