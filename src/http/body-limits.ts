@@ -20,11 +20,14 @@ export interface BodyLimits {
   admin: BodyLimit
   /** POST /openai/v1/batches: the create names a file; it does not carry one. */
   batchCreate: BodyLimit
-  /** POST /v1/chat/completions and /v1/embeddings (also under /openai). */
+  /**
+   * POST /v1/chat/completions, /v1/embeddings, /v1/responses (also under /openai),
+   * /anthropic/v1/messages and /anthropic/v1/messages/count_tokens.
+   */
   live: BodyLimit
-  /** POST /v1/batches: the JSONL file itself. */
+  /** POST /v1/batches: the JSONL file itself; POST /anthropic/v1/messages/batches: its requests. */
   nativeSubmit: BodyLimit
-  /** POST /v1/batches/{id}/retry: a few options, the lines come from the parent. */
+  /** POST /v1/batches/{id}/retry (and the dashboard's): a few options, the lines come from the parent. */
   retry: BodyLimit
   /** POST /openai/v1/files: the file (limited on its own while stored) plus the form's framing. */
   fileUpload: BodyLimit
