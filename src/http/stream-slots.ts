@@ -39,11 +39,14 @@ export interface StreamSlots {
 export interface StreamCheck {
   id: string
   stillValid: () => Promise<boolean>
+  /** The stream's last line when `stillValid` says no; "the key was revoked" unless told. */
+  endedBecause?: string
 }
 
 interface Checked {
   streams: Set<AbortController>
   stillValid: () => Promise<boolean>
+  endedBecause?: string
   checking: boolean
 }
 
@@ -78,7 +81,7 @@ export function createStreamSlots(options: {
       entry
         .stillValid()
         .then((valid) => {
-          if (!valid) endAll(checkId)
+          if (!valid) endAll(checkId, entry.endedBecause)
         })
         // A store that does not answer now says nothing about the key: asked again next time.
         .catch(() => {})
@@ -97,7 +100,7 @@ export function createStreamSlots(options: {
   let closed = false
 
   return {
-    async open(keyId, { id: checkId, stillValid }) {
+    async open(keyId, { id: checkId, stillValid, endedBecause }) {
       if (closed) throw stopping()
       const here = () => byKey.get(keyId)?.size ?? 0
       if (here() >= maxPerKey) throw limitReached(maxPerKey, here())
@@ -119,7 +122,7 @@ export function createStreamSlots(options: {
       byKey.set(keyId, streams)
       let checked = byCheck.get(checkId)
       if (!checked) {
-        checked = { streams: new Set(), stillValid, checking: false }
+        checked = { streams: new Set(), stillValid, endedBecause, checking: false }
         byCheck.set(checkId, checked)
       }
       checked.streams.add(controller)

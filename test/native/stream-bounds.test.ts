@@ -152,6 +152,9 @@ for (const store of STORES) {
       })
       expect(out.status).toBe(303)
       expect(await endsWithin(dashboard, Date.now(), 5_000)).toBeLessThan(2_000)
+      // Its last line says the session ended, not that the key (still good) was revoked.
+      expect(dashboard.comments.join('\n')).toContain('the dashboard session ended')
+      expect(dashboard.comments).not.toContain('the key was revoked')
       await Bun.sleep(500)
       for (const sse of api) expect(sse.ended()).toBe(false)
       const revokedAt = Date.now()

@@ -231,6 +231,7 @@ async function batchEvents(
       check: {
         id: `session:${session}`,
         stillValid: async () => (await store.findSession(session, nowSeconds())) !== null,
+        endedBecause: 'the dashboard session ended (signed out, expired or its key revoked)',
       },
     })
   } catch (error) {
