@@ -224,8 +224,11 @@ async function sendDelivery(
       signal: controller.signal,
     })
     const ok = response.statusCode >= 200 && response.statusCode < 300
-    const answer = ok ? '' : await readSome(response.body)
-    if (ok) await response.body.dump().catch(() => {})
+    const moved = ok
+      ? null
+      : redirectNote(response.statusCode, response.headers.location, delivery.url)
+    const answer = moved ?? (ok ? '' : await readSome(response.body))
+    if (ok || moved) await response.body.dump().catch(() => {})
     return {
       statusCode: response.statusCode,
       error: ok ? null : `HTTP ${response.statusCode}${answer ? `: ${answer}` : ''}`,
@@ -240,6 +243,28 @@ async function sendDelivery(
     clearTimeout(timer)
     attempts.delete(controller)
   }
+}
+
+/**
+ * A redirect's entry in the log: not followed (docs/events-and-webhooks.md), so the owner is told
+ * where it pointed instead of being left with a bare "HTTP 302".
+ */
+function redirectNote(
+  statusCode: number,
+  location: string | string[] | undefined,
+  url: string,
+): string | null {
+  if (statusCode < 300 || statusCode >= 400 || typeof location !== 'string') return null
+  let target: string
+  try {
+    target = new URL(location, url).href
+  } catch {
+    return null
+  }
+  return excerpt(
+    `redirects are not followed; to deliver there, make a webhook with ${target}`,
+    ANSWER_CHARS,
+  )
 }
 
 /** The first characters of a refusing receiver's answer, on one line. */

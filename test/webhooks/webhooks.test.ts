@@ -327,6 +327,36 @@ for (const storeKind of STORES) {
       expect((await gw.request(`/v1/webhooks/${down.body.id}/deliveries`, key)).status).toBe(404)
     })
 
+    test('a redirect is not followed: the log says so, and where it pointed', async () => {
+      const { key } = await gw.newAccount('1')
+      const paths: string[] = []
+      const moved = Bun.serve({
+        port: 0,
+        hostname: '127.0.0.1',
+        fetch: (request) => {
+          paths.push(new URL(request.url).pathname)
+          return new Response(null, { status: 302, headers: { location: '/moved-here' } })
+        },
+      })
+      try {
+        const webhook = await createWebhook(key, { url: `http://127.0.0.1:${moved.port}/old` })
+        await finished(key, await submit(key, [chatLine('a')]))
+        const entry = await waitFor('a refused attempt', async () => {
+          const [first] = await deliveries(key, webhook.body.id)
+          return first?.last_status_code ? first : null
+        })
+        expect(entry).toMatchObject({
+          status: 'pending',
+          last_status_code: 302,
+          last_error: `HTTP 302: redirects are not followed; to deliver there, make a webhook with http://127.0.0.1:${moved.port}/moved-here`,
+        })
+        expect(paths.length).toBeGreaterThan(0)
+        expect(paths.filter((path) => path !== '/old')).toEqual([])
+      } finally {
+        moved.stop(true)
+      }
+    })
+
     test('another account’s webhook is a 404, and hears nothing of this account’s batches', async () => {
       const owner = await gw.newAccount('1')
       const other = await gw.newAccount('1')
