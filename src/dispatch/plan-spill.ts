@@ -8,9 +8,11 @@
  * - an unavailable offering (every replica failing, or paused on a 429) has no capacity: skip it;
  * - one with room takes the line (the cheapest capacity is kept full);
  * - a full one still takes it (the line waits its turn there) if it can finish the batch's lines
- *   not yet sent anywhere, plus those already waiting or running there, by the target (deadline
- *   minus the safety margin) at the rate this batch gets there; or if it is the last one left;
- * - otherwise the line goes on to the next offering: it spills.
+ *   not yet sent anywhere that the cheaper full ones before it will not, plus those already
+ *   waiting or running there, by the target (deadline minus the safety margin) at the rate this
+ *   batch gets there; or if it is the last one left;
+ * - otherwise the line goes on to the next offering: it spills, and the next is weighed against
+ *   what this one leaves (a cheap pool second takes a free pool's excess before a paid provider).
  * So a batch spills from the moment its measured rate shows the cheaper offerings cannot finish
  * it in time, and only until what is left fits them again: the excess, as early as it is known.
  * A line goes to one offering at a time; before the first answers the rate is unknown and a full
@@ -68,13 +70,17 @@ export function chooseOffering({ nowMs, targetMs, unsent, offerings }: SpillInpu
     }
   if (last === -1) return { kind: 'hold' }
   const secondsLeft = Math.max(0, targetMs - nowMs) / 1000
+  // The unsent lines the offerings weighed so far leave over: each full one still finishes what
+  // it can by the target, so the next one is weighed against the rest, not the whole batch.
+  let left = unsent
   for (let i = 0; i < last; i++) {
     const offering = offerings[i]
     if (!offering.available) continue
     if (offering.hasRoom) return { kind: 'send', index: i }
     if (offering.perSecond === null) return { kind: 'send', index: i }
     const canDo = offering.perSecond * secondsLeft * (1 + RATE_TOLERANCE) + offering.slots
-    if (unsent + offering.queued <= canDo) return { kind: 'send', index: i }
+    if (left + offering.queued <= canDo) return { kind: 'send', index: i }
+    left -= Math.max(0, canDo - offering.queued)
   }
   return { kind: 'send', index: last }
 }

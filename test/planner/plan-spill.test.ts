@@ -59,6 +59,27 @@ describe('chooseOffering', () => {
     expect(choice).toEqual({ kind: 'send', index: 1 })
   })
 
+  test('a second full offering is weighed against what the cheaper one before it leaves, not the whole batch', () => {
+    // The free pool finishes 1,000 × (1 + tolerance) of the 1,500 unsent by the target; the
+    // cheap pool's 10 lines/s finish the rest, so the line waits there and nothing goes to the
+    // paid provider yet.
+    const choice = chooseOffering({
+      nowMs: NOW,
+      targetMs: TARGET,
+      unsent: 1_500,
+      offerings: [view({ perSecond: 10 }), view({ perSecond: 10 }), view({ hasRoom: true })],
+    })
+    expect(choice).toEqual({ kind: 'send', index: 1 })
+    // Past what the two finish together, the excess spills on to the third.
+    const over = chooseOffering({
+      nowMs: NOW,
+      targetMs: TARGET,
+      unsent: 2_100,
+      offerings: [view({ perSecond: 10 }), view({ perSecond: 10 }), view({ hasRoom: true })],
+    })
+    expect(over).toEqual({ kind: 'send', index: 2 })
+  })
+
   test('a shortfall within the rate’s noise does not spill (a spill is for good)', () => {
     // 2% of what it can do, and one round of its slots.
     const choice = (unsent: number) =>
