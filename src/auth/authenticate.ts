@@ -88,7 +88,12 @@ export function createAuthenticator(
       if (!match)
         throw invalidApiKey('malformed Authorization header: send "Authorization: Bearer <key>"')
       const token = match[1]
-      const found = token.startsWith(KEY_PREFIX) ? await findKey(hashKey(token)) : null
+      // Another service's key (an OpenAI sk-…, the admin token) is told apart from one of ours.
+      if (!token.startsWith(KEY_PREFIX))
+        throw invalidApiKey(
+          `that is not a Multigrid API key (they start with ${KEY_PREFIX}): send one made for your account (mg keys create)`,
+        )
+      const found = await findKey(hashKey(token))
       if (!found) throw invalidApiKey('unknown or revoked API key')
       return authorize(found, need, headers)
     },

@@ -1,6 +1,7 @@
 /** The admin API (docs/operations.md), on only when MULTIGRID_ADMIN_TOKEN is set. */
 import { timingSafeEqual } from 'node:crypto'
 import { Elysia } from 'elysia'
+import { KEY_PREFIX } from '../auth/keys.ts'
 import { z } from 'zod'
 import type { Accounts } from '../accounts/accounts.ts'
 import type { FineTunes } from '../accounts/fine-tunes.ts'
@@ -92,6 +93,21 @@ async function parseBody<S extends z.ZodType>(
   throw badRequest(`${issue.path || 'body'} ${issue.message}; ${issue.fix}`, issue.path || null)
 }
 
+/** Refuses a header without the admin token (compared in constant time), saying what to send. */
+function checkAdminToken(expected: Buffer, authorization: string | null) {
+  // The scheme is case-insensitive (RFC 9110 §11.1), as it is for user keys (auth/authenticate.ts).
+  const match = authorization ? /^bearer\s+(\S+)\s*$/i.exec(authorization) : null
+  const given = Buffer.from(match?.[1] ?? '')
+  if (given.length === expected.length && timingSafeEqual(given, expected)) return
+  // An API key sent here is the likely mistake: say so, without saying whether it is valid.
+  throw refuse(
+    'invalid_admin_token',
+    match?.[1]?.startsWith(KEY_PREFIX)
+      ? 'that is an API key, not the admin token: the admin API takes "Authorization: Bearer <MULTIGRID_ADMIN_TOKEN>"'
+      : 'missing or wrong admin token: send "Authorization: Bearer <MULTIGRID_ADMIN_TOKEN>"',
+  )
+}
+
 export function adminRoutes(
   token: string,
   accounts: Accounts,
@@ -99,14 +115,7 @@ export function adminRoutes(
   fineTunes: FineTunes,
 ) {
   const expected = Buffer.from(token)
-  const check = (authorization: string | null) => {
-    // The scheme is case-insensitive (RFC 9110 §11.1), as it is for user keys (auth/authenticate.ts).
-    const match = authorization ? /^bearer\s+(\S+)\s*$/i.exec(authorization) : null
-    const given = Buffer.from(match?.[1] ?? '')
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      throw refuse('invalid_admin_token', 'missing or wrong admin token')
-    }
-  }
+  const check = (authorization: string | null) => checkAdminToken(expected, authorization)
   return (
     new Elysia({ name: 'admin', prefix: '/admin/v1' })
       // Before anything is read: a wrong token is refused without its body.

@@ -497,7 +497,20 @@ for (const storeKind of STORES) {
       expect(((await malformed.json()) as { error: Record<string, unknown> }).error.code).toBe(
         'invalid_api_key',
       )
-      expect((await gw.request('/v1/batches', 'mg_not-a-real-key')).status).toBe(401)
+      const message = async (response: Response) =>
+        ((await response.json()) as { error: { message: string } }).error.message
+      const unknown = await gw.request('/v1/batches', 'mg_not-a-real-key')
+      expect(unknown.status).toBe(401)
+      expect(await message(unknown)).toBe('unknown or revoked API key')
+      // Another service's key is named for what it is, and so is an API key sent as the admin token.
+      const foreign = await gw.request('/v1/batches', 'sk-proj-abc123')
+      expect(foreign.status).toBe(401)
+      expect(await message(foreign)).toContain('not a Multigrid API key (they start with mg_)')
+      const asAdmin = await fetch(`${gw.url}/admin/v1/accounts/${accountId}`, {
+        headers: { authorization: `Bearer ${key}` },
+      })
+      expect(asAdmin.status).toBe(401)
+      expect(await message(asAdmin)).toContain('that is an API key, not the admin token')
       expect((await gw.request('/v1/batches', key)).status).toBe(200)
       expect((await gw.admin(`/keys/${keyId}`, { method: 'DELETE' })).status).toBe(200)
       expect((await gw.request('/v1/batches', key)).status).toBe(401)
