@@ -7,7 +7,8 @@
  *   npm run demo -- [--port 8080] [--sim-port 8090] [--data-dir ./data/demo] [--credit 10]
  *                   [--latency-ms 50]
  *
- * The ports default to PORT and SIM_PORT when set, as `npm start` and the walk-through read them.
+ * The ports default to PORT and SIM_PORT when set, and the data directory to MULTIGRID_DATA_DIR, as
+ * `npm start` and the walk-through read them.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
@@ -24,7 +25,7 @@ const USAGE = `usage: npm run demo -- [--port 8080] [--sim-port 8090] [--data-di
                        [--credit USD] [--latency-ms 50]
 Starts the upstream simulator and a gateway on it (SQLite in --data-dir), makes an account with
 --credit (default 10) and a key, prints them; Ctrl-C stops both. The ports default to PORT and
-SIM_PORT when they are set.`
+SIM_PORT when they are set, the data directory to MULTIGRID_DATA_DIR.`
 
 const SIM_CATALOG = resolve(import.meta.dir, '../../providers/catalog.simulator.json')
 /** The address catalog.simulator.json gives the simulator; the demo's may be another port. */
@@ -42,7 +43,7 @@ function readOptions() {
       options: {
         port: { type: 'string', default: process.env.PORT || '8080' },
         'sim-port': { type: 'string', default: process.env.SIM_PORT || '8090' },
-        'data-dir': { type: 'string', default: './data/demo' },
+        'data-dir': { type: 'string', default: process.env.MULTIGRID_DATA_DIR || './data/demo' },
         credit: { type: 'string', default: '10' },
         'latency-ms': { type: 'string', default: '50' },
         help: { type: 'boolean', short: 'h' },

@@ -35,27 +35,25 @@ const refused = (port: number) =>
     () => true,
   )
 
-test('npm run demo (on PORT and SIM_PORT) prints a working key and a curl line; SIGINT stops the gateway and the simulator', async () => {
+test('npm run demo (on PORT, SIM_PORT and MULTIGRID_DATA_DIR) prints a working key and a curl line; SIGINT stops the gateway and the simulator', async () => {
   const script = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.demo
   expect(script).toContain(`bun ${GATEWAY_BUN_ARGS.join(' ')} src/cli/demo.ts`)
   const port = freePort()
   const simPort = freePort()
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-demo-'))
-  const child = Bun.spawn(
-    [
-      process.execPath,
-      ...GATEWAY_BUN_ARGS,
-      join(ROOT, 'src/cli/demo.ts'),
-      ...['--data-dir', dataDir],
-    ],
-    {
-      cwd: ROOT,
-      // The ports as npm start and the walk-through take them (--port and --sim-port also do).
-      env: { PATH: process.env.PATH ?? '', PORT: String(port), SIM_PORT: String(simPort) },
-      stdout: 'pipe',
-      stderr: 'pipe',
+  const child = Bun.spawn([process.execPath, ...GATEWAY_BUN_ARGS, join(ROOT, 'src/cli/demo.ts')], {
+    cwd: ROOT,
+    // The ports and the data directory as npm start and the walk-through take them (--port,
+    // --sim-port and --data-dir also do).
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: String(port),
+      SIM_PORT: String(simPort),
+      MULTIGRID_DATA_DIR: dataDir,
     },
-  )
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
   try {
     const out = await readUntil(child.stdout, (text) => text.includes('Ctrl-C stops both'))
     const key = /^key\s+(mg_\S+)$/m.exec(out)?.[1]
