@@ -36,8 +36,23 @@ export function upstreamFailure(error: UpstreamError): GatewayError {
       })
     case 'timeout':
       return refuse('upstream_timeout', 'the provider did not answer in time')
+    case 'connection':
+      // Unreachable, or no replica left to serve it: a pool down, not this request's fault.
+      return refuse(
+        'upstream_error',
+        `the provider could not be reached (${error.message}); nothing was billed: retry in a moment, and if it lasts, tell the gateway's operator that the provider is down`,
+      )
+    case 'auth':
+      // The gateway's own key for the provider: nothing the caller can change.
+      return refuse(
+        'upstream_error',
+        `the provider refused the gateway's key for it (${error.message}); nothing was billed: tell the gateway's operator`,
+      )
     default:
-      return refuse('upstream_error', `the provider failed: ${error.message}`)
+      return refuse(
+        'upstream_error',
+        `the provider failed: ${error.message}; nothing was billed: retry in a moment`,
+      )
   }
 }
 

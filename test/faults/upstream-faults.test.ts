@@ -233,6 +233,29 @@ describe('upstream faults', () => {
       const ended = await s.finished(batch.id)
       expect(ended.status).toBe('cancelled')
       await s.assertSettled(ended, await s.results(batch.id))
+      // A live call to it is told the provider is out of reach and what to do, not only the socket's error.
+      const live = await s.live(chatLine('l', 'x', {}, 'sim/claude').body)
+      expect(live.status).toBe(502)
+      const { error } = (await live.json()) as { error: { code: string; message: string } }
+      expect(error.code).toBe('upstream_error')
+      expect(error.message).toContain('the provider could not be reached')
+      expect(error.message).toContain('nothing was billed')
+    } finally {
+      await s.stop()
+    }
+  })
+
+  test("a provider that refuses the gateway's key: a live call is told to tell the operator, and never sees the key", async () => {
+    const s = await scenario({ requireApiKey: 'a-key-the-gateway-does-not-have' })
+    try {
+      const live = await s.live(chatLine('l').body)
+      expect(live.status).toBe(502)
+      const text = await live.text()
+      const { error } = JSON.parse(text) as { error: { code: string; message: string } }
+      expect(error.code).toBe('upstream_error')
+      expect(error.message).toContain("the provider refused the gateway's key for it")
+      expect(error.message).toContain("tell the gateway's operator")
+      expect(text).not.toContain('a-key-the-gateway-does-not-have')
     } finally {
       await s.stop()
     }
