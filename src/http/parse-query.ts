@@ -68,14 +68,23 @@ export function refuseUnknownFields(
   }
 }
 
+/** Words people bring from other APIs for a parameter this one names otherwise. */
+const SYNONYMS: Record<string, string> = {
+  deadline: 'completion_window_hours',
+  window: 'completion_window_hours',
+  status: 'filter',
+}
+
 /**
- * The name `typed` stands for: the same letters and digits, the start of one (`max_cost`), or one
- * or two edits away.
+ * The name `typed` stands for: the same letters and digits, a word other APIs use for it
+ * (`deadline`), the start of one (`max_cost`), or one or two edits away.
  */
 function likelyMeant(typed: string, names: readonly string[]): string | null {
   const plain = (text: string) => text.toLowerCase().replace(/[^a-z0-9]/g, '')
   const exact = names.find((name) => plain(name) === plain(typed))
   if (exact) return exact
+  const synonym = SYNONYMS[plain(typed)]
+  if (synonym && names.includes(synonym)) return synonym
   const start =
     plain(typed).length >= 4 && names.find((name) => plain(name).startsWith(plain(typed)))
   if (start) return start

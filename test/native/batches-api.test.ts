@@ -147,6 +147,7 @@ for (const storeKind of STORES) {
         ['?dry-run=true', 'dry_run'],
         ['?Dry_Run=1', 'dry_run'],
         ['?max_cost=0.5', 'max_cost_usd'],
+        ['?deadline=24', 'completion_window_hours'],
         ['?bogus=1', null],
         ['?__proto__=1', null],
         ['?constructor=1', null],
@@ -429,7 +430,7 @@ for (const storeKind of STORES) {
       const batch = (await (await submit(key, [chatLine('t-1')])).json()) as Batch
       // `?status=failed&format=input` once gave back every input line, ready to be run and paid again.
       for (const [query, meant] of [
-        ['?status=failed&format=input', null],
+        ['?status=failed&format=input', 'filter'],
         ['?filters=failed', 'filter'],
         ['?Format=input', 'format'],
       ] as const) {
