@@ -265,7 +265,7 @@ export function checkLines(
       break
     }
     const record = readObject(text, lineNo, report)
-    if (record === null && opensFileArray(text, count, segment)) break
+    if (record === null && opensWholeFile(text, count, segment)) break
     if (record === null) continue
     const customId = typeof record.custom_id === 'string' ? record.custom_id : null
     // An issue names its line's custom_id so it zips against the input; one too long to be valid
@@ -390,14 +390,15 @@ function usedBefore(
 }
 
 /**
- * Whether this line, the file's first, opens a JSON array (`jq -s .` writes one): the file is one
- * array, not lines, which that line's issue says with its fix; every line after it would only add
- * issues with wrong fixes (a pretty-printed array's `{` lines are not files of their own).
+ * Whether this line, the file's first, opens a JSON array (`jq -s .` writes one) or an object
+ * spread over lines (a pretty-printed request): the file is one JSON value, not lines, which that
+ * line's issue says with its fix; every line after it would only add issues with wrong fixes (a
+ * pretty-printed array's `{` lines are not files of their own, nor an object's `"model": …`).
  */
-function opensFileArray(text: string | null, count: number, segment: FileSegment | undefined) {
-  return (
-    count === 1 && (segment?.firstLineNo ?? 1) === 1 && text?.trimStart().startsWith('[') === true
-  )
+function opensWholeFile(text: string | null, count: number, segment: FileSegment | undefined) {
+  if (count !== 1 || (segment?.firstLineNo ?? 1) !== 1 || text === null) return false
+  const trimmed = text.trim()
+  return trimmed.startsWith('[') || trimmed === '{'
 }
 
 /** How to turn a JSON file into JSONL. */

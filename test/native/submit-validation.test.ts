@@ -82,6 +82,13 @@ for (const storeKind of STORES) {
       expect(array.issues[0].fix).toBe(
         "turn it into lines with jq -c '.[]' requests.json > requests.jsonl",
       )
+      // So is one pretty-printed request: not also one "not valid JSON" for each of its lines.
+      const object = await rejected(JSON.stringify(chatLine('a'), null, 2) + '\n')
+      expect(object.issues).toEqual([expect.objectContaining({ line: 1, path: '' })])
+      expect(object.issues_omitted).toBe(0)
+      expect(object.issues[0].fix).toBe(
+        'put each request on one line of its own: jq -c . requests.json > requests.jsonl',
+      )
       expect(await nothingStored()).toBe(true)
     })
 
