@@ -160,7 +160,7 @@ export async function submitChunk(
     return abandon(deps, record, states, { reason: STOPPED })
   if (client.kind === 'openai') {
     const file = await client.upload(chunk.id, openAIBatchInput(request))
-    if (!file.ok) return refusedWhole(deps, record, states, file.error.message)
+    if (!file.ok) return refusedWhole(deps, record, states, refusalOf(file.error))
     await chunks.updateChunk(holder, chunk.id, { inputFileId: file.value }, deps.now())
     const created = await client.create(request, file.value)
     if (!created.ok) return createFailed(deps, record, states, created.error)
@@ -248,7 +248,10 @@ export async function followChunk(deps: ChunkDeps, chunk: ChunkRecord): Promise<
   if (action === 'wait')
     return done(deps, chunk, { nextPollAt: nextPollAt(times, 0, now), pollFailures: 0 })
   if (action === 'return_all')
-    return refusedWhole(deps, chunk, states, batchFailed(read.value.failureCode))
+    return refusedWhole(deps, chunk, states, {
+      reason: batchFailed(read.value.failureCode),
+      answered: true,
+    })
   if (action === 'cancel') {
     const cancelled = await deps.client.cancelBatch(chunk.providerBatchId)
     if (!cancelled.ok) return lookFailed(deps, chunk, cancelled.error, fallbackAtMs)
@@ -381,13 +384,18 @@ const batchFailed = (code: string | null) =>
 
 /**
  * Every line back to pending without an attempt, and the chunk given up for `reason` (else "not
- * sent"); the lines are due again at `notBefore` (ms; else now).
+ * sent"); the lines are due again at `notBefore` (ms; else now). `refused`: the provider refused
+ * the chunk, so it reached the provider (ChunkPatch.refusedAt).
  */
 async function abandon(
   deps: ChunkDeps,
   chunk: Pick<ChunkRecord, 'id' | 'batchId'>,
   states: readonly ChunkLineRef[],
-  { reason = 'not sent', notBefore = deps.now() }: { reason?: string; notBefore?: number } = {},
+  {
+    reason = 'not sent',
+    notBefore = deps.now(),
+    refused = false,
+  }: { reason?: string; notBefore?: number; refused?: boolean } = {},
 ): Promise<void> {
   const now = deps.now()
   const outcomes: LineOutcome[] = states.map((state) => ({
@@ -398,8 +406,25 @@ async function abandon(
     unsent: true,
   }))
   await deps.lines.recordOutcomes(lineOwnerOf(chunk.id), outcomes, now)
-  await done(deps, chunk, { state: 'abandoned', error: reason })
+  const refusedAt = refused ? now : undefined
+  await done(deps, chunk, { state: 'abandoned', error: reason, refusedAt })
 }
+
+/**
+ * Why a chunk was refused as a whole, and whether the provider said so: an answer (a 4xx, a 5xx,
+ * a failed provider batch) but not a busy one, which says it has no room, nor no answer at all
+ * (an unreachable provider). A chunk the provider answered has started its batch
+ * (start-in-time.ts), as a live call that fails uses an attempt.
+ */
+interface Refusal {
+  reason: string
+  answered: boolean
+}
+
+const refusalOf = (error: UpstreamError): Refusal => ({
+  reason: error.message,
+  answered: error.status !== null && error.kind !== 'busy',
+})
 
 /**
  * The provider refused the chunk as a whole (its batch `failed`, its upload or create refused):
@@ -413,7 +438,7 @@ function refusedWhole(
   deps: ChunkDeps,
   chunk: Pick<ChunkRecord, 'id' | 'batchId' | 'offering' | 'fallbackAtMs'>,
   states: readonly ChunkLineRef[],
-  reason: string,
+  { reason, answered }: Refusal,
 ): Promise<void> {
   const inARow = deps.failures.failed(chunk.batchId, chunk.offering)
   const { minLeftMs, fallbackMs, pollMs } = deps.settings
@@ -427,7 +452,7 @@ function refusedWhole(
     retryAtMs: notBefore,
     fallbackAtMs: closesAtMs,
   })
-  return abandon(deps, chunk, states, { reason, notBefore })
+  return abandon(deps, chunk, states, { reason, notBefore, refused: answered })
 }
 
 /** A create that failed after the upload: retried on the next look if it may work, else given up. */
@@ -437,7 +462,7 @@ async function createFailed(
   states: readonly ChunkLineRef[],
   error: UpstreamError,
 ): Promise<void> {
-  if (!error.retryable) return refusedWhole(deps, chunk, states, error.message)
+  if (!error.retryable) return refusedWhole(deps, chunk, states, refusalOf(error))
   const next = deps.now() + deps.settings.pollMs
   return done(deps, chunk, { nextPollAt: next, pollFailures: 1, error: error.message })
 }

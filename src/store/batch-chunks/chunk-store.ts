@@ -81,6 +81,11 @@ export interface ChunkPatch {
   nextPollAt?: number
   pollFailures?: number
   error?: string | null
+  /**
+   * When the provider refused the chunk as a whole (ms): it reached the provider, so its batch
+   * has started (start-in-time.ts). Set once, with `abandoned`.
+   */
+  refusedAt?: number
 }
 
 /** Who holds a chunk, and until when (ms). */

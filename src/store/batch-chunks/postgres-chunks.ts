@@ -54,6 +54,7 @@ export function createPostgresChunkStore(sql: Sql): ChunkStore {
           next_poll_at = coalesce(${patch.nextPollAt ?? null}::bigint, next_poll_at),
           poll_failures = coalesce(${patch.pollFailures ?? null}::int, poll_failures),
           error = CASE WHEN ${patch.error !== undefined} THEN ${patch.error ?? null}::text ELSE error END,
+          refused_at = coalesce(${patch.refusedAt ?? null}::bigint, refused_at),
           updated_at = ${nowMs}
         WHERE id = ${id} AND lease_owner = ${owner}
         RETURNING id`

@@ -69,6 +69,7 @@ export function createSqliteChunkStore(db: Database): ChunkStore {
            next_poll_at = coalesce(?, next_poll_at),
            poll_failures = coalesce(?, poll_failures),
            error = CASE WHEN ? THEN ? ELSE error END,
+           refused_at = coalesce(?, refused_at),
            updated_at = ?
          WHERE id = ? AND lease_owner = ?`,
       ).run(
@@ -79,6 +80,7 @@ export function createSqliteChunkStore(db: Database): ChunkStore {
         patch.pollFailures ?? null,
         patch.error !== undefined ? 1 : 0,
         patch.error ?? null,
+        patch.refusedAt ?? null,
         nowMs,
         id,
         owner,
