@@ -3,6 +3,7 @@
  * so a fresh install can make its first account and key without the admin API.
  */
 import { parseArgs } from 'node:util'
+import { optionProblem } from './option-problem.ts'
 import { createAccounts } from '../accounts/accounts.ts'
 import { createFineTunes } from '../accounts/fine-tunes.ts'
 import { createCatalog } from '../catalog/catalog.ts'
@@ -73,7 +74,7 @@ function readArgs() {
   } catch (error) {
     // An unknown or malformed flag: say which, with the usage, and no stack trace. A negative
     // amount reads as short flags ("-100": -1, -0, -0) unless it comes after --.
-    const message = (error as Error).message
+    const message = optionProblem(error, OPTIONS)
     const negative = process.argv.slice(2).some((arg) => /^-\d/.test(arg))
       ? '\na negative amount goes after --: npm run mg -- accounts credit <account-id> -- -100'
       : ''

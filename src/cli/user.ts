@@ -9,6 +9,7 @@
  */
 import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
+import { optionProblem } from './option-problem.ts'
 import { ApiError, createApi } from './user-api.ts'
 import { readEvents } from './event-stream.ts'
 import { FINAL_STATUSES, progressLine, summary, table, type BatchView } from './progress.ts'
@@ -71,7 +72,7 @@ export async function main(
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true })
   } catch (error) {
-    return usage((error as Error).message)
+    return usage(optionProblem(error, OPTIONS))
   }
   const [command, ...rest] = parsed.positionals
   if (parsed.values.help || !command || command === 'help') {

@@ -79,7 +79,7 @@ const SYNONYMS: Record<string, string> = {
  * The name `typed` stands for: the same letters and digits, a word other APIs use for it
  * (`deadline`), the start of one (`max_cost`), or one or two edits away.
  */
-function likelyMeant(typed: string, names: readonly string[]): string | null {
+export function likelyMeant(typed: string, names: readonly string[]): string | null {
   const plain = (text: string) => text.toLowerCase().replace(/[^a-z0-9]/g, '')
   const exact = names.find((name) => plain(name) === plain(typed))
   if (exact) return exact

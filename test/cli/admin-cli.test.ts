@@ -261,7 +261,11 @@ test('--help prints the usage and exits 0; an unknown command or flag prints it 
     expect(err).not.toMatch(/\n\s+at /)
   }
   expect((await mg(env, 'frobnicate')).err).toContain('unknown command "frobnicate"')
-  expect((await mg(env, '--bogus')).err).toContain("'--bogus'")
+  expect((await mg(env, '--bogus')).err).toStartWith('mg: unknown option --bogus\n')
+  // A misspelt flag is named with the one meant, not with Node's advice on positional arguments.
+  const misspelt = await mg(env, 'accounts', 'create', 'acme', '--credt', '5')
+  expect(misspelt.code).toBe(2)
+  expect(misspelt.err).toStartWith('mg: unknown option --credt; did you mean --credit?')
   expect(existsSync(env.MULTIGRID_DATA_DIR)).toBe(false)
 })
 

@@ -324,6 +324,11 @@ describe('multigrid (user CLI)', () => {
   test("usage errors exit 2; a bad key exits 1 with the gateway's message", async () => {
     expect((await run(['status'])).code).toBe(2)
     expect((await run(['frobnicate'])).code).toBe(2)
+    const misspelt = await run(['submit', 'requests.jsonl', '--dryrun'])
+    expect(misspelt.code).toBe(2)
+    expect(misspelt.stderr).toStartWith(
+      'multigrid: unknown option --dryrun; did you mean --dry-run?',
+    )
     const noKey = await run(['list'], { MULTIGRID_API_KEY: '' })
     expect(noKey.code).toBe(2)
     expect(noKey.stderr).toContain('MULTIGRID_API_KEY is not set')
