@@ -12,6 +12,7 @@ import {
   type CatalogFile,
 } from './catalog/catalog-file.ts'
 import { withLanes } from './catalog/lanes.ts'
+import { editDistance } from './catalog/near-model-names.ts'
 import { describeZodIssue, joinPath } from './schemas/describe-zod-issue.ts'
 import { otlpFromEnv } from './telemetry/otlp-env.ts'
 
@@ -171,8 +172,33 @@ function shown(name: string, value: string | undefined): string {
   return `${name}=${JSON.stringify(value)}`
 }
 
+/** The project's clients' own variables (the `multigrid` CLI, a webhook receiver), not the gateway's. */
+const CLIENT_VARIABLES = new Set(['MULTIGRID_URL', 'MULTIGRID_API_KEY', 'MULTIGRID_WEBHOOK_SECRET'])
+
+/**
+ * The MULTIGRID_ variables set that the gateway does not read. One a typo or two from a setting
+ * is refused naming it: ignored, the setting's default would stay in force unseen (a retention
+ * period, the metrics token). The others are returned, for a warning at start-up.
+ */
+function unknownVariables(env: Record<string, string | undefined>): string[] {
+  const known = Object.keys(envSchema.shape)
+  const unknown = Object.keys(env).filter(
+    (name) =>
+      name.startsWith('MULTIGRID_') && !(name in envSchema.shape) && !CLIENT_VARIABLES.has(name),
+  )
+  for (const name of unknown) {
+    const meant = known.find((setting) => editDistance(name.toLowerCase(), setting, 2) <= 2)
+    if (meant)
+      throw new ConfigError(
+        `unknown variable ${name}: the gateway has no such setting and would ignore it; did you mean ${meant}? Rename it, or remove it`,
+      )
+  }
+  return unknown.sort()
+}
+
 /** Reads and validates the configuration. Throws ConfigError naming the variable or file path. */
 export function loadConfig(env: Record<string, string | undefined> = process.env) {
+  const unknown = unknownVariables(env)
   const parsed = envSchema.safeParse(env)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
@@ -250,6 +276,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     schemaCheckMs: e.MULTIGRID_SCHEMA_CHECK_MS,
     logLevel: e.LOG_LEVEL,
     otlp,
+    /** MULTIGRID_ variables set that nothing reads (none a typo of a setting): warned of at start-up. */
+    unknownVariables: unknown,
   })
 }
 

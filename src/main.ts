@@ -60,6 +60,13 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.exit(0)
   })
 }
+// MULTIGRID_ variables nothing reads (a typo of a setting was refused above): said, not ignored.
+if (config.unknownVariables.length > 0) {
+  gateway.logger.warn('config.unknown_variables', { names: config.unknownVariables })
+  console.error(
+    `multigrid: ignored ${config.unknownVariables.join(', ')}: not a variable of the gateway (docs/configuration.md lists them); remove or rename it`,
+  )
+}
 // Providers without a key: logged, and said plainly, with the way to try everything offline.
 const missing = missingKeys(config)
 if (missing.providers.length > 0) {
