@@ -44,6 +44,24 @@ export interface MetricsRouteDeps {
   token: string | null
 }
 
+/** How long a scrape waits for the queue depth (as /readyz waits for the store) before leaving it out. */
+const QUEUE_DEPTH_TIMEOUT_MS = 2_000
+
+/**
+ * The queue depth, or null when the store does not give it in time: the counters are in memory,
+ * and a store outage, when they matter most, must not cost the scrape (a 500, or a wait past
+ * Prometheus' scrape timeout).
+ */
+async function queueDepthOrNull(read: () => Promise<number>): Promise<number | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<null>((done) => (timer = setTimeout(done, QUEUE_DEPTH_TIMEOUT_MS, null)))
+  try {
+    return await Promise.race([read().catch(() => null), late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 export function metricsRoutes(deps: MetricsRouteDeps) {
   return new Elysia({ name: 'metrics' }).get('/metrics', async ({ request }) => {
     if (deps.token !== null && request.headers.get('authorization') !== `Bearer ${deps.token}`)
@@ -52,7 +70,7 @@ export function metricsRoutes(deps: MetricsRouteDeps) {
         'GET /metrics needs "Authorization: Bearer <MULTIGRID_METRICS_TOKEN>" on this gateway',
       )
     const text = deps.metrics.render({
-      queueDepth: await deps.queueDepth(),
+      queueDepth: await queueDepthOrNull(deps.queueDepth),
       inFlight: deps.inFlight(),
       replicas: deps.replicas(),
     })

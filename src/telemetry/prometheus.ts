@@ -22,9 +22,12 @@ export interface PrometheusMetrics {
   /** An upstream call failed on `provider`, classified as `kind` (rate_limited, timeout, …). */
   upstreamError(provider: string, kind: string): void
   webhookAttempt(result: 'delivered' | 'retry' | 'failed'): void
-  /** The text of one scrape; the gauges are read by the caller (queue depth, lines in flight, replicas). */
+  /**
+   * The text of one scrape; the gauges are read by the caller (queue depth, lines in flight,
+   * replicas). A queue depth of null (the store out of reach) is left out, not shown as 0.
+   */
   render(gauges: {
-    queueDepth: number
+    queueDepth: number | null
     inFlight: number
     replicas?: Record<string, { healthy: number; total: number }>
   }): string
@@ -108,7 +111,7 @@ export function createPrometheusMetrics(): PrometheusMetrics {
       for (const [provider, usd] of spendByProvider(spend, liveSpend))
         out.push(`multigrid_spend_usd_total{provider="${label(provider)}"} ${usd.toNumber()}`)
       family('multigrid_queue_depth', 'gauge', 'Batch lines waiting to be dispatched (pending).')
-      out.push(`multigrid_queue_depth ${queueDepth}`)
+      if (queueDepth !== null) out.push(`multigrid_queue_depth ${queueDepth}`)
       family(
         'multigrid_lines_in_flight',
         'gauge',

@@ -60,6 +60,30 @@ for (const store of STORES.filter((kind) => kind === 'postgres')) {
         async () => (await gw.request('/v1/batches', key)).status === 200,
       )
     }, 60_000)
+
+    test('/metrics answers from memory while the store is cut or silent, leaving out only the queue depth it cannot read', async () => {
+      const scrape = async () => {
+        const started = Date.now()
+        const response = await gw.request('/metrics', null)
+        return { status: response.status, text: await response.text(), ms: Date.now() - started }
+      }
+      const up = await scrape()
+      expect(up.status).toBe(200)
+      expect(up.text).toMatch(/^multigrid_queue_depth \d+$/m)
+      for (const outage of ['cut', 'silence'] as const) {
+        proxy[outage]()
+        const down = await scrape()
+        expect(down.status).toBe(200)
+        expect(down.ms).toBeLessThan(5_000)
+        expect(down.text).toContain('# TYPE multigrid_lines_total counter')
+        expect(down.text).toMatch(/^multigrid_lines_in_flight 0$/m)
+        expect(down.text).not.toMatch(/^multigrid_queue_depth /m)
+        proxy.restore()
+        await waitFor('the store back', async () =>
+          (await scrape()).text.includes('multigrid_queue_depth '),
+        )
+      }
+    }, 60_000)
   })
 
   test(`a SIGTERM while the store is silent stops the process within the drain and its grace (${store})`, async () => {
