@@ -275,6 +275,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     schemaCheckMs: e.MULTIGRID_SCHEMA_CHECK_MS,
     logLevel: e.LOG_LEVEL,
+    /** Whether npm started this process (npm start sets npm_lifecycle_event): the start-up hints' commands. */
+    startedByNpm: env.npm_lifecycle_event !== undefined,
     otlp,
     /** MULTIGRID_ variables set that nothing reads (none a typo of a setting): warned of at start-up. */
     unknownVariables: unknown,

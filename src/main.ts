@@ -4,6 +4,7 @@ import { startGateway } from './gateway.ts'
 import {
   databaseProblem,
   dataDirProblem,
+  adminCommand,
   firstKeyNote,
   listenProblem,
   missingKeys,
@@ -81,5 +82,6 @@ if (missing.providers.length > 0) {
 // A fresh install has no account: say, for the person who started it, how to make the first one.
 // (A store closed meanwhile by a signal needs no advice.)
 if (!(await gateway.store.hasAccounts().catch(() => true))) {
-  console.error(firstKeyNote(config, gateway.port).join('\n'))
+  const started = { byNpm: config.startedByNpm, bunPath: process.execPath }
+  console.error(firstKeyNote(config, gateway.port, adminCommand(started)).join('\n'))
 }

@@ -3,7 +3,7 @@
  * the models left with nothing to run on), how to try everything offline, and how to make the
  * first account and key on the store this gateway uses.
  */
-import { resolve } from 'node:path'
+import { basename, resolve } from 'node:path'
 import type { Config } from '../config.ts'
 
 /** Providers whose `api_key_env` is unset, and the models none of whose offerings can run. */
@@ -49,12 +49,22 @@ export function storeEnvPrefix(config: Config): string {
   return `MULTIGRID_DATA_DIR=${shellQuote(config.dataDir)} `
 }
 
-export function firstKeyNote(config: Config, port: number): string[] {
+/**
+ * How to run the admin CLI where the gateway was started as it was: `npm run mg --` under npm
+ * (npm start); else as Bun was run, `bun` where it is on the PATH (the Docker image, which has no
+ * npm), `npx bun` where it is the npm package's binary.
+ */
+export function adminCommand(started: { byNpm: boolean; bunPath: string }): string {
+  if (started.byNpm) return 'npm run mg --'
+  return basename(started.bunPath) === 'bun' ? 'bun src/cli/admin.ts' : 'npx bun src/cli/admin.ts'
+}
+
+export function firstKeyNote(config: Config, port: number, mg: string): string[] {
   const env = storeEnvPrefix(config)
   return [
     `multigrid: listening on port ${port}; there is no account yet. Make one with credit, then a key for it:`,
-    `  ${env}npm run mg -- accounts create acme --credit 10`,
-    `  ${env}npm run mg -- keys create <the account id it printed>`,
+    `  ${env}${mg} accounts create acme --credit 10`,
+    `  ${env}${mg} keys create <the account id it printed>`,
     '(the key is shown once; send it as "Authorization: Bearer <key>")',
   ]
 }

@@ -6,6 +6,7 @@ import { describe, expect, test } from 'bun:test'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { adminCommand } from '../../src/cli/start-up-notes.ts'
 import { testCatalog, writeCatalog } from '../helpers/catalog.ts'
 import { ADMIN_TOKEN } from '../helpers/gateway.ts'
 import { freePort } from '../helpers/process-gateway.ts'
@@ -63,11 +64,32 @@ describe('first start', () => {
       expect(made.status).toBe(201)
     })
     expect(first.stderr).toContain('there is no account yet')
-    expect(first.stderr).toContain('npm run mg -- accounts create')
-    expect(first.stderr).toContain('npm run mg -- keys create')
+    // Started by Bun from the npm package (as here), not by npm: the CLI as that Bun runs it.
+    expect(first.stderr).toContain('npx bun src/cli/admin.ts accounts create')
+    expect(first.stderr).toContain('npx bun src/cli/admin.ts keys create')
 
     const second = await startAndStop({ ...env, PORT: String(freePort()) })
     expect(second.stderr).not.toContain('no account yet')
+  })
+
+  test('the hint runs the admin CLI as the gateway was started: npm start, the npm package’s Bun, or a bun on the PATH (the Docker image)', async () => {
+    expect(adminCommand({ byNpm: true, bunPath: process.execPath })).toBe('npm run mg --')
+    expect(adminCommand({ byNpm: false, bunPath: '/usr/local/bin/bun' })).toBe(
+      'bun src/cli/admin.ts',
+    )
+    expect(adminCommand({ byNpm: false, bunPath: '/app/node_modules/bun/bin/bun.exe' })).toBe(
+      'npx bun src/cli/admin.ts',
+    )
+    // npm start sets npm_lifecycle_event for the gateway it starts.
+    const env = {
+      HOST: '127.0.0.1',
+      MULTIGRID_DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-npm-')),
+      MULTIGRID_CONFIG: writeCatalog(testCatalog({ openai: 'http://127.0.0.1:9/v1' })),
+      LOG_LEVEL: 'error',
+      npm_lifecycle_event: 'start',
+    }
+    const started = await startAndStop({ ...env, PORT: String(freePort()) })
+    expect(started.stderr).toContain('npm run mg -- accounts create acme --credit 10')
   })
 
   test('the first-key hint names the data dir, and its commands make the account in the store this gateway serves', async () => {
@@ -81,7 +103,7 @@ describe('first start', () => {
     const first = await startAndStop({ ...env, PORT: String(freePort()) })
     const create = first.stderr.split('\n').find((line) => line.includes('accounts create'))!
     expect(create.trim()).toBe(
-      `MULTIGRID_DATA_DIR=${dataDir} npm run mg -- accounts create acme --credit 10`,
+      `MULTIGRID_DATA_DIR=${dataDir} npx bun src/cli/admin.ts accounts create acme --credit 10`,
     )
     // Pasted in another shell, from the checkout, without the gateway's environment.
     const pasted = Bun.spawn(['sh', '-c', create.trim()], {
@@ -91,7 +113,7 @@ describe('first start', () => {
       stderr: 'pipe',
     })
     expect(await pasted.exited).toBe(0)
-    // npm prints its own "> multigrid@… mg" banner before the JSON.
+    // Whatever runs it may print a banner of its own before the JSON.
     const out = await new Response(pasted.stdout).text()
     const account = JSON.parse(out.slice(out.indexOf('{'))) as { id: string }
     expect(account.id).toMatch(/^acct_/)
