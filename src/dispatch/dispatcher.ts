@@ -373,23 +373,29 @@ async function writeProjection(state: DispatchState) {
 }
 
 /**
- * Batches none of whose lines could be claimed at all while this instance has no room for more,
- * its room taken by lines of batches due no later: they wait `capacity_busy` as surely as lines
- * waiting at a full provider's gate (docs/routing.md), though the planner has none of them to
- * see. Cleared once their lines run anywhere (the store's count of running lines tells of
- * other instances), or nothing here is ahead of them any more.
+ * Batches none of whose lines could be claimed while this instance has no room for more, or
+ * while the planner gives them no room at their offerings (the instance has room, but their pool
+ * is full), that room taken by lines of batches due no later: they wait `capacity_busy` as surely
+ * as lines waiting at a full provider's gate (docs/routing.md), though the planner has none of
+ * them to see. Cleared once their lines run anywhere (the store's count of running lines tells
+ * of other instances), or nothing here is ahead of them any more.
  */
 async function reportUnclaimed(state: DispatchState, now: number) {
   const { allocator, spill, active, waiting } = state
   const still = new Set<string>()
-  if (!allocator.hasRoom(state.inFlight)) {
-    for (const batch of await runnableBatches(state, now)) {
-      if (batch.running > 0 || active.has(batch.id)) continue
-      const ahead = spill.busyAhead(batch.id, batch.deadlineAt)
-      if (ahead === null) continue
-      still.add(batch.id)
-      waiting.capacityBusy(batch.id, ahead)
-    }
+  const full = !allocator.hasRoom(state.inFlight)
+  // With room here, a batch waits behind another only when the planner knows two of them.
+  const batches = full || spill.batchIds().length > 1 ? await runnableBatches(state, now) : []
+  for (const batch of batches) {
+    if (batch.running > 0 || active.has(batch.id)) continue
+    const ahead = full
+      ? spill.busyAhead(batch.id, batch.deadlineAt)
+      : spill.room(batch, batch.pending, now) === 0
+        ? spill.busyAhead(batch.id, batch.deadlineAt, true)
+        : null
+    if (ahead === null) continue
+    still.add(batch.id)
+    waiting.capacityBusy(batch.id, ahead)
   }
   // The planner's own reason, once its lines wait at a gate here, is left standing.
   for (const id of state.busyUnclaimed)

@@ -111,9 +111,10 @@ export interface SpillPlanner {
   othersRate(batchId: string, nowMs: number): number
   /**
    * The providers holding this instance's lines of other batches due no later than
-   * `deadlineAt` (Unix seconds), named for a waiting message; null when there are none.
+   * `deadlineAt` (Unix seconds), named for a waiting message; null when there are none. With
+   * `ownOnly`, only the providers this batch's own lines may go to count.
    */
-  busyAhead(batchId: string, deadlineAt: number): string | null
+  busyAhead(batchId: string, deadlineAt: number, ownOnly?: boolean): string | null
   /** The batches it has state of. */
   batchIds(): string[]
   /** When it last chose for a line of the batch (Unix ms; 0 for a batch it does not know). */
@@ -274,11 +275,12 @@ export function createSpillPlanner(options: SpillPlannerOptions): SpillPlanner {
       for (const p of s.providers) total += otherShare(s, p, nowMs)?.perSecond ?? 0
       return total
     },
-    busyAhead(batchId, deadlineAt) {
+    busyAhead(batchId, deadlineAt, ownOnly = false) {
+      const own = ownOnly ? new Set(batches.get(batchId)?.providers ?? []) : null
       const providers = new Set<string>()
       for (const [id, s] of batches) {
         if (id === batchId || s.deadlineAt > deadlineAt) continue
-        for (const [p, n] of s.queued) if (n > 0) providers.add(p)
+        for (const [p, n] of s.queued) if (n > 0 && (own === null || own.has(p))) providers.add(p)
       }
       return providers.size > 0 ? [...providers].sort().join(', ') : null
     },
