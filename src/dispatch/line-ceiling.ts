@@ -78,6 +78,15 @@ export function cappedAt(ceilingUsd: string | undefined, costUsd: string): Bille
 }
 
 /**
+ * What an answer whose check passed the budget is billed (structured_output_unchecked): as the
+ * answer it is, never past its ceiling (`billed.ceilingUsd`, its capped batch's or its bounds').
+ */
+export function uncheckedCost(billed: Billed): string {
+  const { costUsd, ceilingUsd } = billed
+  return ceilingUsd !== undefined && new Money(ceilingUsd).lessThan(costUsd) ? ceilingUsd : costUsd
+}
+
+/**
  * What a line a provider's batch API answered is billed, by the rule of a line run here: within
  * its capped batch's ceiling; past its own ceiling, billed in full with the ceiling marked. The
  * offerings are the line's as it was routed: its model's batch routing, kept to those that take

@@ -8,19 +8,17 @@ import type { ModelEntry, Offering } from '../catalog/catalog-file.ts'
 import type { Catalog } from '../catalog/catalog.ts'
 import { endpointOf, upstreamTargets } from '../catalog/catalog.ts'
 import type { LineError } from '../domain.ts'
-import { Money } from '../money/decimal.ts'
 import { answerBytes, usageOnBound } from '../pricing/bill-on-bound.ts'
 import { priceUsage } from '../pricing/price-usage.ts'
-import { inlineSchemaChecks } from '../schemas/inline-checks.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
-import { answerChoices, answerFormat, judgeChoices } from '../schemas/structured-answer.ts'
 import type { ClaimedLine, LineOutcome } from '../store/store.ts'
 import { sendWithFallback, type Tried } from '../upstream/send-with-fallback.ts'
 import type { Upstreams } from '../upstream/upstreams.ts'
 import { offeringsTaking } from '../catalog/speaks-api.ts'
 import { heldForLane } from './batch-lane/choose-batch-lane.ts'
 import { lineAccounting, lineUsage } from './billed-usage.ts'
-import { cappedAt, lineBounds, overrun, passesBounds } from './line-ceiling.ts'
+import { judgeAnswer, judgedError } from './judge-answer.ts'
+import { cappedAt, lineBounds, overrun, passesBounds, uncheckedCost } from './line-ceiling.ts'
 import { answerFor, lineRequest } from './line-request.ts'
 import { retryDelay, type RetryPolicy } from './retry-policy.ts'
 import type { PlannedBatch, SpillPlanner } from './spill-planner.ts'
@@ -60,8 +58,6 @@ export interface RunLineDeps {
    */
   laneClosed?: (line: ClaimedLine, lane: string, closedAtMs: number) => void
 }
-
-const inline = inlineSchemaChecks()
 
 export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<LineOutcome> {
   const { batchId, lineNo } = line
@@ -136,18 +132,18 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   if (outcome.ok) {
     // The answer in the API the line came in: what its result shows, also a failed one's `upstream`.
     const answered = answerFor(outcome, request, deps.catalog, offering)
-    const judged =
+    const verdict =
       endpoint === 'chat'
-        ? await judgeAnswer(parsed.body.response_format, outcome.body, line, deps)
+        ? await judgeAnswer(
+            parsed.body.response_format,
+            outcome.body,
+            line.accountId,
+            deps.schemaChecks,
+          )
         : null
+    const judged = judgedError(verdict, answered.body)
     // An answer that is not the JSON the line asked for: failed, not billed, the body kept.
-    if (judged?.checked === true && judged.problem !== null) {
-      return fail(
-        line,
-        { code: 'structured_output_invalid', message: judged.problem, upstream: answered.body },
-        tried,
-      )
-    }
+    if (judged?.code === 'structured_output_invalid') return fail(line, judged, tried)
     const bounds = lineBounds(
       endpoint,
       parsed.body,
@@ -171,19 +167,11 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     }
     // One whose check passed the budget (docs/webhooks-and-streams.md): failed, and billed as the answer it is (the
     // upstream answered; the schema is the caller's), never past its ceiling.
-    if (judged?.checked === false) {
-      const ceiling = line.ceilingUsd ?? over.ceilingUsd
+    if (judged?.code === 'structured_output_unchecked') {
+      const ceilingUsd = line.ceilingUsd ?? over.ceilingUsd
       return {
-        ...fail(
-          line,
-          {
-            code: 'structured_output_unchecked',
-            message: judged.unchecked,
-            upstream: answered.body,
-          },
-          tried,
-        ),
-        costUsd: ceiling !== undefined && new Money(ceiling).lessThan(costUsd) ? ceiling : costUsd,
+        ...fail(line, judged, tried),
+        costUsd: uncheckedCost({ costUsd, ceilingUsd }),
         usage: answer.usage,
         accounting: answer.accounting,
       }
@@ -206,26 +194,6 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   if (delay !== null) return { batchId, lineNo, kind: 'retry', notBefore: Date.now() + delay }
   return fail(line, lineError(error, line.attempts), tried)
 }
-/**
- * The answer judged against the line's response_format (docs/open-models.md): JSON alone on this thread (a
- * parse is linear in the answer), against a json_schema on a schema thread within its budget
- * (docs/structured-outputs.md). Null: nothing to judge.
- */
-async function judgeAnswer(
-  responseFormat: unknown,
-  response: Record<string, unknown>,
-  line: ClaimedLine,
-  deps: RunLineDeps,
-) {
-  const format = answerFormat(responseFormat)
-  if (format === null) return null
-  const choices = answerChoices(response)
-  if (format.schema === null)
-    return { checked: true as const, problem: judgeChoices(format.type, null, choices, null) }
-  const job = { text: JSON.stringify(format.schema), name: format.name, choices }
-  return (deps.schemaChecks ?? inline).judge(job, line.accountId)
-}
-
 const providerNames = new WeakMap<readonly Offering[], string[]>()
 
 /** The providers of an offerings list (the catalog hands out one array per routing: named once). */

@@ -45,7 +45,7 @@ export async function buildDispatch(core: GatewayCore, parts: DispatchParts): Pr
   const retry = { ...DEFAULT_RETRY, maxAttempts: config.dispatch.maxAttempts }
   // One account of why batches wait: a lane's reason is cleared by a line that ends live.
   const waitingReasons = createWaitingReporter(announced, core.logger)
-  const lanes = buildLanes(core, { announced, retry, waiting: waitingReasons })
+  const lanes = buildLanes(core, parts, { announced, retry, waiting: waitingReasons })
   const dispatcher = config.dispatch.enabled
     ? buildDispatcher(core, parts, { announced, retry, lanes, waiting: waitingReasons })
     : null
@@ -70,6 +70,7 @@ interface Built {
 /** The providers' batch APIs as lanes (docs/batch-lanes.md), beside the live dispatcher. */
 function buildLanes(
   core: GatewayCore,
+  { schemaChecks }: Pick<DispatchParts, 'schemaChecks'>,
   { announced, retry, waiting }: Omit<Built, 'lanes'>,
 ): BatchLanes | null {
   const { config, catalog } = core
@@ -78,7 +79,18 @@ function buildLanes(
   const { store, chunks, logger } = core
   const onOutcome = countLineOutcomes(core.usage, core.metrics)
   return createBatchLanes(
-    { store, dispatch: announced, chunks, catalog, clients, retry, logger, onOutcome, waiting },
+    {
+      store,
+      dispatch: announced,
+      chunks,
+      catalog,
+      clients,
+      retry,
+      logger,
+      onOutcome,
+      waiting,
+      schemaChecks,
+    },
     {
       holder: core.instanceId,
       leaseMs: Math.min(config.dispatch.leaseSeconds * 1000, 30_000),

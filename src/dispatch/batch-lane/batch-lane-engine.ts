@@ -25,6 +25,7 @@ import type {
 } from '../../store/store.ts'
 import { runningLines } from './running-lines.ts'
 import { laneLineBilled, laneLineUsageOnBound } from '../line-ceiling.ts'
+import type { SchemaChecks } from '../../schemas/schema-checks.ts'
 import type { Logger } from '../../telemetry/logger.ts'
 import type { CountedLine } from '../count-outcomes.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
@@ -64,15 +65,18 @@ export interface EngineDeps {
   /** Told why a batch's lane lines wait (a provider batch refused whole), and when they move. */
   waiting?: Pick<WaitingReporter, 'laneRefused' | 'progressed'>
   logger?: Logger
+  /** Where answers are judged against their line's json_schema (ChunkDeps.schemaChecks). */
+  schemaChecks?: SchemaChecks
 }
 
-/** What a chunk's results are read and billed with: its lines as stored, their ceilings. */
+/** What a chunk's results are read, judged and billed with: its lines as stored, their ceilings. */
 const resultDeps = (
   deps: EngineDeps,
-): Pick<ChunkDeps, 'runningLines' | 'billed' | 'usageOnBound' | 'logger'> => ({
+): Pick<ChunkDeps, 'runningLines' | 'billed' | 'usageOnBound' | 'schemaChecks' | 'logger'> => ({
   runningLines: (batchId, lineNos) => runningLines(deps.batches, batchId, lineNos),
   billed: (line, usage, costUsd) => laneLineBilled(deps.catalog, line, usage, costUsd),
   usageOnBound: (line, answer) => laneLineUsageOnBound(deps.catalog, line, answer),
+  schemaChecks: deps.schemaChecks,
   logger: deps.logger,
 })
 

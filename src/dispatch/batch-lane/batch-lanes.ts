@@ -7,6 +7,7 @@ import type { Catalog } from '../../catalog/catalog.ts'
 import type { ChunkStore } from '../../store/batch-chunks/chunk-store.ts'
 import type { DispatchStore, LineOutcome, Store } from '../../store/store.ts'
 import type { CountedLine } from '../count-outcomes.ts'
+import type { SchemaChecks } from '../../schemas/schema-checks.ts'
 import type { Logger } from '../../telemetry/logger.ts'
 import type { BatchClient } from '../../upstream/batch-clients.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
@@ -27,6 +28,8 @@ export interface BatchLanesDeps {
   onOutcome?: (outcome: LineOutcome, line: CountedLine, chargedUsd: string) => void
   /** Told why a batch's lane lines wait (a provider batch refused whole), and when they move. */
   waiting?: Pick<WaitingReporter, 'laneRefused' | 'progressed'>
+  /** Where answers are judged against their line's json_schema: the gateway's schema threads. */
+  schemaChecks?: SchemaChecks
 }
 
 export interface BatchLanesOptions {
@@ -64,6 +67,7 @@ export function createBatchLanes(deps: BatchLanesDeps, options: BatchLanesOption
       onOutcome: deps.onOutcome,
       waiting: deps.waiting,
       logger: deps.logger,
+      schemaChecks: deps.schemaChecks,
     },
     { holder: options.holder, leaseMs: options.leaseMs },
   )

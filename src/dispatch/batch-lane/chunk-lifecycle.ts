@@ -36,6 +36,8 @@ import { findAnthropicCopies, findChunk } from './find-chunk.ts'
 import { followAction, nextPollAt } from './follow-schedule.ts'
 import { mapChunkResults } from './map-chunk-results.ts'
 import { askedBody } from './running-lines.ts'
+import { judgeStoredLine } from '../judge-answer.ts'
+import type { JudgeVerdict, SchemaChecks } from '../../schemas/schema-checks.ts'
 import type { Billed } from '../line-ceiling.ts'
 import type { LineRecord } from '../../domain.ts'
 import type { Logger } from '../../telemetry/logger.ts'
@@ -52,14 +54,20 @@ export interface ChunkDeps {
   speaks: 'messages' | 'responses' | null
   /**
    * These lines of the batch as stored (running-lines.ts): a Responses line's answer from a lane
-   * that does not speak the Responses API is translated into its Response with its body, and
-   * every answer is billed by the line's own ceiling (`billed`).
+   * that does not speak the Responses API is translated into its Response with its body, every
+   * answer is judged against its response_format (`schemaChecks`) and billed by the line's own
+   * ceiling (`billed`).
    */
   runningLines(batchId: string, lineNos: readonly number[]): Promise<Map<number, LineRecord>>
   /** What a line's answer is billed (line-ceiling.ts laneLineBilled). */
   billed(line: LineRecord, usage: Usage, costUsd: string): Billed
   /** The usage an answer that reported none is billed on (laneLineUsageOnBound). */
   usageOnBound(line: LineRecord, answer: Record<string, unknown>): Usage | null
+  /**
+   * Where answers are judged against their line's json_schema (the gateway's schema threads), as
+   * the live lanes judge them (judge-answer.ts); unset, in-process (inline-checks.ts).
+   */
+  schemaChecks?: SchemaChecks
   /** Where a line billed past its ceiling is told (`line.cost_overrun`), as run here. */
   logger?: Logger
   offering: Offering
@@ -321,11 +329,12 @@ const RESULTS_SLICE = 1000
 
 /**
  * One slice's outcomes. Its lines are read back from the store only when an answer needs them:
- * to bill it by its own ceiling, or to build a Responses line's Response from its request.
+ * to bill it by its own ceiling, to judge it against its response_format, or to build a
+ * Responses line's Response from its request.
  */
 async function sliceOutcomes(
   deps: ChunkDeps,
-  chunk: Pick<ChunkRecord, 'batchId' | 'createdAt' | 'endpoint'>,
+  chunk: Pick<ChunkRecord, 'batchId' | 'accountId' | 'createdAt' | 'endpoint'>,
   slice: readonly ChunkLineRef[],
   results: readonly ChunkLineResult[],
 ): Promise<LineOutcome[]> {
@@ -343,6 +352,7 @@ async function sliceOutcomes(
   const askedBodies = translated
     ? new Map([...lines].map(([lineNo, line]) => [lineNo, askedBody(line)]))
     : undefined
+  const verdicts = await judgeAnswers(deps, chunk, slice, { lines, results })
   const now = deps.now()
   return mapChunkResults(withBatch(chunk.batchId, slice), results, {
     asked: chunk.endpoint === 'messages' || chunk.endpoint === 'responses' ? chunk.endpoint : null,
@@ -360,7 +370,30 @@ async function sliceOutcomes(
       const line = lines.get(lineNo)
       return line ? deps.usageOnBound(line, answer) : null
     },
+    verdicts,
   })
+}
+
+/**
+ * Each answered line's verdict against its response_format, by line number, judged as a live
+ * answer is (judge-answer.ts), in its account's turn on the schema threads.
+ */
+async function judgeAnswers(
+  deps: Pick<ChunkDeps, 'schemaChecks'>,
+  chunk: Pick<ChunkRecord, 'batchId' | 'accountId'>,
+  slice: readonly ChunkLineRef[],
+  answered: { lines: ReadonlyMap<number, LineRecord>; results: readonly ChunkLineResult[] },
+): Promise<Map<number, JudgeVerdict | null>> {
+  const owner = chunk.accountId ?? chunk.batchId
+  const lineNos = new Map(slice.map((state) => [state.position, state.lineNo]))
+  const judged = answered.results.flatMap((result) => {
+    const lineNo = lineNos.get(result.position)
+    const line = lineNo === undefined ? undefined : answered.lines.get(lineNo)
+    if (!line || result.type !== 'succeeded') return []
+    const verdict = judgeStoredLine(line.input, result.body, owner, deps.schemaChecks)
+    return [verdict.then((v) => [line.lineNo, v] as const)]
+  })
+  return new Map(await Promise.all(judged))
 }
 
 /** The lines these results report (each line's outcome depends on its own result alone). */

@@ -1,6 +1,8 @@
 /**
  * Mapping a provider batch's results back to line outcomes (docs/batch-lanes.md): `succeeded` is billed
- * from the line's own usage at the batch lane's prices (docs/pricing.md); `errored` follows the retry
+ * from the line's own usage at the batch lane's prices (docs/pricing.md), its answer judged against
+ * its response_format as a live one is (judge-answer.ts: structured_output_invalid fails it
+ * unbilled, structured_output_unchecked fails it billed); `errored` follows the retry
  * rules of a live failure (a 4xx invalid_request is final, a 5xx is retried with backoff while
  * attempts are left); `canceled` and `expired`, and any line the provider did not report, return
  * to pending without using an attempt, for the other lanes.
@@ -12,7 +14,10 @@ import { offeringName } from '../../catalog/lanes.ts'
 import { priceUsage } from '../../pricing/price-usage.ts'
 import type { LineOutcome } from '../../store/store.ts'
 import { lineAccounting, lineUsage } from '../billed-usage.ts'
-import type { Billed } from '../line-ceiling.ts'
+import type { LineError } from '../../domain.ts'
+import type { JudgeVerdict } from '../../schemas/schema-checks.ts'
+import { judgedError } from '../judge-answer.ts'
+import { uncheckedCost, type Billed } from '../line-ceiling.ts'
 import { retryDelay, type RetryPolicy } from '../retry-policy.ts'
 import { fromChat } from '../line-request.ts'
 import { lineError } from '../run-line.ts'
@@ -51,6 +56,8 @@ export interface MapDeps {
   billed?: (lineNo: number, usage: Usage, costUsd: string) => Billed
   /** The usage an answer without any is billed on (line-ceiling.ts laneLineUsageOnBound). */
   usageOnBound?: (lineNo: number, answer: Record<string, unknown>) => Usage | null
+  /** The verdict on a line's answer against its response_format (judge-answer.ts); unset or null: none. */
+  verdicts?: ReadonlyMap<number, JudgeVerdict | null>
   random?: () => number
 }
 
@@ -68,47 +75,73 @@ export function mapChunkResults(
     if (!result || result.type === 'canceled' || result.type === 'expired')
       return { batchId, lineNo, kind: 'retry', notBefore: deps.nowMs, unsent: true }
     if (result.type === 'succeeded') {
+      const answer = answerOf(result, deps, lineNo)
+      const judged = judgedError(deps.verdicts?.get(lineNo) ?? null, answer)
+      // Not the JSON the line asked for: failed and not billed, the answer kept, as live.
+      if (judged?.code === 'structured_output_invalid')
+        return failed(line, { error: judged, responseStatus: 200 }, deps)
       // No usage reported: billed on the line's bounds, as a live answer without usage is.
       const usage = result.usage ?? deps.usageOnBound?.(lineNo, result.body) ?? null
       if (usage === null)
         return { batchId, lineNo, kind: 'retry', notBefore: deps.nowMs, unsent: true }
       const costUsd = priceUsage(usage, deps.offering)
+      const billed = deps.billed?.(lineNo, usage, costUsd) ?? { costUsd }
+      const counted = {
+        usage: lineUsage(usage, deps.offering, costUsd),
+        accounting: lineAccounting(deps.model, usage, deps.offering, costUsd),
+      }
+      // Its check passed the budget: failed, billed as the answer it is, never past its ceiling.
+      if (judged) {
+        const error = { error: judged, responseStatus: 200 }
+        return { ...failed(line, error, deps), costUsd: uncheckedCost(billed), ...counted }
+      }
       return {
         batchId,
         lineNo,
         kind: 'succeeded',
         responseStatus: 200,
-        response: JSON.stringify(answerOf(result, deps, lineNo)),
-        ...(deps.billed?.(lineNo, usage, costUsd) ?? { costUsd }),
+        response: JSON.stringify(answer),
+        ...billed,
         provider,
         latencyMs: Math.round(deps.latencyMs),
-        usage: lineUsage(usage, deps.offering, costUsd),
-        accounting: lineAccounting(deps.model, usage, deps.offering, costUsd),
+        ...counted,
       }
     }
     if (result.type !== 'errored')
       return { batchId, lineNo, kind: 'retry', notBefore: deps.nowMs, unsent: true }
     const delay = retryDelay(deps.retry, result.error, line.attempts, deps.random)
     if (delay !== null) return { batchId, lineNo, kind: 'retry', notBefore: deps.nowMs + delay }
-    return {
-      batchId,
-      lineNo,
-      kind: 'failed',
-      error: lineError(result.error, line.attempts),
-      responseStatus: result.error.status,
-      costUsd: '0',
-      provider,
-      latencyMs: Math.round(deps.latencyMs),
-      // Counted in the usage report under its model, with no tokens billed.
-      accounting: {
-        model: deps.model.id,
-        inputTokens: 0,
-        cachedInputTokens: 0,
-        outputTokens: 0,
-        firstOfferingCostUsd: '0',
-      },
-    }
+    const error = lineError(result.error, line.attempts)
+    return failed(line, { error, responseStatus: result.error.status }, deps)
   })
+}
+
+/**
+ * The line failed with `error`, not billed: counted in the usage report under its model, with no
+ * tokens billed.
+ */
+function failed(
+  line: ChunkLineState,
+  { error, responseStatus }: { error: LineError; responseStatus: number | null },
+  deps: Pick<MapDeps, 'offering' | 'model' | 'latencyMs'>,
+): Extract<LineOutcome, { kind: 'failed' }> {
+  return {
+    batchId: line.batchId,
+    lineNo: line.lineNo,
+    kind: 'failed',
+    error,
+    responseStatus,
+    costUsd: '0',
+    provider: offeringName(deps.offering),
+    latencyMs: Math.round(deps.latencyMs),
+    accounting: {
+      model: deps.model.id,
+      inputTokens: 0,
+      cachedInputTokens: 0,
+      outputTokens: 0,
+      firstOfferingCostUsd: '0',
+    },
+  }
 }
 
 /**
