@@ -110,29 +110,24 @@ for (const store of STORES) {
     const age = (id: string, s: number) =>
       editBatchRow(gw, id, `created_at = created_at - ${s}, deadline_at = deadline_at - ${s}`)
 
-    test('lines refused whole by the lane have started it: past half its window it runs on', async () => {
-      const id = await submit('lane/refused')
-      await refused(id)
-      await age(id, HALF_WINDOW_S + 5)
-      // Many turns of the check (every 100 ms here) while the lines wait, pending, for the lane.
-      await Bun.sleep(1_500)
-      const batch = await read(id)
-      expect(batch.status).toBe('in_progress')
-      expect(batch.errors).toBeNull()
-      await gw.request(`/v1/batches/${id}`, key, { method: 'DELETE' })
-    }, 30_000)
-
-    test('lines whose upload the provider refused have started it: it runs on', async () => {
-      const id = await submit('lane/locked')
-      const { waiting } = await refused(id)
-      expect(waiting!.message).toContain('401')
-      await age(id, HALF_WINDOW_S + 5)
-      await Bun.sleep(1_500)
-      const batch = await read(id)
-      expect(batch.status).toBe('in_progress')
-      expect(batch.errors).toBeNull()
-      await gw.request(`/v1/batches/${id}`, key, { method: 'DELETE' })
-    }, 30_000)
+    // A failed provider batch (token_limit_exceeded), and an upload refused with a 401.
+    for (const [model, how, said] of [
+      ['lane/refused', 'refused whole by the lane', 'token_limit_exceeded'],
+      ['lane/locked', 'whose upload the provider refused', '401'],
+    ] as const) {
+      test(`lines ${how} have started it: past half its window it runs on`, async () => {
+        const id = await submit(model)
+        const { waiting } = await refused(id)
+        expect(waiting!.message).toContain(said)
+        await age(id, HALF_WINDOW_S + 5)
+        // Many turns of the check (every 100 ms here) while the lines wait, pending, for the lane.
+        await Bun.sleep(1_500)
+        const batch = await read(id)
+        expect(batch.status).toBe('in_progress')
+        expect(batch.errors).toBeNull()
+        await gw.request(`/v1/batches/${id}`, key, { method: 'DELETE' })
+      }, 30_000)
+    }
 
     test('a lane whose provider cannot be reached starts nothing: failed capacity_unavailable', async () => {
       const id = await submit('lane/down')
