@@ -120,7 +120,7 @@ export function refusalOf(result: Refused, capped = true): GatewayError {
     case 'limit_exceeded':
       return refuse(
         'limit_exceeded',
-        `the account already has ${result.inUse} open batches, its limit; wait for one to finish or cancel one`,
+        `the account already has ${result.inUse} open ${result.inUse === 1 ? 'batch' : 'batches'}, its limit; wait for one to finish or cancel one`,
         { detail: { limit: { open_batches: result.limit, in_use: result.inUse } } },
       )
     case 'daily_limit_exceeded':

@@ -1,6 +1,6 @@
 /** The admin API (docs/operations.md), on only when MULTIGRID_ADMIN_TOKEN is set. */
-import { timingSafeEqual } from 'node:crypto'
 import { Elysia } from 'elysia'
+import { bearerToken, bearerTokenMatches } from '../auth/bearer-token.ts'
 import { KEY_PREFIX } from '../auth/keys.ts'
 import { z } from 'zod'
 import type { Accounts } from '../accounts/accounts.ts'
@@ -93,16 +93,13 @@ async function parseBody<S extends z.ZodType>(
   throw badRequest(`${issue.path || 'body'} ${issue.message}; ${issue.fix}`, issue.path || null)
 }
 
-/** Refuses a header without the admin token (compared in constant time), saying what to send. */
+/** Refuses a header without the admin token, saying what to send. */
 function checkAdminToken(expected: Buffer, authorization: string | null) {
-  // The scheme is case-insensitive (RFC 9110 §11.1), as it is for user keys (auth/authenticate.ts).
-  const match = authorization ? /^bearer\s+(\S+)\s*$/i.exec(authorization) : null
-  const given = Buffer.from(match?.[1] ?? '')
-  if (given.length === expected.length && timingSafeEqual(given, expected)) return
+  if (bearerTokenMatches(authorization, expected)) return
   // An API key sent here is the likely mistake: say so, without saying whether it is valid.
   throw refuse(
     'invalid_admin_token',
-    match?.[1]?.startsWith(KEY_PREFIX)
+    bearerToken(authorization)?.startsWith(KEY_PREFIX)
       ? 'that is an API key, not the admin token: the admin API takes "Authorization: Bearer <MULTIGRID_ADMIN_TOKEN>"'
       : 'missing or wrong admin token: send "Authorization: Bearer <MULTIGRID_ADMIN_TOKEN>"',
   )

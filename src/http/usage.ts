@@ -4,6 +4,7 @@
  */
 import { Elysia } from 'elysia'
 import type { Authenticator } from '../auth/authenticate.ts'
+import { bearerTokenMatches } from '../auth/bearer-token.ts'
 import { refuse } from '../errors.ts'
 import type { UsageStore } from '../store/store.ts'
 import type { PrometheusMetrics } from '../telemetry/prometheus.ts'
@@ -63,8 +64,9 @@ async function queueDepthOrNull(read: () => Promise<number>): Promise<number | n
 }
 
 export function metricsRoutes(deps: MetricsRouteDeps) {
+  const expected = deps.token === null ? null : Buffer.from(deps.token)
   return new Elysia({ name: 'metrics' }).get('/metrics', async ({ request }) => {
-    if (deps.token !== null && request.headers.get('authorization') !== `Bearer ${deps.token}`)
+    if (expected !== null && !bearerTokenMatches(request.headers.get('authorization'), expected))
       throw refuse(
         'invalid_api_key',
         'GET /metrics needs "Authorization: Bearer <MULTIGRID_METRICS_TOKEN>" on this gateway',

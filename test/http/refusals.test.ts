@@ -77,5 +77,8 @@ describe('refusals', () => {
     const limit = refusalOf({ kind: 'limit_exceeded', limit: 10, inUse: 10 })
     expect(limit.status).toBe(429)
     expect(limit.toBody().error.limit).toEqual({ open_batches: 10, in_use: 10 })
+    expect(limit.toBody().error.message).toStartWith('the account already has 10 open batches,')
+    const one = refusalOf({ kind: 'limit_exceeded', limit: 1, inUse: 1 })
+    expect(one.toBody().error.message).toStartWith('the account already has 1 open batch,')
   })
 })

@@ -274,6 +274,16 @@ test('/metrics behind MULTIGRID_METRICS_TOKEN when it is set', async () => {
     })
     expect(scraped.status).toBe(200)
     expect(parsePrometheusText(await scraped.text()).types.size).toBeGreaterThan(0)
+    // The scheme in any case, as for API keys; a token one character off is refused.
+    const lower = await fetch(`${gw.url}/metrics`, {
+      headers: { authorization: `bearer ${token}` },
+    })
+    expect(lower.status).toBe(200)
+    await lower.text()
+    const near = await fetch(`${gw.url}/metrics`, {
+      headers: { authorization: `Bearer ${token.slice(0, -1)}X` },
+    })
+    expect(near.status).toBe(401)
   } finally {
     await gw.stop()
   }
