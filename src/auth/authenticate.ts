@@ -9,6 +9,7 @@ import type { AccountStore } from '../store/store.ts'
 import { noTelemetry, type Telemetry } from '../telemetry/telemetry.ts'
 import type { KeyCache } from './key-cache.ts'
 import { hashKey, KEY_PREFIX } from './keys.ts'
+import { bearerToken } from './bearer-token.ts'
 
 export interface Caller {
   key: KeyRecord
@@ -77,17 +78,16 @@ export function createAuthenticator(
 
   return {
     async stillValid(authorization, keyId) {
-      const match = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null
-      if (!match || !match[1].startsWith(KEY_PREFIX)) return false
-      const found = await findKey(hashKey(match[1]))
+      const token = bearerToken(authorization)
+      if (!token?.startsWith(KEY_PREFIX)) return false
+      const found = await findKey(hashKey(token))
       return found !== null && found.key.id === keyId && found.key.revokedAt === null
     },
     async authenticate(authorization, need, headers) {
-      const match = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null
       if (!authorization) throw invalidApiKey('no API key: send "Authorization: Bearer <key>"')
-      if (!match)
+      const token = bearerToken(authorization)
+      if (token === null)
         throw invalidApiKey('malformed Authorization header: send "Authorization: Bearer <key>"')
-      const token = match[1]
       // Another service's key (an OpenAI sk-…, the admin token) is told apart from one of ours.
       if (!token.startsWith(KEY_PREFIX))
         throw invalidApiKey(

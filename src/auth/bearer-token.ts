@@ -1,7 +1,7 @@
 /**
  * Whether an Authorization header carries `expected` as its Bearer token, compared in constant
  * time (a token compared byte by byte as it arrives tells a prober how much of it was right). The
- * scheme is case-insensitive (RFC 9110 §11.1), as it is for user keys (authenticate.ts).
+ * scheme is case-insensitive (RFC 9110 §11.1), for user keys (authenticate.ts) as for the tokens.
  */
 import { timingSafeEqual } from 'node:crypto'
 

@@ -11,6 +11,7 @@ import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { chatLine, jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
 import { editBatchRow } from '../helpers/edit-batch.ts'
 import { waitFor } from '../helpers/wait.ts'
+import { nativeClient } from '../helpers/native-client.ts'
 
 interface Batch {
   id: string
@@ -90,18 +91,15 @@ for (const store of STORES) {
       await locked?.stop()
     })
 
+    const client = nativeClient<Batch, unknown>(
+      () => gw,
+      () => key,
+    )
     const submit = async (model: string) => {
       const lines = ['a', 'b', 'c'].map((id) => chatLine(id, 'hello', {}, model))
-      const response = await gw.request('/v1/batches?completion_window_hours=24', key, {
-        method: 'POST',
-        headers: { 'content-type': 'application/jsonl' },
-        body: jsonl(lines),
-      })
-      expect(response.status).toBe(201)
-      return ((await response.json()) as Batch).id
+      return (await client.submit(jsonl(lines), '?completion_window_hours=24')).id
     }
-    const read = async (id: string) =>
-      (await (await gw.request(`/v1/batches/${id}`, key)).json()) as Batch
+    const read = client.read
     const refused = (id: string) =>
       waitFor('the lane to refuse its lines', async () => {
         const batch = await read(id)

@@ -7,7 +7,8 @@ import type { TestGateway } from './gateway.ts'
 import { FINAL_BATCH, waitFor } from './wait.ts'
 
 export interface NativeClient<Batch, Row> {
-  submit(file: string): Promise<Batch>
+  /** Submits `file`, `query` such as `?completion_window_hours=72` appended. */
+  submit(file: string, query?: string): Promise<Batch>
   read(id: string): Promise<Batch>
   finished(id: string, timeoutMs?: number): Promise<Batch>
   /** The result lines, `query` such as `?filter=succeeded` appended. */
@@ -23,8 +24,8 @@ export function nativeClient<Batch extends { status: string }, Row>(
   const read = async (id: string) =>
     (await (await request(`/v1/batches/${id}`, key())).json()) as Batch
   return {
-    async submit(file) {
-      const response = await request('/v1/batches', key(), {
+    async submit(file, query = '') {
+      const response = await request(`/v1/batches${query}`, key(), {
         method: 'POST',
         body: file,
         headers: { 'content-type': 'application/jsonl' },

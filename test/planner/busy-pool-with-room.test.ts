@@ -65,28 +65,16 @@ for (const storeKind of STORES) {
 
     test('a later batch whose lines wait behind an earlier one says capacity_busy, then runs', async () => {
       const { key } = await gw.newAccount('100', { rate_limit_per_minute: 100_000 })
-      const { read, finished } = nativeClient<Batch, { status: string }>(
+      const { submit, read, finished } = nativeClient<Batch, { status: string }>(
         () => gw,
         () => key,
       )
-      const urgent = await gw.request('/v1/batches?completion_window_hours=1', key, {
-        method: 'POST',
-        body: jsonl(lines('u', 400)),
-        headers: { 'content-type': 'application/jsonl' },
-      })
-      expect(urgent.status).toBe(201)
-      const first = (await urgent.json()) as Batch
+      const first = await submit(jsonl(lines('u', 400)), '?completion_window_hours=1')
       await waitFor('the first batch to run', async () => {
         const batch = await read(first.id)
         return batch.request_counts.succeeded > 0
       })
-      const later = await gw.request('/v1/batches?completion_window_hours=72', key, {
-        method: 'POST',
-        body: jsonl(lines('l', 6)),
-        headers: { 'content-type': 'application/jsonl' },
-      })
-      expect(later.status).toBe(201)
-      const second = (await later.json()) as Batch
+      const second = await submit(jsonl(lines('l', 6)), '?completion_window_hours=72')
       // Its lines stand still behind the first batch's (due earlier) for seconds on end: the
       // batch says so, as the planner sees it.
       let busy = await read(second.id)
