@@ -9,6 +9,7 @@ import type { CatalogFile } from '../catalog/catalog-file.ts'
 import { createCatalog, type Catalog } from '../catalog/catalog.ts'
 import type { BatchEndpoint } from '../domain.ts'
 import { collectYoungGarbage } from '../memory/young-garbage.ts'
+import { nameThread } from '../threads/thread-name.ts'
 import type { Issue, Warning } from './issues.ts'
 import {
   checkLines,
@@ -92,6 +93,8 @@ export type SegmentReply =
 declare const self: Worker
 let catalog: Catalog | null = null
 let collectGarbage: (() => void) | undefined
+
+nameThread('mg-validate')
 
 self.onmessage = (event: MessageEvent<ValidationRequest>) => {
   const request = event.data

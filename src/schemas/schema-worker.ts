@@ -5,6 +5,7 @@
  * longer than its budget, so nothing here needs to watch the clock.
  */
 import { lowerThreadPriority } from '../threads/background-priority.ts'
+import { nameThread } from '../threads/thread-name.ts'
 import { compileAnswerSchema, isCompiled } from './answer-schema.ts'
 import { ownCpuNs, ownThreadId } from './thread-cpu.ts'
 import { judgeChoices, type AnswerChoice } from './structured-answer.ts'
@@ -90,6 +91,7 @@ self.onmessage = (event: MessageEvent<SchemaRequest>) => {
   } satisfies SchemaReply)
 }
 
+nameThread('mg-schema')
 // Schemas wait for the event loop, never the other way round: on a busy machine the loop (live
 // calls, /healthz, every other account's lines) gets the core first.
 lowerThreadPriority()

@@ -63,6 +63,45 @@ function descendantsOf(root: number): number[] {
 }
 
 /**
+ * The gateway's named threads (src/threads/thread-name.ts) by name, once each name in `expected`
+ * has that many and all but mg-validate run as `lowered`: a thread sets its policy, then its
+ * nice, once it has loaded. A thread the
+ * runtime starts from one of them carries its name until it names itself, so a count is only
+ * taken as settled when it is the expected one. Past 10 s, the threads as they are then.
+ */
+async function settledThreads(
+  pid: number,
+  expected: Record<string, number>,
+  lowered: { policy: number; nice: number },
+) {
+  const snapshot = () => {
+    const byName: Record<string, ReturnType<typeof threadsOf>> = {}
+    for (const name of Object.keys(expected)) byName[name] = []
+    for (const thread of threadsOf(pid))
+      if (thread.name in expected) byName[thread.name].push(thread)
+    return byName
+  }
+  const settled = (byName: ReturnType<typeof snapshot>) =>
+    Object.entries(expected).every(
+      ([name, count]) =>
+        byName[name].length === count &&
+        (name === 'mg-validate' ||
+          byName[name].every((t) => t.policy === lowered.policy && t.nice === lowered.nice)),
+    )
+  return waitFor(
+    'the named threads to start and set their priority',
+    async () => {
+      const byName = snapshot()
+      return settled(byName) ? byName : null
+    },
+    10_000,
+  ).catch(() => snapshot())
+}
+
+const countsOf = (byName: Record<string, unknown[]>) =>
+  Object.fromEntries(Object.entries(byName).map(([name, threads]) => [name, threads.length]))
+
+/**
  * `npm start`, as the README says to run the gateway (npm runs the script with sh: dash here).
  * Resolves once it answers, with the pid of the Bun process serving (under npm and its shell).
  */
@@ -176,34 +215,34 @@ describe('process tuning', () => {
       )
   })
 
-  test('the SQLite threads (dispatch, admission, checkpoints) run under SCHED_BATCH, 10 nicer than the process; the event loop and the validation threads are left as they were', async () => {
+  test('the SQLite threads (dispatch, admission, checkpoints) and the schema threads run under SCHED_BATCH, 10 nicer than the process; the event loop and the validation threads are left as they were', async () => {
     const gateway = await spawnGatewayProcess(gatewayEnv())
     try {
-      const threads = threadsOf(gateway.pid)
-      const main = threads.find((t) => t.tid === gateway.pid)!
+      const main = threadsOf(gateway.pid).find((t) => t.tid === gateway.pid)!
       expect(main.policy).toBe(0)
       // The gateway inherits this test's nice; its event loop keeps it.
       const ours = threadsOf(process.pid).find((t) => t.tid === process.pid)!.nice
       expect(main.nice).toBe(ours)
-      // Eight Worker threads: the three SQLite ones, the three schema threads (two and a spare,
-      // src/schemas/schema-threads.ts), and the two validation threads (a request waits for
-      // their work, so they keep the process's priority).
-      const background = Math.min(19, ours + BACKGROUND_NICE_STEP)
-      // A thread sets its policy, then its nice: wait for both, or a read between them sees half.
-      const workers = await waitFor(
-        'the SQLite and schema threads to lower their priority',
-        async () => {
-          const found = threadsOf(gateway.pid).filter((t) => t.name === 'Worker')
-          const lowered = found.filter((t) => t.policy === 3 && t.nice === background)
-          return lowered.length >= 6 ? found : null
-        },
-        10_000,
-      )
-      expect(workers.map((t) => t.policy).sort()).toEqual([0, 0, 3, 3, 3, 3, 3, 3])
-      expect(workers.filter((t) => t.policy === 3).map((t) => t.nice)).toEqual(
-        Array(6).fill(background),
-      )
-      expect(workers.filter((t) => t.policy === 0).map((t) => t.nice)).toEqual([ours, ours])
+      const background = { policy: 3, nice: Math.min(19, ours + BACKGROUND_NICE_STEP) }
+      // Three schema threads: two and a spare (src/schemas/schema-threads.ts).
+      const expected = {
+        'mg-dispatch': 1,
+        'mg-admission': 1,
+        'mg-checkpoint': 1,
+        'mg-schema': 3,
+        'mg-validate': 2,
+      }
+      const threads = await settledThreads(gateway.pid, expected, background)
+      expect(countsOf(threads)).toEqual(expected)
+      for (const name of ['mg-dispatch', 'mg-admission', 'mg-checkpoint', 'mg-schema'])
+        expect(threads[name].map(({ policy, nice }) => ({ name, policy, nice }))).toEqual(
+          threads[name].map(() => ({ name, ...background })),
+        )
+      // A request waits for the validation threads' work, so they keep the process's priority.
+      expect(threads['mg-validate'].map(({ policy, nice }) => ({ policy, nice }))).toEqual([
+        { policy: 0, nice: ours },
+        { policy: 0, nice: ours },
+      ])
       // Which runtime threads (JIT, pools, collectors) are lowered too depends on which thread
       // first needed them: a thread starts with its creator's policy. So no count of them is
       // asserted; the event loop above and the validation threads are what must keep theirs.
@@ -220,31 +259,20 @@ describe('process tuning', () => {
       try {
         expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200)
         const ours = threadsOf(process.pid).find((t) => t.tid === process.pid)!.nice
-        const background = Math.min(19, ours + BACKGROUND_NICE_STEP)
-        // The thread lowers its priority once it has loaded the driver, which may be after the
-        // gateway first answers; so do the three schema threads once they have loaded Ajv. Each
-        // sets its policy, then its nice: wait for both.
-        const workers = await waitFor(
-          'the dispatch and schema threads to lower their priority',
-          async () => {
-            const found = threadsOf(gateway.pid).filter((t) => t.name === 'Worker')
-            const lowered = found.filter((t) => t.policy === 3 && t.nice === background)
-            return lowered.length >= 4 &&
-              lowered.length === found.filter((t) => t.policy === 3).length
-              ? found
-              : null
-          },
-          10_000,
-        )
-        // The two validation threads are the Workers left as they were. The dispatch thread and the
-        // three schema threads are lowered, and so is any Worker a lowered thread starts later
-        // (it inherits the policy), so four is the least count, not the exact one.
-        expect(workers.filter((t) => t.policy === 0)).toHaveLength(2)
-        expect(workers.filter((t) => t.policy === 3).length).toBeGreaterThanOrEqual(4)
-        expect(workers.every((t) => t.policy === 0 || t.policy === 3)).toBe(true)
-        for (const worker of workers.filter((t) => t.policy === 3))
-          expect(worker.nice).toBe(background)
-        for (const worker of workers.filter((t) => t.policy === 0)) expect(worker.nice).toBe(ours)
+        // The dispatch thread lowers its priority once it has loaded the driver, which may be
+        // after the gateway first answers; the schema threads once they have loaded Ajv.
+        const background = { policy: 3, nice: Math.min(19, ours + BACKGROUND_NICE_STEP) }
+        const expected = { 'mg-dispatch': 1, 'mg-schema': 3, 'mg-validate': 2 }
+        const threads = await settledThreads(gateway.pid, expected, background)
+        expect(countsOf(threads)).toEqual(expected)
+        for (const name of ['mg-dispatch', 'mg-schema'])
+          expect(threads[name].map(({ policy, nice }) => ({ name, policy, nice }))).toEqual(
+            threads[name].map(() => ({ name, ...background })),
+          )
+        expect(threads['mg-validate'].map(({ policy, nice }) => ({ policy, nice }))).toEqual([
+          { policy: 0, nice: ours },
+          { policy: 0, nice: ours },
+        ])
       } finally {
         expect(await gateway.kill('SIGTERM')).toBe(0)
         await dropTestSchema(url)

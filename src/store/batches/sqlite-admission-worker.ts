@@ -1,5 +1,6 @@
 /** The admission thread (sqlite-admission-thread.ts): admitBatch on a connection of its own. */
 import { lowerThreadPriority } from '../../threads/background-priority.ts'
+import { nameThread } from '../../threads/thread-name.ts'
 import type { Database } from 'bun:sqlite'
 import { openSqliteDatabase } from '../sqlite/open-database.ts'
 import type { AdmitResult, NewBatch } from './batch-store.ts'
@@ -16,6 +17,8 @@ export type AdmissionReply =
 
 declare const self: Worker
 let db: Database | null = null
+
+nameThread('mg-admission')
 
 self.onmessage = (event: MessageEvent<AdmissionRequest>) => {
   const request = event.data

@@ -3,6 +3,7 @@
  * the store's connection on `open`, runs each call and posts its result or its error back.
  */
 import { lowerThreadPriority } from '../../threads/background-priority.ts'
+import { nameThread } from '../../threads/thread-name.ts'
 import type { DispatchStore } from './dispatch-store.ts'
 
 export interface DispatchRequest {
@@ -22,6 +23,7 @@ export interface OpenedDispatch {
 declare const self: Worker
 
 export function serveDispatch(open: (args: unknown[]) => OpenedDispatch): void {
+  nameThread('mg-dispatch')
   let opened: OpenedDispatch | null = null
   self.onmessage = async (event: MessageEvent<DispatchRequest>) => {
     const { id, method, args } = event.data

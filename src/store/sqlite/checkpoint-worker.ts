@@ -1,6 +1,7 @@
 /** The checkpoint thread (checkpoint-thread.ts): copies the write-ahead log into the database. */
 import type { Database } from 'bun:sqlite'
 import { lowerThreadPriority } from '../../threads/background-priority.ts'
+import { nameThread } from '../../threads/thread-name.ts'
 import { openSqliteDatabase } from './open-database.ts'
 
 export type CheckpointRequest =
@@ -10,6 +11,8 @@ declare const self: Worker
 
 let db: Database | null = null
 let timer: ReturnType<typeof setInterval> | null = null
+
+nameThread('mg-checkpoint')
 
 /** PASSIVE: copies what no reader still needs and never waits for, or blocks, the writers. */
 function checkpoint() {
