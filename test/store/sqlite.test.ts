@@ -9,6 +9,32 @@ import { lineList, newBatch } from './batch-fixtures.ts'
 
 // The batch and dispatch contracts run on every store: batches.test.ts, dispatch.test.ts.
 
+describe('sqlite file: opening', () => {
+  test('connections opening a new file at the same moment all open it: none is refused as locked while another switches it to WAL', async () => {
+    const threads = Array.from(
+      { length: 4 },
+      () => new Worker(new URL('../helpers/open-sqlite-worker.ts', import.meta.url).href),
+    )
+    try {
+      const outcomes: string[] = []
+      for (let round = 0; round < 10; round++) {
+        const path = join(mkdtempSync(join(tmpdir(), 'mg-open-')), 'multigrid.sqlite')
+        const replies = threads.map(
+          (thread) =>
+            new Promise<string>((resolve) => {
+              thread.onmessage = (event) => resolve(event.data)
+              thread.postMessage(path)
+            }),
+        )
+        outcomes.push(...(await Promise.all(replies)))
+      }
+      expect(outcomes).toEqual(Array(40).fill('opened'))
+    } finally {
+      for (const thread of threads) thread.terminate()
+    }
+  })
+})
+
 describe('sqlite file: checkpoints', () => {
   test('the checkpoint thread copies the write-ahead log into the database file within seconds', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mg-checkpoint-'))
