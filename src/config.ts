@@ -20,13 +20,15 @@ const DEFAULT_CATALOG = resolve(import.meta.dir, '../providers/catalog.default.j
 
 /** A whole number from the environment, refused in words a person reads ("must be …"). */
 const intFrom = (min: number, max: number, fallback: number) => {
-  const rule = `must be a whole number from ${min} to ${max}`
-  // Set but empty (a compose file's "${VAR}" of an unset VAR) is refused, not read as 0.
-  const blankRefused = (value: unknown) =>
-    typeof value === 'string' && value.trim() === '' ? Number.NaN : value
+  const rule = `must be a whole number from ${min} to ${max} in decimal digits`
+  // Decimal digits only. Set but empty (a compose file's "${VAR}" of an unset VAR) is refused,
+  // not read as 0; so are the other forms Number() reads, "0x50" (80) or "1e3", which a person
+  // who wrote them rarely meant.
+  const digitsOnly = (value: unknown) =>
+    typeof value === 'string' && !/^\s*\d+\s*$/.test(value) ? Number.NaN : value
   return z
     .preprocess(
-      blankRefused,
+      digitsOnly,
       z.coerce
         .number({ error: rule })
         .int({ error: rule })

@@ -114,7 +114,12 @@ describe('loadConfig', () => {
     [{ PORT: 'eighty' }, 'invalid PORT="eighty"'],
     [{ PORT: '70000' }, 'invalid PORT="70000"'],
     // Set but empty (a compose file's "${PORT}" of an unset variable) is refused, not port 0.
-    [{ PORT: '' }, 'invalid PORT="": must be a whole number from 0 to 65535'],
+    [{ PORT: '' }, 'invalid PORT="": must be a whole number from 0 to 65535 in decimal digits'],
+    // Other forms Number() would read are refused too: 0x50 is not port 80 to whoever wrote it.
+    [{ PORT: '0x50' }, 'invalid PORT="0x50": must be a whole number from 0 to 65535'],
+    [{ MULTIGRID_MAX_LINES: '1e3' }, 'invalid MULTIGRID_MAX_LINES="1e3"'],
+    [{ MULTIGRID_DRAIN_MS: '+5' }, 'invalid MULTIGRID_DRAIN_MS="+5"'],
+    [{ MULTIGRID_POLL_MS: '500.0' }, 'invalid MULTIGRID_POLL_MS="500.0"'],
     [{ MULTIGRID_DEFAULT_MAX_FILES: ' ' }, 'invalid MULTIGRID_DEFAULT_MAX_FILES=" "'],
     [{ MULTIGRID_DRAIN_MS: '' }, 'invalid MULTIGRID_DRAIN_MS=""'],
     [{ DATABASE_URL: 'mysql://x' }, 'invalid DATABASE_URL'],
@@ -289,7 +294,7 @@ describe('loadConfig', () => {
     })
     expect(await child.exited).toBe(78)
     expect((await new Response(child.stderr).text()).trim()).toBe(
-      'multigrid: configuration error: invalid PORT="x": must be a whole number from 0 to 65535',
+      'multigrid: configuration error: invalid PORT="x": must be a whole number from 0 to 65535 in decimal digits',
     )
   })
 
