@@ -14,6 +14,7 @@ export function announceChanges(
 ): DispatchStore {
   return {
     runnableBatches: (...args) => store.runnableBatches(...args),
+    queuedLines: (...args) => store.queuedLines(...args),
     async claimLines(claim) {
       const lines = await store.claimLines(claim)
       if (lines.length > 0) changed([claim.batchId])
@@ -33,7 +34,8 @@ export function announceChanges(
     reapExpiredLeases: (...args) => store.reapExpiredLeases(...args),
     async advanceBatches(...args) {
       const advanced = await store.advanceBatches(...args)
-      if (advanced.changed.length > 0) changed(advanced.changed)
+      const moved = [...advanced.changed, ...(advanced.waited ?? [])]
+      if (moved.length > 0) changed(new Set(moved))
       return advanced
     },
     async setWaiting(...args) {

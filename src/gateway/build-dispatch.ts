@@ -34,7 +34,7 @@ export interface Dispatching {
   dispatcher: Dispatcher | null
   waiting: WaitingBatches
   nudges: Nudges
-  /** Lines waiting to be dispatched, over the runnable batches. */
+  /** Lines waiting to be dispatched (DispatchStore.queuedLines). */
   queueDepth: () => Promise<number>
 }
 
@@ -50,8 +50,7 @@ export async function buildDispatch(core: GatewayCore, parts: DispatchParts): Pr
     ? buildDispatcher(core, parts, { announced, retry, lanes, waiting: waitingReasons })
     : null
   const { waiting, nudges } = await openWaiting(core, parts.batchChanges, dispatcher)
-  const queueDepth = async () =>
-    (await core.dispatch.runnableBatches(Date.now(), 10_000)).reduce((sum, b) => sum + b.pending, 0)
+  const queueDepth = () => core.dispatch.queuedLines(Date.now())
   core.telemetry.observe({
     pendingLines: () => queueDepth(),
     linesInFlight: () => dispatcher?.inFlight ?? 0,

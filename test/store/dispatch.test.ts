@@ -748,12 +748,29 @@ onEveryStore(({ name, makeStore, it }) => {
         expect(await claim('batch_01', 'owner-a', 5, MS + 200)).toEqual([])
         expect(await claim('batch_02', 'owner-a', 5, MS + 200)).toEqual([])
         expect((await dispatch.runnableBatches(MS + 200, 10)).map((b) => b.id)).toEqual([])
+        // Its running batches say why, with the shortfall; their pending lines are still queued.
+        expect((await dispatch.advanceBatches(T0 + 1)).waited?.sort()).toEqual([
+          'batch_01',
+          'batch_02',
+        ])
+        for (const id of ['batch_01', 'batch_02']) {
+          const batch = await batchOf('acct_1', id)
+          expect(batch.status).toBe('in_progress')
+          expect(batch.waiting?.code).toBe('insufficient_credit')
+          expect(batch.waiting?.message).toContain('deposit of at least $0.300000')
+        }
+        expect(await dispatch.queuedLines(MS + 200)).toBe(4)
+        // Said once: a pass that finds nothing new writes nothing.
+        expect((await dispatch.advanceBatches(T0 + 1)).waited).toBeUndefined()
         // Its batches do not take the places of another account's in the list.
         await account('acct_2', '1')
         await admit('acct_2', 'batch_03', 1, { costCeilingUsd: '0.1' })
         expect((await dispatch.runnableBatches(MS + 200, 1)).map((b) => b.id)).toEqual(['batch_03'])
-        // A deposit that covers the holds again resumes dispatch.
+        // A deposit that covers the holds again resumes dispatch, and the reason clears.
         await store.addCredit('acct_1', '0.3')
+        await dispatch.advanceBatches(T0 + 1)
+        expect((await batchOf('acct_1', 'batch_01')).waiting).toBeNull()
+        expect((await batchOf('acct_1', 'batch_02')).waiting).toBeNull()
         expect((await dispatch.runnableBatches(MS + 300, 10)).map((b) => b.id).sort()).toEqual([
           'batch_01',
           'batch_02',

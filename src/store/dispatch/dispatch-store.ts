@@ -26,6 +26,11 @@ export interface AdvancedBatches {
   /** The batches whose status changed. */
   changed: string[]
   ended: LinesEnded
+  /**
+   * The batches whose `waiting` the pass set or cleared (insufficient_credit while their account's
+   * balance is below its holds, docs/money-and-limits.md); absent when none.
+   */
+  waited?: string[]
 }
 
 /** One line of one batch. */
@@ -204,6 +209,13 @@ export interface CallsChange {
 export interface DispatchStore {
   /** Batches with lines ready to claim, earliest deadline first. */
   runnableBatches(nowMs: number, limit: number): Promise<RunnableBatch[]>
+  /**
+   * How many lines of running batches wait to be dispatched (/metrics `multigrid_queue_depth`):
+   * the pending lines of every batch in progress before its deadline, also those of an account
+   * short of its holds (they run after a deposit); not those a spend cap holds back, which end
+   * cancelled.
+   */
+  queuedLines(nowMs: number): Promise<number>
   /**
    * Leases up to `limit` pending lines of one batch, in line order. For a batch with a spend
    * cap, atomically against every other claim of it: only lines whose ceiling fits in

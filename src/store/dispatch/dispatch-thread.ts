@@ -33,6 +33,7 @@ export function createDispatchThread(script: URL, openArgs: unknown[]): Dispatch
 
   return {
     runnableBatches: (...args) => call('runnableBatches', args),
+    queuedLines: (...args) => call('queuedLines', args),
     claimLines: (...args) => call('claimLines', args),
     nextLine: (...args) => call('nextLine', args),
     leaveLane: (...args) => call('leaveLane', args),

@@ -1,6 +1,7 @@
 /**
  * The batch life cycle after admission, as the embedded store runs it: pending lines past the
- * deadline end expired, pending lines of a cancelling batch end cancelled, a batch with nothing
+ * deadline end expired, pending lines of a cancelling batch end cancelled, a running batch of an
+ * account short of its holds says so (postgres-credit-short.ts), a batch with nothing
  * left to run spends one tick in `finalizing`, then takes its terminal status and gives
  * back its hold. Every instance may run this on its own tick: rows another instance is
  * advancing (or dispatching) are skipped, not waited for, and picked up on a later tick.
@@ -9,6 +10,7 @@ import type postgres from 'postgres'
 import { moneyText } from '../../money/decimal.ts'
 import { foldLedger } from '../credit/postgres-account-ledger.ts'
 import { capEndedWaiting } from './cap-waiting.ts'
+import { noteCreditWaits } from './postgres-credit-short.ts'
 import type { AdvancedBatches } from './dispatch-store.ts'
 import { terminalStatus, withProgress } from './dispatch-rows.ts'
 import { current, foldedColumns, foldedShards, progressJoin } from './postgres-batch-progress.ts'
@@ -54,6 +56,8 @@ export async function advanceBatches(
       WHERE id = ANY(${ids(stillFit)}::text[]) AND waiting_code = 'max_cost_reached'`
   const overCap = capped.filter((b) => !b.fits)
   if (overCap.length > 0) cancelled += await endOverCap(tx, overCap, now)
+  // A running batch of an account short of its holds says so until a deposit covers them.
+  const waited = await noteCreditWaits(tx)
   // `finalizing` lasts one tick between a batch's last line and its terminal status.
   const finalizing = (
     await tx`
@@ -80,7 +84,11 @@ export async function advanceBatches(
       UPDATE batches SET status = 'finalizing', finalizing_at = ${now}
       WHERE id = ANY(${toFinalize}::text[])`
   }
-  return { changed: [...finished, ...toFinalize], ended: { cancelled, expired } }
+  return {
+    changed: [...finished, ...toFinalize],
+    ended: { cancelled, expired },
+    ...(waited.length > 0 && { waited }),
+  }
 }
 
 /**

@@ -33,8 +33,9 @@ export async function runnableBatches(
   nowMs: number,
   limit: number,
 ): Promise<RunnableBatch[]> {
-  // An account whose balance no longer covers its holds (a line cost more than its ceiling)
-  // is not dispatched until a deposit covers them again; the claim checks it again below. A
+  // An account whose balance no longer covers its holds (a line cost more than its ceiling, or
+  // credit taken away) is not dispatched until a deposit covers them again, its batches saying
+  // insufficient_credit meanwhile (postgres-credit-short.ts); the claim checks it again below. A
   // batch held back by its cap is left out until a reserved ceiling ends (capRoomBack).
   const rows = await sql`
     SELECT b.id, b.account_id, b.created_at, b.deadline_at, b.endpoint, b.lane_lines,
@@ -46,6 +47,15 @@ export async function runnableBatches(
       AND a.balance_usd >= a.held_usd
     ORDER BY b.deadline_at, b.id LIMIT ${limit}`
   return rows.map(rowToRunnable)
+}
+
+export async function queuedLines(sql: postgres.Sql, nowMs: number): Promise<number> {
+  const [row] = await sql`
+    SELECT coalesce(sum(${current(sql, 'pending')}), 0)::bigint AS n
+    FROM batches b ${progressJoin(sql)}
+    WHERE b.status = 'in_progress' AND b.deadline_at > ${earlier(nowMs / 1000)}
+      AND b.waiting_code IS DISTINCT FROM 'max_cost_reached'`
+  return Number(row!.n)
 }
 
 export async function nextLine(

@@ -15,6 +15,7 @@ import {
   laneLinesPending,
   leaveLane,
   nextLine,
+  queuedLines,
   runnableBatches,
 } from './postgres-claim-lines.ts'
 import { recordEtas } from './postgres-etas.ts'
@@ -29,6 +30,7 @@ const earlier = Math.floor
 export function createPostgresDispatch(sql: postgres.Sql): DispatchStore {
   return {
     runnableBatches: (nowMs, limit) => runnableBatches(sql, nowMs, limit),
+    queuedLines: (nowMs) => queuedLines(sql, nowMs),
     claimLines: createPostgresClaims(sql),
     nextLine: (batchId, nowMs, lanes) => nextLine(sql, batchId, nowMs, lanes),
     leaveLane: (batchId, lineNos) => leaveLane(sql, batchId, lineNos),

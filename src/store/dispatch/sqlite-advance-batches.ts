@@ -1,13 +1,15 @@
 /**
  * The batch life cycle after admission on the embedded store: pending lines past the deadline
  * end expired, pending lines of a cancelling batch end cancelled, a capped batch ends the lines
- * that can no longer fit, a batch with nothing left to run spends one tick in `finalizing`, then
+ * that can no longer fit, a running batch of an account short of its holds says so
+ * (sqlite-credit-short.ts), a batch with nothing left to run spends one tick in `finalizing`, then
  * takes its terminal status (sqlite-finish-batch.ts). One IMMEDIATE transaction a pass.
  */
 import { sqliteQuery as q, type SqliteConnection as Database } from '../connection.ts'
 import type { AdvancedBatches } from './dispatch-store.ts'
 import { currentCount } from './sqlite-batch-progress.ts'
 import { finishBatch } from './sqlite-finish-batch.ts'
+import { noteCreditWaits } from './sqlite-credit-short.ts'
 import { endOverCap } from './sqlite-spend-cap.ts'
 
 const PENDING = currentCount('pending')
@@ -49,6 +51,8 @@ export async function advanceBatches(db: Database, now: number): Promise<Advance
     for (const { id } of cancelling) ended.cancelled += endPending(db, id, now, 'cancelled')
     // A capped batch with nothing in flight ends the lines that can no longer fit (docs/money-and-limits.md).
     ended.cancelled += endOverCap(db, now)
+    // A running batch of an account short of its holds says so until a deposit covers them.
+    const waited = noteCreditWaits(db)
     // A batch is `finalizing` for one tick between its last line and its terminal status.
     for (const { id } of q(db, `SELECT id FROM batches WHERE status = 'finalizing'`).all()) {
       if (finishBatch(db, id, now)) changed.push(id)
@@ -69,6 +73,6 @@ export async function advanceBatches(db: Database, now: number): Promise<Advance
         changed.push(id)
       }
     }
-    return { changed, ended }
+    return { changed, ended, ...(waited.length > 0 && { waited }) }
   })
 }

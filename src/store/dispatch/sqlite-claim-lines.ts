@@ -4,9 +4,9 @@
  * sqlite-spend-cap.ts). One process writes the file, so a claim is an UPDATE … RETURNING inside
  * an IMMEDIATE transaction.
  */
-import { Money } from '../../money/decimal.ts'
 import { sqliteQuery as q, type SqliteConnection as Database } from '../connection.ts'
 import type { ClaimedLine, LineClaim, NextLine, RunnableBatch } from './dispatch-store.ts'
+import { shortOfHolds } from './credit-waiting.ts'
 import { rowToClaimedLine, rowToRunnable } from './dispatch-rows.ts'
 import { current, currentCount } from './sqlite-batch-progress.ts'
 import { claimCapped, noteClaimed } from './sqlite-spend-cap.ts'
@@ -39,6 +39,16 @@ export async function runnableBatches(
      ORDER BY b.deadline_at, b.id LIMIT ?`,
   ).all(Math.floor(nowMs / 1000), limit)
   return rows.filter(coversHolds).map(rowToRunnable)
+}
+
+export async function queuedLines(db: Database, nowMs: number): Promise<number> {
+  const row = q(
+    db,
+    `SELECT coalesce(sum(${PENDING}), 0) AS n FROM batches b
+     WHERE b.status = 'in_progress' AND b.deadline_at > ?
+       AND (b.waiting_code IS NULL OR b.waiting_code <> 'max_cost_reached')`,
+  ).get(Math.floor(nowMs / 1000))
+  return Number(row!.n)
 }
 
 export async function claimLines(db: Database, claim: LineClaim): Promise<ClaimedLine[]> {
@@ -130,8 +140,9 @@ export async function leaveLane(
  * Whether an account's balance still covers what it holds. Only a line that cost more than its
  * ceiling (or credit taken away by an operator) can make it fall short; until a deposit makes it
  * cover them again, none of the account's lines is dispatched, so no further line runs on credit
- * that is not there (they wait, and expire unbilled at their deadline).
+ * that is not there (its batches say insufficient_credit, sqlite-credit-short.ts; the lines wait,
+ * and expire unbilled at their deadline).
  */
 function coversHolds(row: Row): boolean {
-  return !new Money(row.balance_usd).lessThan(row.held_usd)
+  return !shortOfHolds(row.balance_usd, row.held_usd)
 }

@@ -15,6 +15,7 @@ import {
   laneLinesPending,
   leaveLane,
   nextLine,
+  queuedLines,
   runnableBatches,
 } from './sqlite-claim-lines.ts'
 import { recordEtas } from './sqlite-etas.ts'
@@ -26,6 +27,7 @@ import { setWaiting } from './sqlite-waiting.ts'
 export function createSqliteDispatch(db: Database): DispatchStore {
   return {
     runnableBatches: (nowMs, limit) => runnableBatches(db, nowMs, limit),
+    queuedLines: (nowMs) => queuedLines(db, nowMs),
     claimLines: (claim) => claimLines(db, claim),
     nextLine: (batchId, nowMs, lanes) => nextLine(db, batchId, nowMs, lanes),
     leaveLane: (batchId, lineNos) => leaveLane(db, batchId, lineNos),

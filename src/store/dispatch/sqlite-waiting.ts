@@ -5,10 +5,15 @@ import { sqliteQuery as q, type SqliteConnection as Database } from '../connecti
 
 const OPEN = `(${OPEN_BATCH_STATUSES.map((status) => `'${status}'`).join(', ')})`
 
-export async function setWaiting(
+export async function setWaiting(db: Database, change: WaitingChange) {
+  return writeWaiting(db, change)
+}
+
+/** setWaiting inside the caller's transaction: whether it changed anything. */
+export function writeWaiting(
   db: Database,
   { batchId, waiting, replaces = WAITING_CODES }: WaitingChange,
-) {
+): boolean {
   const code = waiting?.code ?? null
   const message = waiting?.message ?? null
   const until = waiting?.until ?? null
