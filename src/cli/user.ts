@@ -331,6 +331,9 @@ async function results(api: Api, id: string, flags: Flags): Promise<number> {
 async function download(api: Api, id: string, query: string, out: string | undefined) {
   const response = await api.request(`/v1/batches/${encodeURIComponent(id)}/results${query}`)
   if (out) {
+    // Bun.write of an empty body truncates the path without creating it (ENOENT when it is new):
+    // `--failed --out` of a batch whose every line succeeded is an empty file, not a crash.
+    await Bun.write(out, '')
     const bytes = await Bun.write(out, response)
     process.stderr.write(
       `wrote ${out} (${bytes} bytes, batch ${response.headers.get('x-multigrid-batch-status')})\n`,

@@ -132,6 +132,11 @@ describe('multigrid (user CLI)', () => {
     expect(none.stderr).toBe('')
     expect(none.code).toBe(0)
     expect(none.stdout).toBe('')
+    // The same to a new file with --out: an empty file, exit 0, not a crash on a path not made yet.
+    const toFile = await run(['results', fine, '--failed', '--input', '--out', 'nothing.jsonl'])
+    expect(toFile.code).toBe(0)
+    expect(toFile.stderr).toBe('wrote nothing.jsonl (0 bytes, batch completed)\n')
+    expect(readFileSync(join(dir, 'nothing.jsonl'), 'utf8')).toBe('')
 
     // Standard output opened for appending, as the shell opens it for `>>`: after what was there.
     const path = join(dir, 'appended.jsonl')
