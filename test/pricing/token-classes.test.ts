@@ -10,6 +10,7 @@ import Decimal from 'decimal.js'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
 import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
+import { specCost, type Classes, type Rates } from '../helpers/spec-cost.ts'
 
 /** Rates per million tokens, each class and tier (the SPEC's names). */
 const GPT = {
@@ -38,14 +39,6 @@ const CLAUDE = {
     cache_write_usd_per_mtok: '7.50',
     cache_write_1h_usd_per_mtok: '12',
   },
-}
-type Rates = {
-  input_usd_per_mtok: string
-  output_usd_per_mtok: string
-  cached_input_usd_per_mtok?: string
-  cache_write_usd_per_mtok?: string
-  cache_write_1h_usd_per_mtok?: string
-  long_context: Omit<Rates, 'long_context'> & { above_input_tokens: number }
 }
 
 function catalog(sim: Simulator) {
@@ -77,31 +70,6 @@ function catalog(sim: Simulator) {
       },
     ],
   }
-}
-
-/** Tokens by class, as the SPEC counts them. */
-interface Classes {
-  prompt: number
-  cached: number
-  write5m: number
-  write1h: number
-  output: number
-}
-
-/** docs/pricing.md: Σ tokens × rate of its class, the whole request at the long-context tier above N. */
-function specCost(rates: Rates, t: Classes): string {
-  const tier = t.prompt > rates.long_context.above_input_tokens ? rates.long_context : rates
-  const input = new Decimal(tier.input_usd_per_mtok)
-  const rate = (value: string | undefined) => new Decimal(value ?? input)
-  const uncached = t.prompt - t.cached - t.write5m - t.write1h
-  return input
-    .times(uncached)
-    .plus(rate(tier.cached_input_usd_per_mtok).times(t.cached))
-    .plus(rate(tier.cache_write_usd_per_mtok).times(t.write5m))
-    .plus(rate(tier.cache_write_1h_usd_per_mtok).times(t.write1h))
-    .plus(new Decimal(tier.output_usd_per_mtok).times(t.output))
-    .div(1_000_000)
-    .toFixed()
 }
 
 type Usage = {
