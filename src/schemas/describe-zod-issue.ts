@@ -217,9 +217,10 @@ function fixForType(
     if (expected === 'boolean' && (trimmed === 'true' || trimmed === 'false'))
       return `write ${field} as ${trimmed}, without quotes`
   }
-  if (expected === 'string' && (typeof input === 'number' || typeof input === 'boolean')) {
+  // A number in quotes is the string meant; true or false in quotes is rarely what a string field
+  // takes (an amount, a name), so it gets the general fix.
+  if (expected === 'string' && typeof input === 'number')
     return `write ${field} as a string, in quotes: "${input}"`
-  }
   return `set ${field} to ${wanted}${example ? `, such as ${example}` : ''}`
 }
 

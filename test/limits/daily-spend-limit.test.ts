@@ -81,13 +81,19 @@ for (const store of STORES) {
       const lifted = await patch(accountId, { daily_spend_limit_usd: null })
       expect(lifted.status).toBe(200)
       expect(((await lifted.json()) as Record<string, unknown>).daily_spend_limit_usd).toBeNull()
-      for (const bad of ['-1', 'abc', 5, '1e3']) {
+      for (const bad of ['-1', 'abc', 5, '1e3', true]) {
         const refused = await patch(accountId, { daily_spend_limit_usd: bad })
         expect(refused.status).toBe(400)
         const body = (await refused.json()) as Refusal
         expect(body.error.message).toContain('daily_spend_limit_usd')
+        // A number is only quoted wrongly; true in quotes would be refused again.
+        if (bad === 5) expect(body.error.message).toContain('in quotes: "5"')
+        if (bad === true) {
+          expect(body.error.message).toContain('set daily_spend_limit_usd to a string')
+          expect(body.error.message).not.toContain('"true"')
+        }
         // Its example is one it takes, not a negative amount as a credit's may be.
-        if (bad !== 5)
+        if (typeof bad === 'string')
           expect(body.error.message).toContain(
             'not negative, with at most 6 decimals, such as "100" or "12.50"',
           )
