@@ -23,6 +23,18 @@ for (let i = 0; i < args.length; i++) {
   else values[name.slice(2)] = inline ?? args[++i] ?? ''
 }
 
+// dispatch.ts's own --lines and --store would silently run every row at one size or store.
+const instead: Record<string, string> = { '--lines': '--sizes', '--store': '--stores' }
+for (const arg of passed) {
+  const name = arg.split('=', 1)[0]!
+  if (instead[name]) {
+    console.error(
+      `bench:dispatch runs every size and store itself: use ${instead[name]}, not ${name}`,
+    )
+    process.exit(2)
+  }
+}
+
 interface Row {
   store: string
   lines: number
