@@ -380,6 +380,7 @@ for (const storeKind of STORES) {
       expect(refused).toBeInstanceOf(OpenAI.RateLimitError)
       expect(refused.code).toBe('limit_exceeded')
       expect(refused.error.limit).toEqual({ files: 2, in_use: 2 })
+      expect(refused.error.message).toContain('the account already has 2 files, its limit of 2;')
       expect(refused.error.message).toContain('delete files')
       expect(await accountView(gw.admin, accountId)).toMatchObject({
         max_files: 2,
@@ -397,6 +398,11 @@ for (const storeKind of STORES) {
       expect(await patched.json()).toMatchObject({ max_files: 3, files_in_use: 2 })
       await upload(openai)
       expect(await failure(upload(openai))).toBeInstanceOf(OpenAI.RateLimitError)
+      // One file is one file.
+      const single = await gw.newAccount('1', {}, { max_files: 1 })
+      await upload(sdk(single.key))
+      const one = (await failure(upload(sdk(single.key)))) as Refusal
+      expect(one.error.message).toContain('the account already has 1 file, its limit of 1;')
     })
 
     test('past max_stored_bytes, files.create is 429 with error.limit {stored_bytes, in_use}; a declared size over it is refused before the body', async () => {

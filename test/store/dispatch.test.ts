@@ -1050,6 +1050,7 @@ onEveryStore(({ name, makeStore, it }) => {
           waiting: { code: 'max_cost_reached' },
         })
         expect(batch.waiting?.message).toContain('1 line did not run')
+        expect(batch.waiting?.message).toContain('To run it, submit')
       })
 
       it('a free line (a ceiling of 0) still runs once the cap has no room left', async () => {

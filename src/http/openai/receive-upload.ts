@@ -107,7 +107,7 @@ function refusal(result: Exclude<ReserveResult, { kind: 'reserved' }>): GatewayE
   const limit = result.limit
   const message =
     'files' in limit
-      ? `the account already has ${limit.in_use} files, its limit of ${limit.files}; delete files it no longer needs (files.delete) before uploading more`
+      ? `the account already has ${limit.in_use} file${limit.in_use === 1 ? '' : 's'}, its limit of ${limit.files}; delete files it no longer needs (files.delete) before uploading more`
       : `this upload would pass the account's limit of ${limit.stored_bytes} stored bytes (${limit.in_use} in use); delete files it no longer needs or upload a smaller one`
   return refuse('limit_exceeded', message, { param: 'file', detail: { limit } })
 }

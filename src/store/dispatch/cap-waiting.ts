@@ -27,7 +27,8 @@ export function capEndedWaiting(
     code: 'max_cost_reached',
     message:
       `max_cost_usd ($${usd(maxCostUsd)}) was reached: ${cancelled} line${cancelled === 1 ? '' : 's'} ` +
-      'did not run and ended cancelled with max_cost_reached, costing nothing. To run them, submit ' +
+      'did not run and ended cancelled with max_cost_reached, costing nothing. ' +
+      `To run ${cancelled === 1 ? 'it' : 'them'}, submit ` +
       `GET /v1/batches/${batchId}/results?filter=failed&format=input again with a higher max_cost_usd.`,
   }
 }
