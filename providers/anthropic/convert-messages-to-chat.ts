@@ -285,7 +285,9 @@ export function convertMessagesToChat(
     const user = (body.metadata as { user_id?: unknown } | null | undefined)?.user_id
     if (typeof user === 'string') out.user = user
     if (body.provider !== undefined) out.provider = body.provider
-    if (body.stream === true) out.stream = true
+    // Carried as sent, so the chat validation refuses a stream that is not a boolean ("true" in
+    // quotes would otherwise get a whole message where the caller waits for events).
+    if (body.stream !== undefined && body.stream !== null) out.stream = body.stream
     if (oneHourLeftOut(body)) carryOneHour(messages)
     return { ok: true, body: out }
   } catch (error) {

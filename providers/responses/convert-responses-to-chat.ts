@@ -367,7 +367,9 @@ export function convertResponsesToChat(
     // Passed through, tool_choice may name the provider's own tools: only the upstream reads it.
     if (body.tool_choice !== undefined && body.tool_choice !== null && !lenient)
       out.tool_choice = convertToolChoice(body.tool_choice)
-    if (body.stream === true) out.stream = true
+    // Carried as sent, so the chat validation refuses a stream that is not a boolean ("true" in
+    // quotes would otherwise get a whole answer where the caller waits for events).
+    set('stream', 'stream')
     return { ok: true, body: out }
   } catch (error) {
     if (error instanceof Refusal)

@@ -97,6 +97,19 @@ function suite(store: (typeof STORES)[number]) {
       })
     }
 
+    test('stream as a string is a 400 naming it, passed through or not, never an answer of the other form', async () => {
+      for (const model of ['sim/claude', 'sim/chat']) {
+        const error = await client.messages
+          .create({ ...ask(model), stream: 'true' } as never)
+          .catch((e: unknown) => e)
+        expect(error).toBeInstanceOf(Anthropic.BadRequestError)
+        const { error: body } = (error as { error: { error: { param: string; message: string } } })
+          .error
+        expect(body.param).toBe('stream')
+        expect(body.message).toContain('write stream as true, without quotes')
+      }
+    })
+
     test('a translated model counts the cache the same streamed or not: input_tokens the uncached part, the cache fields beside it', async () => {
       const cachedAsk = {
         ...ask('sim/chat'),

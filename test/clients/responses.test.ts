@@ -414,6 +414,20 @@ describe('passed through to a provider with responses_api', () => {
     expect(sim.received().length).toBe(before)
   })
 
+  test('stream as a string is a 400 naming it, passed through or not, never an answer of the other form', async () => {
+    const before = sim.received().length
+    for (const model of ['sim/responses', 'sim/chat', 'sim/claude']) {
+      const error = await client.responses
+        .create({ model, input: 'hi', max_output_tokens: 16, stream: 'true' } as never)
+        .catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+      const { param, message } = (error as { error: { param: string; message: string } }).error
+      expect(param).toBe('stream')
+      expect(message).toContain('write stream as true, without quotes')
+    }
+    expect(sim.received().length).toBe(before)
+  })
+
   test('a stored response is asked for: a 404 saying none is stored, on every route OpenAI has for one', async () => {
     const asks = [
       client.responses.retrieve('resp_1'),
