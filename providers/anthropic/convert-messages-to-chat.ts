@@ -241,6 +241,25 @@ function convertToolChoice(choice: Record<string, unknown>, out: Record<string, 
   if (choice.disable_parallel_tool_use === true) out.parallel_tool_calls = false
 }
 
+/** Chat completions take at most 4 stop sequences (OpenAI's limit); Anthropic takes more. */
+const CHAT_STOP_LIMIT = 4
+
+/**
+ * stop_sequences → stop. Passed through, the chat body only prices the call and Anthropic judges
+ * the list: one longer than chat allows is left out of it rather than refused in chat's name.
+ */
+function stopOf(sequences: unknown, out: Record<string, unknown>, lenient: boolean) {
+  if (!Array.isArray(sequences) || sequences.some((item) => typeof item !== 'string'))
+    throw new Refusal('must be an array of strings', 'stop_sequences')
+  if (sequences.length <= CHAT_STOP_LIMIT) out.stop = sequences
+  else if (!lenient)
+    throw new Refusal(
+      `has ${sequences.length} items, and this model's offerings, which take chat completions, take at most ${CHAT_STOP_LIMIT} (a model with an Anthropic offering takes more); send at most ${CHAT_STOP_LIMIT}`,
+      'stop_sequences',
+      true,
+    )
+}
+
 /**
  * `params` as the caller sent them; the engine's own validation checks what comes out.
  * `lenient`: the request is passed through to Anthropic (docs/clients/anthropic-sdk.md) and the chat body only prices
@@ -276,7 +295,7 @@ export function convertMessagesToChat(
       messages,
       max_tokens: body.max_tokens,
     }
-    if (body.stop_sequences !== undefined) out.stop = body.stop_sequences
+    if (body.stop_sequences !== undefined) stopOf(body.stop_sequences, out, lenient)
     if (body.temperature !== undefined) out.temperature = body.temperature
     if (body.top_p !== undefined) out.top_p = body.top_p
     if (body.tools !== undefined) out.tools = convertTools(body.tools, lenient)

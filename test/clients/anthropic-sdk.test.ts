@@ -110,6 +110,23 @@ function suite(store: (typeof STORES)[number]) {
       }
     })
 
+    test('more stop_sequences than chat takes go to Anthropic as sent; translated, a 400 naming stop_sequences', async () => {
+      const stops = ['one', 'two', 'three', 'four', 'five']
+      const message = await client.messages.create({ ...ask('sim/claude'), stop_sequences: stops })
+      expect(message.type).toBe('message')
+      expect(JSON.parse(sim.received().at(-1)!.text).stop_sequences).toEqual(stops)
+      const before = sim.received().length
+      const error = await client.messages
+        .create({ ...ask('sim/chat'), stop_sequences: stops })
+        .catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(Anthropic.BadRequestError)
+      const { error: body } = (error as { error: { error: { param: string; message: string } } })
+        .error
+      expect(body.param).toBe('stop_sequences')
+      expect(body.message).toContain('send at most 4')
+      expect(sim.received().length).toBe(before)
+    })
+
     test('a translated model counts the cache the same streamed or not: input_tokens the uncached part, the cache fields beside it', async () => {
       const cachedAsk = {
         ...ask('sim/chat'),
