@@ -119,9 +119,15 @@ function systemOf(system: unknown): string | Block[] {
   })
 }
 
-function textOf(content: unknown, where: string): string {
+/**
+ * The text of `content`. `lenient`: passed through, a block of another kind (a tool result's
+ * image or document, which Anthropic takes) counts as its JSON text, as blocks the chat form
+ * lacks do elsewhere.
+ */
+function textOf(content: unknown, where: string, lenient = false): string {
   return blocksOf(content, where)
     .map((block, index) => {
+      if (lenient && block.type !== 'text') return JSON.stringify(block)
       if (block.type !== 'text' || typeof block.text !== 'string')
         throw new Refusal('only text blocks are accepted here', `${where}[${index}]`, true)
       return block.text
@@ -174,7 +180,8 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
         toolResults.push({
           role: 'tool',
           tool_call_id: block.tool_use_id,
-          content: block.content === undefined ? '' : textOf(block.content, `${path}.content`),
+          content:
+            block.content === undefined ? '' : textOf(block.content, `${path}.content`, lenient),
         })
         break
       default:

@@ -127,6 +127,47 @@ function suite(store: (typeof STORES)[number]) {
       expect(sim.received().length).toBe(before)
     })
 
+    test('a tool_result holding an image goes to Anthropic as sent; translated, a 400 naming the block', async () => {
+      const png =
+        'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=='
+      const screenshot = (model: string) =>
+        client.messages.create({
+          ...ask(model),
+          tools,
+          messages: [
+            { role: 'user', content: 'What does the screen show?' },
+            {
+              role: 'assistant',
+              content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} }],
+            },
+            {
+              role: 'user',
+              content: [
+                {
+                  type: 'tool_result',
+                  tool_use_id: 'toolu_1',
+                  content: [
+                    { type: 'text', text: 'the screen:' },
+                    {
+                      type: 'image',
+                      source: { type: 'base64', media_type: 'image/png', data: png },
+                    },
+                  ],
+                },
+              ],
+            },
+          ],
+        })
+      const message = await screenshot('sim/claude')
+      expect(message.type).toBe('message')
+      const sent = JSON.parse(sim.received().at(-1)!.text)
+      expect(sent.messages[2].content[0].content[1].source.data).toBe(png)
+      const error = await screenshot('sim/chat').catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(Anthropic.BadRequestError)
+      const { error: body } = (error as { error: { error: { param: string } } }).error
+      expect(body.param).toBe('messages[2].content[0].content[1]')
+    })
+
     test('a translated model counts the cache the same streamed or not: input_tokens the uncached part, the cache fields beside it', async () => {
       const cachedAsk = {
         ...ask('sim/chat'),
