@@ -135,7 +135,12 @@ function textOf(content: unknown, where: string, lenient = false): string {
     .join('')
 }
 
-function imagePart(block: Block, where: string): Block {
+/**
+ * An image block as chat's image part. Passed through (`lenient`), the part only prices the call:
+ * an image by another source (Anthropic's Files API, `{"type": "file", "file_id"}`) counts as an
+ * image there too, as the Responses API's image by file_id does.
+ */
+function imagePart(block: Block, where: string, lenient: boolean): Block {
   const source = (block.source ?? {}) as Record<string, unknown>
   if (source.type === 'base64' && typeof source.data === 'string')
     return {
@@ -144,6 +149,13 @@ function imagePart(block: Block, where: string): Block {
     }
   if (source.type === 'url' && typeof source.url === 'string')
     return { type: 'image_url', image_url: { url: source.url } }
+  if (lenient) return { type: 'image_url', image_url: { url: 'image' } }
+  if (source.type === 'file')
+    throw new Refusal(
+      'is an image by file_id, which only a model with an Anthropic offering reads (no file is kept here); send a base64 or url source',
+      `${where}.source`,
+      true,
+    )
   throw new Refusal('an image needs a base64 or url source', `${where}.source`)
 }
 
@@ -165,7 +177,7 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
         parts.push(cached({ type: 'text', text: block.text }, block))
         break
       case 'image':
-        parts.push(cached(imagePart(block, path), block))
+        parts.push(cached(imagePart(block, path, lenient), block))
         break
       case 'tool_use':
         if (m.role !== 'assistant') throw new Refusal('tool_use belongs to assistant turns', path)

@@ -17,6 +17,8 @@ function suite(store: (typeof STORES)[number]) {
   let client: Anthropic
   let key: string
   let accountId: string
+  /** An account whose credit covers no call: its 402s tell a call's ceiling. */
+  let poorKey: string
 
   beforeAll(async () => {
     sim = await startSimulator({ latencyMs: 1, keepBodies: 500 })
@@ -29,6 +31,7 @@ function suite(store: (typeof STORES)[number]) {
     const account = await gw.newAccount('10')
     key = account.key
     accountId = account.accountId
+    poorKey = (await gw.newAccount('0.000001')).key
     client = new Anthropic({ baseURL: `${gw.url}/anthropic`, apiKey: account.key, maxRetries: 0 })
   })
   afterAll(async () => {
@@ -166,6 +169,45 @@ function suite(store: (typeof STORES)[number]) {
       expect(error).toBeInstanceOf(Anthropic.BadRequestError)
       const { error: body } = (error as { error: { error: { param: string } } }).error
       expect(body.param).toBe('messages[2].content[0].content[1]')
+    })
+
+    test("an image from Anthropic's Files API goes to Anthropic as sent, held as an image; translated, a 400 naming its source", async () => {
+      const ofImage = (model: string, source: Record<string, unknown>) => ({
+        ...ask(model),
+        messages: [
+          {
+            role: 'user' as const,
+            content: [
+              { type: 'image', source },
+              { type: 'text', text: 'What is this?' },
+            ],
+          },
+        ],
+      })
+      const file = { type: 'file', file_id: 'file_011CNha8iCJcU1wXNR6q4V8w' }
+      const message = await client.messages.create(ofImage('sim/claude', file) as never)
+      expect(message.type).toBe('message')
+      expect(JSON.parse(sim.received().at(-1)!.text).messages[0].content[0].source).toEqual(file)
+      // Held as an image, as one by URL is: the same ceiling.
+      const ceiling = async (source: Record<string, unknown>) => {
+        const response = await gw.request('/anthropic/v1/messages', poorKey, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(ofImage('sim/claude', source)),
+        })
+        expect(response.status).toBe(402)
+        return ((await response.json()) as { error: { cost_ceiling_usd: string } }).error
+          .cost_ceiling_usd
+      }
+      expect(await ceiling(file)).toBe(await ceiling({ type: 'url', url: 'https://x.test/a.png' }))
+      const error = await client.messages
+        .create(ofImage('sim/chat', file) as never)
+        .catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(Anthropic.BadRequestError)
+      const { error: body } = (error as { error: { error: { param: string; message: string } } })
+        .error
+      expect(body.param).toBe('messages[0].content[0].source')
+      expect(body.message).toContain('send a base64 or url source')
     })
 
     test('a translated model counts the cache the same streamed or not: input_tokens the uncached part, the cache fields beside it', async () => {
