@@ -9,6 +9,12 @@ import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
 import { STORES, startTestGateway, type TestGateway } from '../helpers/gateway.ts'
 import { messageBatchEnded } from '../helpers/message-batches.ts'
 
+/** The error object of a 400 the SDK threw, its type checked. */
+function badRequestOf(error: unknown): { param: string; message: string } {
+  expect(error).toBeInstanceOf(Anthropic.BadRequestError)
+  return (error as { error: { error: { param: string; message: string } } }).error.error
+}
+
 for (const store of STORES) describe(store, () => suite(store))
 
 function suite(store: (typeof STORES)[number]) {
@@ -105,9 +111,7 @@ function suite(store: (typeof STORES)[number]) {
         const error = await client.messages
           .create({ ...ask(model), stream: 'true' } as never)
           .catch((e: unknown) => e)
-        expect(error).toBeInstanceOf(Anthropic.BadRequestError)
-        const { error: body } = (error as { error: { error: { param: string; message: string } } })
-          .error
+        const body = badRequestOf(error)
         expect(body.param).toBe('stream')
         expect(body.message).toContain('write stream as true, without quotes')
       }
@@ -122,9 +126,7 @@ function suite(store: (typeof STORES)[number]) {
       const error = await client.messages
         .create({ ...ask('sim/chat'), stop_sequences: stops })
         .catch((e: unknown) => e)
-      expect(error).toBeInstanceOf(Anthropic.BadRequestError)
-      const { error: body } = (error as { error: { error: { param: string; message: string } } })
-        .error
+      const body = badRequestOf(error)
       expect(body.param).toBe('stop_sequences')
       expect(body.message).toContain('send at most 4')
       expect(sim.received().length).toBe(before)
@@ -166,8 +168,7 @@ function suite(store: (typeof STORES)[number]) {
       const sent = JSON.parse(sim.received().at(-1)!.text)
       expect(sent.messages[2].content[0].content[1].source.data).toBe(png)
       const error = await screenshot('sim/chat').catch((e: unknown) => e)
-      expect(error).toBeInstanceOf(Anthropic.BadRequestError)
-      const { error: body } = (error as { error: { error: { param: string } } }).error
+      const body = badRequestOf(error)
       expect(body.param).toBe('messages[2].content[0].content[1]')
     })
 
@@ -203,9 +204,7 @@ function suite(store: (typeof STORES)[number]) {
       const error = await client.messages
         .create(ofImage('sim/chat', file) as never)
         .catch((e: unknown) => e)
-      expect(error).toBeInstanceOf(Anthropic.BadRequestError)
-      const { error: body } = (error as { error: { error: { param: string; message: string } } })
-        .error
+      const body = badRequestOf(error)
       expect(body.param).toBe('messages[0].content[0].source')
       expect(body.message).toContain('send a base64 or url source')
     })
