@@ -12,7 +12,7 @@
 import Ajv, { type ValidateFunction } from 'ajv'
 import Ajv2019 from 'ajv/dist/2019'
 import Ajv2020 from 'ajv/dist/2020'
-import { checkPatterns, PatternError, re2Engine } from './re2-patterns.ts'
+import { checkPatterns, compiledInstructions, PatternError, re2Engine } from './re2-patterns.ts'
 import { findLoop, findRecursion } from './schema-recursion.ts'
 
 /** A schema as the gateway uses it: how to judge an answer, and whether it recurses. */
@@ -71,6 +71,20 @@ export function isCompiled(text: string): boolean {
   return cache.has(text)
 }
 
+/**
+ * An Ajv instance keeps what every compile made in its own scope (each pattern's RE2 program, the
+ * functions of referenced schemas) after the schema is removed, so its memory grows with every
+ * distinct schema a tenant sends: 60 schemas of 100 patterns like `a{1,1000}` held 2.5 GB. So the
+ * instances are weighed, in estimated bytes, and past this weight they are dropped with the
+ * compiled schemas that use them and made afresh (a few milliseconds, on the next compile).
+ * Weights, measured after a garbage collection: about 128 bytes per character of a schema's text
+ * (Ajv's generated code), and about 256 per RE2 instruction.
+ */
+export const AJV_WEIGHT_BOUND = 128 * 1024 * 1024
+const BYTES_PER_SCHEMA_CHAR = 128
+const BYTES_PER_INSTRUCTION = 256
+let ajvWeight = 0
+
 /** `text`: the schema's JSON text when the caller has it already (the cache's key). */
 export function compileAnswerSchema(
   schema: Record<string, unknown>,
@@ -83,7 +97,18 @@ export function compileAnswerSchema(
     cache.set(text, hit)
     return hit
   }
+  const instructionsBefore = compiledInstructions()
   const compiled = compileUncached(schema)
+  ajvWeight +=
+    text.length * BYTES_PER_SCHEMA_CHAR +
+    (compiledInstructions() - instructionsBefore) * BYTES_PER_INSTRUCTION
+  if (ajvWeight > AJV_WEIGHT_BOUND) {
+    // Not kept either: its function would keep the old instance, scope and all, while cached.
+    instances.clear()
+    cache.clear()
+    ajvWeight = 0
+    return compiled
+  }
   if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!)
   cache.set(text, compiled)
   return compiled

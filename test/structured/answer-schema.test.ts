@@ -4,6 +4,7 @@
  * ids, and which schemas recurse without end.
  */
 import { describe, expect, test } from 'bun:test'
+import { heapSize } from 'bun:jsc'
 import { compileAnswerSchema } from '../../src/schemas/answer-schema.ts'
 import { findLoop, findRecursion } from '../../src/schemas/schema-recursion.ts'
 
@@ -184,4 +185,30 @@ describe('loops no answer can be checked against', () => {
       expect(failure(schema)).toBeNull()
     }
   })
+})
+
+describe('compiled schemas in memory', () => {
+  test("distinct schemas do not grow a thread's memory without bound: Ajv's instances are made afresh past a weight", () => {
+    // Each schema: 100 distinct patterns of about 2,000 RE2 instructions, some 40 MB in Ajv's
+    // scope (its JavaScript heap alone over 20 MB), which removing the schema does not free: 20 of
+    // them kept some 430 MB of heap before.
+    const schemaOf = (i: number) => ({
+      type: 'object',
+      properties: Object.fromEntries(
+        Array.from({ length: 100 }, (_, j) => [
+          `p${j}`,
+          { type: 'string', pattern: `^(a{1,1000}b)${i}x${j}$` },
+        ]),
+      ),
+    })
+    Bun.gc(true)
+    const before = heapSize()
+    for (let i = 0; i < 20; i++) compiled(schemaOf(i))
+    Bun.gc(true)
+    expect(heapSize() - before).toBeLessThan(150 * 1024 * 1024)
+    // Still judges, the one compiled as the instances were dropped too.
+    const last = compiled(schemaOf(19))
+    expect(last.check({ p0: 'aab19x0' })).toBeNull()
+    expect(last.check({ p0: 'ab' })).toContain('must match pattern')
+  }, 60_000)
 })
