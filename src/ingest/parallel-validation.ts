@@ -61,7 +61,8 @@ export interface FileValidatorOptions {
   parallel?: boolean
   /**
    * Told how each file was validated: in one pass; split in two; split, and then again in one pass
-   * because the halves were not clean together; or split, and then in one pass because the thread
+   * because the halves were not clean together; whole on one thread (no line break past its
+   * middle), and then its issues listed there if it had any; or in one pass because the thread
    * failed (`why`).
    */
   observe?: (how: ValidationPath, why?: string) => void
@@ -77,7 +78,8 @@ export interface FileValidatorOptions {
   schemaChecks?: SchemaChecks
 }
 
-export type ValidationPath = 'one_pass' | 'split' | 'split_then_one_pass' | 'thread_failed'
+export type ValidationPath =
+  'one_pass' | 'split' | 'split_then_one_pass' | 'whole' | 'whole_then_issues' | 'thread_failed'
 
 const NEWLINE = 0x0a
 const DEFAULT_MIN_PARALLEL_BYTES = 1024 * 1024
@@ -132,67 +134,81 @@ export function createFileValidator(
     fineTunes: FineTuneLookup,
     lineCeilings: boolean,
   ): Promise<FileVerdict> {
-    const split = parallel && !closed && bytes.byteLength >= minBytes ? splitPoint(bytes) : -1
     const onePass = () =>
       validateBatchFile(bytes, catalog, limits, { collectGarbage, fineTunes, lineCeilings })
-    if (split < 0) {
+    if (!parallel || closed || bytes.byteLength < minBytes) {
       observe('one_pass')
       return onePass()
     }
-    const secondFirstLine = countLines(bytes, split) + 1
+    // A file with no line break past its middle (one giant line) is checked whole, on a thread
+    // too: in one pass on the event loop, a 15 MB line held every other call for 0.3 s.
+    const split = splitPoint(bytes)
+    const whole = split < 0
     const asked = { limits, fineTunes, lineCeilings }
-    const [first, second] = await Promise.all([
-      checkOnThread(threads![0], 'check', bytes.subarray(0, split), { firstLineNo: 1, ...asked }),
-      checkOnThread(threads![1], 'check', bytes.subarray(split), {
-        firstLineNo: secondFirstLine,
-        ...asked,
-      }),
-    ])
-    const failed = 'failed' in first ? first.failed : 'failed' in second ? second.failed : undefined
+    const parts = whole ? [bytes] : [bytes.subarray(0, split), bytes.subarray(split)]
+    const replies = await Promise.all(
+      parts.map((part, i) =>
+        checkOnThread(threads![i], 'check', part, {
+          firstLineNo: i === 0 ? 1 : countLines(bytes, split) + 1,
+          ...asked,
+        }),
+      ),
+    )
+    const failed = replies.find((reply) => 'failed' in reply)
     if (failed !== undefined || closed) {
-      observe('thread_failed', failed ?? 'the validator was closed')
+      observe(
+        'thread_failed',
+        failed && 'failed' in failed ? failed.failed : 'the validator was closed',
+      )
       return onePass()
     }
+    const [first, second] = replies
     if (
-      !('lineNos' in first) ||
-      !('lineNos' in second) ||
+      !('lineNos' in first!) ||
+      (second !== undefined && !('lineNos' in second)) ||
       !cleanTogether(first, second, limits, fineTunes)
     ) {
-      observe('split_then_one_pass')
+      observe(whole ? 'whole_then_issues' : 'split_then_one_pass')
       // The issues of one pass, listed on a thread; on the event loop only if that thread failed.
       const listed = await checkOnThread(threads![0], 'issues', bytes, { firstLineNo: 1, ...asked })
       if (!('issues' in listed) || closed) return onePass()
       const { issues, omitted, lineCount } = listed
       return { ok: false, issues, omitted, lineCount, schemas: new Map(listed.schemas) }
     }
-    observe('split')
-    const lines = halfLines(bytes, 0, first).concat(halfLines(bytes, split, second))
-    const ceiling = new Money(first.ceiling).plus(new Money(second.ceiling))
+    observe(whole ? 'whole' : 'split')
+    const halves = second === undefined ? [first] : [first, second as CleanHalf]
+    const lines = halves.flatMap((half, i) => halfLines(bytes, i === 0 ? 0 : split, half))
+    const ceiling = halves.reduce((sum, half) => sum.plus(new Money(half.ceiling)), new Money(0))
     // In line order, as one pass lists them: the first half's, then the second's.
-    const warnings = [...first.warnings, ...second.warnings]
+    const warnings = halves.flatMap((half) => half.warnings)
     const listed = warnings.slice(0, MAX_WARNINGS)
     return fileVerdict({
       issues: [],
       omitted: 0,
-      count: first.count + second.count,
+      count: halves.reduce((sum, half) => sum + half.count, 0),
       endpoint: first.endpoint,
       lines,
       ceiling,
       warnings: listed,
       warningsOmitted:
-        first.warningsOmitted + second.warningsOmitted + warnings.length - listed.length,
-      schemas: joinSchemas(new Map(first.schemas), second.schemas),
+        halves.reduce((sum, half) => sum + half.warningsOmitted, 0) +
+        warnings.length -
+        listed.length,
+      schemas: halves
+        .slice(1)
+        .reduce((joined, half) => joinSchemas(joined, half.schemas), new Map(first.schemas)),
     })
   }
 
   /** Two clean halves make a clean file: one endpoint, no custom_id in both, the limits kept. */
   function cleanTogether(
     first: CleanHalf,
-    second: CleanHalf,
+    second: CleanHalf | undefined,
     limits: FileLimits,
     fineTunes: FineTuneLookup,
   ): boolean {
     if (first.endpoint === null) return false
+    if (second === undefined) return true
     if (second.endpoint !== null && second.endpoint !== first.endpoint) return false
     if (first.count + second.count > limits.maxLines) return false
     const ids = new Set(first.customIds)

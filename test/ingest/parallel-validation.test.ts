@@ -6,7 +6,7 @@
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { createFileValidator } from '../../src/ingest/parallel-validation.ts'
+import { createFileValidator, type ValidationPath } from '../../src/ingest/parallel-validation.ts'
 import { validateBatchFile, type FileVerdict } from '../../src/ingest/validate-batch-file.ts'
 import { chatLine, embedLine } from '../helpers/gateway.ts'
 import { splitValidator } from '../helpers/split-validator.ts'
@@ -83,7 +83,7 @@ describe('validating a file on two cores', () => {
         const { split, onePass, path, why } = await bothWays(encode(text))
         expect(split).toEqual(onePass)
         // A clean file is never validated twice for its content: put together from its halves,
-        // or in one pass when its middle falls in its last line. (A thread that failed leaves
+        // or whole on a thread when its middle falls in its last line. (A thread that failed leaves
         // it to one pass too, and says why; clean counts only files put together.)
         if (onePass.ok) {
           expect(path).not.toBe('split_then_one_pass')
@@ -182,6 +182,21 @@ describe('validating a file on two cores', () => {
     expect(split.ok).toBe(false)
     if (split.ok) return
     expect(split.issues[0].message).toBe(`the file has more than ${LIMITS.maxLines} requests`)
+  })
+
+  test('a file with no line break past its middle is checked whole on a thread, never in one pass on the event loop, with the verdict of one pass', async () => {
+    const giant = JSON.stringify(chatLine('giant', 'é'.repeat(20_000)))
+    const cases: { text: string; path: ValidationPath }[] = [
+      { text: giant, path: 'whole' },
+      { text: `${JSON.stringify(chatLine('short'))}\n${giant}\n`, path: 'whole' },
+      { text: `${giant}\n${giant}`, path: 'split_then_one_pass' },
+      { text: giant.slice(0, -1), path: 'whole_then_issues' },
+    ]
+    for (const { text, path: expected } of cases) {
+      const { split, onePass, path } = await bothWays(encode(text))
+      expect(path).toBe(expected)
+      expect(split).toEqual(onePass)
+    }
   })
 
   test('a validation thread that stops mid-file leaves the verdict to one pass, and closing stops splitting', async () => {
