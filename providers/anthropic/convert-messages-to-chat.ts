@@ -14,6 +14,14 @@
  * otherwise get an answer that ignored it.
  */
 
+import {
+  anthropicBlockUnsized,
+  anthropicServerTool,
+  providerToolRefusal,
+  unsizedPart,
+  UNSIZED,
+} from '../unsized-content.ts'
+
 export type ChatConversion =
   | { ok: true; body: Record<string, unknown> }
   /** `outside`: a valid Messages request, outside the subset translated; else an invalid one. */
@@ -201,9 +209,12 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
         // place for it, and the answer it led to is in the turn: left out, the conversation goes
         // on elsewhere.
         if (!lenient && m.role === 'assistant' && THINKING.has(block.type as string)) break
-        // Passed through, a block the chat form lacks (thinking, documents, …) counts as its text.
+        // Passed through, a block the chat form lacks (thinking, text documents, …) counts as its
+        // text; one Anthropic reads itself (a document by URL or file id, a PDF) as the model's
+        // whole context window (providers/unsized-content.ts).
         if (lenient) {
-          parts.push({ type: 'text', text: JSON.stringify(block) })
+          if (anthropicBlockUnsized(block)) parts.push(unsizedPart(block))
+          else parts.push({ type: 'text', text: JSON.stringify(block) })
           break
         }
         throw new Refusal(
@@ -214,7 +225,8 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
     }
   })
   // A lone text part goes as a plain string, the form every chat server accepts (unless cached).
-  const plain = parts.length === 1 && parts[0].type === 'text' && !parts[0].cache_control
+  const plain =
+    parts.length === 1 && parts[0].type === 'text' && !parts[0].cache_control && !parts[0][UNSIZED]
   const content = plain ? parts[0].text : parts.length ? parts : null
   if (m.role === 'assistant') {
     const turn: Block = { role: 'assistant', content: content ?? '' }
@@ -227,9 +239,15 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
 function convertTools(tools: unknown, lenient: boolean): Block[] {
   if (!Array.isArray(tools)) throw new Refusal('must be an array of tools', 'tools')
   return tools.map((tool: Record<string, unknown>, index) => {
-    // A server tool (web search, code execution, …) runs at Anthropic: no function to translate
-    // it to. Passed through, Anthropic runs it; in the chat body that only prices the call it
-    // counts as its JSON text, as other blocks outside the subset do.
+    // A server tool (web search, code execution, …) runs at Anthropic and is billed per call
+    // there, at a price the catalog does not have: refused whatever the offering.
+    if (tool !== null && typeof tool === 'object' && anthropicServerTool(tool))
+      throw new Refusal(
+        providerToolRefusal(tool.type, '{"name", "description", "input_schema"}'),
+        `tools[${index}].type`,
+      )
+    // An Anthropic-defined tool the caller runs (bash, text editor, …): passed through, Anthropic
+    // is sent it; in the chat body that only prices the call it counts as its JSON text.
     if (tool?.type !== undefined && tool.type !== 'custom') {
       if (lenient) {
         const name = typeof tool.name === 'string' ? tool.name : `tool_${index}`
@@ -237,7 +255,7 @@ function convertTools(tools: unknown, lenient: boolean): Block[] {
         return { type: 'function', function: fn }
       }
       throw new Refusal(
-        `is ${JSON.stringify(tool.type).slice(0, 80)}, a server tool that only a model with an Anthropic offering runs; this model's offerings take function tools ({"name", "input_schema"}) only`,
+        `is ${JSON.stringify(tool.type).slice(0, 80)}, a tool that only a model with an Anthropic offering takes; this model's offerings take function tools ({"name", "input_schema"}) only`,
         `tools[${index}].type`,
         true,
       )
@@ -300,6 +318,11 @@ export function convertMessagesToChat(
           name,
           true,
         )
+    if (Array.isArray(body.mcp_servers) && body.mcp_servers.length > 0)
+      throw new Refusal(
+        "is not supported: Anthropic would call these servers' tools itself, and the gateway can neither size what they bring into the prompt nor price their calls; send their tools as function tools that your code runs",
+        'mcp_servers',
+      )
     if (!Array.isArray(body.messages) || body.messages.length === 0)
       throw new Refusal('must be a non-empty array of messages', 'messages')
     if (typeof body.max_tokens !== 'number')

@@ -11,6 +11,8 @@
  * default (src/ingest/service-tier.ts), passed through or not.
  */
 
+import { providerToolRefusal, RESPONSES_CLIENT_TOOLS, unsizedPart } from '../unsized-content.ts'
+
 export type ResponsesConversion =
   | { ok: true; body: Record<string, unknown> }
   /** `outside`: a valid Responses request, outside the subset translated; else one refused as it is. */
@@ -173,10 +175,15 @@ function textOf(content: unknown, where: string, lenient: boolean): string {
  * parts only price the call, so every image counts as one there, by file_id too.
  */
 function userContentOf(content: unknown, where: string, lenient: boolean): unknown {
-  const images = Array.isArray(content) && content.some((part) => part?.type === 'input_image')
-  if (!images) return textOf(content, where, lenient)
+  const parts =
+    Array.isArray(content) &&
+    content.some((part) => part?.type === 'input_image' || (lenient && part?.type === 'input_file'))
+  if (!parts) return textOf(content, where, lenient)
   return (content as Item[]).map((part, index) => {
     const at = `${where}[${index}]`
+    // Passed through, a file OpenAI reads itself (by URL, id or data) is not sized by its bytes:
+    // priced as the model's whole context window (providers/unsized-content.ts).
+    if (part?.type === 'input_file') return unsizedPart(part)
     if (part?.type === 'input_image') {
       const url =
         typeof part.image_url === 'string' && part.image_url !== ''
@@ -243,9 +250,12 @@ function convertInput(input: unknown, lenient: boolean, field = 'input'): Item[]
       if (last?.role === 'assistant' && Array.isArray(last.tool_calls)) last.tool_calls.push(call)
       else messages.push({ role: 'assistant', content: null, tool_calls: [call] })
     } else if (type === 'function_call_output') {
-      // Text, or a list of content parts whose text parts are the result (other parts refused).
+      // Text, or a list of content parts whose text parts are the result (other parts refused;
+      // passed through, a file among them marks the output unsized).
       const output = Array.isArray(item.output)
-        ? textOf(item.output, `${where}.output`, lenient)
+        ? lenient && item.output.some((part) => part?.type === 'input_file')
+          ? [unsizedPart(item.output)]
+          : textOf(item.output, `${where}.output`, lenient)
         : typeof item.output === 'string'
           ? item.output
           : JSON.stringify(item.output)
@@ -298,9 +308,21 @@ function convertFormat(text: unknown, out: Record<string, unknown>, lenient: boo
 
 function convertTools(tools: unknown, lenient: boolean): Item[] {
   if (!Array.isArray(tools)) throw new Refusal('must be an array of tools', 'tools')
-  // The provider's own tools (web search, …) have no chat counterpart to price them as.
-  const usable = lenient ? tools.filter((tool: Item) => tool?.type === 'function') : tools
-  return usable.map((tool: Item, index) => {
+  return tools.map((tool: Item, index) => {
+    // The provider's own tools (web search, file search, code interpreter, …) run and are billed
+    // per call at OpenAI, at a price the catalog does not have: refused whatever the offering.
+    if (typeof tool?.type === 'string' && !RESPONSES_CLIENT_TOOLS.has(tool.type))
+      throw new Refusal(
+        providerToolRefusal(tool?.type, '{"type": "function", "name", "parameters"}'),
+        `tools[${index}].type`,
+      )
+    // Another tool the caller runs, passed through: in the chat body that only prices the call,
+    // it counts as its JSON text.
+    if (lenient && tool?.type !== 'function') {
+      const name = typeof tool?.name === 'string' ? tool.name : `tool_${index}`
+      const fn = { name, parameters: { type: 'object' }, description: JSON.stringify(tool) }
+      return { type: 'function', function: fn }
+    }
     if (tool?.type !== 'function')
       throw new Refusal(
         `tool type ${JSON.stringify(tool?.type)} is not supported here; send function tools`,

@@ -10,7 +10,9 @@
  * at most 4 tokens of role and separators per message and 3 priming the reply (OpenAI's
  * published chat overhead), a tool-use system prompt when tools are defined (Anthropic
  * documents 313–346 tokens; OpenAI wraps definitions in a namespace), and each image at its
- * model's catalog bound instead of its URL's bytes.
+ * model's catalog bound instead of its URL's bytes. Content the provider fetches or reads itself
+ * (a document by URL or file id, a PDF, a Responses input_file: providers/unsized-content.ts)
+ * has no such bound: a prompt holding it counts as the model's whole context window.
  *
  * Output: the limit the adapter sends (providers/output-limit.ts: one rule for both token
  * parameters), or what the upstream may use when none is sent, × n, plus a predicted output's
@@ -35,6 +37,7 @@ import {
   prepareOpenAIStreamBody,
 } from '../../providers/openai/prepare-openai-body.ts'
 import { requestedOutputTokens, TOOLS_PROMPT } from '../../providers/output-limit.ts'
+import { holdsUnsized } from '../../providers/unsized-content.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import type Decimal from 'decimal.js'
 import { Money } from '../money/decimal.ts'
@@ -146,6 +149,9 @@ export function chatInputBound(
   const functions = (body as { functions?: unknown }).functions
   const nonEmpty = (list: unknown) => Array.isArray(list) && list.length > 0
   if (nonEmpty(body.tools) || nonEmpty(functions)) tokens += TOOLS_PROMPT
+  // Content the provider reads itself (a document by URL, a stored file, a PDF) may fill the
+  // whole window, whatever its JSON's length; the caller pays what the provider reports.
+  if (holdsUnsized(body.messages)) tokens = Math.max(tokens, model.context_tokens)
   return tokens
 }
 

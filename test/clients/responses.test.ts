@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Decimal from 'decimal.js'
 import OpenAI from 'openai'
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
-import { responsesCatalog } from '../helpers/catalog.ts'
+import { responsesCatalog, responsesModel } from '../helpers/catalog.ts'
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts'
 import { waitFor } from '../helpers/wait.ts'
 
@@ -26,21 +26,7 @@ beforeAll(async () => {
   sim = await startSimulator({ latencyMs: 1, keepBodies: 50 })
   // A provider that serves the Responses API itself: its calls pass through (docs/clients/responses.md).
   const catalog = responsesCatalog(sim.url)
-  catalog.models.push({
-    id: 'sim/responses',
-    endpoints: ['chat'],
-    context_tokens: 32000,
-    max_output_tokens: 4096,
-    offerings: [
-      {
-        provider: 'sim-responses',
-        upstream_model: 'sim-responses-model',
-        input_usd_per_mtok: '1',
-        cached_input_usd_per_mtok: '0.1',
-        output_usd_per_mtok: '2',
-      },
-    ],
-  })
+  catalog.models.push(responsesModel())
   gw = await startTestGateway({ catalog })
   const account = await gw.newAccount('10')
   key = account.key

@@ -168,3 +168,23 @@ export function responsesCatalog(simUrl: string) {
   }
   return catalog
 }
+
+/**
+ * A model served only by responsesCatalog's provider that takes the Responses API: its calls
+ * pass through (docs/clients/responses.md). 32,000 tokens of context, $1 / $2 per million.
+ */
+export const responsesModel = () => ({
+  id: 'sim/responses',
+  endpoints: ['chat'],
+  context_tokens: 32000,
+  max_output_tokens: 4096,
+  offerings: [
+    {
+      provider: 'sim-responses',
+      upstream_model: 'sim-responses-model',
+      input_usd_per_mtok: '1',
+      cached_input_usd_per_mtok: '0.1',
+      output_usd_per_mtok: '2',
+    },
+  ],
+})

@@ -1,7 +1,8 @@
 /**
  * The clients' APIs translated into chat completions, at the edges a client reaches with legal
- * requests: an Anthropic server tool (refused for a translated model, counted as its text where
- * the call goes to Anthropic as it came), and a Responses tool result given as content parts.
+ * requests: an Anthropic server tool (refused: its calls have no price), a tool the client runs
+ * (refused for a translated model, counted as its text where the call goes to Anthropic as it
+ * came), and a Responses tool result given as content parts.
  */
 import { describe, expect, test } from 'bun:test'
 import { convertMessagesToChat } from '../../providers/anthropic/convert-messages-to-chat.ts'
@@ -18,21 +19,28 @@ describe('Anthropic server tools', () => {
     ],
   }
 
-  test('translated, a server tool is refused naming its type: no function could run it', () => {
-    const converted = convertMessagesToChat(params)
-    expect(converted).toMatchObject({ ok: false, param: 'tools[1].type', outside: true })
-    if (converted.ok) return
-    expect(converted.message).toContain('web_search_20250305')
-    expect(converted.message).toContain('Anthropic offering')
+  test('a server tool is refused naming its type, translated or passed through: its calls have no price', () => {
+    for (const lenient of [false, true]) {
+      const converted = convertMessagesToChat(params, { lenient })
+      expect(converted).toMatchObject({ ok: false, param: 'tools[1].type', outside: false })
+      if (converted.ok) return
+      expect(converted.message).toContain('web_search_20250305')
+      expect(converted.message).toContain('no price')
+      expect(converted.message).toContain('send a function tool')
+    }
   })
 
-  test('passed through (lenient), it counts as its JSON text in the body that prices the call', () => {
-    const converted = convertMessagesToChat(params, { lenient: true })
+  test('an Anthropic tool the client runs: refused translated, counted as its JSON text passed through', () => {
+    const bash = { ...params, tools: [params.tools[0], { type: 'bash_20250124', name: 'bash' }] }
+    const translated = convertMessagesToChat(bash)
+    expect(translated).toMatchObject({ ok: false, param: 'tools[1].type', outside: true })
+    if (!translated.ok) expect(translated.message).toContain('Anthropic offering')
+    const converted = convertMessagesToChat(bash, { lenient: true })
     expect(converted.ok).toBe(true)
     if (!converted.ok) return
     const tools = converted.body.tools as { function: { name: string; description?: string } }[]
-    expect(tools.map((tool) => tool.function.name)).toEqual(['lookup', 'web_search'])
-    expect(tools[1]!.function.description).toContain('"max_uses":2')
+    expect(tools.map((tool) => tool.function.name)).toEqual(['lookup', 'bash'])
+    expect(tools[1]!.function.description).toContain('"bash_20250124"')
   })
 
   test('a custom tool, typed or not, is a function as before', () => {
