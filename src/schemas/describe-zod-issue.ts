@@ -88,10 +88,11 @@ export function describeZodIssue(issue: Issue, prefix: string, root = 'the line'
     }
     case 'invalid_value': {
       const values = issue.values.map((v) => JSON.stringify(v))
+      const meant = pathMeant(input, issue.values)
       return {
         path,
         message: `must be ${values.length === 1 ? values[0] : `one of ${values.join(', ')}`}${got(input)}`,
-        fix: `set ${field} to ${orList(values)}`,
+        fix: `set ${field} to ${meant === null ? orList(values) : JSON.stringify(meant)}`,
       }
     }
     case 'unrecognized_keys': {
@@ -335,6 +336,22 @@ export function kindOf(value: unknown) {
     default:
       return /^[aeiou]/.test(typeof value) ? `an ${typeof value}` : `a ${typeof value}`
   }
+}
+
+/**
+ * The one allowed path that the value sent is part of, or has as its end: `/chat/completions`
+ * (the path of an OpenAI SDK's base URL, without its `/v1`) or a full
+ * `https://api.openai.com/v1/chat/completions` both mean `/v1/chat/completions`. null: no path
+ * was sent, or it matches none or several.
+ */
+function pathMeant(input: unknown, values: readonly unknown[]): string | null {
+  if (typeof input !== 'string' || !input.includes('/')) return null
+  const path = input.replace(/\/+$/, '')
+  if (path.length < 2) return null
+  const near = values.filter(
+    (v): v is string => typeof v === 'string' && (v.endsWith(path) || path.endsWith(v)),
+  )
+  return near.length === 1 ? near[0]! : null
 }
 
 function orList(items: string[]) {

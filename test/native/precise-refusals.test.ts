@@ -356,6 +356,26 @@ for (const storeKind of STORES) {
       expect(liveText.length).toBeLessThan(1024)
     })
 
+    test('a url without its /v1, or as a full address, is refused with the one url it stands for', async () => {
+      const fixFor = async (url: string) => {
+        const response = await submit(jsonl([{ ...chatLine('a'), url }]))
+        expect(response.status).toBe(400)
+        const issue = ((await response.json()) as Refusal).issues![0]
+        expect(issue).toMatchObject({ line: 1, custom_id: 'a', path: 'url' })
+        expect(issue.message).toContain(`got ${JSON.stringify(url)}`)
+        return issue.fix
+      }
+      expect(await fixFor('/chat/completions')).toBe('set url to "/v1/chat/completions"')
+      expect(await fixFor('https://api.openai.com/v1/chat/completions')).toBe(
+        'set url to "/v1/chat/completions"',
+      )
+      expect(await fixFor('/v1/chat/completions/')).toBe('set url to "/v1/chat/completions"')
+      // A path that stands for none of them gets the whole list.
+      expect(await fixFor('/v1/completions')).toBe(
+        'set url to "/v1/chat/completions", "/v1/embeddings" or "/v1/responses"',
+      )
+    })
+
     test('ids in paths and header values come back as a short excerpt', async () => {
       const id = `batch_${'z'.repeat(6000)}`
       for (const [method, path] of [
