@@ -198,6 +198,30 @@ function unknownVariables(env: Record<string, string | undefined>): string[] {
   return unknown.sort()
 }
 
+/**
+ * For each provider whose key variable is unset, a variable that is set under a name one or two
+ * typos from it (`OPENAI_APIKEY` for `OPENAI_API_KEY`): the gateway would otherwise only say the
+ * key is missing, while the person who set it sees it set. Other providers' key variables are
+ * never taken for a typo.
+ */
+function providerKeyLookalikes(
+  env: Record<string, string | undefined>,
+  providers: Record<string, { api_key_env?: string }>,
+  keys: Record<string, string | null>,
+): Record<string, string> {
+  const keyNames = new Set(Object.values(providers).map((p) => p.api_key_env))
+  const found: Record<string, string> = {}
+  for (const [name, provider] of Object.entries(providers)) {
+    const wanted = provider.api_key_env
+    if (!wanted || keys[name] !== null) continue
+    const near = Object.keys(env).find(
+      (set) => !keyNames.has(set) && env[set] && editDistance(set.toLowerCase(), wanted, 2) <= 2,
+    )
+    if (near) found[name] = near
+  }
+  return found
+}
+
 /** Reads and validates the configuration. Throws ConfigError naming the variable or file path. */
 export function loadConfig(env: Record<string, string | undefined> = process.env) {
   const unknown = unknownVariables(env)
@@ -217,6 +241,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const value = provider.api_key_env ? env[provider.api_key_env] : undefined
     providerKeys[name] = value && value.length > 0 ? value : null
   }
+  const keyLookalikes = providerKeyLookalikes(env, catalog.providers, providerKeys)
   return Object.freeze({
     port: e.PORT,
     host: e.HOST,
@@ -231,6 +256,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     catalog,
     /** Provider name → its API key from the environment, or null when unset / not needed. */
     providerKeys,
+    /** Provider name → a variable set under a name a typo from its unset `api_key_env`. */
+    keyLookalikes,
     limits: {
       maxBodyBytes: e.MULTIGRID_MAX_BODY_BYTES,
       maxLines: e.MULTIGRID_MAX_LINES,

@@ -8,14 +8,18 @@ import type { Config } from '../config.ts'
 
 /** Providers whose `api_key_env` is unset, and the models none of whose offerings can run. */
 export interface MissingKeys {
-  providers: { name: string; env: string }[]
+  /** `lookalike`: a variable set under a name a typo from `env` (config.ts), if any. */
+  providers: { name: string; env: string; lookalike?: string }[]
   modelsWithoutOffering: string[]
 }
 
 export function missingKeys(config: Config): MissingKeys {
   const providers = Object.entries(config.catalog.providers)
     .filter(([name, p]) => p.api_key_env && config.providerKeys[name] === null)
-    .map(([name, p]) => ({ name, env: p.api_key_env! }))
+    .map(([name, p]) => {
+      const lookalike = config.keyLookalikes[name]
+      return { name, env: p.api_key_env!, ...(lookalike ? { lookalike } : {}) }
+    })
   const without = new Set(providers.map((p) => p.name))
   const modelsWithoutOffering = config.catalog.models
     .filter((m) => m.offerings.length > 0 && m.offerings.every((o) => without.has(o.provider)))
@@ -31,13 +35,18 @@ export function missingKeysNote(missing: MissingKeys): string[] {
   if (missing.providers.length === 0) return []
   const none = missing.modelsWithoutOffering.length
   return [
-    `multigrid: no API key for ${missing.providers.map((p) => `${p.name} (set ${p.env})`).join(', ')}.`,
+    `multigrid: no API key for ${missing.providers.map(needsKey).join(', ')}.`,
     none > 0
       ? `  ${none} model${none === 1 ? ' has' : 's have'} nothing to run on until one is set: ${missing.modelsWithoutOffering.join(', ')}`
       : '  every model still has an offering with a key.',
     `  ${OFFLINE_HINT}`,
   ]
 }
+
+const needsKey = (p: MissingKeys['providers'][number]) =>
+  p.lookalike
+    ? `${p.name} (set ${p.env}; ${p.lookalike} is set, which the gateway does not read: rename it to ${p.env})`
+    : `${p.name} (set ${p.env})`
 
 /**
  * The CLI reads the store from its own environment: the hint names the gateway's data directory

@@ -147,6 +147,17 @@ describe('first start', () => {
       'no API key for sim-anthropic (set MG_TEST_ANTHROPIC_KEY), paid (set MG_TEST_PAID_KEY)',
     )
     expect(stderr).toContain('npm run demo')
+    // A key set under a misspelt name is named, with the name to give it; another provider's
+    // key variable is never taken for one.
+    const typo = await startAndStop({
+      ...env,
+      PORT: String(freePort()),
+      MG_TEST_ANTHROPIC_KY: 'k',
+    })
+    expect(typo.stderr).toContain(
+      'sim-anthropic (set MG_TEST_ANTHROPIC_KEY; MG_TEST_ANTHROPIC_KY is set, which the gateway does not read: rename it to MG_TEST_ANTHROPIC_KEY)',
+    )
+    expect(typo.stderr).toContain('paid (set MG_TEST_PAID_KEY).')
     // With every key set, nothing of the kind.
     const keyed = await startAndStop({
       ...env,
