@@ -154,7 +154,7 @@ async function openCore(
     metrics,
     warnCredentialsRefused(logger),
   )
-  const { store, dispatch, chunks, blobs } = await openStores(config)
+  const { store, dispatch, chunks, blobs, dataDirLock } = await openStores(config)
   const usage = createUsageRecorder(store, { everyMs: 1_000, logger })
   const { redis, limiter } = await openRedis(config, logger)
   const catalog = createCatalog(config.catalog, config.providerKeys)
@@ -170,6 +170,7 @@ async function openCore(
     dispatch,
     chunks,
     blobs,
+    dataDirLock,
     usage,
     redis,
     limiter,

@@ -1,6 +1,7 @@
 /** The gateway process: `npm start`. */
 import { ConfigError, loadConfig } from './config.ts'
 import { startGateway } from './gateway.ts'
+import { DataDirInUse } from './store/data-dir-lock.ts'
 import {
   databaseProblem,
   dataDirProblem,
@@ -31,6 +32,10 @@ try {
   if (problem) {
     console.error(`multigrid: configuration error: ${problem}`)
     process.exit(78) // EX_CONFIG
+  }
+  if (error instanceof DataDirInUse) {
+    console.error(`multigrid: MULTIGRID_DATA_DIR ${error.message}`)
+    process.exit(69) // EX_UNAVAILABLE
   }
   if ((error as { code?: unknown }).code === 'EADDRINUSE') {
     console.error(

@@ -10,6 +10,7 @@ import type { UsageRecorder } from '../dispatch/usage-recorder.ts'
 import type { RateLimiter } from '../limits/rate-limiter.ts'
 import type { ChunkStore } from '../store/batch-chunks/chunk-store.ts'
 import type { BlobStore } from '../store/files/blob-store.ts'
+import type { DataDirLock } from '../store/data-dir-lock.ts'
 import type { DispatchStore, Store } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 import type { PrometheusMetrics } from '../telemetry/prometheus.ts'
@@ -29,6 +30,8 @@ export interface GatewayCore {
   dispatch: DispatchStore
   chunks: ChunkStore
   blobs: BlobStore
+  /** The embedded store's data dir, held by this gateway until it stops; null on PostgreSQL. */
+  dataDirLock: DataDirLock | null
   usage: UsageRecorder
   /** The instance's one Redis connection, when REDIS_URL is set. */
   redis: Redis | null

@@ -7,16 +7,28 @@ import { createRedisLimiter } from '../limits/redis-limiter.ts'
 import { collectYoungGarbage } from '../memory/young-garbage.ts'
 import type { BlobStore } from '../store/files/blob-store.ts'
 import { openBlobStore, openStore } from '../store/open-store.ts'
+import { lockDataDir, type DataDirLock } from '../store/data-dir-lock.ts'
 import type { OpenedStore } from '../store/store.ts'
 import type { Logger } from '../telemetry/logger.ts'
 
-/** The store (its dispatcher's part apart: on a SQLite file or PostgreSQL it runs on a thread) and the file content. */
-export async function openStores(config: Config): Promise<OpenedStore & { blobs: BlobStore }> {
-  const { store, dispatch, chunks } = await openStore(config, {
-    collectGarbage: collectYoungGarbage,
-  })
-  const blobs = await openBlobStore(config)
-  return { store, dispatch, chunks, blobs }
+/**
+ * The store (its dispatcher's part apart: on a SQLite file or PostgreSQL it runs on a thread) and
+ * the file content. On the embedded store the data dir's lock is taken first: one gateway a data dir.
+ */
+export async function openStores(
+  config: Config,
+): Promise<OpenedStore & { blobs: BlobStore; dataDirLock: DataDirLock | null }> {
+  const dataDirLock = config.databaseUrl ? null : lockDataDir(config.dataDir)
+  try {
+    const { store, dispatch, chunks } = await openStore(config, {
+      collectGarbage: collectYoungGarbage,
+    })
+    const blobs = await openBlobStore(config)
+    return { store, dispatch, chunks, blobs, dataDirLock }
+  } catch (error) {
+    dataDirLock?.release()
+    throw error
+  }
 }
 
 /** One Redis connection, for the shared rate limits and the fleet-wide provider gates. */

@@ -68,6 +68,8 @@ export async function stopGateway(parts: RunningParts): Promise<void> {
   await core.limiter.close()
   core.redis?.disconnect()
   await core.store.close()
+  // Last: another gateway may open the data dir from here on.
+  core.dataDirLock?.release()
 }
 
 /**
