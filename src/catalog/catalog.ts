@@ -18,22 +18,25 @@ export interface Catalog {
   usable(model: ModelEntry): Offering[]
   /**
    * Offerings a request may go to, in the order to try them, the batch lanes left out (they take
-   * batch lines only, through the batch-lane engine). Empty: nothing can serve it.
+   * batch lines only, through the batch-lane engine). Empty: nothing can serve it. `bound`: the
+   * line's prompt bound (PromptBound), which a `max_price` below a long-context tier needs (an
+   * offering whose tier the line can reach is priced at it); without it, the base prices. The
+   * same for the two routes below.
    */
-  route(model: ModelEntry, routing: Routing | undefined): Offering[]
+  route(model: ModelEntry, routing: Routing | undefined, bound?: PromptBound): Offering[]
   /**
    * The same offerings for a batch line, in the planner's order (docs/routing.md): `provider.order`
    * when given, else cheapest first (input + output price per million tokens; ties keep the
    * catalog's order). `allow_fallbacks: false` keeps the first of that order alone. The batch
    * lanes are left out: these are the offerings the live dispatcher sends to.
    */
-  routeBatch(model: ModelEntry, routing: Routing | undefined): Offering[]
+  routeBatch(model: ModelEntry, routing: Routing | undefined, bound?: PromptBound): Offering[]
   /**
    * routeBatch with the batch lanes in (docs/batch-lanes.md): what the batch-lane engine chooses
    * from, and what a batch line's ceiling prices. With `allow_fallbacks: false` and a batch lane
    * first, the first live offering stays beside it: it serves a batch the lane was never open for.
    */
-  routeWithLanes(model: ModelEntry, routing: Routing | undefined): Offering[]
+  routeWithLanes(model: ModelEntry, routing: Routing | undefined, bound?: PromptBound): Offering[]
   /** The environment variable a provider is missing, if any. */
   missingKey(providerName: string): string | null
 }
@@ -50,16 +53,44 @@ export function upstreamTargets(
 }
 
 /**
- * The offerings a per-line price cap leaves (docs/money-and-limits.md): neither side dearer than its cap. Exact
- * decimal comparison; a cap arrives as a decimal string or a JSON number (the stored line is
- * re-read by the dispatcher as sent).
+ * A line's prompt bound in tokens (src/pricing/ceiling.ts), measured over `offerings`: those its
+ * routing and the base prices' cap leave, with the batch lanes. A route asks for it only when the
+ * line's price cap is below the long-context tier of one of them, whose threshold it decides.
  */
-export function withinMaxPrice(cap: NonNullable<Routing['max_price']>) {
+export type PromptBound = (offerings: readonly Offering[]) => number
+
+/**
+ * The prices a line whose prompt bound is `promptBound` may be billed at on an offering, as the
+ * catalog writes them: the long-context tier's where the bound passes its threshold and the tier
+ * is dearer (the ceiling's rule, src/pricing/ceiling-rates.ts), else the base prices.
+ */
+export function linePrices(o: Offering, promptBound: number) {
+  const long = o.long_context
+  const tier = long !== undefined && promptBound > long.above_input_tokens ? long : null
+  const dearer = (base: string, tiered: string | undefined) =>
+    tiered !== undefined && new Money(tiered).gt(base) ? tiered : base
+  return {
+    prompt: dearer(o.input_usd_per_mtok, tier?.input_usd_per_mtok),
+    completion: dearer(o.output_usd_per_mtok, tier?.output_usd_per_mtok),
+  }
+}
+
+/**
+ * The offerings a per-line price cap leaves (docs/money-and-limits.md): neither side dearer than
+ * its cap, at the prices a line with this prompt bound may be billed (linePrices; 0: the base
+ * prices). Exact decimal comparison; a cap arrives as a decimal string or a JSON number (the
+ * stored line is re-read by the dispatcher as sent).
+ */
+export function withinMaxPrice(cap: NonNullable<Routing['max_price']>, promptBound = 0) {
   const prompt = cap.prompt === undefined ? null : new Money(String(cap.prompt))
   const completion = cap.completion === undefined ? null : new Money(String(cap.completion))
-  return (o: Offering) =>
-    (prompt === null || prompt.gte(o.input_usd_per_mtok)) &&
-    (completion === null || completion.gte(o.output_usd_per_mtok))
+  return (o: Offering) => {
+    const prices = linePrices(o, promptBound)
+    return (
+      (prompt === null || prompt.gte(prices.prompt)) &&
+      (completion === null || completion.gte(prices.completion))
+    )
+  }
 }
 
 export const endpointOf = (url: string): Endpoint =>
@@ -71,6 +102,21 @@ const notBatchLane = (offering: Offering) => offering.lane !== 'batch'
 interface RouteHow {
   byPrice: boolean
   lanes: boolean
+}
+
+/** One routing object's route, and what a line's prompt bound can change of it. */
+interface RouteEntry {
+  /** The route at the base prices. */
+  offerings: Offering[]
+  /**
+   * The offerings routing and the base prices' cap leave, with the batch lanes: what a line's
+   * prompt bound is measured over (PromptBound).
+   */
+  measured: Offering[]
+  /** Those of `measured` whose long-context tier is dearer than the cap: empty, no bound needed. */
+  tiered: Offering[]
+  /** The route with some of `tiered` past their threshold, by which ones ('1' each). */
+  byTier: Map<string, Offering[]>
 }
 
 /** Distinct routing objects remembered per model; past it the memory starts over (bounded). */
@@ -92,9 +138,9 @@ export function createCatalog(
   }
   const usableCache = new Map<ModelEntry, Offering[]>()
   const liveCache = new Map<ModelEntry, Offering[]>()
-  const routeCache = new Map<ModelEntry, Map<string, Offering[]>>()
-  const batchRouteCache = new Map<ModelEntry, Map<string, Offering[]>>()
-  const laneRouteCache = new Map<ModelEntry, Map<string, Offering[]>>()
+  const routeCache = new Map<ModelEntry, Map<string, RouteEntry>>()
+  const batchRouteCache = new Map<ModelEntry, Map<string, RouteEntry>>()
+  const laneRouteCache = new Map<ModelEntry, Map<string, RouteEntry>>()
   const usable = (model: ModelEntry) => {
     let offerings = usableCache.get(model)
     if (!offerings) {
@@ -115,45 +161,77 @@ export function createCatalog(
     provider: (name) => file.providers[name],
     usable,
     missingKey,
-    route(model, routing) {
+    route(model, routing, bound) {
       if (!routing) return sendable(model)
-      return cached(routeCache, model, routing, { byPrice: false, lanes: false })
+      return cached(routeCache, { model, routing, bound }, { byPrice: false, lanes: false })
     },
-    routeBatch(model, routing) {
+    routeBatch(model, routing, bound) {
       const offerings = sendable(model)
       if (!routing && offerings.length < 2) return offerings
-      return cached(batchRouteCache, model, routing ?? {}, { byPrice: true, lanes: false })
+      const line = { model, routing: routing ?? {}, bound }
+      return cached(batchRouteCache, line, { byPrice: true, lanes: false })
     },
-    routeWithLanes(model, routing) {
-      return cached(laneRouteCache, model, routing ?? {}, { byPrice: true, lanes: true })
+    routeWithLanes(model, routing, bound) {
+      const line = { model, routing: routing ?? {}, bound }
+      return cached(laneRouteCache, line, { byPrice: true, lanes: true })
     },
   }
   // Lines of a file mostly share one routing object: the same answer (the same array) for each
-  // keeps the ceiling tally at one group, and the prices are compared once, not per line.
+  // keeps the ceiling tally at one group, and the prices are compared once, not per line. A line's
+  // prompt bound is measured only when its cap is below a long-context tier it may reach, and the
+  // lines that pass the same thresholds share one answer too.
   function cached(
-    cache: Map<ModelEntry, Map<string, Offering[]>>,
-    model: ModelEntry,
-    routing: Routing,
+    cache: Map<ModelEntry, Map<string, RouteEntry>>,
+    line: { model: ModelEntry; routing: Routing; bound: PromptBound | undefined },
     how: RouteHow,
   ): Offering[] {
+    const { model, routing, bound } = line
     const key = JSON.stringify(routing)
     let routes = cache.get(model)
     if (!routes) cache.set(model, (routes = new Map()))
-    let offerings = routes.get(key)
-    if (!offerings) {
+    let entry = routes.get(key)
+    if (!entry) {
       if (routes.size >= ROUTE_CACHE_SIZE) routes.clear()
-      offerings = routeUncached(model, routing, how)
-      routes.set(key, offerings)
+      entry = routeEntry(model, routing, how)
+      routes.set(key, entry)
     }
+    if (!bound || entry.tiered.length === 0) return entry.offerings
+    const tokens = bound(entry.measured)
+    let passed = ''
+    for (const o of entry.tiered) passed += tokens > o.long_context!.above_input_tokens ? '1' : '0'
+    if (!passed.includes('1')) return entry.offerings
+    let offerings = entry.byTier.get(passed)
+    if (!offerings)
+      entry.byTier.set(passed, (offerings = routeUncached(model, routing, how, tokens)))
     return offerings
   }
-  function routeUncached(model: ModelEntry, routing: Routing, how: RouteHow): Offering[] {
-    let offerings = how.lanes ? usable(model) : sendable(model)
-    // By the names lines are shown under: "openai" is the live lane alone, "openai:batch" its batch lane.
+  function routeEntry(model: ModelEntry, routing: Routing, how: RouteHow): RouteEntry {
+    const offerings = routeUncached(model, routing, how, 0)
+    const cap = routing.max_price
+    if (!cap || !usable(model).some((o) => o.long_context))
+      return { offerings, measured: offerings, tiered: [], byTier: new Map() }
+    const measured = allowed(usable(model), routing).filter(withinMaxPrice(cap))
+    // A bound past every threshold: the offerings whose tier the cap leaves out.
+    const atTier = withinMaxPrice(cap, Number.MAX_SAFE_INTEGER)
+    const tiered = measured.filter((o) => o.long_context && !atTier(o))
+    return { offerings, measured, tiered, byTier: new Map() }
+  }
+  /** By the names lines are shown under: "openai" is the live lane alone, "openai:batch" its batch lane. */
+  function allowed(offerings: Offering[], routing: Routing): Offering[] {
     if (routing.only) offerings = offerings.filter((o) => routing.only!.includes(offeringName(o)))
     if (routing.ignore)
       offerings = offerings.filter((o) => !routing.ignore!.includes(offeringName(o)))
-    if (routing.max_price) offerings = offerings.filter(withinMaxPrice(routing.max_price))
+    return offerings
+  }
+  function routeUncached(
+    model: ModelEntry,
+    routing: Routing,
+    how: RouteHow,
+    promptBound: number,
+  ): Offering[] {
+    let offerings = allowed(how.lanes ? usable(model) : sendable(model), routing)
+    if (routing.max_price)
+      offerings = offerings.filter(withinMaxPrice(routing.max_price, promptBound))
     if (routing.order) {
       const rank = (o: Offering) => {
         const index = routing.order!.indexOf(offeringName(o))

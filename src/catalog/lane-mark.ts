@@ -7,13 +7,20 @@
  * lanes the rest, so a line whose lane closed runs live without its mark being touched.
  */
 import type { PassThrough } from '../../providers/types.ts'
-import type { Catalog } from './catalog.ts'
+import type { Catalog, PromptBound } from './catalog.ts'
 import { hasBatchLane, laneOf, type ModelEntry, type Offering } from './catalog-file.ts'
 import type { Routing } from '../schemas/requests.ts'
 import { speaksApi } from './speaks-api.ts'
 
 /** A batch lane's name in a line's mark: its model and its provider (one batch lane each). */
 export const laneKey = (modelId: string, provider: string): string => `${modelId}|${provider}`
+
+/** A line as its lane is chosen: its model, its routing and its prompt bound for a price cap. */
+export interface LaneLine {
+  model: ModelEntry
+  routing: Routing | undefined
+  capBound?: PromptBound
+}
 
 /**
  * The batch lane a line goes to while that lane is open: the first offering of its own planner
@@ -23,12 +30,12 @@ export const laneKey = (modelId: string, provider: string): string => `${modelId
  */
 export function firstBatchLane(
   catalog: Pick<Catalog, 'routeWithLanes' | 'provider'>,
-  model: ModelEntry,
-  routing: Routing | undefined,
+  line: LaneLine,
   untranslated: PassThrough | null,
 ): Offering | null {
+  const { model, routing, capBound } = line
   if (!hasBatchLane(model)) return null
-  const [first] = catalog.routeWithLanes(model, routing)
+  const [first] = catalog.routeWithLanes(model, routing, capBound)
   if (!first || laneOf(first) !== 'batch') return null
   if (untranslated !== null && !speaksApi(catalog.provider(first.provider), untranslated))
     return null
@@ -37,10 +44,9 @@ export function firstBatchLane(
 
 export function laneMark(
   catalog: Pick<Catalog, 'routeWithLanes' | 'provider'>,
-  model: ModelEntry,
-  routing: Routing | undefined,
+  line: LaneLine,
   untranslated: PassThrough | null,
 ): string | undefined {
-  const lane = firstBatchLane(catalog, model, routing, untranslated)
-  return lane ? laneKey(model.id, lane.provider) : undefined
+  const lane = firstBatchLane(catalog, line, untranslated)
+  return lane ? laneKey(line.model.id, lane.provider) : undefined
 }

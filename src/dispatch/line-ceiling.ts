@@ -18,6 +18,7 @@ import {
   type UpstreamTarget,
 } from '../pricing/ceiling.ts'
 import { asksOneHourCache } from '../pricing/ceiling-rates.ts'
+import { capPromptBound } from '../pricing/cap-bound.ts'
 import { answerBytes, usageOnBound } from '../pricing/bill-on-bound.ts'
 import type { ChatBody, EmbeddingsBody } from '../schemas/requests.ts'
 import { lineRequest } from './line-request.ts'
@@ -130,9 +131,10 @@ function routedLine(catalog: LaneCatalog, line: Pick<LineRecord, 'input'>) {
   if ('problem' in request) return null
   const model = catalog.find(String(request.body.model))
   if (!model) return null
-  const routed = catalog.routeBatch(model, request.body.provider as never)
-  const offerings = offeringsTaking(catalog, routed, request.native) ?? routed
   const endpoint = endpointOf(input.url)
+  const capBound = capPromptBound(catalog, endpoint, request.body, model)
+  const routed = catalog.routeBatch(model, request.body.provider as never, capBound)
+  const offerings = offeringsTaking(catalog, routed, request.native) ?? routed
   const bounds = lineBounds(endpoint, request.body, model, upstreamTargets(catalog, offerings))
   return { body: request.body, offerings, bounds }
 }

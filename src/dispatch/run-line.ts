@@ -10,6 +10,7 @@ import { endpointOf, upstreamTargets } from '../catalog/catalog.ts'
 import type { LineError } from '../domain.ts'
 import { answerBytes, usageOnBound } from '../pricing/bill-on-bound.ts'
 import { priceUsage } from '../pricing/price-usage.ts'
+import { capPromptBound } from '../pricing/cap-bound.ts'
 import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import type { ClaimedLine, LineOutcome } from '../store/store.ts'
 import { sendWithFallback, type Tried } from '../upstream/send-with-fallback.ts'
@@ -73,11 +74,13 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
   const model = deps.catalog.find(fineTune ? fineTune.baseModel : named)
   const routing = parsed.body.provider as never
   const plan = deps.plan
+  // Measured only when its price cap is below a long-context tier: as admission routed it.
+  const capBound = model && capPromptBound(deps.catalog, endpoint, parsed.body, model)
   const routed = !model
     ? []
     : plan
-      ? deps.catalog.routeBatch(model, routing)
-      : deps.catalog.route(model, routing)
+      ? deps.catalog.routeBatch(model, routing, capBound)
+      : deps.catalog.route(model, routing, capBound)
   const served = fineTune ? loraOfferings(deps.catalog, routed) : routed
   if (!model || served.length === 0 || (isFineTuneId(named) && !fineTune)) {
     return fail(line, {
@@ -103,7 +106,7 @@ export async function runLine(line: ClaimedLine, deps: RunLineDeps): Promise<Lin
     const held =
       fineTune || line.batchLane === undefined
         ? null
-        : heldForLane(deps.catalog, { request, model, routing }, plan.batch, now)
+        : heldForLane(deps.catalog, { request, model, routing, capBound }, plan.batch, now)
     if (held?.closed) deps.laneClosed?.(line, held.closed.lane, held.closed.closedAtMs)
     if (held) return { batchId, lineNo, kind: 'retry', notBefore: held.untilMs, unsent: true }
     const choice = plan.planner.choose(plan.batch, providersOf(offerings), plan.unsent, now)

@@ -338,14 +338,16 @@ export function checkLines(
           warnings.push({ line: lineNo, custom_id: shownId, param, message, fix })
         }
       }
-      const { rates, inputTokens, outputTokens } = body.value
+      const { rates, inputTokens, outputTokens, capBound } = body.value
       tally.add(rates, inputTokens, outputTokens)
       const ceiling = lineCeilings
         ? unitsText(ceilingUnits({ input: inputTokens, output: outputTokens }, rates))
         : undefined
       // A line its own routing sends to a batch lane is marked for it; a fine-tune's never goes there.
       const routing = (body.value.body as { provider?: Routing }).provider
-      const batchLane = fineTune ? undefined : laneMark(catalog, model, routing, untranslatedApi)
+      const batchLane = fineTune
+        ? undefined
+        : laneMark(catalog, { model, routing, capBound }, untranslatedApi)
       lines.push(new FileLine(bytes, line, customId!, { ceilingUsd: ceiling, batchLane }))
       const schemaText = body.value.schemaText
       if (schemaText !== undefined) {

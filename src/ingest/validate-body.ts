@@ -14,11 +14,12 @@ import {
 import { laneOf, type ModelEntry, type Offering } from '../catalog/catalog-file.ts'
 import { offeringName } from '../catalog/lanes.ts'
 import type { Endpoint } from '../../providers/types.ts'
-import { upstreamTargets, type Catalog } from '../catalog/catalog.ts'
+import { linePrices, upstreamTargets, type Catalog, type PromptBound } from '../catalog/catalog.ts'
 import { nearModelNames } from '../catalog/near-model-names.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
 import { chatInputBound, chatOutputBound, embeddingsInputBound } from '../pricing/ceiling.ts'
 import { asksOneHourCache, ceilingRates, type CeilingRates } from '../pricing/ceiling-rates.ts'
+import { capPromptBound } from '../pricing/cap-bound.ts'
 import {
   chatBodySchema,
   embeddingsBodySchema,
@@ -50,6 +51,8 @@ export interface AcceptedBody {
   outputTokens: number
   /** The rates its ceiling is priced at (pricing/ceiling-rates.ts, docs/pricing.md). */
   rates: CeilingRates
+  /** Its prompt bound for its price cap's long-context tiers, as the routes take it (catalog.ts). */
+  capBound: PromptBound
   body: ChatBody | EmbeddingsBody
   /** What a dry run points out about the body; none: []. */
   warnings: BodyProblem[]
@@ -138,24 +141,33 @@ export function validateBody(
   // A batch line goes where the planner sends it (cheapest first), a live call in catalog order:
   // with allow_fallbacks false that is not always the same offering, nor the same ceiling.
   const live = options.live === true
-  const routed = routeFor(catalog, model, body.provider, live)
+  // A cap below a long-context tier leaves that offering out of a prompt that may reach the tier.
+  const capBound = capPromptBound(catalog, endpoint, body, model)
+  const routed = routeFor(catalog, model, body.provider, { live, capBound })
   // Only providers that load fine-tunes serve a fine-tune's lines, at its base's prices.
   const offerings = fineTune ? loraOfferings(catalog, routed) : routed
   if (fineTune && offerings.length === 0)
-    return { ok: false, problems: [fineTuneUnserved(catalog, model, body.provider, { at, live })] }
+    return {
+      ok: false,
+      problems: [fineTuneUnserved(catalog, model, body.provider, { at, live, capBound })],
+    }
   if (offerings.length === 0 && body.provider?.max_price) {
     // The other routing fields left some: it is the price cap that leaves none.
-    const uncapped = routeFor(catalog, model, { ...body.provider, max_price: undefined }, live)
+    const uncapped = routeFor(catalog, model, { ...body.provider, max_price: undefined }, { live })
     if (uncapped.length > 0) {
-      const laneMeetsCap = !live && catalog.routeWithLanes(model, body.provider).length > 0
-      return { ok: false, problems: [priceCapIssue(at, model, uncapped, laneMeetsCap)] }
+      const laneMeetsCap =
+        !live && catalog.routeWithLanes(model, body.provider, capBound).length > 0
+      const tokens = capBound(catalog.usable(model))
+      const problem = priceCapIssue(at, model, { offerings: uncapped, tokens }, laneMeetsCap)
+      return { ok: false, problems: [problem] }
     }
   }
   if (offerings.length === 0)
     return { ok: false, problems: [noProviderLeft(catalog, model, body.provider, at)] }
   // A batch line may also go to a provider's batch API (docs/batch-lanes.md): its ceiling counts
   // those lanes' prices too, whichever is dearer.
-  const priced = live || fineTune ? offerings : catalog.routeWithLanes(model, body.provider)
+  const priced =
+    live || fineTune ? offerings : catalog.routeWithLanes(model, body.provider, capBound)
   if (endpoint === 'chat') {
     const chat = body as ChatBody
     const targets = upstreamTargets(catalog, offerings)
@@ -179,6 +191,7 @@ export function validateBody(
           promptBound: inputTokens,
           ttl1h: asksOneHourCache(chat as Record<string, unknown>),
         }),
+        capBound,
         warnings,
         schemaText,
       },
@@ -195,6 +208,7 @@ export function validateBody(
       inputTokens,
       outputTokens: 0,
       rates: ceilingRates(priced, { promptBound: inputTokens, ttl1h: false }),
+      capBound,
       warnings,
     },
   }
@@ -379,14 +393,19 @@ function outputCaps(
   }
 }
 
-/** The offerings a body's routing leaves: a live call's in catalog order, a batch line's cheapest first. */
+/**
+ * The offerings a body's routing leaves: a live call's in catalog order, a batch line's cheapest
+ * first. `capBound`: its prompt bound, for a price cap below a long-context tier.
+ */
 function routeFor(
   catalog: Catalog,
   model: ModelEntry,
   routing: ChatBody['provider'],
-  live: boolean,
+  { live, capBound }: { live: boolean; capBound?: PromptBound },
 ): Offering[] {
-  return live ? catalog.route(model, routing) : catalog.routeBatch(model, routing)
+  return live
+    ? catalog.route(model, routing, capBound)
+    : catalog.routeBatch(model, routing, capBound)
 }
 
 function noProviderConfigured(catalog: Catalog, model: ModelEntry, at: PathOf): BodyProblem {
@@ -407,7 +426,7 @@ function fineTuneUnserved(
   catalog: Catalog,
   model: ModelEntry,
   routing: ChatBody['provider'],
-  { at, live }: { at: PathOf; live: boolean },
+  { at, live, capBound }: { at: PathOf; live: boolean; capBound: PromptBound },
 ): BodyProblem {
   const lora = loraOfferings(catalog, catalog.usable(model))
   if (lora.length === 0)
@@ -417,9 +436,12 @@ function fineTuneUnserved(
       fix: `ask the operator for a provider with "lora": true offering ${model.id}, or use ${model.id} itself`,
     }
   if (routing?.max_price) {
-    const uncapped = routeFor(catalog, model, { ...routing, max_price: undefined }, live)
+    const uncapped = routeFor(catalog, model, { ...routing, max_price: undefined }, { live })
     const loraUncapped = loraOfferings(catalog, uncapped)
-    if (loraUncapped.length > 0) return priceCapIssue(at, model, loraUncapped, false)
+    if (loraUncapped.length > 0) {
+      const tokens = capBound(catalog.usable(model))
+      return priceCapIssue(at, model, { offerings: loraUncapped, tokens }, false)
+    }
   }
   const names = [...new Set(lora.map(offeringName))]
   return {
@@ -469,25 +491,33 @@ function resolveFineTune(id: string, options: { fineTunes?: FineTuneLookup }) {
 
 /**
  * A price cap no offering meets (`laneMeetsCap`: but a batch lane, which cannot serve a line
- * alone): the fix names the cheapest one's prices (lowest prompt plus completion price, exactly),
- * the cap that would let the line through.
+ * alone): the fix names the cheapest one's prices for this line (lowest prompt plus completion
+ * price, exactly; its long-context tier's where the line's prompt bound, `tokens`, passes the
+ * threshold), the cap that would let the line through. `tokens` is measured over every usable
+ * offering of the model: no less than any route measures it (catalog.ts PromptBound).
  */
 function priceCapIssue(
   at: PathOf,
   model: ModelEntry,
-  offerings: readonly Offering[],
+  { offerings, tokens }: { offerings: readonly Offering[]; tokens: number },
   laneMeetsCap: boolean,
 ): BodyProblem {
-  const total = (o: Offering) => new Money(o.input_usd_per_mtok).plus(o.output_usd_per_mtok)
-  const cheapest = offerings.reduce((best, o) => (total(o).lt(total(best)) ? o : best))
+  const priced = offerings.map((o) => ({ o, prices: linePrices(o, tokens) }))
+  const total = ({ prices }: (typeof priced)[number]) =>
+    new Money(prices.prompt).plus(prices.completion)
+  const cheapest = priced.reduce((best, p) => (total(p).lt(total(best)) ? p : best))
   // As the catalog (and GET /v1/models) writes them: "0.40", not "0.4".
-  const prompt = cheapest.input_usd_per_mtok
-  const completion = cheapest.output_usd_per_mtok
+  const { prompt, completion } = cheapest.prices
+  const tier =
+    prompt !== cheapest.o.input_usd_per_mtok || completion !== cheapest.o.output_usd_per_mtok
+  const which = tier
+    ? `long-context prices of ${model.id}'s cheapest ${laneMeetsCap ? 'live or flex ' : ''}offering (${offeringName(cheapest.o)}), billed past ${cheapest.o.long_context!.above_input_tokens} prompt tokens, which this one may reach (up to ${tokens})`
+    : `prices of ${model.id}'s cheapest ${laneMeetsCap ? 'live or flex ' : ''}offering (${offeringName(cheapest.o)})`
   return {
     path: at('provider.max_price'),
     message: laneMeetsCap
       ? `leaves no offering of ${model.id} but a batch lane, which cannot serve a line alone: every live or flex one is dearer on prompt or completion`
       : `leaves no offering of ${model.id}: every one is dearer on prompt or completion`,
-    fix: `raise max_price to at least {"prompt": "${prompt}", "completion": "${completion}"} (USD per million tokens), the prices of ${model.id}'s cheapest ${laneMeetsCap ? 'live or flex ' : ''}offering (${offeringName(cheapest)})`,
+    fix: `raise max_price to at least {"prompt": "${prompt}", "completion": "${completion}"} (USD per million tokens), the ${which}`,
   }
 }

@@ -190,7 +190,7 @@ const admit = (model: string, count: number) =>
 /** A line's mark for a batch lane, as admission sets it (laneMark). */
 function batchLaneOf(body: Record<string, unknown>): string | undefined {
   const model = catalog.find(String(body.model))
-  return model ? laneMark(catalog, model, body.provider as never, null) : undefined
+  return model ? laneMark(catalog, { model, routing: body.provider as never }, null) : undefined
 }
 
 /** A batch of these bodies, each a line to `url`; its id. */
@@ -464,7 +464,7 @@ describe('the batch-lane engine', () => {
   test('a line is marked for the first batch lane of its order, and each of a model’s batch lanes opens and closes on its own', () => {
     const model = catalog.find('two-lanes')!
     // The cheapest lane first: its lines are marked for OpenAI's batch lane.
-    expect(laneMark(catalog, model, undefined, null)).toBe('two-lanes|openai')
+    expect(laneMark(catalog, { model, routing: undefined }, null)).toBe('two-lanes|openai')
     const open = (hoursLeft: number) =>
       openBatchLanes(catalog, {
         deadlineMs: NOW * 1000 + hoursLeft * 3_600_000,

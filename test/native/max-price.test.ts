@@ -6,42 +6,27 @@
  * cap is then what moves them.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import Decimal from 'decimal.js'
-import { startSimulator, type Simulator } from '../../src/simulator/server.ts'
-import { chatLine, jsonl, startTestGateway, STORES, type TestGateway } from '../helpers/gateway.ts'
-import { FINAL_BATCH, waitFor } from '../helpers/wait.ts'
+import { chatLine, jsonl, STORES } from '../helpers/gateway.ts'
+import { twoOfferings } from '../helpers/two-offerings.ts'
 
 const MODEL = 'sim/priced'
 
-function catalog(dear: string, cheap: string) {
-  const provider = (url: string) => ({ kind: 'openai', base_url: url, max_concurrency: 16 })
-  return {
-    providers: { dear: provider(`${dear}/v1`), cheap: provider(`${cheap}/v1`) },
-    models: [
-      {
-        id: MODEL,
-        endpoints: ['chat'],
-        context_tokens: 32000,
-        max_output_tokens: 4096,
-        offerings: [
-          {
-            provider: 'dear',
-            upstream_model: 'sim-dear',
-            input_usd_per_mtok: '3.00',
-            output_usd_per_mtok: '15.00',
-          },
-          {
-            provider: 'cheap',
-            upstream_model: 'sim-cheap',
-            input_usd_per_mtok: '0.25',
-            // Written with a trailing zero, as catalogs often are ("0.40"): the fix says it so.
-            output_usd_per_mtok: '1.250',
-          },
-        ],
-      },
-    ],
-  }
-}
+/** A dear offering (listed first) and a cheap one, each on its own simulator. */
+const OFFERINGS: [Record<string, unknown>, Record<string, unknown>] = [
+  {
+    provider: 'dear',
+    upstream_model: 'sim-dear',
+    input_usd_per_mtok: '3.00',
+    output_usd_per_mtok: '15.00',
+  },
+  {
+    provider: 'cheap',
+    upstream_model: 'sim-cheap',
+    input_usd_per_mtok: '0.25',
+    // Written with a trailing zero, as catalogs often are ("0.40"): the fix says it so.
+    output_usd_per_mtok: '1.250',
+  },
+]
 
 interface Issue {
   line: number
@@ -57,58 +42,16 @@ const lines = (count: number, provider?: Record<string, unknown>) =>
 
 for (const storeKind of STORES) {
   describe(`per-line price cap (${storeKind})`, () => {
-    let dear: Simulator
-    let cheap: Simulator
-    let gw: TestGateway
-    let key: string
-
-    beforeAll(async () => {
-      dear = await startSimulator({ keepBodies: 50 })
-      cheap = await startSimulator({ keepBodies: 50 })
-      gw = await startTestGateway({
-        store: storeKind,
-        catalog: catalog(dear.url, cheap.url),
-        env: { MULTIGRID_POLL_MS: '50' },
-      })
-      ;({ key } = await gw.newAccount('100'))
-    })
-    afterAll(async () => {
-      await gw?.stop()
-      await dear?.stop()
-      await cheap?.stop()
-    })
-
-    const submit = (file: string, query = '') =>
-      gw.request(`/v1/batches${query}`, key, {
-        method: 'POST',
-        body: file,
-        headers: { 'content-type': 'application/jsonl' },
-      })
-    const ceiling = async (file: string) => {
-      const response = await submit(file, '?dry_run=true')
-      expect(response.status).toBe(200)
-      return new Decimal(((await response.json()) as { cost_ceiling_usd: string }).cost_ceiling_usd)
-    }
+    const gateway = twoOfferings(storeKind, MODEL, OFFERINGS)
+    beforeAll(() => gateway.start())
+    afterAll(() => gateway.stop())
+    const { submit, ceiling, run } = gateway
     const rejected = async (file: string) => {
       const response = await submit(file)
       expect(response.status).toBe(400)
       const json = (await response.json()) as { error: { code: string }; issues: Issue[] }
       expect(json.error.code).toBe('invalid_batch_file')
       return json.issues
-    }
-    async function run(file: string) {
-      const created = (await (await submit(file)).json()) as { id: string }
-      await waitFor('the batch to finish', async () => {
-        const batch = (await (await gw.request(`/v1/batches/${created.id}`, key)).json()) as {
-          status: string
-        }
-        return FINAL_BATCH.includes(batch.status) ? batch : null
-      })
-      const text = await (await gw.request(`/v1/batches/${created.id}/results`, key)).text()
-      return text
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as { custom_id: string; status: string; provider: string })
     }
 
     const dearFirst = ['dear', 'cheap']
@@ -178,16 +121,13 @@ for (const storeKind of STORES) {
     })
 
     test('a live call with a cap uses the cheap offering', async () => {
+      const { first: dear, second: cheap } = gateway.sims()
       const call = (provider?: Record<string, unknown>) =>
-        gw.request('/v1/chat/completions', key, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({
-            model: MODEL,
-            messages: [{ role: 'user', content: 'hello' }],
-            max_tokens: 8,
-            ...(provider ? { provider } : {}),
-          }),
+        gateway.call({
+          model: MODEL,
+          messages: [{ role: 'user', content: 'hello' }],
+          max_tokens: 8,
+          ...(provider ? { provider } : {}),
         })
       const before = { dear: dear.received().length, cheap: cheap.received().length }
       const capped = await call({ max_price: { completion: '4' } })

@@ -17,11 +17,12 @@ import {
   type Offering,
   type ProviderConfig,
 } from '../../catalog/catalog-file.ts'
-import { firstBatchLane, laneKey } from '../../catalog/lane-mark.ts'
+import { firstBatchLane, laneKey, type LaneLine } from '../../catalog/lane-mark.ts'
+import { capPromptBound } from '../../pricing/cap-bound.ts'
 import { offeringName } from '../../catalog/lanes.ts'
 import { speaksApi } from '../../catalog/speaks-api.ts'
 import { lineRequest, type LineRequest } from '../line-request.ts'
-import type { Catalog } from '../../catalog/catalog.ts'
+import { endpointOf, type Catalog } from '../../catalog/catalog.ts'
 import { ENDPOINT_URLS, MESSAGES_URL, RESPONSES_URL } from '../../domain.ts'
 import type { ChunkEndpoint } from '../../store/batch-chunks/chunk-store.ts'
 import type { Routing } from '../../schemas/requests.ts'
@@ -63,7 +64,8 @@ export function laneForLine(
   const request = lineRequest(parsed)
   if (!model || 'problem' in request) return null
   const routing = parsed.body.provider as Routing | undefined
-  const lane = firstBatchLane(catalog, model, routing, untranslatedApi(request))
+  const capBound = capPromptBound(catalog, endpointOf(parsed.url), request.body, model)
+  const lane = firstBatchLane(catalog, { model, routing, capBound }, untranslatedApi(request))
   if (!lane || !at.hasClient(lane.provider)) return null
   const kindOf = (name: string) => catalog.provider(name)?.kind
   const choice = openLane(lane, at.deadlineMs, at.nowMs, kindOf)
@@ -152,12 +154,12 @@ export interface LaneHold {
  */
 export function heldForLane(
   catalog: Pick<Catalog, 'routeWithLanes' | 'provider'>,
-  line: { request: LineRequest; model: ModelEntry; routing: Routing | undefined },
+  line: LaneLine & { request: LineRequest },
   batch: { createdAt: number; deadlineAt: number },
   nowMs: number,
 ): LaneHold | null {
   if (line.routing?.allow_fallbacks !== false) return null
-  const first = firstBatchLane(catalog, line.model, line.routing, untranslatedApi(line.request))
+  const first = firstBatchLane(catalog, line, untranslatedApi(line.request))
   if (!first) return null
   const kindOf = (name: string) => catalog.provider(name)?.kind
   const deadlineMs = batch.deadlineAt * 1000
