@@ -6,7 +6,9 @@
  * text and image blocks; assistant tool_use blocks → tool_calls; user tool_result blocks → tool
  * messages; max_tokens; stop_sequences → stop; temperature, top_p; tools (input_schema →
  * parameters) and tool_choice (any → required, disable_parallel_tool_use →
- * parallel_tool_calls false); metadata.user_id → user; `cache_control` on system, text and image
+ * parallel_tool_calls false); metadata.user_id → user; output_config.format (Anthropic's
+ * structured outputs, a JSON schema) → response_format json_schema, so the answer is judged as
+ * any structured line's is; `cache_control` on system, text and image
  * blocks and on tools, where the chat form keeps it (docs/pricing.md: the ceiling reads its ttl);
  * a 1-hour one where it has no place (top level, tool_use, tool_result, other blocks), which
  * Anthropic's offerings are still sent, is carried on the last message's last part.
@@ -40,6 +42,7 @@ const KNOWN = new Set([
   'tools',
   'tool_choice',
   'metadata',
+  'output_config',
   // The gateway's routing object (docs/routing.md), as on a chat call.
   'provider',
 ])
@@ -297,6 +300,43 @@ function stopOf(sequences: unknown, out: Record<string, unknown>, lenient: boole
     )
 }
 
+/** The name chat's json_schema requires; Anthropic's format has none. */
+const FORMAT_NAME = 'output'
+
+/**
+ * output_config.format → response_format. Anthropic's format has no name, and no `strict`: left
+ * unset, as chat's strict mode refuses schemas Anthropic takes (one without
+ * additionalProperties: false). Passed through (`lenient`), Anthropic judges the object and its
+ * effort; a well-formed schema still goes into the chat body, so the answer is judged the same.
+ */
+function formatOf(config: unknown, out: Record<string, unknown>, lenient: boolean) {
+  if (config === null) return
+  if (typeof config !== 'object' || Array.isArray(config)) {
+    if (lenient) return
+    throw new Refusal(
+      'must be an object: {"format": {"type": "json_schema", "schema"}}',
+      'output_config',
+    )
+  }
+  const { format, ...rest } = config as Record<string, unknown>
+  for (const [name, value] of Object.entries(rest))
+    if (!lenient && value !== null && value !== undefined)
+      throw new Refusal(
+        `is not supported for this model's offerings, which take chat completions (a model with an Anthropic offering takes it as sent); remove it, keeping output_config.format`,
+        `output_config.${name}`,
+        true,
+      )
+  if (format === undefined || format === null) return
+  const { type, schema } = format as { type?: unknown; schema?: unknown }
+  const object = typeof schema === 'object' && schema !== null && !Array.isArray(schema)
+  if (type === 'json_schema' && object)
+    out.response_format = { type: 'json_schema', json_schema: { name: FORMAT_NAME, schema } }
+  else if (lenient) return
+  else if (type !== 'json_schema')
+    throw new Refusal('must be "json_schema"', 'output_config.format.type')
+  else throw new Refusal('must be a JSON Schema object', 'output_config.format.schema')
+}
+
 /**
  * `params` as the caller sent them; the engine's own validation checks what comes out.
  * `lenient`: the request is passed through to Anthropic (docs/clients/anthropic-sdk.md) and the chat body only prices
@@ -345,6 +385,7 @@ export function convertMessagesToChat(
       convertToolChoice(body.tool_choice as Record<string, unknown>, out)
     const user = (body.metadata as { user_id?: unknown } | null | undefined)?.user_id
     if (typeof user === 'string') out.user = user
+    if (body.output_config !== undefined) formatOf(body.output_config, out, lenient)
     if (body.provider !== undefined) out.provider = body.provider
     // Carried as sent, so the chat validation refuses a stream that is not a boolean ("true" in
     // quotes would otherwise get a whole message where the caller waits for events).

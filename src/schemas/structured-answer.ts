@@ -19,6 +19,7 @@ export interface AnswerChoice {
 
 export function answerChoices(response: Record<string, unknown>): AnswerChoice[] {
   if (response.object === 'response') return [responseChoice(response)]
+  if (response.type === 'message') return [messageChoice(response)]
   const choices = Array.isArray(response.choices) ? response.choices : []
   return choices.map((raw) => {
     const choice = raw as { finish_reason?: unknown; message?: Record<string, unknown> } | null
@@ -50,6 +51,33 @@ function responseChoice(response: Record<string, unknown>): AnswerChoice {
   }
   const cut = response.status === 'incomplete'
   return { finishReason: cut ? 'length' : 'stop', content, refusal }
+}
+
+/** Anthropic's stop reasons as chat's finish reasons; another one is not judged. */
+const MESSAGE_FINISH: Record<string, string> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  max_tokens: 'length',
+  tool_use: 'tool_calls',
+}
+
+/**
+ * An Anthropic message (a Messages line passed through with output_config.format) as the one
+ * choice it amounts to: its text blocks' text; a refusal (`stop_reason: "refusal"`) is an answer
+ * too, as OpenAI's is.
+ */
+function messageChoice(response: Record<string, unknown>): AnswerChoice {
+  const blocks = Array.isArray(response.content) ? response.content : []
+  const texts = (blocks as { type?: unknown; text?: unknown }[])
+    .filter((block) => block?.type === 'text' && typeof block.text === 'string')
+    .map((block) => block.text as string)
+  const reason = String(response.stop_reason)
+  const refused = reason === 'refusal'
+  return {
+    finishReason: refused ? 'stop' : (MESSAGE_FINISH[reason] ?? reason),
+    content: refused || texts.length === 0 ? null : texts.join(''),
+    refusal: refused ? texts.join('') : null,
+  }
 }
 
 /** The line's response_format as judging reads it: null when the answer is not checked. */
