@@ -23,7 +23,7 @@ export function timeTranslations(
     return JSON.stringify(convertChatToResponse(completion, responsesRequest))
   }
   const messages = () => {
-    const body = chatBodyOf(messagesRequest)
+    const { body } = chatBodyOf(messagesRequest)
     return JSON.stringify(convertChatToMessage(completion, String(body.model)))
   }
   // Warmed alike first, so the JIT has compiled each before it is timed.

@@ -23,9 +23,18 @@ import {
   unsizedPart,
   UNSIZED,
 } from '../unsized-content.ts'
+/**
+ * Where one chat message came from in the Messages request, so a refusal of the chat body can
+ * name the caller's own field (messages-path.ts): its path, and its parts' and tool calls'.
+ */
+export interface MessageOrigin {
+  path: string
+  parts?: string[]
+  toolCalls?: string[]
+}
 
 export type ChatConversion =
-  | { ok: true; body: Record<string, unknown> }
+  | { ok: true; body: Record<string, unknown>; origins: MessageOrigin[] }
   /** `outside`: a valid Messages request, outside the subset translated; else an invalid one. */
   | { ok: false; message: string; param: string; outside: boolean }
 
@@ -172,7 +181,13 @@ function imagePart(block: Block, where: string, lenient: boolean): Block {
 
 const THINKING = new Set(['thinking', 'redacted_thinking'])
 
-function convertTurn(message: unknown, index: number, lenient: boolean): Block[] {
+/** A turn's chat messages, each beside where it came from. */
+function convertTurn(
+  message: unknown,
+  index: number,
+  lenient: boolean,
+  origins: MessageOrigin[],
+): Block[] {
   const where = `messages[${index}]`
   const m = (message ?? {}) as Record<string, unknown>
   if (m.role !== 'user' && m.role !== 'assistant')
@@ -180,15 +195,18 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
   const parts: Block[] = []
   const toolCalls: Block[] = []
   const toolResults: Block[] = []
+  const from = { parts: [] as string[], toolCalls: [] as string[], toolResults: [] as string[] }
   blocksOf(m.content, `${where}.content`).forEach((block, at) => {
     const path = `${where}.content[${at}]`
     switch (block.type) {
       case 'text':
         if (typeof block.text !== 'string') throw new Refusal('must be a string', `${path}.text`)
         parts.push(cached({ type: 'text', text: block.text }, block))
+        from.parts.push(path)
         break
       case 'image':
         parts.push(cached(imagePart(block, path, lenient), block))
+        from.parts.push(path)
         break
       case 'tool_use':
         if (m.role !== 'assistant') throw new Refusal('tool_use belongs to assistant turns', path)
@@ -197,6 +215,7 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
           type: 'function',
           function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
         })
+        from.toolCalls.push(path)
         break
       case 'tool_result':
         if (m.role !== 'user') throw new Refusal('tool_result belongs to user turns', path)
@@ -206,6 +225,7 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
           content:
             block.content === undefined ? '' : textOf(block.content, `${path}.content`, lenient),
         })
+        from.toolResults.push(path)
         break
       default:
         // An earlier answer's thinking is read back only by the model that wrote it; chat has no
@@ -218,6 +238,7 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
         if (lenient) {
           if (anthropicBlockUnsized(block)) parts.push(unsizedPart(block))
           else parts.push({ type: 'text', text: JSON.stringify(block) })
+          from.parts.push(path)
           break
         }
         throw new Refusal(
@@ -231,11 +252,15 @@ function convertTurn(message: unknown, index: number, lenient: boolean): Block[]
   const plain =
     parts.length === 1 && parts[0].type === 'text' && !parts[0].cache_control && !parts[0][UNSIZED]
   const content = plain ? parts[0].text : parts.length ? parts : null
+  origins.push(...from.toolResults.map((path) => ({ path })))
+  const turnOrigin = { path: where, parts: from.parts, toolCalls: from.toolCalls }
   if (m.role === 'assistant') {
     const turn: Block = { role: 'assistant', content: content ?? '' }
     if (toolCalls.length) turn.tool_calls = toolCalls
+    origins.push(turnOrigin)
     return [turn]
   }
+  if (content !== null) origins.push(turnOrigin)
   return content === null ? toolResults : [...toolResults, { role: 'user', content }]
 }
 
@@ -368,9 +393,15 @@ export function convertMessagesToChat(
     if (typeof body.max_tokens !== 'number')
       throw new Refusal('is required: the most tokens the answer may have', 'max_tokens')
     const messages: Block[] = []
-    if (body.system !== undefined) messages.push({ role: 'system', content: systemOf(body.system) })
+    const origins: MessageOrigin[] = []
+    if (body.system !== undefined) {
+      const system = systemOf(body.system)
+      messages.push({ role: 'system', content: system })
+      const parts = Array.isArray(system) ? system.map((_, at) => `system[${at}]`) : undefined
+      origins.push({ path: 'system', parts })
+    }
     body.messages.forEach((message, index) =>
-      messages.push(...convertTurn(message, index, lenient)),
+      messages.push(...convertTurn(message, index, lenient, origins)),
     )
     const out: Record<string, unknown> = {
       model: body.model,
@@ -391,7 +422,7 @@ export function convertMessagesToChat(
     // quotes would otherwise get a whole message where the caller waits for events).
     if (body.stream !== undefined && body.stream !== null) out.stream = body.stream
     if (oneHourLeftOut(body)) carryOneHour(messages)
-    return { ok: true, body: out }
+    return { ok: true, body: out, origins }
   } catch (error) {
     if (error instanceof Refusal)
       return { ok: false, message: error.message, param: error.param, outside: error.outside }

@@ -13,6 +13,15 @@ import type { SchemaChecks } from '../schemas/schema-checks.ts'
 import { compileProblems } from './check-structured.ts'
 import { MAX_ISSUES, MAX_WARNINGS, type BodyProblem, type Issue, type Warning } from './issues.ts'
 import { inResponsesTerms } from './responses-line.ts'
+import { messagesNames } from '../../providers/anthropic/messages-path.ts'
+import type { AskedApi } from './asked-as-chat.ts'
+import { problemInCallersTerms } from './callers-names.ts'
+
+/** A schema problem in a line's own API: response_format is a field of no message, so no origins. */
+const SCHEMA_TERMS: Record<AskedApi, (problem: BodyProblem) => BodyProblem> = {
+  responses: inResponsesTerms,
+  messages: (problem) => problemInCallersTerms(problem, messagesNames([])),
+}
 import type { FileVerdict } from './validate-batch-file.ts'
 
 /** Distinct schemas one file may carry. */
@@ -53,9 +62,9 @@ export async function compileFileSchemas(
         spent += verdict.ms
         found = compileProblems(verdict, at)
       }
-      for (const { line, customId, responses } of users) {
-        // A Responses line is told in its own names (text.format, not response_format).
-        const terms = responses ? inResponsesTerms : (problem: BodyProblem) => problem
+      for (const { line, customId, api } of users) {
+        // A Responses or Messages line is told in its own names (text.format, output_config.format).
+        const terms = api ? SCHEMA_TERMS[api] : (problem: BodyProblem) => problem
         if (found.problem) issues.push({ line, custom_id: customId, ...terms(found.problem) })
         if (found.warning) {
           const { path: param, message, fix } = terms(found.warning)

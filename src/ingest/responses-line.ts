@@ -3,6 +3,7 @@
  * in the chat body it translates to (asked-as-chat.ts), named as the Responses body's fields.
  */
 import type { BodyProblem } from './issues.ts'
+import { problemInCallersTerms, type CallersNames } from './callers-names.ts'
 
 /** Text about the translated chat body, with the chat fields under their Responses names. */
 export const inResponsesNames = (text: string) =>
@@ -26,14 +27,9 @@ export const inResponsesNames = (text: string) =>
 export const responsesParam = (param: string) =>
   inResponsesNames(param.replace(/^messages\b.*/, 'input'))
 
+/** The Responses body's names for the translated chat body's fields. */
+export const RESPONSES_NAMES: CallersNames = { text: inResponsesNames, param: responsesParam }
+
 /** A problem found in the translated chat body, named as the Responses body's field. */
-export function inResponsesTerms(problem: BodyProblem): BodyProblem {
-  return {
-    ...problem,
-    path: problem.path.startsWith('body.')
-      ? `body.${responsesParam(problem.path.slice(5))}`
-      : problem.path,
-    message: inResponsesNames(problem.message),
-    fix: inResponsesNames(problem.fix),
-  }
-}
+export const inResponsesTerms = (problem: BodyProblem) =>
+  problemInCallersTerms(problem, RESPONSES_NAMES)

@@ -17,7 +17,6 @@ import {
   RESPONSES_URL,
   type BatchEndpoint,
 } from '../domain.ts'
-import { inResponsesTerms } from './responses-line.ts'
 import { askedAsChat, TranslationProblem, type AskedApi } from './asked-as-chat.ts'
 import { CeilingTally } from '../pricing/ceiling.ts'
 import { ceilingUnits } from '../pricing/ceiling-rates.ts'
@@ -43,11 +42,14 @@ import { FineTuneTally } from './fine-tune-tally.ts'
 import { validateBody } from './validate-body.ts'
 import { bareBodyProblem } from './bare-body.ts'
 
-/** A line that uses a json_schema; `responses` when it is a Responses line (named text.format). */
+/**
+ * A line that uses a json_schema; `api` when it is a Responses line (named text.format) or a
+ * Messages one (named output_config.format).
+ */
 export interface SchemaUser {
   line: number
   customId: string | null
-  responses?: true
+  api?: AskedApi
 }
 
 /** Each distinct json_schema text of a file, and the lines that use it (file-schemas.ts compiles them). */
@@ -313,8 +315,7 @@ export function checkLines(
       const options = text!.length <= 2 * MAX_JSON_DEPTH ? shallowOptions : deepOptions
       const body = validateBody(request, endpointOf(url), catalog, options)
       if (!body.ok) {
-        for (const problem of body.problems)
-          lineIssue(url === RESPONSES_URL ? inResponsesTerms(problem) : problem)
+        for (const problem of body.problems) lineIssue(asked ? asked.terms(problem) : problem)
         continue
       }
       // Outside the translated subset, a line needs an offering that takes it as it came.
@@ -352,7 +353,7 @@ export function checkLines(
       const schemaText = body.value.schemaText
       if (schemaText !== undefined) {
         const user: SchemaUser = { line: lineNo, customId: shownId }
-        if (url === RESPONSES_URL) user.responses = true
+        if (api) user.api = api
         noteSchema(schemas, schemaText, user)
       }
     }

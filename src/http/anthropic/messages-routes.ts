@@ -19,17 +19,25 @@ import type { LiveDeps, LiveService, NativeCall, StreamRender } from '../live.ts
 import { responseHeaders } from '../caller-macro.ts'
 import { anthropicAuthorization, inAnthropicShape } from './anthropic-errors.ts'
 import { convertChatToMessage } from '../../../providers/anthropic/convert-chat-to-message.ts'
-import { convertMessagesToChat } from '../../../providers/anthropic/convert-messages-to-chat.ts'
+import {
+  convertMessagesToChat,
+  type MessageOrigin,
+} from '../../../providers/anthropic/convert-messages-to-chat.ts'
+import { messagesNames } from '../../../providers/anthropic/messages-path.ts'
+import { inCallersTerms } from '../in-callers-terms.ts'
 import { anthropicStreamRender } from './render-message-stream.ts'
 import { limitsOf } from '../../catalog/catalog-file.ts'
 
 export const ANTHROPIC_PREFIX = '/anthropic/v1'
 
-/** The Messages params as a chat body, or the 400 that names what cannot be translated. */
+/**
+ * The Messages params as a chat body, or the 400 that names what cannot be translated; `names`
+ * name the body's fields as the caller's (messages-path.ts).
+ */
 export function chatBodyOf(params: unknown, lenient = false) {
-  const body = translated(params, lenient)
-  if (body instanceof GatewayError) throw body
-  return body
+  const converted = translated(params, lenient)
+  if (converted instanceof GatewayError) throw converted
+  return { body: converted.body, names: messagesNames(converted.origins) }
 }
 
 function translated(params: unknown, lenient: boolean) {
@@ -42,7 +50,7 @@ function translated(params: unknown, lenient: boolean) {
       `${converted.param || 'the body'} ${converted.message}`,
       converted.param || null,
     )
-  return converted.body
+  return converted
 }
 
 /**
@@ -53,15 +61,27 @@ function translated(params: unknown, lenient: boolean) {
 function messagesCall(
   params: Record<string, unknown>,
   catalog: Catalog,
-): { raw: Record<string, unknown>; passThrough: NativeCall } {
+): {
+  raw: Record<string, unknown>
+  passThrough: NativeCall
+  names: ReturnType<typeof messagesNames>
+} {
+  // The origins of the translation the call goes by: the lenient one when the strict one failed.
+  let origins: MessageOrigin[] = []
   const { chat, untranslated } = translateCall(
     catalog,
     { model: params?.model, api: 'messages' },
-    (lenient) => translated(params, lenient),
+    (lenient) => {
+      const converted = translated(params, lenient)
+      if (converted instanceof GatewayError) return converted
+      origins = converted.origins
+      return converted.body
+    },
   )
   const model = String(chat.model)
   return {
     raw: chat,
+    names: messagesNames(origins),
     passThrough: {
       api: 'messages',
       body: params,
@@ -102,10 +122,17 @@ function anthropicBeta(request: Request): string | undefined {
 export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
   async function messages(request: Request, headers: Record<string, string>) {
     const input = await live.readJson(request, headers, anthropicAuthorization(request))
-    const call = { ...input, ...messagesCall(input.raw as Record<string, unknown>, deps.catalog) }
+    const { names, ...call } = {
+      ...input,
+      ...messagesCall(input.raw as Record<string, unknown>, deps.catalog),
+    }
     call.passThrough.anthropicBeta = anthropicBeta(request)
-    if (call.raw.stream === true) return live.stream(request, headers, call)
-    return live.call(request, call, 'chat')
+    try {
+      if (call.raw.stream === true) return await live.stream(request, headers, call)
+      return await live.call(request, call, 'chat')
+    } catch (error) {
+      throw inCallersTerms(error, names)
+    }
   }
 
   /**
@@ -120,7 +147,7 @@ export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
     // Where Anthropic counts, its own fields (thinking, documents, …) are Anthropic's to count;
     // for a model not in the catalog, validation says so before any field is judged.
     const through = spokenBySome(deps.catalog, raw?.model, 'count_tokens')
-    const body = chatBodyOf(
+    const { body, names } = chatBodyOf(
       typeof raw === 'object' && raw !== null && !Array.isArray(raw)
         ? { ...raw, max_tokens: 1 }
         : raw,
@@ -132,7 +159,7 @@ export function anthropicMessagesRoutes(deps: LiveDeps, live: LiveService) {
       const message = `${problem.path || 'body'} ${problem.message}; ${problem.fix}`
       if (problem.code === 'model_not_found')
         throw refuse('model_not_found', message, { param: problem.path || null })
-      throw badRequest(message, problem.path || null)
+      throw inCallersTerms(badRequest(message, problem.path || null), names)
     }
     const counting = offeringsSpeaking(deps.catalog, checked.value.offerings, 'count_tokens')
     if (counting.length > 0) {

@@ -9,9 +9,10 @@ import { Elysia } from 'elysia'
 import type { Catalog } from '../../catalog/catalog.ts'
 import { translateCall } from '../../live/translate-call.ts'
 import { badRequest, GatewayError, refuse } from '../../errors.ts'
+import { inCallersTerms } from '../in-callers-terms.ts'
 import { excerpt } from '../../excerpt.ts'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../ingest/json-depth.ts'
-import { inResponsesNames, responsesParam } from '../../ingest/responses-line.ts'
+import { RESPONSES_NAMES } from '../../ingest/responses-line.ts'
 import type { LiveService, NativeCall, StreamRender } from '../live.ts'
 import { convertChatToResponse } from '../../../providers/responses/convert-chat-to-response.ts'
 import { convertResponsesToChat } from '../../../providers/responses/convert-responses-to-chat.ts'
@@ -62,19 +63,6 @@ export function responsesCall(
       streamRender: (native) => (native ? rawEvents() : responseStreamRender(params)),
     },
   }
-}
-
-/**
- * A refusal of the translated chat body (its validation, the hold), told in the Responses body's
- * names: the caller sent max_output_tokens and input, not max_tokens and messages.
- */
-function inResponsesTermsError(error: unknown): unknown {
-  if (!(error instanceof GatewayError)) return error
-  const { param } = error.options
-  return new GatewayError(error.refusal, inResponsesNames(error.message), {
-    ...error.options,
-    param: param ? responsesParam(param) : param,
-  })
 }
 
 /**
@@ -135,7 +123,7 @@ export function responsesRoutes(prefix: string, live: LiveService, catalog: Cata
         if (call.passThrough.body.stream === true) return await live.stream(request, headers, call)
         return await live.call(request, call, 'chat')
       } catch (error) {
-        throw inResponsesTermsError(error)
+        throw inCallersTerms(error, RESPONSES_NAMES)
       }
     },
     { parse: 'none' },
