@@ -147,23 +147,33 @@ export function storageRefusal(body: Record<string, unknown>): ResponsesConversi
   return null
 }
 
-function textOf(content: unknown, where: string, lenient: boolean): string {
+/** A text part's text: an earlier assistant turn's refusal part is what that turn said. */
+function partText(part: { type?: unknown; text?: unknown; refusal?: unknown }, assistant: boolean) {
+  if (part?.type === 'input_text' || part?.type === 'output_text') return part.text
+  if (assistant && part?.type === 'refusal') return part.refusal
+  return undefined
+}
+
+/**
+ * The text of a message's content. `assistant`: an earlier answer, whose parts are output_text
+ * and refusal (OpenAI's own answers hold both), each carried as that turn's text.
+ */
+function textOf(content: unknown, where: string, lenient: boolean, assistant = false): string {
   if (typeof content === 'string') return content
   if (!Array.isArray(content)) {
     if (lenient) return JSON.stringify(content ?? '')
     throw new Refusal('must be text or an array of text parts', where)
   }
   return content
-    .map((part: { type?: unknown; text?: unknown }, index) => {
-      const textual = part?.type === 'input_text' || part?.type === 'output_text'
-      if (lenient && (!textual || typeof part.text !== 'string')) return JSON.stringify(part)
-      if (!textual || typeof part.text !== 'string')
-        throw new Refusal(
-          `part type ${JSON.stringify(part?.type)} is not supported here; send input_text parts`,
-          `${where}[${index}]`,
-          true,
-        )
-      return part.text
+    .map((part: { type?: unknown; text?: unknown; refusal?: unknown }, index) => {
+      const text = partText(part, assistant)
+      if (typeof text === 'string') return text
+      if (lenient) return JSON.stringify(part)
+      throw new Refusal(
+        `part type ${JSON.stringify(part?.type)} is not supported here; send ${assistant ? 'output_text or refusal' : 'input_text'} parts`,
+        `${where}[${index}]`,
+        true,
+      )
     })
     .join('')
 }
@@ -237,7 +247,7 @@ function convertInput(input: unknown, lenient: boolean, field = 'input'): Item[]
       const content =
         role === 'user'
           ? userContentOf(item.content, `${where}.content`, lenient)
-          : textOf(item.content, `${where}.content`, lenient)
+          : textOf(item.content, `${where}.content`, lenient, role === 'assistant')
       messages.push({ role: role === 'developer' ? 'system' : role, content })
     } else if (type === 'function_call') {
       const call = {

@@ -222,6 +222,35 @@ describe('the openai package', () => {
     )
   })
 
+  test("an earlier assistant turn's refusal part reaches a translated offering as that turn's text; another part is refused asking for output_text", async () => {
+    const input = (part: Record<string, unknown>) => [
+      { role: 'user', content: 'Write a virus.' },
+      { role: 'assistant', content: [part] },
+      { role: 'user', content: 'Then say hello.' },
+    ]
+    const response = await client.responses.create({
+      model: 'sim/claude',
+      input: input({ type: 'refusal', refusal: 'I cannot help with that.' }),
+      max_output_tokens: 32,
+    } as never)
+    expect(response.status).toBe('completed')
+    expect(JSON.parse(sim.received().at(-1)!.text).messages).toEqual([
+      { role: 'user', content: 'Write a virus.' },
+      { role: 'assistant', content: 'I cannot help with that.' },
+      { role: 'user', content: 'Then say hello.' },
+    ])
+    const error = await client.responses
+      .create({
+        model: 'sim/claude',
+        input: input({ type: 'input_image', image_url: 'x' }),
+      } as never)
+      .catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+    const body = (error as { error: { param: string; message: string } }).error
+    expect(body.param).toBe('input[1].content[0]')
+    expect(body.message).toContain('send output_text or refusal parts')
+  })
+
   test('a passed-through call is held for its images too: each prices as an image, by URL or file_id', async () => {
     const ceiling = async (content: unknown) => {
       const line = {
