@@ -335,7 +335,7 @@ export function checkLines(
       for (const warning of body.value.warnings) {
         if (warnings.length >= MAX_WARNINGS) warningsOmitted++
         else {
-          const { path: param, message, fix } = warning
+          const { path: param, message, fix } = asked ? asked.terms(warning) : warning
           warnings.push({ line: lineNo, custom_id: shownId, param, message, fix })
         }
       }

@@ -18,6 +18,7 @@ import { linePrices, upstreamTargets, type Catalog, type PromptBound } from '../
 import { nearModelNames } from '../catalog/near-model-names.ts'
 import { ENDPOINT_URLS } from '../domain.ts'
 import { chatInputBound, chatOutputBound, embeddingsInputBound } from '../pricing/ceiling.ts'
+import { requestedOutputTokens } from '../../providers/output-limit.ts'
 import { asksOneHourCache, ceilingRates, type CeilingRates } from '../pricing/ceiling-rates.ts'
 import { capPromptBound } from '../pricing/cap-bound.ts'
 import {
@@ -178,6 +179,8 @@ export function validateBody(
     const dropped = untranslatedFields(record, model, targets, at)
     if (dropped.length > 0) return { ok: false, problems: dropped }
     const inputTokens = chatInputBound(chat, model, targets)
+    // A batch line's quote says why a line without an output limit is held at the model's whole.
+    const unlimited = !live && requestedOutputTokens(chat) === undefined
     return {
       ok: true,
       value: {
@@ -192,7 +195,7 @@ export function validateBody(
           ttl1h: asksOneHourCache(chat as Record<string, unknown>),
         }),
         capBound,
-        warnings,
+        warnings: unlimited ? [...warnings, noOutputLimit(model, at)] : warnings,
         schemaText,
       },
     }
@@ -519,5 +522,17 @@ function priceCapIssue(
       ? `leaves no offering of ${model.id} but a batch lane, which cannot serve a line alone: every live or flex one is dearer on prompt or completion`
       : `leaves no offering of ${model.id}: every one is dearer on prompt or completion`,
     fix: `raise max_price to at least {"prompt": "${prompt}", "completion": "${completion}"} (USD per million tokens), the ${which}`,
+  }
+}
+
+/**
+ * A batch line that sets no output limit: its answer may use the model's whole one, and its
+ * ceiling holds that (a label's line quoted hundreds of times its cost), which the quote says.
+ */
+function noOutputLimit(model: ModelEntry, at: (field: string) => string): BodyProblem {
+  return {
+    path: at('max_tokens'),
+    message: `max_tokens is not set, so an answer may use ${model.id}'s whole output limit, ${model.max_output_tokens.toLocaleString('en')} tokens, and the line is held at that`,
+    fix: 'set max_tokens to the most an answer needs (a label takes a few tokens): the cost ceiling, and the credit a submit needs, fall with it',
   }
 }

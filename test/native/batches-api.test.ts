@@ -175,16 +175,38 @@ for (const storeKind of STORES) {
         url: '/v1/chat/completions',
         body: { model: 'sim/chat', messages: [{ role: 'user', content: 'hello' }] },
       }
-      const quote = async (line: unknown) =>
-        (
-          (await (await submit(key, [line], '?dry_run=true')).json()) as {
-            cost_ceiling_usd: string
-          }
-        ).cost_ceiling_usd
+      type Quote = {
+        cost_ceiling_usd: string
+        warnings: { line: number; custom_id: string; param: string; message: string; fix: string }[]
+      }
+      const quoted = async (line: unknown) =>
+        (await (await submit(key, [line], '?dry_run=true')).json()) as Quote
+      const quote = async (line: unknown) => (await quoted(line)).cost_ceiling_usd
       // 67 bytes sent + 7: (74 × 0.5 + 4096 × 1.5) / 1e6 = 0.006181
       expect(await quote(noMax)).toBe('0.006181')
       // n = 3: 89 bytes sent + 7: (96 × 0.5 + 96 × 1.5) / 1e6 = 0.000192
       expect(await quote(chatLine('n', 'hello', { n: 3 }))).toBe('0.000192')
+      // The quote says why the line without a limit costs 30 times more, and what to set.
+      expect((await quoted(noMax)).warnings).toEqual([
+        {
+          line: 1,
+          custom_id: 'x',
+          param: 'body.max_tokens',
+          message: expect.stringContaining("sim/chat's whole output limit, 4,096 tokens"),
+          fix: expect.stringContaining('set max_tokens to the most an answer needs'),
+        },
+      ])
+      expect((await quoted(chatLine('n', 'hello', { n: 3 }))).warnings).toEqual([])
+      // A Responses line is told in its own terms.
+      const responses = (await quoted({
+        custom_id: 'r',
+        method: 'POST',
+        url: '/v1/responses',
+        body: { model: 'sim/chat', input: 'hello' },
+      })) as Quote
+      expect(responses.warnings.map((w) => [w.param, w.message.split(' ')[0]])).toEqual([
+        ['body.max_output_tokens', 'max_output_tokens'],
+      ])
     })
 
     test('dry_run quotes without storing, also when the credit would not cover it', async () => {
