@@ -13,7 +13,9 @@ import type { Logger } from '../telemetry/logger.ts'
 
 /**
  * The store (its dispatcher's part apart: on a SQLite file or PostgreSQL it runs on a thread) and
- * the file content. On the embedded store the data dir's lock is taken first: one gateway a data dir.
+ * the file content. On the embedded store the data dir's lock is taken first: one gateway a data
+ * dir, so the line leases found there are a crashed run's, handed back as the store opens (a
+ * restart resumes at once, not a lease later). On PostgreSQL another instance's may be live.
  */
 export async function openStores(
   config: Config,
@@ -22,6 +24,7 @@ export async function openStores(
   try {
     const { store, dispatch, chunks } = await openStore(config, {
       collectGarbage: collectYoungGarbage,
+      dataDirLocked: dataDirLock !== null,
     })
     const blobs = await openBlobStore(config)
     return { store, dispatch, chunks, blobs, dataDirLock }

@@ -14,10 +14,11 @@ import type { OpenedStore } from './store.ts'
 type StoreConfig = Pick<Config, 'databaseUrl' | 'dataDir' | 'dispatchConnections'>
 
 /** The store, and apart from it the dispatcher's part (see OpenedStore). `collectGarbage`: called in
- * the bulk write of a batch's lines, where that makes much garbage (PostgreSQL's COPY). */
+ * the bulk write of a batch's lines, where that makes much garbage (PostgreSQL's COPY).
+ * `dataDirLocked`: the caller holds the data dir's lock (embedded store only; see createSqliteStore). */
 export async function openStore(
   config: StoreConfig,
-  hooks: { collectGarbage?: () => void } = {},
+  hooks: { collectGarbage?: () => void; dataDirLocked?: boolean } = {},
 ): Promise<OpenedStore> {
   if (config.databaseUrl) {
     const { url, schema } = splitSchema(config.databaseUrl)
@@ -28,7 +29,7 @@ export async function openStore(
       dispatchConnections: config.dispatchConnections,
     })
   }
-  return createSqliteStore(config.dataDir)
+  return createSqliteStore(config.dataDir, { dataDirLocked: hooks.dataDirLocked })
 }
 
 /** File content: 1 MiB chunks in PostgreSQL (a pool of its own, so uploads never wait for the store's), else files in the data dir. */

@@ -89,6 +89,7 @@ export type {
   RecordedOutcomes,
   RunnableBatch,
 } from './dispatch/dispatch-store.ts'
+export { CHUNK_LINE_OWNER_PREFIX } from './dispatch/dispatch-store.ts'
 
 /**
  * Every role with a folder of its own but dispatch (which comes apart, OpenedStore), as one type:

@@ -5,7 +5,8 @@ import { join } from 'node:path'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { waitFor } from '../helpers/wait.ts'
 import type { NewLine } from '../../src/store/store.ts'
-import { lineList, newBatch } from './batch-fixtures.ts'
+import { lineList, newBatch, storeHelpers } from './batch-fixtures.ts'
+import { MS } from './every-store.ts'
 
 // The batch and dispatch contracts run on every store: batches.test.ts, dispatch.test.ts.
 
@@ -152,6 +153,54 @@ describe('sqlite file: admission', () => {
       expect(await store.getBatch('acct_1', 'batch_01')).toBeNull()
     } finally {
       await store.close()
+    }
+  })
+})
+
+describe('sqlite file: reopened by the gateway that locks the data dir', () => {
+  test('hands the lines a dead run leased back to pending at once, but leaves the lines of a provider batch to their chunk', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mg-dead-run-'))
+    let opened = createSqliteStore(dir)
+    const { account, admit, claim, batchOf, allLines } = storeHelpers(() => opened)
+    await account('acct_1')
+    await admit('acct_1', 'batch_01', 6)
+    // A run that died with lines 1–2 upstream, and a chunk of lines 3–4 in a provider batch.
+    expect((await claim('batch_01', 'inst_dead', 2)).map((line) => line.lineNo)).toEqual([1, 2])
+    expect((await claim('batch_01', 'chunk:c1', 2)).map((line) => line.lineNo)).toEqual([3, 4])
+    await opened.store.close()
+    const statuses = async () => (await allLines('batch_01')).map((line) => line.status)
+
+    // The admin command line opens the store beside a running gateway: it leaves every lease.
+    opened = createSqliteStore(dir)
+    expect(await statuses()).toEqual([
+      'running',
+      'running',
+      'running',
+      'running',
+      'pending',
+      'pending',
+    ])
+    await opened.store.close()
+
+    opened = createSqliteStore(dir, { dataDirLocked: true })
+    try {
+      expect(await statuses()).toEqual([
+        'pending',
+        'pending',
+        'running',
+        'running',
+        'pending',
+        'pending',
+      ])
+      // As the reaper leaves them: the attempt kept (the line may have been sent), the counts moved.
+      expect((await allLines('batch_01')).map((line) => line.attempts)).toEqual([1, 1, 1, 1, 0, 0])
+      expect((await batchOf('acct_1', 'batch_01')).counts).toMatchObject({ pending: 4, running: 2 })
+      // The chunk still holds its lines, and the next claim takes the others.
+      expect(await opened.dispatch.renewLeases('chunk:c1', MS + 120_000)).toBe(2)
+      const next = await claim('batch_01', 'inst_new', 10)
+      expect(next.map((line) => line.lineNo)).toEqual([1, 2, 5, 6])
+    } finally {
+      await opened.store.close()
     }
   })
 })

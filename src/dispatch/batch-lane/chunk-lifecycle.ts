@@ -28,7 +28,12 @@ import type {
   ChunkRecord,
   ChunkStore,
 } from '../../store/batch-chunks/chunk-store.ts'
-import type { ClaimedLine, DispatchStore, LineOutcome } from '../../store/store.ts'
+import {
+  CHUNK_LINE_OWNER_PREFIX,
+  type ClaimedLine,
+  type DispatchStore,
+  type LineOutcome,
+} from '../../store/store.ts'
 import type { CountedLine } from '../count-outcomes.ts'
 import { lineRequest } from '../line-request.ts'
 import type { RetryPolicy } from '../retry-policy.ts'
@@ -106,7 +111,7 @@ export const lineLeaseUntil = (
 ): number => Math.max(nowMs, fallbackAtMs) + deps.lineLeaseMs
 
 /** The dispatch-store owner of a chunk's lines. */
-export const lineOwnerOf = (chunkId: string): string => `chunk:${chunkId}`
+export const lineOwnerOf = (chunkId: string): string => `${CHUNK_LINE_OWNER_PREFIX}${chunkId}`
 
 /**
  * Starts a chunk of lines already claimed under lineOwnerOf(chunkId): stores the intent, then

@@ -39,6 +39,13 @@ export interface LineKey {
   lineNo: number
 }
 
+/**
+ * How the lease owner of a line in a batch lane's chunk begins (`chunk:<id>`, docs/batch-lanes.md):
+ * such a line is in a provider batch, and only the chunk's holder records it. Every other owner is
+ * a gateway instance's id.
+ */
+export const CHUNK_LINE_OWNER_PREFIX = 'chunk:'
+
 /** What a claim asks for: up to `limit` lines of one batch, leased to `owner` until `leaseUntilMs`. */
 export interface LineClaim {
   batchId: string

@@ -1,13 +1,14 @@
 /**
  * Leases on the embedded store: renewed by their owner, given back untouched by an owner that
  * stops, and reaped back to pending once they ran out (their ceilings no longer reserved, their
- * owner's calls in flight counted as ended).
+ * owner's calls in flight counted as ended), or at once when the gateway that locks the data dir
+ * starts: a crashed run's.
  */
 import { Money } from '../../money/decimal.ts'
 import { sqliteQuery as q, type SqliteConnection as Database } from '../connection.ts'
 import { RETURNED_SHARD } from './progress-shards.ts'
 import { addProgress } from './sqlite-batch-progress.ts'
-import type { LineKey } from './dispatch-store.ts'
+import { CHUNK_LINE_OWNER_PREFIX, type LineKey } from './dispatch-store.ts'
 import { capRoomBack } from './sqlite-spend-cap.ts'
 
 const immediate = <T>(db: Database, fn: () => T): T => db.transaction(fn).immediate()
@@ -34,6 +35,22 @@ export async function releaseLeases(db: Database, owner: string, unsent: readonl
 
 export async function reapExpiredLeases(db: Database, nowMs: number) {
   return immediate(db, () => returnToPending(db, 'lease_until < ?', [nowMs]))
+}
+
+/**
+ * At the start of the gateway that holds the data dir's lock (data-dir-lock.ts), before its first
+ * claim: every line lease on the store is then a dead run's (each run owns its lines under an id
+ * of its own, never used again), so its lines go back to pending at once, as the reaper would
+ * take them once the lease ran out, not after it. A chunk's lines stay leased: they are in a
+ * provider batch, which the batch lanes take over and follow.
+ */
+export function releaseDeadRunLeases(db: Database): number {
+  return immediate(db, () =>
+    returnToPending(db, 'substr(lease_owner, 1, ?) <> ?', [
+      CHUNK_LINE_OWNER_PREFIX.length,
+      CHUNK_LINE_OWNER_PREFIX,
+    ]),
+  )
 }
 
 function returnToPending(db: Database, where: string, params: unknown[]): number {

@@ -15,6 +15,7 @@ import { createAdmissionThread, type AdmissionThread } from '../batches/sqlite-a
 import { createSqliteCreditStore } from '../credit/sqlite-credit.ts'
 import { createDispatchThread, type DispatchThread } from '../dispatch/dispatch-thread.ts'
 import { createSqliteDispatch } from '../dispatch/sqlite-dispatch.ts'
+import { releaseDeadRunLeases } from '../dispatch/sqlite-leases.ts'
 import { createSqliteFileStore } from '../files/sqlite-files.ts'
 import { createSqliteFineTuneStore } from '../fine-tunes/sqlite-fine-tunes.ts'
 import { createSqliteRetentionStore } from '../retention/sqlite-retention.ts'
@@ -30,9 +31,15 @@ import { openSqliteDatabase } from './open-database.ts'
  * and applies pending migrations (migrate.ts). With a file, the dispatcher's statements run on a
  * thread of their own (dispatch/dispatch-thread.ts), and so do admissions
  * (batches/sqlite-admission-thread.ts) and checkpoints (checkpoint-thread.ts); in memory they run
- * on the same connection. Closing the store closes them all.
+ * on the same connection. Closing the store closes them all. `dataDirLocked`: this process holds
+ * the data dir's lock (data-dir-lock.ts), so the line leases a crashed run left are handed back
+ * before anything claims (dispatch/sqlite-leases.ts); the admin CLI, beside a running gateway,
+ * leaves them.
  */
-export function createSqliteStore(dataDir: string | null): OpenedStore {
+export function createSqliteStore(
+  dataDir: string | null,
+  options: { dataDirLocked?: boolean } = {},
+): OpenedStore {
   if (!dataDir) {
     const db = openSqliteDatabase(':memory:')
     migrateSqlite(db)
@@ -47,6 +54,7 @@ export function createSqliteStore(dataDir: string | null): OpenedStore {
   const db = openSqliteDatabase(path)
   try {
     migrateSqlite(db)
+    if (options.dataDirLocked) releaseDeadRunLeases(db)
   } catch (error) {
     db.close()
     throw error
