@@ -83,8 +83,9 @@ for (const storeKind of STORES) {
         await Bun.sleep(100)
         busy = await read(second.id)
       }
-      expect(busy.request_counts).toMatchObject({ running: 0 })
-      expect(busy.request_counts.pending).toBeGreaterThan(0)
+      // Most of its lines stand pending; one may hold a place in the pool's queue, counted running
+      // while it waits at the gate, which is capacity_busy as well (docs/routing.md).
+      expect(busy.request_counts.pending).toBeGreaterThanOrEqual(5)
       expect(busy.waiting?.code).toBe('capacity_busy')
       expect(busy.waiting!.message).toContain('pool')
       expect((await read(first.id)).status).toBe('in_progress')
